@@ -1,0 +1,47 @@
+//! The `tmetric` command line: flag parsing, subcommand dispatch and the exit-code policy.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Compiled CPU performance metrics from Linux perf's vendor JSON.
+#[derive(Debug, Parser)]
+#[command(name = "tmetric", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Latency statistics from ftrace text (XSAVES/XRSTORS tracepoints by default).
+    Latency(tmetric_latency::LatencyArgs),
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match cli.command {
+        Command::Latency(args) => tmetric_latency::run(&args, &mut out)?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // A closed pipe (`tmetric list | head`) is not an error worth reporting.
+            if err.chain().any(|cause| {
+                cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("tmetric: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! `tmetric latency` end to end through the binary.

@@ -1,0 +1,3 @@
+//! The root package's one integration-test binary: the `tmetric` CLI end to end.
+
+mod latency;
