@@ -1,1 +1,18 @@
-//! placeholder
+//! perf's metric expression language: grammar, tree, needed-events pass and interpreter.
+//!
+//! Pure: no I/O, no knowledge of JSON files or PMUs. Identifiers stay strings here; the
+//! `vendor` crate decides what each one names.
+#![warn(missing_docs)]
+
+pub mod ast;
+pub mod error;
+pub mod eval;
+pub mod events;
+pub mod literal;
+mod parse;
+
+pub use ast::{BinOp, Expr, ExprKind, Func, IdFunc, Ident, Span};
+pub use error::{ParseError, ParseErrorKind, caret_lines};
+pub use eval::{Env, EvalError, eval};
+pub use events::{Facts, Needed, needed};
+pub use parse::{normalize, parse};

@@ -1,0 +1,151 @@
+//! Parse errors that show the expression with a caret under the offending span.
+
+use std::fmt;
+
+use crate::ast::Span;
+use crate::parse::Rule;
+
+/// Why an expression did not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParseErrorKind {
+    /// `a / / b`, `min(a, )`, `a ==b`: the parser wanted one of `expected` here.
+    Unexpected {
+        /// What would have been accepted, in user words.
+        expected: Vec<String>,
+        /// What was found instead (`end of expression` at the end).
+        found: String,
+    },
+    /// `1e999`: strtod overflows or underflows.
+    NumberOutOfRange(String),
+}
+
+/// A parse error with enough context to render a caret diagnostic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// What went wrong.
+    pub kind: ParseErrorKind,
+    /// Where, in bytes of `text`.
+    pub span: Span,
+    /// The whole expression.
+    pub text: String,
+}
+
+impl ParseError {
+    pub(crate) fn new(text: &str, span: Span, kind: ParseErrorKind) -> ParseError {
+        ParseError { kind, span, text: text.to_string() }
+    }
+
+    pub(crate) fn from_pest(text: &str, err: pest::error::Error<Rule>) -> ParseError {
+        let pos = match err.location {
+            pest::error::InputLocation::Pos(pos) => pos,
+            pest::error::InputLocation::Span((start, _)) => start,
+        };
+        let mut expected: Vec<String> = match &err.variant {
+            pest::error::ErrorVariant::ParsingError { positives, .. } => {
+                positives.iter().filter_map(|rule| rule_words(*rule)).map(str::to_string).collect()
+            }
+            pest::error::ErrorVariant::CustomError { message } => vec![message.clone()],
+        };
+        expected.sort();
+        expected.dedup();
+        if expected.is_empty() {
+            expected.push("an operator or the end of the expression".to_string());
+        }
+        let found = found_at(text, pos);
+        let end = (pos + found_len(text, pos)).min(text.len());
+        ParseError::new(text, Span::new(pos, end.max(pos)), ParseErrorKind::Unexpected { expected, found })
+    }
+
+    /// The one-line message, without the caret picture.
+    pub fn message(&self) -> String {
+        match &self.kind {
+            ParseErrorKind::Unexpected { expected, found } => {
+                format!("expected {}, found {found}", join_or(expected))
+            }
+            ParseErrorKind::NumberOutOfRange(text) => {
+                format!("number `{text}` is out of the range of a double")
+            }
+        }
+    }
+
+    /// The expression on one line and a caret line under the span.
+    pub fn caret(&self) -> String {
+        caret_lines(&self.text, self.span)
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}\n{}", self.message(), self.caret())
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Renders `text` with carets under `span`. Multi-line expressions show only the line the
+/// span starts on, with its line number.
+pub fn caret_lines(text: &str, span: Span) -> String {
+    let start = (span.start as usize).min(text.len());
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let line = &text[line_start..line_end];
+    let col = text[line_start..start].chars().count();
+    let width = text[start..(span.end as usize).clamp(start, line_end)].chars().count().max(1);
+    let prefix = if line_start > 0 {
+        format!("(line {}) ", text[..line_start].matches('\n').count() + 1)
+    } else {
+        String::new()
+    };
+    format!("    {prefix}{line}\n    {}{}{}", " ".repeat(prefix.len()), " ".repeat(col), "^".repeat(width))
+}
+
+fn join_or(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+fn found_at(text: &str, pos: usize) -> String {
+    match text[pos.min(text.len())..].chars().next() {
+        None => "end of expression".to_string(),
+        Some(_) => {
+            let len = found_len(text, pos);
+            format!("`{}`", &text[pos..pos + len])
+        }
+    }
+}
+
+fn found_len(text: &str, pos: usize) -> usize {
+    let rest = &text[pos.min(text.len())..];
+    let word: usize = rest
+        .char_indices()
+        .take_while(|(_, c)| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '@' | '?' | '\\'))
+        .map(|(i, c)| i + c.len_utf8())
+        .last()
+        .unwrap_or(0);
+    if word > 0 { word } else { rest.chars().next().map_or(0, char::len_utf8) }
+}
+
+fn rule_words(rule: Rule) -> Option<&'static str> {
+    Some(match rule {
+        Rule::number | Rule::nan => "a number",
+        Rule::literal => "a `#literal`",
+        Rule::ident => "an event or metric name",
+        Rule::call | Rule::binary_func | Rule::id_func => "a function call",
+        Rule::paren => "`(`",
+        Rule::rparen => "`)`",
+        Rule::comma => "`,`",
+        Rule::neg => "`-`",
+        Rule::expr | Rule::if_expr => "an expression",
+        Rule::or | Rule::xor | Rule::and | Rule::lt | Rule::gt | Rule::add | Rule::sub | Rule::mul | Rule::div | Rule::modulo => {
+            "an operator"
+        }
+        Rule::kw_if => "`if`",
+        Rule::kw_else => "`else`",
+        Rule::EOI => "end of expression",
+        _ => return None,
+    })
+}
