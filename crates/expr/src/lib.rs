@@ -8,11 +8,11 @@ pub mod ast;
 pub mod error;
 pub mod eval;
 pub mod events;
-pub mod literal;
 mod parse;
 
 pub use ast::{BinOp, Expr, ExprKind, Func, IdFunc, Ident, Span};
 pub use error::{ParseError, ParseErrorKind, caret_lines};
 pub use eval::{Env, EvalError, eval};
-pub use events::{Facts, Needed, needed};
+pub use events::{Facts, needed};
 pub use parse::{normalize, parse};
+pub use tmetric_model::{Fail, Literal, Needed, sem};

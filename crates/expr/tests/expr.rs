@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use tmetric_expr::literal::Literal;
+use tmetric_model::Literal;
 use tmetric_expr::{Env, Facts, Ident, eval, needed, parse};
 
 /// Parses and prints back fully parenthesised.
@@ -194,8 +194,8 @@ fn evaluation_failures() {
     }
     // Literal names are case-sensitive except smt_on and system_tsc_freq, whose case folding
     // happens in the literal table, not here.
-    assert!(tmetric_expr::literal::Literal::from_name("NUM_CPUS").is_none());
-    assert!(tmetric_expr::literal::Literal::from_name("SMT_ON").is_some());
+    assert!(tmetric_model::Literal::from_name("NUM_CPUS").is_none());
+    assert!(tmetric_model::Literal::from_name("SMT_ON").is_some());
 }
 
 /// Needed-events vectors from spec A7: (expression, literals, expected ids in order).
@@ -204,7 +204,7 @@ fn needs(text: &str, smt_on: f64, expect: &[&str]) {
     let expr = parse(text).unwrap();
     let facts = vals(&[("present", 1.0)], &[("smt_on", smt_on), ("core_wide", 1.0)]);
     let got = needed(&expr, &facts).unwrap();
-    let names: Vec<&str> = got.ids.iter().map(|id| id.name.as_str()).collect();
+    let names: Vec<&str> = got.ids.clone();
     assert_eq!(names, expect, "needed events of `{text}` with smt_on={smt_on}");
 }
 

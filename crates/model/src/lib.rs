@@ -1,1 +1,9 @@
-//! placeholder
+//! Plain data shared by the generated catalogue, the compiler and the runtime, and perf's
+//! expression semantics as functions. No dependencies, no I/O.
+#![warn(missing_docs)]
+
+pub mod literal;
+pub mod sem;
+
+pub use literal::Literal;
+pub use sem::{Fail, Needed};

@@ -1,0 +1,271 @@
+//! perf 6.12's expression semantics as plain functions, shared by the interpreter in
+//! `tmetric-expr` and by the generated metric code, so both compute bit-identical values.
+//!
+//! Evaluation rules are perf's `util/expr.y` with `compute_ids` off (spec A3); the
+//! [`Needed`] combinators are the same grammar with `compute_ids` on (spec A7).
+
+/// Why a metric has no value at all (perf leaves such a metric blank).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fail {
+    /// `x % 0`: perf aborts the expression.
+    RemainderByZero,
+    /// A `#literal` that has no value on this machine.
+    Literal,
+}
+
+impl std::fmt::Display for Fail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Fail::RemainderByZero => "remainder by zero",
+            Fail::Literal => "a `#literal` has no value on this machine",
+        })
+    }
+}
+
+impl std::error::Error for Fail {}
+
+/// `a < b`: NaN if either side is NaN, else 1 or 0.
+#[inline]
+pub fn lt(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else { f64::from(u8::from(a < b)) }
+}
+
+/// `a > b`: NaN if either side is NaN, else 1 or 0.
+#[inline]
+pub fn gt(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else { f64::from(u8::from(a > b)) }
+}
+
+/// `a / b`: NaN when `b` is zero of either sign.
+#[inline]
+pub fn div(a: f64, b: f64) -> f64 {
+    if b == 0.0 { f64::NAN } else { a / b }
+}
+
+/// 2^63, the first double past `i64::MAX`.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
+/// C's `(long)x` on x86-64: NaN and out-of-range values become the "integer indefinite"
+/// `LONG_MIN`, unlike Rust's saturating `as`.
+#[inline]
+fn c_long(x: f64) -> i64 {
+    if x.is_nan() || !(-TWO_63..TWO_63).contains(&x) { i64::MIN } else { x as i64 }
+}
+
+/// `a % b` as `(long)a % (long)b`. Fails when `b` is zero (perf aborts), and also when
+/// `(long)b` is zero, where perf would die of SIGFPE.
+#[inline]
+pub fn rem(a: f64, b: f64) -> Result<f64, Fail> {
+    if b == 0.0 {
+        return Err(Fail::RemainderByZero);
+    }
+    let divisor = c_long(b);
+    if divisor == 0 {
+        return Err(Fail::RemainderByZero);
+    }
+    Ok(c_long(a).wrapping_rem(divisor) as f64)
+}
+
+/// `|`: logical or; a finite operand short-circuits even against NaN.
+#[inline]
+pub fn or(a: f64, b: f64) -> f64 {
+    match (a.is_finite(), b.is_finite()) {
+        (true, true) => f64::from(u8::from(a != 0.0 || b != 0.0)),
+        (true, false) => {
+            if a == 0.0 {
+                b
+            } else {
+                1.0
+            }
+        }
+        (false, true) => {
+            if b == 0.0 {
+                a
+            } else {
+                1.0
+            }
+        }
+        (false, false) => f64::NAN,
+    }
+}
+
+/// `&`: logical and; a finite operand short-circuits even against NaN.
+#[inline]
+pub fn and(a: f64, b: f64) -> f64 {
+    match (a.is_finite(), b.is_finite()) {
+        (true, true) => f64::from(u8::from(a != 0.0 && b != 0.0)),
+        (true, false) => {
+            if a == 0.0 {
+                0.0
+            } else {
+                b
+            }
+        }
+        (false, true) => {
+            if b == 0.0 {
+                0.0
+            } else {
+                a
+            }
+        }
+        (false, false) => f64::NAN,
+    }
+}
+
+/// `^`: logical exclusive or of two finite values, else NaN.
+#[inline]
+pub fn xor(a: f64, b: f64) -> f64 {
+    if a.is_finite() && b.is_finite() { f64::from(u8::from((a != 0.0) != (b != 0.0))) } else { f64::NAN }
+}
+
+/// `d_ratio(a, b)`: 0 when `b` is zero, else `a / b`.
+#[inline]
+pub fn d_ratio(a: f64, b: f64) -> f64 {
+    if b == 0.0 { 0.0 } else { a / b }
+}
+
+/// `min(a, b)` as C's `a < b ? a : b`: if either is NaN the result is `b`.
+#[inline]
+pub fn min(a: f64, b: f64) -> f64 {
+    if a < b { a } else { b }
+}
+
+/// `max(a, b)` as C's `a > b ? a : b`: if either is NaN the result is `b`.
+#[inline]
+pub fn max(a: f64, b: f64) -> f64 {
+    if a > b { a } else { b }
+}
+
+/// `then if cond else otherwise`: only an exact zero selects `otherwise`; NaN is true.
+#[inline]
+pub fn if_else(then: f64, cond: f64, otherwise: f64) -> f64 {
+    if cond == 0.0 { otherwise } else { then }
+}
+
+/// A literal's value, failing like perf's lexer when it is NaN (unknown on this machine).
+#[inline]
+pub fn literal(value: f64) -> Result<f64, Fail> {
+    if value.is_nan() { Err(Fail::Literal) } else { Ok(value) }
+}
+
+/// One node of the needed-events pass: a finite constant, or BOTTOM (NaN: known only at
+/// run time) with the identifiers that decide it. `I` is whatever names an identifier.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Needed<I> {
+    /// A finite value when the node folded to a constant, NaN otherwise.
+    pub value: f64,
+    /// The identifiers needed, in first-seen order, without duplicates.
+    pub ids: Vec<I>,
+}
+
+impl<I: PartialEq> Needed<I> {
+    /// A folded constant (NaN for the keyword `NaN`, which perf cannot tell from BOTTOM).
+    pub fn constant(value: f64) -> Needed<I> {
+        Needed { value, ids: Vec::new() }
+    }
+
+    /// An identifier: BOTTOM, needing itself.
+    pub fn id(id: I) -> Needed<I> {
+        Needed { value: f64::NAN, ids: vec![id] }
+    }
+
+    /// A literal: its value, or a failure if it has none.
+    pub fn literal(value: f64) -> Result<Needed<I>, Fail> {
+        literal(value).map(Needed::constant)
+    }
+
+    fn is_const(&self) -> bool {
+        self.value.is_finite()
+    }
+
+    /// perf's `union_expr`: BOTTOM with both id sets.
+    pub fn union(mut self, other: Needed<I>) -> Needed<I> {
+        for id in other.ids {
+            if !self.ids.contains(&id) {
+                self.ids.push(id);
+            }
+        }
+        self.value = f64::NAN;
+        self
+    }
+
+    /// Unary minus keeps the ids.
+    pub fn neg(mut self) -> Needed<I> {
+        self.value = -self.value;
+        self
+    }
+
+    /// `+ - * < > ^`: folded when both sides are constant. `x * 0` is deliberately not
+    /// folded: the JSON uses `+ 0 * slots` to pull events in.
+    pub fn arith(self, other: Needed<I>, op: fn(f64, f64) -> f64) -> Needed<I> {
+        if self.is_const() && other.is_const() { Needed::constant(op(self.value, other.value)) } else { self.union(other) }
+    }
+
+    /// `/`: a constant zero divisor gives NaN and drops the numerator's ids.
+    pub fn div(self, other: Needed<I>) -> Needed<I> {
+        if other.value == 0.0 {
+            Needed::constant(f64::NAN)
+        } else {
+            self.arith(other, |a, b| a / b)
+        }
+    }
+
+    /// `%`: a constant zero divisor breaks the metric.
+    pub fn rem(self, other: Needed<I>) -> Result<Needed<I>, Fail> {
+        if other.value == 0.0 {
+            Err(Fail::RemainderByZero)
+        } else if self.is_const() && other.is_const() {
+            rem(self.value, other.value).map(Needed::constant)
+        } else {
+            Ok(self.union(other))
+        }
+    }
+
+    /// `d_ratio`: a constant zero divisor gives 0 and drops the numerator's ids.
+    pub fn d_ratio(self, other: Needed<I>) -> Needed<I> {
+        if other.value == 0.0 { Needed::constant(0.0) } else { self.arith(other, d_ratio) }
+    }
+
+    /// `min`/`max`: never folded, even over two constants (spec E7).
+    pub fn min_max(self, other: Needed<I>) -> Needed<I> {
+        self.union(other)
+    }
+
+    /// `|`: a constant operand short-circuits: `1 | X` is 1, `0 | X` is X.
+    pub fn or(self, other: Needed<I>) -> Needed<I> {
+        self.logic(other, or, true)
+    }
+
+    /// `&`: a constant operand short-circuits: `0 & X` is 0, `1 & X` is X.
+    pub fn and(self, other: Needed<I>) -> Needed<I> {
+        self.logic(other, and, false)
+    }
+
+    fn logic(self, other: Needed<I>, op: fn(f64, f64) -> f64, is_or: bool) -> Needed<I> {
+        let short = |constant: f64, rest: Needed<I>| match (is_or, constant == 0.0) {
+            (true, true) | (false, false) => rest,
+            (true, false) => Needed::constant(1.0),
+            (false, true) => Needed::constant(0.0),
+        };
+        match (self.is_const(), other.is_const()) {
+            (true, true) => Needed::constant(op(self.value, other.value)),
+            (true, false) => short(self.value, other),
+            (false, true) => short(other.value, self),
+            (false, false) => self.union(other),
+        }
+    }
+
+    /// `then if cond else otherwise`: a constant condition keeps one branch; two equal
+    /// constant branches need nothing.
+    pub fn if_else(then: Needed<I>, cond: Needed<I>, otherwise: Needed<I>) -> Needed<I> {
+        if cond.value == 0.0 {
+            otherwise
+        } else if cond.is_const() {
+            then
+        } else if then.value == otherwise.value {
+            Needed::constant(then.value)
+        } else {
+            then.union(cond).union(otherwise)
+        }
+    }
+}
