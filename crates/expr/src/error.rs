@@ -84,20 +84,46 @@ impl fmt::Display for ParseError {
 impl std::error::Error for ParseError {}
 
 /// Renders `text` with carets under `span`. Multi-line expressions show only the line the
-/// span starts on, with its line number.
+/// span starts on, with its line number; long lines are cut to a window around the span.
 pub fn caret_lines(text: &str, span: Span) -> String {
-    let start = (span.start as usize).min(text.len());
+    const WINDOW: usize = 100;
+    let start = floor_char(text, (span.start as usize).min(text.len()));
     let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
     let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
-    let line = &text[line_start..line_end];
+    let end = floor_char(text, (span.end as usize).clamp(start, line_end));
+    let line: Vec<char> = text[line_start..line_end].chars().collect();
     let col = text[line_start..start].chars().count();
-    let width = text[start..(span.end as usize).clamp(start, line_end)].chars().count().max(1);
+    let width = text[start..end].chars().count().max(1);
+    // Keep the span in view: start the window a little before it.
+    let (from, to) = if line.len() <= WINDOW {
+        (0, line.len())
+    } else {
+        let from = col.saturating_sub(30).min(line.len().saturating_sub(WINDOW));
+        (from, (from + WINDOW).min(line.len()))
+    };
+    let mut shown: String = line[from..to].iter().collect();
+    let mut caret_col = col - from;
+    if from > 0 {
+        shown.insert_str(0, "...");
+        caret_col += 3;
+    }
+    if to < line.len() {
+        shown.push_str("...");
+    }
+    let width = width.min(to.saturating_sub(col).max(1));
     let prefix = if line_start > 0 {
         format!("(line {}) ", text[..line_start].matches('\n').count() + 1)
     } else {
         String::new()
     };
-    format!("    {prefix}{line}\n    {}{}{}", " ".repeat(prefix.len()), " ".repeat(col), "^".repeat(width))
+    format!("    {prefix}{shown}\n    {}{}{}", " ".repeat(prefix.len()), " ".repeat(caret_col), "^".repeat(width))
+}
+
+fn floor_char(text: &str, mut index: usize) -> usize {
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
 }
 
 fn join_or(items: &[String]) -> String {

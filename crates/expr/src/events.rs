@@ -28,7 +28,7 @@ pub fn needed<'e>(expr: &'e Expr, facts: &dyn Facts) -> Result<Needed<&'e str>, 
         ExprKind::Id(id) | ExprKind::IdCall(IdFunc::SourceCount, id) => Needed::id(id.name.as_str()),
         ExprKind::IdCall(IdFunc::HasEvent, id) => Needed::constant(f64::from(u8::from(facts.has_event(id)))),
         ExprKind::IdCall(IdFunc::StrcmpCpuidStr, id) => Needed::constant(facts.cpuid_match(id)),
-        ExprKind::Neg(inner) => needed(inner, facts)?.neg(),
+        ExprKind::Neg(inner) => needed(inner, facts)?.negate(),
         ExprKind::Bin(op, lhs, rhs) => {
             let (a, b) = (needed(lhs, facts)?, needed(rhs, facts)?);
             match op {
@@ -38,8 +38,8 @@ pub fn needed<'e>(expr: &'e Expr, facts: &dyn Facts) -> Result<Needed<&'e str>, 
                 BinOp::Lt => a.arith(b, tmetric_model::sem::lt),
                 BinOp::Gt => a.arith(b, tmetric_model::sem::gt),
                 BinOp::Xor => a.arith(b, tmetric_model::sem::xor),
-                BinOp::Div => a.div(b),
-                BinOp::Mod => a.rem(b).map_err(|_| EvalError::RemainderByZero { span: expr.span })?,
+                BinOp::Div => a.divide(b),
+                BinOp::Mod => a.remainder(b).map_err(|_| EvalError::RemainderByZero { span: expr.span })?,
                 BinOp::Or => a.or(b),
                 BinOp::And => a.and(b),
             }

@@ -2,6 +2,7 @@
 //! expression semantics as functions. No dependencies, no I/O.
 #![warn(missing_docs)]
 
+pub mod catalog;
 pub mod literal;
 pub mod sem;
 

@@ -70,3 +70,8 @@ impl Literal {
         self as usize
     }
 }
+
+impl Literal {
+    /// How many literals there are.
+    pub const COUNT: usize = Literal::ALL.len();
+}

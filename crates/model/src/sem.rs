@@ -190,7 +190,7 @@ impl<I: PartialEq> Needed<I> {
     }
 
     /// Unary minus keeps the ids.
-    pub fn neg(mut self) -> Needed<I> {
+    pub fn negate(mut self) -> Needed<I> {
         self.value = -self.value;
         self
     }
@@ -202,7 +202,7 @@ impl<I: PartialEq> Needed<I> {
     }
 
     /// `/`: a constant zero divisor gives NaN and drops the numerator's ids.
-    pub fn div(self, other: Needed<I>) -> Needed<I> {
+    pub fn divide(self, other: Needed<I>) -> Needed<I> {
         if other.value == 0.0 {
             Needed::constant(f64::NAN)
         } else {
@@ -211,7 +211,7 @@ impl<I: PartialEq> Needed<I> {
     }
 
     /// `%`: a constant zero divisor breaks the metric.
-    pub fn rem(self, other: Needed<I>) -> Result<Needed<I>, Fail> {
+    pub fn remainder(self, other: Needed<I>) -> Result<Needed<I>, Fail> {
         if other.value == 0.0 {
             Err(Fail::RemainderByZero)
         } else if self.is_const() && other.is_const() {

@@ -1,0 +1,115 @@
+//! The statistics of one group of samples, with the seed script's rounding and 97% tail rule.
+//!
+//! Pure integer arithmetic: no float is involved, so no value is ever too large to be printed or
+//! rounded (the seed lost groups whose average reached 1e15 because sqlite printed `1.0e+15`
+//! and `bc` rejected it).
+
+use serde::Serialize;
+
+/// Statistics of one group, every field in the unit of the value field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Number of samples (the seed's `CNT`).
+    pub count: u64,
+    /// Smallest sample.
+    pub min: u64,
+    /// Largest sample.
+    pub max: u64,
+    /// Mean of all samples, rounded half up.
+    pub avg: u64,
+    /// Mean of the lowest `round(count * 0.97)` samples, rounded half up (the seed's `lat_avg(97%)`).
+    pub avg97: u64,
+    /// Nearest-rank median.
+    pub p50: u64,
+    /// Nearest-rank 99th percentile.
+    pub p99: u64,
+}
+
+impl Stats {
+    /// Computes the statistics of `samples`, which must be sorted ascending; `None` when empty.
+    pub fn from_sorted(samples: &[u64]) -> Option<Stats> {
+        let (&min, &max) = (samples.first()?, samples.last()?);
+        debug_assert!(samples.is_sorted());
+        let count = samples.len() as u64;
+        let kept = &samples[..tail_count(count) as usize];
+        Some(Stats {
+            count,
+            min,
+            max,
+            avg: rounded_mean(samples),
+            avg97: rounded_mean(kept),
+            p50: nearest_rank(samples, 50),
+            p99: nearest_rank(samples, 99),
+        })
+    }
+}
+
+/// How many of the lowest samples the 97% average keeps: the seed computes
+/// `scale=0; (n*0.97 + 0.5)/1` in bc, which is exact decimal arithmetic truncated toward zero,
+/// that is `floor((97 n + 50) / 100)`. It is at least 1 for any non-empty group.
+pub fn tail_count(count: u64) -> u64 {
+    ((u128::from(count) * 97 + 50) / 100) as u64
+}
+
+/// The mean rounded half up: the seed pipes sqlite's `avg()` into `scale=0; (x+0.5)/1` in bc.
+/// Computed exactly as `floor((2 sum + n) / 2n)`, which equals the seed's figure whenever the
+/// seed prints one (sqlite shows 15 significant digits, so the two could only differ for groups
+/// of more than about 10^13 samples).
+pub fn rounded_mean(samples: &[u64]) -> u64 {
+    let count = samples.len() as u128;
+    if count == 0 {
+        return 0;
+    }
+    let sum: u128 = samples.iter().map(|&s| u128::from(s)).sum();
+    // The mean is at most the largest sample, so it fits back into a u64.
+    ((2 * sum + count) / (2 * count)) as u64
+}
+
+/// Nearest-rank percentile of sorted samples: the value at 1-based rank `ceil(p/100 * n)`
+/// (rank 1 at least), so it is always one of the samples.
+pub fn nearest_rank(sorted: &[u64], percent: u64) -> u64 {
+    let count = sorted.len() as u128;
+    let rank = (u128::from(percent) * count).div_ceil(100).max(1);
+    sorted[(rank - 1) as usize]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_count_follows_bc_rounding() {
+        // n * 0.97 + 0.5, truncated: 1 -> 1.47, 16 -> 16.02, 17 -> 16.99, 50 -> 49.0, 100 -> 97.5.
+        assert_eq!([1, 2, 16, 17, 50, 100, 1000].map(tail_count), [1, 2, 16, 16, 49, 97, 970]);
+    }
+
+    #[test]
+    fn mean_rounds_half_up() {
+        assert_eq!(rounded_mean(&[98, 99]), 99);
+        assert_eq!(rounded_mean(&[1, 2, 2]), 2); // 1.666…
+        assert_eq!(rounded_mean(&[1, 1, 2]), 1); // 1.333…
+        assert_eq!(rounded_mean(&[u64::MAX, u64::MAX]), u64::MAX);
+    }
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let hundred: Vec<u64> = (1..=100).collect();
+        assert_eq!(nearest_rank(&hundred, 50), 50);
+        assert_eq!(nearest_rank(&hundred, 99), 99);
+        assert_eq!(nearest_rank(&[7], 99), 7);
+        assert_eq!(nearest_rank(&[1, 2], 50), 1);
+        assert_eq!(nearest_rank(&[1, 2, 3], 50), 2);
+    }
+
+    #[test]
+    fn stats_of_a_small_group() {
+        let samples = [112, 150, 200, 250, 300, 1152];
+        let stats = Stats::from_sorted(&samples).unwrap();
+        // 6 * 0.97 + 0.5 = 6.32 -> all six kept.
+        assert_eq!(
+            stats,
+            Stats { count: 6, min: 112, max: 1152, avg: 361, avg97: 361, p50: 200, p99: 1152 }
+        );
+        assert_eq!(Stats::from_sorted(&[]), None);
+    }
+}

@@ -1,0 +1,279 @@
+//! The shape of one compiled CPU model: event tables as data, metrics as functions.
+//!
+//! Generated code builds these as `static`s; the runtime and the CLI read them. Strings
+//! live in one blob per model and are named by [`Str`] offsets, as perf's jevents does,
+//! because thousands of separate string literals compile slowly.
+
+use crate::Literal;
+use crate::sem::{Fail, Needed};
+
+/// A string in its model's blob: byte offset and length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Str(pub u32, pub u32);
+
+/// Which counters an event may use, from the JSON `Counter` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Counters {
+    /// Bit `n`: general counter `n` is allowed. `u32::MAX` when the JSON gives no restriction.
+    pub generic: u32,
+    /// Bit `n`: fixed counter `n` is allowed.
+    pub fixed: u8,
+}
+
+impl Counters {
+    /// No restriction known.
+    pub const ANY: Counters = Counters { generic: u32::MAX, fixed: 0 };
+}
+
+/// Event flags.
+pub mod event_flags {
+    /// `PerPkg`: counted once per package.
+    pub const PER_PKG: u8 = 1;
+    /// `Deprecated`: hidden from `list` but usable.
+    pub const DEPRECATED: u8 = 2;
+    /// `Experimental`.
+    pub const EXPERIMENTAL: u8 = 4;
+}
+
+/// One JSON event of a model.
+#[derive(Debug, Clone, Copy)]
+pub struct Event {
+    /// `EventName` as written in the JSON.
+    pub name: Str,
+    /// The PMU the event belongs to (`default_core`, `cpu_core`, `uncore_imc`, ...).
+    pub pmu: Str,
+    /// The JSON file's topic (`cache`, `uncore memory`, ...).
+    pub topic: Str,
+    /// perf's event term string, e.g. `event=0xa3,cmask=4,period=1000003,umask=4`.
+    pub encoding: Str,
+    /// `BriefDescription`.
+    pub brief: Str,
+    /// `PublicDescription`.
+    pub public: Str,
+    /// `Compat` regex for sys PMUs.
+    pub compat: Str,
+    /// `ScaleUnit` unit text.
+    pub unit: Str,
+    /// `ScaleUnit` factor (1 when absent).
+    pub scale: f64,
+    /// Allowed counters.
+    pub counters: Counters,
+    /// `PEBS` level (0, 1 or 2).
+    pub pebs: u8,
+    /// [`event_flags`] bits.
+    pub flags: u8,
+}
+
+/// Tool events perf computes itself rather than counting (spec A6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tool {
+    /// Wall-clock time in seconds.
+    DurationTime,
+    /// User CPU time of the workload in seconds.
+    UserTime,
+    /// System CPU time of the workload in seconds.
+    SystemTime,
+}
+
+/// What an identifier of a metric expression names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IdKind {
+    /// A JSON event of this model (index into [`Model::events`]), maybe with extra terms.
+    Event(u32),
+    /// A kernel-named event such as `cycles` or `topdown-retiring`.
+    Kernel,
+    /// An event of a PMU known from sysfs, such as `msr@tsc@` or `cstate_pkg@c6-residency@`.
+    Sysfs,
+    /// A tool event.
+    Tool(Tool),
+    /// Only the argument of `has_event` or `strcmp_cpuid_str`: never counted.
+    Probe,
+}
+
+/// One distinct identifier used by the model's expressions: an input slot.
+#[derive(Debug, Clone, Copy)]
+pub struct Id {
+    /// The identifier as perf normalises it (escapes removed): the key of a counts map.
+    pub text: Str,
+    /// What it names.
+    pub kind: IdKind,
+    /// The PMU named in the identifier, or the event's PMU; empty for the core PMU.
+    pub pmu: Str,
+    /// The event name (or raw terms) part.
+    pub event: Str,
+    /// Extra terms (`cmask=1`), empty when none.
+    pub terms: Str,
+    /// Modifiers after `:` or the last `@` (`k`, `u`, `R`, ...).
+    pub modifiers: Str,
+    /// The `R` modifier: the value is a retire latency, not a count.
+    pub retire_latency: bool,
+}
+
+/// What an expression refers to: an input slot or another metric of the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Ref {
+    /// Index into [`Model::ids`].
+    Id(u16),
+    /// Index into [`Model::metrics`].
+    Metric(u16),
+}
+
+/// `MetricConstraint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Constraint {
+    /// No constraint: the events are grouped.
+    None,
+    /// `NO_GROUP_EVENTS`.
+    NoGroupEvents,
+    /// `NO_GROUP_EVENTS_NMI` (or `NO_NMI_WATCHDOG`).
+    NoGroupEventsNmi,
+    /// `NO_GROUP_EVENTS_SMT`.
+    NoGroupEventsSmt,
+}
+
+/// Everything a compiled expression reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Inputs<'a> {
+    /// Per [`Model::ids`] slot: the count, retire latency or tool value; NaN when unknown.
+    pub values: &'a [f64],
+    /// Per slot: `source_count()` of the event.
+    pub source_counts: &'a [f64],
+    /// Per slot: `has_event()` (1 or 0) or `strcmp_cpuid_str()` (1, 0 or NaN).
+    pub probes: &'a [f64],
+    /// Per [`Literal`]: its value, NaN when unknown.
+    pub literals: &'a [f64; Literal::COUNT],
+    /// Per [`Model::metrics`]: values already computed (NaN for failed or not computed).
+    pub metrics: &'a [f64],
+}
+
+/// What the needed-events pass folds with: literal values and probe results.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// Per [`Literal`]: its value, NaN when unknown.
+    pub literals: &'a [f64; Literal::COUNT],
+    /// Per slot: `has_event()` or `strcmp_cpuid_str()` result.
+    pub probes: &'a [f64],
+}
+
+/// A compiled `MetricExpr` or `MetricThreshold`.
+pub type MetricFn = fn(&Inputs<'_>) -> Result<f64, Fail>;
+
+/// A compiled needed-events pass.
+pub type NeededFn = fn(&Facts<'_>) -> Result<Needed<Ref>, Fail>;
+
+/// The direct references of an expression on a machine.
+#[derive(Debug, Clone, Copy)]
+pub enum NeededRefs {
+    /// The expression has nothing to fold: these, always.
+    Static(&'static [Ref]),
+    /// Depends on literals or probes.
+    Dynamic(NeededFn),
+}
+
+impl NeededRefs {
+    /// The references needed with these facts.
+    pub fn refs(&self, facts: &Facts<'_>) -> Result<Vec<Ref>, Fail> {
+        match self {
+            NeededRefs::Static(refs) => Ok(refs.to_vec()),
+            NeededRefs::Dynamic(func) => Ok(func(facts)?.ids),
+        }
+    }
+}
+
+/// One compiled metric.
+#[derive(Debug, Clone, Copy)]
+pub struct Metric {
+    /// `MetricName`.
+    pub name: Str,
+    /// The metric's PMU (`default_core`, `cpu_core`, `cpu_atom`, ...).
+    pub pmu: Str,
+    /// `MetricGroup`, `;`-separated.
+    pub groups: Str,
+    /// `BriefDescription`.
+    pub brief: Str,
+    /// `PublicDescription`.
+    pub public: Str,
+    /// `MetricExpr` as written in the JSON.
+    pub expr: Str,
+    /// `MetricThreshold` as written, empty when none.
+    pub threshold_expr: Str,
+    /// `ScaleUnit` factor (1 when absent).
+    pub scale: f64,
+    /// `ScaleUnit` unit, empty when absent.
+    pub unit: Str,
+    /// Whether the JSON gave a `ScaleUnit` (perf prints `%8.1f` then, else `%8.2f`).
+    pub has_scale_unit: bool,
+    /// `MetricConstraint`.
+    pub constraint: Constraint,
+    /// `MetricgroupNoGroup`, `;`-separated.
+    pub no_group: Str,
+    /// `DefaultMetricgroupName`.
+    pub default_group: Str,
+    /// `Compat`, for sys metrics.
+    pub compat: Str,
+    /// The expression uses `?`: instantiated once per runtime parameter value.
+    pub runtime_param: bool,
+    /// Every metric the expression or threshold may reference.
+    pub refs: &'static [u16],
+    /// The compiled `MetricExpr`.
+    pub eval: MetricFn,
+    /// The compiled `MetricThreshold`.
+    pub threshold: Option<MetricFn>,
+    /// Direct references of `MetricExpr`.
+    pub needed: NeededRefs,
+    /// Direct references of `MetricThreshold`.
+    pub needed_threshold: Option<NeededRefs>,
+}
+
+/// A metric group's description from `metricgroups.json`.
+#[derive(Debug, Clone, Copy)]
+pub struct Group {
+    /// Group name.
+    pub name: Str,
+    /// Description.
+    pub description: Str,
+}
+
+/// Counter numbers for one PMU from `counter.json`.
+#[derive(Debug, Clone, Copy)]
+pub struct CounterInfo {
+    /// The PMU.
+    pub pmu: Str,
+    /// `CountersNumFixed`.
+    pub fixed: u8,
+    /// `CountersNumGeneric`.
+    pub generic: u8,
+}
+
+/// One compiled CPU model (a vendor directory, or a `sys/` table).
+#[derive(Debug)]
+pub struct Model {
+    /// Architecture directory (`x86`, `arm64`, ...).
+    pub arch: &'static str,
+    /// Model name, the directory below the architecture (`sapphirerapids`, `arm/cortex-a76`).
+    pub name: &'static str,
+    /// True for a `sys/` table matched by `Compat`.
+    pub is_sys: bool,
+    /// The string blob.
+    pub strings: &'static str,
+    /// JSON events.
+    pub events: &'static [Event],
+    /// Input slots: every distinct identifier the metrics use.
+    pub ids: &'static [Id],
+    /// Metrics.
+    pub metrics: &'static [Metric],
+    /// Metrics in dependency order: every metric after the metrics it references.
+    pub eval_order: &'static [u16],
+    /// Metric group descriptions.
+    pub groups: &'static [Group],
+    /// Counter numbers per PMU.
+    pub counters: &'static [CounterInfo],
+}
+
+impl Model {
+    /// The text of a [`Str`].
+    #[inline]
+    pub fn str(&self, s: Str) -> &'static str {
+        &self.strings[s.0 as usize..(s.0 + s.1) as usize]
+    }
+}
