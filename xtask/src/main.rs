@@ -1,1 +1,22 @@
-fn main() {}
+//! `cargo xtask`: developer tasks (code generation, vendor import, benchmarks).
+mod import;
+mod regen;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf();
+    match args.first().map(String::as_str) {
+        Some("regen") => {
+            let mode = if args.iter().any(|a| a == "--check") { regen::Mode::Check } else { regen::Mode::Write };
+            let start = std::time::Instant::now();
+            let report = regen::regen(&root, mode)?;
+            eprintln!(
+                "regen: {} models, {} metrics compiled, {} skipped, {} bytes, {} files changed, {:.2?}",
+                report.models, report.metrics, report.skipped, report.bytes, report.changed.len(), start.elapsed()
+            );
+            Ok(())
+        }
+        Some("import-vendor") => import::run(&args[1..]),
+        _ => anyhow::bail!("usage: cargo xtask regen [--check] | cargo xtask import-vendor <path>"),
+    }
+}

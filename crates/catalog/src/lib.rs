@@ -1,1 +1,25 @@
-//! placeholder
+//! The compiled catalogue: every model of `pmu-events/arch` as generated Rust, and lookups.
+//!
+//! Everything under `generated/` is written by `cargo xtask regen`; only this file and `rt.rs`
+//! are hand-written. Nothing here parses an expression or reads a file.
+#![warn(missing_docs)]
+
+#[rustfmt::skip]
+#[allow(missing_docs)]
+mod generated;
+mod rt;
+
+pub use generated::{CPUID_MAP, MODELS};
+pub use tmetric_model::catalog::{self, *};
+
+/// Finds a model by `arch/name` (`x86/sapphirerapids`) or by name alone
+/// (`sapphirerapids`, `arm/cortex-a76`), ignoring case. The common table is `common`.
+pub fn model(name: &str) -> Option<&'static Model> {
+    MODELS.iter().copied().find(|m| m.path().eq_ignore_ascii_case(name) || m.name.eq_ignore_ascii_case(name))
+}
+
+/// tmetric's generic metrics built only from software events and `msr/tsc/`: they apply
+/// on every machine, virtual ones included.
+pub fn common() -> &'static Model {
+    model("common/common").expect("the common table is always generated")
+}

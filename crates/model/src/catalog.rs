@@ -277,3 +277,152 @@ impl Model {
         &self.strings[s.0 as usize..(s.0 + s.1) as usize]
     }
 }
+
+/// One `mapfile.csv` row: which model a cpuid selects.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuidRow {
+    /// Architecture of the row.
+    pub arch: &'static str,
+    /// The cpuid regex (or MIDR, PVR, ...).
+    pub regex: &'static str,
+    /// The vendor's data version.
+    pub version: &'static str,
+    /// `core`, `uncore`, ...
+    pub event_type: &'static str,
+    /// Index into the catalogue's model list.
+    pub model: usize,
+}
+
+impl Model {
+    /// `arch/name`, e.g. `x86/sapphirerapids`.
+    pub fn path(&self) -> String {
+        format!("{}/{}", self.arch, self.name)
+    }
+
+    /// Metrics whose name equals `name`, ignoring case (one per PMU on hybrid models).
+    pub fn metrics_named(&self, name: &str) -> Vec<usize> {
+        (0..self.metrics.len()).filter(|&m| self.str(self.metrics[m].name).eq_ignore_ascii_case(name)).collect()
+    }
+
+    /// perf's `-M` matching (spec C1): `item` equals, ignoring case, the metric name or one of
+    /// its `;`-separated groups; `all` selects every metric.
+    pub fn select(&self, item: &str) -> Vec<usize> {
+        (0..self.metrics.len())
+            .filter(|&m| {
+                let metric = &self.metrics[m];
+                item.eq_ignore_ascii_case("all")
+                    || self.str(metric.name).eq_ignore_ascii_case(item)
+                    || self.str(metric.groups).split(';').any(|g| g.eq_ignore_ascii_case(item))
+                    || (item.eq_ignore_ascii_case("No_group") && metric.groups.1 == 0)
+            })
+            .collect()
+    }
+
+    /// `roots` and every metric they reference, transitively, in evaluation order.
+    pub fn closure(&self, roots: &[usize]) -> Vec<u16> {
+        let mut wanted = vec![false; self.metrics.len()];
+        let mut stack: Vec<usize> = roots.to_vec();
+        while let Some(m) = stack.pop() {
+            if std::mem::replace(&mut wanted[m], true) {
+                continue;
+            }
+            stack.extend(self.metrics[m].refs.iter().map(|&r| r as usize));
+        }
+        self.eval_order.iter().copied().filter(|&m| wanted[m as usize]).collect()
+    }
+
+    /// Input slots `metric` needs on a machine with these facts, following metric references
+    /// as perf does (spec A7, A8). With `threshold`, the root is processed through its
+    /// `MetricThreshold`, as perf does unless `--metric-no-threshold`.
+    pub fn needed_ids(&self, metric: usize, facts: &Facts<'_>, threshold: bool) -> Result<Vec<u16>, Fail> {
+        let root = &self.metrics[metric];
+        let first = match (threshold, root.needed_threshold) {
+            (true, Some(needed)) => needed.refs(facts)?,
+            _ => root.needed.refs(facts)?,
+        };
+        let mut ids = Vec::new();
+        let mut seen = vec![false; self.metrics.len()];
+        let mut queue = first;
+        while let Some(r) = queue.pop() {
+            match r {
+                Ref::Id(slot) => {
+                    if !ids.contains(&slot) {
+                        ids.push(slot);
+                    }
+                }
+                Ref::Metric(m) => {
+                    if !std::mem::replace(&mut seen[m as usize], true) {
+                        // A reference whose own pass fails contributes nothing; perf then
+                        // evaluates it to NaN.
+                        if let Ok(refs) = self.metrics[m as usize].needed.refs(facts) {
+                            queue.extend(refs);
+                        }
+                    }
+                }
+            }
+        }
+        ids.sort_unstable();
+        Ok(ids)
+    }
+}
+
+/// Reusable buffers to evaluate a model's metrics over one set of counts.
+#[derive(Debug, Clone)]
+pub struct Evaluator {
+    /// Per input slot: its value (NaN when unknown).
+    pub values: Vec<f64>,
+    /// Per input slot: `source_count()`.
+    pub source_counts: Vec<f64>,
+    /// Per input slot: `has_event()`/`strcmp_cpuid_str()` results.
+    pub probes: Vec<f64>,
+    /// Literal values, NaN when unknown.
+    pub literals: [f64; Literal::COUNT],
+    /// Per metric: the last computed value (NaN when failed or not computed).
+    pub metrics: Vec<f64>,
+    /// Per metric: why the last evaluation produced no value.
+    pub failures: Vec<Option<Fail>>,
+}
+
+impl Evaluator {
+    /// Buffers for `model`, every input unknown.
+    pub fn new(model: &Model) -> Evaluator {
+        Evaluator {
+            values: vec![f64::NAN; model.ids.len()],
+            source_counts: vec![1.0; model.ids.len()],
+            probes: vec![0.0; model.ids.len()],
+            literals: [f64::NAN; Literal::COUNT],
+            metrics: vec![f64::NAN; model.metrics.len()],
+            failures: vec![None; model.metrics.len()],
+        }
+    }
+
+    /// Evaluates the metrics of `order` (dependency order, as from [`Model::closure`]).
+    pub fn run(&mut self, model: &Model, order: &[u16]) {
+        for &m in order {
+            let m = m as usize;
+            let inputs = Inputs {
+                values: &self.values,
+                source_counts: &self.source_counts,
+                probes: &self.probes,
+                literals: &self.literals,
+                metrics: &self.metrics,
+            };
+            let result = (model.metrics[m].eval)(&inputs);
+            // A failed reference reads as NaN in the metrics that use it, as in perf.
+            self.metrics[m] = *result.as_ref().unwrap_or(&f64::NAN);
+            self.failures[m] = result.err();
+        }
+    }
+
+    /// Evaluates metric `m`'s threshold over the current values; `None` without one.
+    pub fn threshold(&self, model: &Model, m: usize) -> Option<Result<f64, Fail>> {
+        let threshold = model.metrics[m].threshold?;
+        Some(threshold(&Inputs {
+            values: &self.values,
+            source_counts: &self.source_counts,
+            probes: &self.probes,
+            literals: &self.literals,
+            metrics: &self.metrics,
+        }))
+    }
+}

@@ -6,5 +6,6 @@ pub mod catalog;
 pub mod literal;
 pub mod sem;
 
+pub use catalog::{Evaluator, Model};
 pub use literal::Literal;
 pub use sem::{Fail, Needed};

@@ -24,6 +24,24 @@ impl std::fmt::Display for Fail {
 
 impl std::error::Error for Fail {}
 
+/// `a + b`, as a function for the needed-events combinators.
+#[inline]
+pub fn add(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+/// `a - b`.
+#[inline]
+pub fn sub(a: f64, b: f64) -> f64 {
+    a - b
+}
+
+/// `a * b`.
+#[inline]
+pub fn mul(a: f64, b: f64) -> f64 {
+    a * b
+}
+
 /// `a < b`: NaN if either side is NaN, else 1 or 0.
 #[inline]
 pub fn lt(a: f64, b: f64) -> f64 {
@@ -140,6 +158,12 @@ pub fn max(a: f64, b: f64) -> f64 {
 #[inline]
 pub fn if_else(then: f64, cond: f64, otherwise: f64) -> f64 {
     if cond == 0.0 { otherwise } else { then }
+}
+
+/// A `has_event` probe as perf sees it: any non-zero (NaN included) is true, 1; else 0.
+#[inline]
+pub fn truth(probe: f64) -> f64 {
+    if probe == 0.0 { 0.0 } else { 1.0 }
 }
 
 /// A literal's value, failing like perf's lexer when it is NaN (unknown on this machine).

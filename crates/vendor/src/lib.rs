@@ -1,1 +1,27 @@
-//! placeholder
+//! Loads Linux perf's vendor PMU JSON tree (`pmu-events/arch`) into plain data.
+//!
+//! This crate reads files and applies jevents.py's rules (Linux 6.12): which directories are
+//! tables, `ArchStdEvent` expansion, the exact perf event string of each event, `Unit` to PMU names,
+//! `ScaleUnit` parsing and cpuid matching. It does not parse metric expressions (that is
+//! `tmetric-expr`); `MetricExpr` and `MetricThreshold` stay raw text with their file and line.
+//!
+//! `arch/common/` is not an architecture: it holds tmetric's own generic metrics and is loaded
+//! into [`Tree::common`], which applies to every model.
+
+mod cpuid;
+mod error;
+mod event;
+mod load;
+pub mod oracle;
+mod raw;
+pub mod resolve;
+mod scan;
+mod tree;
+mod unit;
+
+pub use cpuid::{MapRow, compat_matches, cpuid_matches};
+pub use error::{ObjectError, VendorError};
+pub use event::{AggrMode, Constraint, Counters, Event, Location, Metric};
+pub use load::{COMMON_DIR, load_tree};
+pub use tree::{Arch, CounterInfo, Table, Tree};
+pub use unit::{ScaleUnit, unit_to_pmu};
