@@ -426,3 +426,54 @@ impl Evaluator {
         }))
     }
 }
+
+/// The outcome of one root metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricResult {
+    /// Index into [`Model::metrics`].
+    pub metric: usize,
+    /// The expression's value, before `ScaleUnit` (NaN when an input is missing).
+    pub value: f64,
+    /// Why there is no value at all.
+    pub failure: Option<Fail>,
+    /// Needed input slots that have no value (NaN), so the reader knows why it is NaN.
+    pub missing: Vec<u16>,
+    /// perf's colour rule: `Some(true)` when the threshold is crossed (non-zero), `Some(false)`
+    /// when not (zero), `None` without a threshold or when it cannot be computed.
+    pub threshold: Option<bool>,
+}
+
+impl MetricResult {
+    /// The value scaled by the metric's `ScaleUnit`, as perf prints it.
+    pub fn scaled(&self, model: &Model) -> f64 {
+        self.value * model.metrics[self.metric].scale
+    }
+}
+
+impl Evaluator {
+    /// The facts of the current literals and probes.
+    pub fn facts(&self) -> Facts<'_> {
+        Facts { literals: &self.literals, probes: &self.probes }
+    }
+
+    /// Evaluates `roots` and everything they reference from the current inputs, and explains
+    /// each root's result.
+    pub fn evaluate(&mut self, model: &Model, roots: &[usize]) -> Vec<MetricResult> {
+        let order = model.closure(roots);
+        self.run(model, &order);
+        roots
+            .iter()
+            .map(|&m| {
+                let missing = model
+                    .needed_ids(m, &self.facts(), false)
+                    .map(|ids| ids.into_iter().filter(|&slot| self.values[slot as usize].is_nan()).collect())
+                    .unwrap_or_default();
+                let threshold = match self.threshold(model, m) {
+                    Some(Ok(v)) if !v.is_nan() => Some(v != 0.0),
+                    _ => None,
+                };
+                MetricResult { metric: m, value: self.metrics[m], failure: self.failures[m], missing, threshold }
+            })
+            .collect()
+    }
+}
