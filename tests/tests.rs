@@ -1,3 +1,5 @@
 //! The root package's one integration-test binary: the `tmetric` CLI end to end.
 
+mod catalogue;
 mod latency;
+mod trees;

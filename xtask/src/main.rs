@@ -4,19 +4,54 @@ mod regen;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf();
     match args.first().map(String::as_str) {
         Some("regen") => {
-            let mode = if args.iter().any(|a| a == "--check") { regen::Mode::Check } else { regen::Mode::Write };
+            let mode = if args.iter().any(|a| a == "--check") {
+                regen::Mode::Check
+            } else {
+                regen::Mode::Write
+            };
             let start = std::time::Instant::now();
             let report = regen::regen(&root, mode)?;
             eprintln!(
                 "regen: {} models, {} metrics compiled, {} skipped, {} bytes, {} files changed, {:.2?}",
-                report.models, report.metrics, report.skipped, report.bytes, report.changed.len(), start.elapsed()
+                report.models,
+                report.metrics,
+                report.skipped,
+                report.bytes,
+                report.changed.len(),
+                start.elapsed()
             );
             Ok(())
         }
         Some("import-vendor") => import::run(&args[1..]),
-        _ => anyhow::bail!("usage: cargo xtask regen [--check] | cargo xtask import-vendor <path>"),
+        // The benchmark links the generated catalogue, so it is its own binary behind the
+        // `bench` feature: this one must build even when the generated code does not.
+        Some("bench") => {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .current_dir(&root)
+                .args([
+                    "run",
+                    "--package",
+                    "xtask",
+                    "--release",
+                    "--features",
+                    "bench",
+                    "--bin",
+                    "xtask-bench",
+                    "--",
+                ])
+                .args(&args[1..])
+                .status()?;
+            std::process::exit(status.code().unwrap_or(1))
+        }
+        _ => anyhow::bail!(
+            "usage: cargo xtask regen [--check] | cargo xtask import-vendor <path> | cargo xtask bench [--build]"
+        ),
     }
 }

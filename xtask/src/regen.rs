@@ -45,7 +45,8 @@ pub struct Report {
 /// Regenerates (or checks) the catalogue from `root/pmu-events/arch`.
 pub fn regen(root: &Path, mode: Mode) -> Result<Report> {
     let arch_dir = root.join("pmu-events/arch");
-    let tree = tmetric_vendor::load_tree(&arch_dir).with_context(|| format!("loading {}", arch_dir.display()))?;
+    let tree = tmetric_vendor::load_tree(&arch_dir)
+        .with_context(|| format!("loading {}", arch_dir.display()))?;
     let resolved = resolve_tree(&tree);
     let files = generate(&tree, &resolved);
     let mut report = Report {
@@ -64,7 +65,8 @@ pub fn regen(root: &Path, mode: Mode) -> Result<Report> {
         if !files.contains_key(&rel) {
             report.changed.push(rel.clone());
             if mode == Mode::Write {
-                std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("removing {}", path.display()))?;
             }
         }
     }
@@ -77,7 +79,8 @@ pub fn regen(root: &Path, mode: Mode) -> Result<Report> {
         report.changed.push(rel.clone());
         if mode == Mode::Write {
             if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
             }
             std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
         }
@@ -106,8 +109,10 @@ fn list_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// A Rust identifier for a table name: `arm/cortex-a76` becomes `arm_cortex_a76`.
 fn module_name(name: &str) -> String {
-    let mut out: String =
-        name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    let mut out: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .collect();
     if out.starts_with(|c: char| c.is_ascii_digit()) {
         out.insert(0, 'm');
     }
@@ -119,7 +124,10 @@ fn generate(tree: &tmetric_vendor::Tree, resolved: &[Resolved<'_>]) -> BTreeMap<
     let mut files = BTreeMap::new();
     let mut by_arch: BTreeMap<String, Vec<(String, &Resolved<'_>)>> = BTreeMap::new();
     for r in resolved {
-        by_arch.entry(module_name(&r.table.arch)).or_default().push((module_name(&r.table.name), r));
+        by_arch
+            .entry(module_name(&r.table.arch))
+            .or_default()
+            .push((module_name(&r.table.name), r));
     }
     let mut model_paths = Vec::new();
     for (arch, models) in &by_arch {
@@ -137,7 +145,10 @@ fn generate(tree: &tmetric_vendor::Tree, resolved: &[Resolved<'_>]) -> BTreeMap<
     for arch in by_arch.keys() {
         let _ = writeln!(index, "pub mod {arch};");
     }
-    let _ = writeln!(index, "\n/// Every model, sorted by architecture then name.\npub static MODELS: &[&Model] = &[");
+    let _ = writeln!(
+        index,
+        "\n/// Every model, sorted by architecture then name.\npub static MODELS: &[&Model] = &["
+    );
     let mut position = HashMap::new();
     for (i, (path, table)) in model_paths.iter().enumerate() {
         let _ = writeln!(index, "    &{path}::MODEL,");
@@ -146,7 +157,9 @@ fn generate(tree: &tmetric_vendor::Tree, resolved: &[Resolved<'_>]) -> BTreeMap<
     index.push_str("];\n\n/// `mapfile.csv` rows of every architecture, in file order.\npub static CPUID_MAP: &[CpuidRow] = &[\n");
     for arch in &tree.arches {
         for row in &arch.mapfile {
-            let Some(&model) = position.get(&(arch.name.clone(), row.dir.clone())) else { continue };
+            let Some(&model) = position.get(&(arch.name.clone(), row.dir.clone())) else {
+                continue;
+            };
             let _ = writeln!(
                 index,
                 "    CpuidRow {{ arch: {:?}, regex: {:?}, version: {:?}, event_type: {:?}, model: {model} }},",
@@ -175,7 +188,8 @@ fn skipped_report(resolved: &[Resolved<'_>]) -> String {
     );
     for r in resolved {
         for d in &r.diagnostics {
-            let _ = writeln!(out, "{}\t{}\t{}:{}\t{}", d.table, d.metric, d.file, d.line, d.message);
+            let _ =
+                writeln!(out, "{}\t{}\t{}:{}\t{}", d.table, d.metric, d.file, d.line, d.message);
         }
     }
     out
@@ -207,17 +221,15 @@ impl Blob {
 }
 
 fn float(v: f64) -> String {
-    if v.is_nan() {
-        "f64::NAN".to_string()
-    } else {
-        format!("{v:?}_f64")
-    }
+    if v.is_nan() { "f64::NAN".to_string() } else { format!("{v:?}_f64") }
 }
 
 fn counters(c: &Counters) -> String {
     let (generic, fixed) = match c {
         Counters::Any => (u32::MAX, 0u8),
-        Counters::Generic(list) => (list.iter().filter(|n| **n < 32).fold(0u32, |m, n| m | 1 << n), 0),
+        Counters::Generic(list) => {
+            (list.iter().filter(|n| **n < 32).fold(0u32, |m, n| m | 1 << n), 0)
+        }
         Counters::Fixed(Some(n)) if *n < 8 => (0, 1u8 << n),
         Counters::Fixed(_) => (0, u8::MAX),
     };
@@ -236,7 +248,8 @@ fn model_file(r: &Resolved<'_>) -> String {
     // Events.
     let mut events = String::new();
     for e in &table.events {
-        let flags = u8::from(e.per_pkg) | u8::from(e.deprecated) << 1 | u8::from(e.experimental) << 2;
+        let flags =
+            u8::from(e.per_pkg) | u8::from(e.deprecated) << 1 | u8::from(e.experimental) << 2;
         let (scale, unit) = e.scale_unit.as_ref().map_or((1.0, ""), |s| (s.scale, s.unit.as_str()));
         let _ = writeln!(
             events,
@@ -279,7 +292,8 @@ fn model_file(r: &Resolved<'_>) -> String {
 
     // Metrics: only those that compile, renumbered.
     let kept: Vec<usize> = (0..r.metrics.len()).filter(|&m| r.metrics[m].ok).collect();
-    let new_index: HashMap<usize, usize> = kept.iter().enumerate().map(|(new, &old)| (old, new)).collect();
+    let new_index: HashMap<usize, usize> =
+        kept.iter().enumerate().map(|(new, &old)| (old, new)).collect();
     let mut metrics = String::new();
     let mut funcs = String::new();
     for (new, &old) in kept.iter().enumerate() {
@@ -287,19 +301,36 @@ fn model_file(r: &Resolved<'_>) -> String {
         let rm = &r.metrics[old];
         let expr = rm.expr.as_ref().expect("a compiled metric has an expression");
         let lower = Lower { targets: &rm.targets, new_index: &new_index };
-        let _ = writeln!(funcs, "fn m{new}(x: &Inputs<'_>) -> Result<f64, Fail> {{\n    Ok({})\n}}", lower.value(expr));
+        let _ = writeln!(
+            funcs,
+            "fn m{new}(x: &Inputs<'_>) -> Result<f64, Fail> {{\n    Ok({})\n}}",
+            lower.value(expr)
+        );
         let needed = lower.needed_refs(expr, &format!("n{new}"), &mut funcs);
         let (threshold, needed_threshold) = match (&rm.threshold, rm.threshold_ok) {
             (Some(t), true) => {
-                let _ = writeln!(funcs, "fn t{new}(x: &Inputs<'_>) -> Result<f64, Fail> {{\n    Ok({})\n}}", lower.value(t));
-                (format!("Some(t{new})"), format!("Some({})", lower.needed_refs(t, &format!("nt{new}"), &mut funcs)))
+                let _ = writeln!(
+                    funcs,
+                    "fn t{new}(x: &Inputs<'_>) -> Result<f64, Fail> {{\n    Ok({})\n}}",
+                    lower.value(t)
+                );
+                (
+                    format!("Some(t{new})"),
+                    format!("Some({})", lower.needed_refs(t, &format!("nt{new}"), &mut funcs)),
+                )
             }
             _ => ("None".to_string(), "None".to_string()),
         };
-        let mut refs: Vec<usize> = rm.metric_refs().iter().chain(rm.threshold_refs().iter()).map(|m| new_index[m]).collect();
+        let mut refs: Vec<usize> = rm
+            .metric_refs()
+            .iter()
+            .chain(rm.threshold_refs().iter())
+            .map(|m| new_index[m])
+            .collect();
         refs.sort_unstable();
         refs.dedup();
-        let (scale, unit, has_scale) = vm.scale_unit.as_ref().map_or((1.0, "", false), |s| (s.scale, s.unit.as_str(), true));
+        let (scale, unit, has_scale) =
+            vm.scale_unit.as_ref().map_or((1.0, "", false), |s| (s.scale, s.unit.as_str(), true));
         let constraint = match vm.constraint {
             None => "Constraint::None",
             Some(Constraint::NoGroupEvents) => "Constraint::NoGroupEvents",
@@ -331,7 +362,12 @@ fn model_file(r: &Resolved<'_>) -> String {
 
     let mut groups = String::new();
     for (name, desc) in &table.metric_groups {
-        let _ = writeln!(groups, "    Group {{ name: {}, description: {} }},", blob.add(name), blob.add(desc));
+        let _ = writeln!(
+            groups,
+            "    Group {{ name: {}, description: {} }},",
+            blob.add(name),
+            blob.add(desc)
+        );
     }
     let mut counter_info = String::new();
     for c in &table.counters {
@@ -387,14 +423,22 @@ impl Lower<'_> {
     fn value(&self, expr: &Expr) -> String {
         match &expr.kind {
             ExprKind::Num(v) => float(*v),
-            ExprKind::Literal(name) => format!("literal(x.literals[{}])?", Self::literal_index(name)),
+            ExprKind::Literal(name) => {
+                format!("literal(x.literals[{}])?", Self::literal_index(name))
+            }
             ExprKind::Id(id) => match self.target(&id.name) {
                 Target::Id(slot) => format!("x.values[{slot}]"),
                 Target::Metric(m) => format!("x.metrics[{}]", self.new_index[&m]),
             },
-            ExprKind::IdCall(IdFunc::SourceCount, id) => format!("x.source_counts[{}]", self.slot(&id.name)),
-            ExprKind::IdCall(IdFunc::HasEvent, id) => format!("truth(x.probes[{}])", self.slot(&id.name)),
-            ExprKind::IdCall(IdFunc::StrcmpCpuidStr, id) => format!("x.probes[{}]", self.slot(&id.name)),
+            ExprKind::IdCall(IdFunc::SourceCount, id) => {
+                format!("x.source_counts[{}]", self.slot(&id.name))
+            }
+            ExprKind::IdCall(IdFunc::HasEvent, id) => {
+                format!("truth(x.probes[{}])", self.slot(&id.name))
+            }
+            ExprKind::IdCall(IdFunc::StrcmpCpuidStr, id) => {
+                format!("x.probes[{}]", self.slot(&id.name))
+            }
             ExprKind::Neg(inner) => format!("(-{})", self.value(inner)),
             ExprKind::Bin(op, a, b) => {
                 let (a, b) = (self.value(a), self.value(b));
@@ -420,7 +464,12 @@ impl Lower<'_> {
                 format!("{name}({}, {})", self.value(a), self.value(b))
             }
             ExprKind::If { then, cond, otherwise } => {
-                format!("if_else({}, {}, {})", self.value(then), self.value(cond), self.value(otherwise))
+                format!(
+                    "if_else({}, {}, {})",
+                    self.value(then),
+                    self.value(cond),
+                    self.value(otherwise)
+                )
             }
         }
     }
@@ -430,7 +479,11 @@ impl Lower<'_> {
         let depends_on_machine = {
             let mut found = false;
             expr.walk(&mut |node| {
-                found |= matches!(node.kind, ExprKind::Literal(_) | ExprKind::IdCall(IdFunc::HasEvent | IdFunc::StrcmpCpuidStr, _));
+                found |= matches!(
+                    node.kind,
+                    ExprKind::Literal(_)
+                        | ExprKind::IdCall(IdFunc::HasEvent | IdFunc::StrcmpCpuidStr, _)
+                );
             });
             found
         };
@@ -477,10 +530,18 @@ impl Lower<'_> {
     fn needed(&self, expr: &Expr) -> String {
         match &expr.kind {
             ExprKind::Num(v) => format!("N::constant({})", float(*v)),
-            ExprKind::Literal(name) => format!("N::literal(f.literals[{}])?", Self::literal_index(name)),
-            ExprKind::Id(id) | ExprKind::IdCall(IdFunc::SourceCount, id) => format!("N::id({})", self.reference(&id.name)),
-            ExprKind::IdCall(IdFunc::HasEvent, id) => format!("N::constant(truth(f.probes[{}]))", self.slot(&id.name)),
-            ExprKind::IdCall(IdFunc::StrcmpCpuidStr, id) => format!("N::constant(f.probes[{}])", self.slot(&id.name)),
+            ExprKind::Literal(name) => {
+                format!("N::literal(f.literals[{}])?", Self::literal_index(name))
+            }
+            ExprKind::Id(id) | ExprKind::IdCall(IdFunc::SourceCount, id) => {
+                format!("N::id({})", self.reference(&id.name))
+            }
+            ExprKind::IdCall(IdFunc::HasEvent, id) => {
+                format!("N::constant(truth(f.probes[{}]))", self.slot(&id.name))
+            }
+            ExprKind::IdCall(IdFunc::StrcmpCpuidStr, id) => {
+                format!("N::constant(f.probes[{}])", self.slot(&id.name))
+            }
             ExprKind::Neg(inner) => format!("{}.negate()", self.needed(inner)),
             ExprKind::Bin(op, a, b) => {
                 let (a, b) = (self.needed(a), self.needed(b));
@@ -505,8 +566,32 @@ impl Lower<'_> {
                 }
             }
             ExprKind::If { then, cond, otherwise } => {
-                format!("N::if_else({}, {}, {})", self.needed(then), self.needed(cond), self.needed(otherwise))
+                format!(
+                    "N::if_else({}, {}, {})",
+                    self.needed(then),
+                    self.needed(cond),
+                    self.needed(otherwise)
+                )
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fails with the stale files and the command that fixes them.
+    #[test]
+    fn catalogue_is_fresh() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+        regen(root, Mode::Check).unwrap();
+    }
+
+    #[test]
+    fn module_names_are_rust_identifiers() {
+        assert_eq!(module_name("arm/cortex-a76"), "arm_cortex_a76");
+        assert_eq!(module_name("freescale/imx8mm/sys"), "freescale_imx8mm_sys");
+        assert_eq!(module_name("3par"), "m3par");
     }
 }

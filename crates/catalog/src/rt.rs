@@ -1,7 +1,7 @@
 //! Short constructors the generated tables are written with, to keep them small.
 
-use tmetric_model::catalog::{Counters, Event, Id, IdKind, Ref, Str};
 use tmetric_model::Needed;
+use tmetric_model::catalog::{Counters, Event, Id, IdKind, Ref, Str};
 
 /// Needed-events node over model references.
 pub(crate) type N = Needed<Ref>;
@@ -38,6 +38,14 @@ pub(crate) const fn ev(
 }
 
 /// One input slot row.
-pub(crate) const fn id(text: Str, kind: IdKind, pmu: Str, event: Str, terms: Str, modifiers: Str, retire_latency: bool) -> Id {
+pub(crate) const fn id(
+    text: Str,
+    kind: IdKind,
+    pmu: Str,
+    event: Str,
+    terms: Str,
+    modifiers: Str,
+    retire_latency: bool,
+) -> Id {
     Id { text, kind, pmu, event, terms, modifiers, retire_latency }
 }

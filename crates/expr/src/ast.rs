@@ -289,7 +289,9 @@ impl fmt::Display for Expr {
             ExprKind::Neg(inner) => write!(f, "-({inner})"),
             ExprKind::Bin(op, lhs, rhs) => write!(f, "({lhs} {} {rhs})", op.symbol()),
             ExprKind::Call(func, lhs, rhs) => write!(f, "{}({lhs}, {rhs})", func.name()),
-            ExprKind::If { then, cond, otherwise } => write!(f, "(({then}) if {cond} else ({otherwise}))"),
+            ExprKind::If { then, cond, otherwise } => {
+                write!(f, "(({then}) if {cond} else ({otherwise}))")
+            }
         }
     }
 }

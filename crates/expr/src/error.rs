@@ -54,7 +54,11 @@ impl ParseError {
         }
         let found = found_at(text, pos);
         let end = (pos + found_len(text, pos)).min(text.len());
-        ParseError::new(text, Span::new(pos, end.max(pos)), ParseErrorKind::Unexpected { expected, found })
+        ParseError::new(
+            text,
+            Span::new(pos, end.max(pos)),
+            ParseErrorKind::Unexpected { expected, found },
+        )
     }
 
     /// The one-line message, without the caret picture.
@@ -116,7 +120,12 @@ pub fn caret_lines(text: &str, span: Span) -> String {
     } else {
         String::new()
     };
-    format!("    {prefix}{shown}\n    {}{}{}", " ".repeat(prefix.len()), " ".repeat(caret_col), "^".repeat(width))
+    format!(
+        "    {prefix}{shown}\n    {}{}{}",
+        " ".repeat(prefix.len()),
+        " ".repeat(caret_col),
+        "^".repeat(width)
+    )
 }
 
 fn floor_char(text: &str, mut index: usize) -> usize {
@@ -148,7 +157,9 @@ fn found_len(text: &str, pos: usize) -> usize {
     let rest = &text[pos.min(text.len())..];
     let word: usize = rest
         .char_indices()
-        .take_while(|(_, c)| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '@' | '?' | '\\'))
+        .take_while(|(_, c)| {
+            c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '@' | '?' | '\\')
+        })
         .map(|(i, c)| i + c.len_utf8())
         .last()
         .unwrap_or(0);
@@ -166,9 +177,16 @@ fn rule_words(rule: Rule) -> Option<&'static str> {
         Rule::comma => "`,`",
         Rule::neg => "`-`",
         Rule::expr | Rule::if_expr => "an expression",
-        Rule::or | Rule::xor | Rule::and | Rule::lt | Rule::gt | Rule::add | Rule::sub | Rule::mul | Rule::div | Rule::modulo => {
-            "an operator"
-        }
+        Rule::or
+        | Rule::xor
+        | Rule::and
+        | Rule::lt
+        | Rule::gt
+        | Rule::add
+        | Rule::sub
+        | Rule::mul
+        | Rule::div
+        | Rule::modulo => "an operator",
         Rule::kw_if => "`if`",
         Rule::kw_else => "`else`",
         Rule::EOI => "end of expression",

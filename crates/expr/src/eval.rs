@@ -4,8 +4,8 @@
 //! tested against. The arithmetic itself lives in `tmetric_model::sem`, shared with the
 //! generated code; this file only walks the tree.
 
-use tmetric_model::sem::{self, Fail};
 use tmetric_model::Literal;
+use tmetric_model::sem::{self, Fail};
 
 use crate::ast::{BinOp, Expr, ExprKind, Func, IdFunc, Ident, Span};
 
@@ -78,7 +78,9 @@ pub fn eval(expr: &Expr, env: &mut dyn Env) -> Result<f64, EvalError> {
                 BinOp::Div => sem::div(a, b),
                 BinOp::Lt => sem::lt(a, b),
                 BinOp::Gt => sem::gt(a, b),
-                BinOp::Mod => sem::rem(a, b).map_err(|_| EvalError::RemainderByZero { span: expr.span })?,
+                BinOp::Mod => {
+                    sem::rem(a, b).map_err(|_| EvalError::RemainderByZero { span: expr.span })?
+                }
                 BinOp::Or => sem::or(a, b),
                 BinOp::And => sem::and(a, b),
                 BinOp::Xor => sem::xor(a, b),

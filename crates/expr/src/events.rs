@@ -24,9 +24,15 @@ pub trait Facts {
 pub fn needed<'e>(expr: &'e Expr, facts: &dyn Facts) -> Result<Needed<&'e str>, EvalError> {
     Ok(match &expr.kind {
         ExprKind::Num(v) => Needed::constant(*v),
-        ExprKind::Literal(name) => Needed::constant(literal_value(name, expr.span, |lit| facts.literal(lit))?),
-        ExprKind::Id(id) | ExprKind::IdCall(IdFunc::SourceCount, id) => Needed::id(id.name.as_str()),
-        ExprKind::IdCall(IdFunc::HasEvent, id) => Needed::constant(f64::from(u8::from(facts.has_event(id)))),
+        ExprKind::Literal(name) => {
+            Needed::constant(literal_value(name, expr.span, |lit| facts.literal(lit))?)
+        }
+        ExprKind::Id(id) | ExprKind::IdCall(IdFunc::SourceCount, id) => {
+            Needed::id(id.name.as_str())
+        }
+        ExprKind::IdCall(IdFunc::HasEvent, id) => {
+            Needed::constant(f64::from(u8::from(facts.has_event(id))))
+        }
         ExprKind::IdCall(IdFunc::StrcmpCpuidStr, id) => Needed::constant(facts.cpuid_match(id)),
         ExprKind::Neg(inner) => needed(inner, facts)?.negate(),
         ExprKind::Bin(op, lhs, rhs) => {
@@ -39,7 +45,9 @@ pub fn needed<'e>(expr: &'e Expr, facts: &dyn Facts) -> Result<Needed<&'e str>, 
                 BinOp::Gt => a.arith(b, tmetric_model::sem::gt),
                 BinOp::Xor => a.arith(b, tmetric_model::sem::xor),
                 BinOp::Div => a.divide(b),
-                BinOp::Mod => a.remainder(b).map_err(|_| EvalError::RemainderByZero { span: expr.span })?,
+                BinOp::Mod => {
+                    a.remainder(b).map_err(|_| EvalError::RemainderByZero { span: expr.span })?
+                }
                 BinOp::Or => a.or(b),
                 BinOp::And => a.and(b),
             }

@@ -19,13 +19,16 @@ fn pratt() -> PrattParser<Rule> {
         .op(Op::infix(Rule::and, Assoc::Left))
         .op(Op::infix(Rule::lt, Assoc::Left) | Op::infix(Rule::gt, Assoc::Left))
         .op(Op::infix(Rule::add, Assoc::Left) | Op::infix(Rule::sub, Assoc::Left))
-        .op(Op::infix(Rule::mul, Assoc::Left) | Op::infix(Rule::div, Assoc::Left) | Op::infix(Rule::modulo, Assoc::Left))
+        .op(Op::infix(Rule::mul, Assoc::Left)
+            | Op::infix(Rule::div, Assoc::Left)
+            | Op::infix(Rule::modulo, Assoc::Left))
         .op(Op::prefix(Rule::neg))
 }
 
 /// Parses a `MetricExpr` or `MetricThreshold` as perf 6.12 would.
 pub fn parse(text: &str) -> Result<Expr, ParseError> {
-    let mut pairs = Grammar::parse(Rule::root, text).map_err(|err| ParseError::from_pest(text, err))?;
+    let mut pairs =
+        Grammar::parse(Rule::root, text).map_err(|err| ParseError::from_pest(text, err))?;
     let root = pairs.next().expect("root rule always yields one pair");
     let if_expr = root.into_inner().next().expect("root holds an if_expr");
     let pratt = pratt();
@@ -36,7 +39,11 @@ fn span_of(pair: &Pair<'_, Rule>) -> Span {
     Span::new(pair.as_span().start(), pair.as_span().end())
 }
 
-fn lower_if(pair: Pair<'_, Rule>, text: &str, pratt: &PrattParser<Rule>) -> Result<Expr, ParseError> {
+fn lower_if(
+    pair: Pair<'_, Rule>,
+    text: &str,
+    pratt: &PrattParser<Rule>,
+) -> Result<Expr, ParseError> {
     let span = span_of(&pair);
     let mut inner = pair.into_inner();
     let then = lower_expr(inner.next().expect("if_expr starts with expr"), text, pratt)?;
@@ -45,12 +52,20 @@ fn lower_if(pair: Pair<'_, Rule>, text: &str, pratt: &PrattParser<Rule>) -> Resu
     let _kw_else = inner.next();
     let otherwise = lower_if(inner.next().expect("if has an else branch"), text, pratt)?;
     Ok(Expr {
-        kind: ExprKind::If { then: Box::new(then), cond: Box::new(cond), otherwise: Box::new(otherwise) },
+        kind: ExprKind::If {
+            then: Box::new(then),
+            cond: Box::new(cond),
+            otherwise: Box::new(otherwise),
+        },
         span,
     })
 }
 
-fn lower_expr(pair: Pair<'_, Rule>, text: &str, pratt: &PrattParser<Rule>) -> Result<Expr, ParseError> {
+fn lower_expr(
+    pair: Pair<'_, Rule>,
+    text: &str,
+    pratt: &PrattParser<Rule>,
+) -> Result<Expr, ParseError> {
     pratt
         .map_primary(|primary| lower_primary(primary, text, pratt))
         .map_prefix(|op, operand| {
@@ -79,7 +94,11 @@ fn lower_expr(pair: Pair<'_, Rule>, text: &str, pratt: &PrattParser<Rule>) -> Re
         .parse(pair.into_inner())
 }
 
-fn lower_primary(pair: Pair<'_, Rule>, text: &str, pratt: &PrattParser<Rule>) -> Result<Expr, ParseError> {
+fn lower_primary(
+    pair: Pair<'_, Rule>,
+    text: &str,
+    pratt: &PrattParser<Rule>,
+) -> Result<Expr, ParseError> {
     let span = span_of(&pair);
     let kind = match pair.as_rule() {
         Rule::number => ExprKind::Num(parse_number(pair.as_str()).ok_or_else(|| {
@@ -96,7 +115,8 @@ fn lower_primary(pair: Pair<'_, Rule>, text: &str, pratt: &PrattParser<Rule>) ->
             return Ok(expr);
         }
         Rule::call => {
-            let mut inner = pair.into_inner().filter(|p| !matches!(p.as_rule(), Rule::comma | Rule::rparen));
+            let mut inner =
+                pair.into_inner().filter(|p| !matches!(p.as_rule(), Rule::comma | Rule::rparen));
             let head = inner.next().expect("call starts with a function name");
             let func_rule = head.into_inner().next().expect("function name").as_rule();
             match func_rule {
@@ -153,7 +173,8 @@ fn parse_number(text: &str) -> Option<f64> {
     if value.is_infinite() {
         return None;
     }
-    let mantissa_nonzero = text.split('e').next().is_some_and(|m| m.bytes().any(|b| (b'1'..=b'9').contains(&b)));
+    let mantissa_nonzero =
+        text.split('e').next().is_some_and(|m| m.bytes().any(|b| (b'1'..=b'9').contains(&b)));
     if mantissa_nonzero && (value == 0.0 || value.is_subnormal()) {
         return None;
     }

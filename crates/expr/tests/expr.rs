@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use tmetric_model::Literal;
 use tmetric_expr::{Env, Facts, Ident, eval, needed, parse};
+use tmetric_model::Literal;
 
 /// Parses and prints back fully parenthesised.
 #[track_caller]
@@ -49,7 +49,10 @@ fn lexing_matches_flex_longest_match() {
     // Unknown characters are skipped: `>=` is `>`.
     shape("a >= b", "(a > b)");
     shape("a\\-b + c\\,d\\=1@", "(a\\-b + c\\,d\\=1@)");
-    shape("cpu@UOPS_EXECUTED.THREAD\\,cmask\\=1@ / 2", "(cpu@UOPS_EXECUTED.THREAD\\,cmask\\=1@ / 2.0)");
+    shape(
+        "cpu@UOPS_EXECUTED.THREAD\\,cmask\\=1@ / 2",
+        "(cpu@UOPS_EXECUTED.THREAD\\,cmask\\=1@ / 2.0)",
+    );
 }
 
 #[track_caller]
@@ -64,9 +67,18 @@ fn errors_point_at_the_spot() {
         "INST_RETIRED.ANY / / clks",
         "expected `(`, `-`, a `#literal`, a function call, a number or an event or metric name, found `/`\n    INST_RETIRED.ANY / / clks\n                       ^",
     );
-    parse_error("min(a if b else c, d)", "expected `,` or an operator, found `if`\n    min(a if b else c, d)\n          ^^");
-    parse_error("a == b", "expected `if`, an operator or end of expression, found `b`\n    a == b\n         ^");
-    parse_error("(a + b", "expected `)`, `if` or an operator, found end of expression\n    (a + b\n          ^");
+    parse_error(
+        "min(a if b else c, d)",
+        "expected `,` or an operator, found `if`\n    min(a if b else c, d)\n          ^^",
+    );
+    parse_error(
+        "a == b",
+        "expected `if`, an operator or end of expression, found `b`\n    a == b\n         ^",
+    );
+    parse_error(
+        "(a + b",
+        "expected `)`, `if` or an operator, found end of expression\n    (a + b\n          ^",
+    );
     parse_error("1e999", "number `1e999` is out of the range of a double\n    1e999\n    ^^^^^");
     parse_error("", "expected an expression, found end of expression\n    \n    ^");
 }
@@ -172,7 +184,8 @@ const EVAL: &[(&str, f64)] = &[
 
 #[test]
 fn evaluation_follows_perf() {
-    let mut env = vals(&[("x", 1.0), ("y", 2.0), ("a-b", 4.0)], &[("smt_on", 1.0), ("system_tsc_freq", 1e9)]);
+    let mut env =
+        vals(&[("x", 1.0), ("y", 2.0), ("a-b", 4.0)], &[("smt_on", 1.0), ("system_tsc_freq", 1e9)]);
     let mut failures = Vec::new();
     for (text, expect) in EVAL {
         let expr = parse(text).unwrap_or_else(|err| panic!("`{text}`: {err}"));

@@ -301,7 +301,9 @@ impl Model {
 
     /// Metrics whose name equals `name`, ignoring case (one per PMU on hybrid models).
     pub fn metrics_named(&self, name: &str) -> Vec<usize> {
-        (0..self.metrics.len()).filter(|&m| self.str(self.metrics[m].name).eq_ignore_ascii_case(name)).collect()
+        (0..self.metrics.len())
+            .filter(|&m| self.str(self.metrics[m].name).eq_ignore_ascii_case(name))
+            .collect()
     }
 
     /// perf's `-M` matching (spec C1): `item` equals, ignoring case, the metric name or one of
@@ -334,7 +336,12 @@ impl Model {
     /// Input slots `metric` needs on a machine with these facts, following metric references
     /// as perf does (spec A7, A8). With `threshold`, the root is processed through its
     /// `MetricThreshold`, as perf does unless `--metric-no-threshold`.
-    pub fn needed_ids(&self, metric: usize, facts: &Facts<'_>, threshold: bool) -> Result<Vec<u16>, Fail> {
+    pub fn needed_ids(
+        &self,
+        metric: usize,
+        facts: &Facts<'_>,
+        threshold: bool,
+    ) -> Result<Vec<u16>, Fail> {
         let root = &self.metrics[metric];
         let first = match (threshold, root.needed_threshold) {
             (true, Some(needed)) => needed.refs(facts)?,
@@ -466,13 +473,23 @@ impl Evaluator {
             .map(|&m| {
                 let missing = model
                     .needed_ids(m, &self.facts(), false)
-                    .map(|ids| ids.into_iter().filter(|&slot| self.values[slot as usize].is_nan()).collect())
+                    .map(|ids| {
+                        ids.into_iter()
+                            .filter(|&slot| self.values[slot as usize].is_nan())
+                            .collect()
+                    })
                     .unwrap_or_default();
                 let threshold = match self.threshold(model, m) {
                     Some(Ok(v)) if !v.is_nan() => Some(v != 0.0),
                     _ => None,
                 };
-                MetricResult { metric: m, value: self.metrics[m], failure: self.failures[m], missing, threshold }
+                MetricResult {
+                    metric: m,
+                    value: self.metrics[m],
+                    failure: self.failures[m],
+                    missing,
+                    threshold,
+                }
             })
             .collect()
     }

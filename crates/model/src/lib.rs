@@ -1,8 +1,9 @@
 //! Plain data shared by the generated catalogue, the compiler and the runtime, and perf's
-//! expression semantics as functions. No dependencies, no I/O.
+//! expression semantics as functions. No I/O; the only dependency is `regex`, for cpuid rows.
 #![warn(missing_docs)]
 
 pub mod catalog;
+pub mod cpuid;
 pub mod literal;
 pub mod sem;
 

@@ -133,7 +133,11 @@ pub fn and(a: f64, b: f64) -> f64 {
 /// `^`: logical exclusive or of two finite values, else NaN.
 #[inline]
 pub fn xor(a: f64, b: f64) -> f64 {
-    if a.is_finite() && b.is_finite() { f64::from(u8::from((a != 0.0) != (b != 0.0))) } else { f64::NAN }
+    if a.is_finite() && b.is_finite() {
+        f64::from(u8::from((a != 0.0) != (b != 0.0)))
+    } else {
+        f64::NAN
+    }
 }
 
 /// `d_ratio(a, b)`: 0 when `b` is zero, else `a / b`.
@@ -222,7 +226,11 @@ impl<I: PartialEq> Needed<I> {
     /// `+ - * < > ^`: folded when both sides are constant. `x * 0` is deliberately not
     /// folded: the JSON uses `+ 0 * slots` to pull events in.
     pub fn arith(self, other: Needed<I>, op: fn(f64, f64) -> f64) -> Needed<I> {
-        if self.is_const() && other.is_const() { Needed::constant(op(self.value, other.value)) } else { self.union(other) }
+        if self.is_const() && other.is_const() {
+            Needed::constant(op(self.value, other.value))
+        } else {
+            self.union(other)
+        }
     }
 
     /// `/`: a constant zero divisor gives NaN and drops the numerator's ids.

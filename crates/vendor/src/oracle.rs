@@ -35,7 +35,8 @@ impl<'r, 'a> Oracle<'r, 'a> {
 
     /// The value of metric `m` (index into the table's metrics).
     pub fn metric(&mut self, m: usize) -> Result<f64, EvalError> {
-        let expr = self.resolved.metrics[m].expr.as_ref().expect("only compiled metrics are evaluated");
+        let expr =
+            self.resolved.metrics[m].expr.as_ref().expect("only compiled metrics are evaluated");
         self.eval_in(m, expr)
     }
 

@@ -1,0 +1,957 @@
+//! `cargo xtask bench`: the figures of the "cargo xtask regen" issue in one run. Code generation
+//! against perf's jevents.py, compiled against interpreted evaluation of every sapphirerapids
+//! metric, expression parse rates against perf's metric.py, generated and binary sizes, and with
+//! `--build` the cold and incremental release build times.
+//!
+//! This is its own binary (`xtask-bench`, behind the `bench` feature) because it links the
+//! generated catalogue: plain `cargo xtask regen` must build even when the generated code does
+//! not compile, since regen is what repairs it. `cargo xtask bench` runs it through cargo.
+//!
+//! Baselines run in the same process run as tmetric, back to back: the machines are noisy
+//! (1.3-2x run to run), so the ratios matter more than the absolute figures.
+
+// The benchmark times `regen` in process; it never writes, so `Mode::Write` and friends are
+// unused here.
+#[allow(dead_code)]
+#[path = "regen.rs"]
+mod regen;
+
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result, bail, ensure};
+use tmetric_catalog::{Evaluator, IdKind, Model};
+use tmetric_expr::Literal;
+use tmetric_vendor::Tree;
+use tmetric_vendor::oracle::{Oracle, OracleInputs};
+use tmetric_vendor::resolve::{Resolved, SlotKind, resolve_tree};
+
+const USAGE: &str = "usage: cargo xtask bench [--build] [--perf-dir <tools/perf/pmu-events>]\n  \
+     --build     also time a cold `cargo build --release --workspace` in a scratch target\n              \
+     directory and the rebuild after touching crates/cli/main.rs (takes minutes)\n  \
+     --perf-dir  perf's tools/perf/pmu-events (default: $TMETRIC_PERF_PMU_EVENTS, then\n              \
+     /tmp/linux-source-6.12/tools/perf/pmu-events, extracted from the distribution's\n              \
+     linux-source-6.12 package when missing)";
+
+/// The model of part (b).
+const EVAL_MODEL: &str = "x86/sapphirerapids";
+/// Random input vectors (one perf interval each).
+const VECTORS: usize = 2_000;
+/// Passes per figure; the best one counts, as the least disturbed by other processes.
+const PASSES: usize = 3;
+/// The compiled code is fast enough that one sweep over the vectors is too short to time well.
+const COMPILED_SWEEPS: usize = 20;
+/// Vectors on which compiled and interpreted results are compared, so that the two timings
+/// are known to compute the same thing.
+const AGREEMENT_VECTORS: usize = 100;
+/// Where the brief's perf tree is.
+const PERF_DEFAULT: &str = "/tmp/linux-source-6.12/tools/perf/pmu-events";
+
+// Targets of the issue.
+const TARGET_REGEN_SPEEDUP: f64 = 10.0;
+const TARGET_EVAL_SPEEDUP: f64 = 10.0;
+const TARGET_EVAL_NS: f64 = 20.0;
+const TARGET_COLD_BUILD_S: f64 = 300.0;
+const TARGET_REBUILD_S: f64 = 30.0;
+
+struct Options {
+    build: bool,
+    perf_dir: Option<PathBuf>,
+}
+
+fn parse_args(args: &[String]) -> Result<Options> {
+    let mut options = Options { build: false, perf_dir: None };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--build" => options.build = true,
+            "--perf-dir" => {
+                let dir = args
+                    .next()
+                    .with_context(|| format!("--perf-dir needs a directory\n{USAGE}"))?;
+                options.perf_dir = Some(PathBuf::from(dir));
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => bail!("unknown argument `{other}`\n{USAGE}"),
+        }
+    }
+    Ok(options)
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let options = parse_args(&args)?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask lives in the workspace")?
+        .to_path_buf();
+    let mut table = Table::default();
+
+    println!(
+        "tmetric bench: {} cores",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let perf = match find_perf_dir(options.perf_dir.clone()) {
+        Ok(dir) => {
+            println!("perf baseline: {}", dir.display());
+            Some(dir)
+        }
+        Err(why) => {
+            println!("perf baseline skipped: {why}");
+            None
+        }
+    };
+
+    // (a) Code generation.
+    println!("\n(a) code generation, whole tree");
+    let gen_figures = bench_regen(&root, perf.as_deref());
+    table.regen(&gen_figures);
+
+    // The tree for the parse and evaluation parts.
+    let arch_dir = root.join("pmu-events/arch");
+    let tree = tmetric_vendor::load_tree(&arch_dir)
+        .with_context(|| format!("loading {}", arch_dir.display()))?;
+    let resolved = resolve_tree(&tree);
+
+    // (b) Evaluation.
+    println!(
+        "\n(b) evaluation of every {EVAL_MODEL} metric, {VECTORS} random input vectors, best of {PASSES}"
+    );
+    match bench_eval(&resolved) {
+        Ok(figures) => table.eval(&figures),
+        Err(err) => {
+            println!("  evaluation not measured: {err:#}");
+            table.row("compiled evaluation", "not measured", "", "", "", Status::Missed);
+        }
+    }
+
+    // Parse rates.
+    println!("\nparse rates");
+    let parse = bench_parse(&tree, perf.as_deref());
+    table.parse(&parse);
+
+    // Sizes.
+    println!("\nsizes");
+    let (gen_bytes, gen_files) = dir_size(&root.join(regen::GEN_DIR));
+    println!("  generated code ({}): {} in {gen_files} files", regen::GEN_DIR, mb(gen_bytes));
+    table.row("generated code", &mb(gen_bytes), "", "", "", Status::Info);
+    let binary = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join("tmetric")));
+    match binary.as_ref().and_then(|path| Some((path, std::fs::metadata(path).ok()?.len()))) {
+        Some((path, bytes)) => {
+            println!("  release binary ({}): {}", path.display(), mb(bytes));
+            table.row("release binary", &mb(bytes), "", "", "", Status::Info);
+        }
+        None => println!("  release binary: not built (run `cargo build --release`)"),
+    }
+
+    // (c) Build times.
+    if options.build {
+        println!("\n(c) release build of the workspace");
+        match bench_build(&root) {
+            Ok(figures) => table.build(&figures),
+            Err(err) => {
+                println!("  build not measured: {err:#}");
+                table.row("cold release build", "failed", "", "", "< 5 min", Status::Missed);
+            }
+        }
+    } else {
+        println!("\n(c) build times skipped: pass --build (takes minutes)");
+    }
+
+    println!("\nsummary\n{}", table.render());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// perf's tree
+
+/// perf's `tools/perf/pmu-events`, extracting it from the distribution package when needed.
+/// `Err` says why the baselines cannot run; the rest of the benchmark still does.
+fn find_perf_dir(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
+    let has_tools =
+        |dir: &Path| dir.join("jevents.py").is_file() && dir.join("metric.py").is_file();
+    if let Some(dir) =
+        explicit.or_else(|| std::env::var_os("TMETRIC_PERF_PMU_EVENTS").map(PathBuf::from))
+    {
+        return if has_tools(&dir) {
+            Ok(dir)
+        } else {
+            Err(format!("{} has no jevents.py and metric.py", dir.display()))
+        };
+    }
+    let default = PathBuf::from(PERF_DEFAULT);
+    if has_tools(&default) {
+        return Ok(default);
+    }
+    println!("{PERF_DEFAULT} is missing: extracting it from the linux-source-6.12 package");
+    extract_perf(&std::env::temp_dir())
+        .map_err(|err| format!("could not extract perf's pmu-events: {err:#}"))?;
+    let extracted = std::env::temp_dir().join("linux-source-6.12/tools/perf/pmu-events");
+    if has_tools(&extracted) {
+        Ok(extracted)
+    } else {
+        Err(format!("{} was not extracted", extracted.display()))
+    }
+}
+
+/// `apt-get download linux-source-6.12`, `dpkg -x`, then untar only `tools/perf/pmu-events`
+/// into `into`.
+fn extract_perf(into: &Path) -> Result<()> {
+    let work = into.join(format!("tmetric-bench-deb-{}", std::process::id()));
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let result = (|| {
+        run_quiet(
+            Command::new("apt-get").args(["download", "linux-source-6.12"]).current_dir(&work),
+        )?;
+        let deb = std::fs::read_dir(&work)?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "deb"))
+            .context("apt-get download left no .deb")?;
+        run_quiet(Command::new("dpkg").arg("-x").arg(&deb).arg(work.join("x")))?;
+        run_quiet(
+            Command::new("tar")
+                .arg("-xJf")
+                .arg(work.join("x/usr/src/linux-source-6.12.tar.xz"))
+                .arg("-C")
+                .arg(into)
+                .args(["--wildcards", "linux-source-6.12/tools/perf/pmu-events/*"]),
+        )
+    })();
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
+
+fn run_quiet(command: &mut Command) -> Result<()> {
+    let output = command.output().with_context(|| format!("running {command:?}"))?;
+    ensure!(
+        output.status.success(),
+        "{command:?} failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a) regen against jevents.py
+
+struct RegenFigures {
+    /// Best in-process `regen(root, Check)`.
+    in_process: Option<Duration>,
+    /// `xtask regen --check` as its own process.
+    process: Option<Duration>,
+    /// jevents.py over perf's tree.
+    jevents: Option<Duration>,
+}
+
+fn bench_regen(root: &Path, perf: Option<&Path>) -> RegenFigures {
+    let mut figures = RegenFigures { in_process: None, process: None, jevents: None };
+    let mut note = String::new();
+    for pass in 0..PASSES {
+        let start = Instant::now();
+        let result = regen::regen(root, regen::Mode::Check);
+        let elapsed = start.elapsed();
+        match result {
+            Ok(report) => {
+                if pass == 0 {
+                    note = format!(
+                        "{} models, {} metrics, {} bytes",
+                        report.models, report.metrics, report.bytes
+                    );
+                }
+            }
+            // A stale catalogue still did all the work: only the comparison at the end differed.
+            Err(err) => {
+                note = format!(
+                    "check failed (timed anyway): {}",
+                    err.to_string().lines().next().unwrap_or("")
+                )
+            }
+        }
+        figures.in_process = Some(figures.in_process.map_or(elapsed, |best| best.min(elapsed)));
+    }
+    if let Some(best) = figures.in_process {
+        println!("  regen --check in process, best of {PASSES}: {} ({note})", secs(best));
+    }
+
+    // The plain xtask binary sits next to this one: `cargo xtask bench` has just built it.
+    let xtask = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join("xtask")));
+    match xtask.filter(|path| path.is_file()) {
+        Some(xtask) => {
+            let start = Instant::now();
+            let output = Command::new(&xtask).args(["regen", "--check"]).current_dir(root).output();
+            let elapsed = start.elapsed();
+            match output {
+                Ok(_) => {
+                    println!("  xtask regen --check as a process: {}", secs(elapsed));
+                    figures.process = Some(elapsed);
+                }
+                Err(err) => println!("  xtask regen --check could not run: {err}"),
+            }
+        }
+        None => println!("  xtask regen --check as a process: no xtask binary next to this one"),
+    }
+
+    let Some(perf) = perf else { return figures };
+    // jevents.py runs on perf's own tree: ours has `common/`, which it would take for an
+    // architecture. The two trees are otherwise identical.
+    let out = std::env::temp_dir().join(format!("tmetric-bench-jevents-{}.c", std::process::id()));
+    let start = Instant::now();
+    let output = Command::new("python3")
+        .arg(perf.join("jevents.py"))
+        .args(["all", "all"])
+        .arg(perf.join("arch"))
+        .arg(&out)
+        .current_dir(perf)
+        .output();
+    let elapsed = start.elapsed();
+    let c_bytes = std::fs::metadata(&out).map_or(0, |m| m.len());
+    let _ = std::fs::remove_file(&out);
+    match output {
+        Ok(output) if output.status.success() => {
+            println!("  perf jevents.py all all: {} ({} of C)", secs(elapsed), mb(c_bytes));
+            figures.jevents = Some(elapsed);
+        }
+        Ok(output) => println!(
+            "  perf jevents.py failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).lines().last().unwrap_or("")
+        ),
+        Err(err) => println!("  perf jevents.py could not run: {err}"),
+    }
+    figures
+}
+
+// ---------------------------------------------------------------------------------------------
+// (b) compiled against interpreted evaluation
+
+struct EvalFigures {
+    metrics: usize,
+    compiled_ns: f64,
+    interpreted_ns: f64,
+}
+
+/// SplitMix64: deterministic, so every run evaluates the same inputs, and good enough to
+/// scatter values over magnitudes.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// One input value for a slot: counts are zero (10%, which exercises perf's division rules),
+/// small (25%) or spread log-uniformly over 1e3..1e11; retire latencies are cycles; tool
+/// events are seconds.
+fn random_value(rng: &mut Rng, kind: SlotKind, retire_latency: bool) -> f64 {
+    let u = rng.unit();
+    match kind {
+        SlotKind::Tool(_) => 0.05 + u,
+        _ if retire_latency => (1.0 + 300.0 * u).floor(),
+        _ if u < 0.10 => 0.0,
+        _ if u < 0.35 => (u * 4_000.0).floor(),
+        _ => 10f64.powf(3.0 + 8.0 * rng.unit()).floor(),
+    }
+}
+
+/// Plausible literals of a two-socket sapphirerapids with SMT on.
+fn literals() -> [f64; Literal::COUNT] {
+    let mut literals = [f64::NAN; Literal::COUNT];
+    for literal in Literal::ALL {
+        literals[literal.index()] = match literal {
+            Literal::NumCpus | Literal::NumCpusOnline => 224.0,
+            Literal::NumCores => 112.0,
+            Literal::NumDies | Literal::NumPackages => 2.0,
+            Literal::SmtOn | Literal::CoreWide => 1.0,
+            Literal::Slots => 6.0,
+            Literal::HasPmem => 0.0,
+            Literal::SystemTscFreq => 2.1e9,
+        };
+    }
+    literals
+}
+
+fn bench_eval(resolved: &[Resolved<'_>]) -> Result<EvalFigures> {
+    let model: &Model = tmetric_catalog::model(EVAL_MODEL)
+        .with_context(|| format!("{EVAL_MODEL} is not in the catalogue"))?;
+    let table = resolved
+        .iter()
+        .find(|r| r.table.path == EVAL_MODEL)
+        .with_context(|| format!("{EVAL_MODEL} is not in pmu-events/arch"))?;
+    let ok: Vec<usize> = (0..table.metrics.len()).filter(|&m| table.metrics[m].ok).collect();
+    // The compiled model and the resolved table must describe the same slots and metrics, or
+    // the comparison is meaningless.
+    ensure!(
+        ok.len() == model.metrics.len() && table.ids.len() == model.ids.len(),
+        "the catalogue is stale ({} metrics and {} slots compiled, {} and {} in pmu-events): run `cargo xtask regen`",
+        model.metrics.len(),
+        model.ids.len(),
+        ok.len(),
+        table.ids.len()
+    );
+    for (slot, id) in table.ids.iter().enumerate() {
+        ensure!(
+            model.str(model.ids[slot].text) == id.text,
+            "the catalogue is stale (slot {slot} is `{}`, pmu-events says `{}`): run `cargo xtask regen`",
+            model.str(model.ids[slot].text),
+            id.text
+        );
+    }
+
+    let mut rng = Rng(0x746d_6574_7269_6321);
+    let literals = literals();
+    let source_counts = vec![1.0; model.ids.len()];
+    // Probes are machine facts, fixed for a run: about half the `has_event` answers are yes.
+    let probes: Vec<f64> = model
+        .ids
+        .iter()
+        .map(|id| if matches!(id.kind, IdKind::Probe) && rng.unit() < 0.5 { 1.0 } else { 0.0 })
+        .collect();
+    let mut vectors: Vec<Vec<f64>> = (0..VECTORS)
+        .map(|_| {
+            table.ids.iter().map(|id| random_value(&mut rng, id.kind, id.retire_latency)).collect()
+        })
+        .collect();
+
+    let mut evaluator = Evaluator::new(model);
+    evaluator.literals = literals;
+    evaluator.probes.clone_from(&probes);
+    evaluator.source_counts.clone_from(&source_counts);
+    // Agreement first: both sides must compute the same numbers.
+    let mut mismatches = 0usize;
+    let mut first_mismatch = None;
+    for values in vectors.iter_mut().take(AGREEMENT_VECTORS) {
+        std::mem::swap(&mut evaluator.values, values);
+        evaluator.run(model, model.eval_order);
+        std::mem::swap(&mut evaluator.values, values);
+        let inputs = OracleInputs {
+            values,
+            source_counts: &source_counts,
+            probes: &probes,
+            literals: &literals,
+        };
+        let mut oracle = Oracle::new(table, inputs);
+        for (i, &m) in ok.iter().enumerate() {
+            let interpreted = oracle.metric(m).unwrap_or(f64::NAN);
+            let compiled = evaluator.metrics[i];
+            if !same(compiled, interpreted) {
+                mismatches += 1;
+                first_mismatch.get_or_insert_with(|| {
+                    format!(
+                        "{}: compiled {compiled}, interpreted {interpreted}",
+                        table.table.metrics[m].name
+                    )
+                });
+            }
+        }
+    }
+    match &first_mismatch {
+        None => println!(
+            "  agreement: {} metrics x {AGREEMENT_VECTORS} vectors, compiled and interpreted equal",
+            ok.len()
+        ),
+        Some(first) => println!("  agreement: {mismatches} MISMATCHES, first {first}"),
+    }
+    ensure!(
+        mismatches == 0,
+        "compiled and interpreted results differ; the timings would compare different work"
+    );
+
+    let per_metric = |elapsed: Duration, vectors: usize| {
+        elapsed.as_secs_f64() * 1e9 / (vectors * ok.len()) as f64
+    };
+    let mut compiled_ns = f64::INFINITY;
+    for _ in 0..PASSES {
+        let start = Instant::now();
+        for _ in 0..COMPILED_SWEEPS {
+            for values in &mut vectors {
+                // Swapping the vector in costs nothing, where copying it would add to the time.
+                std::mem::swap(&mut evaluator.values, values);
+                evaluator.run(model, black_box(model.eval_order));
+                std::mem::swap(&mut evaluator.values, values);
+                black_box(&evaluator.metrics);
+            }
+        }
+        compiled_ns = compiled_ns.min(per_metric(start.elapsed(), COMPILED_SWEEPS * VECTORS));
+    }
+    println!("  compiled (Evaluator::run over eval_order): {compiled_ns:.1} ns/metric");
+
+    let mut interpreted_ns = f64::INFINITY;
+    for _ in 0..PASSES {
+        let start = Instant::now();
+        for values in &vectors {
+            // A fresh oracle per vector: perf re-evaluates every metric each interval, and the
+            // cache only shares references within one.
+            let inputs = OracleInputs {
+                values,
+                source_counts: &source_counts,
+                probes: &probes,
+                literals: &literals,
+            };
+            let mut oracle = Oracle::new(table, inputs);
+            for &m in &ok {
+                black_box(oracle.metric(black_box(m)).unwrap_or(f64::NAN));
+            }
+        }
+        interpreted_ns = interpreted_ns.min(per_metric(start.elapsed(), VECTORS));
+    }
+    println!("  interpreted (vendor::oracle::Oracle): {interpreted_ns:.1} ns/metric");
+    println!("  speed-up: {:.1}x", interpreted_ns / compiled_ns);
+    Ok(EvalFigures { metrics: ok.len(), compiled_ns, interpreted_ns })
+}
+
+/// Equal values, NaN equal to NaN, with room for the last bit of a reassociated sum.
+fn same(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parse rates
+
+struct ParseFigures {
+    exprs: usize,
+    thresholds: usize,
+    /// tmetric over every MetricExpr: expressions per second, failures.
+    ours_exprs: (f64, usize),
+    /// tmetric over every MetricExpr and MetricThreshold.
+    ours_all: (f64, usize),
+    /// metric.py's ParsePerfJson over the same MetricExpr list.
+    perf: Option<(f64, usize)>,
+}
+
+/// perf's parser over a JSON list of expressions: prints count, failures and the best time.
+const PERF_PARSE_SCRIPT: &str = r#"
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import metric
+exprs = json.load(open(sys.argv[2]))
+best = None
+for _ in range(int(sys.argv[3])):
+    fails = 0
+    start = time.perf_counter()
+    for e in exprs:
+        try:
+            metric.ParsePerfJson(e)
+        except Exception:
+            fails += 1
+    elapsed = time.perf_counter() - start
+    best = elapsed if best is None else min(best, elapsed)
+print(len(exprs), fails, best)
+"#;
+
+fn bench_parse(tree: &Tree, perf: Option<&Path>) -> ParseFigures {
+    // The vendor metrics only (not tmetric's `common/`), which perf's tree has too.
+    let metrics =
+        || tree.arches.iter().flat_map(|arch| &arch.tables).flat_map(|table| &table.metrics);
+    let exprs: Vec<&str> = metrics().map(|m| m.expr.as_str()).collect();
+    let all: Vec<&str> =
+        exprs.iter().copied().chain(metrics().filter_map(|m| m.threshold.as_deref())).collect();
+
+    let rate = |list: &[&str]| {
+        let mut best = Duration::MAX;
+        let mut failures = 0;
+        for _ in 0..PASSES {
+            let start = Instant::now();
+            failures = list
+                .iter()
+                .filter(|text| black_box(tmetric_expr::parse(black_box(text))).is_err())
+                .count();
+            best = best.min(start.elapsed());
+        }
+        (list.len() as f64 / best.as_secs_f64(), failures)
+    };
+    let ours_exprs = rate(&exprs);
+    let ours_all = rate(&all);
+    println!(
+        "  tmetric_expr::parse, {} MetricExpr: {}/s ({} fail), with {} MetricThreshold: {}/s ({} fail)",
+        exprs.len(),
+        thousands(ours_exprs.0),
+        ours_exprs.1,
+        all.len() - exprs.len(),
+        thousands(ours_all.0),
+        ours_all.1
+    );
+
+    let perf_rate = perf.and_then(|perf| match perf_parse_rate(perf, &exprs) {
+        Ok((count, failures, seconds)) => {
+            let rate = count as f64 / seconds;
+            println!(
+                "  perf metric.py ParsePerfJson, same {count} MetricExpr: {}/s ({failures} fail)",
+                thousands(rate)
+            );
+            Some((rate, failures))
+        }
+        Err(err) => {
+            println!("  perf metric.py not measured: {err:#}");
+            None
+        }
+    });
+    ParseFigures {
+        exprs: exprs.len(),
+        thresholds: all.len() - exprs.len(),
+        ours_exprs,
+        ours_all,
+        perf: perf_rate,
+    }
+}
+
+fn perf_parse_rate(perf: &Path, exprs: &[&str]) -> Result<(usize, usize, f64)> {
+    let list =
+        std::env::temp_dir().join(format!("tmetric-bench-exprs-{}.json", std::process::id()));
+    std::fs::write(&list, serde_json::to_string(exprs)?)
+        .with_context(|| format!("writing {}", list.display()))?;
+    // Two passes: one takes seconds.
+    let output = Command::new("python3")
+        .arg("-c")
+        .arg(PERF_PARSE_SCRIPT)
+        .arg(perf)
+        .arg(&list)
+        .arg("2")
+        .output();
+    let _ = std::fs::remove_file(&list);
+    let output = output.context("running python3")?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    ensure!(
+        output.status.success(),
+        "python3 failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr).lines().last().unwrap_or("")
+    );
+    let fields: Vec<&str> = stdout.split_whitespace().collect();
+    let [count, failures, seconds] = fields[..] else {
+        bail!("unexpected output from the metric.py script: {stdout:?}")
+    };
+    Ok((count.parse()?, failures.parse()?, seconds.parse()?))
+}
+
+// ---------------------------------------------------------------------------------------------
+// (c) build times
+
+struct BuildFigures {
+    cold: Duration,
+    rebuild: Duration,
+    /// The crates the rebuild compiled.
+    recompiled: Vec<String>,
+    binary_bytes: Option<u64>,
+}
+
+fn bench_build(root: &Path) -> Result<BuildFigures> {
+    // A scratch target directory: a cold build in the developers' one would throw their cache away.
+    let target = std::env::temp_dir().join(format!("tmetric-bench-target-{}", std::process::id()));
+    let result = build_in(root, &target);
+    let _ = std::fs::remove_dir_all(&target);
+    result
+}
+
+fn build_in(root: &Path, target: &Path) -> Result<BuildFigures> {
+    if std::env::var_os("RUSTC_WRAPPER").is_some() {
+        println!("  note: RUSTC_WRAPPER is set, so the cold build may hit a compiler cache");
+    }
+    println!("  cold build in {} (minutes)...", target.display());
+    let (cold, _) = cargo_build(root, target)?;
+    println!("  cold cargo build --release --workspace: {}", secs(cold));
+
+    // Only the CLI source's modification time changes, as an edit would.
+    let main = root.join("crates/cli/main.rs");
+    std::fs::File::options()
+        .write(true)
+        .open(&main)
+        .and_then(|file| file.set_modified(SystemTime::now()))
+        .with_context(|| format!("touching {}", main.display()))?;
+    let (rebuild, recompiled) = cargo_build(root, target)?;
+    println!(
+        "  rebuild after touching crates/cli/main.rs: {} (compiled: {})",
+        secs(rebuild),
+        recompiled.join(", ")
+    );
+    let binary_bytes = std::fs::metadata(target.join("release/tmetric")).ok().map(|m| m.len());
+    Ok(BuildFigures { cold, rebuild, recompiled, binary_bytes })
+}
+
+/// Runs `cargo build --release --workspace` into `target`; the time and the crates compiled.
+fn cargo_build(root: &Path, target: &Path) -> Result<(Duration, Vec<String>)> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let start = Instant::now();
+    let output = Command::new(cargo)
+        .args(["build", "--release", "--workspace"])
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", target)
+        .env("CARGO_TERM_COLOR", "never")
+        .stdin(Stdio::null())
+        .output()
+        .context("running cargo")?;
+    let elapsed = start.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        let tail: Vec<&str> = stderr.lines().rev().take(15).collect();
+        bail!(
+            "cargo build failed ({}):\n{}",
+            output.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
+    let compiled = stderr
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("Compiling "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    Ok((elapsed, compiled))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The summary
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Met,
+    Missed,
+    Info,
+}
+
+#[derive(Default)]
+struct Table {
+    rows: Vec<[String; 6]>,
+}
+
+impl Table {
+    fn row(
+        &mut self,
+        figure: &str,
+        measured: &str,
+        baseline: &str,
+        ratio: &str,
+        target: &str,
+        status: Status,
+    ) {
+        let status = match status {
+            Status::Met => "met",
+            Status::Missed => "MISSED",
+            Status::Info => "",
+        };
+        self.rows.push([figure, measured, baseline, ratio, target, status].map(str::to_string));
+    }
+
+    fn check(
+        &mut self,
+        figure: &str,
+        measured: &str,
+        baseline: &str,
+        ratio: &str,
+        target: &str,
+        met: bool,
+    ) {
+        self.row(
+            figure,
+            measured,
+            baseline,
+            ratio,
+            target,
+            if met { Status::Met } else { Status::Missed },
+        );
+    }
+
+    fn regen(&mut self, f: &RegenFigures) {
+        let Some(ours) = f.in_process else { return };
+        match f.jevents {
+            Some(jevents) => {
+                let ratio = jevents.as_secs_f64() / ours.as_secs_f64();
+                self.check(
+                    "(a) regen, in process",
+                    &secs(ours),
+                    &format!("jevents.py {}", secs(jevents)),
+                    &format!("{ratio:.1}x faster"),
+                    &format!(">= {TARGET_REGEN_SPEEDUP}x"),
+                    ratio >= TARGET_REGEN_SPEEDUP,
+                );
+                if let Some(process) = f.process {
+                    let ratio = jevents.as_secs_f64() / process.as_secs_f64();
+                    self.check(
+                        "(a) xtask regen --check",
+                        &secs(process),
+                        &format!("jevents.py {}", secs(jevents)),
+                        &format!("{ratio:.1}x faster"),
+                        &format!(">= {TARGET_REGEN_SPEEDUP}x"),
+                        ratio >= TARGET_REGEN_SPEEDUP,
+                    );
+                }
+            }
+            None => self.row(
+                "(a) regen, in process",
+                &secs(ours),
+                "jevents.py not run",
+                "",
+                "",
+                Status::Info,
+            ),
+        }
+    }
+
+    fn eval(&mut self, f: &EvalFigures) {
+        let ratio = f.interpreted_ns / f.compiled_ns;
+        self.check(
+            &format!("(b) compiled, {} metrics", f.metrics),
+            &format!("{:.1} ns/metric", f.compiled_ns),
+            &format!("interpreter {:.0} ns", f.interpreted_ns),
+            &format!("{ratio:.1}x faster"),
+            &format!(">= {TARGET_EVAL_SPEEDUP}x, < {TARGET_EVAL_NS} ns"),
+            ratio >= TARGET_EVAL_SPEEDUP && f.compiled_ns < TARGET_EVAL_NS,
+        );
+    }
+
+    fn parse(&mut self, f: &ParseFigures) {
+        let (baseline, ratio) = match f.perf {
+            Some((perf, _)) => (
+                format!("metric.py {}/s", thousands(perf)),
+                format!("{:.0}x faster", f.ours_exprs.0 / perf),
+            ),
+            None => ("metric.py not run".to_string(), String::new()),
+        };
+        let ours = format!("{}/s", thousands(f.ours_exprs.0));
+        self.row(
+            &format!("parse, {} MetricExpr", f.exprs),
+            &ours,
+            &baseline,
+            &ratio,
+            "",
+            Status::Info,
+        );
+        let all = format!("{}/s", thousands(f.ours_all.0));
+        self.row(
+            &format!("parse, + {} MetricThreshold", f.thresholds),
+            &all,
+            "",
+            "",
+            "",
+            Status::Info,
+        );
+    }
+
+    fn build(&mut self, f: &BuildFigures) {
+        let cold = f.cold.as_secs_f64();
+        self.check(
+            "(c) cold release build",
+            &secs(f.cold),
+            "",
+            "",
+            "< 5 min",
+            cold < TARGET_COLD_BUILD_S,
+        );
+        let catalog = f.recompiled.iter().any(|c| c == "tmetric-catalog");
+        let note = if catalog { "catalog REBUILT" } else { "catalog not rebuilt" };
+        self.check(
+            "(c) rebuild, cli touched",
+            &secs(f.rebuild),
+            note,
+            "",
+            "< 30 s, no catalog",
+            f.rebuild.as_secs_f64() < TARGET_REBUILD_S && !catalog,
+        );
+        if let Some(bytes) = f.binary_bytes {
+            self.row("(c) release binary, cold", &mb(bytes), "", "", "", Status::Info);
+        }
+    }
+
+    fn render(&self) -> String {
+        let header =
+            ["figure", "tmetric", "baseline", "ratio", "target", "status"].map(str::to_string);
+        let rows: Vec<&[String; 6]> = std::iter::once(&header).chain(&self.rows).collect();
+        let widths: Vec<usize> =
+            (0..6).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+        let mut out = String::new();
+        for row in rows {
+            let cells: Vec<String> =
+                row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
+            let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+fn dir_size(dir: &Path) -> (u64, usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return (0, 0) };
+    entries.flatten().fold((0, 0), |(bytes, files), entry| {
+        let path = entry.path();
+        if path.is_dir() {
+            let (b, f) = dir_size(&path);
+            (bytes + b, files + f)
+        } else {
+            (bytes + entry.metadata().map_or(0, |m| m.len()), files + 1)
+        }
+    })
+}
+
+fn secs(d: Duration) -> String {
+    if d.as_secs_f64() < 10.0 {
+        format!("{:.2} s", d.as_secs_f64())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// `12345.6` as `12,346`.
+fn thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value);
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(thousands(0.4), "0");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(1000.0), "1,000");
+        assert_eq!(thousands(1234567.0), "1,234,567");
+    }
+
+    #[test]
+    fn rng_is_uniform_enough() {
+        let mut rng = Rng(1);
+        let values: Vec<f64> = (0..10_000).map(|_| rng.unit()).collect();
+        assert!(values.iter().all(|v| (0.0..1.0).contains(v)));
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        assert!((mean - 0.5).abs() < 0.02, "mean {mean}");
+    }
+
+    #[test]
+    fn same_treats_nan_as_equal_and_tolerates_rounding() {
+        assert!(same(f64::NAN, f64::NAN));
+        assert!(same(1.0, 1.0 + 1e-15));
+        assert!(!same(1.0, 1.0001));
+        assert!(!same(f64::NAN, 0.0));
+    }
+}
