@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use tmetric_expr::{BinOp, Expr, ExprKind, Func, IdFunc, Literal};
 use tmetric_vendor::resolve::{Resolved, SlotKind, Target, resolve_tree};
-use tmetric_vendor::{Constraint, Counters, Table};
+use tmetric_vendor::{AggrMode, Constraint, Counters, Table};
 
 /// The generated crate's output directory, relative to the workspace root.
 pub const GEN_DIR: &str = "crates/catalog/src/generated";
@@ -337,12 +337,17 @@ fn model_file(r: &Resolved<'_>) -> String {
             Some(Constraint::NoGroupEventsNmi) => "Constraint::NoGroupEventsNmi",
             Some(Constraint::NoGroupEventsSmt) => "Constraint::NoGroupEventsSmt",
         };
+        let aggr_mode = match vm.aggr_mode {
+            None => "AggrMode::None",
+            Some(AggrMode::PerChip) => "AggrMode::PerChip",
+            Some(AggrMode::PerCore) => "AggrMode::PerCore",
+        };
         let _ = writeln!(
             metrics,
             "    Metric {{ name: {}, pmu: {}, groups: {}, brief: {}, public: {}, expr: {}, threshold_expr: {}, \
              scale: {}, unit: {}, has_scale_unit: {has_scale}, constraint: {constraint}, no_group: {}, \
-             default_group: {}, compat: {}, runtime_param: {}, refs: &{refs:?}, eval: m{new}, threshold: {threshold}, \
-             needed: {needed}, needed_threshold: {needed_threshold} }},",
+             default_group: {}, compat: {}, runtime_param: {}, aggr_mode: {aggr_mode}, refs: &{refs:?}, eval: m{new}, \
+             threshold: {threshold}, needed: {needed}, needed_threshold: {needed_threshold} }},",
             blob.add(&vm.name),
             blob.add(&vm.pmu),
             blob.add(&vm.groups.join(";")),

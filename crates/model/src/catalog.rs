@@ -131,6 +131,17 @@ pub enum Constraint {
     NoGroupEventsSmt,
 }
 
+/// `AggregationMode` (powerpc hv_24x7): what the runtime parameter `?` ranges over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AggrMode {
+    /// Not given.
+    None,
+    /// `PerChip`: one instance per socket.
+    PerChip,
+    /// `PerCore`: one instance per core.
+    PerCore,
+}
+
 /// Everything a compiled expression reads.
 #[derive(Debug, Clone, Copy)]
 pub struct Inputs<'a> {
@@ -213,6 +224,8 @@ pub struct Metric {
     pub compat: Str,
     /// The expression uses `?`: instantiated once per runtime parameter value.
     pub runtime_param: bool,
+    /// `AggregationMode`: what `?` ranges over.
+    pub aggr_mode: AggrMode,
     /// Every metric the expression or threshold may reference.
     pub refs: &'static [u16],
     /// The compiled `MetricExpr`.

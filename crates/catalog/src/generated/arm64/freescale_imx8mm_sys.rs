@@ -34,8 +34,8 @@ static IDS: &[Id] = &[
 ];
 
 static METRICS: &[Metric] = &[
-    Metric { name: S(247, 19), pmu: S(17, 8), groups: S(0, 0), brief: S(266, 58), public: S(0, 0), expr: S(324, 30), threshold_expr: S(0, 0), scale: 0.0009765625_f64, unit: S(354, 2), has_scale_unit: true, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(52, 7), runtime_param: false, refs: &[], eval: m0, threshold: None, needed: NeededRefs::Static(&[Ref::Id(0)]), needed_threshold: None },
-    Metric { name: S(356, 20), pmu: S(17, 8), groups: S(0, 0), brief: S(376, 58), public: S(0, 0), expr: S(434, 31), threshold_expr: S(0, 0), scale: 0.0009765625_f64, unit: S(354, 2), has_scale_unit: true, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(52, 7), runtime_param: false, refs: &[], eval: m1, threshold: None, needed: NeededRefs::Static(&[Ref::Id(1)]), needed_threshold: None },
+    Metric { name: S(247, 19), pmu: S(17, 8), groups: S(0, 0), brief: S(266, 58), public: S(0, 0), expr: S(324, 30), threshold_expr: S(0, 0), scale: 0.0009765625_f64, unit: S(354, 2), has_scale_unit: true, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(52, 7), runtime_param: false, aggr_mode: AggrMode::None, refs: &[], eval: m0, threshold: None, needed: NeededRefs::Static(&[Ref::Id(0)]), needed_threshold: None },
+    Metric { name: S(356, 20), pmu: S(17, 8), groups: S(0, 0), brief: S(376, 58), public: S(0, 0), expr: S(434, 31), threshold_expr: S(0, 0), scale: 0.0009765625_f64, unit: S(354, 2), has_scale_unit: true, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(52, 7), runtime_param: false, aggr_mode: AggrMode::None, refs: &[], eval: m1, threshold: None, needed: NeededRefs::Static(&[Ref::Id(1)]), needed_threshold: None },
 ];
 
 static GROUPS: &[Group] = &[

@@ -43,8 +43,8 @@ static IDS: &[Id] = &[
 ];
 
 static METRICS: &[Metric] = &[
-    Metric { name: S(726, 13), pmu: S(10, 13), groups: S(739, 3), brief: S(742, 31), public: S(0, 0), expr: S(773, 83), threshold_expr: S(0, 0), scale: 1.0_f64, unit: S(0, 0), has_scale_unit: false, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(60, 10), runtime_param: false, refs: &[], eval: m0, threshold: None, needed: NeededRefs::Static(&[Ref::Id(0), Ref::Id(1), Ref::Id(2), Ref::Id(3)]), needed_threshold: None },
-    Metric { name: S(856, 13), pmu: S(10, 13), groups: S(739, 3), brief: S(869, 31), public: S(0, 0), expr: S(900, 83), threshold_expr: S(0, 0), scale: 1.0_f64, unit: S(0, 0), has_scale_unit: false, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(60, 10), runtime_param: false, refs: &[], eval: m1, threshold: None, needed: NeededRefs::Static(&[Ref::Id(4), Ref::Id(5), Ref::Id(6), Ref::Id(3)]), needed_threshold: None },
+    Metric { name: S(726, 13), pmu: S(10, 13), groups: S(739, 3), brief: S(742, 31), public: S(0, 0), expr: S(773, 83), threshold_expr: S(0, 0), scale: 1.0_f64, unit: S(0, 0), has_scale_unit: false, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(60, 10), runtime_param: false, aggr_mode: AggrMode::None, refs: &[], eval: m0, threshold: None, needed: NeededRefs::Static(&[Ref::Id(0), Ref::Id(1), Ref::Id(2), Ref::Id(3)]), needed_threshold: None },
+    Metric { name: S(856, 13), pmu: S(10, 13), groups: S(739, 3), brief: S(869, 31), public: S(0, 0), expr: S(900, 83), threshold_expr: S(0, 0), scale: 1.0_f64, unit: S(0, 0), has_scale_unit: false, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(60, 10), runtime_param: false, aggr_mode: AggrMode::None, refs: &[], eval: m1, threshold: None, needed: NeededRefs::Static(&[Ref::Id(4), Ref::Id(5), Ref::Id(6), Ref::Id(3)]), needed_threshold: None },
 ];
 
 static GROUPS: &[Group] = &[

@@ -84,8 +84,8 @@ static IDS: &[Id] = &[
 ];
 
 static METRICS: &[Metric] = &[
-    Metric { name: S(3407, 22), pmu: S(12, 7), groups: S(12, 7), brief: S(3429, 29), public: S(0, 0), expr: S(3458, 33), threshold_expr: S(0, 0), scale: 1.0_f64, unit: S(3491, 4), has_scale_unit: true, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(80, 11), runtime_param: false, refs: &[], eval: m0, threshold: None, needed: NeededRefs::Static(&[Ref::Id(0), Ref::Id(1)]), needed_threshold: None },
-    Metric { name: S(3495, 23), pmu: S(12, 7), groups: S(12, 7), brief: S(3518, 30), public: S(0, 0), expr: S(3548, 45), threshold_expr: S(0, 0), scale: 1.0_f64, unit: S(3491, 4), has_scale_unit: true, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(80, 11), runtime_param: false, refs: &[], eval: m1, threshold: None, needed: NeededRefs::Static(&[Ref::Id(2), Ref::Id(3), Ref::Id(1)]), needed_threshold: None },
+    Metric { name: S(3407, 22), pmu: S(12, 7), groups: S(12, 7), brief: S(3429, 29), public: S(0, 0), expr: S(3458, 33), threshold_expr: S(0, 0), scale: 1.0_f64, unit: S(3491, 4), has_scale_unit: true, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(80, 11), runtime_param: false, aggr_mode: AggrMode::None, refs: &[], eval: m0, threshold: None, needed: NeededRefs::Static(&[Ref::Id(0), Ref::Id(1)]), needed_threshold: None },
+    Metric { name: S(3495, 23), pmu: S(12, 7), groups: S(12, 7), brief: S(3518, 30), public: S(0, 0), expr: S(3548, 45), threshold_expr: S(0, 0), scale: 1.0_f64, unit: S(3491, 4), has_scale_unit: true, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(80, 11), runtime_param: false, aggr_mode: AggrMode::None, refs: &[], eval: m1, threshold: None, needed: NeededRefs::Static(&[Ref::Id(2), Ref::Id(3), Ref::Id(1)]), needed_threshold: None },
 ];
 
 static GROUPS: &[Group] = &[

@@ -95,7 +95,7 @@ static IDS: &[Id] = &[
 ];
 
 static METRICS: &[Metric] = &[
-    Metric { name: S(12249, 11), pmu: S(12260, 12), groups: S(0, 0), brief: S(12272, 17), public: S(0, 0), expr: S(12289, 84), threshold_expr: S(0, 0), scale: 1.0_f64, unit: S(0, 0), has_scale_unit: false, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(0, 0), runtime_param: false, refs: &[], eval: m0, threshold: None, needed: NeededRefs::Static(&[Ref::Id(0), Ref::Id(1), Ref::Id(2), Ref::Id(3), Ref::Id(4)]), needed_threshold: None },
+    Metric { name: S(12249, 11), pmu: S(12260, 12), groups: S(0, 0), brief: S(12272, 17), public: S(0, 0), expr: S(12289, 84), threshold_expr: S(0, 0), scale: 1.0_f64, unit: S(0, 0), has_scale_unit: false, constraint: Constraint::None, no_group: S(0, 0), default_group: S(0, 0), compat: S(0, 0), runtime_param: false, aggr_mode: AggrMode::None, refs: &[], eval: m0, threshold: None, needed: NeededRefs::Static(&[Ref::Id(0), Ref::Id(1), Ref::Id(2), Ref::Id(3), Ref::Id(4)]), needed_threshold: None },
 ];
 
 static GROUPS: &[Group] = &[
