@@ -1,0 +1,359 @@
+//! The imported log: runs, blocks (one per interval × aggregation id), rows and printed metrics.
+//!
+//! Plain data. Values are kept as perf printed them; `lookup` turns them into what perf's metric
+//! code would see.
+
+use crate::key::{EventKey, is_core_pmu};
+use std::collections::BTreeSet;
+
+/// The output layout of `perf stat`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layout {
+    /// The default human-readable layout.
+    Text,
+    /// `-x SEP`: one row per line, fields separated by `sep`.
+    Csv {
+        /// The separator given to `-x`.
+        sep: String,
+    },
+    /// `-j`: one JSON object per line.
+    Json,
+}
+
+/// A whole imported `perf stat` log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerfLog {
+    /// The layout that was read.
+    pub layout: Layout,
+    /// One entry per "Performance counter stats for ..." header; CSV and JSON logs, and text
+    /// logs without a header (`-I`), have one run without a command.
+    pub runs: Vec<Run>,
+    /// Evaluation units in the order their first row was printed.
+    pub blocks: Vec<Block>,
+    /// Lines that were skipped, with the reason.
+    pub warnings: Vec<crate::Warning>,
+}
+
+/// One `perf stat` invocation inside a log.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Run {
+    /// Line of the "Performance counter stats for" header.
+    pub header_line: Option<usize>,
+    /// What was measured: `sleep 1`, `system wide`, `CPU(s) 1-4`, `process id '1'`.
+    pub command: Option<String>,
+    /// `N` from `(N runs)` with `-r N`.
+    pub repeats: Option<u32>,
+    /// From the "`S` seconds time elapsed" footer (the mean with `-r`).
+    pub elapsed: Option<Timed>,
+    /// From the "`S` seconds user" footer.
+    pub user: Option<Timed>,
+    /// From the "`S` seconds sys" footer.
+    pub system: Option<Timed>,
+}
+
+/// A time in seconds and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timed {
+    /// Seconds.
+    pub seconds: f64,
+    /// Where the value was read.
+    pub source: TimeSource,
+}
+
+/// Where a time was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeSource {
+    /// A `duration_time`/`user_time`/`system_time` row (printed in ns) at this line.
+    Row {
+        /// 1-based line.
+        line: usize,
+    },
+    /// The "seconds time elapsed" footer at this line.
+    ElapsedLine {
+        /// 1-based line.
+        line: usize,
+    },
+    /// The "seconds user" footer at this line.
+    UserLine {
+        /// 1-based line.
+        line: usize,
+    },
+    /// The "seconds sys" footer at this line.
+    SysLine {
+        /// 1-based line.
+        line: usize,
+    },
+    /// The difference between this interval's timestamp and the previous one (`-I`).
+    IntervalLength,
+}
+
+/// How rows were aggregated (`-A`, `--per-core`, ...), from the id perf prints in front of a row.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AggrKind {
+    /// `-A`/`--no-aggr`: `CPU3`.
+    Cpu,
+    /// `--per-core`: `S0-D0-C1`.
+    Core,
+    /// `--per-die`: `S0-D0`.
+    Die,
+    /// `--per-socket`: `S0`.
+    Socket,
+    /// `--per-node`: `N0`.
+    Node,
+    /// `--per-cluster`: `S0-D0-CLS0`.
+    Cluster,
+    /// `--per-cache`: `S0-D0-L3-ID0`.
+    Cache,
+    /// `--per-thread`: `comm-tid`.
+    Thread,
+}
+
+/// The aggregation id of a block.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Aggr {
+    /// Which aggregation mode.
+    pub kind: AggrKind,
+    /// The id as perf prints it in the text layout (`CPU3`, `S0-D0-C1`, `S0`, `bash-1234`).
+    pub id: String,
+    /// How many CPUs were summed into the row (printed after the id by the per-X modes).
+    pub cpus: Option<u32>,
+}
+
+/// One evaluation unit: the rows of one run, one interval timestamp and one aggregation id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    /// Index into [`PerfLog::runs`].
+    pub run: usize,
+    /// The `-I` timestamp in seconds.
+    pub interval: Option<f64>,
+    /// The aggregation id; `None` for perf's default global aggregation.
+    pub aggr: Option<Aggr>,
+    /// Counter rows in print order.
+    pub rows: Vec<Row>,
+    /// Metrics printed without a counter row: perf's `Default` metric-group lines such as
+    /// `TopdownL1 (cpu_core)   #  38.9 %  tma_backend_bound`.
+    pub loose_metrics: Vec<PrintedMetric>,
+    /// What perf's metrics see as `duration_time`: a `duration_time` row of this block (or of
+    /// another block of the same interval), else the interval length, else the elapsed footer.
+    pub duration: Option<Timed>,
+    /// What metrics see as `user_time`: a `user_time` row, else the "seconds user" footer.
+    pub user_time: Option<Timed>,
+    /// What metrics see as `system_time`: a `system_time` row, else the "seconds sys" footer.
+    pub system_time: Option<Timed>,
+}
+
+/// A counter value as printed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Count {
+    /// A number, already scaled by perf for multiplexing and for the event's unit (so
+    /// `task-clock` is in msec here).
+    Counted(f64),
+    /// `<not counted>`: the event was never scheduled (perf's metrics use 0).
+    NotCounted,
+    /// `<not supported>`: the event could not be opened (perf's metrics use NaN).
+    NotSupported,
+}
+
+/// One counter row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// 1-based line number.
+    pub line: usize,
+    /// The count as printed.
+    pub value: Count,
+    /// The count's text as printed (to know its precision).
+    pub count_text: String,
+    /// The unit column (`msec`, `ns`, `Joules`), empty when none.
+    pub unit: String,
+    /// The event name as printed.
+    pub event: String,
+    /// The canonical key of `event`.
+    pub key: EventKey,
+    /// The cgroup column (`-G`), CSV and JSON only.
+    pub cgroup: Option<String>,
+    /// The `(xx.xx%)` share of time the event was counting (CSV/JSON `pcnt-running`);
+    /// `None` when the text layout printed none (100%).
+    pub running_pct: Option<f64>,
+    /// The `( +- x% )` variance with `-r`.
+    pub variance_pct: Option<f64>,
+    /// Heuristic group index inside the block (see the crate docs).
+    pub group: usize,
+    /// Metrics perf printed on this row and its continuation lines.
+    pub metrics: Vec<PrintedMetric>,
+}
+
+/// A metric value perf printed: `# 0.6 % tma_dtlb_store`, `# 0.010 CPUs utilized`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrintedMetric {
+    /// 1-based line number.
+    pub line: usize,
+    /// The value; NaN for `nan`; `None` when perf left it blank.
+    pub value: Option<f64>,
+    /// The value's text as printed (to compare at perf's precision).
+    pub text: String,
+    /// The label split into the ScaleUnit part (`%`), empty for shadow metrics.
+    pub unit: String,
+    /// The metric name (`tma_dtlb_store`) or shadow label (`CPUs utilized`, `K/sec`).
+    pub name: String,
+    /// For a [`Block::loose_metrics`] entry: the metric-group header (`TopdownL1 (cpu_core)`).
+    pub header: Option<String>,
+}
+
+impl PrintedMetric {
+    /// Builds a metric from perf's label, which is `"<unit>  <name>"` (two spaces) for JSON
+    /// metrics with a ScaleUnit and the bare name or a shadow label otherwise. When the two
+    /// spaces were lost (mail, copy-paste) a last word that looks like a metric name
+    /// (`% tma_dtlb_store`) is still split off.
+    pub(crate) fn new(
+        line: usize,
+        text: &str,
+        label: &str,
+        header: Option<String>,
+    ) -> PrintedMetric {
+        let text = text.trim();
+        let value = if text.is_empty() { None } else { crate::number::parse_metric_value(text) };
+        let (unit, name) = split_label(label);
+        PrintedMetric { line, value, text: text.to_string(), unit, name, header }
+    }
+
+    /// Number of decimals perf printed, to compare at its precision.
+    pub fn decimals(&self) -> usize {
+        self.text.split_once('.').map_or(0, |(_, frac)| frac.len())
+    }
+}
+
+fn split_label(label: &str) -> (String, String) {
+    let label = label.trim();
+    if let Some(at) = label.find("  ") {
+        let (unit, name) = (label[..at].trim(), label[at..].trim());
+        if !name.is_empty() && !name.contains("  ") {
+            return (unit.to_string(), name.to_string());
+        }
+    }
+    let words: Vec<&str> = label.split_whitespace().collect();
+    if let [unit @ .., last] = words.as_slice()
+        && !unit.is_empty()
+        && last.contains('_')
+        && last.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.'))
+    {
+        return (unit.join(" "), last.to_string());
+    }
+    (String::new(), words.join(" "))
+}
+
+impl Row {
+    /// The printed metric with this name (case-insensitive), if perf printed it on this row.
+    pub fn metric(&self, name: &str) -> Option<&PrintedMetric> {
+        self.metrics.iter().find(|m| m.name.eq_ignore_ascii_case(name))
+    }
+}
+
+impl Block {
+    /// A short description for messages: `interval 1.001 CPU3`, `S0-D0-C1`, `global`.
+    pub fn label(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(t) = self.interval {
+            parts.push(format!("interval {t:.9}"));
+        }
+        if let Some(a) = &self.aggr {
+            parts.push(a.id.clone());
+        }
+        if parts.is_empty() { "global".to_string() } else { parts.join(" ") }
+    }
+
+    /// The row and printed metric where perf printed `metric` (case-insensitive). With `pmu`,
+    /// a row on that PMU wins over others, for hybrid logs where `tma_retiring` is printed once
+    /// for `cpu_core` and once for `cpu_atom`.
+    pub fn printed_metric(
+        &self,
+        metric: &str,
+        pmu: Option<&str>,
+    ) -> Option<(&Row, &PrintedMetric)> {
+        let mut hits = self.rows.iter().filter_map(|row| row.metric(metric).map(|m| (row, m)));
+        match pmu {
+            None => hits.next(),
+            Some(pmu) => {
+                let all: Vec<_> = hits.collect();
+                let on_pmu = |p: Option<&str>| p.is_some_and(|p| p.eq_ignore_ascii_case(pmu));
+                let other_core = |p: Option<&str>| {
+                    p.is_some_and(|p| is_core_pmu(p) && !p.eq_ignore_ascii_case(pmu))
+                };
+                all.iter()
+                    .find(|(row, _)| on_pmu(row.key.pmu.as_deref()))
+                    .or_else(|| all.iter().find(|(row, _)| !other_core(row.key.pmu.as_deref())))
+                    .copied()
+            }
+        }
+    }
+
+    /// A metric printed without a row (perf's `Default` metric groups).
+    pub fn loose_metric(&self, metric: &str) -> Option<&PrintedMetric> {
+        self.loose_metrics.iter().find(|m| m.name.eq_ignore_ascii_case(metric))
+    }
+
+    /// The rows of heuristic group `group`.
+    pub fn group_rows(&self, group: usize) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(move |r| r.group == group)
+    }
+}
+
+impl PerfLog {
+    /// The command of the first run (`sleep 1`, `system wide`).
+    pub fn command(&self) -> Option<&str> {
+        self.runs.first().and_then(|r| r.command.as_deref())
+    }
+
+    /// Seconds from the first run's "seconds time elapsed" footer.
+    pub fn elapsed_seconds(&self) -> Option<f64> {
+        self.runs.first().and_then(|r| r.elapsed).map(|t| t.seconds)
+    }
+
+    /// Core PMU prefixes seen on rows (`cpu`, `cpu_core`, `cpu_atom`), sorted.
+    pub fn core_pmus(&self) -> Vec<String> {
+        let set: BTreeSet<&str> = self
+            .blocks
+            .iter()
+            .flat_map(|b| &b.rows)
+            .filter_map(|r| r.key.pmu.as_deref())
+            .filter(|p| is_core_pmu(p))
+            .collect();
+        set.into_iter().map(str::to_string).collect()
+    }
+
+    /// Whether rows from both `cpu_core` and `cpu_atom` (a hybrid CPU) appear.
+    pub fn is_hybrid(&self) -> bool {
+        let pmus = self.core_pmus();
+        pmus.iter().any(|p| p == "cpu_core") && pmus.iter().any(|p| p == "cpu_atom")
+    }
+
+    /// Every distinct event key in the log, for example to infer the CPU model.
+    pub fn event_keys(&self) -> BTreeSet<&EventKey> {
+        self.blocks.iter().flat_map(|b| &b.rows).map(|r| &r.key).collect()
+    }
+
+    /// Every distinct printed metric name (rows and loose lines), sorted.
+    pub fn printed_metric_names(&self) -> BTreeSet<&str> {
+        self.blocks
+            .iter()
+            .flat_map(|b| b.rows.iter().flat_map(|r| &r.metrics).chain(&b.loose_metrics))
+            .map(|m| m.name.as_str())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        let split = |l: &str| split_label(l);
+        assert_eq!(split("%  tma_dtlb_store"), ("%".into(), "tma_dtlb_store".into()));
+        assert_eq!(split("% tma_dtlb_store"), ("%".into(), "tma_dtlb_store".into()));
+        assert_eq!(split("CPUs utilized"), ("".into(), "CPUs utilized".into()));
+        assert_eq!(split("K/sec"), ("".into(), "K/sec".into()));
+        assert_eq!(split("tma_info_thread_ipc"), ("".into(), "tma_info_thread_ipc".into()));
+        assert_eq!(split("insn per cycle"), ("".into(), "insn per cycle".into()));
+        assert_eq!(split("100%  tma_x"), ("100%".into(), "tma_x".into()));
+    }
+}
