@@ -1,5 +1,7 @@
 //! The root package's one integration-test binary: the `tmetric` CLI end to end.
 
 mod catalogue;
+mod cli_eval;
+mod cli_list;
 mod latency;
 mod trees;

@@ -5,6 +5,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod counts;
+mod eval;
+mod list;
+mod models;
+mod output;
+
 /// Compiled CPU performance metrics from Linux perf's vendor JSON.
 #[derive(Debug, Parser)]
 #[command(name = "tmetric", version, about)]
@@ -17,6 +23,10 @@ struct Cli {
 enum Command {
     /// Latency statistics from ftrace text (XSAVES/XRSTORS tracepoints by default).
     Latency(tmetric_latency::LatencyArgs),
+    /// The compiled catalogue: models, metrics, metric groups and events.
+    List(list::ListArgs),
+    /// Evaluate a model's metrics over a counts file, or an ad-hoc expression.
+    Eval(eval::EvalArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -24,6 +34,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     match cli.command {
         Command::Latency(args) => tmetric_latency::run(&args, &mut out)?,
+        Command::List(args) => list::run(&args, &mut out)?,
+        Command::Eval(args) => eval::run(&args, &mut out)?,
     }
     out.flush()?;
     Ok(())
@@ -36,7 +48,9 @@ fn main() -> ExitCode {
         Err(err) => {
             // A closed pipe (`tmetric list | head`) is not an error worth reporting.
             if err.chain().any(|cause| {
-                cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
             }) {
                 return ExitCode::SUCCESS;
             }

@@ -1,0 +1,1019 @@
+//! `tmetric eval`: a model's compiled metrics over a counts file, or an ad-hoc expression
+//! through the interpreter, printed perf-like or as JSON lines.
+//!
+//! Every literal a metric reads is either given (flag, counts file) or a stated default,
+//! and the assumptions are printed with the results, so an assumption is never mistaken for
+//! a measurement. Vendor metrics run as the generated functions of `tmetric_catalog`; the
+//! metric text is only scanned (never parsed) to explain which literals and probes it uses.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail};
+use serde::Serialize;
+use tmetric_catalog::Model;
+use tmetric_catalog::catalog::{Evaluator, Facts, MetricResult};
+use tmetric_expr::{Env, EvalError, Ident, caret_lines, normalize};
+use tmetric_model::{Fail, Literal};
+
+use crate::counts::{
+    self, Assigned, CountsFile, SlotName, key_of, literal_named, literal_names, slot_matches,
+};
+use crate::models::{closest, examples, find_model, join_code};
+use crate::output::{ColorChoice, json_line, json_number, paint, perf_number};
+
+const EVAL_HELP: &str = "\
+COUNTS FILE (docs/counts-format.md):
+  A JSON object. Either flat, {\"INST_RETIRED.ANY\": 123, \"duration_time\": 1.5, ...}, or
+  {\"counts\": {...}, \"retire_latency\": {\"MEM_LOAD_RETIRED.L3_HIT\": 3.0},
+   \"literals\": {\"smt_on\": 1, \"num_cpus\": 8}, \"source_count\": {\"UNC_CHA_CLOCKTICKS\": 60},
+   \"duration_time\": 1.0, \"model\": \"x86/sapphirerapids\"}.
+  Keys name events as perf prints them (`cpu_core/TOPDOWN.SLOTS/`, `cpu/UOPS_EXECUTED.THREAD,cmask=1/`,
+  `msr/tsc/`, `topdown-retiring`) or as metric expressions do (`cpu_core@TOPDOWN.SLOTS@`, `TSC`), in any
+  case, with or without a core PMU prefix; modifiers (`:k`, `/u`) make a different event; `EVENT:R` is a
+  retire latency. `duration_time` is in seconds (`duration_time_ns` in nanoseconds). Values are numbers;
+  null or \"<not supported>\" mean no value (NaN), \"<not counted>\" means 0. Numbered uncore instances
+  (`uncore_imc_0/X/`, `uncore_imc_1/X/`) are summed.
+
+LITERALS:
+  Flags win over the counts file's `literals`; otherwise: #smt_on=1, #core_wide=0 (1 with --smt off),
+  #has_pmem=0, #num_cpus_online=#num_cpus, #num_dies=#num_packages, #num_cores=#num_cpus_online with
+  SMT off; every other literal is unknown, and a metric that reads it fails, naming the flag to pass.
+  `has_event(X)` is 1 when the counts file gives X a value; `strcmp_cpuid_str(...)` is NaN.
+
+OUTPUT:
+  One line per metric, as perf prints it: the value (%8.1f with a ScaleUnit, else %8.2f), the unit and
+  the name, `[pmu]` off the default core PMU, `<==` when the metric crosses its threshold (perf's red),
+  then `missing: EVENT, ...` for NaN or `error: ...` for a metric without a value. With --json: a first
+  line {\"assumptions\": ...}, then one object per metric: metric, pmu, value (scaled, null for NaN),
+  unit, threshold (true, false or null), missing, error, model.
+  Without -M, the metrics whose inputs are all in the file are shown; the others are counted on stderr.";
+
+/// Flags of `tmetric eval`.
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = EVAL_HELP)]
+pub(crate) struct EvalArgs {
+    /// The model: `x86/sapphirerapids` or `sapphirerapids`; defaults to the counts file's `model`.
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// The counts file (JSON; see --help or docs/counts-format.md).
+    #[arg(long, value_name = "FILE")]
+    counts: Option<PathBuf>,
+    /// Metrics or metric groups to evaluate, as for `perf stat -M`; comma-separated, repeatable.
+    #[arg(short = 'M', long = "metrics", value_name = "METRIC|GROUP,...", value_delimiter = ',')]
+    metrics: Vec<String>,
+    /// One JSON object per line.
+    #[arg(short = 'j', long)]
+    json: bool,
+    /// `#smt_on` (default: on).
+    #[arg(long, value_name = "on|off")]
+    smt: Option<OnOff>,
+    /// `#num_cpus` and `#num_cpus_online`.
+    #[arg(long, value_name = "N")]
+    cpus: Option<u32>,
+    /// `#num_cores`.
+    #[arg(long, value_name = "N")]
+    cores: Option<u32>,
+    /// `#num_packages`.
+    #[arg(long, value_name = "N")]
+    packages: Option<u32>,
+    /// `#num_dies`.
+    #[arg(long, value_name = "N")]
+    dies: Option<u32>,
+    /// `#system_tsc_freq`, in Hz.
+    #[arg(long = "tsc-freq", value_name = "HZ")]
+    tsc_freq: Option<f64>,
+    /// `#core_wide`: whether counting covered whole cores (`perf stat -a`); default off with SMT on.
+    #[arg(long = "core-wide", value_name = "on|off")]
+    core_wide: Option<OnOff>,
+    /// `#slots`: the core PMU's slots per cycle.
+    #[arg(long, value_name = "N")]
+    slots: Option<u32>,
+    /// Any literal, e.g. `--literal has_pmem=1`; repeatable.
+    #[arg(long = "literal", value_name = "NAME=VALUE")]
+    literals: Vec<String>,
+    /// Evaluate this expression with perf's semantics instead of the model's metrics.
+    #[arg(long, value_name = "EXPR", conflicts_with = "metrics")]
+    expr: Option<String>,
+    /// A value for an identifier of --expr (`--var INST_RETIRED.ANY=5e9`, `--var '#smt_on=1'`); repeatable.
+    #[arg(long = "var", value_name = "NAME=VALUE", requires = "expr")]
+    vars: Vec<String>,
+    /// When to colour threshold states.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    color: ColorChoice,
+}
+
+/// `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OnOff {
+    /// 1.
+    #[value(alias = "1", alias = "yes", alias = "true")]
+    On,
+    /// 0.
+    #[value(alias = "0", alias = "no", alias = "false")]
+    Off,
+}
+
+impl OnOff {
+    fn value(self) -> f64 {
+        match self {
+            OnOff::On => 1.0,
+            OnOff::Off => 0.0,
+        }
+    }
+}
+
+/// Where a literal's value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Flag,
+    File,
+    Default,
+    Derived(Literal),
+    Unknown,
+}
+
+impl Source {
+    fn word(self) -> String {
+        match self {
+            Source::Flag => "flag".into(),
+            Source::File => "counts file".into(),
+            Source::Default => "default".into(),
+            Source::Derived(from) => format!("derived from #{}", from.name()),
+            Source::Unknown => "unknown".into(),
+        }
+    }
+}
+
+/// The flag that sets a literal.
+fn flag_for(literal: Literal) -> &'static str {
+    match literal {
+        Literal::NumCpus | Literal::NumCpusOnline => "--cpus N",
+        Literal::NumCores => "--cores N",
+        Literal::NumDies => "--dies N",
+        Literal::NumPackages => "--packages N",
+        Literal::SmtOn => "--smt on|off",
+        Literal::CoreWide => "--core-wide on|off",
+        Literal::Slots => "--slots N",
+        Literal::HasPmem => "--literal has_pmem=1",
+        Literal::SystemTscFreq => "--tsc-freq HZ",
+    }
+}
+
+/// Every literal's value and where it came from.
+#[derive(Debug, Clone)]
+struct Literals {
+    values: [f64; Literal::COUNT],
+    sources: [Source; Literal::COUNT],
+}
+
+impl Literals {
+    fn resolve(
+        args: &EvalArgs,
+        file: Option<&CountsFile>,
+        from_vars: &[(Literal, f64)],
+    ) -> anyhow::Result<Literals> {
+        let mut given: Vec<(Literal, f64, String)> = Vec::new();
+        let mut flag = |literal: Literal, value: Option<f64>, name: &str| {
+            if let Some(value) = value {
+                given.push((literal, value, name.to_string()));
+            }
+        };
+        flag(Literal::SmtOn, args.smt.map(OnOff::value), "--smt");
+        flag(Literal::NumCpus, args.cpus.map(f64::from), "--cpus");
+        flag(Literal::NumCpusOnline, args.cpus.map(f64::from), "--cpus");
+        flag(Literal::NumCores, args.cores.map(f64::from), "--cores");
+        flag(Literal::NumPackages, args.packages.map(f64::from), "--packages");
+        flag(Literal::NumDies, args.dies.map(f64::from), "--dies");
+        flag(Literal::SystemTscFreq, args.tsc_freq, "--tsc-freq");
+        flag(Literal::CoreWide, args.core_wide.map(OnOff::value), "--core-wide");
+        flag(Literal::Slots, args.slots.map(f64::from), "--slots");
+        for text in &args.literals {
+            let (name, value) = split_assignment(text, "--literal")?;
+            let literal = literal_named(name).ok_or_else(|| {
+                anyhow!(
+                    "--literal `{text}`: unknown literal `{name}`; expected one of {}",
+                    literal_names()
+                )
+            })?;
+            given.push((literal, value, format!("--literal {name}")));
+        }
+        for &(literal, value) in from_vars {
+            given.push((literal, value, format!("--var #{}", literal.name())));
+        }
+
+        let mut values = [f64::NAN; Literal::COUNT];
+        let mut sources = [Source::Unknown; Literal::COUNT];
+        let mut set_by: Vec<Option<String>> = vec![None; Literal::COUNT];
+        for (literal, value, name) in given {
+            let i = literal.index();
+            if let Some(previous) = &set_by[i]
+                && values[i].to_bits() != value.to_bits()
+            {
+                bail!(
+                    "#{} is given twice with different values ({previous} and {name})",
+                    literal.name()
+                );
+            }
+            values[i] = value;
+            sources[i] = Source::Flag;
+            set_by[i] = Some(name);
+        }
+        for &(literal, value) in file.map_or(&[][..], |f| &f.literals) {
+            let i = literal.index();
+            if sources[i] == Source::Unknown || sources[i] == Source::File {
+                values[i] = value;
+                sources[i] = Source::File;
+            }
+        }
+        let mut literals = Literals { values, sources };
+        literals.default_to(Literal::SmtOn, 1.0, Source::Default);
+        literals.default_to(Literal::HasPmem, 0.0, Source::Default);
+        if literals.get(Literal::SmtOn) == 0.0 {
+            literals.default_to(Literal::CoreWide, 1.0, Source::Derived(Literal::SmtOn));
+        } else {
+            literals.default_to(Literal::CoreWide, 0.0, Source::Default);
+        }
+        let online = literals.get(Literal::NumCpusOnline);
+        let all = literals.get(Literal::NumCpus);
+        literals.default_to(Literal::NumCpusOnline, all, Source::Derived(Literal::NumCpus));
+        literals.default_to(Literal::NumCpus, online, Source::Derived(Literal::NumCpusOnline));
+        if literals.get(Literal::SmtOn) == 0.0 {
+            let online = literals.get(Literal::NumCpusOnline);
+            literals.default_to(Literal::NumCores, online, Source::Derived(Literal::NumCpusOnline));
+        }
+        let packages = literals.get(Literal::NumPackages);
+        literals.default_to(Literal::NumDies, packages, Source::Derived(Literal::NumPackages));
+        Ok(literals)
+    }
+
+    fn get(&self, literal: Literal) -> f64 {
+        self.values[literal.index()]
+    }
+
+    fn default_to(&mut self, literal: Literal, value: f64, source: Source) {
+        let i = literal.index();
+        if self.sources[i] == Source::Unknown && !value.is_nan() {
+            self.values[i] = value;
+            self.sources[i] = source;
+        }
+    }
+
+    /// `#smt_on=1 (default)` for each of `used`, for the assumptions line.
+    fn describe(&self, used: &[Literal]) -> String {
+        let parts: Vec<String> = used
+            .iter()
+            .map(|&lit| {
+                let source = self.sources[lit.index()];
+                match source {
+                    Source::Unknown => format!("#{} unknown (pass {})", lit.name(), flag_for(lit)),
+                    Source::Default | Source::Derived(_) => {
+                        format!(
+                            "#{}={} ({}; set with {})",
+                            lit.name(),
+                            plain(self.get(lit)),
+                            source.word(),
+                            flag_for(lit)
+                        )
+                    }
+                    _ => format!("#{}={} ({})", lit.name(), plain(self.get(lit)), source.word()),
+                }
+            })
+            .collect();
+        if parts.is_empty() { "none".to_string() } else { parts.join(", ") }
+    }
+
+    fn json(&self, used: &[Literal]) -> Vec<LiteralJson> {
+        used.iter()
+            .map(|&lit| LiteralJson {
+                literal: lit.name(),
+                value: json_number(self.get(lit)),
+                source: self.sources[lit.index()].word(),
+            })
+            .collect()
+    }
+}
+
+#[derive(Serialize)]
+struct LiteralJson {
+    literal: &'static str,
+    value: Option<f64>,
+    source: String,
+}
+
+#[derive(Serialize)]
+struct AssumptionsJson {
+    model: String,
+    /// The common table's metrics were considered too.
+    common: bool,
+    counts: String,
+    literals: Vec<LiteralJson>,
+}
+
+#[derive(Serialize)]
+struct AssumptionsLine {
+    assumptions: AssumptionsJson,
+}
+
+#[derive(Serialize)]
+struct MetricJson<'a> {
+    metric: &'a str,
+    pmu: &'a str,
+    value: Option<f64>,
+    unit: &'a str,
+    threshold: Option<bool>,
+    missing: Vec<&'a str>,
+    error: Option<String>,
+    model: String,
+}
+
+#[derive(Serialize)]
+struct ExprJson<'a> {
+    expr: &'a str,
+    value: Option<f64>,
+    missing: Vec<String>,
+    literals: Vec<LiteralJson>,
+}
+
+/// `NAME=VALUE`, split at the last `=` because event names may hold `=` (`cmask=1`).
+fn split_assignment<'a>(text: &'a str, flag: &str) -> anyhow::Result<(&'a str, f64)> {
+    let (name, value) = text
+        .rsplit_once('=')
+        .ok_or_else(|| anyhow!("{flag} `{text}`: expected NAME=VALUE, e.g. `{flag} smt_on=1`"))?;
+    let number = value
+        .trim()
+        .parse::<f64>()
+        .map_err(|_| anyhow!("{flag} `{text}`: `{value}` is not a number"))?;
+    Ok((name.trim(), number))
+}
+
+/// A number as a person would write it: `7`, `0.25`, `nan`.
+fn plain(value: f64) -> String {
+    if value.is_nan() {
+        "nan".into()
+    } else if value.is_infinite() {
+        if value > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        value.to_string()
+    }
+}
+
+fn warn(message: &str) {
+    eprintln!("tmetric: warning: {message}");
+}
+
+/// Runs `tmetric eval`.
+pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    if let Some(expr) = &args.expr {
+        return run_expr(args, expr, out);
+    }
+    let Some(path) = &args.counts else {
+        bail!(
+            "`tmetric eval` needs --counts FILE (and --model MODEL), or --expr EXPR; see `tmetric eval --help`"
+        )
+    };
+    let file = counts::read(path)?;
+    let model = match (&args.model, &file.model) {
+        (Some(flag), Some(named)) => {
+            let model = find_model(flag)?;
+            if find_model(named).ok().is_none_or(|m| !std::ptr::eq(m, model)) {
+                warn(&format!(
+                    "using --model {} although {} says `{named}`",
+                    model.path(),
+                    file.path
+                ));
+            }
+            model
+        }
+        (Some(name), None) | (None, Some(name)) => find_model(name)?,
+        (None, None) => bail!(
+            "which model are these counts from? pass --model MODEL (one of {}, ...) or add \"model\" to {}",
+            examples(),
+            file.path
+        ),
+    };
+    let literals = Literals::resolve(args, Some(&file), &[])?;
+
+    let common = tmetric_catalog::common();
+    let mut tables = vec![Table::new(model, false, &file, &literals)?];
+    if !std::ptr::eq(model, common) {
+        tables.push(Table::new(common, true, &file, &literals)?);
+    }
+    let where_ = if tables.len() > 1 {
+        format!("{} or the common metrics", model.path())
+    } else {
+        model.path()
+    };
+
+    let items: Vec<&str> =
+        args.metrics.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect();
+    let mut skipped = Skipped::default();
+    if items.is_empty() {
+        for table in &mut tables {
+            table.select_complete(&mut skipped);
+        }
+    } else {
+        select_items(&mut tables, &items, &where_)?;
+    }
+
+    report_unused(&tables, &file, &where_);
+    for table in &tables {
+        table.warn_source_counts();
+    }
+
+    let mut used: Vec<Literal> = Vec::new();
+    for table in &tables {
+        for lit in table.literals_used() {
+            if !used.contains(&lit) {
+                used.push(lit);
+            }
+        }
+    }
+    used.sort();
+    let counted_models =
+        if tables.len() > 1 { format!("{} + common", model.path()) } else { model.path() };
+    if args.json {
+        json_line(
+            out,
+            &AssumptionsLine {
+                assumptions: AssumptionsJson {
+                    model: model.path(),
+                    common: tables.len() > 1,
+                    counts: file.path.clone(),
+                    literals: literals.json(&used),
+                },
+            },
+        )?;
+    } else {
+        eprintln!(
+            "tmetric: {counted_models} from {}; literals used: {}",
+            file.path,
+            literals.describe(&used)
+        );
+    }
+
+    let colour = !args.json && args.color.enabled();
+    let mut shown = 0;
+    for table in &mut tables {
+        let roots = std::mem::take(&mut table.roots);
+        let results = table.evaluator.evaluate(table.model, &roots);
+        shown += results.len();
+        for result in &results {
+            table.print(out, result, &literals, args.json, colour)?;
+        }
+    }
+    if shown == 0 && !args.json {
+        eprintln!("tmetric: no metric of {where_} has all its inputs in {}", file.path);
+    }
+    skipped.report(&where_, &file.path);
+    Ok(())
+}
+
+/// Why metrics were left out of a selection without -M.
+#[derive(Debug, Default)]
+struct Skipped {
+    /// Some inputs are in the file, not all.
+    partial: Vec<String>,
+    /// None of the inputs are in the file.
+    absent: usize,
+    /// The metric needs a literal that is unknown.
+    literal: Vec<String>,
+}
+
+impl Skipped {
+    fn report(&self, where_: &str, path: &str) {
+        if !self.partial.is_empty() {
+            eprintln!(
+                "tmetric: not shown: {} metrics of {where_} with only some inputs in {path} ({}); name them with -M to see what is missing",
+                self.partial.len(),
+                first_names(&self.partial)
+            );
+        }
+        if !self.literal.is_empty() {
+            eprintln!(
+                "tmetric: not shown: {} metrics of {where_} that read unknown literals ({}); name them with -M to see which",
+                self.literal.len(),
+                first_names(&self.literal)
+            );
+        }
+        if self.absent > 0 {
+            eprintln!(
+                "tmetric: not shown: {} metrics of {where_} with none of their inputs in {path}",
+                self.absent
+            );
+        }
+    }
+}
+
+/// `a, b, c and 5 more`.
+fn first_names(names: &[String]) -> String {
+    const SHOWN: usize = 8;
+    let mut text = names.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    text
+}
+
+/// One model's share of the work: the model, its slot values and its selected metrics.
+struct Table {
+    model: &'static Model,
+    common: bool,
+    assigned: Assigned,
+    evaluator: Evaluator,
+    roots: Vec<usize>,
+}
+
+impl Table {
+    fn new(
+        model: &'static Model,
+        common: bool,
+        file: &CountsFile,
+        literals: &Literals,
+    ) -> anyhow::Result<Table> {
+        let assigned = counts::assign(model, file)?;
+        let mut evaluator = Evaluator::new(model);
+        evaluator.values.clone_from(&assigned.values);
+        evaluator.source_counts.clone_from(&assigned.source_counts);
+        evaluator.literals = literals.values;
+        let cpuid_slots = slots_named(model, &id_call_args_all(model, "strcmp_cpuid_str"));
+        for slot in 0..model.ids.len() {
+            evaluator.probes[slot] = if cpuid_slots.contains(&slot) {
+                // The cpuid of the machine the counts came from is not known.
+                f64::NAN
+            } else {
+                f64::from(u8::from(assigned.present[slot]))
+            };
+        }
+        Ok(Table { model, common, assigned, evaluator, roots: Vec::new() })
+    }
+
+    fn facts(&self) -> Facts<'_> {
+        self.evaluator.facts()
+    }
+
+    /// Without -M: the metrics whose inputs are all in the file.
+    fn select_complete(&mut self, skipped: &mut Skipped) {
+        for m in 0..self.model.metrics.len() {
+            let name = self.model.str(self.model.metrics[m].name);
+            match self.model.needed_ids(m, &self.facts(), false) {
+                Ok(ids) => {
+                    let have = ids.iter().filter(|&&s| self.assigned.present[s as usize]).count();
+                    // A metric that needs no input here (`0 if not #has_pmem`) says nothing about
+                    // these counts: leave it out with those whose inputs are all absent.
+                    if ids.is_empty() {
+                        skipped.absent += 1;
+                    } else if have == ids.len() {
+                        if self.closure_literals_known(m) {
+                            self.roots.push(m);
+                        } else {
+                            skipped.literal.push(name.to_string());
+                        }
+                    } else if have > 0 {
+                        skipped.partial.push(name.to_string());
+                    } else {
+                        skipped.absent += 1;
+                    }
+                }
+                Err(_) => skipped.literal.push(name.to_string()),
+            }
+        }
+    }
+
+    fn closure_literals_known(&self, m: usize) -> bool {
+        self.literals_of(&[m]).iter().all(|&lit| !self.evaluator.literals[lit.index()].is_nan())
+    }
+
+    /// The texts (expression and threshold) of `roots` and every metric they reference.
+    fn closure_texts(&self, roots: &[usize]) -> Vec<&'static str> {
+        self.model
+            .closure(roots)
+            .into_iter()
+            .flat_map(|m| {
+                let metric = &self.model.metrics[m as usize];
+                [self.model.str(metric.expr), self.model.str(metric.threshold_expr)]
+            })
+            .collect()
+    }
+
+    fn literals_of(&self, roots: &[usize]) -> Vec<Literal> {
+        let mut out: Vec<Literal> = Vec::new();
+        for text in self.closure_texts(roots) {
+            for lit in literals_in(text) {
+                if !out.contains(&lit) {
+                    out.push(lit);
+                }
+            }
+        }
+        out
+    }
+
+    fn literals_used(&self) -> Vec<Literal> {
+        if self.roots.is_empty() { Vec::new() } else { self.literals_of(&self.roots) }
+    }
+
+    /// Slots the selected metrics read: needed inputs (of expression and threshold) and probes.
+    fn used_slots(&self) -> Vec<bool> {
+        let mut used = vec![false; self.model.ids.len()];
+        let facts = self.facts();
+        for &m in &self.roots {
+            for threshold in [false, true] {
+                for slot in self.model.needed_ids(m, &facts, threshold).unwrap_or_default() {
+                    used[slot as usize] = true;
+                }
+            }
+        }
+        let texts = self.closure_texts(&self.roots);
+        let mut probed = Vec::new();
+        for func in ["has_event", "source_count", "strcmp_cpuid_str"] {
+            probed.extend(texts.iter().flat_map(|t| id_call_args(t, func)));
+        }
+        for slot in slots_named(self.model, &probed) {
+            used[slot] = true;
+        }
+        used
+    }
+
+    /// perf would know how many uncore boxes were merged into a count; a single key does not
+    /// say, so `source_count()` of it reads 1 unless the file says otherwise.
+    fn warn_source_counts(&self) {
+        if self.roots.is_empty() {
+            return;
+        }
+        let args: Vec<String> = self
+            .closure_texts(&self.roots)
+            .iter()
+            .flat_map(|t| id_call_args(t, "source_count"))
+            .collect();
+        for slot in slots_named(self.model, &args) {
+            if self.assigned.merged_unknown[slot] {
+                let id = &self.model.ids[slot];
+                let (text, pmu) = (self.model.str(id.text), self.model.str(id.pmu));
+                warn(&format!(
+                    "assuming source_count({text}) = 1: give per-instance keys (`{pmu}_0/{text}/`, ...) or \"source_count\": {{\"{text}\": N}}"
+                ));
+            }
+        }
+    }
+
+    fn print(
+        &self,
+        out: &mut dyn Write,
+        result: &MetricResult,
+        literals: &Literals,
+        json: bool,
+        colour: bool,
+    ) -> anyhow::Result<()> {
+        let model = self.model;
+        let metric = &model.metrics[result.metric];
+        let name = model.str(metric.name);
+        let pmu = model.str(metric.pmu);
+        let unit = model.str(metric.unit);
+        let missing: Vec<&str> =
+            result.missing.iter().map(|&s| model.str(model.ids[s as usize].text)).collect();
+        let error = result.failure.map(|fail| self.explain(fail, result.metric, literals));
+        if json {
+            json_line(
+                out,
+                &MetricJson {
+                    metric: name,
+                    pmu,
+                    value: if error.is_some() { None } else { json_number(result.scaled(model)) },
+                    unit,
+                    threshold: result.threshold,
+                    missing,
+                    error,
+                    model: model.path(),
+                },
+            )?;
+            return Ok(());
+        }
+        let number = if error.is_some() {
+            " ".repeat(8)
+        } else {
+            paint(
+                &perf_number(result.scaled(model), metric.has_scale_unit),
+                result.threshold,
+                colour,
+            )
+        };
+        let mut line = if metric.has_scale_unit && !unit.is_empty() {
+            format!("{number} {unit}  {name}")
+        } else {
+            format!("{number} {name}")
+        };
+        if !pmu.is_empty() && pmu != "default_core" {
+            line.push_str(&format!("  [{pmu}]"));
+        }
+        if self.common {
+            line.push_str("  [common]");
+        }
+        if result.threshold == Some(true) {
+            line.push_str("  <==");
+        }
+        if let Some(error) = error {
+            line.push_str(&format!("  error: {error}"));
+        } else if !missing.is_empty() {
+            line.push_str(&format!("  missing: {}", missing.join(", ")));
+        }
+        writeln!(out, "{line}")?;
+        Ok(())
+    }
+
+    fn explain(&self, fail: Fail, metric: usize, literals: &Literals) -> String {
+        match fail {
+            Fail::Literal => {
+                let unknown: Vec<String> = self
+                    .literals_of(&[metric])
+                    .into_iter()
+                    .filter(|lit| literals.get(*lit).is_nan())
+                    .map(|lit| format!("#{} is unknown: pass {}", lit.name(), flag_for(lit)))
+                    .collect();
+                if unknown.is_empty() { fail.to_string() } else { unknown.join("; ") }
+            }
+            Fail::RemainderByZero => fail.to_string(),
+        }
+    }
+}
+
+/// Resolves -M items against every table, as perf does (spec C1).
+fn select_items(tables: &mut [Table], items: &[&str], where_: &str) -> anyhow::Result<()> {
+    for item in items {
+        if item.contains(':') {
+            bail!(
+                "-M `{item}`: modifiers on -M items are not supported by eval; the counts file decides what was counted (use keys such as `EVENT:u`)"
+            );
+        }
+        let mut found = false;
+        for table in tables.iter_mut() {
+            for m in table.model.select(item) {
+                found = true;
+                if !table.roots.contains(&m) {
+                    table.roots.push(m);
+                }
+            }
+        }
+        if !found {
+            let names = tables.iter().flat_map(|t| {
+                t.model.metrics.iter().flat_map(|m| {
+                    std::iter::once(t.model.str(m.name).to_string()).chain(
+                        t.model
+                            .str(m.groups)
+                            .split(';')
+                            .filter(|g| !g.is_empty())
+                            .map(str::to_string),
+                    )
+                })
+            });
+            let near = closest(item, names, 8);
+            let hint = if near.is_empty() {
+                format!("`tmetric list metrics --model {}` lists them", tables[0].model.path())
+            } else {
+                format!("did you mean {}?", join_code(&near))
+            };
+            bail!("cannot find metric or group `{item}` in {where_}; {hint}");
+        }
+    }
+    Ok(())
+}
+
+/// Warns about every key that feeds no selected metric: never drop a value silently.
+fn report_unused(tables: &[Table], file: &CountsFile, where_: &str) {
+    let used: Vec<Vec<bool>> = tables.iter().map(Table::used_slots).collect();
+    let mut unselected = Vec::new();
+    for (index, entry) in file.entries.iter().enumerate() {
+        let slots: Vec<(usize, &Vec<u16>)> = tables
+            .iter()
+            .enumerate()
+            .map(|(t, table)| (t, &table.assigned.entry_slots[index]))
+            .collect();
+        if slots.iter().all(|(_, s)| s.is_empty()) {
+            warn(&format!("ignored: `{}` is not an input of any metric of {where_}", entry.key));
+        } else if !slots.iter().any(|(t, s)| s.iter().any(|&slot| used[*t][slot as usize])) {
+            unselected.push(format!("`{}`", entry.key));
+        }
+    }
+    for (index, (key, _)) in file.source_counts.iter().enumerate() {
+        if tables.iter().all(|t| t.assigned.source_count_slots[index].is_empty()) {
+            warn(&format!(
+                "ignored: source_count of `{key}`: it is not an input of any metric of {where_}"
+            ));
+        }
+    }
+    if !unselected.is_empty() {
+        let count = unselected.len();
+        let more = count.saturating_sub(10);
+        unselected.truncate(10);
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        let verb = if count == 1 { "is not an input" } else { "are not inputs" };
+        warn(&format!(
+            "ignored: {}{more} {verb} of any selected metric of {where_}",
+            unselected.join(", ")
+        ));
+    }
+}
+
+/// The `#literal`s a metric text names. A scan, not a parse: `#` only ever starts a literal.
+fn literals_in(text: &str) -> Vec<Literal> {
+    let mut out = Vec::new();
+    for (pos, _) in text.match_indices('#') {
+        let word: String = text[pos + 1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if let Some(lit) = Literal::from_name(&word)
+            && !out.contains(&lit)
+        {
+            out.push(lit);
+        }
+    }
+    out
+}
+
+/// The arguments of `func(...)` calls in a metric text, escapes removed (as perf normalises ids).
+fn id_call_args(text: &str, func: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (pos, _) in text.match_indices(func) {
+        let before = text[..pos].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '\\') {
+            continue;
+        }
+        let rest = text[pos + func.len()..].trim_start();
+        let Some(rest) = rest.strip_prefix('(') else { continue };
+        // Escaped characters (`\)`) are part of the identifier.
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in rest.char_indices() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                ')' => {
+                    end = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        if let Some(end) = end {
+            out.push(normalize(rest[..end].trim()));
+        }
+    }
+    out
+}
+
+fn id_call_args_all(model: &Model, func: &str) -> Vec<String> {
+    model
+        .metrics
+        .iter()
+        .flat_map(|m| [model.str(m.expr), model.str(m.threshold_expr)])
+        .filter(|t| t.contains(func))
+        .flat_map(|t| id_call_args(t, func))
+        .collect()
+}
+
+/// Slots whose text is one of `names`.
+fn slots_named(model: &Model, names: &[String]) -> Vec<usize> {
+    (0..model.ids.len())
+        .filter(|&s| names.iter().any(|n| n == model.str(model.ids[s].text)))
+        .collect()
+}
+
+/// `--expr`: the interpreter over `--var` values (and the counts file's keys, if given).
+fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+    let expr = tmetric_expr::parse(text).map_err(|err| {
+        anyhow!("cannot parse the expression: {}\n{}", err.message(), err.caret())
+    })?;
+    let mut vars: HashMap<String, f64> = HashMap::new();
+    let mut literal_vars = Vec::new();
+    for var in &args.vars {
+        let (name, value) = split_assignment(var, "--var")?;
+        if name.starts_with('#') {
+            let literal = literal_named(name).ok_or_else(|| {
+                anyhow!(
+                    "--var `{var}`: unknown literal `{name}`; expected one of {}",
+                    literal_names()
+                )
+            })?;
+            literal_vars.push((literal, value));
+        } else {
+            vars.insert(normalize(name), value);
+        }
+    }
+    let file = args.counts.as_deref().map(counts::read).transpose()?;
+    let literals = Literals::resolve(args, file.as_ref(), &literal_vars)?;
+    let mut env = ExprEnv { vars, file: file.as_ref(), literals: &literals, missing: Vec::new() };
+    let value = tmetric_expr::eval(&expr, &mut env).map_err(|err| {
+        let hint = match &err {
+            EvalError::Literal { name, .. } => match literal_named(name) {
+                Some(lit) if Literal::from_name(name).is_some() => {
+                    format!(" (pass {})", flag_for(lit))
+                }
+                _ => format!(" (known literals: {})", literal_names()),
+            },
+            EvalError::RemainderByZero { .. } => String::new(),
+        };
+        anyhow!("cannot evaluate the expression: {err}{hint}\n{}", caret_lines(text, err.span()))
+    })?;
+    let missing = env.missing;
+    let mut used: Vec<Literal> =
+        expr.literals().into_iter().filter_map(Literal::from_name).collect();
+    used.sort();
+    used.dedup();
+    if args.json {
+        json_line(
+            out,
+            &ExprJson {
+                expr: text,
+                value: json_number(value),
+                missing: missing.clone(),
+                literals: literals.json(&used),
+            },
+        )?;
+    } else {
+        if !used.is_empty() {
+            eprintln!("tmetric: literals used: {}", literals.describe(&used));
+        }
+        writeln!(out, "{}", plain(value))?;
+    }
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();
+        let verb = if names.len() == 1 { "it reads" } else { "they read" };
+        warn(&format!("no value for {}; {verb} as NaN (pass --var NAME=VALUE)", names.join(", ")));
+    }
+    Ok(())
+}
+
+struct ExprEnv<'a> {
+    vars: HashMap<String, f64>,
+    file: Option<&'a CountsFile>,
+    literals: &'a Literals,
+    missing: Vec<String>,
+}
+
+impl ExprEnv<'_> {
+    /// The value of `name` and how many values were summed into it, if any is given.
+    fn lookup(&self, name: &str) -> Option<(f64, usize)> {
+        if let Some(&value) = self.vars.get(name) {
+            return Some((value, 1));
+        }
+        let file = self.file?;
+        let slot = SlotName::of_expr_id(name);
+        let matched: Vec<f64> = file
+            .entries
+            .iter()
+            .filter(|e| slot_matches(&slot, &key_of(&e.key, e.retire_latency)).is_some())
+            .map(|e| e.value)
+            .collect();
+        (!matched.is_empty()).then(|| (matched.iter().sum(), matched.len()))
+    }
+}
+
+impl Env for ExprEnv<'_> {
+    fn id(&mut self, id: &Ident) -> f64 {
+        match self.lookup(&id.name) {
+            Some((value, _)) => value,
+            None => {
+                if !self.missing.contains(&id.name) {
+                    self.missing.push(id.name.clone());
+                }
+                f64::NAN
+            }
+        }
+    }
+
+    fn literal(&mut self, literal: Literal) -> Option<f64> {
+        Some(self.literals.get(literal))
+    }
+
+    fn source_count(&mut self, id: &Ident) -> f64 {
+        self.lookup(&id.name).map_or(0.0, |(_, n)| n as f64)
+    }
+
+    fn has_event(&mut self, id: &Ident) -> bool {
+        self.lookup(&id.name).is_some_and(|(v, _)| !v.is_nan())
+    }
+
+    fn cpuid_match(&mut self, _id: &Ident) -> f64 {
+        f64::NAN
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scans() {
+        assert_eq!(
+            literals_in("a if #SMT_on else b / #num_packages"),
+            vec![Literal::SmtOn, Literal::NumPackages]
+        );
+        assert_eq!(
+            id_call_args(r"x if has_event(cycles\-t) else 0 + source_count( X\,y )", "has_event"),
+            vec!["cycles-t".to_string()]
+        );
+        assert_eq!(id_call_args(r"source_count( X\,y )", "source_count"), vec!["X,y".to_string()]);
+        assert!(id_call_args("my_has_event(x)", "has_event").is_empty());
+    }
+}

@@ -1,0 +1,126 @@
+//! Finding a model of the compiled catalogue by the name a user typed, and suggesting close
+//! names (models, metrics, groups) when nothing matches.
+
+use anyhow::bail;
+use tmetric_catalog::{MODELS, Model};
+
+/// The model `name` names: `arch/name` (`x86/sapphirerapids`), the name below the
+/// architecture (`sapphirerapids`, `arm/cortex-a76`) or, when unique, its last component
+/// (`cortex-a76`); case is ignored.
+pub(crate) fn find_model(name: &str) -> anyhow::Result<&'static Model> {
+    let name = name.trim();
+    if let Some(model) = tmetric_catalog::model(name) {
+        return Ok(model);
+    }
+    let by_leaf: Vec<&'static Model> =
+        MODELS.iter().copied().filter(|m| leaf(m.name).eq_ignore_ascii_case(name)).collect();
+    if let [model] = by_leaf.as_slice() {
+        return Ok(model);
+    }
+    let found: Vec<String> = if by_leaf.len() > 1 {
+        by_leaf.iter().map(|m| m.path()).collect()
+    } else {
+        closest(name, MODELS.iter().flat_map(|m| [m.path(), m.name.to_string()]), 12)
+            .into_iter()
+            .map(|n| tmetric_catalog::model(&n).map_or(n, Model::path))
+            .collect()
+    };
+    let mut candidates: Vec<String> = Vec::new();
+    for path in found {
+        if !candidates.contains(&path) && candidates.len() < 6 {
+            candidates.push(path);
+        }
+    }
+    if candidates.is_empty() {
+        bail!(
+            "unknown model `{name}`; models with metrics include {} (`tmetric list models` lists all {})",
+            examples(),
+            MODELS.len()
+        );
+    }
+    let what = if by_leaf.len() > 1 { "is ambiguous" } else { "is not a model" };
+    bail!(
+        "`{name}` {what}; did you mean {}? (`tmetric list models` lists all {})",
+        join_code(&candidates),
+        MODELS.len()
+    )
+}
+
+/// A few models to name when the user gave none: per architecture, the one with the most metrics.
+pub(crate) fn examples() -> String {
+    let mut best: Vec<&Model> = Vec::new();
+    let with_metrics = MODELS.iter().copied().filter(|m| !m.metrics.is_empty());
+    for model in with_metrics.filter(|m| !m.is_sys && m.arch != "test" && m.arch != "common") {
+        match best.iter_mut().find(|b| b.arch == model.arch) {
+            Some(b) if b.metrics.len() < model.metrics.len() => *b = model,
+            Some(_) => {}
+            None => best.push(model),
+        }
+    }
+    // x86 first: it is where most users come from.
+    best.sort_by_key(|m| (m.arch != "x86", m.arch));
+    best.iter().map(|m| m.path()).collect::<Vec<_>>().join(", ")
+}
+
+fn leaf(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or(name)
+}
+
+/// `a`, `b` or `c`.
+pub(crate) fn join_code(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| format!("`{i}`")).collect();
+    match quoted.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// Up to `limit` of `names` closest to `wanted`: those containing it (or contained in it),
+/// then those within a small edit distance, best first.
+pub(crate) fn closest(
+    wanted: &str,
+    names: impl IntoIterator<Item = String>,
+    limit: usize,
+) -> Vec<String> {
+    let wanted_lower = wanted.to_ascii_lowercase();
+    let budget = (wanted.chars().count() / 3).max(2);
+    let mut scored: Vec<(usize, String)> = names
+        .into_iter()
+        .filter_map(|name| {
+            let lower = name.to_ascii_lowercase();
+            let score = if lower == wanted_lower {
+                0
+            } else if lower.contains(&wanted_lower)
+                || (lower.len() >= 3 && wanted_lower.contains(&lower))
+            {
+                1 + lower.len().abs_diff(wanted_lower.len()) / 8
+            } else {
+                let distance = levenshtein(&lower, &wanted_lower);
+                if distance > budget {
+                    return None;
+                }
+                2 + distance
+            };
+            Some((score, name))
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1.eq_ignore_ascii_case(&b.1));
+    scored.into_iter().take(limit).map(|(_, name)| name).collect()
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}

@@ -1,0 +1,161 @@
+//! Output helpers shared by `list` and `eval`: perf's number layout, colour, JSON lines and
+//! the name filter. Nothing here knows a subcommand's flags.
+
+use std::io::{self, IsTerminal, Write};
+
+use serde::Serialize;
+
+/// `--color`: when to colour threshold states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ColorChoice {
+    /// Colour when standard output is a terminal.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to write colour escapes to standard output.
+    pub(crate) fn enabled(self) -> bool {
+        match self {
+            ColorChoice::Auto => io::stdout().is_terminal(),
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+        }
+    }
+}
+
+/// Wraps `text` in perf's threshold colours: red when crossed, green when not.
+pub(crate) fn paint(text: &str, crossed: Option<bool>, colour: bool) -> String {
+    match (colour, crossed) {
+        (true, Some(true)) => format!("\x1b[31m{text}\x1b[m"),
+        (true, Some(false)) => format!("\x1b[32m{text}\x1b[m"),
+        _ => text.to_string(),
+    }
+}
+
+/// A metric value as perf prints it: `%8.1f` with a ScaleUnit, `%8.2f` without; NaN and
+/// infinities as C's printf spells them.
+pub(crate) fn perf_number(value: f64, has_scale_unit: bool) -> String {
+    if value.is_nan() {
+        return format!("{:>8}", "nan");
+    }
+    if value.is_infinite() {
+        return format!("{:>8}", if value > 0.0 { "inf" } else { "-inf" });
+    }
+    if has_scale_unit { format!("{value:8.1}") } else { format!("{value:8.2}") }
+}
+
+/// A finite number for JSON; `None` (printed `null`) for NaN and infinities, which JSON lacks.
+pub(crate) fn json_number(value: f64) -> Option<f64> {
+    value.is_finite().then_some(value)
+}
+
+/// Writes `row` as one line of JSON; key order is the struct's field order.
+pub(crate) fn json_line<T: Serialize>(out: &mut dyn Write, row: &T) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, row)?;
+    out.write_all(b"\n")
+}
+
+/// The command line's name filter: a case-insensitive substring, or a glob over the whole
+/// name when it contains `*` or `?`.
+#[derive(Debug, Clone)]
+pub(crate) struct NameFilter {
+    pattern: Vec<char>,
+    glob: bool,
+}
+
+impl NameFilter {
+    /// The filter for `pattern`.
+    pub(crate) fn new(pattern: &str) -> NameFilter {
+        NameFilter {
+            pattern: pattern.to_lowercase().chars().collect(),
+            glob: pattern.contains(['*', '?']),
+        }
+    }
+
+    /// Whether `name` passes.
+    pub(crate) fn matches(&self, name: &str) -> bool {
+        let name: Vec<char> = name.to_lowercase().chars().collect();
+        if self.glob {
+            glob_match(&self.pattern, &name)
+        } else {
+            self.pattern.is_empty()
+                || name.windows(self.pattern.len()).any(|w| w == self.pattern.as_slice())
+        }
+    }
+}
+
+/// `*` matches any run of characters, `?` one character; everything else itself.
+fn glob_match(pattern: &[char], text: &[char]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    // Where the last `*` was, and the text position it currently swallows up to.
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some('*') => {
+                star = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == '?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    p = sp + 1;
+                    t = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == '*')
+}
+
+/// The name perf gives the core PMU of an architecture, for spelling `default_core` events.
+pub(crate) fn core_pmu_name(arch: &str) -> &'static str {
+    match arch {
+        "s390" => "cpum_cf",
+        "arm64" => "armv8_pmuv3",
+        _ => "cpu",
+    }
+}
+
+/// Whether `pmu` is a core PMU name: `default_core` or a name perf gives the core PMU.
+pub(crate) fn is_core_pmu(pmu: &str) -> bool {
+    matches!(pmu, "" | "default_core" | "cpu" | "cpu_core" | "cpu_atom" | "cpum_cf")
+        || pmu.starts_with("armv8_pmuv3")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters() {
+        let glob = NameFilter::new("tma_*");
+        assert!(glob.matches("TMA_frontend_bound"));
+        assert!(!glob.matches("x_tma_frontend_bound"));
+        let glob = NameFilter::new("*bound?");
+        assert!(glob.matches("tma_boundx"));
+        assert!(!glob.matches("tma_bound"));
+        let glob = NameFilter::new("a*b*c");
+        assert!(glob.matches("aXbYbZc"));
+        assert!(!glob.matches("aXbYbZ"));
+        let sub = NameFilter::new("FRONTEND");
+        assert!(sub.matches("tma_frontend_bound"));
+        assert!(!sub.matches("tma_backend_bound"));
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(perf_number(19.04, true), "    19.0");
+        assert_eq!(perf_number(1.234, false), "    1.23");
+        assert_eq!(perf_number(f64::NAN, false), "     nan");
+        assert_eq!(json_number(f64::NAN), None);
+    }
+}

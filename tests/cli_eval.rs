@@ -1,0 +1,469 @@
+//! `tmetric eval` end to end through the binary.
+//!
+//! The counts files are written here, and every expected value is worked out here by hand
+//! from the formulas in pmu-events/arch (quoted next to each computation), never by calling
+//! the code under test.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn tmetric(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tmetric"))
+        .args(args)
+        .output()
+        .expect("the tmetric binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).expect("stderr is UTF-8")
+}
+
+fn ok(args: &[&str]) -> Output {
+    let output = tmetric(args);
+    assert!(output.status.success(), "tmetric {args:?} failed: {}", stderr(&output));
+    output
+}
+
+/// Writes `text` to a file of this test's own and returns its path.
+fn counts_file(name: &str, text: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli_eval_{name}.json"));
+    std::fs::write(&path, text).expect("the test can write its counts file");
+    path.display().to_string()
+}
+
+/// The metric objects of `--json` output, after checking the assumptions line comes first.
+fn metric_rows(output: &Output) -> Vec<Value> {
+    let text = stdout(output);
+    let mut lines = text.lines();
+    let first: Value = serde_json::from_str(lines.next().expect("an assumptions line")).unwrap();
+    assert!(first.get("assumptions").is_some(), "{first}");
+    lines
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect()
+}
+
+fn row<'a>(rows: &'a [Value], metric: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| r["metric"] == metric)
+        .unwrap_or_else(|| panic!("no row for {metric}: {rows:?}"))
+}
+
+fn assert_close(got: &Value, want: f64) {
+    let got = got.as_f64().unwrap_or_else(|| panic!("not a number: {got}"));
+    assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "got {got}, want {want}");
+}
+
+/// Counts for sapphirerapids TopdownL1.
+struct TopdownL1 {
+    fe: f64,
+    bad: f64,
+    retiring: f64,
+    be: f64,
+    heavy: f64,
+    dropping: f64,
+    slots: f64,
+}
+
+const L1: TopdownL1 = TopdownL1 {
+    fe: 2.1e9,
+    bad: 0.9e9,
+    retiring: 4.2e9,
+    be: 2.8e9,
+    heavy: 0.6e9,
+    dropping: 1.4e8,
+    slots: 1.0e10,
+};
+
+impl TopdownL1 {
+    /// The four metrics (unscaled) and their threshold states, from spr-metrics.json:
+    /// tma_frontend_bound = topdown-fe-bound / (fe + bad-spec + retiring + be) - INT_MISC.UOP_DROPPING / tma_info_thread_slots
+    /// tma_backend_bound  = topdown-be-bound / (...) + 0 * tma_info_thread_slots
+    /// tma_retiring       = topdown-retiring / (...) + 0 * tma_info_thread_slots
+    /// tma_bad_speculation = max(1 - (tma_frontend_bound + tma_backend_bound + tma_retiring), 0)
+    /// tma_info_thread_slots = TOPDOWN.SLOTS; tma_heavy_operations = topdown-heavy-ops / (...).
+    /// Thresholds: fe > 0.15, be > 0.2, bad > 0.15, retiring > 0.7 | heavy > 0.1.
+    fn expected(&self) -> Vec<(&'static str, f64, bool)> {
+        let sum = self.fe + self.bad + self.retiring + self.be;
+        let frontend = self.fe / sum - self.dropping / self.slots;
+        let backend = self.be / sum;
+        let retiring = self.retiring / sum;
+        let bad = (1.0 - (frontend + backend + retiring)).max(0.0);
+        let heavy = self.heavy / sum;
+        vec![
+            ("tma_backend_bound", backend, backend > 0.2),
+            ("tma_bad_speculation", bad, bad > 0.15),
+            ("tma_frontend_bound", frontend, frontend > 0.15),
+            ("tma_retiring", retiring, retiring > 0.7 || heavy > 0.1),
+        ]
+    }
+}
+
+fn l1_counts(name: &str, keys: [&str; 7]) -> String {
+    let values = [L1.fe, L1.bad, L1.retiring, L1.be, L1.heavy, L1.dropping, L1.slots];
+    let body: Vec<String> =
+        keys.iter().zip(values).map(|(k, v)| format!("  {}: {v:e}", Value::from(*k))).collect();
+    counts_file(name, &format!("{{\n{}\n}}\n", body.join(",\n")))
+}
+
+const L1_KEYS: [&str; 7] = [
+    "topdown-fe-bound",
+    "topdown-bad-spec",
+    "topdown-retiring",
+    "topdown-be-bound",
+    "topdown-heavy-ops",
+    "INT_MISC.UOP_DROPPING",
+    "TOPDOWN.SLOTS",
+];
+
+#[test]
+fn topdown_l1_text_matches_hand_computation() {
+    let path = l1_counts("l1_text", L1_KEYS);
+    let output = ok(&[
+        "eval",
+        "--model",
+        "sapphirerapids",
+        "--counts",
+        &path,
+        "-M",
+        "TopdownL1",
+        "--color",
+        "never",
+    ]);
+    let expected: Vec<String> = L1
+        .expected()
+        .into_iter()
+        .map(|(name, value, crossed)| {
+            // ScaleUnit 100%: perf prints %8.1f, then the unit and the name.
+            format!("{:8.1} %  {name}{}", value * 100.0, if crossed { "  <==" } else { "" })
+        })
+        .collect();
+    assert_eq!(stdout(&output).lines().collect::<Vec<_>>(), expected);
+}
+
+#[test]
+fn topdown_l1_json_matches_hand_computation() {
+    let path = l1_counts("l1_json", L1_KEYS);
+    let output = ok(&[
+        "eval",
+        "--model",
+        "x86/sapphirerapids",
+        "--counts",
+        &path,
+        "-M",
+        "TopdownL1",
+        "--json",
+    ]);
+    let rows = metric_rows(&output);
+    assert_eq!(rows.len(), 4);
+    for (name, value, crossed) in L1.expected() {
+        let r = row(&rows, name);
+        assert_close(&r["value"], value * 100.0);
+        assert_eq!(r["threshold"], crossed, "{name}");
+        assert_eq!(r["unit"], "%");
+        assert_eq!(r["pmu"], "default_core");
+        assert_eq!(r["missing"], serde_json::json!([]));
+        assert_eq!(r["error"], Value::Null);
+    }
+}
+
+#[test]
+fn keys_match_in_any_case_and_with_pmu_prefixes() {
+    let keys = [
+        "CPU/Topdown-FE-Bound/",
+        r"cpu@topdown\-bad\-spec@",
+        "Topdown-Retiring",
+        "cpu_core/topdown-be-bound/",
+        "cpu/TOPDOWN-HEAVY-OPS/",
+        "int_misc.uop_dropping",
+        "cpu/slots/",
+    ];
+    let path = l1_counts("l1_keys", keys);
+    let output =
+        ok(&["eval", "--model", "sapphirerapids", "--counts", &path, "-M", "TopdownL1", "-j"]);
+    let rows = metric_rows(&output);
+    for (name, value, _) in L1.expected() {
+        assert_close(&row(&rows, name)["value"], value * 100.0);
+    }
+    assert!(!stderr(&output).contains("ignored"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_missing_event_makes_the_metric_nan_and_is_named() {
+    let mut keys = L1_KEYS;
+    keys[5] = "SOMETHING.ELSE";
+    let path = l1_counts("l1_missing", keys);
+    let output =
+        ok(&["eval", "--model", "sapphirerapids", "--counts", &path, "-M", "TopdownL1", "--json"]);
+    let rows = metric_rows(&output);
+    let frontend = row(&rows, "tma_frontend_bound");
+    assert_eq!(frontend["value"], Value::Null);
+    assert_eq!(frontend["missing"], serde_json::json!(["INT_MISC.UOP_DROPPING"]));
+    assert_eq!(frontend["threshold"], Value::Null);
+    // max(1 - (NaN + ...), 0) is C's `a > b ? a : b`: a NaN `a` gives 0 (spec E2).
+    let bad = row(&rows, "tma_bad_speculation");
+    assert_close(&bad["value"], 0.0);
+    assert_eq!(bad["missing"], serde_json::json!(["INT_MISC.UOP_DROPPING"]));
+    assert!(
+        stderr(&output).contains(
+            "ignored: `SOMETHING.ELSE` is not an input of any metric of x86/sapphirerapids"
+        ),
+        "{}",
+        stderr(&output)
+    );
+
+    let output =
+        ok(&["eval", "--model", "sapphirerapids", "--counts", &path, "-M", "tma_frontend_bound"]);
+    assert_eq!(
+        stdout(&output).trim_end(),
+        "     nan %  tma_frontend_bound  missing: INT_MISC.UOP_DROPPING"
+    );
+}
+
+#[test]
+fn malformed_counts_file_names_line_and_column() {
+    let path = counts_file(
+        "bad_json",
+        "{\n  \"INST_RETIRED.ANY\": 1,\n  \"CPU_CLK_UNHALTED.THREAD\": 2\n  \"X\": 3\n}\n",
+    );
+    let output = tmetric(&["eval", "--model", "sapphirerapids", "--counts", &path]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    // The missing comma is noticed at the `"` that starts line 4, column 3.
+    assert!(err.contains(&format!("{path}:4:3:")), "{err}");
+
+    let path = counts_file("bad_value", "{\n  \"INST_RETIRED.ANY\": [1]\n}\n");
+    let output = tmetric(&["eval", "--model", "sapphirerapids", "--counts", &path]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains(&format!("{path}:2:")) && err.contains("a number"), "{err}");
+}
+
+#[test]
+fn unknown_metric_is_an_error_with_close_names() {
+    let path = l1_counts("l1_unknown", L1_KEYS);
+    let output = tmetric(&[
+        "eval",
+        "--model",
+        "sapphirerapids",
+        "--counts",
+        &path,
+        "-M",
+        "tma_fronted_bound",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("cannot find metric or group `tma_fronted_bound`"), "{err}");
+    assert!(err.contains("`tma_frontend_bound`"), "{err}");
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn two_keys_for_one_input_are_an_error() {
+    let path = counts_file("dup", r#"{"INST_RETIRED.ANY": 1, "cpu/inst_retired.any/": 2}"#);
+    let output = tmetric(&["eval", "--model", "sapphirerapids", "--counts", &path]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("`INST_RETIRED.ANY` and `cpu/inst_retired.any/`"), "{err}");
+}
+
+#[test]
+fn uncore_instances_are_summed() {
+    // memory_bandwidth_read = UNC_M_CAS_COUNT.RD * 64 / 1e6 / duration_time, ScaleUnit 1MB/s.
+    let (imc0, imc1, seconds) = (1.0e6, 3.0e6, 2.0);
+    let path = counts_file(
+        "imc",
+        &format!(
+            r#"{{"uncore_imc_0/UNC_M_CAS_COUNT.RD/": {imc0}, "uncore_imc_1/UNC_M_CAS_COUNT.RD/": {imc1}, "duration_time_ns": {}}}"#,
+            seconds * 1e9
+        ),
+    );
+    let want = (imc0 + imc1) * 64.0 / 1e6 / seconds;
+    let output = ok(&[
+        "eval",
+        "--model",
+        "sapphirerapids",
+        "--counts",
+        &path,
+        "-M",
+        "memory_bandwidth_read",
+    ]);
+    assert_eq!(stdout(&output).trim_end(), format!("{want:8.1} MB/s  memory_bandwidth_read"));
+}
+
+#[test]
+fn literals_come_from_flags_the_file_or_stated_defaults() {
+    // tma_info_core_coreipc = INST_RETIRED.ANY / tma_info_core_core_clks, and
+    // tma_info_core_core_clks = CPU_CLK_UNHALTED.DISTRIBUTED if #SMT_on else CPU_CLK_UNHALTED.THREAD.
+    let (inst, distributed, thread) = (6.0e9, 4.0e9, 3.0e9);
+    let counts = format!(
+        r#""INST_RETIRED.ANY": {inst}, "CPU_CLK_UNHALTED.DISTRIBUTED": {distributed}, "CPU_CLK_UNHALTED.THREAD": {thread}"#
+    );
+    let path = counts_file("smt", &format!("{{{counts}}}"));
+    let args =
+        ["eval", "--model", "sapphirerapids", "--counts", &path, "-M", "tma_info_core_coreipc"];
+
+    let output = ok(&args);
+    assert_eq!(
+        stdout(&output).trim_end(),
+        format!("{:8.2} tma_info_core_coreipc", inst / distributed)
+    );
+    assert!(stderr(&output).contains("#smt_on=1 (default"), "{}", stderr(&output));
+
+    let output = ok(&[&args[..], &["--smt", "off", "--json"]].concat());
+    let text = stdout(&output);
+    let assumptions: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        assumptions["assumptions"]["literals"],
+        serde_json::json!([{"literal": "smt_on", "value": 0.0, "source": "flag"}])
+    );
+    assert_close(&row(&metric_rows(&output), "tma_info_core_coreipc")["value"], inst / thread);
+
+    let path = counts_file(
+        "smt_file",
+        &format!(r##"{{"counts": {{{counts}}}, "literals": {{"#SMT_on": false}}}}"##),
+    );
+    let output = ok(&[
+        "eval",
+        "--model",
+        "sapphirerapids",
+        "--counts",
+        &path,
+        "-M",
+        "tma_info_core_coreipc",
+        "-j",
+    ]);
+    let assumptions: Value = serde_json::from_str(stdout(&output).lines().next().unwrap()).unwrap();
+    assert_eq!(assumptions["assumptions"]["literals"][0]["source"], "counts file");
+    assert_close(&row(&metric_rows(&output), "tma_info_core_coreipc")["value"], inst / thread);
+}
+
+#[test]
+fn an_unknown_literal_fails_the_metric_and_names_the_flag() {
+    // tma_info_system_cpu_utilization = tma_info_system_cpus_utilized / #num_cpus_online, and
+    // tma_info_system_cpus_utilized = CPU_CLK_UNHALTED.REF_TSC / TSC.
+    let (ref_tsc, tsc, cpus) = (6.0e9, 8.0e9, 4.0);
+    let path = counts_file(
+        "cpus",
+        &format!(r#"{{"CPU_CLK_UNHALTED.REF_TSC": {ref_tsc}, "msr/tsc/": {tsc}}}"#),
+    );
+    let args = [
+        "eval",
+        "--model",
+        "sapphirerapids",
+        "--counts",
+        &path,
+        "-M",
+        "tma_info_system_cpu_utilization",
+    ];
+    let output = ok(&args);
+    let line = stdout(&output);
+    assert!(line.contains("error: #num_cpus_online is unknown: pass --cpus N"), "{line}");
+    assert!(stderr(&output).contains("#num_cpus_online unknown"), "{}", stderr(&output));
+
+    let output = ok(&[&args[..], &["--cpus", "4"]].concat());
+    assert_eq!(
+        stdout(&output).trim_end(),
+        format!("{:8.2} tma_info_system_cpu_utilization", ref_tsc / tsc / cpus)
+    );
+}
+
+#[test]
+fn retire_latencies_from_either_spelling() {
+    // tma_lock_latency = cpu_core@MEM_INST_RETIRED.LOCK_LOADS@ * cpu_core@MEM_INST_RETIRED.LOCK_LOADS@R
+    //                    / tma_info_thread_clks, with tma_info_thread_clks = cpu_core@CPU_CLK_UNHALTED.THREAD@.
+    let (loads, latency, clocks) = (1000.0, 30.0, 1.0e6);
+    let want = loads * latency / clocks * 100.0;
+    for (name, latency_key) in [
+        (
+            "rl_section",
+            format!(r#""retire_latency": {{"MEM_INST_RETIRED.LOCK_LOADS": {latency}}}"#),
+        ),
+        ("rl_colon", format!(r#""MEM_INST_RETIRED.LOCK_LOADS:R": {latency}"#)),
+        ("rl_slash", format!(r#""cpu_core/MEM_INST_RETIRED.LOCK_LOADS/R": {latency}"#)),
+    ] {
+        let path = counts_file(
+            name,
+            &format!(
+                r#"{{"model": "meteorlake", "cpu_core/MEM_INST_RETIRED.LOCK_LOADS/": {loads}, "cpu_core/CPU_CLK_UNHALTED.THREAD/": {clocks}, {latency_key}}}"#
+            ),
+        );
+        let output = ok(&["eval", "--counts", &path, "-M", "tma_lock_latency", "--json"]);
+        let rows = metric_rows(&output);
+        let r = row(&rows, "tma_lock_latency");
+        assert_close(&r["value"], want);
+        assert_eq!(r["pmu"], "cpu_core");
+    }
+}
+
+#[test]
+fn hybrid_bare_keys_must_name_their_pmu() {
+    let path = counts_file("hybrid", r#"{"INST_RETIRED.ANY": 10}"#);
+    let output = tmetric(&["eval", "--model", "alderlake", "--counts", &path]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(
+        err.contains("`INST_RETIRED.ANY` is ambiguous") && err.contains("cpu_atom and cpu_core"),
+        "{err}"
+    );
+}
+
+#[test]
+fn common_metrics_from_software_events() {
+    // common/metrics.json: cpus_utilized = task-clock / (duration_time * 1e9),
+    // context_switches_per_sec = context-switches / (task-clock / 1e9); both with a ScaleUnit.
+    let (task_clock, seconds, switches) = (4.0e9, 2.0, 2000.0);
+    let path = counts_file(
+        "software",
+        &format!(
+            r#"{{"task-clock": {task_clock}, "duration_time": {seconds}, "context-switches": {switches}}}"#
+        ),
+    );
+    let utilized = task_clock / (seconds * 1e9);
+    let per_sec = switches / (task_clock / 1e9);
+
+    let output = ok(&["eval", "--model", "common", "--counts", &path]);
+    let text = stdout(&output);
+    assert!(text.lines().any(|l| l == format!("{utilized:8.1} CPUs  cpus_utilized")), "{text}");
+    assert!(
+        text.lines().any(|l| l == format!("{per_sec:8.1} /sec  context_switches_per_sec")),
+        "{text}"
+    );
+
+    // Every model gets them too.
+    let output = ok(&["eval", "--model", "sapphirerapids", "--counts", &path, "--json"]);
+    let rows = metric_rows(&output);
+    let r = row(&rows, "cpus_utilized");
+    assert_close(&r["value"], utilized);
+    assert_eq!(r["model"], "common/common");
+    assert_close(&row(&rows, "context_switches_per_sec")["value"], per_sec);
+}
+
+#[test]
+fn expr_follows_perf_precedence() {
+    let output = ok(&["eval", "--expr", "1 + 2 if 0 else 3 + 4"]);
+    assert_eq!(stdout(&output).trim(), "7");
+    let output = ok(&["eval", "--expr", "d_ratio(a, 0)"]);
+    assert_eq!(stdout(&output).trim(), "0");
+    let output = ok(&["eval", "--expr", "a / b * 2", "--var", "a=3", "--var", "b=4"]);
+    assert_eq!(stdout(&output).trim(), (3.0_f64 / 4.0 * 2.0).to_string());
+    let output = ok(&["eval", "--expr", "a + b", "--var", "a=1"]);
+    assert_eq!(stdout(&output).trim(), "nan");
+    assert!(stderr(&output).contains("no value for `b`"), "{}", stderr(&output));
+    let output = ok(&["eval", "--expr", "#smt_on * 10", "--var", "#smt_on=0"]);
+    assert_eq!(stdout(&output).trim(), "0");
+}
+
+#[test]
+fn expr_parse_error_shows_a_caret_and_exits_2() {
+    let output = tmetric(&["eval", "--expr", "1 + * 2"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("    1 + * 2\n        ^"), "{err}");
+    assert!(output.stdout.is_empty());
+}

@@ -1,0 +1,234 @@
+//! `tmetric list` end to end through the binary.
+//!
+//! Expected names, groups, cpuid regexes and counter numbers are read here from the vendor
+//! files in pmu-events/ (the catalogue's source), not from the catalogue itself.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn tmetric(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tmetric"))
+        .args(args)
+        .output()
+        .expect("the tmetric binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).expect("stderr is UTF-8")
+}
+
+fn ok(args: &[&str]) -> String {
+    let output = tmetric(args);
+    assert!(output.status.success(), "tmetric {args:?} failed: {}", stderr(&output));
+    stdout(&output)
+}
+
+/// Every line of `text` as a JSON object.
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("not JSON: {line}: {e}"))
+        })
+        .inspect(|v| assert!(v.is_object(), "not an object: {v}"))
+        .collect()
+}
+
+fn arch_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("pmu-events/arch")
+}
+
+fn vendor_json(path: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(arch_dir().join(path)).expect("vendor JSON is present");
+    serde_json::from_str(&text).expect("vendor JSON parses")
+}
+
+/// The cpuid regexes mapfile.csv gives the model directory `dir`.
+fn mapfile_regexes(arch: &str, dir: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(arch_dir().join(arch).join("mapfile.csv")).unwrap();
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|cols| cols.len() >= 3 && cols[2] == dir)
+        .map(|cols| cols[0].to_string())
+        .collect()
+}
+
+#[test]
+fn models_show_sapphirerapids_with_its_cpuid() {
+    let regexes = mapfile_regexes("x86", "sapphirerapids");
+    assert!(!regexes.is_empty());
+    let text = ok(&["list", "models"]);
+    let line =
+        text.lines().find(|l| l.starts_with("x86/sapphirerapids ")).expect("a sapphirerapids row");
+    for regex in &regexes {
+        assert!(line.contains(regex.as_str()), "{line} lacks {regex}");
+    }
+    let rows = json_lines(&ok(&["list", "models", "--json"]));
+    let spr =
+        rows.iter().find(|r| r["model"] == "x86/sapphirerapids").expect("a sapphirerapids object");
+    assert_eq!(spr["sys"], false);
+    let cpuids: Vec<&str> =
+        spr["cpuids"].as_array().unwrap().iter().map(|c| c["regex"].as_str().unwrap()).collect();
+    assert_eq!(cpuids, regexes);
+    // The common table is listed as a model too.
+    assert!(rows.iter().any(|r| r["model"] == "common/common"));
+}
+
+#[test]
+fn models_filter_is_a_substring() {
+    let rows = json_lines(&ok(&["list", "models", "SAPPHIRE", "--json"]));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["model"], "x86/sapphirerapids");
+}
+
+#[test]
+fn metrics_glob_finds_tma_metrics_with_their_groups() {
+    let text = ok(&["list", "metrics", "--model", "sapphirerapids", "tma_*"]);
+    assert!(text.lines().any(|l| l.trim_end() == "  tma_frontend_bound  (%)"), "{text}");
+    // Every metric header line is a `tma_` name.
+    for line in text.lines().filter(|l| l.starts_with("  ") && !l.starts_with("   ")) {
+        assert!(line.trim_start().starts_with("tma_"), "{line}");
+    }
+
+    let rows = json_lines(&ok(&["list", "--model", "x86/sapphirerapids", "tma_*", "--json"]));
+    let vendor = vendor_json("x86/sapphirerapids/spr-metrics.json");
+    let expected: Vec<&str> = {
+        let mut names: Vec<&str> = vendor
+            .iter()
+            .map(|m| m["MetricName"].as_str().unwrap())
+            .filter(|n| n.to_lowercase().starts_with("tma_"))
+            .collect();
+        names.sort_unstable();
+        names
+    };
+    let got: Vec<&str> = rows.iter().map(|r| r["metric"].as_str().unwrap()).collect();
+    assert_eq!(got, expected);
+    let frontend = rows.iter().find(|r| r["metric"] == "tma_frontend_bound").unwrap();
+    let json = vendor.iter().find(|m| m["MetricName"] == "tma_frontend_bound").unwrap();
+    assert_eq!(frontend["expr"], json["MetricExpr"]);
+    assert_eq!(frontend["threshold"], json["MetricThreshold"]);
+    let groups: Vec<&str> = json["MetricGroup"].as_str().unwrap().split(';').collect();
+    assert_eq!(frontend["groups"], serde_json::json!(groups));
+    assert_eq!(frontend["common"], false);
+    assert_eq!(frontend["unit"], "%");
+    assert_eq!(frontend["scale"], 100.0);
+}
+
+#[test]
+fn metrics_filter_matches_group_names() {
+    let rows =
+        json_lines(&ok(&["list", "metrics", "--model", "sapphirerapids", "topdownl1", "--json"]));
+    let vendor = vendor_json("x86/sapphirerapids/spr-metrics.json");
+    let mut expected: Vec<&str> = vendor
+        .iter()
+        .filter(|m| {
+            let name = m["MetricName"].as_str().unwrap().to_lowercase();
+            let groups = m["MetricGroup"].as_str().unwrap_or("").to_lowercase();
+            name.contains("topdownl1") || groups.contains("topdownl1")
+        })
+        .map(|m| m["MetricName"].as_str().unwrap())
+        .collect();
+    expected.sort_unstable();
+    let got: Vec<&str> = rows.iter().map(|r| r["metric"].as_str().unwrap()).collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn common_metrics_are_listed_for_every_model() {
+    let vendor = vendor_json("common/metrics.json");
+    let first = vendor[0]["MetricName"].as_str().unwrap();
+    for model in ["sapphirerapids", "arm/neoverse-n1"] {
+        let text = ok(&["list", "metrics", "--model", model, first]);
+        assert!(text.contains("Common metrics"), "{text}");
+        assert!(text.lines().any(|l| l.starts_with(&format!("  {first}"))), "{text}");
+        let rows = json_lines(&ok(&["list", "metrics", "--model", model, first, "--json"]));
+        let row = rows.iter().find(|r| r["metric"] == first).expect("the common metric");
+        assert_eq!(row["common"], true);
+        assert_eq!(row["expr"], vendor[0]["MetricExpr"]);
+    }
+}
+
+#[test]
+fn metricgroups_list_their_metrics() {
+    let rows = json_lines(&ok(&[
+        "list",
+        "metricgroups",
+        "--model",
+        "sapphirerapids",
+        "TopdownL1",
+        "--json",
+    ]));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let vendor = vendor_json("x86/sapphirerapids/spr-metrics.json");
+    let mut expected: Vec<&str> = vendor
+        .iter()
+        .filter(|m| m["MetricGroup"].as_str().unwrap_or("").split(';').any(|g| g == "TopdownL1"))
+        .map(|m| m["MetricName"].as_str().unwrap())
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(rows[0]["metrics"], serde_json::json!(expected));
+}
+
+#[test]
+fn events_show_encoding_and_counters() {
+    let pipeline = vendor_json("x86/sapphirerapids/pipeline.json");
+    let counter_of = |name: &str| -> String {
+        pipeline.iter().find(|e| e["EventName"] == name).unwrap()["Counter"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(counter_of("INST_RETIRED.ANY"), "Fixed counter 0");
+    assert_eq!(counter_of("INST_RETIRED.ANY_P"), "0,1,2,3,4,5,6,7");
+
+    let rows = json_lines(&ok(&[
+        "list",
+        "events",
+        "--model",
+        "sapphirerapids",
+        "inst_retired.any*",
+        "--json",
+    ]));
+    let any = rows.iter().find(|r| r["event"] == "INST_RETIRED.ANY").expect("INST_RETIRED.ANY");
+    // jevents replaces inst_retired.any's encoding by a fixed string (spec B3).
+    assert_eq!(any["encoding"], "cpu/event=0xc0,period=2000003/");
+    assert_eq!(any["counters"]["fixed"], serde_json::json!([0]));
+    let any_p =
+        rows.iter().find(|r| r["event"] == "INST_RETIRED.ANY_P").expect("INST_RETIRED.ANY_P");
+    assert_eq!(any_p["counters"]["generic"], serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7]));
+
+    let text = ok(&["list", "events", "--model", "sapphirerapids", "INST_RETIRED.ANY_P"]);
+    assert!(text.contains("counters: 0-7"), "{text}");
+    let text = ok(&["list", "events", "--model", "sapphirerapids", "UNC_M_CAS_COUNT.RD"]);
+    assert!(text.contains("[uncore_imc]") && text.contains("uncore_imc/event="), "{text}");
+}
+
+#[test]
+fn unknown_model_exits_2_with_candidates() {
+    let output = tmetric(&["list", "metrics", "--model", "sapphirerapid"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("`x86/sapphirerapids`"), "{}", stderr(&output));
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn metrics_without_a_model_say_what_to_pass() {
+    let output = tmetric(&["list", "metrics"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("--model") && err.contains("x86/"), "{err}");
+}
+
+#[test]
+fn unknown_kind_with_a_filter_is_an_error() {
+    let output = tmetric(&["list", "metricz", "tma_*", "--model", "sapphirerapids"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("unknown list kind `metricz`"), "{}", stderr(&output));
+}
