@@ -675,6 +675,27 @@ fn location_line(metric: &Metric, field: &str) -> usize {
     }
 }
 
+/// A diagnostic about a whole expression of metric `m` (no single spot to point at).
+fn whole_metric(
+    table: &Table,
+    m: usize,
+    field: &'static str,
+    kind: DiagnosticKind,
+    message: String,
+) -> Diagnostic {
+    let metric = &table.metrics[m];
+    Diagnostic {
+        table: table.path.clone(),
+        metric: metric.name.clone(),
+        file: location_file(metric, field),
+        line: location_line(metric, field),
+        field,
+        kind,
+        message,
+        caret: None,
+    }
+}
+
 /// Marks reference cycles and metrics that reference a broken metric.
 fn check_references(
     table: &Table,
@@ -721,17 +742,13 @@ fn check_references(
             }
             in_cycle[m] = true;
             metrics[m].ok = false;
-            let metric = &table.metrics[m];
-            diagnostics.push(Diagnostic {
-                table: table.path.clone(),
-                metric: metric.name.clone(),
-                file: metric.expr_at.file.clone(),
-                line: metric.expr_at.line,
-                field: "MetricExpr",
-                kind: DiagnosticKind::Cycle,
-                message: format!("metric references form a cycle: {}", names.join(" -> ")),
-                caret: None,
-            });
+            diagnostics.push(whole_metric(
+                table,
+                m,
+                "MetricExpr",
+                DiagnosticKind::Cycle,
+                format!("metric references form a cycle: {}", names.join(" -> ")),
+            ));
         }
     }
     // Broken references, to a fixed point so chains propagate.
@@ -744,20 +761,16 @@ fn check_references(
             if let Some(&bad) = refs[m].iter().find(|&&r| !metrics[r].ok) {
                 metrics[m].ok = false;
                 changed = true;
-                let metric = &table.metrics[m];
-                diagnostics.push(Diagnostic {
-                    table: table.path.clone(),
-                    metric: metric.name.clone(),
-                    file: metric.expr_at.file.clone(),
-                    line: metric.expr_at.line,
-                    field: "MetricExpr",
-                    kind: DiagnosticKind::BrokenReference,
-                    message: format!(
+                diagnostics.push(whole_metric(
+                    table,
+                    m,
+                    "MetricExpr",
+                    DiagnosticKind::BrokenReference,
+                    format!(
                         "references metric `{}`, which does not compile",
                         table.metrics[bad].name
                     ),
-                    caret: None,
-                });
+                ));
             }
         }
         if !changed {
@@ -773,20 +786,13 @@ fn check_references(
         {
             metrics[m].threshold_ok = false;
             metrics[m].threshold = None;
-            let metric = &table.metrics[m];
-            diagnostics.push(Diagnostic {
-                table: table.path.clone(),
-                metric: metric.name.clone(),
-                file: location_file(metric, "MetricThreshold"),
-                line: location_line(metric, "MetricThreshold"),
-                field: "MetricThreshold",
-                kind: DiagnosticKind::BrokenReference,
-                message: format!(
-                    "references metric `{}`, which does not compile",
-                    table.metrics[bad].name
-                ),
-                caret: None,
-            });
+            diagnostics.push(whole_metric(
+                table,
+                m,
+                "MetricThreshold",
+                DiagnosticKind::BrokenReference,
+                format!("references metric `{}`, which does not compile", table.metrics[bad].name),
+            ));
         }
     }
 }
