@@ -7,7 +7,7 @@
 //! generated catalogue: plain `cargo xtask regen` must build even when the generated code does
 //! not compile, since regen is what repairs it. `cargo xtask bench` runs it through cargo.
 //!
-//! Baselines run in the same process run as tmetric, back to back: the machines are noisy
+//! Baselines run in the same run as tmetric, back to back: the machines are noisy
 //! (1.3-2x run to run), so the ratios matter more than the absolute figures.
 
 // The benchmark times `regen` in process; it never writes, so `Mode::Write` and friends are
@@ -113,11 +113,29 @@ fn main() -> Result<()> {
     let gen_figures = bench_regen(&root, perf.as_deref());
     table.regen(&gen_figures);
 
-    // The tree for the parse and evaluation parts.
+    // The tree for the parse and evaluation parts, timed to show where regen's time goes.
     let arch_dir = root.join("pmu-events/arch");
+    let (mut load, mut resolve) = (Duration::MAX, Duration::MAX);
+    for _ in 1..PASSES {
+        let start = Instant::now();
+        let tree = tmetric_vendor::load_tree(&arch_dir)
+            .with_context(|| format!("loading {}", arch_dir.display()))?;
+        load = load.min(start.elapsed());
+        let start = Instant::now();
+        black_box(resolve_tree(&tree));
+        resolve = resolve.min(start.elapsed());
+    }
     let tree = tmetric_vendor::load_tree(&arch_dir)
         .with_context(|| format!("loading {}", arch_dir.display()))?;
     let resolved = resolve_tree(&tree);
+    if let Some(total) = gen_figures.in_process {
+        println!(
+            "  of which load_tree {}, resolve_tree {}, generate and compare {}",
+            secs(load),
+            secs(resolve),
+            secs(total.saturating_sub(load + resolve))
+        );
+    }
 
     // (b) Evaluation.
     println!(
@@ -138,14 +156,28 @@ fn main() -> Result<()> {
 
     // Sizes.
     println!("\nsizes");
-    let (gen_bytes, gen_files) = dir_size(&root.join(regen::GEN_DIR));
+    let (gen_bytes, gen_files, _) = dir_size(&root.join(regen::GEN_DIR));
+    let (_, _, sources_newest) = dir_size(&root.join("crates"));
     println!("  generated code ({}): {} in {gen_files} files", regen::GEN_DIR, mb(gen_bytes));
     table.row("generated code", &mb(gen_bytes), "", "", "", Status::Info);
     let binary = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join("tmetric")));
-    match binary.as_ref().and_then(|path| Some((path, std::fs::metadata(path).ok()?.len()))) {
-        Some((path, bytes)) => {
-            println!("  release binary ({}): {}", path.display(), mb(bytes));
-            table.row("release binary", &mb(bytes), "", "", "", Status::Info);
+    match binary.as_ref().and_then(|path| Some((path, std::fs::metadata(path).ok()?))) {
+        Some((path, meta)) => {
+            // A binary older than the sources (the generated code included) says little about
+            // the size of the current one.
+            let stale = meta
+                .modified()
+                .ok()
+                .zip(sources_newest)
+                .is_some_and(|(bin, sources)| bin < sources);
+            let note = if stale {
+                " (stale: older than crates/; run `cargo build --release`)"
+            } else {
+                ""
+            };
+            println!("  release binary ({}): {}{note}", path.display(), mb(meta.len()));
+            let label = if stale { "release binary (stale)" } else { "release binary" };
+            table.row(label, &mb(meta.len()), "", "", "", Status::Info);
         }
         None => println!("  release binary: not built (run `cargo build --release`)"),
     }
@@ -253,55 +285,81 @@ struct RegenFigures {
 
 fn bench_regen(root: &Path, perf: Option<&Path>) -> RegenFigures {
     let mut figures = RegenFigures { in_process: None, process: None, jevents: None };
-    let mut note = String::new();
-    for pass in 0..PASSES {
+    let best = |slot: &mut Option<Duration>, elapsed: Duration| {
+        *slot = Some(slot.map_or(elapsed, |best| best.min(elapsed)));
+    };
+    // The plain xtask binary sits next to this one: `cargo xtask bench` has just built it.
+    let xtask = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("xtask")))
+        .filter(|path| path.is_file());
+    let mut notes: Vec<String> = Vec::new();
+    let mut note = |text: String| {
+        if !notes.contains(&text) {
+            println!("  {text}");
+            notes.push(text);
+        }
+    };
+    // The three run back to back in every pass, so that the load of other processes at a
+    // given moment weighs on all of them; the best pass of each counts.
+    for _ in 0..PASSES {
         let start = Instant::now();
         let result = regen::regen(root, regen::Mode::Check);
-        let elapsed = start.elapsed();
+        best(&mut figures.in_process, start.elapsed());
         match result {
-            Ok(report) => {
-                if pass == 0 {
-                    note = format!(
-                        "{} models, {} metrics, {} bytes",
-                        report.models, report.metrics, report.bytes
-                    );
-                }
-            }
+            Ok(report) => note(format!(
+                "regen: {} models, {} metrics, {} bytes",
+                report.models, report.metrics, report.bytes
+            )),
             // A stale catalogue still did all the work: only the comparison at the end differed.
-            Err(err) => {
-                note = format!(
-                    "check failed (timed anyway): {}",
-                    err.to_string().lines().next().unwrap_or("")
-                )
-            }
+            Err(err) => note(format!(
+                "regen --check failed (timed anyway): {}",
+                err.to_string().lines().next().unwrap_or("")
+            )),
         }
-        figures.in_process = Some(figures.in_process.map_or(elapsed, |best| best.min(elapsed)));
-    }
-    if let Some(best) = figures.in_process {
-        println!("  regen --check in process, best of {PASSES}: {} ({note})", secs(best));
-    }
 
-    // The plain xtask binary sits next to this one: `cargo xtask bench` has just built it.
-    let xtask = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join("xtask")));
-    match xtask.filter(|path| path.is_file()) {
-        Some(xtask) => {
-            let start = Instant::now();
-            let output = Command::new(&xtask).args(["regen", "--check"]).current_dir(root).output();
-            let elapsed = start.elapsed();
-            match output {
-                Ok(_) => {
-                    println!("  xtask regen --check as a process: {}", secs(elapsed));
-                    figures.process = Some(elapsed);
+        match &xtask {
+            Some(xtask) => {
+                let start = Instant::now();
+                let output =
+                    Command::new(xtask).args(["regen", "--check"]).current_dir(root).output();
+                let elapsed = start.elapsed();
+                match output {
+                    Ok(_) => best(&mut figures.process, elapsed),
+                    Err(err) => note(format!("xtask regen --check could not run: {err}")),
                 }
-                Err(err) => println!("  xtask regen --check could not run: {err}"),
+            }
+            None => {
+                note("xtask regen --check as a process: no xtask binary next to this one".into())
             }
         }
-        None => println!("  xtask regen --check as a process: no xtask binary next to this one"),
-    }
 
-    let Some(perf) = perf else { return figures };
-    // jevents.py runs on perf's own tree: ours has `common/`, which it would take for an
-    // architecture. The two trees are otherwise identical.
+        let Some(perf) = perf else { continue };
+        match run_jevents(perf) {
+            Ok((elapsed, c_bytes)) => {
+                best(&mut figures.jevents, elapsed);
+                note(format!("perf jevents.py all all writes {} of C", mb(c_bytes)));
+            }
+            Err(err) => {
+                note(format!("perf jevents.py not measured: {err:#}"));
+                break;
+            }
+        }
+    }
+    let show = |what: &str, time: Option<Duration>| {
+        if let Some(time) = time {
+            println!("  {what}, best of {PASSES}: {}", secs(time));
+        }
+    };
+    show("regen --check in process", figures.in_process);
+    show("xtask regen --check as a process", figures.process);
+    show("perf jevents.py all all", figures.jevents);
+    figures
+}
+
+/// One run of jevents.py over perf's own tree: its time and the bytes of C it wrote. Ours has
+/// `common/`, which jevents.py would take for an architecture; the trees are otherwise identical.
+fn run_jevents(perf: &Path) -> Result<(Duration, u64)> {
     let out = std::env::temp_dir().join(format!("tmetric-bench-jevents-{}.c", std::process::id()));
     let start = Instant::now();
     let output = Command::new("python3")
@@ -314,19 +372,14 @@ fn bench_regen(root: &Path, perf: Option<&Path>) -> RegenFigures {
     let elapsed = start.elapsed();
     let c_bytes = std::fs::metadata(&out).map_or(0, |m| m.len());
     let _ = std::fs::remove_file(&out);
-    match output {
-        Ok(output) if output.status.success() => {
-            println!("  perf jevents.py all all: {} ({} of C)", secs(elapsed), mb(c_bytes));
-            figures.jevents = Some(elapsed);
-        }
-        Ok(output) => println!(
-            "  perf jevents.py failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).lines().last().unwrap_or("")
-        ),
-        Err(err) => println!("  perf jevents.py could not run: {err}"),
-    }
-    figures
+    let output = output.context("running python3")?;
+    ensure!(
+        output.status.success(),
+        "jevents.py failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr).lines().last().unwrap_or("")
+    );
+    Ok((elapsed, c_bytes))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -436,6 +489,7 @@ fn bench_eval(resolved: &[Resolved<'_>]) -> Result<EvalFigures> {
     evaluator.source_counts.clone_from(&source_counts);
     // Agreement first: both sides must compute the same numbers.
     let mut mismatches = 0usize;
+    let mut finite = 0usize;
     let mut first_mismatch = None;
     for values in vectors.iter_mut().take(AGREEMENT_VECTORS) {
         std::mem::swap(&mut evaluator.values, values);
@@ -451,6 +505,7 @@ fn bench_eval(resolved: &[Resolved<'_>]) -> Result<EvalFigures> {
         for (i, &m) in ok.iter().enumerate() {
             let interpreted = oracle.metric(m).unwrap_or(f64::NAN);
             let compiled = evaluator.metrics[i];
+            finite += usize::from(compiled.is_finite());
             if !same(compiled, interpreted) {
                 mismatches += 1;
                 first_mismatch.get_or_insert_with(|| {
@@ -463,9 +518,12 @@ fn bench_eval(resolved: &[Resolved<'_>]) -> Result<EvalFigures> {
         }
     }
     match &first_mismatch {
+        // Mostly finite results show the inputs exercise the arithmetic, not just NaN paths.
         None => println!(
-            "  agreement: {} metrics x {AGREEMENT_VECTORS} vectors, compiled and interpreted equal",
-            ok.len()
+            "  agreement: {} metrics x {AGREEMENT_VECTORS} vectors, compiled and interpreted equal \
+             ({:.0}% finite)",
+            ok.len(),
+            100.0 * finite as f64 / (ok.len() * AGREEMENT_VECTORS) as f64
         ),
         Some(first) => println!("  agreement: {mismatches} MISMATCHES, first {first}"),
     }
@@ -888,15 +946,18 @@ impl Table {
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 
-fn dir_size(dir: &Path) -> (u64, usize) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return (0, 0) };
-    entries.flatten().fold((0, 0), |(bytes, files), entry| {
+/// Bytes, files and the newest modification time under `dir`.
+fn dir_size(dir: &Path) -> (u64, usize, Option<SystemTime>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return (0, 0, None) };
+    entries.flatten().fold((0, 0, None), |(bytes, files, newest), entry| {
         let path = entry.path();
         if path.is_dir() {
-            let (b, f) = dir_size(&path);
-            (bytes + b, files + f)
+            let (b, f, n) = dir_size(&path);
+            (bytes + b, files + f, newest.max(n))
         } else {
-            (bytes + entry.metadata().map_or(0, |m| m.len()), files + 1)
+            let meta = entry.metadata().ok();
+            let modified = meta.as_ref().and_then(|m| m.modified().ok());
+            (bytes + meta.map_or(0, |m| m.len()), files + 1, newest.max(modified))
         }
     })
 }

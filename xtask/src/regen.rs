@@ -70,20 +70,26 @@ pub fn regen(root: &Path, mode: Mode) -> Result<Report> {
             }
         }
     }
-    for (rel, text) in &files {
-        let path = root.join(rel);
-        let same = std::fs::read(&path).is_ok_and(|old| old == text.as_bytes());
-        if same {
-            continue;
-        }
-        report.changed.push(rel.clone());
-        if mode == Mode::Write {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
+    // Compare (and write) in parallel: reading back 20 MB is a fair share of the run.
+    let entries: Vec<(&String, &String)> = files.iter().collect();
+    let outcomes =
+        tmetric_vendor::par::par_map(&entries, |(rel, text)| -> Result<Option<String>> {
+            let path = root.join(rel);
+            if std::fs::read(&path).is_ok_and(|old| old == text.as_bytes()) {
+                return Ok(None);
             }
-            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-        }
+            if mode == Mode::Write {
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)
+                        .with_context(|| format!("creating {}", dir.display()))?;
+                }
+                std::fs::write(&path, text)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            Ok(Some((*rel).clone()))
+        });
+    for outcome in outcomes {
+        report.changed.extend(outcome?);
     }
     report.changed.sort();
     if mode == Mode::Check && !report.changed.is_empty() {
@@ -129,12 +135,19 @@ fn generate(tree: &tmetric_vendor::Tree, resolved: &[Resolved<'_>]) -> BTreeMap<
             .or_default()
             .push((module_name(&r.table.name), r));
     }
+    let all: Vec<(&String, &String, &Resolved<'_>)> = by_arch
+        .iter()
+        .flat_map(|(arch, models)| models.iter().map(move |(module, r)| (arch, module, *r)))
+        .collect();
+    let sources = tmetric_vendor::par::par_map(&all, |(_, _, r)| model_file(r));
+    for ((arch, module, _), source) in all.iter().zip(sources) {
+        files.insert(format!("{GEN_DIR}/{arch}/{module}.rs"), source);
+    }
     let mut model_paths = Vec::new();
     for (arch, models) in &by_arch {
         let mut arch_mod = header(&format!("the `{arch}` models"));
         for (module, r) in models {
             let _ = writeln!(arch_mod, "pub mod {module};");
-            files.insert(format!("{GEN_DIR}/{arch}/{module}.rs"), model_file(r));
             model_paths.push((format!("{arch}::{module}"), r.table));
         }
         files.insert(format!("{GEN_DIR}/{arch}/mod.rs"), arch_mod);

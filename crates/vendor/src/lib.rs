@@ -13,6 +13,7 @@ mod error;
 mod event;
 mod load;
 pub mod oracle;
+pub mod par;
 mod raw;
 pub mod resolve;
 mod scan;

@@ -88,29 +88,9 @@ struct TableJob<'a> {
     std_entries: &'a StdEntries,
 }
 
-/// Loads every job's table, on up to 8 threads, and returns the results in job order.
+/// Loads every job's table in parallel, results in job order.
 fn run_jobs(root: &Path, jobs: &[TableJob<'_>]) -> Vec<Result<Table, VendorError>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(job) = jobs.get(index) else { break };
-            done.push((index, load_table(root, job.arch, job.rel, job.name, job.std_entries)));
-        }
-        done
-    };
-    let mut results: Vec<(usize, Result<Table, VendorError>)> = std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
-        let mut all = work();
-        for helper in helpers {
-            all.extend(helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-        }
-        all
-    });
-    results.sort_by_key(|(index, _)| *index);
-    results.into_iter().map(|(_, table)| table).collect()
+    crate::par::par_map(jobs, |job| load_table(root, job.arch, job.rel, job.name, job.std_entries))
 }
 
 /// Subdirectory names and file names of `root/rel`, each sorted.

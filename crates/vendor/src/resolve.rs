@@ -473,15 +473,15 @@ fn classify(id: &str, lookup: &Lookup<'_, '_>, metric_pmu: &str) -> Result<IdSlo
 
 /// Resolves every table of every architecture, and the common table last.
 pub fn resolve_tree(tree: &Tree) -> Vec<Resolved<'_>> {
-    let mut out = Vec::new();
-    for arch in &tree.arches {
-        let aliases = arch_aliases(tree, &arch.std_files);
-        for table in &arch.tables {
-            out.push(resolve_with(table, &aliases));
-        }
+    let aliases: Vec<HashSet<String>> =
+        tree.arches.iter().map(|arch| arch_aliases(tree, &arch.std_files)).collect();
+    let none = HashSet::new();
+    let mut jobs: Vec<(&Table, &HashSet<String>)> = Vec::new();
+    for (arch, aliases) in tree.arches.iter().zip(&aliases) {
+        jobs.extend(arch.tables.iter().map(|table| (table, aliases)));
     }
-    out.push(resolve_with(&tree.common, &HashSet::new()));
-    out
+    jobs.push((&tree.common, &none));
+    crate::par::par_map(&jobs, |(table, aliases)| resolve_with(table, aliases))
 }
 
 /// The event names of an architecture's standard files (`arm64/common-and-microarch.json`).
