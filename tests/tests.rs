@@ -3,5 +3,6 @@
 mod catalogue;
 mod cli_eval;
 mod cli_list;
+mod cli_stat;
 mod latency;
 mod trees;

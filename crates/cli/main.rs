@@ -10,6 +10,7 @@ mod eval;
 mod list;
 mod models;
 mod output;
+mod stat;
 
 /// Compiled CPU performance metrics from Linux perf's vendor JSON.
 #[derive(Debug, Parser)]
@@ -27,6 +28,8 @@ enum Command {
     List(list::ListArgs),
     /// Evaluate a model's metrics over a counts file, or an ad-hoc expression.
     Eval(eval::EvalArgs),
+    /// Count events for a command (or system-wide) and print them with metrics, as perf stat does.
+    Stat(stat::StatArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -36,6 +39,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Latency(args) => tmetric_latency::run(&args, &mut out)?,
         Command::List(args) => list::run(&args, &mut out)?,
         Command::Eval(args) => eval::run(&args, &mut out)?,
+        Command::Stat(args) => {
+            // The exit code is the workload's, as perf stat's is.
+            let code = stat::run(&args)?;
+            out.flush()?;
+            if code != 0 {
+                std::process::exit(code);
+            }
+        }
     }
     out.flush()?;
     Ok(())

@@ -1,0 +1,529 @@
+//! Counters: opening events in groups, per task or on every CPU, reading each group with one
+//! `read()` of the `GROUP|ID|TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING` layout, and turning raw
+//! values into counts scaled for multiplexing (spec C6).
+
+use crate::event::CounterEvent;
+use crate::sys::{Attr, Errno, READ_FORMAT, Syscalls};
+
+/// What the counters watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// One task and the children it creates afterwards (`inherit`).
+    Task {
+        /// The task.
+        pid: i32,
+        /// Start counting at the task's next `exec` (`enable_on_exec`), so a forked child
+        /// waiting to exec its workload is not counted; otherwise [`Counters::enable`] starts.
+        on_exec: bool,
+    },
+    /// Every task, on each of these CPUs (`pid = -1`, one descriptor per event per CPU).
+    Cpus(Vec<u32>),
+}
+
+/// One event to count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterSpec {
+    /// The name errors and reports use.
+    pub name: String,
+    /// Type, config words and exclude bits.
+    pub attr: Attr,
+    /// Open only on these CPUs when counting per CPU (a PMU's `cpumask`).
+    pub cpus: Option<Vec<u32>>,
+}
+
+impl From<&CounterEvent> for CounterSpec {
+    fn from(event: &CounterEvent) -> CounterSpec {
+        CounterSpec { name: event.name.clone(), attr: event.attr.clone(), cpus: event.cpus.clone() }
+    }
+}
+
+/// Why an event is not counted: the kernel refused to open it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenFailure {
+    /// The errno.
+    pub errno: Errno,
+    /// The CPU the open failed on (`None` for a task counter).
+    pub cpu: Option<u32>,
+}
+
+/// Errors counting.
+#[derive(Debug, thiserror::Error)]
+pub enum CounterError {
+    /// The group plan names an event that does not exist or names one twice.
+    #[error("counter group {group} names event {event}, which {why}")]
+    Plan {
+        /// The group's position.
+        group: usize,
+        /// The event index.
+        event: usize,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// `read()` of a group failed.
+    #[error("reading the group led by `{event}` failed: {errno}")]
+    Read {
+        /// The leader's name.
+        event: String,
+        /// The errno.
+        errno: Errno,
+    },
+    /// `read()` returned something other than the layout asked for.
+    #[error("reading the group led by `{event}`: {problem}")]
+    Layout {
+        /// The leader's name.
+        event: String,
+        /// What did not match.
+        problem: String,
+    },
+    /// An enable or disable ioctl failed.
+    #[error("{what} the group led by `{event}` failed: {errno}")]
+    Ioctl {
+        /// `enabling` or `disabling`.
+        what: &'static str,
+        /// The leader's name.
+        event: String,
+        /// The errno.
+        errno: Errno,
+    },
+}
+
+/// One raw reading: the count and the times it was enabled and running, in ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RawCount {
+    /// The count.
+    pub value: u64,
+    /// Nanoseconds enabled.
+    pub enabled: u64,
+    /// Nanoseconds on a counter.
+    pub running: u64,
+}
+
+impl RawCount {
+    /// perf's scaling: `None` (not counted) when it never ran, `value * enabled / running`
+    /// (truncated, as perf's double-to-u64 cast does) when multiplexed, else the value.
+    pub fn scaled(self) -> Option<u64> {
+        if self.running == 0 {
+            None
+        } else if self.running < self.enabled {
+            Some((self.value as f64 * self.enabled as f64 / self.running as f64) as u64)
+        } else {
+            Some(self.value)
+        }
+    }
+
+    /// `self - earlier`, field by field; counters only grow, so a smaller later value (a
+    /// counter that was reset) gives zero rather than a wrapped huge number.
+    pub fn since(self, earlier: RawCount) -> RawCount {
+        RawCount {
+            value: self.value.saturating_sub(earlier.value),
+            enabled: self.enabled.saturating_sub(earlier.enabled),
+            running: self.running.saturating_sub(earlier.running),
+        }
+    }
+}
+
+/// One event's reading on one CPU (`cpu` is -1 for a task counter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuCount {
+    /// The CPU, or -1.
+    pub cpu: i32,
+    /// The reading.
+    pub raw: RawCount,
+}
+
+/// An event's readings summed over CPUs, each CPU scaled first as perf does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Aggregate {
+    /// Sum of the scaled per-CPU counts (CPUs that never ran add 0).
+    pub value: u64,
+    /// Sum of the enabled times.
+    pub enabled: u64,
+    /// Sum of the running times.
+    pub running: u64,
+    /// How many CPUs were summed.
+    pub cpus: usize,
+}
+
+impl Aggregate {
+    /// perf's `<not counted>` test: it was enabled and ran at some point.
+    pub fn counted(&self) -> bool {
+        self.running > 0 && self.enabled > 0
+    }
+
+    /// `100 * running / enabled`, the `(xx.xx%)` perf prints when they differ.
+    pub fn running_percent(&self) -> f64 {
+        if self.enabled == 0 { 0.0 } else { 100.0 * self.running as f64 / self.enabled as f64 }
+    }
+}
+
+/// The readings of every event at one moment; `None` for events that are not open.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Snapshot {
+    /// Per event, its per-CPU readings.
+    pub events: Vec<Option<Vec<CpuCount>>>,
+}
+
+impl Snapshot {
+    /// The change since `earlier`, CPU by CPU.
+    pub fn since(&self, earlier: &Snapshot) -> Snapshot {
+        let events = self
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, now)| {
+                let before = earlier.events.get(i).and_then(Option::as_ref);
+                now.as_ref().map(|cpus| {
+                    cpus.iter()
+                        .map(|c| {
+                            let old = before
+                                .and_then(|b| b.iter().find(|o| o.cpu == c.cpu))
+                                .map_or(RawCount::default(), |o| o.raw);
+                            CpuCount { cpu: c.cpu, raw: c.raw.since(old) }
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        Snapshot { events }
+    }
+
+    /// Event `event` summed over CPUs; `None` when it is not open.
+    pub fn aggregate(&self, event: usize) -> Option<Aggregate> {
+        let cpus = self.events.get(event)?.as_ref()?;
+        let mut total = Aggregate { cpus: cpus.len(), ..Aggregate::default() };
+        for c in cpus {
+            total.value += c.raw.scaled().unwrap_or(0);
+            total.enabled += c.raw.enabled;
+            total.running += c.raw.running;
+        }
+        Some(total)
+    }
+}
+
+/// The parsed result of one `read()` of a group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupRead {
+    /// `time_enabled`.
+    pub enabled: u64,
+    /// `time_running`.
+    pub running: u64,
+    /// `(value, id)` per member, leader first.
+    pub values: Vec<(u64, u64)>,
+}
+
+/// Parses the `GROUP|ID|TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING` layout: `nr`,
+/// `time_enabled`, `time_running`, then `nr` pairs of `value, id` (pmu-facts section 4).
+pub fn parse_group_read(bytes: &[u8], expected_members: usize) -> Result<GroupRead, String> {
+    let word = |i: usize| -> Option<u64> {
+        bytes.get(i * 8..i * 8 + 8).map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+    };
+    if !bytes.len().is_multiple_of(8) || bytes.len() < 24 {
+        return Err(format!(
+            "{} bytes is not a group read (8-byte words, at least 3 of them)",
+            bytes.len()
+        ));
+    }
+    let nr = word(0).unwrap_or(0) as usize;
+    if nr != expected_members {
+        return Err(format!("the kernel reports {nr} members, {expected_members} were opened"));
+    }
+    let want = 8 * (3 + 2 * nr);
+    if bytes.len() != want {
+        return Err(format!("{} bytes for {nr} members, expected {want}", bytes.len()));
+    }
+    let values =
+        (0..nr).map(|i| (word(3 + 2 * i).unwrap_or(0), word(4 + 2 * i).unwrap_or(0))).collect();
+    Ok(GroupRead { enabled: word(1).unwrap_or(0), running: word(2).unwrap_or(0), values })
+}
+
+#[derive(Debug, Clone)]
+struct Member {
+    event: usize,
+    fd: i32,
+    id: u64,
+}
+
+/// One group on one CPU: its leader descriptor and members (leader first).
+#[derive(Debug, Clone)]
+struct CpuGroup {
+    cpu: i32,
+    members: Vec<Member>,
+}
+
+impl CpuGroup {
+    fn leader_fd(&self) -> i32 {
+        self.members[0].fd
+    }
+}
+
+/// Open counters. Dropping closes every descriptor.
+#[derive(Debug)]
+pub struct Counters<S: Syscalls> {
+    sys: S,
+    specs: Vec<CounterSpec>,
+    failures: Vec<Option<OpenFailure>>,
+    groups: Vec<CpuGroup>,
+    target: Target,
+    broken_groups: usize,
+}
+
+impl<S: Syscalls> Counters<S> {
+    /// Opens `specs` for `target`, `groups` listing event indices per group (leader first);
+    /// events in no group are opened alone. An event the kernel refuses is recorded as an
+    /// [`OpenFailure`] and the rest go on. A group the kernel rejects as a whole (EINVAL
+    /// on a sibling: it does not fit the counters) is reopened as single events, as perf does
+    /// with weak groups.
+    pub fn open(
+        sys: S,
+        specs: Vec<CounterSpec>,
+        groups: &[Vec<usize>],
+        target: Target,
+    ) -> Result<Counters<S>, CounterError> {
+        let mut seen = vec![false; specs.len()];
+        for (g, group) in groups.iter().enumerate() {
+            for &event in group {
+                if event >= specs.len() {
+                    return Err(CounterError::Plan { group: g, event, why: "does not exist" });
+                }
+                if std::mem::replace(&mut seen[event], true) {
+                    return Err(CounterError::Plan {
+                        group: g,
+                        event,
+                        why: "is in an earlier group",
+                    });
+                }
+            }
+        }
+        let mut all_groups: Vec<Vec<usize>> = groups.to_vec();
+        all_groups.extend((0..specs.len()).filter(|&e| !seen[e]).map(|e| vec![e]));
+        let mut counters = Counters {
+            sys,
+            failures: vec![None; specs.len()],
+            specs,
+            groups: Vec::new(),
+            target,
+            broken_groups: 0,
+        };
+        for group in &all_groups {
+            if !counters.open_group(group, true) {
+                counters.broken_groups += 1;
+                for &event in group {
+                    counters.open_group(&[event], false);
+                }
+            }
+        }
+        Ok(counters)
+    }
+
+    fn cpus(&self) -> Vec<i32> {
+        match &self.target {
+            Target::Task { .. } => vec![-1],
+            Target::Cpus(cpus) => cpus.iter().map(|&c| c as i32).collect(),
+        }
+    }
+
+    fn attr_for(&self, event: usize, leader: bool) -> Attr {
+        let mut attr = self.specs[event].attr.clone();
+        attr.read_format = READ_FORMAT;
+        match self.target {
+            Target::Task { on_exec, .. } => {
+                // Every member of a task group must have the same `inherit` (else EINVAL).
+                attr.inherit = true;
+                attr.disabled = leader;
+                attr.enable_on_exec = leader && on_exec;
+            }
+            Target::Cpus(_) => attr.disabled = leader,
+        }
+        attr
+    }
+
+    /// Opens one group on every CPU. Returns false, with nothing left open, when `weak` and
+    /// the kernel rejected a sibling with EINVAL.
+    fn open_group(&mut self, events: &[usize], weak: bool) -> bool {
+        let pid = match self.target {
+            Target::Task { pid, .. } => pid,
+            Target::Cpus(_) => -1,
+        };
+        let mut opened: Vec<CpuGroup> = Vec::new();
+        let mut failures: Vec<(usize, OpenFailure)> = Vec::new();
+        for cpu in self.cpus() {
+            let mut group: Option<CpuGroup> = None;
+            for &event in events {
+                let failed =
+                    self.failures[event].is_some() || failures.iter().any(|f| f.0 == event);
+                let outside_mask = cpu >= 0
+                    && self.specs[event].cpus.as_ref().is_some_and(|m| !m.contains(&(cpu as u32)));
+                if failed || outside_mask {
+                    continue;
+                }
+                let attr = self.attr_for(event, group.is_none());
+                let leader_fd = group.as_ref().map_or(-1, CpuGroup::leader_fd);
+                let opened_fd = self.sys.perf_event_open(&attr, pid, cpu, leader_fd);
+                let result = opened_fd.and_then(|fd| match self.sys.event_id(fd) {
+                    Ok(id) => Ok((fd, id)),
+                    Err(errno) => {
+                        self.sys.close(fd);
+                        Err(errno)
+                    }
+                });
+                match result {
+                    Ok((fd, id)) => {
+                        let member = Member { event, fd, id };
+                        match group.as_mut() {
+                            Some(g) => g.members.push(member),
+                            None => group = Some(CpuGroup { cpu, members: vec![member] }),
+                        }
+                    }
+                    Err(errno) => {
+                        if weak && group.is_some() && errno.0 == libc::EINVAL {
+                            opened.extend(group.take());
+                            self.close_groups(&opened);
+                            return false;
+                        }
+                        let cpu = (cpu >= 0).then_some(cpu as u32);
+                        failures.push((event, OpenFailure { errno, cpu }));
+                    }
+                }
+            }
+            opened.extend(group);
+        }
+        for (event, failure) in failures {
+            self.failures[event] = Some(failure);
+        }
+        self.groups.extend(opened);
+        true
+    }
+
+    fn close_groups(&mut self, groups: &[CpuGroup]) {
+        for group in groups {
+            // Siblings first: closing a leader first would briefly promote them.
+            for member in group.members.iter().rev() {
+                self.sys.close(member.fd);
+            }
+        }
+    }
+
+    /// Why event `event` is not counted, if the kernel refused it.
+    pub fn failure(&self, event: usize) -> Option<OpenFailure> {
+        self.failures[event]
+    }
+
+    /// The specs, in the order given.
+    pub fn specs(&self) -> &[CounterSpec] {
+        &self.specs
+    }
+
+    /// Open descriptors (one per event per CPU).
+    pub fn descriptors(&self) -> usize {
+        self.groups.iter().map(|g| g.members.len()).sum()
+    }
+
+    /// The groups as opened: per group and CPU, the CPU and the member events, leader first.
+    pub fn layout(&self) -> Vec<(i32, Vec<usize>)> {
+        self.groups.iter().map(|g| (g.cpu, g.members.iter().map(|m| m.event).collect())).collect()
+    }
+
+    /// How many groups the kernel rejected as a whole and were reopened as single events.
+    pub fn broken_groups(&self) -> usize {
+        self.broken_groups
+    }
+
+    /// The system-call backend.
+    pub fn syscalls(&mut self) -> &mut S {
+        &mut self.sys
+    }
+
+    fn ioctl_all(&mut self, enable: bool) -> Result<(), CounterError> {
+        for i in 0..self.groups.len() {
+            let fd = self.groups[i].leader_fd();
+            let result =
+                if enable { self.sys.enable(fd, true) } else { self.sys.disable(fd, true) };
+            result.map_err(|errno| CounterError::Ioctl {
+                what: if enable { "enabling" } else { "disabling" },
+                event: self.specs[self.groups[i].members[0].event].name.clone(),
+                errno,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Enables every group (per-CPU counting, or a task target without `on_exec`).
+    pub fn enable(&mut self) -> Result<(), CounterError> {
+        self.ioctl_all(true)
+    }
+
+    /// Disables every group.
+    pub fn disable(&mut self) -> Result<(), CounterError> {
+        self.ioctl_all(false)
+    }
+
+    /// Reads every group once.
+    pub fn read(&mut self) -> Result<Snapshot, CounterError> {
+        let mut events: Vec<Option<Vec<CpuCount>>> =
+            self.failures.iter().map(|f| f.is_none().then(Vec::new)).collect();
+        for group in &self.groups {
+            let leader = &self.specs[group.members[0].event].name;
+            let mut buf = vec![0u8; 8 * (3 + 2 * group.members.len())];
+            let got = self
+                .sys
+                .read(group.leader_fd(), &mut buf)
+                .map_err(|errno| CounterError::Read { event: leader.clone(), errno })?;
+            if got == 0 {
+                // A pinned group that could not be placed is in error state and reads EOF:
+                // it counted nothing.
+                for member in &group.members {
+                    if let Some(Some(cpus)) = events.get_mut(member.event) {
+                        cpus.push(CpuCount { cpu: group.cpu, raw: RawCount::default() });
+                    }
+                }
+                continue;
+            }
+            let parsed = parse_group_read(&buf[..got], group.members.len())
+                .map_err(|problem| CounterError::Layout { event: leader.clone(), problem })?;
+            for (value, id) in parsed.values {
+                let Some(member) = group.members.iter().find(|m| m.id == id) else {
+                    return Err(CounterError::Layout {
+                        event: leader.clone(),
+                        problem: format!("the kernel returned id {id}, which no member has"),
+                    });
+                };
+                if let Some(Some(cpus)) = events.get_mut(member.event) {
+                    let raw = RawCount { value, enabled: parsed.enabled, running: parsed.running };
+                    cpus.push(CpuCount { cpu: group.cpu, raw });
+                }
+            }
+        }
+        Ok(Snapshot { events })
+    }
+}
+
+impl<S: Syscalls> Drop for Counters<S> {
+    fn drop(&mut self) {
+        let groups = std::mem::take(&mut self.groups);
+        self.close_groups(&groups);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scaling_follows_perf() {
+        assert_eq!(RawCount { value: 100, enabled: 10, running: 0 }.scaled(), None);
+        assert_eq!(RawCount { value: 100, enabled: 10, running: 10 }.scaled(), Some(100));
+        assert_eq!(RawCount { value: 100, enabled: 30, running: 10 }.scaled(), Some(300));
+        // 7 * 3 / 2 = 10.5, truncated.
+        assert_eq!(RawCount { value: 7, enabled: 3, running: 2 }.scaled(), Some(10));
+    }
+
+    #[test]
+    fn group_layout_is_checked() {
+        let words = |w: &[u64]| w.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>();
+        let ok = parse_group_read(&words(&[2, 50, 40, 7, 1001, 9, 1002]), 2).unwrap();
+        assert_eq!(ok, GroupRead { enabled: 50, running: 40, values: vec![(7, 1001), (9, 1002)] });
+        assert!(parse_group_read(&words(&[2, 50, 40, 7, 1001]), 2).is_err());
+        assert!(parse_group_read(&words(&[1, 50, 40, 7, 1001]), 2).is_err());
+        assert!(parse_group_read(&[0u8; 20], 1).is_err());
+    }
+}

@@ -1,0 +1,38 @@
+//! tmetric's runtime: counting events with `perf_event_open`. The only crate with `unsafe`
+//! and system calls.
+//!
+//! * [`sys`]: the [`Syscalls`] trait (open, read, enable/disable/reset, id, close), the kernel
+//!   implementation [`Kernel`] and the plain [`Attr`]; [`fake`] is a programmable stand-in.
+//! * [`sysfs`]: PMU directories (`type`, `format/*`, `events/*`, `cpumask`), CPU lists,
+//!   topology and the cpuid string, under a configurable root.
+//! * [`event`]: `-e` lists and event names to attributes (software, generic hardware,
+//!   `pmu/terms/`, tracepoints) or tool events, and errno explanations.
+//! * [`counter`]: groups opened per task or per CPU, group reads, multiplex scaling.
+//! * [`workload`]: the forked command, held until the counters are open.
+//! * [`run`]: the loop of `tmetric stat` (intervals, signals, totals).
+//!
+//! # What is tested how
+//! `tests/real.rs` counts with the running kernel: software events per task (fork, held
+//! child, `enable_on_exec`, `inherit`) and per CPU (`-a`), group reads, intervals, exit
+//! statuses, `msr/tsc/` where the msr PMU exists, and a hardware event on a machine without a
+//! PMU. Multiplexing, never-running counters, weak-group fallback and per-CPU open failures
+//! cannot be provoked with software events, so `tests/fake.rs` drives them through
+//! [`FakeSyscalls`]. `tests/sysfs.rs` resolves events over the fake tree `tests/data/sysfs`.
+#![warn(missing_docs)]
+
+pub mod counter;
+pub mod event;
+pub mod fake;
+pub mod run;
+pub mod signal;
+pub mod sys;
+pub mod sysfs;
+pub mod workload;
+
+pub use counter::{Aggregate, CounterSpec, Counters, OpenFailure, RawCount, Snapshot, Target};
+pub use event::{CounterEvent, Environment, EventError, EventKind, Resolved, Tool};
+pub use fake::{FakeSyscalls, Reading};
+pub use run::{RunError, RunOptions, RunReport, Tick, run};
+pub use sys::{Attr, Errno, Kernel, Syscalls};
+pub use sysfs::{Sysfs, SysfsError, Topology};
+pub use workload::{Exit, Workload, WorkloadError};

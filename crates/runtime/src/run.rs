@@ -1,0 +1,185 @@
+//! The counting loop of `tmetric stat`: enable the counters, start the workload (or count
+//! system-wide until interrupted), wake up for interval reads, pass signals on, and read the
+//! totals at the end.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::counter::{CounterError, Counters, Snapshot, Target};
+use crate::signal::{SignalGuard, wait_readable};
+use crate::sys::{Errno, Syscalls};
+use crate::workload::{Exit, Workload, WorkloadError};
+
+/// How to run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Read and report every this often (`-I`).
+    pub interval: Option<Duration>,
+    /// Catch SIGINT, SIGTERM and SIGHUP: end the run (or pass them to the workload) and
+    /// still report. Without a workload this is the only way a run ends.
+    pub catch_signals: bool,
+}
+
+/// One interval's counts.
+#[derive(Debug)]
+pub struct Tick<'a> {
+    /// 1 for the first interval.
+    pub number: usize,
+    /// Time since the start at the read.
+    pub at: Duration,
+    /// Length of this interval.
+    pub length: Duration,
+    /// The counts of this interval (deltas).
+    pub counts: &'a Snapshot,
+    /// The last interval: the workload ended or the run was interrupted.
+    pub last: bool,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunReport {
+    /// The counts from start to end.
+    pub totals: Snapshot,
+    /// Wall-clock time from the start of the workload (or of counting) to its end.
+    pub elapsed: Duration,
+    /// The workload's exit.
+    pub exit: Option<Exit>,
+    /// The signal that interrupted the run, if one did.
+    pub interrupted_by: Option<i32>,
+    /// Intervals reported.
+    pub ticks: usize,
+}
+
+/// Errors of a run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Counting failed.
+    #[error(transparent)]
+    Counter(#[from] CounterError),
+    /// The workload failed.
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    /// Signal handling could not be set up.
+    #[error("cannot catch signals: {0}")]
+    Signals(Errno),
+    /// The run has no end: no workload and no signal to stop it.
+    #[error("nothing would end this run: give a command, or catch signals so Ctrl-C ends it")]
+    Endless,
+    /// The interval callback failed.
+    #[error(transparent)]
+    Report(#[from] io::Error),
+}
+
+/// Whether counters opened for `target` wait for an explicit enable.
+fn needs_enable(target: &Target) -> bool {
+    !matches!(target, Target::Task { on_exec: true, .. })
+}
+
+/// Runs: enables `counters` (opened for `target`), starts `workload`, calls `on_tick` every
+/// interval with that interval's counts, and returns the totals when the workload ends or
+/// (without one) when a signal arrives.
+pub fn run<S: Syscalls>(
+    counters: &mut Counters<S>,
+    target: &Target,
+    mut workload: Option<&mut Workload>,
+    options: &RunOptions,
+    mut on_tick: impl FnMut(&Tick<'_>) -> io::Result<()>,
+) -> Result<RunReport, RunError> {
+    if workload.is_none() && !options.catch_signals {
+        return Err(RunError::Endless);
+    }
+    let guard = if options.catch_signals {
+        Some(
+            SignalGuard::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+                .map_err(RunError::Signals)?,
+        )
+    } else {
+        None
+    };
+    if needs_enable(target) {
+        counters.enable()?;
+    }
+    let start = Instant::now();
+    if let Some(w) = workload.as_mut() {
+        w.start()?;
+    }
+    let mut previous = Snapshot::default();
+    let mut last_tick = start;
+    let mut ticks = 0;
+    let mut next_tick = options.interval.map(|i| start + i);
+    let mut exit = None;
+    let mut interrupted_by = None;
+    loop {
+        if let Some(w) = workload.as_mut() {
+            if let Some(e) = w.try_wait()? {
+                exit = Some(e);
+                break;
+            }
+        } else if interrupted_by.is_some() {
+            break;
+        }
+        let now = Instant::now();
+        if let (Some(due), Some(interval)) = (next_tick, options.interval)
+            && now >= due
+        {
+            let snapshot = counters.read()?;
+            let counts = snapshot.since(&previous);
+            ticks += 1;
+            on_tick(&Tick {
+                number: ticks,
+                at: now - start,
+                length: now - last_tick,
+                counts: &counts,
+                last: false,
+            })?;
+            previous = snapshot;
+            last_tick = now;
+            // A late wake-up skips the missed ticks rather than firing them back to back.
+            let mut next = due + interval;
+            while next <= now {
+                next += interval;
+            }
+            next_tick = Some(next);
+            continue;
+        }
+        let mut fds = Vec::new();
+        let exit_fd = workload.as_ref().and_then(|w| w.exit_fd());
+        fds.extend(exit_fd);
+        fds.extend(guard.as_ref().map(SignalGuard::fd));
+        let mut timeout = next_tick.map(|due| due.saturating_duration_since(now));
+        if workload.is_some() && exit_fd.is_none() {
+            // No pidfd (kernel before 5.3): look for the exit regularly.
+            timeout = Some(
+                timeout.map_or(Duration::from_millis(10), |t| t.min(Duration::from_millis(10))),
+            );
+        }
+        wait_readable(&fds, timeout);
+        for received in guard.as_ref().map(SignalGuard::drain).unwrap_or_default() {
+            interrupted_by = Some(received.signal);
+            if let Some(w) = workload.as_ref()
+                && received.from_process
+            {
+                // A terminal's Ctrl-C reached the workload already (same process group);
+                // `kill` aimed at tmetric did not, so pass it on, as the user meant the run.
+                w.signal(received.signal);
+            }
+        }
+    }
+    let end = Instant::now();
+    if needs_enable(target) {
+        counters.disable()?;
+    }
+    let totals = counters.read()?;
+    if options.interval.is_some() {
+        let counts = totals.since(&previous);
+        ticks += 1;
+        on_tick(&Tick {
+            number: ticks,
+            at: end - start,
+            length: end - last_tick,
+            counts: &counts,
+            last: true,
+        })?;
+    }
+    Ok(RunReport { totals, elapsed: end - start, exit, interrupted_by, ticks })
+}

@@ -1,0 +1,143 @@
+//! Signals while counting: SIGINT, SIGTERM and SIGHUP are caught and written to a self-pipe the
+//! run loop polls, so Ctrl-C ends a run with its counts printed instead of killing tmetric.
+//! The handler also records whether a process sent the signal (`kill`), which a terminal's
+//! Ctrl-C does not: only the former has to be passed on to the workload, since the terminal
+//! already signals the whole foreground process group.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use crate::sys::Errno;
+
+static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
+static READ_FD: AtomicI32 = AtomicI32::new(-1);
+static PIPE_LOCK: Mutex<()> = Mutex::new(());
+
+/// One caught signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// The signal number.
+    pub signal: i32,
+    /// Sent by a process with `kill`/`sigqueue`, not by the kernel (a terminal's Ctrl-C).
+    pub from_process: bool,
+}
+
+extern "C" fn on_signal(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _context: *mut libc::c_void,
+) {
+    // SAFETY: only async-signal-safe calls; errno is saved and restored around the write.
+    unsafe {
+        let errno = *libc::__errno_location();
+        // SI_USER (0), SI_QUEUE (-1) and SI_TKILL (-6) are process-sent; SI_KERNEL is not.
+        let from_process = !info.is_null() && (*info).si_code <= 0;
+        let byte = (signal as u8 & 0x7f) | if from_process { 0x80 } else { 0 };
+        let fd = WRITE_FD.load(Ordering::Relaxed);
+        if fd >= 0 {
+            libc::write(fd, (&byte as *const u8).cast(), 1);
+        }
+        *libc::__errno_location() = errno;
+    }
+}
+
+fn ensure_pipe() -> Result<(), Errno> {
+    let _lock = PIPE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    if READ_FD.load(Ordering::Relaxed) >= 0 {
+        return Ok(());
+    }
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
+        return Err(Errno::last());
+    }
+    // The pipe lives as long as the process: the handler may run at any time.
+    READ_FD.store(fds[0], Ordering::Relaxed);
+    WRITE_FD.store(fds[1], Ordering::Relaxed);
+    Ok(())
+}
+
+/// Catches the given signals until dropped, then restores the previous handlers.
+#[derive(Debug)]
+pub struct SignalGuard {
+    previous: Vec<(i32, libc::sigaction)>,
+}
+
+impl SignalGuard {
+    /// Installs the handler for `signals`.
+    pub fn install(signals: &[i32]) -> Result<SignalGuard, Errno> {
+        ensure_pipe()?;
+        let mut guard = SignalGuard { previous: Vec::new() };
+        for &signal in signals {
+            // SAFETY: sigaction structs are plain data; the handler has the SA_SIGINFO
+            // signature and only makes async-signal-safe calls.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_signal as *const () as usize;
+                // No SA_RESTART: a blocking call should return so the loop sees the signal.
+                action.sa_flags = libc::SA_SIGINFO;
+                libc::sigemptyset(&mut action.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, &action, &mut old) < 0 {
+                    return Err(Errno::last());
+                }
+                guard.previous.push((signal, old));
+            }
+        }
+        Ok(guard)
+    }
+
+    /// The descriptor to poll: readable when a signal arrived.
+    pub fn fd(&self) -> i32 {
+        READ_FD.load(Ordering::Relaxed)
+    }
+
+    /// The signals caught since the last call.
+    pub fn drain(&self) -> Vec<Received> {
+        let mut received = Vec::new();
+        let fd = self.fd();
+        let mut buf = [0u8; 64];
+        loop {
+            // SAFETY: reads into a local buffer from our non-blocking pipe.
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            received.extend(
+                buf[..n as usize].iter().map(|&b| Received {
+                    signal: i32::from(b & 0x7f),
+                    from_process: b & 0x80 != 0,
+                }),
+            );
+        }
+        received
+    }
+}
+
+impl Drop for SignalGuard {
+    fn drop(&mut self) {
+        for (signal, old) in self.previous.drain(..).rev() {
+            // SAFETY: restores an action the kernel gave us.
+            unsafe {
+                libc::sigaction(signal, &old, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+/// Waits until one of `fds` is readable or `timeout` passes (`None`: no limit). Interrupted
+/// waits return early; the caller re-checks its state either way.
+pub fn wait_readable(fds: &[i32], timeout: Option<Duration>) {
+    let mut polls: Vec<libc::pollfd> =
+        fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+    let millis = timeout.map_or(-1, |t| {
+        // Round up so a wait never ends just before its deadline and spins.
+        let ms = t.as_nanos().div_ceil(1_000_000);
+        ms.min(i32::MAX as u128) as i32
+    });
+    // SAFETY: `polls` is a valid array of `polls.len()` pollfd structs.
+    unsafe {
+        libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, millis);
+    }
+}

@@ -1,0 +1,302 @@
+//! The system-call boundary: the [`Syscalls`] trait, its kernel implementation [`Kernel`], the
+//! plain [`Attr`] tmetric fills in, and errno names.
+//!
+//! Everything above this module reaches the kernel's perf interface only through [`Syscalls`],
+//! so the counting logic runs unchanged over [`crate::fake::FakeSyscalls`] in tests and over
+//! simulated PMUs later. Process control (fork, wait, signals) lives in `workload` and `signal`.
+
+use std::fmt;
+use std::os::raw::{c_int, c_uint, c_ulong};
+
+use perf_event_open_sys as sys;
+
+/// `PERF_FORMAT_TOTAL_TIME_ENABLED`.
+pub const FORMAT_TOTAL_TIME_ENABLED: u64 = sys::bindings::PERF_FORMAT_TOTAL_TIME_ENABLED as u64;
+/// `PERF_FORMAT_TOTAL_TIME_RUNNING`.
+pub const FORMAT_TOTAL_TIME_RUNNING: u64 = sys::bindings::PERF_FORMAT_TOTAL_TIME_RUNNING as u64;
+/// `PERF_FORMAT_ID`.
+pub const FORMAT_ID: u64 = sys::bindings::PERF_FORMAT_ID as u64;
+/// `PERF_FORMAT_GROUP`.
+pub const FORMAT_GROUP: u64 = sys::bindings::PERF_FORMAT_GROUP as u64;
+/// The read format every counter tmetric opens uses: one `read()` of any member returns the
+/// whole group with its enabled and running times, members named by id.
+pub const READ_FORMAT: u64 =
+    FORMAT_GROUP | FORMAT_ID | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING;
+
+/// `PERF_TYPE_HARDWARE`.
+pub const TYPE_HARDWARE: u32 = sys::bindings::PERF_TYPE_HARDWARE;
+/// `PERF_TYPE_SOFTWARE`.
+pub const TYPE_SOFTWARE: u32 = sys::bindings::PERF_TYPE_SOFTWARE;
+/// `PERF_TYPE_TRACEPOINT`.
+pub const TYPE_TRACEPOINT: u32 = sys::bindings::PERF_TYPE_TRACEPOINT;
+/// `PERF_TYPE_HW_CACHE`.
+pub const TYPE_HW_CACHE: u32 = sys::bindings::PERF_TYPE_HW_CACHE;
+/// `PERF_TYPE_RAW`.
+pub const TYPE_RAW: u32 = sys::bindings::PERF_TYPE_RAW;
+
+/// An `errno` value from a failed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    /// The calling thread's current `errno`.
+    pub fn last() -> Errno {
+        Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
+
+    /// The symbolic name (`ENOENT`), or `errno N` for one this table does not know.
+    pub fn name(self) -> String {
+        let name = match self.0 {
+            libc::EPERM => "EPERM",
+            libc::ENOENT => "ENOENT",
+            libc::ESRCH => "ESRCH",
+            libc::EINTR => "EINTR",
+            libc::EIO => "EIO",
+            libc::ENXIO => "ENXIO",
+            libc::E2BIG => "E2BIG",
+            libc::EBADF => "EBADF",
+            libc::EAGAIN => "EAGAIN",
+            libc::ENOMEM => "ENOMEM",
+            libc::EACCES => "EACCES",
+            libc::EFAULT => "EFAULT",
+            libc::EBUSY => "EBUSY",
+            libc::ENODEV => "ENODEV",
+            libc::EINVAL => "EINVAL",
+            libc::ENFILE => "ENFILE",
+            libc::EMFILE => "EMFILE",
+            libc::ENOSPC => "ENOSPC",
+            libc::ENOSYS => "ENOSYS",
+            libc::ENODATA => "ENODATA",
+            libc::EOPNOTSUPP => "EOPNOTSUPP",
+            other => return format!("errno {other}"),
+        };
+        name.to_string()
+    }
+
+    /// The C library's text for it, without Rust's ` (os error N)` suffix.
+    pub fn text(self) -> String {
+        let full = std::io::Error::from_raw_os_error(self.0).to_string();
+        match full.rfind(" (os error") {
+            Some(cut) => full[..cut].to_string(),
+            None => full,
+        }
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.name(), self.text())
+    }
+}
+
+/// The `perf_event_attr` fields tmetric sets; everything else is zero.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Attr {
+    /// `type`: a fixed `PERF_TYPE_*` or a PMU's sysfs `type`.
+    pub type_: u32,
+    /// `config`.
+    pub config: u64,
+    /// `config1`.
+    pub config1: u64,
+    /// `config2`.
+    pub config2: u64,
+    /// `config3`.
+    pub config3: u64,
+    /// `read_format`.
+    pub read_format: u64,
+    /// Start disabled (group leaders only).
+    pub disabled: bool,
+    /// Count the children the task creates after the open.
+    pub inherit: bool,
+    /// Enable at the task's next `exec` (group leaders only).
+    pub enable_on_exec: bool,
+    /// `pinned` (group leaders only).
+    pub pinned: bool,
+    /// Do not count user mode.
+    pub exclude_user: bool,
+    /// Do not count kernel mode.
+    pub exclude_kernel: bool,
+    /// Do not count the hypervisor.
+    pub exclude_hv: bool,
+    /// Do not count while a guest runs.
+    pub exclude_guest: bool,
+    /// Do not count in the host.
+    pub exclude_host: bool,
+}
+
+/// The perf system calls tmetric makes. File descriptors are plain integers: the caller owns
+/// them and gives each back through [`Syscalls::close`].
+pub trait Syscalls {
+    /// `perf_event_open(attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC)`.
+    fn perf_event_open(
+        &mut self,
+        attr: &Attr,
+        pid: i32,
+        cpu: i32,
+        group_fd: i32,
+    ) -> Result<i32, Errno>;
+    /// `read(fd, buf)`: the number of bytes read.
+    fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno>;
+    /// `PERF_EVENT_IOC_ENABLE`, with `PERF_IOC_FLAG_GROUP` when `group`.
+    fn enable(&mut self, fd: i32, group: bool) -> Result<(), Errno>;
+    /// `PERF_EVENT_IOC_DISABLE`, with `PERF_IOC_FLAG_GROUP` when `group`.
+    fn disable(&mut self, fd: i32, group: bool) -> Result<(), Errno>;
+    /// `PERF_EVENT_IOC_RESET`, with `PERF_IOC_FLAG_GROUP` when `group`.
+    fn reset(&mut self, fd: i32, group: bool) -> Result<(), Errno>;
+    /// `PERF_EVENT_IOC_ID`: the id the group read layout names this counter by.
+    fn event_id(&mut self, fd: i32) -> Result<u64, Errno>;
+    /// `close(fd)`.
+    fn close(&mut self, fd: i32);
+}
+
+/// The real kernel.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Kernel;
+
+fn raw_attr(attr: &Attr) -> sys::bindings::perf_event_attr {
+    let mut raw = sys::bindings::perf_event_attr {
+        type_: attr.type_,
+        // The full size of the bindings' struct: the kernel accepts a larger struct than its
+        // own as long as the tail is zero, which it is.
+        size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
+        config: attr.config,
+        config3: attr.config3,
+        read_format: attr.read_format,
+        ..Default::default()
+    };
+    raw.__bindgen_anon_3.config1 = attr.config1;
+    raw.__bindgen_anon_4.config2 = attr.config2;
+    raw.set_disabled(attr.disabled.into());
+    raw.set_inherit(attr.inherit.into());
+    raw.set_enable_on_exec(attr.enable_on_exec.into());
+    raw.set_pinned(attr.pinned.into());
+    raw.set_exclude_user(attr.exclude_user.into());
+    raw.set_exclude_kernel(attr.exclude_kernel.into());
+    raw.set_exclude_hv(attr.exclude_hv.into());
+    raw.set_exclude_guest(attr.exclude_guest.into());
+    raw.set_exclude_host(attr.exclude_host.into());
+    raw
+}
+
+fn check(result: c_int) -> Result<(), Errno> {
+    if result < 0 { Err(Errno::last()) } else { Ok(()) }
+}
+
+fn group_flag(group: bool) -> c_uint {
+    if group { sys::bindings::PERF_IOC_FLAG_GROUP } else { 0 }
+}
+
+impl Syscalls for Kernel {
+    fn perf_event_open(
+        &mut self,
+        attr: &Attr,
+        pid: i32,
+        cpu: i32,
+        group_fd: i32,
+    ) -> Result<i32, Errno> {
+        let mut raw = raw_attr(attr);
+        // SAFETY: `raw` is a fully initialised perf_event_attr that outlives the call; the
+        // kernel reads it and at most writes its own size back into `size`.
+        let fd = unsafe {
+            sys::perf_event_open(
+                &mut raw,
+                pid,
+                cpu,
+                group_fd,
+                sys::bindings::PERF_FLAG_FD_CLOEXEC as c_ulong,
+            )
+        };
+        if fd < 0 { Err(Errno::last()) } else { Ok(fd) }
+    }
+
+    fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
+        loop {
+            // SAFETY: the pointer and length describe `buf`, which is writable for the call.
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let errno = Errno::last();
+            if errno.0 != libc::EINTR {
+                return Err(errno);
+            }
+        }
+    }
+
+    fn enable(&mut self, fd: i32, group: bool) -> Result<(), Errno> {
+        // SAFETY: ENABLE takes an integer argument and touches no memory of ours.
+        check(unsafe { sys::ioctls::ENABLE(fd, group_flag(group)) })
+    }
+
+    fn disable(&mut self, fd: i32, group: bool) -> Result<(), Errno> {
+        // SAFETY: DISABLE takes an integer argument and touches no memory of ours.
+        check(unsafe { sys::ioctls::DISABLE(fd, group_flag(group)) })
+    }
+
+    fn reset(&mut self, fd: i32, group: bool) -> Result<(), Errno> {
+        // SAFETY: RESET takes an integer argument and touches no memory of ours.
+        check(unsafe { sys::ioctls::RESET(fd, group_flag(group)) })
+    }
+
+    fn event_id(&mut self, fd: i32) -> Result<u64, Errno> {
+        let mut id = 0u64;
+        // SAFETY: ID writes one u64 through the pointer, which points at `id`.
+        check(unsafe { sys::ioctls::ID(fd, &mut id) })?;
+        Ok(id)
+    }
+
+    fn close(&mut self, fd: i32) {
+        // SAFETY: the caller gives back a descriptor it owns and no longer uses.
+        unsafe {
+            libc::close(fd);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_names_and_text() {
+        assert_eq!(Errno(libc::ENOENT).name(), "ENOENT");
+        assert_eq!(Errno(libc::EOPNOTSUPP).name(), "EOPNOTSUPP");
+        assert_eq!(Errno(9999).name(), "errno 9999");
+        assert_eq!(Errno(libc::ENOENT).text(), "No such file or directory");
+        assert_eq!(Errno(libc::ENOENT).to_string(), "ENOENT (No such file or directory)");
+    }
+
+    #[test]
+    fn raw_attr_sets_the_documented_offsets() {
+        let attr = Attr {
+            type_: 9,
+            config: 0x1234,
+            config1: 7,
+            config2: 8,
+            read_format: READ_FORMAT,
+            disabled: true,
+            enable_on_exec: true,
+            inherit: true,
+            ..Attr::default()
+        };
+        let raw = raw_attr(&attr);
+        // SAFETY: perf_event_attr is plain old data; viewing it as bytes is sound.
+        let bytes: &[u8] = unsafe {
+            std::slice::from_raw_parts(
+                (&raw as *const sys::bindings::perf_event_attr).cast::<u8>(),
+                std::mem::size_of_val(&raw),
+            )
+        };
+        let u64_at = |off: usize| u64::from_ne_bytes(bytes[off..off + 8].try_into().unwrap());
+        let u32_at = |off: usize| u32::from_ne_bytes(bytes[off..off + 4].try_into().unwrap());
+        // Offsets from pmu-facts section 4.
+        assert_eq!(u32_at(0), 9);
+        assert!(u32_at(4) >= 136);
+        assert_eq!(u64_at(8), 0x1234);
+        assert_eq!(u64_at(32), 0xf);
+        let flags = u64_at(40);
+        assert_eq!(flags, 1 | (1 << 1) | (1 << 12));
+        assert_eq!(u64_at(56), 7);
+        assert_eq!(u64_at(64), 8);
+    }
+}

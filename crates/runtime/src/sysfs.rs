@@ -1,0 +1,496 @@
+//! Reading the machine from sysfs and procfs: PMU directories (`type`, `format/*`, `events/*`,
+//! `cpumask`), CPU lists, topology and the cpuid string. The root is a parameter so tests run
+//! over fake trees (`tests/data/sysfs`).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Errors reading sysfs or procfs files.
+#[derive(Debug, thiserror::Error)]
+pub enum SysfsError {
+    /// A file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// A file's content is not what the kernel writes there.
+    #[error("{}: expected {expected}, found `{found}`", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What the kernel's format is.
+        expected: &'static str,
+        /// The offending text.
+        found: String,
+    },
+}
+
+fn read_trimmed(path: &Path) -> Result<String, SysfsError> {
+    fs::read_to_string(path)
+        .map(|text| text.trim_end().to_string())
+        .map_err(|source| SysfsError::Io { path: path.to_path_buf(), source })
+}
+
+/// A number as sysfs writes it: decimal, or hex with `0x`.
+pub fn parse_number(text: &str) -> Option<u64> {
+    let text = text.trim();
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// A CPU list such as `0-3,8,10-11` (empty text is an empty list).
+pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
+    let mut cpus = BTreeSet::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((lo, hi)) => {
+                let (lo, hi): (u32, u32) = (lo.trim().parse().ok()?, hi.trim().parse().ok()?);
+                if lo > hi || hi - lo > 1 << 20 {
+                    return None;
+                }
+                cpus.extend(lo..=hi);
+            }
+            None => {
+                cpus.insert(part.trim().parse().ok()?);
+            }
+        }
+    }
+    Some(cpus.into_iter().collect())
+}
+
+/// One `format/<term>` file: which `config` word and which bits a term's value goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Format {
+    /// The term name (the file name).
+    pub name: String,
+    /// 0 for `config`, 1 for `config1`, 2 for `config2`, 3 for `config3`.
+    pub word: usize,
+    /// Bit positions, ascending: a value's bits go there LSB first.
+    pub bits: Vec<u8>,
+}
+
+impl Format {
+    /// Parses `config:0-7,32-35`, `config1:0-63` or `config:21`.
+    pub fn parse(name: &str, text: &str) -> Option<Format> {
+        let (field, ranges) = text.trim().split_once(':')?;
+        let word = match field {
+            "config" => 0,
+            "config1" => 1,
+            "config2" => 2,
+            "config3" => 3,
+            _ => return None,
+        };
+        let mut bits = BTreeSet::new();
+        for range in ranges.split(',') {
+            let (lo, hi) = match range.split_once('-') {
+                Some((lo, hi)) => (lo.trim().parse::<u8>().ok()?, hi.trim().parse::<u8>().ok()?),
+                None => {
+                    let bit = range.trim().parse::<u8>().ok()?;
+                    (bit, bit)
+                }
+            };
+            if lo > hi || hi > 63 {
+                return None;
+            }
+            bits.extend(lo..=hi);
+        }
+        Some(Format { name: name.to_string(), word, bits: bits.into_iter().collect() })
+    }
+
+    /// Puts `value` into `config` the way perf's `pmu_format_value` does; `None` when the
+    /// value has more significant bits than the format has positions.
+    pub fn place(&self, value: u64, config: &mut [u64; 4]) -> Option<()> {
+        let width = self.bits.len();
+        if width < 64 && value >> width != 0 {
+            return None;
+        }
+        for (i, &bit) in self.bits.iter().enumerate() {
+            let mask = 1u64 << bit;
+            if (value >> i) & 1 == 1 {
+                config[self.word] |= mask;
+            } else {
+                config[self.word] &= !mask;
+            }
+        }
+        Some(())
+    }
+}
+
+/// One `term[=value]` of an event string; a bare term means 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    /// The term name.
+    pub name: String,
+    /// The value text, `None` for a bare term.
+    pub value: Option<String>,
+}
+
+/// Splits `event=0x3c,umask=1,edge` into terms. Whitespace around terms is ignored.
+pub fn parse_terms(text: &str) -> Vec<Term> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| match t.split_once('=') {
+            Some((name, value)) => {
+                Term { name: name.trim().to_string(), value: Some(value.trim().to_string()) }
+            }
+            None => Term { name: t.to_string(), value: None },
+        })
+        .collect()
+}
+
+/// A sysfs event alias (`events/<name>` and its `.scale`/`.unit` companions).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alias {
+    /// The term list, e.g. `event=0x00`.
+    pub terms: String,
+    /// `<name>.scale`, when present.
+    pub scale: Option<f64>,
+    /// `<name>.unit`, when present.
+    pub unit: Option<String>,
+}
+
+/// One PMU directory.
+#[derive(Debug, Clone)]
+pub struct Pmu {
+    /// The directory name.
+    pub name: String,
+    /// `type`.
+    pub type_: u32,
+    /// `format/*`, sorted by name.
+    pub formats: Vec<Format>,
+    /// `cpumask`, for PMUs that count per die or package and want one CPU of each.
+    pub cpumask: Option<Vec<u32>>,
+    dir: PathBuf,
+}
+
+impl Pmu {
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The format of term `name`.
+    pub fn format(&self, name: &str) -> Option<&Format> {
+        self.formats.iter().find(|f| f.name == name)
+    }
+
+    /// `events/<name>`, matched ignoring case as perf does; `None` when there is no such
+    /// alias.
+    pub fn alias(&self, name: &str) -> Result<Option<Alias>, SysfsError> {
+        let events = self.dir.join("events");
+        let Ok(entries) = fs::read_dir(&events) else { return Ok(None) };
+        let mut file = None;
+        for entry in entries.flatten() {
+            let entry_name = entry.file_name().to_string_lossy().into_owned();
+            if entry_name.eq_ignore_ascii_case(name) {
+                file = Some(entry_name);
+                break;
+            }
+        }
+        let Some(file) = file else { return Ok(None) };
+        let terms = read_trimmed(&events.join(&file))?;
+        let scale_path = events.join(format!("{file}.scale"));
+        let scale = match fs::read_to_string(&scale_path) {
+            Ok(text) => Some(text.trim().parse::<f64>().map_err(|_| SysfsError::Parse {
+                path: scale_path.clone(),
+                expected: "a decimal scale factor",
+                found: text.trim().to_string(),
+            })?),
+            Err(_) => None,
+        };
+        let unit = fs::read_to_string(events.join(format!("{file}.unit")))
+            .ok()
+            .map(|u| u.trim().to_string())
+            .filter(|u| !u.is_empty());
+        Ok(Some(Alias { terms, scale, unit }))
+    }
+
+    /// Names of `events/*` aliases (without the `.scale`/`.unit` companions), sorted.
+    pub fn alias_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(self.dir.join("events"))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !n.contains('.'))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+}
+
+/// Counts of the machine's CPUs, cores, dies and packages, for metric literals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topology {
+    /// Highest present CPU number + 1 (`#num_cpus`).
+    pub num_cpus: usize,
+    /// Online CPUs.
+    pub online: Vec<u32>,
+    /// Distinct SMT sibling sets among online CPUs.
+    pub cores: usize,
+    /// Distinct dies.
+    pub dies: usize,
+    /// Distinct packages.
+    pub packages: usize,
+    /// SMT active: from `smt/active`, else whether any core has two online threads.
+    pub smt_on: bool,
+}
+
+/// A sysfs tree: `/sys` on a real machine.
+#[derive(Debug, Clone)]
+pub struct Sysfs {
+    root: PathBuf,
+}
+
+impl Sysfs {
+    /// A tree rooted at `root` (the directory that plays `/sys`).
+    pub fn new(root: impl Into<PathBuf>) -> Sysfs {
+        Sysfs { root: root.into() }
+    }
+
+    /// The running machine's `/sys`.
+    pub fn system() -> Sysfs {
+        Sysfs::new("/sys")
+    }
+
+    /// The root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `<root>/bus/event_source/devices`.
+    pub fn pmu_devices(&self) -> PathBuf {
+        self.root.join("bus/event_source/devices")
+    }
+
+    /// Whether a PMU of this name exists.
+    pub fn has_pmu(&self, name: &str) -> bool {
+        !name.is_empty()
+            && !name.contains('/')
+            && self.pmu_devices().join(name).join("type").exists()
+    }
+
+    /// Every PMU's name, sorted.
+    pub fn pmu_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(self.pmu_devices())
+            .map(|entries| {
+                entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    /// The core PMU: `cpu`, else `cpu_core` (hybrid x86), else the first `armv*` PMU.
+    pub fn core_pmu(&self) -> Option<String> {
+        ["cpu", "cpu_core"].into_iter().map(String::from).find(|n| self.has_pmu(n)).or_else(|| {
+            self.pmu_names().into_iter().find(|n| n.starts_with("armv") && self.has_pmu(n))
+        })
+    }
+
+    /// Reads PMU `name`: `type`, every `format/*` and `cpumask`.
+    pub fn pmu(&self, name: &str) -> Result<Pmu, SysfsError> {
+        let dir = self.pmu_devices().join(name);
+        let type_path = dir.join("type");
+        let type_text = read_trimmed(&type_path)?;
+        let type_ = type_text.parse::<u32>().map_err(|_| SysfsError::Parse {
+            path: type_path,
+            expected: "a decimal PMU type",
+            found: type_text.clone(),
+        })?;
+        let mut formats = Vec::new();
+        if let Ok(entries) = fs::read_dir(dir.join("format")) {
+            for entry in entries.flatten() {
+                let term = entry.file_name().to_string_lossy().into_owned();
+                let text = read_trimmed(&entry.path())?;
+                let format = Format::parse(&term, &text).ok_or_else(|| SysfsError::Parse {
+                    path: entry.path(),
+                    expected: "`config[N]:<bit>[-<bit>][,...]` with bits 0 to 63",
+                    found: text.clone(),
+                })?;
+                formats.push(format);
+            }
+        }
+        formats.sort_by(|a, b| a.name.cmp(&b.name));
+        let cpumask_path = dir.join("cpumask");
+        let cpumask = match fs::read_to_string(&cpumask_path) {
+            Ok(text) => Some(parse_cpu_list(&text).ok_or_else(|| SysfsError::Parse {
+                path: cpumask_path,
+                expected: "a CPU list such as `0` or `0-3,8`",
+                found: text.trim().to_string(),
+            })?),
+            Err(_) => None,
+        };
+        Ok(Pmu { name: name.to_string(), type_, formats, cpumask, dir })
+    }
+
+    fn cpu_list(&self, file: &str) -> Result<Vec<u32>, SysfsError> {
+        let path = self.root.join("devices/system/cpu").join(file);
+        let text = read_trimmed(&path)?;
+        parse_cpu_list(&text).ok_or(SysfsError::Parse {
+            path,
+            expected: "a CPU list such as `0-3,8`",
+            found: text,
+        })
+    }
+
+    /// `devices/system/cpu/online`.
+    pub fn online_cpus(&self) -> Result<Vec<u32>, SysfsError> {
+        self.cpu_list("online")
+    }
+
+    /// CPU counts for metric literals. Missing per-CPU topology files count each CPU as its
+    /// own core, die and package; a kernel without them has no better answer.
+    pub fn topology(&self) -> Result<Topology, SysfsError> {
+        let online = self.online_cpus()?;
+        let present = self.cpu_list("present").unwrap_or_else(|_| online.clone());
+        let num_cpus = present.iter().chain(&online).max().map_or(0, |&m| m as usize + 1);
+        let cpu_dir = self.root.join("devices/system/cpu");
+        let read = |cpu: u32, file: &str| {
+            fs::read_to_string(cpu_dir.join(format!("cpu{cpu}/topology/{file}")))
+                .map(|t| t.trim().to_string())
+                .ok()
+        };
+        let mut cores = BTreeSet::new();
+        let mut dies = BTreeSet::new();
+        let mut packages = BTreeSet::new();
+        let mut multi_thread = false;
+        for &cpu in &online {
+            let siblings = read(cpu, "thread_siblings_list").unwrap_or_else(|| cpu.to_string());
+            multi_thread |= parse_cpu_list(&siblings).is_some_and(|s| s.len() > 1);
+            cores.insert(siblings);
+            let package = read(cpu, "physical_package_id").unwrap_or_else(|| cpu.to_string());
+            let die = read(cpu, "die_id").unwrap_or_else(|| "0".into());
+            dies.insert((package.clone(), die));
+            packages.insert(package);
+        }
+        let smt_on = match fs::read_to_string(cpu_dir.join("smt/active")) {
+            Ok(text) => text.trim() == "1",
+            Err(_) => multi_thread,
+        };
+        Ok(Topology {
+            num_cpus,
+            online,
+            cores: cores.len(),
+            dies: dies.len(),
+            packages: packages.len(),
+            smt_on,
+        })
+    }
+
+    /// A tracepoint's id from tracefs (`kernel/tracing`, or the older debugfs path).
+    pub fn tracepoint_id(&self, system: &str, name: &str) -> Option<u64> {
+        ["kernel/tracing/events", "kernel/debug/tracing/events"].iter().find_map(|base| {
+            let text = fs::read_to_string(self.root.join(base).join(system).join(name).join("id"));
+            text.ok().and_then(|t| t.trim().parse().ok())
+        })
+    }
+}
+
+/// perf's x86 cpuid string (`AuthenticAMD-25-11-1`) from `/proc/cpuinfo` text: family in
+/// decimal, model and stepping in upper-case hex (pmu-facts section 5).
+pub fn x86_cpuid(cpuinfo: &str) -> Option<String> {
+    let field = |key: &str| {
+        cpuinfo.lines().find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        })
+    };
+    let vendor = field("vendor_id")?;
+    let family: u32 = field("cpu family")?.parse().ok()?;
+    let model: u32 = field("model")?.parse().ok()?;
+    let stepping: u32 = field("stepping")?.parse().ok()?;
+    Some(format!("{vendor}-{family}-{model:X}-{stepping:X}"))
+}
+
+/// Whether `/proc/cpuinfo` says the kernel runs under a hypervisor (the x86 `hypervisor`
+/// flag).
+pub fn cpuinfo_says_virtual(cpuinfo: &str) -> bool {
+    cpuinfo.lines().any(|line| {
+        line.split_once(':').is_some_and(|(k, v)| {
+            k.trim() == "flags" && v.split_whitespace().any(|f| f == "hypervisor")
+        })
+    })
+}
+
+/// The running machine's cpuid string as perf computes it: x86 from `/proc/cpuinfo`, arm64
+/// from the first CPU's `midr_el1` (its first 18 characters).
+pub fn host_cpuid(sysfs: &Sysfs, proc_root: &Path) -> Option<String> {
+    if let Ok(cpuinfo) = fs::read_to_string(proc_root.join("cpuinfo"))
+        && let Some(id) = x86_cpuid(&cpuinfo)
+    {
+        return Some(id);
+    }
+    let online = sysfs.online_cpus().ok()?;
+    let first = online.first()?;
+    let midr =
+        sysfs.root().join(format!("devices/system/cpu/cpu{first}/regs/identification/midr_el1"));
+    let text = fs::read_to_string(midr).ok()?;
+    Some(text.trim().chars().take(18).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-3,8,10-11\n"), Some(vec![0, 1, 2, 3, 8, 10, 11]));
+        assert_eq!(parse_cpu_list("0"), Some(vec![0]));
+        assert_eq!(parse_cpu_list(""), Some(vec![]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("a"), None);
+    }
+
+    #[test]
+    fn formats_place_bits_lsb_first() {
+        // pmu-facts section 1: AMD `event=0x120` with `config:0-7,32-35`.
+        let amd = Format::parse("event", "config:0-7,32-35").unwrap();
+        let mut config = [0; 4];
+        amd.place(0x120, &mut config).unwrap();
+        assert_eq!(config[0], 0x20 | (0x1 << 32));
+        let single = Format::parse("edge", "config:18\n").unwrap();
+        single.place(1, &mut config).unwrap();
+        assert_eq!(config[0] >> 18 & 1, 1);
+        let wide = Format::parse("offcore_rsp", "config1:0-63").unwrap();
+        wide.place(u64::MAX, &mut config).unwrap();
+        assert_eq!(config[1], u64::MAX);
+        // 0x1000 needs 13 bits; the format has 12.
+        assert!(amd.place(0x1000, &mut [0; 4]).is_none());
+        assert!(Format::parse("x", "config4:0").is_none());
+        assert!(Format::parse("x", "config:0-64").is_none());
+    }
+
+    #[test]
+    fn terms_and_numbers() {
+        let terms = parse_terms("event=0x3c, umask=1,edge");
+        assert_eq!(terms.len(), 3);
+        assert_eq!(terms[0], Term { name: "event".into(), value: Some("0x3c".into()) });
+        assert_eq!(terms[2].value, None);
+        assert_eq!(parse_number("0x3c"), Some(0x3c));
+        assert_eq!(parse_number("12"), Some(12));
+        assert_eq!(parse_number("x"), None);
+    }
+
+    #[test]
+    fn cpuid_strings() {
+        let amd = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\nstepping\t: 1\nflags\t\t: fpu hypervisor lm\n";
+        assert_eq!(x86_cpuid(amd).as_deref(), Some("AuthenticAMD-25-11-1"));
+        assert!(cpuinfo_says_virtual(amd));
+        let intel =
+            "vendor_id : GenuineIntel\ncpu family : 6\nmodel : 154\nstepping : 10\nflags : fpu\n";
+        assert_eq!(x86_cpuid(intel).as_deref(), Some("GenuineIntel-6-9A-A"));
+        assert!(!cpuinfo_says_virtual(intel));
+    }
+}

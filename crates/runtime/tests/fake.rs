@@ -1,0 +1,183 @@
+//! The counting logic over [`FakeSyscalls`]: attributes, group layouts, weak-group fallback,
+//! open failures, multiplex scaling and not-counted events, with values worked out by hand.
+
+use tmetric_runtime::fake::Call;
+use tmetric_runtime::sys::{READ_FORMAT, TYPE_RAW, TYPE_SOFTWARE};
+use tmetric_runtime::{Attr, CounterSpec, Counters, FakeSyscalls, Reading, Target};
+
+fn spec(name: &str, type_: u32, config: u64) -> CounterSpec {
+    CounterSpec { name: name.into(), attr: Attr { type_, config, ..Attr::default() }, cpus: None }
+}
+
+fn three() -> Vec<CounterSpec> {
+    vec![spec("a", TYPE_RAW, 0x3c), spec("b", TYPE_RAW, 0xc0), spec("c", TYPE_SOFTWARE, 1)]
+}
+
+/// One recorded open: attributes, pid, cpu, group_fd and the descriptor or errno.
+type Opened = (Attr, i32, i32, i32, Result<i32, i32>);
+
+fn opens(fake: &FakeSyscalls) -> Vec<Opened> {
+    fake.calls()
+        .into_iter()
+        .filter_map(|call| match call {
+            Call::Open { attr, pid, cpu, group_fd, result } => {
+                Some((attr, pid, cpu, group_fd, result.map_err(|e| e.0)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn task_groups_set_the_attributes_perf_sets() {
+    let fake = FakeSyscalls::new();
+    let target = Target::Task { pid: 4242, on_exec: true };
+    let counters = Counters::open(fake.clone(), three(), &[vec![0, 1, 2]], target).unwrap();
+    let opened = opens(&fake);
+    assert_eq!(opened.len(), 3);
+    let leader_fd = opened[0].4.unwrap();
+    for (i, (attr, pid, cpu, group_fd, _)) in opened.iter().enumerate() {
+        assert_eq!((*pid, *cpu), (4242, -1));
+        assert_eq!(attr.read_format, 0xf, "GROUP|ID|ENABLED|RUNNING");
+        assert!(attr.inherit, "every task member inherits");
+        assert_eq!(attr.disabled, i == 0, "only the leader starts disabled");
+        assert_eq!(attr.enable_on_exec, i == 0, "only the leader enables on exec");
+        assert_eq!(*group_fd, if i == 0 { -1 } else { leader_fd });
+    }
+    assert_eq!(READ_FORMAT, 0xf);
+    assert_eq!(counters.layout(), vec![(-1, vec![0, 1, 2])]);
+    drop(counters);
+    assert_eq!(fake.open_count(), 0, "dropping closes every descriptor");
+}
+
+#[test]
+fn per_cpu_counting_opens_each_group_on_each_cpu_and_enables_leaders() {
+    let fake = FakeSyscalls::new();
+    let target = Target::Cpus(vec![0, 1, 3]);
+    let mut counters =
+        Counters::open(fake.clone(), three(), &[vec![0, 1], vec![2]], target).unwrap();
+    let opened = opens(&fake);
+    assert_eq!(opened.len(), 9);
+    assert!(opened.iter().all(|o| o.1 == -1 && !o.0.enable_on_exec && !o.0.inherit));
+    let cpus: Vec<i32> = opened.iter().map(|o| o.2).collect();
+    assert_eq!(cpus, vec![0, 0, 1, 1, 3, 3, 0, 1, 3]);
+    assert_eq!(counters.descriptors(), 9);
+    counters.enable().unwrap();
+    let enables: Vec<(i32, bool)> = fake
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            Call::Enable { fd, group } => Some((fd, group)),
+            _ => None,
+        })
+        .collect();
+    let leaders: Vec<i32> = opened.iter().filter(|o| o.0.disabled).map(|o| o.4.unwrap()).collect();
+    assert_eq!(leaders.len(), 6, "3 CPUs x 2 groups");
+    assert_eq!(enables, leaders.iter().map(|&fd| (fd, true)).collect::<Vec<_>>());
+}
+
+#[test]
+fn multiplexed_counts_are_scaled_per_cpu_and_summed() {
+    let fake = FakeSyscalls::new();
+    // CPU 0: the group ran a quarter of the time; CPU 1: all the time.
+    fake.program_cpu(TYPE_RAW, 0x3c, 0, &[Reading::new(100, 1000, 250)]);
+    fake.program_cpu(TYPE_RAW, 0xc0, 0, &[Reading::new(50, 1000, 250)]);
+    fake.program_cpu(TYPE_RAW, 0x3c, 1, &[Reading::new(30, 1000, 1000)]);
+    fake.program_cpu(TYPE_RAW, 0xc0, 1, &[Reading::new(7, 1000, 1000)]);
+    let specs = three()[..2].to_vec();
+    let mut counters =
+        Counters::open(fake.clone(), specs, &[vec![0, 1]], Target::Cpus(vec![0, 1])).unwrap();
+    let snapshot = counters.read().unwrap();
+    let a = snapshot.aggregate(0).unwrap();
+    // 100 * 1000 / 250 = 400 on CPU 0, plus 30.
+    assert_eq!(a.value, 430);
+    assert_eq!((a.enabled, a.running, a.cpus), (2000, 1250, 2));
+    assert!((a.running_percent() - 62.5).abs() < 1e-12);
+    let b = snapshot.aggregate(1).unwrap();
+    assert_eq!(b.value, 50 * 4 + 7);
+    assert!(a.counted() && b.counted());
+}
+
+#[test]
+fn a_group_that_never_ran_is_not_counted() {
+    let fake = FakeSyscalls::new();
+    fake.program(TYPE_RAW, 0x3c, &[Reading::new(0, 5000, 0)]);
+    fake.program(TYPE_RAW, 0xc0, &[Reading::new(123, 5000, 0)]);
+    let target = Target::Task { pid: 1, on_exec: true };
+    let mut counters = Counters::open(fake, three()[..2].to_vec(), &[vec![0, 1]], target).unwrap();
+    let snapshot = counters.read().unwrap();
+    for event in 0..2 {
+        let agg = snapshot.aggregate(event).unwrap();
+        assert!(!agg.counted());
+        assert_eq!(agg.value, 0, "a never-running counter contributes 0, whatever it read");
+        assert_eq!(agg.enabled, 5000);
+    }
+}
+
+#[test]
+fn an_event_the_kernel_refuses_is_recorded_and_the_group_goes_on() {
+    let fake = FakeSyscalls::new();
+    fake.fail(TYPE_RAW, 0x3c, libc::ENOENT);
+    fake.program(TYPE_RAW, 0xc0, &[Reading::new(11, 100, 100)]);
+    fake.program(TYPE_SOFTWARE, 1, &[Reading::new(22, 100, 100)]);
+    let target = Target::Task { pid: 1, on_exec: true };
+    let mut counters = Counters::open(fake.clone(), three(), &[vec![0, 1, 2]], target).unwrap();
+    assert_eq!(counters.failure(0).map(|f| f.errno.0), Some(libc::ENOENT));
+    assert!(counters.failure(1).is_none() && counters.failure(2).is_none());
+    // `b` became the leader.
+    assert_eq!(counters.layout(), vec![(-1, vec![1, 2])]);
+    let opened = opens(&fake);
+    assert!(opened[1].0.disabled && opened[1].0.enable_on_exec && opened[1].3 == -1);
+    let snapshot = counters.read().unwrap();
+    assert!(snapshot.aggregate(0).is_none());
+    assert_eq!(snapshot.aggregate(1).unwrap().value, 11);
+    assert_eq!(snapshot.aggregate(2).unwrap().value, 22);
+}
+
+#[test]
+fn a_group_too_big_for_the_pmu_is_reopened_as_single_events() {
+    let fake = FakeSyscalls::new();
+    fake.max_group_size(2);
+    let target = Target::Task { pid: 1, on_exec: true };
+    let counters = Counters::open(fake.clone(), three(), &[vec![0, 1, 2]], target).unwrap();
+    assert_eq!(counters.broken_groups(), 1);
+    assert_eq!(counters.layout(), vec![(-1, vec![0]), (-1, vec![1]), (-1, vec![2])]);
+    assert!((0..3).all(|e| counters.failure(e).is_none()));
+    // The rejected attempt was closed: only the three singles remain.
+    assert_eq!(fake.open_count(), 3);
+}
+
+#[test]
+fn successive_reads_give_deltas_that_add_up() {
+    let fake = FakeSyscalls::new();
+    let readings =
+        [Reading::new(10, 100, 100), Reading::new(25, 200, 200), Reading::new(70, 300, 300)];
+    fake.program(TYPE_SOFTWARE, 1, &readings);
+    let target = Target::Task { pid: 1, on_exec: true };
+    let mut counters =
+        Counters::open(fake, vec![spec("c", TYPE_SOFTWARE, 1)], &[], target).unwrap();
+    let mut previous = tmetric_runtime::Snapshot::default();
+    let mut deltas = Vec::new();
+    for _ in 0..3 {
+        let now = counters.read().unwrap();
+        deltas.push(now.since(&previous).aggregate(0).unwrap().value);
+        previous = now;
+    }
+    assert_eq!(deltas, vec![10, 15, 45]);
+    assert_eq!(deltas.iter().sum::<u64>(), previous.aggregate(0).unwrap().value);
+}
+
+#[test]
+fn an_event_failing_on_one_cpu_is_not_half_counted() {
+    let fake = FakeSyscalls::new();
+    fake.fail_on_cpu(TYPE_RAW, 0xc0, 1, libc::ENODEV);
+    fake.program(TYPE_RAW, 0xc0, &[Reading::new(5, 10, 10)]);
+    let specs = three()[..2].to_vec();
+    let mut counters =
+        Counters::open(fake, specs, &[vec![0, 1]], Target::Cpus(vec![0, 1])).unwrap();
+    let failure = counters.failure(1).expect("failed on CPU 1");
+    assert_eq!((failure.errno.0, failure.cpu), (libc::ENODEV, Some(1)));
+    let snapshot = counters.read().unwrap();
+    assert!(snapshot.aggregate(1).is_none(), "a sum over some CPUs would be silently low");
+    assert_eq!(snapshot.aggregate(0).unwrap().cpus, 2);
+}

@@ -1,0 +1,244 @@
+//! Counting with the running kernel. Software events work on every Linux machine, virtual
+//! ones included; the expected values come from the workload's own rusage, the test's
+//! reading of sysfs, or from the sum of parts, never from the code under test.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use tmetric_runtime::counter::{Aggregate, OpenFailure};
+use tmetric_runtime::event::{self, Resolved};
+use tmetric_runtime::{
+    CounterSpec, Counters, Environment, Kernel, RunOptions, RunReport, Snapshot,
+};
+use tmetric_runtime::{Sysfs, Target, Workload, WorkloadError, run};
+
+use crate::helper_argv;
+
+struct Outcome {
+    report: RunReport,
+    ticks: Vec<(Duration, Snapshot)>,
+    failures: Vec<Option<OpenFailure>>,
+    layout: Vec<(i32, Vec<usize>)>,
+    descriptors: usize,
+}
+
+impl Outcome {
+    fn total(&self, event: usize) -> Aggregate {
+        self.report.totals.aggregate(event).expect("the event is open")
+    }
+}
+
+fn specs(names: &[&str]) -> Vec<CounterSpec> {
+    let sysfs = Sysfs::system();
+    names
+        .iter()
+        .map(|name| match event::resolve(name, &sysfs).expect("a known event") {
+            Resolved::Counter(event) => CounterSpec::from(&event),
+            Resolved::Tool(_) => panic!("{name} is a tool event"),
+        })
+        .collect()
+}
+
+fn count(
+    names: &[&str],
+    grouped: bool,
+    target: Option<Vec<u32>>,
+    argv: Vec<OsString>,
+    interval: Option<u64>,
+) -> Outcome {
+    let groups = if grouped { vec![(0..names.len()).collect()] } else { vec![] };
+    let mut workload = Workload::prepare(&argv).expect("fork the workload");
+    let target = match target {
+        Some(cpus) => Target::Cpus(cpus),
+        None => Target::Task { pid: workload.pid(), on_exec: true },
+    };
+    let mut counters = Counters::open(Kernel, specs(names), &groups, target.clone()).expect("open");
+    let mut ticks = Vec::new();
+    let options =
+        RunOptions { interval: interval.map(Duration::from_millis), catch_signals: false };
+    let report = run(&mut counters, &target, Some(&mut workload), &options, |tick| {
+        ticks.push((tick.length, tick.counts.clone()));
+        Ok(())
+    })
+    .expect("run");
+    Outcome {
+        report,
+        ticks,
+        failures: (0..names.len()).map(|e| counters.failure(e)).collect(),
+        layout: counters.layout(),
+        descriptors: counters.descriptors(),
+    }
+}
+
+fn online_cpus() -> Vec<u32> {
+    // Parsed here, independently of the runtime's parser.
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("online CPU list");
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',') {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        cpus.extend(lo.parse::<u32>().unwrap()..=hi.parse::<u32>().unwrap());
+    }
+    cpus
+}
+
+#[test]
+fn task_clock_agrees_with_the_workloads_rusage() {
+    let out = count(&["task-clock", "cpu-clock"], false, None, helper_argv("burn:60"), None);
+    let exit = out.report.exit.expect("the workload exited");
+    assert_eq!(exit.code(), Some(0));
+    let rusage_ns = (exit.user + exit.system).as_nanos() as f64;
+    let task_clock = out.total(0);
+    assert!(task_clock.counted());
+    assert_eq!(task_clock.enabled, task_clock.running, "software counters never multiplex");
+    let ns = task_clock.value as f64;
+    assert!(ns >= 55e6, "the helper burns 60 ms of CPU, task-clock says {ns} ns");
+    // rusage is built from the same scheduler runtime; allow for tick-based splitting.
+    assert!(
+        ns > rusage_ns * 0.75 - 5e6 && ns < rusage_ns * 1.25 + 5e6,
+        "task-clock {ns} ns, rusage {rusage_ns} ns"
+    );
+    let cpu_clock = out.total(1).value as f64;
+    assert!((cpu_clock - ns).abs() < 0.2 * ns + 2e6, "cpu-clock {cpu_clock} vs task-clock {ns}");
+    assert!(
+        ns <= out.report.elapsed.as_nanos() as f64 * 1.05 + 1e6,
+        "one thread cannot beat the wall clock"
+    );
+}
+
+#[test]
+fn context_switches_cover_every_sleep() {
+    let sleeps = 6;
+    let out = count(
+        &["context-switches", "task-clock"],
+        true,
+        None,
+        helper_argv(&format!("sleep:{sleeps}:10")),
+        None,
+    );
+    let switches = out.total(0).value;
+    assert!(switches >= sleeps, "{sleeps} sleeps, {switches} context switches");
+    assert!(out.report.elapsed >= Duration::from_millis(60));
+}
+
+#[test]
+fn a_group_read_returns_every_member_with_the_same_times() {
+    let names = ["task-clock", "context-switches", "page-faults", "cpu-migrations"];
+    let out = count(&names, true, None, helper_argv("burn:20"), None);
+    assert_eq!(out.layout, vec![(-1, vec![0, 1, 2, 3])], "one task group, leader first");
+    assert_eq!(out.descriptors, 4);
+    let cpus: Vec<_> = (0..4).map(|e| out.report.totals.events[e].clone().expect("open")).collect();
+    for member in &cpus {
+        assert_eq!(member.len(), 1, "a task counter has one reading");
+        assert_eq!(member[0].raw.enabled, cpus[0][0].raw.enabled);
+        assert_eq!(member[0].raw.running, cpus[0][0].raw.running);
+    }
+    assert!(cpus[0][0].raw.enabled > 0);
+    // A process that starts touches pages: the group really read the other members.
+    assert!(out.total(2).value > 10, "page-faults {}", out.total(2).value);
+    // The leader's own value is the task clock, within the enabled time.
+    assert!(out.total(0).value <= cpus[0][0].raw.enabled);
+}
+
+#[test]
+fn system_wide_opens_one_counter_per_online_cpu_and_sums_them() {
+    let online = online_cpus();
+    let argv: Vec<OsString> = vec!["sleep".into(), "0.2".into()];
+    let out = count(&["cpu-clock", "context-switches"], true, Some(online.clone()), argv, None);
+    assert_eq!(out.descriptors, 2 * online.len());
+    let per_cpu = out.report.totals.events[0].clone().expect("open");
+    let mut seen: Vec<u32> = per_cpu.iter().map(|c| c.cpu as u32).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, online);
+    let elapsed = out.report.elapsed.as_nanos() as f64;
+    let mut sum = 0;
+    for c in &per_cpu {
+        // A CPU-bound cpu-clock runs all the time, idle or not.
+        let v = c.raw.value as f64;
+        assert!(
+            v > 0.8 * elapsed && v < 1.2 * elapsed + 5e6,
+            "cpu {} counted {v} ns of {elapsed}",
+            c.cpu
+        );
+        sum += c.raw.value;
+    }
+    assert_eq!(out.total(0).value, sum);
+    assert_eq!(out.total(0).cpus, online.len());
+}
+
+#[test]
+fn interval_deltas_add_up_to_the_total() {
+    let out = count(&["task-clock", "page-faults"], true, None, helper_argv("wall:450"), Some(100));
+    assert!(out.ticks.len() >= 4, "450 ms at 100 ms intervals gave {} ticks", out.ticks.len());
+    for event in 0..2 {
+        let sum: u64 = out.ticks.iter().map(|(_, s)| s.aggregate(event).unwrap().value).sum();
+        assert_eq!(sum, out.total(event).value, "event {event}");
+    }
+    let length: Duration = out.ticks.iter().map(|(l, _)| *l).sum();
+    assert!(length.abs_diff(out.report.elapsed) < Duration::from_millis(1));
+    // The busy helper runs through the middle intervals (loosely: other tests share the CPUs).
+    let middle = out.ticks[1].1.aggregate(0).unwrap().value;
+    assert!(middle > 20_000_000, "second interval task-clock {middle} ns");
+}
+
+#[test]
+fn an_unsupported_hardware_event_does_not_stop_the_run() {
+    let sysfs = Sysfs::system();
+    let env = Environment::probe(&sysfs, std::path::Path::new("/proc"));
+    let out =
+        count(&["task-clock", "cycles", "page-faults"], true, None, helper_argv("burn:10"), None);
+    assert!(out.total(0).counted());
+    assert!(out.total(2).value > 0);
+    if env.has_core_pmu {
+        // A machine with a PMU counts it; the run is the same.
+        assert!(out.failures[1].is_none());
+        assert!(out.total(1).value > 0);
+    } else {
+        let failure = out.failures[1].expect("no PMU, so cycles cannot open");
+        assert!(matches!(failure.errno.0, libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV));
+        assert!(out.report.totals.events[1].is_none());
+        assert_eq!(out.layout, vec![(-1, vec![0, 2])], "the group goes on without it");
+        let resolved = match event::resolve("cycles", &sysfs).unwrap() {
+            Resolved::Counter(c) => c,
+            Resolved::Tool(_) => unreachable!(),
+        };
+        let why = env.explain(failure.errno, &resolved);
+        assert!(why.contains("no hardware PMU"), "{why}");
+    }
+}
+
+#[test]
+fn msr_tsc_ticks_at_a_plausible_rate_where_the_msr_pmu_exists() {
+    if !Sysfs::system().has_pmu("msr") {
+        eprintln!("no msr PMU here: nothing to check");
+        return;
+    }
+    let out = count(&["task-clock", "msr/tsc/"], true, None, helper_argv("burn:30"), None);
+    assert!(out.failures[1].is_none(), "{:?}", out.failures[1]);
+    let ghz = out.total(1).value as f64 / out.total(0).value as f64;
+    assert!((0.2..10.0).contains(&ghz), "TSC ticks per task-clock ns: {ghz}");
+}
+
+#[test]
+fn exit_codes_and_exec_failures_are_reported() {
+    let out =
+        count(&["task-clock"], false, None, vec!["sh".into(), "-c".into(), "exit 3".into()], None);
+    assert_eq!(out.report.exit.unwrap().code(), Some(3));
+    assert_eq!(out.report.exit.unwrap().shell_code(), 3);
+    let killed = count(
+        &["task-clock"],
+        false,
+        None,
+        vec!["sh".into(), "-c".into(), "kill -TERM $$".into()],
+        None,
+    );
+    assert_eq!(killed.report.exit.unwrap().signal(), Some(libc::SIGTERM));
+    assert_eq!(killed.report.exit.unwrap().shell_code(), 128 + libc::SIGTERM);
+
+    let missing = Workload::prepare(&["tmetric-no-such-command".into()]);
+    assert!(matches!(missing, Err(WorkloadError::NotFound(_))));
+    let mut unrunnable = Workload::prepare(&["/nonexistent/tmetric".into()]).expect("fork");
+    match unrunnable.start() {
+        Err(WorkloadError::Exec { errno, .. }) => assert_eq!(errno.0, libc::ENOENT),
+        other => panic!("expected an exec failure, got {other:?}"),
+    }
+}

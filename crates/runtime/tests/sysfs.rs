@@ -1,0 +1,92 @@
+//! Event resolution over the fake sysfs tree in `tests/data/sysfs`: an x86 `cpu` PMU, `msr`,
+//! `power` (with `.scale`/`.unit` and a `cpumask`), an `amd_df` with split format ranges, and
+//! a 2-core, 4-thread topology. Expected configs are worked out from the format files by hand.
+
+use std::path::PathBuf;
+
+use tmetric_runtime::event::{self, EventError, EventKind, Resolved};
+use tmetric_runtime::{CounterEvent, Environment, Sysfs};
+
+fn tree() -> Sysfs {
+    Sysfs::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs"))
+}
+
+fn counter(text: &str) -> CounterEvent {
+    match event::resolve(text, &tree()) {
+        Ok(Resolved::Counter(c)) => c,
+        other => panic!("{text}: {other:?}"),
+    }
+}
+
+#[test]
+fn msr_tsc_resolves_to_the_msr_type_and_config() {
+    let tsc = counter("msr/tsc/");
+    assert_eq!((tsc.attr.type_, tsc.attr.config), (13, 0));
+    assert_eq!(tsc.kind, EventKind::Pmu("msr".into()));
+    assert_eq!(tsc.name, "msr/tsc/");
+    assert!(!tsc.attr.exclude_kernel && !tsc.attr.exclude_user, "msr rejects exclude bits");
+    let aperf = counter("msr/aperf/");
+    assert_eq!((aperf.attr.type_, aperf.attr.config), (13, 1));
+    // A bare name found on exactly one PMU.
+    let bare = counter("tsc");
+    assert_eq!((bare.attr.type_, bare.attr.config), (13, 0));
+}
+
+#[test]
+fn terms_are_placed_by_the_format_files() {
+    let e = counter("cpu/event=0x3c,umask=0x1,cmask=2,edge/");
+    assert_eq!(e.attr.type_, 4);
+    assert_eq!(e.attr.config, 0x3c | 0x1 << 8 | 1 << 18 | 2 << 24);
+    let loads = counter("cpu/mem-loads/");
+    assert_eq!(loads.attr.config, 0xcd | 0x1 << 8);
+    assert_eq!(loads.attr.config1, 3, "ldlat is config1:0-15");
+    let slots = counter("cpu/topdown-total-slots/");
+    assert_eq!(slots.scale, Some(4.0));
+    // AMD DF: `event` is config:0-7,32-35,59-60, so 0x1F3 puts 0xF3 low and 0x1 at bit 32.
+    let df = counter("amd_df/event=0x1F3,umask=0x3/");
+    assert_eq!(df.attr.config, 0xF3 | 0x3 << 8 | 1 << 32);
+    let df_high = counter("amd_df/event=0x1000/");
+    assert_eq!(df_high.attr.config, 1 << 59, "bit 12 of the value lands on the 13th position");
+    assert_eq!(df.cpus, Some(vec![0, 2]), "the cpumask travels with the event");
+    let raw = counter("cpu/config=0x1234,config1=7,name=mine/");
+    assert_eq!((raw.attr.config, raw.attr.config1, raw.name.as_str()), (0x1234, 7, "mine"));
+}
+
+#[test]
+fn aliases_carry_scale_unit_and_cpumask() {
+    let energy = counter("power/energy-pkg/");
+    assert_eq!((energy.attr.type_, energy.attr.config), (27, 2));
+    assert_eq!(energy.unit.as_deref(), Some("Joules"));
+    // 2^-32, as the power PMU writes it.
+    assert_eq!(energy.scale, Some(1.0 / 4294967296.0));
+    assert_eq!(energy.cpus, Some(vec![0]));
+}
+
+#[test]
+fn bad_terms_and_pmus_are_clear_errors() {
+    let too_big = event::resolve("cpu/umask=0x100/", &tree()).unwrap_err();
+    assert!(matches!(too_big, EventError::BadValue { .. }));
+    assert!(too_big.to_string().contains("8 bits"), "{too_big}");
+    let unknown = event::resolve("cpu/frobnicate=1/", &tree()).unwrap_err();
+    let text = unknown.to_string();
+    assert!(
+        text.contains("frobnicate") && text.contains("umask") && text.contains("mem-loads"),
+        "{text}"
+    );
+    let no_pmu = event::resolve("uncore_imc_0/event=0x4/", &tree()).unwrap_err();
+    assert!(matches!(no_pmu, EventError::NoPmu { ref pmu, .. } if pmu == "uncore_imc_0"));
+    let not_number = event::resolve("cpu/event=x/", &tree()).unwrap_err();
+    assert!(matches!(not_number, EventError::BadValue { .. }));
+}
+
+#[test]
+fn topology_counts_cores_and_threads() {
+    let topology = tree().topology().unwrap();
+    assert_eq!(topology.num_cpus, 4);
+    assert_eq!(topology.online, vec![0, 1, 2, 3]);
+    assert_eq!((topology.cores, topology.dies, topology.packages), (2, 1, 1));
+    assert!(topology.smt_on);
+    assert_eq!(tree().core_pmu().as_deref(), Some("cpu"));
+    let env = Environment::probe(&tree(), std::path::Path::new("/nonexistent"));
+    assert!(env.has_core_pmu && !env.virtualized && env.paranoid.is_none());
+}
