@@ -1,5 +1,6 @@
-//! `tmetric eval`: a model's compiled metrics over a counts file, or an ad-hoc expression
-//! through the interpreter, printed perf-like or as JSON lines.
+//! `tmetric eval`: a model's compiled metrics over a counts file (or a `perf stat` log, in
+//! `eval/from_perf.rs`), or an ad-hoc expression through the interpreter, printed perf-like or
+//! as JSON lines. The literal flags, -M selection and metric layout here serve both inputs.
 //!
 //! Every literal a metric reads is either given (flag, counts file) or a stated default,
 //! and the assumptions are printed with the results, so an assumption is never mistaken for
@@ -16,6 +17,8 @@ use tmetric_catalog::Model;
 use tmetric_catalog::catalog::{Evaluator, Facts, MetricResult};
 use tmetric_expr::{Env, EvalError, Ident, caret_lines, normalize};
 use tmetric_model::{Fail, Literal};
+
+mod from_perf;
 
 use crate::counts::{
     self, Assigned, CountsFile, SlotName, key_of, literal_named, literal_names, slot_matches,
@@ -48,7 +51,26 @@ OUTPUT:
   then `missing: EVENT, ...` for NaN or `error: ...` for a metric without a value. With --json: a first
   line {\"assumptions\": ...}, then one object per metric: metric, pmu, value (scaled, null for NaN),
   unit, threshold (true, false or null), missing, error, model.
-  Without -M, the metrics whose inputs are all in the file are shown; the others are counted on stderr.";
+  Without -M, the metrics whose inputs are all in the file are shown; the others are counted on stderr.
+
+FROM A PERF STAT LOG (--from-perf FILE|-; docs/from-perf.md):
+  Reads perf 5.x-6.x `perf stat` output in any layout (text, -x SEP, -j; -I, -A, --per-*, -r) and
+  evaluates per block (interval x aggregation id), each metric from the rows of the group perf printed
+  it in. Model: --model, else --cpuid, else inferred from the printed metrics and event names (an
+  ambiguous log is an error listing the candidates); the common metrics are always added.
+  Without -M: the metrics perf printed (else those whose inputs are all in the log), plus the common
+  metrics whose inputs are there; partly covered metrics are summarised on stderr.
+  `<not counted>` reads as 0 and `<not supported>` as NaN, as in perf, and both are named; a block
+  where every input is `<not counted>` is skipped, as perf prints no metric there. A retire latency
+  (`X:R`) without a row reads as 0 where perf printed the metric (perf without --record-tpebs), else it
+  is missing. Where perf printed the metric, a value that differs at perf's printed precision is
+  marked `(perf printed X)`. Output: `#` header lines (model and why, literals assumed), then the
+  -I timestamp and aggregation id, the metric as above, `(group of line N ...)` when the block has
+  several groups, and notes. --json: a first line {\"assumptions\": ...}, then objects with run,
+  interval, aggr, metric, pmu, value, unit, threshold, group [{index, line, metric_group}], missing,
+  not_supported, not_counted, latency_zero, unusable, error, running_pct, perf {printed, label,
+  agrees}, model. -x SEP: `#` header lines, then interval, aggr, value, unit, metric, pmu, threshold
+  (1/0/empty), group (first lines of the groups used, `+`-joined), perf_printed, perf_agrees, notes.";
 
 /// Flags of `tmetric eval`.
 #[derive(Debug, clap::Args)]
@@ -93,6 +115,23 @@ pub(crate) struct EvalArgs {
     /// Any literal, e.g. `--literal has_pmem=1`; repeatable.
     #[arg(long = "literal", value_name = "NAME=VALUE")]
     literals: Vec<String>,
+    /// A `perf stat` log (text, `-x SEP` or `-j` output; `-` reads standard input) to evaluate
+    /// instead of a counts file; see --help.
+    #[arg(long = "from-perf", value_name = "FILE|-", conflicts_with_all = ["counts", "expr"])]
+    from_perf: Option<PathBuf>,
+    /// With --from-perf: the cpuid of the machine the log came from (`GenuineIntel-6-AA-4`),
+    /// to pick its model and answer `strcmp_cpuid_str()`.
+    #[arg(long, value_name = "CPUID", requires = "from_perf")]
+    cpuid: Option<String>,
+    /// With --from-perf: CSV output with this separator (columns in --help).
+    #[arg(
+        short = 'x',
+        long = "field-separator",
+        value_name = "SEP",
+        requires = "from_perf",
+        conflicts_with = "json"
+    )]
+    separator: Option<String>,
     /// Evaluate this expression with perf's semantics instead of the model's metrics.
     #[arg(long, value_name = "EXPR", conflicts_with = "metrics")]
     expr: Option<String>,
@@ -368,9 +407,12 @@ pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     if let Some(expr) = &args.expr {
         return run_expr(args, expr, out);
     }
+    if let Some(path) = &args.from_perf {
+        return from_perf::run(args, path, out);
+    }
     let Some(path) = &args.counts else {
         bail!(
-            "`tmetric eval` needs --counts FILE (and --model MODEL), or --expr EXPR; see `tmetric eval --help`"
+            "`tmetric eval` needs --counts FILE (and --model MODEL), --from-perf FILE, or --expr EXPR; see `tmetric eval --help`"
         )
     };
     let file = counts::read(path)?;
@@ -414,7 +456,16 @@ pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             table.select_complete(&mut skipped);
         }
     } else {
-        select_items(&mut tables, &items, &where_)?;
+        let models: Vec<&'static Model> = tables.iter().map(|t| t.model).collect();
+        let roots = select_items(
+            &models,
+            &items,
+            &where_,
+            "the counts file decides what was counted (use keys such as `EVENT:u`)",
+        )?;
+        for (table, roots) in tables.iter_mut().zip(roots) {
+            table.roots = roots;
+        }
     }
 
     report_unused(&tables, &file, &where_);
@@ -585,28 +636,12 @@ impl Table {
         self.literals_of(&[m]).iter().all(|&lit| !self.evaluator.literals[lit.index()].is_nan())
     }
 
-    /// The texts (expression and threshold) of `roots` and every metric they reference.
     fn closure_texts(&self, roots: &[usize]) -> Vec<&'static str> {
-        self.model
-            .closure(roots)
-            .into_iter()
-            .flat_map(|m| {
-                let metric = &self.model.metrics[m as usize];
-                [self.model.str(metric.expr), self.model.str(metric.threshold_expr)]
-            })
-            .collect()
+        closure_texts(self.model, roots)
     }
 
     fn literals_of(&self, roots: &[usize]) -> Vec<Literal> {
-        let mut out: Vec<Literal> = Vec::new();
-        for text in self.closure_texts(roots) {
-            for lit in literals_in(text) {
-                if !out.contains(&lit) {
-                    out.push(lit);
-                }
-            }
-        }
-        out
+        literals_of(self.model, roots)
     }
 
     fn literals_used(&self) -> Vec<Literal> {
@@ -672,7 +707,8 @@ impl Table {
         let unit = model.str(metric.unit);
         let missing: Vec<&str> =
             result.missing.iter().map(|&s| model.str(model.ids[s as usize].text)).collect();
-        let error = result.failure.map(|fail| self.explain(fail, result.metric, literals));
+        let error =
+            result.failure.map(|fail| explain_failure(model, fail, result.metric, literals));
         if json {
             json_line(
                 out,
@@ -689,29 +725,9 @@ impl Table {
             )?;
             return Ok(());
         }
-        let number = if error.is_some() {
-            " ".repeat(8)
-        } else {
-            paint(
-                &perf_number(result.scaled(model), metric.has_scale_unit),
-                result.threshold,
-                colour,
-            )
-        };
-        let mut line = if metric.has_scale_unit && !unit.is_empty() {
-            format!("{number} {unit}  {name}")
-        } else {
-            format!("{number} {name}")
-        };
-        if !pmu.is_empty() && pmu != "default_core" {
-            line.push_str(&format!("  [{pmu}]"));
-        }
-        if self.common {
-            line.push_str("  [common]");
-        }
-        if result.threshold == Some(true) {
-            line.push_str("  <==");
-        }
+        let scaled = error.is_none().then(|| result.scaled(model));
+        let mut line =
+            metric_head(model, result.metric, scaled, result.threshold, self.common, colour);
         if let Some(error) = error {
             line.push_str(&format!("  error: {error}"));
         } else if !missing.is_empty() {
@@ -720,45 +736,115 @@ impl Table {
         writeln!(out, "{line}")?;
         Ok(())
     }
+}
 
-    fn explain(&self, fail: Fail, metric: usize, literals: &Literals) -> String {
-        match fail {
-            Fail::Literal => {
-                let unknown: Vec<String> = self
-                    .literals_of(&[metric])
-                    .into_iter()
-                    .filter(|lit| literals.get(*lit).is_nan())
-                    .map(|lit| format!("#{} is unknown: pass {}", lit.name(), flag_for(lit)))
-                    .collect();
-                if unknown.is_empty() { fail.to_string() } else { unknown.join("; ") }
+/// The texts (expression and threshold) of `roots` and every metric they reference.
+fn closure_texts(model: &'static Model, roots: &[usize]) -> Vec<&'static str> {
+    model
+        .closure(roots)
+        .into_iter()
+        .flat_map(|m| {
+            let metric = &model.metrics[m as usize];
+            [model.str(metric.expr), model.str(metric.threshold_expr)]
+        })
+        .collect()
+}
+
+/// The literals `roots` and the metrics they reference read.
+fn literals_of(model: &'static Model, roots: &[usize]) -> Vec<Literal> {
+    let mut out: Vec<Literal> = Vec::new();
+    for text in closure_texts(model, roots) {
+        for lit in literals_in(text) {
+            if !out.contains(&lit) {
+                out.push(lit);
             }
-            Fail::RemainderByZero => fail.to_string(),
         }
+    }
+    out
+}
+
+/// Why metric `metric` has no value, naming the flag for an unknown literal.
+fn explain_failure(
+    model: &'static Model,
+    fail: Fail,
+    metric: usize,
+    literals: &Literals,
+) -> String {
+    match fail {
+        Fail::Literal => {
+            let unknown: Vec<String> = literals_of(model, &[metric])
+                .into_iter()
+                .filter(|lit| literals.get(*lit).is_nan())
+                .map(|lit| format!("#{} is unknown: pass {}", lit.name(), flag_for(lit)))
+                .collect();
+            if unknown.is_empty() { fail.to_string() } else { unknown.join("; ") }
+        }
+        Fail::RemainderByZero => fail.to_string(),
     }
 }
 
-/// Resolves -M items against every table, as perf does (spec C1).
-fn select_items(tables: &mut [Table], items: &[&str], where_: &str) -> anyhow::Result<()> {
+/// A metric as perf prints it after `#`, without the notes that follow: the value (blank
+/// when `scaled` is `None`, coloured by `threshold`), the unit and name, `[pmu]` off the
+/// default core PMU, `[common]` for the common table and `<==` when the threshold is crossed.
+fn metric_head(
+    model: &Model,
+    metric: usize,
+    scaled: Option<f64>,
+    threshold: Option<bool>,
+    common: bool,
+    colour: bool,
+) -> String {
+    let m = &model.metrics[metric];
+    let (name, pmu, unit) = (model.str(m.name), model.str(m.pmu), model.str(m.unit));
+    let number = match scaled {
+        None => " ".repeat(8),
+        Some(value) => paint(&perf_number(value, m.has_scale_unit), threshold, colour),
+    };
+    let mut line = if m.has_scale_unit && !unit.is_empty() {
+        format!("{number} {unit}  {name}")
+    } else {
+        format!("{number} {name}")
+    };
+    if !pmu.is_empty() && pmu != "default_core" {
+        line.push_str(&format!("  [{pmu}]"));
+    }
+    if common {
+        line.push_str("  [common]");
+    }
+    if threshold == Some(true) {
+        line.push_str("  <==");
+    }
+    line
+}
+
+/// Resolves -M items against every table, as perf does (spec C1): per model, the selected
+/// metrics in the order the items name them. An item no model knows is an error with
+/// suggestions.
+fn select_items(
+    models: &[&'static Model],
+    items: &[&str],
+    where_: &str,
+    modifier_hint: &str,
+) -> anyhow::Result<Vec<Vec<usize>>> {
+    let mut roots: Vec<Vec<usize>> = vec![Vec::new(); models.len()];
     for item in items {
         if item.contains(':') {
-            bail!(
-                "-M `{item}`: modifiers on -M items are not supported by eval; the counts file decides what was counted (use keys such as `EVENT:u`)"
-            );
+            bail!("-M `{item}`: modifiers on -M items are not supported by eval; {modifier_hint}");
         }
         let mut found = false;
-        for table in tables.iter_mut() {
-            for m in table.model.select(item) {
+        for (model, roots) in models.iter().zip(&mut roots) {
+            for m in model.select(item) {
                 found = true;
-                if !table.roots.contains(&m) {
-                    table.roots.push(m);
+                if !roots.contains(&m) {
+                    roots.push(m);
                 }
             }
         }
         if !found {
-            let names = tables.iter().flat_map(|t| {
-                t.model.metrics.iter().flat_map(|m| {
-                    std::iter::once(t.model.str(m.name).to_string()).chain(
-                        t.model
+            let names = models.iter().flat_map(|model| {
+                model.metrics.iter().flat_map(|m| {
+                    std::iter::once(model.str(m.name).to_string()).chain(
+                        model
                             .str(m.groups)
                             .split(';')
                             .filter(|g| !g.is_empty())
@@ -768,14 +854,14 @@ fn select_items(tables: &mut [Table], items: &[&str], where_: &str) -> anyhow::R
             });
             let near = closest(item, names, 8);
             let hint = if near.is_empty() {
-                format!("`tmetric list metrics --model {}` lists them", tables[0].model.path())
+                format!("`tmetric list metrics --model {}` lists them", models[0].path())
             } else {
                 format!("did you mean {}?", join_code(&near))
             };
             bail!("cannot find metric or group `{item}` in {where_}; {hint}");
         }
     }
-    Ok(())
+    Ok(roots)
 }
 
 /// Warns about every key that feeds no selected metric: never drop a value silently.
