@@ -5,30 +5,11 @@
 //! the code under test.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn tmetric(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tmetric"))
-        .args(args)
-        .output()
-        .expect("the tmetric binary runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("stdout is UTF-8")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).expect("stderr is UTF-8")
-}
-
-fn ok(args: &[&str]) -> Output {
-    let output = tmetric(args);
-    assert!(output.status.success(), "tmetric {args:?} failed: {}", stderr(&output));
-    output
-}
+use crate::support::{ok, stderr, stdout, tmetric};
 
 /// Writes `text` to a file of this test's own and returns its path.
 fn counts_file(name: &str, text: &str) -> String {

@@ -12,6 +12,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+use crate::support::{ok, stderr, stdout, tmetric};
+
 fn fixture(rel: &str) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let path = if let Some(rest) = rel.strip_prefix("perf/") {
@@ -26,13 +28,6 @@ fn read(rel: &str) -> String {
     std::fs::read_to_string(fixture(rel)).expect("the fixture is readable")
 }
 
-fn tmetric(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tmetric"))
-        .args(args)
-        .output()
-        .expect("the tmetric binary runs")
-}
-
 fn tmetric_stdin(args: &[&str], input: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tmetric"))
         .args(args)
@@ -43,20 +38,6 @@ fn tmetric_stdin(args: &[&str], input: &str) -> Output {
         .expect("the tmetric binary runs");
     child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
     child.wait_with_output().unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("stdout is UTF-8")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).expect("stderr is UTF-8")
-}
-
-fn ok(args: &[&str]) -> Output {
-    let output = tmetric(args);
-    assert!(output.status.success(), "tmetric {args:?} failed: {}", stderr(&output));
-    output
 }
 
 /// Exit code 2 and stderr.

@@ -4,30 +4,10 @@
 //! files in pmu-events/ (the catalogue's source), not from the catalogue itself.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn tmetric(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tmetric"))
-        .args(args)
-        .output()
-        .expect("the tmetric binary runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("stdout is UTF-8")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).expect("stderr is UTF-8")
-}
-
-fn ok(args: &[&str]) -> String {
-    let output = tmetric(args);
-    assert!(output.status.success(), "tmetric {args:?} failed: {}", stderr(&output));
-    stdout(&output)
-}
+use crate::support::{ok_stdout as ok, stderr, tmetric};
 
 /// Every line of `text` as a JSON object.
 fn json_lines(text: &str) -> Vec<Value> {

@@ -6,4 +6,5 @@ mod cli_from_perf;
 mod cli_list;
 mod cli_stat;
 mod latency;
+mod support;
 mod trees;
