@@ -6,5 +6,6 @@ mod cli_from_perf;
 mod cli_list;
 mod cli_stat;
 mod latency;
+mod plans;
 mod support;
 mod trees;

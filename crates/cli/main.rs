@@ -10,6 +10,8 @@ mod eval;
 mod list;
 mod models;
 mod output;
+mod plan;
+mod sim;
 mod stat;
 
 /// Compiled CPU performance metrics from Linux perf's vendor JSON.
@@ -30,6 +32,8 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Count events for a command (or system-wide) and print them with metrics, as perf stat does.
     Stat(stat::StatArgs),
+    /// How a metric selection would be grouped and scheduled on a machine's counters.
+    Plan(plan::PlanArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -39,6 +43,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Latency(args) => tmetric_latency::run(&args, &mut out)?,
         Command::List(args) => list::run(&args, &mut out)?,
         Command::Eval(args) => eval::run(&args, &mut out)?,
+        Command::Plan(args) => plan::run(&args, &mut out)?,
         Command::Stat(args) => {
             // The exit code is the workload's, as perf stat's is.
             let code = stat::run(&args)?;

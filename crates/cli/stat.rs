@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use tmetric_catalog::{Id, IdKind, MetricResult, Model, Ref};
-use tmetric_model::{Evaluator, Literal};
-use tmetric_runtime::event::{self, EventError, EventKind, Resolved};
-use tmetric_runtime::{CounterEvent, CounterSpec, Counters, Environment, Kernel, RunOptions};
-use tmetric_runtime::{Snapshot, Sysfs, Target, Tool, Workload};
+use tmetric_catalog::Model;
+use tmetric_engine::{self as engine, Evaluators, Machine, Pick, Plan, PlanOptions, PmuModel};
+use tmetric_engine::{Resolution, RootResult, Row, Sample, Shown, Strategy};
+use tmetric_runtime::Workload;
+use tmetric_runtime::{Counters, Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 
 use crate::models;
 use crate::output::perf_number;
@@ -57,300 +57,59 @@ pub(crate) struct StatArgs {
     /// Write the counts to FILE instead of standard error.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Do not count the events of metric thresholds (they only colour values).
+    #[arg(long)]
+    pub(crate) metric_no_threshold: bool,
+    /// Do not require a metric's events to be counted in one group.
+    #[arg(long)]
+    pub(crate) metric_no_group: bool,
+    /// Do not share groups between metrics.
+    #[arg(long)]
+    pub(crate) metric_no_merge: bool,
+    /// Count on a simulated PMU instead of this machine's (`tmetric plan --list-sim` names
+    /// them); every output then says it is simulated.
+    #[arg(long, value_name = "MODEL")]
+    pub(crate) pmu_sim: Option<String>,
     /// The command to run and count (after `--` when it has options of its own).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
 }
 
-/// The default events, in perf's order; also the order software events of a merged group
-/// print in.
-const DEFAULT_EVENTS: &[&str] = &[
-    "task-clock",
-    "cpu-clock",
-    "context-switches",
-    "cpu-migrations",
-    "page-faults",
-    "minor-faults",
-    "major-faults",
-    "msr/tsc/",
-];
-
-/// Where a printed row's value comes from.
-#[derive(Debug, Clone, PartialEq)]
-enum Source {
-    /// A counter: index into the counter specs.
-    Counter(usize),
-    /// A value tmetric computes.
-    Tool(Tool),
-    /// Nothing can count it; the reason.
-    Missing(String),
-}
-
-/// What makes two needs the same row.
-#[derive(Debug, Clone, PartialEq)]
-enum Key {
-    Counter(tmetric_runtime::Attr),
-    Tool(Tool),
-    Missing(String),
-}
-
-#[derive(Debug)]
-struct Row {
-    name: String,
-    source: Source,
-    key: Key,
-    unit: String,
-    /// The printed count is the raw count times this (1e-6 for `msec` clocks).
-    scale: f64,
-    show: bool,
-    /// `(table, metric)` printed on this row.
-    metrics: Vec<(usize, usize)>,
-}
-
-/// One model's metrics to evaluate.
-struct Table {
-    model: &'static Model,
-    evaluator: Evaluator,
-    roots: Vec<usize>,
-    /// Per input slot: the row that feeds it.
-    slot_rows: Vec<Option<usize>>,
-}
-
-/// The counters' order, grouping and metrics.
-struct Plan {
-    rows: Vec<Row>,
-    specs: Vec<CounterSpec>,
-    events: Vec<CounterEvent>,
-    groups: Vec<Vec<usize>>,
-    grouped: Vec<bool>,
-    /// The group software and msr events of metrics share: they take no hardware counter,
-    /// so one group can hold them all and each prints once.
-    soft_group: Option<usize>,
-    tables: Vec<Table>,
-}
-
-impl Plan {
-    fn find(&self, key: &Key) -> Option<usize> {
-        self.rows.iter().position(|r| &r.key == key)
-    }
-
-    fn add(&mut self, resolution: Resolution, name: String, show: bool) -> usize {
-        let (source, key, unit, scale) = match resolution {
-            Resolution::Counter(event) => {
-                let key = Key::Counter(event.attr.clone());
-                let clock = event.kind == EventKind::Software && (event.attr.config <= 1);
-                let (unit, scale) = if clock {
-                    ("msec".to_string(), 1e-6)
-                } else {
-                    (event.unit.clone().unwrap_or_default(), event.scale.unwrap_or(1.0))
-                };
-                self.specs.push(CounterSpec::from(&event));
-                self.events.push(event);
-                self.grouped.push(false);
-                (Source::Counter(self.specs.len() - 1), key, unit, scale)
-            }
-            Resolution::Tool(tool) => (Source::Tool(tool), Key::Tool(tool), "ns".to_string(), 1.0),
-            Resolution::Missing(reason) => {
-                (Source::Missing(reason), Key::Missing(name.clone()), String::new(), 1.0)
-            }
-        };
-        self.rows.push(Row { name, source, key, unit, scale, show, metrics: Vec::new() });
-        self.rows.len() - 1
-    }
-
-    /// Puts the counters of `rows` not yet in a group into one, or into the shared software
-    /// group when none of them needs a hardware counter.
-    fn group(&mut self, rows: &[usize]) {
-        let fresh: Vec<usize> = rows
-            .iter()
-            .filter_map(|&r| match self.rows[r].source {
-                Source::Counter(spec) if !self.grouped[spec] => Some(spec),
-                _ => None,
-            })
-            .collect();
-        if fresh.is_empty() {
-            return;
-        }
-        for &spec in &fresh {
-            self.grouped[spec] = true;
-        }
-        let counterless = fresh.iter().all(|&s| match &self.events[s].kind {
-            EventKind::Software | EventKind::Tracepoint => true,
-            EventKind::Pmu(pmu) => pmu == "msr",
-            EventKind::Hardware => false,
-        });
-        match (counterless, self.soft_group) {
-            (true, Some(g)) => self.groups[g].extend(fresh),
-            (true, None) => {
-                self.soft_group = Some(self.groups.len());
-                self.groups.push(fresh);
-            }
-            (false, _) => self.groups.push(fresh),
-        }
-    }
-}
-
-/// How a metric input is counted on this machine.
-enum Resolution {
-    Counter(CounterEvent),
-    Tool(Tool),
-    Missing(String),
-}
-
-fn from_event_result(
-    result: Result<Resolved, EventError>,
-    display: &str,
-    env: &Environment,
-) -> Resolution {
-    match result {
-        Ok(Resolved::Counter(mut event)) => {
-            event.name = display.to_string();
-            Resolution::Counter(event)
-        }
-        Ok(Resolved::Tool(tool)) => Resolution::Tool(tool),
-        Err(EventError::NoPmu { pmu, .. }) if models_core_pmu(&pmu) => {
-            Resolution::Missing(env.no_hardware_pmu().to_string())
-        }
-        Err(EventError::NoPmu { pmu, .. }) => {
-            Resolution::Missing(format!("this machine has no `{pmu}` PMU"))
-        }
-        Err(err) => Resolution::Missing(err.to_string()),
-    }
-}
-
-fn models_core_pmu(pmu: &str) -> bool {
-    crate::output::is_core_pmu(pmu)
-}
-
-/// The printed name of a model input: perf's `pmu@terms@` spelled `pmu/terms/`.
-fn id_name(model: &Model, id: &Id) -> String {
-    model.str(id.text).replace('@', "/")
-}
-
-fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> Resolution {
-    let display = id_name(model, id);
-    if id.retire_latency {
-        return Resolution::Missing(
-            "a retire latency (`R`) comes from sampling, which tmetric stat does not do".into(),
-        );
-    }
-    let modifiers = model.str(id.modifiers);
-    let with_terms = |event: &str| {
-        let terms = model.str(id.terms);
-        if terms.is_empty() { event.to_string() } else { format!("{event},{terms}") }
-    };
-    match id.kind {
-        IdKind::Tool(tool) => Resolution::Tool(match tool {
-            tmetric_catalog::Tool::DurationTime => Tool::DurationTime,
-            tmetric_catalog::Tool::UserTime => Tool::UserTime,
-            tmetric_catalog::Tool::SystemTime => Tool::SystemTime,
-        }),
-        IdKind::Kernel => {
-            let event = model.str(id.event);
-            let text = if modifiers.is_empty() {
-                event.to_string()
-            } else {
-                format!("{event}:{modifiers}")
-            };
-            from_event_result(event::resolve(&text, sysfs), &display, env)
-        }
-        IdKind::Sysfs => {
-            let pmu = model.str(id.pmu);
-            let terms = with_terms(model.str(id.event));
-            let result = event::resolve_on_pmu(pmu, &terms, modifiers, &display, sysfs);
-            from_event_result(result.map(Resolved::Counter), &display, env)
-        }
-        IdKind::Event(index) => {
-            let json = &model.events[index as usize];
-            let pmu = model.str(json.pmu);
-            let pmu = if models_core_pmu(pmu) && !sysfs.has_pmu(pmu) {
-                match sysfs.core_pmu() {
-                    Some(core) => core,
-                    None => return Resolution::Missing(env.no_hardware_pmu().to_string()),
-                }
-            } else {
-                pmu.to_string()
-            };
-            let terms = with_terms(model.str(json.encoding));
-            let result = event::resolve_on_pmu(&pmu, &terms, modifiers, &display, sysfs);
-            from_event_result(result.map(Resolved::Counter), &display, env)
-        }
-        IdKind::Probe => {
-            Resolution::Missing("only an argument of has_event() or strcmp_cpuid_str()".into())
-        }
-    }
-}
-
-fn resolution_key(resolution: &Resolution, name: &str) -> Key {
-    match resolution {
-        Resolution::Counter(event) => Key::Counter(event.attr.clone()),
-        Resolution::Tool(tool) => Key::Tool(*tool),
-        Resolution::Missing(_) => Key::Missing(name.to_string()),
-    }
-}
-
-/// Machine literals for metric expressions, from sysfs and `/proc/cpuinfo`.
-fn literals(sysfs: &Sysfs, system_wide: bool) -> [f64; Literal::COUNT] {
-    let mut values = [f64::NAN; Literal::COUNT];
-    if let Ok(t) = sysfs.topology() {
-        values[Literal::NumCpus.index()] = t.num_cpus as f64;
-        values[Literal::NumCpusOnline.index()] = t.online.len() as f64;
-        values[Literal::NumCores.index()] = t.cores as f64;
-        values[Literal::NumDies.index()] = t.dies as f64;
-        values[Literal::NumPackages.index()] = t.packages as f64;
-        values[Literal::SmtOn.index()] = f64::from(u8::from(t.smt_on));
-        // perf's core_wide(): whole cores are counted without SMT, or system-wide.
-        values[Literal::CoreWide.index()] = f64::from(u8::from(!t.smt_on || system_wide));
-    }
-    if let Some(core) = sysfs.core_pmu()
-        && let Ok(text) = std::fs::read_to_string(sysfs.pmu_devices().join(core).join("caps/slots"))
-        && let Some(slots) = tmetric_runtime::sysfs::parse_number(&text)
-    {
-        values[Literal::Slots.index()] = slots as f64;
-    }
-    values[Literal::HasPmem.index()] =
-        f64::from(u8::from(sysfs.root().join("firmware/acpi/tables/NFIT").exists()));
-    if let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") {
-        values[Literal::SystemTscFreq.index()] = tsc_from_model_name(&cpuinfo);
-    }
-    values
-}
-
-/// perf's fallback for `#system_tsc_freq` on x86: the `@ 2.10GHz` of the model name.
-fn tsc_from_model_name(cpuinfo: &str) -> f64 {
-    let Some(line) = cpuinfo.lines().find(|l| l.starts_with("model name")) else { return f64::NAN };
-    let Some((_, after)) = line.split_once('@') else { return f64::NAN };
-    let text = after.trim();
-    let Some(number) = text.strip_suffix("GHz") else { return f64::NAN };
-    number.trim().parse::<f64>().map_or(f64::NAN, |ghz| ghz * 1e9)
-}
-
 /// The model -M items not among the common metrics come from.
-fn host_model(args: &StatArgs, sysfs: &Sysfs) -> anyhow::Result<&'static Model> {
-    if let Some(name) = &args.model {
+pub(crate) fn host_model(
+    model: Option<&str>,
+    sysfs: &Sysfs,
+    proc_root: &Path,
+) -> anyhow::Result<&'static Model> {
+    if let Some(name) = model {
         return models::find_model(name);
     }
     let cpuid = std::env::var("PERF_CPUID")
         .ok()
-        .or_else(|| tmetric_runtime::sysfs::host_cpuid(sysfs, Path::new("/proc")))
+        .or_else(|| tmetric_runtime::sysfs::host_cpuid(sysfs, proc_root))
         .context("cannot tell this machine's cpuid (no x86 /proc/cpuinfo fields or arm64 midr_el1); name a model with --model")?;
     tmetric_catalog::model_for_cpuid(&cpuid).with_context(|| {
         format!("no model of the catalogue matches this machine's cpuid `{cpuid}`; name one with --model")
     })
 }
 
-/// The metrics a `-M` list selects, as `(model, metric)` pairs in order.
-fn select(args: &StatArgs, sysfs: &Sysfs) -> anyhow::Result<Vec<(&'static Model, usize)>> {
+/// The metrics a `-M` list selects, in order.
+pub(crate) fn select_items(
+    items: &[String],
+    model: Option<&str>,
+    sysfs: &Sysfs,
+    proc_root: &Path,
+) -> anyhow::Result<Vec<Pick>> {
     let common = tmetric_catalog::common();
     let mut host: Option<&'static Model> = None;
-    let mut chosen: Vec<(&'static Model, usize)> = Vec::new();
-    for item in args.metrics.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+    let mut chosen: Vec<Pick> = Vec::new();
+    for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
         let mut found: Vec<(&'static Model, usize)> =
             common.select(item).into_iter().map(|m| (common, m)).collect();
         if found.is_empty() {
             let model = match host {
                 Some(model) => model,
-                None => *host.insert(host_model(args, sysfs).with_context(|| {
+                None => *host.insert(host_model(model, sysfs, proc_root).with_context(|| {
                     format!("`{item}` is not a common metric or group, so it must be a CPU model's")
                 })?),
             };
@@ -375,271 +134,65 @@ fn select(args: &StatArgs, sysfs: &Sysfs) -> anyhow::Result<Vec<(&'static Model,
                 );
             }
         }
-        for pick in found {
-            if !chosen.iter().any(|c| std::ptr::eq(c.0, pick.0) && c.1 == pick.1) {
-                chosen.push(pick);
+        for (m, metric) in found {
+            if !chosen.iter().any(|c| std::ptr::eq(c.model, m) && c.metric == metric) {
+                chosen.push(Pick { model: m, metric, item: item.to_string() });
             }
         }
     }
     Ok(chosen)
 }
 
-fn table_index(plan: &mut Plan, model: &'static Model, literals: &[f64; Literal::COUNT]) -> usize {
-    if let Some(i) = plan.tables.iter().position(|t| std::ptr::eq(t.model, model)) {
-        return i;
-    }
-    let mut evaluator = Evaluator::new(model);
-    evaluator.literals = *literals;
-    plan.tables.push(Table {
-        model,
-        evaluator,
-        roots: Vec::new(),
-        slot_rows: vec![None; model.ids.len()],
-    });
-    plan.tables.len() - 1
-}
-
-fn rank(name: &str) -> usize {
-    DEFAULT_EVENTS.iter().position(|d| *d == name).unwrap_or(DEFAULT_EVENTS.len())
-}
-
-/// Adds metric `metric` of table `t`: rows for its inputs (shared with existing rows of the
-/// same event), a group for its new counters, and the row it prints on.
-fn add_metric(
-    plan: &mut Plan,
-    t: usize,
-    metric: usize,
-    sysfs: &Sysfs,
-    env: &Environment,
-    show_tools: bool,
-) {
-    let model = plan.tables[t].model;
-    if plan.tables[t].roots.contains(&metric) {
-        return;
-    }
-    plan.tables[t].roots.push(metric);
-    let facts_literals = plan.tables[t].evaluator.literals;
-    let probes = plan.tables[t].evaluator.probes.clone();
-    let facts = tmetric_catalog::Facts { literals: &facts_literals, probes: &probes };
-    let mut slots = model.needed_ids(metric, &facts, false).unwrap_or_default();
-    slots.sort_by_key(|&s| rank(&id_name(model, &model.ids[s as usize])));
-    let mut rows = Vec::new();
-    for slot in slots {
-        let id = &model.ids[slot as usize];
-        let name = id_name(model, id);
-        let resolution = resolve_id(model, id, sysfs, env);
-        let key = resolution_key(&resolution, &name);
-        let row = match plan.find(&key) {
-            Some(row) => {
-                if matches!(plan.rows[row].source, Source::Tool(_)) && show_tools {
-                    plan.rows[row].show = true;
-                }
-                row
-            }
-            None => {
-                let show = show_tools || !matches!(resolution, Resolution::Tool(_));
-                plan.add(resolution, name, show)
-            }
-        };
-        plan.tables[t].slot_rows[slot as usize] = Some(row);
-        rows.push(row);
-    }
-    plan.group(&rows);
-    // perf prints a metric on its first event's line; expression order decides which.
-    let direct: Vec<u16> = model.metrics[metric]
-        .needed
-        .refs(&facts)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|r| match r {
-            Ref::Id(slot) => Some(slot),
-            Ref::Metric(_) => None,
-        })
-        .collect();
-    let slot_row = |slot: u16| plan.tables[t].slot_rows[slot as usize];
-    let host = direct
-        .iter()
-        .chain(model.needed_ids(metric, &facts, false).unwrap_or_default().iter())
-        .filter_map(|&s| slot_row(s))
-        .find(|&r| !matches!(plan.rows[r].source, Source::Tool(_)))
-        .or_else(|| rows.first().copied());
-    match host {
-        Some(row) => {
-            plan.rows[row].show = true;
-            plan.rows[row].metrics.push((t, metric));
-        }
-        None => {
-            // A metric of literals only still needs a line: give it a tool-less one.
-            let row = plan.add(Resolution::Tool(Tool::DurationTime), "duration_time".into(), true);
-            plan.rows[row].metrics.push((t, metric));
-        }
-    }
-}
-
-/// Builds the plan from the flags.
-fn build(args: &StatArgs, sysfs: &Sysfs, env: &Environment) -> anyhow::Result<Plan> {
-    let mut plan = Plan {
-        rows: Vec::new(),
-        specs: Vec::new(),
-        events: Vec::new(),
-        groups: Vec::new(),
-        grouped: Vec::new(),
-        soft_group: None,
-        tables: Vec::new(),
-    };
-    let literals = literals(sysfs, args.all_cpus);
+/// Builds the plan from the flags on `machine`.
+fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
+    let literals = engine::plan::literals(machine.sysfs, machine.proc_root, args.all_cpus);
+    let mut plan = Plan::new(literals);
     let common = tmetric_catalog::common();
     for list in &args.events {
-        for group in event::split_list(list).with_context(|| format!("-e {list}"))? {
-            let mut rows = Vec::new();
-            for text in group {
-                let resolution =
-                    match event::resolve(&text, sysfs).with_context(|| format!("-e {list}"))? {
-                        Resolved::Counter(event) => Resolution::Counter(event),
-                        Resolved::Tool(tool) => Resolution::Tool(tool),
-                    };
-                rows.push(plan.add(resolution, text.clone(), true));
-            }
-            // A user's group is opened as given, hardware or not.
-            let specs: Vec<usize> = rows
-                .iter()
-                .filter_map(|&r| match plan.rows[r].source {
-                    Source::Counter(s) => Some(s),
-                    _ => None,
-                })
-                .collect();
-            for &s in &specs {
-                plan.grouped[s] = true;
-            }
-            if !specs.is_empty() {
-                plan.groups.push(specs);
-            }
-        }
+        plan.add_event_lists(std::slice::from_ref(list), machine.sysfs)
+            .with_context(|| format!("-e {list}"))?;
     }
-    let mut picks = select(args, sysfs)?;
+    let mut picks =
+        select_items(&args.metrics, args.model.as_deref(), machine.sysfs, machine.proc_root)?;
     let explicit = !args.metrics.is_empty();
     if args.events.is_empty() && !explicit {
         // perf's default view: the software events and every common metric; tsc_rate only
         // where the msr PMU exists, since nobody asked for it.
         picks = (0..common.metrics.len())
-            .filter(|&m| common.str(common.metrics[m].name) != "tsc_rate" || sysfs.has_pmu("msr"))
-            .map(|m| (common, m))
+            .filter(|&m| {
+                common.str(common.metrics[m].name) != "tsc_rate" || machine.sysfs.has_pmu("msr")
+            })
+            .map(|m| Pick { model: common, metric: m, item: String::new() })
             .collect();
     } else if !explicit {
         // Like perf's shadow metrics: the common metrics whose events were all asked for.
-        let probes = vec![0.0; common.ids.len()];
-        let facts = tmetric_catalog::Facts { literals: &literals, probes: &probes };
         for m in 0..common.metrics.len() {
-            let slots = common.needed_ids(m, &facts, false).unwrap_or_default();
-            let all_there = slots.iter().all(|&s| {
-                let id = &common.ids[s as usize];
-                let resolution = resolve_id(common, id, sysfs, env);
-                let key = resolution_key(&resolution, &id_name(common, id));
-                matches!(key, Key::Tool(_)) || plan.find(&key).is_some()
-            });
-            if all_there && !slots.is_empty() {
-                picks.push((common, m));
+            let slots = engine::plan::needed_slots(common, m, &literals, false);
+            let all_there = !slots.is_empty()
+                && slots.iter().all(|&s| {
+                    let id = &common.ids[s as usize];
+                    match engine::plan::resolve_id(common, id, machine.sysfs, machine.env) {
+                        Resolution::Tool(_) => true,
+                        Resolution::Counter(event) => {
+                            plan.specs.iter().any(|spec| spec.attr == event.attr)
+                        }
+                        _ => false,
+                    }
+                });
+            if all_there {
+                picks.push(Pick { model: common, metric: m, item: String::new() });
             }
         }
     }
-    // perf orders metrics by how many events they need, most first (spec C3).
-    let mut order: Vec<(usize, (&'static Model, usize))> = picks.into_iter().enumerate().collect();
-    order.sort_by_key(|(i, (model, m))| {
-        let probes = vec![0.0; model.ids.len()];
-        let facts = tmetric_catalog::Facts { literals: &literals, probes: &probes };
-        let counted = model
-            .needed_ids(*m, &facts, false)
-            .unwrap_or_default()
-            .iter()
-            .filter(|&&s| !matches!(model.ids[s as usize].kind, IdKind::Tool(_)))
-            .count();
-        (std::cmp::Reverse(counted), *i)
-    });
-    for (_, (model, metric)) in order {
-        let t = table_index(&mut plan, model, &literals);
-        add_metric(&mut plan, t, metric, sysfs, env, explicit);
-    }
-    // Within the shared software group, perf's default order (task-clock leads). Rows print
-    // in the order they were added: -e events as given, then each metric's new events.
-    if let Some(g) = plan.soft_group {
-        let names: Vec<String> = plan.specs.iter().map(|s| s.name.clone()).collect();
-        plan.groups[g].sort_by_key(|&s| rank(&names[s]));
-    }
+    let options = PlanOptions {
+        thresholds: !args.metric_no_threshold,
+        no_group: args.metric_no_group,
+        no_merge: args.metric_no_merge,
+        strategy: Strategy::Tmetric,
+        system_wide: args.all_cpus,
+    };
+    plan.add_metrics(&picks, machine, &options, explicit);
     Ok(plan)
-}
-
-/// The inputs of one evaluation: counts, the span they cover, the workload's rusage.
-struct Sample<'a> {
-    counts: &'a Snapshot,
-    seconds: f64,
-    rusage: Option<(Duration, Duration)>,
-}
-
-/// A row's printed state.
-enum Shown {
-    NotSupported,
-    NotCounted,
-    Value { count: f64, running: u64, enabled: u64 },
-}
-
-fn shown(row: &Row, sample: &Sample<'_>) -> Shown {
-    match &row.source {
-        Source::Counter(spec) => match sample.counts.aggregate(*spec) {
-            None => Shown::NotSupported,
-            Some(a) if !a.counted() => Shown::NotCounted,
-            Some(a) => Shown::Value {
-                count: a.value as f64 * row.scale,
-                running: a.running,
-                enabled: a.enabled,
-            },
-        },
-        Source::Tool(tool) => {
-            let seconds = match tool {
-                Tool::DurationTime => Some(sample.seconds),
-                Tool::UserTime => sample.rusage.map(|r| r.0.as_secs_f64()),
-                Tool::SystemTime => sample.rusage.map(|r| r.1.as_secs_f64()),
-            };
-            match seconds {
-                Some(s) => {
-                    let ns = (s * 1e9).round();
-                    Shown::Value { count: ns, running: ns as u64, enabled: ns as u64 }
-                }
-                None => Shown::NotCounted,
-            }
-        }
-        Source::Missing(_) => Shown::NotSupported,
-    }
-}
-
-/// The value a metric expression sees for a row: raw counts (spec E11), seconds for tools,
-/// 0 for a counter that never ran and NaN for one that could not be counted (spec C6).
-fn metric_input(row: &Row, sample: &Sample<'_>) -> f64 {
-    match &row.source {
-        Source::Counter(spec) => match sample.counts.aggregate(*spec) {
-            None => f64::NAN,
-            Some(a) if !a.counted() => 0.0,
-            Some(a) => a.value as f64,
-        },
-        Source::Tool(Tool::DurationTime) => sample.seconds,
-        Source::Tool(Tool::UserTime) => sample.rusage.map_or(f64::NAN, |r| r.0.as_secs_f64()),
-        Source::Tool(Tool::SystemTime) => sample.rusage.map_or(f64::NAN, |r| r.1.as_secs_f64()),
-        Source::Missing(_) => f64::NAN,
-    }
-}
-
-/// Evaluates every table over `sample`; results per table, in root order.
-fn evaluate(plan: &mut Plan, sample: &Sample<'_>) -> Vec<Vec<MetricResult>> {
-    let inputs: Vec<f64> = plan.rows.iter().map(|r| metric_input(r, sample)).collect();
-    plan.tables
-        .iter_mut()
-        .map(|table| {
-            for (slot, row) in table.slot_rows.iter().enumerate() {
-                table.evaluator.values[slot] = row.map_or(f64::NAN, |r| inputs[r]);
-            }
-            let roots = table.roots.clone();
-            table.evaluator.evaluate(table.model, &roots)
-        })
-        .collect()
 }
 
 /// The output layout.
@@ -704,21 +257,13 @@ fn c_float(value: f64) -> String {
 struct Printer {
     out: Box<dyn Write>,
     layout: Layout,
+    evaluators: Evaluators,
 }
 
 impl Printer {
     /// Prints every shown row of `sample`; `at` is the interval timestamp.
-    fn rows(
-        &mut self,
-        plan: &mut Plan,
-        sample: &Sample<'_>,
-        at: Option<Duration>,
-    ) -> io::Result<()> {
-        let results = evaluate(plan, sample);
-        let result_of = |t: usize, m: usize| -> &MetricResult {
-            let i = plan.tables[t].roots.iter().position(|&r| r == m).expect("a root");
-            &results[t][i]
-        };
+    fn rows(&mut self, plan: &Plan, sample: &Sample<'_>, at: Option<Duration>) -> io::Result<()> {
+        let results = plan.evaluate(&mut self.evaluators, sample);
         let prefix = match (&self.layout, at) {
             (Layout::Std, Some(at)) => format!("{:>6}.{:09} ", at.as_secs(), at.subsec_nanos()),
             (Layout::Csv(sep), Some(at)) => {
@@ -730,14 +275,19 @@ impl Printer {
             (_, None) => String::new(),
         };
         for row in plan.rows.iter().filter(|r| r.show) {
-            let state = shown(row, sample);
+            let state = engine::eval::shown(plan, row, sample);
             let metrics: Vec<(String, f64, bool)> = row
-                .metrics
+                .roots
                 .iter()
-                .map(|&(t, m)| {
-                    let model = plan.tables[t].model;
-                    let result = result_of(t, m);
-                    (metric_label(model, m), result.scaled(model), model.metrics[m].has_scale_unit)
+                .map(|&r| {
+                    let root = &plan.roots[r];
+                    let (model, m) = (root.model, root.metric);
+                    let result: &RootResult = &results[r];
+                    (
+                        metric_label(model, m),
+                        result.scaled(model, m),
+                        model.metrics[m].has_scale_unit,
+                    )
                 })
                 .collect();
             let (running, enabled) = match state {
@@ -842,63 +392,35 @@ impl Printer {
     }
 }
 
-/// Why rows print `<not supported>`/`<not counted>` and metrics `nan`.
-fn notes(
-    plan: &mut Plan,
-    counters: &Counters<Kernel>,
+/// Why rows print `<not supported>`/`<not counted>` and metrics `nan`, and how the groups
+/// were opened when the kernel refused some.
+fn notes<S: Syscalls>(
+    plan: &Plan,
+    printer: &mut Printer,
+    counters: &Counters<S>,
     env: &Environment,
     sample: &Sample<'_>,
 ) -> Vec<String> {
-    // Events with the same explanation share one note: a TMA group without a PMU would
-    // otherwise repeat it dozens of times.
-    let mut events: Vec<(String, Vec<String>)> = Vec::new();
-    for row in plan.rows.iter().filter(|r| r.show || !r.metrics.is_empty()) {
-        let why = match (&row.source, shown(row, sample)) {
-            (Source::Missing(reason), _) => format!("<not supported>: {reason}"),
-            (Source::Counter(spec), Shown::NotSupported) => match counters.failure(*spec) {
-                Some(failure) => {
-                    let cpu = failure.cpu.map(|c| format!(" (on CPU {c})")).unwrap_or_default();
-                    format!("<not supported>{cpu}: {}", env.explain(failure.errno, &plan.events[*spec]))
-                }
-                None => continue,
-            },
-            (Source::Counter(_), Shown::NotCounted) => {
-                "<not counted>: it never ran on a counter (the workload may have ended before it started)"
-                    .to_string()
-            }
-            _ => continue,
+    let results = plan.evaluate(&mut printer.evaluators, sample);
+    let mut notes = plan.notes(&results, sample, |spec| {
+        counters.failure(spec).map(|failure| {
+            let cpu = failure.cpu.map(|c| format!(" (on CPU {c})")).unwrap_or_default();
+            format!("{cpu}: {}", env.explain(failure.errno, &plan.events[spec]))
+        })
+    });
+    for split in counters.splits() {
+        let names: Vec<&str> = split.events.iter().map(|&e| plan.specs[e].name.as_str()).collect();
+        let kept = if split.kept.is_empty() {
+            String::new()
+        } else {
+            let kept: Vec<&str> = split.kept.iter().map(|&e| plan.specs[e].name.as_str()).collect();
+            format!("; {} stayed together behind their `slots` leader", kept.join(", "))
         };
-        match events.iter_mut().find(|(w, _)| *w == why) {
-            Some((_, names)) => names.push(row.name.clone()),
-            None => events.push((why, vec![row.name.clone()])),
-        }
-    }
-    let mut notes: Vec<String> =
-        events.into_iter().map(|(why, names)| format!("{}: {why}", names.join(", "))).collect();
-    let results = evaluate(plan, sample);
-    for (t, table_results) in results.iter().enumerate() {
-        let model = plan.tables[t].model;
-        for result in table_results {
-            let name = model.str(model.metrics[result.metric].name);
-            if let Some(fail) = result.failure {
-                notes.push(format!("{name}: no value: {fail}"));
-            } else if result.value.is_nan() && !result.missing.is_empty() {
-                let names: Vec<String> = result
-                    .missing
-                    .iter()
-                    .map(|&slot| {
-                        plan.tables[t].slot_rows[slot as usize].map_or_else(
-                            || id_name(model, &model.ids[slot as usize]),
-                            |r| plan.rows[r].name.clone(),
-                        )
-                    })
-                    .collect();
-                notes.push(format!(
-                    "{name}: nan: needs {} which could not be counted",
-                    names.join(", ")
-                ));
-            }
-        }
+        notes.push(format!(
+            "the kernel refused the group {{{}}} ({}), so its events were counted alone and their metrics multiplexed{kept}",
+            names.join(","),
+            split.errno
+        ));
     }
     notes
 }
@@ -919,21 +441,53 @@ pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
     {
         bail!("-I {ms}: the interval must be at least 10 ms");
     }
+    match &args.pmu_sim {
+        Some(name) => crate::sim::run_simulated(args, name),
+        None => {
+            let sysfs = Sysfs::system();
+            run_on(args, Kernel, &sysfs, Path::new("/proc"), None)
+        }
+    }
+}
+
+/// Runs `tmetric stat` with `sys` on the machine `sysfs` and `proc_root` describe;
+/// `simulated` names the simulated PMU, printed with every output.
+pub(crate) fn run_on<S: Syscalls>(
+    args: &StatArgs,
+    sys: S,
+    sysfs: &Sysfs,
+    proc_root: &Path,
+    simulated: Option<&str>,
+) -> anyhow::Result<i32> {
     let layout = match (&args.separator, args.json) {
         (Some(sep), _) => Layout::Csv(sep.clone()),
         (None, true) => Layout::Json,
         (None, false) => Layout::Std,
     };
-    let sysfs = Sysfs::system();
-    let env = Environment::probe(&sysfs, Path::new("/proc"));
-    let mut plan = build(args, &sysfs, &env)?;
+    let env = Environment::probe(sysfs, proc_root);
+    let model = if args.metrics.is_empty() {
+        None
+    } else {
+        host_model(args.model.as_deref(), sysfs, proc_root).ok()
+    };
+    let pmus = PmuModel::probe(sysfs, proc_root, model);
+    let machine = Machine { sysfs, proc_root, env: &env, pmus: &pmus };
+    let plan = build(args, &machine)?;
+    if let Some(name) = simulated {
+        eprintln!(
+            "tmetric: simulated PMU `{name}`: every count below comes from a simulator, not hardware"
+        );
+    }
+    for warning in &plan.warnings {
+        eprintln!("tmetric: warning: {warning}");
+    }
     let out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(BufWriter::new(
             File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
         )),
         None => Box::new(io::stderr()),
     };
-    let mut printer = Printer { out, layout: layout.clone() };
+    let mut printer = Printer { out, layout: layout.clone(), evaluators: Evaluators::default() };
 
     let mut workload = if args.command.is_empty() {
         None
@@ -945,11 +499,12 @@ pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
     } else {
         Target::Task { pid: workload.as_ref().map_or(0, Workload::pid), on_exec: true }
     };
-    let mut counters = Counters::open(Kernel, plan.specs.clone(), &plan.groups, target.clone())?;
+    let mut counters =
+        Counters::open_with(sys, plan.specs.clone(), &plan.groups, &plan.sticky, target.clone())?;
     let options =
         RunOptions { interval: args.interval.map(Duration::from_millis), catch_signals: true };
     let report = {
-        let plan = &mut plan;
+        let plan = &plan;
         let printer = &mut printer;
         tmetric_runtime::run(&mut counters, &target, workload.as_mut(), &options, |tick| {
             if layout == Layout::Std && (tick.number - 1) % 25 == 0 {
@@ -967,9 +522,13 @@ pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
         if layout == Layout::Std {
             let what =
                 if args.all_cpus { "system wide".to_string() } else { command_text(&args.command) };
+            let what = match simulated {
+                Some(name) => format!("{what}' on simulated PMU '{name}"),
+                None => what,
+            };
             writeln!(printer.out, "\n Performance counter stats for '{what}':\n")?;
         }
-        printer.rows(&mut plan, &sample, None)?;
+        printer.rows(&plan, &sample, None)?;
         if layout == Layout::Std {
             writeln!(
                 printer.out,
@@ -983,7 +542,7 @@ pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
             writeln!(printer.out)?;
         }
     }
-    let notes = notes(&mut plan, &counters, &env, &sample);
+    let notes = notes(&plan, &mut printer, &counters, &env, &sample);
     if !notes.is_empty() {
         if layout == Layout::Std {
             writeln!(printer.out, " Notes:")?;
@@ -1027,8 +586,8 @@ mod tests {
     #[test]
     fn tsc_frequency_from_the_model_name() {
         let text = "model name\t: Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz\n";
-        assert_eq!(tsc_from_model_name(text), 2.1e9);
-        assert!(tsc_from_model_name("model name\t: AMD EPYC\n").is_nan());
+        assert_eq!(engine::plan::tsc_from_model_name(text), 2.1e9);
+        assert!(engine::plan::tsc_from_model_name("model name\t: AMD EPYC\n").is_nan());
     }
 
     #[test]

@@ -265,6 +265,18 @@ pub struct Counters<S: Syscalls> {
     groups: Vec<CpuGroup>,
     target: Target,
     broken_groups: usize,
+    splits: Vec<Split>,
+}
+
+/// A group the kernel refused as a whole and that was reopened in parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Split {
+    /// The group's events, leader first.
+    pub events: Vec<usize>,
+    /// The errno of the refusal.
+    pub errno: Errno,
+    /// Events kept together (the topdown events behind their `slots` leader).
+    pub kept: Vec<usize>,
 }
 
 impl<S: Syscalls> Counters<S> {
@@ -277,6 +289,21 @@ impl<S: Syscalls> Counters<S> {
         sys: S,
         specs: Vec<CounterSpec>,
         groups: &[Vec<usize>],
+        target: Target,
+    ) -> Result<Counters<S>, CounterError> {
+        let sticky = vec![false; specs.len()];
+        Counters::open_with(sys, specs, groups, &sticky, target)
+    }
+
+    /// [`Counters::open`], where a group the kernel refuses (EINVAL, EBADF or ENOSPC on a
+    /// member) is split so that the `sticky` events stay together: topdown metric events
+    /// cannot be counted without their `slots` leader, so splitting them off would lose them.
+    /// [`Counters::splits`] says what was split and why.
+    pub fn open_with(
+        sys: S,
+        specs: Vec<CounterSpec>,
+        groups: &[Vec<usize>],
+        sticky: &[bool],
         target: Target,
     ) -> Result<Counters<S>, CounterError> {
         let mut seen = vec![false; specs.len()];
@@ -303,13 +330,23 @@ impl<S: Syscalls> Counters<S> {
             groups: Vec::new(),
             target,
             broken_groups: 0,
+            splits: Vec::new(),
         };
         for group in &all_groups {
-            if !counters.open_group(group, true) {
+            if let Err(errno) = counters.open_group(group, true) {
                 counters.broken_groups += 1;
-                for &event in group {
-                    counters.open_group(&[event], false);
+                let kept: Vec<usize> =
+                    group.iter().copied().filter(|&e| sticky.get(e) == Some(&true)).collect();
+                if kept.len() > 1 {
+                    counters.open_group(&kept, false).ok();
                 }
+                for &event in group {
+                    if kept.len() <= 1 || !kept.contains(&event) {
+                        counters.open_group(&[event], false).ok();
+                    }
+                }
+                let kept = if kept.len() > 1 { kept } else { Vec::new() };
+                counters.splits.push(Split { events: group.clone(), errno, kept });
             }
         }
         Ok(counters)
@@ -337,9 +374,9 @@ impl<S: Syscalls> Counters<S> {
         attr
     }
 
-    /// Opens one group on every CPU. Returns false, with nothing left open, when `weak` and
-    /// the kernel rejected a sibling with EINVAL.
-    fn open_group(&mut self, events: &[usize], weak: bool) -> bool {
+    /// Opens one group on every CPU. Returns the errno, with nothing left open, when `weak`
+    /// and the kernel rejected a sibling as not fitting the group (EINVAL, EBADF, ENOSPC).
+    fn open_group(&mut self, events: &[usize], weak: bool) -> Result<(), Errno> {
         let pid = match self.target {
             Target::Task { pid, .. } => pid,
             Target::Cpus(_) => -1,
@@ -375,10 +412,12 @@ impl<S: Syscalls> Counters<S> {
                         }
                     }
                     Err(errno) => {
-                        if weak && group.is_some() && errno.0 == libc::EINVAL {
+                        let group_refusal =
+                            matches!(errno.0, libc::EINVAL | libc::EBADF | libc::ENOSPC);
+                        if weak && group.is_some() && group_refusal {
                             opened.extend(group.take());
                             self.close_groups(&opened);
-                            return false;
+                            return Err(errno);
                         }
                         let cpu = (cpu >= 0).then_some(cpu as u32);
                         failures.push((event, OpenFailure { errno, cpu }));
@@ -391,7 +430,7 @@ impl<S: Syscalls> Counters<S> {
             self.failures[event] = Some(failure);
         }
         self.groups.extend(opened);
-        true
+        Ok(())
     }
 
     fn close_groups(&mut self, groups: &[CpuGroup]) {
@@ -426,6 +465,11 @@ impl<S: Syscalls> Counters<S> {
     /// How many groups the kernel rejected as a whole and were reopened as single events.
     pub fn broken_groups(&self) -> usize {
         self.broken_groups
+    }
+
+    /// The groups the kernel refused and how they were reopened.
+    pub fn splits(&self) -> &[Split] {
+        &self.splits
     }
 
     /// The system-call backend.

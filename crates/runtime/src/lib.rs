@@ -29,7 +29,9 @@ pub mod sys;
 pub mod sysfs;
 pub mod workload;
 
-pub use counter::{Aggregate, CounterSpec, Counters, OpenFailure, RawCount, Snapshot, Target};
+pub use counter::{
+    Aggregate, CounterSpec, Counters, OpenFailure, RawCount, Snapshot, Split, Target,
+};
 pub use event::{CounterEvent, Environment, EventError, EventKind, Resolved, Tool};
 pub use fake::{FakeSyscalls, Reading};
 pub use run::{RunError, RunOptions, RunReport, Tick, run};

@@ -323,7 +323,10 @@ impl Sysfs {
             }
         }
         formats.sort_by(|a, b| a.name.cmp(&b.name));
-        let cpumask_path = dir.join("cpumask");
+        // Uncore PMUs name the CPUs to open on in `cpumask`; hybrid core PMUs name the CPUs
+        // of their core type in `cpus`, and an event opened elsewhere gets ENOENT.
+        let cpumask_path =
+            if dir.join("cpumask").exists() { dir.join("cpumask") } else { dir.join("cpus") };
         let cpumask = match fs::read_to_string(&cpumask_path) {
             Ok(text) => Some(parse_cpu_list(&text).ok_or_else(|| SysfsError::Parse {
                 path: cpumask_path,

@@ -1,0 +1,265 @@
+//! `tmetric plan`: how a metric selection would be counted on a machine, without counting:
+//! the groups per PMU with their counters, per metric whether its events count together,
+//! spread over rotating groups, or cannot be counted and why, and the time slices next to
+//! perf 6.12's strategy and a lower bound.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use tmetric_catalog::Model;
+use tmetric_engine::plan::{OfflinePlan, plan_offline};
+use tmetric_engine::schedule::{Placement, Request, Schedule, Slot};
+use tmetric_engine::{MachineFacts, Pick, PlanOptions, PmuModel, Strategy};
+use tmetric_runtime::Sysfs;
+
+use crate::models;
+use crate::stat::host_model;
+
+/// `tmetric plan` flags.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  tmetric plan -M TopdownL1 --model sapphirerapids\n  \
+    tmetric plan -M tma_backend_bound_group --model icelake --nmi-watchdog off --json\n  \
+    tmetric plan -M PipelineL1 --cpuid AuthenticAMD-25-17-0")]
+pub(crate) struct PlanArgs {
+    /// Metrics or metric groups, comma-separated.
+    #[arg(
+        short = 'M',
+        long = "metrics",
+        value_name = "METRICS",
+        value_delimiter = ',',
+        required = true
+    )]
+    metrics: Vec<String>,
+    /// Plan for this catalogue model, without its machine.
+    #[arg(long, value_name = "MODEL", conflicts_with_all = ["cpuid", "sysfs"])]
+    model: Option<String>,
+    /// Plan for the model this cpuid string maps to.
+    #[arg(long, value_name = "CPUID", conflicts_with = "sysfs")]
+    cpuid: Option<String>,
+    /// Plan for the machine this sysfs tree describes (its `bus/event_source/devices`).
+    #[arg(long, value_name = "DIR")]
+    sysfs: Option<PathBuf>,
+    /// The procfs root that goes with --sysfs (cpuinfo, nmi_watchdog).
+    #[arg(long, value_name = "DIR", requires = "sysfs")]
+    proc: Option<PathBuf>,
+    /// SMT state to assume without a machine.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = on_off, action = clap::ArgAction::Set)]
+    smt: bool,
+    /// NMI watchdog state to assume without a machine (it holds one counter).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = on_off, action = clap::ArgAction::Set)]
+    nmi_watchdog: bool,
+    /// Do not count threshold events.
+    #[arg(long)]
+    metric_no_threshold: bool,
+    /// Do not require a metric's events to share a group.
+    #[arg(long)]
+    metric_no_group: bool,
+    /// Do not share groups between metrics.
+    #[arg(long)]
+    metric_no_merge: bool,
+    /// Plan with perf 6.12's strategy instead of tmetric's.
+    #[arg(long)]
+    perf_strategy: bool,
+    /// One JSON document.
+    #[arg(long)]
+    json: bool,
+}
+
+fn on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" | "1" | "yes" => Ok(true),
+        "off" | "0" | "no" => Ok(false),
+        other => Err(format!("`{other}` is not on or off")),
+    }
+}
+
+fn picks_for(model: &'static Model, items: &[String]) -> anyhow::Result<Vec<Pick>> {
+    let mut picks: Vec<Pick> = Vec::new();
+    for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+        let found = model.select(item);
+        if found.is_empty() {
+            let names = model.metrics.iter().flat_map(|x| {
+                std::iter::once(model.str(x.name).to_string()).chain(
+                    model.str(x.groups).split(';').filter(|g| !g.is_empty()).map(String::from),
+                )
+            });
+            let close = models::closest(item, names, 5);
+            let hint = if close.is_empty() {
+                format!("`tmetric list metrics --model {}` lists them", model.path())
+            } else {
+                format!("did you mean {}?", models::join_code(&close))
+            };
+            bail!("cannot find metric or group `{item}` in {}; {hint}", model.path());
+        }
+        for metric in found {
+            if !picks.iter().any(|p| p.metric == metric) {
+                picks.push(Pick { model, metric, item: item.to_string() });
+            }
+        }
+    }
+    Ok(picks)
+}
+
+/// Runs `tmetric plan`.
+pub(crate) fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let options = PlanOptions {
+        thresholds: !args.metric_no_threshold,
+        no_group: args.metric_no_group,
+        no_merge: args.metric_no_merge,
+        strategy: if args.perf_strategy { Strategy::Perf } else { Strategy::Tmetric },
+        system_wide: true,
+    };
+    let (model, pmus, machine_text) = match (&args.model, &args.cpuid, &args.sysfs) {
+        (Some(name), _, _) => {
+            let model = models::find_model(name)?;
+            let facts = MachineFacts { nmi_watchdog: args.nmi_watchdog, smt_on: args.smt };
+            (
+                model,
+                PmuModel::for_model(model, facts),
+                format!("{} (no machine: assumed)", model.path()),
+            )
+        }
+        (None, Some(cpuid), _) => {
+            let model = tmetric_catalog::model_for_cpuid(cpuid)
+                .with_context(|| format!("no model of the catalogue matches cpuid `{cpuid}`"))?;
+            let facts = MachineFacts { nmi_watchdog: args.nmi_watchdog, smt_on: args.smt };
+            (model, PmuModel::for_model(model, facts), format!("{} (cpuid {cpuid})", model.path()))
+        }
+        (None, None, sysfs_dir) => {
+            let sysfs = sysfs_dir.as_ref().map_or_else(Sysfs::system, Sysfs::new);
+            let default_proc = PathBuf::from("/proc");
+            let proc_root = args.proc.as_ref().unwrap_or(&default_proc);
+            let model = host_model(None, &sysfs, proc_root)?;
+            let pmus = PmuModel::probe(&sysfs, proc_root, Some(model));
+            let where_ =
+                sysfs_dir.as_ref().map_or("this machine".to_string(), |d| d.display().to_string());
+            (model, pmus, format!("{} ({where_})", model.path()))
+        }
+    };
+    let picks = picks_for(model, &args.metrics)?;
+    let plan = plan_offline(&picks, &pmus, &options);
+    if args.json {
+        let doc = serde_json::json!({
+            "model": model.path(),
+            "machine": machine_text,
+            "pmus": plan.pmus,
+            "events": plan.request.events,
+            "metrics": plan.request.metrics,
+            "ungrouped_why": plan.ungrouped_why,
+            "schedule": plan.tmetric,
+            "perf_schedule": plan.perf,
+            "slices": { "tmetric": plan.tmetric.slices(), "perf": plan.perf.slices(), "lower_bound": plan.lower(), "together_lower_bound": plan.together_bound.iter().max() },
+            "metrics_together": { "tmetric": plan.together().0, "perf": plan.together().1 },
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(());
+    }
+    print_text(out, &plan, &machine_text, &args.metrics)?;
+    Ok(())
+}
+
+fn slot_text(slot: Slot) -> String {
+    match slot {
+        Slot::General(n) => format!("gp{n}"),
+        Slot::Fixed(n) => format!("fixed{n}"),
+        Slot::Cycle => "cycle".into(),
+        Slot::Metric => "metric".into(),
+        Slot::None => "-".into(),
+    }
+}
+
+fn print_text(
+    out: &mut dyn Write,
+    plan: &OfflinePlan,
+    machine: &str,
+    items: &[String],
+) -> std::io::Result<()> {
+    let request: &Request = &plan.request;
+    let pmus = &plan.pmus;
+    writeln!(out, "# plan for -M {} on {machine}", items.join(","))?;
+    for pmu in &pmus.pmus {
+        let mut line = format!(
+            "# PMU {}: {} general + {} fixed counters ({})",
+            pmu.name, pmu.general, pmu.fixed, pmu.source
+        );
+        if pmu.metric_events > 0 {
+            line.push_str(&format!(", {} topdown metric events", pmu.metric_events));
+        }
+        if pmu.cycle_counter {
+            line.push_str(", cycle counter");
+        }
+        writeln!(out, "{line}")?;
+        for adjustment in &pmu.adjustments {
+            writeln!(out, "#   {adjustment}")?;
+        }
+    }
+    writeln!(out)?;
+    print_schedule(out, request, pmus, &plan.tmetric)?;
+    writeln!(out)?;
+    writeln!(out, "metrics:")?;
+    let width = request.metrics.iter().map(|m| m.name.len()).max().unwrap_or(0);
+    for (i, metric) in request.metrics.iter().enumerate() {
+        let text = match &plan.tmetric.placements[i] {
+            Placement::Together { groups } => {
+                let g: Vec<String> = groups.iter().map(|g| (g + 1).to_string()).collect();
+                format!("together in group {}", g.join(" + "))
+            }
+            Placement::Spread { groups, why } => {
+                let g: Vec<String> = groups.iter().map(|g| (g + 1).to_string()).collect();
+                format!("multiplexed: spread over rotating groups {} ({why})", g.join(", "))
+            }
+            Placement::NoCounters => "no hardware counters needed".into(),
+            Placement::Impossible { why } => format!("impossible here: {why}"),
+        };
+        let why = plan.ungrouped_why[i]
+            .as_ref()
+            .map(|w| format!(" [not grouped: {w}]"))
+            .unwrap_or_default();
+        writeln!(out, "  {:<width$}  {text}{why}", metric.name)?;
+    }
+    writeln!(out)?;
+    let (ours, perfs) = plan.together();
+    writeln!(
+        out,
+        "metrics counted together: tmetric {ours} of {}, perf 6.12 {perfs}",
+        request.metrics.len()
+    )?;
+    writeln!(
+        out,
+        "time slices: tmetric {}, perf 6.12 {}, lower bound {} (keeping each metric whole: {})",
+        plan.tmetric.slices(),
+        plan.perf.slices(),
+        plan.lower(),
+        plan.together_bound.iter().max().copied().unwrap_or(0)
+    )?;
+    Ok(())
+}
+
+fn print_schedule(
+    out: &mut dyn Write,
+    request: &Request,
+    pmus: &PmuModel,
+    schedule: &Schedule,
+) -> std::io::Result<()> {
+    for (g, group) in schedule.groups.iter().enumerate() {
+        let pmu =
+            group.pmu.map_or("software (no counters)".to_string(), |p| pmus.pmus[p].name.clone());
+        let members: Vec<String> = group
+            .events
+            .iter()
+            .zip(&group.slots)
+            .map(|(&e, &s)| match group.pmu {
+                Some(_) => format!("{} [{}]", request.events[e].name, slot_text(s)),
+                None => request.events[e].name.clone(),
+            })
+            .collect();
+        writeln!(out, "group {} on {pmu}: {}", g + 1, members.join(", "))?;
+    }
+    if !schedule.singles.is_empty() {
+        let names: Vec<&str> =
+            schedule.singles.iter().map(|&e| request.events[e].name.as_str()).collect();
+        writeln!(out, "alone: {}", names.join(", "))?;
+    }
+    Ok(())
+}

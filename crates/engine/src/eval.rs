@@ -1,0 +1,259 @@
+//! Evaluation of a plan over counts: each root metric from its own group's counts, with the
+//! reason for every value that is missing, uncounted or computed around a missing input.
+
+use std::time::Duration;
+
+use tmetric_catalog::{Evaluator, Model};
+use tmetric_model::sem::Fail;
+use tmetric_runtime::{Snapshot, Tool};
+
+use crate::plan::{Plan, Row, Source};
+
+/// The inputs of one evaluation: counts, the span they cover, the workload's rusage.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample<'a> {
+    /// Counter readings (per spec).
+    pub counts: &'a Snapshot,
+    /// Seconds covered (`duration_time`).
+    pub seconds: f64,
+    /// The workload's user and system time, when it ended.
+    pub rusage: Option<(Duration, Duration)>,
+}
+
+/// A row's printed state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Shown {
+    /// It could not be opened.
+    NotSupported,
+    /// It never ran on a counter.
+    NotCounted,
+    /// A value, with the enabled and running times.
+    Value {
+        /// The printed count (row scale applied).
+        count: f64,
+        /// ns on a counter.
+        running: u64,
+        /// ns enabled.
+        enabled: u64,
+    },
+}
+
+/// A row's printed state in `sample`.
+pub fn shown(plan: &Plan, row: &Row, sample: &Sample<'_>) -> Shown {
+    match &row.source {
+        Source::Counter(spec) => match sample.counts.aggregate(*spec) {
+            None => Shown::NotSupported,
+            Some(a) if !a.counted() => Shown::NotCounted,
+            Some(a) => Shown::Value {
+                count: a.value as f64 * row.scale,
+                running: a.running,
+                enabled: a.enabled,
+            },
+        },
+        Source::Tool(tool) => match tool_seconds(*tool, sample) {
+            Some(s) => {
+                let ns = (s * 1e9).round();
+                Shown::Value { count: ns, running: ns as u64, enabled: ns as u64 }
+            }
+            None => Shown::NotCounted,
+        },
+        Source::RetireLatency => {
+            let v = plan.retire_latency_of(&row.name);
+            Shown::Value { count: v, running: 1, enabled: 1 }
+        }
+        Source::Missing(_) => Shown::NotSupported,
+    }
+}
+
+fn tool_seconds(tool: Tool, sample: &Sample<'_>) -> Option<f64> {
+    match tool {
+        Tool::DurationTime => Some(sample.seconds),
+        Tool::UserTime => sample.rusage.map(|r| r.0.as_secs_f64()),
+        Tool::SystemTime => sample.rusage.map(|r| r.1.as_secs_f64()),
+    }
+}
+
+/// The value a metric expression sees for a row: raw counts (spec E11), seconds for tools,
+/// 0 for a counter that never ran and NaN for one that could not be counted (spec C6).
+pub fn input_value(plan: &Plan, row: &Row, sample: &Sample<'_>) -> f64 {
+    match &row.source {
+        Source::Counter(spec) => match sample.counts.aggregate(*spec) {
+            None => f64::NAN,
+            Some(a) if !a.counted() => 0.0,
+            Some(a) => a.value as f64,
+        },
+        Source::Tool(tool) => tool_seconds(*tool, sample).unwrap_or(f64::NAN),
+        Source::RetireLatency => plan.retire_latency_of(&row.name),
+        Source::Missing(_) => f64::NAN,
+    }
+}
+
+/// One root's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RootResult {
+    /// The expression's value before `ScaleUnit` (NaN when an input is missing).
+    pub value: f64,
+    /// Why there is no value at all.
+    pub failure: Option<Fail>,
+    /// Rows of needed inputs that could not be counted (NaN).
+    pub missing: Vec<usize>,
+    /// Rows of needed inputs that never ran (read as 0).
+    pub not_counted: Vec<usize>,
+    /// perf's colour rule: crossed (`Some(true)`), not crossed, or no threshold.
+    pub threshold: Option<bool>,
+}
+
+impl RootResult {
+    /// The value as printed: scaled by the metric's `ScaleUnit`.
+    pub fn scaled(&self, model: &Model, metric: usize) -> f64 {
+        self.value * model.metrics[metric].scale
+    }
+
+    /// Whether a printed number would hide a problem: some input was not counted.
+    pub fn is_partial(&self) -> bool {
+        !self.missing.is_empty() || !self.not_counted.is_empty()
+    }
+}
+
+/// Reusable evaluators, one per model of a plan.
+#[derive(Debug, Default)]
+pub struct Evaluators {
+    models: Vec<&'static Model>,
+    evaluators: Vec<Evaluator>,
+}
+
+impl Evaluators {
+    fn get(&mut self, model: &'static Model, plan: &Plan) -> &mut Evaluator {
+        let i = match self.models.iter().position(|m| std::ptr::eq(*m, model)) {
+            Some(i) => i,
+            None => {
+                let mut e = Evaluator::new(model);
+                e.literals = plan.literals;
+                self.models.push(model);
+                self.evaluators.push(e);
+                self.models.len() - 1
+            }
+        };
+        &mut self.evaluators[i]
+    }
+}
+
+impl Plan {
+    /// The retire latency used for `:R` event `name` (0 when unknown, as perf 6.12 does).
+    pub fn retire_latency_of(&self, name: &str) -> f64 {
+        self.retire_latency.iter().find(|(n, _)| n == name).map_or(0.0, |(_, v)| *v)
+    }
+
+    /// Evaluates every root over `sample`, each from its own inputs.
+    pub fn evaluate(&self, evaluators: &mut Evaluators, sample: &Sample<'_>) -> Vec<RootResult> {
+        let inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, sample)).collect();
+        let states: Vec<Option<Shown>> = self
+            .rows
+            .iter()
+            .map(|r| matches!(r.source, Source::Counter(_)).then(|| shown(self, r, sample)))
+            .collect();
+        self.roots
+            .iter()
+            .map(|root| {
+                let model = root.model;
+                let evaluator = evaluators.get(model, self);
+                for (slot, row) in root.slot_rows.iter().enumerate() {
+                    evaluator.values[slot] = row.map_or(f64::NAN, |r| inputs[r]);
+                }
+                let result = evaluator.evaluate(model, &[root.metric]).remove(0);
+                let mut missing = Vec::new();
+                let mut not_counted = Vec::new();
+                for row in root.slot_rows.iter().flatten() {
+                    if inputs[*row].is_nan() && !missing.contains(row) {
+                        missing.push(*row);
+                    } else if states[*row] == Some(Shown::NotCounted) && !not_counted.contains(row)
+                    {
+                        not_counted.push(*row);
+                    }
+                }
+                // Only inputs the value (not just the threshold) needs explain the value.
+                let needed = &result.missing;
+                missing.retain(|&r| {
+                    root.slot_rows
+                        .iter()
+                        .enumerate()
+                        .any(|(slot, x)| *x == Some(r) && needed.contains(&(slot as u16)))
+                        || result.value.is_nan()
+                });
+                RootResult {
+                    value: result.value,
+                    failure: result.failure,
+                    missing,
+                    not_counted,
+                    threshold: result.threshold,
+                }
+            })
+            .collect()
+    }
+
+    /// Why rows print `<not supported>`/`<not counted>` and why metrics print `nan` or a number
+    /// computed without some input. `failure(spec)` explains a counter the kernel refused.
+    pub fn notes(
+        &self,
+        results: &[RootResult],
+        sample: &Sample<'_>,
+        failure: impl Fn(usize) -> Option<String>,
+    ) -> Vec<String> {
+        // Events with the same explanation share one note: a TMA group without a PMU would
+        // otherwise repeat it dozens of times.
+        let mut events: Vec<(String, Vec<String>)> = Vec::new();
+        for row in self.rows.iter().filter(|r| r.show || !r.roots.is_empty()) {
+            let why = match (&row.source, shown(self, row, sample)) {
+                (Source::Missing(reason), _) => format!("<not supported>: {reason}"),
+                (Source::Counter(spec), Shown::NotSupported) => match failure(*spec) {
+                    Some(why) => format!("<not supported>{why}"),
+                    None => continue,
+                },
+                (Source::Counter(_), Shown::NotCounted) => {
+                    "<not counted>: it never ran on a counter (the workload may have ended before it started, or its group never fit)".to_string()
+                }
+                _ => continue,
+            };
+            match events.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, names)) => {
+                    if !names.contains(&row.name) {
+                        names.push(row.name.clone());
+                    }
+                }
+                None => events.push((why, vec![row.name.clone()])),
+            }
+        }
+        let mut notes: Vec<String> =
+            events.into_iter().map(|(why, names)| format!("{}: {why}", names.join(", "))).collect();
+        for (root, result) in self.roots.iter().zip(results) {
+            let model = root.model;
+            let name = model.str(model.metrics[root.metric].name);
+            let names = |rows: &[usize]| -> String {
+                let mut v: Vec<String> = rows.iter().map(|&r| self.rows[r].name.clone()).collect();
+                v.dedup();
+                v.join(", ")
+            };
+            if let Some(fail) = result.failure {
+                notes.push(format!("{name}: no value: {fail}"));
+            } else if !result.missing.is_empty() {
+                if result.value.is_nan() {
+                    notes.push(format!(
+                        "{name}: nan: needs {} which could not be counted",
+                        names(&result.missing)
+                    ));
+                } else {
+                    notes.push(format!(
+                        "{name}: computed without {}, which could not be counted (perf's rules read it as NaN and min/max/if then drop it): treat the value with care",
+                        names(&result.missing)
+                    ));
+                }
+            } else if !result.not_counted.is_empty() {
+                notes.push(format!(
+                    "{name}: {} never ran on a counter and read as 0, so the value is not measured",
+                    names(&result.not_counted)
+                ));
+            }
+        }
+        notes
+    }
+}

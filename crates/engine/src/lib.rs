@@ -1,0 +1,38 @@
+//! tmetric's engine: between the compiled catalogue and its front ends (`tmetric stat`,
+//! `plan`, `eval`, the region API, exporters). It selects metrics, computes literals, models
+//! the machine's PMUs, schedules events into groups, opens them through the runtime, reads,
+//! scales and evaluates, and explains every value it cannot give.
+//!
+//! * [`pmu`]: counters per PMU and the kernel's placement rules.
+//! * [`schedule`]: the counter-aware scheduler, perf's strategy as a baseline, a lower bound.
+//! * [`plan`]: metric inputs resolved on a machine, groups as runtime counter specs.
+//! * [`eval`]: evaluation of a plan over counts, with the reason for every missing value.
+#![warn(missing_docs)]
+
+pub mod eval;
+pub mod plan;
+pub mod pmu;
+pub mod schedule;
+
+pub use eval::{Evaluators, RootResult, Sample, Shown};
+pub use plan::{Machine, Pick, Plan, PlanOptions, Resolution, Root, Row, Source};
+pub use pmu::{Demand, MachineFacts, Pmu, PmuModel, Vendor};
+pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
+
+/// The default events, in perf's order; also the order software events of a merged group
+/// print in.
+pub const DEFAULT_EVENTS: &[&str] = &[
+    "task-clock",
+    "cpu-clock",
+    "context-switches",
+    "cpu-migrations",
+    "page-faults",
+    "minor-faults",
+    "major-faults",
+    "msr/tsc/",
+];
+
+/// Position of `name` in perf's default order (unknown names last).
+pub fn default_rank(name: &str) -> usize {
+    DEFAULT_EVENTS.iter().position(|d| *d == name).unwrap_or(DEFAULT_EVENTS.len())
+}

@@ -1,0 +1,872 @@
+//! Plans: which inputs a metric selection needs, how each is counted on this machine (a
+//! counter, a tool value, a retire latency, or nothing and why), the scheduler's groups turned
+//! into runtime counter specs, and per-metric input maps that read each metric from its own
+//! group.
+
+use std::path::Path;
+
+use tmetric_catalog::{Constraint, Id, IdKind, Model};
+use tmetric_model::Literal;
+use tmetric_runtime::event::{self, EventError, EventKind, Resolved};
+use tmetric_runtime::{CounterEvent, CounterSpec, Environment, Sysfs, Tool};
+
+use crate::pmu::{self, Demand, PmuModel, Vendor};
+use crate::schedule::{self, Placement, Request, SchedEvent, SchedMetric, Schedule, Strategy};
+
+/// Options of planning, with perf's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Count the events of `MetricThreshold` too (perf's default; off with
+    /// `--metric-no-threshold`).
+    pub thresholds: bool,
+    /// `--metric-no-group`: never require a metric's events to share a group.
+    pub no_group: bool,
+    /// `--metric-no-merge`: each metric gets its own groups, even when that duplicates events.
+    pub no_merge: bool,
+    /// The scheduler's strategy.
+    pub strategy: Strategy,
+    /// Counting system-wide (`-a`): decides `#core_wide`.
+    pub system_wide: bool,
+}
+
+impl Default for PlanOptions {
+    fn default() -> PlanOptions {
+        PlanOptions {
+            thresholds: true,
+            no_group: false,
+            no_merge: false,
+            strategy: Strategy::Tmetric,
+            system_wide: false,
+        }
+    }
+}
+
+/// A root metric: one metric of one model, as selected.
+#[derive(Debug, Clone)]
+pub struct Pick {
+    /// The model.
+    pub model: &'static Model,
+    /// Index into its metrics.
+    pub metric: usize,
+    /// The `-M` item that selected it (for `MetricgroupNoGroup`).
+    pub item: String,
+}
+
+/// How one metric input is obtained.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolution {
+    /// A counter.
+    Counter(CounterEvent),
+    /// A value tmetric computes.
+    Tool(Tool),
+    /// A retire latency (`:R`): sampled, or given by the user, never a counter.
+    RetireLatency,
+    /// Nothing can count it; the reason.
+    Missing(String),
+}
+
+/// Where a row's value comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// A counter: index into [`Plan::specs`].
+    Counter(usize),
+    /// A value tmetric computes.
+    Tool(Tool),
+    /// A retire latency, read from [`Plan::retire_latency`] by event name.
+    RetireLatency,
+    /// Nothing can count it; the reason.
+    Missing(String),
+}
+
+/// What makes two needs the same input.
+#[derive(Debug, Clone, PartialEq)]
+enum Key {
+    Counter(tmetric_runtime::Attr, Option<Vec<u32>>),
+    Tool(Tool),
+    Named(String),
+}
+
+/// One printed line: an input and the metrics printed beside it.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The printed event name.
+    pub name: String,
+    /// Where its value comes from.
+    pub source: Source,
+    /// Unit text (`msec` for clocks, a sysfs `.unit`).
+    pub unit: String,
+    /// The printed count is the raw count times this.
+    pub scale: f64,
+    /// Printed (inputs the user did not ask for, such as tool events, may be hidden).
+    pub show: bool,
+    /// Roots printed on this row.
+    pub roots: Vec<usize>,
+    /// The row this one duplicates (the same event counted again in another group).
+    pub copy_of: Option<usize>,
+    key: Key,
+}
+
+/// A selected metric with its inputs.
+#[derive(Debug, Clone)]
+pub struct Root {
+    /// The model.
+    pub model: &'static Model,
+    /// Index into the model's metrics.
+    pub metric: usize,
+    /// Per input slot of the model: the row that feeds it (only the slots it needs).
+    pub slot_rows: Vec<Option<usize>>,
+    /// Where the scheduler put its events.
+    pub placement: Placement,
+}
+
+/// A plan: rows, counters, groups and roots.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Inputs, in print order.
+    pub rows: Vec<Row>,
+    /// Counters to open.
+    pub specs: Vec<CounterSpec>,
+    /// The events behind the specs.
+    pub events: Vec<CounterEvent>,
+    /// Groups: spec indices, leader first.
+    pub groups: Vec<Vec<usize>>,
+    /// Per spec: it must stay in its group with the `slots` leader if the group is split.
+    pub sticky: Vec<bool>,
+    /// The selected metrics.
+    pub roots: Vec<Root>,
+    /// The scheduler's output for the metrics' hardware events.
+    pub schedule: Option<Schedule>,
+    /// The scheduler's request (for `plan` output).
+    pub request: Request,
+    /// Machine literals.
+    pub literals: [f64; Literal::COUNT],
+    /// Retire latencies in cycles by event name (from sampling or `--retire-latency`); an
+    /// event missing here reads 0, as perf 6.12 does, and is warned about.
+    pub retire_latency: Vec<(String, f64)>,
+    /// Warnings to print once before counting.
+    pub warnings: Vec<String>,
+}
+
+/// The printed name of a model input: perf's `pmu@terms@` spelled `pmu/terms/`.
+pub fn id_name(model: &Model, id: &Id) -> String {
+    model.str(id.text).replace('@', "/")
+}
+
+fn from_event_result(
+    result: Result<Resolved, EventError>,
+    display: &str,
+    env: &Environment,
+) -> Resolution {
+    match result {
+        Ok(Resolved::Counter(mut event)) => {
+            event.name = display.to_string();
+            Resolution::Counter(event)
+        }
+        Ok(Resolved::Tool(tool)) => Resolution::Tool(tool),
+        Err(EventError::NoPmu { pmu, .. }) if pmu::is_core_name(&pmu) => {
+            Resolution::Missing(env.no_hardware_pmu().to_string())
+        }
+        Err(EventError::NoPmu { pmu, .. }) => {
+            Resolution::Missing(format!("this machine has no `{pmu}` PMU"))
+        }
+        Err(err) => Resolution::Missing(err.to_string()),
+    }
+}
+
+/// How input `id` of `model` is counted on the machine `sysfs` describes.
+pub fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> Resolution {
+    let display = id_name(model, id);
+    if id.retire_latency {
+        return Resolution::RetireLatency;
+    }
+    let modifiers = model.str(id.modifiers);
+    let with_terms = |event: &str| {
+        let terms = model.str(id.terms);
+        if terms.is_empty() { event.to_string() } else { format!("{event},{terms}") }
+    };
+    match id.kind {
+        IdKind::Tool(tool) => Resolution::Tool(match tool {
+            tmetric_catalog::Tool::DurationTime => Tool::DurationTime,
+            tmetric_catalog::Tool::UserTime => Tool::UserTime,
+            tmetric_catalog::Tool::SystemTime => Tool::SystemTime,
+        }),
+        IdKind::Kernel => {
+            let event = model.str(id.event);
+            let pmu = model.str(id.pmu);
+            // A hybrid metric's kernel event lives on its own core PMU (`cpu_atom/cycles/`).
+            if (pmu == "cpu_core" || pmu == "cpu_atom") && sysfs.has_pmu(pmu) {
+                let result = event::resolve_on_pmu(pmu, event, modifiers, &display, sysfs);
+                return from_event_result(result.map(Resolved::Counter), &display, env);
+            }
+            let text = if modifiers.is_empty() {
+                event.to_string()
+            } else {
+                format!("{event}:{modifiers}")
+            };
+            from_event_result(event::resolve(&text, sysfs), &display, env)
+        }
+        IdKind::Sysfs => {
+            let pmu = model.str(id.pmu);
+            let terms = with_terms(model.str(id.event));
+            let result = event::resolve_on_pmu(pmu, &terms, modifiers, &display, sysfs);
+            from_event_result(result.map(Resolved::Counter), &display, env)
+        }
+        IdKind::Event(index) => {
+            let json = &model.events[index as usize];
+            let pmu = model.str(json.pmu);
+            let pmu = if pmu::is_core_name(pmu) && !sysfs.has_pmu(pmu) {
+                match sysfs.core_pmu() {
+                    Some(core) => core,
+                    None => return Resolution::Missing(env.no_hardware_pmu().to_string()),
+                }
+            } else {
+                pmu.to_string()
+            };
+            let terms = with_terms(model.str(json.encoding));
+            let result = event::resolve_on_pmu(&pmu, &terms, modifiers, &display, sysfs);
+            from_event_result(result.map(Resolved::Counter), &display, env)
+        }
+        IdKind::Probe => {
+            Resolution::Missing("only an argument of has_event() or strcmp_cpuid_str()".into())
+        }
+    }
+}
+
+/// The counters input `id` may use on `pmus`, and its PMU index; `None` for inputs that take
+/// no hardware counter. `pmu_name` is the PMU the input was resolved to.
+pub fn demand_of(
+    model: &Model,
+    id: &Id,
+    pmu_name: &str,
+    pmus: &PmuModel,
+) -> Option<(usize, Demand)> {
+    let p = pmus.find(pmu_name)?;
+    let pmu = &pmus.pmus[p];
+    let demand = match id.kind {
+        IdKind::Event(index) => {
+            let json = &model.events[index as usize];
+            let encoding = model.str(json.encoding);
+            let terms = model.str(id.terms);
+            let (event, umask) = pmu::event_umask(encoding);
+            let (_, extra_umask) = pmu::event_umask(terms);
+            match (pmu.vendor, pmu.core, event) {
+                (Vendor::Intel, true, Some(ev)) => {
+                    pmu::intel_demand(ev, umask | extra_umask, json.counters)
+                }
+                (Vendor::Arm, true, Some(0x11)) => {
+                    Demand { cycle_counter: true, ..Demand::GENERAL }
+                }
+                (_, _, _) if json.counters.generic != u32::MAX && json.counters.generic != 0 => {
+                    Demand { general: json.counters.generic, ..Demand::GENERAL }
+                }
+                _ => Demand::GENERAL,
+            }
+        }
+        IdKind::Kernel => {
+            let name = model.str(id.event);
+            if event::software_config(name).is_some() {
+                return None;
+            }
+            pmu::named_demand(name, pmu.vendor, pmu.metric_events)?
+        }
+        IdKind::Sysfs => Demand::GENERAL,
+        IdKind::Tool(_) | IdKind::Probe => return None,
+    };
+    Some((p, demand))
+}
+
+/// The input slots root `metric` needs (its threshold's too when `thresholds`), with the
+/// model's literals.
+pub fn needed_slots(
+    model: &Model,
+    metric: usize,
+    literals: &[f64; Literal::COUNT],
+    thresholds: bool,
+) -> Vec<u16> {
+    let probes = vec![0.0; model.ids.len()];
+    let facts = tmetric_catalog::Facts { literals, probes: &probes };
+    let mut slots = model.needed_ids(metric, &facts, false).unwrap_or_default();
+    if thresholds && model.metrics[metric].threshold.is_some() {
+        for s in model.needed_ids(metric, &facts, true).unwrap_or_default() {
+            if !slots.contains(&s) {
+                slots.push(s);
+            }
+        }
+    }
+    slots.sort_unstable();
+    slots
+}
+
+/// Whether a root's events should share a group, and if not why, following perf's
+/// `metric__group_events` (spec C2).
+pub fn grouping(pick: &Pick, options: &PlanOptions, pmus: &PmuModel) -> Result<(), String> {
+    let model = pick.model;
+    let metric = &model.metrics[pick.metric];
+    if options.no_group {
+        return Err("--metric-no-group".into());
+    }
+    if model
+        .str(metric.no_group)
+        .split(';')
+        .any(|g| !g.is_empty() && g.eq_ignore_ascii_case(&pick.item))
+    {
+        return Err(format!("MetricgroupNoGroup of `{}`", pick.item));
+    }
+    match metric.constraint {
+        Constraint::None => Ok(()),
+        Constraint::NoGroupEvents => Err("MetricConstraint NO_GROUP_EVENTS".into()),
+        Constraint::NoGroupEventsNmi if pmus.nmi_watchdog => {
+            Err("MetricConstraint NO_GROUP_EVENTS_NMI with the NMI watchdog on".into())
+        }
+        Constraint::NoGroupEventsSmt if pmus.smt_on => {
+            Err("MetricConstraint NO_GROUP_EVENTS_SMT with SMT on".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether tmetric packs a root's events as a unit even where perf would not group them:
+/// yes unless `--metric-no-group` or `NO_GROUP_EVENTS`, because the other reasons (the NMI
+/// watchdog's counter, SMT's halved counters, perf's own topdown grouping) are modelled by
+/// the scheduler.
+pub fn packs(pick: &Pick, options: &PlanOptions) -> bool {
+    !options.no_group && pick.model.metrics[pick.metric].constraint != Constraint::NoGroupEvents
+}
+
+/// Machine literals for metric expressions, from sysfs and `cpuinfo` under `proc_root`.
+pub fn literals(sysfs: &Sysfs, proc_root: &Path, system_wide: bool) -> [f64; Literal::COUNT] {
+    let mut values = [f64::NAN; Literal::COUNT];
+    if let Ok(t) = sysfs.topology() {
+        values[Literal::NumCpus.index()] = t.num_cpus as f64;
+        values[Literal::NumCpusOnline.index()] = t.online.len() as f64;
+        values[Literal::NumCores.index()] = t.cores as f64;
+        values[Literal::NumDies.index()] = t.dies as f64;
+        values[Literal::NumPackages.index()] = t.packages as f64;
+        values[Literal::SmtOn.index()] = f64::from(u8::from(t.smt_on));
+        // perf's core_wide(): whole cores are counted without SMT, or system-wide.
+        values[Literal::CoreWide.index()] = f64::from(u8::from(!t.smt_on || system_wide));
+    }
+    if let Some(core) = sysfs.core_pmu()
+        && let Ok(text) = std::fs::read_to_string(sysfs.pmu_devices().join(core).join("caps/slots"))
+        && let Some(slots) = tmetric_runtime::sysfs::parse_number(text.trim())
+    {
+        values[Literal::Slots.index()] = slots as f64;
+    }
+    values[Literal::HasPmem.index()] =
+        f64::from(u8::from(sysfs.root().join("firmware/acpi/tables/NFIT").exists()));
+    if let Ok(cpuinfo) = std::fs::read_to_string(proc_root.join("cpuinfo")) {
+        values[Literal::SystemTscFreq.index()] = tsc_from_model_name(&cpuinfo);
+    }
+    values
+}
+
+/// perf's fallback for `#system_tsc_freq` on x86: the `@ 2.10GHz` of the model name.
+pub fn tsc_from_model_name(cpuinfo: &str) -> f64 {
+    let Some(line) = cpuinfo.lines().find(|l| l.starts_with("model name")) else { return f64::NAN };
+    let Some((_, after)) = line.split_once('@') else { return f64::NAN };
+    let text = after.trim();
+    let Some(number) = text.strip_suffix("GHz") else { return f64::NAN };
+    number.trim().parse::<f64>().map_or(f64::NAN, |ghz| ghz * 1e9)
+}
+
+/// The PMU a resolved counter lives on, by sysfs name (`None` for counterless kinds).
+fn counter_pmu(event: &CounterEvent, sysfs: &Sysfs) -> Option<String> {
+    match &event.kind {
+        EventKind::Software | EventKind::Tracepoint => None,
+        EventKind::Hardware => sysfs.core_pmu(),
+        EventKind::Pmu(p) if p == "msr" || p.starts_with("cstate") || p == "power" => None,
+        EventKind::Pmu(p) => Some(p.clone()),
+    }
+}
+
+/// The machine a plan is for.
+#[derive(Debug, Clone, Copy)]
+pub struct Machine<'a> {
+    /// Its sysfs tree.
+    pub sysfs: &'a Sysfs,
+    /// Its procfs root (`/proc`, or a simulated one).
+    pub proc_root: &'a Path,
+    /// Errno explanations.
+    pub env: &'a Environment,
+    /// Its PMUs.
+    pub pmus: &'a PmuModel,
+}
+
+impl Plan {
+    /// An empty plan with these literals.
+    pub fn new(literals: [f64; Literal::COUNT]) -> Plan {
+        Plan {
+            rows: Vec::new(),
+            specs: Vec::new(),
+            events: Vec::new(),
+            groups: Vec::new(),
+            sticky: Vec::new(),
+            roots: Vec::new(),
+            schedule: None,
+            request: Request::default(),
+            literals,
+            retire_latency: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn find(&self, key: &Key) -> Option<usize> {
+        self.rows.iter().position(|r| &r.key == key && r.copy_of.is_none())
+    }
+
+    /// Adds an input row; counters get a spec. Returns the row.
+    pub fn add(&mut self, resolution: Resolution, name: String, show: bool) -> usize {
+        let (source, key, unit, scale) = match resolution {
+            Resolution::Counter(event) => {
+                let key = Key::Counter(event.attr.clone(), event.cpus.clone());
+                let clock = event.kind == EventKind::Software && event.attr.config <= 1;
+                let (unit, scale) = if clock {
+                    ("msec".to_string(), 1e-6)
+                } else {
+                    (event.unit.clone().unwrap_or_default(), event.scale.unwrap_or(1.0))
+                };
+                self.specs.push(CounterSpec::from(&event));
+                self.events.push(event);
+                self.sticky.push(false);
+                (Source::Counter(self.specs.len() - 1), key, unit, scale)
+            }
+            Resolution::Tool(tool) => (Source::Tool(tool), Key::Tool(tool), "ns".to_string(), 1.0),
+            Resolution::RetireLatency => {
+                (Source::RetireLatency, Key::Named(name.clone()), "cycles".to_string(), 1.0)
+            }
+            Resolution::Missing(reason) => {
+                (Source::Missing(reason), Key::Named(name.clone()), String::new(), 1.0)
+            }
+        };
+        self.rows.push(Row {
+            name,
+            source,
+            unit,
+            scale,
+            show,
+            roots: Vec::new(),
+            copy_of: None,
+            key,
+        });
+        self.rows.len() - 1
+    }
+
+    /// A second counter for `row`'s event, for another group.
+    fn duplicate(&mut self, row: usize) -> usize {
+        let Source::Counter(spec) = self.rows[row].source else { return row };
+        self.specs.push(self.specs[spec].clone());
+        self.events.push(self.events[spec].clone());
+        self.sticky.push(false);
+        let mut copy = self.rows[row].clone();
+        copy.source = Source::Counter(self.specs.len() - 1);
+        copy.copy_of = Some(row);
+        copy.roots.clear();
+        self.rows.push(copy);
+        self.rows.len() - 1
+    }
+
+    /// Adds `-e` event lists: user groups are opened as given.
+    pub fn add_event_lists(&mut self, lists: &[String], sysfs: &Sysfs) -> Result<(), EventError> {
+        for list in lists {
+            for group in event::split_list(list)? {
+                let mut specs = Vec::new();
+                for text in group {
+                    let resolution = match event::resolve(&text, sysfs)? {
+                        Resolved::Counter(event) => Resolution::Counter(event),
+                        Resolved::Tool(tool) => Resolution::Tool(tool),
+                    };
+                    let row = self.add(resolution, text.clone(), true);
+                    if let Source::Counter(s) = self.rows[row].source {
+                        specs.push(s);
+                    }
+                }
+                if specs.len() > 1 || list.contains('{') {
+                    self.groups.push(specs);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds metric roots: resolves their inputs on `machine`, schedules their hardware events
+    /// and turns the groups into counter specs.
+    pub fn add_metrics(
+        &mut self,
+        picks: &[Pick],
+        machine: &Machine<'_>,
+        options: &PlanOptions,
+        show_tools: bool,
+    ) {
+        let first_root = self.roots.len();
+        // Resolve every needed input once.
+        let mut root_rows: Vec<Vec<(u16, usize)>> = Vec::new();
+        let mut request = Request::default();
+        let mut sched_of_row: Vec<Option<usize>> = Vec::new();
+        for pick in picks {
+            let model = pick.model;
+            let value_slots = needed_slots(model, pick.metric, &self.literals, false);
+            let slots = needed_slots(model, pick.metric, &self.literals, options.thresholds);
+            let mut rows = Vec::new();
+            for slot in slots {
+                let id = &model.ids[slot as usize];
+                if id.kind == IdKind::Probe {
+                    continue;
+                }
+                let name = id_name(model, id);
+                let resolution = resolve_id(model, id, machine.sysfs, machine.env);
+                let key = match &resolution {
+                    Resolution::Counter(e) => Key::Counter(e.attr.clone(), e.cpus.clone()),
+                    Resolution::Tool(t) => Key::Tool(*t),
+                    Resolution::RetireLatency | Resolution::Missing(_) => Key::Named(name.clone()),
+                };
+                let row = match self.find(&key) {
+                    Some(row) => {
+                        if matches!(self.rows[row].source, Source::Tool(_)) && show_tools {
+                            self.rows[row].show = true;
+                        }
+                        row
+                    }
+                    None => {
+                        let show = show_tools || !matches!(resolution, Resolution::Tool(_));
+                        let pmu_name = match &resolution {
+                            Resolution::Counter(e) => counter_pmu(e, machine.sysfs),
+                            _ => None,
+                        };
+                        let row = self.add(resolution, name.clone(), show);
+                        sched_of_row.resize(self.rows.len(), None);
+                        if let Some(pmu_name) = pmu_name
+                            && let Some((p, demand)) = demand_of(model, id, &pmu_name, machine.pmus)
+                        {
+                            request.events.push(SchedEvent { name, pmu: Some(p), demand });
+                            sched_of_row[row] = Some(request.events.len() - 1);
+                        }
+                        row
+                    }
+                };
+                rows.push((slot, row));
+            }
+            sched_of_row.resize(self.rows.len(), None);
+            let events: Vec<usize> = rows
+                .iter()
+                .filter(|(slot, _)| value_slots.contains(slot))
+                .filter_map(|&(_, r)| sched_of_row[r])
+                .collect();
+            let threshold_events: Vec<usize> = rows
+                .iter()
+                .filter(|(slot, _)| !value_slots.contains(slot))
+                .filter_map(|&(_, r)| sched_of_row[r])
+                .collect();
+            let why = grouping(pick, options, machine.pmus).err();
+            request.metrics.push(SchedMetric {
+                name: model.str(model.metrics[pick.metric].name).to_string(),
+                events,
+                threshold_events,
+                grouped: why.is_none(),
+                pack: packs(pick, options),
+            });
+            root_rows.push(rows);
+        }
+        let schedule = schedule::schedule(&request, machine.pmus, options.strategy);
+        let row_of_sched: Vec<usize> = {
+            let mut v = vec![usize::MAX; request.events.len()];
+            for (r, s) in sched_of_row.iter().enumerate() {
+                if let Some(s) = s {
+                    v[*s] = r;
+                }
+            }
+            v
+        };
+        // Groups become specs: the first group an event is in uses its row, later ones a copy
+        // (as do rows already in a user's `-e` group).
+        let mut used: Vec<bool> = (0..self.rows.len())
+            .map(|r| match self.rows[r].source {
+                Source::Counter(s) => self.groups.iter().any(|g| g.contains(&s)),
+                _ => false,
+            })
+            .collect();
+        let mut group_rows: Vec<Vec<usize>> = Vec::new();
+        for group in &schedule.groups {
+            let Some(_) = group.pmu else {
+                group_rows.push(Vec::new());
+                continue;
+            };
+            let mut rows = Vec::new();
+            for &e in &group.events {
+                let base = row_of_sched[e];
+                let row = if used[base] { self.duplicate(base) } else { base };
+                used[base] = true;
+                used.resize(self.rows.len(), true);
+                rows.push(row);
+            }
+            let specs: Vec<usize> = rows
+                .iter()
+                .filter_map(|&r| match self.rows[r].source {
+                    Source::Counter(s) => Some(s),
+                    _ => None,
+                })
+                .collect();
+            for (&s, &e) in specs.iter().zip(&group.events) {
+                let d = request.events[e].demand;
+                self.sticky[s] = d.slots || d.topdown_metric;
+            }
+            self.groups.push(specs);
+            group_rows.push(rows);
+        }
+        // Counterless inputs of metrics share one group: they take no hardware counter.
+        let soft: Vec<usize> = root_rows
+            .iter()
+            .flatten()
+            .filter_map(|&(_, r)| match self.rows[r].source {
+                Source::Counter(s)
+                    if sched_of_row[r].is_none() && !self.groups.iter().any(|g| g.contains(&s)) =>
+                {
+                    Some(s)
+                }
+                _ => None,
+            })
+            .collect::<std::collections::BTreeSet<usize>>()
+            .into_iter()
+            .collect();
+        if !soft.is_empty() {
+            let mut soft = soft;
+            let names: Vec<String> = self.specs.iter().map(|s| s.name.clone()).collect();
+            soft.sort_by_key(|&s| (crate::default_rank(&names[s]), s));
+            self.groups.push(soft);
+        }
+        // Roots: each reads its inputs from its own group.
+        for (i, pick) in picks.iter().enumerate() {
+            let model = pick.model;
+            let placement = schedule.placements[i].clone();
+            let mut slot_rows = vec![None; model.ids.len()];
+            let own: Vec<usize> = match &placement {
+                Placement::Together { groups } => {
+                    groups.iter().flat_map(|&g| group_rows[g].clone()).collect()
+                }
+                _ => Vec::new(),
+            };
+            for &(slot, row) in &root_rows[i] {
+                let mine =
+                    own.iter().copied().find(|&r| r == row || self.rows[r].copy_of == Some(row));
+                slot_rows[slot as usize] = Some(mine.unwrap_or(row));
+            }
+            self.roots.push(Root { model, metric: pick.metric, slot_rows, placement });
+        }
+        // perf prints a metric on its first event's line.
+        for r in first_root..self.roots.len() {
+            let root = &self.roots[r];
+            let model = root.model;
+            let probes = vec![0.0; model.ids.len()];
+            let facts = tmetric_catalog::Facts { literals: &self.literals, probes: &probes };
+            let direct: Vec<u16> = model.metrics[root.metric]
+                .needed
+                .refs(&facts)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|x| match x {
+                    tmetric_catalog::Ref::Id(slot) => Some(slot),
+                    tmetric_catalog::Ref::Metric(_) => None,
+                })
+                .collect();
+            let all = model.needed_ids(root.metric, &facts, false).unwrap_or_default();
+            let host = direct
+                .iter()
+                .chain(all.iter())
+                .filter_map(|&s| root.slot_rows[s as usize])
+                .find(|&row| matches!(self.rows[row].source, Source::Counter(_)))
+                .or_else(|| all.iter().filter_map(|&s| root.slot_rows[s as usize]).next());
+            match host {
+                Some(row) => {
+                    self.rows[row].show = true;
+                    self.rows[row].roots.push(r);
+                }
+                None => {
+                    let row = self.add(
+                        Resolution::Tool(Tool::DurationTime),
+                        "duration_time".into(),
+                        true,
+                    );
+                    self.rows[row].key = Key::Named(format!("metric host {r}"));
+                    self.rows[row].roots.push(r);
+                }
+            }
+        }
+        let retire: Vec<String> = self
+            .roots
+            .iter()
+            .filter(|root| {
+                root.slot_rows
+                    .iter()
+                    .flatten()
+                    .any(|&row| self.rows[row].source == Source::RetireLatency)
+            })
+            .map(|root| root.model.str(root.model.metrics[root.metric].name).to_string())
+            .collect();
+        if !retire.is_empty() {
+            self.warnings.push(format!(
+                "retire latencies (`:R` events) are not sampled in this run, so they read as 0, as perf does without --record-tpebs; affected: {}",
+                retire.join(", ")
+            ));
+        }
+        self.request = request;
+        self.schedule = Some(schedule);
+    }
+}
+
+/// A plan made from the catalogue alone, for a model named without its machine
+/// (`tmetric plan --model M`): the scheduler's request and its outcome under each strategy.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OfflinePlan {
+    /// The PMUs assumed (uncore boxes the metrics use are added).
+    pub pmus: PmuModel,
+    /// The request.
+    pub request: Request,
+    /// tmetric's schedule.
+    pub tmetric: Schedule,
+    /// perf 6.12's strategy on the same request.
+    pub perf: Schedule,
+    /// Per PMU: a lower bound on the time slices.
+    pub lower_bound: Vec<usize>,
+    /// Per PMU: a lower bound for schedules that keep each packable metric in one group.
+    pub together_bound: Vec<usize>,
+    /// Per metric: why it is not grouped, if it is not.
+    pub ungrouped_why: Vec<Option<String>>,
+}
+
+impl OfflinePlan {
+    /// Lower bound on the slices of the busiest PMU.
+    pub fn lower(&self) -> usize {
+        self.lower_bound.iter().copied().max().unwrap_or(0)
+    }
+
+    /// Metrics whose value events tmetric's schedule counts together, and perf's.
+    pub fn together(&self) -> (usize, usize) {
+        let count = |s: &Schedule| {
+            s.placements.iter().filter(|p| matches!(p, Placement::Together { .. })).count()
+        };
+        (count(&self.tmetric), count(&self.perf))
+    }
+}
+
+/// The offline identity of an input: its PMU and encoding, so that the same event reached
+/// through two names is counted once.
+fn offline_key(model: &Model, id: &Id) -> String {
+    let mods = model.str(id.modifiers);
+    match id.kind {
+        IdKind::Event(i) => {
+            let e = &model.events[i as usize];
+            format!("{}/{},{}/{mods}", model.str(e.pmu), model.str(e.encoding), model.str(id.terms))
+        }
+        _ => format!("{}/{}/{mods}", model.str(id.pmu), model.str(id.text)),
+    }
+}
+
+/// Plans `picks` from the catalogue alone on the PMUs `pmus` describes.
+pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> OfflinePlan {
+    let mut pmus = pmus.clone();
+    // Literals only decide which branch an expression takes; without a machine, 1 keeps every
+    // branch that a non-zero value takes (`#slots`, `#num_cpus`, ...).
+    let mut literals = [1.0; Literal::COUNT];
+    literals[Literal::SmtOn.index()] = f64::from(u8::from(pmus.smt_on));
+    literals[Literal::CoreWide.index()] = f64::from(u8::from(!pmus.smt_on || options.system_wide));
+    let mut request = Request::default();
+    let mut keys: Vec<String> = Vec::new();
+    let mut ungrouped_why = Vec::new();
+    for pick in picks {
+        let model = pick.model;
+        let mut events = Vec::new();
+        let mut threshold_events = Vec::new();
+        let value_slots = needed_slots(model, pick.metric, &literals, false);
+        for slot in needed_slots(model, pick.metric, &literals, options.thresholds) {
+            let list =
+                if value_slots.contains(&slot) { &mut events } else { &mut threshold_events };
+            let id = &model.ids[slot as usize];
+            if id.retire_latency || matches!(id.kind, IdKind::Tool(_) | IdKind::Probe) {
+                continue;
+            }
+            let key = offline_key(model, id);
+            if let Some(i) = keys.iter().position(|k| *k == key) {
+                list.push(i);
+                continue;
+            }
+            let pmu_name = match id.kind {
+                IdKind::Event(i) => model.str(model.events[i as usize].pmu).to_string(),
+                _ => model.str(id.pmu).to_string(),
+            };
+            let software =
+                id.kind == IdKind::Kernel && event::software_config(model.str(id.event)).is_some();
+            let counterless = software
+                || pmu_name == "msr"
+                || pmu_name.starts_with("cstate")
+                || pmu_name == "power"
+                || pmu_name.starts_with("tool");
+            let pmu_name = if pmu_name.is_empty() {
+                pmus.pmus
+                    .iter()
+                    .find(|p| p.core)
+                    .map_or_else(|| "default_core".into(), |p| p.name.clone())
+            } else {
+                pmu_name
+            };
+            let (pmu, demand) = if counterless {
+                (None, Demand::GENERAL)
+            } else {
+                if pmus.find(&pmu_name).is_none() {
+                    pmus.pmus.push(uncore_pmu(model, &pmu_name));
+                }
+                match demand_of(model, id, &pmu_name, &pmus) {
+                    Some((p, d)) => (Some(p), d),
+                    None => (None, Demand::GENERAL),
+                }
+            };
+            keys.push(key);
+            request.events.push(SchedEvent { name: id_name(model, id), pmu, demand });
+            list.push(request.events.len() - 1);
+        }
+        let why = grouping(pick, options, &pmus).err();
+        request.metrics.push(SchedMetric {
+            name: model.str(model.metrics[pick.metric].name).to_string(),
+            events,
+            threshold_events,
+            grouped: why.is_none(),
+            pack: packs(pick, options),
+        });
+        ungrouped_why.push(why);
+    }
+    let tmetric = schedule::schedule(&request, &pmus, options.strategy);
+    let perf = schedule::schedule(&request, &pmus, Strategy::Perf);
+    let lower_bound = schedule::lower_bound(&request, &pmus);
+    let together_bound = schedule::together_lower_bound(&request, &pmus);
+    OfflinePlan { pmus, request, tmetric, perf, lower_bound, together_bound, ungrouped_why }
+}
+
+/// An uncore PMU a model's metrics use, with `counter.json` numbers or the 4-counter default.
+fn uncore_pmu(model: &Model, name: &str) -> crate::pmu::Pmu {
+    let unit = name.strip_prefix("uncore_").unwrap_or(name);
+    let found = model.counters.iter().find(|c| {
+        let p = model.str(c.pmu);
+        p.strip_prefix("uncore_").unwrap_or(p).eq_ignore_ascii_case(unit)
+    });
+    let (general, fixed, source) = match found {
+        Some(c) => (c.generic, c.fixed, crate::pmu::CountSource::CounterJson),
+        None => (
+            4,
+            0,
+            crate::pmu::CountSource::VendorDefault(
+                "uncore box: assuming 4 general counters".into(),
+            ),
+        ),
+    };
+    crate::pmu::Pmu {
+        name: name.to_string(),
+        core: false,
+        vendor: Vendor::Other,
+        general: general.max(1),
+        fixed,
+        fixed_reserved: 0,
+        metric_events: 0,
+        cycle_counter: false,
+        cpus: None,
+        source,
+        adjustments: Vec::new(),
+    }
+}
