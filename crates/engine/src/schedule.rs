@@ -157,6 +157,12 @@ pub fn assign(
             return None;
         }
     }
+    // More counted members than counters can never fit: skip the matching.
+    let counted = events.len() - metrics;
+    let fixed_free = (0..pmu.fixed.min(8)).filter(|f| reserved & (1 << f) == 0).count();
+    if counted > general as usize + fixed_free + usize::from(cycle) {
+        return None;
+    }
     // Counters: general 0..g, then fixed, then the cycle counter.
     let g = general as usize;
     let f = pmu.fixed as usize;
@@ -214,6 +220,71 @@ pub fn assign(
         }
     }
     Some(slots)
+}
+
+/// Whether the kernel could place `events` (a group) on `pmu`: [`assign`] without building
+/// the assignment, on bit masks, because the packer asks it thousands of times.
+pub fn fits(pmu: &Pmu, all: &[SchedEvent], events: &[usize]) -> bool {
+    let mut metrics = 0usize;
+    let mut has_slots = false;
+    for &e in events {
+        metrics += usize::from(all[e].demand.topdown_metric);
+        has_slots |= all[e].demand.slots;
+    }
+    if metrics > 0 && (metrics > pmu.metric_events as usize || !has_slots) {
+        return false;
+    }
+    let g = pmu.general.min(32) as u32;
+    let f = pmu.fixed.min(8) as u32;
+    let counted = events.len() - metrics;
+    let fixed_free = (0..f).filter(|c| pmu.fixed_reserved & (1 << c) == 0).count();
+    if counted > g as usize + fixed_free + usize::from(pmu.cycle_counter) {
+        return false;
+    }
+    let general_mask = if g >= 32 { u32::MAX } else { (1u32 << g) - 1 };
+    let fixed_mask = (if f >= 8 { u8::MAX } else { (1u8 << f) - 1 }) & !pmu.fixed_reserved;
+    let mut masks = [0u64; 64];
+    let mut n = 0;
+    for &e in events {
+        let d = &all[e].demand;
+        if d.topdown_metric {
+            continue;
+        }
+        let mut m = u64::from(d.general & general_mask);
+        m |= u64::from(d.fixed & fixed_mask) << g;
+        if d.cycle_counter && pmu.cycle_counter {
+            m |= 1 << (g + f);
+        }
+        if m == 0 {
+            return false;
+        }
+        masks[n] = m;
+        n += 1;
+    }
+    let masks = &mut masks[..n];
+    masks.sort_unstable_by_key(|m| m.count_ones());
+    let mut owner = [u8::MAX; 64];
+    for i in 0..n {
+        let mut seen = 0u64;
+        if !augment_bits(i, masks, &mut owner, &mut seen) {
+            return false;
+        }
+    }
+    true
+}
+
+fn augment_bits(i: usize, masks: &[u64], owner: &mut [u8; 64], seen: &mut u64) -> bool {
+    let mut free = masks[i] & !*seen;
+    while free != 0 {
+        let c = free.trailing_zeros() as usize;
+        free &= free - 1;
+        *seen |= 1 << c;
+        if owner[c] == u8::MAX || augment_bits(owner[c] as usize, masks, owner, seen) {
+            owner[c] = i as u8;
+            return true;
+        }
+    }
+    false
 }
 
 fn augment(
@@ -356,7 +427,7 @@ fn tmetric_with(request: &Request, model: &PmuModel, all_loose: bool) -> Schedul
         let pmu = &model.pmus[part.pmu];
         if !part.pack || all_loose {
             loose.extend(part.events.iter().map(|&e| (part.pmu, e)));
-        } else if assign(pmu, all, &part.events, false).is_some() {
+        } else if fits(pmu, all, &part.events) {
             items.push((part.pmu, part.events));
         } else {
             // Spread anyway: its events fill free counters like an ungrouped metric's.
@@ -364,40 +435,31 @@ fn tmetric_with(request: &Request, model: &PmuModel, all_loose: bool) -> Schedul
             loose.extend(part.events.iter().map(|&e| (part.pmu, e)));
         }
     }
-    let mut groups = best_packing(model, all, &items);
-    // Ungrouped metrics' events fill free counters; the rest get groups of their own.
-    // `slots` goes first and topdown metric events only where a `slots` leads.
+    // Loose events become one-event items (a topdown metric event brings `slots`, which must
+    // lead its group), packed after the whole metrics so they fill free counters, and moved by
+    // the same improvement pass.
     loose.sort_unstable();
     loose.dedup();
-    // Most constrained first, as the kernel places.
     loose.sort_by_key(|&(pmu, e)| {
         let d = &all[e].demand;
-        (pmu, !d.slots, !d.topdown_metric, d.weight(&model.pmus[pmu]), e)
+        (pmu, d.weight(&model.pmus[pmu]), e)
     });
+    let whole = items.len();
     for (pmu, e) in loose {
-        if groups.iter().any(|(gp, members)| *gp == pmu && members.contains(&e)) {
+        if items[..whole].iter().any(|(p, events)| *p == pmu && events.contains(&e)) {
             continue;
         }
-        let fits = groups.iter().position(|(gp, members)| {
-            *gp == pmu && {
-                let mut union = members.clone();
-                union.push(e);
-                assign(&model.pmus[pmu], all, &union, false).is_some()
+        let item = if all[e].demand.topdown_metric {
+            match (0..all.len()).find(|&s| all[s].demand.slots && all[s].pmu == Some(pmu)) {
+                Some(s) => vec![s, e],
+                None => vec![e],
             }
-        });
-        match fits {
-            Some(g) => groups[g].1.push(e),
-            None if all[e].demand.topdown_metric => {
-                let slots =
-                    (0..all.len()).find(|&s| all[s].demand.slots && all[s].pmu == Some(pmu));
-                match slots {
-                    Some(s) => groups.push((pmu, vec![s, e])),
-                    None => groups.push((pmu, vec![e])),
-                }
-            }
-            None => groups.push((pmu, vec![e])),
-        }
+        } else {
+            vec![e]
+        };
+        items.push((pmu, item));
     }
+    let groups = best_packing(model, all, &items);
     finish(request, model, groups, Vec::new(), placements, &split, false)
 }
 
@@ -489,7 +551,7 @@ fn best_group(
         }
         let mut union = members.clone();
         union.extend(&new);
-        if assign(&model.pmus[pmu], all, &union, false).is_some() {
+        if fits(&model.pmus[pmu], all, &union) {
             best = Some((g, new.len()));
             if new.is_empty() {
                 break;
@@ -825,8 +887,7 @@ fn together_bound(request: &Request, model: &PmuModel, p: usize) -> usize {
         .filter(|part| part.pmu == p && part.pack)
         .map(|part| part.events)
         .filter(|events| {
-            events.iter().all(|&e| unplaceable(model, &all[e]).is_none())
-                && assign(pmu, all, events, false).is_some()
+            events.iter().all(|&e| unplaceable(model, &all[e]).is_none()) && fits(pmu, all, events)
         })
         .collect();
     let mut bound = 0;
@@ -848,7 +909,7 @@ fn together_bound(request: &Request, model: &PmuModel, p: usize) -> usize {
         let apart = clique.iter().all(|&j| {
             let mut union = items[j].clone();
             merge(&mut union, &items[i]);
-            assign(pmu, all, &union, false).is_none()
+            !fits(pmu, all, &union)
         });
         if apart {
             clique.push(i);
@@ -982,6 +1043,38 @@ mod tests {
         assert_eq!(lower_bound(&request, &model), vec![2]);
         for p in &ours.placements {
             assert!(matches!(p, Placement::Together { .. }), "{p:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The bit-mask check agrees with the assignment on random groups.
+        #[test]
+        fn fits_agrees_with_assign(
+            masks in proptest::collection::vec((0u32..256, 0u8..16, proptest::bool::ANY), 0..12),
+            general in 1u8..9,
+            reserved in 0u8..4,
+        ) {
+            let mut model = intel(general);
+            model.pmus[0].fixed_reserved = reserved;
+            let events: Vec<SchedEvent> = masks
+                .iter()
+                .enumerate()
+                .map(|(i, &(g, f, metric))| {
+                    let demand = if metric {
+                        Demand { general: 0, fixed: 0, cycle_counter: false, topdown_metric: true, slots: false }
+                    } else if f == 8 {
+                        Demand { general: 0, fixed: 8, cycle_counter: false, topdown_metric: false, slots: true }
+                    } else {
+                        Demand { general: g, fixed: f, cycle_counter: false, topdown_metric: false, slots: false }
+                    };
+                    ev(&format!("e{i}"), demand)
+                })
+                .collect();
+            let all: Vec<usize> = (0..events.len()).collect();
+            proptest::prop_assert_eq!(
+                fits(&model.pmus[0], &events, &all),
+                assign(&model.pmus[0], &events, &all, false).is_some()
+            );
         }
     }
 
