@@ -181,3 +181,33 @@ fn an_event_failing_on_one_cpu_is_not_half_counted() {
     assert!(snapshot.aggregate(1).is_none(), "a sum over some CPUs would be silently low");
     assert_eq!(snapshot.aggregate(0).unwrap().cpus, 2);
 }
+
+/// A refused group is split, but the topdown events stay together behind `slots`: the kernel
+/// would refuse them alone, and a split that loses them loses every topdown metric.
+#[test]
+fn a_refused_group_keeps_its_topdown_events_behind_slots() {
+    let fake = FakeSyscalls::new();
+    fake.max_group_size(3);
+    let specs = vec![
+        spec("slots", TYPE_RAW, 0x0400),
+        spec("topdown-retiring", TYPE_RAW, 0x8000),
+        spec("topdown-be-bound", TYPE_RAW, 0x8300),
+        spec("x", TYPE_RAW, 0x01a3),
+        spec("y", TYPE_RAW, 0x02a3),
+    ];
+    let sticky = [true, true, true, false, false];
+    let counters = Counters::open_with(
+        fake.clone(),
+        specs,
+        &[vec![0, 1, 2, 3, 4]],
+        &sticky,
+        Target::Cpus(vec![0]),
+    )
+    .unwrap();
+    assert_eq!(counters.layout(), vec![(0, vec![0, 1, 2]), (0, vec![3]), (0, vec![4])]);
+    let splits = counters.splits();
+    assert_eq!(splits.len(), 1);
+    assert_eq!(splits[0].errno.0, libc::EINVAL);
+    assert_eq!(splits[0].kept, vec![0, 1, 2]);
+    assert_eq!(counters.broken_groups(), 1);
+}
