@@ -10,6 +10,8 @@
 //! * [`counter`]: groups opened per task or per CPU, group reads, multiplex scaling.
 //! * [`workload`]: the forked command, held until the counters are open.
 //! * [`run`]: the loop of `tmetric stat` (intervals, signals, totals).
+//! * [`sim`]: simulated machines (sysfs trees) and a simulated kernel that applies the
+//!   kernel's group and scheduling rules, for PMUs this VM lacks.
 //!
 //! # What is tested how
 //! `tests/real.rs` counts with the running kernel: software events per task (fork, held
@@ -25,6 +27,7 @@ pub mod event;
 pub mod fake;
 pub mod run;
 pub mod signal;
+pub mod sim;
 pub mod sys;
 pub mod sysfs;
 pub mod workload;
