@@ -120,7 +120,7 @@ fn every_machine_writes_a_tree_that_sysfs_and_the_catalogue_read_back() {
         assert_eq!(topology.online.len(), m.cpus.len(), "{name}");
         assert_eq!(topology.smt_on, m.smt, "{name}");
         let watchdog = read(&tree.proc().join("sys/kernel/nmi_watchdog"));
-        assert_eq!(watchdog.trim(), "1");
+        assert_eq!(watchdog.trim(), if m.nmi_watchdog { "1" } else { "0" }, "{name}");
     }
 }
 
@@ -291,6 +291,56 @@ fn extra_registers_check_config1_and_hold_one_value() {
     assert_eq!(group(&mut k, 0, &[ldlat(0x10000)]), Err((0, libc::EINVAL)));
     // Events without an extra register ignore config1.
     assert!(group(&mut k, 0, &[Attr { config1: u64::MAX, ..raw(0xc4) }]).is_ok());
+    let ignored = k.true_count(&Attr { config1: 7, ..raw(0xc4) }, 0, MS).unwrap();
+    assert_eq!(ignored, k.true_count(&raw(0xc4), 0, MS).unwrap());
+    // For an offcore event config1 selects what is counted.
+    let a = k.true_count(&offcore(0x10001), 0, MS).unwrap();
+    let b = k.true_count(&offcore(0x10002), 0, MS).unwrap();
+    assert_ne!(a, b);
+}
+
+#[test]
+fn config_bits_outside_the_format_are_dropped_as_the_kernel_does() {
+    // x86_pmu_hw_config keeps only event, umask, edge, inv and cmask (and AnyThread or
+    // in_tx where the PMU has them): the `pc` bit and bits above 31 vanish, no EINVAL.
+    let mut k = kernel("sapphirerapids", false);
+    let noisy = raw(0xc4 | 1 << 19 | 1 << 40);
+    assert!(group(&mut k, 0, &[noisy.clone()]).is_ok());
+    assert_eq!(k.true_count(&noisy, 0, MS), k.true_count(&raw(0xc4), 0, MS));
+    // AnyThread counts both threads on Skylake with SMT (and is dropped on perfmon v5).
+    let skx = kernel("skylakex", false);
+    let any = skx.true_count(&raw(0x3c | 1 << 21), 0, MS).unwrap();
+    assert_eq!(any, 2 * skx.true_count(&raw(0x3c), 0, MS).unwrap());
+    // Where the kernel does check the range, it refuses: msr and RAPL.
+    let power = type_of(&k, "power");
+    let e = k.perf_event_open(&typed(power, 0x102), -1, 0, -1);
+    assert_eq!(e, Err(tmetric_runtime::Errno(libc::EINVAL)));
+    // An uncore event on any CPU of a package moves to the package's reader CPU.
+    let imc = type_of(&k, "uncore_imc_0");
+    let leader = k.perf_event_open(&typed(imc, 0x05), -1, 6, -1).unwrap();
+    let sibling = k.perf_event_open(&typed(TYPE_SOFTWARE, 0), -1, 6, leader);
+    assert_eq!(sibling, Err(tmetric_runtime::Errno(libc::EINVAL)), "leader now on CPU 4");
+    assert!(k.perf_event_open(&typed(TYPE_SOFTWARE, 0), -1, 4, leader).is_ok());
+}
+
+#[test]
+fn task_events_count_on_a_cpu_of_their_pmu() {
+    let mut k = kernel("alderlake", false);
+    let atom = type_of(&k, "cpu_atom");
+    let task = 4242;
+    let core = k.perf_event_open(&raw(0x3c), task, -1, -1).unwrap();
+    let small = k.perf_event_open(&typed(atom, 0x3c), task, -1, -1).unwrap();
+    // A software task group that gets an atom sibling moves to the atom CPU.
+    let clock = k.perf_event_open(&typed(TYPE_SOFTWARE, 1), task, -1, -1).unwrap();
+    k.perf_event_open(&typed(atom, 0xc0), task, -1, clock).unwrap();
+    k.advance(10 * MS);
+    let (_, _, core_cycles) = read_group(&mut k, core, 1);
+    let (_, _, atom_cycles) = read_group(&mut k, small, 1);
+    assert_eq!(core_cycles[0], k.true_count(&raw(0x3c), 0, 10 * MS).unwrap());
+    assert_eq!(atom_cycles[0], k.true_count(&typed(atom, 0x3c), 4, 10 * MS).unwrap());
+    let (enabled, running, values) = read_group(&mut k, clock, 2);
+    assert_eq!((enabled, running, values[0]), (10 * MS, 10 * MS, 10 * MS));
+    assert_eq!(values[1], k.true_count(&typed(atom, 0xc0), 4, 10 * MS).unwrap());
 }
 
 #[test]

@@ -82,8 +82,6 @@ struct Init {
     cpu: Option<u32>,
     /// A topdown metric event (PERF_EV_CAP_SIBLING, needs a `slots` leader).
     metric: bool,
-    /// The `slots` event on a PERF_METRICS PMU.
-    slots: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -352,7 +350,6 @@ impl State {
             rate,
             cpu: None,
             metric: false,
-            slots: false,
         };
         let rate_cpu = cpu.max(0) as u32;
         let (pmu_index, config) = match attr.type_ {
@@ -433,7 +430,6 @@ impl State {
                     rate,
                     cpu: None,
                     metric: false,
-                    slots: false,
                 })
             }
             PmuClass::Msr { events } => {
@@ -462,7 +458,6 @@ impl State {
                     rate,
                     cpu: moved,
                     metric: false,
-                    slots: false,
                 })
             }
             PmuClass::Uncore { config_mask, .. } => {
@@ -480,7 +475,6 @@ impl State {
                     rate,
                     cpu: moved,
                     metric: false,
-                    slots: false,
                 })
             }
             PmuClass::Builtin => Err(errno(libc::EINVAL)),
@@ -553,7 +547,6 @@ impl State {
             rate,
             cpu: None,
             metric: available_metric,
-            slots: is_slots,
         })
     }
 
@@ -744,6 +737,12 @@ impl State {
                 }
             }
         }
+        // A task event counts at the rates of the CPU it is placed on.
+        let rate = if cpu < 0 {
+            self.init(attr, -1, ctx_cpu as i32).map_or(init.rate, |placed| placed.rate)
+        } else {
+            init.rate
+        };
         let fd = self.next_fd;
         self.next_fd += 1;
         let id = self.next_id;
@@ -766,7 +765,7 @@ impl State {
                 task,
                 home: init.home,
                 hw: init.hw,
-                rate: init.rate,
+                rate,
                 leader: leader_fd.unwrap_or(fd),
                 siblings: Vec::new(),
                 state,
@@ -784,7 +783,6 @@ impl State {
         {
             leader.siblings.push(fd);
         }
-        let _ = init.slots;
         self.reschedule_all();
         Ok(fd)
     }
