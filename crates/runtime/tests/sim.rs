@@ -305,7 +305,7 @@ fn config_bits_outside_the_format_are_dropped_as_the_kernel_does() {
     // in_tx where the PMU has them): the `pc` bit and bits above 31 vanish, no EINVAL.
     let mut k = kernel("sapphirerapids", false);
     let noisy = raw(0xc4 | 1 << 19 | 1 << 40);
-    assert!(group(&mut k, 0, &[noisy.clone()]).is_ok());
+    assert!(group(&mut k, 0, std::slice::from_ref(&noisy)).is_ok());
     assert_eq!(k.true_count(&noisy, 0, MS), k.true_count(&raw(0xc4), 0, MS));
     // AnyThread counts both threads on Skylake with SMT (and is dropped on perfmon v5).
     let skx = kernel("skylakex", false);
