@@ -949,7 +949,10 @@ fn hybrid(meteor: bool) -> Machine {
     pmus.push(Pmu {
         name: "cpu_atom".into(),
         type_: types.next(),
-        class: PmuClass::X86Core(super::sched::grt_core(if meteor { 8 } else { 6 })),
+        class: PmuClass::X86Core(super::sched::grt_core(
+            if meteor { 8 } else { 6 },
+            if meteor { 6 } else { 5 },
+        )),
         cpus: Some(vec![4, 5, 6, 7]),
         cpumask: None,
         formats: intel_formats(false, &atom_formats),
@@ -1142,7 +1145,7 @@ fn amdzen4() -> Machine {
     }
 }
 
-/// Arm Neoverse N2 (MIDR part 0xd49, r0p0): 8 CPUs without SMT; `armv8_pmuv3_0` (ACPI name)
+/// Arm Neoverse N2 (MIDR part 0xd49, r0p3): 8 CPUs without SMT; `armv8_pmuv3_0` (ACPI name)
 /// with 6 programmable counters and the cycle counter; `caps/slots` 5.
 fn neoverse_n2() -> Machine {
     let cpus = topology(1, 8, 1);
@@ -1228,11 +1231,13 @@ fn neoverse_n2() -> Machine {
     });
     Machine {
         name: "neoverse-n2".into(),
-        description: "Arm Neoverse N2 (MIDR 0x410fd490), 8 CPUs, armv8_pmuv3_0".into(),
+        description: "Arm Neoverse N2 r0p3 (MIDR 0x410fd493), 8 CPUs, armv8_pmuv3_0".into(),
         catalogue_model: "arm/neoverse-n2-v2".into(),
         cpus,
         smt: false,
-        id: CpuId::Midr(0x4100_0000 | 0xf << 16 | 0xd49 << 4),
+        // r0p3: the N2 metrics' erratum branch (`STALL_SLOT - CPU_CYCLES`, chosen with
+        // strcmp_cpuid_str) then takes the plain counts whichever way it is read.
+        id: CpuId::Midr(0x4100_0000 | 0xf << 16 | 0xd49 << 4 | 3),
         pmus,
         // The perf hardlockup detector needs pseudo-NMIs, off by default on arm64 kernels;
         // when switched on here it holds the cycle counter (unsure on real systems).

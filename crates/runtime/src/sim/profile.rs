@@ -9,10 +9,13 @@
 //!   ([`TOPDOWN`]): level 1 sums to exactly 255, each level-2 part is at most its parent.
 //!   `topdown-*` reads give `slots * byte / 255` like `icl_get_topdown_value`.
 //! * the events that correct the level-1 formulas of the vendor metrics
-//!   (`INT_MISC.UOP_DROPPING`, `INT_MISC.CLEARS_COUNT`, `INT_MISC.RECOVERY_CYCLES`) count 0,
+//!   (`INT_MISC.UOP_DROPPING`, `INT_MISC.CLEARS_COUNT`, `INT_MISC.RECOVERY_CYCLES`, arm64
+//!   `br_mis_pred`) count 0,
 //!   and the events the pre-PERF_METRICS formulas use (SKX `IDQ_UOPS_NOT_DELIVERED.CORE`,
-//!   `UOPS_RETIRED.RETIRE_SLOTS`, `UOPS_ISSUED.ANY`; the atom `TOPDOWN_*.ALL`) follow the
-//!   same fractions, so TopdownL1 evaluates to the [`TOPDOWN`] fractions on every Intel model.
+//!   `UOPS_RETIRED.RETIRE_SLOTS`, `UOPS_ISSUED.ANY`; the atom `TOPDOWN_*.ALL`; Zen 4's
+//!   PipelineL1 dispatch-slot events; the SBSA `stall_slot*`, `op_retired`, `op_spec`) follow
+//!   the same fractions, so the level-1 metrics evaluate to the [`TOPDOWN`] fractions on
+//!   every machine (`tests/sim.rs` checks it through the catalogue).
 //! * every other event counts at a pseudo rate from a hash of its PMU name and encoding:
 //!   0.1 % to 50 % of the cycles rate for core events, stable across runs and platforms.
 
@@ -251,6 +254,14 @@ impl Profile {
                         0x76 => Some(cycles),
                         0xc0 => Some(self.instructions_on(cpu)),
                         0x1_0000_0120 => Some(self.ref_hz),
+                        // PipelineL1 over 6 dispatch slots per cycle: ex_ret_ops,
+                        // de_src_op_disp.all, de_no_dispatch_per_slot.{no_ops_from_frontend,
+                        // backend_stalls, smt_contention}.
+                        0xc1 => Some(self.share(slots, td.retiring)),
+                        0x07aa => Some(self.share(slots, td.retiring + td.bad_spec)),
+                        0x1_0000_01a0 => Some(self.share(slots, td.fe_bound)),
+                        0x1_0000_1ea0 => Some(self.share(slots, td.be_bound)),
+                        0x1_0000_60a0 => Some(0),
                         _ => None,
                     }
                 } else if flags == 0 {
@@ -301,9 +312,15 @@ impl Profile {
             Source::Arm { core, pmu, config } => match config & 0xffff {
                 0x11 => cycles,
                 0x08 => self.instructions_on(cpu),
+                // The SBSA TopdownL1 inputs: stall_slot{,_frontend,_backend}, op_retired and
+                // op_spec, over `caps/slots` per cycle.
                 0x3f => self.share(self.slots_on(cpu, core.width), td.fe_bound + td.be_bound),
                 0x3e => self.share(self.slots_on(cpu, core.width), td.fe_bound),
                 0x3d => self.share(self.slots_on(cpu, core.width), td.be_bound),
+                0x3a => self.share(self.slots_on(cpu, core.width), td.retiring),
+                0x3b => self.share(self.slots_on(cpu, core.width), td.retiring + td.bad_spec),
+                // br_mis_pred corrects the N2 level-1 formulas; 0 keeps them at the fractions.
+                0x10 => 0,
                 other => self.pseudo(cycles, &[pmu.as_bytes(), &other.to_le_bytes()]),
             },
             Source::Msr(config) => match config {

@@ -308,8 +308,9 @@ pub fn glc_core(gp: u32, fixed_counters: u32) -> X86Core {
 }
 
 /// `intel_grt_event_constraints`, `intel_grt_extra_regs`: the hybrid `cpu_atom` PMUs (3
-/// fixed counters, no PERF_METRICS; topdown events are ordinary GP events there).
-pub fn grt_core(gp: u32) -> X86Core {
+/// fixed counters, no PERF_METRICS; topdown events are ordinary GP events there). `width` is
+/// the allocation width the vendor metrics use (5 on Gracemont, 6 on Crestmont).
+pub fn grt_core(gp: u32, width: u64) -> X86Core {
     let table = [fixed(0x00c0, 0), fixed(0x003c, 1), fixed(0x0300, 2), fixed(0x013c, 2)];
     X86Core {
         kind: CoreKind::Gracemont,
@@ -324,7 +325,7 @@ pub fn grt_core(gp: u32) -> X86Core {
         ],
         generic: INTEL_GENERIC,
         any_bit: false,
-        width: 5,
+        width,
     }
 }
 
