@@ -764,3 +764,84 @@ fn level_one_metrics_evaluate_to_the_profile_fractions_on_every_machine() {
         }
     }
 }
+
+/// The machine's PMU for a catalogue PMU name: itself, the core PMU for `default_core`, or
+/// the first instance (`uncore_cha` -> `uncore_cha_0`, `cha_0` -> `uncore_cha_0`).
+fn pmu_instance(sysfs: &Sysfs, json_pmu: &str) -> Option<String> {
+    if sysfs.has_pmu(json_pmu) {
+        return Some(json_pmu.to_string());
+    }
+    if json_pmu == "default_core" || json_pmu == "cpu" {
+        return sysfs.core_pmu();
+    }
+    let prefixed = format!("uncore_{json_pmu}");
+    sysfs.pmu_names().into_iter().find(|n| {
+        [json_pmu, prefixed.as_str()]
+            .iter()
+            .any(|p| n == p || n.strip_prefix(p).is_some_and(|rest| rest.starts_with('_')))
+    })
+}
+
+#[test]
+fn catalogue_events_resolve_and_open_alone_and_metric_pmus_exist() {
+    use tmetric_catalog::IdKind;
+    use tmetric_runtime::event;
+    for &name in Machine::names() {
+        let m = machine(name, false);
+        let tree = TempTree::new(&format!("events-{name}"));
+        m.write_sysfs(&tree.sys(), &tree.proc()).unwrap();
+        let sysfs = Sysfs::new(tree.sys());
+        let model = tmetric_catalog::model_for_cpuid(&m.cpuid()).unwrap();
+        let mut k = SimKernel::manual(m.clone());
+        let mut opened = 0;
+        let mut failures = Vec::new();
+        for e in model.events {
+            let Some(pmu) = pmu_instance(&sysfs, model.str(e.pmu)) else { continue };
+            let terms = model.str(e.encoding);
+            let result = event::resolve_on_pmu(&pmu, terms, "", "x", &sysfs)
+                .map_err(|err| err.to_string())
+                .and_then(|c| {
+                    let (_, p) = m.pmu_by_type(c.attr.type_).expect("a PMU of the machine");
+                    let cpu = p.cpus.as_ref().map_or(0, |c| c[0]);
+                    let attr = Attr { read_format: READ_FORMAT, ..c.attr };
+                    k.perf_event_open(&attr, -1, cpu as i32, -1).map_err(|e| e.to_string())
+                });
+            match result {
+                Ok(fd) => {
+                    opened += 1;
+                    k.close(fd);
+                }
+                Err(err) => failures.push(format!("{} {pmu}/{terms}: {err}", model.str(e.name))),
+            }
+        }
+        // The SPR IIO JSON puts channel bits into `umask`, wider than the kernel's 8-bit
+        // IIO umask format: perf refuses those the same way.
+        for id in model.ids {
+            if let IdKind::Event(i) = id.kind {
+                let event = model.str(model.events[i as usize].name);
+                let prefix = format!("{event} ");
+                assert!(
+                    !failures.iter().any(|f| f.starts_with(&prefix)),
+                    "{name}: metric input {event} does not open"
+                );
+            }
+        }
+        let before = failures.len();
+        failures.retain(|f| {
+            !(name == "sapphirerapids"
+                && f.starts_with("UNC_IIO_")
+                && f.ends_with("does not fit the 8 bits of the `umask` format"))
+        });
+        assert!(before - failures.len() <= 200, "{name}: {} IIO events", before - failures.len());
+        assert!(failures.is_empty(), "{name}: {failures:#?}");
+        assert!(opened > 150, "{name}: {opened}");
+        for id in model.ids {
+            let pmu = match id.kind {
+                IdKind::Event(i) => model.str(model.events[i as usize].pmu),
+                IdKind::Sysfs => model.str(id.pmu),
+                _ => continue,
+            };
+            assert!(pmu_instance(&sysfs, pmu).is_some(), "{name}: a metric input on `{pmu}`");
+        }
+    }
+}

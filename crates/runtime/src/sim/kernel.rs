@@ -460,6 +460,22 @@ impl State {
                     metric: false,
                 })
             }
+            PmuClass::Cstate { events } => {
+                if cpu < 0 || pid != -1 || any_exclude(attr) {
+                    return Err(errno(libc::EINVAL));
+                }
+                if config >= 64 || events & (1 << config) == 0 {
+                    return Err(errno(libc::EINVAL));
+                }
+                let rate = self.profile.rate(Source::Cstate { pmu: &pmu.name, config }, rate_cpu);
+                Ok(Init {
+                    home: Home::Hw(pmu_index),
+                    hw: HwKind::Free,
+                    rate,
+                    cpu: None,
+                    metric: false,
+                })
+            }
             PmuClass::Uncore { config_mask, .. } => {
                 // uncore_pmu_event_init: CPU events only, no exclude bits; the event moves
                 // to the box's reader CPU; config bits outside the box's masks are dropped.

@@ -61,6 +61,13 @@ pub enum PmuClass {
         /// Valid configs as bits.
         events: u64,
     },
+    /// `cstate_core`/`cstate_pkg` (intel/cstate.c): free-running residency MSRs; CPU events
+    /// only, no exclude bits, config one of `events` (bit n = config n). Unlike RAPL the event
+    /// stays on its CPU (another CPU of the scope reads the same MSR).
+    Cstate {
+        /// Valid configs as bits.
+        events: u64,
+    },
     /// A PMU built into the kernel (`software`, `tracepoint`, `breakpoint`, `cpu_clock`,
     /// `task_clock`, `kprobe`, `uprobe`), handled by its type number.
     Builtin,
@@ -596,6 +603,100 @@ fn power_pmu(type_: u32, cpumask: Vec<u32>, events: &[(&str, u64)]) -> Pmu {
     }
 }
 
+/// `cstate_core` (cpumask: the first thread of each core) and `cstate_pkg` (first CPU of each
+/// package) with the residency events intel/cstate.c enables on the model.
+fn cstate_pmus(
+    types: &mut Types,
+    cpus: &[Cpu],
+    core: &[(&str, u64)],
+    pkg: &[(&str, u64)],
+) -> Vec<Pmu> {
+    let mut first_threads = Vec::new();
+    let mut seen = Vec::new();
+    for cpu in cpus {
+        if !seen.contains(&(cpu.package, cpu.core)) {
+            seen.push((cpu.package, cpu.core));
+            first_threads.push(cpu.id);
+        }
+    }
+    let make = |name: &str, type_: u32, cpumask: Vec<u32>, events: &[(&str, u64)]| {
+        let mut mask = 0;
+        let mut files = Vec::new();
+        for (event, config) in events {
+            mask |= 1u64 << config;
+            files.push((event.to_string(), format!("event=0x{config:02x}")));
+        }
+        Pmu {
+            name: name.into(),
+            type_,
+            class: PmuClass::Cstate { events: mask },
+            cpus: None,
+            cpumask: Some(cpumask),
+            formats: pairs(&[("event", "config:0-63")]),
+            events: files,
+            caps: Vec::new(),
+            files: Vec::new(),
+        }
+    };
+    vec![
+        make("cstate_core", types.next(), first_threads, core),
+        make("cstate_pkg", types.next(), per_package(cpus), pkg),
+    ]
+}
+
+/// A general-purpose uncore box with `counters` counters and no fixed one.
+fn uncore_box(name: String, type_: u32, cpumask: Vec<u32>, formats: &[(&str, &str)]) -> Pmu {
+    uncore_pmu(UncoreSpec {
+        name,
+        type_,
+        counters: 4,
+        fixed: false,
+        free_running: false,
+        config_mask: u64::MAX,
+        cpumask,
+        formats,
+        events: &[],
+    })
+}
+
+const CLIENT_UNCORE_FORMATS: &[(&str, &str)] = &[
+    ("event", "config:0-7"),
+    ("umask", "config:8-15"),
+    ("edge", "config:18"),
+    ("inv", "config:23"),
+    ("cmask", "config:24-28"),
+];
+
+/// Client uncore: `uncore_arb` (2 counters) and `uncore_clock` (one fixed counter, 0xff).
+fn client_uncore(types: &mut Types, extra_arb: &[&str]) -> Vec<Pmu> {
+    let mut pmus = Vec::new();
+    for name in std::iter::once("uncore_arb").chain(extra_arb.iter().copied()) {
+        pmus.push(uncore_pmu(UncoreSpec {
+            name: name.into(),
+            type_: types.next(),
+            counters: 2,
+            fixed: false,
+            free_running: false,
+            config_mask: 0x1f8c_ffff,
+            cpumask: vec![0],
+            formats: CLIENT_UNCORE_FORMATS,
+            events: &[],
+        }));
+    }
+    pmus.push(uncore_pmu(UncoreSpec {
+        name: "uncore_clock".into(),
+        type_: types.next(),
+        counters: 0,
+        fixed: true,
+        free_running: false,
+        config_mask: 0xff,
+        cpumask: vec![0],
+        formats: &[("event", "config:0-7")],
+        events: &[("clockticks", "event=0xff")],
+    }));
+    pmus
+}
+
 struct UncoreSpec<'a> {
     name: String,
     type_: u32,
@@ -690,6 +791,50 @@ fn sapphirerapids() -> Machine {
             ],
         }));
     }
+    pmus.extend(cstate_pmus(
+        &mut types,
+        &cpus,
+        &[("c1-residency", 0), ("c6-residency", 2)],
+        &[("c2-residency", 0), ("c6-residency", 2)],
+    ));
+    // Discovery-table boxes with the formats of uncore_snbep.c (`spr_uncore_cha_formats_attr`,
+    // `snr_uncore_iio_formats_attr`, `spr_uncore_raw_formats_attr`): two of each per package.
+    let spr_cha: &[(&str, &str)] = &[
+        ("event", "config:0-7"),
+        ("umask", "config:8-15,32-63"),
+        ("tid_en", "config:16"),
+        ("edge", "config:18"),
+        ("inv", "config:23"),
+        ("thresh", "config:24-31"),
+        ("filter_tid", "config1:0-9"),
+    ];
+    let spr_iio: &[(&str, &str)] = &[
+        ("event", "config:0-7"),
+        ("umask", "config:8-15"),
+        ("edge", "config:18"),
+        ("inv", "config:23"),
+        ("thresh", "config:24-35"),
+        ("ch_mask", "config:36-47"),
+        ("fc_mask", "config:48-50"),
+    ];
+    let spr_raw: &[(&str, &str)] = &[
+        ("event", "config:0-7"),
+        ("umask", "config:8-15,32-55"),
+        ("edge", "config:18"),
+        ("inv", "config:23"),
+        ("thresh", "config:24-31"),
+    ];
+    for (kind, formats) in [("cha", spr_cha), ("iio", spr_iio), ("m2m", spr_raw), ("upi", spr_raw)]
+    {
+        for box_ in 0..2 {
+            pmus.push(uncore_box(
+                format!("uncore_{kind}_{box_}"),
+                types.next(),
+                packages.clone(),
+                formats,
+            ));
+        }
+    }
     Machine {
         name: "sapphirerapids".into(),
         description: "Sapphire Rapids server, 2 packages x 2 cores x 2 threads".into(),
@@ -748,35 +893,21 @@ fn icelake() -> Machine {
         vec![0],
         &[("energy-cores", 1), ("energy-pkg", 2), ("energy-gpu", 4), ("energy-psys", 5)],
     ));
-    let client_formats: &[(&str, &str)] = &[
-        ("event", "config:0-7"),
-        ("umask", "config:8-15"),
-        ("edge", "config:18"),
-        ("inv", "config:23"),
-        ("cmask", "config:24-28"),
-    ];
-    pmus.push(uncore_pmu(UncoreSpec {
-        name: "uncore_arb".into(),
-        type_: types.next(),
-        counters: 2,
-        fixed: false,
-        free_running: false,
-        config_mask: 0x1f8c_ffff,
-        cpumask: vec![0],
-        formats: client_formats,
-        events: &[],
-    }));
-    pmus.push(uncore_pmu(UncoreSpec {
-        name: "uncore_clock".into(),
-        type_: types.next(),
-        counters: 0,
-        fixed: true,
-        free_running: false,
-        config_mask: 0xff,
-        cpumask: vec![0],
-        formats: &[("event", "config:0-7")],
-        events: &[("clockticks", "event=0xff")],
-    }));
+    pmus.extend(client_uncore(&mut types, &[]));
+    pmus.extend(cstate_pmus(
+        &mut types,
+        &cpus,
+        &[("c6-residency", 2), ("c7-residency", 3)],
+        &[
+            ("c2-residency", 0),
+            ("c3-residency", 1),
+            ("c6-residency", 2),
+            ("c7-residency", 3),
+            ("c8-residency", 4),
+            ("c9-residency", 5),
+            ("c10-residency", 6),
+        ],
+    ));
     Machine {
         name: "icelake".into(),
         description: "Ice Lake client (model 0x7E), 4 cores x 2 threads".into(),
@@ -872,6 +1003,61 @@ fn skylakex(smt: bool) -> Machine {
                 ("cas_count_write.unit", "MiB"),
             ],
         }));
+    }
+    pmus.extend(cstate_pmus(
+        &mut types,
+        &cpus,
+        &[("c3-residency", 1), ("c6-residency", 2), ("c7-residency", 3)],
+        &[("c2-residency", 0), ("c3-residency", 1), ("c6-residency", 2), ("c7-residency", 3)],
+    ));
+    let skx_cha: &[(&str, &str)] = &[
+        ("event", "config:0-7"),
+        ("umask", "config:8-15"),
+        ("edge", "config:18"),
+        ("tid_en", "config:19"),
+        ("inv", "config:23"),
+        ("thresh", "config:24-31"),
+        ("filter_tid", "config1:0-8"),
+        ("filter_state", "config1:17-26"),
+        ("filter_rem", "config1:32"),
+        ("filter_loc", "config1:33"),
+        ("filter_all_op", "config1:35"),
+        ("filter_nm", "config1:36"),
+        ("filter_not_nm", "config1:37"),
+        ("filter_opc0", "config1:41-50"),
+        ("filter_opc1", "config1:51-60"),
+        ("filter_nc", "config1:62"),
+        ("filter_isoc", "config1:63"),
+    ];
+    let skx_iio: &[(&str, &str)] = &[
+        ("event", "config:0-7"),
+        ("umask", "config:8-15"),
+        ("edge", "config:18"),
+        ("inv", "config:23"),
+        ("thresh", "config:24-35"),
+        ("ch_mask", "config:36-43"),
+        ("fc_mask", "config:44-46"),
+    ];
+    let skx_plain: &[(&str, &str)] = &[
+        ("event", "config:0-7"),
+        ("umask", "config:8-15"),
+        ("edge", "config:18"),
+        ("inv", "config:23"),
+        ("thresh", "config:24-31"),
+    ];
+    let skx_upi: &[(&str, &str)] = &[
+        ("event", "config:0-7"),
+        ("umask", "config:8-15,32-43,45-55"),
+        ("edge", "config:18"),
+        ("inv", "config:23"),
+        ("thresh", "config:24-31"),
+    ];
+    for (kind, formats) in
+        [("cha", skx_cha), ("iio", skx_iio), ("m2m", skx_plain), ("upi", skx_upi)]
+    {
+        for box_ in 0..2 {
+            pmus.push(uncore_box(format!("uncore_{kind}_{box_}"), types.next(), vec![0], formats));
+        }
     }
     Machine {
         name: if smt { "skylakex".into() } else { "skylakex-nosmt".into() },
@@ -1011,6 +1197,19 @@ fn hybrid(meteor: bool) -> Machine {
             }));
         }
     }
+    pmus.extend(client_uncore(&mut types, if meteor { &["uncore_hac_arb"] } else { &[] }));
+    pmus.extend(cstate_pmus(
+        &mut types,
+        &cpus,
+        &[("c1-residency", 0), ("c6-residency", 2), ("c7-residency", 3)],
+        &[
+            ("c2-residency", 0),
+            ("c3-residency", 1),
+            ("c6-residency", 2),
+            ("c8-residency", 4),
+            ("c10-residency", 6),
+        ],
+    ));
     let (name, model, stepping, model_name, description) = if meteor {
         (
             "meteorlake",

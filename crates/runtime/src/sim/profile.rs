@@ -181,6 +181,13 @@ pub enum Source<'a> {
     Msr(u64),
     /// `power` event (per package).
     Power(u64),
+    /// A `cstate_*` residency counter.
+    Cstate {
+        /// The PMU name.
+        pmu: &'a str,
+        /// The config.
+        config: u64,
+    },
     /// An uncore event.
     Uncore {
         /// The PMU name.
@@ -334,6 +341,10 @@ impl Profile {
             Source::Power(config) => {
                 let pkg = PACKAGE_WATTS << 32;
                 if config == 2 { pkg } else { pkg / 4 }
+            }
+            Source::Cstate { pmu, config } => {
+                // Residency ticks at the TSC rate for 1 % to 30 % of the time.
+                self.tsc_hz * (fnv(&[pmu.as_bytes(), &config.to_le_bytes()]) % 30 + 1) / 100
             }
             Source::Uncore { pmu, config } => {
                 let base = fnv(&[pmu.as_bytes(), &config.to_le_bytes()]) % 1000 + 1;
