@@ -112,6 +112,74 @@ impl Ev {
     }
 }
 
+/// Events by descriptor. Descriptors are handed out in sequence and never reused, so a
+/// vector indexed by `fd - FIRST_FD` finds them without a tree walk.
+#[derive(Debug, Default)]
+struct Slab {
+    items: Vec<Option<(i32, Ev)>>,
+}
+
+/// The first descriptor number (0-2 are stdin, stdout, stderr).
+const FIRST_FD: i32 = 3;
+
+impl Slab {
+    fn slot(fd: i32) -> Option<usize> {
+        usize::try_from(fd - FIRST_FD).ok()
+    }
+
+    fn get(&self, fd: &i32) -> Option<&Ev> {
+        let slot = Slab::slot(*fd)?;
+        self.items.get(slot)?.as_ref().map(|(_, e)| e)
+    }
+
+    fn get_mut(&mut self, fd: &i32) -> Option<&mut Ev> {
+        let slot = Slab::slot(*fd)?;
+        self.items.get_mut(slot)?.as_mut().map(|(_, e)| e)
+    }
+
+    fn insert(&mut self, fd: i32, ev: Ev) {
+        let Some(slot) = Slab::slot(fd) else { return };
+        if self.items.len() <= slot {
+            self.items.resize_with(slot + 1, || None);
+        }
+        self.items[slot] = Some((fd, ev));
+    }
+
+    fn remove(&mut self, fd: &i32) -> Option<Ev> {
+        let slot = Slab::slot(*fd)?;
+        self.items.get_mut(slot)?.take().map(|(_, e)| e)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&i32, &Ev)> {
+        self.items.iter().filter_map(|item| item.as_ref().map(|(fd, e)| (fd, e)))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Ev> {
+        self.iter().map(|(_, e)| e)
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut Ev> {
+        self.items.iter_mut().filter_map(|item| item.as_mut().map(|(_, e)| e))
+    }
+}
+
+impl std::ops::Index<&i32> for Slab {
+    type Output = Ev;
+
+    fn index(&self, fd: &i32) -> &Ev {
+        self.get(fd).expect("an open descriptor")
+    }
+}
+
+impl<'a> IntoIterator for &'a Slab {
+    type Item = (&'a i32, &'a Ev);
+    type IntoIter = Box<dyn Iterator<Item = (&'a i32, &'a Ev)> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
 #[derive(Debug)]
 struct Clock {
     start: Option<Instant>,
@@ -134,11 +202,15 @@ struct State {
     next_fd: i32,
     next_id: u64,
     next_index: u64,
-    events: BTreeMap<i32, Ev>,
+    events: Slab,
     /// Per (CPU, PMU): when the mux timer fires next.
     timers: BTreeMap<(u32, usize), u64>,
     /// Per (CPU, PMU, task or CPU context): a flexible group did not fit.
     rotate: BTreeSet<(u32, usize, Option<i32>)>,
+    /// Group leaders per (CPU, hardware PMU).
+    groups: BTreeMap<(u32, usize), Vec<i32>>,
+    /// Leaders that are enabled (INACTIVE or ACTIVE); `None` after a change of that.
+    on_leaders: Option<Vec<bool>>,
 }
 
 /// The simulated kernel. Clones share one state, so a test keeps a handle (to advance the
@@ -196,12 +268,14 @@ impl SimKernel {
             clock: Clock { start, offset: 0 },
             now: 0,
             mux_ns,
-            next_fd: 3,
+            next_fd: FIRST_FD,
             next_id: 1,
             next_index: 1,
-            events: BTreeMap::new(),
+            events: Slab::default(),
             timers: BTreeMap::new(),
             rotate: BTreeSet::new(),
+            groups: BTreeMap::new(),
+            on_leaders: None,
         };
         if state.machine.nmi_watchdog {
             state.add_watchdogs();
@@ -289,7 +363,9 @@ impl State {
         let attr = Attr { type_: TYPE_HARDWARE, config: 0, pinned: true, ..Attr::default() };
         for cpu in self.machine.cpu_ids() {
             let Ok(init) = self.init(&attr, -1, cpu as i32) else { continue };
-            let fd = -1 - cpu as i32;
+            // A descriptor number the caller never sees (kernel-owned events have none).
+            let fd = self.next_fd;
+            self.next_fd += 1;
             let index = self.next_index;
             self.next_index += 1;
             self.events.insert(
@@ -315,6 +391,7 @@ impl State {
                     kernel: true,
                 },
             );
+            self.index_group(fd, None);
         }
         self.reschedule_all();
     }
@@ -578,6 +655,27 @@ impl State {
         })
     }
 
+    /// The leaders of the groups on (cpu, pmu).
+    fn leaders_on(&self, cpu: u32, pmu: usize) -> Vec<i32> {
+        self.groups.get(&(cpu, pmu)).cloned().unwrap_or_default()
+    }
+
+    /// Moves the group led by `lfd` from the index entry `old` to its current CPU and PMU.
+    fn index_group(&mut self, lfd: i32, old: Option<(u32, usize)>) {
+        if let Some(key) = old
+            && let Some(leaders) = self.groups.get_mut(&key)
+        {
+            leaders.retain(|&f| f != lfd);
+        }
+        if let (Some(cpu), Some(pmu)) = (self.events.get(&lfd).map(|e| e.cpu), self.group_pmu(lfd))
+        {
+            let leaders = self.groups.entry((cpu, pmu)).or_default();
+            if !leaders.contains(&lfd) {
+                leaders.push(lfd);
+            }
+        }
+    }
+
     /// Whether `events` (already-placed first) fit on PMU `pmu`.
     fn fits(&self, pmu: usize, events: &[HwKind]) -> bool {
         match &self.machine.pmus[pmu].class {
@@ -722,6 +820,10 @@ impl State {
                 Home::Soft => 0,
             },
         };
+        let old_key = leader_fd.and_then(|lfd| {
+            let cpu = self.events[&lfd].cpu;
+            self.group_pmu(lfd).map(|p| (cpu, p))
+        });
         if let Some(lfd) = leader_fd {
             let leader = &self.events[&lfd];
             if leader.leader != lfd || leader.task != task {
@@ -799,7 +901,9 @@ impl State {
         {
             leader.siblings.push(fd);
         }
-        self.reschedule_all();
+        self.index_group(leader_fd.unwrap_or(fd), old_key);
+        self.on_leaders = None;
+        self.reschedule_group(leader_fd.unwrap_or(fd));
         Ok(fd)
     }
 
@@ -808,22 +912,33 @@ impl State {
         if dt == 0 {
             return;
         }
-        let leaders_on: BTreeSet<i32> = self
-            .events
-            .iter()
-            .filter(|(_, e)| matches!(e.state, SimState::Inactive | SimState::Active))
-            .map(|(&fd, _)| fd)
-            .collect();
+        let leaders_on = self.on_leaders.take().unwrap_or_else(|| {
+            let mut on = vec![false; self.events.items.len()];
+            for (&fd, e) in self.events.iter() {
+                if e.leader == fd
+                    && matches!(e.state, SimState::Inactive | SimState::Active)
+                    && let Some(slot) = Slab::slot(fd)
+                {
+                    on[slot] = true;
+                }
+            }
+            on
+        });
         for e in self.events.values_mut() {
             match e.state {
                 SimState::Active => {
                     e.enabled_ns += dt;
                     e.running_ns += dt;
                 }
-                SimState::Inactive if leaders_on.contains(&e.leader) => e.enabled_ns += dt,
+                SimState::Inactive
+                    if Slab::slot(e.leader).and_then(|s| leaders_on.get(s)) == Some(&true) =>
+                {
+                    e.enabled_ns += dt
+                }
                 _ => {}
             }
         }
+        self.on_leaders = Some(leaders_on);
     }
 
     fn advance_to(&mut self, to: u64) {
@@ -856,13 +971,13 @@ impl State {
     fn rotate_tick(&mut self, cpu: u32, pmu: usize) {
         let contexts: Vec<Option<i32>> =
             self.rotate.iter().filter(|k| k.0 == cpu && k.1 == pmu).map(|k| k.2).collect();
+        let leaders = self.leaders_on(cpu, pmu);
         for ctx in contexts {
-            let mut flexible: Vec<(u64, i32, SimState)> = self
-                .events
+            let mut flexible: Vec<(u64, i32, SimState)> = leaders
                 .iter()
-                .filter(|(fd, e)| e.leader == **fd && !e.pinned && e.cpu == cpu && e.task == ctx)
-                .filter(|(fd, _)| self.group_pmu(**fd) == Some(pmu))
-                .map(|(&fd, e)| (e.index, fd, e.state))
+                .filter_map(|fd| self.events.get(fd).map(|e| (*fd, e)))
+                .filter(|(_, e)| !e.pinned && e.task == ctx)
+                .map(|(fd, e)| (e.index, fd, e.state))
                 .collect();
             flexible.sort_unstable();
             let pick =
@@ -878,10 +993,8 @@ impl State {
         self.reschedule(cpu, pmu);
     }
 
-    /// Schedules every group again, without rotating (`ctx_resched` after an open, enable,
-    /// disable or close).
+    /// Schedules every group again, without rotating.
     fn reschedule_all(&mut self) {
-        // Pure software groups never wait for a counter.
         let soft_leaders: Vec<i32> = self
             .events
             .iter()
@@ -890,17 +1003,7 @@ impl State {
             .filter(|&fd| self.group_pmu(fd).is_none())
             .collect();
         for lfd in soft_leaders {
-            let leader_on =
-                matches!(self.events[&lfd].state, SimState::Inactive | SimState::Active);
-            let members: Vec<i32> =
-                std::iter::once(lfd).chain(self.events[&lfd].siblings.iter().copied()).collect();
-            for fd in members {
-                if let Some(e) = self.events.get_mut(&fd)
-                    && matches!(e.state, SimState::Inactive | SimState::Active)
-                {
-                    e.state = if leader_on { SimState::Active } else { SimState::Inactive };
-                }
-            }
+            self.refresh_soft(lfd);
         }
         let mut pairs: BTreeSet<(u32, usize)> = self.timers.keys().copied().collect();
         for (&fd, e) in &self.events {
@@ -915,18 +1018,43 @@ impl State {
         }
     }
 
+    /// A pure software group never waits for a counter: its enabled members are active
+    /// while the leader is enabled.
+    fn refresh_soft(&mut self, lfd: i32) {
+        let Some(leader) = self.events.get(&lfd) else { return };
+        let leader_on = matches!(leader.state, SimState::Inactive | SimState::Active);
+        let members: Vec<i32> =
+            std::iter::once(lfd).chain(leader.siblings.iter().copied()).collect();
+        for fd in members {
+            if let Some(e) = self.events.get_mut(&fd)
+                && matches!(e.state, SimState::Inactive | SimState::Active)
+            {
+                e.state = if leader_on { SimState::Active } else { SimState::Inactive };
+            }
+        }
+    }
+
+    /// Schedules again what a change to the group led by `lfd` affects: its CPU and PMU
+    /// (`ctx_resched`), or just the group when it is pure software.
+    fn reschedule_group(&mut self, lfd: i32) {
+        let Some(cpu) = self.events.get(&lfd).map(|e| e.cpu) else { return };
+        match self.group_pmu(lfd) {
+            Some(pmu) => self.reschedule(cpu, pmu),
+            None => self.refresh_soft(lfd),
+        }
+    }
+
     /// `perf_event_sched_in` for one CPU and PMU: CPU-context pinned groups (the watchdog
     /// first), task pinned, CPU flexible, task flexible; in each pass groups in list order,
     /// and once one does not fit no later hardware group of that pass is tried
     /// (`merge_sched_in` clears `can_add_hw`). A pinned group that does not fit goes to
     /// ERROR; a flexible one waits for rotation.
     fn reschedule(&mut self, cpu: u32, pmu: usize) {
-        let mut groups: Vec<(u8, i32, u64, i32)> = self
-            .events
+        let leaders = self.leaders_on(cpu, pmu);
+        let mut groups: Vec<(u8, i32, u64, i32)> = leaders
             .iter()
-            .filter(|(fd, e)| e.leader == **fd && e.cpu == cpu)
-            .filter(|(fd, _)| self.group_pmu(**fd) == Some(pmu))
-            .map(|(&fd, e)| {
+            .filter_map(|fd| self.events.get(fd).map(|e| (*fd, e)))
+            .map(|(fd, e)| {
                 let pass = match (e.pinned, e.task.is_some()) {
                     (true, false) => 0,
                     (true, true) => 1,
@@ -967,15 +1095,21 @@ impl State {
                 .chain(leader.siblings.iter().copied())
                 .filter(|fd| self.events.get(fd).is_some_and(|e| e.state > SimState::Off))
                 .collect();
-            let mut candidate = placed.clone();
-            candidate.extend(members.iter().filter_map(|fd| self.events.get(fd)).filter_map(|e| {
-                match e.home {
-                    Home::Hw(p) if p == pmu => Some(e.hw),
-                    _ => None,
+            let fitted = can_add && {
+                let mut candidate = placed.clone();
+                candidate.extend(members.iter().filter_map(|fd| self.events.get(fd)).filter_map(
+                    |e| match e.home {
+                        Home::Hw(p) if p == pmu => Some(e.hw),
+                        _ => None,
+                    },
+                ));
+                let fits = self.fits(pmu, &candidate);
+                if fits {
+                    placed = candidate;
                 }
-            }));
-            if can_add && self.fits(pmu, &candidate) {
-                placed = candidate;
+                fits
+            };
+            if fitted {
                 for fd in members {
                     if let Some(e) = self.events.get_mut(&fd) {
                         e.state = SimState::Active;
@@ -986,6 +1120,7 @@ impl State {
                 let leader = self.events.get_mut(&lfd).expect("leader exists");
                 if leader.pinned {
                     leader.state = SimState::Error;
+                    self.on_leaders = None;
                 } else {
                     self.rotate.insert((cpu, pmu, (task >= 0).then_some(task)));
                     waiting = true;
@@ -1064,6 +1199,8 @@ impl State {
 
     fn set_enabled(&mut self, fd: i32, group: bool, on: bool) -> Result<(), Errno> {
         self.sync();
+        let leader = self.events.get(&fd).map_or(fd, |e| e.leader);
+        self.on_leaders = None;
         for target in self.targets(fd, group)? {
             if let Some(e) = self.events.get_mut(&target) {
                 if on && e.state <= SimState::Off {
@@ -1073,7 +1210,7 @@ impl State {
                 }
             }
         }
-        self.reschedule_all();
+        self.reschedule_group(leader);
         Ok(())
     }
 
@@ -1091,12 +1228,21 @@ impl State {
     fn close(&mut self, fd: i32) {
         self.sync();
         let Some(ev) = self.events.get(&fd).filter(|e| !e.kernel).cloned() else { return };
+        let old_pmu = self.group_pmu(ev.leader);
+        let old_key = old_pmu.map(|p| (ev.cpu, p));
         self.events.remove(&fd);
+        self.on_leaders = None;
+        if ev.leader == fd
+            && let Some(key) = old_key
+            && let Some(leaders) = self.groups.get_mut(&key)
+        {
+            leaders.retain(|&f| f != fd);
+        }
         if ev.leader == fd {
             // perf_group_detach: siblings become singleton groups at the end of the list;
             // topdown metric events (PERF_EV_CAP_SIBLING) cannot live without their leader
             // and go to ERROR.
-            for sibling in ev.siblings {
+            for &sibling in &ev.siblings {
                 let index = self.next_index;
                 self.next_index += 1;
                 if let Some(e) = self.events.get_mut(&sibling) {
@@ -1110,7 +1256,18 @@ impl State {
         } else if let Some(leader) = self.events.get_mut(&ev.leader) {
             leader.siblings.retain(|&s| s != fd);
         }
-        self.reschedule_all();
+        if ev.leader == fd {
+            for &sibling in &ev.siblings {
+                self.index_group(sibling, None);
+                self.reschedule_group(sibling);
+            }
+        } else {
+            self.index_group(ev.leader, old_key);
+            self.reschedule_group(ev.leader);
+        }
+        if let Some(pmu) = old_pmu {
+            self.reschedule(ev.cpu, pmu);
+        }
     }
 }
 
