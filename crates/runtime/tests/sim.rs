@@ -404,6 +404,44 @@ fn other_pmus_and_attributes_are_refused_as_the_kernel_does() {
     assert_eq!(e(k.perf_event_open(&pinned, -1, 0, leader)), Err(libc::EINVAL));
     // A sibling on another CPU.
     assert_eq!(e(k.perf_event_open(&raw(0xc5), -1, 1, leader)), Err(libc::EINVAL));
+    // Generic cache events: valid ids open on the core PMU, others are EINVAL.
+    let l1d_read_miss = typed(tmetric_runtime::sys::TYPE_HW_CACHE, 0x10000);
+    let llc_read_access = typed(tmetric_runtime::sys::TYPE_HW_CACHE, 0x2);
+    assert!(group(&mut k, 0, &[l1d_read_miss.clone(), llc_read_access.clone()]).is_ok());
+    assert_ne!(k.true_count(&l1d_read_miss, 0, MS), k.true_count(&llc_read_access, 0, MS));
+    let bad_cache = typed(tmetric_runtime::sys::TYPE_HW_CACHE, 0x7);
+    assert_eq!(e(k.perf_event_open(&bad_cache, -1, 0, -1)), Err(libc::EINVAL));
+}
+
+#[test]
+fn generic_hardware_events_map_per_vendor() {
+    let cycles = typed(TYPE_HARDWARE, 0);
+    let instructions = typed(TYPE_HARDWARE, 1);
+    for name in ["sapphirerapids", "amdzen4", "neoverse-n2", "alderlake"] {
+        let k = kernel(name, false);
+        let cpu = if name == "alderlake" { 5 } else { 1 };
+        let p = k.profile();
+        assert_eq!(k.true_count(&cycles, cpu, 1_000 * MS), Ok(p.cycles_on(cpu)), "{name}");
+        assert_eq!(k.true_count(&instructions, cpu, 1_000 * MS), Ok(p.instructions_on(cpu)));
+    }
+    // AMD has no bus-cycles; Intel has no stalled-cycles on Skylake and later.
+    let amd = kernel("amdzen4", false);
+    assert_eq!(
+        amd.true_count(&typed(TYPE_HARDWARE, 6), 0, MS),
+        Err(tmetric_runtime::Errno(libc::ENOENT))
+    );
+    let skx = kernel("skylakex", false);
+    assert_eq!(
+        skx.true_count(&typed(TYPE_HARDWARE, 7), 0, MS),
+        Err(tmetric_runtime::Errno(libc::ENOENT))
+    );
+    // The N2 cycle counter holds generic cycles beside 6 programmable counters.
+    let mut n2 = kernel("neoverse-n2", false);
+    let mut attrs = vec![cycles];
+    attrs.extend((0..6).map(|i| typed(TYPE_HARDWARE, [1, 2, 3, 4, 5, 8][i])));
+    assert!(group(&mut n2, 0, &attrs).is_ok());
+    attrs.push(typed(TYPE_HARDWARE, 7));
+    assert_eq!(group(&mut n2, 0, &attrs), Err((7, libc::EINVAL)));
 }
 
 #[test]

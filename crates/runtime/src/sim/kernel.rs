@@ -461,7 +461,22 @@ impl State {
                 }
                 // The per-model cache tables are not modelled: a generic cache event is an
                 // unconstrained GP event with its own pseudo rate.
-                (index, 0x1_0000_0000_0000 | c)
+                let pmu = &machine.pmus[index];
+                if cpu >= 0 && !pmu.covers(cpu as u32) {
+                    return Err(errno(libc::ENOENT));
+                }
+                let hw = match &pmu.class {
+                    PmuClass::X86Core(core) => HwKind::X86(HwEvent {
+                        constraint: core.unconstrained(),
+                        extra: None,
+                        metric: false,
+                    }),
+                    // Any event number but CPU_CYCLES: a programmable counter.
+                    PmuClass::Arm(_) => HwKind::Arm { config: 0xffff },
+                    _ => return Err(errno(libc::ENOENT)),
+                };
+                let rate = self.profile.rate(Source::Cache { pmu: &pmu.name, config: c }, rate_cpu);
+                return Ok(Init { home: Home::Hw(index), hw, rate, cpu: None, metric: false });
             }
             other => match machine.pmu_by_type(other) {
                 // arm64 has no PMU of type 4: a raw event goes to the first CPU PMU that

@@ -181,6 +181,13 @@ pub enum Source<'a> {
     Msr(u64),
     /// `power` event (per package).
     Power(u64),
+    /// A generic hardware cache event (`PERF_TYPE_HW_CACHE` config).
+    Cache {
+        /// The PMU name.
+        pmu: &'a str,
+        /// The cache/op/result config.
+        config: u64,
+    },
     /// A `cstate_*` residency counter.
     Cstate {
         /// The PMU name.
@@ -341,6 +348,9 @@ impl Profile {
             Source::Power(config) => {
                 let pkg = PACKAGE_WATTS << 32;
                 if config == 2 { pkg } else { pkg / 4 }
+            }
+            Source::Cache { pmu, config } => {
+                self.pseudo(cycles, &[pmu.as_bytes(), b"cache", &config.to_le_bytes()])
             }
             Source::Cstate { pmu, config } => {
                 // Residency ticks at the TSC rate for 1 % to 30 % of the time.

@@ -390,14 +390,19 @@ impl X86Core {
                 };
             }
         }
-        self.constraints.iter().find(|c| c.matches(config)).copied().unwrap_or(Constraint {
+        self.constraints.iter().find(|c| c.matches(config)).copied().unwrap_or(self.unconstrained())
+    }
+
+    /// The constraint of an event no table lists: every GP counter.
+    pub fn unconstrained(&self) -> Constraint {
+        Constraint {
             code: 0,
             cmask: 0,
             size: 0,
             idxmsk: (1 << self.gp) - 1,
             weight: self.gp,
             pair: false,
-        })
+        }
     }
 
     /// Whether `events` can all be on this PMU at once (`collect_events` limits, shared
