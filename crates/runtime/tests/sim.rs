@@ -526,6 +526,23 @@ fn rotation_gives_each_of_three_full_groups_a_third() {
 }
 
 #[test]
+fn the_mux_interval_sets_the_rotation_period() {
+    let mut k = kernel("amdzen4", false);
+    k.set_mux_interval_ms(10);
+    let a = group(&mut k, 0, &gp_events(0x90, 6)).unwrap();
+    let b = group(&mut k, 0, &gp_events(0xa0, 6)).unwrap();
+    k.advance(9 * MS);
+    assert_eq!(k.state_of(a[0]), Some(SimState::Active));
+    k.advance(MS);
+    assert_eq!(k.state_of(b[0]), Some(SimState::Active));
+    assert_eq!(k.times(a[0]), Some((10 * MS, 10 * MS)));
+    k.advance(25 * MS);
+    // a: 0-10 and 20-30 ms; b: 10-20 and 30-35 ms.
+    assert_eq!(k.times(a[0]), Some((35 * MS, 20 * MS)));
+    assert_eq!(k.times(b[0]), Some((35 * MS, 15 * MS)));
+}
+
+#[test]
 fn after_a_flexible_group_fails_later_groups_wait_for_rotation() {
     // merge_sched_in: once a flexible group does not fit, can_add_hw is cleared and later
     // hardware groups of the pass are not tried, even one that would fit.

@@ -294,6 +294,16 @@ impl SimKernel {
         state.sync();
     }
 
+    /// Writes `perf_event_mux_interval_ms` (minimum 1, as the kernel's store refuses 0): the
+    /// next rotations use it.
+    pub fn set_mux_interval_ms(&self, ms: u64) {
+        let mut state = self.lock();
+        state.sync();
+        let ms = ms.max(1);
+        state.machine.mux_interval_ms = ms;
+        state.mux_ns = ms * 1_000_000;
+    }
+
     /// Simulated nanoseconds since the kernel was made.
     pub fn now(&self) -> u64 {
         let mut state = self.lock();

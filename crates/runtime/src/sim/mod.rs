@@ -55,9 +55,11 @@
 //! * arm64 (drivers/perf/arm_pmu.c, arm_pmuv3.c): `validate_group` skips OFF events without
 //!   `enable_on_exec` (so a disabled leader is not counted at open); CPU_CYCLES prefers the
 //!   cycle counter; other events take the lowest free of the 6 counters.
-//! * Uncore (intel/uncore.c, amd/uncore.c) and RAPL: CPU events only, no exclude bits, moved
-//!   to the package's `cpumask` CPU, group fit checked per box; msr: config within the
-//!   detected MSRs, no exclude bits.
+//! * Uncore (intel/uncore.c, uncore_snbep.c, amd/uncore.c), RAPL and cstate: CPU events
+//!   only, no exclude bits; uncore and RAPL events move to the package's `cpumask` CPU (so a
+//!   sibling opened on the original CPU is on another CPU: EINVAL), cstate events stay; group
+//!   fit checked per box (4 counters, the fixed counter for config 0xff); config bits outside
+//!   a box's formats are dropped. msr: config within the detected MSRs, no exclude bits.
 //! * Scheduling (`ctx_sched_in`, `merge_sched_in`, `group_can_go_on`): per CPU and PMU,
 //!   CPU-context pinned, task pinned, CPU flexible, task flexible; once a group does not fit
 //!   no later hardware group of that pass is tried; pinned misfits go to ERROR (read gives
@@ -68,6 +70,21 @@
 //!   also needs cycles must put them on a GP counter; on AMD it takes a GP counter; on arm64
 //!   the cycle counter.
 //!
+//! # The machines
+//! | name | CPUs | core PMUs | other PMUs |
+//! |---|---|---|---|
+//! | `sapphirerapids` | 2 packages x 2 cores x 2 threads | `cpu`: 8 GP, 4 fixed, 8 metrics | `msr`, `power`, `cstate_*`, `uncore_{imc,cha,iio,m2m,upi}_{0,1}` (cpumask `0,4`) |
+//! | `icelake` (client, 0x7E) | 4 cores x 2 threads | `cpu`: 8 GP, 4 fixed, 4 metrics | `msr`, `power`, `cstate_*`, `uncore_arb`, `uncore_clock` |
+//! | `skylakex` / `skylakex-nosmt` | 4 cores x 2 threads / 4 cores | `cpu`: 4 / 8 GP, 3 fixed, `any` | `msr`, `power`, `cstate_*`, `uncore_{imc,cha,iio,m2m,upi}_{0,1}` |
+//! | `alderlake` / `meteorlake` | P 0-3 (2 x 2), E 4-7 | `cpu_core` (type 4): 8 GP, 4 fixed, 8 metrics; `cpu_atom` (type 10): 6 / 8 GP, 3 fixed | `msr`, `power`, `cstate_*`, `uncore_imc_free_running_{0,1}`, `uncore_arb`, `uncore_clock` (+ `uncore_imc_{0,1}` ADL, `uncore_hac_arb` MTL) |
+//! | `amdzen4` | 4 cores x 2 threads | `cpu`: 6 GP | `msr`, `power`, `amd_l3`, `amd_df`, `amd_umc_0` |
+//! | `neoverse-n2` (r0p3) | 8 | `armv8_pmuv3_0`: 6 + cycle counter, `caps/slots` 5 | none |
+//!
+//! The NMI watchdog is on by default on the x86 machines and off on the arm64 one
+//! ([`Machine::with_nmi_watchdog`]). Every catalogue event of a PMU a machine has opens alone
+//! on it, and every PMU a metric of the machine's catalogue model reads exists
+//! (`tests/sim.rs`).
+//!
 //! # Not modelled
 //! Sampling, `precise_ip`, `exclusive` and PEBS constraints (the runtime's [`crate::Attr`]
 //! has no such fields; [`EventKind`] is where sampling records go), ESRCH for unknown pids
@@ -76,7 +93,10 @@
 //! and shared registers between SMT siblings, per-model hardware cache tables (every valid
 //! cache event is an unconstrained GP event), offcore register value swaps (only the count
 //! of distinct values), the kernel's per-read truncation of topdown metric counts (a metric
-//! count is `floor(slots * byte / 255)` over its whole running time), cstate PMUs.
+//! count is `floor(slots * byte / 255)` over its whole running time), uncore boxes' own
+//! constraint tables (every box event may use any of its counters), free-running counters'
+//! wrap, `allow_tsx_force_abort`, CPU hotplug (every CPU is online), and the many uncore
+//! PMUs no metric reads (IRP, M3UPI, PCU, UBOX, CXL, HBM on SPR).
 //! A task event counts as if the task ran all the time on the first CPU of its hardware PMU
 //! (CPU 0 for software events); on a hybrid machine each core type therefore sees it the
 //! whole time, where real hardware splits the time between types.
