@@ -605,6 +605,50 @@ fn disable_enable_and_reset_follow_the_ioctls() {
 }
 
 #[test]
+fn ioctls_without_the_group_flag_touch_one_event() {
+    let mut k = kernel("sapphirerapids", false);
+    let fds = group(&mut k, 0, &[raw(0x3c), raw(0xc0), raw(0xc4)]).unwrap();
+    k.advance(MS);
+    // Disabling one sibling stops its count; the group goes on.
+    k.disable(fds[1], false).unwrap();
+    k.reset(fds[2], false).unwrap();
+    k.advance(MS);
+    let (enabled, running, values) = read_group(&mut k, fds[0], 3);
+    assert_eq!((enabled, running), (2 * MS, 2 * MS));
+    assert_eq!(values[0], 5_000_000);
+    assert_eq!(values[1], 4_000_000, "instructions stopped after 1 ms");
+    assert_eq!(values[2], k.true_count(&raw(0xc4), 0, MS).unwrap(), "reset at 1 ms");
+    // Disabling the leader alone stops the whole group: its siblings cannot run.
+    k.enable(fds[1], false).unwrap();
+    k.disable(fds[0], false).unwrap();
+    k.advance(MS);
+    let (enabled, _, values) = read_group(&mut k, fds[0], 3);
+    assert_eq!((enabled, values[0], values[1]), (2 * MS, 5_000_000, 4_000_000));
+    assert_eq!(k.state_of(fds[1]), Some(SimState::Inactive));
+    assert_eq!(k.event_id(999), Err(tmetric_runtime::Errno(libc::EBADF)));
+}
+
+#[test]
+fn counters_count_a_task_over_the_simulated_kernel() {
+    let k = kernel("alderlake", true);
+    let handle = k.clone();
+    let specs = vec![
+        CounterSpec { name: "task-clock".into(), attr: typed(TYPE_SOFTWARE, 1), cpus: None },
+        CounterSpec { name: "cycles".into(), attr: raw(0x3c), cpus: None },
+        CounterSpec { name: "instructions".into(), attr: raw(0xc0), cpus: None },
+    ];
+    let target = Target::Task { pid: 4242, on_exec: true };
+    let mut counters = Counters::open(k, specs, &[vec![0, 1, 2]], target).expect("open");
+    handle.advance(50 * MS);
+    let snapshot = counters.read().unwrap();
+    let cycles = snapshot.aggregate(1).unwrap();
+    assert_eq!(cycles.running, 50 * MS);
+    // The task group moved to the first cpu_core CPU, 0.
+    assert_eq!(cycles.value, handle.true_count(&raw(0x3c), 0, 50 * MS).unwrap());
+    assert_eq!(snapshot.aggregate(0).unwrap().value, 50 * MS);
+}
+
+#[test]
 fn software_events_always_run_and_count_time() {
     let mut k = kernel("amdzen4", true);
     let fds = group(
