@@ -20,6 +20,8 @@
 //! PMU. Multiplexing, never-running counters, weak-group fallback and per-CPU open failures
 //! cannot be provoked with software events, so `tests/fake.rs` drives them through
 //! [`FakeSyscalls`]. `tests/sysfs.rs` resolves events over the fake tree `tests/data/sysfs`.
+//! `tests/sim.rs` checks [`sim::SimKernel`] against the kernel's rules, its written trees
+//! against [`Sysfs`] and the catalogue, and runs [`Counters`] over it.
 #![warn(missing_docs)]
 
 pub mod counter;

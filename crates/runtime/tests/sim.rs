@@ -565,6 +565,26 @@ fn after_a_flexible_group_fails_later_groups_wait_for_rotation() {
 }
 
 #[test]
+fn cpu_context_groups_go_on_before_task_groups() {
+    // perf_event_sched_in: CPU pinned, task pinned, CPU flexible, task flexible. A CPU-wide
+    // group holding every GP counter leaves a task's group on that CPU no room, and rotating
+    // a single group changes nothing, so the task group never counts.
+    let mut k = kernel("sapphirerapids", false);
+    let wide = group(&mut k, 0, &gp_events(0x90, 8)).unwrap();
+    let task_leader = k.perf_event_open(&raw(0xc4), 4242, -1, -1).unwrap();
+    k.advance(40 * MS);
+    assert_eq!(k.times(wide[0]), Some((40 * MS, 40 * MS)));
+    assert_eq!(k.times(task_leader), Some((40 * MS, 0)));
+    // On another CPU the task would count, but the simulator places it on CPU 0.
+    k.close(wide[0]);
+    for &fd in &wide[1..] {
+        k.close(fd);
+    }
+    k.advance(MS);
+    assert_eq!(k.times(task_leader), Some((41 * MS, MS)));
+}
+
+#[test]
 fn a_pinned_group_that_does_not_fit_is_in_error_and_reads_eof() {
     let mut k = kernel("sapphirerapids", false);
     group(&mut k, 0, &[Attr { pinned: true, ..raw(0x0300) }]).unwrap();

@@ -288,6 +288,8 @@ impl SimKernel {
     }
 
     /// Moves the simulated clock forward by `ns` (on top of real time for a real clock).
+    /// The work is proportional to the mux timer ticks in that span (one per CPU and PMU
+    /// that has groups waiting, every `perf_event_mux_interval_ms`).
     pub fn advance(&self, ns: u64) {
         let mut state = self.lock();
         state.clock.offset += ns;
