@@ -265,6 +265,22 @@ fn topdown_events_need_a_slots_leader() {
 }
 
 #[test]
+fn two_slots_groups_on_one_cpu_take_turns() {
+    // SLOTS has only fixed counter 3 and each metric one pseudo counter: two topdown groups
+    // on a CPU multiplex even though both would fit the GP counters many times over.
+    let mut k = kernel("sapphirerapids", true);
+    let a = group(&mut k, 3, &[raw(0x0400), raw(0x8000), raw(0x8100)]).unwrap();
+    let b = group(&mut k, 3, &[raw(0x0400), raw(0x8200), raw(0x8300)]).unwrap();
+    k.advance(400 * MS);
+    for g in [&a, &b] {
+        let (enabled, running, values) = read_group(&mut k, g[0], 3);
+        assert_eq!((enabled, running), (400 * MS, 200 * MS));
+        let scaled = values[0] * enabled / running;
+        assert_eq!(scaled, k.true_count(&raw(0x0400), 3, 400 * MS).unwrap());
+    }
+}
+
+#[test]
 fn topdown_metrics_go_to_error_when_their_slots_leader_closes() {
     let mut k = kernel("sapphirerapids", false);
     let fds = group(&mut k, 0, &[raw(0x0400), raw(0x8000), raw(0xc4)]).unwrap();
