@@ -22,9 +22,19 @@
 //! machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).unwrap();
 //! let sysfs = tmetric_runtime::Sysfs::new(dir.join("sys"));
 //! assert_eq!(sysfs.core_pmu().as_deref(), Some("cpu"));
-//! let kernel = SimKernel::new(machine);
 //! # std::fs::remove_dir_all(&dir).unwrap();
-//! # let _ = kernel;
+//!
+//! // SimKernel::new(machine) runs on the real clock; a manual clock is deterministic.
+//! use tmetric_runtime::{Attr, Syscalls, sys::READ_FORMAT};
+//! let mut kernel = SimKernel::manual(machine);
+//! let cycles = Attr { type_: 4, config: 0x3c, read_format: READ_FORMAT, ..Attr::default() };
+//! let fd = kernel.perf_event_open(&cycles, -1, 0, -1).unwrap();
+//! kernel.advance(1_000_000);
+//! let mut buf = [0u8; 40];
+//! assert_eq!(kernel.read(fd, &mut buf), Ok(40));
+//! let value = u64::from_ne_bytes(buf[24..32].try_into().unwrap());
+//! assert_eq!(kernel.true_count(&cycles, 0, 1_000_000), Ok(value));
+//! assert_eq!(value, 2_500_000);
 //! ```
 //!
 //! # Kernel rules and where they come from (Linux 6.12)
