@@ -147,8 +147,7 @@ impl Pmu {
         }
     }
 
-    /// The config of `events/<alias>` as the kernel encodes it for the core PMUs (event,
-    /// umask and flags only; terms that go to config1 are ignored). For tests.
+    /// The term string of `events/<alias>` (`event=0x00,umask=0x80`).
     pub fn alias(&self, name: &str) -> Option<&str> {
         self.events.iter().find(|(n, _)| n == name).map(|(_, t)| t.as_str())
     }
