@@ -900,6 +900,35 @@ fn level_one_metrics_evaluate_to_the_profile_fractions_on_every_machine() {
     }
 }
 
+#[test]
+fn level_two_metrics_follow_the_perf_metrics_bytes_on_golden_cove() {
+    // With PERF_METRICS level 2 (SPR, the hybrid cpu_core) the TopdownL2 metrics are the
+    // level-2 bytes and their differences from level 1. Ice Lake and the atom PMUs compute
+    // level 2 from ordinary events, which count at pseudo rates: no such identity there.
+    let b = |x: u8| f64::from(x) / 255.0;
+    let t = TOPDOWN;
+    let expected = [
+        ("tma_heavy_operations", b(t.heavy_ops)),
+        ("tma_light_operations", b(t.retiring) - b(t.heavy_ops)),
+        ("tma_branch_mispredicts", b(t.br_mispredict)),
+        ("tma_machine_clears", b(t.bad_spec) - b(t.br_mispredict)),
+        ("tma_fetch_latency", b(t.fetch_lat)),
+        ("tma_fetch_bandwidth", b(t.fe_bound) - b(t.fetch_lat)),
+        ("tma_memory_bound", b(t.mem_bound)),
+        ("tma_core_bound", b(t.be_bound) - b(t.mem_bound)),
+    ];
+    for name in ["sapphirerapids", "alderlake", "meteorlake"] {
+        let results = evaluate_group(name, "TopdownL2");
+        for (metric, want) in expected {
+            let (_, _, value) = results
+                .iter()
+                .find(|(m, pmu, _)| m == metric && pmu != "cpu_atom")
+                .unwrap_or_else(|| panic!("{name}: no {metric}"));
+            assert!((value - want).abs() < 1e-3, "{name} {metric}: {value} vs {want}");
+        }
+    }
+}
+
 /// The machine's PMU for a catalogue PMU name: itself, the core PMU for `default_core`, or
 /// the first instance (`uncore_cha` -> `uncore_cha_0`, `cha_0` -> `uncore_cha_0`).
 fn pmu_instance(sysfs: &Sysfs, json_pmu: &str) -> Option<String> {
