@@ -10,6 +10,8 @@
 //! * [`counter`]: groups opened per task or per CPU, group reads, multiplex scaling.
 //! * [`workload`]: the forked command, held until the counters are open.
 //! * [`run`]: the loop of `tmetric stat` (intervals, signals, totals).
+//! * [`sim`]: simulated machines (sysfs trees) and a simulated kernel that applies the
+//!   kernel's group and scheduling rules, for PMUs this VM lacks.
 //!
 //! # What is tested how
 //! `tests/real.rs` counts with the running kernel: software events per task (fork, held
@@ -18,6 +20,8 @@
 //! PMU. Multiplexing, never-running counters, weak-group fallback and per-CPU open failures
 //! cannot be provoked with software events, so `tests/fake.rs` drives them through
 //! [`FakeSyscalls`]. `tests/sysfs.rs` resolves events over the fake tree `tests/data/sysfs`.
+//! `tests/sim.rs` checks [`sim::SimKernel`] against the kernel's rules, its written trees
+//! against [`Sysfs`] and the catalogue, and runs [`Counters`] over it.
 #![warn(missing_docs)]
 
 pub mod counter;
@@ -25,6 +29,7 @@ pub mod event;
 pub mod fake;
 pub mod run;
 pub mod signal;
+pub mod sim;
 pub mod sys;
 pub mod sysfs;
 pub mod workload;

@@ -1,0 +1,127 @@
+//! A simulated kernel and fake sysfs trees for PMUs this VM does not have: Sapphire Rapids,
+//! Ice Lake (client), Skylake server with and without SMT, the Alder Lake and Meteor Lake
+//! hybrids, AMD Zen 4 and Arm Neoverse N2.
+//!
+//! * [`Machine`]: a built-in machine description ([`Machine::named`], [`Machine::names`]):
+//!   CPUs and topology, the cpuid string perf computes, PMUs with their sysfs files and
+//!   counter models, the NMI watchdog. [`Machine::write_sysfs`] writes the tree
+//!   [`crate::Sysfs`] and [`crate::sysfs::host_cpuid`] read.
+//! * [`SimKernel`]: [`crate::Syscalls`] over a machine, refusing what Linux 6.12 refuses
+//!   (group validation on an empty PMU, counter masks from the kernel's constraint tables,
+//!   the topdown rules, hybrid CPU lists, mixed PMUs) and scheduling groups the kernel's way
+//!   (pinned then flexible, the watchdog's pinned cycles event, round-robin rotation every
+//!   mux interval of simulated time), so `time_enabled`/`time_running` are computed.
+//! * [`Profile`]: the workload's constant rates, consistent so every metric has a known true
+//!   value ([`SimKernel::true_count`]).
+//!
+//! A sysfs tree and kernel for a model name:
+//! ```
+//! use tmetric_runtime::sim::{Machine, SimKernel};
+//! let machine = Machine::named("sapphirerapids").unwrap();
+//! let dir = std::env::temp_dir().join(format!("tmetric-sim-doc-{}", std::process::id()));
+//! machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).unwrap();
+//! let sysfs = tmetric_runtime::Sysfs::new(dir.join("sys"));
+//! assert_eq!(sysfs.core_pmu().as_deref(), Some("cpu"));
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//!
+//! // SimKernel::new(machine) runs on the real clock; a manual clock is deterministic.
+//! use tmetric_runtime::{Attr, Syscalls, sys::READ_FORMAT};
+//! let mut kernel = SimKernel::manual(machine);
+//! let cycles = Attr { type_: 4, config: 0x3c, read_format: READ_FORMAT, ..Attr::default() };
+//! let fd = kernel.perf_event_open(&cycles, -1, 0, -1).unwrap();
+//! kernel.advance(1_000_000);
+//! let mut buf = [0u8; 40];
+//! assert_eq!(kernel.read(fd, &mut buf), Ok(40));
+//! let value = u64::from_ne_bytes(buf[24..32].try_into().unwrap());
+//! assert_eq!(kernel.true_count(&cycles, 0, 1_000_000), Ok(value));
+//! assert_eq!(value, 2_500_000);
+//! ```
+//!
+//! # Kernel rules and where they come from (Linux 6.12)
+//! * PMU lookup (`perf_init_event`, kernel/events/core.c): unknown type ENOENT; generic
+//!   hardware/cache events go to type 4 or the extended type in config's upper half, falling
+//!   back to the PMU of the CPU's core type on hybrids; unmapped generic ids ENOENT.
+//! * `x86_pmu_event_init` (arch/x86/events/core.c): hybrid PMU on a CPU outside its `cpus`
+//!   ENOENT; `validate_event`/`validate_group` schedule leader, non-OFF siblings and the new
+//!   event on an empty PMU (EINVAL when they do not fit); the watchdog is not seen there.
+//! * `x86_schedule_events`/`perf_assign_events`: events by increasing constraint weight,
+//!   fixed (and metric) counters first, then the lowest free GP counter; `collect_event`
+//!   limits (GP + fixed + metrics, at most 8 metrics); AMD pair events (PMU_FL_PAIR).
+//! * Constraint tables (arch/x86/events/intel/core.c): `intel_skl_event_constraints`,
+//!   `intel_icl_event_constraints`, `intel_glc_event_constraints`,
+//!   `intel_grt_event_constraints`, widened as `intel_pmu_check_event_constraints` does
+//!   (0x00c0, 0x003c, 0x013c also on GP counters; 0x0100, 0x0300, 0x0400 fixed only).
+//! * Extra registers (`intel_*_extra_regs`, `x86_pmu_extra_regs`): config1 outside the
+//!   valid mask EINVAL; shared registers (two offcore response, one ldlat, one frontend)
+//!   hold one value each (`__intel_shared_reg_get_constraints`, `intel_alt_er`).
+//! * Topdown (`intel_pmu_hw_config`): slots/metric events with config1/config2 or flag bits
+//!   EINVAL; a metric event whose group leader is not `slots` EINVAL; only 4 metrics on ICL
+//!   (`num_topdown_events`); metric siblings go to ERROR when the leader closes
+//!   (PERF_EV_CAP_SIBLING).
+//! * Core checks in `perf_event_open`: `pid == -1 && cpu == -1`, a sibling as group leader,
+//!   another CPU or context, `pinned` on a sibling, two hardware PMUs in one group: EINVAL;
+//!   software and msr events join any group; a software group with a hardware sibling moves
+//!   to that PMU.
+//! * arm64 (drivers/perf/arm_pmu.c, arm_pmuv3.c): `validate_group` skips OFF events without
+//!   `enable_on_exec` (so a disabled leader is not counted at open); CPU_CYCLES prefers the
+//!   cycle counter; other events take the lowest free of the 6 counters.
+//! * Uncore (intel/uncore.c, uncore_snbep.c, amd/uncore.c), RAPL and cstate: CPU events
+//!   only, no exclude bits; uncore and RAPL events move to the package's `cpumask` CPU (so a
+//!   sibling opened on the original CPU is on another CPU: EINVAL), cstate events stay; group
+//!   fit checked per box (4 counters, the fixed counter for config 0xff); config bits outside
+//!   a box's formats are dropped. msr: config within the detected MSRs, no exclude bits.
+//! * Scheduling (`ctx_sched_in`, `merge_sched_in`, `group_can_go_on`): per CPU and PMU,
+//!   CPU-context pinned, task pinned, CPU flexible, task flexible; once a group does not fit
+//!   no later hardware group of that pass is tried; pinned misfits go to ERROR (read gives
+//!   0 bytes); flexible misfits start the mux timer. `perf_rotate_context` moves the first
+//!   active flexible group to the end every `perf_event_mux_interval_ms` (default 4).
+//! * NMI watchdog (kernel/watchdog_perf.c): one pinned cycles event per CPU on its core PMU;
+//!   on Intel it takes fixed counter 1 (cycles prefer the fixed counter), so a group that
+//!   also needs cycles must put them on a GP counter; on AMD it takes a GP counter; on arm64
+//!   the cycle counter.
+//!
+//! # The machines
+//! | name | CPUs | core PMUs | other PMUs |
+//! |---|---|---|---|
+//! | `sapphirerapids` | 2 packages x 2 cores x 2 threads | `cpu`: 8 GP, 4 fixed, 8 metrics | `msr`, `power`, `cstate_*`, `uncore_{imc,cha,iio,m2m,upi}_{0,1}` (cpumask `0,4`) |
+//! | `icelake` (client, 0x7E) | 4 cores x 2 threads | `cpu`: 8 GP, 4 fixed, 4 metrics | `msr`, `power`, `cstate_*`, `uncore_arb`, `uncore_clock` |
+//! | `skylakex` / `skylakex-nosmt` | 4 cores x 2 threads / 4 cores | `cpu`: 4 / 8 GP, 3 fixed, `any` | `msr`, `power`, `cstate_*`, `uncore_{imc,cha,iio,m2m,upi}_{0,1}` |
+//! | `alderlake` / `meteorlake` | P 0-3 (2 x 2), E 4-7 | `cpu_core` (type 4): 8 GP, 4 fixed, 8 metrics; `cpu_atom` (type 10): 6 / 8 GP, 3 fixed | `msr`, `power`, `cstate_*`, `uncore_imc_free_running_{0,1}`, `uncore_arb`, `uncore_clock` (+ `uncore_imc_{0,1}` ADL, `uncore_hac_arb` MTL) |
+//! | `amdzen4` | 4 cores x 2 threads | `cpu`: 6 GP | `msr`, `power`, `amd_l3`, `amd_df`, `amd_umc_0` |
+//! | `neoverse-n2` (r0p3) | 8 | `armv8_pmuv3_0`: 6 + cycle counter, `caps/slots` 5 | none |
+//!
+//! The NMI watchdog is on by default on the x86 machines and off on the arm64 one
+//! ([`Machine::with_nmi_watchdog`]). Every catalogue event of a PMU a machine has opens alone
+//! on it, and every PMU a metric of the machine's catalogue model reads exists
+//! (`tests/sim.rs`).
+//!
+//! # Not modelled
+//! Sampling, `precise_ip`, `exclusive` and PEBS constraints (the runtime's [`crate::Attr`]
+//! has no such fields; [`EventKind`] is where sampling records go), ESRCH for unknown pids
+//! (any pid is a task that runs continuously), `inherit` children, exec (`enable_on_exec`
+//! events count from the open), paranoid levels (the caller is root), HT counter sharing
+//! and shared registers between SMT siblings, per-model hardware cache tables (every valid
+//! cache event is an unconstrained GP event), offcore register value swaps (only the count
+//! of distinct values), the kernel's per-read truncation of topdown metric counts (a metric
+//! count is `floor(slots * byte / 255)` over its whole running time), uncore boxes' own
+//! constraint tables (every box event may use any of its counters), free-running counters'
+//! wrap, `allow_tsx_force_abort`, CPU hotplug (every CPU is online), and the many uncore
+//! PMUs no metric reads (IRP, M3UPI, PCU, UBOX, CXL, HBM on SPR).
+//! A task event counts as if the task ran all the time on the first CPU of its hardware PMU
+//! (CPU 0 for software events); on a hybrid machine each core type therefore sees it the
+//! whole time, where real hardware splits the time between types.
+
+mod kernel;
+mod machine;
+mod profile;
+mod sched;
+
+pub use kernel::{EventKind, SimKernel, SimState};
+pub use machine::{
+    ArmCore, CoreKind, Cpu, CpuId, Machine, NAMES, Pmu, PmuClass, X86Core, cpu_list,
+};
+pub use profile::{
+    CPU_STEP_PERCENT, CYCLES_HZ, INSTRUCTIONS_PER_KCYCLE, PACKAGE_WATTS, Profile, REF_HZ, Rate,
+    Source, TOPDOWN, Topdown,
+};
+pub use sched::{Constraint, ExtraReg, ExtraRegKind, HwEvent};
