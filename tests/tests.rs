@@ -4,6 +4,7 @@ mod catalogue;
 mod cli_eval;
 mod cli_from_perf;
 mod cli_list;
+mod cli_sim;
 mod cli_stat;
 mod latency;
 mod plans;

@@ -249,7 +249,8 @@ pub fn demand_of(
             let terms = model.str(id.terms);
             let (event, umask) = pmu::event_umask(encoding);
             let (_, extra_umask) = pmu::event_umask(terms);
-            match (pmu.vendor, pmu.core, event) {
+            let extra = pmu::extra_of(encoding).or_else(|| pmu::extra_of(terms));
+            let demand = match (pmu.vendor, pmu.core, event) {
                 (Vendor::Intel, true, Some(ev)) => {
                     pmu::intel_demand(ev, umask | extra_umask, json.counters)
                 }
@@ -260,7 +261,8 @@ pub fn demand_of(
                     Demand { general: json.counters.generic, ..Demand::GENERAL }
                 }
                 _ => Demand::GENERAL,
-            }
+            };
+            Demand { extra, ..demand }
         }
         IdKind::Kernel => {
             let name = model.str(id.event);
@@ -376,6 +378,15 @@ fn counter_pmu(event: &CounterEvent, sysfs: &Sysfs) -> Option<String> {
         EventKind::Hardware => sysfs.core_pmu(),
         EventKind::Pmu(p) if p == "msr" || p.starts_with("cstate") || p == "power" => None,
         EventKind::Pmu(p) => Some(p.clone()),
+    }
+}
+
+/// Events the kernel lets into any group: software events, tracepoints and `msr`.
+fn software_context(event: &CounterEvent) -> bool {
+    match &event.kind {
+        EventKind::Software | EventKind::Tracepoint => true,
+        EventKind::Pmu(p) => p == "msr",
+        EventKind::Hardware => false,
     }
 }
 
@@ -612,13 +623,17 @@ impl Plan {
             self.groups.push(specs);
             group_rows.push(rows);
         }
-        // Counterless inputs of metrics share one group: they take no hardware counter.
+        // Software and msr inputs of metrics share one group: they take no hardware counter
+        // and may join any group. Other counterless PMUs (cstate, power) are separate
+        // hardware PMUs the kernel will not mix in one group, so they are opened alone.
         let soft: Vec<usize> = root_rows
             .iter()
             .flatten()
             .filter_map(|&(_, r)| match self.rows[r].source {
                 Source::Counter(s)
-                    if sched_of_row[r].is_none() && !self.groups.iter().any(|g| g.contains(&s)) =>
+                    if sched_of_row[r].is_none()
+                        && software_context(&self.events[s])
+                        && !self.groups.iter().any(|g| g.contains(&s)) =>
                 {
                     Some(s)
                 }

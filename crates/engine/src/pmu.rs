@@ -435,6 +435,58 @@ pub struct Demand {
     pub topdown_metric: bool,
     /// The `slots` event (fixed counter 3): must lead a group with topdown metric events.
     pub slots: bool,
+    /// A shared extra register the event programs, and the value it needs there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra: Option<(ExtraReg, u64)>,
+}
+
+/// Intel's shared extra registers (`__intel_shared_reg_get_constraints`): events may share one
+/// only with the same value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtraReg {
+    /// `offcore_rsp`: two registers (an event may use either).
+    OffcoreRsp,
+    /// `ldlat`: one.
+    Ldlat,
+    /// `frontend`: one.
+    Frontend,
+    /// `snoop_rsp` (Crestmont and later `cpu_atom`): two.
+    SnoopRsp,
+}
+
+impl ExtraReg {
+    /// Registers of this kind per CPU.
+    pub fn capacity(self) -> usize {
+        match self {
+            ExtraReg::OffcoreRsp | ExtraReg::SnoopRsp => 2,
+            ExtraReg::Ldlat | ExtraReg::Frontend => 1,
+        }
+    }
+
+    /// The register an event term programs (`offcore_rsp=...`).
+    pub fn from_term(term: &str) -> Option<ExtraReg> {
+        match term {
+            "offcore_rsp" => Some(ExtraReg::OffcoreRsp),
+            "ldlat" => Some(ExtraReg::Ldlat),
+            "frontend" => Some(ExtraReg::Frontend),
+            "snoop_rsp" => Some(ExtraReg::SnoopRsp),
+            _ => None,
+        }
+    }
+}
+
+/// The extra register and value a perf term string needs (`frontend=0x8` ...).
+pub fn extra_of(terms: &str) -> Option<(ExtraReg, u64)> {
+    terms.split(',').find_map(|term| {
+        let (key, value) = term.split_once('=')?;
+        let reg = ExtraReg::from_term(key.trim())?;
+        let value = value.trim();
+        let number = value
+            .strip_prefix("0x")
+            .map_or_else(|| value.parse().ok(), |hex| u64::from_str_radix(hex, 16).ok())?;
+        Some((reg, number))
+    })
 }
 
 impl Demand {
@@ -445,6 +497,7 @@ impl Demand {
         cycle_counter: false,
         topdown_metric: false,
         slots: false,
+        extra: None,
     };
 
     /// How many counters of `pmu` the event could use (fewer first when placing).
@@ -494,6 +547,7 @@ pub fn intel_demand(event: u64, umask: u64, json: tmetric_catalog::Counters) -> 
             cycle_counter: false,
             topdown_metric: true,
             slots: false,
+            extra: None,
         },
         (0x00, 0x04) => Demand {
             general: 0,
@@ -501,6 +555,7 @@ pub fn intel_demand(event: u64, umask: u64, json: tmetric_catalog::Counters) -> 
             cycle_counter: false,
             topdown_metric: false,
             slots: true,
+            extra: None,
         },
         (0x00, 0x03) => Demand { general: 0, fixed: 1 << 2, ..Demand::GENERAL },
         (0x00, 0x01) => Demand { general: 0, fixed: 1 << 0, ..Demand::GENERAL },

@@ -144,6 +144,9 @@ pub fn assign(
     events: &[usize],
     ignore_reserved: bool,
 ) -> Option<Vec<Slot>> {
+    if !extra_regs_fit(all, events) {
+        return None;
+    }
     let reserved = if ignore_reserved { 0 } else { pmu.fixed_reserved };
     let general =
         if ignore_reserved && pmu.source_general_reduced() { pmu.general + 1 } else { pmu.general };
@@ -225,6 +228,9 @@ pub fn assign(
 /// Whether the kernel could place `events` (a group) on `pmu`: [`assign`] without building
 /// the assignment, on bit masks, because the packer asks it thousands of times.
 pub fn fits(pmu: &Pmu, all: &[SchedEvent], events: &[usize]) -> bool {
+    if !extra_regs_fit(all, events) {
+        return false;
+    }
     let mut metrics = 0usize;
     let mut has_slots = false;
     for &e in events {
@@ -271,6 +277,59 @@ pub fn fits(pmu: &Pmu, all: &[SchedEvent], events: &[usize]) -> bool {
         }
     }
     true
+}
+
+/// Whether the group's shared extra registers hold every value its events need: the kernel
+/// refuses a group whose events want more distinct values than there are registers.
+fn extra_regs_fit(all: &[SchedEvent], events: &[usize]) -> bool {
+    let mut values: Vec<(crate::pmu::ExtraReg, u64)> =
+        events.iter().filter_map(|&e| all[e].demand.extra).collect();
+    if values.len() < 2 {
+        return true;
+    }
+    values.sort_unstable();
+    values.dedup();
+    let mut i = 0;
+    while i < values.len() {
+        let kind = values[i].0;
+        let n = values[i..].iter().take_while(|v| v.0 == kind).count();
+        if n > kind.capacity() {
+            return false;
+        }
+        i += n;
+    }
+    true
+}
+
+/// How many of `events` the PMU can count at once: the size of a maximum matching of events
+/// to the counters they may use (topdown metric events aside).
+fn max_at_once(pmu: &Pmu, all: &[SchedEvent], events: &[usize]) -> usize {
+    let g = pmu.general.min(32) as u32;
+    let f = pmu.fixed.min(8) as u32;
+    let general_mask = if g >= 32 { u32::MAX } else { (1u32 << g) - 1 };
+    let fixed_mask = (if f >= 8 { u8::MAX } else { (1u8 << f) - 1 }) & !pmu.fixed_reserved;
+    let masks: Vec<u64> = events
+        .iter()
+        .map(|&e| &all[e].demand)
+        .filter(|d| !d.topdown_metric)
+        .map(|d| {
+            let mut m =
+                u64::from(d.general & general_mask) | (u64::from(d.fixed & fixed_mask) << g);
+            if d.cycle_counter && pmu.cycle_counter {
+                m |= 1 << (g + f);
+            }
+            m
+        })
+        .collect();
+    let mut owner = [u8::MAX; 64];
+    let mut placed = 0;
+    for i in 0..masks.len().min(255) {
+        let mut seen = 0u64;
+        if augment_bits(i, &masks, &mut owner, &mut seen) {
+            placed += 1;
+        }
+    }
+    placed
 }
 
 fn augment_bits(i: usize, masks: &[u64], owner: &mut [u8; 64], seen: &mut u64) -> bool {
@@ -818,6 +877,20 @@ fn counting_bound(request: &Request, model: &PmuModel) -> Vec<usize> {
             events.iter().filter(|e| !e.demand.topdown_metric).collect();
         let mut bound = 1usize;
         bound = bound.max(counted.len().div_ceil(pmu.capacity().max(1)));
+        // No slice counts more events than a maximum matching places at once.
+        let indices: Vec<usize> = used
+            .iter()
+            .copied()
+            .filter(|&e| {
+                all[e].pmu == Some(p)
+                    && !all[e].demand.topdown_metric
+                    && unplaceable(model, &all[e]).is_none()
+            })
+            .collect();
+        let at_once = max_at_once(pmu, all, &indices);
+        if at_once > 0 {
+            bound = bound.max(indices.len().div_ceil(at_once));
+        }
         let general_only: Vec<&&&SchedEvent> = counted
             .iter()
             .filter(|e| {
@@ -1061,11 +1134,11 @@ mod tests {
                 .enumerate()
                 .map(|(i, &(g, f, metric))| {
                     let demand = if metric {
-                        Demand { general: 0, fixed: 0, cycle_counter: false, topdown_metric: true, slots: false }
+                        Demand { topdown_metric: true, general: 0, ..Demand::GENERAL }
                     } else if f == 8 {
-                        Demand { general: 0, fixed: 8, cycle_counter: false, topdown_metric: false, slots: true }
+                        Demand { slots: true, general: 0, fixed: 8, ..Demand::GENERAL }
                     } else {
-                        Demand { general: g, fixed: f, cycle_counter: false, topdown_metric: false, slots: false }
+                        Demand { general: g, fixed: f, ..Demand::GENERAL }
                     };
                     ev(&format!("e{i}"), demand)
                 })

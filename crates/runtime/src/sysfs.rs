@@ -167,7 +167,8 @@ pub struct Pmu {
     pub type_: u32,
     /// `format/*`, sorted by name.
     pub formats: Vec<Format>,
-    /// `cpumask`, for PMUs that count per die or package and want one CPU of each.
+    /// `cpumask`, for PMUs that count per die or package and want one CPU of each; or, without
+    /// one, `cpus`, the CPUs of a hybrid or Arm core PMU's core type (elsewhere ENOENT).
     pub cpumask: Option<Vec<u32>>,
     dir: PathBuf,
 }

@@ -845,7 +845,7 @@ fn sapphirerapids() -> Machine {
             family: 6,
             model: 0x8f,
             stepping: 8,
-            model_name: "Intel(R) Xeon(R) Platinum 8480+ (simulated)".into(),
+            model_name: "Intel(R) Xeon(R) Platinum 8480+ (simulated) @ 2.00GHz".into(),
         },
         pmus,
         nmi_watchdog: true,
@@ -918,7 +918,7 @@ fn icelake() -> Machine {
             family: 6,
             model: 0x7e,
             stepping: 5,
-            model_name: "Intel(R) Core(TM) i7-1065G7 CPU @ 1.30GHz (simulated)".into(),
+            model_name: "Intel(R) Core(TM) i7-1065G7 CPU (simulated) @ 2.00GHz".into(),
         },
         pmus,
         nmi_watchdog: true,
@@ -1073,7 +1073,7 @@ fn skylakex(smt: bool) -> Machine {
             family: 6,
             model: 0x55,
             stepping: 4,
-            model_name: "Intel(R) Xeon(R) Gold 6154 CPU @ 3.00GHz (simulated)".into(),
+            model_name: "Intel(R) Xeon(R) Gold 6154 CPU (simulated) @ 2.00GHz".into(),
         },
         pmus,
         nmi_watchdog: true,
@@ -1214,7 +1214,7 @@ fn hybrid(meteor: bool) -> Machine {
             "meteorlake",
             0xaa,
             4,
-            "Intel(R) Core(TM) Ultra 7 155H (simulated)",
+            "Intel(R) Core(TM) Ultra 7 155H (simulated) @ 2.00GHz",
             "Meteor Lake hybrid: cpu_core on CPUs 0-3, cpu_atom (8 GP) on CPUs 4-7",
         )
     } else {
@@ -1222,7 +1222,7 @@ fn hybrid(meteor: bool) -> Machine {
             "alderlake",
             0x97,
             2,
-            "12th Gen Intel(R) Core(TM) i9-12900K (simulated)",
+            "12th Gen Intel(R) Core(TM) i9-12900K (simulated) @ 2.00GHz",
             "Alder Lake hybrid: cpu_core on CPUs 0-3, cpu_atom (6 GP) on CPUs 4-7",
         )
     };
