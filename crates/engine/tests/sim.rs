@@ -183,3 +183,102 @@ proptest! {
         prop_assert!(outcome.problems.is_empty(), "{}: {:?}", tree.name, outcome.problems);
     }
 }
+
+/// A kernel that refuses topdown metric events, as one without PERF_METRICS would, to show
+/// what the user sees when inputs are missing.
+#[derive(Clone)]
+struct NoTopdown(SimKernel);
+
+impl tmetric_runtime::Syscalls for NoTopdown {
+    fn perf_event_open(
+        &mut self,
+        attr: &tmetric_runtime::Attr,
+        pid: i32,
+        cpu: i32,
+        group_fd: i32,
+    ) -> Result<i32, tmetric_runtime::Errno> {
+        if attr.type_ == 4 && (0x8000..=0x87ff).contains(&attr.config) {
+            return Err(tmetric_runtime::Errno(libc_enoent()));
+        }
+        self.0.perf_event_open(attr, pid, cpu, group_fd)
+    }
+    fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, tmetric_runtime::Errno> {
+        self.0.read(fd, buf)
+    }
+    fn enable(&mut self, fd: i32, group: bool) -> Result<(), tmetric_runtime::Errno> {
+        self.0.enable(fd, group)
+    }
+    fn disable(&mut self, fd: i32, group: bool) -> Result<(), tmetric_runtime::Errno> {
+        self.0.disable(fd, group)
+    }
+    fn reset(&mut self, fd: i32, group: bool) -> Result<(), tmetric_runtime::Errno> {
+        self.0.reset(fd, group)
+    }
+    fn event_id(&mut self, fd: i32) -> Result<u64, tmetric_runtime::Errno> {
+        self.0.event_id(fd)
+    }
+    fn close(&mut self, fd: i32) {
+        self.0.close(fd)
+    }
+}
+
+fn libc_enoent() -> i32 {
+    2
+}
+
+/// perf prints `tma_bad_speculation` as `0.0 %` when the topdown events are missing, because
+/// `max(NaN, 0)` is 0. tmetric prints the number too (perf's rules), but never without the
+/// reason.
+#[test]
+fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
+    let tree = trees().iter().find(|t| t.name == "sapphirerapids").expect("spr");
+    let sysfs = Sysfs::new(&tree.sys);
+    let env = Environment::probe(&sysfs, &tree.proc_root);
+    let pmus = PmuModel::probe(&sysfs, &tree.proc_root, Some(tree.model));
+    let machine = Machine { sysfs: &sysfs, proc_root: &tree.proc_root, env: &env, pmus: &pmus };
+    let mut plan = Plan::new(tmetric_engine::plan::literals(&sysfs, &tree.proc_root, true));
+    let picks: Vec<Pick> = tree
+        .model
+        .select("TopdownL1")
+        .into_iter()
+        .map(|metric| Pick { model: tree.model, metric, item: "TopdownL1".into() })
+        .collect();
+    plan.add_metrics(
+        &picks,
+        &machine,
+        &PlanOptions { system_wide: true, ..PlanOptions::default() },
+        true,
+    );
+    let kernel = SimKernel::manual(SimMachine::named("sapphirerapids").unwrap());
+    let cpus = sysfs.online_cpus().unwrap();
+    let mut counters = Counters::open_with(
+        NoTopdown(kernel.clone()),
+        plan.specs.clone(),
+        &plan.groups,
+        &plan.sticky,
+        Target::Cpus(cpus),
+    )
+    .unwrap();
+    counters.enable().unwrap();
+    kernel.advance(50_000_000);
+    let snapshot = counters.read().unwrap();
+    let sample = Sample { counts: &snapshot, seconds: 0.05, rusage: None };
+    let results = plan.evaluate(&mut Evaluators::default(), &sample);
+    let bad_spec = plan
+        .roots
+        .iter()
+        .position(|r| tree.model.str(tree.model.metrics[r.metric].name) == "tma_bad_speculation")
+        .expect("tma_bad_speculation selected");
+    assert_eq!(results[bad_spec].value, 0.0, "perf's rule: max(NaN, 0) is 0");
+    assert!(results[bad_spec].is_partial());
+    let notes = plan
+        .notes(&results, &sample, |spec| counters.failure(spec).map(|f| format!(": {}", f.errno)));
+    let note = notes.iter().find(|n| n.starts_with("tma_bad_speculation:")).expect("a note for it");
+    assert!(note.contains("computed without") && note.contains("topdown-retiring"), "{note}");
+    let retiring = notes.iter().find(|n| n.starts_with("tma_retiring:")).expect("a note");
+    assert!(retiring.contains("nan"), "{retiring}");
+    assert!(
+        notes.iter().any(|n| n.contains("topdown-retiring") && n.contains("ENOENT")),
+        "{notes:?}"
+    );
+}
