@@ -6,6 +6,7 @@ mod cli_from_perf;
 mod cli_list;
 mod cli_sim;
 mod cli_stat;
+mod cli_top;
 mod latency;
 mod plans;
 mod support;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod counts;
+mod describe;
 mod eval;
 mod list;
 mod models;
@@ -34,6 +35,8 @@ enum Command {
     Stat(stat::StatArgs),
     /// How a metric selection would be grouped and scheduled on a machine's counters.
     Plan(plan::PlanArgs),
+    /// One metric in full: descriptions, formula, threshold, its tree and the events it needs.
+    Describe(describe::DescribeArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -44,6 +47,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::List(args) => list::run(&args, &mut out)?,
         Command::Eval(args) => eval::run(&args, &mut out)?,
         Command::Plan(args) => plan::run(&args, &mut out)?,
+        Command::Describe(args) => describe::run(&args, &mut out)?,
         Command::Stat(args) => {
             // The exit code is the workload's, as perf stat's is.
             let code = stat::run(&args)?;
@@ -57,8 +61,33 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `tmetric [stat flags] [--] cmd args`: as perf users type `perf stat`, the top level is
+/// `stat` when the first argument is not a subcommand or a top-level flag.
+fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    const TOP: &[&str] = &[
+        "latency",
+        "list",
+        "eval",
+        "stat",
+        "plan",
+        "describe",
+        "help",
+        "-h",
+        "--help",
+        "-V",
+        "--version",
+    ];
+    let first = args.get(1).and_then(|a| a.to_str()).map(str::to_string);
+    match first {
+        Some(first) if !TOP.contains(&first.as_str()) => args.insert(1, "stat".into()),
+        None if args.len() > 1 => args.insert(1, "stat".into()),
+        _ => {}
+    }
+    args
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(with_default_subcommand(std::env::args_os().collect()));
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -128,6 +128,25 @@ pub(crate) fn select_items(
                 } else {
                     format!("did you mean {}?", models::join_code(&close))
                 };
+                let defining: Vec<String> = tmetric_catalog::MODELS
+                    .iter()
+                    .filter(|m| !m.is_sys && !m.select(item).is_empty())
+                    .map(|m| m.path())
+                    .collect();
+                if !defining.is_empty() {
+                    let shown: Vec<&str> = defining.iter().take(6).map(String::as_str).collect();
+                    let more = if defining.len() > 6 {
+                        format!(" and {} more", defining.len() - 6)
+                    } else {
+                        String::new()
+                    };
+                    bail!(
+                        "cannot find metric or group `{item}` among the common metrics or those of {}: `{item}` is defined for {}{more}; this machine is {}; see --model, --pmu-sim or `tmetric list metrics`",
+                        model.path(),
+                        shown.join(", "),
+                        model.path()
+                    );
+                }
                 bail!(
                     "cannot find metric or group `{item}` among the common metrics or those of {}; {hint}",
                     model.path()
@@ -192,7 +211,61 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
         system_wide: args.all_cpus,
     };
     plan.add_metrics(&picks, machine, &options, explicit);
+    refuse_uncountable(&plan, machine)?;
     Ok(plan)
+}
+
+/// Stops before running when no selected CPU-model metric can count a single input here (a
+/// machine without a hardware PMU, such as most VMs): printing a table of `<not supported>`
+/// helps nobody. Says which models define the metrics and what to do instead.
+fn refuse_uncountable(plan: &Plan, machine: &Machine<'_>) -> anyhow::Result<()> {
+    let common = tmetric_catalog::common();
+    let model_roots: Vec<&engine::Root> =
+        plan.roots.iter().filter(|r| !std::ptr::eq(r.model, common)).collect();
+    if model_roots.is_empty() || machine.sysfs.core_pmu().is_some() {
+        return Ok(());
+    }
+    let countable = model_roots.iter().any(|root| {
+        root.slot_rows
+            .iter()
+            .flatten()
+            .any(|&row| matches!(plan.rows[row].source, engine::Source::Counter(_)))
+    });
+    if countable {
+        return Ok(());
+    }
+    let names: Vec<&str> =
+        model_roots.iter().map(|r| r.model.str(r.model.metrics[r.metric].name)).collect();
+    let first = names[0];
+    let defining: Vec<String> = tmetric_catalog::MODELS
+        .iter()
+        .filter(|m| !m.is_sys && !m.metrics_named(first).is_empty())
+        .map(|m| m.path())
+        .collect();
+    let shown: Vec<&str> = defining.iter().take(6).map(String::as_str).collect();
+    let more = if defining.len() > 6 {
+        format!(" and {} more", defining.len() - 6)
+    } else {
+        String::new()
+    };
+    bail!(
+        "cannot count {} here: {}; `{first}` is defined for {}{more}; this machine is {}. \
+         Try it on a simulated PMU (`--pmu-sim sapphirerapids`), plan it (`tmetric plan -M {first} --model M`), \
+         or evaluate recorded counts (`tmetric eval --from-perf LOG`)",
+        models_list(&names),
+        machine.env.no_hardware_pmu(),
+        shown.join(", "),
+        model_roots[0].model.path()
+    )
+}
+
+fn models_list(names: &[&str]) -> String {
+    let shown: Vec<String> = names.iter().take(4).map(|n| format!("`{n}`")).collect();
+    if names.len() > 4 {
+        format!("{} and {} more metrics", shown.join(", "), names.len() - 4)
+    } else {
+        shown.join(", ")
+    }
 }
 
 /// The output layout.

@@ -203,7 +203,14 @@ pub fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> R
             } else {
                 format!("{event}:{modifiers}")
             };
-            from_event_result(event::resolve(&text, sysfs), &display, env)
+            match event::resolve(&text, sysfs) {
+                // `topdown-*`, `slots` and the like are core PMU aliases: without a core PMU
+                // the reason is the missing PMU, not an unknown name.
+                Err(EventError::Unknown { .. }) if sysfs.core_pmu().is_none() => {
+                    Resolution::Missing(env.no_hardware_pmu().to_string())
+                }
+                result => from_event_result(result, &display, env),
+            }
         }
         IdKind::Sysfs => {
             let pmu = model.str(id.pmu);

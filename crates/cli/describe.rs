@@ -1,0 +1,248 @@
+//! `tmetric describe METRIC`: everything about one metric in one place: descriptions, the
+//! formula and threshold as the vendor wrote them, the tree of metrics and events it resolves
+//! to, and the events it needs with SMT on and off.
+
+use std::io::Write;
+
+use anyhow::bail;
+use serde::Serialize;
+use tmetric_catalog::{Facts, IdKind, MODELS, Model, Ref};
+use tmetric_model::Literal;
+
+use crate::models::{closest, find_model, join_code};
+
+/// `tmetric describe` flags.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  tmetric describe tma_dtlb_store --model sapphirerapids\n  \
+    tmetric describe tma_backend_bound --model alderlake --json")]
+pub(crate) struct DescribeArgs {
+    /// The metric.
+    #[arg(value_name = "METRIC")]
+    metric: String,
+    /// The model whose metric to describe (default: the first model that defines it; `tmetric
+    /// describe` then lists the others).
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// One JSON document.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Node {
+    metric: String,
+    expr: String,
+    value_unit: String,
+    metrics: Vec<Node>,
+    events: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Description {
+    model: String,
+    metric: String,
+    pmu: String,
+    groups: Vec<String>,
+    brief: String,
+    public: String,
+    expr: String,
+    threshold: Option<String>,
+    scale_unit: Option<String>,
+    constraint: Option<String>,
+    tree: Node,
+    needed_smt_on: Vec<String>,
+    needed_smt_off: Vec<String>,
+    also_defined_in: Vec<String>,
+}
+
+fn facts_literals(smt: bool) -> [f64; Literal::COUNT] {
+    // Literals only choose branches; 1 keeps the branches a real machine takes.
+    let mut literals = [1.0; Literal::COUNT];
+    literals[Literal::SmtOn.index()] = f64::from(u8::from(smt));
+    literals[Literal::CoreWide.index()] = f64::from(u8::from(!smt));
+    literals
+}
+
+fn needed_names(model: &Model, metric: usize, smt: bool) -> Vec<String> {
+    let literals = facts_literals(smt);
+    let probes = vec![0.0; model.ids.len()];
+    let facts = Facts { literals: &literals, probes: &probes };
+    let mut names: Vec<String> = model
+        .needed_ids(metric, &facts, false)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| model.str(model.ids[s as usize].text).replace('@', "/"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn tree(model: &Model, metric: usize, depth: usize, seen: &mut Vec<usize>) -> Node {
+    let m = &model.metrics[metric];
+    let literals = facts_literals(true);
+    let probes = vec![0.0; model.ids.len()];
+    let facts = Facts { literals: &literals, probes: &probes };
+    let refs = m.needed.refs(&facts).unwrap_or_default();
+    let mut metrics = Vec::new();
+    let mut events = Vec::new();
+    for r in refs {
+        match r {
+            Ref::Metric(x) => {
+                let x = x as usize;
+                if depth < 12 && !seen.contains(&x) {
+                    seen.push(x);
+                    metrics.push(tree(model, x, depth + 1, seen));
+                    seen.pop();
+                }
+            }
+            Ref::Id(slot) => {
+                let id = &model.ids[slot as usize];
+                if id.kind != IdKind::Probe {
+                    let name = model.str(id.text).replace('@', "/");
+                    if !events.contains(&name) {
+                        events.push(name);
+                    }
+                }
+            }
+        }
+    }
+    Node {
+        metric: model.str(m.name).to_string(),
+        expr: model.str(m.expr).to_string(),
+        value_unit: model.str(m.unit).to_string(),
+        metrics,
+        events,
+    }
+}
+
+fn print_tree(out: &mut dyn Write, node: &Node, indent: usize) -> std::io::Result<()> {
+    let pad = "  ".repeat(indent);
+    writeln!(out, "{pad}{} = {}", node.metric, node.expr)?;
+    if !node.events.is_empty() {
+        writeln!(out, "{pad}  events: {}", node.events.join(", "))?;
+    }
+    for child in &node.metrics {
+        print_tree(out, child, indent + 1)?;
+    }
+    Ok(())
+}
+
+/// Runs `tmetric describe`.
+pub(crate) fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let defining: Vec<&'static Model> =
+        MODELS.iter().copied().filter(|m| !m.metrics_named(&args.metric).is_empty()).collect();
+    let model = match &args.model {
+        Some(name) => find_model(name)?,
+        None => match defining.first() {
+            Some(m) => m,
+            None => {
+                let names = MODELS
+                    .iter()
+                    .flat_map(|m| m.metrics.iter().map(move |x| m.str(x.name).to_string()));
+                let close = closest(&args.metric, names, 5);
+                let hint = if close.is_empty() {
+                    "`tmetric list metrics` lists them".to_string()
+                } else {
+                    format!("did you mean {}?", join_code(&close))
+                };
+                bail!("no model of the catalogue defines a metric `{}`; {hint}", args.metric);
+            }
+        },
+    };
+    let found = model.metrics_named(&args.metric);
+    if found.is_empty() {
+        let others: Vec<String> = defining.iter().take(8).map(|m| m.path()).collect();
+        if others.is_empty() {
+            bail!("{} has no metric `{}`, and no other model does", model.path(), args.metric);
+        }
+        bail!(
+            "{} has no metric `{}`; it is defined for {}{}",
+            model.path(),
+            args.metric,
+            others.join(", "),
+            if defining.len() > 8 {
+                format!(" and {} more", defining.len() - 8)
+            } else {
+                String::new()
+            }
+        );
+    }
+    for (i, &metric) in found.iter().enumerate() {
+        let m = &model.metrics[metric];
+        let description = Description {
+            model: model.path(),
+            metric: model.str(m.name).to_string(),
+            pmu: model.str(m.pmu).to_string(),
+            groups: model
+                .str(m.groups)
+                .split(';')
+                .filter(|g| !g.is_empty())
+                .map(String::from)
+                .collect(),
+            brief: model.str(m.brief).to_string(),
+            public: model.str(m.public).to_string(),
+            expr: model.str(m.expr).to_string(),
+            threshold: (m.threshold_expr.1 > 0).then(|| model.str(m.threshold_expr).to_string()),
+            scale_unit: m.has_scale_unit.then(|| format!("{}{}", m.scale, model.str(m.unit))),
+            constraint: match m.constraint {
+                tmetric_catalog::Constraint::None => None,
+                other => Some(format!("{other:?}")),
+            },
+            tree: tree(model, metric, 0, &mut vec![metric]),
+            needed_smt_on: needed_names(model, metric, true),
+            needed_smt_off: needed_names(model, metric, false),
+            also_defined_in: defining
+                .iter()
+                .filter(|d| !std::ptr::eq(**d, model))
+                .map(|d| d.path())
+                .collect(),
+        };
+        if args.json {
+            writeln!(out, "{}", serde_json::to_string_pretty(&description)?)?;
+            continue;
+        }
+        if i > 0 {
+            writeln!(out)?;
+        }
+        writeln!(out, "{}  ({}, PMU {})", description.metric, description.model, description.pmu)?;
+        if !description.brief.is_empty() {
+            writeln!(out, "  {}", description.brief)?;
+        }
+        if !description.public.is_empty() && description.public != description.brief {
+            writeln!(out, "  {}", description.public)?;
+        }
+        if !description.groups.is_empty() {
+            writeln!(out, "  groups: {}", description.groups.join(", "))?;
+        }
+        if let Some(unit) = &description.scale_unit {
+            writeln!(out, "  ScaleUnit: {unit}")?;
+        }
+        if let Some(constraint) = &description.constraint {
+            writeln!(out, "  MetricConstraint: {constraint}")?;
+        }
+        writeln!(out, "  formula: {}", description.expr)?;
+        if let Some(threshold) = &description.threshold {
+            writeln!(out, "  threshold: {threshold}")?;
+        }
+        writeln!(out, "  tree:")?;
+        print_tree(out, &description.tree, 2)?;
+        writeln!(out, "  needed events, SMT on: {}", description.needed_smt_on.join(", "))?;
+        if description.needed_smt_off != description.needed_smt_on {
+            writeln!(out, "  needed events, SMT off: {}", description.needed_smt_off.join(", "))?;
+        } else {
+            writeln!(out, "  needed events, SMT off: the same")?;
+        }
+        if !description.also_defined_in.is_empty() {
+            let n = description.also_defined_in.len();
+            let shown: Vec<&str> =
+                description.also_defined_in.iter().take(6).map(String::as_str).collect();
+            writeln!(
+                out,
+                "  also defined for: {}{}",
+                shown.join(", "),
+                if n > 6 { format!(" and {} more", n - 6) } else { String::new() }
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,64 @@
+//! The top level as perf users type it (`tmetric -e ... -- cmd`), `tmetric describe`, and the
+//! errors for metrics this machine cannot count or does not define.
+
+use crate::support::{ok_stdout, stderr, tmetric};
+
+#[test]
+fn stat_flags_work_without_the_subcommand() {
+    let out = tmetric(&["-e", "task-clock,page-faults", "--", "true"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Performance counter stats for 'true'"), "{text}");
+    assert!(text.contains("task-clock") && text.contains("page-faults"), "{text}");
+    // Subcommands and top-level flags still win.
+    let list = tmetric(&["list", "models"]);
+    assert!(list.status.success());
+    let version = tmetric(&["--version"]);
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("tmetric "));
+}
+
+#[test]
+fn a_model_metric_without_a_hardware_pmu_is_refused_with_what_to_do() {
+    // This machine (and CI) has no hardware PMU; a model metric cannot count a thing.
+    let out = tmetric(&["-M", "tma_dtlb_store", "--model", "sapphirerapids", "-a", "sleep", "0.1"]);
+    let text = stderr(&out);
+    if std::path::Path::new("/sys/bus/event_source/devices/cpu/type").exists() {
+        return; // a machine with a core PMU counts it instead
+    }
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("cannot count `tma_dtlb_store` here"), "{text}");
+    assert!(text.contains("x86/sapphirerapids"), "{text}");
+    assert!(text.contains("--pmu-sim"), "{text}");
+}
+
+#[test]
+fn a_metric_of_another_model_names_the_models_that_define_it() {
+    let out = tmetric(&["-M", "PipelineL1", "--model", "sapphirerapids", "--", "true"]);
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("`PipelineL1` is defined for x86/amdzen4"), "{text}");
+}
+
+#[test]
+fn describe_shows_formula_tree_threshold_and_needed_events() {
+    let text = ok_stdout(&["describe", "tma_dtlb_store", "--model", "sapphirerapids"]);
+    assert!(text.contains("formula: (7 * cpu@DTLB_STORE_MISSES.STLB_HIT"), "{text}");
+    assert!(text.contains("threshold: tma_dtlb_store > 0.05"), "{text}");
+    assert!(text.contains("tma_info_core_core_clks = "), "{text}");
+    assert!(text.contains("needed events, SMT on: CPU_CLK_UNHALTED.DISTRIBUTED"), "{text}");
+    assert!(text.contains("needed events, SMT off: CPU_CLK_UNHALTED.THREAD"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&ok_stdout(&[
+        "describe",
+        "tma_dtlb_store",
+        "--model",
+        "sapphirerapids",
+        "--json",
+    ]))
+    .expect("JSON");
+    assert_eq!(json["tree"]["metrics"][0]["metric"], "tma_info_core_core_clks");
+    let missing = tmetric(&["describe", "tma_nonexistent"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("no model of the catalogue defines"), "{}", stderr(&missing));
+    let elsewhere = tmetric(&["describe", "tma_dtlb_store", "--model", "amdzen4"]);
+    assert!(stderr(&elsewhere).contains("it is defined for"), "{}", stderr(&elsewhere));
+}
