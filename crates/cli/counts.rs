@@ -22,8 +22,10 @@ use crate::output::is_core_pmu;
 /// One value of the counts file.
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
-    /// The key as written (for `duration_time_ns`, `duration_time`).
+    /// The key matched against inputs (`duration_time` for `duration_time_ns`).
     pub key: String,
+    /// The key as written in the file, for messages.
+    pub written: String,
     /// The value; NaN for `null` or `"<not supported>"`.
     pub value: f64,
     /// The key came from the `retire_latency` object: it names a retire latency.
@@ -45,15 +47,45 @@ pub(crate) struct CountsFile {
     pub model: Option<String>,
 }
 
-/// Reads and parses a counts file; errors carry `path:line:column`.
+/// Reads and parses a counts file (`-`: standard input); errors carry `path:line:column`.
 pub(crate) fn read(path: &Path) -> anyhow::Result<CountsFile> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+            .context("cannot read the counts from standard input")?;
+        return parse(&text, "<stdin>");
+    }
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read counts file `{}`", path.display()))?;
     parse(&text, &path.display().to_string())
 }
 
-/// Parses counts-file text; `name` is used in errors.
+/// A value of the counts file or of `--var`/`--literal` given as text: a finite number that
+/// is not negative. `NaN`, `inf` and numbers beyond a double (`1e400`) are refused, as the
+/// expression parser refuses `1e999`; a count has no value through `null` or
+/// `"<not supported>"` instead.
+pub(crate) fn number(text: &str) -> Result<f64, String> {
+    let trimmed = text.trim();
+    let shown = tmetric_text::quote(trimmed);
+    let value: f64 = trimmed.parse().map_err(|_| format!("{shown} is not a number"))?;
+    if !trimmed.bytes().any(|b| b.is_ascii_digit()) {
+        // `inf`, `NaN`, `infinity`: Rust parses them, the format does not have them.
+        return Err(format!("{shown} is not a finite number"));
+    }
+    if value.is_infinite() {
+        return Err(format!("{shown} is out of the range of a double"));
+    }
+    finite_count(value).map_err(|why| format!("{shown} {why}"))
+}
+
+/// The rule for numeric values: not negative (counts, latencies and instance counts never are).
+fn finite_count(value: f64) -> Result<f64, &'static str> {
+    if value < 0.0 { Err("is negative; counts cannot be") } else { Ok(value) }
+}
+
+/// Parses counts-file text; `name` is used in errors. A UTF-8 byte-order mark is skipped.
 pub(crate) fn parse(text: &str, name: &str) -> anyhow::Result<CountsFile> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut file: CountsFile = match serde_json::from_str::<RawFile>(text) {
         Ok(raw) => raw.0,
         Err(err) => {
@@ -96,6 +128,7 @@ impl<'de> Visitor<'de> for FileVisitor {
                 "counts" => {
                     let counts: NumberMap = map.next_value()?;
                     file.entries.extend(counts.0.into_iter().map(|(key, value)| Entry {
+                        written: key.clone(),
                         key,
                         value,
                         retire_latency: false,
@@ -104,6 +137,7 @@ impl<'de> Visitor<'de> for FileVisitor {
                 "retire_latency" => {
                     let latencies: NumberMap = map.next_value()?;
                     file.entries.extend(latencies.0.into_iter().map(|(key, value)| Entry {
+                        written: key.clone(),
                         key,
                         value,
                         retire_latency: true,
@@ -116,13 +150,19 @@ impl<'de> Visitor<'de> for FileVisitor {
                     let ns = map.next_value::<Count>()?.0;
                     file.entries.push(Entry {
                         key: "duration_time".into(),
+                        written: key,
                         value: ns / 1e9,
                         retire_latency: false,
                     });
                 }
                 _ => {
                     let value = map.next_value::<Count>()?.0;
-                    file.entries.push(Entry { key, value, retire_latency: false });
+                    file.entries.push(Entry {
+                        written: key.clone(),
+                        key,
+                        value,
+                        retire_latency: false,
+                    });
                 }
             }
         }
@@ -153,11 +193,11 @@ impl Visitor<'_> for CountVisitor {
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
-        Ok(Count(v as f64))
+        finite_count(v as f64).map(Count).map_err(|why| E::custom(format!("{v} {why}")))
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Count, E> {
-        Ok(Count(v))
+        finite_count(v).map(Count).map_err(|why| E::custom(format!("{v} {why}")))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Count, E> {
@@ -170,10 +210,23 @@ impl Visitor<'_> for CountVisitor {
         match v.trim() {
             "<not counted>" => Ok(Count(0.0)),
             "<not supported>" => Ok(Count(f64::NAN)),
-            other => {
-                other.parse().map(Count).map_err(|_| E::invalid_value(Unexpected::Str(v), &self))
-            }
+            other => number(other).map(Count).map_err(|why| {
+                if other.parse::<f64>().is_ok() {
+                    E::custom(format!("{why}; expected {}", CountExpecting))
+                } else {
+                    E::invalid_value(Unexpected::Str(&tmetric_text::quote(v)), &self)
+                }
+            }),
         }
+    }
+}
+
+/// [`CountVisitor`]'s expectation, for custom messages.
+struct CountExpecting;
+
+impl fmt::Display for CountExpecting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a number, null, \"<not counted>\" or \"<not supported>\"")
     }
 }
 
@@ -397,10 +450,21 @@ pub(crate) fn slots_for_key(
     model: &Model,
     written: &str,
 ) -> anyhow::Result<Vec<(u16, bool)>> {
-    let found: Vec<(u16, bool)> = names
+    let all: Vec<usize> = (0..names.len()).collect();
+    slots_among(names, &all, key, model, written)
+}
+
+/// [`slots_for_key`] over the slots `candidates` only (those whose name can match).
+fn slots_among(
+    names: &[SlotName],
+    candidates: &[usize],
+    key: &EventKey,
+    model: &Model,
+    written: &str,
+) -> anyhow::Result<Vec<(u16, bool)>> {
+    let found: Vec<(u16, bool)> = candidates
         .iter()
-        .enumerate()
-        .filter_map(|(slot, name)| Some((slot as u16, slot_matches(name, key)?)))
+        .filter_map(|&slot| Some((slot as u16, slot_matches(&names[slot], key)?)))
         .collect();
     if key.pmu.is_none() {
         let mut cores: Vec<&str> =
@@ -440,12 +504,19 @@ pub(crate) struct Assigned {
 /// Maps every key of `file` to the slots of `model` and fills the values.
 pub(crate) fn assign(model: &Model, file: &CountsFile) -> anyhow::Result<Assigned> {
     let names: Vec<SlotName> = model.ids.iter().map(|id| SlotName::of_id(model, id)).collect();
+    // A key matches only slots of its name: index them, so a file of millions of keys costs
+    // one lookup per key rather than a scan of every slot.
+    let mut by_name: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (slot, name) in names.iter().enumerate() {
+        by_name.entry(name.key.name.as_str()).or_default().push(slot);
+    }
     let n = model.ids.len();
     let mut givers: Vec<Vec<(usize, bool)>> = vec![Vec::new(); n];
     let mut entry_slots = Vec::with_capacity(file.entries.len());
     for (index, entry) in file.entries.iter().enumerate() {
         let key = key_of(&entry.key, entry.retire_latency);
-        let found = slots_for_key(&names, &key, model, &entry.key)?;
+        let candidates = by_name.get(key.name.as_str()).map_or(&[][..], Vec::as_slice);
+        let found = slots_among(&names, candidates, &key, model, &entry.written)?;
         for &(slot, instance) in &found {
             let previous = &mut givers[slot as usize];
             let clash = previous.iter().find(|&&(other, other_instance)| {
@@ -456,8 +527,8 @@ pub(crate) fn assign(model: &Model, file: &CountsFile) -> anyhow::Result<Assigne
                 bail!(
                     "{}: `{}` and `{}` both give `{}` of {}; keep one (numbered uncore instances such as `uncore_imc_0/X/` are summed)",
                     file.path,
-                    file.entries[other].key,
-                    entry.key,
+                    file.entries[other].written,
+                    entry.written,
                     model.str(model.ids[slot as usize].text),
                     model.path()
                 );

@@ -9,6 +9,7 @@ mod counts;
 mod eval;
 mod list;
 mod models;
+mod out;
 mod output;
 mod stat;
 
@@ -65,7 +66,8 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("tmetric: {err:#}");
+            // Never `eprintln!`: it panics when standard error cannot be written.
+            out::warn(&format!("{err:#}"));
             ExitCode::from(2)
         }
     }

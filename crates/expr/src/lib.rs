@@ -14,5 +14,5 @@ pub use ast::{BinOp, Expr, ExprKind, Func, IdFunc, Ident, Span};
 pub use error::{ParseError, ParseErrorKind, caret_lines};
 pub use eval::{Env, EvalError, eval};
 pub use events::{Facts, needed};
-pub use parse::{normalize, parse};
+pub use parse::{MAX_DEPTH, MAX_NESTING, normalize, parse};
 pub use tmetric_model::{Fail, Literal, Needed, sem};

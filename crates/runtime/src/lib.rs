@@ -34,5 +34,5 @@ pub use event::{CounterEvent, Environment, EventError, EventKind, Resolved, Tool
 pub use fake::{FakeSyscalls, Reading};
 pub use run::{RunError, RunOptions, RunReport, Tick, run};
 pub use sys::{Attr, Errno, Kernel, Syscalls};
-pub use sysfs::{Sysfs, SysfsError, Topology};
+pub use sysfs::{Sysfs, SysfsError, Topology, TracefsProblem};
 pub use workload::{Exit, Workload, WorkloadError};
