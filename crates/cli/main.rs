@@ -1,4 +1,6 @@
 //! The `tmetric` command line: flag parsing, subcommand dispatch and the exit-code policy.
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
 
 use std::io::Write;
 use std::process::ExitCode;

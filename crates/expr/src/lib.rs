@@ -2,6 +2,8 @@
 //!
 //! Pure: no I/O, no knowledge of JSON files or PMUs. Identifiers stay strings here; the
 //! `vendor` crate decides what each one names.
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod ast;

@@ -53,6 +53,8 @@
 //!
 //! The default table goes to stdout with the notes under it. With `--csv` or `--json` stdout
 //! carries only the data (JSON also holds the notes as fields) and the notes go to stderr.
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
 
 mod analyze;
 mod error;

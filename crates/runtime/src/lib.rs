@@ -19,6 +19,8 @@
 //! cannot be provoked with software events, so `tests/fake.rs` drives them through
 //! [`FakeSyscalls`]. `tests/sysfs.rs` resolves events over the fake tree `tests/data/sysfs`.
 #![warn(missing_docs)]
+// The one crate with `unsafe`: every block states why it is sound.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod counter;
 pub mod event;

@@ -4,6 +4,8 @@
 //! line, an ftrace field) quotes it through [`quote`], so a 100 MB line is never copied whole
 //! into a message; and warnings that can repeat per input line go through [`Capped`], which
 //! prints the first few and then one summary.
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
 
 /// How many characters of quoted input a message shows.
 pub const QUOTE_CHARS: usize = 80;
@@ -19,9 +21,8 @@ pub fn quote_with(text: &str, max_chars: usize) -> String {
     let max_chars = max_chars.max(1);
     let mut out = String::with_capacity(text.len().min(max_chars * 2) + 2);
     out.push('`');
-    let mut shown = 0;
     let mut cut = false;
-    for c in text.chars() {
+    for (shown, c) in text.chars().enumerate() {
         if shown == max_chars {
             cut = true;
             break;
@@ -31,7 +32,6 @@ pub fn quote_with(text: &str, max_chars: usize) -> String {
         } else {
             out.push(c);
         }
-        shown += 1;
     }
     if cut {
         out.push_str("...` (");
