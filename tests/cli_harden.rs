@@ -70,6 +70,11 @@ fn a_closed_pipe_ends_quietly_and_keeps_the_workload_status() {
     // Without -I too: the whole report hits the closed pipe at the end.
     let out = bash(r#""$T" stat -- sh -c 'exit 4' 2>&1 | true; echo "${PIPESTATUS[0]}""#);
     assert_eq!(stdout(&out).trim(), "4", "{}", stderr(&out));
+    // System-wide, with no workload to wait for, the run ends at the closed pipe, with 0.
+    let out = bash(
+        r#"timeout 10 "$T" stat -a -I 100 2>&1 | head -2 >/dev/null; echo "${PIPESTATUS[0]}""#,
+    );
+    assert_eq!(stdout(&out).trim(), "0", "{}", stderr(&out));
 }
 
 #[test]
@@ -81,6 +86,24 @@ fn an_unwritable_standard_error_is_exit_2_without_a_panic() {
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `eprintln!` elsewhere in the binary (eval, --from-perf) must not turn into exit 101.
+#[test]
+fn other_commands_survive_an_unwritable_standard_error() {
+    let run = |args: &[&str]| {
+        let full = File::options().write(true).open("/dev/full").expect("/dev/full");
+        Command::new(BIN)
+            .args(args)
+            .stderr(Stdio::from(full))
+            .stdout(Stdio::null())
+            .status()
+            .unwrap()
+    };
+    assert_eq!(run(&["eval", "--expr", "a + 1"]).code(), Some(0));
+    let log = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/perf/std_not_counted.txt");
+    assert_eq!(run(&["eval", "--from-perf", log]).code(), Some(2));
+    assert_eq!(run(&["eval", "--expr", "("]).code(), Some(2));
 }
 
 #[test]

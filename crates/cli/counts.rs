@@ -298,10 +298,12 @@ impl<'de> Deserialize<'de> for LiteralValue {
                 Ok(LiteralValue(v as f64))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<LiteralValue, E> {
-                Ok(LiteralValue(v as f64))
+                finite_count(v as f64)
+                    .map(LiteralValue)
+                    .map_err(|why| E::custom(format!("{v} {why}")))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<LiteralValue, E> {
-                Ok(LiteralValue(v))
+                finite_count(v).map(LiteralValue).map_err(|why| E::custom(format!("{v} {why}")))
             }
             fn visit_bool<E: de::Error>(self, v: bool) -> Result<LiteralValue, E> {
                 Ok(LiteralValue(f64::from(u8::from(v))))

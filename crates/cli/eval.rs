@@ -401,7 +401,7 @@ fn plain(value: f64) -> String {
 }
 
 fn warn(message: &str) {
-    eprintln!("tmetric: warning: {message}");
+    crate::out::warn(&format!("warning: {message}"));
 }
 
 /// Runs `tmetric eval`.

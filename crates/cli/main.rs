@@ -55,7 +55,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A safety net for `eprintln!` anywhere in the binary: when standard error cannot be written
+/// (`2>/dev/full`) it panics with "failed printing to stderr"; exit 2 quietly instead of 101
+/// with a panic message nobody can read. Code on the `stat` path writes through
+/// [`out::warn`] and never gets here.
+fn exit_2_when_stderr_fails() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stderr") {
+            std::process::exit(2);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    exit_2_when_stderr_fails();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -48,10 +48,11 @@ pub(crate) struct StatArgs {
     /// The CPU model whose metrics -M may name (default: the one this machine's cpuid maps to).
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
-    /// CSV output with this field separator.
+    /// CSV output with this field separator: perf's fields, except that a metric's unit and
+    /// name are two fields and its value keeps full precision.
     #[arg(short = 'x', long = "field-separator", value_name = "SEP", conflicts_with = "json")]
     separator: Option<String>,
-    /// JSON lines output.
+    /// JSON lines output (`metric-value` at full precision, `metric-unit`, `metric-name`).
     #[arg(short = 'j', long)]
     json: bool,
     /// Write the counts to FILE instead of standard error.
@@ -984,7 +985,15 @@ pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
                 return Err(io::Error::from(io::ErrorKind::BrokenPipe));
             }
             Ok(())
-        })?
+        })
+    };
+    let report = match report {
+        Ok(report) => report,
+        // The reader went away during a system-wide run: nothing more to say, quietly.
+        Err(tmetric_runtime::RunError::Report(err)) if err.kind() == io::ErrorKind::BrokenPipe => {
+            return Ok(0);
+        }
+        Err(err) => return Err(err.into()),
     };
     let rusage = report.exit.map(|e| (e.user, e.system));
     let sample = Sample { counts: &report.totals, seconds: report.elapsed.as_secs_f64(), rusage };

@@ -17,7 +17,9 @@
 //! statuses, `msr/tsc/` where the msr PMU exists, and a hardware event on a machine without a
 //! PMU. Multiplexing, never-running counters, weak-group fallback and per-CPU open failures
 //! cannot be provoked with software events, so `tests/fake.rs` drives them through
-//! [`FakeSyscalls`]. `tests/sysfs.rs` resolves events over the fake tree `tests/data/sysfs`.
+//! [`FakeSyscalls`], as it does the kernel's `perf_event_paranoid` refusals (and the
+//! `exclude_kernel` fallback) and `EMFILE` under a descriptor limit; the CLI tests
+//! (`tests/cli_harden.rs`) repeat those for real as `nobody` and under `ulimit -n`. `tests/sysfs.rs` resolves events over the fake tree `tests/data/sysfs`.
 #![warn(missing_docs)]
 // The one crate with `unsafe`: every block states why it is sound.
 #![deny(clippy::undocumented_unsafe_blocks)]
