@@ -818,6 +818,7 @@ impl Printer {
                         } else {
                             format!("{prefix}{}", sep.repeat(4))
                         };
+                        // NaN and infinities print empty, as in perf's CSV.
                         let value =
                             if value.is_finite() { full_precision(*value) } else { String::new() };
                         writeln!(self.out, "{lead}{sep}{value}{sep}{unit}{sep}{name}")?;
