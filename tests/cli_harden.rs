@@ -431,6 +431,19 @@ fn a_100_mb_line_is_not_echoed_whole() {
     assert!(out.status.success());
     assert!(stderr(&out).len() < 2000, "{} bytes", stderr(&out).len());
     assert!(stderr(&out).contains("(100000000 bytes) is not an input"), "{}", stderr(&out));
+    let log = format!(
+        "\n Performance counter stats for 'true':\n\n\
+         \x20             100      page-faults\n\
+         garbage {big}\n\n\
+         \x20      0.002000000 seconds time elapsed\n"
+    );
+    let path = std::env::temp_dir().join(format!("tmetric-big-{}.log", std::process::id()));
+    std::fs::write(&path, log).unwrap();
+    let out = tmetric(&["eval", "--from-perf", path.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&path);
+    assert!(out.status.success(), "{}", &stderr(&out)[..stderr(&out).len().min(2000)]);
+    assert!(stderr(&out).len() < 2000, "{} bytes", stderr(&out).len());
+    assert!(stderr(&out).contains("line 5: skipped `garbage"), "{}", stderr(&out));
 }
 
 // ---- 5. perf logs ----------------------------------------------------------------------
