@@ -382,11 +382,11 @@ impl<S: Syscalls> Counters<S> {
                 user.exclude_kernel = true;
                 user.exclude_hv = true;
                 // When user mode is refused too (a PMU without exclude bits answers EINVAL),
-                // the permission is what the user must fix: report the first refusal.
-                let fd = self
-                    .sys
-                    .perf_event_open(&user, pid, cpu, group_fd)
-                    .map_err(|_| Errno(libc::EACCES))?;
+                // the permission is what the user must fix: report the first refusal. Running
+                // out of descriptors is reported as such.
+                let fd = self.sys.perf_event_open(&user, pid, cpu, group_fd).map_err(|e| {
+                    if matches!(e.0, libc::EMFILE | libc::ENFILE) { e } else { Errno(libc::EACCES) }
+                })?;
                 let spec = &mut self.specs[event].attr;
                 spec.exclude_kernel = true;
                 spec.exclude_hv = true;

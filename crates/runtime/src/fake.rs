@@ -208,10 +208,12 @@ impl Syscalls for FakeSyscalls {
         let refused = state.paranoid.is_some_and(|level| {
             level > 2 || (level > 1 && !attr.exclude_kernel) || (level > 0 && pid == -1)
         });
-        let result = if let Some(errno) = failure {
-            Err(errno)
-        } else if refused {
+        // Permission comes first, as in the kernel: the syscall checks it before the PMU
+        // sees the event (where programmed failures stand for the PMU's refusals).
+        let result = if refused {
             Err(Errno(libc::EACCES))
+        } else if let Some(errno) = failure {
+            Err(errno)
         } else if state.fd_limit.is_some_and(|limit| state.open.len() >= limit) {
             Err(Errno(libc::EMFILE))
         } else if group_fd >= 0 && !state.open.contains_key(&group_fd) {

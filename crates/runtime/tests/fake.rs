@@ -246,3 +246,23 @@ fn running_out_of_descriptors_says_how_many_are_needed() {
     assert!(text.contains("ulimit -n 128"), "{text}");
     assert_eq!(fake.open_count(), 0);
 }
+
+/// The fallback's second open can run out of descriptors too: that is reported as such, and
+/// an event the user-only open also fails for keeps the permission error.
+#[test]
+fn the_fallback_reports_descriptors_and_permission_truthfully() {
+    let fake = FakeSyscalls::new();
+    fake.unprivileged(2);
+    fake.fd_limit(1);
+    let target = Target::Task { pid: 1, on_exec: true };
+    let err = Counters::open(fake.clone(), three(), &[], target.clone()).unwrap_err();
+    assert!(err.to_string().contains("after opening 1 event descriptors"), "{err}");
+
+    let fake = FakeSyscalls::new();
+    fake.unprivileged(2);
+    // A PMU that rejects exclude bits: the user-only retry of `b` fails with EINVAL.
+    fake.fail(TYPE_RAW, 0xc0, libc::EINVAL);
+    let counters = Counters::open(fake.clone(), three(), &[], target).unwrap();
+    assert_eq!(counters.failure(1).map(|f| f.errno.0), Some(libc::EACCES));
+    assert!(counters.user_only(0) && !counters.user_only(1) && counters.user_only(2));
+}
