@@ -3,6 +3,7 @@
 mod catalogue;
 mod cli_eval;
 mod cli_from_perf;
+mod cli_harden;
 mod cli_list;
 mod cli_sim;
 mod cli_stat;

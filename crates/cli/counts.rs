@@ -22,8 +22,10 @@ use crate::output::is_core_pmu;
 /// One value of the counts file.
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
-    /// The key as written (for `duration_time_ns`, `duration_time`).
+    /// The key matched against inputs (`duration_time` for `duration_time_ns`).
     pub key: String,
+    /// The key as written in the file, for messages.
+    pub written: String,
     /// The value; NaN for `null` or `"<not supported>"`.
     pub value: f64,
     /// The key came from the `retire_latency` object: it names a retire latency.
@@ -45,15 +47,46 @@ pub(crate) struct CountsFile {
     pub model: Option<String>,
 }
 
-/// Reads and parses a counts file; errors carry `path:line:column`.
+/// Reads and parses a counts file (`-`: standard input); errors carry `path:line:column`.
 pub(crate) fn read(path: &Path) -> anyhow::Result<CountsFile> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+            .context("cannot read the counts from standard input")?;
+        return parse(&text, "<stdin>");
+    }
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read counts file `{}`", path.display()))?;
     parse(&text, &path.display().to_string())
 }
 
-/// Parses counts-file text; `name` is used in errors.
+/// A value of the counts file or of `--var`/`--literal` given as text: a finite number that
+/// is not negative. `NaN`, `inf` and numbers beyond a double (`1e400`) are refused, as the
+/// expression parser refuses `1e999`; a count has no value through `null` or
+/// `"<not supported>"` instead.
+pub(crate) fn number(text: &str) -> Result<f64, String> {
+    let trimmed = text.trim();
+    let shown = tmetric_text::quote(trimmed);
+    let value: f64 = trimmed.parse().map_err(|_| format!("{shown} is not a number"))?;
+    if !trimmed.bytes().any(|b| b.is_ascii_digit()) {
+        // `inf`, `NaN`, `infinity`: Rust parses them, the format does not have them.
+        return Err(format!("{shown} is not a finite number"));
+    }
+    if value.is_infinite() {
+        return Err(format!("{shown} is out of the range of a double"));
+    }
+    finite_count(value).map_err(|why| format!("{shown} {why}"))
+}
+
+/// The rule for numeric values: not negative (counts, latencies and instance counts never
+/// are). `-0` reads as `0`, so that no division by it yields `-inf`.
+fn finite_count(value: f64) -> Result<f64, &'static str> {
+    if value < 0.0 { Err("is negative; counts cannot be") } else { Ok(value + 0.0) }
+}
+
+/// Parses counts-file text; `name` is used in errors. A UTF-8 byte-order mark is skipped.
 pub(crate) fn parse(text: &str, name: &str) -> anyhow::Result<CountsFile> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut file: CountsFile = match serde_json::from_str::<RawFile>(text) {
         Ok(raw) => raw.0,
         Err(err) => {
@@ -96,6 +129,7 @@ impl<'de> Visitor<'de> for FileVisitor {
                 "counts" => {
                     let counts: NumberMap = map.next_value()?;
                     file.entries.extend(counts.0.into_iter().map(|(key, value)| Entry {
+                        written: key.clone(),
                         key,
                         value,
                         retire_latency: false,
@@ -104,6 +138,7 @@ impl<'de> Visitor<'de> for FileVisitor {
                 "retire_latency" => {
                     let latencies: NumberMap = map.next_value()?;
                     file.entries.extend(latencies.0.into_iter().map(|(key, value)| Entry {
+                        written: key.clone(),
                         key,
                         value,
                         retire_latency: true,
@@ -116,13 +151,19 @@ impl<'de> Visitor<'de> for FileVisitor {
                     let ns = map.next_value::<Count>()?.0;
                     file.entries.push(Entry {
                         key: "duration_time".into(),
+                        written: key,
                         value: ns / 1e9,
                         retire_latency: false,
                     });
                 }
                 _ => {
                     let value = map.next_value::<Count>()?.0;
-                    file.entries.push(Entry { key, value, retire_latency: false });
+                    file.entries.push(Entry {
+                        written: key.clone(),
+                        key,
+                        value,
+                        retire_latency: false,
+                    });
                 }
             }
         }
@@ -153,11 +194,11 @@ impl Visitor<'_> for CountVisitor {
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
-        Ok(Count(v as f64))
+        finite_count(v as f64).map(Count).map_err(|why| E::custom(format!("{v} {why}")))
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Count, E> {
-        Ok(Count(v))
+        finite_count(v).map(Count).map_err(|why| E::custom(format!("{v} {why}")))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Count, E> {
@@ -170,10 +211,23 @@ impl Visitor<'_> for CountVisitor {
         match v.trim() {
             "<not counted>" => Ok(Count(0.0)),
             "<not supported>" => Ok(Count(f64::NAN)),
-            other => {
-                other.parse().map(Count).map_err(|_| E::invalid_value(Unexpected::Str(v), &self))
-            }
+            other => number(other).map(Count).map_err(|why| {
+                if other.parse::<f64>().is_ok() {
+                    E::custom(format!("{why}; expected {}", CountExpecting))
+                } else {
+                    E::invalid_value(Unexpected::Str(&tmetric_text::quote(v)), &self)
+                }
+            }),
         }
+    }
+}
+
+/// [`CountVisitor`]'s expectation, for custom messages.
+struct CountExpecting;
+
+impl fmt::Display for CountExpecting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a number, null, \"<not counted>\" or \"<not supported>\"")
     }
 }
 
@@ -244,10 +298,12 @@ impl<'de> Deserialize<'de> for LiteralValue {
                 Ok(LiteralValue(v as f64))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<LiteralValue, E> {
-                Ok(LiteralValue(v as f64))
+                finite_count(v as f64)
+                    .map(LiteralValue)
+                    .map_err(|why| E::custom(format!("{v} {why}")))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<LiteralValue, E> {
-                Ok(LiteralValue(v))
+                finite_count(v).map(LiteralValue).map_err(|why| E::custom(format!("{v} {why}")))
             }
             fn visit_bool<E: de::Error>(self, v: bool) -> Result<LiteralValue, E> {
                 Ok(LiteralValue(f64::from(u8::from(v))))
@@ -397,10 +453,21 @@ pub(crate) fn slots_for_key(
     model: &Model,
     written: &str,
 ) -> anyhow::Result<Vec<(u16, bool)>> {
-    let found: Vec<(u16, bool)> = names
+    let all: Vec<usize> = (0..names.len()).collect();
+    slots_among(names, &all, key, model, written)
+}
+
+/// [`slots_for_key`] over the slots `candidates` only (those whose name can match).
+fn slots_among(
+    names: &[SlotName],
+    candidates: &[usize],
+    key: &EventKey,
+    model: &Model,
+    written: &str,
+) -> anyhow::Result<Vec<(u16, bool)>> {
+    let found: Vec<(u16, bool)> = candidates
         .iter()
-        .enumerate()
-        .filter_map(|(slot, name)| Some((slot as u16, slot_matches(name, key)?)))
+        .filter_map(|&slot| Some((slot as u16, slot_matches(&names[slot], key)?)))
         .collect();
     if key.pmu.is_none() {
         let mut cores: Vec<&str> =
@@ -440,12 +507,19 @@ pub(crate) struct Assigned {
 /// Maps every key of `file` to the slots of `model` and fills the values.
 pub(crate) fn assign(model: &Model, file: &CountsFile) -> anyhow::Result<Assigned> {
     let names: Vec<SlotName> = model.ids.iter().map(|id| SlotName::of_id(model, id)).collect();
+    // A key matches only slots of its name: index them, so a file of millions of keys costs
+    // one lookup per key rather than a scan of every slot.
+    let mut by_name: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (slot, name) in names.iter().enumerate() {
+        by_name.entry(name.key.name.as_str()).or_default().push(slot);
+    }
     let n = model.ids.len();
     let mut givers: Vec<Vec<(usize, bool)>> = vec![Vec::new(); n];
     let mut entry_slots = Vec::with_capacity(file.entries.len());
     for (index, entry) in file.entries.iter().enumerate() {
         let key = key_of(&entry.key, entry.retire_latency);
-        let found = slots_for_key(&names, &key, model, &entry.key)?;
+        let candidates = by_name.get(key.name.as_str()).map_or(&[][..], Vec::as_slice);
+        let found = slots_among(&names, candidates, &key, model, &entry.written)?;
         for &(slot, instance) in &found {
             let previous = &mut givers[slot as usize];
             let clash = previous.iter().find(|&&(other, other_instance)| {
@@ -456,8 +530,8 @@ pub(crate) fn assign(model: &Model, file: &CountsFile) -> anyhow::Result<Assigne
                 bail!(
                     "{}: `{}` and `{}` both give `{}` of {}; keep one (numbered uncore instances such as `uncore_imc_0/X/` are summed)",
                     file.path,
-                    file.entries[other].key,
-                    entry.key,
+                    file.entries[other].written,
+                    entry.written,
                     model.str(model.ids[slot as usize].text),
                     model.path()
                 );
@@ -543,5 +617,169 @@ mod tests {
         assert_eq!(file.entries[1].key, "duration_time");
         assert_eq!(file.entries[1].value, 2.0);
         assert_eq!(file.entries[2].value, 0.0);
+    }
+
+    #[test]
+    fn values_follow_one_rule() {
+        assert_eq!(number(" 12.5 "), Ok(12.5));
+        assert_eq!(number("0"), Ok(0.0));
+        assert!(number("NaN").unwrap_err().contains("not a finite number"));
+        assert!(number("inf").unwrap_err().contains("not a finite number"));
+        assert!(number("1e400").unwrap_err().contains("out of the range of a double"));
+        assert!(number("-1").unwrap_err().contains("is negative"));
+        assert!(number("x").unwrap_err().contains("is not a number"));
+        let err = parse("{\"A\": -1}", "f").unwrap_err().to_string();
+        assert!(err.starts_with("f:1:8: -1 is negative"), "{err}");
+        let bom = parse("\u{feff}{\"A\": 1}", "f").unwrap();
+        assert_eq!(bom.entries[0].value, 1.0);
+    }
+}
+
+/// Fuzzing the counts-file reader (and the key-to-input mapping of what it accepts) with
+/// proptest, on the stable toolchain. CI runs a short pass; `FUZZ_CASES=N` sets the cases per
+/// property for a long run (`cargo test --bin tmetric counts::fuzz`). Shrunk failures are
+/// kept in `crates/cli/counts.proptest-regressions` and replayed first.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+    use proptest::test_runner::FileFailurePersistence;
+
+    use super::*;
+
+    fn cases() -> u32 {
+        std::env::var("FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+    }
+
+    /// Parses; on success maps the keys onto a hybrid model, an uncore-heavy one and the
+    /// common metrics; on failure checks the message is short and positioned.
+    fn exercise(text: &str) -> Result<(), TestCaseError> {
+        match parse(text, "fuzz.json") {
+            Ok(file) => {
+                for entry in &file.entries {
+                    prop_assert!(!entry.value.is_sign_negative() || entry.value.is_nan());
+                    prop_assert!(!entry.value.is_infinite());
+                }
+                for model in ["x86/meteorlake", "x86/sapphirerapids", "common/common"] {
+                    if let Some(model) = tmetric_catalog::model(model) {
+                        let _ = assign(model, &file);
+                    }
+                }
+            }
+            Err(err) => {
+                let message = err.to_string();
+                prop_assert!(message.starts_with("fuzz.json:"), "{message}");
+                prop_assert!(message.len() < 2000, "{} bytes", message.len());
+            }
+        }
+        Ok(())
+    }
+
+    const PIECES: &[&str] = &[
+        "{",
+        "}",
+        "[",
+        "]",
+        ":",
+        ",",
+        " ",
+        "\"",
+        "\u{feff}",
+        "null",
+        "true",
+        "1",
+        "-1",
+        "0.5",
+        "1e400",
+        "-0",
+        "2e9",
+        "\"NaN\"",
+        "\"inf\"",
+        "\"<not counted>\"",
+        "\"<not supported>\"",
+        "\"123.000000\"",
+        "\"counts\"",
+        "\"retire_latency\"",
+        "\"literals\"",
+        "\"source_count\"",
+        "\"model\"",
+        "\"duration_time\"",
+        "\"duration_time_ns\"",
+        "\"smt_on\"",
+        "\"#num_cpus\"",
+        "\"cpu_core/TOPDOWN.SLOTS/\"",
+        "\"cpu_atom/TOPDOWN.SLOTS/\"",
+        "\"slots\"",
+        "\"uncore_imc_0/UNC_M_CAS_COUNT.RD/\"",
+        "\"UNC_M_CAS_COUNT.RD\"",
+        "\"INST_RETIRED.ANY\"",
+        "\"cpu@X\\\\,cmask\\\\=1@\"",
+        "\"MEM_LOAD_RETIRED.L3_HIT:R\"",
+        "\"msr/tsc/\"",
+        "\"é\"",
+    ];
+
+    fn soup() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(PIECES), 0..80).prop_map(|v| v.concat())
+    }
+
+    /// Well-formed files: keys and values from the pieces, in the flat or the structured form.
+    fn objects() -> impl Strategy<Value = String> {
+        let key = prop::sample::select(&PIECES[20..]);
+        let value = prop::sample::select(&PIECES[9..24]);
+        let pairs = prop::collection::vec((key, value), 0..30);
+        (pairs, any::<bool>()).prop_map(|(pairs, nested)| {
+            let body: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            if nested {
+                format!("{{\"counts\": {{{}}}}}", body.join(", "))
+            } else {
+                format!("{{{}}}", body.join(", "))
+            }
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: cases(),
+            failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn random_bytes(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+            exercise(&String::from_utf8_lossy(&bytes))?;
+        }
+
+        #[test]
+        fn json_soup(text in soup()) {
+            exercise(&text)?;
+        }
+
+        #[test]
+        fn shaped_files(text in objects()) {
+            exercise(&text)?;
+        }
+    }
+
+    /// Inputs that failed once, kept as regression cases.
+    #[test]
+    fn regressions() {
+        for text in [
+            "{\"NaN\": \"NaN\"}".to_string(),
+            "{\"A\": \"inf\"}".to_string(),
+            "{\"A\": \"1e400\"}".to_string(),
+            "{\"A\": -3}".to_string(),
+            "[".repeat(100_000),
+            "{\"A\": {\"B\": ".repeat(50_000),
+            format!("{{\"A\": \"{}\"}}", "z".repeat(1_000_000)),
+        ] {
+            let err = parse(&text, "f").unwrap_err().to_string();
+            assert!(err.len() < 2000, "{} bytes", err.len());
+        }
+        // Found by `shaped_files`: `-0` was kept negative, and x / -0 is -inf.
+        let zero = parse("{\"<not supported>\": -0, \"B\": -0.0}", "f").unwrap();
+        assert!(zero.entries.iter().all(|e| e.value.to_bits() == 0));
+        let both = parse("{\"duration_time\": 1, \"duration_time_ns\": 2e9}", "f").unwrap();
+        let err = assign(tmetric_catalog::common(), &both).unwrap_err().to_string();
+        assert!(err.contains("`duration_time` and `duration_time_ns` both give"), "{err}");
     }
 }

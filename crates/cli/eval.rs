@@ -375,15 +375,17 @@ struct ExprJson<'a> {
     literals: Vec<LiteralJson>,
 }
 
-/// `NAME=VALUE`, split at the last `=` because event names may hold `=` (`cmask=1`).
+/// `NAME=VALUE`, split at the last `=` because event names may hold `=` (`cmask=1`). The
+/// value follows the counts file's rule ([`counts::number`]): a finite, non-negative number.
 fn split_assignment<'a>(text: &'a str, flag: &str) -> anyhow::Result<(&'a str, f64)> {
+    let shown = tmetric_text::quote(text);
     let (name, value) = text
         .rsplit_once('=')
-        .ok_or_else(|| anyhow!("{flag} `{text}`: expected NAME=VALUE, e.g. `{flag} smt_on=1`"))?;
-    let number = value
-        .trim()
-        .parse::<f64>()
-        .map_err(|_| anyhow!("{flag} `{text}`: `{value}` is not a number"))?;
+        .ok_or_else(|| anyhow!("{flag} {shown}: expected NAME=VALUE, e.g. `{flag} smt_on=1`"))?;
+    if name.trim().is_empty() {
+        bail!("{flag} {shown}: the name is empty; expected NAME=VALUE, e.g. `{flag} smt_on=1`");
+    }
+    let number = counts::number(value).map_err(|why| anyhow!("{flag} {shown}: {why}"))?;
     Ok((name.trim(), number))
 }
 
@@ -399,7 +401,7 @@ fn plain(value: f64) -> String {
 }
 
 fn warn(message: &str) {
-    eprintln!("tmetric: warning: {message}");
+    crate::out::warn(&format!("warning: {message}"));
 }
 
 /// Runs `tmetric eval`.
@@ -868,6 +870,9 @@ fn select_items(
 fn report_unused(tables: &[Table], file: &CountsFile, where_: &str) {
     let used: Vec<Vec<bool>> = tables.iter().map(Table::used_slots).collect();
     let mut unselected = Vec::new();
+    // A file of millions of unknown keys gets the first few and a count, not a flood.
+    let mut unknown = tmetric_text::Capped::new(20);
+    let mut unselected_more = 0usize;
     for (index, entry) in file.entries.iter().enumerate() {
         let slots: Vec<(usize, &Vec<u16>)> = tables
             .iter()
@@ -875,9 +880,18 @@ fn report_unused(tables: &[Table], file: &CountsFile, where_: &str) {
             .map(|(t, table)| (t, &table.assigned.entry_slots[index]))
             .collect();
         if slots.iter().all(|(_, s)| s.is_empty()) {
-            warn(&format!("ignored: `{}` is not an input of any metric of {where_}", entry.key));
+            if unknown.admit() {
+                warn(&format!(
+                    "ignored: {} is not an input of any metric of {where_}",
+                    tmetric_text::quote(&entry.written)
+                ));
+            }
         } else if !slots.iter().any(|(t, s)| s.iter().any(|&slot| used[*t][slot as usize])) {
-            unselected.push(format!("`{}`", entry.key));
+            if unselected.len() <= 10 {
+                unselected.push(tmetric_text::quote(&entry.written));
+            } else {
+                unselected_more += 1;
+            }
         }
     }
     for (index, (key, _)) in file.source_counts.iter().enumerate() {
@@ -887,8 +901,11 @@ fn report_unused(tables: &[Table], file: &CountsFile, where_: &str) {
             ));
         }
     }
+    if let Some(summary) = unknown.summary("keys that are not inputs of any metric") {
+        warn(&format!("ignored: {summary} of {where_}"));
+    }
     if !unselected.is_empty() {
-        let count = unselected.len();
+        let count = unselected.len() + unselected_more;
         let more = count.saturating_sub(10);
         unselected.truncate(10);
         let more = if more > 0 { format!(" and {more} more") } else { String::new() };
@@ -972,8 +989,21 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
     })?;
     let mut vars: HashMap<String, f64> = HashMap::new();
     let mut literal_vars = Vec::new();
+    // Each name once: a second value would silently win.
+    let mut given: HashMap<String, &str> = HashMap::new();
     for var in &args.vars {
         let (name, value) = split_assignment(var, "--var")?;
+        let key = match literal_named(name) {
+            Some(literal) if name.starts_with('#') => format!("#{}", literal.name()),
+            _ => normalize(name),
+        };
+        if let Some(first) = given.insert(key, var) {
+            bail!(
+                "--var {}: `{name}` is already given ({}); give each name once",
+                tmetric_text::quote(var),
+                tmetric_text::quote(first)
+            );
+        }
         if name.starts_with('#') {
             let literal = literal_named(name).ok_or_else(|| {
                 anyhow!(

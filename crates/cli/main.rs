@@ -1,4 +1,6 @@
 //! The `tmetric` command line: flag parsing, subcommand dispatch and the exit-code policy.
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -10,6 +12,7 @@ mod describe;
 mod eval;
 mod list;
 mod models;
+mod out;
 mod output;
 mod plan;
 mod sim;
@@ -86,7 +89,28 @@ fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::O
     args
 }
 
+/// A safety net for `eprintln!` anywhere in the binary: when standard error cannot be written
+/// (`2>/dev/full`) it panics with "failed printing to stderr"; exit 2 quietly instead of 101
+/// with a panic message nobody can read. Code on the `stat` path writes through
+/// [`out::warn`] and never gets here.
+fn exit_2_when_stderr_fails() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stderr") {
+            std::process::exit(2);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    exit_2_when_stderr_fails();
     let cli = Cli::parse_from(with_default_subcommand(std::env::args_os().collect()));
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -99,7 +123,8 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("tmetric: {err:#}");
+            // Never `eprintln!`: it panics when standard error cannot be written.
+            out::warn(&format!("{err:#}"));
             ExitCode::from(2)
         }
     }

@@ -32,6 +32,14 @@ pub(crate) fn find_model(name: &str) -> anyhow::Result<&'static Model> {
         }
     }
     if candidates.is_empty() {
+        let near = near_models(name);
+        if !near.is_empty() {
+            bail!(
+                "unknown model `{name}`; the nearest names are {} (`tmetric list models` lists all {})",
+                join_code(&near),
+                MODELS.len()
+            );
+        }
         bail!(
             "unknown model `{name}`; models with metrics include {} (`tmetric list models` lists all {})",
             examples(),
@@ -44,6 +52,28 @@ pub(crate) fn find_model(name: &str) -> anyhow::Result<&'static Model> {
         join_code(&candidates),
         MODELS.len()
     )
+}
+
+/// The models nearest to `name` when nothing is close enough for [`closest`]: within the
+/// architecture it names (`x86/nonexist`: x86 models), or across all, by edit distance over
+/// the part below the architecture; at most 6.
+fn near_models(name: &str) -> Vec<String> {
+    let lower = name.to_ascii_lowercase();
+    let (arch, leaf_part) = match lower.split_once('/') {
+        Some((arch, rest)) if MODELS.iter().any(|m| m.arch == arch) => (Some(arch), rest),
+        _ => (None, lower.as_str()),
+    };
+    let mut scored: Vec<(usize, String)> = MODELS
+        .iter()
+        .filter(|m| arch.is_none_or(|a| m.arch == a) && m.arch != "test")
+        .map(|m| (levenshtein(&leaf(m.name).to_ascii_lowercase(), leaf_part), m.path()))
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    // Within a named architecture the nearest are always worth listing; across all, only
+    // those within half the name's length of it.
+    let budget = if arch.is_some() { usize::MAX } else { (leaf_part.chars().count() / 2).max(2) };
+    scored.into_iter().filter(|(d, _)| *d <= budget).take(6).map(|(_, path)| path).collect()
 }
 
 /// A few models to name when the user gave none: per architecture, the one with the most metrics.
@@ -123,4 +153,20 @@ fn levenshtein(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_models_list_near_names() {
+        let err = find_model("x86/nonexist").unwrap_err().to_string();
+        assert!(
+            err.starts_with("unknown model `x86/nonexist`; the nearest names are `x86/"),
+            "{err}"
+        );
+        let err = find_model("x86/skylakx").unwrap_err().to_string();
+        assert!(err.contains("`x86/skylake`") || err.contains("`x86/skylakex`"), "{err}");
+    }
 }

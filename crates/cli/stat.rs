@@ -5,8 +5,7 @@
 //! their metrics `nan`; nothing is estimated.
 
 use std::ffi::OsString;
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -18,6 +17,7 @@ use tmetric_runtime::Workload;
 use tmetric_runtime::{Counters, Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 
 use crate::models;
+use crate::out::{Sink, warn};
 use crate::output::perf_number;
 
 /// `tmetric stat` flags (perf's names where perf has them).
@@ -48,10 +48,11 @@ pub(crate) struct StatArgs {
     /// The CPU model whose metrics -M may name (default: the one this machine's cpuid maps to).
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
-    /// CSV output with this field separator.
+    /// CSV output with this field separator: perf's fields, except that a metric's unit and
+    /// name are two fields and its value keeps full precision.
     #[arg(short = 'x', long = "field-separator", value_name = "SEP", conflicts_with = "json")]
     separator: Option<String>,
-    /// JSON lines output.
+    /// JSON lines output (`metric-value` at full precision, `metric-unit`, `metric-name`).
     #[arg(short = 'j', long)]
     json: bool,
     /// Write the counts to FILE instead of standard error.
@@ -301,16 +302,28 @@ fn count_decimals(row: &Row) -> usize {
 
 /// A metric's label: `"<unit>  <name>"` with a ScaleUnit, else the name (spec D2).
 fn metric_label(model: &Model, metric: usize) -> String {
-    let m = &model.metrics[metric];
-    let name = model.str(m.name);
-    if m.has_scale_unit { format!("{}  {name}", model.str(m.unit)) } else { name.to_string() }
+    let (unit, name) = metric_unit_name(model, metric);
+    if unit.is_empty() { name.to_string() } else { format!("{unit}  {name}") }
 }
 
-/// perf's CSV metric value: printed, then cut to its leading digits and dots, so NaN and
-/// negative values print empty.
-fn csv_metric(value: f64, has_scale_unit: bool) -> String {
-    let text = perf_number(value, has_scale_unit);
-    text.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect()
+/// A metric's unit (empty without a ScaleUnit) and name, the separate fields of CSV and JSON.
+fn metric_unit_name(model: &Model, metric: usize) -> (&str, &str) {
+    let m = &model.metrics[metric];
+    let unit = if m.has_scale_unit { model.str(m.unit) } else { "" };
+    (unit, model.str(m.name))
+}
+
+/// A metric value for CSV and JSON: full precision (the shortest text that reads back as the
+/// same double), unlike perf, which prints `%.2f` and cuts CSV values to their leading digits
+/// (so 0.003 CPUs printed as `0.0`). NaN and infinities print `nan`, `inf`, `-inf`.
+fn full_precision(value: f64) -> String {
+    if value.is_nan() {
+        "nan".into()
+    } else if value.is_infinite() {
+        if value > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        value.to_string()
+    }
 }
 
 fn json_string(text: &str) -> String {
@@ -328,7 +341,7 @@ fn c_float(value: f64) -> String {
 }
 
 struct Printer {
-    out: Box<dyn Write>,
+    out: Sink,
     layout: Layout,
     evaluators: Evaluators,
 }
@@ -349,18 +362,17 @@ impl Printer {
         };
         for row in plan.rows.iter().filter(|r| r.show) {
             let state = engine::eval::shown(plan, row, sample);
-            let metrics: Vec<(String, f64, bool)> = row
+            // (label, value, has ScaleUnit, unit, name)
+            let metrics: Vec<(String, f64, bool, &str, &str)> = row
                 .roots
                 .iter()
                 .map(|&r| {
                     let root = &plan.roots[r];
                     let (model, m) = (root.model, root.metric);
                     let result: &RootResult = &results[r];
-                    (
-                        metric_label(model, m),
-                        result.scaled(model, m),
-                        model.metrics[m].has_scale_unit,
-                    )
+                    let (unit, name) = metric_unit_name(model, m);
+                    let scaled = model.metrics[m].has_scale_unit;
+                    (metric_label(model, m), result.scaled(model, m), scaled, unit, name)
                 })
                 .collect();
             let (running, enabled) = match state {
@@ -383,7 +395,7 @@ impl Printer {
                         line.push_str(&" ".repeat(38));
                         line.push_str(run);
                     }
-                    for (i, (label, value, scaled)) in metrics.iter().enumerate() {
+                    for (i, (label, value, scaled, _, _)) in metrics.iter().enumerate() {
                         if i > 0 {
                             writeln!(self.out, "{}", line.trim_end())?;
                             line = format!("{prefix}{}", " ".repeat(49));
@@ -414,20 +426,21 @@ impl Printer {
                         "{prefix}{count}{sep}{}{sep}{}{sep}{running}{sep}{percent:.2}",
                         row.unit, row.name
                     );
+                    // perf's fields, except that the metric's unit and name are two fields
+                    // (perf joins them in one) and its value keeps full precision.
                     if metrics.is_empty() {
-                        writeln!(self.out, "{head}{sep}{sep}")?;
+                        writeln!(self.out, "{head}{sep}{sep}{sep}")?;
                     }
-                    for (i, (label, value, scaled)) in metrics.iter().enumerate() {
+                    for (i, (_, value, _, unit, name)) in metrics.iter().enumerate() {
                         let lead = if i == 0 {
                             head.clone()
                         } else {
                             format!("{prefix}{}", sep.repeat(4))
                         };
-                        writeln!(
-                            self.out,
-                            "{lead}{sep}{}{sep}{label}",
-                            csv_metric(*value, *scaled)
-                        )?;
+                        // NaN and infinities print empty, as in perf's CSV.
+                        let value =
+                            if value.is_finite() { full_precision(*value) } else { String::new() };
+                        writeln!(self.out, "{lead}{sep}{value}{sep}{unit}{sep}{name}")?;
                     }
                 }
                 Layout::Json => {
@@ -449,13 +462,14 @@ impl Printer {
                     if metrics.is_empty() {
                         writeln!(self.out, "{head}}}")?;
                     }
-                    for (i, (label, value, _)) in metrics.iter().enumerate() {
+                    for (i, (_, value, _, unit, name)) in metrics.iter().enumerate() {
                         let lead = if i == 0 { format!("{head}, ") } else { format!("{{{prefix}") };
                         writeln!(
                             self.out,
-                            "{lead}\"metric-value\" : {}, \"metric-unit\" : {}}}",
-                            json_string(&c_float(*value)),
-                            json_string(label)
+                            "{lead}\"metric-value\" : {}, \"metric-unit\" : {}, \"metric-name\" : {}}}",
+                            json_string(&full_precision(*value)),
+                            json_string(unit),
+                            json_string(name)
                         )?;
                     }
                 }
@@ -514,6 +528,7 @@ pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
     {
         bail!("-I {ms}: the interval must be at least 10 ms");
     }
+    validate_flags(args)?;
     match &args.pmu_sim {
         Some(name) => crate::sim::run_simulated(args, name),
         None => {
@@ -547,18 +562,16 @@ pub(crate) fn run_on<S: Syscalls>(
     let machine = Machine { sysfs, proc_root, env: &env, pmus: &pmus };
     let plan = build(args, &machine)?;
     if let Some(name) = simulated {
-        eprintln!(
-            "tmetric: simulated PMU `{name}`: every count below comes from a simulator, not hardware"
-        );
+        warn(&format!(
+            "simulated PMU `{name}`: every count below comes from a simulator, not hardware"
+        ));
     }
     for warning in &plan.warnings {
-        eprintln!("tmetric: warning: {warning}");
+        warn(&format!("warning: {warning}"));
     }
-    let out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(BufWriter::new(
-            File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
-        )),
-        None => Box::new(io::stderr()),
+    let out = match &args.output {
+        Some(path) => Sink::create(path)?,
+        None => Sink::stderr(),
     };
     let mut printer = Printer { out, layout: layout.clone(), evaluators: Evaluators::default() };
 
@@ -572,10 +585,14 @@ pub(crate) fn run_on<S: Syscalls>(
     } else {
         Target::Task { pid: workload.as_ref().map_or(0, Workload::pid), on_exec: true }
     };
+    // The signal pipe before the events: when descriptors run out, the events say so.
+    tmetric_runtime::signal::prepare().map_err(|e| anyhow::anyhow!("cannot catch signals: {e}"))?;
     let mut counters =
         Counters::open_with(sys, plan.specs.clone(), &plan.groups, &plan.sticky, target.clone())?;
+    check_opened(&plan, &counters, &env)?;
     let options =
         RunOptions { interval: args.interval.map(Duration::from_millis), catch_signals: true };
+    let has_workload = workload.is_some();
     let report = {
         let plan = &plan;
         let printer = &mut printer;
@@ -586,8 +603,22 @@ pub(crate) fn run_on<S: Syscalls>(
             let sample =
                 Sample { counts: tick.counts, seconds: tick.length.as_secs_f64(), rusage: None };
             printer.rows(plan, &sample, Some(tick.at))?;
-            printer.out.flush()
-        })?
+            printer.out.flush()?;
+            if printer.out.closed() && !has_workload {
+                // Nobody reads a system-wide run any more: end it. With a workload, counting
+                // goes on quietly so the workload is not disturbed and its status is kept.
+                return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+            }
+            Ok(())
+        })
+    };
+    let report = match report {
+        Ok(report) => report,
+        // The reader went away during a system-wide run: nothing more to say, quietly.
+        Err(tmetric_runtime::RunError::Report(err)) if err.kind() == io::ErrorKind::BrokenPipe => {
+            return Ok(0);
+        }
+        Err(err) => return Err(err.into()),
     };
     let rusage = report.exit.map(|e| (e.user, e.system));
     let sample = Sample { counts: &report.totals, seconds: report.elapsed.as_secs_f64(), rusage };
@@ -626,12 +657,78 @@ pub(crate) fn run_on<S: Syscalls>(
         } else {
             // Keep CSV and JSON parseable: explanations go to standard error.
             for note in &notes {
-                eprintln!("tmetric: {note}");
+                warn(note);
             }
         }
     }
-    printer.out.flush()?;
+    printer.out.finish()?;
     Ok(report.exit.map_or(0, |e| e.shell_code()))
+}
+
+/// Flag checks made before anything runs: empty `-e`/`-M` lists and an unknown `--model`
+/// are usage errors even where nothing would read them.
+fn validate_flags(args: &StatArgs) -> anyhow::Result<()> {
+    for list in &args.events {
+        let groups =
+            tmetric_runtime::event::split_list(list).with_context(|| format!("-e {list}"))?;
+        if groups.iter().all(Vec::is_empty) {
+            bail!(
+                "-e `{}` names no event; give a comma-separated list such as `-e task-clock,page-faults` (`tmetric list events` lists them)",
+                list.escape_debug()
+            );
+        }
+    }
+    if !args.metrics.is_empty() && args.metrics.iter().all(|m| m.trim().is_empty()) {
+        bail!("-M names no metric or group; give a comma-separated list such as `-M Software`");
+    }
+    if let Some(name) = &args.model {
+        models::find_model(name).context("--model")?;
+    }
+    Ok(())
+}
+
+/// After opening: say once when events count user mode only (perf's `exclude_kernel`
+/// fallback), and fail when nothing at all could be counted.
+fn check_opened<S: Syscalls>(
+    plan: &Plan,
+    counters: &Counters<S>,
+    env: &Environment,
+) -> anyhow::Result<()> {
+    let user_only: Vec<&str> = (0..plan.specs.len())
+        .filter(|&i| counters.user_only(i))
+        .map(|i| plan.specs[i].name.as_str())
+        .collect();
+    if !user_only.is_empty() {
+        let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+            .map(|t| t.trim().to_string())
+            .unwrap_or_else(|_| "?".into());
+        warn(&format!(
+            "kernel.perf_event_paranoid is {paranoid} and tmetric has no CAP_PERFMON: counting user mode only (exclude_kernel), as perf does, for {}",
+            names_summary(&user_only)
+        ));
+    }
+    if !plan.specs.is_empty() && counters.descriptors() == 0 {
+        let mut reasons: Vec<String> = Vec::new();
+        for (i, event) in plan.events.iter().enumerate() {
+            if let Some(failure) = counters.failure(i) {
+                let why = env.explain(failure.errno, event);
+                if !reasons.contains(&why) {
+                    reasons.push(why);
+                }
+            }
+        }
+        bail!("nothing could be counted: {}", reasons.join("; "));
+    }
+    Ok(())
+}
+
+/// Up to 8 names, then how many more.
+fn names_summary(names: &[&str]) -> String {
+    if names.len() <= 8 {
+        names.join(", ")
+    } else {
+        format!("{} and {} more", names[..8].join(", "), names.len() - 8)
+    }
 }
 
 #[cfg(test)]
@@ -649,11 +746,11 @@ mod tests {
     }
 
     #[test]
-    fn csv_metrics_keep_only_leading_digits() {
-        assert_eq!(csv_metric(2.5, true), "2.5");
-        assert_eq!(csv_metric(0.123456, false), "0.12");
-        assert_eq!(csv_metric(f64::NAN, true), "");
-        assert_eq!(csv_metric(-3.0, false), "");
+    fn csv_and_json_metrics_keep_full_precision() {
+        assert_eq!(full_precision(0.0031234567890123), "0.0031234567890123");
+        assert_eq!(full_precision(2.5), "2.5");
+        assert_eq!(full_precision(-3.0), "-3");
+        assert_eq!(full_precision(f64::NAN), "nan");
     }
 
     #[test]

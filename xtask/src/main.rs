@@ -1,4 +1,6 @@
 //! `cargo xtask`: developer tasks (code generation, vendor import, benchmarks).
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
 mod import;
 mod regen;
 

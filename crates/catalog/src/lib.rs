@@ -2,6 +2,8 @@
 //!
 //! Everything under `generated/` is written by `cargo xtask regen`; only this file and `rt.rs`
 //! are hand-written. Nothing here parses an expression or reads a file.
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 #[rustfmt::skip]

@@ -4,6 +4,7 @@ use std::fmt;
 
 use crate::ast::Span;
 use crate::parse::Rule;
+use tmetric_text::quote;
 
 /// Why an expression did not parse.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +19,20 @@ pub enum ParseErrorKind {
     },
     /// `1e999`: strtod overflows or underflows.
     NumberOutOfRange(String),
+    /// `aé`, a control byte: a character that starts no token.
+    UnexpectedChar(char),
+    /// `foo(1, 2)`: a name followed by `(` that is no function.
+    UnknownFunction(String),
+    /// Brackets, calls, `if`s or unary minuses nested deeper than `limit`.
+    TooDeep {
+        /// [`crate::MAX_NESTING`].
+        limit: usize,
+    },
+    /// A tree deeper than `limit` (a chain of that many operators).
+    TooLong {
+        /// [`crate::MAX_DEPTH`].
+        limit: usize,
+    },
 }
 
 /// A parse error with enough context to render a caret diagnostic.
@@ -52,6 +67,22 @@ impl ParseError {
         if expected.is_empty() {
             expected.push("an operator or the end of the expression".to_string());
         }
+        if let Some(c) = text[pos.min(text.len())..].chars().next()
+            && !starts_token(c)
+        {
+            return ParseError::new(
+                text,
+                Span::new(pos, pos + c.len_utf8()),
+                ParseErrorKind::UnexpectedChar(c),
+            );
+        }
+        if let Some((start, name)) = called_name(text, pos) {
+            return ParseError::new(
+                text,
+                Span::new(start, pos),
+                ParseErrorKind::UnknownFunction(name.to_string()),
+            );
+        }
         let found = found_at(text, pos);
         let end = (pos + found_len(text, pos)).min(text.len());
         ParseError::new(
@@ -68,7 +99,24 @@ impl ParseError {
                 format!("expected {}, found {found}", join_or(expected))
             }
             ParseErrorKind::NumberOutOfRange(text) => {
-                format!("number `{text}` is out of the range of a double")
+                format!("number {} is out of the range of a double", quote(text))
+            }
+            ParseErrorKind::UnexpectedChar(c) => {
+                format!(
+                    "unexpected character {} (U+{:04X}); expressions use ASCII names, numbers, operators and brackets",
+                    quote(&c.to_string()),
+                    u32::from(*c)
+                )
+            }
+            ParseErrorKind::UnknownFunction(name) => format!(
+                "unknown function {}; the functions are d_ratio, min, max, source_count, has_event and strcmp_cpuid_str",
+                quote(name)
+            ),
+            ParseErrorKind::TooDeep { limit } => format!(
+                "the expression nests brackets, calls, `if`s or minus signs more than {limit} deep"
+            ),
+            ParseErrorKind::TooLong { limit } => {
+                format!("the expression is more than {limit} operators deep; split it up")
             }
         }
     }
@@ -95,23 +143,29 @@ pub fn caret_lines(text: &str, span: Span) -> String {
     let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
     let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
     let end = floor_char(text, (span.end as usize).clamp(start, line_end));
-    let line: Vec<char> = text[line_start..line_end].chars().collect();
+    let line = &text[line_start..line_end];
+    // Counted, never collected: the line may be a hundred megabytes.
+    let line_chars = line.chars().count();
     let col = text[line_start..start].chars().count();
     let width = text[start..end].chars().count().max(1);
     // Keep the span in view: start the window a little before it.
-    let (from, to) = if line.len() <= WINDOW {
-        (0, line.len())
+    let (from, to) = if line_chars <= WINDOW {
+        (0, line_chars)
     } else {
-        let from = col.saturating_sub(30).min(line.len().saturating_sub(WINDOW));
-        (from, (from + WINDOW).min(line.len()))
+        let from = col.saturating_sub(30).min(line_chars.saturating_sub(WINDOW));
+        (from, (from + WINDOW).min(line_chars))
     };
-    let mut shown: String = line[from..to].iter().collect();
+    let byte_at = |chars: usize| line.char_indices().nth(chars).map_or(line.len(), |(i, _)| i);
+    let mut shown: String = line[byte_at(from)..byte_at(to)]
+        .chars()
+        .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
+        .collect();
     let mut caret_col = col - from;
     if from > 0 {
         shown.insert_str(0, "...");
         caret_col += 3;
     }
-    if to < line.len() {
+    if to < line_chars {
         shown.push_str("...");
     }
     let width = width.min(to.saturating_sub(col).max(1));
@@ -143,12 +197,34 @@ fn join_or(items: &[String]) -> String {
     }
 }
 
+/// Whether `c` may start a token or is whitespace the grammar skips.
+fn starts_token(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "_.:@?\\#|^&<>-+*/%(), \t\n\r".contains(c)
+}
+
+/// When the parser stopped at a `(` right after a name (`foo(`), that name and where it starts.
+fn called_name(text: &str, pos: usize) -> Option<(usize, &str)> {
+    if !text[pos.min(text.len())..].starts_with('(') {
+        return None;
+    }
+    let before = text[..pos].trim_end_matches([' ', '\t', '\n', '\r']);
+    let start = before
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '@' | '?'))
+        .last()
+        .map(|(i, _)| i)?;
+    let name = &before[start..];
+    // A number before `(` (`2(`) is a missing operator, not a call.
+    (!name.starts_with(|c: char| c.is_ascii_digit() || c == '.')).then_some((start, name))
+}
+
 fn found_at(text: &str, pos: usize) -> String {
     match text[pos.min(text.len())..].chars().next() {
         None => "end of expression".to_string(),
         Some(_) => {
             let len = found_len(text, pos);
-            format!("`{}`", &text[pos..pos + len])
+            quote(&text[pos..pos + len])
         }
     }
 }

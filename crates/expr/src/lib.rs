@@ -2,6 +2,8 @@
 //!
 //! Pure: no I/O, no knowledge of JSON files or PMUs. Identifiers stay strings here; the
 //! `vendor` crate decides what each one names.
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod ast;
@@ -14,5 +16,5 @@ pub use ast::{BinOp, Expr, ExprKind, Func, IdFunc, Ident, Span};
 pub use error::{ParseError, ParseErrorKind, caret_lines};
 pub use eval::{Env, EvalError, eval};
 pub use events::{Facts, needed};
-pub use parse::{normalize, parse};
+pub use parse::{MAX_DEPTH, MAX_NESTING, normalize, parse};
 pub use tmetric_model::{Fail, Literal, Needed, sem};

@@ -25,14 +25,105 @@ fn pratt() -> PrattParser<Rule> {
         .op(Op::prefix(Rule::neg))
 }
 
-/// Parses a `MetricExpr` or `MetricThreshold` as perf 6.12 would.
+/// How deeply brackets, function calls, `if`s and unary minuses may nest. The grammar and
+/// the Pratt parser recurse once (or a few times) per level, so this bounds their stack use;
+/// perf's own vendor expressions nest at most 8 deep.
+pub const MAX_NESTING: usize = 100;
+
+/// How deep the tree may be: a chain of N binary operators (`a + b + ... `) is N deep. Every
+/// pass over the tree (evaluation, the needed-events pass, printing, dropping) recurses once
+/// per level, so this bounds their stack use.
+pub const MAX_DEPTH: usize = 1000;
+
+/// Parses a `MetricExpr` or `MetricThreshold` as perf 6.12 would, except that characters
+/// which start no token are errors (perf's lexer skips them silently) and nesting is bounded
+/// ([`MAX_NESTING`], [`MAX_DEPTH`]).
 pub fn parse(text: &str) -> Result<Expr, ParseError> {
+    check_nesting(text)?;
     let mut pairs =
         Grammar::parse(Rule::root, text).map_err(|err| ParseError::from_pest(text, err))?;
     let root = pairs.next().expect("root rule always yields one pair");
     let if_expr = root.into_inner().next().expect("root holds an if_expr");
     let pratt = pratt();
-    lower_if(if_expr, text, &pratt)
+    lower_if(if_expr, text, &pratt).map(|(expr, _)| expr)
+}
+
+/// A lexical pass that finds nesting beyond [`MAX_NESTING`] before the recursive grammar
+/// sees it. It counts open brackets, the `if`s open at each bracket level (the else branch
+/// nests) and runs of `-`; it over-counts slightly (a binary minus followed by a unary one
+/// counts two), which only matters near the limit.
+fn check_nesting(text: &str) -> Result<(), ParseError> {
+    let bytes = text.as_bytes();
+    // Per open bracket: how many `if`s are open inside it.
+    let mut ifs_per_level: Vec<usize> = vec![0];
+    let mut open = 0usize;
+    let mut minus_run = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let start = i;
+        i += 1;
+        match b {
+            b'(' => {
+                ifs_per_level.push(0);
+                open += 1;
+                minus_run = 0;
+            }
+            b')' => {
+                if ifs_per_level.len() > 1 {
+                    open -= 1 + ifs_per_level.pop().unwrap_or(0);
+                }
+                minus_run = 0;
+            }
+            b'-' => minus_run += 1,
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            b'\\' => {
+                i += 1;
+                minus_run = 0;
+            }
+            _ if b.is_ascii_alphanumeric() || b"_.:@?#".contains(&b) => {
+                while i < bytes.len()
+                    && (bytes[i].is_ascii_alphanumeric() || b"_.:@?".contains(&bytes[i]))
+                {
+                    i += 1;
+                }
+                if &bytes[start..i] == b"if" {
+                    *ifs_per_level.last_mut().expect("never empty") += 1;
+                    open += 1;
+                }
+                minus_run = 0;
+            }
+            _ => minus_run = 0,
+        }
+        if open + minus_run > MAX_NESTING {
+            let end = floor_boundary(text, i);
+            return Err(ParseError::new(
+                text,
+                Span::new(start, end.max(start + 1).min(text.len())),
+                ParseErrorKind::TooDeep { limit: MAX_NESTING },
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn floor_boundary(text: &str, mut index: usize) -> usize {
+    index = index.min(text.len());
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+/// A lowered node and the depth of its tree.
+type Lowered = (Expr, usize);
+
+/// Builds a node over children of depth `below`, refusing trees deeper than [`MAX_DEPTH`].
+fn node(text: &str, kind: ExprKind, span: Span, below: usize) -> Result<Lowered, ParseError> {
+    if below + 1 > MAX_DEPTH {
+        return Err(ParseError::new(text, span, ParseErrorKind::TooLong { limit: MAX_DEPTH }));
+    }
+    Ok((Expr { kind, span }, below + 1))
 }
 
 fn span_of(pair: &Pair<'_, Rule>) -> Span {
@@ -43,7 +134,7 @@ fn lower_if(
     pair: Pair<'_, Rule>,
     text: &str,
     pratt: &PrattParser<Rule>,
-) -> Result<Expr, ParseError> {
+) -> Result<Lowered, ParseError> {
     let span = span_of(&pair);
     let mut inner = pair.into_inner();
     let then = lower_expr(inner.next().expect("if_expr starts with expr"), text, pratt)?;
@@ -51,30 +142,33 @@ fn lower_if(
     let cond = lower_expr(inner.next().expect("if has a condition"), text, pratt)?;
     let _kw_else = inner.next();
     let otherwise = lower_if(inner.next().expect("if has an else branch"), text, pratt)?;
-    Ok(Expr {
-        kind: ExprKind::If {
-            then: Box::new(then),
-            cond: Box::new(cond),
-            otherwise: Box::new(otherwise),
+    let below = then.1.max(cond.1).max(otherwise.1);
+    node(
+        text,
+        ExprKind::If {
+            then: Box::new(then.0),
+            cond: Box::new(cond.0),
+            otherwise: Box::new(otherwise.0),
         },
         span,
-    })
+        below,
+    )
 }
 
 fn lower_expr(
     pair: Pair<'_, Rule>,
     text: &str,
     pratt: &PrattParser<Rule>,
-) -> Result<Expr, ParseError> {
+) -> Result<Lowered, ParseError> {
     pratt
         .map_primary(|primary| lower_primary(primary, text, pratt))
         .map_prefix(|op, operand| {
-            let operand = operand?;
+            let (operand, depth) = operand?;
             let span = Span::new(op.as_span().start(), operand.span.end as usize);
-            Ok(Expr { kind: ExprKind::Neg(Box::new(operand)), span })
+            node(text, ExprKind::Neg(Box::new(operand)), span, depth)
         })
         .map_infix(|lhs, op, rhs| {
-            let (lhs, rhs) = (lhs?, rhs?);
+            let ((lhs, left), (rhs, right)) = (lhs?, rhs?);
             let op = match op.as_rule() {
                 Rule::or => BinOp::Or,
                 Rule::xor => BinOp::Xor,
@@ -89,7 +183,7 @@ fn lower_expr(
                 rule => unreachable!("not an infix rule: {rule:?}"),
             };
             let span = Span::new(lhs.span.start as usize, rhs.span.end as usize);
-            Ok(Expr { kind: ExprKind::Bin(op, Box::new(lhs), Box::new(rhs)), span })
+            node(text, ExprKind::Bin(op, Box::new(lhs), Box::new(rhs)), span, left.max(right))
         })
         .parse(pair.into_inner())
 }
@@ -98,21 +192,28 @@ fn lower_primary(
     pair: Pair<'_, Rule>,
     text: &str,
     pratt: &PrattParser<Rule>,
-) -> Result<Expr, ParseError> {
+) -> Result<Lowered, ParseError> {
     let span = span_of(&pair);
-    let kind = match pair.as_rule() {
-        Rule::number => ExprKind::Num(parse_number(pair.as_str()).ok_or_else(|| {
-            ParseError::new(text, span, ParseErrorKind::NumberOutOfRange(pair.as_str().to_string()))
-        })?),
-        Rule::nan => ExprKind::Num(f64::NAN),
-        Rule::literal => ExprKind::Literal(pair.as_str()[1..].to_string()),
-        Rule::ident => ExprKind::Id(ident(&pair)),
+    let (kind, below) = match pair.as_rule() {
+        Rule::number => (
+            ExprKind::Num(parse_number(pair.as_str()).ok_or_else(|| {
+                ParseError::new(
+                    text,
+                    span,
+                    ParseErrorKind::NumberOutOfRange(pair.as_str().to_string()),
+                )
+            })?),
+            0,
+        ),
+        Rule::nan => (ExprKind::Num(f64::NAN), 0),
+        Rule::literal => (ExprKind::Literal(pair.as_str()[1..].to_string()), 0),
+        Rule::ident => (ExprKind::Id(ident(&pair)), 0),
         Rule::paren => {
             let inner = pair.into_inner().next().expect("paren holds an if_expr");
-            let mut expr = lower_if(inner, text, pratt)?;
+            let (mut expr, depth) = lower_if(inner, text, pratt)?;
             // Keep the parentheses in the span so carets point at what the user wrote.
             expr.span = span;
-            return Ok(expr);
+            return Ok((expr, depth));
         }
         Rule::call => {
             let mut inner =
@@ -126,7 +227,7 @@ fn lower_primary(
                         Rule::kw_has_event => IdFunc::HasEvent,
                         _ => IdFunc::StrcmpCpuidStr,
                     };
-                    ExprKind::IdCall(func, ident(&inner.next().expect("id argument")))
+                    (ExprKind::IdCall(func, ident(&inner.next().expect("id argument"))), 0)
                 }
                 _ => {
                     let func = match func_rule {
@@ -136,13 +237,14 @@ fn lower_primary(
                     };
                     let lhs = lower_expr(inner.next().expect("first argument"), text, pratt)?;
                     let rhs = lower_expr(inner.next().expect("second argument"), text, pratt)?;
-                    ExprKind::Call(func, Box::new(lhs), Box::new(rhs))
+                    let below = lhs.1.max(rhs.1);
+                    (ExprKind::Call(func, Box::new(lhs.0), Box::new(rhs.0)), below)
                 }
             }
         }
         rule => unreachable!("not a primary rule: {rule:?}"),
     };
-    Ok(Expr { kind, span })
+    if below == 0 { Ok((Expr { kind, span }, 1)) } else { node(text, kind, span, below) }
 }
 
 fn ident(pair: &Pair<'_, Rule>) -> Ident {

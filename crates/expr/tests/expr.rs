@@ -46,8 +46,6 @@ fn lexing_matches_flex_longest_match() {
     shape("12abc", "12abc");
     // Keywords only match whole tokens.
     shape("maxx + iff", "(maxx + iff)");
-    // Unknown characters are skipped: `>=` is `>`.
-    shape("a >= b", "(a > b)");
     shape("a\\-b + c\\,d\\=1@", "(a\\-b + c\\,d\\=1@)");
     shape(
         "cpu@UOPS_EXECUTED.THREAD\\,cmask\\=1@ / 2",
@@ -73,7 +71,7 @@ fn errors_point_at_the_spot() {
     );
     parse_error(
         "a == b",
-        "expected `if`, an operator or end of expression, found `b`\n    a == b\n         ^",
+        "unexpected character `=` (U+003D); expressions use ASCII names, numbers, operators and brackets\n    a == b\n      ^",
     );
     parse_error(
         "(a + b",
@@ -257,23 +255,77 @@ fn runtime_parameter_is_substituted() {
     assert_eq!(inst.idents()[0].name, "hv_24x7@PM_PB_CYC,chip=3@");
 }
 
-proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
-    /// Random bytes never panic the parser.
-    #[test]
-    fn parser_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
-        let text = String::from_utf8_lossy(&bytes);
-        let _ = parse(&text).map(|e| e.to_string());
-    }
+/// perf skips characters that start no token; tmetric reports them at their column.
+#[test]
+fn unexpected_characters_are_errors_at_their_column() {
+    parse_error(
+        "aé",
+        "unexpected character `é` (U+00E9); expressions use ASCII names, numbers, operators and brackets\n    aé\n     ^",
+    );
+    parse_error(
+        "x€ + 1",
+        "unexpected character `€` (U+20AC); expressions use ASCII names, numbers, operators and brackets\n    x€ + 1\n     ^",
+    );
+    let err = parse("a + \u{1}b").unwrap_err();
+    assert_eq!(err.span.start, 4);
+    assert!(err.message().starts_with("unexpected character `\\u{1}` (U+0001)"), "{err}");
+    assert!(parse("a >= b").is_err());
+    // Whitespace of every kind the vendor JSON uses is still skipped.
+    shape(" a\t+\r\nb ", "(a + b)");
+}
 
-    /// Strings over the expression alphabet never panic, and what parses prints back to
-    /// something that parses to the same shape.
-    #[test]
-    fn parser_round_trips(text in "[a-c0-9 .e\\-+*/%<>|&^(),#?@:\\\\]{0,40}|(if|else|min|max|d_ratio|NaN| |x|1|\\(|\\)|,|-|\\*)*") {
-        if let Ok(expr) = parse(&text) {
-            let printed = expr.to_string();
-            let again = parse(&printed).unwrap_or_else(|err| panic!("`{printed}` (from `{text}`): {err}"));
-            proptest::prop_assert_eq!(again.to_string(), printed);
-        }
-    }
+#[test]
+fn unknown_functions_are_named() {
+    parse_error(
+        "foo(1,2)",
+        "unknown function `foo`; the functions are d_ratio, min, max, source_count, has_event and strcmp_cpuid_str\n    foo(1,2)\n    ^^^",
+    );
+    let err = parse("a + INST.ANY (b)").unwrap_err();
+    assert!(err.message().starts_with("unknown function `INST.ANY`"), "{err}");
+    // A number before `(` is a missing operator, not a call.
+    assert!(parse("2(3)").unwrap_err().message().starts_with("expected"));
+}
+
+/// Deep nesting is a caret error, never a stack overflow; the limit itself still parses,
+/// evaluates and prints (on a test thread's 2 MiB stack).
+#[test]
+fn nesting_is_bounded() {
+    use tmetric_expr::{MAX_DEPTH, MAX_NESTING, ParseErrorKind};
+    let deep = format!("{}1{}", "(".repeat(5000), ")".repeat(5000));
+    let err = parse(&deep).unwrap_err();
+    assert_eq!(err.kind, ParseErrorKind::TooDeep { limit: MAX_NESTING });
+    assert_eq!(err.span.start as usize, MAX_NESTING);
+    assert!(err.to_string().contains("more than 100 deep"), "{err}");
+    let calls = format!("{}1{}", "min(1,".repeat(10_000), ")".repeat(10_000));
+    assert_eq!(parse(&calls).unwrap_err().kind, ParseErrorKind::TooDeep { limit: MAX_NESTING });
+    let minus = format!("{}1", "-".repeat(100_000));
+    assert_eq!(parse(&minus).unwrap_err().kind, ParseErrorKind::TooDeep { limit: MAX_NESTING });
+    let ifs = "1 if 1 else ".repeat(1000) + "1";
+    assert_eq!(parse(&ifs).unwrap_err().kind, ParseErrorKind::TooDeep { limit: MAX_NESTING });
+    let chain = vec!["a"; 200_000].join(" + ");
+    assert_eq!(parse(&chain).unwrap_err().kind, ParseErrorKind::TooLong { limit: MAX_DEPTH });
+
+    // Right at the limits: parses and every recursive pass runs.
+    let at_limit = format!("{}x{}", "min(1,".repeat(MAX_NESTING), ")".repeat(MAX_NESTING));
+    let expr = parse(&at_limit).unwrap();
+    assert_eq!(eval(&expr, &mut vals(&[("x", 0.5)], &[])).unwrap(), 0.5);
+    assert_eq!(needed(&expr, &vals(&[], &[])).unwrap().ids.len(), 1);
+    assert!(expr.to_string().starts_with("min(1.0, min("));
+    let long = vec!["x"; MAX_DEPTH - 1].join(" + ");
+    let expr = parse(&long).unwrap();
+    assert_eq!(eval(&expr, &mut vals(&[("x", 1.0)], &[])).unwrap(), (MAX_DEPTH - 1) as f64);
+    // Closed brackets do not add up: many shallow groups in a row are fine.
+    let wide = vec!["((x))"; 5000].join(" * ");
+    assert!(parse(&wide).is_err_and(|e| e.kind == ParseErrorKind::TooLong { limit: MAX_DEPTH }));
+    let wide = vec!["((x))"; 500].join(" * ");
+    assert!(parse(&wide).is_ok());
+}
+
+/// A huge token is quoted cut short, never echoed whole.
+#[test]
+fn huge_input_is_not_echoed_whole() {
+    let text = format!("a + {}(", "b".repeat(10_000_000));
+    let message = parse(&text).unwrap_err().to_string();
+    assert!(message.len() < 1000, "{} bytes", message.len());
+    assert!(message.contains("(10000000 bytes)"), "{}", &message[..200]);
 }

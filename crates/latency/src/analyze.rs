@@ -33,6 +33,9 @@ const NOISE_LISTED: usize = 1000;
 const QUOTE_BYTES: usize = 160;
 /// Big reads keep the per-read overhead negligible next to the parsing.
 const READ_BUFFER_BYTES: usize = 1 << 20;
+/// A group-by value longer than this is no real register mask or id: the line is malformed
+/// (else one damaged line would make a table row megabytes wide).
+const MAX_GROUP_VALUE_BYTES: usize = 256;
 
 /// What to collect and how to group it.
 #[derive(Debug, Clone)]
@@ -353,6 +356,17 @@ impl Analyzer {
             self.malformed(line, reason);
             return;
         }
+        if let Some(idx) = (1..self.slots.len())
+            .find(|&idx| field(&self.slots, payload, idx).len() > MAX_GROUP_VALUE_BYTES)
+        {
+            let reason = format!(
+                "`{}` value is {} bytes long; a group value has at most {MAX_GROUP_VALUE_BYTES}",
+                self.opts.group_by[idx - 1],
+                field(&self.slots, payload, idx).len()
+            );
+            self.malformed(line, reason);
+            return;
+        }
         let value_text = field(&self.slots, payload, 0);
         let value = match parse::parse_u64(value_text) {
             Ok(value) => value,
@@ -510,7 +524,7 @@ fn field<'p>(slots: &[Option<(usize, usize)>], payload: &'p [u8], idx: usize) ->
 
 fn value_error(field: &str, text: &[u8], err: NumberError) -> String {
     let text = String::from_utf8_lossy(text);
-    format!("`{field}` value `{text}` {}", err.describe())
+    format!("`{field}` value {} {}", tmetric_text::quote(&text), err.describe())
 }
 
 /// Lines that `trace-cmd report` prints before the events.

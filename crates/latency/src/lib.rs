@@ -53,6 +53,8 @@
 //!
 //! The default table goes to stdout with the notes under it. With `--csv` or `--json` stdout
 //! carries only the data (JSON also holds the notes as fields) and the notes go to stderr.
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
 
 mod analyze;
 mod error;
@@ -144,6 +146,14 @@ pub fn run_with(
     notes: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let opts = args.options()?;
+    if args.file == "-" && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        // Reading a terminal would otherwise just wait, silently.
+        let _ = writeln!(
+            notes,
+            "tmetric latency: reading ftrace text from the terminal; give a FILE, or pipe a trace in \
+             (`tmetric latency < /sys/kernel/tracing/trace`); Ctrl-D ends the input"
+        );
+    }
     let report = analyze_path(&args.file, opts)?;
     let result = if args.json {
         write_json(&report, out).and_then(|()| write_notes(&report, notes))

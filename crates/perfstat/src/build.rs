@@ -80,7 +80,11 @@ impl BlockIndex {
     }
 }
 
-pub(crate) fn build(layout: Layout, items: Vec<Item>, warnings: Vec<crate::Warning>) -> PerfLog {
+pub(crate) fn build(
+    layout: Layout,
+    items: Vec<Item>,
+    mut warnings: Vec<crate::Warning>,
+) -> PerfLog {
     let mut runs: Vec<Run> = vec![Run::default()];
     let mut run_used = false;
     let mut blocks: Vec<Block> = Vec::new();
@@ -118,6 +122,25 @@ pub(crate) fn build(layout: Layout, items: Vec<Item>, warnings: Vec<crate::Warni
                 run_used = true;
             }
             Item::Row(raw) => {
+                // perf never prints a negative count or a run share outside 0-100%: such a
+                // row is damaged, and its value must not reach a metric (negative rates).
+                let bad = match (raw.value, raw.running_pct) {
+                    (Count::Counted(v), _) if v < 0.0 || !v.is_finite() => Some(format!(
+                        "the count {} is not a non-negative number",
+                        tmetric_text::quote(&raw.count_text)
+                    )),
+                    (_, Some(p)) if !(0.0..=100.0).contains(&p) => {
+                        Some(format!("the run share {p:.2}% is outside 0-100%"))
+                    }
+                    _ => None,
+                };
+                if let Some(why) = bad {
+                    warnings.push(crate::Warning {
+                        line: raw.line,
+                        message: format!("{why}; row {} skipped", tmetric_text::quote(&raw.event)),
+                    });
+                    continue;
+                }
                 // Rows after a run's footer belong to a new run (logs concatenated without
                 // headers, as `perf stat ... 2>>log` twice produces).
                 if runs.last().is_some_and(|r| r.elapsed.is_some()) {
@@ -185,6 +208,7 @@ pub(crate) fn build(layout: Layout, items: Vec<Item>, warnings: Vec<crate::Warni
         assign_groups(&mut block.rows);
     }
     assign_times(&mut blocks, &runs);
+    warnings.sort_by_key(|w| w.line);
     PerfLog { layout, runs, blocks, warnings }
 }
 

@@ -33,6 +33,8 @@
 //! cannot be read is [`ImportError::Malformed`] with line and column. Other lines (prose,
 //! a shell prompt, perf's hints) are skipped and listed in [`PerfLog::warnings`].
 //! No input makes the importer panic.
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod build;

@@ -130,8 +130,23 @@ fn soup() -> impl Strategy<Value = String> {
     prop::collection::vec(prop::sample::select(PIECES), 0..60).prop_map(|v| v.concat())
 }
 
+/// Cases per property: `FUZZ_CASES` (or `PROPTEST_CASES`) for a long run, else 256 for CI.
+fn cases() -> u32 {
+    ["FUZZ_CASES", "PROPTEST_CASES"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+        .unwrap_or(256)
+}
+
 proptest! {
-    // 256 cases each by default; set PROPTEST_CASES for a longer run.
+    // Shrunk failures are kept in `tests/fuzz.proptest-regressions` and replayed first.
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
+        )),
+        ..ProptestConfig::default()
+    })]
     #[test]
     fn random_text_never_panics(input in "\\PC{0,200}") {
         run_all_layouts(&input);
@@ -188,4 +203,21 @@ fn fixtures_cut_at_any_line_end_read_or_say_not_perf_stat() {
             run_all_layouts(&text[..middle]);
         }
     }
+}
+
+/// Inputs that once got through: a negative run share and a negative count reached metrics
+/// as negative rates. They are now skipped with a warning naming the line.
+#[test]
+fn regressions() {
+    let log = "\n Performance counter stats for 'true':\n\n\
+               \x20             100      page-faults                      (-3.00%)\n\
+               \x20             -50      context-switches\n\
+               \x20             1.00 msec task-clock\n\n\
+               \x20      0.002000000 seconds time elapsed\n";
+    let parsed = parse(log, "regression").unwrap();
+    let rows: Vec<&str> =
+        parsed.blocks.iter().flat_map(|b| b.rows.iter().map(|r| r.event.as_str())).collect();
+    assert_eq!(rows, ["task-clock"]);
+    let lines: Vec<usize> = parsed.warnings.iter().map(|w| w.line).collect();
+    assert_eq!(lines, [4, 5]);
 }

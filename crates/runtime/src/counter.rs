@@ -75,6 +75,20 @@ pub enum CounterError {
         /// What did not match.
         problem: String,
     },
+    /// The open-file limit ran out while opening event descriptors.
+    #[error(
+        "the limit on open files (`ulimit -n`) was reached after opening {opened} event \
+         descriptors; this run needs {needed} (one per event per CPU) plus a few for tmetric \
+         itself: raise it with `ulimit -n {suggest}` (or count fewer events or CPUs)"
+    )]
+    FileLimit {
+        /// Event descriptors open when `EMFILE` came.
+        opened: usize,
+        /// Event descriptors the run needs.
+        needed: usize,
+        /// A limit that would do.
+        suggest: usize,
+    },
     /// An enable or disable ioctl failed.
     #[error("{what} the group led by `{event}` failed: {errno}")]
     Ioctl {
@@ -266,6 +280,10 @@ pub struct Counters<S: Syscalls> {
     target: Target,
     broken_groups: usize,
     splits: Vec<Split>,
+    /// Per event: opened with `exclude_kernel` after the kernel refused kernel-mode counting.
+    user_only: Vec<bool>,
+    /// Set when an open failed with `EMFILE`: the descriptors open at that moment.
+    fd_exhausted: Option<usize>,
 }
 
 /// A group the kernel refused as a whole and that was reopened in parts.
@@ -326,12 +344,15 @@ impl<S: Syscalls> Counters<S> {
         let mut counters = Counters {
             sys,
             failures: vec![None; specs.len()],
+            user_only: vec![false; specs.len()],
             specs,
             groups: Vec::new(),
             target,
             broken_groups: 0,
             splits: Vec::new(),
+            fd_exhausted: None,
         };
+        counters.sys.raise_fd_limit();
         for group in &all_groups {
             if let Err(errno) = counters.open_group(group, true) {
                 counters.broken_groups += 1;
@@ -348,8 +369,69 @@ impl<S: Syscalls> Counters<S> {
                 let kept = if kept.len() > 1 { kept } else { Vec::new() };
                 counters.splits.push(Split { events: group.clone(), errno, kept });
             }
+            if let Some(opened) = counters.fd_exhausted {
+                // Every later open would fail the same way; say what the run needs instead
+                // of reporting each event as unsupported.
+                let needed = counters.descriptors_needed();
+                let groups = std::mem::take(&mut counters.groups);
+                counters.close_groups(&groups);
+                return Err(CounterError::FileLimit {
+                    opened,
+                    needed,
+                    suggest: (needed + 64).next_multiple_of(64),
+                });
+            }
         }
         Ok(counters)
+    }
+
+    /// Descriptors a full open takes: one per event per CPU it is opened on.
+    fn descriptors_needed(&self) -> usize {
+        let cpus = self.cpus();
+        self.specs
+            .iter()
+            .map(|spec| {
+                cpus.iter()
+                    .filter(|&&cpu| {
+                        cpu < 0 || spec.cpus.as_ref().is_none_or(|m| m.contains(&(cpu as u32)))
+                    })
+                    .count()
+            })
+            .sum()
+    }
+
+    /// `perf_event_open`, retried with `exclude_kernel` (and `exclude_hv`) when the kernel
+    /// refuses kernel-mode counting with `EACCES`, as perf's fallback does: with
+    /// `perf_event_paranoid` at 2 an unprivileged user may count user mode only. The event's
+    /// spec keeps the exclusion so its later opens (other CPUs, group reopen) match.
+    fn open_one(
+        &mut self,
+        event: usize,
+        leader: bool,
+        pid: i32,
+        cpu: i32,
+        group_fd: i32,
+    ) -> Result<i32, Errno> {
+        let attr = self.attr_for(event, leader);
+        match self.sys.perf_event_open(&attr, pid, cpu, group_fd) {
+            Err(Errno(libc::EACCES)) if !attr.exclude_kernel => {
+                let mut user = attr;
+                user.exclude_kernel = true;
+                user.exclude_hv = true;
+                // When user mode is refused too (a PMU without exclude bits answers EINVAL),
+                // the permission is what the user must fix: report the first refusal. Running
+                // out of descriptors is reported as such.
+                let fd = self.sys.perf_event_open(&user, pid, cpu, group_fd).map_err(|e| {
+                    if matches!(e.0, libc::EMFILE | libc::ENFILE) { e } else { Errno(libc::EACCES) }
+                })?;
+                let spec = &mut self.specs[event].attr;
+                spec.exclude_kernel = true;
+                spec.exclude_hv = true;
+                self.user_only[event] = true;
+                Ok(fd)
+            }
+            other => other,
+        }
     }
 
     fn cpus(&self) -> Vec<i32> {
@@ -393,9 +475,8 @@ impl<S: Syscalls> Counters<S> {
                 if failed || outside_mask {
                     continue;
                 }
-                let attr = self.attr_for(event, group.is_none());
                 let leader_fd = group.as_ref().map_or(-1, CpuGroup::leader_fd);
-                let opened_fd = self.sys.perf_event_open(&attr, pid, cpu, leader_fd);
+                let opened_fd = self.open_one(event, group.is_none(), pid, cpu, leader_fd);
                 let result = opened_fd.and_then(|fd| match self.sys.event_id(fd) {
                     Ok(id) => Ok((fd, id)),
                     Err(errno) => {
@@ -412,6 +493,12 @@ impl<S: Syscalls> Counters<S> {
                         }
                     }
                     Err(errno) => {
+                        if errno.0 == libc::EMFILE || errno.0 == libc::ENFILE {
+                            opened.extend(group.take());
+                            self.groups.extend(opened);
+                            self.fd_exhausted = Some(self.descriptors());
+                            return Ok(());
+                        }
                         let group_refusal =
                             matches!(errno.0, libc::EINVAL | libc::EBADF | libc::ENOSPC);
                         if weak && group.is_some() && group_refusal {
@@ -447,7 +534,13 @@ impl<S: Syscalls> Counters<S> {
         self.failures[event]
     }
 
-    /// The specs, in the order given.
+    /// Whether event `event` counts user mode only because the kernel refused kernel mode
+    /// (`perf_event_paranoid` 2 without privilege).
+    pub fn user_only(&self, event: usize) -> bool {
+        self.user_only[event]
+    }
+
+    /// The specs, in the order given (with `exclude_kernel` set on user-only events).
     pub fn specs(&self) -> &[CounterSpec] {
         &self.specs
     }

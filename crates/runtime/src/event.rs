@@ -29,6 +29,14 @@ pub enum EventError {
         /// The name.
         name: String,
     },
+    /// `subsystem:tracepoint` whose id cannot be read.
+    #[error("tracepoint `{text}`: {problem}")]
+    Tracepoint {
+        /// The event text.
+        text: String,
+        /// Why there is no id.
+        problem: crate::sysfs::TracefsProblem,
+    },
     /// The event names a PMU sysfs does not have.
     #[error("no PMU `{pmu}` in {}", dir.display())]
     NoPmu {
@@ -369,13 +377,25 @@ pub fn resolve(text: &str, sysfs: &Sysfs) -> Result<Resolved, EventError> {
     }
     if !modifiers.is_empty() {
         // `subsystem:tracepoint`: perf's other use of `:`.
-        if let Some(id) = sysfs.tracepoint_id(name, modifiers) {
-            return Ok(Resolved::Counter(counter(
-                text,
-                TYPE_TRACEPOINT,
-                id,
-                EventKind::Tracepoint,
-            )));
+        match sysfs.tracepoint(name, modifiers) {
+            Ok(id) => {
+                return Ok(Resolved::Counter(counter(
+                    text,
+                    TYPE_TRACEPOINT,
+                    id,
+                    EventKind::Tracepoint,
+                )));
+            }
+            // Not a tracepoint: it may still be an alias with modifiers (`slots:u`); if it
+            // is not, say why the tracepoint is missing rather than "unknown event".
+            Err(problem) => {
+                return match resolve_alias(name, modifiers, text, sysfs) {
+                    Err(EventError::Unknown { .. }) => {
+                        Err(EventError::Tracepoint { text: text.into(), problem })
+                    }
+                    other => other.map(Resolved::Counter),
+                };
+            }
         }
     }
     resolve_alias(name, modifiers, text, sysfs).map(Resolved::Counter)

@@ -107,6 +107,10 @@ struct State {
     failures: Vec<(Match, Errno)>,
     programs: Vec<(Match, Vec<Reading>)>,
     max_group: Option<usize>,
+    /// `perf_event_paranoid` for an unprivileged caller; `None`: privileged (no checks).
+    paranoid: Option<i32>,
+    /// How many descriptors may be open at once before `EMFILE`.
+    fd_limit: Option<usize>,
     open: BTreeMap<i32, Open>,
     /// Per leader descriptor: how many group reads happened, which picks the reading.
     reads: BTreeMap<i32, usize>,
@@ -161,6 +165,19 @@ impl FakeSyscalls {
         self.lock().max_group = Some(members);
     }
 
+    /// Behave as the kernel does for a caller without `CAP_PERFMON`/`CAP_SYS_ADMIN` at
+    /// `perf_event_paranoid` = `level` (kernel/events/core.c, 6.12): above 2 (the Debian
+    /// setting) every open is `EACCES`; above 1 an event that counts kernel mode
+    /// (`exclude_kernel` clear) is `EACCES`; above 0 a CPU-wide event (`pid` -1) is `EACCES`.
+    pub fn unprivileged(&self, level: i32) {
+        self.lock().paranoid = Some(level);
+    }
+
+    /// Opens beyond `open` descriptors fail with `EMFILE`, as under `ulimit -n`.
+    pub fn fd_limit(&self, open: usize) {
+        self.lock().fd_limit = Some(open);
+    }
+
     /// Every call so far.
     pub fn calls(&self) -> Vec<Call> {
         self.lock().calls.clone()
@@ -186,8 +203,19 @@ impl Syscalls for FakeSyscalls {
     ) -> Result<i32, Errno> {
         let mut state = self.lock();
         let failure = state.failures.iter().rev().find(|(m, _)| m.applies(attr, cpu)).map(|f| f.1);
-        let result = if let Some(errno) = failure {
+        // The kernel's order: the paranoid-any check, the kernel-mode check, then (when the
+        // context is looked up) the CPU-wide check; descriptors are allocated after.
+        let refused = state.paranoid.is_some_and(|level| {
+            level > 2 || (level > 1 && !attr.exclude_kernel) || (level > 0 && pid == -1)
+        });
+        // Permission comes first, as in the kernel: the syscall checks it before the PMU
+        // sees the event (where programmed failures stand for the PMU's refusals).
+        let result = if refused {
+            Err(Errno(libc::EACCES))
+        } else if let Some(errno) = failure {
             Err(errno)
+        } else if state.fd_limit.is_some_and(|limit| state.open.len() >= limit) {
+            Err(Errno(libc::EMFILE))
         } else if group_fd >= 0 && !state.open.contains_key(&group_fd) {
             Err(Errno(libc::EBADF))
         } else if group_fd >= 0

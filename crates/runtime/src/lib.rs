@@ -19,10 +19,15 @@
 //! statuses, `msr/tsc/` where the msr PMU exists, and a hardware event on a machine without a
 //! PMU. Multiplexing, never-running counters, weak-group fallback and per-CPU open failures
 //! cannot be provoked with software events, so `tests/fake.rs` drives them through
-//! [`FakeSyscalls`]. `tests/sysfs.rs` resolves events over the fake tree `tests/data/sysfs`.
-//! `tests/sim.rs` checks [`sim::SimKernel`] against the kernel's rules, its written trees
-//! against [`Sysfs`] and the catalogue, and runs [`Counters`] over it.
+//! [`FakeSyscalls`], as it does the kernel's `perf_event_paranoid` refusals (and the
+//! `exclude_kernel` fallback) and `EMFILE` under a descriptor limit; the CLI tests
+//! (`tests/cli_harden.rs`) repeat those for real as `nobody` and under `ulimit -n`.
+//! `tests/sysfs.rs` resolves events over the fake tree `tests/data/sysfs`. `tests/sim.rs`
+//! checks [`sim::SimKernel`] against the kernel's rules, its written trees against [`Sysfs`]
+//! and the catalogue, and runs [`Counters`] over it.
 #![warn(missing_docs)]
+// The one crate with `unsafe`: every block states why it is sound.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod counter;
 pub mod event;
@@ -41,5 +46,5 @@ pub use event::{CounterEvent, Environment, EventError, EventKind, Resolved, Tool
 pub use fake::{FakeSyscalls, Reading};
 pub use run::{RunError, RunOptions, RunReport, Tick, run};
 pub use sys::{Attr, Errno, Kernel, Syscalls};
-pub use sysfs::{Sysfs, SysfsError, Topology};
+pub use sysfs::{Sysfs, SysfsError, Topology, TracefsProblem};
 pub use workload::{Exit, Workload, WorkloadError};

@@ -58,6 +58,13 @@ fn ensure_pipe() -> Result<(), Errno> {
     Ok(())
 }
 
+/// Creates the signal self-pipe now. `tmetric stat` calls this before opening its events, so
+/// that when descriptors run out it is the events that report it (with how many are needed),
+/// never the signal set-up ("cannot catch signals: EMFILE").
+pub fn prepare() -> Result<(), Errno> {
+    ensure_pipe()
+}
+
 /// Catches the given signals until dropped, then restores the previous handlers.
 #[derive(Debug)]
 pub struct SignalGuard {

@@ -147,6 +147,33 @@ pub trait Syscalls {
     fn event_id(&mut self, fd: i32) -> Result<u64, Errno>;
     /// `close(fd)`.
     fn close(&mut self, fd: i32);
+    /// Raises the soft limit on open descriptors (`RLIMIT_NOFILE`) to the hard limit, since
+    /// counting per CPU needs one descriptor per event per CPU. Returns the soft limit now
+    /// in force, if known. The default does nothing.
+    fn raise_fd_limit(&mut self) -> Option<u64> {
+        None
+    }
+}
+
+/// Whether tmetric runs with effective user id 0.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Mounts tracefs at `target`; `EPERM` without trying unless running as root.
+pub fn mount_tracefs(target: &std::path::Path) -> Result<(), Errno> {
+    if !is_root() {
+        return Err(Errno(libc::EPERM));
+    }
+    let target = std::ffi::CString::new(target.as_os_str().as_encoded_bytes())
+        .map_err(|_| Errno(libc::EINVAL))?;
+    // SAFETY: every pointer is a NUL-terminated string that outlives the call, and the data
+    // argument may be null for tracefs.
+    let result = unsafe {
+        libc::mount(c"nodev".as_ptr(), target.as_ptr(), c"tracefs".as_ptr(), 0, std::ptr::null())
+    };
+    check(result)
 }
 
 /// The real kernel.
@@ -250,6 +277,24 @@ impl Syscalls for Kernel {
         unsafe {
             libc::close(fd);
         }
+    }
+
+    fn raise_fd_limit(&mut self) -> Option<u64> {
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit writes one rlimit struct through the pointer, which points at
+        // `limit`.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } < 0 {
+            return None;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+            // SAFETY: setrlimit reads one rlimit struct through the pointer, which points at
+            // `raised`. Raising the soft limit up to the hard one needs no privilege.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                return Some(raised.rlim_cur);
+            }
+        }
+        Some(limit.rlim_cur)
     }
 }
 

@@ -395,10 +395,116 @@ impl Sysfs {
 
     /// A tracepoint's id from tracefs (`kernel/tracing`, or the older debugfs path).
     pub fn tracepoint_id(&self, system: &str, name: &str) -> Option<u64> {
-        ["kernel/tracing/events", "kernel/debug/tracing/events"].iter().find_map(|base| {
-            let text = fs::read_to_string(self.root.join(base).join(system).join(name).join("id"));
-            text.ok().and_then(|t| t.trim().parse().ok())
-        })
+        self.tracepoint(system, name).ok()
+    }
+
+    /// A tracepoint's id, or why there is none. tracefs is looked for in both places the
+    /// kernel offers it (`kernel/tracing`, and `kernel/debug/tracing` under debugfs). When it
+    /// is mounted in neither and this is the real `/sys` and tmetric runs as root, it is
+    /// mounted at `/sys/kernel/tracing`, as perf's `tracefs__mount` does.
+    pub fn tracepoint(&self, system: &str, name: &str) -> Result<u64, TracefsProblem> {
+        let mut found = self.find_tracefs();
+        if matches!(found, Err(TracefsProblem::NotMounted { .. }))
+            && self.root == Path::new("/sys")
+            && crate::sys::is_root()
+        {
+            match crate::sys::mount_tracefs(Path::new("/sys/kernel/tracing")) {
+                Ok(()) => found = self.find_tracefs(),
+                Err(errno) => found = Err(TracefsProblem::NotMounted { mount_failed: Some(errno) }),
+            }
+        }
+        let dir = found?;
+        let id_path = dir.join("events").join(system).join(name).join("id");
+        match fs::read_to_string(&id_path) {
+            Ok(text) => text
+                .trim()
+                .parse()
+                .map_err(|_| TracefsProblem::NoTracepoint { dir: dir.join("events").join(system) }),
+            Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
+                Err(TracefsProblem::Unreadable { path: id_path, errno: err.raw_os_error() })
+            }
+            Err(_) => Err(TracefsProblem::NoTracepoint { dir: dir.join("events").join(system) }),
+        }
+    }
+
+    /// The first tracefs directory whose `events` directory exists, else why none does.
+    fn find_tracefs(&self) -> Result<PathBuf, TracefsProblem> {
+        let mut unreadable = None;
+        for base in TRACEFS_DIRS {
+            let dir = self.root.join(base);
+            match fs::metadata(dir.join("events")) {
+                Ok(meta) if meta.is_dir() => return Ok(dir),
+                Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
+                    unreadable.get_or_insert((dir, err.raw_os_error()));
+                }
+                _ => {}
+            }
+        }
+        match unreadable {
+            Some((path, errno)) => Err(TracefsProblem::Unreadable { path, errno }),
+            None => Err(TracefsProblem::NotMounted { mount_failed: None }),
+        }
+    }
+}
+
+/// Where tracefs may be mounted, below the sysfs root.
+const TRACEFS_DIRS: [&str; 2] = ["kernel/tracing", "kernel/debug/tracing"];
+
+/// Why a `subsystem:tracepoint` has no id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TracefsProblem {
+    /// tracefs is mounted in neither place.
+    NotMounted {
+        /// Mounting it (as root) failed with this errno.
+        mount_failed: Option<crate::sys::Errno>,
+    },
+    /// tracefs is there but this user may not read it (it is mode 0700 by default).
+    Unreadable {
+        /// What could not be read.
+        path: PathBuf,
+        /// The errno, if known.
+        errno: Option<i32>,
+    },
+    /// tracefs is readable and has no such tracepoint.
+    NoTracepoint {
+        /// The subsystem's directory that was looked in.
+        dir: PathBuf,
+    },
+}
+
+impl std::fmt::Display for TracefsProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TracefsProblem::NotMounted { mount_failed } => {
+                write!(
+                    f,
+                    "tracefs is not mounted (looked in /sys/kernel/tracing and /sys/kernel/debug/tracing)"
+                )?;
+                match mount_failed {
+                    Some(errno) => write!(f, " and mounting it failed: {errno}"),
+                    None => write!(
+                        f,
+                        "; as root, mount it with `mount -t tracefs nodev /sys/kernel/tracing`"
+                    ),
+                }
+            }
+            TracefsProblem::Unreadable { path, errno } => {
+                let why = errno.map(|e| format!(" ({})", crate::sys::Errno(e))).unwrap_or_default();
+                write!(
+                    f,
+                    "{} is not readable by this user{why}; run as root, or remount tracefs with a wider `mode=` (or a `gid=` of this user)",
+                    path.display()
+                )
+            }
+            TracefsProblem::NoTracepoint { dir } => {
+                write!(
+                    f,
+                    "there is no such tracepoint in {} (list them with `ls {}`)",
+                    dir.display(),
+                    dir.display()
+                )
+            }
+        }
     }
 }
 

@@ -211,3 +211,88 @@ fn a_refused_group_keeps_its_topdown_events_behind_slots() {
     assert_eq!(splits[0].kept, vec![0, 1, 2]);
     assert_eq!(counters.broken_groups(), 1);
 }
+
+/// At `perf_event_paranoid` 2 an unprivileged task counter is refused kernel mode (EACCES)
+/// and reopened user-only, as perf's fallback does; every member of the group follows.
+#[test]
+fn paranoid_2_falls_back_to_user_mode() {
+    let fake = FakeSyscalls::new();
+    fake.unprivileged(2);
+    let target = Target::Task { pid: 4242, on_exec: true };
+    let counters = Counters::open(fake.clone(), three(), &[vec![0, 1, 2]], target).unwrap();
+    let opened = opens(&fake);
+    // Each event: one refused open, then one user-only open that succeeds.
+    assert_eq!(opened.len(), 6);
+    for pair in opened.chunks(2) {
+        assert_eq!(pair[0].4, Err(libc::EACCES));
+        assert!(!pair[0].0.exclude_kernel);
+        assert!(pair[1].4.is_ok());
+        assert!(pair[1].0.exclude_kernel && pair[1].0.exclude_hv);
+    }
+    // They stay one group: members name the leader's descriptor.
+    let leader = opened[1].4.unwrap();
+    assert_eq!((opened[3].3, opened[5].3), (leader, leader));
+    assert!((0..3).all(|e| counters.user_only(e) && counters.failure(e).is_none()));
+    assert!(counters.specs().iter().all(|s| s.attr.exclude_kernel));
+    assert_eq!(counters.descriptors(), 3);
+}
+
+/// Events that already exclude the kernel are not retried; at level 3 (Debian) nothing opens,
+/// and a CPU-wide counter is refused at level 1 whatever its exclusions.
+#[test]
+fn paranoid_refusals_follow_the_kernel() {
+    let fake = FakeSyscalls::new();
+    fake.unprivileged(3);
+    let target = Target::Task { pid: 1, on_exec: true };
+    let counters = Counters::open(fake.clone(), three(), &[], target).unwrap();
+    assert!((0..3).all(|e| counters.failure(e).map(|f| f.errno.0) == Some(libc::EACCES)));
+    assert!((0..3).all(|e| !counters.user_only(e)));
+    assert_eq!(counters.descriptors(), 0);
+
+    let fake = FakeSyscalls::new();
+    fake.unprivileged(1);
+    let counters = Counters::open(fake.clone(), three(), &[], Target::Cpus(vec![0, 1])).unwrap();
+    assert!((0..3).all(|e| counters.failure(e).map(|f| f.errno.0) == Some(libc::EACCES)));
+    // Per task at level 1, kernel mode is allowed: no fallback.
+    let fake = FakeSyscalls::new();
+    fake.unprivileged(1);
+    let target = Target::Task { pid: 1, on_exec: true };
+    let counters = Counters::open(fake.clone(), three(), &[], target).unwrap();
+    assert_eq!(opens(&fake).len(), 3);
+    assert!((0..3).all(|e| !counters.user_only(e)));
+}
+
+/// Running out of descriptors ends the open with how many the run needs, and closes what
+/// was opened.
+#[test]
+fn running_out_of_descriptors_says_how_many_are_needed() {
+    let fake = FakeSyscalls::new();
+    fake.fd_limit(4);
+    let cpus = Target::Cpus(vec![0, 1, 2, 3]);
+    let err = Counters::open(fake.clone(), three(), &[vec![0, 1], vec![2]], cpus).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("after opening 4 event descriptors"), "{text}");
+    assert!(text.contains("this run needs 12"), "{text}");
+    assert!(text.contains("ulimit -n 128"), "{text}");
+    assert_eq!(fake.open_count(), 0);
+}
+
+/// The fallback's second open can run out of descriptors too: that is reported as such, and
+/// an event the user-only open also fails for keeps the permission error.
+#[test]
+fn the_fallback_reports_descriptors_and_permission_truthfully() {
+    let fake = FakeSyscalls::new();
+    fake.unprivileged(2);
+    fake.fd_limit(1);
+    let target = Target::Task { pid: 1, on_exec: true };
+    let err = Counters::open(fake.clone(), three(), &[], target.clone()).unwrap_err();
+    assert!(err.to_string().contains("after opening 1 event descriptors"), "{err}");
+
+    let fake = FakeSyscalls::new();
+    fake.unprivileged(2);
+    // A PMU that rejects exclude bits: the user-only retry of `b` fails with EINVAL.
+    fake.fail(TYPE_RAW, 0xc0, libc::EINVAL);
+    let counters = Counters::open(fake.clone(), three(), &[], target).unwrap();
+    assert_eq!(counters.failure(1).map(|f| f.errno.0), Some(libc::EACCES));
+    assert!(counters.user_only(0) && !counters.user_only(1) && counters.user_only(2));
+}

@@ -90,3 +90,42 @@ fn topology_counts_cores_and_threads() {
     let env = Environment::probe(&tree(), std::path::Path::new("/nonexistent"));
     assert!(env.has_core_pmu && !env.virtualized && env.paranoid.is_none());
 }
+
+/// tracefs is looked for in both of its places; without it the error says it is not mounted
+/// (a fake root is never mounted on), and a missing tracepoint names the directory.
+#[test]
+fn tracepoints_are_found_in_either_tracefs_place() {
+    use tmetric_runtime::TracefsProblem;
+    let root = std::env::temp_dir().join(format!("tmetric-tracefs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let sysfs = Sysfs::new(&root);
+    std::fs::create_dir_all(root.join("kernel/tracing")).unwrap();
+    assert_eq!(
+        sysfs.tracepoint("sched", "sched_switch"),
+        Err(TracefsProblem::NotMounted { mount_failed: None })
+    );
+    match event::resolve("sched:sched_switch", &sysfs) {
+        Err(err @ EventError::Tracepoint { .. }) => {
+            let text = err.to_string();
+            assert!(text.contains("tracefs is not mounted"), "{text}");
+            assert!(text.contains("/sys/kernel/debug/tracing"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The debugfs place only.
+    let dir = root.join("kernel/debug/tracing/events/sched/sched_switch");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("id"), "372\n").unwrap();
+    assert_eq!(sysfs.tracepoint("sched", "sched_switch"), Ok(372));
+    match event::resolve("sched:sched_switch", &sysfs) {
+        Ok(Resolved::Counter(c)) => {
+            assert_eq!((c.attr.type_, c.attr.config), (2, 372));
+            assert_eq!(c.kind, EventKind::Tracepoint);
+        }
+        other => panic!("{other:?}"),
+    }
+    let missing = event::resolve("sched:no_such", &sysfs).unwrap_err().to_string();
+    assert!(missing.contains("no such tracepoint in"), "{missing}");
+    assert!(missing.contains("kernel/debug/tracing/events/sched"), "{missing}");
+    let _ = std::fs::remove_dir_all(&root);
+}

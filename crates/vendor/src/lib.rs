@@ -7,6 +7,8 @@
 //!
 //! `arch/common/` is not an architecture: it holds tmetric's own generic metrics and is loaded
 //! into [`Tree::common`], which applies to every model.
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
 
 mod cpuid;
 mod error;

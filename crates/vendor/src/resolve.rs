@@ -703,30 +703,41 @@ fn check_references(
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let refs: Vec<Vec<usize>> = metrics.iter().map(ResolvedMetric::metric_refs).collect();
-    // Cycles: depth-first search keeping the chain of metric names.
+    // Cycles: depth-first search keeping the chain of metric names. Iterative, with an
+    // explicit stack: reference chains come from vendor data, whose length nothing bounds.
     let mut state = vec![0u8; metrics.len()];
     let mut in_cycle = vec![false; metrics.len()];
     fn dfs(
-        m: usize,
+        root: usize,
         refs: &[Vec<usize>],
         state: &mut [u8],
         chain: &mut Vec<usize>,
         cycles: &mut Vec<Vec<usize>>,
     ) {
-        state[m] = 1;
-        chain.push(m);
-        for &r in &refs[m] {
+        // Per open node: the node and the next of its references to look at.
+        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+        state[root] = 1;
+        chain.push(root);
+        while let Some((m, next)) = stack.last_mut() {
+            let m = *m;
+            let Some(&r) = refs[m].get(*next) else {
+                chain.pop();
+                state[m] = 2;
+                stack.pop();
+                continue;
+            };
+            *next += 1;
             if state[r] == 1 {
                 let start = chain.iter().position(|&c| c == r).unwrap_or(0);
                 let mut cycle = chain[start..].to_vec();
                 cycle.push(r);
                 cycles.push(cycle);
             } else if state[r] == 0 {
-                dfs(r, refs, state, chain, cycles);
+                state[r] = 1;
+                chain.push(r);
+                stack.push((r, 0));
             }
         }
-        chain.pop();
-        state[m] = 2;
     }
     let mut cycles = Vec::new();
     for m in 0..metrics.len() {

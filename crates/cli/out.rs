@@ -1,0 +1,170 @@
+//! Where `tmetric stat` writes its counts, so that none are lost: a [`Sink`] buffers each
+//! report and delivers it at `flush`, and a failed delivery never aborts the run.
+//!
+//! * A closed pipe (`tmetric stat ... 2>&1 | head`) silences the rest quietly: the workload
+//!   runs on and its exit status stays tmetric's.
+//! * A file given with `-o` that cannot be written (a full disk, `/dev/full`) is named once
+//!   on standard error, and its reports go to standard error instead.
+//! * Standard error itself failing (other than a closed pipe) is remembered; the run goes
+//!   on, and [`Sink::finish`] reports it so tmetric exits 2.
+//!
+//! [`warn`] prints a line on standard error and never panics (`eprintln!` does when standard
+//! error is `/dev/full`).
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+
+/// Prints `tmetric: {message}` on standard error, ignoring failure (there is nowhere else
+/// to say it).
+pub(crate) fn warn(message: &str) {
+    let _ = writeln!(io::stderr().lock(), "tmetric: {message}");
+}
+
+enum Dest {
+    Stderr,
+    File { path: PathBuf, file: File },
+}
+
+/// A destination for reports that survives write errors (see the module documentation).
+pub(crate) struct Sink {
+    dest: Dest,
+    buf: Vec<u8>,
+    /// A reader closed the pipe: discard everything from now on.
+    closed: bool,
+    /// The first write error that was not a closed pipe, for [`Sink::finish`].
+    failed: Option<String>,
+}
+
+impl Sink {
+    /// Reports to standard error.
+    pub(crate) fn stderr() -> Sink {
+        Sink { dest: Dest::Stderr, buf: Vec::new(), closed: false, failed: None }
+    }
+
+    /// Reports to a new file at `path` (truncated if it exists).
+    pub(crate) fn create(path: &Path) -> anyhow::Result<Sink> {
+        let file =
+            File::create(path).map_err(|e| anyhow!("cannot create {}: {e}", path.display()))?;
+        Ok(Sink {
+            dest: Dest::File { path: path.to_path_buf(), file },
+            buf: Vec::new(),
+            closed: false,
+            failed: None,
+        })
+    }
+
+    /// Whether a reader closed the pipe, so nothing written from now on is read.
+    pub(crate) fn closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Writes out what is buffered; never fails (see the module documentation).
+    fn deliver(&mut self) {
+        if self.closed {
+            self.buf.clear();
+            return;
+        }
+        if self.buf.is_empty() {
+            return;
+        }
+        if let Dest::File { path, file } = &mut self.dest {
+            match file.write_all(&self.buf).and_then(|()| file.flush()) {
+                Ok(()) => {
+                    self.buf.clear();
+                    return;
+                }
+                Err(err) => {
+                    warn(&format!(
+                        "cannot write the counts to {}: {}; printing them to standard error instead",
+                        path.display(),
+                        plain_io(&err)
+                    ));
+                    self.failed.get_or_insert_with(|| {
+                        format!(
+                            "{} is incomplete ({}); the counts were printed to standard error",
+                            path.display(),
+                            plain_io(&err)
+                        )
+                    });
+                    self.dest = Dest::Stderr;
+                }
+            }
+        }
+        match io::stderr().lock().write_all(&self.buf) {
+            Ok(()) => {}
+            Err(err) if err.kind() == io::ErrorKind::BrokenPipe => self.closed = true,
+            Err(err) => {
+                self.failed.get_or_insert_with(|| {
+                    format!("cannot write the counts to standard error: {}", plain_io(&err))
+                });
+            }
+        }
+        self.buf.clear();
+    }
+
+    /// Delivers the rest; an error when some report could not be written where it was
+    /// asked to go (a closed pipe is not an error).
+    pub(crate) fn finish(mut self) -> anyhow::Result<()> {
+        self.deliver();
+        match self.failed.take() {
+            Some(message) => Err(anyhow!("{message}")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if !self.closed {
+            self.buf.extend_from_slice(data);
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.deliver();
+        Ok(())
+    }
+}
+
+/// An I/O error's text without Rust's ` (os error N)` suffix.
+fn plain_io(err: &io::Error) -> String {
+    let text = err.to_string();
+    match text.rfind(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_falls_back_and_is_reported() {
+        let mut sink = Sink::create(Path::new("/dev/full")).unwrap();
+        writeln!(sink, "1,msec,task-clock").unwrap();
+        sink.flush().unwrap();
+        assert!(matches!(sink.dest, Dest::Stderr));
+        let err = sink.finish().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "/dev/full is incomplete (No space left on device); the counts were printed to standard error"
+        );
+    }
+
+    #[test]
+    fn a_working_file_gets_everything() {
+        let path = std::env::temp_dir().join(format!("tmetric-sink-{}", std::process::id()));
+        let mut sink = Sink::create(&path).unwrap();
+        write!(sink, "a").unwrap();
+        sink.flush().unwrap();
+        write!(sink, "b").unwrap();
+        sink.finish().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "ab");
+        let _ = std::fs::remove_file(&path);
+    }
+}
