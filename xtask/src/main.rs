@@ -1,4 +1,6 @@
 //! `cargo xtask`: developer tasks (code generation, vendor import, benchmarks).
+mod changes;
+mod diagnostics;
 mod import;
 mod regen;
 
@@ -25,6 +27,12 @@ fn main() -> anyhow::Result<()> {
                 report.bytes,
                 report.changed.len(),
                 start.elapsed()
+            );
+            let report = root.join(regen::GEN_DIR).join(diagnostics::FILE);
+            eprintln!(
+                "regen: {} vendor loader diagnostics (see {})",
+                diagnostics::count_in(&report),
+                report.strip_prefix(&root).unwrap_or(&report).display()
             );
             Ok(())
         }
