@@ -349,3 +349,101 @@ fn clip(expr: &str) -> String {
         None => text,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vintage(name: &str) -> Tree {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/data/vendor-vintages")
+            .join(name)
+            .join("arch");
+        tmetric_vendor::load_tree(&root).unwrap()
+    }
+
+    /// perf 6.1 -> 6.12 in miniature (tests/data/vendor-vintages/README.md lists what differs).
+    #[test]
+    fn fixture_vintages_differ_as_written() {
+        let changes = compare(&vintage("v6.1"), &vintage("v6.12"));
+        let counts = |d: &Delta| (d.old, d.new, d.added.len(), d.removed.len(), d.changed.len());
+        assert_eq!(counts(&changes.models), (4, 4, 1, 1, 1));
+        assert_eq!(changes.models.added, ["x86/grandridge"]);
+        assert_eq!(changes.models.removed, ["x86/bonnell"]);
+        assert_eq!(counts(&changes.events), (14, 14, 2, 2, 1));
+        assert_eq!(
+            changes.events.added,
+            [
+                "x86/grandridge br_inst_retired.all_branches",
+                "x86/haswell br_inst_retired.all_branches"
+            ]
+        );
+        assert_eq!(
+            changes.events.removed,
+            ["x86/bonnell busq_empty.self", "x86/haswell machine_clears.old"]
+        );
+        assert_eq!(changes.events.changed, ["x86/haswell uops_retired.all (encoding)"]);
+        assert_eq!(changes.events.descriptions_only, 1);
+        assert_eq!(counts(&changes.metrics), (3, 3, 1, 1, 2));
+        assert_eq!(
+            changes.metrics.changed,
+            ["x86/haswell IPC (threshold)", "x86/haswell UPI (formula)"]
+        );
+        assert_eq!(
+            changes.formulas,
+            [(
+                "x86/haswell UPI".to_string(),
+                "UOPS_RETIRED.ALL / INST_RETIRED.ANY".to_string(),
+                "UOPS_RETIRED.ALL / INST_RETIRED.ANY / 1".to_string()
+            )]
+        );
+        assert_eq!(
+            changes.model_deltas,
+            [(
+                "x86/haswell".to_string(),
+                ModelDelta { events: (1, 1, 1), metrics: (1, 1, 2), formulas: 1 }
+            )]
+        );
+        assert_eq!(changes.diagnostics, ((0, 5), (0, 1)));
+    }
+
+    #[test]
+    fn identical_trees_have_no_changes() {
+        let changes = compare(&vintage("v6.12"), &vintage("v6.12"));
+        assert_eq!(changes.model_deltas, []);
+        assert_eq!((changes.events.added.len(), changes.events.changed.len()), (0, 0));
+        assert_eq!(changes.events.descriptions_only + changes.metrics.descriptions_only, 0);
+        let text = render(&changes, 20);
+        assert_eq!(text.lines().count(), 5, "{text}");
+    }
+
+    #[test]
+    fn summary_counts_first_then_bounded_lists() {
+        let text = render(&compare(&vintage("v6.1"), &vintage("v6.12")), 1);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..5],
+            [
+                "Vendor tree changes (old -> new)",
+                "  models:  4 -> 4: 1 added, 1 removed, 1 changed",
+                "  events:  14 -> 14: 2 added, 2 removed, 1 changed (encoding, counters, flags, scale), 1 with new descriptions only",
+                "  metrics: 3 -> 3: 1 added, 1 removed, 2 changed (1 with a new formula), 0 with new descriptions only",
+                "  loader diagnostics: 0 errors, 5 warnings -> 0 errors, 1 warnings",
+            ]
+        );
+        assert!(
+            text.contains(
+                "\nEvents added (2):\n    x86/grandridge br_inst_retired.all_branches\n    ... and 1 more\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nMetrics with a new formula (1):\n    x86/haswell UPI\n      old: UOPS_RETIRED.ALL / INST_RETIRED.ANY\n      new: UOPS_RETIRED.ALL / INST_RETIRED.ANY / 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nMetrics changed otherwise (1):\n    x86/haswell IPC (threshold)\n"),
+            "{text}"
+        );
+    }
+}

@@ -51,3 +51,30 @@ pub fn print_summary(tree: &Tree, limit: usize) {
         eprintln!("  ... and {} more", tree.diagnostics.len() - limit);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The report of the perf 6.1 fixture: header with counts, one tab-separated line per finding.
+    #[test]
+    fn report_lists_findings_by_place() {
+        let root =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/vendor-vintages/v6.1/arch");
+        let tree = tmetric_vendor::load_tree(&root).unwrap();
+        let report = report(&tree);
+        let lines: Vec<&str> = report.lines().collect();
+        assert_eq!(lines[2], "# 0 errors, 5 warnings");
+        assert_eq!(lines.len(), 3 + 5);
+        assert_eq!(
+            lines[3],
+            "warning\tx86/elkhartlake/cache.json:9\tevent `OCR.ALL_CODE_RD.L3_HIT`\tunknown key `Offcore` (1 object), ignored as perf does"
+        );
+        let file =
+            std::env::temp_dir().join(format!("tmetric-diagnostics-{}.txt", std::process::id()));
+        std::fs::write(&file, &report).unwrap();
+        assert_eq!(count_in(&file), 5);
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(count_in(Path::new("/nonexistent/diagnostics.txt")), 0);
+    }
+}
