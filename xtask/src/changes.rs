@@ -169,12 +169,10 @@ pub fn compare(old: &Tree, new: &Tree) -> Changes {
         // Events.
         let old_events = index(before.events.iter().map(|e| (event_key(before, e), e)));
         let new_events = index(after.events.iter().map(|e| (event_key(after, e), e)));
-        let (added, removed, changed, descriptions) = diff(
-            &old_events,
-            &new_events,
-            |e| event_fields(e),
-            |a, b| event_descriptions(a) != event_descriptions(b),
-        );
+        let (added, removed, changed, descriptions) =
+            diff(&old_events, &new_events, event_fields, |a, b| {
+                event_descriptions(a) != event_descriptions(b)
+            });
         delta.events = (added.len(), removed.len(), changed.len());
         changes.events.added.extend(added);
         changes.events.removed.extend(removed);
@@ -185,12 +183,10 @@ pub fn compare(old: &Tree, new: &Tree) -> Changes {
         // Metrics.
         let old_metrics = index(before.metrics.iter().map(|m| (metric_key(before, m), m)));
         let new_metrics = index(after.metrics.iter().map(|m| (metric_key(after, m), m)));
-        let (added, removed, changed, descriptions) = diff(
-            &old_metrics,
-            &new_metrics,
-            |m| metric_fields(m),
-            |a, b| (&a.brief, &a.public) != (&b.brief, &b.public),
-        );
+        let (added, removed, changed, descriptions) =
+            diff(&old_metrics, &new_metrics, metric_fields, |a, b| {
+                (&a.brief, &a.public) != (&b.brief, &b.public)
+            });
         delta.metrics = (added.len(), removed.len(), changed.len());
         for (key, m) in &new_metrics {
             if let Some(o) = old_metrics.get(key)

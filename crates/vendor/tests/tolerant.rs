@@ -162,10 +162,13 @@ fn a_repeated_key_keeps_the_last_value_as_python_does() {
     assert!(d.message.ends_with("last value used"), "{d}");
 }
 
-/// One bad value per case: (name, json, expected diagnostic, events kept, metrics kept).
+/// One bad value: (name, json, expected diagnostic, events kept, metrics kept).
+type Case =
+    (&'static str, &'static str, &'static str, &'static [&'static str], &'static [&'static str]);
+
 #[test]
 fn each_bad_value_is_one_diagnostic_and_the_rest_is_kept() {
-    let cases: &[(&str, &str, &str, &[&str], &[&str])] = &[
+    let cases: &[Case] = &[
         (
             "null-umask",
             "[{\"EventName\": \"A\",\n \"UMask\": null}, {\"EventName\": \"B\"}]",
