@@ -81,13 +81,10 @@ fn event_fields(e: &Event) -> Vec<(&'static str, String)> {
     vec![
         ("encoding", e.encoding.clone()),
         ("counters", format!("{:?}", e.counters)),
-        (
-            "flags",
-            format!(
-                "pebs={} perpkg={} deprecated={} experimental={}",
-                e.pebs, e.per_pkg, e.deprecated, e.experimental
-            ),
-        ),
+        ("pebs", e.pebs.to_string()),
+        ("perpkg", e.per_pkg.to_string()),
+        ("deprecated", e.deprecated.to_string()),
+        ("experimental", e.experimental.to_string()),
         ("scale", format!("{:?}", e.scale_unit)),
         ("compat", format!("{:?}", e.compat)),
     ]
@@ -257,7 +254,7 @@ pub fn render(changes: &Changes, limit: usize) -> String {
     );
     let _ = writeln!(
         out,
-        "  events:  {} -> {}: {} added, {} removed, {} changed (encoding, counters, flags, scale), {} with new descriptions only",
+        "  events:  {} -> {}: {} added, {} removed, {} changed, {} with new descriptions only",
         c.events.old,
         c.events.new,
         c.events.added.len(),
@@ -265,6 +262,9 @@ pub fn render(changes: &Changes, limit: usize) -> String {
         c.events.changed.len(),
         c.events.descriptions_only
     );
+    if !c.events.changed.is_empty() {
+        let _ = writeln!(out, "           changed fields: {}", field_counts(&c.events.changed));
+    }
     let _ = writeln!(
         out,
         "  metrics: {} -> {}: {} added, {} removed, {} changed ({} with a new formula), {} with new descriptions only",
@@ -276,6 +276,9 @@ pub fn render(changes: &Changes, limit: usize) -> String {
         c.formulas.len(),
         c.metrics.descriptions_only
     );
+    if !c.metrics.changed.is_empty() {
+        let _ = writeln!(out, "           changed fields: {}", field_counts(&c.metrics.changed));
+    }
     let ((old_e, old_w), (new_e, new_w)) = c.diagnostics;
     let _ = writeln!(
         out,
@@ -321,6 +324,22 @@ pub fn render(changes: &Changes, limit: usize) -> String {
         .collect();
     list(&mut out, "Metrics changed otherwise", &other, limit);
     out
+}
+
+/// How often each field appears in `key (field, field)` entries: `encoding 12, pebs 3`, most
+/// frequent first.
+fn field_counts(changed: &[String]) -> String {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for entry in changed {
+        if let Some((_, fields)) = entry.rsplit_once(" (") {
+            for field in fields.trim_end_matches(')').split(", ") {
+                *counts.entry(field).or_default() += 1;
+            }
+        }
+    }
+    let mut counts: Vec<(&str, usize)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    counts.iter().map(|(field, n)| format!("{field} {n}")).collect::<Vec<_>>().join(", ")
 }
 
 /// `title (n):` then up to `limit` items and "... and N more".
@@ -418,12 +437,14 @@ mod tests {
         let text = render(&compare(&vintage("v6.1"), &vintage("v6.12")), 1);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
-            lines[..5],
+            lines[..7],
             [
                 "Vendor tree changes (old -> new)",
                 "  models:  4 -> 4: 1 added, 1 removed, 1 changed",
-                "  events:  14 -> 14: 2 added, 2 removed, 1 changed (encoding, counters, flags, scale), 1 with new descriptions only",
+                "  events:  14 -> 14: 2 added, 2 removed, 1 changed, 1 with new descriptions only",
+                "           changed fields: encoding 1",
                 "  metrics: 3 -> 3: 1 added, 1 removed, 2 changed (1 with a new formula), 0 with new descriptions only",
+                "           changed fields: formula 1, threshold 1",
                 "  loader diagnostics: 0 errors, 5 warnings -> 0 errors, 1 warnings",
             ]
         );

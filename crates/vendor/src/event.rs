@@ -261,6 +261,18 @@ pub(crate) fn build<'a>(own: Source<'a>, std: Option<Source<'a>>, topic: &str) -
             built.problems.push(Problem::ignored(Some(key), kind(), "value ignored"));
         }
     }
+    if !wants_event && !wants_metric {
+        if object.get(Key::MetricExpr).is_some() {
+            built.problems.push(Problem::ignored(
+                Some(Key::MetricExpr),
+                ObjectError::ExprWithoutName,
+                "`MetricExpr` ignored",
+            ));
+        } else if object.bad_types.is_empty() {
+            built.problems.push(Problem::ignored(None, ObjectError::Nameless, "object ignored"));
+        }
+        return built;
+    }
     // Fields shared by the event and the metric.
     let shared = match shared_fields(own, std) {
         Ok(shared) => shared,
@@ -299,9 +311,6 @@ pub(crate) fn build<'a>(own: Source<'a>, std: Option<Source<'a>>, topic: &str) -
             ObjectError::ExprWithoutName,
             "`MetricExpr` ignored",
         ));
-    }
-    if !wants_event && !wants_metric && object.bad_types.is_empty() {
-        built.problems.push(Problem::ignored(None, ObjectError::Nameless, "object ignored"));
     }
     built
 }

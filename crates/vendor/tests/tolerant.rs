@@ -282,6 +282,20 @@ fn each_bad_value_is_one_diagnostic_and_the_rest_is_kept() {
             &[],
         ),
         (
+            "nameless-bad-scale",
+            "[{\"ScaleUnit\": \"GHz\"}]",
+            "warning: x86/model/cache.json:1: object #0: object has no `EventName`, `MetricName` or `ArchStdEvent`; add a name; object ignored",
+            &[],
+            &[],
+        ),
+        (
+            "expr-only",
+            "[{\"MetricExpr\": \"1\"}]",
+            "warning: x86/model/cache.json:1: object #0: `MetricExpr` without `MetricName`; add a name; `MetricExpr` ignored",
+            &[],
+            &[],
+        ),
+        (
             "not-object",
             "[\"stray\", {\"EventName\": \"A\"}]",
             "warning: x86/model/cache.json: element #0: array element is a JSON string, not an event or metric object; ignored",
