@@ -94,7 +94,7 @@ pub fn load_tree(root: &Path) -> Result<Tree, VendorError> {
 #[derive(Default)]
 struct Findings {
     diagnostics: Vec<Diagnostic>,
-    /// Unknown key -> (first place, first object, objects, files).
+    /// Unknown key -> its first place and object, and how many objects and files have it.
     unknown_keys: BTreeMap<String, UnknownKey>,
 }
 
@@ -103,8 +103,6 @@ struct UnknownKey {
     object: String,
     objects: usize,
     files: usize,
-    /// Order of first appearance in the tree.
-    order: usize,
 }
 
 impl Findings {
@@ -127,17 +125,15 @@ impl Findings {
 
     fn merge(&mut self, other: Findings) {
         self.diagnostics.extend(other.diagnostics);
-        let mut order: Vec<(String, UnknownKey)> = other.unknown_keys.into_iter().collect();
-        order.sort_by_key(|(_, u)| u.order);
-        for (key, unknown) in order {
-            let next = self.unknown_keys.len();
+        // Merged in tree order, so the place kept is the first in the tree.
+        for (key, unknown) in other.unknown_keys {
             match self.unknown_keys.get_mut(&key) {
                 Some(known) => {
                     known.objects += unknown.objects;
                     known.files += unknown.files;
                 }
                 None => {
-                    self.unknown_keys.insert(key, UnknownKey { order: next, ..unknown });
+                    self.unknown_keys.insert(key, unknown);
                 }
             }
         }
@@ -151,11 +147,7 @@ impl Findings {
                 in_file.entry(key).or_insert((0, object)).0 += 1;
             }
         }
-        let mut firsts: Vec<(&str, usize, &RawObject)> =
-            in_file.into_iter().map(|(k, (n, o))| (k, n, o)).collect();
-        firsts.sort_by_key(|(_, _, o)| o.index);
-        for (key, count, object) in firsts {
-            let next = self.unknown_keys.len();
+        for (key, (count, object)) in in_file {
             match self.unknown_keys.get_mut(key) {
                 Some(known) => {
                     known.objects += count;
@@ -171,7 +163,6 @@ impl Findings {
                             object: object.describe(),
                             objects: count,
                             files: 1,
-                            order: next,
                         },
                     );
                 }
