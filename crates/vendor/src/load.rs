@@ -174,6 +174,7 @@ impl Findings {
     fn finish(mut self) -> Vec<Diagnostic> {
         for (key, unknown) in std::mem::take(&mut self.unknown_keys) {
             let near = crate::raw::nearest_key(&key);
+            let note = unread_key_note(&key);
             let kind = ObjectError::UnknownKey {
                 key,
                 objects: unknown.objects,
@@ -185,12 +186,24 @@ impl Findings {
                 &unknown.first.file,
                 unknown.first.line,
                 unknown.object,
-                kind.to_string(),
+                format!("{kind}{note}"),
             );
         }
         self.diagnostics.sort();
         self.diagnostics.dedup();
         self.diagnostics
+    }
+}
+
+/// What ignoring a key means, for the unread keys of older trees that change what is counted.
+fn unread_key_note(key: &str) -> &'static str {
+    match key {
+        // perf 6.1's cascadelakex, icelakex, sapphirerapids, skylakex and snowridgex uncore files;
+        // newer files fold these bits into `UMask`.
+        "UMaskExt" => {
+            "; the event strings lack these extended umask bits, so those events count what perf 6.1 counted, not what newer files (which fold them into `UMask`) select"
+        }
+        _ => "",
     }
 }
 

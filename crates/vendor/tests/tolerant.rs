@@ -153,6 +153,22 @@ fn unknown_keys_are_one_warning_per_key_with_counts_and_a_spelling_hint() {
 }
 
 #[test]
+fn an_ignored_umask_ext_says_what_it_changes() {
+    let tree = load_one(
+        "umask-ext",
+        r#"[{"EventName": "UNC_UPI_TxL_HDR_MATCH.LOC", "EventCode": "0x4", "UMaskExt": "0x02", "Unit": "UPI LL", "PerPkg": "1"}]"#,
+    );
+    // perf 6.1 built the same string: it never read UMaskExt.
+    assert_eq!(encodings(&tree), [("UNC_UPI_TxL_HDR_MATCH.LOC", "event=4")]);
+    let d = only(&tree);
+    assert_eq!(d.severity, Severity::Warning);
+    assert!(
+        d.message.starts_with("unknown key `UMaskExt` (1 object), ignored as perf does; the event strings lack these extended umask bits"),
+        "{d}"
+    );
+}
+
+#[test]
 fn a_repeated_key_keeps_the_last_value_as_python_does() {
     let tree =
         load_one("dup-key", "[{\"EventName\": \"A\", \"UMask\": \"0x1\",\n \"UMask\": \"0x2\"}]");
