@@ -15,6 +15,10 @@
 #[allow(dead_code)]
 #[path = "regen.rs"]
 mod regen;
+// regen writes the loader's diagnostics report through this module.
+#[allow(dead_code)]
+#[path = "diagnostics.rs"]
+mod diagnostics;
 
 use std::fmt::Write as _;
 use std::hint::black_box;

@@ -18,17 +18,25 @@ const OURS: &str = tmetric_vendor::COMMON_DIR;
 /// Where the vendor tree sits in a kernel source tree.
 const ARCH_IN_KERNEL: &str = "tools/perf/pmu-events/arch";
 
+/// How many entries each list of the change summary shows.
+const LIST_LIMIT: usize = 20;
+
 /// Entry point: `args` are the words after `import-vendor`.
 pub fn run(args: &[String]) -> Result<()> {
-    let [source] = args else {
-        bail!(
-            "usage: cargo xtask import-vendor <linux source tree | linux-source-X.Y.tar.xz | linux-source-X.Y_*.deb>"
-        );
+    let (source, changes_file) = match args {
+        [source] => (source, None),
+        [source, flag, file] if flag == "--changes" => (source, Some(PathBuf::from(file))),
+        _ => bail!(
+            "usage: cargo xtask import-vendor <linux source tree | linux-source-X.Y.tar.xz | linux-source-X.Y_*.deb> [--changes FILE]"
+        ),
     };
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("xtask lives in the workspace")?
         .to_path_buf();
+    let arch_dir = repo.join("pmu-events/arch");
+    // The tree before the import, for the change summary; none yet is an empty tree.
+    let old_tree = tmetric_vendor::load_tree(&arch_dir).ok();
     let summary = import(&repo, Path::new(source))?;
     println!(
         "imported {} files from {}: {} added, {} changed, {} removed, {} unchanged",
@@ -39,11 +47,10 @@ pub fn run(args: &[String]) -> Result<()> {
         summary.removed,
         summary.unchanged
     );
-    // The loader must accept what was imported; otherwise regen would fail later and less clearly.
-    let arch_dir = repo.join("pmu-events/arch");
-    let tree = tmetric_vendor::load_tree(&arch_dir).context(
-        "the imported tree does not load; fix the loader (crates/vendor) for the new data",
-    )?;
+    // Loading only fails without a tree; everything else is a diagnostic, shown here and
+    // written by regen to crates/catalog/src/generated/diagnostics.txt.
+    let tree = tmetric_vendor::load_tree(&arch_dir)
+        .with_context(|| format!("loading the imported tree {}", arch_dir.display()))?;
     let tables: usize = tree.arches.iter().map(|a| a.tables.len()).sum();
     let events: usize = tree.arches.iter().flat_map(|a| &a.tables).map(|t| t.events.len()).sum();
     let metrics: usize = tree.arches.iter().flat_map(|a| &a.tables).map(|t| t.metrics.len()).sum();
@@ -51,6 +58,21 @@ pub fn run(args: &[String]) -> Result<()> {
         "loads: {} architectures, {tables} tables, {events} events, {metrics} metrics",
         tree.arches.len()
     );
+    crate::diagnostics::print_summary(&tree, 10);
+    let empty = tmetric_vendor::Tree {
+        root: arch_dir.clone(),
+        arches: Vec::new(),
+        common: tmetric_vendor::Table::default(),
+        diagnostics: Vec::new(),
+    };
+    let changes = crate::changes::compare(old_tree.as_ref().unwrap_or(&empty), &tree);
+    let text = crate::changes::render(&changes, LIST_LIMIT);
+    println!("\n{text}");
+    if let Some(file) = changes_file {
+        let full = crate::changes::render(&changes, usize::MAX);
+        fs::write(&file, full).with_context(|| format!("writing {}", file.display()))?;
+        println!("the full change lists are in {}", file.display());
+    }
     println!(
         "next: run `cargo xtask regen` and review the diff of pmu-events/ and the generated tables"
     );

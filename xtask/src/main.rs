@@ -1,6 +1,8 @@
 //! `cargo xtask`: developer tasks (code generation, vendor import, benchmarks).
 // Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
 #![forbid(unsafe_code)]
+mod changes;
+mod diagnostics;
 mod import;
 mod regen;
 
@@ -27,6 +29,12 @@ fn main() -> anyhow::Result<()> {
                 report.bytes,
                 report.changed.len(),
                 start.elapsed()
+            );
+            let report = root.join(regen::GEN_DIR).join(diagnostics::FILE);
+            eprintln!(
+                "regen: {} vendor loader diagnostics (see {})",
+                diagnostics::count_in(&report),
+                report.strip_prefix(&root).unwrap_or(&report).display()
             );
             Ok(())
         }

@@ -183,6 +183,10 @@ fn generate(tree: &tmetric_vendor::Tree, resolved: &[Resolved<'_>]) -> BTreeMap<
     index.push_str("];\n");
     files.insert(format!("{GEN_DIR}/mod.rs"), index);
     files.insert(format!("{GEN_DIR}/skipped.txt"), skipped_report(resolved));
+    files.insert(
+        format!("{GEN_DIR}/{}", crate::diagnostics::FILE),
+        crate::diagnostics::report(tree),
+    );
     files
 }
 

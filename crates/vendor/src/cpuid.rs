@@ -1,10 +1,8 @@
 //! `mapfile.csv` rows and perf's cpuid matching rules (per architecture), plus sys-PMU `Compat` matching.
 
-use std::path::Path;
-
 use regex::Regex;
 
-use crate::error::VendorError;
+use crate::diag::{Diagnostic, Severity};
 
 /// One data row of an architecture's `mapfile.csv`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,13 +20,11 @@ pub struct MapRow {
 }
 
 /// Parses a mapfile the way jevents.py does: the first line and lines starting with `#` are
-/// skipped, as are empty lines. Each row's cpuid pattern is checked so lookups cannot fail later.
-pub(crate) fn parse_mapfile(
-    arch: &str,
-    path: &Path,
-    text: &str,
-) -> Result<Vec<MapRow>, VendorError> {
+/// skipped, as are empty lines. Each row's cpuid pattern is checked so lookups cannot fail later;
+/// a bad row is skipped with a diagnostic (`rel` is the mapfile relative to the tree root).
+pub(crate) fn parse_mapfile(arch: &str, rel: &str, text: &str) -> (Vec<MapRow>, Vec<Diagnostic>) {
     let mut rows = Vec::new();
+    let mut diagnostics = Vec::new();
     for (index, raw_line) in text.lines().enumerate() {
         let line = index + 1;
         let row = raw_line.strip_suffix('\r').unwrap_or(raw_line);
@@ -36,31 +32,38 @@ pub(crate) fn parse_mapfile(
         if index == 0 || row.is_empty() || row.starts_with('#') {
             continue;
         }
-        let error =
-            |message: String| VendorError::Mapfile { path: path.to_path_buf(), line, message };
+        let mut error = |message: String| {
+            diagnostics.push(Diagnostic {
+                file: rel.to_string(),
+                line,
+                object: String::new(),
+                severity: Severity::Error,
+                message: format!("{message}; row skipped"),
+            });
+        };
         if row.contains('"') {
-            return Err(error(
-                "quoted CSV fields are not supported; remove the quotes".to_string(),
-            ));
+            error("quoted CSV fields are not supported; remove the quotes".to_string());
+            continue;
         }
         let fields: Vec<&str> = row.split(',').collect();
         if fields.len() < 4 {
-            return Err(error(format!(
+            error(format!(
                 "expected 4 comma-separated fields (cpuid,version,directory,type), found {}",
                 fields.len()
-            )));
+            ));
+            continue;
         }
         let cpuid_regex = fields[0].to_string();
         if arch == "arm64" {
             if parse_hex_u64(&cpuid_regex).is_none() {
-                return Err(error(format!(
+                error(format!(
                     "arm64 cpuid `{cpuid_regex}` is not a hex MIDR value like 0x00000000410fd0c0"
-                )));
+                ));
+                continue;
             }
         } else if let Err(err) = Regex::new(&cpuid_regex) {
-            return Err(error(format!(
-                "cpuid `{cpuid_regex}` is not a valid regular expression: {err}"
-            )));
+            error(format!("cpuid `{cpuid_regex}` is not a valid regular expression: {err}"));
+            continue;
         }
         rows.push(MapRow {
             cpuid_regex,
@@ -70,7 +73,7 @@ pub(crate) fn parse_mapfile(
             line,
         });
     }
-    Ok(rows)
+    (rows, diagnostics)
 }
 
 pub use tmetric_model::cpuid::{compat_matches, cpuid_matches, parse_hex_u64};

@@ -1,69 +1,20 @@
-//! Errors of the vendor loader: every one names the file, and where it helps the line and the object.
+//! Errors of the vendor loader: the one fatal error (no tree), and what can be wrong with one object.
 
 use std::fmt;
 use std::path::PathBuf;
 
-/// Why the vendor tree could not be loaded.
+/// Why the vendor tree could not be loaded at all. Everything below the root is tolerated and
+/// reported as a [`crate::Diagnostic`] instead.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VendorError {
-    /// A file or directory could not be read, or the tree root is missing.
+    /// The tree root is missing or unreadable.
     #[error("cannot read `{}`: {source}", path.display())]
     Io {
-        /// The file or directory.
+        /// The directory.
         path: PathBuf,
         /// The cause.
         source: std::io::Error,
-    },
-    /// A `.json` file is not valid JSON, or not of the expected shape (an array of objects, or for
-    /// `metricgroups.json` an object of strings).
-    #[error(
-        "{}:{line}:{column}: malformed JSON: {message}; fix the file (vendor files come from `cargo xtask import-vendor`)",
-        path.display()
-    )]
-    Json {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// serde_json's description, without its position suffix.
-        message: String,
-    },
-    /// One event or metric object has a bad value.
-    #[error("{}:{line}: {object}: {kind}", path.display())]
-    Object {
-        /// The file holding the object.
-        path: PathBuf,
-        /// 1-based line of the object (its `EventName`/`MetricName` key, else its `{`).
-        line: usize,
-        /// Which object: ``event `X` ``, ``metric `Y` `` or `object #N`.
-        object: String,
-        /// What is wrong.
-        kind: ObjectError,
-    },
-    /// A row of a `mapfile.csv` is malformed.
-    #[error("{}:{line}: {message}", path.display())]
-    Mapfile {
-        /// The mapfile.
-        path: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// What is wrong and what to do.
-        message: String,
-    },
-    /// A `.json` file sits in a directory that is neither an architecture directory nor a model
-    /// directory, so it belongs to no table.
-    #[error(
-        "`{}` is in `{dir}`, which has model subdirectories; json files belong in a model directory (a leaf, or one holding only `sys/`)",
-        path.display()
-    )]
-    StrayFile {
-        /// The file.
-        path: PathBuf,
-        /// Its directory, relative to the tree root.
-        dir: String,
     },
 }
 
@@ -71,7 +22,8 @@ pub enum VendorError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ObjectError {
-    /// `"UMask": 4`: every value must be a JSON string (except the `CountersNum*` counts).
+    /// `"UMask": null`, `"PerPkg": true`, `"UMask": [1]`: a value must be a string (or a number,
+    /// read as its decimal text).
     NotString {
         /// The key.
         key: &'static str,
@@ -143,6 +95,27 @@ pub enum ObjectError {
     Nameless,
     /// A counter.json entry without `Unit` or a count.
     BadCounterInfo,
+    /// A key neither perf nor tmetric reads, e.g. the typo `PublicDescrition`.
+    UnknownKey {
+        /// The key as written.
+        key: String,
+        /// How many objects have it.
+        objects: usize,
+        /// In how many files.
+        files: usize,
+        /// A known key within two edits, when there is one (the likely intent of a typo).
+        near: Option<&'static str>,
+    },
+    /// The same key twice in one object; Python's json (so perf) keeps the last value.
+    DuplicateKey {
+        /// The key.
+        key: &'static str,
+    },
+    /// An element of the file's array that is not an object.
+    NotAnObject {
+        /// The JSON type found.
+        found: &'static str,
+    },
     /// Two events of one table and PMU have the same name (case-insensitively); jevents.py rejects this too.
     DuplicateEvent {
         /// `file:line` of the first one.
@@ -154,10 +127,7 @@ impl fmt::Display for ObjectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NotString { key, found } => {
-                write!(
-                    f,
-                    "`{key}` is a JSON {found}; write it as a string, e.g. \"{key}\": \"0x1\""
-                )
+                write!(f, "`{key}` is a JSON {found}; write it as a string, e.g. \"{key}\": \"1\"")
             }
             Self::BadNumber { key, value } => write!(
                 f,
@@ -205,6 +175,27 @@ impl fmt::Display for ObjectError {
                 f,
                 "counter.json entry needs `Unit`, `CountersNumFixed` and `CountersNumGeneric` (non-negative integers)"
             ),
+            Self::UnknownKey { key, objects, files, near } => {
+                let objects =
+                    if *objects == 1 { "1 object".into() } else { format!("{objects} objects") };
+                let files = if *files == 1 {
+                    String::new()
+                } else {
+                    format!(" in {files} files, the first here")
+                };
+                write!(f, "unknown key `{key}` ({objects}{files}), ignored as perf does")?;
+                match near {
+                    Some(near) => write!(f, "; a typo of `{near}`? Fix the spelling upstream"),
+                    None => Ok(()),
+                }
+            }
+            Self::DuplicateKey { key } => write!(
+                f,
+                "key `{key}` appears more than once; the last value is used, as perf's json reader does"
+            ),
+            Self::NotAnObject { found } => {
+                write!(f, "array element is a JSON {found}, not an event or metric object")
+            }
             Self::DuplicateEvent { first } => {
                 write!(f, "event name already used in this table and PMU at {first}; rename one")
             }
@@ -216,13 +207,14 @@ impl VendorError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io { path: path.into(), source }
     }
+}
 
-    pub(crate) fn json(path: impl Into<PathBuf>, err: &serde_json::Error) -> Self {
-        let mut message = err.to_string();
-        // serde_json appends " at line L column C"; the position is printed in front instead.
-        if let Some(cut) = message.rfind(" at line ") {
-            message.truncate(cut);
-        }
-        Self::Json { path: path.into(), line: err.line(), column: err.column(), message }
+/// serde_json's description without its " at line L column C" suffix (the position is printed
+/// in front instead).
+pub(crate) fn json_message(err: &serde_json::Error) -> String {
+    let mut message = err.to_string();
+    if let Some(cut) = message.rfind(" at line ") {
+        message.truncate(cut);
     }
+    message
 }

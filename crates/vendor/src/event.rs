@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use crate::diag::Severity;
 use crate::error::ObjectError;
 use crate::raw::{Key, RawObject};
 use crate::unit::{ScaleUnit, unit_to_pmu};
@@ -151,162 +152,369 @@ pub(crate) struct Source<'a> {
     pub object: &'a RawObject,
 }
 
-/// Builds the event and/or metric of `own`, copying unset fields from `std` (its `ArchStdEvent`
-/// entry, already looked up) as jevents.py does.
-pub(crate) fn build<'a>(
-    own: Source<'a>,
-    std: Option<Source<'a>>,
-    topic: &str,
-) -> Result<(Option<Event>, Option<Metric>), ObjectError> {
-    let object = own.object;
-    let merged = |key: Key| merged_value(own, std, key);
-    let text = |key: Key| merged(key).map(|(v, _)| v.to_string());
+/// One finding while building an object: which key it is about (for its line), what is wrong,
+/// and what the loader did about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Problem {
+    /// The key to point at; `None` points at the object's name.
+    pub key: Option<Key>,
+    /// What is wrong.
+    pub kind: ObjectError,
+    /// Error when the event or metric was dropped.
+    pub severity: Severity,
+    /// What the loader did, e.g. "event dropped".
+    pub outcome: &'static str,
+}
 
-    let pmu = unit_to_pmu(object.get(Key::Unit));
-    let arch_std = object.get(Key::ArchStdEvent).map(str::to_string);
-    let scale_unit = match merged(Key::ScaleUnit) {
-        Some((value, _)) => Some(
-            ScaleUnit::parse(value)
-                .ok_or_else(|| ObjectError::BadScaleUnit { value: value.to_string() })?,
-        ),
+impl Problem {
+    fn dropped(key: Option<Key>, kind: ObjectError, what: &'static str) -> Problem {
+        Problem { key, kind, severity: Severity::Error, outcome: what }
+    }
+
+    fn ignored(key: Option<Key>, kind: ObjectError, outcome: &'static str) -> Problem {
+        Problem { key, kind, severity: Severity::Warning, outcome }
+    }
+}
+
+/// What one object gave: an event, a metric, both or neither, and the findings on the way.
+#[derive(Debug, Default)]
+pub(crate) struct Built {
+    pub event: Option<Event>,
+    pub metric: Option<Metric>,
+    pub problems: Vec<Problem>,
+}
+
+/// Keys without which an event cannot be built as the vendor meant it (its event string, PMU,
+/// scaling or counting mode). A bad value drops the event rather than count something else.
+const EVENT_CRITICAL: [Key; 26] = [
+    Key::EventName,
+    Key::EventCode,
+    Key::ExtSel,
+    Key::ConfigCode,
+    Key::EventidCode,
+    Key::UMask,
+    Key::CounterMask,
+    Key::EdgeDetect,
+    Key::Invert,
+    Key::AnyThread,
+    Key::PortMask,
+    Key::FcMask,
+    Key::NodeType,
+    Key::RdWrMask,
+    Key::EnAllCores,
+    Key::EnAllSlices,
+    Key::SliceId,
+    Key::ThreadMask,
+    Key::Filter,
+    Key::MsrIndex,
+    Key::MsrValue,
+    Key::Unit,
+    Key::PerPkg,
+    Key::ScaleUnit,
+    Key::Compat,
+    Key::ArchStdEvent,
+];
+
+/// Keys without which a metric would give other numbers than the vendor's.
+const METRIC_CRITICAL: [Key; 7] = [
+    Key::MetricName,
+    Key::MetricExpr,
+    Key::Unit,
+    Key::ScaleUnit,
+    Key::Compat,
+    Key::AggregationMode,
+    Key::ArchStdEvent,
+];
+
+/// Builds the event and/or metric of `own`, copying unset fields from `std` (its `ArchStdEvent`
+/// entry, already looked up) as jevents.py does. Never fails: a bad value drops only the event or
+/// metric it makes meaningless, and is otherwise ignored, each with a [`Problem`].
+pub(crate) fn build<'a>(own: Source<'a>, std: Option<Source<'a>>, topic: &str) -> Built {
+    let object = own.object;
+    let mut built = Built::default();
+    for key in &object.duplicates {
+        built.problems.push(Problem::ignored(
+            Some(*key),
+            ObjectError::DuplicateKey { key: key.json_name() },
+            "last value used",
+        ));
+    }
+    let merged = |key: Key| merged_value(own, std, key);
+    let wants_event = merged(Key::EventName).is_some()
+        || object.bad_types.iter().any(|(k, _)| *k == Key::EventName);
+    let wants_metric = merged(Key::MetricName).is_some()
+        || object.bad_types.iter().any(|(k, _)| *k == Key::MetricName);
+    // Values that are not strings: fatal for what they define, ignored elsewhere.
+    let mut event_blocker = None;
+    let mut metric_blocker = None;
+    for &(key, found) in &object.bad_types {
+        let kind = || ObjectError::NotString { key: key.json_name(), found };
+        let hits_event = wants_event && EVENT_CRITICAL.contains(&key);
+        let hits_metric = wants_metric && METRIC_CRITICAL.contains(&key);
+        if hits_event && event_blocker.is_none() {
+            event_blocker = Some(Problem::dropped(Some(key), kind(), "event dropped"));
+        }
+        if hits_metric && metric_blocker.is_none() {
+            metric_blocker = Some(Problem::dropped(Some(key), kind(), "metric dropped"));
+        }
+        if !hits_event && !hits_metric {
+            built.problems.push(Problem::ignored(Some(key), kind(), "value ignored"));
+        }
+    }
+    if !wants_event && !wants_metric {
+        if object.get(Key::MetricExpr).is_some() {
+            built.problems.push(Problem::ignored(
+                Some(Key::MetricExpr),
+                ObjectError::ExprWithoutName,
+                "`MetricExpr` ignored",
+            ));
+        } else if object.bad_types.is_empty() {
+            built.problems.push(Problem::ignored(None, ObjectError::Nameless, "object ignored"));
+        }
+        return built;
+    }
+    // Fields shared by the event and the metric.
+    let shared = match shared_fields(own, std) {
+        Ok(shared) => shared,
+        Err((key, kind)) => {
+            if wants_event {
+                built.problems.push(Problem::dropped(Some(key), kind.clone(), "event dropped"));
+            }
+            if wants_metric {
+                built.problems.push(Problem::dropped(Some(key), kind, "metric dropped"));
+            }
+            return built;
+        }
+    };
+    if let Some(blocker) = event_blocker {
+        built.problems.push(blocker);
+    } else if wants_event {
+        match build_event(own, std, topic, &shared, &mut built.problems) {
+            Ok(event) => built.event = Some(event),
+            Err((key, kind)) => {
+                built.problems.push(Problem::dropped(key, kind, "event dropped"));
+            }
+        }
+    }
+    if let Some(blocker) = metric_blocker {
+        built.problems.push(blocker);
+    } else if wants_metric {
+        match build_metric(own, std, &shared, &mut built.problems) {
+            Ok(metric) => built.metric = Some(metric),
+            Err((key, kind)) => {
+                built.problems.push(Problem::dropped(key, kind, "metric dropped"));
+            }
+        }
+    } else if object.get(Key::MetricExpr).is_some() {
+        built.problems.push(Problem::ignored(
+            Some(Key::MetricExpr),
+            ObjectError::ExprWithoutName,
+            "`MetricExpr` ignored",
+        ));
+    }
+    built
+}
+
+/// What the event and the metric of one object share.
+struct Shared {
+    pmu: String,
+    arch_std: Option<String>,
+    scale_unit: Option<ScaleUnit>,
+    compat: Option<String>,
+    brief: Option<String>,
+    public: Option<String>,
+}
+
+type Failure = (Option<Key>, ObjectError);
+
+fn shared_fields(own: Source<'_>, std: Option<Source<'_>>) -> Result<Shared, (Key, ObjectError)> {
+    let object = own.object;
+    let text = |key: Key| merged_value(own, std, key).map(|(v, _)| v.to_string());
+    let scale_unit = match merged_value(own, std, Key::ScaleUnit) {
+        Some((value, _)) => Some(ScaleUnit::parse(value).ok_or_else(|| {
+            (Key::ScaleUnit, ObjectError::BadScaleUnit { value: value.to_string() })
+        })?),
         None => None,
     };
     let compat = text(Key::Compat);
     if let Some(compat) = &compat
         && let Err(err) = regex::Regex::new(&format!("^(?:{compat})$"))
     {
-        return Err(ObjectError::BadCompat { value: compat.clone(), message: err.to_string() });
+        return Err((
+            Key::Compat,
+            ObjectError::BadCompat { value: compat.clone(), message: err.to_string() },
+        ));
     }
-    let brief = text(Key::BriefDescription);
-    let public = text(Key::PublicDescription);
+    Ok(Shared {
+        pmu: unit_to_pmu(object.get(Key::Unit)),
+        arch_std: object.get(Key::ArchStdEvent).map(str::to_string),
+        scale_unit,
+        compat,
+        brief: text(Key::BriefDescription),
+        public: text(Key::PublicDescription),
+    })
+}
 
-    let event = match merged(Key::EventName) {
-        None => None,
-        Some((name, _)) => {
-            let encoding = match std {
-                Some(std_source) => {
-                    let std_object = std_source.object;
-                    let Some(std_name) = std_object.get(Key::EventName) else {
-                        return Err(ObjectError::UnknownArchStdEvent {
-                            name: format!(
-                                "{} (it is a metric, not an event)",
-                                arch_std.clone().unwrap_or_default()
-                            ),
-                        });
-                    };
-                    fixed_encoding(std_name)
-                        .map_or_else(|| encode(std_object), |e| Ok(e.to_string()))?
-                }
-                None => encode(object)?,
-            };
-            let encoding = fixed_encoding(name).map_or(encoding, str::to_string);
-            let terms = encoding
-                .split(',')
-                .map(|term| match term.split_once('=') {
-                    Some((key, value)) => (key.to_string(), value.to_string()),
-                    None => (term.to_string(), String::new()),
-                })
-                .collect();
-            // Each description comes with the notes of the object it was taken from.
-            let desc_note = match std {
-                Some(std_source) if !own_desc_set(object) => description_note(std_source.object),
-                _ => description_note(object),
-            };
-            let long_desc_note = match std {
-                Some(std_source) if !own_long_desc_set(object) => {
-                    description_note(std_source.object)
-                }
-                _ => description_note(object),
-            };
-            Some(Event {
-                name: name.to_string(),
-                pmu: pmu.clone(),
-                topic: topic.to_string(),
-                encoding,
-                terms,
-                counters: parse_counters(object.get(Key::Counter))?,
-                pebs: parse_flag(object, Key::Pebs, 2)?,
-                per_pkg: parse_merged_flag(merged(Key::PerPkg), Key::PerPkg)?,
-                deprecated: parse_merged_flag(merged(Key::Deprecated), Key::Deprecated)?,
-                experimental: parse_flag(object, Key::Experimental, 1)? != 0,
-                scale_unit: scale_unit.clone(),
-                brief: brief.clone(),
-                public: public.clone(),
-                desc_note,
-                long_desc_note,
-                compat: compat.clone(),
-                arch_std: arch_std.clone(),
-                file: own.file.to_string(),
-                line: nonzero_or(object.key_lines[0], object.line),
-                index_in_file: object.index,
-            })
-        }
+fn build_event(
+    own: Source<'_>,
+    std: Option<Source<'_>>,
+    topic: &str,
+    shared: &Shared,
+    problems: &mut Vec<Problem>,
+) -> Result<Event, Failure> {
+    let object = own.object;
+    let merged = |key: Key| merged_value(own, std, key);
+    let Some((name, _)) = merged(Key::EventName) else {
+        return Err((Some(Key::EventName), ObjectError::Nameless));
     };
-
-    let metric = match merged(Key::MetricName) {
-        None => {
-            if object.get(Key::MetricExpr).is_some() {
-                return Err(ObjectError::ExprWithoutName);
+    let encoding = match std {
+        Some(std_source) => {
+            let std_object = std_source.object;
+            let Some(std_name) = std_object.get(Key::EventName) else {
+                let name = shared.arch_std.clone().unwrap_or_default();
+                return Err((Some(Key::ArchStdEvent), ObjectError::ArchStdNotEvent { name }));
+            };
+            match fixed_encoding(std_name) {
+                Some(fixed) => fixed.to_string(),
+                // The standard entry's own findings are reported at the entry itself.
+                None => encode(std_object, &mut Vec::new())?,
             }
+        }
+        None => encode(object, problems)?,
+    };
+    let encoding = fixed_encoding(name).map_or(encoding, str::to_string);
+    let terms = encoding
+        .split(',')
+        .map(|term| match term.split_once('=') {
+            Some((key, value)) => (key.to_string(), value.to_string()),
+            None => (term.to_string(), String::new()),
+        })
+        .collect();
+    // Each description comes with the notes of the object it was taken from.
+    let desc_note = match std {
+        Some(std_source) if !own_desc_set(object) => description_note(std_source.object),
+        _ => description_note(object),
+    };
+    let long_desc_note = match std {
+        Some(std_source) if !own_long_desc_set(object) => description_note(std_source.object),
+        _ => description_note(object),
+    };
+    // perf 6.12 does not read `Counter`; a value it cannot parse only loses scheduling hints.
+    let counters = parse_counters(object.get(Key::Counter)).unwrap_or_else(|kind| {
+        problems.push(Problem::ignored(Some(Key::Counter), kind, "any counter assumed"));
+        Counters::Any
+    });
+    // PEBS, Deprecated and Experimental change listings and descriptions, never counts.
+    let mut soft_flag = |key: Key, result: Result<u8, ObjectError>| {
+        result.unwrap_or_else(|kind| {
+            problems.push(Problem::ignored(Some(key), kind, "read as 0"));
+            0
+        })
+    };
+    let pebs = soft_flag(Key::Pebs, parse_flag(object, Key::Pebs, 2));
+    let deprecated = soft_flag(
+        Key::Deprecated,
+        parse_merged_flag(merged(Key::Deprecated), Key::Deprecated).map(u8::from),
+    ) != 0;
+    let experimental = soft_flag(Key::Experimental, parse_flag(object, Key::Experimental, 1)) != 0;
+    let per_pkg = parse_merged_flag(merged(Key::PerPkg), Key::PerPkg)
+        .map_err(|kind| (Some(Key::PerPkg), kind))?;
+    Ok(Event {
+        name: name.to_string(),
+        pmu: shared.pmu.clone(),
+        topic: topic.to_string(),
+        encoding,
+        terms,
+        counters,
+        pebs,
+        per_pkg,
+        deprecated,
+        experimental,
+        scale_unit: shared.scale_unit.clone(),
+        brief: shared.brief.clone(),
+        public: shared.public.clone(),
+        desc_note,
+        long_desc_note,
+        compat: shared.compat.clone(),
+        arch_std: shared.arch_std.clone(),
+        file: own.file.to_string(),
+        line: nonzero_or(object.key_lines[0], object.line),
+        index_in_file: object.index,
+    })
+}
+
+fn build_metric(
+    own: Source<'_>,
+    std: Option<Source<'_>>,
+    shared: &Shared,
+    problems: &mut Vec<Problem>,
+) -> Result<Metric, Failure> {
+    let object = own.object;
+    let merged = |key: Key| merged_value(own, std, key);
+    let Some((name, _)) = merged(Key::MetricName) else {
+        return Err((Some(Key::MetricName), ObjectError::Nameless));
+    };
+    let Some((expr, expr_source)) = merged(Key::MetricExpr) else {
+        return Err((Some(Key::MetricName), ObjectError::MetricWithoutExpr));
+    };
+    let location = |source: Source<'_>, slot: usize| Location {
+        file: source.file.to_string(),
+        line: nonzero_or(source.object.key_lines[slot], source.object.line),
+    };
+    let threshold = merged(Key::MetricThreshold);
+    let split = |key: Key| {
+        merged(key)
+            .map(|(v, _)| v.split(';').filter(|g| !g.is_empty()).map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    // The constraint only decides grouping (how precise multiplexed counts are), not the formula.
+    let constraint = match merged(Key::MetricConstraint).map(|(v, _)| v) {
+        None => None,
+        Some("NO_GROUP_EVENTS") => Some(Constraint::NoGroupEvents),
+        Some("NO_GROUP_EVENTS_NMI" | "NO_NMI_WATCHDOG") => Some(Constraint::NoGroupEventsNmi),
+        Some("NO_GROUP_EVENTS_SMT") => Some(Constraint::NoGroupEventsSmt),
+        Some(other) => {
+            problems.push(Problem::ignored(
+                Some(Key::MetricConstraint),
+                ObjectError::BadConstraint { value: other.to_string() },
+                "events grouped as without a constraint",
+            ));
             None
         }
-        Some((name, _)) => {
-            let Some((expr, expr_source)) = merged(Key::MetricExpr) else {
-                return Err(ObjectError::MetricWithoutExpr);
-            };
-            let location = |source: Source<'_>, slot: usize| Location {
-                file: source.file.to_string(),
-                line: nonzero_or(source.object.key_lines[slot], source.object.line),
-            };
-            let threshold = merged(Key::MetricThreshold);
-            let split = |key: Key| {
-                merged(key)
-                    .map(|(v, _)| {
-                        v.split(';').filter(|g| !g.is_empty()).map(str::to_string).collect()
-                    })
-                    .unwrap_or_default()
-            };
-            let constraint = match merged(Key::MetricConstraint).map(|(v, _)| v) {
-                None => None,
-                Some("NO_GROUP_EVENTS") => Some(Constraint::NoGroupEvents),
-                Some("NO_GROUP_EVENTS_NMI" | "NO_NMI_WATCHDOG") => {
-                    Some(Constraint::NoGroupEventsNmi)
-                }
-                Some("NO_GROUP_EVENTS_SMT") => Some(Constraint::NoGroupEventsSmt),
-                Some(other) => return Err(ObjectError::BadConstraint { value: other.to_string() }),
-            };
-            let aggr_mode = match merged(Key::AggregationMode).map(|(v, _)| v) {
-                None => None,
-                Some("PerChip") => Some(AggrMode::PerChip),
-                Some("PerCore") => Some(AggrMode::PerCore),
-                Some(other) => {
-                    return Err(ObjectError::BadAggregationMode { value: other.to_string() });
-                }
-            };
-            Some(Metric {
-                name: name.to_string(),
-                pmu,
-                expr: expr.to_string(),
-                threshold: threshold.map(|(v, _)| v.to_string()),
-                groups: split(Key::MetricGroup),
-                brief,
-                public,
-                scale_unit,
-                constraint,
-                no_group: split(Key::MetricgroupNoGroup),
-                default_group: text(Key::DefaultMetricgroupName),
-                compat,
-                aggr_mode,
-                arch_std,
-                file: own.file.to_string(),
-                line: nonzero_or(object.key_lines[1], object.line),
-                index_in_file: object.index,
-                expr_at: location(expr_source, 2),
-                threshold_at: threshold.map(|(_, source)| location(source, 3)),
-            })
+    };
+    // The aggregation mode decides what `?` iterates over, so a wrong one gives wrong numbers.
+    let aggr_mode = match merged(Key::AggregationMode).map(|(v, _)| v) {
+        None => None,
+        Some("PerChip") => Some(AggrMode::PerChip),
+        Some("PerCore") => Some(AggrMode::PerCore),
+        Some(other) => {
+            return Err((
+                Some(Key::AggregationMode),
+                ObjectError::BadAggregationMode { value: other.to_string() },
+            ));
         }
     };
-    Ok((event, metric))
+    Ok(Metric {
+        name: name.to_string(),
+        pmu: shared.pmu.clone(),
+        expr: expr.to_string(),
+        threshold: threshold.map(|(v, _)| v.to_string()),
+        groups: split(Key::MetricGroup),
+        brief: shared.brief.clone(),
+        public: shared.public.clone(),
+        scale_unit: shared.scale_unit.clone(),
+        constraint,
+        no_group: split(Key::MetricgroupNoGroup),
+        default_group: merged(Key::DefaultMetricgroupName).map(|(v, _)| v.to_string()),
+        compat: shared.compat.clone(),
+        aggr_mode,
+        arch_std: shared.arch_std.clone(),
+        file: own.file.to_string(),
+        line: nonzero_or(object.key_lines[1], object.line),
+        index_in_file: object.index,
+        expr_at: location(expr_source, 2),
+        threshold_at: threshold.map(|(_, source)| location(source, 3)),
+    })
 }
 
 /// The value jevents.py ends up with for `key`: the object's own one when it is truthy (present
@@ -423,10 +631,13 @@ const TERM_FIELDS: [(Key, &str); 14] = [
 ];
 
 /// The event string of one object on its own (jevents.py before `ArchStdEvent` and `real_event`).
-fn encode(object: &RawObject) -> Result<String, ObjectError> {
+/// A bad `SampleAfterValue` only loses the sampling period, so it is dropped with a [`Problem`];
+/// any other bad term fails the event, whose string would otherwise select something else.
+fn encode(object: &RawObject, problems: &mut Vec<Problem>) -> Result<String, Failure> {
     let number = |key: Key, text: &str, base: u32| {
-        py_int(text, base)
-            .ok_or_else(|| ObjectError::BadNumber { key: key.json_name(), value: text.to_string() })
+        py_int(text, base).ok_or_else(|| {
+            (Some(key), ObjectError::BadNumber { key: key.json_name(), value: text.to_string() })
+        })
     };
     let mut event_code = match object.get(Key::EventCode) {
         Some(code) => number(Key::EventCode, first_of_list(code), 0)?,
@@ -445,9 +656,20 @@ fn encode(object: &RawObject) -> Result<String, ObjectError> {
     for (key, term) in TERM_FIELDS {
         let Some(value) = object.get(key) else { continue };
         // "0x.." is read as hex and re-printed with llx; anything else is read as decimal.
-        let parsed = match value.strip_prefix("0x") {
-            Some(_) => number(key, value, 16).map(llx)?,
-            None => number(key, value, 10)?.to_string(),
+        // Surrounding blanks and an upper-case "0X" are read as Python's int() reads them.
+        let trimmed = value.trim();
+        let parsed = if trimmed.starts_with("0x") || trimmed.starts_with("0X") {
+            number(key, trimmed, 16).map(llx)
+        } else {
+            number(key, trimmed, 10).map(|n| n.to_string())
+        };
+        let parsed = match parsed {
+            Ok(parsed) => parsed,
+            Err((_, kind)) if key == Key::SampleAfterValue => {
+                problems.push(Problem::ignored(Some(key), kind, "no sampling period"));
+                continue;
+            }
+            Err(failure) => return Err(failure),
         };
         if parsed != "0" {
             encoding.push(',');
@@ -466,7 +688,12 @@ fn encode(object: &RawObject) -> Result<String, ObjectError> {
             0x3F6 => "ldlat=",
             0x1A6 | 0x1A7 => "offcore_rsp=",
             0x3F7 => "frontend=",
-            _ => return Err(ObjectError::UnknownMsrIndex { value: index.to_string() }),
+            _ => {
+                return Err((
+                    Some(Key::MsrIndex),
+                    ObjectError::UnknownMsrIndex { value: index.to_string() },
+                ));
+            }
         };
         encoding.push(',');
         encoding.push_str(term);
@@ -542,8 +769,14 @@ fn parse_counters(value: Option<&str>) -> Result<Counters, ObjectError> {
     if let Some(index) = lower.strip_prefix("fixed counter") {
         return index.trim().parse().map(|i| Counters::Fixed(Some(i))).map_err(|_| bad());
     }
-    let list: Result<Vec<u8>, _> = value.split(',').map(|n| n.trim().parse::<u8>()).collect();
-    list.map(Counters::Generic).map_err(|_| bad())
+    // "0," (perf 6.1's broadwell and haswell uncore files): empty pieces are dropped, as any
+    // reader that splits at commas and skips blanks would; perf 6.12 does not read the key at all.
+    let list: Result<Vec<u8>, _> =
+        value.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::parse::<u8>).collect();
+    match list {
+        Ok(list) if !list.is_empty() => Ok(Counters::Generic(list)),
+        _ => Err(bad()),
+    }
 }
 
 /// A "0"/"1" flag of the object itself (`max` 2 for PEBS).
@@ -603,6 +836,10 @@ mod tests {
         assert_eq!(parse_counters(Some("Fixed counter 2")), Ok(Counters::Fixed(Some(2))));
         assert_eq!(parse_counters(Some("FIXED")), Ok(Counters::Fixed(None)));
         assert!(parse_counters(Some("0,x")).is_err());
+        assert_eq!(parse_counters(Some("0,")), Ok(Counters::Generic(vec![0])));
+        assert_eq!(parse_counters(Some(" 0, 1 ,")), Ok(Counters::Generic(vec![0, 1])));
+        assert!(parse_counters(Some(",")).is_err());
+        assert!(parse_counters(Some("256")).is_err());
     }
 
     #[test]

@@ -5,12 +5,16 @@
 //! `ScaleUnit` parsing and cpuid matching. It does not parse metric expressions (that is
 //! `tmetric-expr`); `MetricExpr` and `MetricThreshold` stay raw text with their file and line.
 //!
+//! Loading is tolerant: only a missing tree root is an error. A bad file, object, value or row is
+//! reported in [`Tree::diagnostics`] with its file and line, and what still makes sense is kept.
+//!
 //! `arch/common/` is not an architecture: it holds tmetric's own generic metrics and is loaded
 //! into [`Tree::common`], which applies to every model.
 // Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
 #![forbid(unsafe_code)]
 
 mod cpuid;
+mod diag;
 mod error;
 mod event;
 mod load;
@@ -23,6 +27,7 @@ mod tree;
 mod unit;
 
 pub use cpuid::{MapRow, compat_matches, cpuid_matches};
+pub use diag::{Diagnostic, Severity};
 pub use error::{ObjectError, VendorError};
 pub use event::{AggrMode, Constraint, Counters, Event, Location, Metric};
 pub use load::{COMMON_DIR, load_tree};

@@ -3,6 +3,10 @@
 //! The walk follows jevents.py: json files directly in `arch/<arch>/` are the architecture-standard
 //! entries; a directory with no subdirectory other than `sys` is a model table; a `sys` directory is
 //! its own table. Files and directories are visited in name order so the result is deterministic.
+//!
+//! Only a missing root stops the load. Every other problem (a file that is not JSON, a bad value,
+//! an unknown key, a bad mapfile row) becomes a [`Diagnostic`] in [`Tree::diagnostics`], and what
+//! still makes sense is kept.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -11,10 +15,11 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::cpuid::parse_mapfile;
-use crate::error::{ObjectError, VendorError};
-use crate::event::{Location, Source, build, topic_of};
+use crate::diag::{Diagnostic, Severity};
+use crate::error::{ObjectError, VendorError, json_message};
+use crate::event::{Built, Location, Problem, Source, build, topic_of};
 use crate::raw::{CounterJson, JsonObject, Key, RawObject};
-use crate::scan::object_positions;
+use crate::scan::{key_line, object_positions};
 use crate::tree::{Arch, CounterInfo, Table, Tree, abs, rel_join};
 use crate::unit::unit_to_pmu;
 
@@ -22,8 +27,14 @@ use crate::unit::unit_to_pmu;
 pub const COMMON_DIR: &str = "common";
 
 /// Loads the whole tree rooted at `root` (the `pmu-events/arch` directory).
+///
+/// Fails only when `root` cannot be read; everything else is tolerated and listed in
+/// [`Tree::diagnostics`].
 pub fn load_tree(root: &Path) -> Result<Tree, VendorError> {
-    let (dirs, _files) = list_dir(root, "")?;
+    let entries = fs::read_dir(root).map_err(|err| VendorError::io(root, err))?;
+    drop(entries);
+    let mut findings = Findings::default();
+    let (dirs, _files) = list_dir(root, "", &mut findings);
     // Walk the directories first (cheap), then read the tables on all cores.
     let no_std = StdEntries::default();
     let mut arches = Vec::new();
@@ -31,7 +42,7 @@ pub fn load_tree(root: &Path) -> Result<Tree, VendorError> {
     let mut std_by_arch = Vec::new();
     for dir in &dirs {
         if dir != COMMON_DIR {
-            let (arch, std_entries, paths) = scan_arch(root, dir)?;
+            let (arch, std_entries, paths) = scan_arch(root, dir, &mut findings);
             arches.push(arch);
             std_by_arch.push((std_entries, paths));
         }
@@ -63,9 +74,9 @@ pub fn load_tree(root: &Path) -> Result<Tree, VendorError> {
         ..Table::default()
     };
     let mut arch_tables: Vec<Vec<Table>> = arches.iter().map(|_| Vec::new()).collect();
-    // Jobs are in tree order, so the first error reported is the first in the tree.
-    for (job, table) in jobs.iter().zip(tables) {
-        let table = table?;
+    // Jobs are in tree order, so the first occurrence of an unknown key is the first in the tree.
+    for (job, (table, table_findings)) in jobs.iter().zip(tables) {
+        findings.merge(table_findings);
         match arch_tables.get_mut(job.arch_index) {
             Some(list) => list.push(table),
             None => common = table,
@@ -75,7 +86,125 @@ pub fn load_tree(root: &Path) -> Result<Tree, VendorError> {
         tables.sort_by(|a, b| a.path.cmp(&b.path));
         arch.tables = tables;
     }
-    Ok(Tree { root: root.to_path_buf(), arches, common })
+    Ok(Tree { root: root.to_path_buf(), arches, common, diagnostics: findings.finish() })
+}
+
+/// Diagnostics collected so far, plus unknown keys counted over the whole tree (a tree of
+/// another vintage can carry the same unused key in thousands of objects: one line per key).
+#[derive(Default)]
+struct Findings {
+    diagnostics: Vec<Diagnostic>,
+    /// Unknown key -> its first place and object, and how many objects and files have it.
+    unknown_keys: BTreeMap<String, UnknownKey>,
+}
+
+struct UnknownKey {
+    first: Location,
+    object: String,
+    objects: usize,
+    files: usize,
+}
+
+impl Findings {
+    fn push(
+        &mut self,
+        severity: Severity,
+        file: &str,
+        line: usize,
+        object: String,
+        message: String,
+    ) {
+        self.diagnostics.push(Diagnostic {
+            file: file.to_string(),
+            line,
+            object,
+            severity,
+            message,
+        });
+    }
+
+    fn merge(&mut self, other: Findings) {
+        self.diagnostics.extend(other.diagnostics);
+        // Merged in tree order, so the place kept is the first in the tree.
+        for (key, unknown) in other.unknown_keys {
+            match self.unknown_keys.get_mut(&key) {
+                Some(known) => {
+                    known.objects += unknown.objects;
+                    known.files += unknown.files;
+                }
+                None => {
+                    self.unknown_keys.insert(key, unknown);
+                }
+            }
+        }
+    }
+
+    /// Records the unknown keys of one file's objects.
+    fn unknown_keys_of(&mut self, rel: &str, bytes: &[u8], objects: &[RawObject]) {
+        let mut in_file: BTreeMap<&str, (usize, &RawObject)> = BTreeMap::new();
+        for object in objects {
+            for key in &object.unknown {
+                in_file.entry(key).or_insert((0, object)).0 += 1;
+            }
+        }
+        for (key, (count, object)) in in_file {
+            match self.unknown_keys.get_mut(key) {
+                Some(known) => {
+                    known.objects += count;
+                    known.files += 1;
+                }
+                None => {
+                    let line = key_line(bytes, object.start, object.line, key)
+                        .unwrap_or_else(|| object.name_line());
+                    self.unknown_keys.insert(
+                        key.to_string(),
+                        UnknownKey {
+                            first: Location { file: rel.to_string(), line },
+                            object: object.describe(),
+                            objects: count,
+                            files: 1,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// All diagnostics, sorted by place so the report is stable.
+    fn finish(mut self) -> Vec<Diagnostic> {
+        for (key, unknown) in std::mem::take(&mut self.unknown_keys) {
+            let near = crate::raw::nearest_key(&key);
+            let note = unread_key_note(&key);
+            let kind = ObjectError::UnknownKey {
+                key,
+                objects: unknown.objects,
+                files: unknown.files,
+                near,
+            };
+            self.push(
+                Severity::Warning,
+                &unknown.first.file,
+                unknown.first.line,
+                unknown.object,
+                format!("{kind}{note}"),
+            );
+        }
+        self.diagnostics.sort();
+        self.diagnostics.dedup();
+        self.diagnostics
+    }
+}
+
+/// What ignoring a key means, for the unread keys of older trees that change what is counted.
+fn unread_key_note(key: &str) -> &'static str {
+    match key {
+        // perf 6.1's cascadelakex, icelakex, sapphirerapids, skylakex and snowridgex uncore files;
+        // newer files fold these bits into `UMask`.
+        "UMaskExt" => {
+            "; the event strings lack these extended umask bits, so those events count what perf 6.1 counted, not what newer files (which fold them into `UMask`) select"
+        }
+        _ => "",
+    }
 }
 
 /// One directory to read into a table.
@@ -89,23 +218,42 @@ struct TableJob<'a> {
 }
 
 /// Loads every job's table in parallel, results in job order.
-fn run_jobs(root: &Path, jobs: &[TableJob<'_>]) -> Vec<Result<Table, VendorError>> {
-    crate::par::par_map(jobs, |job| load_table(root, job.arch, job.rel, job.name, job.std_entries))
+fn run_jobs(root: &Path, jobs: &[TableJob<'_>]) -> Vec<(Table, Findings)> {
+    crate::par::par_map(jobs, |job| {
+        let mut findings = Findings::default();
+        let table = load_table(root, job, &mut findings);
+        (table, findings)
+    })
 }
 
-/// Subdirectory names and file names of `root/rel`, each sorted.
-fn list_dir(root: &Path, rel: &str) -> Result<(Vec<String>, Vec<String>), VendorError> {
+/// Subdirectory names and file names of `root/rel`, each sorted; unreadable entries are reported.
+fn list_dir(root: &Path, rel: &str, findings: &mut Findings) -> (Vec<String>, Vec<String>) {
     let path = abs(root, rel);
-    let entries = fs::read_dir(&path).map_err(|err| VendorError::io(&path, err))?;
     let mut dirs = Vec::new();
     let mut files = Vec::new();
+    let mut unreadable = |err: std::io::Error| {
+        let message = format!("cannot read the directory: {err}; skipped");
+        findings.push(Severity::Error, rel, 0, String::new(), message);
+    };
+    let entries = match fs::read_dir(&path) {
+        Ok(entries) => entries,
+        Err(err) => {
+            unreadable(err);
+            return (dirs, files);
+        }
+    };
     for entry in entries {
-        let entry = entry.map_err(|err| VendorError::io(&path, err))?;
-        let file_type = entry.file_type().map_err(|err| VendorError::io(entry.path(), err))?;
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(err) => {
+                unreadable(err);
+                continue;
+            }
+        };
         // Non-UTF-8 names cannot be vendor files; skip them like any other stray file.
         let Ok(name) = entry.file_name().into_string() else { continue };
         // Follow symlinks so a linked tree loads like a copied one.
-        let is_dir = file_type.is_dir() || (file_type.is_symlink() && entry.path().is_dir());
+        let is_dir = entry.path().is_dir();
         if is_dir {
             dirs.push(name);
         } else {
@@ -114,7 +262,7 @@ fn list_dir(root: &Path, rel: &str) -> Result<(Vec<String>, Vec<String>), Vendor
     }
     dirs.sort();
     files.sort();
-    Ok((dirs, files))
+    (dirs, files)
 }
 
 /// Architecture-standard entries of one architecture: lower-case name to (file, object).
@@ -125,27 +273,31 @@ struct StdEntries {
 
 /// Reads an architecture's mapfile and standard entries, and finds its table directories
 /// (relative path and table name, in walk order).
-#[allow(clippy::type_complexity)]
 fn scan_arch(
     root: &Path,
     arch: &str,
-) -> Result<(Arch, StdEntries, Vec<(String, String)>), VendorError> {
-    let (dirs, files) = list_dir(root, arch)?;
+    findings: &mut Findings,
+) -> (Arch, StdEntries, Vec<(String, String)>) {
+    let (dirs, files) = list_dir(root, arch, findings);
     let mut mapfile = Vec::new();
     let mut std_entries = StdEntries::default();
     let mut std_files = Vec::new();
     for file in &files {
         let rel = rel_join(arch, file);
         if file == "mapfile.csv" {
-            let path = abs(root, &rel);
-            let text = fs::read_to_string(&path).map_err(|err| VendorError::io(&path, err))?;
-            mapfile = parse_mapfile(arch, &path, &text)?;
+            let Some(bytes) = read_bytes(root, &rel, findings) else { continue };
+            let text = String::from_utf8_lossy(&bytes);
+            let (rows, diagnostics) = parse_mapfile(arch, &rel, &text);
+            mapfile = rows;
+            findings.diagnostics.extend(diagnostics);
         } else if file.ends_with(".json") {
+            let Some((objects, bytes)) = read_objects(root, &rel, findings) else { continue };
+            findings.unknown_keys_of(&rel, &bytes, &objects);
             // Later files win on a name clash, like the dict in jevents.py (sorted here for determinism).
-            for object in read_objects(root, &rel)? {
-                // Standard entries are built once on their own so their errors point at their file.
-                build(Source { file: &rel, object: &object }, None, "")
-                    .map_err(|kind| object_error(root, &rel, &object, kind))?;
+            for object in objects {
+                // Standard entries are built once on their own so their findings point at their file.
+                let built = build(Source { file: &rel, object: &object }, None, "");
+                report(findings, &rel, &bytes, &object, built.problems);
                 for key in [Key::EventName, Key::MetricName] {
                     if let Some(name) = object.get(key) {
                         std_entries
@@ -159,13 +311,9 @@ fn scan_arch(
     }
     let mut paths = Vec::new();
     for dir in dirs {
-        walk(root, arch, &rel_join(arch, &dir), &mut paths)?;
+        walk(root, arch, &rel_join(arch, &dir), &mut paths, findings);
     }
-    Ok((
-        Arch { name: arch.to_string(), mapfile, tables: Vec::new(), std_files },
-        std_entries,
-        paths,
-    ))
+    (Arch { name: arch.to_string(), mapfile, tables: Vec::new(), std_files }, std_entries, paths)
 }
 
 /// Visits `rel` (below an architecture directory): a model directory is a table; other
@@ -175,37 +323,34 @@ fn walk(
     arch: &str,
     rel: &str,
     paths: &mut Vec<(String, String)>,
-) -> Result<(), VendorError> {
-    let (dirs, files) = list_dir(root, rel)?;
+    findings: &mut Findings,
+) {
+    let (dirs, files) = list_dir(root, rel, findings);
     let name = rel.strip_prefix(arch).and_then(|r| r.strip_prefix('/')).unwrap_or(rel);
     let is_model = dirs.iter().all(|d| d == "sys");
     if is_model {
         paths.push((rel.to_string(), name.to_string()));
-    } else if let Some(file) = files.iter().find(|f| f.ends_with(".json")) {
-        return Err(VendorError::StrayFile {
-            path: abs(root, &rel_join(rel, file)),
-            dir: rel.to_string(),
-        });
+    } else {
+        for file in files.iter().filter(|f| f.ends_with(".json")) {
+            let message = format!(
+                "`{rel}` has model subdirectories, so this file belongs to no table (json files belong in a model directory: a leaf, or one holding only `sys/`); file ignored"
+            );
+            findings.push(Severity::Error, &rel_join(rel, file), 0, String::new(), message);
+        }
     }
     for dir in dirs {
-        walk(root, arch, &rel_join(rel, &dir), paths)?;
+        walk(root, arch, &rel_join(rel, &dir), paths, findings);
     }
-    Ok(())
 }
 
 /// Reads the json files of one directory into a table.
-fn load_table(
-    root: &Path,
-    arch: &str,
-    rel: &str,
-    name: &str,
-    std_entries: &StdEntries,
-) -> Result<Table, VendorError> {
-    let (_dirs, files) = list_dir(root, rel)?;
+fn load_table(root: &Path, job: &TableJob<'_>, findings: &mut Findings) -> Table {
+    let rel = job.rel;
+    let (_dirs, files) = list_dir(root, rel, findings);
     let mut table = Table {
-        arch: arch.to_string(),
+        arch: job.arch.to_string(),
         path: rel.to_string(),
-        name: name.to_string(),
+        name: job.name.to_string(),
         is_sys: rel.rsplit('/').next() == Some("sys"),
         ..Table::default()
     };
@@ -214,135 +359,301 @@ fn load_table(
     for file in files.iter().filter(|f| f.ends_with(".json")) {
         let file_rel = rel_join(rel, file);
         match file.as_str() {
-            "metricgroups.json" => table.metric_groups = read_metric_groups(root, &file_rel)?,
-            "counter.json" => table.counters = read_counters(root, &file_rel)?,
+            "metricgroups.json" => {
+                table.metric_groups = read_metric_groups(root, &file_rel, findings);
+            }
+            "counter.json" => table.counters = read_counters(root, &file_rel, findings),
             _ => {
                 let topic = topic_of(file);
-                for object in read_objects(root, &file_rel)? {
-                    let std = match object.get(Key::ArchStdEvent) {
-                        None => None,
-                        Some(std_name) => match std_entries.by_name.get(&std_name.to_lowercase()) {
-                            Some((std_file, std_object)) => {
-                                Some(Source { file: std_file, object: std_object })
+                let Some((objects, bytes)) = read_objects(root, &file_rel, findings) else {
+                    continue;
+                };
+                findings.unknown_keys_of(&file_rel, &bytes, &objects);
+                for object in &objects {
+                    let own = Source { file: &file_rel, object };
+                    let built = match object.get(Key::ArchStdEvent) {
+                        None => build(own, None, &topic),
+                        Some(std_name) => {
+                            match job.std_entries.by_name.get(&std_name.to_lowercase()) {
+                                Some((std_file, std_object)) => build(
+                                    own,
+                                    Some(Source { file: std_file, object: std_object }),
+                                    &topic,
+                                ),
+                                None => unknown_arch_std(own, std_name, &topic),
                             }
-                            None => {
-                                let kind =
-                                    ObjectError::UnknownArchStdEvent { name: std_name.to_string() };
-                                return Err(object_error(root, &file_rel, &object, kind));
-                            }
-                        },
+                        }
                     };
-                    let (event, metric) =
-                        build(Source { file: &file_rel, object: &object }, std, &topic)
-                            .map_err(|kind| object_error(root, &file_rel, &object, kind))?;
-                    if event.is_none() && metric.is_none() {
-                        return Err(object_error(root, &file_rel, &object, ObjectError::Nameless));
-                    }
+                    let Built { event, metric, mut problems } = built;
                     if let Some(event) = event {
                         let key = (event.pmu.clone(), event.name.to_lowercase());
                         let here = Location { file: event.file.clone(), line: event.line };
                         if let Some(first) = seen.get(&key) {
-                            let kind = ObjectError::DuplicateEvent { first: first.to_string() };
-                            return Err(object_error(root, &file_rel, &object, kind));
+                            problems.push(Problem {
+                                key: Some(Key::EventName),
+                                kind: ObjectError::DuplicateEvent { first: first.to_string() },
+                                severity: Severity::Error,
+                                outcome: "event dropped, the first one is kept",
+                            });
+                        } else {
+                            seen.insert(key, here);
+                            table.events.push(event);
                         }
-                        seen.insert(key, here);
-                        table.events.push(event);
                     }
-                    if let Some(metric) = metric {
-                        table.metrics.push(metric);
-                    }
+                    table.metrics.extend(metric);
+                    report(findings, &file_rel, &bytes, object, problems);
                 }
             }
         }
     }
-    Ok(table)
+    table
 }
 
-fn object_error(root: &Path, rel: &str, object: &RawObject, kind: ObjectError) -> VendorError {
-    VendorError::Object {
-        path: abs(root, rel),
-        line: object.name_line(),
-        object: object.describe(),
-        kind,
+/// An object whose `ArchStdEvent` names nothing: perf 6.1 ignored the key and kept the object's
+/// own fields, perf 6.12 stops. tmetric keeps what the object defines itself, if anything.
+fn unknown_arch_std(own: Source<'_>, std_name: &str, topic: &str) -> Built {
+    let kind = ObjectError::UnknownArchStdEvent { name: std_name.to_string() };
+    let object = own.object;
+    let has_own = object.get(Key::EventName).is_some() || object.get(Key::MetricName).is_some();
+    if !has_own {
+        let problem = Problem {
+            key: Some(Key::ArchStdEvent),
+            kind,
+            severity: Severity::Error,
+            outcome: "object dropped",
+        };
+        return Built { problems: vec![problem], ..Built::default() };
+    }
+    let mut built = build(own, None, topic);
+    built.problems.insert(
+        0,
+        Problem {
+            key: Some(Key::ArchStdEvent),
+            kind,
+            severity: Severity::Warning,
+            outcome: "built from the object's own fields, as perf 6.1 did",
+        },
+    );
+    built
+}
+
+/// Turns an object's problems into diagnostics, each at the line of the key it is about.
+fn report(
+    findings: &mut Findings,
+    rel: &str,
+    bytes: &[u8],
+    object: &RawObject,
+    problems: Vec<Problem>,
+) {
+    for problem in problems {
+        let line = problem
+            .key
+            .and_then(|key| key_line(bytes, object.start, object.line, key.json_name()))
+            .unwrap_or_else(|| object.name_line());
+        let message = format!("{}; {}", problem.kind, problem.outcome);
+        findings.push(problem.severity, rel, line, object.describe(), message);
     }
 }
 
-fn read_bytes(root: &Path, rel: &str) -> Result<Vec<u8>, VendorError> {
-    let path = abs(root, rel);
-    fs::read(&path).map_err(|err| VendorError::io(&path, err))
+fn read_bytes(root: &Path, rel: &str, findings: &mut Findings) -> Option<Vec<u8>> {
+    match fs::read(abs(root, rel)) {
+        Ok(bytes) => Some(bytes),
+        Err(err) => {
+            let message = format!("cannot read the file: {err}; file skipped");
+            findings.push(Severity::Error, rel, 0, String::new(), message);
+            None
+        }
+    }
 }
 
-/// Reads a json array file into checked objects with their line numbers.
-fn read_objects(root: &Path, rel: &str) -> Result<Vec<RawObject>, VendorError> {
-    let bytes = read_bytes(root, rel)?;
-    let objects: Vec<JsonObject> =
-        serde_json::from_slice(&bytes).map_err(|err| VendorError::json(abs(root, rel), &err))?;
+/// Parses a whole file. A JSON syntax error skips the file, except trailing commas (a common
+/// hand edit that Python's json, and so perf, rejects), which are read as absent with a warning.
+fn parse_json<T: serde::de::DeserializeOwned>(
+    rel: &str,
+    bytes: &[u8],
+    findings: &mut Findings,
+) -> Option<T> {
+    let err = match serde_json::from_slice(bytes) {
+        Ok(value) => return Some(value),
+        Err(err) => err,
+    };
+    if err.is_syntax() {
+        let (repaired, lines) = strip_trailing_commas(bytes);
+        if !lines.is_empty()
+            && let Ok(value) = serde_json::from_slice(&repaired)
+        {
+            for line in lines {
+                let message = "trailing comma, which JSON forbids (perf's reader rejects the file); read as absent".to_string();
+                findings.push(Severity::Warning, rel, line, String::new(), message);
+            }
+            return Some(value);
+        }
+    }
+    let message = format!(
+        "malformed JSON at column {}: {}; file skipped (fix the file upstream, or in pmu-events/ and re-import)",
+        err.column(),
+        json_message(&err)
+    );
+    findings.push(Severity::Error, rel, err.line(), String::new(), message);
+    None
+}
+
+/// Replaces every comma that is followed (after blanks) by `]` or `}` with a space, outside
+/// strings. Returns the new text and the 1-based lines of the commas removed.
+pub(crate) fn strip_trailing_commas(bytes: &[u8]) -> (Vec<u8>, Vec<usize>) {
+    let mut out = bytes.to_vec();
+    let mut lines = Vec::new();
+    let mut line = 1;
+    let mut pos = 0;
+    let mut in_string = false;
+    while pos < bytes.len() {
+        let byte = bytes[pos];
+        if byte == b'\n' {
+            line += 1;
+        }
+        if in_string {
+            match byte {
+                b'\\' => pos += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else if byte == b'"' {
+            in_string = true;
+        } else if byte == b',' {
+            let next = bytes[pos + 1..].iter().find(|b| !b.is_ascii_whitespace());
+            if matches!(next, Some(b']' | b'}')) {
+                out[pos] = b' ';
+                lines.push(line);
+            }
+        }
+        pos += 1;
+    }
+    (out, lines)
+}
+
+/// Reads a json array file into objects with their positions, and the file's bytes (to find key
+/// lines for findings). `None` when the file cannot be read or parsed.
+fn read_objects(
+    root: &Path,
+    rel: &str,
+    findings: &mut Findings,
+) -> Option<(Vec<RawObject>, Vec<u8>)> {
+    let bytes = read_bytes(root, rel, findings)?;
+    let elements: Vec<JsonObject> = parse_json(rel, &bytes, findings)?;
     let positions = object_positions(&bytes);
-    let mut result = Vec::with_capacity(objects.len());
-    for (index, object) in objects.into_iter().enumerate() {
-        // The scanner finds one position per object of valid JSON; fall back to line 0 if not.
-        let position = positions.get(index).cloned().unwrap_or_default();
-        let raw = RawObject::new(object, index, position.line, position.key_lines).map_err(
-            |(object, kind)| {
-                let line = position.key_lines[..2]
-                    .iter()
-                    .copied()
-                    .find(|&l| l != 0)
-                    .unwrap_or(position.line);
-                VendorError::Object { path: abs(root, rel), line, object, kind }
-            },
-        )?;
-        result.push(raw);
+    let mut objects = Vec::with_capacity(elements.len());
+    // Positions are found for objects only; other elements do not advance through them.
+    let mut next_position = 0;
+    for (index, element) in elements.into_iter().enumerate() {
+        let position = positions.get(next_position).cloned().unwrap_or_default();
+        match RawObject::new(element, index, position.line, position.start, position.key_lines) {
+            Ok(object) => {
+                next_position += 1;
+                objects.push(object);
+            }
+            Err(found) => {
+                let kind = ObjectError::NotAnObject { found };
+                findings.push(
+                    Severity::Warning,
+                    rel,
+                    0,
+                    format!("element #{index}"),
+                    format!("{kind}; ignored"),
+                );
+            }
+        }
     }
-    Ok(result)
+    Some((objects, bytes))
 }
 
-fn read_metric_groups(root: &Path, rel: &str) -> Result<BTreeMap<String, String>, VendorError> {
-    let bytes = read_bytes(root, rel)?;
-    serde_json::from_slice(&bytes).map_err(|err| VendorError::json(abs(root, rel), &err))
+fn read_metric_groups(root: &Path, rel: &str, findings: &mut Findings) -> BTreeMap<String, String> {
+    let Some(bytes) = read_bytes(root, rel, findings) else { return BTreeMap::new() };
+    let Some(groups) = parse_json::<BTreeMap<String, Value>>(rel, &bytes, findings) else {
+        return BTreeMap::new();
+    };
+    let mut result = BTreeMap::new();
+    for (group, description) in groups {
+        match description {
+            Value::String(text) => {
+                result.insert(group, text);
+            }
+            other => {
+                let message = format!(
+                    "the description of metric group `{group}` is {}, not a string; group description ignored",
+                    json_type(&other)
+                );
+                findings.push(Severity::Warning, rel, 0, String::new(), message);
+            }
+        }
+    }
+    result
 }
 
-fn read_counters(root: &Path, rel: &str) -> Result<Vec<CounterInfo>, VendorError> {
-    let bytes = read_bytes(root, rel)?;
-    let entries: Vec<CounterJson> =
-        serde_json::from_slice(&bytes).map_err(|err| VendorError::json(abs(root, rel), &err))?;
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn read_counters(root: &Path, rel: &str, findings: &mut Findings) -> Vec<CounterInfo> {
+    let Some(bytes) = read_bytes(root, rel, findings) else { return Vec::new() };
+    let Some(entries) = parse_json::<Vec<CounterJson>>(rel, &bytes, findings) else {
+        return Vec::new();
+    };
     let positions = object_positions(&bytes);
     let count = |value: &Option<Value>| match value {
         Some(Value::Number(n)) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
         Some(Value::String(s)) => s.trim().parse().ok(),
         _ => None,
     };
-    entries
-        .iter()
-        .enumerate()
-        .map(|(index, entry)| {
-            let line = positions.get(index).map_or(0, |p| p.line);
-            let unit = match &entry.Unit {
-                Some(Value::String(unit)) => Some(unit.clone()),
-                _ => None,
-            };
-            match (unit, count(&entry.CountersNumFixed), count(&entry.CountersNumGeneric)) {
-                (Some(unit), Some(fixed), Some(generic)) => {
-                    let pmu = if unit == "core" {
-                        "default_core".to_string()
-                    } else {
-                        unit_to_pmu(Some(&unit))
-                    };
-                    Ok(CounterInfo {
-                        unit,
-                        pmu,
-                        fixed,
-                        generic,
-                        at: Location { file: rel.to_string(), line },
-                    })
-                }
-                _ => Err(VendorError::Object {
-                    path: abs(root, rel),
-                    line,
-                    object: format!("object #{index}"),
-                    kind: ObjectError::BadCounterInfo,
-                }),
+    let mut counters = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let line = positions.get(index).map_or(0, |p| p.line);
+        let unit = match &entry.Unit {
+            Some(Value::String(unit)) => Some(unit.clone()),
+            _ => None,
+        };
+        match (unit, count(&entry.CountersNumFixed), count(&entry.CountersNumGeneric)) {
+            (Some(unit), Some(fixed), Some(generic)) => {
+                let pmu = if unit == "core" {
+                    "default_core".to_string()
+                } else {
+                    unit_to_pmu(Some(&unit))
+                };
+                counters.push(CounterInfo {
+                    unit,
+                    pmu,
+                    fixed,
+                    generic,
+                    at: Location { file: rel.to_string(), line },
+                });
             }
-        })
-        .collect()
+            _ => {
+                let message = format!("{}; entry skipped", ObjectError::BadCounterInfo);
+                findings.push(Severity::Error, rel, line, format!("object #{index}"), message);
+            }
+        }
+    }
+    counters
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trailing_commas_are_found_outside_strings() {
+        let text = b"[\n {\"A\": \"x,]\",\n  \"B\": \"1\",\n },\n]\n";
+        let (out, lines) = strip_trailing_commas(text);
+        assert_eq!(lines, [3, 4]);
+        assert_eq!(out.len(), text.len());
+        let value: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(value[0]["A"], "x,]");
+        assert_eq!(value.as_array().unwrap().len(), 1);
+    }
 }

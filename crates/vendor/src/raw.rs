@@ -1,13 +1,12 @@
 //! The JSON objects of one file as read, before `ArchStdEvent` expansion: known keys only.
 //!
 //! Unknown keys, including the typos jevents.py also ignores (`BriefDescript6ion`,
-//! `PublicDescrition`), are skipped. Values are kept as `serde_json::Value` until [`RawObject::new`]
-//! checks that each is a string, so the error can name the object rather than a byte offset.
+//! `PublicDescrition`), are skipped but remembered so the loader can report them. A JSON number is
+//! read as its decimal text; other non-string values are kept aside (as their type's name) so the
+//! finding can name the object rather than a byte offset.
 
 use serde::Deserialize;
 use serde_json::Value;
-
-use crate::error::ObjectError;
 
 /// Every key the loader reads. The order is the order of [`RawObject::values`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,19 +109,33 @@ impl Key {
     }
 }
 
-/// The serde view of one object: the known keys present, in file order. Values of the wrong JSON
-/// type are kept as the type's name so [`RawObject::new`] can report them with the object's name.
+/// The serde view of one array element: the known keys of an object, in file order, with what
+/// perf would not read as a string kept aside so the loader can report it with the object's name.
+#[derive(Default)]
 pub(crate) struct JsonObject {
     fields: Vec<(Key, Result<String, &'static str>)>,
+    /// Keys neither perf nor tmetric reads, as written.
+    unknown: Vec<String>,
+    /// Known keys that appeared more than once (the last value is kept, as Python's json does).
+    duplicates: Vec<Key>,
+    /// `Some(type)` when the element is not an object at all.
+    not_object: Option<&'static str>,
 }
 
 impl<'de> Deserialize<'de> for JsonObject {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(ObjectVisitor)
+        // `any`, not `map`: an element of another type is reported, not a reason to drop the file.
+        deserializer.deserialize_any(ObjectVisitor)
     }
 }
 
 struct ObjectVisitor;
+
+impl ObjectVisitor {
+    fn other(found: &'static str) -> JsonObject {
+        JsonObject { not_object: Some(found), ..JsonObject::default() }
+    }
+}
 
 impl<'de> serde::de::Visitor<'de> for ObjectVisitor {
     type Value = JsonObject;
@@ -132,34 +145,67 @@ impl<'de> serde::de::Visitor<'de> for ObjectVisitor {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<JsonObject, A::Error> {
-        let mut fields: Vec<(Key, Result<String, &'static str>)> = Vec::with_capacity(12);
+        let mut object = JsonObject { fields: Vec::with_capacity(12), ..JsonObject::default() };
         while let Some(KeyName(key)) = map.next_key()? {
-            let Some(key) = key else {
-                map.next_value::<serde::de::IgnoredAny>()?;
-                continue;
+            let key = match key {
+                Ok(key) => key,
+                Err(unknown) => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    object.unknown.push(unknown);
+                    continue;
+                }
             };
-            if fields.iter().any(|(k, _)| *k == key) {
-                return Err(serde::de::Error::custom(format_args!(
-                    "duplicate key `{}`",
-                    key.json_name()
-                )));
-            }
             let value = match map.next_value::<Value>()? {
                 Value::String(s) => Ok(s),
+                // A JSON number means its decimal text: `"UMask": 4` is `"UMask": "4"`.
+                Value::Number(n) => Ok(n.to_string()),
                 Value::Null => Err("null"),
                 Value::Bool(_) => Err("boolean"),
-                Value::Number(_) => Err("number"),
                 Value::Array(_) => Err("array"),
                 Value::Object(_) => Err("object"),
             };
-            fields.push((key, value));
+            if let Some(slot) = object.fields.iter_mut().find(|(k, _)| *k == key) {
+                slot.1 = value;
+                object.duplicates.push(key);
+            } else {
+                object.fields.push((key, value));
+            }
         }
-        Ok(JsonObject { fields })
+        Ok(object)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<JsonObject, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Self::other("array"))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<JsonObject, E> {
+        Ok(Self::other("string"))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<JsonObject, E> {
+        Ok(Self::other("boolean"))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<JsonObject, E> {
+        Ok(Self::other("number"))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<JsonObject, E> {
+        Ok(Self::other("number"))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<JsonObject, E> {
+        Ok(Self::other("number"))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<JsonObject, E> {
+        Ok(Self::other("null"))
     }
 }
 
-/// A map key: the known [`Key`] it names, or `None` for keys the loader ignores.
-struct KeyName(Option<Key>);
+/// A map key: the known [`Key`] it names, or the text of a key the loader ignores.
+struct KeyName(Result<Key, String>);
 
 impl<'de> Deserialize<'de> for KeyName {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -170,7 +216,13 @@ impl<'de> Deserialize<'de> for KeyName {
                 f.write_str("a key")
             }
             fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<KeyName, E> {
-                Ok(KeyName(ALL_KEYS.iter().copied().find(|k| k.json_name() == key)))
+                Ok(KeyName(
+                    ALL_KEYS
+                        .iter()
+                        .copied()
+                        .find(|k| k.json_name() == key)
+                        .ok_or_else(|| key.to_string()),
+                ))
             }
         }
         deserializer.deserialize_str(KeyVisitor)
@@ -186,44 +238,57 @@ pub(crate) struct CounterJson {
     pub CountersNumGeneric: Option<Value>,
 }
 
-/// One object with its string values checked, plus where it is.
+/// One object with its values sorted into usable strings and findings, plus where it is.
 #[derive(Debug, Clone)]
 pub(crate) struct RawObject {
-    /// The known keys present, with their string values.
+    /// The known keys present with a string (or number) value.
     pub fields: Vec<(Key, String)>,
+    /// Known keys whose value is null, a boolean, an array or an object: the JSON type.
+    pub bad_types: Vec<(Key, &'static str)>,
+    /// Unknown keys, as written.
+    pub unknown: Vec<String>,
+    /// Known keys written more than once.
+    pub duplicates: Vec<Key>,
     /// Index in the file's array.
     pub index: usize,
     /// 1-based line of the object's `{`.
     pub line: usize,
+    /// Byte offset of the object's `{` in its file (to find the line of any key on demand).
+    pub start: usize,
     /// Lines of `EventName`, `MetricName`, `MetricExpr`, `MetricThreshold` (0 when absent).
     pub key_lines: [usize; 4],
 }
 
 impl RawObject {
-    /// Checks that every known value is a string. On error, returns the best name for the object.
+    /// Splits the values into strings and wrong types. `Err(type)` when the element is not an object.
     pub(crate) fn new(
         object: JsonObject,
         index: usize,
         line: usize,
+        start: usize,
         key_lines: [usize; 4],
-    ) -> Result<RawObject, (String, ObjectError)> {
+    ) -> Result<RawObject, &'static str> {
+        if let Some(found) = object.not_object {
+            return Err(found);
+        }
         let mut fields = Vec::with_capacity(object.fields.len());
-        let mut wrong_type = None;
+        let mut bad_types = Vec::new();
         for (key, value) in object.fields {
             match value {
                 Ok(text) => fields.push((key, text)),
-                Err(found) => {
-                    wrong_type.get_or_insert((key, found));
-                }
+                Err(found) => bad_types.push((key, found)),
             }
         }
-        let raw = RawObject { fields, index, line, key_lines };
-        match wrong_type {
-            None => Ok(raw),
-            Some((key, found)) => {
-                Err((raw.describe(), ObjectError::NotString { key: key.json_name(), found }))
-            }
-        }
+        Ok(RawObject {
+            fields,
+            bad_types,
+            unknown: object.unknown,
+            duplicates: object.duplicates,
+            index,
+            line,
+            start,
+            key_lines,
+        })
     }
 
     pub(crate) fn get(&self, key: Key) -> Option<&str> {
@@ -261,6 +326,17 @@ fn describe(
     } else {
         format!("object #{index}")
     }
+}
+
+/// The known key an unknown one is most likely a typo of: within two edits, and not a mere
+/// prefix relation of short names (so `Offcore` is not taken for `Errata`).
+pub(crate) fn nearest_key(unknown: &str) -> Option<&'static str> {
+    ALL_KEYS
+        .iter()
+        .map(|k| (strsim::levenshtein(unknown, k.json_name()), k.json_name()))
+        .filter(|(distance, name)| *distance <= 2 && name.len() > 4)
+        .min()
+        .map(|(_, name)| name)
 }
 
 const ALL_KEYS: [Key; KEY_COUNT] = [
@@ -312,6 +388,14 @@ const ALL_KEYS: [Key; KEY_COUNT] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typos_find_their_key() {
+        assert_eq!(nearest_key("PublicDescrition"), Some("PublicDescription"));
+        assert_eq!(nearest_key("BriefDescript6ion"), Some("BriefDescription"));
+        assert_eq!(nearest_key("CollectPEBSRecord"), None);
+        assert_eq!(nearest_key("UMaskExt"), None);
+    }
 
     #[test]
     fn keys_table_is_in_enum_order() {

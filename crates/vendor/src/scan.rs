@@ -13,6 +13,8 @@ pub(crate) const TRACKED_KEYS: [&str; 4] =
 pub(crate) struct ObjectPos {
     /// 1-based line of the object's `{`.
     pub line: usize,
+    /// Byte offset of the object's `{`.
+    pub start: usize,
     /// 1-based line of each [`TRACKED_KEYS`] key inside the object, 0 when absent.
     pub key_lines: [usize; TRACKED_KEYS.len()],
 }
@@ -61,7 +63,7 @@ pub(crate) fn object_positions(text: &[u8]) -> Vec<ObjectPos> {
             }
             b'{' | b'[' => {
                 if byte == b'{' && depth == 1 {
-                    objects.push(ObjectPos { line, ..ObjectPos::default() });
+                    objects.push(ObjectPos { line, start: pos, ..ObjectPos::default() });
                 }
                 depth += 1;
             }
@@ -71,6 +73,52 @@ pub(crate) fn object_positions(text: &[u8]) -> Vec<ObjectPos> {
         pos += 1;
     }
     objects
+}
+
+/// The 1-based line of the first `"key":` directly inside the object whose `{` is at byte `start`
+/// and sits on line `line`. Only called for findings, so it rescans rather than storing every key.
+pub(crate) fn key_line(text: &[u8], start: usize, line: usize, key: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut line = line;
+    let mut last_string: Option<(usize, usize, usize)> = None;
+    let mut pos = start;
+    while pos < text.len() {
+        match text[pos] {
+            b'\n' => line += 1,
+            b'"' => {
+                let begin = pos + 1;
+                let string_line = line;
+                pos += 1;
+                while pos < text.len() {
+                    match text[pos] {
+                        b'"' => break,
+                        b'\\' => pos += 1,
+                        b'\n' => line += 1,
+                        _ => {}
+                    }
+                    pos += 1;
+                }
+                last_string = (depth == 1).then_some((begin, pos.min(text.len()), string_line));
+            }
+            b':' if depth == 1 => {
+                if let Some((begin, end, key_line)) = last_string.take()
+                    && &text[begin..end] == key.as_bytes()
+                {
+                    return Some(key_line);
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return None;
+                }
+            }
+            _ => {}
+        }
+        pos += 1;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -94,5 +142,10 @@ mod tests {
         assert_eq!(objects[0].key_lines, [3, 0, 0, 0]);
         assert_eq!(objects[1].line, 6);
         assert_eq!(objects[1].key_lines, [0, 6, 7, 0]);
+        let second = &objects[1];
+        assert_eq!(key_line(text, second.start, second.line, "MetricExpr"), Some(7));
+        assert_eq!(key_line(text, second.start, second.line, "X"), Some(6));
+        assert_eq!(key_line(text, second.start, second.line, "EventName"), None);
+        assert_eq!(key_line(text, objects[0].start, objects[0].line, "BriefDescription"), Some(4));
     }
 }

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::cpuid::{MapRow, compat_matches, cpuid_matches};
+use crate::diag::{Diagnostic, Severity};
 use crate::event::{Event, Location, Metric};
 
 /// Everything under `pmu-events/arch`.
@@ -16,6 +17,8 @@ pub struct Tree {
     /// `arch/common`: tmetric's own generic metrics, which apply to every model of every
     /// architecture. Empty if the directory is absent.
     pub common: Table,
+    /// What the loader ignored or dropped, sorted by file and line (empty for a clean tree).
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 /// One architecture directory, e.g. `x86`.
@@ -101,6 +104,11 @@ impl Tree {
                     || table.metrics.iter().any(|m| matches(m.compat.as_deref()))
             })
             .collect()
+    }
+
+    /// How many diagnostics have `severity`.
+    pub fn diagnostic_count(&self, severity: Severity) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity == severity).count()
     }
 
     /// The file system path of a location in the tree.

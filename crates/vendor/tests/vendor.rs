@@ -1,5 +1,6 @@
 //! Integration tests of the vendor loader: the checked-in pmu-events tree, perf's documented
-//! examples, error messages on broken fixtures, and a cross-check against jevents.py's rules.
+//! examples, a small fixture layout, and a cross-check against jevents.py's rules. Broken input
+//! and its diagnostics are in `tolerant.rs`, trees of other vintages in `vintages.rs`.
 
 use std::collections::HashMap;
 use std::fs;
@@ -9,8 +10,8 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 use tmetric_vendor::{
-    AggrMode, Constraint, Counters, Event, Metric, ScaleUnit, Table, Tree, VendorError,
-    cpuid_matches, load_tree, unit_to_pmu,
+    AggrMode, Constraint, Counters, Event, Metric, ScaleUnit, Table, Tree, cpuid_matches,
+    load_tree, unit_to_pmu,
 };
 
 fn arch_root() -> PathBuf {
@@ -552,95 +553,20 @@ fn fixture(name: &str, files: &[(&str, &str)]) -> PathBuf {
     root
 }
 
-fn load_error(name: &str, files: &[(&str, &str)]) -> (PathBuf, String) {
-    let root = fixture(name, files);
-    match load_tree(&root) {
-        Ok(_) => panic!("fixture {name} loaded without error"),
-        Err(err) => (root, err.to_string()),
-    }
-}
-
 const MAPFILE: &str = "Family-model,Version,Filename,EventType\nGenuineIntel-6-8F,v1,model,core\n";
 
+/// perf 6.12's tree loads without an error; its two warnings are upstream typos of description
+/// keys (the descriptions are lost in perf too). The list may shrink, never grow unnoticed.
 #[test]
-fn malformed_json_names_file_line_and_column() {
-    let broken = "[\n  {\n    \"EventName\": \"A\",\n    \"EventCode\": \"0x1\"\n    \"UMask\": \"0x2\"\n  }\n]\n";
-    let root =
-        fixture("malformed", &[("x86/mapfile.csv", MAPFILE), ("x86/model/cache.json", broken)]);
-    let err = load_tree(&root).unwrap_err();
-    let VendorError::Json { ref path, line, column, .. } = err else { panic!("{err:?}") };
-    assert_eq!((path.as_path(), line, column), (root.join("x86/model/cache.json").as_path(), 5, 5));
-    let message = err.to_string();
-    assert!(
-        message.starts_with(&format!(
-            "{}:5:5: malformed JSON: expected `,` or `}}`",
-            root.join("x86/model/cache.json").display()
-        )),
-        "{message}"
+fn checked_in_tree_has_only_known_warnings() {
+    let found: Vec<String> =
+        tree().diagnostics.iter().map(|d| format!("{}: {}", d.severity, d.location())).collect();
+    assert_eq!(
+        found,
+        ["warning: arm64/ampere/ampereonex/mmu.json:33", "warning: x86/amdzen4/cache.json:185",]
     );
-    assert!(message.contains("import-vendor"), "{message}");
-}
-
-#[test]
-fn bad_values_name_file_line_and_object() {
-    let cases: [(&str, &str, &str); 8] = [
-        (
-            "not-string",
-            r#"[{"EventName": "A"}, {"EventName": "B.X",
- "UMask": 4}]"#,
-            ":1: event `B.X`: `UMask` is a JSON number",
-        ),
-        (
-            "msr",
-            "[\n{\"EventName\": \"OCR.X\", \"MSRIndex\": \"0x123\", \"MSRValue\": \"1\"}]",
-            ":2: event `OCR.X`: unknown `MSRIndex` `0x123`",
-        ),
-        (
-            "number",
-            "[{\"EventName\": \"A\", \"EventCode\": \"010\"}]",
-            ":1: event `A`: `EventCode` value `010` is not an integer",
-        ),
-        (
-            "scale",
-            "[{\"MetricName\": \"m\", \"MetricExpr\": \"a\", \"ScaleUnit\": \"GHz\"}]",
-            "metric `m`: `ScaleUnit` `GHz` does not start with a number",
-        ),
-        (
-            "std",
-            "[{\"ArchStdEvent\": \"NOPE\"}]",
-            ":1: `ArchStdEvent` object `NOPE`: no event or metric `NOPE` in the json files",
-        ),
-        ("nameless", "[{\"BriefDescription\": \"x\"}]", "object #0: object has no `EventName`"),
-        (
-            "dup",
-            "[{\"EventName\": \"A.B\"},\n{\"EventName\": \"a.b\"}]",
-            ":2: event `a.b`: event name already used in this table and PMU at x86/model/cache.json:1",
-        ),
-        (
-            "constraint",
-            "[{\"MetricName\": \"m\", \"MetricExpr\": \"a\", \"MetricConstraint\": \"NO\"}]",
-            "unknown `MetricConstraint` `NO`",
-        ),
-    ];
-    for (name, json, expected) in cases {
-        let (root, message) =
-            load_error(name, &[("x86/mapfile.csv", MAPFILE), ("x86/model/cache.json", json)]);
-        let file = root.join("x86/model/cache.json").display().to_string();
-        assert!(message.starts_with(&file), "{name}: {message}");
-        assert!(message.contains(expected), "{name}: {message}\nexpected to contain: {expected}");
-    }
-    let (_, message) =
-        load_error("mapfile", &[("x86/mapfile.csv", "header\nGenuineIntel-6-(,v1,model,core\n")]);
-    assert!(
-        message
-            .contains("mapfile.csv:2: cpuid `GenuineIntel-6-(` is not a valid regular expression"),
-        "{message}"
-    );
-    let (_, message) =
-        load_error("stray", &[("arm64/arm/a.json", "[]"), ("arm64/arm/cortex/b.json", "[]")]);
-    assert!(message.contains("arm64/arm/a.json` is in `arm64/arm`"), "{message}");
-    let missing = load_tree(Path::new("/nonexistent/pmu-events/arch")).unwrap_err().to_string();
-    assert!(missing.starts_with("cannot read `/nonexistent/pmu-events/arch`"), "{missing}");
+    assert!(tree().diagnostics[0].message.contains("`PublicDescrition` (16 objects)"));
+    assert!(tree().diagnostics[1].message.contains("`BriefDescript6ion` (2 objects in 2 files"));
 }
 
 #[test]
@@ -675,6 +601,7 @@ fn fixture_tree_layout() {
         ],
     );
     let tree = load_tree(&root).unwrap();
+    assert_eq!(tree.diagnostics, []);
     assert_eq!(tree.arches.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["arm64", "x86"]);
     let arm = tree.arch("arm64").unwrap();
     assert_eq!(
