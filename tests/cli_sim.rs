@@ -72,3 +72,135 @@ fn unknown_simulated_machines_are_named() {
         "{text}"
     );
 }
+
+/// The metric-only table: a header of `unit  name` columns, then one row of values.
+fn metric_only_values(text: &str) -> Vec<(String, f64)> {
+    let header =
+        text.lines().find(|l| l.contains("%  tma_retiring")).unwrap_or_else(|| panic!("{text}"));
+    let names: Vec<String> = header.split("%  ").skip(1).map(|n| n.trim().to_string()).collect();
+    let values_line = text
+        .lines()
+        .skip_while(|l| !l.contains("%  tma_retiring"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    let values: Vec<f64> = values_line.split_whitespace().map(|v| v.parse().unwrap()).collect();
+    assert_eq!(names.len(), values.len(), "{text}");
+    names.into_iter().zip(values).collect()
+}
+
+#[test]
+fn topdown_prints_level_1_metric_only_on_simulated_sapphire_rapids() {
+    let out = tmetric(&["--pmu-sim", "sapphirerapids", "--topdown", "-a", "sleep", "0.2"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let columns = metric_only_values(&text);
+    assert_eq!(columns.len(), 4, "{text}");
+    let sum: f64 = columns.iter().map(|c| c.1).sum();
+    assert!((sum - 100.0).abs() <= 0.1, "{text}");
+    for (name, fraction) in LEVEL1 {
+        let v = columns.iter().find(|c| c.0 == name).expect(name).1;
+        assert!((v - 100.0 * fraction).abs() < 0.06, "{name} {v}");
+    }
+    // Level 2 has the eight level-2 metrics.
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "--topdown",
+        "--td-level",
+        "2",
+        "-a",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("tma_heavy_operations") && text.contains("tma_memory_bound"), "{text}");
+    let too_deep = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "--topdown",
+        "--td-level",
+        "9",
+        "-a",
+        "sleep",
+        "0",
+    ]);
+    assert_eq!(too_deep.status.code(), Some(2));
+    assert!(stderr(&too_deep).contains("TopdownL1 to TopdownL6"), "{}", stderr(&too_deep));
+}
+
+#[test]
+fn metric_only_intervals_repeat_the_header_and_csv_names_the_time_column() {
+    let out =
+        tmetric(&["--pmu-sim", "sapphirerapids", "--topdown", "-a", "-I", "10", "sleep", "0.6"]);
+    let text = stderr(&out);
+    let headers = text.lines().filter(|l| l.contains("%  tma_retiring")).count();
+    let rows =
+        text.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).count();
+    assert!(rows > 25, "{rows} rows\n{text}");
+    assert_eq!(headers, rows.div_ceil(25), "{text}");
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "--topdown",
+        "-a",
+        "-I",
+        "100",
+        "-x",
+        ",",
+        "sleep",
+        "0.25",
+    ]);
+    let text = stderr(&out);
+    let header = text.lines().find(|l| l.starts_with("time,")).unwrap_or_else(|| panic!("{text}"));
+    let fields = header.split(',').count();
+    for line in text.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())) {
+        assert_eq!(line.split(',').count(), fields, "{line}");
+    }
+}
+
+#[test]
+fn topdown_from_the_older_kernel_events_follows_seed_000() {
+    // goldmont has no TopdownL metrics, and the simulated Skylake server's core PMU has the
+    // kernel's topdown-* aliases: seed 000's per-core level 1.
+    let per_task =
+        tmetric(&["--pmu-sim", "skylakex", "--model", "goldmont", "--topdown", "sleep", "0"]);
+    assert_eq!(per_task.status.code(), Some(2));
+    assert!(stderr(&per_task).contains("add -a"), "{}", stderr(&per_task));
+    let out = tmetric(&[
+        "--pmu-sim",
+        "skylakex",
+        "--model",
+        "goldmont",
+        "--topdown",
+        "-a",
+        "-x",
+        ",",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("the NMI watchdog is on"), "{text}");
+    assert!(
+        text.contains("core,cpus,retiring,bad speculation,frontend bound,backend bound"),
+        "{text}"
+    );
+    let cores: Vec<&str> = text.lines().filter(|l| l.starts_with("S0-C")).collect();
+    assert_eq!(cores.len(), 4, "{text}");
+    for line in cores {
+        let v: Vec<f64> = line.split(',').skip(2).map(|x| x.parse().unwrap()).collect();
+        assert!((v.iter().sum::<f64>() - 100.0).abs() < 1e-6, "{line}");
+        assert!(v.iter().all(|x| *x >= 0.0 && x.is_sign_positive()), "{line}");
+    }
+}
+
+#[test]
+fn without_a_pmu_there_is_no_topdown() {
+    if std::path::Path::new("/sys/bus/event_source/devices/cpu/type").exists() {
+        return;
+    }
+    let out = tmetric(&["--topdown", "-a", "sleep", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("System does not support topdown"), "{}", stderr(&out));
+}

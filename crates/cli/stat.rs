@@ -21,7 +21,7 @@ use crate::out::{Sink, warn};
 use crate::output::perf_number;
 
 /// `tmetric stat` flags (perf's names where perf has them).
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Counts go to standard error, as perf's do, unless -o names a file.\n\
     Without -e or -M: task-clock, context-switches, cpu-migrations, page-faults, major-faults \
     and msr/tsc/ (where the msr PMU exists), with every common metric.\n\
@@ -71,6 +71,17 @@ pub(crate) struct StatArgs {
     /// them); every output then says it is simulated.
     #[arg(long, value_name = "MODEL")]
     pub(crate) pmu_sim: Option<String>,
+    /// TopDown level 1 (or --td-level N): the model's TopdownLN metrics through a
+    /// `slots`-led group; on CPUs with only the kernel's older `topdown-*` events, perf's
+    /// level-1 formulas per core (needs -a). Implies --metric-only.
+    #[arg(long)]
+    pub(crate) topdown: bool,
+    /// The TopDown level for --topdown (1 when 0 or not given).
+    #[arg(long, value_name = "N", requires = "topdown")]
+    pub(crate) td_level: Option<u8>,
+    /// Print only metrics: one column each, with a header.
+    #[arg(long)]
+    pub(crate) metric_only: bool,
     /// The command to run and count (after `--` when it has options of its own).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -344,11 +355,23 @@ struct Printer {
     out: Sink,
     layout: Layout,
     evaluators: Evaluators,
+    /// `--metric-only`: one column per metric.
+    metric_only: bool,
+    /// `--topdown` from the older events: each CPU's (package, core).
+    legacy: Option<Vec<(u32, (u32, u32))>>,
+    /// Metric-only lines printed, for the header repeated every 25.
+    lines: usize,
 }
 
 impl Printer {
     /// Prints every shown row of `sample`; `at` is the interval timestamp.
     fn rows(&mut self, plan: &Plan, sample: &Sample<'_>, at: Option<Duration>) -> io::Result<()> {
+        if self.legacy.is_some() {
+            return self.legacy_topdown(plan, sample, at);
+        }
+        if self.metric_only {
+            return self.metric_columns(plan, sample, at);
+        }
         let results = plan.evaluate(&mut self.evaluators, sample);
         let prefix = match (&self.layout, at) {
             (Layout::Std, Some(at)) => format!("{:>6}.{:09} ", at.as_secs(), at.subsec_nanos()),
@@ -558,7 +581,44 @@ pub(crate) fn run_on<S: Syscalls>(
     } else {
         host_model(args.model.as_deref(), sysfs, proc_root).ok()
     };
+    let topdown = if args.topdown {
+        match topdown_mode(args, sysfs, proc_root)? {
+            Some(mode) => Some(mode),
+            None => {
+                warn(
+                    "System does not support topdown: no TopdownL metrics for this CPU model and no kernel `topdown-*` events",
+                );
+                return Ok(1);
+            }
+        }
+    } else {
+        None
+    };
+    let mut owned = args.clone();
+    match &topdown {
+        Some(TopdownMode::Json(group)) => {
+            owned.metrics = vec![group.clone()];
+            owned.metric_no_threshold = true;
+            owned.metric_only = true;
+        }
+        Some(TopdownMode::Legacy(events)) => {
+            owned.events = vec![events.join(",")];
+            owned.metric_only = true;
+        }
+        None => {}
+    }
+    let args = &owned;
+    let model = if args.metrics.is_empty() {
+        model
+    } else {
+        host_model(args.model.as_deref(), sysfs, proc_root).ok()
+    };
     let pmus = PmuModel::probe(sysfs, proc_root, model);
+    if topdown.is_some() && pmus.nmi_watchdog {
+        warn(
+            "the NMI watchdog is on and holds a counter, so topdown results may be less accurate; disable it with `echo 0 > /proc/sys/kernel/nmi_watchdog`",
+        );
+    }
     let machine = Machine { sysfs, proc_root, env: &env, pmus: &pmus };
     let plan = build(args, &machine)?;
     if let Some(name) = simulated {
@@ -573,7 +633,18 @@ pub(crate) fn run_on<S: Syscalls>(
         Some(path) => Sink::create(path)?,
         None => Sink::stderr(),
     };
-    let mut printer = Printer { out, layout: layout.clone(), evaluators: Evaluators::default() };
+    let legacy = match &topdown {
+        Some(TopdownMode::Legacy(_)) => Some(core_map(sysfs)),
+        _ => None,
+    };
+    let mut printer = Printer {
+        out,
+        layout: layout.clone(),
+        evaluators: Evaluators::default(),
+        metric_only: args.metric_only,
+        legacy,
+        lines: 0,
+    };
 
     let mut workload = if args.command.is_empty() {
         None
@@ -597,7 +668,7 @@ pub(crate) fn run_on<S: Syscalls>(
         let plan = &plan;
         let printer = &mut printer;
         tmetric_runtime::run(&mut counters, &target, workload.as_mut(), &options, |tick| {
-            if layout == Layout::Std && (tick.number - 1) % 25 == 0 {
+            if layout == Layout::Std && !printer.metric_only && (tick.number - 1) % 25 == 0 {
                 writeln!(printer.out, "#           time             counts unit events")?;
             }
             let sample =
@@ -728,6 +799,285 @@ fn names_summary(names: &[&str]) -> String {
         names.join(", ")
     } else {
         format!("{} and {} more", names[..8].join(", "), names.len() - 8)
+    }
+}
+
+/// How `--topdown` measures on this machine.
+#[derive(Debug, Clone, PartialEq)]
+enum TopdownMode {
+    /// The model's `TopdownLN` metric group.
+    Json(String),
+    /// The kernel's older `topdown-*` events (seed 000's formulas).
+    Legacy(Vec<String>),
+}
+
+/// `--topdown` on this machine: the model's TopdownL metrics when it has them, else the
+/// kernel's older events, else `None` (no topdown support).
+fn topdown_mode(
+    args: &StatArgs,
+    sysfs: &Sysfs,
+    proc_root: &Path,
+) -> anyhow::Result<Option<TopdownMode>> {
+    let level = args.td_level.unwrap_or(1).max(1);
+    if sysfs.core_pmu().is_none() {
+        // No core PMU (a VM without a virtual PMU): neither path can count.
+        return Ok(None);
+    }
+    if let Ok(model) = host_model(args.model.as_deref(), sysfs, proc_root) {
+        let max = (1..=9u8).filter(|l| !model.select(&format!("TopdownL{l}")).is_empty()).max();
+        if let Some(max) = max {
+            if level > max {
+                bail!("--td-level {level}: {} has TopdownL1 to TopdownL{max}", model.path());
+            }
+            return Ok(Some(TopdownMode::Json(format!("TopdownL{level}"))));
+        }
+    }
+    let Some(core) = sysfs.core_pmu() else { return Ok(None) };
+    let events_dir = sysfs.pmu_devices().join(&core).join("events");
+    if !events_dir.join("topdown-total-slots").exists() {
+        return Ok(None);
+    }
+    if level > 1 {
+        bail!("--td-level {level}: the kernel's older topdown events give level 1 only");
+    }
+    if !args.all_cpus {
+        bail!(
+            "--topdown on this CPU uses the kernel's older topdown events, which count per core: add -a (system-wide)"
+        );
+    }
+    let events = engine::topdown::LEGACY_EVENTS
+        .iter()
+        .filter(|e| events_dir.join(e).exists())
+        .map(|e| e.to_string())
+        .collect();
+    Ok(Some(TopdownMode::Legacy(events)))
+}
+
+/// Each online CPU's (package, core), from sysfs topology.
+fn core_map(sysfs: &Sysfs) -> Vec<(u32, (u32, u32))> {
+    let cpus = sysfs.online_cpus().unwrap_or_default();
+    let read = |cpu: u32, file: &str| -> u32 {
+        std::fs::read_to_string(
+            sysfs.root().join(format!("devices/system/cpu/cpu{cpu}/topology/{file}")),
+        )
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0)
+    };
+    cpus.into_iter().map(|c| (c, (read(c, "physical_package_id"), read(c, "core_id")))).collect()
+}
+
+/// A legacy topdown column: wide enough for `% <label>`.
+fn legacy_width(label: &str) -> usize {
+    (label.len() + 2).max(10)
+}
+
+/// `1.5` as perf prints metric-only values (`%8.1f` with a ScaleUnit, else `%8.2f`).
+fn column(value: f64, has_scale_unit: bool, width: usize) -> String {
+    let text = perf_number(value, has_scale_unit);
+    format!("{:>width$}", text.trim())
+}
+
+impl Printer {
+    /// The time column of an interval line.
+    fn interval_prefix(&self, at: Option<Duration>) -> String {
+        match (&self.layout, at) {
+            (Layout::Std, Some(at)) => format!("{:>6}.{:09} ", at.as_secs(), at.subsec_nanos()),
+            (Layout::Csv(sep), Some(at)) => {
+                format!("{}.{:09}{sep}", at.as_secs(), at.subsec_nanos())
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// `--metric-only`: a header of metric names (repeated every 25 lines in interval mode,
+    /// and naming the time column in CSV so columns never shift), then one value per metric.
+    fn metric_columns(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        at: Option<Duration>,
+    ) -> io::Result<()> {
+        let results = plan.evaluate(&mut self.evaluators, sample);
+        let labels: Vec<String> =
+            plan.roots.iter().map(|r| metric_label(r.model, r.metric)).collect();
+        let widths: Vec<usize> = labels.iter().map(|l| l.len().max(8)).collect();
+        let header_due = self.lines % 25 == 0;
+        self.lines += 1;
+        match self.layout.clone() {
+            Layout::Std => {
+                let prefix = self.interval_prefix(at);
+                if header_due {
+                    let time = if at.is_some() {
+                        format!("{:<17}", "#           time")
+                    } else {
+                        String::new()
+                    };
+                    let cols: Vec<String> =
+                        labels.iter().zip(&widths).map(|(l, w)| format!("{l:>w$}")).collect();
+                    writeln!(self.out, "{time}{}", cols.join("  ").trim_end())?;
+                }
+                let cols: Vec<String> = plan
+                    .roots
+                    .iter()
+                    .zip(&results)
+                    .zip(&widths)
+                    .map(|((root, result), &w)| {
+                        let has = root.model.metrics[root.metric].has_scale_unit;
+                        column(result.scaled(root.model, root.metric), has, w)
+                    })
+                    .collect();
+                writeln!(self.out, "{prefix}{}", cols.join("  "))?;
+            }
+            Layout::Csv(sep) => {
+                if header_due {
+                    let time = if at.is_some() { format!("time{sep}") } else { String::new() };
+                    writeln!(self.out, "{time}{}", labels.join(&sep))?;
+                }
+                let prefix = self.interval_prefix(at);
+                let cols: Vec<String> = plan
+                    .roots
+                    .iter()
+                    .zip(&results)
+                    .map(|(root, result)| {
+                        let v = result.scaled(root.model, root.metric);
+                        if v.is_nan() { String::new() } else { format!("{v}") }
+                    })
+                    .collect();
+                writeln!(self.out, "{prefix}{}", cols.join(&sep))?;
+            }
+            Layout::Json => {
+                let metrics: Vec<serde_json::Value> = plan
+                    .roots
+                    .iter()
+                    .zip(&results)
+                    .map(|(root, result)| {
+                        let (unit, name) = metric_unit_name(root.model, root.metric);
+                        let v = result.scaled(root.model, root.metric);
+                        serde_json::json!({
+                            "metric-name": name,
+                            "metric-unit": unit,
+                            "metric-value": if v.is_finite() { serde_json::json!(v) } else { serde_json::Value::Null },
+                        })
+                    })
+                    .collect();
+                let mut line = serde_json::json!({ "metrics": metrics });
+                if let Some(at) = at {
+                    line["interval"] = serde_json::json!(at.as_secs_f64());
+                }
+                writeln!(self.out, "{line}")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `--topdown` from the kernel's older events: seed 000's level 1 per core.
+    fn legacy_topdown(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        at: Option<Duration>,
+    ) -> io::Result<()> {
+        let cores = self.legacy.clone().unwrap_or_default();
+        let mut units: Vec<(u32, u32)> = cores.iter().map(|c| c.1).collect();
+        units.sort_unstable();
+        units.dedup();
+        let spec_of = |name: &str| plan.specs.iter().position(|s| s.name == name);
+        let header_due = self.lines % 25 == 0;
+        self.lines += 1;
+        let prefix = self.interval_prefix(at);
+        let labels = ["retiring", "bad speculation", "frontend bound"];
+        for (i, unit) in units.iter().enumerate() {
+            let cpus: Vec<i32> =
+                cores.iter().filter(|c| c.1 == *unit).map(|c| c.0 as i32).collect();
+            let value = |name: &str| -> Option<f64> {
+                let spec = spec_of(name)?;
+                let per_cpu = sample.counts.events.get(spec)?.as_ref()?;
+                let scale = plan.events[spec].scale.unwrap_or(1.0);
+                Some(
+                    per_cpu
+                        .iter()
+                        .filter(|c| cpus.contains(&c.cpu))
+                        .map(|c| c.raw.scaled().unwrap_or(0) as f64 * scale)
+                        .sum(),
+                )
+            };
+            let counts = engine::topdown::LegacyCounts {
+                total_slots: value("topdown-total-slots").unwrap_or(0.0),
+                slots_issued: value("topdown-slots-issued").unwrap_or(0.0),
+                slots_retired: value("topdown-slots-retired").unwrap_or(0.0),
+                fetch_bubbles: value("topdown-fetch-bubbles").unwrap_or(0.0),
+                recovery_bubbles: value("topdown-recovery-bubbles"),
+            };
+            let l1 = engine::topdown::level1(&counts);
+            let values = [
+                Some(l1.retiring),
+                Some(l1.bad_speculation),
+                Some(l1.frontend_bound),
+                l1.backend_bound,
+            ];
+            let names = [labels[0], labels[1], labels[2], l1.backend_label];
+            let core = format!("S{}-C{}", unit.0, unit.1);
+            match self.layout.clone() {
+                Layout::Std => {
+                    if header_due && i == 0 {
+                        let cols: Vec<String> = names
+                            .iter()
+                            .map(|n| format!("{:>w$}", format!("% {n}"), w = legacy_width(n)))
+                            .collect();
+                        let time = if at.is_some() {
+                            format!("{:<17}", "#           time")
+                        } else {
+                            String::new()
+                        };
+                        writeln!(
+                            self.out,
+                            "{time}{:<8}{:>5}  {}",
+                            "core",
+                            "cpus",
+                            cols.join("  ")
+                        )?;
+                    }
+                    let cols: Vec<String> = values
+                        .iter()
+                        .zip(names)
+                        .map(|(v, n)| {
+                            let w = legacy_width(n);
+                            v.map_or(format!("{:>w$}", ""), |v| format!("{:>w$.1}", 100.0 * v))
+                        })
+                        .collect();
+                    writeln!(self.out, "{prefix}{core:<8}{:>5}  {}", cpus.len(), cols.join("  "))?;
+                }
+                Layout::Csv(sep) => {
+                    if header_due && i == 0 {
+                        let time = if at.is_some() { format!("time{sep}") } else { String::new() };
+                        writeln!(self.out, "{time}core{sep}cpus{sep}{}", names.join(&sep))?;
+                    }
+                    let cols: Vec<String> = values
+                        .iter()
+                        .map(|v| v.map_or(String::new(), |v| format!("{}", 100.0 * v)))
+                        .collect();
+                    writeln!(
+                        self.out,
+                        "{prefix}{core}{sep}{}{sep}{}",
+                        cpus.len(),
+                        cols.join(&sep)
+                    )?;
+                }
+                Layout::Json => {
+                    let mut line = serde_json::json!({ "core": core, "cpus": cpus.len() });
+                    for (n, v) in names.iter().zip(values) {
+                        line[*n] =
+                            v.map_or(serde_json::Value::Null, |v| serde_json::json!(100.0 * v));
+                    }
+                    if let Some(at) = at {
+                        line["interval"] = serde_json::json!(at.as_secs_f64());
+                    }
+                    writeln!(self.out, "{line}")?;
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -7,12 +7,15 @@
 //! * [`schedule`]: the counter-aware scheduler, perf's strategy as a baseline, a lower bound.
 //! * [`plan`]: metric inputs resolved on a machine, groups as runtime counter specs.
 //! * [`eval`]: evaluation of a plan over counts, with the reason for every missing value.
+//! * [`topdown`]: perf's built-in level-1 TopDown from the older `topdown-*` events (seed 000).
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod eval;
 pub mod plan;
 pub mod pmu;
 pub mod schedule;
+pub mod topdown;
 
 pub use eval::{Evaluators, RootResult, Sample, Shown};
 pub use plan::{Machine, Pick, Plan, PlanOptions, Resolution, Root, Row, Source};
