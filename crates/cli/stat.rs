@@ -902,7 +902,7 @@ impl Printer {
         let labels: Vec<String> =
             plan.roots.iter().map(|r| metric_label(r.model, r.metric)).collect();
         let widths: Vec<usize> = labels.iter().map(|l| l.len().max(8)).collect();
-        let header_due = self.lines % 25 == 0;
+        let header_due = self.lines.is_multiple_of(25);
         self.lines += 1;
         match self.layout.clone() {
             Layout::Std => {
@@ -983,7 +983,7 @@ impl Printer {
         units.sort_unstable();
         units.dedup();
         let spec_of = |name: &str| plan.specs.iter().position(|s| s.name == name);
-        let header_due = self.lines % 25 == 0;
+        let header_due = self.lines.is_multiple_of(25);
         self.lines += 1;
         let prefix = self.interval_prefix(at);
         let labels = ["retiring", "bad speculation", "frontend bound"];
