@@ -62,3 +62,16 @@ fn describe_shows_formula_tree_threshold_and_needed_events() {
     let elsewhere = tmetric(&["describe", "tma_dtlb_store", "--model", "amdzen4"]);
     assert!(stderr(&elsewhere).contains("it is defined for"), "{}", stderr(&elsewhere));
 }
+
+#[test]
+fn a_command_that_cannot_run_exits_as_the_shell_does() {
+    let missing = tmetric(&["--", "/nonexistent/tmetric-test-cmd"]);
+    assert_eq!(missing.status.code(), Some(127), "{}", stderr(&missing));
+    let not_in_path = tmetric(&["--", "tmetric-no-such-command-xyz"]);
+    assert_eq!(not_in_path.status.code(), Some(127), "{}", stderr(&not_in_path));
+    let not_executable = tmetric(&["--", "/etc/hostname"]);
+    assert_eq!(not_executable.status.code(), Some(126), "{}", stderr(&not_executable));
+    let killed = tmetric(&["--", "sh", "-c", "kill -9 $$"]);
+    assert_eq!(killed.status.code(), Some(128 + 9));
+    assert!(stderr(&killed).contains("killed by signal 9 (SIGKILL)"), "{}", stderr(&killed));
+}

@@ -89,6 +89,32 @@ fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::O
     args
 }
 
+/// The shell's codes for a command that could not run: 127 when it does not exist, 126
+/// when it exists but cannot be executed (as `sh` and perf's users expect).
+fn workload_exit_code(err: &anyhow::Error) -> Option<u8> {
+    use tmetric_runtime::{RunError, WorkloadError};
+    let code = |w: &WorkloadError| match w {
+        WorkloadError::NotFound(_) => Some(127),
+        WorkloadError::Exec { errno, .. } if errno.0 == libc_enoent() => Some(127),
+        WorkloadError::Exec { .. } => Some(126),
+        _ => None,
+    };
+    err.chain().find_map(|cause| {
+        if let Some(w) = cause.downcast_ref::<WorkloadError>() {
+            return code(w);
+        }
+        match cause.downcast_ref::<RunError>()? {
+            RunError::Workload(w) => code(w),
+            _ => None,
+        }
+    })
+}
+
+/// `ENOENT`, without a libc dependency in the binary.
+fn libc_enoent() -> i32 {
+    std::io::Error::from(std::io::ErrorKind::NotFound).raw_os_error().unwrap_or(2)
+}
+
 /// A safety net for `eprintln!` anywhere in the binary: when standard error cannot be written
 /// (`2>/dev/full`) it panics with "failed printing to stderr"; exit 2 quietly instead of 101
 /// with a panic message nobody can read. Code on the `stat` path writes through
@@ -125,7 +151,7 @@ fn main() -> ExitCode {
             }
             // Never `eprintln!`: it panics when standard error cannot be written.
             out::warn(&format!("{err:#}"));
-            ExitCode::from(2)
+            ExitCode::from(workload_exit_code(&err).unwrap_or(2))
         }
     }
 }

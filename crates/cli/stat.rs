@@ -691,6 +691,9 @@ pub(crate) fn run_on<S: Syscalls>(
         }
         Err(err) => return Err(err.into()),
     };
+    if let Some(signal) = report.exit.and_then(|e| e.signal()) {
+        warn(&format!("the workload was killed by signal {signal} ({})", signal_name(signal)));
+    }
     let rusage = report.exit.map(|e| (e.user, e.system));
     let sample = Sample { counts: &report.totals, seconds: report.elapsed.as_secs_f64(), rusage };
     if args.interval.is_none() || args.summary {
@@ -865,6 +868,25 @@ fn core_map(sysfs: &Sysfs) -> Vec<(u32, (u32, u32))> {
         .unwrap_or(0)
     };
     cpus.into_iter().map(|c| (c, (read(c, "physical_package_id"), read(c, "core_id")))).collect()
+}
+
+/// The usual name of a signal number.
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => "a signal",
+    }
 }
 
 /// A legacy topdown column: wide enough for `% <label>`.
