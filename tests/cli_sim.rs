@@ -204,3 +204,31 @@ fn without_a_pmu_there_is_no_topdown() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("System does not support topdown"), "{}", stderr(&out));
 }
+
+#[test]
+fn thresholds_colour_values_only_when_asked_or_on_a_terminal() {
+    let always = stderr(&tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1",
+        "-a",
+        "--color",
+        "always",
+        "sleep",
+        "0.1",
+    ]));
+    // Backend bound 29.8% crosses its 20% threshold: red; bad speculation 10.2% does not
+    // cross 15%: green.
+    let backend = always.lines().find(|l| l.contains("tma_backend_bound")).expect(&always);
+    assert!(backend.contains("\x1b[31m"), "{backend:?}");
+    let bad = always.lines().find(|l| l.contains("tma_bad_speculation")).expect(&always);
+    assert!(bad.contains("\x1b[32m"), "{bad:?}");
+    for args in [["--color", "never"], ["--color", "auto"]] {
+        let mut all = vec!["--pmu-sim", "sapphirerapids", "-M", "TopdownL1", "-a"];
+        all.extend_from_slice(&args);
+        all.extend_from_slice(&["sleep", "0.1"]);
+        let plain = stderr(&tmetric(&all));
+        assert!(!plain.contains('\x1b'), "{args:?}: {plain:?}");
+    }
+}

@@ -5,7 +5,7 @@
 //! their metrics `nan`; nothing is estimated.
 
 use std::ffi::OsString;
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use tmetric_runtime::{Counters, Environment, Kernel, RunOptions, Syscalls, Sysfs
 
 use crate::models;
 use crate::out::{Sink, warn};
-use crate::output::perf_number;
+use crate::output::{ColorChoice, paint, perf_number};
 
 /// `tmetric stat` flags (perf's names where perf has them).
 #[derive(Debug, Clone, clap::Args)]
@@ -82,6 +82,9 @@ pub(crate) struct StatArgs {
     /// Print only metrics: one column each, with a header.
     #[arg(long)]
     pub(crate) metric_only: bool,
+    /// Colour metric values by their thresholds: auto (on a terminal), always or never.
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub(crate) color: ColorChoice,
     /// The command to run and count (after `--` when it has options of its own).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -361,6 +364,8 @@ struct Printer {
     legacy: Option<Vec<(u32, (u32, u32))>>,
     /// Metric-only lines printed, for the header repeated every 25.
     lines: usize,
+    /// Colour metric values by their `MetricThreshold` (red crossed, green not).
+    colour: bool,
 }
 
 impl Printer {
@@ -398,6 +403,8 @@ impl Printer {
                     (metric_label(model, m), result.scaled(model, m), scaled, unit, name)
                 })
                 .collect();
+            let crossed: Vec<Option<bool>> =
+                row.roots.iter().map(|&r| results[r].threshold).collect();
             let (running, enabled) = match state {
                 Shown::Value { running, enabled, .. } => (running, enabled),
                 _ => (0, 0),
@@ -425,6 +432,7 @@ impl Printer {
                         }
                         let number = perf_number(*value, *scaled);
                         let width = 38usize.saturating_sub(3 + number.len() + 1);
+                        let number = paint(&number, crossed[i], self.colour);
                         line.push_str(&format!(" # {number} {label:<width$}"));
                         if i + 1 == metrics.len()
                             && let Some(run) = &run
@@ -644,6 +652,12 @@ pub(crate) fn run_on<S: Syscalls>(
         metric_only: args.metric_only,
         legacy,
         lines: 0,
+        colour: match args.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            // Counts go to standard error (or a file, never coloured).
+            ColorChoice::Auto => args.output.is_none() && std::io::stderr().is_terminal(),
+        } && layout == Layout::Std,
     };
 
     let mut workload = if args.command.is_empty() {
@@ -946,7 +960,8 @@ impl Printer {
                     .zip(&widths)
                     .map(|((root, result), &w)| {
                         let has = root.model.metrics[root.metric].has_scale_unit;
-                        column(result.scaled(root.model, root.metric), has, w)
+                        let text = column(result.scaled(root.model, root.metric), has, w);
+                        paint(&text, result.threshold, self.colour)
                     })
                     .collect();
                 writeln!(self.out, "{prefix}{}", cols.join("  "))?;
@@ -1065,7 +1080,15 @@ impl Printer {
                         .zip(names)
                         .map(|(v, n)| {
                             let w = legacy_width(n);
-                            v.map_or(format!("{:>w$}", ""), |v| format!("{:>w$.1}", 100.0 * v))
+                            v.map_or(format!("{:>w$}", ""), |v| {
+                                let text = format!("{:>w$.1}", 100.0 * v);
+                                let crossed = match engine::topdown::colour(n, v) {
+                                    engine::topdown::Colour::Red => Some(true),
+                                    engine::topdown::Colour::Green => Some(false),
+                                    engine::topdown::Colour::Plain => None,
+                                };
+                                paint(&text, crossed, self.colour)
+                            })
                         })
                         .collect();
                     writeln!(self.out, "{prefix}{core:<8}{:>5}  {}", cpus.len(), cols.join("  "))?;
