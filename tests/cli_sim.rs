@@ -232,3 +232,53 @@ fn thresholds_colour_values_only_when_asked_or_on_a_terminal() {
         assert!(!plain.contains('\x1b'), "{args:?}: {plain:?}");
     }
 }
+
+#[test]
+fn per_core_and_per_socket_evaluate_each_unit_and_cputype_filters_hybrids() {
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1",
+        "-a",
+        "--per-socket",
+        "-x",
+        ",",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let retiring: Vec<&str> = text.lines().filter(|l| l.contains("tma_retiring")).collect();
+    assert_eq!(retiring.len(), 2, "two sockets: {text}");
+    assert!(retiring.iter().all(|l| l.starts_with("S0,4,") || l.starts_with("S1,4,")), "{text}");
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1",
+        "-a",
+        "--per-core",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert_eq!(text.lines().filter(|l| l.contains("tma_retiring")).count(), 4, "{text}");
+    let out = tmetric(&[
+        "--pmu-sim",
+        "alderlake",
+        "-M",
+        "TopdownL1",
+        "--cputype",
+        "atom",
+        "-a",
+        "-v",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("cpu_atom/") && !text.contains("cpu_core/"), "{text}");
+    assert!(text.contains("group 1: {"), "-v shows the groups: {text}");
+    assert!(text.contains("its events count together"), "{text}");
+}

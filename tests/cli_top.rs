@@ -75,3 +75,67 @@ fn a_command_that_cannot_run_exits_as_the_shell_does() {
     assert_eq!(killed.status.code(), Some(128 + 9));
     assert!(stderr(&killed).contains("killed by signal 9 (SIGKILL)"), "{}", stderr(&killed));
 }
+
+#[test]
+fn per_cpu_and_cpu_lists_follow_perf() {
+    // -A: one row per online CPU, for real.
+    let out = tmetric(&["-a", "-A", "-e", "cpu-clock", "sleep", "0.1"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let cpus = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let n = cpus
+        .trim()
+        .split(',')
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum::<usize>();
+    let rows: Vec<&str> =
+        text.lines().filter(|l| l.starts_with("CPU") && l.contains("cpu-clock")).collect();
+    assert_eq!(rows.len(), n, "{text}");
+    // -C 0: CPU 0 only; about one CPU's worth of cpu-clock.
+    let out = tmetric(&["-C", "0", "-e", "cpu-clock", "sleep", "0.2"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("CPU(s) 0"), "{text}");
+    let ms: f64 = text
+        .lines()
+        .find(|l| l.contains("cpu-clock"))
+        .and_then(|l| l.split_whitespace().next())
+        .map(|v| v.replace(',', "").parse().unwrap())
+        .expect(&text);
+    assert!((150.0..400.0).contains(&ms), "{ms} ms\n{text}");
+    let bad = tmetric(&["-C", "999", "-e", "cpu-clock", "sleep", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("not online"), "{}", stderr(&bad));
+    let no_cpus = tmetric(&["--per-core", "-e", "cpu-clock", "--", "true"]);
+    assert_eq!(no_cpus.status.code(), Some(2));
+}
+
+#[test]
+fn attaching_to_a_running_process_counts_it_until_interrupted() {
+    let mut child =
+        std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
+    let pid = child.id().to_string();
+    let stat = std::process::Command::new(env!("CARGO_BIN_EXE_tmetric"))
+        .args(["-p", &pid, "-e", "task-clock"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    std::process::Command::new("kill").args(["-INT", &stat.id().to_string()]).status().unwrap();
+    let out = stat.wait_with_output().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(text.contains(&format!("process id {pid}")), "{text}");
+    let ms: f64 = text
+        .lines()
+        .find(|l| l.contains("task-clock"))
+        .and_then(|l| l.split_whitespace().next())
+        .map(|v| v.replace(',', "").parse().unwrap())
+        .expect(&text);
+    // The loop runs all the time it is watched; a loaded machine gives it less than 0.4 s.
+    assert!(ms > 10.0, "a busy loop for 0.4 s: {ms} ms\n{text}");
+}

@@ -82,6 +82,33 @@ pub(crate) struct StatArgs {
     /// Print only metrics: one column each, with a header.
     #[arg(long)]
     pub(crate) metric_only: bool,
+    /// Count on these CPUs only (a list such as `0-3,8`); implies system-wide counting there.
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub(crate) cpu_list: Option<String>,
+    /// Per CPU: no aggregation over CPUs.
+    #[arg(short = 'A', long = "no-aggr", conflicts_with_all = ["per_core", "per_socket", "per_die"])]
+    pub(crate) no_aggr: bool,
+    /// Aggregate per physical core.
+    #[arg(long, conflicts_with_all = ["per_socket", "per_die"])]
+    pub(crate) per_core: bool,
+    /// Aggregate per die.
+    #[arg(long, conflicts_with = "per_socket")]
+    pub(crate) per_die: bool,
+    /// Aggregate per socket (package).
+    #[arg(long)]
+    pub(crate) per_socket: bool,
+    /// Count an existing process (and its threads) until Ctrl-C, instead of a command.
+    #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "tid")]
+    pub(crate) pid: Option<i32>,
+    /// Count an existing thread until Ctrl-C, instead of a command.
+    #[arg(short = 't', long = "tid", value_name = "TID")]
+    pub(crate) tid: Option<i32>,
+    /// On hybrid CPUs, only the metrics of this core type.
+    #[arg(long, value_name = "core|atom", value_parser = ["core", "atom"])]
+    pub(crate) cputype: Option<String>,
+    /// Say how the events were grouped and why, before counting.
+    #[arg(short = 'v', long)]
+    pub(crate) verbose: bool,
     /// Colour metric values by their thresholds: auto (on a terminal), always or never.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub(crate) color: ColorChoice,
@@ -179,7 +206,7 @@ pub(crate) fn select_items(
 
 /// Builds the plan from the flags on `machine`.
 fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
-    let literals = engine::plan::literals(machine.sysfs, machine.proc_root, args.all_cpus);
+    let literals = engine::plan::literals(machine.sysfs, machine.proc_root, system_wide(args));
     let mut plan = Plan::new(literals);
     let common = tmetric_catalog::common();
     for list in &args.events {
@@ -218,12 +245,23 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
             }
         }
     }
+    if let Some(kind) = &args.cputype {
+        // Hybrid metrics name their PMU (`cpu_core`, `cpu_atom`); others apply to both.
+        let pmu = format!("cpu_{kind}");
+        picks.retain(|p| {
+            let metric_pmu = p.model.str(p.model.metrics[p.metric].pmu);
+            metric_pmu == pmu || !(metric_pmu == "cpu_core" || metric_pmu == "cpu_atom")
+        });
+        if picks.is_empty() && !args.metrics.is_empty() {
+            bail!("--cputype {kind}: none of the selected metrics is a `{pmu}` metric");
+        }
+    }
     let options = PlanOptions {
         thresholds: !args.metric_no_threshold,
         no_group: args.metric_no_group,
         no_merge: args.metric_no_merge,
         strategy: Strategy::Tmetric,
-        system_wide: args.all_cpus,
+        system_wide: system_wide(args),
     };
     plan.add_metrics(&picks, machine, &options, explicit);
     refuse_uncountable(&plan, machine)?;
@@ -366,6 +404,8 @@ struct Printer {
     lines: usize,
     /// Colour metric values by their `MetricThreshold` (red crossed, green not).
     colour: bool,
+    /// `-A`/`--per-*`: the aggregation units (label, CPUs); empty for one global total.
+    units: Vec<(String, Vec<i32>)>,
 }
 
 impl Printer {
@@ -377,8 +417,28 @@ impl Printer {
         if self.metric_only {
             return self.metric_columns(plan, sample, at);
         }
+        if self.units.is_empty() {
+            return self.rows_for(plan, sample, at, None);
+        }
+        for (label, cpus) in self.units.clone() {
+            // Each unit evaluates over its own CPUs' counts, as perf's aggregation does.
+            let counts = only_cpus(sample.counts, &cpus);
+            let unit = Sample { counts: &counts, ..*sample };
+            self.rows_for(plan, &unit, at, Some((&label, cpus.len())))?;
+        }
+        Ok(())
+    }
+
+    /// The rows of one aggregation unit (`unit`: its label and CPU count), or of the total.
+    fn rows_for(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        at: Option<Duration>,
+        unit: Option<(&str, usize)>,
+    ) -> io::Result<()> {
         let results = plan.evaluate(&mut self.evaluators, sample);
-        let prefix = match (&self.layout, at) {
+        let time = match (&self.layout, at) {
             (Layout::Std, Some(at)) => format!("{:>6}.{:09} ", at.as_secs(), at.subsec_nanos()),
             (Layout::Csv(sep), Some(at)) => {
                 format!("{}.{:09}{sep}", at.as_secs(), at.subsec_nanos())
@@ -387,6 +447,20 @@ impl Printer {
                 format!("\"interval\" : {}.{:09}, ", at.as_secs(), at.subsec_nanos())
             }
             (_, None) => String::new(),
+        };
+        let per_cpu = unit.is_some_and(|(label, _)| label.starts_with("CPU"));
+        let prefix = match (&self.layout, unit) {
+            (_, None) => time,
+            (Layout::Std, Some((label, _))) if per_cpu => format!("{time}{label:<8}"),
+            (Layout::Std, Some((label, n))) => format!("{time}{label:<12}{n:>4} "),
+            (Layout::Csv(sep), Some((label, _))) if per_cpu => format!("{time}{label}{sep}"),
+            (Layout::Csv(sep), Some((label, n))) => format!("{time}{label}{sep}{n}{sep}"),
+            (Layout::Json, Some((label, _))) if per_cpu => {
+                format!("{time}\"cpu\" : \"{}\", ", label.trim_start_matches("CPU"))
+            }
+            (Layout::Json, Some((label, n))) => {
+                format!("{time}\"aggregate-number\" : {n}, \"unit\" : \"{label}\", ")
+            }
         };
         for row in plan.rows.iter().filter(|r| r.show) {
             let state = engine::eval::shown(plan, row, sample);
@@ -549,10 +623,19 @@ fn command_text(command: &[OsString]) -> String {
 
 /// Runs `tmetric stat`; returns the exit code (the workload's, as perf does).
 pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
-    if args.command.is_empty() && !args.all_cpus {
+    let attach = args.pid.or(args.tid);
+    if args.command.is_empty() && !system_wide(args) && attach.is_none() {
         bail!(
-            "give a command to count (`tmetric stat -- COMMAND ...`), or -a to count the whole system until Ctrl-C"
+            "give a command to count (`tmetric stat -- COMMAND ...`), -a or -C to count CPUs until Ctrl-C, or -p/-t to count a running process"
         );
+    }
+    if attach.is_some() && !args.command.is_empty() {
+        bail!(
+            "-p/-t count a running process until Ctrl-C; give either them or a command, not both"
+        );
+    }
+    if (args.no_aggr || args.per_core || args.per_die || args.per_socket) && !system_wide(args) {
+        bail!("-A, --per-core, --per-die and --per-socket split counts by CPU: add -a or -C");
     }
     if let Some(ms) = args.interval
         && ms < 10
@@ -658,6 +741,7 @@ pub(crate) fn run_on<S: Syscalls>(
             // Counts go to standard error (or a file, never coloured).
             ColorChoice::Auto => args.output.is_none() && std::io::stderr().is_terminal(),
         } && layout == Layout::Std,
+        units: Vec::new(),
     };
 
     let mut workload = if args.command.is_empty() {
@@ -665,11 +749,26 @@ pub(crate) fn run_on<S: Syscalls>(
     } else {
         Some(Workload::prepare(&args.command).context("cannot start the workload")?)
     };
-    let target = if args.all_cpus {
+    let target = if let Some(list) = &args.cpu_list {
+        let online = sysfs.online_cpus().context("cannot list the online CPUs")?;
+        let wanted = tmetric_runtime::sysfs::parse_cpu_list(list.trim())
+            .with_context(|| format!("-C `{list}`: expected a CPU list such as `0-3,8`"))?;
+        let offline: Vec<u32> = wanted.iter().copied().filter(|c| !online.contains(c)).collect();
+        if !offline.is_empty() {
+            bail!("-C `{list}`: CPU {offline:?} is not online (online: {online:?})");
+        }
+        Target::Cpus(wanted)
+    } else if args.all_cpus {
         Target::Cpus(sysfs.online_cpus().context("cannot list the online CPUs")?)
+    } else if let Some(pid) = args.pid.or(args.tid) {
+        Target::Task { pid, on_exec: false }
     } else {
         Target::Task { pid: workload.as_ref().map_or(0, Workload::pid), on_exec: true }
     };
+    if args.verbose {
+        describe_plan(&plan);
+    }
+    printer.units = aggregation_units(args, sysfs, &target);
     // The signal pipe before the events: when descriptors run out, the events say so.
     tmetric_runtime::signal::prepare().map_err(|e| anyhow::anyhow!("cannot catch signals: {e}"))?;
     let mut counters =
@@ -712,8 +811,17 @@ pub(crate) fn run_on<S: Syscalls>(
     let sample = Sample { counts: &report.totals, seconds: report.elapsed.as_secs_f64(), rusage };
     if args.interval.is_none() || args.summary {
         if layout == Layout::Std {
-            let what =
-                if args.all_cpus { "system wide".to_string() } else { command_text(&args.command) };
+            let what = if let Some(pid) = args.pid {
+                format!("process id {pid}")
+            } else if let Some(tid) = args.tid {
+                format!("thread id {tid}")
+            } else if let Some(list) = &args.cpu_list {
+                format!("CPU(s) {list}")
+            } else if args.all_cpus {
+                "system wide".to_string()
+            } else {
+                command_text(&args.command)
+            };
             let what = match simulated {
                 Some(name) => format!("{what}' on simulated PMU '{name}"),
                 None => what,
@@ -816,6 +924,79 @@ fn names_summary(names: &[&str]) -> String {
         names.join(", ")
     } else {
         format!("{} and {} more", names[..8].join(", "), names.len() - 8)
+    }
+}
+
+/// `-a` or `-C`: counting CPUs rather than a task.
+fn system_wide(args: &StatArgs) -> bool {
+    args.all_cpus || args.cpu_list.is_some()
+}
+
+/// `event`'s readings on `cpus` only.
+fn only_cpus(counts: &tmetric_runtime::Snapshot, cpus: &[i32]) -> tmetric_runtime::Snapshot {
+    tmetric_runtime::Snapshot {
+        events: counts
+            .events
+            .iter()
+            .map(|e| {
+                e.as_ref()
+                    .map(|per| per.iter().copied().filter(|c| cpus.contains(&c.cpu)).collect())
+            })
+            .collect(),
+    }
+}
+
+/// The aggregation units of `-A`, `--per-core`, `--per-die` and `--per-socket`, perf's labels
+/// (`CPU3`, `S0-D0-C1`, `S0-D0`, `S0`) with their CPUs; empty without one of them.
+fn aggregation_units(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Vec<(String, Vec<i32>)> {
+    let Target::Cpus(cpus) = target else { return Vec::new() };
+    if !(args.no_aggr || args.per_core || args.per_die || args.per_socket) {
+        return Vec::new();
+    }
+    let read = |cpu: u32, file: &str| -> u32 {
+        std::fs::read_to_string(
+            sysfs.root().join(format!("devices/system/cpu/cpu{cpu}/topology/{file}")),
+        )
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0)
+    };
+    let mut units: Vec<(String, Vec<i32>)> = Vec::new();
+    for &cpu in cpus {
+        let (s, d, c) =
+            (read(cpu, "physical_package_id"), read(cpu, "die_id"), read(cpu, "core_id"));
+        let label = if args.no_aggr {
+            format!("CPU{cpu}")
+        } else if args.per_core {
+            format!("S{s}-D{d}-C{c}")
+        } else if args.per_die {
+            format!("S{s}-D{d}")
+        } else {
+            format!("S{s}")
+        };
+        match units.iter_mut().find(|u| u.0 == label) {
+            Some(u) => u.1.push(cpu as i32),
+            None => units.push((label, vec![cpu as i32])),
+        }
+    }
+    units
+}
+
+/// `-v`: how the events were grouped, per group, and where each metric's events landed.
+fn describe_plan(plan: &Plan) {
+    for (g, group) in plan.groups.iter().enumerate() {
+        let names: Vec<&str> = group.iter().map(|&s| plan.specs[s].name.as_str()).collect();
+        warn(&format!("group {}: {{{}}}", g + 1, names.join(",")));
+    }
+    for root in &plan.roots {
+        let name = root.model.str(root.model.metrics[root.metric].name);
+        let how = match &root.placement {
+            engine::Placement::Together { .. } => "its events count together".to_string(),
+            engine::Placement::Spread { why, .. } => format!("multiplexed: {why}"),
+            engine::Placement::NoCounters => "no hardware counters".to_string(),
+            engine::Placement::Impossible { why } => format!("cannot be counted: {why}"),
+        };
+        warn(&format!("{name}: {how}"));
     }
 }
 
