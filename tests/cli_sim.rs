@@ -282,3 +282,43 @@ fn per_core_and_per_socket_evaluate_each_unit_and_cputype_filters_hybrids() {
     assert!(text.contains("group 1: {"), "-v shows the groups: {text}");
     assert!(text.contains("its events count together"), "{text}");
 }
+
+#[test]
+fn tree_nests_children_hides_quiet_nodes_and_marks_the_bottleneck() {
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1,TopdownL2",
+        "--tree",
+        "-a",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let line =
+        |name: &str| text.lines().find(|l| l.trim_start().starts_with(name)).map(str::to_string);
+    // Level 2 is indented under level 1.
+    let heavy = line("tma_heavy_operations").expect(&text);
+    assert!(heavy.starts_with("  tma_heavy_operations"), "{heavy}");
+    assert!(line("tma_retiring").expect(&text).starts_with("tma_retiring"));
+    // Bad speculation (10.2%) is below its 15% threshold: hidden unless --all.
+    assert!(line("tma_bad_speculation").is_none(), "{text}");
+    let all = stderr(&tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1,TopdownL2",
+        "--tree",
+        "--all",
+        "-a",
+        "sleep",
+        "0.1",
+    ]));
+    assert!(all.contains("tma_bad_speculation"), "{all}");
+    // The bottleneck path: one marked node per level, parents before children.
+    let marked: Vec<&str> = text.lines().filter(|l| l.ends_with("<==")).collect();
+    assert!(!marked.is_empty(), "{text}");
+    assert!(!marked[0].starts_with(' '), "the path starts at level 1: {text}");
+}

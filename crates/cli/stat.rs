@@ -79,6 +79,17 @@ pub(crate) struct StatArgs {
     /// The TopDown level for --topdown (1 when 0 or not given).
     #[arg(long, value_name = "N", requires = "topdown")]
     pub(crate) td_level: Option<u8>,
+    /// Print the metrics as the TMA tree: children under parents, nodes below their threshold
+    /// hidden (see --all), the bottleneck path marked `<==` (the default for --topdown on a
+    /// terminal).
+    #[arg(long, conflicts_with = "no_tree")]
+    pub(crate) tree: bool,
+    /// With --topdown on a terminal: columns, not the tree.
+    #[arg(long)]
+    pub(crate) no_tree: bool,
+    /// With --tree: also the nodes below their threshold (dimmed).
+    #[arg(long)]
+    pub(crate) all: bool,
     /// Print only metrics: one column each, with a header.
     #[arg(long)]
     pub(crate) metric_only: bool,
@@ -406,6 +417,8 @@ struct Printer {
     colour: bool,
     /// `-A`/`--per-*`: the aggregation units (label, CPUs); empty for one global total.
     units: Vec<(String, Vec<i32>)>,
+    /// `--tree`: show nodes below their threshold too (`--all`).
+    tree: Option<bool>,
 }
 
 impl Printer {
@@ -413,6 +426,9 @@ impl Printer {
     fn rows(&mut self, plan: &Plan, sample: &Sample<'_>, at: Option<Duration>) -> io::Result<()> {
         if self.legacy.is_some() {
             return self.legacy_topdown(plan, sample, at);
+        }
+        if self.tree.is_some() {
+            return self.tree_view(plan, sample, at);
         }
         if self.metric_only {
             return self.metric_columns(plan, sample, at);
@@ -742,6 +758,13 @@ pub(crate) fn run_on<S: Syscalls>(
             ColorChoice::Auto => args.output.is_none() && std::io::stderr().is_terminal(),
         } && layout == Layout::Std,
         units: Vec::new(),
+        tree: (args.tree
+            || (args.topdown
+                && !args.no_tree
+                && layout == Layout::Std
+                && std::io::stderr().is_terminal()
+                && args.output.is_none()))
+        .then_some(args.all),
     };
 
     let mut workload = if args.command.is_empty() {
@@ -1184,6 +1207,80 @@ impl Printer {
                     line["interval"] = serde_json::json!(at.as_secs_f64());
                 }
                 writeln!(self.out, "{line}")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `--tree`: the TMA hierarchy. A metric is a child of `tma_X` when its groups name
+    /// `tma_X_group`. Nodes whose threshold says "not a problem" are hidden (dimmed with
+    /// `--all`); the bottleneck path follows, level by level, the crossed node with the
+    /// largest value, as toplev marks it.
+    fn tree_view(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        at: Option<Duration>,
+    ) -> io::Result<()> {
+        let results = plan.evaluate(&mut self.evaluators, sample);
+        let show_all = self.tree.unwrap_or(false);
+        let names: Vec<&str> =
+            plan.roots.iter().map(|r| r.model.str(r.model.metrics[r.metric].name)).collect();
+        let parent_of = |i: usize| -> Option<usize> {
+            let root = &plan.roots[i];
+            let groups = root.model.str(root.model.metrics[root.metric].groups);
+            groups.split(';').find_map(|g| {
+                let parent = g.strip_suffix("_group")?;
+                names.iter().position(|n| *n == parent).filter(|&p| p != i)
+            })
+        };
+        let parents: Vec<Option<usize>> = (0..names.len()).map(parent_of).collect();
+        let children = |p: Option<usize>| -> Vec<usize> {
+            (0..names.len()).filter(|&i| parents[i] == p).collect()
+        };
+        // The bottleneck path.
+        let mut path: Vec<usize> = Vec::new();
+        let mut level = children(None);
+        loop {
+            let crossed: Vec<usize> =
+                level.iter().copied().filter(|&i| results[i].threshold == Some(true)).collect();
+            let pick = crossed.into_iter().max_by(|&a, &b| {
+                results[a].value.partial_cmp(&results[b].value).unwrap_or(std::cmp::Ordering::Equal)
+            });
+            match pick {
+                Some(i) => {
+                    path.push(i);
+                    level = children(Some(i));
+                }
+                None => break,
+            }
+        }
+        if let Some(at) = at {
+            writeln!(self.out, "# {:>6}.{:09}", at.as_secs(), at.subsec_nanos())?;
+        }
+        let mut stack: Vec<(usize, usize)> =
+            children(None).into_iter().rev().map(|i| (i, 0)).collect();
+        while let Some((i, depth)) = stack.pop() {
+            let below = results[i].threshold == Some(false);
+            if below && !show_all {
+                continue;
+            }
+            let root = &plan.roots[i];
+            let metric = &root.model.metrics[root.metric];
+            let value = results[i].scaled(root.model, root.metric);
+            let number = perf_number(value, metric.has_scale_unit);
+            let unit = root.model.str(metric.unit);
+            let mark = if path.contains(&i) { "  <==" } else { "" };
+            let line = format!(
+                "{}{:<w$} {number} {unit}{mark}",
+                "  ".repeat(depth),
+                names[i],
+                w = 44 - 2 * depth.min(10)
+            );
+            let line = if below && self.colour { format!("\x1b[2m{line}\x1b[m") } else { line };
+            writeln!(self.out, "{line}")?;
+            for c in children(Some(i)).into_iter().rev() {
+                stack.push((c, depth + 1));
             }
         }
         Ok(())
