@@ -139,3 +139,36 @@ fn attaching_to_a_running_process_counts_it_until_interrupted() {
     // The loop runs all the time it is watched; a loaded machine gives it less than 0.4 s.
     assert!(ms > 10.0, "a busy loop for 0.4 s: {ms} ms\n{text}");
 }
+
+#[test]
+fn describe_with_counts_gives_each_node_its_value_and_reason() {
+    let dir = std::env::temp_dir().join(format!("tmetric-describe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("counts.json");
+    std::fs::write(
+        &path,
+        r#"{"counts": {"topdown-fe-bound": 200, "topdown-be-bound": 300, "topdown-bad-spec": 100, "TOPDOWN.SLOTS": 1000, "INT_MISC.UOP_DROPPING": 0}}"#,
+    )
+    .unwrap();
+    let text = ok_stdout(&[
+        "describe",
+        "tma_bad_speculation",
+        "--model",
+        "sapphirerapids",
+        "--counts",
+        path.to_str().unwrap(),
+    ]);
+    std::fs::remove_dir_all(&dir).ok();
+    // max(1 - (fe + be + NaN), 0) is 0 by perf's rules: the reason is printed beside it.
+    let root =
+        text.lines().find(|l| l.trim_start().starts_with("tma_bad_speculation =")).expect(&text);
+    assert!(
+        root.contains("0.0000 %")
+            && root.contains("computed without")
+            && root.contains("topdown-retiring"),
+        "{root}"
+    );
+    let fe =
+        text.lines().find(|l| l.trim_start().starts_with("tma_frontend_bound =")).expect(&text);
+    assert!(fe.contains("nan") && fe.contains("topdown-retiring"), "{fe}");
+}

@@ -14,7 +14,8 @@ use crate::models::{closest, find_model, join_code};
 /// `tmetric describe` flags.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  tmetric describe tma_dtlb_store --model sapphirerapids\n  \
-    tmetric describe tma_backend_bound --model alderlake --json")]
+    tmetric describe tma_backend_bound --model alderlake --json\n  \
+    tmetric describe tma_retiring --model sapphirerapids --counts counts.json")]
 pub(crate) struct DescribeArgs {
     /// The metric.
     #[arg(value_name = "METRIC")]
@@ -23,9 +24,62 @@ pub(crate) struct DescribeArgs {
     /// describe` then lists the others).
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
+    /// Evaluate the tree over this counts file (docs/counts-format.md; `-` reads standard
+    /// input): each node's value, with the reason for every `nan` or out-of-range value.
+    #[arg(long, value_name = "FILE")]
+    counts: Option<std::path::PathBuf>,
     /// One JSON document.
     #[arg(long)]
     json: bool,
+}
+
+/// A node's value over a counts file, and what is wrong with it.
+#[derive(Serialize, Clone)]
+struct Valued {
+    value: Option<f64>,
+    why: Option<String>,
+}
+
+/// Every metric of the tree evaluated over the counts: `(metric index, value and reason)`.
+fn evaluate_tree(
+    model: &'static Model,
+    metric: usize,
+    file: &crate::counts::CountsFile,
+) -> anyhow::Result<Vec<(usize, Valued)>> {
+    let assigned = crate::counts::assign(model, file)?;
+    let mut evaluator = tmetric_catalog::Evaluator::new(model);
+    evaluator.values.clone_from(&assigned.values);
+    evaluator.source_counts.clone_from(&assigned.source_counts);
+    for (literal, value) in &file.literals {
+        evaluator.literals[literal.index()] = *value;
+    }
+    for slot in 0..model.ids.len() {
+        evaluator.probes[slot] = f64::from(u8::from(assigned.present[slot]));
+    }
+    let order = model.closure(&[metric]);
+    let roots: Vec<usize> = order.iter().map(|&m| m as usize).collect();
+    let results = evaluator.evaluate(model, &roots);
+    Ok(results
+        .into_iter()
+        .map(|r| {
+            let m = &model.metrics[r.metric];
+            let scaled = r.value * m.scale;
+            let why = if let Some(fail) = r.failure {
+                Some(format!("no value: {fail}"))
+            } else if !r.missing.is_empty() {
+                let names: Vec<&str> = r.missing.iter().map(|&s| model.str(model.ids[s as usize].text)).collect();
+                let what = if r.value.is_nan() { "nan" } else { "computed without" };
+                Some(format!("{what}: the counts have no {}", names.join(", ")))
+            } else if r.value < 0.0 {
+                Some("negative: the counts do not fit together (multiplexed over different time, or from different runs)".into())
+            } else if model.str(m.unit) == "%" && m.scale == 100.0 && r.value > 1.0 {
+                Some("over 100%: the counts do not fit together (multiplexed over different time, or from different runs)".into())
+            } else {
+                None
+            };
+            (r.metric, Valued { value: (!scaled.is_nan()).then_some(scaled), why })
+        })
+        .collect())
 }
 
 #[derive(Serialize)]
@@ -33,6 +87,8 @@ struct Node {
     metric: String,
     expr: String,
     value_unit: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counted: Option<Valued>,
     metrics: Vec<Node>,
     events: Vec<String>,
 }
@@ -77,7 +133,13 @@ fn needed_names(model: &Model, metric: usize, smt: bool) -> Vec<String> {
     names
 }
 
-fn tree(model: &Model, metric: usize, depth: usize, seen: &mut Vec<usize>) -> Node {
+fn tree(
+    model: &Model,
+    metric: usize,
+    depth: usize,
+    seen: &mut Vec<usize>,
+    values: &[(usize, Valued)],
+) -> Node {
     let m = &model.metrics[metric];
     let literals = facts_literals(true);
     let probes = vec![0.0; model.ids.len()];
@@ -91,7 +153,7 @@ fn tree(model: &Model, metric: usize, depth: usize, seen: &mut Vec<usize>) -> No
                 let x = x as usize;
                 if depth < 12 && !seen.contains(&x) {
                     seen.push(x);
-                    metrics.push(tree(model, x, depth + 1, seen));
+                    metrics.push(tree(model, x, depth + 1, seen, values));
                     seen.pop();
                 }
             }
@@ -110,6 +172,7 @@ fn tree(model: &Model, metric: usize, depth: usize, seen: &mut Vec<usize>) -> No
         metric: model.str(m.name).to_string(),
         expr: model.str(m.expr).to_string(),
         value_unit: model.str(m.unit).to_string(),
+        counted: values.iter().find(|(i, _)| *i == metric).map(|(_, v)| v.clone()),
         metrics,
         events,
     }
@@ -117,7 +180,18 @@ fn tree(model: &Model, metric: usize, depth: usize, seen: &mut Vec<usize>) -> No
 
 fn print_tree(out: &mut dyn Write, node: &Node, indent: usize) -> std::io::Result<()> {
     let pad = "  ".repeat(indent);
-    writeln!(out, "{pad}{} = {}", node.metric, node.expr)?;
+    match &node.counted {
+        Some(v) => {
+            let value = v.value.map_or("nan".to_string(), |x| format!("{x:.4}"));
+            let why = v.why.as_ref().map(|w| format!("  [{w}]")).unwrap_or_default();
+            writeln!(
+                out,
+                "{pad}{} = {value} {}{why}    ({})",
+                node.metric, node.value_unit, node.expr
+            )?;
+        }
+        None => writeln!(out, "{pad}{} = {}", node.metric, node.expr)?,
+    }
     if !node.events.is_empty() {
         writeln!(out, "{pad}  events: {}", node.events.join(", "))?;
     }
@@ -167,8 +241,13 @@ pub(crate) fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()
             }
         );
     }
+    let file = args.counts.as_deref().map(crate::counts::read).transpose()?;
     for (i, &metric) in found.iter().enumerate() {
         let m = &model.metrics[metric];
+        let values = match &file {
+            Some(file) => evaluate_tree(model, metric, file)?,
+            None => Vec::new(),
+        };
         let description = Description {
             model: model.path(),
             metric: model.str(m.name).to_string(),
@@ -188,7 +267,7 @@ pub(crate) fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()
                 tmetric_catalog::Constraint::None => None,
                 other => Some(format!("{other:?}")),
             },
-            tree: tree(model, metric, 0, &mut vec![metric]),
+            tree: tree(model, metric, 0, &mut vec![metric], &values),
             needed_smt_on: needed_names(model, metric, true),
             needed_smt_off: needed_names(model, metric, false),
             also_defined_in: defining
