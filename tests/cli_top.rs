@@ -172,3 +172,26 @@ fn describe_with_counts_gives_each_node_its_value_and_reason() {
         text.lines().find(|l| l.trim_start().starts_with("tma_frontend_bound =")).expect(&text);
     assert!(fe.contains("nan") && fe.contains("topdown-retiring"), "{fe}");
 }
+
+#[test]
+fn delay_and_interval_count_behave_as_in_perf() {
+    // --interval-count 3 with -I 100: three intervals, then the command is stopped.
+    let start = std::time::Instant::now();
+    let out =
+        tmetric(&["-I", "100", "--interval-count", "3", "-e", "task-clock", "--", "sleep", "10"]);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5), "it waited for sleep 10");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stderr(&out);
+    assert_eq!(text.lines().filter(|l| l.contains("task-clock")).count(), 3, "{text}");
+    // -D: the first 200 ms of a 400 ms sleep are not counted, so elapsed is about 200 ms.
+    let out = tmetric(&["-D", "200", "-e", "task-clock", "--", "sleep", "0.4"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let elapsed: f64 = text
+        .lines()
+        .find(|l| l.contains("seconds time elapsed"))
+        .and_then(|l| l.split_whitespace().next())
+        .map(|v| v.parse().unwrap())
+        .expect(&text);
+    assert!((0.15..0.35).contains(&elapsed), "{elapsed} s\n{text}");
+}

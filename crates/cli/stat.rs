@@ -93,6 +93,12 @@ pub(crate) struct StatArgs {
     /// Print only metrics: one column each, with a header.
     #[arg(long)]
     pub(crate) metric_only: bool,
+    /// Start counting MS milliseconds after the command starts.
+    #[arg(short = 'D', long = "delay", value_name = "MS")]
+    pub(crate) delay: Option<u64>,
+    /// With -I: stop after N intervals (a command still running gets SIGTERM).
+    #[arg(long, value_name = "N", requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) interval_count: Option<u64>,
     /// Count on these CPUs only (a list such as `0-3,8`); implies system-wide counting there.
     #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
     pub(crate) cpu_list: Option<String>,
@@ -786,7 +792,9 @@ pub(crate) fn run_on<S: Syscalls>(
     } else if let Some(pid) = args.pid.or(args.tid) {
         Target::Task { pid, on_exec: false }
     } else {
-        Target::Task { pid: workload.as_ref().map_or(0, Workload::pid), on_exec: true }
+        // With -D the counters are enabled after the delay, not at exec.
+        let on_exec = args.delay.is_none_or(|d| d == 0);
+        Target::Task { pid: workload.as_ref().map_or(0, Workload::pid), on_exec }
     };
     if args.verbose {
         describe_plan(&plan);
@@ -797,8 +805,12 @@ pub(crate) fn run_on<S: Syscalls>(
     let mut counters =
         Counters::open_with(sys, plan.specs.clone(), &plan.groups, &plan.sticky, target.clone())?;
     check_opened(&plan, &counters, &env)?;
-    let options =
-        RunOptions { interval: args.interval.map(Duration::from_millis), catch_signals: true };
+    let options = RunOptions {
+        interval: args.interval.map(Duration::from_millis),
+        catch_signals: true,
+        delay: args.delay.map(Duration::from_millis),
+        interval_count: args.interval_count.map(|n| n as usize),
+    };
     let has_workload = workload.is_some();
     let report = {
         let plan = &plan;
@@ -827,7 +839,9 @@ pub(crate) fn run_on<S: Syscalls>(
         }
         Err(err) => return Err(err.into()),
     };
-    if let Some(signal) = report.exit.and_then(|e| e.signal()) {
+    // --interval-count ended the run and stopped the command: that is not its failure.
+    let stopped = args.interval_count.is_some_and(|n| report.ticks as u64 >= n);
+    if let Some(signal) = report.exit.and_then(|e| e.signal()).filter(|_| !stopped) {
         warn(&format!("the workload was killed by signal {signal} ({})", signal_name(signal)));
     }
     let rusage = report.exit.map(|e| (e.user, e.system));
@@ -881,7 +895,7 @@ pub(crate) fn run_on<S: Syscalls>(
         }
     }
     printer.out.finish()?;
-    Ok(report.exit.map_or(0, |e| e.shell_code()))
+    Ok(if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) })
 }
 
 /// Flag checks made before anything runs: empty `-e`/`-M` lists and an unknown `--model`

@@ -18,6 +18,12 @@ pub struct RunOptions {
     /// Catch SIGINT, SIGTERM and SIGHUP: end the run (or pass them to the workload) and
     /// still report. Without a workload this is the only way a run ends.
     pub catch_signals: bool,
+    /// `-D`: start counting this long after the workload starts (the target must then not
+    /// enable on exec: the counters are enabled explicitly).
+    pub delay: Option<Duration>,
+    /// `--interval-count`: end the run after this many intervals; a workload still running
+    /// then gets SIGTERM, as the user asked for no more.
+    pub interval_count: Option<usize>,
 }
 
 /// One interval's counts.
@@ -96,12 +102,39 @@ pub fn run<S: Syscalls>(
     } else {
         None
     };
-    if needs_enable(target) {
+    let delayed = options.delay.filter(|d| !d.is_zero());
+    if needs_enable(target) && delayed.is_none() {
         counters.enable()?;
     }
-    let start = Instant::now();
+    let mut start = Instant::now();
     if let Some(w) = workload.as_mut() {
         w.start()?;
+    }
+    if let Some(delay) = delayed {
+        // Wait out the delay, unless the workload ends or a signal comes first.
+        let until = Instant::now() + delay;
+        loop {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            let mut fds = Vec::new();
+            fds.extend(workload.as_ref().and_then(|w| w.exit_fd()));
+            fds.extend(guard.as_ref().map(SignalGuard::fd));
+            wait_readable(&fds, Some((until - now).min(Duration::from_millis(10))));
+            if guard.as_ref().is_some_and(|g| !g.drain().is_empty()) {
+                break;
+            }
+            if let Some(w) = workload.as_mut()
+                && w.try_wait()?.is_some()
+            {
+                break;
+            }
+        }
+        if needs_enable(target) {
+            counters.enable()?;
+        }
+        start = Instant::now();
     }
     let mut previous = Snapshot::default();
     let mut last_tick = start;
@@ -109,6 +142,7 @@ pub fn run<S: Syscalls>(
     let mut next_tick = options.interval.map(|i| start + i);
     let mut exit = None;
     let mut interrupted_by = None;
+    let mut interval_count_reached = false;
     loop {
         if let Some(w) = workload.as_mut() {
             if let Some(e) = w.try_wait()? {
@@ -140,6 +174,27 @@ pub fn run<S: Syscalls>(
                 next += interval;
             }
             next_tick = Some(next);
+            if options.interval_count.is_some_and(|n| ticks >= n) {
+                if let Some(w) = workload.as_mut() {
+                    // Bounded: a workload that ignores SIGTERM gets SIGKILL after 2 s.
+                    w.signal(libc::SIGTERM);
+                    let deadline = Instant::now() + Duration::from_secs(2);
+                    let mut ended = None;
+                    while ended.is_none() && Instant::now() < deadline {
+                        ended = w.try_wait()?;
+                        if ended.is_none() {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                    }
+                    if ended.is_none() {
+                        w.signal(libc::SIGKILL);
+                        ended = Some(w.wait()?);
+                    }
+                    exit = ended;
+                }
+                interval_count_reached = true;
+                break;
+            }
             continue;
         }
         let mut fds = Vec::new();
@@ -170,7 +225,7 @@ pub fn run<S: Syscalls>(
         counters.disable()?;
     }
     let totals = counters.read()?;
-    if options.interval.is_some() {
+    if options.interval.is_some() && !interval_count_reached {
         let counts = totals.since(&previous);
         ticks += 1;
         on_tick(&Tick {

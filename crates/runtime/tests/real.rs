@@ -54,8 +54,11 @@ fn count(
     };
     let mut counters = Counters::open(Kernel, specs(names), &groups, target.clone()).expect("open");
     let mut ticks = Vec::new();
-    let options =
-        RunOptions { interval: interval.map(Duration::from_millis), catch_signals: false };
+    let options = RunOptions {
+        interval: interval.map(Duration::from_millis),
+        catch_signals: false,
+        ..RunOptions::default()
+    };
     let report = run(&mut counters, &target, Some(&mut workload), &options, |tick| {
         ticks.push((tick.length, tick.counts.clone()));
         Ok(())
