@@ -322,3 +322,33 @@ fn tree_nests_children_hides_quiet_nodes_and_marks_the_bottleneck() {
     assert!(!marked.is_empty(), "{text}");
     assert!(!marked[0].starts_with(' '), "the path starts at level 1: {text}");
 }
+
+#[test]
+fn metric_only_json_has_one_object_per_line() {
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "--topdown",
+        "-a",
+        "-j",
+        "-I",
+        "100",
+        "sleep",
+        "0.25",
+    ]);
+    let text = stderr(&out);
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect(l))
+        .collect();
+    assert!(lines.len() >= 2, "{text}");
+    for line in &lines {
+        assert!(line["interval"].as_f64().is_some(), "{line}");
+        let metrics = line["metrics"].as_array().unwrap();
+        assert_eq!(metrics.len(), 4);
+        let sum: f64 = metrics.iter().map(|m| m["metric-value"].as_f64().unwrap()).sum();
+        assert!((sum - 100.0).abs() < 0.1, "{line}");
+        assert!(metrics.iter().all(|m| m["metric-unit"] == "%"));
+    }
+}
