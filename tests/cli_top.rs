@@ -195,3 +195,17 @@ fn delay_and_interval_count_behave_as_in_perf() {
         .expect(&text);
     assert!((0.15..0.35).contains(&elapsed), "{elapsed} s\n{text}");
 }
+
+#[test]
+fn repeat_prints_the_mean_with_its_spread() {
+    let out = tmetric(&["-r", "3", "-e", "task-clock,page-faults", "--", "true"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let faults = text.lines().find(|l| l.contains("page-faults")).expect(&text);
+    assert!(faults.contains("( +- "), "{faults}");
+    let value: f64 = faults.split_whitespace().next().unwrap().replace(',', "").parse().unwrap();
+    assert!(value > 10.0, "{faults}");
+    let bad = tmetric(&["-r", "3", "-a", "-e", "task-clock"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("repeats a command"), "{}", stderr(&bad));
+}

@@ -99,6 +99,9 @@ pub(crate) struct StatArgs {
     /// With -I: stop after N intervals (a command still running gets SIGTERM).
     #[arg(long, value_name = "N", requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) interval_count: Option<u64>,
+    /// Run the command N times and print the mean counts with their spread.
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub(crate) repeat: u32,
     /// Count on these CPUs only (a list such as `0-3,8`); implies system-wide counting there.
     #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
     pub(crate) cpu_list: Option<String>,
@@ -425,6 +428,8 @@ struct Printer {
     units: Vec<(String, Vec<i32>)>,
     /// `--tree`: show nodes below their threshold too (`--all`).
     tree: Option<bool>,
+    /// `-r`: per spec, the relative standard deviation of its count over the runs, in %.
+    spread: Vec<Option<f64>>,
 }
 
 impl Printer {
@@ -513,8 +518,18 @@ impl Printer {
                         Shown::Value { count, .. } => grouped_number(count, count_decimals(row)),
                     };
                     let mut line = format!("{prefix}{count:>18} {:<4} {:<32}", row.unit, row.name);
+                    let spread = match row.source {
+                        engine::Source::Counter(spec) => self.spread.get(spec).copied().flatten(),
+                        _ => None,
+                    };
                     let run = (running != enabled)
                         .then(|| format!("  ({:.2}%)", 100.0 * running as f64 / enabled as f64));
+                    let run = match (run, spread) {
+                        (run, Some(sd)) => {
+                            Some(format!("{}  ( +- {sd:.2}% )", run.unwrap_or_default()))
+                        }
+                        (run, None) => run,
+                    };
                     if metrics.is_empty()
                         && let Some(run) = &run
                     {
@@ -676,7 +691,7 @@ pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
 
 /// Runs `tmetric stat` with `sys` on the machine `sysfs` and `proc_root` describe;
 /// `simulated` names the simulated PMU, printed with every output.
-pub(crate) fn run_on<S: Syscalls>(
+pub(crate) fn run_on<S: Syscalls + Clone>(
     args: &StatArgs,
     sys: S,
     sysfs: &Sysfs,
@@ -764,6 +779,7 @@ pub(crate) fn run_on<S: Syscalls>(
             ColorChoice::Auto => args.output.is_none() && std::io::stderr().is_terminal(),
         } && layout == Layout::Std,
         units: Vec::new(),
+        spread: Vec::new(),
         tree: (args.tree
             || (args.topdown
                 && !args.no_tree
@@ -802,6 +818,31 @@ pub(crate) fn run_on<S: Syscalls>(
     printer.units = aggregation_units(args, sysfs, &target);
     // The signal pipe before the events: when descriptors run out, the events say so.
     tmetric_runtime::signal::prepare().map_err(|e| anyhow::anyhow!("cannot catch signals: {e}"))?;
+    // -r N: the first N-1 runs count quietly; the last one runs as usual and the printed
+    // counts are the mean of all N, with perf's `( +- x% )` spread.
+    let mut earlier: Vec<tmetric_runtime::RunReport> = Vec::new();
+    for _ in 1..args.repeat.max(1) {
+        let mut w = Workload::prepare(&args.command).context("cannot start the workload")?;
+        let t = Target::Task { pid: w.pid(), on_exec: true };
+        let mut c = Counters::open_with(
+            sys.clone(),
+            plan.specs.clone(),
+            &plan.groups,
+            &plan.sticky,
+            t.clone(),
+        )?;
+        let report = tmetric_runtime::run(
+            &mut c,
+            &t,
+            Some(&mut w),
+            &RunOptions { catch_signals: true, ..RunOptions::default() },
+            |_| Ok(()),
+        )?;
+        if report.interrupted_by.is_some() {
+            break;
+        }
+        earlier.push(report);
+    }
     let mut counters =
         Counters::open_with(sys, plan.specs.clone(), &plan.groups, &plan.sticky, target.clone())?;
     check_opened(&plan, &counters, &env)?;
@@ -838,6 +879,13 @@ pub(crate) fn run_on<S: Syscalls>(
             return Ok(0);
         }
         Err(err) => return Err(err.into()),
+    };
+    let report = if earlier.is_empty() {
+        report
+    } else {
+        earlier.push(report);
+        printer.spread = spread(&earlier, plan.specs.len());
+        mean_report(earlier)
     };
     // --interval-count ended the run and stopped the command: that is not its failure.
     let stopped = args.interval_count.is_some_and(|n| report.ticks as u64 >= n);
@@ -901,6 +949,12 @@ pub(crate) fn run_on<S: Syscalls>(
 /// Flag checks made before anything runs: empty `-e`/`-M` lists and an unknown `--model`
 /// are usage errors even where nothing would read them.
 fn validate_flags(args: &StatArgs) -> anyhow::Result<()> {
+    if args.repeat > 1 && (args.command.is_empty() || args.interval.is_some()) {
+        bail!(
+            "-r {} repeats a command and prints the mean of its counts: give a command, without -I",
+            args.repeat
+        );
+    }
     for list in &args.events {
         let groups =
             tmetric_runtime::event::split_list(list).with_context(|| format!("-e {list}"))?;
@@ -962,6 +1016,51 @@ fn names_summary(names: &[&str]) -> String {
     } else {
         format!("{} and {} more", names[..8].join(", "), names.len() - 8)
     }
+}
+
+/// `-r`: per spec, the relative standard deviation (in %) of its total over the runs.
+fn spread(reports: &[tmetric_runtime::RunReport], specs: usize) -> Vec<Option<f64>> {
+    (0..specs)
+        .map(|e| {
+            let values: Vec<f64> = reports
+                .iter()
+                .filter_map(|r| r.totals.aggregate(e))
+                .map(|a| a.value as f64)
+                .collect();
+            if values.len() < 2 {
+                return None;
+            }
+            let n = values.len() as f64;
+            let mean = values.iter().sum::<f64>() / n;
+            let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+            // perf prints the standard error of the mean, relative to the mean.
+            (mean != 0.0).then(|| 100.0 * (var / n).sqrt() / mean)
+        })
+        .collect()
+}
+
+/// `-r`: the mean of the runs' counts, times and resource use; the last run's exit.
+fn mean_report(reports: Vec<tmetric_runtime::RunReport>) -> tmetric_runtime::RunReport {
+    let n = reports.len() as u64;
+    let mut mean = reports.last().expect("at least one run").totals.clone();
+    for (e, event) in mean.events.iter_mut().enumerate() {
+        let Some(cpus) = event else { continue };
+        for (c, cpu) in cpus.iter_mut().enumerate() {
+            let all = reports.iter().filter_map(|r| r.totals.events.get(e)?.as_ref()?.get(c));
+            let (mut v, mut en, mut ru) = (0u64, 0u64, 0u64);
+            for x in all {
+                v += x.raw.value;
+                en += x.raw.enabled;
+                ru += x.raw.running;
+            }
+            cpu.raw = tmetric_runtime::RawCount { value: v / n, enabled: en / n, running: ru / n };
+        }
+    }
+    let elapsed = reports.iter().map(|r| r.elapsed).sum::<Duration>() / n as u32;
+    let mut last = reports.into_iter().last().expect("at least one run");
+    last.totals = mean;
+    last.elapsed = elapsed;
+    last
 }
 
 /// `-a` or `-C`: counting CPUs rather than a task.
