@@ -122,6 +122,19 @@ pub struct Attr {
     pub exclude_guest: bool,
     /// Do not count in the host.
     pub exclude_host: bool,
+    /// `sample_period`, or `sample_freq` (Hz) when `freq`; 0 makes a counting event.
+    pub sample_period: u64,
+    /// `freq`: `sample_period` holds a frequency.
+    pub freq: bool,
+    /// `sample_type`: the `PERF_SAMPLE_*` fields every sample record carries.
+    pub sample_type: u64,
+    /// `precise_ip` (0-3): the skid constraint; 1 and above ask for PEBS on x86, which TPEBS
+    /// needs. Values above 3 do not fit the 2-bit field and are sent as 3.
+    pub precise_ip: u8,
+    /// `wakeup_events`, or `wakeup_watermark` (bytes) when `watermark`: when poll() wakes.
+    pub wakeup: u32,
+    /// `watermark`: `wakeup` counts bytes, not records.
+    pub watermark: bool,
 }
 
 /// The perf system calls tmetric makes. File descriptors are plain integers: the caller owns
@@ -147,6 +160,14 @@ pub trait Syscalls {
     fn event_id(&mut self, fd: i32) -> Result<u64, Errno>;
     /// `close(fd)`.
     fn close(&mut self, fd: i32);
+    /// `mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)`: a sampling event's ring
+    /// buffer (one control page, then a power-of-two number of data pages). Writable, so the
+    /// kernel honours `data_tail` and never overwrites unread records. The default refuses
+    /// with ENOSYS, for backends without rings.
+    fn mmap(&mut self, fd: i32, len: usize) -> Result<crate::ring::Mapping, Errno> {
+        let _ = (fd, len);
+        Err(Errno(libc::ENOSYS))
+    }
 }
 
 /// The real kernel.
@@ -175,6 +196,12 @@ fn raw_attr(attr: &Attr) -> sys::bindings::perf_event_attr {
     raw.set_exclude_hv(attr.exclude_hv.into());
     raw.set_exclude_guest(attr.exclude_guest.into());
     raw.set_exclude_host(attr.exclude_host.into());
+    raw.__bindgen_anon_1.sample_period = attr.sample_period;
+    raw.set_freq(attr.freq.into());
+    raw.sample_type = attr.sample_type;
+    raw.set_precise_ip(attr.precise_ip.min(3).into());
+    raw.__bindgen_anon_2.wakeup_events = attr.wakeup;
+    raw.set_watermark(attr.watermark.into());
     raw
 }
 
@@ -250,6 +277,32 @@ impl Syscalls for Kernel {
         unsafe {
             libc::close(fd);
         }
+    }
+
+    fn mmap(&mut self, fd: i32, len: usize) -> Result<crate::ring::Mapping, Errno> {
+        let page = crate::ring::page_size();
+        if len < 2 * page || len % page != 0 {
+            return Err(Errno(libc::EINVAL));
+        }
+        // SAFETY: a fresh shared mapping chosen by the kernel (no address hint), of a perf
+        // descriptor; it aliases no Rust object.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(Errno::last());
+        }
+        let ptr = std::ptr::NonNull::new(ptr.cast::<u8>()).ok_or(Errno(libc::ENOMEM))?;
+        // SAFETY: mmap returned this page-aligned read-write shared mapping of `len` bytes
+        // (at least two pages, checked above); the Mapping becomes its only owner.
+        Ok(unsafe { crate::ring::Mapping::from_mmap(ptr, len, fd) })
     }
 }
 
