@@ -352,4 +352,38 @@ mod tests {
         assert_eq!(u64_at(56), 7);
         assert_eq!(u64_at(64), 8);
     }
+
+    #[test]
+    fn raw_attr_sets_the_sampling_fields() {
+        let attr = Attr {
+            sample_period: 4000,
+            freq: true,
+            sample_type: (1 << 16) | (1 << 24),
+            precise_ip: 2,
+            wakeup: 16384,
+            watermark: true,
+            ..Attr::default()
+        };
+        let raw = raw_attr(&attr);
+        // SAFETY: perf_event_attr is plain old data; viewing it as bytes is sound.
+        let bytes: &[u8] = unsafe {
+            std::slice::from_raw_parts(
+                (&raw as *const sys::bindings::perf_event_attr).cast::<u8>(),
+                std::mem::size_of_val(&raw),
+            )
+        };
+        let u64_at = |off: usize| u64::from_ne_bytes(bytes[off..off + 8].try_into().unwrap());
+        let u32_at = |off: usize| u32::from_ne_bytes(bytes[off..off + 4].try_into().unwrap());
+        // Offsets from pmu-facts section 4 and the uapi header: sample_period 16, sample_type
+        // 24, flags 40 (freq bit 10, precise_ip bits 15-16, watermark bit 14),
+        // wakeup_events/wakeup_watermark 48.
+        assert_eq!(u64_at(16), 4000);
+        assert_eq!(u64_at(24), (1 << 16) | (1 << 24));
+        assert_eq!(u64_at(40), (1 << 10) | (2 << 15) | (1 << 14));
+        assert_eq!(u32_at(48), 16384);
+        // precise_ip is two bits: larger values are sent as 3, never spill into other flags.
+        let raw = raw_attr(&Attr { precise_ip: 9, ..Attr::default() });
+        assert_eq!(raw.precise_ip(), 3);
+        assert_eq!(raw.exclude_host(), 0);
+    }
 }

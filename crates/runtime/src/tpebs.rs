@@ -10,7 +10,9 @@
 //!   [`LatencyStats::summary`] gives a [`Summary`] with the mean, min, max, last and the 97%
 //!   tail mean, and [`Summary::value`] picks one by mode.
 //! * [`tail_count`]: how many of the lowest samples the 97% mean keeps (seed 002's rule).
-//! * [`SampleSpec`], [`SamplerOptions`], [`Sampler::start`] (over any [`Syscalls`]),
+//! * [`SampleSpec`], [`SamplerOptions`], [`Sampler::start`] (over any [`Syscalls`]; per CPU,
+//!   or per task: one inherited event per CPU of [`SamplerOptions::task_cpus`], else one
+//!   event for the task alone),
 //!   [`Sampler::read`] (totals and the interval since the previous read, per event, as
 //!   [`EventReport`]s), [`Sampler::stop`] (disables, drains, joins, closes). Errors are
 //!   [`SamplerError`] and name the event, the CPU and the errno with the kernel's reason.
@@ -294,6 +296,11 @@ pub struct SamplerOptions {
     pub frequency: u64,
     /// Data pages per ring, a power of two (plus one control page).
     pub data_pages: usize,
+    /// For a task target: the CPUs to open it on, one event per CPU with `inherit`, so the
+    /// task's children are sampled too. Empty: one event on any CPU without `inherit` (the
+    /// task alone), because the kernel refuses to mmap an inherited event with `cpu = -1`
+    /// (EINVAL).
+    pub task_cpus: Vec<u32>,
     /// The longest the reader sleeps between drains.
     pub poll_interval: Duration,
     /// The longest [`Sampler::read`] and [`Sampler::stop`] wait for the reader.
@@ -309,6 +316,7 @@ impl Default for SamplerOptions {
         SamplerOptions {
             frequency: 4000,
             data_pages: 16,
+            task_cpus: Vec::new(),
             poll_interval: Duration::from_millis(100),
             answer_timeout: Duration::from_secs(2),
             reader_delay: Duration::ZERO,
@@ -659,10 +667,11 @@ impl<S: Syscalls> Sampler<S> {
             attr.wakeup = (page * data_pages / 4) as u32;
             attr.disabled = true;
             attr.enable_on_exec = on_exec;
-            attr.inherit = matches!(target, Target::Task { .. });
+            attr.inherit = matches!(target, Target::Task { .. }) && !options.task_cpus.is_empty();
             attr.read_format = 0;
             let cpus: Vec<Option<u32>> = match target {
-                Target::Task { .. } => vec![None],
+                Target::Task { .. } if options.task_cpus.is_empty() => vec![None],
+                Target::Task { .. } => options.task_cpus.iter().map(|&c| Some(c)).collect(),
                 Target::Cpus(cpus) => cpus
                     .iter()
                     .filter(|c| spec.cpus.as_ref().is_none_or(|allowed| allowed.contains(c)))
