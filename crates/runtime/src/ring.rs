@@ -207,6 +207,15 @@ pub enum DecodeError {
 pub struct SampleFormat {
     sample_type: u64,
     size: usize,
+    /// Byte offsets in the record (header included) of the fields [`Sample`] keeps, computed
+    /// once so decoding one sample is a few loads.
+    id: Option<usize>,
+    ip: Option<usize>,
+    tid: Option<usize>,
+    time: Option<usize>,
+    cpu: Option<usize>,
+    period: Option<usize>,
+    weight: Option<usize>,
 }
 
 impl SampleFormat {
@@ -220,8 +229,37 @@ impl SampleFormat {
         if unsupported != 0 {
             return Err(DecodeError::UnsupportedSampleType { sample_type, unsupported });
         }
-        let fields = sample_type.count_ones() as usize;
-        Ok(SampleFormat { sample_type, size: HEADER_SIZE + 8 * fields })
+        let mut format = SampleFormat {
+            sample_type,
+            size: HEADER_SIZE,
+            id: None,
+            ip: None,
+            tid: None,
+            time: None,
+            cpu: None,
+            period: None,
+            weight: None,
+        };
+        for bit in ORDER {
+            if sample_type & bit == 0 {
+                continue;
+            }
+            let at = Some(format.size);
+            match bit {
+                SAMPLE_IDENTIFIER => format.id = at,
+                // ID duplicates IDENTIFIER; the first present wins.
+                SAMPLE_ID => format.id = format.id.or(at),
+                SAMPLE_IP => format.ip = at,
+                SAMPLE_TID => format.tid = at,
+                SAMPLE_TIME => format.time = at,
+                SAMPLE_CPU => format.cpu = at,
+                SAMPLE_PERIOD => format.period = at,
+                b if b == SAMPLE_WEIGHT | SAMPLE_WEIGHT_STRUCT => format.weight = at,
+                _ => {}
+            }
+            format.size += 8;
+        }
+        Ok(format)
     }
 
     /// The `sample_type`.
@@ -364,28 +402,18 @@ pub fn decode(format: &SampleFormat, record: &[u8]) -> Result<Record, DecodeErro
                     expected: format.size,
                 });
             }
-            let mut sample = Sample { misc: header.misc, ..Sample::default() };
-            let mut at = HEADER_SIZE;
-            for bit in ORDER {
-                if format.sample_type & bit == 0 {
-                    continue;
-                }
-                let word = u64_at(record, at);
-                match bit {
-                    SAMPLE_IDENTIFIER => sample.id = Some(word),
-                    SAMPLE_ID => sample.id = sample.id.or(Some(word)),
-                    SAMPLE_IP => sample.ip = Some(word),
-                    SAMPLE_TID => sample.pid_tid = Some(pair_at(record, at)),
-                    SAMPLE_TIME => sample.time = Some(word),
-                    SAMPLE_CPU => sample.cpu = Some(pair_at(record, at).0),
-                    SAMPLE_PERIOD => sample.period = Some(word),
-                    b if b == SAMPLE_WEIGHT | SAMPLE_WEIGHT_STRUCT => {
-                        sample.weight = Some(Weight(word));
-                    }
-                    _ => {}
-                }
-                at += 8;
-            }
+            let word = |at: Option<usize>| at.map(|at| u64_at(record, at));
+            let pair = |at: Option<usize>| at.map(|at| pair_at(record, at));
+            let sample = Sample {
+                misc: header.misc,
+                id: word(format.id),
+                ip: word(format.ip),
+                pid_tid: pair(format.tid),
+                time: word(format.time),
+                cpu: pair(format.cpu).map(|(cpu, _)| cpu),
+                period: word(format.period),
+                weight: word(format.weight).map(Weight),
+            };
             Ok(Record::Sample(sample))
         }
         RECORD_LOST => {
@@ -426,13 +454,19 @@ pub trait RingData {
     fn copy_out(&self, pos: u64, out: &mut [u8]);
 }
 
+/// The byte index of ring position `pos`: a mask for the kernel's power-of-two sizes (a
+/// division costs more than the rest of a record's decoding), a remainder otherwise.
+fn index(pos: u64, size: u64) -> usize {
+    if size.is_power_of_two() { (pos & (size - 1)) as usize } else { (pos % size) as usize }
+}
+
 impl RingData for [u8] {
     fn size(&self) -> u64 {
         self.len() as u64
     }
 
     fn copy_out(&self, pos: u64, out: &mut [u8]) {
-        let start = (pos % self.len() as u64) as usize;
+        let start = index(pos, self.len() as u64);
         let first = out.len().min(self.len() - start);
         out[..first].copy_from_slice(&self[start..start + first]);
         let rest = out.len() - first;
@@ -489,7 +523,10 @@ pub fn walk<R: RingData + ?Sized>(
             });
             return done;
         }
-        scratch.resize(len as usize, 0);
+        // copy_out overwrites every byte, so only the length needs setting.
+        if scratch.len() != len as usize {
+            scratch.resize(len as usize, 0);
+        }
         ring.copy_out(at, scratch);
         match decode(format, scratch) {
             Ok(record) => {
@@ -720,7 +757,7 @@ impl RingData for MappedData<'_> {
     }
 
     fn copy_out(&self, pos: u64, out: &mut [u8]) {
-        let start = (pos % self.size as u64) as usize;
+        let start = index(pos, self.size as u64);
         let first = out.len().min(self.size - start);
         let base = self.mapping.ptr.as_ptr();
         // SAFETY: both ranges lie in the data area (`data_area` checked it against the

@@ -39,7 +39,7 @@
 //! thread to finish and closes its descriptors without waiting.
 
 use std::fmt;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::str::FromStr;
@@ -619,6 +619,22 @@ impl<S: Syscalls> fmt::Debug for Sampler<S> {
     }
 }
 
+/// Wakes the reader from its poll. `send` with MSG_NOSIGNAL, so a reader already gone (its
+/// end closed) gives EPIPE instead of a SIGPIPE that would kill a program that restored the
+/// default action; a full buffer (EAGAIN) already means a pending wake-up.
+fn wake(socket: &UnixStream) {
+    let byte = 1u8;
+    // SAFETY: the pointer and length describe `byte`, which outlives the call.
+    unsafe {
+        libc::send(
+            socket.as_raw_fd(),
+            (&byte as *const u8).cast(),
+            1,
+            libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+        );
+    }
+}
+
 fn close_all<S: Syscalls>(sys: &mut S, opened: &[Opened]) {
     for o in opened {
         sys.close(o.fd);
@@ -811,8 +827,7 @@ impl<S: Syscalls> Sampler<S> {
         if !sent {
             return Err(self.died());
         }
-        // A full socket buffer already means a pending wake-up.
-        let _ = self.wake.write(&[1]);
+        wake(&self.wake);
         let deadline = Instant::now() + self.answer_timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -879,7 +894,7 @@ impl<S: Syscalls> Drop for Sampler<S> {
         if let Some(commands) = self.commands.take() {
             self.seq += 1;
             let _ = commands.send(Command::Stop(self.seq));
-            let _ = self.wake.write(&[1]);
+            wake(&self.wake);
         }
         // The reader owns the mappings, which stay valid after their descriptors close; it
         // ends at its next wake-up.
