@@ -27,7 +27,7 @@ fn build(size: usize, samples: usize, start: u64) -> (Vec<u8>, Vec<u8>) {
         x ^= x >> 7;
         x ^= x << 17;
         // Retire latencies spread like real ones: mostly small, a long tail.
-        let latency = ((x % 64) + if x % 50 == 0 { x % 3000 } else { 0 }) as u16;
+        let latency = ((x % 64) + if x.is_multiple_of(50) { x % 3000 } else { 0 }) as u16;
         let mut bytes = Header { type_: RECORD_SAMPLE, misc: MISC_EXACT_IP, size: RECORD as u16 }
             .to_bytes()
             .to_vec();

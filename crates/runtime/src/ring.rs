@@ -623,7 +623,7 @@ impl Mapping {
     }
 
     fn word(&self, offset: usize) -> &AtomicU64 {
-        debug_assert!(offset % 8 == 0 && offset + 8 <= self.len);
+        debug_assert!(offset.is_multiple_of(8) && offset + 8 <= self.len);
         // SAFETY: offset is 8-aligned inside the mapping (page- or u64-aligned base, len at
         // least one control page), the memory lives as long as `self`, and the kernel
         // accesses these control words atomically too.

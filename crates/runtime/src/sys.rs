@@ -281,7 +281,7 @@ impl Syscalls for Kernel {
 
     fn mmap(&mut self, fd: i32, len: usize) -> Result<crate::ring::Mapping, Errno> {
         let page = crate::ring::page_size();
-        if len < 2 * page || len % page != 0 {
+        if len < 2 * page || !len.is_multiple_of(page) {
             return Err(Errno(libc::EINVAL));
         }
         // SAFETY: a fresh shared mapping chosen by the kernel (no address hint), of a perf

@@ -873,15 +873,15 @@ impl<S: Syscalls> Sampler<S> {
     pub fn stop(mut self) -> Result<Vec<EventReport>, SamplerError> {
         let disabled = self.control(false);
         let answer = self.ask(true);
-        if answer.is_ok() {
-            if let Some(handle) = self.thread.take() {
-                let deadline = Instant::now() + self.answer_timeout;
-                while !handle.is_finished() && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                if handle.is_finished() {
-                    let _ = handle.join();
-                }
+        if answer.is_ok()
+            && let Some(handle) = self.thread.take()
+        {
+            let deadline = Instant::now() + self.answer_timeout;
+            while !handle.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if handle.is_finished() {
+                let _ = handle.join();
             }
         }
         disabled?;

@@ -455,7 +455,7 @@ fn the_tail_mean_follows_tmetric_latency() {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                x % if x % 7 == 0 { 65536 } else { 300 }
+                x % if x.is_multiple_of(7) { 65536 } else { 300 }
             })
             .collect();
         let mut stats = tmetric_runtime::LatencyStats::new();
