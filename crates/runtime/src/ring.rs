@@ -16,7 +16,8 @@
 //! * [`Mapping`]: one mapped ring (from [`crate::Syscalls::mmap`], or [`Mapping::heap`] for
 //!   tests and simulated kernels) with `data_head` (acquire load), `data_tail` (release
 //!   store) and `data_offset`/`data_size`; [`Reader`] drains one mapping and advances
-//!   `data_tail`.
+//!   `data_tail`. [`Mapping::share`], [`Mapping::write_data`] and [`Mapping::publish_head`]
+//!   are a producer's side of a heap ring. [`explain_mmap`] gives the kernel's reasons.
 //!
 //! # The sample layout
 //! `PERF_RECORD_SAMPLE` fields appear in this fixed ABI order (uapi `perf_event.h`), each
@@ -815,11 +816,11 @@ impl Reader {
     }
 }
 
-/// `mmap` failures name the errno; the kernel's reasons are in [`explain_mmap`].
+/// The kernel's likely reason for refusing to map a ring.
 pub fn explain_mmap(errno: Errno) -> &'static str {
     match errno.0 {
         libc::EPERM => {
-            "the ring is larger than perf_event_mlock_kb allows (lower --mmap-pages or raise /proc/sys/kernel/perf_event_mlock_kb)"
+            "the rings exceed the locked-memory allowance: use fewer data pages, or raise /proc/sys/kernel/perf_event_mlock_kb"
         }
         libc::EINVAL => "the data area must be a power-of-two number of pages",
         libc::ENOSYS => "this backend cannot map ring buffers",

@@ -294,7 +294,8 @@ pub struct SamplerOptions {
     /// Samples per second per event when a spec gives no period (perf record's default,
     /// 4000 Hz).
     pub frequency: u64,
-    /// Data pages per ring, a power of two (plus one control page).
+    /// Data pages per ring (plus one control page), rounded up to a power of two as the
+    /// kernel requires.
     pub data_pages: usize,
     /// For a task target: the CPUs to open it on, one event per CPU with `inherit`, so the
     /// task's children are sampled too. Empty: one event on any CPU without `inherit` (the
@@ -324,6 +325,9 @@ impl Default for SamplerOptions {
     }
 }
 
+/// `PERF_FORMAT_LOST`: `read()` of a sampling event gives `value, lost`.
+const FORMAT_LOST: u64 = 0x10;
+
 /// One event's statistics at a [`Sampler::read`] or [`Sampler::stop`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventReport {
@@ -339,6 +343,11 @@ pub struct EventReport {
     pub decode_errors: u64,
     /// The first decoding error's text.
     pub first_error: Option<String>,
+    /// Samples the kernel dropped since the start (`PERF_FORMAT_LOST`, summed over CPUs).
+    /// Exact, whereas the `lost` of the summaries counts `PERF_RECORD_LOST` records, which the
+    /// kernel writes only once the ring has room again, so they can trail (and at stop, never
+    /// come). `None` when the kernel (before 6.0) or the backend cannot tell.
+    pub kernel_lost: Option<u64>,
 }
 
 /// Errors sampling.
@@ -467,6 +476,7 @@ impl EventState {
             hung_up: self.hung_up,
             decode_errors: self.decode_errors,
             first_error: self.first_error.clone(),
+            kernel_lost: None,
         };
         if reset {
             self.interval = LatencyStats::new();
@@ -684,7 +694,9 @@ impl<S: Syscalls> Sampler<S> {
             attr.disabled = true;
             attr.enable_on_exec = on_exec;
             attr.inherit = matches!(target, Target::Task { .. }) && !options.task_cpus.is_empty();
-            attr.read_format = 0;
+            // The event's count of dropped samples, exact even when the kernel has not yet
+            // written the LOST record (it writes one only once the ring has room again).
+            attr.read_format = FORMAT_LOST;
             let cpus: Vec<Option<u32>> = match target {
                 Target::Task { .. } if options.task_cpus.is_empty() => vec![None],
                 Target::Task { .. } => options.task_cpus.iter().map(|&c| Some(c)).collect(),
@@ -696,7 +708,13 @@ impl<S: Syscalls> Sampler<S> {
             };
             for cpu in cpus {
                 let raw_cpu = cpu.map_or(-1, |c| c as i32);
-                match sys.perf_event_open(&attr, pid, raw_cpu, -1) {
+                let mut result = sys.perf_event_open(&attr, pid, raw_cpu, -1);
+                if result == Err(Errno(libc::EINVAL)) && attr.read_format != 0 {
+                    // Kernels before 6.0 refuse PERF_FORMAT_LOST; LOST records still count.
+                    attr.read_format = 0;
+                    result = sys.perf_event_open(&attr, pid, raw_cpu, -1);
+                }
+                match result {
                     Ok(fd) => opened.push(Opened { event, cpu, fd }),
                     Err(errno) => {
                         close_all(&mut sys, &opened);
@@ -863,7 +881,28 @@ impl<S: Syscalls> Sampler<S> {
     /// Every event's statistics: totals, and the interval since the previous read (which
     /// this read ends). Waits at most the answer timeout.
     pub fn read(&mut self) -> Result<Vec<EventReport>, SamplerError> {
-        self.ask(false)
+        let mut reports = self.ask(false)?;
+        self.add_kernel_lost(&mut reports);
+        Ok(reports)
+    }
+
+    /// Fills in [`EventReport::kernel_lost`] from each descriptor's `PERF_FORMAT_LOST` count.
+    fn add_kernel_lost(&mut self, reports: &mut [EventReport]) {
+        let mut lost: Vec<Option<u64>> = vec![Some(0); reports.len()];
+        for o in &self.opened {
+            let mut buf = [0u8; 16];
+            let read = self.sys.read(o.fd, &mut buf);
+            let value = match read {
+                Ok(16) => Some(u64::from_ne_bytes(buf[8..].try_into().expect("8 bytes"))),
+                _ => None,
+            };
+            if let Some(slot) = lost.get_mut(o.event) {
+                *slot = slot.zip(value).map(|(a, b)| a + b);
+            }
+        }
+        for (report, lost) in reports.iter_mut().zip(lost) {
+            report.kernel_lost = lost;
+        }
     }
 
     /// Disables the events, has the reader drain the rings one last time and end, and closes
@@ -872,7 +911,10 @@ impl<S: Syscalls> Sampler<S> {
     /// its own and the descriptors are closed anyway.
     pub fn stop(mut self) -> Result<Vec<EventReport>, SamplerError> {
         let disabled = self.control(false);
-        let answer = self.ask(true);
+        let mut answer = self.ask(true);
+        if let Ok(reports) = &mut answer {
+            self.add_kernel_lost(reports);
+        }
         if answer.is_ok()
             && let Some(handle) = self.thread.take()
         {
