@@ -10,12 +10,13 @@
 //!   [`LatencyStats::summary`] gives a [`Summary`] with the mean, min, max, last and the 97%
 //!   tail mean, and [`Summary::value`] picks one by mode.
 //! * [`tail_count`]: how many of the lowest samples the 97% mean keeps (seed 002's rule).
-//! * [`SampleSpec`], [`SamplerOptions`], [`Sampler::start`] (over any [`Syscalls`]; per CPU,
-//!   or per task: one inherited event per CPU of [`SamplerOptions::task_cpus`], else one
-//!   event for the task alone),
-//!   [`Sampler::read`] (totals and the interval since the previous read, per event, as
-//!   [`EventReport`]s), [`Sampler::stop`] (disables, drains, joins, closes). Errors are
-//!   [`SamplerError`] and name the event, the CPU and the errno with the kernel's reason.
+//! * [`SampleSpec`], [`SamplerOptions`], [`Sampler::start`] (over any [`Syscalls`]; per
+//!   CPU, or per task: one inherited event per CPU of [`SamplerOptions::task_cpus`], else
+//!   one event for the task alone), [`Sampler::read`] (totals and the interval since the
+//!   previous read, per event, as [`EventReport`]s, with the kernel's exact lost-sample
+//!   count from `PERF_FORMAT_LOST` beside the `PERF_RECORD_LOST` records seen) and
+//!   [`Sampler::stop`] (disables, drains, joins, closes). Errors are [`SamplerError`] and
+//!   name the event, the CPU and the errno with the kernel's reason.
 //!
 //! # Statistics
 //! The retire latency of a sample is `var3_w` of its `PERF_SAMPLE_WEIGHT_STRUCT` weight (see
