@@ -10,6 +10,9 @@
 //! * [`counter`]: groups opened per task or per CPU, group reads, multiplex scaling.
 //! * [`workload`]: the forked command, held until the counters are open.
 //! * [`run`]: the loop of `tmetric stat` (intervals, signals, totals).
+//! * [`ring`]: the perf mmap ring buffer (sample, lost and throttle records, wrap-around) and
+//!   its mapping; [`tpebs`]: retire-latency (`:R`) sampling with a bounded-wait reader thread
+//!   and per-event statistics (mean, min, max, last, 97% tail mean).
 //! * [`sim`]: simulated machines (sysfs trees) and a simulated kernel that applies the
 //!   kernel's group and scheduling rules, for PMUs this VM lacks.
 //!
@@ -32,11 +35,13 @@
 pub mod counter;
 pub mod event;
 pub mod fake;
+pub mod ring;
 pub mod run;
 pub mod signal;
 pub mod sim;
 pub mod sys;
 pub mod sysfs;
+pub mod tpebs;
 pub mod workload;
 
 pub use counter::{
@@ -47,4 +52,8 @@ pub use fake::{FakeSyscalls, Reading};
 pub use run::{RunError, RunOptions, RunReport, Tick, run};
 pub use sys::{Attr, Errno, Kernel, Syscalls};
 pub use sysfs::{Sysfs, SysfsError, Topology, TracefsProblem};
+pub use tpebs::{
+    EventReport, LatencyStats, SampleSpec, Sampler, SamplerError, SamplerOptions, Summary,
+    TpebsMode,
+};
 pub use workload::{Exit, Workload, WorkloadError};

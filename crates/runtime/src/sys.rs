@@ -122,6 +122,19 @@ pub struct Attr {
     pub exclude_guest: bool,
     /// Do not count in the host.
     pub exclude_host: bool,
+    /// `sample_period`, or `sample_freq` (Hz) when `freq`; 0 makes a counting event.
+    pub sample_period: u64,
+    /// `freq`: `sample_period` holds a frequency.
+    pub freq: bool,
+    /// `sample_type`: the `PERF_SAMPLE_*` fields every sample record carries.
+    pub sample_type: u64,
+    /// `precise_ip` (0-3): the skid constraint; 1 and above ask for PEBS on x86, which TPEBS
+    /// needs. Values above 3 do not fit the 2-bit field and are sent as 3.
+    pub precise_ip: u8,
+    /// `wakeup_events`, or `wakeup_watermark` (bytes) when `watermark`: when poll() wakes.
+    pub wakeup: u32,
+    /// `watermark`: `wakeup` counts bytes, not records.
+    pub watermark: bool,
 }
 
 /// The perf system calls tmetric makes. File descriptors are plain integers: the caller owns
@@ -152,6 +165,14 @@ pub trait Syscalls {
     /// in force, if known. The default does nothing.
     fn raise_fd_limit(&mut self) -> Option<u64> {
         None
+    }
+    /// `mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)`: a sampling event's ring
+    /// buffer (one control page, then a power-of-two number of data pages). Writable, so the
+    /// kernel honours `data_tail` and never overwrites unread records. The default refuses
+    /// with ENOSYS, for backends without rings.
+    fn mmap(&mut self, fd: i32, len: usize) -> Result<crate::ring::Mapping, Errno> {
+        let _ = (fd, len);
+        Err(Errno(libc::ENOSYS))
     }
 }
 
@@ -202,6 +223,12 @@ fn raw_attr(attr: &Attr) -> sys::bindings::perf_event_attr {
     raw.set_exclude_hv(attr.exclude_hv.into());
     raw.set_exclude_guest(attr.exclude_guest.into());
     raw.set_exclude_host(attr.exclude_host.into());
+    raw.__bindgen_anon_1.sample_period = attr.sample_period;
+    raw.set_freq(attr.freq.into());
+    raw.sample_type = attr.sample_type;
+    raw.set_precise_ip(attr.precise_ip.min(3).into());
+    raw.__bindgen_anon_2.wakeup_events = attr.wakeup;
+    raw.set_watermark(attr.watermark.into());
     raw
 }
 
@@ -296,6 +323,32 @@ impl Syscalls for Kernel {
         }
         Some(limit.rlim_cur)
     }
+
+    fn mmap(&mut self, fd: i32, len: usize) -> Result<crate::ring::Mapping, Errno> {
+        let page = crate::ring::page_size();
+        if len < 2 * page || !len.is_multiple_of(page) {
+            return Err(Errno(libc::EINVAL));
+        }
+        // SAFETY: a fresh shared mapping chosen by the kernel (no address hint), of a perf
+        // descriptor; it aliases no Rust object.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(Errno::last());
+        }
+        let ptr = std::ptr::NonNull::new(ptr.cast::<u8>()).ok_or(Errno(libc::ENOMEM))?;
+        // SAFETY: mmap returned this page-aligned read-write shared mapping of `len` bytes
+        // (at least two pages, checked above); the Mapping becomes its only owner.
+        Ok(unsafe { crate::ring::Mapping::from_mmap(ptr, len, fd) })
+    }
 }
 
 #[cfg(test)]
@@ -343,5 +396,39 @@ mod tests {
         assert_eq!(flags, 1 | (1 << 1) | (1 << 12));
         assert_eq!(u64_at(56), 7);
         assert_eq!(u64_at(64), 8);
+    }
+
+    #[test]
+    fn raw_attr_sets_the_sampling_fields() {
+        let attr = Attr {
+            sample_period: 4000,
+            freq: true,
+            sample_type: (1 << 16) | (1 << 24),
+            precise_ip: 2,
+            wakeup: 16384,
+            watermark: true,
+            ..Attr::default()
+        };
+        let raw = raw_attr(&attr);
+        // SAFETY: perf_event_attr is plain old data; viewing it as bytes is sound.
+        let bytes: &[u8] = unsafe {
+            std::slice::from_raw_parts(
+                (&raw as *const sys::bindings::perf_event_attr).cast::<u8>(),
+                std::mem::size_of_val(&raw),
+            )
+        };
+        let u64_at = |off: usize| u64::from_ne_bytes(bytes[off..off + 8].try_into().unwrap());
+        let u32_at = |off: usize| u32::from_ne_bytes(bytes[off..off + 4].try_into().unwrap());
+        // Offsets from pmu-facts section 4 and the uapi header: sample_period 16, sample_type
+        // 24, flags 40 (freq bit 10, precise_ip bits 15-16, watermark bit 14),
+        // wakeup_events/wakeup_watermark 48.
+        assert_eq!(u64_at(16), 4000);
+        assert_eq!(u64_at(24), (1 << 16) | (1 << 24));
+        assert_eq!(u64_at(40), (1 << 10) | (2 << 15) | (1 << 14));
+        assert_eq!(u32_at(48), 16384);
+        // precise_ip is two bits: larger values are sent as 3, never spill into other flags.
+        let raw = raw_attr(&Attr { precise_ip: 9, ..Attr::default() });
+        assert_eq!(raw.precise_ip(), 3);
+        assert_eq!(raw.exclude_host(), 0);
     }
 }

@@ -1,6 +1,7 @@
 //! The runtime's integration tests: `real` counts with the running kernel (software events,
 //! which work in any VM), `fake` drives the counting logic through the programmable backend,
-//! `sysfs` resolves events over the fake tree in `tests/data/sysfs`.
+//! `sysfs` resolves events over the fake tree in `tests/data/sysfs`, `tpebs` samples retire
+//! latencies (real kernel and fake rings).
 //!
 //! Workloads that must do something precise re-run this test binary: the `helper` test below
 //! does nothing in a normal run, and burns CPU or sleeps when `TMETRIC_RUNTIME_HELPER` says so.
@@ -8,6 +9,7 @@
 mod fake;
 mod real;
 mod sysfs;
+mod tpebs;
 
 use std::time::{Duration, Instant};
 
