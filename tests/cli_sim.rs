@@ -352,3 +352,86 @@ fn metric_only_json_has_one_object_per_line() {
         assert!(metrics.iter().all(|m| m["metric-unit"] == "%"));
     }
 }
+
+#[test]
+fn retire_latencies_come_from_a_file_or_a_clear_sampler_error() {
+    let dir = std::env::temp_dir().join(format!("tmetric-rl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("rl.json");
+    std::fs::write(&file, r#"{"MEM_INST_RETIRED.STLB_HIT_LOADS": 7, "NOT_AN_EVENT": 3}"#).unwrap();
+    let path = file.to_str().unwrap();
+    let zero = stderr(&tmetric(&[
+        "--pmu-sim",
+        "meteorlake",
+        "-M",
+        "tma_load_stlb_hit",
+        "-a",
+        "sleep",
+        "0.1",
+    ]));
+    assert!(zero.contains("read as 0") && zero.contains("tma_load_stlb_hit"), "{zero}");
+    let out = tmetric(&[
+        "--pmu-sim",
+        "meteorlake",
+        "-M",
+        "tma_load_stlb_hit",
+        "--retire-latency",
+        path,
+        "-a",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.lines().any(|l| l.trim_start().starts_with("7 cycles") && l.ends_with("/R")),
+        "{text}"
+    );
+    assert!(!text.contains("read as 0"), "{text}");
+    assert!(text.contains("no selected metric reads NOT_AN_EVENT"), "{text}");
+    let value = |t: &str| -> f64 {
+        let line =
+            t.lines().find(|l| l.contains("tma_load_stlb_hit") && l.contains(" # ")).unwrap();
+        line.split('#').nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+    };
+    assert_eq!(value(&zero), 0.0);
+    assert!(value(&text) > 0.0, "{text}");
+    std::fs::write(&file, r#"{"MEM_INST_RETIRED.STLB_HIT_LOADS": "fast"}"#).unwrap();
+    let bad = tmetric(&[
+        "--pmu-sim",
+        "meteorlake",
+        "-M",
+        "tma_load_stlb_hit",
+        "--retire-latency",
+        path,
+        "-a",
+        "sleep",
+        "0",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("must be a number of cycles"), "{}", stderr(&bad));
+    std::fs::remove_dir_all(&dir).ok();
+    // The simulator has no ring buffers: sampling fails at once, with the way out.
+    let start = std::time::Instant::now();
+    let out = tmetric(&[
+        "--pmu-sim",
+        "meteorlake",
+        "-M",
+        "tma_load_stlb_hit",
+        "--record-tpebs",
+        "-a",
+        "sleep",
+        "5",
+    ]);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(3),
+        "the failed sampler must not wait for the run"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let text = stderr(&out);
+    assert!(
+        text.contains("--record-tpebs: the sampler cannot start")
+            && text.contains("--retire-latency"),
+        "{text}"
+    );
+}

@@ -13,8 +13,8 @@ use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::{self as engine, Evaluators, Machine, Pick, Plan, PlanOptions, PmuModel};
 use tmetric_engine::{Resolution, RootResult, Row, Sample, Shown, Strategy};
-use tmetric_runtime::Workload;
 use tmetric_runtime::{Counters, Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
+use tmetric_runtime::{EventReport, SampleSpec, Sampler, SamplerOptions, TpebsMode, Workload};
 
 use crate::models;
 use crate::out::{Sink, warn};
@@ -93,6 +93,18 @@ pub(crate) struct StatArgs {
     /// Print only metrics: one column each, with a header.
     #[arg(long)]
     pub(crate) metric_only: bool,
+    /// Sample the retire latency of every `:R` input in-process (Timed PEBS, a precise
+    /// sampling event with the weight struct), instead of reading it as 0 as perf does
+    /// without `--record-tpebs`.
+    #[arg(long)]
+    pub(crate) record_tpebs: bool,
+    /// Which statistic of the sampled latencies the metrics use.
+    #[arg(long, value_name = "MODE", default_value = "mean", value_parser = ["mean", "min", "max", "last", "p97"], requires = "record_tpebs")]
+    pub(crate) tpebs_mode: String,
+    /// Retire latencies in cycles from a JSON file `{"EVENT": cycles, ...}`, for `:R` inputs
+    /// when they are not sampled.
+    #[arg(long, value_name = "FILE", conflicts_with = "record_tpebs")]
+    pub(crate) retire_latency: Option<PathBuf>,
     /// Start counting MS milliseconds after the command starts.
     #[arg(short = 'D', long = "delay", value_name = "MS")]
     pub(crate) delay: Option<u64>,
@@ -748,7 +760,29 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
         );
     }
     let machine = Machine { sysfs, proc_root, env: &env, pmus: &pmus };
-    let plan = build(args, &machine)?;
+    let mut plan = build(args, &machine)?;
+    if let Some(path) = &args.retire_latency {
+        apply_retire_latency_file(&mut plan, path)?;
+    }
+    if args.record_tpebs || args.retire_latency.is_some() {
+        // The generic "read as 0" warning is replaced by one naming what is still unknown.
+        plan.warnings.retain(|w| !w.starts_with("retire latencies"));
+        let unknown: Vec<&str> = plan
+            .retire_events
+            .iter()
+            .filter(|r| {
+                !args.record_tpebs && !plan.retire_latency.iter().any(|(n, _)| *n == r.name)
+            })
+            .map(|r| r.name.as_str())
+            .collect();
+        if !unknown.is_empty() {
+            plan.warnings.push(format!(
+                "no retire latency for {} in {}: they read as 0",
+                unknown.join(", "),
+                args.retire_latency.as_ref().map_or(String::new(), |p| p.display().to_string())
+            ));
+        }
+    }
     if let Some(name) = simulated {
         warn(&format!(
             "simulated PMU `{name}`: every count below comes from a simulator, not hardware"
@@ -843,6 +877,7 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
         }
         earlier.push(report);
     }
+    let sys_for_sampler = sys.clone();
     let mut counters =
         Counters::open_with(sys, plan.specs.clone(), &plan.groups, &plan.sticky, target.clone())?;
     check_opened(&plan, &counters, &env)?;
@@ -853,15 +888,35 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
         interval_count: args.interval_count.map(|n| n as usize),
     };
     let has_workload = workload.is_some();
+    let mode: TpebsMode =
+        args.tpebs_mode.parse().map_err(|e| anyhow::anyhow!("--tpebs-mode: {e}"))?;
+    let mut sampler = if args.record_tpebs {
+        Some(start_sampler(&plan, sys_for_sampler, &target, sysfs)?)
+    } else {
+        None
+    };
     let report = {
         let plan = &plan;
         let printer = &mut printer;
+        let sampler = &mut sampler;
         tmetric_runtime::run(&mut counters, &target, workload.as_mut(), &options, |tick| {
             if layout == Layout::Std && !printer.metric_only && (tick.number - 1) % 25 == 0 {
                 writeln!(printer.out, "#           time             counts unit events")?;
             }
             let sample =
                 Sample { counts: tick.counts, seconds: tick.length.as_secs_f64(), rusage: None };
+            // Each interval's metrics use that interval's samples.
+            let sampled;
+            let plan = match sampler.as_mut() {
+                Some(s) => {
+                    let reports = s.read().map_err(|e| io::Error::other(e.to_string()))?;
+                    let mut p = plan.clone();
+                    p.retire_latency = latencies(&reports, mode, true);
+                    sampled = p;
+                    &sampled
+                }
+                None => plan,
+            };
             printer.rows(plan, &sample, Some(tick.at))?;
             printer.out.flush()?;
             if printer.out.closed() && !has_workload {
@@ -880,6 +935,11 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
         }
         Err(err) => return Err(err.into()),
     };
+    if let Some(s) = sampler {
+        let reports = s.stop().map_err(|e| anyhow::anyhow!("--record-tpebs: {e}"))?;
+        plan.retire_latency = latencies(&reports, mode, false);
+        report_samples(&reports, args.verbose, layout == Layout::Json, &mut printer.out)?;
+    }
     let report = if earlier.is_empty() {
         report
     } else {
@@ -1016,6 +1076,144 @@ fn names_summary(names: &[&str]) -> String {
     } else {
         format!("{} and {} more", names[..8].join(", "), names.len() - 8)
     }
+}
+
+/// `--record-tpebs`: one precise sampling event per `:R` input, on the CPUs or task counted.
+fn start_sampler<S: Syscalls>(
+    plan: &Plan,
+    sys: S,
+    target: &Target,
+    sysfs: &Sysfs,
+) -> anyhow::Result<Sampler<S>> {
+    let mut specs = Vec::new();
+    for r in &plan.retire_events {
+        let event = r.event.as_ref().map_err(|why| {
+            anyhow::anyhow!(
+                "--record-tpebs: cannot sample `{}` (for {}): {why}",
+                r.name,
+                r.metrics.join(", ")
+            )
+        })?;
+        let mut attr = event.attr.clone();
+        // Timed PEBS: a precise event; the retire latency is the weight struct's var3_w.
+        attr.precise_ip = 1;
+        specs.push(SampleSpec { name: r.name.clone(), attr, cpus: event.cpus.clone() });
+    }
+    if specs.is_empty() {
+        bail!("--record-tpebs: no selected metric has a retire-latency (`:R`) input");
+    }
+    let options = SamplerOptions {
+        task_cpus: match target {
+            Target::Task { .. } => sysfs.online_cpus().unwrap_or_default(),
+            Target::Cpus(_) => Vec::new(),
+        },
+        ..SamplerOptions::default()
+    };
+    Sampler::start(sys, &specs, target, &options).map_err(|e| {
+        anyhow::anyhow!("--record-tpebs: the sampler cannot start: {e}; without it, --retire-latency FILE gives the values")
+    })
+}
+
+/// The retire latency each `:R` input gets from its samples (0 with none, as perf does).
+fn latencies(reports: &[EventReport], mode: TpebsMode, interval: bool) -> Vec<(String, f64)> {
+    reports
+        .iter()
+        .map(|r| {
+            let summary = if interval { &r.interval } else { &r.total };
+            let value = summary.value(mode).unwrap_or(0.0);
+            (r.name.clone(), value)
+        })
+        .collect()
+}
+
+/// `-v` (and `-j`): per sampled event, the sample statistics.
+fn report_samples(
+    reports: &[EventReport],
+    verbose: bool,
+    json: bool,
+    out: &mut Sink,
+) -> io::Result<()> {
+    for r in reports {
+        let t = &r.total;
+        if json {
+            let line = serde_json::json!({
+                "tpebs-event": r.name, "samples": t.count, "lost": r.kernel_lost.unwrap_or(t.lost),
+                "mean": t.mean, "min": t.min, "max": t.max, "last": t.last, "p97": t.p97,
+            });
+            writeln!(out, "{line}")?;
+        } else if verbose {
+            let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+            warn(&format!(
+                "retire latency of {}: {} samples ({} lost), mean {}, min {}, max {}, last {}, p97 {} cycles",
+                r.name,
+                t.count,
+                r.kernel_lost.unwrap_or(t.lost),
+                show(t.mean),
+                show(t.min),
+                show(t.max),
+                show(t.last),
+                show(t.p97)
+            ));
+        }
+        if r.kernel_lost.unwrap_or(t.lost) > 0 {
+            warn(&format!(
+                "--record-tpebs: {} samples of {} were lost (the reader fell behind)",
+                r.kernel_lost.unwrap_or(t.lost),
+                r.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `--retire-latency FILE`: `{"EVENT": cycles}`. A key names a `:R` input as printed
+/// (`cpu_core/MEM_INST_RETIRED.STLB_HIT_LOADS/R`) or just its event (`MEM_INST_RETIRED.STLB_HIT_LOADS`),
+/// in any case.
+fn apply_retire_latency_file(plan: &mut Plan, path: &Path) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--retire-latency {}: cannot read it", path.display()))?;
+    let map: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(text.trim_start_matches('\u{feff}')).with_context(|| {
+            format!(
+                "--retire-latency {}: expected a JSON object {{\"EVENT\": cycles, ...}}",
+                path.display()
+            )
+        })?;
+    let bare = |name: &str| -> String {
+        let name = name.trim_end_matches('/').trim_end_matches(":R").trim_end_matches("/R");
+        let name = name.rsplit('/').next().unwrap_or(name);
+        name.to_ascii_lowercase()
+    };
+    let mut unused = Vec::new();
+    for (key, value) in &map {
+        let Some(cycles) = value.as_f64().filter(|v| v.is_finite() && *v >= 0.0) else {
+            bail!(
+                "--retire-latency {}: `{key}` must be a number of cycles, not {value}",
+                path.display()
+            );
+        };
+        let matched: Vec<String> = plan
+            .retire_events
+            .iter()
+            .filter(|r| r.name.eq_ignore_ascii_case(key) || bare(&r.name) == bare(key))
+            .map(|r| r.name.clone())
+            .collect();
+        if matched.is_empty() {
+            unused.push(key.as_str());
+        }
+        for name in matched {
+            plan.retire_latency.retain(|(n, _)| *n != name);
+            plan.retire_latency.push((name, cycles));
+        }
+    }
+    if !unused.is_empty() {
+        warn(&format!(
+            "--retire-latency {}: no selected metric reads {}",
+            path.display(),
+            unused.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// `-r`: per spec, the relative standard deviation (in %) of its total over the runs.

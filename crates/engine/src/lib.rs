@@ -18,7 +18,7 @@ pub mod schedule;
 pub mod topdown;
 
 pub use eval::{Evaluators, RootResult, Sample, Shown};
-pub use plan::{Machine, Pick, Plan, PlanOptions, Resolution, Root, Row, Source};
+pub use plan::{Machine, Pick, Plan, PlanOptions, Resolution, RetireEvent, Root, Row, Source};
 pub use pmu::{Demand, MachineFacts, Pmu, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
 

@@ -145,6 +145,20 @@ pub struct Plan {
     pub retire_latency: Vec<(String, f64)>,
     /// Warnings to print once before counting.
     pub warnings: Vec<String>,
+    /// Per `:R` input: its name (as [`Plan::retire_latency`] keys it), the metrics that read
+    /// it, and the event to sample for it (or why it cannot be sampled here).
+    pub retire_events: Vec<RetireEvent>,
+}
+
+/// A retire-latency input and the sampling event behind it.
+#[derive(Debug, Clone)]
+pub struct RetireEvent {
+    /// The input's name (`cpu_core/MEM_INST_RETIRED.STLB_HIT_LOADS/R`).
+    pub name: String,
+    /// The metrics that read it.
+    pub metrics: Vec<String>,
+    /// The event to sample (the same event without `R`), or why there is none.
+    pub event: Result<CounterEvent, String>,
 }
 
 /// The printed name of a model input: perf's `pmu@terms@` spelled `pmu/terms/`.
@@ -237,6 +251,41 @@ pub fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> R
             Resolution::Missing("only an argument of has_event() or strcmp_cpuid_str()".into())
         }
     }
+}
+
+/// The event a `:R` input samples: the same event and PMU, without the `R` modifier.
+fn retire_base(
+    model: &Model,
+    id: &Id,
+    sysfs: &Sysfs,
+    env: &Environment,
+) -> Result<CounterEvent, String> {
+    let display = id_name(model, id);
+    let modifiers: String = model.str(id.modifiers).chars().filter(|&c| c != 'R').collect();
+    let terms = model.str(id.terms);
+    let (pmu, event) = match id.kind {
+        IdKind::Event(index) => {
+            let json = &model.events[index as usize];
+            let pmu = model.str(json.pmu);
+            let pmu = if pmu::is_core_name(pmu) && !sysfs.has_pmu(pmu) {
+                sysfs.core_pmu().ok_or_else(|| env.no_hardware_pmu().to_string())?
+            } else {
+                pmu.to_string()
+            };
+            (pmu, model.str(json.encoding).to_string())
+        }
+        _ => {
+            let pmu = model.str(id.pmu);
+            let pmu = if pmu.is_empty() {
+                sysfs.core_pmu().ok_or_else(|| env.no_hardware_pmu().to_string())?
+            } else {
+                pmu.to_string()
+            };
+            (pmu, model.str(id.event).to_string())
+        }
+    };
+    let terms = if terms.is_empty() { event } else { format!("{event},{terms}") };
+    event::resolve_on_pmu(&pmu, &terms, &modifiers, &display, sysfs).map_err(|e| e.to_string())
 }
 
 /// The counters input `id` may use on `pmus`, and its PMU index; `None` for inputs that take
@@ -425,6 +474,7 @@ impl Plan {
             literals,
             retire_latency: Vec::new(),
             warnings: Vec::new(),
+            retire_events: Vec::new(),
         }
     }
 
@@ -709,6 +759,33 @@ impl Plan {
                     );
                     self.rows[row].key = Key::Named(format!("metric host {r}"));
                     self.rows[row].roots.push(r);
+                }
+            }
+        }
+        for root in &self.roots[first_root..] {
+            let model = root.model;
+            let metric = model.str(model.metrics[root.metric].name).to_string();
+            for (slot, row) in root.slot_rows.iter().enumerate() {
+                let Some(row) = row else { continue };
+                if self.rows[*row].source != Source::RetireLatency {
+                    continue;
+                }
+                let name = self.rows[*row].name.clone();
+                match self.retire_events.iter_mut().find(|r| r.name == name) {
+                    Some(r) => {
+                        if !r.metrics.contains(&metric) {
+                            r.metrics.push(metric.clone());
+                        }
+                    }
+                    None => {
+                        let event =
+                            retire_base(model, &model.ids[slot], machine.sysfs, machine.env);
+                        self.retire_events.push(RetireEvent {
+                            name,
+                            metrics: vec![metric.clone()],
+                            event,
+                        });
+                    }
                 }
             }
         }
