@@ -32,6 +32,7 @@
 pub mod counter;
 pub mod event;
 pub mod fake;
+pub mod mmap;
 pub mod run;
 pub mod signal;
 pub mod sim;
