@@ -1,0 +1,182 @@
+//! The C ABI (`include/tmetric_region.h`): one [`Measurement`] per calling thread, regions
+//! started and stopped by name, the last sample's values, a report, and the last error text.
+//!
+//! This is the only place outside `tmetric-runtime` with `unsafe`: the `#[unsafe(no_mangle)]`
+//! attributes that give the functions their C names, and one block in [`c_text`] that reads
+//! the caller's NUL-terminated strings, which a C ABI cannot avoid.
+
+use std::cell::RefCell;
+use std::ffi::{CStr, CString, c_char, c_double, c_int};
+
+use crate::{Measurement, Sample};
+
+struct State {
+    measurement: Option<Measurement>,
+    last: Option<Sample>,
+    error: CString,
+}
+
+thread_local! {
+    static STATE: RefCell<State> = RefCell::new(State {
+        measurement: None,
+        last: None,
+        error: CString::default(),
+    });
+}
+
+/// The caller's C string, or `None` for NULL or text that is not UTF-8.
+fn c_text(ptr: *const c_char) -> Option<String> {
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: the header documents that every `const char *` argument is NULL (checked above)
+    // or a NUL-terminated string that stays valid for the call.
+    let text = unsafe { CStr::from_ptr(ptr) };
+    text.to_str().ok().map(str::to_string)
+}
+
+/// Splits a comma-separated list, keeping commas inside `pmu/terms/` intact.
+pub fn split_items(list: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut slash = false;
+    for c in list.chars() {
+        match c {
+            '/' => {
+                slash = !slash;
+                current.push(c);
+            }
+            ',' if !slash => items.push(std::mem::take(&mut current)),
+            _ => current.push(c),
+        }
+    }
+    items.push(current);
+    items.into_iter().map(|i| i.trim().to_string()).filter(|i| !i.is_empty()).collect()
+}
+
+fn fail(state: &mut State, text: String) -> c_int {
+    state.error = CString::new(text.replace('\0', " ")).unwrap_or_default();
+    -1
+}
+
+/// `int tmetric_region_init(const char *items)`: plans and opens `items` (comma-separated
+/// metrics, metric groups or events) for the calling thread. 0 on success, -1 on error.
+#[unsafe(no_mangle)]
+pub extern "C" fn tmetric_region_init(items: *const c_char) -> c_int {
+    let text = c_text(items);
+    STATE.with_borrow_mut(|state| {
+        let Some(text) = text else {
+            return fail(state, "tmetric_region_init: items is NULL or not UTF-8".into());
+        };
+        let items = split_items(&text);
+        let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+        state.measurement = None;
+        match Measurement::new(&refs) {
+            Ok(m) => {
+                state.measurement = Some(m);
+                0
+            }
+            Err(e) => fail(state, format!("tmetric_region_init: {e}")),
+        }
+    })
+}
+
+/// `int tmetric_region_start(const char *name)`: starts region `name`.
+#[unsafe(no_mangle)]
+pub extern "C" fn tmetric_region_start(name: *const c_char) -> c_int {
+    let name = c_text(name);
+    STATE.with_borrow_mut(|state| {
+        let Some(name) = name else {
+            return fail(state, "tmetric_region_start: name is NULL or not UTF-8".into());
+        };
+        let Some(m) = state.measurement.as_mut() else {
+            return fail(state, "tmetric_region_start: call tmetric_region_init first".into());
+        };
+        match m.begin(&name) {
+            Ok(()) => 0,
+            Err(e) => fail(state, format!("tmetric_region_start: {e}")),
+        }
+    })
+}
+
+/// `int tmetric_region_stop(void)`: stops the open region; its sample becomes the last.
+#[unsafe(no_mangle)]
+pub extern "C" fn tmetric_region_stop() -> c_int {
+    STATE.with_borrow_mut(|state| {
+        let Some(m) = state.measurement.as_mut() else {
+            return fail(state, "tmetric_region_stop: call tmetric_region_init first".into());
+        };
+        match m.end() {
+            Ok(sample) => {
+                state.last = Some(sample);
+                0
+            }
+            Err(e) => fail(state, format!("tmetric_region_stop: {e}")),
+        }
+    })
+}
+
+/// `double tmetric_region_value(const char *name)`: metric or count `name` of the last
+/// sample (metrics scaled as printed, task-clock in msec); NaN when there is none.
+#[unsafe(no_mangle)]
+pub extern "C" fn tmetric_region_value(name: *const c_char) -> c_double {
+    let name = c_text(name);
+    STATE.with_borrow(|state| {
+        let (Some(name), Some(last)) = (name, state.last.as_ref()) else { return f64::NAN };
+        last.metric(&name).or_else(|| last.count(&name)).unwrap_or(f64::NAN)
+    })
+}
+
+/// `int tmetric_region_report(void)`: prints every region's total to standard error.
+#[unsafe(no_mangle)]
+pub extern "C" fn tmetric_region_report() -> c_int {
+    STATE.with_borrow_mut(|state| {
+        let Some(m) = state.measurement.as_mut() else {
+            return fail(state, "tmetric_region_report: call tmetric_region_init first".into());
+        };
+        match m.report(&mut std::io::stderr()) {
+            Ok(()) => 0,
+            Err(e) => fail(state, format!("tmetric_region_report: {e}")),
+        }
+    })
+}
+
+/// `const char *tmetric_region_error(void)`: the last error on this thread ("" if none);
+/// valid until the next call that fails.
+#[unsafe(no_mangle)]
+pub extern "C" fn tmetric_region_error() -> *const c_char {
+    STATE.with_borrow(|state| state.error.as_ptr())
+}
+
+/// `void tmetric_region_finish(void)`: closes the calling thread's counters.
+#[unsafe(no_mangle)]
+pub extern "C" fn tmetric_region_finish() {
+    STATE.with_borrow_mut(|state| {
+        state.measurement = None;
+        state.last = None;
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_split_outside_pmu_terms() {
+        assert_eq!(
+            split_items("page-faults, cpu/event=0x3c,umask=0/,TopdownL1"),
+            vec!["page-faults", "cpu/event=0x3c,umask=0/", "TopdownL1"]
+        );
+        assert_eq!(split_items(" , "), Vec::<String>::new());
+    }
+
+    #[test]
+    fn errors_are_reported_through_the_error_text() {
+        assert_eq!(tmetric_region_start(c"x".as_ptr()), -1);
+        let text = c_text(tmetric_region_error()).unwrap();
+        assert!(text.contains("call tmetric_region_init first"), "{text}");
+        assert_eq!(tmetric_region_init(std::ptr::null()), -1);
+        assert!(c_text(tmetric_region_error()).unwrap().contains("NULL"));
+        assert!(tmetric_region_value(c"page-faults".as_ptr()).is_nan());
+    }
+}
