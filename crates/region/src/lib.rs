@@ -13,9 +13,11 @@
 //!
 //! * [`topdown`]: PERF_METRICS fields, slots-scaled deltas, level 1 and 2, the reset schedule.
 //! * [`capi`]: the C ABI (`include/tmetric_region.h`).
+//! * [`workload`]: workloads with known page faults and CPU time (example and tests).
 
 pub mod capi;
 pub mod topdown;
+pub mod workload;
 
 use std::io::{self, Write};
 use std::marker::PhantomData;
