@@ -14,7 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let pages: usize = args.next().map_or(Ok(10_000), |a| a.parse())?;
     let ms: u64 = args.next().map_or(Ok(200), |a| a.parse())?;
-    let mut m = Measurement::new(&["page-faults", "task-clock"])?;
+    let mut m = Measurement::new(&["page-faults", "task-clock", "page_faults_per_sec"])?;
     println!("read path: {:?}", m.path());
 
     let (touched, sample) = m.measure("touch", || touch_pages(pages))?;

@@ -106,9 +106,10 @@ pub extern "C" fn tmetric_region_stop() -> c_int {
         let Some(m) = state.measurement.as_mut() else {
             return fail(state, "tmetric_region_stop: call tmetric_region_init first".into());
         };
-        match m.end() {
-            Ok(sample) => {
-                state.last = Some(sample);
+        // Only the total is updated here; the sample is built when a value is asked for.
+        match m.end_total() {
+            Ok(()) => {
+                state.last = None;
                 0
             }
             Err(e) => fail(state, format!("tmetric_region_stop: {e}")),
@@ -121,7 +122,10 @@ pub extern "C" fn tmetric_region_stop() -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn tmetric_region_value(name: *const c_char) -> c_double {
     let name = c_text(name);
-    STATE.with_borrow(|state| {
+    STATE.with_borrow_mut(|state| {
+        if state.last.is_none() {
+            state.last = state.measurement.as_mut().and_then(Measurement::last);
+        }
         let (Some(name), Some(last)) = (name, state.last.as_ref()) else { return f64::NAN };
         last.metric(&name).or_else(|| last.count(&name)).unwrap_or(f64::NAN)
     })

@@ -163,13 +163,18 @@ struct Group<P: Pages> {
     topdown: Option<TopdownLayout>,
 }
 
+/// Most members a group read can return (the largest PMU has 8 general, 4 fixed and 8
+/// metric counters; software groups are smaller than this too).
+const MAX_MEMBERS: usize = 32;
+
 /// One reading of every group.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Reading {
-    snapshot: Snapshot,
+    /// Per spec.
+    values: Vec<RawCount>,
     /// Per group read with rdpmc and led by slots: the raw values and the leader page's lock.
     topdown: Vec<Option<(TopdownRead, u32)>>,
-    at: Instant,
+    at: Option<Instant>,
 }
 
 /// A metric's value in a sample.
@@ -194,6 +199,8 @@ pub struct Count {
     pub value: Option<f64>,
     /// The unit (`msec`, a sysfs unit) or empty.
     pub unit: String,
+    /// The metrics printed beside it (perf prints a metric on its first event's line).
+    pub metrics: Vec<String>,
 }
 
 /// The measurement of one region (or a region's total).
@@ -240,17 +247,29 @@ impl Sample {
             if self.runs == 1 { "" } else { "s" },
             self.seconds
         )?;
+        let metric_text = |m: &MetricValue| {
+            let note = m.note.as_deref().map(|n| format!("  ({n})")).unwrap_or_default();
+            format!("# {:>8.2} {:<2} {}{note}", m.value, m.unit, m.name)
+        };
+        let hosted: Vec<&str> =
+            self.counts.iter().flat_map(|c| c.metrics.iter().map(String::as_str)).collect();
         for c in &self.counts {
             let value = match c.value {
                 Some(v) if c.unit == "msec" => format!("{v:.2}"),
                 Some(v) => format!("{v:.0}"),
                 None => "<not counted>".to_string(),
             };
-            writeln!(out, " {value:>18} {:<5} {}", c.unit, c.name)?;
+            let beside: Vec<&MetricValue> =
+                self.metrics.iter().filter(|m| c.metrics.contains(&m.name)).collect();
+            let first = beside.first().map(|m| metric_text(m)).unwrap_or_default();
+            let line = format!(" {value:>18} {:<5} {:<30} {first}", c.unit, c.name);
+            writeln!(out, "{}", line.trim_end())?;
+            for m in beside.iter().skip(1) {
+                writeln!(out, " {:>18} {:<5} {:<30} {}", "", "", "", metric_text(m))?;
+            }
         }
-        for m in &self.metrics {
-            let note = m.note.as_deref().map(|n| format!("  ({n})")).unwrap_or_default();
-            writeln!(out, " {:>18} {:<5} # {:>8.2} {} {}{note}", "", "", m.value, m.unit, m.name)?;
+        for m in self.metrics.iter().filter(|m| !hosted.contains(&m.name.as_str())) {
+            writeln!(out, " {:>18} {:<5} {:<30} {}", "", "", "", metric_text(m))?;
         }
         if let Some(t) = &self.topdown {
             let l1 = &t.level1;
@@ -289,7 +308,7 @@ struct Region {
     name: String,
     runs: usize,
     seconds: f64,
-    total: Snapshot,
+    total: Vec<RawCount>,
     /// Per PERF_METRICS field, slots in 255ths, and the slots, summed over rdpmc topdown runs.
     topdown: Option<([i128; 8], u64, bool, f64)>,
 }
@@ -305,7 +324,13 @@ pub struct Measurement<S: Syscalls = Kernel, P: Pages = KernelPages> {
     evaluators: Evaluators,
     groups: Vec<Group<P>>,
     regions: Vec<Region>,
-    open: Option<(String, Reading)>,
+    /// The open region.
+    open: Option<usize>,
+    before: Reading,
+    after: Reading,
+    delta: Vec<RawCount>,
+    /// The last region that ended, its seconds and topdown (its counts are in `delta`).
+    last: Option<(usize, f64, Option<Topdown>)>,
     schedule: ResetSchedule,
     last_slots: Option<u64>,
     epoch: Instant,
@@ -420,6 +445,10 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             groups: Vec::new(),
             regions: Vec::new(),
             open: None,
+            before: Reading::default(),
+            after: Reading::default(),
+            delta: Vec::new(),
+            last: None,
             schedule: ResetSchedule::default(),
             last_slots: None,
             epoch: Instant::now(),
@@ -529,24 +558,19 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         Ok(Group { specs, fds, ids, pages, topdown })
     }
 
-    fn read_all(&mut self) -> Result<Reading, RegionError> {
-        let mut events: Vec<Option<Vec<CpuCount>>> = vec![None; self.plan.specs.len()];
-        let mut tds = Vec::with_capacity(self.groups.len());
+    /// Reads every group into `reading` (buffers reused: the hot path allocates nothing).
+    fn read_into(&mut self, reading: &mut Reading) -> Result<(), RegionError> {
+        reading.values.resize(self.plan.specs.len(), RawCount::default());
+        reading.topdown.clear();
+        let at = Instant::now();
         for group in &self.groups {
             let leader = &self.plan.specs[group.specs[0]].name;
             match &group.pages {
                 None => {
-                    tds.push(None);
-                    let mut buf = [0u8; 8 * (3 + 2 * 16)];
+                    reading.topdown.push(None);
+                    let mut buf = [0u8; 8 * (3 + 2 * MAX_MEMBERS)];
                     let want = 8 * (3 + 2 * group.fds.len());
-                    let buf: &mut [u8] = if want <= buf.len() {
-                        &mut buf[..want]
-                    } else {
-                        return Err(RegionError::Layout {
-                            event: leader.clone(),
-                            problem: format!("{} members: at most 16 per group", group.fds.len()),
-                        });
-                    };
+                    let buf = &mut buf[..want];
                     let got = self.sys.read(group.fds[0], buf).map_err(|errno| {
                         RegionError::Syscall { what: "reading", event: leader.clone(), errno }
                     })?;
@@ -556,92 +580,131 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                             problem: "the pinned group could not be kept on the counters (the kernel put it in error state)".into(),
                         });
                     }
-                    let parsed = parse_group_read(&buf[..got], group.fds.len()).map_err(
-                        |problem| RegionError::Layout { event: leader.clone(), problem },
-                    )?;
-                    for (value, id) in parsed.values {
+                    // The layout is checked as the runtime's parser does, without its
+                    // allocation: nr, time_enabled, time_running, then (value, id) pairs.
+                    let word = |i: usize| {
+                        let mut w = [0u8; 8];
+                        w.copy_from_slice(&buf[i * 8..i * 8 + 8]);
+                        u64::from_ne_bytes(w)
+                    };
+                    if got != want || word(0) as usize != group.fds.len() {
+                        let problem = parse_group_read(&buf[..got], group.fds.len())
+                            .err()
+                            .unwrap_or_else(|| format!("{got} bytes, expected {want}"));
+                        return Err(RegionError::Layout { event: leader.clone(), problem });
+                    }
+                    let (enabled, running) = (word(1), word(2));
+                    for i in 0..group.fds.len() {
+                        let (value, id) = (word(3 + 2 * i), word(4 + 2 * i));
                         let Some(m) = group.ids.iter().position(|&x| x == id) else {
                             return Err(RegionError::Layout {
                                 event: leader.clone(),
                                 problem: format!("the kernel returned id {id}, which no member has"),
                             });
                         };
-                        let raw =
-                            RawCount { value, enabled: parsed.enabled, running: parsed.running };
-                        events[group.specs[m]] = Some(vec![CpuCount { cpu: -1, raw }]);
+                        reading.values[group.specs[m]] = RawCount { value, enabled, running };
                     }
                 }
                 Some(pages) => {
-                    let mut counts = Vec::with_capacity(pages.len());
+                    // A pinned group that is on its counters at both ends of a region with
+                    // the page unchanged (checked in `end`) ran all along: its enabled and
+                    // running times are the wall clock's.
+                    let ns = at.duration_since(self.epoch).as_nanos() as u64;
+                    let mut slots = None;
+                    let mut metrics = 0;
                     for (m, page) in pages.iter().enumerate() {
                         let c = self.pages.read(page).map_err(|why| RegionError::Rdpmc {
                             event: self.plan.specs[group.specs[m]].name.clone(),
                             why,
                         })?;
-                        counts.push(c);
+                        reading.values[group.specs[m]] =
+                            RawCount { value: c.value, enabled: ns, running: ns };
+                        if let Some(layout) = &group.topdown {
+                            if m == 0 {
+                                slots = Some((c.raw, c.seq));
+                            } else if layout.fields[m].is_some() {
+                                metrics = c.raw;
+                            }
+                        }
                     }
-                    // A pinned group that is on its counters at both ends of a region with
-                    // the page unchanged (checked in `end`) ran all along: its enabled and
-                    // running times are the wall clock's.
-                    let ns = self.epoch.elapsed().as_nanos() as u64;
-                    let (enabled, running) = (ns, ns);
-                    for (m, c) in counts.iter().enumerate() {
-                        let raw = RawCount { value: c.value, enabled, running };
-                        events[group.specs[m]] = Some(vec![CpuCount { cpu: -1, raw }]);
-                    }
-                    tds.push(group.topdown.as_ref().map(|layout| {
-                        let metrics = layout
-                            .fields
-                            .iter()
-                            .position(Option::is_some)
-                            .map_or(0, |m| counts[m].raw);
-                        (TopdownRead { slots: counts[0].raw, metrics }, counts[0].seq)
-                    }));
+                    reading.topdown.push(
+                        slots.map(|(raw, seq)| (TopdownRead { slots: raw, metrics }, seq)),
+                    );
                 }
             }
         }
-        Ok(Reading { snapshot: Snapshot { events }, topdown: tds, at: Instant::now() })
+        reading.at = Some(at);
+        Ok(())
     }
 
     /// Opens region `name`: reads the counters (resetting topdown counters first when the
     /// schedule says so).
     pub fn begin(&mut self, name: &str) -> Result<(), RegionError> {
-        if let Some((open, _)) = &self.open {
+        if let Some(open) = self.open {
             return Err(RegionError::Nesting(format!(
-                "region `{name}` started while `{open}` is open: regions do not nest"
+                "region `{name}` started while `{}` is open: regions do not nest",
+                self.regions[open].name
             )));
         }
-        let mut reading = self.read_all()?;
+        let region = match self.regions.iter().position(|r| r.name == name) {
+            Some(r) => r,
+            None => {
+                self.regions.push(Region {
+                    name: name.to_string(),
+                    runs: 0,
+                    seconds: 0.0,
+                    total: vec![RawCount::default(); self.plan.specs.len()],
+                    topdown: None,
+                });
+                self.regions.len() - 1
+            }
+        };
+        let mut before = std::mem::take(&mut self.before);
+        let result = self.read_into(&mut before);
         let mut reset = false;
-        for (g, td) in reading.topdown.iter().enumerate() {
-            if let Some((read, _)) = td
-                && self.schedule.due(read.slots, self.last_slots)
-            {
-                let fd = self.groups[g].fds[0];
-                self.sys.reset(fd, true).map_err(|errno| RegionError::Syscall {
-                    what: "resetting",
-                    event: self.plan.specs[self.groups[g].specs[0]].name.clone(),
-                    errno,
-                })?;
-                reset = true;
+        if result.is_ok() {
+            for (g, td) in before.topdown.iter().enumerate() {
+                if let Some((read, _)) = td
+                    && self.schedule.due(read.slots, self.last_slots)
+                {
+                    let fd = self.groups[g].fds[0];
+                    if let Err(errno) = self.sys.reset(fd, true) {
+                        self.before = before;
+                        return Err(RegionError::Syscall {
+                            what: "resetting",
+                            event: self.plan.specs[self.groups[g].specs[0]].name.clone(),
+                            errno,
+                        });
+                    }
+                    reset = true;
+                }
             }
         }
-        if reset {
-            reading = self.read_all()?;
-        }
-        self.open = Some((name.to_string(), reading));
+        let result = if reset && result.is_ok() { self.read_into(&mut before) } else { result };
+        self.before = before;
+        result?;
+        self.open = Some(region);
         Ok(())
     }
 
-    /// Closes the open region: reads the counters and returns its sample, which is also
-    /// added to the region's total.
-    pub fn end(&mut self) -> Result<Sample, RegionError> {
-        let after = self.read_all()?;
-        let Some((name, before)) = self.open.take() else {
+    /// Closes the open region and adds it to the region's total, without building a
+    /// [`Sample`] (the cheapest stop; [`Measurement::last`] builds one afterwards).
+    pub fn end_total(&mut self) -> Result<(), RegionError> {
+        let Some(region) = self.open else {
             return Err(RegionError::Nesting("stop without a started region".into()));
         };
-        let seconds = after.at.duration_since(before.at).as_secs_f64();
-        let mut delta = after.snapshot.since(&before.snapshot);
+        let mut after = std::mem::take(&mut self.after);
+        let result = self.read_into(&mut after);
+        self.after = after;
+        self.open = None;
+        result?;
+        let (before, after) = (&self.before, &self.after);
+        let seconds = match (before.at, after.at) {
+            (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
+            _ => 0.0,
+        };
+        self.delta.clear();
+        self.delta.extend(after.values.iter().zip(&before.values).map(|(b, a)| b.since(*a)));
         let mut topdown_acc: Option<([i128; 8], u64, bool, f64)> = None;
         let mut topdown = None;
         for (g, group) in self.groups.iter().enumerate() {
@@ -666,46 +729,51 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             // The metric events' counts for the compiled formulas: slots-scaled fields, as
             // the kernel's own read() computes them.
             for (m, field) in layout.fields.iter().enumerate() {
-                if let Some(i) = field
-                    && let Some(Some(cpus)) = delta.events.get_mut(group.specs[m])
-                {
-                    cpus[0].raw.value = (fields[*i].max(0) / 255) as u64;
+                if let Some(i) = field {
+                    self.delta[group.specs[m]].value = (fields[*i].max(0) / 255) as u64;
                 }
             }
-            if let Some(Some(cpus)) = delta.events.get_mut(group.specs[0]) {
-                cpus[0].raw.value = b.slots.saturating_sub(a.slots);
-            }
+            self.delta[group.specs[0]].value = b.slots.saturating_sub(a.slots);
             if let Some(t) = t {
                 self.last_slots = Some(t.slots);
                 topdown_acc = Some((fields, t.slots, layout.level2, t.error_bound));
             }
             topdown = t;
         }
-        let sample = self.sample(&name, 1, seconds, &delta, topdown);
-        match self.regions.iter_mut().find(|r| r.name == name) {
-            Some(r) => {
-                r.runs += 1;
-                r.seconds += seconds;
-                add(&mut r.total, &delta);
-                r.topdown = match (r.topdown.take(), topdown_acc) {
-                    (Some((mut f, s, l2, e)), Some((g, t, _, e2))) => {
-                        for i in 0..8 {
-                            f[i] += g[i];
-                        }
-                        Some((f, s + t, l2, e.max(e2)))
-                    }
-                    (x, y) => x.or(y),
-                };
-            }
-            None => self.regions.push(Region {
-                name,
-                runs: 1,
-                seconds,
-                total: delta,
-                topdown: topdown_acc,
-            }),
+        let r = &mut self.regions[region];
+        r.runs += 1;
+        r.seconds += seconds;
+        for (t, d) in r.total.iter_mut().zip(&self.delta) {
+            t.value += d.value;
+            t.enabled += d.enabled;
+            t.running += d.running;
         }
-        Ok(sample)
+        r.topdown = match (r.topdown.take(), topdown_acc) {
+            (Some((mut f, s, l2, e)), Some((g, t, _, e2))) => {
+                for i in 0..8 {
+                    f[i] += g[i];
+                }
+                Some((f, s + t, l2, e.max(e2)))
+            }
+            (x, y) => x.or(y),
+        };
+        self.last = Some((region, seconds, topdown));
+        Ok(())
+    }
+
+    /// Closes the open region: reads the counters and returns its sample, which is also
+    /// added to the region's total.
+    pub fn end(&mut self) -> Result<Sample, RegionError> {
+        self.end_total()?;
+        Ok(self.last().expect("a region just ended"))
+    }
+
+    /// The sample of the last region that ended.
+    pub fn last(&mut self) -> Option<Sample> {
+        let (region, seconds, topdown) = self.last?;
+        let name = self.regions[region].name.clone();
+        let delta = snapshot(&self.delta);
+        Some(self.sample(&name, 1, seconds, &delta, topdown))
     }
 
     /// Starts region `name`; the guard's [`Running::stop`] returns the sample.
@@ -748,6 +816,14 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     _ => None,
                 },
                 unit: r.unit.clone(),
+                metrics: r
+                    .roots
+                    .iter()
+                    .map(|&i| {
+                        let root = &self.plan.roots[i];
+                        root.model.str(root.model.metrics[root.metric].name).to_string()
+                    })
+                    .collect(),
             })
             .collect();
         let metrics = self
@@ -798,6 +874,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         let regions = self.regions.clone();
         regions
             .iter()
+            .filter(|r| r.runs > 0)
             .map(|r| {
                 let topdown = r.topdown.and_then(|(f, slots, level2, bound)| {
                     // Fields summed over runs: one "read" of 0 and one of the sums, so the
@@ -823,7 +900,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                         Topdown { slots, level1, level2, error_bound: bound }
                     })
                 });
-                self.sample(&r.name, r.runs, r.seconds, &r.total, topdown)
+                self.sample(&r.name, r.runs, r.seconds, &snapshot(&r.total), topdown)
             })
             .collect()
     }
@@ -863,12 +940,18 @@ impl<S: Syscalls, P: Pages> Running<'_, S, P> {
         let m = self.m.take().expect("a running region has its measurement");
         m.end()
     }
+
+    /// Ends the region, adding it to the region's total only (no [`Sample`] is built).
+    pub fn finish(mut self) -> Result<(), RegionError> {
+        let m = self.m.take().expect("a running region has its measurement");
+        m.end_total()
+    }
 }
 
 impl<S: Syscalls, P: Pages> Drop for Running<'_, S, P> {
     fn drop(&mut self) {
         if let Some(m) = self.m.take() {
-            let _ = m.end();
+            let _ = m.end_total();
         }
     }
 }
@@ -880,17 +963,9 @@ fn model_names(model: Option<&'static Model>) -> String {
     }
 }
 
-/// Adds `delta` into `total`, event by event.
-fn add(total: &mut Snapshot, delta: &Snapshot) {
-    for (t, d) in total.events.iter_mut().zip(&delta.events) {
-        if let (Some(t), Some(d)) = (t, d) {
-            for (a, b) in t.iter_mut().zip(d) {
-                a.raw.value += b.raw.value;
-                a.raw.enabled += b.raw.enabled;
-                a.raw.running += b.raw.running;
-            }
-        }
-    }
+/// Per-spec counts as the engine's snapshot (one task counter per event).
+fn snapshot(values: &[RawCount]) -> Snapshot {
+    Snapshot { events: values.iter().map(|&raw| Some(vec![CpuCount { cpu: -1, raw }])).collect() }
 }
 
 /// The groups a region opens: at most one hardware group plus one group of software events.
@@ -937,6 +1012,11 @@ fn region_groups(plan: &Plan) -> Result<Vec<Vec<usize>>, RegionError> {
         software.sort_unstable();
         software.dedup();
         groups.push(software);
+    }
+    if let Some(big) = groups.iter().find(|g| g.len() > MAX_MEMBERS) {
+        return Err(RegionError::TooManyGroups {
+            why: format!("a group of {} events; at most {MAX_MEMBERS} are read at once", big.len()),
+        });
     }
     Ok(groups)
 }
