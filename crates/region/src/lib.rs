@@ -599,7 +599,9 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                         let Some(m) = group.ids.iter().position(|&x| x == id) else {
                             return Err(RegionError::Layout {
                                 event: leader.clone(),
-                                problem: format!("the kernel returned id {id}, which no member has"),
+                                problem: format!(
+                                    "the kernel returned id {id}, which no member has"
+                                ),
                             });
                         };
                         reading.values[group.specs[m]] = RawCount { value, enabled, running };
@@ -627,9 +629,9 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                             }
                         }
                     }
-                    reading.topdown.push(
-                        slots.map(|(raw, seq)| (TopdownRead { slots: raw, metrics }, seq)),
-                    );
+                    reading
+                        .topdown
+                        .push(slots.map(|(raw, seq)| (TopdownRead { slots: raw, metrics }, seq)));
                 }
             }
         }
@@ -835,7 +837,10 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 let model = root.model;
                 let metric = &model.metrics[root.metric];
                 let names = |rows: &[usize]| {
-                    rows.iter().map(|&r| self.plan.rows[r].name.clone()).collect::<Vec<_>>().join(", ")
+                    rows.iter()
+                        .map(|&r| self.plan.rows[r].name.clone())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 };
                 let note = if let Some(fail) = result.failure {
                     Some(format!("no value: {fail}"))

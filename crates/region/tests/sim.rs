@@ -40,7 +40,8 @@ impl Drop for Tree {
     }
 }
 
-const L1: [&str; 4] = ["tma_retiring", "tma_bad_speculation", "tma_frontend_bound", "tma_backend_bound"];
+const L1: [&str; 4] =
+    ["tma_retiring", "tma_bad_speculation", "tma_frontend_bound", "tma_backend_bound"];
 
 #[test]
 fn topdown_l1_region_on_sapphire_rapids_sums_to_100_percent() {
@@ -201,8 +202,16 @@ fn rdpmc_topdown_region_with_level2_and_resets() {
     let hw = Rc::new(Hw::default());
     let kernel = SimKernel::manual(Machine::named("sapphirerapids").unwrap());
     let sys = Recorder { kernel, hw: hw.clone() };
-    let items = ["topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound",
-        "topdown-heavy-ops", "topdown-br-mispredict", "topdown-fetch-lat", "topdown-mem-bound"];
+    let items = [
+        "topdown-retiring",
+        "topdown-bad-spec",
+        "topdown-fe-bound",
+        "topdown-be-bound",
+        "topdown-heavy-ops",
+        "topdown-br-mispredict",
+        "topdown-fetch-lat",
+        "topdown-mem-bound",
+    ];
     // Events only: the group the user names, led by slots as the kernel requires.
     let list = format!("{{slots,{}}}", items.join(","));
     let mut m = Measurement::with_machine(
