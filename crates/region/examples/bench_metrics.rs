@@ -48,7 +48,7 @@ impl<S: Syscalls, P: Pages> Bencher<'_, S, P> {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let items =
         std::env::args().nth(1).unwrap_or_else(|| "page-faults,task-clock,context-switches".into());
-    let list = tmetric_region::capi::split_items(&items);
+    let list = tmetric_region::split_items(&items);
     let refs: Vec<&str> = list.iter().map(String::as_str).collect();
     let mut m = Measurement::new(&refs)?;
 

@@ -1,4 +1,4 @@
-/* tmetric_region.h: the C ABI of tmetric-region (crates/region/src/capi.rs).
+/* tmetric_region.h: the C ABI of tmetric-region (crates/region-capi/src/lib.rs).
  *
  * Measures regions of code in the calling thread with tmetric's metrics. Each thread has its
  * own measurement: call tmetric_region_init on the thread that runs the regions.
@@ -8,8 +8,8 @@
  * says why.
  *
  * Build the library with
- *   cargo rustc --release -p tmetric-region --lib --crate-type staticlib
- * and link target/release/libtmetric_region.a with -lpthread -ldl -lm
+ *   cargo rustc --release -p tmetric-region-capi --lib --crate-type staticlib
+ * and link target/release/libtmetric_region_capi.a with -lpthread -ldl -lm
  * (crates/region/examples/c/build.sh does both and runs the example).
  */
 #ifndef TMETRIC_REGION_H

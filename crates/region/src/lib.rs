@@ -12,10 +12,12 @@
 //! ```
 //!
 //! * [`topdown`]: PERF_METRICS fields, slots-scaled deltas, level 1 and 2, the reset schedule.
-//! * [`capi`]: the C ABI (`include/tmetric_region.h`).
+//! * The C ABI (`include/tmetric_region.h`) is the `tmetric-region-capi` crate, the one place
+//!   outside the runtime that needs `unsafe` (`no_mangle` and the caller's C strings).
 //! * [`workload`]: workloads with known page faults and CPU time (example and tests).
 
-pub mod capi;
+#![forbid(unsafe_code)]
+
 pub mod topdown;
 pub mod workload;
 
@@ -35,6 +37,29 @@ use tmetric_runtime::sys::READ_FORMAT;
 use tmetric_runtime::{Environment, Errno, Kernel, Syscalls, Sysfs};
 
 use topdown::{ResetSchedule, Topdown, TopdownRead};
+
+/// Splits a comma-separated selection, keeping commas inside `pmu/terms/` and `{groups}`
+/// intact: `"page-faults,cpu/event=0x3c,umask=0/,{a,b}"` is three items.
+pub fn split_items(list: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let (mut slash, mut brace) = (false, 0usize);
+    for c in list.chars() {
+        match c {
+            '/' => slash = !slash,
+            '{' => brace += 1,
+            '}' => brace = brace.saturating_sub(1),
+            _ => {}
+        }
+        if c == ',' && !slash && brace == 0 {
+            items.push(std::mem::take(&mut current));
+        } else {
+            current.push(c);
+        }
+    }
+    items.push(current);
+    items.into_iter().map(|i| i.trim().to_string()).filter(|i| !i.is_empty()).collect()
+}
 
 /// Errors of the region API.
 #[derive(Debug, thiserror::Error)]
@@ -1024,4 +1049,18 @@ fn region_groups(plan: &Plan) -> Result<Vec<Vec<usize>>, RegionError> {
         });
     }
     Ok(groups)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_split_outside_pmu_terms_and_groups() {
+        assert_eq!(
+            split_items("page-faults, cpu/event=0x3c,umask=0/,TopdownL1,{cycles,instructions}"),
+            vec!["page-faults", "cpu/event=0x3c,umask=0/", "TopdownL1", "{cycles,instructions}"]
+        );
+        assert_eq!(split_items(" , "), Vec::<String>::new());
+    }
 }

@@ -1,14 +1,21 @@
-//! The C ABI (`include/tmetric_region.h`): one [`Measurement`] per calling thread, regions
-//! started and stopped by name, the last sample's values, a report, and the last error text.
+//! tmetric-region's C ABI (`crates/region/include/tmetric_region.h`): one [`Measurement`]
+//! per calling thread, regions started and stopped by name, the last sample's values, a
+//! report, and the last error text.
 //!
-//! This is the only place outside `tmetric-runtime` with `unsafe`: the `#[unsafe(no_mangle)]`
-//! attributes that give the functions their C names, and one block in [`c_text`] that reads
-//! the caller's NUL-terminated strings, which a C ABI cannot avoid.
+//! The only crate besides `tmetric-runtime` with `unsafe`, and only where a C ABI cannot do
+//! without: `#[unsafe(no_mangle)]`, which gives each function its C name, and one block in
+//! [`c_text`] that reads the caller's NUL-terminated strings. The crate denies `unsafe_code`
+//! and allows it item by item; every block carries a `// SAFETY:` comment (enforced by
+//! `clippy::undocumented_unsafe_blocks`).
+//!
+//! Build: `cargo rustc --release -p tmetric-region-capi --lib --crate-type staticlib`.
+#![deny(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_double, c_int};
 
-use crate::{Measurement, Sample};
+use tmetric_region::{Measurement, Sample, split_items};
 
 struct State {
     measurement: Option<Measurement>,
@@ -25,6 +32,7 @@ thread_local! {
 }
 
 /// The caller's C string, or `None` for NULL or text that is not UTF-8.
+#[allow(unsafe_code)]
 fn c_text(ptr: *const c_char) -> Option<String> {
     if ptr.is_null() {
         return None;
@@ -35,25 +43,6 @@ fn c_text(ptr: *const c_char) -> Option<String> {
     text.to_str().ok().map(str::to_string)
 }
 
-/// Splits a comma-separated list, keeping commas inside `pmu/terms/` intact.
-pub fn split_items(list: &str) -> Vec<String> {
-    let mut items = Vec::new();
-    let mut current = String::new();
-    let mut slash = false;
-    for c in list.chars() {
-        match c {
-            '/' => {
-                slash = !slash;
-                current.push(c);
-            }
-            ',' if !slash => items.push(std::mem::take(&mut current)),
-            _ => current.push(c),
-        }
-    }
-    items.push(current);
-    items.into_iter().map(|i| i.trim().to_string()).filter(|i| !i.is_empty()).collect()
-}
-
 fn fail(state: &mut State, text: String) -> c_int {
     state.error = CString::new(text.replace('\0', " ")).unwrap_or_default();
     -1
@@ -61,6 +50,7 @@ fn fail(state: &mut State, text: String) -> c_int {
 
 /// `int tmetric_region_init(const char *items)`: plans and opens `items` (comma-separated
 /// metrics, metric groups or events) for the calling thread. 0 on success, -1 on error.
+#[allow(unsafe_code)] // `no_mangle`: the C name.
 #[unsafe(no_mangle)]
 pub extern "C" fn tmetric_region_init(items: *const c_char) -> c_int {
     let text = c_text(items);
@@ -82,6 +72,7 @@ pub extern "C" fn tmetric_region_init(items: *const c_char) -> c_int {
 }
 
 /// `int tmetric_region_start(const char *name)`: starts region `name`.
+#[allow(unsafe_code)] // `no_mangle`: the C name.
 #[unsafe(no_mangle)]
 pub extern "C" fn tmetric_region_start(name: *const c_char) -> c_int {
     let name = c_text(name);
@@ -100,6 +91,7 @@ pub extern "C" fn tmetric_region_start(name: *const c_char) -> c_int {
 }
 
 /// `int tmetric_region_stop(void)`: stops the open region; its sample becomes the last.
+#[allow(unsafe_code)] // `no_mangle`: the C name.
 #[unsafe(no_mangle)]
 pub extern "C" fn tmetric_region_stop() -> c_int {
     STATE.with_borrow_mut(|state| {
@@ -119,6 +111,7 @@ pub extern "C" fn tmetric_region_stop() -> c_int {
 
 /// `double tmetric_region_value(const char *name)`: metric or count `name` of the last
 /// sample (metrics scaled as printed, task-clock in msec); NaN when there is none.
+#[allow(unsafe_code)] // `no_mangle`: the C name.
 #[unsafe(no_mangle)]
 pub extern "C" fn tmetric_region_value(name: *const c_char) -> c_double {
     let name = c_text(name);
@@ -132,6 +125,7 @@ pub extern "C" fn tmetric_region_value(name: *const c_char) -> c_double {
 }
 
 /// `int tmetric_region_report(void)`: prints every region's total to standard error.
+#[allow(unsafe_code)] // `no_mangle`: the C name.
 #[unsafe(no_mangle)]
 pub extern "C" fn tmetric_region_report() -> c_int {
     STATE.with_borrow_mut(|state| {
@@ -147,12 +141,14 @@ pub extern "C" fn tmetric_region_report() -> c_int {
 
 /// `const char *tmetric_region_error(void)`: the last error on this thread ("" if none);
 /// valid until the next call that fails.
+#[allow(unsafe_code)] // `no_mangle`: the C name.
 #[unsafe(no_mangle)]
 pub extern "C" fn tmetric_region_error() -> *const c_char {
     STATE.with_borrow(|state| state.error.as_ptr())
 }
 
 /// `void tmetric_region_finish(void)`: closes the calling thread's counters.
+#[allow(unsafe_code)] // `no_mangle`: the C name.
 #[unsafe(no_mangle)]
 pub extern "C" fn tmetric_region_finish() {
     STATE.with_borrow_mut(|state| {
@@ -164,15 +160,6 @@ pub extern "C" fn tmetric_region_finish() {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn items_split_outside_pmu_terms() {
-        assert_eq!(
-            split_items("page-faults, cpu/event=0x3c,umask=0/,TopdownL1"),
-            vec!["page-faults", "cpu/event=0x3c,umask=0/", "TopdownL1"]
-        );
-        assert_eq!(split_items(" , "), Vec::<String>::new());
-    }
 
     #[test]
     fn errors_are_reported_through_the_error_text() {
