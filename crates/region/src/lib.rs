@@ -82,6 +82,14 @@ pub enum RegionError {
         /// What does not fit.
         why: String,
     },
+    /// A metric's events can never be placed on this machine's counters.
+    #[error("`{metric}` cannot be counted on this machine: {why}")]
+    Impossible {
+        /// The metric.
+        metric: String,
+        /// Why.
+        why: String,
+    },
     /// The kernel refused a counter.
     #[error("cannot open `{event}`: {errno}")]
     Open {
@@ -521,13 +529,25 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             attr.inherit = false;
             attr.enable_on_exec = false;
             let leader = fds.first().copied().unwrap_or(-1);
-            let opened = self.sys.perf_event_open(&attr, 0, -1, leader).and_then(|fd| {
-                match self.sys.event_id(fd) {
-                    Ok(id) => Ok((fd, id)),
-                    Err(e) => {
-                        self.sys.close(fd);
-                        Err(e)
-                    }
+            let mut opened = self.sys.perf_event_open(&attr, 0, -1, leader);
+            if matches!(opened, Err(Errno(libc::EACCES | libc::EPERM))) && !attr.exclude_kernel {
+                // perf_event_paranoid 2 and up: user mode only, as perf retries.
+                attr.exclude_kernel = true;
+                attr.exclude_hv = true;
+                opened = self.sys.perf_event_open(&attr, 0, -1, leader);
+                if opened.is_ok() {
+                    let w = format!(
+                        "`{}` counts user mode only (exclude_kernel): perf_event_paranoid forbids kernel counting without privilege",
+                        self.plan.specs[s].name
+                    );
+                    self.plan.warnings.push(w);
+                }
+            }
+            let opened = opened.and_then(|fd| match self.sys.event_id(fd) {
+                Ok(id) => Ok((fd, id)),
+                Err(e) => {
+                    self.sys.close(fd);
+                    Err(e)
                 }
             });
             match opened {
@@ -717,6 +737,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
     /// Closes the open region and adds it to the region's total, without building a
     /// [`Sample`] (the cheapest stop; [`Measurement::last`] builds one afterwards).
     pub fn end_total(&mut self) -> Result<(), RegionError> {
+        self.last = None;
         let Some(region) = self.open else {
             return Err(RegionError::Nesting("stop without a started region".into()));
         };
@@ -1024,11 +1045,18 @@ fn region_groups(plan: &Plan) -> Result<Vec<Vec<usize>>, RegionError> {
             software.push(s);
         }
     }
+    let name = |r: &tmetric_engine::Root| r.model.str(r.model.metrics[r.metric].name).to_string();
+    if let Some((root, why)) = plan.roots.iter().find_map(|r| match &r.placement {
+        Placement::Impossible { why } => Some((r, why)),
+        _ => None,
+    }) {
+        return Err(RegionError::Impossible { metric: name(root), why: why.clone() });
+    }
     let spread: Vec<String> = plan
         .roots
         .iter()
-        .filter(|r| matches!(r.placement, Placement::Spread { .. } | Placement::Impossible { .. }))
-        .map(|r| r.model.str(r.model.metrics[r.metric].name).to_string())
+        .filter(|r| matches!(r.placement, Placement::Spread { .. }))
+        .map(name)
         .collect();
     if hardware.len() > 1 || !spread.is_empty() {
         let mut why = format!("{} hardware groups", hardware.len());

@@ -281,3 +281,51 @@ fn rdpmc_topdown_region_with_level2_and_resets() {
     assert_eq!(tt.slots, 5100);
     assert!((tt.level1.retiring - 0.2).abs() < 1e-12);
 }
+
+/// A kernel at `perf_event_paranoid` 2 for an unprivileged caller: kernel counting refused.
+struct Paranoid(SimKernel);
+
+impl Syscalls for Paranoid {
+    fn perf_event_open(&mut self, a: &Attr, pid: i32, cpu: i32, g: i32) -> Result<i32, Errno> {
+        if !a.exclude_kernel {
+            return Err(Errno(13));
+        }
+        self.0.perf_event_open(a, pid, cpu, g)
+    }
+    fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.0.read(fd, buf)
+    }
+    fn enable(&mut self, fd: i32, group: bool) -> Result<(), Errno> {
+        self.0.enable(fd, group)
+    }
+    fn disable(&mut self, fd: i32, group: bool) -> Result<(), Errno> {
+        self.0.disable(fd, group)
+    }
+    fn reset(&mut self, fd: i32, group: bool) -> Result<(), Errno> {
+        self.0.reset(fd, group)
+    }
+    fn event_id(&mut self, fd: i32) -> Result<u64, Errno> {
+        self.0.event_id(fd)
+    }
+    fn close(&mut self, fd: i32) {
+        self.0.close(fd)
+    }
+}
+
+#[test]
+fn denied_kernel_counting_falls_back_to_user_mode_and_says_so() {
+    let tree = Tree::new("sapphirerapids", "paranoid");
+    let kernel = SimKernel::manual(Machine::named("sapphirerapids").unwrap());
+    let mut m = Measurement::with_machine(
+        &["{cycles,instructions}"],
+        &tree.sys(),
+        &tree.proc_root(),
+        Paranoid(kernel.clone()),
+        NoPages,
+    )
+    .expect("opens with exclude_kernel");
+    assert_eq!(m.plan().warnings.len(), 2, "{:?}", m.plan().warnings);
+    assert!(m.plan().warnings[0].contains("user mode only"));
+    let ((), s) = m.measure("r", || kernel.advance(1_000_000)).unwrap();
+    assert!(s.count("cycles").unwrap() > 0.0);
+}
