@@ -659,18 +659,36 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     let ns = at.duration_since(self.epoch).as_nanos() as u64;
                     let mut slots = None;
                     let mut metrics = 0;
+                    let mut metrics_read = false;
                     for (m, page) in pages.iter().enumerate() {
+                        let field = group.topdown.as_ref().and_then(|l| l.fields[m]);
+                        if field.is_some() && metrics_read {
+                            // Every metric event reads the same PERF_METRICS register: one
+                            // rdpmc serves them all (their counts come from the fields).
+                            continue;
+                        }
                         let c = self.pages.read(page).map_err(|why| RegionError::Rdpmc {
                             event: self.plan.specs[group.specs[m]].name.clone(),
                             why,
                         })?;
                         reading.values[group.specs[m]] =
                             RawCount { value: c.value, enabled: ns, running: ns };
-                        if let Some(layout) = &group.topdown {
+                        if group.topdown.is_some() {
                             if m == 0 {
                                 slots = Some((c.raw, c.seq));
-                            } else if layout.fields[m].is_some() {
+                            } else if field.is_some() {
                                 metrics = c.raw;
+                                metrics_read = true;
+                            }
+                        }
+                    }
+                    if let Some(layout) = &group.topdown {
+                        // The metric events' values are replaced by slots-scaled fields in
+                        // `end_total`; keep their times consistent with the group's.
+                        for (m, f) in layout.fields.iter().enumerate() {
+                            if f.is_some() {
+                                reading.values[group.specs[m]] =
+                                    RawCount { value: 0, enabled: ns, running: ns };
                             }
                         }
                     }
