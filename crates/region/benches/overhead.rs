@@ -3,7 +3,8 @@
 //! calls (the floor of any timed region) and two raw `read()`s of the same group (the system
 //! calls alone). The `rdpmc` path cannot run on this VM; `rdpmc_estimate` measures everything
 //! but the instruction itself by reading hand-built pages in place of the kernel's, and adds
-//! the instruction as a count (printed), not a guess at its time.
+//! the instruction as a count (printed), not a guess at its time. The `rdpmc_cost` example
+//! counts the path's instructions under callgrind for a full topdown group.
 //!
 //! `cargo bench -p tmetric-region --bench overhead` (`-- --quick` for fewer iterations).
 
