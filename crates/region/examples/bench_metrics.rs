@@ -45,7 +45,14 @@ impl<S: Syscalls, P: Pages> Bencher<'_, S, P> {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let items =
         std::env::args().nth(1).unwrap_or_else(|| "page-faults,task-clock,context-switches".into());
     let list = tmetric_region::split_items(&items);

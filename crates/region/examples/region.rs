@@ -10,7 +10,14 @@ use std::time::Duration;
 use tmetric_region::Measurement;
 use tmetric_region::workload::{burn, touch_pages};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let pages: usize = args.next().map_or(Ok(10_000), |a| a.parse())?;
     let ms: u64 = args.next().map_or(Ok(200), |a| a.parse())?;

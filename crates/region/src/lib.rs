@@ -91,12 +91,14 @@ pub enum RegionError {
         why: String,
     },
     /// The kernel refused a counter.
-    #[error("cannot open `{event}`: {errno}")]
+    #[error("cannot open `{event}`: {why}")]
     Open {
         /// The event.
         event: String,
         /// The errno.
         errno: Errno,
+        /// The errno with the reason and what to do.
+        why: String,
     },
     /// A system call on an open group failed.
     #[error("{what} the group led by `{event}` failed: {errno}")]
@@ -367,6 +369,7 @@ pub struct Measurement<S: Syscalls = Kernel, P: Pages = KernelPages> {
     schedule: ResetSchedule,
     last_slots: Option<u64>,
     epoch: Instant,
+    env: Environment,
     _thread: PhantomData<*const ()>,
 }
 
@@ -485,6 +488,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             schedule: ResetSchedule::default(),
             last_slots: None,
             epoch: Instant::now(),
+            env,
             _thread: PhantomData,
         };
         let level2 = pmus.pmus.iter().any(|p| p.core && p.metric_events >= 8);
@@ -560,6 +564,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     return Err(RegionError::Open {
                         event: self.plan.specs[s].name.clone(),
                         errno,
+                        why: self.env.explain(errno, &self.plan.events[s]),
                     });
                 }
             }
@@ -909,7 +914,23 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 let note = if let Some(fail) = result.failure {
                     Some(format!("no value: {fail}"))
                 } else if !result.missing.is_empty() {
-                    Some(format!("{} could not be counted", names(&result.missing)))
+                    let reason =
+                        result.missing.iter().find_map(|&r| match &self.plan.rows[r].source {
+                            Source::Missing(why) => Some(format!(": {why}")),
+                            _ => None,
+                        });
+                    let n = result.missing.len();
+                    let shown = names(&result.missing[..n.min(3)]);
+                    let more = if n > 3 { format!(" and {} more", n - 3) } else { String::new() };
+                    let value = if result.value.is_nan() {
+                        "no value"
+                    } else {
+                        "computed without them, treat with care"
+                    };
+                    Some(format!(
+                        "{value}: {shown}{more} could not be counted{}",
+                        reason.unwrap_or_default()
+                    ))
                 } else if !result.not_counted.is_empty() {
                     Some(format!("{} never ran on a counter", names(&result.not_counted)))
                 } else {
