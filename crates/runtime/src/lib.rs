@@ -35,6 +35,7 @@
 pub mod counter;
 pub mod event;
 pub mod fake;
+pub mod mmap;
 pub mod ring;
 pub mod run;
 pub mod signal;
