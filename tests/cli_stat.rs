@@ -149,8 +149,9 @@ fn the_exit_status_is_the_workloads() {
         tmetric(&["stat", "-x,", "--", "sh", "-c", "kill -TERM $$"]).status.code(),
         Some(128 + 15)
     );
+    // As the shell does: 127 for a command that is not found.
     let missing = tmetric(&["stat", "--", "tmetric-no-such-command"]);
-    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(missing.status.code(), Some(127));
     assert!(stderr(&missing).contains("command not found"), "{}", stderr(&missing));
 }
 
