@@ -609,3 +609,35 @@ fn selected_metrics_without_inputs_are_listed() {
     assert!(missing.iter().any(|m| m == "cpu_core@FP_ARITH_INST_RETIRED.SCALAR@"), "{missing:?}");
     assert_eq!(one(&rows, "tma_dtlb_store")["perf"]["agrees"], true);
 }
+
+/// Issue 12, item 1: perf printed tma_ports_utilized_2 in the second multiplexed group (60%),
+/// whose own CPU_CLK_UNHALTED.THREAD is 25,000,000; icelake tma_ports_utilized_2 =
+/// EXE_ACTIVITY.2_PORTS_UTIL / tma_info_thread_clks = 3,000,000 / 25,000,000 = 12.0%.
+#[test]
+fn multiplexed_metric_uses_the_group_it_was_printed_in() {
+    let log = read("perf/std_multiplexed_groups.txt");
+    let path = fixture("perf/std_multiplexed_groups.txt");
+    let args = ["eval", "--from-perf", &path, "--model", "icelake", "--json"];
+    let (_, rows) = json(&ok(&args));
+    let two = one(&rows, "tma_ports_utilized_2");
+    let clks = counts(&log, "CPU_CLK_UNHALTED.THREAD");
+    assert_eq!(clks, [20e6, 25e6]);
+    assert_close(&two["value"], 100.0 * count(&log, "EXE_ACTIVITY.2_PORTS_UTIL") / clks[1]);
+    assert_close(&two["value"], 12.0);
+    assert_eq!(two["perf"]["agrees"], true);
+    assert_eq!(two["running_pct"], 60.0);
+    let line = line_of(&log, "EXE_ACTIVITY.2_PORTS_UTIL", 0);
+    assert_eq!(two["group"][0]["line"].as_u64(), Some(line as u64));
+    assert_eq!(two["group"][0]["metric_group"], true);
+    let first = one(&rows, "tma_ports_utilized_1");
+    assert_close(&first["value"], 100.0 * count(&log, "EXE_ACTIVITY.1_PORTS_UTIL") / clks[0]);
+    assert_eq!(first["perf"]["agrees"], true);
+
+    let output = ok(&args[..5]);
+    let text = stdout(&output);
+    let line_text = text.lines().find(|l| l.contains("tma_ports_utilized_2")).unwrap();
+    assert!(line_text.trim_start().starts_with("12.0 %"), "{line_text}");
+    assert!(line_text.contains(&format!("(group of line {line}, where perf printed it)")));
+    assert!(!line_text.contains("perf printed 12.0"), "{line_text}");
+    assert!(stderr(&output).contains("0 disagree") || !stderr(&output).contains("disagree"));
+}

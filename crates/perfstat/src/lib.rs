@@ -17,7 +17,9 @@
 //! perf prints no group braces. Rows are split into groups by print order: a row starts a new
 //! group when its event already occurs in the current group, when it is a slots row
 //! (`slots`/`TOPDOWN.SLOTS`, always a topdown group's leader) and the group is not empty, or when it
-//! follows a tool event (`duration_time`), which perf appends after a group's events. Lookups
+//! follows a tool event (`duration_time`), which perf appends after a group's events. When a
+//! repeated event starts a group, the rows just before it with its run share (after one with
+//! another share) move with it, as the kernel schedules a group's members together. Lookups
 //! prefer the group where the requested metric was printed and report the group they used.
 //!
 //! # Values
