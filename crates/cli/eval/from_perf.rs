@@ -24,8 +24,8 @@ use anyhow::{Context, anyhow, bail};
 use serde::Serialize;
 use tmetric_catalog::catalog::{Evaluator, IdKind, MetricResult};
 use tmetric_catalog::{MODELS, Model};
-use tmetric_model::Literal;
-use tmetric_perfstat::{Block, Layout, Lookup, PerfLog, PrintedMetric, Row, TimeSource};
+use tmetric_model::{Fail, Literal};
+use tmetric_perfstat::{Block, EventKey, Layout, Lookup, PerfLog, PrintedMetric, Row, TimeSource};
 
 use super::{
     EvalArgs, LiteralJson, Literals, explain_failure, first_names, id_call_args_all, literals_of,
@@ -795,7 +795,14 @@ struct Engine {
     filled: Vec<u16>,
     /// Slots named by `has_event()`.
     has_event: Vec<u16>,
+    /// Each slot's event key, parsed once: parsing it for every block made long `-I` logs slow.
+    keys: Vec<Option<EventKey>>,
+    /// Each root's (expression, expression + threshold) inputs. Only the `has_event()` probes
+    /// change between blocks, so this is cached for models without them.
+    needed: HashMap<usize, NeededIds>,
 }
+
+type NeededIds = (Result<Vec<u16>, Fail>, Result<Vec<u16>, Fail>);
 
 impl Engine {
     fn new(
@@ -817,7 +824,16 @@ impl Engine {
             .into_iter()
             .map(|s| s as u16)
             .collect();
-        Engine { model, common, evaluator, filled: Vec::new(), has_event }
+        let keys = vec![None; model.ids.len()];
+        Engine {
+            model,
+            common,
+            evaluator,
+            filled: Vec::new(),
+            has_event,
+            keys,
+            needed: HashMap::new(),
+        }
     }
 
     /// `has_event()` over the whole log, for the default selection.
@@ -846,39 +862,51 @@ impl Engine {
         }
         let printed = printed_by_perf(block, name, pmu);
 
-        let facts = self.evaluator.facts();
-        let (expr_ids, all_ids) =
-            match (model.needed_ids(root, &facts, false), model.needed_ids(root, &facts, true)) {
-                (Ok(expr), Ok(threshold)) => {
-                    let mut all = expr.clone();
-                    all.extend(threshold.into_iter().filter(|s| !expr.contains(s)));
-                    (expr, all)
+        let needed = match self.needed.get(&root) {
+            Some(known) => known.clone(),
+            None => {
+                let facts = self.evaluator.facts();
+                let found =
+                    (model.needed_ids(root, &facts, false), model.needed_ids(root, &facts, true));
+                if self.has_event.is_empty() {
+                    self.needed.insert(root, found.clone());
                 }
-                (Ok(expr), Err(_)) => (expr.clone(), expr),
-                (Err(fail), _) => {
-                    let result = MetricResult {
-                        metric: root,
-                        value: f64::NAN,
-                        failure: Some(fail),
-                        missing: Vec::new(),
-                        threshold: None,
-                    };
-                    return Outcome {
-                        error: Some(explain_failure(model, fail, root, literals)),
-                        result,
-                        inputs: Vec::new(),
-                        any_present: printed.is_some(),
-                        all_not_counted: false,
-                        check: None,
-                        printed,
-                    };
-                }
-            };
+                found
+            }
+        };
+        let (expr_ids, all_ids) = match needed {
+            (Ok(expr), Ok(threshold)) => {
+                let mut all = expr.clone();
+                all.extend(threshold.into_iter().filter(|s| !expr.contains(s)));
+                (expr, all)
+            }
+            (Ok(expr), Err(_)) => (expr.clone(), expr),
+            (Err(fail), _) => {
+                let result = MetricResult {
+                    metric: root,
+                    value: f64::NAN,
+                    failure: Some(fail),
+                    missing: Vec::new(),
+                    threshold: None,
+                };
+                return Outcome {
+                    error: Some(explain_failure(model, fail, root, literals)),
+                    result,
+                    inputs: Vec::new(),
+                    any_present: printed.is_some(),
+                    all_not_counted: false,
+                    check: None,
+                    printed,
+                };
+            }
+        };
 
         let mut inputs = Vec::with_capacity(all_ids.len());
         for slot in all_ids {
-            let id = &model.ids[slot as usize];
-            let lookup = block.lookup_on_pmu(model.str(id.text), Some(name), pmu);
+            let key = self.keys[slot as usize].get_or_insert_with(|| {
+                EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
+            });
+            let lookup = block.lookup_key(key, Some(name), pmu);
             let source = classify(model, slot, lookup, printed.is_some());
             self.evaluator.values[slot as usize] = source.value();
             if let Source::Row { lines, time: false, .. } = &source {
