@@ -641,3 +641,29 @@ fn multiplexed_metric_uses_the_group_it_was_printed_in() {
     assert!(!line_text.contains("perf printed 12.0"), "{line_text}");
     assert!(stderr(&output).contains("0 disagree") || !stderr(&output).contains("disagree"));
 }
+
+/// Issue 12, item 4: a log of software events and tracepoints (perf 6.1, this machine, `-a`)
+/// falls back to the common metrics and names the rows nothing reads, with their lines.
+/// common cpus_utilized = task-clock (ns) / duration_time (s) / 1e9;
+/// context_switches_per_sec = context-switches / (task-clock / 1e9), as perf's `/sec` rates.
+#[test]
+fn software_and_tracepoint_logs_use_the_common_metrics() {
+    let log = read("perf/std_software_tracepoints.txt");
+    let path = fixture("perf/std_software_tracepoints.txt");
+    let output = ok(&["eval", "--from-perf", &path, "--json"]);
+    let (_, rows) = json(&output);
+    let seconds = elapsed(&log);
+    let cpus = one(&rows, "cpus_utilized");
+    assert_close(&cpus["value"], count(&log, "task-clock") * 1e6 / seconds / 1e9);
+    assert_eq!(cpus["perf"]["agrees"], true);
+    let cs = one(&rows, "context_switches_per_sec");
+    assert_close(&cs["value"], count(&log, "context-switches") / (count(&log, "task-clock") / 1e3));
+    assert_eq!(cs["perf"]["agrees"], true);
+    let err = stderr(&output);
+    assert!(err.contains("only software events and tracepoints"), "{err}");
+    let sched = line_of(&log, "sched:sched_switch", 0);
+    let cgroup = line_of(&log, "cgroup-switches", 0);
+    assert!(err.contains(&format!("`sched:sched_switch` (line {sched})")), "{err}");
+    assert!(err.contains(&format!("`cgroup-switches` (line {cgroup})")), "{err}");
+    assert!(err.contains("ignoring 3 row(s)"), "{err}");
+}

@@ -312,6 +312,28 @@ fn infer_model(log: &PerfLog, literals: &Literals, name: &str) -> anyhow::Result
                 how: "no CPU model: the log has only generic events (pass --model or --cpuid for a model's metrics)".into(),
             });
         }
+        if unknown.iter().all(|e| is_software_or_tracepoint(e)) {
+            // Software events and tracepoints exist on every CPU and no model's JSON lists
+            // them: the common metrics are all that applies. Say which rows nothing reads.
+            let ignored = ignored_rows(log, &unknown);
+            crate::out::warn(&format!(
+                "{name} has only software events and tracepoints, so no CPU model applies; using the common metrics and ignoring {} row(s) no common metric reads: {}",
+                ignored.iter().map(|(_, lines)| lines.len()).sum::<usize>(),
+                ignored
+                    .iter()
+                    .map(|(event, lines)| format!(
+                        "`{event}` ({} {})",
+                        if lines.len() == 1 { "line" } else { "lines" },
+                        join_lines_short(lines)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            return Ok(ModelChoice {
+                model: None,
+                how: "no CPU model: the log has only software events and tracepoints (pass --model or --cpuid for a model's metrics)".into(),
+            });
+        }
         let shown: Vec<String> = unknown.iter().take(6).cloned().collect();
         bail!(
             "cannot tell which CPU model {name} comes from: no model of the catalogue knows its events ({}); pass --model MODEL (models with metrics include {}) or --cpuid CPUID",
@@ -455,6 +477,45 @@ fn is_generic_event(name: &str) -> bool {
         || name.starts_with("itlb-")
         || name.starts_with("branch-")
         || name.starts_with("node-")
+}
+
+/// perf's software PMU events missing from [`is_generic_event`] and tracepoints
+/// (`subsystem:name`), as perf prints them, lower case.
+fn is_software_or_tracepoint(name: &str) -> bool {
+    const SOFTWARE: [&str; 4] = ["cgroup-switches", "cpu-migrations", "dummy", "bpf-output"];
+    is_generic_event(name)
+        || SOFTWARE.contains(&name)
+        || name.split_once(':').is_some_and(|(subsystem, event)| {
+            let word =
+                |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            word(subsystem) && word(event)
+        })
+}
+
+/// The rows of `events` (names as in [`infer_model`]): each event with its lines, log order.
+fn ignored_rows(log: &PerfLog, events: &[String]) -> Vec<(String, Vec<usize>)> {
+    let mut out: Vec<(String, Vec<usize>)> = Vec::new();
+    for row in log.blocks.iter().flat_map(|b| &b.rows) {
+        let name = row.key.name.split(',').next().unwrap_or("");
+        if !events.iter().any(|e| e == name) {
+            continue;
+        }
+        match out.iter_mut().find(|(e, _)| e == &row.event) {
+            Some((_, lines)) => lines.push(row.line),
+            None => out.push((row.event.clone(), vec![row.line])),
+        }
+    }
+    out
+}
+
+/// `4, 9, 14 and 37 more`: the first few lines of a long list.
+fn join_lines_short(lines: &[usize]) -> String {
+    const SHOWN: usize = 3;
+    let head: Vec<String> = lines.iter().take(SHOWN).map(usize::to_string).collect();
+    match lines.len().checked_sub(SHOWN) {
+        Some(more) if more > 0 => format!("{} and {more} more", head.join(", ")),
+        _ => head.join(", "),
+    }
 }
 
 fn common_knows(common: &Model, event: &str) -> bool {
