@@ -667,3 +667,26 @@ fn software_and_tracepoint_logs_use_the_common_metrics() {
     assert!(err.contains(&format!("`cgroup-switches` (line {cgroup})")), "{err}");
     assert!(err.contains("ignoring 3 row(s)"), "{err}");
 }
+
+/// Issue 12, item 6: a note appended after the metric name (and after the run share) and a
+/// truncated last line; the metric is still read, checked and computed from its own group.
+#[test]
+fn notes_and_truncated_lines_are_read_and_reported() {
+    let log = read("perf/std_multiplexed_groups.txt");
+    let noted = log.replace(
+        "tma_ports_utilized_2  (60.00%)",
+        "tma_ports_utilized_2  (60.00%)   <- rerun on Monday",
+    );
+    assert_ne!(noted, log);
+    let cut = format!("{}\n        25,000,0", noted.trim_end());
+    let output = tmetric_stdin(&["eval", "--from-perf", "-", "--model", "icelake", "--json"], &cut);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let (_, rows) = json(&output);
+    let two = one(&rows, "tma_ports_utilized_2");
+    assert_close(&two["value"], 12.0);
+    assert_eq!(two["perf"]["agrees"], true);
+    assert_eq!(two["running_pct"], 60.0);
+    let err = stderr(&output);
+    assert!(err.contains("ignored `<- rerun on Monday` after the metric name"), "{err}");
+    assert!(err.contains("truncated last line `25,000,0`"), "{err}");
+}

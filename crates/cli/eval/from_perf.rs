@@ -213,7 +213,7 @@ fn note_skipped_lines(log: &PerfLog, name: &str) {
     let more = log.warnings.len().saturating_sub(3);
     let more = if more > 0 { format!("; and {more} more") } else { String::new() };
     eprintln!(
-        "tmetric: note: {name}: skipped {} line(s) that are not perf stat output ({}{more})",
+        "tmetric: note: {name}: {} warning(s) while reading it ({}{more})",
         log.warnings.len(),
         first.join("; ")
     );

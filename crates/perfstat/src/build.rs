@@ -132,6 +132,12 @@ pub(crate) fn build(
                     (_, Some(p)) if !(0.0..=100.0).contains(&p) => {
                         Some(format!("the run share {p:.2}% is outside 0-100%"))
                     }
+                    // perf prints 0.00% for rows that never ran (`<not counted>`, or 0 in the
+                    // CSV layout); a non-zero count that never ran cannot be.
+                    (Count::Counted(v), Some(p)) if p == 0.0 && v != 0.0 => Some(format!(
+                        "the count {} ran 0.00% of the time",
+                        tmetric_text::quote(&raw.count_text)
+                    )),
                     _ => None,
                 };
                 if let Some(why) = bad {
