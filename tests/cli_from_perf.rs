@@ -690,3 +690,28 @@ fn notes_and_truncated_lines_are_read_and_reported() {
     assert!(err.contains("ignored `<- rerun on Monday` after the metric name"), "{err}");
     assert!(err.contains("truncated last line `25,000,0`"), "{err}");
 }
+
+/// Issue 12, item 3 (part): a system-wide log whose clock is `cpu-clock` (perf 6.1, this machine,
+/// `-a`). perf's `CPUs utilized` and `/sec` rates use that clock; so do the common metrics:
+/// cpus_utilized = clock (ns) / (duration_time * 1e9), rates = count / (clock / 1e9).
+#[test]
+fn system_wide_cpu_clock_logs_give_perfs_builtin_metrics() {
+    let log = read("perf/std_system_wide_cpu_clock.txt");
+    let path = fixture("perf/std_system_wide_cpu_clock.txt");
+    let output = ok(&["eval", "--from-perf", &path, "--json"]);
+    let (_, rows) = json(&output);
+    let clock_s = count(&log, "cpu-clock") / 1e3;
+    let cpus = one(&rows, "cpus_utilized");
+    assert_close(&cpus["value"], clock_s / elapsed(&log));
+    assert_eq!(cpus["perf"]["agrees"], true, "{cpus}");
+    for (metric, event) in [
+        ("context_switches_per_sec", "context-switches"),
+        ("cpu_migrations_per_sec", "cpu-migrations"),
+        ("page_faults_per_sec", "page-faults"),
+    ] {
+        let row = one(&rows, metric);
+        assert_close(&row["value"], count(&log, event) / clock_s);
+        assert_eq!(row["perf"]["agrees"], true, "{row}");
+    }
+    assert!(!stderr(&output).contains("disagree"), "{}", stderr(&output));
+}

@@ -734,9 +734,12 @@ impl<'a> Presence<'a> {
         if let Some(&known) = self.cache.borrow().get(&key) {
             return known;
         }
-        let text = model.str(model.ids[slot as usize].text);
+        let want = EventKey::from_expr_id(model.str(model.ids[slot as usize].text));
         let has = self.blocks.iter().any(|b| {
-            matches!(b.lookup_on_pmu(text, None, pmu), Lookup::Found(_) | Lookup::NotCounted { .. })
+            matches!(
+                lookup_clock(b, model, &want, None, pmu),
+                Lookup::Found(_) | Lookup::NotCounted { .. }
+            )
         });
         self.cache.borrow_mut().insert(key, has);
         has
@@ -967,7 +970,7 @@ impl Engine {
             let key = self.keys[slot as usize].get_or_insert_with(|| {
                 EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
             });
-            let lookup = block.lookup_key(key, Some(name), pmu);
+            let lookup = lookup_clock(block, model, key, Some(name), pmu);
             let source = classify(model, slot, lookup, printed.is_some());
             self.evaluator.values[slot as usize] = source.value();
             if let Source::Row { lines, time: false, .. } = &source {
@@ -988,6 +991,28 @@ impl Engine {
         outcome.check = check(block, model, &outcome);
         outcome
     }
+}
+
+/// `block.lookup_key`, except that the common metrics' `task-clock` falls back to a
+/// `cpu-clock` row: perf's own `CPUs utilized` and `/sec` rates use whichever of the two clocks
+/// was counted, and `perf stat -a` counts `cpu-clock`. The row used is named in the output.
+fn lookup_clock(
+    block: &Block,
+    model: &Model,
+    key: &EventKey,
+    metric: Option<&str>,
+    pmu: Option<&str>,
+) -> Lookup {
+    let found = block.lookup_key(key, metric, pmu);
+    if matches!(found, Lookup::Missing)
+        && key.pmu.is_none()
+        && key.name == "task-clock"
+        && std::ptr::eq(model, tmetric_catalog::common())
+    {
+        let cpu_clock = EventKey { name: "cpu-clock".to_string(), ..key.clone() };
+        return block.lookup_key(&cpu_clock, metric, pmu);
+    }
+    found
 }
 
 /// What a lookup means for the evaluation.
@@ -1079,7 +1104,9 @@ fn shadow_printed(
     }
     let &(_, event, label, factor) = SHADOWS.iter().find(|s| s.0 == name)?;
     let lines: Vec<usize> = inputs.iter().flat_map(|i| i.source.row_lines()).collect();
-    let row = block.rows.iter().find(|r| r.key.name == event && lines.contains(&r.line))?;
+    // perf prints `CPUs utilized` on whichever clock was counted (see `lookup_clock`).
+    let is_event = |n: &str| n == event || (event == "task-clock" && n == "cpu-clock");
+    let row = block.rows.iter().find(|r| is_event(&r.key.name) && lines.contains(&r.line))?;
     row.metrics.iter().find_map(|m| {
         let prefix = if label == "/sec" {
             match m.name.as_str() {
