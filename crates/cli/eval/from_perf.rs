@@ -861,9 +861,9 @@ struct Engine {
     has_event: Vec<u16>,
     /// Each slot's event key, parsed once: parsing it for every block made long `-I` logs slow.
     keys: Vec<Option<EventKey>>,
-    /// Each root's (expression, expression + threshold) inputs. Only the `has_event()` probes
-    /// change between blocks, so this is cached for models without them.
-    needed: HashMap<usize, NeededIds>,
+    /// Each root's (expression, expression + threshold) inputs, by root and the values of the
+    /// `has_event()` probes: those are the only facts that change between blocks.
+    needed: HashMap<(usize, Vec<u64>), NeededIds>,
 }
 
 type NeededIds = (Result<Vec<u16>, Fail>, Result<Vec<u16>, Fail>);
@@ -926,15 +926,20 @@ impl Engine {
         }
         let printed = printed_by_perf(block, name, pmu);
 
-        let needed = match self.needed.get(&root) {
+        let probes: Vec<u64> =
+            self.has_event.iter().map(|&s| self.evaluator.probes[s as usize].to_bits()).collect();
+        let needed = match self.needed.get(&(root, probes)) {
             Some(known) => known.clone(),
             None => {
                 let facts = self.evaluator.facts();
                 let found =
                     (model.needed_ids(root, &facts, false), model.needed_ids(root, &facts, true));
-                if self.has_event.is_empty() {
-                    self.needed.insert(root, found.clone());
-                }
+                let probes = self
+                    .has_event
+                    .iter()
+                    .map(|&s| self.evaluator.probes[s as usize].to_bits())
+                    .collect();
+                self.needed.insert((root, probes), found.clone());
                 found
             }
         };
