@@ -919,8 +919,10 @@ impl Engine {
             self.evaluator.source_counts[slot as usize] = 1.0;
         }
         for &slot in &self.has_event {
-            let text = model.str(model.ids[slot as usize].text);
-            let value = block.lookup_on_pmu(text, None, pmu).perf_value();
+            let key = self.keys[slot as usize].get_or_insert_with(|| {
+                EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
+            });
+            let value = block.lookup_key(key, None, pmu).perf_value();
             self.evaluator.probes[slot as usize] =
                 f64::from(u8::from(value.is_some_and(|v| !v.is_nan())));
         }
