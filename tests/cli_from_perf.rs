@@ -609,3 +609,109 @@ fn selected_metrics_without_inputs_are_listed() {
     assert!(missing.iter().any(|m| m == "cpu_core@FP_ARITH_INST_RETIRED.SCALAR@"), "{missing:?}");
     assert_eq!(one(&rows, "tma_dtlb_store")["perf"]["agrees"], true);
 }
+
+/// Issue 12, item 1: perf printed tma_ports_utilized_2 in the second multiplexed group (60%),
+/// whose own CPU_CLK_UNHALTED.THREAD is 25,000,000; icelake tma_ports_utilized_2 =
+/// EXE_ACTIVITY.2_PORTS_UTIL / tma_info_thread_clks = 3,000,000 / 25,000,000 = 12.0%.
+#[test]
+fn multiplexed_metric_uses_the_group_it_was_printed_in() {
+    let log = read("perf/std_multiplexed_groups.txt");
+    let path = fixture("perf/std_multiplexed_groups.txt");
+    let args = ["eval", "--from-perf", &path, "--model", "icelake", "--json"];
+    let (_, rows) = json(&ok(&args));
+    let two = one(&rows, "tma_ports_utilized_2");
+    let clks = counts(&log, "CPU_CLK_UNHALTED.THREAD");
+    assert_eq!(clks, [20e6, 25e6]);
+    assert_close(&two["value"], 100.0 * count(&log, "EXE_ACTIVITY.2_PORTS_UTIL") / clks[1]);
+    assert_close(&two["value"], 12.0);
+    assert_eq!(two["perf"]["agrees"], true);
+    assert_eq!(two["running_pct"], 60.0);
+    let line = line_of(&log, "EXE_ACTIVITY.2_PORTS_UTIL", 0);
+    assert_eq!(two["group"][0]["line"].as_u64(), Some(line as u64));
+    assert_eq!(two["group"][0]["metric_group"], true);
+    let first = one(&rows, "tma_ports_utilized_1");
+    assert_close(&first["value"], 100.0 * count(&log, "EXE_ACTIVITY.1_PORTS_UTIL") / clks[0]);
+    assert_eq!(first["perf"]["agrees"], true);
+
+    let output = ok(&args[..5]);
+    let text = stdout(&output);
+    let line_text = text.lines().find(|l| l.contains("tma_ports_utilized_2")).unwrap();
+    assert!(line_text.trim_start().starts_with("12.0 %"), "{line_text}");
+    assert!(line_text.contains(&format!("(group of line {line}, where perf printed it)")));
+    assert!(!line_text.contains("perf printed 12.0"), "{line_text}");
+    assert!(stderr(&output).contains("0 disagree") || !stderr(&output).contains("disagree"));
+}
+
+/// Issue 12, item 4: a log of software events and tracepoints (perf 6.1, this machine, `-a`)
+/// falls back to the common metrics and names the rows nothing reads, with their lines.
+/// common cpus_utilized = task-clock (ns) / duration_time (s) / 1e9;
+/// context_switches_per_sec = context-switches / (task-clock / 1e9), as perf's `/sec` rates.
+#[test]
+fn software_and_tracepoint_logs_use_the_common_metrics() {
+    let log = read("perf/std_software_tracepoints.txt");
+    let path = fixture("perf/std_software_tracepoints.txt");
+    let output = ok(&["eval", "--from-perf", &path, "--json"]);
+    let (_, rows) = json(&output);
+    let seconds = elapsed(&log);
+    let cpus = one(&rows, "cpus_utilized");
+    assert_close(&cpus["value"], count(&log, "task-clock") * 1e6 / seconds / 1e9);
+    assert_eq!(cpus["perf"]["agrees"], true);
+    let cs = one(&rows, "context_switches_per_sec");
+    assert_close(&cs["value"], count(&log, "context-switches") / (count(&log, "task-clock") / 1e3));
+    assert_eq!(cs["perf"]["agrees"], true);
+    let err = stderr(&output);
+    assert!(err.contains("only software events and tracepoints"), "{err}");
+    let sched = line_of(&log, "sched:sched_switch", 0);
+    let cgroup = line_of(&log, "cgroup-switches", 0);
+    assert!(err.contains(&format!("`sched:sched_switch` (line {sched})")), "{err}");
+    assert!(err.contains(&format!("`cgroup-switches` (line {cgroup})")), "{err}");
+    assert!(err.contains("ignoring 3 row(s)"), "{err}");
+}
+
+/// Issue 12, item 6: a note appended after the metric name (and after the run share) and a
+/// truncated last line; the metric is still read, checked and computed from its own group.
+#[test]
+fn notes_and_truncated_lines_are_read_and_reported() {
+    let log = read("perf/std_multiplexed_groups.txt");
+    let noted = log.replace(
+        "tma_ports_utilized_2  (60.00%)",
+        "tma_ports_utilized_2  (60.00%)   <- rerun on Monday",
+    );
+    assert_ne!(noted, log);
+    let cut = format!("{}\n        25,000,0", noted.trim_end());
+    let output = tmetric_stdin(&["eval", "--from-perf", "-", "--model", "icelake", "--json"], &cut);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let (_, rows) = json(&output);
+    let two = one(&rows, "tma_ports_utilized_2");
+    assert_close(&two["value"], 12.0);
+    assert_eq!(two["perf"]["agrees"], true);
+    assert_eq!(two["running_pct"], 60.0);
+    let err = stderr(&output);
+    assert!(err.contains("ignored `<- rerun on Monday` after the metric name"), "{err}");
+    assert!(err.contains("truncated last line `25,000,0`"), "{err}");
+}
+
+/// Issue 12, item 3 (part): a system-wide log whose clock is `cpu-clock` (perf 6.1, this machine,
+/// `-a`). perf's `CPUs utilized` and `/sec` rates use that clock; so do the common metrics:
+/// cpus_utilized = clock (ns) / (duration_time * 1e9), rates = count / (clock / 1e9).
+#[test]
+fn system_wide_cpu_clock_logs_give_perfs_builtin_metrics() {
+    let log = read("perf/std_system_wide_cpu_clock.txt");
+    let path = fixture("perf/std_system_wide_cpu_clock.txt");
+    let output = ok(&["eval", "--from-perf", &path, "--json"]);
+    let (_, rows) = json(&output);
+    let clock_s = count(&log, "cpu-clock") / 1e3;
+    let cpus = one(&rows, "cpus_utilized");
+    assert_close(&cpus["value"], clock_s / elapsed(&log));
+    assert_eq!(cpus["perf"]["agrees"], true, "{cpus}");
+    for (metric, event) in [
+        ("context_switches_per_sec", "context-switches"),
+        ("cpu_migrations_per_sec", "cpu-migrations"),
+        ("page_faults_per_sec", "page-faults"),
+    ] {
+        let row = one(&rows, metric);
+        assert_close(&row["value"], count(&log, event) / clock_s);
+        assert_eq!(row["perf"]["agrees"], true, "{row}");
+    }
+    assert!(!stderr(&output).contains("disagree"), "{}", stderr(&output));
+}

@@ -24,8 +24,8 @@ use anyhow::{Context, anyhow, bail};
 use serde::Serialize;
 use tmetric_catalog::catalog::{Evaluator, IdKind, MetricResult};
 use tmetric_catalog::{MODELS, Model};
-use tmetric_model::Literal;
-use tmetric_perfstat::{Block, Layout, Lookup, PerfLog, PrintedMetric, Row, TimeSource};
+use tmetric_model::{Fail, Literal};
+use tmetric_perfstat::{Block, EventKey, Layout, Lookup, PerfLog, PrintedMetric, Row, TimeSource};
 
 use super::{
     EvalArgs, LiteralJson, Literals, explain_failure, first_names, id_call_args_all, literals_of,
@@ -213,7 +213,7 @@ fn note_skipped_lines(log: &PerfLog, name: &str) {
     let more = log.warnings.len().saturating_sub(3);
     let more = if more > 0 { format!("; and {more} more") } else { String::new() };
     eprintln!(
-        "tmetric: note: {name}: skipped {} line(s) that are not perf stat output ({}{more})",
+        "tmetric: note: {name}: {} warning(s) while reading it ({}{more})",
         log.warnings.len(),
         first.join("; ")
     );
@@ -310,6 +310,28 @@ fn infer_model(log: &PerfLog, literals: &Literals, name: &str) -> anyhow::Result
             return Ok(ModelChoice {
                 model: None,
                 how: "no CPU model: the log has only generic events (pass --model or --cpuid for a model's metrics)".into(),
+            });
+        }
+        if unknown.iter().all(|e| is_software_or_tracepoint(e)) {
+            // Software events and tracepoints exist on every CPU and no model's JSON lists
+            // them: the common metrics are all that applies. Say which rows nothing reads.
+            let ignored = ignored_rows(log, &unknown);
+            crate::out::warn(&format!(
+                "{name} has only software events and tracepoints, so no CPU model applies; using the common metrics and ignoring {} row(s) no common metric reads: {}",
+                ignored.iter().map(|(_, lines)| lines.len()).sum::<usize>(),
+                ignored
+                    .iter()
+                    .map(|(event, lines)| format!(
+                        "`{event}` ({} {})",
+                        if lines.len() == 1 { "line" } else { "lines" },
+                        join_lines_short(lines)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            return Ok(ModelChoice {
+                model: None,
+                how: "no CPU model: the log has only software events and tracepoints (pass --model or --cpuid for a model's metrics)".into(),
             });
         }
         let shown: Vec<String> = unknown.iter().take(6).cloned().collect();
@@ -455,6 +477,45 @@ fn is_generic_event(name: &str) -> bool {
         || name.starts_with("itlb-")
         || name.starts_with("branch-")
         || name.starts_with("node-")
+}
+
+/// perf's software PMU events missing from [`is_generic_event`] and tracepoints
+/// (`subsystem:name`), as perf prints them, lower case.
+fn is_software_or_tracepoint(name: &str) -> bool {
+    const SOFTWARE: [&str; 4] = ["cgroup-switches", "cpu-migrations", "dummy", "bpf-output"];
+    is_generic_event(name)
+        || SOFTWARE.contains(&name)
+        || name.split_once(':').is_some_and(|(subsystem, event)| {
+            let word =
+                |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            word(subsystem) && word(event)
+        })
+}
+
+/// The rows of `events` (names as in [`infer_model`]): each event with its lines, log order.
+fn ignored_rows(log: &PerfLog, events: &[String]) -> Vec<(String, Vec<usize>)> {
+    let mut out: Vec<(String, Vec<usize>)> = Vec::new();
+    for row in log.blocks.iter().flat_map(|b| &b.rows) {
+        let name = row.key.name.split(',').next().unwrap_or("");
+        if !events.iter().any(|e| e == name) {
+            continue;
+        }
+        match out.iter_mut().find(|(e, _)| e == &row.event) {
+            Some((_, lines)) => lines.push(row.line),
+            None => out.push((row.event.clone(), vec![row.line])),
+        }
+    }
+    out
+}
+
+/// `4, 9, 14 and 37 more`: the first few lines of a long list.
+fn join_lines_short(lines: &[usize]) -> String {
+    const SHOWN: usize = 3;
+    let head: Vec<String> = lines.iter().take(SHOWN).map(usize::to_string).collect();
+    match lines.len().checked_sub(SHOWN) {
+        Some(more) if more > 0 => format!("{} and {more} more", head.join(", ")),
+        _ => head.join(", "),
+    }
 }
 
 fn common_knows(common: &Model, event: &str) -> bool {
@@ -673,9 +734,12 @@ impl<'a> Presence<'a> {
         if let Some(&known) = self.cache.borrow().get(&key) {
             return known;
         }
-        let text = model.str(model.ids[slot as usize].text);
+        let want = EventKey::from_expr_id(model.str(model.ids[slot as usize].text));
         let has = self.blocks.iter().any(|b| {
-            matches!(b.lookup_on_pmu(text, None, pmu), Lookup::Found(_) | Lookup::NotCounted { .. })
+            matches!(
+                lookup_clock(b, model, &want, None, pmu),
+                Lookup::Found(_) | Lookup::NotCounted { .. }
+            )
         });
         self.cache.borrow_mut().insert(key, has);
         has
@@ -795,7 +859,14 @@ struct Engine {
     filled: Vec<u16>,
     /// Slots named by `has_event()`.
     has_event: Vec<u16>,
+    /// Each slot's event key, parsed once: parsing it for every block made long `-I` logs slow.
+    keys: Vec<Option<EventKey>>,
+    /// Each root's (expression, expression + threshold) inputs, by root and the values of the
+    /// `has_event()` probes: those are the only facts that change between blocks.
+    needed: HashMap<(usize, Vec<u64>), NeededIds>,
 }
+
+type NeededIds = (Result<Vec<u16>, Fail>, Result<Vec<u16>, Fail>);
 
 impl Engine {
     fn new(
@@ -817,7 +888,16 @@ impl Engine {
             .into_iter()
             .map(|s| s as u16)
             .collect();
-        Engine { model, common, evaluator, filled: Vec::new(), has_event }
+        let keys = vec![None; model.ids.len()];
+        Engine {
+            model,
+            common,
+            evaluator,
+            filled: Vec::new(),
+            has_event,
+            keys,
+            needed: HashMap::new(),
+        }
     }
 
     /// `has_event()` over the whole log, for the default selection.
@@ -839,46 +919,65 @@ impl Engine {
             self.evaluator.source_counts[slot as usize] = 1.0;
         }
         for &slot in &self.has_event {
-            let text = model.str(model.ids[slot as usize].text);
-            let value = block.lookup_on_pmu(text, None, pmu).perf_value();
+            let key = self.keys[slot as usize].get_or_insert_with(|| {
+                EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
+            });
+            let value = block.lookup_key(key, None, pmu).perf_value();
             self.evaluator.probes[slot as usize] =
                 f64::from(u8::from(value.is_some_and(|v| !v.is_nan())));
         }
         let printed = printed_by_perf(block, name, pmu);
 
-        let facts = self.evaluator.facts();
-        let (expr_ids, all_ids) =
-            match (model.needed_ids(root, &facts, false), model.needed_ids(root, &facts, true)) {
-                (Ok(expr), Ok(threshold)) => {
-                    let mut all = expr.clone();
-                    all.extend(threshold.into_iter().filter(|s| !expr.contains(s)));
-                    (expr, all)
-                }
-                (Ok(expr), Err(_)) => (expr.clone(), expr),
-                (Err(fail), _) => {
-                    let result = MetricResult {
-                        metric: root,
-                        value: f64::NAN,
-                        failure: Some(fail),
-                        missing: Vec::new(),
-                        threshold: None,
-                    };
-                    return Outcome {
-                        error: Some(explain_failure(model, fail, root, literals)),
-                        result,
-                        inputs: Vec::new(),
-                        any_present: printed.is_some(),
-                        all_not_counted: false,
-                        check: None,
-                        printed,
-                    };
-                }
-            };
+        let probes: Vec<u64> =
+            self.has_event.iter().map(|&s| self.evaluator.probes[s as usize].to_bits()).collect();
+        let needed = match self.needed.get(&(root, probes)) {
+            Some(known) => known.clone(),
+            None => {
+                let facts = self.evaluator.facts();
+                let found =
+                    (model.needed_ids(root, &facts, false), model.needed_ids(root, &facts, true));
+                let probes = self
+                    .has_event
+                    .iter()
+                    .map(|&s| self.evaluator.probes[s as usize].to_bits())
+                    .collect();
+                self.needed.insert((root, probes), found.clone());
+                found
+            }
+        };
+        let (expr_ids, all_ids) = match needed {
+            (Ok(expr), Ok(threshold)) => {
+                let mut all = expr.clone();
+                all.extend(threshold.into_iter().filter(|s| !expr.contains(s)));
+                (expr, all)
+            }
+            (Ok(expr), Err(_)) => (expr.clone(), expr),
+            (Err(fail), _) => {
+                let result = MetricResult {
+                    metric: root,
+                    value: f64::NAN,
+                    failure: Some(fail),
+                    missing: Vec::new(),
+                    threshold: None,
+                };
+                return Outcome {
+                    error: Some(explain_failure(model, fail, root, literals)),
+                    result,
+                    inputs: Vec::new(),
+                    any_present: printed.is_some(),
+                    all_not_counted: false,
+                    check: None,
+                    printed,
+                };
+            }
+        };
 
         let mut inputs = Vec::with_capacity(all_ids.len());
         for slot in all_ids {
-            let id = &model.ids[slot as usize];
-            let lookup = block.lookup_on_pmu(model.str(id.text), Some(name), pmu);
+            let key = self.keys[slot as usize].get_or_insert_with(|| {
+                EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
+            });
+            let lookup = lookup_clock(block, model, key, Some(name), pmu);
             let source = classify(model, slot, lookup, printed.is_some());
             self.evaluator.values[slot as usize] = source.value();
             if let Source::Row { lines, time: false, .. } = &source {
@@ -899,6 +998,28 @@ impl Engine {
         outcome.check = check(block, model, &outcome);
         outcome
     }
+}
+
+/// `block.lookup_key`, except that the common metrics' `task-clock` falls back to a
+/// `cpu-clock` row: perf's own `CPUs utilized` and `/sec` rates use whichever of the two clocks
+/// was counted, and `perf stat -a` counts `cpu-clock`. The row used is named in the output.
+fn lookup_clock(
+    block: &Block,
+    model: &Model,
+    key: &EventKey,
+    metric: Option<&str>,
+    pmu: Option<&str>,
+) -> Lookup {
+    let found = block.lookup_key(key, metric, pmu);
+    if matches!(found, Lookup::Missing)
+        && key.pmu.is_none()
+        && key.name == "task-clock"
+        && std::ptr::eq(model, tmetric_catalog::common())
+    {
+        let cpu_clock = EventKey { name: "cpu-clock".to_string(), ..key.clone() };
+        return block.lookup_key(&cpu_clock, metric, pmu);
+    }
+    found
 }
 
 /// What a lookup means for the evaluation.
@@ -990,7 +1111,9 @@ fn shadow_printed(
     }
     let &(_, event, label, factor) = SHADOWS.iter().find(|s| s.0 == name)?;
     let lines: Vec<usize> = inputs.iter().flat_map(|i| i.source.row_lines()).collect();
-    let row = block.rows.iter().find(|r| r.key.name == event && lines.contains(&r.line))?;
+    // perf prints `CPUs utilized` on whichever clock was counted (see `lookup_clock`).
+    let is_event = |n: &str| n == event || (event == "task-clock" && n == "cpu-clock");
+    let row = block.rows.iter().find(|r| is_event(&r.key.name) && lines.contains(&r.line))?;
     row.metrics.iter().find_map(|m| {
         let prefix = if label == "/sec" {
             match m.name.as_str() {

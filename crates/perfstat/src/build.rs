@@ -132,6 +132,12 @@ pub(crate) fn build(
                     (_, Some(p)) if !(0.0..=100.0).contains(&p) => {
                         Some(format!("the run share {p:.2}% is outside 0-100%"))
                     }
+                    // perf prints 0.00% for rows that never ran (`<not counted>`, or 0 in the
+                    // CSV layout); a non-zero count that never ran cannot be.
+                    (Count::Counted(v), Some(p)) if p == 0.0 && v != 0.0 => Some(format!(
+                        "the count {} ran 0.00% of the time",
+                        tmetric_text::quote(&raw.count_text)
+                    )),
                     _ => None,
                 };
                 if let Some(why) = bad {
@@ -247,19 +253,33 @@ fn block_for(
 /// 2. it is a slots row (`slots`/`TOPDOWN.SLOTS`) and the group already has rows, because perf
 ///    makes slots the leader of every topdown group and sorts it first, or
 /// 3. it follows a tool event (`duration_time`, ...), which perf appends after a group's events.
+///
+/// When rule 1 fires, the new group may have begun a few rows earlier, with events not seen
+/// before. The run share tells: the kernel schedules a group as a whole, so its members print the
+/// same `(xx.xx%)` (none printed counts as 100%). The rows just before the repeated row that
+/// share its run share, after a row that does not, are moved to the new group. Without this, in
+/// `A (40%), CLK (40%), B (60%), CLK (60%)` the metric perf printed on `B` would take the first
+/// `CLK` (issue 12). A broken weak group has members with different shares but no repeated
+/// event, so it stays one group.
 fn assign_groups(rows: &mut [Row]) {
-    let mut groups = Vec::with_capacity(rows.len());
+    let mut groups: Vec<usize> = Vec::with_capacity(rows.len());
     let mut group = 0;
+    let mut start = 0;
     let mut seen: HashSet<&EventKey> = HashSet::new();
     let mut after_tool = false;
-    for row in rows.iter() {
+    for (i, row) in rows.iter().enumerate() {
+        let repeated = seen.contains(&row.key);
         let starts_group = !seen.is_empty()
-            && (seen.contains(&row.key)
-                || row.key.is_slots()
-                || (after_tool && !row.key.is_tool()));
+            && (repeated || row.key.is_slots() || (after_tool && !row.key.is_tool()));
         if starts_group {
             group += 1;
             seen.clear();
+            let moved = if repeated { moved_rows(&rows[start..i], row) } else { 0 };
+            start = i - moved;
+            for (g, r) in groups[start..].iter_mut().zip(&rows[start..i]) {
+                *g = group;
+                seen.insert(&r.key);
+            }
         }
         seen.insert(&row.key);
         after_tool = row.key.is_tool();
@@ -268,6 +288,31 @@ fn assign_groups(rows: &mut [Row]) {
     for (row, group) in rows.iter_mut().zip(groups) {
         row.group = group;
     }
+}
+
+/// How many rows at the end of `group` belong with `repeated`, which starts the next group: the
+/// trailing rows with its run share, when a row with another share comes before them. A row
+/// without a share, or of the repeated event, ends the search with no move.
+fn moved_rows(group: &[Row], repeated: &Row) -> usize {
+    let Some(share) = run_share(repeated) else { return 0 };
+    for (n, row) in group.iter().rev().enumerate() {
+        match run_share(row) {
+            Some(s) if s != share => return n,
+            Some(_) if row.key != repeated.key && !row.key.is_slots() => {}
+            _ => return 0,
+        }
+    }
+    0
+}
+
+/// The run share of a counted row's group; `None` for rows that say nothing about it:
+/// `<not counted>`/`<not supported>`, tool rows and retire latencies (`:R`, sampled by
+/// `perf record`, not counted in the group).
+fn run_share(row: &Row) -> Option<f64> {
+    if row.key.is_tool() || row.key.retire_latency || !matches!(row.value, Count::Counted(_)) {
+        return None;
+    }
+    Some(row.running_pct.unwrap_or(100.0))
 }
 
 /// A tool-event row's value in seconds: perf prints these rows in ns.
@@ -307,9 +352,17 @@ fn assign_times(blocks: &mut [Block], runs: &[Run]) {
             stamps.entry(block.run).or_default().push(t);
         }
     }
-    for list in stamps.values_mut() {
+    // Each timestamp's predecessor, looked up by hash: searching the sorted list for every block
+    // made long `-I` logs quadratic.
+    let mut previous: HashMap<(usize, u64), f64> = HashMap::new();
+    for (run, list) in stamps.iter_mut() {
         list.sort_by(f64::total_cmp);
         list.dedup();
+        let mut before = 0.0;
+        for t in list.iter() {
+            previous.insert((*run, t.to_bits()), before);
+            before = *t;
+        }
     }
     for block in blocks.iter_mut() {
         let own = |name: &str| {
@@ -323,9 +376,7 @@ fn assign_times(blocks: &mut [Block], runs: &[Run]) {
             |name: &str| shared.get(&(block.run, block.interval.map(f64::to_bits), name)).copied();
         let run = runs.get(block.run);
         let interval_length = block.interval.and_then(|t| {
-            let list = stamps.get(&block.run)?;
-            let at = list.iter().position(|s| *s == t)?;
-            let previous = if at == 0 { 0.0 } else { list[at - 1] };
+            let previous = previous.get(&(block.run, t.to_bits()))?;
             Some(Timed { seconds: t - previous, source: TimeSource::IntervalLength })
         });
         block.duration = own("duration_time")

@@ -17,7 +17,9 @@
 //! perf prints no group braces. Rows are split into groups by print order: a row starts a new
 //! group when its event already occurs in the current group, when it is a slots row
 //! (`slots`/`TOPDOWN.SLOTS`, always a topdown group's leader) and the group is not empty, or when it
-//! follows a tool event (`duration_time`), which perf appends after a group's events. Lookups
+//! follows a tool event (`duration_time`), which perf appends after a group's events. When a
+//! repeated event starts a group, the rows just before it with its run share (after one with
+//! another share) move with it, as the kernel schedules a group's members together. Lookups
 //! prefer the group where the requested metric was printed and report the group they used.
 //!
 //! # Values
@@ -56,6 +58,7 @@ pub use lookup::{Found, Lookup};
 
 use build::Item;
 use error::LineError;
+use std::collections::HashSet;
 
 /// Separators tried when detecting the `-x` layout, in order of preference.
 const CSV_SEPARATORS: [&str; 5] = [",", ";", "\t", "|", ":"];
@@ -81,11 +84,26 @@ pub fn parse_with(
     layout: Option<Layout>,
 ) -> Result<PerfLog, ImportError> {
     let layout = layout.unwrap_or_else(|| detect_layout(input));
-    let read = match &layout {
-        Layout::Text => text::read(input),
-        Layout::Csv { sep } => csv::read(input, sep),
-        Layout::Json => json::read(input),
+    // perf ends every line with a newline: a last line without one was cut short (a log copied
+    // while perf was still writing, or a truncated file). It is read apart from the rest.
+    let (body, last) = match input.rfind('\n') {
+        Some(at) if at + 1 < input.len() => (&input[..=at], Some(&input[at + 1..])),
+        None if !input.is_empty() => ("", Some(input)),
+        _ => (input, None),
     };
+    let last = last.filter(|l| !l.trim().is_empty());
+    let last_n = body.matches('\n').count() + 1;
+    let read = match &layout {
+        Layout::Text => text::read(body),
+        Layout::Csv { sep } => csv::read(body, sep),
+        Layout::Json => json::read(body),
+    };
+    let read = read.and_then(|(mut items, mut warnings)| {
+        if let Some(last) = last {
+            read_unterminated(&layout, last, last_n, &mut items, &mut warnings)?;
+        }
+        Ok((items, warnings))
+    });
     let (items, warnings) = match read {
         Ok(read) => read,
         Err(err) => {
@@ -95,6 +113,17 @@ pub fn parse_with(
             if !seen_perf_output_before(input, &layout, err.line) {
                 return Err(not_perf_stat(input, source_name, Some(&err)));
             }
+            // A row of another layout after rows of this one: say that, not what this
+            // layout's reader made of it.
+            let mut err = err;
+            let line = line_text.strip_suffix('\r').unwrap_or(line_text);
+            if let Some(other) = other_layout_row(line, err.line, &layout) {
+                err.message = format!(
+                    "a mix of layouts in one file: this line is a row of the {other} layout, but the rows before it are in the {} layout; split the file and read each part",
+                    layout_name(&layout)
+                );
+                err.byte = 0;
+            }
             return Err(
                 err.into_import(source_name, line_text.strip_suffix('\r').unwrap_or(line_text))
             );
@@ -103,7 +132,97 @@ pub fn parse_with(
     if !items.iter().any(|item| matches!(item, Item::Row(_))) {
         return Err(not_perf_stat(input, source_name, None));
     }
+    let mut warnings = warnings;
+    note_other_layouts(input, &layout, &mut warnings);
     Ok(build::build(layout, items, warnings))
+}
+
+/// Reads the last line when the input does not end with a newline. A row or metric there is
+/// kept with a warning (it may be cut in its event name or metric); a line that cannot be read
+/// is reported as truncated and skipped rather than failing the whole log, unless it is the
+/// only row-like line (then the error says what is wrong with it).
+fn read_unterminated(
+    layout: &Layout,
+    line: &str,
+    n: usize,
+    items: &mut Vec<Item>,
+    warnings: &mut Vec<Warning>,
+) -> Result<(), LineError> {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let read: Result<Option<Item>, LineError> = match layout {
+        Layout::Text => text::read_line(line, n).map(|l| match l {
+            text::Line::Item(item) => Some(item),
+            text::Line::Nothing | text::Line::Skipped(_) => None,
+        }),
+        Layout::Csv { sep } => match csv::read_line(line, n, sep) {
+            Ok(Some(Ok(item))) => Ok(Some(item)),
+            Ok(Some(Err(_)) | None) => Ok(None),
+            Err(err) => Err(err),
+        },
+        Layout::Json => match json::read_line(line, n) {
+            Ok(Some(Ok(item))) => Ok(Some(item)),
+            Ok(Some(Err(_)) | None) => Ok(None),
+            Err(err) => Err(err),
+        },
+    };
+    let shown = error::shorten(line.trim(), 60);
+    match read {
+        Ok(Some(item)) => {
+            if matches!(item, Item::Row(_) | Item::Metric { .. }) {
+                warnings.push(Warning {
+                    line: n,
+                    message: format!(
+                        "the log ends without a newline after `{shown}`: the file may be truncated and this last row cut short; it was read as it is"
+                    ),
+                });
+            }
+            items.push(item);
+        }
+        Ok(None) => {}
+        Err(err) if !items.iter().any(|item| matches!(item, Item::Row(_))) => return Err(err),
+        Err(err) => warnings.push(Warning {
+            line: n,
+            message: format!(
+                "truncated last line `{shown}` (the log ends without a newline; {}); skipped",
+                err.message
+            ),
+        }),
+    }
+    Ok(())
+}
+
+/// A log where some skipped lines are rows of another layout holds a mix of layouts (two runs
+/// with different options appended to one file): say so once, with the layout and lines.
+fn note_other_layouts(input: &str, layout: &Layout, warnings: &mut Vec<Warning>) {
+    let skipped: HashSet<usize> = warnings.iter().map(|w| w.line).collect();
+    if skipped.is_empty() {
+        return;
+    }
+    let mut found: Vec<(String, Vec<usize>)> = Vec::new();
+    for (idx, raw) in input.split('\n').enumerate() {
+        if !skipped.contains(&(idx + 1)) {
+            continue;
+        }
+        let l = raw.strip_suffix('\r').unwrap_or(raw);
+        let other = other_layout_row(l, idx + 1, layout);
+        if let Some(other) = other {
+            match found.iter_mut().find(|(o, _)| *o == other) {
+                Some((_, lines)) => lines.push(idx + 1),
+                None => found.push((other, vec![idx + 1])),
+            }
+        }
+    }
+    let this = layout_name(layout);
+    for (other, lines) in found {
+        warnings.push(Warning {
+            line: lines[0],
+            message: format!(
+                "a mix of layouts in one file: the log was read in the {this} layout, but {} line(s) from line {} on are rows of the {other} layout and were skipped; split the file and read each part",
+                lines.len(),
+                lines[0]
+            ),
+        });
+    }
 }
 
 /// Detects the layout: JSON when the first meaningful line is an object, text when a perf
@@ -163,4 +282,29 @@ fn not_perf_stat(input: &str, source_name: &str, err: Option<&LineError>) -> Imp
         (None, None) => " (it is empty)".to_string(),
     };
     ImportError::NotPerfStat { source_name: source_name.to_string(), found }
+}
+
+/// The layout, other than `layout`, in which `line` reads as a counter row.
+fn other_layout_row(line: &str, n: usize, layout: &Layout) -> Option<String> {
+    if *layout != Layout::Json && matches!(json::read_line(line, n), Ok(Some(Ok(Item::Row(_))))) {
+        return Some(layout_name(&Layout::Json));
+    }
+    if *layout != Layout::Text
+        && matches!(text::read_line(line, n), Ok(text::Line::Item(Item::Row(_))))
+    {
+        return Some(layout_name(&Layout::Text));
+    }
+    CSV_SEPARATORS
+        .iter()
+        .filter(|sep| !matches!(layout, Layout::Csv { sep: s } if s == *sep))
+        .find(|sep| matches!(csv::read_line(line, n, sep), Ok(Some(Ok(Item::Row(_))))))
+        .map(|sep| layout_name(&Layout::Csv { sep: sep.to_string() }))
+}
+
+fn layout_name(layout: &Layout) -> String {
+    match layout {
+        Layout::Text => "default text".to_string(),
+        Layout::Csv { sep } => format!("-x {sep} (CSV)"),
+        Layout::Json => "-j (JSON)".to_string(),
+    }
 }

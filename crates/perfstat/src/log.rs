@@ -197,6 +197,9 @@ pub struct PrintedMetric {
     pub name: String,
     /// For a [`Block::loose_metrics`] entry: the metric-group header (`TopdownL1 (cpu_core)`).
     pub header: Option<String>,
+    /// Text after the metric name that perf does not print (a note someone appended to the
+    /// line); it is not part of the name.
+    pub note: Option<String>,
 }
 
 impl PrintedMetric {
@@ -212,8 +215,8 @@ impl PrintedMetric {
     ) -> PrintedMetric {
         let text = text.trim();
         let value = if text.is_empty() { None } else { crate::number::parse_metric_value(text) };
-        let (unit, name) = split_label(label);
-        PrintedMetric { line, value, text: text.to_string(), unit, name, header }
+        let (unit, name, note) = split_label(label);
+        PrintedMetric { line, value, text: text.to_string(), unit, name, header, note }
     }
 
     /// Number of decimals perf printed, to compare at its precision.
@@ -222,23 +225,34 @@ impl PrintedMetric {
     }
 }
 
-fn split_label(label: &str) -> (String, String) {
+/// Splits perf's label into (unit, name, note). The name is what follows the unit and two
+/// spaces; when more follows after another two spaces, or the spaces were lost, the first word
+/// shaped like a metric name (`tma_dtlb_store`) is the name and what comes after it is a note
+/// someone appended, which must not hide the metric.
+fn split_label(label: &str) -> (String, String, Option<String>) {
     let label = label.trim();
+    let is_id = |w: &str| {
+        w.contains('_')
+            && w.starts_with(|c: char| c.is_ascii_alphabetic())
+            && w.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.'))
+    };
     if let Some(at) = label.find("  ") {
         let (unit, name) = (label[..at].trim(), label[at..].trim());
-        if !name.is_empty() && !name.contains("  ") {
-            return (unit.to_string(), name.to_string());
+        // A unit is never shaped like a metric name: `tma_x  note` is a bare name and a note.
+        if !name.is_empty() && !name.contains("  ") && (!is_id(unit) || is_id(name)) {
+            return (unit.to_string(), name.to_string(), None);
         }
     }
     let words: Vec<&str> = label.split_whitespace().collect();
-    if let [unit @ .., last] = words.as_slice()
-        && !unit.is_empty()
-        && last.contains('_')
-        && last.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.'))
-    {
-        return (unit.join(" "), last.to_string());
+    if let Some(at) = words.iter().position(|w| is_id(w)) {
+        let rest = &words[at + 1..];
+        // `% tma_dtlb_store` (spaces lost) has no note; a note needs a word after the name.
+        if at > 0 || !rest.is_empty() {
+            let note = (!rest.is_empty()).then(|| rest.join(" "));
+            return (words[..at].join(" "), words[at].to_string(), note);
+        }
     }
-    (String::new(), words.join(" "))
+    (String::new(), words.join(" "), None)
 }
 
 impl Row {
@@ -347,7 +361,10 @@ mod tests {
 
     #[test]
     fn labels() {
-        let split = |l: &str| split_label(l);
+        let split = |l: &str| {
+            let (unit, name, _) = split_label(l);
+            (unit, name)
+        };
         assert_eq!(split("%  tma_dtlb_store"), ("%".into(), "tma_dtlb_store".into()));
         assert_eq!(split("% tma_dtlb_store"), ("%".into(), "tma_dtlb_store".into()));
         assert_eq!(split("CPUs utilized"), ("".into(), "CPUs utilized".into()));
@@ -355,5 +372,18 @@ mod tests {
         assert_eq!(split("tma_info_thread_ipc"), ("".into(), "tma_info_thread_ipc".into()));
         assert_eq!(split("insn per cycle"), ("".into(), "insn per cycle".into()));
         assert_eq!(split("100%  tma_x"), ("100%".into(), "tma_x".into()));
+        assert_eq!(
+            split_label("%  tma_ports_utilized_2  <- checked by Bob"),
+            ("%".into(), "tma_ports_utilized_2".into(), Some("<- checked by Bob".into()))
+        );
+        assert_eq!(
+            split_label("% tma_x (rerun) ok"),
+            ("%".into(), "tma_x".into(), Some("(rerun) ok".into()))
+        );
+        assert_eq!(
+            split_label("tma_info_thread_ipc  note"),
+            ("".into(), "tma_info_thread_ipc".into(), Some("note".into()))
+        );
+        assert_eq!(split_label("insn per cycle"), ("".into(), "insn per cycle".into(), None));
     }
 }

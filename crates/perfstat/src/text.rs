@@ -80,7 +80,26 @@ pub(crate) fn read(input: &str) -> Result<(Vec<Item>, Vec<Warning>), LineError> 
     for (idx, raw) in input.split('\n').enumerate() {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         match read_line(line, idx + 1)? {
-            Line::Item(item) => items.push(item),
+            Line::Item(item) => {
+                let metrics: &[PrintedMetric] = match &item {
+                    Item::Row(raw) => &raw.metrics,
+                    Item::Metric { metric, .. } => std::slice::from_ref(metric),
+                    _ => &[],
+                };
+                for m in metrics {
+                    if let Some(note) = &m.note {
+                        warnings.push(Warning {
+                            line: idx + 1,
+                            message: format!(
+                                "ignored `{}` after the metric name `{}` (not perf's output)",
+                                crate::error::shorten(note, 60),
+                                m.name
+                            ),
+                        });
+                    }
+                }
+                items.push(item);
+            }
             Line::Nothing => {}
             Line::Skipped(message) => warnings.push(Warning { line: idx + 1, message }),
         }
@@ -158,9 +177,18 @@ pub(crate) fn read_line(full_line: &str, n: usize) -> Result<Line, LineError> {
     let hash = rest_toks.iter().position(|t| t.text.starts_with('#'));
     let before = &rest_toks[..hash.unwrap_or(rest_toks.len())];
     let mut metrics = Vec::new();
+    let mut running_pct = running_pct;
     if let Some(h) = hash {
         let hash_tok = rest_toks[h];
-        let metric = metric_after_hash(line, hash_tok.start + 1, n, None);
+        let mut metric = metric_after_hash(line, hash_tok.start + 1, n, None);
+        // A note appended after the run share hid the share from `strip_tail`: take it back.
+        if running_pct.is_none()
+            && let Some(note) = metric.note.take()
+        {
+            let (share, rest) = leading_share(&note);
+            running_pct = share;
+            metric.note = rest;
+        }
         if !metric.text.is_empty() || !metric.name.is_empty() {
             metrics.push(metric);
         }
@@ -252,6 +280,19 @@ fn strip_tail(line: &str) -> (usize, Option<f64>, Option<f64>) {
         end = line[..open].trim_end().len();
     }
     (end, running_pct, variance_pct)
+}
+
+/// `(60.00%)  checked` → (Some(60.0), Some("checked")); text without a leading share is returned
+/// whole.
+fn leading_share(note: &str) -> (Option<f64>, Option<String>) {
+    if let Some(inner) = note.strip_prefix('(')
+        && let Some((pct, rest)) = inner.split_once(')')
+        && let Some(share) = parse_percent(pct.trim())
+    {
+        let rest = rest.trim();
+        return (Some(share), (!rest.is_empty()).then(|| rest.to_string()));
+    }
+    (None, Some(note.to_string()))
 }
 
 fn not_a_count(n: usize, tok: &Tok) -> LineError {

@@ -314,3 +314,75 @@ fn other_aggregation_prefixes() {
         ]
     );
 }
+
+/// Issue 12, item 1: two multiplexed groups that both count CPU_CLK_UNHALTED.THREAD, the second
+/// group led by an event not seen before. The run share (40% vs 60%) tells the groups apart, so
+/// tma_ports_utilized_2 = EXE_ACTIVITY.2_PORTS_UTIL / CPU_CLK_UNHALTED.THREAD uses 25,000,000.
+#[test]
+fn multiplexed_groups_are_split_by_run_share() {
+    let text = "\
+ Performance counter stats for './bench':
+
+         2,000,000      EXE_ACTIVITY.1_PORTS_UTIL        #     10.0 %  tma_ports_utilized_1  (40.00%)
+        20,000,000      CPU_CLK_UNHALTED.THREAD                                              (40.00%)
+         5,000,000      CYCLE_ACTIVITY.STALLS_TOTAL                                          (40.00%)
+         3,000,000      EXE_ACTIVITY.2_PORTS_UTIL        #     12.0 %  tma_ports_utilized_2  (60.00%)
+        25,000,000      CPU_CLK_UNHALTED.THREAD                                              (60.00%)
+
+       0.500000000 seconds time elapsed
+";
+    let log = tmetric_perfstat::parse(text, "issue12.txt").unwrap();
+    let block = &log.blocks[0];
+    let groups: Vec<usize> = block.rows.iter().map(|r| r.group).collect();
+    assert_eq!(groups, [0, 0, 0, 1, 1]);
+    let clks = found(block.lookup("CPU_CLK_UNHALTED.THREAD", Some("tma_ports_utilized_2")));
+    assert_eq!((clks.value, clks.group, clks.in_metric_group), (25e6, Some(1), true));
+    assert_eq!(clks.lines, [7]);
+    let v = |id: &str, m: &str| value(block, id, Some(m));
+    let two = 100.0 * v("EXE_ACTIVITY.2_PORTS_UTIL", "tma_ports_utilized_2")
+        / v("CPU_CLK_UNHALTED.THREAD", "tma_ports_utilized_2");
+    assert_eq!(two, 12.0);
+    assert_prints_as(two, printed(block, "tma_ports_utilized_2", None), 0.0, "ports 2");
+    let one = 100.0 * v("EXE_ACTIVITY.1_PORTS_UTIL", "tma_ports_utilized_1")
+        / v("CPU_CLK_UNHALTED.THREAD", "tma_ports_utilized_1");
+    assert_eq!(one, 10.0);
+}
+
+/// The run share only moves a group boundary that a repeated event forces: rows without a share
+/// count as 100%, a broken weak group (different shares, no repeat) stays one group, and a
+/// `<not counted>` row stops the move.
+#[test]
+fn run_shares_only_move_a_forced_boundary() {
+    let groups = |text: &str| -> Vec<usize> {
+        let log = tmetric_perfstat::parse(text, "shares.txt").unwrap();
+        log.blocks[0].rows.iter().map(|r| r.group).collect()
+    };
+    let broken_weak_group = "\
+         1,000      INST_RETIRED.ANY                 (40.00%)
+         2,000      CPU_CLK_UNHALTED.THREAD          (60.00%)
+         3,000      EXE_ACTIVITY.1_PORTS_UTIL        (55.00%)
+";
+    assert_eq!(groups(broken_weak_group), [0, 0, 0]);
+    let unmultiplexed = "\
+         1,000      INST_RETIRED.ANY
+         2,000      CPU_CLK_UNHALTED.THREAD
+         3,000      EXE_ACTIVITY.1_PORTS_UTIL
+         4,000      CPU_CLK_UNHALTED.THREAD
+";
+    assert_eq!(groups(unmultiplexed), [0, 0, 0, 1]);
+    let not_counted = "\
+         1,000      INST_RETIRED.ANY                 (40.00%)
+         2,000      CPU_CLK_UNHALTED.THREAD          (40.00%)
+   <not counted>      CYCLE_ACTIVITY.STALLS_TOTAL
+         3,000      EXE_ACTIVITY.1_PORTS_UTIL        (60.00%)
+         4,000      CPU_CLK_UNHALTED.THREAD          (60.00%)
+";
+    assert_eq!(groups(not_counted), [0, 0, 0, 0, 1]);
+    let unprinted_share = "\
+         1,000      INST_RETIRED.ANY                 (40.00%)
+         2,000      CPU_CLK_UNHALTED.THREAD          (40.00%)
+         3,000      EXE_ACTIVITY.1_PORTS_UTIL
+         4,000      CPU_CLK_UNHALTED.THREAD
+";
+    assert_eq!(groups(unprinted_share), [0, 0, 1, 1]);
+}

@@ -5,4 +5,5 @@ mod errors;
 mod fuzz;
 mod hand;
 mod real;
+mod robust;
 mod seed;
