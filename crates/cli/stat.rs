@@ -261,7 +261,7 @@ fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> Resol
             from_event_result(result.map(Resolved::Counter), &display, env)
         }
         IdKind::Event(index) => {
-            let json = &model.events[index as usize];
+            let json = model.events.at(index as usize);
             let pmu = model.str(json.pmu);
             let pmu = if models_core_pmu(pmu) && !sysfs.has_pmu(pmu) {
                 match sysfs.core_pmu() {
@@ -447,8 +447,7 @@ fn add_metric(
     plan.group(&rows);
     // perf prints a metric on its first event's line; expression order decides which.
     let direct: Vec<u16> = model.metrics[metric]
-        .needed
-        .refs(&facts)
+        .needed_refs(&facts)
         .unwrap_or_default()
         .into_iter()
         .filter_map(|r| match r {

@@ -26,6 +26,19 @@ fn main() -> anyhow::Result<()> {
                 report.changed.len(),
                 start.elapsed()
             );
+            let s = report.sharing;
+            eprintln!(
+                "regen: shared: {} of {} value functions, {} of {} needed-events functions, {} of {} metric descriptors, {} of {} strings ({} bytes) distinct",
+                s.value_fns.1,
+                s.value_fns.0,
+                s.needed_fns.1,
+                s.needed_fns.0,
+                s.descriptors.1,
+                s.descriptors.0,
+                s.strings.1,
+                s.strings.0,
+                s.string_bytes
+            );
             Ok(())
         }
         Some("import-vendor") => import::run(&args[1..]),
