@@ -241,17 +241,17 @@ fn generate(
     }
     let arches: Vec<Ident> = by_arch.keys().map(|a| format_ident!("{}", a)).collect();
     let index = quote! {
-        use tmetric_model::catalog::{CpuidRow, Model};
+        use tmetric_model::catalog::{CpuidRow, Model, Tables};
         #(pub mod #arches;)*
         pub mod funcs;
         pub mod metrics;
 
-        /// Every string of every model, deduplicated.
-        pub static STRINGS: &str = include_str!("strings.txt");
-        /// Little-endian `u32` offsets into [`STRINGS`]: string id `i` spans offsets `i..i + 1`.
-        pub static STRING_OFFSETS: &[u8] = include_bytes!("strings.idx");
-        /// Every model's events, fixed-size records (`tmetric_model::catalog::Events`).
-        pub static EVENTS: &[u8] = include_bytes!("events.bin");
+        /// The strings and events of every model, embedded once.
+        pub static TABLES: Tables = Tables {
+            strings: include_str!("strings.txt"),
+            string_offsets: include_bytes!("strings.idx"),
+            events: include_bytes!("events.bin"),
+        };
 
         /// Every model, sorted by architecture then name.
         pub static MODELS: &[&Model] = &[#(#model_refs),*];
@@ -561,13 +561,11 @@ fn model_file(r: &Resolved<'_>, shared: &mut Shared) -> String {
     if !metrics.is_empty() {
         out.push_str("use crate::generated::metrics::*;\n");
     }
-    out.push_str(
-        "use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};\nuse tmetric_model::catalog::*;\n\n",
-    );
+    out.push_str("use crate::generated::TABLES;\nuse tmetric_model::catalog::*;\n\n");
     let _ = writeln!(
         out,
-        "pub static MODEL: Model = Model {{\n    arch: {:?},\n    name: {:?},\n    is_sys: {},\n    strings: STRINGS,\n    \
-         events: Events::new(EVENTS, STRING_OFFSETS, {first_event}, {event_count}),\n    ids: IDS,\n    metrics: METRICS,\n    \
+        "pub static MODEL: Model = Model {{\n    arch: {:?},\n    name: {:?},\n    is_sys: {},\n    tables: &TABLES,\n    \
+         events: Events::new(&TABLES, {first_event}, {event_count}),\n    ids: IDS,\n    metrics: METRICS,\n    \
          eval_order: &{order:?},\n    groups: GROUPS,\n    counters: COUNTERS,\n}};\n",
         table.arch, table.name, table.is_sys
     );

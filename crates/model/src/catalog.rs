@@ -71,6 +71,29 @@ pub struct Event {
 /// The size of one record of [`Events`].
 pub const EVENT_RECORD: usize = 48;
 
+/// The binary tables every model's data points into, embedded once (`include_bytes!`).
+///
+/// Models hold a reference to the one `static` of this type: a model that copied the slices
+/// out of another static would make the compiler emit a second copy of the bytes.
+pub struct Tables {
+    /// Every string of every model, deduplicated.
+    pub strings: &'static str,
+    /// Little-endian `u32` offsets into `strings`: string id `i` spans offsets `i..i + 1`.
+    pub string_offsets: &'static [u8],
+    /// Every model's events, [`EVENT_RECORD`] bytes each.
+    pub events: &'static [u8],
+}
+
+impl std::fmt::Debug for Tables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tables")
+            .field("strings", &self.strings.len())
+            .field("string_offsets", &self.string_offsets.len())
+            .field("events", &self.events.len())
+            .finish()
+    }
+}
+
 /// A model's JSON events: fixed-size records over the shared string table, decoded on access.
 ///
 /// Record layout (little-endian): eight `u32` string ids (name, pmu, topic, encoding, brief,
@@ -79,21 +102,15 @@ pub const EVENT_RECORD: usize = 48;
 /// text between offsets `i` and `i + 1` of the offset table (`u32` each).
 #[derive(Debug, Clone, Copy)]
 pub struct Events {
-    records: &'static [u8],
-    offsets: &'static [u8],
+    tables: &'static Tables,
     first: usize,
     len: usize,
 }
 
 impl Events {
-    /// `len` records from record `first` of `records`, with string offsets `offsets`.
-    pub const fn new(
-        records: &'static [u8],
-        offsets: &'static [u8],
-        first: usize,
-        len: usize,
-    ) -> Events {
-        Events { records, offsets, first, len }
+    /// `len` records of `tables` from record `first`.
+    pub const fn new(tables: &'static Tables, first: usize, len: usize) -> Events {
+        Events { tables, first, len }
     }
 
     /// Number of events.
@@ -130,12 +147,13 @@ impl Events {
 
     fn string(&self, id: u32) -> Str {
         let at = id as usize * 4;
-        let start = Self::u32_at(self.offsets, at);
-        Str(start, Self::u32_at(self.offsets, at + 4) - start)
+        let offsets = self.tables.string_offsets;
+        let start = Self::u32_at(offsets, at);
+        Str(start, Self::u32_at(offsets, at + 4) - start)
     }
 
     fn decode(&self, record: usize) -> Event {
-        let r = &self.records[record * EVENT_RECORD..(record + 1) * EVENT_RECORD];
+        let r = &self.tables.events[record * EVENT_RECORD..(record + 1) * EVENT_RECORD];
         let s = |field: usize| self.string(Self::u32_at(r, field * 4));
         let mut scale = [0u8; 8];
         scale.copy_from_slice(&r[32..40]);
@@ -463,8 +481,8 @@ pub struct Model {
     pub name: &'static str,
     /// True for a `sys/` table matched by `Compat`.
     pub is_sys: bool,
-    /// The string blob (shared by every model).
-    pub strings: &'static str,
+    /// The shared binary tables (strings, events).
+    pub tables: &'static Tables,
     /// JSON events.
     pub events: Events,
     /// Input slots: every distinct identifier the metrics use.
@@ -483,7 +501,7 @@ impl Model {
     /// The text of a [`Str`].
     #[inline]
     pub fn str(&self, s: Str) -> &'static str {
-        &self.strings[s.0 as usize..(s.0 + s.1) as usize]
+        &self.tables.strings[s.0 as usize..(s.0 + s.1) as usize]
     }
 }
 
@@ -584,8 +602,8 @@ impl Model {
         threshold: bool,
     ) -> Result<Vec<u16>, Fail> {
         let root = &self.metrics[metric];
-        let first = match (threshold, root.needed_threshold_refs(facts)) {
-            (true, Some(refs)) => refs?,
+        let first = match (threshold, &root.desc.needed_threshold) {
+            (true, Some(needed)) => root.bind(needed, facts)?,
             _ => root.needed_refs(facts)?,
         };
         let mut ids = Vec::new();

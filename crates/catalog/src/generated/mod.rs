@@ -1,4 +1,4 @@
-use tmetric_model::catalog::{CpuidRow, Model};
+use tmetric_model::catalog::{CpuidRow, Model, Tables};
 pub mod arm64;
 pub mod common;
 pub mod nds32;
@@ -9,12 +9,12 @@ pub mod test;
 pub mod x86;
 pub mod funcs;
 pub mod metrics;
-/// Every string of every model, deduplicated.
-pub static STRINGS: &str = include_str!("strings.txt");
-/// Little-endian `u32` offsets into [`STRINGS`]: string id `i` spans offsets `i..i + 1`.
-pub static STRING_OFFSETS: &[u8] = include_bytes!("strings.idx");
-/// Every model's events, fixed-size records (`tmetric_model::catalog::Events`).
-pub static EVENTS: &[u8] = include_bytes!("events.bin");
+/// The strings and events of every model, embedded once.
+pub static TABLES: Tables = Tables {
+    strings: include_str!("strings.txt"),
+    string_offsets: include_bytes!("strings.idx"),
+    events: include_bytes!("events.bin"),
+};
 /// Every model, sorted by architecture then name.
 pub static MODELS: &[&Model] = &[
     &arm64::ampere_ampereone::MODEL,

@@ -2,15 +2,15 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "arm64",
     name: "ampere/emag",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 480, 107),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 480, 107),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

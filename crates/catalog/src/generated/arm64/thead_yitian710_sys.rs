@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "arm64",
     name: "thead/yitian710/sys",
     is_sys: true,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 2834, 53),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 2834, 53),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1],

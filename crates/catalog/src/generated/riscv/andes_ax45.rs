@@ -2,15 +2,15 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "riscv",
     name: "andes/ax45",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 5438, 73),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 5438, 73),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "s390",
     name: "cf_zec12",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 6315, 63),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 6315, 63),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0],

@@ -2,15 +2,15 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "test",
     name: "test_soc/sys",
     is_sys: true,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 6391, 3),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 6391, 3),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "x86",
     name: "broadwell",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 8857, 767),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 8857, 767),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 93, 7, 8, 9, 95, 10, 42, 99, 11, 12, 14, 37, 132, 13, 15, 16, 115, 17, 18, 19, 31, 98, 114, 20, 21, 22, 23, 24, 25, 26, 27, 28, 79, 29, 30, 33, 34, 100, 141, 32, 35, 36, 38, 39, 50, 40, 41, 43, 44, 45, 46, 47, 48, 49, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 65, 62, 67, 63, 74, 64, 66, 68, 69, 70, 71, 72, 73, 75, 76, 77, 78, 80, 81, 82, 83, 94, 84, 86, 85, 87, 88, 89, 90, 91, 92, 96, 97, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 116, 117, 118, 119, 120, 121, 122, 139, 123, 124, 125, 126, 127, 128, 129, 130, 131, 133, 134, 135, 136, 137, 138, 140],

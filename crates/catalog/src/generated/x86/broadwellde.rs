@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "x86",
     name: "broadwellde",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 9624, 1237),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 9624, 1237),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 92, 7, 8, 9, 94, 10, 41, 98, 11, 12, 14, 36, 131, 13, 15, 16, 114, 17, 18, 19, 30, 97, 113, 20, 21, 22, 23, 24, 25, 26, 27, 78, 28, 29, 32, 33, 99, 140, 31, 34, 35, 37, 38, 49, 39, 40, 42, 43, 44, 45, 46, 47, 48, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 64, 61, 66, 62, 73, 63, 65, 67, 68, 69, 70, 71, 72, 74, 75, 76, 77, 79, 80, 81, 82, 93, 83, 85, 84, 86, 87, 88, 89, 90, 91, 95, 96, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 115, 116, 117, 118, 119, 120, 121, 138, 122, 123, 124, 125, 126, 127, 128, 129, 130, 132, 133, 134, 135, 136, 137, 139],

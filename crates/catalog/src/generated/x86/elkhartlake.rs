@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "x86",
     name: "elkhartlake",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 18311, 305),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 18311, 305),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],

@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "x86",
     name: "grandridge",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 21644, 554),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 21644, 554),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5, 112, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 36, 29, 30, 31, 32, 33, 34, 35, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 51, 47, 52, 48, 53, 49, 54, 50, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 68, 65, 69, 66, 70, 67, 71, 72, 73, 74, 78, 75, 79, 76, 77, 83, 80, 84, 81, 82, 85, 86, 122, 87, 88, 89, 90, 93, 91, 94, 92, 100, 95, 101, 96, 102, 97, 103, 98, 104, 99, 105, 106, 107, 108, 109, 111, 110, 113, 114, 115, 116, 117, 118, 119, 120, 121, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132],

@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "x86",
     name: "haswell",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 23313, 409),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 23313, 409),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 73, 7, 8, 9, 75, 10, 36, 78, 11, 12, 14, 31, 110, 13, 15, 16, 94, 17, 18, 30, 77, 93, 19, 20, 21, 22, 23, 24, 25, 26, 27, 61, 28, 29, 32, 33, 42, 34, 35, 37, 38, 39, 40, 41, 43, 44, 45, 46, 47, 51, 48, 53, 49, 56, 50, 52, 54, 55, 57, 58, 59, 60, 62, 63, 64, 74, 65, 67, 66, 68, 69, 70, 71, 72, 76, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 95, 96, 97, 98, 99, 100, 117, 101, 102, 103, 104, 105, 106, 107, 108, 109, 111, 112, 113, 114, 115, 116],

@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "x86",
     name: "haswellx",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 23722, 1678),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 23722, 1678),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 108, 7, 8, 9, 100, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 111, 43, 69, 114, 44, 45, 47, 64, 149, 46, 48, 49, 131, 50, 51, 63, 113, 130, 52, 53, 54, 55, 56, 57, 58, 59, 60, 94, 61, 62, 65, 66, 75, 67, 68, 70, 71, 72, 73, 74, 76, 77, 78, 79, 80, 84, 81, 86, 82, 89, 83, 85, 87, 88, 90, 91, 92, 93, 95, 96, 97, 109, 98, 99, 101, 102, 103, 104, 105, 106, 107, 110, 112, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 132, 133, 134, 135, 136, 137, 156, 138, 139, 140, 141, 142, 143, 144, 145, 146, 147, 148, 150, 151, 152, 153, 154, 155, 157],

@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "x86",
     name: "ivybridge",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 30088, 352),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 30088, 352),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 82, 7, 8, 9, 84, 10, 41, 11, 88, 12, 14, 36, 118, 13, 15, 16, 104, 17, 18, 30, 87, 103, 19, 20, 21, 22, 23, 24, 25, 26, 27, 68, 28, 29, 32, 33, 126, 31, 34, 35, 37, 91, 38, 48, 39, 40, 42, 43, 44, 45, 46, 47, 49, 50, 51, 52, 53, 54, 58, 55, 60, 56, 63, 57, 59, 61, 62, 64, 65, 66, 67, 69, 70, 71, 72, 83, 73, 75, 74, 76, 77, 78, 79, 80, 81, 85, 86, 89, 90, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 105, 106, 107, 108, 109, 110, 125, 111, 112, 113, 114, 115, 116, 117, 119, 120, 121, 122, 123, 124],

@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "x86",
     name: "jaketown",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 31863, 892),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 31863, 892),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 46, 7, 8, 9, 49, 28, 53, 11, 26, 66, 10, 12, 13, 20, 52, 62, 14, 15, 16, 17, 18, 19, 22, 23, 68, 21, 24, 25, 63, 27, 29, 30, 31, 32, 33, 34, 47, 35, 37, 36, 38, 39, 40, 41, 42, 43, 44, 45, 48, 50, 51, 54, 55, 56, 57, 58, 59, 60, 61, 64, 65, 67],

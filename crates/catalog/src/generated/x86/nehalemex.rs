@@ -2,15 +2,15 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "x86",
     name: "nehalemex",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 34742, 553),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 34742, 553),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "x86",
     name: "sandybridge",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 35644, 441),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 35644, 441),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 44, 7, 8, 9, 46, 28, 50, 11, 26, 63, 10, 12, 13, 20, 49, 59, 14, 15, 16, 17, 18, 19, 22, 23, 65, 21, 24, 25, 60, 27, 29, 30, 31, 32, 33, 34, 45, 35, 37, 36, 38, 39, 40, 41, 42, 43, 47, 48, 51, 52, 53, 54, 55, 56, 57, 58, 61, 62, 64],

@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "x86",
     name: "sierraforest",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 38749, 860),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 38749, 860),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5, 124, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 48, 41, 42, 43, 44, 45, 46, 47, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 63, 59, 64, 60, 65, 61, 66, 62, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 80, 77, 81, 78, 82, 79, 83, 84, 85, 86, 90, 87, 91, 88, 89, 95, 92, 96, 93, 94, 97, 98, 134, 99, 100, 101, 102, 105, 103, 106, 104, 112, 107, 113, 108, 114, 109, 115, 110, 116, 111, 117, 118, 119, 120, 121, 123, 122, 125, 126, 127, 128, 129, 130, 131, 132, 133, 135, 136, 137, 138, 139, 140, 141, 142, 143, 144, 145],

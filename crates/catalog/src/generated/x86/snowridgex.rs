@@ -3,15 +3,15 @@
 
 #![allow(clippy::all)]
 use crate::generated::metrics::*;
-use crate::generated::{EVENTS, STRINGS, STRING_OFFSETS};
+use crate::generated::TABLES;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
     arch: "x86",
     name: "snowridgex",
     is_sys: false,
-    strings: STRINGS,
-    events: Events::new(EVENTS, STRING_OFFSETS, 44109, 2820),
+    tables: &TABLES,
+    events: Events::new(&TABLES, 44109, 2820),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3],
