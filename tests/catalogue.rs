@@ -359,3 +359,106 @@ fn cpuid_strings_select_perfs_models() {
     assert_eq!(pick("AuthenticAMD-25-11-1").as_deref(), Some("x86/amdzen4"));
     assert_eq!(pick("NotAVendor-1-2-3"), None);
 }
+
+/// The data regen keeps so the binary never scans expression text: per-metric literal sets,
+/// per-metric function-argument slots and per-slot call bits, against the parsed expressions.
+#[test]
+fn literal_sets_and_call_slots_equal_the_expressions() {
+    use tmetric_expr::{ExprKind, IdFunc};
+    use tmetric_model::catalog::id_calls;
+    let mut checked = 0;
+    for r in resolved() {
+        let model = generated(r);
+        let kept: Vec<usize> = (0..r.metrics.len()).filter(|&m| r.metrics[m].ok).collect();
+        let mut model_calls = vec![0u8; r.ids.len()];
+        for (generated_index, &m) in kept.iter().enumerate() {
+            let rm = &r.metrics[m];
+            let mut exprs = vec![rm.expr.as_ref().expect("compiled")];
+            if rm.threshold_ok {
+                exprs.extend(rm.threshold.as_ref());
+            }
+            let (mut literals, mut calls) = (BTreeSet::new(), BTreeMap::<usize, u8>::new());
+            for expr in exprs {
+                expr.walk(&mut |node| match &node.kind {
+                    ExprKind::Literal(name) => {
+                        literals.insert(Literal::from_name(name).expect("known literal"));
+                    }
+                    ExprKind::IdCall(func, id) => {
+                        let Some(Target::Id(slot)) = rm.targets.get(&id.name) else {
+                            panic!("{} {}: argument {} is not a slot", r.table.path, m, id.name)
+                        };
+                        *calls.entry(*slot).or_default() |= match func {
+                            IdFunc::HasEvent => id_calls::HAS_EVENT,
+                            IdFunc::StrcmpCpuidStr => id_calls::STRCMP_CPUID_STR,
+                            IdFunc::SourceCount => id_calls::SOURCE_COUNT,
+                        };
+                    }
+                    _ => {}
+                });
+            }
+            let metric = &model.metrics[generated_index];
+            let got: BTreeSet<Literal> = metric.literals.iter().copied().collect();
+            assert_eq!(got, literals, "literals of {} {}", r.table.path, r.table.metrics[m].name);
+            assert_eq!(metric.literals.len(), got.len(), "each literal once");
+            for bit in [id_calls::HAS_EVENT, id_calls::STRCMP_CPUID_STR, id_calls::SOURCE_COUNT] {
+                let want: BTreeSet<usize> =
+                    calls.iter().filter(|(_, b)| **b & bit != 0).map(|(s, _)| *s).collect();
+                let got: BTreeSet<usize> = metric.call_slots(bit).map(usize::from).collect();
+                assert_eq!(got, want, "call {bit} of {} {}", r.table.path, r.table.metrics[m].name);
+            }
+            for (slot, bits) in calls {
+                model_calls[slot] |= bits;
+            }
+            checked += 1;
+        }
+        let got: Vec<u8> = model.ids.iter().map(|id| id.calls).collect();
+        assert_eq!(got, model_calls, "id call bits of {}", r.table.path);
+    }
+    assert!(checked >= 6084, "checked {checked}");
+    // sapphirerapids' metrics name these literals (and `#Link` in descriptions is no literal).
+    let spr = tmetric_catalog::model("sapphirerapids").expect("generated");
+    let all: Vec<usize> = (0..spr.metrics.len()).collect();
+    let literals: BTreeSet<Literal> = spr.literals_of(&all).into_iter().collect();
+    let want = [
+        Literal::SmtOn,
+        Literal::SystemTscFreq,
+        Literal::HasPmem,
+        Literal::NumCpusOnline,
+        Literal::NumDies,
+        Literal::NumPackages,
+    ];
+    assert_eq!(literals, want.into_iter().collect::<BTreeSet<_>>());
+}
+
+/// Events decode from the shared binary tables to exactly the JSON's fields.
+#[test]
+fn event_records_decode_to_the_json() {
+    let mut checked = 0;
+    for r in resolved() {
+        let model = generated(r);
+        assert_eq!(model.events.len(), r.table.events.len());
+        for (i, (event, want)) in model.events.iter().zip(&r.table.events).enumerate() {
+            let s = |x| model.str(x);
+            assert_eq!(s(event.name), want.name);
+            assert_eq!(s(event.pmu), want.pmu);
+            assert_eq!(s(event.topic), want.topic);
+            assert_eq!(s(event.encoding), want.encoding);
+            assert_eq!(s(event.brief), want.brief.as_deref().unwrap_or(""));
+            assert_eq!(s(event.public), want.public.as_deref().unwrap_or(""));
+            assert_eq!(s(event.compat), want.compat.as_deref().unwrap_or(""));
+            let (scale, unit) =
+                want.scale_unit.as_ref().map_or((1.0, ""), |u| (u.scale, u.unit.as_str()));
+            assert_eq!(s(event.unit), unit);
+            assert_eq!(event.scale.to_bits(), scale.to_bits());
+            assert_eq!(event.pebs, want.pebs);
+            let flags = u8::from(want.per_pkg)
+                | u8::from(want.deprecated) << 1
+                | u8::from(want.experimental) << 2;
+            assert_eq!(event.flags, flags, "{} {}", r.table.path, want.name);
+            assert_eq!(model.events.get(i).map(|e| e.encoding), Some(event.encoding));
+            checked += 1;
+        }
+        assert!(model.events.get(model.events.len()).is_none());
+    }
+    assert!(checked > 40_000, "checked {checked}");
+}

@@ -194,7 +194,10 @@ fn topdown_from_the_older_kernel_events_follows_seed_000() {
         // 100 unless a small negative remainder was clamped to 0.
         let v: Vec<f64> = line.split(',').skip(2).map(|x| x.parse().unwrap()).collect();
         let sum: f64 = v.iter().sum();
-        assert!((sum - 100.0).abs() < 1e-6 || (v[3] == 0.0 && (100.0..102.0).contains(&sum)), "{line}");
+        assert!(
+            (sum - 100.0).abs() < 1e-6 || (v[3] == 0.0 && (100.0..102.0).contains(&sum)),
+            "{line}"
+        );
         assert!(!line.contains("-0.0") && !line.contains(",-0,"), "{line}");
     }
 }

@@ -144,7 +144,7 @@ fn tree(
     let literals = facts_literals(true);
     let probes = vec![0.0; model.ids.len()];
     let facts = Facts { literals: &literals, probes: &probes };
-    let refs = m.needed.refs(&facts).unwrap_or_default();
+    let refs = m.needed_refs(&facts).unwrap_or_default();
     let mut metrics = Vec::new();
     let mut events = Vec::new();
     for r in refs {

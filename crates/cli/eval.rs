@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail};
 use serde::Serialize;
 use tmetric_catalog::Model;
-use tmetric_catalog::catalog::{Evaluator, Facts, MetricResult};
+use tmetric_catalog::catalog::{Evaluator, Facts, MetricResult, id_calls};
 use tmetric_expr::{Env, EvalError, Ident, caret_lines, normalize};
 use tmetric_model::{Fail, Literal};
 
@@ -590,7 +590,7 @@ impl Table {
         evaluator.values.clone_from(&assigned.values);
         evaluator.source_counts.clone_from(&assigned.source_counts);
         evaluator.literals = literals.values;
-        let cpuid_slots = slots_named(model, &id_call_args_all(model, "strcmp_cpuid_str"));
+        let cpuid_slots = model.call_slots(id_calls::STRCMP_CPUID_STR);
         for slot in 0..model.ids.len() {
             evaluator.probes[slot] = if cpuid_slots.contains(&slot) {
                 // The cpuid of the machine the counts came from is not known.
@@ -638,10 +638,6 @@ impl Table {
         self.literals_of(&[m]).iter().all(|&lit| !self.evaluator.literals[lit.index()].is_nan())
     }
 
-    fn closure_texts(&self, roots: &[usize]) -> Vec<&'static str> {
-        closure_texts(self.model, roots)
-    }
-
     fn literals_of(&self, roots: &[usize]) -> Vec<Literal> {
         literals_of(self.model, roots)
     }
@@ -661,12 +657,8 @@ impl Table {
                 }
             }
         }
-        let texts = self.closure_texts(&self.roots);
-        let mut probed = Vec::new();
-        for func in ["has_event", "source_count", "strcmp_cpuid_str"] {
-            probed.extend(texts.iter().flat_map(|t| id_call_args(t, func)));
-        }
-        for slot in slots_named(self.model, &probed) {
+        let calls = id_calls::HAS_EVENT | id_calls::SOURCE_COUNT | id_calls::STRCMP_CPUID_STR;
+        for slot in self.model.call_slots_of(&self.roots, calls) {
             used[slot] = true;
         }
         used
@@ -678,12 +670,7 @@ impl Table {
         if self.roots.is_empty() {
             return;
         }
-        let args: Vec<String> = self
-            .closure_texts(&self.roots)
-            .iter()
-            .flat_map(|t| id_call_args(t, "source_count"))
-            .collect();
-        for slot in slots_named(self.model, &args) {
+        for slot in self.model.call_slots_of(&self.roots, id_calls::SOURCE_COUNT) {
             if self.assigned.merged_unknown[slot] {
                 let id = &self.model.ids[slot];
                 let (text, pmu) = (self.model.str(id.text), self.model.str(id.pmu));
@@ -740,29 +727,9 @@ impl Table {
     }
 }
 
-/// The texts (expression and threshold) of `roots` and every metric they reference.
-fn closure_texts(model: &'static Model, roots: &[usize]) -> Vec<&'static str> {
-    model
-        .closure(roots)
-        .into_iter()
-        .flat_map(|m| {
-            let metric = &model.metrics[m as usize];
-            [model.str(metric.expr), model.str(metric.threshold_expr)]
-        })
-        .collect()
-}
-
 /// The literals `roots` and the metrics they reference read.
 fn literals_of(model: &'static Model, roots: &[usize]) -> Vec<Literal> {
-    let mut out: Vec<Literal> = Vec::new();
-    for text in closure_texts(model, roots) {
-        for lit in literals_in(text) {
-            if !out.contains(&lit) {
-                out.push(lit);
-            }
-        }
-    }
-    out
+    model.literals_of(roots)
 }
 
 /// Why metric `metric` has no value, naming the flag for an unknown literal.
@@ -917,71 +884,6 @@ fn report_unused(tables: &[Table], file: &CountsFile, where_: &str) {
     }
 }
 
-/// The `#literal`s a metric text names. A scan, not a parse: `#` only ever starts a literal.
-fn literals_in(text: &str) -> Vec<Literal> {
-    let mut out = Vec::new();
-    for (pos, _) in text.match_indices('#') {
-        let word: String = text[pos + 1..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
-        if let Some(lit) = Literal::from_name(&word)
-            && !out.contains(&lit)
-        {
-            out.push(lit);
-        }
-    }
-    out
-}
-
-/// The arguments of `func(...)` calls in a metric text, escapes removed (as perf normalises ids).
-fn id_call_args(text: &str, func: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for (pos, _) in text.match_indices(func) {
-        let before = text[..pos].chars().next_back();
-        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '\\') {
-            continue;
-        }
-        let rest = text[pos + func.len()..].trim_start();
-        let Some(rest) = rest.strip_prefix('(') else { continue };
-        // Escaped characters (`\)`) are part of the identifier.
-        let mut end = None;
-        let mut escaped = false;
-        for (i, c) in rest.char_indices() {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                ')' => {
-                    end = Some(i);
-                    break;
-                }
-                _ => {}
-            }
-        }
-        if let Some(end) = end {
-            out.push(normalize(rest[..end].trim()));
-        }
-    }
-    out
-}
-
-fn id_call_args_all(model: &Model, func: &str) -> Vec<String> {
-    model
-        .metrics
-        .iter()
-        .flat_map(|m| [model.str(m.expr), model.str(m.threshold_expr)])
-        .filter(|t| t.contains(func))
-        .flat_map(|t| id_call_args(t, func))
-        .collect()
-}
-
-/// Slots whose text is one of `names`.
-fn slots_named(model: &Model, names: &[String]) -> Vec<usize> {
-    (0..model.ids.len())
-        .filter(|&s| names.iter().any(|n| n == model.str(model.ids[s].text)))
-        .collect()
-}
-
 /// `--expr`: the interpreter over `--var` values (and the counts file's keys, if given).
 fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<()> {
     let expr = tmetric_expr::parse(text).map_err(|err| {
@@ -1112,24 +1014,5 @@ impl Env for ExprEnv<'_> {
 
     fn cpuid_match(&mut self, _id: &Ident) -> f64 {
         f64::NAN
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scans() {
-        assert_eq!(
-            literals_in("a if #SMT_on else b / #num_packages"),
-            vec![Literal::SmtOn, Literal::NumPackages]
-        );
-        assert_eq!(
-            id_call_args(r"x if has_event(cycles\-t) else 0 + source_count( X\,y )", "has_event"),
-            vec!["cycles-t".to_string()]
-        );
-        assert_eq!(id_call_args(r"source_count( X\,y )", "source_count"), vec!["X,y".to_string()]);
-        assert!(id_call_args("my_has_event(x)", "has_event").is_empty());
     }
 }

@@ -481,7 +481,7 @@ impl Lister<'_> {
     }
 
     fn events(self, model: &'static Model, deprecated: bool) -> anyhow::Result<()> {
-        let mut rows: Vec<&Event> = model
+        let mut rows: Vec<Event> = model
             .events
             .iter()
             .filter(|e| deprecated || e.flags & event_flags::DEPRECATED == 0)

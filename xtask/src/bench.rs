@@ -1,7 +1,10 @@
 //! `cargo xtask bench`: the figures of the "cargo xtask regen" issue in one run. Code generation
 //! against perf's jevents.py, compiled against interpreted evaluation of every sapphirerapids
-//! metric, expression parse rates against perf's metric.py, generated and binary sizes, and with
-//! `--build` the cold and incremental release build times.
+//! metric, expression parse rates against perf's metric.py, generated and binary sizes (against
+//! the installed perf binary), and with `--build` the cold release build, the catalogue-only
+//! rebuild (time and peak memory) and a clean `cargo test --workspace`. With `--baseline DIR`
+//! (a checkout of an earlier commit) the build figures of that tree are measured in the same
+//! run, interleaved with ours, so that the ratios compare like with like.
 //!
 //! This is its own binary (`xtask-bench`, behind the `bench` feature) because it links the
 //! generated catalogue: plain `cargo xtask regen` must build even when the generated code does
@@ -33,9 +36,12 @@ use tmetric_vendor::Tree;
 use tmetric_vendor::oracle::{Oracle, OracleInputs};
 use tmetric_vendor::resolve::{Resolved, SlotKind, resolve_tree};
 
-const USAGE: &str = "usage: cargo xtask bench [--build] [--perf-dir <tools/perf/pmu-events>]\n  \
+const USAGE: &str = "usage: cargo xtask bench [--build] [--baseline <dir>] [--perf-dir <tools/perf/pmu-events>]\n  \
      --build     also time a cold `cargo build --release --workspace` in a scratch target\n              \
-     directory and the rebuild after touching crates/cli/main.rs (takes minutes)\n  \
+     directory, the rebuilds after touching crates/cli/main.rs and crates/catalog/src/lib.rs,\n              \
+     and a clean `cargo test --workspace -j2` (takes many minutes)\n  \
+     --baseline  a checkout of an earlier commit: its sizes and (with --build) build figures\n              \
+     are measured in the same run, interleaved with ours\n  \
      --perf-dir  perf's tools/perf/pmu-events (default: $TMETRIC_PERF_PMU_EVENTS, then\n              \
      /tmp/linux-source-6.12/tools/perf/pmu-events, extracted from the distribution's\n              \
      linux-source-6.12 package when missing)";
@@ -60,18 +66,29 @@ const TARGET_EVAL_SPEEDUP: f64 = 10.0;
 const TARGET_EVAL_NS: f64 = 20.0;
 const TARGET_COLD_BUILD_S: f64 = 300.0;
 const TARGET_REBUILD_S: f64 = 30.0;
+/// Issue 13: a clean `cargo test --workspace` on 2 cores.
+const TARGET_TEST_S: f64 = 120.0;
+/// Issue 13: the generated Rust source.
+const TARGET_GEN_SOURCE_BYTES: u64 = 6_000_000;
 
 struct Options {
     build: bool,
+    baseline: Option<PathBuf>,
     perf_dir: Option<PathBuf>,
 }
 
 fn parse_args(args: &[String]) -> Result<Options> {
-    let mut options = Options { build: false, perf_dir: None };
+    let mut options = Options { build: false, baseline: None, perf_dir: None };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--build" => options.build = true,
+            "--baseline" => {
+                let dir = args
+                    .next()
+                    .with_context(|| format!("--baseline needs a directory\n{USAGE}"))?;
+                options.baseline = Some(PathBuf::from(dir));
+            }
             "--perf-dir" => {
                 let dir = args
                     .next()
@@ -160,37 +177,35 @@ fn main() -> Result<()> {
 
     // Sizes.
     println!("\nsizes");
-    let (gen_bytes, gen_files, _) = dir_size(&root.join(regen::GEN_DIR));
-    let (_, _, sources_newest) = dir_size(&root.join("crates"));
-    println!("  generated code ({}): {} in {gen_files} files", regen::GEN_DIR, mb(gen_bytes));
-    table.row("generated code", &mb(gen_bytes), "", "", "", Status::Info);
-    let binary = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join("tmetric")));
-    match binary.as_ref().and_then(|path| Some((path, std::fs::metadata(path).ok()?))) {
-        Some((path, meta)) => {
-            // A binary older than the sources (the generated code included) says little about
-            // the size of the current one.
-            let stale = meta
-                .modified()
-                .ok()
-                .zip(sources_newest)
-                .is_some_and(|(bin, sources)| bin < sources);
-            let note = if stale {
-                " (stale: older than crates/; run `cargo build --release`)"
-            } else {
-                ""
-            };
-            println!("  release binary ({}): {}{note}", path.display(), mb(meta.len()));
-            let label = if stale { "release binary (stale)" } else { "release binary" };
-            table.row(label, &mb(meta.len()), "", "", "", Status::Info);
+    let sizes = GenSizes::of(&root);
+    println!(
+        "  generated ({}): {} of Rust in {} files, {} of data tables",
+        regen::GEN_DIR,
+        mb(sizes.rust),
+        sizes.rust_files,
+        mb(sizes.data)
+    );
+    let base_sizes = options.baseline.as_deref().map(GenSizes::of);
+    if let Some(base) = &base_sizes {
+        println!("  baseline generated: {} of Rust, {} of data", mb(base.rust), mb(base.data));
+    }
+    table.sizes(&sizes, base_sizes.as_ref());
+    let perf_binary = find_perf_binary();
+    match &perf_binary {
+        Some((path, bytes)) => {
+            println!("  installed perf binary ({}): {}", path.display(), mb(*bytes))
         }
-        None => println!("  release binary: not built (run `cargo build --release`)"),
+        None => println!("  installed perf binary: not found"),
     }
 
     // (c) Build times.
     if options.build {
-        println!("\n(c) release build of the workspace");
-        match bench_build(&root) {
-            Ok(figures) => table.build(&figures),
+        println!("\n(c) release build, catalogue rebuild and clean test of the workspace");
+        let trees: Vec<(&str, &Path)> = std::iter::once(("tmetric", root.as_path()))
+            .chain(options.baseline.as_deref().map(|b| ("baseline", b)))
+            .collect();
+        match bench_build(&trees) {
+            Ok(figures) => table.build(&figures, perf_binary.as_ref()),
             Err(err) => {
                 println!("  build not measured: {err:#}");
                 table.row("cold release build", "failed", "", "", "< 5 min", Status::Missed);
@@ -706,65 +721,148 @@ fn perf_parse_rate(perf: &Path, exprs: &[&str]) -> Result<(usize, usize, f64)> {
 // ---------------------------------------------------------------------------------------------
 // (c) build times
 
+/// The build figures of one tree.
+#[derive(Default)]
 struct BuildFigures {
-    cold: Duration,
-    rebuild: Duration,
-    /// The crates the rebuild compiled.
+    cold: Option<Measured>,
+    rebuild: Option<Measured>,
+    /// The crates the CLI rebuild compiled.
     recompiled: Vec<String>,
+    catalog: Option<Measured>,
+    test: Option<Measured>,
     binary_bytes: Option<u64>,
+    stripped_bytes: Option<u64>,
 }
 
-fn bench_build(root: &Path) -> Result<BuildFigures> {
-    // A scratch target directory: a cold build in the developers' one would throw their cache away.
-    let target = std::env::temp_dir().join(format!("tmetric-bench-target-{}", std::process::id()));
-    let result = build_in(root, &target);
-    let _ = std::fs::remove_dir_all(&target);
-    result
+/// One timed command: wall time and the peak resident memory of its largest process.
+#[derive(Clone, Copy)]
+struct Measured {
+    time: Duration,
+    /// From `/usr/bin/time` when installed.
+    peak_kb: Option<u64>,
 }
 
-fn build_in(root: &Path, target: &Path) -> Result<BuildFigures> {
+/// Builds and tests each tree in a scratch target directory (a cold build in the developers'
+/// one would throw their cache away). Each step runs for every tree before the next, so that
+/// the load of other processes weighs on all trees alike.
+fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
     if std::env::var_os("RUSTC_WRAPPER").is_some() {
         println!("  note: RUSTC_WRAPPER is set, so the cold build may hit a compiler cache");
     }
-    println!("  cold build in {} (minutes)...", target.display());
-    let (cold, _) = cargo_build(root, target)?;
-    println!("  cold cargo build --release --workspace: {}", secs(cold));
-
-    // Only the CLI source's modification time changes, as an edit would.
-    let main = root.join("crates/cli/main.rs");
-    std::fs::File::options()
-        .write(true)
-        .open(&main)
-        .and_then(|file| file.set_modified(SystemTime::now()))
-        .with_context(|| format!("touching {}", main.display()))?;
-    let (rebuild, recompiled) = cargo_build(root, target)?;
-    println!(
-        "  rebuild after touching crates/cli/main.rs: {} (compiled: {})",
-        secs(rebuild),
-        recompiled.join(", ")
-    );
-    let binary_bytes = std::fs::metadata(target.join("release/tmetric")).ok().map(|m| m.len());
-    Ok(BuildFigures { cold, rebuild, recompiled, binary_bytes })
+    let scratch = std::env::temp_dir().join(format!("tmetric-bench-{}", std::process::id()));
+    let target = |i: usize, what: &str| scratch.join(format!("{i}-{what}"));
+    let mut figures: Vec<(String, BuildFigures)> =
+        trees.iter().map(|(name, _)| (name.to_string(), BuildFigures::default())).collect();
+    let result = (|| -> Result<()> {
+        for (i, (name, dir)) in trees.iter().enumerate() {
+            println!("  {name}: cold build in {} (minutes)...", target(i, "release").display());
+            let (cold, _) =
+                cargo(dir, &target(i, "release"), &["build", "--release", "--workspace"])?;
+            println!("  {name}: cold cargo build --release --workspace: {}", cold.show());
+            let binary = target(i, "release").join("release/tmetric");
+            figures[i].1.binary_bytes = std::fs::metadata(&binary).ok().map(|m| m.len());
+            figures[i].1.stripped_bytes = stripped_size(&binary);
+            figures[i].1.cold = Some(cold);
+        }
+        for (i, (name, dir)) in trees.iter().enumerate() {
+            // Only the modification time changes, as an edit would.
+            touch(&dir.join("crates/cli/main.rs"))?;
+            let (rebuild, recompiled) =
+                cargo(dir, &target(i, "release"), &["build", "--release", "--workspace"])?;
+            println!(
+                "  {name}: rebuild after touching crates/cli/main.rs: {} (compiled: {})",
+                rebuild.show(),
+                recompiled.join(", ")
+            );
+            figures[i].1.rebuild = Some(rebuild);
+            figures[i].1.recompiled = recompiled;
+        }
+        for (i, (name, dir)) in trees.iter().enumerate() {
+            touch(&dir.join("crates/catalog/src/lib.rs"))?;
+            let (catalog, recompiled) =
+                cargo(dir, &target(i, "release"), &["build", "--release", "--workspace"])?;
+            println!(
+                "  {name}: catalogue rebuild (crates/catalog/src/lib.rs touched): {} (compiled: {})",
+                catalog.show(),
+                recompiled.join(", ")
+            );
+            figures[i].1.catalog = Some(catalog);
+        }
+        for (i, (name, dir)) in trees.iter().enumerate() {
+            println!("  {name}: clean cargo test --workspace -j2 (minutes)...");
+            // A test that fails under load (timing-sensitive ones do) does not void the figure:
+            // the build and the run took that long either way.
+            let (test, failed) = cargo_status(
+                dir,
+                &target(i, "test"),
+                &["test", "--workspace", "-j2", "--no-fail-fast"],
+            )?;
+            let failed = if failed.is_empty() { String::new() } else { format!(" ({failed})") };
+            println!("  {name}: clean cargo test --workspace -j2: {}{failed}", test.show());
+            figures[i].1.test = Some(test);
+            let _ = std::fs::remove_dir_all(target(i, "test"));
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    result.map(|()| figures)
 }
 
-/// Runs `cargo build --release --workspace` into `target`; the time and the crates compiled.
-fn cargo_build(root: &Path, target: &Path) -> Result<(Duration, Vec<String>)> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let start = Instant::now();
-    let output = Command::new(cargo)
-        .args(["build", "--release", "--workspace"])
-        .current_dir(root)
-        .env("CARGO_TARGET_DIR", target)
-        .env("CARGO_TERM_COLOR", "never")
-        .stdin(Stdio::null())
-        .output()
-        .context("running cargo")?;
-    let elapsed = start.elapsed();
+fn touch(path: &Path) -> Result<()> {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|file| file.set_modified(SystemTime::now()))
+        .with_context(|| format!("touching {}", path.display()))
+}
+
+/// The size of `binary` after `strip` (of a copy).
+fn stripped_size(binary: &Path) -> Option<u64> {
+    let copy = binary.with_extension("stripped");
+    std::fs::copy(binary, &copy).ok()?;
+    let ok = Command::new("strip").arg(&copy).status().is_ok_and(|s| s.success());
+    let size = std::fs::metadata(&copy).ok().map(|m| m.len());
+    let _ = std::fs::remove_file(&copy);
+    size.filter(|_| ok)
+}
+
+/// The installed perf binary and its size. `/usr/bin/perf` is a shell wrapper on some
+/// distributions (Ubuntu's picks `/usr/lib/linux-tools*/perf` or `/usr/bin/perf_X.Y`), so
+/// only an ELF file counts.
+fn find_perf_binary() -> Option<(PathBuf, u64)> {
+    let is_elf = |path: &Path| std::fs::read(path).is_ok_and(|bytes| bytes.starts_with(b"\x7fELF"));
+    let mut candidates = vec![PathBuf::from("/usr/bin/perf")];
+    for dir in ["/usr/bin", "/usr/lib"] {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let mut found: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let name =
+                    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                name.starts_with("perf_") || name.starts_with("linux-tools")
+            })
+            .flat_map(|p| if p.is_dir() { vec![p.join("perf")] } else { vec![p] })
+            .collect();
+        found.sort();
+        candidates.extend(found);
+    }
+    candidates
+        .into_iter()
+        .find(|p| is_elf(p))
+        .and_then(|p| Some((p.clone(), std::fs::metadata(&p).ok()?.len())))
+}
+
+/// Runs cargo with `args` in `dir` into `target`; the time, peak memory and crates compiled.
+fn cargo(dir: &Path, target: &Path, args: &[&str]) -> Result<(Measured, Vec<String>)> {
+    let (measured, output) = run_cargo(dir, target, args)?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
         let tail: Vec<&str> = stderr.lines().rev().take(15).collect();
         bail!(
-            "cargo build failed ({}):\n{}",
+            "cargo {} in {} failed ({}):\n{}",
+            args.join(" "),
+            dir.display(),
             output.status,
             tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         );
@@ -775,7 +873,96 @@ fn cargo_build(root: &Path, target: &Path) -> Result<(Duration, Vec<String>)> {
         .filter_map(|rest| rest.split_whitespace().next())
         .map(str::to_string)
         .collect();
-    Ok((elapsed, compiled))
+    Ok((measured, compiled))
+}
+
+/// Runs cargo; the time, and the failed tests' names (empty when it succeeded).
+fn cargo_status(dir: &Path, target: &Path, args: &[&str]) -> Result<(Measured, String)> {
+    let (measured, output) = run_cargo(dir, target, args)?;
+    if output.status.success() {
+        return Ok((measured, String::new()));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let failed: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("test ")?.strip_suffix(" ... FAILED"))
+        .collect();
+    Ok((measured, format!("{} FAILED: {}", output.status, failed.join(", "))))
+}
+
+fn run_cargo(dir: &Path, target: &Path, args: &[&str]) -> Result<(Measured, std::process::Output)> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let time = Path::new("/usr/bin/time");
+    let peak_file = target.with_extension("peak");
+    let mut command = if time.is_file() {
+        let mut command = Command::new(time);
+        command.arg("-f").arg("%M").arg("-o").arg(&peak_file).arg(&cargo);
+        command
+    } else {
+        Command::new(&cargo)
+    };
+    std::fs::create_dir_all(target).with_context(|| format!("creating {}", target.display()))?;
+    let start = Instant::now();
+    let output = command
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target)
+        .env("CARGO_TERM_COLOR", "never")
+        .stdin(Stdio::null())
+        .output()
+        .context("running cargo")?;
+    let elapsed = start.elapsed();
+    let peak_kb = std::fs::read_to_string(&peak_file)
+        .ok()
+        .and_then(|text| text.lines().last()?.trim().parse().ok());
+    let _ = std::fs::remove_file(&peak_file);
+    Ok((Measured { time: elapsed, peak_kb }, output))
+}
+
+impl Measured {
+    fn show(&self) -> String {
+        match self.peak_kb {
+            Some(kb) => format!("{}, peak {}", secs(self.time), mb(kb * 1024)),
+            None => secs(self.time),
+        }
+    }
+}
+
+/// Generated Rust source, and the binary tables next to it.
+struct GenSizes {
+    rust: u64,
+    rust_files: usize,
+    data: u64,
+}
+
+impl GenSizes {
+    fn of(root: &Path) -> GenSizes {
+        let mut files = Vec::new();
+        list_files(&root.join(regen::GEN_DIR), &mut files);
+        let mut sizes = GenSizes { rust: 0, rust_files: 0, data: 0 };
+        for file in files {
+            let bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
+            if file.extension().is_some_and(|e| e == "rs") {
+                sizes.rust += bytes;
+                sizes.rust_files += 1;
+            } else if !file.ends_with("skipped.txt") {
+                sizes.data += bytes;
+            }
+        }
+        sizes
+    }
+}
+
+fn list_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            list_files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -906,28 +1093,122 @@ impl Table {
         );
     }
 
-    fn build(&mut self, f: &BuildFigures) {
-        let cold = f.cold.as_secs_f64();
+    fn sizes(&mut self, ours: &GenSizes, base: Option<&GenSizes>) {
+        let (baseline, ratio) = match base {
+            Some(b) => (mb(b.rust), format!("{:.2}x", ours.rust as f64 / b.rust as f64)),
+            None => (String::new(), String::new()),
+        };
         self.check(
-            "(c) cold release build",
-            &secs(f.cold),
-            "",
-            "",
-            "< 5 min",
-            cold < TARGET_COLD_BUILD_S,
+            "generated Rust source",
+            &mb(ours.rust),
+            &baseline,
+            &ratio,
+            "<= 6 MB",
+            ours.rust <= TARGET_GEN_SOURCE_BYTES,
         );
-        let catalog = f.recompiled.iter().any(|c| c == "tmetric-catalog");
-        let note = if catalog { "catalog REBUILT" } else { "catalog not rebuilt" };
-        self.check(
-            "(c) rebuild, cli touched",
-            &secs(f.rebuild),
-            note,
-            "",
-            "< 30 s, no catalog",
-            f.rebuild.as_secs_f64() < TARGET_REBUILD_S && !catalog,
-        );
+        self.row("generated data tables", &mb(ours.data), "", "", "", Status::Info);
+    }
+
+    fn build(&mut self, trees: &[(String, BuildFigures)], perf: Option<&(PathBuf, u64)>) {
+        let Some((_, f)) = trees.first() else { return };
+        let base = trees.get(1).map(|(_, b)| b);
+        let ratio = |ours: Option<Measured>, base: Option<Measured>| -> (String, String, f64) {
+            match (ours, base) {
+                (Some(o), Some(b)) => {
+                    let r = o.time.as_secs_f64() / b.time.as_secs_f64();
+                    (b.show(), format!("{r:.2}x"), r)
+                }
+                _ => (String::new(), String::new(), f64::NAN),
+            }
+        };
+        if let Some(cold) = f.cold {
+            let (baseline, shown, r) = ratio(f.cold, base.and_then(|b| b.cold));
+            self.check(
+                "(c) cold release build",
+                &cold.show(),
+                &baseline,
+                &shown,
+                "< 5 min",
+                cold.time.as_secs_f64() < TARGET_COLD_BUILD_S || r <= 0.5,
+            );
+        }
+        if let Some(rebuild) = f.rebuild {
+            let catalog = f.recompiled.iter().any(|c| c == "tmetric-catalog");
+            let note = if catalog { "catalog REBUILT" } else { "catalog not rebuilt" };
+            self.check(
+                "(c) rebuild, cli touched",
+                &secs(rebuild.time),
+                note,
+                "",
+                "< 30 s, no catalog",
+                rebuild.time.as_secs_f64() < TARGET_REBUILD_S && !catalog,
+            );
+        }
+        if let Some(catalog) = f.catalog {
+            let b = base.and_then(|b| b.catalog);
+            let (baseline, shown, r) = ratio(f.catalog, b);
+            self.check(
+                "(c) catalogue rebuild, time",
+                &secs(catalog.time),
+                &b.map(|b| secs(b.time)).unwrap_or_default(),
+                &shown,
+                "halve",
+                r <= 0.5,
+            );
+            let _ = baseline;
+            if let Some(peak) = catalog.peak_kb {
+                let b = b.and_then(|b| b.peak_kb);
+                let r = b.map_or(f64::NAN, |b| peak as f64 / b as f64);
+                self.check(
+                    "(c) catalogue rebuild, peak memory",
+                    &mb(peak * 1024),
+                    &b.map(|b| mb(b * 1024)).unwrap_or_default(),
+                    &if r.is_nan() { String::new() } else { format!("{r:.2}x") },
+                    "halve",
+                    r <= 0.5,
+                );
+            }
+        }
+        if let Some(test) = f.test {
+            let (baseline, shown, _) = ratio(f.test, base.and_then(|b| b.test));
+            self.check(
+                "(c) clean cargo test --workspace -j2",
+                &test.show(),
+                &baseline,
+                &shown,
+                "< 2 min",
+                test.time.as_secs_f64() < TARGET_TEST_S,
+            );
+        }
+        if let Some(bytes) = f.stripped_bytes {
+            let (baseline, shown) = match perf {
+                Some((path, perf)) => (
+                    format!("{} {}", path.display(), mb(*perf)),
+                    format!("{:.2}x", bytes as f64 / *perf as f64),
+                ),
+                None => ("perf not found".to_string(), String::new()),
+            };
+            self.check(
+                "(c) stripped release binary",
+                &mb(bytes),
+                &baseline,
+                &shown,
+                "smaller than perf's",
+                perf.is_some_and(|(_, perf)| bytes < *perf),
+            );
+            if let Some(b) = base.and_then(|b| b.stripped_bytes) {
+                self.row(
+                    "(c) stripped release binary, baseline tree",
+                    &mb(b),
+                    "",
+                    &format!("ours {:.2}x", bytes as f64 / b as f64),
+                    "",
+                    Status::Info,
+                );
+            }
+        }
         if let Some(bytes) = f.binary_bytes {
-            self.row("(c) release binary, cold", &mb(bytes), "", "", "", Status::Info);
+            self.row("(c) release binary, unstripped", &mb(bytes), "", "", "", Status::Info);
         }
     }
 
@@ -949,22 +1230,6 @@ impl Table {
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers
-
-/// Bytes, files and the newest modification time under `dir`.
-fn dir_size(dir: &Path) -> (u64, usize, Option<SystemTime>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return (0, 0, None) };
-    entries.flatten().fold((0, 0, None), |(bytes, files, newest), entry| {
-        let path = entry.path();
-        if path.is_dir() {
-            let (b, f, n) = dir_size(&path);
-            (bytes + b, files + f, newest.max(n))
-        } else {
-            let meta = entry.metadata().ok();
-            let modified = meta.as_ref().and_then(|m| m.modified().ok());
-            (bytes + meta.map_or(0, |m| m.len()), files + 1, newest.max(modified))
-        }
-    })
-}
 
 fn secs(d: Duration) -> String {
     if d.as_secs_f64() < 10.0 {

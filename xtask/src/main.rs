@@ -30,11 +30,24 @@ fn main() -> anyhow::Result<()> {
                 report.changed.len(),
                 start.elapsed()
             );
-            let report = root.join(regen::GEN_DIR).join(diagnostics::FILE);
+            let s = report.sharing;
+            eprintln!(
+                "regen: shared: {} of {} value functions, {} of {} needed-events functions, {} of {} metric descriptors, {} of {} strings ({} bytes) distinct",
+                s.value_fns.1,
+                s.value_fns.0,
+                s.needed_fns.1,
+                s.needed_fns.0,
+                s.descriptors.1,
+                s.descriptors.0,
+                s.strings.1,
+                s.strings.0,
+                s.string_bytes
+            );
+            let diag = root.join(regen::GEN_DIR).join(diagnostics::FILE);
             eprintln!(
                 "regen: {} vendor loader diagnostics (see {})",
-                diagnostics::count_in(&report),
-                report.strip_prefix(&root).unwrap_or(&report).display()
+                diagnostics::count_in(&diag),
+                diag.strip_prefix(&root).unwrap_or(&diag).display()
             );
             Ok(())
         }

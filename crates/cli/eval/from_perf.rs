@@ -22,14 +22,14 @@ use std::path::Path;
 
 use anyhow::{Context, anyhow, bail};
 use serde::Serialize;
-use tmetric_catalog::catalog::{Evaluator, IdKind, MetricResult};
+use tmetric_catalog::catalog::{Evaluator, IdKind, MetricResult, id_calls};
 use tmetric_catalog::{MODELS, Model};
 use tmetric_model::{Fail, Literal};
 use tmetric_perfstat::{Block, EventKey, Layout, Lookup, PerfLog, PrintedMetric, Row, TimeSource};
 
 use super::{
-    EvalArgs, LiteralJson, Literals, explain_failure, first_names, id_call_args_all, literals_of,
-    metric_head, select_items, slots_named, warn,
+    EvalArgs, LiteralJson, Literals, explain_failure, first_names, literals_of, metric_head,
+    select_items, warn,
 };
 use crate::models::{examples, find_model, join_code};
 use crate::output::{is_core_pmu, json_line, json_number, perf_number};
@@ -877,17 +877,15 @@ impl Engine {
     ) -> Engine {
         let mut evaluator = Evaluator::new(model);
         evaluator.literals = literals.values;
-        for slot in slots_named(model, &id_call_args_all(model, "strcmp_cpuid_str")) {
+        for slot in model.call_slots(id_calls::STRCMP_CPUID_STR) {
             // Without a cpuid, the log does not say which CPU it came from.
             evaluator.probes[slot] = cpuid.map_or(f64::NAN, |cpuid| {
                 let wanted = model.str(model.ids[slot].text);
                 f64::from(u8::from(tmetric_model::cpuid::cpuid_matches(model.arch, wanted, cpuid)))
             });
         }
-        let has_event: Vec<u16> = slots_named(model, &id_call_args_all(model, "has_event"))
-            .into_iter()
-            .map(|s| s as u16)
-            .collect();
+        let has_event: Vec<u16> =
+            model.call_slots(id_calls::HAS_EVENT).into_iter().map(|s| s as u16).collect();
         let keys = vec![None; model.ids.len()];
         Engine {
             model,

@@ -233,7 +233,7 @@ pub fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> R
             from_event_result(result.map(Resolved::Counter), &display, env)
         }
         IdKind::Event(index) => {
-            let json = &model.events[index as usize];
+            let json = &model.events.at(index as usize);
             let pmu = model.str(json.pmu);
             let pmu = if pmu::is_core_name(pmu) && !sysfs.has_pmu(pmu) {
                 match sysfs.core_pmu() {
@@ -265,7 +265,7 @@ fn retire_base(
     let terms = model.str(id.terms);
     let (pmu, event) = match id.kind {
         IdKind::Event(index) => {
-            let json = &model.events[index as usize];
+            let json = &model.events.at(index as usize);
             let pmu = model.str(json.pmu);
             let pmu = if pmu::is_core_name(pmu) && !sysfs.has_pmu(pmu) {
                 sysfs.core_pmu().ok_or_else(|| env.no_hardware_pmu().to_string())?
@@ -300,7 +300,7 @@ pub fn demand_of(
     let pmu = &pmus.pmus[p];
     let demand = match id.kind {
         IdKind::Event(index) => {
-            let json = &model.events[index as usize];
+            let json = &model.events.at(index as usize);
             let encoding = model.str(json.encoding);
             let terms = model.str(id.terms);
             let (event, umask) = pmu::event_umask(encoding);
@@ -730,8 +730,7 @@ impl Plan {
             let probes = vec![0.0; model.ids.len()];
             let facts = tmetric_catalog::Facts { literals: &self.literals, probes: &probes };
             let direct: Vec<u16> = model.metrics[root.metric]
-                .needed
-                .refs(&facts)
+                .needed_refs(&facts)
                 .unwrap_or_default()
                 .into_iter()
                 .filter_map(|x| match x {
@@ -852,7 +851,7 @@ fn offline_key(model: &Model, id: &Id) -> String {
     let mods = model.str(id.modifiers);
     match id.kind {
         IdKind::Event(i) => {
-            let e = &model.events[i as usize];
+            let e = &model.events.at(i as usize);
             format!("{}/{},{}/{mods}", model.str(e.pmu), model.str(e.encoding), model.str(id.terms))
         }
         _ => format!("{}/{}/{mods}", model.str(id.pmu), model.str(id.text)),
@@ -888,7 +887,7 @@ pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> O
                 continue;
             }
             let pmu_name = match id.kind {
-                IdKind::Event(i) => model.str(model.events[i as usize].pmu).to_string(),
+                IdKind::Event(i) => model.str(model.events.at(i as usize).pmu).to_string(),
                 _ => model.str(id.pmu).to_string(),
             };
             let software =

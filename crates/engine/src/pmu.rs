@@ -200,7 +200,7 @@ fn counter_json(model: &Model, unit: &str) -> Option<(u8, u8)> {
 /// The core PMU names a model's events use (`default_core`, or `cpu_core` and `cpu_atom`).
 pub fn model_core_pmus(model: &Model) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for e in model.events {
+    for e in model.events.iter() {
         let pmu = model.str(e.pmu);
         if is_core_name(pmu) && !names.iter().any(|n| n == pmu) {
             names.push(pmu.to_string());

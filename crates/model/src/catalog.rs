@@ -1,13 +1,17 @@
 //! The shape of one compiled CPU model: event tables as data, metrics as functions.
 //!
-//! Generated code builds these as `static`s; the runtime and the CLI read them. Strings
-//! live in one blob per model and are named by [`Str`] offsets, as perf's jevents does,
-//! because thousands of separate string literals compile slowly.
+//! Generated code builds these as `static`s over binary tables embedded with `include_bytes!`;
+//! the runtime and the CLI read them through typed accessors. Strings live in one
+//! deduplicated blob shared by every model and are named by [`Str`] offsets, as perf's jevents
+//! does. Events are fixed-size little-endian records ([`Events`]) decoded on access, without
+//! copying. Metric descriptors ([`MetricDesc`]) and their functions read inputs through
+//! metric-local indices, so one descriptor serves every model where the metric is the same;
+//! a model binds it to its own input slots and metrics with a [`Metric`].
 
 use crate::Literal;
 use crate::sem::{Fail, Needed};
 
-/// A string in its model's blob: byte offset and length.
+/// A string of the shared blob: byte offset and length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Str(pub u32, pub u32);
 
@@ -64,6 +68,112 @@ pub struct Event {
     pub flags: u8,
 }
 
+/// The size of one record of [`Events`].
+pub const EVENT_RECORD: usize = 48;
+
+/// The binary tables every model's data points into, embedded once (`include_bytes!`).
+///
+/// Models hold a reference to the one `static` of this type: a model that copied the slices
+/// out of another static would make the compiler emit a second copy of the bytes.
+pub struct Tables {
+    /// Every string of every model, deduplicated.
+    pub strings: &'static str,
+    /// Little-endian `u32` offsets into `strings`: string id `i` spans offsets `i..i + 1`.
+    pub string_offsets: &'static [u8],
+    /// Every model's events, [`EVENT_RECORD`] bytes each.
+    pub events: &'static [u8],
+}
+
+impl std::fmt::Debug for Tables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tables")
+            .field("strings", &self.strings.len())
+            .field("string_offsets", &self.string_offsets.len())
+            .field("events", &self.events.len())
+            .finish()
+    }
+}
+
+/// A model's JSON events: fixed-size records over the shared string table, decoded on access.
+///
+/// Record layout (little-endian): eight `u32` string ids (name, pmu, topic, encoding, brief,
+/// public, compat, unit), `scale` as `f64` bits, the general counter mask `u32`, then the
+/// fixed counter mask, `pebs` and flags as `u8`, and one padding byte. String id `i` is the
+/// text between offsets `i` and `i + 1` of the offset table (`u32` each).
+#[derive(Debug, Clone, Copy)]
+pub struct Events {
+    tables: &'static Tables,
+    first: usize,
+    len: usize,
+}
+
+impl Events {
+    /// `len` records of `tables` from record `first`.
+    pub const fn new(tables: &'static Tables, first: usize, len: usize) -> Events {
+        Events { tables, first, len }
+    }
+
+    /// Number of events.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Event `i`, or `None` past the end.
+    pub fn get(&self, i: usize) -> Option<Event> {
+        (i < self.len).then(|| self.decode(self.first + i))
+    }
+
+    /// Event `i`; panics past the end, as slice indexing does.
+    pub fn at(&self, i: usize) -> Event {
+        self.get(i).unwrap_or_else(|| panic!("event {i} of {}", self.len))
+    }
+
+    /// Every event, in JSON order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Event> + DoubleEndedIterator + 'static {
+        let this = *self;
+        (0..self.len).map(move |i| this.decode(this.first + i))
+    }
+
+    fn u32_at(bytes: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+    }
+
+    fn string(&self, id: u32) -> Str {
+        let at = id as usize * 4;
+        let offsets = self.tables.string_offsets;
+        let start = Self::u32_at(offsets, at);
+        Str(start, Self::u32_at(offsets, at + 4) - start)
+    }
+
+    fn decode(&self, record: usize) -> Event {
+        let r = &self.tables.events[record * EVENT_RECORD..(record + 1) * EVENT_RECORD];
+        let s = |field: usize| self.string(Self::u32_at(r, field * 4));
+        let mut scale = [0u8; 8];
+        scale.copy_from_slice(&r[32..40]);
+        Event {
+            name: s(0),
+            pmu: s(1),
+            topic: s(2),
+            encoding: s(3),
+            brief: s(4),
+            public: s(5),
+            compat: s(6),
+            unit: s(7),
+            scale: f64::from_le_bytes(scale),
+            counters: Counters { generic: Self::u32_at(r, 40), fixed: r[44] },
+            pebs: r[45],
+            flags: r[46],
+        }
+    }
+}
+
 /// Tool events perf computes itself rather than counting (spec A6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tool {
@@ -107,6 +217,19 @@ pub struct Id {
     pub modifiers: Str,
     /// The `R` modifier: the value is a retire latency, not a count.
     pub retire_latency: bool,
+    /// [`id_calls`] bits: the functions of any metric that take this identifier as their
+    /// argument (for [`IdKind::Probe`], which probe it is).
+    pub calls: u8,
+}
+
+/// Which functions take an identifier as their argument (`Id::calls`, `MetricDesc::calls`).
+pub mod id_calls {
+    /// `has_event(id)`.
+    pub const HAS_EVENT: u8 = 1;
+    /// `strcmp_cpuid_str(id)`.
+    pub const STRCMP_CPUID_STR: u8 = 2;
+    /// `source_count(id)`.
+    pub const SOURCE_COUNT: u8 = 4;
 }
 
 /// What an expression refers to: an input slot or another metric of the model.
@@ -142,9 +265,14 @@ pub enum AggrMode {
     PerCore,
 }
 
-/// Everything a compiled expression reads.
+/// Everything a compiled expression reads. Compiled functions name inputs by metric-local
+/// index; `slots` and `refs` (the evaluated [`Metric`]'s) map them to the model's.
 #[derive(Debug, Clone, Copy)]
 pub struct Inputs<'a> {
+    /// Local input `k` is model slot `slots[k]`.
+    pub slots: &'a [u16],
+    /// Local metric `k` is model metric `refs[k]`.
+    pub refs: &'a [u16],
     /// Per [`Model::ids`] slot: the count, retire latency or tool value; NaN when unknown.
     pub values: &'a [f64],
     /// Per slot: `source_count()` of the event.
@@ -155,6 +283,38 @@ pub struct Inputs<'a> {
     pub literals: &'a [f64; Literal::COUNT],
     /// Per [`Model::metrics`]: values already computed (NaN for failed or not computed).
     pub metrics: &'a [f64],
+}
+
+impl Inputs<'_> {
+    /// The value of local input `k`.
+    #[inline]
+    pub fn value(&self, k: usize) -> f64 {
+        self.values[self.slots[k] as usize]
+    }
+
+    /// `source_count()` of local input `k`.
+    #[inline]
+    pub fn source_count(&self, k: usize) -> f64 {
+        self.source_counts[self.slots[k] as usize]
+    }
+
+    /// The probe result of local input `k`.
+    #[inline]
+    pub fn probe(&self, k: usize) -> f64 {
+        self.probes[self.slots[k] as usize]
+    }
+
+    /// The value of local metric `k`.
+    #[inline]
+    pub fn metric(&self, k: usize) -> f64 {
+        self.metrics[self.refs[k] as usize]
+    }
+
+    /// The value of a literal, NaN when unknown.
+    #[inline]
+    pub fn literal(&self, lit: Literal) -> f64 {
+        self.literals[lit.index()]
+    }
 }
 
 /// What the needed-events pass folds with: literal values and probe results.
@@ -169,10 +329,11 @@ pub struct Facts<'a> {
 /// A compiled `MetricExpr` or `MetricThreshold`.
 pub type MetricFn = fn(&Inputs<'_>) -> Result<f64, Fail>;
 
-/// A compiled needed-events pass.
-pub type NeededFn = fn(&Facts<'_>) -> Result<Needed<Ref>, Fail>;
+/// A compiled needed-events pass. It reads probes through the metric's slot map (the second
+/// argument) and returns metric-local references.
+pub type NeededFn = fn(&Facts<'_>, &[u16]) -> Result<Needed<Ref>, Fail>;
 
-/// The direct references of an expression on a machine.
+/// The direct references of an expression on a machine, as metric-local indices.
 #[derive(Debug, Clone, Copy)]
 pub enum NeededRefs {
     /// The expression has nothing to fold: these, always.
@@ -181,19 +342,11 @@ pub enum NeededRefs {
     Dynamic(NeededFn),
 }
 
-impl NeededRefs {
-    /// The references needed with these facts.
-    pub fn refs(&self, facts: &Facts<'_>) -> Result<Vec<Ref>, Fail> {
-        match self {
-            NeededRefs::Static(refs) => Ok(refs.to_vec()),
-            NeededRefs::Dynamic(func) => Ok(func(facts)?.ids),
-        }
-    }
-}
-
-/// One compiled metric.
+/// One compiled metric, independent of the model: inputs and referenced metrics are named by
+/// local index (in order of first use in `MetricExpr`, then `MetricThreshold`), so models
+/// whose metric is the same share one descriptor and its functions.
 #[derive(Debug, Clone, Copy)]
-pub struct Metric {
+pub struct MetricDesc {
     /// `MetricName`.
     pub name: Str,
     /// The metric's PMU (`default_core`, `cpu_core`, `cpu_atom`, ...).
@@ -226,8 +379,11 @@ pub struct Metric {
     pub runtime_param: bool,
     /// `AggregationMode`: what `?` ranges over.
     pub aggr_mode: AggrMode,
-    /// Every metric the expression or threshold may reference.
-    pub refs: &'static [u16],
+    /// The `#literal`s of the expression and the threshold, in order of first use.
+    pub literals: &'static [Literal],
+    /// Per local input: [`id_calls`] bits of the functions that take it as their argument;
+    /// empty when none does.
+    pub calls: &'static [u8],
     /// The compiled `MetricExpr`.
     pub eval: MetricFn,
     /// The compiled `MetricThreshold`.
@@ -236,6 +392,64 @@ pub struct Metric {
     pub needed: NeededRefs,
     /// Direct references of `MetricThreshold`.
     pub needed_threshold: Option<NeededRefs>,
+}
+
+/// One metric of a model: a shared descriptor bound to the model's slots and metrics. Fields
+/// of the descriptor read through it (`metric.name`).
+#[derive(Debug, Clone, Copy)]
+pub struct Metric {
+    /// The descriptor.
+    pub desc: &'static MetricDesc,
+    /// Local input `k` is [`Model::ids`] slot `slots[k]`.
+    pub slots: &'static [u16],
+    /// Every metric the expression or threshold may reference: local metric `k` is
+    /// [`Model::metrics`] index `refs[k]`.
+    pub refs: &'static [u16],
+}
+
+impl std::ops::Deref for Metric {
+    type Target = MetricDesc;
+
+    fn deref(&self) -> &MetricDesc {
+        self.desc
+    }
+}
+
+impl Metric {
+    /// Direct references of `MetricExpr` with these facts, as model indices, in the order
+    /// perf's needed-events pass finds them.
+    pub fn needed_refs(&self, facts: &Facts<'_>) -> Result<Vec<Ref>, Fail> {
+        self.bind(&self.desc.needed, facts)
+    }
+
+    /// Direct references of `MetricThreshold`; `None` without one.
+    pub fn needed_threshold_refs(&self, facts: &Facts<'_>) -> Option<Result<Vec<Ref>, Fail>> {
+        self.desc.needed_threshold.as_ref().map(|needed| self.bind(needed, facts))
+    }
+
+    fn bind(&self, needed: &NeededRefs, facts: &Facts<'_>) -> Result<Vec<Ref>, Fail> {
+        let local = match needed {
+            NeededRefs::Static(refs) => refs.to_vec(),
+            NeededRefs::Dynamic(func) => func(facts, self.slots)?.ids,
+        };
+        Ok(local
+            .into_iter()
+            .map(|r| match r {
+                Ref::Id(k) => Ref::Id(self.slots[k as usize]),
+                Ref::Metric(k) => Ref::Metric(self.refs[k as usize]),
+            })
+            .collect())
+    }
+
+    /// Model slots that `calls` ([`id_calls`] bits) functions of this metric take as argument.
+    pub fn call_slots(&self, calls: u8) -> impl Iterator<Item = u16> + '_ {
+        self.desc
+            .calls
+            .iter()
+            .zip(self.slots)
+            .filter(move |(bits, _)| *bits & calls != 0)
+            .map(|(_, &slot)| slot)
+    }
 }
 
 /// A metric group's description from `metricgroups.json`.
@@ -267,10 +481,10 @@ pub struct Model {
     pub name: &'static str,
     /// True for a `sys/` table matched by `Compat`.
     pub is_sys: bool,
-    /// The string blob.
-    pub strings: &'static str,
+    /// The shared binary tables (strings, events).
+    pub tables: &'static Tables,
     /// JSON events.
-    pub events: &'static [Event],
+    pub events: Events,
     /// Input slots: every distinct identifier the metrics use.
     pub ids: &'static [Id],
     /// Metrics.
@@ -287,7 +501,7 @@ impl Model {
     /// The text of a [`Str`].
     #[inline]
     pub fn str(&self, s: Str) -> &'static str {
-        &self.strings[s.0 as usize..(s.0 + s.1) as usize]
+        &self.tables.strings[s.0 as usize..(s.0 + s.1) as usize]
     }
 }
 
@@ -346,6 +560,38 @@ impl Model {
         self.eval_order.iter().copied().filter(|&m| wanted[m as usize]).collect()
     }
 
+    /// The `#literal`s `roots` and the metrics they reference read, in order of first use.
+    pub fn literals_of(&self, roots: &[usize]) -> Vec<Literal> {
+        let mut out: Vec<Literal> = Vec::new();
+        for m in self.closure(roots) {
+            for &lit in self.metrics[m as usize].literals {
+                if !out.contains(&lit) {
+                    out.push(lit);
+                }
+            }
+        }
+        out
+    }
+
+    /// Slots that `calls` ([`id_calls`] bits) functions take as argument in `roots` and the
+    /// metrics they reference, sorted.
+    pub fn call_slots_of(&self, roots: &[usize], calls: u8) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .closure(roots)
+            .into_iter()
+            .flat_map(|m| self.metrics[m as usize].call_slots(calls))
+            .map(usize::from)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Slots that `calls` functions take as argument in any metric of the model.
+    pub fn call_slots(&self, calls: u8) -> Vec<usize> {
+        (0..self.ids.len()).filter(|&s| self.ids[s].calls & calls != 0).collect()
+    }
+
     /// Input slots `metric` needs on a machine with these facts, following metric references
     /// as perf does (spec A7, A8). With `threshold`, the root is processed through its
     /// `MetricThreshold`, as perf does unless `--metric-no-threshold`.
@@ -356,9 +602,9 @@ impl Model {
         threshold: bool,
     ) -> Result<Vec<u16>, Fail> {
         let root = &self.metrics[metric];
-        let first = match (threshold, root.needed_threshold) {
-            (true, Some(needed)) => needed.refs(facts)?,
-            _ => root.needed.refs(facts)?,
+        let first = match (threshold, &root.desc.needed_threshold) {
+            (true, Some(needed)) => root.bind(needed, facts)?,
+            _ => root.needed_refs(facts)?,
         };
         let mut ids = Vec::new();
         let mut seen = vec![false; self.metrics.len()];
@@ -374,7 +620,7 @@ impl Model {
                     if !std::mem::replace(&mut seen[m as usize], true) {
                         // A reference whose own pass fails contributes nothing; perf then
                         // evaluates it to NaN.
-                        if let Ok(refs) = self.metrics[m as usize].needed.refs(facts) {
+                        if let Ok(refs) = self.metrics[m as usize].needed_refs(facts) {
                             queue.extend(refs);
                         }
                     }
@@ -420,14 +666,17 @@ impl Evaluator {
     pub fn run(&mut self, model: &Model, order: &[u16]) {
         for &m in order {
             let m = m as usize;
+            let metric = &model.metrics[m];
             let inputs = Inputs {
+                slots: metric.slots,
+                refs: metric.refs,
                 values: &self.values,
                 source_counts: &self.source_counts,
                 probes: &self.probes,
                 literals: &self.literals,
                 metrics: &self.metrics,
             };
-            let result = (model.metrics[m].eval)(&inputs);
+            let result = (metric.eval)(&inputs);
             // A failed reference reads as NaN in the metrics that use it, as in perf.
             self.metrics[m] = *result.as_ref().unwrap_or(&f64::NAN);
             self.failures[m] = result.err();
@@ -436,8 +685,11 @@ impl Evaluator {
 
     /// Evaluates metric `m`'s threshold over the current values; `None` without one.
     pub fn threshold(&self, model: &Model, m: usize) -> Option<Result<f64, Fail>> {
-        let threshold = model.metrics[m].threshold?;
+        let metric = &model.metrics[m];
+        let threshold = metric.threshold?;
         Some(threshold(&Inputs {
+            slots: metric.slots,
+            refs: metric.refs,
             values: &self.values,
             source_counts: &self.source_counts,
             probes: &self.probes,

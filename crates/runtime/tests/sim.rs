@@ -822,7 +822,7 @@ fn evaluate_group(name: &str, group_name: &str) -> Vec<(String, String, f64)> {
             let pmu = model.str(id.pmu);
             let resolved = match id.kind {
                 IdKind::Event(index) => {
-                    let json = &model.events[index as usize];
+                    let json = &model.events.at(index as usize);
                     let json_pmu = model.str(json.pmu);
                     let pmu = if sysfs.has_pmu(json_pmu) {
                         json_pmu.to_string()
@@ -961,7 +961,7 @@ fn catalogue_events_resolve_and_open_alone_and_metric_pmus_exist() {
         let mut k = SimKernel::manual(m.clone());
         let mut opened = 0;
         let mut failures = Vec::new();
-        for e in model.events {
+        for e in model.events.iter() {
             let Some(pmu) = pmu_instance(&sysfs, model.str(e.pmu)) else { continue };
             let terms = model.str(e.encoding);
             let result = event::resolve_on_pmu(&pmu, terms, "", "x", &sysfs)
@@ -984,7 +984,7 @@ fn catalogue_events_resolve_and_open_alone_and_metric_pmus_exist() {
         // IIO umask format: perf refuses those the same way.
         for id in model.ids {
             if let IdKind::Event(i) = id.kind {
-                let event = model.str(model.events[i as usize].name);
+                let event = model.str(model.events.at(i as usize).name);
                 let prefix = format!("{event} ");
                 assert!(
                     !failures.iter().any(|f| f.starts_with(&prefix)),
@@ -1003,7 +1003,7 @@ fn catalogue_events_resolve_and_open_alone_and_metric_pmus_exist() {
         assert!(opened > 150, "{name}: {opened}");
         for id in model.ids {
             let pmu = match id.kind {
-                IdKind::Event(i) => model.str(model.events[i as usize].pmu),
+                IdKind::Event(i) => model.str(model.events.at(i as usize).pmu),
                 IdKind::Sysfs => model.str(id.pmu),
                 _ => continue,
             };

@@ -135,13 +135,30 @@ fn cpu_clock_samples_every_cpu() {
         Sampler::start(Kernel, &[spec], &Target::Cpus(cpus.clone()), &SamplerOptions::default());
     let mut sampler = sampler.expect("per-CPU cpu-clock sampling");
     assert_eq!(sampler.descriptors(), cpus.len());
+    // Keep every CPU busy: on an idle CPU the kernel stops the cpu-clock timer (NOHZ), so
+    // samples would come only from the CPUs that happen to run something.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<_> = (0..cpus.len())
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
     let started = Instant::now();
     std::thread::sleep(Duration::from_millis(200));
     let first = sampler.read().expect("read");
     std::thread::sleep(Duration::from_millis(200));
     let reports = sampler.stop().expect("stop");
     let elapsed = started.elapsed().as_nanos() as f64;
-    // cpu-clock per CPU is a timer that fires while the CPU idles too.
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for thread in busy {
+        thread.join().unwrap();
+    }
+    // cpu-clock per CPU is a timer that fires while the CPU runs.
     let expected = cpus.len() as f64 * elapsed / period as f64;
     let total = reports[0].total;
     eprintln!(
