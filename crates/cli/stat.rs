@@ -847,6 +847,7 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
         Target::Task { pid: workload.as_ref().map_or(0, Workload::pid), on_exec }
     };
     if args.verbose {
+        describe_pmus(&pmus);
         describe_plan(&plan);
     }
     printer.units = aggregation_units(args, sysfs, &target);
@@ -1314,6 +1315,25 @@ fn aggregation_units(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Vec<(St
         }
     }
     units
+}
+
+/// `-v`: the counters tmetric assumed per PMU and where the numbers came from (sysfs
+/// `caps/`, `counter.json`, or a documented vendor default for trees without one).
+fn describe_pmus(pmus: &PmuModel) {
+    for pmu in &pmus.pmus {
+        warn(&format!(
+            "PMU {}: {} general + {} fixed counters ({}){}",
+            pmu.name,
+            pmu.general,
+            pmu.fixed,
+            pmu.source,
+            if pmu.adjustments.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", pmu.adjustments.join("; "))
+            }
+        ));
+    }
 }
 
 /// `-v`: how the events were grouped, per group, and where each metric's events landed.
