@@ -710,6 +710,9 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
     proc_root: &Path,
     simulated: Option<&str>,
 ) -> anyhow::Result<i32> {
+    // Before anything slow: a signal that comes while planning is kept for the run loop.
+    let _early_signals = tmetric_runtime::signal::catch_stop_signals()
+        .map_err(|e| anyhow::anyhow!("cannot catch signals: {e}"))?;
     let layout = match (&args.separator, args.json) {
         (Some(sep), _) => Layout::Csv(sep.clone()),
         (None, true) => Layout::Json,

@@ -65,6 +65,14 @@ pub fn prepare() -> Result<(), Errno> {
     ensure_pipe()
 }
 
+/// Catches SIGINT, SIGTERM and SIGHUP from now on (until the guard drops). `tmetric stat`
+/// calls this first thing, so a Ctrl-C or `kill` that comes while it is still planning or
+/// forking the workload waits in the pipe for the run loop instead of killing tmetric and
+/// orphaning the held workload.
+pub fn catch_stop_signals() -> Result<SignalGuard, Errno> {
+    SignalGuard::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+}
+
 /// Catches the given signals until dropped, then restores the previous handlers.
 #[derive(Debug)]
 pub struct SignalGuard {
