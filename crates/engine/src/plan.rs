@@ -940,12 +940,8 @@ pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> O
 /// An uncore PMU a model's metrics use, with `counter.json` numbers or the 4-counter default.
 fn uncore_pmu(model: &Model, name: &str) -> crate::pmu::Pmu {
     let unit = name.strip_prefix("uncore_").unwrap_or(name);
-    let found = model.counters.iter().find(|c| {
-        let p = model.str(c.pmu);
-        p.strip_prefix("uncore_").unwrap_or(p).eq_ignore_ascii_case(unit)
-    });
-    let (general, fixed, source) = match found {
-        Some(c) => (c.generic, c.fixed, crate::pmu::CountSource::CounterJson),
+    let (general, fixed, source) = match pmu::counter_json(model, unit) {
+        Some((generic, fixed)) => (generic, fixed, crate::pmu::CountSource::CounterJson),
         None => (
             4,
             0,

@@ -182,7 +182,7 @@ fn default_core_counts(model: &Model, pmu: &str) -> (u8, u8, String) {
 
 /// The model's `counter.json` numbers for a unit (`core`, or an uncore unit such as `imc`),
 /// if it has them. The catalogue names units by PMU (`default_core`, `uncore_imc`).
-fn counter_json(model: &Model, unit: &str) -> Option<(u8, u8)> {
+pub(crate) fn counter_json(model: &Model, unit: &str) -> Option<(u8, u8)> {
     model
         .counters
         .iter()

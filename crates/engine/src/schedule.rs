@@ -459,16 +459,28 @@ fn tmetric(request: &Request, model: &PmuModel) -> Schedule {
     if loose.slices() < packed.slices() { loose } else { packed }
 }
 
+/// The placements known before packing: metrics with an event no counter here can take, and
+/// metrics that need no hardware counter.
+fn early_placements(request: &Request, model: &PmuModel) -> Vec<Option<Placement>> {
+    let all = &request.events;
+    request
+        .metrics
+        .iter()
+        .map(|metric| {
+            if let Some(why) = metric.events.iter().find_map(|&e| unplaceable(model, &all[e])) {
+                Some(Placement::Impossible { why })
+            } else if metric.events.iter().all(|&e| all[e].pmu.is_none()) {
+                Some(Placement::NoCounters)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 fn tmetric_with(request: &Request, model: &PmuModel, all_loose: bool) -> Schedule {
     let all = &request.events;
-    let mut placements: Vec<Option<Placement>> = vec![None; request.metrics.len()];
-    for (m, metric) in request.metrics.iter().enumerate() {
-        if let Some(why) = metric.events.iter().find_map(|&e| unplaceable(model, &all[e])) {
-            placements[m] = Some(Placement::Impossible { why });
-        } else if metric.events.iter().all(|&e| all[e].pmu.is_none()) {
-            placements[m] = Some(Placement::NoCounters);
-        }
-    }
+    let placements = early_placements(request, model);
     // Items to pack: grouped parts whole (or in chunks when they cannot fit one group).
     let mut items: Vec<(usize, Vec<usize>)> = Vec::new();
     let mut loose: Vec<(usize, usize)> = Vec::new();
@@ -768,14 +780,7 @@ fn finish(
 
 fn perf(request: &Request, model: &PmuModel) -> Schedule {
     let all = &request.events;
-    let mut placements: Vec<Option<Placement>> = vec![None; request.metrics.len()];
-    for (m, metric) in request.metrics.iter().enumerate() {
-        if let Some(why) = metric.events.iter().find_map(|&e| unplaceable(model, &all[e])) {
-            placements[m] = Some(Placement::Impossible { why });
-        } else if metric.events.iter().all(|&e| all[e].pmu.is_none()) {
-            placements[m] = Some(Placement::NoCounters);
-        }
-    }
+    let placements = early_placements(request, model);
     // Sorted by event count, largest first (stable).
     let mut order: Vec<usize> = (0..request.metrics.len()).collect();
     // perf's id sets hold the threshold's events too.
