@@ -7,7 +7,6 @@ use std::io::Write;
 use anyhow::bail;
 use serde::Serialize;
 use tmetric_catalog::{Facts, IdKind, MODELS, Model, Ref};
-use tmetric_model::Literal;
 
 use crate::models::{closest, find_model, join_code};
 
@@ -111,16 +110,8 @@ struct Description {
     also_defined_in: Vec<String>,
 }
 
-fn facts_literals(smt: bool) -> [f64; Literal::COUNT] {
-    // Literals only choose branches; 1 keeps the branches a real machine takes.
-    let mut literals = [1.0; Literal::COUNT];
-    literals[Literal::SmtOn.index()] = f64::from(u8::from(smt));
-    literals[Literal::CoreWide.index()] = f64::from(u8::from(!smt));
-    literals
-}
-
 fn needed_names(model: &Model, metric: usize, smt: bool) -> Vec<String> {
-    let literals = facts_literals(smt);
+    let literals = tmetric_engine::plan::offline_literals(smt, false);
     let probes = vec![0.0; model.ids.len()];
     let facts = Facts { literals: &literals, probes: &probes };
     let mut names: Vec<String> = model
@@ -141,7 +132,7 @@ fn tree(
     values: &[(usize, Valued)],
 ) -> Node {
     let m = &model.metrics[metric];
-    let literals = facts_literals(true);
+    let literals = tmetric_engine::plan::offline_literals(true, false);
     let probes = vec![0.0; model.ids.len()];
     let facts = Facts { literals: &literals, probes: &probes };
     let refs = m.needed_refs(&facts).unwrap_or_default();

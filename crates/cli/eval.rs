@@ -24,7 +24,7 @@ use crate::counts::{
     self, Assigned, CountsFile, SlotName, key_of, literal_named, literal_names, slot_matches,
 };
 use crate::models::{closest, examples, find_model, join_code};
-use crate::output::{ColorChoice, json_line, json_number, paint, perf_number};
+use crate::output::{ColorChoice, json_line, json_number, paint, perf_number, plain_number};
 
 const EVAL_HELP: &str = "\
 COUNTS FILE (docs/counts-format.md):
@@ -311,12 +311,17 @@ impl Literals {
                         format!(
                             "#{}={} ({}; set with {})",
                             lit.name(),
-                            plain(self.get(lit)),
+                            plain_number(self.get(lit)),
                             source.word(),
                             flag_for(lit)
                         )
                     }
-                    _ => format!("#{}={} ({})", lit.name(), plain(self.get(lit)), source.word()),
+                    _ => format!(
+                        "#{}={} ({})",
+                        lit.name(),
+                        plain_number(self.get(lit)),
+                        source.word()
+                    ),
                 }
             })
             .collect();
@@ -387,17 +392,6 @@ fn split_assignment<'a>(text: &'a str, flag: &str) -> anyhow::Result<(&'a str, f
     }
     let number = counts::number(value).map_err(|why| anyhow!("{flag} {shown}: {why}"))?;
     Ok((name.trim(), number))
-}
-
-/// A number as a person would write it: `7`, `0.25`, `nan`.
-fn plain(value: f64) -> String {
-    if value.is_nan() {
-        "nan".into()
-    } else if value.is_infinite() {
-        if value > 0.0 { "inf".into() } else { "-inf".into() }
-    } else {
-        value.to_string()
-    }
 }
 
 fn warn(message: &str) {
@@ -952,7 +946,7 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
         if !used.is_empty() {
             eprintln!("tmetric: literals used: {}", literals.describe(&used));
         }
-        writeln!(out, "{}", plain(value))?;
+        writeln!(out, "{}", plain_number(value))?;
     }
     if !missing.is_empty() {
         let names: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();

@@ -36,6 +36,19 @@ pub(crate) fn paint(text: &str, crossed: Option<bool>, colour: bool) -> String {
     }
 }
 
+/// A number in full precision, as a person would write it (`7`, `0.25`, the shortest text
+/// that reads back as the same double); NaN and infinities as `nan`, `inf`, `-inf`. CSV and
+/// JSON metric values and `eval` use it (perf prints `%.2f`, so 0.003 becomes `0.0`).
+pub(crate) fn plain_number(value: f64) -> String {
+    if value.is_nan() {
+        "nan".into()
+    } else if value.is_infinite() {
+        if value > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        value.to_string()
+    }
+}
+
 /// A metric value as perf prints it: `%8.1f` with a ScaleUnit, `%8.2f` without; NaN and
 /// infinities as C's printf spells them.
 pub(crate) fn perf_number(value: f64, has_scale_unit: bool) -> String {

@@ -18,7 +18,7 @@ use tmetric_runtime::{EventReport, SampleSpec, Sampler, SamplerOptions, TpebsMod
 
 use crate::models;
 use crate::out::{Sink, warn};
-use crate::output::{ColorChoice, paint, perf_number};
+use crate::output::{ColorChoice, paint, perf_number, plain_number};
 
 /// `tmetric stat` flags (perf's names where perf has them).
 #[derive(Debug, Clone, clap::Args)]
@@ -397,19 +397,6 @@ fn metric_unit_name(model: &Model, metric: usize) -> (&str, &str) {
     (unit, model.str(m.name))
 }
 
-/// A metric value for CSV and JSON: full precision (the shortest text that reads back as the
-/// same double), unlike perf, which prints `%.2f` and cuts CSV values to their leading digits
-/// (so 0.003 CPUs printed as `0.0`). NaN and infinities print `nan`, `inf`, `-inf`.
-fn full_precision(value: f64) -> String {
-    if value.is_nan() {
-        "nan".into()
-    } else if value.is_infinite() {
-        if value > 0.0 { "inf".into() } else { "-inf".into() }
-    } else {
-        value.to_string()
-    }
-}
-
 fn json_string(text: &str) -> String {
     serde_json::to_string(text).expect("a string serializes")
 }
@@ -593,7 +580,7 @@ impl Printer {
                         };
                         // NaN and infinities print empty, as in perf's CSV.
                         let value =
-                            if value.is_finite() { full_precision(*value) } else { String::new() };
+                            if value.is_finite() { plain_number(*value) } else { String::new() };
                         writeln!(self.out, "{lead}{sep}{value}{sep}{unit}{sep}{name}")?;
                     }
                 }
@@ -621,7 +608,7 @@ impl Printer {
                         writeln!(
                             self.out,
                             "{lead}\"metric-value\" : {}, \"metric-unit\" : {}, \"metric-name\" : {}}}",
-                            json_string(&full_precision(*value)),
+                            json_string(&plain_number(*value)),
                             json_string(unit),
                             json_string(name)
                         )?;
@@ -1291,18 +1278,9 @@ fn aggregation_units(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Vec<(St
     if !(args.no_aggr || args.per_core || args.per_die || args.per_socket) {
         return Vec::new();
     }
-    let read = |cpu: u32, file: &str| -> u32 {
-        std::fs::read_to_string(
-            sysfs.root().join(format!("devices/system/cpu/cpu{cpu}/topology/{file}")),
-        )
-        .ok()
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or(0)
-    };
     let mut units: Vec<(String, Vec<i32>)> = Vec::new();
     for &cpu in cpus {
-        let (s, d, c) =
-            (read(cpu, "physical_package_id"), read(cpu, "die_id"), read(cpu, "core_id"));
+        let (s, d, c) = cpu_place(sysfs, cpu);
         let label = if args.no_aggr {
             format!("CPU{cpu}")
         } else if args.per_core {
@@ -1411,7 +1389,17 @@ fn topdown_mode(
 /// Each online CPU's (package, core), from sysfs topology.
 fn core_map(sysfs: &Sysfs) -> Vec<(u32, (u32, u32))> {
     let cpus = sysfs.online_cpus().unwrap_or_default();
-    let read = |cpu: u32, file: &str| -> u32 {
+    cpus.into_iter()
+        .map(|c| {
+            let (package, _, core) = cpu_place(sysfs, c);
+            (c, (package, core))
+        })
+        .collect()
+}
+
+/// A CPU's (package, die, core) from sysfs topology (0 where a file is missing).
+fn cpu_place(sysfs: &Sysfs, cpu: u32) -> (u32, u32, u32) {
+    let read = |file: &str| -> u32 {
         std::fs::read_to_string(
             sysfs.root().join(format!("devices/system/cpu/cpu{cpu}/topology/{file}")),
         )
@@ -1419,7 +1407,7 @@ fn core_map(sysfs: &Sysfs) -> Vec<(u32, (u32, u32))> {
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or(0)
     };
-    cpus.into_iter().map(|c| (c, (read(c, "physical_package_id"), read(c, "core_id")))).collect()
+    (read("physical_package_id"), read("die_id"), read("core_id"))
 }
 
 /// The usual name of a signal number.
@@ -1753,11 +1741,11 @@ mod tests {
     }
 
     #[test]
-    fn csv_and_json_metrics_keep_full_precision() {
-        assert_eq!(full_precision(0.0031234567890123), "0.0031234567890123");
-        assert_eq!(full_precision(2.5), "2.5");
-        assert_eq!(full_precision(-3.0), "-3");
-        assert_eq!(full_precision(f64::NAN), "nan");
+    fn csv_and_json_metrics_keep_plain_number() {
+        assert_eq!(plain_number(0.0031234567890123), "0.0031234567890123");
+        assert_eq!(plain_number(2.5), "2.5");
+        assert_eq!(plain_number(-3.0), "-3");
+        assert_eq!(plain_number(f64::NAN), "nan");
     }
 
     #[test]

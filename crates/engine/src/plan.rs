@@ -858,14 +858,20 @@ fn offline_key(model: &Model, id: &Id) -> String {
     }
 }
 
+/// Literals for planning without a machine. They only decide which branch an expression takes:
+/// 1 keeps every branch a non-zero value takes (`#slots`, `#num_cpus`, ...); `#smt_on` and
+/// `#core_wide` follow the assumed SMT state and system-wide counting.
+pub fn offline_literals(smt_on: bool, system_wide: bool) -> [f64; Literal::COUNT] {
+    let mut literals = [1.0; Literal::COUNT];
+    literals[Literal::SmtOn.index()] = f64::from(u8::from(smt_on));
+    literals[Literal::CoreWide.index()] = f64::from(u8::from(!smt_on || system_wide));
+    literals
+}
+
 /// Plans `picks` from the catalogue alone on the PMUs `pmus` describes.
 pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> OfflinePlan {
     let mut pmus = pmus.clone();
-    // Literals only decide which branch an expression takes; without a machine, 1 keeps every
-    // branch that a non-zero value takes (`#slots`, `#num_cpus`, ...).
-    let mut literals = [1.0; Literal::COUNT];
-    literals[Literal::SmtOn.index()] = f64::from(u8::from(pmus.smt_on));
-    literals[Literal::CoreWide.index()] = f64::from(u8::from(!pmus.smt_on || options.system_wide));
+    let literals = offline_literals(pmus.smt_on, options.system_wide);
     let mut request = Request::default();
     let mut keys: Vec<String> = Vec::new();
     let mut ungrouped_why = Vec::new();
