@@ -9,8 +9,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use tmetric_catalog::{MODELS, Model};
+use tmetric_engine::{Evaluator, Select};
 use tmetric_expr::{Facts, Ident, Literal};
-use tmetric_model::catalog::{Evaluator, Facts as ModelFacts};
+use tmetric_model::catalog::Facts as ModelFacts;
 use tmetric_vendor::Tree;
 use tmetric_vendor::oracle::{Oracle, OracleInputs};
 use tmetric_vendor::resolve::{Resolved, Target, resolve_tree};

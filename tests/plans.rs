@@ -2,6 +2,8 @@
 //! issue names, and checks that hold for every plan (never worse than perf's strategy, never
 //! below the lower bound, slots leading every group with topdown events).
 
+use tmetric_engine::Select;
+
 use crate::support::ok_stdout;
 
 /// A metric and every metric below it in the TMA tree (`<name>_group` members, recursively).

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use tmetric_catalog::Model;
+use tmetric_engine::Select;
 use tmetric_expr::{Expr, ExprKind, Literal};
 use tmetric_model::catalog::Facts;
 use tmetric_vendor::resolve::{Resolved, SlotKind, Target};

@@ -7,6 +7,7 @@ use std::io::Write;
 use anyhow::bail;
 use serde::Serialize;
 use tmetric_catalog::{Facts, IdKind, MODELS, Model, Ref};
+use tmetric_engine::{Evaluator, Select};
 
 use crate::models::{closest, find_model, join_code};
 
@@ -46,7 +47,7 @@ fn evaluate_tree(
     file: &crate::counts::CountsFile,
 ) -> anyhow::Result<Vec<(usize, Valued)>> {
     let assigned = crate::counts::assign(model, file)?;
-    let mut evaluator = tmetric_catalog::Evaluator::new(model);
+    let mut evaluator = Evaluator::new(model);
     evaluator.values.clone_from(&assigned.values);
     evaluator.source_counts.clone_from(&assigned.source_counts);
     for (literal, value) in &file.literals {

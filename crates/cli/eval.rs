@@ -14,7 +14,8 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail};
 use serde::Serialize;
 use tmetric_catalog::Model;
-use tmetric_catalog::catalog::{Evaluator, Facts, MetricResult, id_calls};
+use tmetric_catalog::catalog::id_calls;
+use tmetric_engine::{Coverage, MetricResult, Offline, Select};
 use tmetric_expr::{Env, EvalError, Ident, caret_lines, normalize};
 use tmetric_model::{Fail, Literal};
 
@@ -504,7 +505,7 @@ pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut shown = 0;
     for table in &mut tables {
         let roots = std::mem::take(&mut table.roots);
-        let results = table.evaluator.evaluate(table.model, &roots);
+        let results = table.offline.evaluate(&roots);
         shown += results.len();
         for result in &results {
             table.print(out, result, &literals, args.json, colour)?;
@@ -568,7 +569,7 @@ struct Table {
     model: &'static Model,
     common: bool,
     assigned: Assigned,
-    evaluator: Evaluator,
+    offline: Offline,
     roots: Vec<usize>,
 }
 
@@ -580,56 +581,31 @@ impl Table {
         literals: &Literals,
     ) -> anyhow::Result<Table> {
         let assigned = counts::assign(model, file)?;
-        let mut evaluator = Evaluator::new(model);
-        evaluator.values.clone_from(&assigned.values);
-        evaluator.source_counts.clone_from(&assigned.source_counts);
-        evaluator.literals = literals.values;
-        let cpuid_slots = model.call_slots(id_calls::STRCMP_CPUID_STR);
+        // The cpuid of the machine the counts came from is not known: strcmp_cpuid_str() is NaN.
+        let mut offline = Offline::new(model, literals.values, None);
         for slot in 0..model.ids.len() {
-            evaluator.probes[slot] = if cpuid_slots.contains(&slot) {
-                // The cpuid of the machine the counts came from is not known.
-                f64::NAN
-            } else {
-                f64::from(u8::from(assigned.present[slot]))
-            };
+            offline.set_input(slot as u16, assigned.values[slot], assigned.source_counts[slot]);
         }
-        Ok(Table { model, common, assigned, evaluator, roots: Vec::new() })
-    }
-
-    fn facts(&self) -> Facts<'_> {
-        self.evaluator.facts()
+        for slot in offline.has_event_slots().to_vec() {
+            offline.set_probe(slot, assigned.present[slot as usize]);
+        }
+        Ok(Table { model, common, assigned, offline, roots: Vec::new() })
     }
 
     /// Without -M: the metrics whose inputs are all in the file.
     fn select_complete(&mut self, skipped: &mut Skipped) {
-        for m in 0..self.model.metrics.len() {
-            let name = self.model.str(self.model.metrics[m].name);
-            match self.model.needed_ids(m, &self.facts(), false) {
-                Ok(ids) => {
-                    let have = ids.iter().filter(|&&s| self.assigned.present[s as usize]).count();
-                    // A metric that needs no input here (`0 if not #has_pmem`) says nothing about
-                    // these counts: leave it out with those whose inputs are all absent.
-                    if ids.is_empty() {
-                        skipped.absent += 1;
-                    } else if have == ids.len() {
-                        if self.closure_literals_known(m) {
-                            self.roots.push(m);
-                        } else {
-                            skipped.literal.push(name.to_string());
-                        }
-                    } else if have > 0 {
-                        skipped.partial.push(name.to_string());
-                    } else {
-                        skipped.absent += 1;
-                    }
-                }
-                Err(_) => skipped.literal.push(name.to_string()),
+        let Table { model, assigned, offline, roots, .. } = self;
+        for m in 0..model.metrics.len() {
+            let name = model.str(model.metrics[m].name).to_string();
+            match offline.coverage(m, |s| assigned.present[s as usize]) {
+                Coverage::Complete => roots.push(m),
+                Coverage::UnknownLiteral | Coverage::Fails(_) => skipped.literal.push(name),
+                Coverage::Partial(_) => skipped.partial.push(name),
+                // A metric that needs no input here (`0 if not #has_pmem`) says nothing about
+                // these counts: leave it out with those whose inputs are all absent.
+                Coverage::Absent | Coverage::NoInputs => skipped.absent += 1,
             }
         }
-    }
-
-    fn closure_literals_known(&self, m: usize) -> bool {
-        self.literals_of(&[m]).iter().all(|&lit| !self.evaluator.literals[lit.index()].is_nan())
     }
 
     fn literals_of(&self, roots: &[usize]) -> Vec<Literal> {
@@ -643,12 +619,10 @@ impl Table {
     /// Slots the selected metrics read: needed inputs (of expression and threshold) and probes.
     fn used_slots(&self) -> Vec<bool> {
         let mut used = vec![false; self.model.ids.len()];
-        let facts = self.facts();
+        let mut offline = self.offline.clone();
         for &m in &self.roots {
-            for threshold in [false, true] {
-                for slot in self.model.needed_ids(m, &facts, threshold).unwrap_or_default() {
-                    used[slot as usize] = true;
-                }
+            for slot in offline.needed(m).all.unwrap_or_default() {
+                used[slot as usize] = true;
             }
         }
         let calls = id_calls::HAS_EVENT | id_calls::SOURCE_COUNT | id_calls::STRCMP_CPUID_STR;

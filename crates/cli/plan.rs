@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::plan::{OfflinePlan, plan_offline};
 use tmetric_engine::schedule::{Placement, Request, Schedule, Slot};
-use tmetric_engine::{MachineFacts, Pick, PlanOptions, PmuModel, Strategy};
+use tmetric_engine::{MachineFacts, Pick, PlanOptions, PmuModel, Select, Strategy};
 use tmetric_runtime::Sysfs;
 
 use crate::models;

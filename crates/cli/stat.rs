@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::{self as engine, Evaluators, Machine, Pick, Plan, PlanOptions, PmuModel};
-use tmetric_engine::{Resolution, RootResult, Row, Sample, Shown, Strategy};
+use tmetric_engine::{Resolution, RootResult, Row, Sample, Select, Shown, Strategy};
 use tmetric_runtime::{Counters, Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_runtime::{EventReport, SampleSpec, Sampler, SamplerOptions, TpebsMode, Workload};
 
@@ -158,9 +158,7 @@ pub(crate) fn host_model(
     if let Some(name) = model {
         return models::find_model(name);
     }
-    let cpuid = std::env::var("PERF_CPUID")
-        .ok()
-        .or_else(|| tmetric_runtime::sysfs::host_cpuid(sysfs, proc_root))
+    let cpuid = engine::plan::cpuid_of(sysfs, proc_root)
         .context("cannot tell this machine's cpuid (no x86 /proc/cpuinfo fields or arm64 midr_el1); name a model with --model")?;
     tmetric_catalog::model_for_cpuid(&cpuid).with_context(|| {
         format!("no model of the catalogue matches this machine's cpuid `{cpuid}`; name one with --model")
@@ -259,8 +257,9 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
             .collect();
     } else if !explicit {
         // Like perf's shadow metrics: the common metrics whose events were all asked for.
+        let probes = engine::plan::machine_probes(common, machine);
         for m in 0..common.metrics.len() {
-            let slots = engine::plan::needed_slots(common, m, &literals, false);
+            let slots = engine::plan::needed_slots(common, m, &literals, &probes, false);
             let all_there = !slots.is_empty()
                 && slots.iter().all(|&s| {
                     let id = &common.ids[s as usize];

@@ -30,7 +30,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, bail, ensure};
-use tmetric_catalog::{Evaluator, IdKind, Model};
+use tmetric_catalog::{IdKind, Model};
+use tmetric_engine::Evaluator;
 use tmetric_expr::Literal;
 use tmetric_vendor::Tree;
 use tmetric_vendor::oracle::{Oracle, OracleInputs};

@@ -4,7 +4,7 @@
 //!
 //! The log is read by `tmetric_perfstat`; the literal flags, metric selection and the perf-like
 //! metric layout are those of `eval --counts` (the parent module). What this file adds:
-//! choosing the model from the log, filling an `Evaluator` per block and root metric from the
+//! choosing the model from the log, filling the engine's `Offline` evaluator per block and root metric from the
 //! rows of the group perf printed that metric in, and saying where every value came from.
 //!
 //! Rules that are choices rather than perf's code (docs/from-perf.md):
@@ -22,9 +22,10 @@ use std::path::Path;
 
 use anyhow::{Context, anyhow, bail};
 use serde::Serialize;
-use tmetric_catalog::catalog::{Evaluator, IdKind, MetricResult, id_calls};
+use tmetric_catalog::catalog::IdKind;
 use tmetric_catalog::{MODELS, Model};
-use tmetric_model::{Fail, Literal};
+use tmetric_engine::{MetricResult, Needed, Offline, Select};
+use tmetric_model::Literal;
 use tmetric_perfstat::{Block, EventKey, Layout, Lookup, PerfLog, PrintedMetric, Row, TimeSource};
 
 use super::{
@@ -671,7 +672,7 @@ fn default_selection(
         for m in 0..model.metrics.len() {
             let name = model.str(model.metrics[m].name).to_string();
             let pmu = lookup_pmu_name(model.str(model.metrics[m].pmu));
-            let needed = match model.needed_ids(m, &engine.evaluator.facts(), false) {
+            let needed = match engine.offline.needed(m).expr {
                 Ok(ids) => ids,
                 Err(_) => {
                     if !printed_mode {
@@ -692,9 +693,7 @@ fn default_selection(
             if missing.len() == needed.len() || roots.contains(&m) {
                 continue;
             }
-            let literals_known = literals_of(model, &[m])
-                .iter()
-                .all(|&lit| !engine.evaluator.literals[lit.index()].is_nan());
+            let literals_known = engine.offline.literals_known(m);
             match (missing.is_empty(), literals_known, printed_mode) {
                 (true, true, false) => roots.push(m),
                 (true, true, true) => report.also.push(name),
@@ -854,19 +853,12 @@ struct Engine {
     model: &'static Model,
     /// Tag the model's lines `[common]`.
     common: bool,
-    evaluator: Evaluator,
-    /// Slots filled by the previous evaluation, to reset.
-    filled: Vec<u16>,
-    /// Slots named by `has_event()`.
-    has_event: Vec<u16>,
+    /// The engine's evaluator: literals, probes, needed inputs (cached per `has_event()`
+    /// values, the only facts that change between blocks).
+    offline: Offline,
     /// Each slot's event key, parsed once: parsing it for every block made long `-I` logs slow.
     keys: Vec<Option<EventKey>>,
-    /// Each root's (expression, expression + threshold) inputs, by root and the values of the
-    /// `has_event()` probes: those are the only facts that change between blocks.
-    needed: HashMap<(usize, Vec<u64>), NeededIds>,
 }
-
-type NeededIds = (Result<Vec<u16>, Fail>, Result<Vec<u16>, Fail>);
 
 impl Engine {
     fn new(
@@ -875,34 +867,16 @@ impl Engine {
         literals: &Literals,
         cpuid: Option<&str>,
     ) -> Engine {
-        let mut evaluator = Evaluator::new(model);
-        evaluator.literals = literals.values;
-        for slot in model.call_slots(id_calls::STRCMP_CPUID_STR) {
-            // Without a cpuid, the log does not say which CPU it came from.
-            evaluator.probes[slot] = cpuid.map_or(f64::NAN, |cpuid| {
-                let wanted = model.str(model.ids[slot].text);
-                f64::from(u8::from(tmetric_model::cpuid::cpuid_matches(model.arch, wanted, cpuid)))
-            });
-        }
-        let has_event: Vec<u16> =
-            model.call_slots(id_calls::HAS_EVENT).into_iter().map(|s| s as u16).collect();
+        // Without a cpuid, the log does not say which CPU it came from: strcmp_cpuid_str() is NaN.
+        let offline = Offline::new(model, literals.values, cpuid);
         let keys = vec![None; model.ids.len()];
-        Engine {
-            model,
-            common,
-            evaluator,
-            filled: Vec::new(),
-            has_event,
-            keys,
-            needed: HashMap::new(),
-        }
+        Engine { model, common, offline, keys }
     }
 
     /// `has_event()` over the whole log, for the default selection.
     fn set_log_probes(&mut self, presence: &Presence) {
-        for &slot in &self.has_event {
-            self.evaluator.probes[slot as usize] =
-                f64::from(u8::from(presence.has(self.model, slot, None)));
+        for slot in self.offline.has_event_slots().to_vec() {
+            self.offline.set_probe(slot, presence.has(self.model, slot, None));
         }
     }
 
@@ -912,45 +886,20 @@ impl Engine {
         let metric = &model.metrics[root];
         let name = model.str(metric.name);
         let pmu = lookup_pmu_name(model.str(metric.pmu));
-        for slot in self.filled.drain(..) {
-            self.evaluator.values[slot as usize] = f64::NAN;
-            self.evaluator.source_counts[slot as usize] = 1.0;
-        }
-        for &slot in &self.has_event {
+        self.offline.clear_inputs();
+        for slot in self.offline.has_event_slots().to_vec() {
             let key = self.keys[slot as usize].get_or_insert_with(|| {
                 EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
             });
             let value = block.lookup_key(key, None, pmu).perf_value();
-            self.evaluator.probes[slot as usize] =
-                f64::from(u8::from(value.is_some_and(|v| !v.is_nan())));
+            self.offline.set_probe(slot, value.is_some_and(|v| !v.is_nan()));
         }
         let printed = printed_by_perf(block, name, pmu);
 
-        let probes: Vec<u64> =
-            self.has_event.iter().map(|&s| self.evaluator.probes[s as usize].to_bits()).collect();
-        let needed = match self.needed.get(&(root, probes)) {
-            Some(known) => known.clone(),
-            None => {
-                let facts = self.evaluator.facts();
-                let found =
-                    (model.needed_ids(root, &facts, false), model.needed_ids(root, &facts, true));
-                let probes = self
-                    .has_event
-                    .iter()
-                    .map(|&s| self.evaluator.probes[s as usize].to_bits())
-                    .collect();
-                self.needed.insert((root, probes), found.clone());
-                found
-            }
-        };
-        let (expr_ids, all_ids) = match needed {
-            (Ok(expr), Ok(threshold)) => {
-                let mut all = expr.clone();
-                all.extend(threshold.into_iter().filter(|s| !expr.contains(s)));
-                (expr, all)
-            }
-            (Ok(expr), Err(_)) => (expr.clone(), expr),
-            (Err(fail), _) => {
+        let (expr_ids, all_ids) = match self.offline.needed(root) {
+            Needed { expr: Ok(expr), all: Ok(all) } => (expr, all),
+            Needed { expr: Ok(expr), all: Err(_) } => (expr.clone(), expr),
+            Needed { expr: Err(fail), .. } => {
                 let result = MetricResult {
                     metric: root,
                     value: f64::NAN,
@@ -977,14 +926,14 @@ impl Engine {
             });
             let lookup = lookup_clock(block, model, key, Some(name), pmu);
             let source = classify(model, slot, lookup, printed.is_some());
-            self.evaluator.values[slot as usize] = source.value();
-            if let Source::Row { lines, time: false, .. } = &source {
-                self.evaluator.source_counts[slot as usize] = lines.len().max(1) as f64;
-            }
-            self.filled.push(slot);
+            let source_count = match &source {
+                Source::Row { lines, time: false, .. } => lines.len().max(1) as f64,
+                _ => 1.0,
+            };
+            self.offline.set_input(slot, source.value(), source_count);
             inputs.push(Input { slot, source, expr: expr_ids.contains(&slot) });
         }
-        let result = self.evaluator.evaluate(model, &[root]).pop().expect("one result per root");
+        let result = self.offline.evaluate_one(root);
         let error = result.failure.map(|fail| explain_failure(model, fail, root, literals));
         let with_rows = || inputs.iter().filter(|i| i.expr && !i.source.row_lines().is_empty());
         let not_counted = |i: &Input| matches!(i.source, Source::NotCounted { .. });

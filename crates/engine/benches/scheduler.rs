@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use tmetric_catalog::{MODELS, Model};
 use tmetric_engine::plan::plan_offline;
-use tmetric_engine::{MachineFacts, Pick, PlanOptions, PmuModel};
+use tmetric_engine::{MachineFacts, Pick, PlanOptions, PmuModel, Select};
 
 fn selections(model: &Model, quick: bool) -> Vec<String> {
     let mut out: Vec<String> =

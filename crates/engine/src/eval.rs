@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
-use tmetric_catalog::{Evaluator, Model};
+use tmetric_catalog::Model;
 use tmetric_model::sem::Fail;
 use tmetric_runtime::{Snapshot, Tool};
 
+use crate::offline::Offline;
 use crate::plan::{Plan, Row, Source};
 
 /// The inputs of one evaluation: counts, the span they cover, the workload's rusage.
@@ -118,20 +119,20 @@ impl RootResult {
 /// Reusable evaluators, one per model of a plan.
 #[derive(Debug, Default)]
 pub struct Evaluators {
-    models: Vec<&'static Model>,
-    evaluators: Vec<Evaluator>,
+    evaluators: Vec<Offline>,
 }
 
 impl Evaluators {
-    fn get(&mut self, model: &'static Model, plan: &Plan) -> &mut Evaluator {
-        let i = match self.models.iter().position(|m| std::ptr::eq(*m, model)) {
+    fn get(&mut self, model: &'static Model, plan: &Plan) -> &mut Offline {
+        let i = match self.evaluators.iter().position(|e| std::ptr::eq(e.model, model)) {
             Some(i) => i,
             None => {
-                let mut e = Evaluator::new(model);
-                e.literals = plan.literals;
-                self.models.push(model);
-                self.evaluators.push(e);
-                self.models.len() - 1
+                let mut offline = Offline::new(model, plan.literals, None);
+                for (slot, &value) in plan.probes_of(model).iter().enumerate() {
+                    offline.set_probe_value(slot as u16, value);
+                }
+                self.evaluators.push(offline);
+                self.evaluators.len() - 1
             }
         };
         &mut self.evaluators[i]
@@ -157,10 +158,13 @@ impl Plan {
             .map(|root| {
                 let model = root.model;
                 let evaluator = evaluators.get(model, self);
+                evaluator.clear_inputs();
                 for (slot, row) in root.slot_rows.iter().enumerate() {
-                    evaluator.values[slot] = row.map_or(f64::NAN, |r| inputs[r]);
+                    if let Some(r) = row {
+                        evaluator.set_input(slot as u16, inputs[*r], 1.0);
+                    }
                 }
-                let result = evaluator.evaluate(model, &[root.metric]).remove(0);
+                let result = evaluator.evaluate_one(root.metric);
                 let mut missing = Vec::new();
                 let mut not_counted = Vec::new();
                 for row in root.slot_rows.iter().flatten() {

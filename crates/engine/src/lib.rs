@@ -7,17 +7,23 @@
 //! * [`schedule`]: the counter-aware scheduler, perf's strategy as a baseline, a lower bound.
 //! * [`plan`]: metric inputs resolved on a machine, groups as runtime counter specs.
 //! * [`eval`]: evaluation of a plan over counts, with the reason for every missing value.
+//! * [`evaluator`]: a model's metrics over input values; metric selection and needed inputs.
+//! * [`offline`]: the evaluator front end every input source shares (plan, counts file, log).
 //! * [`topdown`]: perf's built-in level-1 TopDown from the older `topdown-*` events (seed 000).
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod eval;
+pub mod evaluator;
+pub mod offline;
 pub mod plan;
 pub mod pmu;
 pub mod schedule;
 pub mod topdown;
 
 pub use eval::{Evaluators, RootResult, Sample, Shown};
+pub use evaluator::{Evaluator, MetricResult, Select};
+pub use offline::{Coverage, Needed, Offline};
 pub use plan::{Machine, Pick, Plan, PlanOptions, Resolution, RetireEvent, Root, Row, Source};
 pub use pmu::{Demand, MachineFacts, Pmu, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};

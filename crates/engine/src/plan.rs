@@ -10,6 +10,7 @@ use tmetric_model::Literal;
 use tmetric_runtime::event::{self, EventError, EventKind, Resolved};
 use tmetric_runtime::{CounterEvent, CounterSpec, Environment, Sysfs, Tool};
 
+use crate::evaluator::Select;
 use crate::pmu::{self, Demand, PmuModel, Vendor};
 use crate::schedule::{self, Placement, Request, SchedEvent, SchedMetric, Schedule, Strategy};
 
@@ -140,6 +141,8 @@ pub struct Plan {
     pub request: Request,
     /// Machine literals.
     pub literals: [f64; Literal::COUNT],
+    /// Per model of the roots: its probe values on the machine ([`machine_probes`]).
+    pub probes: Vec<(&'static Model, Vec<f64>)>,
     /// Retire latencies in cycles by event name (from sampling or `--retire-latency`); an
     /// event missing here reads 0, as perf 6.12 does, and is warned about.
     pub retire_latency: Vec<(String, f64)>,
@@ -334,15 +337,15 @@ pub fn demand_of(
 }
 
 /// The input slots root `metric` needs (its threshold's too when `thresholds`), with the
-/// model's literals.
+/// model's literals and probe values (from [`machine_probes`] or [`offline_probes`]).
 pub fn needed_slots(
     model: &Model,
     metric: usize,
     literals: &[f64; Literal::COUNT],
+    probes: &[f64],
     thresholds: bool,
 ) -> Vec<u16> {
-    let probes = vec![0.0; model.ids.len()];
-    let facts = tmetric_catalog::Facts { literals, probes: &probes };
+    let facts = tmetric_catalog::Facts { literals, probes };
     let mut slots = model.needed_ids(metric, &facts, false).unwrap_or_default();
     if thresholds && model.metrics[metric].threshold.is_some() {
         for s in model.needed_ids(metric, &facts, true).unwrap_or_default() {
@@ -446,6 +449,54 @@ fn software_context(event: &CounterEvent) -> bool {
     }
 }
 
+/// This machine's cpuid as perf reads it: `PERF_CPUID` when set (perf's own override), else
+/// `/proc/cpuinfo` or arm64's `midr_el1`.
+pub fn cpuid_of(sysfs: &Sysfs, proc_root: &Path) -> Option<String> {
+    std::env::var("PERF_CPUID")
+        .ok()
+        .or_else(|| tmetric_runtime::sysfs::host_cpuid(sysfs, proc_root))
+}
+
+/// Per input slot of `model`, the constant perf gives `has_event()` and `strcmp_cpuid_str()`
+/// when it parses a metric on `machine` (spec A5): `has_event(X)` is 1 when X parses as an
+/// event here, `strcmp_cpuid_str(ID)` is 1 when the machine's cpuid matches ID and NaN when the
+/// cpuid is unknown. Other slots read 0.
+pub fn machine_probes(model: &Model, machine: &Machine<'_>) -> Vec<f64> {
+    let cpuid = cpuid_of(machine.sysfs, machine.proc_root);
+    probes_with(
+        model,
+        |text| {
+            matches!(
+                event::resolve(&text.replace('@', "/"), machine.sysfs),
+                Ok(Resolved::Counter(_))
+            )
+        },
+        cpuid.as_deref(),
+    )
+}
+
+/// Probe values without a machine (`tmetric plan --model`): every `has_event()` argument is
+/// assumed to exist, as perf's own metric tests assume, and `strcmp_cpuid_str()` is unknown.
+pub fn offline_probes(model: &Model) -> Vec<f64> {
+    probes_with(model, |_| true, None)
+}
+
+fn probes_with(model: &Model, exists: impl Fn(&str) -> bool, cpuid: Option<&str>) -> Vec<f64> {
+    use tmetric_catalog::catalog::id_calls;
+    let mut probes = vec![0.0; model.ids.len()];
+    for (slot, id) in model.ids.iter().enumerate() {
+        let text = model.str(id.text);
+        if id.calls & id_calls::STRCMP_CPUID_STR != 0 {
+            probes[slot] = cpuid.map_or(f64::NAN, |cpuid| {
+                f64::from(u8::from(tmetric_model::cpuid::cpuid_matches(model.arch, text, cpuid)))
+            });
+        } else if id.calls & id_calls::HAS_EVENT != 0 {
+            probes[slot] = f64::from(u8::from(exists(text)));
+        }
+    }
+    probes
+}
+
 /// The machine a plan is for.
 #[derive(Debug, Clone, Copy)]
 pub struct Machine<'a> {
@@ -472,10 +523,16 @@ impl Plan {
             schedule: None,
             request: Request::default(),
             literals,
+            probes: Vec::new(),
             retire_latency: Vec::new(),
             warnings: Vec::new(),
             retire_events: Vec::new(),
         }
+    }
+
+    /// `model`'s probe values (empty when no root of the plan is from `model`).
+    pub fn probes_of(&self, model: &Model) -> &[f64] {
+        self.probes.iter().find(|(m, _)| std::ptr::eq(*m, model)).map_or(&[], |(_, p)| p)
     }
 
     fn find(&self, key: &Key) -> Option<usize> {
@@ -572,8 +629,13 @@ impl Plan {
         let mut sched_of_row: Vec<Option<usize>> = Vec::new();
         for pick in picks {
             let model = pick.model;
-            let value_slots = needed_slots(model, pick.metric, &self.literals, false);
-            let slots = needed_slots(model, pick.metric, &self.literals, options.thresholds);
+            if !self.probes.iter().any(|(m, _)| std::ptr::eq(*m, model)) {
+                self.probes.push((model, machine_probes(model, machine)));
+            }
+            let probes = self.probes_of(model).to_vec();
+            let value_slots = needed_slots(model, pick.metric, &self.literals, &probes, false);
+            let slots =
+                needed_slots(model, pick.metric, &self.literals, &probes, options.thresholds);
             let mut rows = Vec::new();
             for slot in slots {
                 let id = &model.ids[slot as usize];
@@ -727,8 +789,8 @@ impl Plan {
         for r in first_root..self.roots.len() {
             let root = &self.roots[r];
             let model = root.model;
-            let probes = vec![0.0; model.ids.len()];
-            let facts = tmetric_catalog::Facts { literals: &self.literals, probes: &probes };
+            let facts =
+                tmetric_catalog::Facts { literals: &self.literals, probes: self.probes_of(model) };
             let direct: Vec<u16> = model.metrics[root.metric]
                 .needed_refs(&facts)
                 .unwrap_or_default()
@@ -879,8 +941,9 @@ pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> O
         let model = pick.model;
         let mut events = Vec::new();
         let mut threshold_events = Vec::new();
-        let value_slots = needed_slots(model, pick.metric, &literals, false);
-        for slot in needed_slots(model, pick.metric, &literals, options.thresholds) {
+        let probes = offline_probes(model);
+        let value_slots = needed_slots(model, pick.metric, &literals, &probes, false);
+        for slot in needed_slots(model, pick.metric, &literals, &probes, options.thresholds) {
             let list =
                 if value_slots.contains(&slot) { &mut events } else { &mut threshold_events };
             let id = &model.ids[slot as usize];

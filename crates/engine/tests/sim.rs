@@ -7,7 +7,9 @@ use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use tmetric_catalog::Model;
-use tmetric_engine::{Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Sample};
+use tmetric_engine::{
+    Evaluator, Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Sample, Select,
+};
 use tmetric_runtime::sim::{Machine as SimMachine, SimKernel};
 use tmetric_runtime::{Counters, Environment, Sysfs, Target};
 
@@ -109,7 +111,7 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
             continue;
         }
         // The true value: the metric over the simulator's exact counts for the same time.
-        let mut evaluator = tmetric_catalog::Evaluator::new(tree.model);
+        let mut evaluator = Evaluator::new(tree.model);
         evaluator.literals = literals;
         for (slot, row) in root.slot_rows.iter().enumerate() {
             let Some(row) = row else { continue };

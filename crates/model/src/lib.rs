@@ -9,6 +9,6 @@ pub mod cpuid;
 pub mod literal;
 pub mod sem;
 
-pub use catalog::{Evaluator, Model};
+pub use catalog::Model;
 pub use literal::Literal;
 pub use sem::{Fail, Needed};

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use tmetric_catalog::Model;
 use tmetric_engine::{
-    Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Source, eval,
+    Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Select, Source, eval,
 };
 use tmetric_runtime::counter::{CpuCount, RawCount, Snapshot, parse_group_read};
 use tmetric_runtime::event::{self, EventKind, Resolved};

@@ -601,9 +601,7 @@ impl<S: Syscalls> Counters<S> {
         for group in &self.groups {
             let leader = &self.specs[group.members[0].event].name;
             let mut buf = vec![0u8; 8 * (3 + 2 * group.members.len())];
-            let got = self
-                .sys
-                .read(group.leader_fd(), &mut buf)
+            let got = read_group_retrying(&mut self.sys, group.leader_fd(), &mut buf)
                 .map_err(|errno| CounterError::Read { event: leader.clone(), errno })?;
             if got == 0 {
                 // A pinned group that could not be placed is in error state and reads EOF:
@@ -641,9 +639,74 @@ impl<S: Syscalls> Drop for Counters<S> {
     }
 }
 
+/// How often a group read that the kernel refused with ECHILD is retried.
+const ECHILD_RETRIES: u32 = 200;
+
+/// `read()` of a group leader, retried while the kernel answers ECHILD. With `inherit`, a
+/// group read sums the workload's child copies of the group, and while an exiting child's
+/// copy is being torn down (not atomically across its members) the kernel finds the copy's
+/// shape differs from the parent's and refuses the read with ECHILD rather than sum it. The
+/// state is transient, so the read is retried, with a short sleep, a bounded number of times.
+fn read_group_retrying<S: Syscalls>(sys: &mut S, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
+    let mut tries = 0;
+    loop {
+        match sys.read(fd, buf) {
+            Err(errno) if errno.0 == libc::ECHILD && tries < ECHILD_RETRIES => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_micros(500));
+            }
+            other => return other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A backend whose group read answers ECHILD `echild` times before it succeeds.
+    struct Teardown {
+        echild: u32,
+        reads: u32,
+    }
+
+    impl Syscalls for Teardown {
+        fn perf_event_open(&mut self, _: &Attr, _: i32, _: i32, _: i32) -> Result<i32, Errno> {
+            Ok(3)
+        }
+        fn read(&mut self, _: i32, buf: &mut [u8]) -> Result<usize, Errno> {
+            self.reads += 1;
+            if self.echild > 0 {
+                self.echild -= 1;
+                return Err(Errno(libc::ECHILD));
+            }
+            Ok(buf.len())
+        }
+        fn enable(&mut self, _: i32, _: bool) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn disable(&mut self, _: i32, _: bool) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn reset(&mut self, _: i32, _: bool) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn event_id(&mut self, _: i32) -> Result<u64, Errno> {
+            Ok(1)
+        }
+        fn close(&mut self, _: i32) {}
+    }
+
+    #[test]
+    fn a_group_read_refused_during_a_child_teardown_is_retried_a_bounded_number_of_times() {
+        let mut buf = [0u8; 24];
+        let mut passing = Teardown { echild: 3, reads: 0 };
+        assert_eq!(read_group_retrying(&mut passing, 3, &mut buf), Ok(24));
+        assert_eq!(passing.reads, 4);
+        let mut stuck = Teardown { echild: u32::MAX, reads: 0 };
+        assert_eq!(read_group_retrying(&mut stuck, 3, &mut buf), Err(Errno(libc::ECHILD)));
+        assert_eq!(stuck.reads, ECHILD_RETRIES + 1);
+    }
 
     #[test]
     fn scaling_follows_perf() {

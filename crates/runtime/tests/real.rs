@@ -178,9 +178,11 @@ fn interval_deltas_add_up_to_the_total() {
     }
     let length: Duration = out.ticks.iter().map(|(l, _)| *l).sum();
     assert!(length.abs_diff(out.report.elapsed) < Duration::from_millis(1));
-    // The busy helper runs through the middle intervals (loosely: other tests share the CPUs).
+    // The busy helper runs through the middle intervals. Loosely: other tests (and, on a
+    // developer machine, other builds) share the 2 CPUs, and at a load of 15 a busy process
+    // still gets several ms of a 100 ms interval; an idle one would get none.
     let middle = out.ticks[1].1.aggregate(0).unwrap().value;
-    assert!(middle > 20_000_000, "second interval task-clock {middle} ns");
+    assert!(middle > 2_000_000, "second interval task-clock {middle} ns");
 }
 
 #[test]

@@ -1,0 +1,187 @@
+//! Metrics of the catalogue over the simulated kernel's true counts: on every simulated
+//! machine the level-1 and level-2 TopDown metrics equal the workload profile's fractions, so
+//! the catalogue, sysfs resolution and the simulator's topdown encoding agree.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tmetric_engine::{Evaluator, Select};
+use tmetric_runtime::Sysfs;
+use tmetric_runtime::sim::{Machine, SimKernel, TOPDOWN};
+
+const MS: u64 = 1_000_000;
+
+fn machine(name: &str, watchdog: bool) -> Machine {
+    Machine::named(name).unwrap_or_else(|| panic!("no machine {name}")).with_nmi_watchdog(watchdog)
+}
+
+/// A sysfs and proc tree under the temporary directory, removed on drop.
+struct TempTree(PathBuf);
+
+impl TempTree {
+    fn new(tag: &str) -> TempTree {
+        // Tests run in parallel threads of one process: the counter keeps their trees apart.
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("tmetric-profile-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        TempTree(dir)
+    }
+    fn sys(&self) -> PathBuf {
+        self.0.join("sys")
+    }
+    fn proc(&self) -> PathBuf {
+        self.0.join("proc")
+    }
+}
+
+impl Drop for TempTree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Evaluates the metrics of `group` of `machine`'s catalogue model from the simulator's true
+/// counts over one second: each input resolved through the written sysfs tree as `tmetric
+/// stat` resolves it, counted on the first CPU of its PMU.
+fn evaluate_group(name: &str, group_name: &str) -> Vec<(String, String, f64)> {
+    use tmetric_catalog::IdKind;
+    use tmetric_model::Literal;
+    use tmetric_runtime::event::{self, Resolved};
+    let m = machine(name, true);
+    let tree = TempTree::new(&format!("eval-{name}"));
+    m.write_sysfs(&tree.sys(), &tree.proc()).unwrap();
+    let sysfs = Sysfs::new(tree.sys());
+    let model = tmetric_catalog::model_for_cpuid(&m.cpuid()).unwrap();
+    let k = SimKernel::manual(m.clone());
+    let mut evaluator = Evaluator::new(model);
+    let topology = sysfs.topology().unwrap();
+    evaluator.literals[Literal::SmtOn.index()] = f64::from(u8::from(topology.smt_on));
+    evaluator.literals[Literal::NumCpus.index()] = topology.num_cpus as f64;
+    evaluator.literals[Literal::NumCores.index()] = topology.cores as f64;
+    evaluator.literals[Literal::NumPackages.index()] = topology.packages as f64;
+    evaluator.literals[Literal::CoreWide.index()] = 1.0;
+    if let Some(core) = sysfs.core_pmu()
+        && let Ok(text) = std::fs::read_to_string(sysfs.pmu_devices().join(core).join("caps/slots"))
+    {
+        let slots = tmetric_runtime::sysfs::parse_number(&text).unwrap();
+        evaluator.literals[Literal::Slots.index()] = slots as f64;
+    }
+    let roots = model.select(group_name);
+    assert!(!roots.is_empty(), "{name}: no {group_name}");
+    for &root in &roots {
+        let ids = model.needed_ids(root, &evaluator.facts(), false).unwrap();
+        for slot in ids {
+            let id = &model.ids[slot as usize];
+            let pmu = model.str(id.pmu);
+            let resolved = match id.kind {
+                IdKind::Event(index) => {
+                    let json = &model.events.at(index as usize);
+                    let json_pmu = model.str(json.pmu);
+                    let pmu = if sysfs.has_pmu(json_pmu) {
+                        json_pmu.to_string()
+                    } else {
+                        sysfs.core_pmu().unwrap()
+                    };
+                    let terms = model.str(json.encoding);
+                    event::resolve_on_pmu(&pmu, terms, "", "x", &sysfs).map(Resolved::Counter)
+                }
+                IdKind::Kernel if !pmu.is_empty() => {
+                    event::resolve_on_pmu(pmu, model.str(id.event), "", "x", &sysfs)
+                        .map(Resolved::Counter)
+                }
+                IdKind::Kernel | IdKind::Sysfs => event::resolve(model.str(id.text), &sysfs),
+                _ => continue,
+            };
+            let Ok(Resolved::Counter(counter)) = resolved else {
+                panic!("{name}: cannot resolve {}: {resolved:?}", model.str(id.text))
+            };
+            let cpu = m
+                .pmu_by_type(counter.attr.type_)
+                .and_then(|(_, p)| p.cpus.as_ref().and_then(|c| c.first().copied()))
+                .unwrap_or(0);
+            let count = k.true_count(&counter.attr, cpu, 1_000 * MS).unwrap();
+            evaluator.values[slot as usize] = count as f64;
+        }
+    }
+    evaluator
+        .evaluate(model, &roots)
+        .into_iter()
+        .map(|r| {
+            let metric = &model.metrics[r.metric];
+            (model.str(metric.name).to_string(), model.str(metric.pmu).to_string(), r.value)
+        })
+        .collect()
+}
+
+#[test]
+fn level_one_metrics_evaluate_to_the_profile_fractions_on_every_machine() {
+    let want = |b: u8| f64::from(b) / 255.0;
+    let machines = [
+        ("sapphirerapids", "TopdownL1", 1.0),
+        ("icelake", "TopdownL1", 1.0),
+        ("alderlake", "TopdownL1", 1.0),
+        ("meteorlake", "TopdownL1", 1.0),
+        ("skylakex", "TopdownL1", 1.0),
+        ("skylakex-nosmt", "TopdownL1", 1.0),
+        ("amdzen4", "PipelineL1", 1.0),
+        ("neoverse-n2", "TopdownL1", 100.0),
+    ];
+    for (name, group_name, unit) in machines {
+        let results = evaluate_group(name, group_name);
+        let mut per_pmu: std::collections::BTreeMap<String, (f64, usize)> = Default::default();
+        for (metric, pmu, value) in &results {
+            let expected = match metric.trim_start_matches("tma_") {
+                "retiring" => want(TOPDOWN.retiring),
+                "bad_speculation" => want(TOPDOWN.bad_spec),
+                "frontend_bound" => want(TOPDOWN.fe_bound),
+                "backend_bound" => want(TOPDOWN.be_bound),
+                "smt_contention" => 0.0,
+                _ => continue,
+            };
+            let value = value / unit;
+            assert!(
+                (value - expected).abs() < 1e-3,
+                "{name} {pmu} {metric}: {value} vs {expected}"
+            );
+            let entry = per_pmu.entry(pmu.clone()).or_default();
+            entry.0 += value;
+            entry.1 += 1;
+        }
+        assert!(!per_pmu.is_empty(), "{name}: {results:?}");
+        for (pmu, (sum, count)) in per_pmu {
+            assert!(count >= 4, "{name} {pmu}: {count} level-1 metrics");
+            assert!((sum - 1.0).abs() < 1e-3, "{name} {pmu}: level 1 sums to {sum}");
+        }
+    }
+}
+
+#[test]
+fn level_two_metrics_follow_the_perf_metrics_bytes_on_golden_cove() {
+    // With PERF_METRICS level 2 (SPR, the hybrid cpu_core) the TopdownL2 metrics are the
+    // level-2 bytes and their differences from level 1. Ice Lake and the atom PMUs compute
+    // level 2 from ordinary events, which count at pseudo rates: no such identity there.
+    let b = |x: u8| f64::from(x) / 255.0;
+    let t = TOPDOWN;
+    let expected = [
+        ("tma_heavy_operations", b(t.heavy_ops)),
+        ("tma_light_operations", b(t.retiring) - b(t.heavy_ops)),
+        ("tma_branch_mispredicts", b(t.br_mispredict)),
+        ("tma_machine_clears", b(t.bad_spec) - b(t.br_mispredict)),
+        ("tma_fetch_latency", b(t.fetch_lat)),
+        ("tma_fetch_bandwidth", b(t.fe_bound) - b(t.fetch_lat)),
+        ("tma_memory_bound", b(t.mem_bound)),
+        ("tma_core_bound", b(t.be_bound) - b(t.mem_bound)),
+    ];
+    for name in ["sapphirerapids", "alderlake", "meteorlake"] {
+        let results = evaluate_group(name, "TopdownL2");
+        for (metric, want) in expected {
+            let (_, _, value) = results
+                .iter()
+                .find(|(m, pmu, _)| m == metric && pmu != "cpu_atom")
+                .unwrap_or_else(|| panic!("{name}: no {metric}"));
+            assert!((value - want).abs() < 1e-3, "{name} {metric}: {value} vs {want}");
+        }
+    }
+}
