@@ -185,3 +185,50 @@ fn level_two_metrics_follow_the_perf_metrics_bytes_on_golden_cove() {
         }
     }
 }
+
+#[test]
+fn probes_follow_the_simulated_machine() {
+    use tmetric_catalog::catalog::id_calls;
+    use tmetric_engine::plan::{machine_probes, offline_probes};
+    use tmetric_engine::{Machine as PlanMachine, PmuModel};
+    use tmetric_runtime::Environment;
+    let m = machine("neoverse-n2", false);
+    let tree = TempTree::new("probes");
+    m.write_sysfs(&tree.sys(), &tree.proc()).unwrap();
+    let sysfs = Sysfs::new(tree.sys());
+    let model = tmetric_catalog::model_for_cpuid(&m.cpuid()).unwrap();
+    let env = Environment::probe(&sysfs, &tree.proc());
+    let pmus = PmuModel::probe(&sysfs, &tree.proc(), Some(model));
+    let on = PlanMachine { sysfs: &sysfs, proc_root: &tree.proc(), env: &env, pmus: &pmus };
+    let probes = machine_probes(model, &on);
+    let cpuid = m.cpuid();
+    let mut seen = 0;
+    for (slot, id) in model.ids.iter().enumerate() {
+        if id.calls & id_calls::STRCMP_CPUID_STR == 0 {
+            continue;
+        }
+        seen += 1;
+        // The arm64 rule: implementer, architecture and part equal, variant/revision at least
+        // the given one. The simulated N2's MIDR decides each argument.
+        let want = tmetric_model::cpuid::cpuid_matches("arm64", model.str(id.text), &cpuid);
+        assert_eq!(probes[slot], f64::from(u8::from(want)), "{}", model.str(id.text));
+    }
+    assert!(seen >= 2, "neoverse-n2-v2 compares two MIDRs");
+    assert!(
+        model
+            .ids
+            .iter()
+            .enumerate()
+            .filter(|(_, id)| id.calls & id_calls::STRCMP_CPUID_STR != 0)
+            .any(|(slot, _)| probes[slot] == 1.0),
+        "the simulated N2 ({cpuid}) matches one of them"
+    );
+    // Without a machine the cpuid is unknown.
+    assert!(
+        offline_probes(model)
+            .iter()
+            .enumerate()
+            .filter(|(slot, _)| model.ids[*slot].calls & id_calls::STRCMP_CPUID_STR != 0)
+            .all(|(_, v)| v.is_nan())
+    );
+}
