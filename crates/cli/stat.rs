@@ -176,8 +176,7 @@ pub(crate) fn select_items(
     let mut host: Option<&'static Model> = None;
     let mut chosen: Vec<Pick> = Vec::new();
     for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
-        let mut found: Vec<(&'static Model, usize)> =
-            common.select(item).into_iter().map(|m| (common, m)).collect();
+        let mut found = engine::select::find(item, common, None);
         if found.is_empty() {
             let model = match host {
                 Some(model) => model,
@@ -185,26 +184,15 @@ pub(crate) fn select_items(
                     format!("`{item}` is not a common metric or group, so it must be a CPU model's")
                 })?),
             };
-            found = model.select(item).into_iter().map(|m| (model, m)).collect();
+            found = engine::select::find(item, common, Some(model));
             if found.is_empty() {
-                let names = [common, model].into_iter().flat_map(|m| {
-                    m.metrics.iter().flat_map(move |x| {
-                        std::iter::once(m.str(x.name).to_string()).chain(
-                            m.str(x.groups).split(';').filter(|g| !g.is_empty()).map(String::from),
-                        )
-                    })
-                });
-                let close = models::closest(item, names, 5);
+                let close = models::closest(item, engine::select::names(&[common, model]), 5);
                 let hint = if close.is_empty() {
                     format!("`tmetric list metrics --model {}` lists them", model.path())
                 } else {
                     format!("did you mean {}?", models::join_code(&close))
                 };
-                let defining: Vec<String> = tmetric_catalog::MODELS
-                    .iter()
-                    .filter(|m| !m.is_sys && !m.select(item).is_empty())
-                    .map(|m| m.path())
-                    .collect();
+                let defining = engine::select::defined_for(item);
                 if !defining.is_empty() {
                     let shown: Vec<&str> = defining.iter().take(6).map(String::as_str).collect();
                     let more = if defining.len() > 6 {
@@ -225,11 +213,7 @@ pub(crate) fn select_items(
                 );
             }
         }
-        for (m, metric) in found {
-            if !chosen.iter().any(|c| std::ptr::eq(c.model, m) && c.metric == metric) {
-                chosen.push(Pick { model: m, metric, item: item.to_string() });
-            }
-        }
+        engine::select::add_unique(&mut chosen, found);
     }
     Ok(chosen)
 }

@@ -9,6 +9,7 @@
 //! * [`eval`]: evaluation of a plan over counts, with the reason for every missing value.
 //! * [`evaluator`]: a model's metrics over input values; metric selection and needed inputs.
 //! * [`offline`]: the evaluator front end every input source shares (plan, counts file, log).
+//! * [`select`]: perf's `-M` lookup (common metrics first), suggestions, defining models.
 //! * [`topdown`]: perf's built-in level-1 TopDown from the older `topdown-*` events (seed 000).
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -19,6 +20,7 @@ pub mod offline;
 pub mod plan;
 pub mod pmu;
 pub mod schedule;
+pub mod select;
 pub mod topdown;
 
 pub use eval::{Evaluators, RootResult, Sample, Shown};

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use tmetric_catalog::Model;
 use tmetric_engine::{
-    Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Select, Source, eval,
+    Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Source, eval,
 };
 use tmetric_runtime::counter::{CpuCount, RawCount, Snapshot, parse_group_read};
 use tmetric_runtime::event::{self, EventKind, Resolved};
@@ -424,13 +424,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         let mut picks: Vec<Pick> = Vec::new();
         let mut events: Vec<String> = Vec::new();
         for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
-            let mut found: Vec<(&'static Model, usize)> =
-                common.select(item).into_iter().map(|m| (common, m)).collect();
-            if found.is_empty()
-                && let Some(model) = model
-            {
-                found = model.select(item).into_iter().map(|m| (model, m)).collect();
-            }
+            let found = tmetric_engine::select::find(item, common, model);
             if found.is_empty() && item.starts_with('{') {
                 // A group of events, as `-e '{a,b}'` takes it.
                 events.push(item.to_string());
@@ -456,11 +450,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     }
                 }
             }
-            for (m, metric) in found {
-                if !picks.iter().any(|p| std::ptr::eq(p.model, m) && p.metric == metric) {
-                    picks.push(Pick { model: m, metric, item: item.to_string() });
-                }
-            }
+            tmetric_engine::select::add_unique(&mut picks, found);
         }
         for e in &events {
             plan.add_event_lists(std::slice::from_ref(e), &sysfs).map_err(|err| {
