@@ -1977,6 +1977,32 @@ mod tests {
     }
 
     #[test]
+    fn thread_column_matches_perfs_output() {
+        // perf's own output, captured on this kind of machine for the perfstat reader.
+        let std = include_str!("../perfstat/tests/data/real/std_per_thread.txt");
+        let line = std.lines().find(|l| l.contains("task-clock")).unwrap();
+        let ours = format!(
+            "{}{:>18} {:<4} task-clock",
+            thread_prefix(&Layout::Std, "", "sh", 10057),
+            "55.32",
+            "msec"
+        );
+        // The capture is perf 6.1's, which pads the tid to 8 (`%-8d` and a space); perf 6.12
+        // pads it to 7 (`%-*d ` with PID_LEN 7), as tmetric does: one space less, the rest
+        // the same.
+        let perf_6_12 = line.replacen("10057 ", "10057", 1);
+        assert!(perf_6_12.starts_with(&ours), "perf: {perf_6_12:?}\nours: {ours:?}");
+        let csv = include_str!("../perfstat/tests/data/real/csv_per_thread.txt");
+        let csv_prefix = thread_prefix(&Layout::Csv(",".into()), "", "sh", 10081);
+        assert!(csv.lines().all(|l| l.starts_with(&csv_prefix)), "{csv_prefix:?}");
+        let json = include_str!("../perfstat/tests/data/real/json_per_thread.txt");
+        let json_prefix = format!("{{{}", thread_prefix(&Layout::Json, "", "sh", 10103));
+        assert!(json.lines().all(|l| l.starts_with(&json_prefix)), "{json_prefix:?}");
+        // A comm that needs quoting stays valid JSON.
+        assert_eq!(thread_prefix(&Layout::Json, "", "a\"b", 7), "\"thread\" : \"a\\\"b-7\", ");
+    }
+
+    #[test]
     fn csv_and_json_metrics_keep_plain_number() {
         assert_eq!(plain_number(0.0031234567890123), "0.0031234567890123");
         assert_eq!(plain_number(2.5), "2.5");
