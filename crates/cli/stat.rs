@@ -972,6 +972,12 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
     let sys_for_sampler = sys.clone();
     let mut counters =
         Counters::open_with(sys, plan.specs.clone(), &plan.groups, &plan.sticky, target.clone())?;
+    if let Some(threads) = &threads
+        && !threads.is_empty()
+        && counters.vanished().len() == threads.len()
+    {
+        bail!("every thread to count had exited before its counters could be opened");
+    }
     check_opened(&plan, &counters, &env)?;
     if let Some(threads) = &threads {
         let gone = counters.vanished();
@@ -1136,7 +1142,7 @@ fn check_per_thread(args: &StatArgs, attach: bool) -> anyhow::Result<()> {
     if !args.per_thread {
         return Ok(());
     }
-    if !attach && !(args.all_cpus && args.cpu_list.is_none()) {
+    if !(attach || (args.all_cpus && args.cpu_list.is_none())) {
         bail!(
             "The --per-thread option is only available when monitoring via -p -t -a options: a command's threads do not exist yet when counting starts and -C counts CPUs, so start the command first and give -p PID"
         );
@@ -1163,10 +1169,13 @@ fn listed_threads(args: &StatArgs) -> anyhow::Result<Option<Vec<(i32, String)>>>
     if let Some(pid) = args.pid {
         let tids = task_ids(&proc_root.join(pid.to_string()).join("task"))
             .with_context(|| format!("-p {pid}: no such process"))?;
-        let threads = tids
+        let threads: Vec<(i32, String)> = tids
             .into_iter()
             .filter_map(|t| comm(proc_root.join(format!("{pid}/task/{t}/comm"))).map(|c| (t, c)))
             .collect();
+        if threads.is_empty() {
+            bail!("-p {pid}: the process has no threads left (it is exiting)");
+        }
         return Ok(Some(threads));
     }
     if !args.tid.is_empty() {
