@@ -235,3 +235,43 @@ fn per_thread_system_wide_lists_only_threads_that_counted() {
         assert!(count > 0, "perf leaves out rows that counted nothing with -a: {label},{rest}");
     }
 }
+
+#[test]
+fn per_thread_intervals_name_the_thread_column_and_verbose_says_what_is_counted() {
+    let out = tmetric(&[
+        "--per-thread",
+        "-a",
+        "-v",
+        "-I",
+        "100",
+        "-e",
+        "context-switches",
+        "--",
+        "sleep",
+        "0.25",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("a thread started later has no counters of its own"),
+        "-v says which threads count: {text}"
+    );
+    // perf 6.12's `#%*s %*s-%-*s` then ` %*s %*s events` (INTERVAL_LEN - 1, COMM_LEN, PID_LEN,
+    // COUNTS_LEN, unit width).
+    let header =
+        format!("#{:>15} {:>16}-{:<7} {:>18} unit events", "time", "comm", "pid", "counts");
+    assert_eq!(text.lines().filter(|l| l.starts_with('#')).collect::<Vec<_>>(), [header]);
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("context-switches")).collect();
+    assert!(!rows.is_empty(), "{text}");
+    for row in rows {
+        let time: f64 = row.split_whitespace().next().unwrap().parse().expect(row);
+        assert!(time > 0.0 && time < 5.0, "{row}");
+        // `time comm-tid count context-switches`; a long comm widens its column, as in
+        // perf, and a comm may hold spaces.
+        let head = row.split(" context-switches").next().unwrap();
+        let (rest, count) = head.trim_end().rsplit_once(' ').unwrap();
+        let comm_tid = rest.trim_start().split_once(' ').unwrap().1.trim();
+        assert!(comm_tid.rsplit_once('-').is_some_and(|(_, t)| t.parse::<i32>().is_ok()), "{row}");
+        assert!(count.replace(',', "").parse::<u64>().is_ok_and(|c| c > 0), "{row}");
+    }
+}
