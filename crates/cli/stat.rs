@@ -129,12 +129,18 @@ pub(crate) struct StatArgs {
     /// Aggregate per socket (package).
     #[arg(long)]
     pub(crate) per_socket: bool,
-    /// Count an existing process (and its threads) until Ctrl-C, instead of a command.
+    /// Count an existing process (every thread it has at the start) until Ctrl-C, instead of
+    /// a command.
     #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "tid")]
     pub(crate) pid: Option<i32>,
-    /// Count an existing thread until Ctrl-C, instead of a command.
-    #[arg(short = 't', long = "tid", value_name = "TID")]
-    pub(crate) tid: Option<i32>,
+    /// Count existing threads (comma-separated ids) until Ctrl-C, instead of a command.
+    #[arg(short = 't', long = "tid", value_name = "TID", value_delimiter = ',')]
+    pub(crate) tid: Vec<i32>,
+    /// Per thread: one row per thread and event, `comm-tid` first, with -p or -t (the
+    /// threads they have at the start), or with -a (every thread, rows that counted nothing
+    /// left out).
+    #[arg(long, conflicts_with_all = ["no_aggr", "per_core", "per_socket", "per_die"])]
+    pub(crate) per_thread: bool,
     /// On hybrid CPUs, only the metrics of this core type.
     #[arg(long, value_name = "core|atom", value_parser = ["core", "atom"])]
     pub(crate) cputype: Option<String>,
@@ -408,6 +414,12 @@ struct Printer {
     colour: bool,
     /// `-A`/`--per-*`: the aggregation units (label, CPUs); empty for one global total.
     units: Vec<(String, Vec<i32>)>,
+    /// `--per-thread`: the threads (comm, tid) as listed at the start, without those gone
+    /// before their counters opened; empty otherwise.
+    threads: Vec<(String, i32)>,
+    /// `--per-thread -a`: leave out rows that counted nothing, as perf does (most threads
+    /// of a system count nothing most of the time).
+    skip_zero: bool,
     /// `--tree`: show nodes below their threshold too (`--all`).
     tree: Option<bool>,
     /// `-r`: per spec, the relative standard deviation of its count over the runs, in %.
@@ -426,25 +438,50 @@ impl Printer {
         if self.metric_only {
             return self.metric_columns(plan, sample, at);
         }
+        if !self.threads.is_empty() {
+            return self.thread_rows(plan, sample, at);
+        }
         if self.units.is_empty() {
-            return self.rows_for(plan, sample, at, None);
+            return self.rows_for(plan, sample, at, None, None);
         }
         for (label, cpus) in self.units.clone() {
             // Each unit evaluates over its own CPUs' counts, as perf's aggregation does.
             let counts = only_cpus(sample.counts, &cpus);
             let unit = Sample { counts: &counts, ..*sample };
-            self.rows_for(plan, &unit, at, Some((&label, cpus.len())))?;
+            self.rows_for(plan, &unit, at, Some(Unit::Cpus(&label, cpus.len())), None)?;
         }
         Ok(())
     }
 
-    /// The rows of one aggregation unit (`unit`: its label and CPU count), or of the total.
+    /// `--per-thread`: perf's order, event by event and, within an event, thread by thread;
+    /// each thread's metrics are evaluated over that thread's counts alone.
+    fn thread_rows(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        at: Option<Duration>,
+    ) -> io::Result<()> {
+        let threads = self.threads.clone();
+        let counts: Vec<_> =
+            threads.iter().map(|(_, tid)| only_thread(sample.counts, *tid)).collect();
+        for (r, _) in plan.rows.iter().enumerate().filter(|(_, row)| row.show) {
+            for ((comm, tid), counts) in threads.iter().zip(&counts) {
+                let unit = Sample { counts, ..*sample };
+                self.rows_for(plan, &unit, at, Some(Unit::Thread(comm, *tid)), Some(r))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows of one aggregation unit, or of the total (`unit` None); `only` limits them
+    /// to one row of the plan.
     fn rows_for(
         &mut self,
         plan: &Plan,
         sample: &Sample<'_>,
         at: Option<Duration>,
-        unit: Option<(&str, usize)>,
+        unit: Option<Unit<'_>>,
+        only: Option<usize>,
     ) -> io::Result<()> {
         let results = plan.evaluate(&mut self.evaluators, sample);
         let time = match (&self.layout, at) {
@@ -457,22 +494,36 @@ impl Printer {
             }
             (_, None) => String::new(),
         };
-        let per_cpu = unit.is_some_and(|(label, _)| label.starts_with("CPU"));
+        let per_cpu = matches!(unit, Some(Unit::Cpus(label, _)) if label.starts_with("CPU"));
         let prefix = match (&self.layout, unit) {
             (_, None) => time,
-            (Layout::Std, Some((label, _))) if per_cpu => format!("{time}{label:<8}"),
-            (Layout::Std, Some((label, n))) => format!("{time}{label:<12}{n:>4} "),
-            (Layout::Csv(sep), Some((label, _))) if per_cpu => format!("{time}{label}{sep}"),
-            (Layout::Csv(sep), Some((label, n))) => format!("{time}{label}{sep}{n}{sep}"),
-            (Layout::Json, Some((label, _))) if per_cpu => {
+            (layout, Some(Unit::Thread(comm, tid))) => thread_prefix(layout, &time, comm, tid),
+            (Layout::Std, Some(Unit::Cpus(label, _))) if per_cpu => format!("{time}{label:<8}"),
+            (Layout::Std, Some(Unit::Cpus(label, n))) => format!("{time}{label:<12}{n:>4} "),
+            (Layout::Csv(sep), Some(Unit::Cpus(label, _))) if per_cpu => {
+                format!("{time}{label}{sep}")
+            }
+            (Layout::Csv(sep), Some(Unit::Cpus(label, n))) => {
+                format!("{time}{label}{sep}{n}{sep}")
+            }
+            (Layout::Json, Some(Unit::Cpus(label, _))) if per_cpu => {
                 format!("{time}\"cpu\" : \"{}\", ", label.trim_start_matches("CPU"))
             }
-            (Layout::Json, Some((label, n))) => {
+            (Layout::Json, Some(Unit::Cpus(label, n))) => {
                 format!("{time}\"aggregate-number\" : {n}, \"unit\" : \"{label}\", ")
             }
         };
-        for row in plan.rows.iter().filter(|r| r.show) {
+        let thread = matches!(unit, Some(Unit::Thread(..)));
+        let rows =
+            plan.rows.iter().enumerate().filter(|(i, r)| r.show && only.is_none_or(|o| o == *i));
+        for (_, row) in rows {
             let state = engine::eval::shown(plan, row, sample);
+            if thread
+                && self.skip_zero
+                && !matches!(state, Shown::Value { count, .. } if count != 0.0)
+            {
+                continue;
+            }
             // (label, value, has ScaleUnit, unit, name)
             let metrics: Vec<(String, f64, bool, &str, &str)> = row
                 .roots
@@ -603,6 +654,25 @@ impl Printer {
     }
 }
 
+/// One aggregation unit of the output.
+#[derive(Debug, Clone, Copy)]
+enum Unit<'a> {
+    /// `-A`/`--per-*`: the label (`CPU3`, `S0-D0-C1`, ...) and how many CPUs it sums.
+    Cpus(&'a str, usize),
+    /// `--per-thread`: the thread's comm and id.
+    Thread(&'a str, i32),
+}
+
+/// perf's `comm-tid` column: `%16s-%-7d ` in the default layout, `comm-tid,` in CSV,
+/// `"thread" : "comm-tid"` in JSON.
+fn thread_prefix(layout: &Layout, time: &str, comm: &str, tid: i32) -> String {
+    match layout {
+        Layout::Std => format!("{time}{comm:>16}-{tid:<7} "),
+        Layout::Csv(sep) => format!("{time}{comm}-{tid}{sep}"),
+        Layout::Json => format!("{time}\"thread\" : {}, ", json_string(&format!("{comm}-{tid}"))),
+    }
+}
+
 /// Why rows print `<not supported>`/`<not counted>` and metrics `nan`, and how the groups
 /// were opened when the kernel refused some.
 fn notes<S: Syscalls>(
@@ -612,13 +682,39 @@ fn notes<S: Syscalls>(
     env: &Environment,
     sample: &Sample<'_>,
 ) -> Vec<String> {
-    let results = plan.evaluate(&mut printer.evaluators, sample);
-    let mut notes = plan.notes(&results, sample, |spec| {
+    let failure = |spec: usize| {
         counters.failure(spec).map(|failure| {
             let cpu = failure.cpu.map(|c| format!(" (on CPU {c})")).unwrap_or_default();
             format!("{cpu}: {}", env.explain(failure.errno, &plan.events[spec]))
         })
-    });
+    };
+    let results = plan.evaluate(&mut printer.evaluators, sample);
+    let mut notes = plan.notes(&results, sample, failure);
+    if !printer.threads.is_empty() && !printer.skip_zero {
+        // Each thread's rows were evaluated over its own counts: a thread that never ran
+        // (a sleeping main thread) has `<not counted>` rows and metrics read from 0, which
+        // the totals do not show. Threads with the same note share it.
+        let mut per_thread: Vec<(String, Vec<String>)> = Vec::new();
+        for (comm, tid) in printer.threads.clone() {
+            let counts = only_thread(sample.counts, tid);
+            let unit = Sample { counts: &counts, ..*sample };
+            let results = plan.evaluate(&mut printer.evaluators, &unit);
+            for note in plan.notes(&results, &unit, failure) {
+                if notes.contains(&note) {
+                    continue;
+                }
+                let label = format!("{comm}-{tid}");
+                match per_thread.iter_mut().find(|(n, _)| *n == note) {
+                    Some((_, labels)) => labels.push(label),
+                    None => per_thread.push((note, vec![label])),
+                }
+            }
+        }
+        for (note, labels) in per_thread {
+            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+            notes.push(format!("{}: {note}", names_summary(&labels)));
+        }
+    }
     for split in counters.splits() {
         let names: Vec<&str> = split.events.iter().map(|&e| plan.specs[e].name.as_str()).collect();
         let kept = if split.kept.is_empty() {
@@ -642,13 +738,13 @@ fn command_text(command: &[OsString]) -> String {
 
 /// Runs `tmetric stat`; returns the exit code (the workload's, as perf does).
 pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
-    let attach = args.pid.or(args.tid);
-    if args.command.is_empty() && !system_wide(args) && attach.is_none() {
+    let attach = args.pid.is_some() || !args.tid.is_empty();
+    if args.command.is_empty() && !system_wide(args) && !attach {
         bail!(
             "give a command to count (`tmetric stat -- COMMAND ...`), -a or -C to count CPUs until Ctrl-C, or -p/-t to count a running process"
         );
     }
-    if attach.is_some() && !args.command.is_empty() {
+    if attach && !args.command.is_empty() {
         bail!(
             "-p/-t count a running process until Ctrl-C; give either them or a command, not both"
         );
@@ -656,6 +752,7 @@ pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
     if (args.no_aggr || args.per_core || args.per_die || args.per_socket) && !system_wide(args) {
         bail!("-A, --per-core, --per-die and --per-socket split counts by CPU: add -a or -C");
     }
+    check_per_thread(args, attach)?;
     if let Some(ms) = args.interval
         && ms < 10
     {
@@ -786,6 +883,8 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
             ColorChoice::Auto => args.output.is_none() && std::io::stderr().is_terminal(),
         } && layout == Layout::Std,
         units: Vec::new(),
+        threads: Vec::new(),
+        skip_zero: false,
         spread: Vec::new(),
         tree: (args.tree
             || (args.topdown
@@ -801,6 +900,7 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
     } else {
         Some(Workload::prepare(&args.command).context("cannot start the workload")?)
     };
+    let threads = listed_threads(args)?;
     let target = if let Some(list) = &args.cpu_list {
         let online = sysfs.online_cpus().context("cannot list the online CPUs")?;
         let wanted = tmetric_runtime::sysfs::parse_cpu_list(list.trim())
@@ -810,10 +910,11 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
             bail!("-C `{list}`: CPU {offline:?} is not online (online: {online:?})");
         }
         Target::Cpus(wanted)
+    } else if let Some(threads) = &threads {
+        // perf's `-p`: every thread the process has at the start, each with its own counters.
+        Target::Threads(threads.iter().map(|t| t.0).collect())
     } else if args.all_cpus {
         Target::Cpus(sysfs.online_cpus().context("cannot list the online CPUs")?)
-    } else if let Some(pid) = args.pid.or(args.tid) {
-        Target::Task { pid, on_exec: false }
     } else {
         // With -D the counters are enabled after the delay, not at exec.
         let on_exec = args.delay.is_none_or(|d| d == 0);
@@ -854,7 +955,35 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
     let sys_for_sampler = sys.clone();
     let mut counters =
         Counters::open_with(sys, plan.specs.clone(), &plan.groups, &plan.sticky, target.clone())?;
+    if let Some(threads) = &threads
+        && !threads.is_empty()
+        && counters.vanished().len() == threads.len()
+    {
+        bail!("every thread to count had exited before its counters could be opened");
+    }
     check_opened(&plan, &counters, &env)?;
+    if let Some(threads) = &threads {
+        let gone = counters.vanished();
+        if args.verbose {
+            warn(&format!(
+                "counting {} threads apart, as listed at the start{}; a thread started later has no counters of its own: the kernel adds its counts to the counted thread that created it (inherit), as with perf",
+                threads.len() - gone.len(),
+                if gone.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} had exited before their counters opened)", gone.len())
+                }
+            ));
+        }
+        if args.per_thread {
+            printer.threads = threads
+                .iter()
+                .filter(|(t, _)| !gone.contains(t))
+                .map(|(t, comm)| (comm.clone(), *t))
+                .collect();
+            printer.skip_zero = args.all_cpus;
+        }
+    }
     let options = RunOptions {
         interval: args.interval.map(Duration::from_millis),
         catch_signals: true,
@@ -875,7 +1004,15 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
         let sampler = &mut sampler;
         tmetric_runtime::run(&mut counters, &target, workload.as_mut(), &options, |tick| {
             if layout == Layout::Std && !printer.metric_only && (tick.number - 1) % 25 == 0 {
-                writeln!(printer.out, "#           time             counts unit events")?;
+                if printer.threads.is_empty() {
+                    writeln!(printer.out, "#           time             counts unit events")?;
+                } else {
+                    writeln!(
+                        printer.out,
+                        "#{:>15} {:>16}-{:<7} {:>18} unit events",
+                        "time", "comm", "pid", "counts"
+                    )?;
+                }
             }
             let sample =
                 Sample { counts: tick.counts, seconds: tick.length.as_secs_f64(), rusage: None };
@@ -932,8 +1069,9 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
         if layout == Layout::Std {
             let what = if let Some(pid) = args.pid {
                 format!("process id {pid}")
-            } else if let Some(tid) = args.tid {
-                format!("thread id {tid}")
+            } else if !args.tid.is_empty() {
+                let tids: Vec<String> = args.tid.iter().map(i32::to_string).collect();
+                format!("thread id {}", tids.join(","))
             } else if let Some(list) = &args.cpu_list {
                 format!("CPU(s) {list}")
             } else if args.all_cpus {
@@ -978,6 +1116,93 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
     }
     printer.out.finish()?;
     Ok(if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) })
+}
+
+/// `--per-thread`'s rules, perf 6.12's: only with -p, -t or -a (not -C), because a
+/// command's threads do not exist yet when counting starts and -C counts CPUs, not threads;
+/// and not with the metric-only layouts, which have no thread column.
+fn check_per_thread(args: &StatArgs, attach: bool) -> anyhow::Result<()> {
+    if !args.per_thread {
+        return Ok(());
+    }
+    if !(attach || (args.all_cpus && args.cpu_list.is_none())) {
+        bail!(
+            "The --per-thread option is only available when monitoring via -p -t -a options: a command's threads do not exist yet when counting starts and -C counts CPUs, so start the command first and give -p PID"
+        );
+    }
+    if args.metric_only {
+        bail!("--metric-only is not supported with --per-thread");
+    }
+    if args.topdown {
+        bail!("--topdown is not supported with --per-thread: it prints metric-only columns");
+    }
+    if args.tree {
+        bail!("--tree is not supported with --per-thread");
+    }
+    Ok(())
+}
+
+/// The threads of `-p`, `-t` and `--per-thread -a`, each with its `comm`, listed once under
+/// the real `/proc` (a simulated PMU still counts real tasks); `None` for other targets.
+fn listed_threads(args: &StatArgs) -> anyhow::Result<Option<Vec<(i32, String)>>> {
+    let proc_root = Path::new("/proc");
+    let comm = |path: PathBuf| {
+        std::fs::read_to_string(path).map(|c| c.trim_end_matches('\n').to_string()).ok()
+    };
+    if let Some(pid) = args.pid {
+        let tids = task_ids(&proc_root.join(pid.to_string()).join("task"))
+            .with_context(|| format!("-p {pid}: no such process"))?;
+        let threads: Vec<(i32, String)> = tids
+            .into_iter()
+            .filter_map(|t| comm(proc_root.join(format!("{pid}/task/{t}/comm"))).map(|c| (t, c)))
+            .collect();
+        if threads.is_empty() {
+            bail!("-p {pid}: the process has no threads left (it is exiting)");
+        }
+        return Ok(Some(threads));
+    }
+    if !args.tid.is_empty() {
+        let mut threads = Vec::new();
+        for &tid in &args.tid {
+            let name = comm(proc_root.join(format!("{tid}/comm")))
+                .filter(|_| tid > 0)
+                .with_context(|| {
+                    format!(
+                        "-t {tid}: no such thread ({} has no comm)",
+                        proc_root.join(tid.to_string()).display()
+                    )
+                })?;
+            if !threads.iter().any(|(t, _)| *t == tid) {
+                threads.push((tid, name));
+            }
+        }
+        return Ok(Some(threads));
+    }
+    if args.per_thread && args.all_cpus {
+        let mut threads = Vec::new();
+        let entries = std::fs::read_dir(proc_root).context("cannot list /proc")?;
+        let mut pids: Vec<i32> =
+            entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+        pids.sort_unstable();
+        for pid in pids {
+            // A process that ended while /proc was read has no threads to count.
+            let Ok(tids) = task_ids(&proc_root.join(format!("{pid}/task"))) else { continue };
+            threads.extend(tids.into_iter().filter_map(|t| {
+                comm(proc_root.join(format!("{pid}/task/{t}/comm"))).map(|c| (t, c))
+            }));
+        }
+        return Ok(Some(threads));
+    }
+    Ok(None)
+}
+
+/// The numeric entries of a `/proc/PID/task` directory, in ascending order.
+fn task_ids(dir: &Path) -> io::Result<Vec<i32>> {
+    let mut tids: Vec<i32> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    Ok(tids)
 }
 
 /// Flag checks made before anything runs: empty `-e`/`-M` lists and an unknown `--model`
@@ -1076,14 +1301,21 @@ fn start_sampler<S: Syscalls>(
     if specs.is_empty() {
         bail!("--record-tpebs: no selected metric has a retire-latency (`:R`) input");
     }
+    // The sampler follows a task with `inherit`: the process of -p, the first thread of -t.
+    let target = match target {
+        Target::Threads(tids) => {
+            Target::Task { pid: tids.first().copied().unwrap_or(0), on_exec: false }
+        }
+        other => other.clone(),
+    };
     let options = SamplerOptions {
         task_cpus: match target {
-            Target::Task { .. } => sysfs.online_cpus().unwrap_or_default(),
+            Target::Task { .. } | Target::Threads(_) => sysfs.online_cpus().unwrap_or_default(),
             Target::Cpus(_) => Vec::new(),
         },
         ..SamplerOptions::default()
     };
-    Sampler::start(sys, &specs, target, &options).map_err(|e| {
+    Sampler::start(sys, &specs, &target, &options).map_err(|e| {
         anyhow::anyhow!("--record-tpebs: the sampler cannot start: {e}; without it, --retire-latency FILE gives the values")
     })
 }
@@ -1249,6 +1481,19 @@ fn only_cpus(counts: &tmetric_runtime::Snapshot, cpus: &[i32]) -> tmetric_runtim
             .map(|e| {
                 e.as_ref()
                     .map(|per| per.iter().copied().filter(|c| cpus.contains(&c.cpu)).collect())
+            })
+            .collect(),
+    }
+}
+
+/// `counts` of thread `tid` only (`--per-thread`).
+fn only_thread(counts: &tmetric_runtime::Snapshot, tid: i32) -> tmetric_runtime::Snapshot {
+    tmetric_runtime::Snapshot {
+        events: counts
+            .events
+            .iter()
+            .map(|e| {
+                e.as_ref().map(|per| per.iter().copied().filter(|c| c.thread == tid).collect())
             })
             .collect(),
     }
@@ -1721,6 +1966,32 @@ mod tests {
         assert_eq!(grouped_number(1234.567, 2), "1,234.57");
         assert_eq!(grouped_number(0.54, 2), "0.54");
         assert_eq!(grouped_number(-1234.0, 0), "-1,234");
+    }
+
+    #[test]
+    fn thread_column_matches_perfs_output() {
+        // perf's own output, captured on this kind of machine for the perfstat reader.
+        let std = include_str!("../perfstat/tests/data/real/std_per_thread.txt");
+        let line = std.lines().find(|l| l.contains("task-clock")).unwrap();
+        let ours = format!(
+            "{}{:>18} {:<4} task-clock",
+            thread_prefix(&Layout::Std, "", "sh", 10057),
+            "55.32",
+            "msec"
+        );
+        // The capture is perf 6.1's, which pads the tid to 8 (`%-8d` and a space); perf 6.12
+        // pads it to 7 (`%-*d ` with PID_LEN 7), as tmetric does: one space less, the rest
+        // the same.
+        let perf_6_12 = line.replacen("10057 ", "10057", 1);
+        assert!(perf_6_12.starts_with(&ours), "perf: {perf_6_12:?}\nours: {ours:?}");
+        let csv = include_str!("../perfstat/tests/data/real/csv_per_thread.txt");
+        let csv_prefix = thread_prefix(&Layout::Csv(",".into()), "", "sh", 10081);
+        assert!(csv.lines().all(|l| l.starts_with(&csv_prefix)), "{csv_prefix:?}");
+        let json = include_str!("../perfstat/tests/data/real/json_per_thread.txt");
+        let json_prefix = format!("{{{}", thread_prefix(&Layout::Json, "", "sh", 10103));
+        assert!(json.lines().all(|l| l.starts_with(&json_prefix)), "{json_prefix:?}");
+        // A comm that needs quoting stays valid JSON.
+        assert_eq!(thread_prefix(&Layout::Json, "", "a\"b", 7), "\"thread\" : \"a\\\"b-7\", ");
     }
 
     #[test]

@@ -1045,7 +1045,12 @@ fn model_names(model: Option<&'static Model>) -> String {
 
 /// Per-spec counts as the engine's snapshot (one task counter per event).
 fn snapshot(values: &[RawCount]) -> Snapshot {
-    Snapshot { events: values.iter().map(|&raw| Some(vec![CpuCount { cpu: -1, raw }])).collect() }
+    Snapshot {
+        events: values
+            .iter()
+            .map(|&raw| Some(vec![CpuCount { cpu: -1, thread: -1, raw }]))
+            .collect(),
+    }
 }
 
 /// The groups a region opens: at most one hardware group plus one group of software events.

@@ -18,6 +18,13 @@ pub enum Target {
     },
     /// Every task, on each of these CPUs (`pid = -1`, one descriptor per event per CPU).
     Cpus(Vec<u32>),
+    /// Each of these threads apart (`pid = tid`, `cpu = -1`, one descriptor per event per
+    /// thread, with `inherit` as perf's): the threads of `-p`, `-t` and `--per-thread`,
+    /// listed once at the start. A thread started later has no counter of its own: the
+    /// kernel adds its counts to the counted thread that created it. A thread that exits
+    /// keeps its final counts; one already gone at open time is left out
+    /// ([`Counters::vanished`]).
+    Threads(Vec<i32>),
 }
 
 /// One event to count.
@@ -136,11 +143,13 @@ impl RawCount {
     }
 }
 
-/// One event's reading on one CPU (`cpu` is -1 for a task counter).
+/// One event's reading on one CPU (`cpu` is -1 for a task counter) or one thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CpuCount {
     /// The CPU, or -1.
     pub cpu: i32,
+    /// The thread of a [`Target::Threads`] counter, or -1.
+    pub thread: i32,
     /// The reading.
     pub raw: RawCount,
 }
@@ -178,7 +187,7 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// The change since `earlier`, CPU by CPU.
+    /// The change since `earlier`, CPU by CPU (thread by thread).
     pub fn since(&self, earlier: &Snapshot) -> Snapshot {
         let events = self
             .events
@@ -190,9 +199,11 @@ impl Snapshot {
                     cpus.iter()
                         .map(|c| {
                             let old = before
-                                .and_then(|b| b.iter().find(|o| o.cpu == c.cpu))
+                                .and_then(|b| {
+                                    b.iter().find(|o| o.cpu == c.cpu && o.thread == c.thread)
+                                })
                                 .map_or(RawCount::default(), |o| o.raw);
-                            CpuCount { cpu: c.cpu, raw: c.raw.since(old) }
+                            CpuCount { cpu: c.cpu, thread: c.thread, raw: c.raw.since(old) }
                         })
                         .collect()
                 })
@@ -257,10 +268,12 @@ struct Member {
     id: u64,
 }
 
-/// One group on one CPU: its leader descriptor and members (leader first).
+/// One group on one CPU or thread: its leader descriptor and members (leader first).
 #[derive(Debug, Clone)]
 struct CpuGroup {
     cpu: i32,
+    /// The thread of a [`Target::Threads`] group, or -1.
+    thread: i32,
     members: Vec<Member>,
 }
 
@@ -284,6 +297,8 @@ pub struct Counters<S: Syscalls> {
     user_only: Vec<bool>,
     /// Set when an open failed with `EMFILE`: the descriptors open at that moment.
     fd_exhausted: Option<usize>,
+    /// [`Target::Threads`]: threads that had exited before their counters could be opened.
+    vanished: Vec<i32>,
 }
 
 /// A group the kernel refused as a whole and that was reopened in parts.
@@ -351,6 +366,7 @@ impl<S: Syscalls> Counters<S> {
             broken_groups: 0,
             splits: Vec::new(),
             fd_exhausted: None,
+            vanished: Vec::new(),
         };
         counters.sys.raise_fd_limit();
         for group in &all_groups {
@@ -385,14 +401,15 @@ impl<S: Syscalls> Counters<S> {
         Ok(counters)
     }
 
-    /// Descriptors a full open takes: one per event per CPU it is opened on.
+    /// Descriptors a full open takes: one per event per CPU (or thread) it is opened on.
     fn descriptors_needed(&self) -> usize {
-        let cpus = self.cpus();
+        let places = self.places();
         self.specs
             .iter()
             .map(|spec| {
-                cpus.iter()
-                    .filter(|&&cpu| {
+                places
+                    .iter()
+                    .filter(|&&(_, cpu)| {
                         cpu < 0 || spec.cpus.as_ref().is_none_or(|m| m.contains(&(cpu as u32)))
                     })
                     .count()
@@ -434,10 +451,14 @@ impl<S: Syscalls> Counters<S> {
         }
     }
 
-    fn cpus(&self) -> Vec<i32> {
+    /// Where each group is opened: `(pid, cpu)` pairs for `perf_event_open`.
+    fn places(&self) -> Vec<(i32, i32)> {
         match &self.target {
-            Target::Task { .. } => vec![-1],
-            Target::Cpus(cpus) => cpus.iter().map(|&c| c as i32).collect(),
+            Target::Task { pid, .. } => vec![(*pid, -1)],
+            Target::Cpus(cpus) => cpus.iter().map(|&c| (-1, c as i32)).collect(),
+            Target::Threads(tids) => {
+                tids.iter().filter(|t| !self.vanished.contains(t)).map(|&t| (t, -1)).collect()
+            }
         }
     }
 
@@ -451,21 +472,24 @@ impl<S: Syscalls> Counters<S> {
                 attr.disabled = leader;
                 attr.enable_on_exec = leader && on_exec;
             }
+            Target::Threads(_) => {
+                attr.inherit = true;
+                attr.disabled = leader;
+            }
             Target::Cpus(_) => attr.disabled = leader,
         }
         attr
     }
 
-    /// Opens one group on every CPU. Returns the errno, with nothing left open, when `weak`
-    /// and the kernel rejected a sibling as not fitting the group (EINVAL, EBADF, ENOSPC).
+    /// Opens one group on every CPU (or thread). Returns the errno, with nothing left open,
+    /// when `weak` and the kernel rejected a sibling as not fitting the group (EINVAL, EBADF,
+    /// ENOSPC).
     fn open_group(&mut self, events: &[usize], weak: bool) -> Result<(), Errno> {
-        let pid = match self.target {
-            Target::Task { pid, .. } => pid,
-            Target::Cpus(_) => -1,
-        };
+        let threads = matches!(self.target, Target::Threads(_));
         let mut opened: Vec<CpuGroup> = Vec::new();
         let mut failures: Vec<(usize, OpenFailure)> = Vec::new();
-        for cpu in self.cpus() {
+        'places: for (pid, cpu) in self.places() {
+            let thread = if threads { pid } else { -1 };
             let mut group: Option<CpuGroup> = None;
             for &event in events {
                 let failed =
@@ -489,10 +513,19 @@ impl<S: Syscalls> Counters<S> {
                         let member = Member { event, fd, id };
                         match group.as_mut() {
                             Some(g) => g.members.push(member),
-                            None => group = Some(CpuGroup { cpu, members: vec![member] }),
+                            None => group = Some(CpuGroup { cpu, thread, members: vec![member] }),
                         }
                     }
                     Err(errno) => {
+                        if threads && errno.0 == libc::ESRCH {
+                            // The thread exited after it was listed: it has nothing to count
+                            // and no row, as perf drops it from its thread map.
+                            if let Some(partial) = group.take() {
+                                self.close_groups(&[partial]);
+                            }
+                            self.vanished.push(pid);
+                            continue 'places;
+                        }
                         if errno.0 == libc::EMFILE || errno.0 == libc::ENFILE {
                             opened.extend(group.take());
                             self.groups.extend(opened);
@@ -545,7 +578,13 @@ impl<S: Syscalls> Counters<S> {
         &self.specs
     }
 
-    /// Open descriptors (one per event per CPU).
+    /// [`Target::Threads`]: the listed threads that had exited before their counters were
+    /// opened (the kernel answered `ESRCH`); they are not counted and have no readings.
+    pub fn vanished(&self) -> &[i32] {
+        &self.vanished
+    }
+
+    /// Open descriptors (one per event per CPU or thread).
     pub fn descriptors(&self) -> usize {
         self.groups.iter().map(|g| g.members.len()).sum()
     }
@@ -608,7 +647,8 @@ impl<S: Syscalls> Counters<S> {
                 // it counted nothing.
                 for member in &group.members {
                     if let Some(Some(cpus)) = events.get_mut(member.event) {
-                        cpus.push(CpuCount { cpu: group.cpu, raw: RawCount::default() });
+                        let raw = RawCount::default();
+                        cpus.push(CpuCount { cpu: group.cpu, thread: group.thread, raw });
                     }
                 }
                 continue;
@@ -624,7 +664,7 @@ impl<S: Syscalls> Counters<S> {
                 };
                 if let Some(Some(cpus)) = events.get_mut(member.event) {
                     let raw = RawCount { value, enabled: parsed.enabled, running: parsed.running };
-                    cpus.push(CpuCount { cpu: group.cpu, raw });
+                    cpus.push(CpuCount { cpu: group.cpu, thread: group.thread, raw });
                 }
             }
         }
@@ -715,6 +755,20 @@ mod tests {
         assert_eq!(RawCount { value: 100, enabled: 30, running: 10 }.scaled(), Some(300));
         // 7 * 3 / 2 = 10.5, truncated.
         assert_eq!(RawCount { value: 7, enabled: 3, running: 2 }.scaled(), Some(10));
+    }
+
+    #[test]
+    fn deltas_pair_readings_by_cpu_and_thread() {
+        let reading = |thread: i32, value: u64| CpuCount {
+            cpu: -1,
+            thread,
+            raw: RawCount { value, enabled: value, running: value },
+        };
+        let before = Snapshot { events: vec![Some(vec![reading(10, 5), reading(11, 100)])] };
+        // A thread's readings may come in another order (a group reopened per thread).
+        let after = Snapshot { events: vec![Some(vec![reading(11, 130), reading(10, 9)])] };
+        let delta = after.since(&before);
+        assert_eq!(delta.events[0].as_ref().unwrap(), &vec![reading(11, 30), reading(10, 4)]);
     }
 
     #[test]

@@ -673,6 +673,11 @@ impl<S: Syscalls> Sampler<S> {
         let (pid, on_exec) = match target {
             Target::Task { pid, on_exec } => (*pid, *on_exec),
             Target::Cpus(_) => (-1, false),
+            Target::Threads(_) => {
+                return Err(SamplerError::Nothing(
+                    "per-thread targets: sample the process (`Target::Task`) instead".to_string(),
+                ));
+            }
         };
         for (event, spec) in specs.iter().enumerate() {
             let mut attr = spec.attr.clone();
@@ -700,7 +705,9 @@ impl<S: Syscalls> Sampler<S> {
             attr.read_format = FORMAT_LOST;
             let cpus: Vec<Option<u32>> = match target {
                 Target::Task { .. } if options.task_cpus.is_empty() => vec![None],
-                Target::Task { .. } => options.task_cpus.iter().map(|&c| Some(c)).collect(),
+                Target::Task { .. } | Target::Threads(_) => {
+                    options.task_cpus.iter().map(|&c| Some(c)).collect()
+                }
                 Target::Cpus(cpus) => cpus
                     .iter()
                     .filter(|c| spec.cpus.as_ref().is_none_or(|allowed| allowed.contains(c)))

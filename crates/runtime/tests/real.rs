@@ -247,3 +247,105 @@ fn exit_codes_and_exec_failures_are_reported() {
         other => panic!("expected an exec failure, got {other:?}"),
     }
 }
+
+/// The calling thread's id, from `/proc/thread-self` (`<pid>/task/<tid>`).
+fn own_tid() -> i32 {
+    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+    link.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()).expect("a tid")
+}
+
+/// Thread `tid`'s time on a CPU so far, from the scheduler (`schedstat`'s first field, ns):
+/// the kernel's own figure, read independently of perf events.
+fn thread_cpu_ns(tid: i32) -> u64 {
+    let path = format!("/proc/self/task/{tid}/schedstat");
+    let text = std::fs::read_to_string(&path).expect(&path);
+    text.split_whitespace().next().and_then(|v| v.parse().ok()).expect("schedstat's first field")
+}
+
+/// Spins until the calling thread has run `ms` more milliseconds; returns the CPU time it
+/// used from the call to the return, in ns.
+fn spin_cpu(ms: u64) -> u64 {
+    let tid = own_tid();
+    let start = thread_cpu_ns(tid);
+    let mut x = 0u64;
+    while thread_cpu_ns(tid) - start < ms * 1_000_000 {
+        for i in 0..10_000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+    }
+    thread_cpu_ns(tid) - start
+}
+
+#[test]
+fn per_thread_counters_count_each_thread_apart_and_keep_exited_threads() {
+    use std::sync::{Arc, Barrier, mpsc};
+    let go = Arc::new(Barrier::new(3));
+    let (tids_tx, tids_rx) = mpsc::channel();
+    let (used_tx, used_rx) = mpsc::channel::<(char, u64)>();
+    // A spins 80 ms, then starts C (after the counters were opened), which spins 60 ms: the
+    // kernel's inheritance adds C's time to A's counter. B spins 40 ms. All exit before the
+    // counters are read, so every count read is a final one.
+    let a = {
+        let (go, tids, used) = (go.clone(), tids_tx.clone(), used_tx.clone());
+        std::thread::spawn(move || {
+            tids.send(('a', own_tid())).unwrap();
+            go.wait();
+            let mine = spin_cpu(80);
+            let c = std::thread::spawn(|| spin_cpu(60));
+            let child = c.join().unwrap();
+            used.send(('a', mine)).unwrap();
+            used.send(('c', child)).unwrap();
+        })
+    };
+    let b = {
+        let (go, tids, used) = (go.clone(), tids_tx, used_tx);
+        std::thread::spawn(move || {
+            tids.send(('b', own_tid())).unwrap();
+            go.wait();
+            used.send(('b', spin_cpu(40))).unwrap();
+        })
+    };
+    let mut tids = [tids_rx.recv().unwrap(), tids_rx.recv().unwrap()];
+    tids.sort();
+    let (tid_a, tid_b) = (tids[0].1, tids[1].1);
+    // A thread that no longer exists: a joined thread's id, which the kernel answers ESRCH.
+    let gone = std::thread::spawn(own_tid).join().unwrap();
+    let target = Target::Threads(vec![tid_a, gone, tid_b]);
+    let mut counters =
+        Counters::open(Kernel, specs(&["task-clock"]), &[], target).expect("open per thread");
+    assert_eq!(counters.vanished(), &[gone]);
+    assert!(counters.failure(0).is_none());
+    assert_eq!(counters.descriptors(), 2);
+    counters.enable().unwrap();
+    go.wait();
+    a.join().unwrap();
+    b.join().unwrap();
+    let snapshot = counters.read().expect("read after the threads exited");
+    counters.disable().unwrap();
+    let used: std::collections::HashMap<char, u64> = used_rx.iter().collect();
+    let readings = snapshot.events[0].as_ref().expect("task-clock is open");
+    let count = |tid: i32| {
+        let found: Vec<_> = readings.iter().filter(|c| c.thread == tid).collect();
+        assert_eq!(found.len(), 1, "one reading per thread: {readings:?}");
+        assert_eq!(found[0].cpu, -1);
+        found[0].raw.value
+    };
+    // task-clock and the scheduler's runtime measure the same thing; the counted span is a
+    // little longer than the spins (barrier wake-up, thread start and exit).
+    let slack = 8_000_000;
+    let a_expected = used[&'a'] + used[&'c'];
+    let (a_count, b_count) = (count(tid_a), count(tid_b));
+    assert!(
+        a_count >= a_expected - 1_000_000 && a_count <= a_expected + slack,
+        "A (with C inherited): counted {a_count} ns, the scheduler says {} + {} ns",
+        used[&'a'],
+        used[&'c']
+    );
+    assert!(
+        b_count >= used[&'b'] - 1_000_000 && b_count <= used[&'b'] + slack,
+        "B: counted {b_count} ns, the scheduler says {} ns",
+        used[&'b']
+    );
+    assert_eq!(snapshot.aggregate(0).unwrap().value, a_count + b_count);
+}
