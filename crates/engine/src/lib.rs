@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod builtin;
 pub mod eval;
 pub mod plan;
 pub mod pmu;
