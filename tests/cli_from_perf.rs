@@ -956,3 +956,34 @@ fn slots_not_fixed_by_the_log() {
     let value: f64 = text_value(&text, "frontend_bound").parse().unwrap();
     assert!((value - 35.0).abs() < 0.05, "{text}");
 }
+
+/// The same built-ins in perf's -x layout, where perf prints level 1 as `40.0,Retiring`: a
+/// label that is also a metric name of some models (`retiring`), which must not make the log
+/// look like theirs.
+#[test]
+fn builtins_from_a_csv_log() {
+    let path = fixture("perf/csv_builtins_perf61.txt");
+    let log = read("perf/csv_builtins_perf61.txt");
+    let field = |event: &str| -> f64 {
+        let line = log.lines().find(|l| l.split(',').nth(2) == Some(event)).unwrap();
+        line.split(',').next().unwrap().parse().unwrap()
+    };
+    let output = ok(&["eval", "--from-perf", &path, "--json"]);
+    let (header, rows) = json(&output);
+    assert_eq!(header["model"], "common/common", "{header}");
+    let ipc = builtin(&rows, "insn_per_cycle");
+    assert_close(&ipc["value"], field("instructions") / field("cycles"));
+    assert_eq!(ipc["perf"]["agrees"], true);
+    let ghz = builtin(&rows, "ghz");
+    assert_close(&ghz["value"], field("cycles") / (field("cpu-clock") * 1e6));
+    assert_eq!(ghz["perf"]["agrees"], true);
+    let sum: f64 = ["topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound"]
+        .iter()
+        .map(|e| field(e))
+        .sum();
+    let retiring = builtin(&rows, "td_retiring");
+    assert_close(&retiring["value"], field("topdown-retiring") / sum * 100.0);
+    assert_eq!(retiring["perf"]["label"], "Retiring");
+    assert_eq!(retiring["perf"]["agrees"], true);
+    assert_eq!(builtin(&rows, "branch_miss_rate")["perf"]["agrees"], true);
+}

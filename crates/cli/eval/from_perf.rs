@@ -556,7 +556,11 @@ fn printed_metrics(log: &PerfLog) -> Vec<PrintedAt> {
     for (b, block) in log.blocks.iter().enumerate() {
         let from_rows = block.rows.iter().flat_map(|row| {
             let pmu = row.key.pmu.clone().filter(|p| is_core_pmu(p));
-            row.metrics.iter().map(move |m| (m.name.clone(), pmu.clone()))
+            // perf's built-in labels (`Retiring` on `topdown-retiring`) are no JSON metric's name.
+            row.metrics
+                .iter()
+                .filter(move |m| !builtin::is_builtin_label(row, m))
+                .map(move |m| (m.name.clone(), pmu.clone()))
         });
         let loose = loose_metrics(block).into_iter().map(|(m, pmu)| (m.name.clone(), pmu));
         for (name, pmu) in from_rows.chain(loose) {

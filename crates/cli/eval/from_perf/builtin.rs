@@ -153,6 +153,16 @@ impl Builtins {
     }
 }
 
+/// Whether `m` is a built-in perf printed on its carrier `row` (`Retiring` on
+/// `topdown-retiring`), not a JSON metric that happens to share the name.
+pub(super) fn is_builtin_label(row: &Row, m: &PrintedMetric) -> bool {
+    let name = canonical(&row.key.name);
+    BUILTINS
+        .iter()
+        .filter(|b| b.carrier == name)
+        .any(|b| [b.label, b.label_for(false)].iter().any(|label| printed_as(m, label).is_some()))
+}
+
 /// perf's aliases, to the name the built-ins use.
 fn canonical(name: &str) -> &str {
     match name {
