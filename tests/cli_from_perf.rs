@@ -769,6 +769,20 @@ fn builtins_from_a_hardware_log_agree_with_perf() {
     assert_eq!(text_value(&text, "insn_per_cycle"), "1.50");
     assert!(stderr(&output).contains("1 disagree"), "{}", stderr(&output));
 
+    // Without cycles IPC has no value and says why (perf prints it blank), and there is no GHz
+    // (perf prints it on the cycles row); without stalled counts no stalled-per-insn line.
+    let stripped: String =
+        log.lines().filter(|l| !l.contains("cycles")).map(|l| format!("{l}\n")).collect();
+    let output = tmetric_stdin(&["eval", "--from-perf", "-", "--json"], &stripped);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (_, rows) = json(&output);
+    let ipc = builtin(&rows, "insn_per_cycle");
+    assert!(ipc["value"].is_null(), "{ipc}");
+    assert_eq!(ipc["missing"], serde_json::json!(["cycles"]));
+    assert!(rows_of(&rows, "ghz").is_empty());
+    assert!(rows_of(&rows, "stalled_cycles_per_insn").is_empty());
+    assert_eq!(builtin(&rows, "branch_miss_rate")["perf"]["agrees"], true);
+
     // Only the built-ins named with -M, and no catalogue metric.
     let (_, rows) = json(&ok(&["eval", "--from-perf", &path, "--json", "-M", "ghz"]));
     assert_eq!(rows.len(), 1, "{rows:?}");

@@ -225,6 +225,8 @@ pub enum NoValue {
     /// perf prints the label with a blank value: a zero denominator (`cycles` 0), or fewer
     /// than two non-zero level-1 topdown events (perf 6.1's `full_td`), or no slot counted.
     Blank(&'static str),
+    /// perf prints no line at all: `stalled cycles per insn` without either stalled count.
+    NotShown,
 }
 
 impl Builtin {
@@ -277,7 +279,7 @@ impl Builtin {
                 // are non-zero; `max` of a missing count is the other.
                 let stalled = at(1).max(at(2));
                 if got[1].is_none() && got[2].is_none() {
-                    return Err(NoValue::Missing(vec![self.inputs[1], self.inputs[2]]));
+                    return Err(NoValue::NotShown);
                 }
                 if stalled == 0.0 || at(0) == 0.0 {
                     return Err(NoValue::Blank("no stalled cycles or no instructions"));
@@ -372,6 +374,10 @@ mod tests {
                 &[("instructions", 100.0), ("stalled-cycles-frontend", 30.0)]
             ),
             Ok(0.3)
+        );
+        assert_eq!(
+            run("stalled_cycles_per_insn", &[("instructions", 100.0)]),
+            Err(NoValue::NotShown)
         );
     }
 

@@ -112,6 +112,9 @@ impl Builtins {
                     }
                     row_value(found)
                 });
+                if value == Err(NoValue::NotShown) {
+                    continue;
+                }
                 let printed = row.metrics.iter().find_map(|m| printed_as(m, label));
                 let agrees = match (&value, &printed) {
                     (Ok(ours), Some((text, Some(theirs)))) => {
@@ -256,7 +259,7 @@ impl Printer<'_> {
         let (missing, blank): (Vec<String>, Option<&str>) = match &o.value {
             Err(NoValue::Missing(m)) => (m.iter().map(|s| display_input(s)).collect(), None),
             Err(NoValue::Blank(why)) => (Vec::new(), Some(*why)),
-            Ok(_) => (Vec::new(), None),
+            Ok(_) | Err(NoValue::NotShown) => (Vec::new(), None),
         };
         let mut notes: Vec<String> = Vec::new();
         if !missing.is_empty() {
