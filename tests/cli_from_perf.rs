@@ -1001,3 +1001,41 @@ fn builtins_from_a_csv_log() {
     assert_eq!(retiring["perf"]["agrees"], true);
     assert_eq!(builtin(&rows, "branch_miss_rate")["perf"]["agrees"], true);
 }
+
+/// `#smt_on` (defaulted to 1) solved from perf's printed value when only one of 0 and 1
+/// reproduces it: tma_dtlb_store = 100 * (STLB_HIT_STORES * min(latency, 7) / THREAD +
+/// WALK_ACTIVE / core_clks), core_clks = DISTRIBUTED with SMT on and THREAD with it off. With
+/// 3,000,000 walk cycles the two give 9.9 and 9.8; the seed's own value (0.6) fits both, so the
+/// default stays.
+#[test]
+fn smt_on_inferred_when_the_printed_value_decides() {
+    let seed = read("seed004/mtl_tma_dtlb_store.txt");
+    let log =
+        seed.replace("168,486 cpu_core/DTLB_STORE_MISSES", "3,000,000 cpu_core/DTLB_STORE_MISSES");
+    let c = |event: &str| count(&log, &format!("cpu_core/{event}/"));
+    let walk = c("DTLB_STORE_MISSES.WALK_ACTIVE");
+    assert_eq!(walk, 3e6);
+    let on = 100.0 * walk / c("CPU_CLK_UNHALTED.DISTRIBUTED");
+    let off = 100.0 * walk / c("CPU_CLK_UNHALTED.THREAD");
+    assert_eq!((format!("{on:.1}"), format!("{off:.1}")), ("9.9".to_string(), "9.8".to_string()));
+    let line = line_of(&log, "cpu_core/TOPDOWN.SLOTS/", 0);
+    for (printed, smt, value) in [("9.9", 1.0, on), ("9.8", 0.0, off)] {
+        let edited =
+            log.replace("# 0.6 % tma_dtlb_store", &format!("# {printed} % tma_dtlb_store"));
+        let output = tmetric_stdin(&["eval", "--from-perf", "-", "--json"], &edited);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let (header, rows) = json(&output);
+        let lit = &header["literals"][0];
+        assert_eq!(lit["literal"], "smt_on");
+        assert_eq!(lit["value"], smt);
+        assert_eq!(lit["source"], format!("inferred from tma_dtlb_store printed on line {line}"));
+        let row = one(&rows, "tma_dtlb_store");
+        assert_close(&row["value"], value);
+        assert_eq!(row["perf"]["agrees"], true);
+    }
+    // A flag wins over the log.
+    let edited = log.replace("# 0.6 % tma_dtlb_store", "# 9.8 % tma_dtlb_store");
+    let (header, _) =
+        json(&tmetric_stdin(&["eval", "--from-perf", "-", "--json", "--smt", "on"], &edited));
+    assert_eq!(header["literals"][0]["source"], "flag");
+}
