@@ -715,3 +715,327 @@ fn system_wide_cpu_clock_logs_give_perfs_builtin_metrics() {
     }
     assert!(!stderr(&output).contains("disagree"), "{}", stderr(&output));
 }
+
+/// The built-in row of `metric` (perf's built-in metrics carry `"model": "perf built-in"`).
+fn builtin<'a>(rows: &'a [Value], metric: &str) -> &'a Value {
+    let row = one(rows, metric);
+    assert_eq!(row["model"], "perf built-in", "{row}");
+    row
+}
+
+/// perf's built-ins on a hand-written system-wide perf 6.1 log whose time base is cpu-clock:
+/// insn per cycle = instructions / cycles; GHz = cycles / cpu-clock (ns); stalled cycles per
+/// insn = max(stalled-cycles-frontend, stalled-cycles-backend) / instructions; frontend and
+/// backend cycles idle = stalled / cycles * 100; of all branches = branch-misses / branches * 100.
+#[test]
+fn builtins_from_a_hardware_log_agree_with_perf() {
+    let log = read("perf/hw_builtins_perf61.txt");
+    let (cycles, insns) = (count(&log, "cycles"), count(&log, "instructions"));
+    let (fe, be) = (count(&log, "stalled-cycles-frontend"), count(&log, "stalled-cycles-backend"));
+    let clock_ns = count(&log, "cpu-clock") * 1e6;
+    let path = fixture("perf/hw_builtins_perf61.txt");
+    let output = ok(&["eval", "--from-perf", &path, "--json"]);
+    let (_, rows) = json(&output);
+    let want = [
+        ("insn_per_cycle", insns / cycles, "insn per cycle"),
+        ("ghz", cycles / clock_ns, "GHz"),
+        ("stalled_cycles_per_insn", fe.max(be) / insns, "stalled cycles per insn"),
+        ("frontend_cycles_idle", fe / cycles * 100.0, "frontend cycles idle"),
+        ("backend_cycles_idle", be / cycles * 100.0, "backend cycles idle"),
+        (
+            "branch_miss_rate",
+            count(&log, "branch-misses") / count(&log, "branches") * 100.0,
+            "of all branches",
+        ),
+    ];
+    for (metric, value, label) in want {
+        let row = builtin(&rows, metric);
+        assert_close(&row["value"], value);
+        assert_eq!(row["perf"]["label"], label, "{row}");
+        assert_eq!(row["perf"]["agrees"], true, "{row}");
+    }
+    assert_eq!(builtin(&rows, "ghz")["perf"]["printed"], "2.400");
+    // CPUs utilized on the cpu-clock row (the common metric) agrees too.
+    assert_eq!(one(&rows, "cpus_utilized")["perf"]["agrees"], true);
+    assert!(stderr(&output).contains("all agree"), "{}", stderr(&output));
+
+    // A value perf did not print is flagged, with perf's own text.
+    let edited = log.replace("1.50  insn per cycle", "1.60  insn per cycle");
+    let output = tmetric_stdin(&["eval", "--from-perf", "-"], &edited);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let line = text.lines().find(|l| l.contains(" insn_per_cycle")).expect("an IPC line");
+    assert!(line.contains("(perf printed 1.60 insn per cycle)"), "{line}");
+    assert_eq!(text_value(&text, "insn_per_cycle"), "1.50");
+    assert!(stderr(&output).contains("1 disagree"), "{}", stderr(&output));
+
+    // Without cycles IPC has no value and says why (perf prints it blank), and there is no GHz
+    // (perf prints it on the cycles row); without stalled counts no stalled-per-insn line.
+    let stripped: String =
+        log.lines().filter(|l| !l.contains("cycles")).map(|l| format!("{l}\n")).collect();
+    let output = tmetric_stdin(&["eval", "--from-perf", "-", "--json"], &stripped);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (_, rows) = json(&output);
+    let ipc = builtin(&rows, "insn_per_cycle");
+    assert!(ipc["value"].is_null(), "{ipc}");
+    assert_eq!(ipc["missing"], serde_json::json!(["cycles"]));
+    assert!(rows_of(&rows, "ghz").is_empty());
+    assert!(rows_of(&rows, "stalled_cycles_per_insn").is_empty());
+    assert_eq!(builtin(&rows, "branch_miss_rate")["perf"]["agrees"], true);
+
+    // Only the built-ins named with -M, and no catalogue metric.
+    let (_, rows) = json(&ok(&["eval", "--from-perf", &path, "--json", "-M", "ghz"]));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_close(&builtin(&rows, "ghz")["value"], cycles / clock_ns);
+}
+
+/// perf 6.1 prints level 1 from PERF_METRICS events as each event over the sum of the four
+/// level-1 events (`td_metric_ratio`); level 2 is the level-2 event over the same sum, and its
+/// sibling the parent minus it (light ops = retiring - heavy ops, machine clears = bad spec -
+/// mispredicts, fetch bandwidth = frontend - fetch latency, core bound = backend - memory).
+#[test]
+fn topdown_levels_1_and_2_from_slots_and_topdown_rows() {
+    for (file, printed) in
+        [("perf/hw_topdown_perf61.txt", true), ("perf/hw_topdown_perf612.txt", false)]
+    {
+        let log = read(file);
+        let c = |e: &str| count(&log, e);
+        let sum = c("topdown-retiring")
+            + c("topdown-bad-spec")
+            + c("topdown-fe-bound")
+            + c("topdown-be-bound");
+        let pct = |x: f64| x / sum * 100.0;
+        let l1 = [
+            ("td_retiring", pct(c("topdown-retiring")), "Retiring"),
+            ("td_bad_speculation", pct(c("topdown-bad-spec")), "Bad Speculation"),
+            ("td_frontend_bound", pct(c("topdown-fe-bound")), "Frontend Bound"),
+            ("td_backend_bound", pct(c("topdown-be-bound")), "Backend Bound"),
+        ];
+        let l2 = [
+            ("td_heavy_operations", pct(c("topdown-heavy-ops"))),
+            ("td_light_operations", pct(c("topdown-retiring") - c("topdown-heavy-ops"))),
+            ("td_branch_mispredict", pct(c("topdown-br-mispredict"))),
+            ("td_machine_clears", pct(c("topdown-bad-spec") - c("topdown-br-mispredict"))),
+            ("td_fetch_latency", pct(c("topdown-fetch-lat"))),
+            ("td_fetch_bandwidth", pct(c("topdown-fe-bound") - c("topdown-fetch-lat"))),
+            ("td_memory_bound", pct(c("topdown-mem-bound"))),
+            ("td_core_bound", pct(c("topdown-be-bound") - c("topdown-mem-bound"))),
+        ];
+        let path = fixture(file);
+        let output = ok(&["eval", "--from-perf", &path, "--json"]);
+        let (_, rows) = json(&output);
+        for (metric, value, label) in l1 {
+            let row = builtin(&rows, metric);
+            assert_close(&row["value"], value);
+            if printed {
+                assert_eq!(row["perf"]["label"], label, "{row}");
+                assert_eq!(row["perf"]["agrees"], true, "{row}");
+            } else {
+                assert!(row["perf"].is_null(), "{row}");
+            }
+        }
+        for (metric, value) in l2 {
+            let row = builtin(&rows, metric);
+            assert_close(&row["value"], value);
+            assert!(row["perf"].is_null(), "{row}");
+        }
+    }
+    // A level-1 value perf printed differently is a disagreement.
+    let log = read("perf/hw_topdown_perf61.txt").replace("40.0% Retiring", "41.0% Retiring");
+    let output = tmetric_stdin(&["eval", "--from-perf", "-", "--json"], &log);
+    let (_, rows) = json(&output);
+    assert_eq!(builtin(&rows, "td_retiring")["perf"]["agrees"], false);
+}
+
+/// Seed 000's level 1 from the older events: retiring = slots-retired / total-slots; bad
+/// speculation = (slots-issued - slots-retired + recovery-bubbles) / total-slots; frontend =
+/// fetch-bubbles / total-slots; backend = 1 - the three. Without recovery bubbles perf labels
+/// the backend line "backend bound/bad spec".
+#[test]
+fn seed_000_topdown_from_the_older_events() {
+    let log = read("perf/hw_topdown_legacy.txt");
+    let c = |e: &str| count(&log, e);
+    let total = c("topdown-total-slots");
+    let retiring = c("topdown-slots-retired") / total;
+    let bad = (c("topdown-slots-issued") - c("topdown-slots-retired")
+        + c("topdown-recovery-bubbles"))
+        / total;
+    let frontend = c("topdown-fetch-bubbles") / total;
+    let path = fixture("perf/hw_topdown_legacy.txt");
+    let (_, rows) = json(&ok(&["eval", "--from-perf", &path, "--json"]));
+    for (metric, value, label) in [
+        ("td_legacy_retiring", retiring, "retiring"),
+        ("td_legacy_bad_speculation", bad, "bad speculation"),
+        ("td_legacy_frontend_bound", frontend, "frontend bound"),
+        ("td_legacy_backend_bound", 1.0 - retiring - bad - frontend, "backend bound"),
+    ] {
+        let row = builtin(&rows, metric);
+        assert_close(&row["value"], value * 100.0);
+        assert_eq!(row["perf"]["label"], label, "{row}");
+        assert_eq!(row["perf"]["agrees"], true, "{row}");
+    }
+
+    let without: String = log
+        .lines()
+        .filter(|l| !l.contains("topdown-recovery-bubbles  "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let without = without.replace("18.0% backend bound", "20.0% backend bound/bad spec");
+    let output = tmetric_stdin(&["eval", "--from-perf", "-", "--json"], &without);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (_, rows) = json(&output);
+    let bad = (c("topdown-slots-issued") - c("topdown-slots-retired")) / total;
+    let row = builtin(&rows, "td_legacy_backend_bound");
+    assert_close(&row["value"], (1.0 - retiring - bad - frontend) * 100.0);
+    assert_eq!(row["perf"]["label"], "backend bound/bad spec", "{row}");
+    assert_eq!(row["perf"]["agrees"], true, "{row}");
+    assert!(rows_of(&rows, "td_legacy_bad_speculation").is_empty());
+}
+
+/// A log from this machine's perf (no hardware PMU): the hardware rows are <not supported>, so
+/// no built-in is shown; CPUs utilized on both clocks and the /sec rate are checked.
+#[test]
+fn builtins_on_a_real_system_wide_log() {
+    let path = fixture("perf/std_real_builtins_system_wide.txt");
+    let output = ok(&["eval", "--from-perf", &path, "--json"]);
+    let (_, rows) = json(&output);
+    assert!(rows.iter().all(|r| r["model"] != "perf built-in"), "{rows:?}");
+    assert_eq!(one(&rows, "cpus_utilized")["perf"]["agrees"], true);
+    assert_eq!(one(&rows, "context_switches_per_sec")["perf"]["agrees"], true);
+    assert!(stderr(&output).contains("all agree"), "{}", stderr(&output));
+}
+
+/// `#slots` solved from perf's printed frontend_bound on Neoverse N2:
+/// frontend_bound = 100 * (STALL_SLOT_FRONTEND / (CPU_CYCLES * #slots) - BR_MIS_PRED / CPU_CYCLES)
+/// is 35.0 only for #slots = 5 among 1..16.
+#[test]
+fn slots_inferred_from_a_printed_arm_metric() {
+    let log = read("perf/arm_n2_frontend_bound.txt");
+    let (cycles, stall, mispred) =
+        (count(&log, "CPU_CYCLES"), count(&log, "STALL_SLOT_FRONTEND"), count(&log, "BR_MIS_PRED"));
+    let fits: Vec<u32> = (1..=16)
+        .filter(|&s| {
+            let v = 100.0 * (stall / (cycles * f64::from(s)) - mispred / cycles);
+            (v - 35.0).abs() <= 0.05
+        })
+        .collect();
+    assert_eq!(fits, vec![5]);
+    let path = fixture("perf/arm_n2_frontend_bound.txt");
+    let args = ["eval", "--from-perf", &path, "--model", "neoverse-n2-v2"];
+    let text = stdout(&ok(&args));
+    let line = line_of(&log, "CPU_CYCLES", 0);
+    assert!(
+        text.contains(&format!("#slots=5 (inferred from frontend_bound printed on line {line})")),
+        "{text}"
+    );
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let (header, rows) = json(&ok(&json_args));
+    let slots = header["literals"].as_array().unwrap().iter().find(|l| l["literal"] == "slots");
+    assert_eq!(slots.unwrap()["value"], 5.0);
+    let row = one(&rows, "frontend_bound");
+    assert_close(&row["value"], 100.0 * (stall / (cycles * 5.0) - mispred / cycles));
+    assert_eq!(row["perf"]["agrees"], true);
+}
+
+/// With no stall slots perf's printed frontend_bound (-1.0) is the same for every #slots: no
+/// inference, a warning that says so and the error naming --slots; without a printed value the
+/// vendor's documented N2 value applies when the cpuid names an N2.
+#[test]
+fn slots_not_fixed_by_the_log() {
+    let log = read("perf/arm_n2_frontend_bound.txt")
+        .replace("1,800,000,000      STALL_SLOT_FRONTEND", "            0      STALL_SLOT_FRONTEND")
+        .replace("35.0 percent of slots", "-1.0 percent of slots");
+    let output = tmetric_stdin(&["eval", "--from-perf", "-", "--model", "neoverse-n2-v2"], &log);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("#slots could not be inferred: 16 values reproduce frontend_bound"),
+        "{err}"
+    );
+    let text = stdout(&output);
+    assert!(text.contains("#slots is unknown: pass --slots N"), "{text}");
+
+    // Not printed: nothing to solve from; the cpuid of an N2 (MIDR part 0xd49) gives 5.
+    let unprinted = read("perf/arm_n2_frontend_bound.txt")
+        .replace("#     35.0 percent of slots  frontend_bound", "");
+    let args = ["eval", "--from-perf", "-", "-M", "frontend_bound", "--model", "neoverse-n2-v2"];
+    let output = tmetric_stdin(&args, &unprinted);
+    assert!(stdout(&output).contains("#slots is unknown: pass --slots N"), "{}", stdout(&output));
+    let mut with_cpuid = args.to_vec();
+    with_cpuid.extend(["--cpuid", "0x00000000410fd493"]);
+    let output = tmetric_stdin(&with_cpuid, &unprinted);
+    let text = stdout(&output);
+    assert!(text.contains("#slots=5 (vendor default for Neoverse N2)"), "{text}");
+    let value: f64 = text_value(&text, "frontend_bound").parse().unwrap();
+    assert!((value - 35.0).abs() < 0.05, "{text}");
+}
+
+/// The same built-ins in perf's -x layout, where perf prints level 1 as `40.0,Retiring`: a
+/// label that is also a metric name of some models (`retiring`), which must not make the log
+/// look like theirs.
+#[test]
+fn builtins_from_a_csv_log() {
+    let path = fixture("perf/csv_builtins_perf61.txt");
+    let log = read("perf/csv_builtins_perf61.txt");
+    let field = |event: &str| -> f64 {
+        let line = log.lines().find(|l| l.split(',').nth(2) == Some(event)).unwrap();
+        line.split(',').next().unwrap().parse().unwrap()
+    };
+    let output = ok(&["eval", "--from-perf", &path, "--json"]);
+    let (header, rows) = json(&output);
+    assert_eq!(header["model"], "common/common", "{header}");
+    let ipc = builtin(&rows, "insn_per_cycle");
+    assert_close(&ipc["value"], field("instructions") / field("cycles"));
+    assert_eq!(ipc["perf"]["agrees"], true);
+    let ghz = builtin(&rows, "ghz");
+    assert_close(&ghz["value"], field("cycles") / (field("cpu-clock") * 1e6));
+    assert_eq!(ghz["perf"]["agrees"], true);
+    let sum: f64 = ["topdown-retiring", "topdown-bad-spec", "topdown-fe-bound", "topdown-be-bound"]
+        .iter()
+        .map(|e| field(e))
+        .sum();
+    let retiring = builtin(&rows, "td_retiring");
+    assert_close(&retiring["value"], field("topdown-retiring") / sum * 100.0);
+    assert_eq!(retiring["perf"]["label"], "Retiring");
+    assert_eq!(retiring["perf"]["agrees"], true);
+    assert_eq!(builtin(&rows, "branch_miss_rate")["perf"]["agrees"], true);
+}
+
+/// `#smt_on` (defaulted to 1) solved from perf's printed value when only one of 0 and 1
+/// reproduces it: tma_dtlb_store = 100 * (STLB_HIT_STORES * min(latency, 7) / THREAD +
+/// WALK_ACTIVE / core_clks), core_clks = DISTRIBUTED with SMT on and THREAD with it off. With
+/// 3,000,000 walk cycles the two give 9.9 and 9.8; the seed's own value (0.6) fits both, so the
+/// default stays.
+#[test]
+fn smt_on_inferred_when_the_printed_value_decides() {
+    let seed = read("seed004/mtl_tma_dtlb_store.txt");
+    let log =
+        seed.replace("168,486 cpu_core/DTLB_STORE_MISSES", "3,000,000 cpu_core/DTLB_STORE_MISSES");
+    let c = |event: &str| count(&log, &format!("cpu_core/{event}/"));
+    let walk = c("DTLB_STORE_MISSES.WALK_ACTIVE");
+    assert_eq!(walk, 3e6);
+    let on = 100.0 * walk / c("CPU_CLK_UNHALTED.DISTRIBUTED");
+    let off = 100.0 * walk / c("CPU_CLK_UNHALTED.THREAD");
+    assert_eq!((format!("{on:.1}"), format!("{off:.1}")), ("9.9".to_string(), "9.8".to_string()));
+    let line = line_of(&log, "cpu_core/TOPDOWN.SLOTS/", 0);
+    for (printed, smt, value) in [("9.9", 1.0, on), ("9.8", 0.0, off)] {
+        let edited =
+            log.replace("# 0.6 % tma_dtlb_store", &format!("# {printed} % tma_dtlb_store"));
+        let output = tmetric_stdin(&["eval", "--from-perf", "-", "--json"], &edited);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let (header, rows) = json(&output);
+        let lit = &header["literals"][0];
+        assert_eq!(lit["literal"], "smt_on");
+        assert_eq!(lit["value"], smt);
+        assert_eq!(lit["source"], format!("inferred from tma_dtlb_store printed on line {line}"));
+        let row = one(&rows, "tma_dtlb_store");
+        assert_close(&row["value"], value);
+        assert_eq!(row["perf"]["agrees"], true);
+    }
+    // A flag wins over the log.
+    let edited = log.replace("# 0.6 % tma_dtlb_store", "# 9.8 % tma_dtlb_store");
+    let (header, _) =
+        json(&tmetric_stdin(&["eval", "--from-perf", "-", "--json", "--smt", "on"], &edited));
+    assert_eq!(header["literals"][0]["source"], "flag");
+}

@@ -171,6 +171,11 @@ enum Source {
     File,
     Default,
     Derived(Literal),
+    /// `eval --from-perf`: the one value reproducing this metric as perf printed it on this
+    /// line.
+    Inferred(&'static str, usize),
+    /// `eval --from-perf`: the value the vendor documents for this CPU.
+    Vendor(&'static str),
     Unknown,
 }
 
@@ -181,6 +186,10 @@ impl Source {
             Source::File => "counts file".into(),
             Source::Default => "default".into(),
             Source::Derived(from) => format!("derived from #{}", from.name()),
+            Source::Inferred(metric, line) => {
+                format!("inferred from {metric} printed on line {line}")
+            }
+            Source::Vendor(cpu) => format!("vendor default for {cpu}"),
             Source::Unknown => "unknown".into(),
         }
     }

@@ -35,6 +35,9 @@ use super::{
 use crate::models::{examples, find_model, join_code};
 use crate::output::{is_core_pmu, json_line, json_number, perf_number};
 
+mod builtin;
+mod infer_literal;
+
 /// How many distinct printed metrics model inference evaluates per candidate model.
 const INFER_PRINTED: usize = 24;
 
@@ -68,12 +71,16 @@ fn run_log(args: &EvalArgs, name: &str, bytes: &[u8], out: &mut dyn Write) -> an
         _ => "the common metrics".to_string(),
     };
 
-    let items: Vec<&str> =
+    let all_items: Vec<&str> =
         args.metrics.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect();
+    // perf's built-in metrics (`insn per cycle`, ...) are not in any model: `builtin.rs`.
+    let (builtins, items) = builtin::select(&all_items);
     let printed = printed_metrics(&log);
     let mut report = Selection::default();
-    let roots: Vec<Vec<usize>> = if items.is_empty() {
+    let roots: Vec<Vec<usize>> = if all_items.is_empty() {
         default_selection(&mut engines, &log, &printed, &mut report)
+    } else if items.is_empty() {
+        vec![Vec::new(); engines.len()]
     } else {
         let models: Vec<&'static Model> = engines.iter().map(|e| e.model).collect();
         select_items(
@@ -84,6 +91,12 @@ fn run_log(args: &EvalArgs, name: &str, bytes: &[u8], out: &mut dyn Write) -> an
         )?
     };
 
+    // Literals the flags leave unknown, solved from perf's printed values: `infer_literal.rs`.
+    let json_printed =
+        printed.iter().any(|p| engines.iter().any(|e| !e.model.metrics_named(&p.name).is_empty()));
+    let builtins = builtins.for_log(&log, json_printed);
+    let mut literals = literals;
+    infer_literal::infer(&mut engines, &roots, &log, &mut literals, args.cpuid.as_deref())?;
     let mut used: Vec<Literal> = Vec::new();
     for (engine, roots) in engines.iter().zip(&roots) {
         if !roots.is_empty() {
@@ -122,6 +135,7 @@ fn run_log(args: &EvalArgs, name: &str, bytes: &[u8], out: &mut dyn Write) -> an
     let mut not_counted: Vec<Vec<usize>> = roots.iter().map(|r| vec![0; r.len()]).collect();
     let mut checks = Checks::default();
     let mut last_run = None;
+    let mut builtins_shown = 0;
     for block in &log.blocks {
         if last_run != Some(block.run) {
             last_run = Some(block.run);
@@ -139,6 +153,7 @@ fn run_log(args: &EvalArgs, name: &str, bytes: &[u8], out: &mut dyn Write) -> an
                 printer.metric(engine, Some(block), &outcome, "")?;
             }
         }
+        builtins_shown += builtins.print_block(&mut printer, block, &mut checks)?;
     }
     // Metrics none of whose inputs any block has: one line each, with everything missing.
     let mut unplaced = 0;
@@ -181,7 +196,7 @@ fn run_log(args: &EvalArgs, name: &str, bytes: &[u8], out: &mut dyn Write) -> an
             "tmetric: {unplaced} selected metric(s) have none of their inputs in {name}; they are listed last with what is missing"
         );
     }
-    if roots.iter().all(Vec::is_empty) {
+    if roots.iter().all(Vec::is_empty) && builtins_shown == 0 {
         eprintln!("tmetric: no metric of {where_} has all its inputs in {name}");
     }
     checks.report(&name);
@@ -472,6 +487,10 @@ fn is_generic_event(name: &str) -> bool {
         "tsc",
     ];
     GENERIC.contains(&name)
+        // The kernel's topdown events (`slots`, `topdown-retiring`, seed 000's
+        // `topdown-total-slots`): sysfs aliases, not the vendor's event names.
+        || name == "topdown.slots"
+        || name.starts_with("topdown-")
         || name.starts_with("l1-")
         || name.starts_with("llc-")
         || name.starts_with("dtlb-")
@@ -538,7 +557,11 @@ fn printed_metrics(log: &PerfLog) -> Vec<PrintedAt> {
     for (b, block) in log.blocks.iter().enumerate() {
         let from_rows = block.rows.iter().flat_map(|row| {
             let pmu = row.key.pmu.clone().filter(|p| is_core_pmu(p));
-            row.metrics.iter().map(move |m| (m.name.clone(), pmu.clone()))
+            // perf's built-in labels (`Retiring` on `topdown-retiring`) are no JSON metric's name.
+            row.metrics
+                .iter()
+                .filter(move |m| !builtin::is_builtin_label(row, m))
+                .map(move |m| (m.name.clone(), pmu.clone()))
         });
         let loose = loose_metrics(block).into_iter().map(|(m, pmu)| (m.name.clone(), pmu));
         for (name, pmu) in from_rows.chain(loose) {

@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod builtin;
 pub mod eval;
 pub mod evaluator;
 pub mod offline;
