@@ -103,12 +103,11 @@ fn set(
     }
 }
 
-/// Sets `literal` in every evaluator. The inputs a metric needs depend on the literals
-/// (`#smt_on` picks a branch), so each engine's cache of them is dropped.
+/// Sets `literal` in every evaluator (which drops its cache of needed inputs: `#smt_on` picks
+/// a branch).
 fn set_all(engines: &mut [Engine], literal: Literal, value: f64) {
     for engine in engines {
-        engine.evaluator.literals[literal.index()] = value;
-        engine.needed.clear();
+        engine.offline.set_literal(literal, value);
     }
 }
 
