@@ -420,27 +420,119 @@ fn retire_latencies_come_from_a_file_or_a_clear_sampler_error() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("must be a number of cycles"), "{}", stderr(&bad));
     std::fs::remove_dir_all(&dir).ok();
-    // The simulator has no ring buffers: sampling fails at once, with the way out.
-    let start = std::time::Instant::now();
+}
+
+/// Per cpu_core CPU of the simulated Meteor Lake, the true rate of a `cpu_core` raw config.
+fn mtl_rate(config: u64) -> f64 {
+    use tmetric_runtime::Attr;
+    use tmetric_runtime::sim::{Rate, SimKernel};
+    let kernel = SimKernel::for_model("meteorlake").expect("meteorlake");
+    (0..4)
+        .map(|cpu| match kernel.rate(&Attr { type_: 4, config, ..Attr::default() }, cpu) {
+            Ok(Rate::PerSec(n)) => n as f64,
+            other => panic!("{config:#x}: {other:?}"),
+        })
+        .sum()
+}
+
+/// `tmetric --pmu-sim meteorlake -M tma_dtlb_store --record-tpebs -a sleep 1 -j
+/// --tpebs-mode MODE`: the metric in percent and the sample statistics line.
+fn dtlb_store_sampled(mode: &str, extra: &[&str]) -> (f64, serde_json::Value, String) {
+    let mut args = vec![
+        "--pmu-sim",
+        "meteorlake",
+        "-M",
+        "tma_dtlb_store",
+        "--record-tpebs",
+        "--tpebs-mode",
+        mode,
+        "-a",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["sleep", "1"]);
+    let out = tmetric(&args);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let json: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let stats = json.iter().find(|j| j.get("tpebs-event").is_some()).cloned().unwrap_or_default();
+    let metric = json
+        .iter()
+        .find(|j| j["metric-name"] == "tma_dtlb_store")
+        .and_then(|j| j["metric-value"].as_str().and_then(|v| v.parse().ok()))
+        .unwrap_or(f64::NAN);
+    (metric, stats, text)
+}
+
+#[test]
+fn sampled_retire_latency_on_simulated_meteor_lake_matches_the_profile() {
+    // tma_dtlb_store = STLB_HIT_STORES * min(STLB_HIT_STORES:R, 7) / CPU_CLK_UNHALTED.THREAD
+    //                  + DTLB_STORE_MISSES.WALK_ACTIVE / CPU_CLK_UNHALTED.DISTRIBUTED (SMT on)
+    // over the cpu_core CPUs, from the profile's true rates (the run's length cancels).
+    let stlb = mtl_rate(0x0ad0);
+    let clks = mtl_rate(0x003c);
+    let walk = mtl_rate(0x0100_1013);
+    let distributed = mtl_rate(0x02ec);
+    let expected = |latency: f64| 100.0 * (stlb * latency.min(7.0) / clks + walk / distributed);
+    // The profile's period for STLB_HIT_STORES: 3 x 40, 60 x 3, 37 x 5 cycles, in that
+    // order; the 97% tail mean over whole periods drops the 40s.
+    let modes = [
+        ("mean", 485.0 / 100.0),
+        ("min", 3.0),
+        ("max", 40.0),
+        ("last", 5.0),
+        ("p97", 365.0 / 97.0),
+    ];
+    let runs: Vec<_> = modes
+        .iter()
+        .map(|&(mode, _)| std::thread::spawn(move || dtlb_store_sampled(mode, &["-j"])))
+        .collect();
+    let mut values = Vec::new();
+    for (run, (mode, latency)) in runs.into_iter().zip(modes) {
+        let (metric, stats, text) = run.join().expect("a run");
+        let want = expected(latency);
+        assert!(((metric - want) / want).abs() < 1e-4, "{mode}: {metric} vs {want}\n{text}");
+        // -j: the sample statistics, whole periods of 100 on each of the 4 cpu_core CPUs.
+        assert_eq!(stats["tpebs-event"], "cpu_core/MEM_INST_RETIRED.STLB_HIT_STORES/R", "{text}");
+        let samples = stats["samples"].as_u64().expect("samples");
+        assert!(samples > 0 && samples % 100 == 0, "{samples}\n{text}");
+        assert_eq!(stats["lost"], 0, "{text}");
+        // serde_json's default float parsing may be one ulp off the printed shortest form.
+        for (key, want) in modes {
+            let got = stats[key].as_f64().unwrap_or(f64::NAN);
+            assert!((got - want).abs() < 1e-12, "{key}: {got} vs {want}\n{text}");
+        }
+        values.push(metric);
+    }
+    // The modes give different values, max capped at 7 cycles by the formula's min().
+    // max > last > mean > p97 > min.
+    for pair in [2, 3, 0, 4, 1].windows(2) {
+        assert!(values[pair[0]] > values[pair[1]], "{values:?}");
+    }
+    // -v: the statistics in words, on standard error, and no lost samples.
     let out = tmetric(&[
         "--pmu-sim",
         "meteorlake",
         "-M",
-        "tma_load_stlb_hit",
+        "tma_dtlb_store",
         "--record-tpebs",
+        "-v",
         "-a",
         "sleep",
-        "5",
+        "0.3",
     ]);
-    assert!(
-        start.elapsed() < std::time::Duration::from_secs(3),
-        "the failed sampler must not wait for the run"
-    );
-    assert_eq!(out.status.code(), Some(2));
     let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("retire latency of cpu_core/MEM_INST_RETIRED.STLB_HIT_STORES/R:"))
+        .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        text.contains("--record-tpebs: the sampler cannot start")
-            && text.contains("--retire-latency"),
-        "{text}"
+        line.contains("(0 lost), mean 4.8, min 3.0, max 40.0, last 5.0, p97 3.8 cycles"),
+        "{line}"
     );
+    assert!(!text.contains("were lost"), "{text}");
 }

@@ -17,7 +17,9 @@
 //!   tests and simulated kernels) with `data_head` (acquire load), `data_tail` (release
 //!   store) and `data_offset`/`data_size`; [`Reader`] drains one mapping and advances
 //!   `data_tail`. [`Mapping::share`], [`Mapping::write_data`] and [`Mapping::publish_head`]
-//!   are a producer's side of a heap ring. [`explain_mmap`] gives the kernel's reasons.
+//!   are a producer's side of a heap ring; [`Mapping::with_refresh`] lets a simulated kernel
+//!   write the records due each time the reader loads `data_head`. [`explain_mmap`] gives
+//!   the kernel's reasons.
 //!
 //! # The sample layout
 //! `PERF_RECORD_SAMPLE` fields appear in this fixed ABI order (uapi `perf_event.h`), each

@@ -2,7 +2,9 @@
 //! rules at open time (PMU lookup, attribute checks, `validate_group` on an empty PMU) and at
 //! schedule time (pinned then flexible groups per CPU and PMU, the NMI watchdog's pinned
 //! cycles event, rotation every `perf_event_mux_interval_ms` of simulated time), with counts
-//! from a [`Profile`].
+//! from a [`Profile`], and sampling: rings from [`Syscalls::mmap`] that the simulator fills
+//! with sample and lost records whenever simulated time is brought up to date (any call, or
+//! the reader loading `data_head`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
