@@ -151,7 +151,7 @@ pub use machine::{
     ArmCore, CoreKind, Cpu, CpuId, Machine, NAMES, Pmu, PmuClass, X86Core, cpu_list,
 };
 pub use profile::{
-    CPU_STEP_PERCENT, CYCLES_HZ, INSTRUCTIONS_PER_KCYCLE, PACKAGE_WATTS, Profile, REF_HZ,
-    RETIRE_LATENCIES, Rate, Source, TOPDOWN, Topdown,
+    CPU_STEP_PERCENT, CYCLES_HZ, INSTRUCTIONS_PER_KCYCLE, LatencyPeriod, PACKAGE_WATTS, Profile,
+    REF_HZ, RETIRE_LATENCIES, Rate, Source, TOPDOWN, Topdown,
 };
 pub use sched::{Constraint, ExtraReg, ExtraRegKind, HwEvent};

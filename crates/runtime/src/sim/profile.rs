@@ -204,13 +204,16 @@ pub enum Source<'a> {
     },
 }
 
+/// One period of retire latencies: `(cycles, samples)` in write order.
+pub type LatencyPeriod = &'static [(u16, u32)];
+
 /// Retire latencies of the Meteor Lake `cpu_core` events its TMA metrics read with `:R`
 /// (raw config `umask << 8 | event`, name), as one period of 100 PEBS samples: `(cycles,
 /// samples)` in the order the samples are written. Each period has its 3 largest latencies
 /// first, so over whole periods the 97% tail mean drops exactly those, and the last sample
 /// has the last latency listed. For `MEM_INST_RETIRED.STLB_HIT_STORES`: mean 4.85, min 3,
 /// max 40, last 5, 97% mean 365/97.
-pub const RETIRE_LATENCIES: &[(u64, &str, &[(u16, u32)])] = &[
+pub const RETIRE_LATENCIES: &[(u64, &str, LatencyPeriod)] = &[
     (0x0ad0, "MEM_INST_RETIRED.STLB_HIT_STORES", &[(40, 3), (3, 60), (5, 37)]),
     (0x09d0, "MEM_INST_RETIRED.STLB_HIT_LOADS", &[(50, 3), (4, 57), (6, 40)]),
     (0x21d0, "MEM_INST_RETIRED.LOCK_LOADS", &[(90, 3), (20, 47), (25, 50)]),
