@@ -371,3 +371,24 @@ fn software_events_sample_with_a_zero_weight() {
     let t = sampler.stop().unwrap()[0].total;
     assert_eq!((t.count, t.max), (40, Some(0.0)));
 }
+
+#[test]
+fn a_task_on_a_hybrid_is_sampled_on_the_cpus_of_the_events_pmu() {
+    // Per-CPU inherited task events: cpu_core exists only on CPUs 0-3 (ENOENT on 4-7).
+    let k = kernel("meteorlake");
+    let options = SamplerOptions { task_cpus: (0..8).collect(), ..options() };
+    let target = Target::Task { pid: 4242, on_exec: false };
+    let mut sampler =
+        Sampler::start(k.clone(), &[stlb_spec(Some(vec![0, 1, 2, 3]))], &target, &options)
+            .expect("start");
+    assert_eq!(sampler.descriptors(), 4);
+    k.advance(25 * MS);
+    let t = sampler.read().unwrap()[0].total;
+    // The simulated task runs on every CPU it is opened on, the whole time.
+    assert_eq!((t.count, t.mean), (400, Some(4.85)));
+    sampler.stop().unwrap();
+    // Without the PMU's CPU list the kernel refuses the foreign CPUs, and nothing stays open.
+    let err = Sampler::start(k.clone(), &[stlb_spec(None)], &target, &options).unwrap_err();
+    assert!(matches!(err, SamplerError::Open { cpu: Some(4), .. }), "{err:?}");
+    assert_eq!(k.open_count(), 0);
+}
