@@ -513,7 +513,7 @@ fn sampled_retire_latency_on_simulated_meteor_lake_matches_the_profile() {
         // -j: the sample statistics, whole periods of 100 on each of the 4 cpu_core CPUs.
         assert_eq!(stats["tpebs-event"], "cpu_core/MEM_INST_RETIRED.STLB_HIT_STORES/R", "{text}");
         let samples = stats["samples"].as_u64().expect("samples");
-        assert!(samples > 0 && samples % 100 == 0, "{samples}\n{text}");
+        assert!(samples > 0 && samples.is_multiple_of(100), "{samples}\n{text}");
         assert_eq!(stats["lost"], 0, "{text}");
         // serde_json's default float parsing may be one ulp off the printed shortest form.
         for (key, want) in modes {
@@ -580,4 +580,32 @@ fn each_interval_uses_its_own_simulated_samples() {
         assert!(((v - want) / want).abs() < 1e-4, "{v} vs {want}\n{text}");
     }
     assert_eq!(stats["lost"], 0, "{text}");
+}
+
+#[test]
+fn a_workload_on_the_simulated_hybrid_is_sampled_on_its_core_cpus() {
+    // Without -a the sampler follows the task, per CPU of cpu_core only (the simulated kernel
+    // refuses cpu_core on the E-cores, as Linux does).
+    let out = tmetric(&[
+        "--pmu-sim",
+        "meteorlake",
+        "-M",
+        "tma_dtlb_store",
+        "--record-tpebs",
+        "-j",
+        "sleep",
+        "0.3",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let stats: serde_json::Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|j| j.get("tpebs-event").is_some())
+        .unwrap_or_else(|| panic!("{text}"));
+    let samples = stats["samples"].as_u64().unwrap();
+    assert!(samples > 0 && samples.is_multiple_of(100), "{text}");
+    if stats["lost"] == 0 {
+        assert!((stats["mean"].as_f64().unwrap() - 4.85).abs() < 1e-12, "{text}");
+    }
 }
