@@ -27,7 +27,9 @@
 //! (`tests/cli_harden.rs`) repeat those for real as `nobody` and under `ulimit -n`.
 //! `tests/sysfs.rs` resolves events over the fake tree `tests/data/sysfs`. `tests/sim.rs`
 //! checks [`sim::SimKernel`] against the kernel's rules, its written trees against [`Sysfs`]
-//! and the catalogue, and runs [`Counters`] over it.
+//! and the catalogue, and runs [`Counters`] over it; `tests/sim_sampling.rs` its sampling
+//! refusals, rings and records, and the [`Sampler`] over it with the profile's retire
+//! latencies.
 #![warn(missing_docs)]
 // The one crate with `unsafe`: every block states why it is sound.
 #![deny(clippy::undocumented_unsafe_blocks)]

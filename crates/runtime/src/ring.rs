@@ -17,7 +17,9 @@
 //!   tests and simulated kernels) with `data_head` (acquire load), `data_tail` (release
 //!   store) and `data_offset`/`data_size`; [`Reader`] drains one mapping and advances
 //!   `data_tail`. [`Mapping::share`], [`Mapping::write_data`] and [`Mapping::publish_head`]
-//!   are a producer's side of a heap ring. [`explain_mmap`] gives the kernel's reasons.
+//!   are a producer's side of a heap ring; [`Mapping::with_refresh`] lets a simulated kernel
+//!   write the records due each time the reader loads `data_head`. [`explain_mmap`] gives
+//!   the kernel's reasons.
 //!
 //! # The sample layout
 //! `PERF_RECORD_SAMPLE` fields appear in this fixed ABI order (uapi `perf_event.h`), each
@@ -548,9 +550,14 @@ enum Backing {
     /// From `mmap(2)` of a perf event's descriptor; unmapped on drop.
     Mmap { fd: i32 },
     /// Process memory laid out like the kernel's (tests, simulated kernels), shared between
-    /// the reader and a producer. The pointer points into this block.
-    Heap(#[allow(dead_code)] Arc<HeapBlock>),
+    /// the reader and a producer. The pointer points into this block. `refresh`, when set,
+    /// runs before each `data_head` load: a simulated kernel writes the records due by now,
+    /// as the real kernel would have written them while the reader slept.
+    Heap { block: Arc<HeapBlock>, refresh: Option<Refresh> },
 }
+
+/// A producer's catch-up hook on a heap ring (see [`Mapping::with_refresh`]).
+pub type Refresh = Arc<dyn Fn() + Send + Sync>;
 
 /// Zeroed memory reached only through raw pointers and atomics (never references), so a
 /// producer and a reader may hold it at once, like the kernel and a tool share a ring.
@@ -588,7 +595,7 @@ impl std::fmt::Debug for Mapping {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match &self.backing {
             Backing::Mmap { fd } => format!("mmap of fd {fd}"),
-            Backing::Heap(_) => "heap".to_string(),
+            Backing::Heap { .. } => "heap".to_string(),
         };
         f.debug_struct("Mapping").field("len", &self.len).field("backing", &kind).finish()
     }
@@ -610,17 +617,33 @@ impl Mapping {
     /// multiple of 8, at least 8), followed by the data area. Writers use
     /// [`Mapping::write_data`] and [`Mapping::publish_head`].
     pub fn heap(data_size: usize) -> Mapping {
-        let data_size = data_size.max(8).next_multiple_of(8);
+        Mapping::heap_exact(data_size.max(8).next_multiple_of(8))
+    }
+
+    /// A zeroed heap ring whose data area is exactly `data_size` bytes (a multiple of 8, or
+    /// 0 for a control page alone, which the kernel maps too: nothing can be written there).
+    pub fn heap_exact(data_size: usize) -> Mapping {
+        let data_size = data_size.next_multiple_of(8);
         let len = HEAP_PAGE + data_size;
         let layout = Layout::from_size_align(len, HEAP_PAGE).expect("ring layout");
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };
         let Some(ptr) = NonNull::new(raw) else { handle_alloc_error(layout) };
         let block = Arc::new(HeapBlock { ptr, layout });
-        let mapping = Mapping { ptr, len, backing: Backing::Heap(block) };
+        let mapping = Mapping { ptr, len, backing: Backing::Heap { block, refresh: None } };
         mapping.store(DATA_OFFSET, HEAP_PAGE as u64, Ordering::Relaxed);
         mapping.store(DATA_SIZE, data_size as u64, Ordering::Release);
         mapping
+    }
+
+    /// This heap ring with `refresh` run before every [`Mapping::data_head`] load (the
+    /// reader's side of a simulated kernel, which produces records lazily: the hook writes
+    /// whatever simulated time has made due). Kernel rings are returned unchanged.
+    pub fn with_refresh(mut self, refresh: Refresh) -> Mapping {
+        if let Backing::Heap { refresh: slot, .. } = &mut self.backing {
+            *slot = Some(refresh);
+        }
+        self
     }
 
     fn word(&self, offset: usize) -> &AtomicU64 {
@@ -654,25 +677,29 @@ impl Mapping {
     pub fn fd(&self) -> Option<i32> {
         match &self.backing {
             Backing::Mmap { fd } => Some(*fd),
-            Backing::Heap(_) => None,
+            Backing::Heap { .. } => None,
         }
     }
 
-    /// Another handle on the same heap ring (a producer's, for tests and simulated kernels);
-    /// `None` for kernel rings, which have one owner.
+    /// Another handle on the same heap ring (a producer's, for tests and simulated kernels),
+    /// without the refresh hook; `None` for kernel rings, which have one owner.
     pub fn share(&self) -> Option<Mapping> {
         match &self.backing {
-            Backing::Heap(block) => Some(Mapping {
+            Backing::Heap { block, .. } => Some(Mapping {
                 ptr: self.ptr,
                 len: self.len,
-                backing: Backing::Heap(Arc::clone(block)),
+                backing: Backing::Heap { block: Arc::clone(block), refresh: None },
             }),
             Backing::Mmap { .. } => None,
         }
     }
 
-    /// `data_head`, loaded with acquire ordering so the records before it are visible.
+    /// `data_head`, loaded with acquire ordering so the records before it are visible (after
+    /// the refresh hook, when the ring has one).
     pub fn data_head(&self) -> u64 {
+        if let Backing::Heap { refresh: Some(refresh), .. } = &self.backing {
+            refresh();
+        }
         self.load(DATA_HEAD, Ordering::Acquire)
     }
 
@@ -715,7 +742,7 @@ impl Mapping {
     /// Writes `bytes` at ring position `pos`, wrapping (a producer's side: tests and simulated
     /// kernels). Only for heap rings; ignored on kernel rings, which only the kernel writes.
     pub fn write_data(&self, pos: u64, bytes: &[u8]) {
-        let Backing::Heap(_) = &self.backing else { return };
+        let Backing::Heap { .. } = &self.backing else { return };
         let Ok((offset, size)) = self.data_area() else { return };
         for (k, &byte) in bytes.iter().enumerate().take(size) {
             let at = offset + ((pos + k as u64) % size as u64) as usize;
@@ -726,7 +753,7 @@ impl Mapping {
 
     /// Stores `data_head` with release ordering (producer's side, heap rings only).
     pub fn publish_head(&self, head: u64) {
-        if let Backing::Heap(_) = &self.backing {
+        if let Backing::Heap { .. } = &self.backing {
             self.store(DATA_HEAD, head, Ordering::Release);
         }
     }

@@ -11,7 +11,8 @@
 //!   tail mean, and [`Summary::value`] picks one by mode.
 //! * [`tail_count`]: how many of the lowest samples the 97% mean keeps (seed 002's rule).
 //! * [`SampleSpec`], [`SamplerOptions`], [`Sampler::start`] (over any [`Syscalls`]; per
-//!   CPU, or per task: one inherited event per CPU of [`SamplerOptions::task_cpus`], else
+//!   CPU, or per task: one inherited event per CPU of [`SamplerOptions::task_cpus`] that
+//!   the spec's PMU covers, else
 //!   one event for the task alone), [`Sampler::read`] (totals and the interval since the
 //!   previous read, per event, as [`EventReport`]s, with the kernel's exact lost-sample
 //!   count from `PERF_FORMAT_LOST` beside the `PERF_RECORD_LOST` records seen) and
@@ -285,7 +286,8 @@ pub struct SampleSpec {
     /// the period (the options' frequency when `sample_period` is 0), the wake-up watermark
     /// and the enable bits; `precise_ip` is the caller's (TPEBS needs 1 or more).
     pub attr: Attr,
-    /// Open only on these CPUs when sampling per CPU (a PMU's `cpus`/`cpumask`).
+    /// Open only on these CPUs (a PMU's `cpus`/`cpumask`), when sampling per CPU and for a
+    /// task opened per CPU ([`SamplerOptions::task_cpus`]).
     pub cpus: Option<Vec<u32>>,
 }
 
@@ -703,16 +705,15 @@ impl<S: Syscalls> Sampler<S> {
             // The event's count of dropped samples, exact even when the kernel has not yet
             // written the LOST record (it writes one only once the ring has room again).
             attr.read_format = FORMAT_LOST;
+            // A hybrid PMU exists only on its own CPUs (ENOENT elsewhere), for task events
+            // opened per CPU too.
+            let allowed = |c: &&u32| spec.cpus.as_ref().is_none_or(|allowed| allowed.contains(c));
             let cpus: Vec<Option<u32>> = match target {
                 Target::Task { .. } if options.task_cpus.is_empty() => vec![None],
                 Target::Task { .. } | Target::Threads(_) => {
-                    options.task_cpus.iter().map(|&c| Some(c)).collect()
+                    options.task_cpus.iter().filter(allowed).map(|&c| Some(c)).collect()
                 }
-                Target::Cpus(cpus) => cpus
-                    .iter()
-                    .filter(|c| spec.cpus.as_ref().is_none_or(|allowed| allowed.contains(c)))
-                    .map(|&c| Some(c))
-                    .collect(),
+                Target::Cpus(cpus) => cpus.iter().filter(allowed).map(|&c| Some(c)).collect(),
             };
             for cpu in cpus {
                 let raw_cpu = cpu.map_or(-1, |c| c as i32);

@@ -3,6 +3,8 @@
 //! true counts, software events, the written sysfs trees read back by `Sysfs` and
 //! `host_cpuid`, and the runtime's `Counters` over `SimKernel`.
 
+mod sim_sampling;
+
 use std::path::{Path, PathBuf};
 
 use tmetric_runtime::counter::parse_group_read;

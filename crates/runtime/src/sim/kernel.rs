@@ -2,7 +2,9 @@
 //! rules at open time (PMU lookup, attribute checks, `validate_group` on an empty PMU) and at
 //! schedule time (pinned then flexible groups per CPU and PMU, the NMI watchdog's pinned
 //! cycles event, rotation every `perf_event_mux_interval_ms` of simulated time), with counts
-//! from a [`Profile`].
+//! from a [`Profile`], and sampling: rings from [`Syscalls::mmap`] that the simulator fills
+//! with sample and lost records whenever simulated time is brought up to date (any call, or
+//! the reader loading `data_head`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -15,6 +17,7 @@ use super::sched::{
     self, ALL_EVENT_FLAGS, AMD_RAW_EVENT_MASK, ARCH_EVENT_MASK, EVENTSEL_ANY, EVENTSEL_EVENT,
     HwEvent, IN_TX, RAW_EVENT_MASK, TD_METRIC_FIRST, TD_METRIC_MAX, TD_SLOTS,
 };
+use crate::ring;
 use crate::sys::{
     Attr, Errno, FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED, FORMAT_TOTAL_TIME_RUNNING,
     Syscalls, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, TYPE_TRACEPOINT,
@@ -27,13 +30,70 @@ const HW_MAX: u64 = 10;
 /// `PERF_COUNT_SW_MAX` in 6.12.
 const SW_MAX: u64 = 12;
 
-/// What kind of record an event produces. Only counting exists today; TPEBS sampling
-/// (retire-latency records, a later issue) adds a variant here plus the ring-buffer reads.
+/// What kind of record an event produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EventKind {
     /// A counting event: `read()` returns counts and times.
     Counting,
+    /// A sampling event (`sample_period` or `sample_freq` non-zero): it counts as well, and
+    /// writes `PERF_RECORD_SAMPLE` records into its ring buffer once one is mapped.
+    Sampling,
+}
+
+/// `PERF_SAMPLE_MAX` in 6.12 (`PERF_SAMPLE_WEIGHT_STRUCT` is 1 << 24).
+const SAMPLE_MAX: u64 = 1 << 25;
+/// The default and, for root, the only limit the simulated `perf_event_max_sample_rate`
+/// applies to `sample_freq` (DEFAULT_MAX_SAMPLE_RATE).
+const MAX_SAMPLE_RATE: u64 = 100_000;
+/// The sample fields the simulator writes: the fixed 8-byte ones [`crate::ring`] decodes.
+const SAMPLE_FIXED: u64 = ring::SAMPLE_IDENTIFIER
+    | ring::SAMPLE_IP
+    | ring::SAMPLE_TID
+    | ring::SAMPLE_TIME
+    | ring::SAMPLE_ADDR
+    | ring::SAMPLE_ID
+    | ring::SAMPLE_STREAM_ID
+    | ring::SAMPLE_CPU
+    | ring::SAMPLE_PERIOD
+    | ring::SAMPLE_WEIGHT
+    | ring::SAMPLE_DATA_SRC
+    | ring::SAMPLE_TRANSACTION
+    | ring::SAMPLE_PHYS_ADDR
+    | ring::SAMPLE_WEIGHT_STRUCT;
+/// `PERF_RECORD_MISC_USER`: samples are taken in user mode.
+const MISC_USER: u16 = 2;
+/// The simulated page size (x86 and the arm64 machine's 4 KiB pages).
+const PAGE: usize = ring::HEAP_PAGE;
+
+/// How a sampling event samples, and what its ring has seen.
+#[derive(Debug, Clone)]
+struct Sampling {
+    /// `freq`: `period` is samples per second of running time; else events per sample.
+    freq: bool,
+    period: u64,
+    sample_type: u64,
+    /// Precise (PEBS on x86): samples carry MISC_EXACT_IP and, with PMU_FL_RETIRE_LATENCY,
+    /// the retire latency.
+    precise: bool,
+    /// The retire latency of each sample of one period, in write order.
+    latencies: Vec<u16>,
+    /// Samples taken so far (written or lost).
+    taken: u64,
+    /// Samples dropped since the last PERF_RECORD_LOST (`rb->lost`).
+    pending_lost: u64,
+    /// Every sample dropped (`event->lost_samples`, read with PERF_FORMAT_LOST).
+    lost: u64,
+}
+
+/// The producer's handle on a mapped ring.
+#[derive(Debug)]
+struct SimRing(ring::Mapping);
+
+impl Clone for SimRing {
+    fn clone(&self) -> SimRing {
+        SimRing(self.0.share().expect("simulated rings live on the heap"))
+    }
 }
 
 /// The scheduling state of an event (`enum perf_event_state`).
@@ -82,6 +142,8 @@ struct Init {
     cpu: Option<u32>,
     /// A topdown metric event (PERF_EV_CAP_SIBLING, needs a `slots` leader).
     metric: bool,
+    /// The config an x86 core PMU kept (0 elsewhere).
+    kept: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -104,6 +166,11 @@ struct Ev {
     reset_value: u64,
     metric: bool,
     kernel: bool,
+    /// Opened with `cpu == -1` (the kernel's `event->cpu == -1`).
+    any_cpu: bool,
+    sampling: Option<Sampling>,
+    /// The ring, once mapped.
+    ring: Option<SimRing>,
 }
 
 impl Ev {
@@ -222,6 +289,116 @@ pub struct SimKernel {
 
 fn errno(e: i32) -> Errno {
     Errno(e)
+}
+
+/// `x86_pmu_hw_config`: `precise_ip` above the PMU's `caps/max_precise` (`x86_pmu_max_precise`)
+/// EOPNOTSUPP; `precise_ip` on a counting event EINVAL ("no sense in having PEBS for non
+/// sampling events").
+fn x86_precise(pmu: &super::machine::Pmu, attr: &Attr) -> Result<(), Errno> {
+    if attr.precise_ip == 0 {
+        return Ok(());
+    }
+    let max = pmu
+        .caps
+        .iter()
+        .find(|(name, _)| name == "max_precise")
+        .and_then(|(_, v)| v.trim().parse::<u8>().ok())
+        .unwrap_or(0);
+    if attr.precise_ip.min(3) > max {
+        return Err(errno(libc::EOPNOTSUPP));
+    }
+    if attr.sample_period == 0 {
+        return Err(errno(libc::EINVAL));
+    }
+    Ok(())
+}
+
+/// The counters a precise event may use where the PEBS table narrows them
+/// (`intel_glc_pebs_event_constraints`, arch/x86/events/intel/ds.c, for Golden Cove class
+/// cores); `None` keeps the ordinary constraint (PMU_FL_PEBS_ALL). Matched on event code and
+/// umask without flag bits, as the table's FLAGS constraints do.
+fn pebs_constraint(kind: CoreKind, kept: u64) -> Option<u64> {
+    if kind != CoreKind::GoldenCove || kept & ALL_EVENT_FLAGS != 0 {
+        return None;
+    }
+    match (kept & 0xffff, kept & 0xff) {
+        (0x0100, _) => Some(1 << 32),
+        (0x0400, _) => Some(1 << 35),
+        (0x01cd, _) => Some(0xfe),
+        (0x02cd, _) => Some(0x1),
+        (_, 0xc0) => Some(0xfe),
+        (_, 0xd0..=0xd4) => Some(0xf),
+        _ => None,
+    }
+}
+
+/// One PERF_RECORD_SAMPLE with the fields of `s.sample_type`, in the ABI's order.
+fn sample_record(
+    s: &Sampling,
+    id: u64,
+    cpu: u32,
+    task: Option<i32>,
+    now: u64,
+    period: u64,
+    latency: u16,
+) -> Vec<u8> {
+    let t = s.sample_type;
+    let pid = task.unwrap_or(0).max(0) as u32;
+    let ip = 0x0040_1000 + (s.taken % 64) * 4;
+    let fields: [(u64, u64); 13] = [
+        (ring::SAMPLE_IDENTIFIER, id),
+        (ring::SAMPLE_IP, ip),
+        (ring::SAMPLE_TID, u64::from(pid) | u64::from(pid) << 32),
+        (ring::SAMPLE_TIME, now),
+        (ring::SAMPLE_ADDR, 0),
+        (ring::SAMPLE_ID, id),
+        (ring::SAMPLE_STREAM_ID, id),
+        (ring::SAMPLE_CPU, u64::from(cpu)),
+        (ring::SAMPLE_PERIOD, period),
+        // The weight: var3_w for WEIGHT_STRUCT; the plain WEIGHT holds load latency, which
+        // the simulator does not model (0).
+        (ring::SAMPLE_WEIGHT_STRUCT, ring::Weight::from_parts(0, 0, latency).0),
+        (ring::SAMPLE_DATA_SRC, 0),
+        (ring::SAMPLE_TRANSACTION, 0),
+        (ring::SAMPLE_PHYS_ADDR, 0),
+    ];
+    let mut body = Vec::with_capacity(8 * 14);
+    for (bit, value) in fields {
+        if bit == ring::SAMPLE_WEIGHT_STRUCT && t & ring::SAMPLE_WEIGHT != 0 {
+            body.extend_from_slice(&0u64.to_ne_bytes());
+        } else if t & bit != 0 {
+            body.extend_from_slice(&value.to_ne_bytes());
+        }
+    }
+    let misc = MISC_USER | if s.precise { ring::MISC_EXACT_IP } else { 0 };
+    let size = (ring::HEADER_SIZE + body.len()) as u16;
+    let mut out = ring::Header { type_: ring::RECORD_SAMPLE, misc, size }.to_bytes().to_vec();
+    out.extend_from_slice(&body);
+    out
+}
+
+/// PERF_RECORD_LOST: `id, lost` (no `sample_id` trailer: tmetric never sets sample_id_all).
+fn lost_record(id: u64, lost: u64) -> Vec<u8> {
+    let mut out = ring::Header { type_: ring::RECORD_LOST, misc: 0, size: 24 }.to_bytes().to_vec();
+    out.extend_from_slice(&id.to_ne_bytes());
+    out.extend_from_slice(&lost.to_ne_bytes());
+    out
+}
+
+/// Whether `need` bytes fit between `data_head` and the reader's `data_tail`. A tail the
+/// reader moved past the head makes the unread span huge, so nothing fits, as in
+/// `perf_output_space`.
+fn has_room(ring: &ring::Mapping, need: usize) -> bool {
+    let Ok((_, size)) = ring.data_area() else { return false };
+    let unread = ring.data_head().wrapping_sub(ring.data_tail());
+    unread <= size as u64 && size as u64 - unread >= need as u64
+}
+
+/// Appends `bytes` at `data_head` and publishes the new head.
+fn put(ring: &ring::Mapping, bytes: &[u8]) {
+    let head = ring.data_head();
+    ring.write_data(head, bytes);
+    ring.publish_head(head + bytes.len() as u64);
 }
 
 fn any_exclude(attr: &Attr) -> bool {
@@ -367,6 +544,80 @@ impl State {
     fn sync(&mut self) {
         let to = self.clock.now().max(self.now);
         self.advance_to(to);
+        self.emit_samples();
+    }
+
+    /// The retire latency of each sample of one period for a new sampling event: the
+    /// profile's, for precise (PEBS) events of an Intel core PMU when the machine has
+    /// PMU_FL_RETIRE_LATENCY; 0 otherwise, as `ds.c` leaves `var3_w` without the feature and
+    /// non-PEBS samples have no weight.
+    fn latencies(&self, init: &Init, attr: &Attr) -> Vec<u16> {
+        let core = match init.home {
+            Home::Hw(p) => match &self.machine.pmus[p].class {
+                PmuClass::X86Core(core) if core.kind != CoreKind::Zen4 => {
+                    Some((core, self.machine.pmus[p].name.as_str()))
+                }
+                _ => None,
+            },
+            Home::Soft => None,
+        };
+        match core {
+            Some((core, pmu)) if attr.precise_ip > 0 && self.machine.retire_latency => self
+                .profile
+                .retire_latencies(core, pmu, init.kept)
+                .into_iter()
+                .flat_map(|(cycles, n)| std::iter::repeat_n(cycles, n as usize))
+                .collect(),
+            _ => vec![0],
+        }
+    }
+
+    /// Writes the samples that running time has made due into each mapped ring, a whole
+    /// period of the profile's latencies at a time (so statistics over the samples are the
+    /// period's, computable by hand), honouring `data_tail`: a sample that does not fit is
+    /// counted lost, and the next one that fits is preceded by PERF_RECORD_LOST
+    /// (`perf_output_begin`). Samples due before the ring was mapped are dropped unseen, as
+    /// the kernel drops them without a buffer.
+    fn emit_samples(&mut self) {
+        let now = self.now;
+        for e in self.events.values_mut() {
+            let Some(s) = e.sampling.as_mut() else { continue };
+            let per_period = s.latencies.len().max(1) as u64;
+            let due = if s.freq {
+                (u128::from(e.running_ns) * u128::from(s.period) / 1_000_000_000) as u64
+            } else {
+                e.rate.count(e.running_ns) / s.period
+            };
+            let due = due / per_period * per_period;
+            let Some(SimRing(ring)) = e.ring.as_ref() else {
+                s.taken = due;
+                continue;
+            };
+            // Events per sample, for PERF_SAMPLE_PERIOD.
+            let period =
+                if s.freq { e.rate.count(1_000_000_000) / s.period.max(1) } else { s.period };
+            while s.taken < due {
+                let latency = s.latencies[(s.taken % per_period) as usize];
+                let record = sample_record(s, e.id, e.cpu, e.task, now, period, latency);
+                let lost = (s.pending_lost > 0).then(|| lost_record(e.id, s.pending_lost));
+                let need = record.len() + lost.as_ref().map_or(0, Vec::len);
+                if !has_room(ring, need) {
+                    // Nothing frees space until the reader moves data_tail: the rest of what
+                    // is due is lost too.
+                    let rest = due - s.taken;
+                    s.lost += rest;
+                    s.pending_lost += rest;
+                    s.taken = due;
+                    break;
+                }
+                if let Some(lost) = lost {
+                    put(ring, &lost);
+                    s.pending_lost = 0;
+                }
+                put(ring, &record);
+                s.taken += 1;
+            }
+        }
     }
 
     fn add_watchdogs(&mut self) {
@@ -401,6 +652,9 @@ impl State {
                     reset_value: 0,
                     metric: false,
                     kernel: true,
+                    any_cpu: false,
+                    sampling: None,
+                    ring: None,
                 },
             );
             self.index_group(fd, None);
@@ -439,7 +693,9 @@ impl State {
             rate,
             cpu: None,
             metric: false,
+            kept: 0,
         };
+        let sampling = attr.sample_period != 0;
         let rate_cpu = cpu.max(0) as u32;
         let (pmu_index, config) = match attr.type_ {
             TYPE_SOFTWARE => {
@@ -478,17 +734,27 @@ impl State {
                     return Err(errno(libc::ENOENT));
                 }
                 let hw = match &pmu.class {
-                    PmuClass::X86Core(core) => HwKind::X86(HwEvent {
-                        constraint: core.unconstrained(),
-                        extra: None,
-                        metric: false,
-                    }),
+                    PmuClass::X86Core(core) => {
+                        x86_precise(pmu, attr)?;
+                        HwKind::X86(HwEvent {
+                            constraint: core.unconstrained(),
+                            extra: None,
+                            metric: false,
+                        })
+                    }
                     // Any event number but CPU_CYCLES: a programmable counter.
                     PmuClass::Arm(_) => HwKind::Arm { config: 0xffff },
                     _ => return Err(errno(libc::ENOENT)),
                 };
                 let rate = self.profile.rate(Source::Cache { pmu: &pmu.name, config: c }, rate_cpu);
-                return Ok(Init { home: Home::Hw(index), hw, rate, cpu: None, metric: false });
+                return Ok(Init {
+                    home: Home::Hw(index),
+                    hw,
+                    rate,
+                    cpu: None,
+                    metric: false,
+                    kept: 0,
+                });
             }
             other => match machine.pmu_by_type(other) {
                 // arm64 has no PMU of type 4: a raw event goes to the first CPU PMU that
@@ -534,11 +800,13 @@ impl State {
                     rate,
                     cpu: None,
                     metric: false,
+                    kept: 0,
                 })
             }
             PmuClass::Msr { events } => {
-                // msr.c: PERF_PMU_CAP_NO_EXCLUDE, config within the detected MSRs.
-                if any_exclude(attr) {
+                // msr.c: PERF_PMU_CAP_NO_EXCLUDE, config within the detected MSRs, no
+                // sampling.
+                if any_exclude(attr) || sampling {
                     return Err(errno(libc::EINVAL));
                 }
                 if config >= 64 || events & (1 << config) == 0 {
@@ -547,8 +815,9 @@ impl State {
                 Ok(soft(self.profile.rate(Source::Msr(config), rate_cpu)))
             }
             PmuClass::Power { events } => {
-                // rapl.c: CPU events only, no exclude bits, config 0-7 naming a domain.
-                if cpu < 0 || pid != -1 || any_exclude(attr) {
+                // rapl.c: CPU events only, no exclude bits, no sampling, config 0-7 naming a
+                // domain.
+                if cpu < 0 || pid != -1 || any_exclude(attr) || sampling {
                     return Err(errno(libc::EINVAL));
                 }
                 if config & !0xff != 0 || events & (1 << config) == 0 {
@@ -562,10 +831,12 @@ impl State {
                     rate,
                     cpu: moved,
                     metric: false,
+                    kept: 0,
                 })
             }
             PmuClass::Cstate { events } => {
-                if cpu < 0 || pid != -1 || any_exclude(attr) {
+                // cstate.c: no sampling either.
+                if cpu < 0 || pid != -1 || any_exclude(attr) || sampling {
                     return Err(errno(libc::EINVAL));
                 }
                 if config >= 64 || events & (1 << config) == 0 {
@@ -578,6 +849,7 @@ impl State {
                     rate,
                     cpu: None,
                     metric: false,
+                    kept: 0,
                 })
             }
             PmuClass::Uncore { config_mask, .. } => {
@@ -585,6 +857,13 @@ impl State {
                 // to the box's reader CPU; config bits outside the box's masks are dropped.
                 if cpu < 0 || pid != -1 || any_exclude(attr) {
                     return Err(errno(libc::EINVAL));
+                }
+                if sampling {
+                    // Intel's uncore_pmu_event_init refuses sampling (EINVAL); AMD's boxes pass
+                    // event_init and perf_event_open refuses them for
+                    // PERF_PMU_CAP_NO_INTERRUPT (EOPNOTSUPP).
+                    let amd = pmu.name.starts_with("amd_");
+                    return Err(errno(if amd { libc::EOPNOTSUPP } else { libc::EINVAL }));
                 }
                 let config = config & config_mask;
                 let rate = self.profile.rate(Source::Uncore { pmu: &pmu.name, config }, rate_cpu);
@@ -595,6 +874,7 @@ impl State {
                     rate,
                     cpu: moved,
                     metric: false,
+                    kept: 0,
                 })
             }
             PmuClass::Builtin => Err(errno(libc::EINVAL)),
@@ -619,6 +899,7 @@ impl State {
         cpu: u32,
     ) -> Result<Init, Errno> {
         let pmu = &self.machine.pmus[pmu_index];
+        x86_precise(pmu, attr)?;
         let amd = core.kind == CoreKind::Zen4;
         let mut kept = if amd { config & AMD_RAW_EVENT_MASK } else { config & RAW_EVENT_MASK };
         if !amd {
@@ -645,6 +926,10 @@ impl State {
         }
         let available_metric =
             is_metric && code <= TD_METRIC_FIRST + ((u64::from(core.topdown_events) - 1) << 8);
+        if available_metric && attr.sample_period != 0 {
+            // intel_pmu_hw_config: "The metric events don't support sampling."
+            return Err(errno(libc::EINVAL));
+        }
         // Extra registers: config1 must fit the register's valid mask (EINVAL); events
         // without one ignore config1.
         let mut extra = None;
@@ -656,7 +941,13 @@ impl State {
             extra = Some((er.kind, attr.config1));
             config1 = attr.config1;
         }
-        let constraint = core.constraint(kept);
+        let mut constraint = core.constraint(kept);
+        if attr.precise_ip > 0
+            && let Some(mask) = pebs_constraint(core.kind, kept)
+        {
+            constraint.idxmsk = mask;
+            constraint.weight = mask.count_ones();
+        }
         let rate = self.profile.rate(
             Source::X86 { core, pmu: &pmu.name, config: kept, config1, smt: self.machine.smt },
             cpu,
@@ -667,6 +958,7 @@ impl State {
             rate,
             cpu: None,
             metric: available_metric,
+            kept,
         })
     }
 
@@ -759,7 +1051,9 @@ impl State {
                 && leader.home == Home::Hw(pmu)
                 && leader.attr.config & ARCH_EVENT_MASK == TD_SLOTS
                 && leader.attr.type_ != TYPE_HARDWARE;
-            if !leader_is_slots {
+            // The slots leader of metric events must not sample (PERF_METRICS needs it to
+            // start at 0).
+            if !leader_is_slots || leader.attr.sample_period != 0 {
                 return Err(errno(libc::EINVAL));
             }
         }
@@ -824,6 +1118,21 @@ impl State {
         if pid < -1 {
             return Err(errno(libc::ESRCH));
         }
+        // perf_copy_attr: unknown sample_type bits, WEIGHT with WEIGHT_STRUCT; then
+        // perf_event_open's frequency and period limits.
+        if attr.sample_type & !(SAMPLE_MAX - 1) != 0 {
+            return Err(errno(libc::EINVAL));
+        }
+        if attr.sample_type & ring::SAMPLE_WEIGHT != 0
+            && attr.sample_type & ring::SAMPLE_WEIGHT_STRUCT != 0
+        {
+            return Err(errno(libc::EINVAL));
+        }
+        if attr.freq && attr.sample_period > MAX_SAMPLE_RATE
+            || !attr.freq && attr.sample_period & 1 << 63 != 0
+        {
+            return Err(errno(libc::EINVAL));
+        }
         let leader_fd = if group_fd >= 0 {
             match self.events.get(&group_fd) {
                 Some(e) if !e.kernel => Some(group_fd),
@@ -833,6 +1142,12 @@ impl State {
             None
         };
         let init = self.init(attr, pid, cpu)?;
+        let sampling = attr.sample_period != 0;
+        if sampling && attr.sample_type & !SAMPLE_FIXED != 0 {
+            // Not modelled: variable-length sample fields (READ, CALLCHAIN, RAW, BRANCH_STACK,
+            // REGS_*, STACK_USER, AUX, CGROUP, page sizes).
+            return Err(errno(libc::EOPNOTSUPP));
+        }
         self.check_group(&init, attr, leader_fd)?;
         let task = (pid != -1).then_some(pid);
         // Where the context is: the given CPU (or the reader CPU the PMU moved it to); a task
@@ -894,6 +1209,16 @@ impl State {
         self.next_id += 1;
         let index = self.next_index;
         self.next_index += 1;
+        let sampling = sampling.then(|| Sampling {
+            freq: attr.freq,
+            period: attr.sample_period,
+            sample_type: attr.sample_type,
+            precise: attr.precise_ip > 0,
+            latencies: self.latencies(&init, attr),
+            taken: 0,
+            pending_lost: 0,
+            lost: 0,
+        });
         let state = if attr.disabled && !attr.enable_on_exec {
             SimState::Off
         } else {
@@ -905,7 +1230,7 @@ impl State {
             Ev {
                 id,
                 attr: attr.clone(),
-                kind: EventKind::Counting,
+                kind: if sampling.is_some() { EventKind::Sampling } else { EventKind::Counting },
                 cpu: ctx_cpu,
                 task,
                 home: init.home,
@@ -921,6 +1246,9 @@ impl State {
                 reset_value: 0,
                 metric: init.metric,
                 kernel: false,
+                any_cpu: cpu == -1,
+                sampling,
+                ring: None,
             },
         );
         if let Some(lfd) = leader_fd
@@ -1198,7 +1526,7 @@ impl State {
                     words.push(m.id);
                 }
                 if format & FORMAT_LOST != 0 {
-                    words.push(0);
+                    words.push(m.sampling.as_ref().map_or(0, |s| s.lost));
                 }
             }
         } else {
@@ -1213,7 +1541,7 @@ impl State {
                 words.push(ev.id);
             }
             if format & FORMAT_LOST != 0 {
-                words.push(0);
+                words.push(ev.sampling.as_ref().map_or(0, |s| s.lost));
             }
         }
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
@@ -1332,5 +1660,48 @@ impl Syscalls for SimKernel {
 
     fn close(&mut self, fd: i32) {
         self.lock().close(fd);
+    }
+
+    /// `perf_mmap`: the length rounded up to whole pages as mmap(2) does, then one control
+    /// page plus 0 or a power of two of data pages (EINVAL otherwise); EINVAL for an
+    /// inherited event opened with `cpu == -1`; a second mapping must have the first's size
+    /// (EINVAL) and shares its ring. The caller is root, so the `perf_event_mlock_kb`
+    /// allowance (EPERM) never applies. The reader's handle writes the records due whenever
+    /// it loads `data_head`.
+    fn mmap(&mut self, fd: i32, len: usize) -> Result<ring::Mapping, Errno> {
+        let weak = Arc::downgrade(&self.state);
+        let mut state = self.lock();
+        state.sync();
+        let ev = state.events.get_mut(&fd).filter(|e| !e.kernel).ok_or(errno(libc::EBADF))?;
+        if len == 0 {
+            return Err(errno(libc::EINVAL));
+        }
+        if ev.any_cpu && ev.attr.inherit {
+            return Err(errno(libc::EINVAL));
+        }
+        let pages = len.div_ceil(PAGE);
+        let data_pages = pages - 1;
+        if data_pages != 0 && !data_pages.is_power_of_two() {
+            return Err(errno(libc::EINVAL));
+        }
+        let mapping = match &ev.ring {
+            Some(SimRing(existing)) => {
+                if existing.len() != pages * PAGE {
+                    return Err(errno(libc::EINVAL));
+                }
+                existing.share().expect("a heap ring")
+            }
+            None => {
+                let mapping = ring::Mapping::heap_exact(data_pages * PAGE);
+                ev.ring = Some(SimRing(mapping.share().expect("a heap ring")));
+                mapping
+            }
+        };
+        let refresh: ring::Refresh = Arc::new(move || {
+            if let Some(state) = weak.upgrade() {
+                state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).sync();
+            }
+        });
+        Ok(mapping.with_refresh(refresh))
     }
 }

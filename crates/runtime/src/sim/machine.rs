@@ -210,6 +210,10 @@ pub struct Machine {
     pub paranoid: i32,
     /// `perf_event_mux_interval_ms` of every PMU.
     pub mux_interval_ms: u64,
+    /// IA32_PERF_CAPABILITIES bit 17 (`pebs_timing_info`), which sets PMU_FL_RETIRE_LATENCY
+    /// (`intel_pmu_init`): PEBS records carry the retire latency, copied to the weight
+    /// struct's `var3_w` (`ds.c`). Meteor Lake has it; Sapphire Rapids and older do not (0).
+    pub retire_latency: bool,
 }
 
 /// The names [`Machine::named`] accepts.
@@ -851,6 +855,7 @@ fn sapphirerapids() -> Machine {
         nmi_watchdog: true,
         paranoid: 2,
         mux_interval_ms: 4,
+        retire_latency: false,
     }
 }
 
@@ -924,6 +929,7 @@ fn icelake() -> Machine {
         nmi_watchdog: true,
         paranoid: 2,
         mux_interval_ms: 4,
+        retire_latency: false,
     }
 }
 
@@ -1079,6 +1085,7 @@ fn skylakex(smt: bool) -> Machine {
         nmi_watchdog: true,
         paranoid: 2,
         mux_interval_ms: 4,
+        retire_latency: false,
     }
 }
 
@@ -1243,6 +1250,7 @@ fn hybrid(meteor: bool) -> Machine {
         nmi_watchdog: true,
         paranoid: 2,
         mux_interval_ms: 4,
+        retire_latency: meteor,
     }
 }
 
@@ -1340,6 +1348,7 @@ fn amdzen4() -> Machine {
         nmi_watchdog: true,
         paranoid: 2,
         mux_interval_ms: 4,
+        retire_latency: false,
     }
 }
 
@@ -1442,5 +1451,6 @@ fn neoverse_n2() -> Machine {
         nmi_watchdog: false,
         paranoid: 2,
         mux_interval_ms: 4,
+        retire_latency: false,
     }
 }

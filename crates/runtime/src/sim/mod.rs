@@ -11,8 +11,12 @@
 //!   the topdown rules, hybrid CPU lists, mixed PMUs) and scheduling groups the kernel's way
 //!   (pinned then flexible, the watchdog's pinned cycles event, round-robin rotation every
 //!   mux interval of simulated time), so `time_enabled`/`time_running` are computed.
+//!   Sampling events get ring buffers from [`crate::Syscalls::mmap`] (heap memory shared
+//!   with the reader, [`crate::ring::Mapping::with_refresh`]) and `PERF_RECORD_SAMPLE`
+//!   records as simulated time passes, `PERF_RECORD_LOST` when the reader lags.
 //! * [`Profile`]: the workload's constant rates, consistent so every metric has a known true
-//!   value ([`SimKernel::true_count`]).
+//!   value ([`SimKernel::true_count`]), and the retire latencies of PEBS samples
+//!   ([`RETIRE_LATENCIES`]).
 //!
 //! A sysfs tree and kernel for a model name:
 //! ```
@@ -75,6 +79,24 @@
 //!   no later hardware group of that pass is tried; pinned misfits go to ERROR (read gives
 //!   0 bytes); flexible misfits start the mux timer. `perf_rotate_context` moves the first
 //!   active flexible group to the end every `perf_event_mux_interval_ms` (default 4).
+//! * Sampling (kernel/events/core.c `perf_copy_attr`, `perf_event_open`, `perf_mmap`,
+//!   ring_buffer.c `perf_output_begin`; arch/x86/events/core.c `x86_pmu_hw_config`;
+//!   intel/core.c `intel_pmu_hw_config`; intel/ds.c): `sample_type` bits beyond
+//!   PERF_SAMPLE_MAX, WEIGHT with WEIGHT_STRUCT, `sample_freq` above 100000 or a period with
+//!   bit 63 EINVAL; x86 `precise_ip` above `caps/max_precise` EOPNOTSUPP, on a counting event
+//!   EINVAL; sampling topdown metric events, or metric events under a sampling `slots`
+//!   leader, EINVAL (`slots` alone may sample); msr, power, cstate and Intel uncore refuse
+//!   sampling (EINVAL), AMD uncore has no interrupt (EOPNOTSUPP); precise events on Golden
+//!   Cove class cores take the counters of `intel_glc_pebs_event_constraints`. A ring is one
+//!   control page plus 0 or a power of two of data pages (EINVAL otherwise, the length
+//!   rounded up to pages as mmap(2) does), never for an inherited event with `cpu == -1`; a
+//!   second mapping shares the first's ring and must match its size. A sample that does not
+//!   fit between `data_head` and `data_tail` is lost, counted for PERF_FORMAT_LOST, and the
+//!   next sample that fits is preceded by PERF_RECORD_LOST. Samples come at `sample_freq` per
+//!   second of running time, or one per `sample_period` events, and only while the event is
+//!   on a counter. The weight struct's `var3_w` is the profile's retire latency only for
+//!   precise (PEBS) samples on a machine with PMU_FL_RETIRE_LATENCY (`pebs_timing_info`:
+//!   Meteor Lake here, not Sapphire Rapids), 0 otherwise, as `ds.c` leaves it.
 //! * NMI watchdog (kernel/watchdog_perf.c): one pinned cycles event per CPU on its core PMU;
 //!   on Intel it takes fixed counter 1 (cycles prefer the fixed counter), so a group that
 //!   also needs cycles must put them on a GP counter; on AMD it takes a GP counter; on arm64
@@ -96,8 +118,16 @@
 //! (`tests/sim.rs`).
 //!
 //! # Not modelled
-//! Sampling, `precise_ip`, `exclusive` and PEBS constraints (the runtime's [`crate::Attr`]
-//! has no such fields; [`EventKind`] is where sampling records go), ESRCH for unknown pids
+//! `exclusive`; variable-length sample fields (READ, CALLCHAIN, RAW, BRANCH_STACK, REGS,
+//! STACK_USER, AUX, CGROUP, page sizes: opening such a sampling event gives EOPNOTSUPP);
+//! the frequency mode's period adjustment (exactly `sample_freq` samples per second of
+//! running time), throttling, large PEBS, and the PEBS tables of cores other than Golden
+//! Cove (any event may be precise there); AMD's forwarding of precise events to IBS
+//! (refused by `max_precise` 0 instead); samples are written a whole period of the profile's
+//! retire latencies at a time (100 samples for the [`RETIRE_LATENCIES`] events), so a
+//! partial period is never seen, not even at disable, where the kernel would drain the PEBS
+//! buffer; `perf_event_mlock_kb` (the caller is root); wake-ups (a heap ring has no
+//! descriptor to poll: the reader finds records at its next bounded wait); ESRCH for unknown pids
 //! (any pid is a task that runs continuously), `inherit` children, exec (`enable_on_exec`
 //! events count from the open), paranoid levels (the caller is root), HT counter sharing
 //! and shared registers between SMT siblings, per-model hardware cache tables (every valid
@@ -121,7 +151,7 @@ pub use machine::{
     ArmCore, CoreKind, Cpu, CpuId, Machine, NAMES, Pmu, PmuClass, X86Core, cpu_list,
 };
 pub use profile::{
-    CPU_STEP_PERCENT, CYCLES_HZ, INSTRUCTIONS_PER_KCYCLE, PACKAGE_WATTS, Profile, REF_HZ, Rate,
-    Source, TOPDOWN, Topdown,
+    CPU_STEP_PERCENT, CYCLES_HZ, INSTRUCTIONS_PER_KCYCLE, LatencyPeriod, PACKAGE_WATTS, Profile,
+    REF_HZ, RETIRE_LATENCIES, Rate, Source, TOPDOWN, Topdown,
 };
 pub use sched::{Constraint, ExtraReg, ExtraRegKind, HwEvent};
