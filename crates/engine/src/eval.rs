@@ -214,7 +214,7 @@ impl Plan {
                     None => continue,
                 },
                 (Source::Counter(_), Shown::NotCounted) => {
-                    "<not counted>: it never ran on a counter (the workload may have ended before it started, or its group never fit)".to_string()
+                    "<not counted>: it never ran on a counter (its task did not run while counting: asleep, or ended before counting started; or its group never fit)".to_string()
                 }
                 _ => continue,
             };
