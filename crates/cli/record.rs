@@ -94,9 +94,35 @@ pub(crate) struct Header {
     pub(crate) groups: Vec<Vec<usize>>,
     pub(crate) rows: Vec<RowRec>,
     pub(crate) roots: Vec<RootRec>,
+    /// Per model of the metrics: its `has_event()`/`strcmp_cpuid_str()` values on the machine.
+    pub(crate) probes: Vec<ProbeRec>,
     /// `--retire-latency FILE` values (cycles).
     #[serde(with = "exact_map")]
     pub(crate) retire_latency: BTreeMap<String, f64>,
+}
+
+/// A model's probe values, per input slot.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProbeRec {
+    pub(crate) model: String,
+    #[serde(with = "exact_vec")]
+    pub(crate) values: Vec<f64>,
+}
+
+mod exact_vec {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|v| format!("{v}")))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .into_iter()
+            .map(|t| t.parse().map_err(|_| serde::de::Error::custom(format!("`{t}` is not a number"))))
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -477,9 +503,7 @@ pub(crate) fn header(f: &HeaderFacts<'_>) -> Header {
             }
         })
         .collect();
-    let cpuid = std::env::var("PERF_CPUID")
-        .ok()
-        .or_else(|| tmetric_runtime::sysfs::host_cpuid(f.sysfs, f.proc_root));
+    let cpuid = tmetric_engine::plan::cpuid_of(f.sysfs, f.proc_root);
     Header {
         format: FORMAT.into(),
         version: VERSION,
@@ -503,6 +527,11 @@ pub(crate) fn header(f: &HeaderFacts<'_>) -> Header {
         groups,
         rows,
         roots,
+        probes: plan
+            .probes
+            .iter()
+            .map(|(model, values)| ProbeRec { model: model.path(), values: values.clone() })
+            .collect(),
         retire_latency: plan.retire_latency.iter().cloned().collect(),
     }
 }
@@ -702,6 +731,7 @@ mod tests {
             groups: vec![vec![0]],
             rows: vec![],
             roots: vec![],
+            probes: vec![],
             retire_latency: BTreeMap::new(),
         };
         serde_json::to_string(&h).unwrap()

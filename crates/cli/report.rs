@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::plan::{id_name, needed_slots};
-use tmetric_engine::{Placement, Plan, Resolution, Root, Sample, Source};
+use tmetric_engine::{Coverage, Offline, Placement, Plan, Resolution, Root, Sample, Select, Source};
 use tmetric_model::literal::Literal;
 use tmetric_perfstat::perfdata::{self, PerfData, RoundKind};
 use tmetric_runtime::counter::CpuCount;
@@ -266,12 +266,53 @@ fn normal(name: &str) -> String {
     lower
 }
 
+/// Whether `plan` has a row that gives input `name`: a counter of that name, or a tool.
+fn counted(plan: &Plan, name: &str) -> bool {
+    Tool::from_name(name).is_some()
+        || plan.rows.iter().any(|r| match r.source {
+            Source::Counter(s) => {
+                normal(&r.name) == normal(name) || normal(&plan.events[s].name) == normal(name)
+            }
+            _ => false,
+        })
+}
+
+/// `model`'s probe values over a recording, as perf gives them when it parses a metric:
+/// `has_event(X)` is 1 when X was counted, `strcmp_cpuid_str(ID)` compares with the recorded
+/// cpuid (NaN without one); other slots read 0.
+fn probes_for(plan: &Plan, model: &Model, cpuid: Option<&str>) -> Vec<f64> {
+    use tmetric_catalog::catalog::id_calls;
+    let mut probes = vec![0.0; model.ids.len()];
+    for (slot, id) in model.ids.iter().enumerate() {
+        if id.calls & id_calls::STRCMP_CPUID_STR != 0 {
+            let text = model.str(id.text);
+            probes[slot] = cpuid.map_or(f64::NAN, |cpuid| {
+                f64::from(u8::from(tmetric_model::cpuid::cpuid_matches(model.arch, text, cpuid)))
+            });
+        } else if id.calls & id_calls::HAS_EVENT != 0 {
+            probes[slot] = f64::from(u8::from(counted(plan, &id_name(model, id))));
+        }
+    }
+    probes
+}
+
 /// Adds a root for `model`'s `metric`, its inputs matched to `plan`'s rows by name and
 /// taken from one group where possible (`group_of`: spec -> group). Inputs nobody counted
 /// become rows that say so. Returns whether every input the value needs was found.
-fn add_root(plan: &mut Plan, model: &'static Model, metric: usize, group_of: &[usize]) -> bool {
-    let value_slots = needed_slots(model, metric, &plan.literals, false);
-    let all_slots = needed_slots(model, metric, &plan.literals, true);
+fn add_root(
+    plan: &mut Plan,
+    model: &'static Model,
+    metric: usize,
+    group_of: &[usize],
+    cpuid: Option<&str>,
+) -> bool {
+    if plan.probes_of(model).is_empty() {
+        let probes = probes_for(plan, model, cpuid);
+        plan.probes.push((model, probes));
+    }
+    let probes = plan.probes_of(model).to_vec();
+    let value_slots = needed_slots(model, metric, &plan.literals, &probes, false);
+    let all_slots = needed_slots(model, metric, &plan.literals, &probes, true);
     let mut candidates: Vec<(u16, Vec<usize>)> = Vec::new();
     for &slot in &all_slots {
         let id = &model.ids[slot as usize];
@@ -343,7 +384,6 @@ fn add_root(plan: &mut Plan, model: &'static Model, metric: usize, group_of: &[u
         slot_rows[slot as usize] = Some(row);
     }
     // perf prints a metric on its first event's line (as the engine's plan does).
-    let probes = vec![0.0; model.ids.len()];
     let facts = tmetric_catalog::Facts { literals: &plan.literals, probes: &probes };
     let direct: Vec<u16> = model.metrics[metric]
         .needed_refs(&facts)
@@ -423,6 +463,13 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         values.iter().map(|(k, v)| (k.clone(), *v)).collect()
     };
     plan.retire_latency = latency(&h.retire_latency);
+    for rec in &h.probes {
+        if let Some(model) = tmetric_catalog::model(&rec.model)
+            && rec.values.len() == model.ids.len()
+        {
+            plan.probes.push((model, rec.values.clone()));
+        }
+    }
     // --tpebs-mode: the statistic from the recorded samples.
     let tpebs: Option<Vec<(String, f64)>> = args.tpebs_mode.as_ref().map(|mode| {
         rec.tpebs
@@ -519,7 +566,7 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
                 }
             }
             None => {
-                add_root(&mut plan, pick.model, pick.metric, &group_of);
+                add_root(&mut plan, pick.model, pick.metric, &group_of, h.cpuid.as_deref());
             }
         }
     }
@@ -605,25 +652,24 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
     }
     let group_of: Vec<usize> = (0..plan.specs.len()).collect();
     let model_name = model_for(args, None, data.cpuid.as_deref());
+    let cpuid = data.cpuid.as_deref().map(perf_cpuid);
     if args.metrics.is_empty() {
+        // perf's shadow metrics: the common metrics every input of which was counted.
         let common = tmetric_catalog::common();
+        let mut offline = Offline::new(common, plan.literals, cpuid.as_deref());
+        let present: Vec<bool> =
+            common.ids.iter().map(|id| counted(&plan, &id_name(common, id))).collect();
+        for &slot in offline.has_event_slots().to_vec().iter() {
+            offline.set_probe(slot, present[slot as usize]);
+        }
         for m in 0..common.metrics.len() {
-            let slots = needed_slots(common, m, &plan.literals, false);
-            let present = !slots.is_empty()
-                && slots.iter().all(|&s| {
-                    let name = id_name(common, &common.ids[s as usize]);
-                    Tool::from_name(&name).is_some()
-                        || plan.rows.iter().any(|r| {
-                            matches!(r.source, Source::Counter(_)) && normal(&r.name) == normal(&name)
-                        })
-                });
-            if present {
-                add_root(&mut plan, common, m, &group_of);
+            if offline.coverage(m, |s| present[s as usize]) == Coverage::Complete {
+                add_root(&mut plan, common, m, &group_of, cpuid.as_deref());
             }
         }
     } else {
         for pick in picks(&args.metrics, model_name.as_deref())? {
-            add_root(&mut plan, pick.model, pick.metric, &group_of);
+            add_root(&mut plan, pick.model, pick.metric, &group_of, cpuid.as_deref());
         }
     }
     // Readings per event, CPU by CPU (threads summed, as perf aggregates them).
