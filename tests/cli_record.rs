@@ -230,3 +230,51 @@ fn damaged_perf_data_is_an_error_with_the_offset() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("cut.data: at byte"), "{}", stderr(&out));
 }
+
+#[test]
+fn retire_latencies_are_recorded_with_the_counts() {
+    let s = Scratch::new("rl");
+    let latencies = s.path("rl.json");
+    std::fs::write(&latencies, r#"{"MEM_INST_RETIRED.STLB_HIT_LOADS": 7.5}"#).unwrap();
+    let file = s.path("rl.jsonl");
+    let live = ok(&[
+        "record", "--pmu-sim", "meteorlake", "-M", "tma_load_stlb_hit", "--retire-latency",
+        &latencies, "-a", "-x,", "-o", &file, "sleep", "0.05",
+    ]);
+    // The latency file is gone at report time: the record holds the value.
+    std::fs::remove_file(&latencies).unwrap();
+    let replay = ok(&["report", "-i", &file, "-x,"]);
+    assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
+    let text = stderr(&replay);
+    assert!(text.lines().any(|l| l.starts_with("8,cycles,") && l.contains("/R")), "{text}");
+    let v = csv_metrics(&text).into_iter().find(|m| m.0 == "tma_load_stlb_hit").unwrap().1;
+    assert!(v > 0.0, "{text}");
+}
+
+#[test]
+fn metrics_not_selected_at_record_time_use_the_recorded_events() {
+    let s = Scratch::new("later");
+    let file = s.path("r.jsonl");
+    ok(&[
+        "record", "-e", "task-clock,page-faults", "-M", "cpus_utilized", "-x,", "-o", &file,
+        "sleep", "0.05",
+    ]);
+    let out = ok(&["report", "-i", &file, "-x,", "-M", "page_faults_per_sec"]);
+    let text = stderr(&out);
+    let field = |event: &str| -> f64 {
+        let line = text.lines().find(|l| l.contains(&format!(",{event},"))).unwrap();
+        line.split(',').next().unwrap().parse().unwrap()
+    };
+    let (clock_ms, faults) = (field("task-clock"), field("page-faults"));
+    let rate = csv_metrics(&text).into_iter().find(|m| m.0 == "page_faults_per_sec").unwrap().1;
+    // page faults per second of task-clock time; the printed clock has 2 decimals.
+    let expected = faults / (clock_ms / 1e3);
+    assert!((rate - expected).abs() < 0.01 * expected, "{rate} vs {expected}: {text}");
+    // A metric whose events were not recorded says so.
+    let out = ok(&["report", "-i", &file, "-x,", "-M", "context_switches_per_sec"]);
+    assert!(
+        stderr(&out).contains("context_switches_per_sec: `context-switches` was not counted in the recording"),
+        "{}",
+        stderr(&out)
+    );
+}

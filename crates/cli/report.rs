@@ -160,6 +160,9 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
         args.tree.then_some(args.all),
     );
     let mut plan = replay.plan;
+    for warning in &plan.warnings {
+        warn(&format!("warning: {warning}"));
+    }
     for (n, at, length, counts, latency) in &replay.intervals {
         let sample = Sample { counts, seconds: length.as_secs_f64(), rusage: None };
         let recorded = plan.retire_latency.clone();
@@ -374,6 +377,7 @@ fn add_root(
                     plan.add(Resolution::RetireLatency, name, false)
                 } else {
                     let why = format!("`{name}` was not counted in the recording");
+                    plan.warnings.push(format!("{}: {why}", model.str(model.metrics[metric].name)));
                     plan.add(Resolution::Missing(why), name, false)
                 }
             }
