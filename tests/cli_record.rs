@@ -12,7 +12,8 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("tmetric-record-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("tmetric-record-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         Scratch(dir)
@@ -68,8 +69,18 @@ fn intervals_and_per_cpu_round_trip() {
     let s = Scratch::new("iv");
     let file = s.path("iv.jsonl");
     let live = ok(&[
-        "record", "-a", "-I", "20", "--summary", "-x,", "-e", "task-clock,context-switches", "-o",
-        &file, "sleep", "0.07",
+        "record",
+        "-a",
+        "-I",
+        "20",
+        "--summary",
+        "-x,",
+        "-e",
+        "task-clock,context-switches",
+        "-o",
+        &file,
+        "sleep",
+        "0.07",
     ]);
     let replay = ok(&["report", "-i", &file, "-x,"]);
     assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
@@ -96,8 +107,17 @@ fn simulated_topdown_round_trips_and_evaluates_other_metrics() {
     let s = Scratch::new("sim");
     let file = s.path("td.jsonl");
     let live = ok(&[
-        "record", "--pmu-sim", "sapphirerapids", "-M", "TopdownL1", "-a", "-x,", "-o", &file,
-        "sleep", "0.1",
+        "record",
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1",
+        "-a",
+        "-x,",
+        "-o",
+        &file,
+        "sleep",
+        "0.1",
     ]);
     let replay = ok(&["report", "-i", &file, "-x,"]);
     assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
@@ -137,7 +157,11 @@ fn damaged_records_are_clear_errors() {
     let out = tmetric(&["report", "-i", &cut]);
     assert!(!out.status.success());
     let n = lines.len();
-    assert!(stderr(&out).contains(&format!("cut.jsonl:{n}: the line is truncated")), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("cut.jsonl:{n}: the line is truncated")),
+        "{}",
+        stderr(&out)
+    );
 
     let no_end = s.path("noend.jsonl");
     std::fs::write(&no_end, lines[..n - 1].join("\n")).unwrap();
@@ -238,8 +262,19 @@ fn retire_latencies_are_recorded_with_the_counts() {
     std::fs::write(&latencies, r#"{"MEM_INST_RETIRED.STLB_HIT_LOADS": 7.5}"#).unwrap();
     let file = s.path("rl.jsonl");
     let live = ok(&[
-        "record", "--pmu-sim", "meteorlake", "-M", "tma_load_stlb_hit", "--retire-latency",
-        &latencies, "-a", "-x,", "-o", &file, "sleep", "0.05",
+        "record",
+        "--pmu-sim",
+        "meteorlake",
+        "-M",
+        "tma_load_stlb_hit",
+        "--retire-latency",
+        &latencies,
+        "-a",
+        "-x,",
+        "-o",
+        &file,
+        "sleep",
+        "0.05",
     ]);
     // The latency file is gone at report time: the record holds the value.
     std::fs::remove_file(&latencies).unwrap();
@@ -256,8 +291,16 @@ fn metrics_not_selected_at_record_time_use_the_recorded_events() {
     let s = Scratch::new("later");
     let file = s.path("r.jsonl");
     ok(&[
-        "record", "-e", "task-clock,page-faults", "-M", "cpus_utilized", "-x,", "-o", &file,
-        "sleep", "0.05",
+        "record",
+        "-e",
+        "task-clock,page-faults",
+        "-M",
+        "cpus_utilized",
+        "-x,",
+        "-o",
+        &file,
+        "sleep",
+        "0.05",
     ]);
     let out = ok(&["report", "-i", &file, "-x,", "-M", "page_faults_per_sec"]);
     let text = stderr(&out);
@@ -273,7 +316,9 @@ fn metrics_not_selected_at_record_time_use_the_recorded_events() {
     // A metric whose events were not recorded says so.
     let out = ok(&["report", "-i", &file, "-x,", "-M", "context_switches_per_sec"]);
     assert!(
-        stderr(&out).contains("context_switches_per_sec: `context-switches` was not counted in the recording"),
+        stderr(&out).contains(
+            "context_switches_per_sec: `context-switches` was not counted in the recording"
+        ),
         "{}",
         stderr(&out)
     );

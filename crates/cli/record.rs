@@ -120,7 +120,9 @@ mod exact_vec {
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
         Vec::<String>::deserialize(d)?
             .into_iter()
-            .map(|t| t.parse().map_err(|_| serde::de::Error::custom(format!("`{t}` is not a number"))))
+            .map(|t| {
+                t.parse().map_err(|_| serde::de::Error::custom(format!("`{t}` is not a number")))
+            })
             .collect()
     }
 }
@@ -262,13 +264,7 @@ pub(crate) enum Line {
         p97: Option<f64>,
     },
     /// The last line: the run's length and the workload's resource use.
-    End {
-        elapsed_ns: u64,
-        user_ns: Option<u64>,
-        sys_ns: Option<u64>,
-        exit: i32,
-        intervals: u64,
-    },
+    End { elapsed_ns: u64, user_ns: Option<u64>, sys_ns: Option<u64>, exit: i32, intervals: u64 },
 }
 
 /// Writes a record file line by line.
@@ -304,10 +300,7 @@ impl Recorder {
     }
 
     /// Per group and CPU: the members' readings.
-    fn group_lines(
-        &self,
-        counts: &Snapshot,
-    ) -> Vec<(usize, i32, Vec<Option<[u64; 3]>>)> {
+    fn group_lines(&self, counts: &Snapshot) -> Vec<(usize, i32, Vec<Option<[u64; 3]>>)> {
         let mut lines = Vec::new();
         for (g, members) in self.groups.iter().enumerate() {
             let mut cpus: Vec<i32> = Vec::new();
@@ -353,7 +346,10 @@ impl Recorder {
             })?;
         }
         if let Some(values) = latencies {
-            self.line(&Line::Latency { n: Some(n as u64), values: values.iter().cloned().collect() })?;
+            self.line(&Line::Latency {
+                n: Some(n as u64),
+                values: values.iter().cloned().collect(),
+            })?;
         }
         Ok(())
     }
@@ -515,7 +511,10 @@ pub(crate) fn header(f: &HeaderFacts<'_>) -> Header {
         system_wide: f.system_wide,
         interval_ms: f.args.interval,
         topology: Topology { cpus, cores: cores.len(), sockets: sockets.len(), places },
-        literals: Literal::ALL.iter().map(|l| (l.name().to_string(), plan.literals[l.index()])).collect(),
+        literals: Literal::ALL
+            .iter()
+            .map(|l| (l.name().to_string(), plan.literals[l.index()]))
+            .collect(),
         selection: Selection {
             metrics: f.args.metrics.clone(),
             events: f.args.events.clone(),
@@ -755,14 +754,43 @@ mod tests {
     }
 
     #[test]
+    fn intervals_keep_their_latencies_and_samples() {
+        let lines = [
+            header_line(),
+            r#"{"t":"interval","n":1,"at_ns":100,"length_ns":100,"group":0,"cpu":0,"counts":[[1,2,2]]}"#.into(),
+            r#"{"t":"interval","n":1,"at_ns":100,"length_ns":100,"group":0,"cpu":1,"counts":[[3,2,1]]}"#.into(),
+            r#"{"t":"latency","n":1,"values":{"X/R":"12.25"}}"#.into(),
+            r#"{"t":"interval","n":2,"at_ns":200,"length_ns":100,"group":0,"cpu":0,"counts":[null]}"#.into(),
+            r#"{"t":"tpebs","event":"X/R","samples":4,"lost":0,"mean":"12.25","min":"1","max":"30","last":"2","p97":null}"#.into(),
+            r#"{"t":"end","elapsed_ns":250,"user_ns":1,"sys_ns":2,"exit":0,"intervals":2}"#.into(),
+        ];
+        let rec = parse(&lines.join("\n")).unwrap();
+        assert_eq!(rec.intervals.len(), 2);
+        let first = &rec.intervals[0];
+        assert_eq!(first.at, Duration::from_nanos(100));
+        // CPU 1 ran half the time: 3 scales to 6.
+        assert_eq!(first.counts.aggregate(0).unwrap().value, 7);
+        assert_eq!(first.latency.as_ref().unwrap()["X/R"], 12.25);
+        assert_eq!(rec.intervals[1].counts.events[0], None, "a member that was not open");
+        assert!(matches!(rec.tpebs[0], Line::Tpebs { max: Some(30.0), p97: None, .. }));
+        assert_eq!(rec.rusage, Some((Duration::from_nanos(1), Duration::from_nanos(2))));
+    }
+
+    #[test]
     fn bad_lines_name_file_and_line() {
         let truncated = format!("{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"co", header_line());
         let err = format!("{:#}", parse(&truncated).unwrap_err());
         assert!(err.starts_with("r.jsonl:2: the line is truncated"), "{err}");
-        let no_end = format!("{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"counts\":[[5,10,4]]}}\n", header_line());
+        let no_end = format!(
+            "{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"counts\":[[5,10,4]]}}\n",
+            header_line()
+        );
         let err = format!("{:#}", parse(&no_end).unwrap_err());
         assert!(err.contains("r.jsonl:2: the record is truncated"), "{err}");
-        let bad_group = format!("{}\n{{\"t\":\"final\",\"group\":3,\"cpu\":-1,\"counts\":[[5,10,4]]}}\n", header_line());
+        let bad_group = format!(
+            "{}\n{{\"t\":\"final\",\"group\":3,\"cpu\":-1,\"counts\":[[5,10,4]]}}\n",
+            header_line()
+        );
         let err = format!("{:#}", parse(&bad_group).unwrap_err());
         assert!(err.contains("r.jsonl:2: group 3 does not exist"), "{err}");
         let future = header_line().replace("\"version\":1", "\"version\":9");

@@ -13,7 +13,9 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::plan::{id_name, needed_slots};
-use tmetric_engine::{Coverage, Offline, Placement, Plan, Resolution, Root, Sample, Select, Source};
+use tmetric_engine::{
+    Coverage, Offline, Placement, Plan, Resolution, Root, Sample, Select, Source,
+};
 use tmetric_model::literal::Literal;
 use tmetric_perfstat::perfdata::{self, PerfData, RoundKind};
 use tmetric_runtime::counter::CpuCount;
@@ -95,9 +97,8 @@ struct Replay {
 /// Runs `tmetric report`.
 pub(crate) fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let path = &args.input;
-    let bytes = std::fs::read(path).with_context(|| {
-        format!("cannot read {} (give the file with -i FILE)", path.display())
-    })?;
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("cannot read {} (give the file with -i FILE)", path.display()))?;
     let replay = if perfdata::is_perf_data(&bytes) {
         let data = perfdata::parse_perf_data(&bytes)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
@@ -430,13 +431,21 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         let resolution = match &row.source {
             SourceRec::Counter(s) => {
                 let event = h.events.get(*s).with_context(|| {
-                    format!("{}:1: row {i} names event {s}, which the header lacks", args.input.display())
+                    format!(
+                        "{}:1: row {i} names event {s}, which the header lacks",
+                        args.input.display()
+                    )
                 })?;
                 Resolution::Counter(counter_event(event))
             }
-            SourceRec::Tool(name) => Resolution::Tool(Tool::from_name(name).with_context(|| {
-                format!("{}:1: row {i} names the unknown tool event `{name}`", args.input.display())
-            })?),
+            SourceRec::Tool(name) => {
+                Resolution::Tool(Tool::from_name(name).with_context(|| {
+                    format!(
+                        "{}:1: row {i} names the unknown tool event `{name}`",
+                        args.input.display()
+                    )
+                })?)
+            }
             SourceRec::RetireLatency => Resolution::RetireLatency,
             SourceRec::Missing(why) => Resolution::Missing(why.clone()),
         };
@@ -507,9 +516,10 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         .enumerate()
         .filter_map(|(i, root)| {
             let model = tmetric_catalog::model(&root.model)?;
-            let metric = model.metrics_named(&root.metric).into_iter().find(|&m| {
-                model.str(model.metrics[m].pmu) == root.pmu
-            })?;
+            let metric = model
+                .metrics_named(&root.metric)
+                .into_iter()
+                .find(|&m| model.str(model.metrics[m].pmu) == root.pmu)?;
             Some((model, metric, i))
         })
         .collect();
@@ -527,7 +537,9 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
             let metric_name = model.str(model.metrics[*metric].name);
             let target = if std::ptr::eq(*model, common) { common } else { other };
             match target.metrics_named(metric_name).first() {
-                Some(&m) => out.push(tmetric_engine::Pick { model: target, metric: m, item: String::new() }),
+                Some(&m) => {
+                    out.push(tmetric_engine::Pick { model: target, metric: m, item: String::new() })
+                }
                 None => warn(&format!("{}: has no metric `{metric_name}`", target.path())),
             }
         }
@@ -543,7 +555,8 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
             .collect()
     };
     for pick in &selection {
-        let same = recorded.iter().find(|(m, x, _)| std::ptr::eq(*m, pick.model) && *x == pick.metric);
+        let same =
+            recorded.iter().find(|(m, x, _)| std::ptr::eq(*m, pick.model) && *x == pick.metric);
         match same {
             // A recorded metric: the very rows it read when it was printed.
             Some(&(model, metric, i)) => {
@@ -556,17 +569,28 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
                     }
                 }
                 if let Some(bad) = slot_rows.iter().flatten().find(|&&r| r >= plan.rows.len()) {
-                    bail!("{}:1: metric {} reads row {bad}, which the header lacks", args.input.display(), root.metric);
+                    bail!(
+                        "{}:1: metric {} reads row {bad}, which the header lacks",
+                        args.input.display(),
+                        root.metric
+                    );
                 }
                 let r = plan.roots.len();
-                plan.roots.push(Root { model, metric, slot_rows, placement: Placement::NoCounters });
+                plan.roots.push(Root {
+                    model,
+                    metric,
+                    slot_rows,
+                    placement: Placement::NoCounters,
+                });
                 let host = h.rows.iter().position(|row| row.roots.contains(&i));
                 match host {
                     Some(host) => {
                         plan.rows[host].show = true;
                         plan.rows[host].roots.push(r);
                     }
-                    None => bail!("{}:1: no row prints metric {}", args.input.display(), root.metric),
+                    None => {
+                        bail!("{}:1: no row prints metric {}", args.input.display(), root.metric)
+                    }
                 }
             }
             None => {
@@ -594,15 +618,9 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         Vec::new()
     };
     // Only CPUs that were counted.
-    let counted: Vec<i32> = rec
-        .totals
-        .events
-        .iter()
-        .flatten()
-        .flatten()
-        .map(|c| c.cpu)
-        .collect();
-    let places = places.into_iter().filter(|p: &(u32, _)| counted.contains(&(p.0 as i32))).collect();
+    let counted: Vec<i32> = rec.totals.events.iter().flatten().flatten().map(|c| c.cpu).collect();
+    let places =
+        places.into_iter().filter(|p: &(u32, _)| counted.contains(&(p.0 as i32))).collect();
     Ok(Replay {
         plan,
         intervals,
@@ -718,11 +736,14 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
     }
     if intervals.is_empty() && totals.is_none() {
         // STAT records without a round (a run cut short): totals, time unknown.
-        warn("the perf.data file has no STAT_ROUND: the counts are printed without their elapsed time");
+        warn(
+            "the perf.data file has no STAT_ROUND: the counts are printed without their elapsed time",
+        );
         totals = Some(snapshot(&data.unrounded));
     }
     let places = data.cpus.iter().filter(|&&c| c >= 0).map(|&c| (c as u32, None)).collect();
-    let target = if data.cmdline.is_empty() { "perf.data".to_string() } else { data.cmdline.join(" ") };
+    let target =
+        if data.cmdline.is_empty() { "perf.data".to_string() } else { data.cmdline.join(" ") };
     Ok(Replay { plan, intervals, totals, elapsed, rusage: None, target, places })
 }
 

@@ -1206,15 +1206,7 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
     if let Some(r) = recorder {
         let latencies = args.record_tpebs.then_some(plan.retire_latency.as_slice());
         let code = if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) };
-        r.finish(
-            &report.totals,
-            report.elapsed,
-            rusage,
-            code,
-            report.ticks,
-            &sampled,
-            latencies,
-        )?;
+        r.finish(&report.totals, report.elapsed, rusage, code, report.ticks, &sampled, latencies)?;
     }
     if args.interval.is_none() || args.summary {
         printer.summary(&plan, &sample, &target_text(args, simulated), report.elapsed)?;

@@ -223,9 +223,8 @@ fn fallback_name(e: &DataEvent) -> String {
                 "bpf-output",
                 "cgroup-switches",
             ];
-            SW.get(e.config as usize).map_or(format!("software/config={:#x}/", e.config), |s| {
-                s.to_string()
-            })
+            SW.get(e.config as usize)
+                .map_or(format!("software/config={:#x}/", e.config), |s| s.to_string())
         }
         0 => {
             const HW: [&str; 10] = [
@@ -240,9 +239,8 @@ fn fallback_name(e: &DataEvent) -> String {
                 "stalled-cycles-backend",
                 "ref-cycles",
             ];
-            HW.get(e.config as usize).map_or(format!("hardware/config={:#x}/", e.config), |s| {
-                s.to_string()
-            })
+            HW.get(e.config as usize)
+                .map_or(format!("hardware/config={:#x}/", e.config), |s| s.to_string())
         }
         4 => format!("r{:x}", e.config),
         t => format!("{t}/config={:#x}/", e.config),
@@ -259,7 +257,10 @@ pub fn parse_perf_data(bytes: &[u8]) -> Result<PerfData, DataError> {
         });
     }
     if !bytes.starts_with(MAGIC) {
-        return Err(DataError { offset: 0, message: "not a perf.data file (no `PERFILE2` magic)".into() });
+        return Err(DataError {
+            offset: 0,
+            message: "not a perf.data file (no `PERFILE2` magic)".into(),
+        });
     }
     let header_size = b.u64(8, "the file header's size")?;
     let mut data = PerfData::default();
@@ -272,13 +273,17 @@ pub fn parse_perf_data(bytes: &[u8]) -> Result<PerfData, DataError> {
         if attr_size < 88 {
             return Err(DataError {
                 offset: 16,
-                message: format!("attr_size {attr_size}: expected perf_event_attr plus a file section (at least 88 bytes)"),
+                message: format!(
+                    "attr_size {attr_size}: expected perf_event_attr plus a file section (at least 88 bytes)"
+                ),
             });
         }
         if attrs_len % attr_size != 0 {
             return Err(DataError {
                 offset: 32,
-                message: format!("the attribute section ({attrs_len} bytes) is not a multiple of attr_size {attr_size}"),
+                message: format!(
+                    "the attribute section ({attrs_len} bytes) is not a multiple of attr_size {attr_size}"
+                ),
             });
         }
         for i in 0..attrs_len / attr_size {
@@ -328,7 +333,10 @@ fn read_features(b: &Bytes<'_>, data: &mut PerfData, at: u64) -> Result<(), Data
     let string = |off: u64, end: u64| -> Result<(String, u64), DataError> {
         let len = b.u32(off, "a string length")? as u64;
         if off + 4 + len > end {
-            return Err(DataError { offset: off, message: format!("a string of {len} bytes runs past its section") });
+            return Err(DataError {
+                offset: off,
+                message: format!("a string of {len} bytes runs past its section"),
+            });
         }
         Ok((c_string(b.slice(off + 4, len, "a string")?), off + 4 + len))
     };
@@ -371,7 +379,9 @@ fn read_features(b: &Bytes<'_>, data: &mut PerfData, at: u64) -> Result<(), Data
                     // encoding).
                     let target = data.events.iter_mut().find(|e| match first {
                         Some(id) => e.ids.contains(&id),
-                        None => e.type_ == attr.type_ && e.config == attr.config && e.name.is_empty(),
+                        None => {
+                            e.type_ == attr.type_ && e.config == attr.config && e.name.is_empty()
+                        }
                     });
                     if let Some(e) = target {
                         e.name = name;
@@ -395,7 +405,9 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
         if size < 8 || p + size > end {
             return Err(DataError {
                 offset: p,
-                message: format!("record of type {kind} claims {size} bytes (the data section ends at byte {end}): the file is damaged or truncated"),
+                message: format!(
+                    "record of type {kind} claims {size} bytes (the data section ends at byte {end}): the file is damaged or truncated"
+                ),
             });
         }
         let body = p + 8;
@@ -415,7 +427,9 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
                 let Some(event) = data.events.iter().position(|e| e.ids.contains(&id)) else {
                     return Err(DataError {
                         offset: p,
-                        message: format!("a STAT record names event id {id}, which no attribute has"),
+                        message: format!(
+                            "a STAT record names event id {id}, which no attribute has"
+                        ),
                     });
                 };
                 pending.push(StatValue {
@@ -434,7 +448,9 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
                     other => {
                         return Err(DataError {
                             offset: p,
-                            message: format!("STAT_ROUND type {other}: expected 0 (interval) or 1 (final)"),
+                            message: format!(
+                                "STAT_ROUND type {other}: expected 0 (interval) or 1 (final)"
+                            ),
                         });
                     }
                 };
@@ -458,7 +474,8 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
                 // Entries: u64 pid, char comm[16].
                 for i in 0..n.min((size - 16) / 24) {
                     let e = body + 8 + 24 * i;
-                    data.threads.push((b.u64(e, "a pid")?, c_string(b.slice(e + 8, 16, "a comm")?)));
+                    data.threads
+                        .push((b.u64(e, "a pid")?, c_string(b.slice(e + 8, 16, "a comm")?)));
                 }
             }
             RECORD_CPU_MAP => data.cpus = cpu_map(b, body, p + size)?,
@@ -521,7 +538,9 @@ fn cpu_map(b: &Bytes<'_>, at: u64, end: u64) -> Result<Vec<i32>, DataError> {
         }
         other => Err(DataError {
             offset: at,
-            message: format!("CPU map type {other}: expected 0 (list), 1 (mask) or 2 (range); end {end}"),
+            message: format!(
+                "CPU map type {other}: expected 0 (list), 1 (mask) or 2 (range); end {end}"
+            ),
         }),
     }
 }
