@@ -99,6 +99,10 @@ pub(crate) struct Header {
     /// `--retire-latency FILE` values (cycles).
     #[serde(with = "exact_map")]
     pub(crate) retire_latency: BTreeMap<String, f64>,
+    /// Per event: why the kernel refused to open it (null when it opened).
+    pub(crate) failures: Vec<Option<String>>,
+    /// Groups the kernel refused, so their events were counted alone.
+    pub(crate) splits: Vec<String>,
 }
 
 /// A model's probe values, per input slot.
@@ -267,6 +271,22 @@ pub(crate) enum Line {
     End { elapsed_ns: u64, user_ns: Option<u64>, sys_ns: Option<u64>, exit: i32, intervals: u64 },
 }
 
+/// Per group member: [value, time_enabled, time_running], or `None` when it was not open.
+type MemberCounts = Vec<Option<[u64; 3]>>;
+
+/// What the end of a run adds to a record: the totals and how the run ended.
+pub(crate) struct RunEnd<'a> {
+    pub(crate) totals: &'a Snapshot,
+    pub(crate) elapsed: Duration,
+    pub(crate) rusage: Option<(Duration, Duration)>,
+    pub(crate) exit: i32,
+    pub(crate) intervals: usize,
+    /// `--record-tpebs` sample statistics.
+    pub(crate) samples: &'a [EventReport],
+    /// `--record-tpebs`: the retire latencies the totals' metrics used.
+    pub(crate) latencies: Option<&'a [(String, f64)]>,
+}
+
 /// Writes a record file line by line.
 pub(crate) struct Recorder {
     path: PathBuf,
@@ -300,7 +320,7 @@ impl Recorder {
     }
 
     /// Per group and CPU: the members' readings.
-    fn group_lines(&self, counts: &Snapshot) -> Vec<(usize, i32, Vec<Option<[u64; 3]>>)> {
+    fn group_lines(&self, counts: &Snapshot) -> Vec<(usize, i32, MemberCounts)> {
         let mut lines = Vec::new();
         for (g, members) in self.groups.iter().enumerate() {
             let mut cpus: Vec<i32> = Vec::new();
@@ -355,16 +375,8 @@ impl Recorder {
     }
 
     /// The totals, the sampled latencies and the end line; flushes.
-    pub(crate) fn finish(
-        mut self,
-        totals: &Snapshot,
-        elapsed: Duration,
-        rusage: Option<(Duration, Duration)>,
-        exit: i32,
-        intervals: usize,
-        samples: &[EventReport],
-        latencies: Option<&[(String, f64)]>,
-    ) -> anyhow::Result<()> {
+    pub(crate) fn finish(mut self, end: &RunEnd<'_>) -> anyhow::Result<()> {
+        let RunEnd { totals, elapsed, rusage, exit, intervals, samples, latencies } = *end;
         for (group, cpu, counts) in self.group_lines(totals) {
             self.line(&Line::Final { group, cpu, counts })?;
         }
@@ -375,8 +387,8 @@ impl Recorder {
             let t = &r.total;
             self.line(&Line::Tpebs {
                 event: r.name.clone(),
-                samples: t.count as u64,
-                lost: r.kernel_lost.unwrap_or(t.lost) as u64,
+                samples: t.count,
+                lost: r.kernel_lost.unwrap_or(t.lost),
                 mean: t.mean,
                 min: t.min,
                 max: t.max,
@@ -401,6 +413,10 @@ impl Recorder {
 pub(crate) struct HeaderFacts<'a> {
     pub(crate) args: &'a StatArgs,
     pub(crate) plan: &'a Plan,
+    /// Per spec, why the kernel refused it.
+    pub(crate) failures: Vec<Option<String>>,
+    /// The groups the kernel refused, as notes.
+    pub(crate) splits: Vec<String>,
     pub(crate) sysfs: &'a Sysfs,
     pub(crate) proc_root: &'a Path,
     pub(crate) model: Option<String>,
@@ -532,6 +548,8 @@ pub(crate) fn header(f: &HeaderFacts<'_>) -> Header {
             .map(|(model, values)| ProbeRec { model: model.path(), values: values.clone() })
             .collect(),
         retire_latency: plan.retire_latency.iter().cloned().collect(),
+        failures: f.failures.clone(),
+        splits: f.splits.clone(),
     }
 }
 
@@ -732,6 +750,8 @@ mod tests {
             roots: vec![],
             probes: vec![],
             retire_latency: BTreeMap::new(),
+            failures: vec![None],
+            splits: vec![],
         };
         serde_json::to_string(&h).unwrap()
     }

@@ -81,17 +81,33 @@ pub(crate) struct ReportArgs {
     output: Option<PathBuf>,
 }
 
+/// One `-I` interval made ready to print.
+struct Step {
+    number: usize,
+    at: Duration,
+    length: Duration,
+    counts: Snapshot,
+    /// The retire latencies its metrics used, when they differ per interval.
+    latency: Option<Vec<(String, f64)>>,
+}
+
+/// A counted CPU and its (socket, die, core) where known.
+type Place = (u32, Option<(u32, u32, u32)>);
+
 /// Recorded counts made ready to print.
 struct Replay {
     plan: Plan,
-    /// (number, at, length, counts, retire latencies).
-    intervals: Vec<(usize, Duration, Duration, Snapshot, Option<Vec<(String, f64)>>)>,
+    intervals: Vec<Step>,
     totals: Option<Snapshot>,
     elapsed: Duration,
     rusage: Option<(Duration, Duration)>,
     target: String,
     /// The CPUs counted, with their (socket, die, core) where known.
-    places: Vec<(u32, Option<(u32, u32, u32)>)>,
+    places: Vec<Place>,
+    /// Per plan spec: why the kernel refused it, when recorded.
+    failures: Vec<Option<String>>,
+    /// Groups the kernel refused, as recorded.
+    splits: Vec<String>,
 }
 
 /// Runs `tmetric report`.
@@ -164,13 +180,14 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
     for warning in &plan.warnings {
         warn(&format!("warning: {warning}"));
     }
-    for (n, at, length, counts, latency) in &replay.intervals {
-        let sample = Sample { counts, seconds: length.as_secs_f64(), rusage: None };
+    for step in &replay.intervals {
+        let sample =
+            Sample { counts: &step.counts, seconds: step.length.as_secs_f64(), rusage: None };
         let recorded = plan.retire_latency.clone();
-        if let Some(l) = latency {
+        if let Some(l) = &step.latency {
             plan.retire_latency = l.clone();
         }
-        printer.interval(&plan, &sample, *n, *at)?;
+        printer.interval(&plan, &sample, step.number, step.at)?;
         plan.retire_latency = recorded;
     }
     if let Some(totals) = &replay.totals {
@@ -178,8 +195,8 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
             Sample { counts: totals, seconds: replay.elapsed.as_secs_f64(), rusage: replay.rusage };
         printer.summary(&plan, &sample, &replay.target, replay.elapsed)?;
         let mut evaluators = tmetric_engine::Evaluators::default();
-        let results = plan.evaluate(&mut evaluators, &sample);
-        let notes = plan.notes(&results, &sample, |_| None);
+        let notes =
+            stat::notes_with(&plan, &mut evaluators, &sample, &replay.failures, &replay.splits);
         printer.notes(&notes)?;
     }
     printer.finish()
@@ -607,10 +624,16 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
                 (None, Some(l)) => Some(latency(l)),
                 _ => None,
             };
-            (x.n as usize, x.at, x.length, renumber(&x.counts, &spec_map, specs), latency)
+            Step {
+                number: x.n as usize,
+                at: x.at,
+                length: x.length,
+                counts: renumber(&x.counts, &spec_map, specs),
+                latency,
+            }
         })
         .collect();
-    let totals = (rec.intervals.is_empty() || h.selection.summary)
+    let totals = (h.interval_ms.is_none() || h.selection.summary)
         .then(|| renumber(&rec.totals, &spec_map, specs));
     let places = if h.system_wide {
         h.topology.places.iter().map(|p| (p[0], Some((p[1], p[2], p[3])))).collect()
@@ -619,8 +642,13 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
     };
     // Only CPUs that were counted.
     let counted: Vec<i32> = rec.totals.events.iter().flatten().flatten().map(|c| c.cpu).collect();
-    let places =
-        places.into_iter().filter(|p: &(u32, _)| counted.contains(&(p.0 as i32))).collect();
+    let places = places.into_iter().filter(|p: &Place| counted.contains(&(p.0 as i32))).collect();
+    let mut failures = vec![None; plan.specs.len()];
+    for (old, why) in h.failures.iter().enumerate() {
+        if let Some(&new) = spec_map.get(old) {
+            failures[new] = why.clone();
+        }
+    }
     Ok(Replay {
         plan,
         intervals,
@@ -629,6 +657,8 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         rusage: rec.rusage,
         target: h.target.clone(),
         places,
+        failures,
+        splits: h.splits.clone(),
     })
 }
 
@@ -724,7 +754,13 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
                 let n = intervals.len() + 1;
                 let delta = now.since(&previous);
                 let length = Duration::from_nanos(round.time_ns.saturating_sub(previous_ns));
-                intervals.push((n, Duration::from_nanos(round.time_ns), length, delta, None));
+                intervals.push(Step {
+                    number: n,
+                    at: Duration::from_nanos(round.time_ns),
+                    length,
+                    counts: delta,
+                    latency: None,
+                });
                 previous = now;
                 previous_ns = round.time_ns;
             }
@@ -744,7 +780,17 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
     let places = data.cpus.iter().filter(|&&c| c >= 0).map(|&c| (c as u32, None)).collect();
     let target =
         if data.cmdline.is_empty() { "perf.data".to_string() } else { data.cmdline.join(" ") };
-    Ok(Replay { plan, intervals, totals, elapsed, rusage: None, target, places })
+    Ok(Replay {
+        plan,
+        intervals,
+        totals,
+        elapsed,
+        rusage: None,
+        target,
+        places,
+        failures: Vec::new(),
+        splits: Vec::new(),
+    })
 }
 
 #[cfg(test)]

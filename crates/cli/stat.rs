@@ -713,12 +713,8 @@ fn notes<S: Syscalls>(
     env: &Environment,
     sample: &Sample<'_>,
 ) -> Vec<String> {
-    let failure = |spec: usize| {
-        counters.failure(spec).map(|failure| {
-            let cpu = failure.cpu.map(|c| format!(" (on CPU {c})")).unwrap_or_default();
-            format!("{cpu}: {}", env.explain(failure.errno, &plan.events[spec]))
-        })
-    };
+    let failures = open_failures(plan, counters, env);
+    let failure = |spec: usize| failures.get(spec).cloned().flatten();
     let results = plan.evaluate(&mut printer.evaluators, sample);
     let mut notes = plan.notes(&results, sample, failure);
     if !printer.threads.is_empty() && !printer.skip_zero {
@@ -746,20 +742,61 @@ fn notes<S: Syscalls>(
             notes.push(format!("{}: {note}", names_summary(&labels)));
         }
     }
-    for split in counters.splits() {
-        let names: Vec<&str> = split.events.iter().map(|&e| plan.specs[e].name.as_str()).collect();
-        let kept = if split.kept.is_empty() {
-            String::new()
-        } else {
-            let kept: Vec<&str> = split.kept.iter().map(|&e| plan.specs[e].name.as_str()).collect();
-            format!("; {} stayed together behind their `slots` leader", kept.join(", "))
-        };
-        notes.push(format!(
-            "the kernel refused the group {{{}}} ({}), so its events were counted alone and their metrics multiplexed{kept}",
-            names.join(","),
-            split.errno
-        ));
-    }
+    notes.extend(split_notes(plan, counters));
+    notes
+}
+
+/// Per spec, why the kernel refused it (the text after its name in the notes).
+pub(crate) fn open_failures<S: Syscalls>(
+    plan: &Plan,
+    counters: &Counters<S>,
+    env: &Environment,
+) -> Vec<Option<String>> {
+    (0..plan.specs.len())
+        .map(|spec| {
+            counters.failure(spec).map(|failure| {
+                let cpu = failure.cpu.map(|c| format!(" (on CPU {c})")).unwrap_or_default();
+                format!("{cpu}: {}", env.explain(failure.errno, &plan.events[spec]))
+            })
+        })
+        .collect()
+}
+
+/// The groups the kernel refused, as notes.
+pub(crate) fn split_notes<S: Syscalls>(plan: &Plan, counters: &Counters<S>) -> Vec<String> {
+    counters
+        .splits()
+        .iter()
+        .map(|split| {
+            let names: Vec<&str> =
+                split.events.iter().map(|&e| plan.specs[e].name.as_str()).collect();
+            let kept = if split.kept.is_empty() {
+                String::new()
+            } else {
+                let kept: Vec<&str> =
+                    split.kept.iter().map(|&e| plan.specs[e].name.as_str()).collect();
+                format!("; {} stayed together behind their `slots` leader", kept.join(", "))
+            };
+            format!(
+                "the kernel refused the group {{{}}} ({}), so its events were counted alone and their metrics multiplexed{kept}",
+                names.join(","),
+                split.errno
+            )
+        })
+        .collect()
+}
+
+/// The notes of `sample`: per spec open failures (`failures`) and refused groups (`splits`).
+pub(crate) fn notes_with(
+    plan: &Plan,
+    evaluators: &mut Evaluators,
+    sample: &Sample<'_>,
+    failures: &[Option<String>],
+    splits: &[String],
+) -> Vec<String> {
+    let results = plan.evaluate(evaluators, sample);
+    let mut notes = plan.notes(&results, sample, |spec| failures.get(spec).cloned().flatten());
+    notes.extend(splits.iter().cloned());
     notes
 }
 
@@ -1128,6 +1165,8 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
             let facts = crate::record::HeaderFacts {
                 args,
                 plan: &plan,
+                failures: open_failures(&plan, &counters, &env),
+                splits: split_notes(&plan, &counters),
                 sysfs,
                 proc_root,
                 model: model.map(Model::path),
@@ -1206,7 +1245,15 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
     if let Some(r) = recorder {
         let latencies = args.record_tpebs.then_some(plan.retire_latency.as_slice());
         let code = if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) };
-        r.finish(&report.totals, report.elapsed, rusage, code, report.ticks, &sampled, latencies)?;
+        r.finish(&crate::record::RunEnd {
+            totals: &report.totals,
+            elapsed: report.elapsed,
+            rusage,
+            exit: code,
+            intervals: report.ticks,
+            samples: &sampled,
+            latencies,
+        })?;
     }
     if args.interval.is_none() || args.summary {
         printer.summary(&plan, &sample, &target_text(args, simulated), report.elapsed)?;
