@@ -211,11 +211,17 @@ fn perf_counts(text: &str, events: &[&str]) -> Vec<(String, f64)> {
     out
 }
 
+/// `perf stat record -o FILE extra...`; with a file name starting `pipe`, `-o -` written to
+/// it (pipe mode: attributes as records).
 fn perf_record(dir: &Path, file: &str, extra: &[&str]) -> Option<String> {
     let path = dir.join(file).display().to_string();
-    let mut args = vec!["stat", "record", "-o", &path];
+    let pipe = file.starts_with("pipe");
+    let mut args = vec!["stat", "record", "-o", if pipe { "-" } else { &path }];
     args.extend_from_slice(extra);
     let out = Command::new("perf").args(&args).output().ok()?;
+    if pipe {
+        std::fs::write(&path, &out.stdout).ok()?;
+    }
     out.status.success().then_some(path)
 }
 
@@ -230,6 +236,7 @@ fn perf_stat_record_files_give_perfs_counts() {
     for (file, extra) in [
         ("task.data", &["-e", "task-clock,context-switches", "sleep", "0.05"][..]),
         ("iv.data", &["-a", "-I", "20", "-e", "task-clock,context-switches", "sleep", "0.07"][..]),
+        ("pipe.data", &["-e", "task-clock,context-switches", "sleep", "0.05"][..]),
     ] {
         let Some(path) = perf_record(&s.0, file, extra) else {
             eprintln!("skipped: `perf stat record` failed here");
@@ -238,6 +245,9 @@ fn perf_stat_record_files_give_perfs_counts() {
         let perf = Command::new("perf").args(["stat", "report", "-i", &path]).output().unwrap();
         let theirs = perf_counts(&String::from_utf8_lossy(&perf.stderr), &events);
         let ours = ok(&["report", "-i", &path]);
+        let title =
+            |t: &str| t.lines().find(|l| l.contains("counter stats for")).map(str::to_string);
+        assert_eq!(title(&String::from_utf8_lossy(&perf.stderr)), title(&stderr(&ours)), "{file}");
         let ours = perf_counts(&stderr(&ours), &events);
         assert!(!theirs.is_empty(), "perf printed no counts");
         assert_eq!(theirs, ours, "{file}");

@@ -778,8 +778,12 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
         totals = Some(snapshot(&data.unrounded));
     }
     let places = data.cpus.iter().filter(|&&c| c >= 0).map(|&c| (c as u32, None)).collect();
-    let target =
-        if data.cmdline.is_empty() { "perf.data".to_string() } else { data.cmdline.join(" ") };
+    // perf's title: the recorded command line, or `pipe` for a piped file without one.
+    let target = match (data.cmdline.is_empty(), data.pipe) {
+        (false, _) => data.cmdline.join(" "),
+        (true, true) => "pipe".to_string(),
+        (true, false) => "perf.data".to_string(),
+    };
     Ok(Replay {
         plan,
         intervals,

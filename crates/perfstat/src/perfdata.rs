@@ -2,7 +2,7 @@
 //! attributes with their ids, the `EVENT_DESC` feature (event names), and the stat records
 //! of the data section (`PERF_RECORD_STAT`, `STAT_ROUND`, `STAT_CONFIG`, `THREAD_MAP`,
 //! `CPU_MAP`, `EVENT_UPDATE`). Pipe-mode files (`perf stat record -o -`) are read from their
-//! `HEADER_ATTR` records.
+//! `HEADER_ATTR` and `HEADER_FEATURE` records.
 //!
 //! Layouts from Linux 6.12's `tools/lib/perf/include/perf/event.h` and
 //! `tools/perf/util/header.{c,h}` (facts only). Only little-endian files are read: a
@@ -125,6 +125,8 @@ pub struct PerfData {
     pub nr_cpus: Option<(u32, u32)>,
     /// `HEADER_CMDLINE`.
     pub cmdline: Vec<String>,
+    /// Written to a pipe (`-o -`): a 16-byte header, attributes as records.
+    pub pipe: bool,
 }
 
 const RECORD_HEADER_ATTR: u32 = 64;
@@ -134,6 +136,7 @@ const RECORD_STAT_CONFIG: u32 = 75;
 const RECORD_STAT: u32 = 76;
 const RECORD_STAT_ROUND: u32 = 77;
 const RECORD_EVENT_UPDATE: u32 = 78;
+const RECORD_HEADER_FEATURE: u32 = 80;
 
 const FEAT_HOSTNAME: usize = 3;
 const FEAT_OSRELEASE: usize = 4;
@@ -266,6 +269,7 @@ pub fn parse_perf_data(bytes: &[u8]) -> Result<PerfData, DataError> {
     let mut data = PerfData::default();
     let (data_offset, data_size) = if header_size == 16 {
         // Pipe mode: records follow the 16-byte header, attributes come as records.
+        data.pipe = true;
         (16, bytes.len() as u64 - 16)
     } else if header_size >= 104 {
         let attr_size = b.u64(16, "attr_size")?;
@@ -330,66 +334,79 @@ fn read_features(b: &Bytes<'_>, data: &mut PerfData, at: u64) -> Result<(), Data
             }
         }
     }
-    let string = |off: u64, end: u64| -> Result<(String, u64), DataError> {
-        let len = b.u32(off, "a string length")? as u64;
-        if off + 4 + len > end {
-            return Err(DataError {
-                offset: off,
-                message: format!("a string of {len} bytes runs past its section"),
-            });
-        }
-        Ok((c_string(b.slice(off + 4, len, "a string")?), off + 4 + len))
-    };
     for (k, &bit) in bits.iter().enumerate() {
         let sec = at + 16 * k as u64;
         let (off, size) = (b.u64(sec, "a feature section")?, b.u64(sec + 8, "a feature section")?);
         b.slice(off, size, "a feature")?;
-        let end = off + size;
-        match bit {
-            FEAT_HOSTNAME => data.hostname = Some(string(off, end)?.0),
-            FEAT_OSRELEASE => data.os_release = Some(string(off, end)?.0),
-            FEAT_VERSION => data.perf_version = Some(string(off, end)?.0),
-            FEAT_CPUID => data.cpuid = Some(string(off, end)?.0),
-            FEAT_NRCPUS => {
-                data.nr_cpus = Some((b.u32(off, "nr_cpus")?, b.u32(off + 4, "nr_cpus_online")?));
-            }
-            FEAT_CMDLINE => {
-                let n = b.u32(off, "the argument count")?;
-                let mut p = off + 4;
-                for _ in 0..n {
-                    let (s, next) = string(p, end)?;
-                    data.cmdline.push(s);
-                    p = next;
-                }
-            }
-            FEAT_EVENT_DESC => {
-                let n = b.u32(off, "the event count")? as u64;
-                let attr_len = b.u32(off + 4, "the attribute size")? as u64;
-                let mut p = off + 8;
-                for _ in 0..n {
-                    let attr = attr_at(b, p, attr_len)?;
-                    p += attr_len;
-                    let nids = b.u32(p, "the id count")? as u64;
-                    let (name, next) = string(p + 4, end)?;
-                    p = next;
-                    let ids = b.slice(p, nids * 8, "the event's ids")?;
-                    p += nids * 8;
-                    let first = ids.get(..8).map(|c| u64::from_le_bytes(c.try_into().expect("8")));
-                    // Names go to the attribute with the same ids (or, without ids, the same
-                    // encoding).
-                    let target = data.events.iter_mut().find(|e| match first {
-                        Some(id) => e.ids.contains(&id),
-                        None => {
-                            e.type_ == attr.type_ && e.config == attr.config && e.name.is_empty()
-                        }
-                    });
-                    if let Some(e) = target {
-                        e.name = name;
-                    }
-                }
-            }
-            _ => {}
+        read_feature(b, data, bit, off, off + size)?;
+    }
+    Ok(())
+}
+
+/// A string of a feature section: `u32` length, then NUL-padded bytes.
+fn feature_string(b: &Bytes<'_>, off: u64, end: u64) -> Result<(String, u64), DataError> {
+    let len = b.u32(off, "a string length")? as u64;
+    if off + 4 + len > end {
+        return Err(DataError {
+            offset: off,
+            message: format!("a string of {len} bytes runs past its section"),
+        });
+    }
+    Ok((c_string(b.slice(off + 4, len, "a string")?), off + 4 + len))
+}
+
+/// Feature `bit` whose data is at `off..end` (a file's feature section or a pipe's
+/// `HEADER_FEATURE` record).
+fn read_feature(
+    b: &Bytes<'_>,
+    data: &mut PerfData,
+    bit: usize,
+    off: u64,
+    end: u64,
+) -> Result<(), DataError> {
+    let string = |off: u64| feature_string(b, off, end);
+    match bit {
+        FEAT_HOSTNAME => data.hostname = Some(string(off)?.0),
+        FEAT_OSRELEASE => data.os_release = Some(string(off)?.0),
+        FEAT_VERSION => data.perf_version = Some(string(off)?.0),
+        FEAT_CPUID => data.cpuid = Some(string(off)?.0),
+        FEAT_NRCPUS => {
+            data.nr_cpus = Some((b.u32(off, "nr_cpus")?, b.u32(off + 4, "nr_cpus_online")?));
         }
+        FEAT_CMDLINE => {
+            let n = b.u32(off, "the argument count")?;
+            let mut p = off + 4;
+            for _ in 0..n {
+                let (s, next) = string(p)?;
+                data.cmdline.push(s);
+                p = next;
+            }
+        }
+        FEAT_EVENT_DESC => {
+            let n = b.u32(off, "the event count")? as u64;
+            let attr_len = b.u32(off + 4, "the attribute size")? as u64;
+            let mut p = off + 8;
+            for _ in 0..n {
+                let attr = attr_at(b, p, attr_len)?;
+                p += attr_len;
+                let nids = b.u32(p, "the id count")? as u64;
+                let (name, next) = string(p + 4)?;
+                p = next;
+                let ids = b.slice(p, nids * 8, "the event's ids")?;
+                p += nids * 8;
+                let first = ids.get(..8).map(|c| u64::from_le_bytes(c.try_into().expect("8")));
+                // Names go to the attribute with the same ids (or, without ids, the same
+                // encoding).
+                let target = data.events.iter_mut().find(|e| match first {
+                    Some(id) => e.ids.contains(&id),
+                    None => e.type_ == attr.type_ && e.config == attr.config && e.name.is_empty(),
+                });
+                if let Some(e) = target {
+                    e.name = name;
+                }
+            }
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -479,6 +496,12 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
                 }
             }
             RECORD_CPU_MAP => data.cpus = cpu_map(b, body, p + size)?,
+            RECORD_HEADER_FEATURE => {
+                let bit = b.u64(body, "the HEADER_FEATURE id")?;
+                if bit < 256 {
+                    read_feature(b, data, bit as usize, body + 8, p + size)?;
+                }
+            }
             RECORD_EVENT_UPDATE => {
                 let kind = b.u64(body, "the EVENT_UPDATE type")?;
                 let id = b.u64(body + 8, "the EVENT_UPDATE id")?;
