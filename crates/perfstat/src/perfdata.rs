@@ -476,7 +476,7 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
             }
             RECORD_STAT_CONFIG => {
                 let n = b.u64(body, "the STAT_CONFIG count")?;
-                for i in 0..n.min((size - 16) / 16) {
+                for i in 0..n.min(size.saturating_sub(16) / 16) {
                     let tag = b.u64(body + 8 + 16 * i, "a STAT_CONFIG tag")?;
                     let val = b.u64(body + 16 + 16 * i, "a STAT_CONFIG value")?;
                     match tag {
@@ -489,7 +489,7 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
             RECORD_THREAD_MAP => {
                 let n = b.u64(body, "the thread count")?;
                 // Entries: u64 pid, char comm[16].
-                for i in 0..n.min((size - 16) / 24) {
+                for i in 0..n.min(size.saturating_sub(16) / 24) {
                     let e = body + 8 + 24 * i;
                     data.threads
                         .push((b.u64(e, "a pid")?, c_string(b.slice(e + 8, 16, "a comm")?)));
@@ -505,7 +505,7 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
             RECORD_EVENT_UPDATE => {
                 let kind = b.u64(body, "the EVENT_UPDATE type")?;
                 let id = b.u64(body + 8, "the EVENT_UPDATE id")?;
-                let rest = b.slice(body + 16, p + size - body - 16, "the EVENT_UPDATE body")?;
+                let rest = b.slice(body + 16, size.saturating_sub(24), "the EVENT_UPDATE body")?;
                 if let Some(e) = data.events.iter_mut().find(|e| e.ids.contains(&id)) {
                     match kind {
                         0 => e.unit = Some(c_string(rest)),
@@ -535,6 +535,12 @@ fn cpu_map(b: &Bytes<'_>, at: u64, end: u64) -> Result<Vec<i32>, DataError> {
         1 => {
             let nr = b.u16(at + 2, "the mask word count")? as u64;
             let long = b.u16(at + 4, "the mask word size")? as u64;
+            if long != 4 && long != 8 {
+                return Err(DataError {
+                    offset: at + 4,
+                    message: format!("CPU mask words of {long} bytes: expected 4 or 8"),
+                });
+            }
             let mut cpus = Vec::new();
             let words = if long == 4 { at + 6 } else { at + 8 };
             for w in 0..nr {
@@ -627,6 +633,21 @@ mod tests {
         assert_eq!(data.rounds[0].time_ns, 2_000_000);
         let v = data.rounds[0].values[0];
         assert_eq!((v.cpu, v.value, v.enabled, v.running), (-1, 700_000, 1_000_000, 500_000));
+    }
+
+    #[test]
+    fn no_damage_makes_it_panic() {
+        let good = file(7, 0);
+        for len in 0..good.len() {
+            let _ = parse_perf_data(&good[..len]);
+        }
+        for i in 8..good.len() {
+            for value in [0u8, 1, 7, 8, 0x10, 0x7f, 0xff] {
+                let mut bad = good.clone();
+                bad[i] = value;
+                let _ = parse_perf_data(&bad);
+            }
+        }
     }
 
     #[test]
