@@ -373,6 +373,7 @@ fn add_root(
     let best = votes.iter().max_by_key(|(g, n)| (**n, std::cmp::Reverse(**g))).map(|(g, _)| *g);
     let mut slot_rows = vec![None; model.ids.len()];
     let mut complete = true;
+    let mut lacking: Vec<String> = Vec::new();
     for (slot, rows) in candidates {
         let pick = rows
             .iter()
@@ -389,13 +390,20 @@ fn add_root(
                 complete = false;
                 let id = &model.ids[slot as usize];
                 let name = id_name(model, id);
-                if let Some(tool) = Tool::from_name(&name) {
+                let known = plan.rows.iter().position(|r| {
+                    matches!(r.source, Source::Missing(_)) && normal(&r.name) == normal(&name)
+                });
+                if let Some(row) = known {
+                    // Another metric found it missing already: one row says so.
+                    lacking.push(format!("`{name}`"));
+                    row
+                } else if let Some(tool) = Tool::from_name(&name) {
                     plan.add(Resolution::Tool(tool), name, false)
                 } else if id.retire_latency {
                     plan.add(Resolution::RetireLatency, name, false)
                 } else {
                     let why = format!("`{name}` was not counted in the recording");
-                    plan.warnings.push(format!("{}: {why}", model.str(model.metrics[metric].name)));
+                    lacking.push(format!("`{name}`"));
                     plan.add(Resolution::Missing(why), name, false)
                 }
             }
@@ -404,6 +412,15 @@ fn add_root(
             None => continue,
         };
         slot_rows[slot as usize] = Some(row);
+    }
+    if !lacking.is_empty() {
+        let (one, many) = ("was", "were");
+        plan.warnings.push(format!(
+            "{}: {} {} not counted in the recording",
+            model.str(model.metrics[metric].name),
+            lacking.join(", "),
+            if lacking.len() == 1 { one } else { many }
+        ));
     }
     // perf prints a metric on its first event's line (as the engine's plan does).
     let facts = tmetric_catalog::Facts { literals: &plan.literals, probes: &probes };
