@@ -753,7 +753,7 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
                     c.raw.enabled += raw.enabled;
                     c.raw.running += raw.running;
                 }
-                None => per.push(CpuCount { cpu: v.cpu, raw }),
+                None => per.push(CpuCount { cpu: v.cpu, thread: -1, raw }),
             }
         }
         Snapshot { events }
