@@ -133,6 +133,21 @@ fn simulated_topdown_round_trips_and_evaluates_other_metrics() {
     let retiring = l1.iter().find(|m| m.0 == "tma_retiring").expect("tma_retiring").1;
     assert!(retiring > 0.0 && retiring < 100.0, "{l1:?}");
 
+    // Written by a catalogue whose input slots differ: the inputs are matched by name and
+    // the values are the same.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_str(first).unwrap();
+    for root in header["roots"].as_array_mut().unwrap() {
+        for input in root["inputs"].as_array_mut().unwrap() {
+            input[0] = serde_json::json!(input[0].as_u64().unwrap() + 100_000);
+        }
+    }
+    let moved = s.path("moved.jsonl");
+    std::fs::write(&moved, format!("{header}\n{rest}")).unwrap();
+    let again = ok(&["report", "-i", &moved, "-x,"]);
+    assert_eq!(csv_metrics(&stderr(&again)), l1);
+
     // Not selected at record time: level 2 from the same recorded topdown events.
     let l2 = ok(&["report", "-i", &file, "-x,", "-M", "tma_heavy_operations,tma_light_operations"]);
     let l2 = csv_metrics(&stderr(&l2));

@@ -230,8 +230,9 @@ pub(crate) struct RootRec {
     pub(crate) model: String,
     pub(crate) metric: String,
     pub(crate) pmu: String,
-    /// (input name, row) per input.
-    pub(crate) inputs: Vec<(String, usize)>,
+    /// (input slot of the model, its name, row) per input; the name guards against a
+    /// catalogue whose slots moved.
+    pub(crate) inputs: Vec<(usize, String, usize)>,
 }
 
 /// Every line after the header.
@@ -517,7 +518,7 @@ pub(crate) fn header(f: &HeaderFacts<'_>) -> Header {
                     .enumerate()
                     .filter_map(|(slot, row)| {
                         let id = &root.model.ids[slot];
-                        Some((tmetric_engine::plan::id_name(root.model, id), (*row)?))
+                        Some((slot, tmetric_engine::plan::id_name(root.model, id), (*row)?))
                     })
                     .collect(),
             }

@@ -596,11 +596,17 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
             Some(&(model, metric, i)) => {
                 let root = &h.roots[i];
                 let mut slot_rows = vec![None; model.ids.len()];
-                for (slot, id) in model.ids.iter().enumerate() {
-                    let name = id_name(model, id);
-                    if let Some((_, row)) = root.inputs.iter().find(|(n, _)| *n == name) {
-                        slot_rows[slot] = Some(*row);
+                let mut moved = false;
+                for (slot, name, row) in &root.inputs {
+                    match model.ids.get(*slot) {
+                        Some(id) if id_name(model, id) == *name => slot_rows[*slot] = Some(*row),
+                        _ => moved = true,
                     }
+                }
+                if moved {
+                    // Written by a catalogue whose slots differ: match the inputs by name.
+                    add_root(&mut plan, model, metric, &group_of, h.cpuid.as_deref());
+                    continue;
                 }
                 if let Some(bad) = slot_rows.iter().flatten().find(|&&r| r >= plan.rows.len()) {
                     bail!(
