@@ -206,19 +206,25 @@ fn perf_works() -> bool {
     Command::new("perf").arg("--version").output().is_ok_and(|o| o.status.success())
 }
 
-/// perf stat report's counts by event name (the first number of each counter line).
+/// perf stat report's counts by event name (the first number of each counter line), with
+/// the `CPUn` label of `-A` lines.
 fn perf_counts(text: &str, events: &[&str]) -> Vec<(String, f64)> {
     let mut out = Vec::new();
     for line in text.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
+        let cpu = fields
+            .iter()
+            .find(|f| f.strip_prefix("CPU").is_some_and(|n| n.parse::<u32>().is_ok()))
+            .copied()
+            .unwrap_or("");
         for e in events {
             if let Some(i) = fields.iter().position(|f| f == e)
                 && i >= 1
             {
-                // `[time] count [unit] event`
+                // `[time] [CPUn] count [unit] event`
                 let count = if fields[i - 1] == "msec" { fields[i - 2] } else { fields[i - 1] };
                 if let Ok(v) = count.replace(',', "").parse::<f64>() {
-                    out.push((e.to_string(), v));
+                    out.push((format!("{cpu}{e}"), v));
                 }
             }
         }
@@ -267,6 +273,19 @@ fn perf_stat_record_files_give_perfs_counts() {
         assert!(!theirs.is_empty(), "perf printed no counts");
         assert_eq!(theirs, ours, "{file}");
     }
+    // Per CPU (`-A`) from a system-wide file: perf prints event by event, tmetric CPU by CPU.
+    let Some(path) =
+        perf_record(&s.0, "a.data", &["-a", "-e", "task-clock,context-switches", "sleep", "0.05"])
+    else {
+        return;
+    };
+    let perf = Command::new("perf").args(["stat", "report", "-i", &path, "-A"]).output().unwrap();
+    let mut theirs = perf_counts(&String::from_utf8_lossy(&perf.stderr), &events);
+    let mut ours = perf_counts(&stderr(&ok(&["report", "-i", &path, "-A"])), &events);
+    theirs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    ours.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert!(theirs.iter().any(|(name, _)| name.starts_with("CPU1")), "{theirs:?}");
+    assert_eq!(theirs, ours);
 }
 
 #[test]
