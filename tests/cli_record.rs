@@ -375,3 +375,38 @@ fn metrics_not_selected_at_record_time_use_the_recorded_events() {
         stderr(&out)
     );
 }
+
+#[test]
+fn per_thread_records_round_trip() {
+    let s = Scratch::new("thread");
+    let file = s.path("t.jsonl");
+    let mut child = Command::new("sleep").arg("5").spawn().unwrap();
+    let pid = child.id().to_string();
+    let live = tmetric(&[
+        "record",
+        "-p",
+        &pid,
+        "--per-thread",
+        "-e",
+        "task-clock,context-switches",
+        "-I",
+        "50",
+        "--interval-count",
+        "2",
+        "--summary",
+        "-x,",
+        "-o",
+        &file,
+    ]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(live.status.success(), "{}", stderr(&live));
+    let replay = ok(&["report", "-i", &file, "-x,"]);
+    assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
+    let label = format!("sleep-{pid},");
+    assert!(
+        stderr(&replay).lines().filter(|l| l.contains(&label)).count() >= 6,
+        "{}",
+        stderr(&replay)
+    );
+}

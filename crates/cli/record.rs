@@ -37,11 +37,7 @@ pub(crate) struct RecordArgs {
 /// Runs `tmetric record`.
 pub(crate) fn run(args: &RecordArgs) -> anyhow::Result<i32> {
     let path = args.stat.output.clone().context("record needs -o FILE")?;
-    if args.stat.per_thread {
-        bail!(
-            "record does not keep --per-thread yet (the thread names are not in the format); record without it, or use `tmetric stat --per-thread`"
-        );
-    }
+
     let mut stat = args.stat.clone();
     stat.output = None;
     crate::stat::run_recording(&stat, Some(&path))
@@ -108,6 +104,10 @@ pub(crate) struct Header {
     pub(crate) failures: Vec<Option<String>>,
     /// Groups the kernel refused, so their events were counted alone.
     pub(crate) splits: Vec<String>,
+    /// `--per-thread`: the threads printed apart, (comm, tid).
+    pub(crate) threads: Vec<(String, i32)>,
+    /// `--per-thread -a`: rows that counted nothing were left out.
+    pub(crate) skip_zero: bool,
 }
 
 /// A model's probe values, per input slot.
@@ -426,6 +426,10 @@ pub(crate) struct HeaderFacts<'a> {
     pub(crate) failures: Vec<Option<String>>,
     /// The groups the kernel refused, as notes.
     pub(crate) splits: Vec<String>,
+    /// `--per-thread`: the threads printed apart.
+    pub(crate) threads: Vec<(String, i32)>,
+    /// `--per-thread -a`: rows that counted nothing are left out.
+    pub(crate) skip_zero: bool,
     pub(crate) sysfs: &'a Sysfs,
     pub(crate) proc_root: &'a Path,
     pub(crate) model: Option<String>,
@@ -559,6 +563,8 @@ pub(crate) fn header(f: &HeaderFacts<'_>) -> Header {
         retire_latency: plan.retire_latency.iter().cloned().collect(),
         failures: f.failures.clone(),
         splits: f.splits.clone(),
+        threads: f.threads.clone(),
+        skip_zero: f.skip_zero,
     }
 }
 
@@ -762,6 +768,8 @@ mod tests {
             retire_latency: BTreeMap::new(),
             failures: vec![None],
             splits: vec![],
+            threads: vec![],
+            skip_zero: false,
         };
         serde_json::to_string(&h).unwrap()
     }

@@ -108,6 +108,10 @@ struct Replay {
     failures: Vec<Option<String>>,
     /// Groups the kernel refused, as recorded.
     splits: Vec<String>,
+    /// `--per-thread`: the threads printed apart (comm, tid), and whether rows that counted
+    /// nothing were left out.
+    threads: Vec<(String, i32)>,
+    skip_zero: bool,
 }
 
 /// Runs `tmetric report`.
@@ -174,6 +178,7 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
         args.metric_only,
         colour,
         units,
+        (replay.threads.clone(), replay.skip_zero),
         args.tree.then_some(args.all),
     );
     let mut plan = replay.plan;
@@ -194,9 +199,7 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
         let sample =
             Sample { counts: totals, seconds: replay.elapsed.as_secs_f64(), rusage: replay.rusage };
         printer.summary(&plan, &sample, &replay.target, replay.elapsed)?;
-        let mut evaluators = tmetric_engine::Evaluators::default();
-        let notes =
-            stat::notes_with(&plan, &mut evaluators, &sample, &replay.failures, &replay.splits);
+        let notes = printer.notes_for(&plan, &sample, &replay.failures, &replay.splits);
         printer.notes(&notes)?;
     }
     printer.finish()
@@ -682,6 +685,8 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         places,
         failures,
         splits: h.splits.clone(),
+        threads: h.threads.clone(),
+        skip_zero: h.skip_zero,
     })
 }
 
@@ -817,6 +822,8 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
         places,
         failures: Vec::new(),
         splits: Vec::new(),
+        threads: Vec::new(),
+        skip_zero: false,
     })
 }
 

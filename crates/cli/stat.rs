@@ -428,13 +428,15 @@ pub(crate) struct Printer {
 
 impl Printer {
     /// A printer for counts that were recorded (`tmetric report`): `units` are the
-    /// aggregation units (empty for totals), `tree` is `--tree` (with `--all`).
+    /// aggregation units (empty for totals), `threads` the `--per-thread` threads (comm, tid)
+    /// and whether rows that counted nothing are left out, `tree` is `--tree` (with `--all`).
     pub(crate) fn offline(
         out: Sink,
         layout: Layout,
         metric_only: bool,
         colour: bool,
         units: Vec<(String, Vec<i32>)>,
+        threads: (Vec<(String, i32)>, bool),
         tree: Option<bool>,
     ) -> Printer {
         Printer {
@@ -446,8 +448,8 @@ impl Printer {
             lines: 0,
             colour,
             units,
-            threads: Vec::new(),
-            skip_zero: false,
+            threads: threads.0,
+            skip_zero: threads.1,
             tree,
             spread: Vec::new(),
         }
@@ -714,36 +716,50 @@ fn notes<S: Syscalls>(
     sample: &Sample<'_>,
 ) -> Vec<String> {
     let failures = open_failures(plan, counters, env);
-    let failure = |spec: usize| failures.get(spec).cloned().flatten();
-    let results = plan.evaluate(&mut printer.evaluators, sample);
-    let mut notes = plan.notes(&results, sample, failure);
-    if !printer.threads.is_empty() && !printer.skip_zero {
-        // Each thread's rows were evaluated over its own counts: a thread that never ran
-        // (a sleeping main thread) has `<not counted>` rows and metrics read from 0, which
-        // the totals do not show. Threads with the same note share it.
-        let mut per_thread: Vec<(String, Vec<String>)> = Vec::new();
-        for (comm, tid) in printer.threads.clone() {
-            let counts = only_thread(sample.counts, tid);
-            let unit = Sample { counts: &counts, ..*sample };
-            let results = plan.evaluate(&mut printer.evaluators, &unit);
-            for note in plan.notes(&results, &unit, failure) {
-                if notes.contains(&note) {
-                    continue;
-                }
-                let label = format!("{comm}-{tid}");
-                match per_thread.iter_mut().find(|(n, _)| *n == note) {
-                    Some((_, labels)) => labels.push(label),
-                    None => per_thread.push((note, vec![label])),
+    printer.notes_for(plan, sample, &failures, &split_notes(plan, counters))
+}
+
+impl Printer {
+    /// The notes of `sample`: `failures` per spec (why the kernel refused it), each thread's
+    /// own notes with `--per-thread`, then `splits` (the groups the kernel refused).
+    pub(crate) fn notes_for(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        failures: &[Option<String>],
+        splits: &[String],
+    ) -> Vec<String> {
+        let failure = |spec: usize| failures.get(spec).cloned().flatten();
+        let results = plan.evaluate(&mut self.evaluators, sample);
+        let mut notes = plan.notes(&results, sample, failure);
+        if !self.threads.is_empty() && !self.skip_zero {
+            // Each thread's rows were evaluated over its own counts: a thread that never ran
+            // (a sleeping main thread) has `<not counted>` rows and metrics read from 0, which
+            // the totals do not show. Threads with the same note share it.
+            let mut per_thread: Vec<(String, Vec<String>)> = Vec::new();
+            for (comm, tid) in self.threads.clone() {
+                let counts = only_thread(sample.counts, tid);
+                let unit = Sample { counts: &counts, ..*sample };
+                let results = plan.evaluate(&mut self.evaluators, &unit);
+                for note in plan.notes(&results, &unit, failure) {
+                    if notes.contains(&note) {
+                        continue;
+                    }
+                    let label = format!("{comm}-{tid}");
+                    match per_thread.iter_mut().find(|(n, _)| *n == note) {
+                        Some((_, labels)) => labels.push(label),
+                        None => per_thread.push((note, vec![label])),
+                    }
                 }
             }
+            for (note, labels) in per_thread {
+                let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+                notes.push(format!("{}: {note}", names_summary(&labels)));
+            }
         }
-        for (note, labels) in per_thread {
-            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
-            notes.push(format!("{}: {note}", names_summary(&labels)));
-        }
+        notes.extend(splits.iter().cloned());
+        notes
     }
-    notes.extend(split_notes(plan, counters));
-    notes
 }
 
 /// Per spec, why the kernel refused it (the text after its name in the notes).
@@ -784,20 +800,6 @@ pub(crate) fn split_notes<S: Syscalls>(plan: &Plan, counters: &Counters<S>) -> V
             )
         })
         .collect()
-}
-
-/// The notes of `sample`: per spec open failures (`failures`) and refused groups (`splits`).
-pub(crate) fn notes_with(
-    plan: &Plan,
-    evaluators: &mut Evaluators,
-    sample: &Sample<'_>,
-    failures: &[Option<String>],
-    splits: &[String],
-) -> Vec<String> {
-    let results = plan.evaluate(evaluators, sample);
-    let mut notes = plan.notes(&results, sample, |spec| failures.get(spec).cloned().flatten());
-    notes.extend(splits.iter().cloned());
-    notes
 }
 
 /// What was counted, as the title of the totals says it.
@@ -858,6 +860,8 @@ impl Printer {
             }
             writeln!(self.out)?;
         } else {
+            // Both go to standard error: the counts first, as they were printed first.
+            self.out.flush()?;
             for note in notes {
                 warn(note);
             }
@@ -1167,6 +1171,8 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
                 plan: &plan,
                 failures: open_failures(&plan, &counters, &env),
                 splits: split_notes(&plan, &counters),
+                threads: printer.threads.clone(),
+                skip_zero: printer.skip_zero,
                 sysfs,
                 proc_root,
                 model: model.map(Model::path),
