@@ -410,3 +410,44 @@ fn per_thread_records_round_trip() {
         stderr(&replay)
     );
 }
+
+#[test]
+fn sampled_retire_latencies_round_trip() {
+    let s = Scratch::new("tpebs");
+    let file = s.path("tp.jsonl");
+    let live = ok(&[
+        "record",
+        "--pmu-sim",
+        "meteorlake",
+        "-M",
+        "tma_load_stlb_hit",
+        "--record-tpebs",
+        "-a",
+        "-I",
+        "40",
+        "--summary",
+        "-x,",
+        "-o",
+        &file,
+        "sleep",
+        "0.1",
+    ]);
+    let replay = ok(&["report", "-i", &file, "-x,"]);
+    assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.lines().filter(|l| l.contains("\"t\":\"latency\"")).count() >= 2, "{text}");
+    let stats: serde_json::Value =
+        serde_json::from_str(text.lines().find(|l| l.contains("\"t\":\"tpebs\"")).unwrap())
+            .unwrap();
+    assert!(stats["samples"].as_u64().unwrap() > 0, "{stats}");
+    // Another statistic of the same samples: the latency row shows the recorded maximum.
+    let max: f64 = stats["max"].as_str().unwrap().parse().unwrap();
+    let out = ok(&["report", "-i", &file, "-x,", "--tpebs-mode", "max"]);
+    let row = stderr(&out)
+        .lines()
+        .rev()
+        .find(|l| l.contains(",cycles,") && l.contains("/R,"))
+        .map(str::to_string)
+        .unwrap();
+    assert_eq!(row.split(',').next().unwrap().parse::<f64>().unwrap(), max.round(), "{row}");
+}
