@@ -6,6 +6,7 @@ mod cli_from_perf;
 mod cli_harden;
 mod cli_list;
 mod cli_per_thread;
+mod cli_record;
 mod cli_sim;
 mod cli_stat;
 mod cli_top;

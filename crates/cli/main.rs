@@ -15,6 +15,8 @@ mod models;
 mod out;
 mod output;
 mod plan;
+mod record;
+mod report;
 mod sim;
 mod stat;
 
@@ -36,6 +38,11 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Count events for a command (or system-wide) and print them with metrics, as perf stat does.
     Stat(stat::StatArgs),
+    /// `stat` that also saves the raw counts, with what is needed to evaluate them later, to
+    /// `-o FILE` (docs/record-format.md).
+    Record(record::RecordArgs),
+    /// Evaluate and print a `tmetric record` file or a `perf stat record` perf.data file.
+    Report(report::ReportArgs),
     /// How a metric selection would be grouped and scheduled on a machine's counters.
     Plan(plan::PlanArgs),
     /// One metric in full: descriptions, formula, threshold, its tree and the events it needs.
@@ -51,9 +58,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(args) => eval::run(&args, &mut out)?,
         Command::Plan(args) => plan::run(&args, &mut out)?,
         Command::Describe(args) => describe::run(&args, &mut out)?,
+        Command::Report(args) => report::run(&args)?,
         Command::Stat(args) => {
             // The exit code is the workload's, as perf stat's is.
             let code = stat::run(&args)?;
+            out.flush()?;
+            if code != 0 {
+                std::process::exit(code);
+            }
+        }
+        Command::Record(args) => {
+            let code = record::run(&args)?;
             out.flush()?;
             if code != 0 {
                 std::process::exit(code);
@@ -72,6 +87,8 @@ fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::O
         "list",
         "eval",
         "stat",
+        "record",
+        "report",
         "plan",
         "describe",
         "help",

@@ -18,7 +18,11 @@ impl Drop for TempTree {
 }
 
 /// Runs `tmetric stat` on the simulated PMU `name`.
-pub(crate) fn run_simulated(args: &StatArgs, name: &str) -> anyhow::Result<i32> {
+pub(crate) fn run_simulated(
+    args: &StatArgs,
+    name: &str,
+    record: Option<&std::path::Path>,
+) -> anyhow::Result<i32> {
     let machine = Machine::named(name).with_context(|| {
         format!(
             "no simulated PMU `{name}`; the simulated machines are {}",
@@ -33,5 +37,5 @@ pub(crate) fn run_simulated(args: &StatArgs, name: &str) -> anyhow::Result<i32> 
         format!("cannot write the simulated sysfs tree under {}", dir.0.display())
     })?;
     let sysfs = Sysfs::new(&sys);
-    stat::run_on(args, SimKernel::new(machine), &sysfs, &proc_root, Some(name))
+    stat::run_on(args, SimKernel::new(machine), &sysfs, &proc_root, Some(name), record)
 }

@@ -30,34 +30,34 @@ use crate::output::{ColorChoice, paint, perf_number, plain_number};
 pub(crate) struct StatArgs {
     /// Count every task on every online CPU instead of the command and its children.
     #[arg(short = 'a', long = "all-cpus")]
-    all_cpus: bool,
+    pub(crate) all_cpus: bool,
     /// Print the counts of every MS milliseconds (at least 10).
     #[arg(short = 'I', long = "interval-print", value_name = "MS")]
-    interval: Option<u64>,
+    pub(crate) interval: Option<u64>,
     /// With -I, print the totals at the end too.
     #[arg(long, requires = "interval")]
-    summary: bool,
+    pub(crate) summary: bool,
     /// Events to count, comma-separated: software and hardware names, `pmu/event/`,
     /// `pmu/term=value,.../`, `subsystem:tracepoint`, tool events, `{a,b}` groups.
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
-    events: Vec<String>,
+    pub(crate) events: Vec<String>,
     /// Metrics or metric groups, comma-separated: tmetric's common ones (group `Software`)
     /// or those of this machine's CPU model (see --model).
     #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',')]
-    metrics: Vec<String>,
+    pub(crate) metrics: Vec<String>,
     /// The CPU model whose metrics -M may name (default: the one this machine's cpuid maps to).
     #[arg(long, value_name = "MODEL")]
-    model: Option<String>,
+    pub(crate) model: Option<String>,
     /// CSV output with this field separator: perf's fields, except that a metric's unit and
     /// name are two fields and its value keeps full precision.
     #[arg(short = 'x', long = "field-separator", value_name = "SEP", conflicts_with = "json")]
-    separator: Option<String>,
+    pub(crate) separator: Option<String>,
     /// JSON lines output (`metric-value` at full precision, `metric-unit`, `metric-name`).
     #[arg(short = 'j', long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Write the counts to FILE instead of standard error.
     #[arg(short = 'o', long, value_name = "FILE")]
-    output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     /// Do not count the events of metric thresholds (they only colour values).
     #[arg(long)]
     pub(crate) metric_no_threshold: bool,
@@ -152,7 +152,7 @@ pub(crate) struct StatArgs {
     pub(crate) color: ColorChoice,
     /// The command to run and count (after `--` when it has options of its own).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
-    command: Vec<OsString>,
+    pub(crate) command: Vec<OsString>,
 }
 
 /// The model -M items not among the common metrics come from.
@@ -344,7 +344,7 @@ fn models_list(names: &[&str]) -> String {
 
 /// The output layout.
 #[derive(Debug, Clone, PartialEq)]
-enum Layout {
+pub(crate) enum Layout {
     Std,
     Csv(String),
     Json,
@@ -400,7 +400,7 @@ fn c_float(value: f64) -> String {
     }
 }
 
-struct Printer {
+pub(crate) struct Printer {
     out: Sink,
     layout: Layout,
     evaluators: Evaluators,
@@ -427,6 +427,39 @@ struct Printer {
 }
 
 impl Printer {
+    /// A printer for counts that were recorded (`tmetric report`): `units` are the
+    /// aggregation units (empty for totals), `threads` the `--per-thread` threads (comm, tid)
+    /// and whether rows that counted nothing are left out, `tree` is `--tree` (with `--all`).
+    pub(crate) fn offline(
+        out: Sink,
+        layout: Layout,
+        metric_only: bool,
+        colour: bool,
+        units: Vec<(String, Vec<i32>)>,
+        threads: (Vec<(String, i32)>, bool),
+        tree: Option<bool>,
+    ) -> Printer {
+        Printer {
+            out,
+            layout,
+            evaluators: Evaluators::default(),
+            metric_only,
+            legacy: None,
+            lines: 0,
+            colour,
+            units,
+            threads: threads.0,
+            skip_zero: threads.1,
+            tree,
+            spread: Vec::new(),
+        }
+    }
+
+    /// Flushes and reports a write error.
+    pub(crate) fn finish(self) -> anyhow::Result<()> {
+        self.out.finish()
+    }
+
     /// Prints every shown row of `sample`; `at` is the interval timestamp.
     fn rows(&mut self, plan: &Plan, sample: &Sample<'_>, at: Option<Duration>) -> io::Result<()> {
         if self.legacy.is_some() {
@@ -682,54 +715,181 @@ fn notes<S: Syscalls>(
     env: &Environment,
     sample: &Sample<'_>,
 ) -> Vec<String> {
-    let failure = |spec: usize| {
-        counters.failure(spec).map(|failure| {
-            let cpu = failure.cpu.map(|c| format!(" (on CPU {c})")).unwrap_or_default();
-            format!("{cpu}: {}", env.explain(failure.errno, &plan.events[spec]))
-        })
-    };
-    let results = plan.evaluate(&mut printer.evaluators, sample);
-    let mut notes = plan.notes(&results, sample, failure);
-    if !printer.threads.is_empty() && !printer.skip_zero {
-        // Each thread's rows were evaluated over its own counts: a thread that never ran
-        // (a sleeping main thread) has `<not counted>` rows and metrics read from 0, which
-        // the totals do not show. Threads with the same note share it.
-        let mut per_thread: Vec<(String, Vec<String>)> = Vec::new();
-        for (comm, tid) in printer.threads.clone() {
-            let counts = only_thread(sample.counts, tid);
-            let unit = Sample { counts: &counts, ..*sample };
-            let results = plan.evaluate(&mut printer.evaluators, &unit);
-            for note in plan.notes(&results, &unit, failure) {
-                if notes.contains(&note) {
-                    continue;
-                }
-                let label = format!("{comm}-{tid}");
-                match per_thread.iter_mut().find(|(n, _)| *n == note) {
-                    Some((_, labels)) => labels.push(label),
-                    None => per_thread.push((note, vec![label])),
+    let failures = open_failures(plan, counters, env);
+    printer.notes_for(plan, sample, &failures, &split_notes(plan, counters))
+}
+
+impl Printer {
+    /// The notes of `sample`: `failures` per spec (why the kernel refused it), each thread's
+    /// own notes with `--per-thread`, then `splits` (the groups the kernel refused).
+    pub(crate) fn notes_for(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        failures: &[Option<String>],
+        splits: &[String],
+    ) -> Vec<String> {
+        let failure = |spec: usize| failures.get(spec).cloned().flatten();
+        let results = plan.evaluate(&mut self.evaluators, sample);
+        let mut notes = plan.notes(&results, sample, failure);
+        if !self.threads.is_empty() && !self.skip_zero {
+            // Each thread's rows were evaluated over its own counts: a thread that never ran
+            // (a sleeping main thread) has `<not counted>` rows and metrics read from 0, which
+            // the totals do not show. Threads with the same note share it.
+            let mut per_thread: Vec<(String, Vec<String>)> = Vec::new();
+            for (comm, tid) in self.threads.clone() {
+                let counts = only_thread(sample.counts, tid);
+                let unit = Sample { counts: &counts, ..*sample };
+                let results = plan.evaluate(&mut self.evaluators, &unit);
+                for note in plan.notes(&results, &unit, failure) {
+                    if notes.contains(&note) {
+                        continue;
+                    }
+                    let label = format!("{comm}-{tid}");
+                    match per_thread.iter_mut().find(|(n, _)| *n == note) {
+                        Some((_, labels)) => labels.push(label),
+                        None => per_thread.push((note, vec![label])),
+                    }
                 }
             }
+            for (note, labels) in per_thread {
+                let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+                notes.push(format!("{}: {note}", names_summary(&labels)));
+            }
         }
-        for (note, labels) in per_thread {
-            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
-            notes.push(format!("{}: {note}", names_summary(&labels)));
-        }
+        notes.extend(splits.iter().cloned());
+        notes
     }
-    for split in counters.splits() {
-        let names: Vec<&str> = split.events.iter().map(|&e| plan.specs[e].name.as_str()).collect();
-        let kept = if split.kept.is_empty() {
-            String::new()
+}
+
+/// Per spec, why the kernel refused it (the text after its name in the notes).
+pub(crate) fn open_failures<S: Syscalls>(
+    plan: &Plan,
+    counters: &Counters<S>,
+    env: &Environment,
+) -> Vec<Option<String>> {
+    (0..plan.specs.len())
+        .map(|spec| {
+            counters.failure(spec).map(|failure| {
+                let cpu = failure.cpu.map(|c| format!(" (on CPU {c})")).unwrap_or_default();
+                format!("{cpu}: {}", env.explain(failure.errno, &plan.events[spec]))
+            })
+        })
+        .collect()
+}
+
+/// The groups the kernel refused, as notes.
+pub(crate) fn split_notes<S: Syscalls>(plan: &Plan, counters: &Counters<S>) -> Vec<String> {
+    counters
+        .splits()
+        .iter()
+        .map(|split| {
+            let names: Vec<&str> =
+                split.events.iter().map(|&e| plan.specs[e].name.as_str()).collect();
+            let kept = if split.kept.is_empty() {
+                String::new()
+            } else {
+                let kept: Vec<&str> =
+                    split.kept.iter().map(|&e| plan.specs[e].name.as_str()).collect();
+                format!("; {} stayed together behind their `slots` leader", kept.join(", "))
+            };
+            format!(
+                "the kernel refused the group {{{}}} ({}), so its events were counted alone and their metrics multiplexed{kept}",
+                names.join(","),
+                split.errno
+            )
+        })
+        .collect()
+}
+
+/// What was counted, as the title of the totals says it.
+fn target_text(args: &StatArgs, simulated: Option<&str>) -> String {
+    let what = if let Some(pid) = args.pid {
+        format!("process id {pid}")
+    } else if !args.tid.is_empty() {
+        let tids: Vec<String> = args.tid.iter().map(i32::to_string).collect();
+        format!("thread id {}", tids.join(","))
+    } else if let Some(list) = &args.cpu_list {
+        format!("CPU(s) {list}")
+    } else if args.all_cpus {
+        "system wide".to_string()
+    } else {
+        command_text(&args.command)
+    };
+    match simulated {
+        Some(name) => format!("{what}' on simulated PMU '{name}"),
+        None => what,
+    }
+}
+
+impl Printer {
+    /// The totals as perf prints them: the title (default layout), the rows, the elapsed,
+    /// user and system times.
+    pub(crate) fn summary(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        what: &str,
+        elapsed: Duration,
+    ) -> io::Result<()> {
+        if self.layout == Layout::Std {
+            writeln!(self.out, "\n Performance counter stats for '{what}':\n")?;
+        }
+        self.rows(plan, sample, None)?;
+        if self.layout == Layout::Std {
+            writeln!(self.out, "\n {:>17.9} seconds time elapsed", elapsed.as_secs_f64())?;
+            if let Some((user, system)) = sample.rusage {
+                writeln!(self.out, "\n {:>17.9} seconds user", user.as_secs_f64())?;
+                writeln!(self.out, " {:>17.9} seconds sys", system.as_secs_f64())?;
+            }
+            writeln!(self.out)?;
+        }
+        Ok(())
+    }
+
+    /// The notes after the counts: in the default layout below them, else on standard error
+    /// so CSV and JSON stay parseable.
+    pub(crate) fn notes(&mut self, notes: &[String]) -> io::Result<()> {
+        if notes.is_empty() {
+            return Ok(());
+        }
+        if self.layout == Layout::Std {
+            writeln!(self.out, " Notes:")?;
+            for note in notes {
+                writeln!(self.out, "   {note}")?;
+            }
+            writeln!(self.out)?;
         } else {
-            let kept: Vec<&str> = split.kept.iter().map(|&e| plan.specs[e].name.as_str()).collect();
-            format!("; {} stayed together behind their `slots` leader", kept.join(", "))
-        };
-        notes.push(format!(
-            "the kernel refused the group {{{}}} ({}), so its events were counted alone and their metrics multiplexed{kept}",
-            names.join(","),
-            split.errno
-        ));
+            // Both go to standard error: the counts first, as they were printed first.
+            self.out.flush()?;
+            for note in notes {
+                warn(note);
+            }
+        }
+        Ok(())
     }
-    notes
+
+    /// One `-I` interval: the column header every 25 intervals, then the rows.
+    pub(crate) fn interval(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        number: usize,
+        at: Duration,
+    ) -> io::Result<()> {
+        if self.layout == Layout::Std && !self.metric_only && (number - 1).is_multiple_of(25) {
+            if self.threads.is_empty() {
+                writeln!(self.out, "#           time             counts unit events")?;
+            } else {
+                writeln!(
+                    self.out,
+                    "#{:>15} {:>16}-{:<7} {:>18} unit events",
+                    "time", "comm", "pid", "counts"
+                )?;
+            }
+        }
+        self.rows(plan, sample, Some(at))
+    }
 }
 
 fn command_text(command: &[OsString]) -> String {
@@ -738,6 +898,11 @@ fn command_text(command: &[OsString]) -> String {
 
 /// Runs `tmetric stat`; returns the exit code (the workload's, as perf does).
 pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
+    run_recording(args, None)
+}
+
+/// Runs `tmetric stat`, also writing the raw counts to `record` (`tmetric record`).
+pub(crate) fn run_recording(args: &StatArgs, record: Option<&Path>) -> anyhow::Result<i32> {
     let attach = args.pid.is_some() || !args.tid.is_empty();
     if args.command.is_empty() && !system_wide(args) && !attach {
         bail!(
@@ -760,10 +925,10 @@ pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
     }
     validate_flags(args)?;
     match &args.pmu_sim {
-        Some(name) => crate::sim::run_simulated(args, name),
+        Some(name) => crate::sim::run_simulated(args, name, record),
         None => {
             let sysfs = Sysfs::system();
-            run_on(args, Kernel, &sysfs, Path::new("/proc"), None)
+            run_on(args, Kernel, &sysfs, Path::new("/proc"), None, record)
         }
     }
 }
@@ -776,6 +941,7 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
     sysfs: &Sysfs,
     proc_root: &Path,
     simulated: Option<&str>,
+    record: Option<&Path>,
 ) -> anyhow::Result<i32> {
     // Before anything slow: a signal that comes while planning is kept for the run loop.
     let _early_signals = tmetric_runtime::signal::catch_stop_signals()
@@ -998,22 +1164,32 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
     } else {
         None
     };
+    let mut recorder = match record {
+        Some(path) => {
+            let facts = crate::record::HeaderFacts {
+                args,
+                plan: &plan,
+                failures: open_failures(&plan, &counters, &env),
+                splits: split_notes(&plan, &counters),
+                threads: printer.threads.clone(),
+                skip_zero: printer.skip_zero,
+                sysfs,
+                proc_root,
+                model: model.map(Model::path),
+                simulated,
+                target: target_text(args, simulated),
+                system_wide: system_wide(args),
+            };
+            Some(crate::record::Recorder::create(path, &crate::record::header(&facts))?)
+        }
+        None => None,
+    };
     let report = {
+        let recorder = &mut recorder;
         let plan = &plan;
         let printer = &mut printer;
         let sampler = &mut sampler;
         tmetric_runtime::run(&mut counters, &target, workload.as_mut(), &options, |tick| {
-            if layout == Layout::Std && !printer.metric_only && (tick.number - 1) % 25 == 0 {
-                if printer.threads.is_empty() {
-                    writeln!(printer.out, "#           time             counts unit events")?;
-                } else {
-                    writeln!(
-                        printer.out,
-                        "#{:>15} {:>16}-{:<7} {:>18} unit events",
-                        "time", "comm", "pid", "counts"
-                    )?;
-                }
-            }
             let sample =
                 Sample { counts: tick.counts, seconds: tick.length.as_secs_f64(), rusage: None };
             // Each interval's metrics use that interval's samples.
@@ -1028,7 +1204,12 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
                 }
                 None => plan,
             };
-            printer.rows(plan, &sample, Some(tick.at))?;
+            if let Some(r) = recorder.as_mut() {
+                let latencies = sampler.is_some().then_some(plan.retire_latency.as_slice());
+                r.interval(tick.number, tick.at, tick.length, tick.counts, latencies)
+                    .map_err(|e| io::Error::other(format!("{e:#}")))?;
+            }
+            printer.interval(plan, &sample, tick.number, tick.at)?;
             printer.out.flush()?;
             if printer.out.closed() && !has_workload {
                 // Nobody reads a system-wide run any more: end it. With a workload, counting
@@ -1046,10 +1227,12 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
         }
         Err(err) => return Err(err.into()),
     };
+    let mut sampled: Vec<EventReport> = Vec::new();
     if let Some(s) = sampler {
         let reports = s.stop().map_err(|e| anyhow::anyhow!("--record-tpebs: {e}"))?;
         plan.retire_latency = latencies(&reports, mode, false);
         report_samples(&reports, args.verbose, layout == Layout::Json, &mut printer.out)?;
+        sampled = reports;
     }
     let report = if earlier.is_empty() {
         report
@@ -1065,55 +1248,24 @@ pub(crate) fn run_on<S: Syscalls + Clone>(
     }
     let rusage = report.exit.map(|e| (e.user, e.system));
     let sample = Sample { counts: &report.totals, seconds: report.elapsed.as_secs_f64(), rusage };
+    if let Some(r) = recorder {
+        let latencies = args.record_tpebs.then_some(plan.retire_latency.as_slice());
+        let code = if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) };
+        r.finish(&crate::record::RunEnd {
+            totals: &report.totals,
+            elapsed: report.elapsed,
+            rusage,
+            exit: code,
+            intervals: report.ticks,
+            samples: &sampled,
+            latencies,
+        })?;
+    }
     if args.interval.is_none() || args.summary {
-        if layout == Layout::Std {
-            let what = if let Some(pid) = args.pid {
-                format!("process id {pid}")
-            } else if !args.tid.is_empty() {
-                let tids: Vec<String> = args.tid.iter().map(i32::to_string).collect();
-                format!("thread id {}", tids.join(","))
-            } else if let Some(list) = &args.cpu_list {
-                format!("CPU(s) {list}")
-            } else if args.all_cpus {
-                "system wide".to_string()
-            } else {
-                command_text(&args.command)
-            };
-            let what = match simulated {
-                Some(name) => format!("{what}' on simulated PMU '{name}"),
-                None => what,
-            };
-            writeln!(printer.out, "\n Performance counter stats for '{what}':\n")?;
-        }
-        printer.rows(&plan, &sample, None)?;
-        if layout == Layout::Std {
-            writeln!(
-                printer.out,
-                "\n {:>17.9} seconds time elapsed",
-                report.elapsed.as_secs_f64()
-            )?;
-            if let Some((user, system)) = rusage {
-                writeln!(printer.out, "\n {:>17.9} seconds user", user.as_secs_f64())?;
-                writeln!(printer.out, " {:>17.9} seconds sys", system.as_secs_f64())?;
-            }
-            writeln!(printer.out)?;
-        }
+        printer.summary(&plan, &sample, &target_text(args, simulated), report.elapsed)?;
     }
     let notes = notes(&plan, &mut printer, &counters, &env, &sample);
-    if !notes.is_empty() {
-        if layout == Layout::Std {
-            writeln!(printer.out, " Notes:")?;
-            for note in &notes {
-                writeln!(printer.out, "   {note}")?;
-            }
-            writeln!(printer.out)?;
-        } else {
-            // Keep CSV and JSON parseable: explanations go to standard error.
-            for note in &notes {
-                warn(note);
-            }
-        }
-    }
+    printer.notes(&notes)?;
     printer.out.finish()?;
     Ok(if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) })
 }
@@ -1503,20 +1655,44 @@ fn only_thread(counts: &tmetric_runtime::Snapshot, tid: i32) -> tmetric_runtime:
 /// (`CPU3`, `S0-D0-C1`, `S0-D0`, `S0`) with their CPUs; empty without one of them.
 fn aggregation_units(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Vec<(String, Vec<i32>)> {
     let Target::Cpus(cpus) = target else { return Vec::new() };
-    if !(args.no_aggr || args.per_core || args.per_die || args.per_socket) {
+    let aggr = if args.no_aggr {
+        Aggr::Cpu
+    } else if args.per_core {
+        Aggr::Core
+    } else if args.per_die {
+        Aggr::Die
+    } else if args.per_socket {
+        Aggr::Socket
+    } else {
         return Vec::new();
-    }
+    };
+    units_for(cpus, aggr, |cpu| cpu_place(sysfs, cpu))
+}
+
+/// How counts are split over CPUs: `-A`, `--per-core`, `--per-die`, `--per-socket`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Aggr {
+    Cpu,
+    Core,
+    Die,
+    Socket,
+}
+
+/// perf's aggregation units of `cpus` with their labels; `place` gives a CPU's
+/// (socket, die, core).
+pub(crate) fn units_for(
+    cpus: &[u32],
+    aggr: Aggr,
+    place: impl Fn(u32) -> (u32, u32, u32),
+) -> Vec<(String, Vec<i32>)> {
     let mut units: Vec<(String, Vec<i32>)> = Vec::new();
     for &cpu in cpus {
-        let (s, d, c) = cpu_place(sysfs, cpu);
-        let label = if args.no_aggr {
-            format!("CPU{cpu}")
-        } else if args.per_core {
-            format!("S{s}-D{d}-C{c}")
-        } else if args.per_die {
-            format!("S{s}-D{d}")
-        } else {
-            format!("S{s}")
+        let (s, d, c) = place(cpu);
+        let label = match aggr {
+            Aggr::Cpu => format!("CPU{cpu}"),
+            Aggr::Core => format!("S{s}-D{d}-C{c}"),
+            Aggr::Die => format!("S{s}-D{d}"),
+            Aggr::Socket => format!("S{s}"),
         };
         match units.iter_mut().find(|u| u.0 == label) {
             Some(u) => u.1.push(cpu as i32),
@@ -1626,7 +1802,7 @@ fn core_map(sysfs: &Sysfs) -> Vec<(u32, (u32, u32))> {
 }
 
 /// A CPU's (package, die, core) from sysfs topology (0 where a file is missing).
-fn cpu_place(sysfs: &Sysfs, cpu: u32) -> (u32, u32, u32) {
+pub(crate) fn cpu_place(sysfs: &Sysfs, cpu: u32) -> (u32, u32, u32) {
     let read = |file: &str| -> u32 {
         std::fs::read_to_string(
             sysfs.root().join(format!("devices/system/cpu/cpu{cpu}/topology/{file}")),

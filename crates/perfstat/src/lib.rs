@@ -47,6 +47,7 @@ mod key;
 mod log;
 mod lookup;
 mod number;
+pub mod perfdata;
 mod text;
 
 pub use error::{ImportError, Warning};

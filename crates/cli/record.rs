@@ -1,0 +1,840 @@
+//! `tmetric record`: `stat`'s flags plus `-o FILE`; counts as `stat` does and also writes the
+//! raw counts, with everything needed to evaluate them later, to a JSON-lines file
+//! (docs/record-format.md). This module owns that format: its types, the writer and the
+//! reader (with file:line errors); `report.rs` evaluates what the reader returns.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use tmetric_engine::{Plan, Source};
+use tmetric_model::literal::Literal;
+use tmetric_runtime::{EventKind, EventReport, Snapshot, Sysfs};
+
+use crate::stat::StatArgs;
+
+/// The `format` field of every record file's header.
+pub(crate) const FORMAT: &str = "tmetric-record";
+/// The format version this build writes and reads.
+pub(crate) const VERSION: u32 = 1;
+
+/// `tmetric record` flags: all of `stat`'s; `-o` names the record file.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    mut_arg("output", |a| a.required(true).help("The record file to write (JSON lines, docs/record-format.md); the counts still print to standard error")),
+    after_help = "Examples:\n  tmetric record -e task-clock,context-switches -o run.jsonl -- ./bench\n  \
+    tmetric record --pmu-sim sapphirerapids -M TopdownL1 -a -o td.jsonl sleep 1\n  \
+    tmetric report -i td.jsonl -M tma_retiring"
+)]
+pub(crate) struct RecordArgs {
+    #[command(flatten)]
+    pub(crate) stat: StatArgs,
+}
+
+/// Runs `tmetric record`.
+pub(crate) fn run(args: &RecordArgs) -> anyhow::Result<i32> {
+    let path = args.stat.output.clone().context("record needs -o FILE")?;
+
+    let mut stat = args.stat.clone();
+    stat.output = None;
+    crate::stat::run_recording(&stat, Some(&path))
+}
+
+/// Floats are written as the shortest decimal that reads back to the same bits (Rust's
+/// `Display`), in JSON strings: JSON readers need not parse numbers exactly.
+mod exact_map {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        v: &BTreeMap<String, f64>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_map(v.iter().map(|(k, v)| (k, format!("{v}"))))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<String, f64>, D::Error> {
+        let raw = BTreeMap::<String, String>::deserialize(d)?;
+        raw.into_iter()
+            .map(|(k, t)| match t.parse() {
+                Ok(v) => Ok((k, v)),
+                Err(_) => Err(serde::de::Error::custom(format!("`{k}`: `{t}` is not a number"))),
+            })
+            .collect()
+    }
+}
+
+/// The first line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Header {
+    pub(crate) format: String,
+    pub(crate) version: u32,
+    /// The tmetric version that wrote it.
+    pub(crate) tmetric: String,
+    pub(crate) cpuid: Option<String>,
+    /// The model of `-M` (arch/name).
+    pub(crate) model: Option<String>,
+    /// `--pmu-sim`: the simulated PMU.
+    pub(crate) simulated: Option<String>,
+    /// What was counted, as stat's title says it (`sleep 1`, `system wide`).
+    pub(crate) target: String,
+    pub(crate) system_wide: bool,
+    pub(crate) interval_ms: Option<u64>,
+    pub(crate) topology: Topology,
+    #[serde(with = "exact_map")]
+    pub(crate) literals: BTreeMap<String, f64>,
+    pub(crate) selection: Selection,
+    pub(crate) events: Vec<EventRec>,
+    pub(crate) groups: Vec<Vec<usize>>,
+    pub(crate) rows: Vec<RowRec>,
+    pub(crate) roots: Vec<RootRec>,
+    /// Per model of the metrics: its `has_event()`/`strcmp_cpuid_str()` values on the machine.
+    pub(crate) probes: Vec<ProbeRec>,
+    /// `--retire-latency FILE` values (cycles).
+    #[serde(with = "exact_map")]
+    pub(crate) retire_latency: BTreeMap<String, f64>,
+    /// Per event: why the kernel refused to open it (null when it opened).
+    pub(crate) failures: Vec<Option<String>>,
+    /// Groups the kernel refused, so their events were counted alone.
+    pub(crate) splits: Vec<String>,
+    /// `--per-thread`: the threads printed apart, (comm, tid).
+    pub(crate) threads: Vec<(String, i32)>,
+    /// `--per-thread -a`: rows that counted nothing were left out.
+    pub(crate) skip_zero: bool,
+}
+
+/// A model's probe values, per input slot.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProbeRec {
+    pub(crate) model: String,
+    #[serde(with = "exact_vec")]
+    pub(crate) values: Vec<f64>,
+}
+
+mod exact_vec {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|v| format!("{v}")))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .into_iter()
+            .map(|t| {
+                t.parse().map_err(|_| serde::de::Error::custom(format!("`{t}` is not a number")))
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Topology {
+    /// Online CPUs.
+    pub(crate) cpus: Vec<u32>,
+    pub(crate) cores: usize,
+    pub(crate) sockets: usize,
+    /// Per online CPU: [cpu, socket, die, core].
+    pub(crate) places: Vec<[u32; 4]>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Selection {
+    pub(crate) metrics: Vec<String>,
+    pub(crate) events: Vec<String>,
+    pub(crate) model: Option<String>,
+    /// `--record-tpebs`: the statistic metrics used.
+    pub(crate) tpebs_mode: Option<String>,
+    /// `--summary`: totals printed after the intervals.
+    pub(crate) summary: bool,
+}
+
+/// One counter (a `Plan` spec).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EventRec {
+    pub(crate) name: String,
+    /// `software`, `hardware`, `tracepoint` or the PMU's name.
+    pub(crate) pmu: String,
+    #[serde(rename = "type")]
+    pub(crate) type_: u32,
+    pub(crate) config: u64,
+    pub(crate) config1: u64,
+    pub(crate) config2: u64,
+    pub(crate) config3: u64,
+    /// exclude_user, exclude_kernel, exclude_hv.
+    pub(crate) exclude: [bool; 3],
+    pub(crate) cpus: Option<Vec<u32>>,
+    pub(crate) unit: Option<String>,
+    #[serde(with = "exact_opt")]
+    pub(crate) scale: Option<f64>,
+}
+
+mod exact_opt {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.serialize_some(&format!("{v}")),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        match Option::<String>::deserialize(d)? {
+            None => Ok(None),
+            Some(t) => t
+                .parse()
+                .map(Some)
+                .map_err(|_| serde::de::Error::custom(format!("`{t}` is not a number"))),
+        }
+    }
+}
+
+/// A printed input row.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RowRec {
+    pub(crate) name: String,
+    pub(crate) source: SourceRec,
+    pub(crate) show: bool,
+    pub(crate) copy_of: Option<usize>,
+    /// Roots printed on this row.
+    pub(crate) roots: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum SourceRec {
+    /// Index into `events`.
+    Counter(usize),
+    Tool(String),
+    RetireLatency,
+    Missing(String),
+}
+
+/// A selected metric and the rows its inputs came from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RootRec {
+    pub(crate) model: String,
+    pub(crate) metric: String,
+    pub(crate) pmu: String,
+    /// (input slot of the model, its name, row) per input; the name guards against a
+    /// catalogue whose slots moved.
+    pub(crate) inputs: Vec<(usize, String, usize)>,
+}
+
+/// Every line after the header.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum Line {
+    /// One group's reading on one CPU over one `-I` interval (deltas).
+    Interval {
+        n: u64,
+        at_ns: u64,
+        length_ns: u64,
+        group: usize,
+        cpu: i32,
+        /// The thread of a `-t`/`-p` per-thread counter, or -1.
+        thread: i32,
+        /// Per member: [value, time_enabled, time_running], or null when not open.
+        counts: Vec<Option<[u64; 3]>>,
+    },
+    /// The retire latencies an interval's metrics used (--record-tpebs).
+    Latency {
+        n: Option<u64>,
+        #[serde(with = "exact_map")]
+        values: BTreeMap<String, f64>,
+    },
+    /// One group's totals on one CPU.
+    Final { group: usize, cpu: i32, thread: i32, counts: Vec<Option<[u64; 3]>> },
+    /// Sampled retire latencies of one event over the run (cycles).
+    Tpebs {
+        event: String,
+        samples: u64,
+        lost: u64,
+        #[serde(with = "exact_opt")]
+        mean: Option<f64>,
+        #[serde(with = "exact_opt")]
+        min: Option<f64>,
+        #[serde(with = "exact_opt")]
+        max: Option<f64>,
+        #[serde(with = "exact_opt")]
+        last: Option<f64>,
+        #[serde(with = "exact_opt")]
+        p97: Option<f64>,
+    },
+    /// The last line: the run's length and the workload's resource use.
+    End { elapsed_ns: u64, user_ns: Option<u64>, sys_ns: Option<u64>, exit: i32, intervals: u64 },
+}
+
+/// Per group member: [value, time_enabled, time_running], or `None` when it was not open.
+type MemberCounts = Vec<Option<[u64; 3]>>;
+
+/// What the end of a run adds to a record: the totals and how the run ended.
+pub(crate) struct RunEnd<'a> {
+    pub(crate) totals: &'a Snapshot,
+    pub(crate) elapsed: Duration,
+    pub(crate) rusage: Option<(Duration, Duration)>,
+    pub(crate) exit: i32,
+    pub(crate) intervals: usize,
+    /// `--record-tpebs` sample statistics.
+    pub(crate) samples: &'a [EventReport],
+    /// `--record-tpebs`: the retire latencies the totals' metrics used.
+    pub(crate) latencies: Option<&'a [(String, f64)]>,
+}
+
+/// Writes a record file line by line.
+pub(crate) struct Recorder {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    groups: Vec<Vec<usize>>,
+}
+
+impl Recorder {
+    /// Creates `path` and writes the header for `plan`.
+    pub(crate) fn create(path: &Path, header: &Header) -> anyhow::Result<Recorder> {
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("cannot create the record file {}", path.display()))?;
+        let mut r = Recorder {
+            path: path.to_path_buf(),
+            out: std::io::BufWriter::new(file),
+            groups: header.groups.clone(),
+        };
+        let line = serde_json::to_string(header).expect("a header serializes");
+        r.write(&line)?;
+        Ok(r)
+    }
+
+    fn write(&mut self, line: &str) -> anyhow::Result<()> {
+        writeln!(self.out, "{line}")
+            .with_context(|| format!("cannot write the record file {}", self.path.display()))
+    }
+
+    fn line(&mut self, line: &Line) -> anyhow::Result<()> {
+        let text = serde_json::to_string(line).expect("a record line serializes");
+        self.write(&text)
+    }
+
+    /// Per group and CPU: the members' readings.
+    fn group_lines(&self, counts: &Snapshot) -> Vec<(usize, (i32, i32), MemberCounts)> {
+        let mut lines = Vec::new();
+        for (g, members) in self.groups.iter().enumerate() {
+            let mut places: Vec<(i32, i32)> = Vec::new();
+            for &s in members {
+                for c in counts.events.get(s).and_then(Option::as_ref).into_iter().flatten() {
+                    if !places.contains(&(c.cpu, c.thread)) {
+                        places.push((c.cpu, c.thread));
+                    }
+                }
+            }
+            for (cpu, thread) in places {
+                let values = members
+                    .iter()
+                    .map(|&s| {
+                        let per = counts.events.get(s)?.as_ref()?;
+                        let c = per.iter().find(|c| c.cpu == cpu && c.thread == thread)?;
+                        Some([c.raw.value, c.raw.enabled, c.raw.running])
+                    })
+                    .collect();
+                lines.push((g, (cpu, thread), values));
+            }
+        }
+        lines
+    }
+
+    /// One `-I` interval's counts (and the retire latencies its metrics used).
+    pub(crate) fn interval(
+        &mut self,
+        n: usize,
+        at: Duration,
+        length: Duration,
+        counts: &Snapshot,
+        latencies: Option<&[(String, f64)]>,
+    ) -> anyhow::Result<()> {
+        for (group, (cpu, thread), counts) in self.group_lines(counts) {
+            self.line(&Line::Interval {
+                n: n as u64,
+                at_ns: at.as_nanos() as u64,
+                length_ns: length.as_nanos() as u64,
+                group,
+                cpu,
+                thread,
+                counts,
+            })?;
+        }
+        if let Some(values) = latencies {
+            self.line(&Line::Latency {
+                n: Some(n as u64),
+                values: values.iter().cloned().collect(),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The totals, the sampled latencies and the end line; flushes.
+    pub(crate) fn finish(mut self, end: &RunEnd<'_>) -> anyhow::Result<()> {
+        let RunEnd { totals, elapsed, rusage, exit, intervals, samples, latencies } = *end;
+        for (group, (cpu, thread), counts) in self.group_lines(totals) {
+            self.line(&Line::Final { group, cpu, thread, counts })?;
+        }
+        if let Some(values) = latencies {
+            self.line(&Line::Latency { n: None, values: values.iter().cloned().collect() })?;
+        }
+        for r in samples {
+            let t = &r.total;
+            self.line(&Line::Tpebs {
+                event: r.name.clone(),
+                samples: t.count,
+                lost: r.kernel_lost.unwrap_or(t.lost),
+                mean: t.mean,
+                min: t.min,
+                max: t.max,
+                last: t.last,
+                p97: t.p97,
+            })?;
+        }
+        self.line(&Line::End {
+            elapsed_ns: elapsed.as_nanos() as u64,
+            user_ns: rusage.map(|r| r.0.as_nanos() as u64),
+            sys_ns: rusage.map(|r| r.1.as_nanos() as u64),
+            exit,
+            intervals: intervals as u64,
+        })?;
+        self.out
+            .flush()
+            .with_context(|| format!("cannot write the record file {}", self.path.display()))
+    }
+}
+
+/// What the header records of the machine and plan.
+pub(crate) struct HeaderFacts<'a> {
+    pub(crate) args: &'a StatArgs,
+    pub(crate) plan: &'a Plan,
+    /// Per spec, why the kernel refused it.
+    pub(crate) failures: Vec<Option<String>>,
+    /// The groups the kernel refused, as notes.
+    pub(crate) splits: Vec<String>,
+    /// `--per-thread`: the threads printed apart.
+    pub(crate) threads: Vec<(String, i32)>,
+    /// `--per-thread -a`: rows that counted nothing are left out.
+    pub(crate) skip_zero: bool,
+    pub(crate) sysfs: &'a Sysfs,
+    pub(crate) proc_root: &'a Path,
+    pub(crate) model: Option<String>,
+    pub(crate) simulated: Option<&'a str>,
+    pub(crate) target: String,
+    pub(crate) system_wide: bool,
+}
+
+/// The header of a record of `plan`.
+pub(crate) fn header(f: &HeaderFacts<'_>) -> Header {
+    let plan = f.plan;
+    let cpus = f.sysfs.online_cpus().unwrap_or_default();
+    let places: Vec<[u32; 4]> = cpus
+        .iter()
+        .map(|&c| {
+            let (s, d, core) = crate::stat::cpu_place(f.sysfs, c);
+            [c, s, d, core]
+        })
+        .collect();
+    let mut cores: Vec<(u32, u32, u32)> = places.iter().map(|p| (p[1], p[2], p[3])).collect();
+    cores.sort_unstable();
+    cores.dedup();
+    let mut sockets: Vec<u32> = places.iter().map(|p| p[1]).collect();
+    sockets.sort_unstable();
+    sockets.dedup();
+    let events = plan
+        .events
+        .iter()
+        .map(|e| EventRec {
+            name: e.name.clone(),
+            pmu: match &e.kind {
+                EventKind::Software => "software".into(),
+                EventKind::Hardware => "hardware".into(),
+                EventKind::Tracepoint => "tracepoint".into(),
+                EventKind::Pmu(p) => p.clone(),
+            },
+            type_: e.attr.type_,
+            config: e.attr.config,
+            config1: e.attr.config1,
+            config2: e.attr.config2,
+            config3: e.attr.config3,
+            exclude: [e.attr.exclude_user, e.attr.exclude_kernel, e.attr.exclude_hv],
+            cpus: e.cpus.clone(),
+            unit: e.unit.clone(),
+            scale: e.scale,
+        })
+        .collect();
+    // Every spec in exactly one group: the plan's groups, then each other spec alone.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for g in &plan.groups {
+        let fresh: Vec<usize> =
+            g.iter().copied().filter(|s| !groups.iter().flatten().any(|x| x == s)).collect();
+        if !fresh.is_empty() {
+            groups.push(fresh);
+        }
+    }
+    for s in 0..plan.specs.len() {
+        if !groups.iter().flatten().any(|&x| x == s) {
+            groups.push(vec![s]);
+        }
+    }
+    let rows = plan
+        .rows
+        .iter()
+        .map(|r| RowRec {
+            name: r.name.clone(),
+            source: match &r.source {
+                Source::Counter(s) => SourceRec::Counter(*s),
+                Source::Tool(t) => SourceRec::Tool(t.name().to_string()),
+                Source::RetireLatency => SourceRec::RetireLatency,
+                Source::Missing(why) => SourceRec::Missing(why.clone()),
+            },
+            show: r.show,
+            copy_of: r.copy_of,
+            roots: r.roots.clone(),
+        })
+        .collect();
+    let roots = plan
+        .roots
+        .iter()
+        .map(|root| {
+            let m = &root.model.metrics[root.metric];
+            RootRec {
+                model: root.model.path(),
+                metric: root.model.str(m.name).to_string(),
+                pmu: root.model.str(m.pmu).to_string(),
+                inputs: root
+                    .slot_rows
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(slot, row)| {
+                        let id = &root.model.ids[slot];
+                        Some((slot, tmetric_engine::plan::id_name(root.model, id), (*row)?))
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let cpuid = tmetric_engine::plan::cpuid_of(f.sysfs, f.proc_root);
+    Header {
+        format: FORMAT.into(),
+        version: VERSION,
+        tmetric: env!("CARGO_PKG_VERSION").into(),
+        cpuid,
+        model: f.model.clone(),
+        simulated: f.simulated.map(str::to_string),
+        target: f.target.clone(),
+        system_wide: f.system_wide,
+        interval_ms: f.args.interval,
+        topology: Topology { cpus, cores: cores.len(), sockets: sockets.len(), places },
+        literals: Literal::ALL
+            .iter()
+            .map(|l| (l.name().to_string(), plan.literals[l.index()]))
+            .collect(),
+        selection: Selection {
+            metrics: f.args.metrics.clone(),
+            events: f.args.events.clone(),
+            model: f.args.model.clone(),
+            tpebs_mode: f.args.record_tpebs.then(|| f.args.tpebs_mode.clone()),
+            summary: f.args.summary,
+        },
+        events,
+        groups,
+        rows,
+        roots,
+        probes: plan
+            .probes
+            .iter()
+            .map(|(model, values)| ProbeRec { model: model.path(), values: values.clone() })
+            .collect(),
+        retire_latency: plan.retire_latency.iter().cloned().collect(),
+        failures: f.failures.clone(),
+        splits: f.splits.clone(),
+        threads: f.threads.clone(),
+        skip_zero: f.skip_zero,
+    }
+}
+
+/// A record file read back.
+#[derive(Debug, Clone)]
+pub(crate) struct Recording {
+    pub(crate) header: Header,
+    /// Per interval: (n, at, length, counts per spec, latencies).
+    pub(crate) intervals: Vec<Interval>,
+    pub(crate) totals: Snapshot,
+    pub(crate) final_latency: Option<BTreeMap<String, f64>>,
+    pub(crate) tpebs: Vec<Line>,
+    pub(crate) elapsed: Duration,
+    pub(crate) rusage: Option<(Duration, Duration)>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Interval {
+    pub(crate) n: u64,
+    pub(crate) at: Duration,
+    pub(crate) length: Duration,
+    pub(crate) counts: Snapshot,
+    pub(crate) latency: Option<BTreeMap<String, f64>>,
+}
+
+/// Adds one group line's readings to `snap`.
+fn add_counts(
+    snap: &mut Snapshot,
+    groups: &[Vec<usize>],
+    group: usize,
+    (cpu, thread): (i32, i32),
+    counts: &[Option<[u64; 3]>],
+) -> Result<(), String> {
+    let members = groups.get(group).ok_or_else(|| {
+        format!("group {group} does not exist (the header has {} groups)", groups.len())
+    })?;
+    if members.len() != counts.len() {
+        return Err(format!(
+            "group {group} has {} members but the line gives {} counts",
+            members.len(),
+            counts.len()
+        ));
+    }
+    for (&spec, c) in members.iter().zip(counts) {
+        let Some([value, enabled, running]) = *c else { continue };
+        let slot = &mut snap.events[spec];
+        let per = slot.get_or_insert_with(Vec::new);
+        per.push(tmetric_runtime::counter::CpuCount {
+            cpu,
+            thread,
+            raw: tmetric_runtime::RawCount { value, enabled, running },
+        });
+    }
+    Ok(())
+}
+
+/// Reads a record file, with `file:line` in every error.
+pub(crate) fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recording> {
+    let name = path.display().to_string();
+    let mut lines = reader.lines().enumerate();
+    let Some((_, first)) = lines.next() else {
+        bail!("{name}: the file is empty; expected a tmetric record (docs/record-format.md)");
+    };
+    let first = first.with_context(|| format!("{name}:1: cannot read"))?;
+    let probe: serde_json::Value = serde_json::from_str(&first).map_err(|e| {
+        anyhow::anyhow!("{name}:1: not a tmetric record header ({e}); expected a JSON line with \"format\": \"{FORMAT}\"")
+    })?;
+    if probe.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
+        bail!("{name}:1: not a tmetric record: the header has no \"format\": \"{FORMAT}\"");
+    }
+    match probe.get("version").and_then(|v| v.as_u64()) {
+        Some(v) if v == VERSION as u64 => {}
+        Some(v) => bail!(
+            "{name}:1: record format version {v}, written by tmetric {}; this tmetric ({}) reads version {VERSION}",
+            probe.get("tmetric").and_then(|t| t.as_str()).unwrap_or("?"),
+            env!("CARGO_PKG_VERSION")
+        ),
+        None => bail!("{name}:1: the header has no numeric \"version\""),
+    }
+    let header: Header = serde_json::from_value(probe)
+        .map_err(|e| anyhow::anyhow!("{name}:1: a bad header: {e}"))?;
+    let specs = header.events.len();
+    if let Some(bad) = header.groups.iter().flatten().find(|&&s| s >= specs) {
+        bail!("{name}:1: a group names event {bad}, but there are {specs} events");
+    }
+    let empty = Snapshot { events: vec![None; specs] };
+    let mut rec = Recording {
+        header,
+        intervals: Vec::new(),
+        totals: empty.clone(),
+        final_latency: None,
+        tpebs: Vec::new(),
+        elapsed: Duration::ZERO,
+        rusage: None,
+    };
+    let mut ended = false;
+    let mut last_line = 1;
+    for (i, text) in lines {
+        let at = i + 1;
+        last_line = at;
+        let text = text.with_context(|| format!("{name}:{at}: cannot read"))?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        if ended {
+            bail!("{name}:{at}: a line after the `end` line; the file was appended to or damaged");
+        }
+        let line: Line = serde_json::from_str(&text).map_err(|e| {
+            if e.is_eof() {
+                anyhow::anyhow!("{name}:{at}: the line is truncated ({e}); the run that wrote it was probably killed")
+            } else {
+                anyhow::anyhow!("{name}:{at}: not a record line ({e}): expected an object with \"t\" one of interval, latency, final, tpebs, end")
+            }
+        })?;
+        let groups = &rec.header.groups;
+        match line {
+            Line::Interval { n, at_ns, length_ns, group, cpu, thread, counts } => {
+                if rec.intervals.last().is_none_or(|x| x.n != n) {
+                    rec.intervals.push(Interval {
+                        n,
+                        at: Duration::from_nanos(at_ns),
+                        length: Duration::from_nanos(length_ns),
+                        counts: empty.clone(),
+                        latency: None,
+                    });
+                }
+                let last = rec.intervals.last_mut().expect("just pushed");
+                add_counts(&mut last.counts, groups, group, (cpu, thread), &counts)
+                    .map_err(|e| anyhow::anyhow!("{name}:{at}: {e}"))?;
+            }
+            Line::Latency { n: Some(n), values } => {
+                match rec.intervals.iter_mut().rev().find(|x| x.n == n) {
+                    Some(x) => x.latency = Some(values),
+                    None => bail!("{name}:{at}: latencies for interval {n}, which has no counts"),
+                }
+            }
+            Line::Latency { n: None, values } => rec.final_latency = Some(values),
+            Line::Final { group, cpu, thread, counts } => {
+                add_counts(&mut rec.totals, groups, group, (cpu, thread), &counts)
+                    .map_err(|e| anyhow::anyhow!("{name}:{at}: {e}"))?;
+            }
+            line @ Line::Tpebs { .. } => rec.tpebs.push(line),
+            Line::End { elapsed_ns, user_ns, sys_ns, .. } => {
+                rec.elapsed = Duration::from_nanos(elapsed_ns);
+                rec.rusage = user_ns
+                    .zip(sys_ns)
+                    .map(|(u, s)| (Duration::from_nanos(u), Duration::from_nanos(s)));
+                ended = true;
+            }
+        }
+    }
+    if !ended {
+        bail!(
+            "{name}:{last_line}: the record is truncated: no `end` line (the run that wrote it did not finish)"
+        );
+    }
+    Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header_line() -> String {
+        let h = Header {
+            format: FORMAT.into(),
+            version: VERSION,
+            tmetric: "0.1.0".into(),
+            cpuid: None,
+            model: None,
+            simulated: None,
+            target: "true".into(),
+            system_wide: false,
+            interval_ms: None,
+            topology: Topology { cpus: vec![0], cores: 1, sockets: 1, places: vec![[0, 0, 0, 0]] },
+            literals: [("slots".to_string(), 0.1 + 0.2)].into_iter().collect(),
+            selection: Selection {
+                metrics: vec![],
+                events: vec!["task-clock".into()],
+                model: None,
+                tpebs_mode: None,
+                summary: false,
+            },
+            events: vec![EventRec {
+                name: "task-clock".into(),
+                pmu: "software".into(),
+                type_: 1,
+                config: 1,
+                config1: 0,
+                config2: 0,
+                config3: 0,
+                exclude: [false; 3],
+                cpus: None,
+                unit: None,
+                scale: None,
+            }],
+            groups: vec![vec![0]],
+            rows: vec![],
+            roots: vec![],
+            probes: vec![],
+            retire_latency: BTreeMap::new(),
+            failures: vec![None],
+            splits: vec![],
+            threads: vec![],
+            skip_zero: false,
+        };
+        serde_json::to_string(&h).unwrap()
+    }
+
+    fn parse(text: &str) -> anyhow::Result<Recording> {
+        read(Path::new("r.jsonl"), std::io::Cursor::new(text.to_string()))
+    }
+
+    #[test]
+    fn reads_counts_and_keeps_floats_exact() {
+        let text = format!(
+            "{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"thread\":-1,\"counts\":[[5,10,4]]}}\n{{\"t\":\"end\",\"elapsed_ns\":7,\"user_ns\":null,\"sys_ns\":null,\"exit\":0,\"intervals\":0}}\n",
+            header_line()
+        );
+        let rec = parse(&text).unwrap();
+        assert_eq!(rec.header.literals["slots"], 0.1 + 0.2);
+        let a = rec.totals.aggregate(0).unwrap();
+        assert_eq!((a.value, a.enabled, a.running), (12, 10, 4));
+        assert_eq!(rec.elapsed, Duration::from_nanos(7));
+    }
+
+    #[test]
+    fn intervals_keep_their_latencies_and_samples() {
+        let lines = [
+            header_line(),
+            r#"{"t":"interval","n":1,"at_ns":100,"length_ns":100,"group":0,"cpu":0,"thread":-1,"counts":[[1,2,2]]}"#.into(),
+            r#"{"t":"interval","n":1,"at_ns":100,"length_ns":100,"group":0,"cpu":1,"thread":-1,"counts":[[3,2,1]]}"#.into(),
+            r#"{"t":"latency","n":1,"values":{"X/R":"12.25"}}"#.into(),
+            r#"{"t":"interval","n":2,"at_ns":200,"length_ns":100,"group":0,"cpu":0,"thread":-1,"counts":[null]}"#.into(),
+            r#"{"t":"tpebs","event":"X/R","samples":4,"lost":0,"mean":"12.25","min":"1","max":"30","last":"2","p97":null}"#.into(),
+            r#"{"t":"end","elapsed_ns":250,"user_ns":1,"sys_ns":2,"exit":0,"intervals":2}"#.into(),
+        ];
+        let rec = parse(&lines.join("\n")).unwrap();
+        assert_eq!(rec.intervals.len(), 2);
+        let first = &rec.intervals[0];
+        assert_eq!(first.at, Duration::from_nanos(100));
+        // CPU 1 ran half the time: 3 scales to 6.
+        assert_eq!(first.counts.aggregate(0).unwrap().value, 7);
+        assert_eq!(first.latency.as_ref().unwrap()["X/R"], 12.25);
+        assert_eq!(rec.intervals[1].counts.events[0], None, "a member that was not open");
+        assert!(matches!(rec.tpebs[0], Line::Tpebs { max: Some(30.0), p97: None, .. }));
+        assert_eq!(rec.rusage, Some((Duration::from_nanos(1), Duration::from_nanos(2))));
+    }
+
+    #[test]
+    fn bad_lines_name_file_and_line() {
+        let truncated = format!("{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"co", header_line());
+        let err = format!("{:#}", parse(&truncated).unwrap_err());
+        assert!(err.starts_with("r.jsonl:2: the line is truncated"), "{err}");
+        let no_end = format!(
+            "{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"thread\":-1,\"counts\":[[5,10,4]]}}\n",
+            header_line()
+        );
+        let err = format!("{:#}", parse(&no_end).unwrap_err());
+        assert!(err.contains("r.jsonl:2: the record is truncated"), "{err}");
+        let bad_group = format!(
+            "{}\n{{\"t\":\"final\",\"group\":3,\"cpu\":-1,\"thread\":-1,\"counts\":[[5,10,4]]}}\n",
+            header_line()
+        );
+        let err = format!("{:#}", parse(&bad_group).unwrap_err());
+        assert!(err.contains("r.jsonl:2: group 3 does not exist"), "{err}");
+        let future = header_line().replace("\"version\":1", "\"version\":9");
+        let err = format!("{:#}", parse(&future).unwrap_err());
+        assert!(err.contains("r.jsonl:1: record format version 9"), "{err}");
+        let err = format!("{:#}", parse("{\"a\":1}").unwrap_err());
+        assert!(err.contains("not a tmetric record"), "{err}");
+    }
+}

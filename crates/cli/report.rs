@@ -1,0 +1,846 @@
+//! `tmetric report -i FILE`: evaluates and prints recorded counts with `stat`'s printer. The
+//! file is a `tmetric record` file (JSON lines, `record.rs`) or a `perf stat record`
+//! perf.data file (told apart by perf's magic; read by `tmetric_perfstat::perfdata`). The
+//! recorded plan is rebuilt row for row, so the recorded metrics give the values `stat`
+//! printed; `-M` adds any metric whose inputs were counted (by event name, preferring one
+//! group), and `--model` evaluates with another model's formulas.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use tmetric_catalog::Model;
+use tmetric_engine::plan::{id_name, needed_slots};
+use tmetric_engine::{
+    Coverage, Offline, Placement, Plan, Resolution, Root, Sample, Select, Source,
+};
+use tmetric_model::literal::Literal;
+use tmetric_perfstat::perfdata::{self, PerfData, RoundKind};
+use tmetric_runtime::counter::CpuCount;
+use tmetric_runtime::{Attr, CounterEvent, EventKind, RawCount, Snapshot, Sysfs, Tool};
+
+use crate::models;
+use crate::out::{Sink, warn};
+use crate::output::ColorChoice;
+use crate::record::{self, Recording, SourceRec};
+use crate::stat::{self, Aggr, Layout, Printer};
+
+/// `tmetric report` flags.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  tmetric report -i run.jsonl\n  \
+    tmetric report -i td.jsonl -M tma_frontend_bound --model icelake -x,\n  \
+    perf stat record -o perf.data -e task-clock,context-switches sleep 1 && tmetric report -i perf.data")]
+pub(crate) struct ReportArgs {
+    /// The file: from `tmetric record -o FILE`, or perf.data from `perf stat record`.
+    #[arg(short = 'i', long = "input", value_name = "FILE", default_value = "perf.data")]
+    input: PathBuf,
+    /// Metrics or metric groups to evaluate (default: those recorded, or for perf.data the
+    /// common metrics whose events were counted); any metric whose events were counted works.
+    #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',')]
+    metrics: Vec<String>,
+    /// Use this model's formulas (default: the recorded model, or perf.data's cpuid).
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// CSV output with this field separator (as `stat -x`).
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP", conflicts_with = "json")]
+    separator: Option<String>,
+    /// JSON lines output (as `stat -j`).
+    #[arg(short = 'j', long)]
+    json: bool,
+    /// Per CPU: no aggregation over CPUs.
+    #[arg(short = 'A', long = "no-aggr", conflicts_with_all = ["per_core", "per_socket", "per_die"])]
+    no_aggr: bool,
+    /// Aggregate per physical core (tmetric records only: they hold the topology).
+    #[arg(long, conflicts_with_all = ["per_socket", "per_die"])]
+    per_core: bool,
+    /// Aggregate per die (tmetric records only).
+    #[arg(long, conflicts_with = "per_socket")]
+    per_die: bool,
+    /// Aggregate per socket (tmetric records only).
+    #[arg(long)]
+    per_socket: bool,
+    /// Print only metrics: one column each.
+    #[arg(long)]
+    metric_only: bool,
+    /// Print the metrics as the TMA tree.
+    #[arg(long)]
+    tree: bool,
+    /// With --tree: also the nodes below their threshold.
+    #[arg(long)]
+    all: bool,
+    /// Which statistic of `--record-tpebs` samples the metrics use (default: the recorded one).
+    #[arg(long, value_name = "MODE", value_parser = ["mean", "min", "max", "last", "p97"])]
+    tpebs_mode: Option<String>,
+    /// Colour metric values by their thresholds: auto, always or never.
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    color: ColorChoice,
+    /// Write the report to FILE instead of standard error.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// One `-I` interval made ready to print.
+struct Step {
+    number: usize,
+    at: Duration,
+    length: Duration,
+    counts: Snapshot,
+    /// The retire latencies its metrics used, when they differ per interval.
+    latency: Option<Vec<(String, f64)>>,
+}
+
+/// A counted CPU and its (socket, die, core) where known.
+type Place = (u32, Option<(u32, u32, u32)>);
+
+/// Recorded counts made ready to print.
+struct Replay {
+    plan: Plan,
+    intervals: Vec<Step>,
+    totals: Option<Snapshot>,
+    elapsed: Duration,
+    rusage: Option<(Duration, Duration)>,
+    target: String,
+    /// The CPUs counted, with their (socket, die, core) where known.
+    places: Vec<Place>,
+    /// Per plan spec: why the kernel refused it, when recorded.
+    failures: Vec<Option<String>>,
+    /// Groups the kernel refused, as recorded.
+    splits: Vec<String>,
+    /// `--per-thread`: the threads printed apart (comm, tid), and whether rows that counted
+    /// nothing were left out.
+    threads: Vec<(String, i32)>,
+    skip_zero: bool,
+}
+
+/// Runs `tmetric report`.
+pub(crate) fn run(args: &ReportArgs) -> anyhow::Result<()> {
+    let path = &args.input;
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("cannot read {} (give the file with -i FILE)", path.display()))?;
+    let replay = if perfdata::is_perf_data(&bytes) {
+        let data = perfdata::parse_perf_data(&bytes)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        from_perf_data(args, &data)?
+    } else {
+        let rec = record::read(path, std::io::Cursor::new(bytes))?;
+        from_record(args, &rec)?
+    };
+    print(args, replay)
+}
+
+fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
+    let layout = match (&args.separator, args.json) {
+        (Some(sep), _) => Layout::Csv(sep.clone()),
+        (None, true) => Layout::Json,
+        (None, false) => Layout::Std,
+    };
+    let aggr = if args.no_aggr {
+        Some(Aggr::Cpu)
+    } else if args.per_core {
+        Some(Aggr::Core)
+    } else if args.per_die {
+        Some(Aggr::Die)
+    } else if args.per_socket {
+        Some(Aggr::Socket)
+    } else {
+        None
+    };
+    let units = match aggr {
+        None => Vec::new(),
+        Some(aggr) => {
+            let cpus: Vec<u32> = replay.places.iter().map(|p| p.0).collect();
+            if cpus.is_empty() {
+                bail!("-A and --per-*: the file holds counts of a task, not per CPU");
+            }
+            if aggr != Aggr::Cpu && replay.places.iter().any(|p| p.1.is_none()) {
+                bail!("--per-core, --per-die, --per-socket: the file has no CPU topology; use -A");
+            }
+            let place = |cpu: u32| {
+                replay.places.iter().find(|p| p.0 == cpu).and_then(|p| p.1).unwrap_or((0, 0, 0))
+            };
+            stat::units_for(&cpus, aggr, place)
+        }
+    };
+    let out = match &args.output {
+        Some(path) => Sink::create(path)?,
+        None => Sink::stderr(),
+    };
+    let colour = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => args.output.is_none() && std::io::stderr().is_terminal(),
+    } && layout == Layout::Std;
+    let mut printer = Printer::offline(
+        out,
+        layout,
+        args.metric_only,
+        colour,
+        units,
+        (replay.threads.clone(), replay.skip_zero),
+        args.tree.then_some(args.all),
+    );
+    let mut plan = replay.plan;
+    for warning in &plan.warnings {
+        warn(&format!("warning: {warning}"));
+    }
+    for step in &replay.intervals {
+        let sample =
+            Sample { counts: &step.counts, seconds: step.length.as_secs_f64(), rusage: None };
+        let recorded = plan.retire_latency.clone();
+        if let Some(l) = &step.latency {
+            plan.retire_latency = l.clone();
+        }
+        printer.interval(&plan, &sample, step.number, step.at)?;
+        plan.retire_latency = recorded;
+    }
+    if let Some(totals) = &replay.totals {
+        let sample =
+            Sample { counts: totals, seconds: replay.elapsed.as_secs_f64(), rusage: replay.rusage };
+        printer.summary(&plan, &sample, &replay.target, replay.elapsed)?;
+        let notes = printer.notes_for(&plan, &sample, &replay.failures, &replay.splits);
+        printer.notes(&notes)?;
+    }
+    printer.finish()
+}
+
+/// A recorded event as the runtime describes it.
+fn counter_event(e: &record::EventRec) -> CounterEvent {
+    let kind = match e.pmu.as_str() {
+        "software" => EventKind::Software,
+        "hardware" => EventKind::Hardware,
+        "tracepoint" => EventKind::Tracepoint,
+        pmu => EventKind::Pmu(pmu.to_string()),
+    };
+    CounterEvent {
+        name: e.name.clone(),
+        attr: Attr {
+            type_: e.type_,
+            config: e.config,
+            config1: e.config1,
+            config2: e.config2,
+            config3: e.config3,
+            exclude_user: e.exclude[0],
+            exclude_kernel: e.exclude[1],
+            exclude_hv: e.exclude[2],
+            ..Attr::default()
+        },
+        kind,
+        unit: e.unit.clone(),
+        scale: e.scale,
+        cpus: e.cpus.clone(),
+    }
+}
+
+/// `snap` with its specs renumbered by `map` (recorded spec -> plan spec).
+fn renumber(snap: &Snapshot, map: &[usize], specs: usize) -> Snapshot {
+    let mut events = vec![None; specs];
+    for (old, counts) in snap.events.iter().enumerate() {
+        if let Some(&new) = map.get(old) {
+            events[new] = counts.clone();
+        }
+    }
+    Snapshot { events }
+}
+
+/// The model `-M` items come from: `--model`, else `recorded`, else the cpuid's.
+fn model_for(args: &ReportArgs, recorded: Option<&str>, cpuid: Option<&str>) -> Option<String> {
+    args.model.clone().or_else(|| recorded.map(str::to_string)).or_else(|| {
+        let model = tmetric_catalog::model_for_cpuid(&perf_cpuid(cpuid?))?;
+        Some(model.path())
+    })
+}
+
+/// perf.data's `GenuineIntel,6,167,8` as perf's mapfile spells cpuids
+/// (`GenuineIntel-6-A7-8`); other spellings unchanged.
+fn perf_cpuid(cpuid: &str) -> String {
+    let parts: Vec<&str> = cpuid.split(',').collect();
+    if let [vendor, family, model, stepping] = parts.as_slice()
+        && let (Ok(f), Ok(m), Ok(s)) =
+            (family.parse::<u32>(), model.parse::<u32>(), stepping.parse::<u32>())
+    {
+        return format!("{vendor}-{f}-{m:X}-{s:X}");
+    }
+    cpuid.to_string()
+}
+
+/// The metrics `-M` selects, from the common metrics or `model`.
+fn picks(items: &[String], model: Option<&str>) -> anyhow::Result<Vec<tmetric_engine::Pick>> {
+    // Selection never reads sysfs when the model is named.
+    let sysfs = Sysfs::new(Path::new("/nonexistent"));
+    stat::select_items(items, model, &sysfs, Path::new("/nonexistent")).map_err(|e| {
+        if model.is_none() {
+            e.context("the file names no CPU model: give one with --model")
+        } else {
+            e
+        }
+    })
+}
+
+/// A lower-case event name without a core PMU's `cpu/.../` wrapping, for matching inputs
+/// to recorded rows by name.
+fn normal(name: &str) -> String {
+    let lower = name.to_ascii_lowercase();
+    for pmu in ["cpu/", "cpu_core/", "cpu_atom/", "armv8_pmuv3_0/"] {
+        if let Some(inner) = lower.strip_prefix(pmu).and_then(|r| r.strip_suffix('/')) {
+            return inner.to_string();
+        }
+    }
+    lower
+}
+
+/// Whether `plan` has a row that gives input `name`: a counter of that name, or a tool.
+fn counted(plan: &Plan, name: &str) -> bool {
+    Tool::from_name(name).is_some()
+        || plan.rows.iter().any(|r| match r.source {
+            Source::Counter(s) => {
+                normal(&r.name) == normal(name) || normal(&plan.events[s].name) == normal(name)
+            }
+            _ => false,
+        })
+}
+
+/// `model`'s probe values over a recording, as perf gives them when it parses a metric:
+/// `has_event(X)` is 1 when X was counted, `strcmp_cpuid_str(ID)` compares with the recorded
+/// cpuid (NaN without one); other slots read 0.
+fn probes_for(plan: &Plan, model: &Model, cpuid: Option<&str>) -> Vec<f64> {
+    use tmetric_catalog::catalog::id_calls;
+    let mut probes = vec![0.0; model.ids.len()];
+    for (slot, id) in model.ids.iter().enumerate() {
+        if id.calls & id_calls::STRCMP_CPUID_STR != 0 {
+            let text = model.str(id.text);
+            probes[slot] = cpuid.map_or(f64::NAN, |cpuid| {
+                f64::from(u8::from(tmetric_model::cpuid::cpuid_matches(model.arch, text, cpuid)))
+            });
+        } else if id.calls & id_calls::HAS_EVENT != 0 {
+            probes[slot] = f64::from(u8::from(counted(plan, &id_name(model, id))));
+        }
+    }
+    probes
+}
+
+/// Adds a root for `model`'s `metric`, its inputs matched to `plan`'s rows by name and
+/// taken from one group where possible (`group_of`: spec -> group). Inputs nobody counted
+/// become rows that say so. Returns whether every input the value needs was found.
+fn add_root(
+    plan: &mut Plan,
+    model: &'static Model,
+    metric: usize,
+    group_of: &[usize],
+    cpuid: Option<&str>,
+) -> bool {
+    if plan.probes_of(model).is_empty() {
+        let probes = probes_for(plan, model, cpuid);
+        plan.probes.push((model, probes));
+    }
+    let probes = plan.probes_of(model).to_vec();
+    let value_slots = needed_slots(model, metric, &plan.literals, &probes, false);
+    let all_slots = needed_slots(model, metric, &plan.literals, &probes, true);
+    let mut candidates: Vec<(u16, Vec<usize>)> = Vec::new();
+    for &slot in &all_slots {
+        let id = &model.ids[slot as usize];
+        let name = id_name(model, id);
+        let rows: Vec<usize> = (0..plan.rows.len())
+            .filter(|&r| {
+                let row = &plan.rows[r];
+                match &row.source {
+                    Source::Counter(s) => {
+                        !id.retire_latency
+                            && (normal(&row.name) == normal(&name)
+                                || normal(&plan.events[*s].name) == normal(&name))
+                    }
+                    Source::Tool(t) => t.name() == name,
+                    Source::RetireLatency => id.retire_latency && row.name == name,
+                    Source::Missing(_) => false,
+                }
+            })
+            .collect();
+        candidates.push((slot, rows));
+    }
+    // The group holding most inputs: a metric's inputs should come from one group.
+    let mut votes: BTreeMap<usize, usize> = BTreeMap::new();
+    for (_, rows) in &candidates {
+        let mut groups: Vec<usize> = rows
+            .iter()
+            .filter_map(|&r| match plan.rows[r].source {
+                Source::Counter(s) => group_of.get(s).copied(),
+                _ => None,
+            })
+            .collect();
+        groups.dedup();
+        for g in groups {
+            *votes.entry(g).or_default() += 1;
+        }
+    }
+    let best = votes.iter().max_by_key(|(g, n)| (**n, std::cmp::Reverse(**g))).map(|(g, _)| *g);
+    let mut slot_rows = vec![None; model.ids.len()];
+    let mut complete = true;
+    let mut lacking: Vec<String> = Vec::new();
+    for (slot, rows) in candidates {
+        let pick = rows
+            .iter()
+            .copied()
+            .find(|&r| match plan.rows[r].source {
+                Source::Counter(s) => group_of.get(s).copied() == best,
+                _ => true,
+            })
+            .or_else(|| rows.first().copied());
+        let needed = value_slots.contains(&slot);
+        let row = match pick {
+            Some(r) => r,
+            None if needed => {
+                complete = false;
+                let id = &model.ids[slot as usize];
+                let name = id_name(model, id);
+                let known = plan.rows.iter().position(|r| {
+                    matches!(r.source, Source::Missing(_)) && normal(&r.name) == normal(&name)
+                });
+                if let Some(row) = known {
+                    // Another metric found it missing already: one row says so.
+                    lacking.push(format!("`{name}`"));
+                    row
+                } else if let Some(tool) = Tool::from_name(&name) {
+                    plan.add(Resolution::Tool(tool), name, false)
+                } else if id.retire_latency {
+                    plan.add(Resolution::RetireLatency, name, false)
+                } else {
+                    let why = format!("`{name}` was not counted in the recording");
+                    lacking.push(format!("`{name}`"));
+                    plan.add(Resolution::Missing(why), name, false)
+                }
+            }
+            // A threshold input nobody counted: the value is still right, only its colour
+            // is unknown.
+            None => continue,
+        };
+        slot_rows[slot as usize] = Some(row);
+    }
+    if !lacking.is_empty() {
+        let (one, many) = ("was", "were");
+        plan.warnings.push(format!(
+            "{}: {} {} not counted in the recording",
+            model.str(model.metrics[metric].name),
+            lacking.join(", "),
+            if lacking.len() == 1 { one } else { many }
+        ));
+    }
+    // perf prints a metric on its first event's line (as the engine's plan does).
+    let facts = tmetric_catalog::Facts { literals: &plan.literals, probes: &probes };
+    let direct: Vec<u16> = model.metrics[metric]
+        .needed_refs(&facts)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|x| match x {
+            tmetric_catalog::Ref::Id(slot) => Some(slot),
+            tmetric_catalog::Ref::Metric(_) => None,
+        })
+        .collect();
+    let host = direct
+        .iter()
+        .chain(value_slots.iter())
+        .filter_map(|&s| slot_rows[s as usize])
+        .find(|&r| matches!(plan.rows[r].source, Source::Counter(_)))
+        .or_else(|| value_slots.iter().find_map(|&s| slot_rows[s as usize]));
+    let r = plan.roots.len();
+    plan.roots.push(Root { model, metric, slot_rows, placement: Placement::NoCounters });
+    let host = match host {
+        Some(h) => h,
+        None => plan.add(Resolution::Tool(Tool::DurationTime), "duration_time".into(), true),
+    };
+    plan.rows[host].show = true;
+    plan.rows[host].roots.push(r);
+    complete
+}
+
+/// Rebuilds the recorded plan and chooses the metrics.
+fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
+    let h = &rec.header;
+    let mut literals = [f64::NAN; Literal::COUNT];
+    for lit in Literal::ALL {
+        if let Some(v) = h.literals.get(lit.name()) {
+            literals[lit.index()] = *v;
+        }
+    }
+    let mut plan = Plan::new(literals);
+    let mut spec_map = vec![usize::MAX; h.events.len()];
+    for (i, row) in h.rows.iter().enumerate() {
+        let resolution = match &row.source {
+            SourceRec::Counter(s) => {
+                let event = h.events.get(*s).with_context(|| {
+                    format!(
+                        "{}:1: row {i} names event {s}, which the header lacks",
+                        args.input.display()
+                    )
+                })?;
+                Resolution::Counter(counter_event(event))
+            }
+            SourceRec::Tool(name) => {
+                Resolution::Tool(Tool::from_name(name).with_context(|| {
+                    format!(
+                        "{}:1: row {i} names the unknown tool event `{name}`",
+                        args.input.display()
+                    )
+                })?)
+            }
+            SourceRec::RetireLatency => Resolution::RetireLatency,
+            SourceRec::Missing(why) => Resolution::Missing(why.clone()),
+        };
+        let r = plan.add(resolution, row.name.clone(), row.show);
+        plan.rows[r].copy_of = row.copy_of;
+        if let (SourceRec::Counter(old), Source::Counter(new)) = (&row.source, &plan.rows[r].source)
+        {
+            spec_map[*old] = *new;
+        }
+    }
+    // Specs no row names still count (a user's `-e` group member): keep their slots.
+    for (old, event) in h.events.iter().enumerate() {
+        if spec_map[old] == usize::MAX {
+            let r = plan.add(Resolution::Counter(counter_event(event)), event.name.clone(), false);
+            if let Source::Counter(new) = plan.rows[r].source {
+                spec_map[old] = new;
+            }
+        }
+    }
+    let mut group_of = vec![usize::MAX; plan.specs.len()];
+    for (g, members) in h.groups.iter().enumerate() {
+        for &s in members {
+            group_of[spec_map[s]] = g;
+        }
+    }
+    plan.groups = h.groups.iter().map(|g| g.iter().map(|&s| spec_map[s]).collect()).collect();
+    let latency = |values: &BTreeMap<String, f64>| -> Vec<(String, f64)> {
+        values.iter().map(|(k, v)| (k.clone(), *v)).collect()
+    };
+    plan.retire_latency = latency(&h.retire_latency);
+    for rec in &h.probes {
+        if let Some(model) = tmetric_catalog::model(&rec.model)
+            && rec.values.len() == model.ids.len()
+        {
+            plan.probes.push((model, rec.values.clone()));
+        }
+    }
+    // --tpebs-mode: the statistic from the recorded samples.
+    let tpebs: Option<Vec<(String, f64)>> = args.tpebs_mode.as_ref().map(|mode| {
+        rec.tpebs
+            .iter()
+            .filter_map(|line| match line {
+                record::Line::Tpebs { event, mean, min, max, last, p97, .. } => {
+                    let v = match mode.as_str() {
+                        "min" => *min,
+                        "max" => *max,
+                        "last" => *last,
+                        "p97" => *p97,
+                        _ => *mean,
+                    };
+                    Some((event.clone(), v.unwrap_or(0.0)))
+                }
+                _ => None,
+            })
+            .collect()
+    });
+    if let Some(values) = rec.final_latency.as_ref() {
+        plan.retire_latency = latency(values);
+    }
+    if let Some(values) = &tpebs {
+        plan.retire_latency = values.clone();
+    }
+
+    // The metrics: those recorded (as printed then), or -M / --model.
+    let recorded: Vec<(&'static Model, usize, usize)> = h
+        .roots
+        .iter()
+        .enumerate()
+        .filter_map(|(i, root)| {
+            let model = tmetric_catalog::model(&root.model)?;
+            let metric = model
+                .metrics_named(&root.metric)
+                .into_iter()
+                .find(|&m| model.str(model.metrics[m].pmu) == root.pmu)?;
+            Some((model, metric, i))
+        })
+        .collect();
+    if recorded.len() < h.roots.len() {
+        warn("some recorded metrics are not in this tmetric's catalogue; they are left out");
+    }
+    let model_name = model_for(args, h.model.as_deref(), h.cpuid.as_deref());
+    let selection: Vec<tmetric_engine::Pick> = if !args.metrics.is_empty() {
+        picks(&args.metrics, model_name.as_deref())?
+    } else if let Some(name) = &args.model {
+        let other = models::find_model(name).context("--model")?;
+        let common = tmetric_catalog::common();
+        let mut out = Vec::new();
+        for (model, metric, _) in &recorded {
+            let metric_name = model.str(model.metrics[*metric].name);
+            let target = if std::ptr::eq(*model, common) { common } else { other };
+            match target.metrics_named(metric_name).first() {
+                Some(&m) => {
+                    out.push(tmetric_engine::Pick { model: target, metric: m, item: String::new() })
+                }
+                None => warn(&format!("{}: has no metric `{metric_name}`", target.path())),
+            }
+        }
+        out
+    } else {
+        recorded
+            .iter()
+            .map(|(model, metric, _)| tmetric_engine::Pick {
+                model,
+                metric: *metric,
+                item: String::new(),
+            })
+            .collect()
+    };
+    for pick in &selection {
+        let same =
+            recorded.iter().find(|(m, x, _)| std::ptr::eq(*m, pick.model) && *x == pick.metric);
+        match same {
+            // A recorded metric: the very rows it read when it was printed.
+            Some(&(model, metric, i)) => {
+                let root = &h.roots[i];
+                let mut slot_rows = vec![None; model.ids.len()];
+                let mut moved = false;
+                for (slot, name, row) in &root.inputs {
+                    match model.ids.get(*slot) {
+                        Some(id) if id_name(model, id) == *name => slot_rows[*slot] = Some(*row),
+                        _ => moved = true,
+                    }
+                }
+                if moved {
+                    // Written by a catalogue whose slots differ: match the inputs by name.
+                    add_root(&mut plan, model, metric, &group_of, h.cpuid.as_deref());
+                    continue;
+                }
+                if let Some(bad) = slot_rows.iter().flatten().find(|&&r| r >= plan.rows.len()) {
+                    bail!(
+                        "{}:1: metric {} reads row {bad}, which the header lacks",
+                        args.input.display(),
+                        root.metric
+                    );
+                }
+                let r = plan.roots.len();
+                plan.roots.push(Root {
+                    model,
+                    metric,
+                    slot_rows,
+                    placement: Placement::NoCounters,
+                });
+                let host = h.rows.iter().position(|row| row.roots.contains(&i));
+                match host {
+                    Some(host) => {
+                        plan.rows[host].show = true;
+                        plan.rows[host].roots.push(r);
+                    }
+                    None => {
+                        bail!("{}:1: no row prints metric {}", args.input.display(), root.metric)
+                    }
+                }
+            }
+            None => {
+                add_root(&mut plan, pick.model, pick.metric, &group_of, h.cpuid.as_deref());
+            }
+        }
+    }
+    let specs = plan.specs.len();
+    let intervals = rec
+        .intervals
+        .iter()
+        .map(|x| {
+            let latency = match (&tpebs, &x.latency) {
+                (None, Some(l)) => Some(latency(l)),
+                _ => None,
+            };
+            Step {
+                number: x.n as usize,
+                at: x.at,
+                length: x.length,
+                counts: renumber(&x.counts, &spec_map, specs),
+                latency,
+            }
+        })
+        .collect();
+    let totals = (h.interval_ms.is_none() || h.selection.summary)
+        .then(|| renumber(&rec.totals, &spec_map, specs));
+    let places = if h.system_wide {
+        h.topology.places.iter().map(|p| (p[0], Some((p[1], p[2], p[3])))).collect()
+    } else {
+        Vec::new()
+    };
+    // Only CPUs that were counted.
+    let counted: Vec<i32> = rec.totals.events.iter().flatten().flatten().map(|c| c.cpu).collect();
+    let places = places.into_iter().filter(|p: &Place| counted.contains(&(p.0 as i32))).collect();
+    let mut failures = vec![None; plan.specs.len()];
+    for (old, why) in h.failures.iter().enumerate() {
+        if let Some(&new) = spec_map.get(old) {
+            failures[new] = why.clone();
+        }
+    }
+    Ok(Replay {
+        plan,
+        intervals,
+        totals,
+        elapsed: rec.elapsed,
+        rusage: rec.rusage,
+        target: h.target.clone(),
+        places,
+        failures,
+        splits: h.splits.clone(),
+        threads: h.threads.clone(),
+        skip_zero: h.skip_zero,
+    })
+}
+
+/// A perf.data file's events as rows, with the common metrics whose events were all counted
+/// (as perf prints its shadow metrics) or the `-M` selection.
+fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> {
+    if data.events.is_empty() {
+        bail!("{}: the perf.data file has no events", args.input.display());
+    }
+    if data.rounds.is_empty() && data.unrounded.is_empty() {
+        bail!(
+            "{}: the perf.data file has no PERF_RECORD_STAT records: it was not written by `perf stat record`",
+            args.input.display()
+        );
+    }
+    let literals = tmetric_engine::plan::offline_literals(false, data.cpus.iter().any(|&c| c >= 0));
+    let mut plan = Plan::new(literals);
+    for e in &data.events {
+        let kind = match e.type_ {
+            0 => EventKind::Hardware,
+            1 => EventKind::Software,
+            2 => EventKind::Tracepoint,
+            t => EventKind::Pmu(format!("type{t}")),
+        };
+        let event = CounterEvent {
+            name: e.name.clone(),
+            attr: Attr {
+                type_: e.type_,
+                config: e.config,
+                config1: e.config1,
+                config2: e.config2,
+                exclude_user: e.exclude.0,
+                exclude_kernel: e.exclude.1,
+                exclude_hv: e.exclude.2,
+                ..Attr::default()
+            },
+            kind,
+            unit: e.unit.clone().filter(|u| !u.is_empty()),
+            scale: e.scale,
+            cpus: None,
+        };
+        plan.add(Resolution::Counter(event), e.name.clone(), true);
+    }
+    let group_of: Vec<usize> = (0..plan.specs.len()).collect();
+    let model_name = model_for(args, None, data.cpuid.as_deref());
+    let cpuid = data.cpuid.as_deref().map(perf_cpuid);
+    if args.metrics.is_empty() {
+        // perf's shadow metrics: the common metrics every input of which was counted.
+        let common = tmetric_catalog::common();
+        let mut offline = Offline::new(common, plan.literals, cpuid.as_deref());
+        let present: Vec<bool> =
+            common.ids.iter().map(|id| counted(&plan, &id_name(common, id))).collect();
+        for &slot in offline.has_event_slots().to_vec().iter() {
+            offline.set_probe(slot, present[slot as usize]);
+        }
+        for m in 0..common.metrics.len() {
+            if offline.coverage(m, |s| present[s as usize]) == Coverage::Complete {
+                add_root(&mut plan, common, m, &group_of, cpuid.as_deref());
+            }
+        }
+    } else {
+        for pick in picks(&args.metrics, model_name.as_deref())? {
+            add_root(&mut plan, pick.model, pick.metric, &group_of, cpuid.as_deref());
+        }
+    }
+    // Readings per event, CPU by CPU (threads summed, as perf aggregates them).
+    let snapshot = |values: &[perfdata::StatValue]| -> Snapshot {
+        let mut events: Vec<Option<Vec<CpuCount>>> = vec![None; data.events.len()];
+        for v in values {
+            let per = events[v.event].get_or_insert_with(Vec::new);
+            let raw = RawCount { value: v.value, enabled: v.enabled, running: v.running };
+            match per.iter_mut().find(|c| c.cpu == v.cpu) {
+                Some(c) => {
+                    c.raw.value += raw.value;
+                    c.raw.enabled += raw.enabled;
+                    c.raw.running += raw.running;
+                }
+                None => per.push(CpuCount { cpu: v.cpu, thread: -1, raw }),
+            }
+        }
+        Snapshot { events }
+    };
+    let mut intervals = Vec::new();
+    let mut totals = None;
+    let mut elapsed = Duration::ZERO;
+    let mut previous = Snapshot { events: vec![None; data.events.len()] };
+    let mut previous_ns = 0u64;
+    for round in &data.rounds {
+        let now = snapshot(&round.values);
+        match round.kind {
+            // Interval records hold counts since the start: print the change.
+            RoundKind::Interval => {
+                let n = intervals.len() + 1;
+                let delta = now.since(&previous);
+                let length = Duration::from_nanos(round.time_ns.saturating_sub(previous_ns));
+                intervals.push(Step {
+                    number: n,
+                    at: Duration::from_nanos(round.time_ns),
+                    length,
+                    counts: delta,
+                    latency: None,
+                });
+                previous = now;
+                previous_ns = round.time_ns;
+            }
+            RoundKind::Final => {
+                totals = Some(now);
+                elapsed = Duration::from_nanos(round.time_ns);
+            }
+        }
+    }
+    if intervals.is_empty() && totals.is_none() {
+        // STAT records without a round (a run cut short): totals, time unknown.
+        warn(
+            "the perf.data file has no STAT_ROUND: the counts are printed without their elapsed time",
+        );
+        totals = Some(snapshot(&data.unrounded));
+    }
+    let places = data.cpus.iter().filter(|&&c| c >= 0).map(|&c| (c as u32, None)).collect();
+    // perf's title: the recorded command line, or `pipe` for a piped file without one.
+    let target = match (data.cmdline.is_empty(), data.pipe) {
+        (false, _) => data.cmdline.join(" "),
+        (true, true) => "pipe".to_string(),
+        (true, false) => "perf.data".to_string(),
+    };
+    Ok(Replay {
+        plan,
+        intervals,
+        totals,
+        elapsed,
+        rusage: None,
+        target,
+        places,
+        failures: Vec::new(),
+        splits: Vec::new(),
+        threads: Vec::new(),
+        skip_zero: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_cpuid_spelling() {
+        assert_eq!(perf_cpuid("GenuineIntel,6,167,8"), "GenuineIntel-6-A7-8");
+        assert_eq!(perf_cpuid("0x00000000410fd0c0"), "0x00000000410fd0c0");
+    }
+
+    #[test]
+    fn names_match_without_the_core_pmu() {
+        assert_eq!(normal("cpu/TOPDOWN.SLOTS/"), "topdown.slots");
+        assert_eq!(normal("cpu_core/topdown-retiring/"), "topdown-retiring");
+        assert_eq!(normal("msr/tsc/"), "msr/tsc/");
+    }
+}

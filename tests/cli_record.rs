@@ -1,0 +1,453 @@
+//! `tmetric record` and `tmetric report`: round trips on this machine's kernel (software
+//! events) and on the simulated kernel, metrics not selected at record time, another
+//! model's formulas, damaged files, and `perf stat record` files against `perf stat report`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::{ok, stderr, tmetric};
+
+/// A scratch directory for one test, removed when it ends.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir =
+            std::env::temp_dir().join(format!("tmetric-record-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn path(&self, file: &str) -> String {
+        self.0.join(file).display().to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// stat's stderr without the lines only a live run prints (the simulator's warning).
+fn printed(text: &str) -> Vec<String> {
+    text.lines().filter(|l| !l.contains("simulated PMU `")).map(str::to_string).collect()
+}
+
+/// CSV metric values by name (`value,unit,name` in the last three fields).
+fn csv_metrics(text: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let name = f.last()?.to_string();
+            let value = f.get(f.len().checked_sub(3)?)?.parse().ok()?;
+            (!name.is_empty()).then_some((name, value))
+        })
+        .collect()
+}
+
+#[test]
+fn software_events_round_trip_identically() {
+    let s = Scratch::new("sw");
+    let file = s.path("run.jsonl");
+    // `cycles` cannot be opened in a VM without a PMU: its note must come back too.
+    let runs = [
+        ("task-clock,context-switches", &[][..]),
+        ("task-clock,context-switches", &["-x,"][..]),
+        ("task-clock,context-switches", &["-j"][..]),
+        ("task-clock,cycles", &[][..]),
+    ];
+    for (events, layout) in runs {
+        let mut args = vec!["record", "-e", events, "-o", &file];
+        args.extend_from_slice(layout);
+        args.extend_from_slice(&["sleep", "0.05"]);
+        let live = ok(&args);
+        let mut rargs = vec!["report", "-i", &file];
+        rargs.extend_from_slice(layout);
+        let replay = ok(&rargs);
+        assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)), "layout {layout:?}");
+        let second = events.split(',').nth(1).unwrap();
+        assert!(stderr(&replay).contains(second), "{}", stderr(&replay));
+    }
+}
+
+#[test]
+fn intervals_and_per_cpu_round_trip() {
+    let s = Scratch::new("iv");
+    let file = s.path("iv.jsonl");
+    let live = ok(&[
+        "record",
+        "-a",
+        "-I",
+        "20",
+        "--summary",
+        "-x,",
+        "-e",
+        "task-clock,context-switches",
+        "-o",
+        &file,
+        "sleep",
+        "0.07",
+    ]);
+    let replay = ok(&["report", "-i", &file, "-x,"]);
+    assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
+    assert!(stderr(&replay).lines().count() >= 6, "{}", stderr(&replay));
+    // Per CPU from the recorded per-CPU readings: the task-clock of the CPUs adds up.
+    let total = ok(&["report", "-i", &s.path("iv.jsonl"), "-x,"]);
+    let per_cpu = ok(&["report", "-i", &file, "-x,", "-A"]);
+    let clock = |text: &str| -> f64 {
+        text.lines()
+            .filter(|l| l.contains(",task-clock,") && !l.starts_with("0."))
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                let i = f.iter().position(|x| *x == "task-clock")?;
+                f[i - 2].parse::<f64>().ok()
+            })
+            .sum()
+    };
+    let (t, a) = (clock(&stderr(&total)), clock(&stderr(&per_cpu)));
+    assert!(t > 0.0 && (t - a).abs() < 0.02 * t, "total {t} vs per-CPU sum {a}");
+}
+
+#[test]
+fn simulated_topdown_round_trips_and_evaluates_other_metrics() {
+    let s = Scratch::new("sim");
+    let file = s.path("td.jsonl");
+    let live = ok(&[
+        "record",
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1",
+        "-a",
+        "-x,",
+        "-o",
+        &file,
+        "sleep",
+        "0.1",
+    ]);
+    let replay = ok(&["report", "-i", &file, "-x,"]);
+    assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
+    let l1 = csv_metrics(&stderr(&replay));
+    let retiring = l1.iter().find(|m| m.0 == "tma_retiring").expect("tma_retiring").1;
+    assert!(retiring > 0.0 && retiring < 100.0, "{l1:?}");
+
+    // Written by a catalogue whose input slots differ: the inputs are matched by name and
+    // the values are the same.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_str(first).unwrap();
+    for root in header["roots"].as_array_mut().unwrap() {
+        for input in root["inputs"].as_array_mut().unwrap() {
+            input[0] = serde_json::json!(input[0].as_u64().unwrap() + 100_000);
+        }
+    }
+    let moved = s.path("moved.jsonl");
+    std::fs::write(&moved, format!("{header}\n{rest}")).unwrap();
+    let again = ok(&["report", "-i", &moved, "-x,"]);
+    assert_eq!(csv_metrics(&stderr(&again)), l1);
+
+    // Not selected at record time: level 2 from the same recorded topdown events.
+    let l2 = ok(&["report", "-i", &file, "-x,", "-M", "tma_heavy_operations,tma_light_operations"]);
+    let l2 = csv_metrics(&stderr(&l2));
+    let heavy = l2.iter().find(|m| m.0 == "tma_heavy_operations").expect("heavy").1;
+    let light = l2.iter().find(|m| m.0 == "tma_light_operations").expect("light").1;
+    assert!(heavy > 0.0, "{l2:?}");
+    assert!((heavy + light - retiring).abs() < 1e-6, "{heavy} + {light} != {retiring}");
+
+    // Another model's formulas: icelake's backend bound needs an event not recorded.
+    let other = tmetric(&["report", "-i", &file, "-x,", "--model", "icelake"]);
+    assert!(other.status.success(), "{}", stderr(&other));
+    let text = stderr(&other);
+    assert!(text.contains("tma_backend_bound: nan: needs INT_MISC.CLEARS_COUNT"), "{text}");
+    let fe = csv_metrics(&text).into_iter().find(|m| m.0 == "tma_frontend_bound").unwrap().1;
+    let live_fe = l1.iter().find(|m| m.0 == "tma_frontend_bound").unwrap().1;
+    assert!(fe.is_finite() && fe > 0.0 && (fe - live_fe).abs() < 5.0, "{fe} vs {live_fe}");
+}
+
+#[test]
+fn damaged_records_are_clear_errors() {
+    let s = Scratch::new("bad");
+    let file = s.path("r.jsonl");
+    ok(&["record", "-e", "task-clock", "-o", &file, "true"]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+
+    let cut = s.path("cut.jsonl");
+    let keep = text.len() - lines.last().unwrap().len() / 2 - 1;
+    std::fs::write(&cut, &text[..keep]).unwrap();
+    let out = tmetric(&["report", "-i", &cut]);
+    assert!(!out.status.success());
+    let n = lines.len();
+    assert!(
+        stderr(&out).contains(&format!("cut.jsonl:{n}: the line is truncated")),
+        "{}",
+        stderr(&out)
+    );
+
+    let no_end = s.path("noend.jsonl");
+    std::fs::write(&no_end, lines[..n - 1].join("\n")).unwrap();
+    let out = tmetric(&["report", "-i", &no_end]);
+    assert!(stderr(&out).contains("the record is truncated: no `end` line"), "{}", stderr(&out));
+
+    let future = s.path("future.jsonl");
+    std::fs::write(&future, text.replacen("\"version\":1", "\"version\":2", 1)).unwrap();
+    let out = tmetric(&["report", "-i", &future]);
+    assert!(stderr(&out).contains("future.jsonl:1: record format version 2"), "{}", stderr(&out));
+
+    let junk = s.path("junk.txt");
+    std::fs::write(&junk, "hello\n").unwrap();
+    let out = tmetric(&["report", "-i", &junk]);
+    assert!(stderr(&out).contains("junk.txt:1: not a tmetric record header"), "{}", stderr(&out));
+}
+
+fn perf_works() -> bool {
+    Command::new("perf").arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+/// perf stat report's counts by event name (the first number of each counter line), with
+/// the `CPUn` label of `-A` lines.
+fn perf_counts(text: &str, events: &[&str]) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let cpu = fields
+            .iter()
+            .find(|f| f.strip_prefix("CPU").is_some_and(|n| n.parse::<u32>().is_ok()))
+            .copied()
+            .unwrap_or("");
+        for e in events {
+            if let Some(i) = fields.iter().position(|f| f == e)
+                && i >= 1
+            {
+                // `[time] [CPUn] count [unit] event`
+                let count = if fields[i - 1] == "msec" { fields[i - 2] } else { fields[i - 1] };
+                if let Ok(v) = count.replace(',', "").parse::<f64>() {
+                    out.push((format!("{cpu}{e}"), v));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `perf stat record -o FILE extra...`; with a file name starting `pipe`, `-o -` written to
+/// it (pipe mode: attributes as records).
+fn perf_record(dir: &Path, file: &str, extra: &[&str]) -> Option<String> {
+    let path = dir.join(file).display().to_string();
+    let pipe = file.starts_with("pipe");
+    let mut args = vec!["stat", "record", "-o", if pipe { "-" } else { &path }];
+    args.extend_from_slice(extra);
+    let out = Command::new("perf").args(&args).output().ok()?;
+    if pipe {
+        std::fs::write(&path, &out.stdout).ok()?;
+    }
+    out.status.success().then_some(path)
+}
+
+#[test]
+fn perf_stat_record_files_give_perfs_counts() {
+    if !perf_works() {
+        eprintln!("skipped: perf is not installed, so no perf.data file can be made");
+        return;
+    }
+    let s = Scratch::new("perfdata");
+    let events = ["task-clock", "context-switches"];
+    for (file, extra) in [
+        ("task.data", &["-e", "task-clock,context-switches", "sleep", "0.05"][..]),
+        ("iv.data", &["-a", "-I", "20", "-e", "task-clock,context-switches", "sleep", "0.07"][..]),
+        ("pipe.data", &["-e", "task-clock,context-switches", "sleep", "0.05"][..]),
+    ] {
+        let Some(path) = perf_record(&s.0, file, extra) else {
+            eprintln!("skipped: `perf stat record` failed here");
+            return;
+        };
+        let perf = Command::new("perf").args(["stat", "report", "-i", &path]).output().unwrap();
+        let theirs = perf_counts(&String::from_utf8_lossy(&perf.stderr), &events);
+        let ours = ok(&["report", "-i", &path]);
+        let title =
+            |t: &str| t.lines().find(|l| l.contains("counter stats for")).map(str::to_string);
+        assert_eq!(title(&String::from_utf8_lossy(&perf.stderr)), title(&stderr(&ours)), "{file}");
+        let ours = perf_counts(&stderr(&ours), &events);
+        assert!(!theirs.is_empty(), "perf printed no counts");
+        assert_eq!(theirs, ours, "{file}");
+    }
+    // Per CPU (`-A`) from a system-wide file: perf prints event by event, tmetric CPU by CPU.
+    let Some(path) =
+        perf_record(&s.0, "a.data", &["-a", "-e", "task-clock,context-switches", "sleep", "0.05"])
+    else {
+        return;
+    };
+    let perf = Command::new("perf").args(["stat", "report", "-i", &path, "-A"]).output().unwrap();
+    let mut theirs = perf_counts(&String::from_utf8_lossy(&perf.stderr), &events);
+    let mut ours = perf_counts(&stderr(&ok(&["report", "-i", &path, "-A"])), &events);
+    theirs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    ours.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert!(theirs.iter().any(|(name, _)| name.starts_with("CPU1")), "{theirs:?}");
+    assert_eq!(theirs, ours);
+}
+
+#[test]
+fn damaged_perf_data_is_an_error_with_the_offset() {
+    if !perf_works() {
+        eprintln!("skipped: perf is not installed");
+        return;
+    }
+    let s = Scratch::new("perfbad");
+    let Some(path) = perf_record(&s.0, "p.data", &["-e", "task-clock", "true"]) else {
+        eprintln!("skipped: `perf stat record` failed here");
+        return;
+    };
+    let bytes = std::fs::read(&path).unwrap();
+    let cut = s.path("cut.data");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let out = tmetric(&["report", "-i", &cut]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("cut.data: at byte"), "{}", stderr(&out));
+}
+
+#[test]
+fn retire_latencies_are_recorded_with_the_counts() {
+    let s = Scratch::new("rl");
+    let latencies = s.path("rl.json");
+    std::fs::write(&latencies, r#"{"MEM_INST_RETIRED.STLB_HIT_LOADS": 7.5}"#).unwrap();
+    let file = s.path("rl.jsonl");
+    let live = ok(&[
+        "record",
+        "--pmu-sim",
+        "meteorlake",
+        "-M",
+        "tma_load_stlb_hit",
+        "--retire-latency",
+        &latencies,
+        "-a",
+        "-x,",
+        "-o",
+        &file,
+        "sleep",
+        "0.05",
+    ]);
+    // The latency file is gone at report time: the record holds the value.
+    std::fs::remove_file(&latencies).unwrap();
+    let replay = ok(&["report", "-i", &file, "-x,"]);
+    assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
+    let text = stderr(&replay);
+    assert!(text.lines().any(|l| l.starts_with("8,cycles,") && l.contains("/R")), "{text}");
+    let v = csv_metrics(&text).into_iter().find(|m| m.0 == "tma_load_stlb_hit").unwrap().1;
+    assert!(v > 0.0, "{text}");
+}
+
+#[test]
+fn metrics_not_selected_at_record_time_use_the_recorded_events() {
+    let s = Scratch::new("later");
+    let file = s.path("r.jsonl");
+    ok(&[
+        "record",
+        "-e",
+        "task-clock,page-faults",
+        "-M",
+        "cpus_utilized",
+        "-x,",
+        "-o",
+        &file,
+        "sleep",
+        "0.05",
+    ]);
+    let out = ok(&["report", "-i", &file, "-x,", "-M", "page_faults_per_sec"]);
+    let text = stderr(&out);
+    let field = |event: &str| -> f64 {
+        let line = text.lines().find(|l| l.contains(&format!(",{event},"))).unwrap();
+        line.split(',').next().unwrap().parse().unwrap()
+    };
+    let (clock_ms, faults) = (field("task-clock"), field("page-faults"));
+    let rate = csv_metrics(&text).into_iter().find(|m| m.0 == "page_faults_per_sec").unwrap().1;
+    // page faults per second of task-clock time; the printed clock has 2 decimals.
+    let expected = faults / (clock_ms / 1e3);
+    assert!((rate - expected).abs() < 0.01 * expected, "{rate} vs {expected}: {text}");
+    // A metric whose events were not recorded says so.
+    let out = ok(&["report", "-i", &file, "-x,", "-M", "context_switches_per_sec"]);
+    assert!(
+        stderr(&out).contains(
+            "context_switches_per_sec: `context-switches` was not counted in the recording"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn per_thread_records_round_trip() {
+    let s = Scratch::new("thread");
+    let file = s.path("t.jsonl");
+    let mut child = Command::new("sleep").arg("5").spawn().unwrap();
+    let pid = child.id().to_string();
+    let live = tmetric(&[
+        "record",
+        "-p",
+        &pid,
+        "--per-thread",
+        "-e",
+        "task-clock,context-switches",
+        "-I",
+        "50",
+        "--interval-count",
+        "2",
+        "--summary",
+        "-x,",
+        "-o",
+        &file,
+    ]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(live.status.success(), "{}", stderr(&live));
+    let replay = ok(&["report", "-i", &file, "-x,"]);
+    assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
+    let label = format!("sleep-{pid},");
+    assert!(
+        stderr(&replay).lines().filter(|l| l.contains(&label)).count() >= 6,
+        "{}",
+        stderr(&replay)
+    );
+}
+
+#[test]
+fn sampled_retire_latencies_round_trip() {
+    let s = Scratch::new("tpebs");
+    let file = s.path("tp.jsonl");
+    let live = ok(&[
+        "record",
+        "--pmu-sim",
+        "meteorlake",
+        "-M",
+        "tma_load_stlb_hit",
+        "--record-tpebs",
+        "-a",
+        "-I",
+        "40",
+        "--summary",
+        "-x,",
+        "-o",
+        &file,
+        "sleep",
+        "0.1",
+    ]);
+    let replay = ok(&["report", "-i", &file, "-x,"]);
+    assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.lines().filter(|l| l.contains("\"t\":\"latency\"")).count() >= 2, "{text}");
+    let stats: serde_json::Value =
+        serde_json::from_str(text.lines().find(|l| l.contains("\"t\":\"tpebs\"")).unwrap())
+            .unwrap();
+    assert!(stats["samples"].as_u64().unwrap() > 0, "{stats}");
+    // Another statistic of the same samples: the latency row shows the recorded maximum.
+    let max: f64 = stats["max"].as_str().unwrap().parse().unwrap();
+    let out = ok(&["report", "-i", &file, "-x,", "--tpebs-mode", "max"]);
+    let row = stderr(&out)
+        .lines()
+        .rev()
+        .find(|l| l.contains(",cycles,") && l.contains("/R,"))
+        .map(str::to_string)
+        .unwrap();
+    assert_eq!(row.split(',').next().unwrap().parse::<f64>().unwrap(), max.round(), "{row}");
+}
