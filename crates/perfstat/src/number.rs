@@ -228,6 +228,10 @@ mod tests {
         assert_eq!(parse_plain("."), None);
         assert!(parse_metric_value("nan").is_some_and(f64::is_nan));
         assert!(parse_metric_value("-nan").is_some_and(f64::is_nan));
+        assert!(parse_metric_value(" NaN ").is_some_and(f64::is_nan));
+        assert_eq!(parse_metric_value("-INF"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_metric_value("1E3"), Some(1000.0));
+        assert_eq!(parse_metric_value("nanx"), None);
         assert_eq!(parse_percent("(50.00%)".trim_matches(['(', ')'])), Some(50.0));
     }
 }

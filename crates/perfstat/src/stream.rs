@@ -140,10 +140,10 @@ impl<R: BufRead> Reader<R> {
         loop {
             // Blocks made before any counter row (Default metric-group lines alone) are held
             // back: without a row the input is not perf stat output at all.
-            if self.seen_row || self.state == State::Done {
-                if let Some(block) = self.builder.ready.pop_front() {
-                    return Ok(Some(block));
-                }
+            if (self.seen_row || self.state == State::Done)
+                && let Some(block) = self.builder.ready.pop_front()
+            {
+                return Ok(Some(block));
             }
             match self.state {
                 State::Reading => {}
