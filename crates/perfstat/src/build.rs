@@ -106,6 +106,9 @@ pub(crate) struct Builder {
     stamps: Stamps,
     /// perf prints the same few event names over and over.
     key_cache: HashMap<String, EventKey>,
+    /// Rows of the largest block of the last batch: the next blocks are sized for as many, so
+    /// that their rows are not copied as the vector grows.
+    rows_hint: usize,
     pub ready: VecDeque<Block>,
 }
 
@@ -287,7 +290,7 @@ impl Builder {
             run,
             interval: prefix.interval,
             aggr: prefix.aggr.clone(),
-            rows: Vec::new(),
+            rows: Vec::with_capacity(self.rows_hint),
             loose_metrics: Vec::new(),
             duration: None,
             user_time: None,
@@ -306,6 +309,8 @@ impl Builder {
             assign_groups(&mut block.rows);
         }
         assign_times(&mut blocks, &self.runs[run], self.batch_previous);
+        // Bounded, so that one odd block does not size every later one.
+        self.rows_hint = blocks.iter().map(|b| b.rows.len()).max().unwrap_or(0).min(1024);
         self.ready.extend(blocks);
         self.batch_index.clear();
         self.targets.clear();

@@ -133,8 +133,14 @@ impl Block {
             other => other,
         };
         let preferred = metric.and_then(|m| self.printed_metric(m, pmu)).map(|(row, _)| row.group);
-        let candidates =
-            || self.rows.iter().filter_map(move |row| rank(want, &row.key, pmu).map(|r| (r, row)));
+        // Ranked once (the `Vec` allocates only when some row matches), then walked without
+        // allocating.
+        let matches: Vec<(Rank, &Row)> = self
+            .rows
+            .iter()
+            .filter_map(|row| rank(want, &row.key, pmu).map(|r| (r, row)))
+            .collect();
+        let candidates = || matches.iter().copied();
         let Some(best) = candidates().map(|(r, _)| r).min() else { return Lookup::Missing };
 
         // Without a PMU to choose, the same event on several core PMUs has no single answer.
