@@ -252,7 +252,7 @@ fn main() -> Result<()> {
 
     // `eval --from-perf` on long logs.
     if wanted("from-perf") {
-        println!("\nfrom-perf: eval --from-perf on generated -I text logs, best of 2");
+        println!("\nfrom-perf: eval --from-perf on generated -I text logs, best of 3");
         if let Err(err) = from_perf::bench(&root, options.baseline.as_deref(), &mut table) {
             println!("  from-perf not measured: {err:#}");
             table.row("from-perf 100 MB -I log", "not measured", "", "", "", Status::Missed);
