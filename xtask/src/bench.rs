@@ -13,6 +13,9 @@
 //! Baselines run in the same run as tmetric, back to back: the machines are noisy
 //! (1.3-2x run to run), so the ratios matter more than the absolute figures.
 
+// `--only from-perf`: `eval --from-perf` on generated interval logs against a baseline binary.
+#[path = "bench_from_perf.rs"]
+mod from_perf;
 // The benchmark times `regen` in process; it never writes, so `Mode::Write` and friends are
 // unused here.
 #[allow(dead_code)]
@@ -37,12 +40,14 @@ use tmetric_vendor::Tree;
 use tmetric_vendor::oracle::{Oracle, OracleInputs};
 use tmetric_vendor::resolve::{Resolved, SlotKind, resolve_tree};
 
-const USAGE: &str = "usage: cargo xtask bench [--build] [--baseline <dir>] [--perf-dir <tools/perf/pmu-events>]\n  \
+const USAGE: &str = "usage: cargo xtask bench [--only <section>] [--build] [--baseline <dir>] [--perf-dir <tools/perf/pmu-events>]\n  \
+     --only      one section: regen, eval, parse, sizes, build (needs --build) or from-perf\n              \
+     (eval --from-perf on generated 10/30/100 MB -I logs, against --baseline's binary)\n  \
      --build     also time a cold `cargo build --release --workspace` in a scratch target\n              \
      directory, the rebuilds after touching crates/cli/main.rs and crates/catalog/src/lib.rs,\n              \
      and a clean `cargo test --workspace -j2` (takes many minutes)\n  \
-     --baseline  a checkout of an earlier commit: its sizes and (with --build) build figures\n              \
-     are measured in the same run, interleaved with ours\n  \
+     --baseline  a checkout of an earlier commit: its sizes, its release binary on the from-perf\n              \
+     logs and (with --build) build figures are measured in the same run, interleaved with ours\n  \
      --perf-dir  perf's tools/perf/pmu-events (default: $TMETRIC_PERF_PMU_EVENTS, then\n              \
      /tmp/linux-source-6.12/tools/perf/pmu-events, extracted from the distribution's\n              \
      linux-source-6.12 package when missing)";
@@ -72,18 +77,30 @@ const TARGET_TEST_S: f64 = 120.0;
 /// Issue 13: the generated Rust source.
 const TARGET_GEN_SOURCE_BYTES: u64 = 6_000_000;
 
+/// The sections `--only` accepts, in the order they run.
+const SECTIONS: [&str; 6] = ["regen", "eval", "parse", "sizes", "build", "from-perf"];
+
 struct Options {
+    only: Option<String>,
     build: bool,
     baseline: Option<PathBuf>,
     perf_dir: Option<PathBuf>,
 }
 
 fn parse_args(args: &[String]) -> Result<Options> {
-    let mut options = Options { build: false, baseline: None, perf_dir: None };
+    let mut options = Options { only: None, build: false, baseline: None, perf_dir: None };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--build" => options.build = true,
+            "--only" => {
+                let section =
+                    args.next().with_context(|| format!("--only needs a section\n{USAGE}"))?;
+                if !SECTIONS.contains(&section.as_str()) {
+                    bail!("unknown section `{section}` (one of {})\n{USAGE}", SECTIONS.join(", "));
+                }
+                options.only = Some(section.clone());
+            }
             "--baseline" => {
                 let dir = args
                     .next()
@@ -114,93 +131,111 @@ fn main() -> Result<()> {
         .context("xtask lives in the workspace")?
         .to_path_buf();
     let mut table = Table::default();
+    let wanted = |section: &str| options.only.as_deref().is_none_or(|only| only == section);
 
     println!(
         "tmetric bench: {} cores",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    let perf = match find_perf_dir(options.perf_dir.clone()) {
-        Ok(dir) => {
-            println!("perf baseline: {}", dir.display());
-            Some(dir)
+    let perf = if wanted("regen") || wanted("parse") {
+        match find_perf_dir(options.perf_dir.clone()) {
+            Ok(dir) => {
+                println!("perf baseline: {}", dir.display());
+                Some(dir)
+            }
+            Err(why) => {
+                println!("perf baseline skipped: {why}");
+                None
+            }
         }
-        Err(why) => {
-            println!("perf baseline skipped: {why}");
-            None
-        }
+    } else {
+        None
     };
 
     // (a) Code generation.
-    println!("\n(a) code generation, whole tree");
-    let gen_figures = bench_regen(&root, perf.as_deref());
-    table.regen(&gen_figures);
+    if wanted("regen") {
+        println!("\n(a) code generation, whole tree");
+        let gen_figures = bench_regen(&root, perf.as_deref());
+        table.regen(&gen_figures);
 
-    // The tree for the parse and evaluation parts, timed to show where regen's time goes.
-    let arch_dir = root.join("pmu-events/arch");
-    let (mut load, mut resolve) = (Duration::MAX, Duration::MAX);
-    for _ in 1..PASSES {
-        let start = Instant::now();
+        // Timed to show where regen's time goes.
+        let arch_dir = root.join("pmu-events/arch");
+        let (mut load, mut resolve) = (Duration::MAX, Duration::MAX);
+        for _ in 1..PASSES {
+            let start = Instant::now();
+            let tree = tmetric_vendor::load_tree(&arch_dir)
+                .with_context(|| format!("loading {}", arch_dir.display()))?;
+            load = load.min(start.elapsed());
+            let start = Instant::now();
+            black_box(resolve_tree(&tree));
+            resolve = resolve.min(start.elapsed());
+        }
+        if let Some(total) = gen_figures.in_process {
+            println!(
+                "  of which load_tree {}, resolve_tree {}, generate and compare {}",
+                secs(load),
+                secs(resolve),
+                secs(total.saturating_sub(load + resolve))
+            );
+        }
+    }
+
+    // The tree for the parse and evaluation parts.
+    if wanted("eval") || wanted("parse") {
+        let arch_dir = root.join("pmu-events/arch");
         let tree = tmetric_vendor::load_tree(&arch_dir)
             .with_context(|| format!("loading {}", arch_dir.display()))?;
-        load = load.min(start.elapsed());
-        let start = Instant::now();
-        black_box(resolve_tree(&tree));
-        resolve = resolve.min(start.elapsed());
-    }
-    let tree = tmetric_vendor::load_tree(&arch_dir)
-        .with_context(|| format!("loading {}", arch_dir.display()))?;
-    let resolved = resolve_tree(&tree);
-    if let Some(total) = gen_figures.in_process {
-        println!(
-            "  of which load_tree {}, resolve_tree {}, generate and compare {}",
-            secs(load),
-            secs(resolve),
-            secs(total.saturating_sub(load + resolve))
-        );
-    }
+        let resolved = resolve_tree(&tree);
 
-    // (b) Evaluation.
-    println!(
-        "\n(b) evaluation of every {EVAL_MODEL} metric, {VECTORS} random input vectors, best of {PASSES}"
-    );
-    match bench_eval(&resolved) {
-        Ok(figures) => table.eval(&figures),
-        Err(err) => {
-            println!("  evaluation not measured: {err:#}");
-            table.row("compiled evaluation", "not measured", "", "", "", Status::Missed);
+        // (b) Evaluation.
+        if wanted("eval") {
+            println!(
+                "\n(b) evaluation of every {EVAL_MODEL} metric, {VECTORS} random input vectors, best of {PASSES}"
+            );
+            match bench_eval(&resolved) {
+                Ok(figures) => table.eval(&figures),
+                Err(err) => {
+                    println!("  evaluation not measured: {err:#}");
+                    table.row("compiled evaluation", "not measured", "", "", "", Status::Missed);
+                }
+            }
+        }
+
+        // Parse rates.
+        if wanted("parse") {
+            println!("\nparse rates");
+            let parse = bench_parse(&tree, perf.as_deref());
+            table.parse(&parse);
         }
     }
-
-    // Parse rates.
-    println!("\nparse rates");
-    let parse = bench_parse(&tree, perf.as_deref());
-    table.parse(&parse);
 
     // Sizes.
-    println!("\nsizes");
-    let sizes = GenSizes::of(&root);
-    println!(
-        "  generated ({}): {} of Rust in {} files, {} of data tables",
-        regen::GEN_DIR,
-        mb(sizes.rust),
-        sizes.rust_files,
-        mb(sizes.data)
-    );
-    let base_sizes = options.baseline.as_deref().map(GenSizes::of);
-    if let Some(base) = &base_sizes {
-        println!("  baseline generated: {} of Rust, {} of data", mb(base.rust), mb(base.data));
-    }
-    table.sizes(&sizes, base_sizes.as_ref());
     let perf_binary = find_perf_binary();
-    match &perf_binary {
-        Some((path, bytes)) => {
-            println!("  installed perf binary ({}): {}", path.display(), mb(*bytes))
+    if wanted("sizes") {
+        println!("\nsizes");
+        let sizes = GenSizes::of(&root);
+        println!(
+            "  generated ({}): {} of Rust in {} files, {} of data tables",
+            regen::GEN_DIR,
+            mb(sizes.rust),
+            sizes.rust_files,
+            mb(sizes.data)
+        );
+        let base_sizes = options.baseline.as_deref().map(GenSizes::of);
+        if let Some(base) = &base_sizes {
+            println!("  baseline generated: {} of Rust, {} of data", mb(base.rust), mb(base.data));
         }
-        None => println!("  installed perf binary: not found"),
+        table.sizes(&sizes, base_sizes.as_ref());
+        match &perf_binary {
+            Some((path, bytes)) => {
+                println!("  installed perf binary ({}): {}", path.display(), mb(*bytes))
+            }
+            None => println!("  installed perf binary: not found"),
+        }
     }
 
     // (c) Build times.
-    if options.build {
+    if options.build && wanted("build") {
         println!("\n(c) release build, catalogue rebuild and clean test of the workspace");
         let trees: Vec<(&str, &Path)> = std::iter::once(("tmetric", root.as_path()))
             .chain(options.baseline.as_deref().map(|b| ("baseline", b)))
@@ -212,8 +247,17 @@ fn main() -> Result<()> {
                 table.row("cold release build", "failed", "", "", "< 5 min", Status::Missed);
             }
         }
-    } else {
+    } else if wanted("build") {
         println!("\n(c) build times skipped: pass --build (takes minutes)");
+    }
+
+    // `eval --from-perf` on long logs.
+    if wanted("from-perf") {
+        println!("\nfrom-perf: eval --from-perf on generated -I text logs, best of 3");
+        if let Err(err) = from_perf::bench(&root, options.baseline.as_deref(), &mut table) {
+            println!("  from-perf not measured: {err:#}");
+            table.row("from-perf 100 MB -I log", "not measured", "", "", "", Status::Missed);
+        }
     }
 
     println!("\nsummary\n{}", table.render());

@@ -17,7 +17,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
 use anyhow::{Context, anyhow, bail};
@@ -26,7 +26,9 @@ use tmetric_catalog::catalog::IdKind;
 use tmetric_catalog::{MODELS, Model};
 use tmetric_engine::{MetricResult, Needed, Offline, Select};
 use tmetric_model::Literal;
-use tmetric_perfstat::{Block, EventKey, Layout, Lookup, PerfLog, PrintedMetric, Row, TimeSource};
+use tmetric_perfstat::{
+    Block, EventKey, Layout, Lookup, PerfLog, PrintedMetric, Reader, Row, Run, TimeSource, Warning,
+};
 
 use super::{
     EvalArgs, LiteralJson, Literals, explain_failure, first_names, literals_of, metric_head,
@@ -41,17 +43,77 @@ mod infer_literal;
 /// How many distinct printed metrics model inference evaluates per candidate model.
 const INFER_PRINTED: usize = 24;
 
+/// The model, the default selection and the layout of the output are chosen from the intervals
+/// read before this many bytes of the log (at least one); a longer log is then read and
+/// evaluated block by block, so memory does not grow with it (docs/from-perf.md).
+const PREFIX_BYTES: u64 = 4 << 20;
+
 /// Runs `tmetric eval --from-perf PATH`.
 pub(super) fn run(args: &EvalArgs, path: &Path, out: &mut dyn Write) -> anyhow::Result<()> {
-    let (name, bytes) = read_input(path)?;
-    run_log(args, &name, &bytes, out)
+    if path.as_os_str() == "-" {
+        let stdin = std::io::stdin();
+        return run_log(args, "<stdin>", stdin.lock(), out);
+    }
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read perf stat log `{}`", path.display()))?;
+    run_log(args, &path.display().to_string(), BufReader::with_capacity(1 << 16, file), out)
 }
 
-/// Evaluates the log `bytes`, called `name` in messages.
-fn run_log(args: &EvalArgs, name: &str, bytes: &[u8], out: &mut dyn Write) -> anyhow::Result<()> {
+/// The log's first blocks, and the reader of the rest when the log is longer than
+/// [`PREFIX_BYTES`] (`None`: `log` is the whole log).
+struct Prefix<R> {
+    log: PerfLog,
+    rest: Option<Reader<R>>,
+}
+
+fn read_prefix<R: BufRead>(name: &str, input: R, budget: u64) -> anyhow::Result<Prefix<R>> {
+    let mut reader = Reader::new(input, name)?;
+    let mut blocks = Vec::new();
+    // Whole intervals: every block of the last one read is in the prefix.
+    while blocks.is_empty() || reader.bytes_read() < budget || reader.finished_blocks() > 0 {
+        match reader.next_block()? {
+            Some(block) => blocks.push(block),
+            None => break,
+        }
+    }
+    if reader.is_done() {
+        return Ok(Prefix { log: reader.into_log(blocks)?, rest: None });
+    }
+    let log = PerfLog {
+        layout: reader.layout().clone(),
+        runs: reader.runs().to_vec(),
+        blocks,
+        warnings: reader.take_warnings(),
+    };
+    Ok(Prefix { log, rest: Some(reader) })
+}
+
+/// Evaluates the log read from `input`, called `name` in messages.
+fn run_log<R: BufRead>(
+    args: &EvalArgs,
+    name: &str,
+    input: R,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    run_log_with(args, name, input, out, PREFIX_BYTES)
+}
+
+/// [`run_log`] with the prefix ending after `budget` bytes.
+fn run_log_with<R: BufRead>(
+    args: &EvalArgs,
+    name: &str,
+    input: R,
+    out: &mut dyn Write,
+    budget: u64,
+) -> anyhow::Result<()> {
     let name = name.to_string();
-    let log = tmetric_perfstat::parse_bytes(bytes, &name)?;
-    note_skipped_lines(&log, &name);
+    let Prefix { mut log, mut rest } = read_prefix(&name, input, budget)?;
+    let streamed = rest.is_some();
+    let mut warnings = Warnings::default();
+    warnings.add(std::mem::take(&mut log.warnings));
+    if !streamed {
+        warnings.note(&name);
+    }
     let literals = Literals::resolve(args, None, &[])?;
     let cpuid = args.cpuid.as_deref();
     let choice = choose_model(args, &log, &literals, &name)?;
@@ -127,6 +189,7 @@ fn run_log(args: &EvalArgs, name: &str, bytes: &[u8], out: &mut dyn Write) -> an
         common: engines.len() > 1 || choice.model.is_none(),
         log: &name,
         log_data: &log,
+        streamed,
         literals: &literals,
         used: &used,
     })?;
@@ -136,28 +199,49 @@ fn run_log(args: &EvalArgs, name: &str, bytes: &[u8], out: &mut dyn Write) -> an
     let mut checks = Checks::default();
     let mut last_run = None;
     let mut builtins_shown = 0;
-    for block in &log.blocks {
+    // The first block serves the metrics no block has inputs for; the others are dropped once
+    // printed.
+    let mut first: Option<Block> = None;
+    let prefix_blocks = log.blocks.len();
+    let mut prefix = std::mem::take(&mut log.blocks).into_iter();
+    let mut count = 0;
+    loop {
+        let block = match (prefix.next(), &mut rest) {
+            (Some(block), _) => block,
+            (None, Some(reader)) => {
+                let next = reader.next_block()?;
+                warnings.add(reader.take_warnings());
+                match next {
+                    Some(block) => block,
+                    None => break,
+                }
+            }
+            (None, None) => break,
+        };
+        count += 1;
         if last_run != Some(block.run) {
             last_run = Some(block.run);
-            printer.run_header(&log, block.run)?;
+            let runs = rest.as_ref().map_or(log.runs.as_slice(), |r| r.runs());
+            printer.run_header(runs, block.run)?;
         }
         for (e, engine) in engines.iter_mut().enumerate() {
             for (r, &root) in roots[e].iter().enumerate() {
-                let outcome = engine.evaluate(block, root, &literals);
+                let outcome = engine.evaluate(&block, root, &literals);
                 if !outcome.any_present {
                     not_counted[e][r] += usize::from(outcome.all_not_counted);
                     continue;
                 }
                 shown[e][r] = true;
                 checks.count(&outcome);
-                printer.metric(engine, Some(block), &outcome, "")?;
+                printer.metric(engine, Some(&block), &outcome, "")?;
             }
         }
-        builtins_shown += builtins.print_block(&mut printer, block, &mut checks)?;
+        builtins_shown += builtins.print_block(&mut printer, &block, &mut checks)?;
+        first.get_or_insert(block);
     }
     // Metrics none of whose inputs any block has: one line each, with everything missing.
     let mut unplaced = 0;
-    if let Some(first) = log.blocks.first() {
+    if let Some(first) = &first {
         for (e, engine) in engines.iter_mut().enumerate() {
             for (r, &root) in roots[e].iter().enumerate() {
                 if !shown[e][r] {
@@ -174,6 +258,12 @@ fn run_log(args: &EvalArgs, name: &str, bytes: &[u8], out: &mut dyn Write) -> an
         }
     }
     printer.finish()?;
+    if streamed {
+        warnings.note(&name);
+        eprintln!(
+            "tmetric: {name} was read block by block ({count} blocks): the model and the metrics shown were chosen from its first {prefix_blocks} block(s), in its first {budget} bytes",
+        );
+    }
 
     let skipped: Vec<String> = engines
         .iter()
@@ -204,35 +294,38 @@ fn run_log(args: &EvalArgs, name: &str, bytes: &[u8], out: &mut dyn Write) -> an
     Ok(())
 }
 
-/// The bytes of the log and the name used in messages (`<stdin>` for `-`).
-fn read_input(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
-    if path.as_os_str() == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut bytes)
-            .context("cannot read the perf stat log from standard input")?;
-        Ok(("<stdin>".to_string(), bytes))
-    } else {
-        let bytes = std::fs::read(path)
-            .with_context(|| format!("cannot read perf stat log `{}`", path.display()))?;
-        Ok((path.display().to_string(), bytes))
-    }
+/// The importer's warnings: the first few and how many, so that a long log's do not pile up.
+#[derive(Default)]
+struct Warnings {
+    first: Vec<Warning>,
+    count: usize,
 }
 
-/// Lines the importer skipped (a shell prompt, mail text): named, never dropped silently.
-fn note_skipped_lines(log: &PerfLog, name: &str) {
-    if log.warnings.is_empty() {
-        return;
+impl Warnings {
+    const SHOWN: usize = 3;
+
+    fn add(&mut self, warnings: Vec<Warning>) {
+        self.count += warnings.len();
+        self.first.extend(warnings);
+        // In line order (a note on a mix of layouts comes at the end of the input).
+        self.first.sort_by_key(|w| w.line);
+        self.first.truncate(Self::SHOWN);
     }
-    let first: Vec<String> = log.warnings.iter().take(3).map(ToString::to_string).collect();
-    let more = log.warnings.len().saturating_sub(3);
-    let more = if more > 0 { format!("; and {more} more") } else { String::new() };
-    eprintln!(
-        "tmetric: note: {name}: {} warning(s) while reading it ({}{more})",
-        log.warnings.len(),
-        first.join("; ")
-    );
+
+    /// Lines the importer skipped (a shell prompt, mail text): named, never dropped silently.
+    fn note(&self, name: &str) {
+        if self.count == 0 {
+            return;
+        }
+        let first: Vec<String> = self.first.iter().map(ToString::to_string).collect();
+        let more = self.count.saturating_sub(Self::SHOWN);
+        let more = if more > 0 { format!("; and {more} more") } else { String::new() };
+        eprintln!(
+            "tmetric: note: {name}: {} warning(s) while reading it ({}{more})",
+            self.count,
+            first.join("; ")
+        );
+    }
 }
 
 /// The model the log is evaluated with, and how it was chosen.
@@ -1195,6 +1288,8 @@ struct Header<'a> {
     common: bool,
     log: &'a str,
     log_data: &'a PerfLog,
+    /// `log_data` holds the first blocks only; the rest is read as it is printed.
+    streamed: bool,
     literals: &'a Literals,
     used: &'a [Literal],
 }
@@ -1206,7 +1301,8 @@ struct HeaderJson<'a> {
     common: bool,
     log: &'a str,
     layout: String,
-    blocks: usize,
+    /// `None` when the log is read block by block: the count is not known yet.
+    blocks: Option<usize>,
     literals: Vec<LiteralJson>,
 }
 
@@ -1383,6 +1479,12 @@ impl<'a> Printer<'a> {
             Layout::Json => "-j".to_string(),
         };
         let blocks = header.log_data.blocks.len();
+        let blocks_json = (!header.streamed).then_some(blocks);
+        let blocks = if header.streamed {
+            format!("read block by block, metrics chosen from its first {blocks} block(s)")
+        } else {
+            format!("{blocks} block(s)")
+        };
         match &self.format {
             Format::Json => json_line(
                 self.out,
@@ -1393,7 +1495,7 @@ impl<'a> Printer<'a> {
                         common: header.common,
                         log: header.log,
                         layout,
-                        blocks,
+                        blocks: blocks_json,
                         literals: header.literals.json(header.used),
                     },
                 },
@@ -1401,7 +1503,7 @@ impl<'a> Printer<'a> {
             Format::Text { .. } | Format::Csv { .. } => {
                 writeln!(
                     self.out,
-                    "# tmetric: {} metrics ({}) from {} (perf stat {layout} layout, {blocks} block(s))",
+                    "# tmetric: {} metrics ({}) from {} (perf stat {layout} layout, {blocks})",
                     header.models, header.how, header.log
                 )?;
                 writeln!(
@@ -1430,12 +1532,13 @@ impl<'a> Printer<'a> {
         Ok(())
     }
 
-    /// A comment naming the run, for logs holding several `perf stat` runs.
-    fn run_header(&mut self, log: &PerfLog, run: usize) -> anyhow::Result<()> {
-        if self.runs < 2 || matches!(self.format, Format::Json) {
+    /// A comment naming the run, for logs holding several `perf stat` runs (`runs`: those
+    /// known so far, when the log is read block by block).
+    fn run_header(&mut self, runs: &[Run], run: usize) -> anyhow::Result<()> {
+        if self.runs.max(runs.len()) < 2 || matches!(self.format, Format::Json) {
             return Ok(());
         }
-        let info = &log.runs[run];
+        let Some(info) = runs.get(run) else { return Ok(()) };
         let what = info.command.as_deref().map_or(String::new(), |c| format!(" for '{c}'"));
         let line = info.header_line.map_or(String::new(), |l| format!(" (line {l})"));
         writeln!(self.out, "# run {}: performance counter stats{what}{line}", run + 1)?;
@@ -1668,6 +1771,49 @@ mod tests {
         assert_eq!(header_pmu(Some("TopdownL1")), None);
         assert_eq!(lookup_pmu_name("default_core"), None);
         assert_eq!(lookup_pmu_name("cpu_atom"), Some("cpu_atom"));
+    }
+
+    /// A log read block by block after its first interval prints what the whole log prints,
+    /// but for the header's block count.
+    #[test]
+    fn a_streamed_log_prints_what_the_whole_log_prints() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        // Logs of several intervals, with a model or inferring one.
+        let logs = [
+            ("hand/std_interval_per_core_metrics.txt", Some("alderlake")),
+            ("hand/json_hybrid_interval_per_core.txt", Some("alderlake")),
+            ("real/std_interval_per_cpu.txt", None),
+            ("real/csv_interval.txt", None),
+            ("real/json_interval.txt", None),
+        ];
+        for (log, model) in logs {
+            let text =
+                std::fs::read_to_string(root.join("crates/perfstat/tests/data").join(log)).unwrap();
+            for format in [&[][..], &["--json"], &["-x;"]] {
+                let mut flags = vec!["--from-perf", "-"];
+                if let Some(model) = model {
+                    flags.extend(["--model", model]);
+                }
+                flags.extend(format);
+                let run = |budget: u64| {
+                    let mut out = Vec::new();
+                    run_log_with(&args(&flags), log, text.as_bytes(), &mut out, budget)
+                        .unwrap_or_else(|e| panic!("{log} {flags:?}: {e:#}"));
+                    String::from_utf8(out).unwrap()
+                };
+                let (whole, streamed) = (run(PREFIX_BYTES), run(1));
+                let body = |out: &str| out.lines().skip(1).map(str::to_string).collect::<Vec<_>>();
+                assert!(body(&whole).len() > 2, "{log} {flags:?}:\n{whole}");
+                assert_eq!(body(&whole), body(&streamed), "{log} {flags:?}");
+                let head = streamed.lines().next().unwrap();
+                assert!(
+                    head.contains("read block by block, metrics chosen from its first")
+                        || head.contains("\"blocks\":null"),
+                    "{head}"
+                );
+                assert_ne!(whole.lines().next(), streamed.lines().next());
+            }
+        }
     }
 
     proptest! {

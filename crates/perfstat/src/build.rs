@@ -1,11 +1,12 @@
-//! Turns the items the layout readers produce into runs and blocks, splits each block's rows into
-//! groups, and works out what each block's `duration_time`, `user_time` and `system_time` are.
+//! Turns the items the layout readers produce into runs and blocks as they come, splits each
+//! block's rows into groups, and works out what each block's `duration_time`, `user_time` and
+//! `system_time` are.
 //!
 //! Layout-independent: the text, CSV and JSON readers all feed the same [`Item`]s.
 
-use crate::key::EventKey;
-use crate::log::{Aggr, Block, Count, Layout, PerfLog, PrintedMetric, Row, Run, TimeSource, Timed};
-use std::collections::{HashMap, HashSet};
+use crate::key::{EventKey, TOOL_EVENTS};
+use crate::log::{Aggr, Block, Count, PrintedMetric, Row, Run, TimeSource, Timed};
+use std::collections::{HashMap, VecDeque};
 
 /// The interval timestamp and aggregation id printed in front of a row or metric line.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -66,60 +67,110 @@ enum Target {
     Loose,
 }
 
-/// Blocks by (run, interval bits), then by aggregation id (`""` for global), so that a row
-/// finds its block without allocating.
+/// Where warnings come from, to order those of one line as the whole-log reader always has:
+/// the layout reader's first, then the note on a mix of layouts, then the builder's.
+pub(crate) const FROM_READER: u8 = 0;
+pub(crate) const FROM_LAYOUT_MIX: u8 = 1;
+pub(crate) const FROM_BUILDER: u8 = 2;
+
+/// A warning and where it came from ([`FROM_READER`], ...).
+pub(crate) type Noted = (crate::Warning, u8);
+
+/// Places items into runs and blocks as they are read, in one pass.
+///
+/// Blocks are finished a batch at a time. A batch is the blocks of one run and one `-I`
+/// timestamp (or of a run's rows without a timestamp); it ends when a row or a metric-group
+/// line opens a block of another run or timestamp, and at the end of the input. Only then are
+/// its groups split and its times known (a `duration_time` row printed for `CPU0` only serves
+/// every block of its interval). Finished blocks wait in `ready`.
+///
+/// A timestamp lower than the one before it in the same run starts a new run, as rows after a
+/// footer do: perf's timestamps only grow within one `perf stat -I`, so such a log is two runs
+/// appended without a header.
 #[derive(Default)]
-struct BlockIndex {
-    by_time: HashMap<(usize, Option<u64>), HashMap<String, usize>>,
+pub(crate) struct Builder {
+    pub runs: Vec<Run>,
+    run_used: bool,
+    /// The open batch's blocks, in the order their first row was printed.
+    batch: Vec<Block>,
+    /// (run, interval bits) of the open batch.
+    batch_key: Option<(usize, Option<u64>)>,
+    /// Aggregation id (`""` for global) to index in `batch`, so that a row finds its block
+    /// without allocating.
+    batch_index: HashMap<String, usize>,
+    /// Where a metric line without a row of its own goes, per block of the batch.
+    targets: Vec<Option<Target>>,
+    last_target: Option<(usize, Target)>,
+    /// The timestamp the open batch's interval length is measured from.
+    batch_previous: f64,
+    stamps: Stamps,
+    /// perf prints the same few event names over and over.
+    key_cache: HashMap<String, EventKey>,
+    /// Rows of the largest block of the last batch: the next blocks are sized for as many, so
+    /// that their rows are not copied as the vector grows.
+    rows_hint: usize,
+    pub ready: VecDeque<Block>,
 }
 
-impl BlockIndex {
-    fn get(&self, run: usize, prefix: &Prefix) -> Option<usize> {
-        let inner = self.by_time.get(&(run, prefix.interval.map(f64::to_bits)))?;
-        inner.get(prefix.aggr.as_ref().map_or("", |a| a.id.as_str())).copied()
+/// The last two distinct `-I` timestamps of one run: an interval's length is measured from the
+/// one before it (0 for the first).
+#[derive(Default)]
+struct Stamps {
+    run: usize,
+    last: Option<f64>,
+    before: f64,
+}
+
+impl Builder {
+    pub(crate) fn new() -> Builder {
+        Builder { runs: vec![Run::default()], ..Builder::default() }
     }
-}
 
-pub(crate) fn build(
-    layout: Layout,
-    items: Vec<Item>,
-    mut warnings: Vec<crate::Warning>,
-) -> PerfLog {
-    let mut runs: Vec<Run> = vec![Run::default()];
-    let mut run_used = false;
-    let mut blocks: Vec<Block> = Vec::new();
-    let mut index = BlockIndex::default();
-    // perf prints the same few event names over and over.
-    let mut key_cache: HashMap<String, EventKey> = HashMap::new();
-    let mut targets: HashMap<usize, Target> = HashMap::new();
-    let mut last_target: Option<(usize, Target)> = None;
+    fn run_mut(&mut self) -> &mut Run {
+        self.runs.last_mut().expect("runs is never empty")
+    }
 
-    for item in items {
+    /// The run a row or metric line with `prefix` belongs to, starting a new one when its
+    /// timestamp goes back.
+    fn run_for(&mut self, prefix: &Prefix) -> usize {
+        let run = self.runs.len() - 1;
+        if let Some(t) = prefix.interval
+            && self.stamps.run == run
+            && self.stamps.last.is_some_and(|last| t < last)
+        {
+            self.runs.push(Run::default());
+            self.run_used = true;
+            return run + 1;
+        }
+        run
+    }
+
+    pub(crate) fn push(&mut self, item: Item, warnings: &mut Vec<Noted>) {
         match item {
             Item::RunHeader { line, command, repeats } => {
-                if run_used {
-                    runs.push(Run::default());
+                if self.run_used {
+                    self.runs.push(Run::default());
                 }
-                let run = runs.last_mut().expect("runs is never empty");
+                let run = self.run_mut();
                 run.header_line = Some(line);
                 run.command = command;
                 run.repeats = repeats;
-                run_used = true;
+                self.run_used = true;
             }
             Item::Elapsed { line, seconds } => {
-                runs.last_mut().expect("runs is never empty").elapsed =
+                self.run_mut().elapsed =
                     Some(Timed { seconds, source: TimeSource::ElapsedLine { line } });
-                run_used = true;
+                self.run_used = true;
             }
             Item::User { line, seconds } => {
-                runs.last_mut().expect("runs is never empty").user =
+                self.run_mut().user =
                     Some(Timed { seconds, source: TimeSource::UserLine { line } });
-                run_used = true;
+                self.run_used = true;
             }
             Item::Sys { line, seconds } => {
-                runs.last_mut().expect("runs is never empty").system =
+                self.run_mut().system =
                     Some(Timed { seconds, source: TimeSource::SysLine { line } });
-                run_used = true;
+                self.run_used = true;
             }
             Item::Row(raw) => {
                 // perf never prints a negative count or a run share outside 0-100%: such a
@@ -141,33 +192,32 @@ pub(crate) fn build(
                     _ => None,
                 };
                 if let Some(why) = bad {
-                    warnings.push(crate::Warning {
-                        line: raw.line,
-                        message: format!("{why}; row {} skipped", tmetric_text::quote(&raw.event)),
-                    });
-                    continue;
+                    let message = format!("{why}; row {} skipped", tmetric_text::quote(&raw.event));
+                    warnings.push((crate::Warning { line: raw.line, message }, FROM_BUILDER));
+                    return;
                 }
                 // Rows after a run's footer belong to a new run (logs concatenated without
                 // headers, as `perf stat ... 2>>log` twice produces).
-                if runs.last().is_some_and(|r| r.elapsed.is_some()) {
-                    runs.push(Run::default());
+                if self.runs.last().is_some_and(|r| r.elapsed.is_some()) {
+                    self.runs.push(Run::default());
                 }
-                run_used = true;
-                let run = runs.len() - 1;
-                let block = block_for(&mut blocks, &mut index, run, &raw.prefix);
+                self.run_used = true;
+                let run = self.run_for(&raw.prefix);
+                let block = self.block_for(run, &raw.prefix);
                 let raw = *raw;
                 let key = match raw.key {
                     Some(key) => key,
-                    None => match key_cache.get(&raw.event) {
+                    None => match self.key_cache.get(raw.event.as_str()) {
                         Some(key) => key.clone(),
                         None => {
                             let key = EventKey::from_perf(&raw.event);
-                            key_cache.insert(raw.event.clone(), key.clone());
+                            self.key_cache.insert(raw.event.clone(), key.clone());
                             key
                         }
                     },
                 };
-                blocks[block].rows.push(Row {
+                let rows = &mut self.batch[block].rows;
+                rows.push(Row {
                     line: raw.line,
                     value: raw.value,
                     count_text: raw.count_text,
@@ -180,69 +230,134 @@ pub(crate) fn build(
                     group: 0,
                     metrics: raw.metrics,
                 });
-                let target = Target::Row(blocks[block].rows.len() - 1);
-                targets.insert(block, target);
-                last_target = Some((block, target));
+                let target = Target::Row(rows.len() - 1);
+                self.targets[block] = Some(target);
+                self.last_target = Some((block, target));
             }
             Item::Metric { prefix, metric } => {
-                let run = runs.len() - 1;
                 let has_prefix = prefix.interval.is_some() || prefix.aggr.is_some();
                 let (block, target) = if metric.header.is_some() {
-                    (block_for(&mut blocks, &mut index, run, &prefix), Target::Loose)
+                    let run = self.run_for(&prefix);
+                    (self.block_for(run, &prefix), Target::Loose)
                 } else {
-                    match index.get(run, &prefix).and_then(|b| targets.get(&b).map(|t| (b, *t))) {
+                    let run = self.runs.len() - 1;
+                    let known = self
+                        .batch_block(run, &prefix)
+                        .and_then(|b| self.targets[b].map(|t| (b, t)));
+                    match known {
                         Some(found) if has_prefix => found,
-                        _ => match last_target {
+                        _ => match self.last_target {
                             Some(found) => found,
-                            None => {
-                                (block_for(&mut blocks, &mut index, run, &prefix), Target::Loose)
-                            }
+                            None => (self.block_for(run, &prefix), Target::Loose),
                         },
                     }
                 };
                 match target {
-                    Target::Row(row) => blocks[block].rows[row].metrics.push(metric),
-                    Target::Loose => blocks[block].loose_metrics.push(metric),
+                    Target::Row(row) => self.batch[block].rows[row].metrics.push(metric),
+                    Target::Loose => self.batch[block].loose_metrics.push(metric),
                 }
-                targets.insert(block, target);
-                last_target = Some((block, target));
+                self.targets[block] = Some(target);
+                self.last_target = Some((block, target));
             }
         }
     }
 
-    for block in &mut blocks {
-        assign_groups(&mut block.rows);
+    /// The block of the open batch for `prefix` in `run`, if it has one.
+    fn batch_block(&self, run: usize, prefix: &Prefix) -> Option<usize> {
+        if self.batch_key != Some((run, prefix.interval.map(f64::to_bits))) {
+            return None;
+        }
+        self.batch_index.get(prefix.aggr.as_ref().map_or("", |a| a.id.as_str())).copied()
     }
-    assign_times(&mut blocks, &runs);
-    warnings.sort_by_key(|w| w.line);
-    PerfLog { layout, runs, blocks, warnings }
+
+    /// The block for `prefix` in `run`: found in the open batch, or added to it, or the first
+    /// of a new batch (which finishes the open one).
+    fn block_for(&mut self, run: usize, prefix: &Prefix) -> usize {
+        let key = (run, prefix.interval.map(f64::to_bits));
+        if self.batch_key != Some(key) {
+            self.finish_batch();
+            self.batch_key = Some(key);
+            self.batch_previous = match prefix.interval {
+                Some(t) => self.stamps.previous(run, t),
+                None => 0.0,
+            };
+        }
+        let id = prefix.aggr.as_ref().map_or("", |a| a.id.as_str());
+        if let Some(&block) = self.batch_index.get(id) {
+            return block;
+        }
+        self.batch.push(Block {
+            run,
+            interval: prefix.interval,
+            aggr: prefix.aggr.clone(),
+            rows: Vec::with_capacity(self.rows_hint),
+            loose_metrics: Vec::new(),
+            duration: None,
+            user_time: None,
+            system_time: None,
+        });
+        self.targets.push(None);
+        self.batch_index.insert(id.to_string(), self.batch.len() - 1);
+        self.batch.len() - 1
+    }
+
+    /// Splits the open batch's groups, sets its times and moves it to `ready`.
+    pub(crate) fn finish_batch(&mut self) {
+        let Some((run, _)) = self.batch_key.take() else { return };
+        let mut blocks = std::mem::take(&mut self.batch);
+        for block in &mut blocks {
+            assign_groups(&mut block.rows);
+        }
+        assign_times(&mut blocks, &self.runs[run], self.batch_previous);
+        // Bounded, so that one odd block does not size every later one.
+        self.rows_hint = blocks.iter().map(|b| b.rows.len()).max().unwrap_or(0).min(1024);
+        self.ready.extend(blocks);
+        self.batch_index.clear();
+        self.targets.clear();
+        self.last_target = None;
+    }
 }
 
-fn block_for(
-    blocks: &mut Vec<Block>,
-    index: &mut BlockIndex,
-    run: usize,
-    prefix: &Prefix,
-) -> usize {
-    if let Some(block) = index.get(run, prefix) {
-        return block;
+impl Stamps {
+    /// The timestamp before `t` in `run`, as a new batch at `t` starts.
+    fn previous(&mut self, run: usize, t: f64) -> f64 {
+        if self.run != run {
+            *self = Stamps { run, last: None, before: 0.0 };
+        }
+        match self.last {
+            Some(last) if t == last => self.before,
+            // A lower timestamp starts a new run (`Builder::run_for`); should one reach here
+            // anyway, it is measured as a first interval rather than a negative one.
+            Some(last) if t < last => {
+                *self = Stamps { run, last: Some(t), before: 0.0 };
+                0.0
+            }
+            Some(last) => {
+                self.before = last;
+                self.last = Some(t);
+                last
+            }
+            None => {
+                self.last = Some(t);
+                0.0
+            }
+        }
     }
-    let inner = index.by_time.entry((run, prefix.interval.map(f64::to_bits))).or_default();
-    *inner.entry(prefix.aggr.as_ref().map_or(String::new(), |a| a.id.clone())).or_insert_with(
-        || {
-            blocks.push(Block {
-                run,
-                interval: prefix.interval,
-                aggr: prefix.aggr.clone(),
-                rows: Vec::new(),
-                loose_metrics: Vec::new(),
-                duration: None,
-                user_time: None,
-                system_time: None,
-            });
-            blocks.len() - 1
-        },
-    )
+}
+
+/// A finished block's times from its run's footers, once the whole log is read: a footer may
+/// come after blocks were finished (a `perf stat` run without `-I` prints rows, then footers, and
+/// a batch can end before them). Times from rows and interval lengths stay.
+pub(crate) fn apply_footers(block: &mut Block, run: &Run) {
+    if matches!(block.duration, None | Some(Timed { source: TimeSource::ElapsedLine { .. }, .. })) {
+        block.duration = run.elapsed;
+    }
+    if matches!(block.user_time, None | Some(Timed { source: TimeSource::UserLine { .. }, .. })) {
+        block.user_time = run.user;
+    }
+    if matches!(block.system_time, None | Some(Timed { source: TimeSource::SysLine { .. }, .. })) {
+        block.system_time = run.system;
+    }
 }
 
 /// perf prints no braces, so groups are recovered from the print order. perf prints the events
@@ -265,10 +380,11 @@ fn assign_groups(rows: &mut [Row]) {
     let mut groups: Vec<usize> = Vec::with_capacity(rows.len());
     let mut group = 0;
     let mut start = 0;
-    let mut seen: HashSet<&EventKey> = HashSet::new();
+    // A group has a few events: a list is faster to search than a hash set is to hash into.
+    let mut seen: Vec<&EventKey> = Vec::with_capacity(16);
     let mut after_tool = false;
     for (i, row) in rows.iter().enumerate() {
-        let repeated = seen.contains(&row.key);
+        let repeated = seen.contains(&&row.key);
         let starts_group = !seen.is_empty()
             && (repeated || row.key.is_slots() || (after_tool && !row.key.is_tool()));
         if starts_group {
@@ -278,10 +394,14 @@ fn assign_groups(rows: &mut [Row]) {
             start = i - moved;
             for (g, r) in groups[start..].iter_mut().zip(&rows[start..i]) {
                 *g = group;
-                seen.insert(&r.key);
+                if !seen.contains(&&r.key) {
+                    seen.push(&r.key);
+                }
             }
         }
-        seen.insert(&row.key);
+        if !seen.contains(&&row.key) {
+            seen.push(&row.key);
+        }
         after_tool = row.key.is_tool();
         groups.push(group);
     }
@@ -330,40 +450,21 @@ fn tool_row_seconds(row: &Row) -> Option<Timed> {
     }
 }
 
-fn assign_times(blocks: &mut [Block], runs: &[Run]) {
+/// Sets the times of one batch's blocks (one run, one interval), whose interval length is
+/// measured from `previous`.
+fn assign_times(blocks: &mut [Block], run: &Run, previous: f64) {
     // Tool rows may be printed in one block only (for example on CPU0 with -A); the other blocks
     // of the same run and interval share them.
-    let mut shared: HashMap<(usize, Option<u64>, &str), Timed> = HashMap::new();
-    let mut stamps: HashMap<usize, Vec<f64>> = HashMap::new();
-    for block in blocks.iter() {
-        for row in &block.rows {
-            if row.key.is_tool()
-                && let Some(t) = tool_row_seconds(row)
-            {
-                let name = crate::key::TOOL_EVENTS
-                    .iter()
-                    .find(|n| **n == row.key.name)
-                    .copied()
-                    .unwrap_or("");
-                shared.entry((block.run, block.interval.map(f64::to_bits), name)).or_insert(t);
-            }
-        }
-        if let Some(t) = block.interval {
-            stamps.entry(block.run).or_default().push(t);
+    let mut shared: [Option<Timed>; TOOL_EVENTS.len()] = [None; TOOL_EVENTS.len()];
+    for row in blocks.iter().flat_map(|b| &b.rows) {
+        if row.key.is_tool()
+            && let Some(t) = tool_row_seconds(row)
+            && let Some(i) = TOOL_EVENTS.iter().position(|n| *n == row.key.name)
+        {
+            shared[i].get_or_insert(t);
         }
     }
-    // Each timestamp's predecessor, looked up by hash: searching the sorted list for every block
-    // made long `-I` logs quadratic.
-    let mut previous: HashMap<(usize, u64), f64> = HashMap::new();
-    for (run, list) in stamps.iter_mut() {
-        list.sort_by(f64::total_cmp);
-        list.dedup();
-        let mut before = 0.0;
-        for t in list.iter() {
-            previous.insert((*run, t.to_bits()), before);
-            before = *t;
-        }
-    }
+    let sibling = |name: &str| TOOL_EVENTS.iter().position(|n| *n == name).and_then(|i| shared[i]);
     for block in blocks.iter_mut() {
         let own = |name: &str| {
             block
@@ -372,21 +473,14 @@ fn assign_times(blocks: &mut [Block], runs: &[Run]) {
                 .find(|r| r.key.is_tool() && r.key.name == name)
                 .and_then(tool_row_seconds)
         };
-        let sibling =
-            |name: &str| shared.get(&(block.run, block.interval.map(f64::to_bits), name)).copied();
-        let run = runs.get(block.run);
-        let interval_length = block.interval.and_then(|t| {
-            let previous = previous.get(&(block.run, t.to_bits()))?;
-            Some(Timed { seconds: t - previous, source: TimeSource::IntervalLength })
-        });
+        let interval_length = block
+            .interval
+            .map(|t| Timed { seconds: t - previous, source: TimeSource::IntervalLength });
         block.duration = own("duration_time")
             .or_else(|| sibling("duration_time"))
             .or(interval_length)
-            .or_else(|| run.and_then(|r| r.elapsed));
-        block.user_time =
-            own("user_time").or_else(|| sibling("user_time")).or_else(|| run.and_then(|r| r.user));
-        block.system_time = own("system_time")
-            .or_else(|| sibling("system_time"))
-            .or_else(|| run.and_then(|r| r.system));
+            .or(run.elapsed);
+        block.user_time = own("user_time").or_else(|| sibling("user_time")).or(run.user);
+        block.system_time = own("system_time").or_else(|| sibling("system_time")).or(run.system);
     }
 }

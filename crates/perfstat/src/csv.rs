@@ -8,7 +8,6 @@
 //! fields, so an event such as `cpu/UOPS_EXECUTED.THREAD,cmask=1/` printed with `-x,` is
 //! rejoined while its `pmu/` is not closed.
 
-use crate::Warning;
 use crate::build::{Item, Prefix, RawRow};
 use crate::error::LineError;
 use crate::log::{Aggr, AggrKind, Count, PrintedMetric};
@@ -16,20 +15,6 @@ use crate::number::{
     looks_numeric, parse_count, parse_percent, parse_plain, parse_timestamp, parse_uint,
 };
 use crate::text::{aggr_kind, is_thread_id};
-
-pub(crate) fn read(input: &str, sep: &str) -> Result<(Vec<Item>, Vec<Warning>), LineError> {
-    let mut items = Vec::new();
-    let mut warnings = Vec::new();
-    for (idx, raw) in input.split('\n').enumerate() {
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
-        match read_line(line, idx + 1, sep)? {
-            Some(Ok(item)) => items.push(item),
-            Some(Err(message)) => warnings.push(Warning { line: idx + 1, message }),
-            None => {}
-        }
-    }
-    Ok((items, warnings))
-}
 
 /// `None` for blank and comment lines, `Some(Err(reason))` for a skipped line.
 pub(crate) fn read_line(

@@ -40,6 +40,14 @@ pub enum ImportError {
         /// The offending line, shortened to 160 characters.
         text: String,
     },
+    /// The input could not be read (an I/O error of the file or pipe).
+    #[error("cannot read `{source_name}`: {message}")]
+    Read {
+        /// File name (or `-`) as given by the caller.
+        source_name: String,
+        /// The operating system's error.
+        message: String,
+    },
 }
 
 /// A line that was skipped because it is not part of perf's counter output.

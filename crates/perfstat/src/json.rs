@@ -8,26 +8,11 @@
 //! `metricgroup` is a `Default` metric-group line. perf 6.1 prints NaN metric values as a bare
 //! `nan`, which is not JSON; such values are read as NaN.
 
-use crate::Warning;
 use crate::build::{Item, Prefix, RawRow};
 use crate::error::LineError;
 use crate::log::{Aggr, AggrKind, Count, PrintedMetric};
 use crate::number::parse_count;
 use serde_json::{Map, Value};
-
-pub(crate) fn read(input: &str) -> Result<(Vec<Item>, Vec<Warning>), LineError> {
-    let mut items = Vec::new();
-    let mut warnings = Vec::new();
-    for (idx, raw) in input.split('\n').enumerate() {
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
-        match read_line(line, idx + 1)? {
-            Some(Ok(item)) => items.push(item),
-            Some(Err(message)) => warnings.push(Warning { line: idx + 1, message }),
-            None => {}
-        }
-    }
-    Ok((items, warnings))
-}
 
 /// perf 6.1 prints `"metric-value" : nan`; make such values JSON `null` with a marker so they
 /// still read as NaN.

@@ -1,7 +1,8 @@
 //! Imports `perf stat` output (perf 5.x-6.x) so that metric expressions can be evaluated from it.
 //!
-//! Pure: no I/O, no knowledge of the metric catalogue. The caller reads the file, calls
-//! [`parse`], and for each metric identifier asks a [`Block`] for its value with
+//! No knowledge of the metric catalogue. [`Reader`] reads any [`std::io::BufRead`] block by
+//! block in one pass, holding one `-I` interval's blocks at a time; [`parse`] collects a whole
+//! log from a string. For each metric identifier the caller asks a [`Block`] for its value with
 //! [`Block::lookup`] or [`Block::lookup_on_pmu`].
 //!
 //! # Layouts
@@ -48,6 +49,7 @@ mod log;
 mod lookup;
 mod number;
 pub mod perfdata;
+mod stream;
 mod text;
 
 pub use error::{ImportError, Warning};
@@ -56,10 +58,10 @@ pub use log::{
     Aggr, AggrKind, Block, Count, Layout, PerfLog, PrintedMetric, Row, Run, TimeSource, Timed,
 };
 pub use lookup::{Found, Lookup};
+pub use stream::Reader;
 
 use build::Item;
 use error::LineError;
-use std::collections::HashSet;
 
 /// Separators tried when detecting the `-x` layout, in order of preference.
 const CSV_SEPARATORS: [&str; 5] = [",", ";", "\t", "|", ":"];
@@ -75,165 +77,38 @@ pub fn parse(input: &str, source_name: &str) -> Result<PerfLog, ImportError> {
 /// Reads `perf stat` output from bytes; invalid UTF-8 (which perf only prints inside command
 /// or thread names) is replaced by U+FFFD.
 pub fn parse_bytes(input: &[u8], source_name: &str) -> Result<PerfLog, ImportError> {
-    parse(&String::from_utf8_lossy(input), source_name)
+    Reader::new(input, source_name)?.into_log(Vec::new())
 }
 
 /// Reads `perf stat` output in the given layout, or detects it when `layout` is `None`.
+///
+/// The whole log at once: [`Reader`] gives the same blocks one at a time.
 pub fn parse_with(
     input: &str,
     source_name: &str,
     layout: Option<Layout>,
 ) -> Result<PerfLog, ImportError> {
-    let layout = layout.unwrap_or_else(|| detect_layout(input));
-    // perf ends every line with a newline: a last line without one was cut short (a log copied
-    // while perf was still writing, or a truncated file). It is read apart from the rest.
-    let (body, last) = match input.rfind('\n') {
-        Some(at) if at + 1 < input.len() => (&input[..=at], Some(&input[at + 1..])),
-        None if !input.is_empty() => ("", Some(input)),
-        _ => (input, None),
-    };
-    let last = last.filter(|l| !l.trim().is_empty());
-    let last_n = body.matches('\n').count() + 1;
-    let read = match &layout {
-        Layout::Text => text::read(body),
-        Layout::Csv { sep } => csv::read(body, sep),
-        Layout::Json => json::read(body),
-    };
-    let read = read.and_then(|(mut items, mut warnings)| {
-        if let Some(last) = last {
-            read_unterminated(&layout, last, last_n, &mut items, &mut warnings)?;
-        }
-        Ok((items, warnings))
-    });
-    let (items, warnings) = match read {
-        Ok(read) => read,
-        Err(err) => {
-            let line_text = input.split('\n').nth(err.line.saturating_sub(1)).unwrap_or("");
-            // An error before anything perf-like was seen means the input is not perf stat
-            // output at all; say that rather than complain about its first line.
-            if !seen_perf_output_before(input, &layout, err.line) {
-                return Err(not_perf_stat(input, source_name, Some(&err)));
-            }
-            // A row of another layout after rows of this one: say that, not what this
-            // layout's reader made of it.
-            let mut err = err;
-            let line = line_text.strip_suffix('\r').unwrap_or(line_text);
-            if let Some(other) = other_layout_row(line, err.line, &layout) {
-                err.message = format!(
-                    "a mix of layouts in one file: this line is a row of the {other} layout, but the rows before it are in the {} layout; split the file and read each part",
-                    layout_name(&layout)
-                );
-                err.byte = 0;
-            }
-            return Err(
-                err.into_import(source_name, line_text.strip_suffix('\r').unwrap_or(line_text))
-            );
-        }
-    };
-    if !items.iter().any(|item| matches!(item, Item::Row(_))) {
-        return Err(not_perf_stat(input, source_name, None));
-    }
-    let mut warnings = warnings;
-    note_other_layouts(input, &layout, &mut warnings);
-    Ok(build::build(layout, items, warnings))
+    Reader::with_layout(input.as_bytes(), source_name, layout)?.into_log(Vec::new())
 }
 
-/// Reads the last line when the input does not end with a newline. A row or metric there is
-/// kept with a warning (it may be cut in its event name or metric); a line that cannot be read
-/// is reported as truncated and skipped rather than failing the whole log, unless it is the
-/// only row-like line (then the error says what is wrong with it).
-fn read_unterminated(
-    layout: &Layout,
-    line: &str,
-    n: usize,
-    items: &mut Vec<Item>,
-    warnings: &mut Vec<Warning>,
-) -> Result<(), LineError> {
+/// Whether layout detection counts a line: not blank, not a `#` comment.
+fn meaningful(line: &str) -> bool {
     let line = line.strip_suffix('\r').unwrap_or(line);
-    let read: Result<Option<Item>, LineError> = match layout {
-        Layout::Text => text::read_line(line, n).map(|l| match l {
-            text::Line::Item(item) => Some(item),
-            text::Line::Nothing | text::Line::Skipped(_) => None,
-        }),
-        Layout::Csv { sep } => match csv::read_line(line, n, sep) {
-            Ok(Some(Ok(item))) => Ok(Some(item)),
-            Ok(Some(Err(_)) | None) => Ok(None),
-            Err(err) => Err(err),
-        },
-        Layout::Json => match json::read_line(line, n) {
-            Ok(Some(Ok(item))) => Ok(Some(item)),
-            Ok(Some(Err(_)) | None) => Ok(None),
-            Err(err) => Err(err),
-        },
-    };
-    let shown = error::shorten(line.trim(), 60);
-    match read {
-        Ok(Some(item)) => {
-            if matches!(item, Item::Row(_) | Item::Metric { .. }) {
-                warnings.push(Warning {
-                    line: n,
-                    message: format!(
-                        "the log ends without a newline after `{shown}`: the file may be truncated and this last row cut short; it was read as it is"
-                    ),
-                });
-            }
-            items.push(item);
-        }
-        Ok(None) => {}
-        Err(err) if !items.iter().any(|item| matches!(item, Item::Row(_))) => return Err(err),
-        Err(err) => warnings.push(Warning {
-            line: n,
-            message: format!(
-                "truncated last line `{shown}` (the log ends without a newline; {}); skipped",
-                err.message
-            ),
-        }),
-    }
-    Ok(())
-}
-
-/// A log where some skipped lines are rows of another layout holds a mix of layouts (two runs
-/// with different options appended to one file): say so once, with the layout and lines.
-fn note_other_layouts(input: &str, layout: &Layout, warnings: &mut Vec<Warning>) {
-    let skipped: HashSet<usize> = warnings.iter().map(|w| w.line).collect();
-    if skipped.is_empty() {
-        return;
-    }
-    let mut found: Vec<(String, Vec<usize>)> = Vec::new();
-    for (idx, raw) in input.split('\n').enumerate() {
-        if !skipped.contains(&(idx + 1)) {
-            continue;
-        }
-        let l = raw.strip_suffix('\r').unwrap_or(raw);
-        let other = other_layout_row(l, idx + 1, layout);
-        if let Some(other) = other {
-            match found.iter_mut().find(|(o, _)| *o == other) {
-                Some((_, lines)) => lines.push(idx + 1),
-                None => found.push((other, vec![idx + 1])),
-            }
-        }
-    }
-    let this = layout_name(layout);
-    for (other, lines) in found {
-        warnings.push(Warning {
-            line: lines[0],
-            message: format!(
-                "a mix of layouts in one file: the log was read in the {this} layout, but {} line(s) from line {} on are rows of the {other} layout and were skipped; split the file and read each part",
-                lines.len(),
-                lines[0]
-            ),
-        });
-    }
+    !line.trim().is_empty() && !line.trim_start().starts_with('#')
 }
 
 /// Detects the layout: JSON when the first meaningful line is an object, text when a perf
 /// header or footer is present, otherwise whichever of text and the `-x` separators reads the
 /// most counter rows (text on a tie or when nothing reads).
 pub fn detect_layout(input: &str) -> Layout {
-    let lines: Vec<&str> = input
-        .split('\n')
+    detect_lines(input.split('\n'))
+}
+
+/// [`detect_layout`] over the log's first lines.
+fn detect_lines<'a>(lines: impl Iterator<Item = &'a str>) -> Layout {
+    let lines: Vec<&str> = lines
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
-        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .filter(|l| meaningful(l))
         .take(DETECT_LINES)
         .collect();
     if lines.first().is_some_and(|l| l.trim_start().starts_with('{')) {
@@ -264,22 +139,10 @@ pub fn detect_layout(input: &str) -> Layout {
     best.1
 }
 
-fn seen_perf_output_before(input: &str, layout: &Layout, line: usize) -> bool {
-    input.split('\n').take(line.saturating_sub(1)).enumerate().any(|(n, raw)| {
-        let l = raw.strip_suffix('\r').unwrap_or(raw);
-        match layout {
-            Layout::Text => matches!(text::read_line(l, n + 1), Ok(text::Line::Item(_))),
-            Layout::Csv { sep } => matches!(csv::read_line(l, n + 1, sep), Ok(Some(Ok(_)))),
-            Layout::Json => matches!(json::read_line(l, n + 1), Ok(Some(Ok(_)))),
-        }
-    })
-}
-
-fn not_perf_stat(input: &str, source_name: &str, err: Option<&LineError>) -> ImportError {
-    let first = input.split('\n').map(str::trim).find(|l| !l.is_empty());
+fn not_perf_stat(source_name: &str, first: Option<&str>, err: Option<&LineError>) -> ImportError {
     let found = match (err, first) {
         (Some(err), _) => format!(" (line {}: {})", err.line, err.message),
-        (None, Some(first)) => format!(" (first line: `{}`)", error::shorten(first, 60)),
+        (None, Some(first)) => format!(" (first line: `{first}`)"),
         (None, None) => " (it is empty)".to_string(),
     };
     ImportError::NotPerfStat { source_name: source_name.to_string(), found }

@@ -9,6 +9,9 @@
 /// of three; a count with two or more `.` is taken for a locale that groups digits with `.`.
 /// The error says what was wrong, for the caller to put after the line and column.
 pub(crate) fn parse_count(text: &str) -> Result<f64, String> {
+    if let Some(value) = plain_grouped_integer(text) {
+        return Ok(value);
+    }
     let cleaned: String = text.chars().filter(|c| !matches!(c, '\u{a0}' | '\u{202f}')).collect();
     let unsigned = cleaned.strip_prefix('-').unwrap_or(&cleaned);
     let (int_part, frac_part) = match unsigned.split_once('.') {
@@ -58,6 +61,43 @@ pub(crate) fn parse_count(text: &str) -> Result<f64, String> {
     plain.parse::<f64>().map_err(|_| format!("count `{text}` is not a number"))
 }
 
+/// The common case without allocating: a non-negative integer of at most 15 digits, plain or
+/// grouped by `,` in threes (`181,047,168`). Such a value is exact in an `f64`, so it equals what
+/// the general path parses. `None` for anything else, which the general path then reads.
+fn plain_grouped_integer(text: &str) -> Option<f64> {
+    let bytes = text.as_bytes();
+    let mut value: u64 = 0;
+    let mut digits = 0;
+    // Digits since the last `,`, and whether a `,` was seen.
+    let mut run = 0;
+    let mut grouped = false;
+    for &b in bytes {
+        match b {
+            b'0'..=b'9' => {
+                value = value * 10 + u64::from(b - b'0');
+                digits += 1;
+                run += 1;
+                if digits > 15 {
+                    return None;
+                }
+            }
+            b',' => {
+                // The first group has one to three digits, every later one exactly three.
+                if run == 0 || run > 3 || (grouped && run != 3) {
+                    return None;
+                }
+                grouped = true;
+                run = 0;
+            }
+            _ => return None,
+        }
+    }
+    if digits == 0 || (grouped && run != 3) {
+        return None;
+    }
+    Some(value as f64)
+}
+
 /// Whether a token could only be meant as a count (it starts like a number), so that failing
 /// to parse it is an error rather than a line of prose.
 pub(crate) fn looks_numeric(text: &str) -> bool {
@@ -90,11 +130,17 @@ pub(crate) fn parse_plain(text: &str) -> Option<f64> {
 /// A metric value as perf prints it: a plain decimal, or `nan`/`-nan`/`inf` for results perf
 /// could not compute.
 pub(crate) fn parse_metric_value(text: &str) -> Option<f64> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "nan" | "-nan" | "+nan" => Some(f64::NAN),
-        "inf" | "+inf" => Some(f64::INFINITY),
-        "-inf" => Some(f64::NEG_INFINITY),
-        other => parse_plain(other),
+    let text = text.trim();
+    let word = |w: &str| text.eq_ignore_ascii_case(w);
+    if word("nan") || word("-nan") || word("+nan") {
+        Some(f64::NAN)
+    } else if word("inf") || word("+inf") {
+        Some(f64::INFINITY)
+    } else if word("-inf") {
+        Some(f64::NEG_INFINITY)
+    } else {
+        // `1E9` reads as `1e9` (the lower-casing this replaces did the same).
+        parse_plain(text)
     }
 }
 
@@ -143,6 +189,20 @@ mod tests {
     }
 
     #[test]
+    fn the_fast_path_agrees_with_the_general_one() {
+        for text in ["0", "7", "1,234", "999,999,999,999,999", "123456789012345", "12,345,678"] {
+            let plain: String = text.chars().filter(|c| *c != ',').collect();
+            assert_eq!(plain_grouped_integer(text), plain.parse::<f64>().ok(), "{text}");
+        }
+        // Left to the general path, which knows what is wrong with them.
+        for text in ["", ",123", "1,", "1,2", "1,2345", "12,34,567", "1234,567", "1.5", "-1"] {
+            assert_eq!(plain_grouped_integer(text), None, "{text}");
+        }
+        assert_eq!(plain_grouped_integer("1234567890123456"), None);
+        assert_eq!(parse_count("1234567890123456789"), Ok(1_234_567_890_123_456_789.0));
+    }
+
+    #[test]
     fn ambiguous_counts_are_errors() {
         for bad in
             ["1,02", "1.234.567", "12,34,567", ",123", "1,", "1.", "abc", "1x", "", "-", "1,2a4"]
@@ -168,6 +228,10 @@ mod tests {
         assert_eq!(parse_plain("."), None);
         assert!(parse_metric_value("nan").is_some_and(f64::is_nan));
         assert!(parse_metric_value("-nan").is_some_and(f64::is_nan));
+        assert!(parse_metric_value(" NaN ").is_some_and(f64::is_nan));
+        assert_eq!(parse_metric_value("-INF"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_metric_value("1E3"), Some(1000.0));
+        assert_eq!(parse_metric_value("nanx"), None);
         assert_eq!(parse_percent("(50.00%)".trim_matches(['(', ')'])), Some(50.0));
     }
 }

@@ -15,7 +15,6 @@
 //! `0.00 MEM_INST_RETIRED.STLB_HIT_STORES:p 0 0` (latency, event with `:p`, then two counters);
 //! such a row is read as the retire latency `X:R`.
 
-use crate::Warning;
 use crate::build::{Item, Prefix, RawRow};
 use crate::error::LineError;
 use crate::key::EventKey;
@@ -41,7 +40,8 @@ impl Tok<'_> {
 /// Splits on ASCII whitespace only, so the no-break spaces some locales put between digit
 /// groups stay inside the count.
 pub(crate) fn tokens(line: &str) -> Vec<Tok<'_>> {
-    let mut out = Vec::new();
+    // A row has a dozen words or so: one allocation, not a doubling series.
+    let mut out = Vec::with_capacity(16);
     let mut start = None;
     for (i, b) in line.bytes().enumerate() {
         if b.is_ascii_whitespace() {
@@ -72,39 +72,6 @@ pub(crate) enum Line {
     Item(Item),
     Nothing,
     Skipped(String),
-}
-
-pub(crate) fn read(input: &str) -> Result<(Vec<Item>, Vec<Warning>), LineError> {
-    let mut items = Vec::new();
-    let mut warnings = Vec::new();
-    for (idx, raw) in input.split('\n').enumerate() {
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
-        match read_line(line, idx + 1)? {
-            Line::Item(item) => {
-                let metrics: &[PrintedMetric] = match &item {
-                    Item::Row(raw) => &raw.metrics,
-                    Item::Metric { metric, .. } => std::slice::from_ref(metric),
-                    _ => &[],
-                };
-                for m in metrics {
-                    if let Some(note) = &m.note {
-                        warnings.push(Warning {
-                            line: idx + 1,
-                            message: format!(
-                                "ignored `{}` after the metric name `{}` (not perf's output)",
-                                crate::error::shorten(note, 60),
-                                m.name
-                            ),
-                        });
-                    }
-                }
-                items.push(item);
-            }
-            Line::Nothing => {}
-            Line::Skipped(message) => warnings.push(Warning { line: idx + 1, message }),
-        }
-    }
-    Ok((items, warnings))
 }
 
 pub(crate) fn read_line(full_line: &str, n: usize) -> Result<Line, LineError> {
@@ -340,14 +307,19 @@ fn header(rest: &str, n: usize) -> Item {
 }
 
 fn footer(toks: &[Tok], n: usize) -> Option<Item> {
-    let words: Vec<&str> = toks.iter().map(|t| t.text).collect();
-    let seconds = parse_plain(words.first()?)?;
-    match &words[1..] {
-        ["seconds", "time", "elapsed", ..] | ["+-", _, "seconds", "time", "elapsed", ..] => {
+    // Every footer has `seconds` second or fourth: most lines are rows and stop here.
+    let word = |i: usize| toks.get(i).map(|t| t.text);
+    if word(1) != Some("seconds") && word(3) != Some("seconds") {
+        return None;
+    }
+    let seconds = parse_plain(word(0)?)?;
+    match (word(1), word(2), word(3), word(4), word(5)) {
+        (Some("seconds"), Some("time"), Some("elapsed"), ..)
+        | (Some("+-"), _, Some("seconds"), Some("time"), Some("elapsed")) => {
             Some(Item::Elapsed { line: n, seconds })
         }
-        ["seconds", "user", ..] => Some(Item::User { line: n, seconds }),
-        ["seconds", "sys", ..] => Some(Item::Sys { line: n, seconds }),
+        (Some("seconds"), Some("user"), ..) => Some(Item::User { line: n, seconds }),
+        (Some("seconds"), Some("sys"), ..) => Some(Item::Sys { line: n, seconds }),
         _ => None,
     }
 }
@@ -405,6 +377,10 @@ pub(crate) fn is_thread_id(id: &str) -> bool {
 /// `--per-core` (`S0-D0-C1`, older perf `S0-C1`), `--per-cluster` (`S0-D0-CLS0`),
 /// `--per-cache` (`S0-D0-L3-ID0`) and `--per-node` (`N0`).
 pub(crate) fn aggr_kind(text: &str) -> Option<AggrKind> {
+    // Most words asked about are counts and event names.
+    if !matches!(text.as_bytes().first(), Some(b'C' | b'N' | b'S')) {
+        return None;
+    }
     let numbered = |s: &str, p: &str| s.strip_prefix(p).is_some_and(|d| parse_uint(d).is_some());
     if numbered(text, "CPU") {
         return Some(AggrKind::Cpu);
@@ -432,8 +408,14 @@ pub(crate) fn aggr_kind(text: &str) -> Option<AggrKind> {
 /// The metric after a `#` at byte `from`: value, then the label.
 fn metric_after_hash(line: &str, from: usize, n: usize, header: Option<String>) -> PrintedMetric {
     let rest = line.get(from..).unwrap_or("");
-    let rest_toks = tokens(rest);
-    match rest_toks.first() {
+    // The first word only (no token list for it).
+    let start = rest.bytes().position(|b| !b.is_ascii_whitespace());
+    let first = start.map(|s| {
+        let end =
+            rest[s..].bytes().position(|b| b.is_ascii_whitespace()).map_or(rest.len(), |e| s + e);
+        Tok { start: s, text: &rest[s..end] }
+    });
+    match first {
         Some(t) if parse_metric_value(t.text).is_some() => {
             PrintedMetric::new(n, t.text, &rest[t.end()..], header)
         }

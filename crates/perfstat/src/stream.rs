@@ -1,0 +1,499 @@
+//! Reads a `perf stat` log block by block, in one pass over any [`BufRead`].
+//!
+//! [`Reader`] owns the line loop: it reads lines ahead only to detect the layout, hands each
+//! line to its layout's reader and each item to the [`Builder`], and turns line errors into
+//! [`ImportError`]s (a mix of layouts named as such, no perf output before the error named as
+//! "not perf stat"). Memory stays at one batch of blocks (one `-I` interval), the layout
+//! detection lines and the warnings not yet taken.
+
+use std::collections::VecDeque;
+use std::io::BufRead;
+
+use crate::build::{self, Builder, FROM_LAYOUT_MIX, FROM_READER, Item, Noted};
+use crate::error::{self, LineError};
+use crate::log::{Block, Layout, PerfLog, PrintedMetric, Run};
+use crate::{ImportError, Warning, csv, json, text};
+
+/// Reads `perf stat` output block by block.
+///
+/// Blocks come in log order, each finished (its groups split and its times known) once its
+/// `-I` interval or run has ended. The whole-log functions ([`crate::parse`] and friends) are
+/// [`Reader::into_log`] over this reader.
+///
+/// Differences from the whole log, both for logs perf never writes: rows of an interval that
+/// come back after another interval's rows make a second block, and a footer printed after
+/// the blocks of a run were finished reaches them only through [`Reader::into_log`].
+pub struct Reader<R> {
+    input: R,
+    source_name: String,
+    layout: Layout,
+    /// Lines read ahead to detect the layout, not yet processed: text and whether it ended
+    /// with a newline.
+    ahead: VecDeque<(String, bool)>,
+    buf: Vec<u8>,
+    /// Lines read so far (1-based number of the last one).
+    lines: usize,
+    bytes: u64,
+    builder: Builder,
+    warnings: Vec<Noted>,
+    /// Warnings of the line being read, before they are ranked.
+    scratch: Vec<Warning>,
+    /// Rows of another layout among the skipped lines: that layout, its first line, how many.
+    mixed: Vec<(String, usize, usize)>,
+    /// The first non-blank line, for "not perf stat" errors.
+    first_line: Option<String>,
+    seen_item: bool,
+    seen_row: bool,
+    state: State,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Reading,
+    /// The input is exhausted and the last batch finished.
+    Done,
+    /// An error was returned; nothing more is read.
+    Failed,
+}
+
+impl<R: BufRead> Reader<R> {
+    /// A reader that detects the layout from the first lines. `source_name` (a path or `-`)
+    /// is used in errors.
+    pub fn new(input: R, source_name: &str) -> Result<Reader<R>, ImportError> {
+        Reader::with_layout(input, source_name, None)
+    }
+
+    /// A reader for the given layout, or one that detects it when `layout` is `None`.
+    pub fn with_layout(
+        input: R,
+        source_name: &str,
+        layout: Option<Layout>,
+    ) -> Result<Reader<R>, ImportError> {
+        let mut reader = Reader {
+            input,
+            source_name: source_name.to_string(),
+            layout: layout.clone().unwrap_or(Layout::Text),
+            ahead: VecDeque::new(),
+            buf: Vec::new(),
+            lines: 0,
+            bytes: 0,
+            builder: Builder::new(),
+            warnings: Vec::new(),
+            scratch: Vec::new(),
+            mixed: Vec::new(),
+            first_line: None,
+            seen_item: false,
+            seen_row: false,
+            state: State::Reading,
+        };
+        if layout.is_none() {
+            // Detection looks at the first meaningful lines only; they are kept and read
+            // again as rows.
+            let mut meaningful = 0;
+            while meaningful < crate::DETECT_LINES {
+                let Some(ended) = reader.fill()? else { break };
+                let line = String::from_utf8_lossy(&reader.buf).into_owned();
+                if crate::meaningful(&line) {
+                    meaningful += 1;
+                }
+                reader.ahead.push_back((line, ended));
+            }
+            reader.layout = crate::detect_lines(reader.ahead.iter().map(|(l, _)| l.as_str()));
+        }
+        Ok(reader)
+    }
+
+    /// The layout being read.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The runs seen so far (a run's header comes before its blocks).
+    pub fn runs(&self) -> &[Run] {
+        &self.builder.runs
+    }
+
+    /// Bytes of input read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Finished blocks not yet taken: the rest of the interval (or run) the last one came from.
+    /// Taking them too ends a prefix of the log at an interval's end.
+    pub fn finished_blocks(&self) -> usize {
+        self.builder.ready.len()
+    }
+
+    /// Whether the whole input has been read.
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done && self.builder.ready.is_empty()
+    }
+
+    /// The warnings found since the last call, in the order found (roughly line order; those
+    /// about a mix of layouts come at the end of the input).
+    pub fn take_warnings(&mut self) -> Vec<Warning> {
+        self.warnings.drain(..).map(|(w, _)| w).collect()
+    }
+
+    /// The next finished block, `None` after the last. An error ends the reading.
+    pub fn next_block(&mut self) -> Result<Option<Block>, ImportError> {
+        loop {
+            // Blocks made before any counter row (Default metric-group lines alone) are held
+            // back: without a row the input is not perf stat output at all.
+            if (self.seen_row || self.state == State::Done)
+                && let Some(block) = self.builder.ready.pop_front()
+            {
+                return Ok(Some(block));
+            }
+            match self.state {
+                State::Reading => {}
+                State::Done | State::Failed => return Ok(None),
+            }
+            match self.step() {
+                Ok(()) => {}
+                Err(err) => {
+                    self.state = State::Failed;
+                    self.builder.ready.clear();
+                    return Err(err);
+                }
+            }
+        }
+    }
+
+    /// Reads the rest and returns the whole log: `blocks` (what was taken before) and the
+    /// blocks still to come, with every run and warning (in line order), and each block's
+    /// times completed with footers printed after it was finished.
+    pub fn into_log(mut self, mut blocks: Vec<Block>) -> Result<PerfLog, ImportError> {
+        while let Some(block) = self.next_block()? {
+            blocks.push(block);
+        }
+        let runs = std::mem::take(&mut self.builder.runs);
+        for block in &mut blocks {
+            if let Some(run) = runs.get(block.run) {
+                build::apply_footers(block, run);
+            }
+        }
+        // Stable: in one line, the reader's warnings, then a mix of layouts, then the
+        // builder's.
+        self.warnings.sort_by_key(|(w, from)| (w.line, *from));
+        let warnings = self.warnings.into_iter().map(|(w, _)| w).collect();
+        Ok(PerfLog { layout: self.layout, runs, blocks, warnings })
+    }
+
+    /// Reads and places one line, or finishes at the end of the input.
+    fn step(&mut self) -> Result<(), ImportError> {
+        if let Some((line, ended)) = self.ahead.pop_front() {
+            return self.dispatch(&line, ended);
+        }
+        let Some(ended) = self.fill()? else { return self.finish() };
+        // The line is read where it lies; the buffer is put back for the next one.
+        let buf = std::mem::take(&mut self.buf);
+        // Invalid UTF-8, which perf only prints inside command or thread names, is replaced
+        // by U+FFFD.
+        let result = match std::str::from_utf8(&buf) {
+            Ok(line) => self.dispatch(line, ended),
+            Err(_) => self.dispatch(&String::from_utf8_lossy(&buf), ended),
+        };
+        self.buf = buf;
+        result
+    }
+
+    fn dispatch(&mut self, line: &str, ended: bool) -> Result<(), ImportError> {
+        if ended {
+            return self.line(line);
+        }
+        if !line.trim().is_empty() {
+            self.note_first_line(line);
+            self.unterminated(line)?;
+        }
+        self.finish()
+    }
+
+    /// Reads the next line into `buf` without its newline; `Some(ended)` tells whether it had
+    /// one, `None` is the end of the input.
+    fn fill(&mut self) -> Result<Option<bool>, ImportError> {
+        self.buf.clear();
+        let n = self.input.read_until(b'\n', &mut self.buf).map_err(|err| ImportError::Read {
+            source_name: self.source_name.clone(),
+            message: err.to_string(),
+        })?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.bytes += n as u64;
+        self.lines += 1;
+        let ended = self.buf.last() == Some(&b'\n');
+        if ended {
+            self.buf.pop();
+        }
+        Ok(Some(ended))
+    }
+
+    fn note_first_line(&mut self, line: &str) {
+        if self.first_line.is_none() && !line.trim().is_empty() {
+            self.first_line = Some(error::shorten(line.trim(), 60));
+        }
+    }
+
+    /// Line number of the line being read.
+    fn number(&self) -> usize {
+        self.lines - self.ahead.len()
+    }
+
+    /// Reads one complete line.
+    fn line(&mut self, raw: &str) -> Result<(), ImportError> {
+        let n = self.number();
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        self.note_first_line(line);
+        let read = match &self.layout {
+            Layout::Text => match text::read_line(line, n) {
+                Ok(text::Line::Item(item)) => {
+                    note_appended_text(&item, n, &mut self.scratch);
+                    Ok(Some(item))
+                }
+                Ok(text::Line::Nothing) => Ok(None),
+                Ok(text::Line::Skipped(message)) => {
+                    self.scratch.push(Warning { line: n, message });
+                    Ok(None)
+                }
+                Err(err) => Err(err),
+            },
+            Layout::Csv { sep } => {
+                csv::read_line(line, n, sep).map(|r| skip_or_keep(r, n, &mut self.scratch))
+            }
+            Layout::Json => json::read_line(line, n).map(|r| skip_or_keep(r, n, &mut self.scratch)),
+        };
+        let item = read.map_err(|err| self.fail(err, line))?;
+        self.place(item, line, n);
+        Ok(())
+    }
+
+    /// Ranks the line's warnings, notes a skipped line that is a row of another layout, and
+    /// hands the item to the builder.
+    fn place(&mut self, item: Option<Item>, line: &str, n: usize) {
+        if !self.scratch.is_empty() {
+            self.warnings.extend(self.scratch.drain(..).map(|w| (w, FROM_READER)));
+            if let Some(other) = crate::other_layout_row(line, n, &self.layout) {
+                match self.mixed.iter_mut().find(|(o, _, _)| *o == other) {
+                    Some((_, _, count)) => *count += 1,
+                    None => self.mixed.push((other, n, 1)),
+                }
+            }
+        }
+        if let Some(item) = item {
+            self.seen_item = true;
+            self.seen_row |= matches!(item, Item::Row(_));
+            self.builder.push(item, &mut self.warnings);
+        }
+    }
+
+    /// The last line when the input does not end with a newline. A row or metric there is
+    /// kept with a warning (it may be cut in its event name or metric); a line that cannot be
+    /// read is reported as truncated and skipped rather than failing the whole log, unless no
+    /// row came before it (then the error says what is wrong with it).
+    fn unterminated(&mut self, raw: &str) -> Result<(), ImportError> {
+        let n = self.number();
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let read: Result<Option<Item>, LineError> = match &self.layout {
+            Layout::Text => text::read_line(line, n).map(|l| match l {
+                text::Line::Item(item) => Some(item),
+                text::Line::Nothing | text::Line::Skipped(_) => None,
+            }),
+            Layout::Csv { sep } => match csv::read_line(line, n, sep) {
+                Ok(Some(Ok(item))) => Ok(Some(item)),
+                Ok(Some(Err(_)) | None) => Ok(None),
+                Err(err) => Err(err),
+            },
+            Layout::Json => match json::read_line(line, n) {
+                Ok(Some(Ok(item))) => Ok(Some(item)),
+                Ok(Some(Err(_)) | None) => Ok(None),
+                Err(err) => Err(err),
+            },
+        };
+        let shown = error::shorten(line.trim(), 60);
+        let item = match read {
+            Ok(Some(item)) => {
+                if matches!(item, Item::Row(_) | Item::Metric { .. }) {
+                    self.scratch.push(Warning {
+                        line: n,
+                        message: format!(
+                            "the log ends without a newline after `{shown}`: the file may be truncated and this last row cut short; it was read as it is"
+                        ),
+                    });
+                }
+                Some(item)
+            }
+            Ok(None) => None,
+            Err(err) if !self.seen_row => return Err(self.fail(err, line)),
+            Err(err) => {
+                self.scratch.push(Warning {
+                    line: n,
+                    message: format!(
+                        "truncated last line `{shown}` (the log ends without a newline; {}); skipped",
+                        err.message
+                    ),
+                });
+                None
+            }
+        };
+        self.place(item, line, n);
+        Ok(())
+    }
+
+    /// The end of the input: the last batch is finished and the notes on a mix of layouts
+    /// are added.
+    fn finish(&mut self) -> Result<(), ImportError> {
+        if !self.seen_row {
+            return Err(crate::not_perf_stat(&self.source_name, self.first_line.as_deref(), None));
+        }
+        self.builder.finish_batch();
+        let this = crate::layout_name(&self.layout);
+        for (other, first, count) in self.mixed.drain(..) {
+            self.warnings.push((
+                Warning {
+                    line: first,
+                    message: format!(
+                        "a mix of layouts in one file: the log was read in the {this} layout, but {count} line(s) from line {first} on are rows of the {other} layout and were skipped; split the file and read each part",
+                    ),
+                },
+                FROM_LAYOUT_MIX,
+            ));
+        }
+        self.state = State::Done;
+        Ok(())
+    }
+
+    /// The error for a line that must be a row and cannot be read.
+    fn fail(&self, mut err: LineError, line: &str) -> ImportError {
+        // An error before anything perf-like was seen means the input is not perf stat
+        // output at all; say that rather than complain about its first line.
+        if !self.seen_item {
+            return crate::not_perf_stat(&self.source_name, self.first_line.as_deref(), Some(&err));
+        }
+        // A row of another layout after rows of this one: say that, not what this layout's
+        // reader made of it.
+        if let Some(other) = crate::other_layout_row(line, err.line, &self.layout) {
+            err.message = format!(
+                "a mix of layouts in one file: this line is a row of the {other} layout, but the rows before it are in the {} layout; split the file and read each part",
+                crate::layout_name(&self.layout)
+            );
+            err.byte = 0;
+        }
+        err.into_import(&self.source_name, line)
+    }
+}
+
+impl<R: BufRead> Iterator for Reader<R> {
+    type Item = Result<Block, ImportError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_block().transpose()
+    }
+}
+
+/// A CSV or JSON line's item; a skipped line's reason goes to `warnings`.
+fn skip_or_keep(
+    read: Option<Result<Item, String>>,
+    n: usize,
+    warnings: &mut Vec<Warning>,
+) -> Option<Item> {
+    match read {
+        Some(Ok(item)) => Some(item),
+        Some(Err(message)) => {
+            warnings.push(Warning { line: n, message });
+            None
+        }
+        None => None,
+    }
+}
+
+/// Text appended after a metric's name (not perf's output) is named, not silently dropped.
+fn note_appended_text(item: &Item, n: usize, warnings: &mut Vec<Warning>) {
+    let metrics: &[PrintedMetric] = match item {
+        Item::Row(raw) => &raw.metrics,
+        Item::Metric { metric, .. } => std::slice::from_ref(metric),
+        _ => &[],
+    };
+    for m in metrics {
+        if let Some(note) = &m.note {
+            warnings.push(Warning {
+                line: n,
+                message: format!(
+                    "ignored `{}` after the metric name `{}` (not perf's output)",
+                    error::shorten(note, 60),
+                    m.name
+                ),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INTERVALS: &str = "\
+     1.001000000          1,000      cycles
+     1.001000000          2,000      instructions
+     2.002000000          1,500      cycles
+     2.002000000          2,500      instructions
+";
+
+    #[test]
+    fn blocks_come_one_interval_at_a_time() {
+        let mut reader = Reader::new(INTERVALS.as_bytes(), "i.txt").unwrap();
+        let first = reader.next_block().unwrap().unwrap();
+        assert_eq!(first.interval, Some(1.001));
+        assert_eq!(first.rows.len(), 2);
+        let length = first.duration.unwrap().seconds;
+        assert!((length - 1.001).abs() < 1e-12, "{length}");
+        let second = reader.next_block().unwrap().unwrap();
+        assert_eq!(second.interval, Some(2.002));
+        let length = second.duration.unwrap().seconds;
+        assert!((length - 1.001).abs() < 1e-12, "{length}");
+        assert!(reader.next_block().unwrap().is_none());
+        assert!(reader.is_done());
+        assert_eq!(reader.bytes_read(), INTERVALS.len() as u64);
+    }
+
+    #[test]
+    fn a_timestamp_going_back_starts_a_new_run() {
+        let twice = format!("{INTERVALS}{INTERVALS}");
+        let log = crate::parse(&twice, "twice.txt").unwrap();
+        let runs: Vec<usize> = log.blocks.iter().map(|b| b.run).collect();
+        assert_eq!(runs, [0, 0, 1, 1]);
+        assert_eq!(log.runs.len(), 2);
+        let third = log.blocks[2].duration.unwrap().seconds;
+        assert!((third - 1.001).abs() < 1e-12, "{third}");
+    }
+
+    #[test]
+    fn a_footer_after_finished_blocks_reaches_them_in_the_whole_log() {
+        let text = "     1.001000000          1,000      cycles\n\
+                    1,000      cycles\n\
+                    \n       2.5 seconds time elapsed\n";
+        let log = crate::parse(text, "f.txt").unwrap();
+        assert_eq!(log.blocks.len(), 2);
+        assert_eq!(log.blocks[1].duration.map(|t| t.seconds), Some(2.5));
+        // The interval block keeps its interval length.
+        assert_eq!(log.blocks[0].duration.map(|t| t.seconds), Some(1.001));
+    }
+
+    #[test]
+    fn errors_end_the_reading() {
+        let text = format!("{INTERVALS}     3.003000000          1,02      cycles\n");
+        let mut reader = Reader::new(text.as_bytes(), "e.txt").unwrap();
+        let mut seen = 0;
+        let err = loop {
+            match reader.next_block() {
+                Ok(Some(_)) => seen += 1,
+                Ok(None) => panic!("the bad count must fail"),
+                Err(err) => break err,
+            }
+        };
+        // The second interval was still open when line 5 failed.
+        assert_eq!(seen, 1);
+        assert!(err.to_string().starts_with("e.txt:5:"), "{err}");
+        assert!(reader.next_block().unwrap().is_none());
+    }
+}
