@@ -630,7 +630,7 @@ impl Table {
         let mut used = vec![false; self.model.ids.len()];
         let mut offline = self.offline.clone();
         for &m in &self.roots {
-            for slot in offline.needed(m).all.unwrap_or_default() {
+            for &slot in offline.needed(m).all.as_deref().unwrap_or_default() {
                 used[slot as usize] = true;
             }
         }

@@ -518,7 +518,7 @@ fn score_model(
             score.agree += 1;
         }
         for input in &outcome.inputs {
-            for line in input.source.row_lines() {
+            for &line in input.source.row_lines() {
                 explained.insert((p.block, line));
             }
         }
@@ -788,7 +788,7 @@ fn default_selection(
         for m in 0..model.metrics.len() {
             let name = model.str(model.metrics[m].name).to_string();
             let pmu = lookup_pmu_name(model.str(model.metrics[m].pmu));
-            let needed = match engine.offline.needed(m).expr {
+            let needed = match engine.offline.needed(m).expr.clone() {
                 Ok(ids) => ids,
                 Err(_) => {
                     if !printed_mode {
@@ -898,12 +898,14 @@ impl Source {
     }
 
     /// Counter rows used (times excluded).
-    fn row_lines(&self) -> Vec<usize> {
+    fn row_lines(&self) -> &[usize] {
         match self {
-            Source::Row { time: false, lines, .. } => lines.clone(),
-            Source::NotCounted { line, .. } | Source::NotSupported { line, .. } => vec![*line],
-            Source::Ambiguous { lines } | Source::Unscaled { lines, .. } => lines.clone(),
-            _ => Vec::new(),
+            Source::Row { time: false, lines, .. } => lines,
+            Source::NotCounted { line, .. } | Source::NotSupported { line, .. } => {
+                std::slice::from_ref(line)
+            }
+            Source::Ambiguous { lines } | Source::Unscaled { lines, .. } => lines,
+            _ => &[],
         }
     }
 
@@ -1012,10 +1014,11 @@ impl Engine {
         }
         let printed = printed_by_perf(block, name, pmu);
 
-        let (expr_ids, all_ids) = match self.offline.needed(root) {
+        let needed = self.offline.needed(root);
+        let (expr_ids, all_ids): (&[u16], &[u16]) = match &*needed {
             Needed { expr: Ok(expr), all: Ok(all) } => (expr, all),
-            Needed { expr: Ok(expr), all: Err(_) } => (expr.clone(), expr),
-            Needed { expr: Err(fail), .. } => {
+            Needed { expr: Ok(expr), all: Err(_) } => (expr, expr),
+            &Needed { expr: Err(fail), .. } => {
                 let result = MetricResult {
                     metric: root,
                     value: f64::NAN,
@@ -1036,7 +1039,7 @@ impl Engine {
         };
 
         let mut inputs = Vec::with_capacity(all_ids.len());
-        for slot in all_ids {
+        for &slot in all_ids {
             let key = self.keys[slot as usize].get_or_insert_with(|| {
                 EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
             });
@@ -1173,7 +1176,7 @@ fn shadow_printed(
         return None;
     }
     let &(_, event, label, factor) = SHADOWS.iter().find(|s| s.0 == name)?;
-    let lines: Vec<usize> = inputs.iter().flat_map(|i| i.source.row_lines()).collect();
+    let lines: Vec<usize> = inputs.iter().flat_map(|i| i.source.row_lines()).copied().collect();
     // perf prints `CPUs utilized` on whichever clock was counted (see `lookup_clock`).
     let is_event = |n: &str| n == event || (event == "task-clock" && n == "cpu-clock");
     let row = block.rows.iter().find(|r| is_event(&r.key.name) && lines.contains(&r.line))?;
@@ -1217,7 +1220,7 @@ fn check(block: &Block, model: &Model, outcome: &Outcome) -> Option<bool> {
     let half_ulp = 0.5 * 10f64.powi(-(decimals as i32)) * printed.factor.abs();
     let mut relative = 0.0;
     for input in outcome.inputs.iter().filter(|i| i.expr) {
-        for line in input.source.row_lines() {
+        for &line in input.source.row_lines() {
             if let Some(row) = block.rows.iter().find(|r| r.line == line) {
                 relative += count_precision(row);
             }
@@ -1357,7 +1360,14 @@ struct Printer<'a> {
     /// Width of the aggregation id column.
     aggr_width: usize,
     runs: usize,
+    /// The last block's line prefix and what it was made from: every metric of a block
+    /// starts with the same timestamp and id, and formatting the time for each line was a
+    /// tenth of a long log's run time.
+    last_prefix: std::cell::RefCell<Option<(PrefixKey, String)>>,
 }
+
+/// A block's interval (as bits) and aggregation id and CPU count.
+type PrefixKey = (Option<u64>, Option<(String, Option<usize>)>);
 
 /// The explanations of one outcome, for every format.
 #[derive(Debug, Default)]
@@ -1469,7 +1479,7 @@ impl<'a> Printer<'a> {
             .map(|a| a.id.len())
             .max()
             .unwrap_or(0);
-        Printer { out, format, aggr_width, runs: log.runs.len() }
+        Printer { out, format, aggr_width, runs: log.runs.len(), last_prefix: Default::default() }
     }
 
     fn header(&mut self, header: &Header) -> anyhow::Result<()> {
@@ -1674,6 +1684,21 @@ impl<'a> Printer<'a> {
     /// perf's row prefix: the `-I` timestamp and the aggregation id (with its CPU count).
     fn prefix(&self, block: Option<&Block>) -> String {
         let Some(block) = block else { return String::new() };
+        let key: PrefixKey = (
+            block.interval.map(f64::to_bits),
+            block.aggr.as_ref().map(|a| (a.id.clone(), a.cpus.map(|c| c as usize))),
+        );
+        if let Some((known, text)) = &*self.last_prefix.borrow()
+            && *known == key
+        {
+            return text.clone();
+        }
+        let prefix = self.format_prefix(block);
+        *self.last_prefix.borrow_mut() = Some((key, prefix.clone()));
+        prefix
+    }
+
+    fn format_prefix(&self, block: &Block) -> String {
         let mut prefix = String::new();
         if let Some(t) = block.interval {
             prefix.push_str(&format!("{t:16.9} "));

@@ -5,6 +5,7 @@
 //! set of present inputs can compute.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use tmetric_catalog::Model;
 use tmetric_catalog::catalog::{Facts, id_calls};
@@ -52,7 +53,10 @@ pub struct Offline {
     /// Slots given a value since the last [`Offline::clear_inputs`].
     filled: Vec<u16>,
     /// Needed inputs by root and `has_event()` values.
-    needed: HashMap<(usize, Vec<u64>), Needed>,
+    needed: HashMap<(usize, Vec<u64>), Rc<Needed>>,
+    /// Evaluation order (the root and what it references) by root: a long log evaluates the
+    /// same roots in every block, and the closure walk allocated for each.
+    orders: HashMap<usize, Rc<[u16]>>,
 }
 
 impl Offline {
@@ -74,7 +78,14 @@ impl Offline {
         }
         let has_event =
             model.call_slots(id_calls::HAS_EVENT).into_iter().map(|s| s as u16).collect();
-        Offline { model, evaluator, has_event, filled: Vec::new(), needed: HashMap::new() }
+        Offline {
+            model,
+            evaluator,
+            has_event,
+            filled: Vec::new(),
+            needed: HashMap::new(),
+            orders: HashMap::new(),
+        }
     }
 
     /// The literal values.
@@ -130,11 +141,13 @@ impl Offline {
 
     /// Root `m`'s needed inputs under the current literals and probes (cached: long logs ask
     /// for the same roots in every block).
-    pub fn needed(&mut self, m: usize) -> Needed {
+    pub fn needed(&mut self, m: usize) -> Rc<Needed> {
+        // Without `has_event()` slots the key's vector is empty and never allocates.
         let probes: Vec<u64> =
             self.has_event.iter().map(|&s| self.evaluator.probes[s as usize].to_bits()).collect();
-        if let Some(known) = self.needed.get(&(m, probes.clone())) {
-            return known.clone();
+        let key = (m, probes);
+        if let Some(known) = self.needed.get(&key) {
+            return Rc::clone(known);
         }
         let facts = self.evaluator.facts();
         let expr = self.model.needed_ids(m, &facts, false);
@@ -146,8 +159,8 @@ impl Offline {
             }
             (expr, _) => expr.clone(),
         };
-        let found = Needed { expr, all };
-        self.needed.insert((m, probes), found.clone());
+        let found = Rc::new(Needed { expr, all });
+        self.needed.insert(key, Rc::clone(&found));
         found
     }
 
@@ -161,9 +174,10 @@ impl Offline {
 
     /// How far the inputs for which `present` holds cover metric `m`'s expression.
     pub fn coverage(&mut self, m: usize, present: impl Fn(u16) -> bool) -> Coverage {
-        let ids = match self.needed(m).expr {
+        let needed = self.needed(m);
+        let ids = match &needed.expr {
             Ok(ids) => ids,
-            Err(fail) => return Coverage::Fails(fail),
+            Err(fail) => return Coverage::Fails(*fail),
         };
         if ids.is_empty() {
             return Coverage::NoInputs;
@@ -185,9 +199,30 @@ impl Offline {
         self.evaluator.evaluate(self.model, roots)
     }
 
-    /// Evaluates one root.
+    /// Evaluates one root, as [`Offline::evaluate`] does, from the cached order and needed
+    /// inputs.
     pub fn evaluate_one(&mut self, root: usize) -> MetricResult {
-        self.evaluator.evaluate(self.model, &[root]).pop().expect("one result per root")
+        let model = self.model;
+        let order =
+            Rc::clone(self.orders.entry(root).or_insert_with(|| model.closure(&[root]).into()));
+        self.evaluator.run(model, &order);
+        let needed = self.needed(root);
+        let values = &self.evaluator.values;
+        let missing = match &needed.expr {
+            Ok(ids) => ids.iter().copied().filter(|&s| values[s as usize].is_nan()).collect(),
+            Err(_) => Vec::new(),
+        };
+        let threshold = match self.evaluator.threshold(model, root) {
+            Some(Ok(v)) if !v.is_nan() => Some(v != 0.0),
+            _ => None,
+        };
+        MetricResult {
+            metric: root,
+            value: self.evaluator.metrics[root],
+            failure: self.evaluator.failures[root],
+            missing,
+            threshold,
+        }
     }
 }
 
@@ -208,7 +243,7 @@ mod tests {
         let model = spr();
         let ipc = named(model, "tma_info_thread_ipc");
         let mut off = Offline::new(model, [f64::NAN; Literal::COUNT], None);
-        let ids = off.needed(ipc).expr.unwrap();
+        let ids = off.needed(ipc).expr.clone().unwrap();
         assert_eq!(ids.len(), 2, "instructions and cycles");
         assert_eq!(off.coverage(ipc, |_| false), Coverage::Absent);
         let first = ids[0];
@@ -219,8 +254,33 @@ mod tests {
         let smt = (0..model.metrics.len())
             .find(|&m| model.literals_of(&[m]).contains(&Literal::SmtOn))
             .expect("an SPR metric reads #smt_on");
-        if matches!(off.needed(smt).expr, Ok(ref ids) if !ids.is_empty()) {
+        if matches!(&off.needed(smt).expr, Ok(ids) if !ids.is_empty()) {
             assert_eq!(off.coverage(smt, |_| true), Coverage::UnknownLiteral);
+        }
+    }
+
+    #[test]
+    fn one_root_evaluates_as_the_evaluator_does() {
+        let model = spr();
+        let mut off = Offline::new(model, [1.0; Literal::COUNT], None);
+        for slot in 0..model.ids.len() {
+            off.set_input(slot as u16, 1000.0 + slot as f64, 1.0);
+        }
+        let roots: Vec<usize> = (0..model.metrics.len()).step_by(7).collect();
+        let all = off.evaluate(&roots);
+        for (result, &root) in all.iter().zip(&roots) {
+            let one = off.evaluate_one(root);
+            assert_eq!(one.metric, result.metric);
+            assert!(
+                one.value.to_bits() == result.value.to_bits()
+                    || (one.value.is_nan() && result.value.is_nan()),
+                "{}",
+                model.str(model.metrics[root].name)
+            );
+            assert_eq!(
+                (one.failure, &one.missing, one.threshold),
+                (result.failure, &result.missing, result.threshold)
+            );
         }
     }
 
@@ -229,7 +289,7 @@ mod tests {
         let model = spr();
         let ipc = named(model, "tma_info_thread_ipc");
         let mut off = Offline::new(model, [f64::NAN; Literal::COUNT], None);
-        let ids = off.needed(ipc).expr.unwrap();
+        let ids = off.needed(ipc).expr.clone().unwrap();
         let (a, b) = (ids[0], ids[1]);
         let inst = if model.str(model.ids[a as usize].text).contains("INST") { a } else { b };
         let clk = if inst == a { b } else { a };
