@@ -36,10 +36,13 @@ use tmetric_vendor::Tree;
 use tmetric_vendor::oracle::{Oracle, OracleInputs};
 use tmetric_vendor::resolve::{Resolved, SlotKind, resolve_tree};
 
-const USAGE: &str = "usage: cargo xtask bench [--build] [--baseline <dir>] [--perf-dir <tools/perf/pmu-events>]\n  \
+const USAGE: &str = "usage: cargo xtask bench [--build] [--only <sections>] [--baseline <dir>] [--perf-dir <tools/perf/pmu-events>]\n  \
      --build     also time a cold `cargo build --release --workspace` in a scratch target\n              \
      directory, the rebuilds after touching crates/cli/main.rs and crates/catalog/src/lib.rs,\n              \
      and a clean `cargo test --workspace -j2` (takes many minutes)\n  \
+     --only      run only these comma-separated sections: regen, eval, parse, sizes, binary\n              \
+     (the stripped release binary, built in ./target, against perf's and the baseline's),\n              \
+     build (cold build and rebuilds), test (clean cargo test)\n  \
      --baseline  a checkout of an earlier commit: its sizes and (with --build) build figures\n              \
      are measured in the same run, interleaved with ours\n  \
      --perf-dir  perf's tools/perf/pmu-events (default: $TMETRIC_PERF_PMU_EVENTS, then\n              \
@@ -71,18 +74,46 @@ const TARGET_TEST_S: f64 = 120.0;
 /// Issue 13: the generated Rust source.
 const TARGET_GEN_SOURCE_BYTES: u64 = 6_000_000;
 
+/// The sections `--only` selects from.
+const SECTIONS: [&str; 7] = ["regen", "eval", "parse", "sizes", "binary", "build", "test"];
+
 struct Options {
     build: bool,
+    /// `--only`: the sections to run; empty runs the default ones.
+    only: Vec<String>,
     baseline: Option<PathBuf>,
     perf_dir: Option<PathBuf>,
 }
 
+impl Options {
+    /// Whether to run `section`: all but the slow ones by default, those too with `--build`.
+    fn runs(&self, section: &str) -> bool {
+        if self.only.is_empty() {
+            self.build || !matches!(section, "binary" | "build" | "test")
+        } else {
+            self.only.iter().any(|s| s == section)
+        }
+    }
+}
+
 fn parse_args(args: &[String]) -> Result<Options> {
-    let mut options = Options { build: false, baseline: None, perf_dir: None };
+    let mut options = Options { build: false, only: Vec::new(), baseline: None, perf_dir: None };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--build" => options.build = true,
+            "--only" => {
+                let list =
+                    args.next().with_context(|| format!("--only needs sections\n{USAGE}"))?;
+                for section in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                    ensure!(
+                        SECTIONS.contains(&section),
+                        "unknown section `{section}` (sections: {})\n{USAGE}",
+                        SECTIONS.join(", ")
+                    );
+                    options.only.push(section.to_string());
+                }
+            }
             "--baseline" => {
                 let dir = args
                     .next()
@@ -115,108 +146,147 @@ fn main() -> Result<()> {
     let mut table = Table::default();
 
     println!(
-        "tmetric bench: {} cores",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        "tmetric bench: {} cores, load average {} (other processes share the cores: compare \
+         ratios, not absolute figures)",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_average()
     );
-    let perf = match find_perf_dir(options.perf_dir.clone()) {
-        Ok(dir) => {
+    let wants_perf = options.runs("regen") || options.runs("parse");
+    let perf = match wants_perf.then(|| find_perf_dir(options.perf_dir.clone())) {
+        Some(Ok(dir)) => {
             println!("perf baseline: {}", dir.display());
             Some(dir)
         }
-        Err(why) => {
+        Some(Err(why)) => {
             println!("perf baseline skipped: {why}");
             None
         }
+        None => None,
     };
 
     // (a) Code generation.
-    println!("\n(a) code generation, whole tree");
-    let gen_figures = bench_regen(&root, perf.as_deref());
-    table.regen(&gen_figures);
+    if options.runs("regen") {
+        println!("\n(a) code generation, whole tree");
+        let gen_figures = bench_regen(&root, perf.as_deref());
+        table.regen(&gen_figures);
+        if options.runs("eval") || options.runs("parse") {
+            // Where regen's time goes.
+            let arch_dir = root.join("pmu-events/arch");
+            let (mut load, mut resolve) = (Duration::MAX, Duration::MAX);
+            for _ in 1..PASSES {
+                let start = Instant::now();
+                let tree = tmetric_vendor::load_tree(&arch_dir)
+                    .with_context(|| format!("loading {}", arch_dir.display()))?;
+                load = load.min(start.elapsed());
+                let start = Instant::now();
+                black_box(resolve_tree(&tree));
+                resolve = resolve.min(start.elapsed());
+            }
+            if let Some(total) = gen_figures.in_process {
+                println!(
+                    "  of which load_tree {}, resolve_tree {}, generate and compare {}",
+                    secs(load),
+                    secs(resolve),
+                    secs(total.saturating_sub(load + resolve))
+                );
+            }
+        }
+    }
 
-    // The tree for the parse and evaluation parts, timed to show where regen's time goes.
-    let arch_dir = root.join("pmu-events/arch");
-    let (mut load, mut resolve) = (Duration::MAX, Duration::MAX);
-    for _ in 1..PASSES {
-        let start = Instant::now();
+    if options.runs("eval") || options.runs("parse") {
+        // The tree for the parse and evaluation parts.
+        let arch_dir = root.join("pmu-events/arch");
         let tree = tmetric_vendor::load_tree(&arch_dir)
             .with_context(|| format!("loading {}", arch_dir.display()))?;
-        load = load.min(start.elapsed());
-        let start = Instant::now();
-        black_box(resolve_tree(&tree));
-        resolve = resolve.min(start.elapsed());
-    }
-    let tree = tmetric_vendor::load_tree(&arch_dir)
-        .with_context(|| format!("loading {}", arch_dir.display()))?;
-    let resolved = resolve_tree(&tree);
-    if let Some(total) = gen_figures.in_process {
-        println!(
-            "  of which load_tree {}, resolve_tree {}, generate and compare {}",
-            secs(load),
-            secs(resolve),
-            secs(total.saturating_sub(load + resolve))
-        );
-    }
+        let resolved = resolve_tree(&tree);
 
-    // (b) Evaluation.
-    println!(
-        "\n(b) evaluation of every {EVAL_MODEL} metric, {VECTORS} random input vectors, best of {PASSES}"
-    );
-    match bench_eval(&resolved) {
-        Ok(figures) => table.eval(&figures),
-        Err(err) => {
-            println!("  evaluation not measured: {err:#}");
-            table.row("compiled evaluation", "not measured", "", "", "", Status::Missed);
+        // (b) Evaluation.
+        if options.runs("eval") {
+            println!(
+                "\n(b) evaluation of every {EVAL_MODEL} metric, {VECTORS} random input vectors, best of {PASSES}"
+            );
+            match bench_eval(&resolved) {
+                Ok(figures) => table.eval(&figures),
+                Err(err) => {
+                    println!("  evaluation not measured: {err:#}");
+                    table.row("compiled evaluation", "not measured", "", "", "", Status::Missed);
+                }
+            }
+        }
+
+        // Parse rates.
+        if options.runs("parse") {
+            println!("\nparse rates");
+            let parse = bench_parse(&tree, perf.as_deref());
+            table.parse(&parse);
         }
     }
-
-    // Parse rates.
-    println!("\nparse rates");
-    let parse = bench_parse(&tree, perf.as_deref());
-    table.parse(&parse);
 
     // Sizes.
-    println!("\nsizes");
-    let sizes = GenSizes::of(&root);
-    println!(
-        "  generated ({}): {} of Rust in {} files, {} of data tables",
-        regen::GEN_DIR,
-        mb(sizes.rust),
-        sizes.rust_files,
-        mb(sizes.data)
-    );
-    let base_sizes = options.baseline.as_deref().map(GenSizes::of);
-    if let Some(base) = &base_sizes {
-        println!("  baseline generated: {} of Rust, {} of data", mb(base.rust), mb(base.data));
-    }
-    table.sizes(&sizes, base_sizes.as_ref());
     let perf_binary = find_perf_binary();
-    match &perf_binary {
-        Some((path, bytes)) => {
-            println!("  installed perf binary ({}): {}", path.display(), mb(*bytes))
+    if options.runs("sizes") {
+        println!("\nsizes");
+        let sizes = GenSizes::of(&root);
+        println!(
+            "  generated ({}): {} of Rust in {} files, {} of data tables",
+            regen::GEN_DIR,
+            mb(sizes.rust),
+            sizes.rust_files,
+            mb(sizes.data)
+        );
+        let base_sizes = options.baseline.as_deref().map(GenSizes::of);
+        if let Some(base) = &base_sizes {
+            println!("  baseline generated: {} of Rust, {} of data", mb(base.rust), mb(base.data));
         }
-        None => println!("  installed perf binary: not found"),
+        table.sizes(&sizes, base_sizes.as_ref());
+        match &perf_binary {
+            Some((path, bytes)) => {
+                println!("  installed perf binary ({}): {}", path.display(), mb(*bytes))
+            }
+            None => println!("  installed perf binary: not found"),
+        }
+    }
+
+    // The release binary, built where developers build it (incrementally).
+    let trees: Vec<(&str, &Path)> = std::iter::once(("tmetric", root.as_path()))
+        .chain(options.baseline.as_deref().map(|b| ("baseline", b)))
+        .collect();
+    if options.runs("binary") && !options.runs("build") {
+        println!("\nrelease binary (cargo build --release --bin tmetric, in each tree's target/)");
+        match bench_binary(&trees) {
+            Ok(figures) => table.build(&figures, perf_binary.as_ref()),
+            Err(err) => {
+                println!("  binary not measured: {err:#}");
+                table.row("stripped release binary", "failed", "", "", "", Status::Missed);
+            }
+        }
     }
 
     // (c) Build times.
-    if options.build {
+    let (build, test) = (options.runs("build"), options.runs("test"));
+    if build || test {
         println!("\n(c) release build, catalogue rebuild and clean test of the workspace");
-        let trees: Vec<(&str, &Path)> = std::iter::once(("tmetric", root.as_path()))
-            .chain(options.baseline.as_deref().map(|b| ("baseline", b)))
-            .collect();
-        match bench_build(&trees) {
+        match bench_build(&trees, build, test) {
             Ok(figures) => table.build(&figures, perf_binary.as_ref()),
             Err(err) => {
                 println!("  build not measured: {err:#}");
                 table.row("cold release build", "failed", "", "", "< 5 min", Status::Missed);
             }
         }
-    } else {
+    } else if options.only.is_empty() {
         println!("\n(c) build times skipped: pass --build (takes minutes)");
     }
 
+    println!("\nload average at the end: {}", load_average());
     println!("\nsummary\n{}", table.render());
     Ok(())
+}
+
+/// `/proc/loadavg`'s 1, 5 and 15 minute figures: how busy the machine was.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_string())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -745,7 +815,11 @@ struct Measured {
 /// Builds and tests each tree in a scratch target directory (a cold build in the developers'
 /// one would throw their cache away). Each step runs for every tree before the next, so that
 /// the load of other processes weighs on all trees alike.
-fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
+fn bench_build(
+    trees: &[(&str, &Path)],
+    build: bool,
+    test: bool,
+) -> Result<Vec<(String, BuildFigures)>> {
     if std::env::var_os("RUSTC_WRAPPER").is_some() {
         println!("  note: RUSTC_WRAPPER is set, so the cold build may hit a compiler cache");
     }
@@ -754,7 +828,7 @@ fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
     let mut figures: Vec<(String, BuildFigures)> =
         trees.iter().map(|(name, _)| (name.to_string(), BuildFigures::default())).collect();
     let result = (|| -> Result<()> {
-        for (i, (name, dir)) in trees.iter().enumerate() {
+        for (i, (name, dir)) in trees.iter().enumerate().filter(|_| build) {
             println!("  {name}: cold build in {} (minutes)...", target(i, "release").display());
             let (cold, _) =
                 cargo(dir, &target(i, "release"), &["build", "--release", "--workspace"])?;
@@ -764,7 +838,7 @@ fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
             figures[i].1.stripped_bytes = stripped_size(&binary);
             figures[i].1.cold = Some(cold);
         }
-        for (i, (name, dir)) in trees.iter().enumerate() {
+        for (i, (name, dir)) in trees.iter().enumerate().filter(|_| build) {
             // Only the modification time changes, as an edit would.
             touch(&dir.join("crates/cli/main.rs"))?;
             let (rebuild, recompiled) =
@@ -777,7 +851,7 @@ fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
             figures[i].1.rebuild = Some(rebuild);
             figures[i].1.recompiled = recompiled;
         }
-        for (i, (name, dir)) in trees.iter().enumerate() {
+        for (i, (name, dir)) in trees.iter().enumerate().filter(|_| build) {
             touch(&dir.join("crates/catalog/src/lib.rs"))?;
             let (catalog, recompiled) =
                 cargo(dir, &target(i, "release"), &["build", "--release", "--workspace"])?;
@@ -788,7 +862,7 @@ fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
             );
             figures[i].1.catalog = Some(catalog);
         }
-        for (i, (name, dir)) in trees.iter().enumerate() {
+        for (i, (name, dir)) in trees.iter().enumerate().filter(|_| test) {
             println!("  {name}: clean cargo test --workspace -j2 (minutes)...");
             // A test that fails under load (timing-sensitive ones do) does not void the figure:
             // the build and the run took that long either way.
@@ -806,6 +880,33 @@ fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
     })();
     let _ = std::fs::remove_dir_all(&scratch);
     result.map(|()| figures)
+}
+
+/// Builds each tree's release binary in its own `target/` (incrementally, as a developer
+/// would) and measures it stripped.
+fn bench_binary(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
+    let mut figures = Vec::new();
+    for (name, dir) in trees {
+        let target = dir.join("target");
+        let (built, _) = cargo(dir, &target, &["build", "--release", "--bin", "tmetric"])?;
+        let binary = target.join("release/tmetric");
+        let stripped = stripped_size(&binary);
+        println!(
+            "  {name}: release build {} , binary {}, stripped {}",
+            built.show(),
+            std::fs::metadata(&binary).map_or("missing".to_string(), |m| mb(m.len())),
+            stripped.map_or("unknown".to_string(), mb)
+        );
+        figures.push((
+            name.to_string(),
+            BuildFigures {
+                binary_bytes: std::fs::metadata(&binary).ok().map(|m| m.len()),
+                stripped_bytes: stripped,
+                ..BuildFigures::default()
+            },
+        ));
+    }
+    Ok(figures)
 }
 
 fn touch(path: &Path) -> Result<()> {
