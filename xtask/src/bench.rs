@@ -234,6 +234,15 @@ fn main() -> Result<()> {
             sizes.rust_files,
             mb(sizes.data)
         );
+        if let Some(model) = tmetric_catalog::MODELS.first() {
+            let (plain, descriptions, events) = model.tables.embedded_bytes();
+            println!(
+                "  embedded in the binary: {} of plain strings, {} of deflated descriptions, {} of deflated event records",
+                mb(plain as u64),
+                mb(descriptions as u64),
+                mb(events as u64)
+            );
+        }
         let base_sizes = options.baseline.as_deref().map(GenSizes::of);
         if let Some(base) = &base_sizes {
             println!("  baseline generated: {} of Rust, {} of data", mb(base.rust), mb(base.data));
@@ -892,7 +901,7 @@ fn bench_binary(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> 
         let binary = target.join("release/tmetric");
         let stripped = stripped_size(&binary);
         println!(
-            "  {name}: release build {} , binary {}, stripped {}",
+            "  {name}: release build {}, binary {}, stripped {}",
             built.show(),
             std::fs::metadata(&binary).map_or("missing".to_string(), |m| mb(m.len())),
             stripped.map_or("unknown".to_string(), mb)
