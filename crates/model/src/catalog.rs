@@ -91,7 +91,7 @@ pub const EVENT_RECORD: usize = 48;
 ///
 /// Descriptions (events', metrics' and groups' brief and public texts) are two thirds of the
 /// strings and are only printed by `list` and `describe`, so they are kept deflate-compressed
-/// and inflated on first use; so are the event records, which compress sixfold (string ids
+/// and inflated on first use; so are the event records, which compress fivefold (string ids
 /// and masks repeat), one chunk per model so that a run inflates only the models it reads.
 /// The names, encodings and expressions every run reads stay plain.
 pub struct Tables {
