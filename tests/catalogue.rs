@@ -128,6 +128,27 @@ fn every_model_is_generated_from_the_current_tree() {
     assert_eq!(MODELS.len(), resolved().len());
 }
 
+/// Metric and metric group descriptions, kept deflated in the binary, read back as the JSON's.
+#[test]
+fn descriptions_decode_to_the_json() {
+    let mut checked = 0;
+    for r in resolved() {
+        let model = generated(r);
+        let compiled = r.table.metrics.iter().zip(&r.metrics).filter(|(_, m)| m.ok);
+        for (metric, (want, _)) in model.metrics.iter().zip(compiled) {
+            assert_eq!(model.str(metric.brief), want.brief.as_deref().unwrap_or(""));
+            assert_eq!(model.str(metric.public), want.public.as_deref().unwrap_or(""));
+            checked += 1;
+        }
+        assert_eq!(model.groups.len(), r.table.metric_groups.len(), "{}", r.table.path);
+        for (group, (name, description)) in model.groups.iter().zip(&r.table.metric_groups) {
+            assert_eq!(model.str(group.name), name);
+            assert_eq!(model.str(group.description), description);
+        }
+    }
+    assert!(checked > 5_000, "checked {checked}");
+}
+
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
 

@@ -13,9 +13,6 @@
 //! Baselines run in the same run as tmetric, back to back: the machines are noisy
 //! (1.3-2x run to run), so the ratios matter more than the absolute figures.
 
-// `--only from-perf`: `eval --from-perf` on generated interval logs against a baseline binary.
-#[path = "bench_from_perf.rs"]
-mod from_perf;
 // The benchmark times `regen` in process; it never writes, so `Mode::Write` and friends are
 // unused here.
 #[allow(dead_code)]
@@ -25,6 +22,9 @@ mod regen;
 #[allow(dead_code)]
 #[path = "diagnostics.rs"]
 mod diagnostics;
+// `--only from-perf`: `eval --from-perf` on generated interval logs against a baseline binary.
+#[path = "bench_from_perf.rs"]
+mod from_perf;
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -40,14 +40,16 @@ use tmetric_vendor::Tree;
 use tmetric_vendor::oracle::{Oracle, OracleInputs};
 use tmetric_vendor::resolve::{Resolved, SlotKind, resolve_tree};
 
-const USAGE: &str = "usage: cargo xtask bench [--only <section>] [--build] [--baseline <dir>] [--perf-dir <tools/perf/pmu-events>]\n  \
-     --only      one section: regen, eval, parse, sizes, build (needs --build) or from-perf\n              \
-     (eval --from-perf on generated 10/30/100 MB -I logs, against --baseline's binary)\n  \
+const USAGE: &str = "usage: cargo xtask bench [--build] [--only <sections>] [--baseline <dir>] [--perf-dir <tools/perf/pmu-events>]\n  \
      --build     also time a cold `cargo build --release --workspace` in a scratch target\n              \
      directory, the rebuilds after touching crates/cli/main.rs and crates/catalog/src/lib.rs,\n              \
      and a clean `cargo test --workspace -j2` (takes many minutes)\n  \
-     --baseline  a checkout of an earlier commit: its sizes, its release binary on the from-perf\n              \
-     logs and (with --build) build figures are measured in the same run, interleaved with ours\n  \
+     --only      run only these comma-separated sections: regen, eval, parse, sizes, binary\n              \
+     (the stripped release binary, built in ./target, against perf's and the baseline's),\n              \
+     build (cold build and rebuilds), test (clean cargo test), from-perf (eval --from-perf\n              \
+     on generated 10/30/100 MB -I logs, against --baseline's release binary)\n  \
+     --baseline  a checkout of an earlier commit: its sizes and (with --build) build figures\n              \
+     are measured in the same run, interleaved with ours\n  \
      --perf-dir  perf's tools/perf/pmu-events (default: $TMETRIC_PERF_PMU_EVENTS, then\n              \
      /tmp/linux-source-6.12/tools/perf/pmu-events, extracted from the distribution's\n              \
      linux-source-6.12 package when missing)";
@@ -77,29 +79,46 @@ const TARGET_TEST_S: f64 = 120.0;
 /// Issue 13: the generated Rust source.
 const TARGET_GEN_SOURCE_BYTES: u64 = 6_000_000;
 
-/// The sections `--only` accepts, in the order they run.
-const SECTIONS: [&str; 6] = ["regen", "eval", "parse", "sizes", "build", "from-perf"];
+/// The sections `--only` selects from.
+const SECTIONS: [&str; 8] =
+    ["regen", "eval", "parse", "sizes", "binary", "build", "test", "from-perf"];
 
 struct Options {
-    only: Option<String>,
     build: bool,
+    /// `--only`: the sections to run; empty runs the default ones.
+    only: Vec<String>,
     baseline: Option<PathBuf>,
     perf_dir: Option<PathBuf>,
 }
 
+impl Options {
+    /// Whether to run `section`: all but the slow ones by default, those too with `--build`.
+    fn runs(&self, section: &str) -> bool {
+        if self.only.is_empty() {
+            self.build || !matches!(section, "binary" | "build" | "test" | "from-perf")
+        } else {
+            self.only.iter().any(|s| s == section)
+        }
+    }
+}
+
 fn parse_args(args: &[String]) -> Result<Options> {
-    let mut options = Options { only: None, build: false, baseline: None, perf_dir: None };
+    let mut options = Options { build: false, only: Vec::new(), baseline: None, perf_dir: None };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--build" => options.build = true,
             "--only" => {
-                let section =
-                    args.next().with_context(|| format!("--only needs a section\n{USAGE}"))?;
-                if !SECTIONS.contains(&section.as_str()) {
-                    bail!("unknown section `{section}` (one of {})\n{USAGE}", SECTIONS.join(", "));
+                let list =
+                    args.next().with_context(|| format!("--only needs sections\n{USAGE}"))?;
+                for section in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                    ensure!(
+                        SECTIONS.contains(&section),
+                        "unknown section `{section}` (sections: {})\n{USAGE}",
+                        SECTIONS.join(", ")
+                    );
+                    options.only.push(section.to_string());
                 }
-                options.only = Some(section.clone());
             }
             "--baseline" => {
                 let dir = args
@@ -131,64 +150,64 @@ fn main() -> Result<()> {
         .context("xtask lives in the workspace")?
         .to_path_buf();
     let mut table = Table::default();
-    let wanted = |section: &str| options.only.as_deref().is_none_or(|only| only == section);
 
     println!(
-        "tmetric bench: {} cores",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        "tmetric bench: {} cores, load average {} (other processes share the cores: compare \
+         ratios, not absolute figures)",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_average()
     );
-    let perf = if wanted("regen") || wanted("parse") {
-        match find_perf_dir(options.perf_dir.clone()) {
-            Ok(dir) => {
-                println!("perf baseline: {}", dir.display());
-                Some(dir)
-            }
-            Err(why) => {
-                println!("perf baseline skipped: {why}");
-                None
-            }
+    let wants_perf = options.runs("regen") || options.runs("parse");
+    let perf = match wants_perf.then(|| find_perf_dir(options.perf_dir.clone())) {
+        Some(Ok(dir)) => {
+            println!("perf baseline: {}", dir.display());
+            Some(dir)
         }
-    } else {
-        None
+        Some(Err(why)) => {
+            println!("perf baseline skipped: {why}");
+            None
+        }
+        None => None,
     };
 
     // (a) Code generation.
-    if wanted("regen") {
+    if options.runs("regen") {
         println!("\n(a) code generation, whole tree");
         let gen_figures = bench_regen(&root, perf.as_deref());
         table.regen(&gen_figures);
-
-        // Timed to show where regen's time goes.
-        let arch_dir = root.join("pmu-events/arch");
-        let (mut load, mut resolve) = (Duration::MAX, Duration::MAX);
-        for _ in 1..PASSES {
-            let start = Instant::now();
-            let tree = tmetric_vendor::load_tree(&arch_dir)
-                .with_context(|| format!("loading {}", arch_dir.display()))?;
-            load = load.min(start.elapsed());
-            let start = Instant::now();
-            black_box(resolve_tree(&tree));
-            resolve = resolve.min(start.elapsed());
-        }
-        if let Some(total) = gen_figures.in_process {
-            println!(
-                "  of which load_tree {}, resolve_tree {}, generate and compare {}",
-                secs(load),
-                secs(resolve),
-                secs(total.saturating_sub(load + resolve))
-            );
+        if options.runs("eval") || options.runs("parse") {
+            // Where regen's time goes.
+            let arch_dir = root.join("pmu-events/arch");
+            let (mut load, mut resolve) = (Duration::MAX, Duration::MAX);
+            for _ in 1..PASSES {
+                let start = Instant::now();
+                let tree = tmetric_vendor::load_tree(&arch_dir)
+                    .with_context(|| format!("loading {}", arch_dir.display()))?;
+                load = load.min(start.elapsed());
+                let start = Instant::now();
+                black_box(resolve_tree(&tree));
+                resolve = resolve.min(start.elapsed());
+            }
+            if let Some(total) = gen_figures.in_process {
+                println!(
+                    "  of which load_tree {}, resolve_tree {}, generate and compare {}",
+                    secs(load),
+                    secs(resolve),
+                    secs(total.saturating_sub(load + resolve))
+                );
+            }
         }
     }
 
-    // The tree for the parse and evaluation parts.
-    if wanted("eval") || wanted("parse") {
+    if options.runs("eval") || options.runs("parse") {
+        // The tree for the parse and evaluation parts.
         let arch_dir = root.join("pmu-events/arch");
         let tree = tmetric_vendor::load_tree(&arch_dir)
             .with_context(|| format!("loading {}", arch_dir.display()))?;
         let resolved = resolve_tree(&tree);
 
         // (b) Evaluation.
-        if wanted("eval") {
+        if options.runs("eval") {
             println!(
                 "\n(b) evaluation of every {EVAL_MODEL} metric, {VECTORS} random input vectors, best of {PASSES}"
             );
@@ -202,7 +221,7 @@ fn main() -> Result<()> {
         }
 
         // Parse rates.
-        if wanted("parse") {
+        if options.runs("parse") {
             println!("\nparse rates");
             let parse = bench_parse(&tree, perf.as_deref());
             table.parse(&parse);
@@ -211,7 +230,7 @@ fn main() -> Result<()> {
 
     // Sizes.
     let perf_binary = find_perf_binary();
-    if wanted("sizes") {
+    if options.runs("sizes") {
         println!("\nsizes");
         let sizes = GenSizes::of(&root);
         println!(
@@ -221,6 +240,15 @@ fn main() -> Result<()> {
             sizes.rust_files,
             mb(sizes.data)
         );
+        if let Some(model) = tmetric_catalog::MODELS.first() {
+            let (plain, descriptions, events) = model.tables.embedded_bytes();
+            println!(
+                "  embedded in the binary: {} of plain strings, {} of deflated descriptions, {} of deflated event records",
+                mb(plain as u64),
+                mb(descriptions as u64),
+                mb(events as u64)
+            );
+        }
         let base_sizes = options.baseline.as_deref().map(GenSizes::of);
         if let Some(base) = &base_sizes {
             println!("  baseline generated: {} of Rust, {} of data", mb(base.rust), mb(base.data));
@@ -234,25 +262,39 @@ fn main() -> Result<()> {
         }
     }
 
+    // The release binary, built where developers build it (incrementally).
+    let trees: Vec<(&str, &Path)> = std::iter::once(("tmetric", root.as_path()))
+        .chain(options.baseline.as_deref().map(|b| ("baseline", b)))
+        .collect();
+    if options.runs("binary") && !options.runs("build") {
+        println!("\nrelease binary (cargo build --release --bin tmetric, in each tree's target/)");
+        match bench_binary(&trees) {
+            Ok(figures) => table.build(&figures, perf_binary.as_ref()),
+            Err(err) => {
+                println!("  binary not measured: {err:#}");
+                table.row("stripped release binary", "failed", "", "", "", Status::Missed);
+            }
+        }
+    }
+
     // (c) Build times.
-    if options.build && wanted("build") {
+    let (build, test) = (options.runs("build"), options.runs("test"));
+    if build || test {
         println!("\n(c) release build, catalogue rebuild and clean test of the workspace");
-        let trees: Vec<(&str, &Path)> = std::iter::once(("tmetric", root.as_path()))
-            .chain(options.baseline.as_deref().map(|b| ("baseline", b)))
-            .collect();
-        match bench_build(&trees) {
+        match bench_build(&trees, build, test) {
             Ok(figures) => table.build(&figures, perf_binary.as_ref()),
             Err(err) => {
                 println!("  build not measured: {err:#}");
                 table.row("cold release build", "failed", "", "", "< 5 min", Status::Missed);
             }
         }
-    } else if wanted("build") {
+    } else if options.only.is_empty() {
         println!("\n(c) build times skipped: pass --build (takes minutes)");
     }
 
+    println!("\nload average at the end: {}", load_average());
     // `eval --from-perf` on long logs.
-    if wanted("from-perf") {
+    if options.runs("from-perf") {
         println!("\nfrom-perf: eval --from-perf on generated -I text logs, best of 3");
         if let Err(err) = from_perf::bench(&root, options.baseline.as_deref(), &mut table) {
             println!("  from-perf not measured: {err:#}");
@@ -262,6 +304,13 @@ fn main() -> Result<()> {
 
     println!("\nsummary\n{}", table.render());
     Ok(())
+}
+
+/// `/proc/loadavg`'s 1, 5 and 15 minute figures: how busy the machine was.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_string())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -790,7 +839,11 @@ struct Measured {
 /// Builds and tests each tree in a scratch target directory (a cold build in the developers'
 /// one would throw their cache away). Each step runs for every tree before the next, so that
 /// the load of other processes weighs on all trees alike.
-fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
+fn bench_build(
+    trees: &[(&str, &Path)],
+    build: bool,
+    test: bool,
+) -> Result<Vec<(String, BuildFigures)>> {
     if std::env::var_os("RUSTC_WRAPPER").is_some() {
         println!("  note: RUSTC_WRAPPER is set, so the cold build may hit a compiler cache");
     }
@@ -799,7 +852,7 @@ fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
     let mut figures: Vec<(String, BuildFigures)> =
         trees.iter().map(|(name, _)| (name.to_string(), BuildFigures::default())).collect();
     let result = (|| -> Result<()> {
-        for (i, (name, dir)) in trees.iter().enumerate() {
+        for (i, (name, dir)) in trees.iter().enumerate().filter(|_| build) {
             println!("  {name}: cold build in {} (minutes)...", target(i, "release").display());
             let (cold, _) =
                 cargo(dir, &target(i, "release"), &["build", "--release", "--workspace"])?;
@@ -809,7 +862,7 @@ fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
             figures[i].1.stripped_bytes = stripped_size(&binary);
             figures[i].1.cold = Some(cold);
         }
-        for (i, (name, dir)) in trees.iter().enumerate() {
+        for (i, (name, dir)) in trees.iter().enumerate().filter(|_| build) {
             // Only the modification time changes, as an edit would.
             touch(&dir.join("crates/cli/main.rs"))?;
             let (rebuild, recompiled) =
@@ -822,7 +875,7 @@ fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
             figures[i].1.rebuild = Some(rebuild);
             figures[i].1.recompiled = recompiled;
         }
-        for (i, (name, dir)) in trees.iter().enumerate() {
+        for (i, (name, dir)) in trees.iter().enumerate().filter(|_| build) {
             touch(&dir.join("crates/catalog/src/lib.rs"))?;
             let (catalog, recompiled) =
                 cargo(dir, &target(i, "release"), &["build", "--release", "--workspace"])?;
@@ -833,7 +886,7 @@ fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
             );
             figures[i].1.catalog = Some(catalog);
         }
-        for (i, (name, dir)) in trees.iter().enumerate() {
+        for (i, (name, dir)) in trees.iter().enumerate().filter(|_| test) {
             println!("  {name}: clean cargo test --workspace -j2 (minutes)...");
             // A test that fails under load (timing-sensitive ones do) does not void the figure:
             // the build and the run took that long either way.
@@ -851,6 +904,33 @@ fn bench_build(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
     })();
     let _ = std::fs::remove_dir_all(&scratch);
     result.map(|()| figures)
+}
+
+/// Builds each tree's release binary in its own `target/` (incrementally, as a developer
+/// would) and measures it stripped.
+fn bench_binary(trees: &[(&str, &Path)]) -> Result<Vec<(String, BuildFigures)>> {
+    let mut figures = Vec::new();
+    for (name, dir) in trees {
+        let target = dir.join("target");
+        let (built, _) = cargo(dir, &target, &["build", "--release", "--bin", "tmetric"])?;
+        let binary = target.join("release/tmetric");
+        let stripped = stripped_size(&binary);
+        println!(
+            "  {name}: release build {}, binary {}, stripped {}",
+            built.show(),
+            std::fs::metadata(&binary).map_or("missing".to_string(), |m| mb(m.len())),
+            stripped.map_or("unknown".to_string(), mb)
+        );
+        figures.push((
+            name.to_string(),
+            BuildFigures {
+                binary_bytes: std::fs::metadata(&binary).ok().map(|m| m.len()),
+                stripped_bytes: stripped,
+                ..BuildFigures::default()
+            },
+        ));
+    }
+    Ok(figures)
 }
 
 fn touch(path: &Path) -> Result<()> {

@@ -32,7 +32,7 @@ fn main() -> anyhow::Result<()> {
             );
             let s = report.sharing;
             eprintln!(
-                "regen: shared: {} of {} value functions, {} of {} needed-events functions, {} of {} metric descriptors, {} of {} strings ({} bytes) distinct",
+                "regen: shared: {} of {} value functions, {} of {} needed-events functions, {} of {} metric descriptors, {} of {} strings ({} bytes plain) distinct; descriptions {} -> {} bytes, events {} -> {} bytes deflated",
                 s.value_fns.1,
                 s.value_fns.0,
                 s.needed_fns.1,
@@ -41,7 +41,11 @@ fn main() -> anyhow::Result<()> {
                 s.descriptors.0,
                 s.strings.1,
                 s.strings.0,
-                s.string_bytes
+                s.string_bytes,
+                s.description_bytes.0,
+                s.description_bytes.1,
+                s.event_bytes.0,
+                s.event_bytes.1
             );
             let diag = root.join(regen::GEN_DIR).join(diagnostics::FILE);
             eprintln!(

@@ -1,8 +1,9 @@
 //! `cargo xtask regen`: compiles every table of `pmu-events/arch` into Rust under
 //! `crates/catalog/src/generated/`.
 //!
-//! Data is data: one deduplicated string blob shared by every model (`strings.txt`, with
-//! `strings.idx` offsets) and fixed-size event records (`events.bin`), embedded with
+//! Data is data: deduplicated string blobs shared by every model (`strings.txt`, with
+//! `strings.idx` offsets, and the descriptions deflated in `descriptions.bin`, with
+//! `descriptions.idx`) and fixed-size event records (deflated in `events.bin`), embedded with
 //! `include_str!`/`include_bytes!` and decoded on access. Each `MetricExpr`, `MetricThreshold`
 //! and needed-events pass becomes a function over `tmetric_model::sem` that names its inputs by
 //! metric-local index, so a function whose lowered form is the same in several models is
@@ -65,8 +66,12 @@ pub struct Sharing {
     pub descriptors: (usize, usize),
     /// String references, and distinct strings.
     pub strings: (usize, usize),
-    /// Bytes of the string blob.
+    /// Bytes of the plain string blob.
     pub string_bytes: usize,
+    /// Bytes of the description text, before and after deflate.
+    pub description_bytes: (usize, usize),
+    /// Bytes of the event records, before and after deflate.
+    pub event_bytes: (usize, usize),
 }
 
 /// Regenerates (or checks) the catalogue from `root/pmu-events/arch`.
@@ -247,11 +252,14 @@ fn generate(
         pub mod metrics;
 
         /// The strings and events of every model, embedded once.
-        pub static TABLES: Tables = Tables {
-            strings: include_str!("strings.txt"),
-            string_offsets: include_bytes!("strings.idx"),
-            events: include_bytes!("events.bin"),
-        };
+        pub static TABLES: Tables = Tables::new(
+            include_str!("strings.txt"),
+            include_bytes!("strings.idx"),
+            include_bytes!("descriptions.bin"),
+            include_bytes!("descriptions.idx"),
+            include_bytes!("events.bin"),
+            include_bytes!("events.idx"),
+        );
 
         /// Every model, sorted by architecture then name.
         pub static MODELS: &[&Model] = &[#(#model_refs),*];
@@ -283,21 +291,39 @@ fn generate(
         let text = text.map_err(anyhow::Error::msg)?;
         files.insert(path.clone(), text.into_bytes());
     }
-    let mut offsets = Vec::with_capacity(shared.blob.ids.len() * 4 + 4);
-    for &(off, _) in &shared.blob.ids {
-        offsets.extend_from_slice(&off.to_le_bytes());
+    // The tables deflate in parallel, at a fast greedy level: level 9 made `regen --check` a
+    // third slower (it must stay 10x faster than jevents.py) for a binary 0.1 MB smaller.
+    let to_deflate: Vec<&[u8]> = std::iter::once(shared.cold.text.as_bytes())
+        .chain(shared.events.iter().map(Vec::as_slice))
+        .collect();
+    let mut deflated =
+        tmetric_vendor::par::par_map(&to_deflate, |b| miniz_oxide::deflate::compress_to_vec(b, 2))
+            .into_iter();
+    let descriptions = deflated.next().expect("the descriptions are deflated");
+    let (mut events, mut event_chunks) = (Vec::new(), Vec::new());
+    for chunk in deflated {
+        event_chunks.extend_from_slice(&(events.len() as u32).to_le_bytes());
+        events.extend_from_slice(&chunk);
     }
-    offsets.extend_from_slice(&(shared.blob.text.len() as u32).to_le_bytes());
+    event_chunks.extend_from_slice(&(events.len() as u32).to_le_bytes());
     let sharing = Sharing {
         value_fns: (shared.value_uses, shared.value_fns.len()),
         needed_fns: (shared.needed_uses, shared.needed_fns.len()),
         descriptors: (shared.desc_uses, shared.descs.len()),
-        strings: (shared.blob.uses, shared.blob.ids.len()),
+        strings: (
+            shared.blob.uses + shared.cold.uses,
+            shared.blob.ids.len() + shared.cold.ids.len(),
+        ),
         string_bytes: shared.blob.text.len(),
+        description_bytes: (shared.cold.text.len(), descriptions.len()),
+        event_bytes: (shared.events.iter().map(Vec::len).sum(), events.len()),
     };
+    files.insert(format!("{GEN_DIR}/strings.idx"), shared.blob.offsets());
     files.insert(format!("{GEN_DIR}/strings.txt"), shared.blob.text.into_bytes());
-    files.insert(format!("{GEN_DIR}/strings.idx"), offsets);
-    files.insert(format!("{GEN_DIR}/events.bin"), shared.events);
+    files.insert(format!("{GEN_DIR}/descriptions.idx"), shared.cold.offsets());
+    files.insert(format!("{GEN_DIR}/descriptions.bin"), descriptions);
+    files.insert(format!("{GEN_DIR}/events.bin"), events);
+    files.insert(format!("{GEN_DIR}/events.idx"), event_chunks);
     files.insert(format!("{GEN_DIR}/skipped.txt"), skipped_report(resolved).into_bytes());
     files.insert(
         format!("{GEN_DIR}/{}", crate::diagnostics::FILE),
@@ -329,7 +355,7 @@ fn skipped_report(resolved: &[Resolved<'_>]) -> String {
     out
 }
 
-/// The shared string blob: every distinct string once, numbered in order of first use.
+/// A shared string blob: every distinct string once, numbered in order of first use.
 #[derive(Default)]
 struct Blob {
     text: String,
@@ -337,6 +363,8 @@ struct Blob {
     ids: Vec<(u32, u32)>,
     at: HashMap<String, u32>,
     uses: usize,
+    /// Strings of the compressed description blob (`Str::cold`).
+    cold: bool,
 }
 
 impl Blob {
@@ -357,11 +385,24 @@ impl Blob {
         id
     }
 
-    /// `Str(offset, len)` of `s`.
+    /// `Str(offset, len)` of `s` (`Str::cold` in the description blob; the empty string is
+    /// `Str(0, 0)` in both).
     fn add(&mut self, s: &str) -> String {
         let id = self.id(s);
-        let (off, len) = self.ids[id as usize];
-        format!("Str({off}, {len})")
+        match self.ids[id as usize] {
+            (off, len) if self.cold && len > 0 => format!("Str::cold({off}, {len})"),
+            (off, len) => format!("Str({off}, {len})"),
+        }
+    }
+
+    /// The offset table: little-endian `u32` start of every id, then the end.
+    fn offsets(&self) -> Vec<u8> {
+        let mut offsets = Vec::with_capacity(self.ids.len() * 4 + 4);
+        for &(off, _) in &self.ids {
+            offsets.extend_from_slice(&off.to_le_bytes());
+        }
+        offsets.extend_from_slice(&(self.text.len() as u32).to_le_bytes());
+        offsets
     }
 
     fn opt(&mut self, s: Option<&String>) -> String {
@@ -370,10 +411,12 @@ impl Blob {
 }
 
 /// Everything shared across models.
-#[derive(Default)]
 struct Shared {
     blob: Blob,
-    events: Vec<u8>,
+    /// Descriptions: only `list` and `describe` read them, so they are stored deflated.
+    cold: Blob,
+    /// Per model: its event records, deflated as one chunk.
+    events: Vec<Vec<u8>>,
     /// Value functions by body: their name.
     value_fns: HashMap<String, Ident>,
     /// Needed-events functions by body: their name.
@@ -440,6 +483,24 @@ impl Shared {
     }
 }
 
+impl Default for Shared {
+    fn default() -> Shared {
+        Shared {
+            blob: Blob::default(),
+            cold: Blob { cold: true, ..Blob::default() },
+            events: Vec::new(),
+            value_fns: HashMap::new(),
+            needed_fns: HashMap::new(),
+            desc_names: HashMap::new(),
+            funcs: Vec::new(),
+            descs: Vec::new(),
+            value_uses: 0,
+            needed_uses: 0,
+            desc_uses: 0,
+        }
+    }
+}
+
 /// An integer literal without a type suffix (the field types say it).
 fn int(v: impl Into<u64>) -> proc_macro2::Literal {
     proc_macro2::Literal::u64_unsuffixed(v.into())
@@ -470,26 +531,28 @@ fn counters(c: &Counters) -> (u32, u8) {
     }
 }
 
-/// Appends one table's events as records to the shared event table; the index of its first.
+/// Adds one table's events as a chunk of records to the shared event table; the chunk's index.
 fn add_events(table: &Table, shared: &mut Shared) -> usize {
-    let first = shared.events.len() / EVENT_RECORD;
+    let chunk = shared.events.len();
+    let mut records = Vec::with_capacity(table.events.len() * EVENT_RECORD);
     for e in &table.events {
         let flags =
             u8::from(e.per_pkg) | u8::from(e.deprecated) << 1 | u8::from(e.experimental) << 2;
         let (scale, unit) = e.scale_unit.as_ref().map_or((1.0, ""), |s| (s.scale, s.unit.as_str()));
         let empty = String::new();
+        let (brief, public) =
+            (e.brief.as_ref().unwrap_or(&empty), e.public.as_ref().unwrap_or(&empty));
         let strings = [
-            &e.name,
-            &e.pmu,
-            &e.topic,
-            &e.encoding,
-            e.brief.as_ref().unwrap_or(&empty),
-            e.public.as_ref().unwrap_or(&empty),
-            e.compat.as_ref().unwrap_or(&empty),
-            &unit.to_string(),
-        ]
-        .map(|s| shared.blob.id(s));
-        let record = &mut shared.events;
+            shared.blob.id(&e.name),
+            shared.blob.id(&e.pmu),
+            shared.blob.id(&e.topic),
+            shared.blob.id(&e.encoding),
+            shared.cold.id(brief),
+            shared.cold.id(public),
+            shared.blob.id(e.compat.as_ref().unwrap_or(&empty)),
+            shared.blob.id(unit),
+        ];
+        let record = &mut records;
         for id in strings {
             record.extend_from_slice(&id.to_le_bytes());
         }
@@ -498,13 +561,14 @@ fn add_events(table: &Table, shared: &mut Shared) -> usize {
         record.extend_from_slice(&generic.to_le_bytes());
         record.extend_from_slice(&[fixed, e.pebs, flags, 0]);
     }
-    first
+    shared.events.push(records);
+    chunk
 }
 
 /// The Rust source of one model, adding its shared parts to `shared`.
 fn model_file(r: &Resolved<'_>, shared: &mut Shared) -> String {
     let table: &Table = r.table;
-    let first_event = add_events(table, shared);
+    let event_chunk = add_events(table, shared);
     let event_count = table.events.len();
 
     // Metrics: only those that compile, renumbered.
@@ -545,7 +609,7 @@ fn model_file(r: &Resolved<'_>, shared: &mut Shared) -> String {
     let order: Vec<usize> = r.eval_order().into_iter().map(|m| new_index[&m]).collect();
     let mut groups = String::new();
     for (name, desc) in &table.metric_groups {
-        let (name, desc) = (shared.blob.add(name), shared.blob.add(desc));
+        let (name, desc) = (shared.blob.add(name), shared.cold.add(desc));
         let _ = writeln!(groups, "    Group {{ name: {name}, description: {desc} }},");
     }
     let mut counter_info = String::new();
@@ -569,7 +633,7 @@ fn model_file(r: &Resolved<'_>, shared: &mut Shared) -> String {
     let _ = writeln!(
         out,
         "pub static MODEL: Model = Model {{\n    arch: {:?},\n    name: {:?},\n    is_sys: {},\n    tables: &TABLES,\n    \
-         events: Events::new(&TABLES, {first_event}, {event_count}),\n    ids: IDS,\n    metrics: METRICS,\n    \
+         events: Events::new(&TABLES, {event_chunk}, {event_count}),\n    ids: IDS,\n    metrics: METRICS,\n    \
          eval_order: &{order:?},\n    groups: GROUPS,\n    counters: COUNTERS,\n}};\n",
         table.arch, table.name, table.is_sys
     );
@@ -628,7 +692,7 @@ fn metric(
         Some(AggrMode::PerChip) => "PerChip",
         Some(AggrMode::PerCore) => "PerCore",
     };
-    let blob = &mut shared.blob;
+    let (blob, cold) = (&mut shared.blob, &mut shared.cold);
     let fields = format!(
         "name: {}, pmu: {}, groups: {}, brief: {}, public: {}, expr: {}, threshold_expr: {}, \
          scale: {}, unit: {}, has_scale_unit: {has_scale}, constraint: Constraint::{constraint}, \
@@ -638,8 +702,8 @@ fn metric(
         blob.add(&vm.name),
         blob.add(&vm.pmu),
         blob.add(&vm.groups.join(";")),
-        blob.opt(vm.brief.as_ref()),
-        blob.opt(vm.public.as_ref()),
+        cold.opt(vm.brief.as_ref()),
+        cold.opt(vm.public.as_ref()),
         blob.add(&vm.expr),
         blob.opt(vm.threshold.as_ref()),
         float(scale),

@@ -9,7 +9,7 @@ use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, BufRead, BufReader, Read};
 
-use regex::Regex;
+use regex_lite::Regex;
 use serde::Serialize;
 
 use crate::error::LatencyError;

@@ -16,7 +16,7 @@ pub enum LatencyError {
         pattern: String,
         /// What the regex parser said.
         #[source]
-        source: Box<regex::Error>,
+        source: Box<regex_lite::Error>,
     },
     /// `--value ''` or `--value 'a b'`: a field name must be a non-empty word.
     #[error(

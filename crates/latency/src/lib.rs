@@ -98,7 +98,7 @@ pub struct LatencyArgs {
     /// Trace text to read (trace_pipe, the trace file or `trace-cmd report` output), or `-` for standard input.
     #[arg(default_value = "-", value_name = "FILE")]
     pub file: String,
-    /// Events to analyse: a regex matched against the event name (add ^ and $ for an exact name).
+    /// Events to analyse: a regex matched against the event name (add ^ and $ for an exact name); classes such as \w and [[:alpha:]] are ASCII only.
     #[arg(long, value_name = "REGEX", default_value = DEFAULT_EVENT_REGEX)]
     pub event: String,
     /// Field holding the sample, written `FIELD:N` or `FIELD=N` in the event text.

@@ -8,12 +8,25 @@
 //! metric-local indices, so one descriptor serves every model where the metric is the same;
 //! a model binds it to its own input slots and metrics with a [`Metric`].
 
+use std::sync::OnceLock;
+
 use crate::Literal;
 use crate::sem::{Fail, Needed};
 
-/// A string of the shared blob: byte offset and length.
+/// A string of the shared tables: byte offset and length. Offsets with [`Str::COLD`] set are
+/// in the compressed description text ([`Tables`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Str(pub u32, pub u32);
+
+impl Str {
+    /// The offset bit of strings in the compressed description text.
+    pub const COLD: u32 = 1 << 31;
+
+    /// A string of the description text, at `offset` of its decompressed bytes.
+    pub const fn cold(offset: u32, len: u32) -> Str {
+        Str(offset | Str::COLD, len)
+    }
+}
 
 /// Which counters an event may use, from the JSON `Counter` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -75,13 +88,100 @@ pub const EVENT_RECORD: usize = 48;
 ///
 /// Models hold a reference to the one `static` of this type: a model that copied the slices
 /// out of another static would make the compiler emit a second copy of the bytes.
+///
+/// Descriptions (events', metrics' and groups' brief and public texts) are two thirds of the
+/// strings and are only printed by `list` and `describe`, so they are kept deflate-compressed
+/// and inflated on first use; so are the event records, which compress fivefold (string ids
+/// and masks repeat), one chunk per model so that a run inflates only the models it reads.
+/// The names, encodings and expressions every run reads stay plain.
 pub struct Tables {
-    /// Every string of every model, deduplicated.
-    pub strings: &'static str,
-    /// Little-endian `u32` offsets into `strings`: string id `i` spans offsets `i..i + 1`.
-    pub string_offsets: &'static [u8],
-    /// Every model's events, [`EVENT_RECORD`] bytes each.
-    pub events: &'static [u8],
+    strings: &'static str,
+    string_offsets: &'static [u8],
+    cold_strings: &'static [u8],
+    cold_offsets: &'static [u8],
+    events: &'static [u8],
+    event_chunks: &'static [u8],
+    cold_text: OnceLock<String>,
+    /// Per chunk of `events`, its records once inflated.
+    event_records: OnceLock<Box<[OnceLock<Vec<u8>>]>>,
+}
+
+impl Tables {
+    /// The tables `cargo xtask regen` writes: `strings` (every plain string once),
+    /// `string_offsets` (little-endian `u32` offsets into it: string id `i` spans offsets
+    /// `i..i + 1`), `cold_strings` (the deflated description text) and `cold_offsets` (its
+    /// offsets, as for `strings`), `events` (chunks of deflated [`EVENT_RECORD`]-byte records,
+    /// one per model) and `event_chunks` (`u32` offsets of the chunks, as for `strings`).
+    pub const fn new(
+        strings: &'static str,
+        string_offsets: &'static [u8],
+        cold_strings: &'static [u8],
+        cold_offsets: &'static [u8],
+        events: &'static [u8],
+        event_chunks: &'static [u8],
+    ) -> Tables {
+        Tables {
+            strings,
+            string_offsets,
+            cold_strings,
+            cold_offsets,
+            events,
+            event_chunks,
+            cold_text: OnceLock::new(),
+            event_records: OnceLock::new(),
+        }
+    }
+
+    /// The text of `s`.
+    pub fn str(&'static self, s: Str) -> &'static str {
+        if s.1 == 0 {
+            return "";
+        }
+        let (text, offset) = if s.0 & Str::COLD == 0 {
+            (self.strings, s.0)
+        } else {
+            (self.cold_text(), s.0 & !Str::COLD)
+        };
+        &text[offset as usize..(offset + s.1) as usize]
+    }
+
+    /// The decompressed description text; inflated once, on first use.
+    fn cold_text(&'static self) -> &'static str {
+        self.cold_text.get_or_init(|| {
+            String::from_utf8(inflate(self.cold_strings, "description strings"))
+                .expect("the description strings are UTF-8 (written by `cargo xtask regen`)")
+        })
+    }
+
+    /// The event records of `chunk`; inflated once, on first use.
+    fn event_records(&'static self, chunk: usize) -> &'static [u8] {
+        let chunks = self.event_records.get_or_init(|| {
+            (0..(self.event_chunks.len() / 4).saturating_sub(1)).map(|_| OnceLock::new()).collect()
+        });
+        chunks[chunk].get_or_init(|| {
+            let start = Events::u32_at(self.event_chunks, chunk * 4) as usize;
+            let end = Events::u32_at(self.event_chunks, chunk * 4 + 4) as usize;
+            inflate(&self.events[start..end], "event records")
+        })
+    }
+
+    /// Bytes of the tables as embedded: plain strings, compressed descriptions, compressed
+    /// event records (offset tables included).
+    pub fn embedded_bytes(&self) -> (usize, usize, usize) {
+        (
+            self.strings.len() + self.string_offsets.len(),
+            self.cold_strings.len() + self.cold_offsets.len(),
+            self.events.len() + self.event_chunks.len(),
+        )
+    }
+}
+
+/// Inflates a table regen deflated. It is part of the binary, so a failure is a broken build,
+/// not bad input.
+fn inflate(bytes: &[u8], what: &str) -> Vec<u8> {
+    miniz_oxide::inflate::decompress_to_vec(bytes).unwrap_or_else(|err| {
+        panic!("the embedded {what} do not inflate ({err:?}): rerun `cargo xtask regen`")
+    })
 }
 
 impl std::fmt::Debug for Tables {
@@ -89,7 +189,10 @@ impl std::fmt::Debug for Tables {
         f.debug_struct("Tables")
             .field("strings", &self.strings.len())
             .field("string_offsets", &self.string_offsets.len())
+            .field("cold_strings", &self.cold_strings.len())
+            .field("cold_offsets", &self.cold_offsets.len())
             .field("events", &self.events.len())
+            .field("event_chunks", &self.event_chunks.len())
             .finish()
     }
 }
@@ -99,18 +202,19 @@ impl std::fmt::Debug for Tables {
 /// Record layout (little-endian): eight `u32` string ids (name, pmu, topic, encoding, brief,
 /// public, compat, unit), `scale` as `f64` bits, the general counter mask `u32`, then the
 /// fixed counter mask, `pebs` and flags as `u8`, and one padding byte. String id `i` is the
-/// text between offsets `i` and `i + 1` of the offset table (`u32` each).
+/// text between offsets `i` and `i + 1` of the offset table (`u32` each); `brief` and
+/// `public` are ids of the description table, the others of the plain one.
 #[derive(Debug, Clone, Copy)]
 pub struct Events {
     tables: &'static Tables,
-    first: usize,
+    chunk: usize,
     len: usize,
 }
 
 impl Events {
-    /// `len` records of `tables` from record `first`.
-    pub const fn new(tables: &'static Tables, first: usize, len: usize) -> Events {
-        Events { tables, first, len }
+    /// The `len` records of chunk `chunk` of `tables`.
+    pub const fn new(tables: &'static Tables, chunk: usize, len: usize) -> Events {
+        Events { tables, chunk, len }
     }
 
     /// Number of events.
@@ -127,7 +231,7 @@ impl Events {
 
     /// Event `i`, or `None` past the end.
     pub fn get(&self, i: usize) -> Option<Event> {
-        (i < self.len).then(|| self.decode(self.first + i))
+        (i < self.len).then(|| self.decode(i))
     }
 
     /// Event `i`; panics past the end, as slice indexing does.
@@ -138,23 +242,33 @@ impl Events {
     /// Every event, in JSON order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Event> + DoubleEndedIterator + 'static {
         let this = *self;
-        (0..self.len).map(move |i| this.decode(this.first + i))
+        (0..self.len).map(move |i| this.decode(i))
     }
 
     fn u32_at(bytes: &[u8], at: usize) -> u32 {
         u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
     }
 
-    fn string(&self, id: u32) -> Str {
+    fn string(offsets: &[u8], id: u32) -> (u32, u32) {
         let at = id as usize * 4;
-        let offsets = self.tables.string_offsets;
         let start = Self::u32_at(offsets, at);
-        Str(start, Self::u32_at(offsets, at + 4) - start)
+        (start, Self::u32_at(offsets, at + 4) - start)
     }
 
     fn decode(&self, record: usize) -> Event {
-        let r = &self.tables.events[record * EVENT_RECORD..(record + 1) * EVENT_RECORD];
-        let s = |field: usize| self.string(Self::u32_at(r, field * 4));
+        let tables = self.tables;
+        let r =
+            &tables.event_records(self.chunk)[record * EVENT_RECORD..(record + 1) * EVENT_RECORD];
+        let id = |field: usize| Self::u32_at(r, field * 4);
+        let s = |field: usize| {
+            let (start, len) = Self::string(tables.string_offsets, id(field));
+            Str(start, len)
+        };
+        // The empty description stays `Str(0, 0)`, equal to every other empty string.
+        let cold = |field: usize| match Self::string(tables.cold_offsets, id(field)) {
+            (_, 0) => Str::default(),
+            (start, len) => Str::cold(start, len),
+        };
         let mut scale = [0u8; 8];
         scale.copy_from_slice(&r[32..40]);
         Event {
@@ -162,8 +276,8 @@ impl Events {
             pmu: s(1),
             topic: s(2),
             encoding: s(3),
-            brief: s(4),
-            public: s(5),
+            brief: cold(4),
+            public: cold(5),
             compat: s(6),
             unit: s(7),
             scale: f64::from_le_bytes(scale),
@@ -501,7 +615,7 @@ impl Model {
     /// The text of a [`Str`].
     #[inline]
     pub fn str(&self, s: Str) -> &'static str {
-        &self.tables.strings[s.0 as usize..(s.0 + s.1) as usize]
+        self.tables.str(s)
     }
 }
 

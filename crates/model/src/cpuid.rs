@@ -1,7 +1,7 @@
 //! perf's cpuid matching rules per architecture (mapfile.csv rows, `strcmp_cpuid_str`) and
 //! sys-PMU `Compat` matching. Shared by the vendor loader and the compiled catalogue.
 
-use regex::Regex;
+use regex_lite::Regex;
 
 /// Does the cpuid string of a CPU match a mapfile row? Follows perf's `strcmp_cpuid_str` for `arch`:
 ///

@@ -1,6 +1,7 @@
 //! `mapfile.csv` rows and perf's cpuid matching rules (per architecture), plus sys-PMU `Compat` matching.
 
-use regex::Regex;
+// The catalogue matches cpuids with `regex_lite` (`tmetric_model::cpuid`): validate with it.
+use regex_lite::Regex;
 
 use crate::diag::{Diagnostic, Severity};
 

@@ -338,7 +338,8 @@ fn shared_fields(own: Source<'_>, std: Option<Source<'_>>) -> Result<Shared, (Ke
     };
     let compat = text(Key::Compat);
     if let Some(compat) = &compat
-        && let Err(err) = regex::Regex::new(&format!("^(?:{compat})$"))
+        // Validated with the engine the catalogue matches with (`tmetric_model::cpuid`).
+        && let Err(err) = regex_lite::Regex::new(&format!("^(?:{compat})$"))
     {
         return Err((
             Key::Compat,

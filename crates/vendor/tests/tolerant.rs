@@ -432,7 +432,7 @@ fn bad_mapfile_rows_counter_entries_groups_and_stray_files() {
         found,
         [
             "error: arm64/arm/a.json: `arm64/arm` has model subdirectories, so this file belongs to no table (json files belong in a model directory: a leaf, or one holding only `sys/`); file ignored",
-            "error: x86/mapfile.csv:2: cpuid `GenuineIntel-6-(` is not a valid regular expression: regex parse error:\n    GenuineIntel-6-(\n                   ^\nerror: unclosed group; row skipped",
+            "error: x86/mapfile.csv:2: cpuid `GenuineIntel-6-(` is not a valid regular expression: found open group without closing ')'; row skipped",
             "error: x86/mapfile.csv:4: expected 4 comma-separated fields (cpuid,version,directory,type), found 2; row skipped",
             "error: x86/model/counter.json:2: object #1: counter.json entry needs `Unit`, `CountersNumFixed` and `CountersNumGeneric` (non-negative integers); entry skipped",
             "warning: x86/model/metricgroups.json: the description of metric group `H` is a number, not a string; group description ignored",

@@ -10,11 +10,14 @@ pub mod x86;
 pub mod funcs;
 pub mod metrics;
 /// The strings and events of every model, embedded once.
-pub static TABLES: Tables = Tables {
-    strings: include_str!("strings.txt"),
-    string_offsets: include_bytes!("strings.idx"),
-    events: include_bytes!("events.bin"),
-};
+pub static TABLES: Tables = Tables::new(
+    include_str!("strings.txt"),
+    include_bytes!("strings.idx"),
+    include_bytes!("descriptions.bin"),
+    include_bytes!("descriptions.idx"),
+    include_bytes!("events.bin"),
+    include_bytes!("events.idx"),
+);
 /// Every model, sorted by architecture then name.
 pub static MODELS: &[&Model] = &[
     &arm64::ampere_ampereone::MODEL,

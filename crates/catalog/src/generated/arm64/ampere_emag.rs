@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "ampere/emag",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 480, 107),
+    events: Events::new(&TABLES, 2, 107),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cmn",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 587, 0),
+    events: Events::new(&TABLES, 3, 0),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

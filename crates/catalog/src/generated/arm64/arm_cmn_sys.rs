@@ -11,7 +11,7 @@ pub static MODEL: Model = Model {
     name: "arm/cmn/sys",
     is_sys: true,
     tables: &TABLES,
-    events: Events::new(&TABLES, 587, 33),
+    events: Events::new(&TABLES, 4, 33),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 7],
@@ -20,19 +20,19 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(37093, 14), kind: IdKind::Event(0), pmu: Str(37107, 7), event: Str(37093, 14), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(37217, 23), kind: IdKind::Event(1), pmu: Str(37107, 7), event: Str(37217, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(37421, 14), kind: IdKind::Event(3), pmu: Str(37107, 7), event: Str(37421, 14), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(37485, 19), kind: IdKind::Event(4), pmu: Str(37107, 7), event: Str(37485, 19), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(37563, 10), kind: IdKind::Event(5), pmu: Str(37107, 7), event: Str(37563, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(38091, 14), kind: IdKind::Event(11), pmu: Str(37107, 7), event: Str(38091, 14), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(38171, 11), kind: IdKind::Event(12), pmu: Str(37107, 7), event: Str(38171, 11), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(38857, 16), kind: IdKind::Event(17), pmu: Str(37107, 7), event: Str(38857, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(25996, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(25996, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(38988, 16), kind: IdKind::Event(18), pmu: Str(37107, 7), event: Str(38988, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(39218, 24), kind: IdKind::Event(20), pmu: Str(37107, 7), event: Str(39218, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(39096, 22), kind: IdKind::Event(19), pmu: Str(37107, 7), event: Str(39096, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(39448, 16), kind: IdKind::Event(22), pmu: Str(37107, 7), event: Str(39448, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(13236, 14), kind: IdKind::Event(0), pmu: Str(13250, 7), event: Str(13236, 14), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(13295, 23), kind: IdKind::Event(1), pmu: Str(13250, 7), event: Str(13295, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(13364, 14), kind: IdKind::Event(3), pmu: Str(13250, 7), event: Str(13364, 14), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(13394, 19), kind: IdKind::Event(4), pmu: Str(13250, 7), event: Str(13394, 19), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(13429, 10), kind: IdKind::Event(5), pmu: Str(13250, 7), event: Str(13429, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(13633, 14), kind: IdKind::Event(11), pmu: Str(13250, 7), event: Str(13633, 14), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(13665, 11), kind: IdKind::Event(12), pmu: Str(13250, 7), event: Str(13665, 11), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(13839, 16), kind: IdKind::Event(17), pmu: Str(13250, 7), event: Str(13839, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(9020, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(9020, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(13873, 16), kind: IdKind::Event(18), pmu: Str(13250, 7), event: Str(13873, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(13947, 24), kind: IdKind::Event(20), pmu: Str(13250, 7), event: Str(13947, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(13907, 22), kind: IdKind::Event(19), pmu: Str(13250, 7), event: Str(13907, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(14024, 16), kind: IdKind::Event(22), pmu: Str(13250, 7), event: Str(14024, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[Metric] = &[

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a34",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 620, 33),
+    events: Events::new(&TABLES, 5, 33),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

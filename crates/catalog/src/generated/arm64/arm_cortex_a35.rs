@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a35",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 653, 38),
+    events: Events::new(&TABLES, 6, 38),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

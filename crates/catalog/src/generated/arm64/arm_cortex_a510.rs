@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a510",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 691, 143),
+    events: Events::new(&TABLES, 7, 143),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a53",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 834, 30),
+    events: Events::new(&TABLES, 8, 30),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

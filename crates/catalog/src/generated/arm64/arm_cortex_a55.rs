@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a55",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 864, 110),
+    events: Events::new(&TABLES, 9, 110),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

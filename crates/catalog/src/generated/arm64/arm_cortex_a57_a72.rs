@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a57-a72",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 974, 83),
+    events: Events::new(&TABLES, 10, 83),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

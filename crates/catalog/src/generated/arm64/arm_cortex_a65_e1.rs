@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a65-e1",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 1057, 128),
+    events: Events::new(&TABLES, 11, 128),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

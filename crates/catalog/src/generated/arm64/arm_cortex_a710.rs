@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a710",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 1185, 150),
+    events: Events::new(&TABLES, 12, 150),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

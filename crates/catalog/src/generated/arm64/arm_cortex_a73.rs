@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a73",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 1335, 79),
+    events: Events::new(&TABLES, 13, 79),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

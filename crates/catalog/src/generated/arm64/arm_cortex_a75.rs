@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a75",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 1414, 103),
+    events: Events::new(&TABLES, 14, 103),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

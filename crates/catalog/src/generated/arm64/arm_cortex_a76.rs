@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a76",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 1517, 106),
+    events: Events::new(&TABLES, 15, 106),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

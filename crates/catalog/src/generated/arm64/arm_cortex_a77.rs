@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a77",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 1623, 106),
+    events: Events::new(&TABLES, 16, 106),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

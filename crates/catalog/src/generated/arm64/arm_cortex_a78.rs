@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-a78",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 1729, 117),
+    events: Events::new(&TABLES, 17, 117),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-x1",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 1846, 117),
+    events: Events::new(&TABLES, 18, 117),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "arm/cortex-x2",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 1963, 150),
+    events: Events::new(&TABLES, 19, 150),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

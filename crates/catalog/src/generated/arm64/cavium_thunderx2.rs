@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "cavium/thunderx2",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2507, 37),
+    events: Events::new(&TABLES, 23, 37),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

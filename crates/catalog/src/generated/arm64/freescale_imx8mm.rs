@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "freescale/imx8mm",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2544, 0),
+    events: Events::new(&TABLES, 24, 0),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

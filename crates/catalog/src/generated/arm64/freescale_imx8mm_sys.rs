@@ -11,7 +11,7 @@ pub static MODEL: Model = Model {
     name: "freescale/imx8mm/sys",
     is_sys: true,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2544, 5),
+    events: Events::new(&TABLES, 25, 5),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1],
@@ -20,8 +20,8 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(112230, 22), kind: IdKind::Event(1), pmu: Str(112195, 8), event: Str(112230, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(112273, 23), kind: IdKind::Event(2), pmu: Str(112195, 8), event: Str(112273, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(22061, 22), kind: IdKind::Event(1), pmu: Str(22042, 8), event: Str(22061, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(22083, 23), kind: IdKind::Event(2), pmu: Str(22042, 8), event: Str(22083, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[Metric] = &[

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "freescale/imx8mn",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2549, 0),
+    events: Events::new(&TABLES, 26, 0),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "freescale/imx8mp",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2554, 0),
+    events: Events::new(&TABLES, 28, 0),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

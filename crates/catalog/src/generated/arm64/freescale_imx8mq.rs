@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "freescale/imx8mq",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2559, 0),
+    events: Events::new(&TABLES, 30, 0),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

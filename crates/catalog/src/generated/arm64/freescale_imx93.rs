@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "freescale/imx93",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2564, 0),
+    events: Events::new(&TABLES, 32, 0),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

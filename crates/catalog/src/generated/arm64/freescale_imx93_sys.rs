@@ -11,7 +11,7 @@ pub static MODEL: Model = Model {
     name: "freescale/imx93/sys",
     is_sys: true,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2564, 1),
+    events: Events::new(&TABLES, 33, 1),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2],
@@ -20,16 +20,16 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(124101, 20), kind: IdKind::Sysfs, pmu: Str(124121, 9), event: Str(124130, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(124139, 20), kind: IdKind::Sysfs, pmu: Str(124121, 9), event: Str(124159, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(124168, 20), kind: IdKind::Sysfs, pmu: Str(124121, 9), event: Str(124188, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(124197, 20), kind: IdKind::Sysfs, pmu: Str(124121, 9), event: Str(124217, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(124226, 20), kind: IdKind::Sysfs, pmu: Str(124121, 9), event: Str(124246, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(124255, 20), kind: IdKind::Sysfs, pmu: Str(124121, 9), event: Str(124275, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(124284, 20), kind: IdKind::Sysfs, pmu: Str(124121, 9), event: Str(124304, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(124313, 20), kind: IdKind::Sysfs, pmu: Str(124121, 9), event: Str(124333, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(124342, 20), kind: IdKind::Sysfs, pmu: Str(124121, 9), event: Str(124362, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(25996, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(25996, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(31704, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31733, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(31742, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31762, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(31771, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31791, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(31800, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31820, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(31829, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31849, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(31858, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31878, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(31887, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31907, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(31916, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31936, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(31945, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31965, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(9020, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(9020, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[Metric] = &[

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "freescale/imx95",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2565, 0),
+    events: Events::new(&TABLES, 34, 0),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

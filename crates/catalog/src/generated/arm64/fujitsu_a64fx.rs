@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "fujitsu/a64fx",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2566, 183),
+    events: Events::new(&TABLES, 36, 183),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "hisilicon/hip09",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2825, 0),
+    events: Events::new(&TABLES, 38, 0),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -11,7 +11,7 @@ pub static MODEL: Model = Model {
     name: "hisilicon/hip09/sys",
     is_sys: true,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2825, 9),
+    events: Events::new(&TABLES, 39, 9),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1],
@@ -20,13 +20,13 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(168473, 13), kind: IdKind::Event(1), pmu: Str(168421, 13), event: Str(168473, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(168612, 17), kind: IdKind::Event(3), pmu: Str(168421, 13), event: Str(168612, 17), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(168697, 17), kind: IdKind::Event(4), pmu: Str(168421, 13), event: Str(168697, 17), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(168411, 10), kind: IdKind::Event(0), pmu: Str(168421, 13), event: Str(168411, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(168782, 13), kind: IdKind::Event(5), pmu: Str(168421, 13), event: Str(168782, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(168921, 17), kind: IdKind::Event(7), pmu: Str(168421, 13), event: Str(168921, 17), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(169017, 17), kind: IdKind::Event(8), pmu: Str(168421, 13), event: Str(169017, 17), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(58472, 13), kind: IdKind::Event(1), pmu: Str(58439, 13), event: Str(58472, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(58520, 17), kind: IdKind::Event(3), pmu: Str(58439, 13), event: Str(58520, 17), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(58537, 17), kind: IdKind::Event(4), pmu: Str(58439, 13), event: Str(58537, 17), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(58429, 10), kind: IdKind::Event(0), pmu: Str(58439, 13), event: Str(58429, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(58554, 13), kind: IdKind::Event(5), pmu: Str(58439, 13), event: Str(58554, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(58602, 17), kind: IdKind::Event(7), pmu: Str(58439, 13), event: Str(58602, 17), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(58630, 17), kind: IdKind::Event(8), pmu: Str(58439, 13), event: Str(58630, 17), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[Metric] = &[

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "thead/yitian710",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2834, 0),
+    events: Events::new(&TABLES, 40, 0),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -11,7 +11,7 @@ pub static MODEL: Model = Model {
     name: "thead/yitian710/sys",
     is_sys: true,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2834, 53),
+    events: Events::new(&TABLES, 41, 53),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1],
@@ -20,10 +20,10 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(169504, 6), kind: IdKind::Event(2), pmu: Str(169382, 7), event: Str(169504, 6), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(25996, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(25996, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(169453, 6), kind: IdKind::Event(1), pmu: Str(169382, 7), event: Str(169453, 6), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(169554, 7), kind: IdKind::Event(3), pmu: Str(169382, 7), event: Str(169554, 7), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(58889, 6), kind: IdKind::Event(2), pmu: Str(58865, 7), event: Str(58889, 6), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(9020, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(9020, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(58883, 6), kind: IdKind::Event(1), pmu: Str(58865, 7), event: Str(58883, 6), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(58895, 7), kind: IdKind::Event(3), pmu: Str(58865, 7), event: Str(58895, 7), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[Metric] = &[

@@ -11,7 +11,7 @@ pub static MODEL: Model = Model {
     name: "common",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2887, 0),
+    events: Events::new(&TABLES, 42, 0),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5],
@@ -20,13 +20,13 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(174209, 10), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(174209, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(25996, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(25996, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(174219, 16), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(174219, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(174235, 14), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(174235, 14), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(174249, 11), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(174249, 11), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(174260, 12), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(174260, 12), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(174272, 8), kind: IdKind::Sysfs, pmu: Str(174280, 3), event: Str(174283, 3), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(60514, 10), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(60514, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(9020, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(9020, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(60524, 16), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(60524, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(60540, 14), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(60540, 14), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(60554, 11), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(60554, 11), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(60565, 12), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(60565, 12), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(60577, 8), kind: IdKind::Sysfs, pmu: Str(60585, 3), event: Str(60588, 3), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[Metric] = &[

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "n13",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 2887, 48),
+    events: Events::new(&TABLES, 43, 48),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "andes/ax45",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 5438, 73),
+    events: Events::new(&TABLES, 47, 73),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

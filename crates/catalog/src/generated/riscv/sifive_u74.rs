@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "sifive/u74",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 5511, 57),
+    events: Events::new(&TABLES, 48, 57),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "starfive/dubhe-80",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 5568, 56),
+    events: Events::new(&TABLES, 49, 56),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "thead/c900-legacy",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 5624, 64),
+    events: Events::new(&TABLES, 50, 64),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

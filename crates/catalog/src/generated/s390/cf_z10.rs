@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "cf_z10",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 5688, 46),
+    events: Events::new(&TABLES, 51, 46),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "cf_z196",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 6263, 52),
+    events: Events::new(&TABLES, 56, 52),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -11,7 +11,7 @@ pub static MODEL: Model = Model {
     name: "cf_zec12",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 6315, 63),
+    events: Events::new(&TABLES, 57, 63),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0],
@@ -20,11 +20,11 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(602196, 9), kind: IdKind::Event(56), pmu: Str(592686, 7), event: Str(602196, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(602334, 10), kind: IdKind::Event(47), pmu: Str(592686, 7), event: Str(602334, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(610475, 12), kind: IdKind::Event(60), pmu: Str(592686, 7), event: Str(610475, 12), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(610876, 19), kind: IdKind::Event(62), pmu: Str(592686, 7), event: Str(610876, 19), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(610617, 22), kind: IdKind::Event(61), pmu: Str(592686, 7), event: Str(610617, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(202454, 9), kind: IdKind::Event(56), pmu: Str(201463, 7), event: Str(202454, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(202463, 10), kind: IdKind::Event(47), pmu: Str(201463, 7), event: Str(202463, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(203912, 12), kind: IdKind::Event(60), pmu: Str(201463, 7), event: Str(203912, 12), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(203946, 19), kind: IdKind::Event(62), pmu: Str(201463, 7), event: Str(203946, 19), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(203924, 22), kind: IdKind::Event(61), pmu: Str(201463, 7), event: Str(203924, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[Metric] = &[

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "test_soc/cpu",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 6378, 13),
+    events: Events::new(&TABLES, 58, 13),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],
@@ -19,7 +19,7 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(25996, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(25996, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(9020, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(9020, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[Metric] = &[

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "test_soc/sys",
     is_sys: true,
     tables: &TABLES,
-    events: Events::new(&TABLES, 6391, 3),
+    events: Events::new(&TABLES, 59, 3),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

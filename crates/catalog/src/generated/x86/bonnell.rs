@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "bonnell",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 8587, 270),
+    events: Events::new(&TABLES, 67, 270),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

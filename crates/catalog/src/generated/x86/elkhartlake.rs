@@ -11,7 +11,7 @@ pub static MODEL: Model = Model {
     name: "elkhartlake",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 18311, 305),
+    events: Events::new(&TABLES, 72, 305),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
@@ -20,14 +20,14 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(745038, 16), kind: IdKind::Event(237), pmu: Str(13, 12), event: Str(745038, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(492990, 6), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(492990, 6), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(729908, 28), kind: IdKind::Event(223), pmu: Str(13, 12), event: Str(729908, 28), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(726553, 28), kind: IdKind::Event(214), pmu: Str(13, 12), event: Str(726553, 28), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(668327, 22), kind: IdKind::Event(7), pmu: Str(13, 12), event: Str(668327, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(737024, 24), kind: IdKind::Event(233), pmu: Str(13, 12), event: Str(737024, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(174272, 8), kind: IdKind::Sysfs, pmu: Str(174280, 3), event: Str(174283, 3), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(2429485, 8), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(492990, 6), terms: Str(0, 0), modifiers: Str(903949, 1), retire_latency: false, calls: 0 },
+    Id { text: Str(236343, 16), kind: IdKind::Event(237), pmu: Str(13, 12), event: Str(236343, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(301427, 6), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(301427, 6), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(233814, 28), kind: IdKind::Event(223), pmu: Str(13, 12), event: Str(233814, 28), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(232758, 28), kind: IdKind::Event(214), pmu: Str(13, 12), event: Str(232758, 28), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(219894, 22), kind: IdKind::Event(7), pmu: Str(13, 12), event: Str(219894, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(235195, 24), kind: IdKind::Event(233), pmu: Str(13, 12), event: Str(235195, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(60577, 8), kind: IdKind::Sysfs, pmu: Str(60585, 3), event: Str(60588, 3), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(809220, 8), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(301427, 6), terms: Str(0, 0), modifiers: Str(303515, 1), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[Metric] = &[

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "goldmont",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 21295, 169),
+    events: Events::new(&TABLES, 74, 169),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "goldmontplus",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 21464, 180),
+    events: Events::new(&TABLES, 75, 180),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

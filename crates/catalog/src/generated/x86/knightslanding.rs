@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "knightslanding",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 32755, 835),
+    events: Events::new(&TABLES, 85, 835),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],
@@ -29,10 +29,10 @@ static GROUPS: &[Group] = &[
 
 static COUNTERS: &[CounterInfo] = &[
     CounterInfo { pmu: Str(13, 12), fixed: 3, generic: 2 },
-    CounterInfo { pmu: Str(1950406, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(3807292, 15), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(3806320, 15), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(3807925, 15), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(3808012, 15), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(2770346, 13), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(653944, 10), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(1120582, 15), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(1120440, 15), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(1120649, 15), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(1120700, 15), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(866729, 13), fixed: 0, generic: 4 },
 ];

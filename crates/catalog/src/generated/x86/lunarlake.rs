@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "lunarlake",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 33590, 86),
+    events: Events::new(&TABLES, 86, 86),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

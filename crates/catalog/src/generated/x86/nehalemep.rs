@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "nehalemep",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 34184, 558),
+    events: Events::new(&TABLES, 88, 558),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "nehalemex",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 34742, 553),
+    events: Events::new(&TABLES, 89, 553),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

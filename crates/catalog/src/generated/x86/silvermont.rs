@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "silvermont",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 39609, 130),
+    events: Events::new(&TABLES, 94, 130),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

@@ -11,7 +11,7 @@ pub static MODEL: Model = Model {
     name: "snowridgex",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 44109, 2820),
+    events: Events::new(&TABLES, 97, 2820),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[0, 1, 2, 3],
@@ -20,17 +20,17 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(2274679, 38), kind: IdKind::Event(1910), pmu: Str(2256764, 10), event: Str(2274679, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(2274799, 38), kind: IdKind::Event(1911), pmu: Str(2256764, 10), event: Str(2274799, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(2275261, 38), kind: IdKind::Event(1912), pmu: Str(2256764, 10), event: Str(2275261, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(2275738, 38), kind: IdKind::Event(1913), pmu: Str(2256764, 10), event: Str(2275738, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(2276409, 39), kind: IdKind::Event(1920), pmu: Str(2256764, 10), event: Str(2276409, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(2276530, 39), kind: IdKind::Event(1921), pmu: Str(2256764, 10), event: Str(2276530, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(2276993, 39), kind: IdKind::Event(1922), pmu: Str(2256764, 10), event: Str(2276993, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(2277471, 39), kind: IdKind::Event(1923), pmu: Str(2256764, 10), event: Str(2277471, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(1397686, 23), kind: IdKind::Event(2724), pmu: Str(661674, 10), event: Str(1397686, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(771066, 16), kind: IdKind::Event(2713), pmu: Str(661674, 10), event: Str(771066, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(1399374, 24), kind: IdKind::Event(2731), pmu: Str(661674, 10), event: Str(1399374, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(749915, 38), kind: IdKind::Event(1910), pmu: Str(744249, 10), event: Str(749915, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(749991, 38), kind: IdKind::Event(1911), pmu: Str(744249, 10), event: Str(749991, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750067, 38), kind: IdKind::Event(1912), pmu: Str(744249, 10), event: Str(750067, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750143, 38), kind: IdKind::Event(1913), pmu: Str(744249, 10), event: Str(750143, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750375, 39), kind: IdKind::Event(1920), pmu: Str(744249, 10), event: Str(750375, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750452, 39), kind: IdKind::Event(1921), pmu: Str(744249, 10), event: Str(750452, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750529, 39), kind: IdKind::Event(1922), pmu: Str(744249, 10), event: Str(750529, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750606, 39), kind: IdKind::Event(1923), pmu: Str(744249, 10), event: Str(750606, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(474342, 23), kind: IdKind::Event(2724), pmu: Str(218241, 10), event: Str(474342, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(242771, 16), kind: IdKind::Event(2713), pmu: Str(218241, 10), event: Str(242771, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(474807, 24), kind: IdKind::Event(2731), pmu: Str(218241, 10), event: Str(474807, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[Metric] = &[
@@ -45,12 +45,12 @@ static GROUPS: &[Group] = &[
 
 static COUNTERS: &[CounterInfo] = &[
     CounterInfo { pmu: Str(13, 12), fixed: 3, generic: 4 },
-    CounterInfo { pmu: Str(1950406, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(2256764, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(1371766, 10), fixed: 0, generic: 2 },
-    CounterInfo { pmu: Str(661674, 10), fixed: 1, generic: 4 },
-    CounterInfo { pmu: Str(2124461, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(2770346, 13), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(1428386, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(1380366, 11), fixed: 1, generic: 2 },
+    CounterInfo { pmu: Str(653944, 10), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(744249, 10), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(469336, 10), fixed: 0, generic: 2 },
+    CounterInfo { pmu: Str(218241, 10), fixed: 1, generic: 4 },
+    CounterInfo { pmu: Str(700530, 10), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(866729, 13), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(486796, 10), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(471047, 11), fixed: 1, generic: 2 },
 ];

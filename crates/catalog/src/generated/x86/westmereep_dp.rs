@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "westmereep-dp",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 47207, 542),
+    events: Events::new(&TABLES, 99, 542),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

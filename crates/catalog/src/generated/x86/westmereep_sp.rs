@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "westmereep-sp",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 47749, 576),
+    events: Events::new(&TABLES, 100, 576),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],

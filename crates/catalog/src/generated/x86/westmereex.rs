@@ -10,7 +10,7 @@ pub static MODEL: Model = Model {
     name: "westmereex",
     is_sys: false,
     tables: &TABLES,
-    events: Events::new(&TABLES, 48325, 579),
+    events: Events::new(&TABLES, 101, 579),
     ids: IDS,
     metrics: METRICS,
     eval_order: &[],
