@@ -486,7 +486,10 @@ fn tmetric_with(request: &Request, model: &PmuModel, all_loose: bool) -> Schedul
     let mut loose: Vec<(usize, usize)> = Vec::new();
     let mut split: Vec<bool> = vec![false; request.metrics.len()];
     for (m, metric) in request.metrics.iter().enumerate() {
-        if placements[m].is_none() {
+        // A metric whose value needs no counter here (`0 if not #has_pmem`) still colours by
+        // its threshold, whose events must be placed like any other: left out of every group,
+        // a topdown event would be opened without its `slots` leader, which the kernel refuses.
+        if !matches!(placements[m], Some(Placement::Impossible { .. })) {
             loose
                 .extend(metric.threshold_events.iter().filter_map(|&e| all[e].pmu.map(|p| (p, e))));
         }

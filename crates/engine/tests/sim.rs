@@ -284,3 +284,15 @@ fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
         "{notes:?}"
     );
 }
+
+#[test]
+fn a_metric_whose_value_needs_no_counter_still_groups_its_threshold_events() {
+    // On a machine without persistent memory `tma_pmm_bound` is `0` (no events), but its
+    // threshold reads `tma_memory_bound`, whose topdown events must open behind `slots`.
+    let tree = trees().iter().find(|t| t.name == "sapphirerapids").expect("sapphirerapids");
+    let metric = tree.model.metrics_named("tma_pmm_bound")[0];
+    let outcome = run(tree, &[metric], 50);
+    assert!(outcome.open_failures.is_empty(), "{:?}", outcome.open_failures);
+    assert!(outcome.splits.is_empty(), "{:?}", outcome.splits);
+    assert!(outcome.problems.is_empty(), "{:?}", outcome.problems);
+}
