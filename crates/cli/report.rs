@@ -425,31 +425,10 @@ fn add_root(
             if lacking.len() == 1 { one } else { many }
         ));
     }
-    // perf prints a metric on its first event's line (as the engine's plan does).
-    let facts = tmetric_catalog::Facts { literals: &plan.literals, probes: &probes };
-    let direct: Vec<u16> = model.metrics[metric]
-        .needed_refs(&facts)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|x| match x {
-            tmetric_catalog::Ref::Id(slot) => Some(slot),
-            tmetric_catalog::Ref::Metric(_) => None,
-        })
-        .collect();
-    let host = direct
-        .iter()
-        .chain(value_slots.iter())
-        .filter_map(|&s| slot_rows[s as usize])
-        .find(|&r| matches!(plan.rows[r].source, Source::Counter(_)))
-        .or_else(|| value_slots.iter().find_map(|&s| slot_rows[s as usize]));
     let r = plan.roots.len();
     plan.roots.push(Root { model, metric, slot_rows, placement: Placement::NoCounters });
-    let host = match host {
-        Some(h) => h,
-        None => plan.add(Resolution::Tool(Tool::DurationTime), "duration_time".into(), true),
-    };
-    plan.rows[host].show = true;
-    plan.rows[host].roots.push(r);
+    // perf prints a metric on its first event's line, as the engine's plan does.
+    plan.host_root(r, &probes);
     complete
 }
 

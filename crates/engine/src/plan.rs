@@ -530,6 +530,43 @@ impl Plan {
         }
     }
 
+    /// Puts root `r` on the row perf prints a metric on: its first directly read counter, else
+    /// any counted input, else any input, else a `duration_time` row added for it. `probes` are
+    /// the root's model's probe values.
+    pub fn host_root(&mut self, r: usize, probes: &[f64]) {
+        let root = &self.roots[r];
+        let model = root.model;
+        let facts = tmetric_catalog::Facts { literals: &self.literals, probes };
+        let direct: Vec<u16> = model.metrics[root.metric]
+            .needed_refs(&facts)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|x| match x {
+                tmetric_catalog::Ref::Id(slot) => Some(slot),
+                tmetric_catalog::Ref::Metric(_) => None,
+            })
+            .collect();
+        let all = model.needed_ids(root.metric, &facts, false).unwrap_or_default();
+        let host = direct
+            .iter()
+            .chain(all.iter())
+            .filter_map(|&s| root.slot_rows[s as usize])
+            .find(|&row| matches!(self.rows[row].source, Source::Counter(_)))
+            .or_else(|| all.iter().filter_map(|&s| root.slot_rows[s as usize]).next());
+        match host {
+            Some(row) => {
+                self.rows[row].show = true;
+                self.rows[row].roots.push(r);
+            }
+            None => {
+                let row =
+                    self.add(Resolution::Tool(Tool::DurationTime), "duration_time".into(), true);
+                self.rows[row].key = Key::Named(format!("metric host {r}"));
+                self.rows[row].roots.push(r);
+            }
+        }
+    }
+
     /// `model`'s probe values (empty when no root of the plan is from `model`).
     pub fn probes_of(&self, model: &Model) -> &[f64] {
         self.probes.iter().find(|(m, _)| std::ptr::eq(*m, model)).map_or(&[], |(_, p)| p)
@@ -785,43 +822,9 @@ impl Plan {
             }
             self.roots.push(Root { model, metric: pick.metric, slot_rows, placement });
         }
-        // perf prints a metric on its first event's line.
         for r in first_root..self.roots.len() {
-            let root = &self.roots[r];
-            let model = root.model;
-            let facts =
-                tmetric_catalog::Facts { literals: &self.literals, probes: self.probes_of(model) };
-            let direct: Vec<u16> = model.metrics[root.metric]
-                .needed_refs(&facts)
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|x| match x {
-                    tmetric_catalog::Ref::Id(slot) => Some(slot),
-                    tmetric_catalog::Ref::Metric(_) => None,
-                })
-                .collect();
-            let all = model.needed_ids(root.metric, &facts, false).unwrap_or_default();
-            let host = direct
-                .iter()
-                .chain(all.iter())
-                .filter_map(|&s| root.slot_rows[s as usize])
-                .find(|&row| matches!(self.rows[row].source, Source::Counter(_)))
-                .or_else(|| all.iter().filter_map(|&s| root.slot_rows[s as usize]).next());
-            match host {
-                Some(row) => {
-                    self.rows[row].show = true;
-                    self.rows[row].roots.push(r);
-                }
-                None => {
-                    let row = self.add(
-                        Resolution::Tool(Tool::DurationTime),
-                        "duration_time".into(),
-                        true,
-                    );
-                    self.rows[row].key = Key::Named(format!("metric host {r}"));
-                    self.rows[row].roots.push(r);
-                }
-            }
+            let probes = self.probes_of(self.roots[r].model).to_vec();
+            self.host_root(r, &probes);
         }
         for root in &self.roots[first_root..] {
             let model = root.model;
