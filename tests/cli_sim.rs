@@ -507,7 +507,7 @@ fn sampled_retire_latency_on_simulated_meteor_lake_matches_the_profile() {
     ];
     let mut values = Vec::new();
     for (mode, latency) in modes {
-        let (metric, stats, text) = dtlb_store_sampled(mode, &["-j"], "1");
+        let (metric, stats, text) = dtlb_store_sampled(mode, &["-j"], "0.2");
         let want = expected(latency);
         assert!(((metric - want) / want).abs() < 1e-4, "{mode}: {metric} vs {want}\n{text}");
         // -j: the sample statistics, whole periods of 100 on each of the 4 cpu_core CPUs.

@@ -10,6 +10,7 @@ mod cli_record;
 mod cli_sim;
 mod cli_stat;
 mod cli_top;
+mod cli_unit;
 mod latency;
 mod plans;
 mod support;

@@ -16,7 +16,7 @@ use crate::models::{closest, find_model, join_code};
 #[command(after_help = "Examples:\n  tmetric describe tma_dtlb_store --model sapphirerapids\n  \
     tmetric describe tma_backend_bound --model alderlake --json\n  \
     tmetric describe tma_retiring --model sapphirerapids --counts counts.json")]
-pub(crate) struct DescribeArgs {
+pub struct DescribeArgs {
     /// The metric.
     #[arg(value_name = "METRIC")]
     metric: String,
@@ -194,7 +194,7 @@ fn print_tree(out: &mut dyn Write, node: &Node, indent: usize) -> std::io::Resul
 }
 
 /// Runs `tmetric describe`.
-pub(crate) fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let defining: Vec<&'static Model> =
         MODELS.iter().copied().filter(|m| !m.metrics_named(&args.metric).is_empty()).collect();
     let model = match &args.model {

@@ -19,10 +19,10 @@ use tmetric_engine::{Coverage, MetricResult, Offline, Select};
 use tmetric_expr::{Env, EvalError, Ident, caret_lines, normalize};
 use tmetric_model::{Fail, Literal};
 
-mod from_perf;
+pub mod from_perf;
 
 use crate::counts::{
-    self, Assigned, CountsFile, SlotName, key_of, literal_named, literal_names, slot_matches,
+    self, Assigned, CountsFile, SlotName, literal_named, literal_names, slot_matches,
 };
 use crate::models::{closest, examples, find_model, join_code};
 use crate::output::{ColorChoice, json_line, json_number, paint, perf_number, plain_number};
@@ -76,7 +76,7 @@ FROM A PERF STAT LOG (--from-perf FILE|-; docs/from-perf.md):
 /// Flags of `tmetric eval`.
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = EVAL_HELP)]
-pub(crate) struct EvalArgs {
+pub struct EvalArgs {
     /// The model: `x86/sapphirerapids` or `sapphirerapids`; defaults to the counts file's `model`.
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
@@ -212,7 +212,7 @@ fn flag_for(literal: Literal) -> &'static str {
 
 /// Every literal's value and where it came from.
 #[derive(Debug, Clone)]
-struct Literals {
+pub struct Literals {
     values: [f64; Literal::COUNT],
     sources: [Source; Literal::COUNT],
 }
@@ -409,7 +409,7 @@ fn warn(message: &str) {
 }
 
 /// Runs `tmetric eval`.
-pub(crate) fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     if let Some(expr) = &args.expr {
         return run_expr(args, expr, out);
     }
@@ -818,19 +818,17 @@ fn report_unused(tables: &[Table], file: &CountsFile, where_: &str) {
     let mut unknown = tmetric_text::Capped::new(20);
     let mut unselected_more = 0usize;
     for (index, entry) in file.entries.iter().enumerate() {
-        let slots: Vec<(usize, &Vec<u16>)> = tables
-            .iter()
-            .enumerate()
-            .map(|(t, table)| (t, &table.assigned.entry_slots[index]))
-            .collect();
-        if slots.iter().all(|(_, s)| s.is_empty()) {
+        // No allocation per key: a counts file may hold millions.
+        let slots =
+            || tables.iter().enumerate().map(|(t, table)| (t, &table.assigned.entry_slots[index]));
+        if slots().all(|(_, s)| s.is_empty()) {
             if unknown.admit() {
                 warn(&format!(
                     "ignored: {} is not an input of any metric of {where_}",
                     tmetric_text::quote(&entry.written)
                 ));
             }
-        } else if !slots.iter().any(|(t, s)| s.iter().any(|&slot| used[*t][slot as usize])) {
+        } else if !slots().any(|(t, s)| s.iter().any(|&slot| used[t][slot as usize])) {
             if unselected.len() <= 10 {
                 unselected.push(tmetric_text::quote(&entry.written));
             } else {
@@ -957,7 +955,7 @@ impl ExprEnv<'_> {
         let matched: Vec<f64> = file
             .entries
             .iter()
-            .filter(|e| slot_matches(&slot, &key_of(&e.key, e.retire_latency)).is_some())
+            .filter(|e| slot_matches(&slot, &e.event).is_some())
             .map(|e| e.value)
             .collect();
         (!matched.is_empty()).then(|| (matched.iter().sum(), matched.len()))

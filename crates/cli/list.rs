@@ -18,7 +18,7 @@ use crate::output::{NameFilter, core_pmu_name, json_line};
 KIND is one of models, metrics, metricgroups, events. Without KIND: metrics when --model is given, \
 else models.\nFILTER is a case-insensitive substring, or a glob (`tma_*`) over the whole name; \
 metrics also match on their group names.")]
-pub(crate) struct ListArgs {
+pub struct ListArgs {
     /// KIND (models, metrics, metricgroups, events), or FILTER when no KIND is given.
     #[arg(value_name = "KIND")]
     first: Option<String>,
@@ -60,7 +60,7 @@ impl Kind {
 }
 
 /// Runs `tmetric list`.
-pub(crate) fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let (kind, filter) = match (args.first.as_deref(), args.second.as_deref()) {
         (None, _) => (None, None),
         (Some(first), second) => match (Kind::parse(first), second) {
@@ -207,7 +207,7 @@ fn bits(mask: u32) -> Vec<u32> {
 }
 
 /// `0-3,5` for a set of counter numbers.
-fn ranges(numbers: &[u32]) -> String {
+pub fn ranges(numbers: &[u32]) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut i = 0;
     while i < numbers.len() {
@@ -235,7 +235,7 @@ fn counters_json(c: Counters) -> CountersJson {
     }
 }
 
-fn counters_text(c: Counters) -> String {
+pub fn counters_text(c: Counters) -> String {
     let json = counters_json(c);
     let mut parts = Vec::new();
     match &json.generic {
@@ -557,20 +557,5 @@ impl Lister<'_> {
             writeln!(self.out, "no event of {} matches the filter", model.path())?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counter_ranges() {
-        assert_eq!(ranges(&[0, 1, 2, 3]), "0-3");
-        assert_eq!(ranges(&[0, 1, 3]), "0,1,3");
-        assert_eq!(ranges(&[1, 2, 3, 4, 5, 6, 7]), "1-7");
-        assert_eq!(counters_text(Counters { generic: 0, fixed: 2 }), "fixed 1");
-        assert_eq!(counters_text(Counters::ANY), "any");
-        assert_eq!(counters_text(Counters { generic: 0xf, fixed: 0 }), "0-3");
     }
 }

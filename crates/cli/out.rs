@@ -19,18 +19,18 @@ use anyhow::anyhow;
 
 /// Prints `tmetric: {message}` on standard error, ignoring failure (there is nowhere else
 /// to say it).
-pub(crate) fn warn(message: &str) {
+pub fn warn(message: &str) {
     let _ = writeln!(io::stderr().lock(), "tmetric: {message}");
 }
 
-enum Dest {
+pub enum Dest {
     Stderr,
     File { path: PathBuf, file: File },
 }
 
 /// A destination for reports that survives write errors (see the module documentation).
-pub(crate) struct Sink {
-    dest: Dest,
+pub struct Sink {
+    pub dest: Dest,
     buf: Vec<u8>,
     /// A reader closed the pipe: discard everything from now on.
     closed: bool,
@@ -40,12 +40,12 @@ pub(crate) struct Sink {
 
 impl Sink {
     /// Reports to standard error.
-    pub(crate) fn stderr() -> Sink {
+    pub fn stderr() -> Sink {
         Sink { dest: Dest::Stderr, buf: Vec::new(), closed: false, failed: None }
     }
 
     /// Reports to a new file at `path` (truncated if it exists).
-    pub(crate) fn create(path: &Path) -> anyhow::Result<Sink> {
+    pub fn create(path: &Path) -> anyhow::Result<Sink> {
         let file =
             File::create(path).map_err(|e| anyhow!("cannot create {}: {e}", path.display()))?;
         Ok(Sink {
@@ -57,7 +57,7 @@ impl Sink {
     }
 
     /// Whether a reader closed the pipe, so nothing written from now on is read.
-    pub(crate) fn closed(&self) -> bool {
+    pub fn closed(&self) -> bool {
         self.closed
     }
 
@@ -107,7 +107,7 @@ impl Sink {
 
     /// Delivers the rest; an error when some report could not be written where it was
     /// asked to go (a closed pipe is not an error).
-    pub(crate) fn finish(mut self) -> anyhow::Result<()> {
+    pub fn finish(mut self) -> anyhow::Result<()> {
         self.deliver();
         match self.failed.take() {
             Some(message) => Err(anyhow!("{message}")),
@@ -136,35 +136,5 @@ fn plain_io(err: &io::Error) -> String {
     match text.rfind(" (os error") {
         Some(cut) => text[..cut].to_string(),
         None => text,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_full_file_falls_back_and_is_reported() {
-        let mut sink = Sink::create(Path::new("/dev/full")).unwrap();
-        writeln!(sink, "1,msec,task-clock").unwrap();
-        sink.flush().unwrap();
-        assert!(matches!(sink.dest, Dest::Stderr));
-        let err = sink.finish().unwrap_err().to_string();
-        assert_eq!(
-            err,
-            "/dev/full is incomplete (No space left on device); the counts were printed to standard error"
-        );
-    }
-
-    #[test]
-    fn a_working_file_gets_everything() {
-        let path = std::env::temp_dir().join(format!("tmetric-sink-{}", std::process::id()));
-        let mut sink = Sink::create(&path).unwrap();
-        write!(sink, "a").unwrap();
-        sink.flush().unwrap();
-        write!(sink, "b").unwrap();
-        sink.finish().unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "ab");
-        let _ = std::fs::remove_file(&path);
     }
 }

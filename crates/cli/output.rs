@@ -7,7 +7,7 @@ use serde::Serialize;
 
 /// `--color`: when to colour threshold states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum ColorChoice {
+pub enum ColorChoice {
     /// Colour when standard output is a terminal.
     Auto,
     /// Always colour.
@@ -18,7 +18,7 @@ pub(crate) enum ColorChoice {
 
 impl ColorChoice {
     /// Whether to write colour escapes to standard output.
-    pub(crate) fn enabled(self) -> bool {
+    pub fn enabled(self) -> bool {
         match self {
             ColorChoice::Auto => io::stdout().is_terminal(),
             ColorChoice::Always => true,
@@ -28,7 +28,7 @@ impl ColorChoice {
 }
 
 /// Wraps `text` in perf's threshold colours: red when crossed, green when not.
-pub(crate) fn paint(text: &str, crossed: Option<bool>, colour: bool) -> String {
+pub fn paint(text: &str, crossed: Option<bool>, colour: bool) -> String {
     match (colour, crossed) {
         (true, Some(true)) => format!("\x1b[31m{text}\x1b[m"),
         (true, Some(false)) => format!("\x1b[32m{text}\x1b[m"),
@@ -39,7 +39,7 @@ pub(crate) fn paint(text: &str, crossed: Option<bool>, colour: bool) -> String {
 /// A number in full precision, as a person would write it (`7`, `0.25`, the shortest text
 /// that reads back as the same double); NaN and infinities as `nan`, `inf`, `-inf`. CSV and
 /// JSON metric values and `eval` use it (perf prints `%.2f`, so 0.003 becomes `0.0`).
-pub(crate) fn plain_number(value: f64) -> String {
+pub fn plain_number(value: f64) -> String {
     if value.is_nan() {
         "nan".into()
     } else if value.is_infinite() {
@@ -51,7 +51,7 @@ pub(crate) fn plain_number(value: f64) -> String {
 
 /// A metric value as perf prints it: `%8.1f` with a ScaleUnit, `%8.2f` without; NaN and
 /// infinities as C's printf spells them.
-pub(crate) fn perf_number(value: f64, has_scale_unit: bool) -> String {
+pub fn perf_number(value: f64, has_scale_unit: bool) -> String {
     if value.is_nan() {
         return format!("{:>8}", "nan");
     }
@@ -62,12 +62,12 @@ pub(crate) fn perf_number(value: f64, has_scale_unit: bool) -> String {
 }
 
 /// A finite number for JSON; `None` (printed `null`) for NaN and infinities, which JSON lacks.
-pub(crate) fn json_number(value: f64) -> Option<f64> {
+pub fn json_number(value: f64) -> Option<f64> {
     value.is_finite().then_some(value)
 }
 
 /// Writes `row` as one line of JSON; key order is the struct's field order.
-pub(crate) fn json_line<T: Serialize>(out: &mut dyn Write, row: &T) -> io::Result<()> {
+pub fn json_line<T: Serialize>(out: &mut dyn Write, row: &T) -> io::Result<()> {
     serde_json::to_writer(&mut *out, row)?;
     out.write_all(b"\n")
 }
@@ -75,14 +75,14 @@ pub(crate) fn json_line<T: Serialize>(out: &mut dyn Write, row: &T) -> io::Resul
 /// The command line's name filter: a case-insensitive substring, or a glob over the whole
 /// name when it contains `*` or `?`.
 #[derive(Debug, Clone)]
-pub(crate) struct NameFilter {
+pub struct NameFilter {
     pattern: Vec<char>,
     glob: bool,
 }
 
 impl NameFilter {
     /// The filter for `pattern`.
-    pub(crate) fn new(pattern: &str) -> NameFilter {
+    pub fn new(pattern: &str) -> NameFilter {
         NameFilter {
             pattern: pattern.to_lowercase().chars().collect(),
             glob: pattern.contains(['*', '?']),
@@ -90,7 +90,7 @@ impl NameFilter {
     }
 
     /// Whether `name` passes.
-    pub(crate) fn matches(&self, name: &str) -> bool {
+    pub fn matches(&self, name: &str) -> bool {
         let name: Vec<char> = name.to_lowercase().chars().collect();
         if self.glob {
             glob_match(&self.pattern, &name)
@@ -130,7 +130,7 @@ fn glob_match(pattern: &[char], text: &[char]) -> bool {
 }
 
 /// The name perf gives the core PMU of an architecture, for spelling `default_core` events.
-pub(crate) fn core_pmu_name(arch: &str) -> &'static str {
+pub fn core_pmu_name(arch: &str) -> &'static str {
     match arch {
         "s390" => "cpum_cf",
         "arm64" => "armv8_pmuv3",
@@ -139,36 +139,7 @@ pub(crate) fn core_pmu_name(arch: &str) -> &'static str {
 }
 
 /// Whether `pmu` is a core PMU name: `default_core` or a name perf gives the core PMU.
-pub(crate) fn is_core_pmu(pmu: &str) -> bool {
+pub fn is_core_pmu(pmu: &str) -> bool {
     matches!(pmu, "" | "default_core" | "cpu" | "cpu_core" | "cpu_atom" | "cpum_cf")
         || pmu.starts_with("armv8_pmuv3")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn filters() {
-        let glob = NameFilter::new("tma_*");
-        assert!(glob.matches("TMA_frontend_bound"));
-        assert!(!glob.matches("x_tma_frontend_bound"));
-        let glob = NameFilter::new("*bound?");
-        assert!(glob.matches("tma_boundx"));
-        assert!(!glob.matches("tma_bound"));
-        let glob = NameFilter::new("a*b*c");
-        assert!(glob.matches("aXbYbZc"));
-        assert!(!glob.matches("aXbYbZ"));
-        let sub = NameFilter::new("FRONTEND");
-        assert!(sub.matches("tma_frontend_bound"));
-        assert!(!sub.matches("tma_backend_bound"));
-    }
-
-    #[test]
-    fn numbers() {
-        assert_eq!(perf_number(19.04, true), "    19.0");
-        assert_eq!(perf_number(1.234, false), "    1.23");
-        assert_eq!(perf_number(f64::NAN, false), "     nan");
-        assert_eq!(json_number(f64::NAN), None);
-    }
 }

@@ -21,7 +21,7 @@ use crate::stat::host_model;
 #[command(after_help = "Examples:\n  tmetric plan -M TopdownL1 --model sapphirerapids\n  \
     tmetric plan -M tma_backend_bound_group --model icelake --nmi-watchdog off --json\n  \
     tmetric plan -M PipelineL1 --cpuid AuthenticAMD-25-17-0")]
-pub(crate) struct PlanArgs {
+pub struct PlanArgs {
     /// Metrics or metric groups, comma-separated.
     #[arg(
         short = 'M',
@@ -102,7 +102,7 @@ fn picks_for(model: &'static Model, items: &[String]) -> anyhow::Result<Vec<Pick
 }
 
 /// Runs `tmetric plan`.
-pub(crate) fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let options = PlanOptions {
         thresholds: !args.metric_no_threshold,
         no_group: args.metric_no_group,

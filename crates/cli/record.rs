@@ -17,9 +17,9 @@ use tmetric_runtime::{EventKind, EventReport, Snapshot, Sysfs};
 use crate::stat::StatArgs;
 
 /// The `format` field of every record file's header.
-pub(crate) const FORMAT: &str = "tmetric-record";
+pub const FORMAT: &str = "tmetric-record";
 /// The format version this build writes and reads.
-pub(crate) const VERSION: u32 = 1;
+pub const VERSION: u32 = 1;
 
 /// `tmetric record` flags: all of `stat`'s; `-o` names the record file.
 #[derive(Debug, Clone, clap::Args)]
@@ -29,13 +29,13 @@ pub(crate) const VERSION: u32 = 1;
     tmetric record --pmu-sim sapphirerapids -M TopdownL1 -a -o td.jsonl sleep 1\n  \
     tmetric report -i td.jsonl -M tma_retiring"
 )]
-pub(crate) struct RecordArgs {
+pub struct RecordArgs {
     #[command(flatten)]
-    pub(crate) stat: StatArgs,
+    pub stat: StatArgs,
 }
 
 /// Runs `tmetric record`.
-pub(crate) fn run(args: &RecordArgs) -> anyhow::Result<i32> {
+pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
     let path = args.stat.output.clone().context("record needs -o FILE")?;
 
     let mut stat = args.stat.clone();
@@ -50,16 +50,11 @@ mod exact_map {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub(crate) fn serialize<S: Serializer>(
-        v: &BTreeMap<String, f64>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(v: &BTreeMap<String, f64>, s: S) -> Result<S::Ok, S::Error> {
         s.collect_map(v.iter().map(|(k, v)| (k, format!("{v}"))))
     }
 
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<BTreeMap<String, f64>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
         let raw = BTreeMap::<String, String>::deserialize(d)?;
         raw.into_iter()
             .map(|(k, t)| match t.parse() {
@@ -73,60 +68,60 @@ mod exact_map {
 /// The first line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Header {
-    pub(crate) format: String,
-    pub(crate) version: u32,
+pub struct Header {
+    pub format: String,
+    pub version: u32,
     /// The tmetric version that wrote it.
-    pub(crate) tmetric: String,
-    pub(crate) cpuid: Option<String>,
+    pub tmetric: String,
+    pub cpuid: Option<String>,
     /// The model of `-M` (arch/name).
-    pub(crate) model: Option<String>,
+    pub model: Option<String>,
     /// `--pmu-sim`: the simulated PMU.
-    pub(crate) simulated: Option<String>,
+    pub simulated: Option<String>,
     /// What was counted, as stat's title says it (`sleep 1`, `system wide`).
-    pub(crate) target: String,
-    pub(crate) system_wide: bool,
-    pub(crate) interval_ms: Option<u64>,
-    pub(crate) topology: Topology,
+    pub target: String,
+    pub system_wide: bool,
+    pub interval_ms: Option<u64>,
+    pub topology: Topology,
     #[serde(with = "exact_map")]
-    pub(crate) literals: BTreeMap<String, f64>,
-    pub(crate) selection: Selection,
-    pub(crate) events: Vec<EventRec>,
-    pub(crate) groups: Vec<Vec<usize>>,
-    pub(crate) rows: Vec<RowRec>,
-    pub(crate) roots: Vec<RootRec>,
+    pub literals: BTreeMap<String, f64>,
+    pub selection: Selection,
+    pub events: Vec<EventRec>,
+    pub groups: Vec<Vec<usize>>,
+    pub rows: Vec<RowRec>,
+    pub roots: Vec<RootRec>,
     /// Per model of the metrics: its `has_event()`/`strcmp_cpuid_str()` values on the machine.
-    pub(crate) probes: Vec<ProbeRec>,
+    pub probes: Vec<ProbeRec>,
     /// `--retire-latency FILE` values (cycles).
     #[serde(with = "exact_map")]
-    pub(crate) retire_latency: BTreeMap<String, f64>,
+    pub retire_latency: BTreeMap<String, f64>,
     /// Per event: why the kernel refused to open it (null when it opened).
-    pub(crate) failures: Vec<Option<String>>,
+    pub failures: Vec<Option<String>>,
     /// Groups the kernel refused, so their events were counted alone.
-    pub(crate) splits: Vec<String>,
+    pub splits: Vec<String>,
     /// `--per-thread`: the threads printed apart, (comm, tid).
-    pub(crate) threads: Vec<(String, i32)>,
+    pub threads: Vec<(String, i32)>,
     /// `--per-thread -a`: rows that counted nothing were left out.
-    pub(crate) skip_zero: bool,
+    pub skip_zero: bool,
 }
 
 /// A model's probe values, per input slot.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ProbeRec {
-    pub(crate) model: String,
+pub struct ProbeRec {
+    pub model: String,
     #[serde(with = "exact_vec")]
-    pub(crate) values: Vec<f64>,
+    pub values: Vec<f64>,
 }
 
 mod exact_vec {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub(crate) fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(v.iter().map(|v| format!("{v}")))
     }
 
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
         Vec::<String>::deserialize(d)?
             .into_iter()
             .map(|t| {
@@ -138,59 +133,59 @@ mod exact_vec {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Topology {
+pub struct Topology {
     /// Online CPUs.
-    pub(crate) cpus: Vec<u32>,
-    pub(crate) cores: usize,
-    pub(crate) sockets: usize,
+    pub cpus: Vec<u32>,
+    pub cores: usize,
+    pub sockets: usize,
     /// Per online CPU: [cpu, socket, die, core].
-    pub(crate) places: Vec<[u32; 4]>,
+    pub places: Vec<[u32; 4]>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Selection {
-    pub(crate) metrics: Vec<String>,
-    pub(crate) events: Vec<String>,
-    pub(crate) model: Option<String>,
+pub struct Selection {
+    pub metrics: Vec<String>,
+    pub events: Vec<String>,
+    pub model: Option<String>,
     /// `--record-tpebs`: the statistic metrics used.
-    pub(crate) tpebs_mode: Option<String>,
+    pub tpebs_mode: Option<String>,
     /// `--summary`: totals printed after the intervals.
-    pub(crate) summary: bool,
+    pub summary: bool,
 }
 
 /// One counter (a `Plan` spec).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct EventRec {
-    pub(crate) name: String,
+pub struct EventRec {
+    pub name: String,
     /// `software`, `hardware`, `tracepoint` or the PMU's name.
-    pub(crate) pmu: String,
+    pub pmu: String,
     #[serde(rename = "type")]
-    pub(crate) type_: u32,
-    pub(crate) config: u64,
-    pub(crate) config1: u64,
-    pub(crate) config2: u64,
-    pub(crate) config3: u64,
+    pub type_: u32,
+    pub config: u64,
+    pub config1: u64,
+    pub config2: u64,
+    pub config3: u64,
     /// exclude_user, exclude_kernel, exclude_hv.
-    pub(crate) exclude: [bool; 3],
-    pub(crate) cpus: Option<Vec<u32>>,
-    pub(crate) unit: Option<String>,
+    pub exclude: [bool; 3],
+    pub cpus: Option<Vec<u32>>,
+    pub unit: Option<String>,
     #[serde(with = "exact_opt")]
-    pub(crate) scale: Option<f64>,
+    pub scale: Option<f64>,
 }
 
 mod exact_opt {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub(crate) fn serialize<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
         match v {
             Some(v) => s.serialize_some(&format!("{v}")),
             None => s.serialize_none(),
         }
     }
 
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
         match Option::<String>::deserialize(d)? {
             None => Ok(None),
             Some(t) => t
@@ -204,18 +199,18 @@ mod exact_opt {
 /// A printed input row.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RowRec {
-    pub(crate) name: String,
-    pub(crate) source: SourceRec,
-    pub(crate) show: bool,
-    pub(crate) copy_of: Option<usize>,
+pub struct RowRec {
+    pub name: String,
+    pub source: SourceRec,
+    pub show: bool,
+    pub copy_of: Option<usize>,
     /// Roots printed on this row.
-    pub(crate) roots: Vec<usize>,
+    pub roots: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum SourceRec {
+pub enum SourceRec {
     /// Index into `events`.
     Counter(usize),
     Tool(String),
@@ -226,19 +221,19 @@ pub(crate) enum SourceRec {
 /// A selected metric and the rows its inputs came from.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RootRec {
-    pub(crate) model: String,
-    pub(crate) metric: String,
-    pub(crate) pmu: String,
+pub struct RootRec {
+    pub model: String,
+    pub metric: String,
+    pub pmu: String,
     /// (input slot of the model, its name, row) per input; the name guards against a
     /// catalogue whose slots moved.
-    pub(crate) inputs: Vec<(usize, String, usize)>,
+    pub inputs: Vec<(usize, String, usize)>,
 }
 
 /// Every line after the header.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case", deny_unknown_fields)]
-pub(crate) enum Line {
+pub enum Line {
     /// One group's reading on one CPU over one `-I` interval (deltas).
     Interval {
         n: u64,
@@ -283,20 +278,20 @@ pub(crate) enum Line {
 type MemberCounts = Vec<Option<[u64; 3]>>;
 
 /// What the end of a run adds to a record: the totals and how the run ended.
-pub(crate) struct RunEnd<'a> {
-    pub(crate) totals: &'a Snapshot,
-    pub(crate) elapsed: Duration,
-    pub(crate) rusage: Option<(Duration, Duration)>,
-    pub(crate) exit: i32,
-    pub(crate) intervals: usize,
+pub struct RunEnd<'a> {
+    pub totals: &'a Snapshot,
+    pub elapsed: Duration,
+    pub rusage: Option<(Duration, Duration)>,
+    pub exit: i32,
+    pub intervals: usize,
     /// `--record-tpebs` sample statistics.
-    pub(crate) samples: &'a [EventReport],
+    pub samples: &'a [EventReport],
     /// `--record-tpebs`: the retire latencies the totals' metrics used.
-    pub(crate) latencies: Option<&'a [(String, f64)]>,
+    pub latencies: Option<&'a [(String, f64)]>,
 }
 
 /// Writes a record file line by line.
-pub(crate) struct Recorder {
+pub struct Recorder {
     path: PathBuf,
     out: std::io::BufWriter<std::fs::File>,
     groups: Vec<Vec<usize>>,
@@ -304,7 +299,7 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     /// Creates `path` and writes the header for `plan`.
-    pub(crate) fn create(path: &Path, header: &Header) -> anyhow::Result<Recorder> {
+    pub fn create(path: &Path, header: &Header) -> anyhow::Result<Recorder> {
         let file = std::fs::File::create(path)
             .with_context(|| format!("cannot create the record file {}", path.display()))?;
         let mut r = Recorder {
@@ -355,7 +350,7 @@ impl Recorder {
     }
 
     /// One `-I` interval's counts (and the retire latencies its metrics used).
-    pub(crate) fn interval(
+    pub fn interval(
         &mut self,
         n: usize,
         at: Duration,
@@ -384,7 +379,7 @@ impl Recorder {
     }
 
     /// The totals, the sampled latencies and the end line; flushes.
-    pub(crate) fn finish(mut self, end: &RunEnd<'_>) -> anyhow::Result<()> {
+    pub fn finish(mut self, end: &RunEnd<'_>) -> anyhow::Result<()> {
         let RunEnd { totals, elapsed, rusage, exit, intervals, samples, latencies } = *end;
         for (group, (cpu, thread), counts) in self.group_lines(totals) {
             self.line(&Line::Final { group, cpu, thread, counts })?;
@@ -419,27 +414,27 @@ impl Recorder {
 }
 
 /// What the header records of the machine and plan.
-pub(crate) struct HeaderFacts<'a> {
-    pub(crate) args: &'a StatArgs,
-    pub(crate) plan: &'a Plan,
+pub struct HeaderFacts<'a> {
+    pub args: &'a StatArgs,
+    pub plan: &'a Plan,
     /// Per spec, why the kernel refused it.
-    pub(crate) failures: Vec<Option<String>>,
+    pub failures: Vec<Option<String>>,
     /// The groups the kernel refused, as notes.
-    pub(crate) splits: Vec<String>,
+    pub splits: Vec<String>,
     /// `--per-thread`: the threads printed apart.
-    pub(crate) threads: Vec<(String, i32)>,
+    pub threads: Vec<(String, i32)>,
     /// `--per-thread -a`: rows that counted nothing are left out.
-    pub(crate) skip_zero: bool,
-    pub(crate) sysfs: &'a Sysfs,
-    pub(crate) proc_root: &'a Path,
-    pub(crate) model: Option<String>,
-    pub(crate) simulated: Option<&'a str>,
-    pub(crate) target: String,
-    pub(crate) system_wide: bool,
+    pub skip_zero: bool,
+    pub sysfs: &'a Sysfs,
+    pub proc_root: &'a Path,
+    pub model: Option<String>,
+    pub simulated: Option<&'a str>,
+    pub target: String,
+    pub system_wide: bool,
 }
 
 /// The header of a record of `plan`.
-pub(crate) fn header(f: &HeaderFacts<'_>) -> Header {
+pub fn header(f: &HeaderFacts<'_>) -> Header {
     let plan = f.plan;
     let cpus = f.sysfs.online_cpus().unwrap_or_default();
     let places: Vec<[u32; 4]> = cpus
@@ -570,24 +565,24 @@ pub(crate) fn header(f: &HeaderFacts<'_>) -> Header {
 
 /// A record file read back.
 #[derive(Debug, Clone)]
-pub(crate) struct Recording {
-    pub(crate) header: Header,
+pub struct Recording {
+    pub header: Header,
     /// Per interval: (n, at, length, counts per spec, latencies).
-    pub(crate) intervals: Vec<Interval>,
-    pub(crate) totals: Snapshot,
-    pub(crate) final_latency: Option<BTreeMap<String, f64>>,
-    pub(crate) tpebs: Vec<Line>,
-    pub(crate) elapsed: Duration,
-    pub(crate) rusage: Option<(Duration, Duration)>,
+    pub intervals: Vec<Interval>,
+    pub totals: Snapshot,
+    pub final_latency: Option<BTreeMap<String, f64>>,
+    pub tpebs: Vec<Line>,
+    pub elapsed: Duration,
+    pub rusage: Option<(Duration, Duration)>,
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct Interval {
-    pub(crate) n: u64,
-    pub(crate) at: Duration,
-    pub(crate) length: Duration,
-    pub(crate) counts: Snapshot,
-    pub(crate) latency: Option<BTreeMap<String, f64>>,
+pub struct Interval {
+    pub n: u64,
+    pub at: Duration,
+    pub length: Duration,
+    pub counts: Snapshot,
+    pub latency: Option<BTreeMap<String, f64>>,
 }
 
 /// Adds one group line's readings to `snap`.
@@ -622,7 +617,7 @@ fn add_counts(
 }
 
 /// Reads a record file, with `file:line` in every error.
-pub(crate) fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recording> {
+pub fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recording> {
     let name = path.display().to_string();
     let mut lines = reader.lines().enumerate();
     let Some((_, first)) = lines.next() else {
@@ -722,119 +717,4 @@ pub(crate) fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recordin
         );
     }
     Ok(rec)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn header_line() -> String {
-        let h = Header {
-            format: FORMAT.into(),
-            version: VERSION,
-            tmetric: "0.1.0".into(),
-            cpuid: None,
-            model: None,
-            simulated: None,
-            target: "true".into(),
-            system_wide: false,
-            interval_ms: None,
-            topology: Topology { cpus: vec![0], cores: 1, sockets: 1, places: vec![[0, 0, 0, 0]] },
-            literals: [("slots".to_string(), 0.1 + 0.2)].into_iter().collect(),
-            selection: Selection {
-                metrics: vec![],
-                events: vec!["task-clock".into()],
-                model: None,
-                tpebs_mode: None,
-                summary: false,
-            },
-            events: vec![EventRec {
-                name: "task-clock".into(),
-                pmu: "software".into(),
-                type_: 1,
-                config: 1,
-                config1: 0,
-                config2: 0,
-                config3: 0,
-                exclude: [false; 3],
-                cpus: None,
-                unit: None,
-                scale: None,
-            }],
-            groups: vec![vec![0]],
-            rows: vec![],
-            roots: vec![],
-            probes: vec![],
-            retire_latency: BTreeMap::new(),
-            failures: vec![None],
-            splits: vec![],
-            threads: vec![],
-            skip_zero: false,
-        };
-        serde_json::to_string(&h).unwrap()
-    }
-
-    fn parse(text: &str) -> anyhow::Result<Recording> {
-        read(Path::new("r.jsonl"), std::io::Cursor::new(text.to_string()))
-    }
-
-    #[test]
-    fn reads_counts_and_keeps_floats_exact() {
-        let text = format!(
-            "{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"thread\":-1,\"counts\":[[5,10,4]]}}\n{{\"t\":\"end\",\"elapsed_ns\":7,\"user_ns\":null,\"sys_ns\":null,\"exit\":0,\"intervals\":0}}\n",
-            header_line()
-        );
-        let rec = parse(&text).unwrap();
-        assert_eq!(rec.header.literals["slots"], 0.1 + 0.2);
-        let a = rec.totals.aggregate(0).unwrap();
-        assert_eq!((a.value, a.enabled, a.running), (12, 10, 4));
-        assert_eq!(rec.elapsed, Duration::from_nanos(7));
-    }
-
-    #[test]
-    fn intervals_keep_their_latencies_and_samples() {
-        let lines = [
-            header_line(),
-            r#"{"t":"interval","n":1,"at_ns":100,"length_ns":100,"group":0,"cpu":0,"thread":-1,"counts":[[1,2,2]]}"#.into(),
-            r#"{"t":"interval","n":1,"at_ns":100,"length_ns":100,"group":0,"cpu":1,"thread":-1,"counts":[[3,2,1]]}"#.into(),
-            r#"{"t":"latency","n":1,"values":{"X/R":"12.25"}}"#.into(),
-            r#"{"t":"interval","n":2,"at_ns":200,"length_ns":100,"group":0,"cpu":0,"thread":-1,"counts":[null]}"#.into(),
-            r#"{"t":"tpebs","event":"X/R","samples":4,"lost":0,"mean":"12.25","min":"1","max":"30","last":"2","p97":null}"#.into(),
-            r#"{"t":"end","elapsed_ns":250,"user_ns":1,"sys_ns":2,"exit":0,"intervals":2}"#.into(),
-        ];
-        let rec = parse(&lines.join("\n")).unwrap();
-        assert_eq!(rec.intervals.len(), 2);
-        let first = &rec.intervals[0];
-        assert_eq!(first.at, Duration::from_nanos(100));
-        // CPU 1 ran half the time: 3 scales to 6.
-        assert_eq!(first.counts.aggregate(0).unwrap().value, 7);
-        assert_eq!(first.latency.as_ref().unwrap()["X/R"], 12.25);
-        assert_eq!(rec.intervals[1].counts.events[0], None, "a member that was not open");
-        assert!(matches!(rec.tpebs[0], Line::Tpebs { max: Some(30.0), p97: None, .. }));
-        assert_eq!(rec.rusage, Some((Duration::from_nanos(1), Duration::from_nanos(2))));
-    }
-
-    #[test]
-    fn bad_lines_name_file_and_line() {
-        let truncated = format!("{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"co", header_line());
-        let err = format!("{:#}", parse(&truncated).unwrap_err());
-        assert!(err.starts_with("r.jsonl:2: the line is truncated"), "{err}");
-        let no_end = format!(
-            "{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"thread\":-1,\"counts\":[[5,10,4]]}}\n",
-            header_line()
-        );
-        let err = format!("{:#}", parse(&no_end).unwrap_err());
-        assert!(err.contains("r.jsonl:2: the record is truncated"), "{err}");
-        let bad_group = format!(
-            "{}\n{{\"t\":\"final\",\"group\":3,\"cpu\":-1,\"thread\":-1,\"counts\":[[5,10,4]]}}\n",
-            header_line()
-        );
-        let err = format!("{:#}", parse(&bad_group).unwrap_err());
-        assert!(err.contains("r.jsonl:2: group 3 does not exist"), "{err}");
-        let future = header_line().replace("\"version\":1", "\"version\":9");
-        let err = format!("{:#}", parse(&future).unwrap_err());
-        assert!(err.contains("r.jsonl:1: record format version 9"), "{err}");
-        let err = format!("{:#}", parse("{\"a\":1}").unwrap_err());
-        assert!(err.contains("not a tmetric record"), "{err}");
-    }
 }

@@ -32,7 +32,7 @@ use crate::stat::{self, Aggr, Layout, Printer};
 #[command(after_help = "Examples:\n  tmetric report -i run.jsonl\n  \
     tmetric report -i td.jsonl -M tma_frontend_bound --model icelake -x,\n  \
     perf stat record -o perf.data -e task-clock,context-switches sleep 1 && tmetric report -i perf.data")]
-pub(crate) struct ReportArgs {
+pub struct ReportArgs {
     /// The file: from `tmetric record -o FILE`, or perf.data from `perf stat record`.
     #[arg(short = 'i', long = "input", value_name = "FILE", default_value = "perf.data")]
     input: PathBuf,
@@ -115,7 +115,7 @@ struct Replay {
 }
 
 /// Runs `tmetric report`.
-pub(crate) fn run(args: &ReportArgs) -> anyhow::Result<()> {
+pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let path = &args.input;
     let bytes = std::fs::read(path)
         .with_context(|| format!("cannot read {} (give the file with -i FILE)", path.display()))?;
@@ -254,7 +254,7 @@ fn model_for(args: &ReportArgs, recorded: Option<&str>, cpuid: Option<&str>) -> 
 
 /// perf.data's `GenuineIntel,6,167,8` as perf's mapfile spells cpuids
 /// (`GenuineIntel-6-A7-8`); other spellings unchanged.
-fn perf_cpuid(cpuid: &str) -> String {
+pub fn perf_cpuid(cpuid: &str) -> String {
     let parts: Vec<&str> = cpuid.split(',').collect();
     if let [vendor, family, model, stepping] = parts.as_slice()
         && let (Ok(f), Ok(m), Ok(s)) =
@@ -280,7 +280,7 @@ fn picks(items: &[String], model: Option<&str>) -> anyhow::Result<Vec<tmetric_en
 
 /// A lower-case event name without a core PMU's `cpu/.../` wrapping, for matching inputs
 /// to recorded rows by name.
-fn normal(name: &str) -> String {
+pub fn normal(name: &str) -> String {
     let lower = name.to_ascii_lowercase();
     for pmu in ["cpu/", "cpu_core/", "cpu_atom/", "armv8_pmuv3_0/"] {
         if let Some(inner) = lower.strip_prefix(pmu).and_then(|r| r.strip_suffix('/')) {
@@ -804,22 +804,4 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
         threads: Vec::new(),
         skip_zero: false,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn perf_cpuid_spelling() {
-        assert_eq!(perf_cpuid("GenuineIntel,6,167,8"), "GenuineIntel-6-A7-8");
-        assert_eq!(perf_cpuid("0x00000000410fd0c0"), "0x00000000410fd0c0");
-    }
-
-    #[test]
-    fn names_match_without_the_core_pmu() {
-        assert_eq!(normal("cpu/TOPDOWN.SLOTS/"), "topdown.slots");
-        assert_eq!(normal("cpu_core/topdown-retiring/"), "topdown-retiring");
-        assert_eq!(normal("msr/tsc/"), "msr/tsc/");
-    }
 }

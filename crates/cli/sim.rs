@@ -18,7 +18,7 @@ impl Drop for TempTree {
 }
 
 /// Runs `tmetric stat` on the simulated PMU `name`.
-pub(crate) fn run_simulated(
+pub fn run_simulated(
     args: &StatArgs,
     name: &str,
     record: Option<&std::path::Path>,

@@ -27,136 +27,136 @@ use crate::output::{ColorChoice, paint, perf_number, plain_number};
     and msr/tsc/ (where the msr PMU exists), with every common metric.\n\
     Examples:\n  tmetric stat -- make -j4\n  tmetric stat -a -I 1000 -M Software\n  \
     tmetric stat -e task-clock,cs -x, -- ./bench")]
-pub(crate) struct StatArgs {
+pub struct StatArgs {
     /// Count every task on every online CPU instead of the command and its children.
     #[arg(short = 'a', long = "all-cpus")]
-    pub(crate) all_cpus: bool,
+    pub all_cpus: bool,
     /// Print the counts of every MS milliseconds (at least 10).
     #[arg(short = 'I', long = "interval-print", value_name = "MS")]
-    pub(crate) interval: Option<u64>,
+    pub interval: Option<u64>,
     /// With -I, print the totals at the end too.
     #[arg(long, requires = "interval")]
-    pub(crate) summary: bool,
+    pub summary: bool,
     /// Events to count, comma-separated: software and hardware names, `pmu/event/`,
     /// `pmu/term=value,.../`, `subsystem:tracepoint`, tool events, `{a,b}` groups.
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
-    pub(crate) events: Vec<String>,
+    pub events: Vec<String>,
     /// Metrics or metric groups, comma-separated: tmetric's common ones (group `Software`)
     /// or those of this machine's CPU model (see --model).
     #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',')]
-    pub(crate) metrics: Vec<String>,
+    pub metrics: Vec<String>,
     /// The CPU model whose metrics -M may name (default: the one this machine's cpuid maps to).
     #[arg(long, value_name = "MODEL")]
-    pub(crate) model: Option<String>,
+    pub model: Option<String>,
     /// CSV output with this field separator: perf's fields, except that a metric's unit and
     /// name are two fields and its value keeps full precision.
     #[arg(short = 'x', long = "field-separator", value_name = "SEP", conflicts_with = "json")]
-    pub(crate) separator: Option<String>,
+    pub separator: Option<String>,
     /// JSON lines output (`metric-value` at full precision, `metric-unit`, `metric-name`).
     #[arg(short = 'j', long)]
-    pub(crate) json: bool,
+    pub json: bool,
     /// Write the counts to FILE instead of standard error.
     #[arg(short = 'o', long, value_name = "FILE")]
-    pub(crate) output: Option<PathBuf>,
+    pub output: Option<PathBuf>,
     /// Do not count the events of metric thresholds (they only colour values).
     #[arg(long)]
-    pub(crate) metric_no_threshold: bool,
+    pub metric_no_threshold: bool,
     /// Do not require a metric's events to be counted in one group.
     #[arg(long)]
-    pub(crate) metric_no_group: bool,
+    pub metric_no_group: bool,
     /// Do not share groups between metrics.
     #[arg(long)]
-    pub(crate) metric_no_merge: bool,
+    pub metric_no_merge: bool,
     /// Count on a simulated PMU instead of this machine's (`tmetric plan --list-sim` names
     /// them); every output then says it is simulated.
     #[arg(long, value_name = "MODEL")]
-    pub(crate) pmu_sim: Option<String>,
+    pub pmu_sim: Option<String>,
     /// TopDown level 1 (or --td-level N): the model's TopdownLN metrics through a
     /// `slots`-led group; on CPUs with only the kernel's older `topdown-*` events, perf's
     /// level-1 formulas per core (needs -a). Implies --metric-only.
     #[arg(long)]
-    pub(crate) topdown: bool,
+    pub topdown: bool,
     /// The TopDown level for --topdown (1 when 0 or not given).
     #[arg(long, value_name = "N", requires = "topdown")]
-    pub(crate) td_level: Option<u8>,
+    pub td_level: Option<u8>,
     /// Print the metrics as the TMA tree: children under parents, nodes below their threshold
     /// hidden (see --all), the bottleneck path marked `<==` (the default for --topdown on a
     /// terminal).
     #[arg(long, conflicts_with = "no_tree")]
-    pub(crate) tree: bool,
+    pub tree: bool,
     /// With --topdown on a terminal: columns, not the tree.
     #[arg(long)]
-    pub(crate) no_tree: bool,
+    pub no_tree: bool,
     /// With --tree: also the nodes below their threshold (dimmed).
     #[arg(long)]
-    pub(crate) all: bool,
+    pub all: bool,
     /// Print only metrics: one column each, with a header.
     #[arg(long)]
-    pub(crate) metric_only: bool,
+    pub metric_only: bool,
     /// Sample the retire latency of every `:R` input in-process (Timed PEBS, a precise
     /// sampling event with the weight struct), instead of reading it as 0 as perf does
     /// without `--record-tpebs`.
     #[arg(long)]
-    pub(crate) record_tpebs: bool,
+    pub record_tpebs: bool,
     /// Which statistic of the sampled latencies the metrics use.
     #[arg(long, value_name = "MODE", default_value = "mean", value_parser = ["mean", "min", "max", "last", "p97"], requires = "record_tpebs")]
-    pub(crate) tpebs_mode: String,
+    pub tpebs_mode: String,
     /// Retire latencies in cycles from a JSON file `{"EVENT": cycles, ...}`, for `:R` inputs
     /// when they are not sampled.
     #[arg(long, value_name = "FILE", conflicts_with = "record_tpebs")]
-    pub(crate) retire_latency: Option<PathBuf>,
+    pub retire_latency: Option<PathBuf>,
     /// Start counting MS milliseconds after the command starts.
     #[arg(short = 'D', long = "delay", value_name = "MS")]
-    pub(crate) delay: Option<u64>,
+    pub delay: Option<u64>,
     /// With -I: stop after N intervals (a command still running gets SIGTERM).
     #[arg(long, value_name = "N", requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) interval_count: Option<u64>,
+    pub interval_count: Option<u64>,
     /// Run the command N times and print the mean counts with their spread.
     #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub(crate) repeat: u32,
+    pub repeat: u32,
     /// Count on these CPUs only (a list such as `0-3,8`); implies system-wide counting there.
     #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
-    pub(crate) cpu_list: Option<String>,
+    pub cpu_list: Option<String>,
     /// Per CPU: no aggregation over CPUs.
     #[arg(short = 'A', long = "no-aggr", conflicts_with_all = ["per_core", "per_socket", "per_die"])]
-    pub(crate) no_aggr: bool,
+    pub no_aggr: bool,
     /// Aggregate per physical core.
     #[arg(long, conflicts_with_all = ["per_socket", "per_die"])]
-    pub(crate) per_core: bool,
+    pub per_core: bool,
     /// Aggregate per die.
     #[arg(long, conflicts_with = "per_socket")]
-    pub(crate) per_die: bool,
+    pub per_die: bool,
     /// Aggregate per socket (package).
     #[arg(long)]
-    pub(crate) per_socket: bool,
+    pub per_socket: bool,
     /// Count an existing process (every thread it has at the start) until Ctrl-C, instead of
     /// a command.
     #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "tid")]
-    pub(crate) pid: Option<i32>,
+    pub pid: Option<i32>,
     /// Count existing threads (comma-separated ids) until Ctrl-C, instead of a command.
     #[arg(short = 't', long = "tid", value_name = "TID", value_delimiter = ',')]
-    pub(crate) tid: Vec<i32>,
+    pub tid: Vec<i32>,
     /// Per thread: one row per thread and event, `comm-tid` first, with -p or -t (the
     /// threads they have at the start), or with -a (every thread, rows that counted nothing
     /// left out).
     #[arg(long, conflicts_with_all = ["no_aggr", "per_core", "per_socket", "per_die"])]
-    pub(crate) per_thread: bool,
+    pub per_thread: bool,
     /// On hybrid CPUs, only the metrics of this core type.
     #[arg(long, value_name = "core|atom", value_parser = ["core", "atom"])]
-    pub(crate) cputype: Option<String>,
+    pub cputype: Option<String>,
     /// Say how the events were grouped and why, before counting.
     #[arg(short = 'v', long)]
-    pub(crate) verbose: bool,
+    pub verbose: bool,
     /// Colour metric values by their thresholds: auto (on a terminal), always or never.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
-    pub(crate) color: ColorChoice,
+    pub color: ColorChoice,
     /// The command to run and count (after `--` when it has options of its own).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
-    pub(crate) command: Vec<OsString>,
+    pub command: Vec<OsString>,
 }
 
 /// The model -M items not among the common metrics come from.
-pub(crate) fn host_model(
+pub fn host_model(
     model: Option<&str>,
     sysfs: &Sysfs,
     proc_root: &Path,
@@ -172,7 +172,7 @@ pub(crate) fn host_model(
 }
 
 /// The metrics a `-M` list selects, in order.
-pub(crate) fn select_items(
+pub fn select_items(
     items: &[String],
     model: Option<&str>,
     sysfs: &Sysfs,
@@ -344,14 +344,14 @@ fn models_list(names: &[&str]) -> String {
 
 /// The output layout.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Layout {
+pub enum Layout {
     Std,
     Csv(String),
     Json,
 }
 
 /// `1234567.5` as `1,234,567.50` (2 decimals) or `1,234,568` (none).
-fn grouped_number(value: f64, decimals: usize) -> String {
+pub fn grouped_number(value: f64, decimals: usize) -> String {
     let text = format!("{value:.decimals$}");
     let (sign, digits) = text.strip_prefix('-').map_or(("", text.as_str()), |d| ("-", d));
     let (int, frac) = digits.split_once('.').map_or((digits, None), |(i, f)| (i, Some(f)));
@@ -390,7 +390,7 @@ fn json_string(text: &str) -> String {
     serde_json::to_string(text).expect("a string serializes")
 }
 
-fn c_float(value: f64) -> String {
+pub fn c_float(value: f64) -> String {
     if value.is_nan() {
         "nan".into()
     } else if value.is_infinite() {
@@ -400,7 +400,7 @@ fn c_float(value: f64) -> String {
     }
 }
 
-pub(crate) struct Printer {
+pub struct Printer {
     out: Sink,
     layout: Layout,
     evaluators: Evaluators,
@@ -430,7 +430,7 @@ impl Printer {
     /// A printer for counts that were recorded (`tmetric report`): `units` are the
     /// aggregation units (empty for totals), `threads` the `--per-thread` threads (comm, tid)
     /// and whether rows that counted nothing are left out, `tree` is `--tree` (with `--all`).
-    pub(crate) fn offline(
+    pub fn offline(
         out: Sink,
         layout: Layout,
         metric_only: bool,
@@ -456,7 +456,7 @@ impl Printer {
     }
 
     /// Flushes and reports a write error.
-    pub(crate) fn finish(self) -> anyhow::Result<()> {
+    pub fn finish(self) -> anyhow::Result<()> {
         self.out.finish()
     }
 
@@ -698,7 +698,7 @@ enum Unit<'a> {
 
 /// perf's `comm-tid` column: `%16s-%-7d ` in the default layout, `comm-tid,` in CSV,
 /// `"thread" : "comm-tid"` in JSON.
-fn thread_prefix(layout: &Layout, time: &str, comm: &str, tid: i32) -> String {
+pub fn thread_prefix(layout: &Layout, time: &str, comm: &str, tid: i32) -> String {
     match layout {
         Layout::Std => format!("{time}{comm:>16}-{tid:<7} "),
         Layout::Csv(sep) => format!("{time}{comm}-{tid}{sep}"),
@@ -722,7 +722,7 @@ fn notes<S: Syscalls>(
 impl Printer {
     /// The notes of `sample`: `failures` per spec (why the kernel refused it), each thread's
     /// own notes with `--per-thread`, then `splits` (the groups the kernel refused).
-    pub(crate) fn notes_for(
+    pub fn notes_for(
         &mut self,
         plan: &Plan,
         sample: &Sample<'_>,
@@ -763,7 +763,7 @@ impl Printer {
 }
 
 /// Per spec, why the kernel refused it (the text after its name in the notes).
-pub(crate) fn open_failures<S: Syscalls>(
+pub fn open_failures<S: Syscalls>(
     plan: &Plan,
     counters: &Counters<S>,
     env: &Environment,
@@ -779,7 +779,7 @@ pub(crate) fn open_failures<S: Syscalls>(
 }
 
 /// The groups the kernel refused, as notes.
-pub(crate) fn split_notes<S: Syscalls>(plan: &Plan, counters: &Counters<S>) -> Vec<String> {
+pub fn split_notes<S: Syscalls>(plan: &Plan, counters: &Counters<S>) -> Vec<String> {
     counters
         .splits()
         .iter()
@@ -825,7 +825,7 @@ fn target_text(args: &StatArgs, simulated: Option<&str>) -> String {
 impl Printer {
     /// The totals as perf prints them: the title (default layout), the rows, the elapsed,
     /// user and system times.
-    pub(crate) fn summary(
+    pub fn summary(
         &mut self,
         plan: &Plan,
         sample: &Sample<'_>,
@@ -849,7 +849,7 @@ impl Printer {
 
     /// The notes after the counts: in the default layout below them, else on standard error
     /// so CSV and JSON stay parseable.
-    pub(crate) fn notes(&mut self, notes: &[String]) -> io::Result<()> {
+    pub fn notes(&mut self, notes: &[String]) -> io::Result<()> {
         if notes.is_empty() {
             return Ok(());
         }
@@ -870,7 +870,7 @@ impl Printer {
     }
 
     /// One `-I` interval: the column header every 25 intervals, then the rows.
-    pub(crate) fn interval(
+    pub fn interval(
         &mut self,
         plan: &Plan,
         sample: &Sample<'_>,
@@ -897,12 +897,12 @@ fn command_text(command: &[OsString]) -> String {
 }
 
 /// Runs `tmetric stat`; returns the exit code (the workload's, as perf does).
-pub(crate) fn run(args: &StatArgs) -> anyhow::Result<i32> {
+pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     run_recording(args, None)
 }
 
 /// Runs `tmetric stat`, also writing the raw counts to `record` (`tmetric record`).
-pub(crate) fn run_recording(args: &StatArgs, record: Option<&Path>) -> anyhow::Result<i32> {
+pub fn run_recording(args: &StatArgs, record: Option<&Path>) -> anyhow::Result<i32> {
     let attach = args.pid.is_some() || !args.tid.is_empty();
     if args.command.is_empty() && !system_wide(args) && !attach {
         bail!(
@@ -935,7 +935,7 @@ pub(crate) fn run_recording(args: &StatArgs, record: Option<&Path>) -> anyhow::R
 
 /// Runs `tmetric stat` with `sys` on the machine `sysfs` and `proc_root` describe;
 /// `simulated` names the simulated PMU, printed with every output.
-pub(crate) fn run_on<S: Syscalls + Clone>(
+pub fn run_on<S: Syscalls + Clone>(
     args: &StatArgs,
     sys: S,
     sysfs: &Sysfs,
@@ -1671,7 +1671,7 @@ fn aggregation_units(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Vec<(St
 
 /// How counts are split over CPUs: `-A`, `--per-core`, `--per-die`, `--per-socket`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Aggr {
+pub enum Aggr {
     Cpu,
     Core,
     Die,
@@ -1680,7 +1680,7 @@ pub(crate) enum Aggr {
 
 /// perf's aggregation units of `cpus` with their labels; `place` gives a CPU's
 /// (socket, die, core).
-pub(crate) fn units_for(
+pub fn units_for(
     cpus: &[u32],
     aggr: Aggr,
     place: impl Fn(u32) -> (u32, u32, u32),
@@ -1802,7 +1802,7 @@ fn core_map(sysfs: &Sysfs) -> Vec<(u32, (u32, u32))> {
 }
 
 /// A CPU's (package, die, core) from sysfs topology (0 where a file is missing).
-pub(crate) fn cpu_place(sysfs: &Sysfs, cpu: u32) -> (u32, u32, u32) {
+pub fn cpu_place(sysfs: &Sysfs, cpu: u32) -> (u32, u32, u32) {
     let read = |file: &str| -> u32 {
         std::fs::read_to_string(
             sysfs.root().join(format!("devices/system/cpu/cpu{cpu}/topology/{file}")),
@@ -2127,67 +2127,5 @@ impl Printer {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_group_like_perf() {
-        assert_eq!(grouped_number(1234567.0, 0), "1,234,567");
-        assert_eq!(grouped_number(999.0, 0), "999");
-        assert_eq!(grouped_number(1000.0, 0), "1,000");
-        assert_eq!(grouped_number(1234.567, 2), "1,234.57");
-        assert_eq!(grouped_number(0.54, 2), "0.54");
-        assert_eq!(grouped_number(-1234.0, 0), "-1,234");
-    }
-
-    #[test]
-    fn thread_column_matches_perfs_output() {
-        // perf's own output, captured on this kind of machine for the perfstat reader.
-        let std = include_str!("../perfstat/tests/data/real/std_per_thread.txt");
-        let line = std.lines().find(|l| l.contains("task-clock")).unwrap();
-        let ours = format!(
-            "{}{:>18} {:<4} task-clock",
-            thread_prefix(&Layout::Std, "", "sh", 10057),
-            "55.32",
-            "msec"
-        );
-        // The capture is perf 6.1's, which pads the tid to 8 (`%-8d` and a space); perf 6.12
-        // pads it to 7 (`%-*d ` with PID_LEN 7), as tmetric does: one space less, the rest
-        // the same.
-        let perf_6_12 = line.replacen("10057 ", "10057", 1);
-        assert!(perf_6_12.starts_with(&ours), "perf: {perf_6_12:?}\nours: {ours:?}");
-        let csv = include_str!("../perfstat/tests/data/real/csv_per_thread.txt");
-        let csv_prefix = thread_prefix(&Layout::Csv(",".into()), "", "sh", 10081);
-        assert!(csv.lines().all(|l| l.starts_with(&csv_prefix)), "{csv_prefix:?}");
-        let json = include_str!("../perfstat/tests/data/real/json_per_thread.txt");
-        let json_prefix = format!("{{{}", thread_prefix(&Layout::Json, "", "sh", 10103));
-        assert!(json.lines().all(|l| l.starts_with(&json_prefix)), "{json_prefix:?}");
-        // A comm that needs quoting stays valid JSON.
-        assert_eq!(thread_prefix(&Layout::Json, "", "a\"b", 7), "\"thread\" : \"a\\\"b-7\", ");
-    }
-
-    #[test]
-    fn csv_and_json_metrics_keep_plain_number() {
-        assert_eq!(plain_number(0.0031234567890123), "0.0031234567890123");
-        assert_eq!(plain_number(2.5), "2.5");
-        assert_eq!(plain_number(-3.0), "-3");
-        assert_eq!(plain_number(f64::NAN), "nan");
-    }
-
-    #[test]
-    fn tsc_frequency_from_the_model_name() {
-        let text = "model name\t: Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz\n";
-        assert_eq!(engine::plan::tsc_from_model_name(text), 2.1e9);
-        assert!(engine::plan::tsc_from_model_name("model name\t: AMD EPYC\n").is_nan());
-    }
-
-    #[test]
-    fn floats_print_as_c_does() {
-        assert_eq!(c_float(0.5), "0.500000");
-        assert_eq!(c_float(f64::NAN), "nan");
     }
 }

@@ -37,8 +37,8 @@ use super::{
 use crate::models::{examples, find_model, join_code};
 use crate::output::{is_core_pmu, json_line, json_number, perf_number};
 
-mod builtin;
-mod infer_literal;
+pub mod builtin;
+pub mod infer_literal;
 
 /// How many distinct printed metrics model inference evaluates per candidate model.
 const INFER_PRINTED: usize = 24;
@@ -46,10 +46,10 @@ const INFER_PRINTED: usize = 24;
 /// The model, the default selection and the layout of the output are chosen from the intervals
 /// read before this many bytes of the log (at least one); a longer log is then read and
 /// evaluated block by block, so memory does not grow with it (docs/from-perf.md).
-const PREFIX_BYTES: u64 = 4 << 20;
+pub const PREFIX_BYTES: u64 = 4 << 20;
 
 /// Runs `tmetric eval --from-perf PATH`.
-pub(super) fn run(args: &EvalArgs, path: &Path, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn run(args: &EvalArgs, path: &Path, out: &mut dyn Write) -> anyhow::Result<()> {
     if path.as_os_str() == "-" {
         let stdin = std::io::stdin();
         return run_log(args, "<stdin>", stdin.lock(), out);
@@ -89,7 +89,7 @@ fn read_prefix<R: BufRead>(name: &str, input: R, budget: u64) -> anyhow::Result<
 }
 
 /// Evaluates the log read from `input`, called `name` in messages.
-fn run_log<R: BufRead>(
+pub fn run_log<R: BufRead>(
     args: &EvalArgs,
     name: &str,
     input: R,
@@ -99,7 +99,7 @@ fn run_log<R: BufRead>(
 }
 
 /// [`run_log`] with the prefix ending after `budget` bytes.
-fn run_log_with<R: BufRead>(
+pub fn run_log_with<R: BufRead>(
     args: &EvalArgs,
     name: &str,
     input: R,
@@ -371,17 +371,17 @@ fn choose_model(
 
 /// How well a model explains a log; compared field by field, best first.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
-struct Score {
+pub struct Score {
     /// Printed metrics this model recomputes to perf's printed value.
-    agree: usize,
+    pub agree: usize,
     /// Counter rows that are inputs of the printed metrics this model knows.
-    explained: usize,
+    pub explained: usize,
     /// Printed metrics whose inputs are all in the log.
-    complete: usize,
+    pub complete: usize,
     /// Printed metric names this model has.
-    known_metrics: usize,
+    pub known_metrics: usize,
     /// The log's event names this model's JSON lists.
-    known_events: usize,
+    pub known_events: usize,
 }
 
 /// Scores every model against the log; the best one is used when it beats the next.
@@ -683,14 +683,14 @@ fn loose_metrics(block: &Block) -> Vec<(&PrintedMetric, Option<String>)> {
 }
 
 /// `cpu_core` from a Default metric-group header such as `TopdownL1 (cpu_core)`.
-fn header_pmu(header: Option<&str>) -> Option<String> {
+pub fn header_pmu(header: Option<&str>) -> Option<String> {
     let inner = header?.rsplit_once('(')?.1.strip_suffix(')')?.trim();
     is_core_pmu(inner).then(|| inner.to_string())
 }
 
 /// The core PMU to restrict lookups to for a metric of PMU `pmu`: `cpu_core`/`cpu_atom` on
 /// hybrid models, none for `default_core` (which stands for whatever core PMU the row names).
-fn lookup_pmu_name(pmu: &str) -> Option<&str> {
+pub fn lookup_pmu_name(pmu: &str) -> Option<&str> {
     (is_core_pmu(pmu) && !pmu.is_empty() && pmu != "default_core").then_some(pmu)
 }
 
@@ -967,7 +967,7 @@ impl Outcome {
 }
 
 /// A model's evaluator, refilled for every block and root metric.
-struct Engine {
+pub struct Engine {
     model: &'static Model,
     /// Tag the model's lines `[common]`.
     common: bool,
@@ -1244,7 +1244,7 @@ fn count_precision(row: &Row) -> f64 {
 
 /// How many printed values were checked, and how many disagreed.
 #[derive(Debug, Default)]
-struct Checks {
+pub struct Checks {
     checked: usize,
     disagree: usize,
 }
@@ -1354,7 +1354,7 @@ struct MetricJson<'a> {
 }
 
 /// Writes the header and one line per outcome in the chosen format.
-struct Printer<'a> {
+pub struct Printer<'a> {
     out: &'a mut dyn Write,
     format: Format,
     /// Width of the aggregation id column.
@@ -1742,140 +1742,6 @@ fn group_text(groups: &[(usize, usize, bool)], outcome: &Outcome) -> String {
                 })
                 .collect();
             format!("groups of lines {}", lines.join(", "))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-    use proptest::prelude::*;
-    use std::sync::OnceLock;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: EvalArgs,
-    }
-
-    fn args(extra: &[&str]) -> EvalArgs {
-        let argv = std::iter::once("eval").chain(extra.iter().copied());
-        Cli::try_parse_from(argv).expect("valid flags").args
-    }
-
-    /// Every perf stat log the tests use.
-    fn fixtures() -> &'static [String] {
-        static TEXTS: OnceLock<Vec<String>> = OnceLock::new();
-        TEXTS.get_or_init(|| {
-            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-            let dirs = ["real", "hand", "seed004"]
-                .iter()
-                .map(|d| root.join("crates/perfstat/tests/data").join(d))
-                .chain([root.join("tests/data/perf")]);
-            let mut texts = Vec::new();
-            for dir in dirs {
-                let mut paths: Vec<_> = std::fs::read_dir(dir)
-                    .unwrap()
-                    .map(|e| e.unwrap().path())
-                    .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-                    .collect();
-                paths.sort();
-                texts.extend(paths.iter().map(|p| std::fs::read_to_string(p).unwrap()));
-            }
-            texts
-        })
-    }
-
-    #[test]
-    fn scores_order_by_agreement_first() {
-        let agree = Score { agree: 1, ..Score::default() };
-        let rows = Score { explained: 20, known_events: 30, ..Score::default() };
-        assert!(agree > rows);
-        assert_eq!(header_pmu(Some("TopdownL1 (cpu_core)")), Some("cpu_core".to_string()));
-        assert_eq!(header_pmu(Some("TopdownL1")), None);
-        assert_eq!(lookup_pmu_name("default_core"), None);
-        assert_eq!(lookup_pmu_name("cpu_atom"), Some("cpu_atom"));
-    }
-
-    /// A log read block by block after its first interval prints what the whole log prints,
-    /// but for the header's block count.
-    #[test]
-    fn a_streamed_log_prints_what_the_whole_log_prints() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        // Logs of several intervals, with a model or inferring one.
-        let logs = [
-            ("hand/std_interval_per_core_metrics.txt", Some("alderlake")),
-            ("hand/json_hybrid_interval_per_core.txt", Some("alderlake")),
-            ("real/std_interval_per_cpu.txt", None),
-            ("real/csv_interval.txt", None),
-            ("real/json_interval.txt", None),
-        ];
-        for (log, model) in logs {
-            let text =
-                std::fs::read_to_string(root.join("crates/perfstat/tests/data").join(log)).unwrap();
-            for format in [&[][..], &["--json"], &["-x;"]] {
-                let mut flags = vec!["--from-perf", "-"];
-                if let Some(model) = model {
-                    flags.extend(["--model", model]);
-                }
-                flags.extend(format);
-                let run = |budget: u64| {
-                    let mut out = Vec::new();
-                    run_log_with(&args(&flags), log, text.as_bytes(), &mut out, budget)
-                        .unwrap_or_else(|e| panic!("{log} {flags:?}: {e:#}"));
-                    String::from_utf8(out).unwrap()
-                };
-                let (whole, streamed) = (run(PREFIX_BYTES), run(1));
-                let body = |out: &str| out.lines().skip(1).map(str::to_string).collect::<Vec<_>>();
-                assert!(body(&whole).len() > 2, "{log} {flags:?}:\n{whole}");
-                assert_eq!(body(&whole), body(&streamed), "{log} {flags:?}");
-                let head = streamed.lines().next().unwrap();
-                assert!(
-                    head.contains("read block by block, metrics chosen from its first")
-                        || head.contains("\"blocks\":null"),
-                    "{head}"
-                );
-                assert_ne!(whole.lines().next(), streamed.lines().next());
-            }
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
-
-        /// Truncated and mutated logs, evaluated with and without a model, in every output
-        /// layout: an error or an output, never a panic.
-        #[test]
-        fn odd_logs_never_panic(
-            pick in any::<prop::sample::Index>(),
-            cut in any::<prop::sample::Index>(),
-            flip in proptest::option::of((any::<prop::sample::Index>(), "[ 0-9,.#%:/<>a-zA-Z(){}\n-]")),
-            model in prop::sample::select(vec!["", "meteorlake", "icelake", "alderlake", "common"]),
-            format in prop::sample::select(vec!["", "--json", "-x;"]),
-        ) {
-            let text = pick.get(fixtures());
-            let mut end = cut.index(text.len() + 1);
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            let mut input = text[..end].to_string();
-            if let Some((at, with)) = flip && !input.is_empty() {
-                let mut at = at.index(input.len());
-                while !input.is_char_boundary(at) {
-                    at -= 1;
-                }
-                input.insert_str(at, &with);
-            }
-            let mut flags: Vec<&str> = vec!["--from-perf", "-"];
-            if !model.is_empty() {
-                flags.extend(["--model", model]);
-            }
-            if !format.is_empty() {
-                flags.push(format);
-            }
-            let mut out = Vec::new();
-            let _ = run_log(&args(&flags), "fuzz", input.as_bytes(), &mut out);
         }
     }
 }

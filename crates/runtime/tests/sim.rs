@@ -3,6 +3,7 @@
 //! true counts, software events, the written sysfs trees read back by `Sysfs` and
 //! `host_cpuid`, and the runtime's `Counters` over `SimKernel`.
 
+#[path = "sim_sampling.rs"]
 mod sim_sampling;
 
 use std::path::{Path, PathBuf};

@@ -19,15 +19,15 @@ const ALL: &str = "builtin";
 
 /// The built-ins to show.
 #[derive(Debug, Default)]
-pub(super) struct Builtins {
-    selected: Vec<&'static Builtin>,
+pub struct Builtins {
+    pub selected: Vec<&'static Builtin>,
     /// Chosen without `-M`: narrowed to the log by [`Builtins::for_log`].
     by_default: bool,
 }
 
 /// Splits `-M` items into built-in names (or `builtin`, or `all`) and the rest. Without
 /// items every built-in is shown where the log has its carrier event.
-pub(super) fn select<'a>(items: &[&'a str]) -> (Builtins, Vec<&'a str>) {
+pub fn select<'a>(items: &[&'a str]) -> (Builtins, Vec<&'a str>) {
     if items.is_empty() {
         return (Builtins { selected: BUILTINS.iter().collect(), by_default: true }, Vec::new());
     }
@@ -52,17 +52,17 @@ pub(super) fn select<'a>(items: &[&'a str]) -> (Builtins, Vec<&'a str>) {
 
 /// One built-in on one carrier row.
 #[derive(Debug, Clone)]
-pub(super) struct BuiltinOutcome {
-    pub(super) builtin: &'static Builtin,
+pub struct BuiltinOutcome {
+    pub builtin: &'static Builtin,
     /// perf's label for this log (seed 000's backend line depends on recovery bubbles).
-    pub(super) label: &'static str,
-    pub(super) carrier_line: usize,
-    pub(super) value: Result<f64, NoValue>,
+    pub label: &'static str,
+    pub carrier_line: usize,
+    pub value: Result<f64, NoValue>,
     /// (text, value) perf printed next to the carrier under this label.
-    pub(super) printed: Option<(String, Option<f64>)>,
-    pub(super) agrees: Option<bool>,
-    pub(super) pmu: String,
-    pub(super) running_pct: Option<f64>,
+    pub printed: Option<(String, Option<f64>)>,
+    pub agrees: Option<bool>,
+    pub pmu: String,
+    pub running_pct: Option<f64>,
 }
 
 impl Builtins {
@@ -70,7 +70,7 @@ impl Builtins {
     /// built-ins perf printed too: the others would repeat those metrics under other names
     /// (perf 6.12's `tma_retiring` from the same `topdown-*` rows). A log without JSON metrics
     /// gets every built-in its rows allow.
-    pub(super) fn for_log(mut self, log: &PerfLog, json_printed: bool) -> Builtins {
+    pub fn for_log(mut self, log: &PerfLog, json_printed: bool) -> Builtins {
         if self.by_default && json_printed {
             self.selected.retain(|b| {
                 log.blocks.iter().flat_map(|block| &block.rows).any(|row| {
@@ -85,7 +85,7 @@ impl Builtins {
     }
 
     /// The built-ins of `block`, in row order.
-    pub(super) fn evaluate(&self, block: &Block) -> Vec<BuiltinOutcome> {
+    pub fn evaluate(&self, block: &Block) -> Vec<BuiltinOutcome> {
         let mut out = Vec::new();
         if self.selected.is_empty() {
             return out;
@@ -138,7 +138,7 @@ impl Builtins {
     }
 
     /// Evaluates and prints the built-ins of `block`, counting perf's printed values checked.
-    pub(super) fn print_block(
+    pub fn print_block(
         &self,
         printer: &mut Printer,
         block: &Block,
@@ -158,7 +158,7 @@ impl Builtins {
 
 /// Whether `m` is a built-in perf printed on its carrier `row` (`Retiring` on
 /// `topdown-retiring`), not a JSON metric that happens to share the name.
-pub(super) fn is_builtin_label(row: &Row, m: &PrintedMetric) -> bool {
+pub fn is_builtin_label(row: &Row, m: &PrintedMetric) -> bool {
     let name = canonical(&row.key.name);
     BUILTINS
         .iter()
@@ -218,7 +218,7 @@ fn row_value(row: &Row) -> Option<f64> {
 /// (text, value) when `m` is perf's `label`. The text reader keeps a value with its `%`
 /// (`45.0% Retiring`, perf's `%8.1f%%`) in the label; perf 6.1's cache line prints `% of all
 /// cache refs`.
-fn printed_as(m: &PrintedMetric, label: &str) -> Option<(String, Option<f64>)> {
+pub fn printed_as(m: &PrintedMetric, label: &str) -> Option<(String, Option<f64>)> {
     let name = m.name.trim();
     if m.value.is_some() {
         let rest = name.strip_prefix('%').map_or(name, str::trim_start);
@@ -253,7 +253,7 @@ fn agrees(block: &Block, ours: f64, text: &str, theirs: f64, lines: &[usize]) ->
 
 impl Printer<'_> {
     /// One built-in of one block, in the layout of the metric lines.
-    pub(super) fn builtin(&mut self, block: &Block, o: &BuiltinOutcome) -> anyhow::Result<()> {
+    pub fn builtin(&mut self, block: &Block, o: &BuiltinOutcome) -> anyhow::Result<()> {
         let b = o.builtin;
         let value = o.value.as_ref().ok().copied();
         let (missing, blank): (Vec<String>, Option<&str>) = match &o.value {
@@ -365,45 +365,4 @@ impl Printer<'_> {
 
 fn display_input(input: &str) -> String {
     if input == NSECS { "task-clock or cpu-clock".to_string() } else { input.to_string() }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn printed(text: &str, label: &str) -> PrintedMetric {
-        let log = format!(
-            " Performance counter stats for 'x':\n\n         1,000      instructions   # {text} {label}\n\n       1.0 seconds time elapsed\n"
-        );
-        let log = tmetric_perfstat::parse(&log, "t").unwrap();
-        log.blocks[0].rows[0].metrics[0].clone()
-    }
-
-    #[test]
-    fn perf_labels_are_matched_exactly_after_the_value() {
-        let m = printed("   45.0%", "Retiring");
-        assert_eq!(printed_as(&m, "Retiring"), Some(("45.0".to_string(), Some(45.0))));
-        assert_eq!(printed_as(&m, "retiring"), None);
-        let m = printed("    1.50 ", " insn per cycle");
-        assert_eq!(printed_as(&m, "insn per cycle"), Some(("1.50".to_string(), Some(1.5))));
-        let m = printed("  12.345 %", "of all cache refs");
-        assert_eq!(printed_as(&m, "of all cache refs"), Some(("12.345".to_string(), Some(12.345))));
-        let m = printed("    2.50%", "of all branches");
-        assert_eq!(printed_as(&m, "of all branches"), Some(("2.50".to_string(), Some(2.5))));
-    }
-
-    #[test]
-    fn m_items_split_off_the_builtins() {
-        let (b, rest) = select(&["insn_per_cycle", "tma_retiring"]);
-        assert_eq!(b.selected.len(), 1);
-        assert_eq!(rest, vec!["tma_retiring"]);
-        let (b, rest) = select(&["builtin"]);
-        assert_eq!(b.selected.len(), BUILTINS.len());
-        assert!(rest.is_empty());
-        let (b, _) = select(&[]);
-        assert_eq!(b.selected.len(), BUILTINS.len());
-        let (b, rest) = select(&["tma_retiring"]);
-        assert!(b.selected.is_empty());
-        assert_eq!(rest, vec!["tma_retiring"]);
-    }
 }

@@ -45,7 +45,7 @@ struct Occurrence {
 
 /// Fills the literals the selected metrics need and the flags did not give, from the log or
 /// the vendor; says on stderr when a literal stays unknown though perf printed a metric.
-pub(super) fn infer(
+pub fn infer(
     engines: &mut [Engine],
     roots: &[Vec<usize>],
     log: &PerfLog,

@@ -1,0 +1,177 @@
+//! The `tmetric` command line as a library: flag parsing, subcommand dispatch and the
+//! exit-code policy. `main.rs` only calls [`main`]; the library exists so that the CLI's unit
+//! tests (`tests/cli_unit`) link it instead of compiling the CLI a second time in test mode.
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub mod counts;
+pub mod describe;
+pub mod eval;
+pub mod list;
+pub mod models;
+pub mod out;
+pub mod output;
+pub mod plan;
+pub mod record;
+pub mod report;
+pub mod sim;
+pub mod stat;
+
+/// Compiled CPU performance metrics from Linux perf's vendor JSON.
+#[derive(Debug, Parser)]
+#[command(name = "tmetric", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Latency statistics from ftrace text (XSAVES/XRSTORS tracepoints by default).
+    Latency(tmetric_latency::LatencyArgs),
+    /// The compiled catalogue: models, metrics, metric groups and events.
+    List(list::ListArgs),
+    /// Evaluate a model's metrics over a counts file, or an ad-hoc expression.
+    Eval(eval::EvalArgs),
+    /// Count events for a command (or system-wide) and print them with metrics, as perf stat does.
+    Stat(stat::StatArgs),
+    /// `stat` that also saves the raw counts, with what is needed to evaluate them later, to
+    /// `-o FILE` (docs/record-format.md).
+    Record(record::RecordArgs),
+    /// Evaluate and print a `tmetric record` file or a `perf stat record` perf.data file.
+    Report(report::ReportArgs),
+    /// How a metric selection would be grouped and scheduled on a machine's counters.
+    Plan(plan::PlanArgs),
+    /// One metric in full: descriptions, formula, threshold, its tree and the events it needs.
+    Describe(describe::DescribeArgs),
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match cli.command {
+        Command::Latency(args) => tmetric_latency::run(&args, &mut out)?,
+        Command::List(args) => list::run(&args, &mut out)?,
+        Command::Eval(args) => eval::run(&args, &mut out)?,
+        Command::Plan(args) => plan::run(&args, &mut out)?,
+        Command::Describe(args) => describe::run(&args, &mut out)?,
+        Command::Report(args) => report::run(&args)?,
+        Command::Stat(args) => {
+            // The exit code is the workload's, as perf stat's is.
+            let code = stat::run(&args)?;
+            out.flush()?;
+            if code != 0 {
+                std::process::exit(code);
+            }
+        }
+        Command::Record(args) => {
+            let code = record::run(&args)?;
+            out.flush()?;
+            if code != 0 {
+                std::process::exit(code);
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `tmetric [stat flags] [--] cmd args`: as perf users type `perf stat`, the top level is
+/// `stat` when the first argument is not a subcommand or a top-level flag.
+fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    const TOP: &[&str] = &[
+        "latency",
+        "list",
+        "eval",
+        "stat",
+        "record",
+        "report",
+        "plan",
+        "describe",
+        "help",
+        "-h",
+        "--help",
+        "-V",
+        "--version",
+    ];
+    let first = args.get(1).and_then(|a| a.to_str()).map(str::to_string);
+    match first {
+        Some(first) if !TOP.contains(&first.as_str()) => args.insert(1, "stat".into()),
+        None if args.len() > 1 => args.insert(1, "stat".into()),
+        _ => {}
+    }
+    args
+}
+
+/// The shell's codes for a command that could not run: 127 when it does not exist, 126
+/// when it exists but cannot be executed (as `sh` and perf's users expect).
+fn workload_exit_code(err: &anyhow::Error) -> Option<u8> {
+    use tmetric_runtime::{RunError, WorkloadError};
+    let code = |w: &WorkloadError| match w {
+        WorkloadError::NotFound(_) => Some(127),
+        WorkloadError::Exec { errno, .. } if errno.0 == libc_enoent() => Some(127),
+        WorkloadError::Exec { .. } => Some(126),
+        _ => None,
+    };
+    err.chain().find_map(|cause| {
+        if let Some(w) = cause.downcast_ref::<WorkloadError>() {
+            return code(w);
+        }
+        match cause.downcast_ref::<RunError>()? {
+            RunError::Workload(w) => code(w),
+            _ => None,
+        }
+    })
+}
+
+/// `ENOENT`, without a libc dependency in the binary.
+fn libc_enoent() -> i32 {
+    std::io::Error::from(std::io::ErrorKind::NotFound).raw_os_error().unwrap_or(2)
+}
+
+/// A safety net for `eprintln!` anywhere in the binary: when standard error cannot be written
+/// (`2>/dev/full`) it panics with "failed printing to stderr"; exit 2 quietly instead of 101
+/// with a panic message nobody can read. Code on the `stat` path writes through
+/// [`out::warn`] and never gets here.
+fn exit_2_when_stderr_fails() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stderr") {
+            std::process::exit(2);
+        }
+        default(info);
+    }));
+}
+
+/// The whole command: parse the arguments, run, and map errors to exit codes.
+pub fn main() -> ExitCode {
+    exit_2_when_stderr_fails();
+    let cli = Cli::parse_from(with_default_subcommand(std::env::args_os().collect()));
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // A closed pipe (`tmetric list | head`) is not an error worth reporting.
+            if err.chain().any(|cause| {
+                cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            // Never `eprintln!`: it panics when standard error cannot be written.
+            out::warn(&format!("{err:#}"));
+            ExitCode::from(workload_exit_code(&err).unwrap_or(2))
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! The CLI's unit tests: each file tests one module of `crates/cli` through the `tmetric`
+//! library target.
+
+mod counts;
+mod eval_from_perf;
+mod eval_from_perf_builtin;
+mod list;
+mod models;
+mod out;
+mod output;
+mod record;
+mod report;
+mod stat;
