@@ -4,8 +4,9 @@
 //!
 //! Every literal a metric reads is either given (flag, counts file) or a stated default,
 //! and the assumptions are printed with the results, so an assumption is never mistaken for
-//! a measurement. Vendor metrics run as the generated functions of `tmetric_catalog`; the
-//! metric text is only scanned (never parsed) to explain which literals and probes it uses.
+//! a measurement. Vendor metrics run as the generated functions of `tmetric_catalog`; which
+//! literals and probes a metric reads comes from the catalogue's literal sets and call bits,
+//! so the expression text is never scanned.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -618,7 +619,7 @@ impl Table {
     }
 
     fn literals_of(&self, roots: &[usize]) -> Vec<Literal> {
-        literals_of(self.model, roots)
+        self.model.literals_of(roots)
     }
 
     fn literals_used(&self) -> Vec<Literal> {
@@ -704,11 +705,6 @@ impl Table {
     }
 }
 
-/// The literals `roots` and the metrics they reference read.
-fn literals_of(model: &'static Model, roots: &[usize]) -> Vec<Literal> {
-    model.literals_of(roots)
-}
-
 /// Why metric `metric` has no value, naming the flag for an unknown literal.
 fn explain_failure(
     model: &'static Model,
@@ -718,7 +714,8 @@ fn explain_failure(
 ) -> String {
     match fail {
         Fail::Literal => {
-            let unknown: Vec<String> = literals_of(model, &[metric])
+            let unknown: Vec<String> = model
+                .literals_of(&[metric])
                 .into_iter()
                 .filter(|lit| literals.get(*lit).is_nan())
                 .map(|lit| format!("#{} is unknown: pass {}", lit.name(), flag_for(lit)))

@@ -31,8 +31,7 @@ use tmetric_perfstat::{
 };
 
 use super::{
-    EvalArgs, LiteralJson, Literals, explain_failure, first_names, literals_of, metric_head,
-    select_items, warn,
+    EvalArgs, LiteralJson, Literals, explain_failure, first_names, metric_head, select_items, warn,
 };
 use crate::models::{examples, find_model, join_code};
 use crate::output::{is_core_pmu, json_line, json_number, perf_number};
@@ -162,7 +161,7 @@ pub fn run_log_with<R: BufRead>(
     let mut used: Vec<Literal> = Vec::new();
     for (engine, roots) in engines.iter().zip(&roots) {
         if !roots.is_empty() {
-            for lit in literals_of(engine.model, roots) {
+            for lit in engine.model.literals_of(roots) {
                 if !used.contains(&lit) {
                     used.push(lit);
                 }

@@ -9,7 +9,8 @@ use tmetric_model::Literal;
 use tmetric_perfstat::PerfLog;
 
 use super::{Engine, lookup_pmu_name, printed_by_perf};
-use crate::eval::{Literals, Source, literals_of};
+use crate::eval::{Literals, Source};
+use tmetric_engine::Select;
 
 /// Printed occurrences tried per literal: enough to rule out coincidences, bounded for long
 /// `-I` logs.
@@ -62,7 +63,7 @@ pub fn infer(
         let needed = engines
             .iter()
             .zip(roots)
-            .any(|(e, roots)| literals_of(e.model, roots).contains(&literal));
+            .any(|(e, roots)| e.model.literals_of(roots).contains(&literal));
         if !needed {
             continue;
         }
@@ -124,7 +125,7 @@ fn occurrences(
     for (e, engine) in engines.iter().enumerate() {
         let model = engine.model;
         for &root in &roots[e] {
-            let lits = literals_of(model, &[root]);
+            let lits = model.literals_of(&[root]);
             let only_this = lits.iter().all(|&l| l == literal || !literals.get(l).is_nan());
             if !lits.contains(&literal) || !only_this {
                 continue;
