@@ -13,6 +13,10 @@
 //! Baselines run in the same run as tmetric, back to back: the machines are noisy
 //! (1.3-2x run to run), so the ratios matter more than the absolute figures.
 
+// regen in process runs on the allocator `cargo xtask regen` has (`main.rs`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 // The benchmark times `regen` in process; it never writes, so `Mode::Write` and friends are
 // unused here.
 #[allow(dead_code)]

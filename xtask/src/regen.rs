@@ -13,6 +13,10 @@
 //! not rebuild the catalogue needlessly.
 
 use std::collections::{BTreeMap, HashMap};
+
+// The interners hash every string of every model (half a million lookups): SipHash was a
+// tenth of regen's time.
+use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -361,7 +365,7 @@ struct Blob {
     text: String,
     /// Per string id: offset and length. Id 0 is the empty string.
     ids: Vec<(u32, u32)>,
-    at: HashMap<String, u32>,
+    at: FxHashMap<String, u32>,
     uses: usize,
     /// Strings of the compressed description blob (`Str::cold`).
     cold: bool,
@@ -418,11 +422,11 @@ struct Shared {
     /// Per model: its event records, deflated as one chunk.
     events: Vec<Vec<u8>>,
     /// Value functions by body: their name.
-    value_fns: HashMap<String, Ident>,
+    value_fns: FxHashMap<String, Ident>,
     /// Needed-events functions by body: their name.
-    needed_fns: HashMap<String, Ident>,
+    needed_fns: FxHashMap<String, Ident>,
     /// Descriptors by content: their name.
-    desc_names: HashMap<String, String>,
+    desc_names: FxHashMap<String, String>,
     funcs: Vec<TokenStream>,
     /// One line each.
     descs: Vec<String>,
@@ -489,9 +493,9 @@ impl Default for Shared {
             blob: Blob::default(),
             cold: Blob { cold: true, ..Blob::default() },
             events: Vec::new(),
-            value_fns: HashMap::new(),
-            needed_fns: HashMap::new(),
-            desc_names: HashMap::new(),
+            value_fns: FxHashMap::default(),
+            needed_fns: FxHashMap::default(),
+            desc_names: FxHashMap::default(),
             funcs: Vec::new(),
             descs: Vec::new(),
             value_uses: 0,
