@@ -10,7 +10,8 @@
 //! emitted once (`funcs.rs`), and so is a metric descriptor (`metrics.rs`); each model binds
 //! descriptors to its own slots. Rust is built as token streams with `quote` and printed with
 //! `prettyplease`. Output is deterministic and written only when its bytes change, so cargo does
-//! not rebuild the catalogue needlessly.
+//! not rebuild the catalogue needlessly: models are lowered in parallel, but everything shared is
+//! numbered in one sequential pass in (arch, model) order.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -174,8 +175,12 @@ fn generate(
             .or_default()
             .push((module_name(&r.table.name), r));
     }
-    // Sequential, in (arch, model) order, so that shared tables number their entries
-    // deterministically. Rust text is only formatted afterwards, in parallel.
+    // Each model's metrics are lowered to Rust text in parallel (the lowering reads nothing
+    // shared). Sharing is sequential, in (arch, model) order, so that shared tables number
+    // their entries deterministically. Rust text is only formatted afterwards, in parallel.
+    let in_order: Vec<&Resolved<'_>> =
+        by_arch.values().flat_map(|models| models.iter().map(|(_, r)| *r)).collect();
+    let mut lowered = tmetric_vendor::par::par_map(&in_order, |r| lower_model(r)).into_iter();
     let mut shared = Shared::default();
     // (path, text, whether prettyplease prints it): functions and the index are printed;
     // tables are written one record per line (see `model_file`).
@@ -186,7 +191,8 @@ fn generate(
         for (module, r) in models {
             let path = format!("{GEN_DIR}/{arch}/{module}.rs");
             let doc = format!("model `{}` from pmu-events/arch/{}", r.table.name, r.table.path);
-            sources.push((path, with_header(&doc, &model_file(r, &mut shared)), false));
+            let metrics = lowered.next().expect("every model was lowered");
+            sources.push((path, with_header(&doc, &model_file(r, metrics, &mut shared)), false));
             let module = format_ident!("{}", module);
             arch_items.push(quote! { pub mod #module; });
             model_paths.push((format!("{arch}::{module}"), r.table));
@@ -437,40 +443,48 @@ struct Shared {
 
 impl Shared {
     /// The shared value function for this body.
-    fn value_fn(&mut self, body: TokenStream, uses_inputs: bool) -> Ident {
+    fn value_fn(&mut self, body: &Body) -> Ident {
         self.value_uses += 1;
-        let key = body.to_string();
-        if let Some(name) = self.value_fns.get(&key) {
+        if let Some(name) = self.value_fns.get(&body.text) {
             return name.clone();
         }
         let name = format_ident!("v{}", self.value_fns.len());
-        let x = if uses_inputs { quote!(x) } else { quote!(_x) };
+        let x = if body.uses.inputs { quote!(x) } else { quote!(_x) };
+        let tokens = body.tokens();
         self.funcs.push(quote! {
             pub(crate) fn #name(#x: &Inputs<'_>) -> Result<f64, Fail> {
-                Ok(#body)
+                Ok(#tokens)
             }
         });
-        self.value_fns.insert(key, name.clone());
+        self.value_fns.insert(body.text.clone(), name.clone());
         name
     }
 
     /// The shared needed-events function for this body.
-    fn needed_fn(&mut self, body: TokenStream, uses: Uses) -> Ident {
+    fn needed_fn(&mut self, body: &Body) -> Ident {
         self.needed_uses += 1;
-        let key = body.to_string();
-        if let Some(name) = self.needed_fns.get(&key) {
+        if let Some(name) = self.needed_fns.get(&body.text) {
             return name.clone();
         }
         let name = format_ident!("n{}", self.needed_fns.len());
-        let f = if uses.facts { quote!(f) } else { quote!(_f) };
-        let s = if uses.slots { quote!(s) } else { quote!(_s) };
+        let f = if body.uses.facts { quote!(f) } else { quote!(_f) };
+        let s = if body.uses.slots { quote!(s) } else { quote!(_s) };
+        let tokens = body.tokens();
         self.funcs.push(quote! {
             pub(crate) fn #name(#f: &Facts<'_>, #s: &[u16]) -> Result<Needed<Ref>, Fail> {
-                Ok(#body)
+                Ok(#tokens)
             }
         });
-        self.needed_fns.insert(key, name.clone());
+        self.needed_fns.insert(body.text.clone(), name.clone());
         name
+    }
+
+    /// A metric's `NeededRefs` value: the static list, or the shared function's name.
+    fn needed_refs(&mut self, needed: &NeededPart) -> String {
+        match needed {
+            NeededPart::Static(refs) => refs.clone(),
+            NeededPart::Dynamic(body) => format!("NeededRefs::Dynamic({})", self.needed_fn(body)),
+        }
     }
 
     /// The shared descriptor with these fields.
@@ -569,20 +583,33 @@ fn add_events(table: &Table, shared: &mut Shared) -> usize {
     chunk
 }
 
-/// The Rust source of one model, adding its shared parts to `shared`.
-fn model_file(r: &Resolved<'_>, shared: &mut Shared) -> String {
+/// A model's metrics that compile, renumbered, each lowered to Rust text.
+struct LoweredModel {
+    /// Old index and lowered form, in order.
+    metrics: Vec<(usize, LoweredMetric)>,
+    /// Old index to new.
+    new_index: HashMap<usize, usize>,
+}
+
+fn lower_model(r: &Resolved<'_>) -> LoweredModel {
+    let kept: Vec<usize> = (0..r.metrics.len()).filter(|&m| r.metrics[m].ok).collect();
+    let new_index: HashMap<usize, usize> =
+        kept.iter().enumerate().map(|(new, &old)| (old, new)).collect();
+    let metrics = kept.iter().map(|&old| (old, lower_metric(r, old, &new_index))).collect();
+    LoweredModel { metrics, new_index }
+}
+
+/// The Rust source of one model from its lowered metrics, adding its shared parts to `shared`.
+fn model_file(r: &Resolved<'_>, lowered: LoweredModel, shared: &mut Shared) -> String {
     let table: &Table = r.table;
     let event_chunk = add_events(table, shared);
     let event_count = table.events.len();
 
-    // Metrics: only those that compile, renumbered.
-    let kept: Vec<usize> = (0..r.metrics.len()).filter(|&m| r.metrics[m].ok).collect();
-    let new_index: HashMap<usize, usize> =
-        kept.iter().enumerate().map(|(new, &old)| (old, new)).collect();
     let mut calls = vec![0u8; r.ids.len()];
     let mut metrics = Vec::new();
-    for &old in &kept {
-        let (binding, call_bits) = metric(r, old, &new_index, shared);
+    let LoweredModel { metrics: lowered, new_index } = lowered;
+    for (old, lowered) in lowered {
+        let (binding, call_bits) = metric(r, old, lowered, shared);
         for (slot, bits) in call_bits {
             calls[slot] |= bits;
         }
@@ -648,39 +675,87 @@ fn model_file(r: &Resolved<'_>, shared: &mut Shared) -> String {
     out
 }
 
-/// One metric: its binding in the model (a line), and the call bits of its model slots.
-fn metric(
-    r: &Resolved<'_>,
-    old: usize,
-    new_index: &HashMap<usize, usize>,
-    shared: &mut Shared,
-) -> (String, Vec<(usize, u8)>) {
-    let vm = &r.table.metrics[old];
+/// A function body as Rust token text, and which parameters it reads.
+struct Body {
+    /// `TokenStream::to_string()`: also the key under which identical bodies are shared.
+    text: String,
+    uses: Uses,
+}
+
+impl Body {
+    fn new(tokens: &TokenStream, uses: Uses) -> Body {
+        Body { text: tokens.to_string(), uses }
+    }
+
+    /// The tokens again. Token streams cannot cross threads, so lowering hands over text;
+    /// only distinct bodies are parsed back.
+    fn tokens(&self) -> TokenStream {
+        self.text.parse().expect("a body printed from tokens parses")
+    }
+}
+
+/// A metric's needed-events pass: a static list when nothing can fold on a machine, else a
+/// function body.
+enum NeededPart {
+    Static(String),
+    Dynamic(Body),
+}
+
+/// One metric lowered to Rust before anything is shared: its value, needed-events pass and
+/// threshold (when it compiles), and its local numbering.
+struct LoweredMetric {
+    value: Body,
+    needed: NeededPart,
+    threshold: Option<(Body, NeededPart)>,
+    locals: Locals,
+}
+
+/// Lowers metric `old` of `r` (`new_index`: the kept metrics' new numbers).
+fn lower_metric(r: &Resolved<'_>, old: usize, new_index: &HashMap<usize, usize>) -> LoweredMetric {
     let rm = &r.metrics[old];
     let expr = rm.expr.as_ref().expect("a compiled metric has an expression");
     let mut lower = Lower { targets: &rm.targets, new_index, locals: Locals::default() };
-
     let mut uses = Uses::default();
     let body = lower.value(expr, &mut uses);
-    let eval = shared.value_fn(body, uses.inputs);
-    let needed = lower.needed_refs(expr, shared);
-    let (threshold, needed_threshold) = match (&rm.threshold, rm.threshold_ok) {
+    let value = Body::new(&body, uses);
+    let needed = lower.needed_part(expr);
+    let threshold = match (&rm.threshold, rm.threshold_ok) {
         (Some(t), true) => {
             let mut uses = Uses::default();
             let body = lower.value(t, &mut uses);
-            let name = shared.value_fn(body, uses.inputs);
-            let needed = lower.needed_refs(t, shared);
-            (format!("Some({name})"), format!("Some({needed})"))
+            Some((Body::new(&body, uses), lower.needed_part(t)))
         }
-        _ => ("None".to_string(), "None".to_string()),
+        _ => None,
     };
     // A threshold that does not compile still names metrics: keep them referenced, as before.
     for m in rm.metric_refs().into_iter().chain(rm.threshold_refs()) {
         lower.locals.metric(new_index[&m]);
     }
-    let literals: Vec<String> =
-        lower.locals.literals.iter().map(|l| format!("Literal::{l:?}")).collect();
-    let call_bits = &lower.locals.calls;
+    LoweredMetric { value, needed, threshold, locals: lower.locals }
+}
+
+/// One metric: its binding in the model (a line), and the call bits of its model slots.
+fn metric(
+    r: &Resolved<'_>,
+    old: usize,
+    lowered: LoweredMetric,
+    shared: &mut Shared,
+) -> (String, Vec<(usize, u8)>) {
+    let vm = &r.table.metrics[old];
+    let LoweredMetric { value, needed, threshold, locals } = lowered;
+    // In the order the model's functions were first numbered: value, needed, threshold.
+    let eval = shared.value_fn(&value);
+    let needed = shared.needed_refs(&needed);
+    let (threshold, needed_threshold) = match threshold {
+        Some((body, needed)) => {
+            let name = shared.value_fn(&body);
+            let needed = shared.needed_refs(&needed);
+            (format!("Some({name})"), format!("Some({needed})"))
+        }
+        None => ("None".to_string(), "None".to_string()),
+    };
+    let literals: Vec<String> = locals.literals.iter().map(|l| format!("Literal::{l:?}")).collect();
+    let call_bits = &locals.calls;
     let calls: &[u8] = if call_bits.iter().all(|&b| b == 0) { &[] } else { call_bits };
 
     let (scale, unit, has_scale) =
@@ -719,11 +794,10 @@ fn metric(
         literals.join(", "),
     );
     let desc = shared.desc(fields);
-    let model_calls =
-        lower.locals.slots.iter().zip(&lower.locals.calls).map(|(&s, &b)| (s, b)).collect();
+    let model_calls = locals.slots.iter().zip(&locals.calls).map(|(&s, &b)| (s, b)).collect();
     let binding = format!(
         "    Metric {{ desc: &{desc}, slots: &{:?}, refs: &{:?} }},\n",
-        lower.locals.slots, lower.locals.metrics
+        locals.slots, locals.metrics
     );
     (binding, model_calls)
 }
@@ -876,8 +950,8 @@ impl Lower<'_> {
         }
     }
 
-    /// `NeededRefs::Static` when nothing can fold on a machine, else a shared function.
-    fn needed_refs(&mut self, expr: &Expr, shared: &mut Shared) -> String {
+    /// `NeededRefs::Static` when nothing can fold on a machine, else a function body.
+    fn needed_part(&mut self, expr: &Expr) -> NeededPart {
         let depends_on_machine = {
             let mut found = false;
             expr.walk(&mut |node| {
@@ -913,13 +987,12 @@ impl Lower<'_> {
                         refs.push(r);
                     }
                 }
-                return format!("NeededRefs::Static(&[{}])", refs.join(", "));
+                return NeededPart::Static(format!("NeededRefs::Static(&[{}])", refs.join(", ")));
             }
         }
         let mut uses = Uses::default();
         let body = self.needed(expr, &mut uses);
-        let name = shared.needed_fn(body, uses);
-        format!("NeededRefs::Dynamic({name})")
+        NeededPart::Dynamic(Body::new(&body, uses))
     }
 
     /// The local index of an identifier, and whether it is a metric.
@@ -1061,10 +1134,10 @@ mod tests {
         let mut uses = Uses::default();
         let body = lower.value(&expr, &mut uses);
         let mut shared = Shared::default();
-        shared.value_fn(body, uses.inputs);
+        shared.value_fn(&Body::new(&body, uses));
         let text = shared.funcs[0].to_string();
         assert!(text.contains("_x : & Inputs"), "{text}");
-        let needed = lower.needed_refs(&expr, &mut shared);
+        let needed = shared.needed_refs(&lower.needed_part(&expr));
         assert_eq!(needed, "NeededRefs::Static(&[])");
     }
 }
