@@ -16,7 +16,7 @@ use anyhow::{anyhow, bail};
 use serde::Serialize;
 use tmetric_catalog::Model;
 use tmetric_catalog::catalog::id_calls;
-use tmetric_engine::{Coverage, MetricResult, Offline, Select};
+use tmetric_engine::{Coverage, LiteralSource, Literals, MetricResult, Offline, Select};
 use tmetric_expr::{Env, EvalError, Ident, caret_lines, normalize};
 use tmetric_model::{Fail, Literal};
 
@@ -165,34 +165,18 @@ impl OnOff {
     }
 }
 
-/// Where a literal's value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
-    Flag,
-    File,
-    Default,
-    Derived(Literal),
-    /// `eval --from-perf`: the one value reproducing this metric as perf printed it on this
-    /// line.
-    Inferred(&'static str, usize),
-    /// `eval --from-perf`: the value the vendor documents for this CPU.
-    Vendor(&'static str),
-    Unknown,
-}
-
-impl Source {
-    fn word(self) -> String {
-        match self {
-            Source::Flag => "flag".into(),
-            Source::File => "counts file".into(),
-            Source::Default => "default".into(),
-            Source::Derived(from) => format!("derived from #{}", from.name()),
-            Source::Inferred(metric, line) => {
-                format!("inferred from {metric} printed on line {line}")
-            }
-            Source::Vendor(cpu) => format!("vendor default for {cpu}"),
-            Source::Unknown => "unknown".into(),
+/// How the header words where a literal came from.
+fn source_word(source: LiteralSource) -> String {
+    match source {
+        LiteralSource::Flag => "flag".into(),
+        LiteralSource::File => "counts file".into(),
+        LiteralSource::Default => "default".into(),
+        LiteralSource::Derived(from) => format!("derived from #{}", from.name()),
+        LiteralSource::Inferred(metric, line) => {
+            format!("inferred from {metric} printed on line {line}")
         }
+        LiteralSource::Vendor(cpu) => format!("vendor default for {cpu}"),
+        LiteralSource::Unknown => "unknown".into(),
     }
 }
 
@@ -211,143 +195,104 @@ fn flag_for(literal: Literal) -> &'static str {
     }
 }
 
-/// Every literal's value and where it came from.
-#[derive(Debug, Clone)]
-pub struct Literals {
-    values: [f64; Literal::COUNT],
-    sources: [Source; Literal::COUNT],
+/// Every literal's value: given by flags (`--smt`, `--literal`, `--var`), by the counts file,
+/// else perf's defaults ([`Literals::apply_defaults`]); two different values for one literal
+/// are an error naming both.
+pub fn resolve_literals(
+    args: &EvalArgs,
+    file: Option<&CountsFile>,
+    from_vars: &[(Literal, f64)],
+) -> anyhow::Result<Literals> {
+    let mut given: Vec<(Literal, f64, String)> = Vec::new();
+    let mut flag = |literal: Literal, value: Option<f64>, name: &str| {
+        if let Some(value) = value {
+            given.push((literal, value, name.to_string()));
+        }
+    };
+    flag(Literal::SmtOn, args.smt.map(OnOff::value), "--smt");
+    flag(Literal::NumCpus, args.cpus.map(f64::from), "--cpus");
+    flag(Literal::NumCpusOnline, args.cpus.map(f64::from), "--cpus");
+    flag(Literal::NumCores, args.cores.map(f64::from), "--cores");
+    flag(Literal::NumPackages, args.packages.map(f64::from), "--packages");
+    flag(Literal::NumDies, args.dies.map(f64::from), "--dies");
+    flag(Literal::SystemTscFreq, args.tsc_freq, "--tsc-freq");
+    flag(Literal::CoreWide, args.core_wide.map(OnOff::value), "--core-wide");
+    flag(Literal::Slots, args.slots.map(f64::from), "--slots");
+    for text in &args.literals {
+        let (name, value) = split_assignment(text, "--literal")?;
+        let literal = literal_named(name).ok_or_else(|| {
+            anyhow!(
+                "--literal `{text}`: unknown literal `{name}`; expected one of {}",
+                literal_names()
+            )
+        })?;
+        given.push((literal, value, format!("--literal {name}")));
+    }
+    for &(literal, value) in from_vars {
+        given.push((literal, value, format!("--var #{}", literal.name())));
+    }
+
+    let mut literals = Literals::default();
+    let mut set_by: Vec<Option<String>> = vec![None; Literal::COUNT];
+    for (literal, value, name) in given {
+        let i = literal.index();
+        if let Some(previous) = &set_by[i]
+            && literals.get(literal).to_bits() != value.to_bits()
+        {
+            bail!(
+                "#{} is given twice with different values ({previous} and {name})",
+                literal.name()
+            );
+        }
+        literals.set(literal, value, LiteralSource::Flag);
+        set_by[i] = Some(name);
+    }
+    for &(literal, value) in file.map_or(&[][..], |f| &f.literals) {
+        if matches!(literals.source(literal), LiteralSource::Unknown | LiteralSource::File) {
+            literals.set(literal, value, LiteralSource::File);
+        }
+    }
+    literals.apply_defaults();
+    Ok(literals)
 }
 
-impl Literals {
-    fn resolve(
-        args: &EvalArgs,
-        file: Option<&CountsFile>,
-        from_vars: &[(Literal, f64)],
-    ) -> anyhow::Result<Literals> {
-        let mut given: Vec<(Literal, f64, String)> = Vec::new();
-        let mut flag = |literal: Literal, value: Option<f64>, name: &str| {
-            if let Some(value) = value {
-                given.push((literal, value, name.to_string()));
-            }
-        };
-        flag(Literal::SmtOn, args.smt.map(OnOff::value), "--smt");
-        flag(Literal::NumCpus, args.cpus.map(f64::from), "--cpus");
-        flag(Literal::NumCpusOnline, args.cpus.map(f64::from), "--cpus");
-        flag(Literal::NumCores, args.cores.map(f64::from), "--cores");
-        flag(Literal::NumPackages, args.packages.map(f64::from), "--packages");
-        flag(Literal::NumDies, args.dies.map(f64::from), "--dies");
-        flag(Literal::SystemTscFreq, args.tsc_freq, "--tsc-freq");
-        flag(Literal::CoreWide, args.core_wide.map(OnOff::value), "--core-wide");
-        flag(Literal::Slots, args.slots.map(f64::from), "--slots");
-        for text in &args.literals {
-            let (name, value) = split_assignment(text, "--literal")?;
-            let literal = literal_named(name).ok_or_else(|| {
-                anyhow!(
-                    "--literal `{text}`: unknown literal `{name}`; expected one of {}",
-                    literal_names()
-                )
-            })?;
-            given.push((literal, value, format!("--literal {name}")));
-        }
-        for &(literal, value) in from_vars {
-            given.push((literal, value, format!("--var #{}", literal.name())));
-        }
-
-        let mut values = [f64::NAN; Literal::COUNT];
-        let mut sources = [Source::Unknown; Literal::COUNT];
-        let mut set_by: Vec<Option<String>> = vec![None; Literal::COUNT];
-        for (literal, value, name) in given {
-            let i = literal.index();
-            if let Some(previous) = &set_by[i]
-                && values[i].to_bits() != value.to_bits()
-            {
-                bail!(
-                    "#{} is given twice with different values ({previous} and {name})",
-                    literal.name()
-                );
-            }
-            values[i] = value;
-            sources[i] = Source::Flag;
-            set_by[i] = Some(name);
-        }
-        for &(literal, value) in file.map_or(&[][..], |f| &f.literals) {
-            let i = literal.index();
-            if sources[i] == Source::Unknown || sources[i] == Source::File {
-                values[i] = value;
-                sources[i] = Source::File;
-            }
-        }
-        let mut literals = Literals { values, sources };
-        literals.default_to(Literal::SmtOn, 1.0, Source::Default);
-        literals.default_to(Literal::HasPmem, 0.0, Source::Default);
-        if literals.get(Literal::SmtOn) == 0.0 {
-            literals.default_to(Literal::CoreWide, 1.0, Source::Derived(Literal::SmtOn));
-        } else {
-            literals.default_to(Literal::CoreWide, 0.0, Source::Default);
-        }
-        let online = literals.get(Literal::NumCpusOnline);
-        let all = literals.get(Literal::NumCpus);
-        literals.default_to(Literal::NumCpusOnline, all, Source::Derived(Literal::NumCpus));
-        literals.default_to(Literal::NumCpus, online, Source::Derived(Literal::NumCpusOnline));
-        if literals.get(Literal::SmtOn) == 0.0 {
-            let online = literals.get(Literal::NumCpusOnline);
-            literals.default_to(Literal::NumCores, online, Source::Derived(Literal::NumCpusOnline));
-        }
-        let packages = literals.get(Literal::NumPackages);
-        literals.default_to(Literal::NumDies, packages, Source::Derived(Literal::NumPackages));
-        Ok(literals)
-    }
-
-    fn get(&self, literal: Literal) -> f64 {
-        self.values[literal.index()]
-    }
-
-    fn default_to(&mut self, literal: Literal, value: f64, source: Source) {
-        let i = literal.index();
-        if self.sources[i] == Source::Unknown && !value.is_nan() {
-            self.values[i] = value;
-            self.sources[i] = source;
-        }
-    }
-
-    /// `#smt_on=1 (default)` for each of `used`, for the assumptions line.
-    fn describe(&self, used: &[Literal]) -> String {
-        let parts: Vec<String> = used
-            .iter()
-            .map(|&lit| {
-                let source = self.sources[lit.index()];
-                match source {
-                    Source::Unknown => format!("#{} unknown (pass {})", lit.name(), flag_for(lit)),
-                    Source::Default | Source::Derived(_) => {
-                        format!(
-                            "#{}={} ({}; set with {})",
-                            lit.name(),
-                            plain_number(self.get(lit)),
-                            source.word(),
-                            flag_for(lit)
-                        )
-                    }
-                    _ => format!(
-                        "#{}={} ({})",
-                        lit.name(),
-                        plain_number(self.get(lit)),
-                        source.word()
-                    ),
+/// `#smt_on=1 (default)` for each of `used`, for the assumptions line.
+fn describe_literals(literals: &Literals, used: &[Literal]) -> String {
+    let parts: Vec<String> = used
+        .iter()
+        .map(|&lit| {
+            let source = literals.source(lit);
+            match source {
+                LiteralSource::Unknown => {
+                    format!("#{} unknown (pass {})", lit.name(), flag_for(lit))
                 }
-            })
-            .collect();
-        if parts.is_empty() { "none".to_string() } else { parts.join(", ") }
-    }
+                LiteralSource::Default | LiteralSource::Derived(_) => format!(
+                    "#{}={} ({}; set with {})",
+                    lit.name(),
+                    plain_number(literals.get(lit)),
+                    source_word(source),
+                    flag_for(lit)
+                ),
+                _ => format!(
+                    "#{}={} ({})",
+                    lit.name(),
+                    plain_number(literals.get(lit)),
+                    source_word(source)
+                ),
+            }
+        })
+        .collect();
+    if parts.is_empty() { "none".to_string() } else { parts.join(", ") }
+}
 
-    fn json(&self, used: &[Literal]) -> Vec<LiteralJson> {
-        used.iter()
-            .map(|&lit| LiteralJson {
-                literal: lit.name(),
-                value: json_number(self.get(lit)),
-                source: self.sources[lit.index()].word(),
-            })
-            .collect()
-    }
+fn literals_json(literals: &Literals, used: &[Literal]) -> Vec<LiteralJson> {
+    used.iter()
+        .map(|&lit| LiteralJson {
+            literal: lit.name(),
+            value: json_number(literals.get(lit)),
+            source: source_word(literals.source(lit)),
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -442,7 +387,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             file.path
         ),
     };
-    let literals = Literals::resolve(args, Some(&file), &[])?;
+    let literals = resolve_literals(args, Some(&file), &[])?;
 
     let common = tmetric_catalog::common();
     let mut tables = vec![Table::new(model, false, &file, &literals)?];
@@ -499,7 +444,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                     model: model.path(),
                     common: tables.len() > 1,
                     counts: file.path.clone(),
-                    literals: literals.json(&used),
+                    literals: literals_json(&literals, &used),
                 },
             },
         )?;
@@ -507,7 +452,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         eprintln!(
             "tmetric: {counted_models} from {}; literals used: {}",
             file.path,
-            literals.describe(&used)
+            describe_literals(&literals, &used)
         );
     }
 
@@ -891,7 +836,7 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
         }
     }
     let file = args.counts.as_deref().map(counts::read).transpose()?;
-    let literals = Literals::resolve(args, file.as_ref(), &literal_vars)?;
+    let literals = resolve_literals(args, file.as_ref(), &literal_vars)?;
     let mut env = ExprEnv { vars, file: file.as_ref(), literals: &literals, missing: Vec::new() };
     let value = tmetric_expr::eval(&expr, &mut env).map_err(|err| {
         let hint = match &err {
@@ -917,12 +862,12 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
                 expr: text,
                 value: json_number(value),
                 missing: missing.clone(),
-                literals: literals.json(&used),
+                literals: literals_json(&literals, &used),
             },
         )?;
     } else {
         if !used.is_empty() {
-            eprintln!("tmetric: literals used: {}", literals.describe(&used));
+            eprintln!("tmetric: literals used: {}", describe_literals(&literals, &used));
         }
         writeln!(out, "{}", plain_number(value))?;
     }

@@ -139,7 +139,4 @@ pub fn core_pmu_name(arch: &str) -> &'static str {
 }
 
 /// Whether `pmu` is a core PMU name: `default_core` or a name perf gives the core PMU.
-pub fn is_core_pmu(pmu: &str) -> bool {
-    matches!(pmu, "" | "default_core" | "cpu" | "cpu_core" | "cpu_atom" | "cpum_cf")
-        || pmu.starts_with("armv8_pmuv3")
-}
+pub use tmetric_engine::perflog::is_core_pmu;

@@ -43,17 +43,6 @@ mod tests {
         })
     }
 
-    #[test]
-    fn scores_order_by_agreement_first() {
-        let agree = Score { agree: 1, ..Score::default() };
-        let rows = Score { explained: 20, known_events: 30, ..Score::default() };
-        assert!(agree > rows);
-        assert_eq!(header_pmu(Some("TopdownL1 (cpu_core)")), Some("cpu_core".to_string()));
-        assert_eq!(header_pmu(Some("TopdownL1")), None);
-        assert_eq!(lookup_pmu_name("default_core"), None);
-        assert_eq!(lookup_pmu_name("cpu_atom"), Some("cpu_atom"));
-    }
-
     /// A log read block by block after its first interval prints what the whole log prints,
     /// but for the header's block count.
     #[test]

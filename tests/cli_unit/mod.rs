@@ -3,7 +3,6 @@
 
 mod counts;
 mod eval_from_perf;
-mod eval_from_perf_builtin;
 mod list;
 mod models;
 mod out;

@@ -2,45 +2,35 @@
 //! block (run × `-I` interval × aggregation id), each input explained and each value checked
 //! against what perf printed.
 //!
-//! The log is read by `tmetric_perfstat`; the literal flags, metric selection and the perf-like
-//! metric layout are those of `eval --counts` (the parent module). What this file adds:
-//! choosing the model from the log, filling the engine's `Offline` evaluator per block and root metric from the
-//! rows of the group perf printed that metric in, and saying where every value came from.
-//!
-//! Rules that are choices rather than perf's code (docs/from-perf.md):
-//! * `<not counted>` reads as 0 and `<not supported>` as NaN, as in perf; both are named.
-//! * A retire latency (`X:R`) without a row reads as 0 when perf printed the metric in that
-//!   block (perf 6.12 without `--record-tpebs` uses 0, and the printed value proves perf ran it),
-//!   and is missing (NaN) otherwise.
-//! * A count printed in a unit perf scaled it to (`MiB`, `Bytes`) is divided by the event's
-//!   ScaleUnit factor; without a known factor the input is unusable (NaN) and named.
+//! The evaluation is the engine's (`tmetric_engine::perflog`: model inference, literals implied
+//! by the log, the rows each input came from, the checks against perf's printed values). This
+//! file reads the log (streaming long ones), takes the flags and metric selection of `eval
+//! --counts` (the parent module), and prints: the header, one line per metric and block in the
+//! text, CSV or JSON layout, and what was left out and why.
 
-use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
 use anyhow::{Context, anyhow, bail};
 use serde::Serialize;
-use tmetric_catalog::catalog::IdKind;
-use tmetric_catalog::{MODELS, Model};
-use tmetric_engine::{MetricResult, Needed, Offline, Select};
-use tmetric_model::Literal;
-use tmetric_perfstat::{
-    Block, EventKey, Layout, Lookup, PerfLog, PrintedMetric, Reader, Row, Run, TimeSource, Warning,
+use tmetric_catalog::Model;
+use tmetric_engine::perflog::infer::{Inference, infer_model};
+use tmetric_engine::perflog::literals::{Unsolved, infer_literals};
+use tmetric_engine::perflog::{
+    Checks, InputSource, LogEvaluator, Outcome, Selection, default_selection, printed_metrics,
 };
+use tmetric_engine::{Literals, Select};
+use tmetric_model::Literal;
+use tmetric_perfstat::{Block, Layout, PerfLog, Reader, Run, Warning};
 
 use super::{
-    EvalArgs, LiteralJson, Literals, explain_failure, first_names, metric_head, select_items, warn,
+    EvalArgs, LiteralJson, describe_literals, explain_failure, first_names, literals_json,
+    metric_head, resolve_literals, select_items, warn,
 };
 use crate::models::{examples, find_model, join_code};
-use crate::output::{is_core_pmu, json_line, json_number, perf_number};
+use crate::output::{json_line, json_number, perf_number};
 
 pub mod builtin;
-pub mod infer_literal;
-
-/// How many distinct printed metrics model inference evaluates per candidate model.
-const INFER_PRINTED: usize = 24;
 
 /// The model, the default selection and the layout of the output are chosen from the intervals
 /// read before this many bytes of the log (at least one); a longer log is then read and
@@ -113,17 +103,17 @@ pub fn run_log_with<R: BufRead>(
     if !streamed {
         warnings.note(&name);
     }
-    let literals = Literals::resolve(args, None, &[])?;
+    let literals = resolve_literals(args, None, &[])?;
     let cpuid = args.cpuid.as_deref();
     let choice = choose_model(args, &log, &literals, &name)?;
 
     let common = tmetric_catalog::common();
-    let mut engines: Vec<Engine> = Vec::new();
+    let mut engines: Vec<LogEvaluator> = Vec::new();
     if let Some(model) = choice.model {
-        engines.push(Engine::new(model, false, &literals, cpuid));
+        engines.push(LogEvaluator::new(model, false, &literals, cpuid));
     }
     if !engines.iter().any(|e| std::ptr::eq(e.model, common)) {
-        engines.push(Engine::new(common, choice.model.is_some(), &literals, cpuid));
+        engines.push(LogEvaluator::new(common, choice.model.is_some(), &literals, cpuid));
     }
     let where_ = match choice.model {
         Some(model) if !std::ptr::eq(model, common) => {
@@ -134,8 +124,8 @@ pub fn run_log_with<R: BufRead>(
 
     let all_items: Vec<&str> =
         args.metrics.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect();
-    // perf's built-in metrics (`insn per cycle`, ...) are not in any model: `builtin.rs`.
-    let (builtins, items) = builtin::select(&all_items);
+    // perf's built-in metrics (`insn per cycle`, ...) are not in any model.
+    let (builtins, items) = tmetric_engine::perflog::builtins::select(&all_items);
     let printed = printed_metrics(&log);
     let mut report = Selection::default();
     let roots: Vec<Vec<usize>> = if all_items.is_empty() {
@@ -152,12 +142,13 @@ pub fn run_log_with<R: BufRead>(
         )?
     };
 
-    // Literals the flags leave unknown, solved from perf's printed values: `infer_literal.rs`.
     let json_printed =
         printed.iter().any(|p| engines.iter().any(|e| !e.model.metrics_named(&p.name).is_empty()));
     let builtins = builtins.for_log(&log, json_printed);
+    // Literals the flags leave unknown, solved from perf's printed values.
     let mut literals = literals;
-    infer_literal::infer(&mut engines, &roots, &log, &mut literals, args.cpuid.as_deref())?;
+    let unsolved = infer_literals(&mut engines, &roots, &log, &mut literals, cpuid);
+    report_unsolved(&unsolved);
     let mut used: Vec<Literal> = Vec::new();
     for (engine, roots) in engines.iter().zip(&roots) {
         if !roots.is_empty() {
@@ -176,7 +167,7 @@ pub fn run_log_with<R: BufRead>(
         (None, true) => Format::Json,
         (None, false) => Format::Text { colour: args.color.enabled() },
     };
-    let mut printer = Printer::new(out, format, &log);
+    let mut printer = Printer::new(out, format, &log, &literals);
     let models_text = match choice.model {
         Some(model) if !std::ptr::eq(model, common) => format!("{} + common", model.path()),
         _ => "common".to_string(),
@@ -225,17 +216,17 @@ pub fn run_log_with<R: BufRead>(
         }
         for (e, engine) in engines.iter_mut().enumerate() {
             for (r, &root) in roots[e].iter().enumerate() {
-                let outcome = engine.evaluate(&block, root, &literals);
+                let outcome = engine.evaluate(&block, root);
                 if !outcome.any_present {
                     not_counted[e][r] += usize::from(outcome.all_not_counted);
                     continue;
                 }
                 shown[e][r] = true;
-                checks.count(&outcome);
+                checks.count(outcome.check);
                 printer.metric(engine, Some(&block), &outcome, "")?;
             }
         }
-        builtins_shown += builtins.print_block(&mut printer, &block, &mut checks)?;
+        builtins_shown += builtin::print_block(&builtins, &mut printer, &block, &mut checks)?;
         first.get_or_insert(block);
     }
     // Metrics none of whose inputs any block has: one line each, with everything missing.
@@ -245,7 +236,7 @@ pub fn run_log_with<R: BufRead>(
             for (r, &root) in roots[e].iter().enumerate() {
                 if !shown[e][r] {
                     unplaced += 1;
-                    let outcome = engine.evaluate(first, root, &literals);
+                    let outcome = engine.evaluate(first, root);
                     let why = if not_counted[e][r] > 0 {
                         "its input rows are <not counted> in every block"
                     } else {
@@ -288,8 +279,8 @@ pub fn run_log_with<R: BufRead>(
     if roots.iter().all(Vec::is_empty) && builtins_shown == 0 {
         eprintln!("tmetric: no metric of {where_} has all its inputs in {name}");
     }
-    checks.report(&name);
-    report.print(&where_, &name);
+    report_checks(&checks, &name);
+    print_selection(&report, &where_, &name);
     Ok(())
 }
 
@@ -365,65 +356,26 @@ fn choose_model(
     if let (Some(model), Some(cpuid)) = (by_cpuid, &args.cpuid) {
         return Ok(ModelChoice { model: Some(model), how: format!("for cpuid {cpuid}") });
     }
-    infer_model(log, literals, name)
+    infer_model_of(log, literals, name)
 }
 
-/// How well a model explains a log; compared field by field, best first.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Score {
-    /// Printed metrics this model recomputes to perf's printed value.
-    pub agree: usize,
-    /// Counter rows that are inputs of the printed metrics this model knows.
-    pub explained: usize,
-    /// Printed metrics whose inputs are all in the log.
-    pub complete: usize,
-    /// Printed metric names this model has.
-    pub known_metrics: usize,
-    /// The log's event names this model's JSON lists.
-    pub known_events: usize,
-}
-
-/// Scores every model against the log; the best one is used when it beats the next.
-fn infer_model(log: &PerfLog, literals: &Literals, name: &str) -> anyhow::Result<ModelChoice> {
-    let printed = printed_metrics(log);
-    let events: BTreeSet<String> = log
-        .event_keys()
-        .into_iter()
-        .filter(|k| !k.is_tool())
-        .map(|k| k.name.split(',').next().unwrap_or("").to_string())
-        .filter(|name| !is_generic_event(name))
-        .collect();
-    // The rows of the blocks whose printed metrics are recomputed.
-    let blocks: BTreeSet<usize> = printed.iter().take(INFER_PRINTED).map(|p| p.block).collect();
-    let rows: usize = blocks.iter().map(|&b| log.blocks[b].rows.len()).sum();
-    // perf names the core PMUs `cpu_core` and `cpu_atom` only on hybrid machines.
-    let hybrid_log = log.core_pmus().iter().any(|p| p == "cpu_core" || p == "cpu_atom");
-    let mut scored: Vec<(Score, &'static Model)> = MODELS
-        .iter()
-        .copied()
-        .filter(|m| !m.is_sys && m.arch != "test" && m.arch != "common")
-        .filter(|m| !hybrid_log || is_hybrid_model(m))
-        .map(|model| (score_model(model, log, &printed, &events, literals), model))
-        .collect();
-    // Best first; equal scores in catalogue order.
-    scored.sort_by_key(|s| std::cmp::Reverse(s.0));
-    let Some(&(best, model)) = scored.first() else {
-        bail!("the catalogue has no CPU models");
-    };
-    if best == Score::default() {
-        let common = tmetric_catalog::common();
-        let unknown: Vec<String> =
-            events.iter().filter(|e| !common_knows(common, e)).cloned().collect();
-        if unknown.is_empty() {
-            return Ok(ModelChoice {
-                model: None,
-                how: "no CPU model: the log has only generic events (pass --model or --cpuid for a model's metrics)".into(),
-            });
+/// The model a log comes from, by the engine's inference, in the header's words; a log no
+/// model or several models explain is an error naming what to pass.
+fn infer_model_of(log: &PerfLog, literals: &Literals, name: &str) -> anyhow::Result<ModelChoice> {
+    match infer_model(log, literals) {
+        Inference::Model { model, score, next, rows, events } => {
+            let next = next.map(|(m, s)| format!("; next best {} ({})", m.path(), s.brief()));
+            Ok(ModelChoice {
+                model: Some(model),
+                how: format!("inferred: {}{}", score.describe(rows, events), next.unwrap_or_default()),
+            })
         }
-        if unknown.iter().all(|e| is_software_or_tracepoint(e)) {
-            // Software events and tracepoints exist on every CPU and no model's JSON lists
-            // them: the common metrics are all that applies. Say which rows nothing reads.
-            let ignored = ignored_rows(log, &unknown);
+        Inference::GenericOnly => Ok(ModelChoice {
+            model: None,
+            how: "no CPU model: the log has only generic events (pass --model or --cpuid for a model's metrics)".into(),
+        }),
+        Inference::SoftwareOnly { ignored } => {
+            // Say which rows nothing reads.
             crate::out::warn(&format!(
                 "{name} has only software events and tracepoints, so no CPU model applies; using the common metrics and ignoring {} row(s) no common metric reads: {}",
                 ignored.iter().map(|(_, lines)| lines.len()).sum::<usize>(),
@@ -437,187 +389,35 @@ fn infer_model(log: &PerfLog, literals: &Literals, name: &str) -> anyhow::Result
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
-            return Ok(ModelChoice {
+            Ok(ModelChoice {
                 model: None,
                 how: "no CPU model: the log has only software events and tracepoints (pass --model or --cpuid for a model's metrics)".into(),
-            });
-        }
-        let shown: Vec<String> = unknown.iter().take(6).cloned().collect();
-        bail!(
-            "cannot tell which CPU model {name} comes from: no model of the catalogue knows its events ({}); pass --model MODEL (models with metrics include {}) or --cpuid CPUID",
-            join_code(&shown),
-            examples()
-        );
-    }
-    let tied: Vec<String> =
-        scored.iter().take_while(|(s, _)| *s == best).map(|(_, m)| m.path()).collect();
-    if tied.len() > 1 {
-        let count = tied.len();
-        let listed: Vec<String> = tied.into_iter().take(8).collect();
-        let more = if count > listed.len() {
-            format!(" and {} more", count - listed.len())
-        } else {
-            String::new()
-        };
-        bail!(
-            "cannot tell which CPU model {name} comes from: {}{more} explain it equally well ({}); pass --model MODEL or --cpuid CPUID",
-            join_code(&listed),
-            best.describe(rows, events.len())
-        );
-    }
-    let next = scored.get(1).map(|(s, m)| format!("; next best {} ({})", m.path(), s.brief()));
-    Ok(ModelChoice {
-        model: Some(model),
-        how: format!("inferred: {}{}", best.describe(rows, events.len()), next.unwrap_or_default()),
-    })
-}
-
-impl Score {
-    fn describe(&self, rows: usize, events: usize) -> String {
-        let mut parts = Vec::new();
-        if self.known_metrics > 0 {
-            parts.push(format!(
-                "{} of {} printed metrics recomputed to perf's value",
-                self.agree, self.known_metrics
-            ));
-            parts.push(format!("{} of {rows} rows are their inputs", self.explained));
-        }
-        parts.push(format!("{} of {events} event names known", self.known_events));
-        parts.join(", ")
-    }
-
-    fn brief(&self) -> String {
-        format!("{} agree, {} rows, {} events", self.agree, self.explained, self.known_events)
-    }
-}
-
-fn score_model(
-    model: &'static Model,
-    log: &PerfLog,
-    printed: &[PrintedAt],
-    events: &BTreeSet<String>,
-    literals: &Literals,
-) -> Score {
-    let mut score = Score::default();
-    let names: HashSet<String> =
-        model.events.iter().map(|e| model.str(e.name).to_ascii_lowercase()).collect();
-    score.known_events = events.iter().filter(|e| names.contains(e.as_str())).count();
-    let mut engine: Option<Engine> = None;
-    let mut explained: HashSet<(usize, usize)> = HashSet::new();
-    for p in printed.iter().take(INFER_PRINTED) {
-        let Some(root) = metric_for(model, &p.name, p.pmu.as_deref()) else { continue };
-        score.known_metrics += 1;
-        let engine = engine.get_or_insert_with(|| Engine::new(model, false, literals, None));
-        let block = &log.blocks[p.block];
-        let outcome = engine.evaluate(block, root, literals);
-        if outcome.complete() {
-            score.complete += 1;
-        }
-        if outcome.check == Some(true) {
-            score.agree += 1;
-        }
-        for input in &outcome.inputs {
-            for &line in input.source.row_lines() {
-                explained.insert((p.block, line));
-            }
-        }
-    }
-    score.explained = explained.len();
-    score
-}
-
-/// The metric of `model` named `name` for a row on core PMU `pmu`: the one on that PMU on
-/// hybrid models, else the first.
-fn metric_for(model: &Model, name: &str, pmu: Option<&str>) -> Option<usize> {
-    let all = model.metrics_named(name);
-    all.iter()
-        .copied()
-        .find(|&m| pmu.is_some_and(|p| model.str(model.metrics[m].pmu).eq_ignore_ascii_case(p)))
-        .or_else(|| {
-            all.iter().copied().find(|&m| {
-                let mp = model.str(model.metrics[m].pmu);
-                pmu.is_none() || lookup_pmu_name(mp).is_none()
             })
-        })
-}
-
-/// Whether a model describes a hybrid CPU (events on `cpu_core` or `cpu_atom`).
-fn is_hybrid_model(model: &Model) -> bool {
-    model.events.iter().any(|e| matches!(model.str(e.pmu), "cpu_core" | "cpu_atom"))
-}
-
-/// perf's software and generic hardware events, and the names of `msr/`: no model's JSON
-/// lists them, so they say nothing about the CPU.
-fn is_generic_event(name: &str) -> bool {
-    const GENERIC: [&str; 27] = [
-        "task-clock",
-        "cpu-clock",
-        "context-switches",
-        "cs",
-        "cpu-migrations",
-        "migrations",
-        "page-faults",
-        "faults",
-        "minor-faults",
-        "major-faults",
-        "alignment-faults",
-        "emulation-faults",
-        "dummy",
-        "bpf-output",
-        "cycles",
-        "cpu-cycles",
-        "instructions",
-        "branches",
-        "branch-instructions",
-        "branch-misses",
-        "cache-references",
-        "cache-misses",
-        "bus-cycles",
-        "ref-cycles",
-        "stalled-cycles-frontend",
-        "stalled-cycles-backend",
-        "tsc",
-    ];
-    GENERIC.contains(&name)
-        // The kernel's topdown events (`slots`, `topdown-retiring`, seed 000's
-        // `topdown-total-slots`): sysfs aliases, not the vendor's event names.
-        || name == "topdown.slots"
-        || name.starts_with("topdown-")
-        || name.starts_with("l1-")
-        || name.starts_with("llc-")
-        || name.starts_with("dtlb-")
-        || name.starts_with("itlb-")
-        || name.starts_with("branch-")
-        || name.starts_with("node-")
-}
-
-/// perf's software PMU events missing from [`is_generic_event`] and tracepoints
-/// (`subsystem:name`), as perf prints them, lower case.
-fn is_software_or_tracepoint(name: &str) -> bool {
-    const SOFTWARE: [&str; 4] = ["cgroup-switches", "cpu-migrations", "dummy", "bpf-output"];
-    is_generic_event(name)
-        || SOFTWARE.contains(&name)
-        || name.split_once(':').is_some_and(|(subsystem, event)| {
-            let word =
-                |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            word(subsystem) && word(event)
-        })
-}
-
-/// The rows of `events` (names as in [`infer_model`]): each event with its lines, log order.
-fn ignored_rows(log: &PerfLog, events: &[String]) -> Vec<(String, Vec<usize>)> {
-    let mut out: Vec<(String, Vec<usize>)> = Vec::new();
-    for row in log.blocks.iter().flat_map(|b| &b.rows) {
-        let name = row.key.name.split(',').next().unwrap_or("");
-        if !events.iter().any(|e| e == name) {
-            continue;
         }
-        match out.iter_mut().find(|(e, _)| e == &row.event) {
-            Some((_, lines)) => lines.push(row.line),
-            None => out.push((row.event.clone(), vec![row.line])),
+        Inference::Unknown { events } => {
+            let shown: Vec<String> = events.iter().take(6).cloned().collect();
+            bail!(
+                "cannot tell which CPU model {name} comes from: no model of the catalogue knows its events ({}); pass --model MODEL (models with metrics include {}) or --cpuid CPUID",
+                join_code(&shown),
+                examples()
+            )
         }
+        Inference::Tied { models, score, rows, events } => {
+            let count = models.len();
+            let listed: Vec<String> = models.iter().take(8).map(|m| m.path()).collect();
+            let more = if count > listed.len() {
+                format!(" and {} more", count - listed.len())
+            } else {
+                String::new()
+            };
+            bail!(
+                "cannot tell which CPU model {name} comes from: {}{more} explain it equally well ({}); pass --model MODEL or --cpuid CPUID",
+                join_code(&listed),
+                score.describe(rows, events)
+            )
+        }
+        Inference::NoModels => bail!("the catalogue has no CPU models"),
     }
-    out
 }
 
 /// `4, 9, 14 and 37 more`: the first few lines of a long list.
@@ -630,646 +430,84 @@ fn join_lines_short(lines: &[usize]) -> String {
     }
 }
 
-fn common_knows(common: &Model, event: &str) -> bool {
-    common.ids.iter().any(|id| common.str(id.event).eq_ignore_ascii_case(event))
-}
-
-/// A metric perf printed: its first block, name and the core PMU of its row.
-#[derive(Debug, Clone)]
-struct PrintedAt {
-    block: usize,
-    name: String,
-    pmu: Option<String>,
-}
-
-/// Every distinct (name, core PMU) perf printed, in log order, shadow labels included.
-fn printed_metrics(log: &PerfLog) -> Vec<PrintedAt> {
-    let mut seen: HashSet<(String, Option<String>)> = HashSet::new();
-    let mut out = Vec::new();
-    for (b, block) in log.blocks.iter().enumerate() {
-        let from_rows = block.rows.iter().flat_map(|row| {
-            let pmu = row.key.pmu.clone().filter(|p| is_core_pmu(p));
-            // perf's built-in labels (`Retiring` on `topdown-retiring`) are no JSON metric's name.
-            row.metrics
-                .iter()
-                .filter(move |m| !builtin::is_builtin_label(row, m))
-                .map(move |m| (m.name.clone(), pmu.clone()))
-        });
-        let loose = loose_metrics(block).into_iter().map(|(m, pmu)| (m.name.clone(), pmu));
-        for (name, pmu) in from_rows.chain(loose) {
-            if seen.insert((name.to_ascii_lowercase(), pmu.clone())) {
-                out.push(PrintedAt { block: b, name, pmu });
-            }
-        }
+/// Says on stderr what the default selection left out (`where_`: the models, `log`: its name).
+fn print_selection(selection: &Selection, where_: &str, log: &str) {
+    if !selection.also.is_empty() {
+        eprintln!(
+            "tmetric: also computable from {log} but not printed by perf: {} metrics of {where_} ({}); select them with -M",
+            selection.also.len(),
+            first_names(&selection.also)
+        );
     }
-    out
-}
-
-/// perf's Default metric-group lines with the core PMU of their header. Continuation lines
-/// carry no header: they are under the last one.
-fn loose_metrics(block: &Block) -> Vec<(&PrintedMetric, Option<String>)> {
-    let mut current: Option<String> = None;
-    block
-        .loose_metrics
-        .iter()
-        .map(|m| {
-            if m.header.is_some() {
-                current = header_pmu(m.header.as_deref());
-            }
-            (m, current.clone())
-        })
-        .collect()
-}
-
-/// `cpu_core` from a Default metric-group header such as `TopdownL1 (cpu_core)`.
-pub fn header_pmu(header: Option<&str>) -> Option<String> {
-    let inner = header?.rsplit_once('(')?.1.strip_suffix(')')?.trim();
-    is_core_pmu(inner).then(|| inner.to_string())
-}
-
-/// The core PMU to restrict lookups to for a metric of PMU `pmu`: `cpu_core`/`cpu_atom` on
-/// hybrid models, none for `default_core` (which stands for whatever core PMU the row names).
-pub fn lookup_pmu_name(pmu: &str) -> Option<&str> {
-    (is_core_pmu(pmu) && !pmu.is_empty() && pmu != "default_core").then_some(pmu)
-}
-
-/// Why metrics were left out of the default selection.
-#[derive(Debug, Default)]
-struct Selection {
-    /// Computable (all inputs present) but not printed by perf: shown only with -M.
-    also: Vec<String>,
-    /// Some inputs present: name and missing ids.
-    partial: Vec<(String, Vec<String>)>,
-    /// Reads an unknown literal.
-    literal: Vec<String>,
-}
-
-impl Selection {
-    fn print(&self, where_: &str, log: &str) {
-        if !self.also.is_empty() {
-            eprintln!(
-                "tmetric: also computable from {log} but not printed by perf: {} metrics of {where_} ({}); select them with -M",
-                self.also.len(),
-                first_names(&self.also)
-            );
-        }
-        if !self.partial.is_empty() {
-            const SHOWN: usize = 4;
-            let mut partial: Vec<&(String, Vec<String>)> = self.partial.iter().collect();
-            partial.sort_by_key(|(_, missing)| missing.len());
-            let mut parts: Vec<String> = partial
-                .iter()
-                .take(SHOWN)
-                .map(|(name, missing)| {
-                    let more = missing.len().saturating_sub(3);
-                    let mut list = missing.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
-                    if more > 0 {
-                        list.push_str(&format!(" and {more} more"));
-                    }
-                    format!("{name} (missing {list})")
-                })
-                .collect();
-            if self.partial.len() > SHOWN {
-                parts.push(format!("and {} more", self.partial.len() - SHOWN));
-            }
-            eprintln!(
-                "tmetric: not shown: {} metrics of {where_} with only some inputs in {log}, fewest missing first: {}; name them with -M to see each block",
-                self.partial.len(),
-                parts.join(", ")
-            );
-        }
-        if !self.literal.is_empty() {
-            eprintln!(
-                "tmetric: not shown: {} metrics of {where_} that read unknown literals ({}); name them with -M to see which",
-                self.literal.len(),
-                first_names(&self.literal)
-            );
-        }
-    }
-}
-
-/// Without -M: the metrics perf printed, if it printed any this catalogue knows; else every
-/// metric whose inputs are all in the log. The rest is summarised in `report`.
-fn default_selection(
-    engines: &mut [Engine],
-    log: &PerfLog,
-    printed: &[PrintedAt],
-    report: &mut Selection,
-) -> Vec<Vec<usize>> {
-    // In the order perf printed them.
-    let mut roots: Vec<Vec<usize>> = engines
-        .iter()
-        .map(|engine| {
-            let model = engine.model;
-            let mut roots: Vec<usize> = Vec::new();
-            for p in printed {
-                for m in model.metrics_named(&p.name) {
-                    let pmu = lookup_pmu_name(model.str(model.metrics[m].pmu));
-                    let on_pmu = match (pmu, p.pmu.as_deref()) {
-                        (Some(want), Some(row)) => want.eq_ignore_ascii_case(row),
-                        _ => true,
-                    };
-                    if on_pmu && !roots.contains(&m) {
-                        roots.push(m);
-                    }
-                }
-            }
-            roots
-        })
-        .collect();
-    let presence = Presence::new(log);
-    for (engine, roots) in engines.iter_mut().zip(&mut roots) {
-        let model = engine.model;
-        // The common table's metrics are shown whenever their inputs are there; perf prints
-        // them under other names (`CPUs utilized`).
-        let printed_mode = !roots.is_empty() && !engine.common;
-        engine.set_log_probes(&presence);
-        for m in 0..model.metrics.len() {
-            let name = model.str(model.metrics[m].name).to_string();
-            let pmu = lookup_pmu_name(model.str(model.metrics[m].pmu));
-            let needed = match engine.offline.needed(m).expr.clone() {
-                Ok(ids) => ids,
-                Err(_) => {
-                    if !printed_mode {
-                        report.literal.push(name);
-                    }
-                    continue;
-                }
-            };
-            // A metric that needs no input (`0 if not #has_pmem`) says nothing about the log.
-            if needed.is_empty() {
-                continue;
-            }
-            let missing: Vec<String> = needed
-                .iter()
-                .filter(|&&slot| !presence.has(model, slot, pmu))
-                .map(|&slot| model.str(model.ids[slot as usize].text).to_string())
-                .collect();
-            if missing.len() == needed.len() || roots.contains(&m) {
-                continue;
-            }
-            let literals_known = engine.offline.literals_known(m);
-            match (missing.is_empty(), literals_known, printed_mode) {
-                (true, true, false) => roots.push(m),
-                (true, true, true) => report.also.push(name),
-                (true, false, _) => report.literal.push(name),
-                (false, _, _) => report.partial.push((name, missing)),
-            }
-        }
-    }
-    roots
-}
-
-/// Which input slots have a row somewhere in the log, checked on one block of each distinct
-/// set of rows (an `-I -A` log repeats the same rows in every block).
-struct Presence<'a> {
-    blocks: Vec<&'a Block>,
-    cache: RefCell<HashMap<PresenceKey, bool>>,
-}
-
-/// A model (by address), an input slot and the core PMU lookups are restricted to.
-type PresenceKey = (usize, u16, Option<String>);
-
-impl<'a> Presence<'a> {
-    fn new(log: &'a PerfLog) -> Presence<'a> {
-        let mut seen = HashSet::new();
-        let blocks = log
-            .blocks
+    if !selection.partial.is_empty() {
+        const SHOWN: usize = 4;
+        let mut partial: Vec<&(String, Vec<String>)> = selection.partial.iter().collect();
+        partial.sort_by_key(|(_, missing)| missing.len());
+        let mut parts: Vec<String> = partial
             .iter()
-            .filter(|b| seen.insert(b.rows.iter().map(|r| r.key.clone()).collect::<Vec<_>>()))
-            .collect();
-        Presence { blocks, cache: RefCell::new(HashMap::new()) }
-    }
-
-    /// Whether some block has a value for `slot` of `model`: a counted or `<not counted>` row,
-    /// or a time.
-    fn has(&self, model: &'static Model, slot: u16, pmu: Option<&str>) -> bool {
-        let key = (std::ptr::from_ref(model) as usize, slot, pmu.map(str::to_string));
-        if let Some(&known) = self.cache.borrow().get(&key) {
-            return known;
-        }
-        let want = EventKey::from_expr_id(model.str(model.ids[slot as usize].text));
-        let has = self.blocks.iter().any(|b| {
-            matches!(
-                lookup_clock(b, model, &want, None, pmu),
-                Lookup::Found(_) | Lookup::NotCounted { .. }
-            )
-        });
-        self.cache.borrow_mut().insert(key, has);
-        has
-    }
-}
-
-/// Where one input slot's value came from in one block.
-#[derive(Debug, Clone, PartialEq)]
-enum Source {
-    /// A counted row (or uncore instances summed), or a time (`time`: not from a row).
-    Row {
-        value: f64,
-        lines: Vec<usize>,
-        group: Option<usize>,
-        in_metric_group: bool,
-        running_pct: Option<f64>,
-        time: bool,
-    },
-    /// `<not counted>`: 0, as perf.
-    NotCounted { line: usize, group: usize },
-    /// `<not supported>`: NaN, as perf.
-    NotSupported { line: usize, group: usize },
-    /// Rows on several core PMUs and the metric names none.
-    Ambiguous { lines: Vec<usize> },
-    /// Printed in a unit whose scale factor is unknown.
-    Unscaled { unit: String, lines: Vec<usize> },
-    /// A retire latency without a row, for a metric perf printed here: 0, as perf 6.12
-    /// without `--record-tpebs`.
-    LatencyZero,
-    /// No row.
-    Missing,
-}
-
-impl Source {
-    fn value(&self) -> f64 {
-        match self {
-            Source::Row { value, .. } => *value,
-            Source::NotCounted { .. } | Source::LatencyZero => 0.0,
-            _ => f64::NAN,
-        }
-    }
-
-    /// Counter rows used (times excluded).
-    fn row_lines(&self) -> &[usize] {
-        match self {
-            Source::Row { time: false, lines, .. } => lines,
-            Source::NotCounted { line, .. } | Source::NotSupported { line, .. } => {
-                std::slice::from_ref(line)
-            }
-            Source::Ambiguous { lines } | Source::Unscaled { lines, .. } => lines,
-            _ => &[],
-        }
-    }
-
-    fn group(&self) -> Option<usize> {
-        match self {
-            Source::Row { group, .. } => *group,
-            Source::NotCounted { group, .. } | Source::NotSupported { group, .. } => Some(*group),
-            _ => None,
-        }
-    }
-}
-
-/// One needed input of a root metric in one block.
-#[derive(Debug, Clone)]
-struct Input {
-    slot: u16,
-    source: Source,
-    /// Needed by the expression (not only by the threshold).
-    expr: bool,
-}
-
-/// What perf printed for a metric in a block.
-#[derive(Debug, Clone)]
-struct PerfPrinted {
-    /// As printed, e.g. `0.6`.
-    text: String,
-    /// NaN for `nan`; `None` when perf left it blank.
-    value: Option<f64>,
-    /// A shadow label (`CPUs utilized`, `K/sec`) when perf printed its own metric.
-    label: Option<String>,
-    /// perf's value × `factor` is in the metric's scaled unit.
-    factor: f64,
-}
-
-/// One root metric in one block.
-#[derive(Debug, Clone)]
-struct Outcome {
-    result: MetricResult,
-    error: Option<String>,
-    inputs: Vec<Input>,
-    printed: Option<PerfPrinted>,
-    /// Whether tmetric's value agrees with perf's at perf's precision.
-    check: Option<bool>,
-    /// Some expression input has a row in this block other than `<not counted>`: perf
-    /// prints no metric on rows that were not counted, and neither does tmetric.
-    any_present: bool,
-    /// Every expression input with a row in this block is `<not counted>`.
-    all_not_counted: bool,
-}
-
-impl Outcome {
-    fn complete(&self) -> bool {
-        self.error.is_none() && self.result.missing.is_empty()
-    }
-
-    fn scaled(&self, model: &Model) -> Option<f64> {
-        self.error.is_none().then(|| self.result.scaled(model))
-    }
-}
-
-/// A model's evaluator, refilled for every block and root metric.
-pub struct Engine {
-    model: &'static Model,
-    /// Tag the model's lines `[common]`.
-    common: bool,
-    /// The engine's evaluator: literals, probes, needed inputs (cached per `has_event()`
-    /// values, the only facts that change between blocks).
-    offline: Offline,
-    /// Each slot's event key, parsed once: parsing it for every block made long `-I` logs slow.
-    keys: Vec<Option<EventKey>>,
-}
-
-impl Engine {
-    fn new(
-        model: &'static Model,
-        common: bool,
-        literals: &Literals,
-        cpuid: Option<&str>,
-    ) -> Engine {
-        // Without a cpuid, the log does not say which CPU it came from: strcmp_cpuid_str() is NaN.
-        let offline = Offline::new(model, literals.values, cpuid);
-        let keys = vec![None; model.ids.len()];
-        Engine { model, common, offline, keys }
-    }
-
-    /// `has_event()` over the whole log, for the default selection.
-    fn set_log_probes(&mut self, presence: &Presence) {
-        for slot in self.offline.has_event_slots().to_vec() {
-            self.offline.set_probe(slot, presence.has(self.model, slot, None));
-        }
-    }
-
-    /// Evaluates `root` over `block`'s rows, preferring the group perf printed it in.
-    fn evaluate(&mut self, block: &Block, root: usize, literals: &Literals) -> Outcome {
-        let model = self.model;
-        let metric = &model.metrics[root];
-        let name = model.str(metric.name);
-        let pmu = lookup_pmu_name(model.str(metric.pmu));
-        self.offline.clear_inputs();
-        for slot in self.offline.has_event_slots().to_vec() {
-            let key = self.keys[slot as usize].get_or_insert_with(|| {
-                EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
-            });
-            let value = block.lookup_key(key, None, pmu).perf_value();
-            self.offline.set_probe(slot, value.is_some_and(|v| !v.is_nan()));
-        }
-        let printed = printed_by_perf(block, name, pmu);
-
-        let needed = self.offline.needed(root);
-        let (expr_ids, all_ids): (&[u16], &[u16]) = match &*needed {
-            Needed { expr: Ok(expr), all: Ok(all) } => (expr, all),
-            Needed { expr: Ok(expr), all: Err(_) } => (expr, expr),
-            &Needed { expr: Err(fail), .. } => {
-                let result = MetricResult {
-                    metric: root,
-                    value: f64::NAN,
-                    failure: Some(fail),
-                    missing: Vec::new(),
-                    threshold: None,
-                };
-                return Outcome {
-                    error: Some(explain_failure(model, fail, root, literals)),
-                    result,
-                    inputs: Vec::new(),
-                    any_present: printed.is_some(),
-                    all_not_counted: false,
-                    check: None,
-                    printed,
-                };
-            }
-        };
-
-        let mut inputs = Vec::with_capacity(all_ids.len());
-        for &slot in all_ids {
-            let key = self.keys[slot as usize].get_or_insert_with(|| {
-                EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
-            });
-            let lookup = lookup_clock(block, model, key, Some(name), pmu);
-            let source = classify(model, slot, lookup, printed.is_some());
-            let source_count = match &source {
-                Source::Row { lines, time: false, .. } => lines.len().max(1) as f64,
-                _ => 1.0,
-            };
-            self.offline.set_input(slot, source.value(), source_count);
-            inputs.push(Input { slot, source, expr: expr_ids.contains(&slot) });
-        }
-        let result = self.offline.evaluate_one(root);
-        let error = result.failure.map(|fail| explain_failure(model, fail, root, literals));
-        let with_rows = || inputs.iter().filter(|i| i.expr && !i.source.row_lines().is_empty());
-        let not_counted = |i: &Input| matches!(i.source, Source::NotCounted { .. });
-        let any_present = with_rows().any(|i| !not_counted(i));
-        let all_not_counted = with_rows().next().is_some() && with_rows().all(not_counted);
-        let printed = printed.or_else(|| shadow_printed(block, model, root, &inputs));
-        let mut outcome =
-            Outcome { result, error, inputs, printed, check: None, any_present, all_not_counted };
-        outcome.check = check(block, model, &outcome);
-        outcome
-    }
-}
-
-/// `block.lookup_key`, except that the common metrics' `task-clock` falls back to a
-/// `cpu-clock` row: perf's own `CPUs utilized` and `/sec` rates use whichever of the two clocks
-/// was counted, and `perf stat -a` counts `cpu-clock`. The row used is named in the output.
-fn lookup_clock(
-    block: &Block,
-    model: &Model,
-    key: &EventKey,
-    metric: Option<&str>,
-    pmu: Option<&str>,
-) -> Lookup {
-    let found = block.lookup_key(key, metric, pmu);
-    if matches!(found, Lookup::Missing)
-        && key.pmu.is_none()
-        && key.name == "task-clock"
-        && std::ptr::eq(model, tmetric_catalog::common())
-    {
-        let cpu_clock = EventKey { name: "cpu-clock".to_string(), ..key.clone() };
-        return block.lookup_key(&cpu_clock, metric, pmu);
-    }
-    found
-}
-
-/// What a lookup means for the evaluation.
-fn classify(model: &Model, slot: u16, lookup: Lookup, printed: bool) -> Source {
-    let id = &model.ids[slot as usize];
-    match lookup {
-        Lookup::Found(found) => {
-            let mut value = found.value;
-            if let Some(unit) = found.unscaled_unit {
-                match event_scale(model, slot, &unit) {
-                    Some(scale) => value /= scale,
-                    None => return Source::Unscaled { unit, lines: found.lines },
+            .take(SHOWN)
+            .map(|(name, missing)| {
+                let more = missing.len().saturating_sub(3);
+                let mut list = missing.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+                if more > 0 {
+                    list.push_str(&format!(" and {more} more"));
                 }
+                format!("{name} (missing {list})")
+            })
+            .collect();
+        if selection.partial.len() > SHOWN {
+            parts.push(format!("and {} more", selection.partial.len() - SHOWN));
+        }
+        eprintln!(
+            "tmetric: not shown: {} metrics of {where_} with only some inputs in {log}, fewest missing first: {}; name them with -M to see each block",
+            selection.partial.len(),
+            parts.join(", ")
+        );
+    }
+    if !selection.literal.is_empty() {
+        eprintln!(
+            "tmetric: not shown: {} metrics of {where_} that read unknown literals ({}); name them with -M to see which",
+            selection.literal.len(),
+            first_names(&selection.literal)
+        );
+    }
+}
+
+/// Says on stderr how many of perf's printed values were checked and how many disagree.
+fn report_checks(checks: &Checks, log: &str) {
+    if checks.checked == 0 {
+        return;
+    }
+    if checks.disagree == 0 {
+        eprintln!(
+            "tmetric: perf printed {} of these values in {log}; all agree at its printed precision",
+            checks.checked
+        );
+    } else {
+        eprintln!(
+            "tmetric: perf printed {} of these values in {log}; {} disagree (marked `perf printed`)",
+            checks.checked, checks.disagree
+        );
+    }
+}
+
+/// Says on stderr which unknown literals perf's printed values could not fix.
+fn report_unsolved(unsolved: &[Unsolved]) {
+    for u in unsolved {
+        match u {
+            Unsolved::NoValue { literal, metric, line } => crate::out::warn(&format!(
+                "#{} could not be inferred: no value reproduces {metric} as perf printed it on line {line}",
+                literal.name()
+            )),
+            Unsolved::Several { literal, count, values, metric, line } => {
+                let shown: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+                let more = if *count > values.len() { ", ..." } else { "" };
+                crate::out::warn(&format!(
+                    "#{} could not be inferred: {count} values reproduce {metric} as perf printed it on line {line} ({}{more})",
+                    literal.name(),
+                    shown.join(", ")
+                ));
             }
-            Source::Row {
-                value,
-                lines: found.lines,
-                group: found.group,
-                in_metric_group: found.in_metric_group,
-                running_pct: found.running_pct,
-                // A `duration_time` row is a row; the elapsed footer or an interval length
-                // is not.
-                time: found.time.is_some_and(|t| !matches!(t, TimeSource::Row { .. })),
-            }
-        }
-        Lookup::NotCounted { line, group, .. } => Source::NotCounted { line, group },
-        Lookup::NotSupported { line, group, .. } => Source::NotSupported { line, group },
-        Lookup::Ambiguous { lines, .. } => Source::Ambiguous { lines },
-        Lookup::Missing if id.retire_latency && printed => Source::LatencyZero,
-        Lookup::Missing => Source::Missing,
-    }
-}
-
-/// The ScaleUnit factor perf multiplied slot's event by before printing it in `unit`.
-fn event_scale(model: &Model, slot: u16, unit: &str) -> Option<f64> {
-    let IdKind::Event(index) = model.ids[slot as usize].kind else { return None };
-    let event = model.events.get(index as usize)?;
-    (model.str(event.unit).eq_ignore_ascii_case(unit) && event.scale.is_normal())
-        .then_some(event.scale)
-}
-
-/// What perf printed for `name` in `block`: on a row, or as a Default metric-group line.
-fn printed_by_perf(block: &Block, name: &str, pmu: Option<&str>) -> Option<PerfPrinted> {
-    let metric = match block.printed_metric(name, pmu) {
-        Some((_, metric)) => metric,
-        None => {
-            loose_metrics(block)
-                .into_iter()
-                .find(|(m, header)| {
-                    m.name.eq_ignore_ascii_case(name)
-                        && pmu.is_none_or(|p| {
-                            header.as_deref().is_none_or(|h| h.eq_ignore_ascii_case(p))
-                        })
-                })?
-                .0
-        }
-    };
-    Some(PerfPrinted { text: metric.text.clone(), value: metric.value, label: None, factor: 1.0 })
-}
-
-/// perf's built-in metrics that print what a common metric computes: the common metric,
-/// the event whose row carries it, perf's label (`/sec` stands for `/sec`, `K/sec`, `M/sec`
-/// and `G/sec`), and the factor from perf's value to the metric's scaled unit.
-const SHADOWS: [(&str, &str, &str, f64); 6] = [
-    ("cpus_utilized", "task-clock", "CPUs utilized", 1.0),
-    ("context_switches_per_sec", "context-switches", "/sec", 1.0),
-    ("cpu_migrations_per_sec", "cpu-migrations", "/sec", 1.0),
-    ("page_faults_per_sec", "page-faults", "/sec", 1.0),
-    ("major_faults_per_sec", "major-faults", "/sec", 1.0),
-    // perf prints the TSC rate in ticks per second, the metric in GHz.
-    ("tsc_rate", "tsc", "/sec", 1e-9),
-];
-
-/// For a common metric: the value perf printed next to the same event, if it did.
-fn shadow_printed(
-    block: &Block,
-    model: &Model,
-    root: usize,
-    inputs: &[Input],
-) -> Option<PerfPrinted> {
-    if model.arch != "common" {
-        return None;
-    }
-    let name = model.str(model.metrics[root].name);
-    // In -I mode perf's `CPUs utilized` divides by the -I setting, not by the interval's
-    // length (which `duration_time` is), so the two differ by design in short intervals.
-    if name == "cpus_utilized" && block.interval.is_some() {
-        return None;
-    }
-    let &(_, event, label, factor) = SHADOWS.iter().find(|s| s.0 == name)?;
-    let lines: Vec<usize> = inputs.iter().flat_map(|i| i.source.row_lines()).copied().collect();
-    // perf prints `CPUs utilized` on whichever clock was counted (see `lookup_clock`).
-    let is_event = |n: &str| n == event || (event == "task-clock" && n == "cpu-clock");
-    let row = block.rows.iter().find(|r| is_event(&r.key.name) && lines.contains(&r.line))?;
-    row.metrics.iter().find_map(|m| {
-        let prefix = if label == "/sec" {
-            match m.name.as_str() {
-                "/sec" => 1.0,
-                "K/sec" => 1e3,
-                "M/sec" => 1e6,
-                "G/sec" => 1e9,
-                _ => return None,
-            }
-        } else if m.name == label {
-            1.0
-        } else {
-            return None;
-        };
-        Some(PerfPrinted {
-            text: m.text.clone(),
-            value: m.value,
-            label: Some(m.name.clone()),
-            factor: prefix * factor,
-        })
-    })
-}
-
-/// Whether tmetric's value agrees with perf's printed one: within half a unit of perf's last
-/// printed digit, widened by how precisely perf printed the input counts (`0.83 msec`).
-fn check(block: &Block, model: &Model, outcome: &Outcome) -> Option<bool> {
-    let printed = outcome.printed.as_ref()?;
-    let theirs = printed.value?;
-    // Without all its inputs tmetric's value says nothing about perf's.
-    if !outcome.complete() {
-        return None;
-    }
-    let ours = outcome.scaled(model).unwrap_or(f64::NAN);
-    if theirs.is_nan() || ours.is_nan() {
-        return Some(theirs.is_nan() && ours.is_nan());
-    }
-    let decimals = printed.text.split_once('.').map_or(0, |(_, f)| f.len());
-    let half_ulp = 0.5 * 10f64.powi(-(decimals as i32)) * printed.factor.abs();
-    let mut relative = 0.0;
-    for input in outcome.inputs.iter().filter(|i| i.expr) {
-        for &line in input.source.row_lines() {
-            if let Some(row) = block.rows.iter().find(|r| r.line == line) {
-                relative += count_precision(row);
-            }
-        }
-    }
-    let tolerance = half_ulp * (1.0 + 1e-9) + ours.abs() * relative;
-    Some((ours - theirs * printed.factor).abs() <= tolerance)
-}
-
-/// Half a unit of the last digit of a printed count, relative to the count.
-fn count_precision(row: &Row) -> f64 {
-    let digits: String =
-        row.count_text.chars().filter(|c| c.is_ascii_digit() || *c == '.').collect();
-    let Ok(value) = digits.parse::<f64>() else { return 0.0 };
-    if value == 0.0 {
-        return 0.0;
-    }
-    let decimals = digits.split_once('.').map_or(0, |(_, f)| f.len());
-    0.5 * 10f64.powi(-(decimals as i32)) / value
-}
-
-/// How many printed values were checked, and how many disagreed.
-#[derive(Debug, Default)]
-pub struct Checks {
-    checked: usize,
-    disagree: usize,
-}
-
-impl Checks {
-    fn count(&mut self, outcome: &Outcome) {
-        if let Some(agrees) = outcome.check {
-            self.checked += 1;
-            self.disagree += usize::from(!agrees);
-        }
-    }
-
-    fn report(&self, log: &str) {
-        if self.checked == 0 {
-            return;
-        }
-        if self.disagree == 0 {
-            eprintln!(
-                "tmetric: perf printed {} of these values in {log}; all agree at its printed precision",
-                self.checked
-            );
-        } else {
-            eprintln!(
-                "tmetric: perf printed {} of these values in {log}; {} disagree (marked `perf printed`)",
-                self.checked, self.disagree
-            );
         }
     }
 }
@@ -1356,6 +594,8 @@ struct MetricJson<'a> {
 pub struct Printer<'a> {
     out: &'a mut dyn Write,
     format: Format,
+    /// To say which flag sets a literal a metric could not do without.
+    literals: Literals,
     /// Width of the aggregation id column.
     aggr_width: usize,
     runs: usize,
@@ -1371,6 +611,8 @@ type PrefixKey = (Option<u64>, Option<(String, Option<usize>)>);
 /// The explanations of one outcome, for every format.
 #[derive(Debug, Default)]
 struct Notes {
+    /// Why the metric has no value, naming the flag for an unknown literal.
+    error: Option<String>,
     groups: Vec<(usize, usize, bool)>,
     missing: Vec<String>,
     not_supported: Vec<String>,
@@ -1381,26 +623,33 @@ struct Notes {
 }
 
 impl Notes {
-    fn of(model: &Model, block: Option<&Block>, outcome: &Outcome) -> Notes {
+    fn of(
+        model: &'static Model,
+        block: Option<&Block>,
+        outcome: &Outcome,
+        literals: &Literals,
+    ) -> Notes {
         let mut notes = Notes::default();
         let text = |slot: u16| model.str(model.ids[slot as usize].text).to_string();
-        let metric_group = block.and_then(|b| printed_group(b, model, outcome));
+        let metric_group = block.and_then(|b| outcome.printed_group(b, model));
+        let metric = outcome.result.metric;
+        notes.error = outcome.result.failure.map(|f| explain_failure(model, f, metric, literals));
         for input in outcome.inputs.iter().filter(|i| i.expr) {
             let id = text(input.slot);
             match &input.source {
-                Source::Row { running_pct, time, .. } => {
+                InputSource::Row { running_pct, time, .. } => {
                     if !time && let Some(pct) = running_pct.filter(|p| *p < 100.0) {
                         notes.running_pct = Some(notes.running_pct.map_or(pct, |m| m.min(pct)));
                     }
                 }
-                Source::NotCounted { .. } => notes.not_counted.push(id),
-                Source::NotSupported { .. } => notes.not_supported.push(id),
-                Source::LatencyZero => notes.latency_zero.push(id),
-                Source::Missing => notes.missing.push(id),
-                Source::Ambiguous { lines } => notes
+                InputSource::NotCounted { .. } => notes.not_counted.push(id),
+                InputSource::NotSupported { .. } => notes.not_supported.push(id),
+                InputSource::LatencyZero => notes.latency_zero.push(id),
+                InputSource::Missing => notes.missing.push(id),
+                InputSource::Ambiguous { lines } => notes
                     .unusable
                     .push(format!("{id}: rows on several core PMUs (lines {})", join_lines(lines))),
-                Source::Unscaled { unit, lines } => notes.unusable.push(format!(
+                InputSource::Unscaled { unit, lines } => notes.unusable.push(format!(
                     "{id}: printed in {unit} at line {}, and its scale factor is unknown",
                     join_lines(lines)
                 )),
@@ -1431,9 +680,9 @@ impl Notes {
     }
 
     /// Free-text notes, in the order the text layout prints them.
-    fn texts(&self, outcome: &Outcome) -> Vec<String> {
+    fn texts(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some(error) = &outcome.error {
+        if let Some(error) = &self.error {
             out.push(format!("error: {error}"));
         }
         if !self.missing.is_empty() {
@@ -1458,19 +707,17 @@ impl Notes {
     }
 }
 
-/// The group of the row perf printed the outcome's metric on.
-fn printed_group(block: &Block, model: &Model, outcome: &Outcome) -> Option<usize> {
-    let metric = &model.metrics[outcome.result.metric];
-    let pmu = lookup_pmu_name(model.str(metric.pmu));
-    block.printed_metric(model.str(metric.name), pmu).map(|(row, _)| row.group)
-}
-
 fn join_lines(lines: &[usize]) -> String {
     lines.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
 impl<'a> Printer<'a> {
-    fn new(out: &'a mut dyn Write, format: Format, log: &PerfLog) -> Printer<'a> {
+    fn new(
+        out: &'a mut dyn Write,
+        format: Format,
+        log: &PerfLog,
+        literals: &Literals,
+    ) -> Printer<'a> {
         let aggr_width = log
             .blocks
             .iter()
@@ -1478,7 +725,14 @@ impl<'a> Printer<'a> {
             .map(|a| a.id.len())
             .max()
             .unwrap_or(0);
-        Printer { out, format, aggr_width, runs: log.runs.len(), last_prefix: Default::default() }
+        Printer {
+            out,
+            format,
+            literals: literals.clone(),
+            aggr_width,
+            runs: log.runs.len(),
+            last_prefix: Default::default(),
+        }
     }
 
     fn header(&mut self, header: &Header) -> anyhow::Result<()> {
@@ -1505,7 +759,7 @@ impl<'a> Printer<'a> {
                         log: header.log,
                         layout,
                         blocks: blocks_json,
-                        literals: header.literals.json(header.used),
+                        literals: literals_json(header.literals, header.used),
                     },
                 },
             )?,
@@ -1518,7 +772,7 @@ impl<'a> Printer<'a> {
                 writeln!(
                     self.out,
                     "# assumed, not measured: {}",
-                    header.literals.describe(header.used)
+                    describe_literals(header.literals, header.used)
                 )?;
                 if let Format::Csv { sep } = &self.format {
                     let columns = [
@@ -1557,14 +811,14 @@ impl<'a> Printer<'a> {
     /// One metric of one block; `block` is `None` for a metric no block has inputs for.
     fn metric(
         &mut self,
-        engine: &Engine,
+        engine: &LogEvaluator,
         block: Option<&Block>,
         outcome: &Outcome,
         unplaced: &str,
     ) -> anyhow::Result<()> {
         let model = engine.model;
         let m = &model.metrics[outcome.result.metric];
-        let notes = Notes::of(model, block, outcome);
+        let notes = Notes::of(model, block, outcome, &self.literals);
         let scaled = outcome.scaled(model);
         let printed = outcome.printed.as_ref();
         match &self.format {
@@ -1594,7 +848,7 @@ impl<'a> Printer<'a> {
                         not_counted: notes.not_counted.clone(),
                         latency_zero: notes.latency_zero.clone(),
                         unusable: notes.unusable.clone(),
-                        error: outcome.error.clone(),
+                        error: notes.error.clone(),
                         running_pct: notes.running_pct,
                         perf: printed.map(|p| PerfJson {
                             printed: &p.text,
@@ -1624,7 +878,7 @@ impl<'a> Printer<'a> {
                 if let Some(pct) = notes.running_pct {
                     line.push_str(&format!("  (multiplexed: ran {pct:.2}%)"));
                 }
-                for note in notes.texts(outcome) {
+                for note in notes.texts() {
                     line.push_str(&format!("  {note}"));
                 }
                 if outcome.check == Some(false)
@@ -1655,7 +909,7 @@ impl<'a> Printer<'a> {
                     Some(false) => "0",
                     None => "",
                 };
-                let mut texts = notes.texts(outcome);
+                let mut texts = notes.texts();
                 if let Some(pct) = notes.running_pct {
                     texts.push(format!("multiplexed: ran {pct:.2}%"));
                 }

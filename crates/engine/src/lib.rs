@@ -9,6 +9,9 @@
 //! * [`eval`]: evaluation of a plan over counts, with the reason for every missing value.
 //! * [`evaluator`]: a model's metrics over input values; metric selection and needed inputs.
 //! * [`offline`]: the evaluator front end every input source shares (plan, counts file, log).
+//! * [`literals`]: literal values with where each came from, and perf's defaults.
+//! * [`perflog`]: metrics over a `perf stat` log, checked against what perf printed; the
+//!   log's CPU model and literals inferred.
 //! * [`select`]: perf's `-M` lookup (common metrics first), suggestions, defining models.
 //! * [`topdown`]: perf's built-in level-1 TopDown from the older `topdown-*` events (seed 000).
 #![warn(missing_docs)]
@@ -17,7 +20,9 @@
 pub mod builtin;
 pub mod eval;
 pub mod evaluator;
+pub mod literals;
 pub mod offline;
+pub mod perflog;
 pub mod plan;
 pub mod pmu;
 pub mod schedule;
@@ -26,6 +31,7 @@ pub mod topdown;
 
 pub use eval::{Evaluators, RootResult, Sample, Shown};
 pub use evaluator::{Evaluator, MetricResult, Select};
+pub use literals::{LiteralSource, Literals};
 pub use offline::{Coverage, Needed, Offline};
 pub use plan::{Machine, Pick, Plan, PlanOptions, Resolution, RetireEvent, Root, Row, Source};
 pub use pmu::{Demand, MachineFacts, Pmu, PmuModel, Vendor};

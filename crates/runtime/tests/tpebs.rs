@@ -558,8 +558,10 @@ fn a_ring_the_reader_leaves_full_counts_lost_samples() {
     // served late skips the periods it missed, and throttling drops some.)
     let seen = (total.count + kernel_lost) as f64;
     assert!(seen <= periods * 1.2 + 10.0, "{seen} records for {periods} periods");
-    // Here a 200 µs timer keeps up: kept plus lost was 2,752 of 2,753 periods.
-    assert!(seen >= periods * 0.5, "{seen} records for {periods} periods");
+    // How well a 200 µs timer keeps up depends on the host: kept plus lost was 2,752 of
+    // 2,753 periods on one KVM guest, 1,319 of 2,755 (48%) on another, idle, whose timer was
+    // served late. Kept samples alone were 12% there: lost records not counted would fail.
+    assert!(seen >= periods * 0.3, "{seen} records for {periods} periods");
 }
 
 #[test]

@@ -1,0 +1,100 @@
+//! The `#literals` a front end evaluates with when no machine is at hand (`eval`, `report`,
+//! exporters reading logs): each value with where it came from, and perf's defaults and
+//! derivations for what nobody gave. A value is never a silent guess: its source says whether
+//! it was given, defaulted, derived, inferred from a log or documented by the vendor.
+
+use tmetric_model::Literal;
+
+/// Where a literal's value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiteralSource {
+    /// Given on the command line (or by an API caller).
+    Flag,
+    /// Given by the input file (a counts file's `literals`).
+    File,
+    /// A stated default (`#smt_on=1`).
+    Default,
+    /// Derived from another literal (`#core_wide` from `#smt_on`).
+    Derived(Literal),
+    /// The one value that reproduces this metric as perf printed it on this line of a log.
+    Inferred(&'static str, usize),
+    /// The value the vendor documents for this CPU.
+    Vendor(&'static str),
+    /// Nobody knows: metrics that read it fail and say so.
+    Unknown,
+}
+
+impl LiteralSource {
+    /// Whether a log may correct the value: it was not given, only assumed.
+    pub fn is_assumed(self) -> bool {
+        matches!(self, LiteralSource::Unknown | LiteralSource::Default | LiteralSource::Derived(_))
+    }
+}
+
+/// Every literal's value (NaN when unknown) and where it came from.
+#[derive(Debug, Clone)]
+pub struct Literals {
+    /// By [`Literal::index`].
+    pub values: [f64; Literal::COUNT],
+    /// By [`Literal::index`].
+    pub sources: [LiteralSource; Literal::COUNT],
+}
+
+impl Default for Literals {
+    fn default() -> Literals {
+        Literals {
+            values: [f64::NAN; Literal::COUNT],
+            sources: [LiteralSource::Unknown; Literal::COUNT],
+        }
+    }
+}
+
+impl Literals {
+    /// The value of `literal` (NaN when unknown).
+    pub fn get(&self, literal: Literal) -> f64 {
+        self.values[literal.index()]
+    }
+
+    /// Where the value of `literal` came from.
+    pub fn source(&self, literal: Literal) -> LiteralSource {
+        self.sources[literal.index()]
+    }
+
+    /// Sets `literal`.
+    pub fn set(&mut self, literal: Literal, value: f64, source: LiteralSource) {
+        self.values[literal.index()] = value;
+        self.sources[literal.index()] = source;
+    }
+
+    /// Sets `literal` only when it is unknown and `value` is known.
+    pub fn default_to(&mut self, literal: Literal, value: f64, source: LiteralSource) {
+        if self.source(literal) == LiteralSource::Unknown && !value.is_nan() {
+            self.set(literal, value, source);
+        }
+    }
+
+    /// Fills what nobody gave with perf's defaults and what follows from the rest:
+    /// `#smt_on=1`, `#has_pmem=0`, `#core_wide` 0 (1 without SMT), `#num_cpus` and
+    /// `#num_cpus_online` from each other, `#num_cores` from the online CPUs without SMT,
+    /// `#num_dies` from `#num_packages`.
+    pub fn apply_defaults(&mut self) {
+        use LiteralSource::{Default, Derived};
+        self.default_to(Literal::SmtOn, 1.0, Default);
+        self.default_to(Literal::HasPmem, 0.0, Default);
+        if self.get(Literal::SmtOn) == 0.0 {
+            self.default_to(Literal::CoreWide, 1.0, Derived(Literal::SmtOn));
+        } else {
+            self.default_to(Literal::CoreWide, 0.0, Default);
+        }
+        let online = self.get(Literal::NumCpusOnline);
+        let all = self.get(Literal::NumCpus);
+        self.default_to(Literal::NumCpusOnline, all, Derived(Literal::NumCpus));
+        self.default_to(Literal::NumCpus, online, Derived(Literal::NumCpusOnline));
+        if self.get(Literal::SmtOn) == 0.0 {
+            let online = self.get(Literal::NumCpusOnline);
+            self.default_to(Literal::NumCores, online, Derived(Literal::NumCpusOnline));
+        }
+        let packages = self.get(Literal::NumPackages);
+        self.default_to(Literal::NumDies, packages, Derived(Literal::NumPackages));
+    }
+}

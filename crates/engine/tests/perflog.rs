@@ -1,0 +1,196 @@
+//! `perflog`: metrics over perf stat logs through the library, as an exporter or benchmark
+//! harness would call it, on logs perf printed (hand-written in perf's layouts).
+
+use std::path::Path;
+
+use tmetric_catalog::Model;
+use tmetric_engine::perflog::builtins::{printed_as, select};
+use tmetric_engine::perflog::infer::{Inference, Score, infer_model};
+use tmetric_engine::perflog::literals::{Unsolved, infer_literals};
+use tmetric_engine::perflog::{
+    InputSource, LogEvaluator, Selection, default_selection, header_pmu, lookup_pmu_name,
+    printed_metrics,
+};
+use tmetric_engine::{LiteralSource, Literals, Select};
+use tmetric_model::Literal;
+use tmetric_perfstat::{PerfLog, PrintedMetric};
+
+fn log(path: &str) -> (PerfLog, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join(path)).unwrap();
+    (tmetric_perfstat::parse(&text, path).unwrap(), text)
+}
+
+fn model(path: &str) -> &'static Model {
+    tmetric_catalog::model(path).unwrap_or_else(|| panic!("no model {path}"))
+}
+
+fn defaults() -> Literals {
+    let mut literals = Literals::default();
+    literals.apply_defaults();
+    literals
+}
+
+/// The line (1-based) of the first line of `text` containing `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+#[test]
+fn scores_order_by_agreement_first() {
+    let agree = Score { agree: 1, ..Score::default() };
+    let rows = Score { explained: 20, known_events: 30, ..Score::default() };
+    assert!(agree > rows);
+    assert_eq!(header_pmu(Some("TopdownL1 (cpu_core)")), Some("cpu_core".to_string()));
+    assert_eq!(header_pmu(Some("TopdownL1")), None);
+    assert_eq!(lookup_pmu_name("default_core"), None);
+    assert_eq!(lookup_pmu_name("cpu_atom"), Some("cpu_atom"));
+}
+
+/// On the hybrid log the default selection is the two tma_retiring perf printed, one per
+/// core PMU, each recomputed from its PMU's rows to perf's value: cpu_atom's is
+/// TOPDOWN_RETIRING.ALL / (5 * CPU_CLK_UNHALTED.CORE) = 12,345,678 / 50,000,000.
+#[test]
+fn hybrid_rows_agree_with_perf() {
+    let (log, text) = log("crates/perfstat/tests/data/hand/std_hybrid.txt");
+    let adl = model("x86/alderlake");
+    let mut evaluators = vec![LogEvaluator::new(adl, false, &defaults(), None)];
+    let printed = printed_metrics(&log);
+    let mut selection = Selection::default();
+    let roots = default_selection(&mut evaluators, &log, &printed, &mut selection);
+    let shown: Vec<(&str, &str)> = roots[0]
+        .iter()
+        .map(|&m| (adl.str(adl.metrics[m].name), adl.str(adl.metrics[m].pmu)))
+        .collect();
+    assert_eq!(shown, [("tma_retiring", "cpu_core"), ("tma_retiring", "cpu_atom")]);
+    assert!(selection.also.iter().any(|m| m == "tma_info_core_ipc"), "{selection:?}");
+    let atom = evaluators[0].evaluate(&log.blocks[0], roots[0][1]);
+    assert!(atom.complete());
+    let expected = 100.0 * 12_345_678.0 / (5.0 * 10_000_000.0);
+    assert!((atom.scaled(adl).unwrap() - expected).abs() < 1e-9, "{:?}", atom.result);
+    assert_eq!(atom.check, Some(true));
+    let line = line_of(&text, "cpu_atom/TOPDOWN_RETIRING.ALL/");
+    assert!(atom.inputs.iter().any(|i| matches!(
+        &i.source,
+        InputSource::Row { value, lines, .. } if *value == 12_345_678.0 && lines == &[line]
+    )));
+    let core = evaluators[0].evaluate(&log.blocks[0], roots[0][0]);
+    assert_eq!(core.check, Some(true));
+}
+
+/// The hybrid log's printed metrics recompute to perf's values only on Alder Lake; a log
+/// that six models explain alike is an answer too, with the six.
+#[test]
+fn models_inferred_from_printed_metrics() {
+    let (hybrid, _) = log("crates/perfstat/tests/data/hand/std_hybrid.txt");
+    match infer_model(&hybrid, &defaults()) {
+        Inference::Model { model, score, .. } => {
+            assert_eq!(model.path(), "x86/alderlake");
+            assert_eq!((score.agree, score.known_metrics), (2, 2));
+        }
+        other => panic!("{other:?}"),
+    }
+    let (per_core, _) = log("crates/perfstat/tests/data/hand/std_interval_per_core_metrics.txt");
+    match infer_model(&per_core, &defaults()) {
+        Inference::Tied { models, .. } => {
+            let paths: Vec<String> = models.iter().map(|m| m.path()).collect();
+            assert!(paths.contains(&"x86/sapphirerapids".to_string()), "{paths:?}");
+            assert_eq!(paths.len(), 6, "{paths:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Neoverse N2 without `#slots`: `#slots` solved from perf's printed frontend_bound (35.0
+/// only for #slots = 5 among 1..16), and the metric recomputed to perf's value.
+#[test]
+fn slots_from_an_arm_log() {
+    let (log, text) = log("tests/data/perf/arm_n2_frontend_bound.txt");
+    let mut literals = defaults();
+    let n2 = model("arm64/arm/neoverse-n2-v2");
+    let root = n2.metrics_named("frontend_bound")[0];
+    let mut evaluators = vec![LogEvaluator::new(n2, false, &literals, None)];
+    let before = evaluators[0].evaluate(&log.blocks[0], root);
+    assert!(before.result.failure.is_some(), "#slots is unknown: {:?}", before.result);
+    let unsolved = infer_literals(&mut evaluators, &[vec![root]], &log, &mut literals, None);
+    assert!(unsolved.is_empty(), "{unsolved:?}");
+    let line = line_of(&text, "1,000,000,000      CPU_CYCLES");
+    assert_eq!(literals.get(Literal::Slots), 5.0);
+    assert_eq!(literals.source(Literal::Slots), LiteralSource::Inferred("frontend_bound", line));
+    let after = evaluators[0].evaluate(&log.blocks[0], root);
+    let expected = 100.0 * (1.8e9 / (1e9 * 5.0) - 1e7 / 1e9);
+    assert!((after.scaled(n2).unwrap() - expected).abs() < 1e-9, "{:?}", after.result);
+    assert_eq!(after.check, Some(true));
+}
+
+/// A printed value that every candidate reproduces fixes nothing, and says how many fit.
+#[test]
+fn an_unconstrained_literal_stays_unknown() {
+    let (_, text) = log("tests/data/perf/arm_n2_frontend_bound.txt");
+    let text = text
+        .replace("1,800,000,000      STALL_SLOT_FRONTEND", "            0      STALL_SLOT_FRONTEND")
+        .replace("35.0 percent of slots", "-1.0 percent of slots");
+    let log = tmetric_perfstat::parse(&text, "n2").unwrap();
+    let n2 = model("arm64/arm/neoverse-n2-v2");
+    let root = n2.metrics_named("frontend_bound")[0];
+    let mut literals = defaults();
+    let mut evaluators = vec![LogEvaluator::new(n2, false, &literals, None)];
+    let unsolved = infer_literals(&mut evaluators, &[vec![root]], &log, &mut literals, None);
+    assert!(
+        matches!(&unsolved[..], [Unsolved::Several { literal: Literal::Slots, count: 16, .. }]),
+        "{unsolved:?}"
+    );
+    assert!(literals.get(Literal::Slots).is_nan());
+    // The cpuid of an N2 (MIDR part 0xd49) gives the vendor's documented 5.
+    let mut literals = defaults();
+    infer_literals(&mut evaluators, &[vec![root]], &log, &mut literals, Some("0x00000000410fd493"));
+    assert_eq!(literals.get(Literal::Slots), 5.0);
+    assert_eq!(literals.source(Literal::Slots), LiteralSource::Vendor("Neoverse N2"));
+}
+
+/// Only software events: no CPU model, and the rows no common metric reads are named.
+#[test]
+fn software_logs_have_no_cpu_model() {
+    let (log, _) = log("tests/data/perf/std_software_tracepoints.txt");
+    match infer_model(&log, &defaults()) {
+        Inference::SoftwareOnly { ignored } => assert!(!ignored.is_empty()),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn printed(text: &str, label: &str) -> PrintedMetric {
+    let log = format!(
+        " Performance counter stats for 'x':\n\n         1,000      instructions   # {text} {label}\n\n       1.0 seconds time elapsed\n"
+    );
+    let log = tmetric_perfstat::parse(&log, "t").unwrap();
+    log.blocks[0].rows[0].metrics[0].clone()
+}
+
+#[test]
+fn perf_labels_are_matched_exactly_after_the_value() {
+    let m = printed("   45.0%", "Retiring");
+    assert_eq!(printed_as(&m, "Retiring"), Some(("45.0".to_string(), Some(45.0))));
+    assert_eq!(printed_as(&m, "retiring"), None);
+    let m = printed("    1.50 ", " insn per cycle");
+    assert_eq!(printed_as(&m, "insn per cycle"), Some(("1.50".to_string(), Some(1.5))));
+    let m = printed("  12.345 %", "of all cache refs");
+    assert_eq!(printed_as(&m, "of all cache refs"), Some(("12.345".to_string(), Some(12.345))));
+    let m = printed("    2.50%", "of all branches");
+    assert_eq!(printed_as(&m, "of all branches"), Some(("2.50".to_string(), Some(2.5))));
+}
+
+#[test]
+fn m_items_split_off_the_builtins() {
+    use tmetric_engine::builtin::BUILTINS;
+    let (b, rest) = select(&["insn_per_cycle", "tma_retiring"]);
+    assert_eq!(b.selected.len(), 1);
+    assert_eq!(rest, vec!["tma_retiring"]);
+    let (b, rest) = select(&["builtin"]);
+    assert_eq!(b.selected.len(), BUILTINS.len());
+    assert!(rest.is_empty());
+    let (b, _) = select(&[]);
+    assert_eq!(b.selected.len(), BUILTINS.len());
+    let (b, rest) = select(&["tma_retiring"]);
+    assert!(b.selected.is_empty());
+    assert_eq!(rest, vec!["tma_retiring"]);
+}
