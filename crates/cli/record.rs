@@ -440,7 +440,7 @@ pub fn header(f: &HeaderFacts<'_>) -> Header {
     let places: Vec<[u32; 4]> = cpus
         .iter()
         .map(|&c| {
-            let (s, d, core) = crate::stat::cpu_place(f.sysfs, c);
+            let (s, d, core) = f.sysfs.cpu_place(c);
             [c, s, d, core]
         })
         .collect();

@@ -25,7 +25,8 @@ use crate::models;
 use crate::out::{Sink, warn};
 use crate::output::ColorChoice;
 use crate::record::{self, Recording, SourceRec};
-use crate::stat::{self, Aggr, Layout, Printer};
+use crate::stat::{self, Layout, Printer};
+use tmetric_engine::aggr::{Aggr, units_for};
 
 /// `tmetric report` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -160,7 +161,7 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
             let place = |cpu: u32| {
                 replay.places.iter().find(|p| p.0 == cpu).and_then(|p| p.1).unwrap_or((0, 0, 0))
             };
-            stat::units_for(&cpus, aggr, place)
+            units_for(&cpus, aggr, place)
         }
     };
     let out = match &args.output {

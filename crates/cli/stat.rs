@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
+use tmetric_engine::aggr::{Aggr, units_for};
 use tmetric_engine::{self as engine, Evaluators, Machine, Pick, Plan, PlanOptions, PmuModel};
 use tmetric_engine::{Resolution, RootResult, Row, Sample, Select, Shown, Strategy};
 use tmetric_runtime::{Counters, Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
@@ -479,7 +480,7 @@ impl Printer {
         }
         for (label, cpus) in self.units.clone() {
             // Each unit evaluates over its own CPUs' counts, as perf's aggregation does.
-            let counts = only_cpus(sample.counts, &cpus);
+            let counts = sample.counts.on_cpus(&cpus);
             let unit = Sample { counts: &counts, ..*sample };
             self.rows_for(plan, &unit, at, Some(Unit::Cpus(&label, cpus.len())), None)?;
         }
@@ -495,8 +496,7 @@ impl Printer {
         at: Option<Duration>,
     ) -> io::Result<()> {
         let threads = self.threads.clone();
-        let counts: Vec<_> =
-            threads.iter().map(|(_, tid)| only_thread(sample.counts, *tid)).collect();
+        let counts: Vec<_> = threads.iter().map(|(_, tid)| sample.counts.of_thread(*tid)).collect();
         for (r, _) in plan.rows.iter().enumerate().filter(|(_, row)| row.show) {
             for ((comm, tid), counts) in threads.iter().zip(&counts) {
                 let unit = Sample { counts, ..*sample };
@@ -738,7 +738,7 @@ impl Printer {
             // the totals do not show. Threads with the same note share it.
             let mut per_thread: Vec<(String, Vec<String>)> = Vec::new();
             for (comm, tid) in self.threads.clone() {
-                let counts = only_thread(sample.counts, tid);
+                let counts = sample.counts.of_thread(tid);
                 let unit = Sample { counts: &counts, ..*sample };
                 let results = plan.evaluate(&mut self.evaluators, &unit);
                 for note in plan.notes(&results, &unit, failure) {
@@ -1238,8 +1238,8 @@ pub fn run_on<S: Syscalls + Clone>(
         report
     } else {
         earlier.push(report);
-        printer.spread = spread(&earlier, plan.specs.len());
-        mean_report(earlier)
+        printer.spread = tmetric_runtime::RunReport::spread_of(&earlier, plan.specs.len());
+        tmetric_runtime::RunReport::mean_of(earlier).expect("at least this run")
     };
     // --interval-count ended the run and stopped the command: that is not its failure.
     let stopped = args.interval_count.is_some_and(|n| report.ticks as u64 >= n);
@@ -1574,81 +1574,9 @@ fn apply_retire_latency_file(plan: &mut Plan, path: &Path) -> anyhow::Result<()>
     Ok(())
 }
 
-/// `-r`: per spec, the relative standard deviation (in %) of its total over the runs.
-fn spread(reports: &[tmetric_runtime::RunReport], specs: usize) -> Vec<Option<f64>> {
-    (0..specs)
-        .map(|e| {
-            let values: Vec<f64> = reports
-                .iter()
-                .filter_map(|r| r.totals.aggregate(e))
-                .map(|a| a.value as f64)
-                .collect();
-            if values.len() < 2 {
-                return None;
-            }
-            let n = values.len() as f64;
-            let mean = values.iter().sum::<f64>() / n;
-            let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-            // perf prints the standard error of the mean, relative to the mean.
-            (mean != 0.0).then(|| 100.0 * (var / n).sqrt() / mean)
-        })
-        .collect()
-}
-
-/// `-r`: the mean of the runs' counts, times and resource use; the last run's exit.
-fn mean_report(reports: Vec<tmetric_runtime::RunReport>) -> tmetric_runtime::RunReport {
-    let n = reports.len() as u64;
-    let mut mean = reports.last().expect("at least one run").totals.clone();
-    for (e, event) in mean.events.iter_mut().enumerate() {
-        let Some(cpus) = event else { continue };
-        for (c, cpu) in cpus.iter_mut().enumerate() {
-            let all = reports.iter().filter_map(|r| r.totals.events.get(e)?.as_ref()?.get(c));
-            let (mut v, mut en, mut ru) = (0u64, 0u64, 0u64);
-            for x in all {
-                v += x.raw.value;
-                en += x.raw.enabled;
-                ru += x.raw.running;
-            }
-            cpu.raw = tmetric_runtime::RawCount { value: v / n, enabled: en / n, running: ru / n };
-        }
-    }
-    let elapsed = reports.iter().map(|r| r.elapsed).sum::<Duration>() / n as u32;
-    let mut last = reports.into_iter().last().expect("at least one run");
-    last.totals = mean;
-    last.elapsed = elapsed;
-    last
-}
-
 /// `-a` or `-C`: counting CPUs rather than a task.
 fn system_wide(args: &StatArgs) -> bool {
     args.all_cpus || args.cpu_list.is_some()
-}
-
-/// `event`'s readings on `cpus` only.
-fn only_cpus(counts: &tmetric_runtime::Snapshot, cpus: &[i32]) -> tmetric_runtime::Snapshot {
-    tmetric_runtime::Snapshot {
-        events: counts
-            .events
-            .iter()
-            .map(|e| {
-                e.as_ref()
-                    .map(|per| per.iter().copied().filter(|c| cpus.contains(&c.cpu)).collect())
-            })
-            .collect(),
-    }
-}
-
-/// `counts` of thread `tid` only (`--per-thread`).
-fn only_thread(counts: &tmetric_runtime::Snapshot, tid: i32) -> tmetric_runtime::Snapshot {
-    tmetric_runtime::Snapshot {
-        events: counts
-            .events
-            .iter()
-            .map(|e| {
-                e.as_ref().map(|per| per.iter().copied().filter(|c| c.thread == tid).collect())
-            })
-            .collect(),
-    }
 }
 
 /// The aggregation units of `-A`, `--per-core`, `--per-die` and `--per-socket`, perf's labels
@@ -1666,40 +1594,7 @@ fn aggregation_units(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Vec<(St
     } else {
         return Vec::new();
     };
-    units_for(cpus, aggr, |cpu| cpu_place(sysfs, cpu))
-}
-
-/// How counts are split over CPUs: `-A`, `--per-core`, `--per-die`, `--per-socket`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Aggr {
-    Cpu,
-    Core,
-    Die,
-    Socket,
-}
-
-/// perf's aggregation units of `cpus` with their labels; `place` gives a CPU's
-/// (socket, die, core).
-pub fn units_for(
-    cpus: &[u32],
-    aggr: Aggr,
-    place: impl Fn(u32) -> (u32, u32, u32),
-) -> Vec<(String, Vec<i32>)> {
-    let mut units: Vec<(String, Vec<i32>)> = Vec::new();
-    for &cpu in cpus {
-        let (s, d, c) = place(cpu);
-        let label = match aggr {
-            Aggr::Cpu => format!("CPU{cpu}"),
-            Aggr::Core => format!("S{s}-D{d}-C{c}"),
-            Aggr::Die => format!("S{s}-D{d}"),
-            Aggr::Socket => format!("S{s}"),
-        };
-        match units.iter_mut().find(|u| u.0 == label) {
-            Some(u) => u.1.push(cpu as i32),
-            None => units.push((label, vec![cpu as i32])),
-        }
-    }
-    units
+    units_for(cpus, aggr, |cpu| sysfs.cpu_place(cpu))
 }
 
 /// `-v`: the counters tmetric assumed per PMU and where the numbers came from (sysfs
@@ -1795,23 +1690,10 @@ fn core_map(sysfs: &Sysfs) -> Vec<(u32, (u32, u32))> {
     let cpus = sysfs.online_cpus().unwrap_or_default();
     cpus.into_iter()
         .map(|c| {
-            let (package, _, core) = cpu_place(sysfs, c);
+            let (package, _, core) = sysfs.cpu_place(c);
             (c, (package, core))
         })
         .collect()
-}
-
-/// A CPU's (package, die, core) from sysfs topology (0 where a file is missing).
-pub fn cpu_place(sysfs: &Sysfs, cpu: u32) -> (u32, u32, u32) {
-    let read = |file: &str| -> u32 {
-        std::fs::read_to_string(
-            sysfs.root().join(format!("devices/system/cpu/cpu{cpu}/topology/{file}")),
-        )
-        .ok()
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or(0)
-    };
-    (read("physical_package_id"), read("die_id"), read("core_id"))
 }
 
 /// The usual name of a signal number.

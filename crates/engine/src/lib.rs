@@ -3,6 +3,7 @@
 //! the machine's PMUs, schedules events into groups, opens them through the runtime, reads,
 //! scales and evaluates, and explains every value it cannot give.
 //!
+//! * [`aggr`]: perf's aggregation units (`-A`, `--per-core`, ...) and their labels.
 //! * [`pmu`]: counters per PMU and the kernel's placement rules.
 //! * [`schedule`]: the counter-aware scheduler, perf's strategy as a baseline, a lower bound.
 //! * [`plan`]: metric inputs resolved on a machine, groups as runtime counter specs.
@@ -17,6 +18,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod aggr;
 pub mod builtin;
 pub mod eval;
 pub mod evaluator;

@@ -212,6 +212,25 @@ impl Snapshot {
         Snapshot { events }
     }
 
+    /// The readings on `cpus` only (an aggregation unit of `-A`, `--per-core`, ...).
+    pub fn on_cpus(&self, cpus: &[i32]) -> Snapshot {
+        self.only(|c| cpus.contains(&c.cpu))
+    }
+
+    /// The readings of thread `tid` only (`--per-thread`).
+    pub fn of_thread(&self, tid: i32) -> Snapshot {
+        self.only(|c| c.thread == tid)
+    }
+
+    fn only(&self, keep: impl Fn(&CpuCount) -> bool) -> Snapshot {
+        let events = self
+            .events
+            .iter()
+            .map(|e| e.as_ref().map(|per| per.iter().copied().filter(|c| keep(c)).collect()))
+            .collect();
+        Snapshot { events }
+    }
+
     /// Event `event` summed over CPUs; `None` when it is not open.
     pub fn aggregate(&self, event: usize) -> Option<Aggregate> {
         let cpus = self.events.get(event)?.as_ref()?;

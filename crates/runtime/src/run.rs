@@ -5,7 +5,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::counter::{CounterError, Counters, Snapshot, Target};
+use crate::counter::{CounterError, Counters, RawCount, Snapshot, Target};
 use crate::signal::{SignalGuard, wait_readable};
 use crate::sys::{Errno, Syscalls};
 use crate::workload::{Exit, Workload, WorkloadError};
@@ -54,6 +54,55 @@ pub struct RunReport {
     pub interrupted_by: Option<i32>,
     /// Intervals reported.
     pub ticks: usize,
+}
+
+impl RunReport {
+    /// `-r`: the mean of the runs' counts (CPU by CPU) and elapsed times; the last run's exit,
+    /// interruption and intervals. `None` without runs.
+    pub fn mean_of(reports: Vec<RunReport>) -> Option<RunReport> {
+        let n = reports.len() as u64;
+        let mut mean = reports.last()?.totals.clone();
+        for (e, event) in mean.events.iter_mut().enumerate() {
+            let Some(cpus) = event else { continue };
+            for (c, cpu) in cpus.iter_mut().enumerate() {
+                let all = reports.iter().filter_map(|r| r.totals.events.get(e)?.as_ref()?.get(c));
+                let (mut v, mut en, mut ru) = (0u64, 0u64, 0u64);
+                for x in all {
+                    v += x.raw.value;
+                    en += x.raw.enabled;
+                    ru += x.raw.running;
+                }
+                cpu.raw = RawCount { value: v / n, enabled: en / n, running: ru / n };
+            }
+        }
+        let elapsed = reports.iter().map(|r| r.elapsed).sum::<Duration>() / n as u32;
+        let mut last = reports.into_iter().last()?;
+        last.totals = mean;
+        last.elapsed = elapsed;
+        Some(last)
+    }
+
+    /// `-r`: per event (of `events`), perf's `( +- x% )`: the standard error of the mean of its
+    /// totals over the runs, relative to the mean; `None` for fewer than two runs or a zero
+    /// mean.
+    pub fn spread_of(reports: &[RunReport], events: usize) -> Vec<Option<f64>> {
+        (0..events)
+            .map(|e| {
+                let values: Vec<f64> = reports
+                    .iter()
+                    .filter_map(|r| r.totals.aggregate(e))
+                    .map(|a| a.value as f64)
+                    .collect();
+                if values.len() < 2 {
+                    return None;
+                }
+                let n = values.len() as f64;
+                let mean = values.iter().sum::<f64>() / n;
+                let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+                (mean != 0.0).then(|| 100.0 * (var / n).sqrt() / mean)
+            })
+            .collect()
+    }
 }
 
 /// Errors of a run.

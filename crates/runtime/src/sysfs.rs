@@ -354,6 +354,20 @@ impl Sysfs {
         self.cpu_list("online")
     }
 
+    /// A CPU's (package, die, core) from its sysfs topology, 0 where a file is missing: perf's
+    /// `S0-D0-C1` labels.
+    pub fn cpu_place(&self, cpu: u32) -> (u32, u32, u32) {
+        let read = |file: &str| -> u32 {
+            fs::read_to_string(
+                self.root.join(format!("devices/system/cpu/cpu{cpu}/topology/{file}")),
+            )
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+        };
+        (read("physical_package_id"), read("die_id"), read("core_id"))
+    }
+
     /// CPU counts for metric literals. Missing per-CPU topology files count each CPU as its
     /// own core, die and package; a kernel without them has no better answer.
     pub fn topology(&self) -> Result<Topology, SysfsError> {

@@ -296,3 +296,52 @@ fn the_fallback_reports_descriptors_and_permission_truthfully() {
     assert_eq!(counters.failure(1).map(|f| f.errno.0), Some(libc::EACCES));
     assert!(counters.user_only(0) && !counters.user_only(1) && counters.user_only(2));
 }
+
+fn snapshot(per_cpu: &[(i32, i32, u64)]) -> tmetric_runtime::Snapshot {
+    let counts = per_cpu
+        .iter()
+        .map(|&(cpu, thread, value)| tmetric_runtime::counter::CpuCount {
+            cpu,
+            thread,
+            raw: tmetric_runtime::RawCount { value, enabled: 100, running: 100 },
+        })
+        .collect();
+    tmetric_runtime::Snapshot { events: vec![Some(counts), None] }
+}
+
+/// `-r 3`: counts averaged CPU by CPU, elapsed times averaged, and perf's spread: totals 30,
+/// 50 and 70 have mean 50 and sample deviation 20, so the standard error is 20/sqrt(3) =
+/// 23.09% of the mean. An event that is not open has no spread.
+#[test]
+fn repeated_runs_average_per_cpu_with_perfs_spread() {
+    use std::time::Duration;
+    use tmetric_runtime::RunReport;
+    let run = |a: u64, b: u64, ms: u64| RunReport {
+        totals: snapshot(&[(0, -1, a), (1, -1, b)]),
+        elapsed: Duration::from_millis(ms),
+        exit: None,
+        interrupted_by: None,
+        ticks: 0,
+    };
+    let runs = vec![run(10, 20, 100), run(20, 30, 200), run(30, 40, 600)];
+    let spread = RunReport::spread_of(&runs, 2);
+    assert!((spread[0].unwrap() - 100.0 * 20.0 / 3f64.sqrt() / 50.0).abs() < 1e-9, "{spread:?}");
+    assert_eq!(spread[1], None);
+    let mean = RunReport::mean_of(runs).unwrap();
+    let values: Vec<u64> =
+        mean.totals.events[0].as_ref().unwrap().iter().map(|c| c.raw.value).collect();
+    assert_eq!(values, [20, 30]);
+    assert_eq!(mean.elapsed, Duration::from_millis(300));
+    assert!(RunReport::mean_of(Vec::new()).is_none());
+}
+
+/// A snapshot split by aggregation unit or by thread keeps only those readings.
+#[test]
+fn snapshots_split_by_cpu_and_by_thread() {
+    let all = snapshot(&[(0, 7, 1), (1, 7, 2), (0, 8, 4), (1, 8, 8)]);
+    let sum = |s: &tmetric_runtime::Snapshot| s.aggregate(0).unwrap().value;
+    assert_eq!(sum(&all.on_cpus(&[1])), 2 + 8);
+    assert_eq!(sum(&all.of_thread(8)), 4 + 8);
+    assert_eq!(all.on_cpus(&[5]).aggregate(0).unwrap().cpus, 0);
+    assert!(all.of_thread(7).aggregate(1).is_none());
+}

@@ -129,3 +129,14 @@ fn tracepoints_are_found_in_either_tracefs_place() {
     assert!(missing.contains("kernel/debug/tracing/events/sched"), "{missing}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// perf's `S0-D0-C1` places from the topology files: cpu0 and cpu2 are the two threads of
+/// core 0 (`thread_siblings_list` 0,2), cpu1 and cpu3 those of core 1; a CPU without files
+/// is at 0.
+#[test]
+fn cpu_places_come_from_the_topology_files() {
+    let sysfs = tree();
+    let places: Vec<(u32, u32, u32)> = (0..4).map(|c| sysfs.cpu_place(c)).collect();
+    assert_eq!(places, [(0, 0, 0), (0, 0, 1), (0, 0, 0), (0, 0, 1)]);
+    assert_eq!(sysfs.cpu_place(99), (0, 0, 0));
+}
