@@ -13,7 +13,7 @@ use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::aggr::{Aggr, units_for};
 use tmetric_engine::{self as engine, Evaluators, Machine, Pick, Plan, PlanOptions, PmuModel};
-use tmetric_engine::{Resolution, RootResult, Row, Sample, Select, Shown, Strategy};
+use tmetric_engine::{RootResult, Row, Sample, Select, Shown, Strategy};
 use tmetric_runtime::{Counters, Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_runtime::{EventReport, SampleSpec, Sampler, SamplerOptions, TpebsMode, Workload};
 
@@ -229,7 +229,6 @@ pub fn select_items(
 fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
     let literals = engine::plan::literals(machine.sysfs, machine.proc_root, system_wide(args));
     let mut plan = Plan::new(literals);
-    let common = tmetric_catalog::common();
     for list in &args.events {
         plan.add_event_lists(std::slice::from_ref(list), machine.sysfs)
             .with_context(|| format!("-e {list}"))?;
@@ -238,34 +237,9 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
         select_items(&args.metrics, args.model.as_deref(), machine.sysfs, machine.proc_root)?;
     let explicit = !args.metrics.is_empty();
     if args.events.is_empty() && !explicit {
-        // perf's default view: the software events and every common metric; tsc_rate only
-        // where the msr PMU exists, since nobody asked for it.
-        picks = (0..common.metrics.len())
-            .filter(|&m| {
-                common.str(common.metrics[m].name) != "tsc_rate" || machine.sysfs.has_pmu("msr")
-            })
-            .map(|m| Pick { model: common, metric: m, item: String::new() })
-            .collect();
+        picks = engine::select::default_picks(machine);
     } else if !explicit {
-        // Like perf's shadow metrics: the common metrics whose events were all asked for.
-        let probes = engine::plan::machine_probes(common, machine);
-        for m in 0..common.metrics.len() {
-            let slots = engine::plan::needed_slots(common, m, &literals, &probes, false);
-            let all_there = !slots.is_empty()
-                && slots.iter().all(|&s| {
-                    let id = &common.ids[s as usize];
-                    match engine::plan::resolve_id(common, id, machine.sysfs, machine.env) {
-                        Resolution::Tool(_) => true,
-                        Resolution::Counter(event) => {
-                            plan.specs.iter().any(|spec| spec.attr == event.attr)
-                        }
-                        _ => false,
-                    }
-                });
-            if all_there {
-                picks.push(Pick { model: common, metric: m, item: String::new() });
-            }
-        }
+        picks.extend(engine::select::shadow_picks(&plan, machine, &literals));
     }
     if let Some(kind) = &args.cputype {
         // Hybrid metrics name their PMU (`cpu_core`, `cpu_atom`); others apply to both.

@@ -296,3 +296,34 @@ fn a_metric_whose_value_needs_no_counter_still_groups_its_threshold_events() {
     assert!(outcome.splits.is_empty(), "{:?}", outcome.splits);
     assert!(outcome.problems.is_empty(), "{:?}", outcome.problems);
 }
+
+/// stat's views without `-M`, on a simulated machine: every common metric by default
+/// (`tsc_rate` only with the msr PMU), and with `-e` the common metrics whose every input was
+/// asked for (perf's shadow metrics): context switches per second (`context-switches /
+/// (task-clock / 1e9)`) and CPUs utilized from `-e task-clock,context-switches`, not page
+/// faults per second; nothing from `-e context-switches` alone.
+#[test]
+fn default_and_shadow_picks_follow_perfs_views() {
+    let tree = &trees()[0];
+    let sysfs = Sysfs::new(&tree.sys);
+    let env = Environment::probe(&sysfs, &tree.proc_root);
+    let pmus = PmuModel::probe(&sysfs, &tree.proc_root, None);
+    let machine = Machine { sysfs: &sysfs, proc_root: &tree.proc_root, env: &env, pmus: &pmus };
+    let common = tmetric_catalog::common();
+    let name = |p: &Pick| p.model.str(p.model.metrics[p.metric].name).to_string();
+    let defaults: Vec<String> =
+        tmetric_engine::select::default_picks(&machine).iter().map(name).collect();
+    assert_eq!(defaults.len() + usize::from(!sysfs.has_pmu("msr")), common.metrics.len());
+    assert_eq!(defaults.iter().any(|n| n == "tsc_rate"), sysfs.has_pmu("msr"), "{defaults:?}");
+    let literals = tmetric_engine::plan::literals(&sysfs, &tree.proc_root, true);
+    let shadows = |events: &str| -> Vec<String> {
+        let mut plan = Plan::new(literals);
+        plan.add_event_lists(&[events.to_string()], &sysfs).unwrap();
+        tmetric_engine::select::shadow_picks(&plan, &machine, &literals).iter().map(name).collect()
+    };
+    let both = shadows("task-clock,context-switches");
+    assert!(both.iter().any(|n| n == "context_switches_per_sec"), "{both:?}");
+    assert!(both.iter().any(|n| n == "cpus_utilized"), "{both:?}");
+    assert!(!both.iter().any(|n| n == "page_faults_per_sec"), "{both:?}");
+    assert_eq!(shadows("context-switches"), Vec::<String>::new());
+}
