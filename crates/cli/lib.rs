@@ -17,6 +17,7 @@ pub mod models;
 pub mod out;
 pub mod output;
 pub mod plan;
+pub mod printer;
 pub mod record;
 pub mod report;
 pub mod sim;

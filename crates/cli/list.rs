@@ -37,6 +37,9 @@ pub struct ListArgs {
     /// Also list deprecated events (perf hides them).
     #[arg(long)]
     deprecated: bool,
+    /// Names only, separated by spaces (perf's `--raw-dump`, for scripts).
+    #[arg(long, hide = true)]
+    raw_dump: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,11 +76,21 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             }
         },
     };
+    if args.raw_dump {
+        return raw_dump(args, kind, filter, out);
+    }
     let kind = kind.unwrap_or(if args.model.is_some() { Kind::Metrics } else { Kind::Models });
     let filter = filter.map(NameFilter::new);
     let model = match (&args.model, kind) {
         (Some(name), _) => Some(find_model(name)?),
         (None, Kind::Models) => None,
+        (None, _) if let Some(model) = this_machine() => {
+            crate::out::warn(&format!(
+                "listing {} (this machine's model; --model names another)",
+                model.path()
+            ));
+            Some(model)
+        }
         (None, _) => {
             let word = match kind {
                 Kind::Events => "events",
@@ -98,6 +111,58 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         (Kind::Events, Some(model)) => list.events(model, args.deprecated),
         (_, None) => unreachable!("a model was required above"),
     }
+}
+
+/// This machine's model, from its cpuid.
+fn this_machine() -> Option<&'static Model> {
+    let sysfs = tmetric_runtime::Sysfs::system();
+    crate::stat::host_model(None, &sysfs, std::path::Path::new("/proc")).ok()
+}
+
+/// perf's `list --raw-dump [metrics|metricgroups|GLOB]`: names separated by spaces, of this
+/// machine's model (or `--model`) and the common metrics; with a glob, the groups and then
+/// the names of the metrics it matches.
+fn raw_dump(
+    args: &ListArgs,
+    kind: Option<Kind>,
+    filter: Option<&str>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let model = match &args.model {
+        Some(name) => Some(find_model(name)?),
+        None => this_machine(),
+    };
+    let common = tmetric_catalog::common();
+    let mut tables = vec![common];
+    if let Some(m) = model.filter(|m| !std::ptr::eq(*m, common)) {
+        tables.insert(0, m);
+    }
+    let glob = filter.map(NameFilter::new);
+    let mut groups: Vec<&str> = Vec::new();
+    let mut names: Vec<&str> = Vec::new();
+    for table in &tables {
+        for metric in table.metrics {
+            let name = table.str(metric.name);
+            if glob.as_ref().is_some_and(|g| !g.matches(name)) {
+                continue;
+            }
+            names.push(name);
+            groups.extend(split_groups(table.str(metric.groups)));
+        }
+    }
+    groups.sort_unstable();
+    groups.dedup();
+    names.sort_unstable();
+    names.dedup();
+    let words: Vec<&str> = match kind {
+        Some(Kind::Metrics) => names,
+        Some(Kind::Groups) => groups,
+        _ => groups.into_iter().chain(names).collect(),
+    };
+    for word in words {
+        write!(out, "{word} ")?;
+    }
+    Ok(())
 }
 
 struct Lister<'a> {
@@ -432,8 +497,11 @@ impl Lister<'_> {
                     }
                 }
             }
+            // A group no metric names (metricgroups.json describes more groups than the
+            // metrics use) cannot be selected with -M, so it is not listed.
             let rows: Vec<GroupJson> = groups
                 .into_iter()
+                .filter(|(_, (_, metrics))| !metrics.is_empty())
                 .filter(|(name, _)| self.keep(&[name]))
                 .map(|(group, (description, mut metrics))| {
                     metrics.sort_unstable();

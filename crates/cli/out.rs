@@ -56,6 +56,28 @@ impl Sink {
         })
     }
 
+    /// Reports to nowhere (`--quiet`).
+    pub fn discard() -> Sink {
+        Sink { dest: Dest::Stderr, buf: Vec::new(), closed: true, failed: None }
+    }
+
+    /// Reports appended to the file at `path` (`--append`), created if it does not exist.
+    pub fn append(path: &Path) -> anyhow::Result<Sink> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| anyhow!("cannot open {} to append to it: {e}", path.display()))?;
+        Ok(Sink {
+            dest: Dest::File { path: path.to_path_buf(), file },
+            buf: Vec::new(),
+            closed: false,
+            failed: None,
+        })
+    }
+
     /// Whether a reader closed the pipe, so nothing written from now on is read.
     pub fn closed(&self) -> bool {
         self.closed

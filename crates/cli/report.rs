@@ -26,7 +26,9 @@ use crate::out::{Sink, warn};
 use crate::output::ColorChoice;
 use crate::record::{self, Recording, SourceRec};
 use crate::stat::{self, Layout, Printer};
-use tmetric_engine::aggr::{Aggr, units_for};
+use tmetric_engine::aggr::{self, Aggr, units_for};
+use tmetric_engine::view::{Split, UnitId};
+use tmetric_print::{Aggregation, Config, Title};
 
 /// `tmetric report` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -148,8 +150,12 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
     } else {
         None
     };
-    let units = match aggr {
-        None => Vec::new(),
+    let split = match aggr {
+        None if !replay.threads.is_empty() => Split::Threads {
+            threads: replay.threads.clone(),
+            skip_zero: replay.skip_zero,
+        },
+        None => Split::Global,
         Some(aggr) => {
             let cpus: Vec<u32> = replay.places.iter().map(|p| p.0).collect();
             if cpus.is_empty() {
@@ -159,9 +165,27 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
                 bail!("--per-core, --per-die, --per-socket: the file has no CPU topology; use -A");
             }
             let place = |cpu: u32| {
-                replay.places.iter().find(|p| p.0 == cpu).and_then(|p| p.1).unwrap_or((0, 0, 0))
+                let (socket, die, core) = replay
+                    .places
+                    .iter()
+                    .find(|p| p.0 == cpu)
+                    .and_then(|p| p.1)
+                    .unwrap_or((0, 0, 0));
+                aggr::Place { socket, die, core, ..aggr::Place::default() }
             };
-            units_for(&cpus, aggr, place)
+            Split::Cpus(
+                units_for(&cpus, aggr, place)
+                    .into_iter()
+                    .map(|(label, cpus)| {
+                        let id = if aggr == Aggr::Cpu {
+                            UnitId::Cpu(cpus[0])
+                        } else {
+                            UnitId::Label(label)
+                        };
+                        (id, cpus)
+                    })
+                    .collect(),
+            )
         }
     };
     let out = match &args.output {
@@ -173,15 +197,25 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
         ColorChoice::Never => false,
         ColorChoice::Auto => args.output.is_none() && std::io::stderr().is_terminal(),
     } && layout == Layout::Std;
-    let mut printer = Printer::offline(
-        out,
-        layout,
-        args.metric_only,
-        colour,
-        units,
-        (replay.threads.clone(), replay.skip_zero),
-        args.tree.then_some(args.all),
-    );
+    let mut config = Config::new(layout.clone());
+    config.metric_only = args.metric_only;
+    config.colour = colour;
+    config.locale = tmetric_runtime::locale::NumericLocale::from_env();
+    config.aggregation = match (aggr, &split) {
+        (Some(Aggr::Cpu), _) => Aggregation::Cpu,
+        (Some(Aggr::Core), _) => Aggregation::Core,
+        (Some(Aggr::Die), _) => Aggregation::Die,
+        (Some(Aggr::Socket), _) => Aggregation::Socket,
+        (Some(_), _) => Aggregation::Global,
+        (None, Split::Threads { .. }) => Aggregation::Thread,
+        (None, _) => Aggregation::Global,
+    };
+    config.interval = !replay.intervals.is_empty();
+    config.unit_width = crate::stat::plan_unit_width(&replay.plan);
+    let title = Title { target: replay.target.clone(), runs: 1 };
+    let mut printer = Printer::new(out, config, title);
+    printer.split = split;
+    printer.tree = args.tree.then_some(args.all);
     let mut plan = replay.plan;
     for warning in &plan.warnings {
         warn(&format!("warning: {warning}"));
@@ -199,7 +233,7 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
     if let Some(totals) = &replay.totals {
         let sample =
             Sample { counts: totals, seconds: replay.elapsed.as_secs_f64(), rusage: replay.rusage };
-        printer.summary(&plan, &sample, &replay.target, replay.elapsed)?;
+        printer.summary(&plan, &sample, &crate::printer::footer(replay.elapsed, replay.rusage))?;
         let notes = printer.notes_for(&plan, &sample, &replay.failures, &replay.splits);
         printer.notes(&notes)?;
     }

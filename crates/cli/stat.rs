@@ -11,21 +11,24 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
-use tmetric_engine::aggr::{Aggr, units_for};
-use tmetric_engine::{self as engine, Evaluators, Machine, Pick, Plan, PlanOptions, PmuModel};
-use tmetric_engine::{RootResult, Row, Sample, Select, Shown, Strategy};
+use tmetric_engine::aggr::{self, Aggr, units_for};
+use tmetric_engine::view::{Split, UnitId};
+use tmetric_print::{Aggregation, Config, Title};
+use tmetric_engine::{self as engine, Machine, Pick, Plan, PlanOptions, PmuModel};
+use tmetric_engine::{Sample, Select, Strategy};
 use tmetric_runtime::{Counters, Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_runtime::{EventReport, SampleSpec, Sampler, SamplerOptions, TpebsMode, Workload};
 
 use crate::models;
 use crate::out::{Sink, warn};
-use crate::output::{ColorChoice, paint, perf_number, plain_number};
+use crate::output::ColorChoice;
 
 /// `tmetric stat` flags (perf's names where perf has them).
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Counts go to standard error, as perf's do, unless -o names a file.\n\
-    Without -e or -M: task-clock, context-switches, cpu-migrations, page-faults, major-faults \
-    and msr/tsc/ (where the msr PMU exists), with every common metric.\n\
+    Without -e or -M: perf's default events (task-clock, context-switches, cpu-migrations, \
+    page-faults, cycles, instructions, branches, branch-misses) with perf's built-in metrics, \
+    and the model's `Default` metric group where it has one.\n\
     Examples:\n  tmetric stat -- make -j4\n  tmetric stat -a -I 1000 -M Software\n  \
     tmetric stat -e task-clock,cs -x, -- ./bench")]
 pub struct StatArgs {
@@ -36,7 +39,7 @@ pub struct StatArgs {
     #[arg(short = 'I', long = "interval-print", value_name = "MS")]
     pub interval: Option<u64>,
     /// With -I, print the totals at the end too.
-    #[arg(long, requires = "interval")]
+    #[arg(long)]
     pub summary: bool,
     /// Events to count, comma-separated: software and hardware names, `pmu/event/`,
     /// `pmu/term=value,.../`, `subsystem:tracepoint`, tool events, `{a,b}` groups.
@@ -49,11 +52,10 @@ pub struct StatArgs {
     /// The CPU model whose metrics -M may name (default: the one this machine's cpuid maps to).
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
-    /// CSV output with this field separator: perf's fields, except that a metric's unit and
-    /// name are two fields and its value keeps full precision.
+    /// CSV output with this field separator (perf's fields; `\t` for a tab).
     #[arg(short = 'x', long = "field-separator", value_name = "SEP", conflicts_with = "json")]
     pub separator: Option<String>,
-    /// JSON lines output (`metric-value` at full precision, `metric-unit`, `metric-name`).
+    /// JSON lines output, perf's keys.
     #[arg(short = 'j', long)]
     pub json: bool,
     /// Write the counts to FILE instead of standard error.
@@ -68,8 +70,9 @@ pub struct StatArgs {
     /// Do not share groups between metrics.
     #[arg(long)]
     pub metric_no_merge: bool,
-    /// Count on a simulated PMU instead of this machine's (`tmetric plan --list-sim` names
-    /// them); every output then says it is simulated.
+    /// Count on a simulated PMU instead of this machine's (sapphirerapids, icelake,
+    /// skylakex, skylakex-nosmt, alderlake, meteorlake, amdzen4, neoverse-n2); every output
+    /// then says it is simulated.
     #[arg(long, value_name = "MODEL")]
     pub pmu_sim: Option<String>,
     /// TopDown level 1 (or --td-level N): the model's TopdownLN metrics through a
@@ -118,18 +121,30 @@ pub struct StatArgs {
     /// Count on these CPUs only (a list such as `0-3,8`); implies system-wide counting there.
     #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
     pub cpu_list: Option<String>,
-    /// Per CPU: no aggregation over CPUs.
-    #[arg(short = 'A', long = "no-aggr", conflicts_with_all = ["per_core", "per_socket", "per_die"])]
+    /// Per CPU: no aggregation over CPUs (perf's `-A`, `--no-aggr`).
+    #[arg(short = 'A', long = "no-aggr", conflicts_with_all = ["per_core", "per_socket", "per_die", "per_node", "per_cache", "per_cluster"])]
     pub no_aggr: bool,
+    /// The same as -A (perf's `--no-merge`).
+    #[arg(long = "no-merge", conflicts_with_all = ["per_core", "per_socket", "per_die", "per_node", "per_cache", "per_cluster"])]
+    pub no_merge: bool,
     /// Aggregate per physical core.
-    #[arg(long, conflicts_with_all = ["per_socket", "per_die"])]
+    #[arg(long, conflicts_with_all = ["per_socket", "per_die", "per_node", "per_cache", "per_cluster"])]
     pub per_core: bool,
     /// Aggregate per die.
-    #[arg(long, conflicts_with = "per_socket")]
+    #[arg(long, conflicts_with_all = ["per_socket", "per_node", "per_cache", "per_cluster"])]
     pub per_die: bool,
     /// Aggregate per socket (package).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["per_node", "per_cache", "per_cluster"])]
     pub per_socket: bool,
+    /// Aggregate per NUMA node.
+    #[arg(long, conflicts_with_all = ["per_cache", "per_cluster"])]
+    pub per_node: bool,
+    /// Aggregate per cache instance of this level (`L2`, `2`; default: the last level).
+    #[arg(long, value_name = "LEVEL", num_args = 0..=1, require_equals = true, default_missing_value = "", conflicts_with = "per_cluster")]
+    pub per_cache: Option<String>,
+    /// Aggregate per cluster (CPUs sharing a cluster id).
+    #[arg(long)]
+    pub per_cluster: bool,
     /// Count an existing process (every thread it has at the start) until Ctrl-C, instead of
     /// a command.
     #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "tid")]
@@ -145,6 +160,55 @@ pub struct StatArgs {
     /// On hybrid CPUs, only the metrics of this core type.
     #[arg(long, value_name = "core|atom", value_parser = ["core", "atom"])]
     pub cputype: Option<String>,
+    /// Detailed run: also L1 and last-level data cache events (-dd: instruction cache and
+    /// TLB events too; -ddd: L1 prefetch events too).
+    #[arg(short = 'd', long = "detailed", action = clap::ArgAction::Count)]
+    pub detailed: u8,
+    /// Null run: count no events, print only the elapsed time.
+    #[arg(short = 'n', long = "null")]
+    pub null_run: bool,
+    /// Print no counts, messages or warnings (useful with record).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Group digits with the locale's thousands separator (the default without -x).
+    #[arg(short = 'B', long = "big-num", overrides_with = "no_big_num")]
+    pub big_num: bool,
+    /// Do not group digits.
+    #[arg(long = "no-big-num", overrides_with = "big_num")]
+    pub no_big_num: bool,
+    /// Count every event in user mode only.
+    #[arg(long, conflicts_with = "all_kernel")]
+    pub all_user: bool,
+    /// Count every event in kernel mode only.
+    #[arg(long)]
+    pub all_kernel: bool,
+    /// Count the events given before it only in these cgroups (names relative to the cgroup
+    /// root, comma-separated: one per event, the last repeating); system-wide only.
+    #[arg(short = 'G', long = "cgroup", value_name = "NAMES", value_delimiter = ',')]
+    pub cgroup: Vec<String>,
+    /// Count every event once per cgroup in the list (comma-separated); system-wide only.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', conflicts_with = "cgroup")]
+    pub for_each_cgroup: Vec<String>,
+    /// With -o: append to the file instead of replacing it.
+    #[arg(long, requires = "output")]
+    pub append: bool,
+    /// With -I on a terminal: clear the screen before each interval.
+    #[arg(long)]
+    pub interval_clear: bool,
+    /// Stop the command (SIGTERM) and print the counts after MS milliseconds (at least 10).
+    #[arg(long, value_name = "MS")]
+    pub timeout: Option<u64>,
+    /// With --summary and -x: no `summary` first field on the totals' lines.
+    #[arg(long)]
+    pub no_csv_summary: bool,
+    /// With -r: print each run's elapsed time in a table.
+    #[arg(long)]
+    pub table: bool,
+    /// tmetric's additions to perf's layouts: each metric's name beside perf's label, values
+    /// at full precision, and a metric's unit and name as separate CSV fields and JSON keys
+    /// (`metric-name`).
+    #[arg(long)]
+    pub full_metrics: bool,
     /// Say how the events were grouped and why, before counting.
     #[arg(short = 'v', long)]
     pub verbose: bool,
@@ -229,6 +293,9 @@ pub fn select_items(
 fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
     let literals = engine::plan::literals(machine.sysfs, machine.proc_root, system_wide(args));
     let mut plan = Plan::new(literals);
+    if args.null_run {
+        return Ok(plan);
+    }
     for list in &args.events {
         plan.add_event_lists(std::slice::from_ref(list), machine.sysfs)
             .with_context(|| format!("-e {list}"))?;
@@ -236,10 +303,23 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
     let mut picks =
         select_items(&args.metrics, args.model.as_deref(), machine.sysfs, machine.proc_root)?;
     let explicit = !args.metrics.is_empty();
+    let mut default_view = false;
     if args.events.is_empty() && !explicit {
-        picks = engine::select::default_picks(machine);
-    } else if !explicit {
-        picks.extend(engine::select::shadow_picks(&plan, machine, &literals));
+        // perf's default events, and its `Default` metric group where the model has one.
+        let events = default_events(system_wide(args), machine.sysfs);
+        plan.add_event_lists(&[events.join(",")], machine.sysfs)
+            .context("perf's default events")?;
+        if let Ok(model) = host_model(args.model.as_deref(), machine.sysfs, machine.proc_root) {
+            picks = engine::select::find("Default", tmetric_catalog::common(), Some(model))
+                .into_iter()
+                .filter(|p| !std::ptr::eq(p.model, tmetric_catalog::common()))
+                .collect();
+            default_view = !picks.is_empty();
+        }
+    }
+    if args.detailed > 0 {
+        plan.add_event_lists(&[detailed_events(args.detailed).join(",")], machine.sysfs)
+            .context("-d's events")?;
     }
     if let Some(kind) = &args.cputype {
         // Hybrid metrics name their PMU (`cpu_core`, `cpu_atom`); others apply to both.
@@ -259,14 +339,108 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
         strategy: Strategy::Tmetric,
         system_wide: system_wide(args),
     };
+    let rows_before = plan.rows.len();
     plan.add_metrics(&picks, machine, &options, explicit);
-    refuse_uncountable(&plan, machine)?;
+    if default_view {
+        // perf prints `Default` metrics under their group's name on the line of their first
+        // event, and none of their other events.
+        // perf's metrics of one group share their first event (the group's leader), so
+        // they print together: each group under its name, in name order, its metrics in
+        // name order.
+        plan.default_metrics = true;
+        let key = |r: usize| {
+            let root = &plan.roots[r];
+            let m = &root.model.metrics[root.metric];
+            (root.model.str(m.default_group), root.model.str(m.name))
+        };
+        let pmu_of = |r: usize| {
+            let root = &plan.roots[r];
+            root.model.str(root.model.metrics[root.metric].pmu).to_string()
+        };
+        // Per PMU (hybrid machines have one leader per core type): the row that hosts its
+        // first root hosts them all.
+        let mut hosts: Vec<(String, usize, Vec<usize>)> = Vec::new();
+        for (row, r) in plan.rows.iter().enumerate().flat_map(|(i, row)| row.roots.iter().map(move |&r| (i, r))) {
+            let pmu = pmu_of(r);
+            match hosts.iter_mut().find(|h| h.0 == pmu) {
+                Some(h) => h.2.push(r),
+                None => hosts.push((pmu, row, vec![r])),
+            }
+        }
+        for row in &mut plan.rows {
+            row.roots.clear();
+        }
+        for (_, host, mut roots) in hosts {
+            roots.sort_by(|&a, &b| key(a).cmp(&key(b)));
+            plan.rows[host].roots = roots;
+        }
+        for row in &mut plan.rows[rows_before..] {
+            if row.roots.is_empty() {
+                row.show = false;
+            }
+        }
+    }
+    if args.all_user || args.all_kernel {
+        // perf's --all-user/--all-kernel: every event counts in one mode only.
+        for (spec, event) in plan.specs.iter_mut().zip(plan.events.iter_mut()) {
+            for attr in [&mut spec.attr, &mut event.attr] {
+                attr.exclude_kernel = args.all_user;
+                attr.exclude_user = args.all_kernel;
+            }
+        }
+    }
+    if let Err(why) = refuse_uncountable(&plan, machine) {
+        // perf prints such metrics' events `<not supported>` and goes on, and scripts rely
+        // on that: say why once, then count what can be counted.
+        warn(&format!("{why:#}"));
+    }
     Ok(plan)
 }
 
-/// Stops before running when no selected CPU-model metric can count a single input here (a
-/// machine without a hardware PMU, such as most VMs): printing a table of `<not supported>`
-/// helps nobody. Says which models define the metrics and what to do instead.
+/// perf 6.12's default events (`add_default_attributes`): `cpu-clock` instead of
+/// `task-clock` when counting CPUs, and the stalled-cycles events only where the core PMU
+/// lists them.
+fn default_events(system_wide: bool, sysfs: &Sysfs) -> Vec<&'static str> {
+    let mut events = vec![
+        if system_wide { "cpu-clock" } else { "task-clock" },
+        "context-switches",
+        "cpu-migrations",
+        "page-faults",
+        "cycles",
+    ];
+    let has = |name: &str| sysfs.pmu_devices().join("cpu/events").join(name).exists();
+    if has("stalled-cycles-frontend") {
+        events.push("stalled-cycles-frontend");
+    }
+    if has("stalled-cycles-backend") {
+        events.push("stalled-cycles-backend");
+    }
+    events.extend(["instructions", "branches", "branch-misses"]);
+    events
+}
+
+/// perf's `-d` (level 1), `-dd` (2) and `-ddd` (3) events.
+fn detailed_events(level: u8) -> Vec<&'static str> {
+    let mut events =
+        vec!["L1-dcache-loads", "L1-dcache-load-misses", "LLC-loads", "LLC-load-misses"];
+    if level >= 2 {
+        events.extend([
+            "L1-icache-loads",
+            "L1-icache-load-misses",
+            "dTLB-loads",
+            "dTLB-load-misses",
+            "iTLB-loads",
+            "iTLB-load-misses",
+        ]);
+    }
+    if level >= 3 {
+        events.extend(["L1-dcache-prefetches", "L1-dcache-prefetch-misses"]);
+    }
+    events
+}
+
+/// Why no selected CPU-model metric can count a single input here (a machine without a
+/// hardware PMU, such as most VMs): which models define the metrics and what to do instead.
 fn refuse_uncountable(plan: &Plan, machine: &Machine<'_>) -> anyhow::Result<()> {
     let common = tmetric_catalog::common();
     let model_roots: Vec<&engine::Root> =
@@ -298,7 +472,7 @@ fn refuse_uncountable(plan: &Plan, machine: &Machine<'_>) -> anyhow::Result<()> 
         String::new()
     };
     bail!(
-        "cannot count {} here: {}; `{first}` is defined for {}{more}; this machine is {}. \
+        "cannot count {} here, so its events print <not supported>: {}; `{first}` is defined for {}{more}; this machine is {}. \
          Try it on a simulated PMU (`--pmu-sim sapphirerapids`), plan it (`tmetric plan -M {first} --model M`), \
          or evaluate recorded counts (`tmetric eval --from-perf LOG`)",
         models_list(&names),
@@ -317,368 +491,10 @@ fn models_list(names: &[&str]) -> String {
     }
 }
 
-/// The output layout.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Layout {
-    Std,
-    Csv(String),
-    Json,
-}
 
-/// `1234567.5` as `1,234,567.50` (2 decimals) or `1,234,568` (none).
-pub fn grouped_number(value: f64, decimals: usize) -> String {
-    let text = format!("{value:.decimals$}");
-    let (sign, digits) = text.strip_prefix('-').map_or(("", text.as_str()), |d| ("-", d));
-    let (int, frac) = digits.split_once('.').map_or((digits, None), |(i, f)| (i, Some(f)));
-    let mut out = String::new();
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    match frac {
-        Some(f) => format!("{sign}{out}.{f}"),
-        None => format!("{sign}{out}"),
-    }
-}
-
-/// perf prints counts of scaled events (`msec`, `Joules`) with 2 decimals, others without.
-fn count_decimals(row: &Row) -> usize {
-    if row.scale == 1.0 { 0 } else { 2 }
-}
-
-/// A metric's label: `"<unit>  <name>"` with a ScaleUnit, else the name (spec D2).
-fn metric_label(model: &Model, metric: usize) -> String {
-    let (unit, name) = metric_unit_name(model, metric);
-    if unit.is_empty() { name.to_string() } else { format!("{unit}  {name}") }
-}
-
-/// A metric's unit (empty without a ScaleUnit) and name, the separate fields of CSV and JSON.
-fn metric_unit_name(model: &Model, metric: usize) -> (&str, &str) {
-    let m = &model.metrics[metric];
-    let unit = if m.has_scale_unit { model.str(m.unit) } else { "" };
-    (unit, model.str(m.name))
-}
-
-fn json_string(text: &str) -> String {
-    serde_json::to_string(text).expect("a string serializes")
-}
-
-pub fn c_float(value: f64) -> String {
-    if value.is_nan() {
-        "nan".into()
-    } else if value.is_infinite() {
-        if value > 0.0 { "inf".into() } else { "-inf".into() }
-    } else {
-        format!("{value:.6}")
-    }
-}
-
-pub struct Printer {
-    out: Sink,
-    layout: Layout,
-    evaluators: Evaluators,
-    /// `--metric-only`: one column per metric.
-    metric_only: bool,
-    /// `--topdown` from the older events: each CPU's (package, core).
-    legacy: Option<Vec<(u32, (u32, u32))>>,
-    /// Metric-only lines printed, for the header repeated every 25.
-    lines: usize,
-    /// Colour metric values by their `MetricThreshold` (red crossed, green not).
-    colour: bool,
-    /// `-A`/`--per-*`: the aggregation units (label, CPUs); empty for one global total.
-    units: Vec<(String, Vec<i32>)>,
-    /// `--per-thread`: the threads (comm, tid) as listed at the start, without those gone
-    /// before their counters opened; empty otherwise.
-    threads: Vec<(String, i32)>,
-    /// `--per-thread -a`: leave out rows that counted nothing, as perf does (most threads
-    /// of a system count nothing most of the time).
-    skip_zero: bool,
-    /// `--tree`: show nodes below their threshold too (`--all`).
-    tree: Option<bool>,
-    /// `-r`: per spec, the relative standard deviation of its count over the runs, in %.
-    spread: Vec<Option<f64>>,
-}
-
-impl Printer {
-    /// A printer for counts that were recorded (`tmetric report`): `units` are the
-    /// aggregation units (empty for totals), `threads` the `--per-thread` threads (comm, tid)
-    /// and whether rows that counted nothing are left out, `tree` is `--tree` (with `--all`).
-    pub fn offline(
-        out: Sink,
-        layout: Layout,
-        metric_only: bool,
-        colour: bool,
-        units: Vec<(String, Vec<i32>)>,
-        threads: (Vec<(String, i32)>, bool),
-        tree: Option<bool>,
-    ) -> Printer {
-        Printer {
-            out,
-            layout,
-            evaluators: Evaluators::default(),
-            metric_only,
-            legacy: None,
-            lines: 0,
-            colour,
-            units,
-            threads: threads.0,
-            skip_zero: threads.1,
-            tree,
-            spread: Vec::new(),
-        }
-    }
-
-    /// Flushes and reports a write error.
-    pub fn finish(self) -> anyhow::Result<()> {
-        self.out.finish()
-    }
-
-    /// Prints every shown row of `sample`; `at` is the interval timestamp.
-    fn rows(&mut self, plan: &Plan, sample: &Sample<'_>, at: Option<Duration>) -> io::Result<()> {
-        if self.legacy.is_some() {
-            return self.legacy_topdown(plan, sample, at);
-        }
-        if self.tree.is_some() {
-            return self.tree_view(plan, sample, at);
-        }
-        if self.metric_only {
-            return self.metric_columns(plan, sample, at);
-        }
-        if !self.threads.is_empty() {
-            return self.thread_rows(plan, sample, at);
-        }
-        if self.units.is_empty() {
-            return self.rows_for(plan, sample, at, None, None);
-        }
-        for (label, cpus) in self.units.clone() {
-            // Each unit evaluates over its own CPUs' counts, as perf's aggregation does.
-            let counts = sample.counts.on_cpus(&cpus);
-            let unit = Sample { counts: &counts, ..*sample };
-            self.rows_for(plan, &unit, at, Some(Unit::Cpus(&label, cpus.len())), None)?;
-        }
-        Ok(())
-    }
-
-    /// `--per-thread`: perf's order, event by event and, within an event, thread by thread;
-    /// each thread's metrics are evaluated over that thread's counts alone.
-    fn thread_rows(
-        &mut self,
-        plan: &Plan,
-        sample: &Sample<'_>,
-        at: Option<Duration>,
-    ) -> io::Result<()> {
-        let threads = self.threads.clone();
-        let counts: Vec<_> = threads.iter().map(|(_, tid)| sample.counts.of_thread(*tid)).collect();
-        for (r, _) in plan.rows.iter().enumerate().filter(|(_, row)| row.show) {
-            for ((comm, tid), counts) in threads.iter().zip(&counts) {
-                let unit = Sample { counts, ..*sample };
-                self.rows_for(plan, &unit, at, Some(Unit::Thread(comm, *tid)), Some(r))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The rows of one aggregation unit, or of the total (`unit` None); `only` limits them
-    /// to one row of the plan.
-    fn rows_for(
-        &mut self,
-        plan: &Plan,
-        sample: &Sample<'_>,
-        at: Option<Duration>,
-        unit: Option<Unit<'_>>,
-        only: Option<usize>,
-    ) -> io::Result<()> {
-        let results = plan.evaluate(&mut self.evaluators, sample);
-        let time = match (&self.layout, at) {
-            (Layout::Std, Some(at)) => format!("{:>6}.{:09} ", at.as_secs(), at.subsec_nanos()),
-            (Layout::Csv(sep), Some(at)) => {
-                format!("{}.{:09}{sep}", at.as_secs(), at.subsec_nanos())
-            }
-            (Layout::Json, Some(at)) => {
-                format!("\"interval\" : {}.{:09}, ", at.as_secs(), at.subsec_nanos())
-            }
-            (_, None) => String::new(),
-        };
-        let per_cpu = matches!(unit, Some(Unit::Cpus(label, _)) if label.starts_with("CPU"));
-        let prefix = match (&self.layout, unit) {
-            (_, None) => time,
-            (layout, Some(Unit::Thread(comm, tid))) => thread_prefix(layout, &time, comm, tid),
-            (Layout::Std, Some(Unit::Cpus(label, _))) if per_cpu => format!("{time}{label:<8}"),
-            (Layout::Std, Some(Unit::Cpus(label, n))) => format!("{time}{label:<12}{n:>4} "),
-            (Layout::Csv(sep), Some(Unit::Cpus(label, _))) if per_cpu => {
-                format!("{time}{label}{sep}")
-            }
-            (Layout::Csv(sep), Some(Unit::Cpus(label, n))) => {
-                format!("{time}{label}{sep}{n}{sep}")
-            }
-            (Layout::Json, Some(Unit::Cpus(label, _))) if per_cpu => {
-                format!("{time}\"cpu\" : \"{}\", ", label.trim_start_matches("CPU"))
-            }
-            (Layout::Json, Some(Unit::Cpus(label, n))) => {
-                format!("{time}\"aggregate-number\" : {n}, \"unit\" : \"{label}\", ")
-            }
-        };
-        let thread = matches!(unit, Some(Unit::Thread(..)));
-        let rows =
-            plan.rows.iter().enumerate().filter(|(i, r)| r.show && only.is_none_or(|o| o == *i));
-        for (_, row) in rows {
-            let state = engine::eval::shown(plan, row, sample);
-            if thread
-                && self.skip_zero
-                && !matches!(state, Shown::Value { count, .. } if count != 0.0)
-            {
-                continue;
-            }
-            // (label, value, has ScaleUnit, unit, name)
-            let metrics: Vec<(String, f64, bool, &str, &str)> = row
-                .roots
-                .iter()
-                .map(|&r| {
-                    let root = &plan.roots[r];
-                    let (model, m) = (root.model, root.metric);
-                    let result: &RootResult = &results[r];
-                    let (unit, name) = metric_unit_name(model, m);
-                    let scaled = model.metrics[m].has_scale_unit;
-                    (metric_label(model, m), result.scaled(model, m), scaled, unit, name)
-                })
-                .collect();
-            let crossed: Vec<Option<bool>> =
-                row.roots.iter().map(|&r| results[r].threshold).collect();
-            let (running, enabled) = match state {
-                Shown::Value { running, enabled, .. } => (running, enabled),
-                _ => (0, 0),
-            };
-            match &self.layout {
-                Layout::Std => {
-                    let count = match state {
-                        Shown::NotSupported => "<not supported>".to_string(),
-                        Shown::NotCounted => "<not counted>".to_string(),
-                        Shown::Value { count, .. } => grouped_number(count, count_decimals(row)),
-                    };
-                    let mut line = format!("{prefix}{count:>18} {:<4} {:<32}", row.unit, row.name);
-                    let spread = match row.source {
-                        engine::Source::Counter(spec) => self.spread.get(spec).copied().flatten(),
-                        _ => None,
-                    };
-                    let run = (running != enabled)
-                        .then(|| format!("  ({:.2}%)", 100.0 * running as f64 / enabled as f64));
-                    let run = match (run, spread) {
-                        (run, Some(sd)) => {
-                            Some(format!("{}  ( +- {sd:.2}% )", run.unwrap_or_default()))
-                        }
-                        (run, None) => run,
-                    };
-                    if metrics.is_empty()
-                        && let Some(run) = &run
-                    {
-                        line.push_str(&" ".repeat(38));
-                        line.push_str(run);
-                    }
-                    for (i, (label, value, scaled, _, _)) in metrics.iter().enumerate() {
-                        if i > 0 {
-                            writeln!(self.out, "{}", line.trim_end())?;
-                            line = format!("{prefix}{}", " ".repeat(49));
-                        }
-                        let number = perf_number(*value, *scaled);
-                        let width = 38usize.saturating_sub(3 + number.len() + 1);
-                        let number = paint(&number, crossed[i], self.colour);
-                        line.push_str(&format!(" # {number} {label:<width$}"));
-                        if i + 1 == metrics.len()
-                            && let Some(run) = &run
-                        {
-                            line.push_str(run);
-                        }
-                    }
-                    writeln!(self.out, "{}", line.trim_end())?;
-                }
-                Layout::Csv(sep) => {
-                    let count = match state {
-                        Shown::NotSupported => "<not supported>".to_string(),
-                        Shown::NotCounted => "<not counted>".to_string(),
-                        Shown::Value { count, .. } => format!("{count:.*}", count_decimals(row)),
-                    };
-                    let percent = if running == enabled {
-                        100.0
-                    } else {
-                        100.0 * running as f64 / enabled as f64
-                    };
-                    let head = format!(
-                        "{prefix}{count}{sep}{}{sep}{}{sep}{running}{sep}{percent:.2}",
-                        row.unit, row.name
-                    );
-                    // perf's fields, except that the metric's unit and name are two fields
-                    // (perf joins them in one) and its value keeps full precision.
-                    if metrics.is_empty() {
-                        writeln!(self.out, "{head}{sep}{sep}{sep}")?;
-                    }
-                    for (i, (_, value, _, unit, name)) in metrics.iter().enumerate() {
-                        let lead = if i == 0 {
-                            head.clone()
-                        } else {
-                            format!("{prefix}{}", sep.repeat(4))
-                        };
-                        // NaN and infinities print empty, as in perf's CSV.
-                        let value =
-                            if value.is_finite() { plain_number(*value) } else { String::new() };
-                        writeln!(self.out, "{lead}{sep}{value}{sep}{unit}{sep}{name}")?;
-                    }
-                }
-                Layout::Json => {
-                    let count = match state {
-                        Shown::NotSupported => json_string("<not supported>"),
-                        Shown::NotCounted => json_string("<not counted>"),
-                        Shown::Value { count, .. } => json_string(&c_float(count)),
-                    };
-                    let percent = if running == enabled {
-                        100.0
-                    } else {
-                        100.0 * running as f64 / enabled as f64
-                    };
-                    let head = format!(
-                        "{{{prefix}\"counter-value\" : {count}, \"unit\" : {}, \"event\" : {}, \"event-runtime\" : {running}, \"pcnt-running\" : {percent:.2}",
-                        json_string(&row.unit),
-                        json_string(&row.name)
-                    );
-                    if metrics.is_empty() {
-                        writeln!(self.out, "{head}}}")?;
-                    }
-                    for (i, (_, value, _, unit, name)) in metrics.iter().enumerate() {
-                        let lead = if i == 0 { format!("{head}, ") } else { format!("{{{prefix}") };
-                        writeln!(
-                            self.out,
-                            "{lead}\"metric-value\" : {}, \"metric-unit\" : {}, \"metric-name\" : {}}}",
-                            json_string(&plain_number(*value)),
-                            json_string(unit),
-                            json_string(name)
-                        )?;
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// One aggregation unit of the output.
-#[derive(Debug, Clone, Copy)]
-enum Unit<'a> {
-    /// `-A`/`--per-*`: the label (`CPU3`, `S0-D0-C1`, ...) and how many CPUs it sums.
-    Cpus(&'a str, usize),
-    /// `--per-thread`: the thread's comm and id.
-    Thread(&'a str, i32),
-}
-
-/// perf's `comm-tid` column: `%16s-%-7d ` in the default layout, `comm-tid,` in CSV,
-/// `"thread" : "comm-tid"` in JSON.
-pub fn thread_prefix(layout: &Layout, time: &str, comm: &str, tid: i32) -> String {
-    match layout {
-        Layout::Std => format!("{time}{comm:>16}-{tid:<7} "),
-        Layout::Csv(sep) => format!("{time}{comm}-{tid}{sep}"),
-        Layout::Json => format!("{time}\"thread\" : {}, ", json_string(&format!("{comm}-{tid}"))),
-    }
-}
+pub use tmetric_print::Layout;
+pub use crate::printer::Printer;
+use crate::printer::names_summary;
 
 /// Why rows print `<not supported>`/`<not counted>` and metrics `nan`, and how the groups
 /// were opened when the kernel refused some.
@@ -693,48 +509,6 @@ fn notes<S: Syscalls>(
     printer.notes_for(plan, sample, &failures, &split_notes(plan, counters))
 }
 
-impl Printer {
-    /// The notes of `sample`: `failures` per spec (why the kernel refused it), each thread's
-    /// own notes with `--per-thread`, then `splits` (the groups the kernel refused).
-    pub fn notes_for(
-        &mut self,
-        plan: &Plan,
-        sample: &Sample<'_>,
-        failures: &[Option<String>],
-        splits: &[String],
-    ) -> Vec<String> {
-        let failure = |spec: usize| failures.get(spec).cloned().flatten();
-        let results = plan.evaluate(&mut self.evaluators, sample);
-        let mut notes = plan.notes(&results, sample, failure);
-        if !self.threads.is_empty() && !self.skip_zero {
-            // Each thread's rows were evaluated over its own counts: a thread that never ran
-            // (a sleeping main thread) has `<not counted>` rows and metrics read from 0, which
-            // the totals do not show. Threads with the same note share it.
-            let mut per_thread: Vec<(String, Vec<String>)> = Vec::new();
-            for (comm, tid) in self.threads.clone() {
-                let counts = sample.counts.of_thread(tid);
-                let unit = Sample { counts: &counts, ..*sample };
-                let results = plan.evaluate(&mut self.evaluators, &unit);
-                for note in plan.notes(&results, &unit, failure) {
-                    if notes.contains(&note) {
-                        continue;
-                    }
-                    let label = format!("{comm}-{tid}");
-                    match per_thread.iter_mut().find(|(n, _)| *n == note) {
-                        Some((_, labels)) => labels.push(label),
-                        None => per_thread.push((note, vec![label])),
-                    }
-                }
-            }
-            for (note, labels) in per_thread {
-                let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
-                notes.push(format!("{}: {note}", names_summary(&labels)));
-            }
-        }
-        notes.extend(splits.iter().cloned());
-        notes
-    }
-}
 
 /// Per spec, why the kernel refused it (the text after its name in the notes).
 pub fn open_failures<S: Syscalls>(
@@ -796,75 +570,6 @@ fn target_text(args: &StatArgs, simulated: Option<&str>) -> String {
     }
 }
 
-impl Printer {
-    /// The totals as perf prints them: the title (default layout), the rows, the elapsed,
-    /// user and system times.
-    pub fn summary(
-        &mut self,
-        plan: &Plan,
-        sample: &Sample<'_>,
-        what: &str,
-        elapsed: Duration,
-    ) -> io::Result<()> {
-        if self.layout == Layout::Std {
-            writeln!(self.out, "\n Performance counter stats for '{what}':\n")?;
-        }
-        self.rows(plan, sample, None)?;
-        if self.layout == Layout::Std {
-            writeln!(self.out, "\n {:>17.9} seconds time elapsed", elapsed.as_secs_f64())?;
-            if let Some((user, system)) = sample.rusage {
-                writeln!(self.out, "\n {:>17.9} seconds user", user.as_secs_f64())?;
-                writeln!(self.out, " {:>17.9} seconds sys", system.as_secs_f64())?;
-            }
-            writeln!(self.out)?;
-        }
-        Ok(())
-    }
-
-    /// The notes after the counts: in the default layout below them, else on standard error
-    /// so CSV and JSON stay parseable.
-    pub fn notes(&mut self, notes: &[String]) -> io::Result<()> {
-        if notes.is_empty() {
-            return Ok(());
-        }
-        if self.layout == Layout::Std {
-            writeln!(self.out, " Notes:")?;
-            for note in notes {
-                writeln!(self.out, "   {note}")?;
-            }
-            writeln!(self.out)?;
-        } else {
-            // Both go to standard error: the counts first, as they were printed first.
-            self.out.flush()?;
-            for note in notes {
-                warn(note);
-            }
-        }
-        Ok(())
-    }
-
-    /// One `-I` interval: the column header every 25 intervals, then the rows.
-    pub fn interval(
-        &mut self,
-        plan: &Plan,
-        sample: &Sample<'_>,
-        number: usize,
-        at: Duration,
-    ) -> io::Result<()> {
-        if self.layout == Layout::Std && !self.metric_only && (number - 1).is_multiple_of(25) {
-            if self.threads.is_empty() {
-                writeln!(self.out, "#           time             counts unit events")?;
-            } else {
-                writeln!(
-                    self.out,
-                    "#{:>15} {:>16}-{:<7} {:>18} unit events",
-                    "time", "comm", "pid", "counts"
-                )?;
-            }
-        }
-        self.rows(plan, sample, Some(at))
-    }
-}
 
 fn command_text(command: &[OsString]) -> String {
     command.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
@@ -888,10 +593,16 @@ pub fn run_recording(args: &StatArgs, record: Option<&Path>) -> anyhow::Result<i
             "-p/-t count a running process until Ctrl-C; give either them or a command, not both"
         );
     }
-    if (args.no_aggr || args.per_core || args.per_die || args.per_socket) && !system_wide(args) {
-        bail!("-A, --per-core, --per-die and --per-socket split counts by CPU: add -a or -C");
+    let cgroups = !args.cgroup.is_empty() || !args.for_each_cgroup.is_empty();
+    if (aggregation(args) != Aggregation::Global && !args.per_thread || cgroups)
+        && !system_wide(args)
+    {
+        bail!(
+            "both cgroup and no-aggregation modes only available in system-wide mode: -A, --no-merge, --per-core, --per-cache, --per-cluster, --per-die, --per-socket, --per-node, -G and --for-each-cgroup split counts by CPU or cgroup, so add -a or -C"
+        );
     }
     check_per_thread(args, attach)?;
+    check_perf_flags(args)?;
     if let Some(ms) = args.interval
         && ms < 10
     {
@@ -920,11 +631,7 @@ pub fn run_on<S: Syscalls + Clone>(
     // Before anything slow: a signal that comes while planning is kept for the run loop.
     let _early_signals = tmetric_runtime::signal::catch_stop_signals()
         .map_err(|e| anyhow::anyhow!("cannot catch signals: {e}"))?;
-    let layout = match (&args.separator, args.json) {
-        (Some(sep), _) => Layout::Csv(sep.clone()),
-        (None, true) => Layout::Json,
-        (None, false) => Layout::Std,
-    };
+    let layout = layout_of(args);
     let env = Environment::probe(sysfs, proc_root);
     let model = if args.metrics.is_empty() {
         None
@@ -1001,39 +708,39 @@ pub fn run_on<S: Syscalls + Clone>(
     for warning in &plan.warnings {
         warn(&format!("warning: {warning}"));
     }
-    let out = match &args.output {
-        Some(path) => Sink::create(path)?,
-        None => Sink::stderr(),
+    let out = if args.quiet {
+        Sink::discard()
+    } else {
+        match &args.output {
+            Some(path) if args.append => Sink::append(path)?,
+            Some(path) => Sink::create(path)?,
+            None => Sink::stderr(),
+        }
     };
     let legacy = match &topdown {
         Some(TopdownMode::Legacy(_)) => Some(core_map(sysfs)),
         _ => None,
     };
-    let mut printer = Printer {
-        out,
-        layout: layout.clone(),
-        evaluators: Evaluators::default(),
-        metric_only: args.metric_only,
-        legacy,
-        lines: 0,
-        colour: match args.color {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            // Counts go to standard error (or a file, never coloured).
-            ColorChoice::Auto => args.output.is_none() && std::io::stderr().is_terminal(),
-        } && layout == Layout::Std,
-        units: Vec::new(),
-        threads: Vec::new(),
-        skip_zero: false,
-        spread: Vec::new(),
-        tree: (args.tree
-            || (args.topdown
-                && !args.no_tree
-                && layout == Layout::Std
-                && std::io::stderr().is_terminal()
-                && args.output.is_none()))
-        .then_some(args.all),
-    };
+    let to_terminal = args.output.is_none() && std::io::stderr().is_terminal();
+    if args.interval_clear && !to_terminal {
+        bail!("--interval-clear does not work with output: it clears a terminal, and the counts go to a file or pipe");
+    }
+    let mut config = print_config(args, &layout, plan_unit_width(&plan));
+    config.colour = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => to_terminal,
+    } && layout == Layout::Std;
+    let title = Title { target: target_text(args, simulated), runs: args.repeat };
+    let mut printer = Printer::new(out, config, title);
+    printer.legacy = legacy;
+    printer.interval = args.interval.map(Duration::from_millis);
+    printer.tree = (args.tree
+        || (args.topdown && !args.no_tree && layout == Layout::Std && to_terminal))
+        .then_some(args.all);
+    if args.output.is_some() && !args.quiet {
+        printer.started_on(&tmetric_runtime::locale::ctime_now())?;
+    }
 
     let mut workload = if args.command.is_empty() {
         None
@@ -1064,7 +771,7 @@ pub fn run_on<S: Syscalls + Clone>(
         describe_pmus(&pmus);
         describe_plan(&plan);
     }
-    printer.units = aggregation_units(args, sysfs, &target);
+    printer.split = split_of(args, sysfs, &target);
     // The signal pipe before the events: when descriptors run out, the events say so.
     tmetric_runtime::signal::prepare().map_err(|e| anyhow::anyhow!("cannot catch signals: {e}"))?;
     // -r N: the first N-1 runs count quietly; the last one runs as usual and the printed
@@ -1116,12 +823,14 @@ pub fn run_on<S: Syscalls + Clone>(
             ));
         }
         if args.per_thread {
-            printer.threads = threads
-                .iter()
-                .filter(|(t, _)| !gone.contains(t))
-                .map(|(t, comm)| (comm.clone(), *t))
-                .collect();
-            printer.skip_zero = args.all_cpus;
+            printer.split = Split::Threads {
+                threads: threads
+                    .iter()
+                    .filter(|(t, _)| !gone.contains(t))
+                    .map(|(t, comm)| (comm.clone(), *t))
+                    .collect(),
+                skip_zero: args.all_cpus,
+            };
         }
     }
     let options = RunOptions {
@@ -1145,8 +854,11 @@ pub fn run_on<S: Syscalls + Clone>(
                 plan: &plan,
                 failures: open_failures(&plan, &counters, &env),
                 splits: split_notes(&plan, &counters),
-                threads: printer.threads.clone(),
-                skip_zero: printer.skip_zero,
+                threads: match &printer.split {
+                    Split::Threads { threads, .. } => threads.clone(),
+                    _ => Vec::new(),
+                },
+                skip_zero: matches!(printer.split, Split::Threads { skip_zero: true, .. }),
                 sysfs,
                 proc_root,
                 model: model.map(Model::path),
@@ -1184,8 +896,8 @@ pub fn run_on<S: Syscalls + Clone>(
                     .map_err(|e| io::Error::other(format!("{e:#}")))?;
             }
             printer.interval(plan, &sample, tick.number, tick.at)?;
-            printer.out.flush()?;
-            if printer.out.closed() && !has_workload {
+            printer.out().flush()?;
+            if printer.out().closed() && !has_workload {
                 // Nobody reads a system-wide run any more: end it. With a workload, counting
                 // goes on quietly so the workload is not disturbed and its status is kept.
                 return Err(io::Error::from(io::ErrorKind::BrokenPipe));
@@ -1205,9 +917,12 @@ pub fn run_on<S: Syscalls + Clone>(
     if let Some(s) = sampler {
         let reports = s.stop().map_err(|e| anyhow::anyhow!("--record-tpebs: {e}"))?;
         plan.retire_latency = latencies(&reports, mode, false);
-        report_samples(&reports, args.verbose, layout == Layout::Json, &mut printer.out)?;
+        report_samples(&reports, args.verbose, layout == Layout::Json, printer.out())?;
         sampled = reports;
     }
+    let elapsed_runs: Option<Vec<f64>> = (!earlier.is_empty()).then(|| {
+        earlier.iter().chain([&report]).map(|r| r.elapsed.as_secs_f64()).collect()
+    });
     let report = if earlier.is_empty() {
         report
     } else {
@@ -1236,11 +951,20 @@ pub fn run_on<S: Syscalls + Clone>(
         })?;
     }
     if args.interval.is_none() || args.summary {
-        printer.summary(&plan, &sample, &target_text(args, simulated), report.elapsed)?;
+        let mut footer = crate::printer::footer(report.elapsed, rusage.filter(|_| args.repeat == 1));
+        if let Some(elapsed) = &elapsed_runs {
+            footer.elapsed_sd = Some(spread_of_mean(elapsed));
+            if args.table {
+                footer.runs_table = elapsed.clone();
+            }
+        }
+        footer.null_run = args.null_run;
+        footer.nmi_hint = pmus.nmi_watchdog;
+        printer.summary(&plan, &sample, &footer)?;
     }
     let notes = notes(&plan, &mut printer, &counters, &env, &sample);
     printer.notes(&notes)?;
-    printer.out.finish()?;
+    printer.finish()?;
     Ok(if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) })
 }
 
@@ -1380,6 +1104,25 @@ fn check_opened<S: Syscalls>(
         ));
     }
     if !plan.specs.is_empty() && counters.descriptors() == 0 {
+        // perf 6.12 goes on when every event is merely unsupported here (it prints them
+        // `<not supported>`: ENOENT, ENODEV, ENXIO, EINVAL, ENOSYS, EOPNOTSUPP), and stops on
+        // anything else (permissions, descriptors).
+        let unsupported = |errno: i32| {
+            matches!(
+                errno,
+                libc::ENOENT
+                    | libc::ENODEV
+                    | libc::ENXIO
+                    | libc::EINVAL
+                    | libc::ENOSYS
+                    | libc::EOPNOTSUPP
+            )
+        };
+        if (0..plan.specs.len())
+            .all(|i| counters.failure(i).is_none_or(|f| unsupported(f.errno.0)))
+        {
+            return Ok(());
+        }
         let mut reasons: Vec<String> = Vec::new();
         for (i, event) in plan.events.iter().enumerate() {
             if let Some(failure) = counters.failure(i) {
@@ -1394,14 +1137,6 @@ fn check_opened<S: Syscalls>(
     Ok(())
 }
 
-/// Up to 8 names, then how many more.
-fn names_summary(names: &[&str]) -> String {
-    if names.len() <= 8 {
-        names.join(", ")
-    } else {
-        format!("{} and {} more", names[..8].join(", "), names.len() - 8)
-    }
-}
 
 /// `--record-tpebs`: one precise sampling event per `:R` input, on the CPUs or task counted.
 fn start_sampler<S: Syscalls>(
@@ -1553,22 +1288,140 @@ fn system_wide(args: &StatArgs) -> bool {
     args.all_cpus || args.cpu_list.is_some()
 }
 
-/// The aggregation units of `-A`, `--per-core`, `--per-die` and `--per-socket`, perf's labels
-/// (`CPU3`, `S0-D0-C1`, `S0-D0`, `S0`) with their CPUs; empty without one of them.
-fn aggregation_units(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Vec<(String, Vec<i32>)> {
-    let Target::Cpus(cpus) = target else { return Vec::new() };
-    let aggr = if args.no_aggr {
-        Aggr::Cpu
+/// perf's aggregation mode for the flags.
+pub fn aggregation(args: &StatArgs) -> Aggregation {
+    if args.per_thread {
+        Aggregation::Thread
+    } else if args.no_aggr || args.no_merge {
+        Aggregation::Cpu
     } else if args.per_core {
-        Aggr::Core
+        Aggregation::Core
+    } else if args.per_cache.is_some() {
+        Aggregation::Cache
+    } else if args.per_cluster {
+        Aggregation::Cluster
     } else if args.per_die {
-        Aggr::Die
+        Aggregation::Die
     } else if args.per_socket {
-        Aggr::Socket
+        Aggregation::Socket
+    } else if args.per_node {
+        Aggregation::Node
     } else {
-        return Vec::new();
+        Aggregation::Global
+    }
+}
+
+/// The layout `-x` and `-j` ask for (perf's `-x '\t'` is a tab).
+pub fn layout_of(args: &StatArgs) -> Layout {
+    match (&args.separator, args.json) {
+        (Some(sep), _) if sep == "\\t" => Layout::Csv("\t".into()),
+        (Some(sep), _) => Layout::Csv(sep.clone()),
+        (None, true) => Layout::Json,
+        (None, false) => Layout::Std,
+    }
+}
+
+/// The printer's layout options for the flags, in the user's numeric locale.
+pub fn print_config(args: &StatArgs, layout: &Layout, unit_width: usize) -> Config {
+    let mut config = Config::new(layout.clone());
+    config.metric_only = args.metric_only;
+    // perf groups digits by default, never in CSV (-B is refused there), not with
+    // --no-big-num.
+    config.big_num = !matches!(layout, Layout::Csv(_)) && !args.no_big_num;
+    config.locale = tmetric_runtime::locale::NumericLocale::from_env();
+    config.full = args.full_metrics;
+    config.aggregation = aggregation(args);
+    config.interval = args.interval.is_some();
+    config.cgroups = !args.cgroup.is_empty() || !args.for_each_cgroup.is_empty();
+    config.runs = args.repeat;
+    config.csv_summary = args.summary && !args.no_csv_summary && args.interval.is_some();
+    config.unit_width = unit_width;
+    config.interval_clear = args.interval_clear;
+    config
+}
+
+/// perf's `unit_width`: the longest unit of a printed event, at least 4 (`unit`).
+pub fn plan_unit_width(plan: &Plan) -> usize {
+    plan.rows.iter().filter(|r| r.show).map(|r| r.unit.chars().count()).max().unwrap_or(0).max(4)
+}
+
+/// How the counts split into printed units: perf's aggregation units (`-A`, `--per-*`) with
+/// their CPUs, or one total. (`--per-thread` is set once the threads are known.)
+fn split_of(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Split {
+    let Target::Cpus(cpus) = target else { return Split::Global };
+    let aggr = match aggregation(args) {
+        Aggregation::Cpu => Aggr::Cpu,
+        Aggregation::Core => Aggr::Core,
+        Aggregation::Cache => Aggr::Cache,
+        Aggregation::Cluster => Aggr::Cluster,
+        Aggregation::Die => Aggr::Die,
+        Aggregation::Socket => Aggr::Socket,
+        Aggregation::Node => Aggr::Node,
+        Aggregation::Global | Aggregation::Thread => return Split::Global,
     };
-    units_for(cpus, aggr, |cpu| sysfs.cpu_place(cpu))
+    let level = args.per_cache.as_deref().and_then(cache_level);
+    let units = units_for(cpus, aggr, |cpu| aggr::place_of(sysfs, cpu, level));
+    Split::Cpus(
+        units
+            .into_iter()
+            .map(|(label, cpus)| {
+                let id = match aggr {
+                    Aggr::Cpu => UnitId::Cpu(cpus[0]),
+                    _ => UnitId::Label(label),
+                };
+                (id, cpus)
+            })
+            .collect(),
+    )
+}
+
+/// `--per-cache=L2` (or `2`, `l2`): the cache level; `None` for the last level.
+fn cache_level(text: &str) -> Option<u32> {
+    let t = text.trim();
+    let t = t.strip_prefix(['L', 'l']).unwrap_or(t);
+    t.parse().ok()
+}
+
+/// The standard deviation of the mean of `values` (perf's `stddev_stats`).
+pub fn spread_of_mean(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let mean = values.iter().sum::<f64>() / n;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (variance / n).sqrt()
+}
+
+/// perf's checks of flags that go together, with perf's messages (and what to do).
+fn check_perf_flags(args: &StatArgs) -> anyhow::Result<()> {
+    if args.metric_only && args.repeat > 1 {
+        bail!("--metric-only is not supported with -r");
+    }
+    if args.table && args.repeat <= 1 {
+        bail!("--table is only supported with -r");
+    }
+    if args.big_num && args.separator.is_some() {
+        bail!("-B option not supported with -x");
+    }
+    if let Some(ms) = args.timeout {
+        if ms < 10 {
+            bail!("timeout must be >= 10ms.");
+        }
+        if args.interval.is_some() {
+            bail!("timeout option is not supported with interval-print.");
+        }
+        if ms < 100 {
+            warn("timeout < 100ms. The overhead percentage could be high in some cases. Please proceed with caution.");
+        }
+    }
+    if let Some(level) = &args.per_cache
+        && !level.is_empty()
+        && cache_level(level).is_none()
+    {
+        bail!("--per-cache={level}: expected a cache level such as L2, L3 or 3");
+    }
+    Ok(())
 }
 
 /// `-v`: the counters tmetric assumed per PMU and where the numbers came from (sysfs
@@ -1686,302 +1539,5 @@ fn signal_name(signal: i32) -> &'static str {
         14 => "SIGALRM",
         15 => "SIGTERM",
         _ => "a signal",
-    }
-}
-
-/// A legacy topdown column: wide enough for `% <label>`.
-fn legacy_width(label: &str) -> usize {
-    (label.len() + 2).max(10)
-}
-
-/// `1.5` as perf prints metric-only values (`%8.1f` with a ScaleUnit, else `%8.2f`).
-fn column(value: f64, has_scale_unit: bool, width: usize) -> String {
-    let text = perf_number(value, has_scale_unit);
-    format!("{:>width$}", text.trim())
-}
-
-impl Printer {
-    /// The time column of an interval line.
-    fn interval_prefix(&self, at: Option<Duration>) -> String {
-        match (&self.layout, at) {
-            (Layout::Std, Some(at)) => format!("{:>6}.{:09} ", at.as_secs(), at.subsec_nanos()),
-            (Layout::Csv(sep), Some(at)) => {
-                format!("{}.{:09}{sep}", at.as_secs(), at.subsec_nanos())
-            }
-            _ => String::new(),
-        }
-    }
-
-    /// `--metric-only`: a header of metric names (repeated every 25 lines in interval mode,
-    /// and naming the time column in CSV so columns never shift), then one value per metric.
-    fn metric_columns(
-        &mut self,
-        plan: &Plan,
-        sample: &Sample<'_>,
-        at: Option<Duration>,
-    ) -> io::Result<()> {
-        let results = plan.evaluate(&mut self.evaluators, sample);
-        let labels: Vec<String> =
-            plan.roots.iter().map(|r| metric_label(r.model, r.metric)).collect();
-        let widths: Vec<usize> = labels.iter().map(|l| l.len().max(8)).collect();
-        let header_due = self.lines.is_multiple_of(25);
-        self.lines += 1;
-        match self.layout.clone() {
-            Layout::Std => {
-                let prefix = self.interval_prefix(at);
-                if header_due {
-                    let time = if at.is_some() {
-                        format!("{:<17}", "#           time")
-                    } else {
-                        String::new()
-                    };
-                    let cols: Vec<String> =
-                        labels.iter().zip(&widths).map(|(l, w)| format!("{l:>w$}")).collect();
-                    writeln!(self.out, "{time}{}", cols.join("  ").trim_end())?;
-                }
-                let cols: Vec<String> = plan
-                    .roots
-                    .iter()
-                    .zip(&results)
-                    .zip(&widths)
-                    .map(|((root, result), &w)| {
-                        let has = root.model.metrics[root.metric].has_scale_unit;
-                        let text = column(result.scaled(root.model, root.metric), has, w);
-                        paint(&text, result.threshold, self.colour)
-                    })
-                    .collect();
-                writeln!(self.out, "{prefix}{}", cols.join("  "))?;
-            }
-            Layout::Csv(sep) => {
-                if header_due {
-                    let time = if at.is_some() { format!("time{sep}") } else { String::new() };
-                    writeln!(self.out, "{time}{}", labels.join(&sep))?;
-                }
-                let prefix = self.interval_prefix(at);
-                let cols: Vec<String> = plan
-                    .roots
-                    .iter()
-                    .zip(&results)
-                    .map(|(root, result)| {
-                        let v = result.scaled(root.model, root.metric);
-                        if v.is_nan() { String::new() } else { format!("{v}") }
-                    })
-                    .collect();
-                writeln!(self.out, "{prefix}{}", cols.join(&sep))?;
-            }
-            Layout::Json => {
-                let metrics: Vec<serde_json::Value> = plan
-                    .roots
-                    .iter()
-                    .zip(&results)
-                    .map(|(root, result)| {
-                        let (unit, name) = metric_unit_name(root.model, root.metric);
-                        let v = result.scaled(root.model, root.metric);
-                        serde_json::json!({
-                            "metric-name": name,
-                            "metric-unit": unit,
-                            "metric-value": if v.is_finite() { serde_json::json!(v) } else { serde_json::Value::Null },
-                        })
-                    })
-                    .collect();
-                let mut line = serde_json::json!({ "metrics": metrics });
-                if let Some(at) = at {
-                    line["interval"] = serde_json::json!(at.as_secs_f64());
-                }
-                writeln!(self.out, "{line}")?;
-            }
-        }
-        Ok(())
-    }
-
-    /// `--tree`: the TMA hierarchy. A metric is a child of `tma_X` when its groups name
-    /// `tma_X_group`. Nodes whose threshold says "not a problem" are hidden (dimmed with
-    /// `--all`); the bottleneck path follows, level by level, the crossed node with the
-    /// largest value, as toplev marks it.
-    fn tree_view(
-        &mut self,
-        plan: &Plan,
-        sample: &Sample<'_>,
-        at: Option<Duration>,
-    ) -> io::Result<()> {
-        let results = plan.evaluate(&mut self.evaluators, sample);
-        let show_all = self.tree.unwrap_or(false);
-        let names: Vec<&str> =
-            plan.roots.iter().map(|r| r.model.str(r.model.metrics[r.metric].name)).collect();
-        let parent_of = |i: usize| -> Option<usize> {
-            let root = &plan.roots[i];
-            let groups = root.model.str(root.model.metrics[root.metric].groups);
-            groups.split(';').find_map(|g| {
-                let parent = g.strip_suffix("_group")?;
-                names.iter().position(|n| *n == parent).filter(|&p| p != i)
-            })
-        };
-        let parents: Vec<Option<usize>> = (0..names.len()).map(parent_of).collect();
-        let children = |p: Option<usize>| -> Vec<usize> {
-            (0..names.len()).filter(|&i| parents[i] == p).collect()
-        };
-        // The bottleneck path.
-        let mut path: Vec<usize> = Vec::new();
-        let mut level = children(None);
-        loop {
-            let crossed: Vec<usize> =
-                level.iter().copied().filter(|&i| results[i].threshold == Some(true)).collect();
-            let pick = crossed.into_iter().max_by(|&a, &b| {
-                results[a].value.partial_cmp(&results[b].value).unwrap_or(std::cmp::Ordering::Equal)
-            });
-            match pick {
-                Some(i) => {
-                    path.push(i);
-                    level = children(Some(i));
-                }
-                None => break,
-            }
-        }
-        if let Some(at) = at {
-            writeln!(self.out, "# {:>6}.{:09}", at.as_secs(), at.subsec_nanos())?;
-        }
-        let mut stack: Vec<(usize, usize)> =
-            children(None).into_iter().rev().map(|i| (i, 0)).collect();
-        while let Some((i, depth)) = stack.pop() {
-            let below = results[i].threshold == Some(false);
-            if below && !show_all {
-                continue;
-            }
-            let root = &plan.roots[i];
-            let metric = &root.model.metrics[root.metric];
-            let value = results[i].scaled(root.model, root.metric);
-            let number = perf_number(value, metric.has_scale_unit);
-            let unit = root.model.str(metric.unit);
-            let mark = if path.contains(&i) { "  <==" } else { "" };
-            let line = format!(
-                "{}{:<w$} {number} {unit}{mark}",
-                "  ".repeat(depth),
-                names[i],
-                w = 44 - 2 * depth.min(10)
-            );
-            let line = if below && self.colour { format!("\x1b[2m{line}\x1b[m") } else { line };
-            writeln!(self.out, "{line}")?;
-            for c in children(Some(i)).into_iter().rev() {
-                stack.push((c, depth + 1));
-            }
-        }
-        Ok(())
-    }
-
-    /// `--topdown` from the kernel's older events: seed 000's level 1 per core.
-    fn legacy_topdown(
-        &mut self,
-        plan: &Plan,
-        sample: &Sample<'_>,
-        at: Option<Duration>,
-    ) -> io::Result<()> {
-        let cores = self.legacy.clone().unwrap_or_default();
-        let mut units: Vec<(u32, u32)> = cores.iter().map(|c| c.1).collect();
-        units.sort_unstable();
-        units.dedup();
-        let spec_of = |name: &str| plan.specs.iter().position(|s| s.name == name);
-        let header_due = self.lines.is_multiple_of(25);
-        self.lines += 1;
-        let prefix = self.interval_prefix(at);
-        let labels = ["retiring", "bad speculation", "frontend bound"];
-        for (i, unit) in units.iter().enumerate() {
-            let cpus: Vec<i32> =
-                cores.iter().filter(|c| c.1 == *unit).map(|c| c.0 as i32).collect();
-            let value = |name: &str| -> Option<f64> {
-                let spec = spec_of(name)?;
-                let per_cpu = sample.counts.events.get(spec)?.as_ref()?;
-                let scale = plan.events[spec].scale.unwrap_or(1.0);
-                Some(
-                    per_cpu
-                        .iter()
-                        .filter(|c| cpus.contains(&c.cpu))
-                        .map(|c| c.raw.scaled().unwrap_or(0) as f64 * scale)
-                        .sum(),
-                )
-            };
-            let counts = engine::topdown::LegacyCounts {
-                total_slots: value("topdown-total-slots").unwrap_or(0.0),
-                slots_issued: value("topdown-slots-issued").unwrap_or(0.0),
-                slots_retired: value("topdown-slots-retired").unwrap_or(0.0),
-                fetch_bubbles: value("topdown-fetch-bubbles").unwrap_or(0.0),
-                recovery_bubbles: value("topdown-recovery-bubbles"),
-            };
-            let l1 = engine::topdown::level1(&counts);
-            let values = [
-                Some(l1.retiring),
-                Some(l1.bad_speculation),
-                Some(l1.frontend_bound),
-                l1.backend_bound,
-            ];
-            let names = [labels[0], labels[1], labels[2], l1.backend_label];
-            let core = format!("S{}-C{}", unit.0, unit.1);
-            match self.layout.clone() {
-                Layout::Std => {
-                    if header_due && i == 0 {
-                        let cols: Vec<String> = names
-                            .iter()
-                            .map(|n| format!("{:>w$}", format!("% {n}"), w = legacy_width(n)))
-                            .collect();
-                        let time = if at.is_some() {
-                            format!("{:<17}", "#           time")
-                        } else {
-                            String::new()
-                        };
-                        writeln!(
-                            self.out,
-                            "{time}{:<8}{:>5}  {}",
-                            "core",
-                            "cpus",
-                            cols.join("  ")
-                        )?;
-                    }
-                    let cols: Vec<String> = values
-                        .iter()
-                        .zip(names)
-                        .map(|(v, n)| {
-                            let w = legacy_width(n);
-                            v.map_or(format!("{:>w$}", ""), |v| {
-                                let text = format!("{:>w$.1}", 100.0 * v);
-                                let crossed = match engine::topdown::colour(n, v) {
-                                    engine::topdown::Colour::Red => Some(true),
-                                    engine::topdown::Colour::Green => Some(false),
-                                    engine::topdown::Colour::Plain => None,
-                                };
-                                paint(&text, crossed, self.colour)
-                            })
-                        })
-                        .collect();
-                    writeln!(self.out, "{prefix}{core:<8}{:>5}  {}", cpus.len(), cols.join("  "))?;
-                }
-                Layout::Csv(sep) => {
-                    if header_due && i == 0 {
-                        let time = if at.is_some() { format!("time{sep}") } else { String::new() };
-                        writeln!(self.out, "{time}core{sep}cpus{sep}{}", names.join(&sep))?;
-                    }
-                    let cols: Vec<String> = values
-                        .iter()
-                        .map(|v| v.map_or(String::new(), |v| format!("{}", 100.0 * v)))
-                        .collect();
-                    writeln!(
-                        self.out,
-                        "{prefix}{core}{sep}{}{sep}{}",
-                        cpus.len(),
-                        cols.join(&sep)
-                    )?;
-                }
-                Layout::Json => {
-                    let mut line = serde_json::json!({ "core": core, "cpus": cpus.len() });
-                    for (n, v) in names.iter().zip(values) {
-                        line[*n] =
-                            v.map_or(serde_json::Value::Null, |v| serde_json::json!(100.0 * v));
-                    }
-                    if let Some(at) = at {
-                        line["interval"] = serde_json::json!(at.as_secs_f64());
-                    }
-                    writeln!(self.out, "{line}")?;
-                }
-            }
-        }
-        Ok(())
     }
 }

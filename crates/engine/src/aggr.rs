@@ -1,6 +1,6 @@
-//! perf's aggregation units (`-A`, `--per-core`, `--per-die`, `--per-socket`): which CPUs'
-//! counts are summed and evaluated together, under perf's labels (`CPU3`, `S0-D0-C1`, `S0-D0`,
-//! `S0`). `stat`, `report` and exporters split a snapshot by these units
+//! perf's aggregation units (`-A`, `--per-core`, `--per-cache`, `--per-cluster`, `--per-die`,
+//! `--per-socket`, `--per-node`): which CPUs' counts are summed and evaluated together, under
+//! perf's labels (`CPU3`, `S0-D0-C1`, `S0-D0-L3-ID0`, `S0-D0-CLS0`, `S0-D0`, `S0`, `N0`). `stat`, `report` and exporters split a snapshot by these units
 //! (`Snapshot::on_cpus`) and evaluate each part.
 
 /// How counts are split over CPUs.
@@ -14,23 +14,80 @@ pub enum Aggr {
     Die,
     /// `--per-socket`.
     Socket,
+    /// `--per-node`.
+    Node,
+    /// `--per-cache`.
+    Cache,
+    /// `--per-cluster`.
+    Cluster,
 }
 
-/// The units of `cpus` with their labels, in order of first CPU; `place` gives a CPU's
-/// (socket, die, core).
-pub fn units_for(
-    cpus: &[u32],
-    aggr: Aggr,
-    place: impl Fn(u32) -> (u32, u32, u32),
-) -> Vec<(String, Vec<i32>)> {
+/// Where a CPU sits, as far as the aggregation units need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Place {
+    /// Package.
+    pub socket: u32,
+    /// Die within the package.
+    pub die: u32,
+    /// Core within the die.
+    pub core: u32,
+    /// Cluster id.
+    pub cluster: u32,
+    /// NUMA node (0 without NUMA information).
+    pub node: u32,
+    /// The cache of `--per-cache`'s level: (level, id).
+    pub cache: (u32, u32),
+}
+
+/// A CPU's place from sysfs; `cache_level` is `--per-cache`'s level (the last level when
+/// `None`).
+pub fn place_of(sysfs: &tmetric_runtime::Sysfs, cpu: u32, cache_level: Option<u32>) -> Place {
+    let (socket, die, core) = sysfs.cpu_place(cpu);
+    let cache = if let Some(found) = sysfs.cpu_cache(cpu, cache_level) {
+        found
+    } else {
+        (cache_level.unwrap_or(0), 0)
+    };
+    Place {
+        socket,
+        die,
+        core,
+        cluster: sysfs.cpu_cluster(cpu),
+        node: sysfs.cpu_node(cpu).unwrap_or(0),
+        cache,
+    }
+}
+
+/// The units of `cpus` with their labels, in perf's order (by socket, die, ... id, as its
+/// sorted aggregation map); `place` gives a CPU's place.
+pub fn units_for(cpus: &[u32], aggr: Aggr, place: impl Fn(u32) -> Place) -> Vec<(String, Vec<i32>)> {
+    let mut keyed: Vec<((u32, u32, u32, u32), u32)> = cpus
+        .iter()
+        .map(|&cpu| {
+            let p = place(cpu);
+            let key = match aggr {
+                Aggr::Cpu => (cpu, 0, 0, 0),
+                Aggr::Core => (p.socket, p.die, p.core, 0),
+                Aggr::Die => (p.socket, p.die, 0, 0),
+                Aggr::Socket => (p.socket, 0, 0, 0),
+                Aggr::Node => (p.node, 0, 0, 0),
+                Aggr::Cache => (p.socket, p.die, p.cache.0, p.cache.1),
+                Aggr::Cluster => (p.socket, p.die, p.cluster, 0),
+            };
+            (key, cpu)
+        })
+        .collect();
+    keyed.sort();
     let mut units: Vec<(String, Vec<i32>)> = Vec::new();
-    for &cpu in cpus {
-        let (s, d, c) = place(cpu);
+    for ((a, b, c, d), cpu) in keyed {
         let label = match aggr {
             Aggr::Cpu => format!("CPU{cpu}"),
-            Aggr::Core => format!("S{s}-D{d}-C{c}"),
-            Aggr::Die => format!("S{s}-D{d}"),
-            Aggr::Socket => format!("S{s}"),
+            Aggr::Core => format!("S{a}-D{b}-C{c}"),
+            Aggr::Die => format!("S{a}-D{b}"),
+            Aggr::Socket => format!("S{a}"),
+            Aggr::Node => format!("N{a}"),
+            Aggr::Cache => format!("S{a}-D{b}-L{c}-ID{d}"),
+            Aggr::Cluster => format!("S{a}-D{b}-CLS{c}"),
         };
         match units.iter_mut().find(|u| u.0 == label) {
             Some(u) => u.1.push(cpu as i32),
@@ -46,8 +103,14 @@ mod tests {
 
     /// Two packages of two cores of two threads: CPUs n and n+4 share a core.
     #[test]
-    fn units_follow_perfs_labels_in_cpu_order() {
-        let place = |cpu: u32| (cpu / 2 % 2, 0, cpu % 2);
+    fn units_follow_perfs_labels_in_id_order() {
+        let place = |cpu: u32| Place {
+            socket: cpu / 2 % 2,
+            core: cpu % 2,
+            node: cpu / 2 % 2,
+            cache: (3, cpu / 2 % 2),
+            ..Place::default()
+        };
         let cpus: Vec<u32> = (0..8).collect();
         let core = units_for(&cpus, Aggr::Core, place);
         assert_eq!(core[0], ("S0-D0-C0".to_string(), vec![0, 4]));
@@ -59,5 +122,10 @@ mod tests {
         );
         assert_eq!(units_for(&[3], Aggr::Cpu, place), [("CPU3".to_string(), vec![3])]);
         assert_eq!(units_for(&cpus, Aggr::Die, place).len(), 2);
+        let node = units_for(&cpus, Aggr::Node, place);
+        assert_eq!(node[1], ("N1".to_string(), vec![2, 3, 6, 7]));
+        let cache = units_for(&cpus, Aggr::Cache, place);
+        assert_eq!(cache[0], ("S0-D0-L3-ID0".to_string(), vec![0, 1, 4, 5]));
+        assert_eq!(units_for(&cpus, Aggr::Cluster, place)[0].0, "S0-D0-CLS0");
     }
 }

@@ -15,6 +15,8 @@
 //!   log's CPU model and literals inferred.
 //! * [`select`]: perf's `-M` lookup (common metrics first), suggestions, defining models.
 //! * [`topdown`]: perf's built-in level-1 TopDown from the older `topdown-*` events (seed 000).
+//! * [`view`]: what `perf stat` prints per line, as data: counts, metric cells with perf's
+//!   formats, labels and colours, and perf 6.12's built-in metrics.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -30,6 +32,7 @@ pub mod pmu;
 pub mod schedule;
 pub mod select;
 pub mod topdown;
+pub mod view;
 
 pub use eval::{Evaluators, RootResult, Sample, Shown};
 pub use evaluator::{Evaluator, MetricResult, Select};

@@ -151,6 +151,9 @@ pub struct Plan {
     /// Per `:R` input: its name (as [`Plan::retire_latency`] keys it), the metrics that read
     /// it, and the event to sample for it (or why it cannot be sampled here).
     pub retire_events: Vec<RetireEvent>,
+    /// The roots are perf's `Default` metric group (no `-e`, no `-M`): they print under their
+    /// group's name (`TopdownL1`) instead of their first event's count.
+    pub default_metrics: bool,
 }
 
 /// A retire-latency input and the sampling event behind it.
@@ -527,6 +530,7 @@ impl Plan {
             retire_latency: Vec::new(),
             warnings: Vec::new(),
             retire_events: Vec::new(),
+            default_metrics: false,
         }
     }
 

@@ -8,6 +8,7 @@
 //! * [`event`]: `-e` lists and event names to attributes (software, generic hardware,
 //!   `pmu/terms/`, tracepoints) or tool events, and errno explanations.
 //! * [`counter`]: groups opened per task or per CPU, group reads, multiplex scaling.
+//! * [`locale`]: the user's numeric locale (perf prints counts with it).
 //! * [`workload`]: the forked command, held until the counters are open.
 //! * [`run`]: the loop of `tmetric stat` (intervals, signals, totals).
 //! * [`ring`]: the perf mmap ring buffer (sample, lost and throttle records, wrap-around) and
@@ -37,6 +38,7 @@
 pub mod counter;
 pub mod event;
 pub mod fake;
+pub mod locale;
 pub mod mmap;
 pub mod ring;
 pub mod run;

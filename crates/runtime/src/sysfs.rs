@@ -368,6 +368,63 @@ impl Sysfs {
         (read("physical_package_id"), read("die_id"), read("core_id"))
     }
 
+    /// A CPU's NUMA node: the `nodeN` directory under `devices/system/node` whose `cpulist`
+    /// holds it (perf's `cpu__get_node`); `None` when the kernel has no NUMA directory.
+    pub fn cpu_node(&self, cpu: u32) -> Option<u32> {
+        let dir = self.root.join("devices/system/node");
+        let mut nodes: Vec<u32> = fs::read_dir(&dir)
+            .ok()?
+            .filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("node")?.parse().ok())
+            .collect();
+        nodes.sort_unstable();
+        nodes.into_iter().find(|n| {
+            fs::read_to_string(dir.join(format!("node{n}/cpulist")))
+                .ok()
+                .and_then(|t| parse_cpu_list(t.trim()))
+                .is_some_and(|cpus| cpus.contains(&cpu))
+        })
+    }
+
+    /// A CPU's cluster id (`topology/cluster_id`), 0 where the file is missing.
+    pub fn cpu_cluster(&self, cpu: u32) -> u32 {
+        fs::read_to_string(self.root.join(format!("devices/system/cpu/cpu{cpu}/topology/cluster_id")))
+            .ok()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .map_or(0, |v| v.max(0) as u32)
+    }
+
+    /// The cache of `level` (the last level when `None`) that `cpu` uses, as perf's
+    /// `--per-cache` finds it: (level, id), the id from `cacheN/id` or else the first CPU of
+    /// `shared_cpu_list`. `None` when sysfs describes no cache of that level.
+    pub fn cpu_cache(&self, cpu: u32, level: Option<u32>) -> Option<(u32, u32)> {
+        let dir = self.root.join(format!("devices/system/cpu/cpu{cpu}/cache"));
+        let mut best: Option<(u32, u32)> = None;
+        for entry in fs::read_dir(&dir).ok()?.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str().filter(|n| n.starts_with("index")) else { continue };
+            let read = |file: &str| fs::read_to_string(dir.join(name).join(file)).ok();
+            let Some(lvl) = read("level").and_then(|t| t.trim().parse::<u32>().ok()) else {
+                continue;
+            };
+            let id = read("id").and_then(|t| t.trim().parse::<u32>().ok()).or_else(|| {
+                read("shared_cpu_list")
+                    .and_then(|t| parse_cpu_list(t.trim()))
+                    .and_then(|cpus| cpus.first().copied())
+            });
+            let Some(id) = id else { continue };
+            match level {
+                Some(want) if lvl == want => return Some((lvl, id)),
+                Some(_) => {}
+                None => {
+                    if best.is_none_or(|(l, _)| lvl > l) {
+                        best = Some((lvl, id));
+                    }
+                }
+            }
+        }
+        best
+    }
+
     /// CPU counts for metric literals. Missing per-CPU topology files count each CPU as its
     /// own core, die and package; a kernel without them has no better answer.
     pub fn topology(&self) -> Result<Topology, SysfsError> {

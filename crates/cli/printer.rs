@@ -1,0 +1,354 @@
+//! `stat`'s and `report`'s printer: evaluates a plan over counts per aggregation unit
+//! (through `engine::view`) and prints it with `tmetric-print` in perf's layouts, or as the
+//! TMA tree (`--tree`) or seed 000's legacy TopDown columns; then the notes.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use tmetric_engine::view::{self, Split, TreeNode};
+use tmetric_engine::{self as engine, Evaluators, Plan, Sample};
+use tmetric_print::{Config, Footer, Layout, Title};
+
+use crate::out::{Sink, warn};
+use crate::output::{paint, perf_number};
+
+/// Prints a plan's counts (see the module documentation).
+pub struct Printer {
+    perf: tmetric_print::Printer<Sink>,
+    evaluators: Evaluators,
+    /// How counts split into printed units.
+    pub split: Split,
+    /// The title's target and runs.
+    pub title: Title,
+    /// `--topdown` from the older events: each CPU's (package, core).
+    pub legacy: Option<Vec<(u32, (u32, u32))>>,
+    /// `--tree`, with `--all` (show nodes below their threshold).
+    pub tree: Option<bool>,
+    /// `-r`: per spec, the relative standard deviation of its count over the runs, in %.
+    pub spread: Vec<Option<f64>>,
+    /// `-I`'s interval, perf's wall time for `CPUs utilized` in each interval.
+    pub interval: Option<Duration>,
+    /// Tree and legacy lines printed, for their headers.
+    lines: usize,
+}
+
+impl Printer {
+    /// A printer writing to `out` in `config`'s layout.
+    pub fn new(out: Sink, config: Config, title: Title) -> Printer {
+        Printer {
+            perf: tmetric_print::Printer::new(out, config),
+            evaluators: Evaluators::default(),
+            split: Split::Global,
+            title,
+            legacy: None,
+            tree: None,
+            spread: Vec::new(),
+            interval: None,
+            lines: 0,
+        }
+    }
+
+    /// The output.
+    pub fn out(&mut self) -> &mut Sink {
+        self.perf.out()
+    }
+
+    /// The layout options.
+    pub fn config(&self) -> &Config {
+        self.perf.config()
+    }
+
+    /// Flushes and reports a write error.
+    pub fn finish(self) -> anyhow::Result<()> {
+        self.perf.into_inner().finish()
+    }
+
+    /// perf's `# started on` line at the top of an `-o` file.
+    pub fn started_on(&mut self, ctime: &str) -> io::Result<()> {
+        self.perf.started_on(ctime)
+    }
+
+    /// Whether a printed event was `<not counted>` although supported.
+    pub fn saw_uncounted(&self) -> bool {
+        self.perf.saw_uncounted()
+    }
+
+    /// One `-I` interval.
+    pub fn interval(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        _number: usize,
+        at: Duration,
+    ) -> io::Result<()> {
+        let wall = self.interval.map_or(sample.seconds, |i| i.as_secs_f64()) * 1e9;
+        self.block(plan, sample, Some(at), wall)
+    }
+
+    /// The totals: the counts (with perf's title) and the footer.
+    pub fn summary(&mut self, plan: &Plan, sample: &Sample<'_>, footer: &Footer) -> io::Result<()> {
+        self.block(plan, sample, None, footer.elapsed * 1e9)?;
+        let mut footer = footer.clone();
+        footer.nmi_hint = footer.nmi_hint && self.perf.saw_uncounted();
+        self.perf.footer(&footer)
+    }
+
+    fn block(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        at: Option<Duration>,
+        wall_ns: f64,
+    ) -> io::Result<()> {
+        if self.legacy.is_some() || self.tree.is_some() {
+            if at.is_none() && self.config().layout == Layout::Std {
+                let title = self.title.clone();
+                write!(self.out(), "\n Performance counter stats for '{}':\n\n", title.target)?;
+            }
+            if self.legacy.is_some() {
+                return self.legacy_topdown(plan, sample, at);
+            }
+            return self.tree_view(plan, sample, at);
+        }
+        let units =
+            view::units(plan, &mut self.evaluators, sample, &self.split, wall_ns, &self.spread);
+        self.perf.counters(&self.title, at, &units)
+    }
+
+    /// The notes of `sample`: `failures` per spec (why the kernel refused it), each
+    /// thread's own notes with `--per-thread`, then `splits` (the groups the kernel refused).
+    pub fn notes_for(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        failures: &[Option<String>],
+        splits: &[String],
+    ) -> Vec<String> {
+        let failure = |spec: usize| failures.get(spec).cloned().flatten();
+        let results = plan.evaluate(&mut self.evaluators, sample);
+        let mut notes = plan.notes(&results, sample, failure);
+        if let Split::Threads { threads, skip_zero: false } = &self.split {
+            // Each thread's rows were evaluated over its own counts: a thread that never ran
+            // (a sleeping main thread) has `<not counted>` rows and metrics read from 0, which
+            // the totals do not show. Threads with the same note share it.
+            let mut per_thread: Vec<(String, Vec<String>)> = Vec::new();
+            for (comm, tid) in threads.clone() {
+                let counts = sample.counts.of_thread(tid);
+                let unit = Sample { counts: &counts, ..*sample };
+                let results = plan.evaluate(&mut self.evaluators, &unit);
+                for note in plan.notes(&results, &unit, failure) {
+                    if notes.contains(&note) {
+                        continue;
+                    }
+                    let label = format!("{comm}-{tid}");
+                    match per_thread.iter_mut().find(|(n, _)| *n == note) {
+                        Some((_, labels)) => labels.push(label),
+                        None => per_thread.push((note, vec![label])),
+                    }
+                }
+            }
+            for (note, labels) in per_thread {
+                let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+                notes.push(format!("{}: {note}", names_summary(&labels)));
+            }
+        }
+        notes.extend(splits.iter().cloned());
+        notes
+    }
+
+    /// The notes after the counts: in the default layout below the footer (where perf
+    /// prints its hints), else on standard error so CSV, JSON and interval lines stay
+    /// parseable.
+    pub fn notes(&mut self, notes: &[String]) -> io::Result<()> {
+        if notes.is_empty() {
+            return Ok(());
+        }
+        if self.config().layout == Layout::Std && !self.config().interval {
+            let out = self.out();
+            writeln!(out, " Notes:")?;
+            for note in notes {
+                writeln!(out, "   {note}")?;
+            }
+            writeln!(out)?;
+        } else {
+            // Both go to standard error: the counts first, as they were printed first.
+            self.out().flush()?;
+            for note in notes {
+                warn(note);
+            }
+        }
+        Ok(())
+    }
+
+    /// The time column of a tree or legacy line.
+    fn interval_prefix(&self, at: Option<Duration>) -> String {
+        match (&self.config().layout, at) {
+            (Layout::Json, _) | (_, None) => String::new(),
+            (layout, Some(at)) => tmetric_print::interval_prefix(layout, at),
+        }
+    }
+
+    /// `--tree`: the TMA hierarchy from [`engine::view::tree`]; nodes whose threshold says
+    /// "not a problem" are hidden (dimmed with `--all`), the bottleneck path marked `<==`.
+    fn tree_view(&mut self, plan: &Plan, sample: &Sample<'_>, at: Option<Duration>) -> io::Result<()> {
+        let results = plan.evaluate(&mut self.evaluators, sample);
+        let show_all = self.tree.unwrap_or(false);
+        let colour = self.config().colour;
+        if let Some(at) = at {
+            writeln!(self.out(), "# {:>6}.{:09}", at.as_secs(), at.subsec_nanos())?;
+        }
+        for TreeNode { root: i, depth, below, bottleneck } in view::tree(plan, &results) {
+            if below && !show_all {
+                continue;
+            }
+            let root = &plan.roots[i];
+            let metric = &root.model.metrics[root.metric];
+            let value = results[i].scaled(root.model, root.metric);
+            let number = perf_number(value, metric.has_scale_unit);
+            let unit = root.model.str(metric.unit);
+            let mark = if bottleneck { "  <==" } else { "" };
+            let name = root.model.str(metric.name);
+            let line = format!(
+                "{}{:<w$} {number} {unit}{mark}",
+                "  ".repeat(depth),
+                name,
+                w = 44 - 2 * depth.min(10)
+            );
+            let line = if below && colour { format!("\x1b[2m{line}\x1b[m") } else { line };
+            writeln!(self.out(), "{line}")?;
+        }
+        Ok(())
+    }
+
+    /// `--topdown` from the kernel's older events: seed 000's level 1 per core.
+    fn legacy_topdown(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        at: Option<Duration>,
+    ) -> io::Result<()> {
+        let cores = self.legacy.clone().unwrap_or_default();
+        let mut units: Vec<(u32, u32)> = cores.iter().map(|c| c.1).collect();
+        units.sort_unstable();
+        units.dedup();
+        let spec_of = |name: &str| plan.specs.iter().position(|s| s.name == name);
+        let header_due = self.lines.is_multiple_of(25);
+        self.lines += 1;
+        let prefix = self.interval_prefix(at);
+        let colour = self.config().colour;
+        let layout = self.config().layout.clone();
+        let labels = ["retiring", "bad speculation", "frontend bound"];
+        for (i, unit) in units.iter().enumerate() {
+            let cpus: Vec<i32> =
+                cores.iter().filter(|c| c.1 == *unit).map(|c| c.0 as i32).collect();
+            let value = |name: &str| -> Option<f64> {
+                let spec = spec_of(name)?;
+                let per_cpu = sample.counts.events.get(spec)?.as_ref()?;
+                let scale = plan.events[spec].scale.unwrap_or(1.0);
+                Some(
+                    per_cpu
+                        .iter()
+                        .filter(|c| cpus.contains(&c.cpu))
+                        .map(|c| c.raw.scaled().unwrap_or(0) as f64 * scale)
+                        .sum(),
+                )
+            };
+            let counts = engine::topdown::LegacyCounts {
+                total_slots: value("topdown-total-slots").unwrap_or(0.0),
+                slots_issued: value("topdown-slots-issued").unwrap_or(0.0),
+                slots_retired: value("topdown-slots-retired").unwrap_or(0.0),
+                fetch_bubbles: value("topdown-fetch-bubbles").unwrap_or(0.0),
+                recovery_bubbles: value("topdown-recovery-bubbles"),
+            };
+            let l1 = engine::topdown::level1(&counts);
+            let values = [
+                Some(l1.retiring),
+                Some(l1.bad_speculation),
+                Some(l1.frontend_bound),
+                l1.backend_bound,
+            ];
+            let names = [labels[0], labels[1], labels[2], l1.backend_label];
+            let core = format!("S{}-C{}", unit.0, unit.1);
+            let out = self.out();
+            match &layout {
+                Layout::Std => {
+                    if header_due && i == 0 {
+                        let cols: Vec<String> = names
+                            .iter()
+                            .map(|n| format!("{:>w$}", format!("% {n}"), w = legacy_width(n)))
+                            .collect();
+                        let time = if at.is_some() {
+                            format!("{:<17}", "#           time")
+                        } else {
+                            String::new()
+                        };
+                        writeln!(out, "{time}{:<8}{:>5}  {}", "core", "cpus", cols.join("  "))?;
+                    }
+                    let cols: Vec<String> = values
+                        .iter()
+                        .zip(names)
+                        .map(|(v, n)| {
+                            let w = legacy_width(n);
+                            v.map_or(format!("{:>w$}", ""), |v| {
+                                let text = format!("{:>w$.1}", 100.0 * v);
+                                let crossed = match engine::topdown::colour(n, v) {
+                                    engine::topdown::Colour::Red => Some(true),
+                                    engine::topdown::Colour::Green => Some(false),
+                                    engine::topdown::Colour::Plain => None,
+                                };
+                                paint(&text, crossed, colour)
+                            })
+                        })
+                        .collect();
+                    writeln!(out, "{prefix}{core:<8}{:>5}  {}", cpus.len(), cols.join("  "))?;
+                }
+                Layout::Csv(sep) => {
+                    if header_due && i == 0 {
+                        let time = if at.is_some() { format!("time{sep}") } else { String::new() };
+                        writeln!(out, "{time}core{sep}cpus{sep}{}", names.join(sep))?;
+                    }
+                    let cols: Vec<String> = values
+                        .iter()
+                        .map(|v| v.map_or(String::new(), |v| format!("{}", 100.0 * v)))
+                        .collect();
+                    writeln!(out, "{prefix}{core}{sep}{}{sep}{}", cpus.len(), cols.join(sep))?;
+                }
+                Layout::Json => {
+                    let mut line = serde_json::json!({ "core": core, "cpus": cpus.len() });
+                    for (n, v) in names.iter().zip(values) {
+                        line[*n] =
+                            v.map_or(serde_json::Value::Null, |v| serde_json::json!(100.0 * v));
+                    }
+                    if let Some(at) = at {
+                        line["interval"] = serde_json::json!(at.as_secs_f64());
+                    }
+                    writeln!(out, "{line}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A legacy topdown column: wide enough for `% <label>`.
+fn legacy_width(label: &str) -> usize {
+    (label.len() + 2).max(10)
+}
+
+/// Up to 8 names, then how many more.
+pub fn names_summary(names: &[&str]) -> String {
+    if names.len() <= 8 {
+        names.join(", ")
+    } else {
+        format!("{} and {} more", names[..8].join(", "), names.len() - 8)
+    }
+}
+
+/// The footer's figures for a run that took `elapsed` and left `rusage`.
+pub fn footer(elapsed: Duration, rusage: Option<(Duration, Duration)>) -> Footer {
+    Footer {
+        elapsed: elapsed.as_secs_f64(),
+        rusage: rusage.map(|(u, s)| (u.as_secs_f64(), s.as_secs_f64())),
+        ..Footer::default()
+    }
+}

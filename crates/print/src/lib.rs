@@ -1,0 +1,218 @@
+//! perf stat's output layouts for tmetric: the default layout, CSV (`-x SEP`), JSON lines
+//! (`-j`) and `--metric-only`, per aggregation mode, as perf 6.12's
+//! `tools/perf/util/stat-display.c` prints them, byte for byte, in the user's numeric locale.
+//! `stat`, `report` and `record` print through it; what to print comes from the engine as
+//! data ([`tmetric_engine::view`]).
+//!
+//! tmetric's additions (each metric's name beside perf's label, full-precision values, a
+//! metric's unit and name as fields of their own) are printed only with
+//! [`Config::full`] (`--full-metrics`); the default layout is perf's.
+//!
+//! Deliberate differences from perf, where perf's output is broken rather than a habit:
+//! JSON numbers always use `.` (perf writes the locale's decimal comma into JSON numbers,
+//! which makes the line invalid JSON), and JSON strings are escaped.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod num;
+mod perf;
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use tmetric_runtime::locale::NumericLocale;
+
+pub use perf::Printer;
+pub use tmetric_engine::view::{Unit, UnitId};
+
+/// The output layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layout {
+    /// perf's default, for people.
+    Std,
+    /// `-x SEP`.
+    Csv(String),
+    /// `-j`: one JSON object per line.
+    Json,
+}
+
+/// perf's aggregation modes (`enum aggr_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregation {
+    /// One total over every CPU (the default).
+    Global,
+    /// `-A`/`--no-aggr`/`--no-merge`: every CPU apart.
+    Cpu,
+    /// `--per-core`.
+    Core,
+    /// `--per-cache`.
+    Cache,
+    /// `--per-cluster`.
+    Cluster,
+    /// `--per-die`.
+    Die,
+    /// `--per-socket`.
+    Socket,
+    /// `--per-node`.
+    Node,
+    /// `--per-thread`.
+    Thread,
+}
+
+impl Aggregation {
+    /// Whether lines print unit by unit (every event of a unit together) rather than event
+    /// by event (every unit of an event together), as perf orders them.
+    fn unit_major(self) -> bool {
+        matches!(
+            self,
+            Aggregation::Core
+                | Aggregation::Cache
+                | Aggregation::Cluster
+                | Aggregation::Die
+                | Aggregation::Socket
+                | Aggregation::Node
+        )
+    }
+
+    /// perf's `aggr_header_lens`: the width of the unit column in the default layout.
+    fn header_len(self) -> usize {
+        match self {
+            Aggregation::Core => 18,
+            Aggregation::Cache => 22,
+            Aggregation::Cluster => 20,
+            Aggregation::Die => 12,
+            Aggregation::Socket | Aggregation::Node | Aggregation::Cpu => 6,
+            Aggregation::Thread => 16,
+            Aggregation::Global => 0,
+        }
+    }
+
+    /// perf's `aggr_header_std`.
+    fn header_std(self) -> &'static str {
+        match self {
+            Aggregation::Core => "core",
+            Aggregation::Cache => "cache",
+            Aggregation::Cluster => "cluster",
+            Aggregation::Die => "die",
+            Aggregation::Socket => "socket",
+            Aggregation::Node => "node",
+            Aggregation::Cpu => "cpu",
+            Aggregation::Thread => "comm-pid",
+            Aggregation::Global => "",
+        }
+    }
+
+    /// perf's `aggr_header_csv`, fields without their separators.
+    fn header_csv(self) -> &'static [&'static str] {
+        match self {
+            Aggregation::Core => &["core", "cpus"],
+            Aggregation::Cache => &["cache", "cpus"],
+            Aggregation::Cluster => &["cluster", "cpus"],
+            Aggregation::Die => &["die", "cpus"],
+            Aggregation::Socket => &["socket", "cpus"],
+            Aggregation::Cpu => &["cpu"],
+            Aggregation::Thread => &["comm-pid"],
+            Aggregation::Node => &["node"],
+            Aggregation::Global => &[],
+        }
+    }
+}
+
+/// What the title and the footer say.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Title {
+    /// What was counted, as perf's title says it: `system wide`, `CPU(s) 0-3`, the command
+    /// line, `process id 1234`, `thread id 1234`; tmetric adds the simulated PMU.
+    pub target: String,
+    /// `-r N`.
+    pub runs: u32,
+}
+
+/// The footer's figures.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Footer {
+    /// Mean elapsed time in seconds.
+    pub elapsed: f64,
+    /// `-r`: the standard deviation of the mean elapsed time, in seconds.
+    pub elapsed_sd: Option<f64>,
+    /// `-r --table`: each run's elapsed time in seconds.
+    pub runs_table: Vec<f64>,
+    /// The workload's user and system seconds (one run of a command).
+    pub rusage: Option<(f64, f64)>,
+    /// `-n`: nothing was counted.
+    pub null_run: bool,
+    /// Some event was not counted and the NMI watchdog holds a counter: perf's hint.
+    pub nmi_hint: bool,
+    /// A group mixed events of several hardware PMUs: perf's hint.
+    pub mixed_group_hint: bool,
+}
+
+/// Layout options, perf's `perf_stat_config` fields that matter for printing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Default, CSV or JSON.
+    pub layout: Layout,
+    /// `--metric-only`.
+    pub metric_only: bool,
+    /// Group digits (perf's default `-B`; off with `-x` or `--no-big-num`).
+    pub big_num: bool,
+    /// The numeric locale (perf's `setlocale(LC_ALL, "")`).
+    pub locale: NumericLocale,
+    /// Colour metric values (on a terminal).
+    pub colour: bool,
+    /// tmetric's additions (`--full-metrics`).
+    pub full: bool,
+    /// The aggregation mode.
+    pub aggregation: Aggregation,
+    /// `-I`: lines carry the interval's time.
+    pub interval: bool,
+    /// Lines carry a cgroup column (`-G`, `--for-each-cgroup`).
+    pub cgroups: bool,
+    /// `-r N`.
+    pub runs: u32,
+    /// `--summary` with `-I` in CSV: the totals' lines start with `summary` unless
+    /// `--no-csv-summary`.
+    pub csv_summary: bool,
+    /// The width of the unit column (perf's `unit_width`: the longest unit, at least 4).
+    pub unit_width: usize,
+    /// `--interval-clear`: clear the terminal before each interval.
+    pub interval_clear: bool,
+}
+
+impl Config {
+    /// perf's defaults for `layout`, in the C locale.
+    pub fn new(layout: Layout) -> Config {
+        let big_num = layout == Layout::Std;
+        Config {
+            layout,
+            metric_only: false,
+            big_num,
+            locale: NumericLocale::c(),
+            colour: false,
+            full: false,
+            aggregation: Aggregation::Global,
+            interval: false,
+            cgroups: false,
+            runs: 1,
+            csv_summary: false,
+            unit_width: 4,
+            interval_clear: false,
+        }
+    }
+}
+
+/// Writes `text` to `out`, for callers that hold a `dyn Write`.
+pub fn write_all(out: &mut dyn Write, text: &str) -> io::Result<()> {
+    out.write_all(text.as_bytes())
+}
+
+/// perf's interval prefix of a line: `%6lu.%09lu ` (default), `sec.nsec<sep>` (CSV),
+/// `"interval" : sec.nsec, ` (JSON).
+pub fn interval_prefix(layout: &Layout, at: Duration) -> String {
+    let (s, ns) = (at.as_secs(), at.subsec_nanos());
+    match layout {
+        Layout::Std => format!("{s:>6}.{ns:09} "),
+        Layout::Csv(sep) => format!("{s}.{ns:09}{sep}"),
+        Layout::Json => format!("\"interval\" : {s}.{ns:09}, "),
+    }
+}

@@ -1,0 +1,73 @@
+//! Numbers as C's `printf` prints them in the user's locale: `%.Nf` with the locale's
+//! decimal mark, `%'.Nf` with its digit grouping, and `nan`/`-nan`/`inf` spelled as glibc
+//! spells them. perf prints every number through these, so tmetric's text equals perf's.
+
+use tmetric_runtime::locale::NumericLocale;
+
+/// `%.<decimals>f` (with `group`: `%'.<decimals>f`) of `value` under `locale`.
+pub fn fixed(value: f64, decimals: usize, group: bool, locale: &NumericLocale) -> String {
+    if value.is_nan() {
+        return if value.is_sign_negative() { "-nan".into() } else { "nan".into() };
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let text = format!("{value:.decimals$}");
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text.as_str()),
+    };
+    let (int, frac) = match digits.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (digits, None),
+    };
+    let int = if group { locale.group(int) } else { int.to_string() };
+    match frac {
+        Some(f) => format!("{sign}{int}{}{f}", locale.decimal_point),
+        None => format!("{sign}{int}"),
+    }
+}
+
+/// `%<width>.<decimals>f`: [`fixed`] right-aligned in `width` characters.
+pub fn padded(
+    value: f64,
+    width: usize,
+    decimals: usize,
+    group: bool,
+    locale: &NumericLocale,
+) -> String {
+    format!("{:>width$}", fixed(value, decimals, group, locale))
+}
+
+/// `%f` under `locale`: six decimals.
+pub fn c_f(value: f64, locale: &NumericLocale) -> String {
+    fixed(value, 6, false, locale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_as_glibc_does() {
+        let c = NumericLocale::c();
+        let us = NumericLocale::en_us();
+        assert_eq!(fixed(1234567.456, 2, true, &us), "1,234,567.46");
+        assert_eq!(fixed(1234567.456, 2, true, &c), "1234567.46");
+        assert_eq!(fixed(-1234.5, 0, true, &us), "-1,234");
+        assert_eq!(fixed(0.5, 0, false, &c), "0");
+        assert_eq!(fixed(1.5, 0, false, &c), "2");
+        assert_eq!(fixed(f64::NAN, 2, false, &c), "nan");
+        assert_eq!(fixed(-f64::NAN, 2, false, &c), "-nan");
+        assert_eq!(fixed(f64::NEG_INFINITY, 2, false, &c), "-inf");
+        let de = NumericLocale {
+            decimal_point: ",".into(),
+            thousands_sep: ".".into(),
+            grouping: vec![3, 3],
+        };
+        assert_eq!(fixed(4595014128.0, 0, true, &de), "4.595.014.128");
+        assert_eq!(fixed(2.1554, 3, false, &de), "2,155");
+        assert_eq!(padded(0.486, 8, 3, false, &c), "   0.486");
+        assert_eq!(c_f(2.0527421, &c), "2.052742");
+    }
+}
