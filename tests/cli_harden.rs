@@ -215,24 +215,24 @@ fn an_unknown_model_is_an_error_with_near_names() {
 
 #[test]
 fn csv_and_json_metrics_keep_full_precision_with_unit_and_name_apart() {
-    let out = tmetric(&["stat", "-x,", "-e", "task-clock", "--", "sleep", "0.3"]);
+    let out = tmetric(&["stat", "-x,", "--full-metrics", "-e", "task-clock", "--", "sleep", "0.3"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stderr(&out);
     let line = text.lines().find(|l| l.contains(",task-clock,")).expect(&text);
     let fields: Vec<&str> = line.split(',').collect();
     assert_eq!(fields.len(), 8, "{line}");
-    assert_eq!((fields[6], fields[7]), ("CPUs", "cpus_utilized"), "{line}");
+    assert_eq!((fields[6], fields[7]), ("CPUs utilized", "cpus_utilized"), "{line}");
     let utilized: f64 = fields[5].parse().expect(line);
     // sleep uses well under 1% of a CPU: perf's %.1f would print 0.0; full precision keeps it.
     assert!(utilized > 0.0 && utilized < 0.1, "{line}");
     assert!(fields[5].len() > 5, "{line}");
 
-    let out = tmetric(&["stat", "-j", "-e", "task-clock", "--", "sleep", "0.1"]);
+    let out = tmetric(&["stat", "-j", "--full-metrics", "-e", "task-clock", "--", "sleep", "0.1"]);
     let text = stderr(&out);
     let row: serde_json::Value =
         serde_json::from_str(text.lines().find(|l| l.contains("metric-name")).expect(&text))
             .unwrap();
-    assert_eq!(row["metric-unit"], "CPUs");
+    assert_eq!(row["metric-unit"], "CPUs utilized");
     assert_eq!(row["metric-name"], "cpus_utilized");
     let value: f64 = row["metric-value"].as_str().unwrap().parse().unwrap();
     let ms: f64 = row["counter-value"].as_str().unwrap().parse().unwrap();
@@ -276,7 +276,7 @@ fn running_out_of_descriptors_says_the_limit_and_what_is_needed() {
     // A low soft limit under a higher hard one is raised, and the run succeeds.
     let out = bash(r#"ulimit -S -n 12; "$T" stat -a -x, -- sleep 0.1"#);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains(",task-clock,"));
+    assert!(stderr(&out).contains(",cpu-clock,"));
 }
 
 // ---- 11. tracefs -----------------------------------------------------------------------

@@ -199,11 +199,43 @@ fn unknown_model_exits_2_with_candidates() {
 }
 
 #[test]
-fn metrics_without_a_model_say_what_to_pass() {
+fn metrics_without_a_model_list_this_machines_and_say_so() {
     let output = tmetric(&["list", "metrics"]);
-    assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
-    assert!(err.contains("--model") && err.contains("x86/"), "{err}");
+    if output.status.success() {
+        // This machine's cpuid maps to a model: it is listed, and named.
+        let model = err
+            .split("listing ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .unwrap_or_else(|| panic!("{err}"));
+        assert!(err.contains("(this machine's model; --model names another)"), "{err}");
+        let out = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(out.starts_with(&format!("Metrics of {model}:")), "{out}");
+    } else {
+        assert_eq!(output.status.code(), Some(2));
+        assert!(err.contains("--model") && err.contains("x86/"), "{err}");
+    }
+}
+
+/// perf's `list --raw-dump`, which perf's own shell tests read: names separated by spaces.
+#[test]
+fn raw_dump_lists_names_for_scripts() {
+    let output = tmetric(&["list", "--raw-dump", "metricgroups", "--model", "sapphirerapids"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let groups: Vec<&str> = text.split_whitespace().collect();
+    assert!(groups.contains(&"TopdownL1") && groups.contains(&"Software"), "{text}");
+    // Only groups some metric names (`-M` accepts each).
+    assert!(!groups.contains(&"LSD"), "{text}");
+    let mut sorted = groups.clone();
+    sorted.sort_unstable();
+    assert_eq!(groups, sorted);
+    let output = tmetric(&["list", "--raw-dump", "metrics", "--model", "sapphirerapids"]);
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let metrics: Vec<&str> = text.split_whitespace().collect();
+    assert!(metrics.contains(&"tma_retiring") && metrics.contains(&"cpus_utilized"), "{text}");
+    assert!(!text.contains('\n'), "one line, as perf's");
 }
 
 #[test]

@@ -168,7 +168,7 @@ fn per_thread_rows_add_up_to_the_process_total() {
         let ms: f64 = o["counter-value"].as_str().unwrap().parse().unwrap();
         let csv = rows.iter().find(|(l, _)| l == o["thread"].as_str().unwrap()).unwrap().1;
         assert!((ms - csv).abs() <= 2.0 + 0.02 * csv, "{o}: CSV had {csv} ms");
-        assert_eq!(o["metric-name"], "cpus_utilized", "a metric per thread: {o}");
+        assert_eq!(o["metric-unit"], "CPUs utilized", "a metric per thread: {o}");
     }
 
     // Default layout: perf's `%16s-%-7d ` column, event by event and thread by thread,

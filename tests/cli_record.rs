@@ -36,12 +36,15 @@ fn printed(text: &str) -> Vec<String> {
 }
 
 /// CSV metric values by name (`value,unit,name` in the last three fields).
+/// The metrics of perf's CSV layout: the last two fields are the value and `unit  name`
+/// (or the name alone for a metric without a unit).
 fn csv_metrics(text: &str) -> Vec<(String, f64)> {
     text.lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            let name = f.last()?.to_string();
-            let value = f.get(f.len().checked_sub(3)?)?.parse().ok()?;
+            let label = f.last()?;
+            let name = label.rsplit("  ").next()?.to_string();
+            let value = f.get(f.len().checked_sub(2)?)?.parse().ok()?;
             (!name.is_empty()).then_some((name, value))
         })
         .collect()
@@ -449,5 +452,7 @@ fn sampled_retire_latencies_round_trip() {
         .find(|l| l.contains(",cycles,") && l.contains("/R,"))
         .map(str::to_string)
         .unwrap();
-    assert_eq!(row.split(',').next().unwrap().parse::<f64>().unwrap(), max.round(), "{row}");
+    // The totals of an interval run carry perf's `summary` field first.
+    let count = row.strip_prefix("summary,").expect(&row).split(',').next().unwrap();
+    assert_eq!(count.parse::<f64>().unwrap(), max.round(), "{row}");
 }

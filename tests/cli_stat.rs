@@ -250,7 +250,9 @@ fn a_model_metric_without_its_hardware_events_says_why_and_prints_not_supported(
     // what to do instead.
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(
-        text.contains("cannot count `branch_misprediction_ratio` here, so its events print <not supported>"),
+        text.contains(
+            "cannot count `branch_misprediction_ratio` here, so its events print <not supported>"
+        ),
         "{text}"
     );
     assert!(text.contains("no hardware PMU"), "{text}");

@@ -18,17 +18,19 @@ fn stat_flags_work_without_the_subcommand() {
 }
 
 #[test]
-fn a_model_metric_without_a_hardware_pmu_is_refused_with_what_to_do() {
+fn a_model_metric_without_a_hardware_pmu_says_what_to_do_and_prints_not_supported() {
     // This machine (and CI) has no hardware PMU; a model metric cannot count a thing.
     let out = tmetric(&["-M", "tma_dtlb_store", "--model", "sapphirerapids", "-a", "sleep", "0.1"]);
     let text = stderr(&out);
     if std::path::Path::new("/sys/bus/event_source/devices/cpu/type").exists() {
         return; // a machine with a core PMU counts it instead
     }
-    assert_eq!(out.status.code(), Some(2), "{text}");
+    // As perf: the events print `<not supported>`, the run succeeds; tmetric says why first.
+    assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("cannot count `tma_dtlb_store` here"), "{text}");
     assert!(text.contains("x86/sapphirerapids"), "{text}");
     assert!(text.contains("--pmu-sim"), "{text}");
+    assert!(text.lines().any(|l| l.trim_start().starts_with("<not supported>")), "{text}");
 }
 
 #[test]

@@ -190,7 +190,12 @@ impl Printer {
 
     /// `--tree`: the TMA hierarchy from [`engine::view::tree`]; nodes whose threshold says
     /// "not a problem" are hidden (dimmed with `--all`), the bottleneck path marked `<==`.
-    fn tree_view(&mut self, plan: &Plan, sample: &Sample<'_>, at: Option<Duration>) -> io::Result<()> {
+    fn tree_view(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        at: Option<Duration>,
+    ) -> io::Result<()> {
         let results = plan.evaluate(&mut self.evaluators, sample);
         let show_all = self.tree.unwrap_or(false);
         let colour = self.config().colour;

@@ -115,6 +115,8 @@ struct Replay {
     /// nothing were left out.
     threads: Vec<(String, i32)>,
     skip_zero: bool,
+    /// `-I`'s interval when recorded: perf's wall time for `CPUs utilized` per interval.
+    interval: Option<Duration>,
 }
 
 /// Runs `tmetric report`.
@@ -151,10 +153,9 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
         None
     };
     let split = match aggr {
-        None if !replay.threads.is_empty() => Split::Threads {
-            threads: replay.threads.clone(),
-            skip_zero: replay.skip_zero,
-        },
+        None if !replay.threads.is_empty() => {
+            Split::Threads { threads: replay.threads.clone(), skip_zero: replay.skip_zero }
+        }
         None => Split::Global,
         Some(aggr) => {
             let cpus: Vec<u32> = replay.places.iter().map(|p| p.0).collect();
@@ -211,11 +212,14 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
         (None, _) => Aggregation::Global,
     };
     config.interval = !replay.intervals.is_empty();
+    // An interval record's totals were printed with --summary: perf's `summary` field.
+    config.csv_summary = !replay.intervals.is_empty();
     config.unit_width = crate::stat::plan_unit_width(&replay.plan);
     let title = Title { target: replay.target.clone(), runs: 1 };
     let mut printer = Printer::new(out, config, title);
     printer.split = split;
     printer.tree = args.tree.then_some(args.all);
+    printer.interval = replay.interval;
     let mut plan = replay.plan;
     for warning in &plan.warnings {
         warn(&format!("warning: {warning}"));
@@ -701,6 +705,7 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         splits: h.splits.clone(),
         threads: h.threads.clone(),
         skip_zero: h.skip_zero,
+        interval: h.interval_ms.map(Duration::from_millis),
     })
 }
 
@@ -838,5 +843,6 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
         splits: Vec::new(),
         threads: Vec::new(),
         skip_zero: false,
+        interval: (data.interval_ms > 0).then(|| Duration::from_millis(data.interval_ms)),
     })
 }

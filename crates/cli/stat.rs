@@ -13,9 +13,9 @@ use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::aggr::{self, Aggr, units_for};
 use tmetric_engine::view::{Split, UnitId};
-use tmetric_print::{Aggregation, Config, Title};
 use tmetric_engine::{self as engine, Machine, Pick, Plan, PlanOptions, PmuModel};
 use tmetric_engine::{Sample, Select, Strategy};
+use tmetric_print::{Aggregation, Config, Title};
 use tmetric_runtime::{Counters, Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_runtime::{EventReport, SampleSpec, Sampler, SamplerOptions, TpebsMode, Workload};
 
@@ -247,7 +247,12 @@ pub fn select_items(
     let mut host: Option<&'static Model> = None;
     let mut chosen: Vec<Pick> = Vec::new();
     for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
-        let mut found = engine::select::find(item, common, None);
+        // `all` is every metric of the model as well as the common ones.
+        let mut found = if item.eq_ignore_ascii_case("all") {
+            Vec::new()
+        } else {
+            engine::select::find(item, common, None)
+        };
         if found.is_empty() {
             let model = match host {
                 Some(model) => model,
@@ -360,7 +365,9 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
         // Per PMU (hybrid machines have one leader per core type): the row that hosts its
         // first root hosts them all.
         let mut hosts: Vec<(String, usize, Vec<usize>)> = Vec::new();
-        for (row, r) in plan.rows.iter().enumerate().flat_map(|(i, row)| row.roots.iter().map(move |&r| (i, r))) {
+        for (row, r) in
+            plan.rows.iter().enumerate().flat_map(|(i, row)| row.roots.iter().map(move |&r| (i, r)))
+        {
             let pmu = pmu_of(r);
             match hosts.iter_mut().find(|h| h.0 == pmu) {
                 Some(h) => h.2.push(r),
@@ -491,10 +498,9 @@ fn models_list(names: &[&str]) -> String {
     }
 }
 
-
-pub use tmetric_print::Layout;
 pub use crate::printer::Printer;
 use crate::printer::names_summary;
+pub use tmetric_print::Layout;
 
 /// Why rows print `<not supported>`/`<not counted>` and metrics `nan`, and how the groups
 /// were opened when the kernel refused some.
@@ -508,7 +514,6 @@ fn notes<S: Syscalls>(
     let failures = open_failures(plan, counters, env);
     printer.notes_for(plan, sample, &failures, &split_notes(plan, counters))
 }
-
 
 /// Per spec, why the kernel refused it (the text after its name in the notes).
 pub fn open_failures<S: Syscalls>(
@@ -569,7 +574,6 @@ fn target_text(args: &StatArgs, simulated: Option<&str>) -> String {
         None => what,
     }
 }
-
 
 fn command_text(command: &[OsString]) -> String {
     command.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
@@ -723,7 +727,9 @@ pub fn run_on<S: Syscalls + Clone>(
     };
     let to_terminal = args.output.is_none() && std::io::stderr().is_terminal();
     if args.interval_clear && !to_terminal {
-        bail!("--interval-clear does not work with output: it clears a terminal, and the counts go to a file or pipe");
+        bail!(
+            "--interval-clear does not work with output: it clears a terminal, and the counts go to a file or pipe"
+        );
     }
     let mut config = print_config(args, &layout, plan_unit_width(&plan));
     config.colour = match args.color {
@@ -920,9 +926,8 @@ pub fn run_on<S: Syscalls + Clone>(
         report_samples(&reports, args.verbose, layout == Layout::Json, printer.out())?;
         sampled = reports;
     }
-    let elapsed_runs: Option<Vec<f64>> = (!earlier.is_empty()).then(|| {
-        earlier.iter().chain([&report]).map(|r| r.elapsed.as_secs_f64()).collect()
-    });
+    let elapsed_runs: Option<Vec<f64>> = (!earlier.is_empty())
+        .then(|| earlier.iter().chain([&report]).map(|r| r.elapsed.as_secs_f64()).collect());
     let report = if earlier.is_empty() {
         report
     } else {
@@ -951,7 +956,8 @@ pub fn run_on<S: Syscalls + Clone>(
         })?;
     }
     if args.interval.is_none() || args.summary {
-        let mut footer = crate::printer::footer(report.elapsed, rusage.filter(|_| args.repeat == 1));
+        let mut footer =
+            crate::printer::footer(report.elapsed, rusage.filter(|_| args.repeat == 1));
         if let Some(elapsed) = &elapsed_runs {
             footer.elapsed_sd = Some(spread_of_mean(elapsed));
             if args.table {
@@ -1118,8 +1124,7 @@ fn check_opened<S: Syscalls>(
                     | libc::EOPNOTSUPP
             )
         };
-        if (0..plan.specs.len())
-            .all(|i| counters.failure(i).is_none_or(|f| unsupported(f.errno.0)))
+        if (0..plan.specs.len()).all(|i| counters.failure(i).is_none_or(|f| unsupported(f.errno.0)))
         {
             return Ok(());
         }
@@ -1136,7 +1141,6 @@ fn check_opened<S: Syscalls>(
     }
     Ok(())
 }
-
 
 /// `--record-tpebs`: one precise sampling event per `:R` input, on the CPUs or task counted.
 fn start_sampler<S: Syscalls>(
@@ -1412,7 +1416,9 @@ fn check_perf_flags(args: &StatArgs) -> anyhow::Result<()> {
             bail!("timeout option is not supported with interval-print.");
         }
         if ms < 100 {
-            warn("timeout < 100ms. The overhead percentage could be high in some cases. Please proceed with caution.");
+            warn(
+                "timeout < 100ms. The overhead percentage could be high in some cases. Please proceed with caution.",
+            );
         }
     }
     if let Some(level) = &args.per_cache

@@ -60,7 +60,11 @@ pub fn place_of(sysfs: &tmetric_runtime::Sysfs, cpu: u32, cache_level: Option<u3
 
 /// The units of `cpus` with their labels, in perf's order (by socket, die, ... id, as its
 /// sorted aggregation map); `place` gives a CPU's place.
-pub fn units_for(cpus: &[u32], aggr: Aggr, place: impl Fn(u32) -> Place) -> Vec<(String, Vec<i32>)> {
+pub fn units_for(
+    cpus: &[u32],
+    aggr: Aggr,
+    place: impl Fn(u32) -> Place,
+) -> Vec<(String, Vec<i32>)> {
     let mut keyed: Vec<((u32, u32, u32, u32), u32)> = cpus
         .iter()
         .map(|&cpu| {

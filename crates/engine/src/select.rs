@@ -4,10 +4,9 @@
 //! that define an item elsewhere, so every front end words a miss the same way.
 
 use tmetric_catalog::Model;
-use tmetric_model::Literal;
 
 use crate::evaluator::Select;
-use crate::plan::{self, Machine, Pick, Plan, Resolution};
+use crate::plan::Pick;
 
 /// The metrics `item` selects: the common metrics' when it names any (perf looks there
 /// first), else `model`'s (when the machine has one).
@@ -18,6 +17,14 @@ pub fn find(item: &str, common: &'static Model, model: Option<&'static Model>) -
             .map(|metric| Pick { model: m, metric, item: item.to_string() })
             .collect()
     };
+    // perf's `-M all`: every metric of the machine's model, and the common ones.
+    if item.eq_ignore_ascii_case("all") {
+        let mut all = pick(common);
+        if let Some(m) = model.filter(|m| !std::ptr::eq(*m, common)) {
+            all.extend(pick(m));
+        }
+        return all;
+    }
     let found = pick(common);
     match model {
         Some(model) if found.is_empty() => pick(model),
@@ -32,46 +39,6 @@ pub fn add_unique(picks: &mut Vec<Pick>, found: Vec<Pick>) {
             picks.push(pick);
         }
     }
-}
-
-/// perf's default view without `-e` or `-M`: every common metric, `tsc_rate` only where the
-/// msr PMU exists, since nobody asked for it.
-pub fn default_picks(machine: &Machine<'_>) -> Vec<Pick> {
-    let common = tmetric_catalog::common();
-    (0..common.metrics.len())
-        .filter(|&m| {
-            common.str(common.metrics[m].name) != "tsc_rate" || machine.sysfs.has_pmu("msr")
-        })
-        .map(|m| Pick { model: common, metric: m, item: String::new() })
-        .collect()
-}
-
-/// Like perf's shadow metrics with `-e` and no `-M`: the common metrics whose every input
-/// the plan already counts (or a tool gives), under `literals`.
-pub fn shadow_picks(
-    plan: &Plan,
-    machine: &Machine<'_>,
-    literals: &[f64; Literal::COUNT],
-) -> Vec<Pick> {
-    let common = tmetric_catalog::common();
-    let probes = plan::machine_probes(common, machine);
-    (0..common.metrics.len())
-        .filter(|&m| {
-            let slots = plan::needed_slots(common, m, literals, &probes, false);
-            !slots.is_empty()
-                && slots.iter().all(|&s| {
-                    let id = &common.ids[s as usize];
-                    match plan::resolve_id(common, id, machine.sysfs, machine.env) {
-                        Resolution::Tool(_) => true,
-                        Resolution::Counter(event) => {
-                            plan.specs.iter().any(|spec| spec.attr == event.attr)
-                        }
-                        _ => false,
-                    }
-                })
-        })
-        .map(|m| Pick { model: common, metric: m, item: String::new() })
-        .collect()
 }
 
 /// Every metric and metric-group name of `models`, for suggestions.

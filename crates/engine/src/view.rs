@@ -389,7 +389,9 @@ pub fn lines(
             Shown::NotCounted => (Count::NotCounted, 0, 0),
             Shown::Value { count, running, enabled } => (Count::Value(count), running, enabled),
         };
-        let zero = count == Count::Value(0.0);
+        // perf's `should_skip_zero_counter` looks at the value alone: an uncounted line
+        // reads 0 too.
+        let zero = !matches!(count, Count::Value(v) if v != 0.0);
         if zero && (skip_zero || matches!(row.source, Source::Tool(_))) {
             continue;
         }
@@ -483,8 +485,7 @@ fn peers(plan: &Plan, sample: &Sample<'_>) -> Vec<Peer> {
                 TYPE_HARDWARE | TYPE_HW_CACHE => attr.config >> 32,
                 _ => 0,
             };
-            let group =
-                plan.groups.iter().position(|g| g.len() > 1 && g.contains(&spec));
+            let group = plan.groups.iter().position(|g| g.len() > 1 && g.contains(&spec));
             let raw = match sample.counts.aggregate(spec) {
                 Some(a) if a.counted() => a.value as f64,
                 _ => 0.0,
@@ -618,8 +619,11 @@ fn builtin_cells(me: &Peer, peers: &[Peer], ctx: &ViewContext<'_>, out: &mut Vec
             } else {
                 out.push(Cell::blank(label, source));
             }
-            let stalled = find_stat(peers, me, StatType::StalledFront)
-                .max(find_stat(peers, me, StatType::StalledBack));
+            let stalled = find_stat(peers, me, StatType::StalledFront).max(find_stat(
+                peers,
+                me,
+                StatType::StalledBack,
+            ));
             if stalled != 0.0 && me.value != 0.0 {
                 let label = "stalled cycles per insn";
                 out.push(Cell {
@@ -651,37 +655,21 @@ fn builtin_cells(me: &Peer, peers: &[Peer], ctx: &ViewContext<'_>, out: &mut Vec
         StatType::CacheMisses => {
             ratio(out, StatType::CacheRefs, MISS, "of all cache refs", "cache_miss_rate")
         }
-        StatType::L1dMiss => ratio(
-            out,
-            StatType::L1Dcache,
-            MISS,
-            "of all L1-dcache accesses",
-            "l1d_miss_rate",
-        ),
-        StatType::L1iMiss => ratio(
-            out,
-            StatType::L1Icache,
-            MISS,
-            "of all L1-icache accesses",
-            "l1i_miss_rate",
-        ),
+        StatType::L1dMiss => {
+            ratio(out, StatType::L1Dcache, MISS, "of all L1-dcache accesses", "l1d_miss_rate")
+        }
+        StatType::L1iMiss => {
+            ratio(out, StatType::L1Icache, MISS, "of all L1-icache accesses", "l1i_miss_rate")
+        }
         StatType::LlMiss => {
             ratio(out, StatType::LlCache, MISS, "of all LL-cache accesses", "llc_miss_rate")
         }
-        StatType::DtlbMiss => ratio(
-            out,
-            StatType::DtlbCache,
-            MISS,
-            "of all dTLB cache accesses",
-            "dtlb_miss_rate",
-        ),
-        StatType::ItlbMiss => ratio(
-            out,
-            StatType::ItlbCache,
-            MISS,
-            "of all iTLB cache accesses",
-            "itlb_miss_rate",
-        ),
+        StatType::DtlbMiss => {
+            ratio(out, StatType::DtlbCache, MISS, "of all dTLB cache accesses", "dtlb_miss_rate")
+        }
+        StatType::ItlbMiss => {
+            ratio(out, StatType::ItlbCache, MISS, "of all iTLB cache accesses", "itlb_miss_rate")
+        }
         _ => {
             // Any other event: per second of the clock event, in K, M or G as it grows.
             let nsecs = find_stat(peers, me, StatType::Nsecs);
@@ -719,7 +707,8 @@ pub fn metric_cell(plan: &Plan, root: usize, result: &RootResult) -> Cell {
     let (model, m) = (r.model, r.metric);
     let metric = &model.metrics[m];
     let name = model.str(metric.name).to_string();
-    let unit = if metric.has_scale_unit { model.str(metric.unit).to_string() } else { String::new() };
+    let unit =
+        if metric.has_scale_unit { model.str(metric.unit).to_string() } else { String::new() };
     let colour = match result.threshold {
         Some(true) => Some(Colour::Red),
         Some(false) => Some(Colour::Green),
@@ -792,8 +781,9 @@ pub fn tree(plan: &Plan, results: &[RootResult]) -> Vec<TreeNode> {
         })
     };
     let parents: Vec<Option<usize>> = (0..names.len()).map(parent_of).collect();
-    let children =
-        |p: Option<usize>| -> Vec<usize> { (0..names.len()).filter(|&i| parents[i] == p).collect() };
+    let children = |p: Option<usize>| -> Vec<usize> {
+        (0..names.len()).filter(|&i| parents[i] == p).collect()
+    };
     let path = bottleneck_path(results, &children);
     let mut out = Vec::new();
     let mut stack: Vec<(usize, usize)> = children(None).into_iter().rev().map(|i| (i, 0)).collect();

@@ -297,33 +297,62 @@ fn a_metric_whose_value_needs_no_counter_still_groups_its_threshold_events() {
     assert!(outcome.problems.is_empty(), "{:?}", outcome.problems);
 }
 
-/// stat's views without `-M`, on a simulated machine: every common metric by default
-/// (`tsc_rate` only with the msr PMU), and with `-e` the common metrics whose every input was
-/// asked for (perf's shadow metrics): context switches per second (`context-switches /
-/// (task-clock / 1e9)`) and CPUs utilized from `-e task-clock,context-switches`, not page
-/// faults per second; nothing from `-e context-switches` alone.
+/// perf 6.12's built-in metrics beside `-e` events (`stat-shadow.c`), over known counts on a
+/// simulated machine: `CPUs utilized` is task-clock over the wall time, `/sec` per second of
+/// task-clock in perf's K/M/G steps, `GHz` cycles per task-clock ns, `insn per cycle`; and
+/// inside a group of several only the group's own events pair up (`{cycles,instructions}`
+/// has no `GHz`: task-clock is outside it).
 #[test]
-fn default_and_shadow_picks_follow_perfs_views() {
+fn built_in_metrics_follow_perfs_shadow_rules() {
+    use tmetric_engine::view::{self, Fmt, ViewContext};
+    use tmetric_runtime::counter::CpuCount;
+    use tmetric_runtime::{RawCount, Snapshot};
     let tree = &trees()[0];
     let sysfs = Sysfs::new(&tree.sys);
-    let env = Environment::probe(&sysfs, &tree.proc_root);
-    let pmus = PmuModel::probe(&sysfs, &tree.proc_root, None);
-    let machine = Machine { sysfs: &sysfs, proc_root: &tree.proc_root, env: &env, pmus: &pmus };
-    let common = tmetric_catalog::common();
-    let name = |p: &Pick| p.model.str(p.model.metrics[p.metric].name).to_string();
-    let defaults: Vec<String> =
-        tmetric_engine::select::default_picks(&machine).iter().map(name).collect();
-    assert_eq!(defaults.len() + usize::from(!sysfs.has_pmu("msr")), common.metrics.len());
-    assert_eq!(defaults.iter().any(|n| n == "tsc_rate"), sysfs.has_pmu("msr"), "{defaults:?}");
     let literals = tmetric_engine::plan::literals(&sysfs, &tree.proc_root, true);
-    let shadows = |events: &str| -> Vec<String> {
-        let mut plan = Plan::new(literals);
-        plan.add_event_lists(&[events.to_string()], &sysfs).unwrap();
-        tmetric_engine::select::shadow_picks(&plan, &machine, &literals).iter().map(name).collect()
+    let counts = |plan: &Plan, values: &[u64]| Snapshot {
+        events: (0..plan.specs.len())
+            .map(|i| {
+                let raw = RawCount { value: values[i], enabled: 1000, running: 1000 };
+                Some(vec![CpuCount { cpu: 0, thread: -1, raw }])
+            })
+            .collect(),
     };
-    let both = shadows("task-clock,context-switches");
-    assert!(both.iter().any(|n| n == "context_switches_per_sec"), "{both:?}");
-    assert!(both.iter().any(|n| n == "cpus_utilized"), "{both:?}");
-    assert!(!both.iter().any(|n| n == "page_faults_per_sec"), "{both:?}");
-    assert_eq!(shadows("context-switches"), Vec::<String>::new());
+    let labels = |lines: &[view::Line]| -> Vec<(String, Option<String>, f64)> {
+        lines
+            .iter()
+            .flat_map(|l| l.cells.iter().map(|c| (l.name.clone(), c.label.clone(), c.value)))
+            .collect()
+    };
+    let mut plan = Plan::new(literals);
+    plan.add_event_lists(&["task-clock,context-switches,cycles,instructions".into()], &sysfs)
+        .unwrap();
+    // 500 ms of task-clock in 1 s; 2.5e9 cycles and 5e9 instructions.
+    let snapshot = counts(&plan, &[500_000_000, 75_295, 2_500_000_000, 5_000_000_000]);
+    let sample = Sample { counts: &snapshot, seconds: 1.0, rusage: None };
+    let ctx = ViewContext { wall_ns: 1e9, results: &[], noise: &[] };
+    let lines = view::lines(&plan, &sample, &ctx, false, None);
+    let got = labels(&lines);
+    assert_eq!(got[0].1.as_deref(), Some("CPUs utilized"));
+    assert!((got[0].2 - 0.5).abs() < 1e-12);
+    // 75,295 switches in 0.5 s of task-clock: 150.59 K/sec.
+    assert_eq!(got[1].1.as_deref(), Some("K/sec"));
+    assert!((got[1].2 - 150.59).abs() < 1e-9, "{got:?}");
+    assert_eq!(got[2].1.as_deref(), Some("GHz"));
+    assert!((got[2].2 - 5.0).abs() < 1e-12);
+    assert_eq!(got[3].1.as_deref(), Some("insn per cycle"));
+    assert!((got[3].2 - 2.0).abs() < 1e-12);
+    assert_eq!(lines[3].cells[0].fmt, Some(Fmt::PER_INSN));
+
+    let mut plan = Plan::new(literals);
+    plan.add_event_lists(&["task-clock,{cycles,instructions}".into()], &sysfs).unwrap();
+    let snapshot = counts(&plan, &[500_000_000, 2_500_000_000, 5_000_000_000]);
+    let sample = Sample { counts: &snapshot, seconds: 1.0, rusage: None };
+    let lines = view::lines(&plan, &sample, &ctx, false, None);
+    let got = labels(&lines);
+    // perf prints the label with no value: the clock is not in the group.
+    assert_eq!(got[1].1.as_deref(), Some("GHz"));
+    assert_eq!(lines[1].cells[0].fmt, None);
+    assert_eq!(got[2].1.as_deref(), Some("insn per cycle"));
+    assert!((got[2].2 - 2.0).abs() < 1e-12);
 }

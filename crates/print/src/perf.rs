@@ -88,7 +88,12 @@ impl<W: Write> Printer<W> {
 
     /// One print of the counters: the interval `at`'s lines (with `-I`) or the totals
     /// (`None`), with perf's headers; the footer is printed by [`Printer::footer`].
-    pub fn counters(&mut self, title: &Title, at: Option<Duration>, units: &[Unit]) -> io::Result<()> {
+    pub fn counters(
+        &mut self,
+        title: &Title,
+        at: Option<Duration>,
+        units: &[Unit],
+    ) -> io::Result<()> {
         let mut text = String::new();
         let prefix = at.map(|at| interval_prefix(&self.config.layout, at)).unwrap_or_default();
         self.header(&mut text, title, at.is_some(), units);
@@ -128,7 +133,14 @@ impl<W: Write> Printer<W> {
                     for unit in units {
                         if let Some(line) = unit.lines.iter().find(|l| l.row == row) {
                             let cg = cgroup_of(line);
-                            self.aggr_line(&mut text, &prefix, unit, line, cg.as_deref(), at.is_none());
+                            self.aggr_line(
+                                &mut text,
+                                &prefix,
+                                unit,
+                                line,
+                                cg.as_deref(),
+                                at.is_none(),
+                            );
                         }
                     }
                 }
@@ -154,7 +166,10 @@ impl<W: Write> Printer<W> {
         }
         match footer.elapsed_sd {
             None => {
-                text.push_str(&format!(" {} seconds time elapsed", padded(footer.elapsed, 17, 9, false, l)));
+                text.push_str(&format!(
+                    " {} seconds time elapsed",
+                    padded(footer.elapsed, 17, 9, false, l)
+                ));
                 if let Some((user, sys)) = footer.rusage {
                     text.push_str("\n\n");
                     text.push_str(&format!(" {} seconds user\n", padded(user, 17, 9, false, l)));
@@ -357,7 +372,8 @@ impl<W: Write> Printer<W> {
             }
             if !prefix.is_empty() {
                 text.push_str(prefix);
-            } else if totals && self.config.csv_summary
+            } else if totals
+                && self.config.csv_summary
                 && let Layout::Csv(sep) = &self.config.layout
             {
                 text.push_str("summary");
@@ -565,10 +581,13 @@ impl<W: Write> Printer<W> {
         let (run, ena) = (line.running, line.enabled);
         let l = &self.config.locale;
         // perf computes the CSV and JSON percentage in integers: 100 * run / ena.
-        let whole = if run != ena && ena != 0 { (100 * run as u128 / ena as u128) as f64 } else { 100.0 };
+        let whole =
+            if run != ena && ena != 0 { (100 * run as u128 / ena as u128) as f64 } else { 100.0 };
         match &self.config.layout {
             Layout::Json if before_metric => {
-                text.push_str(&format!("\"event-runtime\" : {run}, \"pcnt-running\" : {whole:.2}, "));
+                text.push_str(&format!(
+                    "\"event-runtime\" : {run}, \"pcnt-running\" : {whole:.2}, "
+                ));
             }
             Layout::Csv(sep) if before_metric => {
                 text.push_str(&format!("{sep}{run}{sep}{}", fixed(whole, 2, false, l)));
@@ -697,7 +716,8 @@ impl<W: Write> Printer<W> {
                         .source
                         .as_ref()
                         .map_or((label.as_str(), ""), |s| (s.unit.as_str(), s.name.as_str()));
-                    let value = if cell.value.is_finite() { cell.value.to_string() } else { String::new() };
+                    let value =
+                        if cell.value.is_finite() { cell.value.to_string() } else { String::new() };
                     text.push_str(&format!("{sep}{value}{sep}{unit}{sep}{name}"));
                     return;
                 }
@@ -716,12 +736,15 @@ impl<W: Write> Printer<W> {
                         .source
                         .as_ref()
                         .map_or((unit, ""), |s| (s.unit.as_str(), s.name.as_str()));
+                    // As perf, the value is a string; at full precision, `nan` when it has none.
                     let value = match cell.fmt {
-                        Some(_) if cell.value.is_finite() => serde_json::json!(cell.value),
-                        _ => serde_json::Value::Null,
+                        Some(_) if cell.value.is_finite() => cell.value.to_string(),
+                        Some(_) => fixed(cell.value, 0, false, l),
+                        None => String::new(),
                     };
                     text.push_str(&format!(
-                        "\"metric-value\" : {value}, \"metric-unit\" : {}, \"metric-name\" : {}}}",
+                        "\"metric-value\" : {}, \"metric-unit\" : {}, \"metric-name\" : {}}}",
+                        json_string(&value),
                         json_string(unit),
                         json_string(name)
                     ));
@@ -743,11 +766,8 @@ impl<W: Write> Printer<W> {
         let Some(label) = line.and_then(|line| only_label(cell, line)) else { return };
         let l = &self.config.locale;
         let number = cell.fmt.map(|fmt| format_cell(cell.value, fmt, l)).unwrap_or_default();
-        let digits: String = number
-            .trim_start()
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == '.')
-            .collect();
+        let digits: String =
+            number.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
         match &self.config.layout {
             Layout::Std => {
                 let mut width = METRIC_ONLY_LEN;
@@ -862,7 +882,11 @@ fn table(
         let n = 1 + ((100.0 * (run - avg) / run) as i64 / 5).unsigned_abs() as usize;
         let diff = fixed(run - avg, precision, false, l);
         let diff = if run - avg >= 0.0 { format!("+{diff}") } else { diff };
-        text.push_str(&format!(" {} ({diff}) {}\n", padded(run, 17, precision, false, l), "#".repeat(n)));
+        text.push_str(&format!(
+            " {} ({diff}) {}\n",
+            padded(run, 17, precision, false, l),
+            "#".repeat(n)
+        ));
     }
     text.push_str(&format!("\n{:indent$}# Final result:\n", ""));
 }

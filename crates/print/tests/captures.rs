@@ -85,10 +85,17 @@ fn per_core_csv_lines_equal_perfs() {
             .enumerate()
             .map(|(row, f)| {
                 let (count, unit, name, run) = (f[2], f[3], f[4], f[5]);
-                line(row, count.parse().unwrap(), unit, name, run.parse().unwrap(), (f[7].parse().unwrap(), f[8]))
+                line(
+                    row,
+                    count.parse().unwrap(),
+                    unit,
+                    name,
+                    run.parse().unwrap(),
+                    (f[7].parse().unwrap(), f[8]),
+                )
             })
             .collect();
-        units.push(Unit { id: UnitId::Label(format!("S0-D0-C{c}")), cpus: 1, lines: lines });
+        units.push(Unit { id: UnitId::Label(format!("S0-D0-C{c}")), cpus: 1, lines });
     }
     let mut csv = Config::new(Layout::Csv(",".into()));
     csv.aggregation = Aggregation::Core;
@@ -105,7 +112,12 @@ fn global_lines_equal_perfs_up_to_the_wider_metric_column() {
         line(3, 0.0, "", "cpu-migrations", 1, (0.0, "/sec")),
     ];
     let mut p = Printer::new(Vec::new(), Config::new(Layout::Std));
-    p.counters(&Title { target: "sleep 0.15".into(), runs: 1 }, None, &[Unit { id: UnitId::Global, cpus: 0, lines }]).unwrap();
+    p.counters(
+        &Title { target: "sleep 0.15".into(), runs: 1 },
+        None,
+        &[Unit { id: UnitId::Global, cpus: 0, lines }],
+    )
+    .unwrap();
     let ours = String::from_utf8(p.into_inner()).unwrap();
     for (mine, theirs) in ours.lines().zip(perf.lines()) {
         assert_eq!(mine.trim_end(), theirs.trim_end());

@@ -42,7 +42,13 @@ fn line(row: usize, count: Count, unit: &str, name: &str, cells: Vec<Cell>) -> L
 /// `perf stat true` on a machine without a hardware PMU.
 fn no_args() -> Vec<Line> {
     vec![
-        line(0, Count::Value(0.78), "msec", "task-clock", vec![cell(0.5, Fmt::RATE, "CPUs utilized")]),
+        line(
+            0,
+            Count::Value(0.78),
+            "msec",
+            "task-clock",
+            vec![cell(0.5, Fmt::RATE, "CPUs utilized")],
+        ),
         line(1, Count::Value(1.0), "", "context-switches", vec![cell(1.281, Fmt::RATE, "K/sec")]),
         line(2, Count::Value(48.0), "", "page-faults", vec![cell(61.489, Fmt::RATE, "K/sec")]),
         line(3, Count::NotSupported, "", "cycles", vec![]),
@@ -112,7 +118,13 @@ fn json_has_perfs_seven_keys_with_quoted_values() {
 
 #[test]
 fn grouping_and_decimal_mark_follow_the_locale() {
-    let lines = vec![line(0, Count::Value(2004.25), "msec", "task-clock", vec![cell(2.0, Fmt::RATE, "CPUs utilized")])];
+    let lines = vec![line(
+        0,
+        Count::Value(2004.25),
+        "msec",
+        "task-clock",
+        vec![cell(2.0, Fmt::RATE, "CPUs utilized")],
+    )];
     let mut config = Config::new(Layout::Std);
     config.locale = NumericLocale::en_us();
     let text = print(config.clone(), None, &global(lines.clone()), None);
@@ -121,9 +133,15 @@ fn grouping_and_decimal_mark_follow_the_locale() {
     let text = print(config, None, &global(lines.clone()), None);
     assert!(text.contains("           2004.25 msec task-clock"), "{text}");
     let mut de = Config::new(Layout::Std);
-    de.locale = NumericLocale { decimal_point: ",".into(), thousands_sep: ".".into(), grouping: vec![3] };
+    de.locale =
+        NumericLocale { decimal_point: ",".into(), thousands_sep: ".".into(), grouping: vec![3] };
     let text = print(de, None, &global(lines), None);
-    assert!(text.contains("          2.004,25 msec task-clock                       #    2,000 CPUs utilized"), "{text}");
+    assert!(
+        text.contains(
+            "          2.004,25 msec task-clock                       #    2,000 CPUs utilized"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -133,7 +151,10 @@ fn continuation_metrics_start_at_column_49_and_running_follows_the_last() {
         Count::Value(1_051_069_590.0),
         "",
         "instructions",
-        vec![cell(1.45, Fmt::PER_INSN, "insn per cycle"), cell(0.2, Fmt::PER_INSN, "stalled cycles per insn")],
+        vec![
+            cell(1.45, Fmt::PER_INSN, "insn per cycle"),
+            cell(0.2, Fmt::PER_INSN, "stalled cycles per insn"),
+        ],
     );
     l.running = 500;
     l.enabled = 1000;
@@ -155,15 +176,16 @@ fn continuation_metrics_start_at_column_49_and_running_follows_the_last() {
     let mut p = Printer::new(Vec::new(), Config::new(Layout::Csv(";".into())));
     p.counters(&Title { target: "x".into(), runs: 1 }, None, &global(vec![l])).unwrap();
     let text = String::from_utf8(p.into_inner()).unwrap();
-    assert_eq!(text, "1051069590;;instructions;500;50.00;1.45;insn per cycle\n;;;;;0.20;stalled cycles per insn\n");
+    assert_eq!(
+        text,
+        "1051069590;;instructions;500;50.00;1.45;insn per cycle\n;;;;;0.20;stalled cycles per insn\n"
+    );
 }
 
 #[test]
 fn per_cpu_lines_go_event_by_event_and_per_core_unit_by_unit() {
     let units = |lines: fn(usize) -> Vec<Line>| -> Vec<Unit> {
-        (0..2)
-            .map(|c| Unit { id: UnitId::Cpu(c as i32), cpus: 1, lines: lines(c) })
-            .collect()
+        (0..2).map(|c| Unit { id: UnitId::Cpu(c as i32), cpus: 1, lines: lines(c) }).collect()
     };
     let two = |c: usize| {
         vec![
@@ -189,8 +211,16 @@ fn per_cpu_lines_go_event_by_event_and_per_core_unit_by_unit() {
     let text = print(config, None, &cores, None);
     let body: Vec<&str> = text.lines().filter(|l| l.starts_with("S0")).collect();
     assert_eq!(body.len(), 4);
-    assert!(body[0].starts_with("S0-D0-C0              2                 10      cs"), "{}", body[0]);
-    assert!(body[1].starts_with("S0-D0-C0              2                 20      faults"), "{}", body[1]);
+    assert!(
+        body[0].starts_with("S0-D0-C0              2                 10      cs"),
+        "{}",
+        body[0]
+    );
+    assert!(
+        body[1].starts_with("S0-D0-C0              2                 20      faults"),
+        "{}",
+        body[1]
+    );
     assert!(body[2].starts_with("S0-D0-C1"), "{}", body[2]);
 }
 
@@ -223,7 +253,9 @@ fn interval_header_repeats_every_twenty_six_prints() {
         .collect();
     // Printed before intervals 1, 27 and 53.
     assert_eq!(at, [0, 27, 54]);
-    assert!(text.lines().nth(1).unwrap().starts_with("     0.100000000                  1      cs"));
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("     0.100000000                  1      cs")
+    );
 }
 
 #[test]
@@ -274,12 +306,16 @@ fn runs_add_perfs_spread_fields() {
     config.layout = Layout::Std;
     let mut p = Printer::new(Vec::new(), config);
     p.counters(&Title { target: "true".into(), runs: 3 }, None, &global(vec![l])).unwrap();
-    p.footer(&Footer { elapsed: 1.000123, elapsed_sd: Some(0.000987), ..Footer::default() }).unwrap();
+    p.footer(&Footer { elapsed: 1.000123, elapsed_sd: Some(0.000987), ..Footer::default() })
+        .unwrap();
     let text = String::from_utf8(p.into_inner()).unwrap();
     assert!(text.contains("Performance counter stats for 'true' (3 runs):"), "{text}");
     assert!(text.contains("( +-  1.50% )"), "{text}");
     // The spread's first significant digit is the 4th decimal: 4 + 2 decimals.
-    assert!(text.contains("          1.000123 +- 0.000987 seconds time elapsed  ( +-  0.10% )"), "{text}");
+    assert!(
+        text.contains("          1.000123 +- 0.000987 seconds time elapsed  ( +-  0.10% )"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -287,7 +323,10 @@ fn default_metric_groups_print_the_group_name_instead_of_the_count() {
     let mut l = line(0, Count::Value(1e9), "", "TOPDOWN.SLOTS", vec![]);
     l.default_groups = vec![DefaultGroup {
         name: Some("TopdownL1".into()),
-        cells: vec![cell(29.8, Fmt::SCALED, "%  tma_backend_bound"), cell(20.0, Fmt::SCALED, "%  tma_frontend_bound")],
+        cells: vec![
+            cell(29.8, Fmt::SCALED, "%  tma_backend_bound"),
+            cell(20.0, Fmt::SCALED, "%  tma_frontend_bound"),
+        ],
     }];
     let text = print(Config::new(Layout::Std), None, &global(vec![l.clone()]), None);
     let body: Vec<&str> = text.lines().skip(3).collect();

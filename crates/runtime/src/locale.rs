@@ -138,7 +138,9 @@ pub fn ctime_now() -> String {
     let text = unsafe {
         let now = libc::time(std::ptr::null_mut());
         let p = libc::ctime_r(&now, buf.as_mut_ptr());
-        if p.is_null() { return String::new() }
+        if p.is_null() {
+            return String::new();
+        }
         CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
     };
     text.trim_end_matches('\n').to_string()

@@ -387,10 +387,12 @@ impl Sysfs {
 
     /// A CPU's cluster id (`topology/cluster_id`), 0 where the file is missing.
     pub fn cpu_cluster(&self, cpu: u32) -> u32 {
-        fs::read_to_string(self.root.join(format!("devices/system/cpu/cpu{cpu}/topology/cluster_id")))
-            .ok()
-            .and_then(|t| t.trim().parse::<i64>().ok())
-            .map_or(0, |v| v.max(0) as u32)
+        fs::read_to_string(
+            self.root.join(format!("devices/system/cpu/cpu{cpu}/topology/cluster_id")),
+        )
+        .ok()
+        .and_then(|t| t.trim().parse::<i64>().ok())
+        .map_or(0, |v| v.max(0) as u32)
     }
 
     /// The cache of `level` (the last level when `None`) that `cpu` uses, as perf's
