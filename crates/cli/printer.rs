@@ -212,7 +212,7 @@ impl Printer {
             let number = perf_number(value, metric.has_scale_unit);
             let unit = root.model.str(metric.unit);
             let mark = if bottleneck { "  <==" } else { "" };
-            let name = root.model.str(metric.name);
+            let name = view::metric_name(plan, i);
             let line = format!(
                 "{}{:<w$} {number} {unit}{mark}",
                 "  ".repeat(depth),

@@ -281,6 +281,9 @@ pub struct ViewContext<'a> {
     pub results: &'a [RootResult],
     /// Per spec, `-r`'s relative spread of the count in %, when repeated.
     pub noise: &'a [Option<f64>],
+    /// Label metrics with their PMU where two core types have one of the same name
+    /// ([`has_hybrid_twins`]).
+    pub hybrid: bool,
 }
 
 /// One counter row's facts for the built-ins.
@@ -327,9 +330,10 @@ pub fn units(
     wall_ns: f64,
     noise: &[Option<f64>],
 ) -> Vec<Unit> {
+    let hybrid = has_hybrid_twins(plan);
     let one = |evaluators: &mut Evaluators, sample: &Sample<'_>, skip_zero, cpus| {
         let results = plan.evaluate(evaluators, sample);
-        let ctx = ViewContext { wall_ns, results: &results, noise };
+        let ctx = ViewContext { wall_ns, results: &results, noise, hybrid };
         lines(plan, sample, &ctx, skip_zero, cpus)
     };
     match split {
@@ -449,7 +453,7 @@ fn default_group_cells(
         let m = &r.model.metrics[r.metric];
         let name = r.model.str(m.default_group).to_string();
         let pmu = r.model.str(m.pmu).to_string();
-        let cell = metric_cell(plan, root, &ctx.results[root]);
+        let cell = metric_cell(plan, root, &ctx.results[root], ctx.hybrid);
         match groups.iter_mut().find(|g| g.0 == name && g.1 == pmu) {
             Some(g) => g.2.push(cell),
             None => groups.push((name, pmu, vec![cell])),
@@ -548,7 +552,7 @@ fn cells(plan: &Plan, r: usize, row: &Row, peers: &[Peer], ctx: &ViewContext<'_>
         builtin_cells(me, peers, ctx, &mut out);
     }
     for &root in &row.roots {
-        out.push(metric_cell(plan, root, &ctx.results[root]));
+        out.push(metric_cell(plan, root, &ctx.results[root], ctx.hybrid));
     }
     if out.is_empty() {
         out.push(Cell::none());
@@ -700,13 +704,44 @@ pub fn convert_unit(mut value: f64) -> (f64, &'static str) {
     (value, prefix)
 }
 
+/// Whether another root has `root`'s metric name on another PMU (a hybrid machine's two
+/// core types).
+fn twice(plan: &Plan, root: usize) -> bool {
+    let r = &plan.roots[root];
+    let name = r.model.str(r.model.metrics[r.metric].name);
+    let pmu = r.model.str(r.model.metrics[r.metric].pmu);
+    plan.roots.iter().any(|o| {
+        let m = &o.model.metrics[o.metric];
+        o.model.str(m.name) == name && o.model.str(m.pmu) != pmu
+    })
+}
+
+/// A root's metric name as every view prints it: with its PMU (`tma_retiring (cpu_core)`)
+/// where another core type has a metric of the same name.
+pub fn metric_name(plan: &Plan, root: usize) -> String {
+    let r = &plan.roots[root];
+    let m = &r.model.metrics[r.metric];
+    let name = r.model.str(m.name);
+    if twice(plan, root) { format!("{name} ({})", r.model.str(m.pmu)) } else { name.to_string() }
+}
+
+/// Whether any two roots of `plan` share a metric name on different PMUs.
+pub fn has_hybrid_twins(plan: &Plan) -> bool {
+    (0..plan.roots.len()).any(|r| twice(plan, r))
+}
+
 /// A JSON metric's cell (`generic_metric`): `%8.1f` and `unit  name` with a `ScaleUnit`,
-/// else `%8.2f` and the name; red when its threshold is crossed, green when not.
-pub fn metric_cell(plan: &Plan, root: usize, result: &RootResult) -> Cell {
+/// else `%8.2f` and the name; red when its threshold is crossed, green when not. With
+/// `hybrid` (the plan has a metric of this name on both core types), the name carries its
+/// PMU (`tma_retiring (cpu_core)`), so two columns or lines are never named alike.
+pub fn metric_cell(plan: &Plan, root: usize, result: &RootResult, hybrid: bool) -> Cell {
     let r = &plan.roots[root];
     let (model, m) = (r.model, r.metric);
     let metric = &model.metrics[m];
-    let name = model.str(metric.name).to_string();
+    let mut name = model.str(metric.name).to_string();
+    if hybrid && twice(plan, root) {
+        name = format!("{name} ({})", model.str(metric.pmu));
+    }
     let unit =
         if metric.has_scale_unit { model.str(metric.unit).to_string() } else { String::new() };
     let colour = match result.threshold {
@@ -784,7 +819,20 @@ pub fn tree(plan: &Plan, results: &[RootResult]) -> Vec<TreeNode> {
     let children = |p: Option<usize>| -> Vec<usize> {
         (0..names.len()).filter(|&i| parents[i] == p).collect()
     };
-    let path = bottleneck_path(results, &children);
+    // One bottleneck path per core type on hybrid machines: each PMU's tree is its own.
+    let pmu_of = |i: usize| plan.roots[i].model.str(plan.roots[i].model.metrics[plan.roots[i].metric].pmu);
+    let mut pmus: Vec<&str> = (0..names.len()).map(pmu_of).collect();
+    pmus.sort_unstable();
+    pmus.dedup();
+    let path: Vec<usize> = pmus
+        .iter()
+        .flat_map(|pmu| {
+            let within = |p: Option<usize>| -> Vec<usize> {
+                children(p).into_iter().filter(|&i| pmu_of(i) == *pmu).collect()
+            };
+            bottleneck_path(results, &within)
+        })
+        .collect();
     let mut out = Vec::new();
     let mut stack: Vec<(usize, usize)> = children(None).into_iter().rev().map(|i| (i, 0)).collect();
     while let Some((i, depth)) = stack.pop() {
