@@ -142,8 +142,9 @@ pub struct StatArgs {
     /// left out).
     #[arg(long, conflicts_with_all = ["no_aggr", "per_core", "per_socket", "per_die"])]
     pub per_thread: bool,
-    /// On hybrid CPUs, only the metrics of this core type.
-    #[arg(long, value_name = "core|atom", value_parser = ["core", "atom"])]
+    /// Only this core PMU: legacy and bare events open on it alone, and only its metrics
+    /// (`core`, `atom`, or a PMU name such as `cpu_core`, `cpu_atom`, `cpu`), as perf's.
+    #[arg(long, value_name = "TYPE")]
     pub cputype: Option<String>,
     /// Say how the events were grouped and why, before counting.
     #[arg(short = 'v', long)]
@@ -229,8 +230,17 @@ pub fn select_items(
 fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
     let literals = engine::plan::literals(machine.sysfs, machine.proc_root, system_wide(args));
     let mut plan = Plan::new(literals);
+    let cputype = match &args.cputype {
+        Some(text) => Some(engine::events::cputype_pmu(machine.sysfs, text).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    let model = args.model.as_deref().map(models::find_model).transpose()?;
+    let tables = engine::events::CatalogTables::for_machine(machine.sysfs, machine.proc_root, model);
+    let resolver = tmetric_runtime::event::Resolver::new(machine.sysfs)
+        .with_tables(&tables)
+        .with_pmu_filter(cputype.as_deref());
     for list in &args.events {
-        plan.add_event_lists(std::slice::from_ref(list), machine.sysfs)
+        plan.add_event_lists(std::slice::from_ref(list), &resolver)
             .with_context(|| format!("-e {list}"))?;
     }
     let mut picks =
@@ -241,12 +251,11 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
     } else if !explicit {
         picks.extend(engine::select::shadow_picks(&plan, machine, &literals));
     }
-    if let Some(kind) = &args.cputype {
+    if let (Some(kind), Some(pmu)) = (&args.cputype, &cputype) {
         // Hybrid metrics name their PMU (`cpu_core`, `cpu_atom`); others apply to both.
-        let pmu = format!("cpu_{kind}");
         picks.retain(|p| {
             let metric_pmu = p.model.str(p.model.metrics[p.metric].pmu);
-            metric_pmu == pmu || !(metric_pmu == "cpu_core" || metric_pmu == "cpu_atom")
+            metric_pmu == pmu.as_str() || !(metric_pmu == "cpu_core" || metric_pmu == "cpu_atom")
         });
         if picks.is_empty() && !args.metrics.is_empty() {
             bail!("--cputype {kind}: none of the selected metrics is a `{pmu}` metric");
@@ -754,26 +763,7 @@ pub fn open_failures<S: Syscalls>(
 
 /// The groups the kernel refused, as notes.
 pub fn split_notes<S: Syscalls>(plan: &Plan, counters: &Counters<S>) -> Vec<String> {
-    counters
-        .splits()
-        .iter()
-        .map(|split| {
-            let names: Vec<&str> =
-                split.events.iter().map(|&e| plan.specs[e].name.as_str()).collect();
-            let kept = if split.kept.is_empty() {
-                String::new()
-            } else {
-                let kept: Vec<&str> =
-                    split.kept.iter().map(|&e| plan.specs[e].name.as_str()).collect();
-                format!("; {} stayed together behind their `slots` leader", kept.join(", "))
-            };
-            format!(
-                "the kernel refused the group {{{}}} ({}), so its events were counted alone and their metrics multiplexed{kept}",
-                names.join(","),
-                split.errno
-            )
-        })
-        .collect()
+    counters.splits().iter().map(|split| plan.split_note(split)).collect()
 }
 
 /// What was counted, as the title of the totals says it.
@@ -1341,14 +1331,13 @@ fn validate_flags(args: &StatArgs) -> anyhow::Result<()> {
         );
     }
     for list in &args.events {
-        let groups =
-            tmetric_runtime::event::split_list(list).with_context(|| format!("-e {list}"))?;
-        if groups.iter().all(Vec::is_empty) {
+        if list.chars().all(|c| c == ',' || c.is_whitespace()) {
             bail!(
                 "-e `{}` names no event; give a comma-separated list such as `-e task-clock,page-faults` (`tmetric list events` lists them)",
                 list.escape_debug()
             );
         }
+        tmetric_runtime::event::check_syntax(list).with_context(|| format!("-e {list}"))?;
     }
     if !args.metrics.is_empty() && args.metrics.iter().all(|m| m.trim().is_empty()) {
         bail!("-M names no metric or group; give a comma-separated list such as `-M Software`");

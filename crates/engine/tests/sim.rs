@@ -318,7 +318,8 @@ fn default_and_shadow_picks_follow_perfs_views() {
     let literals = tmetric_engine::plan::literals(&sysfs, &tree.proc_root, true);
     let shadows = |events: &str| -> Vec<String> {
         let mut plan = Plan::new(literals);
-        plan.add_event_lists(&[events.to_string()], &sysfs).unwrap();
+        let resolver = tmetric_runtime::event::Resolver::new(&sysfs);
+        plan.add_event_lists(&[events.to_string()], &resolver).unwrap();
         tmetric_engine::select::shadow_picks(&plan, &machine, &literals).iter().map(name).collect()
     };
     let both = shadows("task-clock,context-switches");
