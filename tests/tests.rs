@@ -2,6 +2,7 @@
 
 mod catalogue;
 mod cli_eval;
+mod cli_events;
 mod cli_from_perf;
 mod cli_harden;
 mod cli_list;

@@ -231,11 +231,14 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
     let literals = engine::plan::literals(machine.sysfs, machine.proc_root, system_wide(args));
     let mut plan = Plan::new(literals);
     let cputype = match &args.cputype {
-        Some(text) => Some(engine::events::cputype_pmu(machine.sysfs, text).map_err(anyhow::Error::msg)?),
+        Some(text) => {
+            Some(engine::events::cputype_pmu(machine.sysfs, text).map_err(anyhow::Error::msg)?)
+        }
         None => None,
     };
     let model = args.model.as_deref().map(models::find_model).transpose()?;
-    let tables = engine::events::CatalogTables::for_machine(machine.sysfs, machine.proc_root, model);
+    let tables =
+        engine::events::CatalogTables::for_machine(machine.sysfs, machine.proc_root, model);
     let resolver = tmetric_runtime::event::Resolver::new(machine.sysfs)
         .with_tables(&tables)
         .with_pmu_filter(cputype.as_deref());

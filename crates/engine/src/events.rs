@@ -7,9 +7,9 @@
 use std::path::Path;
 
 use tmetric_catalog::Model;
+use tmetric_runtime::Sysfs;
 use tmetric_runtime::event::resolve::table_pmu_matches;
 use tmetric_runtime::event::{EventTables, PmuFacts, Resolver, TableEvent};
-use tmetric_runtime::Sysfs;
 
 /// The vendor events of a machine: its CPU model's, and the `sys/` models whose `Compat`
 /// matches a PMU's `identifier`.

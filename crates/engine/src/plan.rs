@@ -674,7 +674,9 @@ impl Plan {
         let name = |s: usize| self.specs[s].name.as_str();
         let names: Vec<&str> = split.events.iter().map(|&e| name(e)).collect();
         let rows: Vec<usize> = (0..self.rows.len())
-            .filter(|&r| matches!(self.rows[r].source, Source::Counter(s) if split.events.contains(&s)))
+            .filter(
+                |&r| matches!(self.rows[r].source, Source::Counter(s) if split.events.contains(&s)),
+            )
             .collect();
         let mut metrics: Vec<&str> = Vec::new();
         for root in &self.roots {

@@ -524,9 +524,22 @@ impl<'a> Resolver<'a> {
                 vec![self.tracepoint(system, name, name_span, e, spread)?]
             }
         };
+        if built.is_empty() {
+            let filter = self.filter.unwrap_or("the PMU filter");
+            return Err((
+                e.span.clone(),
+                EventError::Syntax {
+                    text: e.text.clone(),
+                    message: format!(
+                        "no PMU is left for it: it counts on core PMUs, and --cputype chose `{filter}`"
+                    ),
+                },
+            ));
+        }
         let many_uncore = built.iter().filter(|b| b.pmu.is_some()).count() > 1
             && built.iter().all(|b| b.pmu.as_deref().is_some_and(|p| !is_core_pmu(self.sysfs, p)));
-        let hybrid = self.hybrid();
+        // A lone event ([`Resolver::single`]) is not tied to one core PMU: its name stays.
+        let hybrid = spread == Spread::All && self.hybrid();
         for b in &mut built {
             match &mut b.event {
                 Resolved::Tool(_) => {
@@ -751,12 +764,12 @@ impl<'a> Resolver<'a> {
                 found.push(pmu);
             }
         }
-        if spread == Spread::One && found.len() > 1 {
-            if let Some(core) = self.sysfs.core_pmu()
-                && found.contains(&core)
-            {
-                found = vec![core];
-            }
+        if spread == Spread::One
+            && found.len() > 1
+            && let Some(core) = self.sysfs.core_pmu()
+            && found.contains(&core)
+        {
+            found = vec![core];
         }
         if found.is_empty() {
             return Err((span.clone(), self.unknown(name)));
