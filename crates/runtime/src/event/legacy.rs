@@ -72,6 +72,23 @@ const SW_NAMES: [&str; 12] = [
     "cgroup-switches",
 ];
 
+/// The events perf's `-d`, `-dd` and `-ddd` add (`detailed_attrs`, `very_detailed_attrs`,
+/// `very_very_detailed_attrs` of `builtin-stat.c`), per level, in perf's order and with the
+/// names perf prints; each level adds to the ones before. A front end passes them through
+/// [`super::Resolver`] like `-e` text, so hybrid machines get one per core PMU.
+pub const DETAILED: [&[&str]; 3] = [
+    &["L1-dcache-loads", "L1-dcache-load-misses", "LLC-loads", "LLC-load-misses"],
+    &[
+        "L1-icache-loads",
+        "L1-icache-load-misses",
+        "dTLB-loads",
+        "dTLB-load-misses",
+        "iTLB-loads",
+        "iTLB-load-misses",
+    ],
+    &["L1-dcache-prefetches", "L1-dcache-prefetch-misses"],
+];
+
 /// The `PERF_COUNT_SW_*` config of a software event name (perf's names and aliases).
 pub fn software_config(name: &str) -> Option<u64> {
     SOFTWARE.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|&(_, c)| c)
@@ -376,6 +393,33 @@ mod tests {
             assert_eq!(legacy_name(TYPE_HW_CACHE, c).as_deref(), Some(name));
         }
         assert_eq!(legacy_name(TYPE_HARDWARE, 4 | 8 << 32).as_deref(), Some("branches"));
+        // perf's -d levels: (cache, op, result) as builtin-stat.c lists them.
+        let configs: Vec<u64> =
+            DETAILED.iter().flat_map(|l| l.iter()).map(|n| cache_config(n).unwrap()).collect();
+        let want = |c: u64, op: u64, r: u64| c | op << 8 | r << 16;
+        assert_eq!(
+            configs,
+            [
+                want(0, 0, 0),
+                want(0, 0, 1),
+                want(2, 0, 0),
+                want(2, 0, 1),
+                want(1, 0, 0),
+                want(1, 0, 1),
+                want(3, 0, 0),
+                want(3, 0, 1),
+                want(4, 0, 0),
+                want(4, 0, 1),
+                want(0, 2, 0),
+                want(0, 2, 1),
+            ]
+        );
+        for name in DETAILED.iter().flat_map(|l| l.iter()) {
+            assert_eq!(
+                legacy_name(TYPE_HW_CACHE, cache_config(name).unwrap()).as_deref(),
+                Some(*name)
+            );
+        }
         assert_eq!(legacy_name(TYPE_SOFTWARE, 3).as_deref(), Some("context-switches"));
     }
 

@@ -19,7 +19,7 @@ pub mod legacy;
 pub mod resolve;
 
 pub use grammar::Span;
-pub use legacy::{Legacy, hardware_config, legacy, legacy_name, software_config};
+pub use legacy::{DETAILED, Legacy, hardware_config, legacy, legacy_name, software_config};
 pub use resolve::{
     EventList, EventTables, ListEvent, ListGroup, PmuFacts, Resolver, TableEvent, Topdown,
 };
@@ -37,7 +37,7 @@ pub enum EventError {
     },
     /// An error at a place of an event list: the error, then the list with a caret under the
     /// place.
-    #[error("{error}\n{}", grammar::caret(list, span))]
+    #[error("{}\n{}", located_message(error), grammar::caret(list, span))]
     Located {
         /// The whole list as given.
         list: String,
@@ -153,6 +153,15 @@ pub enum EventError {
     /// Reading sysfs failed.
     #[error(transparent)]
     Sysfs(#[from] SysfsError),
+}
+
+/// The message of a located error: a syntax error's message alone (the caret shows the
+/// event), anything else in full.
+fn located_message(error: &EventError) -> String {
+    match error {
+        EventError::Syntax { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
 }
 
 impl EventError {
