@@ -38,8 +38,10 @@ pub struct StatArgs {
     /// With -I, print the totals at the end too.
     #[arg(long, requires = "interval")]
     pub summary: bool,
-    /// Events to count, comma-separated: software and hardware names, `pmu/event/`,
-    /// `pmu/term=value,.../`, `subsystem:tracepoint`, tool events, `{a,b}` groups.
+    /// Events to count, comma-separated, in perf's grammar: perf's names (`cycles`, `cs`,
+    /// `L1-dcache-loads`), vendor events (`INST_RETIRED.ANY`), `pmu/event/`,
+    /// `pmu/term=value,.../`, raw `rNNN`, `subsystem:tracepoint`, tool events, modifiers
+    /// (`:u`, `:k`, ...) and `{a,b}[:mods]` groups.
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
     /// Metrics or metric groups, comma-separated: tmetric's common ones (group `Software`)
