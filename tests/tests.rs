@@ -2,10 +2,12 @@
 
 mod catalogue;
 mod cli_eval;
+mod cli_events;
 mod cli_from_perf;
 mod cli_harden;
 mod cli_list;
 mod cli_per_thread;
+mod cli_perf_contract;
 mod cli_record;
 mod cli_sim;
 mod cli_stat;

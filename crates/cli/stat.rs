@@ -41,8 +41,10 @@ pub struct StatArgs {
     /// With -I, print the totals at the end too.
     #[arg(long)]
     pub summary: bool,
-    /// Events to count, comma-separated: software and hardware names, `pmu/event/`,
-    /// `pmu/term=value,.../`, `subsystem:tracepoint`, tool events, `{a,b}` groups.
+    /// Events to count, comma-separated, in perf's grammar: perf's names (`cycles`, `cs`,
+    /// `L1-dcache-loads`), vendor events (`INST_RETIRED.ANY`), `pmu/event/`,
+    /// `pmu/term=value,.../`, raw `rNNN`, `subsystem:tracepoint`, tool events, modifiers
+    /// (`:u`, `:k`, ...) and `{a,b}[:mods]` groups.
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
     /// Metrics or metric groups, comma-separated: tmetric's common ones (group `Software`)
@@ -157,8 +159,9 @@ pub struct StatArgs {
     /// left out).
     #[arg(long, conflicts_with_all = ["no_aggr", "per_core", "per_socket", "per_die"])]
     pub per_thread: bool,
-    /// On hybrid CPUs, only the metrics of this core type.
-    #[arg(long, value_name = "core|atom", value_parser = ["core", "atom"])]
+    /// Only this core PMU: legacy and bare events open on it alone, and only its metrics
+    /// (`core`, `atom`, or a PMU name such as `cpu_core`, `cpu_atom`, `cpu`), as perf's.
+    #[arg(long, value_name = "TYPE")]
     pub cputype: Option<String>,
     /// Detailed run: also L1 and last-level data cache events (-dd: instruction cache and
     /// TLB events too; -ddd: L1 prefetch events too).
@@ -301,8 +304,20 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
     if args.null_run {
         return Ok(plan);
     }
+    let cputype = match &args.cputype {
+        Some(text) => {
+            Some(engine::events::cputype_pmu(machine.sysfs, text).map_err(anyhow::Error::msg)?)
+        }
+        None => None,
+    };
+    let model = args.model.as_deref().map(models::find_model).transpose()?;
+    let tables =
+        engine::events::CatalogTables::for_machine(machine.sysfs, machine.proc_root, model);
+    let resolver = tmetric_runtime::event::Resolver::new(machine.sysfs)
+        .with_tables(&tables)
+        .with_pmu_filter(cputype.as_deref());
     for list in &args.events {
-        plan.add_event_lists(std::slice::from_ref(list), machine.sysfs)
+        plan.add_event_lists(std::slice::from_ref(list), &resolver)
             .with_context(|| format!("-e {list}"))?;
     }
     let mut picks =
@@ -312,8 +327,7 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
     if args.events.is_empty() && !explicit {
         // perf's default events, and its `Default` metric group where the model has one.
         let events = default_events(system_wide(args), machine.sysfs);
-        plan.add_event_lists(&[events.join(",")], machine.sysfs)
-            .context("perf's default events")?;
+        plan.add_event_lists(&[events.join(",")], &resolver).context("perf's default events")?;
         if let Ok(model) = host_model(args.model.as_deref(), machine.sysfs, machine.proc_root) {
             picks = engine::select::find("Default", tmetric_catalog::common(), Some(model))
                 .into_iter()
@@ -323,15 +337,14 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
         }
     }
     if args.detailed > 0 {
-        plan.add_event_lists(&[detailed_events(args.detailed).join(",")], machine.sysfs)
+        plan.add_event_lists(&[detailed_events(args.detailed).join(",")], &resolver)
             .context("-d's events")?;
     }
-    if let Some(kind) = &args.cputype {
+    if let (Some(kind), Some(pmu)) = (&args.cputype, &cputype) {
         // Hybrid metrics name their PMU (`cpu_core`, `cpu_atom`); others apply to both.
-        let pmu = format!("cpu_{kind}");
         picks.retain(|p| {
             let metric_pmu = p.model.str(p.model.metrics[p.metric].pmu);
-            metric_pmu == pmu || !(metric_pmu == "cpu_core" || metric_pmu == "cpu_atom")
+            metric_pmu == pmu.as_str() || !(metric_pmu == "cpu_core" || metric_pmu == "cpu_atom")
         });
         if picks.is_empty() && !args.metrics.is_empty() {
             bail!("--cputype {kind}: none of the selected metrics is a `{pmu}` metric");
@@ -428,22 +441,11 @@ fn default_events(system_wide: bool, sysfs: &Sysfs) -> Vec<&'static str> {
 
 /// perf's `-d` (level 1), `-dd` (2) and `-ddd` (3) events.
 fn detailed_events(level: u8) -> Vec<&'static str> {
-    let mut events =
-        vec!["L1-dcache-loads", "L1-dcache-load-misses", "LLC-loads", "LLC-load-misses"];
-    if level >= 2 {
-        events.extend([
-            "L1-icache-loads",
-            "L1-icache-load-misses",
-            "dTLB-loads",
-            "dTLB-load-misses",
-            "iTLB-loads",
-            "iTLB-load-misses",
-        ]);
-    }
-    if level >= 3 {
-        events.extend(["L1-dcache-prefetches", "L1-dcache-prefetch-misses"]);
-    }
-    events
+    tmetric_runtime::event::legacy::DETAILED
+        .iter()
+        .take(level.min(3) as usize)
+        .flat_map(|l| l.iter().copied())
+        .collect()
 }
 
 /// Why no selected CPU-model metric can count a single input here (a machine without a
@@ -533,26 +535,7 @@ pub fn open_failures<S: Syscalls>(
 
 /// The groups the kernel refused, as notes.
 pub fn split_notes<S: Syscalls>(plan: &Plan, counters: &Counters<S>) -> Vec<String> {
-    counters
-        .splits()
-        .iter()
-        .map(|split| {
-            let names: Vec<&str> =
-                split.events.iter().map(|&e| plan.specs[e].name.as_str()).collect();
-            let kept = if split.kept.is_empty() {
-                String::new()
-            } else {
-                let kept: Vec<&str> =
-                    split.kept.iter().map(|&e| plan.specs[e].name.as_str()).collect();
-                format!("; {} stayed together behind their `slots` leader", kept.join(", "))
-            };
-            format!(
-                "the kernel refused the group {{{}}} ({}), so its events were counted alone and their metrics multiplexed{kept}",
-                names.join(","),
-                split.errno
-            )
-        })
-        .collect()
+    counters.splits().iter().map(|split| plan.split_note(split)).collect()
 }
 
 /// What was counted, as the title of the totals says it.
@@ -588,9 +571,11 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
 pub fn run_recording(args: &StatArgs, record: Option<&Path>) -> anyhow::Result<i32> {
     let attach = args.pid.is_some() || !args.tid.is_empty();
     if args.command.is_empty() && !system_wide(args) && !attach {
-        bail!(
-            "give a command to count (`tmetric stat -- COMMAND ...`), -a or -C to count CPUs until Ctrl-C, or -p/-t to count a running process"
-        );
+        // perf's `setup_system_wide`: without a command or a target, count every CPU (until
+        // Ctrl-C, --interval-count or --timeout).
+        let mut all = args.clone();
+        all.all_cpus = true;
+        return run_recording(&all, record);
     }
     if attach && !args.command.is_empty() {
         bail!(
@@ -1071,14 +1056,13 @@ fn validate_flags(args: &StatArgs) -> anyhow::Result<()> {
         );
     }
     for list in &args.events {
-        let groups =
-            tmetric_runtime::event::split_list(list).with_context(|| format!("-e {list}"))?;
-        if groups.iter().all(Vec::is_empty) {
+        if list.chars().all(|c| c == ',' || c.is_whitespace()) {
             bail!(
                 "-e `{}` names no event; give a comma-separated list such as `-e task-clock,page-faults` (`tmetric list events` lists them)",
                 list.escape_debug()
             );
         }
+        tmetric_runtime::event::check_syntax(list).with_context(|| format!("-e {list}"))?;
     }
     if !args.metrics.is_empty() && args.metrics.iter().all(|m| m.trim().is_empty()) {
         bail!("-M names no metric or group; give a comma-separated list such as `-M Software`");

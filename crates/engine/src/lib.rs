@@ -8,6 +8,8 @@
 //! * [`schedule`]: the counter-aware scheduler, perf's strategy as a baseline, a lower bound.
 //! * [`plan`]: metric inputs resolved on a machine, groups as runtime counter specs.
 //! * [`eval`]: evaluation of a plan over counts, with the reason for every missing value.
+//! * [`events`]: user event names on a machine: the catalogue's vendor events as the
+//!   runtime resolver's tables, `--cputype`.
 //! * [`evaluator`]: a model's metrics over input values; metric selection and needed inputs.
 //! * [`offline`]: the evaluator front end every input source shares (plan, counts file, log).
 //! * [`literals`]: literal values with where each came from, and perf's defaults.
@@ -24,6 +26,7 @@ pub mod aggr;
 pub mod builtin;
 pub mod eval;
 pub mod evaluator;
+pub mod events;
 pub mod literals;
 pub mod offline;
 pub mod perflog;

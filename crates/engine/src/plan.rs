@@ -437,6 +437,10 @@ pub fn tsc_from_model_name(cpuinfo: &str) -> f64 {
 fn counter_pmu(event: &CounterEvent, sysfs: &Sysfs) -> Option<String> {
     match &event.kind {
         EventKind::Software | EventKind::Tracepoint => None,
+        // A hybrid legacy event names its core PMU in the config's upper half.
+        EventKind::Hardware if event.attr.config >> 32 != 0 => {
+            sysfs.pmu_by_type((event.attr.config >> 32) as u32).or_else(|| sysfs.core_pmu())
+        }
         EventKind::Hardware => sysfs.core_pmu(),
         EventKind::Pmu(p) if p == "msr" || p.starts_with("cstate") || p == "power" => None,
         EventKind::Pmu(p) => Some(p.clone()),
@@ -466,14 +470,12 @@ pub fn cpuid_of(sysfs: &Sysfs, proc_root: &Path) -> Option<String> {
 /// cpuid is unknown. Other slots read 0.
 pub fn machine_probes(model: &Model, machine: &Machine<'_>) -> Vec<f64> {
     let cpuid = cpuid_of(machine.sysfs, machine.proc_root);
+    // perf parses the argument as an event of this machine: its sysfs and its vendor events.
+    let tables = crate::events::CatalogTables::for_machine(machine.sysfs, machine.proc_root, None);
+    let resolver = event::Resolver::new(machine.sysfs).with_tables(&tables);
     probes_with(
         model,
-        |text| {
-            matches!(
-                event::resolve(&text.replace('@', "/"), machine.sysfs),
-                Ok(Resolved::Counter(_))
-            )
-        },
+        |text| matches!(resolver.single(&text.replace('@', "/")), Ok(Resolved::Counter(_))),
         cpuid.as_deref(),
     )
 }
@@ -631,27 +633,94 @@ impl Plan {
         self.rows.len() - 1
     }
 
-    /// Adds `-e` event lists: user groups are opened as given.
-    pub fn add_event_lists(&mut self, lists: &[String], sysfs: &Sysfs) -> Result<(), EventError> {
+    /// Adds `-e` event lists as `resolver` reads them (perf 6.12's grammar, hybrid
+    /// expansion, `--cputype`, perf's regrouping): user groups are opened as regrouped, and
+    /// their topdown events are sticky, so that if the kernel refuses the group they stay
+    /// behind `slots`. The resolver's warnings go to [`Plan::warnings`].
+    pub fn add_event_lists(
+        &mut self,
+        lists: &[String],
+        resolver: &event::Resolver<'_>,
+    ) -> Result<(), EventError> {
         for list in lists {
-            for group in event::split_list(list)? {
+            let parsed = resolver.list(list)?;
+            for warning in parsed.warnings {
+                let warning = format!("-e {list}: {warning}");
+                if !self.warnings.contains(&warning) {
+                    self.warnings.push(warning);
+                }
+            }
+            for group in parsed.groups {
                 let mut specs = Vec::new();
-                for text in group {
-                    let resolution = match event::resolve(&text, sysfs)? {
-                        Resolved::Counter(event) => Resolution::Counter(event),
-                        Resolved::Tool(tool) => Resolution::Tool(tool),
+                for ev in &group.events {
+                    let (resolution, name) = match &ev.event {
+                        Resolved::Counter(c) => (Resolution::Counter(c.clone()), c.name.clone()),
+                        Resolved::Tool(t) => (Resolution::Tool(*t), t.name().to_string()),
                     };
-                    let row = self.add(resolution, text.clone(), true);
+                    let row = self.add(resolution, name, true);
                     if let Source::Counter(s) = self.rows[row].source {
                         specs.push(s);
+                        self.sticky[s] = group.grouped && ev.topdown.is_some();
                     }
                 }
-                if specs.len() > 1 || list.contains('{') {
+                if specs.len() > 1 || group.grouped {
                     self.groups.push(specs);
                 }
             }
         }
         Ok(())
+    }
+
+    /// The note for a group the kernel refused and the runtime split: which events, the
+    /// errno, which stayed together behind `slots`, and, only when metrics read them, that
+    /// those metrics are now computed from counts of different time slices.
+    pub fn split_note(&self, split: &tmetric_runtime::Split) -> String {
+        let name = |s: usize| self.specs[s].name.as_str();
+        let names: Vec<&str> = split.events.iter().map(|&e| name(e)).collect();
+        let rows: Vec<usize> = (0..self.rows.len())
+            .filter(
+                |&r| matches!(self.rows[r].source, Source::Counter(s) if split.events.contains(&s)),
+            )
+            .collect();
+        let mut metrics: Vec<&str> = Vec::new();
+        for root in &self.roots {
+            if root.slot_rows.iter().flatten().any(|r| rows.contains(r)) {
+                let m = root.model.str(root.model.metrics[root.metric].name);
+                if !metrics.contains(&m) {
+                    metrics.push(m);
+                }
+            }
+        }
+        let alone: Vec<&str> =
+            split.events.iter().filter(|e| !split.kept.contains(e)).map(|&e| name(e)).collect();
+        let how = if split.kept.is_empty() {
+            "so its events were counted alone".to_string()
+        } else {
+            let kept: Vec<&str> = split.kept.iter().map(|&e| name(e)).collect();
+            if alone.is_empty() {
+                format!("so it was reopened as {{{}}}", kept.join(","))
+            } else {
+                format!(
+                    "so it was split: {} stayed together behind their `slots` leader, {} {} counted alone",
+                    kept.join(", "),
+                    alone.join(", "),
+                    if alone.len() == 1 { "was" } else { "were" }
+                )
+            }
+        };
+        let multiplexed = if metrics.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {} now read counts from different time slices (multiplexed)",
+                metrics.join(", ")
+            )
+        };
+        format!(
+            "the kernel refused the group {{{}}} ({}): it does not fit the counters together, {how}{multiplexed}",
+            names.join(","),
+            split.errno
+        )
     }
 
     /// Adds metric roots: resolves their inputs on `machine`, schedules their hardware events

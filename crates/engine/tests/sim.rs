@@ -325,7 +325,8 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
             .collect()
     };
     let mut plan = Plan::new(literals);
-    plan.add_event_lists(&["task-clock,context-switches,cycles,instructions".into()], &sysfs)
+    let resolver = tmetric_runtime::event::Resolver::new(&sysfs);
+    plan.add_event_lists(&["task-clock,context-switches,cycles,instructions".into()], &resolver)
         .unwrap();
     // 500 ms of task-clock in 1 s; 2.5e9 cycles and 5e9 instructions.
     let snapshot = counts(&plan, &[500_000_000, 75_295, 2_500_000_000, 5_000_000_000]);
@@ -345,7 +346,7 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
     assert_eq!(lines[3].cells[0].fmt, Some(Fmt::PER_INSN));
 
     let mut plan = Plan::new(literals);
-    plan.add_event_lists(&["task-clock,{cycles,instructions}".into()], &sysfs).unwrap();
+    plan.add_event_lists(&["task-clock,{cycles,instructions}".into()], &resolver).unwrap();
     let snapshot = counts(&plan, &[500_000_000, 2_500_000_000, 5_000_000_000]);
     let sample = Sample { counts: &snapshot, seconds: 1.0, rusage: None };
     let lines = view::lines(&plan, &sample, &ctx, false, None);

@@ -420,6 +420,8 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         let pmus = PmuModel::probe(&sysfs, proc_root, model);
         let machine = Machine { sysfs: &sysfs, proc_root, env: &env, pmus: &pmus };
         let mut plan = Plan::new(tmetric_engine::plan::literals(&sysfs, proc_root, false));
+        let tables = tmetric_engine::events::CatalogTables::for_machine(&sysfs, proc_root, model);
+        let resolver = event::Resolver::new(&sysfs).with_tables(&tables);
         let common = tmetric_catalog::common();
         let mut picks: Vec<Pick> = Vec::new();
         let mut events: Vec<String> = Vec::new();
@@ -431,9 +433,14 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 continue;
             }
             if found.is_empty() {
-                match event::resolve(item, &sysfs) {
-                    Ok(Resolved::Counter(_)) => events.push(item.to_string()),
-                    Ok(Resolved::Tool(_)) => {
+                let listed = resolver.list(item).map(|l| {
+                    l.groups.into_iter().flat_map(|g| g.events).map(|e| e.event).collect::<Vec<_>>()
+                });
+                match listed {
+                    Ok(all) if all.iter().all(|e| matches!(e, Resolved::Counter(_))) => {
+                        events.push(item.to_string())
+                    }
+                    Ok(_) => {
                         return Err(RegionError::Unknown {
                             item: item.into(),
                             models: model_names(model),
@@ -453,7 +460,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             tmetric_engine::select::add_unique(&mut picks, found);
         }
         for e in &events {
-            plan.add_event_lists(std::slice::from_ref(e), &sysfs).map_err(|err| {
+            plan.add_event_lists(std::slice::from_ref(e), &resolver).map_err(|err| {
                 RegionError::Unknown {
                     item: e.clone(),
                     models: model_names(model),

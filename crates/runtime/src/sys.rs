@@ -122,6 +122,10 @@ pub struct Attr {
     pub exclude_guest: bool,
     /// Do not count in the host.
     pub exclude_host: bool,
+    /// Do not count when the CPU is idle (`:I`).
+    pub exclude_idle: bool,
+    /// `exclusive`: the group must be alone on the PMU (`:e`, group leaders only).
+    pub exclusive: bool,
     /// `sample_period`, or `sample_freq` (Hz) when `freq`; 0 makes a counting event.
     pub sample_period: u64,
     /// `freq`: `sample_period` holds a frequency.
@@ -223,6 +227,8 @@ fn raw_attr(attr: &Attr) -> sys::bindings::perf_event_attr {
     raw.set_exclude_hv(attr.exclude_hv.into());
     raw.set_exclude_guest(attr.exclude_guest.into());
     raw.set_exclude_host(attr.exclude_host.into());
+    raw.set_exclude_idle(attr.exclude_idle.into());
+    raw.set_exclusive(attr.exclusive.into());
     raw.__bindgen_anon_1.sample_period = attr.sample_period;
     raw.set_freq(attr.freq.into());
     raw.sample_type = attr.sample_type;

@@ -293,6 +293,15 @@ impl Sysfs {
         names
     }
 
+    /// The PMU whose `type` is `type_` (the core PMU of a legacy event's extended type, the
+    /// PMU of a `type:config` event).
+    pub fn pmu_by_type(&self, type_: u32) -> Option<String> {
+        self.pmu_names().into_iter().find(|n| {
+            fs::read_to_string(self.pmu_devices().join(n).join("type"))
+                .is_ok_and(|t| t.trim().parse::<u32>() == Ok(type_))
+        })
+    }
+
     /// The core PMU: `cpu`, else `cpu_core` (hybrid x86), else the first `armv*` PMU.
     pub fn core_pmu(&self) -> Option<String> {
         ["cpu", "cpu_core"].into_iter().map(String::from).find(|n| self.has_pmu(n)).or_else(|| {
