@@ -25,7 +25,13 @@ pub fn warn(message: &str) {
 
 pub enum Dest {
     Stderr,
-    File { path: PathBuf, file: File },
+    File {
+        path: PathBuf,
+        file: File,
+    },
+    /// Nothing is printed (`tmetric record -o -`, as perf prints nothing when it records to
+    /// a pipe).
+    Nowhere,
 }
 
 /// A destination for reports that survives write errors (see the module documentation).
@@ -42,6 +48,11 @@ impl Sink {
     /// Reports to standard error.
     pub fn stderr() -> Sink {
         Sink { dest: Dest::Stderr, buf: Vec::new(), closed: false, failed: None }
+    }
+
+    /// Reports nowhere: everything written is dropped, but the writer is not `closed`.
+    pub fn nowhere() -> Sink {
+        Sink { dest: Dest::Nowhere, buf: Vec::new(), closed: false, failed: None }
     }
 
     /// Reports to a new file at `path` (truncated if it exists).
@@ -67,7 +78,8 @@ impl Sink {
             self.buf.clear();
             return;
         }
-        if self.buf.is_empty() {
+        if self.buf.is_empty() || matches!(self.dest, Dest::Nowhere) {
+            self.buf.clear();
             return;
         }
         if let Dest::File { path, file } = &mut self.dest {

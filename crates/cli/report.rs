@@ -6,7 +6,7 @@
 //! group), and `--model` evaluates with another model's formulas.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,9 +34,11 @@ use tmetric_engine::aggr::{Aggr, units_for};
     tmetric report -i td.jsonl -M tma_frontend_bound --model icelake -x,\n  \
     perf stat record -o perf.data -e task-clock,context-switches sleep 1 && tmetric report -i perf.data")]
 pub struct ReportArgs {
-    /// The file: from `tmetric record -o FILE`, or perf.data from `perf stat record`.
-    #[arg(short = 'i', long = "input", value_name = "FILE", default_value = "perf.data")]
-    input: PathBuf,
+    /// The file: from `tmetric record` (perf.data or JSON lines), or perf.data from `perf
+    /// stat record`; `-` reads standard input (a pipe of either). Default: standard input
+    /// when it is a pipe, else perf.data (as perf stat report).
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
+    input: Option<PathBuf>,
     /// Metrics or metric groups to evaluate (default: those recorded, or for perf.data the
     /// common metrics whose events were counted); any metric whose events were counted works.
     #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',')]
@@ -117,18 +119,46 @@ struct Replay {
 
 /// Runs `tmetric report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
-    let path = &args.input;
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("cannot read {} (give the file with -i FILE)", path.display()))?;
-    let replay = if perfdata::is_perf_data(&bytes) {
-        let data = perfdata::parse_perf_data(&bytes)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        from_perf_data(args, &data)?
+    let mut args = args.clone();
+    let path = args.input.get_or_insert_with(default_input).clone();
+    let args = &args;
+    let bytes = if path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut bytes).context("cannot read standard input")?;
+        bytes
     } else {
-        let rec = record::read(path, std::io::Cursor::new(bytes))?;
+        std::fs::read(&path).with_context(|| {
+            format!("cannot read {} (give the file with -i FILE)", path.display())
+        })?
+    };
+    let name = if path.as_os_str() == "-" {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let replay = if perfdata::is_perf_data(&bytes) {
+        let data = perfdata::parse_perf_data(&bytes).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        if data.extras.is_empty() {
+            from_perf_data(args, &data)?
+        } else {
+            // Written by `tmetric record`: its plan, literals and model are inside.
+            from_record(args, &record::perf::read(&name, &data)?)?
+        }
+    } else {
+        if bytes.is_empty() && path.as_os_str() == "-" {
+            bail!("standard input is empty: expected a record (`tmetric record -o - ... |`)");
+        }
+        let rec = record::read(Path::new(&name), std::io::Cursor::new(bytes))?;
         from_record(args, &rec)?
     };
     print(args, replay)
+}
+
+/// perf stat report's default input: standard input when it is a pipe, else perf.data.
+fn default_input() -> PathBuf {
+    use std::os::unix::fs::FileTypeExt;
+    let piped = std::fs::metadata("/dev/stdin").is_ok_and(|m| m.file_type().is_fifo());
+    PathBuf::from(if piped { "-" } else { "perf.data" })
 }
 
 fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
@@ -243,6 +273,15 @@ fn renumber(snap: &Snapshot, map: &[usize], specs: usize) -> Snapshot {
         }
     }
     Snapshot { events }
+}
+
+/// The input as errors name it.
+fn input_name(args: &ReportArgs) -> String {
+    match &args.input {
+        Some(p) if p.as_os_str() == "-" => "standard input".to_string(),
+        Some(p) => p.display().to_string(),
+        None => "perf.data".to_string(),
+    }
 }
 
 /// The model `-M` items come from: `--model`, else `recorded`, else the cpuid's.
@@ -450,17 +489,14 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
                 let event = h.events.get(*s).with_context(|| {
                     format!(
                         "{}:1: row {i} names event {s}, which the header lacks",
-                        args.input.display()
+                        input_name(args)
                     )
                 })?;
                 Resolution::Counter(counter_event(event))
             }
             SourceRec::Tool(name) => {
                 Resolution::Tool(Tool::from_name(name).with_context(|| {
-                    format!(
-                        "{}:1: row {i} names the unknown tool event `{name}`",
-                        args.input.display()
-                    )
+                    format!("{}:1: row {i} names the unknown tool event `{name}`", input_name(args))
                 })?)
             }
             SourceRec::RetireLatency => Resolution::RetireLatency,
@@ -594,7 +630,7 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
                 if let Some(bad) = slot_rows.iter().flatten().find(|&&r| r >= plan.rows.len()) {
                     bail!(
                         "{}:1: metric {} reads row {bad}, which the header lacks",
-                        args.input.display(),
+                        input_name(args),
                         root.metric
                     );
                 }
@@ -612,7 +648,7 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
                         plan.rows[host].roots.push(r);
                     }
                     None => {
-                        bail!("{}:1: no row prints metric {}", args.input.display(), root.metric)
+                        bail!("{}:1: no row prints metric {}", input_name(args), root.metric)
                     }
                 }
             }
@@ -674,12 +710,12 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
 /// (as perf prints its shadow metrics) or the `-M` selection.
 fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> {
     if data.events.is_empty() {
-        bail!("{}: the perf.data file has no events", args.input.display());
+        bail!("{}: the perf.data file has no events", input_name(args));
     }
     if data.rounds.is_empty() && data.unrounded.is_empty() {
         bail!(
             "{}: the perf.data file has no PERF_RECORD_STAT records: it was not written by `perf stat record`",
-            args.input.display()
+            input_name(args)
         );
     }
     let literals = tmetric_engine::plan::offline_literals(false, data.cpus.iter().any(|&c| c >= 0));
