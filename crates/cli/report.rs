@@ -55,13 +55,13 @@ pub struct ReportArgs {
     /// Per CPU: no aggregation over CPUs.
     #[arg(short = 'A', long = "no-aggr", conflicts_with_all = ["per_core", "per_socket", "per_die"])]
     no_aggr: bool,
-    /// Aggregate per physical core (tmetric records only: they hold the topology).
+    /// Aggregate per physical core (from the file's CPU topology).
     #[arg(long, conflicts_with_all = ["per_socket", "per_die"])]
     per_core: bool,
-    /// Aggregate per die (tmetric records only).
+    /// Aggregate per die.
     #[arg(long, conflicts_with = "per_socket")]
     per_die: bool,
-    /// Aggregate per socket (tmetric records only).
+    /// Aggregate per socket.
     #[arg(long)]
     per_socket: bool,
     /// Print only metrics: one column each.
@@ -334,8 +334,26 @@ pub fn normal(name: &str) -> String {
 fn counted(plan: &Plan, name: &str) -> bool {
     Tool::from_name(name).is_some()
         || plan.rows.iter().any(|r| match r.source {
+            Source::Counter(s) => gives(plan, &r.name, &plan.events[s].name, name),
+            _ => false,
+        })
+}
+
+/// Whether a counter row `row` of event `event` gives input `input`: by name, or `cpu-clock`
+/// for `task-clock` when the plan counted no `task-clock`. perf computes its CPUs-utilized
+/// and per-second figures from either clock, and `perf stat record -a` counts `cpu-clock`,
+/// where the common metrics read `task-clock`.
+fn gives(plan: &Plan, row: &str, event: &str, input: &str) -> bool {
+    let input = normal(input);
+    let (row, event) = (normal(row), normal(event));
+    if row == input || event == input {
+        return true;
+    }
+    input == "task-clock"
+        && (row == "cpu-clock" || event == "cpu-clock")
+        && !plan.rows.iter().any(|r| match r.source {
             Source::Counter(s) => {
-                normal(&r.name) == normal(name) || normal(&plan.events[s].name) == normal(name)
+                normal(&r.name) == "task-clock" || normal(&plan.events[s].name) == "task-clock"
             }
             _ => false,
         })
@@ -386,9 +404,7 @@ fn add_root(
                 let row = &plan.rows[r];
                 match &row.source {
                     Source::Counter(s) => {
-                        !id.retire_latency
-                            && (normal(&row.name) == normal(&name)
-                                || normal(&plan.events[*s].name) == normal(&name))
+                        !id.retire_latency && gives(plan, &row.name, &plan.events[*s].name, &name)
                     }
                     Source::Tool(t) => t.name() == name,
                     Source::RetireLatency => id.retire_latency && row.name == name,
@@ -821,7 +837,12 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
         );
         totals = Some(snapshot(&data.unrounded));
     }
-    let places = data.cpus.iter().filter(|&&c| c >= 0).map(|&c| (c as u32, None)).collect();
+    // (socket, die, core) from the file's CPU topology, where it has one.
+    let place = |cpu: i32| {
+        let &(core, socket, die) = data.topology.get(cpu as usize)?;
+        (core >= 0 && socket >= 0 && die >= 0).then_some((socket as u32, die as u32, core as u32))
+    };
+    let places = data.cpus.iter().filter(|&&c| c >= 0).map(|&c| (c as u32, place(c))).collect();
     // perf's title: the recorded command line, or `pipe` for a piped file without one.
     let target = match (data.cmdline.is_empty(), data.pipe) {
         (false, _) => data.cmdline.join(" "),
