@@ -240,6 +240,9 @@ pub struct Group {
     pub members: u32,
 }
 
+/// A PMU's `caps/`: (name, value) pairs.
+pub type Caps = Vec<(String, String)>;
+
 /// The feature sections of a file. A `None` is left out, as perf leaves out a feature it
 /// cannot write; `EVENT_DESC`, `GROUP_DESC`, `STAT`, `SAMPLE_TIME`, `CLOCKID`, `COMPRESSED`
 /// and `CLOCK_DATA` are always written (the last four as perf stat writes them: zeros).
@@ -273,12 +276,12 @@ pub struct Features {
     pub groups: Vec<Group>,
     /// `HEADER_CACHE`.
     pub caches: Option<Vec<Cache>>,
-    /// The `cpu` PMU's `caps/` (name, value).
-    pub cpu_pmu_caps: Option<Vec<(String, String)>>,
+    /// The `cpu` PMU's `caps/`.
+    pub cpu_pmu_caps: Option<Caps>,
     /// Hybrid machines: (core PMU, its CPU list).
     pub hybrid: Option<Vec<(String, String)>>,
     /// Other PMUs with `caps/`: (PMU, caps).
-    pub pmu_caps: Option<Vec<(String, Vec<(String, String)>)>>,
+    pub pmu_caps: Option<Vec<(String, Caps)>>,
 }
 
 fn put_u32(b: &mut [u8], at: usize, v: u32) {
