@@ -196,6 +196,8 @@ pub struct PerfRecorder {
     threads: Vec<i32>,
     /// Per header event and place: the counts since the start (perf writes them so).
     sums: Vec<Vec<[u64; 3]>>,
+    /// Per header event and place: whether it was ever read (only those get STAT records).
+    seen: Vec<Vec<bool>>,
     interval: bool,
     features: Features,
     /// Events in perf's (file) order: header event indices.
@@ -256,16 +258,16 @@ impl PerfRecorder {
             }
             for (k, &i) in group.iter().enumerate() {
                 let e = &header.events[i];
-                let opened = header.failures.get(i).is_none_or(Option::is_none);
-                if opened {
-                    for &cpu in &cpus {
-                        if cpu >= 0 && e.cpus.as_ref().is_some_and(|m| !m.contains(&(cpu as u32))) {
-                            continue;
-                        }
-                        for &thread in &thread_ids {
-                            ids[i].push(((cpu, thread), next_id));
-                            next_id += 1;
-                        }
+                // Every place gets an id, also for an event the kernel refused somewhere: it
+                // may count on the other CPUs. Places that never read get no STAT record, so
+                // perf prints an event that read nowhere `<not supported>`, as its own.
+                for &cpu in &cpus {
+                    if cpu >= 0 && e.cpus.as_ref().is_some_and(|m| !m.contains(&(cpu as u32))) {
+                        continue;
+                    }
+                    for &thread in &thread_ids {
+                        ids[i].push(((cpu, thread), next_id));
+                        next_id += 1;
                     }
                 }
                 let clock = e.type_ == 1 && e.config <= 1;
@@ -353,12 +355,14 @@ impl PerfRecorder {
             .extra(text.as_bytes())
             .with_context(|| format!("cannot write the record to {name}"))?;
         let sums = ids.iter().map(|places| vec![[0u64; 3]; places.len()]).collect();
+        let seen = ids.iter().map(|places| vec![false; places.len()]).collect();
         Ok(PerfRecorder {
             name,
             writer: Some(writer),
             ids,
             threads: thread_ids,
             sums,
+            seen,
             interval: args.interval.is_some(),
             features,
             order,
@@ -383,10 +387,14 @@ impl PerfRecorder {
         })
     }
 
-    /// STAT records of `values` (per event and place), in perf's event order.
+    /// STAT records of `values` (per event and place), in perf's event order, for the places
+    /// read so far.
     fn write_stats(&mut self, values: &[Vec<[u64; 3]>]) -> anyhow::Result<()> {
         for &event in &self.order.clone() {
             for (k, &((cpu, thread), id)) in self.ids[event].clone().iter().enumerate() {
+                if !self.seen[event][k] {
+                    continue;
+                }
                 let index = self.threads.iter().position(|&t| t == thread).unwrap_or(0);
                 let r = self.writer().stat(id, cpu, index as u32, values[event][k]);
                 self.io(r)?;
@@ -412,6 +420,7 @@ impl PerfRecorder {
         for (event, per) in counts.events.iter().enumerate() {
             for c in per.iter().flatten() {
                 let k = self.place(event, c)?;
+                self.seen[event][k] = true;
                 let sum = &mut self.sums[event][k];
                 sum[0] += c.raw.value;
                 sum[1] += c.raw.enabled;
@@ -438,6 +447,7 @@ impl PerfRecorder {
         for (event, per) in totals.events.iter().enumerate() {
             for c in per.iter().flatten() {
                 let k = self.place(event, c)?;
+                self.seen[event][k] = true;
                 values[event][k] = [c.raw.value, c.raw.enabled, c.raw.running];
             }
         }
