@@ -114,6 +114,9 @@ fn round_trips_print_what_stat_printed() {
         vec!["-e", "task-clock,cycles", "sleep", "0.05"],
         vec!["-a", "-I", "20", "--summary", "-x,", "-e", "task-clock,context-switches", "sleep"],
         vec!["--pmu-sim", "sapphirerapids", "-M", "TopdownL1", "-a", "-x,", "sleep", "0.1"],
+        // The recorded aggregation is the report's default, as perf stat report's.
+        vec!["-a", "-A", "-e", "task-clock,context-switches", "sleep", "0.05"],
+        vec!["--pmu-sim", "sapphirerapids", "-M", "TopdownL1", "-a", "--per-core", "sleep"],
         vec![
             "--pmu-sim",
             "meteorlake",
@@ -238,6 +241,7 @@ fn perf_reads_tmetric_files_and_pipes() {
     let report = piped("perf", &["stat", "report", "-i", "-"], &pipe.stdout);
     let text = String::from_utf8_lossy(&report.stderr).to_string();
     assert!(text.contains("Performance counter stats for 'pipe':"), "{text}");
+    assert!(report.status.success() && !text.to_lowercase().contains("warning"), "{text}");
     let script = piped("perf", &["script", "-i", "-"], &pipe.stdout);
     let out = String::from_utf8_lossy(&script.stdout).to_string();
     assert!(
@@ -264,6 +268,23 @@ fn perf_reads_tmetric_files_and_pipes() {
     let theirs = counts(&String::from_utf8_lossy(&perf.stderr), &ev);
     assert!(theirs.len() >= 6, "{theirs:?}");
     assert_eq!(theirs, counts(&stderr(&live), &ev));
+
+    // -A: perf prints per CPU, from the recorded aggregation mode.
+    let file = s.path("a.data");
+    let live = ok(&["record", "-a", "-A", "-e", "task-clock", "-o", &file, "sleep", "0.05"]);
+    let perf = Command::new("perf").args(["stat", "report", "-i", &file]).output().unwrap();
+    let text = String::from_utf8_lossy(&perf.stderr).to_string();
+    let per_cpu = |t: &str| -> Vec<String> {
+        let mut v: Vec<String> = t
+            .lines()
+            .filter(|l| l.starts_with("CPU"))
+            .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+            .collect();
+        v.sort();
+        v
+    };
+    assert!(per_cpu(&text).len() >= 2, "{text}");
+    assert_eq!(per_cpu(&text), per_cpu(&stderr(&live)));
 
     // Simulated Sapphire Rapids: perf reads the groups, the counts and the topology.
     let file = s.path("td.data");

@@ -115,6 +115,23 @@ struct Replay {
     /// nothing were left out.
     threads: Vec<(String, i32)>,
     skip_zero: bool,
+    /// The aggregation the file was recorded with (perf.data's `STAT_CONFIG`), used when no
+    /// flag asks for one, as `perf stat report` does.
+    aggr: Option<Aggr>,
+}
+
+/// perf's `STAT_CONFIG` aggregation mode as a unit of aggregation. `-A`, `--per-socket` and
+/// `--per-die` have the same number in every perf; `--per-core` is 6 in perf 6.12's numbering
+/// (which tmetric writes) but 4 or 5 in older perfs, so it is taken from tmetric's files only.
+fn aggr_of(mode: Option<u64>, tmetric: bool) -> Option<Aggr> {
+    use tmetric_perfstat::perfdata::write::aggr;
+    match mode? {
+        aggr::NONE => Some(Aggr::Cpu),
+        aggr::SOCKET => Some(Aggr::Socket),
+        aggr::DIE => Some(Aggr::Die),
+        aggr::CORE if tmetric => Some(Aggr::Core),
+        _ => None,
+    }
 }
 
 /// Runs `tmetric report`.
@@ -138,12 +155,14 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     };
     let replay = if perfdata::is_perf_data(&bytes) {
         let data = perfdata::parse_perf_data(&bytes).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-        if data.extras.is_empty() {
+        let mut replay = if data.extras.is_empty() {
             from_perf_data(args, &data)?
         } else {
             // Written by `tmetric record`: its plan, literals and model are inside.
             from_record(args, &record::perf::read(&name, &data)?)?
-        }
+        };
+        replay.aggr = aggr_of(data.aggr_mode, !data.extras.is_empty());
+        replay
     } else {
         if bytes.is_empty() && path.as_os_str() == "-" {
             bail!("standard input is empty: expected a record (`tmetric record -o - ... |`)");
@@ -176,7 +195,7 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
     } else if args.per_socket {
         Some(Aggr::Socket)
     } else {
-        None
+        replay.aggr
     };
     let units = match aggr {
         None => Vec::new(),
@@ -719,6 +738,7 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         splits: h.splits.clone(),
         threads: h.threads.clone(),
         skip_zero: h.skip_zero,
+        aggr: None,
     })
 }
 
@@ -861,5 +881,6 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
         splits: Vec::new(),
         threads: Vec::new(),
         skip_zero: false,
+        aggr: None,
     })
 }
