@@ -5,6 +5,7 @@
 //! stat's run loop calls ([`RecordSink`]), the machine facts of the file's header features,
 //! and the reading back into a [`Recording`] for `report`.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, IsTerminal, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -186,14 +187,25 @@ pub fn create_file(path: &Path) -> anyhow::Result<File> {
         .with_context(|| format!("cannot create the record file {shown}"))
 }
 
+/// A CPU and thread an event counts on, and the id perf knows that counter by.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    cpu: i32,
+    /// The reading's thread (-1 for a task or CPUs).
+    thread: i32,
+    /// Its index in the thread map (what a STAT record carries).
+    thread_index: u32,
+    id: u64,
+}
+
 /// Writes the perf.data format.
 pub struct PerfRecorder {
     name: String,
     writer: Option<Writer<Out>>,
-    /// Per header event: (cpu, thread) -> perf id, for every place it counts on.
-    ids: Vec<Vec<((i32, i32), u64)>>,
-    /// The thread of each thread-map entry (-1 for a task or CPUs).
-    threads: Vec<i32>,
+    /// Per header event: the places it counts on, with their perf ids.
+    places: Vec<Vec<Place>>,
+    /// Per header event: (cpu, thread) -> index into its places.
+    index: Vec<HashMap<(i32, i32), usize>>,
     /// Per header event and place: the counts since the start (perf writes them so).
     sums: Vec<Vec<[u64; 3]>>,
     /// Per header event and place: whether it was ever read (only those get STAT records).
@@ -245,7 +257,7 @@ impl PerfRecorder {
         let order: Vec<usize> = header.groups.iter().flatten().copied().collect();
         let on_exec = matches!(target, Target::Task { on_exec: true, .. });
         let mut next_id = 1u64;
-        let mut ids: Vec<Vec<((i32, i32), u64)>> = vec![Vec::new(); header.events.len()];
+        let mut places: Vec<Vec<Place>> = vec![Vec::new(); header.events.len()];
         let mut events = Vec::new();
         let mut groups = Vec::new();
         for group in &header.groups {
@@ -265,8 +277,8 @@ impl PerfRecorder {
                     if cpu >= 0 && e.cpus.as_ref().is_some_and(|m| !m.contains(&(cpu as u32))) {
                         continue;
                     }
-                    for &thread in &thread_ids {
-                        ids[i].push(((cpu, thread), next_id));
+                    for (t, &thread) in thread_ids.iter().enumerate() {
+                        places[i].push(Place { cpu, thread, thread_index: t as u32, id: next_id });
                         next_id += 1;
                     }
                 }
@@ -295,7 +307,7 @@ impl PerfRecorder {
                         exclude_hv: e.exclude[2],
                         exclude_guest: true,
                     },
-                    ids: ids[i].iter().map(|p| p.1).collect(),
+                    ids: places[i].iter().map(|p| p.id).collect(),
                     // perf counts the clocks in ns and prints them in msec.
                     unit: e.unit.clone().or_else(|| clock.then(|| "msec".to_string())),
                     scale: e.scale.or_else(|| clock.then_some(1e-6)),
@@ -354,13 +366,17 @@ impl PerfRecorder {
         writer
             .extra(text.as_bytes())
             .with_context(|| format!("cannot write the record to {name}"))?;
-        let sums = ids.iter().map(|places| vec![[0u64; 3]; places.len()]).collect();
-        let seen = ids.iter().map(|places| vec![false; places.len()]).collect();
+        let sums = places.iter().map(|p| vec![[0u64; 3]; p.len()]).collect();
+        let seen = places.iter().map(|p| vec![false; p.len()]).collect();
+        let index = places
+            .iter()
+            .map(|p| p.iter().enumerate().map(|(k, p)| ((p.cpu, p.thread), k)).collect())
+            .collect();
         Ok(PerfRecorder {
             name,
             writer: Some(writer),
-            ids,
-            threads: thread_ids,
+            places,
+            index,
             sums,
             seen,
             interval: args.interval.is_some(),
@@ -379,7 +395,7 @@ impl PerfRecorder {
 
     /// Where a reading goes: its place among the event's ids.
     fn place(&self, event: usize, c: &CpuCount) -> anyhow::Result<usize> {
-        self.ids[event].iter().position(|(p, _)| *p == (c.cpu, c.thread)).with_context(|| {
+        self.index[event].get(&(c.cpu, c.thread)).copied().with_context(|| {
             format!(
                 "a reading of event {event} on CPU {} thread {} that the record did not announce",
                 c.cpu, c.thread
@@ -387,20 +403,21 @@ impl PerfRecorder {
         })
     }
 
-    /// STAT records of `values` (per event and place), in perf's event order, for the places
-    /// read so far.
-    fn write_stats(&mut self, values: &[Vec<[u64; 3]>]) -> anyhow::Result<()> {
-        for &event in &self.order.clone() {
-            for (k, &((cpu, thread), id)) in self.ids[event].clone().iter().enumerate() {
-                if !self.seen[event][k] {
-                    continue;
+    /// STAT records of `sums`, in perf's event order, for the places read so far.
+    fn write_stats(&mut self) -> anyhow::Result<()> {
+        let writer = self.writer.as_mut().expect("the writer lives until finish");
+        let mut result = Ok(());
+        'events: for &event in &self.order {
+            for (k, p) in self.places[event].iter().enumerate() {
+                if self.seen[event][k] {
+                    result = writer.stat(p.id, p.cpu, p.thread_index, self.sums[event][k]);
+                    if result.is_err() {
+                        break 'events;
+                    }
                 }
-                let index = self.threads.iter().position(|&t| t == thread).unwrap_or(0);
-                let r = self.writer().stat(id, cpu, index as u32, values[event][k]);
-                self.io(r)?;
             }
         }
-        Ok(())
+        self.io(result)
     }
 
     fn extra_line(&mut self, line: &Line) -> anyhow::Result<()> {
@@ -427,8 +444,7 @@ impl PerfRecorder {
                 sum[2] += c.raw.running;
             }
         }
-        let sums = self.sums.clone();
-        self.write_stats(&sums)?;
+        self.write_stats()?;
         let r = self.writer().round(RoundKind::Interval, at.as_nanos() as u64);
         self.io(r)?;
         if let Some(values) = latencies {
@@ -442,16 +458,16 @@ impl PerfRecorder {
 
     fn finish(mut self: Box<Self>, end: &RunEnd<'_>) -> anyhow::Result<()> {
         let RunEnd { totals, elapsed, rusage, exit, intervals, samples, latencies } = *end;
-        let mut values: Vec<Vec<[u64; 3]>> =
-            self.ids.iter().map(|places| vec![[0u64; 3]; places.len()]).collect();
+        // The totals replace the sums of the intervals (they are the same counts, read once
+        // more at the end).
         for (event, per) in totals.events.iter().enumerate() {
             for c in per.iter().flatten() {
                 let k = self.place(event, c)?;
                 self.seen[event][k] = true;
-                values[event][k] = [c.raw.value, c.raw.enabled, c.raw.running];
+                self.sums[event][k] = [c.raw.value, c.raw.enabled, c.raw.running];
             }
         }
-        self.write_stats(&values)?;
+        self.write_stats()?;
         // perf closes the totals with a final round only without -I; with -I they follow
         // the last interval unrounded.
         if !self.interval {
