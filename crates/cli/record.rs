@@ -47,6 +47,9 @@ pub struct RecordArgs {
 pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
     let path = args.stat.output.clone().unwrap_or_else(|| PathBuf::from("perf.data"));
     let to = perf::RecordTo { path, format: args.format };
+    if to.format == perf::Format::Perf && args.stat.repeat > 1 {
+        bail!("Cannot use -r option with tmetric record (as with perf stat record)");
+    }
     if to.format == perf::Format::Jsonl && to.to_stdout() {
         bail!(
             "--format jsonl -o -: JSON lines are written to a file (`-o /dev/stdout` for a pipe)"

@@ -240,9 +240,6 @@ impl PerfRecorder {
         target: &Target,
         thread_map: Vec<(i32, String)>,
     ) -> anyhow::Result<PerfRecorder> {
-        if facts.args.repeat > 1 {
-            bail!("Cannot use -r option with tmetric record (as with perf stat record)");
-        }
         let (threads_setup, thread_ids, cpus): (Vec<(i32, String)>, Vec<i32>, Vec<i32>) =
             match target {
                 Target::Task { pid, .. } => (vec![(*pid, String::new())], vec![-1], vec![-1]),
@@ -311,11 +308,12 @@ impl PerfRecorder {
                     // perf counts the clocks in ns and prints them in msec.
                     unit: e.unit.clone().or_else(|| clock.then(|| "msec".to_string())),
                     scale: e.scale.or_else(|| clock.then_some(1e-6)),
-                    cpus: match (&e.cpus, target) {
-                        (Some(mask), Target::Cpus(list)) if mask != list => {
-                            Some(mask.iter().map(|&c| c as i32).collect())
-                        }
-                        _ => None,
+                    // A PMU on some CPUs only: the counted ones among them (what perf 6.12
+                    // keeps of an event's own CPUs).
+                    cpus: {
+                        let own: Vec<i32> = places[i].iter().map(|p| p.cpu).collect();
+                        let per_cpu = matches!(target, Target::Cpus(_));
+                        (per_cpu && e.cpus.is_some() && own != cpus).then_some(own)
                     },
                 });
             }
