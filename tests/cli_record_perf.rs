@@ -463,4 +463,28 @@ fn perf_stat_record_system_wide_files_get_perfs_metrics() {
         let theirs = perf_value(event);
         assert!((ours - theirs).abs() <= 0.001 * theirs.max(1.0), "{metric}: {ours} vs {theirs}");
     }
+    // Per core from the file's CPU topology: perf's units (`S0-D0-C1`) and CPU counts.
+    let units = |text: &str| -> Vec<String> {
+        let mut v: Vec<String> = text
+            .lines()
+            .filter(|l| l.contains("cpu-clock") && l.starts_with("S"))
+            .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+            .collect();
+        v.sort();
+        v
+    };
+    let perf = Command::new("perf").args(["stat", "report", "-i", &file, "--per-core"]).output();
+    let theirs = units(&String::from_utf8_lossy(&perf.unwrap().stderr));
+    let ours = units(&stderr(&ok(&["report", "-i", &file, "--per-core"])));
+    assert!(!theirs.is_empty(), "{theirs:?}");
+    assert_eq!(theirs, ours);
+    // A system-wide -A file: per CPU by default, as perf stat report.
+    let file = s.path("A.data");
+    let rec = Command::new("perf")
+        .args(["stat", "record", "-o", &file, "-a", "-A", "-e", "cpu-clock", "sleep", "0.05"])
+        .output()
+        .unwrap();
+    assert!(rec.status.success());
+    let ours = stderr(&ok(&["report", "-i", &file]));
+    assert!(ours.lines().filter(|l| l.starts_with("CPU")).count() >= 2, "{ours}");
 }

@@ -30,9 +30,12 @@ use tmetric_engine::aggr::{Aggr, units_for};
 
 /// `tmetric report` flags.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "Examples:\n  tmetric report -i run.jsonl\n  \
-    tmetric report -i td.jsonl -M tma_frontend_bound --model icelake -x,\n  \
-    perf stat record -o perf.data -e task-clock,context-switches sleep 1 && tmetric report -i perf.data")]
+#[command(
+    after_help = "Examples:\n  tmetric report                      (perf.data, or the pipe on standard input)\n  \
+    tmetric report -i td.data -M tma_frontend_bound --model icelake -x,\n  \
+    tmetric record -a -e task-clock -o - sleep 1 | tmetric report -i -\n  \
+    perf stat record -o perf.data -e task-clock,context-switches sleep 1 && tmetric report -i perf.data"
+)]
 pub struct ReportArgs {
     /// The file: from `tmetric record` (perf.data or JSON lines), or perf.data from `perf
     /// stat record`; `-` reads standard input (a pipe of either). Default: standard input
