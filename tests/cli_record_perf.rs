@@ -421,6 +421,8 @@ fn bad_files_and_flags_are_clear_errors() {
 
     let out = tmetric(&["record", "--format", "jsonl", "-o", "-", "-e", "task-clock", "true"]);
     assert!(stderr(&out).contains("JSON lines are written to a file"), "{}", stderr(&out));
+    let out = tmetric(&["record", "--format", "jsonl", "-e", "task-clock", "true"]);
+    assert!(stderr(&out).contains("--format jsonl needs -o FILE"), "{}", stderr(&out));
     let out = tmetric(&["record", "-r", "2", "-o", &file, "-e", "task-clock", "true"]);
     assert!(stderr(&out).contains("Cannot use -r option"), "{}", stderr(&out));
 }

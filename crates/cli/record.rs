@@ -45,6 +45,9 @@ pub struct RecordArgs {
 
 /// Runs `tmetric record`.
 pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
+    if args.format == perf::Format::Jsonl && args.stat.output.is_none() {
+        bail!("--format jsonl needs -o FILE (perf.data is the name of the perf format)");
+    }
     let path = args.stat.output.clone().unwrap_or_else(|| PathBuf::from("perf.data"));
     let to = perf::RecordTo { path, format: args.format };
     if to.format == perf::Format::Perf && args.stat.repeat > 1 {
