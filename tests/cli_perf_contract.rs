@@ -84,7 +84,14 @@ fn default_layout_passes_perfs_std_linter() {
         "/sec",
         "of all branches",
     ];
-    let skip = ["stalled cycles per insn", "tma_", "retiring", "frontend_bound", "bad_speculation", "backend_bound"];
+    let skip = [
+        "stalled cycles per insn",
+        "tma_",
+        "retiring",
+        "frontend_bound",
+        "bad_speculation",
+        "backend_bound",
+    ];
     for (mode, args) in MODES {
         let prefix = match *mode {
             "interval" | "per-thread" | "system-wide-no-aggr" => 2,
@@ -167,7 +174,10 @@ fn json_lines_pass_perfs_linter() {
             let count = item.len();
             let isolated_metric = (1..=6).contains(&count) && item.contains_key("metric-value");
             let group = (1..=5).contains(&count) && item.contains_key("metricgroup");
-            assert!(count == expected || isolated_metric || group, "{mode}: {count} keys in {line}");
+            assert!(
+                count == expected || isolated_metric || group,
+                "{mode}: {count} keys in {line}"
+            );
             for (key, value) in item {
                 let text = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
                 let float = text.parse::<f64>().is_ok();
@@ -195,7 +205,8 @@ fn json_lines_pass_perfs_linter() {
 #[test]
 fn csv_summary_and_title_are_perfs() {
     let run = |extra: &[&str]| {
-        let mut args = vec!["stat", "-e", "cpu-clock", "-x", " ", "-I", "100", "--interval-count", "1"];
+        let mut args =
+            vec!["stat", "-e", "cpu-clock", "-x", " ", "-I", "100", "--interval-count", "1"];
         args.extend_from_slice(extra);
         let out = tmetric(&args);
         assert!(out.status.success(), "{}", stderr(&out));
@@ -274,7 +285,8 @@ fn shape(text: &str) -> BTreeSet<String> {
                 keys.join(" ")
             } else if l.contains(',') && !l.contains(" # ") {
                 let fields: Vec<&str> = l.split(',').collect();
-                let words: Vec<&str> = fields.iter().map(|f| if number(f) { "N" } else { f }).collect();
+                let words: Vec<&str> =
+                    fields.iter().map(|f| if number(f) { "N" } else { f }).collect();
                 words.join(",")
             } else {
                 l.split_whitespace().filter(|w| !number(w)).collect::<Vec<_>>().join(" ")

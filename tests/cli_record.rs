@@ -1,6 +1,7 @@
-//! `tmetric record` and `tmetric report`: round trips on this machine's kernel (software
-//! events) and on the simulated kernel, metrics not selected at record time, another
+//! `tmetric record --format jsonl` and `tmetric report`: round trips on this machine's kernel
+//! (software events) and on the simulated kernel, metrics not selected at record time, another
 //! model's formulas, damaged files, and `perf stat record` files against `perf stat report`.
+//! The perf.data format of `tmetric record` is tested in `cli_record_perf.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -62,7 +63,7 @@ fn software_events_round_trip_identically() {
         ("task-clock,cycles", &[][..]),
     ];
     for (events, layout) in runs {
-        let mut args = vec!["record", "-e", events, "-o", &file];
+        let mut args = vec!["record", "--format", "jsonl", "-e", events, "-o", &file];
         args.extend_from_slice(layout);
         args.extend_from_slice(&["sleep", "0.05"]);
         let live = ok(&args);
@@ -81,6 +82,8 @@ fn intervals_and_per_cpu_round_trip() {
     let file = s.path("iv.jsonl");
     let live = ok(&[
         "record",
+        "--format",
+        "jsonl",
         "-a",
         "-I",
         "20",
@@ -119,6 +122,8 @@ fn simulated_topdown_round_trips_and_evaluates_other_metrics() {
     let file = s.path("td.jsonl");
     let live = ok(&[
         "record",
+        "--format",
+        "jsonl",
         "--pmu-sim",
         "sapphirerapids",
         "-M",
@@ -173,7 +178,7 @@ fn simulated_topdown_round_trips_and_evaluates_other_metrics() {
 fn damaged_records_are_clear_errors() {
     let s = Scratch::new("bad");
     let file = s.path("r.jsonl");
-    ok(&["record", "-e", "task-clock", "-o", &file, "true"]);
+    ok(&["record", "--format", "jsonl", "-e", "task-clock", "-o", &file, "true"]);
     let text = std::fs::read_to_string(&file).unwrap();
     let lines: Vec<&str> = text.lines().collect();
 
@@ -318,6 +323,8 @@ fn retire_latencies_are_recorded_with_the_counts() {
     let file = s.path("rl.jsonl");
     let live = ok(&[
         "record",
+        "--format",
+        "jsonl",
         "--pmu-sim",
         "meteorlake",
         "-M",
@@ -347,6 +354,8 @@ fn metrics_not_selected_at_record_time_use_the_recorded_events() {
     let file = s.path("r.jsonl");
     ok(&[
         "record",
+        "--format",
+        "jsonl",
         "-e",
         "task-clock,page-faults",
         "-M",
@@ -387,6 +396,8 @@ fn per_thread_records_round_trip() {
     let pid = child.id().to_string();
     let live = tmetric(&[
         "record",
+        "--format",
+        "jsonl",
         "-p",
         &pid,
         "--per-thread",
@@ -420,6 +431,8 @@ fn sampled_retire_latencies_round_trip() {
     let file = s.path("tp.jsonl");
     let live = ok(&[
         "record",
+        "--format",
+        "jsonl",
         "--pmu-sim",
         "meteorlake",
         "-M",

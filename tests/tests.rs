@@ -9,6 +9,7 @@ mod cli_list;
 mod cli_per_thread;
 mod cli_perf_contract;
 mod cli_record;
+mod cli_record_perf;
 mod cli_sim;
 mod cli_stat;
 mod cli_top;

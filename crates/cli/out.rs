@@ -25,7 +25,13 @@ pub fn warn(message: &str) {
 
 pub enum Dest {
     Stderr,
-    File { path: PathBuf, file: File },
+    File {
+        path: PathBuf,
+        file: File,
+    },
+    /// Nothing is printed (`tmetric record -o -`, as perf prints nothing when it records to
+    /// a pipe).
+    Nowhere,
 }
 
 /// A destination for reports that survives write errors (see the module documentation).
@@ -44,6 +50,11 @@ impl Sink {
         Sink { dest: Dest::Stderr, buf: Vec::new(), closed: false, failed: None }
     }
 
+    /// Reports nowhere: everything written is dropped, but the writer is not `closed`.
+    pub fn nowhere() -> Sink {
+        Sink { dest: Dest::Nowhere, buf: Vec::new(), closed: false, failed: None }
+    }
+
     /// Reports to a new file at `path` (truncated if it exists).
     pub fn create(path: &Path) -> anyhow::Result<Sink> {
         let file =
@@ -54,11 +65,6 @@ impl Sink {
             closed: false,
             failed: None,
         })
-    }
-
-    /// Reports to nowhere (`--quiet`).
-    pub fn discard() -> Sink {
-        Sink { dest: Dest::Stderr, buf: Vec::new(), closed: true, failed: None }
     }
 
     /// Reports appended to the file at `path` (`--append`), created if it does not exist.
@@ -89,7 +95,8 @@ impl Sink {
             self.buf.clear();
             return;
         }
-        if self.buf.is_empty() {
+        if self.buf.is_empty() || matches!(self.dest, Dest::Nowhere) {
+            self.buf.clear();
             return;
         }
         if let Dest::File { path, file } = &mut self.dest {

@@ -21,26 +21,46 @@ pub const FORMAT: &str = "tmetric-record";
 /// The format version this build writes and reads.
 pub const VERSION: u32 = 1;
 
+pub mod perf;
+
 /// `tmetric record` flags: all of `stat`'s; `-o` names the record file.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
-    mut_arg("output", |a| a.required(true).help("The record file to write (JSON lines, docs/record-format.md); the counts still print to standard error")),
-    after_help = "Examples:\n  tmetric record -e task-clock,context-switches -o run.jsonl -- ./bench\n  \
-    tmetric record --pmu-sim sapphirerapids -M TopdownL1 -a -o td.jsonl sleep 1\n  \
-    tmetric report -i td.jsonl -M tma_retiring"
+    mut_arg("output", |a| a.help("The record file to write (default perf.data, an existing one moved to perf.data.old, as perf does); `-` writes a perf pipe to standard output. The counts still print to standard error, except to a pipe (as perf)")),
+    after_help = "Examples:\n  tmetric record -e task-clock,context-switches -- ./bench\n  \
+    tmetric record --pmu-sim sapphirerapids -M TopdownL1 -a -o td.data sleep 1\n  \
+    tmetric report -i td.data -M tma_retiring\n  \
+    tmetric record -e task-clock -o - true | perf stat report -i -\n  \
+    tmetric record --format jsonl -o run.jsonl -e task-clock true"
 )]
 pub struct RecordArgs {
     #[command(flatten)]
     pub stat: StatArgs,
+    /// The file format: `perf` (perf.data as `perf stat record` writes it, which `perf stat
+    /// report` and `perf script` read, with tmetric's plan inside) or `jsonl` (JSON lines,
+    /// docs/record-format.md).
+    #[arg(long, value_enum, default_value = "perf", value_name = "FORMAT")]
+    pub format: perf::Format,
 }
 
 /// Runs `tmetric record`.
 pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
-    let path = args.stat.output.clone().context("record needs -o FILE")?;
-
+    if args.format == perf::Format::Jsonl && args.stat.output.is_none() {
+        bail!("--format jsonl needs -o FILE (perf.data is the name of the perf format)");
+    }
+    let path = args.stat.output.clone().unwrap_or_else(|| PathBuf::from("perf.data"));
+    let to = perf::RecordTo { path, format: args.format };
+    if to.format == perf::Format::Perf && args.stat.repeat > 1 {
+        bail!("Cannot use -r option with tmetric record (as with perf stat record)");
+    }
+    if to.format == perf::Format::Jsonl && to.to_stdout() {
+        bail!(
+            "--format jsonl -o -: JSON lines are written to a file (`-o /dev/stdout` for a pipe)"
+        );
+    }
     let mut stat = args.stat.clone();
     stat.output = None;
-    crate::stat::run_recording(&stat, Some(&path))
+    crate::stat::run_recording(&stat, Some(&to))
 }
 
 /// Floats are written as the shortest decimal that reads back to the same bits (Rust's

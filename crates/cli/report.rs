@@ -6,16 +6,14 @@
 //! group), and `--model` evaluates with another model's formulas.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::plan::{id_name, needed_slots};
-use tmetric_engine::{
-    Coverage, Offline, Placement, Plan, Resolution, Root, Sample, Select, Source,
-};
+use tmetric_engine::{Placement, Plan, Resolution, Root, Sample, Select, Source};
 use tmetric_model::literal::Literal;
 use tmetric_perfstat::perfdata::{self, PerfData, RoundKind};
 use tmetric_runtime::counter::CpuCount;
@@ -32,13 +30,18 @@ use tmetric_print::{Aggregation, Config, Title};
 
 /// `tmetric report` flags.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "Examples:\n  tmetric report -i run.jsonl\n  \
-    tmetric report -i td.jsonl -M tma_frontend_bound --model icelake -x,\n  \
-    perf stat record -o perf.data -e task-clock,context-switches sleep 1 && tmetric report -i perf.data")]
+#[command(
+    after_help = "Examples:\n  tmetric report                      (perf.data, or the pipe on standard input)\n  \
+    tmetric report -i td.data -M tma_frontend_bound --model icelake -x,\n  \
+    tmetric record -a -e task-clock -o - sleep 1 | tmetric report -i -\n  \
+    perf stat record -o perf.data -e task-clock,context-switches sleep 1 && tmetric report -i perf.data"
+)]
 pub struct ReportArgs {
-    /// The file: from `tmetric record -o FILE`, or perf.data from `perf stat record`.
-    #[arg(short = 'i', long = "input", value_name = "FILE", default_value = "perf.data")]
-    input: PathBuf,
+    /// The file: from `tmetric record` (perf.data or JSON lines), or perf.data from `perf
+    /// stat record`; `-` reads standard input (a pipe of either). Default: standard input
+    /// when it is a pipe, else perf.data (as perf stat report).
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
+    input: Option<PathBuf>,
     /// Metrics or metric groups to evaluate (default: those recorded, or for perf.data the
     /// common metrics whose events were counted); any metric whose events were counted works.
     #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',')]
@@ -55,13 +58,13 @@ pub struct ReportArgs {
     /// Per CPU: no aggregation over CPUs.
     #[arg(short = 'A', long = "no-aggr", conflicts_with_all = ["per_core", "per_socket", "per_die"])]
     no_aggr: bool,
-    /// Aggregate per physical core (tmetric records only: they hold the topology).
+    /// Aggregate per physical core (from the file's CPU topology).
     #[arg(long, conflicts_with_all = ["per_socket", "per_die"])]
     per_core: bool,
-    /// Aggregate per die (tmetric records only).
+    /// Aggregate per die.
     #[arg(long, conflicts_with = "per_socket")]
     per_die: bool,
-    /// Aggregate per socket (tmetric records only).
+    /// Aggregate per socket.
     #[arg(long)]
     per_socket: bool,
     /// Print only metrics: one column each.
@@ -117,22 +120,69 @@ struct Replay {
     skip_zero: bool,
     /// `-I`'s interval when recorded: perf's wall time for `CPUs utilized` per interval.
     interval: Option<Duration>,
+    /// The aggregation the file was recorded with (perf.data's `STAT_CONFIG`), used when no
+    /// flag asks for one, as `perf stat report` does.
+    aggr: Option<Aggr>,
+}
+
+/// perf's `STAT_CONFIG` aggregation mode as a unit of aggregation. `-A`, `--per-socket` and
+/// `--per-die` have the same number in every perf; `--per-core` is 6 in perf 6.12's numbering
+/// (which tmetric writes) but 4 or 5 in older perfs, so it is taken from tmetric's files only.
+fn aggr_of(mode: Option<u64>, tmetric: bool) -> Option<Aggr> {
+    use tmetric_perfstat::perfdata::write::aggr;
+    match mode? {
+        aggr::NONE => Some(Aggr::Cpu),
+        aggr::SOCKET => Some(Aggr::Socket),
+        aggr::DIE => Some(Aggr::Die),
+        aggr::CORE if tmetric => Some(Aggr::Core),
+        _ => None,
+    }
 }
 
 /// Runs `tmetric report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
-    let path = &args.input;
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("cannot read {} (give the file with -i FILE)", path.display()))?;
-    let replay = if perfdata::is_perf_data(&bytes) {
-        let data = perfdata::parse_perf_data(&bytes)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        from_perf_data(args, &data)?
+    let mut args = args.clone();
+    let path = args.input.get_or_insert_with(default_input).clone();
+    let args = &args;
+    let bytes = if path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut bytes).context("cannot read standard input")?;
+        bytes
     } else {
-        let rec = record::read(path, std::io::Cursor::new(bytes))?;
+        std::fs::read(&path).with_context(|| {
+            format!("cannot read {} (give the file with -i FILE)", path.display())
+        })?
+    };
+    let name = if path.as_os_str() == "-" {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let replay = if perfdata::is_perf_data(&bytes) {
+        let data = perfdata::parse_perf_data(&bytes).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let mut replay = if data.extras.is_empty() {
+            from_perf_data(args, &data)?
+        } else {
+            // Written by `tmetric record`: its plan, literals and model are inside.
+            from_record(args, &record::perf::read(&name, &data)?)?
+        };
+        replay.aggr = aggr_of(data.aggr_mode, !data.extras.is_empty());
+        replay
+    } else {
+        if bytes.is_empty() && path.as_os_str() == "-" {
+            bail!("standard input is empty: expected a record (`tmetric record -o - ... |`)");
+        }
+        let rec = record::read(Path::new(&name), std::io::Cursor::new(bytes))?;
         from_record(args, &rec)?
     };
     print(args, replay)
+}
+
+/// perf stat report's default input: standard input when it is a pipe, else perf.data.
+fn default_input() -> PathBuf {
+    use std::os::unix::fs::FileTypeExt;
+    let piped = std::fs::metadata("/dev/stdin").is_ok_and(|m| m.file_type().is_fifo());
+    PathBuf::from(if piped { "-" } else { "perf.data" })
 }
 
 fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
@@ -150,7 +200,7 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
     } else if args.per_socket {
         Some(Aggr::Socket)
     } else {
-        None
+        replay.aggr
     };
     let split = match aggr {
         None if !replay.threads.is_empty() => {
@@ -283,6 +333,15 @@ fn renumber(snap: &Snapshot, map: &[usize], specs: usize) -> Snapshot {
     Snapshot { events }
 }
 
+/// The input as errors name it.
+fn input_name(args: &ReportArgs) -> String {
+    match &args.input {
+        Some(p) if p.as_os_str() == "-" => "standard input".to_string(),
+        Some(p) => p.display().to_string(),
+        None => "perf.data".to_string(),
+    }
+}
+
 /// The model `-M` items come from: `--model`, else `recorded`, else the cpuid's.
 fn model_for(args: &ReportArgs, recorded: Option<&str>, cpuid: Option<&str>) -> Option<String> {
     args.model.clone().or_else(|| recorded.map(str::to_string)).or_else(|| {
@@ -333,8 +392,26 @@ pub fn normal(name: &str) -> String {
 fn counted(plan: &Plan, name: &str) -> bool {
     Tool::from_name(name).is_some()
         || plan.rows.iter().any(|r| match r.source {
+            Source::Counter(s) => gives(plan, &r.name, &plan.events[s].name, name),
+            _ => false,
+        })
+}
+
+/// Whether a counter row `row` of event `event` gives input `input`: by name, or `cpu-clock`
+/// for `task-clock` when the plan counted no `task-clock`. perf computes its CPUs-utilized
+/// and per-second figures from either clock, and `perf stat record -a` counts `cpu-clock`,
+/// where the common metrics read `task-clock`.
+fn gives(plan: &Plan, row: &str, event: &str, input: &str) -> bool {
+    let input = normal(input);
+    let (row, event) = (normal(row), normal(event));
+    if row == input || event == input {
+        return true;
+    }
+    input == "task-clock"
+        && (row == "cpu-clock" || event == "cpu-clock")
+        && !plan.rows.iter().any(|r| match r.source {
             Source::Counter(s) => {
-                normal(&r.name) == normal(name) || normal(&plan.events[s].name) == normal(name)
+                normal(&r.name) == "task-clock" || normal(&plan.events[s].name) == "task-clock"
             }
             _ => false,
         })
@@ -385,9 +462,7 @@ fn add_root(
                 let row = &plan.rows[r];
                 match &row.source {
                     Source::Counter(s) => {
-                        !id.retire_latency
-                            && (normal(&row.name) == normal(&name)
-                                || normal(&plan.events[*s].name) == normal(&name))
+                        !id.retire_latency && gives(plan, &row.name, &plan.events[*s].name, &name)
                     }
                     Source::Tool(t) => t.name() == name,
                     Source::RetireLatency => id.retire_latency && row.name == name,
@@ -488,17 +563,14 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
                 let event = h.events.get(*s).with_context(|| {
                     format!(
                         "{}:1: row {i} names event {s}, which the header lacks",
-                        args.input.display()
+                        input_name(args)
                     )
                 })?;
                 Resolution::Counter(counter_event(event))
             }
             SourceRec::Tool(name) => {
                 Resolution::Tool(Tool::from_name(name).with_context(|| {
-                    format!(
-                        "{}:1: row {i} names the unknown tool event `{name}`",
-                        args.input.display()
-                    )
+                    format!("{}:1: row {i} names the unknown tool event `{name}`", input_name(args))
                 })?)
             }
             SourceRec::RetireLatency => Resolution::RetireLatency,
@@ -632,7 +704,7 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
                 if let Some(bad) = slot_rows.iter().flatten().find(|&&r| r >= plan.rows.len()) {
                     bail!(
                         "{}:1: metric {} reads row {bad}, which the header lacks",
-                        args.input.display(),
+                        input_name(args),
                         root.metric
                     );
                 }
@@ -650,7 +722,7 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
                         plan.rows[host].roots.push(r);
                     }
                     None => {
-                        bail!("{}:1: no row prints metric {}", args.input.display(), root.metric)
+                        bail!("{}:1: no row prints metric {}", input_name(args), root.metric)
                     }
                 }
             }
@@ -706,6 +778,7 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         threads: h.threads.clone(),
         skip_zero: h.skip_zero,
         interval: h.interval_ms.map(Duration::from_millis),
+        aggr: None,
     })
 }
 
@@ -713,12 +786,12 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
 /// (as perf prints its shadow metrics) or the `-M` selection.
 fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> {
     if data.events.is_empty() {
-        bail!("{}: the perf.data file has no events", args.input.display());
+        bail!("{}: the perf.data file has no events", input_name(args));
     }
     if data.rounds.is_empty() && data.unrounded.is_empty() {
         bail!(
             "{}: the perf.data file has no PERF_RECORD_STAT records: it was not written by `perf stat record`",
-            args.input.display()
+            input_name(args)
         );
     }
     let literals = tmetric_engine::plan::offline_literals(false, data.cpus.iter().any(|&c| c >= 0));
@@ -752,21 +825,9 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
     let group_of: Vec<usize> = (0..plan.specs.len()).collect();
     let model_name = model_for(args, None, data.cpuid.as_deref());
     let cpuid = data.cpuid.as_deref().map(perf_cpuid);
-    if args.metrics.is_empty() {
-        // perf's shadow metrics: the common metrics every input of which was counted.
-        let common = tmetric_catalog::common();
-        let mut offline = Offline::new(common, plan.literals, cpuid.as_deref());
-        let present: Vec<bool> =
-            common.ids.iter().map(|id| counted(&plan, &id_name(common, id))).collect();
-        for &slot in offline.has_event_slots().to_vec().iter() {
-            offline.set_probe(slot, present[slot as usize]);
-        }
-        for m in 0..common.metrics.len() {
-            if offline.coverage(m, |s| present[s as usize]) == Coverage::Complete {
-                add_root(&mut plan, common, m, &group_of, cpuid.as_deref());
-            }
-        }
-    } else {
+    // Without -M, perf's built-in metrics (printed by the view) are what `perf stat report`
+    // shows; -M adds the metrics asked for.
+    if !args.metrics.is_empty() {
         for pick in picks(&args.metrics, model_name.as_deref())? {
             add_root(&mut plan, pick.model, pick.metric, &group_of, cpuid.as_deref());
         }
@@ -824,7 +885,12 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
         );
         totals = Some(snapshot(&data.unrounded));
     }
-    let places = data.cpus.iter().filter(|&&c| c >= 0).map(|&c| (c as u32, None)).collect();
+    // (socket, die, core) from the file's CPU topology, where it has one.
+    let place = |cpu: i32| {
+        let &(core, socket, die) = data.topology.get(cpu as usize)?;
+        (core >= 0 && socket >= 0 && die >= 0).then_some((socket as u32, die as u32, core as u32))
+    };
+    let places = data.cpus.iter().filter(|&&c| c >= 0).map(|&c| (c as u32, place(c))).collect();
     // perf's title: the recorded command line, or `pipe` for a piped file without one.
     let target = match (data.cmdline.is_empty(), data.pipe) {
         (false, _) => data.cmdline.join(" "),
@@ -844,5 +910,6 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
         threads: Vec::new(),
         skip_zero: false,
         interval: (data.interval_ms > 0).then(|| Duration::from_millis(data.interval_ms)),
+        aggr: None,
     })
 }

@@ -21,7 +21,7 @@ impl Drop for TempTree {
 pub fn run_simulated(
     args: &StatArgs,
     name: &str,
-    record: Option<&std::path::Path>,
+    record: Option<&crate::record::perf::RecordTo>,
 ) -> anyhow::Result<i32> {
     let machine = Machine::named(name).with_context(|| {
         format!(

@@ -568,7 +568,10 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
 }
 
 /// Runs `tmetric stat`, also writing the raw counts to `record` (`tmetric record`).
-pub fn run_recording(args: &StatArgs, record: Option<&Path>) -> anyhow::Result<i32> {
+pub fn run_recording(
+    args: &StatArgs,
+    record: Option<&crate::record::perf::RecordTo>,
+) -> anyhow::Result<i32> {
     let attach = args.pid.is_some() || !args.tid.is_empty();
     if args.command.is_empty() && !system_wide(args) && !attach {
         // perf's `setup_system_wide`: without a command or a target, count every CPU (until
@@ -615,7 +618,7 @@ pub fn run_on<S: Syscalls + Clone>(
     sysfs: &Sysfs,
     proc_root: &Path,
     simulated: Option<&str>,
-    record: Option<&Path>,
+    record: Option<&crate::record::perf::RecordTo>,
 ) -> anyhow::Result<i32> {
     // Before anything slow: a signal that comes while planning is kept for the run loop.
     let _early_signals = tmetric_runtime::signal::catch_stop_signals()
@@ -697,8 +700,8 @@ pub fn run_on<S: Syscalls + Clone>(
     for warning in &plan.warnings {
         warn(&format!("warning: {warning}"));
     }
-    let out = if args.quiet {
-        Sink::discard()
+    let out = if args.quiet || record.is_some_and(|r| r.to_stdout()) {
+        Sink::nowhere()
     } else {
         match &args.output {
             Some(path) if args.append => Sink::append(path)?,
@@ -839,7 +842,7 @@ pub fn run_on<S: Syscalls + Clone>(
         None
     };
     let mut recorder = match record {
-        Some(path) => {
+        Some(to) => {
             let facts = crate::record::HeaderFacts {
                 args,
                 plan: &plan,
@@ -857,7 +860,10 @@ pub fn run_on<S: Syscalls + Clone>(
                 target: target_text(args, simulated),
                 system_wide: system_wide(args),
             };
-            Some(crate::record::Recorder::create(path, &crate::record::header(&facts))?)
+            let gone = counters.vanished();
+            let thread_map = threads.iter().flatten().filter(|t| !gone.contains(&t.0)).cloned();
+            let thread_map = thread_map.collect();
+            Some(crate::record::perf::RecordSink::create(to, &facts, &target, thread_map)?)
         }
         None => None,
     };

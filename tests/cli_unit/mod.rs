@@ -8,5 +8,6 @@ mod models;
 mod out;
 mod output;
 mod record;
+mod record_perf;
 mod report;
 mod stat;

@@ -820,7 +820,8 @@ pub fn tree(plan: &Plan, results: &[RootResult]) -> Vec<TreeNode> {
         (0..names.len()).filter(|&i| parents[i] == p).collect()
     };
     // One bottleneck path per core type on hybrid machines: each PMU's tree is its own.
-    let pmu_of = |i: usize| plan.roots[i].model.str(plan.roots[i].model.metrics[plan.roots[i].metric].pmu);
+    let pmu_of =
+        |i: usize| plan.roots[i].model.str(plan.roots[i].model.metrics[plan.roots[i].metric].pmu);
     let mut pmus: Vec<&str> = (0..names.len()).map(pmu_of).collect();
     pmus.sort_unstable();
     pmus.dedup();

@@ -2,7 +2,7 @@
 //! attributes with their ids, the `EVENT_DESC` feature (event names), and the stat records
 //! of the data section (`PERF_RECORD_STAT`, `STAT_ROUND`, `STAT_CONFIG`, `THREAD_MAP`,
 //! `CPU_MAP`, `EVENT_UPDATE`). Pipe-mode files (`perf stat record -o -`) are read from their
-//! `HEADER_ATTR` and `HEADER_FEATURE` records.
+//! `HEADER_ATTR` and `HEADER_FEATURE` records. [`write`] writes such files.
 //!
 //! Layouts from Linux 6.12's `tools/lib/perf/include/perf/event.h` and
 //! `tools/perf/util/header.{c,h}` (facts only). Only little-endian files are read: a
@@ -10,6 +10,8 @@
 //! file is an error with the byte offset, never a panic.
 
 use std::fmt;
+
+pub mod write;
 
 /// The magic of a perf.data file (`PERFILE2`, little-endian).
 pub const MAGIC: &[u8; 8] = b"PERFILE2";
@@ -49,6 +51,8 @@ pub struct DataEvent {
     pub config1: u64,
     /// `config2`.
     pub config2: u64,
+    /// `config3` (0 in an attribute of perf 6.1's 128 bytes).
+    pub config3: u64,
     /// `exclude_user`, `exclude_kernel`, `exclude_hv` bits.
     pub exclude: (bool, bool, bool),
     /// The sample ids STAT records name it by.
@@ -57,6 +61,8 @@ pub struct DataEvent {
     pub unit: Option<String>,
     /// Scale from `EVENT_UPDATE` (1e-6 for the clocks).
     pub scale: Option<f64>,
+    /// The PMU's own CPUs from `EVENT_UPDATE`, when they differ from the CPU map.
+    pub cpus: Option<Vec<i32>>,
 }
 
 /// One `PERF_RECORD_STAT`: an event's reading on one CPU and thread.
@@ -125,11 +131,19 @@ pub struct PerfData {
     pub nr_cpus: Option<(u32, u32)>,
     /// `HEADER_CMDLINE`.
     pub cmdline: Vec<String>,
+    /// `HEADER_CPU_TOPOLOGY`: per CPU (index = CPU number) its (core, socket, die) ids, -1
+    /// for a CPU that was not online; empty without the feature.
+    pub topology: Vec<(i32, i32, i32)>,
     /// Written to a pipe (`-o -`): a 16-byte header, attributes as records.
     pub pipe: bool,
+    /// The bytes of every `HEADER_EVENT_TYPE` record that starts with
+    /// [`write::EXTRA_MAGIC`], concatenated in file order without the magic and the padding:
+    /// data a writer added that perf skips (tmetric's record extras).
+    pub extras: Vec<u8>,
 }
 
 const RECORD_HEADER_ATTR: u32 = 64;
+const RECORD_HEADER_EVENT_TYPE: u32 = 65;
 const RECORD_THREAD_MAP: u32 = 73;
 const RECORD_CPU_MAP: u32 = 74;
 const RECORD_STAT_CONFIG: u32 = 75;
@@ -145,6 +159,7 @@ const FEAT_NRCPUS: usize = 7;
 const FEAT_CPUID: usize = 9;
 const FEAT_CMDLINE: usize = 11;
 const FEAT_EVENT_DESC: usize = 12;
+const FEAT_CPU_TOPOLOGY: usize = 13;
 
 /// Bounds-checked little-endian reads over the file.
 struct Bytes<'a>(&'a [u8]);
@@ -195,16 +210,19 @@ fn attr_at(b: &Bytes<'_>, offset: u64, size: u64) -> Result<DataEvent, DataError
         });
     }
     let flags = b.u64(offset + 40, "perf_event_attr flags")?;
+    let config3 = if size >= 136 { b.u64(offset + 128, "perf_event_attr.config3")? } else { 0 };
     Ok(DataEvent {
         name: String::new(),
         type_: b.u32(offset, "perf_event_attr.type")?,
         config: b.u64(offset + 8, "perf_event_attr.config")?,
         config1: b.u64(offset + 56, "perf_event_attr.config1")?,
         config2: b.u64(offset + 64, "perf_event_attr.config2")?,
+        config3,
         exclude: (flags & (1 << 4) != 0, flags & (1 << 5) != 0, flags & (1 << 6) != 0),
         ids: Vec::new(),
         unit: None,
         scale: None,
+        cpus: None,
     })
 }
 
@@ -373,6 +391,7 @@ fn read_feature(
         FEAT_NRCPUS => {
             data.nr_cpus = Some((b.u32(off, "nr_cpus")?, b.u32(off + 4, "nr_cpus_online")?));
         }
+        FEAT_CPU_TOPOLOGY => data.topology = cpu_topology(b, data, off, end)?,
         FEAT_CMDLINE => {
             let n = b.u32(off, "the argument count")?;
             let mut p = off + 4;
@@ -409,6 +428,46 @@ fn read_feature(
         _ => {}
     }
     Ok(())
+}
+
+/// `HEADER_CPU_TOPOLOGY` at `off..end`: the package and core CPU lists (skipped), then per
+/// available CPU its core and socket ids and, when present, the die lists and die ids.
+/// Files from before the ids (or without `HEADER_NRCPUS`) give none.
+fn cpu_topology(
+    b: &Bytes<'_>,
+    data: &PerfData,
+    off: u64,
+    end: u64,
+) -> Result<Vec<(i32, i32, i32)>, DataError> {
+    let skip_strings = |mut p: u64| -> Result<u64, DataError> {
+        let n = b.u32(p, "a CPU list count")?;
+        p += 4;
+        for _ in 0..n {
+            p = feature_string(b, p, end)?.1;
+        }
+        Ok(p)
+    };
+    let mut p = skip_strings(skip_strings(off)?)?;
+    let Some((avail, _)) = data.nr_cpus else { return Ok(Vec::new()) };
+    let avail = u64::from(avail);
+    if p + 8 * avail > end {
+        return Ok(Vec::new());
+    }
+    let mut ids = Vec::new();
+    for _ in 0..avail {
+        ids.push((b.u32(p, "a core id")? as i32, b.u32(p + 4, "a socket id")? as i32, 0));
+        p += 8;
+    }
+    if p < end {
+        p = skip_strings(p)?;
+        if p + 4 * avail <= end {
+            for id in &mut ids {
+                id.2 = b.u32(p, "a die id")? as i32;
+                p += 4;
+            }
+        }
+    }
+    Ok(ids)
 }
 
 /// The records of the data section.
@@ -496,6 +555,13 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
                 }
             }
             RECORD_CPU_MAP => data.cpus = cpu_map(b, body, p + size)?,
+            RECORD_HEADER_EVENT_TYPE => {
+                let payload = b.slice(body, size - 8, "a HEADER_EVENT_TYPE record")?;
+                if let Some(rest) = payload.strip_prefix(write::EXTRA_MAGIC) {
+                    let len = rest.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+                    data.extras.extend_from_slice(&rest[..len]);
+                }
+            }
             RECORD_HEADER_FEATURE => {
                 let bit = b.u64(body, "the HEADER_FEATURE id")?;
                 if bit < 256 {
@@ -513,6 +579,7 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
                             e.scale = Some(f64::from_le_bytes(rest[..8].try_into().expect("8")));
                         }
                         2 => e.name = c_string(rest),
+                        3 => e.cpus = Some(cpu_map(b, body + 16, p + size)?),
                         _ => {}
                     }
                 }

@@ -5,6 +5,7 @@ mod errors;
 mod fuzz;
 mod hand;
 mod perfdata;
+mod perfdata_write;
 mod real;
 mod robust;
 mod seed;
