@@ -294,3 +294,29 @@ fn shape(text: &str) -> BTreeSet<String> {
         })
         .collect()
 }
+
+/// `stat.sh`'s record checks: `perf stat record -o - | perf stat report -i -` titles the
+/// counts 'pipe'; `perf stat record` is tmetric's `record` (and `stat report` its `report`).
+#[test]
+fn stat_record_and_report_through_a_pipe_are_perfs() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let bin = env!("CARGO_BIN_EXE_tmetric");
+    let record = Command::new(bin)
+        .args(["stat", "record", "-e", "task-clock", "-o", "-", "true"])
+        .output()
+        .unwrap();
+    assert!(record.status.success(), "{}", String::from_utf8_lossy(&record.stderr));
+    assert!(record.stdout.starts_with(b"PERFILE2"), "a perf.data pipe on standard output");
+    let mut report = Command::new(bin)
+        .args(["stat", "report", "-i", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    report.stdin.take().unwrap().write_all(&record.stdout).unwrap();
+    let out = report.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(text.contains("Performance counter stats for 'pipe':"), "{text}");
+    assert!(text.lines().any(|l| l.contains(" task-clock ")), "{text}");
+}

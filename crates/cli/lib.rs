@@ -101,6 +101,20 @@ fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::O
         "--version",
     ];
     let first = args.get(1).and_then(|a| a.to_str()).map(str::to_string);
+    // perf's `perf stat record ...` and `perf stat report ...` (abbreviations of at least
+    // three letters, as perf accepts them) are tmetric's `record` and `report`.
+    if first.as_deref() == Some("stat")
+        && let Some(sub) = args.get(2).and_then(|a| a.to_str()).map(str::to_string)
+        && sub.len() > 2
+    {
+        for name in ["record", "report"] {
+            if name.starts_with(&sub) {
+                args.remove(1);
+                args[1] = name.into();
+                return args;
+            }
+        }
+    }
     match first {
         Some(first) if !TOP.contains(&first.as_str()) => args.insert(1, "stat".into()),
         None if args.len() > 1 => args.insert(1, "stat".into()),

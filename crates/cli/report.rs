@@ -167,6 +167,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
             from_record(args, &record::perf::read(&name, &data)?)?
         };
         replay.aggr = aggr_of(data.aggr_mode, !data.extras.is_empty());
+        if data.pipe {
+            // perf stat report names no command for a pipe: its title says 'pipe'.
+            replay.target = "pipe".into();
+        }
         replay
     } else {
         if bytes.is_empty() && path.as_os_str() == "-" {
