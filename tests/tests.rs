@@ -1,6 +1,7 @@
 //! The root package's one integration-test binary: the `tmetric` CLI end to end.
 
 mod catalogue;
+mod cli_cgroup;
 mod cli_eval;
 mod cli_events;
 mod cli_from_perf;

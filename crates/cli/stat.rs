@@ -320,6 +320,10 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
         plan.add_event_lists(std::slice::from_ref(list), &resolver)
             .with_context(|| format!("-e {list}"))?;
     }
+    if !args.cgroup.is_empty() {
+        // perf's -G applies to the events given before it; metrics come later.
+        plan.assign_cgroups(&args.cgroup).map_err(anyhow::Error::msg).context("-G")?;
+    }
     let mut picks =
         select_items(&args.metrics, args.model.as_deref(), machine.sysfs, machine.proc_root)?;
     let explicit = !args.metrics.is_empty();
@@ -408,6 +412,9 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
                 attr.exclude_user = args.all_kernel;
             }
         }
+    }
+    if !args.for_each_cgroup.is_empty() {
+        plan.expand_cgroups(&args.for_each_cgroup);
     }
     if let Err(why) = refuse_uncountable(&plan, machine) {
         // perf prints such metrics' events `<not supported>` and goes on, and scripts rely
@@ -1387,6 +1394,27 @@ pub fn spread_of_mean(values: &[f64]) -> f64 {
     (variance / n).sqrt()
 }
 
+/// A cgroup named with `-G` or `--for-each-cgroup` must exist (perf stops too: "no access
+/// to cgroup").
+fn check_cgroup(flag: &str, name: &str) -> anyhow::Result<()> {
+    let Some(mount) = tmetric_runtime::sys::cgroup_mount() else {
+        bail!(
+            "{flag} {name}: no cgroup2 (or cgroup v1 perf_event) mount in /proc/self/mounts: mount one, or count without cgroups"
+        );
+    };
+    match tmetric_runtime::sys::open_cgroup_dir(name) {
+        Ok(fd) => {
+            tmetric_runtime::sys::close_fd(fd);
+            Ok(())
+        }
+        Err(errno) => bail!(
+            "{flag} {name}: no access to cgroup {} ({errno}); names are paths under {}, such as `system.slice/ssh.service`",
+            mount.join(name.trim_start_matches('/')).display(),
+            mount.display()
+        ),
+    }
+}
+
 /// perf's checks of flags that go together, with perf's messages (and what to do).
 fn check_perf_flags(args: &StatArgs) -> anyhow::Result<()> {
     if args.metric_only && args.repeat > 1 {
@@ -1409,6 +1437,11 @@ fn check_perf_flags(args: &StatArgs) -> anyhow::Result<()> {
             warn(
                 "timeout < 100ms. The overhead percentage could be high in some cases. Please proceed with caution.",
             );
+        }
+    }
+    for (flag, names) in [("-G", &args.cgroup), ("--for-each-cgroup", &args.for_each_cgroup)] {
+        for name in names.iter().filter(|n| !n.is_empty()) {
+            check_cgroup(flag, name)?;
         }
     }
     if let Some(level) = &args.per_cache

@@ -104,6 +104,8 @@ pub struct Row {
     pub roots: Vec<usize>,
     /// The row this one duplicates (the same event counted again in another group).
     pub copy_of: Option<usize>,
+    /// The cgroup it counts in (`-G`, `--for-each-cgroup`); `None` counts every task.
+    pub cgroup: Option<String>,
     key: Key,
 }
 
@@ -614,9 +616,85 @@ impl Plan {
             show,
             roots: Vec::new(),
             copy_of: None,
+            cgroup: None,
             key,
         });
         self.rows.len() - 1
+    }
+
+    /// perf's `--for-each-cgroup`: every row, counter, group and root once per cgroup, in
+    /// cgroup order (perf's `evlist__expand_cgroup`), each counting in its cgroup only.
+    pub fn expand_cgroups(&mut self, cgroups: &[String]) {
+        let (rows, specs, events, groups, sticky, roots) = (
+            std::mem::take(&mut self.rows),
+            std::mem::take(&mut self.specs),
+            std::mem::take(&mut self.events),
+            std::mem::take(&mut self.groups),
+            std::mem::take(&mut self.sticky),
+            std::mem::take(&mut self.roots),
+        );
+        for cgroup in cgroups {
+            let (row0, spec0, root0) = (self.rows.len(), self.specs.len(), self.roots.len());
+            for row in &rows {
+                let mut row = row.clone();
+                if let Source::Counter(s) = &mut row.source {
+                    *s += spec0;
+                }
+                row.copy_of = row.copy_of.map(|r| r + row0);
+                row.roots = row.roots.iter().map(|r| r + root0).collect();
+                row.cgroup = Some(cgroup.clone());
+                if let Key::Named(name) = &mut row.key {
+                    *name = format!("{name}\u{0}{cgroup}");
+                }
+                self.rows.push(row);
+            }
+            for spec in &specs {
+                let mut spec = spec.clone();
+                spec.cgroup = Some(cgroup.clone());
+                self.specs.push(spec);
+            }
+            self.events.extend(events.iter().cloned());
+            self.sticky.extend(sticky.iter().copied());
+            self.groups.extend(groups.iter().map(|g| g.iter().map(|s| s + spec0).collect()));
+            for root in &roots {
+                let mut root = root.clone();
+                root.slot_rows = root.slot_rows.iter().map(|r| r.map(|r| r + row0)).collect();
+                self.roots.push(root);
+            }
+        }
+    }
+
+    /// perf's `-G`: the i-th cgroup for the i-th counted row (an empty name leaves that row
+    /// counting every task); one cgroup alone applies to every row. Rows in a group must
+    /// share a cgroup: the kernel counts a group in one.
+    pub fn assign_cgroups(&mut self, cgroups: &[String]) -> Result<(), String> {
+        let counters: Vec<usize> = (0..self.rows.len())
+            .filter(|&r| matches!(self.rows[r].source, Source::Counter(_)))
+            .collect();
+        if counters.is_empty() {
+            return Err("must define events before cgroups: give -e EVENTS with -G".into());
+        }
+        for (i, &r) in counters.iter().enumerate() {
+            let name = if cgroups.len() == 1 { cgroups.first() } else { cgroups.get(i) };
+            let Some(name) = name.filter(|n| !n.is_empty()) else { continue };
+            self.rows[r].cgroup = Some(name.clone());
+            if let Source::Counter(s) = self.rows[r].source {
+                self.specs[s].cgroup = Some(name.clone());
+            }
+        }
+        for group in &self.groups {
+            let first = group.first().map(|&s| &self.specs[s].cgroup);
+            if let Some(first) = first
+                && group.iter().any(|&s| &self.specs[s].cgroup != first)
+            {
+                let names: Vec<&str> = group.iter().map(|&s| self.specs[s].name.as_str()).collect();
+                return Err(format!(
+                    "the group {{{}}} would count in several cgroups; the kernel counts a group in one: give its events one cgroup",
+                    names.join(",")
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// A second counter for `row`'s event, for another group.

@@ -288,7 +288,7 @@ pub struct ViewContext<'a> {
 
 /// One counter row's facts for the built-ins.
 #[derive(Debug, Clone, Copy)]
-struct Peer {
+struct Peer<'a> {
     row: usize,
     stat: StatType,
     /// Exclude bits (perf's `evsel_context`).
@@ -297,6 +297,8 @@ struct Peer {
     pmu: (u32, u64),
     /// The group (index into `plan.groups`) when it has several members.
     group: Option<usize>,
+    /// Its cgroup: perf pairs events of one cgroup only.
+    cgroup: Option<&'a str>,
     /// The scaled count (multiplexing and the event's scale applied; 0 when not counted).
     value: f64,
     /// The raw (multiplex-scaled) count, for clocks.
@@ -426,7 +428,7 @@ pub fn lines(
             running,
             enabled,
             noise,
-            cgroup: None,
+            cgroup: row.cgroup.clone(),
             default_groups,
             cells,
         });
@@ -474,7 +476,7 @@ fn default_group_cells(
         .collect()
 }
 
-fn peers(plan: &Plan, sample: &Sample<'_>) -> Vec<Peer> {
+fn peers<'a>(plan: &'a Plan, sample: &Sample<'_>) -> Vec<Peer<'a>> {
     plan.rows
         .iter()
         .enumerate()
@@ -500,6 +502,7 @@ fn peers(plan: &Plan, sample: &Sample<'_>) -> Vec<Peer> {
                 context,
                 pmu: (attr.type_, extended),
                 group,
+                cgroup: row.cgroup.as_deref(),
                 value: raw * row.scale,
                 raw,
             })
@@ -509,7 +512,7 @@ fn peers(plan: &Plan, sample: &Sample<'_>) -> Vec<Peer> {
 
 /// perf's `find_stat`: the first other event of kind `want` this row may pair with; 0 when
 /// there is none (perf's rule: a zero denominator prints a blank value).
-fn find_stat(peers: &[Peer], me: &Peer, want: StatType) -> f64 {
+fn find_stat(peers: &[Peer<'_>], me: &Peer<'_>, want: StatType) -> f64 {
     for p in peers {
         if p.row == me.row {
             continue;
@@ -517,7 +520,7 @@ fn find_stat(peers: &[Peer], me: &Peer, want: StatType) -> f64 {
         if me.group.is_some() && p.group != me.group {
             continue;
         }
-        if p.context != me.context || p.stat != want {
+        if p.context != me.context || p.stat != want || p.cgroup != me.cgroup {
             continue;
         }
         if want != StatType::Nsecs && p.pmu != me.pmu {
@@ -546,7 +549,7 @@ fn builtin_source(name: &str, unit: &str) -> Option<CellSource> {
 }
 
 /// The metric cells of row `r`: perf's built-in first, then the JSON metrics hosted on it.
-fn cells(plan: &Plan, r: usize, row: &Row, peers: &[Peer], ctx: &ViewContext<'_>) -> Vec<Cell> {
+fn cells(plan: &Plan, r: usize, row: &Row, peers: &[Peer<'_>], ctx: &ViewContext<'_>) -> Vec<Cell> {
     let mut out = Vec::new();
     if let Some(me) = peers.iter().find(|p| p.row == r) {
         builtin_cells(me, peers, ctx, &mut out);
@@ -560,7 +563,7 @@ fn cells(plan: &Plan, r: usize, row: &Row, peers: &[Peer], ctx: &ViewContext<'_>
     out
 }
 
-fn builtin_cells(me: &Peer, peers: &[Peer], ctx: &ViewContext<'_>, out: &mut Vec<Cell>) {
+fn builtin_cells(me: &Peer<'_>, peers: &[Peer<'_>], ctx: &ViewContext<'_>, out: &mut Vec<Cell>) {
     let ratio = |out: &mut Vec<Cell>, den: StatType, thresholds: [f64; 3], label: &str, name| {
         let d = find_stat(peers, me, den);
         if me.value != 0.0 && d != 0.0 {

@@ -124,6 +124,27 @@ impl<W: Write> Printer<W> {
                     self.metric_end(&mut text);
                 }
             }
+            _ if self.config.metric_only && cgroups => {
+                // One metric-only line per cgroup (perf's `print_cgroup_counter`).
+                for unit in units {
+                    let mut current: Option<Option<&str>> = None;
+                    for line in &unit.lines {
+                        let cg = line.cgroup.as_deref();
+                        if current != Some(cg) {
+                            if current.is_some() {
+                                self.metric_end(&mut text);
+                            }
+                            self.metric_begin_in(&mut text, &prefix, unit, cg);
+                            current = Some(cg);
+                        }
+                        let cg = cgroup_of(line);
+                        self.aggr_line(&mut text, &prefix, unit, line, cg.as_deref(), at.is_none());
+                    }
+                    if current.is_some() {
+                        self.metric_end(&mut text);
+                    }
+                }
+            }
             _ => {
                 // Event by event, and within an event unit by unit (perf's `print_counter`).
                 if let Some(first) = units.first() {
@@ -326,6 +347,12 @@ impl<W: Write> Printer<W> {
 
     /// perf's `print_metric_begin` (metric-only lines start with the unit).
     fn metric_begin(&self, text: &mut String, prefix: &str, unit: &Unit) {
+        let cg = unit.lines.first().and_then(|l| l.cgroup.as_deref());
+        self.metric_begin_in(text, prefix, unit, cg);
+    }
+
+    /// [`Printer::metric_begin`] for the lines of cgroup `cgroup`.
+    fn metric_begin_in(&self, text: &mut String, prefix: &str, unit: &Unit, cgroup: Option<&str>) {
         if !self.config.metric_only {
             return;
         }
@@ -335,8 +362,7 @@ impl<W: Write> Printer<W> {
         text.push_str(prefix);
         self.aggr_id(text, unit);
         if self.config.cgroups {
-            let cg = unit.lines.first().and_then(|l| l.cgroup.as_deref()).unwrap_or("");
-            self.cgroup(text, cg);
+            self.cgroup(text, cgroup.unwrap_or(""));
         }
     }
 

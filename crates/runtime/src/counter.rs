@@ -36,11 +36,19 @@ pub struct CounterSpec {
     pub attr: Attr,
     /// Open only on these CPUs when counting per CPU (a PMU's `cpumask`).
     pub cpus: Option<Vec<u32>>,
+    /// Count only tasks of this cgroup (a path under the cgroup mount, as perf's `-G`
+    /// names it); per CPU only, as the kernel requires.
+    pub cgroup: Option<String>,
 }
 
 impl From<&CounterEvent> for CounterSpec {
     fn from(event: &CounterEvent) -> CounterSpec {
-        CounterSpec { name: event.name.clone(), attr: event.attr.clone(), cpus: event.cpus.clone() }
+        CounterSpec {
+            name: event.name.clone(),
+            attr: event.attr.clone(),
+            cpus: event.cpus.clone(),
+            cgroup: None,
+        }
     }
 }
 
@@ -318,6 +326,8 @@ pub struct Counters<S: Syscalls> {
     fd_exhausted: Option<usize>,
     /// [`Target::Threads`]: threads that had exited before their counters could be opened.
     vanished: Vec<i32>,
+    /// Cgroup directory descriptors by name, opened once for `PERF_FLAG_PID_CGROUP`.
+    cgroups: Vec<(String, i32)>,
 }
 
 /// A group the kernel refused as a whole and that was reopened in parts.
@@ -386,6 +396,7 @@ impl<S: Syscalls> Counters<S> {
             splits: Vec::new(),
             fd_exhausted: None,
             vanished: Vec::new(),
+            cgroups: Vec::new(),
         };
         counters.sys.raise_fd_limit();
         for group in &all_groups {
@@ -495,9 +506,22 @@ impl<S: Syscalls> Counters<S> {
                 attr.inherit = true;
                 attr.disabled = leader;
             }
-            Target::Cpus(_) => attr.disabled = leader,
+            Target::Cpus(_) => {
+                attr.disabled = leader;
+                attr.pid_is_cgroup = self.specs[event].cgroup.is_some();
+            }
         }
         attr
+    }
+
+    /// The descriptor of `name`'s cgroup, opened the first time it is asked for.
+    fn cgroup_fd(&mut self, name: &str) -> Result<i32, Errno> {
+        if let Some((_, fd)) = self.cgroups.iter().find(|(n, _)| n == name) {
+            return Ok(*fd);
+        }
+        let fd = self.sys.open_cgroup(name)?;
+        self.cgroups.push((name.to_string(), fd));
+        Ok(fd)
     }
 
     /// Opens one group on every CPU (or thread). Returns the errno, with nothing left open,
@@ -507,7 +531,22 @@ impl<S: Syscalls> Counters<S> {
         let threads = matches!(self.target, Target::Threads(_));
         let mut opened: Vec<CpuGroup> = Vec::new();
         let mut failures: Vec<(usize, OpenFailure)> = Vec::new();
+        // A group counts in one cgroup (every member has its leader's): its descriptor is
+        // the pid of each per-CPU open.
+        let cgroup = match events.first().and_then(|&e| self.specs[e].cgroup.clone()) {
+            Some(name) if matches!(self.target, Target::Cpus(_)) => match self.cgroup_fd(&name) {
+                Ok(fd) => Some(fd),
+                Err(errno) => {
+                    for &event in events {
+                        self.failures[event].get_or_insert(OpenFailure { errno, cpu: None });
+                    }
+                    return Ok(());
+                }
+            },
+            _ => None,
+        };
         'places: for (pid, cpu) in self.places() {
+            let pid = cgroup.unwrap_or(pid);
             let thread = if threads { pid } else { -1 };
             let mut group: Option<CpuGroup> = None;
             for &event in events {
@@ -695,6 +734,9 @@ impl<S: Syscalls> Drop for Counters<S> {
     fn drop(&mut self) {
         let groups = std::mem::take(&mut self.groups);
         self.close_groups(&groups);
+        for (_, fd) in std::mem::take(&mut self.cgroups) {
+            self.sys.close(fd);
+        }
     }
 }
 

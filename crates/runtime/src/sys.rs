@@ -126,6 +126,9 @@ pub struct Attr {
     pub exclude_idle: bool,
     /// `exclusive`: the group must be alone on the PMU (`:e`, group leaders only).
     pub exclusive: bool,
+    /// Not a `perf_event_attr` field: the `pid` of the open is a cgroup directory's
+    /// descriptor (`PERF_FLAG_PID_CGROUP`: count that cgroup's tasks on one CPU).
+    pub pid_is_cgroup: bool,
     /// `sample_period`, or `sample_freq` (Hz) when `freq`; 0 makes a counting event.
     pub sample_period: u64,
     /// `freq`: `sample_period` holds a frequency.
@@ -170,6 +173,13 @@ pub trait Syscalls {
     fn raise_fd_limit(&mut self) -> Option<u64> {
         None
     }
+    /// Opens the cgroup `name` (a path under the cgroup mount, `/` for the root) for
+    /// `PERF_FLAG_PID_CGROUP`: a read-only, close-on-exec directory descriptor, given back
+    /// through [`Syscalls::close`]. The default opens the machine's own cgroup tree, which
+    /// simulated kernels count against too.
+    fn open_cgroup(&mut self, name: &str) -> Result<i32, Errno> {
+        open_cgroup_dir(name)
+    }
     /// `mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)`: a sampling event's ring
     /// buffer (one control page, then a power-of-two number of data pages). Writable, so the
     /// kernel honours `data_tail` and never overwrites unread records. The default refuses
@@ -177,6 +187,50 @@ pub trait Syscalls {
     fn mmap(&mut self, fd: i32, len: usize) -> Result<crate::ring::Mapping, Errno> {
         let _ = (fd, len);
         Err(Errno(libc::ENOSYS))
+    }
+}
+
+/// Where cgroups are mounted: the cgroup2 mount, else a v1 hierarchy with the
+/// `perf_event` controller (perf's `cgroupfs_find_mountpoint`), from `/proc/self/mounts`.
+pub fn cgroup_mount() -> Option<std::path::PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    let fields = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<String>>();
+    let all: Vec<Vec<String>> = mounts.lines().map(fields).filter(|f| f.len() >= 4).collect();
+    all.iter()
+        .find(|f| f[2] == "cgroup2")
+        .or_else(|| {
+            all.iter().find(|f| f[2] == "cgroup" && f[3].split(',').any(|o| o == "perf_event"))
+        })
+        .map(|f| std::path::PathBuf::from(&f[1]))
+}
+
+/// Opens cgroup `name` under [`cgroup_mount`] as a directory descriptor (read-only,
+/// close-on-exec, not through a final symlink). ENOENT when there is no such cgroup or no
+/// cgroup mount; a name with `..` is refused (EINVAL): it would leave the cgroup tree.
+pub fn open_cgroup_dir(name: &str) -> Result<i32, Errno> {
+    let mount = cgroup_mount().ok_or(Errno(libc::ENOENT))?;
+    let rel = name.trim_start_matches('/');
+    if rel.split('/').any(|part| part == "..") {
+        return Err(Errno(libc::EINVAL));
+    }
+    let path = if rel.is_empty() { mount } else { mount.join(rel) };
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| Errno(libc::EINVAL))?;
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+        )
+    };
+    if fd < 0 { Err(Errno::last()) } else { Ok(fd) }
+}
+
+/// Closes a descriptor tmetric opened outside a [`Syscalls`] backend.
+pub fn close_fd(fd: i32) {
+    // SAFETY: closing a descriptor the caller owns and no longer uses.
+    unsafe {
+        libc::close(fd);
     }
 }
 
@@ -263,7 +317,9 @@ impl Syscalls for Kernel {
                 pid,
                 cpu,
                 group_fd,
-                sys::bindings::PERF_FLAG_FD_CLOEXEC as c_ulong,
+                (sys::bindings::PERF_FLAG_FD_CLOEXEC
+                    | if attr.pid_is_cgroup { sys::bindings::PERF_FLAG_PID_CGROUP } else { 0 })
+                    as c_ulong,
             )
         };
         if fd < 0 { Err(Errno::last()) } else { Ok(fd) }

@@ -6,7 +6,12 @@ use tmetric_runtime::sys::{READ_FORMAT, TYPE_RAW, TYPE_SOFTWARE};
 use tmetric_runtime::{Attr, CounterSpec, Counters, FakeSyscalls, Reading, Target};
 
 fn spec(name: &str, type_: u32, config: u64) -> CounterSpec {
-    CounterSpec { name: name.into(), attr: Attr { type_, config, ..Attr::default() }, cpus: None }
+    CounterSpec {
+        name: name.into(),
+        attr: Attr { type_, config, ..Attr::default() },
+        cpus: None,
+        cgroup: None,
+    }
 }
 
 fn three() -> Vec<CounterSpec> {

@@ -674,9 +674,14 @@ fn counters_count_a_task_over_the_simulated_kernel() {
     let k = kernel("alderlake", true);
     let handle = k.clone();
     let specs = vec![
-        CounterSpec { name: "task-clock".into(), attr: typed(TYPE_SOFTWARE, 1), cpus: None },
-        CounterSpec { name: "cycles".into(), attr: raw(0x3c), cpus: None },
-        CounterSpec { name: "instructions".into(), attr: raw(0xc0), cpus: None },
+        CounterSpec {
+            name: "task-clock".into(),
+            attr: typed(TYPE_SOFTWARE, 1),
+            cpus: None,
+            cgroup: None,
+        },
+        CounterSpec { name: "cycles".into(), attr: raw(0x3c), cpus: None, cgroup: None },
+        CounterSpec { name: "instructions".into(), attr: raw(0xc0), cpus: None, cgroup: None },
     ];
     let target = Target::Task { pid: 4242, on_exec: true };
     let mut counters = Counters::open(k, specs, &[vec![0, 1, 2]], target).expect("open");
@@ -742,6 +747,7 @@ fn counters_run_over_the_simulated_kernel() {
         name: name.into(),
         attr: Attr { type_: TYPE_RAW, config, ..Attr::default() },
         cpus: None,
+        cgroup: None,
     };
     let mut specs = vec![
         spec("slots", 0x0400),
