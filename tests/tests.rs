@@ -4,6 +4,7 @@ mod catalogue;
 mod cli_cgroup;
 mod cli_eval;
 mod cli_events;
+mod cli_flags;
 mod cli_from_perf;
 mod cli_harden;
 mod cli_list;

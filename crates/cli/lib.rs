@@ -185,7 +185,7 @@ pub fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             // Never `eprintln!`: it panics when standard error cannot be written.
-            out::warn(&format!("{err:#}"));
+            out::error(&format!("{err:#}"));
             ExitCode::from(workload_exit_code(&err).unwrap_or(2))
         }
     }

@@ -17,9 +17,25 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 
+/// `--quiet`: warnings and messages are not printed (errors still are).
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Silences [`warn`] for the rest of the process (`stat --quiet`, as perf's).
+pub fn set_quiet() {
+    QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Prints `tmetric: {message}` on standard error, ignoring failure (there is nowhere else
-/// to say it).
+/// to say it); nothing with `--quiet`.
 pub fn warn(message: &str) {
+    if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    error(message);
+}
+
+/// Prints an error as [`warn`] does, even with `--quiet`.
+pub fn error(message: &str) {
     let _ = writeln!(io::stderr().lock(), "tmetric: {message}");
 }
 

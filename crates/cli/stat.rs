@@ -602,6 +602,9 @@ pub fn run_recording(
     }
     check_per_thread(args, attach)?;
     check_perf_flags(args)?;
+    if args.quiet {
+        crate::out::set_quiet();
+    }
     if let Some(ms) = args.interval
         && ms < 10
     {

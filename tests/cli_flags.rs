@@ -1,0 +1,217 @@
+//! perf's `stat` flags that change what is counted or how it prints, run as the binary on
+//! this machine: `-n`, `-q`, `-B`/`--no-big-num` and the locale, `--append`, `-d`,
+//! `--table`, `--per-node`/`--per-cache`/`--per-cluster`, and perf's refusals.
+
+use std::process::{Command, Output};
+
+use crate::support::{stderr, tmetric};
+
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tmetric"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn null_run_prints_only_the_elapsed_time() {
+    let out = tmetric(&["stat", "-n", "--", "sleep", "0.05"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "");
+    assert_eq!(lines[1], " Performance counter stats for 'sleep 0.05':");
+    assert_eq!(lines[2], "");
+    assert!(lines[3].ends_with(" seconds time elapsed"), "{text}");
+    let elapsed: f64 = lines[3].split_whitespace().next().unwrap().parse().unwrap();
+    assert!(elapsed >= 0.05 && elapsed < 2.0, "{text}");
+}
+
+#[test]
+fn quiet_prints_nothing_but_errors() {
+    let out = tmetric(&["stat", "-q", "-e", "task-clock,cycles", "--", "true"]);
+    assert!(out.status.success());
+    assert_eq!(stderr(&out), "", "counts, notes and warnings are silent");
+    let out = tmetric(&["stat", "-q", "-e", "no-such-event", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no-such-event"), "errors still print");
+}
+
+#[test]
+fn perfs_flag_refusals_and_their_messages() {
+    let refused = |args: &[&str], message: &str| {
+        let out = tmetric(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
+    };
+    refused(&["stat", "-B", "-x,", "true"], "-B option not supported with -x");
+    refused(
+        &["stat", "--metric-only", "-r", "2", "true"],
+        "--metric-only is not supported with -r",
+    );
+    refused(&["stat", "--table", "true"], "--table is only supported with -r");
+    refused(&["stat", "--timeout", "5", "true"], "timeout must be >= 10ms.");
+    refused(
+        &["stat", "--timeout", "100", "-I", "100", "true"],
+        "timeout option is not supported with interval-print.",
+    );
+    refused(
+        &["stat", "-I", "100", "--interval-clear", "-o", "/dev/null", "true"],
+        "--interval-clear does not work with output",
+    );
+    refused(&["stat", "--per-node", "true"], "only available in system-wide mode");
+    refused(&["stat", "--per-cache=L9x", "-a", "true"], "expected a cache level");
+}
+
+/// Digits grouped in the user's locale, as perf's `%'` prints them; `--no-big-num` and CSV
+/// never group. Locales are compiled into a private directory (`LOCPATH`), so the test
+/// needs only `localedef` and the locale sources, which Debian's `locales` package has.
+#[test]
+fn counts_follow_the_users_locale_as_perfs_do() {
+    let dir = std::env::temp_dir().join(format!("tmetric-locale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let made = ["en_US", "de_DE"].iter().all(|l| {
+        Command::new("localedef")
+            .args(["-i", l, "-f", "UTF-8"])
+            .arg(dir.join(format!("{l}.UTF-8")))
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if !made {
+        eprintln!("skipped: localedef or its locale sources are missing");
+        std::fs::remove_dir_all(&dir).ok();
+        return;
+    }
+    let locpath = dir.to_str().unwrap();
+    // cpu-clock over 0.6 s on every CPU: more than 1000 msec, so a group separator shows.
+    let clock = |locale: &str, extra: &[&str]| -> String {
+        let mut args = vec!["stat", "-a", "-e", "cpu-clock"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["sleep", "0.6"]);
+        let out = run_env(&args, &[("LOCPATH", locpath), ("LC_ALL", locale)]);
+        let text = stderr(&out);
+        assert!(out.status.success(), "{text}");
+        text.lines().find(|l| l.contains("cpu-clock")).unwrap().to_string()
+    };
+    // The count's digits as a shape: `9,999.99`.
+    let shape = |line: &str| -> String {
+        line.split_whitespace()
+            .next()
+            .unwrap()
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '9' } else { c })
+            .collect()
+    };
+    let us = clock("en_US.UTF-8", &[]);
+    assert!(shape(&us).contains(',') && shape(&us).contains('.'), "{us}");
+    assert!(us.contains(" CPUs utilized"), "{us}");
+    let de = clock("de_DE.UTF-8", &[]);
+    assert!(shape(&de).contains('.') && shape(&de).ends_with(",99"), "{de}");
+    // The metric's decimal mark follows the locale too (`2,000 CPUs utilized`).
+    let cpus = de.split('#').nth(1).unwrap().split_whitespace().next().unwrap();
+    assert!(cpus.contains(','), "{de}");
+    let plain = clock("en_US.UTF-8", &["--no-big-num"]);
+    assert!(!shape(&plain).contains(','), "{plain}");
+    let csv = clock("en_US.UTF-8", &["-x;"]);
+    assert!(!csv.split(';').next().unwrap().contains(','), "{csv}");
+    // perf itself, where installed and counting here: the same shapes.
+    let perf = Command::new("perf")
+        .args(["stat", "-a", "-e", "cpu-clock", "sleep", "0.6"])
+        .env("LOCPATH", locpath)
+        .env("LC_ALL", "de_DE.UTF-8")
+        .output();
+    if let Ok(perf) = perf
+        && perf.status.success()
+    {
+        let text = String::from_utf8_lossy(&perf.stderr).into_owned();
+        let line = text.lines().find(|l| l.contains("cpu-clock")).unwrap();
+        assert_eq!(shape(line), shape(&de), "perf: {line}\ntmetric: {de}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn append_adds_to_the_output_file_and_starts_with_perfs_comment() {
+    let dir = std::env::temp_dir().join(format!("tmetric-append-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("out.txt");
+    let path = file.to_str().unwrap();
+    for _ in 0..2 {
+        let out = tmetric(&["stat", "-e", "task-clock", "-o", path, "--append", "true"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.matches("# started on ").count(), 2, "{text}");
+    assert_eq!(text.matches("Performance counter stats for 'true'").count(), 2, "{text}");
+    let out = tmetric(&["stat", "-e", "task-clock", "-o", path, "true"]);
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.matches("# started on ").count(), 1, "without --append: replaced: {text}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn detailed_runs_add_perfs_cache_events() {
+    let names = |level: &str| -> Vec<String> {
+        let out = tmetric(&["stat", level, "-x,", "--", "true"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+            .lines()
+            .filter(|l| !l.starts_with("tmetric:"))
+            .map(|l| l.split(',').nth(2).unwrap().to_string())
+            .collect()
+    };
+    let d = names("-d");
+    assert_eq!(
+        d[8..],
+        ["L1-dcache-loads", "L1-dcache-load-misses", "LLC-loads", "LLC-load-misses"],
+        "{d:?}"
+    );
+    let ddd = names("-ddd");
+    assert_eq!(ddd.len(), 8 + 4 + 6 + 2, "{ddd:?}");
+    assert_eq!(ddd.last().unwrap(), "L1-dcache-prefetch-misses");
+}
+
+#[test]
+fn repeats_print_the_runs_and_their_table() {
+    let out = tmetric(&["stat", "-r", "3", "--table", "-e", "task-clock", "--", "true"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Performance counter stats for 'true' (3 runs):"), "{text}");
+    assert!(text.contains("# Table of individual measurements:"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.contains(") #")).count(), 3, "{text}");
+    assert!(text.contains("# Final result:"), "{text}");
+    let elapsed = text.lines().find(|l| l.contains("seconds time elapsed")).unwrap();
+    assert!(elapsed.contains(" +- "), "{elapsed}");
+}
+
+/// perf's labels of `--per-node` (`N0`), `--per-cache` (`S0-D0-L3-ID0`) and `--per-cluster`
+/// (`S0-D0-CLS0`), from this machine's sysfs, with the number of CPUs each sums.
+#[test]
+fn node_cache_and_cluster_units_carry_perfs_labels() {
+    let sys = std::path::Path::new("/sys/devices/system/cpu");
+    let cpus = std::fs::read_to_string(sys.join("online")).unwrap();
+    for (flag, prefix) in [("--per-node", "N"), ("--per-cache", "S"), ("--per-cluster", "S")] {
+        let out = tmetric(&["stat", flag, "-a", "-x,", "-e", "cpu-clock", "true"]);
+        let text = stderr(&out);
+        assert!(out.status.success(), "{flag}: {text}");
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains(",cpu-clock,")).collect();
+        assert!(!lines.is_empty(), "{flag}: {text}");
+        let mut total = 0;
+        for line in &lines {
+            let f: Vec<&str> = line.split(',').collect();
+            assert!(f[0].starts_with(prefix), "{flag}: {line}");
+            total += f[1].parse::<usize>().unwrap();
+        }
+        let online = tmetric_runtime::sysfs::parse_cpu_list(cpus.trim()).unwrap().len();
+        assert_eq!(total, online, "{flag}: every online CPU in one unit: {text}");
+        if flag == "--per-cache" {
+            assert!(lines[0].contains("-L") && lines[0].contains("-ID"), "{text}");
+        }
+        if flag == "--per-cluster" {
+            assert!(lines[0].contains("-CLS"), "{text}");
+        }
+    }
+}
