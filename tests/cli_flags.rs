@@ -26,7 +26,7 @@ fn null_run_prints_only_the_elapsed_time() {
     assert_eq!(lines[2], "");
     assert!(lines[3].ends_with(" seconds time elapsed"), "{text}");
     let elapsed: f64 = lines[3].split_whitespace().next().unwrap().parse().unwrap();
-    assert!(elapsed >= 0.05 && elapsed < 2.0, "{text}");
+    assert!((0.05..2.0).contains(&elapsed), "{text}");
 }
 
 #[test]
