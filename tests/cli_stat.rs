@@ -395,3 +395,20 @@ fn an_early_sigint_is_not_lost() {
     // it kept the signal: never a 10 s wait.
     assert!(matches!(out.status.code(), Some(130) | None), "{:?}", out.status);
 }
+
+/// Issue 24 item 2: an interval in which a counter did not run says why, with its time, once;
+/// the reason is not repeated at the end.
+#[test]
+fn intervals_say_why_a_line_was_not_counted() {
+    let out = tmetric(&["stat", "-I", "100", "-e", "task-clock", "--", "sleep", "0.35"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let uncounted: Vec<&str> =
+        text.lines().filter(|l| l.contains("<not counted>") && l.contains("task-clock")).collect();
+    assert!(!uncounted.is_empty(), "sleep runs in no interval but the first: {text}");
+    let time = uncounted[0].split_whitespace().next().unwrap();
+    let notes: Vec<&str> =
+        text.lines().filter(|l| l.starts_with("tmetric:") && l.contains("<not counted>")).collect();
+    assert_eq!(notes.len(), 1, "said once: {text}");
+    assert!(notes[0].starts_with(&format!("tmetric: {time}: task-clock: <not counted>")), "{text}");
+}

@@ -30,6 +30,8 @@ pub struct Printer {
     pub interval: Option<Duration>,
     /// Tree and legacy lines printed, for their headers.
     lines: usize,
+    /// Notes already said for an interval (each is said once, at its first interval).
+    said: Vec<String>,
 }
 
 impl Printer {
@@ -45,6 +47,7 @@ impl Printer {
             spread: Vec::new(),
             interval: None,
             lines: 0,
+            said: Vec::new(),
         }
     }
 
@@ -156,10 +159,35 @@ impl Printer {
         notes
     }
 
+    /// With `-I`: why this interval prints `<not counted>`, `nan` or a value computed around a
+    /// missing input (a group that ran in other intervals but not in this one), each reason
+    /// once, at the first interval it applies to, on standard error with the interval's time.
+    pub fn interval_notes(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        failures: &[Option<String>],
+        at: Duration,
+    ) -> io::Result<()> {
+        let notes = self.notes_for(plan, sample, failures, &[]);
+        let fresh: Vec<String> = notes.into_iter().filter(|n| !self.said.contains(n)).collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        self.out().flush()?;
+        for note in fresh {
+            warn(&format!("{}.{:09}: {note}", at.as_secs(), at.subsec_nanos()));
+            self.said.push(note);
+        }
+        Ok(())
+    }
+
     /// The notes after the counts: in the default layout below the footer (where perf
     /// prints its hints), else on standard error so CSV, JSON and interval lines stay
     /// parseable.
     pub fn notes(&mut self, notes: &[String]) -> io::Result<()> {
+        // What an interval already said is not said again.
+        let notes: Vec<&String> = notes.iter().filter(|n| !self.said.contains(n)).collect();
         if notes.is_empty() {
             return Ok(());
         }

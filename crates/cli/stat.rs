@@ -877,10 +877,12 @@ pub fn run_on<S: Syscalls + Clone>(
         }
         None => None,
     };
+    let interval_failures = open_failures(&plan, &counters, &env);
     let report = {
         let recorder = &mut recorder;
         let plan = &plan;
         let printer = &mut printer;
+        let interval_failures = &interval_failures;
         let sampler = &mut sampler;
         tmetric_runtime::run(&mut counters, &target, workload.as_mut(), &options, |tick| {
             let sample =
@@ -903,6 +905,7 @@ pub fn run_on<S: Syscalls + Clone>(
                     .map_err(|e| io::Error::other(format!("{e:#}")))?;
             }
             printer.interval(plan, &sample, tick.number, tick.at)?;
+            printer.interval_notes(plan, &sample, interval_failures, tick.at)?;
             printer.out().flush()?;
             if printer.out().closed() && !has_workload {
                 // Nobody reads a system-wide run any more: end it. With a workload, counting
