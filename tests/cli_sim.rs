@@ -617,3 +617,38 @@ fn a_workload_on_the_simulated_hybrid_is_sampled_on_its_core_cpus() {
         assert!((stats["mean"].as_f64().unwrap() - 4.85).abs() < 1e-12, "{text}");
     }
 }
+
+/// Issue 24 item 3: with `-C` on a hybrid machine's E-core, the P-core PMU's events are never
+/// opened: they are not printed as `<not counted>`, and the notes say why (no "never ran on
+/// a counter"); the E-core's metrics print, named with their PMU.
+#[test]
+fn cpu_lists_of_one_core_type_show_only_that_types_events() {
+    let out = tmetric(&["--pmu-sim", "alderlake", "-M", "TopdownL1", "-C", "7", "sleep", "0.1"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let counts = text.split(" Notes:").next().unwrap();
+    assert!(!counts.contains("cpu_core/"), "{text}");
+    assert!(!counts.contains("<not counted>"), "{text}");
+    assert!(counts.contains("tma_retiring (cpu_atom)"), "{text}");
+    assert!(!text.contains("never ran on a counter"), "{text}");
+    assert!(
+        text.contains("none of the CPUs counted has their PMU (they count on CPUs 0-3 only)"),
+        "{text}"
+    );
+    // Only P-core events asked for on an E-core: nothing to print, said, not an empty reason.
+    let out = tmetric(&[
+        "--pmu-sim",
+        "alderlake",
+        "--cputype",
+        "core",
+        "-e",
+        "cycles",
+        "-C",
+        "7",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert!(text.contains("cpu_core/cycles/: not counted and not shown"), "{text}");
+    assert!(!text.contains("nothing could be counted: \n"), "{text}");
+}

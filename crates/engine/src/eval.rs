@@ -145,6 +145,18 @@ impl Plan {
         self.retire_latency.iter().find(|(n, _)| n == name).map_or(0.0, |(_, v)| *v)
     }
 
+    /// Whether `row` is a counter opened on none of the CPUs counted: its PMU covers other
+    /// CPUs only (a hybrid machine's other core type under `-C`). Such a row is not printed.
+    pub fn opened_nowhere(&self, row: &Row, sample: &Sample<'_>) -> bool {
+        match row.source {
+            Source::Counter(spec) => {
+                matches!(sample.counts.events.get(spec), Some(Some(v)) if v.is_empty())
+                    && self.events[spec].cpus.is_some()
+            }
+            _ => false,
+        }
+    }
+
     /// Evaluates every root over `sample`, each from its own inputs.
     pub fn evaluate(&self, evaluators: &mut Evaluators, sample: &Sample<'_>) -> Vec<RootResult> {
         let inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, sample)).collect();
@@ -207,6 +219,21 @@ impl Plan {
         // otherwise repeat it dozens of times.
         let mut events: Vec<(String, Vec<String>)> = Vec::new();
         for row in self.rows.iter().filter(|r| r.show || !r.roots.is_empty()) {
+            if self.opened_nowhere(row, sample) {
+                let cpus = match &row.source {
+                    Source::Counter(spec) => self.events[*spec].cpus.clone().unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                let why = format!(
+                    "not counted and not shown: none of the CPUs counted has their PMU (they count on CPUs {} only)",
+                    cpu_ranges(&cpus)
+                );
+                match events.iter_mut().find(|(w, _)| *w == why) {
+                    Some((_, names)) => names.push(row.name.clone()),
+                    None => events.push((why, vec![row.name.clone()])),
+                }
+                continue;
+            }
             let why = match (&row.source, shown(self, row, sample)) {
                 (Source::Missing(reason), _) => format!("<not supported>: {reason}"),
                 (Source::Counter(spec), Shown::NotSupported) => match failure(*spec) {
@@ -229,9 +256,9 @@ impl Plan {
         }
         let mut notes: Vec<String> =
             events.into_iter().map(|(why, names)| format!("{}: {why}", names.join(", "))).collect();
-        for (root, result) in self.roots.iter().zip(results) {
-            let model = root.model;
-            let name = model.str(model.metrics[root.metric].name);
+        for (r, result) in results.iter().enumerate() {
+            // A hybrid machine's metric names carry their PMU where both core types have one.
+            let name = crate::view::metric_name(self, r);
             let names = |rows: &[usize]| -> String {
                 let mut v: Vec<String> = rows.iter().map(|&r| self.rows[r].name.clone()).collect();
                 v.dedup();
@@ -251,6 +278,12 @@ impl Plan {
                         names(&result.missing)
                     ));
                 }
+            } else if !result.not_counted.is_empty()
+                && result.not_counted.iter().all(|&r| self.opened_nowhere(&self.rows[r], sample))
+            {
+                notes.push(format!(
+                    "{name}: not shown: it is for another core type's PMU than the CPUs counted"
+                ));
             } else if !result.not_counted.is_empty() {
                 notes.push(format!(
                     "{name}: {} never ran on a counter and read as 0, so the value is not measured",
@@ -260,4 +293,21 @@ impl Plan {
         }
         notes
     }
+}
+
+/// CPUs as perf lists them: `0-3,8`.
+fn cpu_ranges(cpus: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+        i += 1;
+    }
+    out.join(",")
 }

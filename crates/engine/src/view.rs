@@ -389,6 +389,9 @@ pub fn lines(
         {
             continue;
         }
+        if plan.opened_nowhere(row, sample) {
+            continue;
+        }
         let state = shown(plan, row, sample);
         let (count, running, enabled) = match state {
             Shown::NotSupported => (Count::NotSupported, 0, 0),
