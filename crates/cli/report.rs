@@ -286,6 +286,7 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
             plan.retire_latency = l.clone();
         }
         printer.interval(&plan, &sample, step.number, step.at)?;
+        printer.interval_notes(&plan, &sample, &replay.failures, step.at)?;
         plan.retire_latency = recorded;
     }
     if let Some(totals) = &replay.totals {
