@@ -7,6 +7,7 @@ mod cli_harden;
 mod cli_list;
 mod cli_per_thread;
 mod cli_record;
+mod cli_secure;
 mod cli_sim;
 mod cli_stat;
 mod cli_top;

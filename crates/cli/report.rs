@@ -118,8 +118,18 @@ struct Replay {
 /// Runs `tmetric report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let path = &args.input;
+    if let Some(output) = &args.output {
+        refuse_same_file(path, output)?;
+    }
     let bytes = std::fs::read(path)
         .with_context(|| format!("cannot read {} (give the file with -i FILE)", path.display()))?;
+    if bytes.is_empty() {
+        // Not "not a tmetric record": whichever kind was meant, the file holds nothing.
+        bail!(
+            "{}: the file is empty (0 bytes), so it holds no recording, neither a `tmetric record` file nor a `perf stat record` perf.data; the run that wrote it may have failed before writing",
+            path.display()
+        );
+    }
     let replay = if perfdata::is_perf_data(&bytes) {
         let data = perfdata::parse_perf_data(&bytes)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
@@ -129,6 +139,24 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         from_record(args, &rec)?
     };
     print(args, replay)
+}
+
+/// `-o` must not be the input: creating the report truncates it before a byte is read (by
+/// any name: the same path, a symbolic or a hard link, so device and inode are compared).
+fn refuse_same_file(input: &Path, output: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(i), Ok(o)) = (std::fs::metadata(input), std::fs::metadata(output)) else {
+        return Ok(());
+    };
+    if i.dev() == o.dev() && i.ino() == o.ino() && i.is_file() {
+        bail!(
+            "-o {} is the input file {} (the same file{}): writing the report would destroy the recording; give another output file",
+            output.display(),
+            input.display(),
+            if input == output { "" } else { " by another name" }
+        );
+    }
+    Ok(())
 }
 
 fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
