@@ -609,13 +609,35 @@ fn add_counts(
     }
     for (&spec, c) in members.iter().zip(counts) {
         let Some([value, enabled, running]) = *c else { continue };
+        let raw = tmetric_runtime::RawCount { value, enabled, running };
         let slot = &mut snap.events[spec];
         let per = slot.get_or_insert_with(Vec::new);
-        per.push(tmetric_runtime::counter::CpuCount {
-            cpu,
-            thread,
-            raw: tmetric_runtime::RawCount { value, enabled, running },
-        });
+        // Every view adds readings up (over CPUs, threads, units), scaled for multiplexing:
+        // sums past 2^64 would wrap into wrong numbers (or abort a debug build). No kernel
+        // counts that far; a damaged file does.
+        let sum = |f: &dyn Fn(&tmetric_runtime::RawCount) -> u64| -> u128 {
+            per.iter().map(|c| u128::from(f(&c.raw))).sum::<u128>() + u128::from(f(&raw))
+        };
+        // Multiplexed readings scale in f64, as `RawCount::scaled` does before it saturates
+        // at u64::MAX; the others add up exactly.
+        let multiplexed = |r: &tmetric_runtime::RawCount| r.running > 0 && r.running < r.enabled;
+        let readings = || per.iter().map(|c| c.raw).chain(std::iter::once(raw));
+        let exact: u128 =
+            readings().filter(|r| !multiplexed(r)).map(|r| u128::from(r.value)).sum();
+        let scaled: f64 = readings()
+            .filter(multiplexed)
+            .map(|r| r.value as f64 * r.enabled as f64 / r.running as f64)
+            .sum();
+        if sum(&|r| r.value) > u128::from(u64::MAX)
+            || (scaled > 0.0 && exact as f64 + scaled >= 18_446_744_073_709_551_616.0)
+            || sum(&|r| r.enabled) > u128::from(u64::MAX)
+            || sum(&|r| r.running) > u128::from(u64::MAX)
+        {
+            return Err(format!(
+                "event {spec}'s counts add up to more than 2^64 with this reading; no kernel counts that far, so the file was damaged"
+            ));
+        }
+        per.push(tmetric_runtime::counter::CpuCount { cpu, thread, raw });
     }
     Ok(())
 }
