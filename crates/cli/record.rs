@@ -622,8 +622,7 @@ fn add_counts(
         // at u64::MAX; the others add up exactly.
         let multiplexed = |r: &tmetric_runtime::RawCount| r.running > 0 && r.running < r.enabled;
         let readings = || per.iter().map(|c| c.raw).chain(std::iter::once(raw));
-        let exact: u128 =
-            readings().filter(|r| !multiplexed(r)).map(|r| u128::from(r.value)).sum();
+        let exact: u128 = readings().filter(|r| !multiplexed(r)).map(|r| u128::from(r.value)).sum();
         let scaled: f64 = readings()
             .filter(multiplexed)
             .map(|r| r.value as f64 * r.enabled as f64 / r.running as f64)

@@ -101,7 +101,7 @@ mod tests {
         let lines = [
             header_line(),
             format!(r#"{{"t":"final","group":0,"cpu":0,"thread":-1,"counts":[[{huge},10,10]]}}"#),
-            format!(r#"{{"t":"final","group":0,"cpu":1,"thread":-1,"counts":[[1,10,10]]}}"#),
+            r#"{"t":"final","group":0,"cpu":1,"thread":-1,"counts":[[1,10,10]]}"#.to_string(),
             r#"{"t":"end","elapsed_ns":7,"user_ns":null,"sys_ns":null,"exit":0,"intervals":0}"#
                 .into(),
         ];
