@@ -1,5 +1,6 @@
 //! What tmetric itself was started with, so that the workload gets exactly that, as perf's
-//! workload gets what perf was started with: signal dispositions (which were ignored) and
+//! workload gets what perf was started with: signal dispositions (which were ignored, less
+//! those perf's workload always gets with their default action: [`DEFAULT_IN_WORKLOAD`]) and
 //! the signal mask, the `RLIMIT_NOFILE` soft limit, and which standard descriptors were
 //! closed.
 //!
@@ -17,6 +18,14 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 /// The highest signal number restored (Linux's `_NSIG - 1`).
 const LAST_SIGNAL: i32 = 64;
+
+/// Signals perf 6.12's workload always gets with their default action, whatever perf was
+/// started with: `cmd_stat` catches SIGINT, SIGCHLD, SIGALRM and SIGABRT before it forks, and
+/// `exec` resets caught signals; its child sets SIGTERM to default. Every other signal keeps
+/// what perf inherited (SIGHUP under `nohup`, SIGQUIT in a background job, and SIGUSR1, whose
+/// exec-error handler perf installs only after the fork).
+pub const DEFAULT_IN_WORKLOAD: [i32; 5] =
+    [libc::SIGINT, libc::SIGCHLD, libc::SIGALRM, libc::SIGABRT, libc::SIGTERM];
 
 static CAPTURED: AtomicBool = AtomicBool::new(false);
 /// Bit `n - 1`: signal `n` was ignored at start.
@@ -104,6 +113,24 @@ pub fn ignored_at_start() -> u64 {
     IGNORED.load(Ordering::Relaxed)
 }
 
+/// Makes tmetric's own children waitable: started with SIGCHLD ignored (or with
+/// `SA_NOCLDWAIT`), the kernel would reap the workload itself and `wait4` would fail with
+/// ECHILD. perf catches SIGCHLD, which has the same effect.
+pub(crate) fn keep_children_waitable() {
+    // SAFETY: sigaction reads and writes plain-data structs.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGCHLD, std::ptr::null(), &mut old) == 0
+            && (old.sa_sigaction == libc::SIG_IGN || old.sa_flags & libc::SA_NOCLDWAIT != 0)
+        {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_DFL;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(libc::SIGCHLD, &action, std::ptr::null_mut());
+        }
+    }
+}
+
 /// Blocks every signal in the calling thread; returns the previous mask. Called around
 /// `fork`, so that no handler of tmetric's runs in the child before [`restore_in_child`]
 /// has put the dispositions back.
@@ -143,8 +170,9 @@ pub(crate) unsafe fn restore_in_child() {
                 continue;
             }
             let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction =
-                if ignored & (1 << (signal - 1)) != 0 { libc::SIG_IGN } else { libc::SIG_DFL };
+            let keep_ignored =
+                ignored & (1 << (signal - 1)) != 0 && !DEFAULT_IN_WORKLOAD.contains(&signal);
+            action.sa_sigaction = if keep_ignored { libc::SIG_IGN } else { libc::SIG_DFL };
             libc::sigemptyset(&mut action.sa_mask);
             // Signals the C library reserves (32, 33) refuse; nothing to restore there.
             libc::sigaction(signal, &action, std::ptr::null_mut());

@@ -135,6 +135,7 @@ impl Workload {
         let (go_read, go_write) = pipe()?;
         let (err_read, err_write) = pipe()?;
 
+        inherit::keep_children_waitable();
         // No handler of tmetric's may run in the child before its dispositions are put back.
         let mask = inherit::block_all();
         // SAFETY: fork is called with every buffer the child uses already built; the child
