@@ -773,7 +773,7 @@ pub fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recording> {
             Line::Interval { n, at_ns, length_ns, group, cpu, thread, counts } => {
                 known_cpu(cpu, at)?;
                 let previous = rec.intervals.last().map_or(0, |x| x.n);
-                if n != previous && n != previous + 1 {
+                if !(n == previous + 1 || (n == previous && previous > 0)) {
                     bail!(
                         "{name}:{at}: interval {n} follows interval {previous}; intervals are numbered 1, 2, 3, ... in order"
                     );

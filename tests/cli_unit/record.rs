@@ -119,6 +119,19 @@ mod tests {
         assert!(err.starts_with("r.jsonl:2: event 0's counts add up"), "{err}");
     }
 
+    /// Found by the fuzz target: interval 0 passed the reader and broke the printer's
+    /// header count (`number - 1`).
+    #[test]
+    fn intervals_are_numbered_from_one() {
+        let lines = [
+            header_line(),
+            r#"{"t":"interval","n":0,"at_ns":1,"length_ns":1,"group":0,"cpu":-1,"thread":-1,"counts":[[1,1,1]]}"#.into(),
+            r#"{"t":"end","elapsed_ns":7,"user_ns":null,"sys_ns":null,"exit":0,"intervals":0}"#.into(),
+        ];
+        let err = format!("{:#}", parse(&lines.join("\n")).unwrap_err());
+        assert!(err.starts_with("r.jsonl:2: interval 0 follows interval 0"), "{err}");
+    }
+
     #[test]
     fn bad_lines_name_file_and_line() {
         let truncated = format!("{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"co", header_line());
