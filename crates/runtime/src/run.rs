@@ -243,7 +243,6 @@ pub fn run<S: Syscalls>(
     } else {
         None
     };
-    let mut watch = TaskWatch::open(&options.until_gone);
     let delayed = options.delay.filter(|d| !d.is_zero());
     if needs_enable(target) && delayed.is_none() {
         counters.enable()?;
@@ -252,6 +251,8 @@ pub fn run<S: Syscalls>(
     if let Some(w) = workload.as_mut() {
         w.start()?;
     }
+    // After the enable, so watching adds nothing between opening and counting.
+    let mut watch = TaskWatch::open(&options.until_gone);
     if let Some(delay) = delayed {
         // Wait out the delay, unless the workload ends or a signal comes first.
         let until = Instant::now() + delay;
