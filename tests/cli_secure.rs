@@ -398,7 +398,8 @@ fn probe_under(dir: &Path, prefix: &str) -> Vec<String> {
     let text = stdout(&out);
     let mut seen: Vec<String> = Vec::new();
     for line in text.split(['\n', '\0']) {
-        let keep = line.starts_with("Sig")
+        // `SigQ` counts signals queued for the user across all its processes: not inherited.
+        let keep = (line.starts_with("Sig") && !line.starts_with("SigQ"))
             || line.starts_with("ShdPnd")
             || line.starts_with("Max ")
             || (line.contains('=') && !line.starts_with("_="))
