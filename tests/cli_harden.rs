@@ -118,8 +118,8 @@ fn a_full_output_file_is_named_and_the_counts_go_to_standard_error() {
     assert!(text.contains("/dev/full is incomplete"), "{text}");
 
     // With -I the workload runs to its end: it writes a file after the first failed write.
-    let marker = std::env::temp_dir().join(format!("tmetric-harden-{}", std::process::id()));
-    let _ = std::fs::remove_file(&marker);
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("finished");
     let script = format!("sleep 0.35; touch {}", marker.display());
     let out = tmetric(&[
         "stat",
@@ -139,7 +139,6 @@ fn a_full_output_file_is_named_and_the_counts_go_to_standard_error() {
     assert!(marker.exists(), "the workload was stopped: {text}");
     assert_eq!(text.matches("cannot write the counts").count(), 1, "{text}");
     assert!(text.lines().filter(|l| l.contains(",task-clock,")).count() >= 3, "{text}");
-    let _ = std::fs::remove_file(&marker);
 }
 
 // ---- 4, 5, 12. eval --expr and --var ---------------------------------------------------
@@ -407,7 +406,8 @@ fn huge_trace_fields_are_quoted_short() {
          \x20 bash-1  [000] .... 100.000002: x86_fpu_latency_xsave: x86/fpu: latency:7 RFBM:{big} XINUSE:0x1\n\
          \x20 bash-1  [000] .... 100.000003: x86_fpu_latency_xsave: x86/fpu: latency:{digits} RFBM:0x3 XINUSE:0x1\n"
     );
-    let path = std::env::temp_dir().join(format!("tmetric-big-{}.trace", std::process::id()));
+    let scratch = tempfile::tempdir().unwrap();
+    let path = scratch.path().join("big.trace");
     std::fs::write(&path, trace).unwrap();
     let out = tmetric(&["latency", path.to_str().unwrap()]);
     let _ = std::fs::remove_file(&path);
@@ -437,7 +437,8 @@ fn a_100_mb_line_is_not_echoed_whole() {
          garbage {big}\n\n\
          \x20      0.002000000 seconds time elapsed\n"
     );
-    let path = std::env::temp_dir().join(format!("tmetric-big-{}.log", std::process::id()));
+    let scratch = tempfile::tempdir().unwrap();
+    let path = scratch.path().join("big.log");
     std::fs::write(&path, log).unwrap();
     let out = tmetric(&["eval", "--from-perf", path.to_str().unwrap()]);
     let _ = std::fs::remove_file(&path);
@@ -455,7 +456,8 @@ fn damaged_perf_log_rows_are_warned_with_their_line() {
                \x20              100      page-faults                      (-3.00%)\n\
                \x20              -50      context-switches\n\n\
                \x20      0.002000000 seconds time elapsed\n\n";
-    let path = std::env::temp_dir().join(format!("tmetric-damaged-{}.log", std::process::id()));
+    let scratch = tempfile::tempdir().unwrap();
+    let path = scratch.path().join("damaged.log");
     std::fs::write(&path, log).unwrap();
     let out =
         tmetric(&["eval", "--from-perf", path.to_str().unwrap(), "-M", "page_faults_per_sec"]);

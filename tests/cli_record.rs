@@ -3,31 +3,25 @@
 //! model's formulas, damaged files, and `perf stat record` files against `perf stat report`.
 //! The perf.data format of `tmetric record` is tested in `cli_record_perf.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::support::{ok, stderr, tmetric};
 
-/// A scratch directory for one test, removed when it ends.
-struct Scratch(PathBuf);
+/// A private scratch directory for one test, removed when it ends.
+struct Scratch(tempfile::TempDir);
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("tmetric-record-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("tmetric-record-{name}-"))
+            .tempdir()
+            .expect("a temp dir");
         Scratch(dir)
     }
 
     fn path(&self, file: &str) -> String {
-        self.0.join(file).display().to_string()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path().join(file).display().to_string()
     }
 }
 
@@ -267,7 +261,7 @@ fn perf_stat_record_files_give_perfs_counts() {
         ("iv.data", &["-a", "-I", "20", "-e", "task-clock,context-switches", "sleep", "0.07"][..]),
         ("pipe.data", &["-e", "task-clock,context-switches", "sleep", "0.05"][..]),
     ] {
-        let Some(path) = perf_record(&s.0, file, extra) else {
+        let Some(path) = perf_record(s.0.path(), file, extra) else {
             eprintln!("skipped: `perf stat record` failed here");
             return;
         };
@@ -282,9 +276,11 @@ fn perf_stat_record_files_give_perfs_counts() {
         assert_eq!(theirs, ours, "{file}");
     }
     // Per CPU (`-A`) from a system-wide file: perf prints event by event, tmetric CPU by CPU.
-    let Some(path) =
-        perf_record(&s.0, "a.data", &["-a", "-e", "task-clock,context-switches", "sleep", "0.05"])
-    else {
+    let Some(path) = perf_record(
+        s.0.path(),
+        "a.data",
+        &["-a", "-e", "task-clock,context-switches", "sleep", "0.05"],
+    ) else {
         return;
     };
     let perf = Command::new("perf").args(["stat", "report", "-i", &path, "-A"]).output().unwrap();
@@ -303,7 +299,7 @@ fn damaged_perf_data_is_an_error_with_the_offset() {
         return;
     }
     let s = Scratch::new("perfbad");
-    let Some(path) = perf_record(&s.0, "p.data", &["-e", "task-clock", "true"]) else {
+    let Some(path) = perf_record(s.0.path(), "p.data", &["-e", "task-clock", "true"]) else {
         eprintln!("skipped: `perf stat record` failed here");
         return;
     };

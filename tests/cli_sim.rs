@@ -371,9 +371,8 @@ fn metric_only_json_has_one_object_per_line() {
 
 #[test]
 fn retire_latencies_come_from_a_file_or_a_clear_sampler_error() {
-    let dir = std::env::temp_dir().join(format!("tmetric-rl-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("rl.json");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rl.json");
     std::fs::write(&file, r#"{"MEM_INST_RETIRED.STLB_HIT_LOADS": 7, "NOT_AN_EVENT": 3}"#).unwrap();
     let path = file.to_str().unwrap();
     let zero = stderr(&tmetric(&[
@@ -427,7 +426,6 @@ fn retire_latencies_come_from_a_file_or_a_clear_sampler_error() {
     ]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("must be a number of cycles"), "{}", stderr(&bad));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Per cpu_core CPU of the simulated Meteor Lake, the true rate of a `cpu_core` raw config.

@@ -144,9 +144,8 @@ fn attaching_to_a_running_process_counts_it_until_interrupted() {
 
 #[test]
 fn describe_with_counts_gives_each_node_its_value_and_reason() {
-    let dir = std::env::temp_dir().join(format!("tmetric-describe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("counts.json");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("counts.json");
     std::fs::write(
         &path,
         r#"{"counts": {"topdown-fe-bound": 200, "topdown-be-bound": 300, "topdown-bad-spec": 100, "TOPDOWN.SLOTS": 1000, "INT_MISC.UOP_DROPPING": 0}}"#,
@@ -160,7 +159,6 @@ fn describe_with_counts_gives_each_node_its_value_and_reason() {
         "--counts",
         path.to_str().unwrap(),
     ]);
-    std::fs::remove_dir_all(&dir).ok();
     // max(1 - (fe + be + NaN), 0) is 0 by perf's rules: the reason is printed beside it.
     let root =
         text.lines().find(|l| l.trim_start().starts_with("tma_bad_speculation =")).expect(&text);

@@ -211,25 +211,22 @@ fn rows_of_json(doc: &Value) -> Vec<(String, u64, u64, [u64; 7])> {
         .collect()
 }
 
-/// A file under the system temp dir, removed when dropped.
-struct TempFile(PathBuf);
+/// A file in a private temporary directory, removed (with the directory) when dropped.
+struct TempFile {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
 
 impl TempFile {
     fn new(name: &str, contents: &str) -> TempFile {
-        let path =
-            std::env::temp_dir().join(format!("tmetric-latency-{}-{name}", std::process::id()));
+        let dir = tempfile::Builder::new().prefix("tmetric-latency-").tempdir().unwrap();
+        let path = dir.path().join(name);
         std::fs::write(&path, contents).unwrap();
-        TempFile(path)
+        TempFile { _dir: dir, path }
     }
 
     fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        self.path.to_str().unwrap()
     }
 }
 
@@ -507,7 +504,8 @@ fn any_tracepoint_with_key_value_fields_can_be_analysed() {
 
 #[test]
 fn errors_name_the_file_and_bad_flags() {
-    let missing = std::env::temp_dir().join("tmetric-latency-no-such-file.log");
+    let scratch = tempfile::tempdir().unwrap();
+    let missing = scratch.path().join("no-such-file.log");
     let output = tmetric(&[missing.to_str().unwrap()], "");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();
@@ -517,7 +515,7 @@ fn errors_name_the_file_and_bad_flags() {
     );
     assert!(stderr.contains("No such file"), "{stderr}");
 
-    let dir = std::env::temp_dir();
+    let dir = scratch.path();
     let output = tmetric(&[dir.to_str().unwrap()], "");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();

@@ -22,6 +22,7 @@ pub mod record;
 pub mod report;
 pub mod sim;
 pub mod stat;
+pub mod target;
 
 /// Compiled CPU performance metrics from Linux perf's vendor JSON.
 #[derive(Debug, Parser)]
@@ -52,9 +53,32 @@ enum Command {
     Describe(describe::DescribeArgs),
 }
 
+/// Standard output that names itself in its errors ("cannot write to standard output: No
+/// space left on device" rather than a bare errno), keeping the error's kind so a closed
+/// pipe is still told apart.
+struct NamedStdout<W>(W);
+
+impl<W: Write> NamedStdout<W> {
+    fn named(err: std::io::Error) -> std::io::Error {
+        let text = err.to_string();
+        let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+        std::io::Error::new(err.kind(), format!("cannot write to standard output: {text}"))
+    }
+}
+
+impl<W: Write> Write for NamedStdout<W> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.0.write(data).map_err(Self::named)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(Self::named)
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::new(NamedStdout(stdout.lock()));
     match cli.command {
         Command::Latency(args) => tmetric_latency::run(&args, &mut out)?,
         Command::List(args) => list::run(&args, &mut out)?,
@@ -185,7 +209,15 @@ pub fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             // Never `eprintln!`: it panics when standard error cannot be written.
-            out::error(&format!("{err:#}"));
+            let mut text = format!("{err:#}");
+            if (text.contains("EMFILE") || text.contains("Too many open files"))
+                && !text.contains("ulimit -n")
+            {
+                // Whatever ran out of descriptors (a pipe, the signal pipe, a file), the
+                // remedy is the same.
+                text.push_str("; descriptors ran out: raise the limit with `ulimit -n`");
+            }
+            out::error(&text);
             ExitCode::from(workload_exit_code(&err).unwrap_or(2))
         }
     }

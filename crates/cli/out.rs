@@ -50,6 +50,14 @@ pub enum Dest {
     Nowhere,
 }
 
+/// Creates (or truncates) `path` for writing; a new file gets mode 0600, as perf creates
+/// perf.data: counts and record files name the command and what it did, and tmetric often
+/// runs as root. An existing file keeps the mode its owner gave it.
+pub fn create_private(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)
+}
+
 /// A destination for reports that survives write errors (see the module documentation).
 pub struct Sink {
     pub dest: Dest,
@@ -71,10 +79,10 @@ impl Sink {
         Sink { dest: Dest::Nowhere, buf: Vec::new(), closed: false, failed: None }
     }
 
-    /// Reports to a new file at `path` (truncated if it exists).
+    /// Reports to a new file at `path` (truncated if it exists; created 0600).
     pub fn create(path: &Path) -> anyhow::Result<Sink> {
         let file =
-            File::create(path).map_err(|e| anyhow!("cannot create {}: {e}", path.display()))?;
+            create_private(path).map_err(|e| anyhow!("cannot create {}: {e}", path.display()))?;
         Ok(Sink {
             dest: Dest::File { path: path.to_path_buf(), file },
             buf: Vec::new(),

@@ -127,6 +127,25 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             (model, PmuModel::for_model(model, facts), format!("{} (cpuid {cpuid})", model.path()))
         }
         (None, None, sysfs_dir) => {
+            // A tree that is not there must not quietly become this machine's files.
+            if let Some(dir) = sysfs_dir {
+                let devices = dir.join("bus/event_source/devices");
+                if !devices.is_dir() {
+                    anyhow::bail!(
+                        "--sysfs {}: {} is not a directory; give the root of a sysfs tree (the directory that plays /sys, holding bus/event_source/devices)",
+                        dir.display(),
+                        devices.display()
+                    );
+                }
+            }
+            if let Some(dir) = &args.proc
+                && !dir.is_dir()
+            {
+                anyhow::bail!(
+                    "--proc {}: no such directory; give the directory that plays /proc (cpuinfo, sys/kernel/nmi_watchdog)",
+                    dir.display()
+                );
+            }
             let sysfs = sysfs_dir.as_ref().map_or_else(Sysfs::system, Sysfs::new);
             let default_proc = PathBuf::from("/proc");
             let proc_root = args.proc.as_ref().unwrap_or(&default_proc);

@@ -320,7 +320,7 @@ pub struct Recorder {
 impl Recorder {
     /// Creates `path` and writes the header for `plan`.
     pub fn create(path: &Path, header: &Header) -> anyhow::Result<Recorder> {
-        let file = std::fs::File::create(path)
+        let file = crate::out::create_private(path)
             .with_context(|| format!("cannot create the record file {}", path.display()))?;
         let mut r = Recorder {
             path: path.to_path_buf(),
@@ -395,7 +395,11 @@ impl Recorder {
                 values: values.iter().cloned().collect(),
             })?;
         }
-        Ok(())
+        // Each interval reaches the file as it ends: a full disk is found (and said) at
+        // once, and a run that is killed leaves every finished interval behind.
+        self.out
+            .flush()
+            .with_context(|| format!("cannot write the record file {}", self.path.display()))
     }
 
     /// The totals, the sampled latencies and the end line; flushes.
@@ -625,15 +629,67 @@ fn add_counts(
     }
     for (&spec, c) in members.iter().zip(counts) {
         let Some([value, enabled, running]) = *c else { continue };
+        let raw = tmetric_runtime::RawCount { value, enabled, running };
         let slot = &mut snap.events[spec];
         let per = slot.get_or_insert_with(Vec::new);
-        per.push(tmetric_runtime::counter::CpuCount {
-            cpu,
-            thread,
-            raw: tmetric_runtime::RawCount { value, enabled, running },
-        });
+        // Every view adds readings up (over CPUs, threads, units), scaled for multiplexing:
+        // sums past 2^64 would wrap into wrong numbers (or abort a debug build). No kernel
+        // counts that far; a damaged file does.
+        let sum = |f: &dyn Fn(&tmetric_runtime::RawCount) -> u64| -> u128 {
+            per.iter().map(|c| u128::from(f(&c.raw))).sum::<u128>() + u128::from(f(&raw))
+        };
+        // Multiplexed readings scale in f64, as `RawCount::scaled` does before it saturates
+        // at u64::MAX; the others add up exactly.
+        let multiplexed = |r: &tmetric_runtime::RawCount| r.running > 0 && r.running < r.enabled;
+        let readings = || per.iter().map(|c| c.raw).chain(std::iter::once(raw));
+        let exact: u128 = readings().filter(|r| !multiplexed(r)).map(|r| u128::from(r.value)).sum();
+        let scaled: f64 = readings()
+            .filter(multiplexed)
+            .map(|r| r.value as f64 * r.enabled as f64 / r.running as f64)
+            .sum();
+        if sum(&|r| r.value) > u128::from(u64::MAX)
+            || (scaled > 0.0 && exact as f64 + scaled >= 18_446_744_073_709_551_616.0)
+            || sum(&|r| r.enabled) > u128::from(u64::MAX)
+            || sum(&|r| r.running) > u128::from(u64::MAX)
+        {
+            return Err(format!(
+                "event {spec}'s counts add up to more than 2^64 with this reading; no kernel counts that far, so the file was damaged"
+            ));
+        }
+        per.push(tmetric_runtime::counter::CpuCount { cpu, thread, raw });
     }
     Ok(())
+}
+
+/// One reading of a record file, for finding repeated lines.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Reading {
+    /// (interval, group, cpu, thread).
+    Interval(u64, usize, i32, i32),
+    /// (group, cpu, thread).
+    Final(usize, i32, i32),
+    Latency(Option<u64>),
+    Tpebs(String),
+}
+
+impl Reading {
+    fn describe(&self) -> String {
+        let place = |cpu: i32, thread: i32| match (cpu, thread) {
+            (-1, -1) => String::new(),
+            (c, -1) => format!(" on CPU {c}"),
+            (-1, t) => format!(" of thread {t}"),
+            (c, t) => format!(" on CPU {c} of thread {t}"),
+        };
+        match self {
+            Reading::Interval(n, g, c, t) => {
+                format!("interval {n}'s counts of group {g}{}", place(*c, *t))
+            }
+            Reading::Final(g, c, t) => format!("the final counts of group {g}{}", place(*c, *t)),
+            Reading::Latency(Some(n)) => format!("interval {n}'s retire latencies"),
+            Reading::Latency(None) => "the final retire latencies".into(),
+            Reading::Tpebs(e) => format!("the sample statistics of `{e}`"),
+        }
+    }
 }
 
 /// Reads a record file, with `file:line` in every error.
@@ -641,7 +697,9 @@ pub fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recording> {
     let name = path.display().to_string();
     let mut lines = reader.lines().enumerate();
     let Some((_, first)) = lines.next() else {
-        bail!("{name}: the file is empty; expected a tmetric record (docs/record-format.md)");
+        bail!(
+            "{name}: the file is empty, so it holds no recording; expected a tmetric record (docs/record-format.md)"
+        );
     };
     let first = first.with_context(|| format!("{name}:1: cannot read"))?;
     let probe: serde_json::Value = serde_json::from_str(&first).map_err(|e| {
@@ -665,6 +723,16 @@ pub fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recording> {
     if let Some(bad) = header.groups.iter().flatten().find(|&&s| s >= specs) {
         bail!("{name}:1: a group names event {bad}, but there are {specs} events");
     }
+    let topo = &header.topology;
+    let placed: Vec<u32> = topo.places.iter().map(|p| p[0]).collect();
+    if let Some(cpu) = topo.cpus.iter().find(|c| !placed.contains(c)) {
+        bail!(
+            "{name}:1: the topology lists CPU {cpu} but gives no place (socket, die, core) for it"
+        );
+    }
+    if let Some(cpu) = placed.iter().find(|c| !topo.cpus.contains(c)) {
+        bail!("{name}:1: the topology places CPU {cpu}, which its CPU list does not name");
+    }
     let empty = Snapshot { events: vec![None; specs] };
     let mut rec = Recording {
         header,
@@ -677,6 +745,32 @@ pub fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recording> {
     };
     let mut ended = false;
     let mut last_line = 1;
+    // Where each reading was given, so a repeated one is an error naming both lines (summing
+    // it would double its counts); and whether a CPU is one the topology describes (else
+    // `report -A` could not show it).
+    let mut seen: std::collections::HashMap<Reading, usize> = std::collections::HashMap::new();
+    let mut seen_at = |key: Reading, at: usize| -> anyhow::Result<()> {
+        if let Some(first) = seen.insert(key.clone(), at) {
+            bail!(
+                "{name}:{at}: {} again (first at line {first}); the file was damaged or two records were joined",
+                key.describe()
+            );
+        }
+        Ok(())
+    };
+    let system_wide = rec.header.system_wide;
+    let known_cpu = |cpu: i32, at: usize| -> anyhow::Result<()> {
+        if cpu < -1 {
+            bail!("{name}:{at}: CPU {cpu} is not a CPU number (-1 stands for any CPU)");
+        }
+        if system_wide && cpu >= 0 && !rec.header.topology.cpus.contains(&(cpu as u32)) {
+            bail!(
+                "{name}:{at}: counts for CPU {cpu}, which the header's topology does not list (CPUs {:?}); the file was damaged or joined from two machines",
+                rec.header.topology.cpus
+            );
+        }
+        Ok(())
+    };
     for (i, text) in lines {
         let at = i + 1;
         last_line = at;
@@ -697,6 +791,14 @@ pub fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recording> {
         let groups = &rec.header.groups;
         match line {
             Line::Interval { n, at_ns, length_ns, group, cpu, thread, counts } => {
+                known_cpu(cpu, at)?;
+                let previous = rec.intervals.last().map_or(0, |x| x.n);
+                if !(n == previous + 1 || (n == previous && previous > 0)) {
+                    bail!(
+                        "{name}:{at}: interval {n} follows interval {previous}; intervals are numbered 1, 2, 3, ... in order"
+                    );
+                }
+                seen_at(Reading::Interval(n, group, cpu, thread), at)?;
                 if rec.intervals.last().is_none_or(|x| x.n != n) {
                     rec.intervals.push(Interval {
                         n,
@@ -711,18 +813,33 @@ pub fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recording> {
                     .map_err(|e| anyhow::anyhow!("{name}:{at}: {e}"))?;
             }
             Line::Latency { n: Some(n), values } => {
+                seen_at(Reading::Latency(Some(n)), at)?;
                 match rec.intervals.iter_mut().rev().find(|x| x.n == n) {
                     Some(x) => x.latency = Some(values),
                     None => bail!("{name}:{at}: latencies for interval {n}, which has no counts"),
                 }
             }
-            Line::Latency { n: None, values } => rec.final_latency = Some(values),
+            Line::Latency { n: None, values } => {
+                seen_at(Reading::Latency(None), at)?;
+                rec.final_latency = Some(values);
+            }
             Line::Final { group, cpu, thread, counts } => {
+                known_cpu(cpu, at)?;
+                seen_at(Reading::Final(group, cpu, thread), at)?;
                 add_counts(&mut rec.totals, groups, group, (cpu, thread), &counts)
                     .map_err(|e| anyhow::anyhow!("{name}:{at}: {e}"))?;
             }
-            line @ Line::Tpebs { .. } => rec.tpebs.push(line),
-            Line::End { elapsed_ns, user_ns, sys_ns, .. } => {
+            Line::Tpebs { ref event, .. } => {
+                seen_at(Reading::Tpebs(event.clone()), at)?;
+                rec.tpebs.push(line);
+            }
+            Line::End { elapsed_ns, user_ns, sys_ns, intervals, .. } => {
+                let read = rec.intervals.last().map_or(0, |x| x.n);
+                if intervals != read {
+                    bail!(
+                        "{name}:{at}: the `end` line counts {intervals} intervals, but the file holds {read}; intervals were lost or added"
+                    );
+                }
                 rec.elapsed = Duration::from_nanos(elapsed_ns);
                 rec.rusage = user_ns
                     .zip(sys_ns)

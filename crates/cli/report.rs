@@ -144,6 +144,11 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let mut args = args.clone();
     let path = args.input.get_or_insert_with(default_input).clone();
     let args = &args;
+    if let Some(output) = &args.output
+        && path.as_os_str() != "-"
+    {
+        refuse_same_file(&path, output)?;
+    }
     let bytes = if path.as_os_str() == "-" {
         let mut bytes = Vec::new();
         std::io::stdin().lock().read_to_end(&mut bytes).context("cannot read standard input")?;
@@ -158,6 +163,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     } else {
         path.display().to_string()
     };
+    if bytes.is_empty() && path.as_os_str() != "-" {
+        // Not "not a tmetric record": whichever kind was meant, the file holds nothing.
+        bail!(
+            "{name}: the file is empty (0 bytes), so it holds no recording, neither a `tmetric record` file nor a `perf stat record` perf.data; the run that wrote it may have failed before writing"
+        );
+    }
     let replay = if perfdata::is_perf_data(&bytes) {
         let data = perfdata::parse_perf_data(&bytes).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
         let mut replay = if data.extras.is_empty() {
@@ -187,6 +198,24 @@ fn default_input() -> PathBuf {
     use std::os::unix::fs::FileTypeExt;
     let piped = std::fs::metadata("/dev/stdin").is_ok_and(|m| m.file_type().is_fifo());
     PathBuf::from(if piped { "-" } else { "perf.data" })
+}
+
+/// `-o` must not be the input: creating the report truncates it before a byte is read (by
+/// any name: the same path, a symbolic or a hard link, so device and inode are compared).
+fn refuse_same_file(input: &Path, output: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(i), Ok(o)) = (std::fs::metadata(input), std::fs::metadata(output)) else {
+        return Ok(());
+    };
+    if i.dev() == o.dev() && i.ino() == o.ino() && i.is_file() {
+        bail!(
+            "-o {} is the input file {} (the same file{}): writing the report would destroy the recording; give another output file",
+            output.display(),
+            input.display(),
+            if input == output { "" } else { " by another name" }
+        );
+    }
+    Ok(())
 }
 
 fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {

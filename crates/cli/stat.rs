@@ -147,11 +147,13 @@ pub struct StatArgs {
     /// Aggregate per cluster (CPUs sharing a cluster id).
     #[arg(long)]
     pub per_cluster: bool,
-    /// Count an existing process (every thread it has at the start) until Ctrl-C, instead of
-    /// a command.
+    /// Count an existing process (every thread it has at the start) until it exits or
+    /// Ctrl-C; with a command, while the command runs (`-p PID sleep 5`: the command is only
+    /// the timer and is not counted).
     #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "tid")]
     pub pid: Option<i32>,
-    /// Count existing threads (comma-separated ids) until Ctrl-C, instead of a command.
+    /// Count existing threads (comma-separated ids) until they all exit or Ctrl-C; with a
+    /// command, while the command runs.
     #[arg(short = 't', long = "tid", value_name = "TID", value_delimiter = ',')]
     pub tid: Vec<i32>,
     /// Per thread: one row per thread and event, `comm-tid` first, with -p or -t (the
@@ -232,8 +234,22 @@ pub fn host_model(
     if let Some(name) = model {
         return models::find_model(name);
     }
-    let cpuid = engine::plan::cpuid_of(sysfs, proc_root)
-        .context("cannot tell this machine's cpuid (no x86 /proc/cpuinfo fields or arm64 midr_el1); name a model with --model")?;
+    let Some(cpuid) = engine::plan::cpuid_of(sysfs, proc_root) else {
+        // Say why the files could not be read when that is the reason: under a low
+        // `ulimit -n` the cpuid is unknown only because no descriptor was left to read it.
+        let cpuinfo = proc_root.join("cpuinfo");
+        if let Err(e) = std::fs::File::open(&cpuinfo)
+            && crate::sim::out_of_descriptors(&e)
+        {
+            bail!(
+                "cannot read {}: descriptors ran out; raise the limit with `ulimit -n`",
+                cpuinfo.display()
+            );
+        }
+        bail!(
+            "cannot tell this machine's cpuid (no x86 /proc/cpuinfo fields or arm64 midr_el1); name a model with --model"
+        );
+    };
     tmetric_catalog::model_for_cpuid(&cpuid).with_context(|| {
         format!("no model of the catalogue matches this machine's cpuid `{cpuid}`; name one with --model")
     })
@@ -587,9 +603,10 @@ pub fn run_recording(
         all.all_cpus = true;
         return run_recording(&all, record);
     }
-    if attach && !args.command.is_empty() {
+    if attach && args.repeat > 1 {
         bail!(
-            "-p/-t count a running process until Ctrl-C; give either them or a command, not both"
+            "-r {} repeats a command to count it; -p/-t count a running process, so give -r without them",
+            args.repeat
         );
     }
     let cgroups = !args.cgroup.is_empty() || !args.for_each_cgroup.is_empty();
@@ -754,13 +771,7 @@ pub fn run_on<S: Syscalls + Clone>(
     let threads = listed_threads(args)?;
     let target = if let Some(list) = &args.cpu_list {
         let online = sysfs.online_cpus().context("cannot list the online CPUs")?;
-        let wanted = tmetric_runtime::sysfs::parse_cpu_list(list.trim())
-            .with_context(|| format!("-C `{list}`: expected a CPU list such as `0-3,8`"))?;
-        let offline: Vec<u32> = wanted.iter().copied().filter(|c| !online.contains(c)).collect();
-        if !offline.is_empty() {
-            bail!("-C `{list}`: CPU {offline:?} is not online (online: {online:?})");
-        }
-        Target::Cpus(wanted)
+        Target::Cpus(crate::target::cpu_list(list, &online)?)
     } else if let Some(threads) = &threads {
         // perf's `-p`: every thread the process has at the start, each with its own counters.
         Target::Threads(threads.iter().map(|t| t.0).collect())
@@ -842,6 +853,7 @@ pub fn run_on<S: Syscalls + Clone>(
         catch_signals: true,
         delay: args.delay.map(Duration::from_millis),
         interval_count: args.interval_count.map(|n| n as usize),
+        until_gone: crate::target::watched(args.pid, &args.tid, !args.command.is_empty()),
     };
     let has_workload = workload.is_some();
     let mode: TpebsMode =
@@ -878,8 +890,12 @@ pub fn run_on<S: Syscalls + Clone>(
         None => None,
     };
     let interval_failures = open_failures(&plan, &counters, &env);
+    // A record file that cannot be written never stops the workload (as `-o`): the record
+    // stops there, counting and printing go on, and the run fails at its end.
+    let mut record_failed: Option<anyhow::Error> = None;
     let report = {
         let recorder = &mut recorder;
+        let record_failed = &mut record_failed;
         let plan = &plan;
         let printer = &mut printer;
         let interval_failures = &interval_failures;
@@ -901,8 +917,15 @@ pub fn run_on<S: Syscalls + Clone>(
             };
             if let Some(r) = recorder.as_mut() {
                 let latencies = sampler.is_some().then_some(plan.retire_latency.as_slice());
-                r.interval(tick.number, tick.at, tick.length, tick.counts, latencies)
-                    .map_err(|e| io::Error::other(format!("{e:#}")))?;
+                if let Err(e) =
+                    r.interval(tick.number, tick.at, tick.length, tick.counts, latencies)
+                {
+                    warn(&format!(
+                        "{e:#}; the record stops here, counting goes on and the counts still print"
+                    ));
+                    *record_failed = Some(e);
+                    *recorder = None;
+                }
             }
             printer.interval(plan, &sample, tick.number, tick.at)?;
             printer.interval_notes(plan, &sample, interval_failures, tick.at)?;
@@ -939,8 +962,8 @@ pub fn run_on<S: Syscalls + Clone>(
         printer.spread = tmetric_runtime::RunReport::spread_of(&earlier, plan.specs.len());
         tmetric_runtime::RunReport::mean_of(earlier).expect("at least this run")
     };
-    // --interval-count ended the run and stopped the command: that is not its failure.
-    let stopped = args.interval_count.is_some_and(|n| report.ticks as u64 >= n);
+    // --interval-count or SIGUSR1 ended the run and stopped the command: not its failure.
+    let stopped = report.stopped;
     if let Some(signal) = report.exit.and_then(|e| e.signal()).filter(|_| !stopped) {
         warn(&format!("the workload was killed by signal {signal} ({})", signal_name(signal)));
     }
@@ -949,7 +972,7 @@ pub fn run_on<S: Syscalls + Clone>(
     if let Some(r) = recorder {
         let latencies = args.record_tpebs.then_some(plan.retire_latency.as_slice());
         let code = if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) };
-        r.finish(&crate::record::RunEnd {
+        let end = r.finish(&crate::record::RunEnd {
             totals: &report.totals,
             elapsed: report.elapsed,
             rusage,
@@ -957,7 +980,9 @@ pub fn run_on<S: Syscalls + Clone>(
             intervals: report.ticks,
             samples: &sampled,
             latencies,
-        })?;
+        });
+        // Said after the counts, which still print.
+        record_failed = record_failed.or(end.err());
     }
     if args.interval.is_none() || args.summary {
         let mut footer =
@@ -975,6 +1000,9 @@ pub fn run_on<S: Syscalls + Clone>(
     let notes = notes(&plan, &mut printer, &counters, &env, &sample);
     printer.notes(&notes)?;
     printer.finish()?;
+    if let Some(e) = record_failed {
+        return Err(e.context("the record file is incomplete"));
+    }
     Ok(if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) })
 }
 

@@ -478,7 +478,8 @@ fn bench_regen(root: &Path, perf: Option<&Path>) -> RegenFigures {
 /// One run of jevents.py over perf's own tree: its time and the bytes of C it wrote. Ours has
 /// `common/`, which jevents.py would take for an architecture; the trees are otherwise identical.
 fn run_jevents(perf: &Path) -> Result<(Duration, u64)> {
-    let out = std::env::temp_dir().join(format!("tmetric-bench-jevents-{}.c", std::process::id()));
+    let scratch = tempfile::Builder::new().prefix("tmetric-bench-jevents-").tempdir()?;
+    let out = scratch.path().join("pmu-events.c");
     let start = Instant::now();
     let output = Command::new("python3")
         .arg(perf.join("jevents.py"))
@@ -789,8 +790,8 @@ fn bench_parse(tree: &Tree, perf: Option<&Path>) -> ParseFigures {
 }
 
 fn perf_parse_rate(perf: &Path, exprs: &[&str]) -> Result<(usize, usize, f64)> {
-    let list =
-        std::env::temp_dir().join(format!("tmetric-bench-exprs-{}.json", std::process::id()));
+    let scratch = tempfile::Builder::new().prefix("tmetric-bench-exprs-").tempdir()?;
+    let list = scratch.path().join("exprs.json");
     std::fs::write(&list, serde_json::to_string(exprs)?)
         .with_context(|| format!("writing {}", list.display()))?;
     // Two passes: one takes seconds.
@@ -857,7 +858,8 @@ fn bench_build(
     if std::env::var_os("RUSTC_WRAPPER").is_some() {
         println!("  note: RUSTC_WRAPPER is set, so the cold build may hit a compiler cache");
     }
-    let scratch = std::env::temp_dir().join(format!("tmetric-bench-{}", std::process::id()));
+    let scratch_dir = tempfile::Builder::new().prefix("tmetric-bench-").tempdir()?;
+    let scratch = scratch_dir.path().to_path_buf();
     let target = |i: usize, what: &str| scratch.join(format!("{i}-{what}"));
     let mut figures: Vec<(String, BuildFigures)> =
         trees.iter().map(|(name, _)| (name.to_string(), BuildFigures::default())).collect();
@@ -930,7 +932,7 @@ fn bench_build(
         }
         Ok(())
     })();
-    let _ = std::fs::remove_dir_all(&scratch);
+    drop(scratch_dir);
     result.map(|()| figures)
 }
 

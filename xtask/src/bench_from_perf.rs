@@ -54,11 +54,15 @@ pub(crate) fn bench(root: &Path, baseline: Option<&Path>, table: &mut Table) -> 
         Some(b) => println!("  baseline: {}", b.display()),
         None => println!("  baseline: none (pass --baseline DIR, a checkout of an earlier commit)"),
     }
-    let dir = std::env::temp_dir().join(format!("tmetric-from-perf-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).context("a scratch directory for the logs")?;
+    // A private scratch directory (fresh name, 0700), removed when dropped.
+    let scratch = tempfile::Builder::new()
+        .prefix("tmetric-from-perf-bench-")
+        .tempdir()
+        .context("a scratch directory for the logs")?;
+    let dir = scratch.path();
     let mut sizes = Vec::new();
     for mb in SIZES {
-        let (log, intervals) = generate(&dir, mb)?;
+        let (log, intervals) = generate(dir, mb)?;
         let bytes = std::fs::metadata(&log).map(|m| m.len() as f64).unwrap_or(0.0);
         let mut best: (Option<Run>, Option<Run>) = (None, None);
         for _ in 0..PASSES {
@@ -79,7 +83,7 @@ pub(crate) fn bench(root: &Path, baseline: Option<&Path>, table: &mut Table) -> 
         sizes.push(size);
         let _ = std::fs::remove_file(&log);
     }
-    let _ = std::fs::remove_dir(&dir);
+    drop(scratch);
     summarise(&sizes, table);
     Ok(())
 }

@@ -70,11 +70,10 @@ mod tests {
             lines[3],
             "warning\tx86/elkhartlake/cache.json:9\tevent `OCR.ALL_CODE_RD.L3_HIT`\tunknown key `Offcore` (1 object), ignored as perf does"
         );
-        let file =
-            std::env::temp_dir().join(format!("tmetric-diagnostics-{}.txt", std::process::id()));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("diagnostics.txt");
         std::fs::write(&file, &report).unwrap();
         assert_eq!(count_in(&file), 5);
-        std::fs::remove_file(&file).unwrap();
         assert_eq!(count_in(Path::new("/nonexistent/diagnostics.txt")), 0);
     }
 }

@@ -123,9 +123,9 @@ pub fn import(repo: &Path, source: &Path) -> Result<Summary> {
             Provenance { source: "Linux source tree".into(), given, kernel: None },
         )
     } else if given.ends_with(".deb") {
-        unpack_deb(source, &scratch.0, given)?
+        unpack_deb(source, scratch.0.path(), given)?
     } else if is_tarball(&given) {
-        let root = unpack_tarball(source, &scratch.0.join("tar"))?;
+        let root = unpack_tarball(source, &scratch.0.path().join("tar"))?;
         let package = tarball_stem(&given);
         (
             root,
@@ -157,22 +157,16 @@ pub fn import(repo: &Path, source: &Path) -> Result<Summary> {
     Ok(summary)
 }
 
-/// A temporary directory removed when dropped, also on errors.
-struct Scratch(PathBuf);
+/// A private temporary directory (fresh name, 0700) removed when dropped, also on errors.
+struct Scratch(tempfile::TempDir);
 
 impl Scratch {
     fn new() -> Result<Scratch> {
-        let dir =
-            std::env::temp_dir().join(format!("tmetric-import-vendor-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let dir = tempfile::Builder::new()
+            .prefix("tmetric-import-vendor-")
+            .tempdir()
+            .context("creating a temporary directory")?;
         Ok(Scratch(dir))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
     }
 }
 
@@ -455,9 +449,8 @@ mod tests {
     /// Syncing copies, updates and deletes upstream files but leaves `common/` alone.
     #[test]
     fn sync_keeps_common_and_mirrors_the_rest() {
-        let base = std::env::temp_dir().join(format!("tmetric-xtask-sync-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&base);
-        let (src, dst) = (base.join("src"), base.join("dst"));
+        let base = tempfile::tempdir().unwrap();
+        let (src, dst) = (base.path().join("src"), base.path().join("dst"));
         write(&src.join("x86/mapfile.csv"), "new map");
         write(&src.join("x86/a/cache.json"), "[]");
         write(&dst.join("x86/mapfile.csv"), "old map");
@@ -475,7 +468,6 @@ mod tests {
         );
         assert_eq!(fs::read_to_string(dst.join("x86/mapfile.csv")).unwrap(), "new map");
         assert!(!dst.join("x86/gone").exists());
-        fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
@@ -483,13 +475,12 @@ mod tests {
         assert_eq!(tarball_stem("linux-source-6.12.tar.xz"), "linux-source-6.12");
         assert_eq!(tarball_stem("linux-6.12.txz"), "linux-6.12");
         assert!(is_tarball("linux-6.12.tar.gz") && !is_tarball("linux.deb"));
-        let dir =
-            std::env::temp_dir().join(format!("tmetric-xtask-makefile-{}", std::process::id()));
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
         write(
             &dir.join("Makefile"),
             "# SPDX\nVERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 117\nEXTRAVERSION = -rc1\nNAME = Baby Opossum Posse\n",
         );
         assert_eq!(kernel_version(&dir.join("Makefile")).as_deref(), Some("6.12.117-rc1"));
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -3,7 +3,7 @@
 //! equal the simulator's true values after multiplex scaling.
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, Weak};
 
 use proptest::prelude::*;
 use tmetric_catalog::Model;
@@ -13,7 +13,7 @@ use tmetric_engine::{
 use tmetric_runtime::sim::{Machine as SimMachine, SimKernel};
 use tmetric_runtime::{Counters, Environment, Sysfs, Target};
 
-/// A simulated machine's sysfs and procfs, written once per test process.
+/// A simulated machine's sysfs and procfs.
 struct Tree {
     name: &'static str,
     sys: PathBuf,
@@ -21,25 +21,55 @@ struct Tree {
     model: &'static Model,
 }
 
-fn trees() -> &'static Vec<Tree> {
-    static TREES: OnceLock<Vec<Tree>> = OnceLock::new();
-    TREES.get_or_init(|| {
-        let base = std::env::temp_dir().join(format!("tmetric-engine-sim-{}", std::process::id()));
-        SimMachine::names()
-            .iter()
-            .map(|&name| {
-                let machine = SimMachine::named(name).expect("a named machine");
-                let dir = base.join(name);
-                machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).expect("sysfs written");
-                let sysfs = Sysfs::new(dir.join("sys"));
-                let cpuid =
-                    tmetric_runtime::sysfs::host_cpuid(&sysfs, &dir.join("proc")).expect("cpuid");
-                let model = tmetric_catalog::model_for_cpuid(&cpuid)
-                    .unwrap_or_else(|| panic!("{name}: cpuid {cpuid} maps to no model"));
-                Tree { name, sys: dir.join("sys"), proc_root: dir.join("proc"), model }
-            })
-            .collect()
-    })
+/// Every simulated machine's tree, in one private temporary directory removed when the last
+/// test using it drops it (a static would never be dropped, leaving the directory behind).
+struct Trees {
+    trees: Vec<Tree>,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Trees {
+    type Target = Vec<Tree>;
+    fn deref(&self) -> &Vec<Tree> {
+        &self.trees
+    }
+}
+
+/// The trees, shared by the tests that run at the same time. Each test's thread keeps them
+/// until it ends (a property test's cases then share one copy), so they are written again
+/// only when no test thread holds them, and removed when the last one ends.
+fn trees() -> Arc<Trees> {
+    static SHARED: Mutex<Weak<Trees>> = Mutex::new(Weak::new());
+    thread_local! {
+        static KEPT: std::cell::RefCell<Option<Arc<Trees>>> = const { std::cell::RefCell::new(None) };
+    }
+    let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+    let trees = shared.upgrade().unwrap_or_else(|| {
+        let trees = Arc::new(write_trees());
+        *shared = Arc::downgrade(&trees);
+        trees
+    });
+    KEPT.with(|kept| *kept.borrow_mut() = Some(trees.clone()));
+    trees
+}
+
+fn write_trees() -> Trees {
+    let dir = tempfile::Builder::new().prefix("tmetric-engine-sim-").tempdir().expect("a temp dir");
+    let trees = SimMachine::names()
+        .iter()
+        .map(|&name| {
+            let machine = SimMachine::named(name).expect("a named machine");
+            let root = dir.path().join(name);
+            machine.write_sysfs(&root.join("sys"), &root.join("proc")).expect("sysfs written");
+            let sysfs = Sysfs::new(root.join("sys"));
+            let cpuid =
+                tmetric_runtime::sysfs::host_cpuid(&sysfs, &root.join("proc")).expect("cpuid");
+            let model = tmetric_catalog::model_for_cpuid(&cpuid)
+                .unwrap_or_else(|| panic!("{name}: cpuid {cpuid} maps to no model"));
+            Tree { name, sys: root.join("sys"), proc_root: root.join("proc"), model }
+        })
+        .collect();
+    Trees { trees, _dir: dir }
 }
 
 /// Metrics of the model on PMUs the machine has, excluding the ones that need inputs no
@@ -154,7 +184,8 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
 
 #[test]
 fn topdown_l1_on_sapphire_rapids_equals_the_profile() {
-    let tree = trees().iter().find(|t| t.name == "sapphirerapids").expect("spr");
+    let all = trees();
+    let tree = all.iter().find(|t| t.name == "sapphirerapids").expect("spr");
     let metrics = tree.model.select("TopdownL1");
     let outcome = run(tree, &metrics, 200);
     assert!(outcome.open_failures.is_empty(), "{:?}", outcome.open_failures);
@@ -233,7 +264,8 @@ fn libc_enoent() -> i32 {
 /// reason.
 #[test]
 fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
-    let tree = trees().iter().find(|t| t.name == "sapphirerapids").expect("spr");
+    let all = trees();
+    let tree = all.iter().find(|t| t.name == "sapphirerapids").expect("spr");
     let sysfs = Sysfs::new(&tree.sys);
     let env = Environment::probe(&sysfs, &tree.proc_root);
     let pmus = PmuModel::probe(&sysfs, &tree.proc_root, Some(tree.model));
@@ -289,7 +321,8 @@ fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
 fn a_metric_whose_value_needs_no_counter_still_groups_its_threshold_events() {
     // On a machine without persistent memory `tma_pmm_bound` is `0` (no events), but its
     // threshold reads `tma_memory_bound`, whose topdown events must open behind `slots`.
-    let tree = trees().iter().find(|t| t.name == "sapphirerapids").expect("sapphirerapids");
+    let all = trees();
+    let tree = all.iter().find(|t| t.name == "sapphirerapids").expect("sapphirerapids");
     let metric = tree.model.metrics_named("tma_pmm_bound")[0];
     let outcome = run(tree, &[metric], 50);
     assert!(outcome.open_failures.is_empty(), "{:?}", outcome.open_failures);
@@ -307,7 +340,8 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
     use tmetric_engine::view::{self, Fmt, ViewContext};
     use tmetric_runtime::counter::CpuCount;
     use tmetric_runtime::{RawCount, Snapshot};
-    let tree = &trees()[0];
+    let all = trees();
+    let tree = &all[0];
     let sysfs = Sysfs::new(&tree.sys);
     let literals = tmetric_engine::plan::literals(&sysfs, &tree.proc_root, true);
     let counts = |plan: &Plan, values: &[u64]| Snapshot {

@@ -26,10 +26,12 @@ fn main() {
         smoke();
         return;
     }
-    let dir = env::temp_dir().join(format!("tmetric-latency-bench-{}", std::process::id()));
-    fs::create_dir_all(&dir).expect("create a temporary directory");
-    let result = bench(&dir);
-    let _ = fs::remove_dir_all(&dir);
+    let dir = tempfile::Builder::new()
+        .prefix("tmetric-latency-bench-")
+        .tempdir()
+        .expect("create a temporary directory");
+    let result = bench(dir.path());
+    drop(dir);
     if let Err(err) = result {
         eprintln!("benchmark failed: {err}");
         std::process::exit(1);

@@ -83,7 +83,9 @@ fn main() {
 
     // The rdpmc path's user-space work: the same Measurement code over the simulated kernel's
     // descriptors with page images (no system call in begin/end once open).
-    let dir = std::env::temp_dir().join(format!("tmetric-region-bench-{}", std::process::id()));
+    let scratch =
+        tempfile::Builder::new().prefix("tmetric-region-bench-").tempdir().expect("a temp dir");
+    let dir = scratch.path();
     let machine = tmetric_runtime::sim::Machine::named("sapphirerapids").expect("spr");
     machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).expect("sysfs");
     let kernel = tmetric_runtime::sim::SimKernel::manual(machine);
@@ -135,7 +137,7 @@ fn main() {
     let pair_sample = interleaved(n / 10, &mut [("sample", 1, &mut pair_sample)])[0];
     k.close(member);
     k.close(leader);
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(scratch);
 
     println!("start/stop pair overhead (best of 6 interleaved rounds, {n} pairs each)");
     println!("  baseline: two Instant::now()                 {floor:>9.1} ns");

@@ -51,7 +51,9 @@ impl Pages for Images {
 
 fn main() {
     let n: u32 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let dir = std::env::temp_dir().join(format!("tmetric-rdpmc-cost-{}", std::process::id()));
+    let scratch =
+        tempfile::Builder::new().prefix("tmetric-rdpmc-cost-").tempdir().expect("a temp dir");
+    let dir = scratch.path();
     let machine = tmetric_runtime::sim::Machine::named("sapphirerapids").expect("spr");
     machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).expect("sysfs");
     let kernel = tmetric_runtime::sim::SimKernel::manual(machine);
@@ -63,7 +65,7 @@ fn main() {
         Images { slots: Cell::new(0), next: Cell::new(0) },
     )
     .expect("the topdown group opens on the simulated SPR");
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(scratch);
     assert_eq!(m.path(), tmetric_region::ReadPath::Rdpmc);
     // The reset schedule would make a system call at a start now and then; a ratio this large
     // keeps the loop to the rdpmc reads (the first start resets once, in both runs).

@@ -14,29 +14,26 @@ use tmetric_runtime::mmap::{self, PageCount, PageImage, Unreadable, offsets};
 use tmetric_runtime::sim::{Machine, SimKernel};
 use tmetric_runtime::{Attr, Errno, Syscalls};
 
-struct Tree(PathBuf);
+/// A simulated machine's tree in a private temporary directory, removed on drop.
+struct Tree(tempfile::TempDir);
 
 impl Tree {
     fn new(name: &str, tag: &str) -> Tree {
-        let dir = std::env::temp_dir()
-            .join(format!("tmetric-region-sim-{}-{name}-{tag}", std::process::id()));
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("tmetric-region-sim-{name}-{tag}-"))
+            .tempdir()
+            .expect("a temp dir");
         Machine::named(name)
             .expect("machine")
-            .write_sysfs(&dir.join("sys"), &dir.join("proc"))
+            .write_sysfs(&dir.path().join("sys"), &dir.path().join("proc"))
             .expect("sysfs");
         Tree(dir)
     }
     fn sys(&self) -> PathBuf {
-        self.0.join("sys")
+        self.0.path().join("sys")
     }
     fn proc_root(&self) -> PathBuf {
-        self.0.join("proc")
-    }
-}
-
-impl Drop for Tree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path().join("proc")
     }
 }
 

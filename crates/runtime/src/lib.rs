@@ -9,7 +9,9 @@
 //!   `pmu/terms/`, tracepoints) or tool events, and errno explanations.
 //! * [`counter`]: groups opened per task or per CPU, group reads, multiplex scaling.
 //! * [`locale`]: the user's numeric locale (perf prints counts with it).
-//! * [`workload`]: the forked command, held until the counters are open.
+//! * [`workload`]: the forked command, held until the counters are open; [`inherit`]: the
+//!   signal dispositions, mask, descriptor limit and standard descriptors tmetric was started
+//!   with, captured before Rust's runtime changes them and given to the workload.
 //! * [`run`]: the loop of `tmetric stat` (intervals, signals, totals).
 //! * [`ring`]: the perf mmap ring buffer (sample, lost and throttle records, wrap-around) and
 //!   its mapping; [`tpebs`]: retire-latency (`:R`) sampling with a bounded-wait reader thread
@@ -38,6 +40,7 @@
 pub mod counter;
 pub mod event;
 pub mod fake;
+pub mod inherit;
 pub mod locale;
 pub mod mmap;
 pub mod ring;
@@ -54,7 +57,7 @@ pub use counter::{
 };
 pub use event::{CounterEvent, Environment, EventError, EventKind, Resolved, Tool};
 pub use fake::{FakeSyscalls, Reading};
-pub use run::{RunError, RunOptions, RunReport, Tick, run};
+pub use run::{RunError, RunOptions, RunReport, Tick, Watched, run};
 pub use sys::{Attr, Errno, Kernel, Syscalls};
 pub use sysfs::{Sysfs, SysfsError, Topology, TracefsProblem};
 pub use tpebs::{

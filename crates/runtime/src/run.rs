@@ -3,6 +3,7 @@
 //! totals at the end.
 
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::counter::{CounterError, Counters, RawCount, Snapshot, Target};
@@ -24,6 +25,97 @@ pub struct RunOptions {
     /// `--interval-count`: end the run after this many intervals; a workload still running
     /// then gets SIGTERM, as the user asked for no more.
     pub interval_count: Option<usize>,
+    /// Without a workload: end the run once every one of these tasks has exited (`-p`,
+    /// `-t`), as perf 6.12 does, so the elapsed time and every rate stop with them.
+    pub until_gone: Vec<Watched>,
+}
+
+/// A task whose exit ends a run (see [`RunOptions::until_gone`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watched {
+    /// A process (`-p`): gone when its last thread has exited.
+    Process(i32),
+    /// One thread (`-t`).
+    Thread(i32),
+}
+
+/// `pidfd_open`'s flag for a thread's own descriptor (Linux 6.9+): `O_EXCL`.
+const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
+
+/// The watched tasks: a pidfd each where the kernel gives one (readable once the task has
+/// exited, so the run ends at once), else `/proc` looked at on every wake-up.
+struct TaskWatch {
+    tasks: Vec<(Watched, Option<OwnedFd>, bool)>,
+}
+
+impl TaskWatch {
+    fn open(watched: &[Watched]) -> TaskWatch {
+        let tasks = watched
+            .iter()
+            .map(|&w| {
+                let (id, flags) = match w {
+                    Watched::Process(pid) => (pid, 0),
+                    Watched::Thread(tid) => (tid, PIDFD_THREAD),
+                };
+                // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor (close
+                // on exec) or -1.
+                let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, id, flags) };
+                if fd < 0 && Errno::last().0 == libc::ESRCH {
+                    return (w, None, true);
+                }
+                // SAFETY: a non-negative result is a descriptor we now own.
+                let fd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+                (w, fd, false)
+            })
+            .collect();
+        TaskWatch { tasks }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Descriptors to poll.
+    fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
+        self.tasks.iter().filter(|t| !t.2).filter_map(|t| t.1.as_ref().map(AsRawFd::as_raw_fd))
+    }
+
+    /// Whether some task can only be looked for in `/proc` (the loop then wakes regularly).
+    fn needs_polling(&self) -> bool {
+        self.tasks.iter().any(|t| !t.2 && t.1.is_none())
+    }
+
+    /// Updates and returns whether every task has exited.
+    fn all_gone(&mut self) -> bool {
+        for (w, fd, gone) in &mut self.tasks {
+            if *gone {
+                continue;
+            }
+            *gone = match fd {
+                Some(fd) => {
+                    let mut p =
+                        libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                    // SAFETY: one valid pollfd, no wait.
+                    unsafe { libc::poll(&mut p, 1, 0) > 0 }
+                }
+                None => {
+                    let id = match *w {
+                        Watched::Process(id) | Watched::Thread(id) => id,
+                    };
+                    !task_alive(id)
+                }
+            };
+        }
+        self.tasks.iter().all(|t| t.2)
+    }
+}
+
+/// Whether `/proc/ID` is a task that has not exited (a zombie has).
+fn task_alive(id: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{id}/stat")) else { return false };
+    // `pid (comm) S ...`: the state follows the last `)` (a comm may hold one).
+    let state = stat.rfind(')').and_then(|i| stat[i + 1..].trim_start().chars().next());
+    !matches!(state, Some('Z' | 'X' | 'x') | None)
 }
 
 /// One interval's counts.
@@ -54,6 +146,9 @@ pub struct RunReport {
     pub interrupted_by: Option<i32>,
     /// Intervals reported.
     pub ticks: usize,
+    /// The run stopped the workload itself (`--interval-count`, SIGUSR1): its SIGTERM is
+    /// not its failure.
+    pub stopped: bool,
 }
 
 impl RunReport {
@@ -144,10 +239,7 @@ pub fn run<S: Syscalls>(
         return Err(RunError::Endless);
     }
     let guard = if options.catch_signals {
-        Some(
-            SignalGuard::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
-                .map_err(RunError::Signals)?,
-        )
+        Some(SignalGuard::install(crate::signal::STOP_SIGNALS).map_err(RunError::Signals)?)
     } else {
         None
     };
@@ -159,6 +251,8 @@ pub fn run<S: Syscalls>(
     if let Some(w) = workload.as_mut() {
         w.start()?;
     }
+    // After the enable, so watching adds nothing between opening and counting.
+    let mut watch = TaskWatch::open(&options.until_gone);
     if let Some(delay) = delayed {
         // Wait out the delay, unless the workload ends or a signal comes first.
         let until = Instant::now() + delay;
@@ -192,13 +286,18 @@ pub fn run<S: Syscalls>(
     let mut exit = None;
     let mut interrupted_by = None;
     let mut interval_count_reached = false;
+    let mut stopped = false;
     loop {
         if let Some(w) = workload.as_mut() {
             if let Some(e) = w.try_wait()? {
                 exit = Some(e);
                 break;
             }
-        } else if interrupted_by.is_some() {
+            if stopped {
+                exit = Some(stop_workload(w)?);
+                break;
+            }
+        } else if interrupted_by.is_some() || (!watch.is_empty() && watch.all_gone()) {
             break;
         }
         let now = Instant::now();
@@ -225,23 +324,10 @@ pub fn run<S: Syscalls>(
             next_tick = Some(next);
             if options.interval_count.is_some_and(|n| ticks >= n) {
                 if let Some(w) = workload.as_mut() {
-                    // Bounded: a workload that ignores SIGTERM gets SIGKILL after 2 s.
-                    w.signal(libc::SIGTERM);
-                    let deadline = Instant::now() + Duration::from_secs(2);
-                    let mut ended = None;
-                    while ended.is_none() && Instant::now() < deadline {
-                        ended = w.try_wait()?;
-                        if ended.is_none() {
-                            std::thread::sleep(Duration::from_millis(5));
-                        }
-                    }
-                    if ended.is_none() {
-                        w.signal(libc::SIGKILL);
-                        ended = Some(w.wait()?);
-                    }
-                    exit = ended;
+                    exit = Some(stop_workload(w)?);
                 }
                 interval_count_reached = true;
+                stopped = true;
                 break;
             }
             continue;
@@ -250,16 +336,31 @@ pub fn run<S: Syscalls>(
         let exit_fd = workload.as_ref().and_then(|w| w.exit_fd());
         fds.extend(exit_fd);
         fds.extend(guard.as_ref().map(SignalGuard::fd));
+        if workload.is_none() {
+            fds.extend(watch.fds());
+        }
         let mut timeout = next_tick.map(|due| due.saturating_duration_since(now));
-        if workload.is_some() && exit_fd.is_none() {
+        let poll_every = if workload.is_some() && exit_fd.is_none() {
             // No pidfd (kernel before 5.3): look for the exit regularly.
-            timeout = Some(
-                timeout.map_or(Duration::from_millis(10), |t| t.min(Duration::from_millis(10))),
-            );
+            Some(Duration::from_millis(10))
+        } else if workload.is_none() && watch.needs_polling() {
+            // A thread without a pidfd of its own (kernel before 6.9): look in /proc.
+            Some(Duration::from_millis(20))
+        } else {
+            None
+        };
+        if let Some(every) = poll_every {
+            timeout = Some(timeout.map_or(every, |t| t.min(every)));
         }
         wait_readable(&fds, timeout);
         for received in guard.as_ref().map(SignalGuard::drain).unwrap_or_default() {
             interrupted_by = Some(received.signal);
+            if received.signal == libc::SIGUSR1 {
+                // perf 6.12 ends its run on SIGUSR1 (its workload-error handler interrupts
+                // the wait) and prints the counts; its exit sends the workload SIGTERM.
+                stopped = true;
+                continue;
+            }
             if let Some(w) = workload.as_ref()
                 && received.from_process
             {
@@ -285,5 +386,20 @@ pub fn run<S: Syscalls>(
             last: true,
         })?;
     }
-    Ok(RunReport { totals, elapsed: end - start, exit, interrupted_by, ticks })
+    Ok(RunReport { totals, elapsed: end - start, exit, interrupted_by, ticks, stopped })
+}
+
+/// Ends a workload the user asked no more of: SIGTERM, then SIGKILL if it is still there
+/// after 2 s (so the wait is bounded).
+fn stop_workload(w: &mut Workload) -> Result<Exit, RunError> {
+    w.signal(libc::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        if let Some(exit) = w.try_wait()? {
+            return Ok(exit);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    w.signal(libc::SIGKILL);
+    Ok(w.wait()?)
 }

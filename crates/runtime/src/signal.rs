@@ -1,4 +1,4 @@
-//! Signals while counting: SIGINT, SIGTERM and SIGHUP are caught and written to a self-pipe the
+//! Signals while counting: SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 are caught and written to a self-pipe the
 //! run loop polls, so Ctrl-C ends a run with its counts printed instead of killing tmetric.
 //! The handler also records whether a process sent the signal (`kill`), which a terminal's
 //! Ctrl-C does not: only the former has to be passed on to the workload, since the terminal
@@ -65,12 +65,20 @@ pub fn prepare() -> Result<(), Errno> {
     ensure_pipe()
 }
 
-/// Catches SIGINT, SIGTERM and SIGHUP from now on (until the guard drops). `tmetric stat`
-/// calls this first thing, so a Ctrl-C or `kill` that comes while it is still planning or
-/// forking the workload waits in the pipe for the run loop instead of killing tmetric and
-/// orphaning the held workload.
+/// The signals that end a run with its counts printed: SIGINT, SIGTERM, SIGHUP and SIGQUIT
+/// (passed on to the workload when a process sent them), and SIGUSR1 (perf 6.12 ends its run
+/// on it and prints the counts; the workload then gets SIGTERM). SIGQUIT is caught rather
+/// than left as inherited: a shell starts background jobs with it ignored, and `kill -QUIT`
+/// must still end the run. SIGUSR2 keeps its default action, as in perf.
+pub const STOP_SIGNALS: &[i32] =
+    &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1];
+
+/// Catches [`STOP_SIGNALS`] from now on (until the guard drops). `tmetric stat` calls this
+/// first thing, so a Ctrl-C or `kill` that comes while it is still planning or forking the
+/// workload waits in the pipe for the run loop instead of killing tmetric and orphaning the
+/// held workload.
 pub fn catch_stop_signals() -> Result<SignalGuard, Errno> {
-    SignalGuard::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+    SignalGuard::install(STOP_SIGNALS)
 }
 
 /// Catches the given signals until dropped, then restores the previous handlers.

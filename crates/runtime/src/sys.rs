@@ -375,6 +375,8 @@ impl Syscalls for Kernel {
         if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } < 0 {
             return None;
         }
+        // The workload gets the limit tmetric was started with, not the raised one.
+        crate::inherit::note_nofile(limit.rlim_cur, limit.rlim_max);
         if limit.rlim_cur < limit.rlim_max {
             let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
             // SAFETY: setrlimit reads one rlimit struct through the pointer, which points at

@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::inherit;
 use crate::sys::Errno;
 
 /// Errors running the workload.
@@ -134,11 +135,19 @@ impl Workload {
         let (go_read, go_write) = pipe()?;
         let (err_read, err_write) = pipe()?;
 
+        inherit::keep_children_waitable();
+        // No handler of tmetric's may run in the child before its dispositions are put back.
+        let mask = inherit::block_all();
         // SAFETY: fork is called with every buffer the child uses already built; the child
-        // only calls async-signal-safe functions (close, read, execve, write, _exit).
+        // only calls async-signal-safe functions (close, read, sigaction, sigprocmask,
+        // setrlimit, execve, write, _exit).
         let pid = unsafe { libc::fork() };
+        let fork_errno = Errno::last();
+        if pid != 0 {
+            inherit::restore_mask(&mask);
+        }
         if pid < 0 {
-            return Err(WorkloadError::Sys { what: "fork", errno: Errno::last() });
+            return Err(WorkloadError::Sys { what: "fork", errno: fork_errno });
         }
         if pid == 0 {
             // SAFETY: the child side; see above. The descriptors are valid copies.
@@ -159,6 +168,10 @@ impl Workload {
                     // The parent gave up before starting us.
                     libc::_exit(127);
                 }
+                // What tmetric was started with: signals (SIGPIPE not ignored), mask,
+                // descriptor limit, closed standard descriptors. A signal that came while
+                // the child was held is delivered now, with the workload's dispositions.
+                inherit::restore_in_child();
                 libc::execve(path.as_ptr(), arg_ptrs.as_ptr(), env_ptrs.as_ptr());
                 let errno: i32 = *libc::__errno_location();
                 libc::write(err_write.as_raw_fd(), (&errno as *const i32).cast(), 4);

@@ -70,25 +70,22 @@ fn gp_events(first: u64, n: usize) -> Vec<Attr> {
 
 // ---- sysfs trees ----
 
-struct TempTree(PathBuf);
+/// A private temporary directory for a tree, removed on drop.
+struct TempTree(tempfile::TempDir);
 
 impl TempTree {
     fn new(tag: &str) -> TempTree {
-        let dir = std::env::temp_dir().join(format!("tmetric-sim-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("tmetric-sim-{tag}-"))
+            .tempdir()
+            .expect("a temp dir");
         TempTree(dir)
     }
     fn sys(&self) -> PathBuf {
-        self.0.join("sys")
+        self.0.path().join("sys")
     }
     fn proc(&self) -> PathBuf {
-        self.0.join("proc")
-    }
-}
-
-impl Drop for TempTree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path().join("proc")
     }
 }
 

@@ -96,9 +96,9 @@ fn topology_counts_cores_and_threads() {
 #[test]
 fn tracepoints_are_found_in_either_tracefs_place() {
     use tmetric_runtime::TracefsProblem;
-    let root = std::env::temp_dir().join(format!("tmetric-tracefs-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    let sysfs = Sysfs::new(&root);
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    let sysfs = Sysfs::new(root);
     std::fs::create_dir_all(root.join("kernel/tracing")).unwrap();
     assert_eq!(
         sysfs.tracepoint("sched", "sched_switch"),
@@ -127,7 +127,6 @@ fn tracepoints_are_found_in_either_tracefs_place() {
     let missing = event::resolve("sched:no_such", &sysfs).unwrap_err().to_string();
     assert!(missing.contains("no such tracepoint in"), "{missing}");
     assert!(missing.contains("kernel/debug/tracing/events/sched"), "{missing}");
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// perf's `S0-D0-C1` places from the topology files: cpu0 and cpu2 are the two threads of

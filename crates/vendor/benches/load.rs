@@ -41,7 +41,9 @@ fn main() {
     };
     // jevents.py runs on its own copy of the tree: ours has `common/`, which it would take for an
     // architecture without a mapfile.
-    let out = std::env::temp_dir().join(format!("tmetric-jevents-{}.c", std::process::id()));
+    let scratch =
+        tempfile::Builder::new().prefix("tmetric-jevents-").tempdir().expect("a temp dir");
+    let out = scratch.path().join("pmu-events.c");
     let start = Instant::now();
     let status = Command::new("python3")
         .arg(jevents_dir.join("jevents.py"))

@@ -22,11 +22,10 @@
 //! ```
 //! use tmetric_runtime::sim::{Machine, SimKernel};
 //! let machine = Machine::named("sapphirerapids").unwrap();
-//! let dir = std::env::temp_dir().join(format!("tmetric-sim-doc-{}", std::process::id()));
-//! machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).unwrap();
-//! let sysfs = tmetric_runtime::Sysfs::new(dir.join("sys"));
+//! let dir = tempfile::tempdir().unwrap();
+//! machine.write_sysfs(&dir.path().join("sys"), &dir.path().join("proc")).unwrap();
+//! let sysfs = tmetric_runtime::Sysfs::new(dir.path().join("sys"));
 //! assert_eq!(sysfs.core_pmu().as_deref(), Some("cpu"));
-//! # std::fs::remove_dir_all(&dir).unwrap();
 //!
 //! // SimKernel::new(machine) runs on the real clock; a manual clock is deterministic.
 //! use tmetric_runtime::{Attr, Syscalls, sys::READ_FORMAT};

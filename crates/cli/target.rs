@@ -1,0 +1,110 @@
+//! What `stat` counts and until when, apart from its printing: `-C` CPU lists checked against
+//! the online CPUs (without enumerating a huge range), and the tasks of `-p`/`-t` whose exit
+//! ends the run, as perf 6.12 ends it.
+
+use anyhow::bail;
+use tmetric_runtime::run::Watched;
+
+/// `-C LIST`: the CPUs it names, every one online. A list that names none, a malformed one
+/// and CPUs that are not online (however many: `0-99999999` is valid syntax) are told apart.
+pub fn cpu_list(list: &str, online: &[u32]) -> anyhow::Result<Vec<u32>> {
+    let text = list.trim();
+    let online_text = format_cpus(online.iter().map(|&c| (c, c)));
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        if part.is_empty() {
+            if text.is_empty() {
+                bail!(
+                    "-C `{list}`: no CPU given; expected a CPU list such as `0-3,8` (online: {online_text})"
+                );
+            }
+            bail!("-C `{list}`: an empty item between commas; expected a CPU list such as `0-3,8`");
+        }
+        let number = |t: &str| -> anyhow::Result<u32> {
+            match t.trim().parse::<u32>() {
+                Ok(n) => Ok(n),
+                Err(_) if !t.trim().is_empty() && t.trim().bytes().all(|b| b.is_ascii_digit()) => {
+                    bail!("-C `{list}`: CPU {} is too large (online: {online_text})", t.trim())
+                }
+                Err(_) => bail!(
+                    "-C `{list}`: `{part}` is not a CPU number or range; expected a CPU list such as `0-3,8`"
+                ),
+            }
+        };
+        let (lo, hi) = match part.split_once('-') {
+            Some((lo, hi)) => (number(lo)?, number(hi)?),
+            None => {
+                let n = number(part)?;
+                (n, n)
+            }
+        };
+        if lo > hi {
+            bail!("-C `{list}`: the range `{part}` runs backwards; write it as `{hi}-{lo}`");
+        }
+        ranges.push((lo, hi));
+    }
+    // What the ranges name beyond the online CPUs, as ranges (never one number per CPU).
+    let mut sorted = online.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut offline: Vec<(u32, u32)> = Vec::new();
+    for &(lo, hi) in &ranges {
+        let mut from = u64::from(lo);
+        for &c in sorted.iter().filter(|&&c| (lo..=hi).contains(&c)) {
+            if u64::from(c) > from {
+                offline.push((from as u32, c - 1));
+            }
+            from = u64::from(c) + 1;
+        }
+        if from <= u64::from(hi) {
+            offline.push((from as u32, hi));
+        }
+    }
+    if !offline.is_empty() {
+        offline.sort_unstable();
+        let count: u64 = offline.iter().map(|&(a, b)| u64::from(b - a) + 1).sum();
+        bail!(
+            "-C `{list}`: {} {} not online (online: {online_text})",
+            if count == 1 { "CPU" } else { "CPUs" },
+            format_cpus(offline.into_iter()) + if count == 1 { " is" } else { " are" }
+        );
+    }
+    Ok(sorted
+        .into_iter()
+        .filter(|c| ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(c)))
+        .collect())
+}
+
+/// Sorted, possibly overlapping ranges as a kernel-style CPU list (`0-3,8`).
+fn format_cpus(ranges: impl Iterator<Item = (u32, u32)>) -> String {
+    let mut merged: Vec<(u32, u32)> = Vec::new();
+    let mut all: Vec<(u32, u32)> = ranges.collect();
+    all.sort_unstable();
+    for (lo, hi) in all {
+        match merged.last_mut() {
+            Some(last) if u64::from(lo) <= u64::from(last.1) + 1 => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    if merged.is_empty() {
+        return "none".into();
+    }
+    merged
+        .iter()
+        .map(|&(lo, hi)| if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The tasks whose exit ends a run without a command: `-p PID` (the process) or `-t TID,...`
+/// (each thread), as perf stops once every target is gone. With a command, the command is
+/// the run's timer and the targets' exits do not end it (perf's `-p PID sleep 5`).
+pub fn watched(pid: Option<i32>, tids: &[i32], has_command: bool) -> Vec<Watched> {
+    if has_command {
+        return Vec::new();
+    }
+    match pid {
+        Some(pid) => vec![Watched::Process(pid)],
+        None => tids.iter().map(|&t| Watched::Thread(t)).collect(),
+    }
+}
