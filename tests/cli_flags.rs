@@ -215,3 +215,35 @@ fn node_cache_and_cluster_units_carry_perfs_labels() {
         }
     }
 }
+
+/// perf's `--timeout MS`: the command is stopped (SIGTERM) and the counts print; without a
+/// command the system-wide run ends there.
+#[test]
+fn timeout_stops_the_run_and_prints_the_counts() {
+    let start = std::time::Instant::now();
+    let out = tmetric(&["stat", "--timeout", "200", "-e", "task-clock", "--", "sleep", "5"]);
+    let took = start.elapsed().as_secs_f64();
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(took < 3.0, "it waited for sleep 5: {took} s");
+    let elapsed: f64 = text
+        .lines()
+        .find(|l| l.contains("seconds time elapsed"))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .expect(&text);
+    assert!((0.19..1.0).contains(&elapsed), "{elapsed}: {text}");
+    let out = tmetric(&["stat", "-a", "--timeout", "150", "-x,", "-e", "cpu-clock"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let ms: f64 = text
+        .lines()
+        .find(|l| l.contains(",cpu-clock,"))
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Every online CPU for about 150 ms.
+    assert!(ms > 100.0, "{text}");
+}

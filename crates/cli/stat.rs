@@ -854,6 +854,7 @@ pub fn run_on<S: Syscalls + Clone>(
         delay: args.delay.map(Duration::from_millis),
         interval_count: args.interval_count.map(|n| n as usize),
         until_gone: crate::target::watched(args.pid, &args.tid, !args.command.is_empty()),
+        timeout: args.timeout.map(Duration::from_millis),
     };
     let has_workload = workload.is_some();
     let mode: TpebsMode =
@@ -962,7 +963,8 @@ pub fn run_on<S: Syscalls + Clone>(
         printer.spread = tmetric_runtime::RunReport::spread_of(&earlier, plan.specs.len());
         tmetric_runtime::RunReport::mean_of(earlier).expect("at least this run")
     };
-    // --interval-count or SIGUSR1 ended the run and stopped the command: not its failure.
+    // --interval-count, --timeout or SIGUSR1 ended the run and stopped the command: not its
+    // failure.
     let stopped = report.stopped;
     if let Some(signal) = report.exit.and_then(|e| e.signal()).filter(|_| !stopped) {
         warn(&format!("the workload was killed by signal {signal} ({})", signal_name(signal)));

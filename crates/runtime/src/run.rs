@@ -28,6 +28,9 @@ pub struct RunOptions {
     /// Without a workload: end the run once every one of these tasks has exited (`-p`,
     /// `-t`), as perf 6.12 does, so the elapsed time and every rate stop with them.
     pub until_gone: Vec<Watched>,
+    /// `--timeout`: end the run this long after counting starts; a workload still running
+    /// gets SIGTERM, as perf's `kill(child_pid, SIGTERM)`.
+    pub timeout: Option<Duration>,
 }
 
 /// A task whose exit ends a run (see [`RunOptions::until_gone`]).
@@ -287,6 +290,7 @@ pub fn run<S: Syscalls>(
     let mut interrupted_by = None;
     let mut interval_count_reached = false;
     let mut stopped = false;
+    let deadline = options.timeout.map(|t| start + t);
     loop {
         if let Some(w) = workload.as_mut() {
             if let Some(e) = w.try_wait()? {
@@ -301,6 +305,13 @@ pub fn run<S: Syscalls>(
             break;
         }
         let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            if let Some(w) = workload.as_mut() {
+                exit = Some(stop_workload(w)?);
+            }
+            stopped = true;
+            break;
+        }
         if let (Some(due), Some(interval)) = (next_tick, options.interval)
             && now >= due
         {
@@ -340,6 +351,10 @@ pub fn run<S: Syscalls>(
             fds.extend(watch.fds());
         }
         let mut timeout = next_tick.map(|due| due.saturating_duration_since(now));
+        if let Some(d) = deadline {
+            let left = d.saturating_duration_since(now);
+            timeout = Some(timeout.map_or(left, |t| t.min(left)));
+        }
         let poll_every = if workload.is_some() && exit_fd.is_none() {
             // No pidfd (kernel before 5.3): look for the exit regularly.
             Some(Duration::from_millis(10))
