@@ -10,7 +10,7 @@ use crate::support::{ok, stderr, tmetric};
 /// `(count, name)` of each counted row of `-x,` output (`<not supported>` rows have no count).
 fn rows(err: &str) -> Vec<(Option<f64>, String)> {
     err.lines()
-        .filter(|l| l.contains(',') && !l.starts_with("tmetric:"))
+        .filter(|l| l.contains(',') && !l.starts_with('#') && !l.starts_with("tmetric:"))
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
             (f[0].parse().ok(), f.get(2).unwrap_or(&"").to_string())

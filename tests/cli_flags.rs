@@ -159,7 +159,7 @@ fn detailed_runs_add_perfs_cache_events() {
         assert!(out.status.success(), "{}", stderr(&out));
         stderr(&out)
             .lines()
-            .filter(|l| !l.starts_with("tmetric:"))
+            .filter(|l| !l.starts_with('#') && !l.starts_with("tmetric:"))
             .map(|l| l.split(',').nth(2).unwrap().to_string())
             .collect()
     };

@@ -320,3 +320,30 @@ fn stat_record_and_report_through_a_pipe_are_perfs() {
     assert!(text.contains("Performance counter stats for 'pipe':"), "{text}");
     assert!(text.lines().any(|l| l.contains(" task-clock ")), "{text}");
 }
+
+/// `stat+json_output.sh` pipes `2>&1` into perf's JSON linter for `--per-cache`, `--per-die`
+/// and the other units: every line on standard error must be one of perf's JSON objects, so
+/// tmetric's notes and warnings stay out of that stream (they are printed with -v, on a
+/// terminal, or when -o takes the JSON elsewhere). With CSV they are `#` comment lines.
+#[test]
+fn json_and_csv_on_standard_error_hold_only_perfs_lines() {
+    for args in
+        [&["-j", "--per-cache", "-a", "true"][..], &["-j", "-e", "task-clock,cycles", "true"]]
+    {
+        let mut all = vec!["stat"];
+        all.extend_from_slice(args);
+        let out = tmetric(&all);
+        for line in stderr(&out).lines().filter(|l| !l.is_empty()) {
+            let v: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{args:?}: {e}: {line}"));
+            assert!(v.is_object(), "{line}");
+        }
+    }
+    let out = tmetric(&["stat", "-x,", "-e", "task-clock,cycles", "true"]);
+    let text = stderr(&out);
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        assert_eq!(line.matches(',').count(), 6, "{line}");
+    }
+    // The reason cycles is not supported is still there, as a comment.
+    assert!(text.lines().any(|l| l.starts_with("# cycles: <not supported>")), "{text}");
+}

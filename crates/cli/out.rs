@@ -34,9 +34,18 @@ pub fn warn(message: &str) {
     error(message);
 }
 
+/// Warnings as `#` comment lines (CSV counts on standard error).
+static COMMENTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes [`warn`] and [`error`] write `# tmetric: ...`, a comment line to readers of CSV.
+pub fn set_comment_warnings() {
+    COMMENTS.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Prints an error as [`warn`] does, even with `--quiet`.
 pub fn error(message: &str) {
-    let _ = writeln!(io::stderr().lock(), "tmetric: {message}");
+    let hash = if COMMENTS.load(std::sync::atomic::Ordering::Relaxed) { "# " } else { "" };
+    let _ = writeln!(io::stderr().lock(), "{hash}tmetric: {message}");
 }
 
 pub enum Dest {

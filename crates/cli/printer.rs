@@ -32,6 +32,9 @@ pub struct Printer {
     lines: usize,
     /// Notes already said for an interval (each is said once, at its first interval).
     said: Vec<String>,
+    /// With `-j`: the notes may go to standard error (the JSON goes to a file, standard
+    /// error is a terminal, or `-v`); otherwise `2>&1` would mix them into perf's JSON.
+    pub json_notes: bool,
 }
 
 impl Printer {
@@ -48,6 +51,7 @@ impl Printer {
             interval: None,
             lines: 0,
             said: Vec::new(),
+            json_notes: true,
         }
     }
 
@@ -174,20 +178,41 @@ impl Printer {
         if fresh.is_empty() {
             return Ok(());
         }
-        self.out().flush()?;
-        for note in fresh {
-            warn(&format!("{}.{:09}: {note}", at.as_secs(), at.subsec_nanos()));
-            self.said.push(note);
+        let time = format!("{}.{:09}", at.as_secs(), at.subsec_nanos());
+        let lines: Vec<String> = fresh.iter().map(|n| format!("{time}: {n}")).collect();
+        self.said.extend(fresh);
+        self.say(&lines)
+    }
+
+    /// Writes notes where the layout keeps them out of the lines scripts parse: CSV as `#`
+    /// comment lines in the counts' stream (perf's CSV files start with one, and perf's CSV
+    /// checks skip them); JSON and interval lines on standard error, prefixed `tmetric:`
+    /// (JSON only when that is not the JSON's own stream, see [`Printer::json_notes`]).
+    fn say(&mut self, notes: &[String]) -> io::Result<()> {
+        match self.config().layout.clone() {
+            Layout::Csv(_) => {
+                let out = self.out();
+                for note in notes {
+                    writeln!(out, "# {note}")?;
+                }
+            }
+            Layout::Json if !self.json_notes => {}
+            _ => {
+                // Standard error may also hold the counts: theirs first.
+                self.out().flush()?;
+                for note in notes {
+                    warn(note);
+                }
+            }
         }
         Ok(())
     }
 
     /// The notes after the counts: in the default layout below the footer (where perf
-    /// prints its hints), else on standard error so CSV, JSON and interval lines stay
-    /// parseable.
+    /// prints its hints), else as [`Printer::say`] puts them.
     pub fn notes(&mut self, notes: &[String]) -> io::Result<()> {
         // What an interval already said is not said again.
-        let notes: Vec<&String> = notes.iter().filter(|n| !self.said.contains(n)).collect();
+        let notes: Vec<String> = notes.iter().filter(|n| !self.said.contains(n)).cloned().collect();
         if notes.is_empty() {
             return Ok(());
         }
@@ -198,14 +223,9 @@ impl Printer {
                 writeln!(out, "   {note}")?;
             }
             writeln!(out)?;
-        } else {
-            // Both go to standard error: the counts first, as they were printed first.
-            self.out().flush()?;
-            for note in notes {
-                warn(note);
-            }
+            return Ok(());
         }
-        Ok(())
+        self.say(&notes)
     }
 
     /// The time column of a tree or legacy line.

@@ -622,6 +622,16 @@ pub fn run_recording(
     if args.quiet {
         crate::out::set_quiet();
     }
+    // Warnings share standard error with CSV or JSON counts unless -o names a file: keep
+    // the counts' stream parseable as perf's (`tmetric -j 2>&1 | jq`). CSV warnings become
+    // `#` comment lines; JSON ones are left out unless -v or a terminal reads them.
+    if args.output.is_none() && !std::io::stderr().is_terminal() {
+        match layout_of(args) {
+            Layout::Json if !args.verbose => crate::out::set_quiet(),
+            Layout::Csv(_) => crate::out::set_comment_warnings(),
+            _ => {}
+        }
+    }
     if let Some(ms) = args.interval
         && ms < 10
     {
@@ -754,6 +764,12 @@ pub fn run_on<S: Syscalls + Clone>(
     } && layout == Layout::Std;
     let title = Title { target: target_text(args, simulated), runs: args.repeat };
     let mut printer = Printer::new(out, config, title);
+    // `tmetric -j 2>&1 | jq`: tmetric's notes and warnings would break perf's JSON lines.
+    let json_shares_stderr = layout == Layout::Json
+        && args.output.is_none()
+        && !std::io::stderr().is_terminal()
+        && !args.verbose;
+    printer.json_notes = !json_shares_stderr;
     printer.legacy = legacy;
     printer.interval = args.interval.map(Duration::from_millis);
     printer.tree = (args.tree
