@@ -1003,8 +1003,11 @@ pub fn run_on<S: Syscalls + Clone>(
         record_failed = record_failed.or(end.err());
     }
     if args.interval.is_none() || args.summary {
-        let mut footer =
-            crate::printer::footer(report.elapsed, rusage.filter(|_| args.repeat == 1));
+        // perf's `ru_display`: user and system time for one run of a command with no other
+        // target (-a, -C, -p, -t).
+        let task_only =
+            args.repeat == 1 && !system_wide(args) && args.pid.is_none() && args.tid.is_empty();
+        let mut footer = crate::printer::footer(report.elapsed, rusage.filter(|_| task_only));
         if let Some(elapsed) = &elapsed_runs {
             footer.elapsed_sd = Some(spread_of_mean(elapsed));
             if args.table {
