@@ -263,6 +263,7 @@ pub fn select_items(
     proc_root: &Path,
 ) -> anyhow::Result<Vec<Pick>> {
     let common = tmetric_catalog::common();
+    let named = model;
     let mut host: Option<&'static Model> = None;
     let mut chosen: Vec<Pick> = Vec::new();
     for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
@@ -295,8 +296,9 @@ pub fn select_items(
                     } else {
                         String::new()
                     };
+                    let whose = if named.is_some() { "--model names" } else { "this machine is" };
                     bail!(
-                        "cannot find metric or group `{item}` among the common metrics or those of {}: `{item}` is defined for {}{more}; this machine is {}; see --model, --pmu-sim or `tmetric list metrics`",
+                        "cannot find metric or group `{item}` among the common metrics or those of {}: `{item}` is defined for {}{more}; {whose} {}; see --model, --pmu-sim or `tmetric list metrics`",
                         model.path(),
                         shown.join(", "),
                         model.path()
@@ -432,7 +434,7 @@ fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
     if !args.for_each_cgroup.is_empty() {
         plan.expand_cgroups(&args.for_each_cgroup);
     }
-    if let Err(why) = refuse_uncountable(&plan, machine) {
+    if let Err(why) = refuse_uncountable(&plan, machine, args.model.is_some()) {
         // perf prints such metrics' events `<not supported>` and goes on, and scripts rely
         // on that: say why once, then count what can be counted.
         warn(&format!("{why:#}"));
@@ -473,7 +475,7 @@ fn detailed_events(level: u8) -> Vec<&'static str> {
 
 /// Why no selected CPU-model metric can count a single input here (a machine without a
 /// hardware PMU, such as most VMs): which models define the metrics and what to do instead.
-fn refuse_uncountable(plan: &Plan, machine: &Machine<'_>) -> anyhow::Result<()> {
+fn refuse_uncountable(plan: &Plan, machine: &Machine<'_>, named: bool) -> anyhow::Result<()> {
     let common = tmetric_catalog::common();
     let model_roots: Vec<&engine::Root> =
         plan.roots.iter().filter(|r| !std::ptr::eq(r.model, common)).collect();
@@ -504,12 +506,13 @@ fn refuse_uncountable(plan: &Plan, machine: &Machine<'_>) -> anyhow::Result<()> 
         String::new()
     };
     bail!(
-        "cannot count {} here, so its events print <not supported>: {}; `{first}` is defined for {}{more}; this machine is {}. \
+        "cannot count {} here, so its events print <not supported>: {}; `{first}` is defined for {}{more}; {} {}. \
          Try it on a simulated PMU (`--pmu-sim sapphirerapids`), plan it (`tmetric plan -M {first} --model M`), \
          or evaluate recorded counts (`tmetric eval --from-perf LOG`)",
         models_list(&names),
         machine.env.no_hardware_pmu(),
         shown.join(", "),
+        if named { "--model names" } else { "this machine is" },
         model_roots[0].model.path()
     )
 }
