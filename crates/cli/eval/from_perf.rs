@@ -73,6 +73,9 @@ fn read_prefix<R: BufRead>(name: &str, input: R, budget: u64) -> anyhow::Result<
         runs: reader.runs().to_vec(),
         blocks,
         warnings: reader.take_warnings(),
+        warnings_dropped: reader.warnings_dropped(),
+        skipped: reader.skipped().clone(),
+        numbers: reader.numbers().clone(),
     };
     Ok(Prefix { log, rest: Some(reader) })
 }
@@ -101,7 +104,9 @@ pub fn run_log_with<R: BufRead>(
     let mut warnings = Warnings::default();
     warnings.add(std::mem::take(&mut log.warnings));
     if !streamed {
+        warnings.dropped = log.warnings_dropped;
         warnings.note(&name);
+        note_skipped(&log.skipped, &name);
     }
     let literals = resolve_literals(args, None, &[])?;
     let cpuid = args.cpuid.as_deref();
@@ -231,6 +236,7 @@ pub fn run_log_with<R: BufRead>(
     }
     // Metrics none of whose inputs any block has: one line each, with everything missing.
     let mut unplaced = 0;
+    let mut unplaced_not_counted = 0;
     if let Some(first) = &first {
         for (e, engine) in engines.iter_mut().enumerate() {
             for (r, &root) in roots[e].iter().enumerate() {
@@ -238,6 +244,7 @@ pub fn run_log_with<R: BufRead>(
                     unplaced += 1;
                     let outcome = engine.evaluate(first, root);
                     let why = if not_counted[e][r] > 0 {
+                        unplaced_not_counted += 1;
                         "its input rows are <not counted> in every block"
                     } else {
                         "no block of the log has any of its inputs"
@@ -248,8 +255,10 @@ pub fn run_log_with<R: BufRead>(
         }
     }
     printer.finish()?;
-    if streamed {
+    if let Some(reader) = &rest {
+        warnings.dropped = reader.warnings_dropped();
         warnings.note(&name);
+        note_skipped(reader.skipped(), &name);
         eprintln!(
             "tmetric: {name} was read block by block ({count} blocks): the model and the metrics shown were chosen from its first {prefix_blocks} block(s), in its first {budget} bytes",
         );
@@ -271,9 +280,16 @@ pub fn run_log_with<R: BufRead>(
             first_names(&skipped)
         );
     }
-    if unplaced > 0 {
+    let uncounted = unplaced_not_counted;
+    if unplaced > uncounted {
         eprintln!(
-            "tmetric: {unplaced} selected metric(s) have none of their inputs in {name}; they are listed last with what is missing"
+            "tmetric: {} selected metric(s) have none of their inputs in {name}; they are listed last with what is missing",
+            unplaced - uncounted
+        );
+    }
+    if uncounted > 0 {
+        eprintln!(
+            "tmetric: {uncounted} selected metric(s) have input rows in {name}, but every one of them is <not counted> in every block (perf prints no value there either); they are listed last"
         );
     }
     if roots.iter().all(Vec::is_empty) && builtins_shown == 0 {
@@ -284,11 +300,25 @@ pub fn run_log_with<R: BufRead>(
     Ok(())
 }
 
+/// Says on stderr which lines were skipped as not perf's output, and where they lie.
+fn note_skipped(skipped: &tmetric_perfstat::Skipped, name: &str) {
+    if skipped.lines() == 0 {
+        return;
+    }
+    let first = skipped
+        .first
+        .first()
+        .map_or(String::new(), |(line, why)| format!("; the first, line {line}: {why}"));
+    eprintln!("tmetric: note: {name}: skipped {skipped}{first}");
+}
+
 /// The importer's warnings: the first few and how many, so that a long log's do not pile up.
 #[derive(Default)]
 struct Warnings {
     first: Vec<Warning>,
     count: usize,
+    /// Found by the reader and not kept (beyond its bound).
+    dropped: usize,
 }
 
 impl Warnings {
@@ -304,15 +334,15 @@ impl Warnings {
 
     /// Lines the importer skipped (a shell prompt, mail text): named, never dropped silently.
     fn note(&self, name: &str) {
-        if self.count == 0 {
+        let count = self.count + self.dropped;
+        if count == 0 {
             return;
         }
         let first: Vec<String> = self.first.iter().map(ToString::to_string).collect();
-        let more = self.count.saturating_sub(Self::SHOWN);
+        let more = count.saturating_sub(Self::SHOWN);
         let more = if more > 0 { format!("; and {more} more") } else { String::new() };
         eprintln!(
-            "tmetric: note: {name}: {} warning(s) while reading it ({}{more})",
-            self.count,
+            "tmetric: note: {name}: {count} warning(s) while reading it ({}{more})",
             first.join("; ")
         );
     }
@@ -543,6 +573,9 @@ struct HeaderJson<'a> {
     layout: String,
     /// `None` when the log is read block by block: the count is not known yet.
     blocks: Option<usize>,
+    /// The number convention of a log written under a locale other than C (`de_DE`'s
+    /// `4.595.014.128`), as read from its numbers; null for C-like numbers.
+    numbers: Option<String>,
     literals: Vec<LiteralJson>,
 }
 
@@ -748,6 +781,7 @@ impl<'a> Printer<'a> {
         } else {
             format!("{blocks} block(s)")
         };
+        let numbers = header.log_data.numbers.describe();
         match &self.format {
             Format::Json => json_line(
                 self.out,
@@ -759,14 +793,16 @@ impl<'a> Printer<'a> {
                         log: header.log,
                         layout,
                         blocks: blocks_json,
+                        numbers: numbers.clone(),
                         literals: literals_json(header.literals, header.used),
                     },
                 },
             )?,
             Format::Text { .. } | Format::Csv { .. } => {
+                let numbers = numbers.map_or(String::new(), |n| format!("; numbers: {n}"));
                 writeln!(
                     self.out,
-                    "# tmetric: {} metrics ({}) from {} (perf stat {layout} layout, {blocks})",
+                    "# tmetric: {} metrics ({}) from {} (perf stat {layout} layout, {blocks}{numbers})",
                     header.models, header.how, header.log
                 )?;
                 writeln!(

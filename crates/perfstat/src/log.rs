@@ -30,8 +30,15 @@ pub struct PerfLog {
     pub runs: Vec<Run>,
     /// Evaluation units in the order their first row was printed.
     pub blocks: Vec<Block>,
-    /// Lines that were skipped, with the reason.
+    /// Rows skipped as damaged (a negative count, a run share over 100%), text appended to a
+    /// metric, a truncated last line, a mix of layouts: each with its line and reason.
     pub warnings: Vec<crate::Warning>,
+    /// Warnings found and not kept in [`PerfLog::warnings`] (a hostile log can have millions).
+    pub warnings_dropped: usize,
+    /// The lines that are not perf's output (a workload's, a shell prompt), by where they lie.
+    pub skipped: crate::Skipped,
+    /// The number convention (perf's locale) the log's numbers showed.
+    pub numbers: crate::Numbers,
 }
 
 /// One `perf stat` invocation inside a log.
@@ -214,14 +221,19 @@ impl PrintedMetric {
         header: Option<String>,
     ) -> PrintedMetric {
         let text = text.trim();
-        let value = if text.is_empty() { None } else { crate::number::parse_metric_value(text) };
+        let value = if text.is_empty() {
+            None
+        } else {
+            crate::number::parse_metric_value(text).map(|(v, _)| v)
+        };
         let (unit, name, note) = split_label(label);
         PrintedMetric { line, value, text: text.to_string(), unit, name, header, note }
     }
 
-    /// Number of decimals perf printed, to compare at its precision.
+    /// Number of decimals perf printed (after `.` or, in some locales, `,`), to compare at its
+    /// precision.
     pub fn decimals(&self) -> usize {
-        self.text.split_once('.').map_or(0, |(_, frac)| frac.len())
+        crate::number::printed_decimals(&self.text)
     }
 }
 
