@@ -5,6 +5,7 @@ mod cli_eval;
 mod cli_from_perf;
 mod cli_harden;
 mod cli_list;
+mod cli_logs;
 mod cli_per_thread;
 mod cli_record;
 mod cli_sim;

@@ -346,6 +346,19 @@ fn split_assignment<'a>(text: &'a str, flag: &str) -> anyhow::Result<(&'a str, f
     if name.trim().is_empty() {
         bail!("{flag} {shown}: the name is empty; expected NAME=VALUE, e.g. `{flag} smt_on=1`");
     }
+    // A negative value is refused as the counts file refuses one, but said in the flag's words:
+    // what `--var` and `--literal` give are not counts.
+    if value.trim().parse::<f64>().is_ok_and(|v| v < 0.0) {
+        let what = if flag == "--literal" {
+            "literals (#smt_on, #num_cpus, #system_tsc_freq, ...) are never negative".to_string()
+        } else {
+            format!(
+                "a variable stands for an event, a time or a latency, none of which is ever negative (put the minus in the expression instead: `-{}`)",
+                name.trim()
+            )
+        };
+        bail!("{flag} {shown}: {} is negative; {what}", tmetric_text::quote(value.trim()));
+    }
     let number = counts::number(value).map_err(|why| anyhow!("{flag} {shown}: {why}"))?;
     Ok((name.trim(), number))
 }

@@ -427,46 +427,39 @@ impl Numbers {
         if self.is_c_like() {
             return None;
         }
+        let lakh = matches!(self.grouping, Some((Grouping::Lakh, _)));
         let mut parts = Vec::new();
-        let mut shown = Vec::new();
+        let mut shown: Vec<String> = Vec::new();
+        let mut show = |seen: &Seen| {
+            let s = seen.to_string();
+            if !shown.contains(&s) {
+                shown.push(s);
+            }
+        };
         if let Some(g) = &self.group {
-            parts.push(format!("{} groups digits", mark_name(g.mark)));
-            shown.push(g.to_string());
+            let pattern = if lakh { " in the Indian lakh pattern" } else { "" };
+            parts.push(format!("{} groups digits{pattern}", mark_name(g.mark)));
+            show(g);
         }
         if let Some((Grouping::Lakh, at)) = &self.grouping {
-            parts.push("in the Indian lakh pattern (`4,59,50,14,128`)".to_string());
-            if !shown.contains(&at.to_string()) {
-                shown.push(at.to_string());
-            }
+            show(at);
         }
         if let Some(d) = &self.decimal {
             parts.push(format!("{} is the decimal mark", mark_name(d.mark)));
-            if !shown.contains(&d.to_string()) {
-                shown.push(d.to_string());
-            }
+            show(d);
         }
-        let like = match (
-            self.group.as_ref().map(|g| g.mark),
-            self.decimal.as_ref().map(|d| d.mark),
-            self.grouping.as_ref().map(|g| g.0),
-        ) {
-            (_, _, Some(Grouping::Lakh)) => "as en_IN prints them",
-            (Some('.'), _, _) | (None, Some(','), _) if self.group.is_some() => {
-                "as de_DE prints them"
+        let group = self.group.as_ref().map(|g| g.mark);
+        let like = match group {
+            _ if lakh => "as en_IN prints them",
+            Some('.') => "as de_DE prints them",
+            Some('\'' | '\u{2019}') => "as de_CH prints them",
+            Some(g) if only_groups(g) => "as fr_FR prints them",
+            None if self.decimal.as_ref().is_some_and(|d| d.mark == ',') => {
+                "as de_DE and fr_FR print them"
             }
-            (Some(g), _, _) if only_groups(g) && g != '\'' && g != '\u{2019}' => {
-                "as fr_FR prints them"
-            }
-            (Some('\'' | '\u{2019}'), _, _) => "as de_CH prints them",
-            (None, Some(','), _) => "as de_DE and fr_FR print them",
             _ => "as the log's locale printed them",
         };
-        let (head, tail) = match parts.split_last() {
-            Some((last, head)) if !head.is_empty() => (head.join(", "), format!(" and {last}")),
-            Some((last, _)) => (last.clone(), String::new()),
-            None => return None,
-        };
-        Some(format!("{head}{tail}, {like} ({})", shown.join(", ")))
+        Some(format!("{}, {like} ({})", parts.join(" and "), shown.join(", ")))
     }
 }
 

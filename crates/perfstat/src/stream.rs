@@ -7,7 +7,7 @@
 //!
 //! Memory is bounded by construction, whatever the input: a line is at most [`MAX_LINE`]
 //! bytes (a longer one is an error, so `/dev/zero` ends at once), the look-ahead for layout
-//! detection at most [`AHEAD_BYTES`], the warnings kept at most [`WARNINGS_KEPT`] between two
+//! detection at most [`AHEAD_BYTES`] and [`AHEAD_LINES`], the warnings kept at most [`WARNINGS_KEPT`] between two
 //! takes (the rest are counted), the rows held back before a header at most [`HELD_ROWS`];
 //! beyond that, one batch of blocks (one `-I` interval).
 
@@ -26,8 +26,9 @@ use crate::{ImportError, Warning, csv, json, text};
 /// long event name and cgroup a few thousand).
 pub const MAX_LINE: usize = 1 << 20;
 
-/// How many bytes layout detection reads ahead at most.
+/// How many bytes and lines layout detection reads ahead at most.
 const AHEAD_BYTES: u64 = 4 << 20;
+const AHEAD_LINES: usize = 20_000;
 
 /// How many warnings are kept between two takes; the others are counted.
 const WARNINGS_KEPT: usize = 1000;
@@ -134,7 +135,10 @@ impl<R: BufRead> Reader<R> {
             let mut meaningful = 0;
             let mut found = false;
             let mut ahead_bytes = 0;
-            while meaningful < crate::DETECT_LINES && ahead_bytes < AHEAD_BYTES {
+            while meaningful < crate::DETECT_LINES
+                && ahead_bytes < AHEAD_BYTES
+                && reader.ahead.len() < AHEAD_LINES
+            {
                 let Some(ended) = reader.fill()? else { break };
                 let line = String::from_utf8_lossy(&reader.buf).into_owned();
                 ahead_bytes += line.len() as u64 + 1;
