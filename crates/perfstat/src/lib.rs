@@ -169,7 +169,9 @@ fn layouts_of<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Layout> {
         // `::::` is one separator twice around an empty unit: try each period of the run.
         let chars: Vec<char> = run.chars().collect();
         for period in 1..=chars.len() {
-            if chars.len().is_multiple_of(period) && chars.chunks(period).all(|c| c == &chars[..period]) {
+            if chars.len().is_multiple_of(period)
+                && chars.chunks(period).all(|c| c == &chars[..period])
+            {
                 let sep: String = chars[..period].iter().collect();
                 if !seps.contains(&sep) && seps.len() < 12 {
                     seps.push(sep);
