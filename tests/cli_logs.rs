@@ -345,3 +345,58 @@ fn not_counted_inputs_are_called_not_counted() {
     );
     assert!(!err.contains("have none of their inputs"), "{err}");
 }
+
+/// Issue 21: perf's aliases (`cs`, `faults`, `migrations`, `cpu-cycles`,
+/// `branch-instructions`, ...) are the events the formulas name.
+#[test]
+fn perfs_event_aliases_are_known() {
+    // 1,000.00 msec task-clock: the rates are the counts per second.
+    let log = " Performance counter stats for './bench':\n\n          1,000.00 msec task-clock                       #    1.000 CPUs utilized\n               250      cs                               #  250.000 /sec\n             4,000      faults                           #    4.000 K/sec\n                 2      migrations                       #    2.000 /sec\n     2,000,000,000      cpu-cycles                       #    2.000 GHz\n     3,000,000,000      instructions                     #    1.50  insn per cycle\n       500,000,000      branch-instructions              #  500.000 M/sec\n         5,000,000      branch-misses                    #    1.00% of all branches\n\n       1.000000000 seconds time elapsed\n";
+    let path = scratch("logs_aliases.txt", log);
+    let output = ok(&["eval", "--from-perf", &path, "--json"]);
+    let (_, rows) = json(&output);
+    assert_eq!(value_of(&rows, "context_switches_per_sec", None), 250.0);
+    assert_eq!(value_of(&rows, "page_faults_per_sec", None), 4000.0);
+    assert_eq!(value_of(&rows, "cpu_migrations_per_sec", None), 2.0);
+    assert_eq!(value_of(&rows, "ghz", None), 2.0);
+    assert_eq!(value_of(&rows, "insn_per_cycle", None), 1.5);
+    assert_eq!(value_of(&rows, "branch_miss_rate", None), 1.0);
+    // CPUs utilized, three rates, GHz, insn per cycle, of all branches.
+    all_agree(&output, 7);
+}
+
+/// `perf stat record -e cs,faults,migrations`: `report` shows perf's rates for them.
+#[test]
+fn report_knows_perfs_aliases_in_perf_data() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("logs_alias_data");
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("alias.data").display().to_string();
+    let recorded = Command::new("perf")
+        .args([
+            "stat",
+            "record",
+            "-o",
+            &path,
+            "-e",
+            "task-clock,cs,faults,migrations",
+            "sleep",
+            "0.05",
+        ])
+        .output();
+    if !recorded.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: `perf stat record` does not work here");
+        return;
+    }
+    let err = stderr(&ok(&["report", "-i", &path]));
+    for (event, metric) in [
+        ("cs", "context_switches_per_sec"),
+        ("faults", "page_faults_per_sec"),
+        ("migrations", "cpu_migrations_per_sec"),
+    ] {
+        let line = err
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(event))
+            .unwrap_or_else(|| panic!("no {event} row in:\n{err}"));
+        assert!(line.ends_with(metric), "{line}");
+    }
+}

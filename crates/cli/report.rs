@@ -285,10 +285,11 @@ pub fn normal(name: &str) -> String {
     let lower = name.to_ascii_lowercase();
     for pmu in ["cpu/", "cpu_core/", "cpu_atom/", "armv8_pmuv3_0/"] {
         if let Some(inner) = lower.strip_prefix(pmu).and_then(|r| r.strip_suffix('/')) {
-            return inner.to_string();
+            return tmetric_perfstat::canonical_event_name(inner);
         }
     }
-    lower
+    // perf's aliases (`cs`, `faults`, `migrations`, `cpu-cycles`, ...) are one event.
+    tmetric_perfstat::canonical_event_name(&lower)
 }
 
 /// Whether `plan` has a row that gives input `name`: a counter of that name, or a tool.

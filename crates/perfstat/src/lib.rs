@@ -63,7 +63,7 @@ mod stream;
 mod text;
 
 pub use error::{ImportError, Warning};
-pub use key::{EventKey, is_core_pmu};
+pub use key::{EventKey, canonical_event_name, is_core_pmu};
 pub use log::{
     Aggr, AggrKind, Block, Count, Layout, PerfLog, PrintedMetric, Row, Run, TimeSource, Timed,
 };

@@ -519,6 +519,9 @@ pub(crate) fn plausible_event(event: &str) -> bool {
         return true;
     }
     let lower = base.to_ascii_lowercase();
+    if crate::key::is_legacy_name(&lower) {
+        return true;
+    }
     if let Some((head, _)) = lower.split_once('-') {
         return HYPHEN_HEADS.contains(&head);
     }
@@ -742,6 +745,10 @@ mod tests {
             "cpu/event=0x3c/k",
             "ls_dispatch.ld_dispatch",
             "UNC_M_CAS_COUNT.RD",
+            "migrations",
+            "l1d",
+            "bpu",
+            "L1-dcache-load-misses",
         ] {
             assert!(plausible_event(yes), "{yes}");
         }
