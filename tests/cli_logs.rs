@@ -400,3 +400,115 @@ fn report_knows_perfs_aliases_in_perf_data() {
         assert!(line.ends_with(metric), "{line}");
     }
 }
+
+fn perf_data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/perf").join(name).display().to_string()
+}
+
+/// Issue 27, item 3: a 2023 Tiger Lake log counts `cpu/INT_MISC.RECOVERY_CYCLES,cmask=1,edge/`,
+/// which 6.12's formulas call INT_MISC.CLEARS_COUNT (event 0x0d, umask 0x01, cmask 1, edge).
+/// Expected values (tigerlake, from the file's counts): retiring 3e9/10e9 = 30%, frontend
+/// 2.5e9/10e9 - 2e8/1e10 = 23%, backend 2.5e9/10e9 + 5 * 1e8/1e10 = 30%, bad speculation
+/// 1 - (0.23 + 0.30 + 0.30) = 17%.
+#[test]
+fn an_older_vintages_event_name_is_matched_by_encoding() {
+    let path = perf_data("std_older_event_names.txt");
+    let output = ok(&["eval", "--from-perf", &path, "--model", "tigerlake", "--json"]);
+    all_agree(&output, 4);
+    let (_, rows) = json(&output);
+    for (metric, want) in [
+        ("tma_retiring", 30.0),
+        ("tma_frontend_bound", 23.0),
+        ("tma_backend_bound", 30.0),
+        ("tma_bad_speculation", 17.0),
+    ] {
+        let got = value_of(&rows, metric, None);
+        assert!((got - want).abs() < 1e-9, "{metric}: {got}");
+    }
+    let backend = rows.iter().find(|r| r["metric"] == "tma_backend_bound").unwrap();
+    assert_eq!(
+        backend["by_encoding"],
+        serde_json::json!([{
+            "input": "INT_MISC.CLEARS_COUNT",
+            "row": "cpu/INT_MISC.RECOVERY_CYCLES,cmask=1,edge/",
+            "encoding": "event=0x0d,umask=0x01,cmask=1,edge=1"
+        }])
+    );
+    assert_eq!(backend["missing"], serde_json::json!([]));
+    let err = stderr(&output);
+    assert!(
+        err.contains("note: INT_MISC.CLEARS_COUNT read from `cpu/INT_MISC.RECOVERY_CYCLES,cmask=1,edge/`, which the log names otherwise: both are event=0x0d,umask=0x01,cmask=1,edge=1"),
+        "{err}"
+    );
+    let text = stdout(&ok(&["eval", "--from-perf", &path, "--model", "tigerlake"]));
+    assert!(
+        text.contains(
+            "by encoding: INT_MISC.CLEARS_COUNT from `cpu/INT_MISC.RECOVERY_CYCLES,cmask=1,edge/`"
+        ),
+        "{text}"
+    );
+
+    let log = std::fs::read_to_string(&path).unwrap();
+    // The raw encoding reads the same; another counter mask is another event.
+    for (row, matched) in [
+        ("cpu/event=0x0d,umask=0x01,cmask=1,edge/", true),
+        ("cpu/INT_MISC.RECOVERY_CYCLES,cmask=2,edge/", false),
+    ] {
+        let text = log.replace("cpu/INT_MISC.RECOVERY_CYCLES,cmask=1,edge/", row);
+        let path = scratch("logs_encoding.txt", &text);
+        let (_, rows) =
+            json(&ok(&["eval", "--from-perf", &path, "--model", "tigerlake", "--json"]));
+        let backend = rows.iter().find(|r| r["metric"] == "tma_backend_bound").unwrap();
+        assert_eq!(backend["by_encoding"][0]["row"] == row, matched, "{row}: {backend}");
+        assert_eq!(
+            backend["missing"] == serde_json::json!(["INT_MISC.CLEARS_COUNT"]),
+            !matched,
+            "{row}"
+        );
+    }
+}
+
+/// Issue 27, item 4: cf_z14, cf_z15 and cf_z16 explain the s390 log alike and compute the same
+/// value for everything perf printed: evaluated, and said.
+#[test]
+fn a_tie_whose_models_agree_is_evaluated_and_said() {
+    let path = perf_data("std_s390_models_agree.txt");
+    let output = ok(&["eval", "--from-perf", &path, "--json"]);
+    all_agree(&output, 4);
+    let (header, rows) = json(&output);
+    assert_eq!(header["model"], "s390/cf_z14");
+    let how = header["model_source"].as_str().unwrap();
+    assert!(
+        how.contains("`s390/cf_z14`, `s390/cf_z15` or `s390/cf_z16` explain it equally well")
+            && how.contains("and agree: each computes the same value for every metric perf printed (12 values compared)"),
+        "{how}"
+    );
+    assert_eq!(value_of(&rows, "cpi", None), 2.0);
+    assert!((value_of(&rows, "est_cpi", None) - 1.99).abs() < 1e-12);
+    // What -M adds must agree too: l2p is computed from other events on cf_z16.
+    let err = fails(&["eval", "--from-perf", &path, "-M", "l2p"]);
+    assert!(
+        err.contains("agree on what perf printed, but compute differently what -M selects: l2p"),
+        "{err}"
+    );
+    assert!(ok(&["eval", "--from-perf", &path, "-M", "cpi"]).status.success());
+}
+
+/// Issue 27, item 4: eight models explain the log alike but compute tma_false_sharing
+/// differently (32.5 and 54 cycles per access on icelake and tigerlake, ...): refused, with the
+/// values.
+#[test]
+fn a_tie_whose_models_differ_is_refused_with_the_values() {
+    let path = perf_data("std_models_differ.txt");
+    let err = fails(&["eval", "--from-perf", &path]);
+    assert!(err.contains("cannot tell which CPU model"), "{err}");
+    // 32.5 * 2 GHz * 100 / 1e9 cycles, in %.
+    assert!(err.contains("they compute differently tma_false_sharing (global): "), "{err}");
+    assert!(
+        err.contains("0.00065 with x86/icelake") && err.contains("0.00108 with x86/tigerlake"),
+        "{err}"
+    );
+    assert!(err.contains("pass --model MODEL"), "{err}");
+    let (_, rows) = json(&ok(&["eval", "--from-perf", &path, "--model", "icelake", "--json"]));
+    assert!((value_of(&rows, "tma_false_sharing", None) - 0.00065).abs() < 1e-12);
+}

@@ -14,10 +14,11 @@ use std::path::Path;
 use anyhow::{Context, anyhow, bail};
 use serde::Serialize;
 use tmetric_catalog::Model;
-use tmetric_engine::perflog::infer::{Inference, infer_model};
+use tmetric_engine::perflog::infer::{Inference, compare_models, infer_model};
 use tmetric_engine::perflog::literals::{Unsolved, infer_literals};
 use tmetric_engine::perflog::{
-    Checks, InputSource, LogEvaluator, Outcome, Selection, default_selection, printed_metrics,
+    Checks, InputSource, LogEvaluator, Outcome, Selection, default_selection, lookup_pmu_name,
+    printed_metrics,
 };
 use tmetric_engine::{Literals, Select};
 use tmetric_model::Literal;
@@ -147,6 +148,33 @@ pub fn run_log_with<R: BufRead>(
         )?
     };
 
+    // Models that agree on what perf printed must agree on what `-M` adds too.
+    if let Some(model) = choice.model
+        && !choice.agreeing.is_empty()
+        && !all_items.is_empty()
+    {
+        let names: Vec<(String, Option<String>)> = roots
+            .first()
+            .into_iter()
+            .flatten()
+            .map(|&m| {
+                let pmu = model.str(model.metrics[m].pmu);
+                (
+                    model.str(model.metrics[m].name).to_string(),
+                    lookup_pmu_name(pmu).map(str::to_string),
+                )
+            })
+            .collect();
+        let mut models = vec![model];
+        models.extend(&choice.agreeing);
+        if let Err(differ) = compare_models(&models, &log, &literals, &names, false) {
+            bail!(
+                "cannot tell which CPU model {name} comes from: {} explain it equally well and agree on what perf printed, but compute differently what -M selects: {}; pass --model MODEL or --cpuid CPUID",
+                listed_models(&models),
+                differ.describe()
+            );
+        }
+    }
     let json_printed =
         printed.iter().any(|p| engines.iter().any(|e| !e.model.metrics_named(&p.name).is_empty()));
     let builtins = builtins.for_log(&log, json_printed);
@@ -192,6 +220,8 @@ pub fn run_log_with<R: BufRead>(
     let mut shown: Vec<Vec<bool>> = roots.iter().map(|r| vec![false; r.len()]).collect();
     let mut not_counted: Vec<Vec<usize>> = roots.iter().map(|r| vec![0; r.len()]).collect();
     let mut checks = Checks::default();
+    // (input, row, encoding) read by encoding, each said once at the end.
+    let mut by_encoding: Vec<(String, String, String)> = Vec::new();
     let mut last_run = None;
     let mut builtins_shown = 0;
     // The first block serves the metrics no block has inputs for; the others are dropped once
@@ -228,6 +258,17 @@ pub fn run_log_with<R: BufRead>(
                 }
                 shown[e][r] = true;
                 checks.count(outcome.check);
+                for input in &outcome.inputs {
+                    if let Some(alias) = &input.by_encoding
+                        && by_encoding.len() < 16
+                    {
+                        let id = engine.model.str(engine.model.ids[input.slot as usize].text);
+                        let said = (id.to_string(), alias.row.clone(), alias.encoding.clone());
+                        if !by_encoding.contains(&said) {
+                            by_encoding.push(said);
+                        }
+                    }
+                }
                 printer.metric(engine, Some(&block), &outcome, "")?;
             }
         }
@@ -295,6 +336,11 @@ pub fn run_log_with<R: BufRead>(
     if roots.iter().all(Vec::is_empty) && builtins_shown == 0 {
         eprintln!("tmetric: no metric of {where_} has all its inputs in {name}");
     }
+    for (input, row, encoding) in &by_encoding {
+        eprintln!(
+            "tmetric: note: {input} read from `{row}`, which the log names otherwise: both are {encoding} (the catalogue's encoding; an older perf or JSON vintage named the event so)"
+        );
+    }
     report_checks(&checks, &name);
     print_selection(&report, &where_, &name);
     Ok(())
@@ -354,6 +400,9 @@ struct ModelChoice {
     model: Option<&'static Model>,
     /// For the header: `given with --model`, `inferred: ...`.
     how: String,
+    /// Models that explain the log as well as `model` and agree with it on what perf printed:
+    /// a metric selected with `-M` must agree on them too.
+    agreeing: Vec<&'static Model>,
 }
 
 fn choose_model(
@@ -381,10 +430,18 @@ fn choose_model(
                 other.path()
             ));
         }
-        return Ok(ModelChoice { model: Some(model), how: "given with --model".into() });
+        return Ok(ModelChoice {
+            model: Some(model),
+            how: "given with --model".into(),
+            agreeing: Vec::new(),
+        });
     }
     if let (Some(model), Some(cpuid)) = (by_cpuid, &args.cpuid) {
-        return Ok(ModelChoice { model: Some(model), how: format!("for cpuid {cpuid}") });
+        return Ok(ModelChoice {
+            model: Some(model),
+            how: format!("for cpuid {cpuid}"),
+            agreeing: Vec::new(),
+        });
     }
     infer_model_of(log, literals, name)
 }
@@ -398,11 +455,13 @@ fn infer_model_of(log: &PerfLog, literals: &Literals, name: &str) -> anyhow::Res
             Ok(ModelChoice {
                 model: Some(model),
                 how: format!("inferred: {}{}", score.describe(rows, events), next.unwrap_or_default()),
+                agreeing: Vec::new(),
             })
         }
         Inference::GenericOnly => Ok(ModelChoice {
             model: None,
             how: "no CPU model: the log has only generic events (pass --model or --cpuid for a model's metrics)".into(),
+            agreeing: Vec::new(),
         }),
         Inference::SoftwareOnly { ignored } => {
             // Say which rows nothing reads.
@@ -422,6 +481,7 @@ fn infer_model_of(log: &PerfLog, literals: &Literals, name: &str) -> anyhow::Res
             Ok(ModelChoice {
                 model: None,
                 how: "no CPU model: the log has only software events and tracepoints (pass --model or --cpuid for a model's metrics)".into(),
+                agreeing: Vec::new(),
             })
         }
         Inference::Unknown { events } => {
@@ -432,22 +492,40 @@ fn infer_model_of(log: &PerfLog, literals: &Literals, name: &str) -> anyhow::Res
                 examples()
             )
         }
-        Inference::Tied { models, score, rows, events } => {
-            let count = models.len();
-            let listed: Vec<String> = models.iter().take(8).map(|m| m.path()).collect();
-            let more = if count > listed.len() {
-                format!(" and {} more", count - listed.len())
-            } else {
-                String::new()
-            };
+        Inference::Agreeing { model, others, score, compared, rows, events } => {
+            let mut all = vec![model];
+            all.extend(&others);
+            Ok(ModelChoice {
+                model: Some(model),
+                how: format!(
+                    "inferred: {} explain it equally well ({}) and agree: each computes the same value for every metric perf printed ({compared} values compared), so {} is used",
+                    listed_models(&all),
+                    score.describe(rows, events),
+                    model.path()
+                ),
+                agreeing: others,
+            })
+        }
+        Inference::Tied { models, score, rows, events, differ } => {
+            let differ = differ.map_or(String::new(), |d| {
+                format!("; they compute differently {}", d.describe())
+            });
             bail!(
-                "cannot tell which CPU model {name} comes from: {}{more} explain it equally well ({}); pass --model MODEL or --cpuid CPUID",
-                join_code(&listed),
+                "cannot tell which CPU model {name} comes from: {} explain it equally well ({}){differ}; pass --model MODEL or --cpuid CPUID",
+                listed_models(&models),
                 score.describe(rows, events)
             )
         }
         Inference::NoModels => bail!("the catalogue has no CPU models"),
     }
+}
+
+/// `` `x86/icelake`, `x86/tigerlake` and 3 more ``
+fn listed_models(models: &[&'static Model]) -> String {
+    let listed: Vec<String> = models.iter().take(8).map(|m| m.path()).collect();
+    let more = models.len().saturating_sub(listed.len());
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+    format!("{}{more}", join_code(&listed))
 }
 
 /// `4, 9, 14 and 37 more`: the first few lines of a long list.
@@ -617,6 +695,7 @@ struct MetricJson<'a> {
     not_counted: Vec<String>,
     latency_zero: Vec<String>,
     unusable: Vec<String>,
+    by_encoding: Vec<ByEncodingJson>,
     error: Option<String>,
     running_pct: Option<f64>,
     perf: Option<PerfJson<'a>>,
@@ -653,6 +732,16 @@ struct Notes {
     latency_zero: Vec<String>,
     unusable: Vec<String>,
     running_pct: Option<f64>,
+    /// Inputs read from a row of another name with the same encoding.
+    by_encoding: Vec<ByEncodingJson>,
+}
+
+/// An input read from a row of another name that counts the same event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct ByEncodingJson {
+    input: String,
+    row: String,
+    encoding: String,
 }
 
 impl Notes {
@@ -686,6 +775,13 @@ impl Notes {
                     "{id}: printed in {unit} at line {}, and its scale factor is unknown",
                     join_lines(lines)
                 )),
+            }
+            if let Some(alias) = &input.by_encoding {
+                notes.by_encoding.push(ByEncodingJson {
+                    input: text(input.slot),
+                    row: alias.row.clone(),
+                    encoding: alias.encoding.clone(),
+                });
             }
             if let (Some(block), Some(group)) = (block, input.source.group())
                 && !notes.groups.iter().any(|g| g.0 == group)
@@ -735,6 +831,9 @@ impl Notes {
                 "no retire-latency row, read as 0 as perf does without --record-tpebs: {}",
                 self.latency_zero.join(", ")
             ));
+        }
+        for b in &self.by_encoding {
+            out.push(format!("by encoding: {} from `{}` ({})", b.input, b.row, b.encoding));
         }
         out
     }
@@ -884,6 +983,7 @@ impl<'a> Printer<'a> {
                         not_counted: notes.not_counted.clone(),
                         latency_zero: notes.latency_zero.clone(),
                         unusable: notes.unusable.clone(),
+                        by_encoding: notes.by_encoding.clone(),
                         error: notes.error.clone(),
                         running_pct: notes.running_pct,
                         perf: printed.map(|p| PerfJson {
