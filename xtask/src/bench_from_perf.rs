@@ -191,10 +191,10 @@ fn measure_failing(bin: &Path, log: &Path) -> Result<(Run, String)> {
             .and_then(|v| v.parse().ok())
             .with_context(|| format!("no {name} in `{line}`"))
     };
-    let said = stderr
-        .lines()
-        .find(|l| l.starts_with("tmetric:"))
-        .map_or_else(|| format!("exit {:?}", output.status.code()), |l| l.chars().take(100).collect());
+    let said = stderr.lines().find(|l| l.starts_with("tmetric:")).map_or_else(
+        || format!("exit {:?}", output.status.code()),
+        |l| l.chars().take(100).collect(),
+    );
     let run = Run {
         wall: field("wall")?,
         cpu: field("user")? + field("sys")?,
@@ -236,7 +236,9 @@ fn hostile(dir: &Path, bin: &Path, base: Option<&Path>, table: &mut Table) -> Re
             &format!("from-perf hostile: {what}"),
             &format!("{:.2} s, {:.0} MB peak", ours.wall, ours.max_rss_mb),
             &base_run.map_or(String::new(), |b| format!("{:.2} s, {:.0} MB", b.wall, b.max_rss_mb)),
-            &base_run.map_or(String::new(), |b| format!("{:.2}x memory", ours.max_rss_mb / b.max_rss_mb)),
+            &base_run.map_or(String::new(), |b| {
+                format!("{:.2}x memory", ours.max_rss_mb / b.max_rss_mb)
+            }),
             &format!("an error, <= {limit_mb:.0} MB"),
             ours.max_rss_mb <= limit_mb,
         );

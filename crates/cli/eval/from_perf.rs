@@ -246,8 +246,16 @@ pub fn run_log_with<R: BufRead>(
         count += 1;
         if last_run != Some(block.run) {
             last_run = Some(block.run);
-            let runs = rest.as_ref().map_or(log.runs.as_slice(), |r| r.runs());
-            printer.run_header(runs, block.run)?;
+            let (count, info) = match &mut rest {
+                Some(reader) => {
+                    // Earlier runs are printed: forget them, so that a log of many runs keeps
+                    // bounded memory.
+                    reader.forget_runs_before(block.run);
+                    (reader.run_count(), reader.run(block.run))
+                }
+                None => (log.runs.len(), log.runs.get(block.run)),
+            };
+            printer.run_header(count, info, block.run)?;
         }
         for (e, engine) in engines.iter_mut().enumerate() {
             for (r, &root) in roots[e].iter().enumerate() {
@@ -930,13 +938,13 @@ impl<'a> Printer<'a> {
         Ok(())
     }
 
-    /// A comment naming the run, for logs holding several `perf stat` runs (`runs`: those
-    /// known so far, when the log is read block by block).
-    fn run_header(&mut self, runs: &[Run], run: usize) -> anyhow::Result<()> {
-        if self.runs.max(runs.len()) < 2 || matches!(self.format, Format::Json) {
+    /// A comment naming the run, for logs holding several `perf stat` runs (`runs`: how many
+    /// are known so far, when the log is read block by block; `info`: this one).
+    fn run_header(&mut self, runs: usize, info: Option<&Run>, run: usize) -> anyhow::Result<()> {
+        if self.runs.max(runs) < 2 || matches!(self.format, Format::Json) {
             return Ok(());
         }
-        let Some(info) = runs.get(run) else { return Ok(()) };
+        let Some(info) = info else { return Ok(()) };
         let what = info.command.as_deref().map_or(String::new(), |c| format!(" for '{c}'"));
         let line = info.header_line.map_or(String::new(), |l| format!(" (line {l})"));
         writeln!(self.out, "# run {}: performance counter stats{what}{line}", run + 1)?;

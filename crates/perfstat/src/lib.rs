@@ -262,8 +262,16 @@ fn other_layout_row(line: &str, n: usize, layout: &Layout) -> Option<String> {
     {
         return None;
     }
+    // The usual layouts first, without allocating; the separators the line shows only then.
+    static USUAL: std::sync::LazyLock<Vec<Layout>> =
+        std::sync::LazyLock::new(|| layouts_of(std::iter::empty()));
+    let found = USUAL.iter().filter(|l| *l != layout).find(|l| is_row(&read_in(line, n, l)));
+    if let Some(l) = found {
+        return Some(layout_name(l));
+    }
     layouts_of(std::iter::once(line))
         .into_iter()
+        .skip(USUAL.len())
         .filter(|l| l != layout)
         .find(|l| is_row(&read_in(line, n, l)))
         .map(|l| layout_name(&l))

@@ -160,9 +160,32 @@ impl<R: BufRead> Reader<R> {
         &self.layout
     }
 
-    /// The runs seen so far (a run's header comes before its blocks).
+    /// The runs seen so far (a run's header comes before its blocks), from run
+    /// [`Reader::runs_offset`] on: all of them unless [`Reader::forget_runs_before`] was called.
     pub fn runs(&self) -> &[Run] {
         &self.builder.runs
+    }
+
+    /// The index of the first run in [`Reader::runs`].
+    pub fn runs_offset(&self) -> usize {
+        self.builder.runs_offset
+    }
+
+    /// Run `index` ([`Block::run`]), when it is still kept.
+    pub fn run(&self, index: usize) -> Option<&Run> {
+        index.checked_sub(self.builder.runs_offset).and_then(|i| self.builder.runs.get(i))
+    }
+
+    /// How many runs the log has had so far.
+    pub fn run_count(&self) -> usize {
+        self.builder.runs_offset + self.builder.runs.len()
+    }
+
+    /// Forgets the runs before `run` once every block of theirs has been taken: a reader of
+    /// a long log of many runs that no longer needs them keeps bounded memory. [`Reader::into_log`]
+    /// then returns only the runs kept.
+    pub fn forget_runs_before(&mut self, run: usize) {
+        self.builder.forget_runs_before(run);
     }
 
     /// Bytes of input read so far.
@@ -235,9 +258,10 @@ impl<R: BufRead> Reader<R> {
         while let Some(block) = self.next_block()? {
             blocks.push(block);
         }
+        let offset = self.builder.runs_offset;
         let runs = std::mem::take(&mut self.builder.runs);
         for block in &mut blocks {
-            if let Some(run) = runs.get(block.run) {
+            if let Some(run) = block.run.checked_sub(offset).and_then(|i| runs.get(i)) {
                 build::apply_footers(block, run);
             }
         }
@@ -665,6 +689,27 @@ mod tests {
         assert_eq!(log.blocks[1].duration.map(|t| t.seconds), Some(2.5));
         // The interval block keeps its interval length.
         assert_eq!(log.blocks[0].duration.map(|t| t.seconds), Some(1.001));
+    }
+
+    #[test]
+    fn runs_stay_bounded() {
+        // Headers without rows do not pile up runs.
+        let headers = " Performance counter stats for 'x':\n".repeat(10_000);
+        let log = crate::parse(&format!("{headers}     1,000      cycles\n"), "h.txt").unwrap();
+        assert_eq!(log.runs.len(), 1);
+        assert_eq!(log.runs[0].header_line, Some(10_000));
+        // A reader forgets the runs whose blocks were taken.
+        let run = " Performance counter stats for 'x':\n\n     1,000      cycles\n\n       1.0 seconds time elapsed\n";
+        let text = run.repeat(50);
+        let mut reader = Reader::new(text.as_bytes(), "r.txt").unwrap();
+        let mut seen = 0;
+        while let Some(block) = reader.next_block().unwrap() {
+            reader.forget_runs_before(block.run);
+            assert!(reader.runs().len() <= 2, "{}", reader.runs().len());
+            assert_eq!(reader.run(block.run).unwrap().header_line, Some(1 + 5 * block.run));
+            seen += 1;
+        }
+        assert_eq!((seen, reader.run_count()), (50, 50));
     }
 
     #[test]
