@@ -286,3 +286,16 @@ fn a_log_of_only_noise_is_still_refused() {
     let log = parse("12 cycles\n34 instructions\n", "cut.txt").unwrap();
     assert_eq!(counts(&log.blocks[0]).len(), 2);
 }
+
+#[test]
+fn de_de_csv_per_cpu_and_per_socket_rows() {
+    let csv = "CPU0,1520,45,msec,cpu-clock,1520450000,100,00,0,998,CPUs utilized\nCPU1,4595014128,,cycles,780280000,51,32,3,022,GHz\nS0,2,2345,,page-faults,1520450000,100,00,1,542,K/sec\n";
+    let log = parse(csv, "de.csv").unwrap();
+    let ids: Vec<&str> = log.blocks.iter().map(|b| b.aggr.as_ref().unwrap().id.as_str()).collect();
+    assert_eq!(ids, ["CPU0", "CPU1", "S0"]);
+    assert_eq!(value(&log.blocks[0], "cpu-clock", None), 1520.45e6);
+    assert_eq!(row(&log.blocks[1], "cycles").running_pct, Some(51.32));
+    assert_eq!(row(&log.blocks[1], "cycles").metrics[0].value, Some(3.022));
+    assert_eq!(log.blocks[2].aggr.as_ref().unwrap().cpus, Some(2));
+    assert_eq!(value(&log.blocks[2], "page-faults", None), 2345.0);
+}
