@@ -157,6 +157,18 @@ fn locale_numbers_in_each_layout() {
     }
 }
 
+/// perf's printed values are checked at their precision whatever the decimal mark: `3,032 GHz`
+/// where the counts give 3.0221 is a disagreement, not within a whole unit.
+#[test]
+fn locale_values_are_checked_at_their_printed_precision() {
+    let de = std::fs::read_to_string(kept("std_de_DE.txt")).unwrap();
+    let path = scratch("logs_de_wrong.txt", &de.replace("3,022 GHz", "3,032 GHz"));
+    let output = ok(&["eval", "--from-perf", &path]);
+    let err = stderr(&output);
+    assert!(err.contains("perf printed 6 of these values") && err.contains("1 disagree"), "{err}");
+    assert!(stdout(&output).contains("(perf printed 3,032 GHz)"), "{}", stdout(&output));
+}
+
 #[test]
 fn two_number_formats_in_one_log_are_refused_naming_both_lines() {
     let de = std::fs::read_to_string(kept("std_de_DE.txt")).unwrap();

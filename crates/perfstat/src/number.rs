@@ -236,6 +236,17 @@ pub(crate) fn parse_plain(text: &str) -> Option<f64> {
 /// times): a plain decimal whose one separator, `.` or `,`, is the decimal mark.
 pub(crate) fn parse_value(text: &str) -> Option<(f64, Marks)> {
     let t = text.trim();
+    // The common case, digits and at most one `.`, in one pass over the bytes.
+    let mut dots = 0;
+    if t.bytes().all(|b| {
+        dots += usize::from(b == b'.');
+        b.is_ascii_digit() || b == b'.'
+    }) && dots <= 1
+    {
+        let value = parse_plain(t)?;
+        let decimal = (dots == 1).then_some('.');
+        return Some((value, Marks { decimal, ..Marks::plain() }));
+    }
     match t.find(',') {
         None => {
             let value = parse_plain(t)?;

@@ -150,19 +150,19 @@ pub(crate) fn read_line(
     }
     // The `#` that starts perf's metric column, if any.
     let hash = toks[idx..].iter().position(|t| t.text.starts_with('#')).map(|h| h + idx);
-    let metric_marked = hash.is_some_and(|h| {
-        let rest = &line[toks[h].start + 1..];
-        rest.split_ascii_whitespace().next().is_some_and(|w| parse_metric_value(w).is_some())
-    });
     // perf's marks on this line besides its shape: damage, not noise, when it cannot be read.
+    // The cheap ones first: most rows have a prefix or a run share.
     let marked = has_prefix
-        || metric_marked
         || tail.running_pct.is_some()
         || tail.variance_pct.is_some()
-        || parse_timestamp(tok.text).is_some()
-        || toks.get(idx + 1).is_some_and(|t| UNITS.contains(&t.text))
         // `%18s`: the count right-aligned in perf's 18 columns.
-        || (idx == 0 && tok.start > 0 && tok.end() == 18);
+        || (idx == 0 && tok.start > 0 && tok.end() == 18)
+        || hash.is_some_and(|h| {
+            let rest = &line[toks[h].start + 1..];
+            rest.split_ascii_whitespace().next().is_some_and(|w| parse_metric_value(w).is_some())
+        })
+        || parse_timestamp(tok.text).is_some()
+        || toks.get(idx + 1).is_some_and(|t| UNITS.contains(&t.text));
 
     let value = if tok.text == "<not" {
         match toks.get(idx + 1).map(|t| t.text) {
@@ -206,8 +206,8 @@ pub(crate) fn read_line(
     idx += if matches!(value, Count::Counted(_)) { 1 } else { 2 };
     let count_text = line[count_start..count_end].to_string();
     let marked = marked || !matches!(value, Count::Counted(_));
-    if tail.running_pct.is_some() || tail.variance_pct.is_some() {
-        check_tail(full_line, n, numbers)?;
+    for (marks, at, text) in tail.marks.iter().flatten() {
+        numbers.accept(*marks, n, text).map_err(|m| LineError::new(n, *at, m))?;
     }
 
     let rest_toks = &toks[idx..];
@@ -240,7 +240,9 @@ pub(crate) fn read_line(
         }
     };
     for t in before {
-        if parse_value(t.text).is_some() && !is_rfc_counter(before, t) {
+        // Event names and units start with a letter: only the others can be numbers.
+        let maybe_number = t.text.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c));
+        if maybe_number && parse_value(t.text).is_some() && !is_rfc_counter(before, t) {
             if !marked && only_numbers(before) {
                 return Ok(noise(line, "only numbers (`--metric-only` output has no counts)"));
             }
@@ -359,51 +361,40 @@ fn read_count(
 }
 
 /// The run share and variance peeled off the end of a line, and the length of what is left.
-struct Tail {
+struct Tail<'a> {
     end: usize,
     running_pct: Option<f64>,
     variance_pct: Option<f64>,
+    /// The marks of the two numbers, where they start and their text, to hold them to the
+    /// log's convention.
+    marks: [Option<(crate::number::Marks, usize, &'a str)>; 2],
 }
 
 /// Peels `( +- x% )` (variance) and `(x%)` (run share) off the end of a line.
-fn strip_tail(line: &str) -> Tail {
+fn strip_tail(line: &str) -> Tail<'_> {
     let mut end = line.trim_end().len();
-    let mut running_pct = None;
-    let mut variance_pct = None;
+    let mut tail = Tail { end, running_pct: None, variance_pct: None, marks: [None, None] };
     while line[..end].ends_with(')') {
         let Some(open) = line[..end].rfind('(') else { break };
         let inner = line[open + 1..end - 1].trim();
         if let Some(var) = inner.strip_prefix("+-") {
             match parse_percent(var) {
-                Some((v, _)) => variance_pct = Some(v),
+                Some((v, m)) => {
+                    tail.variance_pct = Some(v);
+                    tail.marks[1] = Some((m, open + 1, var.trim()));
+                }
                 None => break,
             }
-        } else if let Some((pct, _)) = parse_percent(inner) {
-            running_pct = Some(pct);
+        } else if let Some((pct, m)) = parse_percent(inner) {
+            tail.running_pct = Some(pct);
+            tail.marks[0] = Some((m, open + 1, inner));
         } else {
             break;
         }
         end = line[..open].trim_end().len();
     }
-    Tail { end, running_pct, variance_pct }
-}
-
-/// The decimal marks of the run share and variance of a line, checked against the log's.
-pub(crate) fn check_tail(line: &str, n: usize, numbers: &mut Numbers) -> Result<(), LineError> {
-    let mut end = line.trim_end().len();
-    while line[..end].ends_with(')') {
-        let Some(open) = line[..end].rfind('(') else { break };
-        let inner = line[open + 1..end - 1].trim();
-        let number = inner.strip_prefix("+-").unwrap_or(inner).trim();
-        match parse_percent(number) {
-            Some((_, marks)) => {
-                numbers.accept(marks, n, number).map_err(|m| LineError::new(n, open + 1, m))?
-            }
-            None => break,
-        }
-        end = line[..open].trim_end().len();
-    }
-    Ok(())
+    tail.end = end;
+    tail
 }
 
 /// `(60.00%)  checked` → (Some(60.0), Some("checked")); text without a leading share is returned

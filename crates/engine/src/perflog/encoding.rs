@@ -80,57 +80,140 @@ pub struct ByEncoding {
     pub encoding: String,
 }
 
+/// `a == b` without a `memcmp` call per string: this runs for every row of every block, and
+/// equal keys (the common case) make `memcmp` read them whole through a library call.
+fn same_key(a: &EventKey, b: &EventKey) -> bool {
+    fn same(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().expect("chunks of eight"));
+        let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
+        if (&mut x).zip(&mut y).any(|(p, q)| word(p) != word(q)) {
+            return false;
+        }
+        x.remainder().iter().zip(y.remainder()).all(|(p, q)| p == q)
+    }
+    a.retire_latency == b.retire_latency
+        && same(&a.name, &b.name)
+        && same(&a.modifiers, &b.modifiers)
+        && match (&a.pmu, &b.pmu) {
+            (None, None) => true,
+            (Some(p), Some(q)) => same(p, q),
+            _ => false,
+        }
+}
+
+/// What is known of an input slot's encoding.
+#[derive(Debug, Clone, Default)]
+enum SlotState {
+    /// Not worked out yet.
+    #[default]
+    Unknown,
+    /// Not a core event of the model, or without an encoding.
+    None,
+    /// Its encoding, the row events seen with it, and the row event found for it among the
+    /// rows of the blocks of one key generation.
+    Known { encoding: Encoding, candidates: Vec<EventKey>, found: Option<(u64, Option<EventKey>)> },
+}
+
 /// A model's encodings, worked out once per identifier and per row event.
+///
+/// Every missing input of every metric in every block asks for a row: the rows of a block are
+/// gone through once per block (their events, when new, get an encoding), and each input keeps
+/// the events seen with its encoding, so that the question costs an index and a look at that
+/// (usually empty) list.
 #[derive(Debug, Clone)]
 pub struct Encodings {
     model: &'static Model,
     /// Core PMU events by lower-case name.
     by_name: Option<HashMap<String, u32>>,
-    /// Per input slot: its encoding, when it is a core event of the model.
-    slots: HashMap<u16, Option<Encoding>>,
-    /// Per row event: its encoding, when known.
+    /// Per input slot, indexed by slot.
+    slots: Vec<SlotState>,
+    /// Per row event seen: its encoding, when known.
     rows: HashMap<EventKey, Option<Encoding>>,
+    /// The block whose rows were last gone through: (rows, first line, last line).
+    block: Option<(usize, usize, usize)>,
+    /// That block's row events: the next block's are most often the same (an `-I` log
+    /// prints the same events every interval), and comparing them in order is cheaper than
+    /// hashing them.
+    last_keys: Vec<EventKey>,
+    /// Counts the changes of `last_keys`: what was found for an input holds while it stays.
+    generation: u64,
 }
 
 impl Encodings {
     /// Encodings of `model`'s events.
     pub fn new(model: &'static Model) -> Encodings {
-        Encodings { model, by_name: None, slots: HashMap::new(), rows: HashMap::new() }
+        Encodings {
+            model,
+            by_name: None,
+            slots: vec![SlotState::Unknown; model.ids.len()],
+            rows: HashMap::new(),
+            block: None,
+            last_keys: Vec::new(),
+            generation: 0,
+        }
     }
 
     fn core_event(pmu: &str) -> bool {
         pmu.is_empty() || pmu == "default_core" || is_core_pmu(pmu)
     }
 
-    /// The encoding of input `slot`.
-    fn slot(&mut self, slot: u16) -> Option<&Encoding> {
+    /// The encoding of input `slot`, when it is a core event of the model.
+    fn slot_encoding(&self, slot: u16) -> Option<Encoding> {
         let model = self.model;
-        self.slots
-            .entry(slot)
-            .or_insert_with(|| {
-                let id = model.ids.get(slot as usize)?;
-                let IdKind::Event(index) = id.kind else { return None };
-                if id.retire_latency {
-                    return None;
-                }
-                let event = model.events.get(index as usize)?;
-                if !Self::core_event(model.str(event.pmu)) {
-                    return None;
-                }
-                let base = Encoding::parse(model.str(event.encoding));
-                base.0.iter().any(|(k, _)| k == "event").then(|| base.with(model.str(id.terms)))
-            })
-            .as_ref()
+        let id = model.ids.get(slot as usize)?;
+        let IdKind::Event(index) = id.kind else { return None };
+        if id.retire_latency {
+            return None;
+        }
+        let event = model.events.get(index as usize)?;
+        if !Self::core_event(model.str(event.pmu)) {
+            return None;
+        }
+        let base = Encoding::parse(model.str(event.encoding));
+        base.0.iter().any(|(k, _)| k == "event").then(|| base.with(model.str(id.terms)))
     }
 
-    /// The encoding of a row's event: its own terms, or the model's event of its name with
-    /// the row's terms over it.
-    fn row(&mut self, key: &EventKey) -> Option<&Encoding> {
-        if !self.rows.contains_key(key) {
-            let encoding = self.compute_row(key);
-            self.rows.insert(key.clone(), encoding);
+    /// Goes through the rows of `block` once: each event not seen before gets its encoding,
+    /// and joins the candidates of the inputs with that encoding.
+    fn see(&mut self, block: &Block) {
+        let id = (
+            block.rows.len(),
+            block.rows.first().map_or(0, |r| r.line),
+            block.rows.last().map_or(0, |r| r.line),
+        );
+        if self.block == Some(id) {
+            return;
         }
-        self.rows.get(key).and_then(Option::as_ref)
+        self.block = Some(id);
+        if block.rows.len() == self.last_keys.len()
+            && block.rows.iter().zip(&self.last_keys).all(|(r, k)| same_key(&r.key, k))
+        {
+            return;
+        }
+        self.last_keys.clear();
+        self.last_keys.extend(block.rows.iter().map(|r| r.key.clone()));
+        self.generation += 1;
+
+        for row in &block.rows {
+            if self.rows.contains_key(&row.key) {
+                continue;
+            }
+            let encoding = self.compute_row(&row.key);
+            if let Some(encoding) = &encoding {
+                for state in &mut self.slots {
+                    if let SlotState::Known { encoding: e, candidates, .. } = state
+                        && e == encoding
+                    {
+                        candidates.push(row.key.clone());
+                    }
+                }
+            }
+            self.rows.insert(row.key.clone(), encoding);
+        }
     }
 
     fn compute_row(&mut self, key: &EventKey) -> Option<Encoding> {
@@ -166,22 +249,55 @@ impl Encodings {
         slot: u16,
         want: &EventKey,
     ) -> Option<(EventKey, Encoding)> {
-        let wanted = self.slot(slot)?.clone();
-        for row in &block.rows {
-            if row.key.name == want.name || row.key.retire_latency {
-                continue;
-            }
-            if self.row(&row.key) == Some(&wanted) {
-                let key = EventKey {
-                    pmu: want.pmu.clone(),
-                    name: row.key.name.clone(),
-                    modifiers: want.modifiers.clone(),
-                    retire_latency: false,
-                };
-                return Some((key, wanted));
-            }
+        let index = slot as usize;
+        if matches!(self.slots.get(index)?, SlotState::Unknown) {
+            self.slots[index] = match self.slot_encoding(slot) {
+                Some(encoding) => {
+                    let candidates = self
+                        .rows
+                        .iter()
+                        .filter(|(_, e)| e.as_ref() == Some(&encoding))
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    SlotState::Known { encoding, candidates, found: None }
+                }
+                None => SlotState::None,
+            };
         }
-        None
+        if matches!(self.slots[index], SlotState::None) {
+            return None;
+        }
+        self.see(block);
+        let generation = self.generation;
+        let SlotState::Known { encoding, candidates, found } = &mut self.slots[index] else {
+            return None;
+        };
+        let row = match found {
+            Some((g, row)) if *g == generation => row.clone(),
+            _ => {
+                // A row of another name that the input's modifiers can read (as a lookup by
+                // name would: the same modifiers, or `u` for none).
+                let row = candidates
+                    .iter()
+                    .find(|k| {
+                        k.name != want.name
+                            && !k.retire_latency
+                            && (k.modifiers == want.modifiers
+                                || (want.modifiers.is_empty() && k.modifiers == "u"))
+                            && block.rows.iter().any(|r| r.key == **k)
+                    })
+                    .cloned();
+                *found = Some((generation, row.clone()));
+                row
+            }
+        }?;
+        let alias = EventKey {
+            pmu: want.pmu.clone(),
+            name: row.name,
+            modifiers: want.modifiers.clone(),
+            retire_latency: false,
+        };
+        Some((alias, encoding.clone()))
     }
 }
 

@@ -325,8 +325,9 @@ pub struct Input {
     pub source: InputSource,
     /// Needed by the expression (not only by the threshold).
     pub expr: bool,
-    /// Read from a row of another name that counts the same event (same encoding).
-    pub by_encoding: Option<ByEncoding>,
+    /// Read from a row of another name that counts the same event (same encoding); boxed,
+    /// as it is rare and every input of every block carries the field.
+    pub by_encoding: Option<Box<ByEncoding>>,
 }
 
 /// What perf printed for a metric in a block.
@@ -500,7 +501,7 @@ fn lookup_input(
     key: &EventKey,
     metric: Option<&str>,
     pmu: Option<&str>,
-) -> (Lookup, Option<ByEncoding>) {
+) -> (Lookup, Option<Box<ByEncoding>>) {
     let found = lookup_clock(block, model, key, metric, pmu);
     if !matches!(found, Lookup::Missing) {
         return (found, None);
@@ -514,7 +515,7 @@ fn lookup_input(
         Lookup::NotCounted { event, .. } | Lookup::NotSupported { event, .. } => event.clone(),
         Lookup::Ambiguous { .. } | Lookup::Missing => return (found, None),
     };
-    (lookup, Some(ByEncoding { row, encoding: encoding.to_string() }))
+    (lookup, Some(Box::new(ByEncoding { row, encoding: encoding.to_string() })))
 }
 
 /// `block.lookup_key`, except that the common metrics' `task-clock` falls back to a
@@ -667,7 +668,8 @@ fn check(block: &Block, model: &Model, outcome: &Outcome) -> Option<bool> {
     if theirs.is_nan() || ours.is_nan() {
         return Some(theirs.is_nan() && ours.is_nan());
     }
-    let decimals = printed.text.split_once('.').map_or(0, |(_, f)| f.len());
+    // `2.155` or, under a decimal-comma locale, `2,155`.
+    let decimals = tmetric_perfstat::printed_decimals(&printed.text);
     let half_ulp = 0.5 * 10f64.powi(-(decimals as i32)) * printed.factor.abs();
     let mut relative = 0.0;
     for input in outcome.inputs.iter().filter(|i| i.expr) {
@@ -683,14 +685,7 @@ fn check(block: &Block, model: &Model, outcome: &Outcome) -> Option<bool> {
 
 /// Half a unit of the last digit of a printed count, relative to the count.
 fn count_precision(row: &Row) -> f64 {
-    let digits: String =
-        row.count_text.chars().filter(|c| c.is_ascii_digit() || *c == '.').collect();
-    let Ok(value) = digits.parse::<f64>() else { return 0.0 };
-    if value == 0.0 {
-        return 0.0;
-    }
-    let decimals = digits.split_once('.').map_or(0, |(_, f)| f.len());
-    0.5 * 10f64.powi(-(decimals as i32)) / value
+    row.count_precision()
 }
 
 /// How many printed values were checked, and how many disagreed.
