@@ -98,6 +98,11 @@ impl Skipped {
             + self.pending.lines
     }
 
+    /// Whether the next line added is kept with its text.
+    pub(crate) fn wants_sample(&self) -> bool {
+        self.first.len() < SAMPLES
+    }
+
     /// A line that is not perf's.
     pub(crate) fn add(&mut self, line: usize, why: &str) {
         self.pending.add(line);

@@ -389,7 +389,7 @@ impl<R: BufRead> Reader<R> {
     fn take(&mut self, read: Line, line: &str, n: usize) -> Result<(), ImportError> {
         match read {
             Line::Nothing => {}
-            Line::Noise(why) => self.noise(line, n, &why),
+            Line::Noise(why) => self.noise(line, n, why),
             Line::Item(item) => {
                 if let Item::Row(raw) = &item {
                     note_appended_text(&raw.metrics, n, &mut self.scratch);
@@ -406,7 +406,13 @@ impl<R: BufRead> Reader<R> {
     /// A line that is not perf's: counted where it lies, and noted when it is a row of another
     /// layout.
     fn noise(&mut self, line: &str, n: usize, why: &str) {
-        self.skipped.add(n, why);
+        // Only the first few are quoted: formatting every one was a third of the time spent
+        // on a log with a workload's lines.
+        if self.skipped.wants_sample() {
+            self.skipped.add(n, &format!("skipped `{}`: {why}", error::shorten(line.trim(), 60)));
+        } else {
+            self.skipped.add(n, "");
+        }
         if let Some(other) = crate::other_layout_row(line, n, &self.layout) {
             match self.mixed.iter_mut().find(|(o, _, _)| *o == other) {
                 Some((_, _, count)) => *count += 1,
@@ -431,11 +437,7 @@ impl<R: BufRead> Reader<R> {
             } else {
                 "a row shaped unlike the rows around it"
             };
-            return self.noise(
-                line,
-                n,
-                &format!("skipped `{}`: {why}", error::shorten(line.trim(), 60)),
-            );
+            return self.noise(line, n, why);
         }
         if self.open {
             return self.perf_item(item);
@@ -454,13 +456,7 @@ impl<R: BufRead> Reader<R> {
             if rows {
                 self.perf_item(item);
             } else {
-                self.skipped.add(
-                    n,
-                    &format!(
-                        "skipped `{}`: a count and a word before perf's header, not in its block",
-                        error::shorten(text.trim(), 60)
-                    ),
-                );
+                self.noise(&text, n, "a count and a word before perf's header, not in its block");
             }
         }
     }
@@ -540,7 +536,7 @@ impl<R: BufRead> Reader<R> {
                     FROM_READER,
                 ));
             }
-            Ok(Line::Noise(why)) => self.noise(line, n, &why),
+            Ok(Line::Noise(why)) => self.noise(line, n, why),
             Err(err) if !self.seen_row => return Err(self.fail(err, line)),
             Err(err) => {
                 self.scratch.push(Warning {
