@@ -570,8 +570,15 @@ fn not_perf_output_says_what_was_expected() {
 
 #[test]
 fn no_model_inferable_lists_candidates() {
-    // Ice Lake-like topdown rows: several models explain them equally well.
+    // Ice Lake-like topdown rows: several models explain them equally well, and compute the
+    // same values for what perf printed (issue 27, item 4): the first is used, and that is said.
     let path = fixture("perf/std_duplicate_groups.txt");
+    let out = stdout(&ok(&["eval", "--from-perf", &path]));
+    let header = out.lines().next().unwrap();
+    assert!(header.contains("`x86/icelake`") && header.contains("`x86/tigerlake`"), "{header}");
+    assert!(header.contains("and agree: each computes the same value"), "{header}");
+    // Models that differ on what perf printed: refused, with the candidates.
+    let path = fixture("perf/std_models_differ.txt");
     let err = fails(&["eval", "--from-perf", &path]);
     assert!(err.contains("cannot tell which CPU model"), "{err}");
     assert!(err.contains("`x86/icelake`") && err.contains("`x86/tigerlake`"), "{err}");

@@ -399,8 +399,9 @@ fn latency_on_a_terminal_prints_a_hint() {
 
 #[test]
 fn huge_trace_fields_are_quoted_short() {
-    let big = "x".repeat(10_000_000);
-    let digits = "9".repeat(10_000_000);
+    // Just under the 1 MiB a line may have (issue 22, item 2: a longer one is an error).
+    let big = "x".repeat(1_000_000);
+    let digits = "9".repeat(1_000_000);
     let trace = format!(
         "  bash-1  [000] .... 100.000001: x86_fpu_latency_xsave: x86/fpu: latency:5 RFBM:0x3 XINUSE:0x1\n\
          \x20 bash-1  [000] .... 100.000002: x86_fpu_latency_xsave: x86/fpu: latency:7 RFBM:{big} XINUSE:0x1\n\
@@ -414,9 +415,20 @@ fn huge_trace_fields_are_quoted_short() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.len() < 5000, "{} bytes", text.len());
-    assert!(text.contains("`RFBM` value is 10000000 bytes long"), "{text}");
-    assert!(text.contains("(10000000 bytes) does not fit in 64 bits"), "{text}");
+    assert!(text.contains("`RFBM` value is 1000000 bytes long"), "{text}");
+    assert!(text.contains("(1000000 bytes) does not fit in 64 bits"), "{text}");
     assert!(text.contains("1 samples in 1 groups"), "{text}");
+    // A 10 MB line ends the reading with the file and line named, quoting nothing.
+    let trace = format!(
+        "  bash-1  [000] .... 100.000001: x86_fpu_latency_xsave: x86/fpu: latency:5 RFBM:{} XINUSE:0x1\n",
+        "x".repeat(10_000_000)
+    );
+    std::fs::write(&path, trace).unwrap();
+    let out = tmetric(&["latency", path.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).len() < 1000, "{} bytes", stderr(&out).len());
+    assert!(stderr(&out).contains(":1: line 1 is longer than 1048576 bytes"), "{}", stderr(&out));
 }
 
 /// A 100 MB line (an argument cannot be that long, a file can) is quoted cut short: as a
@@ -439,12 +451,20 @@ fn a_100_mb_line_is_not_echoed_whole() {
     );
     let scratch = tempfile::tempdir().unwrap();
     let path = scratch.path().join("big.log");
+    std::fs::write(&path, &log).unwrap();
+    let out = tmetric(&["eval", "--from-perf", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", &stderr(&out)[..stderr(&out).len().min(2000)]);
+    assert!(stderr(&out).len() < 2000, "{} bytes", stderr(&out).len());
+    // Issue 22, item 2: lines are at most 1 MiB, a longer one is an error naming the line.
+    assert!(stderr(&out).contains(":5: line 5 is longer than 1048576 bytes"), "{}", stderr(&out));
+    // A long line under the limit that is not perf's is skipped, and quoted short.
+    let log = log.replace(&big, &"z".repeat(1_000_000));
     std::fs::write(&path, log).unwrap();
     let out = tmetric(&["eval", "--from-perf", path.to_str().unwrap()]);
     let _ = std::fs::remove_file(&path);
     assert!(out.status.success(), "{}", &stderr(&out)[..stderr(&out).len().min(2000)]);
     assert!(stderr(&out).len() < 2000, "{} bytes", stderr(&out).len());
-    assert!(stderr(&out).contains("line 5: skipped `garbage"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the first, line 5: skipped `garbage"), "{}", stderr(&out));
 }
 
 // ---- 5. perf logs ----------------------------------------------------------------------

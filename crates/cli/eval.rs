@@ -58,8 +58,13 @@ OUTPUT:
 FROM A PERF STAT LOG (--from-perf FILE|-; docs/from-perf.md):
   Reads perf 5.x-6.x `perf stat` output in any layout (text, -x SEP, -j; -I, -A, --per-*, -r) and
   evaluates per block (interval x aggregation id), each metric from the rows of the group perf printed
-  it in. Model: --model, else --cpuid, else inferred from the printed metrics and event names (an
-  ambiguous log is an error listing the candidates); the common metrics are always added.
+  it in. A workload's own lines before, inside and after perf's blocks are skipped and counted on
+  stderr; numbers in perf's locale (`4.595.014.128`, `2,155 GHz`) are read, and the header says which
+  convention was assumed. perf's aliases (cs, faults, cpu-cycles, ...) are the events they stand for,
+  and an input no row names is read from a row of the same encoding (said per line). Model: --model,
+  else --cpuid, else inferred from the printed metrics and event names (models that tie and compute
+  the same value for everything perf printed are used, and said; a tie that differs is an error
+  listing the candidates); the common metrics are always added.
   Without -M: the metrics perf printed (else those whose inputs are all in the log), plus the common
   metrics whose inputs are there; partly covered metrics are summarised on stderr.
   `<not counted>` reads as 0 and `<not supported>` as NaN, as in perf, and both are named; a block
@@ -70,8 +75,8 @@ FROM A PERF STAT LOG (--from-perf FILE|-; docs/from-perf.md):
   -I timestamp and aggregation id, the metric as above, `(group of line N ...)` when the block has
   several groups, and notes. --json: a first line {\"assumptions\": ...}, then objects with run,
   interval, aggr, metric, pmu, value, unit, threshold, group [{index, line, metric_group}], missing,
-  not_supported, not_counted, latency_zero, unusable, error, running_pct, perf {printed, label,
-  agrees}, model. -x SEP: `#` header lines, then interval, aggr, value, unit, metric, pmu, threshold
+  not_supported, not_counted, latency_zero, unusable, by_encoding [{input, row, encoding}], error,
+  running_pct, perf {printed, label, agrees}, model. -x SEP: `#` header lines, then interval, aggr, value, unit, metric, pmu, threshold
   (1/0/empty), group (first lines of the groups used, `+`-joined), perf_printed, perf_agrees, notes.";
 
 /// Flags of `tmetric eval`.
@@ -345,6 +350,19 @@ fn split_assignment<'a>(text: &'a str, flag: &str) -> anyhow::Result<(&'a str, f
         .ok_or_else(|| anyhow!("{flag} {shown}: expected NAME=VALUE, e.g. `{flag} smt_on=1`"))?;
     if name.trim().is_empty() {
         bail!("{flag} {shown}: the name is empty; expected NAME=VALUE, e.g. `{flag} smt_on=1`");
+    }
+    // A negative value is refused as the counts file refuses one, but said in the flag's words:
+    // what `--var` and `--literal` give are not counts.
+    if value.trim().parse::<f64>().is_ok_and(|v| v < 0.0) {
+        let what = if flag == "--literal" {
+            "literals (#smt_on, #num_cpus, #system_tsc_freq, ...) are never negative".to_string()
+        } else {
+            format!(
+                "a variable stands for an event, a time or a latency, none of which is ever negative (put the minus in the expression instead: `-{}`)",
+                name.trim()
+            )
+        };
+        bail!("{flag} {shown}: {} is negative; {what}", tmetric_text::quote(value.trim()));
     }
     let number = counts::number(value).map_err(|why| anyhow!("{flag} {shown}: {why}"))?;
     Ok((name.trim(), number))

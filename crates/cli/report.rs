@@ -321,7 +321,15 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
     if let Some(totals) = &replay.totals {
         let sample =
             Sample { counts: totals, seconds: replay.elapsed.as_secs_f64(), rusage: replay.rusage };
-        printer.summary(&plan, &sample, &crate::printer::footer(replay.elapsed, replay.rusage))?;
+        // As stat printed it: user and system time only for a command with no other target.
+        let t = &replay.target;
+        let task_only = !(t.starts_with("system wide")
+            || t == "pipe"
+            || t.starts_with("CPU(s) ")
+            || t.starts_with("process id ")
+            || t.starts_with("thread id "));
+        let rusage = replay.rusage.filter(|_| task_only);
+        printer.summary(&plan, &sample, &crate::printer::footer(replay.elapsed, rusage))?;
         let notes = printer.notes_for(&plan, &sample, &replay.failures, &replay.splits);
         printer.notes(&notes)?;
     }
@@ -416,10 +424,11 @@ pub fn normal(name: &str) -> String {
     let lower = name.to_ascii_lowercase();
     for pmu in ["cpu/", "cpu_core/", "cpu_atom/", "armv8_pmuv3_0/"] {
         if let Some(inner) = lower.strip_prefix(pmu).and_then(|r| r.strip_suffix('/')) {
-            return inner.to_string();
+            return tmetric_perfstat::canonical_event_name(inner);
         }
     }
-    lower
+    // perf's aliases (`cs`, `faults`, `migrations`, `cpu-cycles`, ...) are one event.
+    tmetric_perfstat::canonical_event_name(&lower)
 }
 
 /// Whether `plan` has a row that gives input `name`: a counter of that name, or a tool.

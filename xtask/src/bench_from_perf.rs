@@ -7,6 +7,12 @@
 //! `--model icelake`, evaluate, print to /dev/null), alternately, best of [`PASSES`]. Peak
 //! memory is the child's max RSS; MB/s is given per wall second and per CPU second (user +
 //! system), the latter being steadier on a machine shared with other builds.
+//!
+//! Then logs as people keep them and hostile input (issues 22 and 27): a 10 MB log whose
+//! intervals are interleaved with a workload's own lines (about half its bytes), against a clean
+//! log of the same size (what the skipped share costs, as a ratio of CPU time); 20 MB of lines
+//! that are not perf's at all, and one 64 MB line without a line end, each of which must end
+//! with an error in bounded memory.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -83,8 +89,165 @@ pub(crate) fn bench(root: &Path, baseline: Option<&Path>, table: &mut Table) -> 
         sizes.push(size);
         let _ = std::fs::remove_file(&log);
     }
-    drop(scratch);
     summarise(&sizes, table);
+    mixed(&dir, &ours, table)?;
+    hostile(&dir, &ours, base.as_deref(), table)?;
+    drop(scratch);
+    Ok(())
+}
+
+/// A line a workload prints between perf's intervals, varied like real output.
+fn noise_line(out: &mut String, i: usize, j: usize) {
+    let n = i * 31 + j * 7;
+    let _ = match j % 6 {
+        0 => writeln!(out, "iteration {n}: {}.{:02} ms/op", n % 9 + 1, n % 100),
+        1 => writeln!(out, "worker {} finished: {} tasks", j % 8, n % 1000),
+        2 => writeln!(out, "{} ops/sec", 1000 + n % 9000),
+        3 => writeln!(out, "<progress {}%>", n % 100),
+        4 => writeln!(out, "{} instructions retired so far", 1000 + n),
+        _ => writeln!(out, "[bench] checkpoint {n} written to /tmp/state-{j}.bin"),
+    };
+}
+
+/// Writes the same intervals with `noise` workload lines after each (0: a clean log) up to
+/// about `mb` MB; returns the path and the bytes and lines of the workload's.
+fn generate_mixed(dir: &Path, mb: usize, noise: usize) -> Result<(PathBuf, usize, usize, usize)> {
+    let path = dir.join(format!("mixed-{mb}mb-{noise}.txt"));
+    let target = mb * 1_000_000;
+    let mut text = String::with_capacity(target + 4096);
+    let (mut noise_bytes, mut noise_lines, mut lines) = (0, 0, 0);
+    let mut i = 0;
+    while text.len() < target {
+        let before = text.len();
+        interval(&mut text, i);
+        lines += text[before..].matches('\n').count();
+        for j in 0..noise {
+            let before = text.len();
+            noise_line(&mut text, i, j);
+            noise_bytes += text.len() - before;
+            noise_lines += 1;
+            lines += 1;
+        }
+        i += 1;
+    }
+    std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+    Ok((path, noise_bytes, noise_lines, lines))
+}
+
+/// The 10 MB mixed log against a clean one of the same size.
+fn mixed(dir: &Path, bin: &Path, table: &mut Table) -> Result<()> {
+    let (clean, ..) = generate_mixed(dir, 10, 0)?;
+    let (mixed, noise_bytes, noise_lines, lines) = generate_mixed(dir, 10, 24)?;
+    let bytes = std::fs::metadata(&mixed).map(|m| m.len() as f64).unwrap_or(1.0);
+    let (mut best_clean, mut best_mixed): (Option<Run>, Option<Run>) = (None, None);
+    for _ in 0..PASSES {
+        let run = measure(bin, &clean)?;
+        best_clean = Some(best_clean.map_or(run, |b| faster(b, run)));
+        let run = measure(bin, &mixed)?;
+        best_mixed = Some(best_mixed.map_or(run, |b| faster(b, run)));
+    }
+    let (c, m) = (best_clean.context("a pass")?, best_mixed.context("a pass")?);
+    let share = noise_bytes as f64 / bytes;
+    let mb = bytes / 1e6;
+    println!(
+        "  mixed {mb:.1} MB log: {:.0}% of its bytes ({noise_lines} of {lines} lines) are a workload's; {:.2} s CPU ({:.1} MB/s, {:.1} MB peak) against {:.2} s CPU ({:.1} MB/s) for a clean log of the same size: {:.2}x the time",
+        100.0 * share,
+        m.cpu,
+        rate(mb, m.cpu),
+        m.max_rss_mb,
+        c.cpu,
+        rate(mb, c.cpu),
+        m.cpu / c.cpu
+    );
+    table.row(
+        &format!("from-perf 10 MB log, {:.0}% a workload's lines (CPU time)", 100.0 * share),
+        &format!("{:.1} MB/s, {:.0} MB", rate(mb, m.cpu), m.max_rss_mb),
+        &format!("clean: {:.1} MB/s", rate(mb, c.cpu)),
+        &format!("{:.2}x the time", m.cpu / c.cpu),
+        "",
+        Status::Info,
+    );
+    let _ = std::fs::remove_file(clean);
+    let _ = std::fs::remove_file(mixed);
+    Ok(())
+}
+
+/// Runs `bin eval --from-perf log` expecting it to fail; (run, the last line of stderr).
+fn measure_failing(bin: &Path, log: &Path) -> Result<(Run, String)> {
+    let output = Command::new("/usr/bin/time")
+        .args(["-f", "tmetric-bench wall=%e user=%U sys=%S maxrss_kb=%M"])
+        .arg(bin)
+        .args(["eval", "--from-perf"])
+        .arg(log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .context("running /usr/bin/time (install GNU time)")?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("tmetric-bench "))
+        .with_context(|| format!("no figures from GNU time in: {stderr}"))?;
+    let field = |name: &str| -> Result<f64> {
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|v| v.parse().ok())
+            .with_context(|| format!("no {name} in `{line}`"))
+    };
+    let said = stderr.lines().find(|l| l.starts_with("tmetric:")).map_or_else(
+        || format!("exit {:?}", output.status.code()),
+        |l| l.chars().take(100).collect(),
+    );
+    let run = Run {
+        wall: field("wall")?,
+        cpu: field("user")? + field("sys")?,
+        max_rss_mb: field("maxrss_kb")? / 1024.0,
+    };
+    Ok((run, said))
+}
+
+/// Hostile input: only lines that are not perf's, and one line without an end.
+fn hostile(dir: &Path, bin: &Path, base: Option<&Path>, table: &mut Table) -> Result<()> {
+    let noise = dir.join("noise-20mb.txt");
+    let mut text = String::with_capacity(20_000_000 + 64);
+    let mut i = 0;
+    while text.len() < 20_000_000 {
+        noise_line(&mut text, i / 6, i);
+        i += 1;
+    }
+    std::fs::write(&noise, &text).context("writing the noise log")?;
+    drop(text);
+    let long = dir.join("one-line-64mb.txt");
+    std::fs::write(&long, vec![b'7'; 64 << 20]).context("writing the one-line log")?;
+    for (path, what, limit_mb) in [
+        (&noise, format!("20 MB, {i} lines none of which is perf's"), 64.0),
+        (&long, "one 64 MB line without a line end".to_string(), 64.0),
+    ] {
+        let (ours, said) = measure_failing(bin, path)?;
+        println!(
+            "  hostile: {what}: {:.2} s wall, {:.1} MB peak: {said}",
+            ours.wall, ours.max_rss_mb
+        );
+        let base_run = match base {
+            Some(b) => Some(measure_failing(b, path)?.0),
+            None => None,
+        };
+        if let Some(b) = base_run {
+            println!("  {:>9} baseline: {:.2} s wall, {:.1} MB peak", "", b.wall, b.max_rss_mb);
+        }
+        table.check(
+            &format!("from-perf hostile: {what}"),
+            &format!("{:.2} s, {:.0} MB peak", ours.wall, ours.max_rss_mb),
+            &base_run.map_or(String::new(), |b| format!("{:.2} s, {:.0} MB", b.wall, b.max_rss_mb)),
+            &base_run.map_or(String::new(), |b| {
+                format!("{:.2}x memory", ours.max_rss_mb / b.max_rss_mb)
+            }),
+            &format!("an error, <= {limit_mb:.0} MB"),
+            ours.max_rss_mb <= limit_mb,
+        );
+        let _ = std::fs::remove_file(path);
+    }
     Ok(())
 }
 

@@ -14,10 +14,11 @@ use std::path::Path;
 use anyhow::{Context, anyhow, bail};
 use serde::Serialize;
 use tmetric_catalog::Model;
-use tmetric_engine::perflog::infer::{Inference, infer_model};
+use tmetric_engine::perflog::infer::{Inference, compare_models, infer_model};
 use tmetric_engine::perflog::literals::{Unsolved, infer_literals};
 use tmetric_engine::perflog::{
-    Checks, InputSource, LogEvaluator, Outcome, Selection, default_selection, printed_metrics,
+    Checks, InputSource, LogEvaluator, Outcome, Selection, default_selection, lookup_pmu_name,
+    printed_metrics,
 };
 use tmetric_engine::{Literals, Select};
 use tmetric_model::Literal;
@@ -73,6 +74,9 @@ fn read_prefix<R: BufRead>(name: &str, input: R, budget: u64) -> anyhow::Result<
         runs: reader.runs().to_vec(),
         blocks,
         warnings: reader.take_warnings(),
+        warnings_dropped: reader.warnings_dropped(),
+        skipped: reader.skipped().clone(),
+        numbers: reader.numbers().clone(),
     };
     Ok(Prefix { log, rest: Some(reader) })
 }
@@ -101,7 +105,9 @@ pub fn run_log_with<R: BufRead>(
     let mut warnings = Warnings::default();
     warnings.add(std::mem::take(&mut log.warnings));
     if !streamed {
+        warnings.dropped = log.warnings_dropped;
         warnings.note(&name);
+        note_skipped(&log.skipped, &name);
     }
     let literals = resolve_literals(args, None, &[])?;
     let cpuid = args.cpuid.as_deref();
@@ -142,6 +148,33 @@ pub fn run_log_with<R: BufRead>(
         )?
     };
 
+    // Models that agree on what perf printed must agree on what `-M` adds too.
+    if let Some(model) = choice.model
+        && !choice.agreeing.is_empty()
+        && !all_items.is_empty()
+    {
+        let names: Vec<(String, Option<String>)> = roots
+            .first()
+            .into_iter()
+            .flatten()
+            .map(|&m| {
+                let pmu = model.str(model.metrics[m].pmu);
+                (
+                    model.str(model.metrics[m].name).to_string(),
+                    lookup_pmu_name(pmu).map(str::to_string),
+                )
+            })
+            .collect();
+        let mut models = vec![model];
+        models.extend(&choice.agreeing);
+        if let Err(differ) = compare_models(&models, &log, &literals, &names, false) {
+            bail!(
+                "cannot tell which CPU model {name} comes from: {} explain it equally well and agree on what perf printed, but compute differently what -M selects: {}; pass --model MODEL or --cpuid CPUID",
+                listed_models(&models),
+                differ.describe()
+            );
+        }
+    }
     let json_printed =
         printed.iter().any(|p| engines.iter().any(|e| !e.model.metrics_named(&p.name).is_empty()));
     let builtins = builtins.for_log(&log, json_printed);
@@ -187,6 +220,8 @@ pub fn run_log_with<R: BufRead>(
     let mut shown: Vec<Vec<bool>> = roots.iter().map(|r| vec![false; r.len()]).collect();
     let mut not_counted: Vec<Vec<usize>> = roots.iter().map(|r| vec![0; r.len()]).collect();
     let mut checks = Checks::default();
+    // (input, row, encoding) read by encoding, each said once at the end.
+    let mut by_encoding: Vec<(String, String, String)> = Vec::new();
     let mut last_run = None;
     let mut builtins_shown = 0;
     // The first block serves the metrics no block has inputs for; the others are dropped once
@@ -211,8 +246,16 @@ pub fn run_log_with<R: BufRead>(
         count += 1;
         if last_run != Some(block.run) {
             last_run = Some(block.run);
-            let runs = rest.as_ref().map_or(log.runs.as_slice(), |r| r.runs());
-            printer.run_header(runs, block.run)?;
+            let (count, info) = match &mut rest {
+                Some(reader) => {
+                    // Earlier runs are printed: forget them, so that a log of many runs keeps
+                    // bounded memory.
+                    reader.forget_runs_before(block.run);
+                    (reader.run_count(), reader.run(block.run))
+                }
+                None => (log.runs.len(), log.runs.get(block.run)),
+            };
+            printer.run_header(count, info, block.run)?;
         }
         for (e, engine) in engines.iter_mut().enumerate() {
             for (r, &root) in roots[e].iter().enumerate() {
@@ -223,6 +266,17 @@ pub fn run_log_with<R: BufRead>(
                 }
                 shown[e][r] = true;
                 checks.count(outcome.check);
+                for input in &outcome.inputs {
+                    if let Some(alias) = &input.by_encoding
+                        && by_encoding.len() < 16
+                    {
+                        let id = engine.model.str(engine.model.ids[input.slot as usize].text);
+                        let said = (id.to_string(), alias.row.clone(), alias.encoding.clone());
+                        if !by_encoding.contains(&said) {
+                            by_encoding.push(said);
+                        }
+                    }
+                }
                 printer.metric(engine, Some(&block), &outcome, "")?;
             }
         }
@@ -231,6 +285,7 @@ pub fn run_log_with<R: BufRead>(
     }
     // Metrics none of whose inputs any block has: one line each, with everything missing.
     let mut unplaced = 0;
+    let mut unplaced_not_counted = 0;
     if let Some(first) = &first {
         for (e, engine) in engines.iter_mut().enumerate() {
             for (r, &root) in roots[e].iter().enumerate() {
@@ -238,6 +293,7 @@ pub fn run_log_with<R: BufRead>(
                     unplaced += 1;
                     let outcome = engine.evaluate(first, root);
                     let why = if not_counted[e][r] > 0 {
+                        unplaced_not_counted += 1;
                         "its input rows are <not counted> in every block"
                     } else {
                         "no block of the log has any of its inputs"
@@ -248,8 +304,10 @@ pub fn run_log_with<R: BufRead>(
         }
     }
     printer.finish()?;
-    if streamed {
+    if let Some(reader) = &rest {
+        warnings.dropped = reader.warnings_dropped();
         warnings.note(&name);
+        note_skipped(reader.skipped(), &name);
         eprintln!(
             "tmetric: {name} was read block by block ({count} blocks): the model and the metrics shown were chosen from its first {prefix_blocks} block(s), in its first {budget} bytes",
         );
@@ -271,17 +329,41 @@ pub fn run_log_with<R: BufRead>(
             first_names(&skipped)
         );
     }
-    if unplaced > 0 {
+    let uncounted = unplaced_not_counted;
+    if unplaced > uncounted {
         eprintln!(
-            "tmetric: {unplaced} selected metric(s) have none of their inputs in {name}; they are listed last with what is missing"
+            "tmetric: {} selected metric(s) have none of their inputs in {name}; they are listed last with what is missing",
+            unplaced - uncounted
+        );
+    }
+    if uncounted > 0 {
+        eprintln!(
+            "tmetric: {uncounted} selected metric(s) have input rows in {name}, but every one of them is <not counted> in every block (perf prints no value there either); they are listed last"
         );
     }
     if roots.iter().all(Vec::is_empty) && builtins_shown == 0 {
         eprintln!("tmetric: no metric of {where_} has all its inputs in {name}");
     }
+    for (input, row, encoding) in &by_encoding {
+        eprintln!(
+            "tmetric: note: {input} read from `{row}`, which the log names otherwise: both are {encoding} (the catalogue's encoding; an older perf or JSON vintage named the event so)"
+        );
+    }
     report_checks(&checks, &name);
     print_selection(&report, &where_, &name);
     Ok(())
+}
+
+/// Says on stderr which lines were skipped as not perf's output, and where they lie.
+fn note_skipped(skipped: &tmetric_perfstat::Skipped, name: &str) {
+    if skipped.lines() == 0 {
+        return;
+    }
+    let first = skipped
+        .first
+        .first()
+        .map_or(String::new(), |(line, why)| format!("; the first, line {line}: {why}"));
+    eprintln!("tmetric: note: {name}: skipped {skipped}{first}");
 }
 
 /// The importer's warnings: the first few and how many, so that a long log's do not pile up.
@@ -289,6 +371,8 @@ pub fn run_log_with<R: BufRead>(
 struct Warnings {
     first: Vec<Warning>,
     count: usize,
+    /// Found by the reader and not kept (beyond its bound).
+    dropped: usize,
 }
 
 impl Warnings {
@@ -304,15 +388,15 @@ impl Warnings {
 
     /// Lines the importer skipped (a shell prompt, mail text): named, never dropped silently.
     fn note(&self, name: &str) {
-        if self.count == 0 {
+        let count = self.count + self.dropped;
+        if count == 0 {
             return;
         }
         let first: Vec<String> = self.first.iter().map(ToString::to_string).collect();
-        let more = self.count.saturating_sub(Self::SHOWN);
+        let more = count.saturating_sub(Self::SHOWN);
         let more = if more > 0 { format!("; and {more} more") } else { String::new() };
         eprintln!(
-            "tmetric: note: {name}: {} warning(s) while reading it ({}{more})",
-            self.count,
+            "tmetric: note: {name}: {count} warning(s) while reading it ({}{more})",
             first.join("; ")
         );
     }
@@ -324,6 +408,9 @@ struct ModelChoice {
     model: Option<&'static Model>,
     /// For the header: `given with --model`, `inferred: ...`.
     how: String,
+    /// Models that explain the log as well as `model` and agree with it on what perf printed:
+    /// a metric selected with `-M` must agree on them too.
+    agreeing: Vec<&'static Model>,
 }
 
 fn choose_model(
@@ -351,10 +438,18 @@ fn choose_model(
                 other.path()
             ));
         }
-        return Ok(ModelChoice { model: Some(model), how: "given with --model".into() });
+        return Ok(ModelChoice {
+            model: Some(model),
+            how: "given with --model".into(),
+            agreeing: Vec::new(),
+        });
     }
     if let (Some(model), Some(cpuid)) = (by_cpuid, &args.cpuid) {
-        return Ok(ModelChoice { model: Some(model), how: format!("for cpuid {cpuid}") });
+        return Ok(ModelChoice {
+            model: Some(model),
+            how: format!("for cpuid {cpuid}"),
+            agreeing: Vec::new(),
+        });
     }
     infer_model_of(log, literals, name)
 }
@@ -368,11 +463,13 @@ fn infer_model_of(log: &PerfLog, literals: &Literals, name: &str) -> anyhow::Res
             Ok(ModelChoice {
                 model: Some(model),
                 how: format!("inferred: {}{}", score.describe(rows, events), next.unwrap_or_default()),
+                agreeing: Vec::new(),
             })
         }
         Inference::GenericOnly => Ok(ModelChoice {
             model: None,
             how: "no CPU model: the log has only generic events (pass --model or --cpuid for a model's metrics)".into(),
+            agreeing: Vec::new(),
         }),
         Inference::SoftwareOnly { ignored } => {
             // Say which rows nothing reads.
@@ -392,6 +489,7 @@ fn infer_model_of(log: &PerfLog, literals: &Literals, name: &str) -> anyhow::Res
             Ok(ModelChoice {
                 model: None,
                 how: "no CPU model: the log has only software events and tracepoints (pass --model or --cpuid for a model's metrics)".into(),
+                agreeing: Vec::new(),
             })
         }
         Inference::Unknown { events } => {
@@ -402,22 +500,40 @@ fn infer_model_of(log: &PerfLog, literals: &Literals, name: &str) -> anyhow::Res
                 examples()
             )
         }
-        Inference::Tied { models, score, rows, events } => {
-            let count = models.len();
-            let listed: Vec<String> = models.iter().take(8).map(|m| m.path()).collect();
-            let more = if count > listed.len() {
-                format!(" and {} more", count - listed.len())
-            } else {
-                String::new()
-            };
+        Inference::Agreeing { model, others, score, compared, rows, events } => {
+            let mut all = vec![model];
+            all.extend(&others);
+            Ok(ModelChoice {
+                model: Some(model),
+                how: format!(
+                    "inferred: {} explain it equally well ({}) and agree: each computes the same value for every metric perf printed ({compared} values compared), so {} is used",
+                    listed_models(&all),
+                    score.describe(rows, events),
+                    model.path()
+                ),
+                agreeing: others,
+            })
+        }
+        Inference::Tied { models, score, rows, events, differ } => {
+            let differ = differ.map_or(String::new(), |d| {
+                format!("; they compute differently {}", d.describe())
+            });
             bail!(
-                "cannot tell which CPU model {name} comes from: {}{more} explain it equally well ({}); pass --model MODEL or --cpuid CPUID",
-                join_code(&listed),
+                "cannot tell which CPU model {name} comes from: {} explain it equally well ({}){differ}; pass --model MODEL or --cpuid CPUID",
+                listed_models(&models),
                 score.describe(rows, events)
             )
         }
         Inference::NoModels => bail!("the catalogue has no CPU models"),
     }
+}
+
+/// `` `x86/icelake`, `x86/tigerlake` and 3 more ``
+fn listed_models(models: &[&'static Model]) -> String {
+    let listed: Vec<String> = models.iter().take(8).map(|m| m.path()).collect();
+    let more = models.len().saturating_sub(listed.len());
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+    format!("{}{more}", join_code(&listed))
 }
 
 /// `4, 9, 14 and 37 more`: the first few lines of a long list.
@@ -543,6 +659,9 @@ struct HeaderJson<'a> {
     layout: String,
     /// `None` when the log is read block by block: the count is not known yet.
     blocks: Option<usize>,
+    /// The number convention of a log written under a locale other than C (`de_DE`'s
+    /// `4.595.014.128`), as read from its numbers; null for C-like numbers.
+    numbers: Option<String>,
     literals: Vec<LiteralJson>,
 }
 
@@ -584,6 +703,7 @@ struct MetricJson<'a> {
     not_counted: Vec<String>,
     latency_zero: Vec<String>,
     unusable: Vec<String>,
+    by_encoding: Vec<ByEncodingJson>,
     error: Option<String>,
     running_pct: Option<f64>,
     perf: Option<PerfJson<'a>>,
@@ -620,6 +740,16 @@ struct Notes {
     latency_zero: Vec<String>,
     unusable: Vec<String>,
     running_pct: Option<f64>,
+    /// Inputs read from a row of another name with the same encoding.
+    by_encoding: Vec<ByEncodingJson>,
+}
+
+/// An input read from a row of another name that counts the same event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct ByEncodingJson {
+    input: String,
+    row: String,
+    encoding: String,
 }
 
 impl Notes {
@@ -653,6 +783,13 @@ impl Notes {
                     "{id}: printed in {unit} at line {}, and its scale factor is unknown",
                     join_lines(lines)
                 )),
+            }
+            if let Some(alias) = &input.by_encoding {
+                notes.by_encoding.push(ByEncodingJson {
+                    input: text(input.slot),
+                    row: alias.row.clone(),
+                    encoding: alias.encoding.clone(),
+                });
             }
             if let (Some(block), Some(group)) = (block, input.source.group())
                 && !notes.groups.iter().any(|g| g.0 == group)
@@ -703,6 +840,9 @@ impl Notes {
                 self.latency_zero.join(", ")
             ));
         }
+        for b in &self.by_encoding {
+            out.push(format!("by encoding: {} from `{}` ({})", b.input, b.row, b.encoding));
+        }
         out
     }
 }
@@ -748,6 +888,7 @@ impl<'a> Printer<'a> {
         } else {
             format!("{blocks} block(s)")
         };
+        let numbers = header.log_data.numbers.describe();
         match &self.format {
             Format::Json => json_line(
                 self.out,
@@ -759,14 +900,16 @@ impl<'a> Printer<'a> {
                         log: header.log,
                         layout,
                         blocks: blocks_json,
+                        numbers: numbers.clone(),
                         literals: literals_json(header.literals, header.used),
                     },
                 },
             )?,
             Format::Text { .. } | Format::Csv { .. } => {
+                let numbers = numbers.map_or(String::new(), |n| format!("; numbers: {n}"));
                 writeln!(
                     self.out,
-                    "# tmetric: {} metrics ({}) from {} (perf stat {layout} layout, {blocks})",
+                    "# tmetric: {} metrics ({}) from {} (perf stat {layout} layout, {blocks}{numbers})",
                     header.models, header.how, header.log
                 )?;
                 writeln!(
@@ -795,13 +938,13 @@ impl<'a> Printer<'a> {
         Ok(())
     }
 
-    /// A comment naming the run, for logs holding several `perf stat` runs (`runs`: those
-    /// known so far, when the log is read block by block).
-    fn run_header(&mut self, runs: &[Run], run: usize) -> anyhow::Result<()> {
-        if self.runs.max(runs.len()) < 2 || matches!(self.format, Format::Json) {
+    /// A comment naming the run, for logs holding several `perf stat` runs (`runs`: how many
+    /// are known so far, when the log is read block by block; `info`: this one).
+    fn run_header(&mut self, runs: usize, info: Option<&Run>, run: usize) -> anyhow::Result<()> {
+        if self.runs.max(runs) < 2 || matches!(self.format, Format::Json) {
             return Ok(());
         }
-        let Some(info) = runs.get(run) else { return Ok(()) };
+        let Some(info) = info else { return Ok(()) };
         let what = info.command.as_deref().map_or(String::new(), |c| format!(" for '{c}'"));
         let line = info.header_line.map_or(String::new(), |l| format!(" (line {l})"));
         writeln!(self.out, "# run {}: performance counter stats{what}{line}", run + 1)?;
@@ -848,6 +991,7 @@ impl<'a> Printer<'a> {
                         not_counted: notes.not_counted.clone(),
                         latency_zero: notes.latency_zero.clone(),
                         unusable: notes.unusable.clone(),
+                        by_encoding: notes.by_encoding.clone(),
                         error: notes.error.clone(),
                         running_pct: notes.running_pct,
                         perf: printed.map(|p| PerfJson {

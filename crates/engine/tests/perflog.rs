@@ -194,3 +194,51 @@ fn m_items_split_off_the_builtins() {
     assert!(b.selected.is_empty());
     assert_eq!(rest, vec!["tma_retiring"]);
 }
+
+/// Issue 27, item 4: models that tie and compute the same value for everything perf printed are
+/// one answer; models that tie and differ are not, and the difference is given.
+#[test]
+fn ties_that_agree_and_ties_that_differ() {
+    let (s390, _) = log("tests/data/perf/std_s390_models_agree.txt");
+    match infer_model(&s390, &defaults()) {
+        Inference::Agreeing { model, others, compared, .. } => {
+            assert_eq!(model.path(), "s390/cf_z14");
+            let others: Vec<String> = others.iter().map(|m| m.path()).collect();
+            assert_eq!(others, ["s390/cf_z15", "s390/cf_z16"]);
+            // Four metrics in one block, three models.
+            assert_eq!(compared, 12);
+        }
+        other => panic!("{}", matches!(other, Inference::Tied { .. })),
+    }
+    let (differ, _) = log("tests/data/perf/std_models_differ.txt");
+    match infer_model(&differ, &defaults()) {
+        Inference::Tied { models, differ: Some(d), .. } => {
+            assert!(models.len() > 2);
+            assert_eq!(d.metric, "tma_false_sharing");
+            let icelake = d.values.iter().find(|(m, _)| m.path() == "x86/icelake").unwrap().1;
+            // 32.5 * 2 GHz * 100 / 1e9 cycles, in %.
+            assert!((icelake.unwrap() - 0.00065).abs() < 1e-12, "{icelake:?}");
+        }
+        other => panic!("{}", matches!(other, Inference::Agreeing { .. })),
+    }
+}
+
+/// Issue 27, item 3: an input read from a row of another name with the same encoding.
+#[test]
+fn inputs_are_read_by_encoding_when_names_differ() {
+    let (log, _) = log("tests/data/perf/std_older_event_names.txt");
+    let tgl = model("x86/tigerlake");
+    let mut evaluator = LogEvaluator::new(tgl, false, &defaults(), None);
+    let root = tgl.metrics_named("tma_backend_bound")[0];
+    let outcome = evaluator.evaluate(&log.blocks[0], root);
+    assert_eq!(outcome.check, Some(true));
+    let clears = outcome
+        .inputs
+        .iter()
+        .find(|i| tgl.str(tgl.ids[i.slot as usize].text) == "INT_MISC.CLEARS_COUNT")
+        .unwrap();
+    assert!(matches!(clears.source, InputSource::Row { value, .. } if value == 1e8));
+    let by = clears.by_encoding.as_ref().unwrap();
+    assert_eq!(by.row, "cpu/INT_MISC.RECOVERY_CYCLES,cmask=1,edge/");
+    assert_eq!(by.encoding, "event=0x0d,umask=0x01,cmask=1,edge=1");
+}

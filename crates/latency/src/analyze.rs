@@ -553,6 +553,11 @@ fn lost_events(text: &[u8]) -> Option<Option<u64>> {
     }))
 }
 
+/// The longest line read, in bytes: ftrace lines are a few hundred bytes. A longer one (a binary
+/// file, `/dev/zero`) ends the reading with [`LatencyError::LineTooLong`], so that memory stays
+/// bounded whatever the input.
+pub const MAX_LINE: usize = 1 << 20;
+
 /// Reads a whole trace and analyses it.
 pub fn analyze<R: Read>(input: R, opts: Options, source: &str) -> Result<Report, LatencyError> {
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, input);
@@ -560,17 +565,52 @@ pub fn analyze<R: Read>(input: R, opts: Options, source: &str) -> Result<Report,
     let mut line = Vec::with_capacity(256);
     loop {
         line.clear();
-        let read = reader.read_until(b'\n', &mut line).map_err(|source| LatencyError::Read {
-            path: analyzer.source.clone(),
-            line: analyzer.lines,
-            source,
-        })?;
-        if read == 0 {
+        if !read_line(&mut reader, &mut line).map_err(|err| match err {
+            LineRead::Io(source) => {
+                LatencyError::Read { path: analyzer.source.clone(), line: analyzer.lines, source }
+            }
+            LineRead::TooLong => LatencyError::LineTooLong {
+                path: analyzer.source.clone(),
+                line: analyzer.lines + 1,
+                limit: MAX_LINE,
+            },
+        })? {
             break;
         }
         analyzer.feed_line(&line);
     }
     Ok(analyzer.finish())
+}
+
+enum LineRead {
+    Io(io::Error),
+    TooLong,
+}
+
+/// Reads one line, with its newline, into `line`; `false` at the end of the input.
+fn read_line<R: BufRead>(reader: &mut R, line: &mut Vec<u8>) -> Result<bool, LineRead> {
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(bytes) => bytes,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(LineRead::Io(err)),
+        };
+        if available.is_empty() {
+            return Ok(!line.is_empty());
+        }
+        let (take, found) = match memchr::memchr(b'\n', available) {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        if line.len() + take > MAX_LINE + 1 {
+            return Err(LineRead::TooLong);
+        }
+        line.extend_from_slice(&available[..take]);
+        reader.consume(take);
+        if found {
+            return Ok(true);
+        }
+    }
 }
 
 /// Opens and analyses a trace file; `-` reads standard input.

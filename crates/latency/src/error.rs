@@ -43,6 +43,19 @@ pub enum LatencyError {
         #[source]
         source: io::Error,
     },
+    /// A line longer than [`crate::MAX_LINE`] bytes without a line end: not ftrace text
+    /// (a binary file, `/dev/zero`). Reading stops there so that memory stays bounded.
+    #[error(
+        "{path}:{line}: line {line} is longer than {limit} bytes and has no line end: ftrace prints lines of a few hundred bytes, so this is not trace text (a binary file, or a stream without line ends such as /dev/zero?)"
+    )]
+    LineTooLong {
+        /// The path as given, or `<stdin>`.
+        path: String,
+        /// 1-based line number.
+        line: u64,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// Reading failed part way, e.g. the path is a directory or the disk returned an I/O error.
     #[error("cannot read trace file `{path}` after line {line}")]
     Read {

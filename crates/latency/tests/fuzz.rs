@@ -110,14 +110,25 @@ proptest! {
     }
 }
 
-/// Inputs that failed once: a 10 MB group value became a 50 MB table row.
+/// Inputs that failed once: a 10 MB group value became a 50 MB table row. A line is now at
+/// most `MAX_LINE` bytes (issue 22, item 2): a longer one ends the reading with an error naming
+/// the line, and a group value just under the limit is still malformed and shown cut short.
 #[test]
 fn regressions() {
-    let line = format!(
-        "  a-1 [000] .... 1.000001: x86_fpu_latency_xsave: x86/fpu: latency:5 RFBM:{} XINUSE:0x1\n",
-        "x".repeat(10_000_000)
-    );
-    let report = read(line.as_bytes(), Options::xsave_default());
+    let line = |value: usize| {
+        format!(
+            "  a-1 [000] .... 1.000001: x86_fpu_latency_xsave: x86/fpu: latency:5 RFBM:{} XINUSE:0x1\n",
+            "x".repeat(value)
+        )
+    };
+    let report = read(line(tmetric_latency::MAX_LINE - 200).as_bytes(), Options::xsave_default());
     assert_eq!((report.samples, report.malformed_count), (0, 1));
     render(&report);
+    let long = format!("{}{}", line(10), line(10_000_000));
+    match analyze(long.as_bytes(), Options::xsave_default(), "big.txt") {
+        Err(tmetric_latency::LatencyError::LineTooLong { path, line: 2, limit }) => {
+            assert_eq!((path.as_str(), limit), ("big.txt", tmetric_latency::MAX_LINE));
+        }
+        other => panic!("{:?}", other.map(|r| r.lines)),
+    }
 }

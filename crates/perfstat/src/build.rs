@@ -89,8 +89,14 @@ pub(crate) type Noted = (crate::Warning, u8);
 /// appended without a header.
 #[derive(Default)]
 pub(crate) struct Builder {
+    /// The runs kept: all of them, unless the reader forgot finished ones
+    /// ([`Builder::forget_runs_before`]); `runs[i]` is run `runs_offset + i`.
     pub runs: Vec<Run>,
+    pub runs_offset: usize,
     run_used: bool,
+    /// The current run has rows (a header after a run without any starts no new run: it
+    /// replaces the empty one, so that a log of headers alone does not grow).
+    run_rows: bool,
     /// The open batch's blocks, in the order their first row was printed.
     batch: Vec<Block>,
     /// (run, interval bits) of the open batch.
@@ -130,15 +136,37 @@ impl Builder {
         self.runs.last_mut().expect("runs is never empty")
     }
 
+    /// The index of the current run.
+    fn current_run(&self) -> usize {
+        self.runs_offset + self.runs.len() - 1
+    }
+
+    /// Starts a new run.
+    fn new_run(&mut self) {
+        self.runs.push(Run::default());
+        self.run_rows = false;
+    }
+
+    /// Forgets the runs before `run` (their blocks are all handed out), keeping the current
+    /// one, so that a long log of many runs read block by block keeps bounded memory.
+    pub(crate) fn forget_runs_before(&mut self, run: usize) {
+        let open = self.batch_key.map_or(self.current_run(), |(r, _)| r);
+        let keep_from = run.min(open).min(self.current_run());
+        if keep_from > self.runs_offset {
+            self.runs.drain(..keep_from - self.runs_offset);
+            self.runs_offset = keep_from;
+        }
+    }
+
     /// The run a row or metric line with `prefix` belongs to, starting a new one when its
     /// timestamp goes back.
     fn run_for(&mut self, prefix: &Prefix) -> usize {
-        let run = self.runs.len() - 1;
+        let run = self.current_run();
         if let Some(t) = prefix.interval
             && self.stamps.run == run
             && self.stamps.last.is_some_and(|last| t < last)
         {
-            self.runs.push(Run::default());
+            self.new_run();
             self.run_used = true;
             return run + 1;
         }
@@ -148,12 +176,15 @@ impl Builder {
     pub(crate) fn push(&mut self, item: Item, warnings: &mut Vec<Noted>) {
         match item {
             Item::RunHeader { line, command, repeats } => {
-                if self.run_used {
-                    self.runs.push(Run::default());
+                if self.run_used && self.run_rows {
+                    self.new_run();
+                } else {
+                    *self.run_mut() = Run::default();
                 }
                 let run = self.run_mut();
                 run.header_line = Some(line);
-                run.command = command;
+                // A command line is kept for messages: a hostile one is cut short.
+                run.command = command.map(|c| crate::error::shorten(&c, 1000));
                 run.repeats = repeats;
                 self.run_used = true;
             }
@@ -199,9 +230,10 @@ impl Builder {
                 // Rows after a run's footer belong to a new run (logs concatenated without
                 // headers, as `perf stat ... 2>>log` twice produces).
                 if self.runs.last().is_some_and(|r| r.elapsed.is_some()) {
-                    self.runs.push(Run::default());
+                    self.new_run();
                 }
                 self.run_used = true;
+                self.run_rows = true;
                 let run = self.run_for(&raw.prefix);
                 let block = self.block_for(run, &raw.prefix);
                 let raw = *raw;
@@ -240,7 +272,7 @@ impl Builder {
                     let run = self.run_for(&prefix);
                     (self.block_for(run, &prefix), Target::Loose)
                 } else {
-                    let run = self.runs.len() - 1;
+                    let run = self.current_run();
                     let known = self
                         .batch_block(run, &prefix)
                         .and_then(|b| self.targets[b].map(|t| (b, t)));
@@ -308,7 +340,7 @@ impl Builder {
         for block in &mut blocks {
             assign_groups(&mut block.rows);
         }
-        assign_times(&mut blocks, &self.runs[run], self.batch_previous);
+        assign_times(&mut blocks, &self.runs[run - self.runs_offset], self.batch_previous);
         // Bounded, so that one odd block does not size every later one.
         self.rows_hint = blocks.iter().map(|b| b.rows.len()).max().unwrap_or(0).min(1024);
         self.ready.extend(blocks);

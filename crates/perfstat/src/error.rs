@@ -40,6 +40,20 @@ pub enum ImportError {
         /// The offending line, shortened to 160 characters.
         text: String,
     },
+    /// A line longer than [`crate::MAX_LINE`] bytes: perf's lines are a few hundred bytes, so the
+    /// input is not a perf stat log (a binary file, `/dev/zero`). Reading stops there, so that
+    /// memory stays bounded.
+    #[error(
+        "{source_name}:{line}: line {line} is longer than {limit} bytes and has no line end: perf stat prints lines of a few hundred bytes, so this is not a perf stat log (a binary file, or a stream without line ends such as /dev/zero?)"
+    )]
+    LineTooLong {
+        /// File name (or `-`) as given by the caller.
+        source_name: String,
+        /// 1-based line number.
+        line: usize,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The input could not be read (an I/O error of the file or pipe).
     #[error("cannot read `{source_name}`: {message}")]
     Read {

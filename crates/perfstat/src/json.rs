@@ -6,66 +6,203 @@
 //! `pcnt-running`, `metric-value` (a string in 6.12, a bare number in 6.1) and `metric-unit`.
 //! An object without `counter-value` continues the previous row's metrics; one with
 //! `metricgroup` is a `Default` metric-group line. perf 6.1 prints NaN metric values as a bare
-//! `nan`, which is not JSON; such values are read as NaN.
+//! `nan`, which is not JSON; such values are read as NaN. Under a decimal-comma locale perf
+//! prints `"pcnt-running" : 51,32`, not JSON either; such values are read with their comma.
+//!
+//! A key given twice is an error naming the line (perf never writes one twice, and taking
+//! either value would be a guess); so is a key of the wrong type. Lines that are not objects,
+//! and objects without any of perf's keys (a benchmark's own JSON), are noise.
+
+use std::fmt;
 
 use crate::build::{Item, Prefix, RawRow};
 use crate::error::LineError;
 use crate::log::{Aggr, AggrKind, Count, PrintedMetric};
-use crate::number::parse_count;
-use serde_json::{Map, Value};
+use crate::number::{Numbers, parse_count, parse_metric_value, parse_value};
+use crate::text::Line;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
 
-/// perf 6.1 prints `"metric-value" : nan`; make such values JSON `null` with a marker so they
-/// still read as NaN.
-fn repair_bare_nan(line: &str) -> String {
+/// The keys perf writes; an object with none of them is not perf's.
+const PERF_KEYS: [&str; 19] = [
+    "counter-value",
+    "event",
+    "unit",
+    "event-runtime",
+    "pcnt-running",
+    "metric-value",
+    "metric-unit",
+    "metricgroup",
+    "interval",
+    "cpu",
+    "core",
+    "die",
+    "socket",
+    "node",
+    "cluster",
+    "cache",
+    "thread",
+    "aggregate-number",
+    "variance",
+];
+
+/// perf 6.1 prints `"metric-value" : nan`; make such values JSON strings so they still read
+/// as NaN. Under a decimal-comma locale, `"pcnt-running" : 51,32` and `"variance" : 0,12`
+/// become strings read with their comma.
+fn repair(line: &str) -> String {
     let mut out = line.to_string();
     for bare in [": -nan", ": nan", ": -inf", ": inf"] {
         out = out.replace(bare, ": \"nan\"");
     }
+    for key in ["\"pcnt-running\"", "\"variance\""] {
+        let Some(at) = out.find(key) else { continue };
+        let after = at + key.len();
+        let rest = &out[after..];
+        let Some(colon) = rest.find(':') else { continue };
+        let value_start = after + colon + 1;
+        let value = out[value_start..].trim_start();
+        let lead = out.len() - value_start - value.len();
+        let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+        let int = digits(value);
+        if int > 0 && value[int..].starts_with(',') {
+            let frac = digits(&value[int + 1..]);
+            if frac > 0 {
+                let start = value_start + lead;
+                let number = out[start..start + int + 1 + frac].to_string();
+                out.replace_range(start..start + int + 1 + frac, &format!("\"{number}\""));
+            }
+        }
+    }
     out
 }
 
-pub(crate) fn read_line(line: &str, n: usize) -> Result<Option<Result<Item, String>>, LineError> {
+/// A JSON object's keys in order, refusing a key given twice.
+struct Object(Vec<(String, Value)>);
+
+/// The duplicated key of an object, with what it held first.
+#[derive(Debug)]
+struct Duplicate(String);
+
+impl fmt::Display for Duplicate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "duplicate key `{}`", self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Object {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Object, D::Error> {
+        struct Keys;
+        impl<'de> Visitor<'de> for Keys {
+            type Value = Object;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Object, A::Error> {
+                let mut out: Vec<(String, Value)> = Vec::new();
+                while let Some((key, value)) = map.next_entry::<String, Value>()? {
+                    if out.iter().any(|(k, _)| *k == key) {
+                        return Err(de::Error::custom(Duplicate(key)));
+                    }
+                    out.push((key, value));
+                }
+                Ok(Object(out))
+            }
+        }
+        deserializer.deserialize_map(Keys)
+    }
+}
+
+impl Object {
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+/// A JSON value's type, for messages.
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+pub(crate) fn read_line(line: &str, n: usize, numbers: &mut Numbers) -> Result<Line, LineError> {
     let trimmed = line.trim();
     if trimmed.is_empty() || trimmed.starts_with('#') {
-        return Ok(None);
+        return Ok(Line::Nothing);
     }
     let offset = line.len() - line.trim_start().len();
+    let noise = |why: &'static str| Line::Noise(why);
     if !trimmed.starts_with('{') {
-        return Ok(Some(Err(format!(
-            "skipped `{}`: not a perf stat -j object",
-            crate::error::shorten(trimmed, 60)
-        ))));
+        return Ok(noise("not a perf stat -j object"));
     }
-    let object: Map<String, Value> = match serde_json::from_str(trimmed) {
+    let perf_like = PERF_KEYS.iter().any(|k| trimmed.contains(&format!("\"{k}\"")));
+    let object: Object = match serde_json::from_str(trimmed) {
         Ok(o) => o,
-        Err(first) => serde_json::from_str(&repair_bare_nan(trimmed)).map_err(|_| {
-            LineError::new(
-                n,
-                offset + first.column().saturating_sub(1),
-                format!("invalid JSON object ({first}); expected one perf stat -j object per line"),
-            )
-        })?,
+        Err(first) => match serde_json::from_str(&repair(trimmed)) {
+            Ok(o) => o,
+            Err(_) if !perf_like => return Ok(noise("not a perf stat -j object")),
+            Err(_) => {
+                let message = first.to_string();
+                let suffix = format!(" at line {} column {}", first.line(), first.column());
+                let message = message.strip_suffix(&suffix).unwrap_or(&message);
+                let what = if message.starts_with("duplicate key") {
+                    format!(
+                        "{message}: perf writes each key once, and either value could be meant; fix the line"
+                    )
+                } else {
+                    format!(
+                        "invalid JSON object ({message}); expected one perf stat -j object per line"
+                    )
+                };
+                return Err(LineError::new(n, offset + first.column().saturating_sub(1), what));
+            }
+        },
     };
+    if !object.0.iter().any(|(k, _)| PERF_KEYS.contains(&k.as_str())) {
+        return Ok(noise("a JSON object without perf stat's keys"));
+    }
     let get = |k: &str| object.get(k);
+    let key_error = |k: &str, what: &str| {
+        let col = trimmed.find(&format!("\"{k}\"")).map_or(offset, |c| offset + c);
+        LineError::new(n, col, format!("key `{k}` {what}"))
+    };
+    let wrong_type = |k: &str, want: &str| {
+        let found = get(k).map_or("missing", type_name);
+        key_error(k, &format!("is {found}, expected {want}"))
+    };
     let string = |k: &str| match get(k) {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Number(num)) => Some(num.to_string()),
         _ => None,
     };
-    let number = |k: &str| match get(k) {
-        Some(Value::Number(num)) => num.as_f64(),
-        Some(Value::String(s)) => crate::number::parse_plain(s),
-        _ => None,
-    };
-    let key_error = |k: &str, what: &str| {
-        let col = trimmed.find(&format!("\"{k}\"")).map_or(offset, |c| offset + c);
-        LineError::new(n, col, format!("key `{k}` {what}"))
+    let number = |k: &str, numbers: &mut Numbers| -> Result<Option<f64>, LineError> {
+        match get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(num)) => Ok(num.as_f64()),
+            Some(Value::String(s)) => match parse_value(s) {
+                Some((v, marks)) => {
+                    numbers.accept(marks, n, s).map_err(|m| key_error(k, &m))?;
+                    Ok(Some(v))
+                }
+                None => Err(key_error(k, &format!("holds `{s}`, which is not a number"))),
+            },
+            Some(_) => Err(wrong_type(k, "a number")),
+        }
     };
 
     let mut prefix = Prefix::default();
     if get("interval").is_some() {
-        prefix.interval =
-            Some(number("interval").ok_or_else(|| key_error("interval", "is not a number"))?);
+        prefix.interval = Some(match get("interval") {
+            Some(Value::Number(num)) => num.as_f64().unwrap_or(f64::NAN),
+            Some(Value::String(s)) => crate::number::parse_plain(s)
+                .ok_or_else(|| key_error("interval", "is not a number"))?,
+            _ => return Err(wrong_type("interval", "a number")),
+        });
     }
     let aggr_keys = [
         ("cpu", AggrKind::Cpu),
@@ -79,24 +216,35 @@ pub(crate) fn read_line(line: &str, n: usize) -> Result<Option<Result<Item, Stri
     ];
     for (k, kind) in aggr_keys {
         if get(k).is_some() {
-            let id = string(k).ok_or_else(|| key_error(k, "is not a string"))?;
+            let id = string(k).ok_or_else(|| wrong_type(k, "a string"))?;
             let id = if kind == AggrKind::Cpu && !id.starts_with("CPU") {
                 format!("CPU{id}")
             } else {
                 id
             };
-            let cpus = number("aggregate-number")
+            let cpus = number("aggregate-number", numbers)?
                 .and_then(|c| (c >= 0.0 && c <= f64::from(u32::MAX)).then_some(c as u32));
             prefix.aggr = Some(Aggr { kind, id, cpus });
             break;
+        }
+    }
+    for k in ["metric-unit", "unit", "event", "cgroup", "metricgroup"] {
+        if let Some(v) = get(k)
+            && !matches!(v, Value::String(_) | Value::Null)
+        {
+            return Err(wrong_type(k, "a string"));
         }
     }
     let metric = {
         let unit = string("metric-unit").unwrap_or_default();
         let value = match get("metric-value") {
             Some(Value::Null) | None => String::new(),
-            _ => string("metric-value").unwrap_or_default(),
+            Some(Value::String(_) | Value::Number(_)) => string("metric-value").unwrap_or_default(),
+            Some(_) => return Err(wrong_type("metric-value", "a string or a number")),
         };
+        if let Some((_, marks)) = parse_metric_value(&value) {
+            numbers.accept(marks, n, &value).map_err(|m| key_error("metric-value", &m))?;
+        }
         let header = string("metricgroup");
         let has_label = !unit.is_empty() && unit != "(null)";
         (has_label || header.is_some() && !value.is_empty())
@@ -104,30 +252,42 @@ pub(crate) fn read_line(line: &str, n: usize) -> Result<Option<Result<Item, Stri
     };
 
     let Some(counter) = get("counter-value") else {
-        return Ok(metric.map(|metric| Ok(Item::Metric { prefix, metric })));
+        return Ok(match metric {
+            Some(metric) => Line::Item(Item::Metric { prefix, metric }),
+            None => Line::Nothing,
+        });
     };
     let count_text = match counter {
         Value::String(s) => s.clone(),
         Value::Number(num) => num.to_string(),
-        _ => return Err(key_error("counter-value", "is neither a string nor a number")),
+        _ => return Err(wrong_type("counter-value", "a string or a number")),
     };
     let value = match count_text.trim() {
         "<not counted>" => Count::NotCounted,
         "<not supported>" => Count::NotSupported,
-        text => Count::Counted(
-            parse_count(text)
-                .map_err(|m| key_error("counter-value", &format!("holds a bad {m}")))?,
-        ),
+        text => {
+            let (count, marks) = parse_count(text)
+                .map_err(|m| key_error("counter-value", &format!("holds a bad {m}")))?;
+            numbers.accept(marks, n, text).map_err(|m| key_error("counter-value", &m))?;
+            Count::Counted(count)
+        }
     };
-    let event = string("event").filter(|e| !e.trim().is_empty()).ok_or_else(|| {
-        LineError::new(
-            n,
-            offset,
-            "object has `counter-value` but no `event` (expected perf stat -j output)",
-        )
-    })?;
+    let event = match get("event") {
+        Some(Value::String(e)) if !e.trim().is_empty() => e.clone(),
+        Some(Value::String(_)) => return Err(key_error("event", "is empty")),
+        None => {
+            return Err(LineError::new(
+                n,
+                offset,
+                "object has `counter-value` but no `event` (expected perf stat -j output)",
+            ));
+        }
+        Some(_) => return Err(wrong_type("event", "a string")),
+    };
     let unit = string("unit").filter(|u| u != "(null)").unwrap_or_default();
-    Ok(Some(Ok(Item::Row(Box::new(RawRow {
+    let running_pct = number("pcnt-running", numbers)?;
+    let variance_pct = number("variance", numbers)?;
+    Ok(Line::Item(Item::Row(Box::new(RawRow {
         line: n,
         prefix,
         value,
@@ -136,20 +296,44 @@ pub(crate) fn read_line(line: &str, n: usize) -> Result<Option<Result<Item, Stri
         event,
         key: None,
         cgroup: string("cgroup"),
-        running_pct: number("pcnt-running"),
-        variance_pct: number("variance"),
+        running_pct,
+        variance_pct,
         metrics: metric.into_iter().filter(|m| m.header.is_none()).collect(),
-    })))))
+    }))))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn read(line: &str) -> Result<Line, LineError> {
+        read_line(line, 1, &mut Numbers::default())
+    }
+
     #[test]
     fn bare_nan_is_repaired() {
         let line = r#"{"counter-value" : "1.000000", "unit" : "", "event" : "x", "event-runtime" : 1, "pcnt-running" : 100.00, "metric-value" : nan, "metric-unit" : "K/sec"}"#;
-        let Ok(Some(Ok(Item::Row(row)))) = read_line(line, 1) else { panic!("not a row") };
+        let Ok(Line::Item(Item::Row(row))) = read(line) else { panic!("not a row") };
         assert!(row.metrics[0].value.is_some_and(f64::is_nan));
+    }
+
+    #[test]
+    fn decimal_commas_are_repaired() {
+        let line = r#"{"counter-value" : "4595014128,000000", "unit" : "", "event" : "cycles", "event-runtime" : 2355000000, "pcnt-running" : 51,32, "metric-value" : "2,155000", "metric-unit" : "GHz"}"#;
+        let Ok(Line::Item(Item::Row(row))) = read(line) else { panic!("not a row") };
+        assert_eq!(row.value, Count::Counted(4_595_014_128.0));
+        assert_eq!(row.running_pct, Some(51.32));
+        assert_eq!(row.metrics[0].value, Some(2.155));
+    }
+
+    #[test]
+    fn duplicate_keys_and_wrong_types_are_named() {
+        let dup = r#"{"counter-value" : "1.000000", "counter-value" : "2.000000", "unit" : "", "event" : "x"}"#;
+        let err = read(dup).unwrap_err();
+        assert!(err.message.starts_with("duplicate key `counter-value`"), "{}", err.message);
+        let array = r#"{"counter-value" : "1.000000", "unit" : "", "event" : ["page-faults"]}"#;
+        let err = read(array).unwrap_err();
+        assert_eq!(err.message, "key `event` is an array, expected a string");
+        assert!(matches!(read(r#"{"result": 5, "ok": true}"#), Ok(Line::Noise(_))));
     }
 }

@@ -30,11 +30,20 @@
 //! seconds for `duration_time` (a `duration_time` row, else the `-I` interval length, else
 //! "seconds time elapsed"), `user_time` and `system_time`.
 //!
-//! # Errors and warnings
-//! Input without any counter row is [`ImportError::NotPerfStat`]. A line that must be a row
-//! (it starts with a count, a timestamp, an aggregation id or `{`, or has CSV fields) but
-//! cannot be read is [`ImportError::Malformed`] with line and column. Other lines (prose,
-//! a shell prompt, perf's hints) are skipped and listed in [`PerfLog::warnings`].
+//! # Numbers
+//! perf prints numbers in its locale (`4.595.014.128` and `2,155 GHz` under de_DE). The
+//! convention is read from the log's own numbers ([`Numbers`], [`PerfLog::numbers`]); a number
+//! that contradicts it is an error naming both lines.
+//!
+//! # Errors, warnings and lines that are not perf's
+//! Input without any counter row is [`ImportError::NotPerfStat`]. Lines that are not perf's
+//! output (a benchmark's own lines before, inside or after perf's block, a shell prompt, mail
+//! text) are skipped and summarised in [`PerfLog::skipped`]. A line that carries perf's marks
+//! (a prefix, `<not counted>`, a `#` metric, a run share, perf's column alignment) but cannot
+//! be read is [`ImportError::Malformed`] with line and column; damaged rows perf could not have
+//! printed (negative counts, ...) are skipped and listed in [`PerfLog::warnings`]. Memory is
+//! bounded whatever the input: a line longer than [`MAX_LINE`] bytes is
+//! [`ImportError::LineTooLong`], and skipped lines are counted, not kept.
 //! No input makes the importer panic.
 // Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
 #![forbid(unsafe_code)]
@@ -49,24 +58,28 @@ mod log;
 mod lookup;
 mod number;
 pub mod perfdata;
+mod skipped;
 mod stream;
 mod text;
 
 pub use error::{ImportError, Warning};
-pub use key::{EventKey, is_core_pmu};
+pub use key::{EventKey, canonical_event_name, is_core_pmu};
 pub use log::{
     Aggr, AggrKind, Block, Count, Layout, PerfLog, PrintedMetric, Row, Run, TimeSource, Timed,
 };
 pub use lookup::{Found, Lookup};
-pub use stream::Reader;
+pub use number::{Grouping, Numbers, Seen, printed_decimals, printed_value};
+pub use skipped::{Skipped, Stretch};
+pub use stream::{MAX_LINE, Reader};
 
-use build::Item;
 use error::LineError;
 
-/// Separators tried when detecting the `-x` layout, in order of preference.
+/// Separators tried when detecting the `-x` layout, in order of preference; others (`-x ::`)
+/// are found in the lines themselves.
 const CSV_SEPARATORS: [&str; 5] = [",", ";", "\t", "|", ":"];
 
-/// How many meaningful lines layout detection looks at.
+/// How many meaningful lines layout detection looks at, from the first one that reads as
+/// perf's in some layout.
 const DETECT_LINES: usize = 200;
 
 /// Reads `perf stat` output in any layout. `source_name` (a path or `-`) is used in errors.
@@ -97,51 +110,141 @@ fn meaningful(line: &str) -> bool {
     !line.trim().is_empty() && !line.trim_start().starts_with('#')
 }
 
-/// Detects the layout: JSON when the first meaningful line is an object, text when a perf
-/// header or footer is present, otherwise whichever of text and the `-x` separators reads the
-/// most counter rows (text on a tie or when nothing reads).
+/// Detects the layout: whichever of text, `-j` and the `-x` separators reads the most counter
+/// rows, text on a tie, and text when a perf header or footer is there and text reads rows.
 pub fn detect_layout(input: &str) -> Layout {
     detect_lines(input.split('\n'))
 }
 
-/// [`detect_layout`] over the log's first lines.
-fn detect_lines<'a>(lines: impl Iterator<Item = &'a str>) -> Layout {
-    let lines: Vec<&str> = lines
-        .map(|l| l.strip_suffix('\r').unwrap_or(l))
-        .filter(|l| meaningful(l))
-        .take(DETECT_LINES)
-        .collect();
-    if lines.first().is_some_and(|l| l.trim_start().starts_with('{')) {
-        return Layout::Json;
+/// Reads `line` in `layout` with a throw-away number convention.
+fn read_in(line: &str, n: usize, layout: &Layout) -> Result<text::Line, error::LineError> {
+    let numbers = &mut Numbers::default();
+    match layout {
+        Layout::Text => text::read_line(line, n, numbers),
+        Layout::Csv { sep } => csv::read_line(line, n, sep, numbers),
+        Layout::Json => json::read_line(line, n, numbers),
     }
-    if lines
-        .iter()
-        .any(|l| l.contains("Performance counter stats for") || l.contains("seconds time elapsed"))
+}
+
+fn is_row(read: &Result<text::Line, error::LineError>) -> bool {
+    matches!(
+        read,
+        Ok(text::Line::Item(build::Item::Row(_)) | text::Line::WeakRow(build::Item::Row(_)))
+    )
+}
+
+/// Whether a line is perf's in some layout: a header or footer, or a row.
+fn perf_line(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    if trimmed.starts_with("Performance counter stats for") || line.contains("seconds time elapsed")
     {
-        return Layout::Text;
+        return true;
     }
-    let text_rows = lines
+    if !trimmed.starts_with(|c: char| c.is_ascii_digit() || c == '<' || c == '{') {
+        return false;
+    }
+    layouts_of(std::iter::once(line)).iter().any(|l| is_row(&read_in(line, 1, l)))
+}
+
+/// The layouts to try on these lines: text, `-j`, the usual separators, and the separators the
+/// lines show after a leading count (`1234::msec::task-clock`).
+fn layouts_of<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Layout> {
+    let mut layouts = vec![Layout::Text, Layout::Json];
+    let mut seps: Vec<String> = CSV_SEPARATORS.iter().map(|s| s.to_string()).collect();
+    for line in lines.take(DETECT_LINES) {
+        let trimmed = line.trim_start();
+        let number = trimmed.bytes().take_while(|b| b.is_ascii_digit() || *b == b'.').count();
+        if number == 0 {
+            continue;
+        }
+        let run: String = trimmed[number..]
+            .chars()
+            .take_while(|c| {
+                !c.is_alphanumeric()
+                    && !c.is_whitespace()
+                    && !matches!(c, '<' | '(' | '{' | '"' | '.')
+            })
+            .take(8)
+            .collect();
+        // `::::` is one separator twice around an empty unit: try each period of the run.
+        let chars: Vec<char> = run.chars().collect();
+        for period in 1..=chars.len() {
+            if chars.len().is_multiple_of(period)
+                && chars.chunks(period).all(|c| c == &chars[..period])
+            {
+                let sep: String = chars[..period].iter().collect();
+                if !seps.contains(&sep) && seps.len() < 12 {
+                    seps.push(sep);
+                }
+            }
+        }
+    }
+    layouts.extend(seps.into_iter().map(|sep| Layout::Csv { sep }));
+    layouts
+}
+
+/// [`detect_layout`] over the log's first lines.
+fn detect_lines<'a>(lines: impl Iterator<Item = &'a str> + Clone) -> Layout {
+    let lines: Vec<&str> =
+        lines.map(|l| l.strip_suffix('\r').unwrap_or(l)).filter(|l| meaningful(l)).collect();
+    let has_text_marks = lines
         .iter()
-        .enumerate()
-        .filter(|(n, l)| matches!(text::read_line(l, n + 1), Ok(text::Line::Item(Item::Row(_)))))
-        .count();
-    let mut best = (text_rows, Layout::Text);
-    for sep in CSV_SEPARATORS {
+        .any(|l| l.contains("Performance counter stats for") || l.contains("seconds time elapsed"));
+    let mut best: Option<(usize, Layout)> = None;
+    for layout in layouts_of(lines.iter().copied()) {
+        let numbers = &mut Numbers::default();
         let rows = lines
             .iter()
             .enumerate()
-            .filter(|(n, l)| matches!(csv::read_line(l, n + 1, sep), Ok(Some(Ok(Item::Row(_))))))
+            .filter(|(n, l)| {
+                let read = match &layout {
+                    Layout::Text => text::read_line(l, n + 1, numbers),
+                    Layout::Csv { sep } => csv::read_line(l, n + 1, sep, numbers),
+                    Layout::Json => json::read_line(l, n + 1, numbers),
+                };
+                is_row(&read)
+            })
             .count();
-        if rows > best.0 {
-            best = (rows, Layout::Csv { sep: sep.to_string() });
+        let better = match &best {
+            None => true,
+            Some((b, _)) => rows > *b,
+        };
+        if better {
+            best = Some((rows, layout));
         }
     }
-    best.1
+    match best {
+        Some((rows, layout))
+            if rows > 0 && !(has_text_marks && layout != Layout::Text && text_rows(&lines) > 0) =>
+        {
+            layout
+        }
+        _ => Layout::Text,
+    }
 }
 
-fn not_perf_stat(source_name: &str, first: Option<&str>, err: Option<&LineError>) -> ImportError {
+fn text_rows(lines: &[&str]) -> usize {
+    let numbers = &mut Numbers::default();
+    lines.iter().enumerate().filter(|(n, l)| is_row(&text::read_line(l, n + 1, numbers))).count()
+}
+
+fn not_perf_stat(
+    source_name: &str,
+    first: Option<&str>,
+    err: Option<&LineError>,
+    skipped: &Skipped,
+) -> ImportError {
     let found = match (err, first) {
         (Some(err), _) => format!(" (line {}: {})", err.line, err.message),
+        (None, Some(first)) if skipped.lines() > 0 => {
+            let why = skipped
+                .first
+                .iter()
+                .find(|(_, why)| why.contains("--metric-only"))
+                .map(|(line, why)| format!("; line {line}: {why}"))
+                .unwrap_or_default();
+            format!(" ({skipped}; first line: `{first}`{why})")
+        }
         (None, Some(first)) => format!(" (first line: `{first}`)"),
         (None, None) => " (it is empty)".to_string(),
     };
@@ -150,19 +253,28 @@ fn not_perf_stat(source_name: &str, first: Option<&str>, err: Option<&LineError>
 
 /// The layout, other than `layout`, in which `line` reads as a counter row.
 fn other_layout_row(line: &str, n: usize, layout: &Layout) -> Option<String> {
-    if *layout != Layout::Json && matches!(json::read_line(line, n), Ok(Some(Ok(Item::Row(_))))) {
-        return Some(layout_name(&Layout::Json));
-    }
-    if *layout != Layout::Text
-        && matches!(text::read_line(line, n), Ok(text::Line::Item(Item::Row(_))))
+    // Rows of every layout start with a count, `<not counted>` or `{`, after a prefix.
+    // Prose is most of what is skipped: only lines that start as a row of some layout are
+    // read again.
+    let trimmed = line.trim_start();
+    if !(trimmed.starts_with(|c: char| c.is_ascii_digit() || c == '<' || c == '{')
+        || trimmed.starts_with("CPU"))
     {
-        return Some(layout_name(&Layout::Text));
+        return None;
     }
-    CSV_SEPARATORS
-        .iter()
-        .filter(|sep| !matches!(layout, Layout::Csv { sep: s } if s == *sep))
-        .find(|sep| matches!(csv::read_line(line, n, sep), Ok(Some(Ok(Item::Row(_))))))
-        .map(|sep| layout_name(&Layout::Csv { sep: sep.to_string() }))
+    // The usual layouts first, without allocating; the separators the line shows only then.
+    static USUAL: std::sync::LazyLock<Vec<Layout>> =
+        std::sync::LazyLock::new(|| layouts_of(std::iter::empty()));
+    let found = USUAL.iter().filter(|l| *l != layout).find(|l| is_row(&read_in(line, n, l)));
+    if let Some(l) = found {
+        return Some(layout_name(l));
+    }
+    layouts_of(std::iter::once(line))
+        .into_iter()
+        .skip(USUAL.len())
+        .filter(|l| l != layout)
+        .find(|l| is_row(&read_in(line, n, l)))
+        .map(|l| layout_name(&l))
 }
 
 fn layout_name(layout: &Layout) -> String {

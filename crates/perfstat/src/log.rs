@@ -30,8 +30,15 @@ pub struct PerfLog {
     pub runs: Vec<Run>,
     /// Evaluation units in the order their first row was printed.
     pub blocks: Vec<Block>,
-    /// Lines that were skipped, with the reason.
+    /// Rows skipped as damaged (a negative count, a run share over 100%), text appended to a
+    /// metric, a truncated last line, a mix of layouts: each with its line and reason.
     pub warnings: Vec<crate::Warning>,
+    /// Warnings found and not kept in [`PerfLog::warnings`] (a hostile log can have millions).
+    pub warnings_dropped: usize,
+    /// The lines that are not perf's output (a workload's, a shell prompt), by where they lie.
+    pub skipped: crate::Skipped,
+    /// The number convention (perf's locale) the log's numbers showed.
+    pub numbers: crate::Numbers,
 }
 
 /// One `perf stat` invocation inside a log.
@@ -214,14 +221,19 @@ impl PrintedMetric {
         header: Option<String>,
     ) -> PrintedMetric {
         let text = text.trim();
-        let value = if text.is_empty() { None } else { crate::number::parse_metric_value(text) };
+        let value = if text.is_empty() {
+            None
+        } else {
+            crate::number::parse_metric_value(text).map(|(v, _)| v)
+        };
         let (unit, name, note) = split_label(label);
         PrintedMetric { line, value, text: text.to_string(), unit, name, header, note }
     }
 
-    /// Number of decimals perf printed, to compare at its precision.
+    /// Number of decimals perf printed (after `.` or, in some locales, `,`), to compare at its
+    /// precision.
     pub fn decimals(&self) -> usize {
-        self.text.split_once('.').map_or(0, |(_, frac)| frac.len())
+        crate::number::printed_decimals(&self.text)
     }
 }
 
@@ -256,6 +268,22 @@ fn split_label(label: &str) -> (String, String, Option<String>) {
 }
 
 impl Row {
+    /// Half a unit of the last digit perf printed of the count, relative to the count (0 for
+    /// `<not counted>` or 0): `1,520.45` and `1.520,45` are precise to 0.005 in 1520.45.
+    pub fn count_precision(&self) -> f64 {
+        let Ok((value, marks)) = crate::number::parse_count(self.count_text.trim()) else {
+            return 0.0;
+        };
+        if value == 0.0 || !value.is_finite() {
+            return 0.0;
+        }
+        let decimals = marks
+            .decimal
+            .and_then(|d| self.count_text.rsplit_once(d))
+            .map_or(0, |(_, frac)| frac.trim().len());
+        0.5 * 10f64.powi(-(decimals as i32)) / value.abs()
+    }
+
     /// The printed metric with this name (case-insensitive), if perf printed it on this row.
     pub fn metric(&self, name: &str) -> Option<&PrintedMetric> {
         self.metrics.iter().find(|m| m.name.eq_ignore_ascii_case(name))
@@ -358,6 +386,18 @@ impl PerfLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn count_precision_in_any_locale() {
+        let row = |text: &str| {
+            let log = crate::parse(&format!("     {text}      cycles\n"), "p").unwrap();
+            log.blocks[0].rows[0].count_precision()
+        };
+        assert_eq!(row("1,520.45"), 0.005 / 1520.45);
+        assert_eq!(row("1.520,45"), 0.005 / 1520.45);
+        assert_eq!(row("4.595.014.128"), 0.5 / 4_595_014_128.0);
+        assert_eq!(row("1,234"), 0.5 / 1234.0);
+    }
 
     #[test]
     fn labels() {

@@ -3,8 +3,13 @@
 //! [`Reader`] owns the line loop: it reads lines ahead only to detect the layout, hands each
 //! line to its layout's reader and each item to the [`Builder`], and turns line errors into
 //! [`ImportError`]s (a mix of layouts named as such, no perf output before the error named as
-//! "not perf stat"). Memory stays at one batch of blocks (one `-I` interval), the layout
-//! detection lines and the warnings not yet taken.
+//! "not perf stat"). Lines that are not perf's are counted in [`Skipped`], never kept.
+//!
+//! Memory is bounded by construction, whatever the input: a line is at most [`MAX_LINE`]
+//! bytes (a longer one is an error, so `/dev/zero` ends at once), the look-ahead for layout
+//! detection at most [`AHEAD_BYTES`] and [`AHEAD_LINES`], the warnings kept at most [`WARNINGS_KEPT`] between two
+//! takes (the rest are counted), the rows held back before a header at most [`HELD_ROWS`];
+//! beyond that, one batch of blocks (one `-I` interval).
 
 use std::collections::VecDeque;
 use std::io::BufRead;
@@ -12,7 +17,25 @@ use std::io::BufRead;
 use crate::build::{self, Builder, FROM_LAYOUT_MIX, FROM_READER, Item, Noted};
 use crate::error::{self, LineError};
 use crate::log::{Block, Layout, PerfLog, PrintedMetric, Run};
+use crate::number::Numbers;
+use crate::skipped::Skipped;
+use crate::text::Line;
 use crate::{ImportError, Warning, csv, json, text};
+
+/// The longest line read, in bytes. perf's lines are a few hundred bytes (a `-j` line with a
+/// long event name and cgroup a few thousand).
+pub const MAX_LINE: usize = 1 << 20;
+
+/// How many bytes and lines layout detection reads ahead at most.
+const AHEAD_BYTES: u64 = 4 << 20;
+const AHEAD_LINES: usize = 20_000;
+
+/// How many warnings are kept between two takes; the others are counted.
+const WARNINGS_KEPT: usize = 1000;
+
+/// How many rows without perf's marks are held back, before a run's header or first marked
+/// row, to be told apart from a workload's output that happens to look like rows.
+const HELD_ROWS: usize = 256;
 
 /// Reads `perf stat` output block by block.
 ///
@@ -35,13 +58,25 @@ pub struct Reader<R> {
     lines: usize,
     bytes: u64,
     builder: Builder,
+    numbers: Numbers,
     warnings: Vec<Noted>,
+    /// Warnings found beyond [`WARNINGS_KEPT`] and not kept.
+    warnings_dropped: usize,
     /// Warnings of the line being read, before they are ranked.
     scratch: Vec<Warning>,
     /// Rows of another layout among the skipped lines: that layout, its first line, how many.
     mixed: Vec<(String, usize, usize)>,
     /// The first non-blank line, for "not perf stat" errors.
     first_line: Option<String>,
+    skipped: Skipped,
+    /// Rows without perf's marks read while no run is open, held until a marked line says
+    /// whether they are perf's: a header after them makes them the workload's.
+    held: Vec<(Item, String)>,
+    /// Whether a run is open: a header or row seen and no footer since.
+    open: bool,
+    /// The prefix the current run's rows have (`-I` timestamp, aggregation id).
+    shape: Option<(bool, bool)>,
+    seen_perf: bool,
     seen_item: bool,
     seen_row: bool,
     state: State,
@@ -78,27 +113,44 @@ impl<R: BufRead> Reader<R> {
             lines: 0,
             bytes: 0,
             builder: Builder::new(),
+            numbers: Numbers::default(),
             warnings: Vec::new(),
+            warnings_dropped: 0,
             scratch: Vec::new(),
             mixed: Vec::new(),
             first_line: None,
+            skipped: Skipped::default(),
+            held: Vec::new(),
+            open: false,
+            shape: None,
+            seen_perf: false,
             seen_item: false,
             seen_row: false,
             state: State::Reading,
         };
         if layout.is_none() {
-            // Detection looks at the first meaningful lines only; they are kept and read
-            // again as rows.
+            // Detection looks at the lines from the first one that is perf's in some layout
+            // (a workload's output may come first), within a bounded look-ahead; they are kept
+            // and read again as rows.
             let mut meaningful = 0;
-            while meaningful < crate::DETECT_LINES {
+            let mut found = false;
+            let mut ahead_bytes = 0;
+            while meaningful < crate::DETECT_LINES
+                && ahead_bytes < AHEAD_BYTES
+                && reader.ahead.len() < AHEAD_LINES
+            {
                 let Some(ended) = reader.fill()? else { break };
                 let line = String::from_utf8_lossy(&reader.buf).into_owned();
-                if crate::meaningful(&line) {
+                ahead_bytes += line.len() as u64 + 1;
+                found = found || crate::perf_line(&line);
+                if found && crate::meaningful(&line) {
                     meaningful += 1;
                 }
                 reader.ahead.push_back((line, ended));
             }
-            reader.layout = crate::detect_lines(reader.ahead.iter().map(|(l, _)| l.as_str()));
+            let from = reader.ahead.iter().position(|(l, _)| crate::perf_line(l)).unwrap_or(0);
+            reader.layout =
+                crate::detect_lines(reader.ahead.iter().skip(from).map(|(l, _)| l.as_str()));
         }
         Ok(reader)
     }
@@ -108,14 +160,47 @@ impl<R: BufRead> Reader<R> {
         &self.layout
     }
 
-    /// The runs seen so far (a run's header comes before its blocks).
+    /// The runs seen so far (a run's header comes before its blocks), from run
+    /// [`Reader::runs_offset`] on: all of them unless [`Reader::forget_runs_before`] was called.
     pub fn runs(&self) -> &[Run] {
         &self.builder.runs
+    }
+
+    /// The index of the first run in [`Reader::runs`].
+    pub fn runs_offset(&self) -> usize {
+        self.builder.runs_offset
+    }
+
+    /// Run `index` ([`Block::run`]), when it is still kept.
+    pub fn run(&self, index: usize) -> Option<&Run> {
+        index.checked_sub(self.builder.runs_offset).and_then(|i| self.builder.runs.get(i))
+    }
+
+    /// How many runs the log has had so far.
+    pub fn run_count(&self) -> usize {
+        self.builder.runs_offset + self.builder.runs.len()
+    }
+
+    /// Forgets the runs before `run` once every block of theirs has been taken: a reader of
+    /// a long log of many runs that no longer needs them keeps bounded memory. [`Reader::into_log`]
+    /// then returns only the runs kept.
+    pub fn forget_runs_before(&mut self, run: usize) {
+        self.builder.forget_runs_before(run);
     }
 
     /// Bytes of input read so far.
     pub fn bytes_read(&self) -> u64 {
         self.bytes
+    }
+
+    /// The number convention the log's numbers have shown so far.
+    pub fn numbers(&self) -> &Numbers {
+        &self.numbers
+    }
+
+    /// The lines skipped so far because they are not perf's output.
+    pub fn skipped(&self) -> &Skipped {
+        &self.skipped
     }
 
     /// Finished blocks not yet taken: the rest of the interval (or run) the last one came from.
@@ -130,9 +215,15 @@ impl<R: BufRead> Reader<R> {
     }
 
     /// The warnings found since the last call, in the order found (roughly line order; those
-    /// about a mix of layouts come at the end of the input).
+    /// about a mix of layouts come at the end of the input), at most [`WARNINGS_KEPT`].
     pub fn take_warnings(&mut self) -> Vec<Warning> {
         self.warnings.drain(..).map(|(w, _)| w).collect()
+    }
+
+    /// Warnings found and not kept (beyond [`WARNINGS_KEPT`] between two takes), since the
+    /// start.
+    pub fn warnings_dropped(&self) -> usize {
+        self.warnings_dropped
     }
 
     /// The next finished block, `None` after the last. An error ends the reading.
@@ -167,9 +258,10 @@ impl<R: BufRead> Reader<R> {
         while let Some(block) = self.next_block()? {
             blocks.push(block);
         }
+        let offset = self.builder.runs_offset;
         let runs = std::mem::take(&mut self.builder.runs);
         for block in &mut blocks {
-            if let Some(run) = runs.get(block.run) {
+            if let Some(run) = block.run.checked_sub(offset).and_then(|i| runs.get(i)) {
                 build::apply_footers(block, run);
             }
         }
@@ -177,7 +269,15 @@ impl<R: BufRead> Reader<R> {
         // builder's.
         self.warnings.sort_by_key(|(w, from)| (w.line, *from));
         let warnings = self.warnings.into_iter().map(|(w, _)| w).collect();
-        Ok(PerfLog { layout: self.layout, runs, blocks, warnings })
+        Ok(PerfLog {
+            layout: self.layout,
+            runs,
+            blocks,
+            warnings,
+            warnings_dropped: self.warnings_dropped,
+            skipped: self.skipped,
+            numbers: self.numbers,
+        })
     }
 
     /// Reads and places one line, or finishes at the end of the input.
@@ -210,22 +310,49 @@ impl<R: BufRead> Reader<R> {
     }
 
     /// Reads the next line into `buf` without its newline; `Some(ended)` tells whether it had
-    /// one, `None` is the end of the input.
+    /// one, `None` is the end of the input. A line longer than [`MAX_LINE`] is an error.
     fn fill(&mut self) -> Result<Option<bool>, ImportError> {
         self.buf.clear();
-        let n = self.input.read_until(b'\n', &mut self.buf).map_err(|err| ImportError::Read {
-            source_name: self.source_name.clone(),
-            message: err.to_string(),
-        })?;
-        if n == 0 {
+        let mut read = 0usize;
+        let ended = loop {
+            let available = match self.input.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(err) => {
+                    return Err(ImportError::Read {
+                        source_name: self.source_name.clone(),
+                        message: err.to_string(),
+                    });
+                }
+            };
+            if available.is_empty() {
+                break false;
+            }
+            let (take, found) = match memchr::memchr(b'\n', available) {
+                Some(at) => (at + 1, true),
+                None => (available.len(), false),
+            };
+            let content = if found { take - 1 } else { take };
+            if self.buf.len() + content > MAX_LINE {
+                self.bytes += read as u64;
+                return Err(ImportError::LineTooLong {
+                    source_name: self.source_name.clone(),
+                    line: self.lines + 1,
+                    limit: MAX_LINE,
+                });
+            }
+            self.buf.extend_from_slice(&available[..content]);
+            self.input.consume(take);
+            read += take;
+            if found {
+                break true;
+            }
+        };
+        if read == 0 {
             return Ok(None);
         }
-        self.bytes += n as u64;
+        self.bytes += read as u64;
         self.lines += 1;
-        let ended = self.buf.last() == Some(&b'\n');
-        if ended {
-            self.buf.pop();
-        }
         Ok(Some(ended))
     }
 
@@ -240,50 +367,139 @@ impl<R: BufRead> Reader<R> {
         self.lines - self.ahead.len()
     }
 
+    /// Reads `line` (without `\r`) in the log's layout.
+    fn read(&mut self, line: &str, n: usize) -> Result<Line, LineError> {
+        match &self.layout {
+            Layout::Text => text::read_line(line, n, &mut self.numbers),
+            Layout::Csv { sep } => csv::read_line(line, n, sep, &mut self.numbers),
+            Layout::Json => json::read_line(line, n, &mut self.numbers),
+        }
+    }
+
     /// Reads one complete line.
     fn line(&mut self, raw: &str) -> Result<(), ImportError> {
         let n = self.number();
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         self.note_first_line(line);
-        let read = match &self.layout {
-            Layout::Text => match text::read_line(line, n) {
-                Ok(text::Line::Item(item)) => {
-                    note_appended_text(&item, n, &mut self.scratch);
-                    Ok(Some(item))
+        let read = self.read(line, n).map_err(|err| self.fail(err, line))?;
+        self.take(read, line, n)
+    }
+
+    /// Places what a line held.
+    fn take(&mut self, read: Line, line: &str, n: usize) -> Result<(), ImportError> {
+        match read {
+            Line::Nothing => {}
+            Line::Noise(why) => self.noise(line, n, why),
+            Line::Item(item) => {
+                if let Item::Row(raw) = &item {
+                    note_appended_text(&raw.metrics, n, &mut self.scratch);
+                } else if let Item::Metric { metric, .. } = &item {
+                    note_appended_text(std::slice::from_ref(metric), n, &mut self.scratch);
                 }
-                Ok(text::Line::Nothing) => Ok(None),
-                Ok(text::Line::Skipped(message)) => {
-                    self.scratch.push(Warning { line: n, message });
-                    Ok(None)
-                }
-                Err(err) => Err(err),
-            },
-            Layout::Csv { sep } => {
-                csv::read_line(line, n, sep).map(|r| skip_or_keep(r, n, &mut self.scratch))
+                self.perf_item(item);
             }
-            Layout::Json => json::read_line(line, n).map(|r| skip_or_keep(r, n, &mut self.scratch)),
-        };
-        let item = read.map_err(|err| self.fail(err, line))?;
-        self.place(item, line, n);
+            Line::WeakRow(item) => self.weak_row(item, line, n),
+        }
         Ok(())
     }
 
-    /// Ranks the line's warnings, notes a skipped line that is a row of another layout, and
-    /// hands the item to the builder.
-    fn place(&mut self, item: Option<Item>, line: &str, n: usize) {
-        if !self.scratch.is_empty() {
-            self.warnings.extend(self.scratch.drain(..).map(|w| (w, FROM_READER)));
-            if let Some(other) = crate::other_layout_row(line, n, &self.layout) {
-                match self.mixed.iter_mut().find(|(o, _, _)| *o == other) {
-                    Some((_, _, count)) => *count += 1,
-                    None => self.mixed.push((other, n, 1)),
-                }
+    /// A line that is not perf's: counted where it lies, and noted when it is a row of another
+    /// layout.
+    fn noise(&mut self, line: &str, n: usize, why: &str) {
+        // Only the first few are quoted: formatting every one was a third of the time spent
+        // on a log with a workload's lines.
+        if self.skipped.wants_sample() {
+            self.skipped.add(n, &format!("skipped `{}`: {why}", error::shorten(line.trim(), 60)));
+        } else {
+            self.skipped.add(n, "");
+        }
+        if let Some(other) = crate::other_layout_row(line, n, &self.layout) {
+            match self.mixed.iter_mut().find(|(o, _, _)| *o == other) {
+                Some((_, _, count)) => *count += 1,
+                None => self.mixed.push((other, n, 1)),
             }
         }
-        if let Some(item) = item {
-            self.seen_item = true;
-            self.seen_row |= matches!(item, Item::Row(_));
-            self.builder.push(item, &mut self.warnings);
+    }
+
+    /// A row without perf's marks (`1,234 cycles`). While no run is open it is held until a
+    /// marked line tells (a header after it makes it the workload's); in a run whose rows have
+    /// a `-I` timestamp or an aggregation id that it lacks, it is the workload's.
+    fn weak_row(&mut self, item: Item, line: &str, n: usize) {
+        let Item::Row(raw) = &item else { return self.perf_item(item) };
+        let shape = (raw.prefix.interval.is_some(), raw.prefix.aggr.is_some());
+        if let Some(known) = self.shape
+            && known != shape
+        {
+            let why = if known.0 && !shape.0 {
+                "a row without the `-I` timestamp the rows around it have"
+            } else if known.1 && !shape.1 {
+                "a row without the aggregation id the rows around it have"
+            } else {
+                "a row shaped unlike the rows around it"
+            };
+            return self.noise(line, n, why);
+        }
+        if self.open {
+            return self.perf_item(item);
+        }
+        self.held.push((item, line.to_string()));
+        if self.held.len() >= HELD_ROWS {
+            self.release_held(true);
+        }
+    }
+
+    /// The held rows: read as rows (`rows`), or counted as the workload's.
+    fn release_held(&mut self, rows: bool) {
+        for (item, text) in std::mem::take(&mut self.held) {
+            let Item::Row(raw) = &item else { continue };
+            let n = raw.line;
+            if rows {
+                self.perf_item(item);
+            } else {
+                self.noise(&text, n, "a count and a word before perf's header, not in its block");
+            }
+        }
+    }
+
+    /// Hands one of perf's items to the builder, ranking the line's warnings first.
+    fn perf_item(&mut self, item: Item) {
+        if !self.held.is_empty() {
+            // A header after held rows makes them the workload's; any other line of perf's
+            // makes them perf's.
+            self.release_held(!matches!(item, Item::RunHeader { .. }));
+        }
+        let ends_run = matches!(item, Item::Elapsed { .. } | Item::User { .. } | Item::Sys { .. });
+        self.skipped.perf_line(self.seen_perf, self.open);
+        self.seen_perf = true;
+        match &item {
+            Item::RunHeader { .. } => {
+                self.open = true;
+                self.shape = None;
+            }
+            _ if ends_run => {
+                self.open = false;
+                self.shape = None;
+            }
+            Item::Row(raw) => {
+                self.open = true;
+                self.shape
+                    .get_or_insert((raw.prefix.interval.is_some(), raw.prefix.aggr.is_some()));
+            }
+            _ => {}
+        }
+        for w in self.scratch.drain(..) {
+            if self.warnings.len() < WARNINGS_KEPT {
+                self.warnings.push((w, FROM_READER));
+            } else {
+                self.warnings_dropped += 1;
+            }
+        }
+        self.seen_item = true;
+        self.seen_row |= matches!(item, Item::Row(_));
+        self.builder.push(item, &mut self.warnings);
+        if self.warnings.len() > WARNINGS_KEPT {
+            self.warnings_dropped += self.warnings.len() - WARNINGS_KEPT;
+            self.warnings.truncate(WARNINGS_KEPT);
         }
     }
 
@@ -294,25 +510,9 @@ impl<R: BufRead> Reader<R> {
     fn unterminated(&mut self, raw: &str) -> Result<(), ImportError> {
         let n = self.number();
         let line = raw.strip_suffix('\r').unwrap_or(raw);
-        let read: Result<Option<Item>, LineError> = match &self.layout {
-            Layout::Text => text::read_line(line, n).map(|l| match l {
-                text::Line::Item(item) => Some(item),
-                text::Line::Nothing | text::Line::Skipped(_) => None,
-            }),
-            Layout::Csv { sep } => match csv::read_line(line, n, sep) {
-                Ok(Some(Ok(item))) => Ok(Some(item)),
-                Ok(Some(Err(_)) | None) => Ok(None),
-                Err(err) => Err(err),
-            },
-            Layout::Json => match json::read_line(line, n) {
-                Ok(Some(Ok(item))) => Ok(Some(item)),
-                Ok(Some(Err(_)) | None) => Ok(None),
-                Err(err) => Err(err),
-            },
-        };
         let shown = error::shorten(line.trim(), 60);
-        let item = match read {
-            Ok(Some(item)) => {
+        match self.read(line, n) {
+            Ok(Line::Item(item) | Line::WeakRow(item)) => {
                 if matches!(item, Item::Row(_) | Item::Metric { .. }) {
                     self.scratch.push(Warning {
                         line: n,
@@ -321,9 +521,22 @@ impl<R: BufRead> Reader<R> {
                         ),
                     });
                 }
-                Some(item)
+                self.perf_item(item);
             }
-            Ok(None) => None,
+            Ok(Line::Nothing) => {}
+            // A row cut short reads as noise; after perf's rows, say it was cut.
+            Ok(Line::Noise(_)) if self.seen_row && crate::number::looks_numeric(line.trim()) => {
+                self.warnings.push((
+                    Warning {
+                        line: n,
+                        message: format!(
+                            "truncated last line `{shown}` (the log ends without a newline, and it is not a complete row); skipped"
+                        ),
+                    },
+                    FROM_READER,
+                ));
+            }
+            Ok(Line::Noise(why)) => self.noise(line, n, why),
             Err(err) if !self.seen_row => return Err(self.fail(err, line)),
             Err(err) => {
                 self.scratch.push(Warning {
@@ -333,18 +546,26 @@ impl<R: BufRead> Reader<R> {
                         err.message
                     ),
                 });
-                None
+                self.scratch.drain(..).for_each(|w| self.warnings.push((w, FROM_READER)));
             }
-        };
-        self.place(item, line, n);
+        }
         Ok(())
     }
 
-    /// The end of the input: the last batch is finished and the notes on a mix of layouts
-    /// are added.
+    /// The end of the input: the held rows are read, the last batch is finished and the notes
+    /// on a mix of layouts are added.
     fn finish(&mut self) -> Result<(), ImportError> {
+        if !self.held.is_empty() {
+            self.release_held(true);
+        }
+        self.skipped.end(self.seen_perf);
         if !self.seen_row {
-            return Err(crate::not_perf_stat(&self.source_name, self.first_line.as_deref(), None));
+            return Err(crate::not_perf_stat(
+                &self.source_name,
+                self.first_line.as_deref(),
+                None,
+                &self.skipped,
+            ));
         }
         self.builder.finish_batch();
         let this = crate::layout_name(&self.layout);
@@ -367,8 +588,13 @@ impl<R: BufRead> Reader<R> {
     fn fail(&self, mut err: LineError, line: &str) -> ImportError {
         // An error before anything perf-like was seen means the input is not perf stat
         // output at all; say that rather than complain about its first line.
-        if !self.seen_item {
-            return crate::not_perf_stat(&self.source_name, self.first_line.as_deref(), Some(&err));
+        if !self.seen_item && self.held.is_empty() {
+            return crate::not_perf_stat(
+                &self.source_name,
+                self.first_line.as_deref(),
+                Some(&err),
+                &self.skipped,
+            );
         }
         // A row of another layout after rows of this one: say that, not what this layout's
         // reader made of it.
@@ -391,29 +617,8 @@ impl<R: BufRead> Iterator for Reader<R> {
     }
 }
 
-/// A CSV or JSON line's item; a skipped line's reason goes to `warnings`.
-fn skip_or_keep(
-    read: Option<Result<Item, String>>,
-    n: usize,
-    warnings: &mut Vec<Warning>,
-) -> Option<Item> {
-    match read {
-        Some(Ok(item)) => Some(item),
-        Some(Err(message)) => {
-            warnings.push(Warning { line: n, message });
-            None
-        }
-        None => None,
-    }
-}
-
 /// Text appended after a metric's name (not perf's output) is named, not silently dropped.
-fn note_appended_text(item: &Item, n: usize, warnings: &mut Vec<Warning>) {
-    let metrics: &[PrintedMetric] = match item {
-        Item::Row(raw) => &raw.metrics,
-        Item::Metric { metric, .. } => std::slice::from_ref(metric),
-        _ => &[],
-    };
+fn note_appended_text(metrics: &[PrintedMetric], n: usize, warnings: &mut Vec<Warning>) {
     for m in metrics {
         if let Some(note) = &m.note {
             warnings.push(Warning {
@@ -469,7 +674,10 @@ mod tests {
 
     #[test]
     fn a_footer_after_finished_blocks_reaches_them_in_the_whole_log() {
+        // A second run, headed (a row without the first run's timestamps and no header would
+        // be taken for the workload's output).
         let text = "     1.001000000          1,000      cycles\n\
+                    \x20Performance counter stats for 'x':\n\
                     1,000      cycles\n\
                     \n       2.5 seconds time elapsed\n";
         let log = crate::parse(text, "f.txt").unwrap();
@@ -477,6 +685,27 @@ mod tests {
         assert_eq!(log.blocks[1].duration.map(|t| t.seconds), Some(2.5));
         // The interval block keeps its interval length.
         assert_eq!(log.blocks[0].duration.map(|t| t.seconds), Some(1.001));
+    }
+
+    #[test]
+    fn runs_stay_bounded() {
+        // Headers without rows do not pile up runs.
+        let headers = " Performance counter stats for 'x':\n".repeat(10_000);
+        let log = crate::parse(&format!("{headers}     1,000      cycles\n"), "h.txt").unwrap();
+        assert_eq!(log.runs.len(), 1);
+        assert_eq!(log.runs[0].header_line, Some(10_000));
+        // A reader forgets the runs whose blocks were taken.
+        let run = " Performance counter stats for 'x':\n\n     1,000      cycles\n\n       1.0 seconds time elapsed\n";
+        let text = run.repeat(50);
+        let mut reader = Reader::new(text.as_bytes(), "r.txt").unwrap();
+        let mut seen = 0;
+        while let Some(block) = reader.next_block().unwrap() {
+            reader.forget_runs_before(block.run);
+            assert!(reader.runs().len() <= 2, "{}", reader.runs().len());
+            assert_eq!(reader.run(block.run).unwrap().header_line, Some(1 + 5 * block.run));
+            seen += 1;
+        }
+        assert_eq!((seen, reader.run_count()), (50, 50));
     }
 
     #[test]

@@ -2,14 +2,21 @@
 //!
 //! A counter row is
 //! `[timestamp] [aggr-id [cpus]] count [unit] event [cgroup] [# value label] [( +- var% )] [(run%)]`,
-//! where the count is a number (locale-grouped), `<not counted>` or `<not supported>`. A line
-//! `[timestamp] [aggr-id [cpus]] # value label` continues the previous row's metrics.
-//! Also read: the "Performance counter stats for" header, the "seconds time elapsed",
-//! "seconds user" and "seconds sys" footers. Skipped silently: blank lines, `#` comments and
-//! headers, `[ perf record: ... ]` and perf's NMI-watchdog hint. Any other line that does not
-//! start with a count or a row prefix is skipped with a warning; a line that does and cannot be
-//! read is an error. A `-G` cgroup column is recognised after a unit, or when it starts with `/`
-//! after an event whose name is not a plain word.
+//! where the count is a number (grouped as the locale groups digits, see `number`), `<not
+//! counted>` or `<not supported>`. A line `[timestamp] [aggr-id [cpus]] # value label`
+//! continues the previous row's metrics. Also read: the "Performance counter stats for" header,
+//! the "seconds time elapsed", "seconds user" and "seconds sys" footers. Ignored: blank lines,
+//! `#` comments and headers, `[ perf record: ... ]` and perf's NMI-watchdog hint.
+//!
+//! Other lines are not perf's (a benchmark's own output, a shell prompt, mail text) and are
+//! [`Line::Noise`]: skipped and counted by the reader. A line that carries perf's marks (a `-I`
+//! timestamp, an aggregation id, `<not counted>`, a `#` metric, a `(50.00%)` run share, a unit
+//! perf prints such as `msec`, or a count right-aligned in perf's 18 columns) and cannot be
+//! read is damaged perf output and an error. A row without any of those marks whose event is
+//! not shaped like a perf event (`1234 ops/sec`, `3 iterations`) is noise too; one whose event
+//! is is a [`Line::WeakRow`], which the reader drops where the rows around it have a prefix it
+//! lacks. A `-G` cgroup column is recognised after a unit, or when it starts with `/` after an
+//! event whose name is not a plain word.
 //!
 //! One perf RFC series (seed 004, TPEBS v1-v3) printed retire latencies as
 //! `0.00 MEM_INST_RETIRED.STLB_HIT_STORES:p 0 0` (latency, event with `:p`, then two counters);
@@ -20,8 +27,8 @@ use crate::error::LineError;
 use crate::key::EventKey;
 use crate::log::{Aggr, AggrKind, Count, PrintedMetric};
 use crate::number::{
-    looks_numeric, parse_count, parse_metric_value, parse_percent, parse_plain, parse_timestamp,
-    parse_uint,
+    Numbers, looks_numeric, parse_count, parse_metric_value, parse_percent, parse_timestamp,
+    parse_uint, parse_value,
 };
 
 /// A word of a line and its byte offset.
@@ -67,26 +74,50 @@ const QUIET_PREFIXES: [&str; 5] = [
     "perf stat ...",
 ];
 
+/// Units perf prints in the unit column: the clocks' `msec`, sysfs units (`Joules`, `MiB`)
+/// and the JSON ScaleUnit units of events (`Bytes`, `KB`, `MB`, `ns`).
+const UNITS: [&str; 17] = [
+    "msec", "ns", "usec", "us", "Joules", "MiB", "KiB", "GiB", "Bytes", "KB", "MB", "GB", "kB",
+    "Watts", "MHz", "%", "(null)",
+];
+
 /// What one line held.
+#[derive(Debug)]
 pub(crate) enum Line {
+    /// A row, metric, header or footer.
     Item(Item),
+    /// A row with no mark of perf's but its shape (`1,234 cycles`): read unless the rows
+    /// around it show a prefix it lacks.
+    WeakRow(Item),
+    /// Nothing to read (blank, comment, perf's own hints).
     Nothing,
-    Skipped(String),
+    /// Not perf's output; why (the reader quotes the line only for the few it keeps).
+    Noise(&'static str),
 }
 
-pub(crate) fn read_line(full_line: &str, n: usize) -> Result<Line, LineError> {
+pub(crate) fn read_line(
+    full_line: &str,
+    n: usize,
+    numbers: &mut Numbers,
+) -> Result<Line, LineError> {
     // `( +- 1.2% )` and `(50.00%)` end rows and continuation lines, in either order.
-    let (body_end, running_pct, variance_pct) = strip_tail(full_line);
-    let line = &full_line[..body_end];
+    let tail = strip_tail(full_line);
+    let line = &full_line[..tail.end];
     let toks = tokens(line);
-    let Some(first) = toks.first() else { return Ok(Line::Nothing) };
+    let Some(first) = toks.first() else {
+        return Ok(if tail.end < full_line.trim_end().len() {
+            noise(full_line, "not a perf stat counter row")
+        } else {
+            Line::Nothing
+        });
+    };
     let trimmed = line.trim();
 
     if first.text.starts_with('#') {
         // `#   0.5 %  tma_x` continues a row; `#  time  counts unit events` and
         // `# started on ...` are headers.
         if first.text == "#" && toks.get(1).is_some_and(|t| parse_metric_value(t.text).is_some()) {
-            let metric = metric_after_hash(line, first.end(), n, None);
+            let metric = metric_after_hash(line, first.end(), n, None, numbers)?;
             return Ok(Line::Item(Item::Metric { prefix: Prefix::default(), metric }));
         }
         return Ok(Line::Nothing);
@@ -94,7 +125,7 @@ pub(crate) fn read_line(full_line: &str, n: usize) -> Result<Line, LineError> {
     if let Some(rest) = trimmed.strip_prefix("Performance counter stats for") {
         return Ok(Line::Item(header(rest, n)));
     }
-    if let Some(item) = footer(&toks, n) {
+    if let Some(item) = footer(&toks, n, numbers)? {
         return Ok(Line::Item(item));
     }
     if QUIET_PREFIXES.iter().any(|p| trimmed.starts_with(p)) {
@@ -102,7 +133,10 @@ pub(crate) fn read_line(full_line: &str, n: usize) -> Result<Line, LineError> {
     }
 
     let (prefix, mut idx) = read_prefix(line, &toks);
-    let has_prefix = idx > 0;
+    // A `comm-tid` before a number is as likely someone's prose (`bench-2 3 times`) as
+    // `--per-thread`'s column: only timestamps and the other aggregation ids are perf's marks.
+    let has_prefix = prefix.interval.is_some()
+        || prefix.aggr.as_ref().is_some_and(|a| a.kind != AggrKind::Thread);
     let Some(tok) = toks.get(idx) else {
         return Err(LineError::new(
             n,
@@ -111,9 +145,24 @@ pub(crate) fn read_line(full_line: &str, n: usize) -> Result<Line, LineError> {
         ));
     };
     if tok.text == "#" {
-        let metric = metric_after_hash(line, tok.end(), n, None);
+        let metric = metric_after_hash(line, tok.end(), n, None, numbers)?;
         return Ok(Line::Item(Item::Metric { prefix, metric }));
     }
+    // The `#` that starts perf's metric column, if any.
+    let hash = toks[idx..].iter().position(|t| t.text.starts_with('#')).map(|h| h + idx);
+    // perf's marks on this line besides its shape: damage, not noise, when it cannot be read.
+    // The cheap ones first: most rows have a prefix or a run share.
+    let marked = has_prefix
+        || tail.running_pct.is_some()
+        || tail.variance_pct.is_some()
+        // `%18s`: the count right-aligned in perf's 18 columns.
+        || (idx == 0 && tok.start > 0 && tok.end() == 18)
+        || hash.is_some_and(|h| {
+            let rest = &line[toks[h].start + 1..];
+            rest.split_ascii_whitespace().next().is_some_and(|w| parse_metric_value(w).is_some())
+        })
+        || parse_timestamp(tok.text).is_some()
+        || toks.get(idx + 1).is_some_and(|t| UNITS.contains(&t.text));
 
     let value = if tok.text == "<not" {
         match toks.get(idx + 1).map(|t| t.text) {
@@ -122,9 +171,26 @@ pub(crate) fn read_line(full_line: &str, n: usize) -> Result<Line, LineError> {
             _ => return Err(not_a_count(n, tok)),
         }
     } else if tok.text.starts_with('<') {
-        return Err(not_a_count(n, tok));
+        if marked {
+            return Err(not_a_count(n, tok));
+        }
+        return Ok(noise(line, "not a perf stat counter row"));
     } else if looks_numeric(tok.text) {
-        Count::Counted(parse_count(tok.text).map_err(|m| LineError::new(n, tok.start, m))?)
+        match read_count(line, &toks, idx) {
+            Ok((v, marks, last)) => {
+                numbers
+                    .accept(marks, n, &line[tok.start..toks[last].end()])
+                    .map_err(|m| LineError::new(n, tok.start, m))?;
+                // `idx` is the count's last word (several with space grouping).
+                idx = last;
+                Count::Counted(v)
+            }
+            Err(_) if !marked && only_numbers(&toks[idx..hash.unwrap_or(toks.len())]) => {
+                return Ok(noise(line, "only numbers (`--metric-only` output has no counts)"));
+            }
+            Err(_) if !marked => return Ok(noise(line, "not a perf stat counter row")),
+            Err(m) => return Err(LineError::new(n, tok.start, m)),
+        }
     } else if has_prefix {
         return Err(LineError::new(
             n,
@@ -132,22 +198,26 @@ pub(crate) fn read_line(full_line: &str, n: usize) -> Result<Line, LineError> {
             format!("expected a count after the row prefix, found `{}`", tok.text),
         ));
     } else {
-        return Ok(loose_or_skipped(line, &toks, n));
+        return loose_or_noise(line, &toks, n, numbers);
     };
-    let count_tok = *tok;
+    let count_start = tok.start;
     let count_end =
-        if matches!(value, Count::Counted(_)) { tok.end() } else { toks[idx + 1].end() };
+        if matches!(value, Count::Counted(_)) { toks[idx].end() } else { toks[idx + 1].end() };
     idx += if matches!(value, Count::Counted(_)) { 1 } else { 2 };
-    let count_text = line[count_tok.start..count_end].to_string();
+    let count_text = line[count_start..count_end].to_string();
+    let marked = marked || !matches!(value, Count::Counted(_));
+    for (marks, at, text) in tail.marks.iter().flatten() {
+        numbers.accept(*marks, n, text).map_err(|m| LineError::new(n, *at, m))?;
+    }
 
     let rest_toks = &toks[idx..];
     let hash = rest_toks.iter().position(|t| t.text.starts_with('#'));
     let before = &rest_toks[..hash.unwrap_or(rest_toks.len())];
     let mut metrics = Vec::new();
-    let mut running_pct = running_pct;
+    let mut running_pct = tail.running_pct;
     if let Some(h) = hash {
         let hash_tok = rest_toks[h];
-        let mut metric = metric_after_hash(line, hash_tok.start + 1, n, None);
+        let mut metric = metric_after_hash(line, hash_tok.start + 1, n, None, numbers)?;
         // A note appended after the run share hid the share from `strip_tail`: take it back.
         if running_pct.is_none()
             && let Some(note) = metric.note.take()
@@ -161,25 +231,36 @@ pub(crate) fn read_line(full_line: &str, n: usize) -> Result<Line, LineError> {
         }
     }
 
+    // The words between the count and the metric: `[unit] event [cgroup]`.
+    let refuse = |at: usize, message: String| -> Result<Line, LineError> {
+        if marked {
+            Err(LineError::new(n, at, message))
+        } else {
+            Ok(noise(line, "not a perf stat counter row"))
+        }
+    };
     for t in before {
-        if parse_plain(t.text).is_some() && !is_rfc_counter(before, t) {
-            return Err(LineError::new(
-                n,
+        // Event names and units start with a letter: only the others can be numbers.
+        let maybe_number = t.text.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c));
+        if maybe_number && parse_value(t.text).is_some() && !is_rfc_counter(before, t) {
+            if !marked && only_numbers(before) {
+                return Ok(noise(line, "only numbers (`--metric-only` output has no counts)"));
+            }
+            return refuse(
                 t.start,
                 format!(
                     "expected `[unit] event` after the count, found the number `{}`; `--metric-only` output has no counts and cannot be imported",
                     t.text
                 ),
-            ));
+            );
         }
     }
     let (unit, event, cgroup, key) = match before {
         [] => {
-            return Err(LineError::new(
-                n,
+            return refuse(
                 count_end,
-                "counter row has no event name after the count (truncated line?)",
-            ));
+                "counter row has no event name after the count (truncated line?)".to_string(),
+            );
         }
         [event, a, b]
             if event.text.ends_with(":p")
@@ -190,27 +271,41 @@ pub(crate) fn read_line(full_line: &str, n: usize) -> Result<Line, LineError> {
             key.retire_latency = true;
             (String::new(), event.text.to_string(), None, Some(key))
         }
+        [unit] if UNITS.contains(&unit.text) => {
+            return refuse(
+                unit.end(),
+                format!(
+                    "counter row has no event name after the unit `{}` (truncated line?)",
+                    unit.text
+                ),
+            );
+        }
         [event] => (String::new(), event.text.to_string(), None, None),
         [event, cgroup] if cgroup.text.starts_with('/') && !looks_like_unit(event.text) => {
             (String::new(), event.text.to_string(), Some(cgroup.text.to_string()), None)
         }
-        [unit, event] => (unit.text.to_string(), event.text.to_string(), None, None),
-        [unit, event, cgroup] => {
+        [unit, event] if marked || UNITS.contains(&unit.text) => {
+            (unit.text.to_string(), event.text.to_string(), None, None)
+        }
+        [unit, event, cgroup] if marked || UNITS.contains(&unit.text) => {
             (unit.text.to_string(), event.text.to_string(), Some(cgroup.text.to_string()), None)
         }
+        [_, _] | [_, _, _] => return Ok(noise(line, "not a perf stat counter row")),
         [_, _, _, extra, ..] => {
-            return Err(LineError::new(
-                n,
+            return refuse(
                 extra.start,
                 format!(
                     "expected `[unit] event [cgroup]` after the count, found {} words; a `#` should start the metric",
                     before.len()
                 ),
-            ));
+            );
         }
     };
+    if !marked && !plausible_event(&event) {
+        return Ok(noise(line, "not a perf stat counter row"));
+    }
 
-    Ok(Line::Item(Item::Row(Box::new(RawRow {
+    let item = Item::Row(Box::new(RawRow {
         line: n,
         prefix,
         value,
@@ -220,33 +315,86 @@ pub(crate) fn read_line(full_line: &str, n: usize) -> Result<Line, LineError> {
         key,
         cgroup,
         running_pct,
-        variance_pct,
+        variance_pct: tail.variance_pct,
         metrics,
-    }))))
+    }));
+    Ok(if marked { Line::Item(item) } else { Line::WeakRow(item) })
 }
 
-/// Peels `( +- x% )` (variance) and `(x%)` (run share) off the end of a line; returns the
-/// length of what is left and the two values.
-fn strip_tail(line: &str) -> (usize, Option<f64>, Option<f64>) {
+fn noise(_line: &str, why: &'static str) -> Line {
+    Line::Noise(why)
+}
+
+/// Whether every word is a number (a `--metric-only` row, a table of figures).
+fn only_numbers(toks: &[Tok]) -> bool {
+    !toks.is_empty()
+        && toks.iter().all(|t| parse_value(t.text).is_some() || parse_count(t.text).is_ok())
+}
+
+/// The count starting at `toks[idx]`: one word, or several when the locale groups digits
+/// with an ASCII space (`4 595 014 128`, `1 520,45`). Returns the value, its marks and the
+/// index of its last word.
+fn read_count(
+    line: &str,
+    toks: &[Tok],
+    idx: usize,
+) -> Result<(f64, crate::number::Marks, usize), String> {
+    let first = toks[idx];
+    let mut last = idx;
+    // Groups follow after exactly one space: three digits, the last maybe with decimals.
+    if first.text.len() <= 3 && first.text.bytes().all(|b| b.is_ascii_digit()) {
+        while let Some(next) = toks.get(last + 1) {
+            let digits = next.text.split([',', '.']).next().unwrap_or("");
+            let grouped = next.start == toks[last].end() + 1
+                && digits.len() == 3
+                && digits.bytes().all(|b| b.is_ascii_digit())
+                && toks[last].text.bytes().all(|b| b.is_ascii_digit());
+            if !grouped {
+                break;
+            }
+            last += 1;
+        }
+    }
+    let text = &line[first.start..toks[last].end()];
+    let (value, marks) = parse_count(text)?;
+    Ok((value, marks, last))
+}
+
+/// The run share and variance peeled off the end of a line, and the length of what is left.
+struct Tail<'a> {
+    end: usize,
+    running_pct: Option<f64>,
+    variance_pct: Option<f64>,
+    /// The marks of the two numbers, where they start and their text, to hold them to the
+    /// log's convention.
+    marks: [Option<(crate::number::Marks, usize, &'a str)>; 2],
+}
+
+/// Peels `( +- x% )` (variance) and `(x%)` (run share) off the end of a line.
+fn strip_tail(line: &str) -> Tail<'_> {
     let mut end = line.trim_end().len();
-    let mut running_pct = None;
-    let mut variance_pct = None;
+    let mut tail = Tail { end, running_pct: None, variance_pct: None, marks: [None, None] };
     while line[..end].ends_with(')') {
         let Some(open) = line[..end].rfind('(') else { break };
         let inner = line[open + 1..end - 1].trim();
         if let Some(var) = inner.strip_prefix("+-") {
             match parse_percent(var) {
-                Some(v) => variance_pct = Some(v),
+                Some((v, m)) => {
+                    tail.variance_pct = Some(v);
+                    tail.marks[1] = Some((m, open + 1, var.trim()));
+                }
                 None => break,
             }
-        } else if let Some(pct) = parse_percent(inner) {
-            running_pct = Some(pct);
+        } else if let Some((pct, m)) = parse_percent(inner) {
+            tail.running_pct = Some(pct);
+            tail.marks[0] = Some((m, open + 1, inner));
         } else {
             break;
         }
         end = line[..open].trim_end().len();
     }
-    (end, running_pct, variance_pct)
+    tail.end = end;
+    tail
 }
 
 /// `(60.00%)  checked` → (Some(60.0), Some("checked")); text without a leading share is returned
@@ -254,7 +402,7 @@ fn strip_tail(line: &str) -> (usize, Option<f64>, Option<f64>) {
 fn leading_share(note: &str) -> (Option<f64>, Option<String>) {
     if let Some(inner) = note.strip_prefix('(')
         && let Some((pct, rest)) = inner.split_once(')')
-        && let Some(share) = parse_percent(pct.trim())
+        && let Some((share, _)) = parse_percent(pct.trim())
     {
         let rest = rest.trim();
         return (Some(share), (!rest.is_empty()).then(|| rest.to_string()));
@@ -284,6 +432,96 @@ fn looks_like_unit(text: &str) -> bool {
     text.chars().all(|c| c.is_ascii_alphabetic() || matches!(c, '%' | '(' | ')'))
 }
 
+/// perf's event names that are one lower-case word: the legacy hardware and software events
+/// and their aliases (tools/perf/util/parse-events.c), the tool events and sysfs aliases.
+const PLAIN_EVENTS: [&str; 11] = [
+    "cycles",
+    "instructions",
+    "branches",
+    "faults",
+    "migrations",
+    "cs",
+    "dummy",
+    "slots",
+    "tsc",
+    "mperf",
+    "aperf",
+];
+
+/// The first word of perf's hyphenated lower-case event names (`cpu-clock`, `page-faults`,
+/// `topdown-retiring`, `l1-dcache-loads`, `mem-loads`, `tx-start`, `cycles-ct`).
+const HYPHEN_HEADS: [&str; 31] = [
+    "cpu",
+    "task",
+    "page",
+    "context",
+    "minor",
+    "major",
+    "alignment",
+    "emulation",
+    "bpf",
+    "cgroup",
+    "branch",
+    "cache",
+    "bus",
+    "stalled",
+    "idle",
+    "ref",
+    "topdown",
+    "mem",
+    "tx",
+    "el",
+    "cycles",
+    "l1",
+    "llc",
+    "l2",
+    "dtlb",
+    "itlb",
+    "d",
+    "i",
+    "data",
+    "instruction",
+    "node",
+];
+
+/// Whether `event` is shaped like an event name perf prints: `pmu/terms/mods`, a vendor name
+/// (`INST_RETIRED.ANY`), a tracepoint (`sched:sched_switch`), a raw `r1a2`, or one of perf's
+/// own names. Words people print (`iterations`, `ops/sec`, `done.`) are not.
+pub(crate) fn plausible_event(event: &str) -> bool {
+    let valid = |c: char| c.is_ascii_alphanumeric() || "_.-:/,=@!+[]".contains(c);
+    if event.is_empty()
+        || !event.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        || !event.chars().all(valid)
+        || event.ends_with(['.', ',', ':'])
+    {
+        return false;
+    }
+    let slashes = event.matches('/').count();
+    if slashes > 0 {
+        // `pmu/terms/` with optional modifiers after the second slash.
+        return slashes >= 2 && !event.starts_with('/') && !event.contains("//");
+    }
+    let base = event.split(':').next().unwrap_or(event);
+    if event.contains(':') {
+        // `name:mods` or a tracepoint `subsystem:name`.
+        return !base.is_empty();
+    }
+    if base.contains(['_', '.', '=', ',', '@']) || base.bytes().any(|b| b.is_ascii_uppercase()) {
+        return true;
+    }
+    let lower = base.to_ascii_lowercase();
+    if crate::key::is_legacy_name(&lower) {
+        return true;
+    }
+    if let Some((head, _)) = lower.split_once('-') {
+        return HYPHEN_HEADS.contains(&head);
+    }
+    PLAIN_EVENTS.contains(&lower.as_str())
+        || (lower.len() > 1
+            && lower.starts_with('r')
+            && lower[1..].bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 fn header(rest: &str, n: usize) -> Item {
     let mut text = rest.trim().trim_end_matches(':').trim();
     let mut repeats = None;
@@ -306,22 +544,24 @@ fn header(rest: &str, n: usize) -> Item {
     }
 }
 
-fn footer(toks: &[Tok], n: usize) -> Option<Item> {
+fn footer(toks: &[Tok], n: usize, numbers: &mut Numbers) -> Result<Option<Item>, LineError> {
     // Every footer has `seconds` second or fourth: most lines are rows and stop here.
     let word = |i: usize| toks.get(i).map(|t| t.text);
     if word(1) != Some("seconds") && word(3) != Some("seconds") {
-        return None;
+        return Ok(None);
     }
-    let seconds = parse_plain(word(0)?)?;
-    match (word(1), word(2), word(3), word(4), word(5)) {
+    let Some((seconds, marks)) = word(0).and_then(parse_value) else { return Ok(None) };
+    let item = match (word(1), word(2), word(3), word(4), word(5)) {
         (Some("seconds"), Some("time"), Some("elapsed"), ..)
         | (Some("+-"), _, Some("seconds"), Some("time"), Some("elapsed")) => {
-            Some(Item::Elapsed { line: n, seconds })
+            Item::Elapsed { line: n, seconds }
         }
-        (Some("seconds"), Some("user"), ..) => Some(Item::User { line: n, seconds }),
-        (Some("seconds"), Some("sys"), ..) => Some(Item::Sys { line: n, seconds }),
-        _ => None,
-    }
+        (Some("seconds"), Some("user"), ..) => Item::User { line: n, seconds },
+        (Some("seconds"), Some("sys"), ..) => Item::Sys { line: n, seconds },
+        _ => return Ok(None),
+    };
+    numbers.accept(marks, n, toks[0].text).map_err(|m| LineError::new(n, toks[0].start, m))?;
+    Ok(Some(item))
 }
 
 /// Reads `[timestamp] [aggr-id [cpus]]` and returns the index of the first token after it.
@@ -405,8 +645,15 @@ pub(crate) fn aggr_kind(text: &str) -> Option<AggrKind> {
     }
 }
 
-/// The metric after a `#` at byte `from`: value, then the label.
-fn metric_after_hash(line: &str, from: usize, n: usize, header: Option<String>) -> PrintedMetric {
+/// The metric after a `#` at byte `from`: value, then the label. The value's decimal mark is
+/// held to the log's.
+fn metric_after_hash(
+    line: &str,
+    from: usize,
+    n: usize,
+    header: Option<String>,
+    numbers: &mut Numbers,
+) -> Result<PrintedMetric, LineError> {
     let rest = line.get(from..).unwrap_or("");
     // The first word only (no token list for it).
     let start = rest.bytes().position(|b| !b.is_ascii_whitespace());
@@ -415,29 +662,36 @@ fn metric_after_hash(line: &str, from: usize, n: usize, header: Option<String>) 
             rest[s..].bytes().position(|b| b.is_ascii_whitespace()).map_or(rest.len(), |e| s + e);
         Tok { start: s, text: &rest[s..end] }
     });
-    match first {
-        Some(t) if parse_metric_value(t.text).is_some() => {
-            PrintedMetric::new(n, t.text, &rest[t.end()..], header)
-        }
-        Some(_) => PrintedMetric::new(n, "", rest, header),
+    Ok(match first {
+        Some(t) => match parse_metric_value(t.text) {
+            Some((_, marks)) => {
+                numbers
+                    .accept(marks, n, t.text)
+                    .map_err(|m| LineError::new(n, from + t.start, m))?;
+                PrintedMetric::new(n, t.text, &rest[t.end()..], header)
+            }
+            None => PrintedMetric::new(n, "", rest, header),
+        },
         None => PrintedMetric::new(n, "", "", header),
-    }
+    })
 }
 
 /// A line without a count: perf's `Default` metric-group line (`TopdownL1 (cpu_core)  # 38.9 %
-/// tma_backend_bound`) or prose.
-fn loose_or_skipped(line: &str, toks: &[Tok], n: usize) -> Line {
+/// tma_backend_bound`) or noise.
+fn loose_or_noise(
+    line: &str,
+    toks: &[Tok],
+    n: usize,
+    numbers: &mut Numbers,
+) -> Result<Line, LineError> {
     if let Some(h) = toks.iter().position(|t| t.text == "#")
         && toks.get(h + 1).is_some_and(|t| parse_metric_value(t.text).is_some())
     {
         let header = line[..toks[h].start].trim().to_string();
-        let metric = metric_after_hash(line, toks[h].end(), n, Some(header));
-        return Line::Item(Item::Metric { prefix: Prefix::default(), metric });
+        let metric = metric_after_hash(line, toks[h].end(), n, Some(header), numbers)?;
+        return Ok(Line::Item(Item::Metric { prefix: Prefix::default(), metric }));
     }
-    Line::Skipped(format!(
-        "skipped `{}`: not a perf stat counter row",
-        crate::error::shorten(line.trim(), 60)
-    ))
+    Ok(noise(line, "not a perf stat counter row"))
 }
 
 #[cfg(test)]
@@ -456,6 +710,54 @@ mod tests {
         assert_eq!(aggr_kind("N1"), Some(AggrKind::Node));
         for not in ["CPU", "S", "Sx", "cycles", "S0-X1", "N", "SLOTS"] {
             assert_eq!(aggr_kind(not), None, "{not}");
+        }
+    }
+
+    #[test]
+    fn event_shapes() {
+        for yes in [
+            "cycles",
+            "cpu-cycles",
+            "cs",
+            "page-faults",
+            "L1-dcache-load-misses",
+            "dTLB-loads",
+            "topdown-retiring",
+            "INST_RETIRED.ANY",
+            "cpu/UOPS_EXECUTED.THREAD,cmask=1/",
+            "cpu_core/TOPDOWN.SLOTS/",
+            "msr/tsc/",
+            "TSC",
+            "sched:sched_switch",
+            "cycles:u",
+            "r01c2",
+            "duration_time",
+            "power/energy-pkg/",
+            "cpu/event=0x3c/k",
+            "ls_dispatch.ld_dispatch",
+            "UNC_M_CAS_COUNT.RD",
+            "migrations",
+            "l1d",
+            "bpu",
+            "L1-dcache-load-misses",
+        ] {
+            assert!(plausible_event(yes), "{yes}");
+        }
+        for no in [
+            "iterations",
+            "ops/sec",
+            "done.",
+            "requests,",
+            "test-cases",
+            "ms",
+            "/sec",
+            "a//b",
+            "$HOME",
+            "(null)",
+            "42x",
+            "apples",
+        ] {
+            assert!(!plausible_event(no), "{no}");
         }
     }
 

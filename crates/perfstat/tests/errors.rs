@@ -41,7 +41,8 @@ fn inputs_that_are_not_perf_stat_output() {
         assert!(message.contains("expected `perf stat` output"), "{message}");
     }
     assert!(not_perf("").contains("(it is empty)"));
-    assert!(not_perf("hello world\n").contains("(first line: `hello world`)"));
+    let message = not_perf("hello world\n");
+    assert!(message.contains("(1 line that is not perf's output: 1 before its first block (line 1); first line: `hello world`)"), "{message}");
     assert!(matches!(
         parse_bytes(&[0xff, 0xfe, 0x00, 0x41], "b"),
         Err(ImportError::NotPerfStat { .. })
@@ -65,17 +66,27 @@ fn metric_only_output_is_refused() {
 #[test]
 fn malformed_text_rows_name_line_and_column() {
     let cases: [(&str, usize, usize, &str); 8] = [
-        // A locale with `,` as the decimal mark.
-        ("     1,234,567      cycles\n          1,02 msec task-clock\n", 2, 11, "LC_NUMERIC=C"),
-        // A locale that groups digits with `.`.
-        ("     1,234,567      cycles\n     1.234.567      instructions\n", 2, 6, "LC_NUMERIC=C"),
+        // `,` as the decimal mark after `,` grouped digits: two locales in one log.
+        (
+            "     1,234,567      cycles\n          1,02 msec task-clock\n",
+            2,
+            11,
+            "`1,02` has `,` as the decimal mark, but line 4 `1,234,567` groups digits with it",
+        ),
+        // Digits grouped with `.` after digits grouped with `,`.
+        (
+            "     1,234,567      cycles\n     1.234.567      instructions\n",
+            2,
+            6,
+            "`1.234.567` has `.` to group digits, but line 4 `1,234,567` groups them with `,`",
+        ),
         (
             "     1,234,567      cycles\n     <not countd>      instructions\n",
             2,
             6,
             "`<not counted>`",
         ),
-        ("     1,234,567      cycles\n     1,234,567\n", 2, 15, "no event name"),
+        ("     1,234,567      cycles\n     1,234,567  msec\n", 2, 21, "no event name"),
         (
             "     1,234,567      cycles\n     1,234,567      msec  task-clock  foo  bar\n",
             2,
@@ -100,11 +111,22 @@ fn malformed_text_rows_name_line_and_column() {
 }
 
 #[test]
+fn a_lone_number_is_not_a_damaged_row() {
+    // Without perf's marks (a unit, a `#`, a prefix, perf's alignment) a number alone is
+    // someone's output, skipped and counted.
+    let text =
+        format!("{HEADER}     1,234,567      cycles\n42\n     2,345,678      instructions\n");
+    let log = parse(&text, "x.log").unwrap();
+    assert_eq!(log.blocks[0].rows.len(), 2);
+    assert_eq!(log.skipped.inside.ranges, [(5, 5)]);
+}
+
+#[test]
 fn the_error_shows_file_line_column_and_text() {
     let input = format!("{HEADER}     1,234,567      cycles\r\n          1,02 msec task-clock\r\n");
     let err = parse(&input, "run.log").unwrap_err();
     let shown = err.to_string();
-    assert!(shown.starts_with("run.log:5:11: count `1,02` is not a number"), "{shown}");
+    assert!(shown.starts_with("run.log:5:11: `1,02` has `,` as the decimal mark"), "{shown}");
     assert!(shown.ends_with("\n  |           1,02 msec task-clock"), "{shown:?}");
 }
 
@@ -145,13 +167,12 @@ fn prose_lines_are_skipped_with_warnings() {
         "$ perf stat -e cycles sleep 1{HEADER}     1,234,567      cycles\n\nSome events weren't counted. Try disabling the NMI watchdog:\n\techo 0 > /proc/sys/kernel/nmi_watchdog\n\tperf stat ...\n\techo 1 > /proc/sys/kernel/nmi_watchdog\nthe end\n"
     );
     let log = parse(&input, "x.log").unwrap();
-    let warned: Vec<usize> = log.warnings.iter().map(|w| w.line).collect();
-    assert_eq!(warned, [1, 10]);
-    assert!(
-        log.warnings[1].to_string().starts_with("line 10: skipped `the end`"),
-        "{}",
-        log.warnings[1]
-    );
+    // Not perf's: counted where they lie, not kept as warnings; perf's own hints are not
+    // counted.
+    assert!(log.warnings.is_empty(), "{:?}", log.warnings);
+    assert_eq!(log.skipped.before.ranges, [(1, 1)]);
+    assert_eq!(log.skipped.after.ranges, [(10, 10)]);
+    assert_eq!(log.skipped.first[1], (10, "skipped `the end`: not a perf stat counter row".into()));
     assert_eq!(log.blocks[0].rows.len(), 1);
 }
 

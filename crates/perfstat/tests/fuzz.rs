@@ -9,7 +9,11 @@ use tmetric_perfstat::{EventKey, ImportError, Layout, PerfLog, parse, parse_byte
 fn all_fixtures() -> &'static [String] {
     static TEXTS: OnceLock<Vec<String>> = OnceLock::new();
     TEXTS.get_or_init(|| {
-        ["real", "hand", "seed004"].iter().flat_map(|d| fixtures(d)).map(|n| read(&n)).collect()
+        ["real", "hand", "seed004", "kept"]
+            .iter()
+            .flat_map(|d| fixtures(d))
+            .map(|n| read(&n))
+            .collect()
     })
 }
 

@@ -61,13 +61,20 @@ fn a_truncated_last_line_is_reported() {
 #[test]
 fn a_mix_of_layouts_is_reported() {
     let csv = "3000000,,EXE_ACTIVITY.2_PORTS_UTIL,600000,60.00,12.0,%  tma_ports_utilized_2\n25000000,,CPU_CLK_UNHALTED.THREAD,600000,60.00,,\n";
-    // CSV rows after text rows: the text reader would misread them, so this is an error that
-    // names the mix, not a complaint about the count.
+    // CSV rows after text rows: not rows of the text layout, so they are skipped, and the
+    // mix is named.
     let mixed = format!("{ROWS}\n{csv}");
-    let err = parse(&mixed, "mixed.txt").unwrap_err().to_string();
-    assert!(err.starts_with("mixed.txt:6:1: a mix of layouts in one file"), "{err}");
-    assert!(err.contains("row of the -x , (CSV) layout"), "{err}");
-    assert!(err.contains("in the default text layout"), "{err}");
+    let log = parse(&mixed, "mixed.txt").unwrap();
+    assert_eq!(log.layout, Layout::Text);
+    assert_eq!(log.blocks[0].rows.len(), 2);
+    assert_eq!(log.skipped.after.ranges, [(6, 7)]);
+    let mix = &log.warnings[0];
+    assert_eq!(mix.line, 6);
+    assert!(
+        mix.message.contains("2 line(s) from line 6 on are rows of the -x , (CSV) layout"),
+        "{mix}"
+    );
+    assert!(mix.message.contains("read in the default text layout"), "{mix}");
 
     // JSON rows after CSV rows: the CSV reader skips them, and the mix is reported once.
     let json = "{\"counter-value\" : \"3000000.000000\", \"unit\" : \"\", \"event\" : \"EXE_ACTIVITY.2_PORTS_UTIL\", \"event-runtime\" : 600000, \"pcnt-running\" : 60.00}\n";

@@ -4,6 +4,7 @@ mod common;
 mod errors;
 mod fuzz;
 mod hand;
+mod kept;
 mod perfdata;
 mod perfdata_write;
 mod real;

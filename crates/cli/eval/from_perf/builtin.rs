@@ -70,6 +70,7 @@ impl Printer<'_> {
                         not_counted: Vec::new(),
                         latency_zero: Vec::new(),
                         unusable: Vec::new(),
+                        by_encoding: Vec::new(),
                         error: blank.map(str::to_string),
                         running_pct: o.running_pct,
                         perf: o.printed.as_ref().map(|(text, _)| PerfJson {

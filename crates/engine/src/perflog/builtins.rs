@@ -8,7 +8,9 @@
 //! is in a group), else from the first such row. perf's printed text is matched exactly,
 //! after the value (`45.0% Retiring`, `2.50% of all branches`).
 
-use tmetric_perfstat::{Block, Count, PerfLog, PrintedMetric, Row};
+use tmetric_perfstat::{
+    Block, Count, PerfLog, PrintedMetric, Row, printed_decimals, printed_value,
+};
 
 use super::{count_precision, is_core_pmu};
 use crate::builtin::{BUILTINS, Builtin, NSECS, NoValue};
@@ -215,11 +217,12 @@ pub fn printed_as(m: &PrintedMetric, label: &str) -> Option<(String, Option<f64>
     let text = m.text.trim();
     if let Some(number) = text.strip_suffix('%') {
         // CSV: the value field holds `45.0%`.
-        return (name == label).then(|| (number.to_string(), number.trim().parse().ok()));
+        return (name == label).then(|| (number.to_string(), printed_value(number)));
     }
     let (first, rest) = name.split_once(' ')?;
     let number = first.strip_suffix('%').unwrap_or(first);
-    let value = number.parse::<f64>().ok()?;
+    // `45.0%` or, under a decimal-comma locale, `45,0%`.
+    let value = printed_value(number)?;
     (rest.trim() == label).then(|| (number.to_string(), Some(value)))
 }
 
@@ -229,7 +232,7 @@ fn agrees(block: &Block, ours: f64, text: &str, theirs: f64, lines: &[usize]) ->
     if ours.is_nan() || theirs.is_nan() {
         return ours.is_nan() && theirs.is_nan();
     }
-    let decimals = text.trim().split_once('.').map_or(0, |(_, f)| f.len());
+    let decimals = printed_decimals(text);
     let half_ulp = 0.5 * 10f64.powi(-(decimals as i32));
     let relative: f64 = lines
         .iter()

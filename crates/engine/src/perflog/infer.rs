@@ -16,6 +16,121 @@ use crate::literals::Literals;
 /// How many distinct printed metrics model inference evaluates per candidate model.
 const INFER_PRINTED: usize = 24;
 
+/// How many blocks of each metric tied models are compared on.
+const COMPARE_BLOCKS: usize = 64;
+
+/// A metric two models compute differently on a log.
+#[derive(Debug, Clone)]
+pub struct Difference {
+    /// The metric.
+    pub metric: String,
+    /// The block compared, as [`tmetric_perfstat::Block::label`] gives it.
+    pub block: String,
+    /// Each model that defines it, with its value (`None`: no value).
+    pub values: Vec<(&'static Model, Option<f64>)>,
+    /// The models that do not define it.
+    pub undefined: Vec<&'static Model>,
+}
+
+impl Difference {
+    /// `tma_false_sharing (global): 0.00065 with x86/icelake, 0.00108 with x86/tigerlake`
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .values
+            .iter()
+            .map(|(m, v)| match v {
+                Some(v) => format!("{} with {}", short(*v), m.path()),
+                None => format!("no value with {}", m.path()),
+            })
+            .collect();
+        if !self.undefined.is_empty() {
+            let names: Vec<String> = self.undefined.iter().map(|m| m.path()).collect();
+            parts.push(format!("not defined by {}", names.join(", ")));
+        }
+        format!("{} ({}): {}", self.metric, self.block, parts.join(", "))
+    }
+}
+
+/// A value to six decimals, trailing zeros cut (`0.00065`); tiny or huge ones in `e` notation.
+fn short(v: f64) -> String {
+    if v == 0.0 || (1e-4..1e9).contains(&v.abs()) {
+        let s = format!("{v:.6}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        format!("{v:.4e}")
+    }
+}
+
+/// Whether `models` compute the same value for each metric of `names` (name, core PMU of the
+/// row perf printed it on) over `log`: in the blocks where perf printed it (`printed_only`),
+/// else in every block, at most [`COMPARE_BLOCKS`] per metric. A metric some of the models do
+/// not define differs, and so does a value from all its inputs in one model and not in
+/// another. `Ok` holds the number of finite values from all their inputs compared (the same
+/// NaN, or no value, in every model is not counted), `Err` the first difference.
+pub fn compare_models(
+    models: &[&'static Model],
+    log: &PerfLog,
+    literals: &Literals,
+    names: &[(String, Option<String>)],
+    printed_only: bool,
+) -> Result<usize, Difference> {
+    let mut evaluators: Vec<LogEvaluator> =
+        models.iter().map(|m| LogEvaluator::new(m, false, literals, None)).collect();
+    let mut compared = 0;
+    for (name, pmu) in names {
+        let roots: Vec<Option<usize>> =
+            models.iter().map(|m| metric_for(m, name, pmu.as_deref())).collect();
+        if roots.iter().all(Option::is_none) {
+            continue;
+        }
+        let mut blocks = log
+            .blocks
+            .iter()
+            .filter(|b| !printed_only || super::printed_by_perf(b, name, pmu.as_deref()).is_some())
+            .take(COMPARE_BLOCKS)
+            .peekable();
+        if roots.iter().any(Option::is_none) {
+            let block = blocks.peek().map_or_else(|| "global".to_string(), |b| b.label());
+            let (defined, undefined): (Vec<_>, Vec<_>) =
+                models.iter().zip(&roots).partition(|(_, r)| r.is_some());
+            return Err(Difference {
+                metric: name.clone(),
+                block,
+                values: defined.into_iter().map(|(m, _)| (*m, None)).collect(),
+                undefined: undefined.into_iter().map(|(m, _)| *m).collect(),
+            });
+        }
+        for block in blocks {
+            let values: Vec<Option<f64>> = evaluators
+                .iter_mut()
+                .zip(&roots)
+                .map(|(e, r)| {
+                    // A value from only some of its inputs says little: such values are
+                    // compared as no value.
+                    let outcome = e.evaluate(block, r.expect("every model defines it"));
+                    if outcome.complete() { outcome.scaled(e.model) } else { None }
+                })
+                .collect();
+            compared += values.iter().filter(|v| v.is_some_and(f64::is_finite)).count();
+            let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (None, None) => true,
+                (Some(a), Some(b)) if a.is_nan() || b.is_nan() => a.is_nan() && b.is_nan(),
+                (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * a.abs().max(b.abs()) + 1e-300,
+                _ => false,
+            };
+            if values.iter().any(|v| !same(*v, values[0])) {
+                return Err(Difference {
+                    metric: name.clone(),
+                    block: block.label(),
+                    values: models.iter().copied().zip(values).collect(),
+                    undefined: Vec::new(),
+                });
+            }
+        }
+    }
+    Ok(compared)
+}
+
 /// How well a model explains a log; compared field by field, best first.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Score {
@@ -82,7 +197,24 @@ pub enum Inference {
         /// The event names.
         events: Vec<String>,
     },
-    /// Several models explain the log equally well.
+    /// Several models explain the log equally well, and every one computes the same value for
+    /// every metric perf printed, in every block it printed it: the first is used, and which
+    /// ones agree is said.
+    Agreeing {
+        /// The first of them in catalogue order: the one used.
+        model: &'static Model,
+        /// The others, in catalogue order.
+        others: Vec<&'static Model>,
+        /// Their score.
+        score: Score,
+        /// Values compared (metric × block × model).
+        compared: usize,
+        /// As in [`Inference::Model`].
+        rows: usize,
+        /// As in [`Inference::Model`].
+        events: usize,
+    },
+    /// Several models explain the log equally well, and compute different values.
     Tied {
         /// In catalogue order.
         models: Vec<&'static Model>,
@@ -92,6 +224,8 @@ pub enum Inference {
         rows: usize,
         /// As in [`Inference::Model`].
         events: usize,
+        /// A metric perf printed that they compute differently.
+        differ: Option<Difference>,
     },
     /// The catalogue has no CPU models.
     NoModels,
@@ -138,10 +272,38 @@ pub fn infer_model(log: &PerfLog, literals: &Literals) -> Inference {
         }
         return Inference::Unknown { events: unknown };
     }
-    let tied: Vec<&'static Model> =
+    let mut tied: Vec<&'static Model> =
         scored.iter().take_while(|(s, _)| *s == best).map(|(_, m)| *m).collect();
     if tied.len() > 1 {
-        return Inference::Tied { models: tied, score: best, rows, events: events.len() };
+        // In catalogue order, so that the model used does not depend on the sort.
+        tied.sort_by_key(|m| MODELS.iter().position(|c| std::ptr::eq(*c, *m)));
+        let names: Vec<(String, Option<String>)> =
+            printed.iter().map(|p| (p.name.clone(), p.pmu.clone())).collect();
+        return match compare_models(&tied, log, literals, &names, true) {
+            // Agreeing on no value at all (every input missing) says nothing.
+            Ok(0) => Inference::Tied {
+                models: tied,
+                score: best,
+                rows,
+                events: events.len(),
+                differ: None,
+            },
+            Ok(compared) => Inference::Agreeing {
+                model: tied[0],
+                others: tied[1..].to_vec(),
+                score: best,
+                compared,
+                rows,
+                events: events.len(),
+            },
+            Err(differ) => Inference::Tied {
+                models: tied,
+                score: best,
+                rows,
+                events: events.len(),
+                differ: Some(differ),
+            },
+        };
     }
     let next = scored.get(1).map(|&(s, m)| (m, s));
     Inference::Model { model, score: best, next, rows, events: events.len() }

@@ -7,6 +7,8 @@
 //! * [`infer`]: which CPU model a log comes from.
 //! * [`literals`]: the `#literals` perf's printed values imply.
 //! * [`builtins`]: perf's built-in metrics (`insn per cycle`, ...) over a log's rows.
+//! * [`encoding`]: rows matched to inputs by encoding when their names differ (an older
+//!   vintage's `INT_MISC.RECOVERY_CYCLES,cmask=1,edge` is 6.12's `INT_MISC.CLEARS_COUNT`).
 //!
 //! Rules that are choices rather than perf's code (docs/from-perf.md):
 //! * `<not counted>` reads as 0 and `<not supported>` as NaN, as in perf; both are named.
@@ -17,6 +19,7 @@
 //!   ScaleUnit factor; without a known factor the input is unusable (NaN) and named.
 
 pub mod builtins;
+pub mod encoding;
 pub mod infer;
 pub mod literals;
 
@@ -30,6 +33,7 @@ use tmetric_perfstat::{Block, EventKey, Lookup, PerfLog, PrintedMetric, Row, Tim
 use crate::evaluator::{MetricResult, Select};
 use crate::literals::Literals;
 use crate::offline::{Needed, Offline};
+use encoding::{ByEncoding, Encodings};
 
 /// Whether `pmu` names a core PMU: `default_core` (or no PMU), or a name perf gives the core
 /// PMU (`cpu`, `cpu_core`, `cpu_atom`, `cpum_cf`, `armv8_pmuv3_0`).
@@ -188,6 +192,8 @@ pub fn default_selection(
 struct Presence<'a> {
     blocks: Vec<&'a Block>,
     cache: RefCell<HashMap<PresenceKey, bool>>,
+    /// Per model (by address), the encodings rows are matched by when names differ.
+    encodings: RefCell<HashMap<usize, Encodings>>,
 }
 
 /// A model (by address), an input slot and the core PMU lookups are restricted to.
@@ -201,7 +207,7 @@ impl<'a> Presence<'a> {
             .iter()
             .filter(|b| seen.insert(b.rows.iter().map(|r| r.key.clone()).collect::<Vec<_>>()))
             .collect();
-        Presence { blocks, cache: RefCell::new(HashMap::new()) }
+        Presence { blocks, cache: RefCell::new(HashMap::new()), encodings: Default::default() }
     }
 
     /// Whether some block has a value for `slot` of `model`: a counted or `<not counted>` row,
@@ -212,11 +218,13 @@ impl<'a> Presence<'a> {
             return known;
         }
         let want = EventKey::from_expr_id(model.str(model.ids[slot as usize].text));
+        let mut encodings = self.encodings.borrow_mut();
+        let encodings = encodings
+            .entry(std::ptr::from_ref(model) as usize)
+            .or_insert_with(|| Encodings::new(model));
         let has = self.blocks.iter().any(|b| {
-            matches!(
-                lookup_clock(b, model, &want, None, pmu),
-                Lookup::Found(_) | Lookup::NotCounted { .. }
-            )
+            let (lookup, _) = lookup_input(b, model, encodings, slot, &want, None, pmu);
+            matches!(lookup, Lookup::Found(_) | Lookup::NotCounted { .. })
         });
         self.cache.borrow_mut().insert(key, has);
         has
@@ -317,6 +325,9 @@ pub struct Input {
     pub source: InputSource,
     /// Needed by the expression (not only by the threshold).
     pub expr: bool,
+    /// Read from a row of another name that counts the same event (same encoding); boxed,
+    /// as it is rare and every input of every block carries the field.
+    pub by_encoding: Option<Box<ByEncoding>>,
 }
 
 /// What perf printed for a metric in a block.
@@ -381,6 +392,8 @@ pub struct LogEvaluator {
     offline: Offline,
     /// Each slot's event key, parsed once: parsing it for every block made long `-I` logs slow.
     keys: Vec<Option<EventKey>>,
+    /// Encodings, for inputs whose rows the log names otherwise.
+    encodings: Encodings,
 }
 
 impl LogEvaluator {
@@ -394,7 +407,7 @@ impl LogEvaluator {
     ) -> LogEvaluator {
         let offline = Offline::new(model, literals.values, cpuid);
         let keys = vec![None; model.ids.len()];
-        LogEvaluator { model, common, offline, keys }
+        LogEvaluator { model, common, offline, keys, encodings: Encodings::new(model) }
     }
 
     /// Sets literal `literal` (which drops the cached needed inputs: `#smt_on` picks a
@@ -421,7 +434,8 @@ impl LogEvaluator {
             let key = self.keys[slot as usize].get_or_insert_with(|| {
                 EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
             });
-            let value = block.lookup_key(key, None, pmu).perf_value();
+            let (lookup, _) = lookup_input(block, model, &mut self.encodings, slot, key, None, pmu);
+            let value = lookup.perf_value();
             self.offline.set_probe(slot, value.is_some_and(|v| !v.is_nan()));
         }
         let printed = printed_by_perf(block, name, pmu);
@@ -454,14 +468,15 @@ impl LogEvaluator {
             let key = self.keys[slot as usize].get_or_insert_with(|| {
                 EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
             });
-            let lookup = lookup_clock(block, model, key, Some(name), pmu);
+            let (lookup, by_encoding) =
+                lookup_input(block, model, &mut self.encodings, slot, key, Some(name), pmu);
             let source = classify(model, slot, lookup, printed.is_some());
             let source_count = match &source {
                 InputSource::Row { lines, time: false, .. } => lines.len().max(1) as f64,
                 _ => 1.0,
             };
             self.offline.set_input(slot, source.value(), source_count);
-            inputs.push(Input { slot, source, expr: expr_ids.contains(&slot) });
+            inputs.push(Input { slot, source, expr: expr_ids.contains(&slot), by_encoding });
         }
         let result = self.offline.evaluate_one(root);
         let with_rows = || inputs.iter().filter(|i| i.expr && !i.source.row_lines().is_empty());
@@ -474,6 +489,33 @@ impl LogEvaluator {
         outcome.check = check(block, model, &outcome);
         outcome
     }
+}
+
+/// The row for input `slot` (`key`): by name (see [`lookup_clock`]), else a row of another
+/// name with the same encoding, which is then named.
+fn lookup_input(
+    block: &Block,
+    model: &Model,
+    encodings: &mut Encodings,
+    slot: u16,
+    key: &EventKey,
+    metric: Option<&str>,
+    pmu: Option<&str>,
+) -> (Lookup, Option<Box<ByEncoding>>) {
+    let found = lookup_clock(block, model, key, metric, pmu);
+    if !matches!(found, Lookup::Missing) {
+        return (found, None);
+    }
+    let Some((alias, encoding)) = encodings.row_for(block, slot, key) else {
+        return (found, None);
+    };
+    let lookup = block.lookup_key(&alias, metric, pmu);
+    let row = match &lookup {
+        Lookup::Found(f) => f.event.clone(),
+        Lookup::NotCounted { event, .. } | Lookup::NotSupported { event, .. } => event.clone(),
+        Lookup::Ambiguous { .. } | Lookup::Missing => return (found, None),
+    };
+    (lookup, Some(Box::new(ByEncoding { row, encoding: encoding.to_string() })))
 }
 
 /// `block.lookup_key`, except that the common metrics' `task-clock` falls back to a
@@ -626,7 +668,8 @@ fn check(block: &Block, model: &Model, outcome: &Outcome) -> Option<bool> {
     if theirs.is_nan() || ours.is_nan() {
         return Some(theirs.is_nan() && ours.is_nan());
     }
-    let decimals = printed.text.split_once('.').map_or(0, |(_, f)| f.len());
+    // `2.155` or, under a decimal-comma locale, `2,155`.
+    let decimals = tmetric_perfstat::printed_decimals(&printed.text);
     let half_ulp = 0.5 * 10f64.powi(-(decimals as i32)) * printed.factor.abs();
     let mut relative = 0.0;
     for input in outcome.inputs.iter().filter(|i| i.expr) {
@@ -642,14 +685,7 @@ fn check(block: &Block, model: &Model, outcome: &Outcome) -> Option<bool> {
 
 /// Half a unit of the last digit of a printed count, relative to the count.
 fn count_precision(row: &Row) -> f64 {
-    let digits: String =
-        row.count_text.chars().filter(|c| c.is_ascii_digit() || *c == '.').collect();
-    let Ok(value) = digits.parse::<f64>() else { return 0.0 };
-    if value == 0.0 {
-        return 0.0;
-    }
-    let decimals = digits.split_once('.').map_or(0, |(_, f)| f.len());
-    0.5 * 10f64.powi(-(decimals as i32)) / value
+    row.count_precision()
 }
 
 /// How many printed values were checked, and how many disagreed.
