@@ -425,7 +425,7 @@ fn retire_latencies_come_from_a_file_or_a_clear_sampler_error() {
 /// Per cpu_core CPU of the simulated Meteor Lake, the true rate of a `cpu_core` raw config.
 fn mtl_rate(config: u64) -> f64 {
     use tmetric_runtime::Attr;
-    use tmetric_runtime::sim::{Rate, SimKernel};
+    use tmetric_sim::{Rate, SimKernel};
     let kernel = SimKernel::for_model("meteorlake").expect("meteorlake");
     (0..4)
         .map(|cpu| match kernel.rate(&Attr { type_: 4, config, ..Attr::default() }, cpu) {

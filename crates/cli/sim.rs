@@ -4,7 +4,7 @@
 
 use anyhow::Context;
 use tmetric_runtime::Sysfs;
-use tmetric_runtime::sim::{Machine, SimKernel};
+use tmetric_sim::{Machine, SimKernel};
 
 use crate::stat::{self, StatArgs};
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tmetric_engine::{Evaluator, Select};
 use tmetric_runtime::Sysfs;
-use tmetric_runtime::sim::{Machine, SimKernel, TOPDOWN};
+use tmetric_sim::{Machine, SimKernel, TOPDOWN};
 
 const MS: u64 = 1_000_000;
 

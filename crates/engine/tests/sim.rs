@@ -10,8 +10,8 @@ use tmetric_catalog::Model;
 use tmetric_engine::{
     Evaluator, Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Sample, Select,
 };
-use tmetric_runtime::sim::{Machine as SimMachine, SimKernel};
 use tmetric_runtime::{Counters, Environment, Sysfs, Target};
+use tmetric_sim::{Machine as SimMachine, SimKernel};
 
 /// A simulated machine's sysfs and procfs, written once per test process.
 struct Tree {

@@ -84,9 +84,9 @@ fn main() {
     // The rdpmc path's user-space work: the same Measurement code over the simulated kernel's
     // descriptors with page images (no system call in begin/end once open).
     let dir = std::env::temp_dir().join(format!("tmetric-region-bench-{}", std::process::id()));
-    let machine = tmetric_runtime::sim::Machine::named("sapphirerapids").expect("spr");
+    let machine = tmetric_sim::Machine::named("sapphirerapids").expect("spr");
     machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).expect("sysfs");
-    let kernel = tmetric_runtime::sim::SimKernel::manual(machine);
+    let kernel = tmetric_sim::SimKernel::manual(machine);
     let mut r = Measurement::with_machine(
         &["{cycles,instructions}"],
         &dir.join("sys"),

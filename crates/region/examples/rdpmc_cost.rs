@@ -52,9 +52,9 @@ impl Pages for Images {
 fn main() {
     let n: u32 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
     let dir = std::env::temp_dir().join(format!("tmetric-rdpmc-cost-{}", std::process::id()));
-    let machine = tmetric_runtime::sim::Machine::named("sapphirerapids").expect("spr");
+    let machine = tmetric_sim::Machine::named("sapphirerapids").expect("spr");
     machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).expect("sysfs");
-    let kernel = tmetric_runtime::sim::SimKernel::manual(machine);
+    let kernel = tmetric_sim::SimKernel::manual(machine);
     let mut m = Measurement::with_machine(
         &["{slots,topdown-retiring,topdown-bad-spec,topdown-fe-bound,topdown-be-bound}"],
         &dir.join("sys"),

@@ -15,7 +15,7 @@
 //!   `UOPS_RETIRED.RETIRE_SLOTS`, `UOPS_ISSUED.ANY`; the atom `TOPDOWN_*.ALL`; Zen 4's
 //!   PipelineL1 dispatch-slot events; the SBSA `stall_slot*`, `op_retired`, `op_spec`) follow
 //!   the same fractions, so the level-1 metrics evaluate to the [`TOPDOWN`] fractions on
-//!   every machine (`tests/sim.rs` checks it through the catalogue).
+//!   every machine (`tests/kernel.rs` checks it through the catalogue).
 //! * every other event counts at a pseudo rate from a hash of its PMU name and encoding:
 //!   0.1 % to 50 % of the cycles rate for core events, stable across runs and platforms.
 

@@ -1,7 +1,7 @@
 //! The simulated machines: CPUs and topology, the cpuid string perf computes, and each PMU with
 //! its sysfs files (`type`, `format/`, `events/`, `caps/`, `cpus`/`cpumask`) and counter model.
-//! [`Machine::write_sysfs`] writes the tree the [`crate::Sysfs`] reader and
-//! [`crate::sysfs::host_cpuid`] read.
+//! [`Machine::write_sysfs`] writes the tree the [`tmetric_runtime::Sysfs`] reader and
+//! [`tmetric_runtime::sysfs::host_cpuid`] read.
 //!
 //! Facts are from Linux 6.12 (`arch/x86/events/intel/core.c`, `arch/x86/events/amd/core.c`,
 //! `arch/x86/events/msr.c`, `arch/x86/events/intel/uncore*.c`, `drivers/perf/arm_pmuv3.c`)

@@ -17,8 +17,8 @@ use super::sched::{
     self, ALL_EVENT_FLAGS, AMD_RAW_EVENT_MASK, ARCH_EVENT_MASK, EVENTSEL_ANY, EVENTSEL_EVENT,
     HwEvent, IN_TX, RAW_EVENT_MASK, TD_METRIC_FIRST, TD_METRIC_MAX, TD_SLOTS,
 };
-use crate::ring;
-use crate::sys::{
+use tmetric_runtime::ring;
+use tmetric_runtime::sys::{
     Attr, Errno, FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED, FORMAT_TOTAL_TIME_RUNNING,
     Syscalls, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, TYPE_TRACEPOINT,
 };
@@ -46,7 +46,7 @@ const SAMPLE_MAX: u64 = 1 << 25;
 /// The default and, for root, the only limit the simulated `perf_event_max_sample_rate`
 /// applies to `sample_freq` (DEFAULT_MAX_SAMPLE_RATE).
 const MAX_SAMPLE_RATE: u64 = 100_000;
-/// The sample fields the simulator writes: the fixed 8-byte ones [`crate::ring`] decodes.
+/// The sample fields the simulator writes: the fixed 8-byte ones [`tmetric_runtime::ring`] decodes.
 const SAMPLE_FIXED: u64 = ring::SAMPLE_IDENTIFIER
     | ring::SAMPLE_IP
     | ring::SAMPLE_TID
@@ -281,7 +281,7 @@ struct State {
 }
 
 /// The simulated kernel. Clones share one state, so a test keeps a handle (to advance the
-/// clock or ask for true counts) while [`crate::Counters`] owns another.
+/// clock or ask for true counts) while [`tmetric_runtime::Counters`] owns another.
 #[derive(Debug, Clone)]
 pub struct SimKernel {
     state: Arc<Mutex<State>>,

@@ -3,16 +3,13 @@
 //! true counts, software events, the written sysfs trees read back by `Sysfs` and
 //! `host_cpuid`, and the runtime's `Counters` over `SimKernel`.
 
-#[path = "sim_sampling.rs"]
-mod sim_sampling;
-
 use std::path::{Path, PathBuf};
 
 use tmetric_runtime::counter::parse_group_read;
-use tmetric_runtime::sim::{Machine, SimKernel, SimState, TOPDOWN};
 use tmetric_runtime::sys::{READ_FORMAT, TYPE_HARDWARE, TYPE_RAW, TYPE_SOFTWARE};
 use tmetric_runtime::sysfs::{host_cpuid, parse_cpu_list};
 use tmetric_runtime::{Attr, CounterSpec, Counters, Syscalls, Sysfs, Target};
+use tmetric_sim::{Machine, SimKernel, SimState, TOPDOWN};
 
 const MS: u64 = 1_000_000;
 

@@ -5,14 +5,14 @@
 //! * [`Machine`]: a built-in machine description ([`Machine::named`], [`Machine::names`]):
 //!   CPUs and topology, the cpuid string perf computes, PMUs with their sysfs files and
 //!   counter models, the NMI watchdog. [`Machine::write_sysfs`] writes the tree
-//!   [`crate::Sysfs`] and [`crate::sysfs::host_cpuid`] read.
-//! * [`SimKernel`]: [`crate::Syscalls`] over a machine, refusing what Linux 6.12 refuses
+//!   [`tmetric_runtime::Sysfs`] and [`tmetric_runtime::sysfs::host_cpuid`] read.
+//! * [`SimKernel`]: [`tmetric_runtime::Syscalls`] over a machine, refusing what Linux 6.12 refuses
 //!   (group validation on an empty PMU, counter masks from the kernel's constraint tables,
 //!   the topdown rules, hybrid CPU lists, mixed PMUs) and scheduling groups the kernel's way
 //!   (pinned then flexible, the watchdog's pinned cycles event, round-robin rotation every
 //!   mux interval of simulated time), so `time_enabled`/`time_running` are computed.
-//!   Sampling events get ring buffers from [`crate::Syscalls::mmap`] (heap memory shared
-//!   with the reader, [`crate::ring::Mapping::with_refresh`]) and `PERF_RECORD_SAMPLE`
+//!   Sampling events get ring buffers from [`tmetric_runtime::Syscalls::mmap`] (heap memory shared
+//!   with the reader, [`tmetric_runtime::ring::Mapping::with_refresh`]) and `PERF_RECORD_SAMPLE`
 //!   records as simulated time passes, `PERF_RECORD_LOST` when the reader lags.
 //! * [`Profile`]: the workload's constant rates, consistent so every metric has a known true
 //!   value ([`SimKernel::true_count`]), and the retire latencies of PEBS samples
@@ -20,7 +20,7 @@
 //!
 //! A sysfs tree and kernel for a model name:
 //! ```
-//! use tmetric_runtime::sim::{Machine, SimKernel};
+//! use tmetric_sim::{Machine, SimKernel};
 //! let machine = Machine::named("sapphirerapids").unwrap();
 //! let dir = std::env::temp_dir().join(format!("tmetric-sim-doc-{}", std::process::id()));
 //! machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).unwrap();
@@ -115,7 +115,7 @@
 //! The NMI watchdog is on by default on the x86 machines and off on the arm64 one
 //! ([`Machine::with_nmi_watchdog`]). Every catalogue event of a PMU a machine has opens alone
 //! on it, and every PMU a metric of the machine's catalogue model reads exists
-//! (`tests/sim.rs`).
+//! (`tests/kernel.rs`).
 //!
 //! # Not modelled
 //! `exclusive`; variable-length sample fields (READ, CALLCHAIN, RAW, BRANCH_STACK, REGS,
@@ -140,6 +140,14 @@
 //! A task event counts as if the task ran all the time on the first CPU of its hardware PMU
 //! (CPU 0 for software events); on a hybrid machine each core type therefore sees it the
 //! whole time, where real hardware splits the time between types.
+//!
+//! # What is tested how
+//! `tests/kernel.rs` checks [`SimKernel`] against the kernel's rules, its written trees against
+//! [`tmetric_runtime::Sysfs`] and the catalogue, and runs [`tmetric_runtime::Counters`] over it;
+//! `tests/sampling.rs` its sampling refusals, rings and records, and the runtime's
+//! [`tmetric_runtime::Sampler`] over it with the profile's retire latencies.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod kernel;
 mod machine;
