@@ -1,15 +1,15 @@
 //! `tmetric stat --pmu-sim`: hardware metrics end to end on the simulated kernel, with the
-//! numbers checked against the simulator's profile.
+//! numbers checked against the simulator's workload (its truth).
 
 use crate::support::{stderr, tmetric};
 
-/// The profile's level-1 fractions (PERF_METRICS bytes / 255): retiring, bad speculation,
-/// frontend bound, backend bound.
+/// The default workload's level 1 (`crates/sim/workloads/default.json`): retiring, bad
+/// speculation, frontend bound, backend bound.
 const LEVEL1: [(&str, f64); 4] = [
-    ("tma_retiring", 102.0 / 255.0),
-    ("tma_bad_speculation", 26.0 / 255.0),
-    ("tma_frontend_bound", 51.0 / 255.0),
-    ("tma_backend_bound", 76.0 / 255.0),
+    ("tma_retiring", 0.40),
+    ("tma_bad_speculation", 0.10),
+    ("tma_frontend_bound", 0.20),
+    ("tma_backend_bound", 0.30),
 ];
 
 /// The value printed before `%  name` on a metric line.
@@ -309,10 +309,10 @@ fn tree_nests_children_hides_quiet_nodes_and_marks_the_bottleneck() {
     let line =
         |name: &str| text.lines().find(|l| l.trim_start().starts_with(name)).map(str::to_string);
     // Level 2 is indented under level 1.
-    let heavy = line("tma_heavy_operations").expect(&text);
-    assert!(heavy.starts_with("  tma_heavy_operations"), "{heavy}");
-    assert!(line("tma_retiring").expect(&text).starts_with("tma_retiring"));
-    // Bad speculation (10.2%) is below its 15% threshold: hidden unless --all.
+    let fetch = line("tma_fetch_latency").expect(&text);
+    assert!(fetch.starts_with("  tma_fetch_latency"), "{fetch}");
+    assert!(line("tma_frontend_bound").expect(&text).starts_with("tma_frontend_bound"));
+    // Bad speculation (10%) is below its 15% threshold: hidden unless --all.
     assert!(line("tma_bad_speculation").is_none(), "{text}");
     let all = stderr(&tmetric(&[
         "--pmu-sim",
@@ -425,11 +425,11 @@ fn retire_latencies_come_from_a_file_or_a_clear_sampler_error() {
 /// Per cpu_core CPU of the simulated Meteor Lake, the true rate of a `cpu_core` raw config.
 fn mtl_rate(config: u64) -> f64 {
     use tmetric_runtime::Attr;
-    use tmetric_sim::{Rate, SimKernel};
+    use tmetric_sim::SimKernel;
     let kernel = SimKernel::for_model("meteorlake").expect("meteorlake");
     (0..4)
         .map(|cpu| match kernel.rate(&Attr { type_: 4, config, ..Attr::default() }, cpu) {
-            Ok(Rate::PerSec(n)) => n as f64,
+            Ok(rate) => rate.per_sec(0),
             other => panic!("{config:#x}: {other:?}"),
         })
         .sum()

@@ -135,8 +135,10 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
         }
         let truth = evaluator.evaluate(tree.model, &[root.metric]).remove(0).value;
         checked += 1;
+        // Counts are whole numbers and scaled ones are rounded: events the workload makes
+        // rare count a few hundred times in a short run, so the last digit matters.
         let close = (truth.is_nan() && result.value.is_nan())
-            || (result.value - truth).abs() <= 1e-6 * truth.abs().max(1e-9) + 1e-9;
+            || (result.value - truth).abs() <= 1e-2 * truth.abs().max(1e-9) + 1e-9;
         if !close {
             problems.push(format!("{name}: {} measured, {truth} true", result.value));
         }

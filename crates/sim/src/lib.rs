@@ -14,9 +14,13 @@
 //!   Sampling events get ring buffers from [`tmetric_runtime::Syscalls::mmap`] (heap memory shared
 //!   with the reader, [`tmetric_runtime::ring::Mapping::with_refresh`]) and `PERF_RECORD_SAMPLE`
 //!   records as simulated time passes, `PERF_RECORD_LOST` when the reader lags.
-//! * [`Profile`]: the workload's constant rates, consistent so every metric has a known true
-//!   value ([`SimKernel::true_count`]), and the retire latencies of PEBS samples
-//!   ([`RETIRE_LATENCIES`]).
+//! * [`Workload`] ([`workload`]): what the machine runs, as data a user can write: the TMA
+//!   tree's true fractions, other metrics' true values and the clock, in phases that change
+//!   over time. [`mod@derive`] turns it into every event count the machine's catalogue model
+//!   reads, through the vendor formulas (read with this crate's own [`formula`] parser), so
+//!   each metric evaluates to its truth ([`Derivation::report`]); [`Profile`] gives the kernel
+//!   the rates per phase ([`SimKernel::true_count`] over the phases as they fall), and the
+//!   retire latencies of PEBS samples ([`RETIRE_LATENCIES`]).
 //!
 //! A sysfs tree and kernel for a model name:
 //! ```
@@ -132,8 +136,9 @@
 //! events count from the open), paranoid levels (the caller is root), HT counter sharing
 //! and shared registers between SMT siblings, per-model hardware cache tables (every valid
 //! cache event is an unconstrained GP event), offcore register value swaps (only the count
-//! of distinct values), the kernel's per-read truncation of topdown metric counts (a metric
-//! count is `floor(slots * byte / 255)` over its whole running time), uncore boxes' own
+//! of distinct values), the 8-bit PERF_METRICS fields and the kernel's per-read truncation of
+//! topdown metric counts (a metric count is `slots * fraction` over its whole running time),
+//! SMT siblings' separate workloads (every CPU runs the same phase), uncore boxes' own
 //! constraint tables (every box event may use any of its counters), free-running counters'
 //! wrap, `allow_tsx_force_abort`, CPU hotplug (every CPU is online), and the many uncore
 //! PMUs no metric reads (IRP, M3UPI, PCU, UBOX, CXL, HBM on SPR).
@@ -149,17 +154,19 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod derive;
+pub mod formula;
 mod kernel;
 mod machine;
 mod profile;
 mod sched;
+pub mod workload;
 
+pub use derive::{Amount, Derivation, MetricTruth};
 pub use kernel::{EventKind, SimKernel, SimState};
 pub use machine::{
     ArmCore, CoreKind, Cpu, CpuId, Machine, NAMES, Pmu, PmuClass, X86Core, cpu_list,
 };
-pub use profile::{
-    CPU_STEP_PERCENT, CYCLES_HZ, INSTRUCTIONS_PER_KCYCLE, LatencyPeriod, PACKAGE_WATTS, Profile,
-    REF_HZ, RETIRE_LATENCIES, Rate, Source, TOPDOWN, Topdown,
-};
+pub use profile::{LatencyPeriod, Profile, RETIRE_LATENCIES, Rate, Source, retire_latency_mean};
 pub use sched::{Constraint, ExtraReg, ExtraRegKind, HwEvent};
+pub use workload::{Phase, PhaseSpec, Schedule, Timeline, Workload, WorkloadError};
