@@ -46,7 +46,7 @@ impl Drop for TempTree {
 /// Evaluates the metrics of `group` of `machine`'s catalogue model from the simulator's true
 /// counts over one second as `tmetric stat -a` sees them: each input resolved through the
 /// written sysfs tree as `tmetric stat` resolves it and summed over the CPUs it is opened on
-/// (its PMU's `cpumask` or `cpus`, else every CPU of the metric's core PMU).
+/// (its PMU's `cpumask` or `cpus`, else every CPU).
 fn evaluate_group(name: &str, group_name: &str) -> Vec<(String, String, f64)> {
     use tmetric_catalog::IdKind;
     use tmetric_model::Literal;
@@ -76,11 +76,6 @@ fn evaluate_group(name: &str, group_name: &str) -> Vec<(String, String, f64)> {
     assert!(!roots.is_empty(), "{name}: no {group_name}");
     let all: Vec<u32> = m.cpu_ids();
     for &root in &roots {
-        let metric_pmu = model.str(model.metrics[root].pmu);
-        let context: Vec<u32> = match m.pmu(metric_pmu).and_then(|p| p.cpus.clone()) {
-            Some(cpus) => cpus,
-            None => all.clone(),
-        };
         let ids = model.needed_ids(root, &evaluator.facts(), false).unwrap();
         for slot in ids {
             let id = &model.ids[slot as usize];
@@ -116,7 +111,7 @@ fn evaluate_group(name: &str, group_name: &str) -> Vec<(String, String, f64)> {
             let on: Vec<u32> = match m.pmu_by_type(counter.attr.type_).map(|(_, p)| p) {
                 Some(p) if p.cpumask.is_some() => p.cpumask.clone().unwrap_or_default(),
                 Some(p) if p.cpus.is_some() => p.cpus.clone().unwrap_or_default(),
-                _ => context.clone(),
+                _ => all.clone(),
             };
             let count: u64 = on
                 .iter()

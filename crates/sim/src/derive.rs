@@ -681,7 +681,7 @@ fn pmus_named(machine: &Machine, name: &str, context: &[usize]) -> Vec<usize> {
 }
 
 /// The CPUs an event of PMU `pmu` is counted on under `-a`: its `cpumask`, else its `cpus`,
-/// else `context` (the CPUs of the metric's core PMU), else every CPU.
+/// else every CPU.
 fn cpus_of(machine: &Machine, pmu: usize, context: &[u32]) -> Vec<u32> {
     let p = &machine.pmus[pmu];
     if let Some(mask) = &p.cpumask {
@@ -690,9 +690,9 @@ fn cpus_of(machine: &Machine, pmu: usize, context: &[u32]) -> Vec<u32> {
     if let Some(cpus) = &p.cpus {
         return cpus.clone();
     }
-    if !context.is_empty() && !is_core_pmu(&p.class) {
-        return context.to_vec();
-    }
+    // `msr` and other PMUs without a mask are opened on every CPU, also in a metric of one
+    // hybrid core type (as perf does).
+    let _ = context;
     machine.cpu_ids()
 }
 
