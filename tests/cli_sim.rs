@@ -750,3 +750,56 @@ fn dtlb_store_equals_the_workloads_truth() {
         }
     }
 }
+
+/// `--pmu-sim-workload` runs another workload (built in or a file), and a bad file is named
+/// with its line and what is wrong.
+#[test]
+fn simulated_machines_run_the_workload_given() {
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "--pmu-sim-workload",
+        "memory-bound",
+        "-M",
+        "TopdownL2",
+        "-a",
+        "-j",
+        "sleep",
+        "0.05",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let memory = json_metrics(&text).into_iter().find(|m| m.0 == "tma_memory_bound").expect(&text);
+    assert!((memory.1 - 48.0).abs() < 1e-3, "{text}");
+    let dir = std::env::temp_dir().join(format!("tmetric-workload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\n  \"ipc\": 1.5,\n  \"topdown\": { \"tma_retiring\": 140 }\n}\n")
+        .unwrap();
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "--pmu-sim-workload",
+        bad.to_str().unwrap(),
+        "-M",
+        "TopdownL1",
+        "-a",
+        "sleep",
+        "0.01",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = stderr(&out);
+    assert!(text.contains("bad.json:3: `tma_retiring`: 140 % is not in 0..=100"), "{text}");
+    std::fs::write(&bad, "{\"ipc\": 1.5,\n \"topdwn\": {}}").unwrap();
+    let text = stderr(&tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "--pmu-sim-workload",
+        bad.to_str().unwrap(),
+        "-a",
+        "sleep",
+        "0.01",
+    ]));
+    assert!(text.contains("bad.json:2:9: unknown field `topdwn`"), "{text}");
+    std::fs::remove_dir_all(&dir).ok();
+}

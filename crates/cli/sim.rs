@@ -4,7 +4,7 @@
 
 use anyhow::Context;
 use tmetric_runtime::Sysfs;
-use tmetric_sim::{Machine, SimKernel};
+use tmetric_sim::{Machine, SimKernel, Workload};
 
 use crate::stat::{self, StatArgs};
 
@@ -37,5 +37,10 @@ pub fn run_simulated(
         format!("cannot write the simulated sysfs tree under {}", dir.0.display())
     })?;
     let sysfs = Sysfs::new(&sys);
-    stat::run_on(args, SimKernel::new(machine), &sysfs, &proc_root, Some(name), record)
+    let workload = match &args.pmu_sim_workload {
+        Some(w) => Workload::load(w).map_err(|e| anyhow::anyhow!("--pmu-sim-workload: {e}"))?,
+        None => Workload::default_workload(),
+    };
+    let kernel = SimKernel::with_workload(machine, workload);
+    stat::run_on(args, kernel, &sysfs, &proc_root, Some(name), record)
 }

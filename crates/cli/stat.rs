@@ -72,6 +72,11 @@ pub struct StatArgs {
     /// them); every output then says it is simulated.
     #[arg(long, value_name = "MODEL")]
     pub pmu_sim: Option<String>,
+    /// With --pmu-sim: what the simulated machine runs, a built-in workload (`default`,
+    /// `phased`, `memory-bound`) or a workload JSON file (its TMA tree and other metrics'
+    /// true values; see `crates/sim/src/workload.rs`).
+    #[arg(long, value_name = "NAME|FILE", requires = "pmu_sim")]
+    pub pmu_sim_workload: Option<String>,
     /// TopDown level 1 (or --td-level N): the model's TopdownLN metrics through a
     /// `slots`-led group; on CPUs with only the kernel's older `topdown-*` events, perf's
     /// level-1 formulas per core (needs -a). Implies --metric-only.

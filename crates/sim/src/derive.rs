@@ -170,6 +170,8 @@ struct Var {
     /// Fixed only by one of the workload's named (non-tree) metrics: a repair of a metric out
     /// of range may still move it.
     soft: bool,
+    /// A clock family's count or a topdown field: never solved for.
+    known: bool,
     label: String,
 }
 
@@ -604,6 +606,16 @@ fn apply_format(spec: &str, value: u64, words: &mut [u64; 3]) -> bool {
     true
 }
 
+impl Machine {
+    /// The attribute perf's term list `terms` (`event=0x3c,umask=1,cmask=1`, later terms
+    /// overriding earlier ones; `config1=` and friends as raw words) makes on this machine's
+    /// PMU `pmu`; `None` without that PMU or when a term has no format there.
+    pub fn encode(&self, pmu: &str, terms: &str) -> Option<Attr> {
+        let index = self.pmus.iter().position(|p| p.name == pmu)?;
+        attr_on(self, index, terms)
+    }
+}
+
 /// The attribute `terms` make on machine PMU `pmu`; `None` when a term has no format.
 fn attr_on(machine: &Machine, pmu: usize, text: &str) -> Option<Attr> {
     let p = &machine.pmus[pmu];
@@ -881,6 +893,7 @@ impl Builder<'_> {
             default,
             pinned: false,
             soft: false,
+            known: false,
             label: label.to_string(),
         });
         self.var_of.insert(source, self.vars.len() - 1);
@@ -1016,6 +1029,7 @@ impl Builder<'_> {
                 var.default = default;
                 var.value = Some(value);
                 var.pinned = true;
+                var.known = true;
             }
             let base: f64 = if per_cycle {
                 cpus.iter().map(|&c| self.workload.cycles_on(self.phase_index, c)).sum()
@@ -1457,6 +1471,7 @@ fn derive_phase(
         let width = machine.pmus[pmu].x86().map_or(4.0, |c| c.width as f64);
         problem.vars[v].value = Some(frac * width);
         problem.vars[v].pinned = true;
+        problem.vars[v].known = true;
     }
     // Tree targets start at the workload's absolute fractions.
     for t in &mut targets {
@@ -1487,6 +1502,14 @@ fn derive_phase(
         .flat_map(|&m| problem.deps[m].iter().copied())
         .filter(|&v| problem.vars[v].value.is_none())
         .collect();
+    // A correction is a few percent of the slots at most, so the fields stay in range.
+    for &v in &reserved {
+        if let Source::X86 { pmu, .. } = problem.vars[v].source {
+            let width = machine.pmus[pmu].x86().map_or(4.0, |c| c.width as f64);
+            problem.vars[v].hi = problem.vars[v].hi.min(0.01 * width);
+            problem.vars[v].default = problem.vars[v].default.min(0.002 * width);
+        }
+    }
     if field_vars.is_empty() || reserved.is_empty() {
         propagate(&mut problem, &mut targets, &BTreeSet::new(), &BTreeSet::new());
     } else {
@@ -1516,7 +1539,8 @@ fn derive_phase(
             problem.vars[v].value = Some(x);
             problem.vars[v].pinned = true;
         }
-        fit_fields(&mut problem, &targets, &field_vars);
+        let machine_pmus: Vec<String> = machine.pmus.iter().map(|p| p.name.clone()).collect();
+        fit_fields(&mut problem, &targets, &field_vars, &machine_pmus);
         propagate(&mut problem, &mut targets, &BTreeSet::new(), &BTreeSet::new());
     }
 
@@ -1527,6 +1551,18 @@ fn derive_phase(
             v.value = Some(v.default);
         }
     }
+    let met_targets = |p: &Problem| {
+        target_of.iter().filter(|&(&m, &t)| p.metrics[m].tree && close(p.value(m), t)).count()
+    };
+    let out_of_range = |p: &Problem| {
+        (0..p.metrics.len())
+            .filter(|&m| {
+                let v = p.value(m);
+                let (lo, hi) = p.metrics[m].range;
+                !(p.reads_missing(m, 0) || v.is_finite() && v >= lo - 1e-12 && v <= hi + 1e-12)
+            })
+            .count()
+    };
     for _round in 0..8 {
         let mut changed = false;
         for m in 0..problem.metrics.len() {
@@ -1541,16 +1577,33 @@ fn derive_phase(
                 _ if hi.is_finite() => lo + 0.1 * (hi - lo),
                 _ => lo + 0.1,
             };
-            let free: Vec<usize> = problem.deps[m]
+            // Free unknowns first; as a last resort any solved one, when the change leaves
+            // no more metrics out of range than before (a target it fixed then misses).
+            let mut free: Vec<usize> = problem.deps[m]
                 .iter()
                 .copied()
                 .filter(|&v| !problem.vars[v].pinned || problem.vars[v].soft)
+                .rev()
                 .collect();
-            for v in free.into_iter().rev() {
+            let last_resort: Vec<usize> = problem.deps[m]
+                .iter()
+                .copied()
+                .filter(|&v| !problem.vars[v].known && !free.contains(&v))
+                .collect();
+            let tier = free.len();
+            free.extend(last_resort);
+            let bad_before = out_of_range(&problem);
+            let met_before = met_targets(&problem);
+            for (i, v) in free.into_iter().enumerate() {
                 let before = problem.vars[v].value;
                 problem.solve(m, v, want);
                 let after = problem.value(m);
-                if after.is_finite() && after >= lo - 1e-12 && after <= hi + 1e-12 {
+                let fixed = after.is_finite() && after >= lo - 1e-12 && after <= hi + 1e-12;
+                if fixed
+                    && (i < tier
+                        || (out_of_range(&problem) < bad_before
+                            && met_targets(&problem) >= met_before))
+                {
                     problem.vars[v].pinned = true;
                     problem.vars[v].soft = false;
                     changed = true;
@@ -1641,7 +1694,7 @@ fn decide(p: &Problem, targets: &mut [Target], t: usize) {
         return;
     }
     if targets[t].value > 0.0 {
-        scale_subtree(targets, m, achieved / targets[t].value);
+        scale_subtree(targets, m, achieved.max(0.0) / targets[t].value);
     }
     let parent = targets[t].parent;
     let whole = match parent {
@@ -1877,7 +1930,12 @@ fn propagate(
 /// Sets the topdown fields so that their tree nodes meet their targets with the corrections
 /// as they are: level 1 (retiring, frontend, backend; bad speculation takes the rest of the
 /// slots), then level 2.
-fn fit_fields(problem: &mut Problem, targets: &[Target], fields: &BTreeSet<usize>) {
+fn fit_fields(
+    problem: &mut Problem,
+    targets: &[Target],
+    fields: &BTreeSet<usize>,
+    pmu_names: &[String],
+) {
     let node_of = |v: usize, p: &Problem| -> Option<&'static str> {
         match p.vars[v].source {
             Source::X86 { config, .. } => {
@@ -1886,35 +1944,65 @@ fn fit_fields(problem: &mut Problem, targets: &[Target], fields: &BTreeSet<usize
             _ => None,
         }
     };
-    let target_for = |node: &str, p: &Problem| {
-        targets.iter().find(|t| t.stage != INFO_STAGE && p.metrics[t.metric].name == node)
+    // The node's target on the field's own PMU (a hybrid has one tree per core type).
+    let target_for = |node: &str, v: usize, p: &Problem| {
+        let Source::X86 { pmu, .. } = p.vars[v].source else { return None };
+        let pmu = pmu_names[pmu].as_str();
+        targets.iter().find(|t| {
+            let d = &p.metrics[t.metric];
+            t.stage != INFO_STAGE
+                && d.name == node
+                && (d.pmu == pmu || d.pmu == "default_core" || d.pmu == "cpu")
+        })
     };
-    // Fitting one field moves the others' shares of the slots: a few rounds settle them.
-    for pass in
-        std::iter::repeat_n([0usize, 2, 3].as_slice(), 30).chain([[4usize, 5, 6, 7].as_slice()])
-    {
-        for &n in pass {
-            for &v in fields {
-                if node_of(v, problem) != Some(TOPDOWN_FIELDS[n]) {
-                    continue;
+    let l1: Vec<usize> = fields
+        .iter()
+        .copied()
+        .filter(|&f| node_of(f, problem).is_some_and(|x| TOPDOWN_FIELDS[..4].contains(&x)))
+        .collect();
+    let bs: Vec<usize> =
+        l1.iter().copied().filter(|&f| node_of(f, problem) == Some(TOPDOWN_FIELDS[1])).collect();
+    // Bad speculation takes what the other level-1 fields leave of the slots, so their sum
+    // stays the slots and each node depends on its own field alone.
+    let pmu_of = |v: usize, p: &Problem| match p.vars[v].source {
+        Source::X86 { pmu, .. } => pmu,
+        _ => usize::MAX,
+    };
+    let settle = |p: &mut Problem| {
+        for &b in &bs {
+            let width = p.vars[b].hi;
+            let others: f64 = l1
+                .iter()
+                .filter(|&&f| !bs.contains(&f) && pmu_of(f, p) == pmu_of(b, p))
+                .filter_map(|&f| p.vars[f].value)
+                .sum();
+            p.vars[b].value = Some((width - others).max(0.0));
+        }
+    };
+    for n in [0usize, 2, 3, 4, 5, 6, 7] {
+        for &v in fields {
+            if node_of(v, problem) != Some(TOPDOWN_FIELDS[n]) {
+                continue;
+            }
+            let Some(t) = target_for(TOPDOWN_FIELDS[n], v, problem) else { continue };
+            let (m, goal) = (t.metric, t.value);
+            // Bisection over the field with the slots' sum held (the node rises with it).
+            let (mut lo, mut hi) = (0.0, problem.vars[v].hi);
+            for _ in 0..100 {
+                let mid = 0.5 * (lo + hi);
+                problem.vars[v].value = Some(mid);
+                if n < 4 {
+                    settle(problem);
                 }
-                let Some(t) = target_for(TOPDOWN_FIELDS[n], problem) else { continue };
-                let (m, goal) = (t.metric, t.value);
-                problem.solve(m, v, goal);
-                if n == 3 {
-                    // Bad speculation: what the other level-1 fields leave of the slots.
-                    let width = problem.vars[v].hi;
-                    let others: f64 = fields
-                        .iter()
-                        .filter(|&&f| matches!(node_of(f, problem), Some(x) if [0, 2, 3].iter().any(|&k| TOPDOWN_FIELDS[k] == x)))
-                        .filter_map(|&f| problem.vars[f].value)
-                        .sum();
-                    for &b in fields {
-                        if node_of(b, problem) == Some(TOPDOWN_FIELDS[1]) {
-                            problem.vars[b].value = Some((width - others).max(0.0));
-                        }
-                    }
+                if problem.value(m) < goal {
+                    lo = mid;
+                } else {
+                    hi = mid;
                 }
+            }
+            problem.vars[v].value = Some(0.5 * (lo + hi));
+            if n < 4 {
+                settle(problem);
             }
         }
     }

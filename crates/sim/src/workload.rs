@@ -213,8 +213,10 @@ impl Workload {
     /// Parses workload JSON; `origin` names it in messages.
     pub fn parse(text: &str, origin: &str) -> Result<Workload, WorkloadError> {
         let file: File = serde_json::from_str(text).map_err(|e| {
+            let what = e.to_string();
+            let what = what.split(" at line ").next().unwrap_or(&what).to_string();
             WorkloadError(format!(
-                "{origin}:{}:{}: {e}; a workload is a JSON object (see `tmetric_sim::workload`)",
+                "{origin}:{}:{}: {what}; a workload is a JSON object (see `tmetric_sim::workload`)",
                 e.line(),
                 e.column()
             ))
