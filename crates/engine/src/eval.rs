@@ -140,6 +140,24 @@ impl Evaluators {
 }
 
 impl Plan {
+    /// Root `root`'s value over row values `inputs` (as [`Plan::evaluate`] computes it).
+    pub(crate) fn root_value(
+        &self,
+        evaluators: &mut Evaluators,
+        root: usize,
+        inputs: &[f64],
+    ) -> f64 {
+        let root = &self.roots[root];
+        let evaluator = evaluators.get(root.model, self);
+        evaluator.clear_inputs();
+        for (slot, row) in root.slot_rows.iter().enumerate() {
+            if let Some(r) = row {
+                evaluator.set_input(slot as u16, inputs[*r], 1.0);
+            }
+        }
+        evaluator.evaluate_one(root.metric).value
+    }
+
     /// The retire latency used for `:R` event `name` (0 when unknown, as perf 6.12 does).
     pub fn retire_latency_of(&self, name: &str) -> f64 {
         self.retire_latency.iter().find(|(n, _)| n == name).map_or(0.0, |(_, v)| *v)

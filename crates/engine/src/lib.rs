@@ -15,6 +15,8 @@
 //!   log's CPU model and literals inferred.
 //! * [`select`]: perf's `-M` lookup (common metrics first), suggestions, defining models.
 //! * [`topdown`]: perf's built-in level-1 TopDown from the older `topdown-*` events (seed 000).
+//! * [`uncertainty`]: error bars of metrics over multiplexed counts, from the reads taken
+//!   during a run.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -30,6 +32,7 @@ pub mod pmu;
 pub mod schedule;
 pub mod select;
 pub mod topdown;
+pub mod uncertainty;
 
 pub use eval::{Evaluators, RootResult, Sample, Shown};
 pub use evaluator::{Evaluator, MetricResult, Select};
@@ -38,6 +41,7 @@ pub use offline::{Coverage, Needed, Offline};
 pub use plan::{Machine, Pick, Plan, PlanOptions, Resolution, RetireEvent, Root, Row, Source};
 pub use pmu::{Demand, MachineFacts, Pmu, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
+pub use uncertainty::{BAR_SIGMAS, Bar};
 
 /// The default events, in perf's order; also the order software events of a merged group
 /// print in.
