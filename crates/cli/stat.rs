@@ -77,6 +77,11 @@ pub struct StatArgs {
     /// true values; see `crates/sim/src/workload.rs`).
     #[arg(long, value_name = "NAME|FILE", requires = "pmu_sim")]
     pub pmu_sim_workload: Option<String>,
+    /// Give each metric an error bar: how far multiplexing may have moved it from the value
+    /// its events would give counted all the time (reads the counters every 100 ms to see
+    /// how their rates vary; also with -v).
+    #[arg(long)]
+    pub errors: bool,
     /// TopDown level 1 (or --td-level N): the model's TopdownLN metrics through a
     /// `slots`-led group; on CPUs with only the kernel's older `topdown-*` events, perf's
     /// level-1 formulas per core (needs -a). Implies --metric-only.
@@ -1134,6 +1139,7 @@ pub fn run_on<S: Syscalls + Clone>(
         catch_signals: true,
         delay: args.delay.map(Duration::from_millis),
         interval_count: args.interval_count.map(|n| n as usize),
+        sample_every: error_bar_reads(args),
     };
     let has_workload = workload.is_some();
     let mode: TpebsMode =
@@ -1245,6 +1251,10 @@ pub fn run_on<S: Syscalls + Clone>(
     }
     let notes = notes(&plan, &mut printer, &counters, &env, &sample);
     printer.notes(&notes)?;
+    if error_bar_reads(args).is_some() {
+        let bars = plan.uncertainties(&mut Evaluators::default(), &report.samples, sample.seconds);
+        printer.error_bars(&plan, &sample, &bars)?;
+    }
     printer.out.finish()?;
     Ok(if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) })
 }
@@ -1985,6 +1995,73 @@ impl Printer {
                     }
                     writeln!(self.out, "{line}")?;
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Error bars (issue 23): kept apart from the printers above so the printer rework can take
+// them over. What the printer must show: for every metric with `Bar::Sigma`, the value and
+// `± half_width` in the metric's unit (ScaleUnit applied), e.g. `tma_l2_bound  3.1 % ± 0.4`;
+// nothing for `Bar::Exact`; `± ?` with the reason for `Bar::Unknown`; in -j a
+// `"metric-error"` field (the half width, unit applied) on the metric's object; in
+// record/report the reads that `RunReport::samples` holds, so report can compute the same.
+// ---------------------------------------------------------------------------------------
+
+/// How often to read the counters for error bars: with `--errors` or `-v`.
+fn error_bar_reads(args: &StatArgs) -> Option<Duration> {
+    (args.errors || args.verbose).then(|| Duration::from_millis(100))
+}
+
+impl Printer {
+    /// The error bars of the metrics of `plan` over `sample`, after the counts: a block in
+    /// the default layout, else on standard error.
+    fn error_bars(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        bars: &[tmetric_engine::Bar],
+    ) -> io::Result<()> {
+        use tmetric_engine::Bar;
+        let results = plan.evaluate(&mut self.evaluators, sample);
+        let mut lines = Vec::new();
+        for ((root, result), bar) in plan.roots.iter().zip(&results).zip(bars) {
+            let model = root.model;
+            let desc = &model.metrics[root.metric];
+            let name = model.str(desc.name);
+            let unit = model.str(desc.unit);
+            let value = result.value * desc.scale;
+            match bar {
+                Bar::Exact => {}
+                Bar::Unknown => lines.push(format!(
+                    "{name:<40} {value:>12.3} {unit} ± ?: multiplexed, and the run was too short to see how its counts vary (two reads at least: 200 ms)"
+                )),
+                Bar::Sigma(_) => {
+                    let half = bar.half_width().unwrap_or(0.0) * desc.scale;
+                    lines.push(format!("{name:<40} {value:>12.3} {unit} ± {half:.3}"));
+                }
+            }
+        }
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let head = format!(
+            "Error bars ({} standard deviations of the value, from reads every 100 ms; metrics whose events ran the whole time have none):",
+            tmetric_engine::BAR_SIGMAS
+        );
+        if self.layout == Layout::Std {
+            writeln!(self.out, " {head}")?;
+            for line in &lines {
+                writeln!(self.out, "   {line}")?;
+            }
+            writeln!(self.out)?;
+        } else {
+            self.out.flush()?;
+            warn(&head);
+            for line in &lines {
+                warn(line);
             }
         }
         Ok(())

@@ -24,6 +24,10 @@ pub struct RunOptions {
     /// `--interval-count`: end the run after this many intervals; a workload still running
     /// then gets SIGTERM, as the user asked for no more.
     pub interval_count: Option<usize>,
+    /// Also read the counters this often without reporting, keeping the readings
+    /// ([`RunReport::samples`]): how counts vary during the run (error bars of multiplexed
+    /// counts).
+    pub sample_every: Option<Duration>,
 }
 
 /// One interval's counts.
@@ -54,6 +58,9 @@ pub struct RunReport {
     pub interrupted_by: Option<i32>,
     /// Intervals reported.
     pub ticks: usize,
+    /// With [`RunOptions::sample_every`]: the cumulative readings taken during the run, in
+    /// order, ending with [`RunReport::totals`] (empty otherwise).
+    pub samples: Vec<Snapshot>,
 }
 
 impl RunReport {
@@ -192,6 +199,8 @@ pub fn run<S: Syscalls>(
     let mut exit = None;
     let mut interrupted_by = None;
     let mut interval_count_reached = false;
+    let mut samples = Vec::new();
+    let mut next_sample = options.sample_every.map(|i| start + i);
     loop {
         if let Some(w) = workload.as_mut() {
             if let Some(e) = w.try_wait()? {
@@ -202,6 +211,17 @@ pub fn run<S: Syscalls>(
             break;
         }
         let now = Instant::now();
+        if let (Some(due), Some(every)) = (next_sample, options.sample_every)
+            && now >= due
+        {
+            samples.push(counters.read()?);
+            let mut next = due + every;
+            while next <= now {
+                next += every;
+            }
+            next_sample = Some(next);
+            continue;
+        }
         if let (Some(due), Some(interval)) = (next_tick, options.interval)
             && now >= due
         {
@@ -250,7 +270,11 @@ pub fn run<S: Syscalls>(
         let exit_fd = workload.as_ref().and_then(|w| w.exit_fd());
         fds.extend(exit_fd);
         fds.extend(guard.as_ref().map(SignalGuard::fd));
-        let mut timeout = next_tick.map(|due| due.saturating_duration_since(now));
+        let mut timeout = [next_tick, next_sample]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|due| due.saturating_duration_since(now));
         if workload.is_some() && exit_fd.is_none() {
             // No pidfd (kernel before 5.3): look for the exit regularly.
             timeout = Some(
@@ -285,5 +309,8 @@ pub fn run<S: Syscalls>(
             last: true,
         })?;
     }
-    Ok(RunReport { totals, elapsed: end - start, exit, interrupted_by, ticks })
+    if options.sample_every.is_some() {
+        samples.push(totals.clone());
+    }
+    Ok(RunReport { totals, elapsed: end - start, exit, interrupted_by, ticks, samples })
 }
