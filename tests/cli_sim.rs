@@ -803,3 +803,277 @@ fn simulated_machines_run_the_workload_given() {
     assert!(text.contains("bad.json:2:9: unknown field `topdwn`"), "{text}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// One of perf 6.12's relationship rules (tools/perf/tests/shell/lib/
+/// perf_metric_validation_rules.json): `lower <= Σ sign * metric <= upper`, bounds a number or
+/// another metric, within `tolerance` (percentage points; relative to a bound other than 100).
+struct Rule {
+    terms: &'static [(f64, &'static str)],
+    lower: Bound,
+    upper: Bound,
+    tolerance: f64,
+}
+
+#[derive(Clone, Copy)]
+enum Bound {
+    Value(f64),
+    Metric(&'static str),
+    Open,
+}
+
+/// perf's rules 1-17, as its validator reads them (`RelationshipTest` and the explicit
+/// `SingleMetricTest`s); the percentage rule and the non-negative rule are checked apart.
+const RULES: &[Rule] = &[
+    Rule {
+        terms: &[(1.0, "pmem_memory_bandwidth_read"), (1.0, "pmem_memory_bandwidth_write")],
+        lower: Bound::Metric("pmem_memory_bandwidth_total"),
+        upper: Bound::Metric("pmem_memory_bandwidth_total"),
+        tolerance: 5.0,
+    },
+    Rule {
+        terms: &[(1.0, "memory_bandwidth_read"), (1.0, "memory_bandwidth_write")],
+        lower: Bound::Metric("memory_bandwidth_total"),
+        upper: Bound::Metric("memory_bandwidth_total"),
+        tolerance: 5.0,
+    },
+    Rule {
+        terms: &[
+            (1.0, "numa_reads_addressed_to_local_dram"),
+            (1.0, "numa_reads_addressed_to_remote_dram"),
+        ],
+        lower: Bound::Value(100.0),
+        upper: Bound::Value(100.0),
+        tolerance: 5.0,
+    },
+    Rule { terms: &[(1.0, "cpi")], lower: Bound::Value(0.125), upper: Bound::Open, tolerance: 5.0 },
+    Rule {
+        terms: &[
+            (1.0, "tma_frontend_bound"),
+            (1.0, "tma_bad_speculation"),
+            (1.0, "tma_backend_bound"),
+            (1.0, "tma_retiring"),
+        ],
+        lower: Bound::Value(100.0),
+        upper: Bound::Value(100.0),
+        tolerance: 5.0,
+    },
+    Rule {
+        terms: &[(1.0, "tma_fetch_latency"), (1.0, "tma_fetch_bandwidth")],
+        lower: Bound::Metric("tma_frontend_bound"),
+        upper: Bound::Metric("tma_frontend_bound"),
+        tolerance: 5.0,
+    },
+    Rule {
+        terms: &[(1.0, "tma_branch_mispredicts"), (1.0, "tma_machine_clears")],
+        lower: Bound::Metric("tma_bad_speculation"),
+        upper: Bound::Metric("tma_bad_speculation"),
+        tolerance: 5.0,
+    },
+    Rule {
+        terms: &[(1.0, "tma_memory_bound"), (1.0, "tma_core_bound")],
+        lower: Bound::Metric("tma_backend_bound"),
+        upper: Bound::Metric("tma_backend_bound"),
+        tolerance: 5.0,
+    },
+    Rule {
+        terms: &[(1.0, "tma_light_operations"), (1.0, "tma_heavy_operations")],
+        lower: Bound::Metric("tma_retiring"),
+        upper: Bound::Metric("tma_retiring"),
+        tolerance: 5.0,
+    },
+    Rule {
+        terms: &[
+            (1.0, "memory_page_empty_vs_all_requests"),
+            (1.0, "memory_page_misses_vs_all_requests"),
+            (1.0, "memory_page_hits_vs_all_requests"),
+        ],
+        lower: Bound::Value(100.0),
+        upper: Bound::Value(100.0),
+        tolerance: 5.0,
+    },
+    Rule {
+        terms: &[(1.0, "cpu_utilization"), (-1.0, "cpu_utilization_in_kernel_mode")],
+        lower: Bound::Value(0.0),
+        upper: Bound::Open,
+        tolerance: 5.0,
+    },
+    Rule {
+        terms: &[(1.0, "l2_mpi"), (-1.0, "l2_demand_data_read_mpi")],
+        lower: Bound::Value(0.0),
+        upper: Bound::Open,
+        tolerance: 5.0,
+    },
+    Rule {
+        terms: &[(1.0, "l2_mpi"), (-1.0, "l2_demand_code_mpi")],
+        lower: Bound::Value(0.0),
+        upper: Bound::Open,
+        tolerance: 5.0,
+    },
+    Rule {
+        terms: &[
+            (1.0, "llc_data_read_mpi_demand_plus_prefetch"),
+            (1.0, "llc_rfo_read_mpi_demand_plus_prefetch"),
+            (1.0, "llc_code_read_mpi_demand_plus_prefetch"),
+        ],
+        lower: Bound::Metric("llc_mpi"),
+        upper: Bound::Metric("llc_mpi"),
+        tolerance: 5.0,
+    },
+    Rule {
+        terms: &[(1.0, "uncore_freq")],
+        lower: Bound::Value(0.0),
+        upper: Bound::Value(8.0),
+        tolerance: 0.0,
+    },
+    Rule {
+        terms: &[(1.0, "cpu_operating_frequency")],
+        lower: Bound::Value(0.0),
+        upper: Bound::Value(8.0),
+        tolerance: 0.0,
+    },
+];
+
+/// Rule 5: ratios per instruction within [0, 1) (perf's tolerance 5 % of the bound).
+const PER_INSTRUCTION: &[&str] = &[
+    "loads_per_instr",
+    "stores_per_instr",
+    "l1d_mpi",
+    "l1d_demand_data_read_hits_per_instr",
+    "l1_i_code_read_misses_with_prefetches_per_instr",
+    "l2_demand_data_read_hits_per_instr",
+    "l2_mpi",
+    "l2_demand_data_read_mpi",
+    "l2_demand_code_mpi",
+];
+
+/// perf's skip list: metrics its validator does not check.
+const SKIPPED: &[&str] = &[
+    "tsx_aborted_cycles",
+    "tsx_transactional_cycles",
+    "c2_pkg_residency",
+    "c6_pkg_residency",
+    "c1_core_residency",
+    "c6_core_residency",
+    "tma_false_sharing",
+    "tma_remote_cache",
+    "tma_contested_accesses",
+];
+
+/// perf 6.12's metric validation (tools/perf/tests/shell/lib/perf_metric_validation.py and
+/// its rules file) on every simulated Intel machine's output: every metric of the machine's
+/// model counted system-wide, every value not negative (the positive-value test), every
+/// percentage within 0..100 (within perf's tolerance of 5 points), and the relationship and
+/// single-metric rules, with perf's bounds and tolerances, for the metrics the model has.
+/// Metrics perf cannot compute there either (events the machine lacks) must say why.
+#[test]
+fn perfs_metric_validation_rules_hold_on_every_simulated_intel_machine() {
+    use tmetric_sim::{Derivation, Machine, Workload};
+    let workload = Workload::default_workload();
+    let (mut rules_checked, mut unmatched) = (0, 0);
+    for name in
+        ["sapphirerapids", "icelake", "skylakex", "skylakex-nosmt", "alderlake", "meteorlake"]
+    {
+        let machine = Machine::named(name).expect("machine");
+        let truth = Derivation::of(&machine, &workload);
+        let model = tmetric_catalog::model(&machine.catalogue_model).expect("model");
+        let mut names: Vec<&str> = model
+            .metrics
+            .iter()
+            .filter(|m| !m.runtime_param && model.str(m.compat).is_empty())
+            .map(|m| model.str(m.name))
+            .filter(|n| truth.report[0].iter().any(|t| t.name == *n && t.available))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let list = names.join(",");
+        let mut args = vec!["--pmu-sim", name, "-M", &list, "-a", "-j"];
+        if name == "meteorlake" {
+            args.push("--record-tpebs");
+        }
+        args.extend(["sleep", "0.5"]);
+        let out = tmetric(&args);
+        let text = stderr(&out);
+        assert!(out.status.success(), "{name}: {text}");
+        let values: std::collections::BTreeMap<String, Vec<f64>> =
+            json_metrics(&text).into_iter().fold(Default::default(), |mut acc, (n, v)| {
+                acc.entry(n.to_ascii_lowercase()).or_default().push(v);
+                acc
+            });
+        // Every metric computable here has a value, not negative. tmetric does not yet open
+        // an uncore event on a PMU's numbered boxes (`uncore_cha` on `uncore_cha_0`, ...,
+        // which perf matches): those metrics print nan with that reason, and are counted.
+        let uncore_unmatched = |n: &str| {
+            text.lines().any(|l| l.contains(&format!("{n}: nan: needs ")))
+                && text.lines().any(|l| l.contains("<not supported>: this machine has no `uncore_"))
+        };
+        for n in &names {
+            let lower = n.to_ascii_lowercase();
+            let got = values.get(&lower).unwrap_or_else(|| panic!("{name}: no value for {n}"));
+            for v in got {
+                if v.is_nan() && uncore_unmatched(n) {
+                    unmatched += 1;
+                    continue;
+                }
+                assert!(v.is_finite() && *v >= 0.0, "{name}: {n} = {v}");
+            }
+        }
+        // Percentages within 0..100, within 5 points.
+        for m in model.metrics {
+            let unit = model.str(m.unit);
+            let percent = matches!(model.str(m.unit), "%") && (m.scale == 1.0 || m.scale == 100.0);
+            let lower = model.str(m.name).to_ascii_lowercase();
+            if !percent || SKIPPED.contains(&lower.as_str()) {
+                continue;
+            }
+            for v in values.get(&lower).into_iter().flatten().filter(|v| !v.is_nan()) {
+                assert!((-5.0..=105.0).contains(v), "{name}: {lower} = {v} {unit}");
+            }
+        }
+        for lower in PER_INSTRUCTION {
+            for v in values.get(*lower).into_iter().flatten() {
+                assert!((-0.05..=1.05).contains(v), "{name}: {lower} = {v}");
+            }
+        }
+        // The relationship rules whose metrics this model has, with each value a hybrid's
+        // core types print tried in turn (perf keeps one per name).
+        for rule in RULES {
+            let first = |n: &str| values.get(n).and_then(|v| v.first().copied());
+            let bound_value = |b: Bound, open: f64| match b {
+                Bound::Value(v) => Some(v),
+                Bound::Metric(m) => first(m),
+                Bound::Open => Some(open),
+            };
+            let Some(sum) =
+                rule.terms.iter().map(|(s, n)| first(n).map(|v| s * v)).sum::<Option<f64>>()
+            else {
+                continue;
+            };
+            let (Some(lo), Some(hi)) = (
+                bound_value(rule.lower, f64::NEG_INFINITY),
+                bound_value(rule.upper, f64::INFINITY),
+            ) else {
+                continue;
+            };
+            if sum.is_nan() || lo.is_nan() || hi.is_nan() {
+                // An uncore metric tmetric cannot count yet (above).
+                continue;
+            }
+            // perf's denormalised tolerance: relative to the upper bound unless it is 100.
+            let tolerance = if hi != 100.0 && hi > 0.0 && hi.is_finite() {
+                rule.tolerance * hi / 100.0
+            } else {
+                rule.tolerance
+            };
+            assert!(
+                sum >= lo - tolerance && sum <= hi + tolerance,
+                "{name}: {:?} = {sum}, expected [{lo}, {hi}] within {tolerance}",
+                rule.terms
+            );
+            rules_checked += 1;
+        }
+    }
+    assert!(rules_checked >= 40, "{rules_checked} rule checks");
+    eprintln!(
+        "{rules_checked} rule checks; {unmatched} uncore metric values not counted (numbered boxes)"
+    );
+}
