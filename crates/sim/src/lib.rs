@@ -55,6 +55,36 @@
 //! * `x86_schedule_events`/`perf_assign_events`: events by increasing constraint weight,
 //!   fixed (and metric) counters first, then the lowest free GP counter; `collect_event`
 //!   limits (GP + fixed + metrics, at most 8 metrics); AMD pair events (PMU_FL_PAIR).
+//!
+//! The four rules below are each tested in `tests/kernel.rs` (the test named after the rule)
+//! to refuse what 6.12 refuses (paths under /usr/src/linux-source-6.12/, lines of 6.12):
+//! * AMD Zen 4 paired events (`pair_events_take_two_counters_on_zen4`): event code 0x003 (retired
+//!   SSE/AVX FLOPs) is a pair event on family 17h and later (arch/x86/events/amd/core.c:351
+//!   `amd_is_pair_event_code`, :379 `PERF_X86_EVENT_PAIR`); its `pair_constraint` allows
+//!   only even counters and has half the counters' weight (:1475), and scheduling takes the
+//!   odd counter above as well (arch/x86/events/core.c:899 in `__perf_sched_find_counter`),
+//!   while each pair shrinks the GP budget by one (core.c:1081, `n_pair` counted in
+//!   `collect_event`, core.c:1153): three 0x003 events fill Zen 4's 6 counters.
+//! * A lone event whose constraint leaves no counter
+//!   (`a_lone_event_whose_constraint_leaves_no_counter_is_refused`): `validate_event`
+//!   (arch/x86/events/core.c:2360, `!c || !c->weight` at :2372) refuses it with EINVAL even
+//!   on an empty PMU. Constraints lose their counters in `intel_pmu_check_event_constraints`
+//!   (arch/x86/events/intel/core.c:6318): fixed counters not in `intel_ctrl` are dropped,
+//!   pseudo-encodings (event code 0) are not widened to GP counters, and slots and metric
+//!   constraints are emptied without the slots fixed counter
+//!   ([`Machine::with_fixed_counters`] models such a guest).
+//! * Topdown `slots` and metric events with config1/config2, filter bits or sampling
+//!   (`topdown_events_need_a_slots_leader`, and `tests/sampling.rs`): `intel_pmu_hw_config`
+//!   (arch/x86/events/intel/core.c:4195-4230): config1/config2 EINVAL (:4196), any
+//!   `X86_ALL_EVENT_FLAGS` bit EINVAL, a sampling metric event EINVAL (:4209), a metric event
+//!   under a leader that is not slots or that samples EINVAL; slots alone may sample.
+//! * A hybrid legacy event (`hybrid_pmus_refuse_foreign_cpus_and_mixed_groups`):
+//!   `perf_init_event` (kernel/events/core.c:12104) sends PERF_TYPE_HARDWARE/HW_CACHE
+//!   without an extended type to PERF_TYPE_RAW (`cpu_core`, :12134); `x86_pmu_event_init`
+//!   (arch/x86/events/core.c:2446) answers ENOENT for a CPU outside the hybrid PMU's
+//!   `supported_cpus` (:2458); the retry (:12151) then tries every PMU, so the event lands on
+//!   the PMU of the CPU it opens on (`cpu_atom` on an E core) and counts that core's events.
+//!   With an extended type in config's upper half there is no retry (ENOENT).
 //! * Constraint tables (arch/x86/events/intel/core.c): `intel_skl_event_constraints`,
 //!   `intel_icl_event_constraints`, `intel_glc_event_constraints`,
 //!   `intel_grt_event_constraints`, widened as `intel_pmu_check_event_constraints` does

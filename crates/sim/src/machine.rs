@@ -257,6 +257,26 @@ impl Machine {
         self
     }
 
+    /// The same machine in a guest whose hypervisor exposes only `n` fixed counters on its
+    /// Golden Cove core PMUs (older KVM exposes 3): fixed counters from `n` on are gone
+    /// (`intel_ctrl`), and without fixed counter 3 so are PERF_METRICS, the `slots` and
+    /// `topdown-*` event files (`td_is_visible`) and every counter of the slots and metric
+    /// constraints, so those events fail `validate_event` alone.
+    pub fn with_fixed_counters(mut self, n: u32) -> Machine {
+        for pmu in &mut self.pmus {
+            let PmuClass::X86Core(core) = &pmu.class else { continue };
+            if core.kind != CoreKind::GoldenCove {
+                continue;
+            }
+            let core = super::sched::glc_core(core.gp, n.min(4));
+            if core.topdown_events == 0 {
+                pmu.events.retain(|(name, _)| name != "slots" && !name.starts_with("topdown-"));
+            }
+            pmu.class = PmuClass::X86Core(core);
+        }
+        self
+    }
+
     /// The same machine with another `perf_event_mux_interval_ms`.
     pub fn with_mux_interval_ms(mut self, ms: u64) -> Machine {
         self.mux_interval_ms = ms.max(1);
