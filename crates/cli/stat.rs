@@ -68,8 +68,9 @@ pub struct StatArgs {
     /// Do not share groups between metrics.
     #[arg(long)]
     pub metric_no_merge: bool,
-    /// Count on a simulated PMU instead of this machine's (`tmetric plan --list-sim` names
-    /// them); every output then says it is simulated.
+    /// Count on a simulated PMU instead of this machine's (sapphirerapids, icelake, skylakex,
+    /// skylakex-nosmt, alderlake, meteorlake, amdzen4, neoverse-n2); every output then says it
+    /// is simulated.
     #[arg(long, value_name = "MODEL")]
     pub pmu_sim: Option<String>,
     /// With --pmu-sim: what the simulated machine runs, a built-in workload (`default`,
