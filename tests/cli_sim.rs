@@ -1216,3 +1216,45 @@ fn plan_refuses_a_missing_sysfs_tree() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// A `nan` or 0 that a fact of the machine decides, or a division by a counted 0, says why
+/// without `-v`: the TSX metrics are 0 because the simulated machines have no `cycles-t`
+/// (`has_event`), the PMM metrics 0 because they have no NFIT table (`#has_pmem`), and
+/// `tma_info_botlnk_l2_dsb_bandwidth` is 0/0 on a workload without fetch bandwidth loss.
+#[test]
+fn a_nan_or_zero_from_a_fact_or_a_zero_divisor_prints_its_reason() {
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "tsx_transactional_cycles,tma_info_system_pmm_read_bw,tma_info_thread_ipc",
+        "-a",
+        "sleep",
+        "0.01",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    for note in [
+        "tsx_transactional_cycles: 0 because has_event(cycles-t) is false: this machine has no `cycles-t` event",
+        "tma_info_system_pmm_read_bw: 0 because #has_pmem is 0 on this machine: this machine has no persistent memory (no ACPI NFIT table)",
+    ] {
+        assert!(text.contains(note), "{note}\n{text}");
+    }
+    assert!(!text.contains("tma_info_thread_ipc:"), "a number needs no reason:\n{text}");
+    let workload = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/sim/no-fetch-bandwidth.json");
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "--pmu-sim-workload",
+        workload,
+        "-M",
+        "tma_info_botlnk_l2_dsb_bandwidth",
+        "-a",
+        "sleep",
+        "0.01",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let note = "tma_info_botlnk_l2_dsb_bandwidth: nan (a division by zero): every input was counted, and tma_dsb, tma_mite are 0";
+    assert!(text.contains(note), "{text}");
+}

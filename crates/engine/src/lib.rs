@@ -37,7 +37,7 @@ pub mod uncertainty;
 pub use eval::{Evaluators, RootResult, Sample, Shown};
 pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};
-pub use offline::{Coverage, Needed, Offline};
+pub use offline::{Coverage, Needed, Offline, Why};
 pub use plan::{Machine, Pick, Plan, PlanOptions, Resolution, RetireEvent, Root, Row, Source};
 pub use pmu::{Demand, MachineFacts, Pmu, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
