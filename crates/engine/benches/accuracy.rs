@@ -14,7 +14,9 @@
 //!
 //! `cargo bench -p tmetric-engine --bench accuracy` (`-- --quick`: level 1 to 3 on three
 //! machines; `-- --groups`: every metric group too; `-- --workload NAME|FILE`; `-- --seeds N`
-//! phase orders per selection, 3 by default).
+//! phase orders per selection, 3 by default; `-- --machine NAME`, `-- --selection NAME`: one
+//! of each). A row says when a strategy gave fewer values than tmetric's schedule (`nan`
+//! where it could not count a metric): its errors are over the values it gave.
 
 #[path = "../tests/harness.rs"]
 mod harness;
@@ -39,8 +41,13 @@ struct Errors {
 }
 
 impl Errors {
+    /// Whether `m` is a value these errors take: a percentage, computed, with a truth.
+    fn counts(m: &Measured) -> bool {
+        m.percent && m.value.is_finite() && m.truth.is_finite()
+    }
+
     fn add(&mut self, m: &Measured) {
-        if !m.percent || !m.value.is_finite() || !m.truth.is_finite() {
+        if !Errors::counts(m) {
             return;
         }
         let e = (m.value - m.truth).abs() * m.scale;
@@ -128,11 +135,15 @@ fn main() {
             w
         })
         .collect();
-    let machines: Vec<&'static str> = if quick {
+    let only = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1));
+    let mut machines: Vec<&'static str> = if quick {
         vec!["sapphirerapids", "icelake", "alderlake"]
     } else {
         Machine::names().to_vec()
     };
+    if let Some(name) = only("--machine") {
+        machines.retain(|m| m == name);
+    }
     println!(
         "workload `{workload_name}`, {RUN_MS} ms per selection, reads every {READ_MS} ms; errors in percentage points of the metrics that print as percentages"
     );
@@ -152,10 +163,17 @@ fn main() {
     );
     let (mut all_t, mut all_p, mut all_a) =
         (Errors::default(), Errors::default(), Errors::default());
+    // Over the values both tmetric's schedule and perf's strategy gave: perf's groups that
+    // never fit (the NMI watchdog's counter, too many events) give no value, and a mean
+    // over the others alone would flatter it.
+    let (mut both_t, mut both_p) = (Errors::default(), Errors::default());
     let start = std::time::Instant::now();
     for name in machines {
         let tree = SimTree::new(name);
         let mut sels = selections(&tree, groups);
+        if let Some(sel) = only("--selection") {
+            sels.retain(|s| s == sel);
+        }
         if quick {
             sels.retain(|s| {
                 ["TopdownL1", "TopdownL2", "TopdownL3", "PipelineL1"].contains(&s.as_str())
@@ -168,11 +186,23 @@ fn main() {
             }
             let (mut t, mut p, mut a) = (Errors::default(), Errors::default(), Errors::default());
             for workload in &workloads {
-                for m in measure(&tree, &metrics, Strategy::Tmetric, workload, RUN_MS, READ_MS) {
-                    t.add(&m);
+                let tm = measure(&tree, &metrics, Strategy::Tmetric, workload, RUN_MS, READ_MS);
+                let pm = measure(&tree, &metrics, Strategy::Perf, workload, RUN_MS, READ_MS);
+                for m in &tm {
+                    t.add(m);
                 }
-                for m in measure(&tree, &metrics, Strategy::Perf, workload, RUN_MS, READ_MS) {
-                    p.add(&m);
+                for m in &pm {
+                    p.add(m);
+                }
+                // The values both strategies gave, metric by metric.
+                for m in &tm {
+                    if let Some(o) = pm.iter().find(|o| o.metric == m.metric)
+                        && Errors::counts(m)
+                        && Errors::counts(o)
+                    {
+                        both_t.add(m);
+                        both_p.add(o);
+                    }
                 }
                 for &metric in &metrics {
                     for m in measure(&tree, &[metric], Strategy::Tmetric, workload, RUN_MS, READ_MS)
@@ -196,8 +226,13 @@ fn main() {
                 a.mean(),
                 a.worst,
                 100.0 * t.covered as f64 / t.n as f64,
-                t.width / t.n as f64
+                t.width / t.n as f64,
             );
+            for (who, o) in [("perf", &p), ("alone", &a)] {
+                if o.n != t.n {
+                    println!("{:<40}   ({who}: {} values, tmetric {})", "", o.n, t.n);
+                }
+            }
             all_t.merge(t);
             all_p.merge(p);
             all_a.merge(a);
@@ -218,5 +253,16 @@ fn main() {
         all_t.width / all_t.bars.max(1) as f64,
         seeds,
         start.elapsed().as_secs_f64()
+    );
+    println!(
+        "On the {} values both gave: tmetric {:.3} pp (worst {:.3}), perf {:.3} pp (worst {:.3}); tmetric/perf {:.1}%; perf gave no value for {} of tmetric's {}",
+        both_t.n,
+        both_t.mean(),
+        both_t.worst,
+        both_p.mean(),
+        both_p.worst,
+        100.0 * both_t.mean() / both_p.mean().max(1e-12),
+        all_t.n - both_t.n,
+        all_t.n
     );
 }
