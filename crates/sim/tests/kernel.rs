@@ -289,7 +289,7 @@ fn topdown_events_need_a_slots_leader() {
     // ... and none on slots either, alone or as a leader.
     for (config1, config2) in [(1, 0), (0, 1)] {
         let slots = Attr { config1, config2, ..raw(0x0400) };
-        assert_eq!(group(&mut k, 0, &[slots.clone()]), Err((0, libc::EINVAL)));
+        assert_eq!(group(&mut k, 0, std::slice::from_ref(&slots)), Err((0, libc::EINVAL)));
         assert_eq!(group(&mut k, 0, &[slots, td(0)]), Err((0, libc::EINVAL)));
     }
     assert_eq!(group(&mut k, 0, &[raw(0x0400 | 1 << 18)]), Err((0, libc::EINVAL)));
