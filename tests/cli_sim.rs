@@ -364,9 +364,8 @@ fn metric_only_json_has_one_object_per_line() {
 
 #[test]
 fn retire_latencies_come_from_a_file_or_a_clear_sampler_error() {
-    let dir = std::env::temp_dir().join(format!("tmetric-rl-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("rl.json");
+    let temp = tempfile::tempdir().unwrap();
+    let file = temp.path().join("rl.json");
     std::fs::write(&file, r#"{"MEM_INST_RETIRED.STLB_HIT_LOADS": 7, "NOT_AN_EVENT": 3}"#).unwrap();
     let path = file.to_str().unwrap();
     let zero = stderr(&tmetric(&[
@@ -419,7 +418,6 @@ fn retire_latencies_come_from_a_file_or_a_clear_sampler_error() {
     ]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("must be a number of cycles"), "{}", stderr(&bad));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Per cpu_core CPU of the simulated Meteor Lake, the true rate of a `cpu_core` raw config.
@@ -771,9 +769,8 @@ fn simulated_machines_run_the_workload_given() {
     assert!(out.status.success(), "{text}");
     let memory = json_metrics(&text).into_iter().find(|m| m.0 == "tma_memory_bound").expect(&text);
     assert!((memory.1 - 48.0).abs() < 1e-3, "{text}");
-    let dir = std::env::temp_dir().join(format!("tmetric-workload-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let bad = dir.join("bad.json");
+    let temp = tempfile::tempdir().unwrap();
+    let bad = temp.path().join("bad.json");
     std::fs::write(&bad, "{\n  \"ipc\": 1.5,\n  \"topdown\": { \"tma_retiring\": 140 }\n}\n")
         .unwrap();
     let out = tmetric(&[
@@ -801,7 +798,6 @@ fn simulated_machines_run_the_workload_given() {
         "0.01",
     ]));
     assert!(text.contains("bad.json:2:9: unknown field `topdwn`"), "{text}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// One of perf 6.12's relationship rules (tools/perf/tests/shell/lib/

@@ -24,30 +24,24 @@ pub struct SimTree {
     pub proc_root: PathBuf,
     /// Its catalogue model.
     pub model: &'static Model,
-    dir: PathBuf,
-}
-
-impl Drop for SimTree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    /// Removed when the tree drops.
+    _dir: tempfile::TempDir,
 }
 
 impl SimTree {
     /// Writes the tree of machine `name`.
     pub fn new(name: &'static str) -> SimTree {
         let machine = SimMachine::named(name).expect("a named machine");
-        let dir = std::env::temp_dir().join(format!(
-            "tmetric-accuracy-{}-{name}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
+        let temp = tempfile::Builder::new()
+            .prefix(&format!("tmetric-accuracy-{name}-"))
+            .tempdir()
+            .expect("a temporary directory");
+        let dir = temp.path();
         machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).expect("sysfs written");
         let sysfs = Sysfs::new(dir.join("sys"));
         let cpuid = tmetric_runtime::sysfs::host_cpuid(&sysfs, &dir.join("proc")).expect("cpuid");
         let model = tmetric_catalog::model_for_cpuid(&cpuid).expect("a model");
-        SimTree { name, sys: dir.join("sys"), proc_root: dir.join("proc"), model, dir }
+        SimTree { name, sys: dir.join("sys"), proc_root: dir.join("proc"), model, _dir: temp }
     }
 }
 

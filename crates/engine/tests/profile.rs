@@ -4,7 +4,6 @@
 //! catalogue, tmetric's evaluator, sysfs resolution and the simulator's encodings agree.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tmetric_engine::{Evaluator, Select};
 use tmetric_runtime::Sysfs;
@@ -16,30 +15,19 @@ fn machine(name: &str, watchdog: bool) -> Machine {
     Machine::named(name).unwrap_or_else(|| panic!("no machine {name}")).with_nmi_watchdog(watchdog)
 }
 
-/// A sysfs and proc tree under the temporary directory, removed on drop.
-struct TempTree(PathBuf);
+/// A sysfs and proc tree in a private temporary directory, removed on drop.
+struct TempTree(tempfile::TempDir);
 
 impl TempTree {
     fn new(tag: &str) -> TempTree {
-        // Tests run in parallel threads of one process: the counter keeps their trees apart.
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("tmetric-profile-{tag}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        TempTree(dir)
+        let dir = tempfile::Builder::new().prefix(&format!("tmetric-profile-{tag}-")).tempdir();
+        TempTree(dir.expect("a temporary directory"))
     }
     fn sys(&self) -> PathBuf {
-        self.0.join("sys")
+        self.0.path().join("sys")
     }
     fn proc(&self) -> PathBuf {
-        self.0.join("proc")
-    }
-}
-
-impl Drop for TempTree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path().join("proc")
     }
 }
 

@@ -24,7 +24,13 @@ struct Tree {
 fn trees() -> &'static Vec<Tree> {
     static TREES: OnceLock<Vec<Tree>> = OnceLock::new();
     TREES.get_or_init(|| {
-        let base = std::env::temp_dir().join(format!("tmetric-engine-sim-{}", std::process::id()));
+        // In the build's own temporary directory (statics never drop, so the trees stay until
+        // `cargo clean`), private to this run.
+        let base = tempfile::Builder::new()
+            .prefix("tmetric-engine-sim-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .expect("a temporary directory")
+            .keep();
         SimMachine::names()
             .iter()
             .map(|&name| {

@@ -26,11 +26,11 @@
 //! ```
 //! use tmetric_sim::{Machine, SimKernel};
 //! let machine = Machine::named("sapphirerapids").unwrap();
-//! let dir = std::env::temp_dir().join(format!("tmetric-sim-doc-{}", std::process::id()));
+//! let temp = tempfile::tempdir().unwrap();
+//! let dir = temp.path();
 //! machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).unwrap();
 //! let sysfs = tmetric_runtime::Sysfs::new(dir.join("sys"));
 //! assert_eq!(sysfs.core_pmu().as_deref(), Some("cpu"));
-//! # std::fs::remove_dir_all(&dir).unwrap();
 //!
 //! // SimKernel::new(machine) runs on the real clock; a manual clock is deterministic.
 //! use tmetric_runtime::{Attr, Syscalls, sys::READ_FORMAT};

@@ -72,25 +72,19 @@ fn gp_events(first: u64, n: usize) -> Vec<Attr> {
 
 // ---- sysfs trees ----
 
-struct TempTree(PathBuf);
+/// A sysfs and proc tree in a private temporary directory, removed on drop.
+struct TempTree(tempfile::TempDir);
 
 impl TempTree {
     fn new(tag: &str) -> TempTree {
-        let dir = std::env::temp_dir().join(format!("tmetric-sim-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        TempTree(dir)
+        let dir = tempfile::Builder::new().prefix(&format!("tmetric-sim-{tag}-")).tempdir();
+        TempTree(dir.expect("a temporary directory"))
     }
     fn sys(&self) -> PathBuf {
-        self.0.join("sys")
+        self.0.path().join("sys")
     }
     fn proc(&self) -> PathBuf {
-        self.0.join("proc")
-    }
-}
-
-impl Drop for TempTree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path().join("proc")
     }
 }
 
