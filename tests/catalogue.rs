@@ -12,15 +12,15 @@ use tmetric_catalog::{MODELS, Model};
 use tmetric_engine::{Evaluator, Select};
 use tmetric_expr::{Facts, Ident, Literal};
 use tmetric_model::catalog::Facts as ModelFacts;
-use tmetric_vendor::Tree;
-use tmetric_vendor::oracle::{Oracle, OracleInputs};
-use tmetric_vendor::resolve::{Resolved, Target, resolve_tree};
+use tmetric_pmu_events::Tree;
+use tmetric_pmu_events::oracle::{Oracle, OracleInputs};
+use tmetric_pmu_events::resolve::{Resolved, Target, resolve_tree};
 
 fn tree() -> &'static Tree {
     static TREE: OnceLock<Tree> = OnceLock::new();
     TREE.get_or_init(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("pmu-events/arch");
-        tmetric_vendor::load_tree(&root).expect("pmu-events/arch loads")
+        tmetric_pmu_events::load_tree(&root).expect("pmu-events/arch loads")
     })
 }
 

@@ -605,7 +605,7 @@ fn plan_refuses_a_sysfs_tree_that_is_not_there() {
     let text = fails_with(
         &out,
         2,
-        "--sysfs /nonexistent: /nonexistent/bus/event_source/devices is not a directory",
+        "--sysfs /nonexistent: cannot read /nonexistent/bus/event_source/devices: give the root of a sysfs (/sys) tree",
     );
     assert!(stdout(&out).is_empty(), "planned anyway: {}", stdout(&out));
     assert!(!text.contains("cannot find metric"), "{text}");

@@ -9,7 +9,7 @@ use tmetric_catalog::Model;
 use tmetric_engine::Select;
 use tmetric_expr::{Expr, ExprKind, Literal};
 use tmetric_model::catalog::Facts;
-use tmetric_vendor::resolve::{Resolved, SlotKind, Target};
+use tmetric_pmu_events::resolve::{Resolved, SlotKind, Target};
 
 use crate::catalogue::{generated, resolved};
 

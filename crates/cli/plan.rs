@@ -8,10 +8,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
-use tmetric_engine::plan::{OfflinePlan, plan_offline};
+use tmetric_engine::plan::{OfflinePlan, plan_offline, plan_on_machine};
 use tmetric_engine::schedule::{Placement, Request, Schedule, Slot};
-use tmetric_engine::{MachineFacts, Pick, PlanOptions, PmuModel, Select, Strategy};
-use tmetric_runtime::Sysfs;
+use tmetric_engine::{Machine, MachineFacts, Pick, PlanOptions, PmuModel, Select, Strategy};
+use tmetric_runtime::{Environment, Sysfs};
 
 use crate::models;
 use crate::stat::host_model;
@@ -37,9 +37,14 @@ pub struct PlanArgs {
     /// Plan for the model this cpuid string maps to.
     #[arg(long, value_name = "CPUID", conflicts_with = "sysfs")]
     cpuid: Option<String>,
-    /// Plan for the machine this sysfs tree describes (its `bus/event_source/devices`).
+    /// Plan for the machine this sysfs tree describes (its `bus/event_source/devices`), as
+    /// `tmetric stat` would plan there: its literals, `has_event()` and cpuid probes.
     #[arg(long, value_name = "DIR")]
     sysfs: Option<PathBuf>,
+    /// Plan for a simulated machine (sapphirerapids, icelake, skylakex, skylakex-nosmt,
+    /// alderlake, meteorlake, amdzen4, neoverse-n2), as `tmetric stat --pmu-sim MODEL` plans.
+    #[arg(long, value_name = "MODEL", conflicts_with_all = ["model", "cpuid", "sysfs"])]
+    pmu_sim: Option<String>,
     /// The procfs root that goes with --sysfs (cpuinfo, nmi_watchdog).
     #[arg(long, value_name = "DIR", requires = "sysfs")]
     proc: Option<PathBuf>,
@@ -127,37 +132,89 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             (model, PmuModel::for_model(model, facts), format!("{} (cpuid {cpuid})", model.path()))
         }
         (None, None, sysfs_dir) => {
-            // A tree that is not there must not quietly become this machine's files.
-            if let Some(dir) = sysfs_dir {
-                let devices = dir.join("bus/event_source/devices");
-                if !devices.is_dir() {
-                    anyhow::bail!(
-                        "--sysfs {}: {} is not a directory; give the root of a sysfs tree (the directory that plays /sys, holding bus/event_source/devices)",
-                        dir.display(),
-                        devices.display()
-                    );
+            // A machine: plan as `tmetric stat` does there.
+            let simulated = match &args.pmu_sim {
+                Some(name) => Some(simulated_tree(name)?),
+                None => None,
+            };
+            let (sys_root, proc_root, where_) = match (&simulated, sysfs_dir) {
+                (Some((dir, name)), _) => (
+                    dir.path().join("sys"),
+                    dir.path().join("proc"),
+                    format!("simulated PMU `{name}`"),
+                ),
+                (None, Some(dir)) => {
+                    readable_dir(&dir.join("bus/event_source/devices"), "--sysfs", dir)?;
+                    let proc_root = args.proc.clone().unwrap_or_else(|| PathBuf::from("/proc"));
+                    if let Some(p) = &args.proc {
+                        readable_dir(p, "--proc", p)?;
+                    }
+                    (dir.clone(), proc_root, dir.display().to_string())
                 }
-            }
-            if let Some(dir) = &args.proc
-                && !dir.is_dir()
-            {
-                anyhow::bail!(
-                    "--proc {}: no such directory; give the directory that plays /proc (cpuinfo, sys/kernel/nmi_watchdog)",
-                    dir.display()
-                );
-            }
-            let sysfs = sysfs_dir.as_ref().map_or_else(Sysfs::system, Sysfs::new);
-            let default_proc = PathBuf::from("/proc");
-            let proc_root = args.proc.as_ref().unwrap_or(&default_proc);
-            let model = host_model(None, &sysfs, proc_root)?;
-            let pmus = PmuModel::probe(&sysfs, proc_root, Some(model));
-            let where_ =
-                sysfs_dir.as_ref().map_or("this machine".to_string(), |d| d.display().to_string());
-            (model, pmus, format!("{} ({where_})", model.path()))
+                (None, None) => {
+                    (PathBuf::from("/sys"), PathBuf::from("/proc"), "this machine".to_string())
+                }
+            };
+            let sysfs = if sysfs_dir.is_none() && simulated.is_none() {
+                Sysfs::system()
+            } else {
+                Sysfs::new(&sys_root)
+            };
+            let model = host_model(None, &sysfs, &proc_root)?;
+            let pmus = PmuModel::probe(&sysfs, &proc_root, Some(model));
+            let env = Environment::probe(&sysfs, &proc_root);
+            let machine = Machine { sysfs: &sysfs, proc_root: &proc_root, env: &env, pmus: &pmus };
+            let literals = tmetric_engine::plan::literals(&sysfs, &proc_root, true);
+            let picks = picks_for(model, &args.metrics)?;
+            let (_, plan) = plan_on_machine(&picks, &machine, literals, &options);
+            let machine_text = format!("{} ({where_})", model.path());
+            return print_plan(args, out, model, &plan, &machine_text);
         }
     };
     let picks = picks_for(model, &args.metrics)?;
     let plan = plan_offline(&picks, &pmus, &options);
+    print_plan(args, out, model, &plan, &machine_text)
+}
+
+/// A directory the plan needs that must exist and be readable.
+fn readable_dir(path: &std::path::Path, flag: &str, given: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::read_dir(path).map(|_| ()).with_context(|| {
+        format!(
+            "{flag} {}: cannot read {}: give the root of a {} tree",
+            given.display(),
+            path.display(),
+            if flag == "--sysfs" { "sysfs (/sys)" } else { "procfs (/proc)" }
+        )
+    })
+}
+
+/// The sysfs and procfs trees of simulated machine `name`, in a private temporary directory
+/// removed when the returned handle drops.
+fn simulated_tree(name: &str) -> anyhow::Result<(tempfile::TempDir, String)> {
+    let machine = tmetric_sim::Machine::named(name).with_context(|| {
+        format!(
+            "--pmu-sim: no simulated PMU `{name}`; the simulated machines are {}",
+            tmetric_sim::Machine::names().join(", ")
+        )
+    })?;
+    let dir = tempfile::Builder::new()
+        .prefix("tmetric-plan-sim-")
+        .tempdir()
+        .context("cannot make a temporary directory for the simulated sysfs tree")?;
+    machine.write_sysfs(&dir.path().join("sys"), &dir.path().join("proc")).with_context(|| {
+        format!("cannot write the simulated sysfs tree under {}", dir.path().display())
+    })?;
+    Ok((dir, name.to_string()))
+}
+
+/// Prints `plan` for `model` (text or `--json`).
+fn print_plan(
+    args: &PlanArgs,
+    out: &mut dyn Write,
+    model: &'static Model,
+    plan: &OfflinePlan,
+    machine_text: &str,
+) -> anyhow::Result<()> {
     if args.json {
         let doc = serde_json::json!({
             "model": model.path(),
@@ -174,7 +231,7 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
     }
-    print_text(out, &plan, &machine_text, &args.metrics)?;
+    print_text(out, plan, machine_text, &args.metrics)?;
     Ok(())
 }
 

@@ -228,6 +228,58 @@ impl Printer {
         self.say(&notes)
     }
 
+    /// The error bars (`--errors`, `-v`) of the metrics of `plan` over `sample`, after the
+    /// counts: for a metric counted in parts of the time (`Bar::Sigma`) its value and `±`
+    /// the half width in its unit; `± ?` with the reason when the run was too short to see how
+    /// its counts vary; nothing for a metric whose events ran the whole time. A block in the
+    /// default layout, else as notes are said.
+    pub fn error_bars(
+        &mut self,
+        plan: &Plan,
+        sample: &Sample<'_>,
+        bars: &[tmetric_engine::Bar],
+    ) -> io::Result<()> {
+        use tmetric_engine::Bar;
+        let results = plan.evaluate(&mut self.evaluators, sample);
+        let mut lines = Vec::new();
+        for (r, (result, bar)) in results.iter().zip(bars).enumerate() {
+            let root = &plan.roots[r];
+            let desc = &root.model.metrics[root.metric];
+            let name = view::metric_name(plan, r);
+            let unit = root.model.str(desc.unit);
+            let value = result.value * desc.scale;
+            match bar {
+                Bar::Exact => {}
+                Bar::Unknown => lines.push(format!(
+                    "{name:<40} {value:>12.3} {unit} ± ?: multiplexed, and the run was too short to see how its counts vary (two reads at least: 200 ms)"
+                )),
+                Bar::Sigma(_) => {
+                    let half = bar.half_width().unwrap_or(0.0) * desc.scale;
+                    lines.push(format!("{name:<40} {value:>12.3} {unit} ± {half:.3}"));
+                }
+            }
+        }
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let head = format!(
+            "Error bars ({} standard deviations of the value, from reads every 100 ms; metrics whose events ran the whole time have none):",
+            tmetric_engine::BAR_SIGMAS
+        );
+        if self.config().layout == Layout::Std {
+            let out = self.out();
+            writeln!(out, " {head}")?;
+            for line in &lines {
+                writeln!(out, "   {line}")?;
+            }
+            writeln!(out)?;
+            return Ok(());
+        }
+        let mut all = vec![head];
+        all.extend(lines);
+        self.say(&all)
+    }
+
     /// The time column of a tree or legacy line.
     fn interval_prefix(&self, at: Option<Duration>) -> String {
         match (&self.config().layout, at) {

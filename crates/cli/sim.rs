@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use tmetric_runtime::Sysfs;
-use tmetric_runtime::sim::{Machine, SimKernel};
+use tmetric_sim::{Machine, SimKernel, Workload};
 
 use crate::out::warn;
 use crate::stat::{self, StatArgs};
@@ -158,5 +158,10 @@ pub fn run_simulated(
     })?;
     listed.with_context(|| format!("cannot list {}", dir.path().display()))?;
     let sysfs = Sysfs::new(&sys);
-    stat::run_on(args, SimKernel::new(machine), &sysfs, &proc_root, Some(name), record)
+    let workload = match &args.pmu_sim_workload {
+        Some(w) => Workload::load(w).map_err(|e| anyhow::anyhow!("--pmu-sim-workload: {e}"))?,
+        None => Workload::default_workload(),
+    };
+    let kernel = SimKernel::with_workload(machine, workload);
+    stat::run_on(args, kernel, &sysfs, &proc_root, Some(name), record)
 }

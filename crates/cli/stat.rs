@@ -77,6 +77,16 @@ pub struct StatArgs {
     /// then says it is simulated.
     #[arg(long, value_name = "MODEL")]
     pub pmu_sim: Option<String>,
+    /// With --pmu-sim: what the simulated machine runs, a built-in workload (`default`,
+    /// `phased`, `memory-bound`) or a workload JSON file (its TMA tree and other metrics'
+    /// true values; see `crates/sim/src/workload.rs`).
+    #[arg(long, value_name = "NAME|FILE", requires = "pmu_sim")]
+    pub pmu_sim_workload: Option<String>,
+    /// Give each metric an error bar: how far multiplexing may have moved it from the value
+    /// its events would give counted all the time (reads the counters every 100 ms to see
+    /// how their rates vary; also with -v).
+    #[arg(long)]
+    pub errors: bool,
     /// TopDown level 1 (or --td-level N): the model's TopdownLN metrics through a
     /// `slots`-led group; on CPUs with only the kernel's older `topdown-*` events, perf's
     /// level-1 formulas per core (needs -a). Implies --metric-only.
@@ -874,6 +884,7 @@ pub fn run_on<S: Syscalls + Clone>(
         interval_count: args.interval_count.map(|n| n as usize),
         until_gone: crate::target::watched(args.pid, &args.tid, !args.command.is_empty()),
         timeout: args.timeout.map(Duration::from_millis),
+        sample_every: error_bar_reads(args),
     };
     let has_workload = workload.is_some();
     let mode: TpebsMode =
@@ -1023,6 +1034,11 @@ pub fn run_on<S: Syscalls + Clone>(
     }
     let notes = notes(&plan, &mut printer, &counters, &env, &sample);
     printer.notes(&notes)?;
+    if error_bar_reads(args).is_some() {
+        let bars =
+            plan.uncertainties(&mut engine::Evaluators::default(), &report.samples, sample.seconds);
+        printer.error_bars(&plan, &sample, &bars)?;
+    }
     printer.finish()?;
     if let Some(e) = record_failed {
         return Err(e.context("the record file is incomplete"));
@@ -1627,4 +1643,9 @@ fn signal_name(signal: i32) -> &'static str {
         15 => "SIGTERM",
         _ => "a signal",
     }
+}
+
+/// How often to read the counters for error bars: with `--errors` or `-v`.
+fn error_bar_reads(args: &StatArgs) -> Option<Duration> {
+    (args.errors || args.verbose).then(|| Duration::from_millis(100))
 }

@@ -40,9 +40,9 @@ use anyhow::{Context, Result, bail, ensure};
 use tmetric_catalog::{IdKind, Model};
 use tmetric_engine::Evaluator;
 use tmetric_expr::Literal;
-use tmetric_vendor::Tree;
-use tmetric_vendor::oracle::{Oracle, OracleInputs};
-use tmetric_vendor::resolve::{Resolved, SlotKind, resolve_tree};
+use tmetric_pmu_events::Tree;
+use tmetric_pmu_events::oracle::{Oracle, OracleInputs};
+use tmetric_pmu_events::resolve::{Resolved, SlotKind, resolve_tree};
 
 const USAGE: &str = "usage: cargo xtask bench [--build] [--only <sections>] [--baseline <dir>] [--perf-dir <tools/perf/pmu-events>]\n  \
      --build     also time a cold `cargo build --release --workspace` in a scratch target\n              \
@@ -186,7 +186,7 @@ fn main() -> Result<()> {
             let (mut load, mut resolve) = (Duration::MAX, Duration::MAX);
             for _ in 1..PASSES {
                 let start = Instant::now();
-                let tree = tmetric_vendor::load_tree(&arch_dir)
+                let tree = tmetric_pmu_events::load_tree(&arch_dir)
                     .with_context(|| format!("loading {}", arch_dir.display()))?;
                 load = load.min(start.elapsed());
                 let start = Instant::now();
@@ -207,7 +207,7 @@ fn main() -> Result<()> {
     if options.runs("eval") || options.runs("parse") {
         // The tree for the parse and evaluation parts.
         let arch_dir = root.join("pmu-events/arch");
-        let tree = tmetric_vendor::load_tree(&arch_dir)
+        let tree = tmetric_pmu_events::load_tree(&arch_dir)
             .with_context(|| format!("loading {}", arch_dir.display()))?;
         let resolved = resolve_tree(&tree);
 

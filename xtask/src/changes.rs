@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use tmetric_vendor::{Event, Metric, Severity, Table, Tree};
+use tmetric_pmu_events::{Event, Metric, Severity, Table, Tree};
 
 /// Added, removed and changed names of one kind of item.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -374,7 +374,7 @@ mod tests {
             .join("../tests/data/vendor-vintages")
             .join(name)
             .join("arch");
-        tmetric_vendor::load_tree(&root).unwrap()
+        tmetric_pmu_events::load_tree(&root).unwrap()
     }
 
     /// perf 6.1 -> 6.12 in miniature (tests/data/vendor-vintages/README.md lists what differs).

@@ -13,7 +13,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 /// The directory under `pmu-events/arch` that belongs to tmetric, not upstream.
-const OURS: &str = tmetric_vendor::COMMON_DIR;
+const OURS: &str = tmetric_pmu_events::COMMON_DIR;
 
 /// Where the vendor tree sits in a kernel source tree.
 const ARCH_IN_KERNEL: &str = "tools/perf/pmu-events/arch";
@@ -36,7 +36,7 @@ pub fn run(args: &[String]) -> Result<()> {
         .to_path_buf();
     let arch_dir = repo.join("pmu-events/arch");
     // The tree before the import, for the change summary; none yet is an empty tree.
-    let old_tree = tmetric_vendor::load_tree(&arch_dir).ok();
+    let old_tree = tmetric_pmu_events::load_tree(&arch_dir).ok();
     let summary = import(&repo, Path::new(source))?;
     println!(
         "imported {} files from {}: {} added, {} changed, {} removed, {} unchanged",
@@ -49,7 +49,7 @@ pub fn run(args: &[String]) -> Result<()> {
     );
     // Loading only fails without a tree; everything else is a diagnostic, shown here and
     // written by regen to crates/catalog/src/generated/diagnostics.txt.
-    let tree = tmetric_vendor::load_tree(&arch_dir)
+    let tree = tmetric_pmu_events::load_tree(&arch_dir)
         .with_context(|| format!("loading the imported tree {}", arch_dir.display()))?;
     let tables: usize = tree.arches.iter().map(|a| a.tables.len()).sum();
     let events: usize = tree.arches.iter().flat_map(|a| &a.tables).map(|t| t.events.len()).sum();
@@ -59,10 +59,10 @@ pub fn run(args: &[String]) -> Result<()> {
         tree.arches.len()
     );
     crate::diagnostics::print_summary(&tree, 10);
-    let empty = tmetric_vendor::Tree {
+    let empty = tmetric_pmu_events::Tree {
         root: arch_dir.clone(),
         arches: Vec::new(),
-        common: tmetric_vendor::Table::default(),
+        common: tmetric_pmu_events::Table::default(),
         diagnostics: Vec::new(),
     };
     let changes = crate::changes::compare(old_tree.as_ref().unwrap_or(&empty), &tree);
@@ -142,7 +142,7 @@ pub fn import(repo: &Path, source: &Path) -> Result<Summary> {
     let upstream_arch = find_arch_dir(&kernel_root)?;
     if upstream_arch.join(OURS).exists() {
         bail!(
-            "upstream now has `{ARCH_IN_KERNEL}/{OURS}`, which collides with tmetric's own `pmu-events/arch/{OURS}`; rename ours first (crates/vendor COMMON_DIR)"
+            "upstream now has `{ARCH_IN_KERNEL}/{OURS}`, which collides with tmetric's own `pmu-events/arch/{OURS}`; rename ours first (crates/pmu-events COMMON_DIR)"
         );
     }
     let vendor_arch = repo.join("pmu-events/arch");

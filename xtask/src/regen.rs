@@ -25,8 +25,8 @@ use anyhow::{Context, Result, bail};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use tmetric_expr::{BinOp, Expr, ExprKind, Func, IdFunc, Literal};
-use tmetric_vendor::resolve::{Resolved, SlotKind, Target, resolve_tree};
-use tmetric_vendor::{AggrMode, Constraint, Counters, Table};
+use tmetric_pmu_events::resolve::{Resolved, SlotKind, Target, resolve_tree};
+use tmetric_pmu_events::{AggrMode, Constraint, Counters, Table};
 
 /// The generated crate's output directory, relative to the workspace root.
 pub const GEN_DIR: &str = "crates/catalog/src/generated";
@@ -82,7 +82,7 @@ pub struct Sharing {
 /// Regenerates (or checks) the catalogue from `root/pmu-events/arch`.
 pub fn regen(root: &Path, mode: Mode) -> Result<Report> {
     let arch_dir = root.join("pmu-events/arch");
-    let tree = tmetric_vendor::load_tree(&arch_dir)
+    let tree = tmetric_pmu_events::load_tree(&arch_dir)
         .with_context(|| format!("loading {}", arch_dir.display()))?;
     let resolved = resolve_tree(&tree);
     let (files, sharing) = generate(&tree, &resolved)?;
@@ -111,7 +111,7 @@ pub fn regen(root: &Path, mode: Mode) -> Result<Report> {
     // Compare (and write) in parallel: reading back megabytes is a fair share of the run.
     let entries: Vec<(&String, &Vec<u8>)> = files.iter().collect();
     let outcomes =
-        tmetric_vendor::par::par_map(&entries, |(rel, bytes)| -> Result<Option<String>> {
+        tmetric_pmu_events::par::par_map(&entries, |(rel, bytes)| -> Result<Option<String>> {
             let path = root.join(rel);
             if std::fs::read(&path).is_ok_and(|old| &old == *bytes) {
                 return Ok(None);
@@ -165,7 +165,7 @@ fn module_name(name: &str) -> String {
 
 /// Every generated file (path relative to the workspace root, bytes), and the sharing figures.
 fn generate(
-    tree: &tmetric_vendor::Tree,
+    tree: &tmetric_pmu_events::Tree,
     resolved: &[Resolved<'_>],
 ) -> Result<(BTreeMap<String, Vec<u8>>, Sharing)> {
     let mut by_arch: BTreeMap<String, Vec<(String, &Resolved<'_>)>> = BTreeMap::new();
@@ -180,7 +180,7 @@ fn generate(
     // their entries deterministically. Rust text is only formatted afterwards, in parallel.
     let in_order: Vec<&Resolved<'_>> =
         by_arch.values().flat_map(|models| models.iter().map(|(_, r)| *r)).collect();
-    let mut lowered = tmetric_vendor::par::par_map(&in_order, |r| lower_model(r)).into_iter();
+    let mut lowered = tmetric_pmu_events::par::par_map(&in_order, |r| lower_model(r)).into_iter();
     let mut shared = Shared::default();
     // (path, text, whether prettyplease prints it): functions and the index are printed;
     // tables are written one record per line (see `model_file`).
@@ -288,7 +288,7 @@ fn generate(
         true,
     ));
 
-    let formatted = tmetric_vendor::par::par_map(&sources, |(path, text, print)| {
+    let formatted = tmetric_pmu_events::par::par_map(&sources, |(path, text, print)| {
         if !print {
             return Ok(text.clone());
         }
@@ -306,9 +306,10 @@ fn generate(
     let to_deflate: Vec<&[u8]> = std::iter::once(shared.cold.text.as_bytes())
         .chain(shared.events.iter().map(Vec::as_slice))
         .collect();
-    let mut deflated =
-        tmetric_vendor::par::par_map(&to_deflate, |b| miniz_oxide::deflate::compress_to_vec(b, 2))
-            .into_iter();
+    let mut deflated = tmetric_pmu_events::par::par_map(&to_deflate, |b| {
+        miniz_oxide::deflate::compress_to_vec(b, 2)
+    })
+    .into_iter();
     let descriptions = deflated.next().expect("the descriptions are deflated");
     let (mut events, mut event_chunks) = (Vec::new(), Vec::new());
     for chunk in deflated {

@@ -4,10 +4,11 @@
 use std::time::Duration;
 
 use tmetric_catalog::Model;
+use tmetric_model::Literal;
 use tmetric_model::sem::Fail;
 use tmetric_runtime::{Snapshot, Tool};
 
-use crate::offline::Offline;
+use crate::offline::{Offline, Why};
 use crate::plan::{Plan, Row, Source};
 
 /// The inputs of one evaluation: counts, the span they cover, the workload's rusage.
@@ -102,6 +103,9 @@ pub struct RootResult {
     pub not_counted: Vec<usize>,
     /// perf's colour rule: crossed (`Some(true)`), not crossed, or no threshold.
     pub threshold: Option<bool>,
+    /// Why the value is NaN or 0 although every input was counted: a literal or probe of
+    /// the machine, or a 0/0 ([`crate::Offline::explain`]).
+    pub why: Option<Why>,
 }
 
 impl RootResult {
@@ -140,6 +144,24 @@ impl Evaluators {
 }
 
 impl Plan {
+    /// Root `root`'s value over row values `inputs` (as [`Plan::evaluate`] computes it).
+    pub(crate) fn root_value(
+        &self,
+        evaluators: &mut Evaluators,
+        root: usize,
+        inputs: &[f64],
+    ) -> f64 {
+        let root = &self.roots[root];
+        let evaluator = evaluators.get(root.model, self);
+        evaluator.clear_inputs();
+        for (slot, row) in root.slot_rows.iter().enumerate() {
+            if let Some(r) = row {
+                evaluator.set_input(slot as u16, inputs[*r], 1.0);
+            }
+        }
+        evaluator.evaluate_one(root.metric).value
+    }
+
     /// The retire latency used for `:R` event `name` (0 when unknown, as perf 6.12 does).
     pub fn retire_latency_of(&self, name: &str) -> f64 {
         self.retire_latency.iter().find(|(n, _)| n == name).map_or(0.0, |(_, v)| *v)
@@ -196,12 +218,19 @@ impl Plan {
                         .any(|(slot, x)| *x == Some(r) && needed.contains(&(slot as u16)))
                         || result.value.is_nan()
                 });
+                let why = (result.failure.is_none()
+                    && missing.is_empty()
+                    && not_counted.is_empty()
+                    && (result.value.is_nan() || result.value == 0.0))
+                    .then(|| evaluator.explain(root.metric))
+                    .flatten();
                 RootResult {
                     value: result.value,
                     failure: result.failure,
                     missing,
                     not_counted,
                     threshold: result.threshold,
+                    why,
                 }
             })
             .collect()
@@ -257,6 +286,8 @@ impl Plan {
         let mut notes: Vec<String> =
             events.into_iter().map(|(why, names)| format!("{}: {why}", names.join(", "))).collect();
         for (r, result) in results.iter().enumerate() {
+            let root = &self.roots[r];
+            let model = root.model;
             // A hybrid machine's metric names carry their PMU where both core types have one.
             let name = crate::view::metric_name(self, r);
             let names = |rows: &[usize]| -> String {
@@ -289,6 +320,23 @@ impl Plan {
                     "{name}: {} never ran on a counter and read as 0, so the value is not measured",
                     names(&result.not_counted)
                 ));
+            } else if let Some(why) = &result.why {
+                let zeros = match why {
+                    Why::DivisionByZero { inputs, metrics } => {
+                        let rows: Vec<usize> = inputs
+                            .iter()
+                            .filter_map(|&s| root.slot_rows.get(s as usize).copied().flatten())
+                            .collect();
+                        let mut zeros = vec![names(&rows)];
+                        zeros.extend(
+                            metrics.iter().map(|&k| model.str(model.metrics[k].name).to_string()),
+                        );
+                        zeros.retain(|z| !z.is_empty());
+                        zeros
+                    }
+                    _ => Vec::new(),
+                };
+                notes.push(format!("{name}: {}", explanation(why, result.value, &zeros)));
             }
         }
         notes
@@ -310,4 +358,50 @@ fn cpu_ranges(cpus: &[u32]) -> String {
         i += 1;
     }
     out.join(",")
+}
+
+/// The text of a [`Why`] for a metric whose value is `value` (NaN or 0); `zeros` names the
+/// inputs and metrics that are 0 in a division by zero.
+fn explanation(why: &Why, value: f64, zeros: &[String]) -> String {
+    let shown = if value.is_nan() { "nan" } else { "0" };
+    match why {
+        Why::Literal(lit, held) => {
+            // As the JSON spells them.
+            let name = match lit {
+                Literal::SmtOn => "SMT_on",
+                Literal::SystemTscFreq => "SYSTEM_TSC_FREQ",
+                _ => lit.name(),
+            };
+            let hint = match (lit, held.is_nan()) {
+                (Literal::HasPmem, false) => {
+                    ": this machine has no persistent memory (no ACPI NFIT table)"
+                }
+                (Literal::SmtOn, false) => ": SMT is off",
+                (Literal::CoreWide, false) => ": SMT is on and the count is not system-wide (-a)",
+                (Literal::SystemTscFreq, true) => ": /proc/cpuinfo's model name gives no `@ N GHz`",
+                (Literal::Slots, true) => ": the core PMU has no caps/slots file",
+                (_, true) => ": the CPU topology could not be read from sysfs",
+                _ => "",
+            };
+            let held = if held.is_nan() { "unknown".to_string() } else { held.to_string() };
+            format!("{shown} because #{name} is {held} on this machine{hint}")
+        }
+        Why::Probe { call, arg, value: held } => {
+            let what = match (*call, held.is_nan()) {
+                ("has_event", _) => {
+                    format!("has_event({arg}) is false: this machine has no `{arg}` event")
+                }
+                (_, true) => format!("{call}({arg}) is unknown: the CPU's identifier is not known"),
+                _ => format!("{call}({arg}) is false: this CPU is not {arg}"),
+            };
+            format!("{shown} because {what}")
+        }
+        Why::DivisionByZero { .. } => {
+            let verb = if zeros.len() == 1 && !zeros[0].contains(", ") { "is" } else { "are" };
+            format!(
+                "nan (a division by zero): every input was counted, and {} {verb} 0",
+                zeros.join(", ")
+            )
+        }
+    }
 }

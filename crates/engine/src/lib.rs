@@ -19,6 +19,8 @@
 //! * [`topdown`]: perf's built-in level-1 TopDown from the older `topdown-*` events (seed 000).
 //! * [`view`]: what `perf stat` prints per line, as data: counts, metric cells with perf's
 //!   formats, labels and colours, and perf 6.12's built-in metrics.
+//! * [`uncertainty`]: error bars of metrics over multiplexed counts, from the reads taken
+//!   during a run.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -35,15 +37,17 @@ pub mod pmu;
 pub mod schedule;
 pub mod select;
 pub mod topdown;
+pub mod uncertainty;
 pub mod view;
 
 pub use eval::{Evaluators, RootResult, Sample, Shown};
 pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};
-pub use offline::{Coverage, Needed, Offline};
+pub use offline::{Coverage, Needed, Offline, Why};
 pub use plan::{Machine, Pick, Plan, PlanOptions, Resolution, RetireEvent, Root, Row, Source};
 pub use pmu::{Demand, MachineFacts, Pmu, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
+pub use uncertainty::{BAR_SIGMAS, Bar};
 
 /// The default events, in perf's order; also the order software events of a merged group
 /// print in.

@@ -42,6 +42,34 @@ pub enum Coverage {
     Fails(Fail),
 }
 
+/// Why a metric is NaN or 0 although every input it needs has a value: a fact of the machine
+/// or inputs that counted 0 ([`Offline::explain`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Why {
+    /// `#literal` has this value (NaN: unknown) on the machine; with 1 the metric would be a
+    /// number.
+    Literal(Literal, f64),
+    /// `has_event(arg)` or `strcmp_cpuid_str(arg)` (`call`) gave `value` (0: false, NaN:
+    /// unknown); with 1 the metric would be a number.
+    Probe {
+        /// The function's name.
+        call: &'static str,
+        /// Its argument as perf normalises it.
+        arg: &'static str,
+        /// What it gave.
+        value: f64,
+    },
+    /// A division by zero although every input was counted: these input slots counted 0,
+    /// these metrics it references (indices into `Model::metrics`) are 0; with one of them
+    /// non-zero (with all, when one is not enough) the metric would be a number.
+    DivisionByZero {
+        /// Input slots that counted 0.
+        inputs: Vec<u16>,
+        /// Referenced metrics that are 0.
+        metrics: Vec<usize>,
+    },
+}
+
 /// One model's evaluator with its literals, probes and cached needed-input sets.
 #[derive(Debug, Clone)]
 pub struct Offline {
@@ -194,6 +222,149 @@ impl Offline {
         }
     }
 
+    /// Why root `m`, evaluated over the current inputs, is NaN or 0 although its inputs have
+    /// values (the caller checks that none is missing): the first `#literal` that is 0 or
+    /// unknown, then the first `has_event()`/`strcmp_cpuid_str()` probe that is false or
+    /// unknown, which turned to 1 makes the value a number (NaN) or non-zero (0); else, for
+    /// NaN, the inputs that counted 0 (a 0/0). `None` when the value is neither, or nothing
+    /// of that kind decides it (a 0 from inputs that counted 0 is a measurement). The
+    /// inputs, literals and probes are left as they were.
+    pub fn explain(&mut self, m: usize) -> Option<Why> {
+        let model = self.model;
+        let order = Rc::clone(self.orders.entry(m).or_insert_with(|| model.closure(&[m]).into()));
+        let value = |evaluator: &mut Evaluator| {
+            evaluator.run(model, &order);
+            evaluator.metrics[m]
+        };
+        let base = value(&mut self.evaluator);
+        if !(base.is_nan() || base == 0.0) {
+            return None;
+        }
+        // A value the fact changes into: a number for NaN, non-zero for 0.
+        let decides =
+            |v: f64| if base.is_nan() { v.is_finite() } else { v.is_finite() && v != 0.0 };
+        // Inputs the fact left out (`x if has_event(x) else 0` does not count `x`) read 1
+        // while a fact is turned.
+        let unread: Vec<usize> = order
+            .iter()
+            .flat_map(|&k| model.metrics[k as usize].slots.iter().map(|&s| s as usize))
+            .filter(|&s| self.evaluator.values[s].is_nan())
+            .collect();
+        for &s in &unread {
+            self.evaluator.values[s] = 1.0;
+        }
+        let mut why = None;
+        for lit in model.literals_of(&[m]) {
+            let held = self.evaluator.literals[lit.index()];
+            if held != 0.0 && !held.is_nan() {
+                continue;
+            }
+            self.evaluator.literals[lit.index()] = 1.0;
+            let changed = value(&mut self.evaluator);
+            self.evaluator.literals[lit.index()] = held;
+            if decides(changed) {
+                why = Some(Why::Literal(lit, held));
+                break;
+            }
+        }
+        let probes =
+            [(id_calls::HAS_EVENT, "has_event"), (id_calls::STRCMP_CPUID_STR, "strcmp_cpuid_str")];
+        for (calls, call) in probes {
+            if why.is_some() {
+                break;
+            }
+            for slot in model.call_slots_of(&[m], calls) {
+                let held = self.evaluator.probes[slot];
+                if held != 0.0 && !held.is_nan() {
+                    continue;
+                }
+                self.evaluator.probes[slot] = 1.0;
+                let changed = value(&mut self.evaluator);
+                self.evaluator.probes[slot] = held;
+                if decides(changed) {
+                    let arg = model.str(model.ids[slot].text);
+                    why = Some(Why::Probe { call, arg, value: held });
+                    break;
+                }
+            }
+        }
+        for &s in &unread {
+            self.evaluator.values[s] = f64::NAN;
+        }
+        if why.is_none() && base.is_nan() {
+            why = self.division_by_zero(m, &order);
+        }
+        // Leave the metrics as the caller's evaluation computed them.
+        value(&mut self.evaluator);
+        why
+    }
+
+    /// For a NaN root with every input counted: the inputs that counted 0 and the metrics it
+    /// references that are 0 (`tma_dsb + tma_mite` as a divisor) which, made 1 one at a
+    /// time, turn the value into a number; all of them when it takes more than one.
+    fn division_by_zero(&mut self, m: usize, order: &[u16]) -> Option<Why> {
+        let model = self.model;
+        self.evaluator.run(model, order);
+        let inputs: Vec<u16> = match &self.needed(m).expr {
+            Ok(ids) => {
+                ids.iter().copied().filter(|&s| self.evaluator.values[s as usize] == 0.0).collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        let metrics: Vec<usize> = order
+            .iter()
+            .map(|&k| k as usize)
+            .filter(|&k| k != m && self.evaluator.metrics[k] == 0.0)
+            .collect();
+        // Made 1 together, then the value: an input changes everything after it, a
+        // referenced metric what follows it in the evaluation order.
+        let try_with = |evaluator: &mut Evaluator, inputs: &[u16], metrics: &[usize]| {
+            for &s in inputs {
+                evaluator.values[s as usize] = 1.0;
+            }
+            evaluator.run(model, order);
+            if let Some(first) = order.iter().position(|&k| metrics.contains(&(k as usize))) {
+                for &k in metrics {
+                    evaluator.metrics[k] = 1.0;
+                }
+                // Every metric after the first one made 1, except the others made 1.
+                let rest: Vec<u16> = order[first + 1..]
+                    .iter()
+                    .copied()
+                    .filter(|&k| !metrics.contains(&(k as usize)))
+                    .collect();
+                evaluator.run(model, &rest);
+            }
+            let finite = evaluator.metrics[m].is_finite();
+            for &s in inputs {
+                evaluator.values[s as usize] = 0.0;
+            }
+            finite
+        };
+        let mut deciding_inputs = Vec::new();
+        for &s in &inputs {
+            if try_with(&mut self.evaluator, &[s], &[]) {
+                deciding_inputs.push(s);
+            }
+        }
+        let mut deciding_metrics = Vec::new();
+        for &k in &metrics {
+            if try_with(&mut self.evaluator, &[], &[k]) {
+                deciding_metrics.push(k);
+            }
+        }
+        if deciding_inputs.is_empty() && deciding_metrics.is_empty() {
+            if try_with(&mut self.evaluator, &inputs, &[]) {
+                deciding_inputs = inputs;
+            } else if try_with(&mut self.evaluator, &[], &metrics) {
+                deciding_metrics = metrics;
+            } else {
+                return None;
+            }
+        }
+        Some(Why::DivisionByZero { inputs: deciding_inputs, metrics: deciding_metrics })
+    }
+
     /// Evaluates `roots` and what they reference over the current inputs.
     pub fn evaluate(&mut self, roots: &[usize]) -> Vec<MetricResult> {
         self.evaluator.evaluate(self.model, roots)
@@ -257,6 +428,67 @@ mod tests {
         if matches!(&off.needed(smt).expr, Ok(ids) if !ids.is_empty()) {
             assert_eq!(off.coverage(smt, |_| true), Coverage::UnknownLiteral);
         }
+    }
+
+    /// Inputs every slot of `model` with a distinct non-zero count.
+    fn filled(model: &'static Model, literals: [f64; Literal::COUNT]) -> Offline {
+        let mut off = Offline::new(model, literals, None);
+        for slot in 0..model.ids.len() {
+            off.set_input(slot as u16, 1000.0 + slot as f64, 1.0);
+        }
+        off
+    }
+
+    #[test]
+    fn a_nan_or_zero_from_a_fact_or_a_division_by_zero_is_explained() {
+        let model = spr();
+        let mut literals = [1.0; Literal::COUNT];
+        literals[Literal::HasPmem.index()] = 0.0;
+        let mut off = filled(model, literals);
+        // has_event(cycles-t) is false until set: the TSX metrics are 0 by that probe.
+        let tsx = named(model, "tsx_transactional_cycles");
+        assert_eq!(off.evaluate_one(tsx).value, 0.0);
+        let why = off.explain(tsx);
+        assert!(
+            matches!(why, Some(Why::Probe { call: "has_event", arg: "cycles-t", value: 0.0 })),
+            "{why:?}"
+        );
+        // #has_pmem is 0: the PMM metrics are 0 by that literal.
+        let pmm = named(model, "tma_info_system_pmm_read_bw");
+        assert_eq!(off.evaluate_one(pmm).value, 0.0);
+        assert_eq!(off.explain(pmm), Some(Why::Literal(Literal::HasPmem, 0.0)));
+        // A division by a counted 0: the divisor is named, not the dividend.
+        let latency = named(model, "tma_info_memory_load_miss_real_latency");
+        let ids = off.needed(latency).expr.clone().unwrap();
+        for &slot in &ids {
+            off.set_input(slot, 0.0, 1.0);
+        }
+        assert!(off.evaluate_one(latency).value.is_nan());
+        let why = off.explain(latency);
+        let Some(Why::DivisionByZero { inputs: zeros, metrics }) = &why else { panic!("{why:?}") };
+        assert!(metrics.is_empty(), "{why:?}");
+        let names: Vec<&str> =
+            zeros.iter().map(|&s| model.str(model.ids[s as usize].text)).collect();
+        assert_eq!(names, ["MEM_LOAD_COMPLETED.L1_MISS_ANY"], "{why:?}");
+        // A number, or a 0 the counts give, has no explanation; the inputs are untouched.
+        let ipc = named(model, "tma_info_thread_ipc");
+        assert!(off.evaluate_one(ipc).value > 0.0);
+        assert_eq!(off.explain(ipc), None);
+        let zero = ids
+            .iter()
+            .copied()
+            .find(|&s| model.str(model.ids[s as usize].text).contains("PENDING"));
+        let zero = zero.expect("L1D_PEND_MISS.PENDING");
+        off.set_input(zero, 0.0, 1.0);
+        for &slot in &ids {
+            if slot != zero {
+                off.set_input(slot, 5.0, 1.0);
+            }
+        }
+        assert_eq!(off.evaluate_one(latency).value, 0.0);
+        assert_eq!(off.explain(latency), None);
+        assert_eq!(off.input(zero), 0.0);
+        assert_eq!(off.evaluate_one(latency).value, 0.0);
     }
 
     #[test]

@@ -1160,6 +1160,33 @@ pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> O
     OfflinePlan { pmus, request, tmetric, perf, lower_bound, together_bound, ungrouped_why }
 }
 
+/// Plans `picks` as `tmetric stat` plans them on `machine`: its `literals`, its probes
+/// (`has_event`, `strcmp_cpuid_str`), every input resolved through its sysfs; the plan stat
+/// would open (the schedule of [`PlanOptions::strategy`]) and, on the same request, perf
+/// 6.12's strategy and the lower bounds.
+pub fn plan_on_machine(
+    picks: &[Pick],
+    machine: &Machine<'_>,
+    literals: [f64; Literal::COUNT],
+    options: &PlanOptions,
+) -> (Plan, OfflinePlan) {
+    let mut plan = Plan::new(literals);
+    plan.add_metrics(picks, machine, options, true);
+    let pmus = machine.pmus.clone();
+    let request = plan.request.clone();
+    let tmetric = plan
+        .schedule
+        .clone()
+        .unwrap_or_else(|| schedule::schedule(&request, &pmus, options.strategy));
+    let perf = schedule::schedule(&request, &pmus, Strategy::Perf);
+    let lower_bound = schedule::lower_bound(&request, &pmus);
+    let together_bound = schedule::together_lower_bound(&request, &pmus);
+    let ungrouped_why = picks.iter().map(|pick| grouping(pick, options, &pmus).err()).collect();
+    let offline =
+        OfflinePlan { pmus, request, tmetric, perf, lower_bound, together_bound, ungrouped_why };
+    (plan, offline)
+}
+
 /// An uncore PMU a model's metrics use, with `counter.json` numbers or the 4-counter default.
 fn uncore_pmu(model: &Model, name: &str) -> crate::pmu::Pmu {
     let unit = name.strip_prefix("uncore_").unwrap_or(name);

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use tmetric_engine::events::{CatalogTables, cputype_pmu};
 use tmetric_engine::{Machine, Pick, Plan, PlanOptions, PmuModel};
 use tmetric_runtime::event::{EventTables, PmuFacts, Resolver};
-use tmetric_runtime::sim::{Machine as SimMachine, SimKernel};
 use tmetric_runtime::{Counters, Environment, Errno, Split, Sysfs, Target};
+use tmetric_sim::{Machine as SimMachine, SimKernel};
 
 /// `EINVAL`, the errno of a group that does not fit.
 const EINVAL: i32 = 22;

@@ -1,7 +1,11 @@
-//! The engine's integration tests (`events`, `perflog`, `profile`, `sim`), in one binary: each integration-test file would otherwise be compiled and
-//! linked on its own (issue 13: a clean `cargo test` under two minutes).
+//! The engine's integration tests (`accuracy`, `events`, `perflog`, `profile`, `sim`; `harness` measures
+//! metrics on simulated machines against the truth, shared with the accuracy benchmark), in
+//! one binary: each integration-test file would otherwise be compiled and linked on its own
+//! (issue 13: a clean `cargo test` under two minutes).
 
+mod accuracy;
 mod events;
+mod harness;
 mod perflog;
 mod profile;
 mod sim;

@@ -86,9 +86,9 @@ fn main() {
     let scratch =
         tempfile::Builder::new().prefix("tmetric-region-bench-").tempdir().expect("a temp dir");
     let dir = scratch.path();
-    let machine = tmetric_runtime::sim::Machine::named("sapphirerapids").expect("spr");
+    let machine = tmetric_sim::Machine::named("sapphirerapids").expect("spr");
     machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).expect("sysfs");
-    let kernel = tmetric_runtime::sim::SimKernel::manual(machine);
+    let kernel = tmetric_sim::SimKernel::manual(machine);
     let mut r = Measurement::with_machine(
         &["{cycles,instructions}"],
         &dir.join("sys"),

@@ -54,9 +54,9 @@ fn main() {
     let scratch =
         tempfile::Builder::new().prefix("tmetric-rdpmc-cost-").tempdir().expect("a temp dir");
     let dir = scratch.path();
-    let machine = tmetric_runtime::sim::Machine::named("sapphirerapids").expect("spr");
+    let machine = tmetric_sim::Machine::named("sapphirerapids").expect("spr");
     machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).expect("sysfs");
-    let kernel = tmetric_runtime::sim::SimKernel::manual(machine);
+    let kernel = tmetric_sim::SimKernel::manual(machine);
     let mut m = Measurement::with_machine(
         &["{slots,topdown-retiring,topdown-bad-spec,topdown-fe-bound,topdown-be-bound}"],
         &dir.join("sys"),

@@ -405,7 +405,7 @@ fn is_hardware(kind: &EventKind) -> bool {
 
 impl<S: Syscalls, P: Pages> Measurement<S, P> {
     /// [`Measurement::new`] on the machine under `sysfs_root` and `proc_root`, through `sys`
-    /// (the kernel, or `tmetric_runtime::sim::SimKernel`) and `pages` ([`NoPages`] where the
+    /// (the kernel, or `tmetric_sim::SimKernel`) and `pages` ([`NoPages`] where the
     /// descriptors are not the kernel's).
     pub fn with_machine(
         items: &[&str],

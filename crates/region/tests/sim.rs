@@ -11,8 +11,8 @@ use std::rc::Rc;
 use tmetric_region::topdown::{self, METRICS_SELECTOR, SLOTS_SELECTOR};
 use tmetric_region::{Measurement, NoPages, Pages, ReadPath, RegionError};
 use tmetric_runtime::mmap::{self, PageCount, PageImage, Unreadable, offsets};
-use tmetric_runtime::sim::{Machine, SimKernel};
 use tmetric_runtime::{Attr, Errno, Syscalls};
+use tmetric_sim::{Machine, SimKernel};
 
 /// A simulated machine's tree in a private temporary directory, removed on drop.
 struct Tree(tempfile::TempDir);

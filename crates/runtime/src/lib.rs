@@ -16,8 +16,9 @@
 //! * [`ring`]: the perf mmap ring buffer (sample, lost and throttle records, wrap-around) and
 //!   its mapping; [`tpebs`]: retire-latency (`:R`) sampling with a bounded-wait reader thread
 //!   and per-event statistics (mean, min, max, last, 97% tail mean).
-//! * [`sim`]: simulated machines (sysfs trees) and a simulated kernel that applies the
-//!   kernel's group and scheduling rules, for PMUs this VM lacks.
+//!
+//! The simulated machines and kernel (hardware paths this VM cannot exercise) are the crate
+//! `tmetric-sim`, a [`Syscalls`] implementation over this crate.
 //!
 //! # What is tested how
 //! `tests/real.rs` counts with the running kernel: software events per task (fork, held
@@ -28,11 +29,7 @@
 //! [`FakeSyscalls`], as it does the kernel's `perf_event_paranoid` refusals (and the
 //! `exclude_kernel` fallback) and `EMFILE` under a descriptor limit; the CLI tests
 //! (`tests/cli_harden.rs`) repeat those for real as `nobody` and under `ulimit -n`.
-//! `tests/sysfs.rs` resolves events over the fake tree `tests/data/sysfs`. `tests/sim.rs`
-//! checks [`sim::SimKernel`] against the kernel's rules, its written trees against [`Sysfs`]
-//! and the catalogue, and runs [`Counters`] over it; `tests/sim_sampling.rs` its sampling
-//! refusals, rings and records, and the [`Sampler`] over it with the profile's retire
-//! latencies.
+//! `tests/sysfs.rs` resolves events over the fake tree `tests/data/sysfs`.
 #![warn(missing_docs)]
 // The one crate with `unsafe`: every block states why it is sound.
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -46,7 +43,6 @@ pub mod mmap;
 pub mod ring;
 pub mod run;
 pub mod signal;
-pub mod sim;
 pub mod sys;
 pub mod sysfs;
 pub mod tpebs;

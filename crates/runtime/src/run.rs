@@ -25,6 +25,10 @@ pub struct RunOptions {
     /// `--interval-count`: end the run after this many intervals; a workload still running
     /// then gets SIGTERM, as the user asked for no more.
     pub interval_count: Option<usize>,
+    /// Also read the counters this often without reporting, keeping the readings
+    /// ([`RunReport::samples`]): how counts vary during the run (error bars of multiplexed
+    /// counts).
+    pub sample_every: Option<Duration>,
     /// Without a workload: end the run once every one of these tasks has exited (`-p`,
     /// `-t`), as perf 6.12 does, so the elapsed time and every rate stop with them.
     pub until_gone: Vec<Watched>,
@@ -152,6 +156,9 @@ pub struct RunReport {
     /// The run stopped the workload itself (`--interval-count`, SIGUSR1): its SIGTERM is
     /// not its failure.
     pub stopped: bool,
+    /// With [`RunOptions::sample_every`]: the cumulative readings taken during the run, in
+    /// order, ending with [`RunReport::totals`] (empty otherwise).
+    pub samples: Vec<Snapshot>,
 }
 
 impl RunReport {
@@ -291,6 +298,8 @@ pub fn run<S: Syscalls>(
     let mut interval_count_reached = false;
     let mut stopped = false;
     let deadline = options.timeout.map(|t| start + t);
+    let mut samples = Vec::new();
+    let mut next_sample = options.sample_every.map(|i| start + i);
     loop {
         if let Some(w) = workload.as_mut() {
             if let Some(e) = w.try_wait()? {
@@ -311,6 +320,17 @@ pub fn run<S: Syscalls>(
             }
             stopped = true;
             break;
+        }
+        if let (Some(due), Some(every)) = (next_sample, options.sample_every)
+            && now >= due
+        {
+            samples.push(counters.read()?);
+            let mut next = due + every;
+            while next <= now {
+                next += every;
+            }
+            next_sample = Some(next);
+            continue;
         }
         if let (Some(due), Some(interval)) = (next_tick, options.interval)
             && now >= due
@@ -350,7 +370,11 @@ pub fn run<S: Syscalls>(
         if workload.is_none() {
             fds.extend(watch.fds());
         }
-        let mut timeout = next_tick.map(|due| due.saturating_duration_since(now));
+        let mut timeout = [next_tick, next_sample]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|due| due.saturating_duration_since(now));
         if let Some(d) = deadline {
             let left = d.saturating_duration_since(now);
             timeout = Some(timeout.map_or(left, |t| t.min(left)));
@@ -401,7 +425,10 @@ pub fn run<S: Syscalls>(
             last: true,
         })?;
     }
-    Ok(RunReport { totals, elapsed: end - start, exit, interrupted_by, ticks, stopped })
+    if options.sample_every.is_some() {
+        samples.push(totals.clone());
+    }
+    Ok(RunReport { totals, elapsed: end - start, exit, interrupted_by, ticks, stopped, samples })
 }
 
 /// Ends a workload the user asked no more of: SIGTERM, then SIGKILL if it is still there

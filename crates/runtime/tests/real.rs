@@ -377,3 +377,32 @@ fn per_thread_counters_count_each_thread_apart_and_keep_exited_threads() {
     );
     assert_eq!(snapshot.aggregate(0).unwrap().value, a_count + b_count);
 }
+
+/// `sample_every` reads the counters during the run without reporting: cumulative readings
+/// that only grow, the last one the totals; no interval is reported.
+#[test]
+fn samples_are_taken_during_the_run_and_end_with_the_totals() {
+    let names = ["task-clock"];
+    let mut workload = Workload::prepare(&helper_argv("wall:120")).expect("fork the workload");
+    let target = Target::Task { pid: workload.pid(), on_exec: true };
+    let mut counters = Counters::open(Kernel, specs(&names), &[], target.clone()).expect("open");
+    let options = RunOptions {
+        sample_every: Some(Duration::from_millis(20)),
+        catch_signals: false,
+        ..RunOptions::default()
+    };
+    let mut ticks = 0;
+    let report = run(&mut counters, &target, Some(&mut workload), &options, |_| {
+        ticks += 1;
+        Ok(())
+    })
+    .expect("run");
+    assert_eq!((ticks, report.ticks), (0, 0));
+    let samples = &report.samples;
+    // 120 ms of work read every 20 ms: about six readings (a loaded machine wakes late).
+    assert!(samples.len() >= 3, "{} samples", samples.len());
+    assert_eq!(samples.last(), Some(&report.totals));
+    let values: Vec<u64> = samples.iter().map(|s| s.aggregate(0).expect("open").value).collect();
+    assert!(values.windows(2).all(|w| w[0] <= w[1]), "{values:?}");
+    assert!(values[0] < *values.last().unwrap(), "{values:?}");
+}

@@ -1,17 +1,14 @@
 //! The runtime's integration tests: `real` counts with the running kernel (software events,
 //! which work in any VM), `fake` drives the counting logic through the programmable backend,
-//! `sysfs` resolves events over the fake tree in `tests/data/sysfs`, `events` resolves event
-//! lists on simulated machines' trees, `tpebs` samples retire
-//! latencies (real kernel and fake rings), `sim` checks the simulated kernel against the
-//! kernel's rules. One binary: each would otherwise be compiled and linked on its own.
+//! `sysfs` resolves events over the fake tree in `tests/data/sysfs`, `tpebs` samples retire
+//! latencies (real kernel and fake rings). One binary: each would otherwise be compiled and
+//! linked on its own. The simulated kernel's tests are in `tmetric-sim`.
 //!
 //! Workloads that must do something precise re-run this test binary: the `helper` test below
 //! does nothing in a normal run, and burns CPU or sleeps when `TMETRIC_RUNTIME_HELPER` says so.
 
-mod events;
 mod fake;
 mod real;
-mod sim;
 mod sysfs;
 mod tpebs;
 

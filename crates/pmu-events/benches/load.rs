@@ -1,7 +1,7 @@
 //! Benchmark: `load_tree` over the whole checked-in pmu-events tree, and perf's jevents.py over the
 //! same tree in the same run when `TMETRIC_JEVENTS_DIR` names perf's `tools/perf/pmu-events`.
 //!
-//! Run with `cargo bench -p tmetric-vendor`. Without `--bench` (as under `cargo test --all-targets`)
+//! Run with `cargo bench -p tmetric-pmu-events`. Without `--bench` (as under `cargo test --all-targets`)
 //! it only loads the tree once as a smoke check.
 
 use std::path::PathBuf;
@@ -13,14 +13,14 @@ const RUNS: usize = 10;
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../pmu-events/arch");
     if !std::env::args().any(|arg| arg == "--bench") {
-        let tree = tmetric_vendor::load_tree(&root).unwrap_or_else(|err| panic!("{err}"));
+        let tree = tmetric_pmu_events::load_tree(&root).unwrap_or_else(|err| panic!("{err}"));
         assert!(!tree.arches.is_empty());
         return;
     }
     let mut times: Vec<Duration> = (0..=RUNS)
         .map(|_| {
             let start = Instant::now();
-            let tree = tmetric_vendor::load_tree(&root).unwrap_or_else(|err| panic!("{err}"));
+            let tree = tmetric_pmu_events::load_tree(&root).unwrap_or_else(|err| panic!("{err}"));
             let elapsed = start.elapsed();
             drop(tree);
             elapsed

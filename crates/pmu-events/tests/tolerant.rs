@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use tmetric_vendor::{Counters, Diagnostic, Severity, Tree, load_tree};
+use tmetric_pmu_events::{Counters, Diagnostic, Severity, Tree, load_tree};
 
 const MAPFILE: &str = "Family-model,Version,Filename,EventType\nGenuineIntel-6-8F,v1,model,core\n";
 
@@ -27,7 +27,7 @@ fn load_one(name: &str, json: &str) -> Tree {
     load_tree(&root).unwrap_or_else(|err| panic!("{name}: {err}"))
 }
 
-fn model(tree: &Tree) -> &tmetric_vendor::Table {
+fn model(tree: &Tree) -> &tmetric_pmu_events::Table {
     tree.arch("x86").unwrap().table("model").unwrap()
 }
 

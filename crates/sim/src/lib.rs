@@ -5,26 +5,31 @@
 //! * [`Machine`]: a built-in machine description ([`Machine::named`], [`Machine::names`]):
 //!   CPUs and topology, the cpuid string perf computes, PMUs with their sysfs files and
 //!   counter models, the NMI watchdog. [`Machine::write_sysfs`] writes the tree
-//!   [`crate::Sysfs`] and [`crate::sysfs::host_cpuid`] read.
-//! * [`SimKernel`]: [`crate::Syscalls`] over a machine, refusing what Linux 6.12 refuses
+//!   [`tmetric_runtime::Sysfs`] and [`tmetric_runtime::sysfs::host_cpuid`] read.
+//! * [`SimKernel`]: [`tmetric_runtime::Syscalls`] over a machine, refusing what Linux 6.12 refuses
 //!   (group validation on an empty PMU, counter masks from the kernel's constraint tables,
 //!   the topdown rules, hybrid CPU lists, mixed PMUs) and scheduling groups the kernel's way
 //!   (pinned then flexible, the watchdog's pinned cycles event, round-robin rotation every
 //!   mux interval of simulated time), so `time_enabled`/`time_running` are computed.
-//!   Sampling events get ring buffers from [`crate::Syscalls::mmap`] (heap memory shared
-//!   with the reader, [`crate::ring::Mapping::with_refresh`]) and `PERF_RECORD_SAMPLE`
+//!   Sampling events get ring buffers from [`tmetric_runtime::Syscalls::mmap`] (heap memory shared
+//!   with the reader, [`tmetric_runtime::ring::Mapping::with_refresh`]) and `PERF_RECORD_SAMPLE`
 //!   records as simulated time passes, `PERF_RECORD_LOST` when the reader lags.
-//! * [`Profile`]: the workload's constant rates, consistent so every metric has a known true
-//!   value ([`SimKernel::true_count`]), and the retire latencies of PEBS samples
-//!   ([`RETIRE_LATENCIES`]).
+//! * [`Workload`] ([`workload`]): what the machine runs, as data a user can write: the TMA
+//!   tree's true fractions, other metrics' true values and the clock, in phases that change
+//!   over time. [`mod@derive`] turns it into every event count the machine's catalogue model
+//!   reads, through the vendor formulas (read with this crate's own [`formula`] parser), so
+//!   each metric evaluates to its truth ([`Derivation::report`]); [`Profile`] gives the kernel
+//!   the rates per phase ([`SimKernel::true_count`] over the phases as they fall), and the
+//!   retire latencies of PEBS samples ([`RETIRE_LATENCIES`]).
 //!
 //! A sysfs tree and kernel for a model name:
 //! ```
-//! use tmetric_runtime::sim::{Machine, SimKernel};
+//! use tmetric_sim::{Machine, SimKernel};
 //! let machine = Machine::named("sapphirerapids").unwrap();
-//! let dir = tempfile::tempdir().unwrap();
-//! machine.write_sysfs(&dir.path().join("sys"), &dir.path().join("proc")).unwrap();
-//! let sysfs = tmetric_runtime::Sysfs::new(dir.path().join("sys"));
+//! let temp = tempfile::tempdir().unwrap();
+//! let dir = temp.path();
+//! machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).unwrap();
+//! let sysfs = tmetric_runtime::Sysfs::new(dir.join("sys"));
 //! assert_eq!(sysfs.core_pmu().as_deref(), Some("cpu"));
 //!
 //! // SimKernel::new(machine) runs on the real clock; a manual clock is deterministic.
@@ -50,6 +55,36 @@
 //! * `x86_schedule_events`/`perf_assign_events`: events by increasing constraint weight,
 //!   fixed (and metric) counters first, then the lowest free GP counter; `collect_event`
 //!   limits (GP + fixed + metrics, at most 8 metrics); AMD pair events (PMU_FL_PAIR).
+//!
+//! The four rules below are each tested in `tests/kernel.rs` (the test named after the rule)
+//! to refuse what 6.12 refuses (paths under /usr/src/linux-source-6.12/, lines of 6.12):
+//! * AMD Zen 4 paired events (`pair_events_take_two_counters_on_zen4`): event code 0x003 (retired
+//!   SSE/AVX FLOPs) is a pair event on family 17h and later (arch/x86/events/amd/core.c:351
+//!   `amd_is_pair_event_code`, :379 `PERF_X86_EVENT_PAIR`); its `pair_constraint` allows
+//!   only even counters and has half the counters' weight (:1475), and scheduling takes the
+//!   odd counter above as well (arch/x86/events/core.c:899 in `__perf_sched_find_counter`),
+//!   while each pair shrinks the GP budget by one (core.c:1081, `n_pair` counted in
+//!   `collect_event`, core.c:1153): three 0x003 events fill Zen 4's 6 counters.
+//! * A lone event whose constraint leaves no counter
+//!   (`a_lone_event_whose_constraint_leaves_no_counter_is_refused`): `validate_event`
+//!   (arch/x86/events/core.c:2360, `!c || !c->weight` at :2372) refuses it with EINVAL even
+//!   on an empty PMU. Constraints lose their counters in `intel_pmu_check_event_constraints`
+//!   (arch/x86/events/intel/core.c:6318): fixed counters not in `intel_ctrl` are dropped,
+//!   pseudo-encodings (event code 0) are not widened to GP counters, and slots and metric
+//!   constraints are emptied without the slots fixed counter
+//!   ([`Machine::with_fixed_counters`] models such a guest).
+//! * Topdown `slots` and metric events with config1/config2, filter bits or sampling
+//!   (`topdown_events_need_a_slots_leader`, and `tests/sampling.rs`): `intel_pmu_hw_config`
+//!   (arch/x86/events/intel/core.c:4195-4230): config1/config2 EINVAL (:4196), any
+//!   `X86_ALL_EVENT_FLAGS` bit EINVAL, a sampling metric event EINVAL (:4209), a metric event
+//!   under a leader that is not slots or that samples EINVAL; slots alone may sample.
+//! * A hybrid legacy event (`hybrid_pmus_refuse_foreign_cpus_and_mixed_groups`):
+//!   `perf_init_event` (kernel/events/core.c:12104) sends PERF_TYPE_HARDWARE/HW_CACHE
+//!   without an extended type to PERF_TYPE_RAW (`cpu_core`, :12134); `x86_pmu_event_init`
+//!   (arch/x86/events/core.c:2446) answers ENOENT for a CPU outside the hybrid PMU's
+//!   `supported_cpus` (:2458); the retry (:12151) then tries every PMU, so the event lands on
+//!   the PMU of the CPU it opens on (`cpu_atom` on an E core) and counts that core's events.
+//!   With an extended type in config's upper half there is no retry (ENOENT).
 //! * Constraint tables (arch/x86/events/intel/core.c): `intel_skl_event_constraints`,
 //!   `intel_icl_event_constraints`, `intel_glc_event_constraints`,
 //!   `intel_grt_event_constraints`, widened as `intel_pmu_check_event_constraints` does
@@ -114,7 +149,7 @@
 //! The NMI watchdog is on by default on the x86 machines and off on the arm64 one
 //! ([`Machine::with_nmi_watchdog`]). Every catalogue event of a PMU a machine has opens alone
 //! on it, and every PMU a metric of the machine's catalogue model reads exists
-//! (`tests/sim.rs`).
+//! (`tests/kernel.rs`).
 //!
 //! # Not modelled
 //! `exclusive`; variable-length sample fields (READ, CALLCHAIN, RAW, BRANCH_STACK, REGS,
@@ -131,26 +166,37 @@
 //! events count from the open), paranoid levels (the caller is root), HT counter sharing
 //! and shared registers between SMT siblings, per-model hardware cache tables (every valid
 //! cache event is an unconstrained GP event), offcore register value swaps (only the count
-//! of distinct values), the kernel's per-read truncation of topdown metric counts (a metric
-//! count is `floor(slots * byte / 255)` over its whole running time), uncore boxes' own
+//! of distinct values), the 8-bit PERF_METRICS fields and the kernel's per-read truncation of
+//! topdown metric counts (a metric count is `slots * fraction` over its whole running time),
+//! SMT siblings' separate workloads (every CPU runs the same phase), uncore boxes' own
 //! constraint tables (every box event may use any of its counters), free-running counters'
 //! wrap, `allow_tsx_force_abort`, CPU hotplug (every CPU is online), and the many uncore
 //! PMUs no metric reads (IRP, M3UPI, PCU, UBOX, CXL, HBM on SPR).
 //! A task event counts as if the task ran all the time on the first CPU of its hardware PMU
 //! (CPU 0 for software events); on a hybrid machine each core type therefore sees it the
 //! whole time, where real hardware splits the time between types.
+//!
+//! # What is tested how
+//! `tests/kernel.rs` checks [`SimKernel`] against the kernel's rules, its written trees against
+//! [`tmetric_runtime::Sysfs`] and the catalogue, and runs [`tmetric_runtime::Counters`] over it;
+//! `tests/sampling.rs` its sampling refusals, rings and records, and the runtime's
+//! [`tmetric_runtime::Sampler`] over it with the profile's retire latencies.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
+pub mod derive;
+pub mod formula;
 mod kernel;
 mod machine;
 mod profile;
 mod sched;
+pub mod workload;
 
+pub use derive::{Amount, Derivation, MetricTruth};
 pub use kernel::{EventKind, SimKernel, SimState};
 pub use machine::{
     ArmCore, CoreKind, Cpu, CpuId, Machine, NAMES, Pmu, PmuClass, X86Core, cpu_list,
 };
-pub use profile::{
-    CPU_STEP_PERCENT, CYCLES_HZ, INSTRUCTIONS_PER_KCYCLE, LatencyPeriod, PACKAGE_WATTS, Profile,
-    REF_HZ, RETIRE_LATENCIES, Rate, Source, TOPDOWN, Topdown,
-};
+pub use profile::{LatencyPeriod, Profile, RETIRE_LATENCIES, Rate, Source, retire_latency_mean};
 pub use sched::{Constraint, ExtraReg, ExtraRegKind, HwEvent};
+pub use workload::{Phase, PhaseSpec, Schedule, Timeline, Workload, WorkloadError};

@@ -257,8 +257,12 @@ pub fn icl_core() -> X86Core {
 }
 
 /// `intel_glc_event_constraints`, `intel_glc_extra_regs`, 8 topdown metrics: SPR and the
-/// hybrid `cpu_core` PMUs.
+/// hybrid `cpu_core` PMUs. With fewer than 4 fixed counters (a guest whose hypervisor hides
+/// the slots counter) there is no PERF_METRICS and the slots and metric constraints are
+/// empty, as `intel_pmu_check_event_constraints` leaves them without
+/// `INTEL_PMC_MSK_FIXED_SLOTS` in `intel_ctrl`.
 pub fn glc_core(gp: u32, fixed_counters: u32) -> X86Core {
+    let slots_counter = fixed_counters > 3;
     let table = [
         fixed(0x00c0, 0),
         fixed(0x0100, 0),
@@ -291,8 +295,8 @@ pub fn glc_core(gp: u32, fixed_counters: u32) -> X86Core {
         kind: CoreKind::GoldenCove,
         gp,
         fixed: fixed_counters,
-        topdown_events: 8,
-        constraints: finalize(&table, gp, fixed_counters, true),
+        topdown_events: if slots_counter { 8 } else { 0 },
+        constraints: finalize(&table, gp, fixed_counters, slots_counter),
         extra_regs: vec![
             er(0x012a, ExtraRegKind::Rsp, 0x3f_ffff_ffff),
             er(0x012b, ExtraRegKind::Rsp, 0x3f_ffff_ffff),

@@ -17,8 +17,9 @@ use super::sched::{
     self, ALL_EVENT_FLAGS, AMD_RAW_EVENT_MASK, ARCH_EVENT_MASK, EVENTSEL_ANY, EVENTSEL_EVENT,
     HwEvent, IN_TX, RAW_EVENT_MASK, TD_METRIC_FIRST, TD_METRIC_MAX, TD_SLOTS,
 };
-use crate::ring;
-use crate::sys::{
+use super::workload::{Timeline, Workload};
+use tmetric_runtime::ring;
+use tmetric_runtime::sys::{
     Attr, Errno, FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED, FORMAT_TOTAL_TIME_RUNNING,
     Syscalls, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, TYPE_TRACEPOINT,
 };
@@ -46,7 +47,7 @@ const SAMPLE_MAX: u64 = 1 << 25;
 /// The default and, for root, the only limit the simulated `perf_event_max_sample_rate`
 /// applies to `sample_freq` (DEFAULT_MAX_SAMPLE_RATE).
 const MAX_SAMPLE_RATE: u64 = 100_000;
-/// The sample fields the simulator writes: the fixed 8-byte ones [`crate::ring`] decodes.
+/// The sample fields the simulator writes: the fixed 8-byte ones [`tmetric_runtime::ring`] decodes.
 const SAMPLE_FIXED: u64 = ring::SAMPLE_IDENTIFIER
     | ring::SAMPLE_IP
     | ring::SAMPLE_TID
@@ -133,11 +134,12 @@ enum HwKind {
 }
 
 /// An event after `perf_init_event` and the PMU's attribute checks.
-#[derive(Debug, Clone, Copy)]
-struct Init {
+#[derive(Debug, Clone)]
+pub(crate) struct Init {
     home: Home,
     hw: HwKind,
-    rate: Rate,
+    /// What it counts, for the rates (`None`: nothing, such as a breakpoint).
+    pub(crate) source: Option<Source>,
     /// The CPU whose context it joins (uncore and power move to their cpumask CPU).
     cpu: Option<u32>,
     /// A topdown metric event (PERF_EV_CAP_SIBLING, needs a `slots` leader).
@@ -156,6 +158,8 @@ struct Ev {
     home: Home,
     hw: HwKind,
     rate: Rate,
+    /// The true count so far (running time integrated over the workload's phases).
+    count: f64,
     leader: i32,
     siblings: Vec<i32>,
     state: SimState,
@@ -175,7 +179,32 @@ struct Ev {
 
 impl Ev {
     fn value(&self) -> u64 {
-        self.rate.count(self.running_ns).saturating_sub(self.reset_value)
+        (self.count as u64).saturating_sub(self.reset_value)
+    }
+}
+
+impl Init {
+    /// What the workload adds to the rate of `source` for this attribute: an x86 event with
+    /// the AnyThread bit counts both SMT threads; `exclude_user` keeps the kernel share of a
+    /// core event's count and `exclude_kernel` the rest.
+    pub(crate) fn factor(&self, machine: &Machine, attr: &Attr, kernel_share: f64) -> f64 {
+        let mut f = 1.0;
+        if self.kept & EVENTSEL_ANY != 0 && machine.smt {
+            f *= 2.0;
+        }
+        let core = matches!(
+            self.source,
+            Some(Source::X86 { .. } | Source::Arm { .. } | Source::Cache { .. })
+        );
+        if core {
+            if attr.exclude_user {
+                f *= kernel_share;
+            }
+            if attr.exclude_kernel {
+                f *= 1.0 - kernel_share;
+            }
+        }
+        f
     }
 }
 
@@ -263,6 +292,7 @@ impl Clock {
 struct State {
     machine: Machine,
     profile: Profile,
+    timeline: Timeline,
     clock: Clock,
     now: u64,
     mux_ns: u64,
@@ -281,7 +311,7 @@ struct State {
 }
 
 /// The simulated kernel. Clones share one state, so a test keeps a handle (to advance the
-/// clock or ask for true counts) while [`crate::Counters`] owns another.
+/// clock or ask for true counts) while [`tmetric_runtime::Counters`] owns another.
 #[derive(Debug, Clone)]
 pub struct SimKernel {
     state: Arc<Mutex<State>>,
@@ -410,25 +440,27 @@ fn any_exclude(attr: &Attr) -> bool {
 }
 
 impl SimKernel {
-    /// A kernel on `machine` with the default [`Profile`] and the real monotonic clock: time
-    /// passes as it does for the caller, so a sleeping workload behaves naturally.
+    /// A kernel on `machine` running the default [`Workload`], on the real monotonic clock:
+    /// time passes as it does for the caller, so a sleeping workload behaves naturally.
     pub fn new(machine: Machine) -> SimKernel {
-        SimKernel::build(machine, Profile::default(), Some(Instant::now()))
+        SimKernel::with_workload(machine, Workload::default_workload())
     }
 
     /// A kernel whose clock moves only through [`SimKernel::advance`], for deterministic
-    /// tests.
+    /// tests, running the default workload.
     pub fn manual(machine: Machine) -> SimKernel {
-        SimKernel::build(machine, Profile::default(), None)
+        SimKernel::manual_with_workload(machine, Workload::default_workload())
     }
 
-    /// [`SimKernel::manual`] with another profile.
-    pub fn manual_with_profile(machine: Machine, profile: Profile) -> SimKernel {
+    /// [`SimKernel::manual`] running `workload`.
+    pub fn manual_with_workload(machine: Machine, workload: Workload) -> SimKernel {
+        let profile = Profile::new(&machine, workload);
         SimKernel::build(machine, profile, None)
     }
 
-    /// [`SimKernel::new`] with another profile.
-    pub fn with_profile(machine: Machine, profile: Profile) -> SimKernel {
+    /// [`SimKernel::new`] running `workload`.
+    pub fn with_workload(machine: Machine, workload: Workload) -> SimKernel {
+        let profile = Profile::new(&machine, workload);
         SimKernel::build(machine, profile, Some(Instant::now()))
     }
 
@@ -439,9 +471,11 @@ impl SimKernel {
 
     fn build(machine: Machine, profile: Profile, start: Option<Instant>) -> SimKernel {
         let mux_ns = machine.mux_interval_ms.max(1) * 1_000_000;
+        let timeline = profile.timeline();
         let mut state = State {
             machine,
             profile,
+            timeline,
             clock: Clock { start, offset: 0 },
             now: 0,
             mux_ns,
@@ -495,24 +529,40 @@ impl SimKernel {
         self.lock().machine.clone()
     }
 
-    /// The profile.
+    /// The workload and what was derived from it.
     pub fn profile(&self) -> Profile {
         self.lock().profile.clone()
     }
 
-    /// The count `attr` would reach on `cpu` after `ns` nanoseconds of counting without
-    /// multiplexing: the true value scaled counts are compared with. Errors are the ones
-    /// `perf_event_open` would give for the event alone on that CPU.
-    pub fn true_count(&self, attr: &Attr, cpu: u32, ns: u64) -> Result<u64, Errno> {
-        let state = self.lock();
-        let init = state.init(attr, -1, cpu as i32)?;
-        Ok(init.rate.count(ns))
+    /// The workload phase at simulated time `t` nanoseconds.
+    pub fn phase_at(&self, t: u64) -> usize {
+        self.lock().timeline.phase_at(t)
     }
 
-    /// The rate of `attr` on `cpu`.
+    /// The count `attr` would reach on `cpu` after `ns` nanoseconds of counting from time 0
+    /// without multiplexing: the true value scaled counts are compared with. Errors are the
+    /// ones `perf_event_open` would give for the event alone on that CPU.
+    pub fn true_count(&self, attr: &Attr, cpu: u32, ns: u64) -> Result<u64, Errno> {
+        self.true_count_between(attr, cpu, 0, ns)
+    }
+
+    /// The count `attr` makes on `cpu` during `[from, to)` nanoseconds of simulated time,
+    /// counted all the time (the workload's phases as they fall in that span).
+    pub fn true_count_between(
+        &self,
+        attr: &Attr,
+        cpu: u32,
+        from: u64,
+        to: u64,
+    ) -> Result<u64, Errno> {
+        let mut state = self.lock();
+        let rate = state.rate_of(attr, cpu)?;
+        Ok(rate.integral(&mut state.timeline, from, to) as u64)
+    }
+
+    /// The rate of `attr` on `cpu`: counts per second in each phase of the workload.
     pub fn rate(&self, attr: &Attr, cpu: u32) -> Result<Rate, Errno> {
-        let state = self.lock();
-        Ok(state.init(attr, -1, cpu as i32)?.rate)
+        self.lock().rate_of(attr, cpu)
     }
 
     /// The state of descriptor `fd` now.
@@ -541,6 +591,26 @@ impl SimKernel {
 }
 
 impl State {
+    fn init(&self, attr: &Attr, pid: i32, cpu: i32) -> Result<Init, Errno> {
+        classify(&self.machine, attr, pid, cpu)
+    }
+
+    /// The rate of an event classified as `init` with attribute `attr`, counted on `cpu`.
+    fn rate_for(&self, init: &Init, attr: &Attr, cpu: u32) -> Rate {
+        let phases = &self.profile.workload.phases;
+        match &init.source {
+            Some(source) => self.profile.rate(&self.machine, source, cpu, |p| {
+                init.factor(&self.machine, attr, phases[p].kernel_share)
+            }),
+            None => Rate::constant(0.0, phases.len()),
+        }
+    }
+
+    fn rate_of(&self, attr: &Attr, cpu: u32) -> Result<Rate, Errno> {
+        let init = self.init(attr, -1, cpu as i32)?;
+        Ok(self.rate_for(&init, attr, cpu))
+    }
+
     fn sync(&mut self) {
         let to = self.clock.now().max(self.now);
         self.advance_to(to);
@@ -586,7 +656,7 @@ impl State {
             let due = if s.freq {
                 (u128::from(e.running_ns) * u128::from(s.period) / 1_000_000_000) as u64
             } else {
-                e.rate.count(e.running_ns) / s.period
+                e.count as u64 / s.period
             };
             let due = due / per_period * per_period;
             let Some(SimRing(ring)) = e.ring.as_ref() else {
@@ -595,7 +665,7 @@ impl State {
             };
             // Events per sample, for PERF_SAMPLE_PERIOD.
             let period =
-                if s.freq { e.rate.count(1_000_000_000) / s.period.max(1) } else { s.period };
+                if s.freq { (e.rate.per_sec(0) as u64) / s.period.max(1) } else { s.period };
             while s.taken < due {
                 let latency = s.latencies[(s.taken % per_period) as usize];
                 let record = sample_record(s, e.id, e.cpu, e.task, now, period, latency);
@@ -626,6 +696,7 @@ impl State {
         let attr = Attr { type_: TYPE_HARDWARE, config: 0, pinned: true, ..Attr::default() };
         for cpu in self.machine.cpu_ids() {
             let Ok(init) = self.init(&attr, -1, cpu as i32) else { continue };
+            let rate = self.rate_for(&init, &attr, cpu);
             // A descriptor number the caller never sees (kernel-owned events have none).
             let fd = self.next_fd;
             self.next_fd += 1;
@@ -641,7 +712,8 @@ impl State {
                     task: None,
                     home: init.home,
                     hw: init.hw,
-                    rate: init.rate,
+                    rate,
+                    count: 0.0,
                     leader: fd,
                     siblings: Vec::new(),
                     state: SimState::Inactive,
@@ -660,306 +732,6 @@ impl State {
             self.index_group(fd, None);
         }
         self.reschedule_all();
-    }
-
-    /// The core PMU a PERF_TYPE_HARDWARE / HW_CACHE event goes to (`perf_init_event`): the
-    /// extended type in config's upper half, else type 4 (`cpu`/`cpu_core`), falling back to
-    /// the PMU of the CPU's core type; on arm64, the first CPU PMU that accepts it.
-    fn generic_pmu(&self, config: u64, cpu: i32) -> Result<usize, Errno> {
-        let machine = &self.machine;
-        let is_core = |class: &PmuClass| matches!(class, PmuClass::X86Core(_) | PmuClass::Arm(_));
-        let ext = (config >> 32) as u32;
-        if ext != 0
-            && let Some((index, pmu)) = machine.pmu_by_type(ext)
-        {
-            // Only PMUs with PERF_PMU_CAP_EXTENDED_HW_TYPE take it; type 4 always may.
-            return if is_core(&pmu.class) { Ok(index) } else { Err(errno(libc::ENOENT)) };
-        }
-        let cores: Vec<(usize, &super::machine::Pmu)> =
-            machine.pmus.iter().enumerate().filter(|(_, p)| is_core(&p.class)).collect();
-        let fits_cpu = |p: &super::machine::Pmu| cpu < 0 || p.covers(cpu as u32);
-        if let Some((i, _)) = cores.iter().find(|(_, p)| p.type_ == TYPE_RAW && fits_cpu(p)) {
-            return Ok(*i);
-        }
-        cores.iter().find(|(_, p)| fits_cpu(p)).map(|(i, _)| *i).ok_or(errno(libc::ENOENT))
-    }
-
-    /// `perf_init_event` plus the PMU's `event_init` checks that do not depend on the group.
-    fn init(&self, attr: &Attr, pid: i32, cpu: i32) -> Result<Init, Errno> {
-        let machine = &self.machine;
-        let soft = |rate: Rate| Init {
-            home: Home::Soft,
-            hw: HwKind::None,
-            rate,
-            cpu: None,
-            metric: false,
-            kept: 0,
-        };
-        let sampling = attr.sample_period != 0;
-        let rate_cpu = cpu.max(0) as u32;
-        let (pmu_index, config) = match attr.type_ {
-            TYPE_SOFTWARE => {
-                if attr.config >= SW_MAX {
-                    return Err(errno(libc::ENOENT));
-                }
-                return Ok(soft(self.profile.rate(Source::Software(attr.config), rate_cpu)));
-            }
-            TYPE_TRACEPOINT => {
-                return Ok(soft(self.profile.rate(Source::Tracepoint(attr.config), rate_cpu)));
-            }
-            TYPE_HARDWARE => {
-                let index = self.generic_pmu(attr.config, cpu)?;
-                let id = attr.config & 0xffff_ffff;
-                if id >= HW_MAX {
-                    return Err(errno(libc::EINVAL));
-                }
-                let generic = match &machine.pmus[index].class {
-                    PmuClass::X86Core(core) => core.generic,
-                    PmuClass::Arm(arm) => arm.generic,
-                    _ => return Err(errno(libc::ENOENT)),
-                };
-                (index, generic[id as usize].ok_or(errno(libc::ENOENT))?)
-            }
-            TYPE_HW_CACHE => {
-                let index = self.generic_pmu(attr.config, cpu)?;
-                let c = attr.config & 0xffff_ffff;
-                let (cache, op, result) = (c & 0xff, (c >> 8) & 0xff, (c >> 16) & 0xff);
-                if cache >= 7 || op >= 3 || result >= 2 || c >> 24 != 0 {
-                    return Err(errno(libc::EINVAL));
-                }
-                // The per-model cache tables are not modelled: a generic cache event is an
-                // unconstrained GP event with its own pseudo rate.
-                let pmu = &machine.pmus[index];
-                if cpu >= 0 && !pmu.covers(cpu as u32) {
-                    return Err(errno(libc::ENOENT));
-                }
-                let hw = match &pmu.class {
-                    PmuClass::X86Core(core) => {
-                        x86_precise(pmu, attr)?;
-                        HwKind::X86(HwEvent {
-                            constraint: core.unconstrained(),
-                            extra: None,
-                            metric: false,
-                        })
-                    }
-                    // Any event number but CPU_CYCLES: a programmable counter.
-                    PmuClass::Arm(_) => HwKind::Arm { config: 0xffff },
-                    _ => return Err(errno(libc::ENOENT)),
-                };
-                let rate = self.profile.rate(Source::Cache { pmu: &pmu.name, config: c }, rate_cpu);
-                return Ok(Init {
-                    home: Home::Hw(index),
-                    hw,
-                    rate,
-                    cpu: None,
-                    metric: false,
-                    kept: 0,
-                });
-            }
-            other => match machine.pmu_by_type(other) {
-                // arm64 has no PMU of type 4: a raw event goes to the first CPU PMU that
-                // takes it.
-                None if other == TYPE_RAW => (self.generic_pmu(0, cpu)?, attr.config),
-                None => return Err(errno(libc::ENOENT)),
-                Some((index, pmu)) => {
-                    if matches!(pmu.class, PmuClass::Builtin) {
-                        return match pmu.name.as_str() {
-                            "cpu_clock" => {
-                                Ok(soft(self.profile.rate(Source::Software(0), rate_cpu)))
-                            }
-                            "task_clock" => {
-                                Ok(soft(self.profile.rate(Source::Software(1), rate_cpu)))
-                            }
-                            // breakpoint, kprobe, uprobe need fields tmetric never sets.
-                            _ => Err(errno(libc::EINVAL)),
-                        };
-                    }
-                    (index, attr.config)
-                }
-            },
-        };
-        let pmu = &machine.pmus[pmu_index];
-        match &pmu.class {
-            PmuClass::X86Core(core) => {
-                // x86_pmu_event_init: a hybrid PMU refuses a CPU outside its `cpus`.
-                if cpu >= 0 && !pmu.covers(cpu as u32) {
-                    return Err(errno(libc::ENOENT));
-                }
-                self.init_x86(core, pmu_index, attr, config, rate_cpu)
-            }
-            PmuClass::Arm(arm) => {
-                if cpu >= 0 && !pmu.covers(cpu as u32) {
-                    return Err(errno(libc::ENOENT));
-                }
-                let config = config & 0xffff;
-                let rate =
-                    self.profile.rate(Source::Arm { core: arm, pmu: &pmu.name, config }, rate_cpu);
-                Ok(Init {
-                    home: Home::Hw(pmu_index),
-                    hw: HwKind::Arm { config },
-                    rate,
-                    cpu: None,
-                    metric: false,
-                    kept: 0,
-                })
-            }
-            PmuClass::Msr { events } => {
-                // msr.c: PERF_PMU_CAP_NO_EXCLUDE, config within the detected MSRs, no
-                // sampling.
-                if any_exclude(attr) || sampling {
-                    return Err(errno(libc::EINVAL));
-                }
-                if config >= 64 || events & (1 << config) == 0 {
-                    return Err(errno(libc::EINVAL));
-                }
-                Ok(soft(self.profile.rate(Source::Msr(config), rate_cpu)))
-            }
-            PmuClass::Power { events } => {
-                // rapl.c: CPU events only, no exclude bits, no sampling, config 0-7 naming a
-                // domain.
-                if cpu < 0 || pid != -1 || any_exclude(attr) || sampling {
-                    return Err(errno(libc::EINVAL));
-                }
-                if config & !0xff != 0 || events & (1 << config) == 0 {
-                    return Err(errno(libc::EINVAL));
-                }
-                let rate = self.profile.rate(Source::Power(config), rate_cpu);
-                let moved = self.reader_cpu(pmu_index, cpu as u32);
-                Ok(Init {
-                    home: Home::Hw(pmu_index),
-                    hw: HwKind::Free,
-                    rate,
-                    cpu: moved,
-                    metric: false,
-                    kept: 0,
-                })
-            }
-            PmuClass::Cstate { events } => {
-                // cstate.c: no sampling either.
-                if cpu < 0 || pid != -1 || any_exclude(attr) || sampling {
-                    return Err(errno(libc::EINVAL));
-                }
-                if config >= 64 || events & (1 << config) == 0 {
-                    return Err(errno(libc::EINVAL));
-                }
-                let rate = self.profile.rate(Source::Cstate { pmu: &pmu.name, config }, rate_cpu);
-                Ok(Init {
-                    home: Home::Hw(pmu_index),
-                    hw: HwKind::Free,
-                    rate,
-                    cpu: None,
-                    metric: false,
-                    kept: 0,
-                })
-            }
-            PmuClass::Uncore { config_mask, .. } => {
-                // uncore_pmu_event_init: CPU events only, no exclude bits; the event moves
-                // to the box's reader CPU; config bits outside the box's masks are dropped.
-                if cpu < 0 || pid != -1 || any_exclude(attr) {
-                    return Err(errno(libc::EINVAL));
-                }
-                if sampling {
-                    // Intel's uncore_pmu_event_init refuses sampling (EINVAL); AMD's boxes pass
-                    // event_init and perf_event_open refuses them for
-                    // PERF_PMU_CAP_NO_INTERRUPT (EOPNOTSUPP).
-                    let amd = pmu.name.starts_with("amd_");
-                    return Err(errno(if amd { libc::EOPNOTSUPP } else { libc::EINVAL }));
-                }
-                let config = config & config_mask;
-                let rate = self.profile.rate(Source::Uncore { pmu: &pmu.name, config }, rate_cpu);
-                let moved = self.reader_cpu(pmu_index, cpu as u32);
-                Ok(Init {
-                    home: Home::Hw(pmu_index),
-                    hw: HwKind::Uncore { config },
-                    rate,
-                    cpu: moved,
-                    metric: false,
-                    kept: 0,
-                })
-            }
-            PmuClass::Builtin => Err(errno(libc::EINVAL)),
-        }
-    }
-
-    /// The `cpumask` CPU of `cpu`'s package.
-    fn reader_cpu(&self, pmu: usize, cpu: u32) -> Option<u32> {
-        let package = self.machine.package_of(cpu)?;
-        let mask = self.machine.pmus[pmu].cpumask.as_ref()?;
-        mask.iter().copied().find(|&c| self.machine.package_of(c) == Some(package))
-    }
-
-    /// `x86_pmu_hw_config` + `intel_pmu_hw_config` (or AMD's): the kept config, the topdown
-    /// attribute rules, extra registers and the constraint.
-    fn init_x86(
-        &self,
-        core: &X86Core,
-        pmu_index: usize,
-        attr: &Attr,
-        config: u64,
-        cpu: u32,
-    ) -> Result<Init, Errno> {
-        let pmu = &self.machine.pmus[pmu_index];
-        x86_precise(pmu, attr)?;
-        let amd = core.kind == CoreKind::Zen4;
-        let mut kept = if amd { config & AMD_RAW_EVENT_MASK } else { config & RAW_EVENT_MASK };
-        if !amd {
-            if core.any_bit && config & EVENTSEL_ANY != 0 {
-                kept |= EVENTSEL_ANY;
-            }
-            if pmu.formats.iter().any(|(n, _)| n == "in_tx") {
-                kept |= config & IN_TX;
-            }
-        }
-        let code = kept & ARCH_EVENT_MASK;
-        let is_metric = core.topdown_events > 0
-            && kept & EVENTSEL_EVENT == 0
-            && (TD_METRIC_FIRST..=TD_METRIC_MAX).contains(&code);
-        let is_slots = core.topdown_events > 0 && code == TD_SLOTS;
-        if is_metric || is_slots {
-            // intel_pmu_hw_config: topdown events take no config1/config2 and no filters.
-            if attr.config1 != 0 || attr.config2 != 0 {
-                return Err(errno(libc::EINVAL));
-            }
-            if config & ALL_EVENT_FLAGS != 0 {
-                return Err(errno(libc::EINVAL));
-            }
-        }
-        let available_metric =
-            is_metric && code <= TD_METRIC_FIRST + ((u64::from(core.topdown_events) - 1) << 8);
-        if available_metric && attr.sample_period != 0 {
-            // intel_pmu_hw_config: "The metric events don't support sampling."
-            return Err(errno(libc::EINVAL));
-        }
-        // Extra registers: config1 must fit the register's valid mask (EINVAL); events
-        // without one ignore config1.
-        let mut extra = None;
-        let mut config1 = 0;
-        if let Some(er) = core.extra_regs.iter().find(|er| er.event == code) {
-            if attr.config1 & !er.valid != 0 {
-                return Err(errno(libc::EINVAL));
-            }
-            extra = Some((er.kind, attr.config1));
-            config1 = attr.config1;
-        }
-        let mut constraint = core.constraint(kept);
-        if attr.precise_ip > 0
-            && let Some(mask) = pebs_constraint(core.kind, kept)
-        {
-            constraint.idxmsk = mask;
-            constraint.weight = mask.count_ones();
-        }
-        let rate = self.profile.rate(
-            Source::X86 { core, pmu: &pmu.name, config: kept, config1, smt: self.machine.smt },
-            cpu,
-        );
-        Ok(Init {
-            home: Home::Hw(pmu_index),
-            hw: HwKind::X86(HwEvent { constraint, extra, metric: is_metric }),
-            rate,
-            cpu: None,
-            metric: available_metric,
-            kept,
-        })
     }
 
     /// The hardware PMU of the group led by `leader`: a software leader with a hardware
@@ -1199,9 +971,9 @@ impl State {
         }
         // A task event counts at the rates of the CPU it is placed on.
         let rate = if cpu < 0 {
-            self.init(attr, -1, ctx_cpu as i32).map_or(init.rate, |placed| placed.rate)
+            self.rate_of(attr, ctx_cpu).unwrap_or_else(|_| self.rate_for(&init, attr, ctx_cpu))
         } else {
-            init.rate
+            self.rate_for(&init, attr, cpu as u32)
         };
         let fd = self.next_fd;
         self.next_fd += 1;
@@ -1236,6 +1008,7 @@ impl State {
                 home: init.home,
                 hw: init.hw,
                 rate,
+                count: 0.0,
                 leader: leader_fd.unwrap_or(fd),
                 siblings: Vec::new(),
                 state,
@@ -1279,11 +1052,17 @@ impl State {
             }
             on
         });
+        // Time per workload phase in this span: an active event counts each phase's rate.
+        let split = self.timeline.split(self.now, self.now + dt);
         for e in self.events.values_mut() {
             match e.state {
                 SimState::Active => {
                     e.enabled_ns += dt;
                     e.running_ns += dt;
+                    e.count += split
+                        .iter()
+                        .map(|&(phase, ns)| e.rate.per_sec(phase) * ns as f64 / 1e9)
+                        .sum::<f64>();
                 }
                 SimState::Inactive
                     if Slab::slot(e.leader).and_then(|s| leaders_on.get(s)) == Some(&true) =>
@@ -1574,7 +1353,7 @@ impl State {
         for target in self.targets(fd, group)? {
             if let Some(e) = self.events.get_mut(&target) {
                 // perf_event_reset clears the count, not the times.
-                e.reset_value = e.rate.count(e.running_ns);
+                e.reset_value = e.count as u64;
             }
         }
         Ok(())
@@ -1704,4 +1483,303 @@ impl Syscalls for SimKernel {
         });
         Ok(mapping.with_refresh(refresh))
     }
+}
+
+/// The core PMU a PERF_TYPE_HARDWARE / HW_CACHE event goes to (`perf_init_event`): the
+/// extended type in config's upper half, else type 4 (`cpu`/`cpu_core`), falling back to
+/// the PMU of the CPU's core type; on arm64, the first CPU PMU that accepts it.
+fn generic_pmu(machine: &Machine, config: u64, cpu: i32) -> Result<usize, Errno> {
+    let is_core = |class: &PmuClass| matches!(class, PmuClass::X86Core(_) | PmuClass::Arm(_));
+    let ext = (config >> 32) as u32;
+    if ext != 0
+        && let Some((index, pmu)) = machine.pmu_by_type(ext)
+    {
+        // Only PMUs with PERF_PMU_CAP_EXTENDED_HW_TYPE take it; type 4 always may.
+        return if is_core(&pmu.class) { Ok(index) } else { Err(errno(libc::ENOENT)) };
+    }
+    let cores: Vec<(usize, &super::machine::Pmu)> =
+        machine.pmus.iter().enumerate().filter(|(_, p)| is_core(&p.class)).collect();
+    let fits_cpu = |p: &super::machine::Pmu| cpu < 0 || p.covers(cpu as u32);
+    if let Some((i, _)) = cores.iter().find(|(_, p)| p.type_ == TYPE_RAW && fits_cpu(p)) {
+        return Ok(*i);
+    }
+    cores.iter().find(|(_, p)| fits_cpu(p)).map(|(i, _)| *i).ok_or(errno(libc::ENOENT))
+}
+
+/// `perf_init_event` plus the PMU's `event_init` checks that do not depend on the group: where
+/// the event lives, what the counter scheduler needs of it and what it counts.
+pub(crate) fn classify(machine: &Machine, attr: &Attr, pid: i32, cpu: i32) -> Result<Init, Errno> {
+    let soft = |source: Source| Init {
+        home: Home::Soft,
+        hw: HwKind::None,
+        source: Some(source),
+        cpu: None,
+        metric: false,
+        kept: 0,
+    };
+    let sampling = attr.sample_period != 0;
+    let (pmu_index, config) = match attr.type_ {
+        TYPE_SOFTWARE => {
+            if attr.config >= SW_MAX {
+                return Err(errno(libc::ENOENT));
+            }
+            return Ok(soft(Source::Software(attr.config)));
+        }
+        TYPE_TRACEPOINT => {
+            return Ok(soft(Source::Tracepoint(attr.config)));
+        }
+        TYPE_HARDWARE => {
+            let index = generic_pmu(machine, attr.config, cpu)?;
+            let id = attr.config & 0xffff_ffff;
+            if id >= HW_MAX {
+                return Err(errno(libc::EINVAL));
+            }
+            let generic = match &machine.pmus[index].class {
+                PmuClass::X86Core(core) => core.generic,
+                PmuClass::Arm(arm) => arm.generic,
+                _ => return Err(errno(libc::ENOENT)),
+            };
+            (index, generic[id as usize].ok_or(errno(libc::ENOENT))?)
+        }
+        TYPE_HW_CACHE => {
+            let index = generic_pmu(machine, attr.config, cpu)?;
+            let c = attr.config & 0xffff_ffff;
+            let (cache, op, result) = (c & 0xff, (c >> 8) & 0xff, (c >> 16) & 0xff);
+            if cache >= 7 || op >= 3 || result >= 2 || c >> 24 != 0 {
+                return Err(errno(libc::EINVAL));
+            }
+            // The per-model cache tables are not modelled: a generic cache event is an
+            // unconstrained GP event with its own pseudo rate.
+            let pmu = &machine.pmus[index];
+            if cpu >= 0 && !pmu.covers(cpu as u32) {
+                return Err(errno(libc::ENOENT));
+            }
+            let hw = match &pmu.class {
+                PmuClass::X86Core(core) => {
+                    x86_precise(pmu, attr)?;
+                    HwKind::X86(HwEvent {
+                        constraint: core.unconstrained(),
+                        extra: None,
+                        metric: false,
+                    })
+                }
+                // Any event number but CPU_CYCLES: a programmable counter.
+                PmuClass::Arm(_) => HwKind::Arm { config: 0xffff },
+                _ => return Err(errno(libc::ENOENT)),
+            };
+            return Ok(Init {
+                home: Home::Hw(index),
+                hw,
+                source: Some(Source::Cache { pmu: index, config: c }),
+                cpu: None,
+                metric: false,
+                kept: 0,
+            });
+        }
+        other => match machine.pmu_by_type(other) {
+            // arm64 has no PMU of type 4: a raw event goes to the first CPU PMU that
+            // takes it.
+            None if other == TYPE_RAW => (generic_pmu(machine, 0, cpu)?, attr.config),
+            None => return Err(errno(libc::ENOENT)),
+            Some((index, pmu)) => {
+                if matches!(pmu.class, PmuClass::Builtin) {
+                    return match pmu.name.as_str() {
+                        "cpu_clock" => Ok(soft(Source::Software(0))),
+                        "task_clock" => Ok(soft(Source::Software(1))),
+                        // breakpoint, kprobe, uprobe need fields tmetric never sets.
+                        _ => Err(errno(libc::EINVAL)),
+                    };
+                }
+                (index, attr.config)
+            }
+        },
+    };
+    let pmu = &machine.pmus[pmu_index];
+    match &pmu.class {
+        PmuClass::X86Core(core) => {
+            // x86_pmu_event_init: a hybrid PMU refuses a CPU outside its `cpus`.
+            if cpu >= 0 && !pmu.covers(cpu as u32) {
+                return Err(errno(libc::ENOENT));
+            }
+            init_x86(machine, core, pmu_index, attr, config)
+        }
+        PmuClass::Arm(arm) => {
+            if cpu >= 0 && !pmu.covers(cpu as u32) {
+                return Err(errno(libc::ENOENT));
+            }
+            let config = config & 0xffff;
+            let _ = arm;
+            Ok(Init {
+                home: Home::Hw(pmu_index),
+                hw: HwKind::Arm { config },
+                source: Some(Source::Arm { pmu: pmu_index, config }),
+                cpu: None,
+                metric: false,
+                kept: 0,
+            })
+        }
+        PmuClass::Msr { events } => {
+            // msr.c: PERF_PMU_CAP_NO_EXCLUDE, config within the detected MSRs, no
+            // sampling.
+            if any_exclude(attr) || sampling {
+                return Err(errno(libc::EINVAL));
+            }
+            if config >= 64 || events & (1 << config) == 0 {
+                return Err(errno(libc::EINVAL));
+            }
+            Ok(soft(Source::Msr(config)))
+        }
+        PmuClass::Power { events } => {
+            // rapl.c: CPU events only, no exclude bits, no sampling, config 0-7 naming a
+            // domain.
+            if cpu < 0 || pid != -1 || any_exclude(attr) || sampling {
+                return Err(errno(libc::EINVAL));
+            }
+            if config & !0xff != 0 || events & (1 << config) == 0 {
+                return Err(errno(libc::EINVAL));
+            }
+            let moved = reader_cpu(machine, pmu_index, cpu as u32);
+            Ok(Init {
+                home: Home::Hw(pmu_index),
+                hw: HwKind::Free,
+                source: Some(Source::Power(config)),
+                cpu: moved,
+                metric: false,
+                kept: 0,
+            })
+        }
+        PmuClass::Cstate { events } => {
+            // cstate.c: no sampling either.
+            if cpu < 0 || pid != -1 || any_exclude(attr) || sampling {
+                return Err(errno(libc::EINVAL));
+            }
+            if config >= 64 || events & (1 << config) == 0 {
+                return Err(errno(libc::EINVAL));
+            }
+            Ok(Init {
+                home: Home::Hw(pmu_index),
+                hw: HwKind::Free,
+                source: Some(Source::Cstate { pmu: pmu_index, config }),
+                cpu: None,
+                metric: false,
+                kept: 0,
+            })
+        }
+        PmuClass::Uncore { config_mask, .. } => {
+            // uncore_pmu_event_init: CPU events only, no exclude bits; the event moves
+            // to the box's reader CPU; config bits outside the box's masks are dropped.
+            if cpu < 0 || pid != -1 || any_exclude(attr) {
+                return Err(errno(libc::EINVAL));
+            }
+            if sampling {
+                // Intel's uncore_pmu_event_init refuses sampling (EINVAL); AMD's boxes pass
+                // event_init and perf_event_open refuses them for
+                // PERF_PMU_CAP_NO_INTERRUPT (EOPNOTSUPP).
+                let amd = pmu.name.starts_with("amd_");
+                return Err(errno(if amd { libc::EOPNOTSUPP } else { libc::EINVAL }));
+            }
+            let config = config & config_mask;
+            let moved = reader_cpu(machine, pmu_index, cpu as u32);
+            let kind = box_kind(&pmu.name).to_string();
+            // Filter registers (SKX CHA's config1) select what the box counts.
+            let config1 = if pmu.formats.iter().any(|(_, f)| f.starts_with("config1")) {
+                attr.config1
+            } else {
+                0
+            };
+            Ok(Init {
+                home: Home::Hw(pmu_index),
+                hw: HwKind::Uncore { config },
+                source: Some(Source::Uncore { kind, config, config1 }),
+                cpu: moved,
+                metric: false,
+                kept: 0,
+            })
+        }
+        PmuClass::Builtin => Err(errno(libc::EINVAL)),
+    }
+}
+
+/// The `cpumask` CPU of `cpu`'s package.
+fn reader_cpu(machine: &Machine, pmu: usize, cpu: u32) -> Option<u32> {
+    let package = machine.package_of(cpu)?;
+    let mask = machine.pmus[pmu].cpumask.as_ref()?;
+    mask.iter().copied().find(|&c| machine.package_of(c) == Some(package))
+}
+
+/// An uncore box's kind: its PMU name without the box number (`uncore_cha_1` -> `uncore_cha`).
+pub(crate) fn box_kind(name: &str) -> &str {
+    match name.rsplit_once('_') {
+        Some((kind, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => kind,
+        _ => name,
+    }
+}
+
+/// `x86_pmu_hw_config` + `intel_pmu_hw_config` (or AMD's): the kept config, the topdown
+/// attribute rules, extra registers and the constraint.
+fn init_x86(
+    machine: &Machine,
+    core: &X86Core,
+    pmu_index: usize,
+    attr: &Attr,
+    config: u64,
+) -> Result<Init, Errno> {
+    let pmu = &machine.pmus[pmu_index];
+    x86_precise(pmu, attr)?;
+    let amd = core.kind == CoreKind::Zen4;
+    let mut kept = if amd { config & AMD_RAW_EVENT_MASK } else { config & RAW_EVENT_MASK };
+    if !amd {
+        if core.any_bit && config & EVENTSEL_ANY != 0 {
+            kept |= EVENTSEL_ANY;
+        }
+        if pmu.formats.iter().any(|(n, _)| n == "in_tx") {
+            kept |= config & IN_TX;
+        }
+    }
+    let code = kept & ARCH_EVENT_MASK;
+    let is_metric = core.topdown_events > 0
+        && kept & EVENTSEL_EVENT == 0
+        && (TD_METRIC_FIRST..=TD_METRIC_MAX).contains(&code);
+    let is_slots = core.topdown_events > 0 && code == TD_SLOTS;
+    if is_metric || is_slots {
+        // intel_pmu_hw_config: topdown events take no config1/config2 and no filters.
+        if attr.config1 != 0 || attr.config2 != 0 {
+            return Err(errno(libc::EINVAL));
+        }
+        if config & ALL_EVENT_FLAGS != 0 {
+            return Err(errno(libc::EINVAL));
+        }
+    }
+    let available_metric =
+        is_metric && code <= TD_METRIC_FIRST + ((u64::from(core.topdown_events) - 1) << 8);
+    if available_metric && attr.sample_period != 0 {
+        // intel_pmu_hw_config: "The metric events don't support sampling."
+        return Err(errno(libc::EINVAL));
+    }
+    // Extra registers: config1 must fit the register's valid mask (EINVAL); events
+    // without one ignore config1.
+    let mut extra = None;
+    let mut config1 = 0;
+    if let Some(er) = core.extra_regs.iter().find(|er| er.event == code) {
+        if attr.config1 & !er.valid != 0 {
+            return Err(errno(libc::EINVAL));
+        }
+        extra = Some((er.kind, attr.config1));
+        config1 = attr.config1;
+    }
+    let mut constraint = core.constraint(kept);
+    if attr.precise_ip > 0
+        && let Some(mask) = pebs_constraint(core.kind, kept)
+    {
+        constraint.idxmsk = mask;
+        constraint.weight = mask.count_ones();
+    }
+    Ok(Init {
+        home: Home::Hw(pmu_index),
+        hw: HwKind::X86(HwEvent { constraint, extra, metric: is_metric }),
+        source: Some(Source::X86 { pmu: pmu_index, config: kept & !EVENTSEL_ANY, config1 }),
+        cpu: None,
+        metric: available_metric,
+        kept,
+    })
 }

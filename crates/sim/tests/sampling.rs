@@ -9,11 +9,11 @@ use tmetric_runtime::ring::{
     HEAP_PAGE, MISC_EXACT_IP, Reader, Record, SAMPLE_TYPE, SAMPLE_WEIGHT, SAMPLE_WEIGHT_STRUCT,
     SampleFormat,
 };
-use tmetric_runtime::sim::{EventKind, Machine, RETIRE_LATENCIES, SimKernel};
 use tmetric_runtime::sys::TYPE_SOFTWARE;
 use tmetric_runtime::{
     Attr, SampleSpec, Sampler, SamplerError, SamplerOptions, Syscalls, Target, TpebsMode,
 };
+use tmetric_sim::{EventKind, Machine, RETIRE_LATENCIES, SimKernel};
 
 const MS: u64 = 1_000_000;
 /// MEM_INST_RETIRED.STLB_HIT_STORES on Golden Cove class cores (event 0xd0, umask 0x0a).

@@ -3,16 +3,18 @@
 //! true counts, software events, the written sysfs trees read back by `Sysfs` and
 //! `host_cpuid`, and the runtime's `Counters` over `SimKernel`.
 
-#[path = "sim_sampling.rs"]
-mod sim_sampling;
-
 use std::path::{Path, PathBuf};
 
 use tmetric_runtime::counter::parse_group_read;
-use tmetric_runtime::sim::{Machine, SimKernel, SimState, TOPDOWN};
 use tmetric_runtime::sys::{READ_FORMAT, TYPE_HARDWARE, TYPE_RAW, TYPE_SOFTWARE};
 use tmetric_runtime::sysfs::{host_cpuid, parse_cpu_list};
 use tmetric_runtime::{Attr, CounterSpec, Counters, Syscalls, Sysfs, Target};
+use tmetric_sim::{Machine, SimKernel, SimState};
+
+/// The default workload's topdown fields in PERF_METRICS order (retiring, bad speculation,
+/// frontend bound, backend bound, heavy operations, branch mispredicts, fetch latency, memory
+/// bound), as fractions of slots; Golden Cove subtracts no correction at these.
+const TOPDOWN: [f64; 8] = [0.40, 0.10, 0.20, 0.30, 0.10, 0.08, 0.12, 0.18];
 
 const MS: u64 = 1_000_000;
 
@@ -70,16 +72,13 @@ fn gp_events(first: u64, n: usize) -> Vec<Attr> {
 
 // ---- sysfs trees ----
 
-/// A private temporary directory for a tree, removed on drop.
+/// A sysfs and proc tree in a private temporary directory, removed on drop.
 struct TempTree(tempfile::TempDir);
 
 impl TempTree {
     fn new(tag: &str) -> TempTree {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("tmetric-sim-{tag}-"))
-            .tempdir()
-            .expect("a temp dir");
-        TempTree(dir)
+        let dir = tempfile::Builder::new().prefix(&format!("tmetric-sim-{tag}-")).tempdir();
+        TempTree(dir.expect("a temporary directory"))
     }
     fn sys(&self) -> PathBuf {
         self.0.path().join("sys")
@@ -192,9 +191,36 @@ fn a_group_larger_than_the_counters_is_refused_with_einval() {
     let mut amd_fixed = gp_events(0x90, 4);
     amd_fixed.extend([raw(0x76), raw(0xc0), raw(0xc2)]);
     assert_eq!(group(&mut amd, 0, &amd_fixed), Err((6, libc::EINVAL)));
-    // The 0x003 FLOPs event takes a counter pair.
-    let pairs = [raw(0x03), raw(0x03 | 1 << 8), raw(0x03 | 2 << 8), raw(0x90)];
-    assert_eq!(group(&mut amd, 0, &pairs), Err((3, libc::EINVAL)));
+}
+
+#[test]
+fn pair_events_take_two_counters_on_zen4() {
+    let mut amd = kernel("amdzen4", false);
+    let flops = |umask: u64| raw(0x03 | umask << 8);
+    // Three 0x003 FLOPs events fill the 6 counters, each on an even counter and the odd one
+    // above it: a fourth event of any kind does not fit.
+    let pairs = [flops(1), flops(2), flops(4)];
+    assert!(group(&mut amd, 0, &pairs).is_ok());
+    let mut more = pairs.to_vec();
+    more.push(raw(0x90));
+    assert_eq!(group(&mut amd, 0, &more), Err((3, libc::EINVAL)));
+    // One pair leaves 4 counters.
+    let mut one = vec![flops(1)];
+    one.extend(gp_events(0x90, 4));
+    assert!(group(&mut amd, 0, &one).is_ok());
+    one.push(raw(0x95));
+    assert_eq!(group(&mut amd, 0, &one), Err((5, libc::EINVAL)));
+    // Alone it opens, and the FLOPs event with the extended event-code bits (0xf00 in
+    // config bits 32-35) is not 0x003.
+    assert!(group(&mut amd, 0, &[flops(1)]).is_ok());
+    let mut six: Vec<Attr> = vec![raw(0x03 | 1 << 8 | 1 << 32)];
+    six.extend(gp_events(0x90, 5));
+    assert!(group(&mut amd, 0, &six).is_ok(), "event 0x103 takes one counter");
+    // Intel has no pair events: 0x03 is an ordinary event there.
+    let mut spr = kernel("sapphirerapids", false);
+    let mut eight = vec![raw(0x0103)];
+    eight.extend(gp_events(0x90, 7));
+    assert!(group(&mut spr, 0, &eight).is_ok());
 }
 
 #[test]
@@ -254,6 +280,12 @@ fn topdown_events_need_a_slots_leader() {
     let mut with_config1 = td(1);
     with_config1.config1 = 1;
     assert_eq!(group(&mut k, 0, &[raw(0x0400), with_config1]), Err((1, libc::EINVAL)));
+    // ... and none on slots either, alone or as a leader.
+    for (config1, config2) in [(1, 0), (0, 1)] {
+        let slots = Attr { config1, config2, ..raw(0x0400) };
+        assert_eq!(group(&mut k, 0, std::slice::from_ref(&slots)), Err((0, libc::EINVAL)));
+        assert_eq!(group(&mut k, 0, &[slots, td(0)]), Err((0, libc::EINVAL)));
+    }
     assert_eq!(group(&mut k, 0, &[raw(0x0400 | 1 << 18)]), Err((0, libc::EINVAL)));
     // Ice Lake has only the four level-1 metrics; level-2 configs are no metric events
     // there (they open as event code 0 on a GP counter, undefined in hardware).
@@ -264,6 +296,32 @@ fn topdown_events_need_a_slots_leader() {
     let mut adl = kernel("alderlake", false);
     let atom = type_of(&adl, "cpu_atom");
     assert!(group(&mut adl, 4, &[typed(atom, 0x3c), typed(atom, 0xc2)]).is_ok());
+}
+
+#[test]
+fn a_lone_event_whose_constraint_leaves_no_counter_is_refused() {
+    // x86_pmu_event_init's validate_event: a constraint of weight 0 fits nowhere, even on an
+    // empty PMU. intel_pmu_check_event_constraints empties the slots and metric constraints
+    // when fixed counter 3 is missing and drops fixed counters the CPU lacks, so a guest with
+    // 3 fixed counters refuses slots and topdown metric events alone.
+    let guest = machine("sapphirerapids", false).with_fixed_counters(3);
+    assert!(guest.pmu("cpu").unwrap().events.iter().all(|(name, _)| name != "slots"));
+    let mut k = SimKernel::manual(guest);
+    assert_eq!(group(&mut k, 0, &[raw(0x0400)]), Err((0, libc::EINVAL)), "slots");
+    assert_eq!(group(&mut k, 0, &[raw(0x8000)]), Err((0, libc::EINVAL)), "topdown-retiring");
+    assert_eq!(group(&mut k, 0, &[raw(0x8700)]), Err((0, libc::EINVAL)), "topdown-mem-bound");
+    assert!(group(&mut k, 0, &[raw(0x0300)]).is_ok(), "ref-cycles keep fixed counter 2");
+    assert!(group(&mut k, 0, &[raw(0x3c), raw(0xc0), raw(0xc4)]).is_ok());
+    // With 2, the ref-cycles pseudo-encoding has no counter (it is not widened to the GP
+    // counters); 0x013c, a real event code, falls back to them.
+    let mut two = SimKernel::manual(machine("sapphirerapids", false).with_fixed_counters(2));
+    assert_eq!(group(&mut two, 0, &[raw(0x0300)]), Err((0, libc::EINVAL)), "ref-cycles");
+    assert!(group(&mut two, 0, &[raw(0x013c)]).is_ok());
+    // The full machine opens all of them.
+    let mut full = kernel("sapphirerapids", false);
+    for config in [0x0400, 0x0300, 0x013c] {
+        assert!(group(&mut full, 0, &[raw(config)]).is_ok(), "{config:#x}");
+    }
 }
 
 #[test]
@@ -372,8 +430,22 @@ fn hybrid_pmus_refuse_foreign_cpus_and_mixed_groups() {
         Err(tmetric_runtime::Errno(libc::ENOENT))
     );
     assert!(k.perf_event_open(&typed(atom, 0xc4), -1, 5, -1).is_ok());
-    // A generic cycles event on an atom CPU falls back to cpu_atom and may lead atom events.
+    // A generic cycles event on an atom CPU falls back to cpu_atom and may lead atom events
+    // (perf_init_event: ENOENT from cpu_core, retried on every PMU); it counts the atom
+    // core's cycles there and the P core's on CPU 0.
     assert!(group(&mut k, 5, &[typed(TYPE_HARDWARE, 0), typed(atom, 0xc4)]).is_ok());
+    assert!(group(&mut k, 0, &[typed(TYPE_HARDWARE, 0), raw(0xc4)]).is_ok());
+    assert_eq!(
+        group(&mut k, 0, &[typed(TYPE_HARDWARE, 0), typed(atom, 0xc4)]),
+        Err((1, libc::ENOENT))
+    );
+    let legacy = typed(TYPE_HARDWARE, 0);
+    let (p_cycles, e_cycles) = (k.profile().cycles_on(0), k.profile().cycles_on(5));
+    assert_ne!(p_cycles, e_cycles, "the core types run at different clocks");
+    assert_eq!(k.true_count(&legacy, 0, 1_000 * MS), Ok(p_cycles));
+    assert_eq!(k.true_count(&legacy, 5, 1_000 * MS), Ok(e_cycles));
+    assert_eq!(k.true_count(&raw(0x3c), 0, 1_000 * MS), Ok(p_cycles));
+    assert_eq!(k.true_count(&typed(atom, 0x3c), 5, 1_000 * MS), Ok(e_cycles));
     // ... but the extended type pins it to cpu_core, which does not cover CPU 5.
     let core_cycles = typed(TYPE_HARDWARE, 4 << 32);
     assert_eq!(group(&mut k, 5, &[core_cycles]), Err((0, libc::ENOENT)));
@@ -709,7 +781,7 @@ fn software_events_always_run_and_count_time() {
 }
 
 #[test]
-fn topdown_reads_are_slots_times_the_metric_bytes() {
+fn topdown_reads_are_slots_times_the_workload_fractions() {
     let mut k = kernel("sapphirerapids", true);
     let mut attrs = vec![raw(0x0400)];
     attrs.extend((0..8).map(|n| raw(0x8000 + (n << 8))));
@@ -719,18 +791,13 @@ fn topdown_reads_are_slots_times_the_metric_bytes() {
     let slots = values[0];
     assert_eq!(slots, k.true_count(&raw(0x0400), 1, 100 * MS).unwrap());
     assert_eq!(slots, 6 * 2_625_000_000 / 10, "6-wide, CPU 1 at 105 % of 2.5 GHz, 100 ms");
-    let bytes = [
-        TOPDOWN.retiring,
-        TOPDOWN.bad_spec,
-        TOPDOWN.fe_bound,
-        TOPDOWN.be_bound,
-        TOPDOWN.heavy_ops,
-        TOPDOWN.br_mispredict,
-        TOPDOWN.fetch_lat,
-        TOPDOWN.mem_bound,
-    ];
-    for (n, byte) in bytes.iter().enumerate() {
-        assert_eq!(values[n + 1], slots * u64::from(*byte) / 255);
+    for (n, fraction) in TOPDOWN.iter().enumerate() {
+        let want = slots as f64 * fraction;
+        assert!(
+            (values[n + 1] as f64 - want).abs() <= 1.0,
+            "field {n}: {} vs {want}",
+            values[n + 1]
+        );
     }
     let level1: u64 = values[1..5].iter().sum();
     assert!(slots - level1 <= 4, "level 1 sums to slots up to rounding");
@@ -771,11 +838,9 @@ fn counters_run_over_the_simulated_kernel() {
     let expected: u64 =
         (0..4).map(|c| handle.true_count(&spec("", 0x400).attr, c, 200 * MS).unwrap()).sum();
     assert_eq!(slots.value, expected);
-    for (i, byte) in
-        [TOPDOWN.retiring, TOPDOWN.bad_spec, TOPDOWN.fe_bound, TOPDOWN.be_bound].iter().enumerate()
-    {
+    for (i, want) in TOPDOWN[..4].iter().enumerate() {
         let fraction = delta.aggregate(1 + i).unwrap().value as f64 / slots.value as f64;
-        assert!((fraction - f64::from(*byte) / 255.0).abs() < 1e-6, "metric {i}: {fraction}");
+        assert!((fraction - want).abs() < 1e-6, "metric {i}: {fraction}");
     }
     drop(counters);
     assert_eq!(handle.open_count(), 0);

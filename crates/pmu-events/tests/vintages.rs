@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use tmetric_vendor::resolve::resolve_tree;
-use tmetric_vendor::{Counters, Severity, Table, Tree, load_tree};
+use tmetric_pmu_events::resolve::resolve_tree;
+use tmetric_pmu_events::{Counters, Severity, Table, Tree, load_tree};
 
 fn vintage(name: &str) -> Tree {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -1,7 +1,7 @@
 //! The simulated machines: CPUs and topology, the cpuid string perf computes, and each PMU with
 //! its sysfs files (`type`, `format/`, `events/`, `caps/`, `cpus`/`cpumask`) and counter model.
-//! [`Machine::write_sysfs`] writes the tree the [`crate::Sysfs`] reader and
-//! [`crate::sysfs::host_cpuid`] read.
+//! [`Machine::write_sysfs`] writes the tree the [`tmetric_runtime::Sysfs`] reader and
+//! [`tmetric_runtime::sysfs::host_cpuid`] read.
 //!
 //! Facts are from Linux 6.12 (`arch/x86/events/intel/core.c`, `arch/x86/events/amd/core.c`,
 //! `arch/x86/events/msr.c`, `arch/x86/events/intel/uncore*.c`, `drivers/perf/arm_pmuv3.c`)
@@ -254,6 +254,26 @@ impl Machine {
     /// The same machine with the NMI watchdog switched on or off.
     pub fn with_nmi_watchdog(mut self, on: bool) -> Machine {
         self.nmi_watchdog = on;
+        self
+    }
+
+    /// The same machine in a guest whose hypervisor exposes only `n` fixed counters on its
+    /// Golden Cove core PMUs (older KVM exposes 3): fixed counters from `n` on are gone
+    /// (`intel_ctrl`), and without fixed counter 3 so are PERF_METRICS, the `slots` and
+    /// `topdown-*` event files (`td_is_visible`) and every counter of the slots and metric
+    /// constraints, so those events fail `validate_event` alone.
+    pub fn with_fixed_counters(mut self, n: u32) -> Machine {
+        for pmu in &mut self.pmus {
+            let PmuClass::X86Core(core) = &pmu.class else { continue };
+            if core.kind != CoreKind::GoldenCove {
+                continue;
+            }
+            let core = super::sched::glc_core(core.gp, n.min(4));
+            if core.topdown_events == 0 {
+                pmu.events.retain(|(name, _)| name != "slots" && !name.starts_with("topdown-"));
+            }
+            pmu.class = PmuClass::X86Core(core);
+        }
         self
     }
 

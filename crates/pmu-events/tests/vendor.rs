@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use tmetric_vendor::{
+use tmetric_pmu_events::{
     AggrMode, Constraint, Counters, Event, Metric, ScaleUnit, Table, Tree, cpuid_matches,
     load_tree, unit_to_pmu,
 };

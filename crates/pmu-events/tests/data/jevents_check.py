@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints what perf's jevents.py makes of the events and metrics of some model directories.
 
-Used by crates/vendor/tests/vendor.rs to cross-check the Rust loader. One JSON array per line:
+Used by crates/pmu-events/tests/vendor.rs to cross-check the Rust loader. One JSON array per line:
   ["E", table, file, index, name, pmu, event, desc, long_desc, scale_unit, perpkg, deprecated, compat]
   ["M", table, file, index, name, pmu, expr, threshold, groups, scale_unit, constraint, no_group,
         default_group, compat, aggr_mode, desc, long_desc]

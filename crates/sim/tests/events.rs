@@ -5,44 +5,32 @@
 //! events through a table, and errors that point at the bad spot. Expected configs are worked
 //! out by hand from the trees' `format/` files and the kernel's `PERF_TYPE_*` numbers.
 
-use std::path::PathBuf;
-
 use tmetric_runtime::event::{
     EventError, EventKind, EventList, EventTables, PmuFacts, Resolved, Resolver, TableEvent,
     Topdown,
 };
-use tmetric_runtime::sim::Machine;
 use tmetric_runtime::sys::{TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE};
 use tmetric_runtime::{CounterEvent, Sysfs};
+use tmetric_sim::Machine;
 
-/// A simulated machine's sysfs tree in a fresh directory (created, never reused), removed
-/// when dropped.
+/// A simulated machine's sysfs tree in a private temporary directory, removed when dropped.
 struct Tree {
-    dir: PathBuf,
+    _dir: tempfile::TempDir,
     sysfs: Sysfs,
 }
 
 impl Tree {
     fn new(machine: &str) -> Tree {
-        let base = std::env::temp_dir();
-        let dir = (0u32..)
-            .map(|i| base.join(format!("tmetric-events-{machine}-{}-{i}", std::process::id())))
-            .find(|d| std::fs::create_dir(d).is_ok())
-            .expect("a fresh directory");
+        let dir = tempfile::tempdir().expect("a private directory");
         let m = Machine::named(machine).expect("a simulated machine");
-        m.write_sysfs(&dir.join("sys"), &dir.join("proc")).expect("the tree is written");
-        let sysfs = Sysfs::new(dir.join("sys"));
-        Tree { dir, sysfs }
+        m.write_sysfs(&dir.path().join("sys"), &dir.path().join("proc"))
+            .expect("the tree is written");
+        let sysfs = Sysfs::new(dir.path().join("sys"));
+        Tree { _dir: dir, sysfs }
     }
 
     fn type_of(&self, pmu: &str) -> u64 {
         u64::from(self.sysfs.pmu(pmu).unwrap().type_)
-    }
-}
-
-impl Drop for Tree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -1,0 +1,173 @@
+//! Measuring metrics on a simulated machine against the truth: a plan (tmetric's schedule or
+//! perf 6.12's strategy) counted on the simulated kernel for a span of simulated time while the
+//! workload changes phases, evaluated as `tmetric stat` evaluates it, next to the same metrics
+//! over the simulator's exact counts for the same span. Shared by the accuracy benchmark
+//! (`benches/accuracy.rs`) and the error-bar tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use tmetric_catalog::Model;
+use tmetric_engine::{
+    Evaluator, Evaluators, Machine, Pick, Plan, PlanOptions, PmuModel, Sample, Strategy,
+};
+use tmetric_runtime::{Counters, Environment, Sysfs, Target};
+use tmetric_sim::{Machine as SimMachine, SimKernel, Workload};
+
+/// A simulated machine's sysfs and procfs under a temporary directory (removed on drop).
+pub struct SimTree {
+    /// The machine name.
+    pub name: &'static str,
+    /// The sysfs root.
+    pub sys: PathBuf,
+    /// The procfs root.
+    pub proc_root: PathBuf,
+    /// Its catalogue model.
+    pub model: &'static Model,
+    /// Removed when the tree drops.
+    _dir: tempfile::TempDir,
+}
+
+impl SimTree {
+    /// Writes the tree of machine `name`.
+    pub fn new(name: &'static str) -> SimTree {
+        let machine = SimMachine::named(name).expect("a named machine");
+        let temp = tempfile::Builder::new()
+            .prefix(&format!("tmetric-accuracy-{name}-"))
+            .tempdir()
+            .expect("a temporary directory");
+        let dir = temp.path();
+        machine.write_sysfs(&dir.join("sys"), &dir.join("proc")).expect("sysfs written");
+        let sysfs = Sysfs::new(dir.join("sys"));
+        let cpuid = tmetric_runtime::sysfs::host_cpuid(&sysfs, &dir.join("proc")).expect("cpuid");
+        let model = tmetric_catalog::model_for_cpuid(&cpuid).expect("a model");
+        SimTree { name, sys: dir.join("sys"), proc_root: dir.join("proc"), model, _dir: temp }
+    }
+}
+
+/// One metric measured: its value as counted and its truth, both before `ScaleUnit`.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// The metric's index in the model.
+    pub metric: usize,
+    /// The value from the multiplexed counts (NaN when not computable).
+    pub value: f64,
+    /// The value over the exact counts of the same span.
+    pub truth: f64,
+    /// The error bar the engine gives the value.
+    pub bar: tmetric_engine::Bar,
+    /// `ScaleUnit` factor.
+    pub scale: f64,
+    /// The metric prints as a percentage.
+    pub percent: bool,
+}
+
+/// Counts `metrics` of `tree`'s model, planned with `strategy`, for `ms` of simulated time
+/// (in `step_ms` reads, so the engine sees how counts vary between reads) on the simulated
+/// machine running `workload`, and returns each metric with its truth.
+pub fn measure(
+    tree: &SimTree,
+    metrics: &[usize],
+    strategy: Strategy,
+    workload: &Workload,
+    ms: u64,
+    step_ms: u64,
+) -> Vec<Measured> {
+    let sysfs = Sysfs::new(&tree.sys);
+    let env = Environment::probe(&sysfs, &tree.proc_root);
+    let pmus = PmuModel::probe(&sysfs, &tree.proc_root, Some(tree.model));
+    let machine = Machine { sysfs: &sysfs, proc_root: &tree.proc_root, env: &env, pmus: &pmus };
+    let literals = tmetric_engine::plan::literals(&sysfs, &tree.proc_root, true);
+    let mut plan = Plan::new(literals);
+    let picks: Vec<Pick> = metrics
+        .iter()
+        .map(|&metric| Pick { model: tree.model, metric, item: String::new() })
+        .collect();
+    let options = PlanOptions { system_wide: true, strategy, ..PlanOptions::default() };
+    plan.add_metrics(&picks, &machine, &options, true);
+    let sim = SimMachine::named(tree.name).expect("machine");
+    let kernel = SimKernel::manual_with_workload(sim.clone(), workload.clone());
+    let cpus = sysfs.online_cpus().expect("online cpus");
+    let mut counters = Counters::open_with(
+        kernel.clone(),
+        plan.specs.clone(),
+        &plan.groups,
+        &plan.sticky,
+        Target::Cpus(cpus.clone()),
+    )
+    .expect("the plan opens");
+    let start = kernel.now();
+    counters.enable().expect("enable");
+    let mut reads = vec![counters.read().expect("read")];
+    let step = step_ms.max(1) * 1_000_000;
+    let mut at = 0;
+    while at < ms * 1_000_000 {
+        let dt = step.min(ms * 1_000_000 - at);
+        kernel.advance(dt);
+        at += dt;
+        reads.push(counters.read().expect("read"));
+    }
+    counters.disable().expect("disable");
+    let end = start + ms * 1_000_000;
+    let last = reads.last().expect("a read").clone();
+    let sample = Sample { counts: &last, seconds: ms as f64 / 1e3, rusage: None };
+    let mut evaluators = Evaluators::default();
+    let results = plan.evaluate(&mut evaluators, &sample);
+    let bars = plan.uncertainties(&mut Evaluators::default(), &reads, ms as f64 / 1e3);
+    let mut out = Vec::new();
+    for (i, (root, result)) in plan.roots.iter().zip(&results).enumerate() {
+        let mut evaluator = Evaluator::new(tree.model);
+        evaluator.literals = literals;
+        for (slot, row) in root.slot_rows.iter().enumerate() {
+            let Some(row) = row else { continue };
+            let row = &plan.rows[*row];
+            evaluator.values[slot] = match &row.source {
+                tmetric_engine::Source::Counter(spec) => {
+                    let spec = &plan.specs[*spec];
+                    let on: Vec<u32> = match &spec.cpus {
+                        Some(mask) => cpus.iter().copied().filter(|c| mask.contains(c)).collect(),
+                        None => cpus.clone(),
+                    };
+                    on.iter()
+                        .map(|&c| {
+                            kernel.true_count_between(&spec.attr, c, start, end).unwrap_or(0) as f64
+                        })
+                        .sum::<f64>()
+                        * row.scale
+                }
+                tmetric_engine::Source::Tool(_) => ms as f64 / 1e3,
+                tmetric_engine::Source::RetireLatency => plan.retire_latency_of(&row.name),
+                _ => f64::NAN,
+            };
+        }
+        let truth = evaluator.evaluate(tree.model, &[root.metric]).remove(0).value;
+        let desc = &tree.model.metrics[root.metric];
+        let unit = tree.model.str(desc.unit);
+        out.push(Measured {
+            metric: root.metric,
+            value: if result.failure.is_some() { f64::NAN } else { result.value },
+            truth,
+            bar: bars.get(i).copied().unwrap_or(tmetric_engine::Bar::Unknown),
+            scale: desc.scale,
+            percent: unit.contains('%') || unit.contains("percent"),
+        });
+    }
+    out
+}
+
+/// The metrics of `group` in `model` that print as percentages and read no retire latency
+/// (nothing samples those here).
+pub fn percent_metrics(model: &'static Model, group: &str) -> Vec<usize> {
+    use tmetric_engine::Select;
+    model
+        .select(group)
+        .into_iter()
+        .filter(|&m| {
+            let unit = model.str(model.metrics[m].unit);
+            let percent = unit.contains('%') || unit.contains("percent");
+            let latency =
+                model.metrics[m].slots.iter().any(|&s| model.ids[s as usize].retire_latency);
+            percent && !latency
+        })
+        .collect()
+}
