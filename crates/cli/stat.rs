@@ -12,11 +12,12 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::aggr::{self, Aggr, units_for};
+use tmetric_engine::session::Session;
 use tmetric_engine::view::{Split, UnitId};
 use tmetric_engine::{self as engine, Machine, Pick, Plan, PlanOptions, PmuModel};
 use tmetric_engine::{Sample, Select, Strategy};
 use tmetric_print::{Aggregation, Config, Title};
-use tmetric_runtime::{Counters, Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
+use tmetric_runtime::{Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_runtime::{EventReport, SampleSpec, Sampler, SamplerOptions, TpebsMode, Workload};
 
 use crate::models;
@@ -540,40 +541,6 @@ pub use crate::printer::Printer;
 use crate::printer::names_summary;
 pub use tmetric_print::Layout;
 
-/// Why rows print `<not supported>`/`<not counted>` and metrics `nan`, and how the groups
-/// were opened when the kernel refused some.
-fn notes<S: Syscalls>(
-    plan: &Plan,
-    printer: &mut Printer,
-    counters: &Counters<S>,
-    env: &Environment,
-    sample: &Sample<'_>,
-) -> Vec<String> {
-    let failures = open_failures(plan, counters, env);
-    printer.notes_for(plan, sample, &failures, &split_notes(plan, counters))
-}
-
-/// Per spec, why the kernel refused it (the text after its name in the notes).
-pub fn open_failures<S: Syscalls>(
-    plan: &Plan,
-    counters: &Counters<S>,
-    env: &Environment,
-) -> Vec<Option<String>> {
-    (0..plan.specs.len())
-        .map(|spec| {
-            counters.failure(spec).map(|failure| {
-                let cpu = failure.cpu.map(|c| format!(" (on CPU {c})")).unwrap_or_default();
-                format!("{cpu}: {}", env.explain(failure.errno, &plan.events[spec]))
-            })
-        })
-        .collect()
-}
-
-/// The groups the kernel refused, as notes.
-pub fn split_notes<S: Syscalls>(plan: &Plan, counters: &Counters<S>) -> Vec<String> {
-    counters.splits().iter().map(|split| plan.split_note(split)).collect()
-}
-
 /// What was counted, as the title of the totals says it.
 fn target_text(args: &StatArgs, simulated: Option<&str>) -> String {
     let what = if let Some(pid) = args.pid {
@@ -824,19 +791,11 @@ pub fn run_on<S: Syscalls + Clone>(
     for _ in 1..args.repeat.max(1) {
         let mut w = Workload::prepare(&args.command).context("cannot start the workload")?;
         let t = Target::Task { pid: w.pid(), on_exec: true };
-        let mut c = Counters::open_with(
-            sys.clone(),
-            plan.specs.clone(),
-            &plan.groups,
-            &plan.sticky,
-            t.clone(),
-        )?;
-        let report = tmetric_runtime::run(
-            &mut c,
-            &t,
+        let mut run = Session::open(sys.clone(), plan.clone(), t, env.clone())?;
+        let report = run.run(
             Some(&mut w),
             &RunOptions { catch_signals: true, ..RunOptions::default() },
-            |_| Ok(()),
+            |_, _| Ok(()),
         )?;
         if report.interrupted_by.is_some() {
             break;
@@ -844,17 +803,10 @@ pub fn run_on<S: Syscalls + Clone>(
         earlier.push(report);
     }
     let sys_for_sampler = sys.clone();
-    let mut counters =
-        Counters::open_with(sys, plan.specs.clone(), &plan.groups, &plan.sticky, target.clone())?;
-    if let Some(threads) = &threads
-        && !threads.is_empty()
-        && counters.vanished().len() == threads.len()
-    {
-        bail!("every thread to count had exited before its counters could be opened");
-    }
-    check_opened(&plan, &counters, &env)?;
+    let mut session = Session::open(sys, plan, target.clone(), env.clone())?;
+    warn_user_only(&session);
     if let Some(threads) = &threads {
-        let gone = counters.vanished();
+        let gone = session.vanished();
         if args.verbose {
             warn(&format!(
                 "counting {} threads apart, as listed at the start{}; a thread started later has no counters of its own: the kernel adds its counts to the counted thread that created it (inherit), as with perf",
@@ -890,7 +842,7 @@ pub fn run_on<S: Syscalls + Clone>(
     let mode: TpebsMode =
         args.tpebs_mode.parse().map_err(|e| anyhow::anyhow!("--tpebs-mode: {e}"))?;
     let mut sampler = if args.record_tpebs {
-        Some(start_sampler(&plan, sys_for_sampler, &target, sysfs)?)
+        Some(start_sampler(session.plan(), sys_for_sampler, &target, sysfs)?)
     } else {
         None
     };
@@ -898,9 +850,9 @@ pub fn run_on<S: Syscalls + Clone>(
         Some(to) => {
             let facts = crate::record::HeaderFacts {
                 args,
-                plan: &plan,
-                failures: open_failures(&plan, &counters, &env),
-                splits: split_notes(&plan, &counters),
+                plan: session.plan(),
+                failures: session.failure_texts(),
+                splits: session.split_notes(),
                 threads: match &printer.split {
                     Split::Threads { threads, .. } => threads.clone(),
                     _ => Vec::new(),
@@ -913,25 +865,24 @@ pub fn run_on<S: Syscalls + Clone>(
                 target: target_text(args, simulated),
                 system_wide: system_wide(args),
             };
-            let gone = counters.vanished();
+            let gone = session.vanished();
             let thread_map = threads.iter().flatten().filter(|t| !gone.contains(&t.0)).cloned();
             let thread_map = thread_map.collect();
             Some(crate::record::perf::RecordSink::create(to, &facts, &target, thread_map)?)
         }
         None => None,
     };
-    let interval_failures = open_failures(&plan, &counters, &env);
+    let interval_failures = session.failure_texts();
     // A record file that cannot be written never stops the workload (as `-o`): the record
     // stops there, counting and printing go on, and the run fails at its end.
     let mut record_failed: Option<anyhow::Error> = None;
     let report = {
         let recorder = &mut recorder;
         let record_failed = &mut record_failed;
-        let plan = &plan;
         let printer = &mut printer;
         let interval_failures = &interval_failures;
         let sampler = &mut sampler;
-        tmetric_runtime::run(&mut counters, &target, workload.as_mut(), &options, |tick| {
+        session.run(workload.as_mut(), &options, |plan, tick| {
             let sample =
                 Sample { counts: tick.counts, seconds: tick.length.as_secs_f64(), rusage: None };
             // Each interval's metrics use that interval's samples.
@@ -980,7 +931,7 @@ pub fn run_on<S: Syscalls + Clone>(
     let mut sampled: Vec<EventReport> = Vec::new();
     if let Some(s) = sampler {
         let reports = s.stop().map_err(|e| anyhow::anyhow!("--record-tpebs: {e}"))?;
-        plan.retire_latency = latencies(&reports, mode, false);
+        session.plan_mut().retire_latency = latencies(&reports, mode, false);
         report_samples(&reports, args.verbose, layout == Layout::Json, printer.out())?;
         sampled = reports;
     }
@@ -990,7 +941,8 @@ pub fn run_on<S: Syscalls + Clone>(
         report
     } else {
         earlier.push(report);
-        printer.spread = tmetric_runtime::RunReport::spread_of(&earlier, plan.specs.len());
+        printer.spread =
+            tmetric_runtime::RunReport::spread_of(&earlier, session.plan().specs.len());
         tmetric_runtime::RunReport::mean_of(earlier).expect("at least this run")
     };
     // --interval-count, --timeout or SIGUSR1 ended the run and stopped the command: not its
@@ -1002,7 +954,7 @@ pub fn run_on<S: Syscalls + Clone>(
     let rusage = report.exit.map(|e| (e.user, e.system));
     let sample = Sample { counts: &report.totals, seconds: report.elapsed.as_secs_f64(), rusage };
     if let Some(r) = recorder {
-        let latencies = args.record_tpebs.then_some(plan.retire_latency.as_slice());
+        let latencies = args.record_tpebs.then_some(session.plan().retire_latency.as_slice());
         let code = if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) };
         let end = r.finish(&crate::record::RunEnd {
             totals: &report.totals,
@@ -1030,14 +982,22 @@ pub fn run_on<S: Syscalls + Clone>(
         }
         footer.null_run = args.null_run;
         footer.nmi_hint = pmus.nmi_watchdog;
-        printer.summary(&plan, &sample, &footer)?;
+        printer.summary(session.plan(), &sample, &footer)?;
     }
-    let notes = notes(&plan, &mut printer, &counters, &env, &sample);
+    let notes = printer.notes_for(
+        session.plan(),
+        &sample,
+        &session.failure_texts(),
+        &session.split_notes(),
+    );
     printer.notes(&notes)?;
     if error_bar_reads(args).is_some() {
-        let bars =
-            plan.uncertainties(&mut engine::Evaluators::default(), &report.samples, sample.seconds);
-        printer.error_bars(&plan, &sample, &bars)?;
+        let bars = session.plan().uncertainties(
+            &mut engine::Evaluators::default(),
+            &report.samples,
+            sample.seconds,
+        );
+        printer.error_bars(session.plan(), &sample, &bars)?;
     }
     printer.finish()?;
     if let Some(e) = record_failed {
@@ -1160,57 +1120,19 @@ fn validate_flags(args: &StatArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// After opening: say once when events count user mode only (perf's `exclude_kernel`
-/// fallback), and fail when nothing at all could be counted.
-fn check_opened<S: Syscalls>(
-    plan: &Plan,
-    counters: &Counters<S>,
-    env: &Environment,
-) -> anyhow::Result<()> {
-    let user_only: Vec<&str> = (0..plan.specs.len())
-        .filter(|&i| counters.user_only(i))
-        .map(|i| plan.specs[i].name.as_str())
-        .collect();
-    if !user_only.is_empty() {
-        let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-            .map(|t| t.trim().to_string())
-            .unwrap_or_else(|_| "?".into());
-        warn(&format!(
-            "kernel.perf_event_paranoid is {paranoid} and tmetric has no CAP_PERFMON: counting user mode only (exclude_kernel), as perf does, for {}",
-            names_summary(&user_only)
-        ));
+/// perf's `exclude_kernel` fallback, said once: events that count user mode only.
+fn warn_user_only<S: Syscalls>(session: &Session<S>) {
+    let user_only = session.user_only();
+    if user_only.is_empty() {
+        return;
     }
-    if !plan.specs.is_empty() && counters.descriptors() == 0 {
-        // perf 6.12 goes on when every event is merely unsupported here (it prints them
-        // `<not supported>`: ENOENT, ENODEV, ENXIO, EINVAL, ENOSYS, EOPNOTSUPP), and stops on
-        // anything else (permissions, descriptors).
-        let unsupported = |errno: i32| {
-            matches!(
-                errno,
-                libc::ENOENT
-                    | libc::ENODEV
-                    | libc::ENXIO
-                    | libc::EINVAL
-                    | libc::ENOSYS
-                    | libc::EOPNOTSUPP
-            )
-        };
-        if (0..plan.specs.len()).all(|i| counters.failure(i).is_none_or(|f| unsupported(f.errno.0)))
-        {
-            return Ok(());
-        }
-        let mut reasons: Vec<String> = Vec::new();
-        for (i, event) in plan.events.iter().enumerate() {
-            if let Some(failure) = counters.failure(i) {
-                let why = env.explain(failure.errno, event);
-                if !reasons.contains(&why) {
-                    reasons.push(why);
-                }
-            }
-        }
-        bail!("nothing could be counted: {}", reasons.join("; "));
-    }
-    Ok(())
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|t| t.trim().to_string())
+        .unwrap_or_else(|_| "?".into());
+    warn(&format!(
+        "kernel.perf_event_paranoid is {paranoid} and tmetric has no CAP_PERFMON: counting user mode only (exclude_kernel), as perf does, for {}",
+        names_summary(&user_only)
+    ));
 }
 
 /// `--record-tpebs`: one precise sampling event per `:R` input, on the CPUs or task counted.

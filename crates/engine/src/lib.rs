@@ -15,6 +15,8 @@
 //! * [`literals`]: literal values with where each came from, and perf's defaults.
 //! * [`perflog`]: metrics over a `perf stat` log, checked against what perf printed; the
 //!   log's CPU model and literals inferred.
+//! * [`session`]: a plan's counters opened on a target, run, read and explained: the one
+//!   path front ends take from a plan to counts.
 //! * [`select`]: perf's `-M` lookup (common metrics first), suggestions, defining models.
 //! * [`topdown`]: perf's built-in level-1 TopDown from the older `topdown-*` events (seed 000).
 //! * [`view`]: what `perf stat` prints per line, as data: counts, metric cells with perf's
@@ -36,6 +38,7 @@ pub mod plan;
 pub mod pmu;
 pub mod schedule;
 pub mod select;
+pub mod session;
 pub mod topdown;
 pub mod uncertainty;
 pub mod view;

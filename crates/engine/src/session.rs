@@ -1,0 +1,226 @@
+//! A measuring session: a plan's counters opened on a target, enabled, read and explained,
+//! the one path every front end takes from a plan to counts (`stat`, `record`, `-r`'s runs,
+//! the exporter). It returns data: snapshots, the kernel's refusals as [`OpenFailure`]s,
+//! refused groups as [`Split`]s, and their explanations; front ends print.
+
+use tmetric_runtime::counter::{CounterError, Split};
+use tmetric_runtime::{
+    Counters, Environment, OpenFailure, RunError, RunOptions, RunReport, Snapshot, Syscalls,
+    Target, Tick, Workload,
+};
+
+use crate::eval::{Evaluators, RootResult, Sample};
+use crate::plan::Plan;
+use crate::view::{self, Split as ViewSplit, Unit};
+
+/// Why a session could not count at all.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// Opening the counters failed as a whole (descriptors, an invalid group plan).
+    #[error(transparent)]
+    Open(#[from] CounterError),
+    /// Every counter was refused, and not merely because this machine lacks its event
+    /// (perf goes on then, printing `<not supported>`): permissions, for one.
+    #[error("nothing could be counted: {}", reasons.join("; "))]
+    NothingCounted {
+        /// The distinct reasons, explained.
+        reasons: Vec<String>,
+    },
+    /// Every listed thread had exited before its counters could be opened.
+    #[error("every thread to count had exited before its counters could be opened")]
+    ThreadsGone,
+}
+
+/// An open measurement (see the module documentation).
+pub struct Session<S: Syscalls> {
+    plan: Plan,
+    counters: Counters<S>,
+    target: Target,
+    env: Environment,
+    evaluators: Evaluators,
+}
+
+/// The errnos that mean "this machine has no such event": perf 6.12 prints such an event
+/// `<not supported>` and goes on (`stat_handle_error`).
+fn unsupported(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::ENOENT | libc::ENODEV | libc::ENXIO | libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP
+    )
+}
+
+impl<S: Syscalls> Session<S> {
+    /// Opens `plan`'s counters on `target` with `sys`. Groups the kernel refuses are split
+    /// (topdown events stay behind `slots`); events it refuses are recorded with the reason.
+    /// Fails when nothing at all can be counted for a reason other than a missing event.
+    pub fn open(
+        sys: S,
+        plan: Plan,
+        target: Target,
+        env: Environment,
+    ) -> Result<Self, SessionError> {
+        let counters = Counters::open_with(
+            sys,
+            plan.specs.clone(),
+            &plan.groups,
+            &plan.sticky,
+            target.clone(),
+        )?;
+        let session = Session { plan, counters, target, env, evaluators: Evaluators::default() };
+        if let Target::Threads(tids) = &session.target
+            && !tids.is_empty()
+            && session.counters.vanished().len() == tids.len()
+        {
+            return Err(SessionError::ThreadsGone);
+        }
+        if let Some(reasons) = session.nothing_counted() {
+            return Err(SessionError::NothingCounted { reasons });
+        }
+        Ok(session)
+    }
+
+    /// When no counter opened, and not every refusal means "no such event here": the
+    /// distinct reasons.
+    fn nothing_counted(&self) -> Option<Vec<String>> {
+        let specs = self.plan.specs.len();
+        if specs == 0 || self.counters.descriptors() > 0 {
+            return None;
+        }
+        if (0..specs).all(|i| self.counters.failure(i).is_none_or(|f| unsupported(f.errno.0))) {
+            return None;
+        }
+        let mut reasons: Vec<String> = Vec::new();
+        for (i, event) in self.plan.events.iter().enumerate() {
+            if let Some(failure) = self.counters.failure(i) {
+                let why = self.env.explain(failure.errno, event);
+                if !reasons.contains(&why) {
+                    reasons.push(why);
+                }
+            }
+        }
+        Some(reasons)
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The plan, to change what is evaluated (retire latencies sampled during the run).
+    pub fn plan_mut(&mut self) -> &mut Plan {
+        &mut self.plan
+    }
+
+    /// What is counted.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The machine's environment (for explanations).
+    pub fn env(&self) -> &Environment {
+        &self.env
+    }
+
+    /// The counters (for samplers and recorders that need the runtime's view).
+    pub fn counters(&self) -> &Counters<S> {
+        &self.counters
+    }
+
+    /// Per spec: why the kernel refused it, if it did.
+    pub fn failure(&self, spec: usize) -> Option<OpenFailure> {
+        self.counters.failure(spec)
+    }
+
+    /// Per spec: the kernel's refusal explained (` (on CPU n): why`), the text notes put
+    /// after the event's name.
+    pub fn failure_texts(&self) -> Vec<Option<String>> {
+        (0..self.plan.specs.len())
+            .map(|spec| {
+                self.counters.failure(spec).map(|failure| {
+                    let cpu = failure.cpu.map(|c| format!(" (on CPU {c})")).unwrap_or_default();
+                    format!("{cpu}: {}", self.env.explain(failure.errno, &self.plan.events[spec]))
+                })
+            })
+            .collect()
+    }
+
+    /// The groups the kernel refused and how they were reopened.
+    pub fn splits(&self) -> &[Split] {
+        self.counters.splits()
+    }
+
+    /// The refused groups as notes.
+    pub fn split_notes(&self) -> Vec<String> {
+        self.counters.splits().iter().map(|split| self.plan.split_note(split)).collect()
+    }
+
+    /// Specs counted in user mode only because the kernel refused kernel mode
+    /// (`perf_event_paranoid` without privilege), by name.
+    pub fn user_only(&self) -> Vec<&str> {
+        (0..self.plan.specs.len())
+            .filter(|&i| self.counters.user_only(i))
+            .map(|i| self.plan.specs[i].name.as_str())
+            .collect()
+    }
+
+    /// [`Target::Threads`]: the listed threads that had exited before their counters opened.
+    pub fn vanished(&self) -> &[i32] {
+        self.counters.vanished()
+    }
+
+    /// Enables every group (per-CPU counting, or a task counted from now).
+    pub fn enable(&mut self) -> Result<(), CounterError> {
+        self.counters.enable()
+    }
+
+    /// Disables every group.
+    pub fn disable(&mut self) -> Result<(), CounterError> {
+        self.counters.disable()
+    }
+
+    /// Reads every counter once: cumulative counts since they were enabled.
+    pub fn read(&mut self) -> Result<Snapshot, CounterError> {
+        self.counters.read()
+    }
+
+    /// Runs: the runtime's loop over these counters (a workload, intervals, signals, the
+    /// targets' exits), calling `on_tick` with the plan every interval.
+    pub fn run(
+        &mut self,
+        workload: Option<&mut Workload>,
+        options: &RunOptions,
+        mut on_tick: impl FnMut(&Plan, &Tick<'_>) -> std::io::Result<()>,
+    ) -> Result<RunReport, RunError> {
+        let plan = &self.plan;
+        tmetric_runtime::run(&mut self.counters, &self.target, workload, options, |tick| {
+            on_tick(plan, tick)
+        })
+    }
+
+    /// Every root metric over `sample`.
+    pub fn evaluate(&mut self, sample: &Sample<'_>) -> Vec<RootResult> {
+        self.plan.evaluate(&mut self.evaluators, sample)
+    }
+
+    /// What perf prints for `sample`, split into `split`'s units ([`view::units`]).
+    pub fn units(
+        &mut self,
+        sample: &Sample<'_>,
+        split: &ViewSplit,
+        wall_ns: f64,
+        noise: &[Option<f64>],
+    ) -> Vec<Unit> {
+        view::units(&self.plan, &mut self.evaluators, sample, split, wall_ns, noise)
+    }
+
+    /// Why values of `sample` are missing, uncounted or computed around a missing input,
+    /// with the kernel's refusals and the refused groups.
+    pub fn notes(&mut self, sample: &Sample<'_>) -> Vec<String> {
+        let failures = self.failure_texts();
+        let results = self.plan.evaluate(&mut self.evaluators, sample);
+        let mut notes =
+            self.plan.notes(&results, sample, |spec| failures.get(spec).cloned().flatten());
+        notes.extend(self.split_notes());
+        notes
+    }
+}
