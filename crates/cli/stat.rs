@@ -1462,7 +1462,8 @@ fn describe_pmus(pmus: &PmuModel) {
             if pmu.adjustments.is_empty() {
                 String::new()
             } else {
-                format!("; {}", pmu.adjustments.join("; "))
+                let texts: Vec<String> = pmu.adjustments.iter().map(|a| a.to_string()).collect();
+                format!("; {}", texts.join("; "))
             }
         ));
     }

@@ -48,7 +48,7 @@ pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};
 pub use offline::{Coverage, Needed, Offline, Why};
 pub use plan::{Machine, Pick, Plan, PlanOptions, Resolution, RetireEvent, Root, Row, Source};
-pub use pmu::{Demand, MachineFacts, Pmu, PmuModel, Vendor};
+pub use pmu::{Adjustment, Demand, MachineFacts, Pmu, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
 pub use uncertainty::{BAR_SIGMAS, Bar};
 

@@ -71,8 +71,8 @@ pub struct Pmu {
     pub cpus: Option<Vec<u32>>,
     /// Where the counter numbers came from.
     pub source: CountSource,
-    /// Why the numbers differ from the raw ones (SMT halving, watchdog), for `plan`.
-    pub adjustments: Vec<String>,
+    /// Why the numbers differ from the raw ones (SMT halving, watchdog).
+    pub adjustments: Vec<Adjustment>,
 }
 
 impl Pmu {
@@ -394,32 +394,63 @@ fn adjust(mut pmu: Pmu, model_name: &str, facts: MachineFacts) -> Pmu {
         // counter.json and CPUID give the SMT-on number; without SMT each thread gets all 8.
         if pmu.general == 4 {
             pmu.general = 8;
-            pmu.adjustments
-                .push("8 general counters: SMT is off, so the thread has all of them".into());
+            pmu.adjustments.push(Adjustment::SmtOffAllCounters);
         }
     } else if pmu.vendor == Vendor::Intel && SMT_HALVING.contains(&model_name) {
-        pmu.adjustments.push(
-            "4 general counters: SMT is on and the core's 8 are split between its threads".into(),
-        );
+        pmu.adjustments.push(Adjustment::SmtOnHalved);
     }
     if facts.nmi_watchdog {
         match pmu.vendor {
             Vendor::Intel if pmu.fixed > 1 => {
                 pmu.fixed_reserved |= 1 << 1;
-                pmu.adjustments.push("the NMI watchdog holds fixed counter 1 (cycles), so cycles go to a general counter".into());
+                pmu.adjustments.push(Adjustment::WatchdogFixedCycles);
             }
             Vendor::Arm if pmu.cycle_counter => {
                 pmu.cycle_counter = false;
-                pmu.adjustments.push("the NMI watchdog holds the cycle counter".into());
+                pmu.adjustments.push(Adjustment::WatchdogCycleCounter);
             }
             Vendor::Intel | Vendor::Amd | Vendor::Arm => {
                 pmu.general = pmu.general.saturating_sub(1);
-                pmu.adjustments.push("the NMI watchdog holds one general counter".into());
+                pmu.adjustments.push(Adjustment::WatchdogGeneral);
             }
             Vendor::Other => {}
         }
     }
     pmu
+}
+
+/// Why a PMU's counters differ from its raw numbers: the decisions the scheduler reads, as
+/// values (their text is for `plan` and `-v` only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Adjustment {
+    /// SMT is off: the thread has all 8 general counters.
+    SmtOffAllCounters,
+    /// SMT is on: the core's 8 general counters are split between its threads.
+    SmtOnHalved,
+    /// The NMI watchdog holds fixed counter 1 (cycles): cycles go to a general counter.
+    WatchdogFixedCycles,
+    /// The NMI watchdog holds Arm's cycle counter.
+    WatchdogCycleCounter,
+    /// The NMI watchdog holds one general counter.
+    WatchdogGeneral,
+}
+
+impl std::fmt::Display for Adjustment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Adjustment::SmtOffAllCounters => {
+                "8 general counters: SMT is off, so the thread has all of them"
+            }
+            Adjustment::SmtOnHalved => {
+                "4 general counters: SMT is on and the core's 8 are split between its threads"
+            }
+            Adjustment::WatchdogFixedCycles => {
+                "the NMI watchdog holds fixed counter 1 (cycles), so cycles go to a general counter"
+            }
+            Adjustment::WatchdogCycleCounter => "the NMI watchdog holds the cycle counter",
+            Adjustment::WatchdogGeneral => "the NMI watchdog holds one general counter",
+        })
+    }
 }
 
 /// Which counters one event may use.

@@ -368,7 +368,7 @@ fn augment(
 impl Pmu {
     /// Whether the NMI watchdog took a general counter off [`Pmu::general`].
     fn source_general_reduced(&self) -> bool {
-        self.adjustments.iter().any(|a| a.contains("holds one general counter"))
+        self.adjustments.contains(&crate::pmu::Adjustment::WatchdogGeneral)
     }
 }
 
