@@ -1,15 +1,16 @@
 //! Evaluation of a plan over counts: each root metric from its own group's counts, with the
 //! reason for every value that is missing, uncounted or computed around a missing input.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use tmetric_catalog::Model;
 use tmetric_model::Literal;
 use tmetric_model::sem::Fail;
-use tmetric_runtime::{Snapshot, Tool};
+use tmetric_runtime::{CpuCount, Snapshot, Tool};
 
 use crate::offline::{Offline, Why};
-use crate::plan::{Plan, Row, Source};
+use crate::plan::{Plan, Root, Row, Source};
 
 /// The inputs of one evaluation: counts, the span they cover, the workload's rusage.
 #[derive(Debug, Clone, Copy)]
@@ -179,6 +180,77 @@ impl Plan {
         }
     }
 
+    /// `root`'s counter inputs brought to one span, where their spans differ: `(row, value)`.
+    ///
+    /// perf scales each CPU's count to the time its own counter was enabled. Counters in one
+    /// group are enabled and disabled together, but separate groups are enabled one ioctl
+    /// after another, and a tool preempted between two of them (a loaded machine) gives one
+    /// group milliseconds more than the next; every counter is also enabled a little before
+    /// the run's clock (`duration_time`) starts and disabled after it stops. A metric whose
+    /// events sit in different groups, or that divides counts by `duration_time`, then
+    /// combines numbers over different spans: on the simulator under load, 25 ms of skew in
+    /// a 300 ms run moved `tma_ports_utilization` by 3 % and `tma_contested_accesses` (which
+    /// reads the core frequency, cycles per `duration_time`) by 13 %.
+    ///
+    /// With a steady workload each scaled count is `rate * enabled`, so each CPU's (thread's)
+    /// scaled count is multiplied by a common span over its own enabled time. The span is
+    /// `duration_time` for a metric that reads it, on counters whose enabled time is wall
+    /// time (per CPU, no cgroup); else the shortest enabled time among the root's counters
+    /// on that CPU (thread). Counters of one group in a metric without `duration_time` share
+    /// one enabled time and are left exactly as perf computes them.
+    pub(crate) fn common_span(&self, root: &Root, sample: &Sample<'_>) -> Vec<(usize, f64)> {
+        let mut specs: Vec<(usize, usize)> = Vec::new();
+        let mut reads_duration = false;
+        for &row in root.slot_rows.iter().flatten() {
+            match self.rows[row].source {
+                Source::Counter(spec) if !specs.iter().any(|&(_, s)| s == spec) => {
+                    specs.push((row, spec));
+                }
+                Source::Tool(Tool::DurationTime) => reads_duration = true,
+                _ => {}
+            }
+        }
+        let duration_ns = sample.seconds * 1e9;
+        let wall = reads_duration && duration_ns > 0.0;
+        if specs.is_empty() || (specs.len() < 2 && !wall) {
+            return Vec::new();
+        }
+        let readings = |spec: usize| sample.counts.events.get(spec).and_then(Option::as_ref);
+        let wall_time = |spec: usize, c: &CpuCount| {
+            wall && c.cpu >= 0 && c.thread == -1 && self.specs[spec].cgroup.is_none()
+        };
+        let mut shortest: HashMap<(i32, i32), u64> = HashMap::new();
+        for &(_, spec) in &specs {
+            for c in readings(spec).into_iter().flatten().filter(|c| c.raw.enabled > 0) {
+                let e = shortest.entry((c.cpu, c.thread)).or_insert(u64::MAX);
+                *e = (*e).min(c.raw.enabled);
+            }
+        }
+        let span = |spec: usize, c: &CpuCount| -> f64 {
+            if wall_time(spec, c) {
+                duration_ns
+            } else {
+                shortest.get(&(c.cpu, c.thread)).map_or(c.raw.enabled as f64, |&e| e as f64)
+            }
+        };
+        let mut common = Vec::new();
+        for &(row, spec) in &specs {
+            let Some(cpus) = readings(spec) else { continue };
+            let differs =
+                cpus.iter().any(|c| c.raw.enabled > 0 && span(spec, c) != c.raw.enabled as f64);
+            if !differs || !sample.counts.aggregate(spec).is_some_and(|a| a.counted()) {
+                continue;
+            }
+            let value = cpus
+                .iter()
+                .filter(|c| c.raw.enabled > 0)
+                .filter_map(|c| Some(c.raw.scaled()? as f64 * span(spec, c) / c.raw.enabled as f64))
+                .sum();
+            common.push((row, value));
+        }
+        common
+    }
+
     /// Evaluates every root over `sample`, each from its own inputs.
     pub fn evaluate(&self, evaluators: &mut Evaluators, sample: &Sample<'_>) -> Vec<RootResult> {
         let inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, sample)).collect();
@@ -191,11 +263,14 @@ impl Plan {
             .iter()
             .map(|root| {
                 let model = root.model;
+                let common = self.common_span(root, sample);
                 let evaluator = evaluators.get(model, self);
                 evaluator.clear_inputs();
                 for (slot, row) in root.slot_rows.iter().enumerate() {
                     if let Some(r) = row {
-                        evaluator.set_input(slot as u16, inputs[*r], 1.0);
+                        let value =
+                            common.iter().find(|(c, _)| c == r).map_or(inputs[*r], |&(_, v)| v);
+                        evaluator.set_input(slot as u16, value, 1.0);
                     }
                 }
                 let result = evaluator.evaluate_one(root.metric);

@@ -160,7 +160,19 @@ impl Plan {
                 if counters.iter().all(|&(_, s)| series(s).iter().all(|&(_, e, r)| r >= e)) {
                     return Bar::Exact;
                 }
-                let value = self.root_value(evaluators, i, &inputs);
+                // The value as `evaluate` computes it: on the counters' common span.
+                let common = self.common_span(root, &sample);
+                let mut own;
+                let inputs = if common.is_empty() {
+                    &inputs
+                } else {
+                    own = inputs.clone();
+                    for (row, v) in common {
+                        own[row] = v;
+                    }
+                    &own
+                };
+                let value = self.root_value(evaluators, i, inputs);
                 if !value.is_finite() {
                     return Bar::Unknown;
                 }

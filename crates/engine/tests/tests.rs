@@ -1,4 +1,4 @@
-//! The engine's integration tests (`accuracy`, `events`, `perflog`, `profile`, `sim`; `harness` measures
+//! The engine's integration tests (`accuracy`, `events`, `perflog`, `profile`, `sim`, `skew`; `harness` measures
 //! metrics on simulated machines against the truth, shared with the accuracy benchmark), in
 //! one binary: each integration-test file would otherwise be compiled and linked on its own
 //! (issue 13: a clean `cargo test` under two minutes).
@@ -9,3 +9,4 @@ mod harness;
 mod perflog;
 mod profile;
 mod sim;
+mod skew;

@@ -49,7 +49,7 @@ pub mod tpebs;
 pub mod workload;
 
 pub use counter::{
-    Aggregate, CounterSpec, Counters, OpenFailure, RawCount, Snapshot, Split, Target,
+    Aggregate, CounterSpec, Counters, CpuCount, OpenFailure, RawCount, Snapshot, Split, Target,
 };
 pub use event::{CounterEvent, Environment, EventError, EventKind, Resolved, Tool};
 pub use fake::{FakeSyscalls, Reading};
