@@ -70,10 +70,10 @@ pub struct ReportArgs {
     /// Print only metrics: one column each.
     #[arg(long)]
     metric_only: bool,
-    /// Print the metrics as the TMA tree.
-    #[arg(long)]
+    /// Print the metrics as the TMA tree (the bottleneck path marked `<==`).
+    #[arg(long, default_value_if("all", clap::builder::ArgPredicate::IsPresent, "true"))]
     tree: bool,
-    /// With --tree: also the nodes below their threshold.
+    /// The TMA tree with every node, those below their threshold too; implies --tree.
     #[arg(long)]
     all: bool,
     /// Which statistic of `--record-tpebs` samples the metrics use (default: the recorded one).
