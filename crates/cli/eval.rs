@@ -146,7 +146,8 @@ pub struct EvalArgs {
     /// A value for an identifier of --expr (`--var INST_RETIRED.ANY=5e9`, `--var '#smt_on=1'`); repeatable.
     #[arg(long = "var", value_name = "NAME=VALUE", requires = "expr")]
     vars: Vec<String>,
-    /// When to colour threshold states.
+    /// When to colour threshold states: auto (when standard output is a terminal), always or
+    /// never.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
     color: ColorChoice,
 }

@@ -119,7 +119,9 @@ pub struct StatArgs {
     /// without `--record-tpebs`.
     #[arg(long)]
     pub record_tpebs: bool,
-    /// Which statistic of the sampled latencies the metrics use.
+    /// Which statistic of the sampled latencies the metrics use: mean, min, max, last, or p97,
+    /// the mean of the lowest 97% of the samples (the highest 3% left out; not the 97th
+    /// percentile).
     #[arg(long, value_name = "MODE", default_value = "mean", value_parser = ["mean", "min", "max", "last", "p97"], requires = "record_tpebs")]
     pub tpebs_mode: String,
     /// Retire latencies in cycles from a JSON file `{"EVENT": cycles, ...}`, for `:R` inputs
@@ -232,7 +234,8 @@ pub struct StatArgs {
     /// Say how the events were grouped and why, before counting.
     #[arg(short = 'v', long)]
     pub verbose: bool,
-    /// Colour metric values by their thresholds: auto (on a terminal), always or never.
+    /// Colour metric values by their thresholds: auto (when the counts go to a terminal:
+    /// standard error, unless -o names a file), always or never.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub color: ColorChoice,
     /// The command to run and count (after `--` when it has options of its own).
@@ -1310,7 +1313,7 @@ fn report_samples(
         } else if verbose {
             let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
             warn(&format!(
-                "retire latency of {}: {} samples ({} lost), mean {}, min {}, max {}, last {}, p97 {} cycles",
+                "retire latency of {}: {} samples ({} lost), mean {}, min {}, max {}, last {}, p97 (mean of the lowest 97%) {} cycles",
                 r.name,
                 t.count,
                 r.kernel_lost.unwrap_or(t.lost),

@@ -41,6 +41,10 @@ pub const PREFIX_BYTES: u64 = 4 << 20;
 /// Runs `tmetric eval --from-perf PATH`.
 pub fn run(args: &EvalArgs, path: &Path, out: &mut dyn Write) -> anyhow::Result<()> {
     if path.as_os_str() == "-" {
+        crate::out::stdin_hint(
+            "a perf stat log",
+            "a file (`--from-perf perf.log`) or a pipe (`perf stat -a sleep 1 2>&1 | tmetric eval --from-perf -`)",
+        );
         let stdin = std::io::stdin();
         return run_log(args, "<stdin>", stdin.lock(), out);
     }
