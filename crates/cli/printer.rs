@@ -151,6 +151,9 @@ impl Printer {
         let failure = |spec: usize| failures.get(spec).cloned().flatten();
         let results = plan.evaluate(&mut self.evaluators, sample);
         let mut notes = plan.notes(&results, sample, failure);
+        if self.tree.is_some() {
+            notes.extend(undecided_note(plan, &results));
+        }
         if let Split::Threads { threads, skip_zero: false } = &self.split {
             // Each thread's rows were evaluated over its own counts: a thread that never ran
             // (a sleeping main thread) has `<not counted>` rows and metrics read from 0, which
@@ -324,7 +327,7 @@ impl Printer {
         if let (Some(at), Layout::Std) = (at, &layout) {
             writeln!(self.out(), "# {:>6}.{:09}", at.as_secs(), at.subsec_nanos())?;
         }
-        for TreeNode { root: i, depth, below, bottleneck } in view::tree(plan, &results) {
+        for TreeNode { root: i, depth, below, bottleneck, .. } in view::tree(plan, &results) {
             if below && !show_all {
                 continue;
             }
@@ -490,6 +493,24 @@ impl Printer {
         }
         Ok(())
     }
+}
+
+/// With `--tree`: which nodes' thresholds could not be decided, which keeps `<==` from
+/// going past their level (the bottleneck could be one of them).
+fn undecided_note(plan: &Plan, results: &[engine::RootResult]) -> Option<String> {
+    let names: Vec<String> = view::tree(plan, results)
+        .into_iter()
+        .filter(|n| n.undecided)
+        .map(|n| view::metric_name(plan, n.root))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    Some(format!(
+        "{}: threshold unknown (its events were not counted: --metric-no-threshold, or not in this interval), so `<==` marks no bottleneck at or below its level",
+        names_summary(&names)
+    ))
 }
 
 /// A legacy topdown column: wide enough for `% <label>`.

@@ -805,6 +805,9 @@ pub struct TreeNode {
     pub below: bool,
     /// It is on the bottleneck path.
     pub bottleneck: bool,
+    /// It has a threshold that could not be decided (its events were not counted), so the
+    /// bottleneck path does not go past its level.
+    pub undecided: bool,
 }
 
 /// One metric as the TMA tree reads it, for views that have no [`Plan`] (`eval`, `eval
@@ -895,6 +898,7 @@ pub fn tma_tree(nodes: &[TmaNode<'_>]) -> Vec<TreeNode> {
             depth,
             below: nodes[i].threshold == Some(false),
             bottleneck: path.contains(&i),
+            undecided: nodes[i].has_threshold && nodes[i].threshold.is_none(),
         });
         for c in children(Some(i)).into_iter().rev() {
             stack.push((c, depth + 1));
