@@ -18,6 +18,7 @@ mod cli_sim;
 mod cli_stat;
 mod cli_top;
 mod cli_unit;
+mod cli_views;
 mod latency;
 mod plans;
 mod support;
