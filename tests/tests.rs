@@ -21,5 +21,6 @@ mod cli_unit;
 mod cli_views;
 mod latency;
 mod plans;
+mod readme;
 mod support;
 mod trees;
