@@ -278,11 +278,9 @@ fn every_sh_line_of_the_readme_runs_here_and_on_the_simulator() {
             if command.is_empty() || command.starts_with("cargo ") {
                 continue;
             }
-            if command.starts_with("perf ") || command.contains("| perf ") {
-                if !perf {
-                    eprintln!("{at}: perf is not installed: not run: {command}");
-                    continue;
-                }
+            if (command.starts_with("perf ") || command.contains("| perf ")) && !perf {
+                eprintln!("{at}: perf is not installed: not run: {command}");
+                continue;
             }
             let (output, _) = sh(&quick(command), dir.path(), Duration::from_secs(60));
             assert!(output.status.success(), "{at}: `{command}` failed: {}", text(&output));
