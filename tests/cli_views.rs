@@ -204,71 +204,99 @@ fn csv_states(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The simulator's default workload with more heavy operations (15% of the slots, over
+/// `tma_retiring`'s 10% threshold): retiring (40%) is the bottleneck, decided by an event
+/// that perf's `--topdown` columns do not count.
+fn heavy_workload(dir: &Path) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/sim/workloads/default.json");
+    let mut workload: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    workload["description"] = "heavy operations over their threshold".into();
+    workload["topdown"]["tma_heavy_operations"] = 15.into();
+    workload["topdown"]["tma_light_operations"] = 25.into();
+    let file = dir.join("heavy.json");
+    std::fs::write(&file, workload.to_string()).unwrap();
+    file.display().to_string()
+}
+
+/// The nodes on the bottleneck path of CSV tree states.
+fn on_path(states: &[(String, String)]) -> Vec<&str> {
+    states.iter().filter(|(_, s)| s == "bottleneck").map(|(m, _)| m.as_str()).collect()
+}
+
 #[test]
 fn every_view_marks_the_same_bottleneck() {
-    // `--topdown` counts the threshold events its tree needs, so its tree is
-    // `-M TopdownL1 --tree`'s; CSV, JSON, text, `report` and `eval --from-perf` of the
-    // same counts all take the marker from one rule. The memory-bound workload's values
-    // sit well away from their thresholds, so every run decides alike.
+    // The case: `--topdown` did not count `topdown-heavy-ops`, so tma_retiring's
+    // threshold never crossed and its tree marked tma_backend_bound where
+    // `-M TopdownL1 --tree` marked tma_retiring. Its tree now counts the threshold events,
+    // and every view takes the marker from one rule.
     let dir = tempfile::tempdir().unwrap();
+    let workload = heavy_workload(dir.path());
+    let run = |machine: &str, extra: &[&str]| {
+        let mut args = vec!["--pmu-sim", machine, "--pmu-sim-workload", workload.as_str()];
+        args.extend(extra);
+        args.extend(["-a", "sleep", "0.1"]);
+        stderr(&ok(&args))
+    };
     for machine in ["sapphirerapids", "icelake", "skylakex", "alderlake"] {
-        let sim = ["--pmu-sim", machine, "--pmu-sim-workload", "memory-bound"];
-        let run = |extra: &[&str]| {
-            let mut args: Vec<&str> = sim.to_vec();
-            args.extend(extra);
-            args.extend(["-a", "sleep", "0.1"]);
-            stderr(&ok(&args))
-        };
-        let topdown = csv_states(&run(&["--topdown", "--tree", "--all", "-x,"]));
-        let metrics = csv_states(&run(&["-M", "TopdownL1", "--all", "-x,"]));
-        assert_eq!(topdown, metrics, "{machine}: --topdown and -M TopdownL1");
-        let marked: Vec<&str> =
-            metrics.iter().filter(|(_, s)| s == "bottleneck").map(|(m, _)| m.as_str()).collect();
-        assert!(!marked.is_empty(), "{machine}: {metrics:?}");
-        assert!(marked.iter().all(|m| m.starts_with("tma_backend_bound")), "{machine}: {marked:?}");
-        // The text tree marks the same nodes.
-        let text = run(&["-M", "TopdownL1", "--tree"]);
-        let text_marked: Vec<&str> = text
-            .lines()
-            .filter(|l| l.ends_with("<=="))
-            .map(|l| l.split_whitespace().next().unwrap())
-            .collect();
-        assert_eq!(text_marked.len(), marked.len(), "{machine}: {text}");
-        // JSON: one object per node, the same states.
-        let json = run(&["-M", "TopdownL1", "--tree", "--all", "-j"]);
-        let objects: Vec<serde_json::Value> =
-            json.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-        assert_eq!(objects.len(), metrics.len(), "{machine}: {json}");
-        for ((name, state), object) in metrics.iter().zip(&objects) {
-            assert!(
-                object["metric"].as_str().unwrap().starts_with(name.split(' ').next().unwrap())
-            );
-            assert_eq!(object["bottleneck"], state == "bottleneck", "{machine}: {object}");
-        }
-        // report of a record of the same run.
-        let record = dir.path().join(format!("{machine}.data"));
-        let record = record.to_str().unwrap();
-        let mut args: Vec<&str> = vec!["record"];
-        args.extend(sim);
-        args.extend(["-M", "TopdownL1", "-o", record, "-a", "sleep", "0.1"]);
-        ok(&args);
-        let report = csv_states(&stderr(&ok(&["report", "-i", record, "--all", "-x,"])));
-        assert_eq!(report, metrics, "{machine}: report");
-        if machine == "sapphirerapids" {
-            // eval --from-perf over stat's own -x, log: the same node marked.
-            let log = run(&["-M", "TopdownL1", "-x,"]);
-            let path = dir.path().join("spr.csv");
-            std::fs::write(&path, log).unwrap();
-            let eval =
-                ok_stdout(&["eval", "--from-perf", path.to_str().unwrap(), "--color", "never"]);
-            let eval_marked: Vec<&str> = eval
-                .lines()
-                .filter(|l| l.contains("<=="))
-                .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("tma_")))
-                .collect();
-            assert_eq!(eval_marked, marked, "{eval}");
-        }
+        let topdown = csv_states(&run(machine, &["--topdown", "--tree", "--all", "-x,"]));
+        let metrics = csv_states(&run(machine, &["-M", "TopdownL1", "--all", "-x,"]));
+        let names = |s: &[(String, String)]| s.iter().map(|n| n.0.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&topdown), names(&metrics), "{machine}");
+        assert_eq!(on_path(&topdown), on_path(&metrics), "{machine}: --topdown and -M TopdownL1");
+        let retiring = on_path(&metrics).iter().any(|m| m.starts_with("tma_retiring"));
+        assert!(retiring, "{machine}: {metrics:?}");
     }
+    // On one machine, every layout and reader of the same counts.
+    let spr = "sapphirerapids";
+    let states = csv_states(&run(spr, &["-M", "TopdownL1", "--all", "-x,"]));
+    assert_eq!(on_path(&states), ["tma_retiring"], "{states:?}");
+    assert_eq!(csv_states(&run(spr, &["--topdown", "--tree", "--all", "-x,"])), states);
+    let text = run(spr, &["-M", "TopdownL1", "--tree"]);
+    let marked: Vec<&str> = text
+        .lines()
+        .filter(|l| l.ends_with("<=="))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(marked, ["tma_retiring"], "{text}");
+    let json = run(spr, &["--topdown", "--tree", "--all", "-j"]);
+    let objects: Vec<serde_json::Value> =
+        json.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert_eq!(objects.len(), states.len(), "{json}");
+    for ((name, state), object) in states.iter().zip(&objects) {
+        assert_eq!(object["metric"], name.as_str());
+        assert_eq!(object["bottleneck"], state == "bottleneck", "{object}");
+    }
+    // report of a record.
+    let record = dir.path().join("spr.data");
+    let record = record.to_str().unwrap();
+    let args = [
+        "record",
+        "--pmu-sim",
+        spr,
+        "--pmu-sim-workload",
+        &workload,
+        "-M",
+        "TopdownL1",
+        "-o",
+        record,
+        "-a",
+        "sleep",
+        "0.1",
+    ];
+    ok(&args);
+    let report = csv_states(&stderr(&ok(&["report", "-i", record, "--all", "-x,"])));
+    assert_eq!(report, states, "report");
+    // eval --from-perf over stat's own -x, log.
+    let log = dir.path().join("spr.csv");
+    std::fs::write(&log, run(spr, &["-M", "TopdownL1", "-x,"])).unwrap();
+    let eval = ok_stdout(&["eval", "--from-perf", log.to_str().unwrap(), "--color", "never"]);
+    let eval_marked: Vec<&str> = eval
+        .lines()
+        .filter(|l| l.contains("<=="))
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("tma_")))
+        .collect();
+    assert_eq!(eval_marked, ["tma_retiring"], "{eval}");
 }
 
 #[test]
