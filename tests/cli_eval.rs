@@ -116,12 +116,22 @@ fn topdown_l1_text_matches_hand_computation() {
         "--color",
         "never",
     ]);
-    let expected: Vec<String> = L1
-        .expected()
+    // `<==` marks the bottleneck as `stat --tree` does: the crossed level-1 node with the
+    // largest value (not every crossed node).
+    let metrics = L1.expected();
+    let bottleneck = metrics
+        .iter()
+        .filter(|m| m.2)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|m| m.0)
+        .expect("a crossed node");
+    assert_eq!(bottleneck, "tma_backend_bound", "frontend is crossed too, with less");
+    let expected: Vec<String> = metrics
         .into_iter()
-        .map(|(name, value, crossed)| {
+        .map(|(name, value, _)| {
             // ScaleUnit 100%: perf prints %8.1f, then the unit and the name.
-            format!("{:8.1} %  {name}{}", value * 100.0, if crossed { "  <==" } else { "" })
+            let mark = if name == bottleneck { "  <==" } else { "" };
+            format!("{:8.1} %  {name}{mark}", value * 100.0)
         })
         .collect();
     assert_eq!(stdout(&output).lines().collect::<Vec<_>>(), expected);
@@ -146,6 +156,7 @@ fn topdown_l1_json_matches_hand_computation() {
         let r = row(&rows, name);
         assert_close(&r["value"], value * 100.0);
         assert_eq!(r["threshold"], crossed, "{name}");
+        assert_eq!(r["bottleneck"], name == "tma_backend_bound", "{name}");
         assert_eq!(r["unit"], "%");
         assert_eq!(r["pmu"], "default_core");
         assert_eq!(r["missing"], serde_json::json!([]));

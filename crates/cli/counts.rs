@@ -60,6 +60,10 @@ pub struct CountsFile {
 /// Reads and parses a counts file (`-`: standard input); errors carry `path:line:column`.
 pub fn read(path: &Path) -> anyhow::Result<CountsFile> {
     if path.as_os_str() == "-" {
+        crate::out::stdin_hint(
+            "a counts file (JSON, docs/counts-format.md)",
+            "a file (`--counts counts.json`) or a pipe (`... | tmetric eval --model M --counts -`)",
+        );
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
             .context("cannot read the counts from standard input")?;

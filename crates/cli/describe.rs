@@ -20,8 +20,9 @@ pub struct DescribeArgs {
     /// The metric.
     #[arg(value_name = "METRIC")]
     metric: String,
-    /// The model whose metric to describe (default: the first model that defines it; `tmetric
-    /// describe` then lists the others).
+    /// The model whose metric to describe (default: this machine's model when it defines the
+    /// metric, else the common metrics', else the first model that does; the others are
+    /// listed).
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
     /// Evaluate the tree over this counts file (docs/counts-format.md; `-` reads standard
@@ -82,6 +83,21 @@ fn evaluate_tree(
         .collect())
 }
 
+/// A formula as perf reads it: perf's JSON writes `-` and other characters inside event
+/// names escaped (`task\-clock`, `cstate_core@c1\-residency@`), and its lexer drops the
+/// backslash, so that is how it is shown.
+pub fn unescaped(expr: &str) -> String {
+    let mut out = String::with_capacity(expr.len());
+    let mut chars = expr.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[derive(Serialize)]
 struct Node {
     metric: String,
@@ -109,6 +125,8 @@ struct Description {
     needed_smt_on: Vec<String>,
     needed_smt_off: Vec<String>,
     also_defined_in: Vec<String>,
+    /// Simulated machines (`--pmu-sim NAME`) whose model defines the metric.
+    simulated_on: Vec<String>,
 }
 
 fn needed_names(model: &Model, metric: usize, smt: bool) -> Vec<String> {
@@ -162,7 +180,7 @@ fn tree(
     }
     Node {
         metric: model.str(m.name).to_string(),
-        expr: model.str(m.expr).to_string(),
+        expr: unescaped(model.str(m.expr)),
         value_unit: model.str(m.unit).to_string(),
         counted: values.iter().find(|(i, _)| *i == metric).map(|(_, v)| v.clone()),
         metrics,
@@ -199,7 +217,7 @@ pub fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         MODELS.iter().copied().filter(|m| !m.metrics_named(&args.metric).is_empty()).collect();
     let model = match &args.model {
         Some(name) => find_model(name)?,
-        None => match defining.first() {
+        None => match default_model(&args.metric, &defining) {
             Some(m) => m,
             None => {
                 let names = MODELS
@@ -252,8 +270,8 @@ pub fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 .collect(),
             brief: model.str(m.brief).to_string(),
             public: model.str(m.public).to_string(),
-            expr: model.str(m.expr).to_string(),
-            threshold: (m.threshold_expr.1 > 0).then(|| model.str(m.threshold_expr).to_string()),
+            expr: unescaped(model.str(m.expr)),
+            threshold: (m.threshold_expr.1 > 0).then(|| unescaped(model.str(m.threshold_expr))),
             scale_unit: m.has_scale_unit.then(|| format!("{}{}", m.scale, model.str(m.unit))),
             constraint: match m.constraint {
                 tmetric_catalog::Constraint::None => None,
@@ -266,6 +284,10 @@ pub fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 .iter()
                 .filter(|d| !std::ptr::eq(**d, model))
                 .map(|d| d.path())
+                .collect(),
+            simulated_on: crate::models::simulated_for(&args.metric, Some(model))
+                .into_iter()
+                .map(|(name, _)| name.to_string())
                 .collect(),
         };
         if args.json {
@@ -314,6 +336,51 @@ pub fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 if n > 6 { format!(" and {} more", n - 6) } else { String::new() }
             )?;
         }
+        if let Some(sim) = description.simulated_on.first() {
+            writeln!(
+                out,
+                "  counted on a simulated PMU: `tmetric --pmu-sim {sim} -M {} -a sleep 1`{}",
+                description.metric,
+                if description.simulated_on.len() > 1 {
+                    format!(" (also --pmu-sim {})", description.simulated_on[1..].join(", "))
+                } else {
+                    String::new()
+                }
+            )?;
+        }
     }
     Ok(())
+}
+
+/// The model `describe` uses without `--model`: the common metrics' table when it defines
+/// `metric` (perf looks there first), else this machine's model when it does, else the first
+/// model that does; says which on standard error for a CPU model.
+fn default_model(metric: &str, defining: &[&'static Model]) -> Option<&'static Model> {
+    // perf's -M looks among the common metrics first; they apply to every machine.
+    let common = tmetric_catalog::common();
+    if let Some(common) = defining.iter().copied().find(|d| std::ptr::eq(*d, common)) {
+        return Some(common);
+    }
+    let sysfs = tmetric_runtime::Sysfs::system();
+    let here = crate::stat::host_model(None, &sysfs, std::path::Path::new("/proc")).ok();
+    if let Some(here) = here
+        && defining.iter().any(|d| std::ptr::eq(*d, here))
+    {
+        crate::out::warn(&format!(
+            "describing {}'s `{metric}` (this machine's model; --model names another)",
+            here.path()
+        ));
+        return Some(here);
+    }
+    let chosen = defining.first().copied()?;
+    let here_text = match here {
+        Some(here) => format!("this machine's model, {}, has no metric `{metric}`", here.path()),
+        None => "this machine's model is not known".to_string(),
+    };
+    crate::out::warn(&format!(
+        "{here_text}; describing {}'s, the first of {} models that define it (--model names another)",
+        chosen.path(),
+        defining.len()
+    ));
+    Some(chosen)
 }

@@ -49,10 +49,11 @@ LITERALS:
 
 OUTPUT:
   One line per metric, as perf prints it: the value (%8.1f with a ScaleUnit, else %8.2f), the unit and
-  the name, `[pmu]` off the default core PMU, `<==` when the metric crosses its threshold (perf's red),
+  the name, `[pmu]` off the default core PMU, `<==` on the TMA bottleneck path (as `stat --tree` marks it:
+  level by level the crossed node with the largest value; the value is red when its threshold is crossed),
   then `missing: EVENT, ...` for NaN or `error: ...` for a metric without a value. With --json: a first
   line {\"assumptions\": ...}, then one object per metric: metric, pmu, value (scaled, null for NaN),
-  unit, threshold (true, false or null), missing, error, model.
+  unit, threshold (true, false or null), bottleneck, missing, error, model.
   Without -M, the metrics whose inputs are all in the file are shown; the others are counted on stderr.
 
 FROM A PERF STAT LOG (--from-perf FILE|-; docs/from-perf.md):
@@ -145,7 +146,8 @@ pub struct EvalArgs {
     /// A value for an identifier of --expr (`--var INST_RETIRED.ANY=5e9`, `--var '#smt_on=1'`); repeatable.
     #[arg(long = "var", value_name = "NAME=VALUE", requires = "expr")]
     vars: Vec<String>,
-    /// When to colour threshold states.
+    /// When to colour threshold states: auto (when standard output is a terminal), always or
+    /// never.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
     color: ColorChoice,
 }
@@ -328,6 +330,8 @@ struct MetricJson<'a> {
     value: Option<f64>,
     unit: &'a str,
     threshold: Option<bool>,
+    /// On the TMA bottleneck path (`engine::view::tma_tree`), which text marks `<==`.
+    bottleneck: bool,
     missing: Vec<&'a str>,
     error: Option<String>,
     model: String,
@@ -480,8 +484,9 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         let roots = std::mem::take(&mut table.roots);
         let results = table.offline.evaluate(&roots);
         shown += results.len();
-        for result in &results {
-            table.print(out, result, &literals, args.json, colour)?;
+        let path = bottleneck_of(table.model, &results, |r| (r.metric, r.value, r.threshold));
+        for (i, result) in results.iter().enumerate() {
+            table.print(out, result, &literals, args.json, colour, path.contains(&i))?;
         }
     }
     if shown == 0 && !args.json {
@@ -629,6 +634,7 @@ impl Table {
         literals: &Literals,
         json: bool,
         colour: bool,
+        bottleneck: bool,
     ) -> anyhow::Result<()> {
         let model = self.model;
         let metric = &model.metrics[result.metric];
@@ -648,6 +654,7 @@ impl Table {
                     value: if error.is_some() { None } else { json_number(result.scaled(model)) },
                     unit,
                     threshold: result.threshold,
+                    bottleneck,
                     missing,
                     error,
                     model: model.path(),
@@ -656,8 +663,15 @@ impl Table {
             return Ok(());
         }
         let scaled = error.is_none().then(|| result.scaled(model));
-        let mut line =
-            metric_head(model, result.metric, scaled, result.threshold, self.common, colour);
+        let mut line = metric_head(
+            model,
+            result.metric,
+            scaled,
+            result.threshold,
+            bottleneck,
+            self.common,
+            colour,
+        );
         if let Some(error) = error {
             line.push_str(&format!("  error: {error}"));
         } else if !missing.is_empty() {
@@ -689,14 +703,33 @@ fn explain_failure(
     }
 }
 
+/// The indices of `results` on the TMA bottleneck path of `model`'s metrics, as `stat --tree`
+/// marks it (`engine::view::tma_tree`, the one rule every view uses); `of` gives a result's
+/// metric, value and threshold state.
+pub(crate) fn bottleneck_of<R>(
+    model: &Model,
+    results: &[R],
+    of: impl Fn(&R) -> (usize, f64, Option<bool>),
+) -> Vec<usize> {
+    let nodes: Vec<tmetric_engine::view::TmaNode<'_>> = results
+        .iter()
+        .map(|r| {
+            let (metric, value, threshold) = of(r);
+            tmetric_engine::view::TmaNode::of(model, metric, value, threshold)
+        })
+        .collect();
+    tmetric_engine::view::tma_bottleneck(&nodes)
+}
+
 /// A metric as perf prints it after `#`, without the notes that follow: the value (blank
 /// when `scaled` is `None`, coloured by `threshold`), the unit and name, `[pmu]` off the
-/// default core PMU, `[common]` for the common table and `<==` when the threshold is crossed.
+/// default core PMU, `[common]` for the common table and `<==` on the bottleneck path.
 fn metric_head(
     model: &Model,
     metric: usize,
     scaled: Option<f64>,
     threshold: Option<bool>,
+    bottleneck: bool,
     common: bool,
     colour: bool,
 ) -> String {
@@ -717,7 +750,7 @@ fn metric_head(
     if common {
         line.push_str("  [common]");
     }
-    if threshold == Some(true) {
+    if bottleneck {
         line.push_str("  <==");
     }
     line

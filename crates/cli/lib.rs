@@ -193,6 +193,35 @@ fn exit_2_when_stderr_fails() {
     }));
 }
 
+/// Whether `args` (without the program name) parse as a `tmetric` command line, as `main`
+/// would read them, without running anything: for the tests that hold the README and the
+/// `--help` texts to the flags that exist.
+pub fn parse_check(args: &[&str]) -> Result<(), String> {
+    let mut argv: Vec<std::ffi::OsString> = vec!["tmetric".into()];
+    argv.extend(args.iter().map(std::ffi::OsString::from));
+    Cli::try_parse_from(with_default_subcommand(argv)).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// The subcommands' names, and for each its flags as typed (`--metrics`, `-M`, ...),
+/// hidden ones included.
+pub fn flags() -> Vec<(String, Vec<String>)> {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    cli.get_subcommands()
+        .map(|sub| {
+            let mut flags = vec!["--help".to_string(), "-h".to_string()];
+            for arg in sub.get_arguments() {
+                flags.extend(arg.get_long().map(|l| format!("--{l}")));
+                flags.extend(arg.get_short().map(|s| format!("-{s}")));
+                flags.extend(
+                    arg.get_all_aliases().unwrap_or_default().iter().map(|a| format!("--{a}")),
+                );
+            }
+            (sub.get_name().to_string(), flags)
+        })
+        .collect()
+}
+
 /// The whole command: parse the arguments, run, and map errors to exit codes.
 pub fn main() -> ExitCode {
     exit_2_when_stderr_fails();

@@ -25,6 +25,17 @@ pub fn set_quiet() {
     QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Before reading `what` from standard input: when that is a terminal, says so and how the
+/// input ends, so that a command waiting for typed input is not taken for a hung one.
+/// `example` shows how it is usually given.
+pub fn stdin_hint(what: &str, example: &str) {
+    if io::IsTerminal::is_terminal(&io::stdin()) {
+        warn(&format!(
+            "reading {what} from standard input, which is the terminal: type or paste it and end with Ctrl-D, or give it as {example}"
+        ));
+    }
+}
+
 /// Prints `tmetric: {message}` on standard error, ignoring failure (there is nowhere else
 /// to say it); nothing with `--quiet`.
 pub fn warn(message: &str) {

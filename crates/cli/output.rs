@@ -8,7 +8,7 @@ use serde::Serialize;
 /// `--color`: when to colour threshold states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorChoice {
-    /// Colour when standard output is a terminal.
+    /// Colour when the output goes to a terminal (the flag's help says which stream).
     Auto,
     /// Always colour.
     Always,
@@ -17,7 +17,8 @@ pub enum ColorChoice {
 }
 
 impl ColorChoice {
-    /// Whether to write colour escapes to standard output.
+    /// Whether to write colour escapes to standard output (`eval`'s stream; `stat` and
+    /// `report` decide for standard error or their `-o` file themselves).
     pub fn enabled(self) -> bool {
         match self {
             ColorChoice::Auto => io::stdout().is_terminal(),

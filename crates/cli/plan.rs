@@ -89,6 +89,23 @@ fn picks_for(model: &'static Model, items: &[String]) -> anyhow::Result<Vec<Pick
                     model.str(x.groups).split(';').filter(|g| !g.is_empty()).map(String::from),
                 )
             });
+            let defining = tmetric_engine::select::defined_for(item);
+            if let Some(first) = defining.first() {
+                let shown: Vec<&str> = defining.iter().take(6).map(String::as_str).collect();
+                let more = match defining.len() {
+                    n if n > 6 => format!(" and {} more", n - 6),
+                    _ => String::new(),
+                };
+                let there = match models::simulated_hint(item, None) {
+                    Some((flag, _)) => format!("`tmetric plan -M {item} {flag}` or "),
+                    None => String::new(),
+                };
+                bail!(
+                    "{} has no metric or group `{item}`; it is defined for {}{more}: plan it there with {there}`tmetric plan -M {item} --model {first}`",
+                    model.path(),
+                    shown.join(", ")
+                );
+            }
             let close = models::closest(item, names, 5);
             let hint = if close.is_empty() {
                 format!("`tmetric list metrics --model {}` lists them", model.path())
@@ -166,14 +183,42 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             let machine = Machine { sysfs: &sysfs, proc_root: &proc_root, env: &env, pmus: &pmus };
             let literals = tmetric_engine::plan::literals(&sysfs, &proc_root, true);
             let picks = picks_for(model, &args.metrics)?;
-            let (_, plan) = plan_on_machine(&picks, &machine, literals, &options);
-            let machine_text = format!("{} ({where_})", model.path());
-            return print_plan(args, out, model, &plan, &machine_text);
+            let (live, plan) = plan_on_machine(&picks, &machine, literals, &options);
+            let machine_text = if where_ == "this machine" {
+                format!(
+                    "{} (this machine's model; --model, --sysfs or --pmu-sim plan for another)",
+                    model.path()
+                )
+            } else {
+                format!("{} ({where_})", model.path())
+            };
+            let missing = missing_inputs(&live);
+            return print_plan(args, out, model, &plan, &machine_text, &missing);
         }
     };
     let picks = picks_for(model, &args.metrics)?;
     let plan = plan_offline(&picks, &pmus, &options);
-    print_plan(args, out, model, &plan, &machine_text)
+    print_plan(args, out, model, &plan, &machine_text, &[])
+}
+
+/// Per root of a plan made on a machine: the inputs nothing can count there, each with the
+/// reason (a machine without a hardware PMU has only these).
+fn missing_inputs(plan: &tmetric_engine::Plan) -> Vec<Vec<(String, String)>> {
+    plan.roots
+        .iter()
+        .map(|root| {
+            let mut missing: Vec<(String, String)> = Vec::new();
+            for &row in root.slot_rows.iter().flatten() {
+                let row = &plan.rows[row];
+                if let tmetric_engine::Source::Missing(why) = &row.source
+                    && !missing.iter().any(|(name, _)| *name == row.name)
+                {
+                    missing.push((row.name.clone(), why.clone()));
+                }
+            }
+            missing
+        })
+        .collect()
 }
 
 /// A directory the plan needs that must exist and be readable.
@@ -214,7 +259,15 @@ fn print_plan(
     model: &'static Model,
     plan: &OfflinePlan,
     machine_text: &str,
+    missing: &[Vec<(String, String)>],
 ) -> anyhow::Result<()> {
+    // Where the machine cannot count a metric at all, the simulated machine that can.
+    let uncountable = missing.iter().any(|m| !m.is_empty());
+    let simulated = if uncountable {
+        args.metrics.first().and_then(|item| models::simulated_hint(item, Some(model)))
+    } else {
+        None
+    };
     if args.json {
         let doc = serde_json::json!({
             "model": model.path(),
@@ -227,11 +280,28 @@ fn print_plan(
             "perf_schedule": plan.perf,
             "slices": { "tmetric": plan.tmetric.slices(), "perf": plan.perf.slices(), "lower_bound": plan.lower(), "together_lower_bound": plan.together_bound.iter().max() },
             "metrics_together": { "tmetric": plan.together().0, "perf": plan.together().1 },
+            "missing": missing.iter().map(|m| m.iter().map(|(event, why)| serde_json::json!({"event": event, "why": why})).collect::<Vec<_>>()).collect::<Vec<_>>(),
+            "simulated": simulated.as_ref().map(|(flag, on)| serde_json::json!({"flag": flag, "model": on})),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
     }
-    print_text(out, plan, machine_text, &args.metrics)?;
+    print_text(out, plan, machine_text, &args.metrics, missing)?;
+    if uncountable {
+        let mut reasons: Vec<&str> = Vec::new();
+        for (_, why) in missing.iter().flatten() {
+            if !reasons.contains(&why.as_str()) {
+                reasons.push(why);
+            }
+        }
+        let advice = match simulated {
+            Some((flag, on)) => {
+                format!("a simulated {on} can: `tmetric plan -M {} {flag}`", args.metrics.join(","))
+            }
+            None => "no simulated machine's model defines them".to_string(),
+        };
+        writeln!(out, "\nthis machine cannot count them ({}); {advice}", reasons.join("; "))?;
+    }
     Ok(())
 }
 
@@ -250,6 +320,7 @@ fn print_text(
     plan: &OfflinePlan,
     machine: &str,
     items: &[String],
+    missing: &[Vec<(String, String)>],
 ) -> std::io::Result<()> {
     let request: &Request = &plan.request;
     let pmus = &plan.pmus;
@@ -285,7 +356,16 @@ fn print_text(
                 let g: Vec<String> = groups.iter().map(|g| (g + 1).to_string()).collect();
                 format!("multiplexed: spread over rotating groups {} ({why})", g.join(", "))
             }
-            Placement::NoCounters => "no hardware counters needed".into(),
+            Placement::NoCounters => match missing.get(i).filter(|m| !m.is_empty()) {
+                Some(inputs) => {
+                    let names: Vec<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
+                    format!(
+                        "cannot be counted here: needs {}",
+                        crate::printer::names_summary(&names)
+                    )
+                }
+                None => "no hardware counters needed".into(),
+            },
             Placement::Impossible { why } => format!("impossible here: {why}"),
         };
         let why = plan.ungrouped_why[i]

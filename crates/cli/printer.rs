@@ -10,7 +10,7 @@ use tmetric_engine::{self as engine, Evaluators, Plan, Sample};
 use tmetric_print::{Config, Footer, Layout, Title};
 
 use crate::out::{Sink, warn};
-use crate::output::{paint, perf_number};
+use crate::output::{json_number, paint, perf_number, plain_number};
 
 /// Prints a plan's counts (see the module documentation).
 pub struct Printer {
@@ -35,6 +35,10 @@ pub struct Printer {
     /// With `-j`: the notes may go to standard error (the JSON goes to a file, standard
     /// error is a terminal, or `-v`); otherwise `2>&1` would mix them into perf's JSON.
     pub json_notes: bool,
+    /// `--pmu-sim`'s machine: perf's NMI-watchdog hint would send the user to this machine's
+    /// `/proc/sys/kernel/nmi_watchdog`, but the watchdog that held a counter is the simulated
+    /// machine's.
+    pub simulated: Option<String>,
 }
 
 impl Printer {
@@ -52,6 +56,7 @@ impl Printer {
             lines: 0,
             said: Vec::new(),
             json_notes: true,
+            simulated: None,
         }
     }
 
@@ -97,7 +102,19 @@ impl Printer {
         self.block(plan, sample, None, footer.elapsed * 1e9)?;
         let mut footer = footer.clone();
         footer.nmi_hint = footer.nmi_hint && self.perf.saw_uncounted();
-        self.perf.footer(&footer)
+        let simulated = self.simulated.clone().filter(|_| footer.nmi_hint);
+        if simulated.is_some() {
+            footer.nmi_hint = false;
+        }
+        self.perf.footer(&footer)?;
+        match simulated {
+            Some(name) if self.config().layout == Layout::Std => writeln!(
+                self.out(),
+                "Some events weren't counted: the simulated `{name}` machine's NMI watchdog holds a counter \
+                 (on, as x86 distributions ship it; this machine's /proc/sys/kernel/nmi_watchdog does not change it).",
+            ),
+            _ => Ok(()),
+        }
     }
 
     fn block(
@@ -134,6 +151,9 @@ impl Printer {
         let failure = |spec: usize| failures.get(spec).cloned().flatten();
         let results = plan.evaluate(&mut self.evaluators, sample);
         let mut notes = plan.notes(&results, sample, failure);
+        if self.tree.is_some() {
+            notes.extend(undecided_note(plan, &results));
+        }
         if let Split::Threads { threads, skip_zero: false } = &self.split {
             // Each thread's rows were evaluated over its own counts: a thread that never ran
             // (a sleeping main thread) has `<not counted>` rows and metrics read from 0, which
@@ -289,7 +309,10 @@ impl Printer {
     }
 
     /// `--tree`: the TMA hierarchy from [`engine::view::tree`]; nodes whose threshold says
-    /// "not a problem" are hidden (dimmed with `--all`), the bottleneck path marked `<==`.
+    /// "not a problem" are hidden (with `--all` dimmed, or marked `(below)` without colour),
+    /// the bottleneck path marked `<==`. With `-x`, one CSV line per node (`level, value,
+    /// unit, metric, state`); with `-j`, one JSON object (`metric`, `level`, `value`, `unit`,
+    /// `threshold`, `bottleneck`); the state is the same in every layout.
     fn tree_view(
         &mut self,
         plan: &Plan,
@@ -299,27 +322,64 @@ impl Printer {
         let results = plan.evaluate(&mut self.evaluators, sample);
         let show_all = self.tree.unwrap_or(false);
         let colour = self.config().colour;
-        if let Some(at) = at {
+        let layout = self.config().layout.clone();
+        let prefix = self.interval_prefix(at);
+        if let (Some(at), Layout::Std) = (at, &layout) {
             writeln!(self.out(), "# {:>6}.{:09}", at.as_secs(), at.subsec_nanos())?;
         }
-        for TreeNode { root: i, depth, below, bottleneck } in view::tree(plan, &results) {
+        for TreeNode { root: i, depth, below, bottleneck, .. } in view::tree(plan, &results) {
             if below && !show_all {
                 continue;
             }
             let root = &plan.roots[i];
             let metric = &root.model.metrics[root.metric];
             let value = results[i].scaled(root.model, root.metric);
-            let number = perf_number(value, metric.has_scale_unit);
             let unit = root.model.str(metric.unit);
-            let mark = if bottleneck { "  <==" } else { "" };
             let name = view::metric_name(plan, i);
-            let line = format!(
-                "{}{:<w$} {number} {unit}{mark}",
-                "  ".repeat(depth),
-                name,
-                w = 44 - 2 * depth.min(10)
-            );
-            let line = if below && colour { format!("\x1b[2m{line}\x1b[m") } else { line };
+            // The same node states in every layout: on the bottleneck path, crossed, below
+            // its threshold, or unknown (no threshold, or its events were not counted).
+            let state = match (bottleneck, results[i].threshold) {
+                (true, _) => "bottleneck",
+                (false, Some(true)) => "crossed",
+                (false, Some(false)) => "below",
+                (false, None) => "",
+            };
+            let line = match &layout {
+                Layout::Std => {
+                    let number = perf_number(value, metric.has_scale_unit);
+                    let mark = match (bottleneck, below && !colour) {
+                        (true, _) => "  <==",
+                        (false, true) => "  (below)",
+                        (false, false) => "",
+                    };
+                    let line = format!(
+                        "{}{:<w$} {number} {unit}{mark}",
+                        "  ".repeat(depth),
+                        name,
+                        w = 44 - 2 * depth.min(10)
+                    );
+                    if below && colour { format!("\x1b[2m{line}\x1b[m") } else { line }
+                }
+                Layout::Csv(sep) => {
+                    let number =
+                        if value.is_finite() { plain_number(value) } else { String::new() };
+                    format!("{prefix}{}{sep}{number}{sep}{unit}{sep}{name}{sep}{state}", depth + 1)
+                }
+                Layout::Json => {
+                    let mut line = serde_json::json!({
+                        "metric": name,
+                        "level": depth + 1,
+                        "value": json_number(value),
+                        "unit": unit,
+                        "threshold": results[i].threshold,
+                        "bottleneck": bottleneck,
+                    });
+                    if let Some(at) = at {
+                        line["interval"] = serde_json::json!(at.as_secs_f64());
+                    }
+                    line.to_string()
+                }
+            };
             writeln!(self.out(), "{line}")?;
         }
         Ok(())
@@ -433,6 +493,24 @@ impl Printer {
         }
         Ok(())
     }
+}
+
+/// With `--tree`: which nodes' thresholds could not be decided, which keeps `<==` from
+/// going past their level (the bottleneck could be one of them).
+fn undecided_note(plan: &Plan, results: &[engine::RootResult]) -> Option<String> {
+    let names: Vec<String> = view::tree(plan, results)
+        .into_iter()
+        .filter(|n| n.undecided)
+        .map(|n| view::metric_name(plan, n.root))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    Some(format!(
+        "{}: threshold unknown (its events were not counted: --metric-no-threshold, or not in this interval), so `<==` marks no bottleneck at or below its level",
+        names_summary(&names)
+    ))
 }
 
 /// A legacy topdown column: wide enough for `% <label>`.

@@ -70,16 +70,19 @@ pub struct ReportArgs {
     /// Print only metrics: one column each.
     #[arg(long)]
     metric_only: bool,
-    /// Print the metrics as the TMA tree.
-    #[arg(long)]
+    /// Print the metrics as the TMA tree (the bottleneck path marked `<==`).
+    #[arg(long, default_value_if("all", clap::builder::ArgPredicate::IsPresent, "true"))]
     tree: bool,
-    /// With --tree: also the nodes below their threshold.
+    /// The TMA tree with every node, those below their threshold too; implies --tree.
     #[arg(long)]
     all: bool,
-    /// Which statistic of `--record-tpebs` samples the metrics use (default: the recorded one).
+    /// Which statistic of `--record-tpebs` samples the metrics use (default: the recorded one):
+    /// mean, min, max, last, or p97, the mean of the lowest 97% of the samples (not the 97th
+    /// percentile).
     #[arg(long, value_name = "MODE", value_parser = ["mean", "min", "max", "last", "p97"])]
     tpebs_mode: Option<String>,
-    /// Colour metric values by their thresholds: auto, always or never.
+    /// Colour metric values by their thresholds: auto (when the report goes to a terminal:
+    /// standard error, unless -o names a file), always or never.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     color: ColorChoice,
     /// Write the report to FILE instead of standard error.
@@ -150,6 +153,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         refuse_same_file(&path, output)?;
     }
     let bytes = if path.as_os_str() == "-" {
+        crate::out::stdin_hint(
+            "a record",
+            "a file (`-i perf.data`) or a pipe (`tmetric record -o - ... | tmetric report -i -`)",
+        );
         let mut bytes = Vec::new();
         std::io::stdin().lock().read_to_end(&mut bytes).context("cannot read standard input")?;
         bytes

@@ -99,13 +99,18 @@ pub struct StatArgs {
     /// Print the metrics as the TMA tree: children under parents, nodes below their threshold
     /// hidden (see --all), the bottleneck path marked `<==` (the default for --topdown on a
     /// terminal).
-    #[arg(long, conflicts_with = "no_tree")]
+    #[arg(
+        long,
+        conflicts_with = "no_tree",
+        default_value_if("all", clap::builder::ArgPredicate::IsPresent, "true")
+    )]
     pub tree: bool,
     /// With --topdown on a terminal: columns, not the tree.
     #[arg(long)]
     pub no_tree: bool,
-    /// With --tree: also the nodes below their threshold (dimmed).
-    #[arg(long)]
+    /// The TMA tree with every node, those below their threshold too (marked `(below)`, or
+    /// dimmed on a terminal); implies --tree.
+    #[arg(long, conflicts_with = "no_tree")]
     pub all: bool,
     /// Print only metrics: one column each, with a header.
     #[arg(long)]
@@ -115,7 +120,9 @@ pub struct StatArgs {
     /// without `--record-tpebs`.
     #[arg(long)]
     pub record_tpebs: bool,
-    /// Which statistic of the sampled latencies the metrics use.
+    /// Which statistic of the sampled latencies the metrics use: mean, min, max, last, or p97,
+    /// the mean of the lowest 97% of the samples (the highest 3% left out; not the 97th
+    /// percentile).
     #[arg(long, value_name = "MODE", default_value = "mean", value_parser = ["mean", "min", "max", "last", "p97"], requires = "record_tpebs")]
     pub tpebs_mode: String,
     /// Retire latencies in cycles from a JSON file `{"EVENT": cycles, ...}`, for `:R` inputs
@@ -228,7 +235,8 @@ pub struct StatArgs {
     /// Say how the events were grouped and why, before counting.
     #[arg(short = 'v', long)]
     pub verbose: bool,
-    /// Colour metric values by their thresholds: auto (on a terminal), always or never.
+    /// Colour metric values by their thresholds: auto (when the counts go to a terminal:
+    /// standard error, unless -o names a file), always or never.
     #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
     pub color: ColorChoice,
     /// The command to run and count (after `--` when it has options of its own).
@@ -308,8 +316,17 @@ pub fn select_items(
                         String::new()
                     };
                     let whose = if named.is_some() { "--model names" } else { "this machine is" };
+                    let hint = match models::simulated_hint(item, None) {
+                        Some((flag, on)) => format!(
+                            "count it on a simulated {on} with `{flag}`, or evaluate a log of such a machine with `tmetric eval --from-perf LOG --model {on}`"
+                        ),
+                        None => format!(
+                            "evaluate a log of such a machine with `tmetric eval --from-perf LOG --model {}`",
+                            shown[0]
+                        ),
+                    };
                     bail!(
-                        "cannot find metric or group `{item}` among the common metrics or those of {}: `{item}` is defined for {}{more}; {whose} {}; see --model, --pmu-sim or `tmetric list metrics`",
+                        "cannot find metric or group `{item}` among the common metrics or those of {}: `{item}` is defined for {}{more}; {whose} {}; {hint}",
                         model.path(),
                         shown.join(", "),
                         model.path()
@@ -516,10 +533,19 @@ fn refuse_uncountable(plan: &Plan, machine: &Machine<'_>, named: bool) -> anyhow
     } else {
         String::new()
     };
+    let advice = match models::simulated_hint(first, Some(model_roots[0].model)) {
+        Some((flag, on)) => format!(
+            "Count it on a simulated {on} (`{flag}`), plan it there (`tmetric plan -M {first} {flag}`), \
+             or evaluate recorded counts (`tmetric eval --from-perf LOG`)"
+        ),
+        None => format!(
+            "No simulated PMU has a model that defines it: plan it (`tmetric plan -M {first} --model {}`) \
+             or evaluate recorded counts (`tmetric eval --from-perf LOG`)",
+            model_roots[0].model.path()
+        ),
+    };
     bail!(
-        "cannot count {} here, so its events print <not supported>: {}; `{first}` is defined for {}{more}; {} {}. \
-         Try it on a simulated PMU (`--pmu-sim sapphirerapids`), plan it (`tmetric plan -M {first} --model M`), \
-         or evaluate recorded counts (`tmetric eval --from-perf LOG`)",
+        "cannot count {} here, so its events print <not supported>: {}; `{first}` is defined for {}{more}; {} {}. {advice}",
         models_list(&names),
         machine.env.no_hardware_pmu(),
         shown.join(", "),
@@ -642,11 +668,9 @@ pub fn run_on<S: Syscalls + Clone>(
         .map_err(|e| anyhow::anyhow!("cannot catch signals: {e}"))?;
     let layout = layout_of(args);
     let env = Environment::probe(sysfs, proc_root);
-    let model = if args.metrics.is_empty() {
-        None
-    } else {
-        host_model(args.model.as_deref(), sysfs, proc_root).ok()
-    };
+    // The model's counter numbers (`counter.json`) size the PMU model with or without -M:
+    // an `-e` list is scheduled on the same counters.
+    let model = host_model(args.model.as_deref(), sysfs, proc_root).ok();
     let topdown = if args.topdown {
         match topdown_mode(args, sysfs, proc_root)? {
             Some(mode) => Some(mode),
@@ -664,7 +688,10 @@ pub fn run_on<S: Syscalls + Clone>(
     match &topdown {
         Some(TopdownMode::Json(group)) => {
             owned.metrics = vec![group.clone()];
-            owned.metric_no_threshold = true;
+            // perf 6.12's columns count no threshold events; the tree needs them, since the
+            // thresholds decide which nodes show and where `<==` goes, so that it is the same
+            // tree as `-M TopdownLN --tree`'s.
+            owned.metric_no_threshold = !prints_tree(args, &layout);
             owned.metric_only = true;
         }
         Some(TopdownMode::Legacy(events)) => {
@@ -674,16 +701,17 @@ pub fn run_on<S: Syscalls + Clone>(
         None => {}
     }
     let args = &owned;
-    let model = if args.metrics.is_empty() {
-        model
-    } else {
-        host_model(args.model.as_deref(), sysfs, proc_root).ok()
-    };
     let pmus = PmuModel::probe(sysfs, proc_root, model);
     if topdown.is_some() && pmus.nmi_watchdog {
-        warn(
-            "the NMI watchdog is on and holds a counter, so topdown results may be less accurate; disable it with `echo 0 > /proc/sys/kernel/nmi_watchdog`",
-        );
+        let fix = match simulated {
+            Some(name) => format!(
+                "it is the simulated `{name}` machine's watchdog (on, as x86 distributions ship it): this machine's /proc/sys/kernel/nmi_watchdog does not change it"
+            ),
+            None => "disable it with `echo 0 > /proc/sys/kernel/nmi_watchdog`".to_string(),
+        };
+        warn(&format!(
+            "the NMI watchdog is on and holds a counter, so topdown results may be less accurate; {fix}"
+        ));
     }
     let machine = Machine { sysfs, proc_root, env: &env, pmus: &pmus };
     let mut plan = build(args, &machine)?;
@@ -750,11 +778,10 @@ pub fn run_on<S: Syscalls + Clone>(
         && !std::io::stderr().is_terminal()
         && !args.verbose;
     printer.json_notes = !json_shares_stderr;
+    printer.simulated = simulated.map(str::to_string);
     printer.legacy = legacy;
     printer.interval = args.interval.map(Duration::from_millis);
-    printer.tree = (args.tree
-        || (args.topdown && !args.no_tree && layout == Layout::Std && to_terminal))
-        .then_some(args.all);
+    printer.tree = prints_tree(args, &layout).then_some(args.all);
     if args.output.is_some() && !args.quiet {
         printer.started_on(&tmetric_runtime::locale::ctime_now())?;
     }
@@ -1208,7 +1235,7 @@ fn report_samples(
         } else if verbose {
             let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
             warn(&format!(
-                "retire latency of {}: {} samples ({} lost), mean {}, min {}, max {}, last {}, p97 {} cycles",
+                "retire latency of {}: {} samples ({} lost), mean {}, min {}, max {}, last {}, p97 (mean of the lowest 97%) {} cycles",
                 r.name,
                 t.count,
                 r.kernel_lost.unwrap_or(t.lost),
@@ -1485,6 +1512,13 @@ fn describe_plan(plan: &Plan) {
         };
         warn(&format!("{name}: {how}"));
     }
+}
+
+/// Whether the metrics print as the TMA tree: `--tree` (or `--all`), or `--topdown` in the
+/// default layout on a terminal unless `--no-tree`.
+fn prints_tree(args: &StatArgs, layout: &Layout) -> bool {
+    let to_terminal = args.output.is_none() && std::io::stderr().is_terminal();
+    args.tree || (args.topdown && !args.no_tree && *layout == Layout::Std && to_terminal)
 }
 
 /// How `--topdown` measures on this machine.

@@ -25,8 +25,8 @@ use tmetric_model::Literal;
 use tmetric_perfstat::{Block, Layout, PerfLog, Reader, Run, Warning};
 
 use super::{
-    EvalArgs, LiteralJson, describe_literals, explain_failure, first_names, literals_json,
-    metric_head, resolve_literals, select_items, warn,
+    EvalArgs, LiteralJson, bottleneck_of, describe_literals, explain_failure, first_names,
+    literals_json, metric_head, resolve_literals, select_items, warn,
 };
 use crate::models::{examples, find_model, join_code};
 use crate::output::{json_line, json_number, perf_number};
@@ -41,6 +41,10 @@ pub const PREFIX_BYTES: u64 = 4 << 20;
 /// Runs `tmetric eval --from-perf PATH`.
 pub fn run(args: &EvalArgs, path: &Path, out: &mut dyn Write) -> anyhow::Result<()> {
     if path.as_os_str() == "-" {
+        crate::out::stdin_hint(
+            "a perf stat log",
+            "a file (`--from-perf perf.log`) or a pipe (`perf stat -a sleep 1 2>&1 | tmetric eval --from-perf -`)",
+        );
         let stdin = std::io::stdin();
         return run_log(args, "<stdin>", stdin.lock(), out);
     }
@@ -258,12 +262,21 @@ pub fn run_log_with<R: BufRead>(
             printer.run_header(count, info, block.run)?;
         }
         for (e, engine) in engines.iter_mut().enumerate() {
+            // The block's metrics first, so that the bottleneck path is the one the whole
+            // tree decides, as in every other view.
+            let mut outcomes = Vec::new();
             for (r, &root) in roots[e].iter().enumerate() {
                 let outcome = engine.evaluate(&block, root);
                 if !outcome.any_present {
                     not_counted[e][r] += usize::from(outcome.all_not_counted);
                     continue;
                 }
+                outcomes.push((r, outcome));
+            }
+            let path = bottleneck_of(engine.model, &outcomes, |(_, o)| {
+                (o.result.metric, o.result.value, o.result.threshold)
+            });
+            for (i, (r, outcome)) in outcomes.into_iter().enumerate() {
                 shown[e][r] = true;
                 checks.count(outcome.check);
                 for input in &outcome.inputs {
@@ -277,7 +290,7 @@ pub fn run_log_with<R: BufRead>(
                         }
                     }
                 }
-                printer.metric(engine, Some(&block), &outcome, "")?;
+                printer.metric(engine, Some(&block), &outcome, "", path.contains(&i))?;
             }
         }
         builtins_shown += builtin::print_block(&builtins, &mut printer, &block, &mut checks)?;
@@ -298,7 +311,7 @@ pub fn run_log_with<R: BufRead>(
                     } else {
                         "no block of the log has any of its inputs"
                     };
-                    printer.metric(engine, None, &outcome, why)?;
+                    printer.metric(engine, None, &outcome, why, false)?;
                 }
             }
         }
@@ -697,6 +710,8 @@ struct MetricJson<'a> {
     value: Option<f64>,
     unit: &'a str,
     threshold: Option<bool>,
+    /// On the TMA bottleneck path, which text marks `<==`.
+    bottleneck: bool,
     group: Vec<GroupJson>,
     missing: Vec<String>,
     not_supported: Vec<String>,
@@ -958,6 +973,7 @@ impl<'a> Printer<'a> {
         block: Option<&Block>,
         outcome: &Outcome,
         unplaced: &str,
+        bottleneck: bool,
     ) -> anyhow::Result<()> {
         let model = engine.model;
         let m = &model.metrics[outcome.result.metric];
@@ -977,6 +993,7 @@ impl<'a> Printer<'a> {
                         value: scaled.and_then(json_number),
                         unit: model.str(m.unit),
                         threshold: outcome.result.threshold,
+                        bottleneck,
                         group: notes
                             .groups
                             .iter()
@@ -1010,6 +1027,7 @@ impl<'a> Printer<'a> {
                     outcome.result.metric,
                     scaled,
                     outcome.result.threshold,
+                    bottleneck,
                     engine.common,
                     *colour,
                 ));

@@ -64,6 +64,7 @@ mod stats;
 pub mod synth;
 
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::Context;
 
@@ -164,5 +165,89 @@ pub fn run_with(
             .and_then(|()| writeln!(out))
             .and_then(|()| write_notes(&report, out))
     };
-    result.context("cannot write the latency report")
+    result.context("cannot write the latency report")?;
+    if report.rows.is_empty() {
+        // Nothing could be read: not a success, and the usual reason is the kernel.
+        let why = if args.event == DEFAULT_EVENT_REGEX {
+            format!("; {}", tracepoint_advice(&TRACEFS_ROOTS.map(Path::new)))
+        } else {
+            String::new()
+        };
+        anyhow::bail!("latency: no `{}` samples in {}{why}", args.value, report.source);
+    }
+    Ok(())
+}
+
+/// Where tracefs is mounted (the same places `perf` and `tmetric stat` look).
+const TRACEFS_ROOTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// The XSAVES/XRSTORS tracepoints the default `--event` reads (seed 002's kernel patch).
+const XSAVE_TRACEPOINTS: [&str; 2] = ["x86_fpu_latency_xsave", "x86_fpu_latency_xrstor"];
+
+/// Why a trace may hold no XSAVES/XRSTORS sample, from this kernel's tracefs under `roots`:
+/// the tracepoints are absent (the kernel lacks seed 002's patch), present but perhaps not
+/// enabled, or tracefs cannot be read to tell.
+pub fn tracepoint_advice(roots: &[&Path]) -> String {
+    let names = XSAVE_TRACEPOINTS.join(" and ");
+    for root in roots {
+        let events = root.join("events");
+        if std::fs::read_dir(&events).is_err() {
+            continue;
+        }
+        let dir = events.join("x86_fpu");
+        let present: Vec<&str> =
+            XSAVE_TRACEPOINTS.iter().copied().filter(|t| dir.join(t).is_dir()).collect();
+        if present.is_empty() {
+            return format!(
+                "this kernel has no {names} tracepoints (none in {}; seed 002's kernel patch adds them), so its traces hold no such samples: read a trace of a kernel that has them, or name another tracepoint with --event",
+                dir.display()
+            );
+        }
+        let enable: Vec<String> = present
+            .iter()
+            .map(|t| format!("echo 1 > {}", dir.join(t).join("enable").display()))
+            .collect();
+        return format!(
+            "this kernel has the tracepoints: enable them (`{}`) and read {} while the workload runs",
+            enable.join("; "),
+            root.join("trace_pipe").display()
+        );
+    }
+    format!(
+        "tracefs is not readable at {} here, so whether this kernel has the {names} tracepoints is unknown",
+        roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(" or ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tracefs tree with `x86_fpu` events `names`.
+    fn tracefs(names: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let fpu = dir.path().join("events/x86_fpu");
+        std::fs::create_dir_all(&fpu).unwrap();
+        for name in names {
+            std::fs::create_dir(fpu.join(name)).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn advice_says_whether_the_kernel_has_the_tracepoints() {
+        let without = tracefs(&["x86_fpu_before_save", "x86_fpu_after_save"]);
+        let text = tracepoint_advice(&[without.path()]);
+        assert!(text.starts_with("this kernel has no x86_fpu_latency_xsave"), "{text}");
+        assert!(text.contains("--event"), "{text}");
+
+        let with = tracefs(&["x86_fpu_latency_xsave", "x86_fpu_latency_xrstor"]);
+        let text = tracepoint_advice(&[Path::new("/nonexistent-tracefs"), with.path()]);
+        let enable = with.path().join("events/x86_fpu/x86_fpu_latency_xrstor/enable");
+        assert!(text.contains(&format!("echo 1 > {}", enable.display())), "{text}");
+        assert!(text.contains("trace_pipe"), "{text}");
+
+        let text = tracepoint_advice(&[Path::new("/nonexistent-tracefs")]);
+        assert!(text.starts_with("tracefs is not readable at /nonexistent-tracefs"), "{text}");
+    }
 }

@@ -56,6 +56,7 @@ impl Printer<'_> {
                         value: value.and_then(json_number),
                         unit: b.unit,
                         threshold: None,
+                        bottleneck: false,
                         group: vec![GroupJson {
                             index: block
                                 .rows
