@@ -530,20 +530,16 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             attr.inherit = false;
             attr.enable_on_exec = false;
             let leader = fds.first().copied().unwrap_or(-1);
-            let mut opened = self.sys.perf_event_open(&attr, 0, -1, leader);
-            if matches!(opened, Err(Errno(libc::EACCES | libc::EPERM))) && !attr.exclude_kernel {
-                // perf_event_paranoid 2 and up: user mode only, as perf retries.
-                attr.exclude_kernel = true;
-                attr.exclude_hv = true;
-                opened = self.sys.perf_event_open(&attr, 0, -1, leader);
-                if opened.is_ok() {
-                    let w = format!(
-                        "`{}` counts user mode only (exclude_kernel): perf_event_paranoid forbids kernel counting without privilege",
-                        self.plan.specs[s].name
-                    );
-                    self.plan.warnings.push(w);
-                }
+            let opened =
+                tmetric_runtime::sys::open_or_user_only(&mut self.sys, &attr, 0, -1, leader);
+            if matches!(opened, Ok((_, true))) {
+                let w = format!(
+                    "`{}` counts user mode only (exclude_kernel): perf_event_paranoid forbids kernel counting without privilege",
+                    self.plan.specs[s].name
+                );
+                self.plan.warnings.push(w);
             }
+            let opened = opened.map(|(fd, _)| fd);
             let opened = opened.and_then(|fd| match self.sys.event_id(fd) {
                 Ok(id) => Ok((fd, id)),
                 Err(e) => {

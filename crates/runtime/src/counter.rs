@@ -447,10 +447,9 @@ impl<S: Syscalls> Counters<S> {
             .sum()
     }
 
-    /// `perf_event_open`, retried with `exclude_kernel` (and `exclude_hv`) when the kernel
-    /// refuses kernel-mode counting with `EACCES`, as perf's fallback does: with
-    /// `perf_event_paranoid` at 2 an unprivileged user may count user mode only. The event's
-    /// spec keeps the exclusion so its later opens (other CPUs, group reopen) match.
+    /// Opens `event` through [`crate::sys::open_or_user_only`]; an event that falls back to
+    /// user mode keeps the exclusion in its spec, so its later opens (other CPUs, a group
+    /// reopen) match.
     fn open_one(
         &mut self,
         event: usize,
@@ -460,25 +459,15 @@ impl<S: Syscalls> Counters<S> {
         group_fd: i32,
     ) -> Result<i32, Errno> {
         let attr = self.attr_for(event, leader);
-        match self.sys.perf_event_open(&attr, pid, cpu, group_fd) {
-            Err(Errno(libc::EACCES)) if !attr.exclude_kernel => {
-                let mut user = attr;
-                user.exclude_kernel = true;
-                user.exclude_hv = true;
-                // When user mode is refused too (a PMU without exclude bits answers EINVAL),
-                // the permission is what the user must fix: report the first refusal. Running
-                // out of descriptors is reported as such.
-                let fd = self.sys.perf_event_open(&user, pid, cpu, group_fd).map_err(|e| {
-                    if matches!(e.0, libc::EMFILE | libc::ENFILE) { e } else { Errno(libc::EACCES) }
-                })?;
-                let spec = &mut self.specs[event].attr;
-                spec.exclude_kernel = true;
-                spec.exclude_hv = true;
-                self.user_only[event] = true;
-                Ok(fd)
-            }
-            other => other,
+        let (fd, user_only) =
+            crate::sys::open_or_user_only(&mut self.sys, &attr, pid, cpu, group_fd)?;
+        if user_only {
+            let spec = &mut self.specs[event].attr;
+            spec.exclude_kernel = true;
+            spec.exclude_hv = true;
+            self.user_only[event] = true;
         }
+        Ok(fd)
     }
 
     /// Where each group is opened: `(pid, cpu)` pairs for `perf_event_open`.

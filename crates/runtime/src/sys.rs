@@ -190,6 +190,34 @@ pub trait Syscalls {
     }
 }
 
+/// `perf_event_open`, retried with `exclude_kernel` (and `exclude_hv`) when the kernel
+/// refuses kernel-mode counting with `EACCES`, as perf's fallback does: with
+/// `perf_event_paranoid` at 2 an unprivileged user may count user mode only. Returns the
+/// descriptor and whether it counts user mode only. When user mode is refused too (a PMU
+/// without exclude bits answers `EINVAL`), the permission is what the user must fix, so the
+/// first refusal is returned; running out of descriptors is returned as such. The one open
+/// path of [`crate::Counters`] and the region API.
+pub fn open_or_user_only<S: Syscalls + ?Sized>(
+    sys: &mut S,
+    attr: &Attr,
+    pid: i32,
+    cpu: i32,
+    group_fd: i32,
+) -> Result<(i32, bool), Errno> {
+    match sys.perf_event_open(attr, pid, cpu, group_fd) {
+        Err(Errno(libc::EACCES)) if !attr.exclude_kernel => {
+            let mut user = attr.clone();
+            user.exclude_kernel = true;
+            user.exclude_hv = true;
+            let fd = sys.perf_event_open(&user, pid, cpu, group_fd).map_err(|e| {
+                if matches!(e.0, libc::EMFILE | libc::ENFILE) { e } else { Errno(libc::EACCES) }
+            })?;
+            Ok((fd, true))
+        }
+        other => other.map(|fd| (fd, false)),
+    }
+}
+
 /// Where cgroups are mounted: the cgroup2 mount, else a v1 hierarchy with the
 /// `perf_event` controller (perf's `cgroupfs_find_mountpoint`), from `/proc/self/mounts`.
 pub fn cgroup_mount() -> Option<std::path::PathBuf> {
