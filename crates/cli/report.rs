@@ -581,13 +581,10 @@ fn add_root(
         slot_rows[slot as usize] = Some(row);
     }
     if !lacking.is_empty() {
-        let (one, many) = ("was", "were");
-        plan.warnings.push(format!(
-            "{}: {} {} not counted in the recording",
-            model.str(model.metrics[metric].name),
-            lacking.join(", "),
-            if lacking.len() == 1 { one } else { many }
-        ));
+        plan.warnings.push(tmetric_engine::Warning::NotRecorded {
+            metric: model.str(model.metrics[metric].name).to_string(),
+            inputs: lacking.iter().map(|l| l.to_string()).collect(),
+        });
     }
     let r = plan.roots.len();
     plan.roots.push(Root { model, metric, slot_rows, placement: Placement::NoCounters });

@@ -720,7 +720,7 @@ pub fn run_on<S: Syscalls + Clone>(
     }
     if args.record_tpebs || args.retire_latency.is_some() {
         // The generic "read as 0" warning is replaced by one naming what is still unknown.
-        plan.warnings.retain(|w| !w.starts_with("retire latencies"));
+        plan.warnings.retain(|w| !matches!(w, engine::Warning::RetireLatencyUnsampled { .. }));
         let unknown: Vec<&str> = plan
             .retire_events
             .iter()
@@ -730,11 +730,13 @@ pub fn run_on<S: Syscalls + Clone>(
             .map(|r| r.name.as_str())
             .collect();
         if !unknown.is_empty() {
-            plan.warnings.push(format!(
-                "no retire latency for {} in {}: they read as 0",
-                unknown.join(", "),
-                args.retire_latency.as_ref().map_or(String::new(), |p| p.display().to_string())
-            ));
+            plan.warnings.push(engine::Warning::RetireLatencyUnknown {
+                events: unknown.iter().map(|u| u.to_string()).collect(),
+                file: args
+                    .retire_latency
+                    .as_ref()
+                    .map_or(String::new(), |p| p.display().to_string()),
+            });
         }
     }
     if let Some(name) = simulated {

@@ -47,7 +47,9 @@ pub use eval::{Evaluators, RootResult, Sample, Shown};
 pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};
 pub use offline::{Coverage, Needed, Offline, Why};
-pub use plan::{Machine, Pick, Plan, PlanOptions, Resolution, RetireEvent, Root, Row, Source};
+pub use plan::{
+    Machine, NoGroup, Pick, Plan, PlanOptions, Resolution, RetireEvent, Root, Row, Source, Warning,
+};
 pub use pmu::{Adjustment, Demand, MachineFacts, Pmu, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
 pub use uncertainty::{BAR_SIGMAS, Bar};

@@ -122,6 +122,70 @@ pub struct Root {
     pub placement: Placement,
 }
 
+/// A warning a plan gives once, before counting: what it is, as data; the wording is its
+/// `Display`, for the printer only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// The event parser's warning about one `-e` list.
+    EventList {
+        /// The list as given.
+        list: String,
+        /// The parser's warning.
+        warning: String,
+    },
+    /// These metrics read `:R` retire latencies that this run does not sample: they read 0,
+    /// as perf 6.12 does without `--record-tpebs`.
+    RetireLatencyUnsampled {
+        /// The metrics.
+        metrics: Vec<String>,
+    },
+    /// `--retire-latency FILE` has no latency for these inputs: they read 0.
+    RetireLatencyUnknown {
+        /// The `:R` inputs.
+        events: Vec<String>,
+        /// The file.
+        file: String,
+    },
+    /// The event counts user mode only: `perf_event_paranoid` forbids kernel counting.
+    UserOnly {
+        /// The event.
+        event: String,
+    },
+    /// A metric replayed from a recording whose inputs were not recorded.
+    NotRecorded {
+        /// The metric.
+        metric: String,
+        /// Its inputs the recording lacks.
+        inputs: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::EventList { list, warning } => write!(f, "-e {list}: {warning}"),
+            Warning::RetireLatencyUnsampled { metrics } => write!(
+                f,
+                "retire latencies (`:R` events) are not sampled in this run, so they read as 0, as perf does without --record-tpebs; affected: {}",
+                metrics.join(", ")
+            ),
+            Warning::RetireLatencyUnknown { events, file } => {
+                write!(f, "no retire latency for {} in {file}: they read as 0", events.join(", "))
+            }
+            Warning::UserOnly { event } => write!(
+                f,
+                "`{event}` counts user mode only (exclude_kernel): perf_event_paranoid forbids kernel counting without privilege"
+            ),
+            Warning::NotRecorded { metric, inputs } => write!(
+                f,
+                "{metric}: {} {} not counted in the recording",
+                inputs.join(", "),
+                if inputs.len() == 1 { "was" } else { "were" }
+            ),
+        }
+    }
+}
+
 /// A plan: rows, counters, groups and roots.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -149,7 +213,7 @@ pub struct Plan {
     /// event missing here reads 0, as perf 6.12 does, and is warned about.
     pub retire_latency: Vec<(String, f64)>,
     /// Warnings to print once before counting.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// Per `:R` input: its name (as [`Plan::retire_latency`] keys it), the metrics that read
     /// it, and the event to sample for it (or why it cannot be sampled here).
     pub retire_events: Vec<RetireEvent>,
@@ -363,30 +427,65 @@ pub fn needed_slots(
     slots
 }
 
+/// Why perf does not put a metric's events in one group (`metric__group_events` in perf's
+/// `util/metricgroup.c`); tmetric's scheduler reads the kind, the printer the wording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoGroup {
+    /// `--metric-no-group`.
+    MetricNoGroupFlag,
+    /// The metric group the metric was selected by is in its `MetricgroupNoGroup`.
+    MetricgroupNoGroup(String),
+    /// `MetricConstraint: NO_GROUP_EVENTS`.
+    NoGroupEvents,
+    /// `MetricConstraint: NO_GROUP_EVENTS_NMI` and the NMI watchdog is on.
+    NoGroupEventsNmi,
+    /// `MetricConstraint: NO_GROUP_EVENTS_SMT` and SMT is on.
+    NoGroupEventsSmt,
+}
+
+/// Serialized as its wording, as `plan --json` has always printed it.
+impl serde::Serialize for NoGroup {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl std::fmt::Display for NoGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoGroup::MetricNoGroupFlag => f.write_str("--metric-no-group"),
+            NoGroup::MetricgroupNoGroup(group) => write!(f, "MetricgroupNoGroup of `{group}`"),
+            NoGroup::NoGroupEvents => f.write_str("MetricConstraint NO_GROUP_EVENTS"),
+            NoGroup::NoGroupEventsNmi => {
+                f.write_str("MetricConstraint NO_GROUP_EVENTS_NMI with the NMI watchdog on")
+            }
+            NoGroup::NoGroupEventsSmt => {
+                f.write_str("MetricConstraint NO_GROUP_EVENTS_SMT with SMT on")
+            }
+        }
+    }
+}
+
 /// Whether a root's events should share a group, and if not why, following perf's
-/// `metric__group_events` (spec C2).
-pub fn grouping(pick: &Pick, options: &PlanOptions, pmus: &PmuModel) -> Result<(), String> {
+/// `metric__group_events` (`tools/perf/util/metricgroup.c`).
+pub fn grouping(pick: &Pick, options: &PlanOptions, pmus: &PmuModel) -> Result<(), NoGroup> {
     let model = pick.model;
     let metric = &model.metrics[pick.metric];
     if options.no_group {
-        return Err("--metric-no-group".into());
+        return Err(NoGroup::MetricNoGroupFlag);
     }
     if model
         .str(metric.no_group)
         .split(';')
         .any(|g| !g.is_empty() && g.eq_ignore_ascii_case(&pick.item))
     {
-        return Err(format!("MetricgroupNoGroup of `{}`", pick.item));
+        return Err(NoGroup::MetricgroupNoGroup(pick.item.clone()));
     }
     match metric.constraint {
         Constraint::None => Ok(()),
-        Constraint::NoGroupEvents => Err("MetricConstraint NO_GROUP_EVENTS".into()),
-        Constraint::NoGroupEventsNmi if pmus.nmi_watchdog => {
-            Err("MetricConstraint NO_GROUP_EVENTS_NMI with the NMI watchdog on".into())
-        }
-        Constraint::NoGroupEventsSmt if pmus.smt_on => {
-            Err("MetricConstraint NO_GROUP_EVENTS_SMT with SMT on".into())
-        }
+        Constraint::NoGroupEvents => Err(NoGroup::NoGroupEvents),
+        Constraint::NoGroupEventsNmi if pmus.nmi_watchdog => Err(NoGroup::NoGroupEventsNmi),
+        Constraint::NoGroupEventsSmt if pmus.smt_on => Err(NoGroup::NoGroupEventsSmt),
         _ => Ok(()),
     }
 }
@@ -723,7 +822,7 @@ impl Plan {
         for list in lists {
             let parsed = resolver.list(list)?;
             for warning in parsed.warnings {
-                let warning = format!("-e {list}: {warning}");
+                let warning = Warning::EventList { list: list.clone(), warning };
                 if !self.warnings.contains(&warning) {
                     self.warnings.push(warning);
                 }
@@ -1016,10 +1115,7 @@ impl Plan {
             .map(|root| root.model.str(root.model.metrics[root.metric].name).to_string())
             .collect();
         if !retire.is_empty() {
-            self.warnings.push(format!(
-                "retire latencies (`:R` events) are not sampled in this run, so they read as 0, as perf does without --record-tpebs; affected: {}",
-                retire.join(", ")
-            ));
+            self.warnings.push(Warning::RetireLatencyUnsampled { metrics: retire });
         }
         self.request = request;
         self.schedule = Some(schedule);
@@ -1043,7 +1139,7 @@ pub struct OfflinePlan {
     /// Per PMU: a lower bound for schedules that keep each packable metric in one group.
     pub together_bound: Vec<usize>,
     /// Per metric: why it is not grouped, if it is not.
-    pub ungrouped_why: Vec<Option<String>>,
+    pub ungrouped_why: Vec<Option<NoGroup>>,
 }
 
 impl OfflinePlan {

@@ -421,7 +421,7 @@ fn adjust(mut pmu: Pmu, model_name: &str, facts: MachineFacts) -> Pmu {
 
 /// Why a PMU's counters differ from its raw numbers: the decisions the scheduler reads, as
 /// values (their text is for `plan` and `-v` only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Adjustment {
     /// SMT is off: the thread has all 8 general counters.
     SmtOffAllCounters,
@@ -433,6 +433,13 @@ pub enum Adjustment {
     WatchdogCycleCounter,
     /// The NMI watchdog holds one general counter.
     WatchdogGeneral,
+}
+
+/// Serialized as its wording, as `plan --json` has always printed it.
+impl serde::Serialize for Adjustment {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 impl std::fmt::Display for Adjustment {

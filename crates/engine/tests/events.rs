@@ -112,7 +112,11 @@ fn a_refused_user_group_keeps_its_topdown_events_behind_slots() {
     let sticky: Vec<bool> = plan.groups[0].iter().map(|&s| plan.sticky[s]).collect();
     assert_eq!(sticky.iter().filter(|&&s| s).count(), 3);
     assert!(sticky[..3].iter().all(|&s| s));
-    assert!(plan.warnings.iter().any(|w| w.contains("regrouped")), "{:?}", plan.warnings);
+    assert!(
+        plan.warnings.iter().any(|w| w.to_string().contains("regrouped")),
+        "{:?}",
+        plan.warnings
+    );
 
     let kernel = SimKernel::manual(SimMachine::named(spr.name).unwrap());
     let cpus = spr.sysfs.online_cpus().unwrap();

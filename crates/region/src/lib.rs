@@ -533,11 +533,8 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             let opened =
                 tmetric_runtime::sys::open_or_user_only(&mut self.sys, &attr, 0, -1, leader);
             if matches!(opened, Ok((_, true))) {
-                let w = format!(
-                    "`{}` counts user mode only (exclude_kernel): perf_event_paranoid forbids kernel counting without privilege",
-                    self.plan.specs[s].name
-                );
-                self.plan.warnings.push(w);
+                let event = self.plan.specs[s].name.clone();
+                self.plan.warnings.push(tmetric_engine::Warning::UserOnly { event });
             }
             let opened = opened.map(|(fd, _)| fd);
             let opened = opened.and_then(|fd| match self.sys.event_id(fd) {
