@@ -465,3 +465,57 @@ fn sampled_retire_latencies_round_trip() {
     let count = row.strip_prefix("summary,").expect(&row).split(',').next().unwrap();
     assert_eq!(count.parse::<f64>().unwrap(), max.round(), "{row}");
 }
+
+/// Uncore events on every box (a metric's and `-e`'s) round trip in both formats: `report`
+/// merges the boxes into one line and computes the metric from their sum as `stat` did, and
+/// `report -A` prints each box apart, as `stat -A` does.
+#[test]
+fn uncore_boxes_round_trip_merged_and_per_box() {
+    let s = Scratch::new("uncore");
+    for format in ["jsonl", "perf"] {
+        let file = s.path(&format!("uncore.{format}"));
+        let live = ok(&[
+            "record",
+            "--format",
+            format,
+            "--pmu-sim",
+            "sapphirerapids",
+            "-M",
+            "memory_bandwidth_read",
+            "-e",
+            "uncore_imc/cas_count_write/",
+            "-a",
+            "-x,",
+            "-o",
+            &file,
+            "sleep",
+            "0.1",
+        ]);
+        let text = stderr(&live);
+        let replay = ok(&["report", "-i", &file, "-x,"]);
+        assert_eq!(printed(&text), printed(&stderr(&replay)), "{format}");
+        let events: Vec<&str> =
+            text.lines().filter_map(|l| l.split(',').nth(2)).filter(|e| !e.is_empty()).collect();
+        assert!(events.contains(&"UNC_M_CAS_COUNT.RD"), "{format}: {text}");
+        assert!(events.contains(&"uncore_imc/cas_count_write/"), "{format}: {text}");
+        assert!(!text.contains("uncore_imc_0"), "{format}: {text}");
+        let bandwidth = csv_metrics(&text)
+            .into_iter()
+            .find(|m| m.0 == "memory_bandwidth_read")
+            .map(|m| m.1)
+            .expect("a value");
+        // The default workload's 8000 MB/s, from both boxes of both packages.
+        assert!((bandwidth - 8000.0).abs() < 80.0, "{format}: {bandwidth}: {text}");
+        let per_box = stderr(&ok(&["report", "-i", &file, "-x,", "-A"]));
+        for name in [
+            "UNC_M_CAS_COUNT.RD [uncore_imc_0]",
+            "UNC_M_CAS_COUNT.RD [uncore_imc_1]",
+            "uncore_imc_0/cas_count_write/",
+            "uncore_imc_1/cas_count_write/",
+        ] {
+            let lines: Vec<&str> =
+                per_box.lines().filter(|l| l.split(',').nth(3) == Some(name)).collect();
+            assert_eq!(lines.len(), 2, "{format}: {name} on each package's CPU: {per_box}");
+        }
+    }
+}

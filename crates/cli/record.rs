@@ -226,6 +226,10 @@ pub struct RowRec {
     pub copy_of: Option<usize>,
     /// Roots printed on this row.
     pub roots: Vec<usize>,
+    /// An uncore event on several boxes: per box, its event and the name it prints under
+    /// `-A` (the first is `source`'s event); the row's count is their sum. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boxes: Vec<(usize, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -524,6 +528,7 @@ pub fn header(f: &HeaderFacts<'_>) -> Header {
             show: r.show,
             copy_of: r.copy_of,
             roots: r.roots.clone(),
+            boxes: r.boxes.iter().map(|b| (b.spec, b.name.clone())).collect(),
         })
         .collect();
     let roots = plan

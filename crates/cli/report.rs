@@ -304,6 +304,8 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
     printer.tree = args.tree.then_some(args.all);
     printer.interval = replay.interval;
     let mut plan = replay.plan;
+    // As stat printed it: each uncore box apart under -A, merged otherwise.
+    plan.per_box = aggr == Some(Aggr::Cpu);
     for warning in &plan.warnings {
         warn(&format!("warning: {warning}"));
     }
@@ -334,6 +336,43 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
         printer.notes(&notes)?;
     }
     printer.finish()
+}
+
+/// The further uncore boxes of recorded row `row` (plan row `r`), their events numbered in
+/// `spec_map`.
+fn add_boxes(
+    args: &ReportArgs,
+    plan: &mut Plan,
+    r: usize,
+    row: &record::RowRec,
+    events: &[record::EventRec],
+    spec_map: &mut [usize],
+) -> anyhow::Result<()> {
+    let Some(((first, first_name), rest)) = row.boxes.split_first() else { return Ok(()) };
+    if row.source != SourceRec::Counter(*first) {
+        bail!(
+            "{}:1: row `{}`'s first box is event {first}, not its counter",
+            input_name(args),
+            row.name
+        );
+    }
+    if let Source::Counter(spec) = plan.rows[r].source {
+        plan.rows[r].boxes = vec![tmetric_engine::plan::RowBox { spec, name: first_name.clone() }];
+    }
+    for (s, name) in rest {
+        let event = events.get(*s).with_context(|| {
+            format!(
+                "{}:1: row `{}` names box event {s}, which the header lacks",
+                input_name(args),
+                row.name
+            )
+        })?;
+        if spec_map[*s] != usize::MAX {
+            bail!("{}:1: event {s} is named by two rows", input_name(args));
+        }
+        spec_map[*s] = plan.add_box(r, counter_event(event), name.clone());
+    }
+    Ok(())
 }
 
 /// A recorded event as the runtime describes it.
@@ -625,6 +664,7 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         {
             spec_map[*old] = *new;
         }
+        add_boxes(args, &mut plan, r, row, &h.events, &mut spec_map)?;
     }
     // Specs no row names still count (a user's `-e` group member): keep their slots.
     for (old, event) in h.events.iter().enumerate() {

@@ -329,6 +329,8 @@ pub fn select_items(
 fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
     let literals = engine::plan::literals(machine.sysfs, machine.proc_root, system_wide(args));
     let mut plan = Plan::new(literals);
+    // perf's `-A`/`--no-merge` print each uncore box apart; every other mode merges them.
+    plan.per_box = aggregation(args) == Aggregation::Cpu;
     if args.null_run {
         return Ok(plan);
     }

@@ -127,6 +127,9 @@ impl Cell {
 pub struct Line {
     /// The plan row.
     pub row: usize,
+    /// Which uncore box of the row the line shows under `-A`/`--no-merge` ([`Plan::per_box`]);
+    /// 0 for every other line. `(row, part)` tells an event's lines apart across units.
+    pub part: usize,
     /// The count.
     pub count: Count,
     /// Decimals of the count: 2 for events with a fractional scale (`msec`), else 0.
@@ -279,6 +282,9 @@ pub struct ViewContext<'a> {
     pub wall_ns: f64,
     /// Each root's evaluation over this unit's counts.
     pub results: &'a [RootResult],
+    /// Under `-A`/`--no-merge`: each root's evaluation on the line of its host's box `k`
+    /// (at `k - 1`), for rows with several uncore boxes ([`Plan::evaluate_on_box`]).
+    pub box_results: &'a [Vec<RootResult>],
     /// Per spec, `-r`'s relative spread of the count in %, when repeated.
     pub noise: &'a [Option<f64>],
     /// Label metrics with their PMU where two core types have one of the same name
@@ -335,7 +341,13 @@ pub fn units(
     let hybrid = has_hybrid_twins(plan);
     let one = |evaluators: &mut Evaluators, sample: &Sample<'_>, skip_zero, cpus| {
         let results = plan.evaluate(evaluators, sample);
-        let ctx = ViewContext { wall_ns, results: &results, noise, hybrid };
+        let box_results: Vec<Vec<RootResult>> = if plan.per_box {
+            (1..plan.max_boxes()).map(|k| plan.evaluate_on_box(evaluators, sample, k)).collect()
+        } else {
+            Vec::new()
+        };
+        let ctx =
+            ViewContext { wall_ns, results: &results, box_results: &box_results, noise, hybrid };
         lines(plan, sample, &ctx, skip_zero, cpus)
     };
     match split {
@@ -417,13 +429,55 @@ pub fn lines(
             }
             default_groups = default_group_cells(plan, row, ctx, &mut headers);
         }
-        let cells = if counted && default_groups.is_empty() {
+        let line_cells = if counted && default_groups.is_empty() {
             cells(plan, r, row, &peers, ctx)
         } else {
             vec![Cell::none()]
         };
+        if plan.per_box && row.boxes.len() > 1 {
+            // perf's `-A`/`--no-merge`: each box is an event of its own, printed under its own
+            // name, with the metrics computed from that box's counts.
+            for (k, b) in row.boxes.iter().enumerate() {
+                let one = Row { source: Source::Counter(b.spec), boxes: Vec::new(), ..row.clone() };
+                let (count, running, enabled) = match shown(plan, &one, sample) {
+                    Shown::NotSupported => (Count::NotSupported, 0, 0),
+                    Shown::NotCounted => (Count::NotCounted, 0, 0),
+                    Shown::Value { count, running, enabled } => {
+                        (Count::Value(count), running, enabled)
+                    }
+                };
+                if matches!(count, Count::Value(v) if v == 0.0) && skip_zero {
+                    continue;
+                }
+                let cells = if k == 0 {
+                    line_cells.clone()
+                } else if matches!(count, Count::Value(_)) {
+                    let results = ctx.box_results.get(k - 1).map_or(ctx.results, |r| r.as_slice());
+                    let ctx = ViewContext { results, ..*ctx };
+                    cells(plan, r, row, &peers, &ctx)
+                } else {
+                    vec![Cell::none()]
+                };
+                out.push(Line {
+                    row: r,
+                    part: k,
+                    count,
+                    decimals: if row.scale.fract() != 0.0 { 2 } else { 0 },
+                    unit: row.unit.clone(),
+                    name: b.name.clone(),
+                    running,
+                    enabled,
+                    noise: ctx.noise.get(b.spec).copied().flatten(),
+                    cgroup: row.cgroup.clone(),
+                    default_groups: Vec::new(),
+                    cells,
+                });
+            }
+            continue;
+        }
         out.push(Line {
             row: r,
+            part: 0,
             count,
             decimals: if row.scale.fract() != 0.0 { 2 } else { 0 },
             unit: row.unit.clone(),
@@ -433,7 +487,7 @@ pub fn lines(
             noise,
             cgroup: row.cgroup.clone(),
             default_groups,
-            cells,
+            cells: line_cells,
         });
     }
     out
@@ -495,7 +549,7 @@ fn peers<'a>(plan: &'a Plan, sample: &Sample<'_>) -> Vec<Peer<'a>> {
                 _ => 0,
             };
             let group = plan.groups.iter().position(|g| g.len() > 1 && g.contains(&spec));
-            let raw = match sample.counts.aggregate(spec) {
+            let raw = match crate::eval::row_aggregate(plan, row, sample) {
                 Some(a) if a.counted() => a.value as f64,
                 _ => 0.0,
             };

@@ -152,7 +152,7 @@ impl<W: Write> Printer<W> {
                 }
                 for row in row_order(units) {
                     for unit in units {
-                        if let Some(line) = unit.lines.iter().find(|l| l.row == row) {
+                        if let Some(line) = unit.lines.iter().find(|l| (l.row, l.part) == row) {
                             let cg = cgroup_of(line);
                             self.aggr_line(
                                 &mut text,
@@ -833,13 +833,14 @@ impl<W: Write> Printer<W> {
     }
 }
 
-/// The rows of `units` in print order: the order of their first appearance.
-fn row_order(units: &[Unit]) -> Vec<usize> {
-    let mut rows: Vec<usize> = Vec::new();
+/// The rows (and uncore boxes of a row) of `units` in print order: the order of their first
+/// appearance.
+fn row_order(units: &[Unit]) -> Vec<(usize, usize)> {
+    let mut rows: Vec<(usize, usize)> = Vec::new();
     for unit in units {
         for line in &unit.lines {
-            if !rows.contains(&line.row) {
-                rows.push(line.row);
+            if !rows.contains(&(line.row, line.part)) {
+                rows.push((line.row, line.part));
             }
         }
     }

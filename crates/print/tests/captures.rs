@@ -25,6 +25,7 @@ fn cell(value: f64, label: &str) -> Cell {
 fn line(row: usize, count: f64, unit: &str, name: &str, run: u64, metric: (f64, &str)) -> Line {
     Line {
         row,
+        part: 0,
         count: Count::Value(count),
         decimals: if unit == "msec" { 2 } else { 0 },
         unit: unit.into(),

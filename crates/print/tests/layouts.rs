@@ -26,6 +26,7 @@ fn line(row: usize, count: Count, unit: &str, name: &str, cells: Vec<Cell>) -> L
     };
     Line {
         row,
+        part: 0,
         count,
         decimals: if unit == "msec" { 2 } else { 0 },
         unit: unit.into(),
