@@ -519,3 +519,80 @@ fn uncore_boxes_round_trip_merged_and_per_box() {
         }
     }
 }
+
+/// `--errors` bars survive a record in both formats: `report --errors` prints the same
+/// `metric-error` values as `stat --errors -j` printed, and the same `±` beside the values
+/// in the default layout; without `--errors` neither prints a bar (perf's JSON has no such
+/// key); a record made without `--errors` has no reads, and `report --errors` says so.
+#[test]
+fn error_bars_round_trip_and_print_only_when_asked() {
+    let s = Scratch::new("errors");
+    let errors = |text: &str| -> Vec<(String, String)> {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| {
+                let unit = v.get("metric-unit")?.as_str()?.to_string();
+                let error = v.get("metric-error")?.as_str()?.to_string();
+                Some((unit, error))
+            })
+            .collect()
+    };
+    for format in ["jsonl", "perf"] {
+        let file = s.path(&format!("errors.{format}"));
+        let live = ok(&[
+            "record",
+            "--format",
+            format,
+            "--pmu-sim",
+            "sapphirerapids",
+            "--pmu-sim-workload",
+            "phased",
+            "-M",
+            "TopdownL3",
+            "-a",
+            "--errors",
+            "-j",
+            "-o",
+            &file,
+            "sleep",
+            "0.6",
+        ]);
+        let live = errors(&stderr(&live));
+        // TopdownL3 needs more counters than the machine has: most metrics are multiplexed.
+        assert!(live.len() >= 10, "{format}: {live:?}");
+        assert!(
+            live.iter().all(|(_, e)| e.parse::<f64>().is_ok_and(|e| e >= 0.0)),
+            "{format}: {live:?}"
+        );
+        let replay = errors(&stderr(&ok(&["report", "-i", &file, "-j", "--errors"])));
+        assert_eq!(live, replay, "{format}");
+        assert!(errors(&stderr(&ok(&["report", "-i", &file, "-j"]))).is_empty(), "{format}");
+        let text = stderr(&ok(&["report", "-i", &file, "--errors"]));
+        let shown = text.lines().filter(|l| l.contains(" % ") && l.contains(" ± ")).count();
+        assert_eq!(shown, live.len(), "{format}: {text}");
+        let plain = stderr(&ok(&["report", "-i", &file]));
+        assert!(!plain.contains('±'), "{format}: {plain}");
+    }
+    let file = s.path("plain.jsonl");
+    ok(&[
+        "record",
+        "--format",
+        "jsonl",
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL3",
+        "-a",
+        "-o",
+        &file,
+        "sleep",
+        "0.1",
+    ]);
+    let out = ok(&["report", "-i", &file, "--errors"]);
+    assert!(
+        stderr(&out)
+            .contains("the record keeps no reads for error bars (record with --errors or -v)"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1364,6 +1364,64 @@ fn uncore_boxes_merge_into_one_line_unless_no_merge() {
     }
 }
 
+/// `--errors` puts each multiplexed metric's error bar on its JSON object (`metric-error`, in
+/// the metric's printed unit) and beside its value in the default layout; metrics whose events
+/// ran together the whole time have none; without `--errors` JSON has perf's keys only; CSV
+/// (whose fields are perf's) gets the block of bars as comment lines.
+#[test]
+fn errors_show_beside_metrics_in_json_and_the_default_layout() {
+    let run = |group: &str, extra: &[&str]| {
+        let mut args =
+            vec!["--pmu-sim", "sapphirerapids", "--pmu-sim-workload", "phased", "-M", group, "-a"];
+        args.extend_from_slice(extra);
+        args.extend(["sleep", "0.5"]);
+        let out = tmetric(&args);
+        let text = stderr(&out);
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let json = |text: &str| -> Vec<serde_json::Value> {
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    };
+    // Level 1 fits the counters: exact, no bar.
+    let l1 = json(&run("TopdownL1", &["-j", "--errors"]));
+    assert!(l1.iter().any(|v| v.get("metric-value").is_some()));
+    assert!(l1.iter().all(|v| v.get("metric-error").is_none()), "{l1:?}");
+    // Level 3 is multiplexed: each metric has a bar, a number in its unit, smaller than
+    // the value's range.
+    let l3 = json(&run("TopdownL3", &["-j", "--errors", "--full-metrics"]));
+    let bars: Vec<(&str, f64, f64)> = l3
+        .iter()
+        .filter_map(|v| {
+            let name = v.get("metric-name")?.as_str()?;
+            let value = v.get("metric-value")?.as_str()?.parse().ok()?;
+            let error = v.get("metric-error")?.as_str()?.parse().ok()?;
+            Some((name, value, error))
+        })
+        .collect();
+    assert!(bars.len() >= 10, "{l3:?}");
+    assert!(bars.iter().all(|&(_, _, e)| e > 0.0 && e < 50.0), "{bars:?}");
+    let plain = json(&run("TopdownL3", &["-j"]));
+    assert!(plain.iter().all(|v| v.get("metric-error").is_none()));
+    // The default layout: `± x` after the label, in the value's decimals.
+    let text = run("TopdownL3", &["--errors"]);
+    let shown: Vec<&str> =
+        text.lines().filter(|l| l.contains(" % ") && l.contains(" ± ")).collect();
+    assert!(shown.len() >= 10, "{text}");
+    assert!(
+        shown.iter().all(|l| {
+            let after = l.split(" ± ").nth(1).unwrap_or_default();
+            let number = after.split_whitespace().next().unwrap_or_default();
+            number.parse::<f64>().is_ok() && number.split('.').nth(1).is_some_and(|d| d.len() == 1)
+        }),
+        "{text}"
+    );
+    // CSV: perf's fields, the bars as a block of comment lines.
+    let csv = run("TopdownL3", &["-x,", "--errors"]);
+    assert!(!csv.lines().any(|l| !l.starts_with('#') && l.contains('±')), "{csv}");
+    assert!(csv.lines().any(|l| l.starts_with("# Error bars (2 standard deviations")), "{csv}");
+}
+
 /// Whether a metric of `names` or one it references reads a retire latency (`:R`).
 fn reads_retire_latency(model: &'static tmetric_catalog::Model, names: &[&str]) -> bool {
     use tmetric_engine::Select;

@@ -85,6 +85,10 @@ pub struct ReportArgs {
     /// Write the report to FILE instead of standard error.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Each metric's error bar, as `stat --errors` printed it, from the reads the record keeps
+    /// (recorded with --errors or -v).
+    #[arg(long)]
+    errors: bool,
 }
 
 /// One `-I` interval made ready to print.
@@ -123,6 +127,9 @@ struct Replay {
     /// The aggregation the file was recorded with (perf.data's `STAT_CONFIG`), used when no
     /// flag asks for one, as `perf stat report` does.
     aggr: Option<Aggr>,
+    /// The error-bar reads the record keeps (`stat --errors`/`-v`), numbered as the plan's
+    /// specs; empty when it has none.
+    reads: Vec<Snapshot>,
 }
 
 /// perf's `STAT_CONFIG` aggregation mode as a unit of aggregation. `-A`, `--per-socket` and
@@ -298,11 +305,21 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
     // An interval record's totals were printed with --summary: perf's `summary` field.
     config.csv_summary = !replay.intervals.is_empty();
     config.unit_width = crate::stat::plan_unit_width(&replay.plan);
+    config.errors = args.errors;
     let title = Title { target: replay.target.clone(), runs: 1 };
     let mut printer = Printer::new(out, config, title);
     printer.split = split;
     printer.tree = args.tree.then_some(args.all);
     printer.interval = replay.interval;
+    if args.errors && replay.totals.is_some() {
+        if replay.reads.is_empty() {
+            warn(
+                "--errors: the record keeps no reads for error bars (record with --errors or -v); the metrics print without them",
+            );
+        } else {
+            printer.error_reads = Some(replay.reads.clone());
+        }
+    }
     let mut plan = replay.plan;
     // As stat printed it: each uncore box apart under -A, merged otherwise.
     plan.per_box = aggr == Some(Aggr::Cpu);
@@ -334,6 +351,15 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
         printer.summary(&plan, &sample, &crate::printer::footer(replay.elapsed, rusage))?;
         let notes = printer.notes_for(&plan, &sample, &replay.failures, &replay.splits);
         printer.notes(&notes)?;
+        // As stat: the block of bars where they cannot show beside the values.
+        if args.errors && !replay.reads.is_empty() && !printer.errors_inline() {
+            let bars = plan.uncertainties(
+                &mut tmetric_engine::Evaluators::default(),
+                &replay.reads,
+                sample.seconds,
+            );
+            printer.error_bars(&plan, &sample, &bars)?;
+        }
     }
     printer.finish()
 }
@@ -862,6 +888,7 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         skip_zero: h.skip_zero,
         interval: h.interval_ms.map(Duration::from_millis),
         aggr: None,
+        reads: rec.reads.iter().map(|r| renumber(r, &spec_map, specs)).collect(),
     })
 }
 
@@ -994,5 +1021,6 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
         skip_zero: false,
         interval: (data.interval_ms > 0).then(|| Duration::from_millis(data.interval_ms)),
         aggr: None,
+        reads: Vec::new(),
     })
 }

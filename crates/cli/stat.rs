@@ -1014,6 +1014,7 @@ pub fn run_on<S: Syscalls + Clone>(
             intervals: report.ticks,
             samples: &sampled,
             latencies,
+            reads: if error_bar_reads(args).is_some() { &report.samples } else { &[] },
         });
         // Said after the counts, which still print.
         record_failed = record_failed.or(end.err());
@@ -1032,11 +1033,15 @@ pub fn run_on<S: Syscalls + Clone>(
         }
         footer.null_run = args.null_run;
         footer.nmi_hint = pmus.nmi_watchdog;
+        if args.errors {
+            printer.error_reads = Some(report.samples.clone());
+        }
         printer.summary(&plan, &sample, &footer)?;
     }
     let notes = notes(&plan, &mut printer, &counters, &env, &sample);
     printer.notes(&notes)?;
-    if error_bar_reads(args).is_some() {
+    // The block of bars: with -v, or where --errors cannot show them beside the values.
+    if args.verbose || (args.errors && !printer.errors_inline()) {
         let bars =
             plan.uncertainties(&mut engine::Evaluators::default(), &report.samples, sample.seconds);
         printer.error_bars(&plan, &sample, &bars)?;
@@ -1414,6 +1419,7 @@ pub fn print_config(args: &StatArgs, layout: &Layout, unit_width: usize) -> Conf
     config.csv_summary = args.summary && !args.no_csv_summary && args.interval.is_some();
     config.unit_width = unit_width;
     config.interval_clear = args.interval_clear;
+    config.errors = args.errors;
     config
 }
 

@@ -396,8 +396,14 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
     // 500 ms of task-clock in 1 s; 2.5e9 cycles and 5e9 instructions.
     let snapshot = counts(&plan, &[500_000_000, 75_295, 2_500_000_000, 5_000_000_000]);
     let sample = Sample { counts: &snapshot, seconds: 1.0, rusage: None };
-    let ctx =
-        ViewContext { wall_ns: 1e9, results: &[], box_results: &[], noise: &[], hybrid: false };
+    let ctx = ViewContext {
+        wall_ns: 1e9,
+        results: &[],
+        box_results: &[],
+        noise: &[],
+        hybrid: false,
+        bars: None,
+    };
     let lines = view::lines(&plan, &sample, &ctx, false, None);
     let got = labels(&lines);
     assert_eq!(got[0].1.as_deref(), Some("CPUs utilized"));

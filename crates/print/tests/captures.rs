@@ -19,6 +19,7 @@ fn cell(value: f64, label: &str) -> Cell {
         label: Some(label.into()),
         colour: None,
         source: Some(CellSource { name: "x".into(), unit: label.into(), root: None }),
+        error: None,
     }
 }
 
