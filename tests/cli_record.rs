@@ -596,3 +596,45 @@ fn error_bars_round_trip_and_print_only_when_asked() {
         stderr(&out)
     );
 }
+
+/// `report` prints why a metric is 0 or nan where a literal or a probe of the recorded
+/// machine decides it, as `stat` did, in both record formats and every layout's notes.
+#[test]
+fn report_says_why_a_fact_decides_a_value() {
+    let s = Scratch::new("why");
+    for format in ["jsonl", "perf"] {
+        let file = s.path(&format!("why.{format}"));
+        let live = ok(&[
+            "record",
+            "--format",
+            format,
+            "--pmu-sim",
+            "sapphirerapids",
+            "-M",
+            "tma_pmm_bound,tsx_transactional_cycles",
+            "-a",
+            "-o",
+            &file,
+            "sleep",
+            "0.1",
+        ]);
+        let pmm = "tma_pmm_bound: 0 because #has_pmem is 0 on this machine: this machine has no persistent memory (no ACPI NFIT table)";
+        let tsx = "tsx_transactional_cycles: 0 because has_event(cycles-t) is false: this machine has no `cycles-t` event";
+        assert!(stderr(&live).contains(pmm), "{format}: {}", stderr(&live));
+        for layout in [&[][..], &["-x,"][..], &["-j"][..]] {
+            let mut args = vec!["report", "-i", &file];
+            args.extend_from_slice(layout);
+            let text = stderr(&ok(&args));
+            assert!(text.contains(pmm) && text.contains(tsx), "{format} {layout:?}: {text}");
+        }
+        // Another metric of the recorded counts, chosen at report time, too.
+        let other =
+            stderr(&ok(&["report", "-i", &file, "-M", "tma_info_system_mem_pmm_read_latency"]));
+        assert!(
+            other.contains(
+                "tma_info_system_mem_pmm_read_latency: 0 because #has_pmem is 0 on this machine"
+            ),
+            "{format}: {other}"
+        );
+    }
+}
