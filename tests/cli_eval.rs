@@ -459,3 +459,71 @@ fn expr_parse_error_shows_a_caret_and_exits_2() {
     assert!(err.contains("    1 + * 2\n        ^"), "{err}");
     assert!(output.stdout.is_empty());
 }
+
+/// A `nan` or 0 that a literal, a `has_event()` probe or a division by inputs that are 0
+/// decides says why, as `stat`'s notes do, worded for counts: the literal with where its value
+/// came from and the flag that sets it, the event the counts file gives no value for, the
+/// inputs that are 0. A 0 that the counts make (an input that counted 0) says nothing.
+#[test]
+fn a_nan_or_zero_that_a_fact_decides_says_why() {
+    let path = counts_file(
+        "why",
+        r#"{"IDQ.DSB_CYCLES_ANY": 0, "IDQ.MITE_CYCLES_ANY": 0, "IDQ.DSB_CYCLES_OK": 0,
+            "IDQ.MITE_CYCLES_OK": 0, "CPU_CLK_UNHALTED.DISTRIBUTED": 1000,
+            "topdown-fe-bound": 10, "topdown-be-bound": 10, "topdown-bad-spec": 10,
+            "topdown-retiring": 10, "TOPDOWN.SLOTS": 40, "INT_MISC.UOP_DROPPING": 0,
+            "topdown-fetch-lat": 5, "topdown-mem-bound": 4}"#,
+    );
+    let metrics = "tma_pmm_bound,tsx_transactional_cycles,tma_info_botlnk_l2_dsb_bandwidth,tma_dsb";
+    let text =
+        stdout(&ok(&["eval", "--model", "sapphirerapids", "--counts", &path, "-M", metrics]));
+    let line = |m: &str| {
+        text.lines().find(|l| l.contains(&format!(" {m} ")) || l.ends_with(m)).unwrap_or_default()
+    };
+    assert!(
+        line("tma_pmm_bound")
+            .ends_with("why: 0 because #has_pmem is 0 (default; set with --literal has_pmem=1)"),
+        "{text}"
+    );
+    assert!(
+        line("tsx_transactional_cycles").ends_with(
+            "why: 0 because has_event(cycles-t) is false: the counts file gives no value for `cycles-t`"
+        ),
+        "{text}"
+    );
+    let dsb = line("tma_info_botlnk_l2_dsb_bandwidth");
+    assert!(dsb.contains("why: nan (a division by zero): every input has a value, and "), "{text}");
+    assert!(
+        dsb.contains("IDQ.DSB_CYCLES_ANY") && dsb.ends_with("tma_dsb, tma_mite are 0"),
+        "{text}"
+    );
+    assert!(!line("tma_dsb").contains("why"), "a 0 the counts make: {text}");
+    // Given, the literal is said to be given.
+    let given = stdout(&ok(&[
+        "eval",
+        "--model",
+        "sapphirerapids",
+        "--counts",
+        &path,
+        "-M",
+        "tma_pmm_bound",
+        "--literal",
+        "has_pmem=0",
+    ]));
+    assert!(given.contains("why: 0 because #has_pmem is 0 (flag)"), "{given}");
+    let rows = metric_rows(&ok(&[
+        "eval",
+        "--model",
+        "sapphirerapids",
+        "--counts",
+        &path,
+        "-M",
+        metrics,
+        "--json",
+    ]));
+    assert_eq!(
+        row(&rows, "tma_pmm_bound")["why"],
+        "0 because #has_pmem is 0 (default; set with --literal has_pmem=1)"
+    );
+    assert!(row(&rows, "tma_dsb")["why"].is_null());
+}

@@ -1046,3 +1046,38 @@ fn smt_on_inferred_when_the_printed_value_decides() {
         json(&tmetric_stdin(&["eval", "--from-perf", "-", "--json", "--smt", "on"], &edited));
     assert_eq!(header["literals"][0]["source"], "flag");
 }
+
+/// A metric perf printed as 0 because of a literal or a probe says why in every layout of
+/// `eval --from-perf`, as `stat` said in its notes.
+#[test]
+fn a_zero_that_a_fact_decides_says_why() {
+    let log = "\n Performance counter stats for 'system wide':\n\n\
+        \x20      4543031826      topdown-be-bound\n\
+        \x20     15143439429      TOPDOWN.SLOTS\n\
+        \x20      2725819094      topdown-mem-bound\n\
+        \x20       107342310 ns   duration_time                    #      0.0 %  tma_pmm_bound          \n\
+        \x20       107342310 ns   duration_time                    #      0.0 %  tsx_transactional_cycles\n\
+        \n       0.107342310 seconds time elapsed\n\n";
+    let args = ["eval", "--from-perf", "-", "--model", "sapphirerapids", "--literal", "has_pmem=0"];
+    let out = tmetric_stdin(&args, log);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line = |m: &str| text.lines().find(|l| l.contains(&format!("%  {m} "))).unwrap_or_default();
+    assert!(line("tma_pmm_bound").contains("why: 0 because #has_pmem is 0 (flag)"), "{text}");
+    assert!(
+        line("tsx_transactional_cycles").contains(
+            "why: 0 because has_event(cycles-t) is false: the log has no row for `cycles-t`"
+        ),
+        "{text}"
+    );
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let (_, rows) = json(&tmetric_stdin(&json_args, log));
+    assert_eq!(one(&rows, "tma_pmm_bound")["why"], "0 because #has_pmem is 0 (flag)");
+    assert!(
+        one(&rows, "tsx_transactional_cycles")["why"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("0 because has_event(cycles-t) is false")),
+        "{rows:?}"
+    );
+}

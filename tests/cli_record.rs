@@ -465,3 +465,176 @@ fn sampled_retire_latencies_round_trip() {
     let count = row.strip_prefix("summary,").expect(&row).split(',').next().unwrap();
     assert_eq!(count.parse::<f64>().unwrap(), max.round(), "{row}");
 }
+
+/// Uncore events on every box (a metric's and `-e`'s) round trip in both formats: `report`
+/// merges the boxes into one line and computes the metric from their sum as `stat` did, and
+/// `report -A` prints each box apart, as `stat -A` does.
+#[test]
+fn uncore_boxes_round_trip_merged_and_per_box() {
+    let s = Scratch::new("uncore");
+    for format in ["jsonl", "perf"] {
+        let file = s.path(&format!("uncore.{format}"));
+        let live = ok(&[
+            "record",
+            "--format",
+            format,
+            "--pmu-sim",
+            "sapphirerapids",
+            "-M",
+            "memory_bandwidth_read",
+            "-e",
+            "uncore_imc/cas_count_write/",
+            "-a",
+            "-x,",
+            "-o",
+            &file,
+            "sleep",
+            "0.1",
+        ]);
+        let text = stderr(&live);
+        let replay = ok(&["report", "-i", &file, "-x,"]);
+        assert_eq!(printed(&text), printed(&stderr(&replay)), "{format}");
+        let events: Vec<&str> =
+            text.lines().filter_map(|l| l.split(',').nth(2)).filter(|e| !e.is_empty()).collect();
+        assert!(events.contains(&"UNC_M_CAS_COUNT.RD"), "{format}: {text}");
+        assert!(events.contains(&"uncore_imc/cas_count_write/"), "{format}: {text}");
+        assert!(!text.contains("uncore_imc_0"), "{format}: {text}");
+        let bandwidth = csv_metrics(&text)
+            .into_iter()
+            .find(|m| m.0 == "memory_bandwidth_read")
+            .map(|m| m.1)
+            .expect("a value");
+        // The default workload's 8000 MB/s, from both boxes of both packages.
+        assert!((bandwidth - 8000.0).abs() < 80.0, "{format}: {bandwidth}: {text}");
+        let per_box = stderr(&ok(&["report", "-i", &file, "-x,", "-A"]));
+        for name in [
+            "UNC_M_CAS_COUNT.RD [uncore_imc_0]",
+            "UNC_M_CAS_COUNT.RD [uncore_imc_1]",
+            "uncore_imc_0/cas_count_write/",
+            "uncore_imc_1/cas_count_write/",
+        ] {
+            let lines: Vec<&str> =
+                per_box.lines().filter(|l| l.split(',').nth(3) == Some(name)).collect();
+            assert_eq!(lines.len(), 2, "{format}: {name} on each package's CPU: {per_box}");
+        }
+    }
+}
+
+/// `--errors` bars survive a record in both formats: `report --errors` prints the same
+/// `metric-error` values as `stat --errors -j` printed, and the same `±` beside the values
+/// in the default layout; without `--errors` neither prints a bar (perf's JSON has no such
+/// key); a record made without `--errors` has no reads, and `report --errors` says so.
+#[test]
+fn error_bars_round_trip_and_print_only_when_asked() {
+    let s = Scratch::new("errors");
+    let errors = |text: &str| -> Vec<(String, String)> {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| {
+                let unit = v.get("metric-unit")?.as_str()?.to_string();
+                let error = v.get("metric-error")?.as_str()?.to_string();
+                Some((unit, error))
+            })
+            .collect()
+    };
+    for format in ["jsonl", "perf"] {
+        let file = s.path(&format!("errors.{format}"));
+        let live = ok(&[
+            "record",
+            "--format",
+            format,
+            "--pmu-sim",
+            "sapphirerapids",
+            "--pmu-sim-workload",
+            "phased",
+            "-M",
+            "TopdownL3",
+            "-a",
+            "--errors",
+            "-j",
+            "-o",
+            &file,
+            "sleep",
+            "0.6",
+        ]);
+        let live = errors(&stderr(&live));
+        // TopdownL3 needs more counters than the machine has: most metrics are multiplexed.
+        assert!(live.len() >= 10, "{format}: {live:?}");
+        assert!(
+            live.iter().all(|(_, e)| e.parse::<f64>().is_ok_and(|e| e >= 0.0)),
+            "{format}: {live:?}"
+        );
+        let replay = errors(&stderr(&ok(&["report", "-i", &file, "-j", "--errors"])));
+        assert_eq!(live, replay, "{format}");
+        assert!(errors(&stderr(&ok(&["report", "-i", &file, "-j"]))).is_empty(), "{format}");
+        let text = stderr(&ok(&["report", "-i", &file, "--errors"]));
+        let shown = text.lines().filter(|l| l.contains(" % ") && l.contains(" ± ")).count();
+        assert_eq!(shown, live.len(), "{format}: {text}");
+        let plain = stderr(&ok(&["report", "-i", &file]));
+        assert!(!plain.contains('±'), "{format}: {plain}");
+    }
+    let file = s.path("plain.jsonl");
+    ok(&[
+        "record",
+        "--format",
+        "jsonl",
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL3",
+        "-a",
+        "-o",
+        &file,
+        "sleep",
+        "0.1",
+    ]);
+    let out = ok(&["report", "-i", &file, "--errors"]);
+    assert!(
+        stderr(&out)
+            .contains("the record keeps no reads for error bars (record with --errors or -v)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `report` prints why a metric is 0 or nan where a literal or a probe of the recorded
+/// machine decides it, as `stat` did, in both record formats and every layout's notes.
+#[test]
+fn report_says_why_a_fact_decides_a_value() {
+    let s = Scratch::new("why");
+    for format in ["jsonl", "perf"] {
+        let file = s.path(&format!("why.{format}"));
+        let live = ok(&[
+            "record",
+            "--format",
+            format,
+            "--pmu-sim",
+            "sapphirerapids",
+            "-M",
+            "tma_pmm_bound,tsx_transactional_cycles",
+            "-a",
+            "-o",
+            &file,
+            "sleep",
+            "0.1",
+        ]);
+        let pmm = "tma_pmm_bound: 0 because #has_pmem is 0 on this machine: this machine has no persistent memory (no ACPI NFIT table)";
+        let tsx = "tsx_transactional_cycles: 0 because has_event(cycles-t) is false: this machine has no `cycles-t` event";
+        assert!(stderr(&live).contains(pmm), "{format}: {}", stderr(&live));
+        for layout in [&[][..], &["-x,"][..], &["-j"][..]] {
+            let mut args = vec!["report", "-i", &file];
+            args.extend_from_slice(layout);
+            let text = stderr(&ok(&args));
+            assert!(text.contains(pmm) && text.contains(tsx), "{format} {layout:?}: {text}");
+        }
+        // Another metric of the recorded counts, chosen at report time, too.
+        let other =
+            stderr(&ok(&["report", "-i", &file, "-M", "tma_info_system_mem_pmm_read_latency"]));
+        assert!(
+            other.contains(
+                "tma_info_system_mem_pmm_read_latency: 0 because #has_pmem is 0 on this machine"
+            ),
+            "{format}: {other}"
+        );
+    }
+}

@@ -1011,12 +1011,13 @@ const SKIPPED: &[&str] = &[
 /// model counted system-wide, every value not negative (the positive-value test), every
 /// percentage within 0..100 (within perf's tolerance of 5 points), and the relationship and
 /// single-metric rules, with perf's bounds and tolerances, for the metrics the model has.
-/// Metrics perf cannot compute there either (events the machine lacks) must say why.
+/// Every metric the machine can compute (its events exist there) has a value: uncore metrics
+/// included, their events opened on every box as perf opens them.
 #[test]
 fn perfs_metric_validation_rules_hold_on_every_simulated_intel_machine() {
     use tmetric_sim::{Derivation, Machine, Workload};
     let workload = Workload::default_workload();
-    let (mut rules_checked, mut unmatched) = (0, 0);
+    let (mut rules_checked, mut checked) = (0, 0);
     for name in
         ["sapphirerapids", "icelake", "skylakex", "skylakex-nosmt", "alderlake", "meteorlake"]
     {
@@ -1047,29 +1048,17 @@ fn perfs_metric_validation_rules_hold_on_every_simulated_intel_machine() {
                 acc.entry(n.to_ascii_lowercase()).or_default().push(v);
                 acc
             });
-        // Every metric computable here has a value, not negative. tmetric does not yet open
-        // an uncore event on a PMU's numbered boxes (`uncore_cha` on `uncore_cha_0`, ...,
-        // which perf matches): those metrics print nan with that reason, and are counted.
-        let uncore_unmatched = |n: &str| {
-            text.lines().any(|l| l.contains(&format!("{n}: nan: needs ")))
-                && text.lines().any(|l| l.contains("<not supported>: this machine has no `uncore_"))
-        };
+        // Every metric computable here has a value, not negative: uncore metrics too (their
+        // events open on every box of their PMU, as perf's).
         for n in &names {
             let lower = n.to_ascii_lowercase();
-            // perf prints no metric on an event line that was not counted: such a metric has
-            // no value, and its note says why.
             let Some(got) = values.get(&lower) else {
-                assert!(uncore_unmatched(n), "{name}: no value for {n}: {text}");
-                unmatched += 1;
-                continue;
+                panic!("{name}: no value for {n}: {text}");
             };
             for v in got {
-                if v.is_nan() && uncore_unmatched(n) {
-                    unmatched += 1;
-                    continue;
-                }
                 assert!(v.is_finite() && *v >= 0.0, "{name}: {n} = {v}");
             }
+            checked += got.len();
         }
         // Percentages within 0..100, within 5 points.
         for m in model.metrics {
@@ -1140,10 +1129,11 @@ fn perfs_metric_validation_rules_hold_on_every_simulated_intel_machine() {
             ) else {
                 continue;
             };
-            if sum.is_nan() || lo.is_nan() || hi.is_nan() {
-                // An uncore metric tmetric cannot count yet (above).
-                continue;
-            }
+            assert!(
+                !(sum.is_nan() || lo.is_nan() || hi.is_nan()),
+                "{name}: {:?} = {sum}, bounds [{lo}, {hi}]",
+                rule.terms
+            );
             // perf's denormalised tolerance: relative to the upper bound unless it is 100.
             let tolerance = if hi != 100.0 && hi > 0.0 && hi.is_finite() {
                 rule.tolerance * hi / 100.0
@@ -1159,9 +1149,278 @@ fn perfs_metric_validation_rules_hold_on_every_simulated_intel_machine() {
         }
     }
     assert!(rules_checked >= 40, "{rules_checked} rule checks");
-    eprintln!(
-        "{rules_checked} rule checks; {unmatched} uncore metric values not counted (numbered boxes)"
+    assert!(checked >= 1500, "{checked} values checked");
+    eprintln!("{checked} values and {rules_checked} rule checks");
+}
+
+/// The metrics of `model` (by name) that read an event of an uncore PMU, directly or through
+/// the metrics they reference.
+fn uncore_metrics(model: &'static tmetric_catalog::Model) -> Vec<&'static str> {
+    use tmetric_catalog::IdKind;
+    use tmetric_engine::Select;
+    let uncore = |pmu: &str| {
+        !["", "default_core", "cpu", "cpu_core", "cpu_atom", "msr", "power"].contains(&pmu)
+            && !pmu.starts_with("cstate")
+    };
+    let mut names: Vec<&str> = (0..model.metrics.len())
+        .filter(|&m| {
+            model.closure(&[m]).iter().any(|&k| {
+                model.metrics[k as usize].slots.iter().any(|&s| {
+                    let id = &model.ids[s as usize];
+                    match id.kind {
+                        IdKind::Event(i) => uncore(model.str(model.events.at(i as usize).pmu)),
+                        IdKind::Sysfs => uncore(model.str(id.pmu)),
+                        _ => false,
+                    }
+                })
+            })
+        })
+        .filter(|&m| model.str(model.metrics[m].compat).is_empty())
+        .map(|m| model.str(model.metrics[m].name))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// Metrics on uncore PMUs open their events on every box of the PMU (`uncore_cha` on
+/// `uncore_cha_0`, `uncore_cha_1`; `cha_0` on `uncore_cha_0`) and read the boxes' sum, as
+/// perf merges them, so they print the workload's truth on the server machines (the
+/// simulated boxes count what the vendor formulas derive from it); the events print once,
+/// merged, and once per box with `-A`.
+#[test]
+fn uncore_metrics_read_every_box_and_equal_the_truth() {
+    use tmetric_sim::{Derivation, Machine, Workload};
+    let workload = Workload::default_workload();
+    let mut checked = 0;
+    for name in ["sapphirerapids", "skylakex", "amdzen4"] {
+        let machine = Machine::named(name).expect("machine");
+        let derivation = Derivation::of(&machine, &workload);
+        let model = tmetric_catalog::model(&machine.catalogue_model).expect("model");
+        let names: Vec<&str> = uncore_metrics(model)
+            .into_iter()
+            .filter(|n| derivation.report[0].iter().any(|t| t.name == *n && t.available))
+            .collect();
+        assert!(names.len() >= 9, "{name}: {names:?}");
+        let list = names.join(",");
+        // One second: some formulas divide by a count rather than a rate
+        // (`tma_info_system_mem_dram_read_latency` by `uncore_cha_0/event=0x1/`), and the
+        // truth is the one-second view.
+        let out =
+            tmetric(&["--pmu-sim", name, "-M", &list, "-a", "-j", "--full-metrics", "sleep", "1"]);
+        let text = stderr(&out);
+        assert!(out.status.success(), "{name}: {text}");
+        let printed = json_metrics(&text);
+        for n in &names {
+            let truth = derivation.report[0].iter().find(|t| t.name == *n && t.available);
+            let want = truth.map(|t| t.value * t.scale).expect("a truth");
+            let got: Vec<f64> =
+                printed.iter().filter(|(m, _)| m.eq_ignore_ascii_case(n)).map(|m| m.1).collect();
+            assert!(!got.is_empty(), "{name}: {n} printed no value: {text}");
+            for v in got {
+                assert!(
+                    (v - want).abs() <= 3e-2 * want.abs() + 1e-6,
+                    "{name}: {n} = {v}, the truth is {want}\n{text}"
+                );
+                checked += 1;
+            }
+        }
+        // No event line is a box's: each uncore event prints once, merged.
+        assert!(!text.contains("[uncore_") && !text.contains("[amd_"), "{name}: {text}");
+    }
+    assert!(checked >= 40, "{checked} values checked");
+}
+
+/// `-e` with an uncore PMU or event name opens every box and prints one merged line, as perf
+/// does; `-A` (and `--no-merge`) print each box on its own line under its own name, per CPU
+/// of the PMU's cpumask; a metric's uncore input prints per box with its value per box.
+#[test]
+fn uncore_boxes_merge_into_one_line_unless_no_merge() {
+    let merged = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-e",
+        "uncore_imc/cas_count_read/,cas_count_write",
+        "-a",
+        "-x,",
+        "sleep",
+        "0.2",
+    ]);
+    let text = stderr(&merged);
+    assert!(merged.status.success(), "{text}");
+    let rows: Vec<Vec<&str>> =
+        text.lines().filter(|l| !l.starts_with('#')).map(|l| l.split(',').collect()).collect();
+    let events: Vec<&str> = rows.iter().map(|r| r[2]).collect();
+    assert_eq!(events, ["uncore_imc/cas_count_read/", "cas_count_write"], "{text}");
+    let read: f64 = rows[0][0].parse().expect("a count");
+    let per_box = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-e",
+        "uncore_imc/cas_count_read/,cas_count_write",
+        "-A",
+        "-x,",
+        "sleep",
+        "0.2",
+    ]);
+    let text = stderr(&per_box);
+    assert!(!per_box.status.success(), "-A needs -a, as perf's: {text}");
+    for flag in ["-A", "--no-merge"] {
+        let out = tmetric(&[
+            "--pmu-sim",
+            "sapphirerapids",
+            "-e",
+            "uncore_imc/cas_count_read/,cas_count_write",
+            flag,
+            "-a",
+            "-x,",
+            "sleep",
+            "0.2",
+        ]);
+        let text = stderr(&out);
+        assert!(out.status.success(), "{text}");
+        let lines: Vec<(String, String)> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (f[0].to_string(), f[3].to_string())
+            })
+            .collect();
+        let want: Vec<(String, String)> = [
+            ("CPU0", "uncore_imc_0/cas_count_read/"),
+            ("CPU4", "uncore_imc_0/cas_count_read/"),
+            ("CPU0", "uncore_imc_1/cas_count_read/"),
+            ("CPU4", "uncore_imc_1/cas_count_read/"),
+            ("CPU0", "cas_count_write [uncore_imc_0]"),
+            ("CPU4", "cas_count_write [uncore_imc_0]"),
+            ("CPU0", "cas_count_write [uncore_imc_1]"),
+            ("CPU4", "cas_count_write [uncore_imc_1]"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        assert_eq!(lines, want, "{flag}: {text}");
+        // Each box counts a quarter of the merged read count (two boxes, two packages).
+        for l in text.lines().filter(|l| l.contains("cas_count_read")) {
+            let v: f64 = l.split(',').nth(1).and_then(|c| c.parse().ok()).expect("a count");
+            assert!((v - read / 4.0).abs() < 0.05 * read, "{flag}: {v} vs {read} / 4: {text}");
+        }
+    }
+    // A metric on every box: one line merged, with the truth; per box, each box's line
+    // carries the metric computed from that box (perf's `prepare_metric`).
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "memory_bandwidth_read",
+        "-A",
+        "-a",
+        "-j",
+        "--full-metrics",
+        "sleep",
+        "0.2",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let boxes: Vec<(String, f64)> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"].as_str().is_some_and(|e| e.starts_with("UNC_M_CAS_COUNT.RD")))
+        .map(|v| {
+            let event = v["event"].as_str().unwrap_or_default().to_string();
+            (event, v["metric-value"].as_str().and_then(|m| m.parse().ok()).unwrap_or(f64::NAN))
+        })
+        .collect();
+    let events: Vec<&str> = boxes.iter().map(|b| b.0.as_str()).collect();
+    assert_eq!(
+        events,
+        [
+            "UNC_M_CAS_COUNT.RD [uncore_imc_0]",
+            "UNC_M_CAS_COUNT.RD [uncore_imc_0]",
+            "UNC_M_CAS_COUNT.RD [uncore_imc_1]",
+            "UNC_M_CAS_COUNT.RD [uncore_imc_1]"
+        ],
+        "{text}"
     );
+    // One box on one CPU is a quarter of the machine's memory bandwidth.
+    let merged = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "memory_bandwidth_read",
+        "-a",
+        "-j",
+        "--full-metrics",
+        "sleep",
+        "0.2",
+    ]);
+    let total = json_metrics(&stderr(&merged))
+        .into_iter()
+        .find(|m| m.0 == "memory_bandwidth_read")
+        .map(|m| m.1)
+        .expect("a value");
+    for (event, v) in &boxes {
+        assert!((v - total / 4.0).abs() < 0.02 * total, "{event}: {v} vs {total} / 4: {text}");
+    }
+}
+
+/// `--errors` puts each multiplexed metric's error bar on its JSON object (`metric-error`, in
+/// the metric's printed unit) and beside its value in the default layout; metrics whose events
+/// ran together the whole time have none; without `--errors` JSON has perf's keys only; CSV
+/// (whose fields are perf's) gets the block of bars as comment lines.
+#[test]
+fn errors_show_beside_metrics_in_json_and_the_default_layout() {
+    let run = |group: &str, extra: &[&str]| {
+        let mut args =
+            vec!["--pmu-sim", "sapphirerapids", "--pmu-sim-workload", "phased", "-M", group, "-a"];
+        args.extend_from_slice(extra);
+        args.extend(["sleep", "0.5"]);
+        let out = tmetric(&args);
+        let text = stderr(&out);
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let json = |text: &str| -> Vec<serde_json::Value> {
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    };
+    // Level 1 fits the counters: exact, no bar.
+    let l1 = json(&run("TopdownL1", &["-j", "--errors"]));
+    assert!(l1.iter().any(|v| v.get("metric-value").is_some()));
+    assert!(l1.iter().all(|v| v.get("metric-error").is_none()), "{l1:?}");
+    // Level 3 is multiplexed: each metric has a bar, a number in its unit, smaller than
+    // the value's range.
+    let l3 = json(&run("TopdownL3", &["-j", "--errors", "--full-metrics"]));
+    let bars: Vec<(&str, f64, f64)> = l3
+        .iter()
+        .filter_map(|v| {
+            let name = v.get("metric-name")?.as_str()?;
+            let value = v.get("metric-value")?.as_str()?.parse().ok()?;
+            let error = v.get("metric-error")?.as_str()?.parse().ok()?;
+            Some((name, value, error))
+        })
+        .collect();
+    assert!(bars.len() >= 10, "{l3:?}");
+    assert!(bars.iter().all(|&(_, _, e)| e > 0.0 && e < 50.0), "{bars:?}");
+    let plain = json(&run("TopdownL3", &["-j"]));
+    assert!(plain.iter().all(|v| v.get("metric-error").is_none()));
+    // The default layout: `± x` after the label, in the value's decimals.
+    let text = run("TopdownL3", &["--errors"]);
+    let shown: Vec<&str> =
+        text.lines().filter(|l| l.contains(" % ") && l.contains(" ± ")).collect();
+    assert!(shown.len() >= 10, "{text}");
+    assert!(
+        shown.iter().all(|l| {
+            let after = l.split(" ± ").nth(1).unwrap_or_default();
+            let number = after.split_whitespace().next().unwrap_or_default();
+            number.parse::<f64>().is_ok() && number.split('.').nth(1).is_some_and(|d| d.len() == 1)
+        }),
+        "{text}"
+    );
+    // CSV: perf's fields, the bars as a block of comment lines.
+    let csv = run("TopdownL3", &["-x,", "--errors"]);
+    assert!(!csv.lines().any(|l| !l.starts_with('#') && l.contains('±')), "{csv}");
+    assert!(csv.lines().any(|l| l.starts_with("# Error bars (2 standard deviations")), "{csv}");
 }
 
 /// Whether a metric of `names` or one it references reads a retire latency (`:R`).

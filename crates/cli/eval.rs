@@ -51,9 +51,10 @@ OUTPUT:
   One line per metric, as perf prints it: the value (%8.1f with a ScaleUnit, else %8.2f), the unit and
   the name, `[pmu]` off the default core PMU, `<==` on the TMA bottleneck path (as `stat --tree` marks it:
   level by level the crossed node with the largest value; the value is red when its threshold is crossed),
-  then `missing: EVENT, ...` for NaN or `error: ...` for a metric without a value. With --json: a first
-  line {\"assumptions\": ...}, then one object per metric: metric, pmu, value (scaled, null for NaN),
-  unit, threshold (true, false or null), bottleneck, missing, error, model.
+  then `missing: EVENT, ...` for NaN, `error: ...` for a metric without a value, or `why: ...` for a
+  NaN or 0 that a literal, a has_event()/strcmp_cpuid_str() probe or a division by zero decides. With
+  --json: a first line {\"assumptions\": ...}, then one object per metric: metric, pmu, value (scaled,
+  null for NaN), unit, threshold (true, false or null), bottleneck, missing, error, why, model.
   Without -M, the metrics whose inputs are all in the file are shown; the others are counted on stderr.
 
 FROM A PERF STAT LOG (--from-perf FILE|-; docs/from-perf.md):
@@ -77,7 +78,7 @@ FROM A PERF STAT LOG (--from-perf FILE|-; docs/from-perf.md):
   several groups, and notes. --json: a first line {\"assumptions\": ...}, then objects with run,
   interval, aggr, metric, pmu, value, unit, threshold, group [{index, line, metric_group}], missing,
   not_supported, not_counted, latency_zero, unusable, by_encoding [{input, row, encoding}], error,
-  running_pct, perf {printed, label, agrees}, model. -x SEP: `#` header lines, then interval, aggr, value, unit, metric, pmu, threshold
+  why, running_pct, perf {printed, label, agrees}, model. -x SEP: `#` header lines, then interval, aggr, value, unit, metric, pmu, threshold
   (1/0/empty), group (first lines of the groups used, `+`-joined), perf_printed, perf_agrees, notes.";
 
 /// Flags of `tmetric eval`.
@@ -184,6 +185,54 @@ fn source_word(source: LiteralSource) -> String {
         }
         LiteralSource::Vendor(cpu) => format!("vendor default for {cpu}"),
         LiteralSource::Unknown => "unknown".into(),
+    }
+}
+
+/// Why a metric is `nan` or 0 although every input it reads has a value (`why`, from
+/// [`Offline::explain`]), worded for a front end without the machine: a literal with where its
+/// value came from and the flag that sets it, a `has_event()` probe with what `absent` says of
+/// an event the input has no value for, inputs and metrics that are 0 in a division by zero.
+pub fn why_text(
+    model: &Model,
+    why: &tmetric_engine::Why,
+    value: f64,
+    literals: &Literals,
+    absent: &str,
+) -> String {
+    use tmetric_engine::Why;
+    let shown = if value.is_nan() { "nan" } else { "0" };
+    match why {
+        Why::Literal(lit, held) => {
+            let source = literals.source(*lit);
+            let how = match source {
+                LiteralSource::Unknown => format!("pass {}", flag_for(*lit)),
+                LiteralSource::Default | LiteralSource::Derived(_) => {
+                    format!("{}; set with {}", source_word(source), flag_for(*lit))
+                }
+                _ => source_word(source),
+            };
+            let held = if held.is_nan() { "unknown".to_string() } else { plain_number(*held) };
+            format!("{shown} because #{} is {held} ({how})", lit.name())
+        }
+        Why::Probe { call: "has_event", arg, .. } => {
+            format!("{shown} because has_event({arg}) is false: {absent} `{arg}`")
+        }
+        Why::Probe { call, arg, value: held } if held.is_nan() => format!(
+            "{shown} because {call}({arg}) is unknown: which CPU the counts come from is not known"
+        ),
+        Why::Probe { call, arg, .. } => {
+            format!("{shown} because {call}({arg}) is false: the counts come from another CPU")
+        }
+        Why::DivisionByZero { inputs, metrics } => {
+            let mut zeros: Vec<&str> =
+                inputs.iter().map(|&s| model.str(model.ids[s as usize].text)).collect();
+            zeros.extend(metrics.iter().map(|&m| model.str(model.metrics[m].name)));
+            let verb = if zeros.len() == 1 { "is" } else { "are" };
+            format!(
+                "nan (a division by zero): every input has a value, and {} {verb} 0",
+                zeros.join(", ")
+            )
+        }
     }
 }
 
@@ -334,6 +383,9 @@ struct MetricJson<'a> {
     bottleneck: bool,
     missing: Vec<&'a str>,
     error: Option<String>,
+    /// Why the value is `nan` or 0 although every input has a value (a literal, a probe, a
+    /// division by zero).
+    why: Option<String>,
     model: String,
 }
 
@@ -488,6 +540,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         for (i, result) in results.iter().enumerate() {
             table.print(out, result, &literals, args.json, colour, path.contains(&i))?;
         }
+        table.roots = roots;
     }
     if shown == 0 && !args.json {
         eprintln!("tmetric: no metric of {where_} has all its inputs in {}", file.path);
@@ -628,7 +681,7 @@ impl Table {
     }
 
     fn print(
-        &self,
+        &mut self,
         out: &mut dyn Write,
         result: &MetricResult,
         literals: &Literals,
@@ -645,6 +698,15 @@ impl Table {
             result.missing.iter().map(|&s| model.str(model.ids[s as usize].text)).collect();
         let error =
             result.failure.map(|fail| explain_failure(model, fail, result.metric, literals));
+        // A nan or 0 that a fact decides says why, as stat's notes do.
+        let why = (error.is_none()
+            && missing.is_empty()
+            && (result.value.is_nan() || result.value == 0.0))
+            .then(|| self.offline.explain(result.metric))
+            .flatten()
+            .map(|why| {
+                why_text(model, &why, result.value, literals, "the counts file gives no value for")
+            });
         if json {
             json_line(
                 out,
@@ -657,6 +719,7 @@ impl Table {
                     bottleneck,
                     missing,
                     error,
+                    why,
                     model: model.path(),
                 },
             )?;
@@ -676,6 +739,8 @@ impl Table {
             line.push_str(&format!("  error: {error}"));
         } else if !missing.is_empty() {
             line.push_str(&format!("  missing: {}", missing.join(", ")));
+        } else if let Some(why) = why {
+            line.push_str(&format!("  why: {why}"));
         }
         writeln!(out, "{line}")?;
         Ok(())

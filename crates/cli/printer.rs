@@ -39,6 +39,9 @@ pub struct Printer {
     /// `/proc/sys/kernel/nmi_watchdog`, but the watchdog that held a counter is the simulated
     /// machine's.
     pub simulated: Option<String>,
+    /// `--errors`: the counters read during the run (cumulative), from which the totals'
+    /// metrics get their error bars beside their values ([`Printer::errors_inline`]).
+    pub error_reads: Option<Vec<tmetric_runtime::Snapshot>>,
 }
 
 impl Printer {
@@ -57,6 +60,7 @@ impl Printer {
             said: Vec::new(),
             json_notes: true,
             simulated: None,
+            error_reads: None,
         }
     }
 
@@ -94,12 +98,14 @@ impl Printer {
         at: Duration,
     ) -> io::Result<()> {
         let wall = self.interval.map_or(sample.seconds, |i| i.as_secs_f64()) * 1e9;
-        self.block(plan, sample, Some(at), wall)
+        self.block(plan, sample, Some(at), wall, None)
     }
 
     /// The totals: the counts (with perf's title) and the footer.
     pub fn summary(&mut self, plan: &Plan, sample: &Sample<'_>, footer: &Footer) -> io::Result<()> {
-        self.block(plan, sample, None, footer.elapsed * 1e9)?;
+        let reads = self.error_reads.take();
+        self.block(plan, sample, None, footer.elapsed * 1e9, reads.as_deref())?;
+        self.error_reads = reads;
         let mut footer = footer.clone();
         footer.nmi_hint = footer.nmi_hint && self.perf.saw_uncounted();
         let simulated = self.simulated.clone().filter(|_| footer.nmi_hint);
@@ -123,6 +129,7 @@ impl Printer {
         sample: &Sample<'_>,
         at: Option<Duration>,
         wall_ns: f64,
+        reads: Option<&[tmetric_runtime::Snapshot]>,
     ) -> io::Result<()> {
         if self.legacy.is_some() || self.tree.is_some() {
             if at.is_none() && self.config().layout == Layout::Std {
@@ -134,9 +141,29 @@ impl Printer {
             }
             return self.tree_view(plan, sample, at);
         }
-        let units =
-            view::units(plan, &mut self.evaluators, sample, &self.split, wall_ns, &self.spread);
+        let reads = reads.filter(|_| self.errors_inline());
+        let units = view::units_with_errors(
+            plan,
+            &mut self.evaluators,
+            sample,
+            &self.split,
+            wall_ns,
+            &self.spread,
+            reads,
+        );
         self.perf.counters(&self.title, at, &units)
+    }
+
+    /// Whether `--errors` shows each metric's bar beside its value: in the default layout
+    /// and JSON, not in CSV (whose fields are perf's), `--metric-only`, `--tree` or the
+    /// legacy TopDown columns, which print the separate block ([`Printer::error_bars`]).
+    pub fn errors_inline(&self) -> bool {
+        let config = self.config();
+        config.errors
+            && !config.metric_only
+            && self.tree.is_none()
+            && self.legacy.is_none()
+            && matches!(config.layout, Layout::Std | Layout::Json)
     }
 
     /// The notes of `sample`: `failures` per spec (why the kernel refused it), each

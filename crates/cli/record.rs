@@ -226,6 +226,10 @@ pub struct RowRec {
     pub copy_of: Option<usize>,
     /// Roots printed on this row.
     pub roots: Vec<usize>,
+    /// An uncore event on several boxes: per box, its event and the name it prints under
+    /// `-A` (the first is `source`'s event); the row's count is their sum. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boxes: Vec<(usize, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -274,6 +278,10 @@ pub enum Line {
     },
     /// One group's totals on one CPU.
     Final { group: usize, cpu: i32, thread: i32, counts: Vec<Option<[u64; 3]>> },
+    /// `--errors`/`-v`: one group's reading on one CPU at the `n`-th read of the run (every
+    /// 100 ms, since the start), from which `report --errors` computes the error bars as stat
+    /// did.
+    Read { n: u64, group: usize, cpu: i32, thread: i32, counts: Vec<Option<[u64; 3]>> },
     /// Sampled retire latencies of one event over the run (cycles).
     Tpebs {
         event: String,
@@ -308,6 +316,46 @@ pub struct RunEnd<'a> {
     pub samples: &'a [EventReport],
     /// `--record-tpebs`: the retire latencies the totals' metrics used.
     pub latencies: Option<&'a [(String, f64)]>,
+    /// `--errors`/`-v`: the reads taken for error bars (cumulative), else empty.
+    pub reads: &'a [Snapshot],
+}
+
+/// The `read` lines of `reads` (error-bar reads) for a record of `groups`.
+pub fn read_lines(groups: &[Vec<usize>], reads: &[Snapshot]) -> Vec<Line> {
+    let mut lines = Vec::new();
+    for (n, snap) in reads.iter().enumerate() {
+        for (group, (cpu, thread), counts) in group_lines(groups, snap) {
+            lines.push(Line::Read { n: n as u64 + 1, group, cpu, thread, counts });
+        }
+    }
+    lines
+}
+
+/// Per group and CPU (and thread): the members' readings.
+fn group_lines(groups: &[Vec<usize>], counts: &Snapshot) -> Vec<(usize, (i32, i32), MemberCounts)> {
+    let mut lines = Vec::new();
+    for (g, members) in groups.iter().enumerate() {
+        let mut places: Vec<(i32, i32)> = Vec::new();
+        for &s in members {
+            for c in counts.events.get(s).and_then(Option::as_ref).into_iter().flatten() {
+                if !places.contains(&(c.cpu, c.thread)) {
+                    places.push((c.cpu, c.thread));
+                }
+            }
+        }
+        for (cpu, thread) in places {
+            let values = members
+                .iter()
+                .map(|&s| {
+                    let per = counts.events.get(s)?.as_ref()?;
+                    let c = per.iter().find(|c| c.cpu == cpu && c.thread == thread)?;
+                    Some([c.raw.value, c.raw.enabled, c.raw.running])
+                })
+                .collect();
+            lines.push((g, (cpu, thread), values));
+        }
+    }
+    lines
 }
 
 /// Writes a record file line by line.
@@ -344,29 +392,7 @@ impl Recorder {
 
     /// Per group and CPU: the members' readings.
     fn group_lines(&self, counts: &Snapshot) -> Vec<(usize, (i32, i32), MemberCounts)> {
-        let mut lines = Vec::new();
-        for (g, members) in self.groups.iter().enumerate() {
-            let mut places: Vec<(i32, i32)> = Vec::new();
-            for &s in members {
-                for c in counts.events.get(s).and_then(Option::as_ref).into_iter().flatten() {
-                    if !places.contains(&(c.cpu, c.thread)) {
-                        places.push((c.cpu, c.thread));
-                    }
-                }
-            }
-            for (cpu, thread) in places {
-                let values = members
-                    .iter()
-                    .map(|&s| {
-                        let per = counts.events.get(s)?.as_ref()?;
-                        let c = per.iter().find(|c| c.cpu == cpu && c.thread == thread)?;
-                        Some([c.raw.value, c.raw.enabled, c.raw.running])
-                    })
-                    .collect();
-                lines.push((g, (cpu, thread), values));
-            }
-        }
-        lines
+        group_lines(&self.groups, counts)
     }
 
     /// One `-I` interval's counts (and the retire latencies its metrics used).
@@ -404,7 +430,10 @@ impl Recorder {
 
     /// The totals, the sampled latencies and the end line; flushes.
     pub fn finish(mut self, end: &RunEnd<'_>) -> anyhow::Result<()> {
-        let RunEnd { totals, elapsed, rusage, exit, intervals, samples, latencies } = *end;
+        let RunEnd { totals, elapsed, rusage, exit, intervals, samples, latencies, reads } = *end;
+        for line in read_lines(&self.groups, reads) {
+            self.line(&line)?;
+        }
         for (group, (cpu, thread), counts) in self.group_lines(totals) {
             self.line(&Line::Final { group, cpu, thread, counts })?;
         }
@@ -524,6 +553,7 @@ pub fn header(f: &HeaderFacts<'_>) -> Header {
             show: r.show,
             copy_of: r.copy_of,
             roots: r.roots.clone(),
+            boxes: r.boxes.iter().map(|b| (b.spec, b.name.clone())).collect(),
         })
         .collect();
     let roots = plan
@@ -598,6 +628,42 @@ pub struct Recording {
     pub tpebs: Vec<Line>,
     pub elapsed: Duration,
     pub rusage: Option<(Duration, Duration)>,
+    /// `--errors`/`-v` at record time: the reads for error bars (cumulative), else empty.
+    pub reads: Vec<Snapshot>,
+}
+
+impl Recording {
+    /// Adds `read` line `n`'s counts of `group` on (`cpu`, `thread`): reads are numbered
+    /// 1, 2, 3, ... in order, each place once.
+    pub fn add_read(
+        &mut self,
+        n: u64,
+        group: usize,
+        place: (i32, i32),
+        counts: &[Option<[u64; 3]>],
+    ) -> Result<(), String> {
+        let have = self.reads.len() as u64;
+        if n == 0 || n > have + 1 || n + 1 < have {
+            return Err(format!(
+                "read {n} follows read {have}; reads are numbered 1, 2, 3, ... in order"
+            ));
+        }
+        if n == have + 1 {
+            self.reads.push(Snapshot { events: vec![None; self.header.events.len()] });
+        }
+        let snap = &mut self.reads[n as usize - 1];
+        let members = self.header.groups.get(group).map_or(&[][..], |g| g.as_slice());
+        let repeated = members.iter().any(|&s| {
+            snap.events
+                .get(s)
+                .and_then(Option::as_ref)
+                .is_some_and(|per| per.iter().any(|c| (c.cpu, c.thread) == place))
+        });
+        if repeated {
+            return Err(format!("read {n} of group {group} at {place:?} again"));
+        }
+        add_counts(snap, &self.header.groups, group, place, counts)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -742,6 +808,7 @@ pub fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recording> {
         tpebs: Vec::new(),
         elapsed: Duration::ZERO,
         rusage: None,
+        reads: Vec::new(),
     };
     let mut ended = false;
     let mut last_line = 1;
@@ -759,14 +826,15 @@ pub fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recording> {
         Ok(())
     };
     let system_wide = rec.header.system_wide;
+    let topology_cpus = rec.header.topology.cpus.clone();
     let known_cpu = |cpu: i32, at: usize| -> anyhow::Result<()> {
         if cpu < -1 {
             bail!("{name}:{at}: CPU {cpu} is not a CPU number (-1 stands for any CPU)");
         }
-        if system_wide && cpu >= 0 && !rec.header.topology.cpus.contains(&(cpu as u32)) {
+        if system_wide && cpu >= 0 && !topology_cpus.contains(&(cpu as u32)) {
             bail!(
                 "{name}:{at}: counts for CPU {cpu}, which the header's topology does not list (CPUs {:?}); the file was damaged or joined from two machines",
-                rec.header.topology.cpus
+                topology_cpus
             );
         }
         Ok(())
@@ -822,6 +890,11 @@ pub fn read(path: &Path, reader: impl BufRead) -> anyhow::Result<Recording> {
             Line::Latency { n: None, values } => {
                 seen_at(Reading::Latency(None), at)?;
                 rec.final_latency = Some(values);
+            }
+            Line::Read { n, group, cpu, thread, counts } => {
+                known_cpu(cpu, at)?;
+                rec.add_read(n, group, (cpu, thread), &counts)
+                    .map_err(|e| anyhow::anyhow!("{name}:{at}: {e}"))?;
             }
             Line::Final { group, cpu, thread, counts } => {
                 known_cpu(cpu, at)?;

@@ -88,6 +88,10 @@ pub struct ReportArgs {
     /// Write the report to FILE instead of standard error.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Each metric's error bar, as `stat --errors` printed it, from the reads the record keeps
+    /// (recorded with --errors or -v).
+    #[arg(long)]
+    errors: bool,
 }
 
 /// One `-I` interval made ready to print.
@@ -126,6 +130,9 @@ struct Replay {
     /// The aggregation the file was recorded with (perf.data's `STAT_CONFIG`), used when no
     /// flag asks for one, as `perf stat report` does.
     aggr: Option<Aggr>,
+    /// The error-bar reads the record keeps (`stat --errors`/`-v`), numbered as the plan's
+    /// specs; empty when it has none.
+    reads: Vec<Snapshot>,
 }
 
 /// perf's `STAT_CONFIG` aggregation mode as a unit of aggregation. `-A`, `--per-socket` and
@@ -305,12 +312,24 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
     // An interval record's totals were printed with --summary: perf's `summary` field.
     config.csv_summary = !replay.intervals.is_empty();
     config.unit_width = crate::stat::plan_unit_width(&replay.plan);
+    config.errors = args.errors;
     let title = Title { target: replay.target.clone(), runs: 1 };
     let mut printer = Printer::new(out, config, title);
     printer.split = split;
     printer.tree = args.tree.then_some(args.all);
     printer.interval = replay.interval;
+    if args.errors && replay.totals.is_some() {
+        if replay.reads.is_empty() {
+            warn(
+                "--errors: the record keeps no reads for error bars (record with --errors or -v); the metrics print without them",
+            );
+        } else {
+            printer.error_reads = Some(replay.reads.clone());
+        }
+    }
     let mut plan = replay.plan;
+    // As stat printed it: each uncore box apart under -A, merged otherwise.
+    plan.per_box = aggr == Some(Aggr::Cpu);
     for warning in &plan.warnings {
         warn(&format!("warning: {warning}"));
     }
@@ -339,8 +358,54 @@ fn print(args: &ReportArgs, replay: Replay) -> anyhow::Result<()> {
         printer.summary(&plan, &sample, &crate::printer::footer(replay.elapsed, rusage))?;
         let notes = printer.notes_for(&plan, &sample, &replay.failures, &replay.splits);
         printer.notes(&notes)?;
+        // As stat: the block of bars where they cannot show beside the values.
+        if args.errors && !replay.reads.is_empty() && !printer.errors_inline() {
+            let bars = plan.uncertainties(
+                &mut tmetric_engine::Evaluators::default(),
+                &replay.reads,
+                sample.seconds,
+            );
+            printer.error_bars(&plan, &sample, &bars)?;
+        }
     }
     printer.finish()
+}
+
+/// The further uncore boxes of recorded row `row` (plan row `r`), their events numbered in
+/// `spec_map`.
+fn add_boxes(
+    args: &ReportArgs,
+    plan: &mut Plan,
+    r: usize,
+    row: &record::RowRec,
+    events: &[record::EventRec],
+    spec_map: &mut [usize],
+) -> anyhow::Result<()> {
+    let Some(((first, first_name), rest)) = row.boxes.split_first() else { return Ok(()) };
+    if row.source != SourceRec::Counter(*first) {
+        bail!(
+            "{}:1: row `{}`'s first box is event {first}, not its counter",
+            input_name(args),
+            row.name
+        );
+    }
+    if let Source::Counter(spec) = plan.rows[r].source {
+        plan.rows[r].boxes = vec![tmetric_engine::plan::RowBox { spec, name: first_name.clone() }];
+    }
+    for (s, name) in rest {
+        let event = events.get(*s).with_context(|| {
+            format!(
+                "{}:1: row `{}` names box event {s}, which the header lacks",
+                input_name(args),
+                row.name
+            )
+        })?;
+        if spec_map[*s] != usize::MAX {
+            bail!("{}:1: event {s} is named by two rows", input_name(args));
+        }
+        spec_map[*s] = plan.add_box(r, counter_event(event), name.clone());
+    }
+    Ok(())
 }
 
 /// A recorded event as the runtime describes it.
@@ -629,6 +694,7 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         {
             spec_map[*old] = *new;
         }
+        add_boxes(args, &mut plan, r, row, &h.events, &mut spec_map)?;
     }
     // Specs no row names still count (a user's `-e` group member): keep their slots.
     for (old, event) in h.events.iter().enumerate() {
@@ -826,6 +892,7 @@ fn from_record(args: &ReportArgs, rec: &Recording) -> anyhow::Result<Replay> {
         skip_zero: h.skip_zero,
         interval: h.interval_ms.map(Duration::from_millis),
         aggr: None,
+        reads: rec.reads.iter().map(|r| renumber(r, &spec_map, specs)).collect(),
     })
 }
 
@@ -958,5 +1025,6 @@ fn from_perf_data(args: &ReportArgs, data: &PerfData) -> anyhow::Result<Replay> 
         skip_zero: false,
         interval: (data.interval_ms > 0).then(|| Duration::from_millis(data.interval_ms)),
         aggr: None,
+        reads: Vec::new(),
     })
 }

@@ -347,6 +347,8 @@ pub fn select_items(
 fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
     let literals = engine::plan::literals(machine.sysfs, machine.proc_root, system_wide(args));
     let mut plan = Plan::new(literals);
+    // perf's `-A`/`--no-merge` print each uncore box apart; every other mode merges them.
+    plan.per_box = aggregation(args) == Aggregation::Cpu;
     if args.null_run {
         return Ok(plan);
     }
@@ -993,6 +995,7 @@ pub fn run_on<S: Syscalls + Clone>(
             intervals: report.ticks,
             samples: &sampled,
             latencies,
+            reads: if error_bar_reads(args).is_some() { &report.samples } else { &[] },
         });
         // Said after the counts, which still print.
         record_failed = record_failed.or(end.err());
@@ -1011,6 +1014,9 @@ pub fn run_on<S: Syscalls + Clone>(
         }
         footer.null_run = args.null_run;
         footer.nmi_hint = pmus.nmi_watchdog;
+        if args.errors {
+            printer.error_reads = Some(report.samples.clone());
+        }
         printer.summary(session.plan(), &sample, &footer)?;
     }
     let notes = printer.notes_for(
@@ -1020,7 +1026,8 @@ pub fn run_on<S: Syscalls + Clone>(
         &session.split_notes(),
     );
     printer.notes(&notes)?;
-    if error_bar_reads(args).is_some() {
+    // The block of bars: with -v, or where --errors cannot show them beside the values.
+    if args.verbose || (args.errors && !printer.errors_inline()) {
         let bars = session.plan().uncertainties(
             &mut engine::Evaluators::default(),
             &report.samples,
@@ -1363,6 +1370,7 @@ pub fn print_config(args: &StatArgs, layout: &Layout, unit_width: usize) -> Conf
     config.csv_summary = args.summary && !args.no_csv_summary && args.interval.is_some();
     config.unit_width = unit_width;
     config.interval_clear = args.interval_clear;
+    config.errors = args.errors;
     config
 }
 

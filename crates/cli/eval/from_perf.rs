@@ -26,7 +26,7 @@ use tmetric_perfstat::{Block, Layout, PerfLog, Reader, Run, Warning};
 
 use super::{
     EvalArgs, LiteralJson, bottleneck_of, describe_literals, explain_failure, first_names,
-    literals_json, metric_head, resolve_literals, select_items, warn,
+    literals_json, metric_head, resolve_literals, select_items, warn, why_text,
 };
 use crate::models::{examples, find_model, join_code};
 use crate::output::{json_line, json_number, perf_number};
@@ -720,6 +720,8 @@ struct MetricJson<'a> {
     unusable: Vec<String>,
     by_encoding: Vec<ByEncodingJson>,
     error: Option<String>,
+    /// Why the value is nan or 0 although every input has a value.
+    why: Option<String>,
     running_pct: Option<f64>,
     perf: Option<PerfJson<'a>>,
     model: String,
@@ -757,6 +759,8 @@ struct Notes {
     running_pct: Option<f64>,
     /// Inputs read from a row of another name with the same encoding.
     by_encoding: Vec<ByEncodingJson>,
+    /// Why the value is nan or 0 although every input has a value.
+    why: Option<String>,
 }
 
 /// An input read from a row of another name that counts the same event.
@@ -779,6 +783,9 @@ impl Notes {
         let metric_group = block.and_then(|b| outcome.printed_group(b, model));
         let metric = outcome.result.metric;
         notes.error = outcome.result.failure.map(|f| explain_failure(model, f, metric, literals));
+        notes.why = outcome.why.as_ref().map(|why| {
+            why_text(model, why, outcome.result.value, literals, "the log has no row for")
+        });
         for input in outcome.inputs.iter().filter(|i| i.expr) {
             let id = text(input.slot);
             match &input.source {
@@ -857,6 +864,9 @@ impl Notes {
         }
         for b in &self.by_encoding {
             out.push(format!("by encoding: {} from `{}` ({})", b.input, b.row, b.encoding));
+        }
+        if let Some(why) = &self.why {
+            out.push(format!("why: {why}"));
         }
         out
     }
@@ -1010,6 +1020,7 @@ impl<'a> Printer<'a> {
                         unusable: notes.unusable.clone(),
                         by_encoding: notes.by_encoding.clone(),
                         error: notes.error.clone(),
+                        why: notes.why.clone(),
                         running_pct: notes.running_pct,
                         perf: printed.map(|p| PerfJson {
                             printed: &p.text,

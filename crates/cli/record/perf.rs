@@ -214,6 +214,8 @@ pub struct PerfRecorder {
     features: Features,
     /// Events in perf's (file) order: header event indices.
     order: Vec<usize>,
+    /// The header's groups (for the error-bar reads in the extras).
+    groups: Vec<Vec<usize>>,
 }
 
 /// The header's cpuid in perf's `HEADER_CPUID` spelling: x86 `GenuineIntel,6,143,8`
@@ -252,6 +254,7 @@ impl PerfRecorder {
             };
         // perf orders its events group by group; every event is in exactly one group.
         let order: Vec<usize> = header.groups.iter().flatten().copied().collect();
+        let header_groups = header.groups.clone();
         let on_exec = matches!(target, Target::Task { on_exec: true, .. });
         let mut next_id = 1u64;
         let mut places: Vec<Vec<Place>> = vec![Vec::new(); header.events.len()];
@@ -380,6 +383,7 @@ impl PerfRecorder {
             interval: args.interval.is_some(),
             features,
             order,
+            groups: header_groups,
         })
     }
 
@@ -455,7 +459,7 @@ impl PerfRecorder {
     }
 
     fn finish(mut self: Box<Self>, end: &RunEnd<'_>) -> anyhow::Result<()> {
-        let RunEnd { totals, elapsed, rusage, exit, intervals, samples, latencies } = *end;
+        let RunEnd { totals, elapsed, rusage, exit, intervals, samples, latencies, reads } = *end;
         // The totals replace the sums of the intervals (they are the same counts, read once
         // more at the end).
         for (event, per) in totals.events.iter().enumerate() {
@@ -474,6 +478,10 @@ impl PerfRecorder {
         }
         if let Some(values) = latencies {
             self.extra_line(&Line::Latency { n: None, values: values.iter().cloned().collect() })?;
+        }
+        // perf has no place for the error-bar reads: tmetric's extras keep them.
+        for line in super::read_lines(&self.groups, reads) {
+            self.extra_line(&line)?;
         }
         for r in samples {
             let t = &r.total;
@@ -764,6 +772,7 @@ pub fn read(name: &str, data: &PerfData) -> anyhow::Result<Recording> {
         tpebs: Vec::new(),
         elapsed: Duration::ZERO,
         rusage: None,
+        reads: Vec::new(),
     };
     let mut previous = Snapshot { events: vec![None; specs] };
     let mut previous_at = 0u64;
@@ -805,6 +814,16 @@ pub fn read(name: &str, data: &PerfData) -> anyhow::Result<Recording> {
             }
             Line::Latency { n: None, values } => rec.final_latency = Some(values),
             line @ Line::Tpebs { .. } => rec.tpebs.push(line),
+            Line::Read { n, group, cpu, thread, counts } => {
+                if rec.header.system_wide
+                    && cpu >= 0
+                    && !rec.header.topology.cpus.contains(&(cpu as u32))
+                {
+                    bail!("{}: a read on CPU {cpu}, which the topology does not list", where_(i));
+                }
+                rec.add_read(n, group, (cpu, thread), &counts)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", where_(i)))?;
+            }
             Line::End { elapsed_ns, user_ns, sys_ns, intervals, .. } => {
                 if intervals != rec.intervals.len() as u64 {
                     bail!(

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tmetric_catalog::Model;
 use tmetric_model::Literal;
 use tmetric_model::sem::Fail;
-use tmetric_runtime::{CpuCount, Snapshot, Tool};
+use tmetric_runtime::{Aggregate, CpuCount, Snapshot, Tool};
 
 use crate::offline::{Offline, Why};
 use crate::plan::{Plan, Root, Row, Source};
@@ -41,10 +41,34 @@ pub enum Shown {
     },
 }
 
+/// A counter row's reading in `sample`: its counter's, or the sum of its uncore boxes' (perf's
+/// `evsel__merge_aggr_counters`: values, enabled and running times added, the CPUs those of
+/// box 0) unless [`Plan::per_box`] keeps box 0 alone; `None` when no box is open.
+pub fn row_aggregate(plan: &Plan, row: &Row, sample: &Sample<'_>) -> Option<Aggregate> {
+    let Source::Counter(spec) = row.source else { return None };
+    if row.boxes.len() < 2 || plan.per_box {
+        return sample.counts.aggregate(spec);
+    }
+    let mut total: Option<Aggregate> = None;
+    for b in &row.boxes {
+        let Some(a) = sample.counts.aggregate(b.spec) else { continue };
+        total = Some(match total {
+            None => a,
+            Some(t) => Aggregate {
+                value: t.value.saturating_add(a.value),
+                enabled: t.enabled.saturating_add(a.enabled),
+                running: t.running.saturating_add(a.running),
+                cpus: t.cpus,
+            },
+        });
+    }
+    total
+}
+
 /// A row's printed state in `sample`.
 pub fn shown(plan: &Plan, row: &Row, sample: &Sample<'_>) -> Shown {
     match &row.source {
-        Source::Counter(spec) => match sample.counts.aggregate(*spec) {
+        Source::Counter(_) => match row_aggregate(plan, row, sample) {
             None => Shown::NotSupported,
             Some(a) if !a.counted() => Shown::NotCounted,
             Some(a) => Shown::Value {
@@ -80,7 +104,7 @@ fn tool_seconds(tool: Tool, sample: &Sample<'_>) -> Option<f64> {
 /// 0 for a counter that never ran and NaN for one that could not be counted (spec C6).
 pub fn input_value(plan: &Plan, row: &Row, sample: &Sample<'_>) -> f64 {
     match &row.source {
-        Source::Counter(spec) => match sample.counts.aggregate(*spec) {
+        Source::Counter(_) => match row_aggregate(plan, row, sample) {
             None => f64::NAN,
             Some(a) if !a.counted() => 0.0,
             Some(a) => a.value as f64,
@@ -157,10 +181,16 @@ impl Plan {
         evaluator.clear_inputs();
         for (slot, row) in root.slot_rows.iter().enumerate() {
             if let Some(r) = row {
-                evaluator.set_input(slot as u16, inputs[*r], 1.0);
+                evaluator.set_input(slot as u16, inputs[*r], self.source_count(*r));
             }
         }
         evaluator.evaluate_one(root.metric).value
+    }
+
+    /// perf's `source_count()` of row `r`: how many counters its value sums (the boxes of an
+    /// uncore event: `evsel__source_count`), 1 for any other input.
+    pub fn source_count(&self, r: usize) -> f64 {
+        self.rows[r].boxes.len().max(1) as f64
     }
 
     /// The retire latency used for `:R` event `name` (0 when unknown, as perf 6.12 does).
@@ -199,12 +229,20 @@ impl Plan {
     /// on that CPU (thread). Counters of one group in a metric without `duration_time` share
     /// one enabled time and are left exactly as perf computes them.
     pub(crate) fn common_span(&self, root: &Root, sample: &Sample<'_>) -> Vec<(usize, f64)> {
-        let mut specs: Vec<(usize, usize)> = Vec::new();
+        // Each counter row with the specs its value sums (its uncore boxes, merged as perf
+        // merges them, or its one counter).
+        let mut rows: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut reads_duration = false;
         for &row in root.slot_rows.iter().flatten() {
-            match self.rows[row].source {
-                Source::Counter(spec) if !specs.iter().any(|&(_, s)| s == spec) => {
-                    specs.push((row, spec));
+            let r = &self.rows[row];
+            match r.source {
+                Source::Counter(spec) if !rows.iter().any(|(x, _)| *x == row) => {
+                    let specs = if r.boxes.len() < 2 || self.per_box {
+                        vec![spec]
+                    } else {
+                        r.boxes.iter().map(|b| b.spec).collect()
+                    };
+                    rows.push((row, specs));
                 }
                 Source::Tool(Tool::DurationTime) => reads_duration = true,
                 _ => {}
@@ -212,7 +250,13 @@ impl Plan {
         }
         let duration_ns = sample.seconds * 1e9;
         let wall = reads_duration && duration_ns > 0.0;
-        if specs.is_empty() || (specs.len() < 2 && !wall) {
+        let distinct = {
+            let mut all: Vec<usize> = rows.iter().flat_map(|(_, s)| s.iter().copied()).collect();
+            all.sort_unstable();
+            all.dedup();
+            all.len()
+        };
+        if distinct == 0 || (distinct < 2 && !wall) {
             return Vec::new();
         }
         let readings = |spec: usize| sample.counts.events.get(spec).and_then(Option::as_ref);
@@ -220,7 +264,7 @@ impl Plan {
             wall && c.cpu >= 0 && c.thread == -1 && self.specs[spec].cgroup.is_none()
         };
         let mut shortest: HashMap<(i32, i32), u64> = HashMap::new();
-        for &(_, spec) in &specs {
+        for &spec in rows.iter().flat_map(|(_, s)| s) {
             for c in readings(spec).into_iter().flatten().filter(|c| c.raw.enabled > 0) {
                 let e = shortest.entry((c.cpu, c.thread)).or_insert(u64::MAX);
                 *e = (*e).min(c.raw.enabled);
@@ -234,43 +278,97 @@ impl Plan {
             }
         };
         let mut common = Vec::new();
-        for &(row, spec) in &specs {
-            let Some(cpus) = readings(spec) else { continue };
-            let differs =
-                cpus.iter().any(|c| c.raw.enabled > 0 && span(spec, c) != c.raw.enabled as f64);
-            if !differs || !sample.counts.aggregate(spec).is_some_and(|a| a.counted()) {
+        for (row, specs) in &rows {
+            let differs = specs.iter().any(|&spec| {
+                readings(spec)
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c.raw.enabled > 0 && span(spec, c) != c.raw.enabled as f64)
+            });
+            let counted =
+                row_aggregate(self, &self.rows[*row], sample).is_some_and(|a| a.counted());
+            if !differs || !counted {
                 continue;
             }
-            let value = cpus
+            let value = specs
                 .iter()
-                .filter(|c| c.raw.enabled > 0)
-                .filter_map(|c| Some(c.raw.scaled()? as f64 * span(spec, c) / c.raw.enabled as f64))
+                .flat_map(|&spec| readings(spec).into_iter().flatten().map(move |c| (spec, c)))
+                .filter(|(_, c)| c.raw.enabled > 0)
+                .filter_map(|(spec, c)| {
+                    Some(c.raw.scaled()? as f64 * span(spec, c) / c.raw.enabled as f64)
+                })
                 .sum();
-            common.push((row, value));
+            common.push((*row, value));
         }
         common
     }
 
     /// Evaluates every root over `sample`, each from its own inputs.
     pub fn evaluate(&self, evaluators: &mut Evaluators, sample: &Sample<'_>) -> Vec<RootResult> {
-        let inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, sample)).collect();
-        let states: Vec<Option<Shown>> = self
+        self.evaluate_on_box(evaluators, sample, 0)
+    }
+
+    /// The most uncore boxes a row has (1 when none has several).
+    pub fn max_boxes(&self) -> usize {
+        self.rows.iter().map(|r| r.boxes.len()).max().unwrap_or(0).max(1)
+    }
+
+    /// Every root over `sample` as perf computes it on the line of box `k` of its host row
+    /// under `-A`/`--no-merge` (`prepare_metric`): inputs on the PMU of the host's box 0 read
+    /// their box `k`, the others box 0 ([`Plan::per_box`]). Box 0 is [`Plan::evaluate`].
+    pub fn evaluate_on_box(
+        &self,
+        evaluators: &mut Evaluators,
+        sample: &Sample<'_>,
+        k: usize,
+    ) -> Vec<RootResult> {
+        let mut inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, sample)).collect();
+        let mut states: Vec<Option<Shown>> = self
             .rows
             .iter()
             .map(|r| matches!(r.source, Source::Counter(_)).then(|| shown(self, r, sample)))
             .collect();
+        let mut sources: Vec<f64> = (0..self.rows.len()).map(|r| self.source_count(r)).collect();
+        let base = (inputs.clone(), states.clone(), sources.clone());
+        let pmu_of = |row: &Row| row.boxes.first().map(|b| &self.events[b.spec].kind);
         self.roots
             .iter()
-            .map(|root| {
+            .enumerate()
+            .map(|(i, root)| {
+                // Rows read from box `k` keep perf's scaling: the common span is box 0's.
+                let mut from_box_k: Vec<usize> = Vec::new();
+                if k > 0 {
+                    (inputs, states, sources) = base.clone();
+                    let host = self.rows.iter().find(|r| r.roots.contains(&i));
+                    if let Some(host_pmu) = host.and_then(pmu_of) {
+                        for &r in root.slot_rows.iter().flatten() {
+                            let row = &self.rows[r];
+                            let Some(b) = row.boxes.get(k) else { continue };
+                            if pmu_of(row) != Some(host_pmu) {
+                                continue;
+                            }
+                            let one = Row {
+                                source: Source::Counter(b.spec),
+                                boxes: Vec::new(),
+                                ..row.clone()
+                            };
+                            inputs[r] = input_value(self, &one, sample);
+                            states[r] = Some(shown(self, &one, sample));
+                            sources[r] = 1.0;
+                            from_box_k.push(r);
+                        }
+                    }
+                }
                 let model = root.model;
-                let common = self.common_span(root, sample);
+                let mut common = self.common_span(root, sample);
+                common.retain(|(r, _)| !from_box_k.contains(r));
                 let evaluator = evaluators.get(model, self);
                 evaluator.clear_inputs();
                 for (slot, row) in root.slot_rows.iter().enumerate() {
                     if let Some(r) = row {
                         let value =
                             common.iter().find(|(c, _)| c == r).map_or(inputs[*r], |&(_, v)| v);
-                        evaluator.set_input(slot as u16, value, 1.0);
+                        evaluator.set_input(slot as u16, value, sources[*r]);
                     }
                 }
                 let result = evaluator.evaluate_one(root.metric);

@@ -58,6 +58,9 @@ pub struct Pick {
 pub enum Resolution {
     /// A counter.
     Counter(CounterEvent),
+    /// One counter per box of an uncore PMU (perf opens the event on every box and merges
+    /// their counts): box 0 first.
+    Boxes(Vec<event::BoxEvent>),
     /// A value tmetric computes.
     Tool(Tool),
     /// A retire latency (`:R`): sampled, or given by the user, never a counter.
@@ -81,8 +84,11 @@ pub enum Source {
 
 /// What makes two needs the same input.
 #[derive(Debug, Clone, PartialEq)]
-enum Key {
+pub(crate) enum Key {
     Counter(tmetric_runtime::Attr, Option<Vec<u32>>),
+    /// An event on several uncore boxes: box 0's attributes and every box's PMU type (so the
+    /// event on box 0 alone, `cha_0/event=0x0/`, is another input than on every box).
+    Boxes(tmetric_runtime::Attr, Vec<u32>),
     Tool(Tool),
     Named(String),
 }
@@ -106,7 +112,33 @@ pub struct Row {
     pub copy_of: Option<usize>,
     /// The cgroup it counts in (`-G`, `--for-each-cgroup`); `None` counts every task.
     pub cgroup: Option<String>,
-    key: Key,
+    /// An uncore event opened on every box of its PMU: each box's counter, the first being
+    /// [`Row::source`]'s. perf merges them into this one line (the counts summed, metrics
+    /// reading the sum) unless `-A`/`--no-merge` ([`Plan::per_box`]). Empty for any other row.
+    pub boxes: Vec<RowBox>,
+    pub(crate) key: Key,
+}
+
+/// One uncore box of a row's event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowBox {
+    /// Its counter: index into [`Plan::specs`].
+    pub spec: usize,
+    /// The name perf prints for the box alone (`UNC_M_CAS_COUNT.RD [uncore_imc_0]`).
+    pub name: String,
+}
+
+impl Row {
+    /// The counters whose sum is the row's count: every box, or its one counter.
+    pub fn specs(&self) -> Vec<usize> {
+        match self.source {
+            Source::Counter(_) if !self.boxes.is_empty() => {
+                self.boxes.iter().map(|b| b.spec).collect()
+            }
+            Source::Counter(s) => vec![s],
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// A selected metric with its inputs.
@@ -220,6 +252,10 @@ pub struct Plan {
     /// The roots are perf's `Default` metric group (no `-e`, no `-M`): they print under their
     /// group's name (`TopdownL1`) instead of their first event's count.
     pub default_metrics: bool,
+    /// perf's `-A`/`--no-merge` (`AGGR_NONE`): the boxes of an uncore row print one line each
+    /// and metrics read box 0 (the box a line shows for events of that line's PMU), as perf
+    /// does; otherwise the boxes are summed into one line.
+    pub per_box: bool,
 }
 
 /// A retire-latency input and the sampling event behind it.
@@ -266,9 +302,24 @@ pub fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> R
         return Resolution::RetireLatency;
     }
     let modifiers = model.str(id.modifiers);
+    // `uncore_cha_0@event\=0x1@` has terms and no event name.
     let with_terms = |event: &str| {
         let terms = model.str(id.terms);
-        if terms.is_empty() { event.to_string() } else { format!("{event},{terms}") }
+        match (event.is_empty(), terms.is_empty()) {
+            (_, true) => event.to_string(),
+            (true, false) => terms.to_string(),
+            (false, false) => format!("{event},{terms}"),
+        }
+    };
+    // An uncore PMU named without its box number is every box, as perf matches it.
+    let on_boxes = |pmu: &str, terms: &str| match event::resolve_on_boxes(
+        pmu, terms, modifiers, &display, sysfs,
+    ) {
+        Ok(mut boxes) if boxes.len() == 1 => {
+            Resolution::Counter(boxes.pop().expect("one box").event)
+        }
+        Ok(boxes) => Resolution::Boxes(boxes),
+        Err(err) => from_event_result(Err(err), &display, env),
     };
     match id.kind {
         IdKind::Tool(tool) => Resolution::Tool(match tool {
@@ -301,8 +352,11 @@ pub fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> R
         IdKind::Sysfs => {
             let pmu = model.str(id.pmu);
             let terms = with_terms(model.str(id.event));
-            let result = event::resolve_on_pmu(pmu, &terms, modifiers, &display, sysfs);
-            from_event_result(result.map(Resolved::Counter), &display, env)
+            if pmu::is_core_name(pmu) {
+                let result = event::resolve_on_pmu(pmu, &terms, modifiers, &display, sysfs);
+                return from_event_result(result.map(Resolved::Counter), &display, env);
+            }
+            on_boxes(pmu, &terms)
         }
         IdKind::Event(index) => {
             let json = &model.events.at(index as usize);
@@ -316,8 +370,11 @@ pub fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> R
                 pmu.to_string()
             };
             let terms = with_terms(model.str(json.encoding));
-            let result = event::resolve_on_pmu(&pmu, &terms, modifiers, &display, sysfs);
-            from_event_result(result.map(Resolved::Counter), &display, env)
+            if pmu::is_core_name(&pmu) || sysfs.has_pmu(&pmu) {
+                let result = event::resolve_on_pmu(&pmu, &terms, modifiers, &display, sysfs);
+                return from_event_result(result.map(Resolved::Counter), &display, env);
+            }
+            on_boxes(&pmu, &terms)
         }
         IdKind::Probe => {
             Resolution::Missing("only an argument of has_event() or strcmp_cpuid_str()".into())
@@ -634,6 +691,7 @@ impl Plan {
             warnings: Vec::new(),
             retire_events: Vec::new(),
             default_metrics: false,
+            per_box: false,
         }
     }
 
@@ -683,8 +741,26 @@ impl Plan {
         self.rows.iter().position(|r| &r.key == key && r.copy_of.is_none())
     }
 
-    /// Adds an input row; counters get a spec. Returns the row.
+    /// Adds an input row; counters get a spec (each box of [`Resolution::Boxes`] one).
+    /// Returns the row.
     pub fn add(&mut self, resolution: Resolution, name: String, show: bool) -> usize {
+        let resolution = match resolution {
+            Resolution::Boxes(boxes) => {
+                let mut boxes = boxes.into_iter();
+                let Some(first) = boxes.next() else {
+                    return self.add(Resolution::Missing("no box".into()), name, show);
+                };
+                let row = self.add(Resolution::Counter(first.event), name, show);
+                if let Source::Counter(spec) = self.rows[row].source {
+                    self.rows[row].boxes.push(RowBox { spec, name: first.name });
+                }
+                for b in boxes {
+                    self.add_box(row, b.event, b.name);
+                }
+                return row;
+            }
+            other => other,
+        };
         let (source, key, unit, scale) = match resolution {
             Resolution::Counter(event) => {
                 let key = Key::Counter(event.attr.clone(), event.cpus.clone());
@@ -706,6 +782,7 @@ impl Plan {
             Resolution::Missing(reason) => {
                 (Source::Missing(reason), Key::Named(name.clone()), String::new(), 1.0)
             }
+            Resolution::Boxes(_) => unreachable!("boxes are added above"),
         };
         self.rows.push(Row {
             name,
@@ -716,9 +793,57 @@ impl Plan {
             roots: Vec::new(),
             copy_of: None,
             cgroup: None,
+            boxes: Vec::new(),
             key,
         });
         self.rows.len() - 1
+    }
+
+    /// Adds a further uncore box to counter row `row` (whose first box is its own counter):
+    /// a spec for `event`, printed as `name` under `-A`/`--no-merge`. Returns the spec.
+    pub fn add_box(&mut self, row: usize, event: CounterEvent, name: String) -> usize {
+        self.specs.push(CounterSpec::from(&event));
+        self.events.push(event);
+        self.sticky.push(false);
+        let spec = self.specs.len() - 1;
+        if self.rows[row].boxes.is_empty()
+            && let Source::Counter(first) = self.rows[row].source
+        {
+            let name = self.rows[row].name.clone();
+            self.rows[row].boxes.push(RowBox { spec: first, name });
+        }
+        self.rows[row].boxes.push(RowBox { spec, name });
+        let types = self.rows[row].boxes.iter().map(|b| self.events[b.spec].attr.type_).collect();
+        let first = self.events[self.rows[row].boxes[0].spec].attr.clone();
+        self.rows[row].key = Key::Boxes(first, types);
+        spec
+    }
+
+    /// For every group with a member whose row has several uncore boxes, the same group on
+    /// each further box (perf opens a metric's group of uncore events on every box). Members
+    /// without that box (an event of one box only) are left out of the box's group.
+    fn replicate_box_groups(&mut self, from: usize) {
+        let box_of: std::collections::HashMap<usize, &Vec<RowBox>> = self
+            .rows
+            .iter()
+            .filter(|r| r.boxes.len() > 1)
+            .map(|r| (r.boxes[0].spec, &r.boxes))
+            .collect();
+        let mut more = Vec::new();
+        for group in &self.groups[from..] {
+            let boxes = group.iter().filter_map(|s| box_of.get(s)).map(|b| b.len()).max();
+            let Some(n) = boxes else { continue };
+            for k in 1..n {
+                let g: Vec<usize> = group
+                    .iter()
+                    .filter_map(|s| box_of.get(s).and_then(|b| b.get(k)).map(|b| b.spec))
+                    .collect();
+                if !g.is_empty() {
+                    more.push(g);
+                }
+            }
+        }
+        self.groups.extend(more);
     }
 
     /// perf's `--for-each-cgroup`: every row, counter, group and root once per cgroup, in
@@ -738,6 +863,9 @@ impl Plan {
                 let mut row = row.clone();
                 if let Source::Counter(s) = &mut row.source {
                     *s += spec0;
+                }
+                for b in &mut row.boxes {
+                    b.spec += spec0;
                 }
                 row.copy_of = row.copy_of.map(|r| r + row0);
                 row.roots = row.roots.iter().map(|r| r + root0).collect();
@@ -777,7 +905,7 @@ impl Plan {
             let name = if cgroups.len() == 1 { cgroups.first() } else { cgroups.get(i) };
             let Some(name) = name.filter(|n| !n.is_empty()) else { continue };
             self.rows[r].cgroup = Some(name.clone());
-            if let Source::Counter(s) = self.rows[r].source {
+            for s in self.rows[r].specs() {
                 self.specs[s].cgroup = Some(name.clone());
             }
         }
@@ -796,14 +924,25 @@ impl Plan {
         Ok(())
     }
 
-    /// A second counter for `row`'s event, for another group.
+    /// A second counter for `row`'s event (every box of it), for another group.
     fn duplicate(&mut self, row: usize) -> usize {
-        let Source::Counter(spec) = self.rows[row].source else { return row };
-        self.specs.push(self.specs[spec].clone());
-        self.events.push(self.events[spec].clone());
-        self.sticky.push(false);
+        let Source::Counter(_) = self.rows[row].source else { return row };
         let mut copy = self.rows[row].clone();
-        copy.source = Source::Counter(self.specs.len() - 1);
+        let mut again = |spec: usize| {
+            self.specs.push(self.specs[spec].clone());
+            self.events.push(self.events[spec].clone());
+            self.sticky.push(false);
+            self.specs.len() - 1
+        };
+        if let Source::Counter(spec) = copy.source {
+            copy.source = Source::Counter(again(spec));
+        }
+        for (k, b) in copy.boxes.iter_mut().enumerate() {
+            b.spec = match copy.source {
+                Source::Counter(first) if k == 0 => first,
+                _ => again(b.spec),
+            };
+        }
         copy.copy_of = Some(row);
         copy.roots.clear();
         self.rows.push(copy);
@@ -821,6 +960,9 @@ impl Plan {
     ) -> Result<(), EventError> {
         for list in lists {
             let parsed = resolver.list(list)?;
+            // The row of each written uncore event opened on several boxes: its further
+            // boxes are added to it, as perf merges them into one line.
+            let mut box_rows: Vec<(usize, usize)> = Vec::new();
             for warning in parsed.warnings {
                 let warning = Warning::EventList { list: list.clone(), warning };
                 if !self.warnings.contains(&warning) {
@@ -830,11 +972,23 @@ impl Plan {
             for group in parsed.groups {
                 let mut specs = Vec::new();
                 for ev in &group.events {
+                    if let (Resolved::Counter(c), Some(b)) = (&ev.event, &ev.uncore_box)
+                        && let Some(&(_, row)) = box_rows.iter().find(|(o, _)| *o == b.origin)
+                    {
+                        specs.push(self.add_box(row, c.clone(), b.name.clone()));
+                        continue;
+                    }
                     let (resolution, name) = match &ev.event {
                         Resolved::Counter(c) => (Resolution::Counter(c.clone()), c.name.clone()),
                         Resolved::Tool(t) => (Resolution::Tool(*t), t.name().to_string()),
                     };
                     let row = self.add(resolution, name, true);
+                    if let Some(b) = &ev.uncore_box
+                        && let Source::Counter(spec) = self.rows[row].source
+                    {
+                        box_rows.push((b.origin, row));
+                        self.rows[row].boxes.push(RowBox { spec, name: b.name.clone() });
+                    }
                     if let Source::Counter(s) = self.rows[row].source {
                         specs.push(s);
                         self.sticky[s] = group.grouped && ev.topdown.is_some();
@@ -933,6 +1087,10 @@ impl Plan {
                 let resolution = resolve_id(model, id, machine.sysfs, machine.env);
                 let key = match &resolution {
                     Resolution::Counter(e) => Key::Counter(e.attr.clone(), e.cpus.clone()),
+                    Resolution::Boxes(b) => Key::Boxes(
+                        b[0].event.attr.clone(),
+                        b.iter().map(|b| b.event.attr.type_).collect(),
+                    ),
                     Resolution::Tool(t) => Key::Tool(*t),
                     Resolution::RetireLatency | Resolution::Missing(_) => Key::Named(name.clone()),
                 };
@@ -947,6 +1105,8 @@ impl Plan {
                         let show = show_tools || !matches!(resolution, Resolution::Tool(_));
                         let pmu_name = match &resolution {
                             Resolution::Counter(e) => counter_pmu(e, machine.sysfs),
+                            // Scheduled on box 0; every box gets the same groups.
+                            Resolution::Boxes(b) => counter_pmu(&b[0].event, machine.sysfs),
                             _ => None,
                         };
                         let row = self.add(resolution, name.clone(), show);
@@ -1002,6 +1162,7 @@ impl Plan {
             })
             .collect();
         let mut group_rows: Vec<Vec<usize>> = Vec::new();
+        let first_group = self.groups.len();
         for group in &schedule.groups {
             let Some(_) = group.pmu else {
                 group_rows.push(Vec::new());
@@ -1029,6 +1190,7 @@ impl Plan {
             self.groups.push(specs);
             group_rows.push(rows);
         }
+        self.replicate_box_groups(first_group);
         // Software and msr inputs of metrics share one group: they take no hardware counter
         // and may join any group. Other counterless PMUs (cstate, power) are separate
         // hardware PMUs the kernel will not mix in one group, so they are opened alone.

@@ -65,20 +65,25 @@ impl Bar {
     }
 }
 
-/// One counter's per-interval aggregates: `(count, enabled, running)` deltas over CPUs.
-fn intervals(reads: &[Snapshot], spec: usize) -> Vec<(f64, f64, f64)> {
+/// One row's per-interval aggregates: `(count, enabled, running)` deltas over CPUs and over
+/// the counters `specs` it sums (an uncore event's boxes).
+fn intervals(reads: &[Snapshot], specs: &[usize]) -> Vec<(f64, f64, f64)> {
     reads
         .windows(2)
         .filter_map(|w| {
             let d = w[1].since(&w[0]);
-            let cpus = d.events.get(spec)?.as_ref()?;
             let (mut v, mut e, mut r) = (0.0, 0.0, 0.0);
-            for c in cpus {
-                v += c.raw.value as f64;
-                e += c.raw.enabled as f64;
-                r += c.raw.running as f64;
+            let mut open = false;
+            for &spec in specs {
+                let Some(cpus) = d.events.get(spec).and_then(Option::as_ref) else { continue };
+                open = true;
+                for c in cpus {
+                    v += c.raw.value as f64;
+                    e += c.raw.enabled as f64;
+                    r += c.raw.running as f64;
+                }
             }
-            Some((v, e, r))
+            open.then_some((v, e, r))
         })
         .collect()
 }
@@ -151,9 +156,10 @@ impl Plan {
                 };
                 let counters: Vec<(usize, usize)> =
                     rows.iter().filter_map(|&row| spec_of(row).map(|s| (row, s))).collect();
-                for &(_, s) in &counters {
+                for &(row, s) in &counters {
                     if per_spec[s].is_none() {
-                        per_spec[s] = Some(intervals(reads, s));
+                        let specs = if self.per_box { vec![s] } else { self.rows[row].specs() };
+                        per_spec[s] = Some(intervals(reads, &specs));
                     }
                 }
                 let series = |s: usize| per_spec[s].as_deref().unwrap_or(&[]);

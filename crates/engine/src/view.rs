@@ -12,6 +12,8 @@
 
 use crate::eval::{Evaluators, RootResult, Sample, Shown, shown};
 use crate::plan::{Plan, Row, Source};
+use crate::uncertainty::Bar;
+use tmetric_runtime::Snapshot;
 use tmetric_runtime::sys::{TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_SOFTWARE};
 
 /// A count as printed.
@@ -108,17 +110,21 @@ pub struct Cell {
     pub colour: Option<Colour>,
     /// What the value is.
     pub source: Option<CellSource>,
+    /// A JSON metric's error bar, when asked for (`--errors`): half its width in the printed
+    /// unit; NaN when the metric was multiplexed and the reads do not show how far it may be
+    /// off ([`Bar::Unknown`]); `None` when its inputs ran the whole time, or for built-ins.
+    pub error: Option<f64>,
 }
 
 impl Cell {
     /// perf's blank metric: no value, no label (`print_metric(..., NULL, NULL, NULL, 0)`).
     pub fn none() -> Cell {
-        Cell { value: 0.0, fmt: None, label: None, colour: None, source: None }
+        Cell { value: 0.0, fmt: None, label: None, colour: None, source: None, error: None }
     }
 
     /// A label without a value (a built-in whose denominator is 0).
     fn blank(label: &str, source: Option<CellSource>) -> Cell {
-        Cell { value: 0.0, fmt: None, label: Some(label.into()), colour: None, source }
+        Cell { value: 0.0, fmt: None, label: Some(label.into()), colour: None, source, error: None }
     }
 }
 
@@ -127,6 +133,9 @@ impl Cell {
 pub struct Line {
     /// The plan row.
     pub row: usize,
+    /// Which uncore box of the row the line shows under `-A`/`--no-merge` ([`Plan::per_box`]);
+    /// 0 for every other line. `(row, part)` tells an event's lines apart across units.
+    pub part: usize,
     /// The count.
     pub count: Count,
     /// Decimals of the count: 2 for events with a fractional scale (`msec`), else 0.
@@ -279,11 +288,16 @@ pub struct ViewContext<'a> {
     pub wall_ns: f64,
     /// Each root's evaluation over this unit's counts.
     pub results: &'a [RootResult],
+    /// Under `-A`/`--no-merge`: each root's evaluation on the line of its host's box `k`
+    /// (at `k - 1`), for rows with several uncore boxes ([`Plan::evaluate_on_box`]).
+    pub box_results: &'a [Vec<RootResult>],
     /// Per spec, `-r`'s relative spread of the count in %, when repeated.
     pub noise: &'a [Option<f64>],
     /// Label metrics with their PMU where two core types have one of the same name
     /// ([`has_hybrid_twins`]).
     pub hybrid: bool,
+    /// Each root's error bar over this unit's reads, when asked for.
+    pub bars: Option<&'a [Bar]>,
 }
 
 /// One counter row's facts for the built-ins.
@@ -332,15 +346,53 @@ pub fn units(
     wall_ns: f64,
     noise: &[Option<f64>],
 ) -> Vec<Unit> {
+    units_with_errors(plan, evaluators, sample, split, wall_ns, noise, None)
+}
+
+/// [`units`], with each JSON metric's error bar ([`Cell::error`]) from `reads`, the counters
+/// read during the run ([`Plan::uncertainties`]): each unit's from its own CPUs' or thread's
+/// readings.
+pub fn units_with_errors(
+    plan: &Plan,
+    evaluators: &mut Evaluators,
+    sample: &Sample<'_>,
+    split: &Split,
+    wall_ns: f64,
+    noise: &[Option<f64>],
+    reads: Option<&[Snapshot]>,
+) -> Vec<Unit> {
     let hybrid = has_hybrid_twins(plan);
-    let one = |evaluators: &mut Evaluators, sample: &Sample<'_>, skip_zero, cpus| {
+    let one = |evaluators: &mut Evaluators,
+               sample: &Sample<'_>,
+               skip_zero,
+               part: Option<&dyn Fn(&Snapshot) -> Snapshot>,
+               cpus| {
+        let bars: Option<Vec<Bar>> = reads.map(|reads| {
+            let reads: Vec<Snapshot> = match part {
+                Some(part) => reads.iter().map(part).collect(),
+                None => reads.to_vec(),
+            };
+            plan.uncertainties(evaluators, &reads, sample.seconds)
+        });
         let results = plan.evaluate(evaluators, sample);
-        let ctx = ViewContext { wall_ns, results: &results, noise, hybrid };
+        let box_results: Vec<Vec<RootResult>> = if plan.per_box {
+            (1..plan.max_boxes()).map(|k| plan.evaluate_on_box(evaluators, sample, k)).collect()
+        } else {
+            Vec::new()
+        };
+        let ctx = ViewContext {
+            wall_ns,
+            results: &results,
+            box_results: &box_results,
+            noise,
+            hybrid,
+            bars: bars.as_deref(),
+        };
         lines(plan, sample, &ctx, skip_zero, cpus)
     };
     match split {
         Split::Global => {
-            let lines = one(evaluators, sample, false, None);
+            let lines = one(evaluators, sample, false, None, None);
             vec![Unit { id: UnitId::Global, cpus: 0, lines }]
         }
         Split::Cpus(units) => units
@@ -348,7 +400,8 @@ pub fn units(
             .map(|(id, cpus)| {
                 let counts = sample.counts.on_cpus(cpus);
                 let part = Sample { counts: &counts, ..*sample };
-                let lines = one(evaluators, &part, false, Some(cpus.as_slice()));
+                let on = |s: &Snapshot| s.on_cpus(cpus);
+                let lines = one(evaluators, &part, false, Some(&on), Some(cpus.as_slice()));
                 Unit { id: id.clone(), cpus: cpus.len(), lines }
             })
             .collect(),
@@ -357,7 +410,8 @@ pub fn units(
             .map(|(comm, tid)| {
                 let counts = sample.counts.of_thread(*tid);
                 let part = Sample { counts: &counts, ..*sample };
-                let lines = one(evaluators, &part, *skip_zero, None);
+                let of = |s: &Snapshot| s.of_thread(*tid);
+                let lines = one(evaluators, &part, *skip_zero, Some(&of), None);
                 Unit { id: UnitId::Thread { comm: comm.clone(), tid: *tid }, cpus: 1, lines }
             })
             .collect(),
@@ -417,13 +471,55 @@ pub fn lines(
             }
             default_groups = default_group_cells(plan, row, ctx, &mut headers);
         }
-        let cells = if counted && default_groups.is_empty() {
+        let line_cells = if counted && default_groups.is_empty() {
             cells(plan, r, row, &peers, ctx)
         } else {
             vec![Cell::none()]
         };
+        if plan.per_box && row.boxes.len() > 1 {
+            // perf's `-A`/`--no-merge`: each box is an event of its own, printed under its own
+            // name, with the metrics computed from that box's counts.
+            for (k, b) in row.boxes.iter().enumerate() {
+                let one = Row { source: Source::Counter(b.spec), boxes: Vec::new(), ..row.clone() };
+                let (count, running, enabled) = match shown(plan, &one, sample) {
+                    Shown::NotSupported => (Count::NotSupported, 0, 0),
+                    Shown::NotCounted => (Count::NotCounted, 0, 0),
+                    Shown::Value { count, running, enabled } => {
+                        (Count::Value(count), running, enabled)
+                    }
+                };
+                if matches!(count, Count::Value(v) if v == 0.0) && skip_zero {
+                    continue;
+                }
+                let cells = if k == 0 {
+                    line_cells.clone()
+                } else if matches!(count, Count::Value(_)) {
+                    let results = ctx.box_results.get(k - 1).map_or(ctx.results, |r| r.as_slice());
+                    let ctx = ViewContext { results, bars: None, ..*ctx };
+                    cells(plan, r, row, &peers, &ctx)
+                } else {
+                    vec![Cell::none()]
+                };
+                out.push(Line {
+                    row: r,
+                    part: k,
+                    count,
+                    decimals: if row.scale.fract() != 0.0 { 2 } else { 0 },
+                    unit: row.unit.clone(),
+                    name: b.name.clone(),
+                    running,
+                    enabled,
+                    noise: ctx.noise.get(b.spec).copied().flatten(),
+                    cgroup: row.cgroup.clone(),
+                    default_groups: Vec::new(),
+                    cells,
+                });
+            }
+            continue;
+        }
         out.push(Line {
             row: r,
+            part: 0,
             count,
             decimals: if row.scale.fract() != 0.0 { 2 } else { 0 },
             unit: row.unit.clone(),
@@ -433,7 +529,7 @@ pub fn lines(
             noise,
             cgroup: row.cgroup.clone(),
             default_groups,
-            cells,
+            cells: line_cells,
         });
     }
     out
@@ -458,7 +554,8 @@ fn default_group_cells(
         let m = &r.model.metrics[r.metric];
         let name = r.model.str(m.default_group).to_string();
         let pmu = r.model.str(m.pmu).to_string();
-        let cell = metric_cell(plan, root, &ctx.results[root], ctx.hybrid);
+        let mut cell = metric_cell(plan, root, &ctx.results[root], ctx.hybrid);
+        cell.error = cell_error(plan, root, ctx);
         match groups.iter_mut().find(|g| g.0 == name && g.1 == pmu) {
             Some(g) => g.2.push(cell),
             None => groups.push((name, pmu, vec![cell])),
@@ -495,7 +592,7 @@ fn peers<'a>(plan: &'a Plan, sample: &Sample<'_>) -> Vec<Peer<'a>> {
                 _ => 0,
             };
             let group = plan.groups.iter().position(|g| g.len() > 1 && g.contains(&spec));
-            let raw = match sample.counts.aggregate(spec) {
+            let raw = match crate::eval::row_aggregate(plan, row, sample) {
                 Some(a) if a.counted() => a.value as f64,
                 _ => 0.0,
             };
@@ -558,7 +655,9 @@ fn cells(plan: &Plan, r: usize, row: &Row, peers: &[Peer<'_>], ctx: &ViewContext
         builtin_cells(me, peers, ctx, &mut out);
     }
     for &root in &row.roots {
-        out.push(metric_cell(plan, root, &ctx.results[root], ctx.hybrid));
+        let mut cell = metric_cell(plan, root, &ctx.results[root], ctx.hybrid);
+        cell.error = cell_error(plan, root, ctx);
+        out.push(cell);
     }
     if out.is_empty() {
         out.push(Cell::none());
@@ -577,6 +676,7 @@ fn builtin_cells(me: &Peer<'_>, peers: &[Peer<'_>], ctx: &ViewContext<'_>, out: 
                 label: Some(label.into()),
                 colour: Some(ratio_colour(thresholds, v)),
                 source: builtin_source(name, label),
+                error: None,
             });
         } else {
             out.push(Cell::blank(label, builtin_source(name, label)));
@@ -594,6 +694,7 @@ fn builtin_cells(me: &Peer<'_>, peers: &[Peer<'_>], ctx: &ViewContext<'_>, out: 
                     label: Some(label.into()),
                     colour: None,
                     source,
+                    error: None,
                 });
             } else {
                 out.push(Cell::blank(label, source));
@@ -609,6 +710,7 @@ fn builtin_cells(me: &Peer<'_>, peers: &[Peer<'_>], ctx: &ViewContext<'_>, out: 
                     label: Some("GHz".into()),
                     colour: None,
                     source,
+                    error: None,
                 });
             } else {
                 out.push(Cell::blank("GHz", source));
@@ -625,6 +727,7 @@ fn builtin_cells(me: &Peer<'_>, peers: &[Peer<'_>], ctx: &ViewContext<'_>, out: 
                     label: Some(label.into()),
                     colour: None,
                     source,
+                    error: None,
                 });
             } else {
                 out.push(Cell::blank(label, source));
@@ -642,6 +745,7 @@ fn builtin_cells(me: &Peer<'_>, peers: &[Peer<'_>], ctx: &ViewContext<'_>, out: 
                     label: Some(label.into()),
                     colour: None,
                     source: builtin_source("stalled_cycles_per_insn", label),
+                    error: None,
                 });
             }
         }
@@ -692,6 +796,7 @@ fn builtin_cells(me: &Peer<'_>, peers: &[Peer<'_>], ctx: &ViewContext<'_>, out: 
                     label: Some(label.clone()),
                     colour: None,
                     source: builtin_source("per_sec", &label),
+                    error: None,
                 });
             }
         }
@@ -736,6 +841,17 @@ pub fn has_hybrid_twins(plan: &Plan) -> bool {
     (0..plan.roots.len()).any(|r| twice(plan, r))
 }
 
+/// Root `root`'s error bar as [`Cell::error`] holds it: in the printed unit (`ScaleUnit`
+/// applied), NaN when unknown, `None` when exact or not asked for.
+fn cell_error(plan: &Plan, root: usize, ctx: &ViewContext<'_>) -> Option<f64> {
+    let r = &plan.roots[root];
+    match ctx.bars?.get(root)? {
+        Bar::Exact => None,
+        Bar::Unknown => Some(f64::NAN),
+        bar @ Bar::Sigma(_) => bar.half_width().map(|h| h * r.model.metrics[r.metric].scale),
+    }
+}
+
 /// A JSON metric's cell (`generic_metric`): `%8.1f` and `unit  name` with a `ScaleUnit`,
 /// else `%8.2f` and the name; red when its threshold is crossed, green when not. With
 /// `hybrid` (the plan has a metric of this name on both core types), the name carries its
@@ -762,9 +878,23 @@ pub fn metric_cell(plan: &Plan, root: usize, result: &RootResult, hybrid: bool) 
     };
     let source = Some(CellSource { name, unit, root: Some(root) });
     if result.failure.is_some() && !result.value.is_nan() {
-        return Cell { value: 0.0, fmt: None, label: Some(String::new()), colour, source };
+        return Cell {
+            value: 0.0,
+            fmt: None,
+            label: Some(String::new()),
+            colour,
+            source,
+            error: None,
+        };
     }
-    Cell { value: result.scaled(model, m), fmt: Some(fmt), label: Some(label), colour, source }
+    Cell {
+        value: result.scaled(model, m),
+        fmt: Some(fmt),
+        label: Some(label),
+        colour,
+        source,
+        error: None,
+    }
 }
 
 #[cfg(test)]

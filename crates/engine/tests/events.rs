@@ -70,12 +70,18 @@ fn the_machines_catalogue_model_supplies_vendor_events() {
     let r = Resolver::new(&spr.sysfs).with_tables(&tables);
     let list = r.list("INST_RETIRED.ANY,UNC_M_CAS_COUNT.RD").unwrap();
     let names: Vec<&str> = list.groups.iter().map(|g| g.events[0].event.name()).collect();
+    assert_eq!(names, ["INST_RETIRED.ANY", "UNC_M_CAS_COUNT.RD", "UNC_M_CAS_COUNT.RD"]);
+    let boxes: Vec<Option<String>> = list
+        .groups
+        .iter()
+        .map(|g| g.events[0].uncore_box.as_ref().map(|b| b.name.clone()))
+        .collect();
     assert_eq!(
-        names,
+        boxes,
         [
-            "INST_RETIRED.ANY",
-            "UNC_M_CAS_COUNT.RD [uncore_imc_0]",
-            "UNC_M_CAS_COUNT.RD [uncore_imc_1]"
+            None,
+            Some("UNC_M_CAS_COUNT.RD [uncore_imc_0]".into()),
+            Some("UNC_M_CAS_COUNT.RD [uncore_imc_1]".into())
         ]
     );
 

@@ -144,19 +144,27 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
         let mut evaluator = Evaluator::new(tree.model);
         evaluator.literals = literals;
         for (slot, row) in root.slot_rows.iter().enumerate() {
-            let Some(row) = row else { continue };
-            let row = &plan.rows[*row];
+            let Some(r) = row else { continue };
+            let row = &plan.rows[*r];
+            // An uncore event sums its boxes; `source_count()` is how many.
+            evaluator.source_counts[slot] = plan.source_count(*r);
             evaluator.values[slot] = match &row.source {
-                tmetric_engine::Source::Counter(spec) => {
-                    let spec = &plan.specs[*spec];
-                    let on: Vec<u32> = match &spec.cpus {
-                        Some(mask) => cpus.iter().copied().filter(|c| mask.contains(c)).collect(),
-                        None => cpus.clone(),
-                    };
-                    on.iter()
-                        .map(|&c| kernel.true_count(&spec.attr, c, ns).unwrap_or(0) as f64)
-                        .sum()
-                }
+                tmetric_engine::Source::Counter(_) => row
+                    .specs()
+                    .iter()
+                    .map(|&s| {
+                        let spec = &plan.specs[s];
+                        let on: Vec<u32> = match &spec.cpus {
+                            Some(mask) => {
+                                cpus.iter().copied().filter(|c| mask.contains(c)).collect()
+                            }
+                            None => cpus.clone(),
+                        };
+                        on.iter()
+                            .map(|&c| kernel.true_count(&spec.attr, c, ns).unwrap_or(0) as f64)
+                            .sum::<f64>()
+                    })
+                    .sum(),
                 tmetric_engine::Source::Tool(_) => ns as f64 / 1e9,
                 // Not sampled: 0, as perf 6.12 reads it without --record-tpebs.
                 tmetric_engine::Source::RetireLatency => plan.retire_latency_of(&row.name),
@@ -175,10 +183,8 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
             .slot_rows
             .iter()
             .flatten()
-            .filter_map(|&row| match &plan.rows[row].source {
-                tmetric_engine::Source::Counter(spec) => snapshot.aggregate(*spec),
-                _ => None,
-            })
+            .flat_map(|&row| plan.rows[row].specs())
+            .filter_map(|spec| snapshot.aggregate(spec))
             .map(|a| {
                 let stretch = a.enabled as f64 / (a.running as f64).max(1.0);
                 (a.value.max(1) as f64, stretch.max(1.0))
@@ -390,7 +396,14 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
     // 500 ms of task-clock in 1 s; 2.5e9 cycles and 5e9 instructions.
     let snapshot = counts(&plan, &[500_000_000, 75_295, 2_500_000_000, 5_000_000_000]);
     let sample = Sample { counts: &snapshot, seconds: 1.0, rusage: None };
-    let ctx = ViewContext { wall_ns: 1e9, results: &[], noise: &[], hybrid: false };
+    let ctx = ViewContext {
+        wall_ns: 1e9,
+        results: &[],
+        box_results: &[],
+        noise: &[],
+        hybrid: false,
+        bars: None,
+    };
     let lines = view::lines(&plan, &sample, &ctx, false, None);
     let got = labels(&lines);
     assert_eq!(got[0].1.as_deref(), Some("CPUs utilized"));

@@ -177,6 +177,9 @@ pub struct Config {
     pub unit_width: usize,
     /// `--interval-clear`: clear the terminal before each interval.
     pub interval_clear: bool,
+    /// `--errors`: a JSON metric's error bar ([`tmetric_engine::view::Cell::error`]) after its
+    /// label (`± 1.2`, `± ?` when unknown) and as a `metric-error` key in JSON.
+    pub errors: bool,
 }
 
 impl Config {
@@ -197,6 +200,7 @@ impl Config {
             csv_summary: false,
             unit_width: 4,
             interval_clear: false,
+            errors: false,
         }
     }
 }

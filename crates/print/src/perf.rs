@@ -152,7 +152,7 @@ impl<W: Write> Printer<W> {
                 }
                 for row in row_order(units) {
                     for unit in units {
-                        if let Some(line) = unit.lines.iter().find(|l| l.row == row) {
+                        if let Some(line) = unit.lines.iter().find(|l| (l.row, l.part) == row) {
                             let cg = cgroup_of(line);
                             self.aggr_line(
                                 &mut text,
@@ -724,7 +724,16 @@ impl<W: Write> Printer<W> {
                     }
                     _ => text.push_str(&number),
                 }
-                let label = full_label(label, cell, full);
+                let mut label = full_label(label, cell, full);
+                if let Some(error) = cell.error.filter(|_| self.config.errors) {
+                    // tmetric's `--errors`: the bar's half width in the value's format.
+                    label.push_str(" ± ");
+                    label.push_str(&if error.is_nan() {
+                        "?".to_string()
+                    } else {
+                        fixed(error, fmt.decimals, false, l)
+                    });
+                }
                 text.push_str(&format!(" {label:<w$}", w = (METRIC_LEN - 1).saturating_sub(n)));
             }
             Layout::Csv(sep) => {
@@ -769,21 +778,35 @@ impl<W: Write> Printer<W> {
                         None => String::new(),
                     };
                     text.push_str(&format!(
-                        "\"metric-value\" : {}, \"metric-unit\" : {}, \"metric-name\" : {}}}",
+                        "\"metric-value\" : {}, \"metric-unit\" : {}, \"metric-name\" : {}",
                         json_string(&value),
                         json_string(unit),
                         json_string(name)
                     ));
+                    self.json_error(text, cell);
+                    text.push('}');
                     return;
                 }
                 let value = if cell.fmt.is_some() { cell.value } else { 0.0 };
                 text.push_str(&format!(
-                    "\"metric-value\" : {}, \"metric-unit\" : {}}}",
+                    "\"metric-value\" : {}, \"metric-unit\" : {}",
                     json_string(&c_f(value, &tmetric_runtime::locale::NumericLocale::c())),
                     json_string(unit)
                 ));
+                self.json_error(text, cell);
+                text.push('}');
             }
         }
+    }
+
+    /// tmetric's `--errors` in JSON (perf has no such key, so only when asked): the error
+    /// bar's half width as `metric-value` is written (`nan` when it is unknown).
+    fn json_error(&self, text: &mut String, cell: &Cell) {
+        let Some(error) = cell.error.filter(|_| self.config.errors) else { return };
+        let c = tmetric_runtime::locale::NumericLocale::c();
+        let value =
+            if self.config.full && error.is_finite() { error.to_string() } else { c_f(error, &c) };
+        text.push_str(&format!(", \"metric-error\" : {}", json_string(&value)));
     }
 
     /// perf's `print_metric_only*`.
@@ -833,13 +856,14 @@ impl<W: Write> Printer<W> {
     }
 }
 
-/// The rows of `units` in print order: the order of their first appearance.
-fn row_order(units: &[Unit]) -> Vec<usize> {
-    let mut rows: Vec<usize> = Vec::new();
+/// The rows (and uncore boxes of a row) of `units` in print order: the order of their first
+/// appearance.
+fn row_order(units: &[Unit]) -> Vec<(usize, usize)> {
+    let mut rows: Vec<(usize, usize)> = Vec::new();
     for unit in units {
         for line in &unit.lines {
-            if !rows.contains(&line.row) {
-                rows.push(line.row);
+            if !rows.contains(&(line.row, line.part)) {
+                rows.push((line.row, line.part));
             }
         }
     }

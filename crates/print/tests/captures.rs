@@ -19,12 +19,14 @@ fn cell(value: f64, label: &str) -> Cell {
         label: Some(label.into()),
         colour: None,
         source: Some(CellSource { name: "x".into(), unit: label.into(), root: None }),
+        error: None,
     }
 }
 
 fn line(row: usize, count: f64, unit: &str, name: &str, run: u64, metric: (f64, &str)) -> Line {
     Line {
         row,
+        part: 0,
         count: Count::Value(count),
         decimals: if unit == "msec" { 2 } else { 0 },
         unit: unit.into(),

@@ -16,6 +16,7 @@ fn cell(value: f64, fmt: Fmt, label: &str) -> Cell {
         label: Some(label.into()),
         colour: None,
         source: Some(CellSource { name: "x".into(), unit: label.into(), root: None }),
+        error: None,
     }
 }
 
@@ -26,6 +27,7 @@ fn line(row: usize, count: Count, unit: &str, name: &str, cells: Vec<Cell>) -> L
     };
     Line {
         row,
+        part: 0,
         count,
         decimals: if unit == "msec" { 2 } else { 0 },
         unit: unit.into(),
@@ -342,4 +344,32 @@ fn default_metric_groups_print_the_group_name_instead_of_the_count() {
         first,
         r#"{"event-runtime" : 1000000, "pcnt-running" : 100.00, "metricgroup" : "TopdownL1"}"#
     );
+}
+
+/// tmetric's `--errors`: a metric's bar after its label in the default layout (`± ?` when
+/// unknown) and a `metric-error` key after perf's keys in JSON; nothing without the flag.
+#[test]
+fn errors_follow_the_label_and_perfs_json_keys_only_when_asked() {
+    let retiring = Cell { error: Some(1.25), ..cell(25.3, Fmt::SCALED, "%  tma_retiring") };
+    let unknown = Cell { error: Some(f64::NAN), ..cell(4.0, Fmt::SCALED, "%  tma_x") };
+    let lines = vec![line(0, Count::Value(10.0), "", "TOPDOWN.SLOTS", vec![retiring, unknown])];
+    let mut std = Config::new(Layout::Std);
+    std.errors = true;
+    let text = print(std, None, &global(lines.clone()), None);
+    assert!(text.contains("#     25.3 %  tma_retiring ± 1.2  "), "{text}");
+    assert!(text.contains("#      4.0 %  tma_x ± ?  "), "{text}");
+    let plain = print(Config::new(Layout::Std), None, &global(lines.clone()), None);
+    assert!(!plain.contains('±'), "{plain}");
+    let mut json = Config::new(Layout::Json);
+    json.errors = true;
+    let text = print(json, None, &global(lines.clone()), None);
+    assert!(
+        text.contains(
+            "\"metric-value\" : \"25.300000\", \"metric-unit\" : \"%  tma_retiring\", \"metric-error\" : \"1.250000\"}"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\"metric-error\" : \"nan\"}"), "{text}");
+    let plain = print(Config::new(Layout::Json), None, &global(lines), None);
+    assert!(!plain.contains("metric-error"), "{plain}");
 }

@@ -196,12 +196,36 @@ fn raw_numeric_and_format_terms_give_perfs_configs() {
     assert!(c[6].attr.exclude_user && !c[6].attr.exclude_kernel);
     assert_eq!(c[0].kind, EventKind::Pmu("cpu".into()));
     // A PMU named without its instance number is every instance (perf's wildcard), named
-    // with the instance.
-    let boxes = r.list("uncore_imc/event=0x5,umask=0xcf/").unwrap();
+    // as written (perf merges them into one line), each box with its own name for `-A`.
+    let boxes = r.list("uncore_imc/event=0x5,umask=0xcf/,uncore_imc/event=0x4/").unwrap();
     assert_eq!(
         names(&boxes),
-        [["uncore_imc_0/event=0x5,umask=0xcf/"], ["uncore_imc_1/event=0x5,umask=0xcf/"]]
+        [
+            ["uncore_imc/event=0x5,umask=0xcf/"],
+            ["uncore_imc/event=0x5,umask=0xcf/"],
+            ["uncore_imc/event=0x4/"],
+            ["uncore_imc/event=0x4/"]
+        ]
     );
+    let each: Vec<(String, usize)> = boxes
+        .groups
+        .iter()
+        .flat_map(|g| &g.events)
+        .map(|e| e.uncore_box.clone().map(|b| (b.name, b.origin)).expect("a box"))
+        .collect();
+    assert_eq!(
+        each,
+        [
+            ("uncore_imc_0/event=0x5,umask=0xcf/".to_string(), 0),
+            ("uncore_imc_1/event=0x5,umask=0xcf/".to_string(), 0),
+            ("uncore_imc_0/event=0x4/".to_string(), 1),
+            ("uncore_imc_1/event=0x4/".to_string(), 1)
+        ]
+    );
+    // One box named exactly is no box of several.
+    let one = r.list("uncore_imc_1/event=0x5/").unwrap();
+    assert_eq!(names(&one), [["uncore_imc_1/event=0x5/"]]);
+    assert!(one.groups[0].events[0].uncore_box.is_none());
     assert!(boxes.warnings.is_empty(), "a PMU wildcard is not a regrouping");
     // Aliases carry their encoding; the topdown role comes from it.
     let slots = counters(&r.list("cpu/slots/").unwrap());
@@ -265,10 +289,7 @@ fn vendor_events_resolve_bare_and_inside_a_pmu() {
     assert_eq!(c[2].attr.config, 0xc0 | 1 << 24);
     assert!(c[2].attr.exclude_kernel);
     let boxes = r.list("UNC_M_CAS_COUNT.RD").unwrap();
-    assert_eq!(
-        names(&boxes),
-        [["UNC_M_CAS_COUNT.RD [uncore_imc_0]"], ["UNC_M_CAS_COUNT.RD [uncore_imc_1]"]]
-    );
+    assert_eq!(names(&boxes), [["UNC_M_CAS_COUNT.RD"], ["UNC_M_CAS_COUNT.RD"]]);
     let adl = Tree::new("alderlake");
     let hybrid = Resolver::new(&adl.sysfs).with_tables(&Table);
     let list = hybrid.list("inst_retired.any").unwrap();

@@ -73,6 +73,7 @@ impl Printer<'_> {
                         unusable: Vec::new(),
                         by_encoding: Vec::new(),
                         error: blank.map(str::to_string),
+                        why: None,
                         running_pct: o.running_pct,
                         perf: o.printed.as_ref().map(|(text, _)| PerfJson {
                             printed: text,

@@ -359,6 +359,10 @@ pub struct Outcome {
     pub any_present: bool,
     /// Every expression input with a row in this block is `<not counted>`.
     pub all_not_counted: bool,
+    /// Why the value is NaN or 0 although every input has a value: a literal, a
+    /// `has_event()`/`strcmp_cpuid_str()` probe, or a division by inputs that are 0
+    /// ([`Offline::explain`]).
+    pub why: Option<crate::Why>,
 }
 
 impl Outcome {
@@ -459,6 +463,7 @@ impl LogEvaluator {
                     all_not_counted: false,
                     check: None,
                     printed,
+                    why: None,
                 };
             }
         };
@@ -484,8 +489,19 @@ impl LogEvaluator {
         let any_present = with_rows().any(|i| !not_counted(i));
         let all_not_counted = with_rows().next().is_some() && with_rows().all(not_counted);
         let printed = printed.or_else(|| shadow_printed(block, model, root, &inputs));
+        // A NaN or 0 with every input at hand: what decides it, as stat's notes say.
+        // (Inputs read as 0 because they were not counted say so themselves.)
+        let read_as_zero = inputs.iter().any(|i| {
+            i.expr && matches!(i.source, InputSource::NotCounted { .. } | InputSource::LatencyZero)
+        });
+        let why = (result.failure.is_none()
+            && result.missing.is_empty()
+            && !read_as_zero
+            && (result.value.is_nan() || result.value == 0.0))
+            .then(|| self.offline.explain(root))
+            .flatten();
         let mut outcome =
-            Outcome { result, inputs, printed, check: None, any_present, all_not_counted };
+            Outcome { result, inputs, printed, check: None, any_present, all_not_counted, why };
         outcome.check = check(block, model, &outcome);
         outcome
     }

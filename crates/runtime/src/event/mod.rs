@@ -22,6 +22,7 @@ pub use grammar::Span;
 pub use legacy::{DETAILED, Legacy, hardware_config, legacy, legacy_name, software_config};
 pub use resolve::{
     EventList, EventTables, ListEvent, ListGroup, PmuFacts, Resolver, TableEvent, Topdown,
+    UncoreBox,
 };
 
 /// Errors naming an event.
@@ -283,6 +284,49 @@ pub fn resolve_on_pmu(
         return Err(EventError::NoPmu { pmu: pmu_name.to_string(), dir: sysfs.pmu_devices() });
     }
     Resolver::new(sysfs).on_pmu(pmu_name, terms, modifiers, display)
+}
+
+/// One uncore box of an event a PMU name without its box number opened
+/// ([`resolve_on_boxes`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoxEvent {
+    /// The event on this box, named `display`.
+    pub event: CounterEvent,
+    /// The name perf prints for this box alone under `-A`/`--no-merge`
+    /// (`UNC_M_CAS_COUNT.RD [uncore_imc_0]`, `uncore_imc_0/event=0x5/`).
+    pub name: String,
+}
+
+/// [`resolve_on_pmu`], where `pmu_name` may also name the numbered boxes of an uncore PMU
+/// without the number (`uncore_cha` or `cha` for `uncore_cha_0`, `uncore_cha_1`, ...; `imc_0`
+/// for `uncore_imc_0`), as perf matches a metric's event to every box and merges their
+/// counts: the event on each box, in perf's PMU order. A PMU of that exact name is the only
+/// one; a name that matches nothing is [`EventError::NoPmu`].
+pub fn resolve_on_boxes(
+    pmu_name: &str,
+    terms: &str,
+    modifiers: &str,
+    display: &str,
+    sysfs: &Sysfs,
+) -> Result<Vec<BoxEvent>, EventError> {
+    if sysfs.has_pmu(pmu_name) {
+        let event = resolve_on_pmu(pmu_name, terms, modifiers, display, sysfs)?;
+        return Ok(vec![BoxEvent { name: event.name.clone(), event }]);
+    }
+    let resolver = Resolver::new(sysfs);
+    let boxes = resolver.uncore_boxes(pmu_name);
+    if boxes.is_empty() {
+        return Err(EventError::NoPmu { pmu: pmu_name.to_string(), dir: sysfs.pmu_devices() });
+    }
+    let many = boxes.len() > 1;
+    boxes
+        .iter()
+        .map(|p| {
+            let event = resolver.on_pmu(p, terms, modifiers, display)?;
+            let name = if many { resolve::box_name(display, p) } else { display.to_string() };
+            Ok(BoxEvent { event, name })
+        })
+        .collect()
 }
 
 /// Facts that decide how an open error is explained.

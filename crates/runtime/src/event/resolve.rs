@@ -152,6 +152,20 @@ pub struct ListEvent {
     pub pmu: Option<String>,
     /// Its topdown role, on a PMU with PERF_METRICS.
     pub topdown: Option<Topdown>,
+    /// The event is one of several uncore boxes one written event opened on
+    /// (`uncore_imc/cas_count_read/` on `uncore_imc_0`, `uncore_imc_1`): perf merges their
+    /// counts into one line named as written unless `-A`/`--no-merge`.
+    pub uncore_box: Option<UncoreBox>,
+}
+
+/// One box of an uncore event written once and opened on every box of its PMU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UncoreBox {
+    /// The name perf prints for this box alone (perf's `uniquify_event_name`:
+    /// `uncore_imc_0/cas_count_read/`, `UNC_M_CAS_COUNT.RD [uncore_imc_0]`).
+    pub name: String,
+    /// Which written event of the list it comes from (the boxes of one share it).
+    pub origin: usize,
 }
 
 /// One group (or lone event) of a resolved list, after perf's regrouping.
@@ -351,6 +365,8 @@ impl<'a> Resolver<'a> {
         let mut entries: Vec<Entry> = Vec::new();
         let mut wildcard_pmus = false;
         let mut next_group = 0usize;
+        // Events as written, counted: the uncore boxes of one share its number.
+        let mut written = 0usize;
         for item in &ast.items {
             match item {
                 Item::Event(e) => {
@@ -367,10 +383,13 @@ impl<'a> Resolver<'a> {
                     let built = self
                         .expand(e, Spread::All, &mut warnings, &mut wildcard_pmus)
                         .map_err(located)?;
-                    for b in built {
-                        entries.push(Entry::new(b, next_group, false, false, self));
+                    for (b, box_name) in built {
+                        let mut entry = Entry::new(b, next_group, false, false, self);
+                        entry.uncore_box = box_name.map(|name| UncoreBox { name, origin: written });
+                        entries.push(entry);
                         next_group += 1;
                     }
+                    written += 1;
                 }
                 Item::Group(g) => {
                     for e in &g.events {
@@ -386,13 +405,17 @@ impl<'a> Resolver<'a> {
                         let built = self
                             .expand(e, Spread::All, &mut warnings, &mut wildcard_pmus)
                             .map_err(located)?;
-                        for mut b in built {
+                        for (mut b, box_name) in built {
                             if let Resolved::Counter(c) = &mut b.event {
                                 let first = !entries.iter().any(|x| x.group == next_group);
                                 apply_modifiers(&mut c.attr, &mut b.gh, &g.modifiers, true, first);
                             }
-                            entries.push(Entry::new(b, next_group, true, g.modifiers.weak, self));
+                            let mut entry = Entry::new(b, next_group, true, g.modifiers.weak, self);
+                            entry.uncore_box =
+                                box_name.map(|name| UncoreBox { name, origin: written });
+                            entries.push(entry);
                         }
+                        written += 1;
                     }
                     mod_warnings(&g.modifiers, &mut warnings);
                     next_group += 1;
@@ -436,10 +459,10 @@ impl<'a> Resolver<'a> {
         let mut built =
             self.expand(e, Spread::One, &mut warnings, &mut wildcard).map_err(|(_, err)| err)?;
         match built.len() {
-            1 => Ok(built.remove(0).event),
+            1 => Ok(built.remove(0).0.event),
             _ => Err(EventError::Ambiguous {
                 name: e.text.clone(),
-                pmus: built.iter().filter_map(|b| b.pmu.clone()).collect::<Vec<_>>().join(", "),
+                pmus: built.iter().filter_map(|b| b.0.pmu.clone()).collect::<Vec<_>>().join(", "),
             }),
         }
     }
@@ -478,6 +501,15 @@ impl<'a> Resolver<'a> {
         Ok(event)
     }
 
+    /// The uncore PMUs (not core PMUs) a PMU name without its box number names, in perf's
+    /// order (`uncore_cha` and `cha`: `uncore_cha_0`, `uncore_cha_1`, ...).
+    pub fn uncore_boxes(&self, name: &str) -> Vec<String> {
+        self.all_pmus()
+            .into_iter()
+            .filter(|p| !is_core_pmu(self.sysfs, p) && pmu_wildcard_matches(p, name))
+            .collect()
+    }
+
     /// Whether core PMU `pmu` has PERF_METRICS (perf's `evsel__sys_has_perf_metrics`: type 4
     /// with a `slots` event).
     pub fn has_perf_metrics(&self, pmu: &str) -> bool {
@@ -501,7 +533,7 @@ impl<'a> Resolver<'a> {
         spread: Spread,
         warnings: &mut Vec<String>,
         wildcard_pmus: &mut bool,
-    ) -> Result<Vec<Built>, Fail> {
+    ) -> Result<Vec<(Built, Option<String>)>, Fail> {
         let m = &e.modifiers;
         let mods_span = || m.span.clone().unwrap_or(e.span.clone());
         if m.retire_latency {
@@ -540,7 +572,9 @@ impl<'a> Resolver<'a> {
             && built.iter().all(|b| b.pmu.as_deref().is_some_and(|p| !is_core_pmu(self.sysfs, p)));
         // A lone event ([`Resolver::single`]) is not tied to one core PMU: its name stays.
         let hybrid = spread == Spread::All && self.hybrid();
+        let mut boxes = Vec::with_capacity(built.len());
         for b in &mut built {
+            let mut box_name = None;
             match &mut b.event {
                 Resolved::Tool(_) => {
                     if !m.is_empty() {
@@ -554,21 +588,25 @@ impl<'a> Resolver<'a> {
                     }
                 }
                 Resolved::Counter(c) => {
+                    // Boxes of one uncore PMU are named as written (perf merges them into
+                    // one line); each box's own name is for `-A`/`--no-merge`.
                     if !b.named {
-                        c.name = display_name(
-                            &e.text,
-                            b.pmu.as_deref(),
-                            hybrid,
-                            many_uncore,
-                            self.sysfs,
-                        );
+                        c.name = display_name(&e.text, b.pmu.as_deref(), hybrid, false, self.sysfs);
+                    }
+                    if many_uncore {
+                        box_name = Some(if b.named {
+                            c.name.clone()
+                        } else {
+                            display_name(&e.text, b.pmu.as_deref(), hybrid, true, self.sysfs)
+                        });
                     }
                     apply_modifiers(&mut c.attr, &mut b.gh, m, false, true);
                 }
             }
+            boxes.push(box_name);
         }
         mod_warnings(m, warnings);
-        Ok(built)
+        Ok(built.into_iter().zip(boxes).collect())
     }
 
     fn software(
@@ -1414,18 +1452,29 @@ fn display_name(
         };
     }
     if many_uncore {
-        return match text.find('/') {
-            Some(i) => format!("{pmu}{}", &text[i..]),
-            None => format!("{text} [{pmu}]"),
-        };
+        return box_name(text, pmu);
     }
     text.to_string()
+}
+
+/// The name perf prints for `display` counted on uncore box `pmu` alone (`-A`,
+/// `--no-merge`): `uncore_imc_0/event=0x5/` for `uncore_imc/event=0x5/`,
+/// `UNC_M_CAS_COUNT.RD [uncore_imc_0]` for a name.
+pub fn box_name(display: &str, pmu: &str) -> String {
+    if display.starts_with(pmu) {
+        return display.to_string();
+    }
+    match display.find('/') {
+        Some(i) => format!("{pmu}{}", &display[i..]),
+        None => format!("{display} [{pmu}]"),
+    }
 }
 
 /// One event on its way through perf's regrouping.
 #[derive(Debug, Clone)]
 struct Entry {
     built: Built,
+    uncore_box: Option<UncoreBox>,
     /// The group it was written in (each lone event has its own).
     group: usize,
     braced: bool,
@@ -1446,7 +1495,17 @@ impl Entry {
             Some(p) => (p.clone(), false),
             None => (String::from("software"), true),
         };
-        Entry { built, group, braced, weak, idx: 0, pmu_name, software_like, topdown }
+        Entry {
+            built,
+            uncore_box: None,
+            group,
+            braced,
+            weak,
+            idx: 0,
+            pmu_name,
+            software_like,
+            topdown,
+        }
     }
 }
 
@@ -1543,6 +1602,7 @@ fn fix_groups(mut entries: Vec<Entry>, perf_metrics: bool) -> (Vec<ListGroup>, b
             event: e.built.event.clone(),
             pmu: e.built.pmu.clone(),
             topdown: e.topdown,
+            uncore_box: e.uncore_box.clone(),
         };
         if last_leader == Some(leader)
             && let Some(g) = groups.last_mut()
