@@ -132,7 +132,7 @@ fn remove_listed(dir: &Path) -> io::Result<()> {
 pub fn run_simulated(
     args: &StatArgs,
     name: &str,
-    record: Option<&crate::record::perf::RecordTo>,
+    record: Option<&tmetric_record::RecordTo>,
 ) -> anyhow::Result<i32> {
     let machine = Machine::named(name).with_context(|| {
         format!(

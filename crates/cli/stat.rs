@@ -601,7 +601,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
 /// Runs `tmetric stat`, also writing the raw counts to `record` (`tmetric record`).
 pub fn run_recording(
     args: &StatArgs,
-    record: Option<&crate::record::perf::RecordTo>,
+    record: Option<&tmetric_record::RecordTo>,
 ) -> anyhow::Result<i32> {
     let attach = args.pid.is_some() || !args.tid.is_empty();
     if args.command.is_empty() && !system_wide(args) && !attach {
@@ -663,7 +663,7 @@ pub fn run_on<S: Syscalls + Clone>(
     sysfs: &Sysfs,
     proc_root: &Path,
     simulated: Option<&str>,
-    record: Option<&crate::record::perf::RecordTo>,
+    record: Option<&tmetric_record::RecordTo>,
 ) -> anyhow::Result<i32> {
     // Before anything slow: a signal that comes while planning is kept for the run loop.
     let _early_signals = tmetric_runtime::signal::catch_stop_signals()
@@ -879,10 +879,10 @@ pub fn run_on<S: Syscalls + Clone>(
     };
     let mut recorder = match record {
         Some(to) => {
-            let facts = crate::record::HeaderFacts {
-                args,
+            use tmetric_perfstat::perfdata::write::aggr;
+            let facts = tmetric_record::HeaderFacts {
                 plan: session.plan(),
-                failures: session.failure_texts(),
+                failures: session.failures(),
                 splits: session.split_notes(),
                 threads: match &printer.split {
                     Split::Threads { threads, .. } => threads.clone(),
@@ -895,11 +895,29 @@ pub fn run_on<S: Syscalls + Clone>(
                 simulated,
                 target: target_text(args, simulated),
                 system_wide: system_wide(args),
+                interval_ms: args.interval,
+                selection: tmetric_record::format::Selection {
+                    metrics: args.metrics.clone(),
+                    events: args.events.clone(),
+                    model: args.model.clone(),
+                    tpebs_mode: args.record_tpebs.then(|| args.tpebs_mode.clone()),
+                    summary: args.summary,
+                },
+                aggr_mode: [
+                    (args.no_aggr, aggr::NONE),
+                    (args.per_core, aggr::CORE),
+                    (args.per_die, aggr::DIE),
+                    (args.per_socket, aggr::SOCKET),
+                    (args.per_thread, aggr::THREAD),
+                ]
+                .into_iter()
+                .find_map(|(on, mode)| on.then_some(mode))
+                .unwrap_or(aggr::GLOBAL),
             };
             let gone = session.vanished();
             let thread_map = threads.iter().flatten().filter(|t| !gone.contains(&t.0)).cloned();
             let thread_map = thread_map.collect();
-            Some(crate::record::perf::RecordSink::create(to, &facts, &target, thread_map)?)
+            Some(tmetric_record::RecordSink::create(to, &facts, &target, thread_map)?)
         }
         None => None,
     };
@@ -930,8 +948,9 @@ pub fn run_on<S: Syscalls + Clone>(
             };
             if let Some(r) = recorder.as_mut() {
                 let latencies = sampler.is_some().then_some(plan.retire_latency.as_slice());
-                if let Err(e) =
-                    r.interval(tick.number, tick.at, tick.length, tick.counts, latencies)
+                if let Err(e) = r
+                    .interval(tick.number, tick.at, tick.length, tick.counts, latencies)
+                    .map_err(anyhow::Error::from)
                 {
                     warn(&format!(
                         "{e:#}; the record stops here, counting goes on and the counts still print"
@@ -987,7 +1006,7 @@ pub fn run_on<S: Syscalls + Clone>(
     if let Some(r) = recorder {
         let latencies = args.record_tpebs.then_some(session.plan().retire_latency.as_slice());
         let code = if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) };
-        let end = r.finish(&crate::record::RunEnd {
+        let end = r.finish(&tmetric_record::RunEnd {
             totals: &report.totals,
             elapsed: report.elapsed,
             rusage,
@@ -998,7 +1017,7 @@ pub fn run_on<S: Syscalls + Clone>(
             reads: if error_bar_reads(args).is_some() { &report.samples } else { &[] },
         });
         // Said after the counts, which still print.
-        record_failed = record_failed.or(end.err());
+        record_failed = record_failed.or(end.err().map(Into::into));
     }
     if args.interval.is_none() || args.summary {
         // perf's `ru_display`: user and system time for one run of a command with no other
