@@ -1,0 +1,102 @@
+//! `tmetric serve`'s exporter and `tmetric rules`' generators: compiled metrics per host and
+//! per cgroup over HTTP for Prometheus (`collector`: engine sessions read every interval;
+//! `expo`: Prometheus text, OpenMetrics and JSON; `http`: the endpoints; `cgroups`:
+//! discovery and path labels; `names`: Prometheus names and base units), and the recording
+//! rules and Grafana dashboard that compute the same metrics from the exported raw counters
+//! (`rules`).
+#![forbid(unsafe_code)]
+
+pub mod cgroups;
+pub mod collector;
+pub mod expo;
+pub mod http;
+pub mod names;
+pub mod rules;
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use tmetric_runtime::Syscalls;
+
+pub use collector::{CollectError, Collector, MachineInfo, Options};
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// `host:port` to listen on.
+    pub listen: String,
+    /// HTTP worker threads.
+    pub workers: usize,
+    /// Stop after this many intervals (tests and benchmarks); `None`: until a signal.
+    pub intervals: Option<u64>,
+}
+
+/// Publishes the collector's state for the server.
+pub fn publish<S: Syscalls + Clone>(collector: &Collector<S>, shared: &http::Shared) {
+    let families = expo::families(collector);
+    let prometheus = families.render(expo::Format::Prometheus).into_bytes();
+    let openmetrics = families.render(expo::Format::OpenMetrics).into_bytes();
+    let json = serde_json::to_vec_pretty(&expo::json(collector)).unwrap_or_default();
+    if let Ok(mut p) = shared.write() {
+        p.prometheus = Arc::new(prometheus);
+        p.openmetrics = Arc::new(openmetrics);
+        p.json = Arc::new(json);
+        p.at = Some(Instant::now());
+        p.interval = collector.options.interval;
+        p.problem = None;
+    }
+}
+
+/// Serves until SIGINT, SIGTERM, SIGHUP or SIGQUIT (or `options.intervals` intervals):
+/// reads the collector's targets `reads` times per interval, ends each interval and publishes
+/// it. `ready` is told the address once the server listens.
+pub fn serve<S: Syscalls + Clone>(
+    mut collector: Collector<S>,
+    options: &ServeOptions,
+    ready: impl FnOnce(std::net::SocketAddr),
+) -> Result<(), String> {
+    let signals = tmetric_runtime::signal::catch_stop_signals()
+        .map_err(|e| format!("cannot catch signals: {e}"))?;
+    let shared: http::Shared = Arc::new(RwLock::new(http::Published {
+        interval: collector.options.interval,
+        ..http::Published::default()
+    }));
+    let server = http::start(&options.listen, Arc::clone(&shared), options.workers)?;
+    ready(server.addr);
+    let interval = collector.options.interval;
+    let reads = collector.options.reads.max(2);
+    let step = interval / reads;
+    let start = Instant::now();
+    let mut tick: u64 = 0;
+    let mut stop = false;
+    while !stop {
+        tick += 1;
+        let due = start + step * tick as u32;
+        // Sleep in short steps so a signal ends the wait at once.
+        loop {
+            if !signals.drain().is_empty() {
+                stop = true;
+                break;
+            }
+            let now = Instant::now();
+            if now >= due {
+                break;
+            }
+            std::thread::sleep((due - now).min(Duration::from_millis(50)));
+        }
+        if stop {
+            break;
+        }
+        if tick % u64::from(reads) == 0 {
+            collector.end_interval();
+            publish(&collector, &shared);
+            if options.intervals.is_some_and(|n| collector.status.intervals >= n) {
+                break;
+            }
+        } else {
+            collector.read();
+        }
+    }
+    server.stop();
+    Ok(())
+}
