@@ -18,8 +18,14 @@ use crate::cgroups::{self, Selection};
 use crate::names::{self, Exported};
 
 /// Descriptors kept back from the budget for HTTP connections, sysfs reads and the signal
-/// pipe, so counting never starves the server.
+/// pipe, so counting never starves the server (a quarter of a lower limit).
 pub const RESERVED_DESCRIPTORS: usize = 256;
+
+/// The descriptors counting may take under an open-file limit of `limit`.
+pub fn budget_under(limit: u64) -> usize {
+    let limit = limit as usize;
+    limit.saturating_sub(RESERVED_DESCRIPTORS.min(limit / 4))
+}
 
 /// The machine being counted.
 #[derive(Debug, Clone)]
@@ -246,11 +252,9 @@ impl<S: Syscalls + Clone> Collector<S> {
         };
         let limit = sys.raise_fd_limit();
         let budget = match (options.max_descriptors, limit) {
-            (Some(max), Some(limit)) => {
-                max.min((limit as usize).saturating_sub(RESERVED_DESCRIPTORS))
-            }
+            (Some(max), Some(limit)) => max.min(budget_under(limit)),
             (Some(max), None) => max,
-            (None, Some(limit)) => (limit as usize).saturating_sub(RESERVED_DESCRIPTORS),
+            (None, Some(limit)) => budget_under(limit),
             (None, None) => usize::MAX,
         };
         let exports = dedup_families(&base);

@@ -100,8 +100,8 @@ pub fn metric_rule(family: &str, window: &str) -> String {
 struct Translator<'a> {
     model: &'static Model,
     window: &'a str,
-    /// Recorded metrics (model index) and their degree.
-    done: BTreeMap<usize, Option<i32>>,
+    /// Translated metrics (model index).
+    done: BTreeMap<usize, Term>,
     failed: BTreeMap<usize, String>,
     rules: Vec<Rule>,
     common: bool,
@@ -112,10 +112,12 @@ impl Translator<'_> {
         self.model.metrics.iter().position(|m| self.model.str(m.name) == name)
     }
 
-    /// Translates metric `m` (and first what it reads); its degree, or why not.
-    fn metric(&mut self, m: usize, depth: usize) -> Result<Option<i32>, String> {
-        if let Some(d) = self.done.get(&m) {
-            return Ok(*d);
+    /// Translates metric `m` (and first what it reads): its term before `ScaleUnit`. A metric
+    /// that is a ratio or a rate is recorded as a rule, and the term names the rule; any
+    /// other (a count such as `tma_info_thread_slots`) is inlined where it is read.
+    fn metric(&mut self, m: usize, depth: usize) -> Result<Term, String> {
+        if let Some(t) = self.done.get(&m) {
+            return Ok(t.clone());
         }
         if let Some(why) = self.failed.get(&m) {
             return Err(why.clone());
@@ -128,36 +130,45 @@ impl Translator<'_> {
         let result = tmetric_expr::parse(text)
             .map_err(|e| format!("its expression does not parse: {e}"))
             .and_then(|expr| self.term(m, &expr, depth));
-        match result {
-            Ok(term) => {
-                if term.degree.is_some_and(|d| d != 0) {
-                    let why = "its value grows with the interval's length (a count, not a ratio or a rate): use rate() of tmetric_event_total instead".to_string();
-                    self.failed.insert(m, why.clone());
-                    return Err(why);
-                }
-                let exported = names::exported(self.model, m);
-                let mut text = term.text;
-                if exported.factor != 1.0 {
-                    text = format!("({text}) * {}", names::number(exported.factor));
-                }
-                if term.shape != Shape::Full {
-                    let why = "it reads no event (a constant or machine literals only): nothing to aggregate".to_string();
-                    self.failed.insert(m, why.clone());
-                    return Err(why);
-                }
-                self.rules.push(Rule {
-                    record: metric_rule(&exported.family, self.window),
-                    expr: text,
-                    metric: self.model.str(desc.name).to_string(),
-                });
-                self.done.insert(m, term.degree);
-                Ok(term.degree)
-            }
+        let term = match result {
+            Ok(term) => term,
             Err(why) => {
                 self.failed.insert(m, why.clone());
-                Err(why)
+                return Err(why);
             }
+        };
+        let term = if term.shape == Shape::Full && term.degree.is_none_or(|d| d == 0) {
+            let exported = names::exported(self.model, m);
+            let record = metric_rule(&exported.family, self.window);
+            let expr = if exported.factor != 1.0 {
+                format!("{} * {}", term.text, names::number(exported.factor))
+            } else {
+                term.text.clone()
+            };
+            self.rules.push(Rule { record: record.clone(), expr, metric: self.model.str(desc.name).to_string() });
+            let text = if exported.factor != 1.0 {
+                format!("({record} / {})", names::number(exported.factor))
+            } else {
+                record
+            };
+            Term { text, ..term }
+        } else {
+            Term { text: format!("({})", term.text), ..term }
+        };
+        self.done.insert(m, term.clone());
+        Ok(term)
+    }
+
+    /// Why a selected metric has no rule, if it has none.
+    fn recorded(&mut self, m: usize) -> Result<(), String> {
+        let term = self.metric(m, 0)?;
+        if term.shape != Shape::Full {
+            return Err("it reads no event (a constant or machine literals only): nothing to aggregate".into());
         }
+        if term.degree.is_some_and(|d| d != 0) {
+            return Err("its value grows with the interval's length (a count, not a ratio or a rate): aggregate rate(tmetric_event_total) instead".into());
+        }
+        Ok(())
     }
 
     fn leaf_event(&self, name: &str) -> Term {
@@ -186,16 +197,9 @@ impl Translator<'_> {
         }).or_else(|| self.metric_index(name).filter(|_| {
             !desc.slots.iter().any(|&s| self.model.str(self.model.ids[s as usize].text) == name)
         })) {
-            let degree = self
+            return self
                 .metric(k, depth + 1)
-                .map_err(|why| format!("it reads {name}, which is not translated ({why})"))?;
-            let family = names::exported(self.model, k);
-            let text = if family.factor != 1.0 {
-                format!("({} / {})", metric_rule(&family.family, self.window), names::number(family.factor))
-            } else {
-                metric_rule(&family.family, self.window)
-            };
-            return Ok(Term { text, shape: Shape::Full, degree, number: None });
+                .map_err(|why| format!("it reads {name}, which is not translated ({why})"));
         }
         let Some(&slot) = desc
             .slots
@@ -450,7 +454,7 @@ pub fn rules(model: &'static Model, metrics: &[usize], window: &str) -> RuleSet 
     };
     let mut skipped = Vec::new();
     for &m in metrics {
-        if let Err(why) = t.metric(m, 0) {
+        if let Err(why) = t.recorded(m) {
             skipped.push((model.str(model.metrics[m].name).to_string(), why));
         }
     }
