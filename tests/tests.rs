@@ -13,6 +13,7 @@ mod cli_per_thread;
 mod cli_perf_contract;
 mod cli_record;
 mod cli_record_perf;
+mod cli_serve;
 mod cli_secure;
 mod cli_sim;
 mod cli_stat;

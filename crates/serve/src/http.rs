@@ -140,13 +140,15 @@ fn respond(request: Request, shared: &Shared) {
     let length = body.len();
     // tiny_http sends no body for HEAD itself.
     let data = Cursor::new(ArcBytes(body));
+    // The length is known: never chunked (tiny_http chunks bodies past 32 KiB by default).
     let response = Response::new(
         tiny_http::StatusCode(status),
         vec![header("Content-Type", content_type)],
         data,
         Some(length),
         None,
-    );
+    )
+    .with_chunked_threshold(usize::MAX);
     let _ = request.respond(response);
 }
 
