@@ -161,9 +161,8 @@ impl Prometheus {
     fn start(target: &str, scrape_ms: u64, rules: Option<&Path>) -> Prometheus {
         let dir = tempfile::Builder::new().prefix("tmetric-prometheus-").tempdir().unwrap();
         let config = dir.path().join("prometheus.yml");
-        let rule_files = rules
-            .map(|r| format!("rule_files:\n  - {}\n", r.display()))
-            .unwrap_or_default();
+        let rule_files =
+            rules.map(|r| format!("rule_files:\n  - {}\n", r.display())).unwrap_or_default();
         std::fs::write(
             &config,
             format!(
@@ -184,8 +183,7 @@ impl Prometheus {
         let p = Prometheus { child, addr, _dir: dir };
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if TcpStream::connect(&p.addr).is_ok() && http_get(&p.addr, "/-/ready", None).0 == 200
-            {
+            if TcpStream::connect(&p.addr).is_ok() && http_get(&p.addr, "/-/ready", None).0 == 200 {
                 return p;
             }
             assert!(Instant::now() < deadline, "prometheus did not become ready");
@@ -195,7 +193,8 @@ impl Prometheus {
 
     /// An instant query: `(labels, value)` per series.
     fn query(&self, q: &str) -> Vec<(Value, f64)> {
-        let (status, body) = http_get(&self.addr, &format!("/api/v1/query?query={}", encode(q)), None);
+        let (status, body) =
+            http_get(&self.addr, &format!("/api/v1/query?query={}", encode(q)), None);
         assert_eq!(status, 200, "{q}: {body}");
         let v: Value = serde_json::from_str(&body).unwrap();
         v["data"]["result"]
@@ -241,7 +240,11 @@ fn promtool_metrics(text: &str) -> Result<(), String> {
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
     }
 }
 
@@ -286,11 +289,30 @@ fn rules_say_what_they_cannot_translate() {
     assert!(yaml.contains("# not translated: x86/sapphirerapids tma_info_thread_slots: its value grows with the interval's length"), "{yaml}");
     assert!(stderr(&out).contains("tma_info_thread_slots is not translated"));
     // The dashboard: TopdownL1 and L2 per host and per cgroup, from the exported gauges.
-    let out = tmetric(&["rules", "-M", "TopdownL1,TopdownL2", "--model", "sapphirerapids", "--dashboard"]);
+    let out = tmetric(&[
+        "rules",
+        "-M",
+        "TopdownL1,TopdownL2",
+        "--model",
+        "sapphirerapids",
+        "--dashboard",
+    ]);
     let dash: Value = serde_json::from_slice(&out.stdout).unwrap();
     let panels = dash["panels"].as_array().unwrap();
-    let rows: Vec<&str> = panels.iter().filter(|p| p["type"] == "row").map(|p| p["title"].as_str().unwrap()).collect();
-    assert_eq!(rows, ["TopdownL1 per host", "TopdownL2 per host", "TopdownL1 per cgroup", "TopdownL2 per cgroup"]);
+    let rows: Vec<&str> = panels
+        .iter()
+        .filter(|p| p["type"] == "row")
+        .map(|p| p["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "TopdownL1 per host",
+            "TopdownL2 per host",
+            "TopdownL1 per cgroup",
+            "TopdownL2 per cgroup"
+        ]
+    );
     let exprs: Vec<&str> = panels.iter().filter_map(|p| p["targets"][0]["expr"].as_str()).collect();
     assert_eq!(exprs.len(), 24);
     assert!(exprs.contains(&"tmetric_tma_retiring_ratio{instance=~\"$instance\",cgroup=~\"$cgroup\",model=\"x86/sapphirerapids\"}"));
@@ -311,8 +333,16 @@ fn prometheus_scrapes_software_metrics_per_cgroup_with_tmetrics_values() {
     let (busy_path, idle_path) = (format!("/{}", busy.name), format!("/{}", idle.name));
     let mut spinner = busy.spin(40_000);
     let serve = Serve::start(&[
-        "-M", "Software", "--cgroup", &busy_path, "--cgroup", &idle_path, "--interval", "1s",
-        "--reads", "2",
+        "-M",
+        "Software",
+        "--cgroup",
+        &busy_path,
+        "--cgroup",
+        &idle_path,
+        "--interval",
+        "1s",
+        "--reads",
+        "2",
     ]);
     let prom = Prometheus::start(&serve.addr, 250, None);
     // promtool accepts /metrics once cgroups are counted.
@@ -321,7 +351,8 @@ fn prometheus_scrapes_software_metrics_per_cgroup_with_tmetrics_values() {
     let (status, text) = serve.get("/metrics");
     assert_eq!(status, 200);
     promtool_metrics(&text).unwrap();
-    let (_, om) = http_get(&serve.addr, "/metrics", Some("application/openmetrics-text;version=1.0.0"));
+    let (_, om) =
+        http_get(&serve.addr, "/metrics", Some("application/openmetrics-text;version=1.0.0"));
     assert!(om.ends_with("# EOF\n"));
     assert_eq!(serve.get("/healthz"), (200, "ok\n".to_string()));
     prom.wait_for(&format!("tmetric_cpus_utilized{{cgroup=\"{busy_path}\"}}"));
@@ -376,7 +407,14 @@ fn recording_rules_evaluate_to_tmetrics_values_on_a_simulated_pmu() {
     let dir = tempfile::tempdir().unwrap();
     let rules = dir.path().join("rules.yml");
     let out = tmetric(&[
-        "rules", "-M", "TopdownL1,TopdownL2", "--model", "sapphirerapids", "--window", "3s", "-o",
+        "rules",
+        "-M",
+        "TopdownL1,TopdownL2",
+        "--model",
+        "sapphirerapids",
+        "--window",
+        "3s",
+        "-o",
         rules.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -384,8 +422,16 @@ fn recording_rules_evaluate_to_tmetrics_values_on_a_simulated_pmu() {
     assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stdout));
     assert!(String::from_utf8_lossy(&check.stdout).contains("SUCCESS: 13 rules found"));
     let serve = Serve::start(&[
-        "--pmu-sim", "sapphirerapids", "-M", "TopdownL1,TopdownL2", "--cgroup",
-        &format!("/{}", a.name), "--cgroup", &format!("/{}", b.name), "--interval", "1s",
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1,TopdownL2",
+        "--cgroup",
+        &format!("/{}", a.name),
+        "--cgroup",
+        &format!("/{}", b.name),
+        "--interval",
+        "1s",
     ]);
     let prom = Prometheus::start(&serve.addr, 250, Some(&rules));
     serve.json_after(1);
@@ -459,8 +505,16 @@ fn cgroups_come_and_go_during_scrapes_and_the_budget_is_said() {
     let per_target = 6 * cpus;
     let budget = (3 * per_target).to_string();
     let serve = Serve::start(&[
-        "-M", "Software", "--cgroup", &pattern, "--interval", "300ms", "--reads", "2",
-        "--max-descriptors", &budget,
+        "-M",
+        "Software",
+        "--cgroup",
+        &pattern,
+        "--interval",
+        "300ms",
+        "--reads",
+        "2",
+        "--max-descriptors",
+        &budget,
     ]);
     let view = serve.json_after(1);
     assert_eq!(view["targets"].as_array().unwrap().len(), 2, "{view}");
@@ -593,7 +647,14 @@ fn load(mount: &Path, churn: usize, seconds: f64) -> (Vec<Duration>, (usize, u64
     let tag = format!("load{churn}");
     let pattern = format!("/tmetric-test-{tag}-*-{}", std::process::id());
     let serve = Serve::start(&[
-        "-M", "Software", "--cgroup", &pattern, "--interval", "500ms", "--reads", "2",
+        "-M",
+        "Software",
+        "--cgroup",
+        &pattern,
+        "--interval",
+        "500ms",
+        "--reads",
+        "2",
     ]);
     serve.json_after(2);
     let before = fds_and_rss(serve.pid());
@@ -683,7 +744,15 @@ fn load_full() {
         let pattern = format!("/tmetric-test-cost{n}-*-{}", std::process::id());
         let seconds = 20.0;
         let serve = Serve::start(&[
-            "-M", "Software", "--no-host", "--cgroup", &pattern, "--interval", "1s", "--reads", "2",
+            "-M",
+            "Software",
+            "--no-host",
+            "--cgroup",
+            &pattern,
+            "--interval",
+            "1s",
+            "--reads",
+            "2",
         ]);
         let v0 = serve.json_after(1);
         let c0 = cpu_seconds(serve.pid());
@@ -691,7 +760,17 @@ fn load_full() {
         // The same events per cgroup, perf's way, at the same time.
         let events = "task-clock,context-switches,cpu-migrations,page-faults,major-faults,msr/tsc/";
         let mut perf = Command::new("perf")
-            .args(["stat", "-a", "-I", "1000", "-x,", "-e", events, "--for-each-cgroup", &names.join(",")])
+            .args([
+                "stat",
+                "-a",
+                "-I",
+                "1000",
+                "-x,",
+                "-e",
+                events,
+                "--for-each-cgroup",
+                &names.join(","),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

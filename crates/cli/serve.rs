@@ -93,7 +93,13 @@ pub struct ServeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct RulesArgs {
     /// Metrics or metric groups, comma-separated, as `stat -M`.
-    #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',', required = true)]
+    #[arg(
+        short = 'M',
+        long = "metrics",
+        value_name = "METRICS",
+        value_delimiter = ',',
+        required = true
+    )]
     pub metrics: Vec<String>,
     /// The CPU model (default: this machine's).
     #[arg(long, value_name = "MODEL")]
@@ -117,7 +123,9 @@ pub fn parse_duration(text: &str) -> anyhow::Result<Duration> {
         None => (t, "s"),
     };
     let value: f64 = number.parse().map_err(|_| {
-        anyhow::anyhow!("`{text}` is not a duration: give a number and a unit, such as 10s, 500ms or 1m")
+        anyhow::anyhow!(
+            "`{text}` is not a duration: give a number and a unit, such as 10s, 500ms or 1m"
+        )
     })?;
     let seconds = match unit {
         "ms" => value / 1e3,
@@ -146,8 +154,9 @@ fn selection(args: &ServeArgs) -> anyhow::Result<Selection> {
         }
         Some(list) => {
             for p in list.split(',').filter(|p| !p.trim().is_empty()) {
-                patterns
-                    .push(Pattern::new(p).map_err(anyhow::Error::msg).context("--for-each-cgroup")?);
+                patterns.push(
+                    Pattern::new(p).map_err(anyhow::Error::msg).context("--for-each-cgroup")?,
+                );
             }
         }
         None => {}
@@ -156,7 +165,9 @@ fn selection(args: &ServeArgs) -> anyhow::Result<Selection> {
 }
 
 fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// Runs `tmetric serve`.

@@ -182,7 +182,8 @@ pub fn run_simulated(
     record: Option<&crate::record::perf::RecordTo>,
 ) -> anyhow::Result<i32> {
     let sim = simulated(name, args.pmu_sim_workload.as_deref())?;
-    let result = stat::run_on(args, sim.kernel.clone(), &sim.sysfs, &sim.proc_root, Some(name), record);
+    let result =
+        stat::run_on(args, sim.kernel.clone(), &sim.sysfs, &sim.proc_root, Some(name), record);
     drop(sim);
     result
 }

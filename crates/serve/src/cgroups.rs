@@ -162,12 +162,14 @@ fn wanted(selection: &Selection, path: &str) -> bool {
 pub fn labels_of(path: &str) -> Vec<(&'static str, String)> {
     let comps: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     let mut labels: Vec<(&'static str, String)> = Vec::new();
-    let set = |labels: &mut Vec<(&'static str, String)>, key: &'static str, value: String| {
-        match labels.iter_mut().find(|(k, _)| *k == key) {
+    let set =
+        |labels: &mut Vec<(&'static str, String)>, key: &'static str, value: String| match labels
+            .iter_mut()
+            .find(|(k, _)| *k == key)
+        {
             Some(slot) => slot.1 = value,
             None => labels.push((key, value)),
-        }
-    };
+        };
     let kube = comps.first().is_some_and(|c| c.starts_with("kubepods"));
     for (i, comp) in comps.iter().enumerate() {
         if let Some(slice) = comp.strip_suffix(".slice") {
@@ -210,7 +212,10 @@ pub fn labels_of(path: &str) -> Vec<(&'static str, String)> {
             }
         }
     }
-    if kube && labels.iter().any(|(k, _)| *k == "pod_uid") && !labels.iter().any(|(k, _)| *k == "qos_class") {
+    if kube
+        && labels.iter().any(|(k, _)| *k == "pod_uid")
+        && !labels.iter().any(|(k, _)| *k == "qos_class")
+    {
         // Pods directly under kubepods are guaranteed.
         labels.push(("qos_class", "guaranteed".to_string()));
     }
@@ -221,9 +226,10 @@ pub fn labels_of(path: &str) -> Vec<(&'static str, String)> {
 fn is_uid(text: &str) -> bool {
     let parts: Vec<&str> = text.split('-').collect();
     parts.len() == 5
-        && parts.iter().zip([8, 4, 4, 4, 12]).all(|(p, n)| {
-            p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit())
-        })
+        && parts
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A container id: 64 hexadecimal digits.
@@ -262,7 +268,10 @@ mod tests {
         let get = |l: &[(&str, String)], k: &str| {
             l.iter().find(|(key, _)| *key == k).map(|(_, v)| v.clone())
         };
-        assert_eq!(get(&labels, "pod_uid").as_deref(), Some("12345678-1234-1234-1234-123456789abc"));
+        assert_eq!(
+            get(&labels, "pod_uid").as_deref(),
+            Some("12345678-1234-1234-1234-123456789abc")
+        );
         assert_eq!(get(&labels, "qos_class").as_deref(), Some("burstable"));
         assert_eq!(get(&labels, "container_id"), Some(id.clone()));
         assert_eq!(get(&labels, "container_runtime").as_deref(), Some("cri-containerd"));

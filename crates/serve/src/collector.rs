@@ -27,6 +27,9 @@ pub fn budget_under(limit: u64) -> usize {
     limit.saturating_sub(RESERVED_DESCRIPTORS.min(limit / 4))
 }
 
+/// An aggregation unit: its label (`("cpu", "3")`; `None` for the whole target) and CPUs.
+pub type UnitSpec = (Option<(&'static str, String)>, Vec<i32>);
+
 /// The machine being counted.
 #[derive(Debug, Clone)]
 pub struct MachineInfo {
@@ -168,7 +171,7 @@ pub struct Collector<S: Syscalls + Clone> {
     /// The online CPUs.
     pub cpus: Vec<u32>,
     /// The units counts are split into.
-    pub units: Vec<(Option<(&'static str, String)>, Vec<i32>)>,
+    pub units: Vec<UnitSpec>,
     /// The host, when counted.
     pub host: Option<Counted<S>>,
     /// Counted cgroups by path.
@@ -346,10 +349,8 @@ impl<S: Syscalls + Clone> Collector<S> {
             for p in patterns.iter().filter(|p| p.is_literal()) {
                 let path = p.literal_path();
                 if !found.contains(&path) {
-                    self.left_out.insert(
-                        path,
-                        format!("no such cgroup under {} (yet)", mount.display()),
-                    );
+                    self.left_out
+                        .insert(path, format!("no such cgroup under {} (yet)", mount.display()));
                 }
             }
         }
@@ -378,8 +379,7 @@ impl<S: Syscalls + Clone> Collector<S> {
                 }
                 Err(e) => {
                     // Gone between the walk and the open: not an error worth keeping.
-                    let gone =
-                        !mount.join(path.trim_start_matches('/')).is_dir() && path != "/";
+                    let gone = !mount.join(path.trim_start_matches('/')).is_dir() && path != "/";
                     if !gone {
                         self.left_out.insert(path, e.to_string());
                     }
@@ -394,10 +394,9 @@ impl<S: Syscalls + Clone> Collector<S> {
         for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {
             match counted.session.read() {
                 Ok(snapshot) => counted.reads.push(snapshot),
-                Err(e) => errors.push(format!(
-                    "{}: {e}",
-                    counted.cgroup.as_deref().unwrap_or("host")
-                )),
+                Err(e) => {
+                    errors.push(format!("{}: {e}", counted.cgroup.as_deref().unwrap_or("host")))
+                }
             }
         }
         self.status.errors.extend(errors);

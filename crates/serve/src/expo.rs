@@ -116,7 +116,9 @@ impl Families {
         for f in &self.list {
             let (type_name, type_word, suffix) = match (f.kind, format) {
                 (Kind::Gauge, _) => (f.name.clone(), "gauge", ""),
-                (Kind::Counter, Format::Prometheus) => (format!("{}_total", f.name), "counter", "_total"),
+                (Kind::Counter, Format::Prometheus) => {
+                    (format!("{}_total", f.name), "counter", "_total")
+                }
                 (Kind::Counter, Format::OpenMetrics) => (f.name.clone(), "counter", "_total"),
                 (Kind::Info, Format::Prometheus) => (format!("{}_info", f.name), "gauge", "_info"),
                 (Kind::Info, Format::OpenMetrics) => (f.name.clone(), "info", "_info"),
@@ -224,7 +226,11 @@ fn metric_help<S: Syscalls + Clone>(c: &Collector<S>, root: usize) -> String {
 }
 
 /// The value of root `r` in its exported unit, when it has one worth exporting.
-pub fn exported_value<S: Syscalls + Clone>(c: &Collector<S>, unit: &UnitValues, r: usize) -> Result<f64, String> {
+pub fn exported_value<S: Syscalls + Clone>(
+    c: &Collector<S>,
+    unit: &UnitValues,
+    r: usize,
+) -> Result<f64, String> {
     let result = &unit.results[r];
     if let Some(fail) = result.failure {
         return Err(format!("no value: {fail}"));
@@ -272,27 +278,104 @@ pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
         }
     }
     let s = &c.status;
-    f.add("tmetric_intervals", Kind::Counter, "Intervals ended (each computes every metric anew)", &none, s.intervals.to_string());
-    f.add("tmetric_interval_seconds", Kind::Gauge, "Length of the last interval, in seconds", &none, number(s.seconds));
-    let ended = s.ended.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0.0, |d| d.as_secs_f64());
-    f.add("tmetric_last_interval_end_timestamp_seconds", Kind::Gauge, "When the last interval ended (Unix time), in seconds", &none, number(ended));
+    f.add(
+        "tmetric_intervals",
+        Kind::Counter,
+        "Intervals ended (each computes every metric anew)",
+        &none,
+        s.intervals.to_string(),
+    );
+    f.add(
+        "tmetric_interval_seconds",
+        Kind::Gauge,
+        "Length of the last interval, in seconds",
+        &none,
+        number(s.seconds),
+    );
+    let ended =
+        s.ended.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0.0, |d| d.as_secs_f64());
+    f.add(
+        "tmetric_last_interval_end_timestamp_seconds",
+        Kind::Gauge,
+        "When the last interval ended (Unix time), in seconds",
+        &none,
+        number(ended),
+    );
     f.add("tmetric_collector_cpu_seconds", Kind::Counter, "CPU time tmetric's collector spent reading, evaluating and discovering cgroups, in seconds", &none, number(s.cpu_seconds_total));
     f.add("tmetric_collector_interval_cpu_seconds", Kind::Gauge, "CPU time the collector spent on the last interval's end (last read, evaluation of every target, discovery), in seconds", &none, number(s.cpu_seconds));
-    f.add("tmetric_descriptors", Kind::Gauge, "Event descriptors open (events x CPUs x targets)", &none, c.descriptors().to_string());
+    f.add(
+        "tmetric_descriptors",
+        Kind::Gauge,
+        "Event descriptors open (events x CPUs x targets)",
+        &none,
+        c.descriptors().to_string(),
+    );
     let budget = if c.budget == usize::MAX { f64::INFINITY } else { c.budget as f64 };
     f.add("tmetric_descriptor_budget", Kind::Gauge, "At most this many event descriptors are opened (--max-descriptors, or the open-file limit less a reserve); cgroups that would pass it are left out", &none, number(budget));
-    f.add("tmetric_target_descriptors", Kind::Gauge, "Event descriptors one target (the host or a cgroup) takes: counters x CPUs", &none, c.cost.to_string());
-    f.add("tmetric_cgroups", Kind::Gauge, "Cgroups by state: counted, or left out (see tmetric_cgroup_left_out_info)", &none.with("state", "counted"), c.cgroups.len().to_string());
-    f.add("tmetric_cgroups", Kind::Gauge, "", &none.with("state", "left_out"), c.left_out.len().to_string());
-    f.add("tmetric_cgroups_added", Kind::Counter, "Cgroups picked up after the start", &none, s.added.to_string());
-    f.add("tmetric_cgroups_removed", Kind::Counter, "Cgroups dropped because they vanished", &none, s.removed.to_string());
-    f.family("tmetric_cgroup_left_out", Kind::Info, "A cgroup that matches but is not counted, and why (the descriptor budget, a refusal, ...)");
+    f.add(
+        "tmetric_target_descriptors",
+        Kind::Gauge,
+        "Event descriptors one target (the host or a cgroup) takes: counters x CPUs",
+        &none,
+        c.cost.to_string(),
+    );
+    f.add(
+        "tmetric_cgroups",
+        Kind::Gauge,
+        "Cgroups by state: counted, or left out (see tmetric_cgroup_left_out_info)",
+        &none.with("state", "counted"),
+        c.cgroups.len().to_string(),
+    );
+    f.add(
+        "tmetric_cgroups",
+        Kind::Gauge,
+        "",
+        &none.with("state", "left_out"),
+        c.left_out.len().to_string(),
+    );
+    f.add(
+        "tmetric_cgroups_added",
+        Kind::Counter,
+        "Cgroups picked up after the start",
+        &none,
+        s.added.to_string(),
+    );
+    f.add(
+        "tmetric_cgroups_removed",
+        Kind::Counter,
+        "Cgroups dropped because they vanished",
+        &none,
+        s.removed.to_string(),
+    );
+    f.family(
+        "tmetric_cgroup_left_out",
+        Kind::Info,
+        "A cgroup that matches but is not counted, and why (the descriptor budget, a refusal, ...)",
+    );
     for (cg, why) in &c.left_out {
-        f.add("tmetric_cgroup_left_out", Kind::Info, "", &none.with("cgroup", cg).with("reason", why), "1".into());
+        f.add(
+            "tmetric_cgroup_left_out",
+            Kind::Info,
+            "",
+            &none.with("cgroup", cg).with("reason", why),
+            "1".into(),
+        );
     }
     f.family("tmetric_note", Kind::Info, "Why a value is missing, partial or not counted, what the kernel refused or split, and read errors; by target");
     if s.cut {
-        f.add("tmetric_note", Kind::Info, "", &none.with("note", &format!("the cgroup walk stopped after {} cgroups; later ones are not counted", crate::cgroups::MAX_LISTED)), "1".into());
+        f.add(
+            "tmetric_note",
+            Kind::Info,
+            "",
+            &none.with(
+                "note",
+                &format!(
+                    "the cgroup walk stopped after {} cgroups; later ones are not counted",
+                    crate::cgroups::MAX_LISTED
+                ),
+            ),
+            "1".into(),
+        );
     }
     for e in &s.errors {
         f.add("tmetric_note", Kind::Info, "", &none.with("note", e), "1".into());
@@ -323,11 +406,28 @@ pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
             for s in 0..tplan.specs.len() {
                 let Some((value, enabled, running)) = unit.totals[s] else { continue };
                 let name = &c.event_names[s];
-                let group = c.group_of.get(s).copied().flatten().map_or("none".to_string(), |g| g.to_string());
+                let group = c
+                    .group_of
+                    .get(s)
+                    .copied()
+                    .flatten()
+                    .map_or("none".to_string(), |g| g.to_string());
                 let l = ul.with("event", name).with("group", &group).with("model", &model);
                 f.add("tmetric_event", Kind::Counter, "", &l, value.to_string());
-                f.add("tmetric_event_enabled_seconds", Kind::Counter, "", &l, number(enabled as f64 / 1e9));
-                f.add("tmetric_event_running_seconds", Kind::Counter, "", &l, number(running as f64 / 1e9));
+                f.add(
+                    "tmetric_event_enabled_seconds",
+                    Kind::Counter,
+                    "",
+                    &l,
+                    number(enabled as f64 / 1e9),
+                );
+                f.add(
+                    "tmetric_event_running_seconds",
+                    Kind::Counter,
+                    "",
+                    &l,
+                    number(running as f64 / 1e9),
+                );
             }
             for (r, root) in tplan.roots.iter().enumerate() {
                 let e = &c.exports[r];
@@ -338,23 +438,49 @@ pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
                 let per = ml.with("metric", name);
                 match exported_value(c, unit, r) {
                     Ok(v) => f.add(&e.family, Kind::Gauge, "", &ml, number(v)),
-                    Err(why) => f.add("tmetric_metric_missing", Kind::Info, "", &per.with("reason", &why), "1".into()),
+                    Err(why) => f.add(
+                        "tmetric_metric_missing",
+                        Kind::Info,
+                        "",
+                        &per.with("reason", &why),
+                        "1".into(),
+                    ),
                 }
                 if let Some(share) = unit.shares[r] {
                     f.add("tmetric_metric_running_ratio", Kind::Gauge, "", &per, number(share));
                 }
                 let together = counted.together.get(r).copied().unwrap_or(false);
-                f.add("tmetric_metric_inputs_together", Kind::Gauge, "", &per, u8::from(together).to_string());
+                f.add(
+                    "tmetric_metric_inputs_together",
+                    Kind::Gauge,
+                    "",
+                    &per,
+                    u8::from(together).to_string(),
+                );
                 match unit.bars[r] {
-                    Bar::Exact => f.add("tmetric_metric_error_bar", Kind::Gauge, "", &per, "0".into()),
+                    Bar::Exact => {
+                        f.add("tmetric_metric_error_bar", Kind::Gauge, "", &per, "0".into())
+                    }
                     Bar::Sigma(_) => {
                         let half = unit.bars[r].half_width().unwrap_or(f64::NAN) * e.factor;
-                        f.add("tmetric_metric_error_bar", Kind::Gauge, "", &per, number(half.abs()));
+                        f.add(
+                            "tmetric_metric_error_bar",
+                            Kind::Gauge,
+                            "",
+                            &per,
+                            number(half.abs()),
+                        );
                     }
                     Bar::Unknown => {}
                 }
                 if let Some(crossed) = unit.results[r].threshold {
-                    f.add("tmetric_metric_threshold_crossed", Kind::Gauge, "", &per, u8::from(crossed).to_string());
+                    f.add(
+                        "tmetric_metric_threshold_crossed",
+                        Kind::Gauge,
+                        "",
+                        &per,
+                        u8::from(crossed).to_string(),
+                    );
                 }
             }
         }

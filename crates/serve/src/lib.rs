@@ -87,7 +87,7 @@ pub fn serve<S: Syscalls + Clone>(
         if stop {
             break;
         }
-        if tick % u64::from(reads) == 0 {
+        if tick.is_multiple_of(u64::from(reads)) {
             collector.end_interval();
             publish(&collector, &shared);
             if options.intervals.is_some_and(|n| collector.status.intervals >= n) {

@@ -25,10 +25,10 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use tmetric_catalog::Tool;
 use tmetric_catalog::{IdKind, Model};
 use tmetric_expr::{BinOp, Expr, ExprKind, Func};
 use tmetric_model::Literal;
-use tmetric_catalog::Tool;
 
 use crate::names;
 
@@ -145,7 +145,11 @@ impl Translator<'_> {
             } else {
                 term.text.clone()
             };
-            self.rules.push(Rule { record: record.clone(), expr, metric: self.model.str(desc.name).to_string() });
+            self.rules.push(Rule {
+                record: record.clone(),
+                expr,
+                metric: self.model.str(desc.name).to_string(),
+            });
             let text = if exported.factor != 1.0 {
                 format!("({record} / {})", names::number(exported.factor))
             } else {
@@ -163,7 +167,10 @@ impl Translator<'_> {
     fn recorded(&mut self, m: usize) -> Result<(), String> {
         let term = self.metric(m, 0)?;
         if term.shape != Shape::Full {
-            return Err("it reads no event (a constant or machine literals only): nothing to aggregate".into());
+            return Err(
+                "it reads no event (a constant or machine literals only): nothing to aggregate"
+                    .into(),
+            );
         }
         if term.degree.is_some_and(|d| d != 0) {
             return Err("its value grows with the interval's length (a count, not a ratio or a rate): aggregate rate(tmetric_event_total) instead".into());
@@ -192,34 +199,42 @@ impl Translator<'_> {
     fn ident(&mut self, m: usize, name: &str, depth: usize) -> Result<Term, String> {
         let desc = self.model.metrics[m];
         // Another metric of the model?
-        if let Some(k) = desc.refs.iter().map(|&r| r as usize).find(|&k| {
-            self.model.str(self.model.metrics[k].name) == name
-        }).or_else(|| self.metric_index(name).filter(|_| {
-            !desc.slots.iter().any(|&s| self.model.str(self.model.ids[s as usize].text) == name)
-        })) {
+        if let Some(k) = desc
+            .refs
+            .iter()
+            .map(|&r| r as usize)
+            .find(|&k| self.model.str(self.model.metrics[k].name) == name)
+            .or_else(|| {
+                self.metric_index(name).filter(|_| {
+                    !desc
+                        .slots
+                        .iter()
+                        .any(|&s| self.model.str(self.model.ids[s as usize].text) == name)
+                })
+            })
+        {
             return self
                 .metric(k, depth + 1)
                 .map_err(|why| format!("it reads {name}, which is not translated ({why})"));
         }
-        let Some(&slot) = desc
-            .slots
-            .iter()
-            .find(|&&s| self.model.str(self.model.ids[s as usize].text) == name)
+        let Some(&slot) =
+            desc.slots.iter().find(|&&s| self.model.str(self.model.ids[s as usize].text) == name)
         else {
             return Err(format!("`{name}` names no event or metric of {}", self.model.path()));
         };
         let id = &self.model.ids[slot as usize];
         if id.retire_latency {
-            return Err(format!("it reads the retire latency {name}, which is sampled, not counted"));
+            return Err(format!(
+                "it reads the retire latency {name}, which is sampled, not counted"
+            ));
         }
         match id.kind {
-            IdKind::Tool(Tool::DurationTime) => Ok(Term {
-                text: "1".into(),
-                shape: Shape::Scalar,
-                degree: Some(1),
-                number: None,
-            }),
-            IdKind::Tool(t) => Err(format!("it reads {t:?} time, which only a finished workload has")),
+            IdKind::Tool(Tool::DurationTime) => {
+                Ok(Term { text: "1".into(), shape: Shape::Scalar, degree: Some(1), number: None })
+            }
+            IdKind::Tool(t) => {
+                Err(format!("it reads {t:?} time, which only a finished workload has"))
+            }
             IdKind::Probe => Err(format!("`{name}` is only a probe's argument")),
             _ => Ok(self.leaf_event(&tmetric_engine::plan::id_name(self.model, id))),
         }
@@ -336,15 +351,21 @@ fn binary(op: BinOp, a: Term, b: Term) -> Result<Term, String> {
     let (sym, degree) = match op {
         BinOp::Add => ("+", same_degree(a.degree, b.degree)?),
         BinOp::Sub => ("-", same_degree(a.degree, b.degree)?),
-        BinOp::Mul => ("*", match (a.degree, b.degree) {
-            (Some(x), Some(y)) => Some(x + y),
-            _ => None,
-        }),
-        BinOp::Div => ("/", match (a.degree, b.degree) {
-            (Some(x), Some(y)) => Some(x - y),
-            (None, _) => None,
-            (Some(x), None) => Some(x),
-        }),
+        BinOp::Mul => (
+            "*",
+            match (a.degree, b.degree) {
+                (Some(x), Some(y)) => Some(x + y),
+                _ => None,
+            },
+        ),
+        BinOp::Div => (
+            "/",
+            match (a.degree, b.degree) {
+                (Some(x), Some(y)) => Some(x - y),
+                (None, _) => None,
+                (Some(x), None) => Some(x),
+            },
+        ),
         BinOp::Mod => ("%", same_degree(a.degree, b.degree)?),
         BinOp::Lt => {
             same_degree(a.degree, b.degree)?;
@@ -375,12 +396,7 @@ fn binary(op: BinOp, a: Term, b: Term) -> Result<Term, String> {
     if shape == Shape::Scalar && sym.ends_with("bool") {
         // Scalars compared need no `bool` in PromQL only between scalars: keep it.
     }
-    Ok(Term {
-        text: format!("({} {sym}{on} {})", a.text, b.text),
-        shape,
-        degree,
-        number: None,
-    })
+    Ok(Term { text: format!("({} {sym}{on} {})", a.text, b.text), shape, degree, number: None })
 }
 
 fn abs(t: Term) -> Result<Term, String> {
@@ -415,21 +431,33 @@ fn call(func: Func, a: Term, b: Term) -> Result<Term, String> {
         }
         Func::Min | Func::Max => {
             let degree = same_degree(a.degree, b.degree)?;
-            let (clamp, cmp) = if func == Func::Max { ("clamp_min", ">=") } else { ("clamp_max", "<=") };
+            let (clamp, cmp) =
+                if func == Func::Max { ("clamp_min", ">=") } else { ("clamp_max", "<=") };
             match (a.number, b.number) {
                 (Some(x), Some(y)) => {
                     return Ok(Term::scalar(if func == Func::Max { x.max(y) } else { x.min(y) }));
                 }
                 (Some(_), None) => {
-                    return Ok(Term { text: format!("{clamp}({}, {})", b.text, a.text), degree, ..b });
+                    return Ok(Term {
+                        text: format!("{clamp}({}, {})", b.text, a.text),
+                        degree,
+                        ..b
+                    });
                 }
                 (None, Some(_)) => {
-                    return Ok(Term { text: format!("{clamp}({}, {})", a.text, b.text), degree, ..a });
+                    return Ok(Term {
+                        text: format!("{clamp}({}, {})", a.text, b.text),
+                        degree,
+                        ..a
+                    });
                 }
                 _ => {}
             }
             if a.shape != b.shape {
-                return Err(format!("{}() of operands PromQL cannot match label for label", func.name()));
+                return Err(format!(
+                    "{}() of operands PromQL cannot match label for label",
+                    func.name()
+                ));
             }
             Ok(Term {
                 text: format!("(({} {cmp} {}) or {})", a.text, b.text, b.text),
@@ -492,7 +520,10 @@ pub fn yaml(sets: &[(&'static Model, RuleSet)], command: &str) -> String {
         if set.rules.is_empty() {
             continue;
         }
-        out.push_str(&format!("  - name: {}\n    rules:\n", q(&format!("tmetric_{}", names::snake(&model.path())))));
+        out.push_str(&format!(
+            "  - name: {}\n    rules:\n",
+            q(&format!("tmetric_{}", names::snake(&model.path())))
+        ));
         for r in &set.rules {
             out.push_str(&format!("      # {}\n", r.metric));
             out.push_str(&format!("      - record: {}\n        expr: {}\n", r.record, q(&r.expr)));

@@ -130,7 +130,9 @@ fn topdown_is_served_with_the_workloads_true_values() {
     assert_eq!(per("tmetric_metric_threshold_crossed", "tma_backend_bound"), 1.0);
     // HELP carries the description and the formula.
     assert!(text.contains("# HELP tmetric_tma_retiring_ratio This category represents fraction of slots utilized by useful work"));
-    assert!(text.contains("Formula (x86/sapphirerapids): topdown\\\\-retiring / (topdown\\\\-fe\\\\-bound"));
+    assert!(text.contains(
+        "Formula (x86/sapphirerapids): topdown\\\\-retiring / (topdown\\\\-fe\\\\-bound"
+    ));
     // Raw counts: integers, with their times.
     let slots = samples
         .iter()
@@ -146,12 +148,8 @@ fn topdown_is_served_with_the_workloads_true_values() {
     // The JSON view has the same values.
     let json = expo::json(&s.collector);
     let metrics = &json["targets"][0]["units"][0]["metrics"];
-    let retiring = metrics
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["metric"] == "tma_retiring")
-        .unwrap();
+    let retiring =
+        metrics.as_array().unwrap().iter().find(|m| m["metric"] == "tma_retiring").unwrap();
     assert_eq!(
         retiring["value"].as_f64().unwrap(),
         get("tmetric_tma_retiring_ratio{model=\"x86/sapphirerapids\"}")
@@ -213,7 +211,10 @@ fn a_counter_that_stops_being_scheduled_is_said_and_the_text_stays_valid() {
     let text = expo::families(&s.collector).render(Format::Prometheus);
     let after = parse(&text);
     // No value that would hide the gap: the metric is missing, with the reason.
-    assert!(!after.contains_key("tmetric_tma_retiring_ratio{model=\"x86/sapphirerapids\"}"), "{text}");
+    assert!(
+        !after.contains_key("tmetric_tma_retiring_ratio{model=\"x86/sapphirerapids\"}"),
+        "{text}"
+    );
     let missing = after
         .keys()
         .find(|k| k.starts_with("tmetric_metric_missing_info{") && k.contains("tma_retiring"))
