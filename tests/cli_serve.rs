@@ -286,7 +286,7 @@ fn rules_say_what_they_cannot_translate() {
     // A count is not a ratio: said, with the reason.
     let out = tmetric(&["rules", "-M", "tma_info_thread_slots", "--model", "sapphirerapids"]);
     let yaml = String::from_utf8(out.stdout.clone()).unwrap();
-    assert!(yaml.contains("# not translated: x86/sapphirerapids tma_info_thread_slots: its value grows with the interval's length"), "{yaml}");
+    assert!(yaml.contains("# not translated: x86/sapphirerapids tma_info_thread_slots: its value depends on the interval's length"), "{yaml}");
     assert!(stderr(&out).contains("tma_info_thread_slots is not translated"));
     // The dashboard: TopdownL1 and L2 per host and per cgroup, from the exported gauges.
     let out = tmetric(&[

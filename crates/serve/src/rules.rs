@@ -173,7 +173,7 @@ impl Translator<'_> {
             );
         }
         if term.degree.is_some_and(|d| d != 0) {
-            return Err("its value grows with the interval's length (a count, not a ratio or a rate): aggregate rate(tmetric_event_total) instead".into());
+            return Err("its value depends on the interval's length (a count, or a count per count of time, not a ratio or a rate): aggregate rate(tmetric_event_total) instead".into());
         }
         Ok(())
     }
@@ -628,4 +628,64 @@ pub fn dashboard(model: &'static Model, metrics: &[usize], title: &str) -> Value
         ]},
         "panels": panels,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(name: &str) -> &'static Model {
+        tmetric_catalog::model(name).unwrap()
+    }
+
+    fn index(m: &Model, name: &str) -> usize {
+        m.metrics.iter().position(|x| m.str(x.name) == name).unwrap()
+    }
+
+    #[test]
+    fn ratios_translate_and_counts_are_refused_with_the_reason() {
+        let spr = model("sapphirerapids");
+        let set = rules(spr, &[index(spr, "tma_core_bound")], "1m");
+        let records: Vec<&str> = set.rules.iter().map(|r| r.record.as_str()).collect();
+        // What tma_core_bound reads comes first.
+        assert_eq!(
+            records,
+            [
+                "tmetric:tma_backend_bound_ratio:rate1m",
+                "tmetric:tma_memory_bound_ratio:rate1m",
+                "tmetric:tma_core_bound_ratio:rate1m"
+            ]
+        );
+        assert_eq!(
+            set.rules[2].expr,
+            "clamp_min((tmetric:tma_backend_bound_ratio:rate1m - tmetric:tma_memory_bound_ratio:rate1m), 0)"
+        );
+        let slots = rules(spr, &[index(spr, "tma_info_thread_slots")], "1m");
+        assert!(slots.rules.is_empty());
+        assert!(slots.skipped[0].1.contains("depends on the interval's length"));
+    }
+
+    #[test]
+    fn literals_join_per_host_and_if_blends() {
+        let skx = model("skylakex");
+        let set = rules(skx, &[index(skx, "tma_frontend_bound")], "5m");
+        let expr = &set.rules.last().unwrap().expr;
+        assert!(expr.contains("on(instance, job) group_left() (sum without (literal) (tmetric_machine_literal{literal=\"smt_on\"}) > bool 0)"), "{expr}");
+        assert_eq!(expr.matches('(').count(), expr.matches(')').count());
+    }
+
+    #[test]
+    fn most_of_a_model_translates() {
+        let spr = model("sapphirerapids");
+        let all: Vec<usize> = (0..spr.metrics.len()).collect();
+        let set = rules(spr, &all, "1m");
+        assert!(set.rules.len() >= 270, "{} rules", set.rules.len());
+        for (metric, why) in &set.skipped {
+            assert!(
+                why.contains("depends on the interval")
+                    || why.contains("which each machine decides"),
+                "{metric}: {why}"
+            );
+        }
+    }
 }
