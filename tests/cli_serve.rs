@@ -27,8 +27,10 @@ struct Serve {
 }
 
 impl Serve {
+    /// `TMETRIC_BIN` overrides the binary (the load test's figures want a release build).
     fn start(args: &[&str]) -> Serve {
-        Serve::start_with(Command::new(env!("CARGO_BIN_EXE_tmetric")).arg("serve").args(args))
+        let bin = std::env::var("TMETRIC_BIN").unwrap_or(env!("CARGO_BIN_EXE_tmetric").into());
+        Serve::start_with(Command::new(bin).arg("serve").args(args))
     }
 
     fn start_with(command: &mut Command) -> Serve {
@@ -716,8 +718,9 @@ fn cpu_seconds(pid: u32) -> f64 {
 
 /// The load test: 50 scrapes/s for 60 s while 100 cgroups are made and removed;
 /// then CPU per interval for 1, 10 and 100 cgroups next to `perf stat -I
-/// --for-each-cgroup` on the same cgroups in the same run. `cargo test --release --test
-/// tests cli_serve::load_full -- --ignored --nocapture`.
+/// --for-each-cgroup` on the same cgroups in the same run. `cargo build --release && \
+/// TMETRIC_BIN=target/release/tmetric cargo test --test tests cli_serve::load_full --
+/// --ignored --nocapture`.
 #[test]
 #[ignore]
 fn load_full() {

@@ -149,6 +149,10 @@ pub struct Status {
     pub cpu_seconds: f64,
     /// CPU time of every interval so far.
     pub cpu_seconds_total: f64,
+    /// CPU time spent rendering `/metrics` and `/json` so far (up to the last interval).
+    pub render_cpu_seconds_total: f64,
+    /// CPU time of the interval going on, so far.
+    interval_cpu_ns: u64,
     /// Cgroups opened since the start (after the first discovery).
     pub added: u64,
     /// Cgroups closed because they vanished.
@@ -157,6 +161,8 @@ pub struct Status {
     pub cut: bool,
     /// Read errors, by target, in the last interval.
     pub errors: Vec<String>,
+    /// Read errors of the interval going on.
+    pending: Vec<String>,
 }
 
 /// The collector (see the module documentation).
@@ -390,6 +396,12 @@ impl<S: Syscalls + Clone> Collector<S> {
 
     /// Reads every target once (between interval ends, for the error bars).
     pub fn read(&mut self) {
+        let cpu0 = thread_cpu_ns();
+        self.read_all();
+        self.status.interval_cpu_ns += thread_cpu_ns().saturating_sub(cpu0);
+    }
+
+    fn read_all(&mut self) {
         let mut errors = Vec::new();
         for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {
             match counted.session.read() {
@@ -399,15 +411,15 @@ impl<S: Syscalls + Clone> Collector<S> {
                 }
             }
         }
-        self.status.errors.extend(errors);
+        self.status.pending.extend(errors);
     }
 
     /// Ends the interval: a last read, the values of every target over it, and a new
     /// discovery of cgroups.
     pub fn end_interval(&mut self) {
         let cpu0 = thread_cpu_ns();
-        self.status.errors.clear();
-        self.read();
+        self.read_all();
+        self.status.errors = std::mem::take(&mut self.status.pending);
         let mut seconds_seen = 0.0f64;
         let units = self.units.clone();
         let evaluators = &mut self.evaluators;
@@ -462,7 +474,8 @@ impl<S: Syscalls + Clone> Collector<S> {
             counted.reads = vec![end.clone()];
         }
         self.discover();
-        let spent = thread_cpu_ns().saturating_sub(cpu0) as f64 / 1e9;
+        let ns = thread_cpu_ns().saturating_sub(cpu0) + std::mem::take(&mut self.status.interval_cpu_ns);
+        let spent = ns as f64 / 1e9;
         self.status.intervals += 1;
         self.status.ended = Some(SystemTime::now());
         self.status.seconds = seconds_seen;

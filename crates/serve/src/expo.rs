@@ -301,8 +301,9 @@ pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
         &none,
         number(ended),
     );
-    f.add("tmetric_collector_cpu_seconds", Kind::Counter, "CPU time tmetric's collector spent reading, evaluating and discovering cgroups, in seconds", &none, number(s.cpu_seconds_total));
-    f.add("tmetric_collector_interval_cpu_seconds", Kind::Gauge, "CPU time the collector spent on the last interval's end (last read, evaluation of every target, discovery), in seconds", &none, number(s.cpu_seconds));
+    f.add("tmetric_collector_cpu_seconds", Kind::Counter, "CPU time tmetric's collector spent reading counters, evaluating and walking cgroups, in seconds", &none, number(s.cpu_seconds_total));
+    f.add("tmetric_collector_interval_cpu_seconds", Kind::Gauge, "CPU time the collector spent on the last interval (its reads, the evaluation of every target, the cgroup walk), in seconds", &none, number(s.cpu_seconds));
+    f.add("tmetric_render_cpu_seconds", Kind::Counter, "CPU time spent rendering /metrics and /json once per interval (scrapes then only copy bytes), up to the last interval, in seconds", &none, number(s.render_cpu_seconds_total));
     f.add(
         "tmetric_descriptors",
         Kind::Gauge,

@@ -32,11 +32,13 @@ pub struct ServeOptions {
 }
 
 /// Publishes the collector's state for the server.
-pub fn publish<S: Syscalls + Clone>(collector: &Collector<S>, shared: &http::Shared) {
+/// Returns the CPU seconds rendering took.
+pub fn publish<S: Syscalls + Clone>(collector: &Collector<S>, shared: &http::Shared) -> f64 {
+    let cpu0 = collector::thread_cpu_ns();
     let families = expo::families(collector);
     let prometheus = families.render(expo::Format::Prometheus).into_bytes();
     let openmetrics = families.render(expo::Format::OpenMetrics).into_bytes();
-    let json = serde_json::to_vec_pretty(&expo::json(collector)).unwrap_or_default();
+    let json = serde_json::to_vec(&expo::json(collector)).unwrap_or_default();
     if let Ok(mut p) = shared.write() {
         p.prometheus = Arc::new(prometheus);
         p.openmetrics = Arc::new(openmetrics);
@@ -45,6 +47,7 @@ pub fn publish<S: Syscalls + Clone>(collector: &Collector<S>, shared: &http::Sha
         p.interval = collector.options.interval;
         p.problem = None;
     }
+    collector::thread_cpu_ns().saturating_sub(cpu0) as f64 / 1e9
 }
 
 /// Serves until SIGINT, SIGTERM, SIGHUP or SIGQUIT (or `options.intervals` intervals):
@@ -89,7 +92,7 @@ pub fn serve<S: Syscalls + Clone>(
         }
         if tick.is_multiple_of(u64::from(reads)) {
             collector.end_interval();
-            publish(&collector, &shared);
+            collector.status.render_cpu_seconds_total += publish(&collector, &shared);
             if options.intervals.is_some_and(|n| collector.status.intervals >= n) {
                 break;
             }
