@@ -614,6 +614,29 @@ fn short_of_descriptors_cgroups_are_left_out_and_said() {
         }
     }
     assert_eq!(serve.get("/healthz").0, 200);
+    // Idle connections take what the reserve left: tiny_http's accept thread dies on the
+    // descriptor it cannot get, and the listener is started again at the next interval.
+    let mut idle = Vec::new();
+    for _ in 0..40 {
+        match TcpStream::connect(&serve.addr) {
+            Ok(c) => idle.push(c),
+            Err(_) => break,
+        }
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    drop(idle);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let text = loop {
+        if TcpStream::connect(&serve.addr).is_ok() {
+            let (status, text) = serve.get("/metrics");
+            if status == 200 && !text.contains("tmetric_http_restarts_total 0") {
+                break text;
+            }
+        }
+        assert!(Instant::now() < deadline, "the server did not come back: {}", serve.log());
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(text.contains("tmetric_cgroups{state=\"left_out\"}"));
     drop(cgroups);
 }
 

@@ -163,6 +163,8 @@ pub struct Status {
     pub errors: Vec<String>,
     /// Read errors of the interval going on.
     pending: Vec<String>,
+    /// Times the HTTP listener was found gone and started again.
+    pub http_restarts: u64,
 }
 
 /// The collector (see the module documentation).
@@ -474,7 +476,8 @@ impl<S: Syscalls + Clone> Collector<S> {
             counted.reads = vec![end.clone()];
         }
         self.discover();
-        let ns = thread_cpu_ns().saturating_sub(cpu0) + std::mem::take(&mut self.status.interval_cpu_ns);
+        let ns =
+            thread_cpu_ns().saturating_sub(cpu0) + std::mem::take(&mut self.status.interval_cpu_ns);
         let spent = ns as f64 / 1e9;
         self.status.intervals += 1;
         self.status.ended = Some(SystemTime::now());

@@ -305,6 +305,13 @@ pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
     f.add("tmetric_collector_interval_cpu_seconds", Kind::Gauge, "CPU time the collector spent on the last interval (its reads, the evaluation of every target, the cgroup walk), in seconds", &none, number(s.cpu_seconds));
     f.add("tmetric_render_cpu_seconds", Kind::Counter, "CPU time spent rendering /metrics and /json once per interval (scrapes then only copy bytes), up to the last interval, in seconds", &none, number(s.render_cpu_seconds_total));
     f.add(
+        "tmetric_http_restarts",
+        Kind::Counter,
+        "Times the HTTP listener was found gone (its accept thread dies when descriptors run out) and was started again",
+        &none,
+        s.http_restarts.to_string(),
+    );
+    f.add(
         "tmetric_descriptors",
         Kind::Gauge,
         "Event descriptors open (events x CPUs x targets)",

@@ -53,6 +53,16 @@ impl Running {
     }
 }
 
+/// Whether something accepts connections at `addr`: false only when the connection is
+/// refused (the listener is gone), true when it is accepted or cannot be told (no descriptor
+/// left for the probe itself).
+pub fn listening(addr: SocketAddr) -> bool {
+    match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)) {
+        Ok(_) => true,
+        Err(e) => e.kind() != std::io::ErrorKind::ConnectionRefused,
+    }
+}
+
 /// Listens on `addr` with `workers` threads serving `shared`.
 pub fn start(addr: &str, shared: Shared, workers: usize) -> Result<Running, String> {
     let server = Server::http(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;

@@ -64,8 +64,10 @@ pub fn serve<S: Syscalls + Clone>(
         interval: collector.options.interval,
         ..http::Published::default()
     }));
-    let server = http::start(&options.listen, Arc::clone(&shared), options.workers)?;
-    ready(server.addr);
+    let first = http::start(&options.listen, Arc::clone(&shared), options.workers)?;
+    let addr = first.addr;
+    let mut server = Some(first);
+    ready(addr);
     let interval = collector.options.interval;
     let reads = collector.options.reads.max(2);
     let step = interval / reads;
@@ -92,6 +94,20 @@ pub fn serve<S: Syscalls + Clone>(
         }
         if tick.is_multiple_of(u64::from(reads)) {
             collector.end_interval();
+            // tiny_http's accept thread dies when a connection comes while descriptors have
+            // run out (it unwraps a `try_clone`): then the port refuses connections, and the
+            // server is started again on it.
+            if server.is_none() || !http::listening(addr) {
+                if let Some(dead) = server.take() {
+                    dead.stop();
+                }
+                // Tried again every interval until descriptors allow it.
+                if let Ok(s) = http::start(&addr.to_string(), Arc::clone(&shared), options.workers)
+                {
+                    server = Some(s);
+                    collector.status.http_restarts += 1;
+                }
+            }
             collector.status.render_cpu_seconds_total += publish(&collector, &shared);
             if options.intervals.is_some_and(|n| collector.status.intervals >= n) {
                 break;
@@ -100,6 +116,8 @@ pub fn serve<S: Syscalls + Clone>(
             collector.read();
         }
     }
-    server.stop();
+    if let Some(server) = server {
+        server.stop();
+    }
     Ok(())
 }
