@@ -389,7 +389,6 @@ pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
         f.add("tmetric_note", Kind::Info, "", &none.with("note", e), "1".into());
     }
     // Families of every target, so each family's samples stay together.
-    let plan = c.base_plan();
     f.family("tmetric_event", Kind::Counter, EVENT_HELP);
     f.family("tmetric_event_enabled_seconds", Kind::Counter, ENABLED_HELP);
     f.family("tmetric_event_running_seconds", Kind::Counter, RUNNING_HELP);
@@ -493,7 +492,6 @@ pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
             }
         }
     }
-    let _ = plan;
     f
 }
 
