@@ -202,12 +202,9 @@ pub struct Collector<S: Syscalls + Clone> {
     evaluators: Evaluators,
 }
 
-/// This thread's CPU time in ns (`/proc/thread-self/schedstat`: time on a CPU).
+/// This thread's CPU time in ns.
 pub fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|t| t.split_whitespace().next().and_then(|n| n.parse().ok()))
-        .unwrap_or(0)
+    tmetric_runtime::sys::thread_cpu_ns()
 }
 
 fn plan_cost(plan: &Plan, cpus: &[u32]) -> usize {
