@@ -475,6 +475,9 @@ fn recording_rules_evaluate_to_tmetrics_values_on_a_simulated_pmu() {
     }
 }
 
+/// A load run: sorted latencies, descriptors and memory along the way, and after.
+type LoadRun = (Vec<Duration>, Vec<(usize, u64)>, (usize, u64));
+
 /// Pids' descriptor count and resident memory (kB).
 fn fds_and_rss(pid: u32) -> (usize, u64) {
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
@@ -654,7 +657,7 @@ fn scrape_load(
     let mut samples = Vec::new();
     let mut k = 0u32;
     while start.elapsed().as_secs_f64() < seconds {
-        if k % (rate * seconds as u32 / 6).max(1) == 0 {
+        if k.is_multiple_of((rate * seconds as u32 / 6).max(1)) {
             samples.push(fds_and_rss(pid));
         }
         let due = start + step * k;
@@ -680,11 +683,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// Scrapes at 50/s while `churn` cgroups are made and removed, for `seconds`; returns the
 /// latencies and the server's descriptors and memory along the way, and once the last
 /// cgroups are gone.
-fn load(
-    mount: &Path,
-    churn: usize,
-    seconds: f64,
-) -> (Vec<Duration>, Vec<(usize, u64)>, (usize, u64)) {
+fn load(mount: &Path, churn: usize, seconds: f64) -> LoadRun {
     let tag = format!("load{churn}");
     let pattern = format!("/tmetric-test-{tag}-*-{}", std::process::id());
     let serve = Serve::start(&[
