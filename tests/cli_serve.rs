@@ -361,10 +361,14 @@ fn prometheus_scrapes_software_metrics_per_cgroup_with_tmetrics_values() {
     // Prometheus answers with the value tmetric computed for the same interval.
     let mut compared = 0;
     let deadline = Instant::now() + Duration::from_secs(40);
+    // tmetric's own text, parsed exactly (serde_json's float parsing may be an ulp off).
+    let sample = |text: &str, series: &str| -> Option<f64> {
+        text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    };
     while compared < 3 {
         assert!(Instant::now() < deadline, "no interval matched: {}", serve.log());
-        let view = serve.json_after(0);
-        let n = view["interval"]["number"].as_f64().unwrap();
+        let (_, text) = serve.get("/metrics");
+        let n = sample(&text, "tmetric_intervals_total").unwrap();
         let seen = prom.query("tmetric_intervals_total");
         if seen.first().map(|s| s.1) != Some(n) {
             std::thread::sleep(Duration::from_millis(100));
@@ -375,9 +379,20 @@ fn prometheus_scrapes_software_metrics_per_cgroup_with_tmetrics_values() {
         if prom.query("tmetric_intervals_total").first().map(|s| s.1) != Some(n) {
             continue;
         }
-        let mine = json_value(&view, Some(&busy_path), "cpus_utilized").unwrap();
+        let mine = sample(
+            &text,
+            &format!("tmetric_cpus_utilized{{cgroup=\"{busy_path}\",model=\"common/common\"}}"),
+        )
+        .unwrap();
         assert_eq!(busy_v[0].1, mine, "Prometheus and tmetric disagree for interval {n}");
-        assert_eq!(host_v[0].1, json_value(&view, None, "cpus_utilized").unwrap());
+        let host = sample(&text, "tmetric_cpus_utilized{model=\"common/common\"}").unwrap();
+        assert_eq!(host_v[0].1, host);
+        // The JSON view says the same (to serde_json's parsing).
+        let view = serve.json_after(0);
+        if view["interval"]["number"].as_f64() == Some(n) {
+            let json = json_value(&view, Some(&busy_path), "cpus_utilized").unwrap();
+            assert!((json - mine).abs() <= mine.abs() * 1e-15, "{json} {mine}");
+        }
         // The spinner keeps its cgroup busy (on a shared machine, not a whole CPU).
         assert!(mine > 0.05 && mine < 1.2, "busy cgroup uses {mine} CPUs");
         compared += 1;
