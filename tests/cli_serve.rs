@@ -19,6 +19,16 @@ use serde_json::Value;
 use crate::cli_cgroup::{Cgroup, mount};
 use crate::support::{stderr, tmetric};
 
+/// A child killed (and reaped) when dropped.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A running `tmetric serve`.
 struct Serve {
     child: Child,
@@ -333,7 +343,8 @@ fn prometheus_scrapes_software_metrics_per_cgroup_with_tmetrics_values() {
     let busy = Cgroup::new(&mount, "serve-busy");
     let idle = Cgroup::new(&mount, "serve-idle");
     let (busy_path, idle_path) = (format!("/{}", busy.name), format!("/{}", idle.name));
-    let mut spinner = busy.spin(40_000);
+    // Killed however the test ends, so the cgroup can be removed.
+    let spinner = KillOnDrop(busy.spin(40_000));
     let serve = Serve::start(&[
         "-M",
         "Software",
@@ -405,8 +416,7 @@ fn prometheus_scrapes_software_metrics_per_cgroup_with_tmetrics_values() {
     assert_eq!(missing.len(), 1);
     assert!(missing[0].0["reason"].as_str().unwrap().contains("never ran on a counter"));
     assert!(prom.query(&format!("tmetric_cpus_utilized{{cgroup=\"{idle_path}\"}}")).is_empty());
-    let _ = spinner.kill();
-    let _ = spinner.wait();
+    drop(spinner);
 }
 
 #[test]
