@@ -207,11 +207,11 @@ fn metric_help<S: Syscalls + Clone>(c: &Collector<S>, root: usize) -> String {
     let e = &c.exports[root];
     let brief = r.model.str(m.brief);
     let unit = if e.base {
-        format!("in {} (base unit)", e.unit)
+        format!("Unit: {} (base unit)", e.unit)
     } else if e.unit.is_empty() {
-        "no unit".to_string()
+        "No unit".to_string()
     } else {
-        format!("in {}", e.unit)
+        format!("Unit: {}", e.unit)
     };
     let threshold = r.model.str(m.threshold_expr);
     let threshold =
