@@ -41,8 +41,8 @@ pub struct ServeArgs {
     /// Address to listen on (`host:port`; port 0 picks a free one, printed at start).
     #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR")]
     pub listen: String,
-    /// Metrics or metric groups, comma-separated, as `stat -M` (default: perf's `Default`
-    /// group, the common software metrics and the model's TopdownL1 where it has one).
+    /// Metrics or metric groups, comma-separated, as `stat -M` (default: the common software
+    /// metrics, and the model's `Default` group, TopdownL1 on Intel, where it has one).
     #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',')]
     pub metrics: Vec<String>,
     /// Events, as `stat -e` (exported as raw counters).
@@ -225,7 +225,16 @@ fn run_on<S: Syscalls + Clone>(
         None => stat::host_model(None, sysfs, proc_root).ok(),
     };
     let metrics = if args.metrics.is_empty() && args.events.is_empty() {
-        vec!["Default".to_string()]
+        // The common software metrics, and the model's `Default` group (TopdownL1 on Intel)
+        // where it has one.
+        let mut m = vec!["Software".to_string()];
+        if let Some(model) = model
+            && !tmetric_engine::select::find("Default", tmetric_catalog::common(), Some(model))
+                .is_empty()
+        {
+            m.push("Default".to_string());
+        }
+        m
     } else {
         args.metrics.clone()
     };
