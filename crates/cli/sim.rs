@@ -128,12 +128,21 @@ fn remove_listed(dir: &Path) -> io::Result<()> {
     std::fs::remove_dir(dir)
 }
 
-/// Runs `tmetric stat` on the simulated PMU `name`.
-pub fn run_simulated(
-    args: &StatArgs,
-    name: &str,
-    record: Option<&crate::record::perf::RecordTo>,
-) -> anyhow::Result<i32> {
+/// A simulated machine: its private sysfs and procfs tree (removed on drop) and its kernel.
+pub struct Simulated {
+    /// The private directory.
+    pub dir: PrivateTree,
+    /// Its sysfs tree.
+    pub sysfs: Sysfs,
+    /// Its procfs root.
+    pub proc_root: PathBuf,
+    /// The simulated kernel.
+    pub kernel: SimKernel,
+}
+
+/// Writes the simulated PMU `name`'s tree into a private directory and makes its kernel,
+/// running `workload` (a built-in name or a file; the default workload without one).
+pub fn simulated(name: &str, workload: Option<&str>) -> anyhow::Result<Simulated> {
     let machine = Machine::named(name).with_context(|| {
         format!(
             "no simulated PMU `{name}`; the simulated machines are {}",
@@ -158,10 +167,23 @@ pub fn run_simulated(
     })?;
     listed.with_context(|| format!("cannot list {}", dir.path().display()))?;
     let sysfs = Sysfs::new(&sys);
-    let workload = match &args.pmu_sim_workload {
+    let workload = match workload {
         Some(w) => Workload::load(w).map_err(|e| anyhow::anyhow!("--pmu-sim-workload: {e}"))?,
         None => Workload::default_workload(),
     };
     let kernel = SimKernel::with_workload(machine, workload);
-    stat::run_on(args, kernel, &sysfs, &proc_root, Some(name), record)
+    Ok(Simulated { dir, sysfs, proc_root, kernel })
+}
+
+/// Runs `tmetric stat` on the simulated PMU `name`.
+pub fn run_simulated(
+    args: &StatArgs,
+    name: &str,
+    record: Option<&crate::record::perf::RecordTo>,
+) -> anyhow::Result<i32> {
+    let sim = simulated(name, args.pmu_sim_workload.as_deref())?;
+    let result =
+        stat::run_on(args, sim.kernel.clone(), &sim.sysfs, &sim.proc_root, Some(name), record);
+    drop(sim);
+    result
 }
