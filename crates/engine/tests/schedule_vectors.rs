@@ -131,8 +131,8 @@ fn yes() -> bool {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct Expect {
-    /// Every hardware group, leader first; members after the leader compare as a set, and
-    /// groups in any order.
+    /// Every hardware group, leader first (`*` when any member may lead); members after the
+    /// leader compare as a set, and groups in any order.
     groups: Option<Vec<Vec<String>>>,
     /// Events opened alone (perf's ungrouped events and broken weak groups).
     singles: Option<Vec<String>>,
@@ -331,7 +331,25 @@ fn sched_event(
     if spec.software {
         return Ok(SchedEvent { name, pmu: None, demand: Demand::GENERAL });
     }
-    let p = match &spec.pmu {
+    let vendor = match (&spec.vendor_event, model) {
+        (Some(wanted), Some(model)) => Some(
+            model
+                .events
+                .iter()
+                .find(|e| model.str(e.name).eq_ignore_ascii_case(wanted))
+                .ok_or_else(|| {
+                    format!("event `{name}`: `{wanted}` is not an event of {}", model.name)
+                })?,
+        ),
+        (Some(_), None) => return Err(format!("event `{name}`: vendor_event needs a model")),
+        _ => None,
+    };
+    // A vendor event is on its catalogue PMU unless the case says otherwise.
+    let pmu_name = spec.pmu.clone().or_else(|| {
+        let (event, model) = (vendor?, model?);
+        Some(model.str(event.pmu).to_string())
+    });
+    let p = match &pmu_name {
         Some(pmu_name) => pmus
             .find(pmu_name)
             .ok_or_else(|| format!("event `{name}`: no PMU `{pmu_name}` in the model"))?,
@@ -355,15 +373,7 @@ fn sched_event(
     } else if let Some(encoding) = &spec.encoding {
         let json = spec.counter.as_deref().map(counters).transpose()?.unwrap_or(Counters::ANY);
         pmu::event_demand(pmu, encoding, &spec.terms, json)
-    } else if let Some(wanted) = &spec.vendor_event {
-        let model = model.ok_or_else(|| format!("event `{name}`: vendor_event needs a model"))?;
-        let event = model
-            .events
-            .iter()
-            .find(|e| model.str(e.name).eq_ignore_ascii_case(wanted))
-            .ok_or_else(|| {
-                format!("event `{name}`: `{wanted}` is not an event of {}", model.name)
-            })?;
+    } else if let (Some(event), Some(model)) = (vendor, model) {
         pmu::event_demand(pmu, model.str(event.encoding), &spec.terms, event.counters)
     } else {
         Demand {
@@ -536,12 +546,16 @@ fn slot_name(slot: Slot) -> String {
     }
 }
 
+/// `expected` is the leader then the other members, or `*` then every member when the leader
+/// is not decided by a rule (perf orders a metric's events by hash-map iteration).
 fn same_group(expected: &[String], actual: &[String]) -> bool {
+    let any_leader = expected.first().is_some_and(|l| l == "*");
+    let skip = usize::from(!any_leader);
     let mut a: Vec<&String> = expected.iter().skip(1).collect();
-    let mut b: Vec<&String> = actual.iter().skip(1).collect();
+    let mut b: Vec<&String> = actual.iter().skip(skip).collect();
     a.sort();
     b.sort();
-    expected.first() == actual.first() && a == b
+    (any_leader || expected.first() == actual.first()) && a == b
 }
 
 /// Every difference between `expect` and one strategy's schedule.
