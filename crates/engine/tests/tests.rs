@@ -5,6 +5,7 @@
 //! (issue 13: a clean `cargo test` under two minutes).
 
 mod accuracy;
+mod eval_vectors;
 mod events;
 mod harness;
 mod perflog;
