@@ -1,6 +1,6 @@
-//! `--pmu-sim MODEL`: runs `tmetric stat` against the runtime's simulated kernel and a fake
-//! sysfs tree written for that machine, so hardware paths can be tried on any machine. Every
-//! output says that it is simulated.
+//! `--pmu-sim MODEL`: a simulated machine (the simulated kernel and a sysfs tree written for
+//! it) that `stat`, `record`, `plan` and `serve` count on, so hardware paths can be tried on
+//! any machine. Every output says that it is simulated.
 //!
 //! tmetric often runs as root, and the tree goes to the temporary directory, which other
 //! users can write. So it is written only inside a private directory that this run creates
@@ -16,7 +16,6 @@ use tmetric_runtime::Sysfs;
 use tmetric_sim::{Machine, SimKernel, Workload};
 
 use crate::out::warn;
-use crate::stat::{self, StatArgs};
 
 /// The simulated machine's private directory, removed on drop.
 pub struct PrivateTree {
@@ -173,17 +172,4 @@ pub fn simulated(name: &str, workload: Option<&str>) -> anyhow::Result<Simulated
     };
     let kernel = SimKernel::with_workload(machine, workload);
     Ok(Simulated { dir, sysfs, proc_root, kernel })
-}
-
-/// Runs `tmetric stat` on the simulated PMU `name`.
-pub fn run_simulated(
-    args: &StatArgs,
-    name: &str,
-    record: Option<&crate::record::perf::RecordTo>,
-) -> anyhow::Result<i32> {
-    let sim = simulated(name, args.pmu_sim_workload.as_deref())?;
-    let result =
-        stat::run_on(args, sim.kernel.clone(), &sim.sysfs, &sim.proc_root, Some(name), record);
-    drop(sim);
-    result
 }

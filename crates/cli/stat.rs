@@ -96,7 +96,11 @@ pub fn run_recording(
     }
     validate_flags(args)?;
     match &args.pmu_sim {
-        Some(name) => crate::sim::run_simulated(args, name, record),
+        Some(name) => {
+            let sim = crate::sim::simulated(name, args.pmu_sim_workload.as_deref())?;
+            // The tree is removed when `sim` drops, after the run.
+            run_on(args, sim.kernel.clone(), &sim.sysfs, &sim.proc_root, Some(name), record)
+        }
         None => {
             let sysfs = Sysfs::system();
             run_on(args, Kernel, &sysfs, Path::new("/proc"), None, record)
