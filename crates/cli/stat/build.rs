@@ -388,3 +388,39 @@ pub(super) fn core_map(sysfs: &Sysfs) -> Vec<(u32, (u32, u32))> {
         })
         .collect()
 }
+
+/// `--topdown`'s flags as `-M`/`-e` ones: the model's TopdownL group as metric-only columns
+/// (or the tree), else the kernel's older `topdown-*` events; `None` (after saying so) when
+/// the machine supports neither.
+pub(super) fn topdown_args(
+    args: &StatArgs,
+    layout: &Layout,
+    sysfs: &Sysfs,
+    proc_root: &Path,
+) -> anyhow::Result<Option<(StatArgs, Option<TopdownMode>)>> {
+    let mut owned = args.clone();
+    if !args.topdown {
+        return Ok(Some((owned, None)));
+    }
+    let Some(mode) = topdown_mode(args, sysfs, proc_root)? else {
+        warn(
+            "System does not support topdown: no TopdownL metrics for this CPU model and no kernel `topdown-*` events",
+        );
+        return Ok(None);
+    };
+    match &mode {
+        TopdownMode::Json(group) => {
+            owned.metrics = vec![group.clone()];
+            // perf 6.12's columns count no threshold events; the tree needs them, since the
+            // thresholds decide which nodes show and where `<==` goes, so that it is the same
+            // tree as `-M TopdownLN --tree`'s.
+            owned.metric_no_threshold = !prints_tree(args, layout);
+            owned.metric_only = true;
+        }
+        TopdownMode::Legacy(events) => {
+            owned.events = vec![events.join(",")];
+            owned.metric_only = true;
+        }
+    }
+    Ok(Some((owned, Some(mode))))
+}

@@ -125,3 +125,52 @@ pub(super) fn describe_plan(plan: &Plan) {
         warn(&format!("{name}: {how}"));
     }
 }
+
+/// The printer for the flags: where the counts go (`-o`, `--append`, nowhere with `-q` or a
+/// record on standard output), colour, the title, JSON's notes, the tree and `-I`.
+pub(super) fn printer_for(
+    args: &StatArgs,
+    layout: &Layout,
+    plan: &Plan,
+    simulated: Option<&str>,
+    legacy: Option<Vec<(u32, (u32, u32))>>,
+    record: Option<&crate::record::perf::RecordTo>,
+) -> anyhow::Result<Printer> {
+    let out = if args.quiet || record.is_some_and(|r| r.to_stdout()) {
+        Sink::nowhere()
+    } else {
+        match &args.output {
+            Some(path) if args.append => Sink::append(path)?,
+            Some(path) => Sink::create(path)?,
+            None => Sink::stderr(),
+        }
+    };
+    let to_terminal = args.output.is_none() && std::io::stderr().is_terminal();
+    if args.interval_clear && !to_terminal {
+        bail!(
+            "--interval-clear does not work with output: it clears a terminal, and the counts go to a file or pipe"
+        );
+    }
+    let mut config = print_config(args, layout, plan_unit_width(plan));
+    config.colour = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => to_terminal,
+    } && *layout == Layout::Std;
+    let title = Title { target: target_text(args, simulated), runs: args.repeat };
+    let mut printer = Printer::new(out, config, title);
+    // `tmetric -j 2>&1 | jq`: tmetric's notes and warnings would break perf's JSON lines.
+    let json_shares_stderr = *layout == Layout::Json
+        && args.output.is_none()
+        && !std::io::stderr().is_terminal()
+        && !args.verbose;
+    printer.json_notes = !json_shares_stderr;
+    printer.simulated = simulated.map(str::to_string);
+    printer.legacy = legacy;
+    printer.interval = args.interval.map(Duration::from_millis);
+    printer.tree = prints_tree(args, layout).then_some(args.all);
+    if args.output.is_some() && !args.quiet {
+        printer.started_on(&tmetric_runtime::locale::ctime_now())?;
+    }
+    Ok(printer)
+}

@@ -150,3 +150,28 @@ pub(super) fn apply_retire_latency_file(plan: &mut Plan, path: &Path) -> anyhow:
     }
     Ok(())
 }
+
+/// `--retire-latency FILE` and `--record-tpebs`: the file's latencies into the plan, and the
+/// generic "read as 0" warning replaced by one naming what is still unknown.
+pub(super) fn apply_latency_flags(args: &StatArgs, plan: &mut Plan) -> anyhow::Result<()> {
+    if let Some(path) = &args.retire_latency {
+        apply_retire_latency_file(plan, path)?;
+    }
+    if !(args.record_tpebs || args.retire_latency.is_some()) {
+        return Ok(());
+    }
+    plan.warnings.retain(|w| !matches!(w, engine::Warning::RetireLatencyUnsampled { .. }));
+    let unknown: Vec<String> = plan
+        .retire_events
+        .iter()
+        .filter(|r| !args.record_tpebs && !plan.retire_latency.iter().any(|(n, _)| *n == r.name))
+        .map(|r| r.name.clone())
+        .collect();
+    if !unknown.is_empty() {
+        plan.warnings.push(engine::Warning::RetireLatencyUnknown {
+            events: unknown,
+            file: args.retire_latency.as_ref().map_or(String::new(), |p| p.display().to_string()),
+        });
+    }
+    Ok(())
+}
