@@ -247,3 +247,48 @@ fn raw_dump_lists_names_for_scripts() {
 fn unknown_kind_with_a_filter_is_an_error() {
     check(&["list", "metricz", "tma_*", "--model", "sapphirerapids"], "cli_list__unknown_kind");
 }
+
+/// The kernel PMU events of this machine, read from sysfs here: `pmu/event/` per file under
+/// `events/` that is not a `.scale`/`.unit` companion.
+fn sysfs_pmu_events() -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(pmus) = std::fs::read_dir("/sys/bus/event_source/devices") else { return found };
+    for pmu in pmus.flatten() {
+        let Ok(events) = std::fs::read_dir(pmu.path().join("events")) else { continue };
+        for event in events.flatten() {
+            let name = event.file_name().to_string_lossy().into_owned();
+            if !name.contains('.') {
+                found.push(format!("{}/{name}/", pmu.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// perf's stat_all_pmu.sh loop: `list --raw-dump pmu` names every sysfs PMU event, and
+/// `stat -e` on each prints the name or `<not supported>`.
+#[test]
+fn pmu_lists_the_kernel_pmu_events_and_each_one_counts() {
+    let expected = sysfs_pmu_events();
+    let raw = ok(&["list", "--raw-dump", "pmu"]);
+    let listed: Vec<&str> = raw.split_whitespace().collect();
+    assert_eq!(listed, expected.iter().map(String::as_str).collect::<Vec<_>>());
+    let text = ok(&["list", "pmu"]);
+    assert_eq!(text.lines().count(), expected.len(), "{text}");
+    for line in text.lines() {
+        assert_eq!(line.find("[Kernel PMU event]"), Some(53), "{line}");
+    }
+    for event in listed.iter().filter(|e| !e.contains('?')) {
+        let out = tmetric(&["stat", "-e", event, "true"]);
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(all.contains(event) || all.contains("<not supported>"), "{event}: {all}");
+    }
+    let json = json_lines(&ok(&["list", "-j", "pmu", "tsc"]));
+    let tsc: Vec<&Value> = json.iter().filter(|v| v["event"] == "tsc").collect();
+    if expected.iter().any(|e| e == "msr/tsc/") {
+        assert_eq!(tsc.len(), 1, "{json:?}");
+        assert_eq!(tsc[0]["encoding"], "msr/tsc/");
+        assert_eq!(tsc[0]["terms"], "event=0x00");
+    }
+}
