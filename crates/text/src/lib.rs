@@ -1,5 +1,4 @@
-//! Quoting user input in error messages, capping repeated warnings, and suggesting close
-//! names ([`suggest`]).
+//! Quoting user input in error messages, and capping repeated warnings.
 //!
 //! Every reader that echoes what it was given (an expression, a counts-file key, a perf log
 //! line, an ftrace field) quotes it through [`quote`], so a 100 MB line is never copied whole
@@ -7,8 +6,6 @@
 //! prints the first few and then one summary.
 // Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
 #![forbid(unsafe_code)]
-
-pub mod suggest;
 
 /// How many characters of quoted input a message shows.
 pub const QUOTE_CHARS: usize = 80;
