@@ -239,24 +239,10 @@ fn refuse_same_file(input: &Path, output: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
-    let layout = match (&args.separator, args.json) {
-        (Some(sep), _) => Layout::Csv(sep.clone()),
-        (None, true) => Layout::Json,
-        (None, false) => Layout::Std,
-    };
-    let aggr = if args.no_aggr {
-        Some(Aggr::Cpu)
-    } else if args.per_core {
-        Some(Aggr::Core)
-    } else if args.per_die {
-        Some(Aggr::Die)
-    } else if args.per_socket {
-        Some(Aggr::Socket)
-    } else {
-        replay.aggr
-    };
-    let split = match aggr {
+/// How the counts print apart: per unit of `aggr` (from the recorded CPUs and topology), per
+/// recorded thread, or as one total.
+fn split_of(aggr: Option<Aggr>, replay: &Playback) -> anyhow::Result<Split> {
+    Ok(match aggr {
         None if !replay.threads.is_empty() => {
             Split::Threads { threads: replay.threads.clone(), skip_zero: replay.skip_zero }
         }
@@ -292,7 +278,28 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
                     .collect(),
             )
         }
+    })
+}
+
+/// Prints `replay` as `stat` printed it, in the layout and aggregation `args` ask for.
+fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
+    let layout = match (&args.separator, args.json) {
+        (Some(sep), _) => Layout::Csv(sep.clone()),
+        (None, true) => Layout::Json,
+        (None, false) => Layout::Std,
     };
+    let aggr = if args.no_aggr {
+        Some(Aggr::Cpu)
+    } else if args.per_core {
+        Some(Aggr::Core)
+    } else if args.per_die {
+        Some(Aggr::Die)
+    } else if args.per_socket {
+        Some(Aggr::Socket)
+    } else {
+        replay.aggr
+    };
+    let split = split_of(aggr, &replay)?;
     let out = match &args.output {
         Some(path) => Sink::create(path)?,
         None => Sink::stderr(),
