@@ -186,6 +186,19 @@ fn simulated_topdown_round_trips_and_evaluates_other_metrics() {
     assert!(err.contains("x86/sapphirerapids; did you mean `Ret` or `tma_retiring`?"), "{err}");
 }
 
+/// Files written before refusals were kept as data (`{cpu, errno, why}`) held the note's
+/// text; `report` still reads both formats and prints the note as `stat` printed it.
+#[test]
+fn older_records_with_refusals_as_text_print_the_same_note() {
+    let note = "topdown-retiring: <not supported> (on CPU 0): EINVAL: a topdown metric event is counted only in a group led by `slots` (write `{slots,topdown-retiring}`), without exclude modifiers";
+    for file in ["refused-text.jsonl", "refused-text.data"] {
+        let path = format!("{}/tests/data/record/{file}", env!("CARGO_MANIFEST_DIR"));
+        let err = stderr(&ok(&["report", "-i", &path]));
+        assert!(err.contains(&format!("\n Notes:\n   {note}\n")), "{file}: {err}");
+        assert!(err.contains("<not supported>      topdown-retiring"), "{file}: {err}");
+    }
+}
+
 #[test]
 fn damaged_records_are_clear_errors() {
     let s = Scratch::new("bad");

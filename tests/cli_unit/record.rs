@@ -28,7 +28,7 @@ mod fuzz {
         std::env::var("FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
     }
 
-    const FIXTURES: &[&str] = &["sw", "task", "spr", "adl", "mtl"];
+    const FIXTURES: &[&str] = &["sw", "task", "spr", "adl", "mtl", "refused-text"];
 
     fn fixture(name: &str) -> String {
         let path = format!("{}/tests/data/record/{name}.jsonl", env!("CARGO_MANIFEST_DIR"));

@@ -1,14 +1,19 @@
 //! The kernel's refusals in record files: kept as data (`{cpu, errno, why}`), and files
-//! written before, which kept them as text, still read as the same refusals.
+//! written before, which kept them as text, still read as the same refusals (JSON lines and
+//! perf.data alike).
 
 use tmetric_engine::Refusal;
-use tmetric_record::read_jsonl;
+use tmetric_record::{Input, open, read_jsonl};
 
 const WHY: &str = "EINVAL: a topdown metric event is counted only in a group led by `slots` (write `{slots,topdown-retiring}`), without exclude modifiers";
 
-fn fixture(name: &str) -> String {
+fn fixture_bytes(name: &str) -> Vec<u8> {
     let path = format!("{}/../../tests/data/record/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn fixture(name: &str) -> String {
+    String::from_utf8(fixture_bytes(name)).expect("UTF-8")
 }
 
 /// `refused-text.jsonl` was written by tmetric before refusals were data: `record --format
@@ -56,4 +61,19 @@ fn a_refusal_that_is_neither_text_nor_data_is_a_bad_header() {
     let bad = text.replacen(&old, r#"{"cpu":0,"errno":22}"#, 1);
     let err = read_jsonl("bad.jsonl", std::io::Cursor::new(bad)).unwrap_err();
     assert!(err.to_string().starts_with("bad.jsonl:1: a bad header: "), "{err}");
+}
+
+/// `refused-text.data`: the same run in perf.data (`record --pmu-sim sapphirerapids -a -e
+/// topdown-retiring,cycles`), written by the build before refusals were data; tmetric's
+/// extras inside hold the same header.
+#[test]
+fn a_perf_data_file_with_refusals_as_text_reads_them_as_data() {
+    let bytes = fixture_bytes("refused-text.data");
+    let old = serde_json::to_string(&format!(" (on CPU 0): {WHY}")).unwrap();
+    assert!(bytes.windows(old.len()).any(|w| w == old.as_bytes()), "the text form is inside");
+    let Input::Record(rec) = open("refused-text.data", &bytes).unwrap() else {
+        panic!("tmetric's perf.data is a record")
+    };
+    let refusal = Refusal { cpu: Some(0), errno: 22, why: WHY.to_string() };
+    assert_eq!(rec.header.failures, vec![Some(refusal), None]);
 }
