@@ -166,6 +166,37 @@ fn simulated_topdown_round_trips_and_evaluates_other_metrics() {
     let fe = csv_metrics(&text).into_iter().find(|m| m.0 == "tma_frontend_bound").unwrap().1;
     let live_fe = l1.iter().find(|m| m.0 == "tma_frontend_bound").unwrap().1;
     assert!(fe.is_finite() && fe > 0.0 && (fe - live_fe).abs() < 5.0, "{fe} vs {live_fe}");
+
+    // A metric the recorded model lacks: the miss names the recorded machine (not `--model`,
+    // which was not given) and where the metric is defined; a typo gets close names.
+    let err = stderr(&tmetric(&["report", "-i", &file, "-M", "PipelineL1"]));
+    assert!(
+        err.contains("cannot find metric or group `PipelineL1` among the common metrics or those of x86/sapphirerapids: `PipelineL1` is defined for x86/amdzen"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "; the recorded machine is x86/sapphirerapids; count it on a simulated x86/amdzen"
+        ),
+        "{err}"
+    );
+    let err = stderr(&tmetric(&["report", "-i", &file, "--model", "icelake", "-M", "PipelineL1"]));
+    assert!(err.contains("; --model names x86/icelake; "), "{err}");
+    let err = stderr(&tmetric(&["report", "-i", &file, "-M", "tma_retirng"]));
+    assert!(err.contains("x86/sapphirerapids; did you mean `Ret` or `tma_retiring`?"), "{err}");
+}
+
+/// Files written before refusals were kept as data (`{cpu, errno, why}`) held the note's
+/// text; `report` still reads both formats and prints the note as `stat` printed it.
+#[test]
+fn older_records_with_refusals_as_text_print_the_same_note() {
+    let note = "topdown-retiring: <not supported> (on CPU 0): EINVAL: a topdown metric event is counted only in a group led by `slots` (write `{slots,topdown-retiring}`), without exclude modifiers";
+    for file in ["refused-text.jsonl", "refused-text.data"] {
+        let path = format!("{}/tests/data/record/{file}", env!("CARGO_MANIFEST_DIR"));
+        let err = stderr(&ok(&["report", "-i", &path]));
+        assert!(err.contains(&format!("\n Notes:\n   {note}\n")), "{file}: {err}");
+        assert!(err.contains("<not supported>      topdown-retiring"), "{file}: {err}");
+    }
 }
 
 #[test]

@@ -50,7 +50,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
 /// Runs `tmetric stat`, also writing the raw counts to `record` (`tmetric record`).
 pub fn run_recording(
     args: &StatArgs,
-    record: Option<&crate::record::perf::RecordTo>,
+    record: Option<&tmetric_record::RecordTo>,
 ) -> anyhow::Result<i32> {
     let attach = args.pid.is_some() || !args.tid.is_empty();
     if args.command.is_empty() && !system_wide(args) && !attach {

@@ -8,6 +8,4 @@ mod models;
 mod out;
 mod output;
 mod record;
-mod record_perf;
-mod report;
 mod stat;

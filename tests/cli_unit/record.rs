@@ -1,161 +1,5 @@
-//! Unit tests of `crates/cli/record.rs`, through the CLI's library (kept out of the crate so
-//! that a clean `cargo test` compiles the CLI once, not a second time in test mode).
-
-mod tests {
-    use std::collections::BTreeMap;
-    use std::path::Path;
-    use std::time::Duration;
-    use tmetric::record::*;
-
-    fn header_line() -> String {
-        let h = Header {
-            format: FORMAT.into(),
-            version: VERSION,
-            tmetric: "0.1.0".into(),
-            cpuid: None,
-            model: None,
-            simulated: None,
-            target: "true".into(),
-            system_wide: false,
-            interval_ms: None,
-            topology: Topology { cpus: vec![0], cores: 1, sockets: 1, places: vec![[0, 0, 0, 0]] },
-            literals: [("slots".to_string(), 0.1 + 0.2)].into_iter().collect(),
-            selection: Selection {
-                metrics: vec![],
-                events: vec!["task-clock".into()],
-                model: None,
-                tpebs_mode: None,
-                summary: false,
-            },
-            events: vec![EventRec {
-                name: "task-clock".into(),
-                pmu: "software".into(),
-                type_: 1,
-                config: 1,
-                config1: 0,
-                config2: 0,
-                config3: 0,
-                exclude: [false; 3],
-                cpus: None,
-                unit: None,
-                scale: None,
-            }],
-            groups: vec![vec![0]],
-            rows: vec![],
-            roots: vec![],
-            probes: vec![],
-            retire_latency: BTreeMap::new(),
-            failures: vec![None],
-            splits: vec![],
-            threads: vec![],
-            skip_zero: false,
-        };
-        serde_json::to_string(&h).unwrap()
-    }
-
-    fn parse(text: &str) -> anyhow::Result<Recording> {
-        read(Path::new("r.jsonl"), std::io::Cursor::new(text.to_string()))
-    }
-
-    #[test]
-    fn reads_counts_and_keeps_floats_exact() {
-        let text = format!(
-            "{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"thread\":-1,\"counts\":[[5,10,4]]}}\n{{\"t\":\"end\",\"elapsed_ns\":7,\"user_ns\":null,\"sys_ns\":null,\"exit\":0,\"intervals\":0}}\n",
-            header_line()
-        );
-        let rec = parse(&text).unwrap();
-        assert_eq!(rec.header.literals["slots"], 0.1 + 0.2);
-        let a = rec.totals.aggregate(0).unwrap();
-        assert_eq!((a.value, a.enabled, a.running), (12, 10, 4));
-        assert_eq!(rec.elapsed, Duration::from_nanos(7));
-    }
-
-    #[test]
-    fn intervals_keep_their_latencies_and_samples() {
-        let lines = [
-            header_line(),
-            r#"{"t":"interval","n":1,"at_ns":100,"length_ns":100,"group":0,"cpu":0,"thread":-1,"counts":[[1,2,2]]}"#.into(),
-            r#"{"t":"interval","n":1,"at_ns":100,"length_ns":100,"group":0,"cpu":1,"thread":-1,"counts":[[3,2,1]]}"#.into(),
-            r#"{"t":"latency","n":1,"values":{"X/R":"12.25"}}"#.into(),
-            r#"{"t":"interval","n":2,"at_ns":200,"length_ns":100,"group":0,"cpu":0,"thread":-1,"counts":[null]}"#.into(),
-            r#"{"t":"tpebs","event":"X/R","samples":4,"lost":0,"mean":"12.25","min":"1","max":"30","last":"2","p97":null}"#.into(),
-            r#"{"t":"end","elapsed_ns":250,"user_ns":1,"sys_ns":2,"exit":0,"intervals":2}"#.into(),
-        ];
-        let rec = parse(&lines.join("\n")).unwrap();
-        assert_eq!(rec.intervals.len(), 2);
-        let first = &rec.intervals[0];
-        assert_eq!(first.at, Duration::from_nanos(100));
-        // CPU 1 ran half the time: 3 scales to 6.
-        assert_eq!(first.counts.aggregate(0).unwrap().value, 7);
-        assert_eq!(first.latency.as_ref().unwrap()["X/R"], 12.25);
-        assert_eq!(rec.intervals[1].counts.events[0], None, "a member that was not open");
-        assert!(matches!(rec.tpebs[0], Line::Tpebs { max: Some(30.0), p97: None, .. }));
-        assert_eq!(rec.rusage, Some((Duration::from_nanos(1), Duration::from_nanos(2))));
-    }
-
-    /// Found by the fuzz target: two readings of u64::MAX added up past 2^64 (a panic in a
-    /// debug build, wrapped numbers in a release one); now the reading is named.
-    #[test]
-    fn counts_that_cannot_add_up_are_named() {
-        let huge = u64::MAX;
-        let lines = [
-            header_line(),
-            format!(r#"{{"t":"final","group":0,"cpu":0,"thread":-1,"counts":[[{huge},10,10]]}}"#),
-            r#"{"t":"final","group":0,"cpu":1,"thread":-1,"counts":[[1,10,10]]}"#.to_string(),
-            r#"{"t":"end","elapsed_ns":7,"user_ns":null,"sys_ns":null,"exit":0,"intervals":0}"#
-                .into(),
-        ];
-        let err = format!("{:#}", parse(&lines.join("\n")).unwrap_err());
-        assert!(err.starts_with("r.jsonl:3: event 0's counts add up to more than 2^64"), "{err}");
-        // Multiplexed: 2^63 counted in half the time scales past 2^64 on its own.
-        let half = 1u64 << 63;
-        let lines = [
-            header_line(),
-            format!(r#"{{"t":"final","group":0,"cpu":0,"thread":-1,"counts":[[{half},10,5]]}}"#),
-            r#"{"t":"end","elapsed_ns":7,"user_ns":null,"sys_ns":null,"exit":0,"intervals":0}"#
-                .into(),
-        ];
-        let err = format!("{:#}", parse(&lines.join("\n")).unwrap_err());
-        assert!(err.starts_with("r.jsonl:2: event 0's counts add up"), "{err}");
-    }
-
-    /// Found by the fuzz target: interval 0 passed the reader and broke the printer's
-    /// header count (`number - 1`).
-    #[test]
-    fn intervals_are_numbered_from_one() {
-        let lines = [
-            header_line(),
-            r#"{"t":"interval","n":0,"at_ns":1,"length_ns":1,"group":0,"cpu":-1,"thread":-1,"counts":[[1,1,1]]}"#.into(),
-            r#"{"t":"end","elapsed_ns":7,"user_ns":null,"sys_ns":null,"exit":0,"intervals":0}"#.into(),
-        ];
-        let err = format!("{:#}", parse(&lines.join("\n")).unwrap_err());
-        assert!(err.starts_with("r.jsonl:2: interval 0 follows interval 0"), "{err}");
-    }
-
-    #[test]
-    fn bad_lines_name_file_and_line() {
-        let truncated = format!("{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"co", header_line());
-        let err = format!("{:#}", parse(&truncated).unwrap_err());
-        assert!(err.starts_with("r.jsonl:2: the line is truncated"), "{err}");
-        let no_end = format!(
-            "{}\n{{\"t\":\"final\",\"group\":0,\"cpu\":-1,\"thread\":-1,\"counts\":[[5,10,4]]}}\n",
-            header_line()
-        );
-        let err = format!("{:#}", parse(&no_end).unwrap_err());
-        assert!(err.contains("r.jsonl:2: the record is truncated"), "{err}");
-        let bad_group = format!(
-            "{}\n{{\"t\":\"final\",\"group\":3,\"cpu\":-1,\"thread\":-1,\"counts\":[[5,10,4]]}}\n",
-            header_line()
-        );
-        let err = format!("{:#}", parse(&bad_group).unwrap_err());
-        assert!(err.contains("r.jsonl:2: group 3 does not exist"), "{err}");
-        let future = header_line().replace("\"version\":1", "\"version\":9");
-        let err = format!("{:#}", parse(&future).unwrap_err());
-        assert!(err.contains("r.jsonl:1: record format version 9"), "{err}");
-        let err = format!("{:#}", parse("{\"a\":1}").unwrap_err());
-        assert!(err.contains("not a tmetric record"), "{err}");
-    }
-}
+//! Fuzzing of `crates/cli/report.rs` over `tmetric_record`'s reader (the reader's own unit
+//! tests are in `crates/record/tests`), through the CLI's library.
 
 /// Fuzzing the record-file reader and everything `tmetric report` does with what it accepts
 /// (rebuilding the plan, every layout and aggregation, other metrics), with proptest on the
@@ -178,14 +22,13 @@ mod fuzz {
     use clap::Parser;
     use proptest::prelude::*;
     use proptest::test_runner::FileFailurePersistence;
-    use tmetric::record;
     use tmetric::report::{self, ReportArgs};
 
     fn cases() -> u32 {
         std::env::var("FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
     }
 
-    const FIXTURES: &[&str] = &["sw", "task", "spr", "adl", "mtl"];
+    const FIXTURES: &[&str] = &["sw", "task", "spr", "adl", "mtl", "refused-text"];
 
     fn fixture(name: &str) -> String {
         let path = format!("{}/tests/data/record/{name}.jsonl", env!("CARGO_MANIFEST_DIR"));
@@ -214,8 +57,7 @@ mod fuzz {
     /// Reads; on success reports in every view into a file; errors must be positioned,
     /// short messages. Nothing may panic.
     fn exercise(bytes: &[u8], dir: &Path) -> Result<(), TestCaseError> {
-        let name = Path::new("fuzz.jsonl");
-        match record::read(name, std::io::Cursor::new(bytes)) {
+        match tmetric_record::read_jsonl("fuzz.jsonl", std::io::Cursor::new(bytes)) {
             Err(err) => {
                 let message = format!("{err:#}");
                 prop_assert!(message.starts_with("fuzz.jsonl"), "{message}");

@@ -12,7 +12,7 @@ pub fn run_on<S: Syscalls + Clone>(
     sysfs: &Sysfs,
     proc_root: &Path,
     simulated: Option<&str>,
-    record: Option<&crate::record::perf::RecordTo>,
+    record: Option<&tmetric_record::RecordTo>,
 ) -> anyhow::Result<i32> {
     // Before anything slow: a signal that comes while planning is kept for the run loop.
     let _early_signals = tmetric_runtime::signal::catch_stop_signals()
@@ -76,10 +76,10 @@ pub fn run_on<S: Syscalls + Clone>(
     };
     let recorder = match record {
         Some(to) => {
-            let facts = crate::record::HeaderFacts {
-                args,
+            use tmetric_perfstat::perfdata::write::aggr;
+            let facts = tmetric_record::HeaderFacts {
                 plan: session.plan(),
-                failures: session.failure_texts(),
+                failures: session.failures(),
                 splits: session.split_notes(),
                 threads: match &printer.split {
                     Split::Threads { threads, .. } => threads.clone(),
@@ -92,11 +92,29 @@ pub fn run_on<S: Syscalls + Clone>(
                 simulated,
                 target: target_text(args, simulated),
                 system_wide: system_wide(args),
+                interval_ms: args.interval,
+                selection: tmetric_record::format::Selection {
+                    metrics: args.metrics.clone(),
+                    events: args.events.clone(),
+                    model: args.model.clone(),
+                    tpebs_mode: args.record_tpebs.then(|| args.tpebs_mode.clone()),
+                    summary: args.summary,
+                },
+                aggr_mode: [
+                    (args.no_aggr, aggr::NONE),
+                    (args.per_core, aggr::CORE),
+                    (args.per_die, aggr::DIE),
+                    (args.per_socket, aggr::SOCKET),
+                    (args.per_thread, aggr::THREAD),
+                ]
+                .into_iter()
+                .find_map(|(on, mode)| on.then_some(mode))
+                .unwrap_or(aggr::GLOBAL),
             };
             let gone = session.vanished();
             let thread_map = threads.iter().flatten().filter(|t| !gone.contains(&t.0)).cloned();
             let thread_map = thread_map.collect();
-            Some(crate::record::perf::RecordSink::create(to, &facts, &target, thread_map)?)
+            Some(tmetric_record::RecordSink::create(to, &facts, &target, thread_map)?)
         }
         None => None,
     };
@@ -217,7 +235,7 @@ fn run_options(args: &StatArgs) -> RunOptions {
 /// The run's outputs while it counts: the printer, the record and the TPEBS sampler.
 struct Counting<S: Syscalls> {
     printer: Printer,
-    recorder: Option<crate::record::perf::RecordSink>,
+    recorder: Option<tmetric_record::RecordSink>,
     /// A record file that cannot be written never stops the workload (as `-o`): the record
     /// stops there, counting and printing go on, and the run fails at its end.
     record_failed: Option<anyhow::Error>,
@@ -254,8 +272,9 @@ impl<S: Syscalls + Clone> Counting<S> {
             };
             if let Some(r) = self.recorder.as_mut() {
                 let latencies = self.sampler.is_some().then_some(plan.retire_latency.as_slice());
-                if let Err(e) =
-                    r.interval(tick.number, tick.at, tick.length, tick.counts, latencies)
+                if let Err(e) = r
+                    .interval(tick.number, tick.at, tick.length, tick.counts, latencies)
+                    .map_err(anyhow::Error::from)
                 {
                     warn(&format!(
                         "{e:#}; the record stops here, counting goes on and the counts still print"
@@ -327,7 +346,7 @@ impl<S: Syscalls + Clone> Counting<S> {
             Sample { counts: &report.totals, seconds: report.elapsed.as_secs_f64(), rusage };
         if let Some(r) = recorder {
             let latencies = args.record_tpebs.then_some(session.plan().retire_latency.as_slice());
-            let end = r.finish(&crate::record::RunEnd {
+            let end = r.finish(&tmetric_record::RunEnd {
                 totals: &report.totals,
                 elapsed: report.elapsed,
                 rusage,
@@ -338,7 +357,7 @@ impl<S: Syscalls + Clone> Counting<S> {
                 reads: if error_bar_reads(args).is_some() { &report.samples } else { &[] },
             });
             // Said after the counts, which still print.
-            record_failed = record_failed.or(end.err());
+            record_failed = record_failed.or(end.err().map(Into::into));
         }
         if args.interval.is_none() || args.summary {
             // perf's `ru_display`: user and system time for one run of a command with no

@@ -134,7 +134,7 @@ pub(super) fn printer_for(
     plan: &Plan,
     simulated: Option<&str>,
     legacy: Option<Vec<(u32, (u32, u32))>>,
-    record: Option<&crate::record::perf::RecordTo>,
+    record: Option<&tmetric_record::RecordTo>,
 ) -> anyhow::Result<Printer> {
     let out = if args.quiet || record.is_some_and(|r| r.to_stdout()) {
         Sink::nowhere()

@@ -15,6 +15,8 @@
 //! * [`literals`]: literal values with where each came from, and perf's defaults.
 //! * [`perflog`]: metrics over a `perf stat` log, checked against what perf printed; the
 //!   log's CPU model and literals inferred.
+//! * [`replay`]: a recorded plan rebuilt for evaluation (`tmetric report`), other metrics
+//!   matched to the recorded rows by name.
 //! * [`session`]: a plan's counters opened on a target, run, read and explained: the one
 //!   path front ends take from a plan to counts.
 //! * [`select`]: perf's `-M` lookup (common metrics first), suggestions, defining models.
@@ -36,6 +38,7 @@ pub mod offline;
 pub mod perflog;
 pub mod plan;
 pub mod pmu;
+pub mod replay;
 pub mod schedule;
 pub mod select;
 pub mod session;
@@ -52,6 +55,7 @@ pub use plan::{
 };
 pub use pmu::{Adjustment, Demand, MachineFacts, Pmu, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
+pub use session::Refusal;
 pub use uncertainty::{BAR_SIGMAS, Bar};
 
 /// The default events, in perf's order; also the order software events of a merged group

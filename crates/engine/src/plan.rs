@@ -627,7 +627,15 @@ pub fn offline_probes(model: &Model) -> Vec<f64> {
     probes_with(model, |_| true, None)
 }
 
-fn probes_with(model: &Model, exists: impl Fn(&str) -> bool, cpuid: Option<&str>) -> Vec<f64> {
+/// Per input slot of `model`: `has_event(X)` is 1 when `exists(X)` (X as the catalogue spells
+/// it, `pmu@terms@`), `strcmp_cpuid_str(ID)` is 1 when `cpuid` matches ID and NaN without a
+/// cpuid; other slots 0. The one probe computation: on a machine, without one, and over a
+/// recording ([`crate::replay`]).
+pub(crate) fn probes_with(
+    model: &Model,
+    exists: impl Fn(&str) -> bool,
+    cpuid: Option<&str>,
+) -> Vec<f64> {
     use tmetric_catalog::catalog::id_calls;
     let mut probes = vec![0.0; model.ids.len()];
     for (slot, id) in model.ids.iter().enumerate() {
@@ -713,6 +721,17 @@ impl Plan {
                 self.rows[row].roots.push(r);
             }
         }
+    }
+
+    /// Sets the retire latencies (cycles, by event name) the metrics read: sampled per
+    /// interval, or as recorded.
+    pub fn set_retire_latency(&mut self, values: Vec<(String, f64)>) {
+        self.retire_latency = values;
+    }
+
+    /// perf's `-A`/`--no-merge` for uncore rows ([`Plan::per_box`]).
+    pub fn set_per_box(&mut self, per_box: bool) {
+        self.per_box = per_box;
     }
 
     /// `model`'s probe values (empty when no root of the plan is from `model`).

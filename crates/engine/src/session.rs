@@ -31,6 +31,50 @@ pub enum SessionError {
     ThreadsGone,
 }
 
+/// Why the kernel refused to open one counter: data, worded only by its `Display` (the text
+/// notes put after the event's name: ` (on CPU 3): EACCES: not permitted ...`, or `: why` for
+/// a task counter). Record files keep it in this form.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Refusal {
+    /// The CPU the open failed on (`None` for a task counter).
+    pub cpu: Option<u32>,
+    /// The errno `perf_event_open` returned (0 when unknown: a record file written before
+    /// refusals were kept as data, whose text names no errno this build knows).
+    pub errno: i32,
+    /// The errno's name and what it means for this event
+    /// ([`tmetric_runtime::Environment::explain`]).
+    pub why: String,
+}
+
+impl Refusal {
+    /// A refusal from its text (` (on CPU n): why` or `: why`), as record files kept it before
+    /// it was data; the errno is read back from the name `why` starts with.
+    pub fn from_text(text: &str) -> Refusal {
+        let (cpu, why) = match text.strip_prefix(" (on CPU ").and_then(|r| r.split_once("): ")) {
+            Some((cpu, why)) if cpu.parse::<u32>().is_ok() => (cpu.parse().ok(), why),
+            _ => (None, text.strip_prefix(": ").unwrap_or(text)),
+        };
+        let name = why.split(':').next().unwrap_or_default();
+        // `Errno::name` knows a few dozen names (all below 134, Linux's last errno) and
+        // spells the rest `errno N`.
+        let errno = match name.strip_prefix("errno ") {
+            Some(n) => n.parse().unwrap_or_default(),
+            None => (1..134).find(|&n| tmetric_runtime::Errno(n).name() == name).unwrap_or(0),
+        };
+        Refusal { cpu, errno, why: why.to_string() }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(cpu) = self.cpu {
+            write!(f, " (on CPU {cpu})")?;
+        }
+        write!(f, ": {}", self.why)
+    }
+}
+
 /// An open measurement (see the module documentation).
 pub struct Session<S: Syscalls> {
     plan: Plan,
@@ -131,17 +175,23 @@ impl<S: Syscalls> Session<S> {
         self.counters.failure(spec)
     }
 
-    /// Per spec: the kernel's refusal explained (` (on CPU n): why`), the text notes put
-    /// after the event's name.
-    pub fn failure_texts(&self) -> Vec<Option<String>> {
+    /// Per spec: the kernel's refusal, explained for its event.
+    pub fn failures(&self) -> Vec<Option<Refusal>> {
         (0..self.plan.specs.len())
             .map(|spec| {
-                self.counters.failure(spec).map(|failure| {
-                    let cpu = failure.cpu.map(|c| format!(" (on CPU {c})")).unwrap_or_default();
-                    format!("{cpu}: {}", self.env.explain(failure.errno, &self.plan.events[spec]))
+                self.counters.failure(spec).map(|failure| Refusal {
+                    cpu: failure.cpu,
+                    errno: failure.errno.0,
+                    why: self.env.explain(failure.errno, &self.plan.events[spec]),
                 })
             })
             .collect()
+    }
+
+    /// Per spec: [`Session::failures`] as the text notes put after the event's name
+    /// (` (on CPU n): why`).
+    pub fn failure_texts(&self) -> Vec<Option<String>> {
+        self.failures().into_iter().map(|f| f.map(|f| f.to_string())).collect()
     }
 
     /// The groups the kernel refused and how they were reopened.

@@ -1,10 +1,15 @@
-//! Unit tests of `crates/cli/record/perf.rs`: perf's cpuid spelling both ways, and perf's
-//! file handling on paths that are not plain files.
+//! perf.data: perf's cpuid spelling both ways, and perf's file handling on paths that are
+//! not plain files.
 
 use std::os::unix::fs::PermissionsExt;
 
-use tmetric::record::perf::{create_file, header_cpuid};
-use tmetric::report::perf_cpuid;
+use tmetric_record::perf::{create_file, header_cpuid, perf_cpuid};
+
+#[test]
+fn perf_cpuid_spelling() {
+    assert_eq!(perf_cpuid("GenuineIntel,6,167,8"), "GenuineIntel-6-A7-8");
+    assert_eq!(perf_cpuid("0x00000000410fd0c0"), "0x00000000410fd0c0");
+}
 
 #[test]
 fn cpuid_spellings_round_trip() {
@@ -19,9 +24,9 @@ fn cpuid_spellings_round_trip() {
 
 #[test]
 fn create_file_moves_what_is_there_and_never_writes_through_it() {
-    let dir = std::env::temp_dir().join(format!("tmetric-create-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    // A private directory: never a predictable path in a shared one.
+    let scratch = tempfile::Builder::new().prefix("tmetric-create-").tempdir().unwrap();
+    let dir = scratch.path();
     let path = dir.join("perf.data");
     // An empty file is replaced by a fresh 0600 one (perf would truncate it in place).
     std::fs::write(&path, "").unwrap();
@@ -33,13 +38,12 @@ fn create_file_moves_what_is_there_and_never_writes_through_it() {
     std::fs::write(&path, "x").unwrap();
     std::fs::create_dir(dir.join("perf.data.old")).unwrap();
     let err = create_file(&path).unwrap_err();
-    assert!(format!("{err:#}").contains("is a directory"), "{err:#}");
+    assert!(err.to_string().contains("is a directory"), "{err}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "x");
     // A directory at FILE is refused.
-    let err = create_file(&dir).unwrap_err();
-    assert!(format!("{err:#}").contains("is a directory"), "{err:#}");
+    let err = create_file(dir).unwrap_err();
+    assert!(err.to_string().contains("is a directory"), "{err}");
     // A device is written in place, never renamed or removed.
     drop(create_file(std::path::Path::new("/dev/null")).unwrap());
     assert!(std::path::Path::new("/dev/null").exists());
-    std::fs::remove_dir_all(&dir).unwrap();
 }

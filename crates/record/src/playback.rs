@@ -1,0 +1,464 @@
+//! Recorded counts made ready to evaluate and print (`tmetric report`): the input told apart
+//! ([`open`]: tmetric's perf.data or JSON lines, or perf's own perf.data), the recorded plan
+//! rebuilt through the engine's [`Replay`], and every snapshot numbered as that plan's specs
+//! ([`Playback`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use tmetric_engine::aggr::Aggr;
+use tmetric_engine::replay::{
+    Choice, Recorded, RecordedRoot, RecordedRow, RecordedSource, Replay, ReplayWarning,
+};
+use tmetric_engine::{Plan, Refusal};
+use tmetric_model::literal::Literal;
+use tmetric_perfstat::perfdata::{self, PerfData};
+use tmetric_runtime::{Attr, CounterEvent, EventKind, Snapshot};
+
+use crate::error::{At, Kind, ReadError};
+use crate::format::{EventRec, Line, SourceRec};
+use crate::read::{Recording, read_jsonl};
+
+/// What `report` was given.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A tmetric record, in either format.
+    Record(Box<Recording>),
+    /// A perf.data file `perf stat record` wrote (no tmetric extras).
+    PerfStat(Box<PerfData>),
+}
+
+/// Reads `bytes`: perf.data (by perf's magic), with tmetric's extras or without, or a
+/// JSON-lines record. `name` names the input in errors.
+pub fn open(name: &str, bytes: &[u8]) -> Result<Input, ReadError> {
+    if !perfdata::is_perf_data(bytes) {
+        return read_jsonl(name, std::io::Cursor::new(bytes)).map(|r| Input::Record(Box::new(r)));
+    }
+    let data = perfdata::parse_perf_data(bytes).map_err(|e| ReadError::new(name, At::File, e))?;
+    if data.extras.is_empty() {
+        Ok(Input::PerfStat(Box::new(data)))
+    } else {
+        // Written by `tmetric record`: its plan, literals and model are inside.
+        crate::perf::read(name, &data).map(|r| Input::Record(Box::new(r)))
+    }
+}
+
+/// What a replay says once, before the counts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Warning {
+    /// The engine left recorded metrics out.
+    Replay(ReplayWarning),
+    /// perf.data with STAT records but no `STAT_ROUND`.
+    NoRound,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::Replay(w) => w.fmt(f),
+            Warning::NoRound => f.write_str(
+                "the perf.data file has no STAT_ROUND: the counts are printed without their elapsed time",
+            ),
+        }
+    }
+}
+
+/// One `-I` interval made ready to print.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// Its number, from 1.
+    pub number: usize,
+    /// When it ended, since the start.
+    pub at: Duration,
+    /// Its length.
+    pub length: Duration,
+    /// Its counts, numbered as the plan's specs.
+    pub counts: Snapshot,
+    /// The retire latencies its metrics used, when they differ per interval.
+    pub latency: Option<Vec<(String, f64)>>,
+}
+
+/// A counted CPU and its (socket, die, core) where known.
+pub type Place = (u32, Option<(u32, u32, u32)>);
+
+/// Recorded counts made ready to print.
+#[derive(Debug, Clone)]
+pub struct Playback {
+    /// The recorded plan, with the chosen metrics.
+    pub plan: Plan,
+    /// The `-I` intervals.
+    pub intervals: Vec<Step>,
+    /// The totals, when they were printed (always without `-I`; with `--summary`).
+    pub totals: Option<Snapshot>,
+    /// The run's length.
+    pub elapsed: Duration,
+    /// The workload's user and system time.
+    pub rusage: Option<(Duration, Duration)>,
+    /// What was counted, as the title says it.
+    pub target: String,
+    /// The CPUs counted, with their (socket, die, core) where known.
+    pub places: Vec<Place>,
+    /// Per plan spec: why the kernel refused it, when recorded.
+    pub failures: Vec<Option<Refusal>>,
+    /// Groups the kernel refused, as recorded.
+    pub splits: Vec<String>,
+    /// `--per-thread`: the threads printed apart (comm, tid).
+    pub threads: Vec<(String, i32)>,
+    /// `--per-thread -a`: rows that counted nothing were left out.
+    pub skip_zero: bool,
+    /// `-I`'s interval when recorded: perf's wall time for `CPUs utilized` per interval.
+    pub interval: Option<Duration>,
+    /// The aggregation the file was recorded with (perf.data's `STAT_CONFIG`), for when no
+    /// flag asks for one, as `perf stat report` does.
+    pub aggr: Option<Aggr>,
+    /// The error-bar reads the record keeps, numbered as the plan's specs; empty when none.
+    pub reads: Vec<Snapshot>,
+}
+
+/// What to evaluate: `choice` names the metrics; `tpebs_mode` the statistic of recorded
+/// `--record-tpebs` samples the metrics read (`mean`, `min`, `max`, `last`, `p97`), instead
+/// of the recorded latencies.
+#[derive(Debug, Clone, Copy)]
+pub struct Options<'a> {
+    /// The metrics.
+    pub choice: Choice<'a>,
+    /// `--tpebs-mode`.
+    pub tpebs_mode: Option<&'a str>,
+}
+
+impl Input {
+    /// The model the recorded `-M` items came from (`arch/name`).
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            Input::Record(rec) => rec.header.model.as_deref(),
+            Input::PerfStat(_) => None,
+        }
+    }
+
+    /// The recorded machine's cpuid as perf's mapfile spells it.
+    pub fn cpuid(&self) -> Option<String> {
+        match self {
+            Input::Record(rec) => rec.header.cpuid.clone(),
+            Input::PerfStat(data) => data.cpuid.as_deref().map(crate::perf::perf_cpuid),
+        }
+    }
+
+    /// The recorded plan with the metrics `options` choose, and the counts to print.
+    /// `name` names the input in errors; `warn` hears what is left out.
+    pub fn replay(
+        &self,
+        name: &str,
+        options: Options<'_>,
+        warn: &mut dyn FnMut(Warning),
+    ) -> Result<Playback, ReadError> {
+        match self {
+            Input::Record(rec) => {
+                let at = if rec.perf.is_some() { At::Extras(1) } else { At::Line(1) };
+                let mut playback = of_record(rec, options, warn)
+                    .map_err(|e| ReadError::new(name, at, Kind::Replay(e)))?;
+                if let Some(perf) = rec.perf {
+                    playback.aggr = aggr_of(perf.aggr_mode, true);
+                    if perf.pipe {
+                        // perf stat report names no command for a pipe: its title says 'pipe'.
+                        playback.target = "pipe".into();
+                    }
+                }
+                Ok(playback)
+            }
+            Input::PerfStat(data) => of_perf_stat(name, data, options.choice, warn),
+        }
+    }
+}
+
+/// perf's `STAT_CONFIG` aggregation mode as a unit of aggregation. `-A`, `--per-socket` and
+/// `--per-die` have the same number in every perf; `--per-core` is 6 in perf 6.12's numbering
+/// (which tmetric writes) but 4 or 5 in older perfs, so it is taken from tmetric's files only.
+fn aggr_of(mode: Option<u64>, tmetric: bool) -> Option<Aggr> {
+    use tmetric_perfstat::perfdata::write::aggr;
+    match mode? {
+        aggr::NONE => Some(Aggr::Cpu),
+        aggr::SOCKET => Some(Aggr::Socket),
+        aggr::DIE => Some(Aggr::Die),
+        aggr::CORE if tmetric => Some(Aggr::Core),
+        _ => None,
+    }
+}
+
+/// A recorded event as the runtime describes it.
+fn counter_event(e: &EventRec) -> CounterEvent {
+    let kind = match e.pmu.as_str() {
+        "software" => EventKind::Software,
+        "hardware" => EventKind::Hardware,
+        "tracepoint" => EventKind::Tracepoint,
+        pmu => EventKind::Pmu(pmu.to_string()),
+    };
+    CounterEvent {
+        name: e.name.clone(),
+        attr: Attr {
+            type_: e.type_,
+            config: e.config,
+            config1: e.config1,
+            config2: e.config2,
+            config3: e.config3,
+            exclude_user: e.exclude[0],
+            exclude_kernel: e.exclude[1],
+            exclude_hv: e.exclude[2],
+            ..Attr::default()
+        },
+        kind,
+        unit: e.unit.clone(),
+        scale: e.scale,
+        cpus: e.cpus.clone(),
+    }
+}
+
+fn latency(values: &BTreeMap<String, f64>) -> Vec<(String, f64)> {
+    values.iter().map(|(k, v)| (k.clone(), *v)).collect()
+}
+
+/// `--tpebs-mode`: the statistic `mode` of the recorded samples, per event.
+fn tpebs_latencies(rec: &Recording, mode: &str) -> Vec<(String, f64)> {
+    rec.tpebs
+        .iter()
+        .filter_map(|line| match line {
+            Line::Tpebs { event, mean, min, max, last, p97, .. } => {
+                let v = match mode {
+                    "min" => *min,
+                    "max" => *max,
+                    "last" => *last,
+                    "p97" => *p97,
+                    _ => *mean,
+                };
+                Some((event.clone(), v.unwrap_or(0.0)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// What a tmetric record says of its plan, for the engine.
+fn recorded(rec: &Recording, tpebs: Option<&[(String, f64)]>) -> (Recorded, Vec<RecordedRoot>) {
+    let h = &rec.header;
+    let mut literals = [f64::NAN; Literal::COUNT];
+    for lit in Literal::ALL {
+        if let Some(v) = h.literals.get(lit.name()) {
+            literals[lit.index()] = *v;
+        }
+    }
+    // The latencies the totals used: recorded, sampled at the end, or `--tpebs-mode`'s.
+    let retire_latency = match (tpebs, &rec.final_latency) {
+        (Some(values), _) => values.to_vec(),
+        (None, Some(values)) => latency(values),
+        (None, None) => latency(&h.retire_latency),
+    };
+    let rows = h
+        .rows
+        .iter()
+        .map(|row| RecordedRow {
+            name: row.name.clone(),
+            source: match &row.source {
+                SourceRec::Counter(s) => RecordedSource::Counter(*s),
+                SourceRec::Tool(name) => RecordedSource::Tool(name.clone()),
+                SourceRec::RetireLatency => RecordedSource::RetireLatency,
+                SourceRec::Missing(why) => RecordedSource::Missing(why.clone()),
+            },
+            show: row.show,
+            copy_of: row.copy_of,
+            boxes: row.boxes.clone(),
+        })
+        .collect();
+    let roots = h
+        .roots
+        .iter()
+        .enumerate()
+        .map(|(i, root)| RecordedRoot {
+            model: root.model.clone(),
+            metric: root.metric.clone(),
+            pmu: root.pmu.clone(),
+            inputs: root.inputs.clone(),
+            host: h.rows.iter().position(|row| row.roots.contains(&i)),
+        })
+        .collect();
+    let recorded = Recorded {
+        literals,
+        events: h.events.iter().map(counter_event).collect(),
+        groups: h.groups.clone(),
+        rows,
+        probes: h
+            .probes
+            .iter()
+            .filter_map(|p| Some((tmetric_catalog::model(&p.model)?, p.values.clone())))
+            .collect(),
+        retire_latency,
+        cpuid: h.cpuid.clone(),
+    };
+    (recorded, roots)
+}
+
+/// A tmetric record's plan rebuilt, with the metrics `options` choose.
+fn of_record(
+    rec: &Recording,
+    options: Options<'_>,
+    warn: &mut dyn FnMut(Warning),
+) -> Result<Playback, tmetric_engine::replay::ReplayError> {
+    let h = &rec.header;
+    let tpebs = options.tpebs_mode.map(|mode| tpebs_latencies(rec, mode));
+    let (recorded, roots) = recorded(rec, tpebs.as_deref());
+    let mut replay = Replay::new(&recorded)?;
+    replay.choose(&roots, options.choice, &mut |w| warn(Warning::Replay(w)))?;
+    let intervals = rec
+        .intervals
+        .iter()
+        .map(|x| Step {
+            number: x.n as usize,
+            at: x.at,
+            length: x.length,
+            counts: replay.counts(&x.counts),
+            // `--tpebs-mode` applies to every interval alike.
+            latency: x.latency.as_ref().filter(|_| tpebs.is_none()).map(latency),
+        })
+        .collect();
+    let totals =
+        (h.interval_ms.is_none() || h.selection.summary).then(|| replay.counts(&rec.totals));
+    // Only CPUs that were counted.
+    let counted: Vec<i32> = rec.totals.events.iter().flatten().flatten().map(|c| c.cpu).collect();
+    let places = if h.system_wide {
+        let places = h.topology.places.iter();
+        places
+            .filter(|p| counted.contains(&(p[0] as i32)))
+            .map(|p| (p[0], Some((p[1], p[2], p[3]))))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Playback {
+        failures: replay.per_spec(&h.failures),
+        reads: rec.reads.iter().map(|r| replay.counts(r)).collect(),
+        plan: replay.into_plan(),
+        intervals,
+        totals,
+        elapsed: rec.elapsed,
+        rusage: rec.rusage,
+        target: h.target.clone(),
+        places,
+        splits: h.splits.clone(),
+        threads: h.threads.clone(),
+        skip_zero: h.skip_zero,
+        interval: h.interval_ms.map(Duration::from_millis),
+        aggr: None,
+    })
+}
+
+/// A perf.data file's events as rows (each its own group), with the `-M` metrics
+/// (`choice`'s picks) matched to them by name. Without `-M`, perf's built-in metrics (which
+/// the view computes) are what `perf stat report` shows.
+fn of_perf_stat(
+    name: &str,
+    data: &PerfData,
+    choice: Choice<'_>,
+    warn: &mut dyn FnMut(Warning),
+) -> Result<Playback, ReadError> {
+    if data.events.is_empty() {
+        return Err(ReadError::new(name, At::File, Kind::NoEvents));
+    }
+    if data.rounds.is_empty() && data.unrounded.is_empty() {
+        return Err(ReadError::new(name, At::File, Kind::NoStat));
+    }
+    let events: Vec<CounterEvent> = data.events.iter().map(perf_event).collect();
+    let recorded = Recorded {
+        literals: tmetric_engine::plan::offline_literals(false, data.cpus.iter().any(|&c| c >= 0)),
+        rows: events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| RecordedRow {
+                name: e.name.clone(),
+                source: RecordedSource::Counter(i),
+                show: true,
+                copy_of: None,
+                boxes: Vec::new(),
+            })
+            .collect(),
+        groups: (0..events.len()).map(|i| vec![i]).collect(),
+        events,
+        probes: Vec::new(),
+        retire_latency: Vec::new(),
+        cpuid: data.cpuid.as_deref().map(crate::perf::perf_cpuid),
+    };
+    let mut replay =
+        Replay::new(&recorded).map_err(|e| ReadError::new(name, At::File, Kind::Replay(e)))?;
+    if let Choice::Picks(picks) = choice {
+        for pick in picks {
+            replay.add_metric(pick.model, pick.metric);
+        }
+    }
+    let counts = crate::perf::read_perf_stat(data);
+    if counts.no_round {
+        warn(Warning::NoRound);
+    }
+    // (socket, die, core) from the file's CPU topology, where it has one.
+    let place = |cpu: i32| {
+        let &(core, socket, die) = data.topology.get(cpu as usize)?;
+        (core >= 0 && socket >= 0 && die >= 0).then_some((socket as u32, die as u32, core as u32))
+    };
+    // perf's title: `pipe` for a piped file (perf stat report names no command then), else
+    // the recorded command line.
+    let target = match (data.pipe, data.cmdline.is_empty()) {
+        (true, _) => "pipe".to_string(),
+        (false, false) => data.cmdline.join(" "),
+        (false, true) => "perf.data".to_string(),
+    };
+    Ok(Playback {
+        intervals: counts
+            .intervals
+            .into_iter()
+            .map(|x| Step {
+                number: x.n as usize,
+                at: x.at,
+                length: x.length,
+                counts: replay.counts(&x.counts),
+                latency: None,
+            })
+            .collect(),
+        totals: counts.totals.map(|t| replay.counts(&t)),
+        plan: replay.into_plan(),
+        elapsed: counts.elapsed,
+        rusage: None,
+        target,
+        places: data.cpus.iter().filter(|&&c| c >= 0).map(|&c| (c as u32, place(c))).collect(),
+        failures: Vec::new(),
+        splits: Vec::new(),
+        threads: Vec::new(),
+        skip_zero: false,
+        interval: (data.interval_ms > 0).then(|| Duration::from_millis(data.interval_ms)),
+        aggr: aggr_of(data.aggr_mode, false),
+        reads: Vec::new(),
+    })
+}
+
+/// perf's event as the runtime describes it.
+fn perf_event(e: &perfdata::DataEvent) -> CounterEvent {
+    let kind = match e.type_ {
+        0 => EventKind::Hardware,
+        1 => EventKind::Software,
+        2 => EventKind::Tracepoint,
+        t => EventKind::Pmu(format!("type{t}")),
+    };
+    CounterEvent {
+        name: e.name.clone(),
+        attr: Attr {
+            type_: e.type_,
+            config: e.config,
+            config1: e.config1,
+            config2: e.config2,
+            exclude_user: e.exclude.0,
+            exclude_kernel: e.exclude.1,
+            exclude_hv: e.exclude.2,
+            ..Attr::default()
+        },
+        kind,
+        unit: e.unit.clone().filter(|u| !u.is_empty()),
+        scale: e.scale,
+        cpus: None,
+    }
+}
