@@ -197,7 +197,7 @@ fn a_missing_event_makes_the_metric_nan_and_is_named() {
     assert_eq!(frontend["value"], Value::Null);
     assert_eq!(frontend["missing"], serde_json::json!(["INT_MISC.UOP_DROPPING"]));
     assert_eq!(frontend["threshold"], Value::Null);
-    // max(1 - (NaN + ...), 0) is C's `a > b ? a : b`: a NaN `a` gives 0 (spec E2).
+    // max(1 - (NaN + ...), 0) is C's `a > b ? a : b`: a NaN `a` gives 0 (util/expr.y).
     let bad = row(&rows, "tma_bad_speculation");
     assert_close(&bad["value"], 0.0);
     assert_eq!(bad["missing"], serde_json::json!(["INT_MISC.UOP_DROPPING"]));

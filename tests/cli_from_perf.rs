@@ -245,7 +245,7 @@ fn missing_retire_latency_rule() {
     let line = text.lines().find(|l| l.contains("tma_split_loads")).unwrap();
     assert!(line.contains(&format!("missing: {id}")) && line.contains("--record-tpebs"), "{line}");
     // The latency reads as NaN, and perf's min() returns its second argument when the first is
-    // NaN (spec E2): 100 * SPLIT_LOADS * (L1D_PEND_MISS.PENDING / L1_MISS_ANY) / THREAD.
+    // NaN (util/expr.y divides as C does): 100 * SPLIT_LOADS * (L1D_PEND_MISS.PENDING / L1_MISS_ANY) / THREAD.
     let c = |event: &str| count(&log, &format!("cpu_core/{event}/"));
     let want = 100.0 * c("MEM_INST_RETIRED.SPLIT_LOADS") * c("L1D_PEND_MISS.PENDING")
         / c("MEM_LOAD_COMPLETED.L1_MISS_ANY")

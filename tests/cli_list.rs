@@ -178,7 +178,7 @@ fn events_show_encoding_and_counters() {
         "--json",
     ]));
     let any = rows.iter().find(|r| r["event"] == "INST_RETIRED.ANY").expect("INST_RETIRED.ANY");
-    // jevents replaces inst_retired.any's encoding by a fixed string (spec B3).
+    // jevents replaces inst_retired.any's encoding by a fixed string (jevents.py's `JsonEvent`).
     assert_eq!(any["encoding"], "cpu/event=0xc0,period=2000003/");
     assert_eq!(any["counters"]["fixed"], serde_json::json!([0]));
     let any_p =

@@ -35,7 +35,7 @@ pub fn common() -> &'static Model {
 }
 
 /// The model perf would pick for a cpuid string (`GenuineIntel-6-8F-8`, an arm64 MIDR, a
-/// powerpc PVR, ...): the first `mapfile.csv` row that matches, in file order (spec B6).
+/// powerpc PVR, ...): the first `mapfile.csv` row that matches, in file order (perf's `perf_pmu__find_events_table` in tools/perf/util/pmu.c).
 pub fn model_for_cpuid(cpuid: &str) -> Option<&'static Model> {
     CPUID_MAP
         .iter()

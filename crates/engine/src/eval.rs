@@ -100,8 +100,8 @@ fn tool_seconds(tool: Tool, sample: &Sample<'_>) -> Option<f64> {
     }
 }
 
-/// The value a metric expression sees for a row: raw counts (spec E11), seconds for tools,
-/// 0 for a counter that never ran and NaN for one that could not be counted (spec C6).
+/// The value a metric expression sees for a row: raw counts (stat-shadow.c `prepare_metric`: ScaleUnit is for printing only), seconds for tools,
+/// 0 for a counter that never ran and NaN for one that could not be counted (`prepare_metric`).
 pub fn input_value(plan: &Plan, row: &Row, sample: &Sample<'_>) -> f64 {
     match &row.source {
         Source::Counter(_) => match row_aggregate(plan, row, sample) {

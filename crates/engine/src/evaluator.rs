@@ -12,7 +12,7 @@ use tmetric_model::sem::Fail;
 pub trait Select {
     /// Metrics whose name equals `name`, ignoring case (one per PMU on hybrid models).
     fn metrics_named(&self, name: &str) -> Vec<usize>;
-    /// perf's `-M` matching (spec C1): `item` equals, ignoring case, the metric name or one of
+    /// perf's `-M` matching (`match_metric` in tools/perf/util/metricgroup.c): `item` equals, ignoring case, the metric name or one of
     /// its `;`-separated groups; `all` selects every metric.
     fn select(&self, item: &str) -> Vec<usize>;
     /// `roots` and every metric they reference, transitively, in evaluation order.
@@ -25,7 +25,7 @@ pub trait Select {
     /// Slots that `calls` functions take as argument in any metric of the model.
     fn call_slots(&self, calls: u8) -> Vec<usize>;
     /// Input slots `metric` needs on a machine with these facts, following metric references
-    /// as perf does (spec A7, A8). With `threshold`, the root is processed through its
+    /// as perf does (`expr__find_ids`, util/metricgroup.c's references). With `threshold`, the root is processed through its
     /// `MetricThreshold`, as perf does unless `--metric-no-threshold`.
     fn needed_ids(
         &self,

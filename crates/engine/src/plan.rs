@@ -606,7 +606,7 @@ pub fn cpuid_of(sysfs: &Sysfs, proc_root: &Path) -> Option<String> {
 }
 
 /// Per input slot of `model`, the constant perf gives `has_event()` and `strcmp_cpuid_str()`
-/// when it parses a metric on `machine` (spec A5): `has_event(X)` is 1 when X parses as an
+/// when it parses a metric on `machine` (metricgroup.c's `metricgroup__has_event` and `strcmp_cpuid_str` in util/expr.c): `has_event(X)` is 1 when X parses as an
 /// event here, `strcmp_cpuid_str(ID)` is 1 when the machine's cpuid matches ID and NaN when the
 /// cpuid is unknown. Other slots read 0.
 pub fn machine_probes(model: &Model, machine: &Machine<'_>) -> Vec<f64> {

@@ -154,7 +154,7 @@ fn vendor_of(model: &Model) -> Vendor {
 }
 
 /// The core PMU's raw numbers for `model` when it has no `counter.json` row: documented
-/// per-vendor defaults (shared/docs/pmu-facts.md section 3).
+/// per-vendor defaults (each named with its source in arch/x86/events and drivers/perf).
 fn default_core_counts(model: &Model, pmu: &str) -> (u8, u8, String) {
     match (vendor_of(model), pmu) {
         (Vendor::Amd, _) => (6, 0, "AMD Zen: 6 general counters, no fixed".into()),
@@ -575,7 +575,7 @@ pub fn event_umask(terms: &str) -> (Option<u64>, u64) {
 
 /// The kernel's placement of an Intel core event with this `event`/`umask` and the vendor
 /// JSON's counter list (`json`): fixed-only pseudo-encodings, events that may use a fixed or
-/// a general counter, topdown metric events (arch/x86/events/intel/core.c, pmu-facts.md §3).
+/// a general counter, topdown metric events (arch/x86/events/intel/core.c).
 pub fn intel_demand(event: u64, umask: u64, json: tmetric_catalog::Counters) -> Demand {
     let general = if json.generic == 0 { u32::MAX } else { json.generic };
     match (event, umask) {

@@ -58,7 +58,7 @@ pub struct Request {
 pub enum Strategy {
     /// tmetric's: counter-aware packing of whole metrics, fewest slices first.
     Tmetric,
-    /// perf 6.12's `parse_groups` (spec C3) followed by weak-group splitting at open (C4).
+    /// perf 6.12's `parse_groups` (tools/perf/util/metricgroup.c) followed by weak-group splitting at open (builtin-stat.c).
     Perf,
 }
 

@@ -1,4 +1,4 @@
-//! The interpreter: perf 6.12's evaluation semantics over the tree (spec A3).
+//! The interpreter: perf 6.12's evaluation semantics over the tree (tools/perf/util/expr.y, `expr__parse`).
 //!
 //! It serves ad-hoc user formulas and is the oracle the generated metric functions are
 //! tested against. The arithmetic itself lives in `tmetric_model::sem`, shared with the

@@ -1,6 +1,6 @@
 //! The needed-events pass: which identifiers an expression needs on a given machine.
 //!
-//! This is perf's `expr__find_ids` (spec A7): literals, `has_event` and
+//! This is perf's `expr__find_ids` (tools/perf/util/expr.c): literals, `has_event` and
 //! `strcmp_cpuid_str` are constants that fold `if`, `|`, `&` and division by zero, so the
 //! set depends on the machine. The folding rules live in `tmetric_model::Needed`, shared
 //! with the generated code; this file only walks the tree.

@@ -125,7 +125,7 @@ fn vals(ids: &[(&str, f64)], lits: &[(&str, f64)]) -> Vals {
     }
 }
 
-/// Evaluation vectors from spec A3/A4: (expression, expected value; NaN as f64::NAN).
+/// Evaluation vectors for util/expr.y's rules and `expr__get_literal`: (expression, expected value; NaN as f64::NAN).
 const EVAL: &[(&str, f64)] = &[
     ("1 + 2 * 3", 7.0),
     ("8 / 2 / 2", 2.0),
@@ -209,7 +209,7 @@ fn evaluation_failures() {
     assert!(tmetric_model::Literal::from_name("SMT_ON").is_some());
 }
 
-/// Needed-events vectors from spec A7: (expression, literals, expected ids in order).
+/// Needed-events vectors for `expr__find_ids`: (expression, literals, expected ids in order).
 #[track_caller]
 fn needs(text: &str, smt_on: f64, expect: &[&str]) {
     let expr = parse(text).unwrap();

@@ -2,9 +2,9 @@
 //! 002's bash+sqlite3 script on the first 1,000 lines of the same trace, in the same run.
 //!
 //! Run with `cargo bench -p tmetric-latency`. The seed script is extracted at run time from
-//! `shared/seeds/002_*.txt` (patch 2 then patch 3) into a temporary directory; it is never part
-//! of the repository. The seeds folder is `$TMETRIC_SEEDS`, else `../shared/seeds` beside the
-//! workspace, else `/work/shared/seeds`. The script needs bash, sqlite3 and bc; when it cannot
+//! the seed document `002_*.txt` (patch 2 then patch 3) into a temporary directory; it is never
+//! part of the repository. The seeds folder is `$TMETRIC_SEEDS`, else `../shared/seeds` beside
+//! the workspace's directory. The script needs bash, sqlite3 and bc; when it cannot
 //! run, the reason is printed and tmetric's figure is still reported.
 
 use std::path::{Path, PathBuf};
@@ -154,8 +154,7 @@ fn seeds_dir() -> PathBuf {
     if let Some(dir) = env::var_os("TMETRIC_SEEDS") {
         return PathBuf::from(dir);
     }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/seeds");
-    if beside.is_dir() { beside } else { PathBuf::from("/work/shared/seeds") }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/seeds")
 }
 
 /// Extracts, runs and times the seed script; returns its elapsed time and table rows.

@@ -288,7 +288,7 @@ impl Events {
     }
 }
 
-/// Tool events perf computes itself rather than counting (spec A6).
+/// Tool events perf computes itself rather than counting (`duration_time`, `user_time`, ...: tools/perf/util/expr.c and stat-shadow.c).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tool {
     /// Wall-clock time in seconds.

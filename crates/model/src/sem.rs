@@ -1,8 +1,8 @@
 //! perf 6.12's expression semantics as plain functions, shared by the interpreter in
 //! `tmetric-expr` and by the generated metric code, so both compute bit-identical values.
 //!
-//! Evaluation rules are perf's `util/expr.y` with `compute_ids` off (spec A3); the
-//! [`Needed`] combinators are the same grammar with `compute_ids` on (spec A7).
+//! Evaluation rules are perf's `util/expr.y` with `compute_ids` off (`expr__parse`); the
+//! [`Needed`] combinators are the same grammar with `compute_ids` on (`expr__find_ids` in util/expr.c).
 
 /// Why a metric has no value at all (perf leaves such a metric blank).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -258,7 +258,7 @@ impl<I: PartialEq> Needed<I> {
         if other.value == 0.0 { Needed::constant(0.0) } else { self.arith(other, d_ratio) }
     }
 
-    /// `min`/`max`: never folded, even over two constants (spec E7).
+    /// `min`/`max`: never folded, even over two constants (util/expr.y folds only arithmetic).
     pub fn min_max(self, other: Needed<I>) -> Needed<I> {
         self.union(other)
     }

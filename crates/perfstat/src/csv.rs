@@ -1,6 +1,6 @@
 //! Reads perf stat's `-x SEP` layout.
 //!
-//! Fields (spec D6): `[interval] [aggr-id [cpus]] value unit event [cgroup] [variance%]
+//! Fields (tools/perf/util/stat-display.c, `print_*_csv`): `[interval] [aggr-id [cpus]] value unit event [cgroup] [variance%]
 //! run-time pcnt-running [metric-value metric-unit]`. The optional fields are told apart by
 //! shape: the interval has nine decimals, aggregation ids have perf's forms, the variance ends
 //! in `%`, and run-time/pcnt-running are the first integer/decimal pair after the event. A

@@ -1,6 +1,6 @@
 //! Reads perf stat's `-j` layout: one JSON object per line.
 //!
-//! Keys (spec D6): `interval`, an aggregation key (`cpu`, `core`, `die`, `socket`, `node`,
+//! Keys (tools/perf/util/stat-display.c, `print_*_json`): `interval`, an aggregation key (`cpu`, `core`, `die`, `socket`, `node`,
 //! `cluster`, `cache`, `thread`) with `aggregate-number`, `counter-value` (a string: a number,
 //! `<not counted>` or `<not supported>`), `unit`, `event`, `cgroup`, `variance`, `event-runtime`,
 //! `pcnt-running`, `metric-value` (a string in 6.12, a bare number in 6.1) and `metric-unit`.

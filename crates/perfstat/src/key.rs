@@ -13,7 +13,7 @@ use std::fmt;
 /// of the event name, as in the tracepoint `sched:sched_switch`.
 const MODIFIER_CHARS: &str = "ukhIGHpPSDWebRXx";
 
-/// The core PMUs that an expression id without a PMU may stand for (spec B5 `default_core`):
+/// The core PMUs that an expression id without a PMU may stand for (jevents.py's `default_core`):
 /// the names perf gives a CPU's core PMU.
 pub fn is_core_pmu(pmu: &str) -> bool {
     matches!(pmu, "cpu" | "cpu_core" | "cpu_atom" | "cpum_cf") || pmu.starts_with("armv8_pmuv3")

@@ -1,4 +1,4 @@
-//! Resolution: what each identifier of each metric names, per model (spec A6, A8).
+//! Resolution: what each identifier of each metric names, per model (perf's `expr__get_id` in tools/perf/util/expr.c and metric references in util/metricgroup.c).
 //!
 //! An identifier is, in this order: a metric of the same PMU (case-insensitive), a JSON
 //! event of the model (case-insensitive, optionally `PMU@EVENT,terms@mods` or

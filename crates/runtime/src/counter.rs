@@ -1,6 +1,6 @@
 //! Counters: opening events in groups, per task or on every CPU, reading each group with one
 //! `read()` of the `GROUP|ID|TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING` layout, and turning raw
-//! values into counts scaled for multiplexing (spec C6).
+//! values into counts scaled for multiplexing (perf's `perf_counts_values__scale`, tools/perf/util/stat.c).
 
 use crate::event::CounterEvent;
 use crate::sys::{Attr, Errno, READ_FORMAT, Syscalls};
@@ -264,7 +264,7 @@ pub struct GroupRead {
 }
 
 /// Parses the `GROUP|ID|TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING` layout: `nr`,
-/// `time_enabled`, `time_running`, then `nr` pairs of `value, id` (pmu-facts section 4).
+/// `time_enabled`, `time_running`, then `nr` pairs of `value, id` (`read_format` in include/uapi/linux/perf_event.h).
 pub fn parse_group_read(bytes: &[u8], expected_members: usize) -> Result<GroupRead, String> {
     let word = |i: usize| -> Option<u64> {
         bytes.get(i * 8..i * 8 + 8).map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))

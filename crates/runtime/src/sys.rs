@@ -490,7 +490,7 @@ mod tests {
         };
         let u64_at = |off: usize| u64::from_ne_bytes(bytes[off..off + 8].try_into().unwrap());
         let u32_at = |off: usize| u32::from_ne_bytes(bytes[off..off + 4].try_into().unwrap());
-        // Offsets from pmu-facts section 4.
+        // Offsets of `struct perf_event_attr` in include/uapi/linux/perf_event.h.
         assert_eq!(u32_at(0), 9);
         assert!(u32_at(4) >= 136);
         assert_eq!(u64_at(8), 0x1234);
@@ -522,7 +522,7 @@ mod tests {
         };
         let u64_at = |off: usize| u64::from_ne_bytes(bytes[off..off + 8].try_into().unwrap());
         let u32_at = |off: usize| u32::from_ne_bytes(bytes[off..off + 4].try_into().unwrap());
-        // Offsets from pmu-facts section 4 and the uapi header: sample_period 16, sample_type
+        // Offsets from include/uapi/linux/perf_event.h: sample_period 16, sample_type
         // 24, flags 40 (freq bit 10, precise_ip bits 15-16, watermark bit 14),
         // wakeup_events/wakeup_watermark 48.
         assert_eq!(u64_at(16), 4000);

@@ -591,7 +591,7 @@ impl std::fmt::Display for TracefsProblem {
 }
 
 /// perf's x86 cpuid string (`AuthenticAMD-25-11-1`) from `/proc/cpuinfo` text: family in
-/// decimal, model and stepping in upper-case hex (pmu-facts section 5).
+/// decimal, model and stepping in upper-case hex (tools/perf/arch/x86/util/header.c `get_cpuid_str`).
 pub fn x86_cpuid(cpuinfo: &str) -> Option<String> {
     let field = |key: &str| {
         cpuinfo.lines().find_map(|line| {
@@ -647,7 +647,7 @@ mod tests {
 
     #[test]
     fn formats_place_bits_lsb_first() {
-        // pmu-facts section 1: AMD `event=0x120` with `config:0-7,32-35`.
+        // Documentation/ABI/testing/sysfs-bus-event_source-devices-format: AMD `event=0x120` with `config:0-7,32-35`.
         let amd = Format::parse("event", "config:0-7,32-35").unwrap();
         let mut config = [0; 4];
         amd.place(0x120, &mut config).unwrap();

@@ -188,7 +188,7 @@ fn the_kernel_refuses_weight_and_weight_struct_together() {
         Sampler::start(Kernel, &[spec.clone()], &Target::Cpus(vec![0]), &SamplerOptions::default())
             .unwrap_err();
     assert!(err.to_string().contains("WEIGHT and WEIGHT_STRUCT"), "{err}");
-    // ... and the kernel says EINVAL, as pmu-facts records.
+    // ... and the kernel says EINVAL, as kernel/events/core.c's `perf_event_alloc` checks do.
     let attr = Attr { disabled: true, ..spec.attr };
     assert_eq!(Kernel.perf_event_open(&attr, -1, 0, -1), Err(Errno(libc::EINVAL)));
 }

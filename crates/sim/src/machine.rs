@@ -5,7 +5,7 @@
 //!
 //! Facts are from Linux 6.12 (`arch/x86/events/intel/core.c`, `arch/x86/events/amd/core.c`,
 //! `arch/x86/events/msr.c`, `arch/x86/events/intel/uncore*.c`, `drivers/perf/arm_pmuv3.c`)
-//! and /work/shared/docs/pmu-facts.md; see the notes on each model.
+//! and the kernel's drivers under arch/x86/events and drivers/perf; see the notes on each model.
 
 use std::fs;
 use std::io;

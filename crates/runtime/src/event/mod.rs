@@ -175,7 +175,7 @@ impl EventError {
     }
 }
 
-/// Values perf computes itself instead of counting (spec A6).
+/// Values perf computes itself instead of counting (`duration_time`, `user_time`, ...: tools/perf/util/expr.c and stat-shadow.c).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tool {
     /// `duration_time`: wall-clock time.
