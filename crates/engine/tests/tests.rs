@@ -1,9 +1,10 @@
-//! The engine's integration tests (`accuracy`, `events`, `perflog`, `profile`, `sim`, `skew`; `harness` measures
+//! The engine's integration tests (`accuracy`, `counts`, `events`, `perflog`, `profile`, `sim`, `skew`; `harness` measures
 //! metrics on simulated machines against the truth, shared with the accuracy benchmark), in
 //! one binary: each integration-test file would otherwise be compiled and linked on its own
 //! (issue 13: a clean `cargo test` under two minutes).
 
 mod accuracy;
+mod counts;
 mod events;
 mod harness;
 mod perflog;
