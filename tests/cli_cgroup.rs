@@ -8,13 +8,13 @@ use std::time::Duration;
 use crate::support::{stderr, tmetric};
 
 /// A cgroup made for one test, removed (with its tasks gone) when dropped.
-struct Cgroup {
-    path: PathBuf,
-    name: String,
+pub(crate) struct Cgroup {
+    pub(crate) path: PathBuf,
+    pub(crate) name: String,
 }
 
 impl Cgroup {
-    fn new(mount: &Path, tag: &str) -> Cgroup {
+    pub(crate) fn new(mount: &Path, tag: &str) -> Cgroup {
         let name = format!("tmetric-test-{tag}-{}", std::process::id());
         let path = mount.join(&name);
         std::fs::create_dir(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -23,7 +23,7 @@ impl Cgroup {
 
     /// Starts a shell spinning for about `ms` of wall time inside this cgroup, once it is in
     /// the cgroup (so every CPU cycle it spins is the cgroup's).
-    fn spin(&self, ms: u64) -> Child {
+    pub(crate) fn spin(&self, ms: u64) -> Child {
         let procs = self.path.join("cgroup.procs");
         let script = format!(
             "echo $$ > {}; end=$(($(date +%s%N) + {ms}000000)); while [ $(date +%s%N) -lt $end ]; do :; done",
@@ -54,7 +54,7 @@ impl Drop for Cgroup {
 }
 
 /// The cgroup2 mount, when this test can make cgroups in it.
-fn mount() -> Option<PathBuf> {
+pub(crate) fn mount() -> Option<PathBuf> {
     let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
     let path = mounts.lines().find_map(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();

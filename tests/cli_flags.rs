@@ -4,7 +4,7 @@
 
 use std::process::{Command, Output};
 
-use crate::support::{stderr, tmetric};
+use crate::support::{Run, check, snapshot, stderr, tmetric, transcript};
 
 fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tmetric"));
@@ -15,54 +15,54 @@ fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().unwrap()
 }
 
+/// Transcripts of several runs as one snapshot.
+fn transcripts(runs: &[&[&str]]) -> String {
+    let texts: Vec<String> =
+        runs.iter().map(|args| transcript(&Run { args, ..Run::default() }).1).collect();
+    texts.join("\n")
+}
+
 #[test]
 fn null_run_prints_only_the_elapsed_time() {
-    let out = tmetric(&["stat", "-n", "--", "sleep", "0.05"]);
+    let out = check(&["stat", "-n", "--", "sleep", "0.05"], "cli_flags__null_run");
+    // The snapshot masks the time; it is the sleep's.
     let text = stderr(&out);
-    assert!(out.status.success(), "{text}");
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], "");
-    assert_eq!(lines[1], " Performance counter stats for 'sleep 0.05':");
-    assert_eq!(lines[2], "");
-    assert!(lines[3].ends_with(" seconds time elapsed"), "{text}");
-    let elapsed: f64 = lines[3].split_whitespace().next().unwrap().parse().unwrap();
+    let elapsed: f64 = text
+        .lines()
+        .find(|l| l.ends_with(" seconds time elapsed"))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
     assert!((0.05..2.0).contains(&elapsed), "{text}");
 }
 
+/// `-q`: counts, notes and warnings are silent; errors still print, with exit status 2.
 #[test]
 fn quiet_prints_nothing_but_errors() {
-    let out = tmetric(&["stat", "-q", "-e", "task-clock,cycles", "--", "true"]);
-    assert!(out.status.success());
-    assert_eq!(stderr(&out), "", "counts, notes and warnings are silent");
-    let out = tmetric(&["stat", "-q", "-e", "no-such-event", "--", "true"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("no-such-event"), "errors still print");
+    snapshot(
+        "cli_flags__quiet",
+        &transcripts(&[
+            &["stat", "-q", "-e", "task-clock,cycles", "--", "true"],
+            &["stat", "-q", "-e", "no-such-event", "--", "true"],
+        ]),
+    );
 }
 
+/// perf's refusals of flag combinations, in perf's words, with exit status 2.
 #[test]
 fn perfs_flag_refusals_and_their_messages() {
-    let refused = |args: &[&str], message: &str| {
-        let out = tmetric(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
-    };
-    refused(&["stat", "-B", "-x,", "true"], "-B option not supported with -x");
-    refused(
-        &["stat", "--metric-only", "-r", "2", "true"],
-        "--metric-only is not supported with -r",
+    snapshot(
+        "cli_flags__refusals",
+        &transcripts(&[
+            &["stat", "-B", "-x,", "true"],
+            &["stat", "--metric-only", "-r", "2", "true"],
+            &["stat", "--table", "true"],
+            &["stat", "--timeout", "5", "true"],
+            &["stat", "--timeout", "100", "-I", "100", "true"],
+            &["stat", "-I", "100", "--interval-clear", "-o", "/dev/null", "true"],
+            &["stat", "--per-node", "true"],
+            &["stat", "--per-cache=L9x", "-a", "true"],
+        ]),
     );
-    refused(&["stat", "--table", "true"], "--table is only supported with -r");
-    refused(&["stat", "--timeout", "5", "true"], "timeout must be >= 10ms.");
-    refused(
-        &["stat", "--timeout", "100", "-I", "100", "true"],
-        "timeout option is not supported with interval-print.",
-    );
-    refused(
-        &["stat", "-I", "100", "--interval-clear", "-o", "/dev/null", "true"],
-        "--interval-clear does not work with output",
-    );
-    refused(&["stat", "--per-node", "true"], "only available in system-wide mode");
-    refused(&["stat", "--per-cache=L9x", "-a", "true"], "expected a cache level");
 }
 
 /// Digits grouped in the user's locale, as perf's `%'` prints them; `--no-big-num` and CSV
@@ -174,17 +174,15 @@ fn detailed_runs_add_perfs_cache_events() {
     assert_eq!(ddd.last().unwrap(), "L1-dcache-prefetch-misses");
 }
 
+/// `-r 3 --table`: perf's header with the number of runs, one table row per run, the final
+/// result with its spread.
 #[test]
 fn repeats_print_the_runs_and_their_table() {
-    let out = tmetric(&["stat", "-r", "3", "--table", "-e", "task-clock", "--", "true"]);
-    let text = stderr(&out);
-    assert!(out.status.success(), "{text}");
-    assert!(text.contains("Performance counter stats for 'true' (3 runs):"), "{text}");
-    assert!(text.contains("# Table of individual measurements:"), "{text}");
-    assert_eq!(text.lines().filter(|l| l.contains(") #")).count(), 3, "{text}");
-    assert!(text.contains("# Final result:"), "{text}");
-    let elapsed = text.lines().find(|l| l.contains("seconds time elapsed")).unwrap();
-    assert!(elapsed.contains(" +- "), "{elapsed}");
+    let out = check(
+        &["stat", "-r", "3", "--table", "-e", "task-clock", "--", "true"],
+        "cli_flags__repeats_table",
+    );
+    assert!(out.status.success());
 }
 
 /// perf's labels of `--per-node` (`N0`), `--per-cache` (`S0-D0-L3-ID0`) and `--per-cluster`

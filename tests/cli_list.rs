@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::support::{ok_stdout as ok, stderr, tmetric};
+use crate::support::{check, ok_stdout as ok, stderr, tmetric};
 
 /// Every line of `text` as a JSON object.
 fn json_lines(text: &str) -> Vec<Value> {
@@ -61,6 +61,7 @@ fn models_show_sapphirerapids_with_its_cpuid() {
     assert!(rows.iter().any(|r| r["model"] == "common/common"));
 }
 
+/// The filter is a case-insensitive substring of the model's path.
 #[test]
 fn models_filter_is_a_substring() {
     let rows = json_lines(&ok(&["list", "models", "SAPPHIRE", "--json"]));
@@ -184,18 +185,21 @@ fn events_show_encoding_and_counters() {
         rows.iter().find(|r| r["event"] == "INST_RETIRED.ANY_P").expect("INST_RETIRED.ANY_P");
     assert_eq!(any_p["counters"]["generic"], serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7]));
 
-    let text = ok(&["list", "events", "--model", "sapphirerapids", "INST_RETIRED.ANY_P"]);
-    assert!(text.contains("counters: 0-7"), "{text}");
-    let text = ok(&["list", "events", "--model", "sapphirerapids", "UNC_M_CAS_COUNT.RD"]);
-    assert!(text.contains("[uncore_imc]") && text.contains("uncore_imc/event="), "{text}");
+    // The text form: the counters (`counters: 0-7`), an uncore event's PMU and encoding.
+    check(
+        &["list", "events", "--model", "sapphirerapids", "INST_RETIRED.ANY_P"],
+        "cli_list__events_inst_retired_any_p",
+    );
+    check(
+        &["list", "events", "--model", "sapphirerapids", "UNC_M_CAS_COUNT.RD"],
+        "cli_list__events_uncore_imc",
+    );
 }
 
+/// A misspelt model: exit status 2, nothing on standard output, the candidates named.
 #[test]
 fn unknown_model_exits_2_with_candidates() {
-    let output = tmetric(&["list", "metrics", "--model", "sapphirerapid"]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("`x86/sapphirerapids`"), "{}", stderr(&output));
-    assert!(output.stdout.is_empty());
+    check(&["list", "metrics", "--model", "sapphirerapid"], "cli_list__unknown_model");
 }
 
 #[test]
@@ -238,9 +242,53 @@ fn raw_dump_lists_names_for_scripts() {
     assert!(!text.contains('\n'), "one line, as perf's");
 }
 
+/// A kind that is not one (`metricz`) with a filter after it: exit status 2, named.
 #[test]
 fn unknown_kind_with_a_filter_is_an_error() {
-    let output = tmetric(&["list", "metricz", "tma_*", "--model", "sapphirerapids"]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("unknown list kind `metricz`"), "{}", stderr(&output));
+    check(&["list", "metricz", "tma_*", "--model", "sapphirerapids"], "cli_list__unknown_kind");
+}
+
+/// The kernel PMU events of this machine, read from sysfs here: `pmu/event/` per file under
+/// `events/` that is not a `.scale`/`.unit` companion.
+fn sysfs_pmu_events() -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(pmus) = std::fs::read_dir("/sys/bus/event_source/devices") else { return found };
+    for pmu in pmus.flatten() {
+        let Ok(events) = std::fs::read_dir(pmu.path().join("events")) else { continue };
+        for event in events.flatten() {
+            let name = event.file_name().to_string_lossy().into_owned();
+            if !name.contains('.') {
+                found.push(format!("{}/{name}/", pmu.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// perf's stat_all_pmu.sh loop: `list --raw-dump pmu` names every sysfs PMU event, and
+/// `stat -e` on each prints the name or `<not supported>`.
+#[test]
+fn pmu_lists_the_kernel_pmu_events_and_each_one_counts() {
+    let expected = sysfs_pmu_events();
+    let raw = ok(&["list", "--raw-dump", "pmu"]);
+    let listed: Vec<&str> = raw.split_whitespace().collect();
+    assert_eq!(listed, expected.iter().map(String::as_str).collect::<Vec<_>>());
+    let text = ok(&["list", "pmu"]);
+    assert_eq!(text.lines().count(), expected.len(), "{text}");
+    for line in text.lines() {
+        assert_eq!(line.find("[Kernel PMU event]"), Some(53), "{line}");
+    }
+    for event in listed.iter().filter(|e| !e.contains('?')) {
+        let out = tmetric(&["stat", "-e", event, "true"]);
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(all.contains(event) || all.contains("<not supported>"), "{event}: {all}");
+    }
+    let json = json_lines(&ok(&["list", "-j", "pmu", "tsc"]));
+    let tsc: Vec<&Value> = json.iter().filter(|v| v["event"] == "tsc").collect();
+    if expected.iter().any(|e| e == "msr/tsc/") {
+        assert_eq!(tsc.len(), 1, "{json:?}");
+        assert_eq!(tsc[0]["encoding"], "msr/tsc/");
+        assert_eq!(tsc[0]["terms"], "event=0x00");
+    }
 }

@@ -14,6 +14,7 @@ mod cli_perf_contract;
 mod cli_record;
 mod cli_record_perf;
 mod cli_secure;
+mod cli_serve;
 mod cli_sim;
 mod cli_stat;
 mod cli_top;

@@ -20,6 +20,7 @@ pub mod plan;
 pub mod printer;
 pub mod record;
 pub mod report;
+pub mod serve;
 pub mod sim;
 pub mod stat;
 pub mod target;
@@ -51,6 +52,12 @@ enum Command {
     Plan(plan::PlanArgs),
     /// One metric in full: descriptions, formula, threshold, its tree and the events it needs.
     Describe(describe::DescribeArgs),
+    /// Export metrics per host and per cgroup to Prometheus over HTTP (/metrics, /json,
+    /// /healthz), read every interval.
+    Serve(serve::ServeArgs),
+    /// Prometheus recording rules (or a Grafana dashboard) computing metrics from the raw
+    /// counters `serve` exports.
+    Rules(serve::RulesArgs),
 }
 
 /// Standard output that names itself in its errors ("cannot write to standard output: No
@@ -86,6 +93,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plan(args) => plan::run(&args, &mut out)?,
         Command::Describe(args) => describe::run(&args, &mut out)?,
         Command::Report(args) => report::run(&args)?,
+        Command::Serve(args) => serve::run(&args)?,
+        Command::Rules(args) => serve::rules(&args, &mut out)?,
         Command::Stat(args) => {
             // The exit code is the workload's, as perf stat's is.
             let code = stat::run(&args)?;
@@ -118,6 +127,8 @@ fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::O
         "report",
         "plan",
         "describe",
+        "serve",
+        "rules",
         "help",
         "-h",
         "--help",

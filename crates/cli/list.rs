@@ -15,11 +15,12 @@ use crate::output::{NameFilter, core_pmu_name, json_line};
 /// Flags of `tmetric list`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-KIND is one of models, metrics, metricgroups, events. Without KIND: metrics when --model is given, \
+KIND is one of models, metrics, metricgroups, events, pmu (the kernel PMU events in sysfs, as perf \
+lists them). Without KIND: metrics when --model is given, \
 else models.\nFILTER is a case-insensitive substring, or a glob (`tma_*`) over the whole name; \
 metrics also match on their group names.")]
 pub struct ListArgs {
-    /// KIND (models, metrics, metricgroups, events), or FILTER when no KIND is given.
+    /// KIND (models, metrics, metricgroups, events, pmu), or FILTER when no KIND is given.
     #[arg(value_name = "KIND")]
     first: Option<String>,
     /// Keep only names that match: a case-insensitive substring or a glob such as `tma_*`.
@@ -48,6 +49,8 @@ enum Kind {
     Metrics,
     Groups,
     Events,
+    /// The kernel's PMU events: `events/*` of every PMU in sysfs.
+    Pmu,
 }
 
 impl Kind {
@@ -57,6 +60,7 @@ impl Kind {
             "metrics" | "metric" => Kind::Metrics,
             "metricgroups" | "metricgroup" | "groups" | "group" => Kind::Groups,
             "events" | "event" => Kind::Events,
+            "pmu" => Kind::Pmu,
             _ => return None,
         })
     }
@@ -76,6 +80,11 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             }
         },
     };
+    if kind == Some(Kind::Pmu) {
+        let filter = filter.map(NameFilter::new);
+        let events = kernel_pmu_events(&tmetric_runtime::Sysfs::system(), filter.as_ref());
+        return print_kernel_pmu_events(&events, args, out);
+    }
     if args.raw_dump {
         return raw_dump(args, kind, filter, out);
     }
@@ -109,6 +118,7 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         (Kind::Metrics, Some(model)) => list.metrics(model),
         (Kind::Groups, Some(model)) => list.groups(model),
         (Kind::Events, Some(model)) => list.events(model, args.deprecated),
+        (Kind::Pmu, _) => unreachable!("listed above"),
         (_, None) => unreachable!("a model was required above"),
     }
 }
@@ -117,6 +127,77 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 fn this_machine() -> Option<&'static Model> {
     let sysfs = tmetric_runtime::Sysfs::system();
     crate::stat::host_model(None, &sysfs, std::path::Path::new("/proc")).ok()
+}
+
+/// One kernel PMU event: a file under `<pmu>/events/` in sysfs.
+#[derive(Debug, Serialize, PartialEq)]
+struct KernelPmuEvent {
+    pmu: String,
+    event: String,
+    /// The event as `-e` takes it: `pmu/event/`.
+    encoding: String,
+    /// The file's terms, such as `event=0x3c`.
+    terms: String,
+    /// Whether the PMU is a core PMU, whose events perf names without the PMU prefix.
+    core: bool,
+}
+
+/// Every `events/*` alias of every PMU under `sysfs`, sorted by PMU then name, as perf 6.12's
+/// `list pmu` finds them (its sysfs half; the vendor JSON events are `tmetric list events`).
+fn kernel_pmu_events(
+    sysfs: &tmetric_runtime::Sysfs,
+    filter: Option<&NameFilter>,
+) -> Vec<KernelPmuEvent> {
+    let core = sysfs.core_pmu();
+    let mut events = Vec::new();
+    for name in sysfs.pmu_names() {
+        let Ok(pmu) = sysfs.pmu(&name) else { continue };
+        let is_core = core.as_deref() == Some(name.as_str()) || name == "cpu_atom";
+        for event in pmu.alias_names() {
+            let encoding = format!("{name}/{event}/");
+            if filter.is_some_and(|f| !f.matches(&event) && !f.matches(&encoding)) {
+                continue;
+            }
+            let terms = std::fs::read_to_string(pmu.dir().join("events").join(&event))
+                .map(|t| t.trim().to_string())
+                .unwrap_or_default();
+            events.push(KernelPmuEvent {
+                pmu: name.clone(),
+                event,
+                encoding,
+                terms,
+                core: is_core,
+            });
+        }
+    }
+    events
+}
+
+/// Prints kernel PMU events as perf does: `pmu/event/` (`event OR pmu/event/` on core PMUs)
+/// and `[Kernel PMU event]` at column 53; with `--raw-dump`, the `pmu/event/` names only.
+fn print_kernel_pmu_events(
+    events: &[KernelPmuEvent],
+    args: &ListArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    for event in events {
+        if args.raw_dump {
+            write!(out, "{} ", event.encoding)?;
+        } else if args.json {
+            json_line(out, event)?;
+        } else {
+            let name = if event.core {
+                format!("  {} OR {}", event.event, event.encoding)
+            } else {
+                format!("  {}", event.encoding)
+            };
+            writeln!(out, "{name:<53}[Kernel PMU event]")?;
+            if args.verbose && !event.terms.is_empty() {
+                writeln!(out, "       [{}]", event.terms)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// perf's `list --raw-dump [metrics|metricgroups|GLOB]`: names separated by spaces, of this

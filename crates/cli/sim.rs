@@ -1,6 +1,6 @@
-//! `--pmu-sim MODEL`: runs `tmetric stat` against the runtime's simulated kernel and a fake
-//! sysfs tree written for that machine, so hardware paths can be tried on any machine. Every
-//! output says that it is simulated.
+//! `--pmu-sim MODEL`: a simulated machine (the simulated kernel and a sysfs tree written for
+//! it) that `stat`, `record`, `plan` and `serve` count on, so hardware paths can be tried on
+//! any machine. Every output says that it is simulated.
 //!
 //! tmetric often runs as root, and the tree goes to the temporary directory, which other
 //! users can write. So it is written only inside a private directory that this run creates
@@ -16,7 +16,6 @@ use tmetric_runtime::Sysfs;
 use tmetric_sim::{Machine, SimKernel, Workload};
 
 use crate::out::warn;
-use crate::stat::{self, StatArgs};
 
 /// The simulated machine's private directory, removed on drop.
 pub struct PrivateTree {
@@ -128,12 +127,21 @@ fn remove_listed(dir: &Path) -> io::Result<()> {
     std::fs::remove_dir(dir)
 }
 
-/// Runs `tmetric stat` on the simulated PMU `name`.
-pub fn run_simulated(
-    args: &StatArgs,
-    name: &str,
-    record: Option<&crate::record::perf::RecordTo>,
-) -> anyhow::Result<i32> {
+/// A simulated machine: its private sysfs and procfs tree (removed on drop) and its kernel.
+pub struct Simulated {
+    /// The private directory.
+    pub dir: PrivateTree,
+    /// Its sysfs tree.
+    pub sysfs: Sysfs,
+    /// Its procfs root.
+    pub proc_root: PathBuf,
+    /// The simulated kernel.
+    pub kernel: SimKernel,
+}
+
+/// Writes the simulated PMU `name`'s tree into a private directory and makes its kernel,
+/// running `workload` (a built-in name or a file; the default workload without one).
+pub fn simulated(name: &str, workload: Option<&str>) -> anyhow::Result<Simulated> {
     let machine = Machine::named(name).with_context(|| {
         format!(
             "no simulated PMU `{name}`; the simulated machines are {}",
@@ -158,10 +166,10 @@ pub fn run_simulated(
     })?;
     listed.with_context(|| format!("cannot list {}", dir.path().display()))?;
     let sysfs = Sysfs::new(&sys);
-    let workload = match &args.pmu_sim_workload {
+    let workload = match workload {
         Some(w) => Workload::load(w).map_err(|e| anyhow::anyhow!("--pmu-sim-workload: {e}"))?,
         None => Workload::default_workload(),
     };
     let kernel = SimKernel::with_workload(machine, workload);
-    stat::run_on(args, kernel, &sysfs, &proc_root, Some(name), record)
+    Ok(Simulated { dir, sysfs, proc_root, kernel })
 }

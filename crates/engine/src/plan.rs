@@ -430,24 +430,7 @@ pub fn demand_of(
     let demand = match id.kind {
         IdKind::Event(index) => {
             let json = &model.events.at(index as usize);
-            let encoding = model.str(json.encoding);
-            let terms = model.str(id.terms);
-            let (event, umask) = pmu::event_umask(encoding);
-            let (_, extra_umask) = pmu::event_umask(terms);
-            let extra = pmu::extra_of(encoding).or_else(|| pmu::extra_of(terms));
-            let demand = match (pmu.vendor, pmu.core, event) {
-                (Vendor::Intel, true, Some(ev)) => {
-                    pmu::intel_demand(ev, umask | extra_umask, json.counters)
-                }
-                (Vendor::Arm, true, Some(0x11)) => {
-                    Demand { cycle_counter: true, ..Demand::GENERAL }
-                }
-                (_, _, _) if json.counters.generic != u32::MAX && json.counters.generic != 0 => {
-                    Demand { general: json.counters.generic, ..Demand::GENERAL }
-                }
-                _ => Demand::GENERAL,
-            };
-            Demand { extra, ..demand }
+            pmu::event_demand(pmu, model.str(json.encoding), model.str(id.terms), json.counters)
         }
         IdKind::Kernel => {
             let name = model.str(id.event);

@@ -603,6 +603,63 @@ pub fn intel_demand(event: u64, umask: u64, json: tmetric_catalog::Counters) -> 
     }
 }
 
+/// Which counters a vendor JSON event may use on `pmu`: its perf term string `encoding`, the
+/// terms a metric adds to it (`terms`, as in `cpu@UOPS_EXECUTED.THREAD\\,cmask\\=1@`) and
+/// the JSON `Counter` list (`counters`). Intel core events follow the kernel's constraint
+/// tables ([`intel_demand`]); Arm's CPU_CYCLES may take the cycle counter; other events the
+/// JSON counter list. The shared extra register the event programs comes with it.
+pub fn event_demand(
+    pmu: &Pmu,
+    encoding: &str,
+    terms: &str,
+    counters: tmetric_catalog::Counters,
+) -> Demand {
+    let (event, umask) = event_umask(encoding);
+    let (_, extra_umask) = event_umask(terms);
+    let extra = extra_of(encoding).or_else(|| extra_of(terms));
+    let demand = match (pmu.vendor, pmu.core, event) {
+        (Vendor::Intel, true, Some(ev)) => {
+            let mut demand = intel_demand(ev, umask | extra_umask, counters);
+            // CPU_CLK_UNHALTED.REF_TSC_P may use fixed counter 2 on Golden Cove and later
+            // cores and on the hybrid atoms (FIXED_EVENT_CONSTRAINT(0x013c, 2) in
+            // intel_glc/lnc/grt/skt_event_constraints); before them 0x013c is REF_XCLK.
+            // Those cores are the ones with 8 PERF_METRICS fields, and `cpu_atom`.
+            if (ev, umask | extra_umask) == (0x3c, 0x01)
+                && pmu.fixed > 2
+                && (pmu.metric_events >= 8 || pmu.name == "cpu_atom")
+            {
+                demand.fixed |= 1 << 2;
+            }
+            if demand.general != 0 && (filters_fixed(encoding) || filters_fixed(terms)) {
+                Demand { fixed: 0, ..demand }
+            } else {
+                demand
+            }
+        }
+        (Vendor::Arm, true, Some(0x11)) => Demand { cycle_counter: true, ..Demand::GENERAL },
+        (_, _, _) if counters.generic != u32::MAX && counters.generic != 0 => {
+            Demand { general: counters.generic, ..Demand::GENERAL }
+        }
+        _ => Demand::GENERAL,
+    };
+    Demand { extra, ..demand }
+}
+
+/// Whether perf terms set a filter that keeps an Intel event off the fixed counters: a
+/// non-zero `inv`, `edge` or `cmask` (`edge` alone means 1). The kernel's fixed-counter
+/// constraints compare those bits too (FIXED_EVENT_FLAGS in arch/x86/events/perf_event.h),
+/// so `event=0x3c,cmask=1,edge=1` matches no fixed counter and takes a general one.
+fn filters_fixed(terms: &str) -> bool {
+    terms.split(',').any(|term| {
+        let (key, value) = term.split_once('=').unwrap_or((term, "1"));
+        let value = value.trim();
+        let number = value
+            .strip_prefix("0x")
+            .map_or_else(|| value.parse::<u64>().ok(), |hex| u64::from_str_radix(hex, 16).ok());
+        matches!(key.trim(), "inv" | "edge" | "cmask") && number != Some(0)
+    })
+}
+
 /// The placement of a kernel-named event (`cycles`, `instructions`, `slots`, `topdown-*`,
 /// `ref-cycles`, `cpu_cycles`) on a core PMU of `vendor`.
 pub fn named_demand(name: &str, vendor: Vendor, metric_events: u8) -> Option<Demand> {
@@ -651,6 +708,15 @@ mod tests {
         let restricted =
             intel_demand(0xd0, 0x81, tmetric_catalog::Counters { generic: 0xf, fixed: 0 });
         assert_eq!(restricted.general, 0xf);
+    }
+
+    #[test]
+    fn filters_keep_events_off_fixed_counters() {
+        assert!(filters_fixed("event=0x3c,cmask=1,edge=1,period=2000003"));
+        assert!(filters_fixed("cmask=1,edge"));
+        assert!(filters_fixed("inv=0x1"));
+        assert!(!filters_fixed("event=0x3c,period=2000003,umask=0x0"));
+        assert!(!filters_fixed("event=0x3c,any=1,cmask=0"));
     }
 
     #[test]

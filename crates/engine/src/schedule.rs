@@ -170,13 +170,10 @@ pub fn assign(
     let g = general as usize;
     let f = pmu.fixed as usize;
     let total = g + f + 1;
+    // Fixed (and Arm's cycle) counters first: the kernel tries them before the general ones
+    // (`__perf_sched_find_counter`, `armv8pmu_get_event_idx`), so this is its assignment.
     let allowed = |d: &Demand| -> Vec<usize> {
         let mut out = Vec::new();
-        for c in 0..g.min(32) {
-            if d.general & (1 << c) != 0 {
-                out.push(c);
-            }
-        }
         for c in 0..f.min(8) {
             if d.fixed & (1 << c) != 0 && reserved & (1 << c) == 0 {
                 out.push(g + c);
@@ -184,6 +181,11 @@ pub fn assign(
         }
         if d.cycle_counter && cycle {
             out.push(g + f);
+        }
+        for c in 0..g.min(32) {
+            if d.general & (1 << c) != 0 {
+                out.push(c);
+            }
         }
         out
     };

@@ -890,6 +890,13 @@ impl State {
         if pid < -1 {
             return Err(errno(libc::ESRCH));
         }
+        // PERF_FLAG_PID_CGROUP: `pid` is a cgroup's descriptor and the event counts on `cpu`
+        // while that cgroup's tasks run there (perf_cgroup_connect: a CPU is required). The
+        // simulated workload runs in every cgroup, so the event counts as a CPU event does.
+        if attr.pid_is_cgroup && cpu < 0 {
+            return Err(errno(libc::EINVAL));
+        }
+        let pid = if attr.pid_is_cgroup { -1 } else { pid };
         // perf_copy_attr: unknown sample_type bits, WEIGHT with WEIGHT_STRUCT; then
         // perf_event_open's frequency and period limits.
         if attr.sample_type & !(SAMPLE_MAX - 1) != 0 {

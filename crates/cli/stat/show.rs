@@ -1,0 +1,176 @@
+//! What the printer is told: the title's target, the print configuration, aggregation units and `-v` descriptions.
+
+use super::*;
+
+/// What was counted, as the title of the totals says it.
+pub(super) fn target_text(args: &StatArgs, simulated: Option<&str>) -> String {
+    let what = if let Some(pid) = args.pid {
+        format!("process id {pid}")
+    } else if !args.tid.is_empty() {
+        let tids: Vec<String> = args.tid.iter().map(i32::to_string).collect();
+        format!("thread id {}", tids.join(","))
+    } else if let Some(list) = &args.cpu_list {
+        format!("CPU(s) {list}")
+    } else if args.all_cpus {
+        "system wide".to_string()
+    } else {
+        command_text(&args.command)
+    };
+    match simulated {
+        Some(name) => format!("{what}' on simulated PMU '{name}"),
+        None => what,
+    }
+}
+
+pub(super) fn command_text(command: &[OsString]) -> String {
+    command.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
+}
+
+/// The printer's layout options for the flags, in the user's numeric locale.
+pub fn print_config(args: &StatArgs, layout: &Layout, unit_width: usize) -> Config {
+    let mut config = Config::new(layout.clone());
+    config.metric_only = args.metric_only;
+    // perf groups digits by default, never in CSV (-B is refused there), not with
+    // --no-big-num.
+    config.big_num = !matches!(layout, Layout::Csv(_)) && !args.no_big_num;
+    config.locale = tmetric_runtime::locale::NumericLocale::from_env();
+    config.full = args.full_metrics;
+    config.aggregation = aggregation(args);
+    config.interval = args.interval.is_some();
+    config.cgroups = !args.cgroup.is_empty() || !args.for_each_cgroup.is_empty();
+    config.runs = args.repeat;
+    config.csv_summary = args.summary && !args.no_csv_summary && args.interval.is_some();
+    config.unit_width = unit_width;
+    config.interval_clear = args.interval_clear;
+    config.errors = args.errors;
+    config
+}
+
+/// perf's `unit_width`: the longest unit of a printed event, at least 4 (`unit`).
+pub fn plan_unit_width(plan: &Plan) -> usize {
+    plan.rows.iter().filter(|r| r.show).map(|r| r.unit.chars().count()).max().unwrap_or(0).max(4)
+}
+
+/// How the counts split into printed units: perf's aggregation units (`-A`, `--per-*`) with
+/// their CPUs, or one total. (`--per-thread` is set once the threads are known.)
+pub(super) fn split_of(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Split {
+    let Target::Cpus(cpus) = target else { return Split::Global };
+    let aggr = match aggregation(args) {
+        Aggregation::Cpu => Aggr::Cpu,
+        Aggregation::Core => Aggr::Core,
+        Aggregation::Cache => Aggr::Cache,
+        Aggregation::Cluster => Aggr::Cluster,
+        Aggregation::Die => Aggr::Die,
+        Aggregation::Socket => Aggr::Socket,
+        Aggregation::Node => Aggr::Node,
+        Aggregation::Global | Aggregation::Thread => return Split::Global,
+    };
+    let level = args.per_cache.as_deref().and_then(cache_level);
+    let units = units_for(cpus, aggr, |cpu| aggr::place_of(sysfs, cpu, level));
+    Split::Cpus(
+        units
+            .into_iter()
+            .map(|(label, cpus)| {
+                let id = match aggr {
+                    Aggr::Cpu => UnitId::Cpu(cpus[0]),
+                    _ => UnitId::Label(label),
+                };
+                (id, cpus)
+            })
+            .collect(),
+    )
+}
+
+/// `--per-cache=L2` (or `2`, `l2`): the cache level; `None` for the last level.
+pub(super) fn cache_level(text: &str) -> Option<u32> {
+    let t = text.trim();
+    let t = t.strip_prefix(['L', 'l']).unwrap_or(t);
+    t.parse().ok()
+}
+
+/// `-v`: the counters tmetric assumed per PMU and where the numbers came from (sysfs
+/// `caps/`, `counter.json`, or a documented vendor default for trees without one).
+pub(super) fn describe_pmus(pmus: &PmuModel) {
+    for pmu in &pmus.pmus {
+        warn(&format!(
+            "PMU {}: {} general + {} fixed counters ({}){}",
+            pmu.name,
+            pmu.general,
+            pmu.fixed,
+            pmu.source,
+            if pmu.adjustments.is_empty() {
+                String::new()
+            } else {
+                let texts: Vec<String> = pmu.adjustments.iter().map(|a| a.to_string()).collect();
+                format!("; {}", texts.join("; "))
+            }
+        ));
+    }
+}
+
+/// `-v`: how the events were grouped, per group, and where each metric's events landed.
+pub(super) fn describe_plan(plan: &Plan) {
+    for (g, group) in plan.groups.iter().enumerate() {
+        let names: Vec<&str> = group.iter().map(|&s| plan.specs[s].name.as_str()).collect();
+        warn(&format!("group {}: {{{}}}", g + 1, names.join(",")));
+    }
+    for root in &plan.roots {
+        let name = root.model.str(root.model.metrics[root.metric].name);
+        let how = match &root.placement {
+            engine::Placement::Together { .. } => "its events count together".to_string(),
+            engine::Placement::Spread { why, .. } => format!("multiplexed: {why}"),
+            engine::Placement::NoCounters => "no hardware counters".to_string(),
+            engine::Placement::Impossible { why } => format!("cannot be counted: {why}"),
+        };
+        warn(&format!("{name}: {how}"));
+    }
+}
+
+/// The printer for the flags: where the counts go (`-o`, `--append`, nowhere with `-q` or a
+/// record on standard output), colour, the title, JSON's notes, the tree and `-I`.
+pub(super) fn printer_for(
+    args: &StatArgs,
+    layout: &Layout,
+    plan: &Plan,
+    simulated: Option<&str>,
+    legacy: Option<Vec<(u32, (u32, u32))>>,
+    record: Option<&crate::record::perf::RecordTo>,
+) -> anyhow::Result<Printer> {
+    let out = if args.quiet || record.is_some_and(|r| r.to_stdout()) {
+        Sink::nowhere()
+    } else {
+        match &args.output {
+            Some(path) if args.append => Sink::append(path)?,
+            Some(path) => Sink::create(path)?,
+            None => Sink::stderr(),
+        }
+    };
+    let to_terminal = args.output.is_none() && std::io::stderr().is_terminal();
+    if args.interval_clear && !to_terminal {
+        bail!(
+            "--interval-clear does not work with output: it clears a terminal, and the counts go to a file or pipe"
+        );
+    }
+    let mut config = print_config(args, layout, plan_unit_width(plan));
+    config.colour = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => to_terminal,
+    } && *layout == Layout::Std;
+    let title = Title { target: target_text(args, simulated), runs: args.repeat };
+    let mut printer = Printer::new(out, config, title);
+    // `tmetric -j 2>&1 | jq`: tmetric's notes and warnings would break perf's JSON lines.
+    let json_shares_stderr = *layout == Layout::Json
+        && args.output.is_none()
+        && !std::io::stderr().is_terminal()
+        && !args.verbose;
+    printer.json_notes = !json_shares_stderr;
+    printer.simulated = simulated.map(str::to_string);
+    printer.legacy = legacy;
+    printer.interval = args.interval.map(Duration::from_millis);
+    printer.tree = prints_tree(args, layout).then_some(args.all);
+    if args.output.is_some() && !args.quiet {
+        printer.started_on(&tmetric_runtime::locale::ctime_now())?;
+    }
+    Ok(printer)
+}

@@ -1,0 +1,302 @@
+//! Which cgroups to count: a walk of the cgroup v2 tree (no links followed, bounded depth and
+//! count), glob patterns over cgroup paths, and the labels a path carries: its systemd slice
+//! and unit, and a Kubernetes pod's uid, QoS class and container id.
+
+use std::path::Path;
+
+/// At most this many cgroups are listed per walk: a machine with more is cut, and the cut is
+/// said (the descriptor budget would leave them out anyway).
+pub const MAX_LISTED: usize = 100_000;
+
+/// Which cgroups are counted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Selection {
+    /// None: the host only.
+    None,
+    /// Every cgroup of the tree (`--for-each-cgroup auto`).
+    Auto,
+    /// Those whose path matches one of the patterns (`--cgroup`, `--for-each-cgroup a,b`).
+    Patterns(Vec<Pattern>),
+}
+
+/// A glob over cgroup paths (`/system.slice/*.service`, `/kubepods.slice/**`): `*` matches
+/// within one path component, `**` any number of components, `?` one character. A pattern
+/// without a leading `/` is taken from the root, as perf names cgroups.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pattern {
+    text: String,
+    parts: Vec<String>,
+}
+
+impl Pattern {
+    /// Parses `text`; a `..` component is refused (it would leave the tree).
+    pub fn new(text: &str) -> Result<Pattern, String> {
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Err("an empty cgroup pattern: give a path such as `/system.slice/*`".into());
+        }
+        let parts: Vec<String> =
+            trimmed.split('/').filter(|p| !p.is_empty()).map(str::to_string).collect();
+        if parts.iter().any(|p| p == "..") {
+            return Err(format!("cgroup pattern `{trimmed}`: `..` would leave the cgroup tree"));
+        }
+        Ok(Pattern { text: trimmed.to_string(), parts })
+    }
+
+    /// The pattern as given.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether `path` (`/a/b`, `/` the root) matches.
+    pub fn matches(&self, path: &str) -> bool {
+        let comps: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        let parts: Vec<&str> = self.parts.iter().map(String::as_str).collect();
+        match_parts(&parts, &comps)
+    }
+
+    /// Whether the pattern has no wildcard (a plain path).
+    pub fn is_literal(&self) -> bool {
+        !self.text.contains(['*', '?'])
+    }
+
+    /// The path of a literal pattern (`/a/b`).
+    pub fn literal_path(&self) -> String {
+        format!("/{}", self.parts.join("/"))
+    }
+}
+
+fn match_parts(parts: &[&str], comps: &[&str]) -> bool {
+    match parts.split_first() {
+        None => comps.is_empty(),
+        Some((&"**", rest)) => (0..=comps.len()).any(|k| match_parts(rest, &comps[k..])),
+        Some((first, rest)) => {
+            !comps.is_empty() && glob(first.as_bytes(), comps[0].as_bytes()) && {
+                match_parts(rest, &comps[1..])
+            }
+        }
+    }
+}
+
+/// `*` and `?` within one component.
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    let (mut pi, mut si) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == b'?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == b'*' {
+            star = Some(pi);
+            mark = si;
+            pi += 1;
+        } else if let Some(st) = star {
+            pi = st + 1;
+            mark += 1;
+            si = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == b'*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+/// The cgroups under `mount` that `selection` picks, as paths (`/system.slice/x.service`),
+/// parents before children, siblings by name; and whether the walk was cut at
+/// [`MAX_LISTED`]. Directories are read as they are: one that vanishes during the walk is
+/// skipped; links are never followed.
+pub fn discover(mount: &Path, selection: &Selection) -> (Vec<String>, bool) {
+    let mut found = Vec::new();
+    if matches!(selection, Selection::None) {
+        return (found, false);
+    }
+    // Breadth first, so that when the budget cuts, slices come before their leaves.
+    let mut level: Vec<String> = vec!["/".to_string()];
+    let mut cut = false;
+    let mut listed = 0usize;
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for path in &level {
+            if wanted(selection, path) {
+                found.push(path.clone());
+            }
+            let dir = if path == "/" { mount.to_path_buf() } else { mount.join(&path[1..]) };
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let mut children: Vec<String> = entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .filter_map(|e| e.file_name().into_string().ok())
+                .map(|name| if path == "/" { format!("/{name}") } else { format!("{path}/{name}") })
+                .collect();
+            children.sort();
+            listed += children.len();
+            if listed > MAX_LISTED {
+                cut = true;
+                break;
+            }
+            next.extend(children);
+        }
+        if cut {
+            break;
+        }
+        level = next;
+    }
+    (found, cut)
+}
+
+fn wanted(selection: &Selection, path: &str) -> bool {
+    match selection {
+        Selection::None => false,
+        // The root is the host, counted apart.
+        Selection::Auto => path != "/",
+        Selection::Patterns(patterns) => patterns.iter().any(|p| p.matches(path)),
+    }
+}
+
+/// The labels a cgroup path carries, besides `cgroup` itself: `slice` and `unit` (systemd),
+/// `pod_uid`, `qos_class` and `container_id` (Kubernetes, systemd or cgroupfs driver), and
+/// `container_runtime` where the scope names one.
+pub fn labels_of(path: &str) -> Vec<(&'static str, String)> {
+    let comps: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let mut labels: Vec<(&'static str, String)> = Vec::new();
+    let set =
+        |labels: &mut Vec<(&'static str, String)>, key: &'static str, value: String| match labels
+            .iter_mut()
+            .find(|(k, _)| *k == key)
+        {
+            Some(slot) => slot.1 = value,
+            None => labels.push((key, value)),
+        };
+    let kube = comps.first().is_some_and(|c| c.starts_with("kubepods"));
+    for (i, comp) in comps.iter().enumerate() {
+        if let Some(slice) = comp.strip_suffix(".slice") {
+            set(&mut labels, "slice", (*comp).to_string());
+            if kube {
+                // kubepods-burstable-pod<uid with _>.slice, kubepods-besteffort.slice
+                if let Some(pos) = slice.rfind("-pod") {
+                    let uid = slice[pos + 4..].replace('_', "-");
+                    if is_uid(&uid) {
+                        set(&mut labels, "pod_uid", uid);
+                    }
+                }
+                for qos in ["burstable", "besteffort"] {
+                    if slice.split('-').any(|p| p == qos) {
+                        set(&mut labels, "qos_class", qos.to_string());
+                    }
+                }
+            }
+        } else if comp.ends_with(".service") || comp.ends_with(".scope") {
+            set(&mut labels, "unit", (*comp).to_string());
+            // cri-containerd-<id>.scope, crio-<id>.scope, docker-<id>.scope
+            let stem = comp.trim_end_matches(".scope").trim_end_matches(".service");
+            if let Some(pos) = stem.rfind('-') {
+                let (runtime, id) = (&stem[..pos], &stem[pos + 1..]);
+                if is_container_id(id) {
+                    set(&mut labels, "container_id", id.to_string());
+                    set(&mut labels, "container_runtime", runtime.to_string());
+                }
+            }
+        } else if kube {
+            // cgroupfs driver: /kubepods/burstable/pod<uid>/<container id>
+            if let Some(uid) = comp.strip_prefix("pod")
+                && is_uid(uid)
+            {
+                set(&mut labels, "pod_uid", uid.to_string());
+            } else if i == 1 && (*comp == "burstable" || *comp == "besteffort") {
+                set(&mut labels, "qos_class", (*comp).to_string());
+            } else if is_container_id(comp) {
+                set(&mut labels, "container_id", (*comp).to_string());
+            }
+        }
+    }
+    if kube
+        && labels.iter().any(|(k, _)| *k == "pod_uid")
+        && !labels.iter().any(|(k, _)| *k == "qos_class")
+    {
+        // Pods directly under kubepods are guaranteed.
+        labels.push(("qos_class", "guaranteed".to_string()));
+    }
+    labels
+}
+
+/// A pod uid: 8-4-4-4-12 hexadecimal digits.
+fn is_uid(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    parts.len() == 5
+        && parts
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// A container id: 64 hexadecimal digits.
+fn is_container_id(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_components() {
+        let p = Pattern::new("/system.slice/*.service").unwrap();
+        assert!(p.matches("/system.slice/ssh.service"));
+        assert!(!p.matches("/system.slice/ssh.socket"));
+        assert!(!p.matches("/system.slice/a/b.service"));
+        let deep = Pattern::new("kubepods.slice/**").unwrap();
+        assert!(deep.matches("/kubepods.slice"));
+        assert!(deep.matches("/kubepods.slice/a/b/c"));
+        assert!(!deep.matches("/user.slice"));
+        assert!(Pattern::new("/a/../b").is_err());
+        assert!(Pattern::new(" ").is_err());
+        assert!(Pattern::new("/x/y").unwrap().is_literal());
+        assert_eq!(Pattern::new("x/y").unwrap().literal_path(), "/x/y");
+        assert!(Pattern::new("/t?st*").unwrap().matches("/test-1"));
+    }
+
+    #[test]
+    fn kubernetes_and_systemd_labels_come_from_the_path() {
+        let id = "a".repeat(64);
+        let systemd = format!(
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod12345678_1234_1234_1234_123456789abc.slice/cri-containerd-{id}.scope"
+        );
+        let labels = labels_of(&systemd);
+        let get = |l: &[(&str, String)], k: &str| {
+            l.iter().find(|(key, _)| *key == k).map(|(_, v)| v.clone())
+        };
+        assert_eq!(
+            get(&labels, "pod_uid").as_deref(),
+            Some("12345678-1234-1234-1234-123456789abc")
+        );
+        assert_eq!(get(&labels, "qos_class").as_deref(), Some("burstable"));
+        assert_eq!(get(&labels, "container_id"), Some(id.clone()));
+        assert_eq!(get(&labels, "container_runtime").as_deref(), Some("cri-containerd"));
+        let cgroupfs = format!("/kubepods/pod12345678-1234-1234-1234-123456789abc/{id}");
+        let labels = labels_of(&cgroupfs);
+        assert_eq!(get(&labels, "qos_class").as_deref(), Some("guaranteed"));
+        assert_eq!(get(&labels, "container_id"), Some(id));
+        let unit = labels_of("/system.slice/ssh.service");
+        assert_eq!(get(&unit, "slice").as_deref(), Some("system.slice"));
+        assert_eq!(get(&unit, "unit").as_deref(), Some("ssh.service"));
+        assert!(labels_of("/plain/dir").is_empty());
+    }
+
+    #[test]
+    fn discovery_walks_parents_first_and_skips_links() {
+        let dir = tempfile::tempdir().unwrap();
+        for p in ["a.slice/x.service", "a.slice/y.service", "b"] {
+            std::fs::create_dir_all(dir.path().join(p)).unwrap();
+        }
+        std::os::unix::fs::symlink(dir.path().join("b"), dir.path().join("link")).unwrap();
+        let (all, cut) = discover(dir.path(), &Selection::Auto);
+        assert!(!cut);
+        assert_eq!(all, ["/a.slice", "/b", "/a.slice/x.service", "/a.slice/y.service"]);
+        let some = Selection::Patterns(vec![Pattern::new("/a.slice/*").unwrap()]);
+        assert_eq!(discover(dir.path(), &some).0, ["/a.slice/x.service", "/a.slice/y.service"]);
+        assert!(discover(dir.path(), &Selection::None).0.is_empty());
+    }
+}

@@ -1,0 +1,567 @@
+//! The collector: one engine [`Session`] for the host and one per counted cgroup (the plan
+//! expanded for that cgroup, as perf's `--for-each-cgroup` does), read a few times per
+//! interval and evaluated at each interval's end. Cgroups are discovered again every interval:
+//! new ones are opened while the descriptor budget allows, vanished ones closed, and what is
+//! left out is kept with the reason for `/metrics`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use tmetric_catalog::Model;
+use tmetric_engine::aggr::{self, Aggr};
+use tmetric_engine::session::{Session, SessionError};
+use tmetric_engine::{Bar, Evaluators, Placement, Plan, RootResult, Sample, Source};
+use tmetric_runtime::{Environment, Snapshot, Syscalls, Sysfs, Target as CountTarget};
+
+use crate::cgroups::{self, Selection};
+use crate::names::{self, Exported};
+
+/// Descriptors kept back from the budget for HTTP connections, sysfs reads and the signal
+/// pipe, so counting never starves the server (a quarter of a lower limit).
+pub const RESERVED_DESCRIPTORS: usize = 256;
+
+/// The descriptors counting may take under an open-file limit of `limit`.
+pub fn budget_under(limit: u64) -> usize {
+    let limit = limit as usize;
+    limit.saturating_sub(RESERVED_DESCRIPTORS.min(limit / 4))
+}
+
+/// An aggregation unit: its label (`("cpu", "3")`; `None` for the whole target) and CPUs.
+pub type UnitSpec = (Option<(&'static str, String)>, Vec<i32>);
+
+/// The machine being counted.
+#[derive(Debug, Clone)]
+pub struct MachineInfo {
+    /// Its sysfs tree.
+    pub sysfs: Sysfs,
+    /// Its procfs root.
+    pub proc_root: PathBuf,
+    /// The host name (`host` label of `tmetric_host_info`).
+    pub host: String,
+    /// The catalogue model of its CPU, when known.
+    pub model: Option<&'static Model>,
+    /// The simulated PMU's name (`--pmu-sim`).
+    pub simulated: Option<String>,
+    /// The cgroup v2 mount.
+    pub cgroup_mount: Option<PathBuf>,
+}
+
+/// What to count and how often.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The interval metrics are computed over.
+    pub interval: Duration,
+    /// Reads per interval (for the error bars; at least 2).
+    pub reads: u32,
+    /// At most this many event descriptors (events x CPUs x cgroups); `None`: the open-file
+    /// limit less [`RESERVED_DESCRIPTORS`].
+    pub max_descriptors: Option<usize>,
+    /// Split counts by CPU, core, die or socket; `None`: one value per host or cgroup.
+    pub per: Option<Aggr>,
+    /// Count the whole host too.
+    pub host: bool,
+    /// Which cgroups.
+    pub selection: Selection,
+}
+
+/// Why the collector could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    /// The host's session failed.
+    #[error("cannot count on the host: {0}")]
+    Host(#[from] SessionError),
+    /// The online CPUs are unknown.
+    #[error("cannot list the online CPUs: {0}")]
+    Cpus(String),
+    /// Enabling failed.
+    #[error("cannot enable the counters: {0}")]
+    Enable(String),
+    /// Nothing to count.
+    #[error("nothing to count: the plan has no event or metric (give -e or -M)")]
+    Empty,
+    /// No cgroup mount although cgroups were asked for.
+    #[error(
+        "no cgroup2 (or cgroup v1 perf_event) mount in /proc/self/mounts: mount one, or serve without --cgroup/--for-each-cgroup"
+    )]
+    NoCgroupMount,
+}
+
+/// One unit's values over an interval.
+#[derive(Debug, Clone)]
+pub struct UnitValues {
+    /// The unit's label (`("cpu", "3")`, `("socket", "0")`), `None` for the whole target.
+    pub label: Option<(&'static str, String)>,
+    /// The CPUs summed.
+    pub cpus: Vec<i32>,
+    /// Per root.
+    pub results: Vec<RootResult>,
+    /// Per root: the smallest share of the interval its counted inputs ran on a counter
+    /// (`None` when none was enabled: a cgroup that did not run).
+    pub shares: Vec<Option<f64>>,
+    /// Per root: its error bar.
+    pub bars: Vec<Bar>,
+    /// Per spec: raw count, enabled and running ns, cumulative (for `_total` counters).
+    pub totals: Vec<Option<(u64, u64, u64)>>,
+}
+
+/// A target's last completed interval.
+#[derive(Debug, Clone)]
+pub struct Computed {
+    /// Seconds covered.
+    pub seconds: f64,
+    /// Per unit.
+    pub units: Vec<UnitValues>,
+    /// Why values are missing or partial, and what the kernel refused or split.
+    pub notes: Vec<String>,
+}
+
+/// The host or one cgroup, counted.
+pub struct Counted<S: Syscalls> {
+    /// The cgroup path (`None`: the host).
+    pub cgroup: Option<String>,
+    /// Labels from the path.
+    pub labels: Vec<(&'static str, String)>,
+    /// The engine session.
+    pub session: Session<S>,
+    /// Cumulative reads since the interval began (the first is its start).
+    reads: Vec<Snapshot>,
+    started: Instant,
+    /// Descriptors it holds.
+    pub descriptors: usize,
+    /// Its last interval, once one has ended.
+    pub last: Option<Computed>,
+    /// Per root: its inputs counted in one group that the kernel did not split.
+    pub together: Vec<bool>,
+}
+
+/// What the last interval ended with.
+#[derive(Debug, Clone, Default)]
+pub struct Status {
+    /// Intervals ended.
+    pub intervals: u64,
+    /// When the last one ended.
+    pub ended: Option<SystemTime>,
+    /// Its length.
+    pub seconds: f64,
+    /// CPU time the collector thread spent in it (reads, evaluation, discovery, rendering
+    /// excluded), in seconds.
+    pub cpu_seconds: f64,
+    /// CPU time of every interval so far.
+    pub cpu_seconds_total: f64,
+    /// CPU time spent rendering `/metrics` and `/json` so far (up to the last interval).
+    pub render_cpu_seconds_total: f64,
+    /// CPU time of the interval going on, so far.
+    interval_cpu_ns: u64,
+    /// Cgroups opened since the start (after the first discovery).
+    pub added: u64,
+    /// Cgroups closed because they vanished.
+    pub removed: u64,
+    /// The walk was cut at [`cgroups::MAX_LISTED`].
+    pub cut: bool,
+    /// Read errors, by target, in the last interval.
+    pub errors: Vec<String>,
+    /// Read errors of the interval going on.
+    pending: Vec<String>,
+    /// Times the HTTP listener was found gone and started again.
+    pub http_restarts: u64,
+}
+
+/// The collector (see the module documentation).
+pub struct Collector<S: Syscalls + Clone> {
+    sys: S,
+    base: Plan,
+    env: Environment,
+    /// The machine.
+    pub machine: MachineInfo,
+    /// The options.
+    pub options: Options,
+    /// The online CPUs.
+    pub cpus: Vec<u32>,
+    /// The units counts are split into.
+    pub units: Vec<UnitSpec>,
+    /// The host, when counted.
+    pub host: Option<Counted<S>>,
+    /// Counted cgroups by path.
+    pub cgroups: BTreeMap<String, Counted<S>>,
+    /// Cgroups left out, with the reason.
+    pub left_out: BTreeMap<String, String>,
+    /// The descriptor budget.
+    pub budget: usize,
+    /// Descriptors one target takes.
+    pub cost: usize,
+    /// How each root of the plan is exported.
+    pub exports: Vec<Exported>,
+    /// Per spec: its group's index in the plan (`None`: counted alone).
+    pub group_of: Vec<Option<usize>>,
+    /// Per spec: the name of its row (as metric formulas name the event: `topdown-retiring`,
+    /// `msr/tsc/`), the `event` label.
+    pub event_names: Vec<String>,
+    /// The last interval's status.
+    pub status: Status,
+    evaluators: Evaluators,
+}
+
+/// This thread's CPU time in ns.
+pub fn thread_cpu_ns() -> u64 {
+    tmetric_runtime::sys::thread_cpu_ns()
+}
+
+fn plan_cost(plan: &Plan, cpus: &[u32]) -> usize {
+    plan.specs
+        .iter()
+        .map(|s| match &s.cpus {
+            Some(mask) => cpus.iter().filter(|c| mask.contains(c)).count(),
+            None => cpus.len(),
+        })
+        .sum()
+}
+
+fn together(plan: &Plan, splits: &[tmetric_runtime::Split]) -> Vec<bool> {
+    plan.roots
+        .iter()
+        .map(|root| {
+            let grouped = match &root.placement {
+                Placement::Together { groups } => groups.len() <= 1,
+                Placement::NoCounters => true,
+                _ => false,
+            };
+            let split = root.slot_rows.iter().flatten().any(|&r| match plan.rows[r].source {
+                Source::Counter(s) => splits.iter().any(|sp| sp.events.contains(&s)),
+                _ => false,
+            });
+            grouped && !split
+        })
+        .collect()
+}
+
+impl<S: Syscalls + Clone> Collector<S> {
+    /// Opens the host's session (when counted) and the cgroups found now.
+    pub fn new(
+        mut sys: S,
+        base: Plan,
+        env: Environment,
+        machine: MachineInfo,
+        options: Options,
+    ) -> Result<Collector<S>, CollectError> {
+        if base.specs.is_empty() && base.roots.is_empty() {
+            return Err(CollectError::Empty);
+        }
+        if options.selection != Selection::None && machine.cgroup_mount.is_none() {
+            return Err(CollectError::NoCgroupMount);
+        }
+        let cpus = machine.sysfs.online_cpus().map_err(|e| CollectError::Cpus(e.to_string()))?;
+        let units = match options.per {
+            None => vec![(None, cpus.iter().map(|&c| c as i32).collect())],
+            Some(per) => aggr::units_for(&cpus, per, |c| aggr::place_of(&machine.sysfs, c, None))
+                .into_iter()
+                .map(|(label, cpus)| (Some(unit_label(per, &label)), cpus))
+                .collect(),
+        };
+        let limit = sys.raise_fd_limit();
+        let budget = match (options.max_descriptors, limit) {
+            (Some(max), Some(limit)) => max.min(budget_under(limit)),
+            (Some(max), None) => max,
+            (None, Some(limit)) => budget_under(limit),
+            (None, None) => usize::MAX,
+        };
+        let exports = dedup_families(&base);
+        let group_of = (0..base.specs.len())
+            .map(|s| base.groups.iter().position(|g| g.contains(&s)))
+            .collect();
+        let event_names = (0..base.specs.len())
+            .map(|s| {
+                base.rows
+                    .iter()
+                    .find(|r| r.source == Source::Counter(s))
+                    .map_or_else(|| base.specs[s].name.clone(), |r| r.name.clone())
+            })
+            .collect();
+        let mut collector = Collector {
+            event_names,
+            cost: plan_cost(&base, &cpus),
+            sys,
+            base,
+            env,
+            machine,
+            options,
+            cpus,
+            units,
+            host: None,
+            cgroups: BTreeMap::new(),
+            left_out: BTreeMap::new(),
+            budget,
+            exports,
+            group_of,
+            status: Status::default(),
+            evaluators: Evaluators::default(),
+        };
+        if collector.options.host {
+            collector.host = Some(collector.open(None)?);
+        }
+        collector.discover();
+        collector.status.added = 0;
+        Ok(collector)
+    }
+
+    /// Descriptors held now.
+    pub fn descriptors(&self) -> usize {
+        self.host.iter().chain(self.cgroups.values()).map(|c| c.descriptors).sum()
+    }
+
+    /// The plan of one target (the host's, or a cgroup's).
+    pub fn base_plan(&self) -> &Plan {
+        &self.base
+    }
+
+    fn open(&mut self, cgroup: Option<&str>) -> Result<Counted<S>, SessionError> {
+        let mut plan = self.base.clone();
+        if let Some(name) = cgroup {
+            plan.expand_cgroups(&[name.to_string()]);
+        }
+        let target = CountTarget::Cpus(self.cpus.clone());
+        let mut session = Session::open(self.sys.clone(), plan, target, self.env.clone())?;
+        session.enable().map_err(SessionError::Open)?;
+        let first = session.read().map_err(SessionError::Open)?;
+        let descriptors = session.counters().descriptors();
+        let together = together(session.plan(), session.splits());
+        Ok(Counted {
+            cgroup: cgroup.map(str::to_string),
+            labels: cgroup.map(cgroups::labels_of).unwrap_or_default(),
+            session,
+            reads: vec![first],
+            started: Instant::now(),
+            descriptors,
+            last: None,
+            together,
+        })
+    }
+
+    /// Finds the cgroups to count now: opens new ones while the budget allows, closes
+    /// vanished ones, and keeps what is left out with the reason.
+    pub fn discover(&mut self) {
+        let Some(mount) = self.machine.cgroup_mount.clone() else { return };
+        let (found, cut) = cgroups::discover(&mount, &self.options.selection);
+        self.status.cut = cut;
+        let gone: Vec<String> =
+            self.cgroups.keys().filter(|k| !found.contains(k)).cloned().collect();
+        for path in gone {
+            self.cgroups.remove(&path);
+            self.status.removed += 1;
+        }
+        self.left_out.clear();
+        if let Selection::Patterns(patterns) = &self.options.selection {
+            for p in patterns.iter().filter(|p| p.is_literal()) {
+                let path = p.literal_path();
+                if !found.contains(&path) {
+                    self.left_out
+                        .insert(path, format!("no such cgroup under {} (yet)", mount.display()));
+                }
+            }
+        }
+        for path in found {
+            if self.cgroups.contains_key(&path) {
+                continue;
+            }
+            let used = self.descriptors();
+            if used + self.cost > self.budget {
+                self.left_out.insert(
+                    path,
+                    format!(
+                        "descriptor budget: counting it takes {} descriptors ({} counters x {} CPUs), {used} of {} are in use",
+                        self.cost,
+                        self.base.specs.len(),
+                        self.cpus.len(),
+                        self.budget
+                    ),
+                );
+                continue;
+            }
+            match self.open(Some(&path)) {
+                Ok(counted) => {
+                    self.cgroups.insert(path, counted);
+                    self.status.added += 1;
+                }
+                Err(e) => {
+                    // Gone between the walk and the open: not an error worth keeping.
+                    let gone = !mount.join(path.trim_start_matches('/')).is_dir() && path != "/";
+                    if !gone {
+                        self.left_out.insert(path, e.to_string());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads every target once (between interval ends, for the error bars).
+    pub fn read(&mut self) {
+        let cpu0 = thread_cpu_ns();
+        self.read_all();
+        self.status.interval_cpu_ns += thread_cpu_ns().saturating_sub(cpu0);
+    }
+
+    fn read_all(&mut self) {
+        let mut errors = Vec::new();
+        for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {
+            match counted.session.read() {
+                Ok(snapshot) => counted.reads.push(snapshot),
+                Err(e) => {
+                    errors.push(format!("{}: {e}", counted.cgroup.as_deref().unwrap_or("host")))
+                }
+            }
+        }
+        self.status.pending.extend(errors);
+    }
+
+    /// Ends the interval: a last read, the values of every target over it, and a new
+    /// discovery of cgroups.
+    pub fn end_interval(&mut self) {
+        let cpu0 = thread_cpu_ns();
+        self.read_all();
+        self.status.errors = std::mem::take(&mut self.status.pending);
+        let mut seconds_seen = 0.0f64;
+        let units = self.units.clone();
+        let evaluators = &mut self.evaluators;
+        for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {
+            let now = Instant::now();
+            let seconds = now.duration_since(counted.started).as_secs_f64();
+            counted.started = now;
+            seconds_seen = seconds_seen.max(seconds);
+            let reads = std::mem::take(&mut counted.reads);
+            let (Some(first), Some(end)) = (reads.first(), reads.last()) else { continue };
+            let delta = end.since(first);
+            let mut out = Vec::with_capacity(units.len());
+            for (label, cpus) in &units {
+                let part = if label.is_some() { delta.on_cpus(cpus) } else { delta.clone() };
+                let sample = Sample { counts: &part, seconds, rusage: None };
+                let results = counted.session.evaluate(&sample);
+                let plan = counted.session.plan();
+                let shares = plan.roots.iter().map(|root| share(plan, root, &part)).collect();
+                let relative: Vec<Snapshot> = reads
+                    .iter()
+                    .map(|r| {
+                        let d = r.since(first);
+                        if label.is_some() { d.on_cpus(cpus) } else { d }
+                    })
+                    .collect();
+                let bars = plan.uncertainties(evaluators, &relative, seconds);
+                let cumulative = if label.is_some() { end.on_cpus(cpus) } else { end.clone() };
+                let totals = (0..plan.specs.len())
+                    .map(|s| {
+                        let cpus = cumulative.events.get(s)?.as_ref()?;
+                        let mut t = (0u64, 0u64, 0u64);
+                        for c in cpus {
+                            t.0 += c.raw.value;
+                            t.1 += c.raw.enabled;
+                            t.2 += c.raw.running;
+                        }
+                        Some(t)
+                    })
+                    .collect();
+                out.push(UnitValues {
+                    label: label.clone(),
+                    cpus: cpus.clone(),
+                    results,
+                    shares,
+                    bars,
+                    totals,
+                });
+            }
+            let sample = Sample { counts: &delta, seconds, rusage: None };
+            let notes = counted.session.notes(&sample);
+            counted.last = Some(Computed { seconds, units: out, notes });
+            counted.reads = vec![end.clone()];
+        }
+        self.discover();
+        let ns =
+            thread_cpu_ns().saturating_sub(cpu0) + std::mem::take(&mut self.status.interval_cpu_ns);
+        let spent = ns as f64 / 1e9;
+        self.status.intervals += 1;
+        self.status.ended = Some(SystemTime::now());
+        self.status.seconds = seconds_seen;
+        self.status.cpu_seconds = spent;
+        self.status.cpu_seconds_total += spent;
+    }
+
+    /// The targets counted, host first.
+    pub fn targets(&self) -> impl Iterator<Item = &Counted<S>> {
+        self.host.iter().chain(self.cgroups.values())
+    }
+}
+
+/// The smallest running share of `root`'s counted inputs in `part` (`None` when none was
+/// enabled).
+fn share(plan: &Plan, root: &tmetric_engine::Root, part: &Snapshot) -> Option<f64> {
+    let mut least: Option<f64> = None;
+    for &row in root.slot_rows.iter().flatten() {
+        if let Source::Counter(spec) = plan.rows[row].source
+            && let Some(a) = part.aggregate(spec)
+            && a.enabled > 0
+        {
+            let s = a.running as f64 / a.enabled as f64;
+            least = Some(least.map_or(s, |l: f64| l.min(s)));
+        }
+    }
+    let counters =
+        root.slot_rows.iter().flatten().any(|&r| matches!(plan.rows[r].source, Source::Counter(_)));
+    if counters { least } else { Some(1.0) }
+}
+
+/// Label name and value of an aggregation unit: CPUs and sockets by number, others by
+/// perf's label.
+fn unit_label(per: Aggr, label: &str) -> (&'static str, String) {
+    match per {
+        Aggr::Cpu => ("cpu", label.trim_start_matches("CPU").to_string()),
+        Aggr::Socket => ("socket", label.trim_start_matches('S').to_string()),
+        Aggr::Core => ("core", label.to_string()),
+        Aggr::Die => ("die", label.to_string()),
+        Aggr::Node => ("node", label.trim_start_matches('N').to_string()),
+        Aggr::Cache => ("cache", label.to_string()),
+        Aggr::Cluster => ("cluster", label.to_string()),
+    }
+}
+
+/// Per root, its export; two different metrics whose names meet get the model in the name.
+fn dedup_families(plan: &Plan) -> Vec<Exported> {
+    let mut out: Vec<Exported> = Vec::new();
+    let mut owner: Vec<(String, &'static str)> = Vec::new();
+    for root in &plan.roots {
+        let mut e = names::exported(root.model, root.metric);
+        let name = root.model.str(root.model.metrics[root.metric].name);
+        if let Some((_, other)) = owner.iter().find(|(f, _)| *f == e.family)
+            && *other != name
+        {
+            e.family = format!("{}_{}", e.family, names::snake(&root.model.path()));
+        }
+        owner.push((e.family.clone(), name));
+        out.push(e);
+    }
+    out
+}
+
+/// The plan of one target: `events` (`-e` lists) and the metrics `picks`, counted
+/// system-wide on `machine` (each cgroup's plan is this one expanded for it).
+pub fn build_plan(
+    machine: &tmetric_engine::Machine<'_>,
+    model: Option<&'static Model>,
+    events: &[String],
+    picks: &[tmetric_engine::Pick],
+    thresholds: bool,
+) -> Result<Plan, String> {
+    let literals = tmetric_engine::plan::literals(machine.sysfs, machine.proc_root, true);
+    let mut plan = Plan::new(literals);
+    let tables =
+        tmetric_engine::events::CatalogTables::for_machine(machine.sysfs, machine.proc_root, model);
+    let resolver = tmetric_runtime::event::Resolver::new(machine.sysfs).with_tables(&tables);
+    for list in events {
+        plan.add_event_lists(std::slice::from_ref(list), &resolver)
+            .map_err(|e| format!("-e {list}: {e}"))?;
+    }
+    let options = tmetric_engine::PlanOptions {
+        thresholds,
+        system_wide: true,
+        ..tmetric_engine::PlanOptions::default()
+    };
+    plan.add_metrics(picks, machine, &options, false);
+    Ok(plan)
+}

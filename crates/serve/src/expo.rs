@@ -1,0 +1,579 @@
+//! The exposition: the collector's last interval as Prometheus text (0.0.4) or OpenMetrics
+//! 1.0 (content negotiated), every family with `# HELP` and `# TYPE`, and as JSON.
+//!
+//! Families, besides one gauge per compiled metric (base units; labels `model`, `pmu` for
+//! hybrid metrics, the cgroup's and the aggregation unit's):
+//! * `tmetric_event_total`, `tmetric_event_enabled_seconds_total`,
+//!   `tmetric_event_running_seconds_total`: raw counts (not scaled) and their times, per
+//!   counter (`event`, `group`), cumulative since the target was opened;
+//! * `tmetric_metric_running_ratio`, `tmetric_metric_inputs_together`,
+//!   `tmetric_metric_error_bar`, `tmetric_metric_threshold_crossed`, `tmetric_metric_missing`
+//!   (info, with the reason): per metric, by `metric` label;
+//! * the exporter's own: intervals, CPU time, descriptors and budget, cgroups counted, added,
+//!   removed and left out (with the reason), notes.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::time::UNIX_EPOCH;
+
+use serde_json::{Value, json};
+use tmetric_engine::{Bar, Source};
+use tmetric_runtime::Syscalls;
+
+use crate::collector::{Collector, Counted, UnitValues};
+use crate::names::{help_text, label_value, number};
+
+/// The exposition format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `text/plain; version=0.0.4`.
+    Prometheus,
+    /// `application/openmetrics-text; version=1.0.0`.
+    OpenMetrics,
+}
+
+impl Format {
+    /// The format an `Accept` header asks for (OpenMetrics when it is named).
+    pub fn from_accept(accept: Option<&str>) -> Format {
+        match accept {
+            Some(a) if a.contains("application/openmetrics-text") => Format::OpenMetrics,
+            _ => Format::Prometheus,
+        }
+    }
+
+    /// The `Content-Type`.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+}
+
+/// A family's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A gauge.
+    Gauge,
+    /// A counter: samples are `NAME_total`.
+    Counter,
+    /// An info: samples are `NAME_info` with value 1.
+    Info,
+}
+
+/// One family with its samples, in order.
+#[derive(Debug, Clone)]
+pub struct Family {
+    /// The name without `_total`/`_info`.
+    pub name: String,
+    /// The type.
+    pub kind: Kind,
+    /// The help text.
+    pub help: String,
+    /// `(labels, value)` per sample, labels already quoted (`a="1",b="2"`).
+    pub samples: Vec<(String, String)>,
+}
+
+/// Families in first-seen order.
+#[derive(Debug, Default)]
+pub struct Families {
+    list: Vec<Family>,
+    index: HashMap<String, usize>,
+}
+
+impl Families {
+    /// The family `name`, made with `kind` and `help` the first time.
+    pub fn family(&mut self, name: &str, kind: Kind, help: &str) -> &mut Family {
+        let i = match self.index.get(name) {
+            Some(&i) => i,
+            None => {
+                self.list.push(Family {
+                    name: name.to_string(),
+                    kind,
+                    help: help.to_string(),
+                    samples: Vec::new(),
+                });
+                self.index.insert(name.to_string(), self.list.len() - 1);
+                self.list.len() - 1
+            }
+        };
+        &mut self.list[i]
+    }
+
+    /// Adds a sample.
+    pub fn add(&mut self, name: &str, kind: Kind, help: &str, labels: &Labels, value: String) {
+        self.family(name, kind, help).samples.push((labels.text(), value));
+    }
+
+    /// The families.
+    pub fn list(&self) -> &[Family] {
+        &self.list
+    }
+
+    /// Writes them in `format`.
+    pub fn render(&self, format: Format) -> String {
+        let mut out = String::with_capacity(64 * 1024);
+        for f in &self.list {
+            let (type_name, type_word, suffix) = match (f.kind, format) {
+                (Kind::Gauge, _) => (f.name.clone(), "gauge", ""),
+                (Kind::Counter, Format::Prometheus) => {
+                    (format!("{}_total", f.name), "counter", "_total")
+                }
+                (Kind::Counter, Format::OpenMetrics) => (f.name.clone(), "counter", "_total"),
+                (Kind::Info, Format::Prometheus) => (format!("{}_info", f.name), "gauge", "_info"),
+                (Kind::Info, Format::OpenMetrics) => (f.name.clone(), "info", "_info"),
+            };
+            let _ = writeln!(out, "# HELP {type_name} {}", help_text(&f.help));
+            let _ = writeln!(out, "# TYPE {type_name} {type_word}");
+            for (labels, value) in &f.samples {
+                if labels.is_empty() {
+                    let _ = writeln!(out, "{}{suffix} {value}", f.name);
+                } else {
+                    let _ = writeln!(out, "{}{suffix}{{{labels}}} {value}", f.name);
+                }
+            }
+        }
+        if format == Format::OpenMetrics {
+            out.push_str("# EOF\n");
+        }
+        out
+    }
+}
+
+/// A label set being built.
+#[derive(Debug, Clone, Default)]
+pub struct Labels(Vec<(String, String)>);
+
+impl Labels {
+    /// With `key="value"` added (empty values are left out, as Prometheus reads them).
+    pub fn with(&self, key: &str, value: &str) -> Labels {
+        let mut l = self.clone();
+        if !value.is_empty() {
+            l.0.push((key.to_string(), value.to_string()));
+        }
+        l
+    }
+
+    /// As quoted in a sample.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for (i, (k, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{k}=\"{}\"", label_value(v));
+        }
+        out
+    }
+
+    /// As a JSON object.
+    pub fn json(&self) -> Value {
+        Value::Object(self.0.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
+    }
+}
+
+const EVENT_HELP: &str = "Raw count of a perf event counter (not scaled for multiplexing: scale with time enabled over time running), cumulative since this host or cgroup was first counted";
+const ENABLED_HELP: &str = "Time the counter was enabled (perf's time_enabled), summed over the CPUs of the unit, in seconds";
+const RUNNING_HELP: &str = "Time the counter was on a hardware counter (perf's time_running), summed over the CPUs of the unit, in seconds";
+const SHARE_HELP: &str = "The smallest share of the last interval that any counted input of the metric ran on a counter (1: measured all the time; less: the rest is scaled)";
+const TOGETHER_HELP: &str = "1 when every input of the metric was counted in one group (the same time slices), 0 when its inputs were spread over groups or the kernel split their group";
+const BAR_HELP: &str = "Half width of the metric's error bar in its exported unit (2 standard deviations of the value over the interval's reads): 0 when every input ran all the time";
+const THRESHOLD_HELP: &str = "1 when the metric crossed its vendor threshold (MetricThreshold) in the last interval, 0 when not; absent without a threshold";
+const MISSING_HELP: &str = "A metric with no value in the last interval, and why";
+
+fn target_labels<S: Syscalls>(counted: &Counted<S>) -> Labels {
+    let mut l = Labels::default();
+    if let Some(cg) = &counted.cgroup {
+        l = l.with("cgroup", cg);
+        for (k, v) in &counted.labels {
+            l = l.with(k, v);
+        }
+    }
+    l
+}
+
+fn unit_labels(base: &Labels, unit: &UnitValues) -> Labels {
+    match &unit.label {
+        Some((k, v)) => base.with(k, v),
+        None => base.clone(),
+    }
+}
+
+/// The metric's help: description, formula, unit.
+fn metric_help<S: Syscalls + Clone>(c: &Collector<S>, root: usize) -> String {
+    let plan = c.base_plan();
+    let r = &plan.roots[root];
+    let m = &r.model.metrics[r.metric];
+    let e = &c.exports[root];
+    let brief = r.model.str(m.brief);
+    let unit = if e.base {
+        format!("Unit: {} (base unit)", e.unit)
+    } else if e.unit.is_empty() {
+        "No unit".to_string()
+    } else {
+        format!("Unit: {}", e.unit)
+    };
+    let threshold = r.model.str(m.threshold_expr);
+    let threshold =
+        if threshold.is_empty() { String::new() } else { format!(" Threshold: {threshold}.") };
+    format!(
+        "{}{}Formula ({}): {}. {unit}.{threshold}",
+        brief.trim_end_matches('.'),
+        if brief.is_empty() { "" } else { ". " },
+        r.model.path(),
+        r.model.str(m.expr)
+    )
+}
+
+/// The value of root `r` in its exported unit, when it has one worth exporting.
+pub fn exported_value<S: Syscalls + Clone>(
+    c: &Collector<S>,
+    unit: &UnitValues,
+    r: usize,
+) -> Result<f64, String> {
+    let result = &unit.results[r];
+    if let Some(fail) = result.failure {
+        return Err(format!("no value: {fail}"));
+    }
+    if !result.missing.is_empty() {
+        return Err("an input could not be counted (see tmetric_note)".into());
+    }
+    if !result.not_counted.is_empty() {
+        return Err("an input never ran on a counter in the interval (the cgroup did not run, or the counter was never scheduled)".into());
+    }
+    if !result.value.is_finite() {
+        return Err(match &result.why {
+            Some(_) => "nan: see tmetric_note for why".into(),
+            None => "nan".into(),
+        });
+    }
+    Ok(result.value * c.exports[r].factor)
+}
+
+/// Renders the collector's state.
+pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
+    let mut f = Families::default();
+    let model = c.machine.model.map(|m| m.path()).unwrap_or_default();
+    let none = Labels::default();
+    f.add(
+        "tmetric_host",
+        Kind::Info,
+        "The host tmetric serve counts on: its name, CPU model in the catalogue, and the simulated PMU when counts come from a simulator",
+        &none
+            .with("host", &c.machine.host)
+            .with("model", &model)
+            .with("simulated", c.machine.simulated.as_deref().unwrap_or("")),
+        "1".into(),
+    );
+    for lit in tmetric_model::Literal::ALL {
+        let v = c.base_plan().literals[lit.index()];
+        if v.is_finite() {
+            f.add(
+                "tmetric_machine_literal",
+                Kind::Gauge,
+                "A machine fact metric formulas read as #literal (counted system-wide): smt_on, num_cores, slots, system_tsc_freq, ...",
+                &none.with("literal", lit.name()),
+                number(v),
+            );
+        }
+    }
+    let s = &c.status;
+    f.add(
+        "tmetric_intervals",
+        Kind::Counter,
+        "Intervals ended (each computes every metric anew)",
+        &none,
+        s.intervals.to_string(),
+    );
+    f.add(
+        "tmetric_interval_seconds",
+        Kind::Gauge,
+        "Length of the last interval, in seconds",
+        &none,
+        number(s.seconds),
+    );
+    let ended =
+        s.ended.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0.0, |d| d.as_secs_f64());
+    f.add(
+        "tmetric_last_interval_end_timestamp_seconds",
+        Kind::Gauge,
+        "When the last interval ended (Unix time), in seconds",
+        &none,
+        number(ended),
+    );
+    f.add("tmetric_collector_cpu_seconds", Kind::Counter, "CPU time tmetric's collector spent reading counters, evaluating and walking cgroups, in seconds", &none, number(s.cpu_seconds_total));
+    f.add("tmetric_collector_interval_cpu_seconds", Kind::Gauge, "CPU time the collector spent on the last interval (its reads, the evaluation of every target, the cgroup walk), in seconds", &none, number(s.cpu_seconds));
+    f.add("tmetric_render_cpu_seconds", Kind::Counter, "CPU time spent rendering /metrics and /json once per interval (scrapes then only copy bytes), up to the last interval, in seconds", &none, number(s.render_cpu_seconds_total));
+    f.add(
+        "tmetric_http_restarts",
+        Kind::Counter,
+        "Times the HTTP listener was found gone (its accept thread dies when descriptors run out) and was started again",
+        &none,
+        s.http_restarts.to_string(),
+    );
+    f.add(
+        "tmetric_descriptors",
+        Kind::Gauge,
+        "Event descriptors open (events x CPUs x targets)",
+        &none,
+        c.descriptors().to_string(),
+    );
+    let budget = if c.budget == usize::MAX { f64::INFINITY } else { c.budget as f64 };
+    f.add("tmetric_descriptor_budget", Kind::Gauge, "At most this many event descriptors are opened (--max-descriptors, or the open-file limit less a reserve); cgroups that would pass it are left out", &none, number(budget));
+    f.add(
+        "tmetric_target_descriptors",
+        Kind::Gauge,
+        "Event descriptors one target (the host or a cgroup) takes: counters x CPUs",
+        &none,
+        c.cost.to_string(),
+    );
+    f.add(
+        "tmetric_cgroups",
+        Kind::Gauge,
+        "Cgroups by state: counted, or left out (see tmetric_cgroup_left_out_info)",
+        &none.with("state", "counted"),
+        c.cgroups.len().to_string(),
+    );
+    f.add(
+        "tmetric_cgroups",
+        Kind::Gauge,
+        "",
+        &none.with("state", "left_out"),
+        c.left_out.len().to_string(),
+    );
+    f.add(
+        "tmetric_cgroups_added",
+        Kind::Counter,
+        "Cgroups picked up after the start",
+        &none,
+        s.added.to_string(),
+    );
+    f.add(
+        "tmetric_cgroups_removed",
+        Kind::Counter,
+        "Cgroups dropped because they vanished",
+        &none,
+        s.removed.to_string(),
+    );
+    f.family(
+        "tmetric_cgroup_left_out",
+        Kind::Info,
+        "A cgroup that matches but is not counted, and why (the descriptor budget, a refusal, ...)",
+    );
+    for (cg, why) in &c.left_out {
+        f.add(
+            "tmetric_cgroup_left_out",
+            Kind::Info,
+            "",
+            &none.with("cgroup", cg).with("reason", why),
+            "1".into(),
+        );
+    }
+    f.family("tmetric_note", Kind::Info, "Why a value is missing, partial or not counted, what the kernel refused or split, and read errors; by target");
+    if s.cut {
+        f.add(
+            "tmetric_note",
+            Kind::Info,
+            "",
+            &none.with(
+                "note",
+                &format!(
+                    "the cgroup walk stopped after {} cgroups; later ones are not counted",
+                    crate::cgroups::MAX_LISTED
+                ),
+            ),
+            "1".into(),
+        );
+    }
+    for e in &s.errors {
+        f.add("tmetric_note", Kind::Info, "", &none.with("note", e), "1".into());
+    }
+    // Families of every target, so each family's samples stay together.
+    f.family("tmetric_event", Kind::Counter, EVENT_HELP);
+    f.family("tmetric_event_enabled_seconds", Kind::Counter, ENABLED_HELP);
+    f.family("tmetric_event_running_seconds", Kind::Counter, RUNNING_HELP);
+    for (r, e) in c.exports.iter().enumerate() {
+        let help = metric_help(c, r);
+        f.family(&e.family, Kind::Gauge, &help);
+    }
+    f.family("tmetric_metric_running_ratio", Kind::Gauge, SHARE_HELP);
+    f.family("tmetric_metric_inputs_together", Kind::Gauge, TOGETHER_HELP);
+    f.family("tmetric_metric_error_bar", Kind::Gauge, BAR_HELP);
+    f.family("tmetric_metric_threshold_crossed", Kind::Gauge, THRESHOLD_HELP);
+    f.family("tmetric_metric_missing", Kind::Info, MISSING_HELP);
+    for counted in c.targets() {
+        let Some(last) = &counted.last else { continue };
+        let base = target_labels(counted);
+        for note in &last.notes {
+            f.add("tmetric_note", Kind::Info, "", &base.with("note", note), "1".into());
+        }
+        let tplan = counted.session.plan();
+        for unit in &last.units {
+            let ul = unit_labels(&base, unit);
+            for s in 0..tplan.specs.len() {
+                let Some((value, enabled, running)) = unit.totals[s] else { continue };
+                let name = &c.event_names[s];
+                let group = c
+                    .group_of
+                    .get(s)
+                    .copied()
+                    .flatten()
+                    .map_or("none".to_string(), |g| g.to_string());
+                let l = ul.with("event", name).with("group", &group).with("model", &model);
+                f.add("tmetric_event", Kind::Counter, "", &l, value.to_string());
+                f.add(
+                    "tmetric_event_enabled_seconds",
+                    Kind::Counter,
+                    "",
+                    &l,
+                    number(enabled as f64 / 1e9),
+                );
+                f.add(
+                    "tmetric_event_running_seconds",
+                    Kind::Counter,
+                    "",
+                    &l,
+                    number(running as f64 / 1e9),
+                );
+            }
+            for (r, root) in tplan.roots.iter().enumerate() {
+                let e = &c.exports[r];
+                let pmu = root.model.str(root.model.metrics[root.metric].pmu);
+                let pmu = if pmu == "cpu_core" || pmu == "cpu_atom" { pmu } else { "" };
+                let name = root.model.str(root.model.metrics[root.metric].name);
+                let ml = ul.with("model", &root.model.path()).with("pmu", pmu);
+                let per = ml.with("metric", name);
+                match exported_value(c, unit, r) {
+                    Ok(v) => f.add(&e.family, Kind::Gauge, "", &ml, number(v)),
+                    Err(why) => f.add(
+                        "tmetric_metric_missing",
+                        Kind::Info,
+                        "",
+                        &per.with("reason", &why),
+                        "1".into(),
+                    ),
+                }
+                if let Some(share) = unit.shares[r] {
+                    f.add("tmetric_metric_running_ratio", Kind::Gauge, "", &per, number(share));
+                }
+                let together = counted.together.get(r).copied().unwrap_or(false);
+                f.add(
+                    "tmetric_metric_inputs_together",
+                    Kind::Gauge,
+                    "",
+                    &per,
+                    u8::from(together).to_string(),
+                );
+                match unit.bars[r] {
+                    Bar::Exact => {
+                        f.add("tmetric_metric_error_bar", Kind::Gauge, "", &per, "0".into())
+                    }
+                    Bar::Sigma(_) => {
+                        let half = unit.bars[r].half_width().unwrap_or(f64::NAN) * e.factor;
+                        f.add(
+                            "tmetric_metric_error_bar",
+                            Kind::Gauge,
+                            "",
+                            &per,
+                            number(half.abs()),
+                        );
+                    }
+                    Bar::Unknown => {}
+                }
+                if let Some(crossed) = unit.results[r].threshold {
+                    f.add(
+                        "tmetric_metric_threshold_crossed",
+                        Kind::Gauge,
+                        "",
+                        &per,
+                        u8::from(crossed).to_string(),
+                    );
+                }
+            }
+        }
+    }
+    f
+}
+
+/// The JSON view: the same numbers, by target and unit, with the metrics' units and the
+/// notes in full.
+pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
+    let s = &c.status;
+    let ended = s.ended.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_secs_f64());
+    let targets: Vec<Value> = c
+        .targets()
+        .map(|counted| {
+            let plan = counted.session.plan();
+            let units: Vec<Value> = counted.last.iter().flat_map(|last| &last.units).map(|unit| {
+                let metrics: Vec<Value> = plan.roots.iter().enumerate().map(|(r, root)| {
+                    let m = &root.model.metrics[root.metric];
+                    let value = exported_value(c, unit, r);
+                    json!({
+                        "metric": root.model.str(m.name),
+                        "model": root.model.path(),
+                        "family": c.exports[r].family,
+                        "unit": c.exports[r].unit,
+                        "value": value.as_ref().ok(),
+                        "missing": value.as_ref().err(),
+                        "running_share": unit.shares[r],
+                        "together": counted.together.get(r).copied().unwrap_or(false),
+                        "error_bar": match unit.bars[r] {
+                            Bar::Exact => Some(0.0),
+                            Bar::Sigma(_) => unit.bars[r].half_width().map(|h| (h * c.exports[r].factor).abs()),
+                            Bar::Unknown => None,
+                        },
+                        "threshold_crossed": unit.results[r].threshold,
+                    })
+                }).collect();
+                let events: Vec<Value> = (0..plan.specs.len()).filter_map(|sp| {
+                    let (value, enabled, running) = unit.totals[sp]?;
+                    Some(json!({
+                        "event": c.event_names[sp],
+                        "group": c.group_of.get(sp).copied().flatten(),
+                        "raw": value,
+                        "enabled_ns": enabled,
+                        "running_ns": running,
+                    }))
+                }).collect();
+                json!({
+                    "unit": unit.label.as_ref().map(|(k, v)| json!({k.to_string(): v})),
+                    "metrics": metrics,
+                    "events": events,
+                })
+            }).collect();
+            json!({
+                "cgroup": counted.cgroup,
+                "labels": target_labels(counted).json(),
+                "descriptors": counted.descriptors,
+                "seconds": counted.last.as_ref().map(|l| l.seconds),
+                "units": units,
+                "notes": counted.last.as_ref().map(|l| l.notes.clone()).unwrap_or_default(),
+            })
+        })
+        .collect();
+    let rows_hidden: Vec<&str> = c
+        .base_plan()
+        .rows
+        .iter()
+        .filter(|r| matches!(r.source, Source::Missing(_)))
+        .map(|r| r.name.as_str())
+        .collect();
+    json!({
+        "host": c.machine.host,
+        "model": c.machine.model.map(|m| m.path()),
+        "simulated": c.machine.simulated,
+        "interval": {
+            "number": s.intervals,
+            "seconds": s.seconds,
+            "ended": ended,
+            "collector_cpu_seconds": s.cpu_seconds,
+        },
+        "descriptors": { "open": c.descriptors(), "budget": (c.budget != usize::MAX).then_some(c.budget), "per_target": c.cost },
+        "targets": targets,
+        "left_out": c.left_out.iter().map(|(k, v)| json!({"cgroup": k, "reason": v})).collect::<Vec<_>>(),
+        "cgroups_added": s.added,
+        "cgroups_removed": s.removed,
+        "inputs_not_countable": rows_hidden,
+        "errors": s.errors,
+    })
+}

@@ -1,0 +1,691 @@
+//! Prometheus recording rules that compute compiled metrics from the raw counters
+//! `tmetric serve` exports, so that a fleet aggregates counts first and derives metrics after
+//! (an average of per-host ratios is not the ratio of the fleet), and a Grafana dashboard
+//! of TopdownL1/L2 per host and per cgroup.
+//!
+//! The vendor expression (`MetricExpr`, as the catalogue keeps it) is parsed with the
+//! interpreter's parser and translated, never evaluated here:
+//! * every event becomes its rate, scaled for multiplexing per counter
+//!   (`rate(raw) * rate(enabled) / rate(running)`), averaged over the groups that counted it
+//!   twice, per host, cgroup and unit: the first rule, `tmetric:event:rate<window>`;
+//! * `duration_time` becomes 1 (seconds per second): with counts as rates, a metric whose
+//!   counts and times cancel (a ratio, a rate) is the same; a metric that does not (a count)
+//!   is not translated, and said;
+//! * `#literals` join `tmetric_machine_literal` per host (`on(instance, job)`); `min`, `max`
+//!   and `d_ratio` become PromQL's set operations; comparisons use `bool`; `if`/`else` blends
+//!   its branches by the 0/1 condition;
+//! * other metrics are the series their own rules record, in an order that puts every rule
+//!   after the ones it reads (rules of a group run in order at the same evaluation time).
+//!
+//! What cannot be translated is listed with the reason: `has_event()`, `strcmp_cpuid_str()`
+//! and `source_count()` (decided per machine), retire latencies (`:R`, sampled), user and
+//! system time, counts that depend on the interval's length, operands whose label sets
+//! PromQL cannot match.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use tmetric_catalog::Tool;
+use tmetric_catalog::{IdKind, Model};
+use tmetric_expr::{BinOp, Expr, ExprKind, Func};
+use tmetric_model::Literal;
+
+use crate::names;
+
+/// One recording rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// The recorded name.
+    pub record: String,
+    /// PromQL.
+    pub expr: String,
+    /// The metric it computes, for the comment.
+    pub metric: String,
+}
+
+/// The rules of a selection and what was left out.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    /// Rules in evaluation order.
+    pub rules: Vec<Rule>,
+    /// `(metric, why)` per metric not translated.
+    pub skipped: Vec<(String, String)>,
+    /// The window of `rate()`.
+    pub window: String,
+}
+
+/// What an operand's labels are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// A number.
+    Scalar,
+    /// One series per host (`instance`, `job`): literals.
+    Host,
+    /// One series per host, cgroup and unit: counts and metrics.
+    Full,
+}
+
+#[derive(Debug, Clone)]
+struct Term {
+    text: String,
+    shape: Shape,
+    /// How the value scales when every count and time is multiplied by `k`: `k^degree`;
+    /// `None` for the constant 0, which fits any degree.
+    degree: Option<i32>,
+    /// A plain number, when it is one.
+    number: Option<f64>,
+}
+
+impl Term {
+    fn scalar(v: f64) -> Term {
+        Term {
+            text: names::number(v),
+            shape: Shape::Scalar,
+            degree: if v == 0.0 { None } else { Some(0) },
+            number: Some(v),
+        }
+    }
+}
+
+/// The name of the per-event rate rule.
+pub fn event_rule(window: &str) -> String {
+    format!("tmetric:event:rate{window}")
+}
+
+/// The recorded name of a metric.
+pub fn metric_rule(family: &str, window: &str) -> String {
+    format!("tmetric:{}:rate{window}", family.trim_start_matches("tmetric_"))
+}
+
+struct Translator<'a> {
+    model: &'static Model,
+    window: &'a str,
+    /// Translated metrics (model index).
+    done: BTreeMap<usize, Term>,
+    failed: BTreeMap<usize, String>,
+    rules: Vec<Rule>,
+    common: bool,
+}
+
+impl Translator<'_> {
+    fn metric_index(&self, name: &str) -> Option<usize> {
+        self.model.metrics.iter().position(|m| self.model.str(m.name) == name)
+    }
+
+    /// Translates metric `m` (and first what it reads): its term before `ScaleUnit`. A metric
+    /// that is a ratio or a rate is recorded as a rule, and the term names the rule; any
+    /// other (a count such as `tma_info_thread_slots`) is inlined where it is read.
+    fn metric(&mut self, m: usize, depth: usize) -> Result<Term, String> {
+        if let Some(t) = self.done.get(&m) {
+            return Ok(t.clone());
+        }
+        if let Some(why) = self.failed.get(&m) {
+            return Err(why.clone());
+        }
+        if depth > 64 {
+            return Err("metric references nest too deep".into());
+        }
+        let desc = &self.model.metrics[m];
+        let text = self.model.str(desc.expr);
+        let result = tmetric_expr::parse(text)
+            .map_err(|e| format!("its expression does not parse: {e}"))
+            .and_then(|expr| self.term(m, &expr, depth));
+        let term = match result {
+            Ok(term) => term,
+            Err(why) => {
+                self.failed.insert(m, why.clone());
+                return Err(why);
+            }
+        };
+        let term = if term.shape == Shape::Full && term.degree.is_none_or(|d| d == 0) {
+            let exported = names::exported(self.model, m);
+            let record = metric_rule(&exported.family, self.window);
+            let expr = if exported.factor != 1.0 {
+                format!("{} * {}", term.text, names::number(exported.factor))
+            } else {
+                term.text.clone()
+            };
+            self.rules.push(Rule {
+                record: record.clone(),
+                expr,
+                metric: self.model.str(desc.name).to_string(),
+            });
+            let text = if exported.factor != 1.0 {
+                format!("({record} / {})", names::number(exported.factor))
+            } else {
+                record
+            };
+            Term { text, ..term }
+        } else {
+            Term { text: format!("({})", term.text), ..term }
+        };
+        self.done.insert(m, term.clone());
+        Ok(term)
+    }
+
+    /// Why a selected metric has no rule, if it has none.
+    fn recorded(&mut self, m: usize) -> Result<(), String> {
+        let term = self.metric(m, 0)?;
+        if term.shape != Shape::Full {
+            return Err(
+                "it reads no event (a constant or machine literals only): nothing to aggregate"
+                    .into(),
+            );
+        }
+        if term.degree.is_some_and(|d| d != 0) {
+            return Err("its value depends on the interval's length (a count, or a count per count of time, not a ratio or a rate): aggregate rate(tmetric_event_total) instead".into());
+        }
+        Ok(())
+    }
+
+    fn leaf_event(&self, name: &str) -> Term {
+        let model = if self.common {
+            String::new()
+        } else {
+            format!(",model=\"{}\"", names::label_value(&self.model.path()))
+        };
+        Term {
+            text: format!(
+                "sum without (event) ({}{{event=\"{}\"{model}}})",
+                event_rule(self.window),
+                names::label_value(name)
+            ),
+            shape: Shape::Full,
+            degree: Some(1),
+            number: None,
+        }
+    }
+
+    fn ident(&mut self, m: usize, name: &str, depth: usize) -> Result<Term, String> {
+        let desc = self.model.metrics[m];
+        // Another metric of the model?
+        if let Some(k) = desc
+            .refs
+            .iter()
+            .map(|&r| r as usize)
+            .find(|&k| self.model.str(self.model.metrics[k].name) == name)
+            .or_else(|| {
+                self.metric_index(name).filter(|_| {
+                    !desc
+                        .slots
+                        .iter()
+                        .any(|&s| self.model.str(self.model.ids[s as usize].text) == name)
+                })
+            })
+        {
+            return self
+                .metric(k, depth + 1)
+                .map_err(|why| format!("it reads {name}, which is not translated ({why})"));
+        }
+        let Some(&slot) =
+            desc.slots.iter().find(|&&s| self.model.str(self.model.ids[s as usize].text) == name)
+        else {
+            return Err(format!("`{name}` names no event or metric of {}", self.model.path()));
+        };
+        let id = &self.model.ids[slot as usize];
+        if id.retire_latency {
+            return Err(format!(
+                "it reads the retire latency {name}, which is sampled, not counted"
+            ));
+        }
+        match id.kind {
+            IdKind::Tool(Tool::DurationTime) => {
+                Ok(Term { text: "1".into(), shape: Shape::Scalar, degree: Some(1), number: None })
+            }
+            IdKind::Tool(t) => {
+                Err(format!("it reads {t:?} time, which only a finished workload has"))
+            }
+            IdKind::Probe => Err(format!("`{name}` is only a probe's argument")),
+            _ => Ok(self.leaf_event(&tmetric_engine::plan::id_name(self.model, id))),
+        }
+    }
+
+    fn term(&mut self, m: usize, e: &Expr, depth: usize) -> Result<Term, String> {
+        Ok(match &e.kind {
+            ExprKind::Num(v) => Term::scalar(*v),
+            ExprKind::Literal(name) => {
+                let lit = Literal::from_name(name.trim_start_matches('#'))
+                    .ok_or_else(|| format!("unknown literal #{name}"))?;
+                Term {
+                    text: format!(
+                        "sum without (literal) (tmetric_machine_literal{{literal=\"{}\"}})",
+                        lit.name()
+                    ),
+                    shape: Shape::Host,
+                    degree: Some(0),
+                    number: None,
+                }
+            }
+            ExprKind::Id(ident) => self.ident(m, &ident.name, depth)?,
+            ExprKind::Neg(x) => {
+                let t = self.term(m, x, depth)?;
+                Term { text: format!("-({})", t.text), number: t.number.map(|v| -v), ..t }
+            }
+            ExprKind::Bin(op, a, b) => {
+                let (a, b) = (self.term(m, a, depth)?, self.term(m, b, depth)?);
+                binary(*op, a, b)?
+            }
+            ExprKind::If { then, cond, otherwise } => {
+                let c = self.term(m, cond, depth)?;
+                let (t, o) = (self.term(m, then, depth)?, self.term(m, otherwise, depth)?);
+                if let Some(v) = c.number {
+                    return Ok(if v != 0.0 { t } else { o });
+                }
+                let truth = binary(BinOp::Gt, c, Term::scalar(0.0))?;
+                let not = binary(BinOp::Sub, Term::scalar(1.0), truth.clone())?;
+                let left = binary(BinOp::Mul, t, truth)?;
+                let right = binary(BinOp::Mul, o, not)?;
+                binary(BinOp::Add, left, right)?
+            }
+            ExprKind::Call(func, a, b) => {
+                let (a, b) = (self.term(m, a, depth)?, self.term(m, b, depth)?);
+                call(*func, a, b)?
+            }
+            ExprKind::IdCall(f, ident) => {
+                return Err(format!(
+                    "it calls {}({}), which each machine decides for itself",
+                    f.name(),
+                    ident.name
+                ));
+            }
+        })
+    }
+}
+
+/// `on(instance, job)` matching for operands of different shapes.
+fn matching(a: Shape, b: Shape) -> &'static str {
+    match (a, b) {
+        (Shape::Full, Shape::Host) => " on(instance, job) group_left()",
+        (Shape::Host, Shape::Full) => " on(instance, job) group_right()",
+        _ => "",
+    }
+}
+
+fn wider(a: Shape, b: Shape) -> Shape {
+    match (a, b) {
+        (Shape::Full, _) | (_, Shape::Full) => Shape::Full,
+        (Shape::Host, _) | (_, Shape::Host) => Shape::Host,
+        _ => Shape::Scalar,
+    }
+}
+
+fn same_degree(a: Option<i32>, b: Option<i32>) -> Result<Option<i32>, String> {
+    match (a, b) {
+        (None, d) | (d, None) => Ok(d),
+        (Some(x), Some(y)) if x == y => Ok(Some(x)),
+        _ => Err("it adds or compares terms that scale differently with the interval (a count and a ratio): PromQL's rates cannot give the same value".into()),
+    }
+}
+
+fn binary(op: BinOp, a: Term, b: Term) -> Result<Term, String> {
+    // Constant folding keeps `0 * slots` (perf's way of grouping an event) out of PromQL.
+    if let (Some(x), Some(y)) = (a.number, b.number) {
+        let v = match op {
+            BinOp::Add => x + y,
+            BinOp::Sub => x - y,
+            BinOp::Mul => x * y,
+            BinOp::Div => x / y,
+            _ => f64::NAN,
+        };
+        if v.is_finite() {
+            return Ok(Term::scalar(v));
+        }
+    }
+    if op == BinOp::Mul && (a.number == Some(0.0) || b.number == Some(0.0)) {
+        return Ok(Term::scalar(0.0));
+    }
+    if op == BinOp::Add && a.number == Some(0.0) {
+        return Ok(b);
+    }
+    if matches!(op, BinOp::Add | BinOp::Sub) && b.number == Some(0.0) {
+        return Ok(a);
+    }
+    if op == BinOp::Mul && a.number == Some(1.0) {
+        return Ok(b);
+    }
+    if matches!(op, BinOp::Mul | BinOp::Div) && b.number == Some(1.0) {
+        return Ok(a);
+    }
+    let on = matching(a.shape, b.shape);
+    let shape = wider(a.shape, b.shape);
+    let (sym, degree) = match op {
+        BinOp::Add => ("+", same_degree(a.degree, b.degree)?),
+        BinOp::Sub => ("-", same_degree(a.degree, b.degree)?),
+        BinOp::Mul => (
+            "*",
+            match (a.degree, b.degree) {
+                (Some(x), Some(y)) => Some(x + y),
+                _ => None,
+            },
+        ),
+        BinOp::Div => (
+            "/",
+            match (a.degree, b.degree) {
+                (Some(x), Some(y)) => Some(x - y),
+                (None, _) => None,
+                (Some(x), None) => Some(x),
+            },
+        ),
+        BinOp::Mod => ("%", same_degree(a.degree, b.degree)?),
+        BinOp::Lt => {
+            same_degree(a.degree, b.degree)?;
+            ("< bool", Some(0))
+        }
+        BinOp::Gt => {
+            same_degree(a.degree, b.degree)?;
+            ("> bool", Some(0))
+        }
+        BinOp::And | BinOp::Or | BinOp::Xor => {
+            let l = binary(BinOp::Gt, abs(a)?, Term::scalar(0.0))?;
+            let r = binary(BinOp::Gt, abs(b)?, Term::scalar(0.0))?;
+            let sum = binary(BinOp::Add, l, r)?;
+            let want = match op {
+                BinOp::And => 2.0,
+                BinOp::Xor => 1.0,
+                _ => 0.0,
+            };
+            let cmp = if op == BinOp::Or { "> bool" } else { "== bool" };
+            let text = if shape == Shape::Scalar {
+                return Err("a boolean of constants only".into());
+            } else {
+                format!("({} {cmp} {})", sum.text, names::number(want))
+            };
+            return Ok(Term { text, shape, degree: Some(0), number: None });
+        }
+    };
+    if shape == Shape::Scalar && sym.ends_with("bool") {
+        // Scalars compared need no `bool` in PromQL only between scalars: keep it.
+    }
+    Ok(Term { text: format!("({} {sym}{on} {})", a.text, b.text), shape, degree, number: None })
+}
+
+fn abs(t: Term) -> Result<Term, String> {
+    Ok(match t.shape {
+        Shape::Scalar => Term { text: format!("({})", t.text), ..t },
+        _ => Term { text: format!("abs({})", t.text), ..t },
+    })
+}
+
+fn call(func: Func, a: Term, b: Term) -> Result<Term, String> {
+    match func {
+        Func::DRatio => {
+            if let Some(y) = b.number {
+                if y == 0.0 {
+                    return Ok(Term::scalar(0.0));
+                }
+                return binary(BinOp::Div, a, b);
+            }
+            if a.shape == Shape::Scalar || a.shape != b.shape {
+                return Err("d_ratio() of operands PromQL cannot match label for label".into());
+            }
+            let degree = match (a.degree, b.degree) {
+                (Some(x), Some(y)) => Some(x - y),
+                _ => None,
+            };
+            Ok(Term {
+                text: format!("(({} / ({} != 0)) or ({} == 0))", a.text, b.text, b.text),
+                shape: a.shape,
+                degree,
+                number: None,
+            })
+        }
+        Func::Min | Func::Max => {
+            let degree = same_degree(a.degree, b.degree)?;
+            let (clamp, cmp) =
+                if func == Func::Max { ("clamp_min", ">=") } else { ("clamp_max", "<=") };
+            match (a.number, b.number) {
+                (Some(x), Some(y)) => {
+                    return Ok(Term::scalar(if func == Func::Max { x.max(y) } else { x.min(y) }));
+                }
+                (Some(_), None) => {
+                    return Ok(Term {
+                        text: format!("{clamp}({}, {})", b.text, a.text),
+                        degree,
+                        ..b
+                    });
+                }
+                (None, Some(_)) => {
+                    return Ok(Term {
+                        text: format!("{clamp}({}, {})", a.text, b.text),
+                        degree,
+                        ..a
+                    });
+                }
+                _ => {}
+            }
+            if a.shape != b.shape {
+                return Err(format!(
+                    "{}() of operands PromQL cannot match label for label",
+                    func.name()
+                ));
+            }
+            Ok(Term {
+                text: format!("(({} {cmp} {}) or {})", a.text, b.text, b.text),
+                shape: a.shape,
+                degree,
+                number: None,
+            })
+        }
+    }
+}
+
+/// The rules computing `metrics` (model indices of `model`) with `rate()` over `window`.
+pub fn rules(model: &'static Model, metrics: &[usize], window: &str) -> RuleSet {
+    let common = std::ptr::eq(model, tmetric_catalog::common());
+    let mut t = Translator {
+        model,
+        window,
+        done: BTreeMap::new(),
+        failed: BTreeMap::new(),
+        rules: Vec::new(),
+        common,
+    };
+    let mut skipped = Vec::new();
+    for &m in metrics {
+        if let Err(why) = t.recorded(m) {
+            skipped.push((model.str(model.metrics[m].name).to_string(), why));
+        }
+    }
+    RuleSet { rules: t.rules, skipped, window: window.to_string() }
+}
+
+/// The per-event rate rule.
+pub fn event_rate_rule(window: &str) -> Rule {
+    Rule {
+        record: event_rule(window),
+        expr: format!(
+            "avg without (group) (rate(tmetric_event_total[{window}]) * rate(tmetric_event_enabled_seconds_total[{window}]) / (rate(tmetric_event_running_seconds_total[{window}]) > 0))"
+        ),
+        metric: "every event: its rate, scaled for multiplexing".into(),
+    }
+}
+
+/// The rules file: one group per model, the event rule first.
+pub fn yaml(sets: &[(&'static Model, RuleSet)], command: &str) -> String {
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let mut out = String::new();
+    out.push_str(&format!("# Generated by `{command}`.\n"));
+    out.push_str("# Recording rules over tmetric serve's raw counters: counts are aggregated first, metrics derived after.\n");
+    let window = sets.first().map_or("1m", |(_, s)| s.window.as_str());
+    for (model, set) in sets {
+        for (metric, why) in &set.skipped {
+            out.push_str(&format!("# not translated: {} {metric}: {why}\n", model.path()));
+        }
+    }
+    out.push_str("groups:\n");
+    out.push_str("  - name: tmetric_events\n    rules:\n");
+    let ev = event_rate_rule(window);
+    out.push_str(&format!("      - record: {}\n        expr: {}\n", ev.record, q(&ev.expr)));
+    for (model, set) in sets {
+        if set.rules.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "  - name: {}\n    rules:\n",
+            q(&format!("tmetric_{}", names::snake(&model.path())))
+        ));
+        for r in &set.rules {
+            out.push_str(&format!("      # {}\n", r.metric));
+            out.push_str(&format!("      - record: {}\n        expr: {}\n", r.record, q(&r.expr)));
+        }
+    }
+    out
+}
+
+/// A Grafana dashboard of `metrics` (model indices of `model`): per host and per cgroup,
+/// from the exported gauges, with host, cgroup and model variables.
+pub fn dashboard(model: &'static Model, metrics: &[usize], title: &str) -> Value {
+    let mut panels = Vec::new();
+    let mut y = 0;
+    let mut id = 1;
+    let row = |title: &str, y: &mut i32, id: &mut i32, panels: &mut Vec<Value>| {
+        panels.push(json!({
+            "type": "row", "title": title, "id": *id, "collapsed": false,
+            "gridPos": {"h": 1, "w": 24, "x": 0, "y": *y}, "panels": []
+        }));
+        *id += 1;
+        *y += 1;
+    };
+    let groups: Vec<(&str, Vec<usize>)> = {
+        let mut by: Vec<(&str, Vec<usize>)> = Vec::new();
+        for &m in metrics {
+            let g = model.str(model.metrics[m].groups);
+            let level = g.split(';').find(|x| x.starts_with("TopdownL")).unwrap_or("Metrics");
+            match by.iter_mut().find(|(l, _)| *l == level) {
+                Some((_, v)) => v.push(m),
+                None => by.push((level, vec![m])),
+            }
+        }
+        by.sort_by(|a, b| a.0.cmp(b.0));
+        by
+    };
+    for (scope, selector, legend) in [
+        ("per host", "instance=~\"$instance\",cgroup=\"\"", "{{instance}}"),
+        ("per cgroup", "instance=~\"$instance\",cgroup=~\"$cgroup\"", "{{instance}} {{cgroup}}"),
+    ] {
+        for (level, ms) in &groups {
+            row(&format!("{level} {scope}"), &mut y, &mut id, &mut panels);
+            let mut x = 0;
+            for &m in ms {
+                let e = names::exported(model, m);
+                let desc = &model.metrics[m];
+                let ratio = e.unit == "ratio";
+                panels.push(json!({
+                    "type": "timeseries",
+                    "id": id,
+                    "title": model.str(desc.name),
+                    "description": format!("{} Formula: {}", model.str(desc.brief), model.str(desc.expr)),
+                    "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                    "gridPos": {"h": 8, "w": 8, "x": x, "y": y},
+                    "fieldConfig": {
+                        "defaults": {
+                            "unit": if ratio { "percentunit" } else if e.base { e.unit.as_str() } else { "short" },
+                            "min": if ratio { Some(0) } else { None },
+                            "max": if ratio { Some(1) } else { None },
+                        },
+                        "overrides": []
+                    },
+                    "targets": [{
+                        "refId": "A",
+                        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                        "expr": format!("{}{{{selector},model=\"{}\"}}", e.family, model.path()),
+                        "legendFormat": legend,
+                    }],
+                }));
+                id += 1;
+                x += 8;
+                if x >= 24 {
+                    x = 0;
+                    y += 8;
+                }
+            }
+            if x > 0 {
+                y += 8;
+            }
+        }
+    }
+    json!({
+        "title": title,
+        "uid": format!("tmetric-{}", names::snake(&model.path())),
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": true,
+        "time": {"from": "now-1h", "to": "now"},
+        "refresh": "30s",
+        "tags": ["tmetric", "topdown"],
+        "templating": {"list": [
+            {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
+            {"name": "instance", "type": "query", "label": "Host",
+             "datasource": {"type": "prometheus", "uid": "${datasource}"},
+             "query": {"query": "label_values(tmetric_host_info, instance)", "refId": "instance"},
+             "definition": "label_values(tmetric_host_info, instance)",
+             "includeAll": true, "multi": true, "refresh": 2},
+            {"name": "cgroup", "type": "query", "label": "Cgroup",
+             "datasource": {"type": "prometheus", "uid": "${datasource}"},
+             "query": {"query": "label_values(tmetric_metric_inputs_together{instance=~\"$instance\"}, cgroup)", "refId": "cgroup"},
+             "definition": "label_values(tmetric_metric_inputs_together{instance=~\"$instance\"}, cgroup)",
+             "includeAll": true, "multi": true, "refresh": 2},
+        ]},
+        "panels": panels,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(name: &str) -> &'static Model {
+        tmetric_catalog::model(name).unwrap()
+    }
+
+    fn index(m: &Model, name: &str) -> usize {
+        m.metrics.iter().position(|x| m.str(x.name) == name).unwrap()
+    }
+
+    #[test]
+    fn ratios_translate_and_counts_are_refused_with_the_reason() {
+        let spr = model("sapphirerapids");
+        let set = rules(spr, &[index(spr, "tma_core_bound")], "1m");
+        let records: Vec<&str> = set.rules.iter().map(|r| r.record.as_str()).collect();
+        // What tma_core_bound reads comes first.
+        assert_eq!(
+            records,
+            [
+                "tmetric:tma_backend_bound_ratio:rate1m",
+                "tmetric:tma_memory_bound_ratio:rate1m",
+                "tmetric:tma_core_bound_ratio:rate1m"
+            ]
+        );
+        assert_eq!(
+            set.rules[2].expr,
+            "clamp_min((tmetric:tma_backend_bound_ratio:rate1m - tmetric:tma_memory_bound_ratio:rate1m), 0)"
+        );
+        let slots = rules(spr, &[index(spr, "tma_info_thread_slots")], "1m");
+        assert!(slots.rules.is_empty());
+        assert!(slots.skipped[0].1.contains("depends on the interval's length"));
+    }
+
+    #[test]
+    fn literals_join_per_host_and_if_blends() {
+        let skx = model("skylakex");
+        let set = rules(skx, &[index(skx, "tma_frontend_bound")], "5m");
+        let expr = &set.rules.last().unwrap().expr;
+        assert!(expr.contains("on(instance, job) group_left() (sum without (literal) (tmetric_machine_literal{literal=\"smt_on\"}) > bool 0)"), "{expr}");
+        assert_eq!(expr.matches('(').count(), expr.matches(')').count());
+    }
+
+    #[test]
+    fn most_of_a_model_translates() {
+        let spr = model("sapphirerapids");
+        let all: Vec<usize> = (0..spr.metrics.len()).collect();
+        let set = rules(spr, &all, "1m");
+        assert!(set.rules.len() >= 270, "{} rules", set.rules.len());
+        for (metric, why) in &set.skipped {
+            assert!(
+                why.contains("depends on the interval")
+                    || why.contains("which each machine decides"),
+                "{metric}: {why}"
+            );
+        }
+    }
+}

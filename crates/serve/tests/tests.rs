@@ -1,0 +1,233 @@
+//! The exporter on the simulated kernel (a manual clock): TopdownL1/L2 on sapphirerapids
+//! served with the workload's true values, exposition that parses in both formats, the JSON
+//! view agreeing with the text, error bars under multiplexing, and a counter that stops being
+//! scheduled (another user pins every general counter) said on /metrics while the text stays
+//! valid.
+
+use std::collections::HashMap;
+
+use tmetric_engine::{Machine, PmuModel};
+use tmetric_runtime::sys::{Attr, Syscalls, TYPE_RAW};
+use tmetric_runtime::{Environment, Sysfs};
+use tmetric_serve::cgroups::Selection;
+use tmetric_serve::expo::{self, Format};
+use tmetric_serve::{Collector, MachineInfo, Options};
+use tmetric_sim::{Machine as SimMachine, SimKernel};
+
+struct Sim {
+    _dir: tempfile::TempDir,
+    kernel: SimKernel,
+    collector: Collector<SimKernel>,
+}
+
+fn sim(name: &str, metrics: &str, reads: u32) -> Sim {
+    let dir = tempfile::Builder::new().prefix("tmetric-serve-test-").tempdir().unwrap();
+    let (sys, proc_root) = (dir.path().join("sys"), dir.path().join("proc"));
+    let machine = SimMachine::named(name).unwrap();
+    machine.write_sysfs(&sys, &proc_root).unwrap();
+    let sysfs = Sysfs::new(&sys);
+    let kernel = SimKernel::manual(machine);
+    let env = Environment::probe(&sysfs, &proc_root);
+    let cpuid = tmetric_engine::plan::cpuid_of(&sysfs, &proc_root).unwrap();
+    let model = tmetric_catalog::model_for_cpuid(&cpuid).unwrap();
+    let pmus = PmuModel::probe(&sysfs, &proc_root, Some(model));
+    let m = Machine { sysfs: &sysfs, proc_root: &proc_root, env: &env, pmus: &pmus };
+    let mut picks = Vec::new();
+    for item in metrics.split(',') {
+        tmetric_engine::select::add_unique(
+            &mut picks,
+            tmetric_engine::select::find(item, tmetric_catalog::common(), Some(model)),
+        );
+    }
+    assert!(!picks.is_empty());
+    let plan = tmetric_serve::collector::build_plan(&m, Some(model), &[], &picks, true).unwrap();
+    let info = MachineInfo {
+        sysfs: sysfs.clone(),
+        proc_root: proc_root.clone(),
+        host: "test".into(),
+        model: Some(model),
+        simulated: Some(name.into()),
+        cgroup_mount: None,
+    };
+    let options = Options {
+        interval: std::time::Duration::from_secs(1),
+        reads,
+        max_descriptors: None,
+        per: None,
+        host: true,
+        selection: Selection::None,
+    };
+    let collector = Collector::new(kernel.clone(), plan, env, info, options).unwrap();
+    Sim { _dir: dir, kernel, collector }
+}
+
+impl Sim {
+    /// One interval of `reads` reads, `ms` simulated milliseconds apart.
+    fn interval(&mut self, reads: u32, ms: u64) {
+        for _ in 1..reads {
+            self.kernel.advance(ms * 1_000_000);
+            self.collector.read();
+        }
+        self.kernel.advance(ms * 1_000_000);
+        self.collector.end_interval();
+    }
+}
+
+/// Samples of a Prometheus text: `name{labels}` to value, checking every line's shape and
+/// that each family's samples follow its own `# TYPE` line.
+fn parse(text: &str) -> HashMap<String, f64> {
+    let mut samples = HashMap::new();
+    let mut family = String::new();
+    let mut typed: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            family = rest.split(' ').next().unwrap().to_string();
+            assert!(!typed.contains(&family), "family {family} typed twice");
+            typed.push(family.clone());
+            continue;
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("bad line {line}"));
+        let name = series.split('{').next().unwrap();
+        assert!(name.starts_with(&family), "{name} outside its family {family}");
+        let v: f64 = value.parse().unwrap_or_else(|_| panic!("bad value in {line}"));
+        assert!(samples.insert(series.to_string(), v).is_none(), "{series} twice");
+    }
+    samples
+}
+
+#[test]
+fn topdown_is_served_with_the_workloads_true_values() {
+    let mut s = sim("sapphirerapids", "TopdownL1,TopdownL2", 4);
+    s.interval(4, 250);
+    let text = expo::families(&s.collector).render(Format::Prometheus);
+    let samples = parse(&text);
+    let get = |k: &str| *samples.get(k).unwrap_or_else(|| panic!("no {k} in\n{text}"));
+    // The default workload's tree (crates/sim/workloads/default.json).
+    for (family, truth) in [
+        ("tmetric_tma_retiring_ratio", 0.40),
+        ("tmetric_tma_backend_bound_ratio", 0.30),
+        ("tmetric_tma_frontend_bound_ratio", 0.20),
+        ("tmetric_tma_bad_speculation_ratio", 0.10),
+        ("tmetric_tma_memory_bound_ratio", 0.18),
+        ("tmetric_tma_fetch_latency_ratio", 0.12),
+    ] {
+        let v = get(&format!("{family}{{model=\"x86/sapphirerapids\"}}"));
+        assert!((v - truth).abs() < 1e-6, "{family} = {v}, truth {truth}");
+    }
+    let per = |family: &str, metric: &str| {
+        get(&format!("{family}{{model=\"x86/sapphirerapids\",metric=\"{metric}\"}}"))
+    };
+    // One group on sapphirerapids: measured all the time, together, exact.
+    assert_eq!(per("tmetric_metric_running_ratio", "tma_retiring"), 1.0);
+    assert_eq!(per("tmetric_metric_inputs_together", "tma_retiring"), 1.0);
+    assert_eq!(per("tmetric_metric_error_bar", "tma_retiring"), 0.0);
+    // Thresholds: tma_bad_speculation > 0.15 (not crossed at 0.1), tma_backend_bound > 0.2
+    // (crossed at 0.3).
+    assert_eq!(per("tmetric_metric_threshold_crossed", "tma_bad_speculation"), 0.0);
+    assert_eq!(per("tmetric_metric_threshold_crossed", "tma_backend_bound"), 1.0);
+    // HELP carries the description and the formula.
+    assert!(text.contains("# HELP tmetric_tma_retiring_ratio This category represents fraction of slots utilized by useful work"));
+    assert!(text.contains(
+        "Formula (x86/sapphirerapids): topdown\\\\-retiring / (topdown\\\\-fe\\\\-bound"
+    ));
+    // Raw counts: integers, with their times.
+    let slots = samples
+        .iter()
+        .find(|(k, _)| k.starts_with("tmetric_event_total{event=\"TOPDOWN.SLOTS\""))
+        .map(|(_, v)| *v)
+        .unwrap();
+    assert!(slots > 0.0 && slots.fract() == 0.0);
+    // OpenMetrics: the same samples, counters typed without `_total`, and `# EOF`.
+    let om = expo::families(&s.collector).render(Format::OpenMetrics);
+    assert!(om.ends_with("# EOF\n"));
+    assert!(om.contains("# TYPE tmetric_event counter\n"));
+    assert!(om.contains("# TYPE tmetric_host info\n"));
+    // The JSON view has the same values.
+    let json = expo::json(&s.collector);
+    let metrics = &json["targets"][0]["units"][0]["metrics"];
+    let retiring =
+        metrics.as_array().unwrap().iter().find(|m| m["metric"] == "tma_retiring").unwrap();
+    assert_eq!(
+        retiring["value"].as_f64().unwrap(),
+        get("tmetric_tma_retiring_ratio{model=\"x86/sapphirerapids\"}")
+    );
+}
+
+#[test]
+fn multiplexed_metrics_have_error_bars_and_running_shares() {
+    // TopdownL3 needs more general counters than sapphirerapids has: groups rotate.
+    let mut s = sim("sapphirerapids", "TopdownL3", 6);
+    s.interval(6, 200);
+    s.interval(6, 200);
+    let text = expo::families(&s.collector).render(Format::Prometheus);
+    let samples = parse(&text);
+    let shares: Vec<f64> = samples
+        .iter()
+        .filter(|(k, _)| k.starts_with("tmetric_metric_running_ratio{"))
+        .map(|(_, v)| *v)
+        .collect();
+    assert!(!shares.is_empty());
+    assert!(shares.iter().any(|&s| s < 0.99), "nothing multiplexed: {shares:?}");
+    assert!(shares.iter().all(|&s| s > 0.0 && s <= 1.0));
+    let bars: Vec<f64> = samples
+        .iter()
+        .filter(|(k, _)| k.starts_with("tmetric_metric_error_bar{"))
+        .map(|(_, v)| *v)
+        .collect();
+    assert!(bars.iter().all(|b| b.is_finite() && *b >= 0.0));
+    let apart = samples
+        .iter()
+        .filter(|(k, v)| k.starts_with("tmetric_metric_inputs_together{") && **v == 0.0)
+        .count();
+    let shares_below = shares.iter().filter(|&&s| s < 0.99).count();
+    assert!(apart + shares_below > 0);
+}
+
+#[test]
+fn a_counter_that_stops_being_scheduled_is_said_and_the_text_stays_valid() {
+    let mut s = sim("sapphirerapids", "TopdownL1", 4);
+    s.interval(4, 250);
+    let before = parse(&expo::families(&s.collector).render(Format::Prometheus));
+    assert!(before.contains_key("tmetric_tma_retiring_ratio{model=\"x86/sapphirerapids\"}"));
+    // Another user pins an event on every general counter of every CPU: tmetric's group,
+    // which needs one (INT_MISC.UOP_DROPPING), can no longer be scheduled.
+    let mut other = s.kernel.clone();
+    let cpus = SimMachine::named("sapphirerapids").unwrap().cpu_ids();
+    let mut fds = Vec::new();
+    for cpu in cpus {
+        let mut attr = Attr { type_: TYPE_RAW, config: 0x00c4, pinned: true, ..Attr::default() };
+        let leader = other.perf_event_open(&attr, -1, cpu as i32, -1).unwrap();
+        fds.push(leader);
+        attr.pinned = false;
+        for _ in 1..8 {
+            fds.push(other.perf_event_open(&attr, -1, cpu as i32, leader).unwrap());
+        }
+        other.enable(leader, true).unwrap();
+    }
+    s.interval(4, 250);
+    let text = expo::families(&s.collector).render(Format::Prometheus);
+    let after = parse(&text);
+    // No value that would hide the gap: the metric is missing, with the reason.
+    assert!(
+        !after.contains_key("tmetric_tma_retiring_ratio{model=\"x86/sapphirerapids\"}"),
+        "{text}"
+    );
+    let missing = after
+        .keys()
+        .find(|k| k.starts_with("tmetric_metric_missing_info{") && k.contains("tma_retiring"))
+        .unwrap_or_else(|| panic!("no missing_info in {text}"));
+    assert!(missing.contains("never ran on a counter"), "{missing}");
+    assert!(text.contains("<not counted>"), "{text}");
+    // The raw counters are still there (their running time stopped).
+    assert!(after.keys().any(|k| k.starts_with("tmetric_event_running_seconds_total{")));
+    for fd in fds.into_iter().rev() {
+        other.close(fd);
+    }
+    s.interval(4, 250);
+    let back = parse(&expo::families(&s.collector).render(Format::Prometheus));
+    let v = back["tmetric_tma_retiring_ratio{model=\"x86/sapphirerapids\"}"];
+    assert!((v - 0.4).abs() < 1e-6, "{v}");
+}
