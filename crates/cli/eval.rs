@@ -10,10 +10,11 @@ use std::path::PathBuf;
 use anyhow::{Context, anyhow, bail};
 use serde::Serialize;
 use tmetric_catalog::Model;
+use tmetric_engine::Literals;
 use tmetric_engine::counts::eval::CountsEval;
 use tmetric_engine::counts::{CountsFile, SlotName, number, slot_matches};
 use tmetric_engine::literals::{literal_named, literal_names};
-use tmetric_engine::{Literals, select};
+use tmetric_engine::select::{self, ModelFrom};
 use tmetric_expr::{Env, EvalError, Ident, caret_lines, normalize};
 use tmetric_model::Literal;
 use tmetric_print::eval::{self as print, CountsPrinter, LiteralJson};
@@ -245,14 +246,16 @@ fn items(args: &EvalArgs) -> Vec<&str> {
 }
 
 /// perf's `-M item:u` puts a modifier on the item's events; eval reads what was counted, so it
-/// refuses one (saying `hint`), after the items before it, whose miss would come first.
+/// refuses one (saying `hint`), after the items before it, whose miss would come first
+/// (`model`, from `from`, is the CPU model they are looked up in).
 fn refuse_modifiers(
     items: &[&str],
     model: Option<&'static Model>,
+    from: ModelFrom,
     hint: &str,
 ) -> anyhow::Result<()> {
     if let Some(k) = items.iter().position(|i| i.contains(':')) {
-        select::select(&items[..k], tmetric_catalog::common(), model)?;
+        select::select(&items[..k], model, from)?;
         bail!("-M `{}`: modifiers on -M items are not supported by eval; {hint}", items[k]);
     }
     Ok(())
@@ -282,8 +285,9 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         eval.select_complete();
     } else {
         let hint = "the counts file decides what was counted (use keys such as `EVENT:u`)";
-        refuse_modifiers(&items, Some(model), hint)?;
-        eval.select(&items)?;
+        let from = if args.model.is_some() { ModelFrom::Named } else { ModelFrom::CountsFile };
+        refuse_modifiers(&items, Some(model), from, hint)?;
+        eval.select(&items, from)?;
     }
     for warning in print::unused_warnings(&eval.unused(&file), &where_) {
         warn(&warning);

@@ -113,7 +113,7 @@ pub fn run_log_with<R: BufRead>(
     let items = items(args);
     let (_, models_items) = tmetric_engine::perflog::builtins::select(&items);
     let hint = "the log decides what was counted (perf prints `EVENT:u` rows for such events)";
-    refuse_modifiers(&models_items, choice.model, hint)?;
+    refuse_modifiers(&models_items, choice.model, choice.how.model_from(), hint)?;
     let mut run = LogRun::new(&log, &choice, literals, cpuid, &items, name)?;
     for warning in notes::unsolved(&run.unsolved) {
         out::warn(&warning);

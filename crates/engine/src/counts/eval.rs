@@ -11,7 +11,7 @@ use super::{Assigned, CountsError, CountsFile, assign};
 use crate::evaluator::{MetricResult, Select};
 use crate::literals::Literals;
 use crate::offline::{Coverage, Offline, Why};
-use crate::select::{self, Miss};
+use crate::select::{self, Miss, ModelFrom};
 
 /// How many keys that are inputs of no metric are named one by one.
 pub const UNKNOWN_SHOWN: usize = 20;
@@ -108,10 +108,11 @@ impl CountsEval {
         }
     }
 
-    /// The metrics `items` select (perf's `-M`, [`select::select`]).
-    pub fn select(&mut self, items: &[&str]) -> Result<(), Miss> {
+    /// The metrics `items` select (perf's `-M`, [`select::select`]); `from` says where the
+    /// CPU model came from, for a miss.
+    pub fn select(&mut self, items: &[&str], from: ModelFrom) -> Result<(), Miss> {
         let model = self.tables.iter().find(|t| !t.common).map(|t| t.model);
-        let picks = select::select(items, tmetric_catalog::common(), model)?;
+        let picks = select::select(items, model, from)?;
         for table in &mut self.tables {
             table.roots = picks
                 .iter()

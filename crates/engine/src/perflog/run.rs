@@ -19,7 +19,7 @@ use super::{
 };
 use crate::evaluator::Select;
 use crate::literals::Literals;
-use crate::select::{self, Miss};
+use crate::select::{self, Miss, ModelFrom};
 
 /// How many inputs read from a row of another name (by encoding) are kept to be said.
 const BY_ENCODING_KEPT: usize = 16;
@@ -50,6 +50,16 @@ pub enum How {
     /// Inferred from the log: [`Inference::Model`], [`Inference::GenericOnly`],
     /// [`Inference::SoftwareOnly`] or [`Inference::Agreeing`].
     Inferred(Inference),
+}
+
+impl How {
+    /// Where the model came from, as a `-M` miss words it: `--model`, else the log.
+    pub fn model_from(&self) -> ModelFrom {
+        match self {
+            How::Given { .. } => ModelFrom::Named,
+            How::Cpuid(_) | How::Inferred(_) => ModelFrom::Log,
+        }
+    }
 }
 
 /// Why no model can be chosen, or the one chosen cannot be trusted for what `-M` selects.
@@ -172,7 +182,7 @@ pub fn choose_model(
 }
 
 /// Why a log's evaluation cannot start.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum SetupError {
     /// A `-M` item selects nothing.
     #[error(transparent)]
@@ -281,7 +291,7 @@ impl LogRun {
         } else if rest.is_empty() {
             vec![Vec::new(); evaluators.len()]
         } else {
-            let picks = select::select(&rest, common, choice.model)?;
+            let picks = select::select(&rest, choice.model, choice.how.model_from())?;
             let of = |e: &LogEvaluator| {
                 picks.iter().filter(|p| std::ptr::eq(p.model, e.model)).map(|p| p.metric).collect()
             };
