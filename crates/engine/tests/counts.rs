@@ -66,7 +66,7 @@ mod tests {
 
 /// Fuzzing the counts-file reader (and the key-to-input mapping of what it accepts) with
 /// proptest, on the stable toolchain. CI runs a short pass; `FUZZ_CASES=N` sets the cases per
-/// property for a long run (`cargo test -p tmetric-engine counts::fuzz`). Shrunk failures are
+/// property for a long run (`cargo test -p tmetric-engine --test tests counts::fuzz`). Shrunk failures are
 /// kept in `crates/engine/tests/counts.proptest-regressions` and replayed first.
 mod fuzz {
     use proptest::prelude::*;
