@@ -81,7 +81,8 @@ fn leaf(name: &str) -> &str {
 }
 
 pub use tmetric_engine::select::examples;
-pub use tmetric_text::{closest, join_code, levenshtein};
+use tmetric_text::levenshtein;
+pub use tmetric_text::{closest, join_code};
 
 /// The simulated machines (`--pmu-sim NAME`) whose catalogue model defines `item` (a metric or
 /// metric group, by perf's `-M` matching), each with that model's `arch/name`: one machine

@@ -103,4 +103,17 @@ mod tests {
         assert_eq!(padded(0.486, 8, 3, false, &c), "   0.486");
         assert_eq!(c_f(2.0527421, &c), "2.052742");
     }
+
+    #[test]
+    fn metric_values_as_perf_eval_and_json_print_them() {
+        assert_eq!(perf_number(19.04, true), "    19.0");
+        assert_eq!(perf_number(1.234, false), "    1.23");
+        assert_eq!(perf_number(f64::NAN, false), "     nan");
+        assert_eq!(perf_number(f64::NEG_INFINITY, false), "    -inf");
+        assert_eq!(plain_number(0.003), "0.003");
+        assert_eq!(plain_number(7.0), "7");
+        assert_eq!(plain_number(f64::INFINITY), "inf");
+        assert_eq!(json_number(f64::NAN), None);
+        assert_eq!(json_number(2.5), Some(2.5));
+    }
 }
