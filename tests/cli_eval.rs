@@ -255,6 +255,30 @@ fn unknown_metric_is_an_error_with_close_names() {
     assert!(output.stdout.is_empty());
 }
 
+/// One `-M` resolver (`engine::select`): eval words a miss exactly as stat does, and a metric
+/// of another model names the models that define it and the flag to pass.
+#[test]
+fn a_miss_is_worded_as_stat_words_it() {
+    let path = l1_counts("l1_miss_words", L1_KEYS);
+    let eval = |model: &str, item: &str| {
+        let output = tmetric(&["eval", "--model", model, "--counts", &path, "-M", item]);
+        assert_eq!(output.status.code(), Some(2));
+        stderr(&output)
+    };
+    let stat = tmetric(&["stat", "--model", "sapphirerapids", "-M", "tma_fronted_bound", "true"]);
+    assert_eq!(stat.status.code(), Some(2));
+    assert_eq!(eval("sapphirerapids", "tma_fronted_bound"), stderr(&stat));
+    let err = eval("amdzen4", "tma_dtlb_store");
+    assert!(
+        err.starts_with("tmetric: cannot find metric or group `tma_dtlb_store` among the common metrics or those of x86/amdzen4: `tma_dtlb_store` is defined for x86/alderlake, "),
+        "{err}"
+    );
+    assert!(
+        err.trim_end().ends_with("; --model names x86/amdzen4; if the counts come from such a machine, pass `--model x86/alderlake`"),
+        "{err}"
+    );
+}
+
 #[test]
 fn two_keys_for_one_input_are_an_error() {
     let path = counts_file("dup", r#"{"INST_RETIRED.ANY": 1, "cpu/inst_retired.any/": 2}"#);

@@ -45,9 +45,9 @@ struct Valued {
 fn evaluate_tree(
     model: &'static Model,
     metric: usize,
-    file: &crate::counts::CountsFile,
+    file: &tmetric_engine::counts::CountsFile,
 ) -> anyhow::Result<Vec<(usize, Valued)>> {
-    let assigned = crate::counts::assign(model, file)?;
+    let assigned = tmetric_engine::counts::assign(model, file)?;
     let mut evaluator = Evaluator::new(model);
     evaluator.values.clone_from(&assigned.values);
     evaluator.source_counts.clone_from(&assigned.source_counts);

@@ -1,32 +1,29 @@
-//! `tmetric eval`: a model's compiled metrics over a counts file (or a `perf stat` log, in
-//! `eval/from_perf.rs`), or an ad-hoc expression through the interpreter, printed perf-like or
-//! as JSON lines. The literal flags, -M selection and metric layout here serve both inputs.
-//!
-//! Every literal a metric reads is either given (flag, counts file) or a stated default,
-//! and the assumptions are printed with the results, so an assumption is never mistaken for
-//! a measurement. Vendor metrics run as the generated functions of `tmetric_catalog`; which
-//! literals and probes a metric reads comes from the catalogue's literal sets and call bits,
-//! so the expression text is never scanned.
+//! `tmetric eval`'s flags and glue: a model's compiled metrics over a counts file (evaluated by
+//! `tmetric_engine::counts`, printed by `tmetric_print::eval`), a `perf stat` log
+//! (`eval/from_perf.rs`), or an ad-hoc expression through the interpreter (`--expr`, here).
+//! The literal flags and the `-M` items serve every input.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail};
+use anyhow::{Context, anyhow, bail};
 use serde::Serialize;
 use tmetric_catalog::Model;
-use tmetric_catalog::catalog::id_calls;
-use tmetric_engine::{Coverage, LiteralSource, Literals, MetricResult, Offline, Select};
+use tmetric_engine::Literals;
+use tmetric_engine::counts::eval::CountsEval;
+use tmetric_engine::counts::{CountsFile, SlotName, number, slot_matches};
+use tmetric_engine::literals::{literal_named, literal_names};
+use tmetric_engine::select::{self, ModelFrom};
 use tmetric_expr::{Env, EvalError, Ident, caret_lines, normalize};
-use tmetric_model::{Fail, Literal};
+use tmetric_model::Literal;
+use tmetric_print::eval::{self as print, CountsPrinter, LiteralJson};
 
 pub mod from_perf;
 
-use crate::counts::{
-    self, Assigned, CountsFile, SlotName, literal_named, literal_names, slot_matches,
-};
-use crate::models::{closest, examples, find_model, join_code};
-use crate::output::{ColorChoice, json_line, json_number, paint, perf_number, plain_number};
+use crate::counts;
+use crate::models::{examples, find_model};
+use crate::output::{ColorChoice, json_line, json_number, plain_number};
 
 const EVAL_HELP: &str = "\
 COUNTS FILE (docs/counts-format.md):
@@ -173,87 +170,9 @@ impl OnOff {
     }
 }
 
-/// How the header words where a literal came from.
-fn source_word(source: LiteralSource) -> String {
-    match source {
-        LiteralSource::Flag => "flag".into(),
-        LiteralSource::File => "counts file".into(),
-        LiteralSource::Default => "default".into(),
-        LiteralSource::Derived(from) => format!("derived from #{}", from.name()),
-        LiteralSource::Inferred(metric, line) => {
-            format!("inferred from {metric} printed on line {line}")
-        }
-        LiteralSource::Vendor(cpu) => format!("vendor default for {cpu}"),
-        LiteralSource::Unknown => "unknown".into(),
-    }
-}
-
-/// Why a metric is `nan` or 0 although every input it reads has a value (`why`, from
-/// [`Offline::explain`]), worded for a front end without the machine: a literal with where its
-/// value came from and the flag that sets it, a `has_event()` probe with what `absent` says of
-/// an event the input has no value for, inputs and metrics that are 0 in a division by zero.
-pub fn why_text(
-    model: &Model,
-    why: &tmetric_engine::Why,
-    value: f64,
-    literals: &Literals,
-    absent: &str,
-) -> String {
-    use tmetric_engine::Why;
-    let shown = if value.is_nan() { "nan" } else { "0" };
-    match why {
-        Why::Literal(lit, held) => {
-            let source = literals.source(*lit);
-            let how = match source {
-                LiteralSource::Unknown => format!("pass {}", flag_for(*lit)),
-                LiteralSource::Default | LiteralSource::Derived(_) => {
-                    format!("{}; set with {}", source_word(source), flag_for(*lit))
-                }
-                _ => source_word(source),
-            };
-            let held = if held.is_nan() { "unknown".to_string() } else { plain_number(*held) };
-            format!("{shown} because #{} is {held} ({how})", lit.name())
-        }
-        Why::Probe { call: "has_event", arg, .. } => {
-            format!("{shown} because has_event({arg}) is false: {absent} `{arg}`")
-        }
-        Why::Probe { call, arg, value: held } if held.is_nan() => format!(
-            "{shown} because {call}({arg}) is unknown: which CPU the counts come from is not known"
-        ),
-        Why::Probe { call, arg, .. } => {
-            format!("{shown} because {call}({arg}) is false: the counts come from another CPU")
-        }
-        Why::DivisionByZero { inputs, metrics } => {
-            let mut zeros: Vec<&str> =
-                inputs.iter().map(|&s| model.str(model.ids[s as usize].text)).collect();
-            zeros.extend(metrics.iter().map(|&m| model.str(model.metrics[m].name)));
-            let verb = if zeros.len() == 1 { "is" } else { "are" };
-            format!(
-                "nan (a division by zero): every input has a value, and {} {verb} 0",
-                zeros.join(", ")
-            )
-        }
-    }
-}
-
-/// The flag that sets a literal.
-fn flag_for(literal: Literal) -> &'static str {
-    match literal {
-        Literal::NumCpus | Literal::NumCpusOnline => "--cpus N",
-        Literal::NumCores => "--cores N",
-        Literal::NumDies => "--dies N",
-        Literal::NumPackages => "--packages N",
-        Literal::SmtOn => "--smt on|off",
-        Literal::CoreWide => "--core-wide on|off",
-        Literal::Slots => "--slots N",
-        Literal::HasPmem => "--literal has_pmem=1",
-        Literal::SystemTscFreq => "--tsc-freq HZ",
-    }
-}
-
 /// Every literal's value: given by flags (`--smt`, `--literal`, `--var`), by the counts file,
-/// else perf's defaults ([`Literals::apply_defaults`]); two different values for one literal
-/// are an error naming both.
+/// else perf's defaults ([`Literals::resolve`]); two different values for one literal are an
+/// error naming both.
 pub fn resolve_literals(
     args: &EvalArgs,
     file: Option<&CountsFile>,
@@ -287,118 +206,11 @@ pub fn resolve_literals(
     for &(literal, value) in from_vars {
         given.push((literal, value, format!("--var #{}", literal.name())));
     }
-
-    let mut literals = Literals::default();
-    let mut set_by: Vec<Option<String>> = vec![None; Literal::COUNT];
-    for (literal, value, name) in given {
-        let i = literal.index();
-        if let Some(previous) = &set_by[i]
-            && literals.get(literal).to_bits() != value.to_bits()
-        {
-            bail!(
-                "#{} is given twice with different values ({previous} and {name})",
-                literal.name()
-            );
-        }
-        literals.set(literal, value, LiteralSource::Flag);
-        set_by[i] = Some(name);
-    }
-    for &(literal, value) in file.map_or(&[][..], |f| &f.literals) {
-        if matches!(literals.source(literal), LiteralSource::Unknown | LiteralSource::File) {
-            literals.set(literal, value, LiteralSource::File);
-        }
-    }
-    literals.apply_defaults();
-    Ok(literals)
-}
-
-/// `#smt_on=1 (default)` for each of `used`, for the assumptions line.
-fn describe_literals(literals: &Literals, used: &[Literal]) -> String {
-    let parts: Vec<String> = used
-        .iter()
-        .map(|&lit| {
-            let source = literals.source(lit);
-            match source {
-                LiteralSource::Unknown => {
-                    format!("#{} unknown (pass {})", lit.name(), flag_for(lit))
-                }
-                LiteralSource::Default | LiteralSource::Derived(_) => format!(
-                    "#{}={} ({}; set with {})",
-                    lit.name(),
-                    plain_number(literals.get(lit)),
-                    source_word(source),
-                    flag_for(lit)
-                ),
-                _ => format!(
-                    "#{}={} ({})",
-                    lit.name(),
-                    plain_number(literals.get(lit)),
-                    source_word(source)
-                ),
-            }
-        })
-        .collect();
-    if parts.is_empty() { "none".to_string() } else { parts.join(", ") }
-}
-
-fn literals_json(literals: &Literals, used: &[Literal]) -> Vec<LiteralJson> {
-    used.iter()
-        .map(|&lit| LiteralJson {
-            literal: lit.name(),
-            value: json_number(literals.get(lit)),
-            source: source_word(literals.source(lit)),
-        })
-        .collect()
-}
-
-#[derive(Serialize)]
-struct LiteralJson {
-    literal: &'static str,
-    value: Option<f64>,
-    source: String,
-}
-
-#[derive(Serialize)]
-struct AssumptionsJson {
-    model: String,
-    /// The common table's metrics were considered too.
-    common: bool,
-    counts: String,
-    literals: Vec<LiteralJson>,
-}
-
-#[derive(Serialize)]
-struct AssumptionsLine {
-    assumptions: AssumptionsJson,
-}
-
-#[derive(Serialize)]
-struct MetricJson<'a> {
-    metric: &'a str,
-    pmu: &'a str,
-    value: Option<f64>,
-    unit: &'a str,
-    threshold: Option<bool>,
-    /// On the TMA bottleneck path (`engine::view::tma_tree`), which text marks `<==`.
-    bottleneck: bool,
-    missing: Vec<&'a str>,
-    error: Option<String>,
-    /// Why the value is `nan` or 0 although every input has a value (a literal, a probe, a
-    /// division by zero).
-    why: Option<String>,
-    model: String,
-}
-
-#[derive(Serialize)]
-struct ExprJson<'a> {
-    expr: &'a str,
-    value: Option<f64>,
-    missing: Vec<String>,
-    literals: Vec<LiteralJson>,
+    Ok(Literals::resolve(&given, file.map_or(&[][..], |f| &f.literals))?)
 }
 
 /// `NAME=VALUE`, split at the last `=` because event names may hold `=` (`cmask=1`). The
-/// value follows the counts file's rule ([`counts::number`]): a finite, non-negative number.
+/// value follows the counts file's rule ([`number`]): a finite, non-negative number.
 fn split_assignment<'a>(text: &'a str, flag: &str) -> anyhow::Result<(&'a str, f64)> {
     let shown = tmetric_text::quote(text);
     let (name, value) = text
@@ -420,12 +232,33 @@ fn split_assignment<'a>(text: &'a str, flag: &str) -> anyhow::Result<(&'a str, f
         };
         bail!("{flag} {shown}: {} is negative; {what}", tmetric_text::quote(value.trim()));
     }
-    let number = counts::number(value).map_err(|why| anyhow!("{flag} {shown}: {why}"))?;
+    let number = number(value).with_context(|| format!("{flag} {shown}"))?;
     Ok((name.trim(), number))
 }
 
 fn warn(message: &str) {
     crate::out::warn(&format!("warning: {message}"));
+}
+
+/// The `-M` items, trimmed, empty ones dropped.
+fn items(args: &EvalArgs) -> Vec<&str> {
+    args.metrics.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect()
+}
+
+/// perf's `-M item:u` puts a modifier on the item's events; eval reads what was counted, so it
+/// refuses one (saying `hint`), after the items before it, whose miss would come first
+/// (`model`, from `from`, is the CPU model they are looked up in).
+fn refuse_modifiers(
+    items: &[&str],
+    model: Option<&'static Model>,
+    from: ModelFrom,
+    hint: &str,
+) -> anyhow::Result<()> {
+    if let Some(k) = items.iter().position(|i| i.contains(':')) {
+        select::select(&items[..k], model, from)?;
+        bail!("-M `{}`: modifiers on -M items are not supported by eval; {hint}", items[k]);
+    }
+    Ok(())
 }
 
 /// Runs `tmetric eval`.
@@ -442,7 +275,51 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         )
     };
     let file = counts::read(path)?;
-    let model = match (&args.model, &file.model) {
+    let model = counts_model(args, &file)?;
+    let literals = resolve_literals(args, Some(&file), &[])?;
+    let mut eval = CountsEval::new(model, &file, &literals)?;
+    let models = eval.models();
+    let where_ = print::counts_where(&models);
+    let items = items(args);
+    if items.is_empty() {
+        eval.select_complete();
+    } else {
+        let hint = "the counts file decides what was counted (use keys such as `EVENT:u`)";
+        let from = if args.model.is_some() { ModelFrom::Named } else { ModelFrom::CountsFile };
+        refuse_modifiers(&items, Some(model), from, hint)?;
+        eval.select(&items, from)?;
+    }
+    for warning in print::unused_warnings(&eval.unused(&file), &where_) {
+        warn(&warning);
+    }
+    for (model, slot) in eval.assumed_source_counts() {
+        warn(&print::source_count_warning(model, slot));
+    }
+    let used = eval.literals_used();
+    let mut printer = CountsPrinter::new(out, &literals, args.json, args.color.enabled());
+    if args.json {
+        printer.assumptions(&models, &file.path, &used)?;
+    } else {
+        eprintln!("tmetric: {}", print::counts_assumptions(&models, &file.path, &literals, &used));
+    }
+    let results = eval.evaluate();
+    for (table, results) in eval.tables.iter().zip(&results) {
+        for evaluated in results {
+            printer.metric(table.model, table.common, evaluated)?;
+        }
+    }
+    if results.iter().all(Vec::is_empty) && !args.json {
+        eprintln!("tmetric: no metric of {where_} has all its inputs in {}", file.path);
+    }
+    for note in print::skipped_notes(&eval.skipped, &where_, &file.path) {
+        eprintln!("tmetric: {note}");
+    }
+    Ok(())
+}
+
+/// The model of a counts file: `--model`, else the file's `model` (a warning when they differ).
+fn counts_model(args: &EvalArgs, file: &CountsFile) -> anyhow::Result<&'static Model> {
+    Ok(match (&args.model, &file.model) {
         (Some(flag), Some(named)) => {
             let model = find_model(flag)?;
             if find_model(named).ok().is_none_or(|m| !std::ptr::eq(m, model)) {
@@ -460,468 +337,37 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             examples(),
             file.path
         ),
-    };
-    let literals = resolve_literals(args, Some(&file), &[])?;
-
-    let common = tmetric_catalog::common();
-    let mut tables = vec![Table::new(model, false, &file, &literals)?];
-    if !std::ptr::eq(model, common) {
-        tables.push(Table::new(common, true, &file, &literals)?);
-    }
-    let where_ = if tables.len() > 1 {
-        format!("{} or the common metrics", model.path())
-    } else {
-        model.path()
-    };
-
-    let items: Vec<&str> =
-        args.metrics.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect();
-    let mut skipped = Skipped::default();
-    if items.is_empty() {
-        for table in &mut tables {
-            table.select_complete(&mut skipped);
-        }
-    } else {
-        let models: Vec<&'static Model> = tables.iter().map(|t| t.model).collect();
-        let roots = select_items(
-            &models,
-            &items,
-            &where_,
-            "the counts file decides what was counted (use keys such as `EVENT:u`)",
-        )?;
-        for (table, roots) in tables.iter_mut().zip(roots) {
-            table.roots = roots;
-        }
-    }
-
-    report_unused(&tables, &file, &where_);
-    for table in &tables {
-        table.warn_source_counts();
-    }
-
-    let mut used: Vec<Literal> = Vec::new();
-    for table in &tables {
-        for lit in table.literals_used() {
-            if !used.contains(&lit) {
-                used.push(lit);
-            }
-        }
-    }
-    used.sort();
-    let counted_models =
-        if tables.len() > 1 { format!("{} + common", model.path()) } else { model.path() };
-    if args.json {
-        json_line(
-            out,
-            &AssumptionsLine {
-                assumptions: AssumptionsJson {
-                    model: model.path(),
-                    common: tables.len() > 1,
-                    counts: file.path.clone(),
-                    literals: literals_json(&literals, &used),
-                },
-            },
-        )?;
-    } else {
-        eprintln!(
-            "tmetric: {counted_models} from {}; literals used: {}",
-            file.path,
-            describe_literals(&literals, &used)
-        );
-    }
-
-    let colour = !args.json && args.color.enabled();
-    let mut shown = 0;
-    for table in &mut tables {
-        let roots = std::mem::take(&mut table.roots);
-        let results = table.offline.evaluate(&roots);
-        shown += results.len();
-        let path = bottleneck_of(table.model, &results, |r| (r.metric, r.value, r.threshold));
-        for (i, result) in results.iter().enumerate() {
-            table.print(out, result, &literals, args.json, colour, path.contains(&i))?;
-        }
-        table.roots = roots;
-    }
-    if shown == 0 && !args.json {
-        eprintln!("tmetric: no metric of {where_} has all its inputs in {}", file.path);
-    }
-    skipped.report(&where_, &file.path);
-    Ok(())
+    })
 }
 
-/// Why metrics were left out of a selection without -M.
-#[derive(Debug, Default)]
-struct Skipped {
-    /// Some inputs are in the file, not all.
-    partial: Vec<String>,
-    /// None of the inputs are in the file.
-    absent: usize,
-    /// The metric needs a literal that is unknown.
-    literal: Vec<String>,
+#[derive(Serialize)]
+struct ExprJson<'a> {
+    expr: &'a str,
+    value: Option<f64>,
+    missing: Vec<String>,
+    literals: Vec<LiteralJson>,
 }
 
-impl Skipped {
-    fn report(&self, where_: &str, path: &str) {
-        if !self.partial.is_empty() {
-            eprintln!(
-                "tmetric: not shown: {} metrics of {where_} with only some inputs in {path} ({}); name them with -M to see what is missing",
-                self.partial.len(),
-                first_names(&self.partial)
-            );
-        }
-        if !self.literal.is_empty() {
-            eprintln!(
-                "tmetric: not shown: {} metrics of {where_} that read unknown literals ({}); name them with -M to see which",
-                self.literal.len(),
-                first_names(&self.literal)
-            );
-        }
-        if self.absent > 0 {
-            eprintln!(
-                "tmetric: not shown: {} metrics of {where_} with none of their inputs in {path}",
-                self.absent
-            );
-        }
+/// An ad-hoc expression that cannot be evaluated: the interpreter's error, a hint naming the
+/// flag for a literal, and the expression with a caret under the culprit.
+#[derive(Debug)]
+struct ExprError {
+    error: EvalError,
+    hint: String,
+    caret: String,
+}
+
+impl std::fmt::Display for ExprError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}\n{}", self.error, self.hint, self.caret)
     }
 }
 
-/// `a, b, c and 5 more`.
-fn first_names(names: &[String]) -> String {
-    const SHOWN: usize = 8;
-    let mut text = names.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
-    if names.len() > SHOWN {
-        text.push_str(&format!(" and {} more", names.len() - SHOWN));
-    }
-    text
-}
-
-/// One model's share of the work: the model, its slot values and its selected metrics.
-struct Table {
-    model: &'static Model,
-    common: bool,
-    assigned: Assigned,
-    offline: Offline,
-    roots: Vec<usize>,
-}
-
-impl Table {
-    fn new(
-        model: &'static Model,
-        common: bool,
-        file: &CountsFile,
-        literals: &Literals,
-    ) -> anyhow::Result<Table> {
-        let assigned = counts::assign(model, file)?;
-        // The cpuid of the machine the counts came from is not known: strcmp_cpuid_str() is NaN.
-        let mut offline = Offline::new(model, literals.values, None);
-        for slot in 0..model.ids.len() {
-            offline.set_input(slot as u16, assigned.values[slot], assigned.source_counts[slot]);
-        }
-        for slot in offline.has_event_slots().to_vec() {
-            offline.set_probe(slot, assigned.present[slot as usize]);
-        }
-        Ok(Table { model, common, assigned, offline, roots: Vec::new() })
-    }
-
-    /// Without -M: the metrics whose inputs are all in the file.
-    fn select_complete(&mut self, skipped: &mut Skipped) {
-        let Table { model, assigned, offline, roots, .. } = self;
-        for m in 0..model.metrics.len() {
-            let name = model.str(model.metrics[m].name).to_string();
-            match offline.coverage(m, |s| assigned.present[s as usize]) {
-                Coverage::Complete => roots.push(m),
-                Coverage::UnknownLiteral | Coverage::Fails(_) => skipped.literal.push(name),
-                Coverage::Partial(_) => skipped.partial.push(name),
-                // A metric that needs no input here (`0 if not #has_pmem`) says nothing about
-                // these counts: leave it out with those whose inputs are all absent.
-                Coverage::Absent | Coverage::NoInputs => skipped.absent += 1,
-            }
-        }
-    }
-
-    fn literals_of(&self, roots: &[usize]) -> Vec<Literal> {
-        self.model.literals_of(roots)
-    }
-
-    fn literals_used(&self) -> Vec<Literal> {
-        if self.roots.is_empty() { Vec::new() } else { self.literals_of(&self.roots) }
-    }
-
-    /// Slots the selected metrics read: needed inputs (of expression and threshold) and probes.
-    fn used_slots(&self) -> Vec<bool> {
-        let mut used = vec![false; self.model.ids.len()];
-        let mut offline = self.offline.clone();
-        for &m in &self.roots {
-            for &slot in offline.needed(m).all.as_deref().unwrap_or_default() {
-                used[slot as usize] = true;
-            }
-        }
-        let calls = id_calls::HAS_EVENT | id_calls::SOURCE_COUNT | id_calls::STRCMP_CPUID_STR;
-        for slot in self.model.call_slots_of(&self.roots, calls) {
-            used[slot] = true;
-        }
-        used
-    }
-
-    /// perf would know how many uncore boxes were merged into a count; a single key does not
-    /// say, so `source_count()` of it reads 1 unless the file says otherwise.
-    fn warn_source_counts(&self) {
-        if self.roots.is_empty() {
-            return;
-        }
-        for slot in self.model.call_slots_of(&self.roots, id_calls::SOURCE_COUNT) {
-            if self.assigned.merged_unknown[slot] {
-                let id = &self.model.ids[slot];
-                let (text, pmu) = (self.model.str(id.text), self.model.str(id.pmu));
-                warn(&format!(
-                    "assuming source_count({text}) = 1: give per-instance keys (`{pmu}_0/{text}/`, ...) or \"source_count\": {{\"{text}\": N}}"
-                ));
-            }
-        }
-    }
-
-    fn print(
-        &mut self,
-        out: &mut dyn Write,
-        result: &MetricResult,
-        literals: &Literals,
-        json: bool,
-        colour: bool,
-        bottleneck: bool,
-    ) -> anyhow::Result<()> {
-        let model = self.model;
-        let metric = &model.metrics[result.metric];
-        let name = model.str(metric.name);
-        let pmu = model.str(metric.pmu);
-        let unit = model.str(metric.unit);
-        let missing: Vec<&str> =
-            result.missing.iter().map(|&s| model.str(model.ids[s as usize].text)).collect();
-        let error =
-            result.failure.map(|fail| explain_failure(model, fail, result.metric, literals));
-        // A nan or 0 that a fact decides says why, as stat's notes do.
-        let why = (error.is_none()
-            && missing.is_empty()
-            && (result.value.is_nan() || result.value == 0.0))
-            .then(|| self.offline.explain(result.metric))
-            .flatten()
-            .map(|why| {
-                why_text(model, &why, result.value, literals, "the counts file gives no value for")
-            });
-        if json {
-            json_line(
-                out,
-                &MetricJson {
-                    metric: name,
-                    pmu,
-                    value: if error.is_some() { None } else { json_number(result.scaled(model)) },
-                    unit,
-                    threshold: result.threshold,
-                    bottleneck,
-                    missing,
-                    error,
-                    why,
-                    model: model.path(),
-                },
-            )?;
-            return Ok(());
-        }
-        let scaled = error.is_none().then(|| result.scaled(model));
-        let mut line = metric_head(
-            model,
-            result.metric,
-            scaled,
-            result.threshold,
-            bottleneck,
-            self.common,
-            colour,
-        );
-        if let Some(error) = error {
-            line.push_str(&format!("  error: {error}"));
-        } else if !missing.is_empty() {
-            line.push_str(&format!("  missing: {}", missing.join(", ")));
-        } else if let Some(why) = why {
-            line.push_str(&format!("  why: {why}"));
-        }
-        writeln!(out, "{line}")?;
-        Ok(())
-    }
-}
-
-/// Why metric `metric` has no value, naming the flag for an unknown literal.
-fn explain_failure(
-    model: &'static Model,
-    fail: Fail,
-    metric: usize,
-    literals: &Literals,
-) -> String {
-    match fail {
-        Fail::Literal => {
-            let unknown: Vec<String> = model
-                .literals_of(&[metric])
-                .into_iter()
-                .filter(|lit| literals.get(*lit).is_nan())
-                .map(|lit| format!("#{} is unknown: pass {}", lit.name(), flag_for(lit)))
-                .collect();
-            if unknown.is_empty() { fail.to_string() } else { unknown.join("; ") }
-        }
-        Fail::RemainderByZero => fail.to_string(),
-    }
-}
-
-/// The indices of `results` on the TMA bottleneck path of `model`'s metrics, as `stat --tree`
-/// marks it (`engine::view::tma_tree`, the one rule every view uses); `of` gives a result's
-/// metric, value and threshold state.
-pub(crate) fn bottleneck_of<R>(
-    model: &Model,
-    results: &[R],
-    of: impl Fn(&R) -> (usize, f64, Option<bool>),
-) -> Vec<usize> {
-    let nodes: Vec<tmetric_engine::view::TmaNode<'_>> = results
-        .iter()
-        .map(|r| {
-            let (metric, value, threshold) = of(r);
-            tmetric_engine::view::TmaNode::of(model, metric, value, threshold)
-        })
-        .collect();
-    tmetric_engine::view::tma_bottleneck(&nodes)
-}
-
-/// A metric as perf prints it after `#`, without the notes that follow: the value (blank
-/// when `scaled` is `None`, coloured by `threshold`), the unit and name, `[pmu]` off the
-/// default core PMU, `[common]` for the common table and `<==` on the bottleneck path.
-fn metric_head(
-    model: &Model,
-    metric: usize,
-    scaled: Option<f64>,
-    threshold: Option<bool>,
-    bottleneck: bool,
-    common: bool,
-    colour: bool,
-) -> String {
-    let m = &model.metrics[metric];
-    let (name, pmu, unit) = (model.str(m.name), model.str(m.pmu), model.str(m.unit));
-    let number = match scaled {
-        None => " ".repeat(8),
-        Some(value) => paint(&perf_number(value, m.has_scale_unit), threshold, colour),
-    };
-    let mut line = if m.has_scale_unit && !unit.is_empty() {
-        format!("{number} {unit}  {name}")
-    } else {
-        format!("{number} {name}")
-    };
-    if !pmu.is_empty() && pmu != "default_core" {
-        line.push_str(&format!("  [{pmu}]"));
-    }
-    if common {
-        line.push_str("  [common]");
-    }
-    if bottleneck {
-        line.push_str("  <==");
-    }
-    line
-}
-
-/// Resolves -M items against every table, as perf does (spec C1): per model, the selected
-/// metrics in the order the items name them. An item no model knows is an error with
-/// suggestions.
-fn select_items(
-    models: &[&'static Model],
-    items: &[&str],
-    where_: &str,
-    modifier_hint: &str,
-) -> anyhow::Result<Vec<Vec<usize>>> {
-    let mut roots: Vec<Vec<usize>> = vec![Vec::new(); models.len()];
-    for item in items {
-        if item.contains(':') {
-            bail!("-M `{item}`: modifiers on -M items are not supported by eval; {modifier_hint}");
-        }
-        let mut found = false;
-        for (model, roots) in models.iter().zip(&mut roots) {
-            for m in model.select(item) {
-                found = true;
-                if !roots.contains(&m) {
-                    roots.push(m);
-                }
-            }
-        }
-        if !found {
-            let names = models.iter().flat_map(|model| {
-                model.metrics.iter().flat_map(|m| {
-                    std::iter::once(model.str(m.name).to_string()).chain(
-                        model
-                            .str(m.groups)
-                            .split(';')
-                            .filter(|g| !g.is_empty())
-                            .map(str::to_string),
-                    )
-                })
-            });
-            let near = closest(item, names, 8);
-            let hint = if near.is_empty() {
-                format!("`tmetric list metrics --model {}` lists them", models[0].path())
-            } else {
-                format!("did you mean {}?", join_code(&near))
-            };
-            bail!("cannot find metric or group `{item}` in {where_}; {hint}");
-        }
-    }
-    Ok(roots)
-}
-
-/// Warns about every key that feeds no selected metric: never drop a value silently.
-fn report_unused(tables: &[Table], file: &CountsFile, where_: &str) {
-    let used: Vec<Vec<bool>> = tables.iter().map(Table::used_slots).collect();
-    let mut unselected = Vec::new();
-    // A file of millions of unknown keys gets the first few and a count, not a flood.
-    let mut unknown = tmetric_text::Capped::new(20);
-    let mut unselected_more = 0usize;
-    for (index, entry) in file.entries.iter().enumerate() {
-        // No allocation per key: a counts file may hold millions.
-        let slots =
-            || tables.iter().enumerate().map(|(t, table)| (t, &table.assigned.entry_slots[index]));
-        if slots().all(|(_, s)| s.is_empty()) {
-            if unknown.admit() {
-                warn(&format!(
-                    "ignored: {} is not an input of any metric of {where_}",
-                    tmetric_text::quote(&entry.written)
-                ));
-            }
-        } else if !slots().any(|(t, s)| s.iter().any(|&slot| used[t][slot as usize])) {
-            if unselected.len() <= 10 {
-                unselected.push(tmetric_text::quote(&entry.written));
-            } else {
-                unselected_more += 1;
-            }
-        }
-    }
-    for (index, (key, _)) in file.source_counts.iter().enumerate() {
-        if tables.iter().all(|t| t.assigned.source_count_slots[index].is_empty()) {
-            warn(&format!(
-                "ignored: source_count of `{key}`: it is not an input of any metric of {where_}"
-            ));
-        }
-    }
-    if let Some(summary) = unknown.summary("keys that are not inputs of any metric") {
-        warn(&format!("ignored: {summary} of {where_}"));
-    }
-    if !unselected.is_empty() {
-        let count = unselected.len() + unselected_more;
-        let more = count.saturating_sub(10);
-        unselected.truncate(10);
-        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-        let verb = if count == 1 { "is not an input" } else { "are not inputs" };
-        warn(&format!(
-            "ignored: {}{more} {verb} of any selected metric of {where_}",
-            unselected.join(", ")
-        ));
-    }
-}
+impl std::error::Error for ExprError {}
 
 /// `--expr`: the interpreter over `--var` values (and the counts file's keys, if given).
 fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<()> {
-    let expr = tmetric_expr::parse(text).map_err(|err| {
-        anyhow!("cannot parse the expression: {}\n{}", err.message(), err.caret())
-    })?;
+    let expr = tmetric_expr::parse(text).context("cannot parse the expression")?;
     let mut vars: HashMap<String, f64> = HashMap::new();
     let mut literal_vars = Vec::new();
     // Each name once: a second value would silently win.
@@ -954,18 +400,21 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
     let file = args.counts.as_deref().map(counts::read).transpose()?;
     let literals = resolve_literals(args, file.as_ref(), &literal_vars)?;
     let mut env = ExprEnv { vars, file: file.as_ref(), literals: &literals, missing: Vec::new() };
-    let value = tmetric_expr::eval(&expr, &mut env).map_err(|err| {
-        let hint = match &err {
-            EvalError::Literal { name, .. } => match literal_named(name) {
-                Some(lit) if Literal::from_name(name).is_some() => {
-                    format!(" (pass {})", flag_for(lit))
-                }
-                _ => format!(" (known literals: {})", literal_names()),
-            },
-            EvalError::RemainderByZero { .. } => String::new(),
-        };
-        anyhow!("cannot evaluate the expression: {err}{hint}\n{}", caret_lines(text, err.span()))
-    })?;
+    let value = tmetric_expr::eval(&expr, &mut env)
+        .map_err(|error| {
+            let hint = match &error {
+                EvalError::Literal { name, .. } => match literal_named(name) {
+                    Some(lit) if Literal::from_name(name).is_some() => {
+                        format!(" (pass {})", print::flag_for(lit))
+                    }
+                    _ => format!(" (known literals: {})", literal_names()),
+                },
+                EvalError::RemainderByZero { .. } => String::new(),
+            };
+            let caret = caret_lines(text, error.span());
+            ExprError { error, hint, caret }
+        })
+        .context("cannot evaluate the expression")?;
     let missing = env.missing;
     let mut used: Vec<Literal> =
         expr.literals().into_iter().filter_map(Literal::from_name).collect();
@@ -978,12 +427,12 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
                 expr: text,
                 value: json_number(value),
                 missing: missing.clone(),
-                literals: literals_json(&literals, &used),
+                literals: print::literals_json(&literals, &used),
             },
         )?;
     } else {
         if !used.is_empty() {
-            eprintln!("tmetric: literals used: {}", describe_literals(&literals, &used));
+            eprintln!("tmetric: literals used: {}", print::describe_literals(&literals, &used));
         }
         writeln!(out, "{}", plain_number(value))?;
     }

@@ -76,80 +76,13 @@ fn near_models(name: &str) -> Vec<String> {
     scored.into_iter().filter(|(d, _)| *d <= budget).take(6).map(|(_, path)| path).collect()
 }
 
-/// A few models to name when the user gave none: per architecture, the one with the most metrics.
-pub fn examples() -> String {
-    let mut best: Vec<&Model> = Vec::new();
-    let with_metrics = MODELS.iter().copied().filter(|m| !m.metrics.is_empty());
-    for model in with_metrics.filter(|m| !m.is_sys && m.arch != "test" && m.arch != "common") {
-        match best.iter_mut().find(|b| b.arch == model.arch) {
-            Some(b) if b.metrics.len() < model.metrics.len() => *b = model,
-            Some(_) => {}
-            None => best.push(model),
-        }
-    }
-    // x86 first: it is where most users come from.
-    best.sort_by_key(|m| (m.arch != "x86", m.arch));
-    best.iter().map(|m| m.path()).collect::<Vec<_>>().join(", ")
-}
-
 fn leaf(name: &str) -> &str {
     name.rsplit('/').next().unwrap_or(name)
 }
 
-/// `a`, `b` or `c`.
-pub fn join_code(items: &[String]) -> String {
-    let quoted: Vec<String> = items.iter().map(|i| format!("`{i}`")).collect();
-    match quoted.as_slice() {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} or {last}", init.join(", ")),
-    }
-}
-
-/// Up to `limit` of `names` closest to `wanted`: those containing it (or contained in it),
-/// then those within a small edit distance, best first.
-pub fn closest(wanted: &str, names: impl IntoIterator<Item = String>, limit: usize) -> Vec<String> {
-    let wanted_lower = wanted.to_ascii_lowercase();
-    let budget = (wanted.chars().count() / 3).max(2);
-    let mut scored: Vec<(usize, String)> = names
-        .into_iter()
-        .filter_map(|name| {
-            let lower = name.to_ascii_lowercase();
-            let score = if lower == wanted_lower {
-                0
-            } else if lower.contains(&wanted_lower)
-                || (lower.len() >= 3 && wanted_lower.contains(&lower))
-            {
-                1 + lower.len().abs_diff(wanted_lower.len()) / 8
-            } else {
-                let distance = levenshtein(&lower, &wanted_lower);
-                if distance > budget {
-                    return None;
-                }
-                2 + distance
-            };
-            Some((score, name))
-        })
-        .collect();
-    scored.sort();
-    scored.dedup_by(|a, b| a.1.eq_ignore_ascii_case(&b.1));
-    scored.into_iter().take(limit).map(|(_, name)| name).collect()
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
-}
+pub use tmetric_engine::select::examples;
+use tmetric_text::levenshtein;
+pub use tmetric_text::{closest, join_code};
 
 /// The simulated machines (`--pmu-sim NAME`) whose catalogue model defines `item` (a metric or
 /// metric group, by perf's `-M` matching), each with that model's `arch/name`: one machine

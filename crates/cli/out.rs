@@ -15,7 +15,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::anyhow;
+use anyhow::{Context, anyhow};
 
 /// `--quiet`: warnings and messages are not printed (errors still are).
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -102,7 +102,7 @@ impl Sink {
     /// Reports to a new file at `path` (truncated if it exists; created 0600).
     pub fn create(path: &Path) -> anyhow::Result<Sink> {
         let file =
-            create_private(path).map_err(|e| anyhow!("cannot create {}: {e}", path.display()))?;
+            create_private(path).with_context(|| format!("cannot create {}", path.display()))?;
         Ok(Sink {
             dest: Dest::File { path: path.to_path_buf(), file },
             buf: Vec::new(),
@@ -119,7 +119,7 @@ impl Sink {
             .create(true)
             .mode(0o600)
             .open(path)
-            .map_err(|e| anyhow!("cannot open {} to append to it: {e}", path.display()))?;
+            .with_context(|| format!("cannot open {} to append to it", path.display()))?;
         Ok(Sink {
             dest: Dest::File { path: path.to_path_buf(), file },
             buf: Vec::new(),

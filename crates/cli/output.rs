@@ -1,9 +1,8 @@
-//! Output helpers shared by `list` and `eval`: perf's number layout, colour, JSON lines and
-//! the name filter. Nothing here knows a subcommand's flags.
+//! Output helpers shared by `list`, `eval` and `stat`'s tree: `--color`, the name filter, and
+//! (from `tmetric_print`, where `eval`'s printers use them too) perf's number layout, colour
+//! and JSON lines. Nothing here knows a subcommand's flags.
 
-use std::io::{self, IsTerminal, Write};
-
-use serde::Serialize;
+use std::io::{self, IsTerminal};
 
 /// `--color`: when to colour threshold states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -28,50 +27,8 @@ impl ColorChoice {
     }
 }
 
-/// Wraps `text` in perf's threshold colours: red when crossed, green when not.
-pub fn paint(text: &str, crossed: Option<bool>, colour: bool) -> String {
-    match (colour, crossed) {
-        (true, Some(true)) => format!("\x1b[31m{text}\x1b[m"),
-        (true, Some(false)) => format!("\x1b[32m{text}\x1b[m"),
-        _ => text.to_string(),
-    }
-}
-
-/// A number in full precision, as a person would write it (`7`, `0.25`, the shortest text
-/// that reads back as the same double); NaN and infinities as `nan`, `inf`, `-inf`. CSV and
-/// JSON metric values and `eval` use it (perf prints `%.2f`, so 0.003 becomes `0.0`).
-pub fn plain_number(value: f64) -> String {
-    if value.is_nan() {
-        "nan".into()
-    } else if value.is_infinite() {
-        if value > 0.0 { "inf".into() } else { "-inf".into() }
-    } else {
-        value.to_string()
-    }
-}
-
-/// A metric value as perf prints it: `%8.1f` with a ScaleUnit, `%8.2f` without; NaN and
-/// infinities as C's printf spells them.
-pub fn perf_number(value: f64, has_scale_unit: bool) -> String {
-    if value.is_nan() {
-        return format!("{:>8}", "nan");
-    }
-    if value.is_infinite() {
-        return format!("{:>8}", if value > 0.0 { "inf" } else { "-inf" });
-    }
-    if has_scale_unit { format!("{value:8.1}") } else { format!("{value:8.2}") }
-}
-
-/// A finite number for JSON; `None` (printed `null`) for NaN and infinities, which JSON lacks.
-pub fn json_number(value: f64) -> Option<f64> {
-    value.is_finite().then_some(value)
-}
-
-/// Writes `row` as one line of JSON; key order is the struct's field order.
-pub fn json_line<T: Serialize>(out: &mut dyn Write, row: &T) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, row)?;
-    out.write_all(b"\n")
-}
+pub use tmetric_print::num::{json_number, perf_number, plain_number};
+pub use tmetric_print::{json_line, paint};
 
 /// The command line's name filter: a case-insensitive substring, or a glob over the whole
 /// name when it contains `*` or `?`.

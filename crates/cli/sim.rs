@@ -167,7 +167,7 @@ pub fn simulated(name: &str, workload: Option<&str>) -> anyhow::Result<Simulated
     listed.with_context(|| format!("cannot list {}", dir.path().display()))?;
     let sysfs = Sysfs::new(&sys);
     let workload = match workload {
-        Some(w) => Workload::load(w).map_err(|e| anyhow::anyhow!("--pmu-sim-workload: {e}"))?,
+        Some(w) => Workload::load(w).context("--pmu-sim-workload")?,
         None => Workload::default_workload(),
     };
     let kernel = SimKernel::with_workload(machine, workload);

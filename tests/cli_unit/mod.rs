@@ -1,7 +1,6 @@
 //! The CLI's unit tests: each file tests one module of `crates/cli` through the `tmetric`
 //! library target.
 
-mod counts;
 mod eval_from_perf;
 mod list;
 mod models;

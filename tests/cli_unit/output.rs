@@ -19,12 +19,4 @@ mod tests {
         assert!(sub.matches("tma_frontend_bound"));
         assert!(!sub.matches("tma_backend_bound"));
     }
-
-    #[test]
-    fn numbers() {
-        assert_eq!(perf_number(19.04, true), "    19.0");
-        assert_eq!(perf_number(1.234, false), "    1.23");
-        assert_eq!(perf_number(f64::NAN, false), "     nan");
-        assert_eq!(json_number(f64::NAN), None);
-    }
 }

@@ -1,6 +1,7 @@
 //! The plan `tmetric stat` counts: `-e`, `-M`, perf's default and `-d` events, `--topdown`'s choice, on the machine found.
 
 use super::*;
+use tmetric_engine::select::ModelFrom;
 
 /// The model -M items not among the common metrics come from.
 pub fn host_model(
@@ -32,73 +33,18 @@ pub fn host_model(
     })
 }
 
-/// The metrics a `-M` list selects, in order.
+/// The metrics a `-M` list selects, in order (`engine::select::items`): the common metrics
+/// first, else those of `--model` or of this machine's model, found only when an item needs
+/// it.
 pub fn select_items(
     items: &[String],
     model: Option<&str>,
     sysfs: &Sysfs,
     proc_root: &Path,
 ) -> anyhow::Result<Vec<Pick>> {
-    let common = tmetric_catalog::common();
-    let named = model;
-    let mut host: Option<&'static Model> = None;
-    let mut chosen: Vec<Pick> = Vec::new();
-    for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
-        // `all` is every metric of the model as well as the common ones.
-        let mut found = if item.eq_ignore_ascii_case("all") {
-            Vec::new()
-        } else {
-            engine::select::find(item, common, None)
-        };
-        if found.is_empty() {
-            let model = match host {
-                Some(model) => model,
-                None => *host.insert(host_model(model, sysfs, proc_root).with_context(|| {
-                    format!("`{item}` is not a common metric or group, so it must be a CPU model's")
-                })?),
-            };
-            found = engine::select::find(item, common, Some(model));
-            if found.is_empty() {
-                let close = models::closest(item, engine::select::names(&[common, model]), 5);
-                let hint = if close.is_empty() {
-                    format!("`tmetric list metrics --model {}` lists them", model.path())
-                } else {
-                    format!("did you mean {}?", models::join_code(&close))
-                };
-                let defining = engine::select::defined_for(item);
-                if !defining.is_empty() {
-                    let shown: Vec<&str> = defining.iter().take(6).map(String::as_str).collect();
-                    let more = if defining.len() > 6 {
-                        format!(" and {} more", defining.len() - 6)
-                    } else {
-                        String::new()
-                    };
-                    let whose = if named.is_some() { "--model names" } else { "this machine is" };
-                    let hint = match models::simulated_hint(item, None) {
-                        Some((flag, on)) => format!(
-                            "count it on a simulated {on} with `{flag}`, or evaluate a log of such a machine with `tmetric eval --from-perf LOG --model {on}`"
-                        ),
-                        None => format!(
-                            "evaluate a log of such a machine with `tmetric eval --from-perf LOG --model {}`",
-                            shown[0]
-                        ),
-                    };
-                    bail!(
-                        "cannot find metric or group `{item}` among the common metrics or those of {}: `{item}` is defined for {}{more}; {whose} {}; {hint}",
-                        model.path(),
-                        shown.join(", "),
-                        model.path()
-                    );
-                }
-                bail!(
-                    "cannot find metric or group `{item}` among the common metrics or those of {}; {hint}",
-                    model.path()
-                );
-            }
-        }
-        engine::select::add_unique(&mut chosen, found);
-    }
-    Ok(chosen)
+    let from = if model.is_some() { ModelFrom::Named } else { ModelFrom::Machine };
+    let host = || host_model(model, sysfs, proc_root);
+    Ok(engine::select::items(items, host, from, |item| models::simulated_hint(item, None))?)
 }
 
 /// Builds the plan from the flags on `machine`.

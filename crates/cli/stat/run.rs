@@ -67,8 +67,7 @@ pub fn run_on<S: Syscalls + Clone>(
     if let Some(threads) = &threads {
         split_threads(args, &session, threads, &mut printer);
     }
-    let mode: TpebsMode =
-        args.tpebs_mode.parse().map_err(|e| anyhow::anyhow!("--tpebs-mode: {e}"))?;
+    let mode: TpebsMode = args.tpebs_mode.parse().context("--tpebs-mode")?;
     let sampler = if args.record_tpebs {
         Some(start_sampler(session.plan(), sys_for_sampler, &target, sysfs)?)
     } else {
@@ -319,7 +318,7 @@ impl<S: Syscalls + Clone> Counting<S> {
         let Counting { mut printer, recorder, mut record_failed, sampler, mode } = self;
         let mut sampled: Vec<EventReport> = Vec::new();
         if let Some(s) = sampler {
-            let reports = s.stop().map_err(|e| anyhow::anyhow!("--record-tpebs: {e}"))?;
+            let reports = s.stop().context("--record-tpebs")?;
             session.plan_mut().retire_latency = latencies(&reports, mode, false);
             report_samples(&reports, args.verbose, *layout == Layout::Json, printer.out())?;
             sampled = reports;

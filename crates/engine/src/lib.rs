@@ -11,6 +11,8 @@
 //! * [`events`]: user event names on a machine: the catalogue's vendor events as the
 //!   runtime resolver's tables, `--cputype`.
 //! * [`evaluator`]: a model's metrics over input values; metric selection and needed inputs.
+//! * [`counts`]: the counts file of `eval --counts`, its keys as a model's inputs, and the
+//!   metrics over it.
 //! * [`offline`]: the evaluator front end every input source shares (plan, counts file, log).
 //! * [`literals`]: literal values with where each came from, and perf's defaults.
 //! * [`perflog`]: metrics over a `perf stat` log, checked against what perf printed; the
@@ -30,6 +32,7 @@
 
 pub mod aggr;
 pub mod builtin;
+pub mod counts;
 pub mod eval;
 pub mod evaluator;
 pub mod events;

@@ -5,6 +5,31 @@
 
 use tmetric_model::Literal;
 
+/// Two different values given for one literal, each named by what gave it (`--cpus`,
+/// `--literal num_cpus`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("#{} is given twice with different values ({first} and {second})", literal.name())]
+pub struct Conflict {
+    /// The literal.
+    pub literal: Literal,
+    /// What gave the first value.
+    pub first: String,
+    /// What gave the other.
+    pub second: String,
+}
+
+/// A literal by name, with or without `#`, ignoring case (unlike perf's lexer, because these
+/// names come from users and files, not from the vendor JSON).
+pub fn literal_named(name: &str) -> Option<Literal> {
+    let name = name.trim().trim_start_matches('#');
+    Literal::ALL.into_iter().find(|lit| lit.name().eq_ignore_ascii_case(name))
+}
+
+/// Every literal name, comma-separated, for messages.
+pub fn literal_names() -> String {
+    Literal::ALL.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ")
+}
+
 /// Where a literal's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LiteralSource {
@@ -64,6 +89,39 @@ impl Literals {
     pub fn set(&mut self, literal: Literal, value: f64, source: LiteralSource) {
         self.values[literal.index()] = value;
         self.sources[literal.index()] = source;
+    }
+
+    /// Every literal's value: `given` (each value with what gave it, such as a flag) wins over
+    /// `file` (a counts file's `literals`), and perf's defaults fill the rest
+    /// ([`Literals::apply_defaults`]). One literal given twice with different values is a
+    /// [`Conflict`].
+    pub fn resolve(
+        given: &[(Literal, f64, String)],
+        file: &[(Literal, f64)],
+    ) -> Result<Literals, Conflict> {
+        let mut literals = Literals::default();
+        let mut set_by: Vec<Option<&str>> = vec![None; Literal::COUNT];
+        for (literal, value, name) in given {
+            let i = literal.index();
+            if let Some(previous) = set_by[i]
+                && literals.get(*literal).to_bits() != value.to_bits()
+            {
+                return Err(Conflict {
+                    literal: *literal,
+                    first: previous.to_string(),
+                    second: name.clone(),
+                });
+            }
+            literals.set(*literal, *value, LiteralSource::Flag);
+            set_by[i] = Some(name);
+        }
+        for &(literal, value) in file {
+            if matches!(literals.source(literal), LiteralSource::Unknown | LiteralSource::File) {
+                literals.set(literal, value, LiteralSource::File);
+            }
+        }
+        literals.apply_defaults();
+        Ok(literals)
     }
 
     /// Sets `literal` only when it is unknown and `value` is known.

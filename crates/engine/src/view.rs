@@ -1072,3 +1072,21 @@ pub fn bottleneck(plan: &Plan, results: &[RootResult]) -> Vec<usize> {
 pub fn tma_bottleneck(nodes: &[TmaNode<'_>]) -> Vec<usize> {
     tma_tree(nodes).into_iter().filter(|n| n.bottleneck).map(|n| n.root).collect()
 }
+
+/// The indices of `results` on the TMA bottleneck path of `model`'s metrics ([`tma_tree`]),
+/// for front ends that hold results of their own kind (`eval`); `of` gives a result's metric,
+/// value and threshold state.
+pub fn bottleneck_of<R>(
+    model: &tmetric_catalog::Model,
+    results: &[R],
+    of: impl Fn(&R) -> (usize, f64, Option<bool>),
+) -> Vec<usize> {
+    let nodes: Vec<TmaNode<'_>> = results
+        .iter()
+        .map(|r| {
+            let (metric, value, threshold) = of(r);
+            TmaNode::of(model, metric, value, threshold)
+        })
+        .collect();
+    tma_bottleneck(&nodes)
+}

@@ -2,7 +2,9 @@
 //! (`-j`) and `--metric-only`, per aggregation mode, as perf 6.12's
 //! `tools/perf/util/stat-display.c` prints them, byte for byte, in the user's numeric locale.
 //! `stat`, `report` and `record` print through it; what to print comes from the engine as
-//! data ([`tmetric_engine::view`]).
+//! data ([`tmetric_engine::view`]). [`eval`] holds `tmetric eval`'s own layouts (a model's
+//! metrics over a counts file or a perf stat log, text, CSV and JSON lines) and the wording
+//! of its notes, over the engine's `counts` and `perflog` data.
 //!
 //! tmetric's additions (each metric's name beside perf's label, full-precision values, a
 //! metric's unit and name as fields of their own) are printed only with
@@ -14,6 +16,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod eval;
 pub mod num;
 mod perf;
 
@@ -203,6 +206,21 @@ impl Config {
             errors: false,
         }
     }
+}
+
+/// Wraps `text` in perf's threshold colours: red when crossed, green when not.
+pub fn paint(text: &str, crossed: Option<bool>, colour: bool) -> String {
+    match (colour, crossed) {
+        (true, Some(true)) => format!("\x1b[31m{text}\x1b[m"),
+        (true, Some(false)) => format!("\x1b[32m{text}\x1b[m"),
+        _ => text.to_string(),
+    }
+}
+
+/// Writes `row` as one line of JSON; key order is the struct's field order.
+pub fn json_line<T: serde::Serialize>(out: &mut dyn Write, row: &T) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, row)?;
+    out.write_all(b"\n")
 }
 
 /// Writes `text` to `out`, for callers that hold a `dyn Write`.

@@ -1,6 +1,9 @@
 //! Numbers as C's `printf` prints them in the user's locale: `%.Nf` with the locale's
 //! decimal mark, `%'.Nf` with its digit grouping, and `nan`/`-nan`/`inf` spelled as glibc
 //! spells them. perf prints every number through these, so tmetric's text equals perf's.
+//! Also a metric value as perf's `%8.2f` prints it without a locale ([`perf_number`]), at
+//! full precision ([`plain_number`]) and for JSON ([`json_number`]), as `stat --tree` and
+//! `eval` print them.
 
 use tmetric_runtime::locale::NumericLocale;
 
@@ -44,6 +47,36 @@ pub fn c_f(value: f64, locale: &NumericLocale) -> String {
     fixed(value, 6, false, locale)
 }
 
+/// A number in full precision, as a person would write it (`7`, `0.25`, the shortest text
+/// that reads back as the same double); NaN and infinities as `nan`, `inf`, `-inf`. CSV and
+/// JSON metric values and `eval` use it (perf prints `%.2f`, so 0.003 becomes `0.0`).
+pub fn plain_number(value: f64) -> String {
+    if value.is_nan() {
+        "nan".into()
+    } else if value.is_infinite() {
+        if value > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        value.to_string()
+    }
+}
+
+/// A metric value as perf prints it: `%8.1f` with a ScaleUnit, `%8.2f` without; NaN and
+/// infinities as C's printf spells them.
+pub fn perf_number(value: f64, has_scale_unit: bool) -> String {
+    if value.is_nan() {
+        return format!("{:>8}", "nan");
+    }
+    if value.is_infinite() {
+        return format!("{:>8}", if value > 0.0 { "inf" } else { "-inf" });
+    }
+    if has_scale_unit { format!("{value:8.1}") } else { format!("{value:8.2}") }
+}
+
+/// A finite number for JSON; `None` (printed `null`) for NaN and infinities, which JSON lacks.
+pub fn json_number(value: f64) -> Option<f64> {
+    value.is_finite().then_some(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +102,18 @@ mod tests {
         assert_eq!(fixed(2.1554, 3, false, &de), "2,155");
         assert_eq!(padded(0.486, 8, 3, false, &c), "   0.486");
         assert_eq!(c_f(2.0527421, &c), "2.052742");
+    }
+
+    #[test]
+    fn metric_values_as_perf_eval_and_json_print_them() {
+        assert_eq!(perf_number(19.04, true), "    19.0");
+        assert_eq!(perf_number(1.234, false), "    1.23");
+        assert_eq!(perf_number(f64::NAN, false), "     nan");
+        assert_eq!(perf_number(f64::NEG_INFINITY, false), "    -inf");
+        assert_eq!(plain_number(0.003), "0.003");
+        assert_eq!(plain_number(7.0), "7");
+        assert_eq!(plain_number(f64::INFINITY), "inf");
+        assert_eq!(json_number(f64::NAN), None);
+        assert_eq!(json_number(2.5), Some(2.5));
     }
 }

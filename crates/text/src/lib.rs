@@ -1,4 +1,5 @@
-//! Quoting user input in error messages, and capping repeated warnings.
+//! Quoting user input in error messages, capping repeated warnings, and suggesting names
+//! close to a mistyped one.
 //!
 //! Every reader that echoes what it was given (an expression, a counts-file key, a perf log
 //! line, an ftrace field) quotes it through [`quote`], so a 100 MB line is never copied whole
@@ -72,6 +73,62 @@ impl Capped {
     pub fn summary(&self, what: &str) -> Option<String> {
         (self.seen > self.limit).then(|| format!("... and {} more {what}", self.seen - self.limit))
     }
+}
+
+/// `` `a`, `b` or `c` ``: names as a message lists alternatives.
+pub fn join_code(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| format!("`{i}`")).collect();
+    match quoted.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// Up to `limit` of `names` closest to `wanted`, for "did you mean": those containing it (or
+/// contained in it), then those within a small edit distance, best first; case is ignored.
+pub fn closest(wanted: &str, names: impl IntoIterator<Item = String>, limit: usize) -> Vec<String> {
+    let wanted_lower = wanted.to_ascii_lowercase();
+    let budget = (wanted.chars().count() / 3).max(2);
+    let mut scored: Vec<(usize, String)> = names
+        .into_iter()
+        .filter_map(|name| {
+            let lower = name.to_ascii_lowercase();
+            let score = if lower == wanted_lower {
+                0
+            } else if lower.contains(&wanted_lower)
+                || (lower.len() >= 3 && wanted_lower.contains(&lower))
+            {
+                1 + lower.len().abs_diff(wanted_lower.len()) / 8
+            } else {
+                let distance = levenshtein(&lower, &wanted_lower);
+                if distance > budget {
+                    return None;
+                }
+                2 + distance
+            };
+            Some((score, name))
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1.eq_ignore_ascii_case(&b.1));
+    scored.into_iter().take(limit).map(|(_, name)| name).collect()
+}
+
+/// The edit distance between `a` and `b`, in characters.
+pub fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 #[cfg(test)]

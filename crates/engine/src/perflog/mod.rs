@@ -7,6 +7,8 @@
 //! * [`infer`]: which CPU model a log comes from.
 //! * [`literals`]: the `#literals` perf's printed values imply.
 //! * [`builtins`]: perf's built-in metrics (`insn per cycle`, ...) over a log's rows.
+//! * [`run`]: a whole log block by block: the model chosen, the metrics selected, the
+//!   literals solved, each block's metrics, and what was left out.
 //! * [`encoding`]: rows matched to inputs by encoding when their names differ (an older
 //!   vintage's `INT_MISC.RECOVERY_CYCLES,cmask=1,edge` is 6.12's `INT_MISC.CLEARS_COUNT`).
 //!
@@ -22,6 +24,7 @@ pub mod builtins;
 pub mod encoding;
 pub mod infer;
 pub mod literals;
+pub mod run;
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};

@@ -1,8 +1,8 @@
-//! Unit tests of `crates/cli/counts.rs`, through the CLI's library (kept out of the crate so
-//! that a clean `cargo test` compiles the CLI once, not a second time in test mode).
+//! The counts file of `eval --counts` (`tmetric_engine::counts`): key matching, positioned parse
+//! errors, the value rule, and a fuzzer of the reader.
 
 mod tests {
-    use tmetric::counts::*;
+    use tmetric_engine::counts::*;
 
     fn expr_slot(text: &str) -> SlotName {
         SlotName::of_expr_id(text)
@@ -52,11 +52,11 @@ mod tests {
     fn values_follow_one_rule() {
         assert_eq!(number(" 12.5 "), Ok(12.5));
         assert_eq!(number("0"), Ok(0.0));
-        assert!(number("NaN").unwrap_err().contains("not a finite number"));
-        assert!(number("inf").unwrap_err().contains("not a finite number"));
-        assert!(number("1e400").unwrap_err().contains("out of the range of a double"));
-        assert!(number("-1").unwrap_err().contains("is negative"));
-        assert!(number("x").unwrap_err().contains("is not a number"));
+        assert!(number("NaN").unwrap_err().to_string().contains("not a finite number"));
+        assert!(number("inf").unwrap_err().to_string().contains("not a finite number"));
+        assert!(number("1e400").unwrap_err().to_string().contains("out of the range of a double"));
+        assert!(number("-1").unwrap_err().to_string().contains("is negative"));
+        assert!(number("x").unwrap_err().to_string().contains("is not a number"));
         let err = parse("{\"A\": -1}", "f").unwrap_err().to_string();
         assert!(err.starts_with("f:1:8: -1 is negative"), "{err}");
         let bom = parse("\u{feff}{\"A\": 1}", "f").unwrap();
@@ -66,13 +66,13 @@ mod tests {
 
 /// Fuzzing the counts-file reader (and the key-to-input mapping of what it accepts) with
 /// proptest, on the stable toolchain. CI runs a short pass; `FUZZ_CASES=N` sets the cases per
-/// property for a long run (`cargo test --bin tmetric counts::fuzz`). Shrunk failures are
-/// kept in `crates/cli/counts.proptest-regressions` and replayed first.
+/// property for a long run (`cargo test -p tmetric-engine --test tests counts::fuzz`). Shrunk failures are
+/// kept in `crates/engine/tests/counts.proptest-regressions` and replayed first.
 mod fuzz {
     use proptest::prelude::*;
     use proptest::test_runner::FileFailurePersistence;
 
-    use tmetric::counts::*;
+    use tmetric_engine::counts::*;
 
     fn cases() -> u32 {
         std::env::var("FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
