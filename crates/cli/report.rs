@@ -137,36 +137,17 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
 
 /// `-M`'s metrics, each item from the common metrics first, else from the model `--model`
 /// names, else the one the file's metrics came from, else the recorded machine's; `None`
-/// without `-M`. Never reads this machine's sysfs: the recording says what it ran on.
+/// without `-M`. Never reads this machine's sysfs: the recording says what it ran on. A miss
+/// is `engine::select::Miss`, worded as `stat` words it.
 fn choose(args: &ReportArgs, input: &Input) -> anyhow::Result<Option<Vec<Pick>>> {
     if args.metrics.is_empty() {
         return Ok(None);
     }
-    let common = tmetric_catalog::common();
-    let mut model: Option<&'static Model> = None;
-    let mut chosen: Vec<Pick> = Vec::new();
-    for item in args.metrics.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
-        // `all` is every metric of the model as well as the common ones.
-        let mut found = if item.eq_ignore_ascii_case("all") {
-            Vec::new()
-        } else {
-            select::find(item, common, None)
-        };
-        if found.is_empty() {
-            let model = match model {
-                Some(model) => model,
-                None => *model.insert(recorded_model(args, input).with_context(|| {
-                    format!("`{item}` is not a common metric or group, so it must be a CPU model's")
-                })?),
-            };
-            found = select::find(item, common, Some(model));
-            if found.is_empty() {
-                bail!("{}", miss(item, common, model, args.model.is_some()));
-            }
-        }
-        select::add_unique(&mut chosen, found);
-    }
-    Ok(Some(chosen))
+    let from =
+        if args.model.is_some() { select::ModelFrom::Named } else { select::ModelFrom::Recording };
+    let host = || recorded_model(args, input);
+    let hint = |item: &str| models::simulated_hint(item, None);
+    Ok(Some(select::items(&args.metrics, host, from, hint)?))
 }
 
 /// The model `-M`'s items that are not common come from: `--model`, else the recorded one,
@@ -179,39 +160,6 @@ fn recorded_model(args: &ReportArgs, input: &Input) -> anyhow::Result<&'static M
     recorded
         .or_else(|| tmetric_catalog::model_for_cpuid(&input.cpuid()?))
         .context("the file names no CPU model: give one with --model")
-}
-
-/// Why `item` selects nothing in the common metrics or `model` (`named`: `--model` named it,
-/// else the recording did), in the words `stat` uses for a miss.
-fn miss(item: &str, common: &'static Model, model: &'static Model, named: bool) -> String {
-    let path = model.path();
-    let head =
-        format!("cannot find metric or group `{item}` among the common metrics or those of {path}");
-    let defining = select::defined_for(item);
-    if defining.is_empty() {
-        let close = models::closest(item, select::names(&[common, model]), 5);
-        return if close.is_empty() {
-            format!("{head}; `tmetric list metrics --model {path}` lists them")
-        } else {
-            format!("{head}; did you mean {}?", models::join_code(&close))
-        };
-    }
-    let shown: Vec<&str> = defining.iter().take(6).map(String::as_str).collect();
-    let more = match defining.len() {
-        n if n > 6 => format!(" and {} more", n - 6),
-        _ => String::new(),
-    };
-    let whose = if named { "--model names" } else { "the recorded machine is" };
-    let hint = match models::simulated_hint(item, None) {
-        Some((flag, on)) => format!(
-            "count it on a simulated {on} with `{flag}`, or evaluate a log of such a machine with `tmetric eval --from-perf LOG --model {on}`"
-        ),
-        None => format!(
-            "evaluate a log of such a machine with `tmetric eval --from-perf LOG --model {}`",
-            shown[0]
-        ),
-    };
-    format!("{head}: `{item}` is defined for {}{more}; {whose} {path}; {hint}", shown.join(", "))
 }
 
 /// perf stat report's default input: standard input when it is a pipe, else perf.data.
