@@ -57,9 +57,7 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
         return Ok(plan);
     }
     let cputype = match &args.cputype {
-        Some(text) => {
-            Some(engine::events::cputype_pmu(machine.sysfs, text).map_err(anyhow::Error::msg)?)
-        }
+        Some(text) => Some(engine::events::cputype_pmu(machine.sysfs, text)?),
         None => None,
     };
     let model = args.model.as_deref().map(models::find_model).transpose()?;
@@ -74,7 +72,7 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
     }
     if !args.cgroup.is_empty() {
         // perf's -G applies to the events given before it; metrics come later.
-        plan.assign_cgroups(&args.cgroup).map_err(anyhow::Error::msg).context("-G")?;
+        plan.assign_cgroups(&args.cgroup).context("-G")?;
     }
     let mut picks =
         select_items(&args.metrics, args.model.as_deref(), machine.sysfs, machine.proc_root)?;

@@ -15,8 +15,8 @@ pub fn run_on<S: Syscalls + Clone>(
     record: Option<&tmetric_record::RecordTo>,
 ) -> anyhow::Result<i32> {
     // Before anything slow: a signal that comes while planning is kept for the run loop.
-    let _early_signals = tmetric_runtime::signal::catch_stop_signals()
-        .map_err(|e| anyhow::anyhow!("cannot catch signals: {e}"))?;
+    let _early_signals =
+        tmetric_runtime::signal::catch_stop_signals().context("cannot catch signals")?;
     let layout = layout_of(args);
     let env = Environment::probe(sysfs, proc_root);
     // The model's counter numbers (`counter.json`) size the PMU model with or without -M:
@@ -59,7 +59,7 @@ pub fn run_on<S: Syscalls + Clone>(
     }
     printer.split = split_of(args, sysfs, &target);
     // The signal pipe before the events: when descriptors run out, the events say so.
-    tmetric_runtime::signal::prepare().map_err(|e| anyhow::anyhow!("cannot catch signals: {e}"))?;
+    tmetric_runtime::signal::prepare().context("cannot catch signals")?;
     let earlier = quiet_runs(args, &sys, &plan, &env)?;
     let sys_for_sampler = sys.clone();
     let mut session = Session::open(sys, plan, target.clone(), env.clone())?;

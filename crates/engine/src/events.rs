@@ -93,24 +93,9 @@ impl EventTables for CatalogTables {
 
 /// The PMU `--cputype TEXT` chooses (`core`, `atom`, `cpu_core`, `cpu_atom`, `cpu`), or why
 /// none: perf 6.12 fails with "--cputype TEXT is not supported!" and so does this.
-pub fn cputype_pmu(sysfs: &Sysfs, text: &str) -> Result<String, String> {
-    Resolver::cputype_pmu(sysfs, text).ok_or_else(|| {
-        let core = Resolver::new(sysfs).core_pmus();
-        let choices: Vec<String> = core
-            .iter()
-            .flat_map(|c| match c.strip_prefix("cpu_") {
-                Some(short) => vec![format!("`{short}`"), format!("`{c}`")],
-                None => vec![format!("`{c}`")],
-            })
-            .collect();
-        if choices.is_empty() {
-            format!("--cputype {text} is not supported: this machine has no core PMU")
-        } else {
-            format!(
-                "--cputype {text} is not supported: this machine's core PMUs are {} (expected one of {})",
-                core.join(", "),
-                choices.join(", ")
-            )
-        }
+pub fn cputype_pmu(sysfs: &Sysfs, text: &str) -> Result<String, crate::CpuTypeError> {
+    Resolver::cputype_pmu(sysfs, text).ok_or_else(|| crate::CpuTypeError {
+        text: text.to_string(),
+        core_pmus: Resolver::new(sysfs).core_pmus(),
     })
 }

@@ -3,6 +3,7 @@
 //! the machine's PMUs, schedules events into groups, opens them through the runtime, reads,
 //! scales and evaluates, and explains every value it cannot give.
 //!
+//! * [`Error`]: every error the engine returns, typed, each module's own converting into it.
 //! * [`aggr`]: perf's aggregation units (`-A`, `--per-core`, ...) and their labels.
 //! * [`pmu`]: counters per PMU and the kernel's placement rules.
 //! * [`schedule`]: the counter-aware scheduler, perf's strategy as a baseline, a lower bound.
@@ -33,6 +34,7 @@
 pub mod aggr;
 pub mod builtin;
 pub mod counts;
+mod error;
 pub mod eval;
 pub mod evaluator;
 pub mod events;
@@ -49,6 +51,7 @@ pub mod topdown;
 pub mod uncertainty;
 pub mod view;
 
+pub use error::{CgroupError, CpuTypeError, Error};
 pub use eval::{Evaluators, RootResult, Sample, Shown};
 pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};

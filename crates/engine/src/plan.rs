@@ -896,12 +896,12 @@ impl Plan {
     /// perf's `-G`: the i-th cgroup for the i-th counted row (an empty name leaves that row
     /// counting every task); one cgroup alone applies to every row. Rows in a group must
     /// share a cgroup: the kernel counts a group in one.
-    pub fn assign_cgroups(&mut self, cgroups: &[String]) -> Result<(), String> {
+    pub fn assign_cgroups(&mut self, cgroups: &[String]) -> Result<(), crate::CgroupError> {
         let counters: Vec<usize> = (0..self.rows.len())
             .filter(|&r| matches!(self.rows[r].source, Source::Counter(_)))
             .collect();
         if counters.is_empty() {
-            return Err("must define events before cgroups: give -e EVENTS with -G".into());
+            return Err(crate::CgroupError::NoEvents);
         }
         for (i, &r) in counters.iter().enumerate() {
             let name = if cgroups.len() == 1 { cgroups.first() } else { cgroups.get(i) };
@@ -916,11 +916,8 @@ impl Plan {
             if let Some(first) = first
                 && group.iter().any(|&s| &self.specs[s].cgroup != first)
             {
-                let names: Vec<&str> = group.iter().map(|&s| self.specs[s].name.as_str()).collect();
-                return Err(format!(
-                    "the group {{{}}} would count in several cgroups; the kernel counts a group in one: give its events one cgroup",
-                    names.join(",")
-                ));
+                let events = group.iter().map(|&s| self.specs[s].name.clone()).collect();
+                return Err(crate::CgroupError::GroupSplit { events });
             }
         }
         Ok(())

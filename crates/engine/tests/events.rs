@@ -96,7 +96,15 @@ fn the_machines_catalogue_model_supplies_vendor_events() {
     let only = Resolver::new(&adl.sysfs).with_tables(&tables).with_pmu_filter(Some(&atom));
     assert_eq!(only.list("INST_RETIRED.ANY").unwrap().groups.len(), 1);
     let err = cputype_pmu(&adl.sysfs, "123").unwrap_err();
-    assert!(err.starts_with("--cputype 123 is not supported") && err.contains("`atom`"), "{err}");
+    assert_eq!(err.core_pmus, ["cpu_atom", "cpu_core"]);
+    assert_eq!(
+        err.to_string(),
+        "--cputype 123 is not supported: this machine's core PMUs are cpu_atom, cpu_core \
+         (expected one of `atom`, `cpu_atom`, `core`, `cpu_core`)"
+    );
+    // As any engine error, with the kind kept.
+    let any: tmetric_engine::Error = err.into();
+    assert!(matches!(any, tmetric_engine::Error::CpuType(ref e) if e.text == "123"));
 }
 
 /// `-e '{slots,topdown-retiring,topdown-bad-spec,9 GP events}' -a` on Sapphire Rapids: the

@@ -89,6 +89,9 @@ impl fmt::Display for Errno {
     }
 }
 
+/// So callers keep an errno as the cause of their own error (`.context(...)`).
+impl std::error::Error for Errno {}
+
 /// The `perf_event_attr` fields tmetric sets; everything else is zero.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Attr {

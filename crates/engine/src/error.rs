@@ -1,0 +1,83 @@
+//! The engine's errors: every way a front end's request can fail, as typed values worded once
+//! by their `Display` (the CLI, the region API and the exporter print them as is).
+
+use crate::counts::CountsError;
+use crate::literals::Conflict;
+use crate::perflog::run::ChoiceError;
+use crate::replay::ReplayError;
+use crate::select::Miss;
+
+/// Any error the engine returns. Each module's own error converts into it, so a front end
+/// that drives several steps holds one type and can still match on the kind.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A `-M` item selects nothing.
+    #[error(transparent)]
+    Select(#[from] Miss),
+    /// `--cputype` names no core PMU of this machine.
+    #[error(transparent)]
+    CpuType(#[from] CpuTypeError),
+    /// `-G` cannot be applied to the plan.
+    #[error(transparent)]
+    Cgroups(#[from] CgroupError),
+    /// A recorded plan cannot be rebuilt.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    /// A counts file cannot be read.
+    #[error(transparent)]
+    Counts(#[from] CountsError),
+    /// A literal was given two values.
+    #[error(transparent)]
+    Literal(#[from] Conflict),
+    /// A perf stat log does not say which CPU model it ran on.
+    #[error(transparent)]
+    LogModel(#[from] ChoiceError),
+}
+
+/// `--cputype TEXT` names no core PMU here. perf 6.12 fails with "--cputype TEXT is not
+/// supported!"; this says which PMUs there are.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--cputype {text} is not supported: {}", choices(.core_pmus))]
+pub struct CpuTypeError {
+    /// What was given.
+    pub text: String,
+    /// The machine's core PMUs (`cpu`, or `cpu_core` and `cpu_atom`); empty without one.
+    pub core_pmus: Vec<String>,
+}
+
+fn choices(core: &[String]) -> String {
+    if core.is_empty() {
+        return "this machine has no core PMU".to_string();
+    }
+    let names: Vec<String> = core
+        .iter()
+        .flat_map(|c| match c.strip_prefix("cpu_") {
+            Some(short) => vec![format!("`{short}`"), format!("`{c}`")],
+            None => vec![format!("`{c}`")],
+        })
+        .collect();
+    format!(
+        "this machine's core PMUs are {} (expected one of {})",
+        core.join(", "),
+        names.join(", ")
+    )
+}
+
+/// Why perf's `-G` cannot be applied to a plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CgroupError {
+    /// `-G` came before (or without) any counted event: perf's own message.
+    #[error("must define events before cgroups: give -e EVENTS with -G")]
+    NoEvents,
+    /// The cgroups given would put one group's events in several cgroups, and the kernel
+    /// counts a group in one.
+    #[error(
+        "the group {{{}}} would count in several cgroups; the kernel counts a group in one: give its events one cgroup",
+        .events.join(",")
+    )]
+    GroupSplit {
+        /// The group's events.
+        events: Vec<String>,
+    },
+}
