@@ -177,94 +177,17 @@ fn main() -> Result<()> {
 
     // (a) Code generation.
     if options.runs("regen") {
-        println!("\n(a) code generation, whole tree");
-        let gen_figures = bench_regen(&root, perf.as_deref());
-        table.regen(&gen_figures);
-        if options.runs("eval") || options.runs("parse") {
-            // Where regen's time goes.
-            let arch_dir = root.join("pmu-events/arch");
-            let (mut load, mut resolve) = (Duration::MAX, Duration::MAX);
-            for _ in 1..PASSES {
-                let start = Instant::now();
-                let tree = tmetric_pmu_events::load_tree(&arch_dir)
-                    .with_context(|| format!("loading {}", arch_dir.display()))?;
-                load = load.min(start.elapsed());
-                let start = Instant::now();
-                black_box(resolve_tree(&tree));
-                resolve = resolve.min(start.elapsed());
-            }
-            if let Some(total) = gen_figures.in_process {
-                println!(
-                    "  of which load_tree {}, resolve_tree {}, generate and compare {}",
-                    secs(load),
-                    secs(resolve),
-                    secs(total.saturating_sub(load + resolve))
-                );
-            }
-        }
+        bench_regen_section(&root, perf.as_deref(), &options, &mut table)?;
     }
 
     if options.runs("eval") || options.runs("parse") {
-        // The tree for the parse and evaluation parts.
-        let arch_dir = root.join("pmu-events/arch");
-        let tree = tmetric_pmu_events::load_tree(&arch_dir)
-            .with_context(|| format!("loading {}", arch_dir.display()))?;
-        let resolved = resolve_tree(&tree);
-
-        // (b) Evaluation.
-        if options.runs("eval") {
-            println!(
-                "\n(b) evaluation of every {EVAL_MODEL} metric, {VECTORS} random input vectors, best of {PASSES}"
-            );
-            match bench_eval(&resolved) {
-                Ok(figures) => table.eval(&figures),
-                Err(err) => {
-                    println!("  evaluation not measured: {err:#}");
-                    table.row("compiled evaluation", "not measured", "", "", "", Status::Missed);
-                }
-            }
-        }
-
-        // Parse rates.
-        if options.runs("parse") {
-            println!("\nparse rates");
-            let parse = bench_parse(&tree, perf.as_deref());
-            table.parse(&parse);
-        }
+        eval_and_parse_sections(&root, perf.as_deref(), &options, &mut table)?;
     }
 
     // Sizes.
     let perf_binary = find_perf_binary();
     if options.runs("sizes") {
-        println!("\nsizes");
-        let sizes = GenSizes::of(&root);
-        println!(
-            "  generated ({}): {} of Rust in {} files, {} of data tables",
-            regen::GEN_DIR,
-            mb(sizes.rust),
-            sizes.rust_files,
-            mb(sizes.data)
-        );
-        if let Some(model) = tmetric_catalog::MODELS.first() {
-            let (plain, descriptions, events) = model.tables.embedded_bytes();
-            println!(
-                "  embedded in the binary: {} of plain strings, {} of deflated descriptions, {} of deflated event records",
-                mb(plain as u64),
-                mb(descriptions as u64),
-                mb(events as u64)
-            );
-        }
-        let base_sizes = options.baseline.as_deref().map(GenSizes::of);
-        if let Some(base) = &base_sizes {
-            println!("  baseline generated: {} of Rust, {} of data", mb(base.rust), mb(base.data));
-        }
-        table.sizes(&sizes, base_sizes.as_ref());
-        match &perf_binary {
-            Some((path, bytes)) => {
-                println!("  installed perf binary ({}): {}", path.display(), mb(*bytes))
-            }
-            None => println!("  installed perf binary: not found"),
-        }
+        sizes_section(&root, perf_binary.as_ref(), &options, &mut table);
     }
 
     // The release binary, built where developers build it (incrementally).
@@ -309,6 +232,115 @@ fn main() -> Result<()> {
 
     println!("\nsummary\n{}", table.render());
     Ok(())
+}
+
+/// (a) Code generation, and (with `eval` or `parse`) where regen's time goes.
+fn bench_regen_section(
+    root: &Path,
+    perf: Option<&Path>,
+    options: &Options,
+    table: &mut Table,
+) -> Result<()> {
+    println!("\n(a) code generation, whole tree");
+    let gen_figures = bench_regen(root, perf);
+    table.regen(&gen_figures);
+    if options.runs("eval") || options.runs("parse") {
+        // Where regen's time goes.
+        let arch_dir = root.join("pmu-events/arch");
+        let (mut load, mut resolve) = (Duration::MAX, Duration::MAX);
+        for _ in 1..PASSES {
+            let start = Instant::now();
+            let tree = tmetric_pmu_events::load_tree(&arch_dir)
+                .with_context(|| format!("loading {}", arch_dir.display()))?;
+            load = load.min(start.elapsed());
+            let start = Instant::now();
+            black_box(resolve_tree(&tree));
+            resolve = resolve.min(start.elapsed());
+        }
+        if let Some(total) = gen_figures.in_process {
+            println!(
+                "  of which load_tree {}, resolve_tree {}, generate and compare {}",
+                secs(load),
+                secs(resolve),
+                secs(total.saturating_sub(load + resolve))
+            );
+        }
+    }
+    Ok(())
+}
+
+/// (b) Evaluation and the parse rates, over the whole tree.
+fn eval_and_parse_sections(
+    root: &Path,
+    perf: Option<&Path>,
+    options: &Options,
+    table: &mut Table,
+) -> Result<()> {
+    // The tree for the parse and evaluation parts.
+    let arch_dir = root.join("pmu-events/arch");
+    let tree = tmetric_pmu_events::load_tree(&arch_dir)
+        .with_context(|| format!("loading {}", arch_dir.display()))?;
+    let resolved = resolve_tree(&tree);
+
+    // (b) Evaluation.
+    if options.runs("eval") {
+        println!(
+            "\n(b) evaluation of every {EVAL_MODEL} metric, {VECTORS} random input vectors, best of {PASSES}"
+        );
+        match bench_eval(&resolved) {
+            Ok(figures) => table.eval(&figures),
+            Err(err) => {
+                println!("  evaluation not measured: {err:#}");
+                table.row("compiled evaluation", "not measured", "", "", "", Status::Missed);
+            }
+        }
+    }
+
+    // Parse rates.
+    if options.runs("parse") {
+        println!("\nparse rates");
+        let parse = bench_parse(&tree, perf);
+        table.parse(&parse);
+    }
+    Ok(())
+}
+
+/// The generated and embedded sizes, against the baseline's and the installed perf's.
+fn sizes_section(
+    root: &Path,
+    perf_binary: Option<&(PathBuf, u64)>,
+    options: &Options,
+    table: &mut Table,
+) {
+    println!("\nsizes");
+    let sizes = GenSizes::of(root);
+    println!(
+        "  generated ({}): {} of Rust in {} files, {} of data tables",
+        regen::GEN_DIR,
+        mb(sizes.rust),
+        sizes.rust_files,
+        mb(sizes.data)
+    );
+    if let Some(model) = tmetric_catalog::MODELS.first() {
+        let (plain, descriptions, events) = model.tables.embedded_bytes();
+        println!(
+            "  embedded in the binary: {} of plain strings, {} of deflated descriptions, {} of deflated event records",
+            mb(plain as u64),
+            mb(descriptions as u64),
+            mb(events as u64)
+        );
+    }
+    let base_sizes = options.baseline.as_deref().map(GenSizes::of);
+    if let Some(base) = &base_sizes {
+        println!("  baseline generated: {} of Rust, {} of data", mb(base.rust), mb(base.data));
+    }
+    table.sizes(&sizes, base_sizes.as_ref());
+    match perf_binary {
+        Some((path, bytes)) => {
+            println!("  installed perf binary ({}): {}", path.display(), mb(*bytes))
+        }
+        None => println!("  installed perf binary: not found"),
+    }
 }
 
 /// `/proc/loadavg`'s 1, 5 and 15 minute figures: how busy the machine was.
@@ -560,22 +592,15 @@ fn literals() -> [f64; Literal::COUNT] {
     literals
 }
 
-fn bench_eval(resolved: &[Resolved<'_>]) -> Result<EvalFigures> {
-    let model: &Model = tmetric_catalog::model(EVAL_MODEL)
-        .with_context(|| format!("{EVAL_MODEL} is not in the catalogue"))?;
-    let table = resolved
-        .iter()
-        .find(|r| r.table.path == EVAL_MODEL)
-        .with_context(|| format!("{EVAL_MODEL} is not in pmu-events/arch"))?;
-    let ok: Vec<usize> = (0..table.metrics.len()).filter(|&m| table.metrics[m].ok).collect();
-    // The compiled model and the resolved table must describe the same slots and metrics, or
-    // the comparison is meaningless.
+/// The compiled model and the resolved table (with `ok` metrics that compile) must describe
+/// the same slots and metrics, or the comparison is meaningless.
+fn ensure_same_slots(model: &Model, table: &Resolved<'_>, ok: usize) -> Result<()> {
     ensure!(
-        ok.len() == model.metrics.len() && table.ids.len() == model.ids.len(),
+        ok == model.metrics.len() && table.ids.len() == model.ids.len(),
         "the catalogue is stale ({} metrics and {} slots compiled, {} and {} in pmu-events): run `cargo xtask regen`",
         model.metrics.len(),
         model.ids.len(),
-        ok.len(),
+        ok,
         table.ids.len()
     );
     for (slot, id) in table.ids.iter().enumerate() {
@@ -586,6 +611,18 @@ fn bench_eval(resolved: &[Resolved<'_>]) -> Result<EvalFigures> {
             id.text
         );
     }
+    Ok(())
+}
+
+fn bench_eval(resolved: &[Resolved<'_>]) -> Result<EvalFigures> {
+    let model: &Model = tmetric_catalog::model(EVAL_MODEL)
+        .with_context(|| format!("{EVAL_MODEL} is not in the catalogue"))?;
+    let table = resolved
+        .iter()
+        .find(|r| r.table.path == EVAL_MODEL)
+        .with_context(|| format!("{EVAL_MODEL} is not in pmu-events/arch"))?;
+    let ok: Vec<usize> = (0..table.metrics.len()).filter(|&m| table.metrics[m].ok).collect();
+    ensure_same_slots(model, table, ok.len())?;
 
     let mut rng = Rng(0x746d_6574_7269_6321);
     let literals = literals();

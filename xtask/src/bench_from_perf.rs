@@ -90,8 +90,8 @@ pub(crate) fn bench(root: &Path, baseline: Option<&Path>, table: &mut Table) -> 
         let _ = std::fs::remove_file(&log);
     }
     summarise(&sizes, table);
-    mixed(&dir, &ours, table)?;
-    hostile(&dir, &ours, base.as_deref(), table)?;
+    mixed(dir, &ours, table)?;
+    hostile(dir, &ours, base.as_deref(), table)?;
     drop(scratch);
     Ok(())
 }

@@ -233,7 +233,20 @@ fn generate(
         false,
     ));
 
-    // The index: every model, the cpuid map in mapfile order, and the shared tables.
+    let arches: Vec<Ident> = by_arch.keys().map(|a| format_ident!("{}", a)).collect();
+    sources.push(index_source(tree, &arches, &model_paths));
+    let mut files = format_sources(&sources)?;
+    let sharing = add_tables(&mut files, shared, resolved, tree);
+    Ok((files, sharing))
+}
+
+/// The index: every model (`model_paths`, in order), the cpuid map in mapfile order, and
+/// the shared tables; as (path, text, printed).
+fn index_source(
+    tree: &tmetric_pmu_events::Tree,
+    arches: &[Ident],
+    model_paths: &[(String, &tmetric_pmu_events::Table)],
+) -> (String, String, bool) {
     let mut position = HashMap::new();
     let mut model_refs = Vec::new();
     for (i, (path, table)) in model_paths.iter().enumerate() {
@@ -254,7 +267,6 @@ fn generate(
             });
         }
     }
-    let arches: Vec<Ident> = by_arch.keys().map(|a| format_ident!("{}", a)).collect();
     let index = quote! {
         use tmetric_model::catalog::{CpuidRow, Model, Tables};
         #(pub mod #arches;)*
@@ -278,7 +290,7 @@ fn generate(
         pub static CPUID_MAP: &[CpuidRow] = &[#(#rows),*];
     };
     // `lib.rs` includes the index with `include!`, where inner doc comments cannot stand.
-    sources.push((
+    (
         format!("{GEN_DIR}/mod.rs"),
         with_header(
             "the index of every model, the cpuid map and the shared tables",
@@ -286,9 +298,13 @@ fn generate(
         )
         .replace("//! ", "// "),
         true,
-    ));
+    )
+}
 
-    let formatted = tmetric_pmu_events::par::par_map(&sources, |(path, text, print)| {
+/// Prints the generated sources that prettyplease lays out (the others are kept as they
+/// are); an error names a file whose code does not parse.
+fn format_sources(sources: &[(String, String, bool)]) -> Result<BTreeMap<String, Vec<u8>>> {
+    let formatted = tmetric_pmu_events::par::par_map(sources, |(path, text, print)| {
         if !print {
             return Ok(text.clone());
         }
@@ -301,6 +317,17 @@ fn generate(
         let text = text.map_err(anyhow::Error::msg)?;
         files.insert(path.clone(), text.into_bytes());
     }
+    Ok(files)
+}
+
+/// Adds the shared tables to `files` (strings, deflated descriptions and events, skipped
+/// metrics, the loader's diagnostics) and returns the sharing figures.
+fn add_tables(
+    files: &mut BTreeMap<String, Vec<u8>>,
+    shared: Shared,
+    resolved: &[Resolved<'_>],
+    tree: &tmetric_pmu_events::Tree,
+) -> Sharing {
     // The tables deflate in parallel, at a fast greedy level: level 9 made `regen --check` a
     // third slower (it must stay 10x faster than jevents.py) for a binary 0.1 MB smaller.
     let to_deflate: Vec<&[u8]> = std::iter::once(shared.cold.text.as_bytes())
@@ -340,7 +367,7 @@ fn generate(
         format!("{GEN_DIR}/{}", crate::diagnostics::FILE),
         crate::diagnostics::report(tree).into_bytes(),
     );
-    Ok((files, sharing))
+    sharing
 }
 
 /// `//!` lines ahead of a file's items (as tokens, doc comments would become attributes).

@@ -108,25 +108,10 @@ fn selections(tree: &SimTree, groups: bool) -> Vec<String> {
     out
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let groups = args.iter().any(|a| a == "--groups");
-    let workload_name = args
-        .iter()
-        .position(|a| a == "--workload")
-        .and_then(|i| args.get(i + 1))
-        .map_or("phased", String::as_str);
-    let workload = Workload::load(workload_name).unwrap_or_else(|e| panic!("{e}"));
-    let seeds: u64 = args
-        .iter()
-        .position(|a| a == "--seeds")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3);
-    // The same workload with other random phase orders: the error of one run depends on how
-    // its phases fall against the rotation.
-    let workloads: Vec<Workload> = (0..seeds)
+/// The same workload with `seeds` random phase orders: the error of one run depends on how
+/// its phases fall against the rotation.
+fn phase_orders(workload: &Workload, seeds: u64) -> Vec<Workload> {
+    (0..seeds)
         .map(|k| {
             let mut w = workload.clone();
             if let tmetric_sim::Schedule::Random { seed, .. } = &mut w.schedule {
@@ -134,16 +119,11 @@ fn main() {
             }
             w
         })
-        .collect();
-    let only = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1));
-    let mut machines: Vec<&'static str> = if quick {
-        vec!["sapphirerapids", "icelake", "alderlake"]
-    } else {
-        Machine::names().to_vec()
-    };
-    if let Some(name) = only("--machine") {
-        machines.retain(|m| m == name);
-    }
+        .collect()
+}
+
+/// The table's title and column heads.
+fn print_header(workload_name: &str) {
     println!(
         "workload `{workload_name}`, {RUN_MS} ms per selection, reads every {READ_MS} ms; errors in percentage points of the metrics that print as percentages"
     );
@@ -161,6 +141,73 @@ fn main() {
         "cover",
         "±mean"
     );
+}
+
+/// One selection's `metrics` over every workload: the errors of tmetric's schedule, perf's
+/// strategy and each metric alone; the values both strategies gave go to `both`.
+fn measure_selection(
+    tree: &SimTree,
+    metrics: &[usize],
+    workloads: &[Workload],
+    both: (&mut Errors, &mut Errors),
+) -> (Errors, Errors, Errors) {
+    let (both_t, both_p) = both;
+    let (mut t, mut p, mut a) = (Errors::default(), Errors::default(), Errors::default());
+    for workload in workloads {
+        let tm = measure(tree, metrics, Strategy::Tmetric, workload, RUN_MS, READ_MS);
+        let pm = measure(tree, metrics, Strategy::Perf, workload, RUN_MS, READ_MS);
+        for m in &tm {
+            t.add(m);
+        }
+        for m in &pm {
+            p.add(m);
+        }
+        // The values both strategies gave, metric by metric.
+        for m in &tm {
+            if let Some(o) = pm.iter().find(|o| o.metric == m.metric)
+                && Errors::counts(m)
+                && Errors::counts(o)
+            {
+                both_t.add(m);
+                both_p.add(o);
+            }
+        }
+        for &metric in metrics {
+            for m in measure(tree, &[metric], Strategy::Tmetric, workload, RUN_MS, READ_MS) {
+                a.add(&m);
+            }
+        }
+    }
+    (t, p, a)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let groups = args.iter().any(|a| a == "--groups");
+    let workload_name = args
+        .iter()
+        .position(|a| a == "--workload")
+        .and_then(|i| args.get(i + 1))
+        .map_or("phased", String::as_str);
+    let workload = Workload::load(workload_name).unwrap_or_else(|e| panic!("{e}"));
+    let seeds: u64 = args
+        .iter()
+        .position(|a| a == "--seeds")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let workloads = phase_orders(&workload, seeds);
+    let only = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1));
+    let mut machines: Vec<&'static str> = if quick {
+        vec!["sapphirerapids", "icelake", "alderlake"]
+    } else {
+        Machine::names().to_vec()
+    };
+    if let Some(name) = only("--machine") {
+        machines.retain(|m| m == name);
+    }
+    print_header(workload_name);
     let (mut all_t, mut all_p, mut all_a) =
         (Errors::default(), Errors::default(), Errors::default());
     // Over the values both tmetric's schedule and perf's strategy gave: perf's groups that
@@ -184,33 +231,8 @@ fn main() {
             if metrics.is_empty() {
                 continue;
             }
-            let (mut t, mut p, mut a) = (Errors::default(), Errors::default(), Errors::default());
-            for workload in &workloads {
-                let tm = measure(&tree, &metrics, Strategy::Tmetric, workload, RUN_MS, READ_MS);
-                let pm = measure(&tree, &metrics, Strategy::Perf, workload, RUN_MS, READ_MS);
-                for m in &tm {
-                    t.add(m);
-                }
-                for m in &pm {
-                    p.add(m);
-                }
-                // The values both strategies gave, metric by metric.
-                for m in &tm {
-                    if let Some(o) = pm.iter().find(|o| o.metric == m.metric)
-                        && Errors::counts(m)
-                        && Errors::counts(o)
-                    {
-                        both_t.add(m);
-                        both_p.add(o);
-                    }
-                }
-                for &metric in &metrics {
-                    for m in measure(&tree, &[metric], Strategy::Tmetric, workload, RUN_MS, READ_MS)
-                    {
-                        a.add(&m);
-                    }
-                }
-            }
+            let (t, p, a) =
+                measure_selection(&tree, &metrics, &workloads, (&mut both_t, &mut both_p));
             if t.n == 0 {
                 continue;
             }

@@ -1068,81 +1068,126 @@ impl Plan {
         let mut request = Request::default();
         let mut sched_of_row: Vec<Option<usize>> = Vec::new();
         for pick in picks {
-            let model = pick.model;
-            if !self.probes.iter().any(|(m, _)| std::ptr::eq(*m, model)) {
-                self.probes.push((model, machine_probes(model, machine)));
-            }
-            let probes = self.probes_of(model).to_vec();
-            let value_slots = needed_slots(model, pick.metric, &self.literals, &probes, false);
-            let slots =
-                needed_slots(model, pick.metric, &self.literals, &probes, options.thresholds);
-            let mut rows = Vec::new();
-            for slot in slots {
-                let id = &model.ids[slot as usize];
-                if id.kind == IdKind::Probe {
-                    continue;
-                }
-                let name = id_name(model, id);
-                let resolution = resolve_id(model, id, machine.sysfs, machine.env);
-                let key = match &resolution {
-                    Resolution::Counter(e) => Key::Counter(e.attr.clone(), e.cpus.clone()),
-                    Resolution::Boxes(b) => Key::Boxes(
-                        b[0].event.attr.clone(),
-                        b.iter().map(|b| b.event.attr.type_).collect(),
-                    ),
-                    Resolution::Tool(t) => Key::Tool(*t),
-                    Resolution::RetireLatency | Resolution::Missing(_) => Key::Named(name.clone()),
-                };
-                let row = match self.find(&key) {
-                    Some(row) => {
-                        if matches!(self.rows[row].source, Source::Tool(_)) && show_tools {
-                            self.rows[row].show = true;
-                        }
-                        row
-                    }
-                    None => {
-                        let show = show_tools || !matches!(resolution, Resolution::Tool(_));
-                        let pmu_name = match &resolution {
-                            Resolution::Counter(e) => counter_pmu(e, machine.sysfs),
-                            // Scheduled on box 0; every box gets the same groups.
-                            Resolution::Boxes(b) => counter_pmu(&b[0].event, machine.sysfs),
-                            _ => None,
-                        };
-                        let row = self.add(resolution, name.clone(), show);
-                        sched_of_row.resize(self.rows.len(), None);
-                        if let Some(pmu_name) = pmu_name
-                            && let Some((p, demand)) = demand_of(model, id, &pmu_name, machine.pmus)
-                        {
-                            request.events.push(SchedEvent { name, pmu: Some(p), demand });
-                            sched_of_row[row] = Some(request.events.len() - 1);
-                        }
-                        row
-                    }
-                };
-                rows.push((slot, row));
-            }
-            sched_of_row.resize(self.rows.len(), None);
-            let events: Vec<usize> = rows
-                .iter()
-                .filter(|(slot, _)| value_slots.contains(slot))
-                .filter_map(|&(_, r)| sched_of_row[r])
-                .collect();
-            let threshold_events: Vec<usize> = rows
-                .iter()
-                .filter(|(slot, _)| !value_slots.contains(slot))
-                .filter_map(|&(_, r)| sched_of_row[r])
-                .collect();
-            let why = grouping(pick, options, machine.pmus).err();
-            request.metrics.push(SchedMetric {
-                name: model.str(model.metrics[pick.metric].name).to_string(),
-                events,
-                threshold_events,
-                grouped: why.is_none(),
-                pack: packs(pick, options),
-            });
+            let rows =
+                self.pick_rows(pick, machine, options, show_tools, &mut request, &mut sched_of_row);
             root_rows.push(rows);
         }
         let schedule = schedule::schedule(&request, machine.pmus, options.strategy);
+        let group_rows = self.add_scheduled_groups(&schedule, &request, &sched_of_row);
+        self.group_software_inputs(&root_rows, &sched_of_row);
+        self.add_roots(picks, &schedule, &root_rows, &group_rows);
+        self.note_retire_latency(first_root, machine);
+        self.request = request;
+        self.schedule = Some(schedule);
+    }
+
+    /// The rows (by input slot) `pick` reads, resolved on `machine` and added where new; its
+    /// hardware events and the metric itself go into the scheduler's `request`
+    /// (`sched_of_row`: each row's event there).
+    fn pick_rows(
+        &mut self,
+        pick: &Pick,
+        machine: &Machine<'_>,
+        options: &PlanOptions,
+        show_tools: bool,
+        request: &mut Request,
+        sched_of_row: &mut Vec<Option<usize>>,
+    ) -> Vec<(u16, usize)> {
+        let model = pick.model;
+        if !self.probes.iter().any(|(m, _)| std::ptr::eq(*m, model)) {
+            self.probes.push((model, machine_probes(model, machine)));
+        }
+        let probes = self.probes_of(model).to_vec();
+        let value_slots = needed_slots(model, pick.metric, &self.literals, &probes, false);
+        let slots = needed_slots(model, pick.metric, &self.literals, &probes, options.thresholds);
+        let mut rows = Vec::new();
+        for slot in slots {
+            let id = &model.ids[slot as usize];
+            if id.kind == IdKind::Probe {
+                continue;
+            }
+            let row = self.input_row(model, id, machine, show_tools, request, sched_of_row);
+            rows.push((slot, row));
+        }
+        sched_of_row.resize(self.rows.len(), None);
+        let events: Vec<usize> = rows
+            .iter()
+            .filter(|(slot, _)| value_slots.contains(slot))
+            .filter_map(|&(_, r)| sched_of_row[r])
+            .collect();
+        let threshold_events: Vec<usize> = rows
+            .iter()
+            .filter(|(slot, _)| !value_slots.contains(slot))
+            .filter_map(|&(_, r)| sched_of_row[r])
+            .collect();
+        let why = grouping(pick, options, machine.pmus).err();
+        request.metrics.push(SchedMetric {
+            name: model.str(model.metrics[pick.metric].name).to_string(),
+            events,
+            threshold_events,
+            grouped: why.is_none(),
+            pack: packs(pick, options),
+        });
+        rows
+    }
+
+    /// The row of input `id`: the one already resolved to the same counter, box set, tool or
+    /// name, else a new row, whose hardware event joins the scheduler's `request`.
+    fn input_row(
+        &mut self,
+        model: &'static Model,
+        id: &Id,
+        machine: &Machine<'_>,
+        show_tools: bool,
+        request: &mut Request,
+        sched_of_row: &mut Vec<Option<usize>>,
+    ) -> usize {
+        let name = id_name(model, id);
+        let resolution = resolve_id(model, id, machine.sysfs, machine.env);
+        let key = match &resolution {
+            Resolution::Counter(e) => Key::Counter(e.attr.clone(), e.cpus.clone()),
+            Resolution::Boxes(b) => {
+                Key::Boxes(b[0].event.attr.clone(), b.iter().map(|b| b.event.attr.type_).collect())
+            }
+            Resolution::Tool(t) => Key::Tool(*t),
+            Resolution::RetireLatency | Resolution::Missing(_) => Key::Named(name.clone()),
+        };
+        match self.find(&key) {
+            Some(row) => {
+                if matches!(self.rows[row].source, Source::Tool(_)) && show_tools {
+                    self.rows[row].show = true;
+                }
+                row
+            }
+            None => {
+                let show = show_tools || !matches!(resolution, Resolution::Tool(_));
+                let pmu_name = match &resolution {
+                    Resolution::Counter(e) => counter_pmu(e, machine.sysfs),
+                    // Scheduled on box 0; every box gets the same groups.
+                    Resolution::Boxes(b) => counter_pmu(&b[0].event, machine.sysfs),
+                    _ => None,
+                };
+                let row = self.add(resolution, name.clone(), show);
+                sched_of_row.resize(self.rows.len(), None);
+                if let Some(pmu_name) = pmu_name
+                    && let Some((p, demand)) = demand_of(model, id, &pmu_name, machine.pmus)
+                {
+                    request.events.push(SchedEvent { name, pmu: Some(p), demand });
+                    sched_of_row[row] = Some(request.events.len() - 1);
+                }
+                row
+            }
+        }
+    }
+
+    /// Turns the scheduled groups into spec groups: the first group an event is in uses its
+    /// row, later ones a copy. Returns each scheduled group's rows.
+    fn add_scheduled_groups(
+        &mut self,
+        schedule: &Schedule,
+        request: &Request,
+        sched_of_row: &[Option<usize>],
+    ) -> Vec<Vec<usize>> {
         let row_of_sched: Vec<usize> = {
             let mut v = vec![usize::MAX; request.events.len()];
             for (r, s) in sched_of_row.iter().enumerate() {
@@ -1152,8 +1197,7 @@ impl Plan {
             }
             v
         };
-        // Groups become specs: the first group an event is in uses its row, later ones a copy
-        // (as do rows already in a user's `-e` group).
+        // Rows already in a user's `-e` group count as used.
         let mut used: Vec<bool> = (0..self.rows.len())
             .map(|r| match self.rows[r].source {
                 Source::Counter(s) => self.groups.iter().any(|g| g.contains(&s)),
@@ -1190,6 +1234,16 @@ impl Plan {
             group_rows.push(rows);
         }
         self.replicate_box_groups(first_group);
+        group_rows
+    }
+
+    /// Puts the software and msr inputs of the roots (`root_rows`) that no group holds into
+    /// one group.
+    fn group_software_inputs(
+        &mut self,
+        root_rows: &[Vec<(u16, usize)>],
+        sched_of_row: &[Option<usize>],
+    ) {
         // Software and msr inputs of metrics share one group: they take no hardware counter
         // and may join any group. Other counterless PMUs (cstate, power) are separate
         // hardware PMUs the kernel will not mix in one group, so they are opened alone.
@@ -1215,7 +1269,16 @@ impl Plan {
             soft.sort_by_key(|&s| (crate::default_rank(&names[s]), s));
             self.groups.push(soft);
         }
-        // Roots: each reads its inputs from its own group.
+    }
+
+    /// Adds a root per pick: each reads its inputs from its own group.
+    fn add_roots(
+        &mut self,
+        picks: &[Pick],
+        schedule: &Schedule,
+        root_rows: &[Vec<(u16, usize)>],
+        group_rows: &[Vec<usize>],
+    ) {
         for (i, pick) in picks.iter().enumerate() {
             let model = pick.model;
             let placement = schedule.placements[i].clone();
@@ -1233,6 +1296,11 @@ impl Plan {
             }
             self.roots.push(Root { model, metric: pick.metric, slot_rows, placement });
         }
+    }
+
+    /// Hosts the roots from `first_root` on, and lists the retire latencies they read, with a
+    /// warning that they are not sampled.
+    fn note_retire_latency(&mut self, first_root: usize, machine: &Machine<'_>) {
         for r in first_root..self.roots.len() {
             let probes = self.probes_of(self.roots[r].model).to_vec();
             self.host_root(r, &probes);
@@ -1278,8 +1346,6 @@ impl Plan {
         if !retire.is_empty() {
             self.warnings.push(Warning::RetireLatencyUnsampled { metrics: retire });
         }
-        self.request = request;
-        self.schedule = Some(schedule);
     }
 }
 

@@ -666,140 +666,105 @@ fn cells(plan: &Plan, r: usize, row: &Row, peers: &[Peer<'_>], ctx: &ViewContext
 }
 
 fn builtin_cells(me: &Peer<'_>, peers: &[Peer<'_>], ctx: &ViewContext<'_>, out: &mut Vec<Cell>) {
-    let ratio = |out: &mut Vec<Cell>, den: StatType, thresholds: [f64; 3], label: &str, name| {
-        let d = find_stat(peers, me, den);
-        if me.value != 0.0 && d != 0.0 {
-            let v = me.value / d * 100.0;
-            out.push(Cell {
-                value: v,
-                fmt: Some(Fmt::PERCENT),
-                label: Some(label.into()),
-                colour: Some(ratio_colour(thresholds, v)),
-                source: builtin_source(name, label),
-                error: None,
-            });
-        } else {
-            out.push(Cell::blank(label, builtin_source(name, label)));
-        }
+    let ratio = |den: StatType, thresholds: [f64; 3], label: &str, name: &str| {
+        ratio_cell(me, find_stat(peers, me, den), thresholds, label, name)
     };
     const MISS: [f64; 3] = [20.0, 10.0, 5.0];
-    match me.stat {
+    let cell = match me.stat {
         StatType::Nsecs => {
-            let label = "CPUs utilized";
-            let source = builtin_source("cpus_utilized", label);
-            if ctx.wall_ns != 0.0 {
-                out.push(Cell {
-                    value: me.raw / ctx.wall_ns,
-                    fmt: Some(Fmt::RATE),
-                    label: Some(label.into()),
-                    colour: None,
-                    source,
-                    error: None,
-                });
-            } else {
-                out.push(Cell::blank(label, source));
-            }
+            let value = me.raw / ctx.wall_ns;
+            builtin_cell(ctx.wall_ns != 0.0, value, Fmt::RATE, "CPUs utilized", "cpus_utilized")
         }
         StatType::Cycles => {
             let nsecs = find_stat(peers, me, StatType::Nsecs);
-            let source = builtin_source("ghz", "GHz");
-            if me.value != 0.0 && nsecs != 0.0 {
-                out.push(Cell {
-                    value: me.value / nsecs,
-                    fmt: Some(Fmt::RATE),
-                    label: Some("GHz".into()),
-                    colour: None,
-                    source,
-                    error: None,
-                });
-            } else {
-                out.push(Cell::blank("GHz", source));
-            }
+            let known = me.value != 0.0 && nsecs != 0.0;
+            builtin_cell(known, me.value / nsecs, Fmt::RATE, "GHz", "ghz")
         }
         StatType::Instructions => {
             let cycles = find_stat(peers, me, StatType::Cycles);
-            let label = "insn per cycle";
-            let source = builtin_source("insn_per_cycle", label);
-            if cycles != 0.0 {
-                out.push(Cell {
-                    value: me.value / cycles,
-                    fmt: Some(Fmt::PER_INSN),
-                    label: Some(label.into()),
-                    colour: None,
-                    source,
-                    error: None,
-                });
-            } else {
-                out.push(Cell::blank(label, source));
-            }
+            let (label, name) = ("insn per cycle", "insn_per_cycle");
+            out.push(builtin_cell(cycles != 0.0, me.value / cycles, Fmt::PER_INSN, label, name));
             let stalled = find_stat(peers, me, StatType::StalledFront).max(find_stat(
                 peers,
                 me,
                 StatType::StalledBack,
             ));
-            if stalled != 0.0 && me.value != 0.0 {
-                let label = "stalled cycles per insn";
-                out.push(Cell {
-                    value: stalled / me.value,
-                    fmt: Some(Fmt::PER_INSN),
-                    label: Some(label.into()),
-                    colour: None,
-                    source: builtin_source("stalled_cycles_per_insn", label),
-                    error: None,
-                });
+            if stalled == 0.0 || me.value == 0.0 {
+                return;
             }
+            let (label, name) = ("stalled cycles per insn", "stalled_cycles_per_insn");
+            builtin_cell(true, stalled / me.value, Fmt::PER_INSN, label, name)
         }
         StatType::StalledFront => ratio(
-            out,
             StatType::Cycles,
             [50.0, 30.0, 10.0],
             "frontend cycles idle",
             "frontend_cycles_idle",
         ),
         StatType::StalledBack => ratio(
-            out,
             StatType::Cycles,
             [75.0, 50.0, 20.0],
             "backend cycles idle",
             "backend_cycles_idle",
         ),
         StatType::BranchMisses => {
-            ratio(out, StatType::Branches, MISS, "of all branches", "branch_miss_rate")
+            ratio(StatType::Branches, MISS, "of all branches", "branch_miss_rate")
         }
         StatType::CacheMisses => {
-            ratio(out, StatType::CacheRefs, MISS, "of all cache refs", "cache_miss_rate")
+            ratio(StatType::CacheRefs, MISS, "of all cache refs", "cache_miss_rate")
         }
         StatType::L1dMiss => {
-            ratio(out, StatType::L1Dcache, MISS, "of all L1-dcache accesses", "l1d_miss_rate")
+            ratio(StatType::L1Dcache, MISS, "of all L1-dcache accesses", "l1d_miss_rate")
         }
         StatType::L1iMiss => {
-            ratio(out, StatType::L1Icache, MISS, "of all L1-icache accesses", "l1i_miss_rate")
+            ratio(StatType::L1Icache, MISS, "of all L1-icache accesses", "l1i_miss_rate")
         }
         StatType::LlMiss => {
-            ratio(out, StatType::LlCache, MISS, "of all LL-cache accesses", "llc_miss_rate")
+            ratio(StatType::LlCache, MISS, "of all LL-cache accesses", "llc_miss_rate")
         }
         StatType::DtlbMiss => {
-            ratio(out, StatType::DtlbCache, MISS, "of all dTLB cache accesses", "dtlb_miss_rate")
+            ratio(StatType::DtlbCache, MISS, "of all dTLB cache accesses", "dtlb_miss_rate")
         }
         StatType::ItlbMiss => {
-            ratio(out, StatType::ItlbCache, MISS, "of all iTLB cache accesses", "itlb_miss_rate")
+            ratio(StatType::ItlbCache, MISS, "of all iTLB cache accesses", "itlb_miss_rate")
         }
         _ => {
             // Any other event: per second of the clock event, in K, M or G as it grows.
             let nsecs = find_stat(peers, me, StatType::Nsecs);
-            if nsecs != 0.0 {
-                let (value, prefix) = convert_unit(1e9 * me.value / nsecs);
-                let label = format!("{prefix}/sec");
-                out.push(Cell {
-                    value,
-                    fmt: Some(Fmt::RATE),
-                    label: Some(label.clone()),
-                    colour: None,
-                    source: builtin_source("per_sec", &label),
-                    error: None,
-                });
+            if nsecs == 0.0 {
+                return;
             }
+            let (value, prefix) = convert_unit(1e9 * me.value / nsecs);
+            builtin_cell(true, value, Fmt::RATE, &format!("{prefix}/sec"), "per_sec")
         }
+    };
+    out.push(cell);
+}
+
+/// A built-in metric's cell `label` (source `name`): `value` printed with `fmt` when it is
+/// `known`, else blank.
+fn builtin_cell(known: bool, value: f64, fmt: Fmt, label: &str, name: &str) -> Cell {
+    let source = builtin_source(name, label);
+    if !known {
+        return Cell::blank(label, source);
+    }
+    Cell { value, fmt: Some(fmt), label: Some(label.into()), colour: None, source, error: None }
+}
+
+/// A built-in miss or stall ratio: `me` as a percentage of `den`, coloured by `thresholds`
+/// (blank when either is 0).
+fn ratio_cell(me: &Peer<'_>, den: f64, thresholds: [f64; 3], label: &str, name: &str) -> Cell {
+    if me.value == 0.0 || den == 0.0 {
+        return Cell::blank(label, builtin_source(name, label));
+    }
+    let v = me.value / den * 100.0;
+    Cell {
+        value: v,
+        fmt: Some(Fmt::PERCENT),
+        label: Some(label.into()),
+        colour: Some(ratio_colour(thresholds, v)),
+        source: builtin_source(name, label),
+        error: None,
     }
 }
 

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, Weak};
 use proptest::prelude::*;
 use tmetric_catalog::Model;
 use tmetric_engine::{
-    Evaluator, Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Sample, Select,
+    Evaluator, Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Root, Sample,
+    Select,
 };
 use tmetric_runtime::{Counters, Environment, Sysfs, Target};
 use tmetric_sim::{Machine as SimMachine, SimKernel};
@@ -91,6 +92,48 @@ struct Outcome {
     problems: Vec<String>,
 }
 
+/// The true value of `root`: the metric over the simulator's exact counts for the same
+/// `ns` on `cpus`.
+fn true_value(
+    tree: &Tree,
+    plan: &Plan,
+    root: &Root,
+    kernel: &SimKernel,
+    cpus: &[u32],
+    ns: u64,
+    literals: [f64; tmetric_model::Literal::COUNT],
+) -> f64 {
+    let mut evaluator = Evaluator::new(tree.model);
+    evaluator.literals = literals;
+    for (slot, row) in root.slot_rows.iter().enumerate() {
+        let Some(r) = row else { continue };
+        let row = &plan.rows[*r];
+        // An uncore event sums its boxes; `source_count()` is how many.
+        evaluator.source_counts[slot] = plan.source_count(*r);
+        evaluator.values[slot] = match &row.source {
+            tmetric_engine::Source::Counter(_) => row
+                .specs()
+                .iter()
+                .map(|&s| {
+                    let spec = &plan.specs[s];
+                    let on: Vec<u32> = match &spec.cpus {
+                        Some(mask) => cpus.iter().copied().filter(|c| mask.contains(c)).collect(),
+                        None => cpus.to_vec(),
+                    };
+                    on.iter()
+                        .map(|&c| kernel.true_count(&spec.attr, c, ns).unwrap_or(0) as f64)
+                        .sum::<f64>()
+                })
+                .sum(),
+            tmetric_engine::Source::Tool(_) => ns as f64 / 1e9,
+            // Not sampled: 0, as perf 6.12 reads it without --record-tpebs.
+            tmetric_engine::Source::RetireLatency => plan.retire_latency_of(&row.name),
+            _ => f64::NAN,
+        };
+    }
+    evaluator.evaluate(tree.model, &[root.metric]).remove(0).value
+}
+
 fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
     let sysfs = Sysfs::new(&tree.sys);
     let env = Environment::probe(&sysfs, &tree.proc_root);
@@ -140,38 +183,7 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
         if !result.missing.is_empty() || !matches!(root.placement, Placement::Together { .. }) {
             continue;
         }
-        // The true value: the metric over the simulator's exact counts for the same time.
-        let mut evaluator = Evaluator::new(tree.model);
-        evaluator.literals = literals;
-        for (slot, row) in root.slot_rows.iter().enumerate() {
-            let Some(r) = row else { continue };
-            let row = &plan.rows[*r];
-            // An uncore event sums its boxes; `source_count()` is how many.
-            evaluator.source_counts[slot] = plan.source_count(*r);
-            evaluator.values[slot] = match &row.source {
-                tmetric_engine::Source::Counter(_) => row
-                    .specs()
-                    .iter()
-                    .map(|&s| {
-                        let spec = &plan.specs[s];
-                        let on: Vec<u32> = match &spec.cpus {
-                            Some(mask) => {
-                                cpus.iter().copied().filter(|c| mask.contains(c)).collect()
-                            }
-                            None => cpus.clone(),
-                        };
-                        on.iter()
-                            .map(|&c| kernel.true_count(&spec.attr, c, ns).unwrap_or(0) as f64)
-                            .sum::<f64>()
-                    })
-                    .sum(),
-                tmetric_engine::Source::Tool(_) => ns as f64 / 1e9,
-                // Not sampled: 0, as perf 6.12 reads it without --record-tpebs.
-                tmetric_engine::Source::RetireLatency => plan.retire_latency_of(&row.name),
-                _ => f64::NAN,
-            };
-        }
-        let truth = evaluator.evaluate(tree.model, &[root.metric]).remove(0).value;
+        let truth = true_value(tree, &plan, root, &kernel, &cpus, ns, literals);
         checked += 1;
         // Counts are whole numbers per CPU, scaled by enabled/running: an input counted n
         // times on c CPUs is known to about c/n, and events the workload makes rare count a few hundred times in a

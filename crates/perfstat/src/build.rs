@@ -203,95 +203,100 @@ impl Builder {
                     Some(Timed { seconds, source: TimeSource::SysLine { line } });
                 self.run_used = true;
             }
-            Item::Row(raw) => {
-                // perf never prints a negative count or a run share outside 0-100%: such a
-                // row is damaged, and its value must not reach a metric (negative rates).
-                let bad = match (raw.value, raw.running_pct) {
-                    (Count::Counted(v), _) if v < 0.0 || !v.is_finite() => Some(format!(
-                        "the count {} is not a non-negative number",
-                        tmetric_text::quote(&raw.count_text)
-                    )),
-                    (_, Some(p)) if !(0.0..=100.0).contains(&p) => {
-                        Some(format!("the run share {p:.2}% is outside 0-100%"))
-                    }
-                    // perf prints 0.00% for rows that never ran (`<not counted>`, or 0 in the
-                    // CSV layout); a non-zero count that never ran cannot be.
-                    (Count::Counted(v), Some(p)) if p == 0.0 && v != 0.0 => Some(format!(
-                        "the count {} ran 0.00% of the time",
-                        tmetric_text::quote(&raw.count_text)
-                    )),
-                    _ => None,
-                };
-                if let Some(why) = bad {
-                    let message = format!("{why}; row {} skipped", tmetric_text::quote(&raw.event));
-                    warnings.push((crate::Warning { line: raw.line, message }, FROM_BUILDER));
-                    return;
-                }
-                // Rows after a run's footer belong to a new run (logs concatenated without
-                // headers, as `perf stat ... 2>>log` twice produces).
-                if self.runs.last().is_some_and(|r| r.elapsed.is_some()) {
-                    self.new_run();
-                }
-                self.run_used = true;
-                self.run_rows = true;
-                let run = self.run_for(&raw.prefix);
-                let block = self.block_for(run, &raw.prefix);
-                let raw = *raw;
-                let key = match raw.key {
-                    Some(key) => key,
-                    None => match self.key_cache.get(raw.event.as_str()) {
-                        Some(key) => key.clone(),
-                        None => {
-                            let key = EventKey::from_perf(&raw.event);
-                            self.key_cache.insert(raw.event.clone(), key.clone());
-                            key
-                        }
-                    },
-                };
-                let rows = &mut self.batch[block].rows;
-                rows.push(Row {
-                    line: raw.line,
-                    value: raw.value,
-                    count_text: raw.count_text,
-                    unit: raw.unit,
-                    event: raw.event,
-                    key,
-                    cgroup: raw.cgroup,
-                    running_pct: raw.running_pct,
-                    variance_pct: raw.variance_pct,
-                    group: 0,
-                    metrics: raw.metrics,
-                });
-                let target = Target::Row(rows.len() - 1);
-                self.targets[block] = Some(target);
-                self.last_target = Some((block, target));
-            }
-            Item::Metric { prefix, metric } => {
-                let has_prefix = prefix.interval.is_some() || prefix.aggr.is_some();
-                let (block, target) = if metric.header.is_some() {
-                    let run = self.run_for(&prefix);
-                    (self.block_for(run, &prefix), Target::Loose)
-                } else {
-                    let run = self.current_run();
-                    let known = self
-                        .batch_block(run, &prefix)
-                        .and_then(|b| self.targets[b].map(|t| (b, t)));
-                    match known {
-                        Some(found) if has_prefix => found,
-                        _ => match self.last_target {
-                            Some(found) => found,
-                            None => (self.block_for(run, &prefix), Target::Loose),
-                        },
-                    }
-                };
-                match target {
-                    Target::Row(row) => self.batch[block].rows[row].metrics.push(metric),
-                    Target::Loose => self.batch[block].loose_metrics.push(metric),
-                }
-                self.targets[block] = Some(target);
-                self.last_target = Some((block, target));
-            }
+            Item::Row(raw) => self.push_row(raw, warnings),
+            Item::Metric { prefix, metric } => self.push_metric(prefix, metric),
         }
+    }
+
+    /// Places a counter row in its run and block (a damaged one is skipped with a warning).
+    fn push_row(&mut self, raw: Box<RawRow>, warnings: &mut Vec<Noted>) {
+        // perf never prints a negative count or a run share outside 0-100%: such a
+        // row is damaged, and its value must not reach a metric (negative rates).
+        let bad = match (raw.value, raw.running_pct) {
+            (Count::Counted(v), _) if v < 0.0 || !v.is_finite() => Some(format!(
+                "the count {} is not a non-negative number",
+                tmetric_text::quote(&raw.count_text)
+            )),
+            (_, Some(p)) if !(0.0..=100.0).contains(&p) => {
+                Some(format!("the run share {p:.2}% is outside 0-100%"))
+            }
+            // perf prints 0.00% for rows that never ran (`<not counted>`, or 0 in the
+            // CSV layout); a non-zero count that never ran cannot be.
+            (Count::Counted(v), Some(p)) if p == 0.0 && v != 0.0 => Some(format!(
+                "the count {} ran 0.00% of the time",
+                tmetric_text::quote(&raw.count_text)
+            )),
+            _ => None,
+        };
+        if let Some(why) = bad {
+            let message = format!("{why}; row {} skipped", tmetric_text::quote(&raw.event));
+            warnings.push((crate::Warning { line: raw.line, message }, FROM_BUILDER));
+            return;
+        }
+        // Rows after a run's footer belong to a new run (logs concatenated without
+        // headers, as `perf stat ... 2>>log` twice produces).
+        if self.runs.last().is_some_and(|r| r.elapsed.is_some()) {
+            self.new_run();
+        }
+        self.run_used = true;
+        self.run_rows = true;
+        let run = self.run_for(&raw.prefix);
+        let block = self.block_for(run, &raw.prefix);
+        let raw = *raw;
+        let key = match raw.key {
+            Some(key) => key,
+            None => match self.key_cache.get(raw.event.as_str()) {
+                Some(key) => key.clone(),
+                None => {
+                    let key = EventKey::from_perf(&raw.event);
+                    self.key_cache.insert(raw.event.clone(), key.clone());
+                    key
+                }
+            },
+        };
+        let rows = &mut self.batch[block].rows;
+        rows.push(Row {
+            line: raw.line,
+            value: raw.value,
+            count_text: raw.count_text,
+            unit: raw.unit,
+            event: raw.event,
+            key,
+            cgroup: raw.cgroup,
+            running_pct: raw.running_pct,
+            variance_pct: raw.variance_pct,
+            group: 0,
+            metrics: raw.metrics,
+        });
+        let target = Target::Row(rows.len() - 1);
+        self.targets[block] = Some(target);
+        self.last_target = Some((block, target));
+    }
+
+    /// Attaches a metric line to the row it continues, or to its block as a loose metric.
+    fn push_metric(&mut self, prefix: Prefix, metric: PrintedMetric) {
+        let has_prefix = prefix.interval.is_some() || prefix.aggr.is_some();
+        let (block, target) = if metric.header.is_some() {
+            let run = self.run_for(&prefix);
+            (self.block_for(run, &prefix), Target::Loose)
+        } else {
+            let run = self.current_run();
+            let known =
+                self.batch_block(run, &prefix).and_then(|b| self.targets[b].map(|t| (b, t)));
+            match known {
+                Some(found) if has_prefix => found,
+                _ => match self.last_target {
+                    Some(found) => found,
+                    None => (self.block_for(run, &prefix), Target::Loose),
+                },
+            }
+        };
+        match target {
+            Target::Row(row) => self.batch[block].rows[row].metrics.push(metric),
+            Target::Loose => self.batch[block].loose_metrics.push(metric),
+        }
+        self.targets[block] = Some(target);
+        self.last_target = Some((block, target));
     }
 
     /// The block of the open batch for `prefix` in `run`, if it has one.

@@ -54,34 +54,7 @@ pub(crate) fn read_line(
     }
     let field = |i: usize| fields.get(i).map(|(_, f)| f.trim());
 
-    let mut prefix = Prefix::default();
-    let mut idx = 0;
-    if fields.len() > 3
-        && let Some(t) = field(0).and_then(parse_timestamp)
-    {
-        prefix.interval = Some(t);
-        idx = 1;
-    }
-    let value_like = |i: usize| {
-        field(i).is_some_and(|f| f.is_empty() || looks_numeric(f) || f.starts_with("<not "))
-    };
-    if let Some(id) = field(idx) {
-        if let Some(kind) = aggr_kind(id) {
-            let mut aggr = Aggr { kind: kind.clone(), id: id.to_string(), cpus: None };
-            idx += 1;
-            if kind != AggrKind::Cpu
-                && let Some(cpus) = field(idx).and_then(parse_uint)
-                && value_like(idx + 1)
-            {
-                aggr.cpus = u32::try_from(cpus).ok();
-                idx += 1;
-            }
-            prefix.aggr = Some(aggr);
-        } else if !id.is_empty() && is_thread_id(id) && value_like(idx + 1) {
-            prefix.aggr = Some(Aggr { kind: AggrKind::Thread, id: id.to_string(), cpus: None });
-            idx += 1;
-        }
-    }
+    let (prefix, idx) = prefix_fields(&fields);
     let has_prefix = prefix.interval.is_some()
         || prefix.aggr.as_ref().is_some_and(|a| a.kind != AggrKind::Thread);
     let Some(value_text) = field(idx) else {
@@ -111,30 +84,87 @@ pub(crate) fn read_line(
         return Ok(noise(trimmed, "not a perf stat -x row"));
     }
 
-    // The row as split, and rejoined where a decimal comma split it: first when the log's
-    // decimal mark is `,`, else when the row as split does not read.
-    let comma_decimals = sep == "," && numbers.decimal.as_ref().is_some_and(|d| d.mark == ',');
-    let split = (!comma_decimals).then(|| row(&fields, idx, n, sep, line));
-    let read = match split {
-        Some(Ok(parts)) => Ok(parts),
-        split => {
-            let joined = if sep == "," { rejoin_decimal_commas(&fields, idx) } else { None };
-            match (joined.map(|j| row(&j, idx, n, sep, line)), split) {
-                (Some(Ok(parts)), _) => Ok(parts),
-                (_, Some(err)) => err,
-                (Some(err), None) => err,
-                (None, None) => row(&fields, idx, n, sep, line),
-            }
-        }
-    };
-    let parts = match read {
+    let parts = match read_parts(&fields, idx, n, sep, line, numbers) {
         Ok(parts) => parts,
         Err(_) if !marked && !plausible_event(field(idx + 2).unwrap_or("")) => {
             return Ok(noise(trimmed, "not a perf stat -x row"));
         }
         Err(err) => return Err(err),
     };
-    let at = fields[idx].0;
+    row_item(parts, prefix, fields[idx].0, n, numbers).map(Line::Item)
+}
+
+/// The `-I` timestamp and aggregation id (with its CPU count) that start a row, and the
+/// index of the field after them.
+fn prefix_fields(fields: &[Field]) -> (Prefix, usize) {
+    let field = |i: usize| fields.get(i).map(|(_, f)| f.trim());
+    let mut prefix = Prefix::default();
+    let mut idx = 0;
+    if fields.len() > 3
+        && let Some(t) = field(0).and_then(parse_timestamp)
+    {
+        prefix.interval = Some(t);
+        idx = 1;
+    }
+    let value_like = |i: usize| {
+        field(i).is_some_and(|f| f.is_empty() || looks_numeric(f) || f.starts_with("<not "))
+    };
+    if let Some(id) = field(idx) {
+        if let Some(kind) = aggr_kind(id) {
+            let mut aggr = Aggr { kind: kind.clone(), id: id.to_string(), cpus: None };
+            idx += 1;
+            if kind != AggrKind::Cpu
+                && let Some(cpus) = field(idx).and_then(parse_uint)
+                && value_like(idx + 1)
+            {
+                aggr.cpus = u32::try_from(cpus).ok();
+                idx += 1;
+            }
+            prefix.aggr = Some(aggr);
+        } else if !id.is_empty() && is_thread_id(id) && value_like(idx + 1) {
+            prefix.aggr = Some(Aggr { kind: AggrKind::Thread, id: id.to_string(), cpus: None });
+            idx += 1;
+        }
+    }
+    (prefix, idx)
+}
+
+/// The row's fields from the value (`fields[idx]`) on, as split, and rejoined where a
+/// decimal comma split them: first when the log's decimal mark is `,`, else when the row as
+/// split does not read.
+fn read_parts(
+    fields: &[Field],
+    idx: usize,
+    n: usize,
+    sep: &str,
+    line: &str,
+    numbers: &Numbers,
+) -> Result<Parts, LineError> {
+    let comma_decimals = sep == "," && numbers.decimal.as_ref().is_some_and(|d| d.mark == ',');
+    let split = (!comma_decimals).then(|| row(fields, idx, n, sep, line));
+    match split {
+        Some(Ok(parts)) => Ok(parts),
+        split => {
+            let joined = if sep == "," { rejoin_decimal_commas(fields, idx) } else { None };
+            match (joined.map(|j| row(&j, idx, n, sep, line)), split) {
+                (Some(Ok(parts)), _) => Ok(parts),
+                (_, Some(err)) => err,
+                (Some(err), None) => err,
+                (None, None) => row(fields, idx, n, sep, line),
+            }
+        }
+    }
+}
+
+/// The row from its fields (the value at byte `at`), its numbers held to the log's
+/// convention.
+fn row_item(
+    parts: Parts,
+    prefix: Prefix,
+    at: usize,
+    n: usize,
+    numbers: &mut Numbers,
+) -> Result<Item, LineError> {
     let accept = |numbers: &mut Numbers, marks, text: &str| {
         numbers.accept(marks, n, text).map_err(|m| LineError::new(n, at, m))
     };
@@ -171,7 +201,7 @@ pub(crate) fn read_line(
         }
         metrics.push(PrintedMetric::new(n, mv, if mu == "(null)" { "" } else { mu }, None));
     }
-    let item = Item::Row(Box::new(RawRow {
+    Ok(Item::Row(Box::new(RawRow {
         line: n,
         prefix,
         value,
@@ -183,8 +213,7 @@ pub(crate) fn read_line(
         running_pct: parse_value(&parts.running).map(|v| v.0),
         variance_pct: parts.variance.as_deref().and_then(parse_percent).map(|v| v.0),
         metrics,
-    }));
-    Ok(Line::Item(item))
+    })))
 }
 
 fn noise(_trimmed: &str, why: &'static str) -> Line {

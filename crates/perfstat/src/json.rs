@@ -14,6 +14,7 @@
 //! and objects without any of perf's keys (a benchmark's own JSON), are noise.
 
 use std::fmt;
+use std::ops::ControlFlow;
 
 use crate::build::{Item, Prefix, RawRow};
 use crate::error::LineError;
@@ -136,16 +137,75 @@ pub(crate) fn read_line(line: &str, n: usize, numbers: &mut Numbers) -> Result<L
         return Ok(Line::Nothing);
     }
     let offset = line.len() - line.trim_start().len();
-    let noise = |why: &'static str| Line::Noise(why);
+    let object = match parse_object(trimmed, offset, n)? {
+        ControlFlow::Break(done) => return Ok(done),
+        ControlFlow::Continue(object) => object,
+    };
+    let fields = Fields { object: &object, trimmed, offset, n };
+    let prefix = fields.prefix(numbers)?;
+    for k in ["metric-unit", "unit", "event", "cgroup", "metricgroup"] {
+        if let Some(v) = fields.get(k)
+            && !matches!(v, Value::String(_) | Value::Null)
+        {
+            return Err(fields.wrong_type(k, "a string"));
+        }
+    }
+    let metric = fields.metric(numbers)?;
+
+    let Some(counter) = fields.get("counter-value") else {
+        return Ok(match metric {
+            Some(metric) => Line::Item(Item::Metric { prefix, metric }),
+            None => Line::Nothing,
+        });
+    };
+    let (value, count_text) = fields.count(counter, numbers)?;
+    let event = match fields.get("event") {
+        Some(Value::String(e)) if !e.trim().is_empty() => e.clone(),
+        Some(Value::String(_)) => return Err(fields.key_error("event", "is empty")),
+        None => {
+            return Err(LineError::new(
+                n,
+                offset,
+                "object has `counter-value` but no `event` (expected perf stat -j output)",
+            ));
+        }
+        Some(_) => return Err(fields.wrong_type("event", "a string")),
+    };
+    let unit = fields.string("unit").filter(|u| u != "(null)").unwrap_or_default();
+    let running_pct = fields.number("pcnt-running", numbers)?;
+    let variance_pct = fields.number("variance", numbers)?;
+    Ok(Line::Item(Item::Row(Box::new(RawRow {
+        line: n,
+        prefix,
+        value,
+        count_text,
+        unit,
+        event,
+        key: None,
+        cgroup: fields.string("cgroup"),
+        running_pct,
+        variance_pct,
+        metrics: metric.into_iter().filter(|m| m.header.is_none()).collect(),
+    }))))
+}
+
+/// Parses the line (`trimmed`, starting at byte `offset`) as one JSON object, repairing
+/// perf's bare `nan` and decimal commas; breaks with noise for a line that is not perf's.
+fn parse_object(
+    trimmed: &str,
+    offset: usize,
+    n: usize,
+) -> Result<ControlFlow<Line, Object>, LineError> {
+    let noise = |why: &'static str| Ok(ControlFlow::Break(Line::Noise(why)));
     if !trimmed.starts_with('{') {
-        return Ok(noise("not a perf stat -j object"));
+        return noise("not a perf stat -j object");
     }
     let perf_like = PERF_KEYS.iter().any(|k| trimmed.contains(&format!("\"{k}\"")));
     let object: Object = match serde_json::from_str(trimmed) {
         Ok(o) => o,
         Err(first) => match serde_json::from_str(&repair(trimmed)) {
             Ok(o) => o,
-            Err(_) if !perf_like => return Ok(noise("not a perf stat -j object")),
+            Err(_) if !perf_like => return noise("not a perf stat -j object"),
             Err(_) => {
                 let message = first.to_string();
                 let suffix = format!(" at line {} column {}", first.line(), first.column());
@@ -164,142 +224,142 @@ pub(crate) fn read_line(line: &str, n: usize, numbers: &mut Numbers) -> Result<L
         },
     };
     if !object.0.iter().any(|(k, _)| PERF_KEYS.contains(&k.as_str())) {
-        return Ok(noise("a JSON object without perf stat's keys"));
+        return noise("a JSON object without perf stat's keys");
     }
-    let get = |k: &str| object.get(k);
-    let key_error = |k: &str, what: &str| {
-        let col = trimmed.find(&format!("\"{k}\"")).map_or(offset, |c| offset + c);
-        LineError::new(n, col, format!("key `{k}` {what}"))
-    };
-    let wrong_type = |k: &str, want: &str| {
-        let found = get(k).map_or("missing", type_name);
-        key_error(k, &format!("is {found}, expected {want}"))
-    };
-    let string = |k: &str| match get(k) {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(num)) => Some(num.to_string()),
-        _ => None,
-    };
-    let number = |k: &str, numbers: &mut Numbers| -> Result<Option<f64>, LineError> {
-        match get(k) {
+    Ok(ControlFlow::Continue(object))
+}
+
+/// An object of line `n` (text `trimmed`, starting at byte `offset`), read key by key with
+/// errors that point at the key.
+struct Fields<'a> {
+    object: &'a Object,
+    trimmed: &'a str,
+    offset: usize,
+    n: usize,
+}
+
+impl Fields<'_> {
+    fn get(&self, k: &str) -> Option<&Value> {
+        self.object.get(k)
+    }
+
+    fn key_error(&self, k: &str, what: &str) -> LineError {
+        let col = self.trimmed.find(&format!("\"{k}\"")).map_or(self.offset, |c| self.offset + c);
+        LineError::new(self.n, col, format!("key `{k}` {what}"))
+    }
+
+    fn wrong_type(&self, k: &str, want: &str) -> LineError {
+        let found = self.get(k).map_or("missing", type_name);
+        self.key_error(k, &format!("is {found}, expected {want}"))
+    }
+
+    /// A string key (or a number, as text).
+    fn string(&self, k: &str) -> Option<String> {
+        match self.get(k) {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(num)) => Some(num.to_string()),
+            _ => None,
+        }
+    }
+
+    /// A number key, or a string holding a number in the log's convention.
+    fn number(&self, k: &str, numbers: &mut Numbers) -> Result<Option<f64>, LineError> {
+        match self.get(k) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(num)) => Ok(num.as_f64()),
             Some(Value::String(s)) => match parse_value(s) {
                 Some((v, marks)) => {
-                    numbers.accept(marks, n, s).map_err(|m| key_error(k, &m))?;
+                    numbers.accept(marks, self.n, s).map_err(|m| self.key_error(k, &m))?;
                     Ok(Some(v))
                 }
-                None => Err(key_error(k, &format!("holds `{s}`, which is not a number"))),
+                None => Err(self.key_error(k, &format!("holds `{s}`, which is not a number"))),
             },
-            Some(_) => Err(wrong_type(k, "a number")),
+            Some(_) => Err(self.wrong_type(k, "a number")),
         }
-    };
+    }
 
-    let mut prefix = Prefix::default();
-    if get("interval").is_some() {
-        prefix.interval = Some(match get("interval") {
-            Some(Value::Number(num)) => num.as_f64().unwrap_or(f64::NAN),
-            Some(Value::String(s)) => crate::number::parse_plain(s)
-                .ok_or_else(|| key_error("interval", "is not a number"))?,
-            _ => return Err(wrong_type("interval", "a number")),
-        });
-    }
-    let aggr_keys = [
-        ("cpu", AggrKind::Cpu),
-        ("core", AggrKind::Core),
-        ("die", AggrKind::Die),
-        ("socket", AggrKind::Socket),
-        ("node", AggrKind::Node),
-        ("cluster", AggrKind::Cluster),
-        ("cache", AggrKind::Cache),
-        ("thread", AggrKind::Thread),
-    ];
-    for (k, kind) in aggr_keys {
-        if get(k).is_some() {
-            let id = string(k).ok_or_else(|| wrong_type(k, "a string"))?;
-            let id = if kind == AggrKind::Cpu && !id.starts_with("CPU") {
-                format!("CPU{id}")
-            } else {
-                id
-            };
-            let cpus = number("aggregate-number", numbers)?
-                .and_then(|c| (c >= 0.0 && c <= f64::from(u32::MAX)).then_some(c as u32));
-            prefix.aggr = Some(Aggr { kind, id, cpus });
-            break;
+    /// `interval` and the aggregation key with its `aggregate-number`.
+    fn prefix(&self, numbers: &mut Numbers) -> Result<Prefix, LineError> {
+        let mut prefix = Prefix::default();
+        if self.get("interval").is_some() {
+            prefix.interval = Some(match self.get("interval") {
+                Some(Value::Number(num)) => num.as_f64().unwrap_or(f64::NAN),
+                Some(Value::String(s)) => crate::number::parse_plain(s)
+                    .ok_or_else(|| self.key_error("interval", "is not a number"))?,
+                _ => return Err(self.wrong_type("interval", "a number")),
+            });
         }
-    }
-    for k in ["metric-unit", "unit", "event", "cgroup", "metricgroup"] {
-        if let Some(v) = get(k)
-            && !matches!(v, Value::String(_) | Value::Null)
-        {
-            return Err(wrong_type(k, "a string"));
+        let aggr_keys = [
+            ("cpu", AggrKind::Cpu),
+            ("core", AggrKind::Core),
+            ("die", AggrKind::Die),
+            ("socket", AggrKind::Socket),
+            ("node", AggrKind::Node),
+            ("cluster", AggrKind::Cluster),
+            ("cache", AggrKind::Cache),
+            ("thread", AggrKind::Thread),
+        ];
+        for (k, kind) in aggr_keys {
+            if self.get(k).is_some() {
+                let id = self.string(k).ok_or_else(|| self.wrong_type(k, "a string"))?;
+                let id = if kind == AggrKind::Cpu && !id.starts_with("CPU") {
+                    format!("CPU{id}")
+                } else {
+                    id
+                };
+                let cpus = self
+                    .number("aggregate-number", numbers)?
+                    .and_then(|c| (c >= 0.0 && c <= f64::from(u32::MAX)).then_some(c as u32));
+                prefix.aggr = Some(Aggr { kind, id, cpus });
+                break;
+            }
         }
+        Ok(prefix)
     }
-    let metric = {
-        let unit = string("metric-unit").unwrap_or_default();
-        let value = match get("metric-value") {
+
+    /// The metric (`metric-value`, `metric-unit`, a `Default` group's `metricgroup`), if the
+    /// object carries one.
+    fn metric(&self, numbers: &mut Numbers) -> Result<Option<PrintedMetric>, LineError> {
+        let unit = self.string("metric-unit").unwrap_or_default();
+        let value = match self.get("metric-value") {
             Some(Value::Null) | None => String::new(),
-            Some(Value::String(_) | Value::Number(_)) => string("metric-value").unwrap_or_default(),
-            Some(_) => return Err(wrong_type("metric-value", "a string or a number")),
+            Some(Value::String(_) | Value::Number(_)) => {
+                self.string("metric-value").unwrap_or_default()
+            }
+            Some(_) => return Err(self.wrong_type("metric-value", "a string or a number")),
         };
         if let Some((_, marks)) = parse_metric_value(&value) {
-            numbers.accept(marks, n, &value).map_err(|m| key_error("metric-value", &m))?;
+            numbers
+                .accept(marks, self.n, &value)
+                .map_err(|m| self.key_error("metric-value", &m))?;
         }
-        let header = string("metricgroup");
+        let header = self.string("metricgroup");
         let has_label = !unit.is_empty() && unit != "(null)";
-        (has_label || header.is_some() && !value.is_empty())
-            .then(|| PrintedMetric::new(n, &value, &unit, header))
-    };
+        Ok((has_label || header.is_some() && !value.is_empty())
+            .then(|| PrintedMetric::new(self.n, &value, &unit, header)))
+    }
 
-    let Some(counter) = get("counter-value") else {
-        return Ok(match metric {
-            Some(metric) => Line::Item(Item::Metric { prefix, metric }),
-            None => Line::Nothing,
-        });
-    };
-    let count_text = match counter {
-        Value::String(s) => s.clone(),
-        Value::Number(num) => num.to_string(),
-        _ => return Err(wrong_type("counter-value", "a string or a number")),
-    };
-    let value = match count_text.trim() {
-        "<not counted>" => Count::NotCounted,
-        "<not supported>" => Count::NotSupported,
-        text => {
-            let (count, marks) = parse_count(text)
-                .map_err(|m| key_error("counter-value", &format!("holds a bad {m}")))?;
-            numbers.accept(marks, n, text).map_err(|m| key_error("counter-value", &m))?;
-            Count::Counted(count)
-        }
-    };
-    let event = match get("event") {
-        Some(Value::String(e)) if !e.trim().is_empty() => e.clone(),
-        Some(Value::String(_)) => return Err(key_error("event", "is empty")),
-        None => {
-            return Err(LineError::new(
-                n,
-                offset,
-                "object has `counter-value` but no `event` (expected perf stat -j output)",
-            ));
-        }
-        Some(_) => return Err(wrong_type("event", "a string")),
-    };
-    let unit = string("unit").filter(|u| u != "(null)").unwrap_or_default();
-    let running_pct = number("pcnt-running", numbers)?;
-    let variance_pct = number("variance", numbers)?;
-    Ok(Line::Item(Item::Row(Box::new(RawRow {
-        line: n,
-        prefix,
-        value,
-        count_text,
-        unit,
-        event,
-        key: None,
-        cgroup: string("cgroup"),
-        running_pct,
-        variance_pct,
-        metrics: metric.into_iter().filter(|m| m.header.is_none()).collect(),
-    }))))
+    /// The `counter-value` (`counter`): the count and its text.
+    fn count(&self, counter: &Value, numbers: &mut Numbers) -> Result<(Count, String), LineError> {
+        let count_text = match counter {
+            Value::String(s) => s.clone(),
+            Value::Number(num) => num.to_string(),
+            _ => return Err(self.wrong_type("counter-value", "a string or a number")),
+        };
+        let value = match count_text.trim() {
+            "<not counted>" => Count::NotCounted,
+            "<not supported>" => Count::NotSupported,
+            text => {
+                let (count, marks) = parse_count(text)
+                    .map_err(|m| self.key_error("counter-value", &format!("holds a bad {m}")))?;
+                numbers
+                    .accept(marks, self.n, text)
+                    .map_err(|m| self.key_error("counter-value", &m))?;
+                Count::Counted(count)
+            }
+        };
+        Ok((value, count_text))
+    }
 }
 
 #[cfg(test)]

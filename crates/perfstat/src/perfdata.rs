@@ -498,25 +498,7 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
                 }
                 data.events.push(event);
             }
-            RECORD_STAT => {
-                let id = b.u64(body, "a STAT id")?;
-                let Some(event) = data.events.iter().position(|e| e.ids.contains(&id)) else {
-                    return Err(DataError {
-                        offset: p,
-                        message: format!(
-                            "a STAT record names event id {id}, which no attribute has"
-                        ),
-                    });
-                };
-                pending.push(StatValue {
-                    event,
-                    cpu: b.u32(body + 8, "a STAT cpu")? as i32,
-                    thread: b.u32(body + 12, "a STAT thread")?,
-                    value: b.u64(body + 16, "a STAT value")?,
-                    enabled: b.u64(body + 24, "a STAT enabled time")?,
-                    running: b.u64(body + 32, "a STAT running time")?,
-                });
-            }
+            RECORD_STAT => pending.push(stat_value(b, data, p)?),
             RECORD_STAT_ROUND => {
                 let kind = match b.u64(body, "a STAT_ROUND type")? {
                     0 => RoundKind::Interval,
@@ -568,27 +550,53 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
                     read_feature(b, data, bit as usize, body + 8, p + size)?;
                 }
             }
-            RECORD_EVENT_UPDATE => {
-                let kind = b.u64(body, "the EVENT_UPDATE type")?;
-                let id = b.u64(body + 8, "the EVENT_UPDATE id")?;
-                let rest = b.slice(body + 16, size.saturating_sub(24), "the EVENT_UPDATE body")?;
-                if let Some(e) = data.events.iter_mut().find(|e| e.ids.contains(&id)) {
-                    match kind {
-                        0 => e.unit = Some(c_string(rest)),
-                        1 if rest.len() >= 8 => {
-                            e.scale = Some(f64::from_le_bytes(rest[..8].try_into().expect("8")));
-                        }
-                        2 => e.name = c_string(rest),
-                        3 => e.cpus = Some(cpu_map(b, body + 16, p + size)?),
-                        _ => {}
-                    }
-                }
-            }
+            RECORD_EVENT_UPDATE => event_update(b, data, p, size)?,
             _ => {}
         }
         p += size;
     }
     data.unrounded = pending;
+    Ok(())
+}
+
+/// The `PERF_RECORD_STAT` at `p`: one reading of an event the attributes name.
+fn stat_value(b: &Bytes<'_>, data: &PerfData, p: u64) -> Result<StatValue, DataError> {
+    let body = p + 8;
+    let id = b.u64(body, "a STAT id")?;
+    let Some(event) = data.events.iter().position(|e| e.ids.contains(&id)) else {
+        return Err(DataError {
+            offset: p,
+            message: format!("a STAT record names event id {id}, which no attribute has"),
+        });
+    };
+    Ok(StatValue {
+        event,
+        cpu: b.u32(body + 8, "a STAT cpu")? as i32,
+        thread: b.u32(body + 12, "a STAT thread")?,
+        value: b.u64(body + 16, "a STAT value")?,
+        enabled: b.u64(body + 24, "a STAT enabled time")?,
+        running: b.u64(body + 32, "a STAT running time")?,
+    })
+}
+
+/// The `PERF_RECORD_EVENT_UPDATE` at `p` (`size` bytes): a unit, scale, name or CPU list
+/// for the event with its id (ignored for an id no attribute has).
+fn event_update(b: &Bytes<'_>, data: &mut PerfData, p: u64, size: u64) -> Result<(), DataError> {
+    let body = p + 8;
+    let kind = b.u64(body, "the EVENT_UPDATE type")?;
+    let id = b.u64(body + 8, "the EVENT_UPDATE id")?;
+    let rest = b.slice(body + 16, size.saturating_sub(24), "the EVENT_UPDATE body")?;
+    if let Some(e) = data.events.iter_mut().find(|e| e.ids.contains(&id)) {
+        match kind {
+            0 => e.unit = Some(c_string(rest)),
+            1 if rest.len() >= 8 => {
+                e.scale = Some(f64::from_le_bytes(rest[..8].try_into().expect("8")));
+            }
+            2 => e.name = c_string(rest),
+            3 => e.cpus = Some(cpu_map(b, body + 16, p + size)?),
+            _ => {}
+        }
+    }
     Ok(())
 }
 

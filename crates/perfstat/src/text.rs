@@ -22,6 +22,8 @@
 //! `0.00 MEM_INST_RETIRED.STLB_HIT_STORES:p 0 0` (latency, event with `:p`, then two counters);
 //! such a row is read as the retire latency `X:R`.
 
+use std::ops::ControlFlow;
+
 use crate::build::{Item, Prefix, RawRow};
 use crate::error::LineError;
 use crate::key::EventKey;
@@ -104,35 +106,11 @@ pub(crate) fn read_line(
     let tail = strip_tail(full_line);
     let line = &full_line[..tail.end];
     let toks = tokens(line);
-    let Some(first) = toks.first() else {
-        return Ok(if tail.end < full_line.trim_end().len() {
-            noise(full_line, "not a perf stat counter row")
-        } else {
-            Line::Nothing
-        });
-    };
-    let trimmed = line.trim();
-
-    if first.text.starts_with('#') {
-        // `#   0.5 %  tma_x` continues a row; `#  time  counts unit events` and
-        // `# started on ...` are headers.
-        if first.text == "#" && toks.get(1).is_some_and(|t| parse_metric_value(t.text).is_some()) {
-            let metric = metric_after_hash(line, first.end(), n, None, numbers)?;
-            return Ok(Line::Item(Item::Metric { prefix: Prefix::default(), metric }));
-        }
-        return Ok(Line::Nothing);
-    }
-    if let Some(rest) = trimmed.strip_prefix("Performance counter stats for") {
-        return Ok(Line::Item(header(rest, n)));
-    }
-    if let Some(item) = footer(&toks, n, numbers)? {
-        return Ok(Line::Item(item));
-    }
-    if QUIET_PREFIXES.iter().any(|p| trimmed.starts_with(p)) {
-        return Ok(Line::Nothing);
+    if let Some(done) = line_without_count(full_line, line, &toks, tail.end, n, numbers)? {
+        return Ok(done);
     }
 
-    let (prefix, mut idx) = read_prefix(line, &toks);
+    let (prefix, idx) = read_prefix(line, &toks);
     // A `comm-tid` before a number is as likely someone's prose (`bench-2 3 times`) as
     // `--per-thread`'s column: only timestamps and the other aggregation ids are perf's marks.
     let has_prefix = prefix.interval.is_some()
@@ -148,6 +126,111 @@ pub(crate) fn read_line(
         let metric = metric_after_hash(line, tok.end(), n, None, numbers)?;
         return Ok(Line::Item(Item::Metric { prefix, metric }));
     }
+    let count = match read_count_column(line, &toks, idx, has_prefix, &tail, n, numbers)? {
+        ControlFlow::Break(done) => return Ok(done),
+        ControlFlow::Continue(count) => count,
+    };
+    let marked = count.marked;
+    for (marks, at, text) in tail.marks.iter().flatten() {
+        numbers.accept(*marks, n, text).map_err(|m| LineError::new(n, *at, m))?;
+    }
+
+    let rest_toks = &toks[count.next..];
+    let hash = rest_toks.iter().position(|t| t.text.starts_with('#'));
+    let before = &rest_toks[..hash.unwrap_or(rest_toks.len())];
+    let hash_tok = hash.map(|h| rest_toks[h]);
+    let (metrics, running_pct) = row_metrics(line, hash_tok, tail.running_pct, n, numbers)?;
+
+    let (unit, event, cgroup, key) = match event_columns(line, before, marked, count.end, n)? {
+        ControlFlow::Break(done) => return Ok(done),
+        ControlFlow::Continue(columns) => columns,
+    };
+    if !marked && !plausible_event(&event) {
+        return Ok(noise(line, "not a perf stat counter row"));
+    }
+
+    let item = Item::Row(Box::new(RawRow {
+        line: n,
+        prefix,
+        value: count.value,
+        count_text: count.text,
+        unit: if unit == "(null)" { String::new() } else { unit },
+        event,
+        key,
+        cgroup,
+        running_pct,
+        variance_pct: tail.variance_pct,
+        metrics,
+    }));
+    Ok(if marked { Line::Item(item) } else { Line::WeakRow(item) })
+}
+
+/// The lines that are not counter rows: blank, `#` comments, headers and continued metrics,
+/// the "Performance counter stats for" header, the footers and perf's own hints. `None` for
+/// a line that may be a row.
+fn line_without_count(
+    full_line: &str,
+    line: &str,
+    toks: &[Tok],
+    tail_end: usize,
+    n: usize,
+    numbers: &mut Numbers,
+) -> Result<Option<Line>, LineError> {
+    let Some(first) = toks.first() else {
+        return Ok(Some(if tail_end < full_line.trim_end().len() {
+            noise(full_line, "not a perf stat counter row")
+        } else {
+            Line::Nothing
+        }));
+    };
+    let trimmed = line.trim();
+
+    if first.text.starts_with('#') {
+        // `#   0.5 %  tma_x` continues a row; `#  time  counts unit events` and
+        // `# started on ...` are headers.
+        if first.text == "#" && toks.get(1).is_some_and(|t| parse_metric_value(t.text).is_some()) {
+            let metric = metric_after_hash(line, first.end(), n, None, numbers)?;
+            return Ok(Some(Line::Item(Item::Metric { prefix: Prefix::default(), metric })));
+        }
+        return Ok(Some(Line::Nothing));
+    }
+    if let Some(rest) = trimmed.strip_prefix("Performance counter stats for") {
+        return Ok(Some(Line::Item(header(rest, n))));
+    }
+    if let Some(item) = footer(toks, n, numbers)? {
+        return Ok(Some(Line::Item(item)));
+    }
+    if QUIET_PREFIXES.iter().any(|p| trimmed.starts_with(p)) {
+        return Ok(Some(Line::Nothing));
+    }
+    Ok(None)
+}
+
+/// A row's count, read by [`read_count_column`].
+struct CountColumn {
+    value: Count,
+    /// The count as printed.
+    text: String,
+    /// Where the count's text ends.
+    end: usize,
+    /// The index of the first word after the count.
+    next: usize,
+    /// Whether the line carries perf's marks (damage, not noise, when it cannot be read).
+    marked: bool,
+}
+
+/// Reads the count at `toks[idx]` (after the row prefix): a number, `<not counted>` or
+/// `<not supported>`; breaks with the line's reading when it cannot be a counter row.
+fn read_count_column(
+    line: &str,
+    toks: &[Tok],
+    mut idx: usize,
+    has_prefix: bool,
+    tail: &Tail<'_>,
+    n: usize,
+    numbers: &mut Numbers,
+) -> Result<ControlFlow<Line, CountColumn>, LineError> {
+    let tok = toks[idx];
     // The `#` that starts perf's metric column, if any.
     let hash = toks[idx..].iter().position(|t| t.text.starts_with('#')).map(|h| h + idx);
     // perf's marks on this line besides its shape: damage, not noise, when it cannot be read.
@@ -168,15 +251,15 @@ pub(crate) fn read_line(
         match toks.get(idx + 1).map(|t| t.text) {
             Some("counted>") => Count::NotCounted,
             Some("supported>") => Count::NotSupported,
-            _ => return Err(not_a_count(n, tok)),
+            _ => return Err(not_a_count(n, &tok)),
         }
     } else if tok.text.starts_with('<') {
         if marked {
-            return Err(not_a_count(n, tok));
+            return Err(not_a_count(n, &tok));
         }
-        return Ok(noise(line, "not a perf stat counter row"));
+        return Ok(ControlFlow::Break(noise(line, "not a perf stat counter row")));
     } else if looks_numeric(tok.text) {
-        match read_count(line, &toks, idx) {
+        match read_count(line, toks, idx) {
             Ok((v, marks, last)) => {
                 numbers
                     .accept(marks, n, &line[tok.start..toks[last].end()])
@@ -186,9 +269,14 @@ pub(crate) fn read_line(
                 Count::Counted(v)
             }
             Err(_) if !marked && only_numbers(&toks[idx..hash.unwrap_or(toks.len())]) => {
-                return Ok(noise(line, "only numbers (`--metric-only` output has no counts)"));
+                return Ok(ControlFlow::Break(noise(
+                    line,
+                    "only numbers (`--metric-only` output has no counts)",
+                )));
             }
-            Err(_) if !marked => return Ok(noise(line, "not a perf stat counter row")),
+            Err(_) if !marked => {
+                return Ok(ControlFlow::Break(noise(line, "not a perf stat counter row")));
+            }
             Err(m) => return Err(LineError::new(n, tok.start, m)),
         }
     } else if has_prefix {
@@ -198,25 +286,30 @@ pub(crate) fn read_line(
             format!("expected a count after the row prefix, found `{}`", tok.text),
         ));
     } else {
-        return loose_or_noise(line, &toks, n, numbers);
+        return loose_or_noise(line, toks, n, numbers).map(ControlFlow::Break);
     };
-    let count_start = tok.start;
-    let count_end =
-        if matches!(value, Count::Counted(_)) { toks[idx].end() } else { toks[idx + 1].end() };
-    idx += if matches!(value, Count::Counted(_)) { 1 } else { 2 };
-    let count_text = line[count_start..count_end].to_string();
-    let marked = marked || !matches!(value, Count::Counted(_));
-    for (marks, at, text) in tail.marks.iter().flatten() {
-        numbers.accept(*marks, n, text).map_err(|m| LineError::new(n, *at, m))?;
-    }
+    let counted = matches!(value, Count::Counted(_));
+    let end = if counted { toks[idx].end() } else { toks[idx + 1].end() };
+    Ok(ControlFlow::Continue(CountColumn {
+        value,
+        text: line[tok.start..end].to_string(),
+        end,
+        next: idx + if counted { 1 } else { 2 },
+        marked: marked || !counted,
+    }))
+}
 
-    let rest_toks = &toks[idx..];
-    let hash = rest_toks.iter().position(|t| t.text.starts_with('#'));
-    let before = &rest_toks[..hash.unwrap_or(rest_toks.len())];
+/// The metric perf printed after a row's `#` (`hash`), and the row's run share, which a
+/// note appended after it hid from `strip_tail` (`running_pct` otherwise).
+fn row_metrics(
+    line: &str,
+    hash: Option<Tok<'_>>,
+    mut running_pct: Option<f64>,
+    n: usize,
+    numbers: &mut Numbers,
+) -> Result<(Vec<PrintedMetric>, Option<f64>), LineError> {
     let mut metrics = Vec::new();
-    let mut running_pct = tail.running_pct;
-    if let Some(h) = hash {
-        let hash_tok = rest_toks[h];
+    if let Some(hash_tok) = hash {
         let mut metric = metric_after_hash(line, hash_tok.start + 1, n, None, numbers)?;
         // A note appended after the run share hid the share from `strip_tail`: take it back.
         if running_pct.is_none()
@@ -230,13 +323,26 @@ pub(crate) fn read_line(
             metrics.push(metric);
         }
     }
+    Ok((metrics, running_pct))
+}
 
-    // The words between the count and the metric: `[unit] event [cgroup]`.
-    let refuse = |at: usize, message: String| -> Result<Line, LineError> {
+/// A row's unit, event, cgroup and (for the TPEBS RFC's `X:p a b`) key.
+type EventColumns = (String, String, Option<String>, Option<EventKey>);
+
+/// Reads the words between the count (ending at `count_end`) and the metric:
+/// `[unit] event [cgroup]`. Breaks with noise where an unmarked line does not fit.
+fn event_columns(
+    line: &str,
+    before: &[Tok],
+    marked: bool,
+    count_end: usize,
+    n: usize,
+) -> Result<ControlFlow<Line, EventColumns>, LineError> {
+    let refuse = |at: usize, message: String| {
         if marked {
             Err(LineError::new(n, at, message))
         } else {
-            Ok(noise(line, "not a perf stat counter row"))
+            Ok(ControlFlow::Break(noise(line, "not a perf stat counter row")))
         }
     };
     for t in before {
@@ -244,7 +350,10 @@ pub(crate) fn read_line(
         let maybe_number = t.text.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c));
         if maybe_number && parse_value(t.text).is_some() && !is_rfc_counter(before, t) {
             if !marked && only_numbers(before) {
-                return Ok(noise(line, "only numbers (`--metric-only` output has no counts)"));
+                return Ok(ControlFlow::Break(noise(
+                    line,
+                    "only numbers (`--metric-only` output has no counts)",
+                )));
             }
             return refuse(
                 t.start,
@@ -255,7 +364,7 @@ pub(crate) fn read_line(
             );
         }
     }
-    let (unit, event, cgroup, key) = match before {
+    let columns = match before {
         [] => {
             return refuse(
                 count_end,
@@ -290,7 +399,9 @@ pub(crate) fn read_line(
         [unit, event, cgroup] if marked || UNITS.contains(&unit.text) => {
             (unit.text.to_string(), event.text.to_string(), Some(cgroup.text.to_string()), None)
         }
-        [_, _] | [_, _, _] => return Ok(noise(line, "not a perf stat counter row")),
+        [_, _] | [_, _, _] => {
+            return Ok(ControlFlow::Break(noise(line, "not a perf stat counter row")));
+        }
         [_, _, _, extra, ..] => {
             return refuse(
                 extra.start,
@@ -301,24 +412,7 @@ pub(crate) fn read_line(
             );
         }
     };
-    if !marked && !plausible_event(&event) {
-        return Ok(noise(line, "not a perf stat counter row"));
-    }
-
-    let item = Item::Row(Box::new(RawRow {
-        line: n,
-        prefix,
-        value,
-        count_text,
-        unit: if unit == "(null)" { String::new() } else { unit },
-        event,
-        key,
-        cgroup,
-        running_pct,
-        variance_pct: tail.variance_pct,
-        metrics,
-    }));
-    Ok(if marked { Line::Item(item) } else { Line::WeakRow(item) })
+    Ok(ControlFlow::Continue(columns))
 }
 
 fn noise(_line: &str, why: &'static str) -> Line {

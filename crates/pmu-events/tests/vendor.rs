@@ -669,9 +669,6 @@ fn check_against_python(jevents: Option<PathBuf>) {
     }
     let mut mismatches = Vec::new();
     let (mut n_events, mut n_metrics) = (0, 0);
-    // jevents.py stores an empty description like a missing one.
-    let opt = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_string);
-    let scale = |v: &Value| v.as_str().and_then(ScaleUnit::parse);
     for line in stdout.lines() {
         let record: Vec<Value> = serde_json::from_str(line).unwrap();
         let file = record[2].as_str().unwrap();
@@ -688,75 +685,14 @@ fn check_against_python(jevents: Option<PathBuf>) {
                 compare("event", "missing".into(), record[4].to_string());
                 continue;
             };
-            compare("name", e.name.to_lowercase(), record[4].as_str().unwrap().into());
-            compare("pmu", e.pmu.clone(), record[5].as_str().unwrap().into());
-            compare("event", e.encoding.clone(), record[6].as_str().unwrap().into());
-            compare(
-                "desc",
-                format!("{:?}", e.perf_desc().map(c_escape)),
-                format!("{:?}", opt(&record[7])),
-            );
-            compare(
-                "long_desc",
-                format!("{:?}", e.perf_long_desc().map(c_escape)),
-                format!("{:?}", opt(&record[8])),
-            );
-            compare(
-                "scale_unit",
-                format!("{:?}", e.scale_unit),
-                format!("{:?}", scale(&record[9])),
-            );
-            compare(
-                "flags",
-                format!("{} {}", e.per_pkg, e.deprecated),
-                format!("{} {}", record[10], record[11]),
-            );
-            compare("compat", format!("{:?}", e.compat), format!("{:?}", opt(&record[12])));
+            compare_event(e, &record, &mut compare);
         } else {
             n_metrics += 1;
             let Some(m) = metrics.get(&(file, index)) else {
                 compare("metric", "missing".into(), record[4].to_string());
                 continue;
             };
-            let constraint = m.constraint.map(|c| match c {
-                Constraint::NoGroupEvents => "1",
-                Constraint::NoGroupEventsNmi => "2",
-                Constraint::NoGroupEventsSmt => "3",
-            });
-            let aggr = m.aggr_mode.map(|a| match a {
-                AggrMode::PerChip => "1",
-                AggrMode::PerCore => "2",
-            });
-            let desc = |d: &Option<String>| {
-                d.as_deref().map(strip_period).filter(|d| !d.is_empty()).map(c_escape)
-            };
-            compare("name", m.name.clone(), record[4].as_str().unwrap().into());
-            compare("pmu", m.pmu.clone(), record[5].as_str().unwrap().into());
-            if let Some(expr) = record[6].as_str() {
-                compare("expr", m.expr.clone(), expr.into());
-            }
-            compare("threshold", format!("{:?}", m.threshold), format!("{:?}", opt(&record[7])));
-            compare("groups", m.groups.join(";"), record[8].as_str().unwrap().into());
-            compare(
-                "scale_unit",
-                format!("{:?}", m.scale_unit),
-                format!("{:?}", scale(&record[9])),
-            );
-            compare("constraint", format!("{constraint:?}"), format!("{:?}", record[10].as_str()));
-            compare("no_group", m.no_group.join(";"), record[11].as_str().unwrap().into());
-            compare(
-                "default_group",
-                format!("{:?}", m.default_group),
-                format!("{:?}", opt(&record[12])),
-            );
-            compare("compat", format!("{:?}", m.compat), format!("{:?}", opt(&record[13])));
-            compare("aggr_mode", format!("{aggr:?}"), format!("{:?}", record[14].as_str()));
-            compare("desc", format!("{:?}", desc(&m.brief)), format!("{:?}", opt(&record[15])));
-            compare(
-                "long_desc",
-                format!("{:?}", desc(&m.public)),
-                format!("{:?}", opt(&record[16])),
-            );
+            compare_metric(m, &record, &mut compare);
         }
     }
     let which =
@@ -768,6 +704,65 @@ fn check_against_python(jevents: Option<PathBuf>) {
         "record counts differ from {which}"
     );
     eprintln!("{which}: {n_events} events and {n_metrics} metrics agree");
+}
+
+/// jevents.py stores an empty description like a missing one.
+fn opt(v: &Value) -> Option<String> {
+    v.as_str().filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+fn scale(v: &Value) -> Option<ScaleUnit> {
+    v.as_str().and_then(ScaleUnit::parse)
+}
+
+/// Compares event `e` with jevents' record of it (`compare(what, ours, theirs)`).
+fn compare_event(e: &Event, record: &[Value], compare: &mut impl FnMut(&str, String, String)) {
+    compare("name", e.name.to_lowercase(), record[4].as_str().unwrap().into());
+    compare("pmu", e.pmu.clone(), record[5].as_str().unwrap().into());
+    compare("event", e.encoding.clone(), record[6].as_str().unwrap().into());
+    compare("desc", format!("{:?}", e.perf_desc().map(c_escape)), format!("{:?}", opt(&record[7])));
+    compare(
+        "long_desc",
+        format!("{:?}", e.perf_long_desc().map(c_escape)),
+        format!("{:?}", opt(&record[8])),
+    );
+    compare("scale_unit", format!("{:?}", e.scale_unit), format!("{:?}", scale(&record[9])));
+    compare(
+        "flags",
+        format!("{} {}", e.per_pkg, e.deprecated),
+        format!("{} {}", record[10], record[11]),
+    );
+    compare("compat", format!("{:?}", e.compat), format!("{:?}", opt(&record[12])));
+}
+
+/// Compares metric `m` with jevents' record of it (`compare(what, ours, theirs)`).
+fn compare_metric(m: &Metric, record: &[Value], compare: &mut impl FnMut(&str, String, String)) {
+    let constraint = m.constraint.map(|c| match c {
+        Constraint::NoGroupEvents => "1",
+        Constraint::NoGroupEventsNmi => "2",
+        Constraint::NoGroupEventsSmt => "3",
+    });
+    let aggr = m.aggr_mode.map(|a| match a {
+        AggrMode::PerChip => "1",
+        AggrMode::PerCore => "2",
+    });
+    let desc =
+        |d: &Option<String>| d.as_deref().map(strip_period).filter(|d| !d.is_empty()).map(c_escape);
+    compare("name", m.name.clone(), record[4].as_str().unwrap().into());
+    compare("pmu", m.pmu.clone(), record[5].as_str().unwrap().into());
+    if let Some(expr) = record[6].as_str() {
+        compare("expr", m.expr.clone(), expr.into());
+    }
+    compare("threshold", format!("{:?}", m.threshold), format!("{:?}", opt(&record[7])));
+    compare("groups", m.groups.join(";"), record[8].as_str().unwrap().into());
+    compare("scale_unit", format!("{:?}", m.scale_unit), format!("{:?}", scale(&record[9])));
+    compare("constraint", format!("{constraint:?}"), format!("{:?}", record[10].as_str()));
+    compare("no_group", m.no_group.join(";"), record[11].as_str().unwrap().into());
+    compare("default_group", format!("{:?}", m.default_group), format!("{:?}", opt(&record[12])));
+    compare("compat", format!("{:?}", m.compat), format!("{:?}", opt(&record[13])));
+    compare("aggr_mode", format!("{aggr:?}"), format!("{:?}", record[14].as_str()));
+    compare("desc", format!("{:?}", desc(&m.brief)), format!("{:?}", opt(&record[15])));
+    compare("long_desc", format!("{:?}", desc(&m.public)), format!("{:?}", opt(&record[16])));
 }
 
 /// jevents.py `fixdesc` trailing-period strip.

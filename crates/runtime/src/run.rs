@@ -245,53 +245,8 @@ pub fn run<S: Syscalls>(
     options: &RunOptions,
     mut on_tick: impl FnMut(&Tick<'_>) -> io::Result<()>,
 ) -> Result<RunReport, RunError> {
-    if workload.is_none() && !options.catch_signals {
-        return Err(RunError::Endless);
-    }
-    let guard = if options.catch_signals {
-        Some(SignalGuard::install(crate::signal::STOP_SIGNALS).map_err(RunError::Signals)?)
-    } else {
-        None
-    };
-    let delayed = options.delay.filter(|d| !d.is_zero());
-    if needs_enable(target) && delayed.is_none() {
-        counters.enable()?;
-    }
-    let mut start = Instant::now();
-    if let Some(w) = workload.as_mut() {
-        w.start()?;
-    }
-    // After the enable, so watching adds nothing between opening and counting.
-    let mut watch = TaskWatch::open(&options.until_gone);
-    if let Some(delay) = delayed {
-        // Wait out the delay, unless the workload ends or a signal comes first.
-        let until = Instant::now() + delay;
-        loop {
-            let now = Instant::now();
-            if now >= until {
-                break;
-            }
-            let mut fds = Vec::new();
-            fds.extend(workload.as_ref().and_then(|w| w.exit_fd()));
-            fds.extend(guard.as_ref().map(SignalGuard::fd));
-            wait_readable(&fds, Some((until - now).min(Duration::from_millis(10))));
-            if guard.as_ref().is_some_and(|g| !g.drain().is_empty()) {
-                break;
-            }
-            if let Some(w) = workload.as_mut()
-                && w.try_wait()?.is_some()
-            {
-                break;
-            }
-        }
-        if needs_enable(target) {
-            counters.enable()?;
-        }
-        start = Instant::now();
-    }
-    let mut previous = Snapshot::default();
-    let mut last_tick = start;
-    let mut ticks = 0;
+    let (guard, mut watch, start) = begin(counters, target, workload.as_deref_mut(), options)?;
+    let mut intervals = Intervals { previous: Snapshot::default(), last: start, count: 0 };
     let mut next_tick = options.interval.map(|i| start + i);
     let mut exit = None;
     let mut interrupted_by = None;
@@ -325,35 +280,17 @@ pub fn run<S: Syscalls>(
             && now >= due
         {
             samples.push(counters.read()?);
-            let mut next = due + every;
-            while next <= now {
-                next += every;
-            }
-            next_sample = Some(next);
+            next_sample = Some(next_due(due, every, now));
             continue;
         }
         if let (Some(due), Some(interval)) = (next_tick, options.interval)
             && now >= due
         {
             let snapshot = counters.read()?;
-            let counts = snapshot.since(&previous);
-            ticks += 1;
-            on_tick(&Tick {
-                number: ticks,
-                at: now - start,
-                length: now - last_tick,
-                counts: &counts,
-                last: false,
-            })?;
-            previous = snapshot;
-            last_tick = now;
-            // A late wake-up skips the missed ticks rather than firing them back to back.
-            let mut next = due + interval;
-            while next <= now {
-                next += interval;
-            }
-            next_tick = Some(next);
-            if options.interval_count.is_some_and(|n| ticks >= n) {
+            intervals.report(&snapshot, start, now, false, &mut on_tick)?;
+            intervals.previous = snapshot;
+            next_tick = Some(next_due(due, interval, now));
+            if options.interval_count.is_some_and(|n| intervals.count >= n) {
                 if let Some(w) = workload.as_mut() {
                     exit = Some(stop_workload(w)?);
                 }
@@ -363,51 +300,11 @@ pub fn run<S: Syscalls>(
             }
             continue;
         }
-        let mut fds = Vec::new();
-        let exit_fd = workload.as_ref().and_then(|w| w.exit_fd());
-        fds.extend(exit_fd);
-        fds.extend(guard.as_ref().map(SignalGuard::fd));
-        if workload.is_none() {
-            fds.extend(watch.fds());
-        }
-        let mut timeout = [next_tick, next_sample]
-            .into_iter()
-            .flatten()
-            .min()
-            .map(|due| due.saturating_duration_since(now));
-        if let Some(d) = deadline {
-            let left = d.saturating_duration_since(now);
-            timeout = Some(timeout.map_or(left, |t| t.min(left)));
-        }
-        let poll_every = if workload.is_some() && exit_fd.is_none() {
-            // No pidfd (kernel before 5.3): look for the exit regularly.
-            Some(Duration::from_millis(10))
-        } else if workload.is_none() && watch.needs_polling() {
-            // A thread without a pidfd of its own (kernel before 6.9): look in /proc.
-            Some(Duration::from_millis(20))
-        } else {
-            None
-        };
-        if let Some(every) = poll_every {
-            timeout = Some(timeout.map_or(every, |t| t.min(every)));
-        }
-        wait_readable(&fds, timeout);
-        for received in guard.as_ref().map(SignalGuard::drain).unwrap_or_default() {
-            interrupted_by = Some(received.signal);
-            if received.signal == libc::SIGUSR1 {
-                // perf 6.12 ends its run on SIGUSR1 (its workload-error handler interrupts
-                // the wait) and prints the counts; its exit sends the workload SIGTERM.
-                stopped = true;
-                continue;
-            }
-            if let Some(w) = workload.as_ref()
-                && received.from_process
-            {
-                // A terminal's Ctrl-C reached the workload already (same process group);
-                // `kill` aimed at tmetric did not, so pass it on, as the user meant the run.
-                w.signal(received.signal);
-            }
-        }
+        let due = [next_tick, next_sample, deadline].into_iter().flatten().min();
+        wait_for_news(workload.as_deref(), guard.as_ref(), &watch, due, now);
+        let (signal, stop) = take_signals(guard.as_ref(), workload.as_deref());
+        interrupted_by = signal.or(interrupted_by);
+        stopped |= stop;
     }
     let end = Instant::now();
     if needs_enable(target) {
@@ -415,20 +312,178 @@ pub fn run<S: Syscalls>(
     }
     let totals = counters.read()?;
     if options.interval.is_some() && !interval_count_reached {
-        let counts = totals.since(&previous);
-        ticks += 1;
-        on_tick(&Tick {
-            number: ticks,
-            at: end - start,
-            length: end - last_tick,
-            counts: &counts,
-            last: true,
-        })?;
+        intervals.report(&totals, start, end, true, &mut on_tick)?;
     }
     if options.sample_every.is_some() {
         samples.push(totals.clone());
     }
+    let ticks = intervals.count;
     Ok(RunReport { totals, elapsed: end - start, exit, interrupted_by, ticks, stopped, samples })
+}
+
+/// Starts a run: catches signals if asked, enables the counters and starts the workload,
+/// after `--delay` when there is one. Returns the signal guard, the watch over `-p`/`-t`
+/// targets and when counting began.
+fn begin<S: Syscalls>(
+    counters: &mut Counters<S>,
+    target: &Target,
+    mut workload: Option<&mut Workload>,
+    options: &RunOptions,
+) -> Result<(Option<SignalGuard>, TaskWatch, Instant), RunError> {
+    if workload.is_none() && !options.catch_signals {
+        return Err(RunError::Endless);
+    }
+    let guard = if options.catch_signals {
+        Some(SignalGuard::install(crate::signal::STOP_SIGNALS).map_err(RunError::Signals)?)
+    } else {
+        None
+    };
+    let delayed = options.delay.filter(|d| !d.is_zero());
+    if needs_enable(target) && delayed.is_none() {
+        counters.enable()?;
+    }
+    let mut start = Instant::now();
+    if let Some(w) = workload.as_mut() {
+        w.start()?;
+    }
+    // After the enable, so watching adds nothing between opening and counting.
+    let watch = TaskWatch::open(&options.until_gone);
+    if let Some(delay) = delayed {
+        wait_out_delay(delay, workload, guard.as_ref())?;
+        if needs_enable(target) {
+            counters.enable()?;
+        }
+        start = Instant::now();
+    }
+    Ok((guard, watch, start))
+}
+
+/// The intervals reported so far (`-I`): the reading the next one is counted from, when
+/// the last one ended and how many there were.
+struct Intervals {
+    previous: Snapshot,
+    last: Instant,
+    count: usize,
+}
+
+impl Intervals {
+    /// Reports the interval that ends at `now` with the reading `snapshot` (the run began
+    /// at `start`; `last` for the run's final one). The caller keeps `snapshot` as
+    /// `previous` when more intervals follow.
+    fn report(
+        &mut self,
+        snapshot: &Snapshot,
+        start: Instant,
+        now: Instant,
+        last: bool,
+        on_tick: &mut impl FnMut(&Tick<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let counts = snapshot.since(&self.previous);
+        self.count += 1;
+        on_tick(&Tick {
+            number: self.count,
+            at: now - start,
+            length: now - self.last,
+            counts: &counts,
+            last,
+        })?;
+        self.last = now;
+        Ok(())
+    }
+}
+
+/// Waits out `--delay`, unless the workload ends or a signal comes first.
+fn wait_out_delay(
+    delay: Duration,
+    mut workload: Option<&mut Workload>,
+    guard: Option<&SignalGuard>,
+) -> Result<(), RunError> {
+    let until = Instant::now() + delay;
+    loop {
+        let now = Instant::now();
+        if now >= until {
+            return Ok(());
+        }
+        let mut fds = Vec::new();
+        fds.extend(workload.as_ref().and_then(|w| w.exit_fd()));
+        fds.extend(guard.map(SignalGuard::fd));
+        wait_readable(&fds, Some((until - now).min(Duration::from_millis(10))));
+        if guard.is_some_and(|g| !g.drain().is_empty()) {
+            return Ok(());
+        }
+        if let Some(w) = workload.as_mut()
+            && w.try_wait()?.is_some()
+        {
+            return Ok(());
+        }
+    }
+}
+
+/// The next time a periodic action that was `due` every `every` falls after `now`: a late
+/// wake-up skips the missed ones rather than firing them back to back.
+fn next_due(due: Instant, every: Duration, now: Instant) -> Instant {
+    let mut next = due + every;
+    while next <= now {
+        next += every;
+    }
+    next
+}
+
+/// Sleeps until something the run loop acts on may have happened: the workload's exit, a
+/// signal, a watched task gone (without a workload), or `due` (the next tick, sample or
+/// deadline). Without a descriptor to wait on for an exit, it wakes regularly to look.
+fn wait_for_news(
+    workload: Option<&Workload>,
+    guard: Option<&SignalGuard>,
+    watch: &TaskWatch,
+    due: Option<Instant>,
+    now: Instant,
+) {
+    let mut fds = Vec::new();
+    let exit_fd = workload.and_then(|w| w.exit_fd());
+    fds.extend(exit_fd);
+    fds.extend(guard.map(SignalGuard::fd));
+    if workload.is_none() {
+        fds.extend(watch.fds());
+    }
+    let mut timeout = due.map(|due| due.saturating_duration_since(now));
+    let poll_every = if workload.is_some() && exit_fd.is_none() {
+        // No pidfd (kernel before 5.3): look for the exit regularly.
+        Some(Duration::from_millis(10))
+    } else if workload.is_none() && watch.needs_polling() {
+        // A thread without a pidfd of its own (kernel before 6.9): look in /proc.
+        Some(Duration::from_millis(20))
+    } else {
+        None
+    };
+    if let Some(every) = poll_every {
+        timeout = Some(timeout.map_or(every, |t| t.min(every)));
+    }
+    wait_readable(&fds, timeout);
+}
+
+/// Takes the signals that arrived: the last one's number (the run's interruption, if any)
+/// and whether one asks the run to stop the workload (SIGUSR1). Signals `kill`ed at tmetric
+/// are passed on to the workload.
+fn take_signals(guard: Option<&SignalGuard>, workload: Option<&Workload>) -> (Option<i32>, bool) {
+    let (mut last, mut stop) = (None, false);
+    for received in guard.map(SignalGuard::drain).unwrap_or_default() {
+        last = Some(received.signal);
+        if received.signal == libc::SIGUSR1 {
+            // perf 6.12 ends its run on SIGUSR1 (its workload-error handler interrupts
+            // the wait) and prints the counts; its exit sends the workload SIGTERM.
+            stop = true;
+            continue;
+        }
+        if let Some(w) = workload
+            && received.from_process
+        {
+            // A terminal's Ctrl-C reached the workload already (same process group);
+            // `kill` aimed at tmetric did not, so pass it on, as the user meant the run.
+            w.signal(received.signal);
+        }
+    }
+    (last, stop)
 }
 
 /// Ends a workload the user asked no more of: SIGTERM, then SIGKILL if it is still there

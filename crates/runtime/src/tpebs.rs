@@ -654,6 +654,113 @@ fn close_all<S: Syscalls>(sys: &mut S, opened: &[Opened]) {
     }
 }
 
+/// Opens every spec as a sampling event on its CPUs of `target` (or on the task `pid`), with
+/// a ring of `ring_bytes` of data; returns the descriptors and each spec's sample layout.
+/// Fails with the first refusal, with everything closed again.
+fn open_all<S: Syscalls>(
+    sys: &mut S,
+    specs: &[SampleSpec],
+    target: &Target,
+    options: &SamplerOptions,
+    pid: i32,
+    ring_bytes: usize,
+) -> Result<(Vec<Opened>, Vec<SampleFormat>), SamplerError> {
+    let mut opened: Vec<Opened> = Vec::new();
+    let mut formats = Vec::new();
+    for (event, spec) in specs.iter().enumerate() {
+        let mut attr = spec.attr.clone();
+        if attr.sample_type == 0 {
+            attr.sample_type = SAMPLE_TYPE;
+        }
+        let format = SampleFormat::new(attr.sample_type).map_err(|error| {
+            close_all(sys, &opened);
+            SamplerError::Format { event: spec.name.clone(), error }
+        })?;
+        formats.push(format);
+        if attr.sample_period == 0 {
+            attr.sample_period = options.frequency.max(1);
+            attr.freq = true;
+        }
+        // Wake the reader when a quarter of the ring is full; the poll interval bounds the
+        // delay otherwise.
+        attr.watermark = true;
+        attr.wakeup = (ring_bytes / 4) as u32;
+        attr.disabled = true;
+        attr.enable_on_exec = matches!(target, Target::Task { on_exec: true, .. });
+        attr.inherit = matches!(target, Target::Task { .. }) && !options.task_cpus.is_empty();
+        // The event's count of dropped samples, exact even when the kernel has not yet
+        // written the LOST record (it writes one only once the ring has room again).
+        attr.read_format = FORMAT_LOST;
+        for cpu in sample_cpus(spec, target, options) {
+            let raw_cpu = cpu.map_or(-1, |c| c as i32);
+            let mut result = sys.perf_event_open(&attr, pid, raw_cpu, -1);
+            if result == Err(Errno(libc::EINVAL)) && attr.read_format != 0 {
+                // Kernels before 6.0 refuse PERF_FORMAT_LOST; LOST records still count.
+                attr.read_format = 0;
+                result = sys.perf_event_open(&attr, pid, raw_cpu, -1);
+            }
+            match result {
+                Ok(fd) => opened.push(Opened { event, cpu, fd }),
+                Err(errno) => {
+                    close_all(sys, &opened);
+                    return Err(SamplerError::Open {
+                        event: spec.name.clone(),
+                        cpu,
+                        errno,
+                        hint: explain_open(errno),
+                    });
+                }
+            }
+        }
+    }
+    Ok((opened, formats))
+}
+
+/// The CPUs `spec` is opened on for `target` (`None`: the task on any CPU). A hybrid PMU
+/// exists only on its own CPUs (ENOENT elsewhere), for task events opened per CPU too.
+fn sample_cpus(spec: &SampleSpec, target: &Target, options: &SamplerOptions) -> Vec<Option<u32>> {
+    let allowed = |c: &&u32| spec.cpus.as_ref().is_none_or(|allowed| allowed.contains(c));
+    match target {
+        Target::Task { .. } if options.task_cpus.is_empty() => vec![None],
+        Target::Task { .. } | Target::Threads(_) => {
+            options.task_cpus.iter().filter(allowed).map(|&c| Some(c)).collect()
+        }
+        Target::Cpus(cpus) => cpus.iter().filter(allowed).map(|&c| Some(c)).collect(),
+    }
+}
+
+/// Maps a ring of `len` bytes for every opened event; on a refusal, closes everything and
+/// says which event and CPU.
+fn map_rings<S: Syscalls>(
+    sys: &mut S,
+    specs: &[SampleSpec],
+    opened: &[Opened],
+    formats: &[SampleFormat],
+    len: usize,
+) -> Result<Vec<Ring>, SamplerError> {
+    let mut rings = Vec::new();
+    for o in opened {
+        match sys.mmap(o.fd, len) {
+            Ok(mapping) => rings.push(Ring {
+                event: o.event,
+                reader: Reader::new(mapping, formats[o.event]),
+                live: true,
+            }),
+            Err(errno) => {
+                drop(rings);
+                close_all(sys, opened);
+                return Err(SamplerError::Map {
+                    event: specs[o.event].name.clone(),
+                    cpu: o.cpu,
+                    errno,
+                    hint: explain_mmap(errno),
+                });
+            }
+        }
+    }
+    Ok(rings)
+}
+
 impl<S: Syscalls> Sampler<S> {
     /// Opens every spec on every CPU of `target` (or on the task), maps the rings, starts the
     /// reader and enables the events (unless `Target::Task { on_exec: true }`, where the exec
@@ -670,8 +777,6 @@ impl<S: Syscalls> Sampler<S> {
         let data_pages = options.data_pages.max(1).next_power_of_two();
         let page = crate::ring::page_size();
         let len = page * (1 + data_pages);
-        let mut opened: Vec<Opened> = Vec::new();
-        let mut formats = Vec::new();
         let (pid, on_exec) = match target {
             Target::Task { pid, on_exec } => (*pid, *on_exec),
             Target::Cpus(_) => (-1, false),
@@ -681,87 +786,13 @@ impl<S: Syscalls> Sampler<S> {
                 ));
             }
         };
-        for (event, spec) in specs.iter().enumerate() {
-            let mut attr = spec.attr.clone();
-            if attr.sample_type == 0 {
-                attr.sample_type = SAMPLE_TYPE;
-            }
-            let format = SampleFormat::new(attr.sample_type).map_err(|error| {
-                close_all(&mut sys, &opened);
-                SamplerError::Format { event: spec.name.clone(), error }
-            })?;
-            formats.push(format);
-            if attr.sample_period == 0 {
-                attr.sample_period = options.frequency.max(1);
-                attr.freq = true;
-            }
-            // Wake the reader when a quarter of the ring is full; the poll interval bounds the
-            // delay otherwise.
-            attr.watermark = true;
-            attr.wakeup = (page * data_pages / 4) as u32;
-            attr.disabled = true;
-            attr.enable_on_exec = on_exec;
-            attr.inherit = matches!(target, Target::Task { .. }) && !options.task_cpus.is_empty();
-            // The event's count of dropped samples, exact even when the kernel has not yet
-            // written the LOST record (it writes one only once the ring has room again).
-            attr.read_format = FORMAT_LOST;
-            // A hybrid PMU exists only on its own CPUs (ENOENT elsewhere), for task events
-            // opened per CPU too.
-            let allowed = |c: &&u32| spec.cpus.as_ref().is_none_or(|allowed| allowed.contains(c));
-            let cpus: Vec<Option<u32>> = match target {
-                Target::Task { .. } if options.task_cpus.is_empty() => vec![None],
-                Target::Task { .. } | Target::Threads(_) => {
-                    options.task_cpus.iter().filter(allowed).map(|&c| Some(c)).collect()
-                }
-                Target::Cpus(cpus) => cpus.iter().filter(allowed).map(|&c| Some(c)).collect(),
-            };
-            for cpu in cpus {
-                let raw_cpu = cpu.map_or(-1, |c| c as i32);
-                let mut result = sys.perf_event_open(&attr, pid, raw_cpu, -1);
-                if result == Err(Errno(libc::EINVAL)) && attr.read_format != 0 {
-                    // Kernels before 6.0 refuse PERF_FORMAT_LOST; LOST records still count.
-                    attr.read_format = 0;
-                    result = sys.perf_event_open(&attr, pid, raw_cpu, -1);
-                }
-                match result {
-                    Ok(fd) => opened.push(Opened { event, cpu, fd }),
-                    Err(errno) => {
-                        close_all(&mut sys, &opened);
-                        return Err(SamplerError::Open {
-                            event: spec.name.clone(),
-                            cpu,
-                            errno,
-                            hint: explain_open(errno),
-                        });
-                    }
-                }
-            }
-        }
+        let (opened, formats) = open_all(&mut sys, specs, target, options, pid, page * data_pages)?;
         if opened.is_empty() {
             return Err(SamplerError::Nothing(
                 "no selected CPU is in any event's CPU list".to_string(),
             ));
         }
-        let mut rings = Vec::new();
-        for o in &opened {
-            match sys.mmap(o.fd, len) {
-                Ok(mapping) => rings.push(Ring {
-                    event: o.event,
-                    reader: Reader::new(mapping, formats[o.event]),
-                    live: true,
-                }),
-                Err(errno) => {
-                    drop(rings);
-                    close_all(&mut sys, &opened);
-                    return Err(SamplerError::Map {
-                        event: specs[o.event].name.clone(),
-                        cpu: o.cpu,
-                        errno,
-                        hint: explain_mmap(errno),
-                    });
-                }
-            }
-        }
+        let rings = map_rings(&mut sys, specs, &opened, &formats, len)?;
         let fail = |sys: &mut S, opened: &[Opened], e: std::io::Error| {
             close_all(sys, opened);
             SamplerError::Spawn(e.to_string())

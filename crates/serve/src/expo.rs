@@ -254,6 +254,30 @@ pub fn exported_value<S: Syscalls + Clone>(
 pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
     let mut f = Families::default();
     let model = c.machine.model.map(|m| m.path()).unwrap_or_default();
+    add_host(&mut f, c, &model);
+    add_status(&mut f, c);
+    add_cgroups_left_out_and_notes(&mut f, c);
+    // Families of every target, so each family's samples stay together.
+    f.family("tmetric_event", Kind::Counter, EVENT_HELP);
+    f.family("tmetric_event_enabled_seconds", Kind::Counter, ENABLED_HELP);
+    f.family("tmetric_event_running_seconds", Kind::Counter, RUNNING_HELP);
+    for (r, e) in c.exports.iter().enumerate() {
+        let help = metric_help(c, r);
+        f.family(&e.family, Kind::Gauge, &help);
+    }
+    f.family("tmetric_metric_running_ratio", Kind::Gauge, SHARE_HELP);
+    f.family("tmetric_metric_inputs_together", Kind::Gauge, TOGETHER_HELP);
+    f.family("tmetric_metric_error_bar", Kind::Gauge, BAR_HELP);
+    f.family("tmetric_metric_threshold_crossed", Kind::Gauge, THRESHOLD_HELP);
+    f.family("tmetric_metric_missing", Kind::Info, MISSING_HELP);
+    for counted in c.targets() {
+        add_target(&mut f, c, counted, &model);
+    }
+    f
+}
+
+/// The host's identity and the machine literals formulas read.
+fn add_host<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, model: &str) {
     let none = Labels::default();
     f.add(
         "tmetric_host",
@@ -261,7 +285,7 @@ pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
         "The host tmetric serve counts on: its name, CPU model in the catalogue, and the simulated PMU when counts come from a simulator",
         &none
             .with("host", &c.machine.host)
-            .with("model", &model)
+            .with("model", model)
             .with("simulated", c.machine.simulated.as_deref().unwrap_or("")),
         "1".into(),
     );
@@ -277,6 +301,11 @@ pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
             );
         }
     }
+}
+
+/// The collector's own state: intervals, CPU time, descriptors and cgroup counts.
+fn add_status<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>) {
+    let none = Labels::default();
     let s = &c.status;
     f.add(
         "tmetric_intervals",
@@ -355,6 +384,12 @@ pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
         &none,
         s.removed.to_string(),
     );
+}
+
+/// The cgroups left out and why, and the notes that belong to no target.
+fn add_cgroups_left_out_and_notes<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>) {
+    let none = Labels::default();
+    let s = &c.status;
     f.family(
         "tmetric_cgroup_left_out",
         Kind::Info,
@@ -388,111 +423,93 @@ pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
     for e in &s.errors {
         f.add("tmetric_note", Kind::Info, "", &none.with("note", e), "1".into());
     }
-    // Families of every target, so each family's samples stay together.
-    f.family("tmetric_event", Kind::Counter, EVENT_HELP);
-    f.family("tmetric_event_enabled_seconds", Kind::Counter, ENABLED_HELP);
-    f.family("tmetric_event_running_seconds", Kind::Counter, RUNNING_HELP);
-    for (r, e) in c.exports.iter().enumerate() {
-        let help = metric_help(c, r);
-        f.family(&e.family, Kind::Gauge, &help);
+}
+
+/// One target's samples (the host or a cgroup): its notes, and per unit its events and
+/// metrics.
+fn add_target<S: Syscalls + Clone>(
+    f: &mut Families,
+    c: &Collector<S>,
+    counted: &Counted<S>,
+    model: &str,
+) {
+    let Some(last) = &counted.last else { return };
+    let base = target_labels(counted);
+    for note in &last.notes {
+        f.add("tmetric_note", Kind::Info, "", &base.with("note", note), "1".into());
     }
-    f.family("tmetric_metric_running_ratio", Kind::Gauge, SHARE_HELP);
-    f.family("tmetric_metric_inputs_together", Kind::Gauge, TOGETHER_HELP);
-    f.family("tmetric_metric_error_bar", Kind::Gauge, BAR_HELP);
-    f.family("tmetric_metric_threshold_crossed", Kind::Gauge, THRESHOLD_HELP);
-    f.family("tmetric_metric_missing", Kind::Info, MISSING_HELP);
-    for counted in c.targets() {
-        let Some(last) = &counted.last else { continue };
-        let base = target_labels(counted);
-        for note in &last.notes {
-            f.add("tmetric_note", Kind::Info, "", &base.with("note", note), "1".into());
+    let tplan = counted.session.plan();
+    for unit in &last.units {
+        let ul = unit_labels(&base, unit);
+        for s in 0..tplan.specs.len() {
+            let Some((value, enabled, running)) = unit.totals[s] else { continue };
+            let name = &c.event_names[s];
+            let group =
+                c.group_of.get(s).copied().flatten().map_or("none".to_string(), |g| g.to_string());
+            let l = ul.with("event", name).with("group", &group).with("model", model);
+            f.add("tmetric_event", Kind::Counter, "", &l, value.to_string());
+            f.add(
+                "tmetric_event_enabled_seconds",
+                Kind::Counter,
+                "",
+                &l,
+                number(enabled as f64 / 1e9),
+            );
+            f.add(
+                "tmetric_event_running_seconds",
+                Kind::Counter,
+                "",
+                &l,
+                number(running as f64 / 1e9),
+            );
         }
-        let tplan = counted.session.plan();
-        for unit in &last.units {
-            let ul = unit_labels(&base, unit);
-            for s in 0..tplan.specs.len() {
-                let Some((value, enabled, running)) = unit.totals[s] else { continue };
-                let name = &c.event_names[s];
-                let group = c
-                    .group_of
-                    .get(s)
-                    .copied()
-                    .flatten()
-                    .map_or("none".to_string(), |g| g.to_string());
-                let l = ul.with("event", name).with("group", &group).with("model", &model);
-                f.add("tmetric_event", Kind::Counter, "", &l, value.to_string());
-                f.add(
-                    "tmetric_event_enabled_seconds",
-                    Kind::Counter,
+        for (r, root) in tplan.roots.iter().enumerate() {
+            let e = &c.exports[r];
+            let pmu = root.model.str(root.model.metrics[root.metric].pmu);
+            let pmu = if pmu == "cpu_core" || pmu == "cpu_atom" { pmu } else { "" };
+            let name = root.model.str(root.model.metrics[root.metric].name);
+            let ml = ul.with("model", &root.model.path()).with("pmu", pmu);
+            let per = ml.with("metric", name);
+            match exported_value(c, unit, r) {
+                Ok(v) => f.add(&e.family, Kind::Gauge, "", &ml, number(v)),
+                Err(why) => f.add(
+                    "tmetric_metric_missing",
+                    Kind::Info,
                     "",
-                    &l,
-                    number(enabled as f64 / 1e9),
-                );
-                f.add(
-                    "tmetric_event_running_seconds",
-                    Kind::Counter,
-                    "",
-                    &l,
-                    number(running as f64 / 1e9),
-                );
+                    &per.with("reason", &why),
+                    "1".into(),
+                ),
             }
-            for (r, root) in tplan.roots.iter().enumerate() {
-                let e = &c.exports[r];
-                let pmu = root.model.str(root.model.metrics[root.metric].pmu);
-                let pmu = if pmu == "cpu_core" || pmu == "cpu_atom" { pmu } else { "" };
-                let name = root.model.str(root.model.metrics[root.metric].name);
-                let ml = ul.with("model", &root.model.path()).with("pmu", pmu);
-                let per = ml.with("metric", name);
-                match exported_value(c, unit, r) {
-                    Ok(v) => f.add(&e.family, Kind::Gauge, "", &ml, number(v)),
-                    Err(why) => f.add(
-                        "tmetric_metric_missing",
-                        Kind::Info,
-                        "",
-                        &per.with("reason", &why),
-                        "1".into(),
-                    ),
+            if let Some(share) = unit.shares[r] {
+                f.add("tmetric_metric_running_ratio", Kind::Gauge, "", &per, number(share));
+            }
+            let together = counted.together.get(r).copied().unwrap_or(false);
+            f.add(
+                "tmetric_metric_inputs_together",
+                Kind::Gauge,
+                "",
+                &per,
+                u8::from(together).to_string(),
+            );
+            match unit.bars[r] {
+                Bar::Exact => f.add("tmetric_metric_error_bar", Kind::Gauge, "", &per, "0".into()),
+                Bar::Sigma(_) => {
+                    let half = unit.bars[r].half_width().unwrap_or(f64::NAN) * e.factor;
+                    f.add("tmetric_metric_error_bar", Kind::Gauge, "", &per, number(half.abs()));
                 }
-                if let Some(share) = unit.shares[r] {
-                    f.add("tmetric_metric_running_ratio", Kind::Gauge, "", &per, number(share));
-                }
-                let together = counted.together.get(r).copied().unwrap_or(false);
+                Bar::Unknown => {}
+            }
+            if let Some(crossed) = unit.results[r].threshold {
                 f.add(
-                    "tmetric_metric_inputs_together",
+                    "tmetric_metric_threshold_crossed",
                     Kind::Gauge,
                     "",
                     &per,
-                    u8::from(together).to_string(),
+                    u8::from(crossed).to_string(),
                 );
-                match unit.bars[r] {
-                    Bar::Exact => {
-                        f.add("tmetric_metric_error_bar", Kind::Gauge, "", &per, "0".into())
-                    }
-                    Bar::Sigma(_) => {
-                        let half = unit.bars[r].half_width().unwrap_or(f64::NAN) * e.factor;
-                        f.add(
-                            "tmetric_metric_error_bar",
-                            Kind::Gauge,
-                            "",
-                            &per,
-                            number(half.abs()),
-                        );
-                    }
-                    Bar::Unknown => {}
-                }
-                if let Some(crossed) = unit.results[r].threshold {
-                    f.add(
-                        "tmetric_metric_threshold_crossed",
-                        Kind::Gauge,
-                        "",
-                        &per,
-                        u8::from(crossed).to_string(),
-                    );
-                }
             }
         }
     }
-    f
 }
 
 /// The JSON view: the same numbers, by target and unit, with the metrics' units and the

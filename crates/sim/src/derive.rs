@@ -1295,7 +1295,44 @@ fn derive_phase(
         input_of: HashMap::new(),
         notes: Vec::new(),
     };
-    // Parse every metric.
+    let (mut defs, groups, parsed) = parse_metrics(model, &mut b.notes);
+    b.link_metrics(&mut defs, parsed);
+    let mut problem = Problem {
+        overrides: HashMap::new(),
+        metrics: defs,
+        inputs: std::mem::take(&mut b.inputs),
+        vars: std::mem::take(&mut b.vars),
+        deps: Vec::new(),
+    };
+    problem.compute_deps();
+    let (mut targets, tree_fractions) = phase_targets(&problem, &groups, phase);
+    pin_topdown_fields(&mut problem, machine, &tree_fractions);
+    // Tree targets start at the workload's absolute fractions.
+    for t in &mut targets {
+        if t.stage != INFO_STAGE {
+            t.value = tree_fractions[&t.metric] * 100.0 / problem.metrics[t.metric].scale;
+        }
+    }
+    solve_targets(&mut problem, &mut targets, machine);
+
+    let target_of: HashMap<usize, f64> = targets.iter().map(|t| (t.metric, t.value)).collect();
+    // Free unknowns take defaults; then repairs of metrics out of range.
+    for v in &mut problem.vars {
+        if v.value.is_none() {
+            v.value = Some(v.default);
+        }
+    }
+    repair_out_of_range(&mut problem, &target_of);
+    let (table, rep) = truth(&problem, &target_of);
+    (table, rep, b.notes)
+}
+
+/// Every metric of `model` with its valid range and TMA group, and its formula parsed
+/// (`None`, with a note, where it does not parse).
+fn parse_metrics(
+    model: &'static Model,
+    notes: &mut Vec<String>,
+) -> (Vec<MetricDef>, Vec<String>, Vec<Option<Expr>>) {
     let mut defs: Vec<MetricDef> = Vec::new();
     let mut groups: Vec<String> = Vec::new();
     let mut parsed: Vec<Option<Expr>> = Vec::new();
@@ -1306,7 +1343,7 @@ fn derive_phase(
         let expr = match formula::parse(model.str(metric.expr)) {
             Ok(e) => Some(e),
             Err(e) => {
-                b.notes.push(format!("{name}: {e}"));
+                notes.push(format!("{name}: {e}"));
                 None
             }
         };
@@ -1323,90 +1360,103 @@ fn derive_phase(
         groups.push(g);
         parsed.push(expr);
     }
-    // The core PMUs each metric's events default to.
-    let core_pmus: Vec<usize> =
-        (0..machine.pmus.len()).filter(|&i| is_core_pmu(&machine.pmus[i].class)).collect();
-    let context_of = |pmu: &str| -> Vec<usize> {
-        match machine.pmus.iter().position(|p| p.name == pmu) {
-            Some(p) if is_core_pmu(&machine.pmus[p].class) => vec![p],
-            _ => core_pmus.clone(),
+    (defs, groups, parsed)
+}
+
+impl Builder<'_> {
+    /// Links each parsed formula's identifiers to inputs: other metrics of the same PMU first,
+    /// then the model's ids (on the metric's core PMUs), literals and probes as constants.
+    fn link_metrics(&mut self, defs: &mut [MetricDef], parsed: Vec<Option<Expr>>) {
+        // The core PMUs each metric's events default to.
+        let core_pmus: Vec<usize> = (0..self.machine.pmus.len())
+            .filter(|&i| is_core_pmu(&self.machine.pmus[i].class))
+            .collect();
+        let context_of = |pmu: &str| -> Vec<usize> {
+            match self.machine.pmus.iter().position(|p| p.name == pmu) {
+                Some(p) if is_core_pmu(&self.machine.pmus[p].class) => vec![p],
+                _ => core_pmus.clone(),
+            }
+        };
+        // Link identifiers: other metrics of the same PMU first, then the model's ids.
+        let mut by_name: HashMap<(String, String), usize> = HashMap::new();
+        for (i, d) in defs.iter().enumerate() {
+            by_name.entry((d.pmu.clone(), d.name.to_ascii_lowercase())).or_insert(i);
         }
-    };
-    // Link identifiers: other metrics of the same PMU first, then the model's ids.
-    let mut by_name: HashMap<(String, String), usize> = HashMap::new();
-    for (i, d) in defs.iter().enumerate() {
-        by_name.entry((d.pmu.clone(), d.name.to_ascii_lowercase())).or_insert(i);
-    }
-    let id_slot: HashMap<&str, usize> =
-        model.ids.iter().enumerate().map(|(i, id)| (model.str(id.text), i)).collect();
-    for (m, expr) in parsed.into_iter().enumerate() {
-        let Some(mut expr) = expr else { continue };
-        let pmu = defs[m].pmu.clone();
-        let context = context_of(&pmu);
-        let mut names = Vec::new();
-        expr.names(&mut names);
-        let mut table: HashMap<String, usize> = HashMap::new();
-        for name in names {
-            let (key, input) = match &name {
-                Expr::Ident(text) => {
-                    let lower = text.to_ascii_lowercase();
-                    let metric = by_name
-                        .get(&(pmu.clone(), lower.clone()))
-                        .or_else(|| by_name.iter().find(|((_, n), _)| *n == lower).map(|(_, i)| i))
-                        .copied();
-                    let input = match metric {
-                        Some(r) if r != m => Some(Input::Metric(r)),
-                        _ => id_slot.get(text.as_str()).map(|&s| {
-                            let i = b.input(s, &context);
-                            b.inputs[i].clone()
-                        }),
-                    };
-                    (format!("i:{text}"), input.unwrap_or(Input::Const(f64::NAN)))
-                }
-                Expr::Literal(l) => (format!("l:{l}"), Input::Const(b.literal(l))),
-                Expr::Probe(f, arg) => {
-                    let v = match f {
-                        ProbeFn::HasEvent => {
-                            let ok = id_slot.get(arg.as_str()).is_some_and(|&s| {
-                                let i = b.input(s, &context);
-                                matches!(b.inputs[i], Input::Vars(_))
-                            });
-                            f64::from(u8::from(ok))
-                        }
-                        ProbeFn::StrcmpCpuid => midr_matches(machine, arg),
-                        ProbeFn::SourceCount => id_slot
-                            .get(arg.as_str())
-                            .and_then(|&s| b.locate(s, &context))
-                            .map_or(1.0, |(pmus, _, _)| pmus.len().max(1) as f64),
-                    };
-                    (format!("p:{f:?}:{arg}"), Input::Const(v))
-                }
-                _ => continue,
-            };
-            table.entry(key).or_insert_with(|| {
-                b.inputs.push(input);
-                b.inputs.len() - 1
+        let id_slot: HashMap<&str, usize> =
+            self.model.ids.iter().enumerate().map(|(i, id)| (self.model.str(id.text), i)).collect();
+        for (m, expr) in parsed.into_iter().enumerate() {
+            let Some(mut expr) = expr else { continue };
+            let pmu = defs[m].pmu.clone();
+            let context = context_of(&pmu);
+            let mut names = Vec::new();
+            expr.names(&mut names);
+            let mut table: HashMap<String, usize> = HashMap::new();
+            for name in names {
+                let (key, input) = match &name {
+                    Expr::Ident(text) => {
+                        let lower = text.to_ascii_lowercase();
+                        let metric = by_name
+                            .get(&(pmu.clone(), lower.clone()))
+                            .or_else(|| {
+                                by_name.iter().find(|((_, n), _)| *n == lower).map(|(_, i)| i)
+                            })
+                            .copied();
+                        let input = match metric {
+                            Some(r) if r != m => Some(Input::Metric(r)),
+                            _ => id_slot.get(text.as_str()).map(|&s| {
+                                let i = self.input(s, &context);
+                                self.inputs[i].clone()
+                            }),
+                        };
+                        (format!("i:{text}"), input.unwrap_or(Input::Const(f64::NAN)))
+                    }
+                    Expr::Literal(l) => (format!("l:{l}"), Input::Const(self.literal(l))),
+                    Expr::Probe(f, arg) => {
+                        let v = match f {
+                            ProbeFn::HasEvent => {
+                                let ok = id_slot.get(arg.as_str()).is_some_and(|&s| {
+                                    let i = self.input(s, &context);
+                                    matches!(self.inputs[i], Input::Vars(_))
+                                });
+                                f64::from(u8::from(ok))
+                            }
+                            ProbeFn::StrcmpCpuid => midr_matches(self.machine, arg),
+                            ProbeFn::SourceCount => id_slot
+                                .get(arg.as_str())
+                                .and_then(|&s| self.locate(s, &context))
+                                .map_or(1.0, |(pmus, _, _)| pmus.len().max(1) as f64),
+                        };
+                        (format!("p:{f:?}:{arg}"), Input::Const(v))
+                    }
+                    _ => continue,
+                };
+                table.entry(key).or_insert_with(|| {
+                    self.inputs.push(input);
+                    self.inputs.len() - 1
+                });
+            }
+            expr.link(&mut |e| {
+                let key = match e {
+                    Expr::Ident(t) => format!("i:{t}"),
+                    Expr::Literal(l) => format!("l:{l}"),
+                    Expr::Probe(f, a) => format!("p:{f:?}:{a}"),
+                    _ => return None,
+                };
+                table.get(&key).copied()
             });
+            defs[m].expr = expr;
         }
-        expr.link(&mut |e| {
-            let key = match e {
-                Expr::Ident(t) => format!("i:{t}"),
-                Expr::Literal(l) => format!("l:{l}"),
-                Expr::Probe(f, a) => format!("p:{f:?}:{a}"),
-                _ => return None,
-            };
-            table.get(&key).copied()
-        });
-        defs[m].expr = expr;
     }
-    let mut problem = Problem {
-        overrides: HashMap::new(),
-        metrics: defs,
-        inputs: std::mem::take(&mut b.inputs),
-        vars: std::mem::take(&mut b.vars),
-        deps: Vec::new(),
-    };
-    problem.compute_deps();
+}
+
+/// The propagation's targets for `phase`: each core PMU's tree level by level, each node a
+/// share of its parent's achieved value, then the workload's named metrics. Also each tree
+/// node's absolute fraction.
+fn phase_targets(
+    problem: &Problem,
+    groups: &[String],
+    phase: &PhaseSpec,
+) -> (Vec<Target>, HashMap<usize, f64>) {
     // Targets: the named metrics first (stage 0), then each core PMU's tree level by level,
     // each node a share of its parent's achieved value.
     let mut targets: Vec<Target> = Vec::new();
@@ -1415,7 +1465,7 @@ fn derive_phase(
     pmu_names.dedup();
     let mut tree_fractions: HashMap<usize, f64> = HashMap::new();
     for (tree_id, pmu) in pmu_names.iter().enumerate() {
-        let tree = build_tree(&problem.metrics, &groups, pmu);
+        let tree = build_tree(&problem.metrics, groups, pmu);
         let values = effective_tree(&tree, &problem.metrics, &phase.topdown);
         for &(m, parent, level) in &tree.nodes {
             let whole = parent.map_or(1.0, |p| values[&p]);
@@ -1448,7 +1498,15 @@ fn derive_phase(
             }
         }
     }
-    // The PERF_METRICS fields take their node's fraction of slots.
+    (targets, tree_fractions)
+}
+
+/// The PERF_METRICS fields take their node's fraction of slots.
+fn pin_topdown_fields(
+    problem: &mut Problem,
+    machine: &Machine,
+    tree_fractions: &HashMap<usize, f64>,
+) {
     for v in 0..problem.vars.len() {
         let Source::X86 { pmu, config, .. } = problem.vars[v].source else { continue };
         let code = config & 0xffff;
@@ -1473,12 +1531,11 @@ fn derive_phase(
         problem.vars[v].pinned = true;
         problem.vars[v].known = true;
     }
-    // Tree targets start at the workload's absolute fractions.
-    for t in &mut targets {
-        if t.stage != INFO_STAGE {
-            t.value = tree_fractions[&t.metric] * 100.0 / problem.metrics[t.metric].scale;
-        }
-    }
+}
+
+/// Solves the unknowns toward the targets. Where topdown fields (PERF_METRICS) are counted
+/// and their metrics subtract corrections, in two passes around fitting the fields.
+fn solve_targets(problem: &mut Problem, targets: &mut Vec<Target>, machine: &Machine) {
     // Topdown fields (PERF_METRICS) and the corrections their metrics subtract.
     let field_vars: BTreeSet<usize> = (0..problem.vars.len())
         .filter(|&v| {
@@ -1496,7 +1553,7 @@ fn derive_phase(
         })
     };
     let fielded: BTreeSet<usize> =
-        targets.iter().map(|t| t.metric).filter(|&m| own_field(&problem, m)).collect();
+        targets.iter().map(|t| t.metric).filter(|&m| own_field(problem, m)).collect();
     let reserved: BTreeSet<usize> = fielded
         .iter()
         .flat_map(|&m| problem.deps[m].iter().copied())
@@ -1511,7 +1568,7 @@ fn derive_phase(
         }
     }
     if field_vars.is_empty() || reserved.is_empty() {
-        propagate(&mut problem, &mut targets, &BTreeSet::new(), &BTreeSet::new());
+        propagate(problem, targets, &BTreeSet::new(), &BTreeSet::new());
     } else {
         // Pass 1 decides the corrections without the fields' targets; the fields are fitted
         // to them; pass 2 solves everything else again with both fixed.
@@ -1524,7 +1581,7 @@ fn derive_phase(
             .map(|t| (t.metric, t.value))
             .collect();
         problem.compute_deps();
-        propagate(&mut problem, &mut targets, &reserved, &fielded);
+        propagate(problem, targets, &reserved, &fielded);
         problem.overrides.clear();
         problem.compute_deps();
         let corrections: Vec<(usize, f64)> = reserved
@@ -1534,23 +1591,20 @@ fn derive_phase(
             })
             .collect();
         problem.vars = fresh;
-        targets = fresh_targets;
+        *targets = fresh_targets;
         for &(v, x) in &corrections {
             problem.vars[v].value = Some(x);
             problem.vars[v].pinned = true;
         }
         let machine_pmus: Vec<String> = machine.pmus.iter().map(|p| p.name.clone()).collect();
-        fit_fields(&mut problem, &targets, &field_vars, &machine_pmus);
-        propagate(&mut problem, &mut targets, &BTreeSet::new(), &BTreeSet::new());
+        fit_fields(problem, targets, &field_vars, &machine_pmus);
+        propagate(problem, targets, &BTreeSet::new(), &BTreeSet::new());
     }
+}
 
-    let target_of: HashMap<usize, f64> = targets.iter().map(|t| (t.metric, t.value)).collect();
-    // Free unknowns take defaults; then repairs of metrics out of range.
-    for v in &mut problem.vars {
-        if v.value.is_none() {
-            v.value = Some(v.default);
-        }
-    }
+/// Repairs metrics out of their valid range, nearest their targets, by moving free unknowns
+/// (or, as a last resort, solved ones when that leaves fewer metrics out of range).
+fn repair_out_of_range(problem: &mut Problem, target_of: &HashMap<usize, f64>) {
     let met_targets = |p: &Problem| {
         target_of.iter().filter(|&(&m, &t)| p.metrics[m].tree && close(p.value(m), t)).count()
     };
@@ -1592,8 +1646,8 @@ fn derive_phase(
                 .collect();
             let tier = free.len();
             free.extend(last_resort);
-            let bad_before = out_of_range(&problem);
-            let met_before = met_targets(&problem);
+            let bad_before = out_of_range(problem);
+            let met_before = met_targets(problem);
             for (i, v) in free.into_iter().enumerate() {
                 let before = problem.vars[v].value;
                 problem.solve(m, v, want);
@@ -1601,8 +1655,8 @@ fn derive_phase(
                 let fixed = after.is_finite() && after >= lo - 1e-12 && after <= hi + 1e-12;
                 if fixed
                     && (i < tier
-                        || (out_of_range(&problem) < bad_before
-                            && met_targets(&problem) >= met_before))
+                        || (out_of_range(problem) < bad_before
+                            && met_targets(problem) >= met_before))
                 {
                     problem.vars[v].pinned = true;
                     problem.vars[v].soft = false;
@@ -1616,6 +1670,13 @@ fn derive_phase(
             break;
         }
     }
+}
+
+/// The derived counts per source, and each metric's value against its target.
+fn truth(
+    problem: &Problem,
+    target_of: &HashMap<usize, f64>,
+) -> (HashMap<Source, Amount>, Vec<MetricTruth>) {
     let table = problem
         .vars
         .iter()
@@ -1642,7 +1703,7 @@ fn derive_phase(
             }
         })
         .collect();
-    (table, rep, b.notes)
+    (table, rep)
 }
 
 /// With `TMETRIC_SIM_TRACE` set, prints a derivation step to standard error.
@@ -1787,25 +1848,7 @@ fn propagate(
                 targets[o].stage < targets[t].stage && problem.deps[targets[o].metric].contains(&v)
             })
         };
-        // A reserved correction holds a provisional 0 that only the fields' own targets
-        // read as known.
-        let unknown = |p: &Problem, m: usize| -> Vec<usize> {
-            let fields_target = fielded.contains(&m);
-            p.deps[m]
-                .iter()
-                .copied()
-                .filter(|&v| {
-                    p.vars[v].value.is_none()
-                        || (!fields_target && reserved.contains(&v) && !p.vars[v].pinned)
-                })
-                .collect()
-        };
-        let readers = |v: usize, except: usize| {
-            pending
-                .iter()
-                .filter(|&&o| o != except && problem.deps[targets[o].metric].contains(&v))
-                .count()
-        };
+        let unknown = |p: &Problem, m: usize| unknowns(p, m, reserved, fielded);
         if let Some(&t) = pending.iter().find(|&&t| unknown(problem, targets[t].metric).is_empty())
         {
             trace(problem, &format!("forced {}", problem.metrics[targets[t].metric].name));
@@ -1819,8 +1862,9 @@ fn propagate(
             .copied()
             .filter_map(|t| {
                 let u = unknown(problem, targets[t].metric);
-                (u.len() == 1 && !shallower_reads(u[0], t))
-                    .then(|| (targets[t].stage, readers(u[0], t), t, u[0]))
+                (u.len() == 1 && !shallower_reads(u[0], t)).then(|| {
+                    (targets[t].stage, readers(problem, targets, &pending, u[0], t), t, u[0])
+                })
             })
             .min();
         if let Some((_, _, t, v)) = one {
@@ -1846,85 +1890,120 @@ fn propagate(
             .iter()
             .min_by_key(|&&t| (unknown(problem, targets[t].metric).len(), t))
             .expect("pending is not empty");
-        let m = targets[t].metric;
-        let us = unknown(problem, m);
-        let mut order = us.clone();
-        order.sort_by_key(|&v| (readers(v, t), std::cmp::Reverse(v)));
-        {
-            let mut vars: BTreeSet<usize> = us.iter().copied().collect();
-            let mut members: BTreeSet<usize> = BTreeSet::from([t]);
-            loop {
-                let before = (vars.len(), members.len());
-                for &o in &pending {
-                    let u = unknown(problem, targets[o].metric);
-                    if u.iter().any(|v| vars.contains(v)) && members.len() < 64 {
-                        members.insert(o);
-                        vars.extend(u);
-                    }
-                }
-                if (vars.len(), members.len()) == before || vars.len() > 48 {
-                    break;
-                }
+        fit_stuck(problem, targets, &pending, t, reserved, fielded);
+    }
+}
+
+/// The unknowns target metric `m` still has. A reserved correction holds a provisional 0
+/// that only the fields' own targets read as known.
+fn unknowns(
+    p: &Problem,
+    m: usize,
+    reserved: &BTreeSet<usize>,
+    fielded: &BTreeSet<usize>,
+) -> Vec<usize> {
+    let fields_target = fielded.contains(&m);
+    p.deps[m]
+        .iter()
+        .copied()
+        .filter(|&v| {
+            p.vars[v].value.is_none()
+                || (!fields_target && reserved.contains(&v) && !p.vars[v].pinned)
+        })
+        .collect()
+}
+
+/// How many `pending` targets other than `except` read unknown `v`.
+fn readers(p: &Problem, targets: &[Target], pending: &[usize], v: usize, except: usize) -> usize {
+    pending.iter().filter(|&&o| o != except && p.deps[targets[o].metric].contains(&v)).count()
+}
+
+/// Target `t` is stuck (the shallowest with fewest unknowns, none solvable alone): a
+/// least-squares fit over it and the open targets its unknowns connect it to chooses their
+/// values, then `t` is decided.
+fn fit_stuck(
+    problem: &mut Problem,
+    targets: &mut [Target],
+    pending: &[usize],
+    t: usize,
+    reserved: &BTreeSet<usize>,
+    fielded: &BTreeSet<usize>,
+) {
+    let m = targets[t].metric;
+    let us = unknowns(problem, m, reserved, fielded);
+    let mut order = us.clone();
+    order.sort_by_key(|&v| (readers(problem, targets, pending, v, t), std::cmp::Reverse(v)));
+    let mut vars: BTreeSet<usize> = us.iter().copied().collect();
+    let mut members: BTreeSet<usize> = BTreeSet::from([t]);
+    loop {
+        let before = (vars.len(), members.len());
+        for &o in pending {
+            let u = unknowns(problem, targets[o].metric, reserved, fielded);
+            if u.iter().any(|v| vars.contains(v)) && members.len() < 64 {
+                members.insert(o);
+                vars.extend(u);
             }
-            let goals: Vec<(usize, f64, f64)> = members
-                .iter()
-                .map(|&o| {
-                    let w = if targets[o].stage == INFO_STAGE {
-                        0.05
-                    } else {
-                        1.0 / (1.0 + f64::from(targets[o].stage))
-                    };
-                    (targets[o].metric, targets[o].value, w)
-                })
-                .collect();
-            let vars: Vec<usize> = vars.into_iter().collect();
-            problem.least_squares(&goals, &vars);
-            let all_met = goals.iter().all(|g| close(problem.value(g.0), g.1));
-            if all_met {
-                // The fit meets every connected target: keep all of it (what it chose for the
-                // other targets' unknowns stays movable by repairs).
-                for &v in &vars {
-                    problem.vars[v].pinned = true;
-                    problem.vars[v].soft = !us.contains(&v);
-                }
-            } else {
-                // Only this target's unknowns keep the fit's values; the others are left to
-                // their own targets.
-                for &v in &vars {
-                    if !us.contains(&v) {
-                        problem.vars[v].value = None;
-                    }
-                }
-            }
-            // The fit's compromise missed this target: one of its unknowns, solved alone,
-            // may still meet it.
-            if !close(problem.value(m), targets[t].value) {
-                let saved: Vec<Option<f64>> = us.iter().map(|&v| problem.vars[v].value).collect();
-                for &cand in &order {
-                    if problem.solve(m, cand, targets[t].value) == Solve::Met {
-                        break;
-                    }
-                    for (&v, &value) in us.iter().zip(&saved) {
-                        problem.vars[v].value = value;
-                    }
-                }
-            }
-            for &v in &us {
-                problem.vars[v].pinned = true;
-            }
-            trace(
-                problem,
-                &format!(
-                    "fit {} over {:?}: met {}",
-                    problem.metrics[m].name,
-                    us.iter().map(|&v| problem.vars[v].label.as_str()).collect::<Vec<_>>(),
-                    close(problem.value(m), targets[t].value)
-                ),
-            );
-            decide(problem, targets, t);
-            continue;
+        }
+        if (vars.len(), members.len()) == before || vars.len() > 48 {
+            break;
         }
     }
+    let goals: Vec<(usize, f64, f64)> = members
+        .iter()
+        .map(|&o| {
+            let w = if targets[o].stage == INFO_STAGE {
+                0.05
+            } else {
+                1.0 / (1.0 + f64::from(targets[o].stage))
+            };
+            (targets[o].metric, targets[o].value, w)
+        })
+        .collect();
+    let vars: Vec<usize> = vars.into_iter().collect();
+    problem.least_squares(&goals, &vars);
+    let all_met = goals.iter().all(|g| close(problem.value(g.0), g.1));
+    if all_met {
+        // The fit meets every connected target: keep all of it (what it chose for the
+        // other targets' unknowns stays movable by repairs).
+        for &v in &vars {
+            problem.vars[v].pinned = true;
+            problem.vars[v].soft = !us.contains(&v);
+        }
+    } else {
+        // Only this target's unknowns keep the fit's values; the others are left to
+        // their own targets.
+        for &v in &vars {
+            if !us.contains(&v) {
+                problem.vars[v].value = None;
+            }
+        }
+    }
+    // The fit's compromise missed this target: one of its unknowns, solved alone,
+    // may still meet it.
+    if !close(problem.value(m), targets[t].value) {
+        let saved: Vec<Option<f64>> = us.iter().map(|&v| problem.vars[v].value).collect();
+        for &cand in &order {
+            if problem.solve(m, cand, targets[t].value) == Solve::Met {
+                break;
+            }
+            for (&v, &value) in us.iter().zip(&saved) {
+                problem.vars[v].value = value;
+            }
+        }
+    }
+    for &v in &us {
+        problem.vars[v].pinned = true;
+    }
+    trace(
+        problem,
+        &format!(
+            "fit {} over {:?}: met {}",
+            problem.metrics[m].name,
+            us.iter().map(|&v| problem.vars[v].label.as_str()).collect::<Vec<_>>(),
+            close(problem.value(m), targets[t].value)
+        ),
+    );
+    decide(problem, targets, t);
 }
 
 /// Sets the topdown fields so that their tree nodes meet their targets with the corrections

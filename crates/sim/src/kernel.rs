@@ -880,38 +880,9 @@ impl State {
 
     fn open(&mut self, attr: &Attr, pid: i32, cpu: i32, group_fd: i32) -> Result<i32, Errno> {
         self.sync();
-        let ncpus = self.machine.cpus.len() as i32;
-        if pid == -1 && cpu == -1 {
-            return Err(errno(libc::EINVAL));
-        }
-        if cpu < -1 || cpu >= ncpus {
-            return Err(errno(libc::EINVAL));
-        }
-        if pid < -1 {
-            return Err(errno(libc::ESRCH));
-        }
-        // PERF_FLAG_PID_CGROUP: `pid` is a cgroup's descriptor and the event counts on `cpu`
-        // while that cgroup's tasks run there (perf_cgroup_connect: a CPU is required). The
-        // simulated workload runs in every cgroup, so the event counts as a CPU event does.
-        if attr.pid_is_cgroup && cpu < 0 {
-            return Err(errno(libc::EINVAL));
-        }
+        check_open_args(attr, pid, cpu, self.machine.cpus.len() as i32)?;
+        // A cgroup event counts as a CPU event does (see `check_open_args`).
         let pid = if attr.pid_is_cgroup { -1 } else { pid };
-        // perf_copy_attr: unknown sample_type bits, WEIGHT with WEIGHT_STRUCT; then
-        // perf_event_open's frequency and period limits.
-        if attr.sample_type & !(SAMPLE_MAX - 1) != 0 {
-            return Err(errno(libc::EINVAL));
-        }
-        if attr.sample_type & ring::SAMPLE_WEIGHT != 0
-            && attr.sample_type & ring::SAMPLE_WEIGHT_STRUCT != 0
-        {
-            return Err(errno(libc::EINVAL));
-        }
-        if attr.freq && attr.sample_period > MAX_SAMPLE_RATE
-            || !attr.freq && attr.sample_period & 1 << 63 != 0
-        {
-            return Err(errno(libc::EINVAL));
-        }
         let leader_fd = if group_fd >= 0 {
             match self.events.get(&group_fd) {
                 Some(e) if !e.kernel => Some(group_fd),
@@ -946,35 +917,7 @@ impl State {
             self.group_pmu(lfd).map(|p| (cpu, p))
         });
         if let Some(lfd) = leader_fd {
-            let leader = &self.events[&lfd];
-            if leader.leader != lfd || leader.task != task {
-                return Err(errno(libc::EINVAL));
-            }
-            if task.is_none() && leader.cpu != ctx_cpu {
-                return Err(errno(libc::EINVAL));
-            }
-            if attr.pinned {
-                return Err(errno(libc::EINVAL));
-            }
-            if let (Home::Hw(p), Some(q)) = (init.home, self.group_pmu(lfd))
-                && p != q
-            {
-                return Err(errno(libc::EINVAL));
-            }
-            if task.is_some() {
-                if let (Home::Hw(_), None) = (init.home, self.group_pmu(lfd)) {
-                    // A pure software task group moves to the hardware event's CPU.
-                    let members: Vec<i32> =
-                        std::iter::once(lfd).chain(leader.siblings.iter().copied()).collect();
-                    for fd in members {
-                        if let Some(e) = self.events.get_mut(&fd) {
-                            e.cpu = ctx_cpu;
-                        }
-                    }
-                } else {
-                    ctx_cpu = leader.cpu;
-                }
-            }
+            ctx_cpu = self.join_leader(lfd, &init, attr, task, ctx_cpu)?;
         }
         // A task event counts at the rates of the CPU it is placed on.
         let rate = if cpu < 0 {
@@ -1040,6 +983,49 @@ impl State {
         self.on_leaders = None;
         self.reschedule_group(leader_fd.unwrap_or(fd));
         Ok(fd)
+    }
+
+    /// The checks of a new member of `lfd`'s group (same task, same CPU for CPU events, not
+    /// pinned, one hardware PMU); returns the CPU its context is on. A pure software task
+    /// group moves to the first hardware member's CPU.
+    fn join_leader(
+        &mut self,
+        lfd: i32,
+        init: &Init,
+        attr: &Attr,
+        task: Option<i32>,
+        ctx_cpu: u32,
+    ) -> Result<u32, Errno> {
+        let leader = &self.events[&lfd];
+        if leader.leader != lfd || leader.task != task {
+            return Err(errno(libc::EINVAL));
+        }
+        if task.is_none() && leader.cpu != ctx_cpu {
+            return Err(errno(libc::EINVAL));
+        }
+        if attr.pinned {
+            return Err(errno(libc::EINVAL));
+        }
+        if let (Home::Hw(p), Some(q)) = (init.home, self.group_pmu(lfd))
+            && p != q
+        {
+            return Err(errno(libc::EINVAL));
+        }
+        if task.is_some() {
+            if let (Home::Hw(_), None) = (init.home, self.group_pmu(lfd)) {
+                // A pure software task group moves to the hardware event's CPU.
+                let members: Vec<i32> =
+                    std::iter::once(lfd).chain(leader.siblings.iter().copied()).collect();
+                for fd in members {
+                    if let Some(e) = self.events.get_mut(&fd) {
+                        e.cpu = ctx_cpu;
+                    }
+                }
+            } else {
+                return Ok(leader.cpu);
+            }
+        }
+        Ok(ctx_cpu)
     }
 
     /// Accrues `dt` ns of the current schedule.
@@ -1412,6 +1398,43 @@ impl State {
     }
 }
 
+/// perf_event_open's checks of its arguments before it looks at the event: a task or a CPU,
+/// a CPU that exists, a pid, a CPU for a cgroup event, then (perf_copy_attr) known
+/// sample_type bits, not WEIGHT with WEIGHT_STRUCT, and the frequency and period limits.
+fn check_open_args(attr: &Attr, pid: i32, cpu: i32, ncpus: i32) -> Result<(), Errno> {
+    if pid == -1 && cpu == -1 {
+        return Err(errno(libc::EINVAL));
+    }
+    if cpu < -1 || cpu >= ncpus {
+        return Err(errno(libc::EINVAL));
+    }
+    if pid < -1 {
+        return Err(errno(libc::ESRCH));
+    }
+    // PERF_FLAG_PID_CGROUP: `pid` is a cgroup's descriptor and the event counts on `cpu`
+    // while that cgroup's tasks run there (perf_cgroup_connect: a CPU is required). The
+    // simulated workload runs in every cgroup, so the event counts as a CPU event does.
+    if attr.pid_is_cgroup && cpu < 0 {
+        return Err(errno(libc::EINVAL));
+    }
+    // perf_copy_attr: unknown sample_type bits, WEIGHT with WEIGHT_STRUCT; then
+    // perf_event_open's frequency and period limits.
+    if attr.sample_type & !(SAMPLE_MAX - 1) != 0 {
+        return Err(errno(libc::EINVAL));
+    }
+    if attr.sample_type & ring::SAMPLE_WEIGHT != 0
+        && attr.sample_type & ring::SAMPLE_WEIGHT_STRUCT != 0
+    {
+        return Err(errno(libc::EINVAL));
+    }
+    if attr.freq && attr.sample_period > MAX_SAMPLE_RATE
+        || !attr.freq && attr.sample_period & 1 << 63 != 0
+    {
+        return Err(errno(libc::EINVAL));
+    }
+    Ok(())
+}
+
 impl Syscalls for SimKernel {
     fn perf_event_open(
         &mut self,
@@ -1516,15 +1539,6 @@ fn generic_pmu(machine: &Machine, config: u64, cpu: i32) -> Result<usize, Errno>
 /// `perf_init_event` plus the PMU's `event_init` checks that do not depend on the group: where
 /// the event lives, what the counter scheduler needs of it and what it counts.
 pub(crate) fn classify(machine: &Machine, attr: &Attr, pid: i32, cpu: i32) -> Result<Init, Errno> {
-    let soft = |source: Source| Init {
-        home: Home::Soft,
-        hw: HwKind::None,
-        source: Some(source),
-        cpu: None,
-        metric: false,
-        kept: 0,
-    };
-    let sampling = attr.sample_period != 0;
     let (pmu_index, config) = match attr.type_ {
         TYPE_SOFTWARE => {
             if attr.config >= SW_MAX {
@@ -1548,41 +1562,7 @@ pub(crate) fn classify(machine: &Machine, attr: &Attr, pid: i32, cpu: i32) -> Re
             };
             (index, generic[id as usize].ok_or(errno(libc::ENOENT))?)
         }
-        TYPE_HW_CACHE => {
-            let index = generic_pmu(machine, attr.config, cpu)?;
-            let c = attr.config & 0xffff_ffff;
-            let (cache, op, result) = (c & 0xff, (c >> 8) & 0xff, (c >> 16) & 0xff);
-            if cache >= 7 || op >= 3 || result >= 2 || c >> 24 != 0 {
-                return Err(errno(libc::EINVAL));
-            }
-            // The per-model cache tables are not modelled: a generic cache event is an
-            // unconstrained GP event with its own pseudo rate.
-            let pmu = &machine.pmus[index];
-            if cpu >= 0 && !pmu.covers(cpu as u32) {
-                return Err(errno(libc::ENOENT));
-            }
-            let hw = match &pmu.class {
-                PmuClass::X86Core(core) => {
-                    x86_precise(pmu, attr)?;
-                    HwKind::X86(HwEvent {
-                        constraint: core.unconstrained(),
-                        extra: None,
-                        metric: false,
-                    })
-                }
-                // Any event number but CPU_CYCLES: a programmable counter.
-                PmuClass::Arm(_) => HwKind::Arm { config: 0xffff },
-                _ => return Err(errno(libc::ENOENT)),
-            };
-            return Ok(Init {
-                home: Home::Hw(index),
-                hw,
-                source: Some(Source::Cache { pmu: index, config: c }),
-                cpu: None,
-                metric: false,
-                kept: 0,
-            });
-        }
+        TYPE_HW_CACHE => return init_cache(machine, attr, cpu),
         other => match machine.pmu_by_type(other) {
             // arm64 has no PMU of type 4: a raw event goes to the first CPU PMU that
             // takes it.
@@ -1601,6 +1581,65 @@ pub(crate) fn classify(machine: &Machine, attr: &Attr, pid: i32, cpu: i32) -> Re
             }
         },
     };
+    init_on_pmu(machine, pmu_index, config, attr, pid, cpu)
+}
+
+/// A software event of `source`: no counter, no PMU.
+fn soft(source: Source) -> Init {
+    Init {
+        home: Home::Soft,
+        hw: HwKind::None,
+        source: Some(source),
+        cpu: None,
+        metric: false,
+        kept: 0,
+    }
+}
+
+/// A generic cache event (`PERF_TYPE_HW_CACHE`): cache, op and result within range, on a
+/// core PMU that covers `cpu`.
+fn init_cache(machine: &Machine, attr: &Attr, cpu: i32) -> Result<Init, Errno> {
+    let index = generic_pmu(machine, attr.config, cpu)?;
+    let c = attr.config & 0xffff_ffff;
+    let (cache, op, result) = (c & 0xff, (c >> 8) & 0xff, (c >> 16) & 0xff);
+    if cache >= 7 || op >= 3 || result >= 2 || c >> 24 != 0 {
+        return Err(errno(libc::EINVAL));
+    }
+    // The per-model cache tables are not modelled: a generic cache event is an
+    // unconstrained GP event with its own pseudo rate.
+    let pmu = &machine.pmus[index];
+    if cpu >= 0 && !pmu.covers(cpu as u32) {
+        return Err(errno(libc::ENOENT));
+    }
+    let hw = match &pmu.class {
+        PmuClass::X86Core(core) => {
+            x86_precise(pmu, attr)?;
+            HwKind::X86(HwEvent { constraint: core.unconstrained(), extra: None, metric: false })
+        }
+        // Any event number but CPU_CYCLES: a programmable counter.
+        PmuClass::Arm(_) => HwKind::Arm { config: 0xffff },
+        _ => return Err(errno(libc::ENOENT)),
+    };
+    Ok(Init {
+        home: Home::Hw(index),
+        hw,
+        source: Some(Source::Cache { pmu: index, config: c }),
+        cpu: None,
+        metric: false,
+        kept: 0,
+    })
+}
+
+/// The PMU's `event_init` checks for `config` on PMU `pmu_index`.
+fn init_on_pmu(
+    machine: &Machine,
+    pmu_index: usize,
+    config: u64,
+    attr: &Attr,
+    pid: i32,
+    cpu: i32,
+) -> Result<Init, Errno> {
+    let sampling = attr.sample_period != 0;
     let pmu = &machine.pmus[pmu_index];
     match &pmu.class {
         PmuClass::X86Core(core) => {
@@ -1673,38 +1712,49 @@ pub(crate) fn classify(machine: &Machine, attr: &Attr, pid: i32, cpu: i32) -> Re
             })
         }
         PmuClass::Uncore { config_mask, .. } => {
-            // uncore_pmu_event_init: CPU events only, no exclude bits; the event moves
-            // to the box's reader CPU; config bits outside the box's masks are dropped.
-            if cpu < 0 || pid != -1 || any_exclude(attr) {
-                return Err(errno(libc::EINVAL));
-            }
-            if sampling {
-                // Intel's uncore_pmu_event_init refuses sampling (EINVAL); AMD's boxes pass
-                // event_init and perf_event_open refuses them for
-                // PERF_PMU_CAP_NO_INTERRUPT (EOPNOTSUPP).
-                let amd = pmu.name.starts_with("amd_");
-                return Err(errno(if amd { libc::EOPNOTSUPP } else { libc::EINVAL }));
-            }
-            let config = config & config_mask;
-            let moved = reader_cpu(machine, pmu_index, cpu as u32);
-            let kind = box_kind(&pmu.name).to_string();
-            // Filter registers (SKX CHA's config1) select what the box counts.
-            let config1 = if pmu.formats.iter().any(|(_, f)| f.starts_with("config1")) {
-                attr.config1
-            } else {
-                0
-            };
-            Ok(Init {
-                home: Home::Hw(pmu_index),
-                hw: HwKind::Uncore { config },
-                source: Some(Source::Uncore { kind, config, config1 }),
-                cpu: moved,
-                metric: false,
-                kept: 0,
-            })
+            init_uncore(machine, pmu_index, *config_mask, config, attr, pid, cpu)
         }
         PmuClass::Builtin => Err(errno(libc::EINVAL)),
     }
+}
+
+/// uncore_pmu_event_init: CPU events only, no exclude bits, no sampling; the event moves to
+/// the box's reader CPU; config bits outside the box's masks (`config_mask`) are dropped.
+fn init_uncore(
+    machine: &Machine,
+    pmu_index: usize,
+    config_mask: u64,
+    config: u64,
+    attr: &Attr,
+    pid: i32,
+    cpu: i32,
+) -> Result<Init, Errno> {
+    let pmu = &machine.pmus[pmu_index];
+    let sampling = attr.sample_period != 0;
+    if cpu < 0 || pid != -1 || any_exclude(attr) {
+        return Err(errno(libc::EINVAL));
+    }
+    if sampling {
+        // Intel's uncore_pmu_event_init refuses sampling (EINVAL); AMD's boxes pass
+        // event_init and perf_event_open refuses them for
+        // PERF_PMU_CAP_NO_INTERRUPT (EOPNOTSUPP).
+        let amd = pmu.name.starts_with("amd_");
+        return Err(errno(if amd { libc::EOPNOTSUPP } else { libc::EINVAL }));
+    }
+    let config = config & config_mask;
+    let moved = reader_cpu(machine, pmu_index, cpu as u32);
+    let kind = box_kind(&pmu.name).to_string();
+    // Filter registers (SKX CHA's config1) select what the box counts.
+    let config1 =
+        if pmu.formats.iter().any(|(_, f)| f.starts_with("config1")) { attr.config1 } else { 0 };
+    Ok(Init {
+        home: Home::Hw(pmu_index),
+        hw: HwKind::Uncore { config },
+        source: Some(Source::Uncore { kind, config, config1 }),
+        cpu: moved,
+        metric: false,
+        kept: 0,
+    })
 }
 
 /// The `cpumask` CPU of `cpu`'s package.

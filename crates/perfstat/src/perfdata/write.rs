@@ -687,30 +687,10 @@ impl<W: Write + Seek> Writer<W> {
         if let Some(args) = &f.cmdline {
             add(FEAT_CMDLINE, Section::default().strings(args));
         }
-        let mut desc = Section::default();
-        desc.u32(self.events.len() as u32).u32(self.attr_size);
-        for e in &self.events {
-            desc.0.extend_from_slice(&e.attr.bytes(self.attr_size));
-            desc.u32(e.ids.len() as u32).string(&e.name);
-            for &id in &e.ids {
-                desc.u64(id);
-            }
-        }
-        add(FEAT_EVENT_DESC, &desc);
+        add(FEAT_EVENT_DESC, &self.event_desc());
         // NRCPUS first: perf reads the per-CPU ids of the topology for that many CPUs.
         if let (Some(t), Some(_)) = (&f.topology, f.nr_cpus) {
-            let mut s = Section::default();
-            s.strings(&t.package_cpus).strings(&t.core_cpus);
-            for &(core, socket, _) in &t.ids {
-                s.u32(core as u32).u32(socket as u32);
-            }
-            if !t.die_cpus.is_empty() {
-                s.strings(&t.die_cpus);
-                for &(_, _, die) in &t.ids {
-                    s.u32(die as u32);
-                }
-            }
-            add(FEAT_CPU_TOPOLOGY, &s);
+            add(FEAT_CPU_TOPOLOGY, &topology_section(t));
         }
         if let Some(nodes) = &f.numa {
             let mut s = Section::default();
@@ -769,17 +749,53 @@ impl<W: Write + Seek> Writer<W> {
             add(FEAT_HYBRID_TOPOLOGY, &s);
         }
         if let Some(pmus) = &f.pmu_caps {
-            let mut s = Section::default();
-            s.u32(pmus.len() as u32);
-            for (pmu, caps) in pmus {
-                s.u32(caps.len() as u32);
-                for (name, value) in caps {
-                    s.string(name).string(value);
-                }
-                s.string(pmu);
-            }
-            add(FEAT_PMU_CAPS, &s);
+            add(FEAT_PMU_CAPS, &pmu_caps_section(pmus));
         }
         out
     }
+
+    /// `HEADER_EVENT_DESC`: every event's attribute, ids and name.
+    fn event_desc(&self) -> Section {
+        let mut desc = Section::default();
+        desc.u32(self.events.len() as u32).u32(self.attr_size);
+        for e in &self.events {
+            desc.0.extend_from_slice(&e.attr.bytes(self.attr_size));
+            desc.u32(e.ids.len() as u32).string(&e.name);
+            for &id in &e.ids {
+                desc.u64(id);
+            }
+        }
+        desc
+    }
+}
+
+/// `HEADER_CPU_TOPOLOGY`: the sibling lists, each CPU's core and socket, and the dies when
+/// there are any.
+fn topology_section(t: &CpuTopology) -> Section {
+    let mut s = Section::default();
+    s.strings(&t.package_cpus).strings(&t.core_cpus);
+    for &(core, socket, _) in &t.ids {
+        s.u32(core as u32).u32(socket as u32);
+    }
+    if !t.die_cpus.is_empty() {
+        s.strings(&t.die_cpus);
+        for &(_, _, die) in &t.ids {
+            s.u32(die as u32);
+        }
+    }
+    s
+}
+
+/// `HEADER_PMU_CAPS`: each PMU's capabilities, then its name.
+fn pmu_caps_section(pmus: &[(String, Caps)]) -> Section {
+    let mut s = Section::default();
+    s.u32(pmus.len() as u32);
+    for (pmu, caps) in pmus {
+        s.u32(caps.len() as u32);
+        for (name, value) in caps {
+            s.string(name).string(value);
+        }
+        s.string(pmu);
+    }
+    s
 }

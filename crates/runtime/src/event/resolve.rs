@@ -1035,6 +1035,8 @@ impl<'a> Resolver<'a> {
         Ok(Built { event: Resolved::Counter(event), pmu: counts_on, gh: false, named })
     }
 
+    /// Applies one term of `e` on `pmu` to the event being built (`aliases`: a bare term may
+    /// name a sysfs alias, false inside an alias's own terms).
     fn apply_term(
         &self,
         pmu: &Pmu,
@@ -1044,164 +1046,223 @@ impl<'a> Resolver<'a> {
         warnings: &mut Vec<String>,
         aliases: bool,
     ) -> Result<(), Fail> {
-        let at = |err: EventError| (term.span.clone(), err);
-        let syntax = |message: String| at(EventError::Syntax { text: e.text.clone(), message });
+        if apply_builtin_term(term, b, e, warnings)? {
+            return Ok(());
+        }
+        if term.value.is_none() && self.apply_bare_term(pmu, term, b, e, warnings, aliases)? {
+            return Ok(());
+        }
         let name = term.name.as_str();
-        let number = |what: &str| -> Result<u64, Fail> {
-            match &term.value {
-                Some(TermValue::Num(n)) => Ok(*n),
-                None => Ok(1),
-                Some(TermValue::Str(s)) => Err(at(EventError::BadValue {
-                    event: e.text.clone(),
-                    term: what.to_string(),
-                    value: s.clone(),
-                    why: "is not a number (decimal or 0x hex)".into(),
-                })),
-            }
-        };
-        match name {
-            "name" => {
-                b.name = Some(match &term.value {
-                    Some(TermValue::Str(s)) => s.clone(),
-                    Some(TermValue::Num(n)) => n.to_string(),
-                    None => return Err(syntax("`name` needs a value: `name=NAME`".into())),
-                });
-                return Ok(());
-            }
-            "metric-id" => return Ok(()),
-            // Sampling periods come with vendor encodings; counting ignores them.
-            "period" => {
-                number(name)?;
-                return Ok(());
-            }
-            "percore" => {
-                number(name)?;
-                warnings.push(format!(
-                    "{}: the `percore` term is ignored: tmetric does not sum an event over the SMT siblings of a core",
-                    e.text
-                ));
-                return Ok(());
-            }
-            "config" | "config1" | "config2" | "config3" => {
-                let word = match name {
-                    "config" => 0,
-                    "config1" => 1,
-                    "config2" => 2,
-                    _ => 3,
-                };
-                b.config[word] = number(name)?;
-                if word == 0 {
-                    b.format_used = Some((name.to_string(), term.span.clone()));
-                }
-                return Ok(());
-            }
-            _ if SAMPLING_TERMS.contains(&name) => {
-                return Err(syntax(format!(
-                    "`{name}` is a sampling term, not usable when counting (perf stat refuses it too); expected format terms, config*, name or period"
-                )));
-            }
-            _ if name.starts_with('@') => {
-                return Err(syntax(format!(
-                    "driver configuration terms (`{name}`) are for AUX tracing PMUs, which tmetric does not count"
-                )));
-            }
-            _ => {}
-        }
-        if term.value.is_none() {
-            // A bare term: a format bit (`edge`, `inv`, `any`), else an event of the PMU
-            // (alias or vendor event), else a legacy hardware or cache event of this core PMU,
-            // else a raw `rNNN` config.
-            if let Some(format) = pmu.format(name) {
-                format.place(1, &mut b.config).ok_or_else(|| {
-                    at(EventError::BadValue {
-                        event: e.text.clone(),
-                        term: name.to_string(),
-                        value: "1".into(),
-                        why: "does not fit its format".into(),
-                    })
-                })?;
-                b.format_used = Some((name.to_string(), term.span.clone()));
-                return Ok(());
-            }
-            if aliases && let Some(alias) = self.alias_terms(&pmu.name, name).map_err(at)? {
-                b.unit = alias.unit.clone().or(b.unit.take());
-                b.scale = alias.scale.or(b.scale);
-                let inner = grammar::parse_terms(&alias.terms, 0).map_err(|err| {
-                    syntax(format!(
-                        "`{name}` of PMU `{}` has terms perf cannot read (`{}`): {}",
-                        pmu.name, alias.terms, err.message
-                    ))
-                })?;
-                for t in inner {
-                    let t = TermAst { span: term.span.clone(), ..t };
-                    self.apply_term(pmu, &t, b, e, warnings, false).map_err(|(span, err)| {
-                        (
-                            span,
-                            EventError::InAlias {
-                                alias: name.to_string(),
-                                terms: alias.terms.clone(),
-                                error: Box::new(err),
-                            },
-                        )
-                    })?;
-                }
-                return Ok(());
-            }
-            let core = is_core_pmu(self.sysfs, &pmu.name);
-            let ext = if self.hybrid() { u64::from(pmu.type_) << 32 } else { 0 };
-            if let Some(config) = hardware_config(name) {
-                b.hw = Some((TYPE_HARDWARE, config | ext, name.to_string()));
-                return Ok(());
-            }
-            if core && is_cache_name(name) {
-                let config = cache_config(name).map_err(syntax)?;
-                b.hw = Some((TYPE_HW_CACHE, config | ext, name.to_string()));
-                return Ok(());
-            }
-            if let Some(config) = raw_config(name) {
-                b.config[0] = config;
-                b.format_used = Some((name.to_string(), term.span.clone()));
-                return Ok(());
-            }
-        }
         let Some(format) = pmu.format(name) else {
-            let mut known: Vec<String> = pmu.formats.iter().map(|f| f.name.clone()).collect();
-            known.extend(
-                ["config", "config1", "config2", "config3", "name", "period"].map(String::from),
-            );
-            let mut known = known.join(", ");
-            let aliases = pmu.alias_names();
-            if !aliases.is_empty() {
-                known.push_str(&format!("; events: {}", aliases.join(", ")));
-            }
-            if self.tables.is_some() && is_core_pmu(self.sysfs, &pmu.name) {
-                known.push_str(" and the vendor events of `tmetric list events`");
-            }
-            return Err(at(EventError::UnknownTerm {
-                event: e.text.clone(),
-                pmu: pmu.name.clone(),
-                term: name.to_string(),
-                known,
-            }));
+            return Err(self.unknown_term(pmu, term, e));
         };
-        let value = number(name)?;
+        let value = term_number(term, e, name)?;
         format.place(value, &mut b.config).ok_or_else(|| {
-            at(EventError::BadValue {
-                event: e.text.clone(),
-                term: name.to_string(),
-                value: match &term.value {
-                    Some(TermValue::Num(n)) => format!("{n:#x}"),
-                    _ => "1".into(),
+            (
+                term.span.clone(),
+                EventError::BadValue {
+                    event: e.text.clone(),
+                    term: name.to_string(),
+                    value: match &term.value {
+                        Some(TermValue::Num(n)) => format!("{n:#x}"),
+                        _ => "1".into(),
+                    },
+                    why: format!(
+                        "does not fit the {} bits of the `{}` format",
+                        format.bits.len(),
+                        format.name
+                    ),
                 },
-                why: format!(
-                    "does not fit the {} bits of the `{}` format",
-                    format.bits.len(),
-                    format.name
-                ),
-            })
+            )
         })?;
         b.format_used = Some((name.to_string(), term.span.clone()));
         Ok(())
+    }
+
+    /// A term without a value: a format bit (`edge`, `inv`, `any`), else an event of the PMU
+    /// (alias or vendor event), else a legacy hardware or cache event of this core PMU, else
+    /// a raw `rNNN` config. False when it is none of these.
+    fn apply_bare_term(
+        &self,
+        pmu: &Pmu,
+        term: &TermAst,
+        b: &mut PmuBuild,
+        e: &EventAst,
+        warnings: &mut Vec<String>,
+        aliases: bool,
+    ) -> Result<bool, Fail> {
+        let at = |err: EventError| (term.span.clone(), err);
+        let name = term.name.as_str();
+        if let Some(format) = pmu.format(name) {
+            format.place(1, &mut b.config).ok_or_else(|| {
+                at(EventError::BadValue {
+                    event: e.text.clone(),
+                    term: name.to_string(),
+                    value: "1".into(),
+                    why: "does not fit its format".into(),
+                })
+            })?;
+            b.format_used = Some((name.to_string(), term.span.clone()));
+            return Ok(true);
+        }
+        if aliases && let Some(alias) = self.alias_terms(&pmu.name, name).map_err(at)? {
+            b.unit = alias.unit.clone().or(b.unit.take());
+            b.scale = alias.scale.or(b.scale);
+            let inner = grammar::parse_terms(&alias.terms, 0).map_err(|err| {
+                syntax_error(
+                    term,
+                    e,
+                    format!(
+                        "`{name}` of PMU `{}` has terms perf cannot read (`{}`): {}",
+                        pmu.name, alias.terms, err.message
+                    ),
+                )
+            })?;
+            for t in inner {
+                let t = TermAst { span: term.span.clone(), ..t };
+                self.apply_term(pmu, &t, b, e, warnings, false).map_err(|(span, err)| {
+                    (
+                        span,
+                        EventError::InAlias {
+                            alias: name.to_string(),
+                            terms: alias.terms.clone(),
+                            error: Box::new(err),
+                        },
+                    )
+                })?;
+            }
+            return Ok(true);
+        }
+        let core = is_core_pmu(self.sysfs, &pmu.name);
+        let ext = if self.hybrid() { u64::from(pmu.type_) << 32 } else { 0 };
+        if let Some(config) = hardware_config(name) {
+            b.hw = Some((TYPE_HARDWARE, config | ext, name.to_string()));
+            return Ok(true);
+        }
+        if core && is_cache_name(name) {
+            let config = cache_config(name).map_err(|m| syntax_error(term, e, m))?;
+            b.hw = Some((TYPE_HW_CACHE, config | ext, name.to_string()));
+            return Ok(true);
+        }
+        if let Some(config) = raw_config(name) {
+            b.config[0] = config;
+            b.format_used = Some((name.to_string(), term.span.clone()));
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The error for a term `pmu` has no format for, listing the terms it takes.
+    fn unknown_term(&self, pmu: &Pmu, term: &TermAst, e: &EventAst) -> Fail {
+        let mut known: Vec<String> = pmu.formats.iter().map(|f| f.name.clone()).collect();
+        known.extend(
+            ["config", "config1", "config2", "config3", "name", "period"].map(String::from),
+        );
+        let mut known = known.join(", ");
+        let aliases = pmu.alias_names();
+        if !aliases.is_empty() {
+            known.push_str(&format!("; events: {}", aliases.join(", ")));
+        }
+        if self.tables.is_some() && is_core_pmu(self.sysfs, &pmu.name) {
+            known.push_str(" and the vendor events of `tmetric list events`");
+        }
+        (
+            term.span.clone(),
+            EventError::UnknownTerm {
+                event: e.text.clone(),
+                pmu: pmu.name.clone(),
+                term: term.name.clone(),
+                known,
+            },
+        )
+    }
+}
+
+/// Applies a term every PMU takes (`name`, `metric-id`, `period`, `percore`, `config*`), or
+/// refuses a sampling or driver configuration term. False for any other term.
+fn apply_builtin_term(
+    term: &TermAst,
+    b: &mut PmuBuild,
+    e: &EventAst,
+    warnings: &mut Vec<String>,
+) -> Result<bool, Fail> {
+    let name = term.name.as_str();
+    match name {
+        "name" => {
+            b.name = Some(match &term.value {
+                Some(TermValue::Str(s)) => s.clone(),
+                Some(TermValue::Num(n)) => n.to_string(),
+                None => {
+                    return Err(syntax_error(term, e, "`name` needs a value: `name=NAME`".into()));
+                }
+            });
+        }
+        "metric-id" => {}
+        // Sampling periods come with vendor encodings; counting ignores them.
+        "period" => {
+            term_number(term, e, name)?;
+        }
+        "percore" => {
+            term_number(term, e, name)?;
+            warnings.push(format!(
+                "{}: the `percore` term is ignored: tmetric does not sum an event over the SMT siblings of a core",
+                e.text
+            ));
+        }
+        "config" | "config1" | "config2" | "config3" => {
+            let word = match name {
+                "config" => 0,
+                "config1" => 1,
+                "config2" => 2,
+                _ => 3,
+            };
+            b.config[word] = term_number(term, e, name)?;
+            if word == 0 {
+                b.format_used = Some((name.to_string(), term.span.clone()));
+            }
+        }
+        _ if SAMPLING_TERMS.contains(&name) => {
+            return Err(syntax_error(
+                term,
+                e,
+                format!(
+                    "`{name}` is a sampling term, not usable when counting (perf stat refuses it too); expected format terms, config*, name or period"
+                ),
+            ));
+        }
+        _ if name.starts_with('@') => {
+            return Err(syntax_error(
+                term,
+                e,
+                format!(
+                    "driver configuration terms (`{name}`) are for AUX tracing PMUs, which tmetric does not count"
+                ),
+            ));
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// A syntax error of `e` at `term`.
+fn syntax_error(term: &TermAst, e: &EventAst, message: String) -> Fail {
+    (term.span.clone(), EventError::Syntax { text: e.text.clone(), message })
+}
+
+/// The value of `term` (named `what` in the error) as a number; a bare term is 1.
+fn term_number(term: &TermAst, e: &EventAst, what: &str) -> Result<u64, Fail> {
+    match &term.value {
+        Some(TermValue::Num(n)) => Ok(*n),
+        None => Ok(1),
+        Some(TermValue::Str(s)) => Err((
+            term.span.clone(),
+            EventError::BadValue {
+                event: e.text.clone(),
+                term: what.to_string(),
+                value: s.clone(),
+                why: "is not a number (decimal or 0x hex)".into(),
+            },
+        )),
     }
 }
 
