@@ -215,24 +215,7 @@ fn print_tree(out: &mut dyn Write, node: &Node, indent: usize) -> std::io::Resul
 pub fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let defining: Vec<&'static Model> =
         MODELS.iter().copied().filter(|m| !m.metrics_named(&args.metric).is_empty()).collect();
-    let model = match &args.model {
-        Some(name) => find_model(name)?,
-        None => match default_model(&args.metric, &defining) {
-            Some(m) => m,
-            None => {
-                let names = MODELS
-                    .iter()
-                    .flat_map(|m| m.metrics.iter().map(move |x| m.str(x.name).to_string()));
-                let close = closest(&args.metric, names, 5);
-                let hint = if close.is_empty() {
-                    "`tmetric list metrics` lists them".to_string()
-                } else {
-                    format!("did you mean {}?", join_code(&close))
-                };
-                bail!("no model of the catalogue defines a metric `{}`; {hint}", args.metric);
-            }
-        },
-    };
+    let model = chosen_model(args, &defining)?;
     let found = model.metrics_named(&args.metric);
     if found.is_empty() {
         let others: Vec<String> = defining.iter().take(8).map(|m| m.path()).collect();
@@ -253,43 +236,11 @@ pub fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     let file = args.counts.as_deref().map(crate::counts::read).transpose()?;
     for (i, &metric) in found.iter().enumerate() {
-        let m = &model.metrics[metric];
         let values = match &file {
             Some(file) => evaluate_tree(model, metric, file)?,
             None => Vec::new(),
         };
-        let description = Description {
-            model: model.path(),
-            metric: model.str(m.name).to_string(),
-            pmu: model.str(m.pmu).to_string(),
-            groups: model
-                .str(m.groups)
-                .split(';')
-                .filter(|g| !g.is_empty())
-                .map(String::from)
-                .collect(),
-            brief: model.str(m.brief).to_string(),
-            public: model.str(m.public).to_string(),
-            expr: unescaped(model.str(m.expr)),
-            threshold: (m.threshold_expr.1 > 0).then(|| unescaped(model.str(m.threshold_expr))),
-            scale_unit: m.has_scale_unit.then(|| format!("{}{}", m.scale, model.str(m.unit))),
-            constraint: match m.constraint {
-                tmetric_catalog::Constraint::None => None,
-                other => Some(format!("{other:?}")),
-            },
-            tree: tree(model, metric, 0, &mut vec![metric], &values),
-            needed_smt_on: needed_names(model, metric, true),
-            needed_smt_off: needed_names(model, metric, false),
-            also_defined_in: defining
-                .iter()
-                .filter(|d| !std::ptr::eq(**d, model))
-                .map(|d| d.path())
-                .collect(),
-            simulated_on: crate::models::simulated_for(&args.metric, Some(model))
-                .into_iter()
-                .map(|(name, _)| name.to_string())
-                .collect(),
-        };
+        let description = describe(args, model, metric, &defining, &values);
         if args.json {
             writeln!(out, "{}", serde_json::to_string_pretty(&description)?)?;
             continue;
@@ -297,57 +248,129 @@ pub fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         if i > 0 {
             writeln!(out)?;
         }
-        writeln!(out, "{}  ({}, PMU {})", description.metric, description.model, description.pmu)?;
-        if !description.brief.is_empty() {
-            writeln!(out, "  {}", description.brief)?;
-        }
-        if !description.public.is_empty() && description.public != description.brief {
-            writeln!(out, "  {}", description.public)?;
-        }
-        if !description.groups.is_empty() {
-            writeln!(out, "  groups: {}", description.groups.join(", "))?;
-        }
-        if let Some(unit) = &description.scale_unit {
-            writeln!(out, "  ScaleUnit: {unit}")?;
-        }
-        if let Some(constraint) = &description.constraint {
-            writeln!(out, "  MetricConstraint: {constraint}")?;
-        }
-        writeln!(out, "  formula: {}", description.expr)?;
-        if let Some(threshold) = &description.threshold {
-            writeln!(out, "  threshold: {threshold}")?;
-        }
-        writeln!(out, "  tree:")?;
-        print_tree(out, &description.tree, 2)?;
-        writeln!(out, "  needed events, SMT on: {}", description.needed_smt_on.join(", "))?;
-        if description.needed_smt_off != description.needed_smt_on {
-            writeln!(out, "  needed events, SMT off: {}", description.needed_smt_off.join(", "))?;
-        } else {
-            writeln!(out, "  needed events, SMT off: the same")?;
-        }
-        if !description.also_defined_in.is_empty() {
-            let n = description.also_defined_in.len();
-            let shown: Vec<&str> =
-                description.also_defined_in.iter().take(6).map(String::as_str).collect();
-            writeln!(
-                out,
-                "  also defined for: {}{}",
-                shown.join(", "),
-                if n > 6 { format!(" and {} more", n - 6) } else { String::new() }
-            )?;
-        }
-        if let Some(sim) = description.simulated_on.first() {
-            writeln!(
-                out,
-                "  counted on a simulated PMU: `tmetric --pmu-sim {sim} -M {} -a sleep 1`{}",
-                description.metric,
-                if description.simulated_on.len() > 1 {
-                    format!(" (also --pmu-sim {})", description.simulated_on[1..].join(", "))
-                } else {
-                    String::new()
-                }
-            )?;
-        }
+        print_text(out, &description)?;
+    }
+    Ok(())
+}
+
+/// `--model`'s model, else [`default_model`]'s; a metric no model defines is an error with
+/// the close names.
+fn chosen_model(
+    args: &DescribeArgs,
+    defining: &[&'static Model],
+) -> anyhow::Result<&'static Model> {
+    if let Some(name) = &args.model {
+        return find_model(name);
+    }
+    if let Some(model) = default_model(&args.metric, defining) {
+        return Ok(model);
+    }
+    let names =
+        MODELS.iter().flat_map(|m| m.metrics.iter().map(move |x| m.str(x.name).to_string()));
+    let close = closest(&args.metric, names, 5);
+    let hint = if close.is_empty() {
+        "`tmetric list metrics` lists them".to_string()
+    } else {
+        format!("did you mean {}?", join_code(&close))
+    };
+    bail!("no model of the catalogue defines a metric `{}`; {hint}", args.metric)
+}
+
+/// What `describe` says of `model`'s metric number `metric`, as data (the JSON form).
+fn describe(
+    args: &DescribeArgs,
+    model: &'static Model,
+    metric: usize,
+    defining: &[&'static Model],
+    values: &[(usize, Valued)],
+) -> Description {
+    let m = &model.metrics[metric];
+    Description {
+        model: model.path(),
+        metric: model.str(m.name).to_string(),
+        pmu: model.str(m.pmu).to_string(),
+        groups: model
+            .str(m.groups)
+            .split(';')
+            .filter(|g| !g.is_empty())
+            .map(String::from)
+            .collect(),
+        brief: model.str(m.brief).to_string(),
+        public: model.str(m.public).to_string(),
+        expr: unescaped(model.str(m.expr)),
+        threshold: (m.threshold_expr.1 > 0).then(|| unescaped(model.str(m.threshold_expr))),
+        scale_unit: m.has_scale_unit.then(|| format!("{}{}", m.scale, model.str(m.unit))),
+        constraint: match m.constraint {
+            tmetric_catalog::Constraint::None => None,
+            other => Some(format!("{other:?}")),
+        },
+        tree: tree(model, metric, 0, &mut vec![metric], values),
+        needed_smt_on: needed_names(model, metric, true),
+        needed_smt_off: needed_names(model, metric, false),
+        also_defined_in: defining
+            .iter()
+            .filter(|d| !std::ptr::eq(**d, model))
+            .map(|d| d.path())
+            .collect(),
+        simulated_on: crate::models::simulated_for(&args.metric, Some(model))
+            .into_iter()
+            .map(|(name, _)| name.to_string())
+            .collect(),
+    }
+}
+
+/// A description as text.
+fn print_text(out: &mut dyn Write, description: &Description) -> anyhow::Result<()> {
+    writeln!(out, "{}  ({}, PMU {})", description.metric, description.model, description.pmu)?;
+    if !description.brief.is_empty() {
+        writeln!(out, "  {}", description.brief)?;
+    }
+    if !description.public.is_empty() && description.public != description.brief {
+        writeln!(out, "  {}", description.public)?;
+    }
+    if !description.groups.is_empty() {
+        writeln!(out, "  groups: {}", description.groups.join(", "))?;
+    }
+    if let Some(unit) = &description.scale_unit {
+        writeln!(out, "  ScaleUnit: {unit}")?;
+    }
+    if let Some(constraint) = &description.constraint {
+        writeln!(out, "  MetricConstraint: {constraint}")?;
+    }
+    writeln!(out, "  formula: {}", description.expr)?;
+    if let Some(threshold) = &description.threshold {
+        writeln!(out, "  threshold: {threshold}")?;
+    }
+    writeln!(out, "  tree:")?;
+    print_tree(out, &description.tree, 2)?;
+    writeln!(out, "  needed events, SMT on: {}", description.needed_smt_on.join(", "))?;
+    if description.needed_smt_off != description.needed_smt_on {
+        writeln!(out, "  needed events, SMT off: {}", description.needed_smt_off.join(", "))?;
+    } else {
+        writeln!(out, "  needed events, SMT off: the same")?;
+    }
+    if !description.also_defined_in.is_empty() {
+        let n = description.also_defined_in.len();
+        let shown: Vec<&str> =
+            description.also_defined_in.iter().take(6).map(String::as_str).collect();
+        writeln!(
+            out,
+            "  also defined for: {}{}",
+            shown.join(", "),
+            if n > 6 { format!(" and {} more", n - 6) } else { String::new() }
+        )?;
+    }
+    if let Some(sim) = description.simulated_on.first() {
+        writeln!(
+            out,
+            "  counted on a simulated PMU: `tmetric --pmu-sim {sim} -M {} -a sleep 1`{}",
+            description.metric,
+            if description.simulated_on.len() > 1 {
+                format!(" (also --pmu-sim {})", description.simulated_on[1..].join(", "))
+            } else {
+                String::new()
+            }
+        )?;
     }
     Ok(())
 }

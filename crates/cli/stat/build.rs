@@ -114,54 +114,11 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
     let rows_before = plan.rows.len();
     plan.add_metrics(&picks, machine, &options, explicit);
     if default_view {
-        // perf prints `Default` metrics under their group's name on the line of their first
-        // event, and none of their other events.
-        // perf's metrics of one group share their first event (the group's leader), so
-        // they print together: each group under its name, in name order, its metrics in
-        // name order.
-        plan.default_metrics = true;
-        let key = |r: usize| {
-            let root = &plan.roots[r];
-            let m = &root.model.metrics[root.metric];
-            (root.model.str(m.default_group), root.model.str(m.name))
-        };
-        let pmu_of = |r: usize| {
-            let root = &plan.roots[r];
-            root.model.str(root.model.metrics[root.metric].pmu).to_string()
-        };
-        // Per PMU (hybrid machines have one leader per core type): the row that hosts its
-        // first root hosts them all.
-        let mut hosts: Vec<(String, usize, Vec<usize>)> = Vec::new();
-        for (row, r) in
-            plan.rows.iter().enumerate().flat_map(|(i, row)| row.roots.iter().map(move |&r| (i, r)))
-        {
-            let pmu = pmu_of(r);
-            match hosts.iter_mut().find(|h| h.0 == pmu) {
-                Some(h) => h.2.push(r),
-                None => hosts.push((pmu, row, vec![r])),
-            }
-        }
-        for row in &mut plan.rows {
-            row.roots.clear();
-        }
-        for (_, host, mut roots) in hosts {
-            roots.sort_by(|&a, &b| key(a).cmp(&key(b)));
-            plan.rows[host].roots = roots;
-        }
-        for row in &mut plan.rows[rows_before..] {
-            if row.roots.is_empty() {
-                row.show = false;
-            }
-        }
+        plan.show_as_default_view(rows_before);
     }
     if args.all_user || args.all_kernel {
         // perf's --all-user/--all-kernel: every event counts in one mode only.
-        for (spec, event) in plan.specs.iter_mut().zip(plan.events.iter_mut()) {
-            for attr in [&mut spec.attr, &mut event.attr] {
-                attr.exclude_kernel = args.all_user;
-                attr.exclude_user = args.all_kernel;
-            }
-        }
+        plan.exclude_modes(args.all_kernel, args.all_user);
     }
     if !args.for_each_cgroup.is_empty() {
         plan.expand_cgroups(&args.for_each_cgroup);

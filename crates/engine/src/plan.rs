@@ -893,6 +893,60 @@ impl Plan {
         }
     }
 
+    /// perf's view of its `Default` metric group: the metrics print under their group's
+    /// name on the line of their first event, and none of their other events (rows from
+    /// `first_row` on, which the metrics added) print. perf's metrics of one group share
+    /// their first event (the group's leader), so they print together: each group under its
+    /// name, in name order, its metrics in name order; per PMU, as hybrid machines have one
+    /// leader per core type.
+    pub fn show_as_default_view(&mut self, first_row: usize) {
+        self.default_metrics = true;
+        let roots = &self.roots;
+        let key = |r: usize| {
+            let root = &roots[r];
+            let m = &root.model.metrics[root.metric];
+            (root.model.str(m.default_group), root.model.str(m.name))
+        };
+        let pmu_of = |r: usize| {
+            let root = &roots[r];
+            root.model.str(root.model.metrics[root.metric].pmu).to_string()
+        };
+        // The row that hosts a PMU's first root hosts them all.
+        let mut hosts: Vec<(String, usize, Vec<usize>)> = Vec::new();
+        for (row, r) in
+            self.rows.iter().enumerate().flat_map(|(i, row)| row.roots.iter().map(move |&r| (i, r)))
+        {
+            let pmu = pmu_of(r);
+            match hosts.iter_mut().find(|h| h.0 == pmu) {
+                Some(h) => h.2.push(r),
+                None => hosts.push((pmu, row, vec![r])),
+            }
+        }
+        for row in &mut self.rows {
+            row.roots.clear();
+        }
+        for (_, host, mut roots) in hosts {
+            roots.sort_by(|&a, &b| key(a).cmp(&key(b)));
+            self.rows[host].roots = roots;
+        }
+        for row in &mut self.rows[first_row..] {
+            if row.roots.is_empty() {
+                row.show = false;
+            }
+        }
+    }
+
+    /// Sets every counter's `exclude_user` and `exclude_kernel`: perf's `--all-kernel`
+    /// excludes user mode, `--all-user` kernel mode.
+    pub fn exclude_modes(&mut self, exclude_user: bool, exclude_kernel: bool) {
+        for (spec, event) in self.specs.iter_mut().zip(self.events.iter_mut()) {
+            for attr in [&mut spec.attr, &mut event.attr] {
+                attr.exclude_user = exclude_user;
+                attr.exclude_kernel = exclude_kernel;
+            }
+        }
+    }
+
     /// perf's `-G`: the i-th cgroup for the i-th counted row (an empty name leaves that row
     /// counting every task); one cgroup alone applies to every row. Rows in a group must
     /// share a cgroup: the kernel counts a group in one.
