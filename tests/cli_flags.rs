@@ -245,3 +245,39 @@ fn timeout_stops_the_run_and_prints_the_counts() {
     // Every online CPU for about 150 ms.
     assert!(ms > 100.0, "{text}");
 }
+
+/// Page faults of `dd bs=32M`, counted as `-x,` under `flags`: the buffer is filled by the
+/// kernel's copy (faults in kernel mode), the program's own pages fault in user mode.
+fn dd_faults(program: &str, flags: &[&str]) -> f64 {
+    let mut args = vec!["stat"];
+    if program != env!("CARGO_BIN_EXE_tmetric") {
+        args.clear();
+    }
+    args.extend_from_slice(flags);
+    args.extend(["-e", "page-faults", "-x,", "--", "dd", "if=/dev/zero", "of=/dev/null"]);
+    args.extend(["bs=32M", "count=1"]);
+    let out = Command::new(program).args(&args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{program} {flags:?}: {text}");
+    let line = text.lines().find(|l| l.contains(",page-faults")).expect("a page-faults row");
+    line.split(',').next().unwrap().parse().unwrap_or_else(|_| panic!("a count: {line}"))
+}
+
+/// perf's `--all-user` and `--all-kernel` set `exclude_kernel`/`exclude_user` on every
+/// counter: the kernel counts each fault in the mode it was taken in, so the two add up to
+/// the unfiltered count, and each matches perf's (when installed).
+#[test]
+fn all_user_and_all_kernel_count_one_mode_each() {
+    let tmetric = env!("CARGO_BIN_EXE_tmetric");
+    let all = dd_faults(tmetric, &[]);
+    let user = dd_faults(tmetric, &["--all-user"]);
+    let kernel = dd_faults(tmetric, &["--all-kernel"]);
+    assert!(user > 0.0 && kernel > 0.0 && user < all && kernel < all, "{user} {kernel} {all}");
+    assert!((user + kernel - all).abs() <= 0.05 * all + 20.0, "{user} + {kernel} vs {all}");
+    if std::path::Path::new("/usr/bin/perf").exists() {
+        for (flag, ours) in [("--all-user", user), ("--all-kernel", kernel)] {
+            let perf = dd_faults("/usr/bin/perf", &["stat", flag]);
+            assert!((ours - perf).abs() <= 0.05 * perf + 20.0, "{flag}: {ours} vs perf's {perf}");
+        }
+    }
+}
