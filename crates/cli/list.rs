@@ -6,7 +6,7 @@ use std::io::Write;
 
 use anyhow::bail;
 use serde::Serialize;
-use tmetric_catalog::catalog::{Constraint, Counters, Event, Metric, event_flags};
+use tmetric_catalog::catalog::{Constraint, CounterMask, Event, Metric, event_flags};
 use tmetric_catalog::{CPUID_MAP, MODELS, Model};
 
 use crate::models::{examples, find_model};
@@ -374,14 +374,14 @@ pub fn ranges(numbers: &[u32]) -> String {
     parts.join(",")
 }
 
-fn counters_json(c: Counters) -> CountersJson {
+fn counters_json(c: CounterMask) -> CountersJson {
     CountersJson {
-        generic: (c.generic != Counters::ANY.generic).then(|| bits(c.generic)),
+        generic: (c.generic != CounterMask::ANY.generic).then(|| bits(c.generic)),
         fixed: bits(u32::from(c.fixed)),
     }
 }
 
-pub fn counters_text(c: Counters) -> String {
+pub fn counters_text(c: CounterMask) -> String {
     let json = counters_json(c);
     let mut parts = Vec::new();
     match &json.generic {

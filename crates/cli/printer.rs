@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use tmetric_engine::view::{self, Split, TreeNode};
-use tmetric_engine::{self as engine, Evaluators, Plan, Sample};
+use tmetric_engine::{self as engine, EvalInput, Evaluators, Plan};
 use tmetric_print::{Config, Footer, Layout, Title};
 
 use crate::out::{Sink, warn};
@@ -93,7 +93,7 @@ impl Printer {
     pub fn interval(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         _number: usize,
         at: Duration,
     ) -> io::Result<()> {
@@ -102,7 +102,12 @@ impl Printer {
     }
 
     /// The totals: the counts (with perf's title) and the footer.
-    pub fn summary(&mut self, plan: &Plan, sample: &Sample<'_>, footer: &Footer) -> io::Result<()> {
+    pub fn summary(
+        &mut self,
+        plan: &Plan,
+        sample: &EvalInput<'_>,
+        footer: &Footer,
+    ) -> io::Result<()> {
         let reads = self.error_reads.take();
         self.block(plan, sample, None, footer.elapsed * 1e9, reads.as_deref())?;
         self.error_reads = reads;
@@ -126,7 +131,7 @@ impl Printer {
     fn block(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         at: Option<Duration>,
         wall_ns: f64,
         reads: Option<&[tmetric_runtime::Snapshot]>,
@@ -171,7 +176,7 @@ impl Printer {
     pub fn notes_for(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         failures: &[Option<String>],
         splits: &[String],
     ) -> Vec<String> {
@@ -188,7 +193,7 @@ impl Printer {
             let mut per_thread: Vec<(String, Vec<String>)> = Vec::new();
             for (comm, tid) in threads.clone() {
                 let counts = sample.counts.of_thread(tid);
-                let unit = Sample { counts: &counts, ..*sample };
+                let unit = EvalInput { counts: &counts, ..*sample };
                 let results = plan.evaluate(&mut self.evaluators, &unit);
                 for note in plan.notes(&results, &unit, failure) {
                     if notes.contains(&note) {
@@ -216,7 +221,7 @@ impl Printer {
     pub fn interval_notes(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         failures: &[Option<String>],
         at: Duration,
     ) -> io::Result<()> {
@@ -283,7 +288,7 @@ impl Printer {
     pub fn error_bars(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         bars: &[tmetric_engine::Bar],
     ) -> io::Result<()> {
         use tmetric_engine::Bar;
@@ -343,7 +348,7 @@ impl Printer {
     fn tree_view(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         at: Option<Duration>,
     ) -> io::Result<()> {
         let results = plan.evaluate(&mut self.evaluators, sample);
@@ -416,7 +421,7 @@ impl Printer {
     fn legacy_topdown(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         at: Option<Duration>,
     ) -> io::Result<()> {
         let cores = self.legacy.clone().unwrap_or_default();

@@ -14,7 +14,7 @@
 //! * [`evaluator`]: a model's metrics over input values; metric selection and needed inputs.
 //! * [`counts`]: the counts file of `eval --counts`, its keys as a model's inputs, and the
 //!   metrics over it.
-//! * [`offline`]: the evaluator front end every input source shares (plan, counts file, log).
+//! * [`metric_eval`]: the evaluator front end every input source shares (plan, counts file, log).
 //! * [`literals`]: literal values with where each came from, and perf's defaults.
 //! * [`perflog`]: metrics over a `perf stat` log, checked against what perf printed; the
 //!   log's CPU model and literals inferred.
@@ -39,7 +39,7 @@ pub mod eval;
 pub mod evaluator;
 pub mod events;
 pub mod literals;
-pub mod offline;
+pub mod metric_eval;
 pub mod perflog;
 pub mod plan;
 pub mod pmu;
@@ -52,14 +52,15 @@ pub mod uncertainty;
 pub mod view;
 
 pub use error::{CgroupError, CpuTypeError, Error};
-pub use eval::{Evaluators, RootResult, Sample, Shown};
+pub use eval::{EvalInput, Evaluators, RootResult, Shown};
 pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};
-pub use offline::{Coverage, Needed, Offline, Why};
+pub use metric_eval::{Coverage, MetricEval, Needed, Why};
 pub use plan::{
-    Machine, NoGroup, Pick, Plan, PlanOptions, Resolution, RetireEvent, Root, Row, Source, Warning,
+    Machine, NoGroup, Pick, Plan, PlanOptions, PlanRow, Resolution, RetireEvent, Root, Source,
+    Warning,
 };
-pub use pmu::{Adjustment, Demand, MachineFacts, Pmu, PmuModel, Vendor};
+pub use pmu::{Adjustment, Demand, MachineFacts, PmuCounters, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
 pub use session::Refusal;
 pub use uncertainty::{BAR_SIGMAS, Bar};
