@@ -2,8 +2,8 @@
 //! that a clean `cargo test` compiles the CLI once, not a second time in test mode).
 
 mod tests {
-    use tmetric::output::plain_number;
     use tmetric_engine as engine;
+    use tmetric_print::num::plain_number;
 
     #[test]
     fn csv_and_json_metrics_keep_plain_number() {
