@@ -165,7 +165,7 @@ impl<W: Write> StatPrinter<W> {
         wall_ns: f64,
         reads: Option<&[tmetric_runtime::Snapshot]>,
     ) -> io::Result<()> {
-        if self.legacy.is_some() || self.tree.is_on() {
+        if self.own_lines() {
             if at.is_none() && self.config().layout == Layout::Std {
                 let title = self.title.clone();
                 write!(self.out(), "\n Performance counter stats for '{}':\n\n", title.target)?;
@@ -188,6 +188,12 @@ impl<W: Write> StatPrinter<W> {
         self.perf.counters(&self.title, at, &units)
     }
 
+    /// Whether the counts print as tmetric's own lines (the legacy TopDown columns, which win
+    /// when both are asked for, or the tree) rather than in perf's layouts.
+    fn own_lines(&self) -> bool {
+        self.legacy.is_some() || self.tree.is_on()
+    }
+
     /// Whether `--errors` shows each metric's bar beside its value: in the default layout
     /// and JSON, not in CSV (whose fields are perf's), `--metric-only`, `--tree` or the
     /// legacy TopDown columns, which print the separate block ([`StatPrinter::error_bars`]).
@@ -195,8 +201,7 @@ impl<W: Write> StatPrinter<W> {
         let config = self.config();
         config.errors
             && !config.metric_only
-            && !self.tree.is_on()
-            && self.legacy.is_none()
+            && !self.own_lines()
             && matches!(config.layout, Layout::Std | Layout::Json)
     }
 
