@@ -23,7 +23,9 @@ pub mod from_perf;
 
 use crate::counts;
 use crate::models::{examples, find_model};
-use crate::output::{ColorChoice, json_line, json_number, plain_number};
+use crate::out::ColorChoice;
+use tmetric_print::json_line;
+use tmetric_print::num::{json_number, plain_number};
 
 const EVAL_HELP: &str = "\
 COUNTS FILE (docs/counts-format.md):

@@ -10,7 +10,8 @@ use tmetric_catalog::catalog::{Constraint, Counters, Event, Metric, event_flags}
 use tmetric_catalog::{CPUID_MAP, MODELS, Model};
 
 use crate::models::{examples, find_model};
-use crate::output::{NameFilter, core_pmu_name, json_line};
+use tmetric_print::json_line;
+use tmetric_print::names::{NameFilter, core_pmu_name};
 
 /// Flags of `tmetric list`.
 #[derive(Debug, clap::Args)]

@@ -361,7 +361,7 @@ fn print_text(
                     let names: Vec<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
                     format!(
                         "cannot be counted here: needs {}",
-                        crate::printer::names_summary(&names)
+                        tmetric_print::names::summary(&names)
                     )
                 }
                 None => "no hardware counters needed".into(),

@@ -5,6 +5,5 @@ mod eval_from_perf;
 mod list;
 mod models;
 mod out;
-mod output;
 mod record;
 mod stat;

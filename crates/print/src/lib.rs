@@ -17,8 +17,10 @@
 #![warn(missing_docs)]
 
 pub mod eval;
+pub mod names;
 pub mod num;
 mod perf;
+pub mod stat;
 
 use std::io::{self, Write};
 use std::time::Duration;

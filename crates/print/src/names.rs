@@ -1,34 +1,6 @@
-//! Output helpers shared by `list`, `eval` and `stat`'s tree: `--color`, the name filter, and
-//! (from `tmetric_print`, where `eval`'s printers use them too) perf's number layout, colour
-//! and JSON lines. Nothing here knows a subcommand's flags.
-
-use std::io::{self, IsTerminal};
-
-/// `--color`: when to colour threshold states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorChoice {
-    /// Colour when the output goes to a terminal (the flag's help says which stream).
-    Auto,
-    /// Always colour.
-    Always,
-    /// Never colour.
-    Never,
-}
-
-impl ColorChoice {
-    /// Whether to write colour escapes to standard output (`eval`'s stream; `stat` and
-    /// `report` decide for standard error or their `-o` file themselves).
-    pub fn enabled(self) -> bool {
-        match self {
-            ColorChoice::Auto => io::stdout().is_terminal(),
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-        }
-    }
-}
-
-pub use tmetric_print::num::{json_number, perf_number, plain_number};
-pub use tmetric_print::{json_line, paint};
+//! Names as the front ends print and filter them: the command line's name filter (`list`),
+//! `describe`), the name perf gives an architecture's core PMU, and a long list of names
+//! cut short for a note.
 
 /// The command line's name filter: a case-insensitive substring, or a glob over the whole
 /// name when it contains `*` or `?`.
@@ -96,5 +68,11 @@ pub fn core_pmu_name(arch: &str) -> &'static str {
     }
 }
 
-/// Whether `pmu` is a core PMU name: `default_core` or a name perf gives the core PMU.
-pub use tmetric_engine::perflog::is_core_pmu;
+/// Up to 8 names, then how many more.
+pub fn summary(names: &[&str]) -> String {
+    if names.len() <= 8 {
+        names.join(", ")
+    } else {
+        format!("{} and {} more", names[..8].join(", "), names.len() - 8)
+    }
+}
