@@ -87,14 +87,5 @@ fn glob_match(pattern: &[char], text: &[char]) -> bool {
     pattern[p..].iter().all(|&c| c == '*')
 }
 
-/// The name perf gives the core PMU of an architecture, for spelling `default_core` events.
-pub fn core_pmu_name(arch: &str) -> &'static str {
-    match arch {
-        "s390" => "cpum_cf",
-        "arm64" => "armv8_pmuv3",
-        _ => "cpu",
-    }
-}
-
 /// Whether `pmu` is a core PMU name: `default_core` or a name perf gives the core PMU.
 pub use tmetric_engine::perflog::is_core_pmu;

@@ -15,6 +15,8 @@
 //! * [`counts`]: the counts file of `eval --counts`, its keys as a model's inputs, and the
 //!   metrics over it.
 //! * [`offline`]: the evaluator front end every input source shares (plan, counts file, log).
+//! * [`list`]: the compiled catalogue as `tmetric list`'s rows (models, metrics, groups,
+//!   events) and the kernel's PMU events in sysfs.
 //! * [`literals`]: literal values with where each came from, and perf's defaults.
 //! * [`perflog`]: metrics over a `perf stat` log, checked against what perf printed; the
 //!   log's CPU model and literals inferred.
@@ -38,6 +40,7 @@ mod error;
 pub mod eval;
 pub mod evaluator;
 pub mod events;
+pub mod list;
 pub mod literals;
 pub mod offline;
 pub mod perflog;

@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod eval;
+pub mod list;
 pub mod num;
 mod perf;
 
