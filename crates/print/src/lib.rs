@@ -16,10 +16,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod describe;
 pub mod eval;
 pub mod list;
 pub mod num;
 mod perf;
+pub mod plan;
 
 use std::io::{self, Write};
 use std::time::Duration;
