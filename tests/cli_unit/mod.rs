@@ -2,7 +2,6 @@
 //! library target.
 
 mod eval_from_perf;
-mod list;
 mod models;
 mod out;
 mod record;

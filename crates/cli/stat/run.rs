@@ -413,7 +413,7 @@ pub(super) fn warn_user_only<S: Syscalls>(session: &Session<S>) {
         .unwrap_or_else(|_| "?".into());
     warn(&format!(
         "kernel.perf_event_paranoid is {paranoid} and tmetric has no CAP_PERFMON: counting user mode only (exclude_kernel), as perf does, for {}",
-        tmetric_print::names::summary(&user_only)
+        tmetric_text::names_summary(&user_only)
     ));
 }
 

@@ -686,6 +686,26 @@ impl Plan {
         }
     }
 
+    /// Per root, the inputs nothing can count on this machine, each once with the reason (a
+    /// machine without a hardware PMU has only these).
+    pub fn missing_inputs(&self) -> Vec<Vec<(String, String)>> {
+        self.roots
+            .iter()
+            .map(|root| {
+                let mut missing: Vec<(String, String)> = Vec::new();
+                for &row in root.slot_rows.iter().flatten() {
+                    let row = &self.rows[row];
+                    if let Source::Missing(why) = &row.source
+                        && !missing.iter().any(|(name, _)| *name == row.name)
+                    {
+                        missing.push((row.name.clone(), why.clone()));
+                    }
+                }
+                missing
+            })
+            .collect()
+    }
+
     /// Puts root `r` on the row perf prints a metric on: its first directly read counter, else
     /// any counted input, else any input, else a `duration_time` row added for it. `probes` are
     /// the root's model's probe values.

@@ -1,6 +1,4 @@
-//! Names as the front ends print and filter them: the command line's name filter (`list`),
-//! `describe`), the name perf gives an architecture's core PMU, and a long list of names
-//! cut short for a note.
+//! The command line's name filter (`list`, `describe`): a substring or a glob over names.
 
 /// The command line's name filter: a case-insensitive substring, or a glob over the whole
 /// name when it contains `*` or `?`.
@@ -57,22 +55,4 @@ fn glob_match(pattern: &[char], text: &[char]) -> bool {
         }
     }
     pattern[p..].iter().all(|&c| c == '*')
-}
-
-/// The name perf gives the core PMU of an architecture, for spelling `default_core` events.
-pub fn core_pmu_name(arch: &str) -> &'static str {
-    match arch {
-        "s390" => "cpum_cf",
-        "arm64" => "armv8_pmuv3",
-        _ => "cpu",
-    }
-}
-
-/// Up to 8 names, then how many more.
-pub fn summary(names: &[&str]) -> String {
-    if names.len() <= 8 {
-        names.join(", ")
-    } else {
-        format!("{} and {} more", names[..8].join(", "), names.len() - 8)
-    }
 }

@@ -242,7 +242,7 @@ impl<W: Write> StatPrinter<W> {
             }
             for (note, labels) in per_thread {
                 let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
-                notes.push(format!("{}: {note}", crate::names::summary(&labels)));
+                notes.push(format!("{}: {note}", tmetric_text::names_summary(&labels)));
             }
         }
         notes.extend(splits.iter().cloned());
@@ -575,7 +575,7 @@ fn undecided_note(plan: &Plan, results: &[engine::RootResult]) -> Option<String>
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     Some(format!(
         "{}: threshold unknown (its events were not counted: --metric-no-threshold, or not in this interval), so `<==` marks no bottleneck at or below its level",
-        crate::names::summary(&names)
+        tmetric_text::names_summary(&names)
     ))
 }
 

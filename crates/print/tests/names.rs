@@ -1,6 +1,8 @@
 //! `tmetric_print::names`: the command line's name filter and the note's name summary.
 
-use tmetric_print::names::{NameFilter, core_pmu_name, summary};
+use tmetric_engine::list::core_pmu_name;
+use tmetric_print::names::NameFilter;
+use tmetric_text::names_summary as summary;
 
 #[test]
 fn filters() {
