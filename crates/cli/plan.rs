@@ -213,22 +213,23 @@ fn readable_dir(path: &std::path::Path, flag: &str, given: &std::path::Path) -> 
     })
 }
 
-/// The sysfs and procfs trees of simulated machine `name`, in a private temporary directory
-/// removed when the returned handle drops.
-fn simulated_tree(name: &str) -> anyhow::Result<(tempfile::TempDir, String)> {
+/// The simulated PMU `name`'s sysfs and procfs tree in a private directory (0700, removed
+/// on drop), as `stat --pmu-sim` writes it.
+fn simulated_tree(name: &str) -> anyhow::Result<(crate::sim::PrivateTree, String)> {
     let machine = tmetric_sim::Machine::named(name).with_context(|| {
         format!(
             "--pmu-sim: no simulated PMU `{name}`; the simulated machines are {}",
             tmetric_sim::Machine::names().join(", ")
         )
     })?;
-    let dir = tempfile::Builder::new()
-        .prefix("tmetric-plan-sim-")
-        .tempdir()
-        .context("cannot make a temporary directory for the simulated sysfs tree")?;
-    machine.write_sysfs(&dir.path().join("sys"), &dir.path().join("proc")).with_context(|| {
+    let mut dir = crate::sim::PrivateTree::create(&std::env::temp_dir(), name)?;
+    let written = machine.write_sysfs(&dir.path().join("sys"), &dir.path().join("proc"));
+    // Listed even when writing failed part way, so what was written is removed.
+    let listed = dir.note_contents();
+    written.with_context(|| {
         format!("cannot write the simulated sysfs tree under {}", dir.path().display())
     })?;
+    listed.with_context(|| format!("cannot list {}", dir.path().display()))?;
     Ok((dir, name.to_string()))
 }
 
