@@ -263,7 +263,7 @@ impl<S: Syscalls + Clone> Counting<S> {
                 Some(s) => {
                     let reports = s.read().map_err(|e| io::Error::other(e.to_string()))?;
                     let mut p = plan.clone();
-                    p.retire_latency = latencies(&reports, self.mode, true);
+                    p.set_retire_latency(latencies(&reports, self.mode, true));
                     sampled = p;
                     &sampled
                 }
@@ -319,7 +319,7 @@ impl<S: Syscalls + Clone> Counting<S> {
         let mut sampled: Vec<EventReport> = Vec::new();
         if let Some(s) = sampler {
             let reports = s.stop().context("--record-tpebs")?;
-            session.plan_mut().retire_latency = latencies(&reports, mode, false);
+            session.plan_mut().set_retire_latency(latencies(&reports, mode, false));
             report_samples(&reports, args.verbose, *layout == Layout::Json, printer.out())?;
             sampled = reports;
         }

@@ -749,6 +749,25 @@ impl Plan {
         self.retire_latency = values;
     }
 
+    /// One retire-latency input's value in cycles (`--retire-latency FILE`), replacing an
+    /// earlier one.
+    pub fn set_retire_latency_of(&mut self, name: String, cycles: f64) {
+        self.retire_latency.retain(|(n, _)| *n != name);
+        self.retire_latency.push((name, cycles));
+    }
+
+    /// Adds a warning the front end found about this plan (the region API's user-only
+    /// events, the retire-latency file's unknown inputs).
+    pub fn add_warning(&mut self, warning: Warning) {
+        self.warnings.push(warning);
+    }
+
+    /// Keeps only the warnings `keep` accepts: a front end that has given what a warning
+    /// says is missing (retire latencies sampled or read from a file) drops it.
+    pub fn retain_warnings(&mut self, keep: impl FnMut(&Warning) -> bool) {
+        self.warnings.retain(keep);
+    }
+
     /// perf's `-A`/`--no-merge` for uncore rows ([`Plan::per_box`]).
     pub fn set_per_box(&mut self, per_box: bool) {
         self.per_box = per_box;
