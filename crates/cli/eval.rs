@@ -8,22 +8,21 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, anyhow, bail};
-use serde::Serialize;
 use tmetric_catalog::Model;
 use tmetric_engine::Literals;
 use tmetric_engine::counts::eval::CountsEval;
-use tmetric_engine::counts::{CountsFile, SlotName, number, slot_matches};
+use tmetric_engine::counts::{CountsFile, number};
 use tmetric_engine::literals::{literal_named, literal_names};
 use tmetric_engine::select::{self, ModelFrom};
 use tmetric_expr::{Env, EvalError, Ident, caret_lines, normalize};
 use tmetric_model::Literal;
-use tmetric_print::eval::{self as print, CountsPrinter, LiteralJson};
+use tmetric_print::eval::{self as print, CountsPrinter};
 
 pub mod from_perf;
 
 use crate::counts;
 use crate::models::{examples, find_model};
-use crate::output::{ColorChoice, json_line, json_number, plain_number};
+use crate::out::ColorChoice;
 
 const EVAL_HELP: &str = "\
 COUNTS FILE (docs/counts-format.md):
@@ -340,14 +339,6 @@ fn counts_model(args: &EvalArgs, file: &CountsFile) -> anyhow::Result<&'static M
     })
 }
 
-#[derive(Serialize)]
-struct ExprJson<'a> {
-    expr: &'a str,
-    value: Option<f64>,
-    missing: Vec<String>,
-    literals: Vec<LiteralJson>,
-}
-
 /// An ad-hoc expression that cannot be evaluated: the interpreter's error, a hint naming the
 /// flag for a literal, and the expression with a caret under the culprit.
 #[derive(Debug)]
@@ -420,26 +411,12 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
         expr.literals().into_iter().filter_map(Literal::from_name).collect();
     used.sort();
     used.dedup();
-    if args.json {
-        json_line(
-            out,
-            &ExprJson {
-                expr: text,
-                value: json_number(value),
-                missing: missing.clone(),
-                literals: print::literals_json(&literals, &used),
-            },
-        )?;
-    } else {
-        if !used.is_empty() {
-            eprintln!("tmetric: literals used: {}", print::describe_literals(&literals, &used));
-        }
-        writeln!(out, "{}", plain_number(value))?;
+    if !args.json && !used.is_empty() {
+        eprintln!("tmetric: literals used: {}", print::describe_literals(&literals, &used));
     }
-    if !missing.is_empty() {
-        let names: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();
-        let verb = if names.len() == 1 { "it reads" } else { "they read" };
-        warn(&format!("no value for {}; {verb} as NaN (pass --var NAME=VALUE)", names.join(", ")));
+    print::expr_value(out, text, value, &missing, &literals, &used, args.json)?;
+    if let Some(warning) = print::expr_missing_warning(&missing) {
+        warn(&warning);
     }
     Ok(())
 }
@@ -457,15 +434,7 @@ impl ExprEnv<'_> {
         if let Some(&value) = self.vars.get(name) {
             return Some((value, 1));
         }
-        let file = self.file?;
-        let slot = SlotName::of_expr_id(name);
-        let matched: Vec<f64> = file
-            .entries
-            .iter()
-            .filter(|e| slot_matches(&slot, &e.event).is_some())
-            .map(|e| e.value)
-            .collect();
-        (!matched.is_empty()).then(|| (matched.iter().sum(), matched.len()))
+        self.file?.value_of(name)
     }
 }
 

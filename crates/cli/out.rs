@@ -1,5 +1,6 @@
-//! Where `tmetric stat` writes its counts, so that none are lost: a [`Sink`] buffers each
-//! report and delivers it at `flush`, and a failed delivery never aborts the run.
+//! Where the CLI's output goes. `tmetric stat` writes its counts so that none are lost: a
+//! [`Sink`] buffers each report and delivers it at `flush`, and a failed delivery never
+//! aborts the run.
 //!
 //! * A closed pipe (`tmetric stat ... 2>&1 | head`) silences the rest quietly: the workload
 //!   runs on and its exit status stays tmetric's.
@@ -9,7 +10,7 @@
 //!   on, and [`Sink::finish`] reports it so tmetric exits 2.
 //!
 //! [`warn`] prints a line on standard error and never panics (`eprintln!` does when standard
-//! error is `/dev/full`).
+//! error is `/dev/full`). [`ColorChoice`] is `--color`: whether the output is coloured.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -209,5 +210,28 @@ fn plain_io(err: &io::Error) -> String {
     match text.rfind(" (os error") {
         Some(cut) => text[..cut].to_string(),
         None => text,
+    }
+}
+
+/// `--color`: when to colour threshold states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when the output goes to a terminal (the flag's help says which stream).
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to write colour escapes to standard output (`eval`'s stream; `stat` and
+    /// `report` decide for standard error or their `-o` file themselves).
+    pub fn enabled(self) -> bool {
+        match self {
+            ColorChoice::Auto => io::IsTerminal::is_terminal(&io::stdout()),
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+        }
     }
 }

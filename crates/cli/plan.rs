@@ -1,7 +1,7 @@
-//! `tmetric plan`: how a metric selection would be counted on a machine, without counting:
-//! the groups per PMU with their counters, per metric whether its events count together,
-//! spread over rotating groups, or cannot be counted and why, and the time slices next to
-//! perf 6.12's strategy and a lower bound.
+//! `tmetric plan`'s flags and glue: how a metric selection would be counted on a machine,
+//! without counting. Here: the machine (`--model`, `--cpuid`, `--sysfs`, `--pmu-sim` or this
+//! one), the `-M` items' lookup and its errors; the plan is the engine's
+//! (`plan_offline`, `plan_on_machine`), printed by `tmetric_print::plan`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::plan::{OfflinePlan, plan_offline, plan_on_machine};
-use tmetric_engine::schedule::{Placement, Request, Schedule, Slot};
 use tmetric_engine::{Machine, MachineFacts, Pick, PlanOptions, PmuModel, Select, Strategy};
+use tmetric_print::plan as print;
 use tmetric_runtime::{Environment, Sysfs};
 
 use crate::models;
@@ -192,33 +192,13 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             } else {
                 format!("{} ({where_})", model.path())
             };
-            let missing = missing_inputs(&live);
+            let missing = live.missing_inputs();
             return print_plan(args, out, model, &plan, &machine_text, &missing);
         }
     };
     let picks = picks_for(model, &args.metrics)?;
     let plan = plan_offline(&picks, &pmus, &options);
     print_plan(args, out, model, &plan, &machine_text, &[])
-}
-
-/// Per root of a plan made on a machine: the inputs nothing can count there, each with the
-/// reason (a machine without a hardware PMU has only these).
-fn missing_inputs(plan: &tmetric_engine::Plan) -> Vec<Vec<(String, String)>> {
-    plan.roots
-        .iter()
-        .map(|root| {
-            let mut missing: Vec<(String, String)> = Vec::new();
-            for &row in root.slot_rows.iter().flatten() {
-                let row = &plan.rows[row];
-                if let tmetric_engine::Source::Missing(why) = &row.source
-                    && !missing.iter().any(|(name, _)| *name == row.name)
-                {
-                    missing.push((row.name.clone(), why.clone()));
-                }
-            }
-            missing
-        })
-        .collect()
 }
 
 /// A directory the plan needs that must exist and be readable.
@@ -233,22 +213,23 @@ fn readable_dir(path: &std::path::Path, flag: &str, given: &std::path::Path) -> 
     })
 }
 
-/// The sysfs and procfs trees of simulated machine `name`, in a private temporary directory
-/// removed when the returned handle drops.
-fn simulated_tree(name: &str) -> anyhow::Result<(tempfile::TempDir, String)> {
+/// The simulated PMU `name`'s sysfs and procfs tree in a private directory (0700, removed
+/// on drop), as `stat --pmu-sim` writes it.
+fn simulated_tree(name: &str) -> anyhow::Result<(crate::sim::PrivateTree, String)> {
     let machine = tmetric_sim::Machine::named(name).with_context(|| {
         format!(
             "--pmu-sim: no simulated PMU `{name}`; the simulated machines are {}",
             tmetric_sim::Machine::names().join(", ")
         )
     })?;
-    let dir = tempfile::Builder::new()
-        .prefix("tmetric-plan-sim-")
-        .tempdir()
-        .context("cannot make a temporary directory for the simulated sysfs tree")?;
-    machine.write_sysfs(&dir.path().join("sys"), &dir.path().join("proc")).with_context(|| {
+    let mut dir = crate::sim::PrivateTree::create(&std::env::temp_dir(), name)?;
+    let written = machine.write_sysfs(&dir.path().join("sys"), &dir.path().join("proc"));
+    // Listed even when writing failed part way, so what was written is removed.
+    let listed = dir.note_contents();
+    written.with_context(|| {
         format!("cannot write the simulated sysfs tree under {}", dir.path().display())
     })?;
+    listed.with_context(|| format!("cannot list {}", dir.path().display()))?;
     Ok((dir, name.to_string()))
 }
 
@@ -262,160 +243,15 @@ fn print_plan(
     missing: &[Vec<(String, String)>],
 ) -> anyhow::Result<()> {
     // Where the machine cannot count a metric at all, the simulated machine that can.
-    let uncountable = missing.iter().any(|m| !m.is_empty());
-    let simulated = if uncountable {
+    let simulated = if missing.iter().any(|m| !m.is_empty()) {
         args.metrics.first().and_then(|item| models::simulated_hint(item, Some(model)))
     } else {
         None
     };
     if args.json {
-        let doc = serde_json::json!({
-            "model": model.path(),
-            "machine": machine_text,
-            "pmus": plan.pmus,
-            "events": plan.request.events,
-            "metrics": plan.request.metrics,
-            "ungrouped_why": plan.ungrouped_why,
-            "schedule": plan.tmetric,
-            "perf_schedule": plan.perf,
-            "slices": { "tmetric": plan.tmetric.slices(), "perf": plan.perf.slices(), "lower_bound": plan.lower(), "together_lower_bound": plan.together_bound.iter().max() },
-            "metrics_together": { "tmetric": plan.together().0, "perf": plan.together().1 },
-            "missing": missing.iter().map(|m| m.iter().map(|(event, why)| serde_json::json!({"event": event, "why": why})).collect::<Vec<_>>()).collect::<Vec<_>>(),
-            "simulated": simulated.as_ref().map(|(flag, on)| serde_json::json!({"flag": flag, "model": on})),
-        });
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
-        return Ok(());
-    }
-    print_text(out, plan, machine_text, &args.metrics, missing)?;
-    if uncountable {
-        let mut reasons: Vec<&str> = Vec::new();
-        for (_, why) in missing.iter().flatten() {
-            if !reasons.contains(&why.as_str()) {
-                reasons.push(why);
-            }
-        }
-        let advice = match simulated {
-            Some((flag, on)) => {
-                format!("a simulated {on} can: `tmetric plan -M {} {flag}`", args.metrics.join(","))
-            }
-            None => "no simulated machine's model defines them".to_string(),
-        };
-        writeln!(out, "\nthis machine cannot count them ({}); {advice}", reasons.join("; "))?;
-    }
-    Ok(())
-}
-
-fn slot_text(slot: Slot) -> String {
-    match slot {
-        Slot::General(n) => format!("gp{n}"),
-        Slot::Fixed(n) => format!("fixed{n}"),
-        Slot::Cycle => "cycle".into(),
-        Slot::Metric => "metric".into(),
-        Slot::None => "-".into(),
-    }
-}
-
-fn print_text(
-    out: &mut dyn Write,
-    plan: &OfflinePlan,
-    machine: &str,
-    items: &[String],
-    missing: &[Vec<(String, String)>],
-) -> std::io::Result<()> {
-    let request: &Request = &plan.request;
-    let pmus = &plan.pmus;
-    writeln!(out, "# plan for -M {} on {machine}", items.join(","))?;
-    for pmu in &pmus.pmus {
-        let mut line = format!(
-            "# PMU {}: {} general + {} fixed counters ({})",
-            pmu.name, pmu.general, pmu.fixed, pmu.source
-        );
-        if pmu.metric_events > 0 {
-            line.push_str(&format!(", {} topdown metric events", pmu.metric_events));
-        }
-        if pmu.cycle_counter {
-            line.push_str(", cycle counter");
-        }
-        writeln!(out, "{line}")?;
-        for adjustment in &pmu.adjustments {
-            writeln!(out, "#   {adjustment}")?;
-        }
-    }
-    writeln!(out)?;
-    print_schedule(out, request, pmus, &plan.tmetric)?;
-    writeln!(out)?;
-    writeln!(out, "metrics:")?;
-    let width = request.metrics.iter().map(|m| m.name.len()).max().unwrap_or(0);
-    for (i, metric) in request.metrics.iter().enumerate() {
-        let text = match &plan.tmetric.placements[i] {
-            Placement::Together { groups } => {
-                let g: Vec<String> = groups.iter().map(|g| (g + 1).to_string()).collect();
-                format!("together in group {}", g.join(" + "))
-            }
-            Placement::Spread { groups, why } => {
-                let g: Vec<String> = groups.iter().map(|g| (g + 1).to_string()).collect();
-                format!("multiplexed: spread over rotating groups {} ({why})", g.join(", "))
-            }
-            Placement::NoCounters => match missing.get(i).filter(|m| !m.is_empty()) {
-                Some(inputs) => {
-                    let names: Vec<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
-                    format!(
-                        "cannot be counted here: needs {}",
-                        crate::printer::names_summary(&names)
-                    )
-                }
-                None => "no hardware counters needed".into(),
-            },
-            Placement::Impossible { why } => format!("impossible here: {why}"),
-        };
-        let why = plan.ungrouped_why[i]
-            .as_ref()
-            .map(|w| format!(" [not grouped: {w}]"))
-            .unwrap_or_default();
-        writeln!(out, "  {:<width$}  {text}{why}", metric.name)?;
-    }
-    writeln!(out)?;
-    let (ours, perfs) = plan.together();
-    writeln!(
-        out,
-        "metrics counted together: tmetric {ours} of {}, perf 6.12 {perfs}",
-        request.metrics.len()
-    )?;
-    writeln!(
-        out,
-        "time slices: tmetric {}, perf 6.12 {}, lower bound {} (keeping each metric whole: {})",
-        plan.tmetric.slices(),
-        plan.perf.slices(),
-        plan.lower(),
-        plan.together_bound.iter().max().copied().unwrap_or(0)
-    )?;
-    Ok(())
-}
-
-fn print_schedule(
-    out: &mut dyn Write,
-    request: &Request,
-    pmus: &PmuModel,
-    schedule: &Schedule,
-) -> std::io::Result<()> {
-    for (g, group) in schedule.groups.iter().enumerate() {
-        let pmu =
-            group.pmu.map_or("software (no counters)".to_string(), |p| pmus.pmus[p].name.clone());
-        let members: Vec<String> = group
-            .events
-            .iter()
-            .zip(&group.slots)
-            .map(|(&e, &s)| match group.pmu {
-                Some(_) => format!("{} [{}]", request.events[e].name, slot_text(s)),
-                None => request.events[e].name.clone(),
-            })
-            .collect();
-        writeln!(out, "group {} on {pmu}: {}", g + 1, members.join(", "))?;
-    }
-    if !schedule.singles.is_empty() {
-        let names: Vec<&str> =
-            schedule.singles.iter().map(|&e| request.events[e].name.as_str()).collect();
-        writeln!(out, "alone: {}", names.join(", "))?;
+        print::json(out, &model.path(), plan, machine_text, missing, &simulated)?;
+    } else {
+        print::text(out, plan, machine_text, &args.metrics, missing, &simulated)?;
     }
     Ok(())
 }

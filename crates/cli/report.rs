@@ -16,11 +16,11 @@ use tmetric_engine::{EvalInput, Pick};
 use tmetric_record::{Input, Options, Playback};
 
 use crate::models;
-use crate::out::{Sink, warn};
-use crate::output::ColorChoice;
+use crate::out::{ColorChoice, Sink, warn};
 use crate::stat::{Layout, Printer};
 use tmetric_engine::aggr::{self, Aggr, units_for};
 use tmetric_engine::view::{Split, UnitId};
+use tmetric_print::stat::TreeView;
 use tmetric_print::{Aggregation, Config, Title};
 
 /// `tmetric report` flags.
@@ -276,9 +276,9 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     config.unit_width = crate::stat::plan_unit_width(&replay.plan);
     config.errors = args.errors;
     let title = Title { target: replay.target.clone(), runs: 1 };
-    let mut printer = Printer::new(out, config, title);
+    let mut printer = Printer::new(out, config, title, Box::new(warn));
     printer.split = split;
-    printer.tree = args.tree.then_some(args.all);
+    printer.tree = TreeView::new(args.tree, args.all);
     printer.interval = replay.interval;
     if args.errors && replay.totals.is_some() {
         if replay.reads.is_empty() {
@@ -322,7 +322,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
             || t.starts_with("process id ")
             || t.starts_with("thread id "));
         let rusage = replay.rusage.filter(|_| task_only);
-        printer.summary(&plan, &sample, &crate::printer::footer(replay.elapsed, rusage))?;
+        printer.summary(&plan, &sample, &tmetric_print::stat::footer(replay.elapsed, rusage))?;
         let notes = printer.notes_for(&plan, &sample, &failures, &replay.splits);
         printer.notes(&notes)?;
         // As stat: the block of bars where they cannot show beside the values.
@@ -335,5 +335,5 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
             printer.error_bars(&plan, &sample, &bars)?;
         }
     }
-    printer.finish()
+    printer.into_inner().finish()
 }

@@ -16,13 +16,13 @@ use tmetric_engine::session::Session;
 use tmetric_engine::view::{Split, UnitId};
 use tmetric_engine::{self as engine, Machine, Pick, Plan, PlanOptions, PmuModel};
 use tmetric_engine::{EvalInput, Select, Strategy};
+use tmetric_print::stat::TreeView;
 use tmetric_print::{Aggregation, Config, Title};
 use tmetric_runtime::{Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_runtime::{EventReport, SampleSpec, Sampler, SamplerOptions, TpebsMode, Workload};
 
 use crate::models;
-use crate::out::{Sink, warn};
-use crate::output::ColorChoice;
+use crate::out::{ColorChoice, Sink, warn};
 
 mod args;
 mod build;
@@ -38,8 +38,9 @@ pub use show::*;
 use threads::*;
 use tpebs::*;
 
-pub use crate::printer::Printer;
-use crate::printer::names_summary;
+/// `stat`'s and `report`'s printer, writing to a [`Sink`]; its notes for standard error are
+/// [`warn`]ings.
+pub type Printer = tmetric_print::stat::StatPrinter<Sink>;
 pub use tmetric_print::Layout;
 
 /// Runs `tmetric stat`; returns the exit code (the workload's, as perf does).

@@ -2,9 +2,7 @@
 //! library target.
 
 mod eval_from_perf;
-mod list;
 mod models;
 mod out;
-mod output;
 mod record;
 mod stat;

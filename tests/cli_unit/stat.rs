@@ -2,16 +2,7 @@
 //! that a clean `cargo test` compiles the CLI once, not a second time in test mode).
 
 mod tests {
-    use tmetric::output::plain_number;
     use tmetric_engine as engine;
-
-    #[test]
-    fn csv_and_json_metrics_keep_plain_number() {
-        assert_eq!(plain_number(0.0031234567890123), "0.0031234567890123");
-        assert_eq!(plain_number(2.5), "2.5");
-        assert_eq!(plain_number(-3.0), "-3");
-        assert_eq!(plain_number(f64::NAN), "nan");
-    }
 
     #[test]
     fn tsc_frequency_from_the_model_name() {

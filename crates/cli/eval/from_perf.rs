@@ -36,38 +36,6 @@ pub fn run(args: &EvalArgs, path: &Path, out: &mut dyn Write) -> anyhow::Result<
     run_log(args, &path.display().to_string(), BufReader::with_capacity(1 << 16, file), out)
 }
 
-/// The log's first blocks, and the reader of the rest when the log is longer than
-/// [`PREFIX_BYTES`] (`None`: `log` is the whole log).
-struct Prefix<R> {
-    log: PerfLog,
-    rest: Option<Reader<R>>,
-}
-
-fn read_prefix<R: BufRead>(name: &str, input: R, budget: u64) -> anyhow::Result<Prefix<R>> {
-    let mut reader = Reader::new(input, name)?;
-    let mut blocks = Vec::new();
-    // Whole intervals: every block of the last one read is in the prefix.
-    while blocks.is_empty() || reader.bytes_read() < budget || reader.finished_blocks() > 0 {
-        match reader.next_block()? {
-            Some(block) => blocks.push(block),
-            None => break,
-        }
-    }
-    if reader.is_done() {
-        return Ok(Prefix { log: reader.into_log(blocks)?, rest: None });
-    }
-    let log = PerfLog {
-        layout: reader.layout().clone(),
-        runs: reader.runs().to_vec(),
-        blocks,
-        warnings: reader.take_warnings(),
-        warnings_dropped: reader.warnings_dropped(),
-        skipped: reader.skipped().clone(),
-        numbers: reader.numbers().clone(),
-    };
-    Ok(Prefix { log, rest: Some(reader) })
-}
-
 /// Evaluates the log read from `input`, called `name` in messages.
 pub fn run_log<R: BufRead>(
     args: &EvalArgs,
@@ -86,7 +54,7 @@ pub fn run_log_with<R: BufRead>(
     out: &mut dyn Write,
     budget: u64,
 ) -> anyhow::Result<()> {
-    let Prefix { mut log, mut rest } = read_prefix(name, input, budget)?;
+    let (mut log, mut rest) = Reader::new(input, name)?.prefix(budget)?;
     let mut warnings = notes::ImportWarnings::default();
     warnings.add(std::mem::take(&mut log.warnings));
     if rest.is_none() {

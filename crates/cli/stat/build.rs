@@ -52,7 +52,7 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
     let literals = engine::plan::literals(machine.sysfs, machine.proc_root, system_wide(args));
     let mut plan = Plan::new(literals);
     // perf's `-A`/`--no-merge` print each uncore box apart; every other mode merges them.
-    plan.per_box = aggregation(args) == Aggregation::Cpu;
+    plan.set_per_box(aggregation(args) == Aggregation::Cpu);
     if args.null_run {
         return Ok(plan);
     }

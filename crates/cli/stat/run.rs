@@ -263,7 +263,7 @@ impl<S: Syscalls + Clone> Counting<S> {
                 Some(s) => {
                     let reports = s.read().map_err(|e| io::Error::other(e.to_string()))?;
                     let mut p = plan.clone();
-                    p.retire_latency = latencies(&reports, self.mode, true);
+                    p.set_retire_latency(latencies(&reports, self.mode, true));
                     sampled = p;
                     &sampled
                 }
@@ -319,7 +319,7 @@ impl<S: Syscalls + Clone> Counting<S> {
         let mut sampled: Vec<EventReport> = Vec::new();
         if let Some(s) = sampler {
             let reports = s.stop().context("--record-tpebs")?;
-            session.plan_mut().retire_latency = latencies(&reports, mode, false);
+            session.plan_mut().set_retire_latency(latencies(&reports, mode, false));
             report_samples(&reports, args.verbose, *layout == Layout::Json, printer.out())?;
             sampled = reports;
         }
@@ -363,7 +363,8 @@ impl<S: Syscalls + Clone> Counting<S> {
             // other target (-a, -C, -p, -t).
             let task_only =
                 args.repeat == 1 && !system_wide(args) && args.pid.is_none() && args.tid.is_empty();
-            let mut footer = crate::printer::footer(report.elapsed, rusage.filter(|_| task_only));
+            let mut footer =
+                tmetric_print::stat::footer(report.elapsed, rusage.filter(|_| task_only));
             if let Some(elapsed) = &elapsed_runs {
                 footer.elapsed_sd = Some(spread_of_mean(elapsed));
                 if args.table {
@@ -393,7 +394,7 @@ impl<S: Syscalls + Clone> Counting<S> {
             );
             printer.error_bars(session.plan(), &sample, &bars)?;
         }
-        printer.finish()?;
+        printer.into_inner().finish()?;
         if let Some(e) = record_failed {
             return Err(e.context("the record file is incomplete"));
         }
@@ -412,7 +413,7 @@ pub(super) fn warn_user_only<S: Syscalls>(session: &Session<S>) {
         .unwrap_or_else(|_| "?".into());
     warn(&format!(
         "kernel.perf_event_paranoid is {paranoid} and tmetric has no CAP_PERFMON: counting user mode only (exclude_kernel), as perf does, for {}",
-        names_summary(&user_only)
+        tmetric_text::names_summary(&user_only)
     ));
 }
 

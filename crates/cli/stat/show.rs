@@ -158,7 +158,7 @@ pub(super) fn printer_for(
         ColorChoice::Auto => to_terminal,
     } && *layout == Layout::Std;
     let title = Title { target: target_text(args, simulated), runs: args.repeat };
-    let mut printer = Printer::new(out, config, title);
+    let mut printer = Printer::new(out, config, title, Box::new(warn));
     // `tmetric -j 2>&1 | jq`: tmetric's notes and warnings would break perf's JSON lines.
     let json_shares_stderr = *layout == Layout::Json
         && args.output.is_none()
@@ -168,7 +168,7 @@ pub(super) fn printer_for(
     printer.simulated = simulated.map(str::to_string);
     printer.legacy = legacy;
     printer.interval = args.interval.map(Duration::from_millis);
-    printer.tree = prints_tree(args, layout).then_some(args.all);
+    printer.tree = TreeView::new(prints_tree(args, layout), args.all);
     if args.output.is_some() && !args.quiet {
         printer.started_on(&tmetric_runtime::locale::ctime_now())?;
     }

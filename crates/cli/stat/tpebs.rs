@@ -137,8 +137,7 @@ pub(super) fn apply_retire_latency_file(plan: &mut Plan, path: &Path) -> anyhow:
             unused.push(key.as_str());
         }
         for name in matched {
-            plan.retire_latency.retain(|(n, _)| *n != name);
-            plan.retire_latency.push((name, cycles));
+            plan.set_retire_latency_of(name, cycles);
         }
     }
     if !unused.is_empty() {
@@ -160,7 +159,7 @@ pub(super) fn apply_latency_flags(args: &StatArgs, plan: &mut Plan) -> anyhow::R
     if !(args.record_tpebs || args.retire_latency.is_some()) {
         return Ok(());
     }
-    plan.warnings.retain(|w| !matches!(w, engine::Warning::RetireLatencyUnsampled { .. }));
+    plan.retain_warnings(|w| !matches!(w, engine::Warning::RetireLatencyUnsampled { .. }));
     let unknown: Vec<String> = plan
         .retire_events
         .iter()
@@ -168,7 +167,7 @@ pub(super) fn apply_latency_flags(args: &StatArgs, plan: &mut Plan) -> anyhow::R
         .map(|r| r.name.clone())
         .collect();
     if !unknown.is_empty() {
-        plan.warnings.push(engine::Warning::RetireLatencyUnknown {
+        plan.add_warning(engine::Warning::RetireLatencyUnknown {
             events: unknown,
             file: args.retire_latency.as_ref().map_or(String::new(), |p| p.display().to_string()),
         });

@@ -14,7 +14,11 @@
 //! * [`evaluator`]: a model's metrics over input values; metric selection and needed inputs.
 //! * [`counts`]: the counts file of `eval --counts`, its keys as a model's inputs, and the
 //!   metrics over it.
+//! * [`describe`]: one metric as `tmetric describe` shows it: descriptions, formula, the
+//!   tree of metrics and events, needed events, valued over a counts file when given.
 //! * [`metric_eval`]: the evaluator front end every input source shares (plan, counts file, log).
+//! * [`list`]: the compiled catalogue as `tmetric list`'s rows (models, metrics, groups,
+//!   events) and the kernel's PMU events in sysfs.
 //! * [`literals`]: literal values with where each came from, and perf's defaults.
 //! * [`perflog`]: metrics over a `perf stat` log, checked against what perf printed; the
 //!   log's CPU model and literals inferred.
@@ -34,10 +38,12 @@
 pub mod aggr;
 pub mod builtin;
 pub mod counts;
+pub mod describe;
 mod error;
 pub mod eval;
 pub mod evaluator;
 pub mod events;
+pub mod list;
 pub mod literals;
 pub mod metric_eval;
 pub mod perflog;

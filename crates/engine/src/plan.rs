@@ -686,6 +686,26 @@ impl Plan {
         }
     }
 
+    /// Per root, the inputs nothing can count on this machine, each once with the reason (a
+    /// machine without a hardware PMU has only these).
+    pub fn missing_inputs(&self) -> Vec<Vec<(String, String)>> {
+        self.roots
+            .iter()
+            .map(|root| {
+                let mut missing: Vec<(String, String)> = Vec::new();
+                for &row in root.slot_rows.iter().flatten() {
+                    let row = &self.rows[row];
+                    if let Source::Missing(why) = &row.source
+                        && !missing.iter().any(|(name, _)| *name == row.name)
+                    {
+                        missing.push((row.name.clone(), why.clone()));
+                    }
+                }
+                missing
+            })
+            .collect()
+    }
+
     /// Puts root `r` on the row perf prints a metric on: its first directly read counter, else
     /// any counted input, else any input, else a `duration_time` row added for it. `probes` are
     /// the root's model's probe values.
@@ -730,6 +750,25 @@ impl Plan {
     /// interval, or as recorded.
     pub fn set_retire_latency(&mut self, values: Vec<(String, f64)>) {
         self.retire_latency = values;
+    }
+
+    /// One retire-latency input's value in cycles (`--retire-latency FILE`), replacing an
+    /// earlier one.
+    pub fn set_retire_latency_of(&mut self, name: String, cycles: f64) {
+        self.retire_latency.retain(|(n, _)| *n != name);
+        self.retire_latency.push((name, cycles));
+    }
+
+    /// Adds a warning the front end found about this plan (the region API's user-only
+    /// events, the retire-latency file's unknown inputs).
+    pub fn add_warning(&mut self, warning: Warning) {
+        self.warnings.push(warning);
+    }
+
+    /// Keeps only the warnings `keep` accepts: a front end that has given what a warning
+    /// says is missing (retire latencies sampled or read from a file) drops it.
+    pub fn retain_warnings(&mut self, keep: impl FnMut(&Warning) -> bool) {
+        self.warnings.retain(keep);
     }
 
     /// perf's `-A`/`--no-merge` for uncore rows ([`Plan::per_box`]).

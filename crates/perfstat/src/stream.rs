@@ -251,6 +251,33 @@ impl<R: BufRead> Reader<R> {
         }
     }
 
+    /// Reads whole intervals (every block of the last one read) until at least `budget` bytes
+    /// and one block are read: the whole log when the input ended there, else the log so far
+    /// (its warnings taken) with this reader for the rest, so that a caller can choose what to
+    /// do from a long log's beginning and stream the rest in bounded memory.
+    pub fn prefix(mut self, budget: u64) -> Result<(PerfLog, Option<Reader<R>>), ImportError> {
+        let mut blocks = Vec::new();
+        while blocks.is_empty() || self.bytes_read() < budget || self.finished_blocks() > 0 {
+            match self.next_block()? {
+                Some(block) => blocks.push(block),
+                None => break,
+            }
+        }
+        if self.is_done() {
+            return Ok((self.into_log(blocks)?, None));
+        }
+        let log = PerfLog {
+            layout: self.layout().clone(),
+            runs: self.runs().to_vec(),
+            blocks,
+            warnings: self.take_warnings(),
+            warnings_dropped: self.warnings_dropped(),
+            skipped: self.skipped().clone(),
+            numbers: self.numbers().clone(),
+        };
+        Ok((log, Some(self)))
+    }
+
     /// Reads the rest and returns the whole log: `blocks` (what was taken before) and the
     /// blocks still to come, with every run and warning (in line order), and each block's
     /// times completed with footers printed after it was finished.

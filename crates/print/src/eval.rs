@@ -99,6 +99,44 @@ pub fn literals_json(literals: &Literals, used: &[Literal]) -> Vec<LiteralJson> 
         .collect()
 }
 
+/// `eval --expr`'s result as a JSON line.
+#[derive(Serialize)]
+struct ExprJson<'a> {
+    expr: &'a str,
+    value: Option<f64>,
+    missing: &'a [String],
+    literals: Vec<LiteralJson>,
+}
+
+/// `eval --expr`'s value for expression `text`: the number alone, or with `json` one line
+/// with the identifiers that had no value (`missing`) and the literals it read (`used`).
+pub fn expr_value(
+    out: &mut dyn Write,
+    text: &str,
+    value: f64,
+    missing: &[String],
+    literals: &Literals,
+    used: &[Literal],
+    json: bool,
+) -> io::Result<()> {
+    if json {
+        let literals = literals_json(literals, used);
+        json_line(out, &ExprJson { expr: text, value: json_number(value), missing, literals })
+    } else {
+        writeln!(out, "{}", plain_number(value))
+    }
+}
+
+/// The warning for `eval --expr` identifiers without a value, if any.
+pub fn expr_missing_warning(missing: &[String]) -> Option<String> {
+    if missing.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();
+    let verb = if names.len() == 1 { "it reads" } else { "they read" };
+    Some(format!("no value for {}; {verb} as NaN (pass --var NAME=VALUE)", names.join(", ")))
+}
+
 /// Why a metric is `nan` or 0 although every input it reads has a value (`why`, from
 /// `MetricEval::explain`), worded for a front end without the machine: a literal with where its
 /// value came from and the flag that sets it, a `has_event()` probe with what `absent` says of

@@ -4,7 +4,9 @@
 //! `stat`, `report` and `record` print through it; what to print comes from the engine as
 //! data ([`tmetric_engine::view`]). [`eval`] holds `tmetric eval`'s own layouts (a model's
 //! metrics over a counts file or a perf stat log, text, CSV and JSON lines) and the wording
-//! of its notes, over the engine's `counts` and `perflog` data.
+//! of its notes, over the engine's `counts` and `perflog` data. [`list`], [`describe`] and
+//! [`plan`] print `tmetric list`, `describe` and `plan` (text and JSON) over the engine's
+//! listing rows, metric descriptions and offline plans.
 //!
 //! tmetric's additions (each metric's name beside perf's label, full-precision values, a
 //! metric's unit and name as fields of their own) are printed only with
@@ -16,9 +18,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod describe;
 pub mod eval;
+pub mod list;
+pub mod names;
 pub mod num;
 mod perf;
+pub mod plan;
+pub mod stat;
 
 use std::io::{self, Write};
 use std::time::Duration;

@@ -113,6 +113,10 @@ mod tests {
         assert_eq!(plain_number(0.003), "0.003");
         assert_eq!(plain_number(7.0), "7");
         assert_eq!(plain_number(f64::INFINITY), "inf");
+        // CSV and JSON metrics keep every digit.
+        assert_eq!(plain_number(0.0031234567890123), "0.0031234567890123");
+        assert_eq!(plain_number(-3.0), "-3");
+        assert_eq!(plain_number(f64::NAN), "nan");
         assert_eq!(json_number(f64::NAN), None);
         assert_eq!(json_number(2.5), Some(2.5));
     }

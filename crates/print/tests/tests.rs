@@ -1,4 +1,8 @@
-//! The printer's tests: perf 6.12's layouts over hand-made views.
+//! The printer's tests: perf 6.12's layouts over hand-made views, `stat`'s notes, names,
+//! `list`'s counter text.
 
 mod captures;
 mod layouts;
+mod list;
+mod names;
+mod stat;

@@ -534,7 +534,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 tmetric_runtime::sys::open_or_user_only(&mut self.sys, &attr, 0, -1, leader);
             if matches!(opened, Ok((_, true))) {
                 let event = self.plan.specs[s].name.clone();
-                self.plan.warnings.push(tmetric_engine::Warning::UserOnly { event });
+                self.plan.add_warning(tmetric_engine::Warning::UserOnly { event });
             }
             let opened = opened.map(|(fd, _)| fd);
             let opened = opened.and_then(|fd| match self.sys.event_id(fd) {

@@ -85,6 +85,15 @@ pub fn join_code(items: &[String]) -> String {
     }
 }
 
+/// Up to 8 names, comma-separated, then how many more.
+pub fn names_summary(names: &[&str]) -> String {
+    if names.len() <= 8 {
+        names.join(", ")
+    } else {
+        format!("{} and {} more", names[..8].join(", "), names.len() - 8)
+    }
+}
+
 /// Up to `limit` of `names` closest to `wanted`, for "did you mean": those containing it (or
 /// contained in it), then those within a small edit distance, best first; case is ignored.
 pub fn closest(wanted: &str, names: impl IntoIterator<Item = String>, limit: usize) -> Vec<String> {

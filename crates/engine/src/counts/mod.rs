@@ -106,6 +106,23 @@ pub struct CountsFile {
     pub model: Option<String>,
 }
 
+impl CountsFile {
+    /// The value the file gives the expression identifier `id` (`INST_RETIRED.ANY`,
+    /// `cpu@TOPDOWN.SLOTS@`), matched as [`assign`] matches a model's inputs, summed over the
+    /// entries that match (numbered uncore instances), with how many there were; `None` when
+    /// no entry matches.
+    pub fn value_of(&self, id: &str) -> Option<(f64, usize)> {
+        let slot = SlotName::of_expr_id(id);
+        let matched: Vec<f64> = self
+            .entries
+            .iter()
+            .filter(|e| slot_matches(&slot, &e.event).is_some())
+            .map(|e| e.value)
+            .collect();
+        (!matched.is_empty()).then(|| (matched.iter().sum(), matched.len()))
+    }
+}
+
 /// A value given as text that is not a count; each holds the text, quoted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BadNumber {

@@ -1,20 +1,53 @@
 //! `stat`'s and `report`'s printer: evaluates a plan over counts per aggregation unit
-//! (through `engine::view`) and prints it with `tmetric-print` in perf's layouts, or as the
-//! TMA tree (`--tree`) or seed 000's legacy TopDown columns; then the notes.
+//! (through `engine::view`) and prints it in perf's layouts ([`crate::Printer`]), or as the
+//! TMA tree (`--tree`, [`TreeView`]) or seed 000's legacy TopDown columns; then the notes.
+//! It writes to any [`Write`]; notes that belong on standard error go through the caller's
+//! warning function, so the caller decides how they are worded and whether they are quiet.
 
 use std::io::{self, Write};
 use std::time::Duration;
 
 use tmetric_engine::view::{self, Split, TreeNode};
 use tmetric_engine::{self as engine, EvalInput, Evaluators, Plan};
-use tmetric_print::{Config, Footer, Layout, Title};
 
-use crate::out::{Sink, warn};
-use crate::output::{json_number, paint, perf_number, plain_number};
+use crate::num::{json_number, perf_number, plain_number};
+use crate::{Config, Footer, Layout, Title, paint};
 
-/// Prints a plan's counts (see the module documentation).
-pub struct Printer {
-    perf: tmetric_print::Printer<Sink>,
+/// What `--tree` shows of the TMA hierarchy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TreeView {
+    /// No tree: perf's layouts (or the legacy TopDown columns).
+    #[default]
+    Off,
+    /// `--tree`: nodes whose threshold says "not a problem" are hidden.
+    Pruned,
+    /// `--tree --all`: every node; those below their threshold dimmed (or marked `(below)`).
+    All,
+}
+
+impl TreeView {
+    /// The view for `tree` (the tree is printed) and `all` (`--all`).
+    pub fn new(tree: bool, all: bool) -> TreeView {
+        match (tree, all) {
+            (false, _) => TreeView::Off,
+            (true, false) => TreeView::Pruned,
+            (true, true) => TreeView::All,
+        }
+    }
+
+    /// Whether the tree is printed.
+    pub fn is_on(self) -> bool {
+        self != TreeView::Off
+    }
+}
+
+/// Says a note on standard error (the caller's wording, `--quiet` and comment prefix).
+pub type Warn = Box<dyn FnMut(&str)>;
+
+/// Prints a plan's counts to `W` (see the module documentation).
+pub struct StatPrinter<W: Write> {
+    perf: crate::Printer<W>,
+    warn: Warn,
     evaluators: Evaluators,
     /// How counts split into printed units.
     pub split: Split,
@@ -22,8 +55,8 @@ pub struct Printer {
     pub title: Title,
     /// `--topdown` from the older events: each CPU's (package, core).
     pub legacy: Option<Vec<(u32, (u32, u32))>>,
-    /// `--tree`, with `--all` (show nodes below their threshold).
-    pub tree: Option<bool>,
+    /// `--tree` and `--all`.
+    pub tree: TreeView,
     /// `-r`: per spec, the relative standard deviation of its count over the runs, in %.
     pub spread: Vec<Option<f64>>,
     /// `-I`'s interval, perf's wall time for `CPUs utilized` in each interval.
@@ -40,20 +73,21 @@ pub struct Printer {
     /// machine's.
     pub simulated: Option<String>,
     /// `--errors`: the counters read during the run (cumulative), from which the totals'
-    /// metrics get their error bars beside their values ([`Printer::errors_inline`]).
+    /// metrics get their error bars beside their values ([`StatPrinter::errors_inline`]).
     pub error_reads: Option<Vec<tmetric_runtime::Snapshot>>,
 }
 
-impl Printer {
-    /// A printer writing to `out` in `config`'s layout.
-    pub fn new(out: Sink, config: Config, title: Title) -> Printer {
-        Printer {
-            perf: tmetric_print::Printer::new(out, config),
+impl<W: Write> StatPrinter<W> {
+    /// A printer writing to `out` in `config`'s layout; notes for standard error go to `warn`.
+    pub fn new(out: W, config: Config, title: Title, warn: Warn) -> StatPrinter<W> {
+        StatPrinter {
+            perf: crate::Printer::new(out, config),
+            warn,
             evaluators: Evaluators::default(),
             split: Split::Global,
             title,
             legacy: None,
-            tree: None,
+            tree: TreeView::Off,
             spread: Vec::new(),
             interval: None,
             lines: 0,
@@ -65,7 +99,7 @@ impl Printer {
     }
 
     /// The output.
-    pub fn out(&mut self) -> &mut Sink {
+    pub fn out(&mut self) -> &mut W {
         self.perf.out()
     }
 
@@ -74,9 +108,9 @@ impl Printer {
         self.perf.config()
     }
 
-    /// Flushes and reports a write error.
-    pub fn finish(self) -> anyhow::Result<()> {
-        self.perf.into_inner().finish()
+    /// The output, to finish it.
+    pub fn into_inner(self) -> W {
+        self.perf.into_inner()
     }
 
     /// perf's `# started on` line at the top of an `-o` file.
@@ -136,7 +170,7 @@ impl Printer {
         wall_ns: f64,
         reads: Option<&[tmetric_runtime::Snapshot]>,
     ) -> io::Result<()> {
-        if self.legacy.is_some() || self.tree.is_some() {
+        if self.own_lines() {
             if at.is_none() && self.config().layout == Layout::Std {
                 let title = self.title.clone();
                 write!(self.out(), "\n Performance counter stats for '{}':\n\n", title.target)?;
@@ -159,15 +193,20 @@ impl Printer {
         self.perf.counters(&self.title, at, &units)
     }
 
+    /// Whether the counts print as tmetric's own lines (the legacy TopDown columns, which win
+    /// when both are asked for, or the tree) rather than in perf's layouts.
+    fn own_lines(&self) -> bool {
+        self.legacy.is_some() || self.tree.is_on()
+    }
+
     /// Whether `--errors` shows each metric's bar beside its value: in the default layout
     /// and JSON, not in CSV (whose fields are perf's), `--metric-only`, `--tree` or the
-    /// legacy TopDown columns, which print the separate block ([`Printer::error_bars`]).
+    /// legacy TopDown columns, which print the separate block ([`StatPrinter::error_bars`]).
     pub fn errors_inline(&self) -> bool {
         let config = self.config();
         config.errors
             && !config.metric_only
-            && self.tree.is_none()
-            && self.legacy.is_none()
+            && !self.own_lines()
             && matches!(config.layout, Layout::Std | Layout::Json)
     }
 
@@ -183,7 +222,7 @@ impl Printer {
         let failure = |spec: usize| failures.get(spec).cloned().flatten();
         let results = plan.evaluate(&mut self.evaluators, sample);
         let mut notes = plan.notes(&results, sample, failure);
-        if self.tree.is_some() {
+        if self.tree.is_on() {
             notes.extend(undecided_note(plan, &results));
         }
         if let Split::Threads { threads, skip_zero: false } = &self.split {
@@ -208,7 +247,7 @@ impl Printer {
             }
             for (note, labels) in per_thread {
                 let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
-                notes.push(format!("{}: {note}", names_summary(&labels)));
+                notes.push(format!("{}: {note}", tmetric_text::names_summary(&labels)));
             }
         }
         notes.extend(splits.iter().cloned());
@@ -239,7 +278,7 @@ impl Printer {
     /// Writes notes where the layout keeps them out of the lines scripts parse: CSV as `#`
     /// comment lines in the counts' stream (perf's CSV files start with one, and perf's CSV
     /// checks skip them); JSON and interval lines on standard error, prefixed `tmetric:`
-    /// (JSON only when that is not the JSON's own stream, see [`Printer::json_notes`]).
+    /// (JSON only when that is not the JSON's own stream, see [`StatPrinter::json_notes`]).
     fn say(&mut self, notes: &[String]) -> io::Result<()> {
         match self.config().layout.clone() {
             Layout::Csv(_) => {
@@ -253,7 +292,7 @@ impl Printer {
                 // Standard error may also hold the counts: theirs first.
                 self.out().flush()?;
                 for note in notes {
-                    warn(note);
+                    (self.warn)(note);
                 }
             }
         }
@@ -261,7 +300,7 @@ impl Printer {
     }
 
     /// The notes after the counts: in the default layout below the footer (where perf
-    /// prints its hints), else as [`Printer::say`] puts them.
+    /// prints its hints), else as [`StatPrinter::say`] puts them.
     pub fn notes(&mut self, notes: &[String]) -> io::Result<()> {
         // What an interval already said is not said again.
         let notes: Vec<String> = notes.iter().filter(|n| !self.said.contains(n)).cloned().collect();
@@ -336,7 +375,7 @@ impl Printer {
     fn interval_prefix(&self, at: Option<Duration>) -> String {
         match (&self.config().layout, at) {
             (Layout::Json, _) | (_, None) => String::new(),
-            (layout, Some(at)) => tmetric_print::interval_prefix(layout, at),
+            (layout, Some(at)) => crate::interval_prefix(layout, at),
         }
     }
 
@@ -352,7 +391,7 @@ impl Printer {
         at: Option<Duration>,
     ) -> io::Result<()> {
         let results = plan.evaluate(&mut self.evaluators, sample);
-        let show_all = self.tree.unwrap_or(false);
+        let show_all = self.tree == TreeView::All;
         let colour = self.config().colour;
         let layout = self.config().layout.clone();
         let prefix = self.interval_prefix(at);
@@ -541,22 +580,13 @@ fn undecided_note(plan: &Plan, results: &[engine::RootResult]) -> Option<String>
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     Some(format!(
         "{}: threshold unknown (its events were not counted: --metric-no-threshold, or not in this interval), so `<==` marks no bottleneck at or below its level",
-        names_summary(&names)
+        tmetric_text::names_summary(&names)
     ))
 }
 
 /// A legacy topdown column: wide enough for `% <label>`.
 fn legacy_width(label: &str) -> usize {
     (label.len() + 2).max(10)
-}
-
-/// Up to 8 names, then how many more.
-pub fn names_summary(names: &[&str]) -> String {
-    if names.len() <= 8 {
-        names.join(", ")
-    } else {
-        format!("{} and {} more", names[..8].join(", "), names.len() - 8)
-    }
 }
 
 /// The footer's figures for a run that took `elapsed` and left `rusage`.

@@ -1,34 +1,4 @@
-//! Output helpers shared by `list`, `eval` and `stat`'s tree: `--color`, the name filter, and
-//! (from `tmetric_print`, where `eval`'s printers use them too) perf's number layout, colour
-//! and JSON lines. Nothing here knows a subcommand's flags.
-
-use std::io::{self, IsTerminal};
-
-/// `--color`: when to colour threshold states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorChoice {
-    /// Colour when the output goes to a terminal (the flag's help says which stream).
-    Auto,
-    /// Always colour.
-    Always,
-    /// Never colour.
-    Never,
-}
-
-impl ColorChoice {
-    /// Whether to write colour escapes to standard output (`eval`'s stream; `stat` and
-    /// `report` decide for standard error or their `-o` file themselves).
-    pub fn enabled(self) -> bool {
-        match self {
-            ColorChoice::Auto => io::stdout().is_terminal(),
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-        }
-    }
-}
-
-pub use tmetric_print::num::{json_number, perf_number, plain_number};
-pub use tmetric_print::{json_line, paint};
+//! The command line's name filter (`list`, `describe`): a substring or a glob over names.
 
 /// The command line's name filter: a case-insensitive substring, or a glob over the whole
 /// name when it contains `*` or `?`.
@@ -86,15 +56,3 @@ fn glob_match(pattern: &[char], text: &[char]) -> bool {
     }
     pattern[p..].iter().all(|&c| c == '*')
 }
-
-/// The name perf gives the core PMU of an architecture, for spelling `default_core` events.
-pub fn core_pmu_name(arch: &str) -> &'static str {
-    match arch {
-        "s390" => "cpum_cf",
-        "arm64" => "armv8_pmuv3",
-        _ => "cpu",
-    }
-}
-
-/// Whether `pmu` is a core PMU name: `default_core` or a name perf gives the core PMU.
-pub use tmetric_engine::perflog::is_core_pmu;
