@@ -58,7 +58,7 @@ pub mod uncertainty;
 pub mod view;
 
 pub use error::{CgroupError, CpuTypeError, Error};
-pub use eval::{Evaluators, RootResult, Sample, Shown};
+pub use eval::{Evaluators, MetricWhy, Note, RootResult, RowWhy, Sample, Shown};
 pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};
 pub use offline::{Coverage, Needed, Offline, Why};

@@ -211,12 +211,14 @@ impl<W: Write> StatPrinter<W> {
         &mut self,
         plan: &Plan,
         sample: &Sample<'_>,
-        failures: &[Option<String>],
+        failures: &[Option<engine::Refusal>],
         splits: &[String],
     ) -> Vec<String> {
         let failure = |spec: usize| failures.get(spec).cloned().flatten();
         let results = plan.evaluate(&mut self.evaluators, sample);
-        let mut notes = plan.notes(&results, sample, failure);
+        // Worded here, at the printer: the engine's notes are typed.
+        let mut notes: Vec<String> =
+            plan.notes(&results, sample, failure).iter().map(ToString::to_string).collect();
         if self.tree.is_on() {
             notes.extend(undecided_note(plan, &results));
         }
@@ -229,7 +231,7 @@ impl<W: Write> StatPrinter<W> {
                 let counts = sample.counts.of_thread(tid);
                 let unit = Sample { counts: &counts, ..*sample };
                 let results = plan.evaluate(&mut self.evaluators, &unit);
-                for note in plan.notes(&results, &unit, failure) {
+                for note in plan.notes(&results, &unit, failure).iter().map(ToString::to_string) {
                     if notes.contains(&note) {
                         continue;
                     }
@@ -256,7 +258,7 @@ impl<W: Write> StatPrinter<W> {
         &mut self,
         plan: &Plan,
         sample: &Sample<'_>,
-        failures: &[Option<String>],
+        failures: &[Option<engine::Refusal>],
         at: Duration,
     ) -> io::Result<()> {
         let notes = self.notes_for(plan, sample, failures, &[]);
