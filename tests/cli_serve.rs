@@ -120,17 +120,22 @@ impl Drop for Serve {
 
 /// A GET over loopback: status and body.
 fn http_get(addr: &str, path: &str, accept: Option<&str>) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("{addr}: {e}"));
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    http_try_get(addr, path, accept).unwrap_or_else(|e| panic!("{addr}{path}: {e}"))
+}
+
+/// A GET over loopback, or the I/O error (a listener being restarted resets the
+/// connections its old socket had queued).
+fn http_try_get(addr: &str, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(20)))?;
     let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{accept}Connection: close\r\n\r\n")
-        .unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{accept}Connection: close\r\n\r\n")?;
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
+    stream.read_to_end(&mut raw)?;
     let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, body.to_string())
+    Ok((status, body.to_string()))
 }
 
 fn free_port() -> u16 {
@@ -655,11 +660,12 @@ fn short_of_descriptors_cgroups_are_left_out_and_said() {
     drop(idle);
     let deadline = Instant::now() + Duration::from_secs(20);
     let text = loop {
-        if TcpStream::connect(&serve.addr).is_ok() {
-            let (status, text) = serve.get("/metrics");
-            if status == 200 && !text.contains("tmetric_http_restarts_total 0") {
-                break text;
-            }
+        // Until the listener is back: a connection the dying listener had queued is reset.
+        if let Ok((status, text)) = http_try_get(&serve.addr, "/metrics", None)
+            && status == 200
+            && !text.contains("tmetric_http_restarts_total 0")
+        {
+            break text;
         }
         assert!(Instant::now() < deadline, "the server did not come back: {}", serve.log());
         std::thread::sleep(Duration::from_millis(100));

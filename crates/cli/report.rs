@@ -292,8 +292,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     let mut plan = replay.plan;
     // As stat printed it: each uncore box apart under -A, merged otherwise.
     plan.set_per_box(aggr == Some(Aggr::Cpu));
-    let failures: Vec<Option<String>> =
-        replay.failures.iter().map(|f| f.as_ref().map(ToString::to_string)).collect();
+    let failures = &replay.failures;
     for warning in &plan.warnings {
         warn(&format!("warning: {warning}"));
     }
@@ -305,7 +304,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
             plan.set_retire_latency(l.clone());
         }
         printer.interval(&plan, &sample, step.number, step.at)?;
-        printer.interval_notes(&plan, &sample, &failures, step.at)?;
+        printer.interval_notes(&plan, &sample, failures, step.at)?;
         plan.set_retire_latency(recorded);
     }
     if let Some(totals) = &replay.totals {
@@ -323,7 +322,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
             || t.starts_with("thread id "));
         let rusage = replay.rusage.filter(|_| task_only);
         printer.summary(&plan, &sample, &tmetric_print::stat::footer(replay.elapsed, rusage))?;
-        let notes = printer.notes_for(&plan, &sample, &failures, &replay.splits);
+        let notes = printer.notes_for(&plan, &sample, failures, &replay.splits);
         printer.notes(&notes)?;
         // As stat: the block of bars where they cannot show beside the values.
         if args.errors && !replay.reads.is_empty() && !printer.errors_inline() {

@@ -252,7 +252,7 @@ impl<S: Syscalls + Clone> Counting<S> {
         workload: Option<&mut Workload>,
         options: &RunOptions,
     ) -> anyhow::Result<Option<tmetric_runtime::RunReport>> {
-        let interval_failures = session.failure_texts();
+        let interval_failures = session.failures();
         let has_workload = workload.is_some();
         let result = session.run(workload, options, |plan, tick| {
             let sample =
@@ -378,12 +378,8 @@ impl<S: Syscalls + Clone> Counting<S> {
             }
             printer.summary(session.plan(), &sample, &footer)?;
         }
-        let notes = printer.notes_for(
-            session.plan(),
-            &sample,
-            &session.failure_texts(),
-            &session.split_notes(),
-        );
+        let notes =
+            printer.notes_for(session.plan(), &sample, &session.failures(), &session.split_notes());
         printer.notes(&notes)?;
         // The block of bars: with -v, or where --errors cannot show them beside the values.
         if args.verbose || (args.errors && !printer.errors_inline()) {

@@ -11,6 +11,7 @@ use tmetric_runtime::{Aggregate, CpuCount, Snapshot, ToolEvent};
 
 use crate::metric_eval::{MetricEval, Why};
 use crate::plan::{Plan, PlanRow, Root, Source};
+use crate::session::Refusal;
 
 /// The inputs of one evaluation of a plan: counts, the span they cover, the workload's rusage
 /// (a whole run's or one interval's).
@@ -411,109 +412,204 @@ impl Plan {
     }
 
     /// Why rows print `<not supported>`/`<not counted>` and why metrics print `nan` or a number
-    /// computed without some input. `failure(spec)` explains a counter the kernel refused.
+    /// computed without some input, as typed notes (their `Display` is the wording).
+    /// `failure(spec)` is the kernel's refusal of a counter.
     pub fn notes(
         &self,
         results: &[RootResult],
         sample: &EvalInput<'_>,
-        failure: impl Fn(usize) -> Option<String>,
-    ) -> Vec<String> {
+        failure: impl Fn(usize) -> Option<Refusal>,
+    ) -> Vec<Note> {
         // Events with the same explanation share one note: a TMA group without a PMU would
         // otherwise repeat it dozens of times.
-        let mut events: Vec<(String, Vec<String>)> = Vec::new();
+        let mut notes: Vec<Note> = Vec::new();
         for row in self.rows.iter().filter(|r| r.show || !r.roots.is_empty()) {
-            if self.opened_nowhere(row, sample) {
+            let why = if self.opened_nowhere(row, sample) {
                 let cpus = match &row.source {
                     Source::Counter(spec) => self.events[*spec].cpus.clone().unwrap_or_default(),
                     _ => Vec::new(),
                 };
-                let why = format!(
-                    "not counted and not shown: none of the CPUs counted has their PMU (they count on CPUs {} only)",
-                    cpu_ranges(&cpus)
-                );
-                match events.iter_mut().find(|(w, _)| *w == why) {
-                    Some((_, names)) => names.push(row.name.clone()),
-                    None => events.push((why, vec![row.name.clone()])),
+                RowWhy::OtherCpusOnly { cpus }
+            } else {
+                match (&row.source, shown(self, row, sample)) {
+                    (Source::Missing(reason), _) => RowWhy::Missing(reason.clone()),
+                    (Source::Counter(spec), Shown::NotSupported) => match failure(*spec) {
+                        Some(refusal) => RowWhy::Refused(refusal),
+                        None => continue,
+                    },
+                    (Source::Counter(_), Shown::NotCounted) => RowWhy::NeverRan,
+                    _ => continue,
                 }
-                continue;
-            }
-            let why = match (&row.source, shown(self, row, sample)) {
-                (Source::Missing(reason), _) => format!("<not supported>: {reason}"),
-                (Source::Counter(spec), Shown::NotSupported) => match failure(*spec) {
-                    Some(why) => format!("<not supported>{why}"),
-                    None => continue,
-                },
-                (Source::Counter(_), Shown::NotCounted) => {
-                    "<not counted>: it never ran on a counter (its task did not run while counting: asleep, or ended before counting started; or its group never fit)".to_string()
-                }
-                _ => continue,
             };
-            match events.iter_mut().find(|(w, _)| *w == why) {
-                Some((_, names)) => {
-                    if !names.contains(&row.name) {
-                        names.push(row.name.clone());
+            let found = notes.iter_mut().find_map(|n| match n {
+                Note::Rows { rows, why: w } if *w == why => Some(rows),
+                _ => None,
+            });
+            match found {
+                Some(rows) => {
+                    if !rows.contains(&row.name) {
+                        rows.push(row.name.clone());
                     }
                 }
-                None => events.push((why, vec![row.name.clone()])),
+                None => notes.push(Note::Rows { rows: vec![row.name.clone()], why }),
             }
         }
-        let mut notes: Vec<String> =
-            events.into_iter().map(|(why, names)| format!("{}: {why}", names.join(", "))).collect();
         for (r, result) in results.iter().enumerate() {
-            let root = &self.roots[r];
-            let model = root.model;
-            // A hybrid machine's metric names carry their PMU where both core types have one.
-            let name = crate::view::metric_name(self, r);
-            let names = |rows: &[usize]| -> String {
-                let mut v: Vec<String> = rows.iter().map(|&r| self.rows[r].name.clone()).collect();
-                v.dedup();
-                v.join(", ")
-            };
-            if let Some(fail) = result.failure {
-                notes.push(format!("{name}: no value: {fail}"));
-            } else if !result.missing.is_empty() {
-                if result.value.is_nan() {
-                    notes.push(format!(
-                        "{name}: nan: needs {} which could not be counted",
-                        names(&result.missing)
-                    ));
-                } else {
-                    notes.push(format!(
-                        "{name}: computed without {}, which could not be counted (perf's rules read it as NaN and min/max/if then drop it): treat the value with care",
-                        names(&result.missing)
-                    ));
-                }
-            } else if !result.not_counted.is_empty()
-                && result.not_counted.iter().all(|&r| self.opened_nowhere(&self.rows[r], sample))
-            {
-                notes.push(format!(
-                    "{name}: not shown: it is for another core type's PMU than the CPUs counted"
-                ));
-            } else if !result.not_counted.is_empty() {
-                notes.push(format!(
-                    "{name}: {} never ran on a counter and read as 0, so the value is not measured",
-                    names(&result.not_counted)
-                ));
-            } else if let Some(why) = &result.why {
-                let zeros = match why {
-                    Why::DivisionByZero { inputs, metrics } => {
-                        let rows: Vec<usize> = inputs
-                            .iter()
-                            .filter_map(|&s| root.slot_rows.get(s as usize).copied().flatten())
-                            .collect();
-                        let mut zeros = vec![names(&rows)];
-                        zeros.extend(
-                            metrics.iter().map(|&k| model.str(model.metrics[k].name).to_string()),
-                        );
-                        zeros.retain(|z| !z.is_empty());
-                        zeros
-                    }
-                    _ => Vec::new(),
-                };
-                notes.push(format!("{name}: {}", explanation(why, result.value, &zeros)));
+            if let Some(why) = self.metric_why(r, result, sample) {
+                // A hybrid machine's metric names carry their PMU where both core types have
+                // one.
+                notes.push(Note::Metric { metric: crate::view::metric_name(self, r), why });
             }
         }
         notes
+    }
+
+    /// Why root `r`'s value needs a note, if it does.
+    fn metric_why(
+        &self,
+        r: usize,
+        result: &RootResult,
+        sample: &EvalInput<'_>,
+    ) -> Option<MetricWhy> {
+        let root = &self.roots[r];
+        let model = root.model;
+        let names = |rows: &[usize]| -> Vec<String> {
+            let mut v: Vec<String> = rows.iter().map(|&r| self.rows[r].name.clone()).collect();
+            v.dedup();
+            v
+        };
+        Some(if let Some(fail) = result.failure {
+            MetricWhy::NoValue(fail.to_string())
+        } else if !result.missing.is_empty() {
+            if result.value.is_nan() {
+                MetricWhy::NanWithout(names(&result.missing))
+            } else {
+                MetricWhy::ComputedWithout(names(&result.missing))
+            }
+        } else if !result.not_counted.is_empty()
+            && result.not_counted.iter().all(|&r| self.opened_nowhere(&self.rows[r], sample))
+        {
+            MetricWhy::OtherCoreType
+        } else if !result.not_counted.is_empty() {
+            MetricWhy::NeverRan(names(&result.not_counted))
+        } else if let Some(why) = &result.why {
+            let zeros = match why {
+                Why::DivisionByZero { inputs, metrics } => {
+                    let rows: Vec<usize> = inputs
+                        .iter()
+                        .filter_map(|&s| root.slot_rows.get(s as usize).copied().flatten())
+                        .collect();
+                    let mut zeros = vec![names(&rows).join(", ")];
+                    zeros.extend(
+                        metrics.iter().map(|&k| model.str(model.metrics[k].name).to_string()),
+                    );
+                    zeros.retain(|z| !z.is_empty());
+                    zeros
+                }
+                _ => Vec::new(),
+            };
+            MetricWhy::Decided(explanation(why, result.value, &zeros))
+        } else {
+            return None;
+        })
+    }
+}
+
+/// A note on what a run printed: why rows print `<not supported>` or `<not counted>` (or are
+/// left out), and why a metric has no value, `nan`, or a value to treat with care. The
+/// engine decides; the printers word it through `Display`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Note {
+    /// Rows (event names) that share one reason.
+    Rows {
+        /// The rows' names, in plan order.
+        rows: Vec<String>,
+        /// Why.
+        why: RowWhy,
+    },
+    /// A metric's value.
+    Metric {
+        /// The metric's printed name.
+        metric: String,
+        /// Why.
+        why: MetricWhy,
+    },
+}
+
+/// Why rows print as they do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowWhy {
+    /// None of the counted CPUs has the rows' PMU (a hybrid core type): neither printed nor
+    /// called uncounted.
+    OtherCpusOnly {
+        /// The CPUs the rows' PMU counts on.
+        cpus: Vec<u32>,
+    },
+    /// `<not supported>`: this machine has no such input (the resolver's reason).
+    Missing(String),
+    /// `<not supported>`: the kernel refused the counter.
+    Refused(Refusal),
+    /// `<not counted>`: the counter never ran.
+    NeverRan,
+}
+
+/// Why a metric's value needs a note.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetricWhy {
+    /// No value at all (the evaluation's failure, worded).
+    NoValue(String),
+    /// `nan`: needs these rows, which could not be counted.
+    NanWithout(Vec<String>),
+    /// A number computed without these rows (perf's min/max/if dropped the NaN).
+    ComputedWithout(Vec<String>),
+    /// Not shown: its inputs are another core type's.
+    OtherCoreType,
+    /// These rows never ran and read as 0.
+    NeverRan(Vec<String>),
+    /// A `nan` or 0 a literal, a probe or a division by a counted 0 decided (worded).
+    Decided(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::Rows { rows, why } => {
+                write!(f, "{}: ", rows.join(", "))?;
+                match why {
+                    RowWhy::OtherCpusOnly { cpus } => write!(
+                        f,
+                        "not counted and not shown: none of the CPUs counted has their PMU (they count on CPUs {} only)",
+                        cpu_ranges(cpus)
+                    ),
+                    RowWhy::Missing(reason) => write!(f, "<not supported>: {reason}"),
+                    RowWhy::Refused(refusal) => write!(f, "<not supported>{refusal}"),
+                    RowWhy::NeverRan => f.write_str(
+                        "<not counted>: it never ran on a counter (its task did not run while counting: asleep, or ended before counting started; or its group never fit)",
+                    ),
+                }
+            }
+            Note::Metric { metric, why } => match why {
+                MetricWhy::NoValue(fail) => write!(f, "{metric}: no value: {fail}"),
+                MetricWhy::NanWithout(rows) => {
+                    write!(f, "{metric}: nan: needs {} which could not be counted", rows.join(", "))
+                }
+                MetricWhy::ComputedWithout(rows) => write!(
+                    f,
+                    "{metric}: computed without {}, which could not be counted (perf's rules read it as NaN and min/max/if then drop it): treat the value with care",
+                    rows.join(", ")
+                ),
+                MetricWhy::OtherCoreType => write!(
+                    f,
+                    "{metric}: not shown: it is for another core type's PMU than the CPUs counted"
+                ),
+                MetricWhy::NeverRan(rows) => write!(
+                    f,
+                    "{metric}: {} never ran on a counter and read as 0, so the value is not measured",
+                    rows.join(", ")
+                ),
+                MetricWhy::Decided(text) => write!(f, "{metric}: {text}"),
+            },
+        }
     }
 }
 

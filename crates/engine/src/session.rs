@@ -188,12 +188,6 @@ impl<S: Syscalls> Session<S> {
             .collect()
     }
 
-    /// Per spec: [`Session::failures`] as the text notes put after the event's name
-    /// (` (on CPU n): why`).
-    pub fn failure_texts(&self) -> Vec<Option<String>> {
-        self.failures().into_iter().map(|f| f.map(|f| f.to_string())).collect()
-    }
-
     /// The groups the kernel refused and how they were reopened.
     pub fn splits(&self) -> &[Split] {
         self.counters.splits()
@@ -265,11 +259,13 @@ impl<S: Syscalls> Session<S> {
 
     /// Why values of `sample` are missing, uncounted or computed around a missing input,
     /// with the kernel's refusals and the refused groups.
+    ///
+    /// Worded, for exporters that publish them as text; [`Plan::notes`] gives them typed.
     pub fn notes(&mut self, sample: &EvalInput<'_>) -> Vec<String> {
-        let failures = self.failure_texts();
+        let failures = self.failures();
         let results = self.plan.evaluate(&mut self.evaluators, sample);
-        let mut notes =
-            self.plan.notes(&results, sample, |spec| failures.get(spec).cloned().flatten());
+        let notes = self.plan.notes(&results, sample, |spec| failures.get(spec).cloned().flatten());
+        let mut notes: Vec<String> = notes.iter().map(ToString::to_string).collect();
         notes.extend(self.split_notes());
         notes
     }

@@ -348,8 +348,22 @@ fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
         .expect("tma_bad_speculation selected");
     assert_eq!(results[bad_spec].value, 0.0, "perf's rule: max(NaN, 0) is 0");
     assert!(results[bad_spec].is_partial());
-    let notes = plan
-        .notes(&results, &sample, |spec| counters.failure(spec).map(|f| format!(": {}", f.errno)));
+    let refusal = |spec: usize| {
+        counters.failure(spec).map(|f| tmetric_engine::Refusal {
+            cpu: f.cpu,
+            errno: f.errno.0,
+            why: f.errno.to_string(),
+        })
+    };
+    let typed = plan.notes(&results, &sample, refusal);
+    // The notes are data: the metric computed around the missing input names it, typed.
+    assert!(
+        typed.iter().any(|n| matches!(n,
+            tmetric_engine::Note::Metric { metric, why: tmetric_engine::MetricWhy::ComputedWithout(rows) }
+                if metric == "tma_bad_speculation" && rows.iter().any(|r| r == "topdown-retiring"))),
+        "{typed:?}"
+    );
+    let notes: Vec<String> = typed.iter().map(ToString::to_string).collect();
     let note = notes.iter().find(|n| n.starts_with("tma_bad_speculation:")).expect("a note for it");
     assert!(note.contains("computed without") && note.contains("topdown-retiring"), "{note}");
     let retiring = notes.iter().find(|n| n.starts_with("tma_retiring:")).expect("a note");

@@ -216,12 +216,14 @@ impl<W: Write> StatPrinter<W> {
         &mut self,
         plan: &Plan,
         sample: &EvalInput<'_>,
-        failures: &[Option<String>],
+        failures: &[Option<engine::Refusal>],
         splits: &[String],
     ) -> Vec<String> {
         let failure = |spec: usize| failures.get(spec).cloned().flatten();
         let results = plan.evaluate(&mut self.evaluators, sample);
-        let mut notes = plan.notes(&results, sample, failure);
+        // Worded here, at the printer: the engine's notes are typed.
+        let mut notes: Vec<String> =
+            plan.notes(&results, sample, failure).iter().map(ToString::to_string).collect();
         if self.tree.is_on() {
             notes.extend(undecided_note(plan, &results));
         }
@@ -234,7 +236,7 @@ impl<W: Write> StatPrinter<W> {
                 let counts = sample.counts.of_thread(tid);
                 let unit = EvalInput { counts: &counts, ..*sample };
                 let results = plan.evaluate(&mut self.evaluators, &unit);
-                for note in plan.notes(&results, &unit, failure) {
+                for note in plan.notes(&results, &unit, failure).iter().map(ToString::to_string) {
                     if notes.contains(&note) {
                         continue;
                     }
@@ -261,7 +263,7 @@ impl<W: Write> StatPrinter<W> {
         &mut self,
         plan: &Plan,
         sample: &EvalInput<'_>,
-        failures: &[Option<String>],
+        failures: &[Option<engine::Refusal>],
         at: Duration,
     ) -> io::Result<()> {
         let notes = self.notes_for(plan, sample, failures, &[]);
