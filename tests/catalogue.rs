@@ -14,7 +14,7 @@ use tmetric_expr::{Facts, Ident, Literal};
 use tmetric_model::catalog::Facts as ModelFacts;
 use tmetric_pmu_events::Tree;
 use tmetric_pmu_events::oracle::{Oracle, OracleInputs};
-use tmetric_pmu_events::resolve::{Resolved, Target, resolve_tree};
+use tmetric_pmu_events::resolve::{ResolvedTable, Target, resolve_tree};
 
 fn tree() -> &'static Tree {
     static TREE: OnceLock<Tree> = OnceLock::new();
@@ -24,12 +24,12 @@ fn tree() -> &'static Tree {
     })
 }
 
-pub(crate) fn resolved() -> &'static [Resolved<'static>] {
-    static RESOLVED: OnceLock<Vec<Resolved<'static>>> = OnceLock::new();
+pub(crate) fn resolved() -> &'static [ResolvedTable<'static>] {
+    static RESOLVED: OnceLock<Vec<ResolvedTable<'static>>> = OnceLock::new();
     RESOLVED.get_or_init(|| resolve_tree(tree()))
 }
 
-pub(crate) fn generated(r: &Resolved<'_>) -> &'static Model {
+pub(crate) fn generated(r: &ResolvedTable<'_>) -> &'static Model {
     MODELS
         .iter()
         .copied()
@@ -294,7 +294,7 @@ impl Facts for OracleFacts<'_> {
 }
 
 fn oracle_needed(
-    r: &Resolved<'_>,
+    r: &ResolvedTable<'_>,
     m: usize,
     literals: &[f64; Literal::COUNT],
     probes: &[f64],

@@ -9,12 +9,12 @@ use tmetric_catalog::Model;
 use tmetric_engine::Select;
 use tmetric_expr::{Expr, ExprKind, Literal};
 use tmetric_model::catalog::Facts;
-use tmetric_pmu_events::resolve::{Resolved, SlotKind, Target};
+use tmetric_pmu_events::resolve::{ResolvedTable, SlotKind, Target};
 
 use crate::catalogue::{generated, resolved};
 
 /// Prints one node per line, identifiers annotated with what they resolved to.
-fn render(out: &mut String, r: &Resolved<'_>, metric: usize, expr: &Expr, depth: usize) {
+fn render(out: &mut String, r: &ResolvedTable<'_>, metric: usize, expr: &Expr, depth: usize) {
     let pad = "  ".repeat(depth);
     let ident = |name: &str| match r.metrics[metric].targets[name] {
         Target::Metric(m) => format!("metric {}", r.table.metrics[m].name),

@@ -12,7 +12,7 @@ use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::replay::Choice;
 use tmetric_engine::select;
-use tmetric_engine::{Pick, Sample};
+use tmetric_engine::{EvalInput, Pick};
 use tmetric_record::{Input, Options, Playback};
 
 use crate::models;
@@ -298,7 +298,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     }
     for step in &replay.intervals {
         let sample =
-            Sample { counts: &step.counts, seconds: step.length.as_secs_f64(), rusage: None };
+            EvalInput { counts: &step.counts, seconds: step.length.as_secs_f64(), rusage: None };
         let recorded = plan.retire_latency.clone();
         if let Some(l) = &step.latency {
             plan.set_retire_latency(l.clone());
@@ -308,8 +308,11 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
         plan.set_retire_latency(recorded);
     }
     if let Some(totals) = &replay.totals {
-        let sample =
-            Sample { counts: totals, seconds: replay.elapsed.as_secs_f64(), rusage: replay.rusage };
+        let sample = EvalInput {
+            counts: totals,
+            seconds: replay.elapsed.as_secs_f64(),
+            rusage: replay.rusage,
+        };
         // As stat printed it: user and system time only for a command with no other target.
         let t = &replay.target;
         let task_only = !(t.starts_with("system wide")

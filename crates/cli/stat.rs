@@ -15,7 +15,7 @@ use tmetric_engine::aggr::{self, Aggr, units_for};
 use tmetric_engine::session::Session;
 use tmetric_engine::view::{Split, UnitId};
 use tmetric_engine::{self as engine, Machine, Pick, Plan, PlanOptions, PmuModel};
-use tmetric_engine::{Sample, Select, Strategy};
+use tmetric_engine::{EvalInput, Select, Strategy};
 use tmetric_print::stat::TreeView;
 use tmetric_print::{Aggregation, Config, Title};
 use tmetric_runtime::{Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};

@@ -42,7 +42,7 @@ use tmetric_engine::Evaluator;
 use tmetric_expr::Literal;
 use tmetric_pmu_events::Tree;
 use tmetric_pmu_events::oracle::{Oracle, OracleInputs};
-use tmetric_pmu_events::resolve::{Resolved, SlotKind, resolve_tree};
+use tmetric_pmu_events::resolve::{ResolvedTable, SlotKind, resolve_tree};
 
 const USAGE: &str = "usage: cargo xtask bench [--build] [--only <sections>] [--baseline <dir>] [--perf-dir <tools/perf/pmu-events>]\n  \
      --build     also time a cold `cargo build --release --workspace` in a scratch target\n              \
@@ -594,7 +594,7 @@ fn literals() -> [f64; Literal::COUNT] {
 
 /// The compiled model and the resolved table (with `ok` metrics that compile) must describe
 /// the same slots and metrics, or the comparison is meaningless.
-fn ensure_same_slots(model: &Model, table: &Resolved<'_>, ok: usize) -> Result<()> {
+fn ensure_same_slots(model: &Model, table: &ResolvedTable<'_>, ok: usize) -> Result<()> {
     ensure!(
         ok == model.metrics.len() && table.ids.len() == model.ids.len(),
         "the catalogue is stale ({} metrics and {} slots compiled, {} and {} in pmu-events): run `cargo xtask regen`",
@@ -614,7 +614,7 @@ fn ensure_same_slots(model: &Model, table: &Resolved<'_>, ok: usize) -> Result<(
     Ok(())
 }
 
-fn bench_eval(resolved: &[Resolved<'_>]) -> Result<EvalFigures> {
+fn bench_eval(resolved: &[ResolvedTable<'_>]) -> Result<EvalFigures> {
     let model: &Model = tmetric_catalog::model(EVAL_MODEL)
         .with_context(|| format!("{EVAL_MODEL} is not in the catalogue"))?;
     let table = resolved

@@ -256,7 +256,7 @@ impl<S: Syscalls + Clone> Counting<S> {
         let has_workload = workload.is_some();
         let result = session.run(workload, options, |plan, tick| {
             let sample =
-                Sample { counts: tick.counts, seconds: tick.length.as_secs_f64(), rusage: None };
+                EvalInput { counts: tick.counts, seconds: tick.length.as_secs_f64(), rusage: None };
             // Each interval's metrics use that interval's samples.
             let sampled;
             let plan = match self.sampler.as_mut() {
@@ -342,7 +342,7 @@ impl<S: Syscalls + Clone> Counting<S> {
         let code = if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) };
         let rusage = report.exit.map(|e| (e.user, e.system));
         let sample =
-            Sample { counts: &report.totals, seconds: report.elapsed.as_secs_f64(), rusage };
+            EvalInput { counts: &report.totals, seconds: report.elapsed.as_secs_f64(), rusage };
         if let Some(r) = recorder {
             let latencies = args.record_tpebs.then_some(session.plan().retire_latency.as_slice());
             let end = r.finish(&tmetric_record::RunEnd {

@@ -7,15 +7,16 @@ use std::time::Duration;
 use tmetric_catalog::Model;
 use tmetric_model::Literal;
 use tmetric_model::sem::Fail;
-use tmetric_runtime::{Aggregate, CpuCount, Snapshot, Tool};
+use tmetric_runtime::{Aggregate, CpuCount, Snapshot, ToolEvent};
 
-use crate::offline::{Offline, Why};
-use crate::plan::{Plan, Root, Row, Source};
+use crate::metric_eval::{MetricEval, Why};
+use crate::plan::{Plan, PlanRow, Root, Source};
 use crate::session::Refusal;
 
-/// The inputs of one evaluation: counts, the span they cover, the workload's rusage.
+/// The inputs of one evaluation of a plan: counts, the span they cover, the workload's rusage
+/// (a whole run's or one interval's).
 #[derive(Debug, Clone, Copy)]
-pub struct Sample<'a> {
+pub struct EvalInput<'a> {
     /// Counter readings (per spec).
     pub counts: &'a Snapshot,
     /// Seconds covered (`duration_time`).
@@ -45,7 +46,7 @@ pub enum Shown {
 /// A counter row's reading in `sample`: its counter's, or the sum of its uncore boxes' (perf's
 /// `evsel__merge_aggr_counters`: values, enabled and running times added, the CPUs those of
 /// box 0) unless [`Plan::per_box`] keeps box 0 alone; `None` when no box is open.
-pub fn row_aggregate(plan: &Plan, row: &Row, sample: &Sample<'_>) -> Option<Aggregate> {
+pub fn row_aggregate(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> Option<Aggregate> {
     let Source::Counter(spec) = row.source else { return None };
     if row.boxes.len() < 2 || plan.per_box {
         return sample.counts.aggregate(spec);
@@ -67,7 +68,7 @@ pub fn row_aggregate(plan: &Plan, row: &Row, sample: &Sample<'_>) -> Option<Aggr
 }
 
 /// A row's printed state in `sample`.
-pub fn shown(plan: &Plan, row: &Row, sample: &Sample<'_>) -> Shown {
+pub fn shown(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> Shown {
     match &row.source {
         Source::Counter(_) => match row_aggregate(plan, row, sample) {
             None => Shown::NotSupported,
@@ -93,17 +94,17 @@ pub fn shown(plan: &Plan, row: &Row, sample: &Sample<'_>) -> Shown {
     }
 }
 
-fn tool_seconds(tool: Tool, sample: &Sample<'_>) -> Option<f64> {
+fn tool_seconds(tool: ToolEvent, sample: &EvalInput<'_>) -> Option<f64> {
     match tool {
-        Tool::DurationTime => Some(sample.seconds),
-        Tool::UserTime => sample.rusage.map(|r| r.0.as_secs_f64()),
-        Tool::SystemTime => sample.rusage.map(|r| r.1.as_secs_f64()),
+        ToolEvent::DurationTime => Some(sample.seconds),
+        ToolEvent::UserTime => sample.rusage.map(|r| r.0.as_secs_f64()),
+        ToolEvent::SystemTime => sample.rusage.map(|r| r.1.as_secs_f64()),
     }
 }
 
 /// The value a metric expression sees for a row: raw counts (stat-shadow.c `prepare_metric`: ScaleUnit is for printing only), seconds for tools,
 /// 0 for a counter that never ran and NaN for one that could not be counted (`prepare_metric`).
-pub fn input_value(plan: &Plan, row: &Row, sample: &Sample<'_>) -> f64 {
+pub fn input_value(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> f64 {
     match &row.source {
         Source::Counter(_) => match row_aggregate(plan, row, sample) {
             None => f64::NAN,
@@ -130,7 +131,7 @@ pub struct RootResult {
     /// perf's colour rule: crossed (`Some(true)`), not crossed, or no threshold.
     pub threshold: Option<bool>,
     /// Why the value is NaN or 0 although every input was counted: a literal or probe of
-    /// the machine, or a 0/0 ([`crate::Offline::explain`]).
+    /// the machine, or a 0/0 ([`crate::MetricEval::explain`]).
     pub why: Option<Why>,
 }
 
@@ -149,19 +150,19 @@ impl RootResult {
 /// Reusable evaluators, one per model of a plan.
 #[derive(Debug, Default)]
 pub struct Evaluators {
-    evaluators: Vec<Offline>,
+    evaluators: Vec<MetricEval>,
 }
 
 impl Evaluators {
-    fn get(&mut self, model: &'static Model, plan: &Plan) -> &mut Offline {
+    fn get(&mut self, model: &'static Model, plan: &Plan) -> &mut MetricEval {
         let i = match self.evaluators.iter().position(|e| std::ptr::eq(e.model, model)) {
             Some(i) => i,
             None => {
-                let mut offline = Offline::new(model, plan.literals, None);
+                let mut metric_eval = MetricEval::new(model, plan.literals, None);
                 for (slot, &value) in plan.probes_of(model).iter().enumerate() {
-                    offline.set_probe_value(slot as u16, value);
+                    metric_eval.set_probe_value(slot as u16, value);
                 }
-                self.evaluators.push(offline);
+                self.evaluators.push(metric_eval);
                 self.evaluators.len() - 1
             }
         };
@@ -201,7 +202,7 @@ impl Plan {
 
     /// Whether `row` is a counter opened on none of the CPUs counted: its PMU covers other
     /// CPUs only (a hybrid machine's other core type under `-C`). Such a row is not printed.
-    pub fn opened_nowhere(&self, row: &Row, sample: &Sample<'_>) -> bool {
+    pub fn opened_nowhere(&self, row: &PlanRow, sample: &EvalInput<'_>) -> bool {
         match row.source {
             Source::Counter(spec) => {
                 matches!(sample.counts.events.get(spec), Some(Some(v)) if v.is_empty())
@@ -229,7 +230,7 @@ impl Plan {
     /// time (per CPU, no cgroup); else the shortest enabled time among the root's counters
     /// on that CPU (thread). Counters of one group in a metric without `duration_time` share
     /// one enabled time and are left exactly as perf computes them.
-    pub(crate) fn common_span(&self, root: &Root, sample: &Sample<'_>) -> Vec<(usize, f64)> {
+    pub(crate) fn common_span(&self, root: &Root, sample: &EvalInput<'_>) -> Vec<(usize, f64)> {
         // Each counter row with the specs its value sums (its uncore boxes, merged as perf
         // merges them, or its one counter).
         let mut rows: Vec<(usize, Vec<usize>)> = Vec::new();
@@ -245,7 +246,7 @@ impl Plan {
                     };
                     rows.push((row, specs));
                 }
-                Source::Tool(Tool::DurationTime) => reads_duration = true,
+                Source::Tool(ToolEvent::DurationTime) => reads_duration = true,
                 _ => {}
             }
         }
@@ -305,7 +306,7 @@ impl Plan {
     }
 
     /// Evaluates every root over `sample`, each from its own inputs.
-    pub fn evaluate(&self, evaluators: &mut Evaluators, sample: &Sample<'_>) -> Vec<RootResult> {
+    pub fn evaluate(&self, evaluators: &mut Evaluators, sample: &EvalInput<'_>) -> Vec<RootResult> {
         self.evaluate_on_box(evaluators, sample, 0)
     }
 
@@ -320,7 +321,7 @@ impl Plan {
     pub fn evaluate_on_box(
         &self,
         evaluators: &mut Evaluators,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         k: usize,
     ) -> Vec<RootResult> {
         let mut inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, sample)).collect();
@@ -331,7 +332,7 @@ impl Plan {
             .collect();
         let mut sources: Vec<f64> = (0..self.rows.len()).map(|r| self.source_count(r)).collect();
         let base = (inputs.clone(), states.clone(), sources.clone());
-        let pmu_of = |row: &Row| row.boxes.first().map(|b| &self.events[b.spec].kind);
+        let pmu_of = |row: &PlanRow| row.boxes.first().map(|b| &self.events[b.spec].kind);
         self.roots
             .iter()
             .enumerate()
@@ -348,7 +349,7 @@ impl Plan {
                             if pmu_of(row) != Some(host_pmu) {
                                 continue;
                             }
-                            let one = Row {
+                            let one = PlanRow {
                                 source: Source::Counter(b.spec),
                                 boxes: Vec::new(),
                                 ..row.clone()
@@ -416,7 +417,7 @@ impl Plan {
     pub fn notes(
         &self,
         results: &[RootResult],
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         failure: impl Fn(usize) -> Option<Refusal>,
     ) -> Vec<Note> {
         // Events with the same explanation share one note: a TMA group without a PMU would
@@ -464,7 +465,12 @@ impl Plan {
     }
 
     /// Why root `r`'s value needs a note, if it does.
-    fn metric_why(&self, r: usize, result: &RootResult, sample: &Sample<'_>) -> Option<MetricWhy> {
+    fn metric_why(
+        &self,
+        r: usize,
+        result: &RootResult,
+        sample: &EvalInput<'_>,
+    ) -> Option<MetricWhy> {
         let root = &self.roots[r];
         let model = root.model;
         let names = |rows: &[usize]| -> Vec<String> {

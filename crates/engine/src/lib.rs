@@ -16,7 +16,7 @@
 //!   metrics over it.
 //! * [`describe`]: one metric as `tmetric describe` shows it: descriptions, formula, the
 //!   tree of metrics and events, needed events, valued over a counts file when given.
-//! * [`offline`]: the evaluator front end every input source shares (plan, counts file, log).
+//! * [`metric_eval`]: the evaluator front end every input source shares (plan, counts file, log).
 //! * [`list`]: the compiled catalogue as `tmetric list`'s rows (models, metrics, groups,
 //!   events) and the kernel's PMU events in sysfs.
 //! * [`literals`]: literal values with where each came from, and perf's defaults.
@@ -45,7 +45,7 @@ pub mod evaluator;
 pub mod events;
 pub mod list;
 pub mod literals;
-pub mod offline;
+pub mod metric_eval;
 pub mod perflog;
 pub mod plan;
 pub mod pmu;
@@ -58,14 +58,15 @@ pub mod uncertainty;
 pub mod view;
 
 pub use error::{CgroupError, CpuTypeError, Error};
-pub use eval::{Evaluators, MetricWhy, Note, RootResult, RowWhy, Sample, Shown};
+pub use eval::{EvalInput, Evaluators, MetricWhy, Note, RootResult, RowWhy, Shown};
 pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};
-pub use offline::{Coverage, Needed, Offline, Why};
+pub use metric_eval::{Coverage, MetricEval, Needed, Why};
 pub use plan::{
-    Machine, NoGroup, Pick, Plan, PlanOptions, Resolution, RetireEvent, Root, Row, Source, Warning,
+    Machine, NoGroup, Pick, Plan, PlanOptions, PlanRow, Resolution, RetireEvent, Root, Source,
+    Warning,
 };
-pub use pmu::{Adjustment, Demand, MachineFacts, Pmu, PmuModel, Vendor};
+pub use pmu::{Adjustment, Demand, MachineFacts, PmuCounters, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
 pub use session::Refusal;
 pub use uncertainty::{BAR_SIGMAS, Bar};

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use tmetric_catalog::catalog::{Constraint, Counters, Event, Metric, event_flags};
+use tmetric_catalog::catalog::{Constraint, CounterMask, Event, Metric, event_flags};
 use tmetric_catalog::{CPUID_MAP, MODELS, Model};
 
 /// Whether a name passes the user's filter (every name passes without one).
@@ -298,10 +298,10 @@ pub struct CountersRow {
     pub fixed: Vec<u32>,
 }
 
-impl From<Counters> for CountersRow {
-    fn from(c: Counters) -> CountersRow {
+impl From<CounterMask> for CountersRow {
+    fn from(c: CounterMask) -> CountersRow {
         CountersRow {
-            generic: (c.generic != Counters::ANY.generic).then(|| bits(c.generic)),
+            generic: (c.generic != CounterMask::ANY.generic).then(|| bits(c.generic)),
             fixed: bits(u32::from(c.fixed)),
         }
     }

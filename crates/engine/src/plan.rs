@@ -7,8 +7,8 @@ use std::path::Path;
 
 use tmetric_catalog::{Constraint, Id, IdKind, Model};
 use tmetric_model::Literal;
-use tmetric_runtime::event::{self, EventError, EventKind, Resolved};
-use tmetric_runtime::{CounterEvent, CounterSpec, Environment, Sysfs, Tool};
+use tmetric_runtime::event::{self, EventError, EventKind, ResolvedEvent};
+use tmetric_runtime::{CounterEvent, CounterSpec, Environment, Sysfs, ToolEvent};
 
 use crate::evaluator::Select;
 use crate::pmu::{self, Demand, PmuModel, Vendor};
@@ -62,7 +62,7 @@ pub enum Resolution {
     /// their counts): box 0 first.
     Boxes(Vec<event::BoxEvent>),
     /// A value tmetric computes.
-    Tool(Tool),
+    Tool(ToolEvent),
     /// A retire latency (`:R`): sampled, or given by the user, never a counter.
     RetireLatency,
     /// Nothing can count it; the reason.
@@ -75,7 +75,7 @@ pub enum Source {
     /// A counter: index into [`Plan::specs`].
     Counter(usize),
     /// A value tmetric computes.
-    Tool(Tool),
+    Tool(ToolEvent),
     /// A retire latency, read from [`Plan::retire_latency`] by event name.
     RetireLatency,
     /// Nothing can count it; the reason.
@@ -89,13 +89,13 @@ pub(crate) enum Key {
     /// An event on several uncore boxes: box 0's attributes and every box's PMU type (so the
     /// event on box 0 alone, `cha_0/event=0x0/`, is another input than on every box).
     Boxes(tmetric_runtime::Attr, Vec<u32>),
-    Tool(Tool),
+    Tool(ToolEvent),
     Named(String),
 }
 
-/// One printed line: an input and the metrics printed beside it.
+/// One line a plan prints: an input and the metrics printed beside it.
 #[derive(Debug, Clone)]
-pub struct Row {
+pub struct PlanRow {
     /// The printed event name.
     pub name: String,
     /// Where its value comes from.
@@ -113,7 +113,7 @@ pub struct Row {
     /// The cgroup it counts in (`-G`, `--for-each-cgroup`); `None` counts every task.
     pub cgroup: Option<String>,
     /// An uncore event opened on every box of its PMU: each box's counter, the first being
-    /// [`Row::source`]'s. perf merges them into this one line (the counts summed, metrics
+    /// [`PlanRow::source`]'s. perf merges them into this one line (the counts summed, metrics
     /// reading the sum) unless `-A`/`--no-merge` ([`Plan::per_box`]). Empty for any other row.
     pub boxes: Vec<RowBox>,
     pub(crate) key: Key,
@@ -128,7 +128,7 @@ pub struct RowBox {
     pub name: String,
 }
 
-impl Row {
+impl PlanRow {
     /// The counters whose sum is the row's count: every box, or its one counter.
     pub fn specs(&self) -> Vec<usize> {
         match self.source {
@@ -222,7 +222,7 @@ impl std::fmt::Display for Warning {
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// Inputs, in print order.
-    pub rows: Vec<Row>,
+    pub rows: Vec<PlanRow>,
     /// Counters to open.
     pub specs: Vec<CounterSpec>,
     /// The events behind the specs.
@@ -275,16 +275,16 @@ pub fn id_name(model: &Model, id: &Id) -> String {
 }
 
 fn from_event_result(
-    result: Result<Resolved, EventError>,
+    result: Result<ResolvedEvent, EventError>,
     display: &str,
     env: &Environment,
 ) -> Resolution {
     match result {
-        Ok(Resolved::Counter(mut event)) => {
+        Ok(ResolvedEvent::Counter(mut event)) => {
             event.name = display.to_string();
             Resolution::Counter(event)
         }
-        Ok(Resolved::Tool(tool)) => Resolution::Tool(tool),
+        Ok(ResolvedEvent::Tool(tool)) => Resolution::Tool(tool),
         Err(EventError::NoPmu { pmu, .. }) if pmu::is_core_name(&pmu) => {
             Resolution::Missing(env.no_hardware_pmu().to_string())
         }
@@ -323,9 +323,9 @@ pub fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> R
     };
     match id.kind {
         IdKind::Tool(tool) => Resolution::Tool(match tool {
-            tmetric_catalog::Tool::DurationTime => Tool::DurationTime,
-            tmetric_catalog::Tool::UserTime => Tool::UserTime,
-            tmetric_catalog::Tool::SystemTime => Tool::SystemTime,
+            tmetric_catalog::Tool::DurationTime => ToolEvent::DurationTime,
+            tmetric_catalog::Tool::UserTime => ToolEvent::UserTime,
+            tmetric_catalog::Tool::SystemTime => ToolEvent::SystemTime,
         }),
         IdKind::Kernel => {
             let event = model.str(id.event);
@@ -333,7 +333,7 @@ pub fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> R
             // A hybrid metric's kernel event lives on its own core PMU (`cpu_atom/cycles/`).
             if (pmu == "cpu_core" || pmu == "cpu_atom") && sysfs.has_pmu(pmu) {
                 let result = event::resolve_on_pmu(pmu, event, modifiers, &display, sysfs);
-                return from_event_result(result.map(Resolved::Counter), &display, env);
+                return from_event_result(result.map(ResolvedEvent::Counter), &display, env);
             }
             let text = if modifiers.is_empty() {
                 event.to_string()
@@ -354,7 +354,7 @@ pub fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> R
             let terms = with_terms(model.str(id.event));
             if pmu::is_core_name(pmu) {
                 let result = event::resolve_on_pmu(pmu, &terms, modifiers, &display, sysfs);
-                return from_event_result(result.map(Resolved::Counter), &display, env);
+                return from_event_result(result.map(ResolvedEvent::Counter), &display, env);
             }
             on_boxes(pmu, &terms)
         }
@@ -372,7 +372,7 @@ pub fn resolve_id(model: &Model, id: &Id, sysfs: &Sysfs, env: &Environment) -> R
             let terms = with_terms(model.str(json.encoding));
             if pmu::is_core_name(&pmu) || sysfs.has_pmu(&pmu) {
                 let result = event::resolve_on_pmu(&pmu, &terms, modifiers, &display, sysfs);
-                return from_event_result(result.map(Resolved::Counter), &display, env);
+                return from_event_result(result.map(ResolvedEvent::Counter), &display, env);
             }
             on_boxes(&pmu, &terms)
         }
@@ -616,7 +616,7 @@ pub fn machine_probes(model: &Model, machine: &Machine<'_>) -> Vec<f64> {
     let resolver = event::Resolver::new(machine.sysfs).with_tables(&tables);
     probes_with(
         model,
-        |text| matches!(resolver.single(&text.replace('@', "/")), Ok(Resolved::Counter(_))),
+        |text| matches!(resolver.single(&text.replace('@', "/")), Ok(ResolvedEvent::Counter(_))),
         cpuid.as_deref(),
     )
 }
@@ -735,8 +735,11 @@ impl Plan {
                 self.rows[row].roots.push(r);
             }
             None => {
-                let row =
-                    self.add(Resolution::Tool(Tool::DurationTime), "duration_time".into(), true);
+                let row = self.add(
+                    Resolution::Tool(ToolEvent::DurationTime),
+                    "duration_time".into(),
+                    true,
+                );
                 self.rows[row].key = Key::Named(format!("metric host {r}"));
                 self.rows[row].roots.push(r);
             }
@@ -825,7 +828,7 @@ impl Plan {
             }
             Resolution::Boxes(_) => unreachable!("boxes are added above"),
         };
-        self.rows.push(Row {
+        self.rows.push(PlanRow {
             name,
             source,
             unit,
@@ -1064,15 +1067,17 @@ impl Plan {
             for group in parsed.groups {
                 let mut specs = Vec::new();
                 for ev in &group.events {
-                    if let (Resolved::Counter(c), Some(b)) = (&ev.event, &ev.uncore_box)
+                    if let (ResolvedEvent::Counter(c), Some(b)) = (&ev.event, &ev.uncore_box)
                         && let Some(&(_, row)) = box_rows.iter().find(|(o, _)| *o == b.origin)
                     {
                         specs.push(self.add_box(row, c.clone(), b.name.clone()));
                         continue;
                     }
                     let (resolution, name) = match &ev.event {
-                        Resolved::Counter(c) => (Resolution::Counter(c.clone()), c.name.clone()),
-                        Resolved::Tool(t) => (Resolution::Tool(*t), t.name().to_string()),
+                        ResolvedEvent::Counter(c) => {
+                            (Resolution::Counter(c.clone()), c.name.clone())
+                        }
+                        ResolvedEvent::Tool(t) => (Resolution::Tool(*t), t.name().to_string()),
                     };
                     let row = self.add(resolution, name, true);
                     if let Some(b) = &ev.uncore_box
@@ -1604,7 +1609,7 @@ pub fn plan_on_machine(
 }
 
 /// An uncore PMU a model's metrics use, with `counter.json` numbers or the 4-counter default.
-fn uncore_pmu(model: &Model, name: &str) -> crate::pmu::Pmu {
+fn uncore_pmu(model: &Model, name: &str) -> crate::pmu::PmuCounters {
     let unit = name.strip_prefix("uncore_").unwrap_or(name);
     let (general, fixed, source) = match pmu::counter_json(model, unit) {
         Some((generic, fixed)) => (generic, fixed, crate::pmu::CountSource::CounterJson),
@@ -1616,7 +1621,7 @@ fn uncore_pmu(model: &Model, name: &str) -> crate::pmu::Pmu {
             ),
         ),
     };
-    crate::pmu::Pmu {
+    crate::pmu::PmuCounters {
         name: name.to_string(),
         core: false,
         vendor: Vendor::Other,

@@ -47,9 +47,10 @@ impl fmt::Display for CountSource {
     }
 }
 
-/// One PMU that has counters to share.
+/// One PMU as the scheduler sees it: the counters it has to share and the rules that place
+/// events on them.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Pmu {
+pub struct PmuCounters {
     /// The sysfs name (`cpu`, `cpu_core`, `armv8_pmuv3_0`, `uncore_imc_0`), or the catalogue's
     /// name for it when there is no sysfs tree (`default_core`).
     pub name: String,
@@ -75,7 +76,7 @@ pub struct Pmu {
     pub adjustments: Vec<Adjustment>,
 }
 
-impl Pmu {
+impl PmuCounters {
     /// Counters usable at once, fixed ones included.
     pub fn capacity(&self) -> usize {
         self.general as usize
@@ -88,7 +89,7 @@ impl Pmu {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PmuModel {
     /// Core PMUs first, then the rest.
-    pub pmus: Vec<Pmu>,
+    pub pmus: Vec<PmuCounters>,
     /// `/proc/sys/kernel/nmi_watchdog` is 1.
     pub nmi_watchdog: bool,
     /// SMT is on.
@@ -243,7 +244,7 @@ impl PmuModel {
             } else {
                 0
             };
-            let pmu = Pmu {
+            let pmu = PmuCounters {
                 name,
                 core: true,
                 vendor,
@@ -319,7 +320,7 @@ impl PmuModel {
                 } else {
                     0
                 };
-                let pmu = Pmu {
+                let pmu = PmuCounters {
                     name: name.clone(),
                     core: true,
                     vendor,
@@ -346,7 +347,7 @@ impl PmuModel {
                         ),
                     ),
                 };
-                pmus.push(Pmu {
+                pmus.push(PmuCounters {
                     name,
                     core: false,
                     vendor: Vendor::Other,
@@ -389,7 +390,7 @@ fn uncore_unit(name: &str) -> String {
 }
 
 /// Applies SMT halving and the NMI watchdog to a core PMU's raw numbers.
-fn adjust(mut pmu: Pmu, model_name: &str, facts: MachineFacts) -> Pmu {
+fn adjust(mut pmu: PmuCounters, model_name: &str, facts: MachineFacts) -> PmuCounters {
     if pmu.vendor == Vendor::Intel && SMT_HALVING.contains(&model_name) && !facts.smt_on {
         // counter.json and CPUID give the SMT-on number; without SMT each thread gets all 8.
         if pmu.general == 4 {
@@ -539,7 +540,7 @@ impl Demand {
     };
 
     /// How many counters of `pmu` the event could use (fewer first when placing).
-    pub fn weight(&self, pmu: &Pmu) -> u32 {
+    pub fn weight(&self, pmu: &PmuCounters) -> u32 {
         let general = (self.general & mask(pmu.general)).count_ones();
         let fixed = (self.fixed & !pmu.fixed_reserved & mask8(pmu.fixed)).count_ones();
         general + fixed + u32::from(self.cycle_counter && pmu.cycle_counter)
@@ -576,7 +577,7 @@ pub fn event_umask(terms: &str) -> (Option<u64>, u64) {
 /// The kernel's placement of an Intel core event with this `event`/`umask` and the vendor
 /// JSON's counter list (`json`): fixed-only pseudo-encodings, events that may use a fixed or
 /// a general counter, topdown metric events (arch/x86/events/intel/core.c).
-pub fn intel_demand(event: u64, umask: u64, json: tmetric_catalog::Counters) -> Demand {
+pub fn intel_demand(event: u64, umask: u64, json: tmetric_catalog::CounterMask) -> Demand {
     let general = if json.generic == 0 { u32::MAX } else { json.generic };
     match (event, umask) {
         (0x00, 0x80..=0x87) => Demand {
@@ -609,10 +610,10 @@ pub fn intel_demand(event: u64, umask: u64, json: tmetric_catalog::Counters) -> 
 /// tables ([`intel_demand`]); Arm's CPU_CYCLES may take the cycle counter; other events the
 /// JSON counter list. The shared extra register the event programs comes with it.
 pub fn event_demand(
-    pmu: &Pmu,
+    pmu: &PmuCounters,
     encoding: &str,
     terms: &str,
-    counters: tmetric_catalog::Counters,
+    counters: tmetric_catalog::CounterMask,
 ) -> Demand {
     let (event, umask) = event_umask(encoding);
     let (_, extra_umask) = event_umask(terms);
@@ -667,7 +668,7 @@ pub fn named_demand(name: &str, vendor: Vendor, metric_events: u8) -> Option<Dem
     let base = name.split([':', '/']).next().unwrap_or(&name);
     match vendor {
         Vendor::Intel => {
-            let any = tmetric_catalog::Counters::ANY;
+            let any = tmetric_catalog::CounterMask::ANY;
             let (event, umask) = match base {
                 "cycles" | "cpu-cycles" => (0x3c, 0),
                 "instructions" => (0xc0, 0),
@@ -698,7 +699,7 @@ mod tests {
 
     #[test]
     fn intel_fixed_rules() {
-        let any = tmetric_catalog::Counters::ANY;
+        let any = tmetric_catalog::CounterMask::ANY;
         let slots = intel_demand(0, 4, any);
         assert!(slots.slots && slots.general == 0 && slots.fixed == 8);
         let cycles = intel_demand(0x3c, 0, any);
@@ -706,7 +707,7 @@ mod tests {
         let metric = intel_demand(0, 0x83, any);
         assert!(metric.topdown_metric && metric.general == 0);
         let restricted =
-            intel_demand(0xd0, 0x81, tmetric_catalog::Counters { generic: 0xf, fixed: 0 });
+            intel_demand(0xd0, 0x81, tmetric_catalog::CounterMask { generic: 0xf, fixed: 0 });
         assert_eq!(restricted.general, 0xf);
     }
 

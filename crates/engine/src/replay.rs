@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use tmetric_catalog::Model;
 use tmetric_model::Literal;
-use tmetric_runtime::{CounterEvent, Snapshot, Tool};
+use tmetric_runtime::{CounterEvent, Snapshot, ToolEvent};
 
 use crate::evaluator::Select;
 use crate::plan::{Pick, Plan, Resolution, Root, RowBox, Source, Warning, id_name, needed_slots};
@@ -208,7 +208,7 @@ impl Replay {
                     Resolution::Counter(event.clone())
                 }
                 RecordedSource::Tool(name) => Resolution::Tool(
-                    Tool::from_name(name)
+                    ToolEvent::from_name(name)
                         .ok_or_else(|| ReplayError::UnknownTool { row: i, name: name.clone() })?,
                 ),
                 RecordedSource::RetireLatency => Resolution::RetireLatency,
@@ -510,7 +510,7 @@ fn missing_row(plan: &mut Plan, model: &Model, slot: u16, lacking: &mut Vec<Stri
         // Another metric found it missing already: one row says so.
         lacking.push(format!("`{name}`"));
         row
-    } else if let Some(tool) = Tool::from_name(&name) {
+    } else if let Some(tool) = ToolEvent::from_name(&name) {
         plan.add(Resolution::Tool(tool), name, false)
     } else if id.retire_latency {
         plan.add(Resolution::RetireLatency, name, false)
@@ -536,7 +536,7 @@ pub fn normal(name: &str) -> String {
 /// Whether `plan` has a row that gives input `name`: a counter of that name, or a tool
 /// (perf's `has_event()` over a recording).
 fn counted(plan: &Plan, name: &str) -> bool {
-    Tool::from_name(name).is_some()
+    ToolEvent::from_name(name).is_some()
         || plan.rows.iter().any(|r| match r.source {
             Source::Counter(s) => gives(plan, &r.name, &plan.events[s].name, name),
             _ => false,

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::pmu::{Demand, Pmu, PmuModel};
+use crate::pmu::{Demand, PmuCounters, PmuModel};
 
 /// One distinct event to count.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -139,7 +139,7 @@ impl Schedule {
 /// the kernel's open-time check, which schedules on an empty PMU and does not see the NMI
 /// watchdog.
 pub fn assign(
-    pmu: &Pmu,
+    pmu: &PmuCounters,
     all: &[SchedEvent],
     events: &[usize],
     ignore_reserved: bool,
@@ -229,7 +229,7 @@ pub fn assign(
 
 /// Whether the kernel could place `events` (a group) on `pmu`: [`assign`] without building
 /// the assignment, on bit masks, because the packer asks it thousands of times.
-pub fn fits(pmu: &Pmu, all: &[SchedEvent], events: &[usize]) -> bool {
+pub fn fits(pmu: &PmuCounters, all: &[SchedEvent], events: &[usize]) -> bool {
     if !extra_regs_fit(all, events) {
         return false;
     }
@@ -305,7 +305,7 @@ fn extra_regs_fit(all: &[SchedEvent], events: &[usize]) -> bool {
 
 /// How many of `events` the PMU can count at once: the size of a maximum matching of events
 /// to the counters they may use (topdown metric events aside).
-fn max_at_once(pmu: &Pmu, all: &[SchedEvent], events: &[usize]) -> usize {
+fn max_at_once(pmu: &PmuCounters, all: &[SchedEvent], events: &[usize]) -> usize {
     let g = pmu.general.min(32) as u32;
     let f = pmu.fixed.min(8) as u32;
     let general_mask = if g >= 32 { u32::MAX } else { (1u32 << g) - 1 };
@@ -367,8 +367,8 @@ fn augment(
     false
 }
 
-impl Pmu {
-    /// Whether the NMI watchdog took a general counter off [`Pmu::general`].
+impl PmuCounters {
+    /// Whether the NMI watchdog took a general counter off [`PmuCounters::general`].
     fn source_general_reduced(&self) -> bool {
         self.adjustments.contains(&crate::pmu::Adjustment::WatchdogGeneral)
     }
@@ -1012,7 +1012,7 @@ mod tests {
 
     fn intel(general: u8) -> PmuModel {
         PmuModel {
-            pmus: vec![Pmu {
+            pmus: vec![PmuCounters {
                 name: "cpu".into(),
                 core: true,
                 vendor: Vendor::Intel,
@@ -1041,7 +1041,7 @@ mod tests {
     #[test]
     fn masks_and_fixed_counters_decide_fit() {
         let model = intel(4);
-        let any = tmetric_catalog::Counters::ANY;
+        let any = tmetric_catalog::CounterMask::ANY;
         let mut events: Vec<SchedEvent> =
             (0..4).map(|i| ev(&format!("e{i}"), general(u32::MAX))).collect();
         events.push(ev("cycles", crate::pmu::intel_demand(0x3c, 0, any)));
@@ -1060,7 +1060,7 @@ mod tests {
     #[test]
     fn topdown_needs_slots() {
         let model = intel(8);
-        let any = tmetric_catalog::Counters::ANY;
+        let any = tmetric_catalog::CounterMask::ANY;
         let events = vec![
             ev("topdown-retiring", crate::pmu::intel_demand(0, 0x80, any)),
             ev("slots", crate::pmu::intel_demand(0, 4, any)),

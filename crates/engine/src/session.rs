@@ -5,11 +5,11 @@
 
 use tmetric_runtime::counter::{CounterError, Split};
 use tmetric_runtime::{
-    Counters, Environment, OpenFailure, RunError, RunOptions, RunReport, Snapshot, Syscalls,
+    CounterSet, Environment, OpenFailure, RunError, RunOptions, RunReport, Snapshot, Syscalls,
     Target, Tick, Workload,
 };
 
-use crate::eval::{Evaluators, RootResult, Sample};
+use crate::eval::{EvalInput, Evaluators, RootResult};
 use crate::plan::Plan;
 use crate::view::{self, Split as ViewSplit, Unit};
 
@@ -78,7 +78,7 @@ impl std::fmt::Display for Refusal {
 /// An open measurement (see the module documentation).
 pub struct Session<S: Syscalls> {
     plan: Plan,
-    counters: Counters<S>,
+    counters: CounterSet<S>,
     target: Target,
     env: Environment,
     evaluators: Evaluators,
@@ -103,7 +103,7 @@ impl<S: Syscalls> Session<S> {
         target: Target,
         env: Environment,
     ) -> Result<Self, SessionError> {
-        let counters = Counters::open_with(
+        let counters = CounterSet::open_with(
             sys,
             plan.specs.clone(),
             &plan.groups,
@@ -166,7 +166,7 @@ impl<S: Syscalls> Session<S> {
     }
 
     /// The counters (for samplers and recorders that need the runtime's view).
-    pub fn counters(&self) -> &Counters<S> {
+    pub fn counters(&self) -> &CounterSet<S> {
         &self.counters
     }
 
@@ -242,14 +242,14 @@ impl<S: Syscalls> Session<S> {
     }
 
     /// Every root metric over `sample`.
-    pub fn evaluate(&mut self, sample: &Sample<'_>) -> Vec<RootResult> {
+    pub fn evaluate(&mut self, sample: &EvalInput<'_>) -> Vec<RootResult> {
         self.plan.evaluate(&mut self.evaluators, sample)
     }
 
     /// What perf prints for `sample`, split into `split`'s units ([`view::units`]).
     pub fn units(
         &mut self,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         split: &ViewSplit,
         wall_ns: f64,
         noise: &[Option<f64>],
@@ -261,7 +261,7 @@ impl<S: Syscalls> Session<S> {
     /// with the kernel's refusals and the refused groups.
     ///
     /// Worded, for exporters that publish them as text; [`Plan::notes`] gives them typed.
-    pub fn notes(&mut self, sample: &Sample<'_>) -> Vec<String> {
+    pub fn notes(&mut self, sample: &EvalInput<'_>) -> Vec<String> {
         let failures = self.failures();
         let results = self.plan.evaluate(&mut self.evaluators, sample);
         let notes = self.plan.notes(&results, sample, |spec| failures.get(spec).cloned().flatten());

@@ -26,7 +26,7 @@
 
 use tmetric_runtime::Snapshot;
 
-use crate::eval::{Evaluators, Sample, input_value};
+use crate::eval::{EvalInput, Evaluators, input_value};
 use crate::plan::{Plan, Source};
 
 /// Standard deviations either side of the value that the bar spans (about 95 % of a normal
@@ -134,7 +134,7 @@ impl Plan {
         seconds: f64,
     ) -> Vec<Bar> {
         let Some(last) = reads.last() else { return vec![Bar::Unknown; self.roots.len()] };
-        let sample = Sample { counts: last, seconds, rusage: None };
+        let sample = EvalInput { counts: last, seconds, rusage: None };
         let inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, &sample)).collect();
         let spec_of = |row: usize| match self.rows[row].source {
             Source::Counter(spec) => Some(spec),

@@ -10,8 +10,8 @@
 //! all events, with the same exclude modifiers and the same PMU (clocks excepted:
 //! `find_stat`).
 
-use crate::eval::{Evaluators, RootResult, Sample, Shown, shown};
-use crate::plan::{Plan, Row, Source};
+use crate::eval::{EvalInput, Evaluators, RootResult, Shown, shown};
+use crate::plan::{Plan, PlanRow, Source};
 use crate::uncertainty::Bar;
 use tmetric_runtime::Snapshot;
 use tmetric_runtime::sys::{TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_SOFTWARE};
@@ -341,7 +341,7 @@ pub enum Split {
 pub fn units(
     plan: &Plan,
     evaluators: &mut Evaluators,
-    sample: &Sample<'_>,
+    sample: &EvalInput<'_>,
     split: &Split,
     wall_ns: f64,
     noise: &[Option<f64>],
@@ -355,7 +355,7 @@ pub fn units(
 pub fn units_with_errors(
     plan: &Plan,
     evaluators: &mut Evaluators,
-    sample: &Sample<'_>,
+    sample: &EvalInput<'_>,
     split: &Split,
     wall_ns: f64,
     noise: &[Option<f64>],
@@ -363,7 +363,7 @@ pub fn units_with_errors(
 ) -> Vec<Unit> {
     let hybrid = has_hybrid_twins(plan);
     let one = |evaluators: &mut Evaluators,
-               sample: &Sample<'_>,
+               sample: &EvalInput<'_>,
                skip_zero,
                part: Option<&dyn Fn(&Snapshot) -> Snapshot>,
                cpus| {
@@ -399,7 +399,7 @@ pub fn units_with_errors(
             .iter()
             .map(|(id, cpus)| {
                 let counts = sample.counts.on_cpus(cpus);
-                let part = Sample { counts: &counts, ..*sample };
+                let part = EvalInput { counts: &counts, ..*sample };
                 let on = |s: &Snapshot| s.on_cpus(cpus);
                 let lines = one(evaluators, &part, false, Some(&on), Some(cpus.as_slice()));
                 Unit { id: id.clone(), cpus: cpus.len(), lines }
@@ -409,7 +409,7 @@ pub fn units_with_errors(
             .iter()
             .map(|(comm, tid)| {
                 let counts = sample.counts.of_thread(*tid);
-                let part = Sample { counts: &counts, ..*sample };
+                let part = EvalInput { counts: &counts, ..*sample };
                 let of = |s: &Snapshot| s.of_thread(*tid);
                 let lines = one(evaluators, &part, *skip_zero, Some(&of), None);
                 Unit { id: UnitId::Thread { comm: comm.clone(), tid: *tid }, cpus: 1, lines }
@@ -424,7 +424,7 @@ pub fn units_with_errors(
 /// `cpus` (a hybrid PMU on the other core type), when given.
 pub fn lines(
     plan: &Plan,
-    sample: &Sample<'_>,
+    sample: &EvalInput<'_>,
     ctx: &ViewContext<'_>,
     skip_zero: bool,
     cpus: Option<&[i32]>,
@@ -480,7 +480,8 @@ pub fn lines(
             // perf's `-A`/`--no-merge`: each box is an event of its own, printed under its own
             // name, with the metrics computed from that box's counts.
             for (k, b) in row.boxes.iter().enumerate() {
-                let one = Row { source: Source::Counter(b.spec), boxes: Vec::new(), ..row.clone() };
+                let one =
+                    PlanRow { source: Source::Counter(b.spec), boxes: Vec::new(), ..row.clone() };
                 let (count, running, enabled) = match shown(plan, &one, sample) {
                     Shown::NotSupported => (Count::NotSupported, 0, 0),
                     Shown::NotCounted => (Count::NotCounted, 0, 0),
@@ -540,7 +541,7 @@ pub fn lines(
 /// reads `TopdownL1 (cpu_core)`).
 fn default_group_cells(
     plan: &Plan,
-    row: &Row,
+    row: &PlanRow,
     ctx: &ViewContext<'_>,
     headers: &mut Vec<(String, String)>,
 ) -> Vec<DefaultGroup> {
@@ -576,7 +577,7 @@ fn default_group_cells(
         .collect()
 }
 
-fn peers<'a>(plan: &'a Plan, sample: &Sample<'_>) -> Vec<Peer<'a>> {
+fn peers<'a>(plan: &'a Plan, sample: &EvalInput<'_>) -> Vec<Peer<'a>> {
     plan.rows
         .iter()
         .enumerate()
@@ -649,7 +650,13 @@ fn builtin_source(name: &str, unit: &str) -> Option<CellSource> {
 }
 
 /// The metric cells of row `r`: perf's built-in first, then the JSON metrics hosted on it.
-fn cells(plan: &Plan, r: usize, row: &Row, peers: &[Peer<'_>], ctx: &ViewContext<'_>) -> Vec<Cell> {
+fn cells(
+    plan: &Plan,
+    r: usize,
+    row: &PlanRow,
+    peers: &[Peer<'_>],
+    ctx: &ViewContext<'_>,
+) -> Vec<Cell> {
     let mut out = Vec::new();
     if let Some(me) = peers.iter().find(|p| p.row == r) {
         builtin_cells(me, peers, ctx, &mut out);

@@ -2,9 +2,9 @@
 //! JSON writes it (or a catalogue metric), its inputs, and the value perf 6.12's rules give
 //! (tools/perf/util/expr.y and expr.c): a number, `nan`, or no value with the kind of error,
 //! plus the ids the needed-events pass keeps and, for catalogue metrics, the reason
-//! `Offline::explain` gives for a NaN or 0. Expressions run through `tmetric_expr` (parse,
+//! `MetricEval::explain` gives for a NaN or 0. Expressions run through `tmetric_expr` (parse,
 //! `eval`, `needed`: the interpreter `tmetric eval --expr` uses), catalogue metrics through
-//! the generated code behind `Offline` (what `stat` and `report` use). Every mismatch is
+//! the generated code behind `MetricEval` (what `stat` and `report` use). Every mismatch is
 //! collected and reported by file and case name; the test fails once.
 //!
 //! The format is described in `tests/vectors/README.md`.
@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use tmetric_engine::{Offline, Select, Why};
+use tmetric_engine::{MetricEval, Select, Why};
 use tmetric_expr::{Env, EvalError, Facts, Ident, Literal};
 
 #[derive(Deserialize)]
@@ -60,7 +60,7 @@ struct Case {
     missing: Option<Vec<String>>,
     /// The needed-events pass: the ids it keeps, in first-seen order.
     needs: Option<Vec<String>>,
-    /// Catalogue cases: `Offline::explain`'s reason, as `literal:NAME`, `probe:CALL:ARG`,
+    /// Catalogue cases: `MetricEval::explain`'s reason, as `literal:NAME`, `probe:CALL:ARG`,
     /// `division_by_zero:ID,...` or `none`.
     why: Option<String>,
 }
@@ -194,7 +194,7 @@ fn why_text(model: &tmetric_catalog::Model, why: &Option<Why>) -> String {
     }
 }
 
-/// A catalogue metric through `Offline`: the generated code and its explanations.
+/// A catalogue metric through `MetricEval`: the generated code and its explanations.
 fn run_metric(case: &Case, model_name: &str, metric: &str) -> Result<Vec<String>, String> {
     let model =
         tmetric_catalog::model(model_name).ok_or_else(|| format!("no model `{model_name}`"))?;
@@ -207,7 +207,7 @@ fn run_metric(case: &Case, model_name: &str, metric: &str) -> Result<Vec<String>
         let lit = Literal::from_name(name).ok_or_else(|| format!("no literal `#{name}`"))?;
         literals[lit.index()] = *value;
     }
-    let mut off = Offline::new(model, literals, None);
+    let mut off = MetricEval::new(model, literals, None);
     for (slot, id) in model.ids.iter().enumerate() {
         let text = model.str(id.text);
         let slot = slot as u16;

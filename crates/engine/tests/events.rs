@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use tmetric_engine::events::{CatalogTables, cputype_pmu};
 use tmetric_engine::{Machine, Pick, Plan, PlanOptions, PmuModel};
 use tmetric_runtime::event::{EventTables, PmuFacts, Resolver};
-use tmetric_runtime::{Counters, Environment, Errno, Split, Sysfs, Target};
+use tmetric_runtime::{CounterSet, Environment, Errno, Split, Sysfs, Target};
 use tmetric_sim::{Machine as SimMachine, SimKernel};
 
 /// `EINVAL`, the errno of a group that does not fit.
@@ -134,7 +134,7 @@ fn a_refused_user_group_keeps_its_topdown_events_behind_slots() {
 
     let kernel = SimKernel::manual(SimMachine::named(spr.name).unwrap());
     let cpus = spr.sysfs.online_cpus().unwrap();
-    let mut counters = Counters::open_with(
+    let mut counters = CounterSet::open_with(
         kernel.clone(),
         plan.specs.clone(),
         &plan.groups,

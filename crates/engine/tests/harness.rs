@@ -9,9 +9,9 @@ use std::path::PathBuf;
 
 use tmetric_catalog::Model;
 use tmetric_engine::{
-    Evaluator, Evaluators, Machine, Pick, Plan, PlanOptions, PmuModel, Sample, Strategy,
+    EvalInput, Evaluator, Evaluators, Machine, Pick, Plan, PlanOptions, PmuModel, Strategy,
 };
-use tmetric_runtime::{Counters, Environment, Sysfs, Target};
+use tmetric_runtime::{CounterSet, Environment, Sysfs, Target};
 use tmetric_sim::{Machine as SimMachine, SimKernel, Workload};
 
 /// A simulated machine's sysfs and procfs under a temporary directory (removed on drop).
@@ -88,7 +88,7 @@ pub fn measure(
     let sim = SimMachine::named(tree.name).expect("machine");
     let kernel = SimKernel::manual_with_workload(sim.clone(), workload.clone());
     let cpus = sysfs.online_cpus().expect("online cpus");
-    let mut counters = Counters::open_with(
+    let mut counters = CounterSet::open_with(
         kernel.clone(),
         plan.specs.clone(),
         &plan.groups,
@@ -110,7 +110,7 @@ pub fn measure(
     counters.disable().expect("disable");
     let end = start + ms * 1_000_000;
     let last = reads.last().expect("a read").clone();
-    let sample = Sample { counts: &last, seconds: ms as f64 / 1e3, rusage: None };
+    let sample = EvalInput { counts: &last, seconds: ms as f64 / 1e3, rusage: None };
     let mut evaluators = Evaluators::default();
     let results = plan.evaluate(&mut evaluators, &sample);
     let bars = plan.uncertainties(&mut Evaluators::default(), &reads, ms as f64 / 1e3);

@@ -38,7 +38,7 @@ impl TempTree {
 fn evaluate_group(name: &str, group_name: &str) -> Vec<(String, String, f64)> {
     use tmetric_catalog::IdKind;
     use tmetric_model::Literal;
-    use tmetric_runtime::event::{self, Resolved};
+    use tmetric_runtime::event::{self, ResolvedEvent};
     let m = machine(name, true);
     let tree = TempTree::new(&format!("eval-{name}"));
     m.write_sysfs(&tree.sys(), &tree.proc()).unwrap();
@@ -82,11 +82,11 @@ fn evaluate_group(name: &str, group_name: &str) -> Vec<(String, String, f64)> {
                         "" => model.str(json.encoding).to_string(),
                         extra => format!("{},{extra}", model.str(json.encoding)),
                     };
-                    event::resolve_on_pmu(&pmu, &terms, "", "x", &sysfs).map(Resolved::Counter)
+                    event::resolve_on_pmu(&pmu, &terms, "", "x", &sysfs).map(ResolvedEvent::Counter)
                 }
                 IdKind::Kernel if !pmu.is_empty() => {
                     event::resolve_on_pmu(pmu, model.str(id.event), "", "x", &sysfs)
-                        .map(Resolved::Counter)
+                        .map(ResolvedEvent::Counter)
                 }
                 IdKind::Kernel | IdKind::Sysfs => event::resolve(model.str(id.text), &sysfs),
                 IdKind::Tool(_) => {
@@ -95,7 +95,7 @@ fn evaluate_group(name: &str, group_name: &str) -> Vec<(String, String, f64)> {
                 }
                 _ => continue,
             };
-            let Ok(Resolved::Counter(counter)) = resolved else { continue };
+            let Ok(ResolvedEvent::Counter(counter)) = resolved else { continue };
             let on: Vec<u32> = match m.pmu_by_type(counter.attr.type_).map(|(_, p)| p) {
                 Some(p) if p.cpumask.is_some() => p.cpumask.clone().unwrap_or_default(),
                 Some(p) if p.cpus.is_some() => p.cpus.clone().unwrap_or_default(),

@@ -12,11 +12,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use tmetric_catalog::{Counters, Model};
+use tmetric_catalog::{CounterMask, Model};
 use tmetric_engine::plan::{self, NoGroup, OfflinePlan};
 use tmetric_engine::pmu::{self, CountSource, MachineFacts};
 use tmetric_engine::schedule::{self, Request, SchedEvent, SchedMetric, Schedule, Strategy};
-use tmetric_engine::{Demand, Pick, Placement, PlanOptions, Pmu, PmuModel, Select, Slot, Vendor};
+use tmetric_engine::{
+    Demand, Pick, Placement, PlanOptions, PmuCounters, PmuModel, Select, Slot, Vendor,
+};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -229,7 +231,7 @@ fn bits(list: &[u8]) -> u32 {
 }
 
 /// A JSON `Counter` text: `0,1,2,3`, `Fixed counter 1`, or `32+N` for fixed counter N.
-fn counters(text: &str) -> Result<Counters, String> {
+fn counters(text: &str) -> Result<CounterMask, String> {
     let mut generic = 0u32;
     let mut fixed = 0u8;
     for part in text.split(',') {
@@ -245,7 +247,7 @@ fn counters(text: &str) -> Result<Counters, String> {
             generic |= 1 << n;
         }
     }
-    Ok(Counters { generic: if generic == 0 && fixed == 0 { u32::MAX } else { generic }, fixed })
+    Ok(CounterMask { generic: if generic == 0 && fixed == 0 { u32::MAX } else { generic }, fixed })
 }
 
 fn catalogue_model(name: &str) -> Result<&'static Model, String> {
@@ -287,7 +289,7 @@ fn pmu_model(
         .pmu
         .iter()
         .map(|p| {
-            Ok(Pmu {
+            Ok(PmuCounters {
                 name: p.name.clone(),
                 core: p.core.unwrap_or_else(|| pmu::is_core_name(&p.name)),
                 vendor: vendor(&p.vendor)?,
@@ -371,7 +373,7 @@ fn sched_event(
         pmu::named_demand(kernel, pmu.vendor, pmu.metric_events)
             .ok_or_else(|| format!("event `{name}`: no demand for `{kernel}`"))?
     } else if let Some(encoding) = &spec.encoding {
-        let json = spec.counter.as_deref().map(counters).transpose()?.unwrap_or(Counters::ANY);
+        let json = spec.counter.as_deref().map(counters).transpose()?.unwrap_or(CounterMask::ANY);
         pmu::event_demand(pmu, encoding, &spec.terms, json)
     } else if let (Some(event), Some(model)) = (vendor, model) {
         pmu::event_demand(pmu, model.str(event.encoding), &spec.terms, event.counters)

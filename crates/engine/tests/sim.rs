@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex, Weak};
 use proptest::prelude::*;
 use tmetric_catalog::Model;
 use tmetric_engine::{
-    Evaluator, Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Root, Sample,
+    EvalInput, Evaluator, Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Root,
     Select,
 };
-use tmetric_runtime::{Counters, Environment, Sysfs, Target};
+use tmetric_runtime::{CounterSet, Environment, Sysfs, Target};
 use tmetric_sim::{Machine as SimMachine, SimKernel};
 
 /// A simulated machine's sysfs and procfs.
@@ -153,7 +153,7 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
     );
     let kernel = SimKernel::manual(SimMachine::named(tree.name).expect("machine"));
     let cpus = sysfs.online_cpus().expect("online cpus");
-    let mut counters = Counters::open_with(
+    let mut counters = CounterSet::open_with(
         kernel.clone(),
         plan.specs.clone(),
         &plan.groups,
@@ -169,7 +169,7 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
     kernel.advance(ns);
     counters.disable().expect("disable");
     let snapshot = counters.read().expect("read");
-    let sample = Sample { counts: &snapshot, seconds: ns as f64 / 1e9, rusage: None };
+    let sample = EvalInput { counts: &snapshot, seconds: ns as f64 / 1e9, rusage: None };
     let mut evaluators = Evaluators::default();
     let results = plan.evaluate(&mut evaluators, &sample);
     let mut problems = Vec::new();
@@ -328,7 +328,7 @@ fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
     );
     let kernel = SimKernel::manual(SimMachine::named("sapphirerapids").unwrap());
     let cpus = sysfs.online_cpus().unwrap();
-    let mut counters = Counters::open_with(
+    let mut counters = CounterSet::open_with(
         NoTopdown(kernel.clone()),
         plan.specs.clone(),
         &plan.groups,
@@ -339,7 +339,7 @@ fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
     counters.enable().unwrap();
     kernel.advance(50_000_000);
     let snapshot = counters.read().unwrap();
-    let sample = Sample { counts: &snapshot, seconds: 0.05, rusage: None };
+    let sample = EvalInput { counts: &snapshot, seconds: 0.05, rusage: None };
     let results = plan.evaluate(&mut Evaluators::default(), &sample);
     let bad_spec = plan
         .roots
@@ -421,7 +421,7 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
         .unwrap();
     // 500 ms of task-clock in 1 s; 2.5e9 cycles and 5e9 instructions.
     let snapshot = counts(&plan, &[500_000_000, 75_295, 2_500_000_000, 5_000_000_000]);
-    let sample = Sample { counts: &snapshot, seconds: 1.0, rusage: None };
+    let sample = EvalInput { counts: &snapshot, seconds: 1.0, rusage: None };
     let ctx = ViewContext {
         wall_ns: 1e9,
         results: &[],
@@ -446,7 +446,7 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
     let mut plan = Plan::new(literals);
     plan.add_event_lists(&["task-clock,{cycles,instructions}".into()], &resolver).unwrap();
     let snapshot = counts(&plan, &[500_000_000, 2_500_000_000, 5_000_000_000]);
-    let sample = Sample { counts: &snapshot, seconds: 1.0, rusage: None };
+    let sample = EvalInput { counts: &snapshot, seconds: 1.0, rusage: None };
     let lines = view::lines(&plan, &sample, &ctx, false, None);
     let got = labels(&lines);
     // perf prints the label with no value: the clock is not in the group.

@@ -4,8 +4,10 @@
 //! or that divide by `duration_time`, still equal the truth, because the engine brings their
 //! counts to one span; perf's per-counter scaling alone is off by percents.
 
-use tmetric_engine::{Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Sample};
-use tmetric_runtime::{Attr, Counters, Environment, Errno, Syscalls, Sysfs, Target};
+use tmetric_engine::{
+    EvalInput, Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel,
+};
+use tmetric_runtime::{Attr, CounterSet, Environment, Errno, Syscalls, Sysfs, Target};
 use tmetric_sim::{Machine as SimMachine, SimKernel};
 
 use crate::harness::SimTree;
@@ -91,7 +93,7 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
     let kernel = SimKernel::manual(sim);
     let cpus = sysfs.online_cpus().expect("online cpus");
     let preempted = Preempted { kernel: kernel.clone(), pause_ns: 1_000_000 };
-    let mut counters = Counters::open_with(
+    let mut counters = CounterSet::open_with(
         preempted,
         plan.specs.clone(),
         &plan.groups,
@@ -106,7 +108,7 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
     let end = kernel.now();
     counters.disable().expect("disable");
     let counts = counters.read().expect("read");
-    let sample = Sample { counts: &counts, seconds: (end - start) as f64 / 1e9, rusage: None };
+    let sample = EvalInput { counts: &counts, seconds: (end - start) as f64 / 1e9, rusage: None };
     let results = plan.evaluate(&mut Evaluators::default(), &sample);
 
     // The truth: every input's exact count over the run's clock.

@@ -184,9 +184,9 @@ impl Serialize for GroupValue {
     }
 }
 
-/// One line of the result table.
+/// One line of the latency result table: an event and group and its statistics.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Row {
+pub struct LatencyRow {
     /// Event name.
     pub event: String,
     /// Values of the group-by fields, in `Options::group_by` order.
@@ -233,7 +233,7 @@ pub struct Report {
     /// The group-by fields' names.
     pub group_by: Vec<String>,
     /// Groups sorted by event name, then by group values (the seed's `GROUP BY` order).
-    pub rows: Vec<Row>,
+    pub rows: Vec<LatencyRow>,
     /// Lines read.
     pub lines: u64,
     /// Samples in `rows` (noise excluded).
@@ -479,14 +479,14 @@ impl Analyzer {
 
     /// Sorts every group's samples and computes the report.
     pub fn finish(self) -> Report {
-        let mut rows: Vec<Row> = Vec::with_capacity(self.groups.len());
+        let mut rows: Vec<LatencyRow> = Vec::with_capacity(self.groups.len());
         let mut samples = 0;
         for mut group in self.groups {
             group.samples.sort_unstable();
             samples += group.samples.len() as u64;
             let stats = Stats::from_sorted(&group.samples)
                 .expect("a group is created with its first sample");
-            rows.push(Row {
+            rows.push(LatencyRow {
                 event: self.event_names[group.event as usize].clone(),
                 group: group.values,
                 stats,

@@ -69,8 +69,8 @@ use std::path::Path;
 use anyhow::Context;
 
 pub use analyze::{
-    Analyzer, DEFAULT_EVENT_REGEX, DEFAULT_GROUP_BY, DEFAULT_VALUE_FIELD, GroupValue, MAX_LINE,
-    Malformed, NOISE_TOLERANCE_NS, NoiseSample, Options, Report, Row, analyze, analyze_path,
+    Analyzer, DEFAULT_EVENT_REGEX, DEFAULT_GROUP_BY, DEFAULT_VALUE_FIELD, GroupValue, LatencyRow,
+    MAX_LINE, Malformed, NOISE_TOLERANCE_NS, NoiseSample, Options, Report, analyze, analyze_path,
 };
 pub use error::LatencyError;
 pub use render::{headers, write_csv, write_json, write_notes, write_table};

@@ -16,9 +16,9 @@ pub enum Layout {
     TraceCmd,
 }
 
-/// The sample behind one generated event line.
+/// The latency sample behind one generated ftrace event line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sample {
+pub struct SynthSample {
     /// `true` for `x86_fpu_latency_xsave`, `false` for `x86_fpu_latency_xrstor`.
     pub xsave: bool,
     /// The RFBM mask.
@@ -68,7 +68,7 @@ const TRACE_FILE_HEADER: [&str; 6] = [
 
 impl Synth {
     /// The lines (without newline) and the sample each event line encodes.
-    pub fn lines(&self) -> impl Iterator<Item = (String, Option<Sample>)> + use<> {
+    pub fn lines(&self) -> impl Iterator<Item = (String, Option<SynthSample>)> + use<> {
         let header: Vec<String> = match self.layout {
             Layout::TracePipe => Vec::new(),
             Layout::TraceFile => TRACE_FILE_HEADER.iter().map(|h| (*h).to_owned()).collect(),
@@ -110,7 +110,7 @@ impl Synth {
                 Layout::TraceFile => format!("{comm:>16}-{pid:<7} [{cpu:03}] {secs:5}.{micros:06}: {event}: {fields}"),
                 Layout::TraceCmd => format!("{comm:>16}-{pid:<5} [{cpu:03}] {secs:5}.{micros:06}: {event}:   {fields}"),
             };
-            (text, Some(Sample { xsave, rfbm, xinuse, latency, noise }))
+            (text, Some(SynthSample { xsave, rfbm, xinuse, latency, noise }))
         });
         header.chain(body)
     }

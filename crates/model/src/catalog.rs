@@ -28,18 +28,19 @@ impl Str {
     }
 }
 
-/// Which counters an event may use, from the JSON `Counter` field.
+/// Which counters an event may use, as masks of general and fixed counters: the compiled form of
+/// the vendor JSON's `Counter` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Counters {
+pub struct CounterMask {
     /// Bit `n`: general counter `n` is allowed. `u32::MAX` when the JSON gives no restriction.
     pub generic: u32,
     /// Bit `n`: fixed counter `n` is allowed.
     pub fixed: u8,
 }
 
-impl Counters {
+impl CounterMask {
     /// No restriction known.
-    pub const ANY: Counters = Counters { generic: u32::MAX, fixed: 0 };
+    pub const ANY: CounterMask = CounterMask { generic: u32::MAX, fixed: 0 };
 }
 
 /// Event flags.
@@ -74,7 +75,7 @@ pub struct Event {
     /// `ScaleUnit` factor (1 when absent).
     pub scale: f64,
     /// Allowed counters.
-    pub counters: Counters,
+    pub counters: CounterMask,
     /// `PEBS` level (0, 1 or 2).
     pub pebs: u8,
     /// [`event_flags`] bits.
@@ -281,7 +282,7 @@ impl Events {
             compat: s(6),
             unit: s(7),
             scale: f64::from_le_bytes(scale),
-            counters: Counters { generic: Self::u32_at(r, 40), fixed: r[44] },
+            counters: CounterMask { generic: Self::u32_at(r, 40), fixed: r[44] },
             pebs: r[45],
             flags: r[46],
         }

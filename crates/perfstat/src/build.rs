@@ -5,7 +5,7 @@
 //! Layout-independent: the text, CSV and JSON readers all feed the same [`Item`]s.
 
 use crate::key::{EventKey, TOOL_EVENTS};
-use crate::log::{Aggr, Block, Count, PrintedMetric, Row, Run, TimeSource, Timed};
+use crate::log::{Aggr, Block, Count, LogRow, PrintedMetric, Run, TimeSource, Timed};
 use std::collections::{HashMap, VecDeque};
 
 /// The interval timestamp and aggregation id printed in front of a row or metric line.
@@ -255,7 +255,7 @@ impl Builder {
             },
         };
         let rows = &mut self.batch[block].rows;
-        rows.push(Row {
+        rows.push(LogRow {
             line: raw.line,
             value: raw.value,
             count_text: raw.count_text,
@@ -413,7 +413,7 @@ pub(crate) fn apply_footers(block: &mut Block, run: &Run) {
 /// `A (40%), CLK (40%), B (60%), CLK (60%)` the metric perf printed on `B` would take the first
 /// `CLK` (issue 12). A broken weak group has members with different shares but no repeated
 /// event, so it stays one group.
-fn assign_groups(rows: &mut [Row]) {
+fn assign_groups(rows: &mut [LogRow]) {
     let mut groups: Vec<usize> = Vec::with_capacity(rows.len());
     let mut group = 0;
     let mut start = 0;
@@ -450,7 +450,7 @@ fn assign_groups(rows: &mut [Row]) {
 /// How many rows at the end of `group` belong with `repeated`, which starts the next group: the
 /// trailing rows with its run share, when a row with another share comes before them. A row
 /// without a share, or of the repeated event, ends the search with no move.
-fn moved_rows(group: &[Row], repeated: &Row) -> usize {
+fn moved_rows(group: &[LogRow], repeated: &LogRow) -> usize {
     let Some(share) = run_share(repeated) else { return 0 };
     for (n, row) in group.iter().rev().enumerate() {
         match run_share(row) {
@@ -465,7 +465,7 @@ fn moved_rows(group: &[Row], repeated: &Row) -> usize {
 /// The run share of a counted row's group; `None` for rows that say nothing about it:
 /// `<not counted>`/`<not supported>`, tool rows and retire latencies (`:R`, sampled by
 /// `perf record`, not counted in the group).
-fn run_share(row: &Row) -> Option<f64> {
+fn run_share(row: &LogRow) -> Option<f64> {
     if row.key.is_tool() || row.key.retire_latency || !matches!(row.value, Count::Counted(_)) {
         return None;
     }
@@ -473,7 +473,7 @@ fn run_share(row: &Row) -> Option<f64> {
 }
 
 /// A tool-event row's value in seconds: perf prints these rows in ns.
-fn tool_row_seconds(row: &Row) -> Option<Timed> {
+fn tool_row_seconds(row: &LogRow) -> Option<Timed> {
     match row.value {
         Count::Counted(v) => {
             let seconds = match row.unit.as_str() {

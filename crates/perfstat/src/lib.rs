@@ -65,7 +65,7 @@ mod text;
 pub use error::{ImportError, Warning};
 pub use key::{EventKey, canonical_event_name, is_core_pmu};
 pub use log::{
-    Aggr, AggrKind, Block, Count, Layout, PerfLog, PrintedMetric, Row, Run, TimeSource, Timed,
+    Aggr, AggrKind, Block, Count, Layout, LogRow, PerfLog, PrintedMetric, Run, TimeSource, Timed,
 };
 pub use lookup::{Found, Lookup};
 pub use number::{Grouping, Numbers, Seen, printed_decimals, printed_value};

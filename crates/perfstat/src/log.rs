@@ -136,7 +136,7 @@ pub struct Block {
     /// The aggregation id; `None` for perf's default global aggregation.
     pub aggr: Option<Aggr>,
     /// Counter rows in print order.
-    pub rows: Vec<Row>,
+    pub rows: Vec<LogRow>,
     /// Metrics printed without a counter row: perf's `Default` metric-group lines such as
     /// `TopdownL1 (cpu_core)   #  38.9 %  tma_backend_bound`.
     pub loose_metrics: Vec<PrintedMetric>,
@@ -161,9 +161,9 @@ pub enum Count {
     NotSupported,
 }
 
-/// One counter row.
+/// One counter row of a perf stat log.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub struct LogRow {
     /// 1-based line number.
     pub line: usize,
     /// The count as printed.
@@ -267,7 +267,7 @@ fn split_label(label: &str) -> (String, String, Option<String>) {
     (String::new(), words.join(" "), None)
 }
 
-impl Row {
+impl LogRow {
     /// Half a unit of the last digit perf printed of the count, relative to the count (0 for
     /// `<not counted>` or 0): `1,520.45` and `1.520,45` are precise to 0.005 in 1520.45.
     pub fn count_precision(&self) -> f64 {
@@ -310,7 +310,7 @@ impl Block {
         &self,
         metric: &str,
         pmu: Option<&str>,
-    ) -> Option<(&Row, &PrintedMetric)> {
+    ) -> Option<(&LogRow, &PrintedMetric)> {
         let mut hits = self.rows.iter().filter_map(|row| row.metric(metric).map(|m| (row, m)));
         match pmu {
             None => hits.next(),
@@ -334,7 +334,7 @@ impl Block {
     }
 
     /// The rows of heuristic group `group`.
-    pub fn group_rows(&self, group: usize) -> impl Iterator<Item = &Row> {
+    pub fn group_rows(&self, group: usize) -> impl Iterator<Item = &LogRow> {
         self.rows.iter().filter(move |r| r.group == group)
     }
 }

@@ -18,7 +18,7 @@
 //! earliest row wins, and [`Found::in_metric_group`] says so.
 
 use crate::key::{EventKey, is_core_pmu};
-use crate::log::{Block, Count, Row, TimeSource, Timed};
+use crate::log::{Block, Count, LogRow, TimeSource, Timed};
 
 /// The result of looking up an expression identifier in a block.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,7 +135,7 @@ impl Block {
         let preferred = metric.and_then(|m| self.printed_metric(m, pmu)).map(|(row, _)| row.group);
         // Ranked once (the `Vec` allocates only when some row matches), then walked without
         // allocating.
-        let matches: Vec<(Rank, &Row)> = self
+        let matches: Vec<(Rank, &LogRow)> = self
             .rows
             .iter()
             .filter_map(|row| rank(want, &row.key, pmu).map(|r| (r, row)))
@@ -152,7 +152,7 @@ impl Block {
             if let Some(one) = core_pmus.next()
                 && core_pmus.any(|p| p != one)
             {
-                let best_rows: Vec<&Row> =
+                let best_rows: Vec<&LogRow> =
                     candidates().filter(|(r, _)| *r == best).map(|(_, row)| row).collect();
                 return Lookup::Ambiguous {
                     lines: best_rows.iter().map(|r| r.line).collect(),
@@ -176,7 +176,7 @@ impl Block {
         let in_metric_group = preferred == Some(group);
         let Some(one) = chosen.next() else { return Lookup::Missing };
         let Some(two) = chosen.next() else { return from_row(one, in_metric_group) };
-        let rows: Vec<&Row> = [one, two].into_iter().chain(chosen).collect();
+        let rows: Vec<&LogRow> = [one, two].into_iter().chain(chosen).collect();
         if is_instance_set(&rows) {
             sum_rows(&rows, group, in_metric_group)
         } else {
@@ -272,7 +272,7 @@ fn instance_base(pmu: &str) -> &str {
 }
 
 /// Rows of numbered instances of one non-core PMU, which perf would have merged.
-fn is_instance_set(rows: &[&Row]) -> bool {
+fn is_instance_set(rows: &[&LogRow]) -> bool {
     let pmus: Vec<&str> = rows.iter().filter_map(|r| r.key.pmu.as_deref()).collect();
     if pmus.len() != rows.len() || pmus.iter().any(|p| is_core_pmu(p)) {
         return false;
@@ -285,7 +285,7 @@ fn is_instance_set(rows: &[&Row]) -> bool {
 }
 
 /// The value perf's metric code sees for a row's printed count, and the unit when unknown.
-fn raw_value(row: &Row, printed: f64) -> (f64, Option<String>) {
+fn raw_value(row: &LogRow, printed: f64) -> (f64, Option<String>) {
     match row.unit.as_str() {
         "" | "ns" => (printed, None),
         // task-clock and cpu-clock count ns and perf prints them with scale 1e-6 as msec.
@@ -294,7 +294,7 @@ fn raw_value(row: &Row, printed: f64) -> (f64, Option<String>) {
     }
 }
 
-fn from_row(row: &Row, in_metric_group: bool) -> Lookup {
+fn from_row(row: &LogRow, in_metric_group: bool) -> Lookup {
     match row.value {
         Count::NotCounted => {
             Lookup::NotCounted { line: row.line, group: row.group, event: row.event.clone() }
@@ -318,11 +318,11 @@ fn from_row(row: &Row, in_metric_group: bool) -> Lookup {
     }
 }
 
-fn sum_rows(rows: &[&Row], group: usize, in_metric_group: bool) -> Lookup {
+fn sum_rows(rows: &[&LogRow], group: usize, in_metric_group: bool) -> Lookup {
     if let Some(row) = rows.iter().find(|r| r.value == Count::NotSupported) {
         return from_row(row, in_metric_group);
     }
-    let counted: Vec<&&Row> =
+    let counted: Vec<&&LogRow> =
         rows.iter().filter(|r| matches!(r.value, Count::Counted(_))).collect();
     if counted.is_empty() {
         return from_row(rows[0], in_metric_group);

@@ -1,6 +1,6 @@
 //! Helpers shared by the test modules: loading fixtures and comparing at perf's precision.
 use std::path::{Path, PathBuf};
-use tmetric_perfstat::{Block, Found, Lookup, PerfLog, Row};
+use tmetric_perfstat::{Block, Found, LogRow, Lookup, PerfLog};
 
 pub fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
@@ -63,7 +63,7 @@ pub fn assert_prints_as(computed: f64, printed: &str, slack: f64, what: &str) {
 
 /// The row whose event is printed exactly as `event`.
 #[track_caller]
-pub fn row<'a>(block: &'a Block, event: &str) -> &'a Row {
+pub fn row<'a>(block: &'a Block, event: &str) -> &'a LogRow {
     block
         .rows
         .iter()

@@ -25,9 +25,10 @@ impl fmt::Display for Location {
     }
 }
 
-/// The counters an event may be scheduled on (the JSON `Counter` key; perf 6.12 ignores it).
+/// The vendor JSON's `Counter` field as written: the counters an event may be scheduled on
+/// (perf 6.12 ignores it). The catalogue keeps it as masks, `tmetric_model::catalog::CounterMask`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Counters {
+pub enum CounterField {
     /// No `Counter` key: any counter of the PMU.
     Any,
     /// `"0,1,2,3"`: these general-purpose counters.
@@ -70,7 +71,7 @@ pub struct Event {
     /// `encoding` split at `,` and then at the first `=` (a term without `=` has an empty value).
     pub terms: Vec<(String, String)>,
     /// Parsed `Counter`.
-    pub counters: Counters,
+    pub counters: CounterField,
     /// `PEBS`: 0, 1 (precise event) or 2 (must be precise).
     pub pebs: u8,
     /// `PerPkg` is "1": counted once per package.
@@ -403,7 +404,7 @@ fn build_event(
     // perf 6.12 does not read `Counter`; a value it cannot parse only loses scheduling hints.
     let counters = parse_counters(object.get(Key::Counter)).unwrap_or_else(|kind| {
         problems.push(Problem::ignored(Some(Key::Counter), kind, "any counter assumed"));
-        Counters::Any
+        CounterField::Any
     });
     // PEBS, Deprecated and Experimental change listings and descriptions, never counts.
     let mut soft_flag = |key: Key, result: Result<u8, ObjectError>| {
@@ -760,22 +761,22 @@ pub(crate) fn py_int(text: &str, base: u32) -> Option<u64> {
     u64::from_str_radix(&clean, radix).ok()
 }
 
-fn parse_counters(value: Option<&str>) -> Result<Counters, ObjectError> {
-    let Some(value) = value else { return Ok(Counters::Any) };
+fn parse_counters(value: Option<&str>) -> Result<CounterField, ObjectError> {
+    let Some(value) = value else { return Ok(CounterField::Any) };
     let bad = || ObjectError::BadCounter { value: value.to_string() };
     let lower = value.trim().to_ascii_lowercase();
     if lower == "fixed" {
-        return Ok(Counters::Fixed(None));
+        return Ok(CounterField::Fixed(None));
     }
     if let Some(index) = lower.strip_prefix("fixed counter") {
-        return index.trim().parse().map(|i| Counters::Fixed(Some(i))).map_err(|_| bad());
+        return index.trim().parse().map(|i| CounterField::Fixed(Some(i))).map_err(|_| bad());
     }
     // "0," (perf 6.1's broadwell and haswell uncore files): empty pieces are dropped, as any
     // reader that splits at commas and skips blanks would; perf 6.12 does not read the key at all.
     let list: Result<Vec<u8>, _> =
         value.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::parse::<u8>).collect();
     match list {
-        Ok(list) if !list.is_empty() => Ok(Counters::Generic(list)),
+        Ok(list) if !list.is_empty() => Ok(CounterField::Generic(list)),
         _ => Err(bad()),
     }
 }
@@ -832,13 +833,13 @@ mod tests {
 
     #[test]
     fn counters() {
-        assert_eq!(parse_counters(None), Ok(Counters::Any));
-        assert_eq!(parse_counters(Some("0,1,2,3")), Ok(Counters::Generic(vec![0, 1, 2, 3])));
-        assert_eq!(parse_counters(Some("Fixed counter 2")), Ok(Counters::Fixed(Some(2))));
-        assert_eq!(parse_counters(Some("FIXED")), Ok(Counters::Fixed(None)));
+        assert_eq!(parse_counters(None), Ok(CounterField::Any));
+        assert_eq!(parse_counters(Some("0,1,2,3")), Ok(CounterField::Generic(vec![0, 1, 2, 3])));
+        assert_eq!(parse_counters(Some("Fixed counter 2")), Ok(CounterField::Fixed(Some(2))));
+        assert_eq!(parse_counters(Some("FIXED")), Ok(CounterField::Fixed(None)));
         assert!(parse_counters(Some("0,x")).is_err());
-        assert_eq!(parse_counters(Some("0,")), Ok(Counters::Generic(vec![0])));
-        assert_eq!(parse_counters(Some(" 0, 1 ,")), Ok(Counters::Generic(vec![0, 1])));
+        assert_eq!(parse_counters(Some("0,")), Ok(CounterField::Generic(vec![0])));
+        assert_eq!(parse_counters(Some(" 0, 1 ,")), Ok(CounterField::Generic(vec![0, 1])));
         assert!(parse_counters(Some(",")).is_err());
         assert!(parse_counters(Some("256")).is_err());
     }

@@ -29,7 +29,7 @@ mod unit;
 pub use cpuid::{MapRow, compat_matches, cpuid_matches};
 pub use diag::{Diagnostic, Severity};
 pub use error::{ObjectError, VendorError};
-pub use event::{AggrMode, Constraint, Counters, Event, Location, Metric};
+pub use event::{AggrMode, Constraint, CounterField, Event, Location, Metric};
 pub use load::{COMMON_DIR, load_tree};
 pub use tree::{Arch, CounterInfo, Table, Tree};
 pub use unit::{ScaleUnit, unit_to_pmu};

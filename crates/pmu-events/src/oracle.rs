@@ -4,7 +4,7 @@
 
 use tmetric_expr::{Env, EvalError, Expr, Ident, Literal, eval};
 
-use crate::resolve::{Resolved, Target};
+use crate::resolve::{ResolvedTable, Target};
 
 /// Inputs by slot, the same arrays the generated code reads.
 #[derive(Debug, Clone, Copy)]
@@ -22,14 +22,14 @@ pub struct OracleInputs<'a> {
 /// Evaluates metrics of one resolved table by interpreting their trees, with perf's lazy,
 /// cached evaluation of metric references (a failed reference reads as NaN).
 pub struct Oracle<'r, 'a> {
-    resolved: &'r Resolved<'r>,
+    resolved: &'r ResolvedTable<'r>,
     inputs: OracleInputs<'a>,
     cache: Vec<Option<f64>>,
 }
 
 impl<'r, 'a> Oracle<'r, 'a> {
     /// An oracle over `resolved` with these inputs.
-    pub fn new(resolved: &'r Resolved<'r>, inputs: OracleInputs<'a>) -> Oracle<'r, 'a> {
+    pub fn new(resolved: &'r ResolvedTable<'r>, inputs: OracleInputs<'a>) -> Oracle<'r, 'a> {
         Oracle { resolved, inputs, cache: vec![None; resolved.metrics.len()] }
     }
 

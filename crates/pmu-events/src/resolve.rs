@@ -51,7 +51,7 @@ pub struct IdSlot {
 /// What an identifier of one metric refers to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Target {
-    /// Index into [`Resolved::ids`].
+    /// Index into [`ResolvedTable::ids`].
     Id(usize),
     /// Index into `Table::metrics`.
     Metric(usize),
@@ -148,9 +148,9 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// A table with every metric parsed and resolved.
+/// A vendor table with every metric parsed and each identifier resolved.
 #[derive(Debug)]
-pub struct Resolved<'t> {
+pub struct ResolvedTable<'t> {
     /// The table.
     pub table: &'t Table,
     /// Input slots in order of first use.
@@ -161,7 +161,7 @@ pub struct Resolved<'t> {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-impl Resolved<'_> {
+impl ResolvedTable<'_> {
     /// Metric indices in dependency order (referenced metrics first), compiled ones only.
     pub fn eval_order(&self) -> Vec<usize> {
         let mut order = Vec::with_capacity(self.metrics.len());
@@ -472,7 +472,7 @@ fn classify(id: &str, lookup: &Lookup<'_, '_>, metric_pmu: &str) -> Result<IdSlo
 }
 
 /// Resolves every table of every architecture, and the common table last.
-pub fn resolve_tree(tree: &Tree) -> Vec<Resolved<'_>> {
+pub fn resolve_tree(tree: &Tree) -> Vec<ResolvedTable<'_>> {
     let aliases: Vec<HashSet<String>> =
         tree.arches.iter().map(|arch| arch_aliases(tree, &arch.std_files)).collect();
     let none = HashSet::new();
@@ -500,13 +500,13 @@ fn arch_aliases(tree: &Tree, std_files: &[String]) -> HashSet<String> {
 }
 
 /// Parses and resolves every metric of `table`, with no architecture aliases.
-pub fn resolve(table: &Table) -> Resolved<'_> {
+pub fn resolve(table: &Table) -> ResolvedTable<'_> {
     resolve_with(table, &HashSet::new())
 }
 
 /// Parses and resolves every metric of `table`; `core_aliases` are lower-cased event names
 /// the core PMU exposes in sysfs on this architecture.
-pub fn resolve_with<'t>(table: &'t Table, core_aliases: &HashSet<String>) -> Resolved<'t> {
+pub fn resolve_with<'t>(table: &'t Table, core_aliases: &HashSet<String>) -> ResolvedTable<'t> {
     let lookup = Lookup::new(table, core_aliases);
     let mut ids: Vec<IdSlot> = Vec::new();
     let mut id_index: HashMap<String, usize> = HashMap::new();
@@ -615,7 +615,7 @@ pub fn resolve_with<'t>(table: &'t Table, core_aliases: &HashSet<String>) -> Res
     }
 
     check_references(table, &mut metrics, &mut diagnostics);
-    Resolved { table, ids, metrics, diagnostics }
+    ResolvedTable { table, ids, metrics, diagnostics }
 }
 
 fn literal_span(expr: &Expr, name: &str) -> tmetric_expr::Span {

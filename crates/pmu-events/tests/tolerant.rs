@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use tmetric_pmu_events::{Counters, Diagnostic, Severity, Tree, load_tree};
+use tmetric_pmu_events::{CounterField, Diagnostic, Severity, Tree, load_tree};
 
 const MAPFILE: &str = "Family-model,Version,Filename,EventType\nGenuineIntel-6-8F,v1,model,core\n";
 
@@ -54,7 +54,7 @@ fn trailing_comma_in_counter_is_read_as_perf_6_1_wrote_it() {
     );
     assert_eq!(tree.diagnostics, []);
     let event = &model(&tree).events[0];
-    assert_eq!(event.counters, Counters::Generic(vec![0]));
+    assert_eq!(event.counters, CounterField::Generic(vec![0]));
     assert_eq!((event.encoding.as_str(), event.pmu.as_str()), ("event=0x80,umask=1", "uncore_arb"));
 }
 

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 use tmetric_pmu_events::{
-    AggrMode, Constraint, Counters, Event, Metric, ScaleUnit, Table, Tree, cpuid_matches,
+    AggrMode, Constraint, CounterField, Event, Metric, ScaleUnit, Table, Tree, cpuid_matches,
     load_tree, unit_to_pmu,
 };
 
@@ -187,8 +187,8 @@ fn event_strings_from_the_spec() {
     );
     let stalls = event(spr, "CYCLE_ACTIVITY.STALLS_TOTAL");
     assert_eq!((stalls.pmu.as_str(), stalls.topic.as_str()), ("default_core", "pipeline"));
-    assert_eq!(event(spr, "TOPDOWN.SLOTS").counters, Counters::Fixed(Some(3)));
-    assert_eq!(stalls.counters, Counters::Generic(vec![0, 1, 2, 3, 4, 5, 6, 7]));
+    assert_eq!(event(spr, "TOPDOWN.SLOTS").counters, CounterField::Fixed(Some(3)));
+    assert_eq!(stalls.counters, CounterField::Generic(vec![0, 1, 2, 3, 4, 5, 6, 7]));
 }
 
 #[test]

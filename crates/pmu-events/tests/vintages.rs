@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use tmetric_pmu_events::resolve::resolve_tree;
-use tmetric_pmu_events::{Counters, Severity, Table, Tree, load_tree};
+use tmetric_pmu_events::{CounterField, Severity, Table, Tree, load_tree};
 
 fn vintage(name: &str) -> Tree {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -47,7 +47,7 @@ fn perf_6_1_tree_loads_with_only_unknown_key_warnings() {
     // "Counter": "0," is counter 0.
     let busy =
         haswell.events_named("UNC_ARB_TRK_OCCUPANCY.CYCLES_WITH_ANY_REQUEST").next().unwrap();
-    assert_eq!(busy.counters, Counters::Generic(vec![0]));
+    assert_eq!(busy.counters, CounterField::Generic(vec![0]));
     assert_eq!(busy.encoding, "event=0x80,cmask=1,umask=1");
     assert_eq!(busy.pmu, "uncore_arb");
     // No counter.json before perf 6.9: no counter information, and no finding either.

@@ -138,7 +138,7 @@ pub fn expr_missing_warning(missing: &[String]) -> Option<String> {
 }
 
 /// Why a metric is `nan` or 0 although every input it reads has a value (`why`, from
-/// `Offline::explain`), worded for a front end without the machine: a literal with where its
+/// `MetricEval::explain`), worded for a front end without the machine: a literal with where its
 /// value came from and the flag that sets it, a `has_event()` probe with what `absent` says of
 /// an event the input has no value for, inputs and metrics that are 0 in a division by zero.
 pub fn why_text(model: &Model, why: &Why, value: f64, literals: &Literals, absent: &str) -> String {

@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use tmetric_catalog::catalog::Counters;
+use tmetric_catalog::catalog::CounterMask;
 use tmetric_engine::list::{
     CountersRow, EventRow, GroupRow, KernelPmuEvent, MetricRow, ModelRow, Table,
 };
@@ -261,6 +261,6 @@ pub fn counters(row: &CountersRow) -> String {
 }
 
 /// [`counters`] of a catalogue event's counter masks.
-pub fn counters_text(c: Counters) -> String {
+pub fn counters_text(c: CounterMask) -> String {
     counters(&c.into())
 }

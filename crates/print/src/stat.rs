@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use tmetric_engine::view::{self, Split, TreeNode};
-use tmetric_engine::{self as engine, Evaluators, Plan, Sample};
+use tmetric_engine::{self as engine, EvalInput, Evaluators, Plan};
 
 use crate::num::{json_number, perf_number, plain_number};
 use crate::{Config, Footer, Layout, Title, paint};
@@ -127,7 +127,7 @@ impl<W: Write> StatPrinter<W> {
     pub fn interval(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         _number: usize,
         at: Duration,
     ) -> io::Result<()> {
@@ -136,7 +136,12 @@ impl<W: Write> StatPrinter<W> {
     }
 
     /// The totals: the counts (with perf's title) and the footer.
-    pub fn summary(&mut self, plan: &Plan, sample: &Sample<'_>, footer: &Footer) -> io::Result<()> {
+    pub fn summary(
+        &mut self,
+        plan: &Plan,
+        sample: &EvalInput<'_>,
+        footer: &Footer,
+    ) -> io::Result<()> {
         let reads = self.error_reads.take();
         self.block(plan, sample, None, footer.elapsed * 1e9, reads.as_deref())?;
         self.error_reads = reads;
@@ -160,7 +165,7 @@ impl<W: Write> StatPrinter<W> {
     fn block(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         at: Option<Duration>,
         wall_ns: f64,
         reads: Option<&[tmetric_runtime::Snapshot]>,
@@ -210,7 +215,7 @@ impl<W: Write> StatPrinter<W> {
     pub fn notes_for(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         failures: &[Option<engine::Refusal>],
         splits: &[String],
     ) -> Vec<String> {
@@ -229,7 +234,7 @@ impl<W: Write> StatPrinter<W> {
             let mut per_thread: Vec<(String, Vec<String>)> = Vec::new();
             for (comm, tid) in threads.clone() {
                 let counts = sample.counts.of_thread(tid);
-                let unit = Sample { counts: &counts, ..*sample };
+                let unit = EvalInput { counts: &counts, ..*sample };
                 let results = plan.evaluate(&mut self.evaluators, &unit);
                 for note in plan.notes(&results, &unit, failure).iter().map(ToString::to_string) {
                     if notes.contains(&note) {
@@ -257,7 +262,7 @@ impl<W: Write> StatPrinter<W> {
     pub fn interval_notes(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         failures: &[Option<engine::Refusal>],
         at: Duration,
     ) -> io::Result<()> {
@@ -324,7 +329,7 @@ impl<W: Write> StatPrinter<W> {
     pub fn error_bars(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         bars: &[tmetric_engine::Bar],
     ) -> io::Result<()> {
         use tmetric_engine::Bar;
@@ -384,7 +389,7 @@ impl<W: Write> StatPrinter<W> {
     fn tree_view(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         at: Option<Duration>,
     ) -> io::Result<()> {
         let results = plan.evaluate(&mut self.evaluators, sample);
@@ -457,7 +462,7 @@ impl<W: Write> StatPrinter<W> {
     fn legacy_topdown(
         &mut self,
         plan: &Plan,
-        sample: &Sample<'_>,
+        sample: &EvalInput<'_>,
         at: Option<Duration>,
     ) -> io::Result<()> {
         let cores = self.legacy.clone().unwrap_or_default();

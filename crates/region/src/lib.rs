@@ -31,7 +31,7 @@ use tmetric_engine::{
     Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Source, eval,
 };
 use tmetric_runtime::counter::{CpuCount, RawCount, Snapshot, parse_group_read};
-use tmetric_runtime::event::{self, EventKind, Resolved};
+use tmetric_runtime::event::{self, EventKind, ResolvedEvent};
 use tmetric_runtime::mmap::{PageCount, PageRead, Unreadable, UserPage};
 use tmetric_runtime::sys::READ_FORMAT;
 use tmetric_runtime::{Environment, Errno, Kernel, Syscalls, Sysfs};
@@ -437,7 +437,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     l.groups.into_iter().flat_map(|g| g.events).map(|e| e.event).collect::<Vec<_>>()
                 });
                 match listed {
-                    Ok(all) if all.iter().all(|e| matches!(e, Resolved::Counter(_))) => {
+                    Ok(all) if all.iter().all(|e| matches!(e, ResolvedEvent::Counter(_))) => {
                         events.push(item.to_string())
                     }
                     Ok(_) => {
@@ -863,7 +863,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         delta: &Snapshot,
         topdown: Option<Topdown>,
     ) -> Sample {
-        let es = eval::Sample { counts: delta, seconds, rusage: None };
+        let es = eval::EvalInput { counts: delta, seconds, rusage: None };
         let results = self.plan.evaluate(&mut self.evaluators, &es);
         let counts = self
             .plan

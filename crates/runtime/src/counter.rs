@@ -13,7 +13,7 @@ pub enum Target {
         /// The task.
         pid: i32,
         /// Start counting at the task's next `exec` (`enable_on_exec`), so a forked child
-        /// waiting to exec its workload is not counted; otherwise [`Counters::enable`] starts.
+        /// waiting to exec its workload is not counted; otherwise [`CounterSet::enable`] starts.
         on_exec: bool,
     },
     /// Every task, on each of these CPUs (`pid = -1`, one descriptor per event per CPU).
@@ -23,7 +23,7 @@ pub enum Target {
     /// listed once at the start. A thread started later has no counter of its own: the
     /// kernel adds its counts to the counted thread that created it. A thread that exits
     /// keeps its final counts; one already gone at open time is left out
-    /// ([`Counters::vanished`]).
+    /// ([`CounterSet::vanished`]).
     Threads(Vec<i32>),
 }
 
@@ -310,9 +310,10 @@ impl CpuGroup {
     }
 }
 
-/// Open counters. Dropping closes every descriptor.
+/// The set of counters opened for one plan: every group on every CPU, task or thread of its
+/// target. Dropping closes every descriptor.
 #[derive(Debug)]
-pub struct Counters<S: Syscalls> {
+pub struct CounterSet<S: Syscalls> {
     sys: S,
     specs: Vec<CounterSpec>,
     failures: Vec<Option<OpenFailure>>,
@@ -341,7 +342,7 @@ pub struct Split {
     pub kept: Vec<usize>,
 }
 
-impl<S: Syscalls> Counters<S> {
+impl<S: Syscalls> CounterSet<S> {
     /// Opens `specs` for `target`, `groups` listing event indices per group (leader first);
     /// events in no group are opened alone. An event the kernel refuses is recorded as an
     /// [`OpenFailure`] and the rest go on. A group the kernel rejects as a whole (EINVAL
@@ -352,22 +353,22 @@ impl<S: Syscalls> Counters<S> {
         specs: Vec<CounterSpec>,
         groups: &[Vec<usize>],
         target: Target,
-    ) -> Result<Counters<S>, CounterError> {
+    ) -> Result<CounterSet<S>, CounterError> {
         let sticky = vec![false; specs.len()];
-        Counters::open_with(sys, specs, groups, &sticky, target)
+        CounterSet::open_with(sys, specs, groups, &sticky, target)
     }
 
-    /// [`Counters::open`], where a group the kernel refuses (EINVAL, EBADF or ENOSPC on a
+    /// [`CounterSet::open`], where a group the kernel refuses (EINVAL, EBADF or ENOSPC on a
     /// member) is split so that the `sticky` events stay together: topdown metric events
     /// cannot be counted without their `slots` leader, so splitting them off would lose them.
-    /// [`Counters::splits`] says what was split and why.
+    /// [`CounterSet::splits`] says what was split and why.
     pub fn open_with(
         sys: S,
         specs: Vec<CounterSpec>,
         groups: &[Vec<usize>],
         sticky: &[bool],
         target: Target,
-    ) -> Result<Counters<S>, CounterError> {
+    ) -> Result<CounterSet<S>, CounterError> {
         let mut seen = vec![false; specs.len()];
         for (g, group) in groups.iter().enumerate() {
             for &event in group {
@@ -385,7 +386,7 @@ impl<S: Syscalls> Counters<S> {
         }
         let mut all_groups: Vec<Vec<usize>> = groups.to_vec();
         all_groups.extend((0..specs.len()).filter(|&e| !seen[e]).map(|e| vec![e]));
-        let mut counters = Counters {
+        let mut counters = CounterSet {
             sys,
             failures: vec![None; specs.len()],
             user_only: vec![false; specs.len()],
@@ -719,7 +720,7 @@ impl<S: Syscalls> Counters<S> {
     }
 }
 
-impl<S: Syscalls> Drop for Counters<S> {
+impl<S: Syscalls> Drop for CounterSet<S> {
     fn drop(&mut self) {
         let groups = std::mem::take(&mut self.groups);
         self.close_groups(&groups);

@@ -49,9 +49,9 @@ pub mod tpebs;
 pub mod workload;
 
 pub use counter::{
-    Aggregate, CounterSpec, Counters, CpuCount, OpenFailure, RawCount, Snapshot, Split, Target,
+    Aggregate, CounterSet, CounterSpec, CpuCount, OpenFailure, RawCount, Snapshot, Split, Target,
 };
-pub use event::{CounterEvent, Environment, EventError, EventKind, Resolved, Tool};
+pub use event::{CounterEvent, Environment, EventError, EventKind, ResolvedEvent, ToolEvent};
 pub use fake::{FakeSyscalls, Reading};
 pub use run::{RunError, RunOptions, RunReport, Tick, Watched, run};
 pub use sys::{Attr, Errno, Kernel, Syscalls};

@@ -8,7 +8,7 @@
 //!   `WEIGHT | WEIGHT_STRUCT`, which the kernel refuses too. [`SAMPLE_TYPE`] is the layout
 //!   tmetric's sampler asks for.
 //! * [`Header::parse`], [`decode`]`(format, record)`: one record (header included) from a
-//!   contiguous byte slice, to a [`Record`] ([`Sample`], `Lost`, `Throttle`, `Other`).
+//!   contiguous byte slice, to a [`Record`] ([`RingSample`], `Lost`, `Throttle`, `Other`).
 //! * [`walk`]`(ring, tail, head, format, scratch, on_record)`: every record between two ring
 //!   positions, copying records that wrap around the end of the data area into `scratch`;
 //!   returns the new tail and the first [`DecodeError`]. [`RingData`] is the data area: a
@@ -210,7 +210,7 @@ pub enum DecodeError {
 pub struct SampleFormat {
     sample_type: u64,
     size: usize,
-    /// Byte offsets in the record (header included) of the fields [`Sample`] keeps, computed
+    /// Byte offsets in the record (header included) of the fields [`RingSample`] keeps, computed
     /// once so decoding one sample is a few loads.
     id: Option<usize>,
     ip: Option<usize>,
@@ -334,10 +334,10 @@ impl Weight {
     }
 }
 
-/// One decoded sample: the fields tmetric uses, `None` when the layout lacks them. `ADDR`,
+/// One decoded `PERF_RECORD_SAMPLE` of a ring buffer: the fields tmetric uses, `None` when the layout lacks them. `ADDR`,
 /// `STREAM_ID`, `DATA_SRC`, `TRANSACTION` and `PHYS_ADDR` are stepped over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Sample {
+pub struct RingSample {
     /// `misc` of the header (`MISC_EXACT_IP` for precise samples).
     pub misc: u16,
     /// `IDENTIFIER`, or `ID` when only that is present: which event (PERF_EVENT_IOC_ID).
@@ -360,7 +360,7 @@ pub struct Sample {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Record {
     /// `PERF_RECORD_SAMPLE`.
-    Sample(Sample),
+    Sample(RingSample),
     /// `PERF_RECORD_LOST`: the kernel dropped `lost` records of event `id` (ring full).
     Lost {
         /// The event id.
@@ -407,7 +407,7 @@ pub fn decode(format: &SampleFormat, record: &[u8]) -> Result<Record, DecodeErro
             }
             let word = |at: Option<usize>| at.map(|at| u64_at(record, at));
             let pair = |at: Option<usize>| at.map(|at| pair_at(record, at));
-            let sample = Sample {
+            let sample = RingSample {
                 misc: header.misc,
                 id: word(format.id),
                 ip: word(format.ip),

@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use crate::counter::{CounterError, Counters, RawCount, Snapshot, Target};
+use crate::counter::{CounterError, CounterSet, RawCount, Snapshot, Target};
 use crate::signal::{SignalGuard, wait_readable};
 use crate::sys::{Errno, Syscalls};
 use crate::workload::{Exit, Workload, WorkloadError};
@@ -239,7 +239,7 @@ fn needs_enable(target: &Target) -> bool {
 /// interval with that interval's counts, and returns the totals when the workload ends or
 /// (without one) when a signal arrives.
 pub fn run<S: Syscalls>(
-    counters: &mut Counters<S>,
+    counters: &mut CounterSet<S>,
     target: &Target,
     mut workload: Option<&mut Workload>,
     options: &RunOptions,
@@ -325,7 +325,7 @@ pub fn run<S: Syscalls>(
 /// after `--delay` when there is one. Returns the signal guard, the watch over `-p`/`-t`
 /// targets and when counting began.
 fn begin<S: Syscalls>(
-    counters: &mut Counters<S>,
+    counters: &mut CounterSet<S>,
     target: &Target,
     mut workload: Option<&mut Workload>,
     options: &RunOptions,

@@ -199,7 +199,7 @@ pub trait Syscalls {
 /// descriptor and whether it counts user mode only. When user mode is refused too (a PMU
 /// without exclude bits answers `EINVAL`), the permission is what the user must fix, so the
 /// first refusal is returned; running out of descriptors is returned as such. The one open
-/// path of [`crate::Counters`] and the region API.
+/// path of [`crate::CounterSet`] and the region API.
 pub fn open_or_user_only<S: Syscalls + ?Sized>(
     sys: &mut S,
     attr: &Attr,

@@ -158,9 +158,9 @@ pub struct Alias {
     pub unit: Option<String>,
 }
 
-/// One PMU directory.
+/// One PMU directory under sysfs `bus/event_source/devices`: its type, formats and CPUs.
 #[derive(Debug, Clone)]
-pub struct Pmu {
+pub struct SysfsPmu {
     /// The directory name.
     pub name: String,
     /// `type`.
@@ -173,7 +173,7 @@ pub struct Pmu {
     dir: PathBuf,
 }
 
-impl Pmu {
+impl SysfsPmu {
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -310,7 +310,7 @@ impl Sysfs {
     }
 
     /// Reads PMU `name`: `type`, every `format/*` and `cpumask`.
-    pub fn pmu(&self, name: &str) -> Result<Pmu, SysfsError> {
+    pub fn pmu(&self, name: &str) -> Result<SysfsPmu, SysfsError> {
         let dir = self.pmu_devices().join(name);
         let type_path = dir.join("type");
         let type_text = read_trimmed(&type_path)?;
@@ -345,7 +345,7 @@ impl Sysfs {
             })?),
             Err(_) => None,
         };
-        Ok(Pmu { name: name.to_string(), type_, formats, cpumask, dir })
+        Ok(SysfsPmu { name: name.to_string(), type_, formats, cpumask, dir })
     }
 
     fn cpu_list(&self, file: &str) -> Result<Vec<u32>, SysfsError> {

@@ -3,7 +3,7 @@
 
 use tmetric_runtime::fake::Call;
 use tmetric_runtime::sys::{READ_FORMAT, TYPE_RAW, TYPE_SOFTWARE};
-use tmetric_runtime::{Attr, CounterSpec, Counters, FakeSyscalls, Reading, Target};
+use tmetric_runtime::{Attr, CounterSet, CounterSpec, FakeSyscalls, Reading, Target};
 
 fn spec(name: &str, type_: u32, config: u64) -> CounterSpec {
     CounterSpec {
@@ -37,7 +37,7 @@ fn opens(fake: &FakeSyscalls) -> Vec<Opened> {
 fn task_groups_set_the_attributes_perf_sets() {
     let fake = FakeSyscalls::new();
     let target = Target::Task { pid: 4242, on_exec: true };
-    let counters = Counters::open(fake.clone(), three(), &[vec![0, 1, 2]], target).unwrap();
+    let counters = CounterSet::open(fake.clone(), three(), &[vec![0, 1, 2]], target).unwrap();
     let opened = opens(&fake);
     assert_eq!(opened.len(), 3);
     let leader_fd = opened[0].4.unwrap();
@@ -60,7 +60,7 @@ fn per_cpu_counting_opens_each_group_on_each_cpu_and_enables_leaders() {
     let fake = FakeSyscalls::new();
     let target = Target::Cpus(vec![0, 1, 3]);
     let mut counters =
-        Counters::open(fake.clone(), three(), &[vec![0, 1], vec![2]], target).unwrap();
+        CounterSet::open(fake.clone(), three(), &[vec![0, 1], vec![2]], target).unwrap();
     let opened = opens(&fake);
     assert_eq!(opened.len(), 9);
     assert!(opened.iter().all(|o| o.1 == -1 && !o.0.enable_on_exec && !o.0.inherit));
@@ -91,7 +91,7 @@ fn multiplexed_counts_are_scaled_per_cpu_and_summed() {
     fake.program_cpu(TYPE_RAW, 0xc0, 1, &[Reading::new(7, 1000, 1000)]);
     let specs = three()[..2].to_vec();
     let mut counters =
-        Counters::open(fake.clone(), specs, &[vec![0, 1]], Target::Cpus(vec![0, 1])).unwrap();
+        CounterSet::open(fake.clone(), specs, &[vec![0, 1]], Target::Cpus(vec![0, 1])).unwrap();
     let snapshot = counters.read().unwrap();
     let a = snapshot.aggregate(0).unwrap();
     // 100 * 1000 / 250 = 400 on CPU 0, plus 30.
@@ -109,7 +109,8 @@ fn a_group_that_never_ran_is_not_counted() {
     fake.program(TYPE_RAW, 0x3c, &[Reading::new(0, 5000, 0)]);
     fake.program(TYPE_RAW, 0xc0, &[Reading::new(123, 5000, 0)]);
     let target = Target::Task { pid: 1, on_exec: true };
-    let mut counters = Counters::open(fake, three()[..2].to_vec(), &[vec![0, 1]], target).unwrap();
+    let mut counters =
+        CounterSet::open(fake, three()[..2].to_vec(), &[vec![0, 1]], target).unwrap();
     let snapshot = counters.read().unwrap();
     for event in 0..2 {
         let agg = snapshot.aggregate(event).unwrap();
@@ -126,7 +127,7 @@ fn an_event_the_kernel_refuses_is_recorded_and_the_group_goes_on() {
     fake.program(TYPE_RAW, 0xc0, &[Reading::new(11, 100, 100)]);
     fake.program(TYPE_SOFTWARE, 1, &[Reading::new(22, 100, 100)]);
     let target = Target::Task { pid: 1, on_exec: true };
-    let mut counters = Counters::open(fake.clone(), three(), &[vec![0, 1, 2]], target).unwrap();
+    let mut counters = CounterSet::open(fake.clone(), three(), &[vec![0, 1, 2]], target).unwrap();
     assert_eq!(counters.failure(0).map(|f| f.errno.0), Some(libc::ENOENT));
     assert!(counters.failure(1).is_none() && counters.failure(2).is_none());
     // `b` became the leader.
@@ -144,7 +145,7 @@ fn a_group_too_big_for_the_pmu_is_reopened_as_single_events() {
     let fake = FakeSyscalls::new();
     fake.max_group_size(2);
     let target = Target::Task { pid: 1, on_exec: true };
-    let counters = Counters::open(fake.clone(), three(), &[vec![0, 1, 2]], target).unwrap();
+    let counters = CounterSet::open(fake.clone(), three(), &[vec![0, 1, 2]], target).unwrap();
     assert_eq!(counters.broken_groups(), 1);
     assert_eq!(counters.layout(), vec![(-1, vec![0]), (-1, vec![1]), (-1, vec![2])]);
     assert!((0..3).all(|e| counters.failure(e).is_none()));
@@ -160,7 +161,7 @@ fn successive_reads_give_deltas_that_add_up() {
     fake.program(TYPE_SOFTWARE, 1, &readings);
     let target = Target::Task { pid: 1, on_exec: true };
     let mut counters =
-        Counters::open(fake, vec![spec("c", TYPE_SOFTWARE, 1)], &[], target).unwrap();
+        CounterSet::open(fake, vec![spec("c", TYPE_SOFTWARE, 1)], &[], target).unwrap();
     let mut previous = tmetric_runtime::Snapshot::default();
     let mut deltas = Vec::new();
     for _ in 0..3 {
@@ -179,7 +180,7 @@ fn an_event_failing_on_one_cpu_is_not_half_counted() {
     fake.program(TYPE_RAW, 0xc0, &[Reading::new(5, 10, 10)]);
     let specs = three()[..2].to_vec();
     let mut counters =
-        Counters::open(fake, specs, &[vec![0, 1]], Target::Cpus(vec![0, 1])).unwrap();
+        CounterSet::open(fake, specs, &[vec![0, 1]], Target::Cpus(vec![0, 1])).unwrap();
     let failure = counters.failure(1).expect("failed on CPU 1");
     assert_eq!((failure.errno.0, failure.cpu), (libc::ENODEV, Some(1)));
     let snapshot = counters.read().unwrap();
@@ -201,7 +202,7 @@ fn a_refused_group_keeps_its_topdown_events_behind_slots() {
         spec("y", TYPE_RAW, 0x02a3),
     ];
     let sticky = [true, true, true, false, false];
-    let counters = Counters::open_with(
+    let counters = CounterSet::open_with(
         fake.clone(),
         specs,
         &[vec![0, 1, 2, 3, 4]],
@@ -224,7 +225,7 @@ fn paranoid_2_falls_back_to_user_mode() {
     let fake = FakeSyscalls::new();
     fake.unprivileged(2);
     let target = Target::Task { pid: 4242, on_exec: true };
-    let counters = Counters::open(fake.clone(), three(), &[vec![0, 1, 2]], target).unwrap();
+    let counters = CounterSet::open(fake.clone(), three(), &[vec![0, 1, 2]], target).unwrap();
     let opened = opens(&fake);
     // Each event: one refused open, then one user-only open that succeeds.
     assert_eq!(opened.len(), 6);
@@ -249,20 +250,20 @@ fn paranoid_refusals_follow_the_kernel() {
     let fake = FakeSyscalls::new();
     fake.unprivileged(3);
     let target = Target::Task { pid: 1, on_exec: true };
-    let counters = Counters::open(fake.clone(), three(), &[], target).unwrap();
+    let counters = CounterSet::open(fake.clone(), three(), &[], target).unwrap();
     assert!((0..3).all(|e| counters.failure(e).map(|f| f.errno.0) == Some(libc::EACCES)));
     assert!((0..3).all(|e| !counters.user_only(e)));
     assert_eq!(counters.descriptors(), 0);
 
     let fake = FakeSyscalls::new();
     fake.unprivileged(1);
-    let counters = Counters::open(fake.clone(), three(), &[], Target::Cpus(vec![0, 1])).unwrap();
+    let counters = CounterSet::open(fake.clone(), three(), &[], Target::Cpus(vec![0, 1])).unwrap();
     assert!((0..3).all(|e| counters.failure(e).map(|f| f.errno.0) == Some(libc::EACCES)));
     // Per task at level 1, kernel mode is allowed: no fallback.
     let fake = FakeSyscalls::new();
     fake.unprivileged(1);
     let target = Target::Task { pid: 1, on_exec: true };
-    let counters = Counters::open(fake.clone(), three(), &[], target).unwrap();
+    let counters = CounterSet::open(fake.clone(), three(), &[], target).unwrap();
     assert_eq!(opens(&fake).len(), 3);
     assert!((0..3).all(|e| !counters.user_only(e)));
 }
@@ -274,7 +275,7 @@ fn running_out_of_descriptors_says_how_many_are_needed() {
     let fake = FakeSyscalls::new();
     fake.fd_limit(4);
     let cpus = Target::Cpus(vec![0, 1, 2, 3]);
-    let err = Counters::open(fake.clone(), three(), &[vec![0, 1], vec![2]], cpus).unwrap_err();
+    let err = CounterSet::open(fake.clone(), three(), &[vec![0, 1], vec![2]], cpus).unwrap_err();
     let text = err.to_string();
     assert!(text.contains("after opening 4 event descriptors"), "{text}");
     assert!(text.contains("this run needs 12"), "{text}");
@@ -290,14 +291,14 @@ fn the_fallback_reports_descriptors_and_permission_truthfully() {
     fake.unprivileged(2);
     fake.fd_limit(1);
     let target = Target::Task { pid: 1, on_exec: true };
-    let err = Counters::open(fake.clone(), three(), &[], target.clone()).unwrap_err();
+    let err = CounterSet::open(fake.clone(), three(), &[], target.clone()).unwrap_err();
     assert!(err.to_string().contains("after opening 1 event descriptors"), "{err}");
 
     let fake = FakeSyscalls::new();
     fake.unprivileged(2);
     // A PMU that rejects exclude bits: the user-only retry of `b` fails with EINVAL.
     fake.fail(TYPE_RAW, 0xc0, libc::EINVAL);
-    let counters = Counters::open(fake.clone(), three(), &[], target).unwrap();
+    let counters = CounterSet::open(fake.clone(), three(), &[], target).unwrap();
     assert_eq!(counters.failure(1).map(|f| f.errno.0), Some(libc::EACCES));
     assert!(counters.user_only(0) && !counters.user_only(1) && counters.user_only(2));
 }

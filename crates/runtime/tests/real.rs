@@ -6,9 +6,9 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use tmetric_runtime::counter::{Aggregate, OpenFailure};
-use tmetric_runtime::event::{self, Resolved};
+use tmetric_runtime::event::{self, ResolvedEvent};
 use tmetric_runtime::{
-    CounterSpec, Counters, Environment, Kernel, RunOptions, RunReport, Snapshot,
+    CounterSet, CounterSpec, Environment, Kernel, RunOptions, RunReport, Snapshot,
 };
 use tmetric_runtime::{Sysfs, Target, Workload, WorkloadError, run};
 
@@ -33,8 +33,8 @@ fn specs(names: &[&str]) -> Vec<CounterSpec> {
     names
         .iter()
         .map(|name| match event::resolve(name, &sysfs).expect("a known event") {
-            Resolved::Counter(event) => CounterSpec::from(&event),
-            Resolved::Tool(_) => panic!("{name} is a tool event"),
+            ResolvedEvent::Counter(event) => CounterSpec::from(&event),
+            ResolvedEvent::Tool(_) => panic!("{name} is a tool event"),
         })
         .collect()
 }
@@ -52,7 +52,8 @@ fn count(
         Some(cpus) => Target::Cpus(cpus),
         None => Target::Task { pid: workload.pid(), on_exec: true },
     };
-    let mut counters = Counters::open(Kernel, specs(names), &groups, target.clone()).expect("open");
+    let mut counters =
+        CounterSet::open(Kernel, specs(names), &groups, target.clone()).expect("open");
     let mut ticks = Vec::new();
     let options = RunOptions {
         interval: interval.map(Duration::from_millis),
@@ -203,8 +204,8 @@ fn an_unsupported_hardware_event_does_not_stop_the_run() {
         assert!(out.report.totals.events[1].is_none());
         assert_eq!(out.layout, vec![(-1, vec![0, 2])], "the group goes on without it");
         let resolved = match event::resolve("cycles", &sysfs).unwrap() {
-            Resolved::Counter(c) => c,
-            Resolved::Tool(_) => unreachable!(),
+            ResolvedEvent::Counter(c) => c,
+            ResolvedEvent::Tool(_) => unreachable!(),
         };
         let why = env.explain(failure.errno, &resolved);
         assert!(why.contains("no hardware PMU"), "{why}");
@@ -322,7 +323,7 @@ fn per_thread_counters_count_each_thread_apart_and_keep_exited_threads() {
     let gone = std::thread::spawn(own_tid).join().unwrap();
     let target = Target::Threads(vec![tid_a, gone, tid_b]);
     let mut counters =
-        Counters::open(Kernel, specs(&["task-clock"]), &[], target).expect("open per thread");
+        CounterSet::open(Kernel, specs(&["task-clock"]), &[], target).expect("open per thread");
     assert_eq!(counters.vanished(), &[gone]);
     assert!(counters.failure(0).is_none());
     assert_eq!(counters.descriptors(), 2);
@@ -385,7 +386,7 @@ fn samples_are_taken_during_the_run_and_end_with_the_totals() {
     let names = ["task-clock"];
     let mut workload = Workload::prepare(&helper_argv("wall:120")).expect("fork the workload");
     let target = Target::Task { pid: workload.pid(), on_exec: true };
-    let mut counters = Counters::open(Kernel, specs(&names), &[], target.clone()).expect("open");
+    let mut counters = CounterSet::open(Kernel, specs(&names), &[], target.clone()).expect("open");
     let options = RunOptions {
         sample_every: Some(Duration::from_millis(20)),
         catch_signals: false,

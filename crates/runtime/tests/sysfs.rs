@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use tmetric_runtime::event::{self, EventError, EventKind, Resolved};
+use tmetric_runtime::event::{self, EventError, EventKind, ResolvedEvent};
 use tmetric_runtime::{CounterEvent, Environment, Sysfs};
 
 fn tree() -> Sysfs {
@@ -13,7 +13,7 @@ fn tree() -> Sysfs {
 
 fn counter(text: &str) -> CounterEvent {
     match event::resolve(text, &tree()) {
-        Ok(Resolved::Counter(c)) => c,
+        Ok(ResolvedEvent::Counter(c)) => c,
         other => panic!("{text}: {other:?}"),
     }
 }
@@ -118,7 +118,7 @@ fn tracepoints_are_found_in_either_tracefs_place() {
     std::fs::write(dir.join("id"), "372\n").unwrap();
     assert_eq!(sysfs.tracepoint("sched", "sched_switch"), Ok(372));
     match event::resolve("sched:sched_switch", &sysfs) {
-        Ok(Resolved::Counter(c)) => {
+        Ok(ResolvedEvent::Counter(c)) => {
             assert_eq!((c.attr.type_, c.attr.config), (2, 372));
             assert_eq!(c.kind, EventKind::Tracepoint);
         }

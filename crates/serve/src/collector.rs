@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tmetric_catalog::Model;
 use tmetric_engine::aggr::{self, Aggr};
 use tmetric_engine::session::{Session, SessionError};
-use tmetric_engine::{Bar, Evaluators, Placement, Plan, RootResult, Sample, Source};
+use tmetric_engine::{Bar, EvalInput, Evaluators, Placement, Plan, RootResult, Source};
 use tmetric_runtime::{Environment, Snapshot, Syscalls, Sysfs, Target as CountTarget};
 
 use crate::cgroups::{self, Selection};
@@ -433,7 +433,7 @@ impl<S: Syscalls + Clone> Collector<S> {
             let mut out = Vec::with_capacity(units.len());
             for (label, cpus) in &units {
                 let part = if label.is_some() { delta.on_cpus(cpus) } else { delta.clone() };
-                let sample = Sample { counts: &part, seconds, rusage: None };
+                let sample = EvalInput { counts: &part, seconds, rusage: None };
                 let results = counted.session.evaluate(&sample);
                 let plan = counted.session.plan();
                 let shares = plan.roots.iter().map(|root| share(plan, root, &part)).collect();
@@ -467,7 +467,7 @@ impl<S: Syscalls + Clone> Collector<S> {
                     totals,
                 });
             }
-            let sample = Sample { counts: &delta, seconds, rusage: None };
+            let sample = EvalInput { counts: &delta, seconds, rusage: None };
             let notes = counted.session.notes(&sample);
             counted.last = Some(Computed { seconds, units: out, notes });
             counted.reads = vec![end.clone()];

@@ -31,10 +31,10 @@ const HW_MAX: u64 = 10;
 /// `PERF_COUNT_SW_MAX` in 6.12.
 const SW_MAX: u64 = 12;
 
-/// What kind of record an event produces.
+/// What kind of record a simulated event produces: counts only, or samples as well.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum EventKind {
+pub enum SimEventKind {
     /// A counting event: `read()` returns counts and times.
     Counting,
     /// A sampling event (`sample_period` or `sample_freq` non-zero): it counts as well, and
@@ -152,7 +152,7 @@ pub(crate) struct Init {
 struct Ev {
     id: u64,
     attr: Attr,
-    kind: EventKind,
+    kind: SimEventKind,
     cpu: u32,
     task: Option<i32>,
     home: Home,
@@ -311,7 +311,7 @@ struct State {
 }
 
 /// The simulated kernel. Clones share one state, so a test keeps a handle (to advance the
-/// clock or ask for true counts) while [`tmetric_runtime::Counters`] owns another.
+/// clock or ask for true counts) while [`tmetric_runtime::CounterSet`] owns another.
 #[derive(Debug, Clone)]
 pub struct SimKernel {
     state: Arc<Mutex<State>>,
@@ -324,7 +324,7 @@ fn errno(e: i32) -> Errno {
 /// `x86_pmu_hw_config`: `precise_ip` above the PMU's `caps/max_precise` (`x86_pmu_max_precise`)
 /// EOPNOTSUPP; `precise_ip` on a counting event EINVAL ("no sense in having PEBS for non
 /// sampling events").
-fn x86_precise(pmu: &super::machine::Pmu, attr: &Attr) -> Result<(), Errno> {
+fn x86_precise(pmu: &super::machine::SimPmu, attr: &Attr) -> Result<(), Errno> {
     if attr.precise_ip == 0 {
         return Ok(());
     }
@@ -580,7 +580,7 @@ impl SimKernel {
     }
 
     /// The kind of record descriptor `fd` produces.
-    pub fn kind_of(&self, fd: i32) -> Option<EventKind> {
+    pub fn kind_of(&self, fd: i32) -> Option<SimEventKind> {
         self.lock().events.get(&fd).map(|e| e.kind)
     }
 
@@ -707,7 +707,7 @@ impl State {
                 Ev {
                     id: 0,
                     attr: attr.clone(),
-                    kind: EventKind::Counting,
+                    kind: SimEventKind::Counting,
                     cpu,
                     task: None,
                     home: init.home,
@@ -952,7 +952,11 @@ impl State {
             Ev {
                 id,
                 attr: attr.clone(),
-                kind: if sampling.is_some() { EventKind::Sampling } else { EventKind::Counting },
+                kind: if sampling.is_some() {
+                    SimEventKind::Sampling
+                } else {
+                    SimEventKind::Counting
+                },
                 cpu: ctx_cpu,
                 task,
                 home: init.home,
@@ -1527,9 +1531,9 @@ fn generic_pmu(machine: &Machine, config: u64, cpu: i32) -> Result<usize, Errno>
         // Only PMUs with PERF_PMU_CAP_EXTENDED_HW_TYPE take it; type 4 always may.
         return if is_core(&pmu.class) { Ok(index) } else { Err(errno(libc::ENOENT)) };
     }
-    let cores: Vec<(usize, &super::machine::Pmu)> =
+    let cores: Vec<(usize, &super::machine::SimPmu)> =
         machine.pmus.iter().enumerate().filter(|(_, p)| is_core(&p.class)).collect();
-    let fits_cpu = |p: &super::machine::Pmu| cpu < 0 || p.covers(cpu as u32);
+    let fits_cpu = |p: &super::machine::SimPmu| cpu < 0 || p.covers(cpu as u32);
     if let Some((i, _)) = cores.iter().find(|(_, p)| p.type_ == TYPE_RAW && fits_cpu(p)) {
         return Ok(*i);
     }

@@ -178,7 +178,7 @@
 //!
 //! # What is tested how
 //! `tests/kernel.rs` checks [`SimKernel`] against the kernel's rules, its written trees against
-//! [`tmetric_runtime::Sysfs`] and the catalogue, and runs [`tmetric_runtime::Counters`] over it;
+//! [`tmetric_runtime::Sysfs`] and the catalogue, and runs [`tmetric_runtime::CounterSet`] over it;
 //! `tests/sampling.rs` its sampling refusals, rings and records, and the runtime's
 //! [`tmetric_runtime::Sampler`] over it with the profile's retire latencies.
 #![warn(missing_docs)]
@@ -193,9 +193,9 @@ mod sched;
 pub mod workload;
 
 pub use derive::{Amount, Derivation, MetricTruth};
-pub use kernel::{EventKind, SimKernel, SimState};
+pub use kernel::{SimEventKind, SimKernel, SimState};
 pub use machine::{
-    ArmCore, CoreKind, Cpu, CpuId, Machine, NAMES, Pmu, PmuClass, X86Core, cpu_list,
+    ArmCore, CoreKind, Cpu, CpuId, Machine, NAMES, PmuClass, SimPmu, X86Core, cpu_list,
 };
 pub use profile::{LatencyPeriod, Profile, RETIRE_LATENCIES, Rate, Source, retire_latency_mean};
 pub use sched::{Constraint, ExtraReg, ExtraRegKind, HwEvent};

@@ -110,9 +110,10 @@ pub struct ArmCore {
     pub width: u64,
 }
 
-/// One PMU as sysfs shows it, and how it counts.
+/// One PMU of a simulated machine: as its sysfs tree shows it, and how the simulated kernel
+/// counts on it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Pmu {
+pub struct SimPmu {
     /// The directory name.
     pub name: String,
     /// `type`.
@@ -133,7 +134,7 @@ pub struct Pmu {
     pub files: Vec<(String, String)>,
 }
 
-impl Pmu {
+impl SimPmu {
     /// Whether this PMU exists on `cpu`: its `cpus` list, or every CPU.
     pub fn covers(&self, cpu: u32) -> bool {
         self.cpus.as_ref().is_none_or(|c| c.contains(&cpu))
@@ -202,7 +203,7 @@ pub struct Machine {
     /// The CPU identification.
     pub id: CpuId,
     /// The PMUs, `software`, `tracepoint` and friends included.
-    pub pmus: Vec<Pmu>,
+    pub pmus: Vec<SimPmu>,
     /// `/proc/sys/kernel/nmi_watchdog`: while on, every CPU has a pinned cycles event on its
     /// core PMU (`kernel/watchdog_perf.c`).
     pub nmi_watchdog: bool,
@@ -284,17 +285,17 @@ impl Machine {
     }
 
     /// The PMU called `name`.
-    pub fn pmu(&self, name: &str) -> Option<&Pmu> {
+    pub fn pmu(&self, name: &str) -> Option<&SimPmu> {
         self.pmus.iter().find(|p| p.name == name)
     }
 
     /// The PMU with sysfs type `type_`.
-    pub fn pmu_by_type(&self, type_: u32) -> Option<(usize, &Pmu)> {
+    pub fn pmu_by_type(&self, type_: u32) -> Option<(usize, &SimPmu)> {
         self.pmus.iter().enumerate().find(|(_, p)| p.type_ == type_)
     }
 
     /// The core PMU that counts on `cpu` (`cpu`, `cpu_core`/`cpu_atom`, `armv8_pmuv3_0`).
-    pub fn core_pmu_of(&self, cpu: u32) -> Option<(usize, &Pmu)> {
+    pub fn core_pmu_of(&self, cpu: u32) -> Option<(usize, &SimPmu)> {
         self.pmus.iter().enumerate().find(|(_, p)| {
             matches!(p.class, PmuClass::X86Core(_) | PmuClass::Arm(_)) && p.covers(cpu)
         })
@@ -493,8 +494,8 @@ fn per_package(cpus: &[Cpu]) -> Vec<u32> {
 
 /// The PMUs every Linux machine has (`kernel/events/core.c`, `kernel/trace`, hw_breakpoint):
 /// fixed types 1, 2, 5 and the IDR's first dynamic numbers.
-fn builtin_pmus() -> Vec<Pmu> {
-    let plain = |name: &str, type_: u32, formats: &[(&str, &str)]| Pmu {
+fn builtin_pmus() -> Vec<SimPmu> {
+    let plain = |name: &str, type_: u32, formats: &[(&str, &str)]| SimPmu {
         name: name.into(),
         type_,
         class: PmuClass::Builtin,
@@ -583,14 +584,14 @@ fn intel_caps(pmu_name: &str) -> Vec<(String, String)> {
 }
 
 /// `msr` with the events msr.c enables on the model (bit n = config n).
-fn msr_pmu(type_: u32, events: &[(&str, u64)]) -> Pmu {
+fn msr_pmu(type_: u32, events: &[(&str, u64)]) -> SimPmu {
     let mut mask = 0;
     let mut files = Vec::new();
     for (name, config) in events {
         mask |= 1u64 << config;
         files.push((name.to_string(), format!("event=0x{config:02x}")));
     }
-    Pmu {
+    SimPmu {
         name: "msr".into(),
         type_,
         class: PmuClass::Msr { events: mask },
@@ -604,7 +605,7 @@ fn msr_pmu(type_: u32, events: &[(&str, u64)]) -> Pmu {
 }
 
 /// `power` (RAPL): every event has the 2^-32 J scale and `Joules` unit.
-fn power_pmu(type_: u32, cpumask: Vec<u32>, events: &[(&str, u64)]) -> Pmu {
+fn power_pmu(type_: u32, cpumask: Vec<u32>, events: &[(&str, u64)]) -> SimPmu {
     let mut mask = 0;
     let mut files = Vec::new();
     for (name, config) in events {
@@ -613,7 +614,7 @@ fn power_pmu(type_: u32, cpumask: Vec<u32>, events: &[(&str, u64)]) -> Pmu {
         files.push((format!("{name}.scale"), "2.3283064365386962890625e-10".into()));
         files.push((format!("{name}.unit"), "Joules".into()));
     }
-    Pmu {
+    SimPmu {
         name: "power".into(),
         type_,
         class: PmuClass::Power { events: mask },
@@ -633,7 +634,7 @@ fn cstate_pmus(
     cpus: &[Cpu],
     core: &[(&str, u64)],
     pkg: &[(&str, u64)],
-) -> Vec<Pmu> {
+) -> Vec<SimPmu> {
     let mut first_threads = Vec::new();
     let mut seen = Vec::new();
     for cpu in cpus {
@@ -649,7 +650,7 @@ fn cstate_pmus(
             mask |= 1u64 << config;
             files.push((event.to_string(), format!("event=0x{config:02x}")));
         }
-        Pmu {
+        SimPmu {
             name: name.into(),
             type_,
             class: PmuClass::Cstate { events: mask },
@@ -668,7 +669,7 @@ fn cstate_pmus(
 }
 
 /// A general-purpose uncore box with `counters` counters and no fixed one.
-fn uncore_box(name: String, type_: u32, cpumask: Vec<u32>, formats: &[(&str, &str)]) -> Pmu {
+fn uncore_box(name: String, type_: u32, cpumask: Vec<u32>, formats: &[(&str, &str)]) -> SimPmu {
     uncore_pmu(UncoreSpec {
         name,
         type_,
@@ -691,7 +692,7 @@ const CLIENT_UNCORE_FORMATS: &[(&str, &str)] = &[
 ];
 
 /// Client uncore: `uncore_arb` (2 counters) and `uncore_clock` (one fixed counter, 0xff).
-fn client_uncore(types: &mut Types, extra_arb: &[&str]) -> Vec<Pmu> {
+fn client_uncore(types: &mut Types, extra_arb: &[&str]) -> Vec<SimPmu> {
     let mut pmus = Vec::new();
     for name in std::iter::once("uncore_arb").chain(extra_arb.iter().copied()) {
         pmus.push(uncore_pmu(UncoreSpec {
@@ -732,8 +733,8 @@ struct UncoreSpec<'a> {
     events: &'a [(&'a str, &'a str)],
 }
 
-fn uncore_pmu(spec: UncoreSpec<'_>) -> Pmu {
-    Pmu {
+fn uncore_pmu(spec: UncoreSpec<'_>) -> SimPmu {
+    SimPmu {
         name: spec.name,
         type_: spec.type_,
         class: PmuClass::Uncore {
@@ -767,7 +768,7 @@ fn sapphirerapids() -> Machine {
         ("mem-stores", "event=0xcd,umask=0x2"),
         ("mem-loads-aux", "event=0x03,umask=0x82"),
     ]));
-    pmus.push(Pmu {
+    pmus.push(SimPmu {
         name: "cpu".into(),
         type_: 4,
         class: PmuClass::X86Core(super::sched::glc_core(8, 4)),
@@ -890,7 +891,7 @@ fn icelake() -> Machine {
         ("mem-loads", "event=0xcd,umask=0x1,ldlat=3"),
         ("mem-stores", "event=0xd0,umask=0x82"),
     ]));
-    pmus.push(Pmu {
+    pmus.push(SimPmu {
         name: "cpu".into(),
         type_: 4,
         class: PmuClass::X86Core(super::sched::icl_core()),
@@ -977,7 +978,7 @@ fn skylakex(smt: bool) -> Machine {
         ("mem-loads", "event=0xcd,umask=0x1,ldlat=3"),
         ("mem-stores", "event=0xd0,umask=0x82"),
     ]);
-    pmus.push(Pmu {
+    pmus.push(SimPmu {
         name: "cpu".into(),
         type_: 4,
         class: PmuClass::X86Core(super::sched::skl_core(if smt { 4 } else { 8 })),
@@ -1127,7 +1128,7 @@ fn hybrid(meteor: bool) -> Machine {
         ("mem-stores", "event=0xcd,umask=0x2"),
         ("mem-loads-aux", "event=0x03,umask=0x82"),
     ]));
-    pmus.push(Pmu {
+    pmus.push(SimPmu {
         name: "cpu_core".into(),
         type_: 4,
         class: PmuClass::X86Core(super::sched::glc_core(8, 4)),
@@ -1158,7 +1159,7 @@ fn hybrid(meteor: bool) -> Machine {
     if meteor {
         atom_formats.push(("snoop_rsp", "config1:0-63"));
     }
-    pmus.push(Pmu {
+    pmus.push(SimPmu {
         name: "cpu_atom".into(),
         type_: types.next(),
         class: PmuClass::X86Core(super::sched::grt_core(
@@ -1280,7 +1281,7 @@ fn amdzen4() -> Machine {
     let cpus = topology(1, 4, 2);
     let mut types = Types(10);
     let mut pmus = builtin_pmus();
-    pmus.push(Pmu {
+    pmus.push(SimPmu {
         name: "cpu".into(),
         type_: 4,
         class: PmuClass::X86Core(super::sched::zen4_core()),
@@ -1415,7 +1416,7 @@ fn neoverse_n2() -> Machine {
         ("stall_slot", 0x3f),
     ];
     let files = events.iter().map(|(n, c)| (n.to_string(), format!("event=0x{c:04x}"))).collect();
-    pmus.push(Pmu {
+    pmus.push(SimPmu {
         name: "armv8_pmuv3_0".into(),
         type_: 10,
         class: PmuClass::Arm(ArmCore {

@@ -6,7 +6,7 @@
 //! out by hand from the trees' `format/` files and the kernel's `PERF_TYPE_*` numbers.
 
 use tmetric_runtime::event::{
-    EventError, EventKind, EventList, EventTables, PmuFacts, Resolved, Resolver, TableEvent,
+    EventError, EventKind, EventList, EventTables, PmuFacts, ResolvedEvent, Resolver, TableEvent,
     Topdown,
 };
 use tmetric_runtime::sys::{TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE};
@@ -39,8 +39,8 @@ fn counters(list: &EventList) -> Vec<CounterEvent> {
         .iter()
         .flat_map(|g| &g.events)
         .filter_map(|e| match &e.event {
-            Resolved::Counter(c) => Some(c.clone()),
-            Resolved::Tool(_) => None,
+            ResolvedEvent::Counter(c) => Some(c.clone()),
+            ResolvedEvent::Tool(_) => None,
         })
         .collect()
 }
@@ -91,7 +91,7 @@ fn legacy_events_open_on_every_core_pmu_of_a_hybrid_with_its_type() {
         ("cpu_core/cycles/", 4, 0x3c)
     );
     // A lone event (`single`) keeps perf's older meaning: no PMU type, the kernel picks.
-    let Resolved::Counter(plain) = r.single("cycles").unwrap() else { panic!() };
+    let ResolvedEvent::Counter(plain) = r.single("cycles").unwrap() else { panic!() };
     assert_eq!((plain.attr.config, plain.name.as_str()), (0, "cycles"));
 }
 

@@ -1,14 +1,14 @@
 //! The simulated kernel against the kernel's rules: each refusal with the errno Linux 6.12
 //! gives, rotation computing enabled/running times, scaled counts equal to the profile's
 //! true counts, software events, the written sysfs trees read back by `Sysfs` and
-//! `host_cpuid`, and the runtime's `Counters` over `SimKernel`.
+//! `host_cpuid`, and the runtime's `CounterSet` over `SimKernel`.
 
 use std::path::{Path, PathBuf};
 
 use tmetric_runtime::counter::parse_group_read;
 use tmetric_runtime::sys::{READ_FORMAT, TYPE_HARDWARE, TYPE_RAW, TYPE_SOFTWARE};
 use tmetric_runtime::sysfs::{host_cpuid, parse_cpu_list};
-use tmetric_runtime::{Attr, CounterSpec, Counters, Syscalls, Sysfs, Target};
+use tmetric_runtime::{Attr, CounterSet, CounterSpec, Syscalls, Sysfs, Target};
 use tmetric_sim::{Machine, SimKernel, SimState};
 
 /// The default workload's topdown fields in PERF_METRICS order (retiring, bad speculation,
@@ -753,7 +753,7 @@ fn counters_count_a_task_over_the_simulated_kernel() {
         CounterSpec { name: "instructions".into(), attr: raw(0xc0), cpus: None, cgroup: None },
     ];
     let target = Target::Task { pid: 4242, on_exec: true };
-    let mut counters = Counters::open(k, specs, &[vec![0, 1, 2]], target).expect("open");
+    let mut counters = CounterSet::open(k, specs, &[vec![0, 1, 2]], target).expect("open");
     handle.advance(50 * MS);
     let snapshot = counters.read().unwrap();
     let cycles = snapshot.aggregate(1).unwrap();
@@ -826,7 +826,7 @@ fn counters_run_over_the_simulated_kernel() {
     specs.push(spec("retiring-again", 0x8000));
     let groups = vec![vec![0, 1, 2, 3, 4], vec![5, 6]];
     let mut counters =
-        Counters::open(k, specs, &groups, Target::Cpus(vec![0, 1, 2, 3])).expect("open");
+        CounterSet::open(k, specs, &groups, Target::Cpus(vec![0, 1, 2, 3])).expect("open");
     assert_eq!(counters.broken_groups(), 1);
     assert_eq!(counters.failure(6).map(|f| f.errno.0), Some(libc::EINVAL));
     counters.enable().unwrap();

@@ -13,7 +13,7 @@ use tmetric_runtime::sys::TYPE_SOFTWARE;
 use tmetric_runtime::{
     Attr, SampleSpec, Sampler, SamplerError, SamplerOptions, Syscalls, Target, TpebsMode,
 };
-use tmetric_sim::{EventKind, Machine, RETIRE_LATENCIES, SimKernel};
+use tmetric_sim::{Machine, RETIRE_LATENCIES, SimEventKind, SimKernel};
 
 const MS: u64 = 1_000_000;
 /// MEM_INST_RETIRED.STLB_HIT_STORES on Golden Cove class cores (event 0xd0, umask 0x0a).
@@ -48,7 +48,7 @@ fn sampling_attributes_are_refused_as_the_kernel_does() {
     let core = 4; // cpu_core
     let ok = sampled(core, STLB_HIT_STORES, 4000);
     let fd = k.perf_event_open(&ok, -1, 0, -1).expect("a precise sampling event opens");
-    assert_eq!(k.kind_of(fd), Some(EventKind::Sampling));
+    assert_eq!(k.kind_of(fd), Some(SimEventKind::Sampling));
     // precise_ip 3 is caps/max_precise; a counting event with precise_ip is EINVAL.
     assert!(k.perf_event_open(&Attr { precise_ip: 3, ..ok.clone() }, -1, 0, -1).is_ok());
     let counting = Attr { sample_period: 0, freq: false, sample_type: 0, ..ok.clone() };

@@ -10,7 +10,7 @@ use tmetric_model::Literal;
 use super::{Assigned, CountsError, CountsFile, assign};
 use crate::evaluator::{MetricResult, Select};
 use crate::literals::Literals;
-use crate::offline::{Coverage, Offline, Why};
+use crate::metric_eval::{Coverage, MetricEval, Why};
 use crate::select::{self, Miss, ModelFrom};
 
 /// How many keys that are inputs of no metric are named one by one.
@@ -37,7 +37,7 @@ pub struct Table {
     pub common: bool,
     /// How the file's keys fill its slots.
     pub assigned: Assigned,
-    offline: Offline,
+    metric_eval: MetricEval,
     /// The selected metrics, in order.
     pub roots: Vec<usize>,
 }
@@ -74,7 +74,7 @@ pub struct Unused {
 pub struct Evaluated {
     /// The value, its missing inputs and why it failed.
     pub result: MetricResult,
-    /// Why it is `nan` or 0 although it has every input ([`Offline::explain`]).
+    /// Why it is `nan` or 0 although it has every input ([`MetricEval::explain`]).
     pub why: Option<Why>,
     /// On the TMA bottleneck path of its table's results.
     pub bottleneck: bool,
@@ -200,21 +200,21 @@ impl Table {
     ) -> Result<Table, CountsError> {
         let assigned = assign(model, file)?;
         // The cpuid of the machine the counts came from is not known: strcmp_cpuid_str() is NaN.
-        let mut offline = Offline::new(model, literals.values, None);
+        let mut metric_eval = MetricEval::new(model, literals.values, None);
         for slot in 0..model.ids.len() {
-            offline.set_input(slot as u16, assigned.values[slot], assigned.source_counts[slot]);
+            metric_eval.set_input(slot as u16, assigned.values[slot], assigned.source_counts[slot]);
         }
-        for slot in offline.has_event_slots().to_vec() {
-            offline.set_probe(slot, assigned.present[slot as usize]);
+        for slot in metric_eval.has_event_slots().to_vec() {
+            metric_eval.set_probe(slot, assigned.present[slot as usize]);
         }
-        Ok(Table { model, common, assigned, offline, roots: Vec::new() })
+        Ok(Table { model, common, assigned, metric_eval, roots: Vec::new() })
     }
 
     fn select_complete(&mut self, skipped: &mut Skipped) {
-        let Table { model, assigned, offline, roots, .. } = self;
+        let Table { model, assigned, metric_eval, roots, .. } = self;
         for m in 0..model.metrics.len() {
             let name = model.str(model.metrics[m].name).to_string();
-            match offline.coverage(m, |s| assigned.present[s as usize]) {
+            match metric_eval.coverage(m, |s| assigned.present[s as usize]) {
                 Coverage::Complete => roots.push(m),
                 Coverage::UnknownLiteral | Coverage::Fails(_) => skipped.literal.push(name),
                 Coverage::Partial(_) => skipped.partial.push(name),
@@ -228,9 +228,9 @@ impl Table {
     /// Slots the selected metrics read: needed inputs (of expression and threshold) and probes.
     fn used_slots(&self) -> Vec<bool> {
         let mut used = vec![false; self.model.ids.len()];
-        let mut offline = self.offline.clone();
+        let mut metric_eval = self.metric_eval.clone();
         for &m in &self.roots {
-            for &slot in offline.needed(m).all.as_deref().unwrap_or_default() {
+            for &slot in metric_eval.needed(m).all.as_deref().unwrap_or_default() {
                 used[slot as usize] = true;
             }
         }
@@ -242,7 +242,7 @@ impl Table {
     }
 
     fn evaluate(&mut self) -> Vec<Evaluated> {
-        let results = self.offline.evaluate(&self.roots);
+        let results = self.metric_eval.evaluate(&self.roots);
         let path =
             crate::view::bottleneck_of(self.model, &results, |r| (r.metric, r.value, r.threshold));
         results
@@ -253,7 +253,7 @@ impl Table {
                 let why = (result.failure.is_none()
                     && result.missing.is_empty()
                     && (result.value.is_nan() || result.value == 0.0))
-                    .then(|| self.offline.explain(result.metric))
+                    .then(|| self.metric_eval.explain(result.metric))
                     .flatten();
                 Evaluated { result, why, bottleneck: path.contains(&i) }
             })

@@ -9,7 +9,7 @@
 //! after the value (`45.0% Retiring`, `2.50% of all branches`).
 
 use tmetric_perfstat::{
-    Block, Count, PerfLog, PrintedMetric, Row, printed_decimals, printed_value,
+    Block, Count, LogRow, PerfLog, PrintedMetric, printed_decimals, printed_value,
 };
 
 use super::{count_precision, is_core_pmu};
@@ -148,7 +148,7 @@ impl Builtins {
 
 /// Whether `m` is a built-in perf printed on its carrier `row` (`Retiring` on
 /// `topdown-retiring`), not a JSON metric that happens to share the name.
-pub fn is_builtin_label(row: &Row, m: &PrintedMetric) -> bool {
+pub fn is_builtin_label(row: &LogRow, m: &PrintedMetric) -> bool {
     let name = canonical(&row.key.name);
     BUILTINS
         .iter()
@@ -169,9 +169,9 @@ fn canonical(name: &str) -> &str {
 
 /// The row of `input` for the built-in on `carrier`: same modifiers, a compatible PMU (clocks:
 /// any), in the carrier's group when there is one there, else the first.
-fn input_row<'a>(block: &'a Block, carrier: &Row, input: &str) -> Option<&'a Row> {
+fn input_row<'a>(block: &'a Block, carrier: &LogRow, input: &str) -> Option<&'a LogRow> {
     let names: &[&str] = if input == NSECS { &["task-clock", "cpu-clock"] } else { &[input] };
-    let fits = |r: &&Row| {
+    let fits = |r: &&LogRow| {
         names.contains(&canonical(&r.key.name))
             && r.key.modifiers == carrier.key.modifiers
             && !r.key.retire_latency
@@ -193,7 +193,7 @@ fn same_pmu(a: Option<&str>, b: Option<&str>) -> bool {
 
 /// The count perf's shadow code reads: clocks in ns (`msec` rows back to ns), `<not
 /// counted>` as 0; rows in other units are not used.
-fn row_value(row: &Row) -> Option<f64> {
+fn row_value(row: &LogRow) -> Option<f64> {
     match row.value {
         Count::Counted(v) => match row.unit.as_str() {
             "" | "ns" => Some(v),

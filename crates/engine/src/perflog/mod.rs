@@ -1,6 +1,6 @@
 //! A model's metrics over the counts of a `perf stat` log, per block (run × `-I` interval ×
 //! aggregation id): each input explained, each value checked against what perf printed. The
-//! log is read by `tmetric_perfstat`; this module fills the [`Offline`] evaluator per block and
+//! log is read by `tmetric_perfstat`; this module fills the [`MetricEval`] evaluator per block and
 //! root metric from the rows of the group perf printed that metric in. Front ends (`eval
 //! --from-perf`, exporters of recorded runs) choose what to print; nothing here prints.
 //!
@@ -31,11 +31,11 @@ use std::collections::{HashMap, HashSet};
 
 use tmetric_catalog::Model;
 use tmetric_catalog::catalog::IdKind;
-use tmetric_perfstat::{Block, EventKey, Lookup, PerfLog, PrintedMetric, Row, TimeSource};
+use tmetric_perfstat::{Block, EventKey, LogRow, Lookup, PerfLog, PrintedMetric, TimeSource};
 
 use crate::evaluator::{MetricResult, Select};
 use crate::literals::Literals;
-use crate::offline::{Needed, Offline};
+use crate::metric_eval::{MetricEval, Needed};
 use encoding::{ByEncoding, Encodings};
 
 /// Whether `pmu` names a core PMU: `default_core` (or no PMU), or a name perf gives the core
@@ -157,7 +157,7 @@ pub fn default_selection(
         for m in 0..model.metrics.len() {
             let name = model.str(model.metrics[m].name).to_string();
             let pmu = lookup_pmu_name(model.str(model.metrics[m].pmu));
-            let needed = match evaluator.offline.needed(m).expr.clone() {
+            let needed = match evaluator.metric_eval.needed(m).expr.clone() {
                 Ok(ids) => ids,
                 Err(_) => {
                     if !printed_mode {
@@ -178,7 +178,7 @@ pub fn default_selection(
             if missing.len() == needed.len() || roots.contains(&m) {
                 continue;
             }
-            let literals_known = evaluator.offline.literals_known(m);
+            let literals_known = evaluator.metric_eval.literals_known(m);
             match (missing.is_empty(), literals_known, printed_mode) {
                 (true, true, false) => roots.push(m),
                 (true, true, true) => report.also.push(name),
@@ -364,7 +364,7 @@ pub struct Outcome {
     pub all_not_counted: bool,
     /// Why the value is NaN or 0 although every input has a value: a literal, a
     /// `has_event()`/`strcmp_cpuid_str()` probe, or a division by inputs that are 0
-    /// ([`Offline::explain`]).
+    /// ([`MetricEval::explain`]).
     pub why: Option<crate::Why>,
 }
 
@@ -396,7 +396,7 @@ pub struct LogEvaluator {
     pub common: bool,
     /// The engine's evaluator: literals, probes, needed inputs (cached per `has_event()`
     /// values, the only facts that change between blocks).
-    offline: Offline,
+    metric_eval: MetricEval,
     /// Each slot's event key, parsed once: parsing it for every block made long `-I` logs slow.
     keys: Vec<Option<EventKey>>,
     /// Encodings, for inputs whose rows the log names otherwise.
@@ -412,21 +412,21 @@ impl LogEvaluator {
         literals: &Literals,
         cpuid: Option<&str>,
     ) -> LogEvaluator {
-        let offline = Offline::new(model, literals.values, cpuid);
+        let metric_eval = MetricEval::new(model, literals.values, cpuid);
         let keys = vec![None; model.ids.len()];
-        LogEvaluator { model, common, offline, keys, encodings: Encodings::new(model) }
+        LogEvaluator { model, common, metric_eval, keys, encodings: Encodings::new(model) }
     }
 
     /// Sets literal `literal` (which drops the cached needed inputs: `#smt_on` picks a
     /// branch).
     pub fn set_literal(&mut self, literal: tmetric_model::Literal, value: f64) {
-        self.offline.set_literal(literal, value);
+        self.metric_eval.set_literal(literal, value);
     }
 
     /// `has_event()` over the whole log, for the default selection.
     fn set_log_probes(&mut self, presence: &Presence) {
-        for slot in self.offline.has_event_slots().to_vec() {
-            self.offline.set_probe(slot, presence.has(self.model, slot, None));
+        for slot in self.metric_eval.has_event_slots().to_vec() {
+            self.metric_eval.set_probe(slot, presence.has(self.model, slot, None));
         }
     }
 
@@ -436,18 +436,18 @@ impl LogEvaluator {
         let metric = &model.metrics[root];
         let name = model.str(metric.name);
         let pmu = lookup_pmu_name(model.str(metric.pmu));
-        self.offline.clear_inputs();
-        for slot in self.offline.has_event_slots().to_vec() {
+        self.metric_eval.clear_inputs();
+        for slot in self.metric_eval.has_event_slots().to_vec() {
             let key = self.keys[slot as usize].get_or_insert_with(|| {
                 EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
             });
             let (lookup, _) = lookup_input(block, model, &mut self.encodings, slot, key, None, pmu);
             let value = lookup.perf_value();
-            self.offline.set_probe(slot, value.is_some_and(|v| !v.is_nan()));
+            self.metric_eval.set_probe(slot, value.is_some_and(|v| !v.is_nan()));
         }
         let printed = printed_by_perf(block, name, pmu);
 
-        let needed = self.offline.needed(root);
+        let needed = self.metric_eval.needed(root);
         let (expr_ids, all_ids): (&[u16], &[u16]) = match &*needed {
             Needed { expr: Ok(expr), all: Ok(all) } => (expr, all),
             Needed { expr: Ok(expr), all: Err(_) } => (expr, expr),
@@ -483,10 +483,10 @@ impl LogEvaluator {
                 InputSource::Row { lines, time: false, .. } => lines.len().max(1) as f64,
                 _ => 1.0,
             };
-            self.offline.set_input(slot, source.value(), source_count);
+            self.metric_eval.set_input(slot, source.value(), source_count);
             inputs.push(Input { slot, source, expr: expr_ids.contains(&slot), by_encoding });
         }
-        let result = self.offline.evaluate_one(root);
+        let result = self.metric_eval.evaluate_one(root);
         let with_rows = || inputs.iter().filter(|i| i.expr && !i.source.row_lines().is_empty());
         let not_counted = |i: &Input| matches!(i.source, InputSource::NotCounted { .. });
         let any_present = with_rows().any(|i| !not_counted(i));
@@ -501,7 +501,7 @@ impl LogEvaluator {
             && result.missing.is_empty()
             && !read_as_zero
             && (result.value.is_nan() || result.value == 0.0))
-            .then(|| self.offline.explain(root))
+            .then(|| self.metric_eval.explain(root))
             .flatten();
         let mut outcome =
             Outcome { result, inputs, printed, check: None, any_present, all_not_counted, why };
@@ -703,7 +703,7 @@ fn check(block: &Block, model: &Model, outcome: &Outcome) -> Option<bool> {
 }
 
 /// Half a unit of the last digit of a printed count, relative to the count.
-fn count_precision(row: &Row) -> f64 {
+fn count_precision(row: &LogRow) -> f64 {
     row.count_precision()
 }
 

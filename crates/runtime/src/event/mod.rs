@@ -176,8 +176,10 @@ impl EventError {
 }
 
 /// Values perf computes itself instead of counting (`duration_time`, `user_time`, ...: tools/perf/util/expr.c and stat-shadow.c).
+/// A user's `-e` event resolved to one (the catalogue's metric inputs name the same values as
+/// `tmetric_model::catalog::Tool`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Tool {
+pub enum ToolEvent {
     /// `duration_time`: wall-clock time.
     DurationTime,
     /// `user_time`: the workload's user CPU time (rusage).
@@ -186,19 +188,19 @@ pub enum Tool {
     SystemTime,
 }
 
-impl Tool {
+impl ToolEvent {
     /// The event name.
     pub fn name(self) -> &'static str {
         match self {
-            Tool::DurationTime => "duration_time",
-            Tool::UserTime => "user_time",
-            Tool::SystemTime => "system_time",
+            ToolEvent::DurationTime => "duration_time",
+            ToolEvent::UserTime => "user_time",
+            ToolEvent::SystemTime => "system_time",
         }
     }
 
     /// The tool event of this name.
-    pub fn from_name(name: &str) -> Option<Tool> {
-        [Tool::DurationTime, Tool::UserTime, Tool::SystemTime]
+    pub fn from_name(name: &str) -> Option<ToolEvent> {
+        [ToolEvent::DurationTime, ToolEvent::UserTime, ToolEvent::SystemTime]
             .into_iter()
             .find(|t| t.name() == name)
     }
@@ -234,21 +236,21 @@ pub struct CounterEvent {
     pub cpus: Option<Vec<u32>>,
 }
 
-/// What an event name resolves to.
+/// What an event name resolves to: a counter or a tool event.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Resolved {
+pub enum ResolvedEvent {
     /// A counter.
     Counter(CounterEvent),
     /// A tool value.
-    Tool(Tool),
+    Tool(ToolEvent),
 }
 
-impl Resolved {
+impl ResolvedEvent {
     /// The printed name: the counter's, or the tool event's.
     pub fn name(&self) -> &str {
         match self {
-            Resolved::Counter(c) => &c.name,
-            Resolved::Tool(t) => t.name(),
+            ResolvedEvent::Counter(c) => &c.name,
+            ResolvedEvent::Tool(t) => t.name(),
         }
     }
 }
@@ -266,7 +268,7 @@ pub fn check_syntax(list: &str) -> Result<(), EventError> {
 /// Resolves one event written alone (no commas outside `pmu/.../`): a legacy event without a
 /// PMU type, a sysfs alias on the core PMU or on the only PMU that has it, `pmu/terms/`, a
 /// tracepoint, a tool event. Lists, vendor events and hybrid expansion need a [`Resolver`].
-pub fn resolve(text: &str, sysfs: &Sysfs) -> Result<Resolved, EventError> {
+pub fn resolve(text: &str, sysfs: &Sysfs) -> Result<ResolvedEvent, EventError> {
     Resolver::new(sysfs).single(text)
 }
 
@@ -437,24 +439,27 @@ mod tests {
     #[test]
     fn names_resolve_to_types_and_configs() {
         let sysfs = Sysfs::new("/nonexistent");
-        let Resolved::Counter(cs) = resolve("cs", &sysfs).unwrap() else { panic!() };
+        let ResolvedEvent::Counter(cs) = resolve("cs", &sysfs).unwrap() else { panic!() };
         assert_eq!((cs.attr.type_, cs.attr.config), (TYPE_SOFTWARE, 3));
-        let Resolved::Counter(cycles) = resolve("cycles:u", &sysfs).unwrap() else { panic!() };
+        let ResolvedEvent::Counter(cycles) = resolve("cycles:u", &sysfs).unwrap() else { panic!() };
         assert_eq!((cycles.attr.type_, cycles.attr.config), (TYPE_HARDWARE, 0));
         assert!(cycles.attr.exclude_kernel && cycles.attr.exclude_hv && !cycles.attr.exclude_user);
         assert!(
             cycles.attr.exclude_guest,
             "perf's `u` also excludes guests when not in guest mode"
         );
-        assert_eq!(resolve("duration_time", &sysfs).unwrap(), Resolved::Tool(Tool::DurationTime));
+        assert_eq!(
+            resolve("duration_time", &sysfs).unwrap(),
+            ResolvedEvent::Tool(ToolEvent::DurationTime)
+        );
         assert!(matches!(resolve("nonsense", &sysfs), Err(EventError::Unknown { .. })));
         assert!(matches!(resolve("msr/tsc/", &sysfs), Err(EventError::NoPmu { .. })));
-        let Resolved::Counter(pp) = resolve("cycles:pp", &sysfs).unwrap() else { panic!() };
+        let ResolvedEvent::Counter(pp) = resolve("cycles:pp", &sysfs).unwrap() else { panic!() };
         assert_eq!(pp.attr.precise_ip, 2);
         assert!(matches!(resolve("cycles:R", &sysfs), Err(EventError::Modifier { .. })));
-        let Resolved::Counter(raw) = resolve("r100003c", &sysfs).unwrap() else { panic!() };
+        let ResolvedEvent::Counter(raw) = resolve("r100003c", &sysfs).unwrap() else { panic!() };
         assert_eq!((raw.attr.type_, raw.attr.config), (crate::sys::TYPE_RAW, 0x100003c));
-        let Resolved::Counter(l1) = resolve("L1-dcache-load-misses:k", &sysfs).unwrap() else {
+        let ResolvedEvent::Counter(l1) = resolve("L1-dcache-load-misses:k", &sysfs).unwrap() else {
             panic!()
         };
         assert_eq!((l1.attr.type_, l1.attr.config), (crate::sys::TYPE_HW_CACHE, 1 << 16));

@@ -12,9 +12,9 @@ use std::cmp::Ordering;
 
 use super::grammar::{self, Body, EventAst, Item, Modifiers, Span, TermAst, TermValue};
 use super::legacy::{cache_config, hardware_config, is_cache_name, software_config};
-use super::{CounterEvent, EventError, EventKind, Resolved, Tool};
+use super::{CounterEvent, EventError, EventKind, ResolvedEvent, ToolEvent};
 use crate::sys::{Attr, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, TYPE_TRACEPOINT};
-use crate::sysfs::{Pmu, Sysfs};
+use crate::sysfs::{Sysfs, SysfsPmu};
 
 /// What a vendor table needs to know about a sysfs PMU to attach events to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +146,7 @@ pub enum Topdown {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListEvent {
     /// The counter (or tool value) and its printed name.
-    pub event: Resolved,
+    pub event: ResolvedEvent,
     /// The PMU whose counters it takes, by sysfs name (`None` for software events,
     /// tracepoints, `msr` and tool values, which join any group).
     pub pmu: Option<String>,
@@ -257,7 +257,7 @@ enum Spread {
 /// perf's modifier rules carry from event to group modifiers.
 #[derive(Debug, Clone)]
 struct Built {
-    event: Resolved,
+    event: ResolvedEvent,
     pmu: Option<String>,
     gh: bool,
     /// The name was given with `name=`: printed as is.
@@ -406,7 +406,7 @@ impl<'a> Resolver<'a> {
                             .expand(e, Spread::All, &mut warnings, &mut wildcard_pmus)
                             .map_err(located)?;
                         for (mut b, box_name) in built {
-                            if let Resolved::Counter(c) = &mut b.event {
+                            if let ResolvedEvent::Counter(c) = &mut b.event {
                                 let first = !entries.iter().any(|x| x.group == next_group);
                                 apply_modifiers(&mut c.attr, &mut b.gh, &g.modifiers, true, first);
                             }
@@ -443,7 +443,7 @@ impl<'a> Resolver<'a> {
 
     /// Resolves one event written alone (`cycles:u`, `msr/tsc/`, `sched:sched_switch`): the
     /// legacy event without a PMU type, a name on the core PMU or on the only PMU that has it.
-    pub fn single(&self, text: &str) -> Result<Resolved, EventError> {
+    pub fn single(&self, text: &str) -> Result<ResolvedEvent, EventError> {
         let plain = |error: EventError| error;
         let ast = grammar::parse(text).map_err(|e| {
             plain(EventError::Syntax { text: text.trim().to_string(), message: e.message })
@@ -487,7 +487,7 @@ impl<'a> Resolver<'a> {
         };
         let mut warnings = Vec::new();
         let mut b = self.pmu_event(pmu, &[], &parsed, &e, &mut warnings).map_err(|(_, err)| err)?;
-        let Resolved::Counter(mut event) = b.event else {
+        let ResolvedEvent::Counter(mut event) = b.event else {
             return Err(syntax("not a counter".into()));
         };
         if mods.retire_latency {
@@ -576,7 +576,7 @@ impl<'a> Resolver<'a> {
         for b in &mut built {
             let mut box_name = None;
             match &mut b.event {
-                Resolved::Tool(_) => {
+                ResolvedEvent::Tool(_) => {
                     if !m.is_empty() {
                         return Err((
                             mods_span(),
@@ -587,7 +587,7 @@ impl<'a> Resolver<'a> {
                         ));
                     }
                 }
-                Resolved::Counter(c) => {
+                ResolvedEvent::Counter(c) => {
                     // Boxes of one uncore PMU are named as written (perf merges them into
                     // one line); each box's own name is for `-A`/`--no-merge`.
                     if !b.named {
@@ -617,7 +617,7 @@ impl<'a> Resolver<'a> {
     ) -> Result<Built, Fail> {
         let mut event = counter_event(TYPE_SOFTWARE, config, EventKind::Software, None);
         let named = common_terms(&mut event, terms, warnings)?;
-        Ok(Built { event: Resolved::Counter(event), pmu: None, gh: false, named })
+        Ok(Built { event: ResolvedEvent::Counter(event), pmu: None, gh: false, named })
     }
 
     /// A legacy hardware or cache event: on each core PMU with its type in the upper half of
@@ -643,7 +643,7 @@ impl<'a> Resolver<'a> {
                 );
                 let named = common_terms(&mut event, terms, warnings)?;
                 out.push(Built {
-                    event: Resolved::Counter(event),
+                    event: ResolvedEvent::Counter(event),
                     pmu: Some(pmu_name.clone()),
                     gh: false,
                     named,
@@ -656,7 +656,7 @@ impl<'a> Resolver<'a> {
         let mut event = counter_event(type_, config, EventKind::Hardware, None);
         let named = common_terms(&mut event, terms, warnings)?;
         let pmu = self.sysfs.core_pmu();
-        out.push(Built { event: Resolved::Counter(event), pmu, gh: false, named });
+        out.push(Built { event: ResolvedEvent::Counter(event), pmu, gh: false, named });
         Ok(out)
     }
 
@@ -672,7 +672,7 @@ impl<'a> Resolver<'a> {
         let mut event = counter_event(TYPE_RAW, config, kind, cpus);
         let named = common_terms(&mut event, terms, warnings)?;
         Ok(Built {
-            event: Resolved::Counter(event),
+            event: ResolvedEvent::Counter(event),
             pmu: pmu.or_else(|| self.sysfs.core_pmu()),
             gh: false,
             named,
@@ -690,7 +690,7 @@ impl<'a> Resolver<'a> {
         spread: Spread,
         warnings: &mut Vec<String>,
     ) -> Result<Vec<Built>, Fail> {
-        if let Some(tool) = Tool::from_name(name) {
+        if let Some(tool) = ToolEvent::from_name(name) {
             if let Some(t) = terms.first() {
                 return Err((
                     t.span.clone(),
@@ -701,7 +701,7 @@ impl<'a> Resolver<'a> {
                 ));
             }
             return Ok(vec![Built {
-                event: Resolved::Tool(tool),
+                event: ResolvedEvent::Tool(tool),
                 pmu: None,
                 gh: false,
                 named: false,
@@ -747,7 +747,7 @@ impl<'a> Resolver<'a> {
             let mut event = counter_event(TYPE_HW_CACHE, config, EventKind::Hardware, None);
             let named = common_terms(&mut event, terms, warnings)?;
             return Ok(vec![Built {
-                event: Resolved::Counter(event),
+                event: ResolvedEvent::Counter(event),
                 pmu: core.first().cloned(),
                 gh: false,
                 named,
@@ -771,7 +771,7 @@ impl<'a> Resolver<'a> {
             );
             let named = common_terms(&mut event, terms, warnings)?;
             out.push(Built {
-                event: Resolved::Counter(event),
+                event: ResolvedEvent::Counter(event),
                 pmu: Some(pmu_name.clone()),
                 gh: false,
                 named,
@@ -847,7 +847,7 @@ impl<'a> Resolver<'a> {
     ) -> Result<Vec<Built>, Fail> {
         // Legacy names keep their meaning before a slash (`cycles/name=c/`), as perf's lexer
         // reads them before any PMU name.
-        if Tool::from_name(head).is_some()
+        if ToolEvent::from_name(head).is_some()
             || software_config(head).is_some()
             || hardware_config(head).is_some()
             || is_cache_name(head)
@@ -906,7 +906,7 @@ impl<'a> Resolver<'a> {
         let cpus = pmu.as_deref().and_then(|p| self.sysfs.pmu(p).ok()).and_then(|p| p.cpumask);
         let pmu = pmu.filter(|p| p != "msr");
         Built {
-            event: Resolved::Counter(counter_event(type_, config, kind, cpus)),
+            event: ResolvedEvent::Counter(counter_event(type_, config, kind, cpus)),
             pmu,
             gh: false,
             named: false,
@@ -923,7 +923,7 @@ impl<'a> Resolver<'a> {
     ) -> Result<Built, Fail> {
         match self.sysfs.tracepoint(system, name) {
             Ok(id) => Ok(Built {
-                event: Resolved::Counter(counter_event(
+                event: ResolvedEvent::Counter(counter_event(
                     TYPE_TRACEPOINT,
                     id,
                     EventKind::Tracepoint,
@@ -935,7 +935,7 @@ impl<'a> Resolver<'a> {
             }),
             Err(problem) => {
                 // `cycles:ukx` is an event with a bad modifier, not a tracepoint.
-                let known = Tool::from_name(system).is_some()
+                let known = ToolEvent::from_name(system).is_some()
                     || software_config(system).is_some()
                     || hardware_config(system).is_some()
                     || is_cache_name(system)
@@ -1032,14 +1032,14 @@ impl<'a> Resolver<'a> {
         };
         let counts_on = (pmu_name != "msr" && !matches!(pmu_name, "software" | "tracepoint"))
             .then(|| pmu_name.to_string());
-        Ok(Built { event: Resolved::Counter(event), pmu: counts_on, gh: false, named })
+        Ok(Built { event: ResolvedEvent::Counter(event), pmu: counts_on, gh: false, named })
     }
 
     /// Applies one term of `e` on `pmu` to the event being built (`aliases`: a bare term may
     /// name a sysfs alias, false inside an alias's own terms).
     fn apply_term(
         &self,
-        pmu: &Pmu,
+        pmu: &SysfsPmu,
         term: &TermAst,
         b: &mut PmuBuild,
         e: &EventAst,
@@ -1084,7 +1084,7 @@ impl<'a> Resolver<'a> {
     /// a raw `rNNN` config. False when it is none of these.
     fn apply_bare_term(
         &self,
-        pmu: &Pmu,
+        pmu: &SysfsPmu,
         term: &TermAst,
         b: &mut PmuBuild,
         e: &EventAst,
@@ -1153,7 +1153,7 @@ impl<'a> Resolver<'a> {
     }
 
     /// The error for a term `pmu` has no format for, listing the terms it takes.
-    fn unknown_term(&self, pmu: &Pmu, term: &TermAst, e: &EventAst) -> Fail {
+    fn unknown_term(&self, pmu: &SysfsPmu, term: &TermAst, e: &EventAst) -> Fail {
         let mut known: Vec<String> = pmu.formats.iter().map(|f| f.name.clone()).collect();
         known.extend(
             ["config", "config1", "config2", "config3", "name", "period"].map(String::from),
@@ -1549,8 +1549,8 @@ struct Entry {
 impl Entry {
     fn new(built: Built, group: usize, braced: bool, weak: bool, r: &Resolver<'_>) -> Entry {
         let topdown = match &built.event {
-            Resolved::Counter(c) => r.topdown_role(c),
-            Resolved::Tool(_) => None,
+            ResolvedEvent::Counter(c) => r.topdown_role(c),
+            ResolvedEvent::Tool(_) => None,
         };
         let (pmu_name, software_like) = match &built.pmu {
             Some(p) => (p.clone(), false),

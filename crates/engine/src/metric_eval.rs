@@ -43,7 +43,7 @@ pub enum Coverage {
 }
 
 /// Why a metric is NaN or 0 although every input it needs has a value: a fact of the machine
-/// or inputs that counted 0 ([`Offline::explain`]).
+/// or inputs that counted 0 ([`MetricEval::explain`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Why {
     /// `#literal` has this value (NaN: unknown) on the machine; with 1 the metric would be a
@@ -70,15 +70,18 @@ pub enum Why {
     },
 }
 
-/// One model's evaluator with its literals, probes and cached needed-input sets.
+/// One model's evaluator with its literals, probes and cached needed-input sets: the metric
+/// evaluation every source of values shares (a live or recorded plan, a counts file, a perf stat
+/// log), which only fills its inputs. Named for what it does rather than where values come from:
+/// live counting uses it as much as recorded counts do.
 #[derive(Debug, Clone)]
-pub struct Offline {
+pub struct MetricEval {
     /// The model whose metrics this evaluates.
     pub model: &'static Model,
     evaluator: Evaluator,
     /// Slots named by `has_event()`: the only probes that change between samples.
     has_event: Vec<u16>,
-    /// Slots given a value since the last [`Offline::clear_inputs`].
+    /// Slots given a value since the last [`MetricEval::clear_inputs`].
     filled: Vec<u16>,
     /// Needed inputs by root and `has_event()` values.
     needed: HashMap<(usize, Vec<u64>), Rc<Needed>>,
@@ -87,7 +90,7 @@ pub struct Offline {
     orders: HashMap<usize, Rc<[u16]>>,
 }
 
-impl Offline {
+impl MetricEval {
     /// An evaluator for `model` with these literal values (NaN when unknown). With `cpuid`,
     /// `strcmp_cpuid_str()` compares against it; without, it is NaN, as the machine is unknown.
     /// Every input is unknown and every `has_event()` probe false until set.
@@ -95,7 +98,7 @@ impl Offline {
         model: &'static Model,
         literals: [f64; Literal::COUNT],
         cpuid: Option<&str>,
-    ) -> Offline {
+    ) -> MetricEval {
         let mut evaluator = Evaluator::new(model);
         evaluator.literals = literals;
         for slot in model.call_slots(id_calls::STRCMP_CPUID_STR) {
@@ -106,7 +109,7 @@ impl Offline {
         }
         let has_event =
             model.call_slots(id_calls::HAS_EVENT).into_iter().map(|s| s as u16).collect();
-        Offline {
+        MetricEval {
             model,
             evaluator,
             has_event,
@@ -370,7 +373,7 @@ impl Offline {
         self.evaluator.evaluate(self.model, roots)
     }
 
-    /// Evaluates one root, as [`Offline::evaluate`] does, from the cached order and needed
+    /// Evaluates one root, as [`MetricEval::evaluate`] does, from the cached order and needed
     /// inputs.
     pub fn evaluate_one(&mut self, root: usize) -> MetricResult {
         let model = self.model;
@@ -413,7 +416,7 @@ mod tests {
     fn coverage_follows_the_present_inputs_and_literals() {
         let model = spr();
         let ipc = named(model, "tma_info_thread_ipc");
-        let mut off = Offline::new(model, [f64::NAN; Literal::COUNT], None);
+        let mut off = MetricEval::new(model, [f64::NAN; Literal::COUNT], None);
         let ids = off.needed(ipc).expr.clone().unwrap();
         assert_eq!(ids.len(), 2, "instructions and cycles");
         assert_eq!(off.coverage(ipc, |_| false), Coverage::Absent);
@@ -431,8 +434,8 @@ mod tests {
     }
 
     /// Inputs every slot of `model` with a distinct non-zero count.
-    fn filled(model: &'static Model, literals: [f64; Literal::COUNT]) -> Offline {
-        let mut off = Offline::new(model, literals, None);
+    fn filled(model: &'static Model, literals: [f64; Literal::COUNT]) -> MetricEval {
+        let mut off = MetricEval::new(model, literals, None);
         for slot in 0..model.ids.len() {
             off.set_input(slot as u16, 1000.0 + slot as f64, 1.0);
         }
@@ -494,7 +497,7 @@ mod tests {
     #[test]
     fn one_root_evaluates_as_the_evaluator_does() {
         let model = spr();
-        let mut off = Offline::new(model, [1.0; Literal::COUNT], None);
+        let mut off = MetricEval::new(model, [1.0; Literal::COUNT], None);
         for slot in 0..model.ids.len() {
             off.set_input(slot as u16, 1000.0 + slot as f64, 1.0);
         }
@@ -520,7 +523,7 @@ mod tests {
     fn inputs_are_cleared_between_samples() {
         let model = spr();
         let ipc = named(model, "tma_info_thread_ipc");
-        let mut off = Offline::new(model, [f64::NAN; Literal::COUNT], None);
+        let mut off = MetricEval::new(model, [f64::NAN; Literal::COUNT], None);
         let ids = off.needed(ipc).expr.clone().unwrap();
         let (a, b) = (ids[0], ids[1]);
         let inst = if model.str(model.ids[a as usize].text).contains("INST") { a } else { b };
