@@ -1043,6 +1043,29 @@ fn perfs_metric_validation_rules_hold_on_every_simulated_intel_machine() {
     eprintln!("{checked} values and {rules_checked} rule checks");
 }
 
+/// Counts `metrics` system-wide for half a second on simulated machine `name` (`-j
+/// --full-metrics`, then `flags`; `--record-tpebs` when they read retire latencies): the
+/// output and each metric's values.
+fn count_metrics(
+    name: &str,
+    metrics: &[&str],
+    flags: &[&str],
+    tpebs: bool,
+) -> (String, std::collections::BTreeMap<String, Vec<f64>>) {
+    let list = metrics.join(",");
+    let mut args = vec!["--pmu-sim", name, "-M", &list, "-a", "-j", "--full-metrics"];
+    args.extend(flags);
+    if tpebs {
+        args.push("--record-tpebs");
+    }
+    args.extend(["sleep", "0.5"]);
+    let out = tmetric(&args);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{name}: {text}");
+    let values = metric_values(&text);
+    (text, values)
+}
+
 /// Each metric's values in a `-j --full-metrics` run's output, by lower-case name.
 fn metric_values(text: &str) -> std::collections::BTreeMap<String, Vec<f64>> {
     json_metrics(text).into_iter().fold(Default::default(), |mut acc, (n, v)| {
@@ -1055,17 +1078,8 @@ fn metric_values(text: &str) -> std::collections::BTreeMap<String, Vec<f64>> {
 /// `names` counted at once: each has a value, none negative, percentages within 0..100 (5
 /// points of tolerance), per-instruction ratios within 0..1. Returns the values checked.
 fn values_in_range(name: &str, model: &'static tmetric_catalog::Model, names: &[&str]) -> usize {
-    let list = names.join(",");
     // -v: the notes too (JSON on standard error keeps them out unless asked).
-    let mut args = vec!["--pmu-sim", name, "-M", &list, "-a", "-j", "--full-metrics", "-v"];
-    if name == "meteorlake" {
-        args.push("--record-tpebs");
-    }
-    args.extend(["sleep", "0.5"]);
-    let out = tmetric(&args);
-    let text = stderr(&out);
-    assert!(out.status.success(), "{name}: {text}");
-    let values = metric_values(&text);
+    let (text, values) = count_metrics(name, names, &["-v"], name == "meteorlake");
     let mut checked = 0;
     // Every metric computable here has a value, not negative: uncore metrics too (their
     // events open on every box of their PMU, as perf's).
@@ -1127,16 +1141,7 @@ fn relationship_rules_hold(
     let mut metrics: Vec<&str> = rules.iter().flat_map(|rule| rule_metrics(rule)).collect();
     metrics.sort_unstable();
     metrics.dedup();
-    let list = metrics.join(",");
-    let mut args = vec!["--pmu-sim", name, "-M", &list, "-a", "-j", "--full-metrics"];
-    if reads_retire_latency(model, &metrics) {
-        args.push("--record-tpebs");
-    }
-    args.extend(["sleep", "0.5"]);
-    let out = tmetric(&args);
-    let text = stderr(&out);
-    assert!(out.status.success(), "{name}: {text}");
-    let values = metric_values(&text);
+    let (_, values) = count_metrics(name, &metrics, &[], reads_retire_latency(model, &metrics));
     let mut rules_checked = 0;
     for rule in rules {
         let first = |n: &str| values.get(n).and_then(|v| v.first().copied());
