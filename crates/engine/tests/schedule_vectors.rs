@@ -721,13 +721,6 @@ fn check_case(case: &Case, sims: &mut SimTrees) -> Result<Vec<String>, String> {
 
 /// Every case of every file; the number of cases run.
 pub(crate) fn run_all() -> (usize, Vec<String>, Vec<String>) {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(vectors_dir())
-        .expect("tests/vectors/schedule exists")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no vector files in {}", vectors_dir().display());
     let mut sims = SimTrees {
         dir: tempfile::Builder::new().prefix("tmetric-vectors-").tempdir().expect("a temp dir"),
         written: Vec::new(),
@@ -735,27 +728,17 @@ pub(crate) fn run_all() -> (usize, Vec<String>, Vec<String>) {
     let mut failures = Vec::new();
     let mut known = Vec::new();
     let mut count = 0;
-    for path in &files {
-        let file_name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let text = std::fs::read_to_string(path).expect("vector file readable");
-        let file: File = match toml::from_str(&text) {
-            Ok(file) => file,
-            Err(e) => {
-                failures.push(format!("{file_name}: {e}"));
-                continue;
-            }
-        };
-        let mut seen: Vec<&str> = Vec::new();
+    for (file_name, file) in crate::vector_files::load::<File>(&vectors_dir(), &mut failures) {
+        let mut seen = Vec::new();
         for case in &file.case {
             count += 1;
-            let at = format!("{file_name}: {}", case.name);
-            if seen.contains(&case.name.as_str()) {
-                failures.push(format!("{at}: the case name is used twice"));
-            }
-            seen.push(&case.name);
-            if case.source.trim().is_empty() {
-                failures.push(format!("{at}: `source` must say where the expectation comes from"));
-            }
+            let at = crate::vector_files::label(
+                &file_name,
+                &case.name,
+                &case.source,
+                &mut seen,
+                &mut failures,
+            );
             match (check_case(case, &mut sims), &case.disagrees) {
                 (Err(e), _) => failures.push(format!("{at}: bad case: {e}")),
                 (Ok(problems), None) if problems.is_empty() => {}
