@@ -635,19 +635,7 @@ impl<'a> Resolver<'a> {
         if spread == Spread::All && core.len() > 1 {
             for pmu_name in core.iter().filter(|p| !self.filtered(p)) {
                 let Ok(pmu) = self.sysfs.pmu(pmu_name) else { continue };
-                let mut event = counter_event(
-                    type_,
-                    config | u64::from(pmu.type_) << 32,
-                    EventKind::Hardware,
-                    pmu.cpumask.clone(),
-                );
-                let named = common_terms(&mut event, terms, warnings)?;
-                out.push(Built {
-                    event: ResolvedEvent::Counter(event),
-                    pmu: Some(pmu_name.clone()),
-                    gh: false,
-                    named,
-                });
+                out.push(on_core_pmu(pmu_name, &pmu, type_, config, terms, warnings)?);
             }
             if !core.is_empty() {
                 return Ok(out);
@@ -763,19 +751,7 @@ impl<'a> Resolver<'a> {
                 continue;
             }
             let Ok(pmu) = self.sysfs.pmu(pmu_name) else { continue };
-            let mut event = counter_event(
-                TYPE_HW_CACHE,
-                config | u64::from(pmu.type_) << 32,
-                EventKind::Hardware,
-                pmu.cpumask.clone(),
-            );
-            let named = common_terms(&mut event, terms, warnings)?;
-            out.push(Built {
-                event: ResolvedEvent::Counter(event),
-                pmu: Some(pmu_name.clone()),
-                gh: false,
-                named,
-            });
+            out.push(on_core_pmu(pmu_name, &pmu, TYPE_HW_CACHE, config, terms, warnings)?);
         }
         Ok(out)
     }
@@ -1309,6 +1285,31 @@ pub fn topdown_of_config(config: u64) -> Option<Topdown> {
         0x80..=0x87 => Some(Topdown::Metric),
         _ => None,
     }
+}
+
+/// A legacy hardware or cache event (`type_`, `config`) on one core PMU of a hybrid machine:
+/// the PMU's type in the config's upper half, counted on that PMU's CPUs, with its terms.
+fn on_core_pmu(
+    pmu_name: &str,
+    pmu: &SysfsPmu,
+    type_: u32,
+    config: u64,
+    terms: &[TermAst],
+    warnings: &mut Vec<String>,
+) -> Result<Built, Fail> {
+    let mut event = counter_event(
+        type_,
+        config | u64::from(pmu.type_) << 32,
+        EventKind::Hardware,
+        pmu.cpumask.clone(),
+    );
+    let named = common_terms(&mut event, terms, warnings)?;
+    Ok(Built {
+        event: ResolvedEvent::Counter(event),
+        pmu: Some(pmu_name.to_string()),
+        gh: false,
+        named,
+    })
 }
 
 fn counter_event(type_: u32, config: u64, kind: EventKind, cpus: Option<Vec<u32>>) -> CounterEvent {
