@@ -170,6 +170,10 @@ fn workload_exit_code(err: &anyhow::Error) -> Option<u8> {
         if let Some(w) = cause.downcast_ref::<WorkloadError>() {
             return code(w);
         }
+        // `-r`'s repeats: a run's failure is forwarded, not kept in the chain.
+        if let Some(r) = cause.downcast_ref::<tmetric_engine::session::RepeatError>() {
+            return r.workload().and_then(code);
+        }
         match cause.downcast_ref::<RunError>()? {
             RunError::Workload(w) => code(w),
             _ => None,

@@ -12,14 +12,16 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::aggr::{self, Aggr, units_for};
-use tmetric_engine::session::Session;
+use tmetric_engine::session::{Counted, Session};
+use tmetric_engine::threads::{self, Thread, Threads};
+use tmetric_engine::tpebs::{self, LatencySources};
 use tmetric_engine::view::{Split, UnitId};
 use tmetric_engine::{self as engine, Machine, Pick, Plan, PlanOptions, PmuModel};
 use tmetric_engine::{EvalInput, Select, Strategy};
 use tmetric_print::stat::TreeView;
 use tmetric_print::{Aggregation, Config, Title};
 use tmetric_runtime::{Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
-use tmetric_runtime::{EventReport, SampleSpec, Sampler, SamplerOptions, TpebsMode, Workload};
+use tmetric_runtime::{EventReport, TpebsMode, Workload};
 
 use crate::models;
 use crate::out::{ColorChoice, Sink, warn};
@@ -28,20 +30,19 @@ mod args;
 mod build;
 mod run;
 mod show;
-mod threads;
-mod tpebs;
 
 pub use args::*;
 pub use build::*;
 pub use run::*;
 pub use show::*;
-use threads::*;
-use tpebs::*;
 
 /// `stat`'s and `report`'s printer, writing to a [`Sink`]; its notes for standard error are
 /// [`warn`]ings.
 pub type Printer = tmetric_print::stat::StatPrinter<Sink>;
 pub use tmetric_print::Layout;
+
+/// Where the threads of `-p`, `-t` and `--per-thread -a` are listed: the real tasks.
+const TASKS: &str = "/proc";
 
 /// Runs `tmetric stat`; returns the exit code (the workload's, as perf does).
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
@@ -100,11 +101,13 @@ pub fn run_recording(
         Some(name) => {
             let sim = crate::sim::simulated(name, args.pmu_sim_workload.as_deref())?;
             // The tree is removed when `sim` drops, after the run.
-            run_on(args, sim.kernel.clone(), &sim.sysfs, &sim.proc_root, Some(name), record)
+            // `-p PID` names a real process: its threads are listed under the real /proc.
+            let (sysfs, proc_root) = (&sim.sysfs, &sim.proc_root);
+            run_on(args, sim.kernel.clone(), sysfs, proc_root, Path::new(TASKS), Some(name), record)
         }
         None => {
             let sysfs = Sysfs::system();
-            run_on(args, Kernel, &sysfs, Path::new("/proc"), None, record)
+            run_on(args, Kernel, &sysfs, Path::new("/proc"), Path::new(TASKS), None, record)
         }
     }
 }

@@ -1,16 +1,19 @@
-//! One `tmetric stat` run, in the order it happens: the plan, the printer, the target, `-r`'s
-//! quiet runs, the engine session's run with its intervals (and record, and TPEBS sampling),
-//! then the summary, notes and exit status.
+//! One `tmetric stat` run, in the order it happens, as glue between the flags, the engine's
+//! session and the printer: the plan, the printer, the target, `-r`'s repeats, the session's
+//! run with its intervals (printed and recorded; TPEBS sampling is the session's), then the
+//! outcome's summary, notes and the exit status.
 
 use super::*;
 
-/// Runs `tmetric stat` with `sys` on the machine `sysfs` and `proc_root` describe;
-/// `simulated` names the simulated PMU, printed with every output.
+/// Runs `tmetric stat` with `sys` on the machine `sysfs` and `proc_root` describe, listing
+/// the threads of `-p`/`-t` under `tasks_root`; `simulated` names the simulated PMU, printed
+/// with every output.
 pub fn run_on<S: Syscalls + Clone>(
     args: &StatArgs,
     sys: S,
     sysfs: &Sysfs,
     proc_root: &Path,
+    tasks_root: &Path,
     simulated: Option<&str>,
     record: Option<&tmetric_record::RecordTo>,
 ) -> anyhow::Result<i32> {
@@ -32,7 +35,13 @@ pub fn run_on<S: Syscalls + Clone>(
     }
     let machine = Machine { sysfs, proc_root, env: &env, pmus: &pmus };
     let mut plan = build(args, &machine)?;
-    apply_latency_flags(args, &mut plan)?;
+    let sources =
+        LatencySources { file: args.retire_latency.as_deref(), sampled: args.record_tpebs };
+    let unused = tpebs::apply_latency_sources(&mut plan, sources)?;
+    if let (Some(path), false) = (&args.retire_latency, unused.is_empty()) {
+        let path = path.display();
+        warn(&format!("--retire-latency {path}: no selected metric reads {}", unused.join(", ")));
+    }
     if let Some(name) = simulated {
         warn(&format!(
             "simulated PMU `{name}`: every count below comes from a simulator, not hardware"
@@ -51,7 +60,7 @@ pub fn run_on<S: Syscalls + Clone>(
     } else {
         Some(Workload::prepare(&args.command).context("cannot start the workload")?)
     };
-    let threads = listed_threads(args)?;
+    let threads = listed_threads(args, tasks_root)?;
     let target = target_of(args, sysfs, workload.as_ref(), threads.as_deref())?;
     if args.verbose {
         describe_pmus(&pmus);
@@ -60,64 +69,29 @@ pub fn run_on<S: Syscalls + Clone>(
     printer.split = split_of(args, sysfs, &target);
     // The signal pipe before the events: when descriptors run out, the events say so.
     tmetric_runtime::signal::prepare().context("cannot catch signals")?;
-    let earlier = quiet_runs(args, &sys, &plan, &env)?;
+    let earlier = Session::repeat(&sys, &plan, &env, &args.command, args.repeat as usize)?;
     let sys_for_sampler = sys.clone();
-    let mut session = Session::open(sys, plan, target.clone(), env.clone())?;
+    let mut session = Session::open(sys, plan, target, env.clone())?;
     warn_user_only(&session);
     if let Some(threads) = &threads {
         split_threads(args, &session, threads, &mut printer);
     }
     let mode: TpebsMode = args.tpebs_mode.parse().context("--tpebs-mode")?;
-    let sampler = if args.record_tpebs {
-        Some(start_sampler(session.plan(), sys_for_sampler, &target, sysfs)?)
-    } else {
-        None
-    };
+    if args.record_tpebs {
+        session.start_sampling(sys_for_sampler, sysfs, mode)?;
+    }
     let recorder = match record {
         Some(to) => {
-            use tmetric_perfstat::perfdata::write::aggr;
-            let facts = tmetric_record::HeaderFacts {
-                plan: session.plan(),
-                failures: session.failures(),
-                splits: session.split_notes(),
-                threads: match &printer.split {
-                    Split::Threads { threads, .. } => threads.clone(),
-                    _ => Vec::new(),
-                },
-                skip_zero: matches!(printer.split, Split::Threads { skip_zero: true, .. }),
-                sysfs,
-                proc_root,
-                model: model.map(Model::path),
-                simulated,
-                target: target_text(args, simulated),
-                system_wide: system_wide(args),
-                interval_ms: args.interval,
-                selection: tmetric_record::format::Selection {
-                    metrics: args.metrics.clone(),
-                    events: args.events.clone(),
-                    model: args.model.clone(),
-                    tpebs_mode: args.record_tpebs.then(|| args.tpebs_mode.clone()),
-                    summary: args.summary,
-                },
-                aggr_mode: [
-                    (args.no_aggr, aggr::NONE),
-                    (args.per_core, aggr::CORE),
-                    (args.per_die, aggr::DIE),
-                    (args.per_socket, aggr::SOCKET),
-                    (args.per_thread, aggr::THREAD),
-                ]
-                .into_iter()
-                .find_map(|(on, mode)| on.then_some(mode))
-                .unwrap_or(aggr::GLOBAL),
-            };
-            let gone = session.vanished();
-            let thread_map = threads.iter().flatten().filter(|t| !gone.contains(&t.0)).cloned();
-            let thread_map = thread_map.collect();
-            Some(tmetric_record::RecordSink::create(to, &facts, &target, thread_map)?)
+            let model = model.map(Model::path);
+            let facts = header_facts(args, &session, &printer.split, sysfs, proc_root, simulated);
+            let facts = tmetric_record::HeaderFacts { model, ..facts };
+            let threads = session.counted_threads(threads.as_deref().unwrap_or_default());
+            let target = session.target();
+            Some(tmetric_record::RecordSink::create(to, &facts, target, threads)?)
         }
         None => None,
     };
-    let mut counting = Counting { printer, recorder, record_failed: None, sampler, mode };
+    let mut counting = Counting { printer, recorder, record_failed: None };
     let Some(report) = counting.run(&mut session, workload.as_mut(), &run_options(args))? else {
         // The reader went away during a system-wide run: nothing more to say, quietly.
         return Ok(0);
@@ -144,75 +118,105 @@ fn target_of(
     args: &StatArgs,
     sysfs: &Sysfs,
     workload: Option<&Workload>,
-    threads: Option<&[(i32, String)]>,
+    threads: Option<&[Thread]>,
 ) -> anyhow::Result<Target> {
-    Ok(if let Some(list) = &args.cpu_list {
+    let counted = if let Some(list) = &args.cpu_list {
         let online = sysfs.online_cpus().context("cannot list the online CPUs")?;
-        Target::Cpus(crate::target::cpu_list(list, &online)?)
+        Counted::Cpus(crate::target::cpu_list(list, &online)?)
     } else if let Some(threads) = threads {
         // perf's `-p`: every thread the process has at the start, each with its own counters.
-        Target::Threads(threads.iter().map(|t| t.0).collect())
+        Counted::Threads(threads)
     } else if args.all_cpus {
-        Target::Cpus(sysfs.online_cpus().context("cannot list the online CPUs")?)
+        Counted::AllCpus
     } else {
         // With -D the counters are enabled after the delay, not at exec.
         let on_exec = args.delay.is_none_or(|d| d == 0);
-        Target::Task { pid: workload.map_or(0, Workload::pid), on_exec }
-    })
+        Counted::Command { pid: workload.map_or(0, Workload::pid), on_exec }
+    };
+    counted.target(sysfs).context("cannot list the online CPUs")
 }
 
-/// `-r N`: the first N-1 runs count quietly; the last one runs as usual and the printed
-/// counts are the mean of all N, with perf's `( +- x% )` spread. A signal ends the repeats.
-fn quiet_runs<S: Syscalls + Clone>(
+/// The threads of `-p`, `-t` and `--per-thread -a`, each with its `comm`, listed once under
+/// `tasks_root` (the real `/proc`: a simulated PMU still counts real tasks); `None` for other
+/// targets.
+fn listed_threads(args: &StatArgs, tasks_root: &Path) -> anyhow::Result<Option<Vec<Thread>>> {
+    let which = if let Some(pid) = args.pid {
+        Threads::Process(pid)
+    } else if !args.tid.is_empty() {
+        Threads::Listed(&args.tid)
+    } else if args.per_thread && args.all_cpus {
+        Threads::All
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(threads::list_threads(tasks_root, which)?))
+}
+
+/// What a record's header says of the run: the session's facts and the flags.
+fn header_facts<'a, S: Syscalls>(
     args: &StatArgs,
-    sys: &S,
-    plan: &Plan,
-    env: &Environment,
-) -> anyhow::Result<Vec<tmetric_runtime::RunReport>> {
-    let mut earlier = Vec::new();
-    for _ in 1..args.repeat.max(1) {
-        let mut w = Workload::prepare(&args.command).context("cannot start the workload")?;
-        let t = Target::Task { pid: w.pid(), on_exec: true };
-        let mut run = Session::open(sys.clone(), plan.clone(), t, env.clone())?;
-        let report = run.run(
-            Some(&mut w),
-            &RunOptions { catch_signals: true, ..RunOptions::default() },
-            |_, _| Ok(()),
-        )?;
-        if report.interrupted_by.is_some() {
-            break;
-        }
-        earlier.push(report);
+    session: &'a Session<S>,
+    split: &Split,
+    sysfs: &'a Sysfs,
+    proc_root: &'a Path,
+    simulated: Option<&'a str>,
+) -> tmetric_record::HeaderFacts<'a> {
+    use tmetric_perfstat::perfdata::write::aggr;
+    let selection = tmetric_record::format::Selection {
+        metrics: args.metrics.clone(),
+        events: args.events.clone(),
+        model: args.model.clone(),
+        tpebs_mode: args.record_tpebs.then(|| args.tpebs_mode.clone()),
+        summary: args.summary,
+    };
+    let facts = tmetric_record::HeaderFacts::of_session(session, sysfs, proc_root, selection);
+    tmetric_record::HeaderFacts {
+        threads: match split {
+            Split::Threads { threads, .. } => threads.clone(),
+            _ => Vec::new(),
+        },
+        skip_zero: matches!(split, Split::Threads { skip_zero: true, .. }),
+        simulated,
+        target: target_text(args, simulated),
+        system_wide: system_wide(args),
+        interval_ms: args.interval,
+        aggr_mode: [
+            (args.no_aggr, aggr::NONE),
+            (args.per_core, aggr::CORE),
+            (args.per_die, aggr::DIE),
+            (args.per_socket, aggr::SOCKET),
+            (args.per_thread, aggr::THREAD),
+        ]
+        .into_iter()
+        .find_map(|(on, mode)| on.then_some(mode))
+        .unwrap_or(aggr::GLOBAL),
+        ..facts
     }
-    Ok(earlier)
 }
 
 /// `-p`/`-t`: says (with -v) how many threads count apart, and `--per-thread` prints each.
 fn split_threads<S: Syscalls>(
     args: &StatArgs,
     session: &Session<S>,
-    threads: &[(i32, String)],
+    threads: &[Thread],
     printer: &mut Printer,
 ) {
-    let gone = session.vanished();
+    let counted = session.counted_threads(threads);
     if args.verbose {
         warn(&format!(
             "counting {} threads apart, as listed at the start{}; a thread started later has no counters of its own: the kernel adds its counts to the counted thread that created it (inherit), as with perf",
-            threads.len() - gone.len(),
-            if gone.is_empty() {
+            counted.len(),
+            if counted.len() == threads.len() {
                 String::new()
             } else {
-                format!(" ({} had exited before their counters opened)", gone.len())
+                let gone = threads.len() - counted.len();
+                format!(" ({gone} had exited before their counters opened)")
             }
         ));
     }
     if args.per_thread {
         printer.split = Split::Threads {
-            threads: threads
-                .iter()
-                .filter(|(t, _)| !gone.contains(t))
-                .map(|(t, comm)| (comm.clone(), *t))
-                .collect(),
+            threads: counted.into_iter().map(|(t, comm)| (comm, t)).collect(),
             skip_zero: args.all_cpus,
         };
     }
@@ -231,18 +235,16 @@ fn run_options(args: &StatArgs) -> RunOptions {
     }
 }
 
-/// The run's outputs while it counts: the printer, the record and the TPEBS sampler.
-struct Counting<S: Syscalls> {
+/// The run's outputs while it counts: the printer and the record.
+struct Counting {
     printer: Printer,
     recorder: Option<tmetric_record::RecordSink>,
     /// A record file that cannot be written never stops the workload (as `-o`): the record
     /// stops there, counting and printing go on, and the run fails at its end.
     record_failed: Option<anyhow::Error>,
-    sampler: Option<Sampler<S>>,
-    mode: TpebsMode,
 }
 
-impl<S: Syscalls + Clone> Counting<S> {
+impl Counting {
     /// Counts until the workload, the targets, a signal, `--timeout` or `--interval-count`
     /// end it, printing (and recording) each interval; `None` when the reader of a
     /// system-wide run went away.
@@ -254,23 +256,13 @@ impl<S: Syscalls + Clone> Counting<S> {
     ) -> anyhow::Result<Option<tmetric_runtime::RunReport>> {
         let interval_failures = session.failures();
         let has_workload = workload.is_some();
+        let sampling = session.sampling();
+        // Each interval's metrics use that interval's samples: the session sets them.
         let result = session.run(workload, options, |plan, tick| {
             let sample =
                 EvalInput { counts: tick.counts, seconds: tick.length.as_secs_f64(), rusage: None };
-            // Each interval's metrics use that interval's samples.
-            let sampled;
-            let plan = match self.sampler.as_mut() {
-                Some(s) => {
-                    let reports = s.read().map_err(|e| io::Error::other(e.to_string()))?;
-                    let mut p = plan.clone();
-                    p.set_retire_latency(latencies(&reports, self.mode, true));
-                    sampled = p;
-                    &sampled
-                }
-                None => plan,
-            };
             if let Some(r) = self.recorder.as_mut() {
-                let latencies = self.sampler.is_some().then_some(plan.retire_latency.as_slice());
+                let latencies = sampling.then_some(plan.retire_latency.as_slice());
                 if let Err(e) = r
                     .interval(tick.number, tick.at, tick.length, tick.counts, latencies)
                     .map_err(anyhow::Error::from)
@@ -304,8 +296,9 @@ impl<S: Syscalls + Clone> Counting<S> {
         }
     }
 
-    /// After the run: the sampled latencies, `-r`'s mean and spread, the record's end, the
-    /// summary, notes and error bars; the exit status (the workload's, as perf's).
+    /// After the run: the session's outcome (sampled latencies, `-r`'s mean and spread), the
+    /// record's end, the summary, notes and error bars; the exit status (the workload's, as
+    /// perf's).
     fn finish<T: Syscalls>(
         self,
         args: &StatArgs,
@@ -313,26 +306,13 @@ impl<S: Syscalls + Clone> Counting<S> {
         pmus: &PmuModel,
         session: &mut Session<T>,
         report: tmetric_runtime::RunReport,
-        mut earlier: Vec<tmetric_runtime::RunReport>,
+        earlier: Vec<tmetric_runtime::RunReport>,
     ) -> anyhow::Result<i32> {
-        let Counting { mut printer, recorder, mut record_failed, sampler, mode } = self;
-        let mut sampled: Vec<EventReport> = Vec::new();
-        if let Some(s) = sampler {
-            let reports = s.stop().context("--record-tpebs")?;
-            session.plan_mut().set_retire_latency(latencies(&reports, mode, false));
-            report_samples(&reports, args.verbose, *layout == Layout::Json, printer.out())?;
-            sampled = reports;
-        }
-        let elapsed_runs: Option<Vec<f64>> = (!earlier.is_empty())
-            .then(|| earlier.iter().chain([&report]).map(|r| r.elapsed.as_secs_f64()).collect());
-        let report = if earlier.is_empty() {
-            report
-        } else {
-            earlier.push(report);
-            printer.spread =
-                tmetric_runtime::RunReport::spread_of(&earlier, session.plan().specs.len());
-            tmetric_runtime::RunReport::mean_of(earlier).expect("at least this run")
-        };
+        let Counting { mut printer, recorder, mut record_failed } = self;
+        let outcome = session.outcome(report, earlier)?;
+        report_samples(&outcome.samples, args.verbose, *layout == Layout::Json, printer.out())?;
+        printer.spread = outcome.spread.clone();
+        let report = &outcome.report;
         // --interval-count, --timeout or SIGUSR1 ended the run and stopped the command: not
         // its failure.
         let stopped = report.stopped;
@@ -351,7 +331,7 @@ impl<S: Syscalls + Clone> Counting<S> {
                 rusage,
                 exit: code,
                 intervals: report.ticks,
-                samples: &sampled,
+                samples: &outcome.samples,
                 latencies,
                 reads: if error_bar_reads(args).is_some() { &report.samples } else { &[] },
             });
@@ -365,10 +345,10 @@ impl<S: Syscalls + Clone> Counting<S> {
                 args.repeat == 1 && !system_wide(args) && args.pid.is_none() && args.tid.is_empty();
             let mut footer =
                 tmetric_print::stat::footer(report.elapsed, rusage.filter(|_| task_only));
-            if let Some(elapsed) = &elapsed_runs {
-                footer.elapsed_sd = Some(spread_of_mean(elapsed));
+            if let Some(sd) = outcome.elapsed_spread() {
+                footer.elapsed_sd = Some(sd);
                 if args.table {
-                    footer.runs_table = elapsed.clone();
+                    footer.runs_table = outcome.elapsed_runs.clone();
                 }
             }
             footer.null_run = args.null_run;
@@ -430,15 +410,4 @@ pub(super) fn signal_name(signal: i32) -> &'static str {
         15 => "SIGTERM",
         _ => "a signal",
     }
-}
-
-/// The standard deviation of the mean of `values` (perf's `stddev_stats`).
-pub fn spread_of_mean(values: &[f64]) -> f64 {
-    let n = values.len() as f64;
-    if values.len() < 2 {
-        return 0.0;
-    }
-    let mean = values.iter().sum::<f64>() / n;
-    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (variance / n).sqrt()
 }

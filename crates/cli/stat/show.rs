@@ -1,4 +1,5 @@
-//! What the printer is told: the title's target, the print configuration, aggregation units and `-v` descriptions.
+//! What the printer is told: the title's target, the print configuration, aggregation units,
+//! `-v` descriptions and the retire-latency samples' statistics.
 
 use super::*;
 
@@ -173,4 +174,44 @@ pub(super) fn printer_for(
         printer.started_on(&tmetric_runtime::locale::ctime_now())?;
     }
     Ok(printer)
+}
+
+/// `-v` (and `-j`): per sampled event, the sample statistics.
+pub(super) fn report_samples(
+    reports: &[EventReport],
+    verbose: bool,
+    json: bool,
+    out: &mut Sink,
+) -> io::Result<()> {
+    for r in reports {
+        let t = &r.total;
+        if json {
+            let line = serde_json::json!({
+                "tpebs-event": r.name, "samples": t.count, "lost": r.kernel_lost.unwrap_or(t.lost),
+                "mean": t.mean, "min": t.min, "max": t.max, "last": t.last, "p97": t.p97,
+            });
+            writeln!(out, "{line}")?;
+        } else if verbose {
+            let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+            warn(&format!(
+                "retire latency of {}: {} samples ({} lost), mean {}, min {}, max {}, last {}, p97 (mean of the lowest 97%) {} cycles",
+                r.name,
+                t.count,
+                r.kernel_lost.unwrap_or(t.lost),
+                show(t.mean),
+                show(t.min),
+                show(t.max),
+                show(t.last),
+                show(t.p97)
+            ));
+        }
+        if r.kernel_lost.unwrap_or(t.lost) > 0 {
+            warn(&format!(
+                "--record-tpebs: {} samples of {} were lost (the reader fell behind)",
+                r.kernel_lost.unwrap_or(t.lost),
+                r.name
+            ));
+        }
+    }
+    Ok(())
 }

@@ -6,6 +6,8 @@ use crate::literals::Conflict;
 use crate::perflog::run::ChoiceError;
 use crate::replay::ReplayError;
 use crate::select::Miss;
+use crate::threads::ThreadsError;
+use crate::tpebs::TpebsError;
 
 /// Any error the engine returns. Each module's own error converts into it, so a front end
 /// that drives several steps holds one type and can still match on the kind.
@@ -33,6 +35,12 @@ pub enum Error {
     /// A perf stat log does not say which CPU model it ran on.
     #[error(transparent)]
     LogModel(#[from] ChoiceError),
+    /// Retire latencies cannot be sampled or read.
+    #[error(transparent)]
+    Tpebs(#[from] TpebsError),
+    /// The threads to count cannot be listed.
+    #[error(transparent)]
+    Threads(#[from] ThreadsError),
 }
 
 /// `--cputype TEXT` names no core PMU here. perf 6.12 fails with "--cputype TEXT is not

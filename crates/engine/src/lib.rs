@@ -25,7 +25,10 @@
 //! * [`replay`]: a recorded plan rebuilt for evaluation (`tmetric report`), other metrics
 //!   matched to the recorded rows by name.
 //! * [`session`]: a plan's counters opened on a target, run, read and explained: the one
-//!   path front ends take from a plan to counts.
+//!   path front ends take from a plan to counts (`-r`'s repeats and a run's outcome too).
+//! * [`tpebs`]: retire latencies for `:R` inputs: the sampler a session runs beside its
+//!   counters, and latency files.
+//! * [`threads`]: the threads of `-p`, `-t` and `--per-thread -a`, listed under a tasks root.
 //! * [`select`]: perf's `-M` lookup (common metrics first), suggestions, defining models.
 //! * [`topdown`]: perf's built-in level-1 TopDown from the older `topdown-*` events (seed 000).
 //! * [`view`]: what `perf stat` prints per line, as data: counts, metric cells with perf's
@@ -53,7 +56,9 @@ pub mod replay;
 pub mod schedule;
 pub mod select;
 pub mod session;
+pub mod threads;
 pub mod topdown;
+pub mod tpebs;
 pub mod uncertainty;
 pub mod view;
 

@@ -1,16 +1,22 @@
-//! A measuring session: a plan's counters opened on a target, enabled, read and explained,
-//! the one path every front end takes from a plan to counts (`stat`, `record`, `-r`'s runs,
-//! the exporter). It returns data: snapshots, the kernel's refusals as [`OpenFailure`]s,
-//! refused groups as [`Split`]s, and their explanations; front ends print.
+//! A measuring session: a plan's counters opened on a target, enabled, run, read and
+//! explained, the one path every front end takes from a plan to counts (`stat`, `record`,
+//! `-r`'s repeats, TPEBS sampling beside the counters, the exporter). It returns data:
+//! snapshots, the kernel's refusals as [`OpenFailure`]s, refused groups as [`Split`]s, their
+//! explanations, and a run's [`Outcome`] (`-r`'s mean and spread, sampled latencies); front
+//! ends print and choose their exit status.
+
+use std::ffi::OsString;
 
 use tmetric_runtime::counter::{CounterError, Split};
 use tmetric_runtime::{
-    CounterSet, Environment, OpenFailure, RunError, RunOptions, RunReport, Snapshot, Syscalls,
-    Target, Tick, Workload,
+    CounterSet, Environment, EventReport, OpenFailure, RunError, RunOptions, RunReport, Snapshot,
+    Syscalls, Sysfs, SysfsError, Target, Tick, TpebsMode, Workload, WorkloadError,
 };
 
 use crate::eval::{EvalInput, Evaluators, RootResult};
 use crate::plan::Plan;
+use crate::threads::Thread;
+use crate::tpebs::{self, Sampling, TpebsError};
 use crate::view::{self, Split as ViewSplit, Unit};
 
 /// Why a session could not count at all.
@@ -82,6 +88,8 @@ pub struct Session<S: Syscalls> {
     target: Target,
     env: Environment,
     evaluators: Evaluators,
+    /// `:R` latencies sampled beside the counters ([`Session::start_sampling`]).
+    sampling: Option<Sampling<S>>,
 }
 
 /// The errnos that mean "this machine has no such event": perf 6.12 prints such an event
@@ -110,7 +118,8 @@ impl<S: Syscalls> Session<S> {
             &plan.sticky,
             target.clone(),
         )?;
-        let session = Session { plan, counters, target, env, evaluators: Evaluators::default() };
+        let evaluators = Evaluators::default();
+        let session = Session { plan, counters, target, env, evaluators, sampling: None };
         if let Target::Threads(tids) = &session.target
             && !tids.is_empty()
             && session.counters.vanished().len() == tids.len()
@@ -212,6 +221,13 @@ impl<S: Syscalls> Session<S> {
         self.counters.vanished()
     }
 
+    /// Of `threads` (as listed for [`Target::Threads`]), those counted: the ones that had not
+    /// exited before their counters opened.
+    pub fn counted_threads(&self, threads: &[Thread]) -> Vec<Thread> {
+        let gone = self.vanished();
+        threads.iter().filter(|t| !gone.contains(&t.0)).cloned().collect()
+    }
+
     /// Enables every group (per-CPU counting, or a task counted from now).
     pub fn enable(&mut self) -> Result<(), CounterError> {
         self.counters.enable()
@@ -227,18 +243,65 @@ impl<S: Syscalls> Session<S> {
         self.counters.read()
     }
 
+    /// Starts sampling the plan's `:R` inputs beside the counters, with `sys` (on the
+    /// session's target; a task is sampled on the online CPUs of `sysfs`): every interval
+    /// of [`Session::run`] then evaluates with that interval's latencies by `mode`, and
+    /// [`Session::stop_sampling`] gives the run's.
+    pub fn start_sampling(
+        &mut self,
+        sys: S,
+        sysfs: &Sysfs,
+        mode: TpebsMode,
+    ) -> Result<(), TpebsError> {
+        let sampler = tpebs::start_sampler(&self.plan, sys, &self.target, sysfs)?;
+        self.sampling = Some(Sampling { sampler, mode });
+        Ok(())
+    }
+
+    /// Whether retire latencies are sampled during the run.
+    pub fn sampling(&self) -> bool {
+        self.sampling.is_some()
+    }
+
+    /// Stops the sampler: the plan's retire latencies become the whole run's, and the
+    /// per-event sample statistics are returned (none when nothing was sampled).
+    pub fn stop_sampling(&mut self) -> Result<Vec<EventReport>, TpebsError> {
+        let Some(Sampling { sampler, mode }) = self.sampling.take() else {
+            return Ok(Vec::new());
+        };
+        let reports = sampler.stop().map_err(TpebsError::Stop)?;
+        self.plan.set_retire_latency(tpebs::latencies(&reports, mode, false));
+        Ok(reports)
+    }
+
     /// Runs: the runtime's loop over these counters (a workload, intervals, signals, the
-    /// targets' exits), calling `on_tick` with the plan every interval.
+    /// targets' exits), calling `on_tick` with the plan every interval. While sampling, the
+    /// plan reads that interval's retire latencies.
     pub fn run(
         &mut self,
         workload: Option<&mut Workload>,
         options: &RunOptions,
         mut on_tick: impl FnMut(&Plan, &Tick<'_>) -> std::io::Result<()>,
     ) -> Result<RunReport, RunError> {
-        let plan = &self.plan;
+        let (plan, sampling) = (&mut self.plan, &mut self.sampling);
         tmetric_runtime::run(&mut self.counters, &self.target, workload, options, |tick| {
+            if let Some(s) = sampling.as_mut() {
+                let reports = s.sampler.read().map_err(|e| std::io::Error::other(e.to_string()))?;
+                plan.set_retire_latency(tpebs::latencies(&reports, s.mode, true));
+            }
             on_tick(plan, tick)
         })
+    }
+
+    /// After [`Session::run`]: the sampled latencies and, for `-r`, the mean of `earlier`
+    /// runs and this one (`report`) with each count's spread.
+    pub fn outcome(
+        &mut self,
+        report: RunReport,
+        earlier: Vec<RunReport>,
+    ) -> Result<Outcome, TpebsError> {
+        let samples = self.stop_sampling()?;
+        Ok(Outcome::of(report, earlier, self.plan.specs.len(), samples))
     }
 
     /// Every root metric over `sample`.
@@ -268,5 +331,137 @@ impl<S: Syscalls> Session<S> {
         let mut notes: Vec<String> = notes.iter().map(ToString::to_string).collect();
         notes.extend(self.split_notes());
         notes
+    }
+}
+
+/// Why `-r`'s repeated runs stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RepeatError {
+    /// The command could not be prepared.
+    #[error("cannot start the workload")]
+    Workload(#[source] WorkloadError),
+    /// The counters could not be opened.
+    #[error(transparent)]
+    Open(#[from] SessionError),
+    /// A run failed: the workload could not be executed, or counting failed.
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+impl RepeatError {
+    /// The workload's failure, when it is one (its shell exit code is 127 or 126).
+    pub fn workload(&self) -> Option<&WorkloadError> {
+        match self {
+            RepeatError::Workload(w) | RepeatError::Run(RunError::Workload(w)) => Some(w),
+            _ => None,
+        }
+    }
+}
+
+impl<S: Syscalls + Clone> Session<S> {
+    /// `-r N`: runs `command` `runs - 1` times with `plan`'s counters, quietly (the last run
+    /// is the caller's, printed, and its counts are the mean of all with [`Session::outcome`]).
+    /// A signal ends the repeats; the runs completed until then are returned.
+    pub fn repeat(
+        sys: &S,
+        plan: &Plan,
+        env: &Environment,
+        command: &[OsString],
+        runs: usize,
+    ) -> Result<Vec<RunReport>, RepeatError> {
+        let mut earlier = Vec::new();
+        for _ in 1..runs.max(1) {
+            let mut w = Workload::prepare(command).map_err(RepeatError::Workload)?;
+            let t = Target::Task { pid: w.pid(), on_exec: true };
+            let mut run = Session::open(sys.clone(), plan.clone(), t, env.clone())?;
+            let options = RunOptions { catch_signals: true, ..RunOptions::default() };
+            let report = run.run(Some(&mut w), &options, |_, _| Ok(()))?;
+            if report.interrupted_by.is_some() {
+                break;
+            }
+            earlier.push(report);
+        }
+        Ok(earlier)
+    }
+}
+
+/// What a run measured, as data: the counts (`-r`'s mean), their spread, the runs' times
+/// and the retire-latency samples. The exit status is the front end's to choose.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The run's report; with `-r`, the mean of the runs' counts and times (the last run's
+    /// exit, interruption and intervals).
+    pub report: RunReport,
+    /// `-r`: per spec, perf's `( +- x% )` (empty for one run).
+    pub spread: Vec<Option<f64>>,
+    /// `-r`: every run's elapsed seconds, in order (empty for one run).
+    pub elapsed_runs: Vec<f64>,
+    /// The retire-latency samples' statistics per `:R` input (empty without sampling).
+    pub samples: Vec<EventReport>,
+}
+
+impl Outcome {
+    /// The outcome of `earlier` runs and the last one, `report`, over `specs` counters.
+    pub fn of(
+        report: RunReport,
+        mut earlier: Vec<RunReport>,
+        specs: usize,
+        samples: Vec<EventReport>,
+    ) -> Outcome {
+        if earlier.is_empty() {
+            return Outcome { report, spread: Vec::new(), elapsed_runs: Vec::new(), samples };
+        }
+        earlier.push(report);
+        let elapsed_runs = earlier.iter().map(|r| r.elapsed.as_secs_f64()).collect();
+        let spread = RunReport::spread_of(&earlier, specs);
+        let report = RunReport::mean_of(earlier).expect("at least the last run");
+        Outcome { report, spread, elapsed_runs, samples }
+    }
+
+    /// `-r`: the standard deviation of the mean elapsed time (`None` for one run).
+    pub fn elapsed_spread(&self) -> Option<f64> {
+        (!self.elapsed_runs.is_empty()).then(|| spread_of_mean(&self.elapsed_runs))
+    }
+}
+
+/// The standard deviation of the mean of `values` (perf's `stddev_stats`); 0 for fewer than
+/// two.
+pub fn spread_of_mean(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let mean = values.iter().sum::<f64>() / n;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (variance / n).sqrt()
+}
+
+/// What a run counts, as a front end chose it, before it is the runtime's [`Target`].
+#[derive(Debug, Clone)]
+pub enum Counted<'a> {
+    /// These CPUs (`-C`, already checked against the online ones).
+    Cpus(Vec<u32>),
+    /// These threads, each with counters of its own (perf's `-p` and `-t`).
+    Threads(&'a [Thread]),
+    /// Every online CPU (`-a`).
+    AllCpus,
+    /// A command's process: enabled at its exec, or later (`-D`) when not `on_exec`.
+    Command {
+        /// The process (0: this one).
+        pid: i32,
+        /// Whether the counters start at the exec.
+        on_exec: bool,
+    },
+}
+
+impl Counted<'_> {
+    /// The runtime's target, with the online CPUs of `sysfs` for [`Counted::AllCpus`].
+    pub fn target(self, sysfs: &Sysfs) -> Result<Target, SysfsError> {
+        Ok(match self {
+            Counted::Cpus(cpus) => Target::Cpus(cpus),
+            Counted::Threads(threads) => Target::Threads(threads.iter().map(|t| t.0).collect()),
+            Counted::AllCpus => Target::Cpus(sysfs.online_cpus()?),
+            Counted::Command { pid, on_exec } => Target::Task { pid, on_exec },
+        })
     }
 }

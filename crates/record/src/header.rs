@@ -1,11 +1,13 @@
 //! The header a record starts with, from what the run knows: the plan, the machine's
-//! topology and cpuid, the flags as data ([`HeaderFacts`], built by `stat`).
+//! topology and cpuid, the flags as data ([`HeaderFacts`], built from the engine's session
+//! and `stat`'s flags).
 
 use std::path::Path;
 
+use tmetric_engine::session::Session;
 use tmetric_engine::{Plan, Refusal, Source};
 use tmetric_model::literal::Literal;
-use tmetric_runtime::{EventKind, Sysfs};
+use tmetric_runtime::{EventKind, Syscalls, Sysfs};
 
 use crate::format::{
     EventRec, FORMAT, Header, ProbeRec, RootRec, RowRec, Selection, SourceRec, Topology, VERSION,
@@ -42,6 +44,35 @@ pub struct HeaderFacts<'a> {
     /// perf's aggregation mode for `STAT_CONFIG` in perf.data
     /// (`tmetric_perfstat::perfdata::write::aggr`).
     pub aggr_mode: u64,
+}
+
+impl<'a> HeaderFacts<'a> {
+    /// The facts `session` knows (its plan, the kernel's refusals, the refused groups) on the
+    /// machine `sysfs` and `proc_root` describe, with what was asked for (`selection`); the
+    /// rest as for one count of a command, for the front end to change.
+    pub fn of_session<S: Syscalls>(
+        session: &'a Session<S>,
+        sysfs: &'a Sysfs,
+        proc_root: &'a Path,
+        selection: Selection,
+    ) -> Self {
+        HeaderFacts {
+            plan: session.plan(),
+            failures: session.failures(),
+            splits: session.split_notes(),
+            threads: Vec::new(),
+            skip_zero: false,
+            sysfs,
+            proc_root,
+            model: None,
+            simulated: None,
+            target: String::new(),
+            system_wide: false,
+            interval_ms: None,
+            selection,
+            aggr_mode: tmetric_perfstat::perfdata::write::aggr::GLOBAL,
+        }
+    }
 }
 
 /// The header of a record of `f.plan`.
