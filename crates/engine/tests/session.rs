@@ -1,0 +1,152 @@
+//! The session's data outside the counters: threads listed under a fake tasks tree, `-r`'s
+//! outcome (mean, spread, the runs' times) and sampled latencies by statistic.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tmetric_engine::session::{Counted, Outcome, spread_of_mean};
+use tmetric_engine::threads::{Threads, ThreadsError, list_threads};
+use tmetric_engine::tpebs::latencies;
+use tmetric_runtime::{CpuCount, EventReport, RawCount, RunReport, Snapshot, Sysfs, Target};
+use tmetric_runtime::{Summary, TpebsMode};
+
+/// A tasks tree: per process, its threads and their `comm` (`None`: the comm is gone).
+fn tasks_tree(root: &Path, processes: &[(i32, &[(i32, Option<&str>)])]) {
+    for (pid, threads) in processes {
+        for (tid, comm) in *threads {
+            let dir = root.join(format!("{pid}/task/{tid}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            if let Some(comm) = comm {
+                std::fs::write(dir.join("comm"), format!("{comm}\n")).unwrap();
+                // `-t TID` reads `TID/comm`, as /proc has it for every thread.
+                std::fs::create_dir_all(root.join(tid.to_string())).unwrap();
+                std::fs::write(root.join(format!("{tid}/comm")), format!("{comm}\n")).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn threads_are_listed_under_the_tasks_root_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    tasks_tree(
+        root,
+        &[
+            (40, &[(40, Some("server")), (43, Some("worker 2")), (41, Some("worker 1"))]),
+            (7, &[(7, Some("init")), (9, None)]),
+            (50, &[(50, None)]),
+        ],
+    );
+    // Not a process: left out of `All`.
+    std::fs::create_dir_all(root.join("self")).unwrap();
+    std::fs::write(root.join("uptime"), "1.0 1.0\n").unwrap();
+
+    let process = list_threads(root, Threads::Process(40)).unwrap();
+    assert_eq!(
+        process,
+        [(40, "server".to_string()), (41, "worker 1".to_string()), (43, "worker 2".to_string())]
+    );
+    // A thread whose comm is gone ended while it was read: left out.
+    assert_eq!(list_threads(root, Threads::Process(7)).unwrap(), [(7, "init".to_string())]);
+
+    let listed = list_threads(root, Threads::Listed(&[43, 7, 43])).unwrap();
+    assert_eq!(listed, [(43, "worker 2".to_string()), (7, "init".to_string())]);
+
+    let all = list_threads(root, Threads::All).unwrap();
+    let tids: Vec<i32> = all.iter().map(|t| t.0).collect();
+    assert_eq!(tids, [7, 40, 41, 43], "processes in order, each one's threads in order");
+
+    let no_process = list_threads(root, Threads::Process(99)).unwrap_err();
+    assert!(matches!(no_process, ThreadsError::NoProcess { pid: 99, .. }));
+    assert_eq!(no_process.to_string(), "-p 99: no such process");
+    let exiting = list_threads(root, Threads::Process(50)).unwrap_err();
+    assert_eq!(exiting.to_string(), "-p 50: the process has no threads left (it is exiting)");
+    let no_thread = list_threads(root, Threads::Listed(&[7, 12])).unwrap_err();
+    assert_eq!(
+        no_thread.to_string(),
+        format!("-t 12: no such thread ({} has no comm)", root.join("12").display())
+    );
+    let missing = root.join("absent");
+    let unlisted = list_threads(&missing, Threads::All).unwrap_err();
+    assert_eq!(unlisted.to_string(), format!("cannot list {}", missing.display()));
+}
+
+#[test]
+fn listed_threads_are_the_target() {
+    let threads = [(40, "server".to_string()), (41, "worker".to_string())];
+    let sysfs = Sysfs::new("/nonexistent");
+    let target = Counted::Threads(&threads).target(&sysfs).unwrap();
+    assert_eq!(target, Target::Threads(vec![40, 41]));
+    let command = Counted::Command { pid: 12, on_exec: false }.target(&sysfs).unwrap();
+    assert_eq!(command, Target::Task { pid: 12, on_exec: false });
+    // Every CPU of a machine whose sysfs cannot say which are online: an error, not none.
+    assert!(Counted::AllCpus.target(&sysfs).is_err());
+}
+
+/// A run that counted `value` on one CPU (enabled and running 100 ns) in `seconds`.
+fn run(value: u64, seconds: f64) -> RunReport {
+    let raw = RawCount { value, enabled: 100, running: 100 };
+    RunReport {
+        totals: Snapshot { events: vec![Some(vec![CpuCount { cpu: 0, thread: -1, raw }])] },
+        elapsed: Duration::from_secs_f64(seconds),
+        exit: None,
+        interrupted_by: None,
+        ticks: 0,
+        stopped: false,
+        samples: Vec::new(),
+    }
+}
+
+#[test]
+fn repeated_runs_give_their_mean_and_spread() {
+    let one = Outcome::of(run(10, 1.0), Vec::new(), 1, Vec::new());
+    assert_eq!(one.report.totals.aggregate(0).unwrap().value, 10);
+    assert!(one.spread.is_empty() && one.elapsed_runs.is_empty());
+    assert_eq!(one.elapsed_spread(), None);
+
+    let three = Outcome::of(run(30, 3.0), vec![run(10, 1.0), run(20, 2.0)], 1, Vec::new());
+    assert_eq!(three.report.totals.aggregate(0).unwrap().value, 20, "the mean count");
+    assert_eq!(three.report.elapsed, Duration::from_secs(2), "the mean time");
+    assert_eq!(three.elapsed_runs, [1.0, 2.0, 3.0]);
+    // Standard error of the mean of 10, 20, 30: sd 10, over sqrt(3), relative to 20.
+    let spread = three.spread[0].unwrap();
+    assert!((spread - 100.0 * 10.0 / 3f64.sqrt() / 20.0).abs() < 1e-9, "{spread}");
+    let sd = three.elapsed_spread().unwrap();
+    assert!((sd - 1.0 / 3f64.sqrt()).abs() < 1e-12, "{sd}");
+    assert_eq!(spread_of_mean(&[5.0]), 0.0);
+}
+
+#[test]
+fn sampled_latencies_by_statistic_and_period() {
+    let summary = |mean: f64, last: f64| Summary {
+        count: 2,
+        mean: Some(mean),
+        last: Some(last),
+        ..Summary::default()
+    };
+    let reports = [
+        EventReport {
+            name: "cpu/MEM_INST_RETIRED.STLB_HIT_LOADS/R".into(),
+            total: summary(12.0, 9.0),
+            interval: summary(30.0, 31.0),
+            hung_up: 0,
+            decode_errors: 0,
+            first_error: None,
+            kernel_lost: None,
+        },
+        EventReport {
+            name: "cpu/FRONTEND_RETIRED.ITLB_MISS/R".into(),
+            total: Summary::default(),
+            interval: Summary::default(),
+            hung_up: 0,
+            decode_errors: 0,
+            first_error: None,
+            kernel_lost: None,
+        },
+    ];
+    let total = latencies(&reports, TpebsMode::Mean, false);
+    assert_eq!(total[0], ("cpu/MEM_INST_RETIRED.STLB_HIT_LOADS/R".to_string(), 12.0));
+    assert_eq!(total[1].1, 0.0, "no samples read 0, as perf's");
+    assert_eq!(latencies(&reports, TpebsMode::Last, true)[0].1, 31.0);
+}
