@@ -1,5 +1,6 @@
 //! tmetric-region: measures regions of code from inside the program. A [`Measurement`] plans
-//! a metric selection with tmetric's engine, opens one counter group for the calling thread,
+//! a metric selection with tmetric's engine, opens one counter group for the calling thread
+//! (through the runtime's `open_own_group`, on the open path every session's counters take),
 //! and reads it at each region's start and stop: with `rdpmc` when every member's mmap page
 //! allows it (topdown decoded from PERF_METRICS, see [`topdown`]), otherwise with one
 //! `read()` of the group, never both on one group.
@@ -33,7 +34,6 @@ use tmetric_engine::{
 use tmetric_runtime::counter::{CpuCount, RawCount, Snapshot, parse_group_read};
 use tmetric_runtime::event::{self, EventKind, ResolvedEvent};
 use tmetric_runtime::mmap::{PageCount, PageRead, Unreadable, UserPage};
-use tmetric_runtime::sys::READ_FORMAT;
 use tmetric_runtime::{Environment, Errno, Kernel, Syscalls, Sysfs};
 
 use topdown::{ResetSchedule, Topdown, TopdownRead};
@@ -513,52 +513,32 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
 
     fn open_group(&mut self, specs: Vec<usize>, level2: bool) -> Result<Group<P>, RegionError> {
         let hardware = specs.iter().any(|&s| is_hardware(&self.plan.events[s].kind));
-        let mut fds: Vec<i32> = Vec::new();
-        let mut ids = Vec::new();
         let close_all = |sys: &mut S, fds: &[i32]| {
             for &fd in fds.iter().rev() {
                 sys.close(fd);
             }
         };
-        for (i, &s) in specs.iter().enumerate() {
-            let mut attr = self.plan.specs[s].attr.clone();
-            attr.read_format = READ_FORMAT;
-            attr.disabled = i == 0;
-            // Pinned: the group is counted the whole time or goes to error state; it is
-            // never multiplexed inside a region.
-            attr.pinned = i == 0 && hardware;
-            attr.inherit = false;
-            attr.enable_on_exec = false;
-            let leader = fds.first().copied().unwrap_or(-1);
-            let opened =
-                tmetric_runtime::sys::open_or_user_only(&mut self.sys, &attr, 0, -1, leader);
-            if matches!(opened, Ok((_, true))) {
+        // Pinned: the group is counted the whole time or goes to error state; it is never
+        // multiplexed inside a region.
+        let attrs: Vec<tmetric_runtime::Attr> =
+            specs.iter().map(|&s| self.plan.specs[s].attr.clone()).collect();
+        let opened = tmetric_runtime::counter::open_own_group(&mut self.sys, &attrs, hardware)
+            .map_err(|(member, errno)| {
+                let s = specs[member];
+                RegionError::Open {
+                    event: self.plan.specs[s].name.clone(),
+                    errno,
+                    why: self.env.explain(errno, &self.plan.events[s]),
+                }
+            })?;
+        for (o, &s) in opened.iter().zip(&specs) {
+            if o.user_only {
                 let event = self.plan.specs[s].name.clone();
                 self.plan.add_warning(tmetric_engine::Warning::UserOnly { event });
             }
-            let opened = opened.map(|(fd, _)| fd);
-            let opened = opened.and_then(|fd| match self.sys.event_id(fd) {
-                Ok(id) => Ok((fd, id)),
-                Err(e) => {
-                    self.sys.close(fd);
-                    Err(e)
-                }
-            });
-            match opened {
-                Ok((fd, id)) => {
-                    fds.push(fd);
-                    ids.push(id);
-                }
-                Err(errno) => {
-                    close_all(&mut self.sys, &fds);
-                    return Err(RegionError::Open {
-                        event: self.plan.specs[s].name.clone(),
-                        errno,
-                        why: self.env.explain(errno, &self.plan.events[s]),
-                    });
-                }
-            }
         }
+        let fds: Vec<i32> = opened.iter().map(|o| o.fd).collect();
+        let ids: Vec<u64> = opened.iter().map(|o| o.id).collect();
         let name = self.plan.specs[specs[0]].name.clone();
         if let Err(errno) = self.sys.enable(fds[0], true) {
             close_all(&mut self.sys, &fds);

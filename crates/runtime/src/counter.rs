@@ -1,6 +1,7 @@
-//! Counters: opening events in groups, per task or on every CPU, reading each group with one
-//! `read()` of the `GROUP|ID|TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING` layout, and turning raw
-//! values into counts scaled for multiplexing (perf's `perf_counts_values__scale`, tools/perf/util/stat.c).
+//! Counters: opening events in groups, per task or on every CPU (or a thread's own group,
+//! [`open_own_group`]), reading each group with one `read()` of the
+//! `GROUP|ID|TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING` layout, and turning raw values into counts
+//! scaled for multiplexing (perf's `perf_counts_values__scale`, tools/perf/util/stat.c).
 
 use crate::event::CounterEvent;
 use crate::sys::{Attr, Errno, READ_FORMAT, Syscalls};
@@ -448,7 +449,7 @@ impl<S: Syscalls> CounterSet<S> {
             .sum()
     }
 
-    /// Opens `event` through [`crate::sys::open_or_user_only`]; an event that falls back to
+    /// Opens `event` through [`crate::sys::open_counter`]; an event that falls back to
     /// user mode keeps the exclusion in its spec, so its later opens (other CPUs, a group
     /// reopen) match.
     fn open_one(
@@ -458,17 +459,16 @@ impl<S: Syscalls> CounterSet<S> {
         pid: i32,
         cpu: i32,
         group_fd: i32,
-    ) -> Result<i32, Errno> {
+    ) -> Result<(i32, u64), Errno> {
         let attr = self.attr_for(event, leader);
-        let (fd, user_only) =
-            crate::sys::open_or_user_only(&mut self.sys, &attr, pid, cpu, group_fd)?;
-        if user_only {
+        let opened = crate::sys::open_counter(&mut self.sys, &attr, pid, cpu, group_fd)?;
+        if opened.user_only {
             let spec = &mut self.specs[event].attr;
             spec.exclude_kernel = true;
             spec.exclude_hv = true;
             self.user_only[event] = true;
         }
-        Ok(fd)
+        Ok((opened.fd, opened.id))
     }
 
     /// Where each group is opened: `(pid, cpu)` pairs for `perf_event_open`.
@@ -548,15 +548,7 @@ impl<S: Syscalls> CounterSet<S> {
                     continue;
                 }
                 let leader_fd = group.as_ref().map_or(-1, CpuGroup::leader_fd);
-                let opened_fd = self.open_one(event, group.is_none(), pid, cpu, leader_fd);
-                let result = opened_fd.and_then(|fd| match self.sys.event_id(fd) {
-                    Ok(id) => Ok((fd, id)),
-                    Err(errno) => {
-                        self.sys.close(fd);
-                        Err(errno)
-                    }
-                });
-                match result {
+                match self.open_one(event, group.is_none(), pid, cpu, leader_fd) {
                     Ok((fd, id)) => {
                         let member = Member { event, fd, id };
                         match group.as_mut() {
@@ -749,6 +741,39 @@ fn read_group_retrying<S: Syscalls>(sys: &mut S, fd: i32, buf: &mut [u8]) -> Res
             other => return other,
         }
     }
+}
+
+/// Opens a group the calling thread counts on itself (`pid` 0, any CPU): members read as one
+/// group ([`READ_FORMAT`]), no inheritance, the leader disabled until enabled and, when
+/// `pinned`, pinned (counted the whole time or put in error state, never multiplexed). All or
+/// nothing: on a refusal every member opened is closed again and the refused member's index
+/// is returned with the errno.
+pub fn open_own_group<S: Syscalls + ?Sized>(
+    sys: &mut S,
+    attrs: &[Attr],
+    pinned: bool,
+) -> Result<Vec<crate::sys::Opened>, (usize, Errno)> {
+    let mut opened: Vec<crate::sys::Opened> = Vec::new();
+    for (i, attr) in attrs.iter().enumerate() {
+        let mut attr = attr.clone();
+        attr.read_format = READ_FORMAT;
+        attr.disabled = i == 0;
+        attr.pinned = i == 0 && pinned;
+        attr.inherit = false;
+        attr.enable_on_exec = false;
+        let leader = opened.first().map_or(-1, |o| o.fd);
+        match crate::sys::open_counter(sys, &attr, 0, -1, leader) {
+            Ok(o) => opened.push(o),
+            Err(errno) => {
+                // Siblings first: closing a leader first would briefly promote them.
+                for o in opened.iter().rev() {
+                    sys.close(o.fd);
+                }
+                return Err((i, errno));
+            }
+        }
+    }
+    Ok(opened)
 }
 
 #[cfg(test)]

@@ -199,7 +199,7 @@ pub trait Syscalls {
 /// descriptor and whether it counts user mode only. When user mode is refused too (a PMU
 /// without exclude bits answers `EINVAL`), the permission is what the user must fix, so the
 /// first refusal is returned; running out of descriptors is returned as such. The one open
-/// path of [`crate::CounterSet`] and the region API.
+/// path of [`crate::CounterSet`] and of a thread's own group, through [`open_counter`].
 pub fn open_or_user_only<S: Syscalls + ?Sized>(
     sys: &mut S,
     attr: &Attr,
@@ -218,6 +218,38 @@ pub fn open_or_user_only<S: Syscalls + ?Sized>(
             Ok((fd, true))
         }
         other => other.map(|fd| (fd, false)),
+    }
+}
+
+/// One counter as opened: its descriptor, the kernel's id for it (how group reads name
+/// members), and whether it counts user mode only ([`open_or_user_only`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    /// The descriptor.
+    pub fd: i32,
+    /// `PERF_EVENT_IOC_ID`.
+    pub id: u64,
+    /// The kernel refused kernel mode and the counter counts user mode only.
+    pub user_only: bool,
+}
+
+/// Opens one counter through [`open_or_user_only`] and reads its id, closing it again when
+/// the id cannot be read: every counter of [`crate::CounterSet`] and of a thread's own
+/// group ([`crate::counter::open_own_group`]) is opened here.
+pub fn open_counter<S: Syscalls + ?Sized>(
+    sys: &mut S,
+    attr: &Attr,
+    pid: i32,
+    cpu: i32,
+    group_fd: i32,
+) -> Result<Opened, Errno> {
+    let (fd, user_only) = open_or_user_only(sys, attr, pid, cpu, group_fd)?;
+    match sys.event_id(fd) {
+        Ok(id) => Ok(Opened { fd, id, user_only }),
+        Err(errno) => {
+            sys.close(fd);
+            Err(errno)
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! The counting logic over [`FakeSyscalls`]: attributes, group layouts, weak-group fallback,
+//! The counting logic over [`FakeSyscalls`]: attributes, group layouts (a thread's own group too),
 //! open failures, multiplex scaling and not-counted events, with values worked out by hand.
 
 use tmetric_runtime::fake::Call;
@@ -352,4 +352,35 @@ fn snapshots_split_by_cpu_and_by_thread() {
     assert_eq!(sum(&all.of_thread(8)), 4 + 8);
     assert_eq!(all.on_cpus(&[5]).aggregate(0).unwrap().cpus, 0);
     assert!(all.of_thread(7).aggregate(1).is_none());
+}
+
+#[test]
+fn a_threads_own_group_is_pinned_not_inherited_and_all_or_nothing() {
+    let fake = FakeSyscalls::new();
+    let attrs: Vec<Attr> = three().into_iter().map(|s| s.attr).collect();
+    let mut sys = fake.clone();
+    let opened = tmetric_runtime::counter::open_own_group(&mut sys, &attrs, true).unwrap();
+    assert_eq!(opened.len(), 3);
+    let leader = opened[0].fd;
+    let calls = opens(&fake);
+    for (i, (attr, pid, cpu, group_fd, result)) in calls.iter().enumerate() {
+        assert_eq!((*pid, *cpu), (0, -1), "the calling thread, on any CPU");
+        assert_eq!(*group_fd, if i == 0 { -1 } else { leader });
+        assert_eq!(*result, Ok(opened[i].fd));
+        assert_eq!(attr.read_format, READ_FORMAT);
+        assert_eq!((attr.disabled, attr.pinned), (i == 0, i == 0), "member {i}");
+        assert!(!attr.inherit && !attr.enable_on_exec);
+    }
+    let ids: Vec<u64> = opened.iter().map(|o| o.id).collect();
+    assert!(ids.iter().all(|&id| id >= 1000) && ids[0] != ids[1], "{ids:?}");
+    assert!(opened.iter().all(|o| !o.user_only));
+
+    // The third member refused: the two opened are closed again, its index comes back.
+    let fake = FakeSyscalls::new();
+    fake.fail(TYPE_SOFTWARE, 1, libc::ENOENT);
+    let mut sys = fake.clone();
+    let refused = tmetric_runtime::counter::open_own_group(&mut sys, &attrs, false).unwrap_err();
+    assert_eq!((refused.0, refused.1.0), (2, libc::ENOENT));
+    assert_eq!(fake.open_count(), 0);
+    assert!(!opens(&fake)[0].0.pinned, "not pinned when not asked");
 }
