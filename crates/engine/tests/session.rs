@@ -10,8 +10,11 @@ use tmetric_engine::tpebs::latencies;
 use tmetric_runtime::{CpuCount, EventReport, RawCount, RunReport, Snapshot, Sysfs, Target};
 use tmetric_runtime::{Summary, TpebsMode};
 
-/// A tasks tree: per process, its threads and their `comm` (`None`: the comm is gone).
-fn tasks_tree(root: &Path, processes: &[(i32, &[(i32, Option<&str>)])]) {
+/// A process's threads and their `comm` (`None`: the comm is gone).
+type Process<'a> = (i32, &'a [(i32, Option<&'a str>)]);
+
+/// A tasks tree of `processes`.
+fn tasks_tree(root: &Path, processes: &[Process<'_>]) {
     for (pid, threads) in processes {
         for (tid, comm) in *threads {
             let dir = root.join(format!("{pid}/task/{tid}"));
