@@ -748,7 +748,15 @@ fn load(mount: &Path, churn: usize, seconds: f64) -> LoadRun {
     let n = serve.json_after(0)["interval"]["number"].as_u64().unwrap();
     let view = serve.json_after(n + 2);
     assert_eq!(view["targets"].as_array().unwrap().len(), 1, "{view}");
-    let after = fds_and_rss(serve.pid());
+    // A scrape's connection still closing holds a descriptor for a moment, and a busy
+    // machine may have two: wait up to 5 s for them. A leaked cgroup holds its own for good.
+    let limit = along[0].0 + 1;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut after = fds_and_rss(serve.pid());
+    while after.0 > limit && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        after = fds_and_rss(serve.pid());
+    }
     (times, along, after)
 }
 
