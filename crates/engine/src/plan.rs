@@ -1099,56 +1099,40 @@ impl Plan {
         Ok(())
     }
 
-    /// The note for a group the kernel refused and the runtime split: which events, the
-    /// errno, which stayed together behind `slots`, and, only when metrics read them, that
-    /// those metrics are now computed from counts of different time slices.
-    pub fn split_note(&self, split: &tmetric_runtime::Split) -> String {
-        let name = |s: usize| self.specs[s].name.as_str();
-        let names: Vec<&str> = split.events.iter().map(|&e| name(e)).collect();
+    /// A group the kernel refused and the runtime split, as data: which events, the errno,
+    /// which stayed together behind `slots`, and the metrics that read them (now computed
+    /// from counts of different time slices).
+    pub fn split_note(&self, split: &tmetric_runtime::Split) -> crate::session::RefusedGroup {
+        use crate::session::{RefusedGroup, Reopened};
+        let name = |s: &usize| self.specs[*s].name.clone();
         let rows: Vec<usize> = (0..self.rows.len())
             .filter(
                 |&r| matches!(self.rows[r].source, Source::Counter(s) if split.events.contains(&s)),
             )
             .collect();
-        let mut metrics: Vec<&str> = Vec::new();
+        let mut multiplexed: Vec<String> = Vec::new();
         for root in &self.roots {
             if root.slot_rows.iter().flatten().any(|r| rows.contains(r)) {
-                let m = root.model.str(root.model.metrics[root.metric].name);
-                if !metrics.contains(&m) {
-                    metrics.push(m);
+                let m = root.model.str(root.model.metrics[root.metric].name).to_string();
+                if !multiplexed.contains(&m) {
+                    multiplexed.push(m);
                 }
             }
         }
-        let alone: Vec<&str> =
-            split.events.iter().filter(|e| !split.kept.contains(e)).map(|&e| name(e)).collect();
-        let how = if split.kept.is_empty() {
-            "so its events were counted alone".to_string()
-        } else {
-            let kept: Vec<&str> = split.kept.iter().map(|&e| name(e)).collect();
-            if alone.is_empty() {
-                format!("so it was reopened as {{{}}}", kept.join(","))
-            } else {
-                format!(
-                    "so it was split: {} stayed together behind their `slots` leader, {} {} counted alone",
-                    kept.join(", "),
-                    alone.join(", "),
-                    if alone.len() == 1 { "was" } else { "were" }
-                )
-            }
+        let alone: Vec<String> =
+            split.events.iter().filter(|e| !split.kept.contains(e)).map(name).collect();
+        let kept: Vec<String> = split.kept.iter().map(name).collect();
+        let reopened = match (kept.is_empty(), alone.is_empty()) {
+            (true, _) => Reopened::Alone,
+            (false, true) => Reopened::Together(kept),
+            (false, false) => Reopened::Split { kept, alone },
         };
-        let multiplexed = if metrics.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; {} now read counts from different time slices (multiplexed)",
-                metrics.join(", ")
-            )
-        };
-        format!(
-            "the kernel refused the group {{{}}} ({}): it does not fit the counters together, {how}{multiplexed}",
-            names.join(","),
-            split.errno
-        )
+        RefusedGroup {
+            events: split.events.iter().map(name).collect(),
+            errno: split.errno.0,
+            reopened,
+            multiplexed,
+        }
     }
 
     /// Adds metric roots: resolves their inputs on `machine`, schedules their hardware events

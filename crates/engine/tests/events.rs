@@ -160,7 +160,17 @@ fn a_refused_user_group_keeps_its_topdown_events_behind_slots() {
             plan.specs[s].name
         );
     }
-    let note = plan.split_note(&split);
+    let group = plan.split_note(&split);
+    let tmetric_engine::Reopened::Split { kept, alone } = &group.reopened else {
+        panic!("split behind slots: {group:?}")
+    };
+    assert_eq!(kept, &["slots", "topdown-retiring", "topdown-bad-spec"]);
+    assert_eq!(alone.len(), 9);
+    assert_eq!(group.events.len(), 12);
+    assert_eq!(group.errno, EINVAL);
+    // Worded by its Display, and read back from that text as the same data.
+    let note = group.to_string();
+    assert_eq!(tmetric_engine::RefusedGroup::from_text(&note).as_ref(), Some(&group));
     assert!(
         note.contains(
             "slots, topdown-retiring, topdown-bad-spec stayed together behind their `slots` leader"
@@ -184,7 +194,11 @@ fn split_notes_mention_metrics_only_when_there_are_some() {
     plan.add_event_lists(&["{cycles,instructions}".to_string()], &Resolver::new(&spr.sysfs))
         .unwrap();
     let user = Split { events: plan.groups[0].clone(), errno: Errno(EINVAL), kept: vec![] };
-    let note = plan.split_note(&user);
+    let group = plan.split_note(&user);
+    assert_eq!(group.reopened, tmetric_engine::Reopened::Alone);
+    assert!(group.multiplexed.is_empty());
+    let note = group.to_string();
+    assert_eq!(tmetric_engine::RefusedGroup::from_text(&note).as_ref(), Some(&group));
     assert!(
         note.starts_with("the kernel refused the group {cycles,instructions} (EINVAL"),
         "{note}"
@@ -201,7 +215,10 @@ fn split_notes_mention_metrics_only_when_there_are_some() {
     let metric_group = plan.groups.len() - 1;
     let split =
         Split { events: plan.groups[metric_group].clone(), errno: Errno(EINVAL), kept: vec![] };
-    let note = plan.split_note(&split);
+    let group = plan.split_note(&split);
+    assert_eq!(group.multiplexed, ["tma_info_thread_ipc"]);
+    let note = group.to_string();
+    assert_eq!(tmetric_engine::RefusedGroup::from_text(&note).as_ref(), Some(&group));
     assert!(
         note.contains(
             "tma_info_thread_ipc now read counts from different time slices (multiplexed)"

@@ -217,7 +217,7 @@ impl<W: Write> StatPrinter<W> {
         plan: &Plan,
         sample: &EvalInput<'_>,
         failures: &[Option<engine::Refusal>],
-        splits: &[String],
+        splits: &[engine::RefusedGroup],
     ) -> Vec<String> {
         let failure = |spec: usize| failures.get(spec).cloned().flatten();
         let results = plan.evaluate(&mut self.evaluators, sample);
@@ -252,7 +252,7 @@ impl<W: Write> StatPrinter<W> {
                 notes.push(format!("{}: {note}", tmetric_text::names_summary(&labels)));
             }
         }
-        notes.extend(splits.iter().cloned());
+        notes.extend(splits.iter().map(ToString::to_string));
         notes
     }
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use tmetric_engine::{Plan, Refusal, Source};
+use tmetric_engine::{Plan, Refusal, RefusedGroup, Source};
 use tmetric_model::literal::Literal;
 use tmetric_runtime::{EventKind, Sysfs};
 
@@ -17,8 +17,8 @@ pub struct HeaderFacts<'a> {
     pub plan: &'a Plan,
     /// Per spec, why the kernel refused it ([`tmetric_engine::session::Session::failures`]).
     pub failures: Vec<Option<Refusal>>,
-    /// The groups the kernel refused, as notes.
-    pub splits: Vec<String>,
+    /// The groups the kernel refused ([`tmetric_engine::session::Session::split_notes`]).
+    pub splits: Vec<RefusedGroup>,
     /// `--per-thread`: the threads printed apart, (comm, tid).
     pub threads: Vec<(String, i32)>,
     /// `--per-thread -a`: rows that counted nothing are left out.

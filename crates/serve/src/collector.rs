@@ -112,8 +112,9 @@ pub struct Computed {
     pub seconds: f64,
     /// Per unit.
     pub units: Vec<UnitValues>,
-    /// Why values are missing or partial, and what the kernel refused or split.
-    pub notes: Vec<String>,
+    /// Why values are missing or partial, and what the kernel refused or split (typed: the
+    /// exposition words them).
+    pub notes: Vec<tmetric_engine::Note>,
 }
 
 /// The host or one cgroup, counted.

@@ -436,7 +436,7 @@ fn add_target<S: Syscalls + Clone>(
     let Some(last) = &counted.last else { return };
     let base = target_labels(counted);
     for note in &last.notes {
-        f.add("tmetric_note", Kind::Info, "", &base.with("note", note), "1".into());
+        f.add("tmetric_note", Kind::Info, "", &base.with("note", &note.to_string()), "1".into());
     }
     let tplan = counted.session.plan();
     for unit in &last.units {
@@ -564,7 +564,7 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
                 "descriptors": counted.descriptors,
                 "seconds": counted.last.as_ref().map(|l| l.seconds),
                 "units": units,
-                "notes": counted.last.as_ref().map(|l| l.notes.clone()).unwrap_or_default(),
+                "notes": counted.last.as_ref().map_or(Vec::new(), |l| l.notes.iter().map(ToString::to_string).collect()),
             })
         })
         .collect();
