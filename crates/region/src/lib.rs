@@ -27,6 +27,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use tmetric_catalog::Model;
+use tmetric_engine::select::{self, Miss, ModelFrom};
 use tmetric_engine::{
     Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Source, eval,
 };
@@ -64,13 +65,14 @@ pub fn split_items(list: &str) -> Vec<String> {
 /// Errors of the region API.
 #[derive(Debug, thiserror::Error)]
 pub enum RegionError {
-    /// An item is neither a metric, a metric group nor an event.
-    #[error("`{item}` is not a metric or metric group of {models}, nor an event: {why}")]
+    /// An item is neither a metric, a metric group nor an event: the `-M` miss, worded as
+    /// every front end words it, and why the item is not an event either.
+    #[error("{}; nor is `{item}` an event: {why}", worded(miss))]
     Unknown {
         /// The item.
         item: String,
-        /// The models searched.
-        models: String,
+        /// Why it selects no metric.
+        miss: Miss,
         /// Why it is not an event.
         why: String,
     },
@@ -422,51 +424,41 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         let mut plan = Plan::new(tmetric_engine::plan::literals(&sysfs, proc_root, false));
         let tables = tmetric_engine::events::CatalogTables::for_machine(&sysfs, proc_root, model);
         let resolver = event::Resolver::new(&sysfs).with_tables(&tables);
-        let common = tmetric_catalog::common();
         let mut picks: Vec<Pick> = Vec::new();
-        let mut events: Vec<String> = Vec::new();
+        let mut events: Vec<(String, Miss)> = Vec::new();
         for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
-            let found = tmetric_engine::select::find(item, common, model);
-            if found.is_empty() && item.starts_with('{') {
+            // perf's `-M` lookup first; an item it misses may be an event.
+            let host = || model.ok_or("no CPU model matches this machine");
+            let miss = match select::items(&[item.to_string()], host, ModelFrom::Machine, |_| None)
+            {
+                Ok(found) => {
+                    select::add_unique(&mut picks, found);
+                    continue;
+                }
+                Err(miss) => miss,
+            };
+            if item.starts_with('{') {
                 // A group of events, as `-e '{a,b}'` takes it.
-                events.push(item.to_string());
+                events.push((item.to_string(), miss));
                 continue;
             }
-            if found.is_empty() {
-                let listed = resolver.list(item).map(|l| {
-                    l.groups.into_iter().flat_map(|g| g.events).map(|e| e.event).collect::<Vec<_>>()
-                });
-                match listed {
-                    Ok(all) if all.iter().all(|e| matches!(e, ResolvedEvent::Counter(_))) => {
-                        events.push(item.to_string())
-                    }
-                    Ok(_) => {
-                        return Err(RegionError::Unknown {
-                            item: item.into(),
-                            models: model_names(model),
-                            why: "tool events are not counters; duration is in Sample::seconds"
-                                .into(),
-                        });
-                    }
-                    Err(err) => {
-                        return Err(RegionError::Unknown {
-                            item: item.into(),
-                            models: model_names(model),
-                            why: err.to_string(),
-                        });
-                    }
+            let listed = resolver.list(item).map(|l| {
+                l.groups.into_iter().flat_map(|g| g.events).map(|e| e.event).collect::<Vec<_>>()
+            });
+            let why = match listed {
+                Ok(all) if all.iter().all(|e| matches!(e, ResolvedEvent::Counter(_))) => {
+                    events.push((item.to_string(), miss));
+                    continue;
                 }
-            }
-            tmetric_engine::select::add_unique(&mut picks, found);
+                Ok(_) => "tool events are not counters; duration is in Sample::seconds".into(),
+                Err(err) => err.to_string(),
+            };
+            return Err(RegionError::Unknown { item: item.into(), miss, why });
         }
-        for e in &events {
-            plan.add_event_lists(std::slice::from_ref(e), &resolver).map_err(|err| {
-                RegionError::Unknown {
-                    item: e.clone(),
-                    models: model_names(model),
-                    why: err.to_string(),
-                }
-            })?;
+        for (item, miss) in events {
+            if let Err(err) = plan.add_event_lists(std::slice::from_ref(&item), &resolver) {
+                return Err(RegionError::Unknown { item, miss, why: err.to_string() });
+            }
         }
         plan.add_metrics(&picks, &machine, &PlanOptions::default(), true);
         let groups = region_groups(&plan)?;
@@ -1036,10 +1028,11 @@ impl<S: Syscalls, P: Pages> Drop for Running<'_, S, P> {
     }
 }
 
-fn model_names(model: Option<&'static Model>) -> String {
-    match model {
-        Some(m) => format!("the common metrics and {}", m.path()),
-        None => "the common metrics (no CPU model matches this machine)".into(),
+/// A miss as its `Display` words it, with its cause (why no CPU model was found).
+fn worded(miss: &Miss) -> String {
+    match std::error::Error::source(miss) {
+        Some(cause) => format!("{miss} ({cause})"),
+        None => miss.to_string(),
     }
 }
 
