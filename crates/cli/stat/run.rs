@@ -38,7 +38,7 @@ pub fn run_on<S: Syscalls + Clone>(
             "simulated PMU `{name}`: every count below comes from a simulator, not hardware"
         ));
     }
-    for warning in &plan.warnings {
+    for warning in plan.warnings() {
         warn(&format!("warning: {warning}"));
     }
     let legacy = match &topdown {
@@ -270,7 +270,7 @@ impl<S: Syscalls + Clone> Counting<S> {
                 None => plan,
             };
             if let Some(r) = self.recorder.as_mut() {
-                let latencies = self.sampler.is_some().then_some(plan.retire_latency.as_slice());
+                let latencies = self.sampler.is_some().then_some(plan.retire_latency());
                 if let Err(e) = r
                     .interval(tick.number, tick.at, tick.length, tick.counts, latencies)
                     .map_err(anyhow::Error::from)
@@ -330,7 +330,7 @@ impl<S: Syscalls + Clone> Counting<S> {
         } else {
             earlier.push(report);
             printer.spread =
-                tmetric_runtime::RunReport::spread_of(&earlier, session.plan().specs.len());
+                tmetric_runtime::RunReport::spread_of(&earlier, session.plan().specs().len());
             tmetric_runtime::RunReport::mean_of(earlier).expect("at least this run")
         };
         // --interval-count, --timeout or SIGUSR1 ended the run and stopped the command: not
@@ -344,7 +344,7 @@ impl<S: Syscalls + Clone> Counting<S> {
         let sample =
             EvalInput { counts: &report.totals, seconds: report.elapsed.as_secs_f64(), rusage };
         if let Some(r) = recorder {
-            let latencies = args.record_tpebs.then_some(session.plan().retire_latency.as_slice());
+            let latencies = args.record_tpebs.then_some(session.plan().retire_latency());
             let end = r.finish(&tmetric_record::RunEnd {
                 totals: &report.totals,
                 elapsed: report.elapsed,

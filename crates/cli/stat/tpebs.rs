@@ -10,7 +10,7 @@ pub(super) fn start_sampler<S: Syscalls>(
     sysfs: &Sysfs,
 ) -> anyhow::Result<Sampler<S>> {
     let mut specs = Vec::new();
-    for r in &plan.retire_events {
+    for r in plan.retire_events() {
         let event = r.event.as_ref().map_err(|why| {
             anyhow::anyhow!(
                 "--record-tpebs: cannot sample `{}` (for {}): {why}",
@@ -128,7 +128,7 @@ pub(super) fn apply_retire_latency_file(plan: &mut Plan, path: &Path) -> anyhow:
             );
         };
         let matched: Vec<String> = plan
-            .retire_events
+            .retire_events()
             .iter()
             .filter(|r| r.name.eq_ignore_ascii_case(key) || bare(&r.name) == bare(key))
             .map(|r| r.name.clone())
@@ -161,9 +161,9 @@ pub(super) fn apply_latency_flags(args: &StatArgs, plan: &mut Plan) -> anyhow::R
     }
     plan.retain_warnings(|w| !matches!(w, engine::Warning::RetireLatencyUnsampled { .. }));
     let unknown: Vec<String> = plan
-        .retire_events
+        .retire_events()
         .iter()
-        .filter(|r| !args.record_tpebs && !plan.retire_latency.iter().any(|(n, _)| *n == r.name))
+        .filter(|r| !args.record_tpebs && !plan.retire_latency().iter().any(|(n, _)| *n == r.name))
         .map(|r| r.name.clone())
         .collect();
     if !unknown.is_empty() {

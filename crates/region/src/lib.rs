@@ -377,7 +377,7 @@ pub struct Measurement<S: Syscalls = Kernel, P: Pages = KernelPages> {
 
 impl std::fmt::Debug for Measurement<Kernel, KernelPages> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Measurement").field("specs", &self.plan.specs).finish()
+        f.debug_struct("Measurement").field("specs", &self.plan.specs()).finish()
     }
 }
 
@@ -504,7 +504,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
     }
 
     fn open_group(&mut self, specs: Vec<usize>, level2: bool) -> Result<Group<P>, RegionError> {
-        let hardware = specs.iter().any(|&s| is_hardware(&self.plan.events[s].kind));
+        let hardware = specs.iter().any(|&s| is_hardware(&self.plan.events()[s].kind));
         let mut fds: Vec<i32> = Vec::new();
         let mut ids = Vec::new();
         let close_all = |sys: &mut S, fds: &[i32]| {
@@ -513,7 +513,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             }
         };
         for (i, &s) in specs.iter().enumerate() {
-            let mut attr = self.plan.specs[s].attr.clone();
+            let mut attr = self.plan.specs()[s].attr.clone();
             attr.read_format = READ_FORMAT;
             attr.disabled = i == 0;
             // Pinned: the group is counted the whole time or goes to error state; it is
@@ -525,7 +525,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             let opened =
                 tmetric_runtime::sys::open_or_user_only(&mut self.sys, &attr, 0, -1, leader);
             if matches!(opened, Ok((_, true))) {
-                let event = self.plan.specs[s].name.clone();
+                let event = self.plan.specs()[s].name.clone();
                 self.plan.add_warning(tmetric_engine::Warning::UserOnly { event });
             }
             let opened = opened.map(|(fd, _)| fd);
@@ -544,14 +544,14 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 Err(errno) => {
                     close_all(&mut self.sys, &fds);
                     return Err(RegionError::Open {
-                        event: self.plan.specs[s].name.clone(),
+                        event: self.plan.specs()[s].name.clone(),
                         errno,
-                        why: self.env.explain(errno, &self.plan.events[s]),
+                        why: self.env.explain(errno, &self.plan.events()[s]),
                     });
                 }
             }
         }
-        let name = self.plan.specs[specs[0]].name.clone();
+        let name = self.plan.specs()[specs[0]].name.clone();
         if let Err(errno) = self.sys.enable(fds[0], true) {
             close_all(&mut self.sys, &fds);
             return Err(RegionError::Syscall { what: "enabling", event: name, errno });
@@ -566,7 +566,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             if mapped.len() == fds.len() && reads.iter().all(Result::is_ok) {
                 let counts: Vec<PageCount> = reads.into_iter().flatten().collect();
                 let attrs: Vec<&tmetric_runtime::Attr> =
-                    specs.iter().map(|&s| &self.plan.specs[s].attr).collect();
+                    specs.iter().map(|&s| &self.plan.specs()[s].attr).collect();
                 let fields: Vec<Option<usize>> =
                     attrs.iter().map(|a| topdown::field_of_config(a.config)).collect();
                 let led_by_slots = attrs[0].config == topdown::SLOTS_CONFIG
@@ -592,11 +592,11 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
 
     /// Reads every group into `reading` (buffers reused: the hot path allocates nothing).
     fn read_into(&mut self, reading: &mut Reading) -> Result<(), RegionError> {
-        reading.values.resize(self.plan.specs.len(), RawCount::default());
+        reading.values.resize(self.plan.specs().len(), RawCount::default());
         reading.topdown.clear();
         let at = Instant::now();
         for group in &self.groups {
-            let leader = &self.plan.specs[group.specs[0]].name;
+            let leader = &self.plan.specs()[group.specs[0]].name;
             match &group.pages {
                 None => {
                     reading.topdown.push(None);
@@ -655,7 +655,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                             continue;
                         }
                         let c = self.pages.read(page).map_err(|why| RegionError::Rdpmc {
-                            event: self.plan.specs[group.specs[m]].name.clone(),
+                            event: self.plan.specs()[group.specs[m]].name.clone(),
                             why,
                         })?;
                         reading.values[group.specs[m]] =
@@ -705,7 +705,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     name: name.to_string(),
                     runs: 0,
                     seconds: 0.0,
-                    total: vec![RawCount::default(); self.plan.specs.len()],
+                    total: vec![RawCount::default(); self.plan.specs().len()],
                     topdown: None,
                 });
                 self.regions.len() - 1
@@ -724,7 +724,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                         self.before = before;
                         return Err(RegionError::Syscall {
                             what: "resetting",
-                            event: self.plan.specs[self.groups[g].specs[0]].name.clone(),
+                            event: self.plan.specs()[self.groups[g].specs[0]].name.clone(),
                             errno,
                         });
                     }
@@ -770,7 +770,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 // The kernel rescheduled the group (folding and zeroing slots and
                 // PERF_METRICS): the raw values no longer share a base.
                 return Err(RegionError::Rdpmc {
-                    event: self.plan.specs[group.specs[0]].name.clone(),
+                    event: self.plan.specs()[group.specs[0]].name.clone(),
                     why: Unreadable::Unstable,
                 });
             }
@@ -859,7 +859,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         let results = self.plan.evaluate(&mut self.evaluators, &es);
         let counts = self
             .plan
-            .rows
+            .rows()
             .iter()
             .filter(|r| r.show && r.copy_of.is_none() && matches!(r.source, Source::Counter(_)))
             .map(|r| Count {
@@ -873,7 +873,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     .roots
                     .iter()
                     .map(|&i| {
-                        let root = &self.plan.roots[i];
+                        let root = &self.plan.roots()[i];
                         root.model.str(root.model.metrics[root.metric].name).to_string()
                     })
                     .collect(),
@@ -881,7 +881,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             .collect();
         let metrics = self
             .plan
-            .roots
+            .roots()
             .iter()
             .zip(&results)
             .map(|(root, result)| {
@@ -889,7 +889,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 let metric = &model.metrics[root.metric];
                 let names = |rows: &[usize]| {
                     rows.iter()
-                        .map(|&r| self.plan.rows[r].name.clone())
+                        .map(|&r| self.plan.rows()[r].name.clone())
                         .collect::<Vec<_>>()
                         .join(", ")
                 };
@@ -897,7 +897,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     Some(format!("no value: {fail}"))
                 } else if !result.missing.is_empty() {
                     let reason =
-                        result.missing.iter().find_map(|&r| match &self.plan.rows[r].source {
+                        result.missing.iter().find_map(|&r| match &self.plan.rows()[r].source {
                             Source::Missing(why) => Some(format!(": {why}")),
                             _ => None,
                         });
@@ -982,7 +982,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         for sample in self.totals() {
             sample.print(out)?;
         }
-        for w in &self.plan.warnings {
+        for w in self.plan.warnings() {
             writeln!(out, "\n tmetric: warning: {w}")?;
         }
         writeln!(out)
@@ -1051,12 +1051,12 @@ fn snapshot(values: &[RawCount]) -> Snapshot {
 fn region_groups(plan: &Plan) -> Result<Vec<Vec<usize>>, RegionError> {
     let mut hardware: Vec<Vec<usize>> = Vec::new();
     let mut software: Vec<usize> = Vec::new();
-    let mut grouped = vec![false; plan.specs.len()];
-    for g in &plan.groups {
+    let mut grouped = vec![false; plan.specs().len()];
+    for g in plan.groups() {
         for &s in g {
             grouped[s] = true;
         }
-        if g.iter().any(|&s| is_hardware(&plan.events[s].kind)) {
+        if g.iter().any(|&s| is_hardware(&plan.events()[s].kind)) {
             hardware.push(g.clone());
         } else {
             software.extend(g.iter().copied());
@@ -1066,21 +1066,21 @@ fn region_groups(plan: &Plan) -> Result<Vec<Vec<usize>>, RegionError> {
         if *done {
             continue;
         }
-        if is_hardware(&plan.events[s].kind) {
+        if is_hardware(&plan.events()[s].kind) {
             hardware.push(vec![s]);
         } else {
             software.push(s);
         }
     }
     let name = |r: &tmetric_engine::Root| r.model.str(r.model.metrics[r.metric].name).to_string();
-    if let Some((root, why)) = plan.roots.iter().find_map(|r| match &r.placement {
+    if let Some((root, why)) = plan.roots().iter().find_map(|r| match &r.placement {
         Placement::Impossible { why } => Some((r, why)),
         _ => None,
     }) {
         return Err(RegionError::Impossible { metric: name(root), why: why.clone() });
     }
     let spread: Vec<String> = plan
-        .roots
+        .roots()
         .iter()
         .filter(|r| matches!(r.placement, Placement::Spread { .. }))
         .map(name)
