@@ -1,7 +1,7 @@
 //! `tmetric plan`'s flags and glue: how a metric selection would be counted on a machine,
 //! without counting. Here: the machine (`--model`, `--cpuid`, `--sysfs`, `--pmu-sim` or this
-//! one), the `-M` items' lookup and its errors; the plan is the engine's
-//! (`plan_offline`, `plan_on_machine`), printed by `tmetric_print::plan`.
+//! one) and the `-M` items' lookup (`engine::select::plan`, whose miss the engine words); the
+//! plan is the engine's (`plan_offline`, `plan_on_machine`), printed by `tmetric_print::plan`.
 
 use std::io::Write;
 use std::path::PathBuf;
