@@ -199,6 +199,37 @@ fn older_records_with_refusals_as_text_print_the_same_note() {
     }
 }
 
+/// A group the kernel refused prints the same note from a record written before refused
+/// groups were data (`split-text.jsonl`, which holds the note's text) and from one written
+/// now (which holds the group as data), in JSON lines and perf.data alike.
+#[test]
+fn refused_groups_print_the_same_note_from_old_and_new_records() {
+    let old = format!("{}/tests/data/record/split-text.jsonl", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&old).unwrap();
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let note = header["splits"][0].as_str().expect("the old file holds text").to_string();
+    let err = stderr(&ok(&["report", "-i", &old]));
+    assert!(err.contains(&format!("\n   {note}\n")), "{err}");
+    let group = "{topdown-retiring,slots,topdown-bad-spec,cpu/event=0xd1,umask=0x1/,cpu/event=0xd1,umask=0x2/,\
+        cpu/event=0xd1,umask=0x4/,cpu/event=0xd1,umask=0x8/,cpu/event=0xd1,umask=0x10/,cpu/event=0xd1,umask=0x20/,\
+        cpu/event=0xc4,umask=0x0/,cpu/event=0xc5,umask=0x0/,cpu/event=0xc2,umask=0x2/}";
+    let s = Scratch::new("split");
+    for format in ["jsonl", "perf"] {
+        let new = s.path(&format!("new.{format}"));
+        let args = ["record", "--format", format, "--pmu-sim", "sapphirerapids", "-a", "-e", group];
+        let live = stderr(&ok(&[&args[..], &["-o", &new, "sleep", "0.05"]].concat()));
+        assert!(live.contains(&format!("\n   {note}\n")), "{live}");
+        if format == "jsonl" {
+            let written = std::fs::read_to_string(&new).unwrap();
+            let header: serde_json::Value =
+                serde_json::from_str(written.lines().next().unwrap()).unwrap();
+            assert_eq!(header["splits"][0]["errno"], 22, "stored as data: {header}");
+        }
+        let err = stderr(&ok(&["report", "-i", &new]));
+        assert!(err.contains(&format!("\n   {note}\n")), "{format}: {err}");
+    }
+}
+
 #[test]
 fn damaged_records_are_clear_errors() {
     let s = Scratch::new("bad");

@@ -111,7 +111,10 @@ fn plan_defaults_to_this_machine_and_names_the_simulated_machine_that_can_count(
             // Not this machine's: the models that define it and where to plan it.
             let err = stderr(&output);
             assert!(
-                err.contains(&format!("{} has no metric or group `PipelineL1`", host.path())),
+                err.contains(&format!(
+                    "cannot find metric or group `PipelineL1` among the common metrics or those of {}: `PipelineL1` is defined for ",
+                    host.path()
+                )),
                 "{err}"
             );
             assert!(err.contains("`tmetric plan -M PipelineL1 --pmu-sim amdzen4`"), "{err}");

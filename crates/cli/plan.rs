@@ -1,15 +1,16 @@
 //! `tmetric plan`'s flags and glue: how a metric selection would be counted on a machine,
 //! without counting. Here: the machine (`--model`, `--cpuid`, `--sysfs`, `--pmu-sim` or this
-//! one), the `-M` items' lookup and its errors; the plan is the engine's
-//! (`plan_offline`, `plan_on_machine`), printed by `tmetric_print::plan`.
+//! one) and the `-M` items' lookup (`engine::select::plan`, whose miss the engine words); the
+//! plan is the engine's (`plan_offline`, `plan_on_machine`), printed by `tmetric_print::plan`.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use tmetric_catalog::Model;
 use tmetric_engine::plan::{OfflinePlan, plan_offline, plan_on_machine};
-use tmetric_engine::{Machine, MachineFacts, Pick, PlanOptions, PmuModel, Select, Strategy};
+use tmetric_engine::select::ModelFrom;
+use tmetric_engine::{Machine, MachineFacts, Pick, PlanOptions, PmuModel, Strategy};
 use tmetric_print::plan as print;
 use tmetric_runtime::{Environment, Sysfs};
 
@@ -79,48 +80,14 @@ fn on_off(text: &str) -> Result<bool, String> {
     }
 }
 
-fn picks_for(model: &'static Model, items: &[String]) -> anyhow::Result<Vec<Pick>> {
-    let mut picks: Vec<Pick> = Vec::new();
-    for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
-        let found = model.select(item);
-        if found.is_empty() {
-            let names = model.metrics.iter().flat_map(|x| {
-                std::iter::once(model.str(x.name).to_string()).chain(
-                    model.str(x.groups).split(';').filter(|g| !g.is_empty()).map(String::from),
-                )
-            });
-            let defining = tmetric_engine::select::defined_for(item);
-            if let Some(first) = defining.first() {
-                let shown: Vec<&str> = defining.iter().take(6).map(String::as_str).collect();
-                let more = match defining.len() {
-                    n if n > 6 => format!(" and {} more", n - 6),
-                    _ => String::new(),
-                };
-                let there = match models::simulated_hint(item, None) {
-                    Some((flag, _)) => format!("`tmetric plan -M {item} {flag}` or "),
-                    None => String::new(),
-                };
-                bail!(
-                    "{} has no metric or group `{item}`; it is defined for {}{more}: plan it there with {there}`tmetric plan -M {item} --model {first}`",
-                    model.path(),
-                    shown.join(", ")
-                );
-            }
-            let close = models::closest(item, names, 5);
-            let hint = if close.is_empty() {
-                format!("`tmetric list metrics --model {}` lists them", model.path())
-            } else {
-                format!("did you mean {}?", models::join_code(&close))
-            };
-            bail!("cannot find metric or group `{item}` in {}; {hint}", model.path());
-        }
-        for metric in found {
-            if !picks.iter().any(|p| p.metric == metric) {
-                picks.push(Pick { model, metric, item: item.to_string() });
-            }
-        }
-    }
-    Ok(picks)
+/// The metrics `items` select on `model` (`engine::select::plan`: the common metrics first, as
+/// `stat`); a miss is the engine's, worded as every front end words it.
+fn picks_for(
+    model: &'static Model,
+    items: &[String],
+    from: ModelFrom,
+) -> Result<Vec<Pick>, tmetric_engine::select::Miss> {
+    tmetric_engine::select::plan(items, model, from, |item| models::simulated_hint(item, None))
 }
 
 /// Runs `tmetric plan`.
@@ -182,7 +149,9 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             let env = Environment::probe(&sysfs, &proc_root);
             let machine = Machine { sysfs: &sysfs, proc_root: &proc_root, env: &env, pmus: &pmus };
             let literals = tmetric_engine::plan::literals(&sysfs, &proc_root, true);
-            let picks = picks_for(model, &args.metrics)?;
+            let from =
+                if where_ == "this machine" { ModelFrom::Machine } else { ModelFrom::Planned };
+            let picks = picks_for(model, &args.metrics, from)?;
             let (live, plan) = plan_on_machine(&picks, &machine, literals, &options);
             let machine_text = if where_ == "this machine" {
                 format!(
@@ -196,7 +165,8 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             return print_plan(args, out, model, &plan, &machine_text, &missing);
         }
     };
-    let picks = picks_for(model, &args.metrics)?;
+    let from = if args.model.is_some() { ModelFrom::Named } else { ModelFrom::Planned };
+    let picks = picks_for(model, &args.metrics, from)?;
     let plan = plan_offline(&picks, &pmus, &options);
     print_plan(args, out, model, &plan, &machine_text, &[])
 }

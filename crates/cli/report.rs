@@ -293,13 +293,13 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     // As stat printed it: each uncore box apart under -A, merged otherwise.
     plan.set_per_box(aggr == Some(Aggr::Cpu));
     let failures = &replay.failures;
-    for warning in &plan.warnings {
+    for warning in plan.warnings() {
         warn(&format!("warning: {warning}"));
     }
     for step in &replay.intervals {
         let sample =
             EvalInput { counts: &step.counts, seconds: step.length.as_secs_f64(), rusage: None };
-        let recorded = plan.retire_latency.clone();
+        let recorded = plan.retire_latency().to_vec();
         if let Some(l) = &step.latency {
             plan.set_retire_latency(l.clone());
         }

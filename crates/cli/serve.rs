@@ -253,7 +253,7 @@ fn run_on<S: Syscalls + Clone>(
         !args.metric_no_threshold,
     )
     .map_err(anyhow::Error::msg)?;
-    for warning in &plan.warnings {
+    for warning in plan.warnings() {
         warn(&format!("warning: {warning}"));
     }
     let info = MachineInfo {

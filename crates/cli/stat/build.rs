@@ -111,7 +111,7 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
         strategy: Strategy::Tmetric,
         system_wide: system_wide(args),
     };
-    let rows_before = plan.rows.len();
+    let rows_before = plan.rows().len();
     plan.add_metrics(&picks, machine, &options, explicit);
     if default_view {
         plan.show_as_default_view(rows_before);
@@ -171,7 +171,7 @@ pub(super) fn refuse_uncountable(
 ) -> anyhow::Result<()> {
     let common = tmetric_catalog::common();
     let model_roots: Vec<&engine::Root> =
-        plan.roots.iter().filter(|r| !std::ptr::eq(r.model, common)).collect();
+        plan.roots().iter().filter(|r| !std::ptr::eq(r.model, common)).collect();
     if model_roots.is_empty() || machine.sysfs.core_pmu().is_some() {
         return Ok(());
     }
@@ -179,7 +179,7 @@ pub(super) fn refuse_uncountable(
         root.slot_rows
             .iter()
             .flatten()
-            .any(|&row| matches!(plan.rows[row].source, engine::Source::Counter(_)))
+            .any(|&row| matches!(plan.rows()[row].source, engine::Source::Counter(_)))
     });
     if countable {
         return Ok(());

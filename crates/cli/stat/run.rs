@@ -47,7 +47,7 @@ pub fn run_on<S: Syscalls + Clone>(
             "simulated PMU `{name}`: every count below comes from a simulator, not hardware"
         ));
     }
-    for warning in &plan.warnings {
+    for warning in plan.warnings() {
         warn(&format!("warning: {warning}"));
     }
     let legacy = match &topdown {
@@ -262,7 +262,7 @@ impl Counting {
             let sample =
                 EvalInput { counts: tick.counts, seconds: tick.length.as_secs_f64(), rusage: None };
             if let Some(r) = self.recorder.as_mut() {
-                let latencies = sampling.then_some(plan.retire_latency.as_slice());
+                let latencies = sampling.then_some(plan.retire_latency());
                 if let Err(e) = r
                     .interval(tick.number, tick.at, tick.length, tick.counts, latencies)
                     .map_err(anyhow::Error::from)
@@ -324,7 +324,7 @@ impl Counting {
         let sample =
             EvalInput { counts: &report.totals, seconds: report.elapsed.as_secs_f64(), rusage };
         if let Some(r) = recorder {
-            let latencies = args.record_tpebs.then_some(session.plan().retire_latency.as_slice());
+            let latencies = args.record_tpebs.then_some(session.plan().retire_latency());
             let end = r.finish(&tmetric_record::RunEnd {
                 totals: &report.totals,
                 elapsed: report.elapsed,

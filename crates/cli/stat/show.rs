@@ -49,7 +49,7 @@ pub fn print_config(args: &StatArgs, layout: &Layout, unit_width: usize) -> Conf
 
 /// perf's `unit_width`: the longest unit of a printed event, at least 4 (`unit`).
 pub fn plan_unit_width(plan: &Plan) -> usize {
-    plan.rows.iter().filter(|r| r.show).map(|r| r.unit.chars().count()).max().unwrap_or(0).max(4)
+    plan.rows().iter().filter(|r| r.show).map(|r| r.unit.chars().count()).max().unwrap_or(0).max(4)
 }
 
 /// How the counts split into printed units: perf's aggregation units (`-A`, `--per-*`) with
@@ -111,11 +111,11 @@ pub(super) fn describe_pmus(pmus: &PmuModel) {
 
 /// `-v`: how the events were grouped, per group, and where each metric's events landed.
 pub(super) fn describe_plan(plan: &Plan) {
-    for (g, group) in plan.groups.iter().enumerate() {
-        let names: Vec<&str> = group.iter().map(|&s| plan.specs[s].name.as_str()).collect();
+    for (g, group) in plan.groups().iter().enumerate() {
+        let names: Vec<&str> = group.iter().map(|&s| plan.specs()[s].name.as_str()).collect();
         warn(&format!("group {}: {{{}}}", g + 1, names.join(",")));
     }
-    for root in &plan.roots {
+    for root in plan.roots() {
         let name = root.model.str(root.model.metrics[root.metric].name);
         let how = match &root.placement {
             engine::Placement::Together { .. } => "its events count together".to_string(),

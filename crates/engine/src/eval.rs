@@ -516,7 +516,8 @@ impl Plan {
 }
 
 /// A note on what a run printed: why rows print `<not supported>` or `<not counted>` (or are
-/// left out), and why a metric has no value, `nan`, or a value to treat with care. The
+/// left out), why a metric has no value, `nan`, or a value to treat with care, and which
+/// groups the kernel refused. The
 /// engine decides; the printers word it through `Display`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Note {
@@ -534,6 +535,8 @@ pub enum Note {
         /// Why.
         why: MetricWhy,
     },
+    /// A group the kernel refused, and where its events went.
+    Group(crate::session::RefusedGroup),
 }
 
 /// Why rows print as they do.
@@ -609,6 +612,7 @@ impl std::fmt::Display for Note {
                 ),
                 MetricWhy::Decided(text) => write!(f, "{metric}: {text}"),
             },
+            Note::Group(group) => group.fmt(f),
         }
     }
 }

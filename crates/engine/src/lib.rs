@@ -73,7 +73,7 @@ pub use plan::{
 };
 pub use pmu::{Adjustment, Demand, MachineFacts, PmuCounters, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
-pub use session::Refusal;
+pub use session::{Refusal, RefusedGroup, Reopened};
 pub use uncertainty::{BAR_SIGMAS, Bar};
 
 /// The default events, in perf's order; also the order software events of a merged group

@@ -14,6 +14,8 @@ use crate::evaluator::Select;
 use crate::pmu::{self, Demand, PmuModel, Vendor};
 use crate::schedule::{self, Placement, Request, SchedEvent, SchedMetric, Schedule, Strategy};
 
+mod read;
+
 /// Options of planning, with perf's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlanOptions {
@@ -218,44 +220,46 @@ impl std::fmt::Display for Warning {
     }
 }
 
-/// A plan: rows, counters, groups and roots.
+/// A plan: rows, counters, groups and roots. Its fields are the engine's: front ends read
+/// them through accessors of the same names (`plan/read.rs`) and change a plan through its
+/// methods.
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// Inputs, in print order.
-    pub rows: Vec<PlanRow>,
+    pub(crate) rows: Vec<PlanRow>,
     /// Counters to open.
-    pub specs: Vec<CounterSpec>,
+    pub(crate) specs: Vec<CounterSpec>,
     /// The events behind the specs.
-    pub events: Vec<CounterEvent>,
+    pub(crate) events: Vec<CounterEvent>,
     /// Groups: spec indices, leader first.
-    pub groups: Vec<Vec<usize>>,
+    pub(crate) groups: Vec<Vec<usize>>,
     /// Per spec: it must stay in its group with the `slots` leader if the group is split.
-    pub sticky: Vec<bool>,
+    pub(crate) sticky: Vec<bool>,
     /// The selected metrics.
-    pub roots: Vec<Root>,
+    pub(crate) roots: Vec<Root>,
     /// The scheduler's output for the metrics' hardware events.
-    pub schedule: Option<Schedule>,
+    pub(crate) schedule: Option<Schedule>,
     /// The scheduler's request (for `plan` output).
-    pub request: Request,
+    pub(crate) request: Request,
     /// Machine literals.
-    pub literals: [f64; Literal::COUNT],
+    pub(crate) literals: [f64; Literal::COUNT],
     /// Per model of the roots: its probe values on the machine ([`machine_probes`]).
-    pub probes: Vec<(&'static Model, Vec<f64>)>,
+    pub(crate) probes: Vec<(&'static Model, Vec<f64>)>,
     /// Retire latencies in cycles by event name (from sampling or `--retire-latency`); an
     /// event missing here reads 0, as perf 6.12 does, and is warned about.
-    pub retire_latency: Vec<(String, f64)>,
+    pub(crate) retire_latency: Vec<(String, f64)>,
     /// Warnings to print once before counting.
-    pub warnings: Vec<Warning>,
+    pub(crate) warnings: Vec<Warning>,
     /// Per `:R` input: its name (as [`Plan::retire_latency`] keys it), the metrics that read
     /// it, and the event to sample for it (or why it cannot be sampled here).
-    pub retire_events: Vec<RetireEvent>,
+    pub(crate) retire_events: Vec<RetireEvent>,
     /// The roots are perf's `Default` metric group (no `-e`, no `-M`): they print under their
     /// group's name (`TopdownL1`) instead of their first event's count.
-    pub default_metrics: bool,
+    pub(crate) default_metrics: bool,
     /// perf's `-A`/`--no-merge` (`AGGR_NONE`): the boxes of an uncore row print one line each
     /// and metrics read box 0 (the box a line shows for events of that line's PMU), as perf
     /// does; otherwise the boxes are summed into one line.
-    pub per_box: bool,
+    pub(crate) per_box: bool,
 }
 
 /// A retire-latency input and the sampling event behind it.
@@ -1099,56 +1103,40 @@ impl Plan {
         Ok(())
     }
 
-    /// The note for a group the kernel refused and the runtime split: which events, the
-    /// errno, which stayed together behind `slots`, and, only when metrics read them, that
-    /// those metrics are now computed from counts of different time slices.
-    pub fn split_note(&self, split: &tmetric_runtime::Split) -> String {
-        let name = |s: usize| self.specs[s].name.as_str();
-        let names: Vec<&str> = split.events.iter().map(|&e| name(e)).collect();
+    /// A group the kernel refused and the runtime split, as data: which events, the errno,
+    /// which stayed together behind `slots`, and the metrics that read them (now computed
+    /// from counts of different time slices).
+    pub fn split_note(&self, split: &tmetric_runtime::Split) -> crate::session::RefusedGroup {
+        use crate::session::{RefusedGroup, Reopened};
+        let name = |s: &usize| self.specs[*s].name.clone();
         let rows: Vec<usize> = (0..self.rows.len())
             .filter(
                 |&r| matches!(self.rows[r].source, Source::Counter(s) if split.events.contains(&s)),
             )
             .collect();
-        let mut metrics: Vec<&str> = Vec::new();
+        let mut multiplexed: Vec<String> = Vec::new();
         for root in &self.roots {
             if root.slot_rows.iter().flatten().any(|r| rows.contains(r)) {
-                let m = root.model.str(root.model.metrics[root.metric].name);
-                if !metrics.contains(&m) {
-                    metrics.push(m);
+                let m = root.model.str(root.model.metrics[root.metric].name).to_string();
+                if !multiplexed.contains(&m) {
+                    multiplexed.push(m);
                 }
             }
         }
-        let alone: Vec<&str> =
-            split.events.iter().filter(|e| !split.kept.contains(e)).map(|&e| name(e)).collect();
-        let how = if split.kept.is_empty() {
-            "so its events were counted alone".to_string()
-        } else {
-            let kept: Vec<&str> = split.kept.iter().map(|&e| name(e)).collect();
-            if alone.is_empty() {
-                format!("so it was reopened as {{{}}}", kept.join(","))
-            } else {
-                format!(
-                    "so it was split: {} stayed together behind their `slots` leader, {} {} counted alone",
-                    kept.join(", "),
-                    alone.join(", "),
-                    if alone.len() == 1 { "was" } else { "were" }
-                )
-            }
+        let alone: Vec<String> =
+            split.events.iter().filter(|e| !split.kept.contains(e)).map(name).collect();
+        let kept: Vec<String> = split.kept.iter().map(name).collect();
+        let reopened = match (kept.is_empty(), alone.is_empty()) {
+            (true, _) => Reopened::Alone,
+            (false, true) => Reopened::Together(kept),
+            (false, false) => Reopened::Split { kept, alone },
         };
-        let multiplexed = if metrics.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; {} now read counts from different time slices (multiplexed)",
-                metrics.join(", ")
-            )
-        };
-        format!(
-            "the kernel refused the group {{{}}} ({}): it does not fit the counters together, {how}{multiplexed}",
-            names.join(","),
-            split.errno
-        )
+        RefusedGroup {
+            events: split.events.iter().map(name).collect(),
+            errno: split.errno.0,
+            reopened,
+            multiplexed,
+        }
     }
 
     /// Adds metric roots: resolves their inputs on `machine`, schedules their hardware events

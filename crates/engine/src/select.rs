@@ -1,12 +1,13 @@
 //! perf's `-M` lookup for every front end: an item names a common metric or group first, else
 //! one of the CPU model's; picks are unique and in the order the items name them. [`items`]
-//! resolves a live front end's list (`stat`, `record`, `report`, `serve`: the model is found
-//! only when an item needs it), [`select`] one whose model is already known (`eval --counts`,
-//! `eval --from-perf`). An item nothing selects is a typed [`Miss`] (no model to look in, or an
-//! [`Unknown`] name with the close names a "did you mean" offers, the CPU models that define it
-//! and where the model searched came from, [`ModelFrom`]), worded once by its `Display`, so
+//! resolves a live front end's list (`stat`, `record`, `report`, `serve`, the region API: the
+//! model is found only when an item needs it), [`select`] one whose model is already known
+//! (`eval --counts`, `eval --from-perf`), [`plan`] `tmetric plan`'s. An item nothing selects is
+//! a typed [`Miss`] (no model to look in, or an [`Unknown`] name with the close names a "did
+//! you mean" offers, the CPU models that define it, where the model searched came from,
+//! [`ModelFrom`], and the front end's next step, [`Advice`]), worded once by its `Display`, so
 //! every front end says a miss the same way. [`find`], [`names`] and [`defined_for`] are the
-//! pieces, for front ends that mix `-M` items with other things (the region API's events).
+//! pieces.
 
 use std::fmt;
 
@@ -63,10 +64,25 @@ pub enum ModelFrom {
     Log,
     /// The counts file being evaluated (its `model`).
     CountsFile,
+    /// The machine `tmetric plan` plans for (`--cpuid`, `--sysfs`, `--pmu-sim`).
+    Planned,
+}
+
+/// What a [`Miss`] of an item another model defines advises: the front end's next step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advice {
+    /// A live front end ([`items`]: `stat`, `record`, `report`, `serve`, the region API):
+    /// count it on a simulated machine, or evaluate a log of such a machine.
+    Count,
+    /// Counts already taken ([`select`]: `eval`): name the model they come from.
+    Evaluate,
+    /// `tmetric plan` ([`plan`]): plan it there.
+    Plan,
 }
 
 /// Why a `-M` item selects nothing. Its `Display` is the one wording of a miss, so every
-/// front end (`stat`, `report`, `eval --counts`, `eval --from-perf`) says it the same way.
+/// front end (`stat`, `report`, `eval --counts`, `eval --from-perf`, `plan`, the region API)
+/// says it the same way.
 #[derive(Debug, thiserror::Error)]
 pub enum Miss {
     /// It is not a common metric or group, and the CPU model to look in is unknown.
@@ -103,9 +119,8 @@ pub struct Unknown {
     /// A simulated machine whose model defines it: the flag (`--pmu-sim NAME`) and the
     /// model, given by front ends that can count there.
     pub simulated: Option<(String, String)>,
-    /// The front end evaluates counts already taken ([`select`]: `eval`), so a miss advises
-    /// naming the model they come from rather than counting or reading a log elsewhere.
-    pub counted: bool,
+    /// What to advise doing with a model that defines it.
+    pub advice: Advice,
 }
 
 /// How many close names a miss offers.
@@ -140,6 +155,7 @@ impl fmt::Display for Unknown {
             ModelFrom::Recording => "the recorded machine is",
             ModelFrom::Log => "the log reads as",
             ModelFrom::CountsFile => "the counts file names",
+            ModelFrom::Planned => "the machine planned for is",
         };
         match (&self.model, self.from) {
             (Some(model), _) => write!(f, "; {whose} {model}; ")?,
@@ -148,15 +164,22 @@ impl fmt::Display for Unknown {
             }
             (None, _) => write!(f, "; {whose} {listed}; ")?,
         }
-        match (&self.simulated, self.counted) {
+        match (&self.simulated, self.advice) {
+            (simulated, Advice::Plan) => {
+                f.write_str("plan it there with ")?;
+                if let Some((flag, _)) = simulated {
+                    write!(f, "`tmetric plan -M {item} {flag}` or ")?;
+                }
+                write!(f, "`tmetric plan -M {item} --model {}`", shown[0])
+            }
             (Some((flag, on)), _) => write!(
                 f,
                 "count it on a simulated {on} with `{flag}`, or evaluate a log of such a machine with `tmetric eval --from-perf LOG --model {on}`"
             ),
-            (None, true) => {
+            (None, Advice::Evaluate) => {
                 write!(f, "if the counts come from such a machine, pass `--model {}`", shown[0])
             }
-            (None, false) => write!(
+            (None, Advice::Count) => write!(
                 f,
                 "evaluate a log of such a machine with `tmetric eval --from-perf LOG --model {}`",
                 shown[0]
@@ -183,7 +206,7 @@ where
 {
     let items: Vec<&str> = items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()).collect();
     let host = || host().map(Some).map_err(Into::into);
-    resolve(&items, host, from, simulated, false)
+    resolve(&items, host, from, simulated, Advice::Count)
 }
 
 /// The metrics `items` select when the CPU model is already known (`eval`: given, the counts
@@ -194,17 +217,29 @@ pub fn select(
     model: Option<&'static Model>,
     from: ModelFrom,
 ) -> Result<Vec<Pick>, Miss> {
-    resolve(items, || Ok(model), from, |_| None, true)
+    resolve(items, || Ok(model), from, |_| None, Advice::Evaluate)
+}
+
+/// The metrics `tmetric plan`'s `-M` list selects on `model`, by the rules of [`items`];
+/// `simulated` names a simulated machine whose model defines an item, for the miss's advice.
+pub fn plan(
+    items: &[String],
+    model: &'static Model,
+    from: ModelFrom,
+    simulated: impl Fn(&str) -> Option<(String, String)>,
+) -> Result<Vec<Pick>, Miss> {
+    let items: Vec<&str> = items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()).collect();
+    resolve(&items, || Ok(Some(model)), from, simulated, Advice::Plan)
 }
 
 /// [`items`] and [`select`]: `host` is asked for the model the first time an item is not a
-/// common metric or group (`Ok(None)`: there is none); `counted` as [`Unknown::counted`].
+/// common metric or group (`Ok(None)`: there is none); `advice` as [`Unknown::advice`].
 fn resolve(
     items: &[&str],
     mut host: impl FnMut() -> Result<Option<&'static Model>, Box<dyn std::error::Error + Send + Sync>>,
     from: ModelFrom,
     simulated: impl Fn(&str) -> Option<(String, String)>,
-    counted: bool,
+    advice: Advice,
 ) -> Result<Vec<Pick>, Miss> {
     let common = tmetric_catalog::common();
     let mut model: Option<Option<&'static Model>> = None;
@@ -230,7 +265,7 @@ fn resolve(
                     close: tmetric_text::closest(item, names(&searched), CLOSE),
                     defined_for: defined_for(item),
                     simulated: simulated(item),
-                    counted,
+                    advice,
                 })));
             }
         }
@@ -344,6 +379,25 @@ mod tests {
             "`tma_retiring` is not a common metric or group, so it must be a CPU model's"
         );
         assert_eq!(std::error::Error::source(&err).unwrap().to_string(), "no cpuid");
+    }
+
+    #[test]
+    fn plan_words_a_miss_as_the_others_with_its_own_next_step() {
+        let spr = tmetric_catalog::model("sapphirerapids").unwrap();
+        let sim = |_: &str| Some(("--pmu-sim amdzen4".into(), "x86/amdzen4".into()));
+        let err = plan(&["PipelineL1".into()], spr, ModelFrom::Planned, sim).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot find metric or group `PipelineL1` among the common metrics or those of x86/sapphirerapids: `PipelineL1` is defined for x86/amdzen4, x86/amdzen5; the machine planned for is x86/sapphirerapids; plan it there with `tmetric plan -M PipelineL1 --pmu-sim amdzen4` or `tmetric plan -M PipelineL1 --model x86/amdzen4`"
+        );
+        let live = items(
+            &["tma_retirng".into()],
+            || Ok::<_, std::io::Error>(spr),
+            ModelFrom::Named,
+            |_| None,
+        );
+        let planned = plan(&["tma_retirng".into()], spr, ModelFrom::Named, |_| None);
+        assert_eq!(live.unwrap_err().to_string(), planned.unwrap_err().to_string());
     }
 
     #[test]

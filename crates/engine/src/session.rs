@@ -1,9 +1,9 @@
 //! A measuring session: a plan's counters opened on a target, enabled, run, read and
 //! explained, the one path every front end takes from a plan to counts (`stat`, `record`,
 //! `-r`'s repeats, TPEBS sampling beside the counters, the exporter). It returns data:
-//! snapshots, the kernel's refusals as [`OpenFailure`]s, refused groups as [`Split`]s, their
-//! explanations, and a run's [`Outcome`] (`-r`'s mean and spread, sampled latencies); front
-//! ends print and choose their exit status.
+//! snapshots, the kernel's refusals as [`OpenFailure`]s and [`Refusal`]s, refused groups as
+//! [`Split`]s and [`RefusedGroup`]s, typed notes, and a run's [`Outcome`] (`-r`'s mean and
+//! spread, sampled latencies); front ends word them, print and choose their exit status.
 
 use std::ffi::OsString;
 
@@ -13,7 +13,7 @@ use tmetric_runtime::{
     Syscalls, Sysfs, SysfsError, Target, Tick, TpebsMode, Workload, WorkloadError,
 };
 
-use crate::eval::{EvalInput, Evaluators, RootResult};
+use crate::eval::{EvalInput, Evaluators, Note, RootResult};
 use crate::plan::Plan;
 use crate::threads::Thread;
 use crate::tpebs::{self, Sampling, TpebsError};
@@ -62,12 +62,7 @@ impl Refusal {
             _ => (None, text.strip_prefix(": ").unwrap_or(text)),
         };
         let name = why.split(':').next().unwrap_or_default();
-        // `Errno::name` knows a few dozen names (all below 134, Linux's last errno) and
-        // spells the rest `errno N`.
-        let errno = match name.strip_prefix("errno ") {
-            Some(n) => n.parse().unwrap_or_default(),
-            None => (1..134).find(|&n| tmetric_runtime::Errno(n).name() == name).unwrap_or(0),
-        };
+        let errno = errno_named(name).unwrap_or(0);
         Refusal { cpu, errno, why: why.to_string() }
     }
 }
@@ -78,6 +73,139 @@ impl std::fmt::Display for Refusal {
             write!(f, " (on CPU {cpu})")?;
         }
         write!(f, ": {}", self.why)
+    }
+}
+
+/// A group the kernel refused to open together, and where its events went: data, worded only
+/// by its `Display` (`the kernel refused the group {a,b} (EINVAL (...)): it does not fit the
+/// counters together, so ...`). Record files keep it in this form.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefusedGroup {
+    /// The group's events by name, leader first.
+    pub events: Vec<String>,
+    /// The errno the kernel refused the group with.
+    pub errno: i32,
+    /// Where its events went.
+    pub reopened: Reopened,
+    /// The metrics that read those events, now from counts of different time slices.
+    pub multiplexed: Vec<String>,
+}
+
+/// Where the events of a [`RefusedGroup`] went.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Reopened {
+    /// Every event was counted alone.
+    Alone,
+    /// The group was reopened with these events (all of them, topdown events behind `slots`).
+    Together(Vec<String>),
+    /// Split: `kept` stayed together behind their `slots` leader, `alone` were counted alone.
+    Split {
+        /// The events kept behind `slots`.
+        kept: Vec<String>,
+        /// The events counted alone.
+        alone: Vec<String>,
+    },
+}
+
+impl RefusedGroup {
+    /// A refused group from its text, as record files kept it before it was data; `None`
+    /// when the text is not one (a damaged file).
+    pub fn from_text(text: &str) -> Option<RefusedGroup> {
+        let rest = text.strip_prefix("the kernel refused the group {")?;
+        let (events, rest) = rest.split_once("} (")?;
+        let (errno, rest) = rest.split_once("): it does not fit the counters together, ")?;
+        let (how, multiplexed) = match rest.split_once("; ") {
+            Some((how, m)) => {
+                let m =
+                    m.strip_suffix(" now read counts from different time slices (multiplexed)")?;
+                (how, names(m, ", "))
+            }
+            None => (rest, Vec::new()),
+        };
+        let reopened = if how == "so its events were counted alone" {
+            Reopened::Alone
+        } else if let Some(kept) = how.strip_prefix("so it was reopened as {") {
+            Reopened::Together(names(kept.strip_suffix('}')?, ","))
+        } else {
+            let how = how.strip_prefix("so it was split: ")?;
+            let (kept, alone) = how.split_once(" stayed together behind their `slots` leader, ")?;
+            let alone = alone
+                .strip_suffix(" were counted alone")
+                .or_else(|| alone.strip_suffix(" was counted alone"))?;
+            Reopened::Split { kept: names(kept, ", "), alone: names(alone, ", ") }
+        };
+        let name = errno.split(" (").next().unwrap_or_default();
+        Some(RefusedGroup {
+            events: names(events, ","),
+            errno: errno_named(name).unwrap_or_default(),
+            reopened,
+            multiplexed,
+        })
+    }
+}
+
+/// `text` split at `sep`, except inside a PMU event's `pmu/terms/`, whose terms are
+/// comma-separated (`cpu/event=0xd1,umask=0x1/`).
+fn names(text: &str, sep: &str) -> Vec<String> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for part in text.split(sep) {
+        if !current.is_empty() {
+            current.push_str(sep);
+        }
+        current.push_str(part);
+        // An odd number of slashes: inside `pmu/.../`.
+        if current.matches('/').count().is_multiple_of(2) {
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// The errno `name` spells ([`tmetric_runtime::Errno::name`]: `EINVAL`, or `errno N`).
+fn errno_named(name: &str) -> Option<i32> {
+    match name.strip_prefix("errno ") {
+        Some(n) => n.parse().ok(),
+        // `Errno::name` knows a few dozen names, all below 134 (Linux's last errno).
+        None => (1..134).find(|&n| tmetric_runtime::Errno(n).name() == name),
+    }
+}
+
+impl std::fmt::Display for RefusedGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the kernel refused the group {{{}}} ({}): it does not fit the counters together, ",
+            self.events.join(","),
+            tmetric_runtime::Errno(self.errno)
+        )?;
+        match &self.reopened {
+            Reopened::Alone => f.write_str("so its events were counted alone")?,
+            Reopened::Together(kept) => write!(f, "so it was reopened as {{{}}}", kept.join(","))?,
+            Reopened::Split { kept, alone } => write!(
+                f,
+                "so it was split: {} stayed together behind their `slots` leader, {} {} counted alone",
+                kept.join(", "),
+                alone.join(", "),
+                if alone.len() == 1 { "was" } else { "were" }
+            )?,
+        }
+        if !self.multiplexed.is_empty() {
+            write!(
+                f,
+                "; {} now read counts from different time slices (multiplexed)",
+                self.multiplexed.join(", ")
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -202,8 +330,8 @@ impl<S: Syscalls> Session<S> {
         self.counters.splits()
     }
 
-    /// The refused groups as notes.
-    pub fn split_notes(&self) -> Vec<String> {
+    /// The refused groups, typed ([`Plan::split_note`]).
+    pub fn split_notes(&self) -> Vec<RefusedGroup> {
         self.counters.splits().iter().map(|split| self.plan.split_note(split)).collect()
     }
 
@@ -321,15 +449,14 @@ impl<S: Syscalls> Session<S> {
     }
 
     /// Why values of `sample` are missing, uncounted or computed around a missing input,
-    /// with the kernel's refusals and the refused groups.
-    ///
-    /// Worded, for exporters that publish them as text; [`Plan::notes`] gives them typed.
-    pub fn notes(&mut self, sample: &EvalInput<'_>) -> Vec<String> {
+    /// with the kernel's refusals and the refused groups ([`Note::Group`]), typed: exporters
+    /// word them.
+    pub fn notes(&mut self, sample: &EvalInput<'_>) -> Vec<Note> {
         let failures = self.failures();
         let results = self.plan.evaluate(&mut self.evaluators, sample);
-        let notes = self.plan.notes(&results, sample, |spec| failures.get(spec).cloned().flatten());
-        let mut notes: Vec<String> = notes.iter().map(ToString::to_string).collect();
-        notes.extend(self.split_notes());
+        let mut notes =
+            self.plan.notes(&results, sample, |spec| failures.get(spec).cloned().flatten());
+        notes.extend(self.split_notes().into_iter().map(Note::Group));
         notes
     }
 }

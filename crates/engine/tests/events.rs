@@ -120,30 +120,33 @@ fn a_refused_user_group_keeps_its_topdown_events_behind_slots() {
         cpu/event=0xc4,umask=0x0/,cpu/event=0xc5,umask=0x0/,cpu/event=0xc2,umask=0x2/}";
     let mut plan = Plan::new(tmetric_engine::plan::literals(&spr.sysfs, &proc_root, true));
     plan.add_event_lists(&[list.to_string()], &Resolver::new(&spr.sysfs)).unwrap();
-    assert_eq!(plan.groups.len(), 1);
-    let names: Vec<&str> = plan.groups[0].iter().map(|&s| plan.specs[s].name.as_str()).collect();
+    assert_eq!(plan.groups().len(), 1);
+    let names: Vec<&str> =
+        plan.groups()[0].iter().map(|&s| plan.specs()[s].name.as_str()).collect();
     assert_eq!(&names[..3], ["slots", "topdown-retiring", "topdown-bad-spec"], "slots leads");
-    let sticky: Vec<bool> = plan.groups[0].iter().map(|&s| plan.sticky[s]).collect();
+    let sticky: Vec<bool> = plan.groups()[0].iter().map(|&s| plan.sticky()[s]).collect();
     assert_eq!(sticky.iter().filter(|&&s| s).count(), 3);
     assert!(sticky[..3].iter().all(|&s| s));
     assert!(
-        plan.warnings.iter().any(|w| w.to_string().contains("regrouped")),
+        plan.warnings().iter().any(|w| w.to_string().contains("regrouped")),
         "{:?}",
-        plan.warnings
+        plan.warnings()
     );
 
     let kernel = SimKernel::manual(SimMachine::named(spr.name).unwrap());
     let cpus = spr.sysfs.online_cpus().unwrap();
     let mut counters = CounterSet::open_with(
         kernel.clone(),
-        plan.specs.clone(),
-        &plan.groups,
-        &plan.sticky,
+        plan.specs().to_vec(),
+        plan.groups(),
+        plan.sticky(),
         Target::Cpus(cpus),
     )
     .unwrap();
-    let failures: Vec<String> = (0..plan.specs.len())
-        .filter_map(|s| counters.failure(s).map(|f| format!("{}: {}", plan.specs[s].name, f.errno)))
+    let failures: Vec<String> = (0..plan.specs().len())
+        .filter_map(|s| {
+            counters.failure(s).map(|f| format!("{}: {}", plan.specs()[s].name, f.errno))
+        })
         .collect();
     assert!(failures.is_empty(), "{failures:?}");
     let [split] = counters.splits() else { panic!("one split: {:?}", counters.splits()) };
@@ -153,14 +156,24 @@ fn a_refused_user_group_keeps_its_topdown_events_behind_slots() {
     kernel.advance(10_000_000);
     counters.disable().unwrap();
     let snapshot = counters.read().unwrap();
-    for &s in &plan.groups[0][..3] {
+    for &s in &plan.groups()[0][..3] {
         assert!(
             snapshot.aggregate(s).is_some_and(|a| a.counted() && a.value > 0),
             "{}",
-            plan.specs[s].name
+            plan.specs()[s].name
         );
     }
-    let note = plan.split_note(&split);
+    let group = plan.split_note(&split);
+    let tmetric_engine::Reopened::Split { kept, alone } = &group.reopened else {
+        panic!("split behind slots: {group:?}")
+    };
+    assert_eq!(kept, &["slots", "topdown-retiring", "topdown-bad-spec"]);
+    assert_eq!(alone.len(), 9);
+    assert_eq!(group.events.len(), 12);
+    assert_eq!(group.errno, EINVAL);
+    // Worded by its Display, and read back from that text as the same data.
+    let note = group.to_string();
+    assert_eq!(tmetric_engine::RefusedGroup::from_text(&note).as_ref(), Some(&group));
     assert!(
         note.contains(
             "slots, topdown-retiring, topdown-bad-spec stayed together behind their `slots` leader"
@@ -183,8 +196,12 @@ fn split_notes_mention_metrics_only_when_there_are_some() {
     let mut plan = Plan::new(tmetric_engine::plan::literals(&spr.sysfs, &proc_root, true));
     plan.add_event_lists(&["{cycles,instructions}".to_string()], &Resolver::new(&spr.sysfs))
         .unwrap();
-    let user = Split { events: plan.groups[0].clone(), errno: Errno(EINVAL), kept: vec![] };
-    let note = plan.split_note(&user);
+    let user = Split { events: plan.groups()[0].clone(), errno: Errno(EINVAL), kept: vec![] };
+    let group = plan.split_note(&user);
+    assert_eq!(group.reopened, tmetric_engine::Reopened::Alone);
+    assert!(group.multiplexed.is_empty());
+    let note = group.to_string();
+    assert_eq!(tmetric_engine::RefusedGroup::from_text(&note).as_ref(), Some(&group));
     assert!(
         note.starts_with("the kernel refused the group {cycles,instructions} (EINVAL"),
         "{note}"
@@ -198,10 +215,13 @@ fn split_notes_mention_metrics_only_when_there_are_some() {
         &PlanOptions { system_wide: true, ..PlanOptions::default() },
         true,
     );
-    let metric_group = plan.groups.len() - 1;
+    let metric_group = plan.groups().len() - 1;
     let split =
-        Split { events: plan.groups[metric_group].clone(), errno: Errno(EINVAL), kept: vec![] };
-    let note = plan.split_note(&split);
+        Split { events: plan.groups()[metric_group].clone(), errno: Errno(EINVAL), kept: vec![] };
+    let group = plan.split_note(&split);
+    assert_eq!(group.multiplexed, ["tma_info_thread_ipc"]);
+    let note = group.to_string();
+    assert_eq!(tmetric_engine::RefusedGroup::from_text(&note).as_ref(), Some(&group));
     assert!(
         note.contains(
             "tma_info_thread_ipc now read counts from different time slices (multiplexed)"

@@ -90,9 +90,9 @@ pub fn measure(
     let cpus = sysfs.online_cpus().expect("online cpus");
     let mut counters = CounterSet::open_with(
         kernel.clone(),
-        plan.specs.clone(),
-        &plan.groups,
-        &plan.sticky,
+        plan.specs().to_vec(),
+        plan.groups(),
+        plan.sticky(),
         Target::Cpus(cpus.clone()),
     )
     .expect("the plan opens");
@@ -115,15 +115,15 @@ pub fn measure(
     let results = plan.evaluate(&mut evaluators, &sample);
     let bars = plan.uncertainties(&mut Evaluators::default(), &reads, ms as f64 / 1e3);
     let mut out = Vec::new();
-    for (i, (root, result)) in plan.roots.iter().zip(&results).enumerate() {
+    for (i, (root, result)) in plan.roots().iter().zip(&results).enumerate() {
         let mut evaluator = Evaluator::new(tree.model);
         evaluator.literals = literals;
         for (slot, row) in root.slot_rows.iter().enumerate() {
             let Some(row) = row else { continue };
-            let row = &plan.rows[*row];
+            let row = &plan.rows()[*row];
             evaluator.values[slot] = match &row.source {
                 tmetric_engine::Source::Counter(spec) => {
-                    let spec = &plan.specs[*spec];
+                    let spec = &plan.specs()[*spec];
                     let on: Vec<u32> = match &spec.cpus {
                         Some(mask) => cpus.iter().copied().filter(|c| mask.contains(c)).collect(),
                         None => cpus.clone(),

@@ -107,7 +107,7 @@ fn true_value(
     evaluator.literals = literals;
     for (slot, row) in root.slot_rows.iter().enumerate() {
         let Some(r) = row else { continue };
-        let row = &plan.rows[*r];
+        let row = &plan.rows()[*r];
         // An uncore event sums its boxes; `source_count()` is how many.
         evaluator.source_counts[slot] = plan.source_count(*r);
         evaluator.values[slot] = match &row.source {
@@ -115,7 +115,7 @@ fn true_value(
                 .specs()
                 .iter()
                 .map(|&s| {
-                    let spec = &plan.specs[s];
+                    let spec = &plan.specs()[s];
                     let on: Vec<u32> = match &spec.cpus {
                         Some(mask) => cpus.iter().copied().filter(|c| mask.contains(c)).collect(),
                         None => cpus.to_vec(),
@@ -155,14 +155,16 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
     let cpus = sysfs.online_cpus().expect("online cpus");
     let mut counters = CounterSet::open_with(
         kernel.clone(),
-        plan.specs.clone(),
-        &plan.groups,
-        &plan.sticky,
+        plan.specs().to_vec(),
+        plan.groups(),
+        plan.sticky(),
         Target::Cpus(cpus.clone()),
     )
     .expect("plan is consistent");
-    let open_failures: Vec<String> = (0..plan.specs.len())
-        .filter_map(|s| counters.failure(s).map(|f| format!("{}: {}", plan.specs[s].name, f.errno)))
+    let open_failures: Vec<String> = (0..plan.specs().len())
+        .filter_map(|s| {
+            counters.failure(s).map(|f| format!("{}: {}", plan.specs()[s].name, f.errno))
+        })
         .collect();
     counters.enable().expect("enable");
     let ns = ms * 1_000_000;
@@ -174,7 +176,7 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
     let results = plan.evaluate(&mut evaluators, &sample);
     let mut problems = Vec::new();
     let mut checked = 0;
-    for (root, result) in plan.roots.iter().zip(&results) {
+    for (root, result) in plan.roots().iter().zip(&results) {
         let name = tree.model.str(tree.model.metrics[root.metric].name);
         if let Some(fail) = result.failure {
             problems.push(format!("{name}: no value: {fail}"));
@@ -195,7 +197,7 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
             .slot_rows
             .iter()
             .flatten()
-            .flat_map(|&row| plan.rows[row].specs())
+            .flat_map(|&row| plan.rows()[row].specs())
             .filter_map(|spec| snapshot.aggregate(spec))
             .map(|a| {
                 let stretch = a.enabled as f64 / (a.running as f64).max(1.0);
@@ -218,7 +220,8 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
         .splits()
         .iter()
         .map(|s| {
-            let names: Vec<String> = s.events.iter().map(|&e| plan.specs[e].name.clone()).collect();
+            let names: Vec<String> =
+                s.events.iter().map(|&e| plan.specs()[e].name.clone()).collect();
             format!("{{{}}}: {}", names.join(","), s.errno)
         })
         .collect();
@@ -330,9 +333,9 @@ fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
     let cpus = sysfs.online_cpus().unwrap();
     let mut counters = CounterSet::open_with(
         NoTopdown(kernel.clone()),
-        plan.specs.clone(),
-        &plan.groups,
-        &plan.sticky,
+        plan.specs().to_vec(),
+        plan.groups(),
+        plan.sticky(),
         Target::Cpus(cpus),
     )
     .unwrap();
@@ -342,7 +345,7 @@ fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
     let sample = EvalInput { counts: &snapshot, seconds: 0.05, rusage: None };
     let results = plan.evaluate(&mut Evaluators::default(), &sample);
     let bad_spec = plan
-        .roots
+        .roots()
         .iter()
         .position(|r| tree.model.str(tree.model.metrics[r.metric].name) == "tma_bad_speculation")
         .expect("tma_bad_speculation selected");
@@ -402,7 +405,7 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
     let sysfs = Sysfs::new(&tree.sys);
     let literals = tmetric_engine::plan::literals(&sysfs, &tree.proc_root, true);
     let counts = |plan: &Plan, values: &[u64]| Snapshot {
-        events: (0..plan.specs.len())
+        events: (0..plan.specs().len())
             .map(|i| {
                 let raw = RawCount { value: values[i], enabled: 1000, running: 1000 };
                 Some(vec![CpuCount { cpu: 0, thread: -1, raw }])

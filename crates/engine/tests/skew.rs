@@ -84,7 +84,7 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
     let options = PlanOptions { system_wide: true, ..PlanOptions::default() };
     plan.add_metrics(&all, &machine, &options, true);
     for name in &wanted[..2] {
-        let root = plan.roots.iter().find(|r| model.str(model.metrics[r.metric].name) == *name);
+        let root = plan.roots().iter().find(|r| model.str(model.metrics[r.metric].name) == *name);
         let placement = &root.expect("planned").placement;
         assert!(matches!(placement, Placement::Spread { .. }), "{name}: {placement:?}");
     }
@@ -95,9 +95,9 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
     let preempted = Preempted { kernel: kernel.clone(), pause_ns: 1_000_000 };
     let mut counters = CounterSet::open_with(
         preempted,
-        plan.specs.clone(),
-        &plan.groups,
-        &plan.sticky,
+        plan.specs().to_vec(),
+        plan.groups(),
+        plan.sticky(),
         Target::Cpus(cpus.clone()),
     )
     .expect("the plan opens");
@@ -114,19 +114,19 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
     // The truth: every input's exact count over the run's clock.
     for name in wanted {
         let i = plan
-            .roots
+            .roots()
             .iter()
             .position(|r| model.str(model.metrics[r.metric].name) == name)
             .expect("planned");
-        let root = &plan.roots[i];
+        let root = &plan.roots()[i];
         let mut evaluator = tmetric_engine::Evaluator::new(model);
         evaluator.literals = literals;
         for (slot, row) in root.slot_rows.iter().enumerate() {
             let Some(row) = row else { continue };
-            let row = &plan.rows[*row];
+            let row = &plan.rows()[*row];
             evaluator.values[slot] = match &row.source {
                 tmetric_engine::Source::Counter(spec) => {
-                    let spec = &plan.specs[*spec];
+                    let spec = &plan.specs()[*spec];
                     let on =
                         cpus.iter().filter(|c| spec.cpus.as_ref().is_none_or(|m| m.contains(c)));
                     on.map(|&c| kernel.true_count_between(&spec.attr, c, start, end).unwrap_or(0))
@@ -142,7 +142,7 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
         for (slot, row) in root.slot_rows.iter().enumerate() {
             if let Some(row) = row {
                 evaluator.values[slot] =
-                    tmetric_engine::eval::input_value(&plan, &plan.rows[*row], &sample);
+                    tmetric_engine::eval::input_value(&plan, &plan.rows()[*row], &sample);
             }
         }
         let perf = evaluator.evaluate(model, &[root.metric]).remove(0).value;

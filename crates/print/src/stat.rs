@@ -217,7 +217,7 @@ impl<W: Write> StatPrinter<W> {
         plan: &Plan,
         sample: &EvalInput<'_>,
         failures: &[Option<engine::Refusal>],
-        splits: &[String],
+        splits: &[engine::RefusedGroup],
     ) -> Vec<String> {
         let failure = |spec: usize| failures.get(spec).cloned().flatten();
         let results = plan.evaluate(&mut self.evaluators, sample);
@@ -252,7 +252,7 @@ impl<W: Write> StatPrinter<W> {
                 notes.push(format!("{}: {note}", tmetric_text::names_summary(&labels)));
             }
         }
-        notes.extend(splits.iter().cloned());
+        notes.extend(splits.iter().map(ToString::to_string));
         notes
     }
 
@@ -336,7 +336,7 @@ impl<W: Write> StatPrinter<W> {
         let results = plan.evaluate(&mut self.evaluators, sample);
         let mut lines = Vec::new();
         for (r, (result, bar)) in results.iter().zip(bars).enumerate() {
-            let root = &plan.roots[r];
+            let root = &plan.roots()[r];
             let desc = &root.model.metrics[root.metric];
             let name = view::metric_name(plan, r);
             let unit = root.model.str(desc.unit);
@@ -404,7 +404,7 @@ impl<W: Write> StatPrinter<W> {
             if below && !show_all {
                 continue;
             }
-            let root = &plan.roots[i];
+            let root = &plan.roots()[i];
             let metric = &root.model.metrics[root.metric];
             let value = results[i].scaled(root.model, root.metric);
             let unit = root.model.str(metric.unit);
@@ -469,7 +469,7 @@ impl<W: Write> StatPrinter<W> {
         let mut units: Vec<(u32, u32)> = cores.iter().map(|c| c.1).collect();
         units.sort_unstable();
         units.dedup();
-        let spec_of = |name: &str| plan.specs.iter().position(|s| s.name == name);
+        let spec_of = |name: &str| plan.specs().iter().position(|s| s.name == name);
         let header_due = self.lines.is_multiple_of(25);
         self.lines += 1;
         let prefix = self.interval_prefix(at);
@@ -482,7 +482,7 @@ impl<W: Write> StatPrinter<W> {
             let value = |name: &str| -> Option<f64> {
                 let spec = spec_of(name)?;
                 let per_cpu = sample.counts.events.get(spec)?.as_ref()?;
-                let scale = plan.events[spec].scale.unwrap_or(1.0);
+                let scale = plan.events()[spec].scale.unwrap_or(1.0);
                 Some(
                     per_cpu
                         .iter()

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use tmetric_engine::Refusal;
+use tmetric_engine::{Refusal, RefusedGroup};
 
 /// The `format` field of every record file's header.
 pub const FORMAT: &str = "tmetric-record";
@@ -80,8 +80,10 @@ pub struct Header {
     /// before refusals were data hold their text; they read as the same refusals.
     #[serde(deserialize_with = "refusals::deserialize")]
     pub failures: Vec<Option<Refusal>>,
-    /// Groups the kernel refused, so their events were counted alone.
-    pub splits: Vec<String>,
+    /// Groups the kernel refused, and where their events went. Files written before these
+    /// were data hold their text; they read as the same groups.
+    #[serde(deserialize_with = "refused_groups::deserialize")]
+    pub splits: Vec<RefusedGroup>,
     /// `--per-thread`: the threads printed apart, (comm, tid).
     pub threads: Vec<(String, i32)>,
     /// `--per-thread -a`: rows that counted nothing were left out.
@@ -326,5 +328,31 @@ mod refusals {
                 })
             })
             .collect())
+    }
+}
+
+mod refused_groups {
+    use serde::{Deserialize, Deserializer};
+    use tmetric_engine::RefusedGroup;
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        Text(String),
+        Typed(RefusedGroup),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RefusedGroup>, D::Error> {
+        Vec::<Form>::deserialize(d)?
+            .into_iter()
+            .map(|form| match form {
+                Form::Typed(group) => Ok(group),
+                Form::Text(text) => RefusedGroup::from_text(&text).ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "`{text}` is not a refused group's note (`the kernel refused the group {{...}} (ERRNO): ...`)"
+                    ))
+                }),
+            })
+            .collect()
     }
 }

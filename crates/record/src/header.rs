@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use tmetric_engine::session::Session;
-use tmetric_engine::{Plan, Refusal, Source};
+use tmetric_engine::{Plan, Refusal, RefusedGroup, Source};
 use tmetric_model::literal::Literal;
 use tmetric_runtime::{EventKind, Syscalls, Sysfs};
 
@@ -19,8 +19,8 @@ pub struct HeaderFacts<'a> {
     pub plan: &'a Plan,
     /// Per spec, why the kernel refused it ([`tmetric_engine::session::Session::failures`]).
     pub failures: Vec<Option<Refusal>>,
-    /// The groups the kernel refused, as notes.
-    pub splits: Vec<String>,
+    /// The groups the kernel refused ([`tmetric_engine::session::Session::split_notes`]).
+    pub splits: Vec<RefusedGroup>,
     /// `--per-thread`: the threads printed apart, (comm, tid).
     pub threads: Vec<(String, i32)>,
     /// `--per-thread -a`: rows that counted nothing are left out.
@@ -91,19 +91,19 @@ pub fn header(f: &HeaderFacts<'_>) -> Header {
         topology: topology(f.sysfs),
         literals: Literal::ALL
             .iter()
-            .map(|l| (l.name().to_string(), plan.literals[l.index()]))
+            .map(|l| (l.name().to_string(), plan.literals()[l.index()]))
             .collect(),
         selection: f.selection.clone(),
-        events: plan.events.iter().map(event_rec).collect(),
+        events: plan.events().iter().map(event_rec).collect(),
         groups: groups(plan),
         rows: rows(plan),
         roots: roots(plan),
         probes: plan
-            .probes
+            .probes()
             .iter()
             .map(|(model, values)| ProbeRec { model: model.path(), values: values.clone() })
             .collect(),
-        retire_latency: plan.retire_latency.iter().cloned().collect(),
+        retire_latency: plan.retire_latency().iter().cloned().collect(),
         failures: f.failures.clone(),
         splits: f.splits.clone(),
         threads: f.threads.clone(),
@@ -154,14 +154,14 @@ fn event_rec(e: &tmetric_runtime::CounterEvent) -> EventRec {
 /// Every spec in exactly one group: the plan's groups, then each other spec alone.
 fn groups(plan: &Plan) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = Vec::new();
-    for g in &plan.groups {
+    for g in plan.groups() {
         let fresh: Vec<usize> =
             g.iter().copied().filter(|s| !groups.iter().flatten().any(|x| x == s)).collect();
         if !fresh.is_empty() {
             groups.push(fresh);
         }
     }
-    for s in 0..plan.specs.len() {
+    for s in 0..plan.specs().len() {
         if !groups.iter().flatten().any(|&x| x == s) {
             groups.push(vec![s]);
         }
@@ -170,7 +170,7 @@ fn groups(plan: &Plan) -> Vec<Vec<usize>> {
 }
 
 fn rows(plan: &Plan) -> Vec<RowRec> {
-    plan.rows
+    plan.rows()
         .iter()
         .map(|r| RowRec {
             name: r.name.clone(),
@@ -189,7 +189,7 @@ fn rows(plan: &Plan) -> Vec<RowRec> {
 }
 
 fn roots(plan: &Plan) -> Vec<RootRec> {
-    plan.roots
+    plan.roots()
         .iter()
         .map(|root| {
             let m = &root.model.metrics[root.metric];

@@ -102,7 +102,7 @@ pub struct Playback {
     /// Per plan spec: why the kernel refused it, when recorded.
     pub failures: Vec<Option<Refusal>>,
     /// Groups the kernel refused, as recorded.
-    pub splits: Vec<String>,
+    pub splits: Vec<tmetric_engine::RefusedGroup>,
     /// `--per-thread`: the threads printed apart (comm, tid).
     pub threads: Vec<(String, i32)>,
     /// `--per-thread -a`: rows that counted nothing were left out.

@@ -1,8 +1,8 @@
-//! The kernel's refusals in record files: kept as data (`{cpu, errno, why}`), and files
-//! written before, which kept them as text, still read as the same refusals (JSON lines and
-//! perf.data alike).
+//! The kernel's refusals in record files, of events and of groups: kept as data (`{cpu,
+//! errno, why}`, [`RefusedGroup`]), and files written before, which kept them as text, still
+//! read as the same refusals (JSON lines and perf.data alike).
 
-use tmetric_engine::Refusal;
+use tmetric_engine::{Refusal, RefusedGroup, Reopened};
 use tmetric_record::{Input, open, read_jsonl};
 
 const WHY: &str = "EINVAL: a topdown metric event is counted only in a group led by `slots` (write `{slots,topdown-retiring}`), without exclude modifiers";
@@ -76,4 +76,91 @@ fn a_perf_data_file_with_refusals_as_text_reads_them_as_data() {
     };
     let refusal = Refusal { cpu: Some(0), errno: 22, why: WHY.to_string() };
     assert_eq!(rec.header.failures, vec![Some(refusal), None]);
+}
+
+/// `split-text.jsonl` was written by tmetric before refused groups were data: `record --format
+/// jsonl --pmu-sim sapphirerapids -a -e '{topdown-retiring,slots,topdown-bad-spec,9 GP
+/// events}' -e '{cycles,...}'`, whose first group the simulated kernel refuses (EINVAL: 8 GP
+/// counters) and the runtime splits, keeping the topdown events behind `slots`.
+#[test]
+fn a_file_with_refused_groups_as_text_reads_them_as_data() {
+    let text = fixture("split-text.jsonl");
+    let header: serde_json::Value =
+        serde_json::from_str(text.lines().next().unwrap()).expect("a JSON header");
+    let old = header["splits"][0].as_str().expect("the text form").to_string();
+    let rec = read_jsonl("split-text.jsonl", std::io::Cursor::new(&text)).unwrap();
+    let [group] = &rec.header.splits[..] else { panic!("{:?}", rec.header.splits) };
+    let pmu = |e: &str| format!("cpu/event={e}/");
+    let alone: Vec<String> = [
+        "0xd1,umask=0x1",
+        "0xd1,umask=0x2",
+        "0xd1,umask=0x4",
+        "0xd1,umask=0x8",
+        "0xd1,umask=0x10",
+        "0xd1,umask=0x20",
+        "0xc4,umask=0x0",
+        "0xc5,umask=0x0",
+        "0xc2,umask=0x2",
+    ]
+    .iter()
+    .map(|e| pmu(e))
+    .collect();
+    let kept: Vec<String> =
+        ["slots", "topdown-retiring", "topdown-bad-spec"].map(String::from).into();
+    let events: Vec<String> = kept.iter().chain(&alone).cloned().collect();
+    let want = RefusedGroup {
+        events,
+        errno: 22,
+        reopened: Reopened::Split { kept, alone },
+        multiplexed: Vec::new(),
+    };
+    assert_eq!(group, &want);
+    // Printed exactly as the text was.
+    assert_eq!(group.to_string(), old);
+    // Written again, it is data, and reads back the same.
+    let header = serde_json::to_value(&rec.header).unwrap();
+    assert_eq!(header["splits"][0]["errno"], 22);
+    assert_eq!(header["splits"][0]["reopened"]["split"]["kept"][0], "slots");
+    let rest: Vec<&str> = text.lines().skip(1).collect();
+    let again = format!("{header}\n{}\n", rest.join("\n"));
+    let rec = read_jsonl("typed.jsonl", std::io::Cursor::new(again)).unwrap();
+    assert_eq!(rec.header.splits, vec![want]);
+}
+
+/// Every way a group is reopened reads back from its text, and text that is not a refused
+/// group's is a bad header naming the line.
+#[test]
+fn refused_group_text_of_every_kind_and_damaged_text() {
+    let together = RefusedGroup {
+        events: vec!["topdown-retiring".into(), "slots".into()],
+        errno: 22,
+        reopened: Reopened::Together(vec!["slots".into(), "topdown-retiring".into()]),
+        multiplexed: vec!["tma_retiring".into(), "tma_info_thread_slots".into()],
+    };
+    let text = together.to_string();
+    assert!(text.ends_with("so it was reopened as {slots,topdown-retiring}; tma_retiring, tma_info_thread_slots now read counts from different time slices (multiplexed)"), "{text}");
+    assert_eq!(RefusedGroup::from_text(&text), Some(together));
+    let one = RefusedGroup {
+        events: vec!["slots".into(), "cpu/event=0xd1,umask=0x1/".into()],
+        errno: 7,
+        reopened: Reopened::Split {
+            kept: vec!["slots".into()],
+            alone: vec!["cpu/event=0xd1,umask=0x1/".into()],
+        },
+        multiplexed: Vec::new(),
+    };
+    let text = one.to_string();
+    assert!(text.ends_with("cpu/event=0xd1,umask=0x1/ was counted alone"), "{text}");
+    assert!(text.contains(" (E2BIG ("), "{text}");
+    assert_eq!(RefusedGroup::from_text(&text), Some(one));
+    assert_eq!(RefusedGroup::from_text("the kernel refused the group {a,b}"), None);
+
+    let old = fixture("split-text.jsonl");
+    let mut header: serde_json::Value = serde_json::from_str(old.lines().next().unwrap()).unwrap();
+    header["splits"][0] = "gibberish".into();
+    let rest: Vec<&str> = old.lines().skip(1).collect();
+    let bad = format!("{header}\n{}\n", rest.join("\n"));
+    let err = read_jsonl("bad.jsonl", std::io::Cursor::new(bad)).unwrap_err().to_string();
+    assert!(err.starts_with("bad.jsonl:1: a bad header: "), "{err}");
+    assert!(err.contains("`gibberish` is not a refused group's note"), "{err}");
 }

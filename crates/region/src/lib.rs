@@ -28,6 +28,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use tmetric_catalog::Model;
+use tmetric_engine::select::{self, Miss, ModelFrom};
 use tmetric_engine::{
     Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Source, eval,
 };
@@ -64,13 +65,14 @@ pub fn split_items(list: &str) -> Vec<String> {
 /// Errors of the region API.
 #[derive(Debug, thiserror::Error)]
 pub enum RegionError {
-    /// An item is neither a metric, a metric group nor an event.
-    #[error("`{item}` is not a metric or metric group of {models}, nor an event: {why}")]
+    /// An item is neither a metric, a metric group nor an event: the `-M` miss, worded as
+    /// every front end words it, and why the item is not an event either.
+    #[error("{}; nor is `{item}` an event: {why}", worded(miss))]
     Unknown {
         /// The item.
         item: String,
-        /// The models searched.
-        models: String,
+        /// Why it selects no metric.
+        miss: Miss,
         /// Why it is not an event.
         why: String,
     },
@@ -375,7 +377,7 @@ pub struct Measurement<S: Syscalls = Kernel, P: Pages = KernelPages> {
 
 impl std::fmt::Debug for Measurement<Kernel, KernelPages> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Measurement").field("specs", &self.plan.specs).finish()
+        f.debug_struct("Measurement").field("specs", &self.plan.specs()).finish()
     }
 }
 
@@ -422,51 +424,41 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         let mut plan = Plan::new(tmetric_engine::plan::literals(&sysfs, proc_root, false));
         let tables = tmetric_engine::events::CatalogTables::for_machine(&sysfs, proc_root, model);
         let resolver = event::Resolver::new(&sysfs).with_tables(&tables);
-        let common = tmetric_catalog::common();
         let mut picks: Vec<Pick> = Vec::new();
-        let mut events: Vec<String> = Vec::new();
+        let mut events: Vec<(String, Miss)> = Vec::new();
         for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
-            let found = tmetric_engine::select::find(item, common, model);
-            if found.is_empty() && item.starts_with('{') {
+            // perf's `-M` lookup first; an item it misses may be an event.
+            let host = || model.ok_or("no CPU model matches this machine");
+            let miss = match select::items(&[item.to_string()], host, ModelFrom::Machine, |_| None)
+            {
+                Ok(found) => {
+                    select::add_unique(&mut picks, found);
+                    continue;
+                }
+                Err(miss) => miss,
+            };
+            if item.starts_with('{') {
                 // A group of events, as `-e '{a,b}'` takes it.
-                events.push(item.to_string());
+                events.push((item.to_string(), miss));
                 continue;
             }
-            if found.is_empty() {
-                let listed = resolver.list(item).map(|l| {
-                    l.groups.into_iter().flat_map(|g| g.events).map(|e| e.event).collect::<Vec<_>>()
-                });
-                match listed {
-                    Ok(all) if all.iter().all(|e| matches!(e, ResolvedEvent::Counter(_))) => {
-                        events.push(item.to_string())
-                    }
-                    Ok(_) => {
-                        return Err(RegionError::Unknown {
-                            item: item.into(),
-                            models: model_names(model),
-                            why: "tool events are not counters; duration is in Sample::seconds"
-                                .into(),
-                        });
-                    }
-                    Err(err) => {
-                        return Err(RegionError::Unknown {
-                            item: item.into(),
-                            models: model_names(model),
-                            why: err.to_string(),
-                        });
-                    }
+            let listed = resolver.list(item).map(|l| {
+                l.groups.into_iter().flat_map(|g| g.events).map(|e| e.event).collect::<Vec<_>>()
+            });
+            let why = match listed {
+                Ok(all) if all.iter().all(|e| matches!(e, ResolvedEvent::Counter(_))) => {
+                    events.push((item.to_string(), miss));
+                    continue;
                 }
-            }
-            tmetric_engine::select::add_unique(&mut picks, found);
+                Ok(_) => "tool events are not counters; duration is in Sample::seconds".into(),
+                Err(err) => err.to_string(),
+            };
+            return Err(RegionError::Unknown { item: item.into(), miss, why });
         }
-        for e in &events {
-            plan.add_event_lists(std::slice::from_ref(e), &resolver).map_err(|err| {
-                RegionError::Unknown {
-                    item: e.clone(),
-                    models: model_names(model),
-                    why: err.to_string(),
-                }
-            })?;
+        for (item, miss) in events {
+            if let Err(err) = plan.add_event_lists(std::slice::from_ref(&item), &resolver) {
+                return Err(RegionError::Unknown { item, miss, why: err.to_string() });
+            }
         }
         plan.add_metrics(&picks, &machine, &PlanOptions::default(), true);
         let groups = region_groups(&plan)?;
@@ -512,7 +504,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
     }
 
     fn open_group(&mut self, specs: Vec<usize>, level2: bool) -> Result<Group<P>, RegionError> {
-        let hardware = specs.iter().any(|&s| is_hardware(&self.plan.events[s].kind));
+        let hardware = specs.iter().any(|&s| is_hardware(&self.plan.events()[s].kind));
         let close_all = |sys: &mut S, fds: &[i32]| {
             for &fd in fds.iter().rev() {
                 sys.close(fd);
@@ -521,25 +513,25 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         // Pinned: the group is counted the whole time or goes to error state; it is never
         // multiplexed inside a region.
         let attrs: Vec<tmetric_runtime::Attr> =
-            specs.iter().map(|&s| self.plan.specs[s].attr.clone()).collect();
+            specs.iter().map(|&s| self.plan.specs()[s].attr.clone()).collect();
         let opened = tmetric_runtime::counter::open_own_group(&mut self.sys, &attrs, hardware)
             .map_err(|(member, errno)| {
                 let s = specs[member];
                 RegionError::Open {
-                    event: self.plan.specs[s].name.clone(),
+                    event: self.plan.specs()[s].name.clone(),
                     errno,
-                    why: self.env.explain(errno, &self.plan.events[s]),
+                    why: self.env.explain(errno, &self.plan.events()[s]),
                 }
             })?;
         for (o, &s) in opened.iter().zip(&specs) {
             if o.user_only {
-                let event = self.plan.specs[s].name.clone();
+                let event = self.plan.specs()[s].name.clone();
                 self.plan.add_warning(tmetric_engine::Warning::UserOnly { event });
             }
         }
         let fds: Vec<i32> = opened.iter().map(|o| o.fd).collect();
         let ids: Vec<u64> = opened.iter().map(|o| o.id).collect();
-        let name = self.plan.specs[specs[0]].name.clone();
+        let name = self.plan.specs()[specs[0]].name.clone();
         if let Err(errno) = self.sys.enable(fds[0], true) {
             close_all(&mut self.sys, &fds);
             return Err(RegionError::Syscall { what: "enabling", event: name, errno });
@@ -554,7 +546,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             if mapped.len() == fds.len() && reads.iter().all(Result::is_ok) {
                 let counts: Vec<PageCount> = reads.into_iter().flatten().collect();
                 let attrs: Vec<&tmetric_runtime::Attr> =
-                    specs.iter().map(|&s| &self.plan.specs[s].attr).collect();
+                    specs.iter().map(|&s| &self.plan.specs()[s].attr).collect();
                 let fields: Vec<Option<usize>> =
                     attrs.iter().map(|a| topdown::field_of_config(a.config)).collect();
                 let led_by_slots = attrs[0].config == topdown::SLOTS_CONFIG
@@ -580,11 +572,11 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
 
     /// Reads every group into `reading` (buffers reused: the hot path allocates nothing).
     fn read_into(&mut self, reading: &mut Reading) -> Result<(), RegionError> {
-        reading.values.resize(self.plan.specs.len(), RawCount::default());
+        reading.values.resize(self.plan.specs().len(), RawCount::default());
         reading.topdown.clear();
         let at = Instant::now();
         for group in &self.groups {
-            let leader = &self.plan.specs[group.specs[0]].name;
+            let leader = &self.plan.specs()[group.specs[0]].name;
             match &group.pages {
                 None => {
                     reading.topdown.push(None);
@@ -643,7 +635,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                             continue;
                         }
                         let c = self.pages.read(page).map_err(|why| RegionError::Rdpmc {
-                            event: self.plan.specs[group.specs[m]].name.clone(),
+                            event: self.plan.specs()[group.specs[m]].name.clone(),
                             why,
                         })?;
                         reading.values[group.specs[m]] =
@@ -693,7 +685,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     name: name.to_string(),
                     runs: 0,
                     seconds: 0.0,
-                    total: vec![RawCount::default(); self.plan.specs.len()],
+                    total: vec![RawCount::default(); self.plan.specs().len()],
                     topdown: None,
                 });
                 self.regions.len() - 1
@@ -712,7 +704,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                         self.before = before;
                         return Err(RegionError::Syscall {
                             what: "resetting",
-                            event: self.plan.specs[self.groups[g].specs[0]].name.clone(),
+                            event: self.plan.specs()[self.groups[g].specs[0]].name.clone(),
                             errno,
                         });
                     }
@@ -758,7 +750,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 // The kernel rescheduled the group (folding and zeroing slots and
                 // PERF_METRICS): the raw values no longer share a base.
                 return Err(RegionError::Rdpmc {
-                    event: self.plan.specs[group.specs[0]].name.clone(),
+                    event: self.plan.specs()[group.specs[0]].name.clone(),
                     why: Unreadable::Unstable,
                 });
             }
@@ -847,7 +839,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         let results = self.plan.evaluate(&mut self.evaluators, &es);
         let counts = self
             .plan
-            .rows
+            .rows()
             .iter()
             .filter(|r| r.show && r.copy_of.is_none() && matches!(r.source, Source::Counter(_)))
             .map(|r| Count {
@@ -861,7 +853,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     .roots
                     .iter()
                     .map(|&i| {
-                        let root = &self.plan.roots[i];
+                        let root = &self.plan.roots()[i];
                         root.model.str(root.model.metrics[root.metric].name).to_string()
                     })
                     .collect(),
@@ -869,7 +861,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             .collect();
         let metrics = self
             .plan
-            .roots
+            .roots()
             .iter()
             .zip(&results)
             .map(|(root, result)| {
@@ -877,7 +869,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 let metric = &model.metrics[root.metric];
                 let names = |rows: &[usize]| {
                     rows.iter()
-                        .map(|&r| self.plan.rows[r].name.clone())
+                        .map(|&r| self.plan.rows()[r].name.clone())
                         .collect::<Vec<_>>()
                         .join(", ")
                 };
@@ -885,7 +877,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     Some(format!("no value: {fail}"))
                 } else if !result.missing.is_empty() {
                     let reason =
-                        result.missing.iter().find_map(|&r| match &self.plan.rows[r].source {
+                        result.missing.iter().find_map(|&r| match &self.plan.rows()[r].source {
                             Source::Missing(why) => Some(format!(": {why}")),
                             _ => None,
                         });
@@ -970,7 +962,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         for sample in self.totals() {
             sample.print(out)?;
         }
-        for w in &self.plan.warnings {
+        for w in self.plan.warnings() {
             writeln!(out, "\n tmetric: warning: {w}")?;
         }
         writeln!(out)
@@ -1016,10 +1008,11 @@ impl<S: Syscalls, P: Pages> Drop for Running<'_, S, P> {
     }
 }
 
-fn model_names(model: Option<&'static Model>) -> String {
-    match model {
-        Some(m) => format!("the common metrics and {}", m.path()),
-        None => "the common metrics (no CPU model matches this machine)".into(),
+/// A miss as its `Display` words it, with its cause (why no CPU model was found).
+fn worded(miss: &Miss) -> String {
+    match std::error::Error::source(miss) {
+        Some(cause) => format!("{miss} ({cause})"),
+        None => miss.to_string(),
     }
 }
 
@@ -1038,12 +1031,12 @@ fn snapshot(values: &[RawCount]) -> Snapshot {
 fn region_groups(plan: &Plan) -> Result<Vec<Vec<usize>>, RegionError> {
     let mut hardware: Vec<Vec<usize>> = Vec::new();
     let mut software: Vec<usize> = Vec::new();
-    let mut grouped = vec![false; plan.specs.len()];
-    for g in &plan.groups {
+    let mut grouped = vec![false; plan.specs().len()];
+    for g in plan.groups() {
         for &s in g {
             grouped[s] = true;
         }
-        if g.iter().any(|&s| is_hardware(&plan.events[s].kind)) {
+        if g.iter().any(|&s| is_hardware(&plan.events()[s].kind)) {
             hardware.push(g.clone());
         } else {
             software.extend(g.iter().copied());
@@ -1053,21 +1046,21 @@ fn region_groups(plan: &Plan) -> Result<Vec<Vec<usize>>, RegionError> {
         if *done {
             continue;
         }
-        if is_hardware(&plan.events[s].kind) {
+        if is_hardware(&plan.events()[s].kind) {
             hardware.push(vec![s]);
         } else {
             software.push(s);
         }
     }
     let name = |r: &tmetric_engine::Root| r.model.str(r.model.metrics[r.metric].name).to_string();
-    if let Some((root, why)) = plan.roots.iter().find_map(|r| match &r.placement {
+    if let Some((root, why)) = plan.roots().iter().find_map(|r| match &r.placement {
         Placement::Impossible { why } => Some((r, why)),
         _ => None,
     }) {
         return Err(RegionError::Impossible { metric: name(root), why: why.clone() });
     }
     let spread: Vec<String> = plan
-        .roots
+        .roots()
         .iter()
         .filter(|r| matches!(r.placement, Placement::Spread { .. }))
         .map(name)

@@ -54,6 +54,10 @@ fn page_faults_and_task_clock_agree_with_the_workload() {
 #[test]
 fn unknown_items_name_what_was_searched() {
     let err = Measurement::new(&["no-such-thing"]).map(|_| ()).unwrap_err().to_string();
-    assert!(err.contains("`no-such-thing` is not a metric or metric group"), "{err}");
-    assert!(err.contains("common metrics"), "{err}");
+    // The `-M` miss as every front end words it, then why it is no event either.
+    assert!(
+        err.contains("cannot find metric or group `no-such-thing` among the common metrics"),
+        "{err}"
+    );
+    assert!(err.contains("; nor is `no-such-thing` an event: "), "{err}");
 }

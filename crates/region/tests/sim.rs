@@ -65,7 +65,7 @@ fn topdown_l1_region_on_sapphire_rapids_sums_to_100_percent() {
     }
     let slots = sample.count("TOPDOWN.SLOTS").unwrap_or_else(|| panic!("{sample:#?}"));
     // slots over the region's 50 ms of simulated time, not over 55 ms.
-    let spec = m.plan().specs.iter().find(|s| s.name == "TOPDOWN.SLOTS").unwrap();
+    let spec = m.plan().specs().iter().find(|s| s.name == "TOPDOWN.SLOTS").unwrap();
     let rate = kernel.true_count(&spec.attr, 0, 50_000_000);
     assert_eq!(slots, rate.unwrap() as f64);
     // Totals accumulate counts, and the report prints the region.
@@ -92,7 +92,7 @@ fn a_selection_that_needs_two_groups_is_refused() {
         kernel,
         NoPages,
     )
-    .map(|m| format!("{:?}", m.plan().groups))
+    .map(|m| format!("{:?}", m.plan().groups()))
     .expect_err("too much for one group");
     assert!(matches!(err, RegionError::TooManyGroups { .. }), "{err}");
     assert!(err.to_string().contains("never multiplexed"), "{err}");
@@ -321,11 +321,11 @@ fn denied_kernel_counting_falls_back_to_user_mode_and_says_so() {
         NoPages,
     )
     .expect("opens with exclude_kernel");
-    assert_eq!(m.plan().warnings.len(), 2, "{:?}", m.plan().warnings);
+    assert_eq!(m.plan().warnings().len(), 2, "{:?}", m.plan().warnings());
     assert!(
-        matches!(&m.plan().warnings[0], tmetric_engine::Warning::UserOnly { event } if event == "cycles"),
+        matches!(&m.plan().warnings()[0], tmetric_engine::Warning::UserOnly { event } if event == "cycles"),
         "{:?}",
-        m.plan().warnings
+        m.plan().warnings()
     );
     let ((), s) = m.measure("r", || kernel.advance(1_000_000)).unwrap();
     assert!(s.count("cycles").unwrap() > 0.0);

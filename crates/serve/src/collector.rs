@@ -112,8 +112,9 @@ pub struct Computed {
     pub seconds: f64,
     /// Per unit.
     pub units: Vec<UnitValues>,
-    /// Why values are missing or partial, and what the kernel refused or split.
-    pub notes: Vec<String>,
+    /// Why values are missing or partial, and what the kernel refused or split (typed: the
+    /// exposition words them).
+    pub notes: Vec<tmetric_engine::Note>,
 }
 
 /// The host or one cgroup, counted.
@@ -208,7 +209,7 @@ pub fn thread_cpu_ns() -> u64 {
 }
 
 fn plan_cost(plan: &Plan, cpus: &[u32]) -> usize {
-    plan.specs
+    plan.specs()
         .iter()
         .map(|s| match &s.cpus {
             Some(mask) => cpus.iter().filter(|c| mask.contains(c)).count(),
@@ -218,7 +219,7 @@ fn plan_cost(plan: &Plan, cpus: &[u32]) -> usize {
 }
 
 fn together(plan: &Plan, splits: &[tmetric_runtime::Split]) -> Vec<bool> {
-    plan.roots
+    plan.roots()
         .iter()
         .map(|root| {
             let grouped = match &root.placement {
@@ -226,7 +227,7 @@ fn together(plan: &Plan, splits: &[tmetric_runtime::Split]) -> Vec<bool> {
                 Placement::NoCounters => true,
                 _ => false,
             };
-            let split = root.slot_rows.iter().flatten().any(|&r| match plan.rows[r].source {
+            let split = root.slot_rows.iter().flatten().any(|&r| match plan.rows()[r].source {
                 Source::Counter(s) => splits.iter().any(|sp| sp.events.contains(&s)),
                 _ => false,
             });
@@ -244,7 +245,7 @@ impl<S: Syscalls + Clone> Collector<S> {
         machine: MachineInfo,
         options: Options,
     ) -> Result<Collector<S>, CollectError> {
-        if base.specs.is_empty() && base.roots.is_empty() {
+        if base.specs().is_empty() && base.roots().is_empty() {
             return Err(CollectError::Empty);
         }
         if options.selection != Selection::None && machine.cgroup_mount.is_none() {
@@ -266,15 +267,15 @@ impl<S: Syscalls + Clone> Collector<S> {
             (None, None) => usize::MAX,
         };
         let exports = dedup_families(&base);
-        let group_of = (0..base.specs.len())
-            .map(|s| base.groups.iter().position(|g| g.contains(&s)))
+        let group_of = (0..base.specs().len())
+            .map(|s| base.groups().iter().position(|g| g.contains(&s)))
             .collect();
-        let event_names = (0..base.specs.len())
+        let event_names = (0..base.specs().len())
             .map(|s| {
-                base.rows
+                base.rows()
                     .iter()
                     .find(|r| r.source == Source::Counter(s))
-                    .map_or_else(|| base.specs[s].name.clone(), |r| r.name.clone())
+                    .map_or_else(|| base.specs()[s].name.clone(), |r| r.name.clone())
             })
             .collect();
         let mut collector = Collector {
@@ -370,7 +371,7 @@ impl<S: Syscalls + Clone> Collector<S> {
                     format!(
                         "descriptor budget: counting it takes {} descriptors ({} counters x {} CPUs), {used} of {} are in use",
                         self.cost,
-                        self.base.specs.len(),
+                        self.base.specs().len(),
                         self.cpus.len(),
                         self.budget
                     ),
@@ -436,7 +437,7 @@ impl<S: Syscalls + Clone> Collector<S> {
                 let sample = EvalInput { counts: &part, seconds, rusage: None };
                 let results = counted.session.evaluate(&sample);
                 let plan = counted.session.plan();
-                let shares = plan.roots.iter().map(|root| share(plan, root, &part)).collect();
+                let shares = plan.roots().iter().map(|root| share(plan, root, &part)).collect();
                 let relative: Vec<Snapshot> = reads
                     .iter()
                     .map(|r| {
@@ -446,7 +447,7 @@ impl<S: Syscalls + Clone> Collector<S> {
                     .collect();
                 let bars = plan.uncertainties(evaluators, &relative, seconds);
                 let cumulative = if label.is_some() { end.on_cpus(cpus) } else { end.clone() };
-                let totals = (0..plan.specs.len())
+                let totals = (0..plan.specs().len())
                     .map(|s| {
                         let cpus = cumulative.events.get(s)?.as_ref()?;
                         let mut t = (0u64, 0u64, 0u64);
@@ -494,7 +495,7 @@ impl<S: Syscalls + Clone> Collector<S> {
 fn share(plan: &Plan, root: &tmetric_engine::Root, part: &Snapshot) -> Option<f64> {
     let mut least: Option<f64> = None;
     for &row in root.slot_rows.iter().flatten() {
-        if let Source::Counter(spec) = plan.rows[row].source
+        if let Source::Counter(spec) = plan.rows()[row].source
             && let Some(a) = part.aggregate(spec)
             && a.enabled > 0
         {
@@ -502,8 +503,11 @@ fn share(plan: &Plan, root: &tmetric_engine::Root, part: &Snapshot) -> Option<f6
             least = Some(least.map_or(s, |l: f64| l.min(s)));
         }
     }
-    let counters =
-        root.slot_rows.iter().flatten().any(|&r| matches!(plan.rows[r].source, Source::Counter(_)));
+    let counters = root
+        .slot_rows
+        .iter()
+        .flatten()
+        .any(|&r| matches!(plan.rows()[r].source, Source::Counter(_)));
     if counters { least } else { Some(1.0) }
 }
 
@@ -525,7 +529,7 @@ fn unit_label(per: Aggr, label: &str) -> (&'static str, String) {
 fn dedup_families(plan: &Plan) -> Vec<Exported> {
     let mut out: Vec<Exported> = Vec::new();
     let mut owner: Vec<(String, &'static str)> = Vec::new();
-    for root in &plan.roots {
+    for root in plan.roots() {
         let mut e = names::exported(root.model, root.metric);
         let name = root.model.str(root.model.metrics[root.metric].name);
         if let Some((_, other)) = owner.iter().find(|(f, _)| *f == e.family)

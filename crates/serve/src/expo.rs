@@ -202,7 +202,7 @@ fn unit_labels(base: &Labels, unit: &UnitValues) -> Labels {
 /// The metric's help: description, formula, unit.
 fn metric_help<S: Syscalls + Clone>(c: &Collector<S>, root: usize) -> String {
     let plan = c.base_plan();
-    let r = &plan.roots[root];
+    let r = &plan.roots()[root];
     let m = &r.model.metrics[r.metric];
     let e = &c.exports[root];
     let brief = r.model.str(m.brief);
@@ -290,7 +290,7 @@ fn add_host<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, model: &str
         "1".into(),
     );
     for lit in tmetric_model::Literal::ALL {
-        let v = c.base_plan().literals[lit.index()];
+        let v = c.base_plan().literals()[lit.index()];
         if v.is_finite() {
             f.add(
                 "tmetric_machine_literal",
@@ -436,12 +436,12 @@ fn add_target<S: Syscalls + Clone>(
     let Some(last) = &counted.last else { return };
     let base = target_labels(counted);
     for note in &last.notes {
-        f.add("tmetric_note", Kind::Info, "", &base.with("note", note), "1".into());
+        f.add("tmetric_note", Kind::Info, "", &base.with("note", &note.to_string()), "1".into());
     }
     let tplan = counted.session.plan();
     for unit in &last.units {
         let ul = unit_labels(&base, unit);
-        for s in 0..tplan.specs.len() {
+        for s in 0..tplan.specs().len() {
             let Some((value, enabled, running)) = unit.totals[s] else { continue };
             let name = &c.event_names[s];
             let group =
@@ -463,7 +463,7 @@ fn add_target<S: Syscalls + Clone>(
                 number(running as f64 / 1e9),
             );
         }
-        for (r, root) in tplan.roots.iter().enumerate() {
+        for (r, root) in tplan.roots().iter().enumerate() {
             let e = &c.exports[r];
             let pmu = root.model.str(root.model.metrics[root.metric].pmu);
             let pmu = if pmu == "cpu_core" || pmu == "cpu_atom" { pmu } else { "" };
@@ -522,7 +522,7 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
         .map(|counted| {
             let plan = counted.session.plan();
             let units: Vec<Value> = counted.last.iter().flat_map(|last| &last.units).map(|unit| {
-                let metrics: Vec<Value> = plan.roots.iter().enumerate().map(|(r, root)| {
+                let metrics: Vec<Value> = plan.roots().iter().enumerate().map(|(r, root)| {
                     let m = &root.model.metrics[root.metric];
                     let value = exported_value(c, unit, r);
                     json!({
@@ -542,7 +542,7 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
                         "threshold_crossed": unit.results[r].threshold,
                     })
                 }).collect();
-                let events: Vec<Value> = (0..plan.specs.len()).filter_map(|sp| {
+                let events: Vec<Value> = (0..plan.specs().len()).filter_map(|sp| {
                     let (value, enabled, running) = unit.totals[sp]?;
                     Some(json!({
                         "event": c.event_names[sp],
@@ -564,13 +564,13 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
                 "descriptors": counted.descriptors,
                 "seconds": counted.last.as_ref().map(|l| l.seconds),
                 "units": units,
-                "notes": counted.last.as_ref().map(|l| l.notes.clone()).unwrap_or_default(),
+                "notes": counted.last.as_ref().map_or(Vec::new(), |l| l.notes.iter().map(ToString::to_string).collect()),
             })
         })
         .collect();
     let rows_hidden: Vec<&str> = c
         .base_plan()
-        .rows
+        .rows()
         .iter()
         .filter(|r| matches!(r.source, Source::Missing(_)))
         .map(|r| r.name.as_str())
