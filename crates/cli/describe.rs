@@ -117,7 +117,7 @@ fn default_model(metric: &str, defining: &[&'static Model]) -> Option<&'static M
     if let Some(here) = here
         && defining.iter().any(|d| std::ptr::eq(*d, here))
     {
-        crate::out::warn(&format!(
+        tmetric_print::out::warn(&format!(
             "describing {}'s `{metric}` (this machine's model; --model names another)",
             here.path()
         ));
@@ -128,7 +128,7 @@ fn default_model(metric: &str, defining: &[&'static Model]) -> Option<&'static M
         Some(here) => format!("this machine's model, {}, has no metric `{metric}`", here.path()),
         None => "this machine's model is not known".to_string(),
     };
-    crate::out::warn(&format!(
+    tmetric_print::out::warn(&format!(
         "{here_text}; describing {}'s, the first of {} models that define it (--model names another)",
         chosen.path(),
         defining.len()

@@ -20,9 +20,9 @@ use tmetric_print::eval::{self as print, CountsPrinter};
 
 pub mod from_perf;
 
+use crate::ColorChoice;
 use crate::counts;
 use crate::models::{examples, find_model};
-use crate::out::ColorChoice;
 
 const EVAL_HELP: &str = "\
 COUNTS FILE (docs/counts-format.md):
@@ -236,7 +236,7 @@ fn split_assignment<'a>(text: &'a str, flag: &str) -> anyhow::Result<(&'a str, f
 }
 
 fn warn(message: &str) {
-    crate::out::warn(&format!("warning: {message}"));
+    tmetric_print::out::warn(&format!("warning: {message}"));
 }
 
 /// The `-M` items, trimmed, empty ones dropped.

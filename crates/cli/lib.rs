@@ -14,7 +14,6 @@ pub mod describe;
 pub mod eval;
 pub mod list;
 pub mod models;
-pub mod out;
 pub mod plan;
 pub mod record;
 pub mod report;
@@ -56,6 +55,29 @@ enum Command {
     /// Prometheus recording rules (or a Grafana dashboard) computing metrics from the raw
     /// counters `serve` exports.
     Rules(serve::RulesArgs),
+}
+
+/// `--color`: when to colour threshold states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when the output goes to a terminal (the flag's help says which stream).
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to write colour escapes to standard output (`eval`'s stream; `stat` and
+    /// `report` decide for standard error or their `-o` file themselves).
+    pub fn enabled(self) -> bool {
+        match self {
+            ColorChoice::Auto => std::io::IsTerminal::is_terminal(&std::io::stdout()),
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+        }
+    }
 }
 
 /// Standard output that names itself in its errors ("cannot write to standard output: No
@@ -185,7 +207,7 @@ fn libc_enoent() -> i32 {
 /// A safety net for `eprintln!` anywhere in the binary: when standard error cannot be written
 /// (`2>/dev/full`) it panics with "failed printing to stderr"; exit 2 quietly instead of 101
 /// with a panic message nobody can read. Code on the `stat` path writes through
-/// [`out::warn`] and never gets here.
+/// [`tmetric_print::out::warn`] and never gets here.
 fn exit_2_when_stderr_fails() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -255,7 +277,7 @@ pub fn main() -> ExitCode {
                 // remedy is the same.
                 text.push_str("; descriptors ran out: raise the limit with `ulimit -n`");
             }
-            out::error(&text);
+            tmetric_print::out::error(&text);
             ExitCode::from(workload_exit_code(&err).unwrap_or(2))
         }
     }

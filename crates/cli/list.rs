@@ -112,7 +112,7 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         (Some(name), _) => find_model(name)?,
         (None, Kind::Models) => return Ok(print::models(out, &list::models(&keep), style)?),
         (None, _) if let Some(model) = this_machine() => {
-            crate::out::warn(&format!(
+            tmetric_print::out::warn(&format!(
                 "listing {} (this machine's model; --model names another)",
                 model.path()
             ));

@@ -15,11 +15,12 @@ use tmetric_engine::select;
 use tmetric_engine::{EvalInput, Pick};
 use tmetric_record::{Input, Options, Playback};
 
+use crate::ColorChoice;
 use crate::models;
-use crate::out::{ColorChoice, Sink, warn};
 use crate::stat::{Layout, Printer};
 use tmetric_engine::aggr::{self, Aggr, units_for};
 use tmetric_engine::view::{Split, UnitId};
+use tmetric_print::out::{Sink, warn};
 use tmetric_print::stat::TreeView;
 use tmetric_print::{Aggregation, Config, Title};
 
@@ -101,7 +102,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         refuse_same_file(&path, output)?;
     }
     let bytes = if stdin {
-        crate::out::stdin_hint(
+        tmetric_print::out::stdin_hint(
             "a record",
             "a file (`-i perf.data`) or a pipe (`tmetric record -o - ... | tmetric report -i -`)",
         );
@@ -334,5 +335,5 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
             printer.error_bars(&plan, &sample, &bars)?;
         }
     }
-    printer.into_inner().finish()
+    Ok(printer.into_inner().finish()?)
 }

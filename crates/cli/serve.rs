@@ -15,8 +15,8 @@ use tmetric_runtime::{Environment, Kernel, Syscalls, Sysfs};
 use tmetric_serve::cgroups::{Pattern, Selection};
 use tmetric_serve::{Collector, MachineInfo, Options, ServeOptions};
 
-use crate::out::warn;
 use crate::{models, stat};
+use tmetric_print::out::warn;
 
 /// How counts are split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -328,7 +328,7 @@ pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     };
     match &args.output {
         Some(path) => {
-            let mut sink = crate::out::Sink::create(path)?;
+            let mut sink = tmetric_print::out::Sink::create(path)?;
             sink.write_all(text.as_bytes())?;
             sink.flush()?;
         }

@@ -15,7 +15,7 @@ use anyhow::Context;
 use tmetric_runtime::Sysfs;
 use tmetric_sim::{Machine, SimKernel, Workload};
 
-use crate::out::warn;
+use tmetric_print::out::warn;
 
 /// The simulated machine's private directory, removed on drop.
 pub struct PrivateTree {

@@ -21,8 +21,9 @@ use tmetric_print::{Aggregation, Config, Title};
 use tmetric_runtime::{Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_runtime::{EventReport, SampleSpec, Sampler, SamplerOptions, TpebsMode, Workload};
 
+use crate::ColorChoice;
 use crate::models;
-use crate::out::{ColorChoice, Sink, warn};
+use tmetric_print::out::{Sink, warn};
 
 mod args;
 mod build;
@@ -78,15 +79,15 @@ pub fn run_recording(
     check_per_thread(args, attach)?;
     check_perf_flags(args)?;
     if args.quiet {
-        crate::out::set_quiet();
+        tmetric_print::out::set_quiet();
     }
     // Warnings share standard error with CSV or JSON counts unless -o names a file: keep
     // the counts' stream parseable as perf's (`tmetric -j 2>&1 | jq`). CSV warnings become
     // `#` comment lines; JSON ones are left out unless -v or a terminal reads them.
     if args.output.is_none() && !std::io::stderr().is_terminal() {
         match layout_of(args) {
-            Layout::Json if !args.verbose => crate::out::set_quiet(),
-            Layout::Csv(_) => crate::out::set_comment_warnings(),
+            Layout::Json if !args.verbose => tmetric_print::out::set_quiet(),
+            Layout::Csv(_) => tmetric_print::out::set_comment_warnings(),
             _ => {}
         }
     }

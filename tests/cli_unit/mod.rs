@@ -3,6 +3,5 @@
 
 mod eval_from_perf;
 mod models;
-mod out;
 mod record;
 mod stat;
