@@ -18,9 +18,7 @@ pub mod plan;
 pub mod record;
 pub mod report;
 pub mod serve;
-pub mod sim;
 pub mod stat;
-pub mod target;
 
 /// Compiled CPU performance metrics from Linux perf's vendor JSON.
 #[derive(Debug, Parser)]

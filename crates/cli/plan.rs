@@ -12,6 +12,7 @@ use tmetric_engine::plan::{OfflinePlan, plan_offline, plan_on_machine};
 use tmetric_engine::{Machine, MachineFacts, Pick, PlanOptions, PmuModel, Select, Strategy};
 use tmetric_print::plan as print;
 use tmetric_runtime::{Environment, Sysfs};
+use tmetric_sim::private::{self, PrivateTree};
 
 use crate::models;
 use crate::stat::host_model;
@@ -215,21 +216,9 @@ fn readable_dir(path: &std::path::Path, flag: &str, given: &std::path::Path) -> 
 
 /// The simulated PMU `name`'s sysfs and procfs tree in a private directory (0700, removed
 /// on drop), as `stat --pmu-sim` writes it.
-fn simulated_tree(name: &str) -> anyhow::Result<(crate::sim::PrivateTree, String)> {
-    let machine = tmetric_sim::Machine::named(name).with_context(|| {
-        format!(
-            "--pmu-sim: no simulated PMU `{name}`; the simulated machines are {}",
-            tmetric_sim::Machine::names().join(", ")
-        )
-    })?;
-    let mut dir = crate::sim::PrivateTree::create(&std::env::temp_dir(), name)?;
-    let written = machine.write_sysfs(&dir.path().join("sys"), &dir.path().join("proc"));
-    // Listed even when writing failed part way, so what was written is removed.
-    let listed = dir.note_contents();
-    written.with_context(|| {
-        format!("cannot write the simulated sysfs tree under {}", dir.path().display())
-    })?;
-    listed.with_context(|| format!("cannot list {}", dir.path().display()))?;
+fn simulated_tree(name: &str) -> anyhow::Result<(PrivateTree, String)> {
+    let machine = private::machine(name).context("--pmu-sim")?;
+    let dir = private::private_tree(&machine, name, tmetric_print::out::warn)?;
     Ok((dir, name.to_string()))
 }
 

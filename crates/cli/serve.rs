@@ -201,7 +201,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     };
     match &args.pmu_sim {
         Some(name) => {
-            let sim = crate::sim::simulated(name, args.pmu_sim_workload.as_deref())?;
+            let sim =
+                tmetric_sim::private::simulated(name, args.pmu_sim_workload.as_deref(), warn)?;
             warn(&format!(
                 "simulated PMU `{name}`: every count served comes from a simulator, not hardware"
             ));

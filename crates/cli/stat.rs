@@ -99,7 +99,8 @@ pub fn run_recording(
     validate_flags(args)?;
     match &args.pmu_sim {
         Some(name) => {
-            let sim = crate::sim::simulated(name, args.pmu_sim_workload.as_deref())?;
+            let sim =
+                tmetric_sim::private::simulated(name, args.pmu_sim_workload.as_deref(), warn)?;
             // The tree is removed when `sim` drops, after the run.
             run_on(args, sim.kernel.clone(), &sim.sysfs, &sim.proc_root, Some(name), record)
         }

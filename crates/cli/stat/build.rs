@@ -17,7 +17,7 @@ pub fn host_model(
         // `ulimit -n` the cpuid is unknown only because no descriptor was left to read it.
         let cpuinfo = proc_root.join("cpuinfo");
         if let Err(e) = std::fs::File::open(&cpuinfo)
-            && crate::sim::out_of_descriptors(&e)
+            && tmetric_runtime::sys::out_of_descriptors(&e)
         {
             bail!(
                 "cannot read {}: descriptors ran out; raise the limit with `ulimit -n`",
