@@ -10,7 +10,8 @@ use tmetric_catalog::{MODELS, Model};
 use tmetric_engine::Select;
 use tmetric_engine::describe::{self, defining, evaluate_tree};
 
-use crate::models::{closest, find_model, join_code};
+use tmetric_engine::models::find_model;
+use tmetric_text::{closest, join_code};
 
 /// `tmetric describe` flags.
 #[derive(Debug, clap::Args)]
@@ -63,7 +64,7 @@ pub fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             Some(file) => evaluate_tree(model, metric, file)?,
             None => Vec::new(),
         };
-        let simulated_on = crate::models::simulated_for(&args.metric, Some(model))
+        let simulated_on = crate::sim_hint::simulated_for(&args.metric, Some(model))
             .into_iter()
             .map(|(name, _)| name.to_string())
             .collect();
@@ -87,7 +88,7 @@ fn chosen_model(
     defining: &[&'static Model],
 ) -> anyhow::Result<&'static Model> {
     if let Some(name) = &args.model {
-        return find_model(name);
+        return Ok(find_model(name)?);
     }
     if let Some(model) = default_model(&args.metric, defining) {
         return Ok(model);
@@ -113,7 +114,7 @@ fn default_model(metric: &str, defining: &[&'static Model]) -> Option<&'static M
         return Some(common);
     }
     let sysfs = tmetric_runtime::Sysfs::system();
-    let here = crate::stat::host_model(None, &sysfs, std::path::Path::new("/proc")).ok();
+    let here = tmetric_engine::models::host_model(None, &sysfs, std::path::Path::new("/proc")).ok();
     if let Some(here) = here
         && defining.iter().any(|d| std::ptr::eq(*d, here))
     {

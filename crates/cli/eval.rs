@@ -22,7 +22,8 @@ pub mod from_perf;
 
 use crate::ColorChoice;
 use crate::counts;
-use crate::models::{examples, find_model};
+use tmetric_engine::models::find_model;
+use tmetric_engine::select::examples;
 
 const EVAL_HELP: &str = "\
 COUNTS FILE (docs/counts-format.md):

@@ -13,11 +13,11 @@ pub mod counts;
 pub mod describe;
 pub mod eval;
 pub mod list;
-pub mod models;
 pub mod plan;
 pub mod record;
 pub mod report;
 pub mod serve;
+mod sim_hint;
 pub mod stat;
 
 /// Compiled CPU performance metrics from Linux perf's vendor JSON.

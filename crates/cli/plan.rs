@@ -14,8 +14,7 @@ use tmetric_print::plan as print;
 use tmetric_runtime::{Environment, Sysfs};
 use tmetric_sim::private::{self, PrivateTree};
 
-use crate::models;
-use crate::stat::host_model;
+use tmetric_engine::models::host_model;
 
 /// `tmetric plan` flags.
 #[derive(Debug, clap::Args)]
@@ -97,7 +96,7 @@ fn picks_for(model: &'static Model, items: &[String]) -> anyhow::Result<Vec<Pick
                     n if n > 6 => format!(" and {} more", n - 6),
                     _ => String::new(),
                 };
-                let there = match models::simulated_hint(item, None) {
+                let there = match crate::sim_hint::simulated_hint(item, None) {
                     Some((flag, _)) => format!("`tmetric plan -M {item} {flag}` or "),
                     None => String::new(),
                 };
@@ -107,11 +106,11 @@ fn picks_for(model: &'static Model, items: &[String]) -> anyhow::Result<Vec<Pick
                     shown.join(", ")
                 );
             }
-            let close = models::closest(item, names, 5);
+            let close = tmetric_text::closest(item, names, 5);
             let hint = if close.is_empty() {
                 format!("`tmetric list metrics --model {}` lists them", model.path())
             } else {
-                format!("did you mean {}?", models::join_code(&close))
+                format!("did you mean {}?", tmetric_text::join_code(&close))
             };
             bail!("cannot find metric or group `{item}` in {}; {hint}", model.path());
         }
@@ -135,7 +134,7 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     };
     let (model, pmus, machine_text) = match (&args.model, &args.cpuid, &args.sysfs) {
         (Some(name), _, _) => {
-            let model = models::find_model(name)?;
+            let model = tmetric_engine::models::find_model(name)?;
             let facts = MachineFacts { nmi_watchdog: args.nmi_watchdog, smt_on: args.smt };
             (
                 model,
@@ -233,7 +232,7 @@ fn print_plan(
 ) -> anyhow::Result<()> {
     // Where the machine cannot count a metric at all, the simulated machine that can.
     let simulated = if missing.iter().any(|m| !m.is_empty()) {
-        args.metrics.first().and_then(|item| models::simulated_hint(item, Some(model)))
+        args.metrics.first().and_then(|item| crate::sim_hint::simulated_hint(item, Some(model)))
     } else {
         None
     };

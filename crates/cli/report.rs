@@ -16,7 +16,6 @@ use tmetric_engine::{EvalInput, Pick};
 use tmetric_record::{Input, Options, Playback};
 
 use crate::ColorChoice;
-use crate::models;
 use crate::stat::{Layout, Printer};
 use tmetric_engine::aggr::{self, Aggr, units_for};
 use tmetric_engine::view::{Split, UnitId};
@@ -128,7 +127,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let picks = choose(args, &input)?;
     let choice = match (&picks, &args.model) {
         (Some(picks), _) => Choice::Picks(picks),
-        (None, Some(model)) => Choice::Model(models::find_model(model).context("--model")?),
+        (None, Some(model)) => {
+            Choice::Model(tmetric_engine::models::find_model(model).context("--model")?)
+        }
         (None, None) => Choice::Recorded,
     };
     let options = Options { choice, tpebs_mode: args.tpebs_mode.as_deref() };
@@ -147,7 +148,7 @@ fn choose(args: &ReportArgs, input: &Input) -> anyhow::Result<Option<Vec<Pick>>>
     let from =
         if args.model.is_some() { select::ModelFrom::Named } else { select::ModelFrom::Recording };
     let host = || recorded_model(args, input);
-    let hint = |item: &str| models::simulated_hint(item, None);
+    let hint = |item: &str| crate::sim_hint::simulated_hint(item, None);
     Ok(Some(select::items(&args.metrics, host, from, hint)?))
 }
 
@@ -155,7 +156,7 @@ fn choose(args: &ReportArgs, input: &Input) -> anyhow::Result<Option<Vec<Pick>>>
 /// else the recorded machine's cpuid's.
 fn recorded_model(args: &ReportArgs, input: &Input) -> anyhow::Result<&'static Model> {
     if let Some(name) = &args.model {
-        return models::find_model(name);
+        return Ok(tmetric_engine::models::find_model(name)?);
     }
     let recorded = input.model().and_then(tmetric_catalog::model);
     recorded

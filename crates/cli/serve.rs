@@ -15,7 +15,7 @@ use tmetric_runtime::{Environment, Kernel, Syscalls, Sysfs};
 use tmetric_serve::cgroups::{Pattern, Selection};
 use tmetric_serve::{Collector, MachineInfo, Options, ServeOptions};
 
-use crate::{models, stat};
+use crate::stat;
 use tmetric_print::out::warn;
 
 /// How counts are split.
@@ -224,10 +224,10 @@ fn run_on<S: Syscalls + Clone>(
     simulated: Option<&str>,
 ) -> anyhow::Result<()> {
     let env = Environment::probe(sysfs, proc_root);
-    let named = args.model.as_deref().map(models::find_model).transpose()?;
+    let named = args.model.as_deref().map(tmetric_engine::models::find_model).transpose()?;
     let model = match named {
         Some(m) => Some(m),
-        None => stat::host_model(None, sysfs, proc_root).ok(),
+        None => tmetric_engine::models::host_model(None, sysfs, proc_root).ok(),
     };
     let metrics = if args.metrics.is_empty() && args.events.is_empty() {
         // The common software metrics, and the model's `Default` group (TopdownL1 on Intel)

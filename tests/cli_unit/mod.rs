@@ -2,6 +2,4 @@
 //! library target.
 
 mod eval_from_perf;
-mod models;
 mod record;
-mod stat;

@@ -13,7 +13,7 @@ use tmetric_perfstat::{Block, PerfLog, Reader};
 use tmetric_print::eval::log::{Header, LogFormat, LogPrinter, log_where, notes};
 
 use super::{EvalArgs, items, refuse_modifiers, resolve_literals, warn};
-use crate::models::find_model;
+use tmetric_engine::models::find_model;
 use tmetric_print::out;
 
 /// The model, the default selection and the layout of the output are chosen from the intervals
