@@ -9,16 +9,27 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub mod counts;
-pub mod describe;
-pub mod eval;
-pub mod list;
-pub mod plan;
-pub mod record;
-pub mod report;
-pub mod serve;
+mod counts;
+mod describe;
+mod eval;
+mod list;
+mod plan;
+mod record;
+mod report;
+mod serve;
 mod sim_hint;
-pub mod stat;
+mod stat;
+
+/// What the CLI's unit tests (`tests/cli_unit`) reach inside the CLI, and nothing more: every
+/// other module is private. `eval --from-perf`'s reader with a chosen streaming budget (a
+/// long log read block by block must print what the whole log prints) and `report` run
+/// in-process by the record-file fuzzer's child.
+#[doc(hidden)]
+pub mod for_tests {
+    pub use crate::eval::EvalArgs;
+    pub use crate::eval::from_perf::{PREFIX_BYTES, run_log, run_log_with};
+    pub use crate::report::{ReportArgs, run as report};
+}
 
 /// Compiled CPU performance metrics from Linux perf's vendor JSON.
 #[derive(Debug, Parser)]
@@ -57,7 +68,7 @@ enum Command {
 
 /// `--color`: when to colour threshold states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorChoice {
+pub(crate) enum ColorChoice {
     /// Colour when the output goes to a terminal (the flag's help says which stream).
     Auto,
     /// Always colour.
