@@ -89,32 +89,9 @@ impl ColorChoice {
     }
 }
 
-/// Standard output that names itself in its errors ("cannot write to standard output: No
-/// space left on device" rather than a bare errno), keeping the error's kind so a closed
-/// pipe is still told apart.
-struct NamedStdout<W>(W);
-
-impl<W: Write> NamedStdout<W> {
-    fn named(err: std::io::Error) -> std::io::Error {
-        let text = err.to_string();
-        let text = text.split(" (os error").next().unwrap_or(&text).to_string();
-        std::io::Error::new(err.kind(), format!("cannot write to standard output: {text}"))
-    }
-}
-
-impl<W: Write> Write for NamedStdout<W> {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.0.write(data).map_err(Self::named)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush().map_err(Self::named)
-    }
-}
-
 fn run(cli: Cli) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(NamedStdout(stdout.lock()));
+    let mut out = std::io::BufWriter::new(tmetric_print::out::NamedStdout(stdout.lock()));
     match cli.command {
         Command::Latency(args) => tmetric_latency::run(&args, &mut out)?,
         Command::List(args) => list::run(&args, &mut out)?,

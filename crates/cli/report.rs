@@ -17,8 +17,8 @@ use tmetric_record::{Input, Options, Playback};
 
 use crate::ColorChoice;
 use crate::stat::{Layout, Printer};
-use tmetric_engine::aggr::{self, Aggr, units_for};
-use tmetric_engine::view::{Split, UnitId};
+use tmetric_engine::aggr::{self, Aggr};
+use tmetric_engine::view::Split;
 use tmetric_print::out::{Sink, warn};
 use tmetric_print::stat::TreeView;
 use tmetric_print::{Aggregation, Config, Title};
@@ -214,19 +214,7 @@ fn split_of(aggr: Option<Aggr>, replay: &Playback) -> anyhow::Result<Split> {
                     .unwrap_or((0, 0, 0));
                 aggr::Place { socket, die, core, ..aggr::Place::default() }
             };
-            Split::Cpus(
-                units_for(&cpus, aggr, place)
-                    .into_iter()
-                    .map(|(label, cpus)| {
-                        let id = if aggr == Aggr::Cpu {
-                            UnitId::Cpu(cpus[0])
-                        } else {
-                            UnitId::Label(label)
-                        };
-                        (id, cpus)
-                    })
-                    .collect(),
-            )
+            aggr::split(&cpus, aggr, place)
         }
     })
 }
@@ -275,7 +263,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     config.interval = !replay.intervals.is_empty();
     // An interval record's totals were printed with --summary: perf's `summary` field.
     config.csv_summary = !replay.intervals.is_empty();
-    config.unit_width = crate::stat::plan_unit_width(&replay.plan);
+    config.unit_width = tmetric_print::verbose::unit_width(&replay.plan);
     config.errors = args.errors;
     let title = Title { target: replay.target.clone(), runs: 1 };
     let mut printer = Printer::new(out, config, title, Box::new(warn));

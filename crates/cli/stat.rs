@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
-use tmetric_engine::aggr::{self, Aggr, units_for};
+use tmetric_engine::aggr::{self, Aggr};
 use tmetric_engine::defaults::{TopdownMode, core_map};
 use tmetric_engine::models::host_model;
 use tmetric_engine::session::Session;
-use tmetric_engine::view::{Split, UnitId};
+use tmetric_engine::view::Split;
 use tmetric_engine::{self as engine, Machine, Pick, Plan, PlanOptions, PmuModel};
 use tmetric_engine::{EvalInput, Strategy};
 use tmetric_print::stat::TreeView;

@@ -7,7 +7,8 @@
 //! of its notes, over the engine's `counts` and `perflog` data. [`list`], [`describe`] and
 //! [`plan`] print `tmetric list`, `describe` and `plan` (text and JSON) over the engine's
 //! listing rows, metric descriptions and offline plans. [`out`] is where the output goes: a
-//! [`out::Sink`] that never loses counts, files created 0600, warnings on standard error.
+//! [`out::Sink`] that never loses counts, files created 0600, warnings on standard error;
+//! [`verbose`] what `stat -v` says about the counters and groups.
 //!
 //! tmetric's additions (each metric's name beside perf's label, full-precision values, a
 //! metric's unit and name as fields of their own) are printed only with
@@ -28,6 +29,7 @@ pub mod out;
 mod perf;
 pub mod plan;
 pub mod stat;
+pub mod verbose;
 
 use std::io::{self, Write};
 use std::time::Duration;

@@ -12,7 +12,8 @@
 //! [`warn`] prints a line on standard error and never panics (`eprintln!` does when standard
 //! error is `/dev/full`); `--quiet` ([`set_quiet`]) silences it and CSV counts on standard
 //! error make it a `#` comment ([`set_comment_warnings`]). New files are created 0600
-//! ([`create_private`]). Failures are typed ([`SinkError`]).
+//! ([`create_private`]). Failures are typed ([`SinkError`]). [`NamedStdout`] is standard
+//! output that names itself in its errors.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -211,6 +212,29 @@ fn plain_io(err: &io::Error) -> String {
     match text.rfind(" (os error") {
         Some(cut) => text[..cut].to_string(),
         None => text,
+    }
+}
+
+/// Standard output that names itself in its errors ("cannot write to standard output: No
+/// space left on device" rather than a bare errno), keeping the error's kind so a closed
+/// pipe is still told apart.
+pub struct NamedStdout<W>(pub W);
+
+impl<W: Write> NamedStdout<W> {
+    fn named(err: io::Error) -> io::Error {
+        let text = err.to_string();
+        let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+        io::Error::new(err.kind(), format!("cannot write to standard output: {text}"))
+    }
+}
+
+impl<W: Write> Write for NamedStdout<W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.0.write(data).map_err(Self::named)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(Self::named)
     }
 }
 
