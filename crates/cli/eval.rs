@@ -21,7 +21,7 @@ use tmetric_print::eval::{self as print, CountsPrinter};
 
 pub mod from_perf;
 
-use crate::ColorChoice;
+use crate::color::ColorChoice;
 use crate::counts;
 use tmetric_engine::models::find_model;
 use tmetric_engine::select::examples;

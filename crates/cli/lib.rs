@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod color;
 mod counts;
 mod describe;
 mod eval;
@@ -64,29 +65,6 @@ enum Command {
     /// Prometheus recording rules (or a Grafana dashboard) computing metrics from the raw
     /// counters `serve` exports.
     Rules(serve::RulesArgs),
-}
-
-/// `--color`: when to colour threshold states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum ColorChoice {
-    /// Colour when the output goes to a terminal (the flag's help says which stream).
-    Auto,
-    /// Always colour.
-    Always,
-    /// Never colour.
-    Never,
-}
-
-impl ColorChoice {
-    /// Whether to write colour escapes to standard output (`eval`'s stream; `stat` and
-    /// `report` decide for standard error or their `-o` file themselves).
-    pub fn enabled(self) -> bool {
-        match self {
-            ColorChoice::Auto => std::io::IsTerminal::is_terminal(&std::io::stdout()),
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-        }
-    }
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {

@@ -15,7 +15,7 @@ use tmetric_engine::select;
 use tmetric_engine::{EvalInput, Pick};
 use tmetric_record::{Input, Options, Playback};
 
-use crate::ColorChoice;
+use crate::color::ColorChoice;
 use crate::stat::{Layout, Printer};
 use tmetric_engine::aggr::{self, Aggr};
 use tmetric_engine::view::Split;

@@ -23,7 +23,7 @@ use tmetric_print::{Aggregation, Config, Title};
 use tmetric_runtime::{Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_runtime::{EventReport, SampleSpec, Sampler, SamplerOptions, TpebsMode, Workload};
 
-use crate::ColorChoice;
+use crate::color::ColorChoice;
 use tmetric_print::out::{Sink, warn};
 
 mod args;

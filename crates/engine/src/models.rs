@@ -8,8 +8,6 @@ use tmetric_catalog::{MODELS, Model};
 use tmetric_runtime::Sysfs;
 use tmetric_text::{closest, join_code, levenshtein};
 
-use crate::select::examples;
-
 /// Why a typed name finds no model; its `Display` offers the names to try.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
@@ -108,6 +106,23 @@ fn near_models(name: &str) -> Vec<String> {
     // those within half the name's length of it.
     let budget = if arch.is_some() { usize::MAX } else { (leaf_part.chars().count() / 2).max(2) };
     scored.into_iter().filter(|(d, _)| *d <= budget).take(6).map(|(_, path)| path).collect()
+}
+
+/// A few models to name when the user gave none: per architecture, the one with the most
+/// metrics, x86 first.
+pub fn examples() -> String {
+    let mut best: Vec<&Model> = Vec::new();
+    let with_metrics = tmetric_catalog::MODELS.iter().copied().filter(|m| !m.metrics.is_empty());
+    for model in with_metrics.filter(|m| !m.is_sys && m.arch != "test" && m.arch != "common") {
+        match best.iter_mut().find(|b| b.arch == model.arch) {
+            Some(b) if b.metrics.len() < model.metrics.len() => *b = model,
+            Some(_) => {}
+            None => best.push(model),
+        }
+    }
+    // x86 first: it is where most users come from.
+    best.sort_by_key(|m| (m.arch != "x86", m.arch));
+    best.iter().map(|m| m.path()).collect::<Vec<_>>().join(", ")
 }
 
 fn leaf(name: &str) -> &str {

@@ -253,22 +253,7 @@ impl fmt::Display for Searched<'_> {
     }
 }
 
-/// A few models to name when the user gave none: per architecture, the one with the most
-/// metrics, x86 first.
-pub fn examples() -> String {
-    let mut best: Vec<&Model> = Vec::new();
-    let with_metrics = tmetric_catalog::MODELS.iter().copied().filter(|m| !m.metrics.is_empty());
-    for model in with_metrics.filter(|m| !m.is_sys && m.arch != "test" && m.arch != "common") {
-        match best.iter_mut().find(|b| b.arch == model.arch) {
-            Some(b) if b.metrics.len() < model.metrics.len() => *b = model,
-            Some(_) => {}
-            None => best.push(model),
-        }
-    }
-    // x86 first: it is where most users come from.
-    best.sort_by_key(|m| (m.arch != "x86", m.arch));
-    best.iter().map(|m| m.path()).collect::<Vec<_>>().join(", ")
-}
+pub use crate::models::examples;
 
 /// Every metric and metric-group name of `models`, for suggestions.
 pub fn names<'a>(models: &'a [&'static Model]) -> impl Iterator<Item = String> + 'a {
