@@ -274,6 +274,21 @@ pub fn defined_for(item: &str) -> Vec<String> {
         .collect()
 }
 
+/// [`items`] on a machine: the CPU model is `--model`'s (`model`) or the one this machine's
+/// cpuid matches ([`crate::models::host_model`]), found only when an item needs it;
+/// `simulated` as for [`items`].
+pub fn on_machine(
+    list: &[String],
+    model: Option<&str>,
+    sysfs: &tmetric_runtime::Sysfs,
+    proc_root: &std::path::Path,
+    simulated: impl Fn(&str) -> Option<(String, String)>,
+) -> Result<Vec<Pick>, Miss> {
+    let from = if model.is_some() { ModelFrom::Named } else { ModelFrom::Machine };
+    let host = || crate::models::host_model(model, sysfs, proc_root);
+    items(list, host, from, simulated)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,19 +372,4 @@ mod tests {
         let err = select(&["tma_dtlb_store"], Some(zen), ModelFrom::Named).unwrap_err().to_string();
         assert!(err.ends_with("; --model names x86/amdzen4; if the counts come from such a machine, pass `--model x86/alderlake`"), "{err}");
     }
-}
-
-/// [`items`] on a machine: the CPU model is `--model`'s (`model`) or the one this machine's
-/// cpuid matches ([`crate::models::host_model`]), found only when an item needs it;
-/// `simulated` as for [`items`].
-pub fn on_machine(
-    list: &[String],
-    model: Option<&str>,
-    sysfs: &tmetric_runtime::Sysfs,
-    proc_root: &std::path::Path,
-    simulated: impl Fn(&str) -> Option<(String, String)>,
-) -> Result<Vec<Pick>, Miss> {
-    let from = if model.is_some() { ModelFrom::Named } else { ModelFrom::Machine };
-    let host = || crate::models::host_model(model, sysfs, proc_root);
-    items(list, host, from, simulated)
 }

@@ -457,6 +457,12 @@ impl Syscalls for Kernel {
     }
 }
 
+/// EMFILE or ENFILE: the process's or the system's descriptors ran out (std has no stable
+/// `ErrorKind` for them), so a message can say to raise `ulimit -n`.
+pub fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -537,10 +543,4 @@ mod tests {
         assert_eq!(raw.precise_ip(), 3);
         assert_eq!(raw.exclude_host(), 0);
     }
-}
-
-/// EMFILE or ENFILE: the process's or the system's descriptors ran out (std has no stable
-/// `ErrorKind` for them), so a message can say to raise `ulimit -n`.
-pub fn out_of_descriptors(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
