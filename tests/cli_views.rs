@@ -14,7 +14,7 @@ use crate::support::{ok, ok_stdout, stderr, stdout, tmetric};
 /// This machine's model, as `stat` finds it.
 fn host_model() -> Option<&'static tmetric_catalog::Model> {
     let sysfs = tmetric_runtime::Sysfs::system();
-    tmetric::stat::host_model(None, &sysfs, Path::new("/proc")).ok()
+    tmetric_engine::models::host_model(None, &sysfs, Path::new("/proc")).ok()
 }
 
 /// Whether this machine has a core PMU (most VMs have none).

@@ -9,7 +9,7 @@ use tmetric_engine::counts::{CountsFile, parse};
 /// Reads and parses a counts file (`-`: standard input); errors carry `path:line:column`.
 pub fn read(path: &Path) -> anyhow::Result<CountsFile> {
     if path.as_os_str() == "-" {
-        crate::out::stdin_hint(
+        tmetric_print::out::stdin_hint(
             "a counts file (JSON, docs/counts-format.md)",
             "a file (`--counts counts.json`) or a pipe (`... | tmetric eval --model M --counts -`)",
         );

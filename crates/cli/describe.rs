@@ -10,7 +10,8 @@ use tmetric_catalog::{MODELS, Model};
 use tmetric_engine::Select;
 use tmetric_engine::describe::{self, defining, evaluate_tree};
 
-use crate::models::{closest, find_model, join_code};
+use tmetric_engine::models::find_model;
+use tmetric_text::{closest, join_code};
 
 /// `tmetric describe` flags.
 #[derive(Debug, clap::Args)]
@@ -63,7 +64,7 @@ pub fn run(args: &DescribeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             Some(file) => evaluate_tree(model, metric, file)?,
             None => Vec::new(),
         };
-        let simulated_on = crate::models::simulated_for(&args.metric, Some(model))
+        let simulated_on = crate::sim_hint::simulated_for(&args.metric, Some(model))
             .into_iter()
             .map(|(name, _)| name.to_string())
             .collect();
@@ -87,7 +88,7 @@ fn chosen_model(
     defining: &[&'static Model],
 ) -> anyhow::Result<&'static Model> {
     if let Some(name) = &args.model {
-        return find_model(name);
+        return Ok(find_model(name)?);
     }
     if let Some(model) = default_model(&args.metric, defining) {
         return Ok(model);
@@ -113,11 +114,11 @@ fn default_model(metric: &str, defining: &[&'static Model]) -> Option<&'static M
         return Some(common);
     }
     let sysfs = tmetric_runtime::Sysfs::system();
-    let here = crate::stat::host_model(None, &sysfs, std::path::Path::new("/proc")).ok();
+    let here = tmetric_engine::models::host_model(None, &sysfs, std::path::Path::new("/proc")).ok();
     if let Some(here) = here
         && defining.iter().any(|d| std::ptr::eq(*d, here))
     {
-        crate::out::warn(&format!(
+        tmetric_print::out::warn(&format!(
             "describing {}'s `{metric}` (this machine's model; --model names another)",
             here.path()
         ));
@@ -128,7 +129,7 @@ fn default_model(metric: &str, defining: &[&'static Model]) -> Option<&'static M
         Some(here) => format!("this machine's model, {}, has no metric `{metric}`", here.path()),
         None => "this machine's model is not known".to_string(),
     };
-    crate::out::warn(&format!(
+    tmetric_print::out::warn(&format!(
         "{here_text}; describing {}'s, the first of {} models that define it (--model names another)",
         chosen.path(),
         defining.len()

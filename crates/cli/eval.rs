@@ -14,15 +14,17 @@ use tmetric_engine::counts::eval::CountsEval;
 use tmetric_engine::counts::{CountsFile, number};
 use tmetric_engine::literals::{literal_named, literal_names};
 use tmetric_engine::select::{self, ModelFrom};
-use tmetric_expr::{Env, EvalError, Ident, caret_lines, normalize};
+use tmetric_expr::adhoc::{self, AdhocError};
+use tmetric_expr::{EvalError, normalize};
 use tmetric_model::Literal;
 use tmetric_print::eval::{self as print, CountsPrinter};
 
 pub mod from_perf;
 
+use crate::color::ColorChoice;
 use crate::counts;
-use crate::models::{examples, find_model};
-use crate::out::ColorChoice;
+use tmetric_engine::models::find_model;
+use tmetric_engine::select::examples;
 
 const EVAL_HELP: &str = "\
 COUNTS FILE (docs/counts-format.md):
@@ -236,7 +238,7 @@ fn split_assignment<'a>(text: &'a str, flag: &str) -> anyhow::Result<(&'a str, f
 }
 
 fn warn(message: &str) {
-    crate::out::warn(&format!("warning: {message}"));
+    tmetric_print::out::warn(&format!("warning: {message}"));
 }
 
 /// The `-M` items, trimmed, empty ones dropped.
@@ -390,9 +392,9 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
     }
     let file = args.counts.as_deref().map(counts::read).transpose()?;
     let literals = resolve_literals(args, file.as_ref(), &literal_vars)?;
-    let mut env = ExprEnv { vars, file: file.as_ref(), literals: &literals, missing: Vec::new() };
-    let value = tmetric_expr::eval(&expr, &mut env)
-        .map_err(|error| {
+    let given = Values { vars, file: file.as_ref(), literals: &literals };
+    let adhoc = adhoc::evaluate(&expr, text, &given)
+        .map_err(|AdhocError { error, caret }| {
             let hint = match &error {
                 EvalError::Literal { name, .. } => match literal_named(name) {
                     Some(lit) if Literal::from_name(name).is_some() => {
@@ -402,15 +404,10 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
                 },
                 EvalError::RemainderByZero { .. } => String::new(),
             };
-            let caret = caret_lines(text, error.span());
             ExprError { error, hint, caret }
         })
         .context("cannot evaluate the expression")?;
-    let missing = env.missing;
-    let mut used: Vec<Literal> =
-        expr.literals().into_iter().filter_map(Literal::from_name).collect();
-    used.sort();
-    used.dedup();
+    let (value, missing, used) = (adhoc.value, adhoc.missing, adhoc.literals);
     if !args.json && !used.is_empty() {
         eprintln!("tmetric: literals used: {}", print::describe_literals(&literals, &used));
     }
@@ -421,49 +418,22 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
     Ok(())
 }
 
-struct ExprEnv<'a> {
+/// What `--expr` reads: `--var` values first, then the counts file's keys; the literals.
+struct Values<'a> {
     vars: HashMap<String, f64>,
     file: Option<&'a CountsFile>,
     literals: &'a Literals,
-    missing: Vec<String>,
 }
 
-impl ExprEnv<'_> {
-    /// The value of `name` and how many values were summed into it, if any is given.
-    fn lookup(&self, name: &str) -> Option<(f64, usize)> {
+impl adhoc::Given for Values<'_> {
+    fn value(&self, name: &str) -> Option<(f64, usize)> {
         if let Some(&value) = self.vars.get(name) {
             return Some((value, 1));
         }
         self.file?.value_of(name)
     }
-}
 
-impl Env for ExprEnv<'_> {
-    fn id(&mut self, id: &Ident) -> f64 {
-        match self.lookup(&id.name) {
-            Some((value, _)) => value,
-            None => {
-                if !self.missing.contains(&id.name) {
-                    self.missing.push(id.name.clone());
-                }
-                f64::NAN
-            }
-        }
-    }
-
-    fn literal(&mut self, literal: Literal) -> Option<f64> {
+    fn literal(&self, literal: Literal) -> Option<f64> {
         Some(self.literals.get(literal))
-    }
-
-    fn source_count(&mut self, id: &Ident) -> f64 {
-        self.lookup(&id.name).map_or(0.0, |(_, n)| n as f64)
-    }
-
-    fn has_event(&mut self, id: &Ident) -> bool {
-        self.lookup(&id.name).is_some_and(|(v, _)| !v.is_nan())
-    }
-
-    fn cpuid_match(&mut self, _id: &Ident) -> f64 {
-        f64::NAN
     }
 }

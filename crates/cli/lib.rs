@@ -9,19 +9,28 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub mod counts;
-pub mod describe;
-pub mod eval;
-pub mod list;
-pub mod models;
-pub mod out;
-pub mod plan;
-pub mod record;
-pub mod report;
-pub mod serve;
-pub mod sim;
-pub mod stat;
-pub mod target;
+mod color;
+mod counts;
+mod describe;
+mod eval;
+mod list;
+mod plan;
+mod record;
+mod report;
+mod serve;
+mod sim_hint;
+mod stat;
+
+/// What the CLI's unit tests (`tests/cli_unit`) reach inside the CLI, and nothing more: every
+/// other module is private. `eval --from-perf`'s reader with a chosen streaming budget (a
+/// long log read block by block must print what the whole log prints) and `report` run
+/// in-process by the record-file fuzzer's child.
+#[doc(hidden)]
+pub mod for_tests {
+    pub use crate::eval::EvalArgs;
+    pub use crate::eval::from_perf::{PREFIX_BYTES, run_log, run_log_with};
+    pub use crate::report::{ReportArgs, run as report};
+}
 
 /// Compiled CPU performance metrics from Linux perf's vendor JSON.
 #[derive(Debug, Parser)]
@@ -58,32 +67,9 @@ enum Command {
     Rules(serve::RulesArgs),
 }
 
-/// Standard output that names itself in its errors ("cannot write to standard output: No
-/// space left on device" rather than a bare errno), keeping the error's kind so a closed
-/// pipe is still told apart.
-struct NamedStdout<W>(W);
-
-impl<W: Write> NamedStdout<W> {
-    fn named(err: std::io::Error) -> std::io::Error {
-        let text = err.to_string();
-        let text = text.split(" (os error").next().unwrap_or(&text).to_string();
-        std::io::Error::new(err.kind(), format!("cannot write to standard output: {text}"))
-    }
-}
-
-impl<W: Write> Write for NamedStdout<W> {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.0.write(data).map_err(Self::named)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush().map_err(Self::named)
-    }
-}
-
 fn run(cli: Cli) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(NamedStdout(stdout.lock()));
+    let mut out = std::io::BufWriter::new(tmetric_print::out::NamedStdout(stdout.lock()));
     match cli.command {
         Command::Latency(args) => tmetric_latency::run(&args, &mut out)?,
         Command::List(args) => list::run(&args, &mut out)?,
@@ -189,7 +175,7 @@ fn libc_enoent() -> i32 {
 /// A safety net for `eprintln!` anywhere in the binary: when standard error cannot be written
 /// (`2>/dev/full`) it panics with "failed printing to stderr"; exit 2 quietly instead of 101
 /// with a panic message nobody can read. Code on the `stat` path writes through
-/// [`out::warn`] and never gets here.
+/// [`tmetric_print::out::warn`] and never gets here.
 fn exit_2_when_stderr_fails() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -259,7 +245,7 @@ pub fn main() -> ExitCode {
                 // remedy is the same.
                 text.push_str("; descriptors ran out: raise the limit with `ulimit -n`");
             }
-            out::error(&text);
+            tmetric_print::out::error(&text);
             ExitCode::from(workload_exit_code(&err).unwrap_or(2))
         }
     }

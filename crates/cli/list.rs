@@ -9,7 +9,8 @@ use tmetric_catalog::Model;
 use tmetric_engine::list;
 use tmetric_print::list::{self as print, Style};
 
-use crate::models::{examples, find_model};
+use tmetric_engine::models::find_model;
+use tmetric_engine::select::examples;
 use tmetric_print::names::NameFilter;
 
 /// Flags of `tmetric list`.
@@ -112,7 +113,7 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         (Some(name), _) => find_model(name)?,
         (None, Kind::Models) => return Ok(print::models(out, &list::models(&keep), style)?),
         (None, _) if let Some(model) = this_machine() => {
-            crate::out::warn(&format!(
+            tmetric_print::out::warn(&format!(
                 "listing {} (this machine's model; --model names another)",
                 model.path()
             ));
@@ -145,5 +146,5 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 /// This machine's model, from its cpuid.
 fn this_machine() -> Option<&'static Model> {
     let sysfs = tmetric_runtime::Sysfs::system();
-    crate::stat::host_model(None, &sysfs, std::path::Path::new("/proc")).ok()
+    tmetric_engine::models::host_model(None, &sysfs, std::path::Path::new("/proc")).ok()
 }

@@ -13,9 +13,9 @@ use tmetric_engine::select::ModelFrom;
 use tmetric_engine::{Machine, MachineFacts, Pick, PlanOptions, PmuModel, Strategy};
 use tmetric_print::plan as print;
 use tmetric_runtime::{Environment, Sysfs};
+use tmetric_sim::private::{self, PrivateTree};
 
-use crate::models;
-use crate::stat::host_model;
+use tmetric_engine::models::host_model;
 
 /// `tmetric plan` flags.
 #[derive(Debug, clap::Args)]
@@ -87,7 +87,9 @@ fn picks_for(
     items: &[String],
     from: ModelFrom,
 ) -> Result<Vec<Pick>, tmetric_engine::select::Miss> {
-    tmetric_engine::select::plan(items, model, from, |item| models::simulated_hint(item, None))
+    tmetric_engine::select::plan(items, model, from, |item| {
+        crate::sim_hint::simulated_hint(item, None)
+    })
 }
 
 /// Runs `tmetric plan`.
@@ -101,7 +103,7 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     };
     let (model, pmus, machine_text) = match (&args.model, &args.cpuid, &args.sysfs) {
         (Some(name), _, _) => {
-            let model = models::find_model(name)?;
+            let model = tmetric_engine::models::find_model(name)?;
             let facts = MachineFacts { nmi_watchdog: args.nmi_watchdog, smt_on: args.smt };
             (
                 model,
@@ -185,21 +187,9 @@ fn readable_dir(path: &std::path::Path, flag: &str, given: &std::path::Path) -> 
 
 /// The simulated PMU `name`'s sysfs and procfs tree in a private directory (0700, removed
 /// on drop), as `stat --pmu-sim` writes it.
-fn simulated_tree(name: &str) -> anyhow::Result<(crate::sim::PrivateTree, String)> {
-    let machine = tmetric_sim::Machine::named(name).with_context(|| {
-        format!(
-            "--pmu-sim: no simulated PMU `{name}`; the simulated machines are {}",
-            tmetric_sim::Machine::names().join(", ")
-        )
-    })?;
-    let mut dir = crate::sim::PrivateTree::create(&std::env::temp_dir(), name)?;
-    let written = machine.write_sysfs(&dir.path().join("sys"), &dir.path().join("proc"));
-    // Listed even when writing failed part way, so what was written is removed.
-    let listed = dir.note_contents();
-    written.with_context(|| {
-        format!("cannot write the simulated sysfs tree under {}", dir.path().display())
-    })?;
-    listed.with_context(|| format!("cannot list {}", dir.path().display()))?;
+fn simulated_tree(name: &str) -> anyhow::Result<(PrivateTree, String)> {
+    let machine = private::machine(name).context("--pmu-sim")?;
+    let dir = private::private_tree(&machine, name, tmetric_print::out::warn)?;
     Ok((dir, name.to_string()))
 }
 
@@ -214,7 +204,7 @@ fn print_plan(
 ) -> anyhow::Result<()> {
     // Where the machine cannot count a metric at all, the simulated machine that can.
     let simulated = if missing.iter().any(|m| !m.is_empty()) {
-        args.metrics.first().and_then(|item| models::simulated_hint(item, Some(model)))
+        args.metrics.first().and_then(|item| crate::sim_hint::simulated_hint(item, Some(model)))
     } else {
         None
     };

@@ -15,11 +15,11 @@ use tmetric_engine::select;
 use tmetric_engine::{EvalInput, Pick};
 use tmetric_record::{Input, Options, Playback};
 
-use crate::models;
-use crate::out::{ColorChoice, Sink, warn};
+use crate::color::ColorChoice;
 use crate::stat::{Layout, Printer};
-use tmetric_engine::aggr::{self, Aggr, units_for};
-use tmetric_engine::view::{Split, UnitId};
+use tmetric_engine::aggr::{self, Aggr};
+use tmetric_engine::view::Split;
+use tmetric_print::out::{Sink, warn};
 use tmetric_print::stat::TreeView;
 use tmetric_print::{Aggregation, Config, Title};
 
@@ -101,7 +101,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         refuse_same_file(&path, output)?;
     }
     let bytes = if stdin {
-        crate::out::stdin_hint(
+        tmetric_print::out::stdin_hint(
             "a record",
             "a file (`-i perf.data`) or a pipe (`tmetric record -o - ... | tmetric report -i -`)",
         );
@@ -127,7 +127,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let picks = choose(args, &input)?;
     let choice = match (&picks, &args.model) {
         (Some(picks), _) => Choice::Picks(picks),
-        (None, Some(model)) => Choice::Model(models::find_model(model).context("--model")?),
+        (None, Some(model)) => {
+            Choice::Model(tmetric_engine::models::find_model(model).context("--model")?)
+        }
         (None, None) => Choice::Recorded,
     };
     let options = Options { choice, tpebs_mode: args.tpebs_mode.as_deref() };
@@ -146,7 +148,7 @@ fn choose(args: &ReportArgs, input: &Input) -> anyhow::Result<Option<Vec<Pick>>>
     let from =
         if args.model.is_some() { select::ModelFrom::Named } else { select::ModelFrom::Recording };
     let host = || recorded_model(args, input);
-    let hint = |item: &str| models::simulated_hint(item, None);
+    let hint = |item: &str| crate::sim_hint::simulated_hint(item, None);
     Ok(Some(select::items(&args.metrics, host, from, hint)?))
 }
 
@@ -154,7 +156,7 @@ fn choose(args: &ReportArgs, input: &Input) -> anyhow::Result<Option<Vec<Pick>>>
 /// else the recorded machine's cpuid's.
 fn recorded_model(args: &ReportArgs, input: &Input) -> anyhow::Result<&'static Model> {
     if let Some(name) = &args.model {
-        return models::find_model(name);
+        return Ok(tmetric_engine::models::find_model(name)?);
     }
     let recorded = input.model().and_then(tmetric_catalog::model);
     recorded
@@ -212,19 +214,7 @@ fn split_of(aggr: Option<Aggr>, replay: &Playback) -> anyhow::Result<Split> {
                     .unwrap_or((0, 0, 0));
                 aggr::Place { socket, die, core, ..aggr::Place::default() }
             };
-            Split::Cpus(
-                units_for(&cpus, aggr, place)
-                    .into_iter()
-                    .map(|(label, cpus)| {
-                        let id = if aggr == Aggr::Cpu {
-                            UnitId::Cpu(cpus[0])
-                        } else {
-                            UnitId::Label(label)
-                        };
-                        (id, cpus)
-                    })
-                    .collect(),
-            )
+            aggr::split(&cpus, aggr, place)
         }
     })
 }
@@ -273,7 +263,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     config.interval = !replay.intervals.is_empty();
     // An interval record's totals were printed with --summary: perf's `summary` field.
     config.csv_summary = !replay.intervals.is_empty();
-    config.unit_width = crate::stat::plan_unit_width(&replay.plan);
+    config.unit_width = tmetric_print::verbose::unit_width(&replay.plan);
     config.errors = args.errors;
     let title = Title { target: replay.target.clone(), runs: 1 };
     let mut printer = Printer::new(out, config, title, Box::new(warn));
@@ -334,5 +324,5 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
             printer.error_bars(&plan, &sample, &bars)?;
         }
     }
-    printer.into_inner().finish()
+    Ok(printer.into_inner().finish()?)
 }

@@ -12,11 +12,11 @@ use tmetric_catalog::Model;
 use tmetric_engine::aggr::Aggr;
 use tmetric_engine::{Machine, PmuModel};
 use tmetric_runtime::{Environment, Kernel, Syscalls, Sysfs};
-use tmetric_serve::cgroups::{Pattern, Selection};
+use tmetric_serve::cgroups::Selection;
 use tmetric_serve::{Collector, MachineInfo, Options, ServeOptions};
 
-use crate::out::warn;
-use crate::{models, stat};
+use crate::stat;
+use tmetric_print::out::warn;
 
 /// How counts are split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -144,43 +144,14 @@ pub fn parse_duration(text: &str) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
-fn selection(args: &ServeArgs) -> anyhow::Result<Selection> {
-    let mut patterns = Vec::new();
-    for p in &args.cgroup {
-        patterns.push(Pattern::new(p).map_err(anyhow::Error::msg).context("--cgroup")?);
-    }
-    match args.for_each_cgroup.as_deref().map(str::trim) {
-        Some("auto") => {
-            if !patterns.is_empty() {
-                bail!("--for-each-cgroup auto counts every cgroup: give it without --cgroup");
-            }
-            return Ok(Selection::Auto);
-        }
-        Some(list) => {
-            for p in list.split(',').filter(|p| !p.trim().is_empty()) {
-                patterns.push(
-                    Pattern::new(p).map_err(anyhow::Error::msg).context("--for-each-cgroup")?,
-                );
-            }
-        }
-        None => {}
-    }
-    Ok(if patterns.is_empty() { Selection::None } else { Selection::Patterns(patterns) })
-}
-
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default()
-}
-
 /// Runs `tmetric serve`.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).context("--interval")?;
     if interval < Duration::from_millis(100) {
         bail!("--interval {}: the interval must be at least 100ms", args.interval);
     }
-    let selection = selection(args)?;
+    let selection = Selection::from_flags(&args.cgroup, args.for_each_cgroup.as_deref())
+        .map_err(anyhow::Error::msg)?;
     if args.no_host && selection == Selection::None {
         bail!("--no-host counts only cgroups: give --cgroup or --for-each-cgroup too");
     }
@@ -201,7 +172,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     };
     match &args.pmu_sim {
         Some(name) => {
-            let sim = crate::sim::simulated(name, args.pmu_sim_workload.as_deref())?;
+            let sim =
+                tmetric_sim::private::simulated(name, args.pmu_sim_workload.as_deref(), warn)?;
             warn(&format!(
                 "simulated PMU `{name}`: every count served comes from a simulator, not hardware"
             ));
@@ -223,22 +195,13 @@ fn run_on<S: Syscalls + Clone>(
     simulated: Option<&str>,
 ) -> anyhow::Result<()> {
     let env = Environment::probe(sysfs, proc_root);
-    let named = args.model.as_deref().map(models::find_model).transpose()?;
+    let named = args.model.as_deref().map(tmetric_engine::models::find_model).transpose()?;
     let model = match named {
         Some(m) => Some(m),
-        None => stat::host_model(None, sysfs, proc_root).ok(),
+        None => tmetric_engine::models::host_model(None, sysfs, proc_root).ok(),
     };
     let metrics = if args.metrics.is_empty() && args.events.is_empty() {
-        // The common software metrics, and the model's `Default` group (TopdownL1 on Intel)
-        // where it has one.
-        let mut m = vec!["Software".to_string()];
-        if let Some(model) = model
-            && !tmetric_engine::select::find("Default", tmetric_catalog::common(), Some(model))
-                .is_empty()
-        {
-            m.push("Default".to_string());
-        }
-        m
+        tmetric_serve::collector::default_metrics(model)
     } else {
         args.metrics.clone()
     };
@@ -259,7 +222,7 @@ fn run_on<S: Syscalls + Clone>(
     let info = MachineInfo {
         sysfs: sysfs.clone(),
         proc_root: proc_root.to_path_buf(),
-        host: host_name(),
+        host: tmetric_serve::collector::host_name(),
         model,
         simulated: simulated.map(str::to_string),
         cgroup_mount: tmetric_runtime::sys::cgroup_mount(),
@@ -328,7 +291,7 @@ pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     };
     match &args.output {
         Some(path) => {
-            let mut sink = crate::out::Sink::create(path)?;
+            let mut sink = tmetric_print::out::Sink::create(path)?;
             sink.write_all(text.as_bytes())?;
             sink.flush()?;
         }

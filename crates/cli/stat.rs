@@ -11,20 +11,22 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
-use tmetric_engine::aggr::{self, Aggr, units_for};
+use tmetric_engine::aggr::{self, Aggr};
+use tmetric_engine::defaults::{TopdownMode, core_map};
+use tmetric_engine::models::host_model;
 use tmetric_engine::session::{Counted, Session};
 use tmetric_engine::threads::{self, Thread, Threads};
 use tmetric_engine::tpebs::{self, LatencySources};
-use tmetric_engine::view::{Split, UnitId};
+use tmetric_engine::view::Split;
 use tmetric_engine::{self as engine, Machine, Pick, Plan, PlanOptions, PmuModel};
-use tmetric_engine::{EvalInput, Select, Strategy};
+use tmetric_engine::{EvalInput, Strategy};
 use tmetric_print::stat::TreeView;
 use tmetric_print::{Aggregation, Config, Title};
 use tmetric_runtime::{Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_runtime::{EventReport, TpebsMode, Workload};
 
-use crate::models;
-use crate::out::{ColorChoice, Sink, warn};
+use crate::color::ColorChoice;
+use tmetric_print::out::{Sink, warn};
 
 mod args;
 mod build;
@@ -79,15 +81,15 @@ pub fn run_recording(
     check_per_thread(args, attach)?;
     check_perf_flags(args)?;
     if args.quiet {
-        crate::out::set_quiet();
+        tmetric_print::out::set_quiet();
     }
     // Warnings share standard error with CSV or JSON counts unless -o names a file: keep
     // the counts' stream parseable as perf's (`tmetric -j 2>&1 | jq`). CSV warnings become
     // `#` comment lines; JSON ones are left out unless -v or a terminal reads them.
     if args.output.is_none() && !std::io::stderr().is_terminal() {
         match layout_of(args) {
-            Layout::Json if !args.verbose => crate::out::set_quiet(),
-            Layout::Csv(_) => crate::out::set_comment_warnings(),
+            Layout::Json if !args.verbose => tmetric_print::out::set_quiet(),
+            Layout::Csv(_) => tmetric_print::out::set_comment_warnings(),
             _ => {}
         }
     }
@@ -99,7 +101,8 @@ pub fn run_recording(
     validate_flags(args)?;
     match &args.pmu_sim {
         Some(name) => {
-            let sim = crate::sim::simulated(name, args.pmu_sim_workload.as_deref())?;
+            let sim =
+                tmetric_sim::private::simulated(name, args.pmu_sim_workload.as_deref(), warn)?;
             // The tree is removed when `sim` drops, after the run.
             // `-p PID` names a real process: its threads are listed under the real /proc.
             let (sysfs, proc_root) = (&sim.sysfs, &sim.proc_root);

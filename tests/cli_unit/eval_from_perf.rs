@@ -6,8 +6,7 @@ mod tests {
     use proptest::prelude::*;
     use std::path::Path;
     use std::sync::OnceLock;
-    use tmetric::eval::EvalArgs;
-    use tmetric::eval::from_perf::*;
+    use tmetric::for_tests::{EvalArgs, PREFIX_BYTES, run_log, run_log_with};
 
     #[derive(Parser)]
     struct Cli {

@@ -22,7 +22,7 @@ mod fuzz {
     use clap::Parser;
     use proptest::prelude::*;
     use proptest::test_runner::FileFailurePersistence;
-    use tmetric::report::{self, ReportArgs};
+    use tmetric::for_tests::{ReportArgs, report};
 
     fn cases() -> u32 {
         std::env::var("FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
@@ -72,7 +72,7 @@ mod fuzz {
                     args.extend_from_slice(&["-o", output.to_str().unwrap()]);
                     args.extend_from_slice(view);
                     let cli = Cli::try_parse_from(&args).expect("report's flags");
-                    if let Err(err) = report::run(&cli.report) {
+                    if let Err(err) = report(&cli.report) {
                         let message = format!("{err:#}");
                         prop_assert!(message.len() < 4000, "{view:?}: {} bytes", message.len());
                     }

@@ -13,8 +13,8 @@ use tmetric_perfstat::{Block, PerfLog, Reader};
 use tmetric_print::eval::log::{Header, LogFormat, LogPrinter, log_where, notes};
 
 use super::{EvalArgs, items, refuse_modifiers, resolve_literals, warn};
-use crate::models::find_model;
-use crate::out;
+use tmetric_engine::models::find_model;
+use tmetric_print::out;
 
 /// The model, the default selection and the layout of the output are chosen from the intervals
 /// read before this many bytes of the log (at least one); a longer log is then read and
@@ -24,7 +24,7 @@ pub const PREFIX_BYTES: u64 = 4 << 20;
 /// Runs `tmetric eval --from-perf PATH`.
 pub fn run(args: &EvalArgs, path: &Path, out: &mut dyn Write) -> anyhow::Result<()> {
     if path.as_os_str() == "-" {
-        crate::out::stdin_hint(
+        tmetric_print::out::stdin_hint(
             "a perf stat log",
             "a file (`--from-perf perf.log`) or a pipe (`perf stat -a sleep 1 2>&1 | tmetric eval --from-perf -`)",
         );

@@ -244,7 +244,7 @@ pub(super) fn validate_flags(args: &StatArgs) -> anyhow::Result<()> {
         bail!("-M names no metric or group; give a comma-separated list such as `-M Software`");
     }
     if let Some(name) = &args.model {
-        models::find_model(name).context("--model")?;
+        tmetric_engine::models::find_model(name).context("--model")?;
     }
     Ok(())
 }

@@ -122,7 +122,7 @@ fn target_of(
 ) -> anyhow::Result<Target> {
     let counted = if let Some(list) = &args.cpu_list {
         let online = sysfs.online_cpus().context("cannot list the online CPUs")?;
-        Counted::Cpus(crate::target::cpu_list(list, &online)?)
+        Counted::Cpus(tmetric_runtime::target::cpu_list(list, &online)?)
     } else if let Some(threads) = threads {
         // perf's `-p`: every thread the process has at the start, each with its own counters.
         Counted::Threads(threads)
@@ -229,7 +229,7 @@ fn run_options(args: &StatArgs) -> RunOptions {
         catch_signals: true,
         delay: args.delay.map(Duration::from_millis),
         interval_count: args.interval_count.map(|n| n as usize),
-        until_gone: crate::target::watched(args.pid, &args.tid, !args.command.is_empty()),
+        until_gone: tmetric_runtime::target::watched(args.pid, &args.tid, !args.command.is_empty()),
         timeout: args.timeout.map(Duration::from_millis),
         sample_every: error_bar_reads(args),
     }

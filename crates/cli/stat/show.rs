@@ -1,5 +1,6 @@
 //! What the printer is told: the title's target, the print configuration, aggregation units,
-//! `-v` descriptions and the retire-latency samples' statistics.
+//! `-v` descriptions (worded by `tmetric_print::verbose`) and the retire-latency samples'
+//! statistics.
 
 use super::*;
 
@@ -47,11 +48,6 @@ pub fn print_config(args: &StatArgs, layout: &Layout, unit_width: usize) -> Conf
     config
 }
 
-/// perf's `unit_width`: the longest unit of a printed event, at least 4 (`unit`).
-pub fn plan_unit_width(plan: &Plan) -> usize {
-    plan.rows().iter().filter(|r| r.show).map(|r| r.unit.chars().count()).max().unwrap_or(0).max(4)
-}
-
 /// How the counts split into printed units: perf's aggregation units (`-A`, `--per-*`) with
 /// their CPUs, or one total. (`--per-thread` is set once the threads are known.)
 pub(super) fn split_of(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Split {
@@ -67,19 +63,7 @@ pub(super) fn split_of(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Split
         Aggregation::Global | Aggregation::Thread => return Split::Global,
     };
     let level = args.per_cache.as_deref().and_then(cache_level);
-    let units = units_for(cpus, aggr, |cpu| aggr::place_of(sysfs, cpu, level));
-    Split::Cpus(
-        units
-            .into_iter()
-            .map(|(label, cpus)| {
-                let id = match aggr {
-                    Aggr::Cpu => UnitId::Cpu(cpus[0]),
-                    _ => UnitId::Label(label),
-                };
-                (id, cpus)
-            })
-            .collect(),
-    )
+    aggr::split(cpus, aggr, |cpu| aggr::place_of(sysfs, cpu, level))
 }
 
 /// `--per-cache=L2` (or `2`, `l2`): the cache level; `None` for the last level.
@@ -89,42 +73,14 @@ pub(super) fn cache_level(text: &str) -> Option<u32> {
     t.parse().ok()
 }
 
-/// `-v`: the counters tmetric assumed per PMU and where the numbers came from (sysfs
-/// `caps/`, `counter.json`, or a documented vendor default for trees without one).
+/// `-v`: the counters assumed per PMU, then the groups and each metric's placement.
 pub(super) fn describe_pmus(pmus: &PmuModel) {
-    for pmu in &pmus.pmus {
-        warn(&format!(
-            "PMU {}: {} general + {} fixed counters ({}){}",
-            pmu.name,
-            pmu.general,
-            pmu.fixed,
-            pmu.source,
-            if pmu.adjustments.is_empty() {
-                String::new()
-            } else {
-                let texts: Vec<String> = pmu.adjustments.iter().map(|a| a.to_string()).collect();
-                format!("; {}", texts.join("; "))
-            }
-        ));
-    }
+    tmetric_print::verbose::pmus(pmus).iter().for_each(|line| warn(line));
 }
 
-/// `-v`: how the events were grouped, per group, and where each metric's events landed.
+/// `-v`: how the events were grouped and where each metric's events landed.
 pub(super) fn describe_plan(plan: &Plan) {
-    for (g, group) in plan.groups().iter().enumerate() {
-        let names: Vec<&str> = group.iter().map(|&s| plan.specs()[s].name.as_str()).collect();
-        warn(&format!("group {}: {{{}}}", g + 1, names.join(",")));
-    }
-    for root in plan.roots() {
-        let name = root.model.str(root.model.metrics[root.metric].name);
-        let how = match &root.placement {
-            engine::Placement::Together { .. } => "its events count together".to_string(),
-            engine::Placement::Spread { why, .. } => format!("multiplexed: {why}"),
-            engine::Placement::NoCounters => "no hardware counters".to_string(),
-            engine::Placement::Impossible { why } => format!("cannot be counted: {why}"),
-        };
-        warn(&format!("{name}: {how}"));
-    }
+    tmetric_print::verbose::plan(plan).iter().for_each(|line| warn(line));
 }
 
 /// The printer for the flags: where the counts go (`-o`, `--append`, nowhere with `-q` or a
@@ -152,7 +108,7 @@ pub(super) fn printer_for(
             "--interval-clear does not work with output: it clears a terminal, and the counts go to a file or pipe"
         );
     }
-    let mut config = print_config(args, layout, plan_unit_width(plan));
+    let mut config = print_config(args, layout, tmetric_print::verbose::unit_width(plan));
     config.colour = match args.color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,

@@ -58,6 +58,17 @@ pub fn place_of(sysfs: &tmetric_runtime::Sysfs, cpu: u32, cache_level: Option<u3
     }
 }
 
+/// The views' split of `cpus` into `aggr`'s units ([`units_for`]): a CPU by number (`-A`),
+/// other units by their label.
+pub fn split(cpus: &[u32], aggr: Aggr, place: impl Fn(u32) -> Place) -> crate::view::Split {
+    use crate::view::UnitId;
+    let units = units_for(cpus, aggr, place).into_iter().map(|(label, cpus)| {
+        let id = if aggr == Aggr::Cpu { UnitId::Cpu(cpus[0]) } else { UnitId::Label(label) };
+        (id, cpus)
+    });
+    crate::view::Split::Cpus(units.collect())
+}
+
 /// The units of `cpus` with their labels, in perf's order (by socket, die, ... id, as its
 /// sorted aggregation map); `place` gives a CPU's place.
 pub fn units_for(
@@ -131,5 +142,10 @@ mod tests {
         let cache = units_for(&cpus, Aggr::Cache, place);
         assert_eq!(cache[0], ("S0-D0-L3-ID0".to_string(), vec![0, 1, 4, 5]));
         assert_eq!(units_for(&cpus, Aggr::Cluster, place)[0].0, "S0-D0-CLS0");
+        // The views' split: CPUs by number under -A, other units by label.
+        use crate::view::{Split, UnitId};
+        assert_eq!(split(&[3], Aggr::Cpu, place), Split::Cpus(vec![(UnitId::Cpu(3), vec![3])]));
+        let Split::Cpus(sockets) = split(&cpus, Aggr::Socket, place) else { panic!() };
+        assert_eq!(sockets[1], (UnitId::Label("S1".into()), vec![2, 3, 6, 7]));
     }
 }

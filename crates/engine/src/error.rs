@@ -2,7 +2,9 @@
 //! by their `Display` (the CLI, the region API and the exporter print them as is).
 
 use crate::counts::CountsError;
+use crate::defaults::TopdownError;
 use crate::literals::Conflict;
+use crate::models::{HostModelError, ModelError};
 use crate::perflog::run::ChoiceError;
 use crate::replay::ReplayError;
 use crate::select::Miss;
@@ -41,6 +43,15 @@ pub enum Error {
     /// The threads to count cannot be listed.
     #[error(transparent)]
     Threads(#[from] ThreadsError),
+    /// `--model` names no model.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The model `-M` items are looked up in is not known.
+    #[error(transparent)]
+    HostModel(#[from] HostModelError),
+    /// `--topdown` cannot measure as asked.
+    #[error(transparent)]
+    Topdown(#[from] TopdownError),
 }
 
 /// `--cputype TEXT` names no core PMU here. perf 6.12 fails with "--cputype TEXT is not

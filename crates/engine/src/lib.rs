@@ -14,12 +14,16 @@
 //! * [`evaluator`]: a model's metrics over input values; metric selection and needed inputs.
 //! * [`counts`]: the counts file of `eval --counts`, its keys as a model's inputs, and the
 //!   metrics over it.
+//! * [`defaults`]: perf's default and `-d` events, `--topdown`'s choice on a machine, and why
+//!   a CPU model's metrics cannot count on a machine without a hardware PMU.
 //! * [`describe`]: one metric as `tmetric describe` shows it: descriptions, formula, the
 //!   tree of metrics and events, needed events, valued over a counts file when given.
 //! * [`metric_eval`]: the evaluator front end every input source shares (plan, counts file, log).
 //! * [`list`]: the compiled catalogue as `tmetric list`'s rows (models, metrics, groups,
 //!   events) and the kernel's PMU events in sysfs.
 //! * [`literals`]: literal values with where each came from, and perf's defaults.
+//! * [`models`]: a catalogue model by the name a user typed, with close names when none
+//!   matches; the model `-M` items are looked up in on a machine.
 //! * [`perflog`]: metrics over a `perf stat` log, checked against what perf printed; the
 //!   log's CPU model and literals inferred.
 //! * [`replay`]: a recorded plan rebuilt for evaluation (`tmetric report`), other metrics
@@ -41,6 +45,7 @@
 pub mod aggr;
 pub mod builtin;
 pub mod counts;
+pub mod defaults;
 pub mod describe;
 mod error;
 pub mod eval;
@@ -49,6 +54,7 @@ pub mod events;
 pub mod list;
 pub mod literals;
 pub mod metric_eval;
+pub mod models;
 pub mod perflog;
 pub mod plan;
 pub mod pmu;

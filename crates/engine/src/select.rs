@@ -288,22 +288,7 @@ impl fmt::Display for Searched<'_> {
     }
 }
 
-/// A few models to name when the user gave none: per architecture, the one with the most
-/// metrics, x86 first.
-pub fn examples() -> String {
-    let mut best: Vec<&Model> = Vec::new();
-    let with_metrics = tmetric_catalog::MODELS.iter().copied().filter(|m| !m.metrics.is_empty());
-    for model in with_metrics.filter(|m| !m.is_sys && m.arch != "test" && m.arch != "common") {
-        match best.iter_mut().find(|b| b.arch == model.arch) {
-            Some(b) if b.metrics.len() < model.metrics.len() => *b = model,
-            Some(_) => {}
-            None => best.push(model),
-        }
-    }
-    // x86 first: it is where most users come from.
-    best.sort_by_key(|m| (m.arch != "x86", m.arch));
-    best.iter().map(|m| m.path()).collect::<Vec<_>>().join(", ")
-}
+pub use crate::models::examples;
 
 /// Every metric and metric-group name of `models`, for suggestions.
 pub fn names<'a>(models: &'a [&'static Model]) -> impl Iterator<Item = String> + 'a {
@@ -322,6 +307,21 @@ pub fn defined_for(item: &str) -> Vec<String> {
         .filter(|m| !m.is_sys && !m.select(item).is_empty())
         .map(|m| m.path())
         .collect()
+}
+
+/// [`items`] on a machine: the CPU model is `--model`'s (`model`) or the one this machine's
+/// cpuid matches ([`crate::models::host_model`]), found only when an item needs it;
+/// `simulated` as for [`items`].
+pub fn on_machine(
+    list: &[String],
+    model: Option<&str>,
+    sysfs: &tmetric_runtime::Sysfs,
+    proc_root: &std::path::Path,
+    simulated: impl Fn(&str) -> Option<(String, String)>,
+) -> Result<Vec<Pick>, Miss> {
+    let from = if model.is_some() { ModelFrom::Named } else { ModelFrom::Machine };
+    let host = || crate::models::host_model(model, sysfs, proc_root);
+    items(list, host, from, simulated)
 }
 
 #[cfg(test)]

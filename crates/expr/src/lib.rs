@@ -1,4 +1,5 @@
-//! perf's metric expression language: grammar, tree, needed-events pass and interpreter.
+//! perf's metric expression language: grammar, tree, needed-events pass and interpreter;
+//! [`adhoc`] evaluates a user's own formula over values given by name (`eval --expr`).
 //!
 //! Pure: no I/O, no knowledge of JSON files or PMUs. Identifiers stay strings here; the
 //! `vendor` crate decides what each one names.
@@ -6,6 +7,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod adhoc;
 pub mod ast;
 pub mod error;
 pub mod eval;

@@ -6,7 +6,9 @@
 //! metrics over a counts file or a perf stat log, text, CSV and JSON lines) and the wording
 //! of its notes, over the engine's `counts` and `perflog` data. [`list`], [`describe`] and
 //! [`plan`] print `tmetric list`, `describe` and `plan` (text and JSON) over the engine's
-//! listing rows, metric descriptions and offline plans.
+//! listing rows, metric descriptions and offline plans. [`out`] is where the output goes: a
+//! [`out::Sink`] that never loses counts, files created 0600, warnings on standard error;
+//! [`verbose`] what `stat -v` says about the counters and groups.
 //!
 //! tmetric's additions (each metric's name beside perf's label, full-precision values, a
 //! metric's unit and name as fields of their own) are printed only with
@@ -23,9 +25,11 @@ pub mod eval;
 pub mod list;
 pub mod names;
 pub mod num;
+pub mod out;
 mod perf;
 pub mod plan;
 pub mod stat;
+pub mod verbose;
 
 use std::io::{self, Write};
 use std::time::Duration;

@@ -12,7 +12,8 @@
 //! * [`workload`]: the forked command, held until the counters are open; [`inherit`]: the
 //!   signal dispositions, mask, descriptor limit and standard descriptors tmetric was started
 //!   with, captured before Rust's runtime changes them and given to the workload.
-//! * [`run`]: the loop of `tmetric stat` (intervals, signals, totals).
+//! * [`run`]: the loop of `tmetric stat` (intervals, signals, totals); [`target`]: `-C` CPU
+//!   lists against the online CPUs, the `-p`/`-t` tasks whose exit ends a run.
 //! * [`ring`]: the perf mmap ring buffer (sample, lost and throttle records, wrap-around) and
 //!   its mapping; [`tpebs`]: retire-latency (`:R`) sampling with a bounded-wait reader thread
 //!   and per-event statistics (mean, min, max, last, 97% tail mean).
@@ -45,6 +46,7 @@ pub mod run;
 pub mod signal;
 pub mod sys;
 pub mod sysfs;
+pub mod target;
 pub mod tpebs;
 pub mod workload;
 

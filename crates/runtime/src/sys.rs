@@ -489,6 +489,12 @@ impl Syscalls for Kernel {
     }
 }
 
+/// EMFILE or ENFILE: the process's or the system's descriptors ran out (std has no stable
+/// `ErrorKind` for them), so a message can say to raise `ulimit -n`.
+pub fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

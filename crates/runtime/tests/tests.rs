@@ -1,7 +1,7 @@
 //! The runtime's integration tests: `real` counts with the running kernel (software events,
 //! which work in any VM), `fake` drives the counting logic through the programmable backend,
 //! `sysfs` resolves events over the fake tree in `tests/data/sysfs`, `tpebs` samples retire
-//! latencies (real kernel and fake rings). One binary: each would otherwise be compiled and
+//! latencies (real kernel and fake rings), `target` checks `-C` lists. One binary: each would otherwise be compiled and
 //! linked on its own. The simulated kernel's tests are in `tmetric-sim`.
 //!
 //! Workloads that must do something precise re-run this test binary: the `helper` test below
@@ -10,6 +10,7 @@
 mod fake;
 mod real;
 mod sysfs;
+mod target;
 mod tpebs;
 
 use std::time::{Duration, Instant};

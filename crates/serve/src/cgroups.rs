@@ -19,6 +19,35 @@ pub enum Selection {
     Patterns(Vec<Pattern>),
 }
 
+impl Selection {
+    /// The cgroups `serve`'s flags select: `--cgroup` patterns (`cgroups`) and
+    /// `--for-each-cgroup` (`auto`, or a comma-separated list of patterns). An error names the
+    /// flag and says what is wrong.
+    pub fn from_flags(cgroups: &[String], for_each: Option<&str>) -> Result<Selection, String> {
+        let pattern =
+            |flag: &str, text: &str| Pattern::new(text).map_err(|e| format!("{flag}: {e}"));
+        let mut patterns = Vec::new();
+        for p in cgroups {
+            patterns.push(pattern("--cgroup", p)?);
+        }
+        match for_each.map(str::trim) {
+            Some("auto") if !patterns.is_empty() => {
+                return Err(
+                    "--for-each-cgroup auto counts every cgroup: give it without --cgroup".into()
+                );
+            }
+            Some("auto") => return Ok(Selection::Auto),
+            Some(list) => {
+                for p in list.split(',').filter(|p| !p.trim().is_empty()) {
+                    patterns.push(pattern("--for-each-cgroup", p)?);
+                }
+            }
+            None => {}
+        }
+        Ok(if patterns.is_empty() { Selection::None } else { Selection::Patterns(patterns) })
+    }
+}
+
 /// A glob over cgroup paths (`/system.slice/*.service`, `/kubepods.slice/**`): `*` matches
 /// within one path component, `**` any number of components, `?` one character. A pattern
 /// without a leading `/` is taken from the root, as perf names cgroups.
@@ -240,6 +269,20 @@ fn is_container_id(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flags_select_auto_patterns_or_none() {
+        assert_eq!(Selection::from_flags(&[], None), Ok(Selection::None));
+        assert_eq!(Selection::from_flags(&[], Some(" auto ")), Ok(Selection::Auto));
+        let both = Selection::from_flags(&["/a".into()], Some("auto")).unwrap_err();
+        assert_eq!(both, "--for-each-cgroup auto counts every cgroup: give it without --cgroup");
+        let Ok(Selection::Patterns(p)) = Selection::from_flags(&["/a".into()], Some("b,,c")) else {
+            panic!()
+        };
+        assert_eq!(p.len(), 3);
+        let err = Selection::from_flags(&[], Some("/a/../b")).unwrap_err();
+        assert!(err.starts_with("--for-each-cgroup: "), "{err}");
+    }
 
     #[test]
     fn patterns_match_components() {

@@ -543,6 +543,26 @@ fn dedup_families(plan: &Plan) -> Vec<Exported> {
     out
 }
 
+/// What `serve` counts without `-M` or `-e`: the common software metrics, and the model's
+/// `Default` group (TopdownL1 on Intel) where it has one.
+pub fn default_metrics(model: Option<&'static Model>) -> Vec<String> {
+    let mut metrics = vec!["Software".to_string()];
+    if let Some(model) = model
+        && !tmetric_engine::select::find("Default", tmetric_catalog::common(), Some(model))
+            .is_empty()
+    {
+        metrics.push("Default".to_string());
+    }
+    metrics
+}
+
+/// The machine's host name (the `instance` a fleet knows it by); empty when unreadable.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
 /// The plan of one target: `events` (`-e` lists) and the metrics `picks`, counted
 /// system-wide on `machine` (each cgroup's plan is this one expanded for it).
 pub fn build_plan(

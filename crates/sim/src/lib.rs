@@ -21,6 +21,9 @@
 //!   each metric evaluates to its truth ([`Derivation::report`]); [`Profile`] gives the kernel
 //!   the rates per phase ([`SimKernel::true_count`] over the phases as they fall), and the
 //!   retire latencies of PEBS samples ([`RETIRE_LATENCIES`]).
+//! * [`private`]: `--pmu-sim`'s machine on disk: the tree written into a private directory
+//!   (0700, a fresh name, removed however the run ends) and the kernel over it
+//!   ([`private::simulated`]).
 //!
 //! A sysfs tree and kernel for a model name:
 //! ```
@@ -188,6 +191,7 @@ pub mod derive;
 pub mod formula;
 mod kernel;
 mod machine;
+pub mod private;
 mod profile;
 mod sched;
 pub mod workload;

@@ -1,34 +1,95 @@
-//! What `stat` counts and until when, apart from its printing: `-C` CPU lists checked against
-//! the online CPUs (without enumerating a huge range), and the tasks of `-p`/`-t` whose exit
-//! ends the run, as perf 6.12 ends it.
+//! Which CPUs and tasks a run counts and until when: `-C` CPU lists checked against the online
+//! CPUs (without enumerating a huge range), and the tasks of `-p`/`-t` whose exit ends the
+//! run, as perf 6.12 ends it.
 
-use anyhow::bail;
-use tmetric_runtime::run::Watched;
+use crate::run::Watched;
+
+/// Why a `-C` list cannot be counted. Its `Display` names the list and says what to write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("-C `{list}`: {problem}")]
+pub struct CpuListError {
+    /// The list as given.
+    pub list: String,
+    /// What is wrong with it.
+    pub problem: CpuListProblem,
+}
+
+/// What is wrong with a `-C` list; `online` is the online CPUs as a kernel-style list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CpuListProblem {
+    /// Nothing was given.
+    #[error("no CPU given; expected a CPU list such as `0-3,8` (online: {online})")]
+    Empty {
+        /// The online CPUs.
+        online: String,
+    },
+    /// Two commas with nothing between them.
+    #[error("an empty item between commas; expected a CPU list such as `0-3,8`")]
+    EmptyItem,
+    /// A number past `u32`.
+    #[error("CPU {cpu} is too large (online: {online})")]
+    TooLarge {
+        /// The number as written.
+        cpu: String,
+        /// The online CPUs.
+        online: String,
+    },
+    /// An item that is neither a number nor a range.
+    #[error("`{part}` is not a CPU number or range; expected a CPU list such as `0-3,8`")]
+    NotCpu {
+        /// The item.
+        part: String,
+    },
+    /// `hi-lo`.
+    #[error("the range `{part}` runs backwards; write it as `{hi}-{lo}`")]
+    Backwards {
+        /// The item.
+        part: String,
+        /// Its first number (the larger).
+        lo: u32,
+        /// Its second number (the smaller).
+        hi: u32,
+    },
+    /// CPUs that are not online, as a kernel-style list.
+    #[error(
+        "{} {cpus} {} not online (online: {online})",
+        if *.count == 1 { "CPU" } else { "CPUs" },
+        if *.count == 1 { "is" } else { "are" }
+    )]
+    Offline {
+        /// The CPUs named that are not online.
+        cpus: String,
+        /// How many they are.
+        count: u64,
+        /// The online CPUs.
+        online: String,
+    },
+}
 
 /// `-C LIST`: the CPUs it names, every one online. A list that names none, a malformed one
 /// and CPUs that are not online (however many: `0-99999999` is valid syntax) are told apart.
-pub fn cpu_list(list: &str, online: &[u32]) -> anyhow::Result<Vec<u32>> {
+pub fn cpu_list(list: &str, online: &[u32]) -> Result<Vec<u32>, CpuListError> {
+    let fail = |problem| CpuListError { list: list.to_string(), problem };
     let text = list.trim();
     let online_text = format_cpus(online.iter().map(|&c| (c, c)));
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     for part in text.split(',').map(str::trim) {
         if part.is_empty() {
             if text.is_empty() {
-                bail!(
-                    "-C `{list}`: no CPU given; expected a CPU list such as `0-3,8` (online: {online_text})"
-                );
+                return Err(fail(CpuListProblem::Empty { online: online_text }));
             }
-            bail!("-C `{list}`: an empty item between commas; expected a CPU list such as `0-3,8`");
+            return Err(fail(CpuListProblem::EmptyItem));
         }
-        let number = |t: &str| -> anyhow::Result<u32> {
+        let number = |t: &str| -> Result<u32, CpuListError> {
             match t.trim().parse::<u32>() {
                 Ok(n) => Ok(n),
                 Err(_) if !t.trim().is_empty() && t.trim().bytes().all(|b| b.is_ascii_digit()) => {
-                    bail!("-C `{list}`: CPU {} is too large (online: {online_text})", t.trim())
+                    Err(fail(CpuListProblem::TooLarge {
+                        cpu: t.trim().to_string(),
+                        online: online_text.clone(),
+                    }))
                 }
-                Err(_) => bail!(
-                    "-C `{list}`: `{part}` is not a CPU number or range; expected a CPU list such as `0-3,8`"
-                ),
+                Err(_) => Err(fail(CpuListProblem::NotCpu { part: part.to_string() })),
             }
         };
         let (lo, hi) = match part.split_once('-') {
@@ -39,7 +100,7 @@ pub fn cpu_list(list: &str, online: &[u32]) -> anyhow::Result<Vec<u32>> {
             }
         };
         if lo > hi {
-            bail!("-C `{list}`: the range `{part}` runs backwards; write it as `{hi}-{lo}`");
+            return Err(fail(CpuListProblem::Backwards { part: part.to_string(), lo, hi }));
         }
         ranges.push((lo, hi));
     }
@@ -63,11 +124,8 @@ pub fn cpu_list(list: &str, online: &[u32]) -> anyhow::Result<Vec<u32>> {
     if !offline.is_empty() {
         offline.sort_unstable();
         let count: u64 = offline.iter().map(|&(a, b)| u64::from(b - a) + 1).sum();
-        bail!(
-            "-C `{list}`: {} {} not online (online: {online_text})",
-            if count == 1 { "CPU" } else { "CPUs" },
-            format_cpus(offline.into_iter()) + if count == 1 { " is" } else { " are" }
-        );
+        let cpus = format_cpus(offline.into_iter());
+        return Err(fail(CpuListProblem::Offline { cpus, count, online: online_text }));
     }
     Ok(sorted
         .into_iter()

@@ -1,4 +1,4 @@
-//! Where the CLI's output goes. `tmetric stat` writes its counts so that none are lost: a
+//! Where a front end's output goes. `tmetric stat` writes its counts so that none are lost: a
 //! [`Sink`] buffers each report and delivers it at `flush`, and a failed delivery never
 //! aborts the run.
 //!
@@ -10,13 +10,14 @@
 //!   on, and [`Sink::finish`] reports it so tmetric exits 2.
 //!
 //! [`warn`] prints a line on standard error and never panics (`eprintln!` does when standard
-//! error is `/dev/full`). [`ColorChoice`] is `--color`: whether the output is coloured.
+//! error is `/dev/full`); `--quiet` ([`set_quiet`]) silences it and CSV counts on standard
+//! error make it a `#` comment ([`set_comment_warnings`]). New files are created 0600
+//! ([`create_private`]). Failures are typed ([`SinkError`]). [`NamedStdout`] is standard
+//! output that names itself in its errors.
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-
-use anyhow::{Context, anyhow};
 
 /// `--quiet`: warnings and messages are not printed (errors still are).
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -60,10 +61,15 @@ pub fn error(message: &str) {
     let _ = writeln!(io::stderr().lock(), "{hash}tmetric: {message}");
 }
 
+/// Where a [`Sink`] delivers.
 pub enum Dest {
+    /// Standard error (perf's default for `stat`'s counts).
     Stderr,
+    /// A file (`-o`).
     File {
+        /// Its path, for messages.
         path: PathBuf,
+        /// The open file.
         file: File,
     },
     /// Nothing is printed (`tmetric record -o -`, as perf prints nothing when it records to
@@ -81,12 +87,13 @@ pub fn create_private(path: &Path) -> io::Result<File> {
 
 /// A destination for reports that survives write errors (see the module documentation).
 pub struct Sink {
+    /// Where reports go now (a file that failed is replaced by standard error).
     pub dest: Dest,
     buf: Vec<u8>,
     /// A reader closed the pipe: discard everything from now on.
     closed: bool,
     /// The first write error that was not a closed pipe, for [`Sink::finish`].
-    failed: Option<String>,
+    failed: Option<SinkError>,
 }
 
 impl Sink {
@@ -101,9 +108,9 @@ impl Sink {
     }
 
     /// Reports to a new file at `path` (truncated if it exists; created 0600).
-    pub fn create(path: &Path) -> anyhow::Result<Sink> {
-        let file =
-            create_private(path).with_context(|| format!("cannot create {}", path.display()))?;
+    pub fn create(path: &Path) -> Result<Sink, SinkError> {
+        let file = create_private(path)
+            .map_err(|source| SinkError::Create { path: path.to_path_buf(), source })?;
         Ok(Sink {
             dest: Dest::File { path: path.to_path_buf(), file },
             buf: Vec::new(),
@@ -113,14 +120,14 @@ impl Sink {
     }
 
     /// Reports appended to the file at `path` (`--append`), created if it does not exist.
-    pub fn append(path: &Path) -> anyhow::Result<Sink> {
+    pub fn append(path: &Path) -> Result<Sink, SinkError> {
         use std::os::unix::fs::OpenOptionsExt;
         let file = std::fs::OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o600)
             .open(path)
-            .with_context(|| format!("cannot open {} to append to it", path.display()))?;
+            .map_err(|source| SinkError::Append { path: path.to_path_buf(), source })?;
         Ok(Sink {
             dest: Dest::File { path: path.to_path_buf(), file },
             buf: Vec::new(),
@@ -156,12 +163,9 @@ impl Sink {
                         path.display(),
                         plain_io(&err)
                     ));
-                    self.failed.get_or_insert_with(|| {
-                        format!(
-                            "{} is incomplete ({}); the counts were printed to standard error",
-                            path.display(),
-                            plain_io(&err)
-                        )
+                    self.failed.get_or_insert_with(|| SinkError::Incomplete {
+                        path: path.clone(),
+                        why: plain_io(&err),
                     });
                     self.dest = Dest::Stderr;
                 }
@@ -171,9 +175,7 @@ impl Sink {
             Ok(()) => {}
             Err(err) if err.kind() == io::ErrorKind::BrokenPipe => self.closed = true,
             Err(err) => {
-                self.failed.get_or_insert_with(|| {
-                    format!("cannot write the counts to standard error: {}", plain_io(&err))
-                });
+                self.failed.get_or_insert_with(|| SinkError::Stderr(plain_io(&err)));
             }
         }
         self.buf.clear();
@@ -181,10 +183,10 @@ impl Sink {
 
     /// Delivers the rest; an error when some report could not be written where it was
     /// asked to go (a closed pipe is not an error).
-    pub fn finish(mut self) -> anyhow::Result<()> {
+    pub fn finish(mut self) -> Result<(), SinkError> {
         self.deliver();
         match self.failed.take() {
-            Some(message) => Err(anyhow!("{message}")),
+            Some(err) => Err(err),
             None => Ok(()),
         }
     }
@@ -213,25 +215,59 @@ fn plain_io(err: &io::Error) -> String {
     }
 }
 
-/// `--color`: when to colour threshold states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorChoice {
-    /// Colour when the output goes to a terminal (the flag's help says which stream).
-    Auto,
-    /// Always colour.
-    Always,
-    /// Never colour.
-    Never,
+/// Standard output that names itself in its errors ("cannot write to standard output: No
+/// space left on device" rather than a bare errno), keeping the error's kind so a closed
+/// pipe is still told apart.
+pub struct NamedStdout<W>(pub W);
+
+impl<W: Write> NamedStdout<W> {
+    fn named(err: io::Error) -> io::Error {
+        let text = err.to_string();
+        let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+        io::Error::new(err.kind(), format!("cannot write to standard output: {text}"))
+    }
 }
 
-impl ColorChoice {
-    /// Whether to write colour escapes to standard output (`eval`'s stream; `stat` and
-    /// `report` decide for standard error or their `-o` file themselves).
-    pub fn enabled(self) -> bool {
-        match self {
-            ColorChoice::Auto => io::IsTerminal::is_terminal(&io::stdout()),
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-        }
+impl<W: Write> Write for NamedStdout<W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.0.write(data).map_err(Self::named)
     }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(Self::named)
+    }
+}
+
+/// Why a [`Sink`] could not be made, or could not deliver everything where it was asked to.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    /// `-o FILE` cannot be created.
+    #[error("cannot create {}", .path.display())]
+    Create {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// `--append`'s file cannot be opened.
+    #[error("cannot open {} to append to it", .path.display())]
+    Append {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing to the file failed part way; the rest went to standard error.
+    #[error("{} is incomplete ({why}); the counts were printed to standard error", .path.display())]
+    Incomplete {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error's text.
+        why: String,
+    },
+    /// Standard error could not be written (other than a closed pipe).
+    #[error("cannot write the counts to standard error: {0}")]
+    Stderr(String),
 }

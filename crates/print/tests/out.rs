@@ -1,5 +1,4 @@
-//! Unit tests of `crates/cli/out.rs`, through the CLI's library (kept out of the crate so
-//! that a clean `cargo test` compiles the CLI once, not a second time in test mode).
+//! `out`: a sink's file gets every report and is private.
 //!
 //! A file that cannot be written falls back to standard error: that is tested through the
 //! binary (`cli_harden::a_full_output_file_is_named_and_the_counts_go_to_standard_error`),
@@ -8,7 +7,7 @@
 mod tests {
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
-    use tmetric::out::*;
+    use tmetric_print::out::*;
 
     #[test]
     fn a_working_file_gets_everything_and_is_private() {

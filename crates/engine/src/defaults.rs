@@ -1,0 +1,239 @@
+//! What `stat` counts when a flag asks for perf's built-in choices rather than naming
+//! events: perf 6.12's default and `-d` event lists, `--topdown`'s choice on a machine
+//! ([`topdown_mode`]), the CPU-to-core map the older topdown events are printed per core
+//! with, and why the CPU model's metrics cannot count here at all ([`uncountable`]).
+
+use std::fmt;
+use std::path::Path;
+
+use tmetric_catalog::Model;
+use tmetric_runtime::Sysfs;
+
+use crate::evaluator::Select;
+use crate::plan::{Machine, Plan, Root, Source};
+
+/// perf 6.12's default events (`add_default_attributes`): `cpu-clock` instead of
+/// `task-clock` when counting CPUs, and the stalled-cycles events only where the core PMU
+/// lists them.
+pub fn default_events(system_wide: bool, sysfs: &Sysfs) -> Vec<&'static str> {
+    let mut events = vec![
+        if system_wide { "cpu-clock" } else { "task-clock" },
+        "context-switches",
+        "cpu-migrations",
+        "page-faults",
+        "cycles",
+    ];
+    let has = |name: &str| sysfs.pmu_devices().join("cpu/events").join(name).exists();
+    if has("stalled-cycles-frontend") {
+        events.push("stalled-cycles-frontend");
+    }
+    if has("stalled-cycles-backend") {
+        events.push("stalled-cycles-backend");
+    }
+    events.extend(["instructions", "branches", "branch-misses"]);
+    events
+}
+
+/// perf's `-d` (level 1), `-dd` (2) and `-ddd` (3) events.
+pub fn detailed_events(level: u8) -> Vec<&'static str> {
+    tmetric_runtime::event::legacy::DETAILED
+        .iter()
+        .take(level.min(3) as usize)
+        .flat_map(|l| l.iter().copied())
+        .collect()
+}
+
+/// Why no selected CPU-model metric can count a single input on a machine without a
+/// hardware PMU (most VMs): which models define the metrics and what to do instead. Its
+/// `Display` is the whole warning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Uncountable {
+    /// The CPU-model metrics selected.
+    pub metrics: Vec<String>,
+    /// Why the machine has no hardware PMU.
+    pub no_pmu: String,
+    /// The models that define the first metric.
+    pub defined_for: Vec<String>,
+    /// The model came from `--model` (else from this machine's cpuid).
+    pub named: bool,
+    /// The model the metrics were selected from, `arch/name`.
+    pub model: String,
+    /// A simulated machine whose model defines the first metric: the flag and the model.
+    pub simulated: Option<(String, String)>,
+}
+
+impl fmt::Display for Uncountable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let first = &self.metrics[0];
+        let shown: Vec<&str> = self.defined_for.iter().take(6).map(String::as_str).collect();
+        let more = if self.defined_for.len() > 6 {
+            format!(" and {} more", self.defined_for.len() - 6)
+        } else {
+            String::new()
+        };
+        let names: Vec<&str> = self.metrics.iter().map(String::as_str).collect();
+        write!(
+            f,
+            "cannot count {} here, so its events print <not supported>: {}; `{first}` is defined for {}{more}; {} {}. ",
+            metrics_list(&names),
+            self.no_pmu,
+            shown.join(", "),
+            if self.named { "--model names" } else { "this machine is" },
+            self.model
+        )?;
+        match &self.simulated {
+            Some((flag, on)) => write!(
+                f,
+                "Count it on a simulated {on} (`{flag}`), plan it there (`tmetric plan -M {first} {flag}`), \
+                 or evaluate recorded counts (`tmetric eval --from-perf LOG`)"
+            ),
+            None => write!(
+                f,
+                "No simulated PMU has a model that defines it: plan it (`tmetric plan -M {first} --model {}`) \
+                 or evaluate recorded counts (`tmetric eval --from-perf LOG`)",
+                self.model
+            ),
+        }
+    }
+}
+
+/// Whether every selected CPU-model metric of `plan` is uncountable on `machine` because it
+/// has no core PMU; `named`: the model came from `--model`. `simulated` names a simulated
+/// machine whose model defines a metric (the engine does not know the simulator).
+pub fn uncountable(
+    plan: &Plan,
+    machine: &Machine<'_>,
+    named: bool,
+    simulated: impl Fn(&str, &'static Model) -> Option<(String, String)>,
+) -> Option<Uncountable> {
+    let common = tmetric_catalog::common();
+    let model_roots: Vec<&Root> =
+        plan.roots.iter().filter(|r| !std::ptr::eq(r.model, common)).collect();
+    if model_roots.is_empty() || machine.sysfs.core_pmu().is_some() {
+        return None;
+    }
+    let countable = model_roots.iter().any(|root| {
+        root.slot_rows
+            .iter()
+            .flatten()
+            .any(|&row| matches!(plan.rows[row].source, Source::Counter(_)))
+    });
+    if countable {
+        return None;
+    }
+    let metrics: Vec<String> = model_roots
+        .iter()
+        .map(|r| r.model.str(r.model.metrics[r.metric].name).to_string())
+        .collect();
+    let first = metrics[0].as_str();
+    let defined_for: Vec<String> = tmetric_catalog::MODELS
+        .iter()
+        .filter(|m| !m.is_sys && !m.metrics_named(first).is_empty())
+        .map(|m| m.path())
+        .collect();
+    let model = model_roots[0].model;
+    Some(Uncountable {
+        simulated: simulated(first, model),
+        metrics,
+        no_pmu: machine.env.no_hardware_pmu().to_string(),
+        defined_for,
+        named,
+        model: model.path(),
+    })
+}
+
+/// Up to four names in backquotes, then how many more metrics.
+fn metrics_list(names: &[&str]) -> String {
+    let shown: Vec<String> = names.iter().take(4).map(|n| format!("`{n}`")).collect();
+    if names.len() > 4 {
+        format!("{} and {} more metrics", shown.join(", "), names.len() - 4)
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// How `--topdown` measures on a machine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TopdownMode {
+    /// The model's `TopdownLN` metric group.
+    Json(String),
+    /// The kernel's older `topdown-*` events (seed 000's formulas).
+    Legacy(Vec<String>),
+}
+
+/// Why `--topdown` cannot measure as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TopdownError {
+    /// `--td-level` deeper than the model's TopdownL groups.
+    #[error("--td-level {level}: {model} has TopdownL1 to TopdownL{max}")]
+    TooDeep {
+        /// The level asked for.
+        level: u8,
+        /// The model, `arch/name`.
+        model: String,
+        /// Its deepest TopdownL group.
+        max: u8,
+    },
+    /// `--td-level` above 1 with the kernel's older events.
+    #[error("--td-level {0}: the kernel's older topdown events give level 1 only")]
+    LegacyLevel(u8),
+    /// The older events count per core, so only system-wide.
+    #[error(
+        "--topdown on this CPU uses the kernel's older topdown events, which count per core: add -a (system-wide)"
+    )]
+    LegacyNeedsAllCpus,
+}
+
+/// `--topdown` on this machine: the model's (`--model`'s or the machine's) TopdownL metrics
+/// at `td_level` (1 when not given) when it has them, else the kernel's older events (which
+/// need `all_cpus`, `-a`), else `None` (no topdown support).
+pub fn topdown_mode(
+    td_level: Option<u8>,
+    model: Option<&str>,
+    all_cpus: bool,
+    sysfs: &Sysfs,
+    proc_root: &Path,
+) -> Result<Option<TopdownMode>, TopdownError> {
+    let level = td_level.unwrap_or(1).max(1);
+    if sysfs.core_pmu().is_none() {
+        // No core PMU (a VM without a virtual PMU): neither path can count.
+        return Ok(None);
+    }
+    if let Ok(model) = crate::models::host_model(model, sysfs, proc_root) {
+        let max = (1..=9u8).filter(|l| !model.select(&format!("TopdownL{l}")).is_empty()).max();
+        if let Some(max) = max {
+            if level > max {
+                return Err(TopdownError::TooDeep { level, model: model.path(), max });
+            }
+            return Ok(Some(TopdownMode::Json(format!("TopdownL{level}"))));
+        }
+    }
+    let Some(core) = sysfs.core_pmu() else { return Ok(None) };
+    let events_dir = sysfs.pmu_devices().join(&core).join("events");
+    if !events_dir.join("topdown-total-slots").exists() {
+        return Ok(None);
+    }
+    if level > 1 {
+        return Err(TopdownError::LegacyLevel(level));
+    }
+    if !all_cpus {
+        return Err(TopdownError::LegacyNeedsAllCpus);
+    }
+    let events = crate::topdown::LEGACY_EVENTS
+        .iter()
+        .filter(|e| events_dir.join(e).exists())
+        .map(|e| e.to_string())
+        .collect();
+    Ok(Some(TopdownMode::Legacy(events)))
+}
+
+/// Each online CPU's (package, core), from sysfs topology.
+pub fn core_map(sysfs: &Sysfs) -> Vec<(u32, (u32, u32))> {
+    let cpus = sysfs.online_cpus().unwrap_or_default();
+    cpus.into_iter()
+        .map(|c| {
+            let (package, _, core) = sysfs.cpu_place(c);
+            (c, (package, core))
+        })
+        .collect()
+}

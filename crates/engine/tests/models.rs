@@ -1,0 +1,90 @@
+//! `models` and `defaults`: a model by a typed name, the model of a machine, and the choices
+//! `stat` makes for perf's built-in flags (`--topdown`, the default and `-d` events), on
+//! simulated machines' trees.
+
+use tmetric_engine::defaults::{TopdownError, TopdownMode, default_events, detailed_events};
+use tmetric_engine::defaults::{core_map, topdown_mode};
+use tmetric_engine::models::{HostModelError, ModelError, find_model, host_model};
+use tmetric_runtime::Sysfs;
+use tmetric_sim::private::{PrivateTree, machine, private_tree};
+
+/// A simulated machine's sysfs and procfs tree, removed on drop.
+fn tree(name: &str) -> (PrivateTree, Sysfs) {
+    let dir = private_tree(&machine(name).unwrap(), name, |w| panic!("{w}")).unwrap();
+    let sysfs = Sysfs::new(dir.path().join("sys"));
+    (dir, sysfs)
+}
+
+#[test]
+fn unknown_models_list_near_names() {
+    let err = find_model("x86/nonexist").unwrap_err();
+    assert!(matches!(&err, ModelError::Unknown { near, .. } if !near.is_empty()), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("unknown model `x86/nonexist`; the nearest names are `x86/"),
+        "{text}"
+    );
+    let text = find_model("x86/skylakx").unwrap_err().to_string();
+    assert!(text.contains("`x86/skylake`") || text.contains("`x86/skylakex`"), "{text}");
+}
+
+#[test]
+fn models_are_found_by_path_leaf_and_case() {
+    assert_eq!(find_model("x86/sapphirerapids").unwrap().path(), "x86/sapphirerapids");
+    assert_eq!(find_model(" SapphireRapids ").unwrap().path(), "x86/sapphirerapids");
+}
+
+#[test]
+fn tsc_frequency_from_the_model_name() {
+    use tmetric_engine::plan::tsc_from_model_name;
+    let text = "model name\t: Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz\n";
+    assert_eq!(tsc_from_model_name(text), 2.1e9);
+    assert!(tsc_from_model_name("model name\t: AMD EPYC\n").is_nan());
+}
+
+#[test]
+fn the_machines_model_comes_from_its_cpuid_unless_named() {
+    let (dir, sysfs) = tree("sapphirerapids");
+    let proc_root = dir.path().join("proc");
+    assert_eq!(host_model(None, &sysfs, &proc_root).unwrap().path(), "x86/sapphirerapids");
+    assert_eq!(host_model(Some("icelake"), &sysfs, &proc_root).unwrap().path(), "x86/icelake");
+    let err = host_model(Some("nonexist"), &sysfs, &proc_root).unwrap_err();
+    assert!(matches!(err, HostModelError::Named(_)), "{err:?}");
+}
+
+#[test]
+fn topdown_uses_the_models_groups_to_their_depth() {
+    let (dir, sysfs) = tree("sapphirerapids");
+    let proc_root = dir.path().join("proc");
+    let mode = topdown_mode(None, None, false, &sysfs, &proc_root).unwrap();
+    assert_eq!(mode, Some(TopdownMode::Json("TopdownL1".into())));
+    let mode = topdown_mode(Some(2), None, false, &sysfs, &proc_root).unwrap();
+    assert_eq!(mode, Some(TopdownMode::Json("TopdownL2".into())));
+    let err = topdown_mode(Some(9), None, false, &sysfs, &proc_root).unwrap_err();
+    assert!(
+        matches!(&err, TopdownError::TooDeep { level: 9, model, .. } if model == "x86/sapphirerapids"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn perfs_default_and_detailed_events() {
+    let (_dir, sysfs) = tree("sapphirerapids");
+    let events = default_events(true, &sysfs);
+    assert_eq!(events[0], "cpu-clock");
+    assert_eq!(default_events(false, &sysfs)[0], "task-clock");
+    assert_eq!(events.last(), Some(&"branch-misses"));
+    assert!(events.contains(&"cycles") && events.contains(&"instructions"), "{events:?}");
+    let (one, three) = (detailed_events(1), detailed_events(3));
+    assert!(one.contains(&"L1-dcache-loads"), "{one:?}");
+    assert!(three.len() > one.len() && three.starts_with(&one), "{three:?}");
+    assert_eq!(detailed_events(9), three);
+}
+
+#[test]
+fn the_core_map_places_every_online_cpu() {
+    let (_dir, sysfs) = tree("sapphirerapids");
+    let map = core_map(&sysfs);
+    assert_eq!(map.len(), sysfs.online_cpus().unwrap().len());
+    assert!(map.iter().any(|&(_, (package, _))| package == 0), "{map:?}");
+}
