@@ -1,0 +1,140 @@
+//! Changes to a built plan that front ends ask for: per-box uncore lines (`-A`), cgroups
+//! (`-G`, `--for-each-cgroup`), perf's `Default` metric view, and `--all-user`/`--all-kernel`.
+
+use super::{Key, Plan, Source};
+
+impl Plan {
+    /// perf's `-A`/`--no-merge` for uncore rows ([`Plan::per_box`]).
+    pub fn set_per_box(&mut self, per_box: bool) {
+        self.per_box = per_box;
+    }
+
+    /// perf's `--for-each-cgroup`: every row, counter, group and root once per cgroup, in
+    /// cgroup order (perf's `evlist__expand_cgroup`), each counting in its cgroup only.
+    pub fn expand_cgroups(&mut self, cgroups: &[String]) {
+        let (rows, specs, events, groups, sticky, roots) = (
+            std::mem::take(&mut self.rows),
+            std::mem::take(&mut self.specs),
+            std::mem::take(&mut self.events),
+            std::mem::take(&mut self.groups),
+            std::mem::take(&mut self.sticky),
+            std::mem::take(&mut self.roots),
+        );
+        for cgroup in cgroups {
+            let (row0, spec0, root0) = (self.rows.len(), self.specs.len(), self.roots.len());
+            for row in &rows {
+                let mut row = row.clone();
+                if let Source::Counter(s) = &mut row.source {
+                    *s += spec0;
+                }
+                for b in &mut row.boxes {
+                    b.spec += spec0;
+                }
+                row.copy_of = row.copy_of.map(|r| r + row0);
+                row.roots = row.roots.iter().map(|r| r + root0).collect();
+                row.cgroup = Some(cgroup.clone());
+                if let Key::Named(name) = &mut row.key {
+                    *name = format!("{name}\u{0}{cgroup}");
+                }
+                self.rows.push(row);
+            }
+            for spec in &specs {
+                let mut spec = spec.clone();
+                spec.cgroup = Some(cgroup.clone());
+                self.specs.push(spec);
+            }
+            self.events.extend(events.iter().cloned());
+            self.sticky.extend(sticky.iter().copied());
+            self.groups.extend(groups.iter().map(|g| g.iter().map(|s| s + spec0).collect()));
+            for root in &roots {
+                let mut root = root.clone();
+                root.slot_rows = root.slot_rows.iter().map(|r| r.map(|r| r + row0)).collect();
+                self.roots.push(root);
+            }
+        }
+    }
+
+    /// perf's view of its `Default` metric group: the metrics print under their group's
+    /// name on the line of their first event, and none of their other events (rows from
+    /// `first_row` on, which the metrics added) print. perf's metrics of one group share
+    /// their first event (the group's leader), so they print together: each group under its
+    /// name, in name order, its metrics in name order; per PMU, as hybrid machines have one
+    /// leader per core type.
+    pub fn show_as_default_view(&mut self, first_row: usize) {
+        self.default_metrics = true;
+        let roots = &self.roots;
+        let key = |r: usize| {
+            let root = &roots[r];
+            let m = &root.model.metrics[root.metric];
+            (root.model.str(m.default_group), root.model.str(m.name))
+        };
+        let pmu_of = |r: usize| {
+            let root = &roots[r];
+            root.model.str(root.model.metrics[root.metric].pmu).to_string()
+        };
+        // The row that hosts a PMU's first root hosts them all.
+        let mut hosts: Vec<(String, usize, Vec<usize>)> = Vec::new();
+        for (row, r) in
+            self.rows.iter().enumerate().flat_map(|(i, row)| row.roots.iter().map(move |&r| (i, r)))
+        {
+            let pmu = pmu_of(r);
+            match hosts.iter_mut().find(|h| h.0 == pmu) {
+                Some(h) => h.2.push(r),
+                None => hosts.push((pmu, row, vec![r])),
+            }
+        }
+        for row in &mut self.rows {
+            row.roots.clear();
+        }
+        for (_, host, mut roots) in hosts {
+            roots.sort_by(|&a, &b| key(a).cmp(&key(b)));
+            self.rows[host].roots = roots;
+        }
+        for row in &mut self.rows[first_row..] {
+            if row.roots.is_empty() {
+                row.show = false;
+            }
+        }
+    }
+
+    /// Sets every counter's `exclude_user` and `exclude_kernel`: perf's `--all-kernel`
+    /// excludes user mode, `--all-user` kernel mode.
+    pub fn exclude_modes(&mut self, exclude_user: bool, exclude_kernel: bool) {
+        for (spec, event) in self.specs.iter_mut().zip(self.events.iter_mut()) {
+            for attr in [&mut spec.attr, &mut event.attr] {
+                attr.exclude_user = exclude_user;
+                attr.exclude_kernel = exclude_kernel;
+            }
+        }
+    }
+
+    /// perf's `-G`: the i-th cgroup for the i-th counted row (an empty name leaves that row
+    /// counting every task); one cgroup alone applies to every row. Rows in a group must
+    /// share a cgroup: the kernel counts a group in one.
+    pub fn assign_cgroups(&mut self, cgroups: &[String]) -> Result<(), crate::CgroupError> {
+        let counters: Vec<usize> = (0..self.rows.len())
+            .filter(|&r| matches!(self.rows[r].source, Source::Counter(_)))
+            .collect();
+        if counters.is_empty() {
+            return Err(crate::CgroupError::NoEvents);
+        }
+        for (i, &r) in counters.iter().enumerate() {
+            let name = if cgroups.len() == 1 { cgroups.first() } else { cgroups.get(i) };
+            let Some(name) = name.filter(|n| !n.is_empty()) else { continue };
+            self.rows[r].cgroup = Some(name.clone());
+            for s in self.rows[r].specs() {
+                self.specs[s].cgroup = Some(name.clone());
+            }
+        }
+        for group in &self.groups {
+            let first = group.first().map(|&s| &self.specs[s].cgroup);
+            if let Some(first) = first
+                && group.iter().any(|&s| &self.specs[s].cgroup != first)
+            {
+                let events = group.iter().map(|&s| self.specs[s].name.clone()).collect();
+                return Err(crate::CgroupError::GroupSplit { events });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,109 @@
+//! What a machine tells metric expressions: its literals (`#num_cpus`, `#smt_on`,
+//! `#system_tsc_freq`, ...), its cpuid, and the probe values of `has_event()` and
+//! `strcmp_cpuid_str()`, computed in one place for a machine, no machine and a recording.
+
+use std::path::Path;
+
+use tmetric_catalog::Model;
+use tmetric_model::Literal;
+use tmetric_runtime::Sysfs;
+use tmetric_runtime::event::{self, ResolvedEvent};
+
+use super::{Machine, Plan};
+
+/// Machine literals for metric expressions, from sysfs and `cpuinfo` under `proc_root`.
+pub fn literals(sysfs: &Sysfs, proc_root: &Path, system_wide: bool) -> [f64; Literal::COUNT] {
+    let mut values = [f64::NAN; Literal::COUNT];
+    if let Ok(t) = sysfs.topology() {
+        values[Literal::NumCpus.index()] = t.num_cpus as f64;
+        values[Literal::NumCpusOnline.index()] = t.online.len() as f64;
+        values[Literal::NumCores.index()] = t.cores as f64;
+        values[Literal::NumDies.index()] = t.dies as f64;
+        values[Literal::NumPackages.index()] = t.packages as f64;
+        values[Literal::SmtOn.index()] = f64::from(u8::from(t.smt_on));
+        // perf's core_wide(): whole cores are counted without SMT, or system-wide.
+        values[Literal::CoreWide.index()] = f64::from(u8::from(!t.smt_on || system_wide));
+    }
+    if let Some(core) = sysfs.core_pmu()
+        && let Ok(text) = std::fs::read_to_string(sysfs.pmu_devices().join(core).join("caps/slots"))
+        && let Some(slots) = tmetric_runtime::sysfs::parse_number(text.trim())
+    {
+        values[Literal::Slots.index()] = slots as f64;
+    }
+    values[Literal::HasPmem.index()] =
+        f64::from(u8::from(sysfs.root().join("firmware/acpi/tables/NFIT").exists()));
+    if let Ok(cpuinfo) = std::fs::read_to_string(proc_root.join("cpuinfo")) {
+        values[Literal::SystemTscFreq.index()] = tsc_from_model_name(&cpuinfo);
+    }
+    values
+}
+
+/// perf's fallback for `#system_tsc_freq` on x86: the `@ 2.10GHz` of the model name.
+pub fn tsc_from_model_name(cpuinfo: &str) -> f64 {
+    let Some(line) = cpuinfo.lines().find(|l| l.starts_with("model name")) else { return f64::NAN };
+    let Some((_, after)) = line.split_once('@') else { return f64::NAN };
+    let text = after.trim();
+    let Some(number) = text.strip_suffix("GHz") else { return f64::NAN };
+    number.trim().parse::<f64>().map_or(f64::NAN, |ghz| ghz * 1e9)
+}
+
+/// This machine's cpuid as perf reads it: `PERF_CPUID` when set (perf's own override), else
+/// `/proc/cpuinfo` or arm64's `midr_el1`.
+pub fn cpuid_of(sysfs: &Sysfs, proc_root: &Path) -> Option<String> {
+    std::env::var("PERF_CPUID")
+        .ok()
+        .or_else(|| tmetric_runtime::sysfs::host_cpuid(sysfs, proc_root))
+}
+
+/// Per input slot of `model`, the constant perf gives `has_event()` and `strcmp_cpuid_str()`
+/// when it parses a metric on `machine` (metricgroup.c's `metricgroup__has_event` and `strcmp_cpuid_str` in util/expr.c): `has_event(X)` is 1 when X parses as an
+/// event here, `strcmp_cpuid_str(ID)` is 1 when the machine's cpuid matches ID and NaN when the
+/// cpuid is unknown. Other slots read 0.
+pub fn machine_probes(model: &Model, machine: &Machine<'_>) -> Vec<f64> {
+    let cpuid = cpuid_of(machine.sysfs, machine.proc_root);
+    // perf parses the argument as an event of this machine: its sysfs and its vendor events.
+    let tables = crate::events::CatalogTables::for_machine(machine.sysfs, machine.proc_root, None);
+    let resolver = event::Resolver::new(machine.sysfs).with_tables(&tables);
+    probes_with(
+        model,
+        |text| matches!(resolver.single(&text.replace('@', "/")), Ok(ResolvedEvent::Counter(_))),
+        cpuid.as_deref(),
+    )
+}
+
+/// Probe values without a machine (`tmetric plan --model`): every `has_event()` argument is
+/// assumed to exist, as perf's own metric tests assume, and `strcmp_cpuid_str()` is unknown.
+pub fn offline_probes(model: &Model) -> Vec<f64> {
+    probes_with(model, |_| true, None)
+}
+
+/// Per input slot of `model`: `has_event(X)` is 1 when `exists(X)` (X as the catalogue spells
+/// it, `pmu@terms@`), `strcmp_cpuid_str(ID)` is 1 when `cpuid` matches ID and NaN without a
+/// cpuid; other slots 0. The one probe computation: on a machine, without one, and over a
+/// recording ([`crate::replay`]).
+pub(crate) fn probes_with(
+    model: &Model,
+    exists: impl Fn(&str) -> bool,
+    cpuid: Option<&str>,
+) -> Vec<f64> {
+    use tmetric_catalog::catalog::id_calls;
+    let mut probes = vec![0.0; model.ids.len()];
+    for (slot, id) in model.ids.iter().enumerate() {
+        let text = model.str(id.text);
+        if id.calls & id_calls::STRCMP_CPUID_STR != 0 {
+            probes[slot] = cpuid.map_or(f64::NAN, |cpuid| {
+                f64::from(u8::from(tmetric_model::cpuid::cpuid_matches(model.arch, text, cpuid)))
+            });
+        } else if id.calls & id_calls::HAS_EVENT != 0 {
+            probes[slot] = f64::from(u8::from(exists(text)));
+        }
+    }
+    probes
+}
+
+impl Plan {
+    /// `model`'s probe values (empty when no root of the plan is from `model`).
+    pub fn probes_of(&self, model: &Model) -> &[f64] {
+        self.probes.iter().find(|(m, _)| std::ptr::eq(*m, model)).map_or(&[], |(_, p)| p)
+    }
+}

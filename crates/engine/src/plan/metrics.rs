@@ -1,0 +1,310 @@
+//! Adding metric roots to a plan: each input resolved once, the hardware events scheduled,
+//! the scheduler's groups turned into counter groups (a copy of an event per further group,
+//! every uncore box its group), software inputs grouped, and each root reading its own group.
+
+use tmetric_catalog::{Id, IdKind, Model};
+use tmetric_runtime::event::EventKind;
+use tmetric_runtime::{CounterEvent, Sysfs};
+
+use super::{
+    Key, Machine, Pick, Plan, PlanOptions, Resolution, Root, RowBox, Source, demand_of, grouping,
+    id_name, machine_probes, needed_slots, packs, resolve_id,
+};
+use crate::schedule::{self, Placement, Request, SchedEvent, SchedMetric, Schedule};
+
+/// The PMU a resolved counter lives on, by sysfs name (`None` for counterless kinds).
+fn counter_pmu(event: &CounterEvent, sysfs: &Sysfs) -> Option<String> {
+    match &event.kind {
+        EventKind::Software | EventKind::Tracepoint => None,
+        // A hybrid legacy event names its core PMU in the config's upper half.
+        EventKind::Hardware if event.attr.config >> 32 != 0 => {
+            sysfs.pmu_by_type((event.attr.config >> 32) as u32).or_else(|| sysfs.core_pmu())
+        }
+        EventKind::Hardware => sysfs.core_pmu(),
+        EventKind::Pmu(p) if p == "msr" || p.starts_with("cstate") || p == "power" => None,
+        EventKind::Pmu(p) => Some(p.clone()),
+    }
+}
+
+/// Events the kernel lets into any group: software events, tracepoints and `msr`.
+fn software_context(event: &CounterEvent) -> bool {
+    match &event.kind {
+        EventKind::Software | EventKind::Tracepoint => true,
+        EventKind::Pmu(p) => p == "msr",
+        EventKind::Hardware => false,
+    }
+}
+
+impl Plan {
+    /// For every group with a member whose row has several uncore boxes, the same group on
+    /// each further box (perf opens a metric's group of uncore events on every box). Members
+    /// without that box (an event of one box only) are left out of the box's group.
+    fn replicate_box_groups(&mut self, from: usize) {
+        let box_of: std::collections::HashMap<usize, &Vec<RowBox>> = self
+            .rows
+            .iter()
+            .filter(|r| r.boxes.len() > 1)
+            .map(|r| (r.boxes[0].spec, &r.boxes))
+            .collect();
+        let mut more = Vec::new();
+        for group in &self.groups[from..] {
+            let boxes = group.iter().filter_map(|s| box_of.get(s)).map(|b| b.len()).max();
+            let Some(n) = boxes else { continue };
+            for k in 1..n {
+                let g: Vec<usize> = group
+                    .iter()
+                    .filter_map(|s| box_of.get(s).and_then(|b| b.get(k)).map(|b| b.spec))
+                    .collect();
+                if !g.is_empty() {
+                    more.push(g);
+                }
+            }
+        }
+        self.groups.extend(more);
+    }
+
+    /// Adds metric roots: resolves their inputs on `machine`, schedules their hardware events
+    /// and turns the groups into counter specs.
+    pub fn add_metrics(
+        &mut self,
+        picks: &[Pick],
+        machine: &Machine<'_>,
+        options: &PlanOptions,
+        show_tools: bool,
+    ) {
+        let first_root = self.roots.len();
+        // Resolve every needed input once.
+        let mut root_rows: Vec<Vec<(u16, usize)>> = Vec::new();
+        let mut request = Request::default();
+        let mut sched_of_row: Vec<Option<usize>> = Vec::new();
+        for pick in picks {
+            let rows =
+                self.pick_rows(pick, machine, options, show_tools, &mut request, &mut sched_of_row);
+            root_rows.push(rows);
+        }
+        let schedule = schedule::schedule(&request, machine.pmus, options.strategy);
+        let group_rows = self.add_scheduled_groups(&schedule, &request, &sched_of_row);
+        self.group_software_inputs(&root_rows, &sched_of_row);
+        self.add_roots(picks, &schedule, &root_rows, &group_rows);
+        self.note_retire_latency(first_root, machine);
+        self.request = request;
+        self.schedule = Some(schedule);
+    }
+
+    /// The rows (by input slot) `pick` reads, resolved on `machine` and added where new; its
+    /// hardware events and the metric itself go into the scheduler's `request`
+    /// (`sched_of_row`: each row's event there).
+    fn pick_rows(
+        &mut self,
+        pick: &Pick,
+        machine: &Machine<'_>,
+        options: &PlanOptions,
+        show_tools: bool,
+        request: &mut Request,
+        sched_of_row: &mut Vec<Option<usize>>,
+    ) -> Vec<(u16, usize)> {
+        let model = pick.model;
+        if !self.probes.iter().any(|(m, _)| std::ptr::eq(*m, model)) {
+            self.probes.push((model, machine_probes(model, machine)));
+        }
+        let probes = self.probes_of(model).to_vec();
+        let value_slots = needed_slots(model, pick.metric, &self.literals, &probes, false);
+        let slots = needed_slots(model, pick.metric, &self.literals, &probes, options.thresholds);
+        let mut rows = Vec::new();
+        for slot in slots {
+            let id = &model.ids[slot as usize];
+            if id.kind == IdKind::Probe {
+                continue;
+            }
+            let row = self.input_row(model, id, machine, show_tools, request, sched_of_row);
+            rows.push((slot, row));
+        }
+        sched_of_row.resize(self.rows.len(), None);
+        let events: Vec<usize> = rows
+            .iter()
+            .filter(|(slot, _)| value_slots.contains(slot))
+            .filter_map(|&(_, r)| sched_of_row[r])
+            .collect();
+        let threshold_events: Vec<usize> = rows
+            .iter()
+            .filter(|(slot, _)| !value_slots.contains(slot))
+            .filter_map(|&(_, r)| sched_of_row[r])
+            .collect();
+        let why = grouping(pick, options, machine.pmus).err();
+        request.metrics.push(SchedMetric {
+            name: model.str(model.metrics[pick.metric].name).to_string(),
+            events,
+            threshold_events,
+            grouped: why.is_none(),
+            pack: packs(pick, options),
+        });
+        rows
+    }
+
+    /// The row of input `id`: the one already resolved to the same counter, box set, tool or
+    /// name, else a new row, whose hardware event joins the scheduler's `request`.
+    fn input_row(
+        &mut self,
+        model: &'static Model,
+        id: &Id,
+        machine: &Machine<'_>,
+        show_tools: bool,
+        request: &mut Request,
+        sched_of_row: &mut Vec<Option<usize>>,
+    ) -> usize {
+        let name = id_name(model, id);
+        let resolution = resolve_id(model, id, machine.sysfs, machine.env);
+        let key = match &resolution {
+            Resolution::Counter(e) => Key::Counter(e.attr.clone(), e.cpus.clone()),
+            Resolution::Boxes(b) => {
+                Key::Boxes(b[0].event.attr.clone(), b.iter().map(|b| b.event.attr.type_).collect())
+            }
+            Resolution::Tool(t) => Key::Tool(*t),
+            Resolution::RetireLatency | Resolution::Missing(_) => Key::Named(name.clone()),
+        };
+        match self.find(&key) {
+            Some(row) => {
+                if matches!(self.rows[row].source, Source::Tool(_)) && show_tools {
+                    self.rows[row].show = true;
+                }
+                row
+            }
+            None => {
+                let show = show_tools || !matches!(resolution, Resolution::Tool(_));
+                let pmu_name = match &resolution {
+                    Resolution::Counter(e) => counter_pmu(e, machine.sysfs),
+                    // Scheduled on box 0; every box gets the same groups.
+                    Resolution::Boxes(b) => counter_pmu(&b[0].event, machine.sysfs),
+                    _ => None,
+                };
+                let row = self.add(resolution, name.clone(), show);
+                sched_of_row.resize(self.rows.len(), None);
+                if let Some(pmu_name) = pmu_name
+                    && let Some((p, demand)) = demand_of(model, id, &pmu_name, machine.pmus)
+                {
+                    request.events.push(SchedEvent { name, pmu: Some(p), demand });
+                    sched_of_row[row] = Some(request.events.len() - 1);
+                }
+                row
+            }
+        }
+    }
+
+    /// Turns the scheduled groups into spec groups: the first group an event is in uses its
+    /// row, later ones a copy. Returns each scheduled group's rows.
+    fn add_scheduled_groups(
+        &mut self,
+        schedule: &Schedule,
+        request: &Request,
+        sched_of_row: &[Option<usize>],
+    ) -> Vec<Vec<usize>> {
+        let row_of_sched: Vec<usize> = {
+            let mut v = vec![usize::MAX; request.events.len()];
+            for (r, s) in sched_of_row.iter().enumerate() {
+                if let Some(s) = s {
+                    v[*s] = r;
+                }
+            }
+            v
+        };
+        // Rows already in a user's `-e` group count as used.
+        let mut used: Vec<bool> = (0..self.rows.len())
+            .map(|r| match self.rows[r].source {
+                Source::Counter(s) => self.groups.iter().any(|g| g.contains(&s)),
+                _ => false,
+            })
+            .collect();
+        let mut group_rows: Vec<Vec<usize>> = Vec::new();
+        let first_group = self.groups.len();
+        for group in &schedule.groups {
+            let Some(_) = group.pmu else {
+                group_rows.push(Vec::new());
+                continue;
+            };
+            let mut rows = Vec::new();
+            for &e in &group.events {
+                let base = row_of_sched[e];
+                let row = if used[base] { self.duplicate(base) } else { base };
+                used[base] = true;
+                used.resize(self.rows.len(), true);
+                rows.push(row);
+            }
+            let specs: Vec<usize> = rows
+                .iter()
+                .filter_map(|&r| match self.rows[r].source {
+                    Source::Counter(s) => Some(s),
+                    _ => None,
+                })
+                .collect();
+            for (&s, &e) in specs.iter().zip(&group.events) {
+                let d = request.events[e].demand;
+                self.sticky[s] = d.slots || d.topdown_metric;
+            }
+            self.groups.push(specs);
+            group_rows.push(rows);
+        }
+        self.replicate_box_groups(first_group);
+        group_rows
+    }
+
+    /// Puts the software and msr inputs of the roots (`root_rows`) that no group holds into
+    /// one group.
+    fn group_software_inputs(
+        &mut self,
+        root_rows: &[Vec<(u16, usize)>],
+        sched_of_row: &[Option<usize>],
+    ) {
+        // Software and msr inputs of metrics share one group: they take no hardware counter
+        // and may join any group. Other counterless PMUs (cstate, power) are separate
+        // hardware PMUs the kernel will not mix in one group, so they are opened alone.
+        let soft: Vec<usize> = root_rows
+            .iter()
+            .flatten()
+            .filter_map(|&(_, r)| match self.rows[r].source {
+                Source::Counter(s)
+                    if sched_of_row[r].is_none()
+                        && software_context(&self.events[s])
+                        && !self.groups.iter().any(|g| g.contains(&s)) =>
+                {
+                    Some(s)
+                }
+                _ => None,
+            })
+            .collect::<std::collections::BTreeSet<usize>>()
+            .into_iter()
+            .collect();
+        if !soft.is_empty() {
+            let mut soft = soft;
+            let names: Vec<String> = self.specs.iter().map(|s| s.name.clone()).collect();
+            soft.sort_by_key(|&s| (crate::default_rank(&names[s]), s));
+            self.groups.push(soft);
+        }
+    }
+
+    /// Adds a root per pick: each reads its inputs from its own group.
+    fn add_roots(
+        &mut self,
+        picks: &[Pick],
+        schedule: &Schedule,
+        root_rows: &[Vec<(u16, usize)>],
+        group_rows: &[Vec<usize>],
+    ) {
+        for (i, pick) in picks.iter().enumerate() {
+            let model = pick.model;
+            let placement = schedule.placements[i].clone();
+            let mut slot_rows = vec![None; model.ids.len()];
+            let own: Vec<usize> = match &placement {
+                Placement::Together { groups } => {
+                    groups.iter().flat_map(|&g| group_rows[g].clone()).collect()
+                }
+                _ => Vec::new(),
+            };
+            for &(slot, row) in &root_rows[i] {
+                let mine =
+                    own.iter().copied().find(|&r| r == row || self.rows[r].copy_of == Some(row));
+                slot_rows[slot as usize] = Some(mine.unwrap_or(row));
+            }
+            self.roots.push(Root { model, metric: pick.metric, slot_rows, placement });
+        }
+    }
+}

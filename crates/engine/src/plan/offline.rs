@@ -1,0 +1,202 @@
+//! Planning from the catalogue alone (`tmetric plan --model`) and the comparison `tmetric
+//! plan` prints on a machine: the request, tmetric's and perf 6.12's schedules, lower bounds.
+
+use tmetric_catalog::{Id, IdKind, Model};
+use tmetric_model::Literal;
+use tmetric_runtime::event;
+
+use super::{
+    Machine, NoGroup, Pick, Plan, PlanOptions, demand_of, grouping, id_name, needed_slots,
+    offline_probes, packs,
+};
+use crate::pmu::{self, Demand, PmuModel, Vendor};
+use crate::schedule::{self, Placement, Request, SchedEvent, SchedMetric, Schedule, Strategy};
+
+/// A plan made from the catalogue alone, for a model named without its machine
+/// (`tmetric plan --model M`): the scheduler's request and its outcome under each strategy.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OfflinePlan {
+    /// The PMUs assumed (uncore boxes the metrics use are added).
+    pub pmus: PmuModel,
+    /// The request.
+    pub request: Request,
+    /// tmetric's schedule.
+    pub tmetric: Schedule,
+    /// perf 6.12's strategy on the same request.
+    pub perf: Schedule,
+    /// Per PMU: a lower bound on the time slices.
+    pub lower_bound: Vec<usize>,
+    /// Per PMU: a lower bound for schedules that keep each packable metric in one group.
+    pub together_bound: Vec<usize>,
+    /// Per metric: why it is not grouped, if it is not.
+    pub ungrouped_why: Vec<Option<NoGroup>>,
+}
+
+impl OfflinePlan {
+    /// Lower bound on the slices of the busiest PMU.
+    pub fn lower(&self) -> usize {
+        self.lower_bound.iter().copied().max().unwrap_or(0)
+    }
+
+    /// Metrics whose value events tmetric's schedule counts together, and perf's.
+    pub fn together(&self) -> (usize, usize) {
+        let count = |s: &Schedule| {
+            s.placements.iter().filter(|p| matches!(p, Placement::Together { .. })).count()
+        };
+        (count(&self.tmetric), count(&self.perf))
+    }
+}
+
+/// The offline identity of an input: its PMU and encoding, so that the same event reached
+/// through two names is counted once.
+fn offline_key(model: &Model, id: &Id) -> String {
+    let mods = model.str(id.modifiers);
+    match id.kind {
+        IdKind::Event(i) => {
+            let e = &model.events.at(i as usize);
+            format!("{}/{},{}/{mods}", model.str(e.pmu), model.str(e.encoding), model.str(id.terms))
+        }
+        _ => format!("{}/{}/{mods}", model.str(id.pmu), model.str(id.text)),
+    }
+}
+
+/// Literals for planning without a machine. They only decide which branch an expression takes:
+/// 1 keeps every branch a non-zero value takes (`#slots`, `#num_cpus`, ...); `#smt_on` and
+/// `#core_wide` follow the assumed SMT state and system-wide counting.
+pub fn offline_literals(smt_on: bool, system_wide: bool) -> [f64; Literal::COUNT] {
+    let mut literals = [1.0; Literal::COUNT];
+    literals[Literal::SmtOn.index()] = f64::from(u8::from(smt_on));
+    literals[Literal::CoreWide.index()] = f64::from(u8::from(!smt_on || system_wide));
+    literals
+}
+
+/// Plans `picks` from the catalogue alone on the PMUs `pmus` describes.
+pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> OfflinePlan {
+    let mut pmus = pmus.clone();
+    let literals = offline_literals(pmus.smt_on, options.system_wide);
+    let mut request = Request::default();
+    let mut keys: Vec<String> = Vec::new();
+    let mut ungrouped_why = Vec::new();
+    for pick in picks {
+        let model = pick.model;
+        let mut events = Vec::new();
+        let mut threshold_events = Vec::new();
+        let probes = offline_probes(model);
+        let value_slots = needed_slots(model, pick.metric, &literals, &probes, false);
+        for slot in needed_slots(model, pick.metric, &literals, &probes, options.thresholds) {
+            let list =
+                if value_slots.contains(&slot) { &mut events } else { &mut threshold_events };
+            let id = &model.ids[slot as usize];
+            if id.retire_latency || matches!(id.kind, IdKind::Tool(_) | IdKind::Probe) {
+                continue;
+            }
+            let key = offline_key(model, id);
+            if let Some(i) = keys.iter().position(|k| *k == key) {
+                list.push(i);
+                continue;
+            }
+            let pmu_name = match id.kind {
+                IdKind::Event(i) => model.str(model.events.at(i as usize).pmu).to_string(),
+                _ => model.str(id.pmu).to_string(),
+            };
+            let software =
+                id.kind == IdKind::Kernel && event::software_config(model.str(id.event)).is_some();
+            let counterless = software
+                || pmu_name == "msr"
+                || pmu_name.starts_with("cstate")
+                || pmu_name == "power"
+                || pmu_name.starts_with("tool");
+            let pmu_name = if pmu_name.is_empty() {
+                pmus.pmus
+                    .iter()
+                    .find(|p| p.core)
+                    .map_or_else(|| "default_core".into(), |p| p.name.clone())
+            } else {
+                pmu_name
+            };
+            let (pmu, demand) = if counterless {
+                (None, Demand::GENERAL)
+            } else {
+                if pmus.find(&pmu_name).is_none() {
+                    pmus.pmus.push(uncore_pmu(model, &pmu_name));
+                }
+                match demand_of(model, id, &pmu_name, &pmus) {
+                    Some((p, d)) => (Some(p), d),
+                    None => (None, Demand::GENERAL),
+                }
+            };
+            keys.push(key);
+            request.events.push(SchedEvent { name: id_name(model, id), pmu, demand });
+            list.push(request.events.len() - 1);
+        }
+        let why = grouping(pick, options, &pmus).err();
+        request.metrics.push(SchedMetric {
+            name: model.str(model.metrics[pick.metric].name).to_string(),
+            events,
+            threshold_events,
+            grouped: why.is_none(),
+            pack: packs(pick, options),
+        });
+        ungrouped_why.push(why);
+    }
+    let tmetric = schedule::schedule(&request, &pmus, options.strategy);
+    let perf = schedule::schedule(&request, &pmus, Strategy::Perf);
+    let lower_bound = schedule::lower_bound(&request, &pmus);
+    let together_bound = schedule::together_lower_bound(&request, &pmus);
+    OfflinePlan { pmus, request, tmetric, perf, lower_bound, together_bound, ungrouped_why }
+}
+
+/// Plans `picks` as `tmetric stat` plans them on `machine`: its `literals`, its probes
+/// (`has_event`, `strcmp_cpuid_str`), every input resolved through its sysfs; the plan stat
+/// would open (the schedule of [`PlanOptions::strategy`]) and, on the same request, perf
+/// 6.12's strategy and the lower bounds.
+pub fn plan_on_machine(
+    picks: &[Pick],
+    machine: &Machine<'_>,
+    literals: [f64; Literal::COUNT],
+    options: &PlanOptions,
+) -> (Plan, OfflinePlan) {
+    let mut plan = Plan::new(literals);
+    plan.add_metrics(picks, machine, options, true);
+    let pmus = machine.pmus.clone();
+    let request = plan.request.clone();
+    let tmetric = plan
+        .schedule
+        .clone()
+        .unwrap_or_else(|| schedule::schedule(&request, &pmus, options.strategy));
+    let perf = schedule::schedule(&request, &pmus, Strategy::Perf);
+    let lower_bound = schedule::lower_bound(&request, &pmus);
+    let together_bound = schedule::together_lower_bound(&request, &pmus);
+    let ungrouped_why = picks.iter().map(|pick| grouping(pick, options, &pmus).err()).collect();
+    let offline =
+        OfflinePlan { pmus, request, tmetric, perf, lower_bound, together_bound, ungrouped_why };
+    (plan, offline)
+}
+
+/// An uncore PMU a model's metrics use, with `counter.json` numbers or the 4-counter default.
+fn uncore_pmu(model: &Model, name: &str) -> crate::pmu::PmuCounters {
+    let unit = name.strip_prefix("uncore_").unwrap_or(name);
+    let (general, fixed, source) = match pmu::counter_json(model, unit) {
+        Some((generic, fixed)) => (generic, fixed, crate::pmu::CountSource::CounterJson),
+        None => (
+            4,
+            0,
+            crate::pmu::CountSource::VendorDefault(
+                "uncore box: assuming 4 general counters".into(),
+            ),
+        ),
+    };
+    crate::pmu::PmuCounters {
+        name: name.to_string(),
+        core: false,
+        vendor: Vendor::Other,
+        general: general.max(1),
+        fixed,
+        fixed_reserved: 0,
+        metric_events: 0,
+        cycle_counter: false,
+        cpus: None,
+        source,
+        adjustments: Vec::new(),
+    }
+}

@@ -1,0 +1,151 @@
+//! Lower bounds on the time slices any schedule needs, per PMU: distinct events against the
+//! counters each may use, and, for schedules that keep each packable metric whole, the
+//! topdown groups and metrics that pairwise cannot share a group.
+
+use std::collections::BTreeSet;
+
+use super::counters::max_at_once;
+use super::pack::merge;
+use super::{Request, SchedEvent, fits, parts_of, unplaceable};
+use crate::pmu::PmuModel;
+
+/// A lower bound on the time slices of any schedule of `request`'s events, per PMU: counts
+/// of distinct events against the counters each may use.
+pub(super) fn counting_bound(request: &Request, model: &PmuModel) -> Vec<usize> {
+    let all = &request.events;
+    let mut used: BTreeSet<usize> = BTreeSet::new();
+    for metric in &request.metrics {
+        used.extend(metric.events.iter().copied());
+        used.extend(metric.threshold_events.iter().copied());
+    }
+    let mut bounds = vec![0usize; model.pmus.len()];
+    for (p, pmu) in model.pmus.iter().enumerate() {
+        let events: Vec<&SchedEvent> = used
+            .iter()
+            .map(|&e| &all[e])
+            .filter(|ev| ev.pmu == Some(p) && unplaceable(model, ev).is_none())
+            .collect();
+        if events.is_empty() {
+            continue;
+        }
+        let counted: Vec<&&SchedEvent> =
+            events.iter().filter(|e| !e.demand.topdown_metric).collect();
+        let mut bound = 1usize;
+        bound = bound.max(counted.len().div_ceil(pmu.capacity().max(1)));
+        // No slice counts more events than a maximum matching places at once.
+        let indices: Vec<usize> = used
+            .iter()
+            .copied()
+            .filter(|&e| {
+                all[e].pmu == Some(p)
+                    && !all[e].demand.topdown_metric
+                    && unplaceable(model, &all[e]).is_none()
+            })
+            .collect();
+        let at_once = max_at_once(pmu, all, &indices);
+        if at_once > 0 {
+            bound = bound.max(indices.len().div_ceil(at_once));
+        }
+        let general_only: Vec<&&&SchedEvent> = counted
+            .iter()
+            .filter(|e| {
+                e.demand.fixed & !pmu.fixed_reserved == 0
+                    && !(e.demand.cycle_counter && pmu.cycle_counter)
+            })
+            .collect();
+        bound = bound.max(general_only.len().div_ceil((pmu.general as usize).max(1)));
+        // Events confined to a subset of the general counters.
+        let mut masks: Vec<u32> =
+            general_only.iter().map(|e| e.demand.general & low(pmu.general)).collect();
+        masks.sort_unstable();
+        masks.dedup();
+        for mask in masks {
+            let within = general_only
+                .iter()
+                .filter(|e| (e.demand.general & low(pmu.general)) & !mask == 0)
+                .count();
+            bound = bound.max(within.div_ceil((mask.count_ones() as usize).max(1)));
+        }
+        // Events that only one fixed counter can count.
+        for f in 0..pmu.fixed.min(8) {
+            let only = counted
+                .iter()
+                .filter(|e| {
+                    e.demand.general == 0 && !e.demand.cycle_counter && e.demand.fixed == 1 << f
+                })
+                .count();
+            bound = bound.max(only);
+        }
+        let metrics = events.len() - counted.len();
+        if pmu.metric_events > 0 {
+            bound = bound.max(metrics.div_ceil(pmu.metric_events as usize));
+        }
+        bounds[p] = bound;
+    }
+    bounds
+}
+
+/// A lower bound on the time slices of any schedule of `request`'s events, per PMU: counts of
+/// distinct events against the counters each may use.
+pub fn lower_bound(request: &Request, model: &PmuModel) -> Vec<usize> {
+    counting_bound(request, model)
+}
+
+/// A lower bound for schedules that keep each packable metric in one group, per PMU: at least
+/// [`lower_bound`], and usually more.
+pub fn together_lower_bound(request: &Request, model: &PmuModel) -> Vec<usize> {
+    let mut bounds = counting_bound(request, model);
+    for (p, bound) in bounds.iter_mut().enumerate() {
+        if *bound > 0 {
+            *bound = (*bound).max(together_bound(request, model, p));
+        }
+    }
+    bounds
+}
+
+/// Bounds that hold for schedules that keep each packable metric in one group (tmetric's
+/// promise): groups with topdown metric events each need `slots`, which only fixed counter 3
+/// counts, so they are distinct slices and must hold all those metrics' other events; and
+/// metrics that pairwise cannot share a group need a group each (a greedy clique).
+fn together_bound(request: &Request, model: &PmuModel, p: usize) -> usize {
+    let all = &request.events;
+    let pmu = &model.pmus[p];
+    let items: Vec<Vec<usize>> = parts_of(request)
+        .into_iter()
+        .filter(|part| part.pmu == p && part.pack)
+        .map(|part| part.events)
+        .filter(|events| {
+            events.iter().all(|&e| unplaceable(model, &all[e]).is_none()) && fits(pmu, all, events)
+        })
+        .collect();
+    let mut bound = 0;
+    let topdown: BTreeSet<usize> = items
+        .iter()
+        .filter(|events| events.iter().any(|&e| all[e].demand.topdown_metric))
+        .flatten()
+        .copied()
+        .filter(|&e| !all[e].demand.topdown_metric && !all[e].demand.slots)
+        .collect();
+    if !topdown.is_empty() || items.iter().any(|events| events.iter().any(|&e| all[e].demand.slots))
+    {
+        bound = bound.max(1).max(topdown.len().div_ceil(pmu.capacity().saturating_sub(1).max(1)));
+    }
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(items[i].len()), i));
+    let mut clique: Vec<usize> = Vec::new();
+    for i in order.into_iter().take(200) {
+        let apart = clique.iter().all(|&j| {
+            let mut union = items[j].clone();
+            merge(&mut union, &items[i]);
+            !fits(pmu, all, &union)
+        });
+        if apart {
+            clique.push(i);
+        }
+    }
+    bound.max(clique.len())
+}
+
+fn low(n: u8) -> u32 {
+    if n >= 32 { u32::MAX } else { (1u32 << n) - 1 }
+}

@@ -1,0 +1,294 @@
+//! A measurement's counter groups: which groups a plan may open (one hardware group, never
+//! multiplexed, plus one of software events), opening them pinned through the runtime's
+//! `open_own_group`, the user pages that decide `rdpmc`, and reading every group with
+//! `rdpmc` or one `read()`.
+
+use std::time::Instant;
+
+use tmetric_engine::{Placement, Plan};
+use tmetric_runtime::Syscalls;
+use tmetric_runtime::counter::{RawCount, parse_group_read};
+use tmetric_runtime::event::EventKind;
+use tmetric_runtime::mmap::{PageCount, PageRead, Unreadable, UserPage};
+
+use crate::topdown::{self, TopdownRead};
+use crate::{Group, MAX_MEMBERS, Measurement, Reading, RegionError, TopdownLayout};
+
+/// How a [`Measurement`] maps the user pages of its counters.
+pub trait Pages {
+    /// A mapped page.
+    type Page: PageRead;
+    /// Maps `fd`'s page; `None` when there is none (the caller then reads with `read()`).
+    fn map(&mut self, fd: i32) -> Option<Self::Page>;
+    /// Reads a page by the seqlock protocol.
+    fn read(&self, page: &Self::Page) -> Result<PageCount, Unreadable>;
+}
+
+/// The kernel's pages and the `rdpmc` instruction.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KernelPages;
+
+impl Pages for KernelPages {
+    type Page = UserPage;
+    fn map(&mut self, fd: i32) -> Option<UserPage> {
+        UserPage::map(fd).ok()
+    }
+    fn read(&self, page: &UserPage) -> Result<PageCount, Unreadable> {
+        page.read()
+    }
+}
+
+/// No user pages: every group is read with `read()` (the simulated kernel's descriptors
+/// are not files and cannot be mapped).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoPages;
+
+impl Pages for NoPages {
+    type Page = tmetric_runtime::mmap::PageImage;
+    fn map(&mut self, _fd: i32) -> Option<Self::Page> {
+        None
+    }
+    fn read(&self, _page: &Self::Page) -> Result<PageCount, Unreadable> {
+        Err(Unreadable::NoUserRdpmc)
+    }
+}
+
+fn is_hardware(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Software | EventKind::Tracepoint => false,
+        EventKind::Hardware => true,
+        EventKind::Pmu(p) => p != "msr",
+    }
+}
+
+impl<S: Syscalls, P: Pages> Measurement<S, P> {
+    pub(crate) fn open_group(
+        &mut self,
+        specs: Vec<usize>,
+        level2: bool,
+    ) -> Result<Group<P>, RegionError> {
+        let hardware = specs.iter().any(|&s| is_hardware(&self.plan.events()[s].kind));
+        let close_all = |sys: &mut S, fds: &[i32]| {
+            for &fd in fds.iter().rev() {
+                sys.close(fd);
+            }
+        };
+        // Pinned: the group is counted the whole time or goes to error state; it is never
+        // multiplexed inside a region.
+        let attrs: Vec<tmetric_runtime::Attr> =
+            specs.iter().map(|&s| self.plan.specs()[s].attr.clone()).collect();
+        let opened = tmetric_runtime::counter::open_own_group(&mut self.sys, &attrs, hardware)
+            .map_err(|(member, errno)| {
+                let s = specs[member];
+                RegionError::Open {
+                    event: self.plan.specs()[s].name.clone(),
+                    errno,
+                    why: self.env.explain(errno, &self.plan.events()[s]),
+                }
+            })?;
+        for (o, &s) in opened.iter().zip(&specs) {
+            if o.user_only {
+                let event = self.plan.specs()[s].name.clone();
+                self.plan.add_warning(tmetric_engine::Warning::UserOnly { event });
+            }
+        }
+        let fds: Vec<i32> = opened.iter().map(|o| o.fd).collect();
+        let ids: Vec<u64> = opened.iter().map(|o| o.id).collect();
+        let name = self.plan.specs()[specs[0]].name.clone();
+        if let Err(errno) = self.sys.enable(fds[0], true) {
+            close_all(&mut self.sys, &fds);
+            return Err(RegionError::Syscall { what: "enabling", event: name, errno });
+        }
+        // rdpmc only if every member's page allows it now; otherwise read() for good.
+        let mut pages = None;
+        let mut topdown = None;
+        if hardware {
+            let mapped: Vec<P::Page> = fds.iter().filter_map(|&fd| self.pages.map(fd)).collect();
+            let reads: Vec<Result<PageCount, Unreadable>> =
+                mapped.iter().map(|p| self.pages.read(p)).collect();
+            if mapped.len() == fds.len() && reads.iter().all(Result::is_ok) {
+                let counts: Vec<PageCount> = reads.into_iter().flatten().collect();
+                let attrs: Vec<&tmetric_runtime::Attr> =
+                    specs.iter().map(|&s| &self.plan.specs()[s].attr).collect();
+                let fields: Vec<Option<usize>> =
+                    attrs.iter().map(|a| topdown::field_of_config(a.config)).collect();
+                let led_by_slots = attrs[0].config == topdown::SLOTS_CONFIG
+                    && counts[0].selector == topdown::SLOTS_SELECTOR;
+                let metrics_ok = fields
+                    .iter()
+                    .zip(&counts)
+                    .all(|(f, c)| f.is_none() || c.selector == topdown::METRICS_SELECTOR);
+                let any_metric = fields.iter().any(Option::is_some);
+                if any_metric && !(led_by_slots && metrics_ok) {
+                    // Metric events whose pages do not publish the documented selectors:
+                    // leave the group to read().
+                } else {
+                    if any_metric {
+                        topdown = Some(TopdownLayout { fields, level2 });
+                    }
+                    pages = Some(mapped);
+                }
+            }
+        }
+        Ok(Group { specs, fds, ids, pages, topdown })
+    }
+
+    /// Reads every group into `reading` (buffers reused: the hot path allocates nothing).
+    pub(crate) fn read_into(&mut self, reading: &mut Reading) -> Result<(), RegionError> {
+        reading.values.resize(self.plan.specs().len(), RawCount::default());
+        reading.topdown.clear();
+        let at = Instant::now();
+        for group in &self.groups {
+            let leader = &self.plan.specs()[group.specs[0]].name;
+            match &group.pages {
+                None => {
+                    reading.topdown.push(None);
+                    let mut buf = [0u8; 8 * (3 + 2 * MAX_MEMBERS)];
+                    let want = 8 * (3 + 2 * group.fds.len());
+                    let buf = &mut buf[..want];
+                    let got = self.sys.read(group.fds[0], buf).map_err(|errno| {
+                        RegionError::Syscall { what: "reading", event: leader.clone(), errno }
+                    })?;
+                    if got == 0 {
+                        return Err(RegionError::Layout {
+                            event: leader.clone(),
+                            problem: "the pinned group could not be kept on the counters (the kernel put it in error state)".into(),
+                        });
+                    }
+                    // The layout is checked as the runtime's parser does, without its
+                    // allocation: nr, time_enabled, time_running, then (value, id) pairs.
+                    let word = |i: usize| {
+                        let mut w = [0u8; 8];
+                        w.copy_from_slice(&buf[i * 8..i * 8 + 8]);
+                        u64::from_ne_bytes(w)
+                    };
+                    if got != want || word(0) as usize != group.fds.len() {
+                        let problem = parse_group_read(&buf[..got], group.fds.len())
+                            .err()
+                            .unwrap_or_else(|| format!("{got} bytes, expected {want}"));
+                        return Err(RegionError::Layout { event: leader.clone(), problem });
+                    }
+                    let (enabled, running) = (word(1), word(2));
+                    for i in 0..group.fds.len() {
+                        let (value, id) = (word(3 + 2 * i), word(4 + 2 * i));
+                        let Some(m) = group.ids.iter().position(|&x| x == id) else {
+                            return Err(RegionError::Layout {
+                                event: leader.clone(),
+                                problem: format!(
+                                    "the kernel returned id {id}, which no member has"
+                                ),
+                            });
+                        };
+                        reading.values[group.specs[m]] = RawCount { value, enabled, running };
+                    }
+                }
+                Some(pages) => {
+                    // A pinned group that is on its counters at both ends of a region with
+                    // the page unchanged (checked in `end`) ran all along: its enabled and
+                    // running times are the wall clock's.
+                    let ns = at.duration_since(self.epoch).as_nanos() as u64;
+                    let mut slots = None;
+                    let mut metrics = 0;
+                    let mut metrics_read = false;
+                    for (m, page) in pages.iter().enumerate() {
+                        let field = group.topdown.as_ref().and_then(|l| l.fields[m]);
+                        if field.is_some() && metrics_read {
+                            // Every metric event reads the same PERF_METRICS register: one
+                            // rdpmc serves them all (their counts come from the fields).
+                            continue;
+                        }
+                        let c = self.pages.read(page).map_err(|why| RegionError::Rdpmc {
+                            event: self.plan.specs()[group.specs[m]].name.clone(),
+                            why,
+                        })?;
+                        reading.values[group.specs[m]] =
+                            RawCount { value: c.value, enabled: ns, running: ns };
+                        if group.topdown.is_some() {
+                            if m == 0 {
+                                slots = Some((c.raw, c.seq));
+                            } else if field.is_some() {
+                                metrics = c.raw;
+                                metrics_read = true;
+                            }
+                        }
+                    }
+                    if let Some(layout) = &group.topdown {
+                        // The metric events' values are replaced by slots-scaled fields in
+                        // `end_total`; keep their times consistent with the group's.
+                        for (m, f) in layout.fields.iter().enumerate() {
+                            if f.is_some() {
+                                reading.values[group.specs[m]] =
+                                    RawCount { value: 0, enabled: ns, running: ns };
+                            }
+                        }
+                    }
+                    reading
+                        .topdown
+                        .push(slots.map(|(raw, seq)| (TopdownRead { slots: raw, metrics }, seq)));
+                }
+            }
+        }
+        reading.at = Some(at);
+        Ok(())
+    }
+}
+
+/// The groups a region opens: at most one hardware group plus one group of software events.
+/// Anything more would be multiplexed or read at different moments, so it is an error.
+pub(crate) fn region_groups(plan: &Plan) -> Result<Vec<Vec<usize>>, RegionError> {
+    let mut hardware: Vec<Vec<usize>> = Vec::new();
+    let mut software: Vec<usize> = Vec::new();
+    let mut grouped = vec![false; plan.specs().len()];
+    for g in plan.groups() {
+        for &s in g {
+            grouped[s] = true;
+        }
+        if g.iter().any(|&s| is_hardware(&plan.events()[s].kind)) {
+            hardware.push(g.clone());
+        } else {
+            software.extend(g.iter().copied());
+        }
+    }
+    for (s, done) in grouped.iter().enumerate() {
+        if *done {
+            continue;
+        }
+        if is_hardware(&plan.events()[s].kind) {
+            hardware.push(vec![s]);
+        } else {
+            software.push(s);
+        }
+    }
+    let name = |r: &tmetric_engine::Root| r.model.str(r.model.metrics[r.metric].name).to_string();
+    if let Some((root, why)) = plan.roots().iter().find_map(|r| match &r.placement {
+        Placement::Impossible { why } => Some((r, why)),
+        _ => None,
+    }) {
+        return Err(RegionError::Impossible { metric: name(root), why: why.clone() });
+    }
+    let spread: Vec<String> = plan
+        .roots()
+        .iter()
+        .filter(|r| matches!(r.placement, Placement::Spread { .. }))
+        .map(name)
+        .collect();
+    if hardware.len() > 1 || !spread.is_empty() {
+        let mut why = format!("{} hardware groups", hardware.len());
+        if !spread.is_empty() {
+            why += &format!("; not counted together: {}", spread.join(", "));
+        }
+        return Err(RegionError::TooManyGroups { why });
+    }
+    let mut groups = hardware;
+    if !software.is_empty() {
+        software.sort_unstable();
+        software.dedup();
+        groups.push(software);
+    }
+    if let Some(big) = groups.iter().find(|g| g.len() > MAX_MEMBERS) {
+        return Err(RegionError::TooManyGroups {
+            why: format!("a group of {} events; at most {MAX_MEMBERS} are read at once", big.len()),
+        });
+    }
+    Ok(groups)
+}
