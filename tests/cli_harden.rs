@@ -255,6 +255,11 @@ fn unprivileged_users_count_user_mode_only() {
     let text = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "{text}");
     assert_eq!(text.matches("counting user mode only (exclude_kernel)").count(), 1, "{text}");
+    // The value said is the machine's, read from the proc root the run was given.
+    assert!(
+        text.contains("kernel.perf_event_paranoid is 2 and tmetric has no CAP_PERFMON"),
+        "{text}"
+    );
     for event in ["task-clock", "page-faults"] {
         let line = text.lines().find(|l| l.contains(&format!(",{event},"))).expect(&text);
         let count: f64 = line.split(',').next().unwrap().parse().expect(line);

@@ -384,9 +384,8 @@ pub(super) fn warn_user_only<S: Syscalls>(session: &Session<S>) {
     if user_only.is_empty() {
         return;
     }
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .map(|t| t.trim().to_string())
-        .unwrap_or_else(|_| "?".into());
+    // The machine's value (the simulated machine's under --pmu-sim, whose kernel decided).
+    let paranoid = session.env().paranoid.map_or_else(|| "?".to_string(), |p| p.to_string());
     warn(&format!(
         "kernel.perf_event_paranoid is {paranoid} and tmetric has no CAP_PERFMON: counting user mode only (exclude_kernel), as perf does, for {}",
         tmetric_text::names_summary(&user_only)
