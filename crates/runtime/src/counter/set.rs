@@ -1,0 +1,543 @@
+//! [`CounterSet`]: events opened in groups per task, per CPU or per thread (weak groups
+//! split when refused, cgroups, descriptors checked against the limit), enabled, read and
+//! closed; and a thread's own group ([`open_own_group`]).
+
+use super::values::{CpuCount, RawCount, Snapshot, parse_group_read};
+use super::{CounterError, CounterSpec, OpenFailure, Target};
+use crate::sys::{Attr, Errno, READ_FORMAT, Syscalls};
+
+#[derive(Debug, Clone)]
+struct Member {
+    event: usize,
+    fd: i32,
+    id: u64,
+}
+
+/// One group on one CPU or thread: its leader descriptor and members (leader first).
+#[derive(Debug, Clone)]
+struct CpuGroup {
+    cpu: i32,
+    /// The thread of a [`Target::Threads`] group, or -1.
+    thread: i32,
+    members: Vec<Member>,
+}
+
+impl CpuGroup {
+    fn leader_fd(&self) -> i32 {
+        self.members[0].fd
+    }
+}
+
+/// The set of counters opened for one plan: every group on every CPU, task or thread of its
+/// target. Dropping closes every descriptor.
+#[derive(Debug)]
+pub struct CounterSet<S: Syscalls> {
+    sys: S,
+    specs: Vec<CounterSpec>,
+    failures: Vec<Option<OpenFailure>>,
+    groups: Vec<CpuGroup>,
+    target: Target,
+    broken_groups: usize,
+    splits: Vec<Split>,
+    /// Per event: opened with `exclude_kernel` after the kernel refused kernel-mode counting.
+    user_only: Vec<bool>,
+    /// Set when an open failed with `EMFILE`: the descriptors open at that moment.
+    fd_exhausted: Option<usize>,
+    /// [`Target::Threads`]: threads that had exited before their counters could be opened.
+    vanished: Vec<i32>,
+    /// Cgroup directory descriptors by name, opened once for `PERF_FLAG_PID_CGROUP`.
+    cgroups: Vec<(String, i32)>,
+}
+
+/// A group the kernel refused as a whole and that was reopened in parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Split {
+    /// The group's events, leader first.
+    pub events: Vec<usize>,
+    /// The errno of the refusal.
+    pub errno: Errno,
+    /// Events kept together (the topdown events behind their `slots` leader).
+    pub kept: Vec<usize>,
+}
+
+impl<S: Syscalls> CounterSet<S> {
+    /// Opens `specs` for `target`, `groups` listing event indices per group (leader first);
+    /// events in no group are opened alone. An event the kernel refuses is recorded as an
+    /// [`OpenFailure`] and the rest go on. A group the kernel rejects as a whole (EINVAL
+    /// on a sibling: it does not fit the counters) is reopened as single events, as perf does
+    /// with weak groups.
+    pub fn open(
+        sys: S,
+        specs: Vec<CounterSpec>,
+        groups: &[Vec<usize>],
+        target: Target,
+    ) -> Result<CounterSet<S>, CounterError> {
+        let sticky = vec![false; specs.len()];
+        CounterSet::open_with(sys, specs, groups, &sticky, target)
+    }
+
+    /// [`CounterSet::open`], where a group the kernel refuses (EINVAL, EBADF or ENOSPC on a
+    /// member) is split so that the `sticky` events stay together: topdown metric events
+    /// cannot be counted without their `slots` leader, so splitting them off would lose them.
+    /// [`CounterSet::splits`] says what was split and why.
+    pub fn open_with(
+        sys: S,
+        specs: Vec<CounterSpec>,
+        groups: &[Vec<usize>],
+        sticky: &[bool],
+        target: Target,
+    ) -> Result<CounterSet<S>, CounterError> {
+        let mut seen = vec![false; specs.len()];
+        for (g, group) in groups.iter().enumerate() {
+            for &event in group {
+                if event >= specs.len() {
+                    return Err(CounterError::Plan { group: g, event, why: "does not exist" });
+                }
+                if std::mem::replace(&mut seen[event], true) {
+                    return Err(CounterError::Plan {
+                        group: g,
+                        event,
+                        why: "is in an earlier group",
+                    });
+                }
+            }
+        }
+        let mut all_groups: Vec<Vec<usize>> = groups.to_vec();
+        all_groups.extend((0..specs.len()).filter(|&e| !seen[e]).map(|e| vec![e]));
+        let mut counters = CounterSet {
+            sys,
+            failures: vec![None; specs.len()],
+            user_only: vec![false; specs.len()],
+            specs,
+            groups: Vec::new(),
+            target,
+            broken_groups: 0,
+            splits: Vec::new(),
+            fd_exhausted: None,
+            vanished: Vec::new(),
+            cgroups: Vec::new(),
+        };
+        counters.sys.raise_fd_limit();
+        for group in &all_groups {
+            if let Err(errno) = counters.open_group(group, true) {
+                counters.broken_groups += 1;
+                let kept: Vec<usize> =
+                    group.iter().copied().filter(|&e| sticky.get(e) == Some(&true)).collect();
+                if kept.len() > 1 {
+                    counters.open_group(&kept, false).ok();
+                }
+                for &event in group {
+                    if kept.len() <= 1 || !kept.contains(&event) {
+                        counters.open_group(&[event], false).ok();
+                    }
+                }
+                let kept = if kept.len() > 1 { kept } else { Vec::new() };
+                counters.splits.push(Split { events: group.clone(), errno, kept });
+            }
+            if let Some(opened) = counters.fd_exhausted {
+                // Every later open would fail the same way; say what the run needs instead
+                // of reporting each event as unsupported.
+                let needed = counters.descriptors_needed();
+                let groups = std::mem::take(&mut counters.groups);
+                counters.close_groups(&groups);
+                return Err(CounterError::FileLimit {
+                    opened,
+                    needed,
+                    suggest: (needed + 64).next_multiple_of(64),
+                });
+            }
+        }
+        Ok(counters)
+    }
+
+    /// Descriptors a full open takes: one per event per CPU (or thread) it is opened on.
+    fn descriptors_needed(&self) -> usize {
+        let places = self.places();
+        self.specs
+            .iter()
+            .map(|spec| {
+                places
+                    .iter()
+                    .filter(|&&(_, cpu)| {
+                        cpu < 0 || spec.cpus.as_ref().is_none_or(|m| m.contains(&(cpu as u32)))
+                    })
+                    .count()
+            })
+            .sum()
+    }
+
+    /// Opens `event` through [`crate::sys::open_counter`]; an event that falls back to
+    /// user mode keeps the exclusion in its spec, so its later opens (other CPUs, a group
+    /// reopen) match.
+    fn open_one(
+        &mut self,
+        event: usize,
+        leader: bool,
+        pid: i32,
+        cpu: i32,
+        group_fd: i32,
+    ) -> Result<(i32, u64), Errno> {
+        let attr = self.attr_for(event, leader);
+        let opened = crate::sys::open_counter(&mut self.sys, &attr, pid, cpu, group_fd)?;
+        if opened.user_only {
+            let spec = &mut self.specs[event].attr;
+            spec.exclude_kernel = true;
+            spec.exclude_hv = true;
+            self.user_only[event] = true;
+        }
+        Ok((opened.fd, opened.id))
+    }
+
+    /// Where each group is opened: `(pid, cpu)` pairs for `perf_event_open`.
+    fn places(&self) -> Vec<(i32, i32)> {
+        match &self.target {
+            Target::Task { pid, .. } => vec![(*pid, -1)],
+            Target::Cpus(cpus) => cpus.iter().map(|&c| (-1, c as i32)).collect(),
+            Target::Threads(tids) => {
+                tids.iter().filter(|t| !self.vanished.contains(t)).map(|&t| (t, -1)).collect()
+            }
+        }
+    }
+
+    fn attr_for(&self, event: usize, leader: bool) -> Attr {
+        let mut attr = self.specs[event].attr.clone();
+        attr.read_format = READ_FORMAT;
+        match self.target {
+            Target::Task { on_exec, .. } => {
+                // Every member of a task group must have the same `inherit` (else EINVAL).
+                attr.inherit = true;
+                attr.disabled = leader;
+                attr.enable_on_exec = leader && on_exec;
+            }
+            Target::Threads(_) => {
+                attr.inherit = true;
+                attr.disabled = leader;
+            }
+            Target::Cpus(_) => {
+                attr.disabled = leader;
+                attr.pid_is_cgroup = self.specs[event].cgroup.is_some();
+            }
+        }
+        attr
+    }
+
+    /// The descriptor of `name`'s cgroup, opened the first time it is asked for.
+    fn cgroup_fd(&mut self, name: &str) -> Result<i32, Errno> {
+        if let Some((_, fd)) = self.cgroups.iter().find(|(n, _)| n == name) {
+            return Ok(*fd);
+        }
+        let fd = self.sys.open_cgroup(name)?;
+        self.cgroups.push((name.to_string(), fd));
+        Ok(fd)
+    }
+
+    /// Opens one group on every CPU (or thread). Returns the errno, with nothing left open,
+    /// when `weak` and the kernel rejected a sibling as not fitting the group (EINVAL, EBADF,
+    /// ENOSPC).
+    fn open_group(&mut self, events: &[usize], weak: bool) -> Result<(), Errno> {
+        let threads = matches!(self.target, Target::Threads(_));
+        let mut opened: Vec<CpuGroup> = Vec::new();
+        let mut failures: Vec<(usize, OpenFailure)> = Vec::new();
+        // A group counts in one cgroup (every member has its leader's): its descriptor is
+        // the pid of each per-CPU open.
+        let cgroup = match events.first().and_then(|&e| self.specs[e].cgroup.clone()) {
+            Some(name) if matches!(self.target, Target::Cpus(_)) => match self.cgroup_fd(&name) {
+                Ok(fd) => Some(fd),
+                Err(errno) => {
+                    for &event in events {
+                        self.failures[event].get_or_insert(OpenFailure { errno, cpu: None });
+                    }
+                    return Ok(());
+                }
+            },
+            _ => None,
+        };
+        'places: for (pid, cpu) in self.places() {
+            let pid = cgroup.unwrap_or(pid);
+            let thread = if threads { pid } else { -1 };
+            let mut group: Option<CpuGroup> = None;
+            for &event in events {
+                let failed =
+                    self.failures[event].is_some() || failures.iter().any(|f| f.0 == event);
+                let outside_mask = cpu >= 0
+                    && self.specs[event].cpus.as_ref().is_some_and(|m| !m.contains(&(cpu as u32)));
+                if failed || outside_mask {
+                    continue;
+                }
+                let leader_fd = group.as_ref().map_or(-1, CpuGroup::leader_fd);
+                match self.open_one(event, group.is_none(), pid, cpu, leader_fd) {
+                    Ok((fd, id)) => {
+                        let member = Member { event, fd, id };
+                        match group.as_mut() {
+                            Some(g) => g.members.push(member),
+                            None => group = Some(CpuGroup { cpu, thread, members: vec![member] }),
+                        }
+                    }
+                    Err(errno) => {
+                        if threads && errno.0 == libc::ESRCH {
+                            // The thread exited after it was listed: it has nothing to count
+                            // and no row, as perf drops it from its thread map.
+                            if let Some(partial) = group.take() {
+                                self.close_groups(&[partial]);
+                            }
+                            self.vanished.push(pid);
+                            continue 'places;
+                        }
+                        if errno.0 == libc::EMFILE || errno.0 == libc::ENFILE {
+                            opened.extend(group.take());
+                            self.groups.extend(opened);
+                            self.fd_exhausted = Some(self.descriptors());
+                            return Ok(());
+                        }
+                        let group_refusal =
+                            matches!(errno.0, libc::EINVAL | libc::EBADF | libc::ENOSPC);
+                        if weak && group.is_some() && group_refusal {
+                            opened.extend(group.take());
+                            self.close_groups(&opened);
+                            return Err(errno);
+                        }
+                        let cpu = (cpu >= 0).then_some(cpu as u32);
+                        failures.push((event, OpenFailure { errno, cpu }));
+                    }
+                }
+            }
+            opened.extend(group);
+        }
+        for (event, failure) in failures {
+            self.failures[event] = Some(failure);
+        }
+        self.groups.extend(opened);
+        Ok(())
+    }
+
+    fn close_groups(&mut self, groups: &[CpuGroup]) {
+        for group in groups {
+            // Siblings first: closing a leader first would briefly promote them.
+            for member in group.members.iter().rev() {
+                self.sys.close(member.fd);
+            }
+        }
+    }
+
+    /// Why event `event` is not counted, if the kernel refused it.
+    pub fn failure(&self, event: usize) -> Option<OpenFailure> {
+        self.failures[event]
+    }
+
+    /// Whether event `event` counts user mode only because the kernel refused kernel mode
+    /// (`perf_event_paranoid` 2 without privilege).
+    pub fn user_only(&self, event: usize) -> bool {
+        self.user_only[event]
+    }
+
+    /// The specs, in the order given (with `exclude_kernel` set on user-only events).
+    pub fn specs(&self) -> &[CounterSpec] {
+        &self.specs
+    }
+
+    /// [`Target::Threads`]: the listed threads that had exited before their counters were
+    /// opened (the kernel answered `ESRCH`); they are not counted and have no readings.
+    pub fn vanished(&self) -> &[i32] {
+        &self.vanished
+    }
+
+    /// Open descriptors (one per event per CPU or thread).
+    pub fn descriptors(&self) -> usize {
+        self.groups.iter().map(|g| g.members.len()).sum()
+    }
+
+    /// The groups as opened: per group and CPU, the CPU and the member events, leader first.
+    pub fn layout(&self) -> Vec<(i32, Vec<usize>)> {
+        self.groups.iter().map(|g| (g.cpu, g.members.iter().map(|m| m.event).collect())).collect()
+    }
+
+    /// How many groups the kernel rejected as a whole and were reopened as single events.
+    pub fn broken_groups(&self) -> usize {
+        self.broken_groups
+    }
+
+    /// The groups the kernel refused and how they were reopened.
+    pub fn splits(&self) -> &[Split] {
+        &self.splits
+    }
+
+    /// The system-call backend.
+    pub fn syscalls(&mut self) -> &mut S {
+        &mut self.sys
+    }
+
+    fn ioctl_all(&mut self, enable: bool) -> Result<(), CounterError> {
+        for i in 0..self.groups.len() {
+            let fd = self.groups[i].leader_fd();
+            let result =
+                if enable { self.sys.enable(fd, true) } else { self.sys.disable(fd, true) };
+            result.map_err(|errno| CounterError::Ioctl {
+                what: if enable { "enabling" } else { "disabling" },
+                event: self.specs[self.groups[i].members[0].event].name.clone(),
+                errno,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Enables every group (per-CPU counting, or a task target without `on_exec`).
+    pub fn enable(&mut self) -> Result<(), CounterError> {
+        self.ioctl_all(true)
+    }
+
+    /// Disables every group.
+    pub fn disable(&mut self) -> Result<(), CounterError> {
+        self.ioctl_all(false)
+    }
+
+    /// Reads every group once.
+    pub fn read(&mut self) -> Result<Snapshot, CounterError> {
+        let mut events: Vec<Option<Vec<CpuCount>>> =
+            self.failures.iter().map(|f| f.is_none().then(Vec::new)).collect();
+        for group in &self.groups {
+            let leader = &self.specs[group.members[0].event].name;
+            let mut buf = vec![0u8; 8 * (3 + 2 * group.members.len())];
+            let got = read_group_retrying(&mut self.sys, group.leader_fd(), &mut buf)
+                .map_err(|errno| CounterError::Read { event: leader.clone(), errno })?;
+            if got == 0 {
+                // A pinned group that could not be placed is in error state and reads EOF:
+                // it counted nothing.
+                for member in &group.members {
+                    if let Some(Some(cpus)) = events.get_mut(member.event) {
+                        let raw = RawCount::default();
+                        cpus.push(CpuCount { cpu: group.cpu, thread: group.thread, raw });
+                    }
+                }
+                continue;
+            }
+            let parsed = parse_group_read(&buf[..got], group.members.len())
+                .map_err(|problem| CounterError::Layout { event: leader.clone(), problem })?;
+            for (value, id) in parsed.values {
+                let Some(member) = group.members.iter().find(|m| m.id == id) else {
+                    return Err(CounterError::Layout {
+                        event: leader.clone(),
+                        problem: format!("the kernel returned id {id}, which no member has"),
+                    });
+                };
+                if let Some(Some(cpus)) = events.get_mut(member.event) {
+                    let raw = RawCount { value, enabled: parsed.enabled, running: parsed.running };
+                    cpus.push(CpuCount { cpu: group.cpu, thread: group.thread, raw });
+                }
+            }
+        }
+        Ok(Snapshot { events })
+    }
+}
+
+impl<S: Syscalls> Drop for CounterSet<S> {
+    fn drop(&mut self) {
+        let groups = std::mem::take(&mut self.groups);
+        self.close_groups(&groups);
+        for (_, fd) in std::mem::take(&mut self.cgroups) {
+            self.sys.close(fd);
+        }
+    }
+}
+
+/// How often a group read that the kernel refused with ECHILD is retried.
+const ECHILD_RETRIES: u32 = 200;
+
+/// `read()` of a group leader, retried while the kernel answers ECHILD. With `inherit`, a
+/// group read sums the workload's child copies of the group, and while an exiting child's
+/// copy is being torn down (not atomically across its members) the kernel finds the copy's
+/// shape differs from the parent's and refuses the read with ECHILD rather than sum it. The
+/// state is transient, so the read is retried, with a short sleep, a bounded number of times.
+fn read_group_retrying<S: Syscalls>(sys: &mut S, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
+    let mut tries = 0;
+    loop {
+        match sys.read(fd, buf) {
+            Err(errno) if errno.0 == libc::ECHILD && tries < ECHILD_RETRIES => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_micros(500));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Opens a group the calling thread counts on itself (`pid` 0, any CPU): members read as one
+/// group ([`READ_FORMAT`]), no inheritance, the leader disabled until enabled and, when
+/// `pinned`, pinned (counted the whole time or put in error state, never multiplexed). All or
+/// nothing: on a refusal every member opened is closed again and the refused member's index
+/// is returned with the errno.
+pub fn open_own_group<S: Syscalls + ?Sized>(
+    sys: &mut S,
+    attrs: &[Attr],
+    pinned: bool,
+) -> Result<Vec<crate::sys::Opened>, (usize, Errno)> {
+    let mut opened: Vec<crate::sys::Opened> = Vec::new();
+    for (i, attr) in attrs.iter().enumerate() {
+        let mut attr = attr.clone();
+        attr.read_format = READ_FORMAT;
+        attr.disabled = i == 0;
+        attr.pinned = i == 0 && pinned;
+        attr.inherit = false;
+        attr.enable_on_exec = false;
+        let leader = opened.first().map_or(-1, |o| o.fd);
+        match crate::sys::open_counter(sys, &attr, 0, -1, leader) {
+            Ok(o) => opened.push(o),
+            Err(errno) => {
+                // Siblings first: closing a leader first would briefly promote them.
+                for o in opened.iter().rev() {
+                    sys.close(o.fd);
+                }
+                return Err((i, errno));
+            }
+        }
+    }
+    Ok(opened)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backend whose group read answers ECHILD `echild` times before it succeeds.
+    struct Teardown {
+        echild: u32,
+        reads: u32,
+    }
+
+    impl Syscalls for Teardown {
+        fn perf_event_open(&mut self, _: &Attr, _: i32, _: i32, _: i32) -> Result<i32, Errno> {
+            Ok(3)
+        }
+        fn read(&mut self, _: i32, buf: &mut [u8]) -> Result<usize, Errno> {
+            self.reads += 1;
+            if self.echild > 0 {
+                self.echild -= 1;
+                return Err(Errno(libc::ECHILD));
+            }
+            Ok(buf.len())
+        }
+        fn enable(&mut self, _: i32, _: bool) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn disable(&mut self, _: i32, _: bool) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn reset(&mut self, _: i32, _: bool) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn event_id(&mut self, _: i32) -> Result<u64, Errno> {
+            Ok(1)
+        }
+        fn close(&mut self, _: i32) {}
+    }
+
+    #[test]
+    fn a_group_read_refused_during_a_child_teardown_is_retried_a_bounded_number_of_times() {
+        let mut buf = [0u8; 24];
+        let mut passing = Teardown { echild: 3, reads: 0 };
+        assert_eq!(read_group_retrying(&mut passing, 3, &mut buf), Ok(24));
+        assert_eq!(passing.reads, 4);
+        let mut stuck = Teardown { echild: u32::MAX, reads: 0 };
+        assert_eq!(read_group_retrying(&mut stuck, 3, &mut buf), Err(Errno(libc::ECHILD)));
+        assert_eq!(stuck.reads, ECHILD_RETRIES + 1);
+    }
+}

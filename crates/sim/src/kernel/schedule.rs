@@ -1,0 +1,360 @@
+//! Simulated time and scheduling: counts accrue as time advances, pinned then flexible groups
+//! are placed on each CPU's PMU counters, the NMI watchdog's pinned cycles event, and rotation
+//! every `perf_event_mux_interval_ms`.
+
+use std::collections::BTreeSet;
+
+use super::{Ev, Home, HwKind, SimEventKind, SimState, Slab, State};
+use crate::machine::PmuClass;
+use crate::sched::{self, HwEvent};
+use tmetric_runtime::sys::{Attr, TYPE_HARDWARE};
+
+impl State {
+    pub(super) fn add_watchdogs(&mut self) {
+        // kernel/watchdog_perf.c: a pinned, kernel-owned PERF_TYPE_HARDWARE cycles event per
+        // CPU; on hybrid parts it lands on the PMU of the CPU's core type.
+        let attr = Attr { type_: TYPE_HARDWARE, config: 0, pinned: true, ..Attr::default() };
+        for cpu in self.machine.cpu_ids() {
+            let Ok(init) = self.init(&attr, -1, cpu as i32) else { continue };
+            let rate = self.rate_for(&init, &attr, cpu);
+            // A descriptor number the caller never sees (kernel-owned events have none).
+            let fd = self.next_fd;
+            self.next_fd += 1;
+            let index = self.next_index;
+            self.next_index += 1;
+            self.events.insert(
+                fd,
+                Ev {
+                    id: 0,
+                    attr: attr.clone(),
+                    kind: SimEventKind::Counting,
+                    cpu,
+                    task: None,
+                    home: init.home,
+                    hw: init.hw,
+                    rate,
+                    count: 0.0,
+                    leader: fd,
+                    siblings: Vec::new(),
+                    state: SimState::Inactive,
+                    pinned: true,
+                    index,
+                    enabled_ns: 0,
+                    running_ns: 0,
+                    reset_value: 0,
+                    metric: false,
+                    kernel: true,
+                    any_cpu: false,
+                    sampling: None,
+                    ring: None,
+                },
+            );
+            self.index_group(fd, None);
+        }
+        self.reschedule_all();
+    }
+
+    /// The hardware PMU of the group led by `leader`: a software leader with a hardware
+    /// sibling moves to that sibling's PMU (`move_group`).
+    pub(super) fn group_pmu(&self, leader: i32) -> Option<usize> {
+        let ev = self.events.get(&leader)?;
+        std::iter::once(leader).chain(ev.siblings.iter().copied()).find_map(|fd| {
+            match self.events.get(&fd).map(|e| e.home) {
+                Some(Home::Hw(p)) => Some(p),
+                _ => None,
+            }
+        })
+    }
+
+    /// The leaders of the groups on (cpu, pmu).
+    fn leaders_on(&self, cpu: u32, pmu: usize) -> Vec<i32> {
+        self.groups.get(&(cpu, pmu)).cloned().unwrap_or_default()
+    }
+
+    /// Moves the group led by `lfd` from the index entry `old` to its current CPU and PMU.
+    pub(super) fn index_group(&mut self, lfd: i32, old: Option<(u32, usize)>) {
+        if let Some(key) = old
+            && let Some(leaders) = self.groups.get_mut(&key)
+        {
+            leaders.retain(|&f| f != lfd);
+        }
+        if let (Some(cpu), Some(pmu)) = (self.events.get(&lfd).map(|e| e.cpu), self.group_pmu(lfd))
+        {
+            let leaders = self.groups.entry((cpu, pmu)).or_default();
+            if !leaders.contains(&lfd) {
+                leaders.push(lfd);
+            }
+        }
+    }
+
+    /// Whether `events` (already-placed first) fit on PMU `pmu`.
+    pub(super) fn fits(&self, pmu: usize, events: &[HwKind]) -> bool {
+        match &self.machine.pmus[pmu].class {
+            PmuClass::X86Core(core) => {
+                let hw: Vec<HwEvent> = events
+                    .iter()
+                    .filter_map(|e| match e {
+                        HwKind::X86(h) => Some(*h),
+                        _ => None,
+                    })
+                    .collect();
+                core.fits(&hw)
+            }
+            PmuClass::Arm(arm) => {
+                let configs: Vec<u64> = events
+                    .iter()
+                    .filter_map(|e| match e {
+                        HwKind::Arm { config } => Some(*config),
+                        _ => None,
+                    })
+                    .collect();
+                sched::arm_fits(arm.gp, &configs)
+            }
+            PmuClass::Uncore { counters, fixed, free_running, .. } => {
+                let configs: Vec<u64> = events
+                    .iter()
+                    .filter_map(|e| match e {
+                        HwKind::Uncore { config } => Some(*config),
+                        _ => None,
+                    })
+                    .collect();
+                sched::uncore_fits(*counters, *fixed, *free_running, &configs)
+            }
+            _ => true,
+        }
+    }
+
+    /// Accrues `dt` ns of the current schedule.
+    fn accrue(&mut self, dt: u64) {
+        if dt == 0 {
+            return;
+        }
+        let leaders_on = self.on_leaders.take().unwrap_or_else(|| {
+            let mut on = vec![false; self.events.items.len()];
+            for (&fd, e) in self.events.iter() {
+                if e.leader == fd
+                    && matches!(e.state, SimState::Inactive | SimState::Active)
+                    && let Some(slot) = Slab::slot(fd)
+                {
+                    on[slot] = true;
+                }
+            }
+            on
+        });
+        // Time per workload phase in this span: an active event counts each phase's rate.
+        let split = self.timeline.split(self.now, self.now + dt);
+        for e in self.events.values_mut() {
+            match e.state {
+                SimState::Active => {
+                    e.enabled_ns += dt;
+                    e.running_ns += dt;
+                    e.count += split
+                        .iter()
+                        .map(|&(phase, ns)| e.rate.per_sec(phase) * ns as f64 / 1e9)
+                        .sum::<f64>();
+                }
+                SimState::Inactive
+                    if Slab::slot(e.leader).and_then(|s| leaders_on.get(s)) == Some(&true) =>
+                {
+                    e.enabled_ns += dt
+                }
+                _ => {}
+            }
+        }
+        self.on_leaders = Some(leaders_on);
+    }
+
+    pub(super) fn advance_to(&mut self, to: u64) {
+        loop {
+            let next = self.timers.values().copied().min();
+            match next {
+                Some(t) if t <= to => {
+                    let t = t.max(self.now);
+                    self.accrue(t - self.now);
+                    self.now = t;
+                    let due: Vec<(u32, usize)> =
+                        self.timers.iter().filter(|(_, at)| **at <= t).map(|(&k, _)| k).collect();
+                    for key in due {
+                        self.timers.remove(&key);
+                        self.rotate_tick(key.0, key.1);
+                    }
+                }
+                _ => {
+                    self.accrue(to.saturating_sub(self.now));
+                    self.now = self.now.max(to);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `perf_rotate_context`: in each context of (cpu, pmu) that had a flexible group left
+    /// out, the first active flexible group (else the first flexible group) moves to the end
+    /// of the list; then the flexible groups are scheduled in again.
+    fn rotate_tick(&mut self, cpu: u32, pmu: usize) {
+        let contexts: Vec<Option<i32>> =
+            self.rotate.iter().filter(|k| k.0 == cpu && k.1 == pmu).map(|k| k.2).collect();
+        let leaders = self.leaders_on(cpu, pmu);
+        for ctx in contexts {
+            let mut flexible: Vec<(u64, i32, SimState)> = leaders
+                .iter()
+                .filter_map(|fd| self.events.get(fd).map(|e| (*fd, e)))
+                .filter(|(_, e)| !e.pinned && e.task == ctx)
+                .map(|(fd, e)| (e.index, fd, e.state))
+                .collect();
+            flexible.sort_unstable();
+            let pick =
+                flexible.iter().find(|g| g.2 == SimState::Active).or(flexible.first()).map(|g| g.1);
+            if let Some(fd) = pick {
+                let index = self.next_index;
+                self.next_index += 1;
+                if let Some(e) = self.events.get_mut(&fd) {
+                    e.index = index;
+                }
+            }
+        }
+        self.reschedule(cpu, pmu);
+    }
+
+    /// Schedules every group again, without rotating.
+    fn reschedule_all(&mut self) {
+        let soft_leaders: Vec<i32> = self
+            .events
+            .iter()
+            .filter(|(fd, e)| e.leader == **fd)
+            .map(|(&fd, _)| fd)
+            .filter(|&fd| self.group_pmu(fd).is_none())
+            .collect();
+        for lfd in soft_leaders {
+            self.refresh_soft(lfd);
+        }
+        let mut pairs: BTreeSet<(u32, usize)> = self.timers.keys().copied().collect();
+        for (&fd, e) in &self.events {
+            if e.leader == fd
+                && let Some(p) = self.group_pmu(fd)
+            {
+                pairs.insert((e.cpu, p));
+            }
+        }
+        for (cpu, pmu) in pairs {
+            self.reschedule(cpu, pmu);
+        }
+    }
+
+    /// A pure software group never waits for a counter: its enabled members are active
+    /// while the leader is enabled.
+    fn refresh_soft(&mut self, lfd: i32) {
+        let Some(leader) = self.events.get(&lfd) else { return };
+        let leader_on = matches!(leader.state, SimState::Inactive | SimState::Active);
+        let members: Vec<i32> =
+            std::iter::once(lfd).chain(leader.siblings.iter().copied()).collect();
+        for fd in members {
+            if let Some(e) = self.events.get_mut(&fd)
+                && matches!(e.state, SimState::Inactive | SimState::Active)
+            {
+                e.state = if leader_on { SimState::Active } else { SimState::Inactive };
+            }
+        }
+    }
+
+    /// Schedules again what a change to the group led by `lfd` affects: its CPU and PMU
+    /// (`ctx_resched`), or just the group when it is pure software.
+    pub(super) fn reschedule_group(&mut self, lfd: i32) {
+        let Some(cpu) = self.events.get(&lfd).map(|e| e.cpu) else { return };
+        match self.group_pmu(lfd) {
+            Some(pmu) => self.reschedule(cpu, pmu),
+            None => self.refresh_soft(lfd),
+        }
+    }
+
+    /// `perf_event_sched_in` for one CPU and PMU: CPU-context pinned groups (the watchdog
+    /// first), task pinned, CPU flexible, task flexible; in each pass groups in list order,
+    /// and once one does not fit no later hardware group of that pass is tried
+    /// (`merge_sched_in` clears `can_add_hw`). A pinned group that does not fit goes to
+    /// ERROR; a flexible one waits for rotation.
+    pub(super) fn reschedule(&mut self, cpu: u32, pmu: usize) {
+        let leaders = self.leaders_on(cpu, pmu);
+        let mut groups: Vec<(u8, i32, u64, i32)> = leaders
+            .iter()
+            .filter_map(|fd| self.events.get(fd).map(|e| (*fd, e)))
+            .map(|(fd, e)| {
+                let pass = match (e.pinned, e.task.is_some()) {
+                    (true, false) => 0,
+                    (true, true) => 1,
+                    (false, false) => 2,
+                    (false, true) => 3,
+                };
+                (pass, e.task.unwrap_or(-1), e.index, fd)
+            })
+            .collect();
+        groups.sort_unstable();
+        // Everything off the counters first.
+        for &(_, _, _, lfd) in &groups {
+            let members: Vec<i32> =
+                std::iter::once(lfd).chain(self.events[&lfd].siblings.iter().copied()).collect();
+            for fd in members {
+                if let Some(e) = self.events.get_mut(&fd)
+                    && e.state == SimState::Active
+                {
+                    e.state = SimState::Inactive;
+                }
+            }
+        }
+        self.rotate.retain(|k| !(k.0 == cpu && k.1 == pmu));
+        let mut placed: Vec<HwKind> = Vec::new();
+        let mut pass_key = None;
+        let mut can_add = true;
+        let mut waiting = false;
+        for (pass, task, _, lfd) in groups {
+            if pass_key != Some((pass, task)) {
+                pass_key = Some((pass, task));
+                can_add = true;
+            }
+            let leader = &self.events[&lfd];
+            if leader.state <= SimState::Off {
+                continue;
+            }
+            let members: Vec<i32> = std::iter::once(lfd)
+                .chain(leader.siblings.iter().copied())
+                .filter(|fd| self.events.get(fd).is_some_and(|e| e.state > SimState::Off))
+                .collect();
+            let fitted = can_add && {
+                let mut candidate = placed.clone();
+                candidate.extend(members.iter().filter_map(|fd| self.events.get(fd)).filter_map(
+                    |e| match e.home {
+                        Home::Hw(p) if p == pmu => Some(e.hw),
+                        _ => None,
+                    },
+                ));
+                let fits = self.fits(pmu, &candidate);
+                if fits {
+                    placed = candidate;
+                }
+                fits
+            };
+            if fitted {
+                for fd in members {
+                    if let Some(e) = self.events.get_mut(&fd) {
+                        e.state = SimState::Active;
+                    }
+                }
+            } else {
+                can_add = false;
+                let leader = self.events.get_mut(&lfd).expect("leader exists");
+                if leader.pinned {
+                    leader.state = SimState::Error;
+                    self.on_leaders = None;
+                } else {
+                    self.rotate.insert((cpu, pmu, (task >= 0).then_some(task)));
+                    waiting = true;
+                }
+            }
+        }
+        if waiting {
+            let at = self.now + self.mux_ns;
+            self.timers.entry((cpu, pmu)).or_insert(at);
+        } else {
+            self.timers.remove(&(cpu, pmu));
+        }
+    }
+}
