@@ -11,8 +11,8 @@ use std::ffi::OsString;
 
 use tmetric_runtime::counter::{CounterError, Split};
 use tmetric_runtime::{
-    CounterSet, Environment, Errno, EventReport, OpenFailure, RunError, RunOptions, RunReport, Snapshot,
-    Syscalls, Sysfs, SysfsError, Target, Tick, TpebsMode, Workload, WorkloadError,
+    CounterSet, Environment, Errno, EventReport, OpenFailure, RunError, RunOptions, RunReport,
+    Snapshot, Syscalls, Sysfs, SysfsError, Target, Tick, TpebsMode, Workload, WorkloadError,
 };
 
 use crate::eval::{EvalInput, Evaluators, Note, RootResult};
@@ -23,8 +23,8 @@ use crate::view::{self, Split as ViewSplit, Unit};
 
 mod own;
 
-pub use own::{OwnGroup, counts_on_hardware};
 use own::OwnGroups;
+pub use own::{OwnGroup, counts_on_hardware};
 
 /// Why a session could not count at all.
 #[derive(Debug, thiserror::Error)]

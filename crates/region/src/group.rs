@@ -60,8 +60,11 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         let Some(own) = self.session.own_groups() else { return };
         let specs = self.session.plan().specs();
         for g in own {
-            let (pages, topdown) =
-                if g.pinned { rdpmc_pages(&mut self.pages, g, specs, level2) } else { (None, None) };
+            let (pages, topdown) = if g.pinned {
+                rdpmc_pages(&mut self.pages, g, specs, level2)
+            } else {
+                (None, None)
+            };
             let (specs, fds, ids) = (g.specs.clone(), g.fds.clone(), g.ids.clone());
             self.groups.push(Group { specs, fds, ids, pages, topdown });
         }

@@ -45,7 +45,9 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                         self.before = before;
                         return Err(RegionError::Syscall {
                             what: "resetting",
-                            event: self.session.plan().specs()[self.groups[g].specs[0]].name.clone(),
+                            event: self.session.plan().specs()[self.groups[g].specs[0]]
+                                .name
+                                .clone(),
                             errno,
                         });
                     }

@@ -185,10 +185,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 let model = root.model;
                 let metric = &model.metrics[root.metric];
                 let names = |rows: &[usize]| {
-                    rows.iter()
-                        .map(|&r| plan.rows()[r].name.clone())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    rows.iter().map(|&r| plan.rows()[r].name.clone()).collect::<Vec<_>>().join(", ")
                 };
                 let note = if let Some(fail) = result.failure {
                     Some(format!("no value: {fail}"))

@@ -52,7 +52,8 @@ impl<S: Syscalls> OwnGroups<S> {
         groups: Vec<Vec<usize>>,
         env: &Environment,
     ) -> Result<Self, SessionError> {
-        let mut own = OwnGroups { sys, groups: Vec::new(), user_only: vec![false; plan.specs.len()] };
+        let mut own =
+            OwnGroups { sys, groups: Vec::new(), user_only: vec![false; plan.specs.len()] };
         for specs in groups {
             if let Some(&bad) = specs.iter().find(|&&s| s >= plan.specs.len()) {
                 return Err(SessionError::Open(CounterError::Plan {
