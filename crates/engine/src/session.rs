@@ -4,13 +4,15 @@
 //! snapshots, the kernel's refusals as [`OpenFailure`]s and [`Refusal`]s, refused groups as
 //! [`Split`]s and [`RefusedGroup`]s, typed notes, and a run's [`Outcome`] (`-r`'s mean and
 //! spread, sampled latencies); front ends word them, print and choose their exit status.
+//! The region API's session counts the calling thread on its own groups instead
+//! ([`Session::open_own_thread`], `session/own.rs`).
 
 use std::ffi::OsString;
 
 use tmetric_runtime::counter::{CounterError, Split};
 use tmetric_runtime::{
-    CounterSet, Environment, EventReport, OpenFailure, RunError, RunOptions, RunReport, Snapshot,
-    Syscalls, Sysfs, SysfsError, Target, Tick, TpebsMode, Workload, WorkloadError,
+    CounterSet, Environment, Errno, EventReport, OpenFailure, RunError, RunOptions, RunReport,
+    Snapshot, Syscalls, Sysfs, SysfsError, Target, Tick, TpebsMode, Workload, WorkloadError,
 };
 
 use crate::eval::{EvalInput, Evaluators, Note, RootResult};
@@ -18,6 +20,11 @@ use crate::plan::Plan;
 use crate::threads::Thread;
 use crate::tpebs::{self, Sampling, TpebsError};
 use crate::view::{self, Split as ViewSplit, Unit};
+
+mod own;
+
+use own::OwnGroups;
+pub use own::{OwnGroup, counts_on_hardware};
 
 /// Why a session could not count at all.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +42,17 @@ pub enum SessionError {
     /// Every listed thread had exited before its counters could be opened.
     #[error("every thread to count had exited before its counters could be opened")]
     ThreadsGone,
+    /// [`Session::open_own_thread`]: the kernel refused a counter, and every group was closed
+    /// again (all or nothing).
+    #[error("cannot open `{event}`: {why}")]
+    Refused {
+        /// The event.
+        event: String,
+        /// The errno.
+        errno: Errno,
+        /// The errno with the reason and what to do ([`Environment::explain`]).
+        why: String,
+    },
 }
 
 /// Why the kernel refused to open one counter: data, worded only by its `Display` (the text
@@ -212,12 +230,20 @@ impl std::fmt::Display for RefusedGroup {
 /// An open measurement (see the module documentation).
 pub struct Session<S: Syscalls> {
     plan: Plan,
-    counters: CounterSet<S>,
+    counters: Counting<S>,
     target: Target,
     env: Environment,
     evaluators: Evaluators,
     /// `:R` latencies sampled beside the counters ([`Session::start_sampling`]).
     sampling: Option<Sampling<S>>,
+}
+
+/// How a session's counters are held.
+enum Counting<S: Syscalls> {
+    /// Opened on a target, groups split when refused ([`Session::open`]).
+    Set(CounterSet<S>),
+    /// The calling thread's own groups ([`Session::open_own_thread`]).
+    Own(OwnGroups<S>),
 }
 
 /// The errnos that mean "this machine has no such event": perf 6.12 prints such an event
@@ -247,10 +273,11 @@ impl<S: Syscalls> Session<S> {
             target.clone(),
         )?;
         let evaluators = Evaluators::default();
+        let counters = Counting::Set(counters);
         let session = Session { plan, counters, target, env, evaluators, sampling: None };
         if let Target::Threads(tids) = &session.target
             && !tids.is_empty()
-            && session.counters.vanished().len() == tids.len()
+            && session.vanished().len() == tids.len()
         {
             return Err(SessionError::ThreadsGone);
         }
@@ -260,19 +287,46 @@ impl<S: Syscalls> Session<S> {
         Ok(session)
     }
 
+    /// Opens `groups` of `plan`'s specs for the calling thread to count on itself, as the
+    /// region API measures: each through the runtime's `open_own_group` (pid 0, any CPU,
+    /// not inherited, not enabled at an exec, disabled until [`Session::enable`], read as
+    /// one group), a group holding a hardware event pinned ([`counts_on_hardware`]), never
+    /// split. All or nothing: the first refusal closes every counter opened and is returned
+    /// as [`SessionError::Refused`]. Events counted in user mode only because the kernel
+    /// refused kernel mode become the plan's [`crate::Warning::UserOnly`].
+    ///
+    /// The session has no [`Session::run`]: the program is the workload, read at its
+    /// boundaries ([`Session::read`], or `rdpmc` through [`Session::own_groups`]).
+    pub fn open_own_thread(
+        sys: S,
+        mut plan: Plan,
+        groups: Vec<Vec<usize>>,
+        env: Environment,
+    ) -> Result<Self, SessionError> {
+        let own = OwnGroups::open(sys, &mut plan, groups, &env)?;
+        Ok(Session {
+            plan,
+            counters: Counting::Own(own),
+            target: Target::Task { pid: 0, on_exec: false },
+            env,
+            evaluators: Evaluators::default(),
+            sampling: None,
+        })
+    }
+
     /// When no counter opened, and not every refusal means "no such event here": the
     /// distinct reasons.
     fn nothing_counted(&self) -> Option<Vec<String>> {
         let specs = self.plan.specs.len();
-        if specs == 0 || self.counters.descriptors() > 0 {
+        if specs == 0 || self.descriptors() > 0 {
             return None;
         }
-        if (0..specs).all(|i| self.counters.failure(i).is_none_or(|f| unsupported(f.errno.0))) {
+        if (0..specs).all(|i| self.failure(i).is_none_or(|f| unsupported(f.errno.0))) {
             return None;
         }
         let mut reasons: Vec<String> = Vec::new();
         for (i, event) in self.plan.events.iter().enumerate() {
-            if let Some(failure) = self.counters.failure(i) {
+            if let Some(failure) = self.failure(i) {
                 let why = self.env.explain(failure.errno, event);
                 if !reasons.contains(&why) {
                     reasons.push(why);
@@ -302,21 +356,56 @@ impl<S: Syscalls> Session<S> {
         &self.env
     }
 
-    /// The counters (for samplers and recorders that need the runtime's view).
-    pub fn counters(&self) -> &CounterSet<S> {
-        &self.counters
+    /// Open descriptors (one per event per CPU or thread).
+    pub fn descriptors(&self) -> usize {
+        match &self.counters {
+            Counting::Set(set) => set.descriptors(),
+            Counting::Own(own) => own.groups.iter().map(|g| g.fds.len()).sum(),
+        }
     }
 
-    /// Per spec: why the kernel refused it, if it did.
+    /// [`Session::open_own_thread`]: the groups as opened (descriptors and ids, for user
+    /// pages and `rdpmc`); `None` for a session opened on a target.
+    pub fn own_groups(&self) -> Option<&[OwnGroup]> {
+        match &self.counters {
+            Counting::Set(_) => None,
+            Counting::Own(own) => Some(&own.groups),
+        }
+    }
+
+    /// The system-call backend the counters were opened with (a region reads and resets
+    /// its groups through it between regions).
+    pub fn syscalls(&mut self) -> &mut S {
+        match &mut self.counters {
+            Counting::Set(set) => set.syscalls(),
+            Counting::Own(own) => &mut own.sys,
+        }
+    }
+
+    /// The plan and the system-call backend together (a region's reads name the plan's
+    /// events in their errors).
+    pub fn plan_and_syscalls(&mut self) -> (&Plan, &mut S) {
+        let sys = match &mut self.counters {
+            Counting::Set(set) => set.syscalls(),
+            Counting::Own(own) => &mut own.sys,
+        };
+        (&self.plan, sys)
+    }
+
+    /// Per spec: why the kernel refused it, if it did (never, on the calling thread's own
+    /// groups: a refusal there fails the open).
     pub fn failure(&self, spec: usize) -> Option<OpenFailure> {
-        self.counters.failure(spec)
+        match &self.counters {
+            Counting::Set(set) => set.failure(spec),
+            Counting::Own(_) => None,
+        }
     }
 
     /// Per spec: the kernel's refusal, explained for its event.
     pub fn failures(&self) -> Vec<Option<Refusal>> {
         (0..self.plan.specs.len())
             .map(|spec| {
-                self.counters.failure(spec).map(|failure| Refusal {
+                self.failure(spec).map(|failure| Refusal {
                     cpu: failure.cpu,
                     errno: failure.errno.0,
                     why: self.env.explain(failure.errno, &self.plan.events[spec]),
@@ -327,26 +416,35 @@ impl<S: Syscalls> Session<S> {
 
     /// The groups the kernel refused and how they were reopened.
     pub fn splits(&self) -> &[Split] {
-        self.counters.splits()
+        match &self.counters {
+            Counting::Set(set) => set.splits(),
+            Counting::Own(_) => &[],
+        }
     }
 
     /// The refused groups, typed ([`Plan::split_note`]).
     pub fn split_notes(&self) -> Vec<RefusedGroup> {
-        self.counters.splits().iter().map(|split| self.plan.split_note(split)).collect()
+        self.splits().iter().map(|split| self.plan.split_note(split)).collect()
     }
 
     /// Specs counted in user mode only because the kernel refused kernel mode
     /// (`perf_event_paranoid` without privilege), by name.
     pub fn user_only(&self) -> Vec<&str> {
         (0..self.plan.specs.len())
-            .filter(|&i| self.counters.user_only(i))
+            .filter(|&i| match &self.counters {
+                Counting::Set(set) => set.user_only(i),
+                Counting::Own(own) => own.user_only[i],
+            })
             .map(|i| self.plan.specs[i].name.as_str())
             .collect()
     }
 
     /// [`Target::Threads`]: the listed threads that had exited before their counters opened.
     pub fn vanished(&self) -> &[i32] {
-        self.counters.vanished()
+        match &self.counters {
+            Counting::Set(set) => set.vanished(),
+            Counting::Own(_) => &[],
+        }
     }
 
     /// Of `threads` (as listed for [`Target::Threads`]), those counted: the ones that had not
@@ -358,17 +456,26 @@ impl<S: Syscalls> Session<S> {
 
     /// Enables every group (per-CPU counting, or a task counted from now).
     pub fn enable(&mut self) -> Result<(), CounterError> {
-        self.counters.enable()
+        match &mut self.counters {
+            Counting::Set(set) => set.enable(),
+            Counting::Own(own) => own.ioctl_all(&self.plan, true),
+        }
     }
 
     /// Disables every group.
     pub fn disable(&mut self) -> Result<(), CounterError> {
-        self.counters.disable()
+        match &mut self.counters {
+            Counting::Set(set) => set.disable(),
+            Counting::Own(own) => own.ioctl_all(&self.plan, false),
+        }
     }
 
     /// Reads every counter once: cumulative counts since they were enabled.
     pub fn read(&mut self) -> Result<Snapshot, CounterError> {
-        self.counters.read()
+        match &mut self.counters {
+            Counting::Set(set) => set.read(),
+            Counting::Own(own) => own.read(&self.plan),
+        }
     }
 
     /// Starts sampling the plan's `:R` inputs beside the counters, with `sys` (on the
@@ -411,8 +518,14 @@ impl<S: Syscalls> Session<S> {
         options: &RunOptions,
         mut on_tick: impl FnMut(&Plan, &Tick<'_>) -> std::io::Result<()>,
     ) -> Result<RunReport, RunError> {
+        let Counting::Set(counters) = &mut self.counters else {
+            return Err(RunError::Report(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "a session on the calling thread's own groups has no run: read it at the boundaries of the work",
+            )));
+        };
         let (plan, sampling) = (&mut self.plan, &mut self.sampling);
-        tmetric_runtime::run(&mut self.counters, &self.target, workload, options, |tick| {
+        tmetric_runtime::run(counters, &self.target, workload, options, |tick| {
             if let Some(s) = sampling.as_mut() {
                 let reports = s.sampler.read().map_err(|e| std::io::Error::other(e.to_string()))?;
                 plan.set_retire_latency(tpebs::latencies(&reports, s.mode, true));

@@ -1,5 +1,6 @@
 //! The session's data outside the counters: threads listed under a fake tasks tree, `-r`'s
-//! outcome (mean, spread, the runs' times) and sampled latencies by statistic.
+//! outcome (mean, spread, the runs' times) and sampled latencies by statistic; and the region
+//! API's session on the calling thread's own groups over `FakeSyscalls`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -152,4 +153,143 @@ fn sampled_latencies_by_statistic_and_period() {
     assert_eq!(total[0], ("cpu/MEM_INST_RETIRED.STLB_HIT_LOADS/R".to_string(), 12.0));
     assert_eq!(total[1].1, 0.0, "no samples read 0, as perf's");
     assert_eq!(latencies(&reports, TpebsMode::Last, true)[0].1, 31.0);
+}
+
+/// A plan of `list` resolved over an empty sysfs (generic hardware and software events), the
+/// environment it is explained in, and the tree's directory (kept alive by the caller).
+fn own_plan(list: &str) -> (tmetric_engine::Plan, tmetric_runtime::Environment, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("sys")).unwrap();
+    std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+    let sysfs = Sysfs::new(dir.path().join("sys"));
+    let proc_root = dir.path().join("proc");
+    let env = tmetric_runtime::Environment::probe(&sysfs, &proc_root);
+    let mut plan =
+        tmetric_engine::Plan::new(tmetric_engine::plan::literals(&sysfs, &proc_root, false));
+    let resolver = tmetric_runtime::event::Resolver::new(&sysfs);
+    plan.add_event_lists(&[list.to_string()], &resolver).unwrap();
+    (plan, env, dir)
+}
+
+/// The region API's session on `FakeSyscalls`: each group opened for the calling thread
+/// (pid 0, any CPU) as one read group, the hardware leader pinned and disabled until enabled,
+/// nothing inherited or enabled at an exec; read through the session, closed siblings first.
+#[test]
+fn own_thread_groups_are_pinned_when_hardware_not_inherited_and_read_as_groups() {
+    use tmetric_engine::session::Session;
+    use tmetric_runtime::fake::Call;
+    use tmetric_runtime::{FakeSyscalls, Reading};
+    let (plan, env, _dir) = own_plan("cycles,instructions,task-clock,page-faults");
+    let names: Vec<&str> = plan.specs().iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["cycles", "instructions", "task-clock", "page-faults"]);
+    let fake = FakeSyscalls::new();
+    let program = |spec: usize, reading: Reading| {
+        let attr = &plan.specs()[spec].attr;
+        fake.program(attr.type_, attr.config, &[reading]);
+    };
+    // Times are the leader's: the kernel reports them for the whole group.
+    program(0, Reading::new(5000, 70, 70));
+    program(2, Reading::new(800, 90, 90));
+    program(3, Reading::new(12, 0, 0));
+    let mut s =
+        Session::open_own_thread(fake.clone(), plan, vec![vec![0, 1], vec![2, 3]], env).unwrap();
+    let opens: Vec<_> = fake
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            Call::Open { attr, pid, cpu, group_fd, result } => {
+                Some((attr, pid, cpu, group_fd, result.unwrap()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(opens.len(), 4);
+    for (i, (attr, pid, cpu, group_fd, _)) in opens.iter().enumerate() {
+        let leader = i % 2 == 0;
+        assert_eq!((*pid, *cpu), (0, -1), "the calling thread, on any CPU");
+        assert_eq!(*group_fd, if leader { -1 } else { opens[i - 1].4 });
+        assert_eq!(attr.pinned, i == 0, "only the hardware leader is pinned ({i})");
+        assert_eq!(attr.disabled, leader);
+        assert!(!attr.inherit && !attr.enable_on_exec);
+        assert_eq!(attr.read_format, tmetric_runtime::sys::READ_FORMAT);
+    }
+    let own = s.own_groups().unwrap().to_vec();
+    assert_eq!(own.len(), 2);
+    assert_eq!((own[0].pinned, own[1].pinned), (true, false));
+    assert_eq!(own[0].fds, [opens[0].4, opens[1].4]);
+    assert_eq!(own[1].specs, [2, 3]);
+    assert_eq!(s.descriptors(), 4);
+    assert!(s.failures().iter().all(Option::is_none) && s.splits().is_empty());
+
+    s.enable().unwrap();
+    let snapshot = s.read().unwrap();
+    let value = |i: usize| snapshot.events[i].as_ref().unwrap()[0].raw;
+    assert_eq!(value(0), RawCount { value: 5000, enabled: 70, running: 70 });
+    assert_eq!(value(3), RawCount { value: 12, enabled: 90, running: 90 });
+    let run = s.run(None, &tmetric_runtime::RunOptions::default(), |_, _| Ok(()));
+    assert!(run.is_err(), "the program is the workload: no run loop");
+    drop(s);
+    assert_eq!(fake.open_count(), 0);
+    let closed: Vec<i32> = fake
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            Call::Close { fd } => Some(fd),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(closed, [opens[3].4, opens[2].4, opens[1].4, opens[0].4]);
+    let enabled: Vec<Call> =
+        fake.calls().into_iter().filter(|c| matches!(c, Call::Enable { .. })).collect();
+    let group = true;
+    assert_eq!(
+        enabled,
+        [Call::Enable { fd: opens[0].4, group }, Call::Enable { fd: opens[2].4, group }]
+    );
+}
+
+/// All or nothing: a refused member closes every counter opened, the groups before it too,
+/// and the refusal names the event, its errno and the explanation; a user-only fallback
+/// becomes the plan's warning.
+#[test]
+fn an_own_thread_refusal_closes_everything_and_user_only_is_a_warning() {
+    use tmetric_engine::session::{Session, SessionError};
+    use tmetric_runtime::{Errno, FakeSyscalls};
+    let (plan, env, _dir) = own_plan("cycles,instructions,task-clock,page-faults");
+    let fake = FakeSyscalls::new();
+    let faults = plan.specs()[3].attr.clone();
+    fake.fail(faults.type_, faults.config, libc_eopnotsupp());
+    let why = env.explain(Errno(libc_eopnotsupp()), &plan.events()[3]);
+    let groups = vec![vec![0, 1], vec![2, 3]];
+    let err = Session::open_own_thread(fake.clone(), plan.clone(), groups.clone(), env.clone())
+        .err()
+        .expect("refused");
+    match err {
+        SessionError::Refused { event, errno, why: got } => {
+            assert_eq!((event.as_str(), errno), ("page-faults", Errno(libc_eopnotsupp())));
+            assert_eq!(got, why);
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(fake.open_count(), 0, "every counter closed again");
+
+    let fake = FakeSyscalls::new();
+    fake.unprivileged(2);
+    let s = Session::open_own_thread(fake.clone(), plan, groups, env).unwrap();
+    assert_eq!(s.user_only(), ["cycles", "instructions", "task-clock", "page-faults"]);
+    let warned: Vec<String> = s
+        .plan()
+        .warnings()
+        .iter()
+        .filter_map(|w| match w {
+            tmetric_engine::Warning::UserOnly { event } => Some(event.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(warned, ["cycles", "instructions", "task-clock", "page-faults"]);
+}
+
+/// `EOPNOTSUPP` on Linux.
+fn libc_eopnotsupp() -> i32 {
+    95
 }

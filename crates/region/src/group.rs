@@ -1,14 +1,14 @@
 //! A measurement's counter groups: which groups a plan may open (one hardware group, never
-//! multiplexed, plus one of software events), opening them pinned through the runtime's
-//! `open_own_group`, the user pages that decide `rdpmc`, and reading every group with
-//! `rdpmc` or one `read()`.
+//! multiplexed, plus one of software events; the engine session opens them, the hardware
+//! one pinned), the user pages that decide `rdpmc`, and reading every group at a region
+//! boundary with `rdpmc` or one `read()`.
 
 use std::time::Instant;
 
+use tmetric_engine::session::{OwnGroup, counts_on_hardware};
 use tmetric_engine::{Placement, Plan};
 use tmetric_runtime::Syscalls;
 use tmetric_runtime::counter::{RawCount, parse_group_read};
-use tmetric_runtime::event::EventKind;
 use tmetric_runtime::mmap::{PageCount, PageRead, Unreadable, UserPage};
 
 use crate::topdown::{self, TopdownRead};
@@ -53,100 +53,38 @@ impl Pages for NoPages {
     }
 }
 
-fn is_hardware(kind: &EventKind) -> bool {
-    match kind {
-        EventKind::Software | EventKind::Tracepoint => false,
-        EventKind::Hardware => true,
-        EventKind::Pmu(p) => p != "msr",
-    }
-}
-
 impl<S: Syscalls, P: Pages> Measurement<S, P> {
-    pub(crate) fn open_group(
-        &mut self,
-        specs: Vec<usize>,
-        level2: bool,
-    ) -> Result<Group<P>, RegionError> {
-        let hardware = specs.iter().any(|&s| is_hardware(&self.plan.events()[s].kind));
-        let close_all = |sys: &mut S, fds: &[i32]| {
-            for &fd in fds.iter().rev() {
-                sys.close(fd);
-            }
-        };
-        // Pinned: the group is counted the whole time or goes to error state; it is never
-        // multiplexed inside a region.
-        let attrs: Vec<tmetric_runtime::Attr> =
-            specs.iter().map(|&s| self.plan.specs()[s].attr.clone()).collect();
-        let opened = tmetric_runtime::counter::open_own_group(&mut self.sys, &attrs, hardware)
-            .map_err(|(member, errno)| {
-                let s = specs[member];
-                RegionError::Open {
-                    event: self.plan.specs()[s].name.clone(),
-                    errno,
-                    why: self.env.explain(errno, &self.plan.events()[s]),
-                }
-            })?;
-        for (o, &s) in opened.iter().zip(&specs) {
-            if o.user_only {
-                let event = self.plan.specs()[s].name.clone();
-                self.plan.add_warning(tmetric_engine::Warning::UserOnly { event });
-            }
+    /// Maps the user pages of the session's groups: a hardware group is read with `rdpmc`
+    /// only if every member's page allows it now; otherwise with `read()` for good.
+    pub(crate) fn map_groups(&mut self, level2: bool) {
+        let Some(own) = self.session.own_groups() else { return };
+        let specs = self.session.plan().specs();
+        for g in own {
+            let (pages, topdown) = if g.pinned {
+                rdpmc_pages(&mut self.pages, g, specs, level2)
+            } else {
+                (None, None)
+            };
+            let (specs, fds, ids) = (g.specs.clone(), g.fds.clone(), g.ids.clone());
+            self.groups.push(Group { specs, fds, ids, pages, topdown });
         }
-        let fds: Vec<i32> = opened.iter().map(|o| o.fd).collect();
-        let ids: Vec<u64> = opened.iter().map(|o| o.id).collect();
-        let name = self.plan.specs()[specs[0]].name.clone();
-        if let Err(errno) = self.sys.enable(fds[0], true) {
-            close_all(&mut self.sys, &fds);
-            return Err(RegionError::Syscall { what: "enabling", event: name, errno });
-        }
-        // rdpmc only if every member's page allows it now; otherwise read() for good.
-        let mut pages = None;
-        let mut topdown = None;
-        if hardware {
-            let mapped: Vec<P::Page> = fds.iter().filter_map(|&fd| self.pages.map(fd)).collect();
-            let reads: Vec<Result<PageCount, Unreadable>> =
-                mapped.iter().map(|p| self.pages.read(p)).collect();
-            if mapped.len() == fds.len() && reads.iter().all(Result::is_ok) {
-                let counts: Vec<PageCount> = reads.into_iter().flatten().collect();
-                let attrs: Vec<&tmetric_runtime::Attr> =
-                    specs.iter().map(|&s| &self.plan.specs()[s].attr).collect();
-                let fields: Vec<Option<usize>> =
-                    attrs.iter().map(|a| topdown::field_of_config(a.config)).collect();
-                let led_by_slots = attrs[0].config == topdown::SLOTS_CONFIG
-                    && counts[0].selector == topdown::SLOTS_SELECTOR;
-                let metrics_ok = fields
-                    .iter()
-                    .zip(&counts)
-                    .all(|(f, c)| f.is_none() || c.selector == topdown::METRICS_SELECTOR);
-                let any_metric = fields.iter().any(Option::is_some);
-                if any_metric && !(led_by_slots && metrics_ok) {
-                    // Metric events whose pages do not publish the documented selectors:
-                    // leave the group to read().
-                } else {
-                    if any_metric {
-                        topdown = Some(TopdownLayout { fields, level2 });
-                    }
-                    pages = Some(mapped);
-                }
-            }
-        }
-        Ok(Group { specs, fds, ids, pages, topdown })
     }
 
     /// Reads every group into `reading` (buffers reused: the hot path allocates nothing).
     pub(crate) fn read_into(&mut self, reading: &mut Reading) -> Result<(), RegionError> {
-        reading.values.resize(self.plan.specs().len(), RawCount::default());
+        let (plan, sys) = self.session.plan_and_syscalls();
+        reading.values.resize(plan.specs().len(), RawCount::default());
         reading.topdown.clear();
         let at = Instant::now();
         for group in &self.groups {
-            let leader = &self.plan.specs()[group.specs[0]].name;
+            let leader = &plan.specs()[group.specs[0]].name;
             match &group.pages {
                 None => {
                     reading.topdown.push(None);
                     let mut buf = [0u8; 8 * (3 + 2 * MAX_MEMBERS)];
                     let want = 8 * (3 + 2 * group.fds.len());
                     let buf = &mut buf[..want];
-                    let got = self.sys.read(group.fds[0], buf).map_err(|errno| {
+                    let got = sys.read(group.fds[0], buf).map_err(|errno| {
                         RegionError::Syscall { what: "reading", event: leader.clone(), errno }
                     })?;
                     if got == 0 {
@@ -198,7 +136,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                             continue;
                         }
                         let c = self.pages.read(page).map_err(|why| RegionError::Rdpmc {
-                            event: self.plan.specs()[group.specs[m]].name.clone(),
+                            event: plan.specs()[group.specs[m]].name.clone(),
                             why,
                         })?;
                         reading.values[group.specs[m]] =
@@ -243,7 +181,7 @@ pub(crate) fn region_groups(plan: &Plan) -> Result<Vec<Vec<usize>>, RegionError>
         for &s in g {
             grouped[s] = true;
         }
-        if g.iter().any(|&s| is_hardware(&plan.events()[s].kind)) {
+        if g.iter().any(|&s| counts_on_hardware(&plan.events()[s].kind)) {
             hardware.push(g.clone());
         } else {
             software.extend(g.iter().copied());
@@ -253,7 +191,7 @@ pub(crate) fn region_groups(plan: &Plan) -> Result<Vec<Vec<usize>>, RegionError>
         if *done {
             continue;
         }
-        if is_hardware(&plan.events()[s].kind) {
+        if counts_on_hardware(&plan.events()[s].kind) {
             hardware.push(vec![s]);
         } else {
             software.push(s);
@@ -291,4 +229,38 @@ pub(crate) fn region_groups(plan: &Plan) -> Result<Vec<Vec<usize>>, RegionError>
         });
     }
     Ok(groups)
+}
+
+/// The user pages of hardware group `g` when every member's page allows `rdpmc` now (and a
+/// group with topdown metric events is led by `slots` and publishes the documented
+/// selectors), with the group's topdown layout; `(None, None)` leaves it to `read()`.
+fn rdpmc_pages<P: Pages>(
+    pages: &mut P,
+    g: &OwnGroup,
+    specs: &[tmetric_runtime::CounterSpec],
+    level2: bool,
+) -> (Option<Vec<P::Page>>, Option<TopdownLayout>) {
+    let mapped: Vec<P::Page> = g.fds.iter().filter_map(|&fd| pages.map(fd)).collect();
+    let reads: Vec<Result<PageCount, Unreadable>> = mapped.iter().map(|p| pages.read(p)).collect();
+    if mapped.len() != g.fds.len() || !reads.iter().all(Result::is_ok) {
+        return (None, None);
+    }
+    let counts: Vec<PageCount> = reads.into_iter().flatten().collect();
+    let attrs: Vec<&tmetric_runtime::Attr> = g.specs.iter().map(|&s| &specs[s].attr).collect();
+    let fields: Vec<Option<usize>> =
+        attrs.iter().map(|a| topdown::field_of_config(a.config)).collect();
+    let led_by_slots =
+        attrs[0].config == topdown::SLOTS_CONFIG && counts[0].selector == topdown::SLOTS_SELECTOR;
+    let metrics_ok = fields
+        .iter()
+        .zip(&counts)
+        .all(|(f, c)| f.is_none() || c.selector == topdown::METRICS_SELECTOR);
+    if !fields.iter().any(Option::is_some) {
+        return (Some(mapped), None);
+    }
+    if !(led_by_slots && metrics_ok) {
+        // Metric events whose pages do not publish the documented selectors: read().
+        return (None, None);
+    }
+    (Some(mapped), Some(TopdownLayout { fields, level2 }))
 }

@@ -1,7 +1,7 @@
 //! tmetric-region: measures regions of code from inside the program. A [`Measurement`] plans
-//! a metric selection with tmetric's engine, opens one counter group for the calling thread
-//! (through the runtime's `open_own_group`, on the open path every session's counters take),
-//! and reads it at each region's start and stop: with `rdpmc` when every member's mmap page
+//! a metric selection with tmetric's engine, opens its counter groups for the calling thread
+//! in an engine session (`Session::open_own_thread`: the runtime's `open_own_group`, all or
+//! nothing), evaluates through that session, and reads the groups at each region's start and stop: with `rdpmc` when every member's mmap page
 //! allows it (topdown decoded from PERF_METRICS, see [`topdown`]), otherwise with one
 //! `read()` of the group, never both on one group.
 //!
@@ -39,8 +39,9 @@ use std::time::Instant;
 
 use tmetric_catalog::Model;
 use tmetric_engine::select::{self, Miss, ModelFrom};
-use tmetric_engine::{Evaluators, Machine, Pick, Plan, PlanOptions, PmuModel};
-use tmetric_runtime::counter::RawCount;
+use tmetric_engine::session::{Session, SessionError};
+use tmetric_engine::{Machine, Pick, Plan, PlanOptions, PmuModel};
+use tmetric_runtime::counter::{CounterError, RawCount};
 use tmetric_runtime::event::{self, ResolvedEvent};
 use tmetric_runtime::mmap::Unreadable;
 use tmetric_runtime::{Environment, Errno, Kernel, Syscalls, Sysfs};
@@ -141,6 +142,21 @@ pub enum RegionError {
     /// `start` while a region is open, or `stop` without one.
     #[error("{0}")]
     Nesting(String),
+    /// The engine session failed otherwise (a group plan naming a spec that does not exist).
+    #[error(transparent)]
+    Session(SessionError),
+}
+
+impl From<SessionError> for RegionError {
+    fn from(err: SessionError) -> RegionError {
+        match err {
+            SessionError::Refused { event, errno, why } => RegionError::Open { event, errno, why },
+            SessionError::Open(CounterError::Ioctl { what, event, errno }) => {
+                RegionError::Syscall { what, event, errno }
+            }
+            other => RegionError::Session(other),
+        }
+    }
 }
 
 /// How a group is read.
@@ -199,11 +215,10 @@ struct Region {
 /// Not `Send`: the counters count the thread that opened them, and `rdpmc` reads the
 /// counters of the CPU the caller runs on.
 pub struct Measurement<S: Syscalls = Kernel, P: Pages = KernelPages> {
-    sys: S,
     pages: P,
-    plan: Plan,
-    evaluators: Evaluators,
+    /// Before `session`: the pages are unmapped before the session closes the descriptors.
     groups: Vec<Group<P>>,
+    session: Session<S>,
     regions: Vec<Region>,
     /// The open region.
     open: Option<usize>,
@@ -215,13 +230,12 @@ pub struct Measurement<S: Syscalls = Kernel, P: Pages = KernelPages> {
     schedule: ResetSchedule,
     last_slots: Option<u64>,
     epoch: Instant,
-    env: Environment,
     _thread: PhantomData<*const ()>,
 }
 
 impl std::fmt::Debug for Measurement<Kernel, KernelPages> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Measurement").field("specs", &self.plan.specs()).finish()
+        f.debug_struct("Measurement").field("specs", &self.session.plan().specs()).finish()
     }
 }
 
@@ -298,12 +312,12 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         }
         plan.add_metrics(&picks, &machine, &PlanOptions::default(), true);
         let groups = region_groups(&plan)?;
+        let mut session = Session::open_own_thread(sys, plan, groups, env)?;
+        session.enable().map_err(SessionError::Open)?;
         let mut m = Measurement {
-            sys,
             pages,
-            plan,
-            evaluators: Evaluators::default(),
             groups: Vec::new(),
+            session,
             regions: Vec::new(),
             open: None,
             before: Reading::default(),
@@ -313,20 +327,15 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             schedule: ResetSchedule::default(),
             last_slots: None,
             epoch: Instant::now(),
-            env,
             _thread: PhantomData,
         };
-        let level2 = pmus.pmus.iter().any(|p| p.core && p.metric_events >= 8);
-        for specs in groups {
-            let group = m.open_group(specs, level2)?;
-            m.groups.push(group);
-        }
+        m.map_groups(pmus.pmus.iter().any(|p| p.core && p.metric_events >= 8));
         Ok(m)
     }
 
     /// The plan (rows, specs, groups, roots).
     pub fn plan(&self) -> &Plan {
-        &self.plan
+        self.session.plan()
     }
 
     /// How the hardware group is read (`Read` when there is none).
@@ -337,18 +346,6 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
     /// Sets the topdown reset schedule (rdpmc groups led by `slots` only).
     pub fn set_reset_schedule(&mut self, schedule: ResetSchedule) {
         self.schedule = schedule;
-    }
-}
-
-impl<S: Syscalls, P: Pages> Drop for Measurement<S, P> {
-    fn drop(&mut self) {
-        for group in std::mem::take(&mut self.groups) {
-            drop(group.pages);
-            // Siblings first: closing a leader first would briefly promote them.
-            for &fd in group.fds.iter().rev() {
-                self.sys.close(fd);
-            }
-        }
     }
 }
 

@@ -26,7 +26,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     name: name.to_string(),
                     runs: 0,
                     seconds: 0.0,
-                    total: vec![RawCount::default(); self.plan.specs().len()],
+                    total: vec![RawCount::default(); self.session.plan().specs().len()],
                     topdown: None,
                 });
                 self.regions.len() - 1
@@ -41,11 +41,13 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     && self.schedule.due(read.slots, self.last_slots)
                 {
                     let fd = self.groups[g].fds[0];
-                    if let Err(errno) = self.sys.reset(fd, true) {
+                    if let Err(errno) = self.session.syscalls().reset(fd, true) {
                         self.before = before;
                         return Err(RegionError::Syscall {
                             what: "resetting",
-                            event: self.plan.specs()[self.groups[g].specs[0]].name.clone(),
+                            event: self.session.plan().specs()[self.groups[g].specs[0]]
+                                .name
+                                .clone(),
                             errno,
                         });
                     }
@@ -91,7 +93,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 // The kernel rescheduled the group (folding and zeroing slots and
                 // PERF_METRICS): the raw values no longer share a base.
                 return Err(RegionError::Rdpmc {
-                    event: self.plan.specs()[group.specs[0]].name.clone(),
+                    event: self.session.plan().specs()[group.specs[0]].name.clone(),
                     why: Unreadable::Unstable,
                 });
             }

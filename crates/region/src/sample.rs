@@ -154,15 +154,15 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         topdown: Option<Topdown>,
     ) -> Sample {
         let es = eval::EvalInput { counts: delta, seconds, rusage: None };
-        let results = self.plan.evaluate(&mut self.evaluators, &es);
-        let counts = self
-            .plan
+        let results = self.session.evaluate(&es);
+        let plan = self.session.plan();
+        let counts = plan
             .rows()
             .iter()
             .filter(|r| r.show && r.copy_of.is_none() && matches!(r.source, Source::Counter(_)))
             .map(|r| Count {
                 name: r.name.clone(),
-                value: match eval::shown(&self.plan, r, &es) {
+                value: match eval::shown(plan, r, &es) {
                     eval::Shown::Value { count, .. } => Some(count),
                     _ => None,
                 },
@@ -171,14 +171,13 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     .roots
                     .iter()
                     .map(|&i| {
-                        let root = &self.plan.roots()[i];
+                        let root = &plan.roots()[i];
                         root.model.str(root.model.metrics[root.metric].name).to_string()
                     })
                     .collect(),
             })
             .collect();
-        let metrics = self
-            .plan
+        let metrics = plan
             .roots()
             .iter()
             .zip(&results)
@@ -186,16 +185,13 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 let model = root.model;
                 let metric = &model.metrics[root.metric];
                 let names = |rows: &[usize]| {
-                    rows.iter()
-                        .map(|&r| self.plan.rows()[r].name.clone())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    rows.iter().map(|&r| plan.rows()[r].name.clone()).collect::<Vec<_>>().join(", ")
                 };
                 let note = if let Some(fail) = result.failure {
                     Some(format!("no value: {fail}"))
                 } else if !result.missing.is_empty() {
                     let reason =
-                        result.missing.iter().find_map(|&r| match &self.plan.rows()[r].source {
+                        result.missing.iter().find_map(|&r| match &plan.rows()[r].source {
                             Source::Missing(why) => Some(format!(": {why}")),
                             _ => None,
                         });
@@ -280,7 +276,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         for sample in self.totals() {
             sample.print(out)?;
         }
-        for w in self.plan.warnings() {
+        for w in self.session.plan().warnings() {
             writeln!(out, "\n tmetric: warning: {w}")?;
         }
         writeln!(out)

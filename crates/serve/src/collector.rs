@@ -324,7 +324,7 @@ impl<S: Syscalls + Clone> Collector<S> {
         let mut session = Session::open(self.sys.clone(), plan, target, self.env.clone())?;
         session.enable().map_err(SessionError::Open)?;
         let first = session.read().map_err(SessionError::Open)?;
-        let descriptors = session.counters().descriptors();
+        let descriptors = session.descriptors();
         let together = together(session.plan(), session.splits());
         Ok(Counted {
             cgroup: cgroup.map(str::to_string),
