@@ -464,8 +464,8 @@ impl Plan {
         notes
     }
 
-    /// Why root `r`'s value needs a note, if it does.
-    fn metric_why(
+    /// Why root `r`'s value needs a note, if it does (the region API asks per sample).
+    pub fn metric_why(
         &self,
         r: usize,
         result: &RootResult,
@@ -591,28 +591,35 @@ impl std::fmt::Display for Note {
                     ),
                 }
             }
-            Note::Metric { metric, why } => match why {
-                MetricWhy::NoValue(fail) => write!(f, "{metric}: no value: {fail}"),
-                MetricWhy::NanWithout(rows) => {
-                    write!(f, "{metric}: nan: needs {} which could not be counted", rows.join(", "))
-                }
-                MetricWhy::ComputedWithout(rows) => write!(
-                    f,
-                    "{metric}: computed without {}, which could not be counted (perf's rules read it as NaN and min/max/if then drop it): treat the value with care",
-                    rows.join(", ")
-                ),
-                MetricWhy::OtherCoreType => write!(
-                    f,
-                    "{metric}: not shown: it is for another core type's PMU than the CPUs counted"
-                ),
-                MetricWhy::NeverRan(rows) => write!(
-                    f,
-                    "{metric}: {} never ran on a counter and read as 0, so the value is not measured",
-                    rows.join(", ")
-                ),
-                MetricWhy::Decided(text) => write!(f, "{metric}: {text}"),
-            },
+            Note::Metric { metric, why } => write!(f, "{metric}: {why}"),
             Note::Group(group) => group.fmt(f),
+        }
+    }
+}
+
+/// What a metric's note says after its name: `tmetric stat` puts the metric's name before
+/// it, the region API puts it in parentheses after the value.
+impl std::fmt::Display for MetricWhy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetricWhy::NoValue(fail) => write!(f, "no value: {fail}"),
+            MetricWhy::NanWithout(rows) => {
+                write!(f, "nan: needs {} which could not be counted", rows.join(", "))
+            }
+            MetricWhy::ComputedWithout(rows) => write!(
+                f,
+                "computed without {}, which could not be counted (perf's rules read it as NaN and min/max/if then drop it): treat the value with care",
+                rows.join(", ")
+            ),
+            MetricWhy::OtherCoreType => {
+                f.write_str("not shown: it is for another core type's PMU than the CPUs counted")
+            }
+            MetricWhy::NeverRan(rows) => write!(
+                f,
+                "{} never ran on a counter and read as 0, so the value is not measured",
+                rows.join(", ")
+            ),
+            MetricWhy::Decided(text) => f.write_str(text),
         }
     }
 }

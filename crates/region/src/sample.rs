@@ -20,8 +20,9 @@ pub struct MetricValue {
     pub value: f64,
     /// The unit of the ScaleUnit (`%`, `GHz`), or empty.
     pub unit: String,
-    /// Why the value is missing or partial.
-    pub note: Option<String>,
+    /// Why the value is missing, partial or decided by a rule (the engine's reason, worded
+    /// by its `Display` as `tmetric stat`'s notes word it).
+    pub why: Option<tmetric_engine::MetricWhy>,
 }
 
 /// A count in a sample.
@@ -82,7 +83,7 @@ impl Sample {
             self.seconds
         )?;
         let metric_text = |m: &MetricValue| {
-            let note = m.note.as_deref().map(|n| format!("  ({n})")).unwrap_or_default();
+            let note = m.why.as_ref().map(|w| format!("  ({w})")).unwrap_or_default();
             format!("# {:>8.2} {:<2} {}{note}", m.value, m.unit, m.name)
         };
         let hosted: Vec<&str> =
@@ -181,37 +182,10 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             .roots()
             .iter()
             .zip(&results)
-            .map(|(root, result)| {
+            .enumerate()
+            .map(|(r, (root, result))| {
                 let model = root.model;
                 let metric = &model.metrics[root.metric];
-                let names = |rows: &[usize]| {
-                    rows.iter().map(|&r| plan.rows()[r].name.clone()).collect::<Vec<_>>().join(", ")
-                };
-                let note = if let Some(fail) = result.failure {
-                    Some(format!("no value: {fail}"))
-                } else if !result.missing.is_empty() {
-                    let reason =
-                        result.missing.iter().find_map(|&r| match &plan.rows()[r].source {
-                            Source::Missing(why) => Some(format!(": {why}")),
-                            _ => None,
-                        });
-                    let n = result.missing.len();
-                    let shown = names(&result.missing[..n.min(3)]);
-                    let more = if n > 3 { format!(" and {} more", n - 3) } else { String::new() };
-                    let value = if result.value.is_nan() {
-                        "no value"
-                    } else {
-                        "computed without them, treat with care"
-                    };
-                    Some(format!(
-                        "{value}: {shown}{more} could not be counted{}",
-                        reason.unwrap_or_default()
-                    ))
-                } else if !result.not_counted.is_empty() {
-                    Some(format!("{} never ran on a counter", names(&result.not_counted)))
-                } else {
-                    None
-                };
                 MetricValue {
                     name: model.str(metric.name).to_string(),
                     value: result.scaled(model, root.metric),
@@ -220,7 +194,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     } else {
                         String::new()
                     },
-                    note,
+                    why: plan.metric_why(r, result, &es),
                 }
             })
             .collect();

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use tmetric_engine::MetricWhy;
 use tmetric_region::workload::{burn, thread_cpu_time, touch_pages};
 use tmetric_region::{Measurement, ReadPath};
 
@@ -60,4 +61,35 @@ fn unknown_items_name_what_was_searched() {
         "{err}"
     );
     assert!(err.contains("; nor is `no-such-thing` an event: "), "{err}");
+}
+
+/// A metric whose events this machine cannot count (this VM has no hardware PMU; a machine
+/// that counts them, or whose model has no `backend_bound`, skips): its value is `nan` and
+/// its reason is the engine's typed `MetricWhy`, worded as `tmetric stat`'s notes word it.
+#[test]
+fn a_metric_that_cannot_be_counted_says_why_as_stat_does() {
+    let mut m = match Measurement::new(&["task-clock", "backend_bound"]) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("skipped: this machine cannot plan backend_bound here: {e}");
+            return;
+        }
+    };
+    let ((), s) = m.measure("r", || ()).unwrap();
+    let metric = s.metrics.iter().find(|v| v.name == "backend_bound").expect("the metric");
+    if !metric.value.is_nan() {
+        eprintln!("skipped: this machine counts backend_bound ({})", metric.value);
+        return;
+    }
+    // Its inputs, in the order the formula names them: nothing counted them here.
+    let inputs = ["ls_not_halted_cyc", "de_no_dispatch_per_slot.backend_stalls"];
+    let rows: Vec<String> = inputs.iter().map(|i| i.to_string()).collect();
+    assert_eq!(metric.why, Some(MetricWhy::NanWithout(rows)), "{metric:?}");
+    let mut out = Vec::new();
+    s.print(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let line = text.lines().find(|l| l.contains("backend_bound")).expect(&text);
+    let note =
+        format!("backend_bound  (nan: needs {} which could not be counted)", inputs.join(", "));
+    assert!(line.ends_with(&note), "{line}");
 }
