@@ -57,6 +57,14 @@ pub fn check_run(run: &Run<'_>, expect: &str) -> Output {
     output
 }
 
+/// Runs each of `runs` and compares their transcripts, joined by a blank line, with the one
+/// snapshot `expect`: for a family of refusals that read best side by side.
+pub fn check_all(runs: &[&[&str]], expect: &str) {
+    let texts: Vec<String> =
+        runs.iter().map(|args| transcript(&Run { args, ..Run::default() }).1).collect();
+    snapshot(expect, &texts.join("\n"));
+}
+
 /// Compares `text` (transcripts) with `tests/snapshots/<expect>.snap`: the name says which
 /// test file it belongs to (`cli_flags__null_run`), wherever the comparison is made.
 pub fn snapshot(expect: &str, text: &str) {
@@ -83,11 +91,19 @@ pub fn transcript(run: &Run<'_>) -> (Output, String) {
     let code = output.status.code().map_or_else(|| "signal".to_string(), |c| c.to_string());
     let text = format!(
         "$ tmetric {}\nexit: {code}\n--- stdout\n{}--- stderr\n{}",
-        run.args.join(" "),
-        normalise(&stdout(&output)),
-        normalise(&stderr(&output)),
+        unroot(&run.args.join(" ")),
+        normalise(&unroot(&stdout(&output))),
+        normalise(&unroot(&stderr(&output))),
     );
     (output, text)
+}
+
+/// Where this checkout is differs between machines, so the files the tests write under
+/// cargo's test directory are shown as `$TMP/...` and those of the repository as `$ROOT/...`,
+/// in the command line and in the messages alike: the file's own name, the line and column
+/// after it stay part of the snapshot.
+pub fn unroot(text: &str) -> String {
+    text.replace(env!("CARGO_TARGET_TMPDIR"), "$TMP").replace(env!("CARGO_MANIFEST_DIR"), "$ROOT")
 }
 
 /// Masks what varies between runs, so a snapshot holds only what tmetric promises: every
