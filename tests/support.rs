@@ -60,8 +60,13 @@ pub fn check_run(run: &Run<'_>, expect: &str) -> Output {
 /// Runs each of `runs` and compares their transcripts, joined by a blank line, with the one
 /// snapshot `expect`: for a family of refusals that read best side by side.
 pub fn check_all(runs: &[&[&str]], expect: &str) {
-    let texts: Vec<String> =
-        runs.iter().map(|args| transcript(&Run { args, ..Run::default() }).1).collect();
+    let runs: Vec<Run<'_>> = runs.iter().map(|args| Run { args, ..Run::default() }).collect();
+    check_runs(&runs, expect);
+}
+
+/// [`check_all`] with standard input and environment.
+pub fn check_runs(runs: &[Run<'_>], expect: &str) {
+    let texts: Vec<String> = runs.iter().map(|run| transcript(run).1).collect();
     snapshot(expect, &texts.join("\n"));
 }
 
@@ -91,11 +96,21 @@ pub fn transcript(run: &Run<'_>) -> (Output, String) {
     let code = output.status.code().map_or_else(|| "signal".to_string(), |c| c.to_string());
     let text = format!(
         "$ tmetric {}\nexit: {code}\n--- stdout\n{}--- stderr\n{}",
-        unroot(&run.args.join(" ")),
+        unroot(&command_line(run.args)),
         normalise(&unroot(&stdout(&output))),
         normalise(&unroot(&stderr(&output))),
     );
     (output, text)
+}
+
+/// The arguments as the transcript's first line shows them: an argument that is empty or
+/// holds a space or a control character is quoted with Rust's escapes, so that the snapshot
+/// stays plain text and `-e ''` is not read as a missing argument.
+fn command_line(args: &[&str]) -> String {
+    let quoted = |a: &str| a.is_empty() || a.chars().any(|c| c.is_control() || c.is_whitespace());
+    let shown: Vec<String> =
+        args.iter().map(|a| if quoted(a) { format!("{a:?}") } else { a.to_string() }).collect();
+    shown.join(" ")
 }
 
 /// Where this checkout is differs between machines, so the files the tests write under
