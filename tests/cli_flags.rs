@@ -4,7 +4,7 @@
 
 use std::process::{Command, Output};
 
-use crate::support::{Run, check, snapshot, stderr, tmetric, transcript};
+use crate::support::{check, check_all, stderr, tmetric};
 
 fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tmetric"));
@@ -13,13 +13,6 @@ fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     cmd.output().unwrap()
-}
-
-/// Transcripts of several runs as one snapshot.
-fn transcripts(runs: &[&[&str]]) -> String {
-    let texts: Vec<String> =
-        runs.iter().map(|args| transcript(&Run { args, ..Run::default() }).1).collect();
-    texts.join("\n")
 }
 
 #[test]
@@ -38,21 +31,20 @@ fn null_run_prints_only_the_elapsed_time() {
 /// `-q`: counts, notes and warnings are silent; errors still print, with exit status 2.
 #[test]
 fn quiet_prints_nothing_but_errors() {
-    snapshot(
-        "cli_flags__quiet",
-        &transcripts(&[
+    check_all(
+        &[
             &["stat", "-q", "-e", "task-clock,cycles", "--", "true"],
             &["stat", "-q", "-e", "no-such-event", "--", "true"],
-        ]),
+        ],
+        "cli_flags__quiet",
     );
 }
 
 /// perf's refusals of flag combinations, in perf's words, with exit status 2.
 #[test]
 fn perfs_flag_refusals_and_their_messages() {
-    snapshot(
-        "cli_flags__refusals",
-        &transcripts(&[
+    check_all(
+        &[
             &["stat", "-B", "-x,", "true"],
             &["stat", "--metric-only", "-r", "2", "true"],
             &["stat", "--table", "true"],
@@ -61,7 +53,8 @@ fn perfs_flag_refusals_and_their_messages() {
             &["stat", "-I", "100", "--interval-clear", "-o", "/dev/null", "true"],
             &["stat", "--per-node", "true"],
             &["stat", "--per-cache=L9x", "-a", "true"],
-        ]),
+        ],
+        "cli_flags__refusals",
     );
 }
 

@@ -7,7 +7,7 @@
 use std::fs::File;
 use std::process::{Command, Output, Stdio};
 
-use crate::support::{stderr, stdout, tmetric};
+use crate::support::{Run, check, check_all, check_run, check_runs, stderr, stdout, tmetric};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tmetric");
 
@@ -143,73 +143,63 @@ fn a_full_output_file_is_named_and_the_counts_go_to_standard_error() {
 
 // ---- 4, 5, 12. eval --expr and --var ---------------------------------------------------
 
+/// Each refusal in whole: the character (escaped if it is a control one) and its code point,
+/// the caret under its column, exit status 2.
 #[test]
 fn unexpected_characters_are_errors_at_their_column() {
-    let text = fails_with(
-        &tmetric(&["eval", "--expr", "a\u{e9}", "--var", "a=5"]),
-        2,
-        "unexpected character `\u{e9}` (U+00E9)",
+    check_all(
+        &[
+            &["eval", "--expr", "a\u{e9}", "--var", "a=5"],
+            &["eval", "--expr", "x\u{20ac} + 1", "--var", "x=5"],
+            &["eval", "--expr", "x\u{7} + 1", "--var", "x=5"],
+            &["eval", "--expr", "foo(1,2)"],
+        ],
+        "cli_harden__unexpected_characters",
     );
-    assert!(text.contains("\n     ^"), "{text}");
-    fails_with(
-        &tmetric(&["eval", "--expr", "x\u{20ac} + 1", "--var", "x=5"]),
-        2,
-        "unexpected character `\u{20ac}`",
-    );
-    fails_with(
-        &tmetric(&["eval", "--expr", "x\u{7} + 1", "--var", "x=5"]),
-        2,
-        "unexpected character `\\u{7}` (U+0007)",
-    );
-    fails_with(&tmetric(&["eval", "--expr", "foo(1,2)"]), 2, "unknown function `foo`");
 }
 
 #[test]
 fn var_values_follow_the_expression_rules() {
-    fails_with(
-        &tmetric(&["eval", "--expr", "x", "--var", "x=1e999"]),
-        2,
-        "out of the range of a double",
-    );
-    fails_with(&tmetric(&["eval", "--expr", "x", "--var", "x=inf"]), 2, "not a finite number");
-    fails_with(
-        &tmetric(&["eval", "--expr", "x", "--var", "x=1", "--var", "x=2"]),
-        2,
-        "--var `x=2`: `x` is already given (`x=1`)",
-    );
-    fails_with(
-        &tmetric(&["eval", "--expr", "x", "--var", "=5"]),
-        2,
-        "--var `=5`: the name is empty",
+    // "No value" is spelled by leaving the name out (it reads as NaN, with a warning), so
+    // `x=nan` is refused as `x=inf` is.
+    check_all(
+        &[
+            &["eval", "--expr", "x", "--var", "x=1e999"],
+            &["eval", "--expr", "x", "--var", "x=inf"],
+            &["eval", "--expr", "x", "--var", "x=1", "--var", "x=2"],
+            &["eval", "--expr", "x", "--var", "=5"],
+            &["eval", "--expr", "x", "--var", "x=nan"],
+        ],
+        "cli_harden__var_refusals",
     );
     assert_eq!(stdout(&tmetric(&["eval", "--expr", "x * 2", "--var", "x=2.5"])).trim(), "5");
-    // "No value" is spelled by leaving the name out (it reads as NaN, with a warning).
-    fails_with(
-        &tmetric(&["eval", "--expr", "x", "--var", "x=nan"]),
-        2,
-        "`nan` is not a finite number",
-    );
 }
 
 // ---- 6, 7, 8. stat flags and precision -------------------------------------------------
 
 #[test]
 fn empty_event_lists_are_usage_errors() {
-    fails_with(&tmetric(&["stat", "-e", "", "--", "true"]), 2, "names no event");
-    fails_with(&tmetric(&["stat", "-e", ",", "--", "true"]), 2, "-e `,` names no event");
-    fails_with(&tmetric(&["stat", "-e", " , ", "--", "true"]), 2, "names no event");
-    fails_with(&tmetric(&["stat", "-M", "", "--", "true"]), 2, "-M names no metric");
+    check_all(
+        &[
+            &["stat", "-e", "", "--", "true"],
+            &["stat", "-e", ",", "--", "true"],
+            &["stat", "-e", " , ", "--", "true"],
+            &["stat", "-M", "", "--", "true"],
+        ],
+        "cli_harden__empty_lists",
+    );
 }
 
+/// Exit status 2 with the nearest names, and nothing counted.
 #[test]
 fn an_unknown_model_is_an_error_with_near_names() {
-    let text = fails_with(
-        &tmetric(&["stat", "--model", "x86/nonexist", "-M", "Software", "--", "true"]),
-        2,
-        "unknown model `x86/nonexist`; the nearest names are `x86/",
+    check_all(
+        &[
+            &["stat", "--model", "x86/nonexist", "-M", "Software", "--", "true"],
+            &["stat", "--model", "x86/skylakx", "--", "true"],
+        ],
+        "cli_harden__unknown_model",
     );
-    assert!(!text.contains("Performance counter stats"), "{text}");
-    fails_with(&tmetric(&["stat", "--model", "x86/skylakx", "--", "true"]), 2, "`x86/skylake");
 }
 
 #[test]
@@ -338,16 +328,17 @@ fn eval_counts(counts: &[u8], extra: &[&str]) -> Output {
 
 #[test]
 fn counts_values_follow_one_rule() {
-    for (value, needle) in [
-        ("\"NaN\"", "<stdin>:1:29: `NaN` is not a finite number"),
-        ("\"inf\"", "`inf` is not a finite number"),
-        ("\"1e400\"", "`1e400` is out of the range of a double"),
-        ("-3", "-3 is negative; counts cannot be"),
-        ("-0.5", "-0.5 is negative"),
-    ] {
-        let file = format!("{{\"task-clock\": 5, \"cs\": {value}}}");
-        fails_with(&eval_counts(file.as_bytes(), &[]), 2, needle);
-    }
+    // Each refused value: file (`<stdin>`), line and column, why, exit status 2.
+    let files: Vec<String> = ["\"NaN\"", "\"inf\"", "\"1e400\"", "-3", "-0.5"]
+        .iter()
+        .map(|value| format!("{{\"task-clock\": 5, \"cs\": {value}}}\n"))
+        .collect();
+    let args = ["eval", "--model", "x86/skylake", "--counts", "-"];
+    let runs: Vec<Run<'_>> =
+        files.iter().map(|f| Run { args: &args, stdin: Some(f), ..Run::default() }).collect();
+    check_runs(&runs, "cli_harden__counts_values");
+    // The snapshot masks the decimal; the message quotes it as given.
+    fails_with(&eval_counts(files[4].as_bytes(), &[]), 2, ": -0.5 is negative; counts cannot be");
     // The markers and numeric strings perf -j prints still read.
     let out =
         eval_counts(br#"{"task-clock": "5.000000", "context-switches": "<not supported>"}"#, &[]);
@@ -365,9 +356,14 @@ fn counts_files_read_from_stdin_with_a_bom_and_name_both_duplicate_keys() {
     let row: serde_json::Value = serde_json::from_str(line).unwrap();
     // 2e9 ns of task-clock over 1 s of wall-clock time: 2 CPUs.
     assert_eq!(row["value"], 2.0, "{row}");
-    let out =
-        eval_counts(br#"{"duration_time": 1, "duration_time_ns": 2e9, "task-clock": 5}"#, &[]);
-    fails_with(&out, 2, "`duration_time` and `duration_time_ns` both give `duration_time`");
+    check_run(
+        &Run {
+            args: &["eval", "--model", "x86/skylake", "--counts", "-"],
+            stdin: Some(r#"{"duration_time": 1, "duration_time_ns": 2e9, "task-clock": 5}"#),
+            ..Run::default()
+        },
+        "cli_harden__duplicate_duration_keys",
+    );
 }
 
 #[test]
@@ -481,16 +477,15 @@ fn damaged_perf_log_rows_are_warned_with_their_line() {
                \x20              100      page-faults                      (-3.00%)\n\
                \x20              -50      context-switches\n\n\
                \x20      0.002000000 seconds time elapsed\n\n";
-    let scratch = tempfile::tempdir().unwrap();
-    let path = scratch.path().join("damaged.log");
+    // Under cargo's directory for this checkout's tests, which the snapshot shows as `$TMP`.
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_harden_damaged.log");
     std::fs::write(&path, log).unwrap();
-    let out =
-        tmetric(&["eval", "--from-perf", path.to_str().unwrap(), "-M", "page_faults_per_sec"]);
-    let _ = std::fs::remove_file(&path);
-    let text = stderr(&out);
-    assert!(
-        text.contains("line 5: the run share -3.00% is outside 0-100%; row `page-faults` skipped"),
-        "{text}"
+    // The warnings in whole: line 5's run share out of range, line 6's negative count.
+    let out = check(
+        &["eval", "--from-perf", path.to_str().unwrap(), "-M", "page_faults_per_sec"],
+        "cli_harden__damaged_perf_log",
     );
-    assert!(text.contains("line 6: the count `-50` is not a non-negative number"), "{text}");
+    // The snapshot masks the decimal; the warning quotes the share as the log gives it.
+    let text = stderr(&out);
+    assert!(text.contains("line 5: the run share -3.00% is outside 0-100%"), "{text}");
 }

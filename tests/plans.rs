@@ -133,35 +133,19 @@ fn plans_keep_the_kernel_rules() {
     }
 }
 
+/// plan's misses, worded as `stat`, `report` and `eval` word them (engine::select::Miss) with
+/// plan's own next step, and exit status 2; the common metrics are looked up first, as `stat`
+/// does, and need no hardware counter.
 #[test]
 fn plan_errors_name_the_problem() {
-    let out =
-        crate::support::tmetric(&["plan", "-M", "no_such_metric", "--model", "sapphirerapids"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(crate::support::stderr(&out).contains("cannot find metric or group `no_such_metric`"));
-    // A miss is worded as `stat`, `report` and `eval` word it (engine::select::Miss), with
-    // plan's own next step.
-    let out = crate::support::tmetric(&["plan", "-M", "PipelineL1", "--model", "sapphirerapids"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        crate::support::stderr(&out),
-        "tmetric: cannot find metric or group `PipelineL1` among the common metrics or those of x86/sapphirerapids: `PipelineL1` is defined for x86/amdzen4, x86/amdzen5; --model names x86/sapphirerapids; plan it there with `tmetric plan -M PipelineL1 --pmu-sim amdzen4` or `tmetric plan -M PipelineL1 --model x86/amdzen4`\n"
-    );
-    let out = crate::support::tmetric(&["plan", "-M", "tma_retirng", "--pmu-sim", "icelake"]);
-    assert!(crate::support::stderr(&out).contains("cannot find metric or group `tma_retirng` among the common metrics or those of x86/icelake; did you mean "), "{}", crate::support::stderr(&out));
-    // The common metrics are looked up first, as `stat` does.
-    let out =
-        crate::support::tmetric(&["plan", "-M", "cpus_utilized", "--model", "sapphirerapids"]);
-    assert!(
-        crate::support::stdout(&out).contains("cpus_utilized  no hardware counters needed"),
-        "{}",
-        crate::support::stderr(&out)
-    );
-    let out = crate::support::tmetric(&["plan", "-M", "TopdownL1", "--model", "nonexist"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        crate::support::stderr(&out).contains("`nonexist`"),
-        "{}",
-        crate::support::stderr(&out)
+    crate::support::check_all(
+        &[
+            &["plan", "-M", "no_such_metric", "--model", "sapphirerapids"],
+            &["plan", "-M", "PipelineL1", "--model", "sapphirerapids"],
+            &["plan", "-M", "tma_retirng", "--pmu-sim", "icelake"],
+            &["plan", "-M", "cpus_utilized", "--model", "sapphirerapids"],
+            &["plan", "-M", "TopdownL1", "--model", "nonexist"],
+        ],
+        "plans__errors",
     );
 }

@@ -57,6 +57,19 @@ pub fn check_run(run: &Run<'_>, expect: &str) -> Output {
     output
 }
 
+/// Runs each of `runs` and compares their transcripts, joined by a blank line, with the one
+/// snapshot `expect`: for a family of refusals that read best side by side.
+pub fn check_all(runs: &[&[&str]], expect: &str) {
+    let runs: Vec<Run<'_>> = runs.iter().map(|args| Run { args, ..Run::default() }).collect();
+    check_runs(&runs, expect);
+}
+
+/// [`check_all`] with standard input and environment.
+pub fn check_runs(runs: &[Run<'_>], expect: &str) {
+    let texts: Vec<String> = runs.iter().map(|run| transcript(run).1).collect();
+    snapshot(expect, &texts.join("\n"));
+}
+
 /// Compares `text` (transcripts) with `tests/snapshots/<expect>.snap`: the name says which
 /// test file it belongs to (`cli_flags__null_run`), wherever the comparison is made.
 pub fn snapshot(expect: &str, text: &str) {
@@ -83,11 +96,29 @@ pub fn transcript(run: &Run<'_>) -> (Output, String) {
     let code = output.status.code().map_or_else(|| "signal".to_string(), |c| c.to_string());
     let text = format!(
         "$ tmetric {}\nexit: {code}\n--- stdout\n{}--- stderr\n{}",
-        run.args.join(" "),
-        normalise(&stdout(&output)),
-        normalise(&stderr(&output)),
+        unroot(&command_line(run.args)),
+        normalise(&unroot(&stdout(&output))),
+        normalise(&unroot(&stderr(&output))),
     );
     (output, text)
+}
+
+/// The arguments as the transcript's first line shows them: an argument that is empty or
+/// holds a space or a control character is quoted with Rust's escapes, so that the snapshot
+/// stays plain text and `-e ''` is not read as a missing argument.
+fn command_line(args: &[&str]) -> String {
+    let quoted = |a: &str| a.is_empty() || a.chars().any(|c| c.is_control() || c.is_whitespace());
+    let shown: Vec<String> =
+        args.iter().map(|a| if quoted(a) { format!("{a:?}") } else { a.to_string() }).collect();
+    shown.join(" ")
+}
+
+/// Where this checkout is differs between machines, so the files the tests write under
+/// cargo's test directory are shown as `$TMP/...` and those of the repository as `$ROOT/...`,
+/// in the command line and in the messages alike: the file's own name, the line and column
+/// after it stay part of the snapshot.
+pub fn unroot(text: &str) -> String {
+    text.replace(env!("CARGO_TARGET_TMPDIR"), "$TMP").replace(env!("CARGO_MANIFEST_DIR"), "$ROOT")
 }
 
 /// Masks what varies between runs, so a snapshot holds only what tmetric promises: every
