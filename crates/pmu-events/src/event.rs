@@ -67,7 +67,7 @@ pub enum AggrMode {
 pub struct Event {
     /// `EventName` as written (perf lower-cases it; compare case-insensitively).
     pub name: String,
-    /// PMU from `Unit` ([`unit_to_pmu`]); `default_core` when there is no Unit.
+    /// PMU from `Unit` ([`unit_to_pmu`](crate::unit::unit_to_pmu)); `default_core` when there is no Unit.
     pub pmu: String,
     /// From the file name: `cache.json` gives "cache", `uncore-memory.json` "uncore memory".
     pub topic: String,
@@ -113,7 +113,7 @@ pub struct Event {
 pub struct Metric {
     /// `MetricName` as written.
     pub name: String,
-    /// PMU from `Unit` ([`unit_to_pmu`]): `default_core`, or `cpu_core`/`cpu_atom` on hybrid, ...
+    /// PMU from `Unit` ([`unit_to_pmu`](crate::unit::unit_to_pmu)): `default_core`, or `cpu_core`/`cpu_atom` on hybrid, ...
     pub pmu: String,
     /// `MetricExpr`, raw (perf stores a simplified form; the two differ only in NaN * 0 cases).
     pub expr: String,
