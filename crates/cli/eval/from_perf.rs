@@ -10,7 +10,8 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use tmetric_engine::perflog::run::{LogRun, choose_model};
 use tmetric_perfstat::{Block, PerfLog, Reader};
-use tmetric_print::eval::log::{Header, LogFormat, LogPrinter, log_where, notes};
+use tmetric_print::Layout;
+use tmetric_print::eval::log::{Header, LogPrinter, log_where, notes};
 
 use super::{EvalArgs, items, refuse_modifiers, resolve_literals, warn};
 use tmetric_engine::models::find_model;
@@ -88,11 +89,11 @@ pub fn run_log_with<R: BufRead>(
     }
     let format = match (&args.separator, args.json) {
         (Some(sep), _) if sep.is_empty() => bail!("-x needs a separator, e.g. `-x ,`"),
-        (Some(sep), _) => LogFormat::Csv { sep: sep.clone() },
-        (None, true) => LogFormat::Json,
-        (None, false) => LogFormat::Text { colour: args.color.enabled() },
+        (Some(sep), _) => Layout::Csv(sep.clone()),
+        (None, true) => Layout::Json,
+        (None, false) => Layout::Std,
     };
-    let mut printer = LogPrinter::new(out, format, &log, &run.literals);
+    let mut printer = LogPrinter::new(out, format, args.color.enabled(), &log, &run.literals);
     printer.header(&Header {
         choice: &choice,
         common: run.evaluators.len() > 1 || choice.model.is_none(),

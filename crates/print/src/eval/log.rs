@@ -21,30 +21,13 @@ use tmetric_engine::perflog::{InputSource, Outcome};
 use tmetric_engine::select::Searched;
 use tmetric_engine::{Literals, Why};
 use tmetric_model::Literal;
-use tmetric_perfstat::{Block, Layout, PerfLog, Run};
+use tmetric_perfstat::{Block, Layout as LogLayout, PerfLog, Run};
 
 use super::{
     LiteralJson, describe_literals, explain_failure, literals_json, metric_head, why_text,
 };
-use crate::json_line;
 use crate::num::{json_number, perf_number};
-
-/// The output layout.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LogFormat {
-    /// For people; `colour` paints values by their thresholds.
-    Text {
-        /// Colour escapes on.
-        colour: bool,
-    },
-    /// One JSON object per line.
-    Json,
-    /// `-x SEP`: `#` header lines, then one line of fields per metric.
-    Csv {
-        /// The separator (never empty).
-        sep: String,
-    },
-}
+use crate::{Layout, json_line};
 
 /// The CSV layout's columns.
 const CSV_COLUMNS: [&str; 11] = [
@@ -187,7 +170,11 @@ struct ByEncodingJson {
 /// Writes the header and one line per outcome in the chosen layout.
 pub struct LogPrinter<'a> {
     out: &'a mut dyn Write,
-    format: LogFormat,
+    /// `stat`'s layouts: text for people, `-x SEP` (`#` header lines, then one line of
+    /// fields per metric) or JSON lines.
+    format: Layout,
+    /// Text only: colour escapes paint values by their thresholds.
+    colour: bool,
     /// To say which flag sets a literal a metric could not do without.
     literals: Literals,
     /// Width of the aggregation id column.
@@ -331,11 +318,13 @@ fn flag(value: Option<bool>) -> &'static str {
 }
 
 impl<'a> LogPrinter<'a> {
-    /// A printer to `out` in `format` for the blocks of `log` (the aggregation column is as
-    /// wide as its widest id); `literals` are those evaluated with.
+    /// A printer to `out` in `format` (`colour`: paint text values by their thresholds) for
+    /// the blocks of `log` (the aggregation column is as wide as its widest id); `literals`
+    /// are those evaluated with.
     pub fn new(
         out: &'a mut dyn Write,
-        format: LogFormat,
+        format: Layout,
+        colour: bool,
         log: &PerfLog,
         literals: &Literals,
     ) -> LogPrinter<'a> {
@@ -349,6 +338,7 @@ impl<'a> LogPrinter<'a> {
         LogPrinter {
             out,
             format,
+            colour,
             literals: literals.clone(),
             aggr_width,
             runs: log.runs.len(),
@@ -360,9 +350,9 @@ impl<'a> LogPrinter<'a> {
     pub fn header(&mut self, header: &Header) -> io::Result<()> {
         let data = header.log_data;
         let layout = match &data.layout {
-            Layout::Text => "text".to_string(),
-            Layout::Csv { sep } => format!("-x {sep}"),
-            Layout::Json => "-j".to_string(),
+            LogLayout::Text => "text".to_string(),
+            LogLayout::Csv { sep } => format!("-x {sep}"),
+            LogLayout::Json => "-j".to_string(),
         };
         let blocks = data.blocks.len();
         let blocks_json = (!header.streamed).then_some(blocks);
@@ -375,7 +365,7 @@ impl<'a> LogPrinter<'a> {
         let common = tmetric_catalog::common();
         let how = how_text(&header.choice.how);
         let model = header.choice.model;
-        if self.format == LogFormat::Json {
+        if self.format == Layout::Json {
             let assumptions = HeaderJson {
                 model: model.map_or_else(|| common.path(), Model::path),
                 model_source: &how,
@@ -403,7 +393,7 @@ impl<'a> LogPrinter<'a> {
             "# assumed, not measured: {}",
             describe_literals(&self.literals, header.used)
         )?;
-        if let LogFormat::Csv { sep } = &self.format {
+        if let Layout::Csv(sep) = &self.format {
             writeln!(self.out, "# columns: {}", CSV_COLUMNS.join(sep))?;
         }
         Ok(())
@@ -412,7 +402,7 @@ impl<'a> LogPrinter<'a> {
     /// A comment naming the run, for logs holding several `perf stat` runs (`runs`: how many
     /// are known so far, when the log is read block by block; `info`: this one).
     pub fn run_header(&mut self, runs: usize, info: Option<&Run>, run: usize) -> io::Result<()> {
-        if self.runs.max(runs) < 2 || self.format == LogFormat::Json {
+        if self.runs.max(runs) < 2 || self.format == Layout::Json {
             return Ok(());
         }
         let Some(info) = info else { return Ok(()) };
@@ -434,16 +424,16 @@ impl<'a> LogPrinter<'a> {
     ) -> io::Result<()> {
         let notes = Notes::of(model, block, outcome, &self.literals);
         match &self.format {
-            LogFormat::Json => self.metric_json(model, block, outcome, notes, bottleneck),
-            LogFormat::Text { colour } => {
-                let colour = *colour;
+            Layout::Json => self.metric_json(model, block, outcome, notes, bottleneck),
+            Layout::Std => {
+                let colour = self.colour;
                 let line =
                     self.metric_text(model, common, block, outcome, &notes, bottleneck, colour);
                 let unplaced =
                     if block.is_none() { format!("  ({unplaced})") } else { String::new() };
                 writeln!(self.out, "{line}{unplaced}")
             }
-            LogFormat::Csv { sep } => {
+            Layout::Csv(sep) => {
                 let line = metric_csv(model, block, outcome, &notes, sep);
                 writeln!(self.out, "{line}")
             }
@@ -554,12 +544,12 @@ impl<'a> LogPrinter<'a> {
             notes.push(format!("no value, as perf prints none: {why}"));
         }
         match &self.format {
-            LogFormat::Json => builtin_json(self.out, block, o, value, missing, blank),
-            LogFormat::Text { .. } => {
+            Layout::Json => builtin_json(self.out, block, o, value, missing, blank),
+            Layout::Std => {
                 let line = self.builtin_text(block, o, value, &notes);
                 writeln!(self.out, "{line}")
             }
-            LogFormat::Csv { sep } => {
+            Layout::Csv(sep) => {
                 let line = builtin_csv(block, o, value, &notes, sep);
                 writeln!(self.out, "{line}")
             }
