@@ -1,0 +1,69 @@
+//! `serve` and `rules` flags refused with the reason, and what `tmetric rules` translates (recording
+//! rules in dependency order, what it cannot translate, the dashboard).
+
+use serde_json::Value;
+
+use crate::support::{stderr, tmetric};
+
+#[test]
+fn serve_and_rules_flags_are_checked() {
+    let out = tmetric(&["serve", "--interval", "10x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown unit `x`"), "{}", stderr(&out));
+    let out = tmetric(&["serve", "--interval", "50ms"]);
+    assert!(stderr(&out).contains("at least 100ms"), "{}", stderr(&out));
+    let out = tmetric(&["serve", "--no-host", "-M", "Software"]);
+    assert!(stderr(&out).contains("give --cgroup or --for-each-cgroup"), "{}", stderr(&out));
+    let out = tmetric(&["serve", "--cgroup", "/a/../b", "-M", "Software"]);
+    assert!(stderr(&out).contains("`..` would leave the cgroup tree"), "{}", stderr(&out));
+    let out = tmetric(&["serve", "-M", "NoSuchMetricAnywhere"]);
+    assert!(stderr(&out).contains("cannot find metric or group `NoSuchMetricAnywhere`"));
+    let out = tmetric(&["rules", "-M", "Software", "--window", "1m;drop"]);
+    assert!(stderr(&out).contains("give a Prometheus duration"), "{}", stderr(&out));
+}
+
+#[test]
+fn rules_say_what_they_cannot_translate() {
+    let out = tmetric(&["rules", "-M", "TopdownL1,TopdownL2", "--model", "sapphirerapids"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    assert!(yaml.contains("record: tmetric:event:rate1m"));
+    assert!(yaml.contains("record: tmetric:tma_retiring_ratio:rate1m"));
+    // tma_core_bound reads the recorded rules of other metrics, after them.
+    let core = yaml.find("record: tmetric:tma_core_bound_ratio").unwrap();
+    assert!(yaml.find("record: tmetric:tma_backend_bound_ratio").unwrap() < core);
+    assert!(yaml[core..].contains("clamp_min((tmetric:tma_backend_bound_ratio:rate1m - tmetric:tma_memory_bound_ratio:rate1m), 0)"));
+    // A count is not a ratio: said, with the reason.
+    let out = tmetric(&["rules", "-M", "tma_info_thread_slots", "--model", "sapphirerapids"]);
+    let yaml = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(yaml.contains("# not translated: x86/sapphirerapids tma_info_thread_slots: its value depends on the interval's length"), "{yaml}");
+    assert!(stderr(&out).contains("tma_info_thread_slots is not translated"));
+    // The dashboard: TopdownL1 and L2 per host and per cgroup, from the exported gauges.
+    let out = tmetric(&[
+        "rules",
+        "-M",
+        "TopdownL1,TopdownL2",
+        "--model",
+        "sapphirerapids",
+        "--dashboard",
+    ]);
+    let dash: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let panels = dash["panels"].as_array().unwrap();
+    let rows: Vec<&str> = panels
+        .iter()
+        .filter(|p| p["type"] == "row")
+        .map(|p| p["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "TopdownL1 per host",
+            "TopdownL2 per host",
+            "TopdownL1 per cgroup",
+            "TopdownL2 per cgroup"
+        ]
+    );
+    let exprs: Vec<&str> = panels.iter().filter_map(|p| p["targets"][0]["expr"].as_str()).collect();
+    assert_eq!(exprs.len(), 24);
+    assert!(exprs.contains(&"tmetric_tma_retiring_ratio{instance=~\"$instance\",cgroup=~\"$cgroup\",model=\"x86/sapphirerapids\"}"));
+}

@@ -1,0 +1,124 @@
+//! Which simulated machine and workload run: unknown machines named, a hybrid's two core types
+//! counted (and one of them alone with `-C`), `--pmu-sim-workload` built in or from a file.
+
+use crate::support::{stderr, tmetric};
+
+use super::json_metrics;
+
+#[test]
+fn hybrid_alder_lake_counts_on_both_core_types() {
+    let out = tmetric(&[
+        "stat",
+        "--pmu-sim",
+        "alderlake",
+        "-M",
+        "tma_dtlb_store,TopdownL1",
+        "-a",
+        "sleep",
+        "0.2",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("not supported"), "{text}");
+    assert!(text.contains("cpu_core/"), "{text}");
+    assert!(text.contains("cpu_atom/"), "{text}");
+    let dtlb = text.lines().find(|l| l.contains("tma_dtlb_store")).expect(&text);
+    assert!(!dtlb.contains("nan"), "{dtlb}");
+}
+
+#[test]
+fn unknown_simulated_machines_are_named() {
+    let out = tmetric(&["stat", "--pmu-sim", "pentium", "-a", "sleep", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = stderr(&out);
+    assert!(
+        text.contains("no simulated PMU `pentium`") && text.contains("sapphirerapids"),
+        "{text}"
+    );
+}
+
+/// Issue 24 item 3: with `-C` on a hybrid machine's E-core, the P-core PMU's events are never
+/// opened: they are not printed as `<not counted>`, and the notes say why (no "never ran on
+/// a counter"); the E-core's metrics print, named with their PMU.
+#[test]
+fn cpu_lists_of_one_core_type_show_only_that_types_events() {
+    let out = tmetric(&["--pmu-sim", "alderlake", "-M", "TopdownL1", "-C", "7", "sleep", "0.1"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let counts = text.split(" Notes:").next().unwrap();
+    assert!(!counts.contains("cpu_core/"), "{text}");
+    assert!(!counts.contains("<not counted>"), "{text}");
+    assert!(counts.contains("tma_retiring (cpu_atom)"), "{text}");
+    assert!(!text.contains("never ran on a counter"), "{text}");
+    assert!(
+        text.contains("none of the CPUs counted has their PMU (they count on CPUs 0-3 only)"),
+        "{text}"
+    );
+    // Only P-core events asked for on an E-core: nothing to print, said, not an empty reason.
+    let out = tmetric(&[
+        "--pmu-sim",
+        "alderlake",
+        "--cputype",
+        "core",
+        "-e",
+        "cycles",
+        "-C",
+        "7",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert!(text.contains("cpu_core/cycles/: not counted and not shown"), "{text}");
+    assert!(!text.contains("nothing could be counted: \n"), "{text}");
+}
+
+/// `--pmu-sim-workload` runs another workload (built in or a file), and a bad file is named
+/// with its line and what is wrong.
+#[test]
+fn simulated_machines_run_the_workload_given() {
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "--pmu-sim-workload",
+        "memory-bound",
+        "-M",
+        "TopdownL2",
+        "-a",
+        "-j",
+        "sleep",
+        "0.05",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let memory = json_metrics(&text).into_iter().find(|m| m.0 == "tma_memory_bound").expect(&text);
+    assert!((memory.1 - 48.0).abs() < 1e-3, "{text}");
+    let temp = tempfile::tempdir().unwrap();
+    let bad = temp.path().join("bad.json");
+    std::fs::write(&bad, "{\n  \"ipc\": 1.5,\n  \"topdown\": { \"tma_retiring\": 140 }\n}\n")
+        .unwrap();
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "--pmu-sim-workload",
+        bad.to_str().unwrap(),
+        "-M",
+        "TopdownL1",
+        "-a",
+        "sleep",
+        "0.01",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = stderr(&out);
+    assert!(text.contains("bad.json:3: `tma_retiring`: 140 % is not in 0..=100"), "{text}");
+    std::fs::write(&bad, "{\"ipc\": 1.5,\n \"topdwn\": {}}").unwrap();
+    let text = stderr(&tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "--pmu-sim-workload",
+        bad.to_str().unwrap(),
+        "-a",
+        "sleep",
+        "0.01",
+    ]));
+    assert!(text.contains("bad.json:2:9: unknown field `topdwn`"), "{text}");
+}

@@ -1,0 +1,136 @@
+//! Accuracy against the simulator's truth: every tree level of every simulated machine in
+//! range and equal to what the workload derives, and `tma_dtlb_store` equal to the workload's.
+
+use crate::support::{stderr, tmetric};
+
+use super::json_metrics;
+
+/// The tree groups each simulated machine's catalogue model has.
+const TREE_GROUPS: &[(&str, &[&str])] = &[
+    (
+        "sapphirerapids",
+        &["TopdownL1", "TopdownL2", "TopdownL3", "TopdownL4", "TopdownL5", "TopdownL6"],
+    ),
+    ("icelake", &["TopdownL1", "TopdownL2", "TopdownL3", "TopdownL4", "TopdownL5", "TopdownL6"]),
+    ("skylakex", &["TopdownL1", "TopdownL2", "TopdownL3", "TopdownL4", "TopdownL5", "TopdownL6"]),
+    (
+        "skylakex-nosmt",
+        &["TopdownL1", "TopdownL2", "TopdownL3", "TopdownL4", "TopdownL5", "TopdownL6"],
+    ),
+    ("alderlake", &["TopdownL1", "TopdownL2", "TopdownL3", "TopdownL4", "TopdownL5", "TopdownL6"]),
+    ("meteorlake", &["TopdownL1", "TopdownL2", "TopdownL3", "TopdownL4", "TopdownL5", "TopdownL6"]),
+    ("amdzen4", &["PipelineL1", "PipelineL2"]),
+    ("neoverse-n2", &["TopdownL1"]),
+];
+
+/// Every tree level on every simulated machine, as `tmetric --pmu-sim MODEL -M TopdownLN -a`
+/// prints it (multiplexed where the level needs more counters than the machine has): every
+/// value within its valid range and equal to the truth the simulator derived from its
+/// workload (for a metric of a hybrid's two core types, one of the two truths), up to the
+/// multiplexing error of a constant workload.
+///
+/// `cargo test` runs a representative subset (every level of one machine, one or two of the
+/// others); `TMETRIC_SIM_SWEEP=1` runs every machine and level.
+#[test]
+fn every_tree_level_on_every_simulated_machine_is_in_range_and_true() {
+    use tmetric_sim::{Derivation, Machine, Workload};
+    const SUBSET: &[(&str, &str)] = &[
+        ("icelake", "TopdownL3"),
+        ("skylakex", "TopdownL4"),
+        ("skylakex-nosmt", "TopdownL2"),
+        ("alderlake", "TopdownL2"),
+        ("alderlake", "TopdownL5"),
+        ("meteorlake", "TopdownL6"),
+        ("amdzen4", "PipelineL2"),
+        ("neoverse-n2", "TopdownL1"),
+    ];
+    let sweep = std::env::var_os("TMETRIC_SIM_SWEEP").is_some();
+    let workload = Workload::default_workload();
+    let mut checked = 0;
+    for (name, groups) in TREE_GROUPS {
+        let machine = Machine::named(name).expect("machine");
+        let derivation = Derivation::of(&machine, &workload);
+        for group in *groups {
+            if !sweep && *name != "sapphirerapids" && !SUBSET.contains(&(*name, *group)) {
+                continue;
+            }
+            // Long enough for every group of the deepest levels to run on every CPU (20
+            // groups rotate every 4 ms).
+            // Meteor Lake's formulas read sampled retire latencies (`:R`).
+            let mut args = vec!["--pmu-sim", name, "-M", group, "-a", "-j", "--full-metrics"];
+            if *name == "meteorlake" && ["TopdownL4", "TopdownL5"].contains(group) {
+                args.push("--record-tpebs");
+            }
+            args.extend(["sleep", "0.3"]);
+            let out = tmetric(&args);
+            let text = stderr(&out);
+            assert!(out.status.success(), "{name} {group}: {text}");
+            let printed = json_metrics(&text);
+            assert!(!printed.is_empty(), "{name} {group}: {text}");
+            for (metric, value) in printed {
+                let truths: Vec<_> = derivation.report[0]
+                    .iter()
+                    .filter(|t| t.name == metric && t.available)
+                    .collect();
+                assert!(!truths.is_empty(), "{name} {group}: {metric} has no truth");
+                let in_range = truths.iter().any(|t| {
+                    value >= t.range.0 * t.scale - 1e-9 && value <= t.range.1 * t.scale + 1e-9
+                });
+                assert!(in_range, "{name} {group}: {metric} = {value} out of range");
+                // Levels that need more counters than the machine has are multiplexed; each
+                // CPU's count is scaled to its own time and metrics spread over groups are
+                // brought to one span (`Plan::common_span`), so under load (the tool
+                // preempted between ioctls) the value stays within rounding of the truth.
+                let true_value = truths.iter().any(|t| {
+                    let want = t.value * t.scale;
+                    (value - want).abs() <= 1e-2 * want.abs() + 0.05
+                });
+                assert!(
+                    true_value,
+                    "{name} {group}: {metric} = {value}, the truth is {:?}",
+                    truths.iter().map(|t| t.value * t.scale).collect::<Vec<_>>()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > if sweep { 600 } else { 200 }, "{checked} values checked");
+}
+
+/// `-M tma_dtlb_store` equals the workload's truth (the default workload names it: 0.8 % of
+/// slots) on Meteor Lake (with sampled retire latencies, which its formula reads), Alder Lake
+/// and Sapphire Rapids.
+#[test]
+fn dtlb_store_equals_the_workloads_truth() {
+    use tmetric_sim::{Derivation, Machine, Workload};
+    let workload = Workload::default_workload();
+    for (name, extra) in
+        [("meteorlake", &["--record-tpebs"][..]), ("alderlake", &[]), ("sapphirerapids", &[])]
+    {
+        let machine = Machine::named(name).expect("machine");
+        let truth = Derivation::of(&machine, &workload);
+        let core = if name == "sapphirerapids" { "default_core" } else { "cpu_core" };
+        let truth = truth.truth(0, "tma_dtlb_store", core).expect("a truth");
+        assert!(truth.met(), "{name}: the simulator meets the workload's {:?}", truth.target);
+        assert!((truth.value - 0.008).abs() < 1e-9, "{name}: {}", truth.value);
+        let mut args =
+            vec!["--pmu-sim", name, "-M", "tma_dtlb_store", "-a", "-j", "--full-metrics"];
+        args.extend_from_slice(extra);
+        args.extend(["sleep", "0.1"]);
+        let out = tmetric(&args);
+        let text = stderr(&out);
+        assert!(out.status.success(), "{name}: {text}");
+        let values: Vec<f64> = json_metrics(&text)
+            .into_iter()
+            .filter(|m| m.0 == "tma_dtlb_store")
+            .map(|m| m.1)
+            .collect();
+        assert!(!values.is_empty(), "{name}: {text}");
+        for v in values {
+            assert!(
+                (v - 0.8).abs() < 1e-3,
+                "{name}: tma_dtlb_store {v} % vs the truth 0.8 %\n{text}"
+            );
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! How metrics print on a simulated machine: threshold colours, per socket and per core,
+//! `--tree`, `--errors`' bars, and the reason beside a `nan` or 0.
+
+use crate::support::{stderr, tmetric};
+
+#[test]
+fn thresholds_colour_values_only_when_asked_or_on_a_terminal() {
+    let always = stderr(&tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1",
+        "-a",
+        "--color",
+        "always",
+        "sleep",
+        "0.1",
+    ]));
+    // Backend bound 29.8% crosses its 20% threshold: red; bad speculation 10.2% does not
+    // cross 15%: green.
+    let backend = always.lines().find(|l| l.contains("tma_backend_bound")).expect(&always);
+    assert!(backend.contains("\x1b[31m"), "{backend:?}");
+    let bad = always.lines().find(|l| l.contains("tma_bad_speculation")).expect(&always);
+    assert!(bad.contains("\x1b[32m"), "{bad:?}");
+    for args in [["--color", "never"], ["--color", "auto"]] {
+        let mut all = vec!["--pmu-sim", "sapphirerapids", "-M", "TopdownL1", "-a"];
+        all.extend_from_slice(&args);
+        all.extend_from_slice(&["sleep", "0.1"]);
+        let plain = stderr(&tmetric(&all));
+        assert!(!plain.contains('\x1b'), "{args:?}: {plain:?}");
+    }
+}
+
+#[test]
+fn per_core_and_per_socket_evaluate_each_unit_and_cputype_filters_hybrids() {
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1",
+        "-a",
+        "--per-socket",
+        "-x",
+        ",",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let retiring: Vec<&str> = text.lines().filter(|l| l.contains("tma_retiring")).collect();
+    assert_eq!(retiring.len(), 2, "two sockets: {text}");
+    assert!(retiring.iter().all(|l| l.starts_with("S0,4,") || l.starts_with("S1,4,")), "{text}");
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1",
+        "-a",
+        "--per-core",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert_eq!(text.lines().filter(|l| l.contains("tma_retiring")).count(), 4, "{text}");
+    let out = tmetric(&[
+        "--pmu-sim",
+        "alderlake",
+        "-M",
+        "TopdownL1",
+        "--cputype",
+        "atom",
+        "-a",
+        "-v",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("cpu_atom/") && !text.contains("cpu_core/"), "{text}");
+    assert!(text.contains("group 1: {"), "-v shows the groups: {text}");
+    assert!(text.contains("its events count together"), "{text}");
+    // Alder Lake's vendor tree has no counter.json: -v says the numbers are vendor defaults.
+    assert!(text.contains("PMU cpu_atom: 6 general + 3 fixed counters (vendor default"), "{text}");
+}
+
+#[test]
+fn tree_nests_children_hides_quiet_nodes_and_marks_the_bottleneck() {
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1,TopdownL2",
+        "--tree",
+        "-a",
+        "sleep",
+        "0.1",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let line =
+        |name: &str| text.lines().find(|l| l.trim_start().starts_with(name)).map(str::to_string);
+    // Level 2 is indented under level 1.
+    let fetch = line("tma_fetch_latency").expect(&text);
+    assert!(fetch.starts_with("  tma_fetch_latency"), "{fetch}");
+    assert!(line("tma_frontend_bound").expect(&text).starts_with("tma_frontend_bound"));
+    // Bad speculation (10%) is below its 15% threshold: hidden unless --all.
+    assert!(line("tma_bad_speculation").is_none(), "{text}");
+    let all = stderr(&tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "TopdownL1,TopdownL2",
+        "--tree",
+        "--all",
+        "-a",
+        "sleep",
+        "0.1",
+    ]));
+    assert!(all.contains("tma_bad_speculation"), "{all}");
+    // The bottleneck path: one marked node per level, parents before children.
+    let marked: Vec<&str> = text.lines().filter(|l| l.ends_with("<==")).collect();
+    assert!(!marked.is_empty(), "{text}");
+    assert!(!marked[0].starts_with(' '), "the path starts at level 1: {text}");
+}
+
+/// `--errors` puts each multiplexed metric's error bar on its JSON object (`metric-error`, in
+/// the metric's printed unit) and beside its value in the default layout; metrics whose events
+/// ran together the whole time have none; without `--errors` JSON has perf's keys only; CSV
+/// (whose fields are perf's) gets the block of bars as comment lines.
+#[test]
+fn errors_show_beside_metrics_in_json_and_the_default_layout() {
+    let run = |group: &str, extra: &[&str]| {
+        let mut args =
+            vec!["--pmu-sim", "sapphirerapids", "--pmu-sim-workload", "phased", "-M", group, "-a"];
+        args.extend_from_slice(extra);
+        args.extend(["sleep", "0.5"]);
+        let out = tmetric(&args);
+        let text = stderr(&out);
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let json = |text: &str| -> Vec<serde_json::Value> {
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    };
+    // Level 1 fits the counters: exact, no bar.
+    let l1 = json(&run("TopdownL1", &["-j", "--errors"]));
+    assert!(l1.iter().any(|v| v.get("metric-value").is_some()));
+    assert!(l1.iter().all(|v| v.get("metric-error").is_none()), "{l1:?}");
+    // Level 3 is multiplexed: each metric has a bar, a number in its unit, smaller than
+    // the value's range.
+    let l3 = json(&run("TopdownL3", &["-j", "--errors", "--full-metrics"]));
+    let bars: Vec<(&str, f64, f64)> = l3
+        .iter()
+        .filter_map(|v| {
+            let name = v.get("metric-name")?.as_str()?;
+            let value = v.get("metric-value")?.as_str()?.parse().ok()?;
+            let error = v.get("metric-error")?.as_str()?.parse().ok()?;
+            Some((name, value, error))
+        })
+        .collect();
+    assert!(bars.len() >= 10, "{l3:?}");
+    assert!(bars.iter().all(|&(_, _, e)| e > 0.0 && e < 50.0), "{bars:?}");
+    let plain = json(&run("TopdownL3", &["-j"]));
+    assert!(plain.iter().all(|v| v.get("metric-error").is_none()));
+    // The default layout: `± x` after the label, in the value's decimals.
+    let text = run("TopdownL3", &["--errors"]);
+    let shown: Vec<&str> =
+        text.lines().filter(|l| l.contains(" % ") && l.contains(" ± ")).collect();
+    assert!(shown.len() >= 10, "{text}");
+    assert!(
+        shown.iter().all(|l| {
+            let after = l.split(" ± ").nth(1).unwrap_or_default();
+            let number = after.split_whitespace().next().unwrap_or_default();
+            number.parse::<f64>().is_ok() && number.split('.').nth(1).is_some_and(|d| d.len() == 1)
+        }),
+        "{text}"
+    );
+    // CSV: perf's fields, the bars as a block of comment lines.
+    let csv = run("TopdownL3", &["-x,", "--errors"]);
+    assert!(!csv.lines().any(|l| !l.starts_with('#') && l.contains('±')), "{csv}");
+    assert!(csv.lines().any(|l| l.starts_with("# Error bars (2 standard deviations")), "{csv}");
+}
+
+/// A `nan` or 0 that a fact of the machine decides, or a division by a counted 0, says why
+/// without `-v`: the TSX metrics are 0 because the simulated machines have no `cycles-t`
+/// (`has_event`), the PMM metrics 0 because they have no NFIT table (`#has_pmem`), and
+/// `tma_info_botlnk_l2_dsb_bandwidth` is 0/0 on a workload without fetch bandwidth loss.
+#[test]
+fn a_nan_or_zero_from_a_fact_or_a_zero_divisor_prints_its_reason() {
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "-M",
+        "tsx_transactional_cycles,tma_info_system_pmm_read_bw,tma_info_thread_ipc",
+        "-a",
+        "sleep",
+        "0.01",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    for note in [
+        "tsx_transactional_cycles: 0 because has_event(cycles-t) is false: this machine has no `cycles-t` event",
+        "tma_info_system_pmm_read_bw: 0 because #has_pmem is 0 on this machine: this machine has no persistent memory (no ACPI NFIT table)",
+    ] {
+        assert!(text.contains(note), "{note}\n{text}");
+    }
+    assert!(!text.contains("tma_info_thread_ipc:"), "a number needs no reason:\n{text}");
+    let workload = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/sim/no-fetch-bandwidth.json");
+    let out = tmetric(&[
+        "--pmu-sim",
+        "sapphirerapids",
+        "--pmu-sim-workload",
+        workload,
+        "-M",
+        "tma_info_botlnk_l2_dsb_bandwidth",
+        "-a",
+        "sleep",
+        "0.01",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let note = "tma_info_botlnk_l2_dsb_bandwidth: nan (a division by zero): every input was counted, and tma_dsb, tma_mite are 0";
+    assert!(text.contains(note), "{text}");
+}
