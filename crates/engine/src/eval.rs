@@ -582,7 +582,7 @@ impl std::fmt::Display for Note {
                     RowWhy::OtherCpusOnly { cpus } => write!(
                         f,
                         "not counted and not shown: none of the CPUs counted has their PMU (they count on CPUs {} only)",
-                        cpu_ranges(cpus)
+                        tmetric_runtime::sysfs::format_cpu_list(cpus)
                     ),
                     RowWhy::Missing(reason) => write!(f, "<not supported>: {reason}"),
                     RowWhy::Refused(refusal) => write!(f, "<not supported>{refusal}"),
@@ -622,23 +622,6 @@ impl std::fmt::Display for MetricWhy {
             MetricWhy::Decided(text) => f.write_str(text),
         }
     }
-}
-
-/// CPUs as perf lists them: `0-3,8`.
-fn cpu_ranges(cpus: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
-        i += 1;
-    }
-    out.join(",")
 }
 
 /// The text of a [`Why`] for a metric whose value is `value` (NaN or 0); `zeros` names the

@@ -66,6 +66,24 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     Some(cpus.into_iter().collect())
 }
 
+/// A sorted CPU list as the kernel prints it (`0-3,8`; empty for none): the inverse of
+/// [`parse_cpu_list`], for notes and perf.data's headers.
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+        i += 1;
+    }
+    out.join(",")
+}
+
 /// One `format/<term>` file: which `config` word and which bits a term's value goes to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Format {
@@ -634,6 +652,20 @@ pub fn host_cpuid(sysfs: &Sysfs, proc_root: &Path) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cpu_lists_format_as_the_kernel_prints_them_and_parse_back() {
+        for (cpus, text) in [
+            (vec![], ""),
+            (vec![3], "3"),
+            (vec![0, 1, 2, 3, 8], "0-3,8"),
+            (vec![0, 2, 4, 5], "0,2,4-5"),
+            (vec![7, 8, 9, 10, 11], "7-11"),
+        ] {
+            assert_eq!(format_cpu_list(&cpus), text);
+            assert_eq!(parse_cpu_list(text), Some(cpus));
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -14,23 +14,6 @@ fn read_line(path: &Path) -> Option<String> {
     Some(text.lines().next()?.trim().to_string()).filter(|s| !s.is_empty())
 }
 
-/// A CPU list as the kernel prints it (`0-3,8`).
-fn cpu_list(cpus: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
-        i += 1;
-    }
-    out.join(",")
-}
-
 /// The header features, from the machine: the host's name, kernel and memory, and the
 /// counted machine's CPUs, topology, caches and PMUs from its sysfs tree (the simulated one
 /// with `--pmu-sim`).
@@ -105,7 +88,7 @@ fn topology(places: &[[u32; 4]], avail: u32) -> pw::CpuTopology {
         keys.into_iter()
             .map(|(_, mut cpus)| {
                 cpus.sort_unstable();
-                cpu_list(&cpus)
+                tmetric_runtime::sysfs::format_cpu_list(&cpus)
             })
             .collect()
     };
