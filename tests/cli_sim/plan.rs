@@ -73,20 +73,8 @@ fn plan_opens_what_stat_opens_on_every_simulated_machine() {
     for name in tmetric_sim::Machine::names() {
         let machine = tmetric_sim::Machine::named(name).expect("machine");
         let model = tmetric_catalog::model(&machine.catalogue_model).expect("model");
-        let mut groups: Vec<String> = model
-            .metrics
-            .iter()
-            .flat_map(|m| {
-                model
-                    .str(m.groups)
-                    .split(';')
-                    .filter(|g| !g.is_empty())
-                    .map(String::from)
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        groups.sort();
-        groups.dedup();
+        let mut groups: Vec<String> =
+            model.metric_group_names().into_iter().map(String::from).collect();
         if !sweep {
             // One group per machine: SPR's and SKX's `Summary` hold `has_event()` and
             // `#SMT_on`-dependent metrics.

@@ -85,20 +85,7 @@ fn selections(tree: &SimTree, groups: bool) -> Vec<String> {
         .filter(|g| !model.select(g).is_empty())
         .collect();
     if groups {
-        let mut all: Vec<String> = model
-            .metrics
-            .iter()
-            .flat_map(|m| {
-                model
-                    .str(m.groups)
-                    .split(';')
-                    .filter(|g| !g.is_empty())
-                    .map(String::from)
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        all.sort();
-        all.dedup();
+        let all: Vec<String> = model.metric_group_names().into_iter().map(String::from).collect();
         for g in all {
             if !out.contains(&g) {
                 out.push(g);

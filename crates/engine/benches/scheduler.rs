@@ -16,20 +16,7 @@ fn selections(model: &Model, quick: bool) -> Vec<String> {
     if quick {
         return out;
     }
-    let mut groups: Vec<String> = model
-        .metrics
-        .iter()
-        .flat_map(|m| {
-            model
-                .str(m.groups)
-                .split(';')
-                .filter(|g| !g.is_empty())
-                .map(String::from)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    groups.sort();
-    groups.dedup();
+    let groups: Vec<String> = model.metric_group_names().into_iter().map(String::from).collect();
     for g in groups {
         if !out.contains(&g) {
             out.push(g);

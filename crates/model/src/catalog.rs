@@ -618,6 +618,19 @@ impl Model {
     pub fn str(&self, s: Str) -> &'static str {
         self.tables.str(s)
     }
+
+    /// Every metric group a metric of the model names (`MetricGroup`, `;`-separated), sorted
+    /// and distinct: the groups `-M` can select.
+    pub fn metric_group_names(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = self
+            .metrics
+            .iter()
+            .flat_map(|m| self.str(m.groups).split(';').filter(|g| !g.is_empty()))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
 }
 
 /// One `mapfile.csv` row: which model a cpuid selects.
