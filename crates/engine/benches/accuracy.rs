@@ -134,6 +134,7 @@ fn print_header(workload_name: &str) {
 /// strategy and each metric alone; the values both strategies gave go to `both`.
 fn measure_selection(
     tree: &SimTree,
+    item: &str,
     metrics: &[usize],
     workloads: &[Workload],
     both: (&mut Errors, &mut Errors),
@@ -141,8 +142,8 @@ fn measure_selection(
     let (both_t, both_p) = both;
     let (mut t, mut p, mut a) = (Errors::default(), Errors::default(), Errors::default());
     for workload in workloads {
-        let tm = measure(tree, metrics, Strategy::Tmetric, workload, RUN_MS, READ_MS);
-        let pm = measure(tree, metrics, Strategy::Perf, workload, RUN_MS, READ_MS);
+        let tm = measure(tree, item, metrics, Strategy::Tmetric, workload, RUN_MS, READ_MS);
+        let pm = measure(tree, item, metrics, Strategy::Perf, workload, RUN_MS, READ_MS);
         for m in &tm {
             t.add(m);
         }
@@ -160,7 +161,8 @@ fn measure_selection(
             }
         }
         for &metric in metrics {
-            for m in measure(tree, &[metric], Strategy::Tmetric, workload, RUN_MS, READ_MS) {
+            let name = tree.model.str(tree.model.metrics[metric].name);
+            for m in measure(tree, name, &[metric], Strategy::Tmetric, workload, RUN_MS, READ_MS) {
                 a.add(&m);
             }
         }
@@ -219,7 +221,7 @@ fn main() {
                 continue;
             }
             let (t, p, a) =
-                measure_selection(&tree, &metrics, &workloads, (&mut both_t, &mut both_p));
+                measure_selection(&tree, &sel, &metrics, &workloads, (&mut both_t, &mut both_p));
             if t.n == 0 {
                 continue;
             }

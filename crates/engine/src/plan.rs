@@ -19,6 +19,7 @@ mod grouping;
 mod metrics;
 mod notes;
 mod offline;
+mod perf_ids;
 mod read;
 mod resolve;
 mod retire;
@@ -29,6 +30,7 @@ pub use facts::{cpuid_of, literals, machine_probes, offline_probes, tsc_from_mod
 pub use grouping::{NoGroup, grouping, packs};
 pub use notes::Warning;
 pub use offline::{OfflinePlan, offline_literals, plan_offline, plan_on_machine};
+pub(crate) use perf_ids::{Names, perf_ids};
 pub use resolve::{demand_of, id_name, needed_slots, resolve_id};
 pub use retire::RetireEvent;
 

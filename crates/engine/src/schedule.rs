@@ -7,6 +7,8 @@
 //! mean less multiplexing error; a metric whose events share one group is exact whatever the
 //! rotation, because its ratio is taken over the same time.
 
+use tmetric_model::PerfIds;
+
 use crate::pmu::{Demand, PmuModel};
 
 mod bound;
@@ -51,6 +53,52 @@ pub struct SchedMetric {
     /// the topdown group perf builds itself), false for `NO_GROUP_EVENTS` and
     /// `--metric-no-group`.
     pub pack: bool,
+    /// What perf 6.12's strategy needs to know beyond the events (empty: the events in
+    /// request order stand for its identifiers).
+    #[serde(skip_serializing_if = "PerfMetric::is_empty")]
+    pub perf: PerfMetric,
+}
+
+/// perf 6.12's view of a root metric (tools/perf/util/metricgroup.c `struct metric`): where
+/// it comes in perf's list before sorting, and its identifiers in perf's order.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct PerfMetric {
+    /// The position of the `-M` item that selected it: perf adds items in order, each item's
+    /// metrics in table order, every one at the head of its list.
+    pub item: usize,
+    /// Its place in perf's metric table: jevents sorts by PMU (`default_core` without a
+    /// `Unit`), then name.
+    pub table: (String, String),
+    /// `DefaultMetricgroupName` (`-M Default` is sorted by it).
+    pub default_group: String,
+    /// The `:modifier` of its `-M` item (`pmu` for the merge check is the table's).
+    pub modifier: Option<String>,
+    /// Its identifiers in perf's hashmap order (`__add_metric`, `resolve_metric`).
+    #[serde(serialize_with = "perf_keys")]
+    pub ids: PerfIds<String>,
+    /// The identifiers that are events of this request: key and index into
+    /// [`Request::events`] (others are tool, software or uncountable inputs).
+    pub events: Vec<(String, usize)>,
+}
+
+impl PerfMetric {
+    /// Nothing known: the strategy uses the metric's events.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty() && self.table.1.is_empty()
+    }
+}
+
+fn perf_keys<S: serde::Serializer>(ids: &PerfIds<String>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ids.iter())
+}
+
+/// perf's options that change its metric grouping.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PerfOptions {
+    /// `--metric-no-merge`: every metric its own list.
+    pub no_merge: bool,
+    /// `-M Default` (or no events at all): metrics re-sorted by `DefaultMetricgroupName`.
+    pub default: bool,
 }
 
 /// What to schedule.
@@ -60,6 +108,8 @@ pub struct Request {
     pub events: Vec<SchedEvent>,
     /// Metrics, in selection order.
     pub metrics: Vec<SchedMetric>,
+    /// perf's grouping options.
+    pub perf: PerfOptions,
 }
 
 /// Which strategy to plan with.
@@ -134,6 +184,40 @@ pub struct Schedule {
     pub placements: Vec<Placement>,
     /// Per PMU: the time slices (groups that rotate).
     pub slices_per_pmu: Vec<usize>,
+    /// The order to open groups and singles in, when it matters (perf's strategy: the
+    /// kernel rotates them in that order); empty: groups, then singles.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub open: Vec<Opened>,
+    /// Per metric, when the strategy decides it: the entries of [`Schedule::open`] whose
+    /// events it reads (perf: its event list's), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reads: Vec<Vec<usize>>,
+    /// perf's strategy: the event lists it parses, as `perf stat -vv` prints them
+    /// (`Parsing metric events '...'`), in its order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub perf_lists: Vec<PerfList>,
+}
+
+/// One entry of the open order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Opened {
+    /// Index into [`Schedule::groups`].
+    Group(usize),
+    /// An event opened alone (index into [`Request::events`]).
+    Single(usize),
+}
+
+/// One event list perf builds for its metrics (`metricgroup__build_event_string`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PerfList {
+    /// The text perf parses, `{...}:W` for a weak group.
+    pub text: String,
+    /// The metrics that read it.
+    pub metrics: Vec<String>,
+    /// Its weak group did not fit the counters when opened: perf reopened its events alone
+    /// (its topdown events still behind `slots`) after everything else.
+    pub reopened: bool,
 }
 
 impl Schedule {
@@ -272,7 +356,9 @@ mod tests {
                 grouped: true,
                 pack: true,
                 threshold_events: vec![],
+                perf: PerfMetric::default(),
             }],
+            perf: PerfOptions::default(),
         };
         let plan = schedule(&request, &model, Strategy::Tmetric);
         assert_eq!(plan.groups[0].events, vec![1, 0], "slots leads");
@@ -291,6 +377,7 @@ mod tests {
                 grouped: true,
                 pack: true,
                 threshold_events: vec![],
+                perf: PerfMetric::default(),
             },
             SchedMetric {
                 name: "b".into(),
@@ -298,6 +385,7 @@ mod tests {
                 grouped: true,
                 pack: true,
                 threshold_events: vec![],
+                perf: PerfMetric::default(),
             },
             SchedMetric {
                 name: "c".into(),
@@ -305,6 +393,7 @@ mod tests {
                 grouped: true,
                 pack: true,
                 threshold_events: vec![],
+                perf: PerfMetric::default(),
             },
             SchedMetric {
                 name: "d".into(),
@@ -312,9 +401,10 @@ mod tests {
                 grouped: true,
                 pack: true,
                 threshold_events: vec![],
+                perf: PerfMetric::default(),
             },
         ];
-        let request = Request { events, metrics };
+        let request = Request { events, metrics, perf: PerfOptions::default() };
         let ours = schedule(&request, &model, Strategy::Tmetric);
         let perf = schedule(&request, &model, Strategy::Perf);
         assert_eq!(ours.slices(), 2);
@@ -338,7 +428,9 @@ mod tests {
                 grouped: true,
                 pack: true,
                 threshold_events: vec![],
+                perf: PerfMetric::default(),
             }],
+            perf: PerfOptions::default(),
         };
         let plan = schedule(&request, &model, Strategy::Tmetric);
         assert_eq!(plan.slices(), 3);

@@ -25,8 +25,8 @@ fn tmetric_errs_less_than_half_as_much_as_perf_and_its_bars_hold_the_truth() {
     let workload = Workload::builtin("phased").expect("built in");
     let metrics = percent_metrics(tree.model, "TopdownL3");
     assert!(metrics.len() > 20, "{}", metrics.len());
-    let ours = measure(&tree, &metrics, Strategy::Tmetric, &workload, 1_000, 100);
-    let perf = measure(&tree, &metrics, Strategy::Perf, &workload, 1_000, 100);
+    let ours = measure(&tree, "TopdownL3", &metrics, Strategy::Tmetric, &workload, 1_000, 100);
+    let perf = measure(&tree, "TopdownL3", &metrics, Strategy::Perf, &workload, 1_000, 100);
     let (ours_mean, coverage, n) = errors(&ours);
     let (perf_mean, _, _) = errors(&perf);
     assert!(n > 20, "{n} values");
@@ -39,6 +39,7 @@ fn tmetric_errs_less_than_half_as_much_as_perf_and_its_bars_hold_the_truth() {
     // Level 1 fits one group that runs the whole time: no bar, and exact.
     let level1 = measure(
         &tree,
+        "TopdownL1",
         &percent_metrics(tree.model, "TopdownL1"),
         Strategy::Tmetric,
         &workload,
@@ -59,7 +60,7 @@ fn a_constant_workload_leaves_nothing_to_miss() {
     let tree = SimTree::new("icelake");
     let workload = Workload::default_workload();
     let metrics = percent_metrics(tree.model, "TopdownL2");
-    let ours = measure(&tree, &metrics, Strategy::Tmetric, &workload, 400, 100);
+    let ours = measure(&tree, "TopdownL2", &metrics, Strategy::Tmetric, &workload, 400, 100);
     for m in &ours {
         let e = (m.value - m.truth).abs() * m.scale;
         assert!(e < 0.05, "{m:?}: {e} pp");

@@ -62,11 +62,13 @@ pub struct Measured {
     pub percent: bool,
 }
 
-/// Counts `metrics` of `tree`'s model, planned with `strategy`, for `ms` of simulated time
+/// Counts `metrics` of `tree`'s model, selected by the `-M` item `item` (perf's grouping
+/// depends on it: `MetricgroupNoGroup`), planned with `strategy`, for `ms` of simulated time
 /// (in `step_ms` reads, so the engine sees how counts vary between reads) on the simulated
 /// machine running `workload`, and returns each metric with its truth.
 pub fn measure(
     tree: &SimTree,
+    item: &str,
     metrics: &[usize],
     strategy: Strategy,
     workload: &Workload,
@@ -81,7 +83,7 @@ pub fn measure(
     let mut plan = Plan::new(literals);
     let picks: Vec<Pick> = metrics
         .iter()
-        .map(|&metric| Pick { model: tree.model, metric, item: String::new() })
+        .map(|&metric| Pick { model: tree.model, metric, item: item.to_string() })
         .collect();
     let options = PlanOptions { system_wide: true, strategy, ..PlanOptions::default() };
     plan.add_metrics(&picks, &machine, &options, true);

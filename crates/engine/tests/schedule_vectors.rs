@@ -158,6 +158,12 @@ struct Expect {
     /// Per PMU: its counters after the machine's adjustments.
     #[serde(default)]
     pmu: BTreeMap<String, PmuExpect>,
+    /// perf's strategy: the event lists it parses, exactly as `perf stat -vv` prints them
+    /// (`Parsing metric events '...'`), in order.
+    lists: Option<Vec<String>>,
+    /// perf's strategy: what it opens, in the order the kernel rotates it: each group's
+    /// events leader first, a lone event as a group of one.
+    opens: Option<Vec<Vec<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -416,6 +422,7 @@ fn explicit_request(
             threshold_events: m.threshold_events.iter().map(index).collect::<Result<_, _>>()?,
             grouped: m.grouped,
             pack: m.pack.unwrap_or(m.grouped),
+            perf: Default::default(),
         });
     }
     request.metrics = metrics;
@@ -574,6 +581,25 @@ fn check_schedule(
     };
     let groups: Vec<Vec<String>> =
         schedule.groups.iter().filter(|g| g.pmu.is_some()).map(|g| names(&g.events)).collect();
+    if let Some(wanted) = &expect.lists {
+        let got: Vec<&str> = schedule.perf_lists.iter().map(|l| l.text.as_str()).collect();
+        if got != *wanted {
+            problems.push(format!("{what}lists: expected {wanted:#?}, got {got:#?}"));
+        }
+    }
+    if let Some(wanted) = &expect.opens {
+        let got: Vec<Vec<String>> = schedule
+            .open
+            .iter()
+            .map(|o| match *o {
+                schedule::Opened::Group(g) => names(&schedule.groups[g].events),
+                schedule::Opened::Single(e) => names(&[e]),
+            })
+            .collect();
+        if got != *wanted {
+            problems.push(format!("{what}opens: expected {wanted:?}, got {got:?}"));
+        }
+    }
     if let Some(wanted) = &expect.groups {
         let mut left = groups.clone();
         let mut missing = Vec::new();

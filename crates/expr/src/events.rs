@@ -5,7 +5,7 @@
 //! set depends on the machine. The folding rules live in `tmetric_model::Needed`, shared
 //! with the generated code; this file only walks the tree.
 
-use tmetric_model::{Literal, Needed};
+use tmetric_model::{IdSet, Literal, Needed};
 
 use crate::ast::{BinOp, Expr, ExprKind, Func, IdFunc, Ident};
 use crate::eval::{EvalError, literal_value};
@@ -22,6 +22,16 @@ pub trait Facts {
 
 /// Runs the events pass over `expr`. Identifiers are deduplicated by name.
 pub fn needed<'e>(expr: &'e Expr, facts: &dyn Facts) -> Result<Needed<&'e str>, EvalError> {
+    needed_in(expr, facts)
+}
+
+/// [`needed`] with the identifiers in any [`IdSet`] (perf's hashmap order with
+/// [`tmetric_model::PerfIds`]).
+pub fn needed_in<'e, S: IdSet<&'e str>>(
+    expr: &'e Expr,
+    facts: &dyn Facts,
+) -> Result<Needed<&'e str, S>, EvalError> {
+    let needed = |e: &'e Expr, f: &dyn Facts| needed_in::<S>(e, f);
     Ok(match &expr.kind {
         ExprKind::Num(v) => Needed::constant(*v),
         ExprKind::Literal(name) => {

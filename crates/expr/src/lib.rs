@@ -17,6 +17,6 @@ mod parse;
 pub use ast::{BinOp, Expr, ExprKind, Func, IdFunc, Ident, Span};
 pub use error::{ParseError, ParseErrorKind, caret_lines};
 pub use eval::{Env, EvalError, eval};
-pub use events::{Facts, needed};
+pub use events::{Facts, needed, needed_in};
 pub use parse::{MAX_DEPTH, MAX_NESTING, normalize, parse};
-pub use tmetric_model::{Fail, Literal, Needed, sem};
+pub use tmetric_model::{Fail, IdSet, Literal, Needed, PerfIds, sem};

@@ -4,3 +4,4 @@
 mod adhoc;
 mod expr;
 mod fuzz;
+mod perf_order;

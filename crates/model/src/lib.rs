@@ -11,4 +11,4 @@ pub mod sem;
 
 pub use catalog::Model;
 pub use literal::Literal;
-pub use sem::{Fail, Needed};
+pub use sem::{Fail, IdSet, Needed, PerfIds};

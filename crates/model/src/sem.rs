@@ -176,29 +176,56 @@ pub fn literal(value: f64) -> Result<f64, Fail> {
     if value.is_nan() { Err(Fail::Literal) } else { Ok(value) }
 }
 
-/// One node of the needed-events pass: a finite constant, or BOTTOM (NaN: known only at
-/// run time) with the identifiers that decide it. `I` is whatever names an identifier.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Needed<I> {
-    /// A finite value when the node folded to a constant, NaN otherwise.
-    pub value: f64,
-    /// The identifiers needed, in first-seen order, without duplicates.
-    pub ids: Vec<I>,
+/// The identifiers a needed-events node carries, and how two nodes' identifiers are joined
+/// (`union_expr`). A plain list keeps first-seen order; [`PerfIds`] keeps perf's own hashmap
+/// order, which decides the order of events in the groups perf builds.
+pub trait IdSet<I>: Default {
+    /// The set of one identifier.
+    fn single(id: I) -> Self;
+    /// Both sets' identifiers.
+    fn union(self, other: Self) -> Self;
 }
 
-impl<I: PartialEq> Needed<I> {
+impl<I: PartialEq> IdSet<I> for Vec<I> {
+    fn single(id: I) -> Self {
+        vec![id]
+    }
+
+    fn union(mut self, other: Self) -> Self {
+        for id in other {
+            if !self.contains(&id) {
+                self.push(id);
+            }
+        }
+        self
+    }
+}
+
+/// One node of the needed-events pass: a finite constant, or BOTTOM (NaN: known only at
+/// run time) with the identifiers that decide it. `I` is whatever names an identifier; `S`
+/// holds them (a list in first-seen order unless asked otherwise).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Needed<I, S = Vec<I>> {
+    /// A finite value when the node folded to a constant, NaN otherwise.
+    pub value: f64,
+    /// The identifiers needed, without duplicates.
+    pub ids: S,
+    marker: std::marker::PhantomData<fn() -> I>,
+}
+
+impl<I: PartialEq, S: IdSet<I>> Needed<I, S> {
     /// A folded constant (NaN for the keyword `NaN`, which perf cannot tell from BOTTOM).
-    pub fn constant(value: f64) -> Needed<I> {
-        Needed { value, ids: Vec::new() }
+    pub fn constant(value: f64) -> Needed<I, S> {
+        Needed { value, ids: S::default(), marker: std::marker::PhantomData }
     }
 
     /// An identifier: BOTTOM, needing itself.
-    pub fn id(id: I) -> Needed<I> {
-        Needed { value: f64::NAN, ids: vec![id] }
+    pub fn id(id: I) -> Needed<I, S> {
+        Needed { value: f64::NAN, ids: S::single(id), marker: std::marker::PhantomData }
     }
 
     /// A literal: its value, or a failure if it has none.
-    pub fn literal(value: f64) -> Result<Needed<I>, Fail> {
+    pub fn literal(value: f64) -> Result<Needed<I, S>, Fail> {
         literal(value).map(Needed::constant)
     }
 
@@ -207,25 +234,21 @@ impl<I: PartialEq> Needed<I> {
     }
 
     /// perf's `union_expr`: BOTTOM with both id sets.
-    pub fn union(mut self, other: Needed<I>) -> Needed<I> {
-        for id in other.ids {
-            if !self.ids.contains(&id) {
-                self.ids.push(id);
-            }
-        }
+    pub fn union(mut self, other: Needed<I, S>) -> Needed<I, S> {
+        self.ids = self.ids.union(other.ids);
         self.value = f64::NAN;
         self
     }
 
     /// Unary minus keeps the ids.
-    pub fn negate(mut self) -> Needed<I> {
+    pub fn negate(mut self) -> Needed<I, S> {
         self.value = -self.value;
         self
     }
 
     /// `+ - * < > ^`: folded when both sides are constant. `x * 0` is deliberately not
     /// folded: the JSON uses `+ 0 * slots` to pull events in.
-    pub fn arith(self, other: Needed<I>, op: fn(f64, f64) -> f64) -> Needed<I> {
+    pub fn arith(self, other: Needed<I, S>, op: fn(f64, f64) -> f64) -> Needed<I, S> {
         if self.is_const() && other.is_const() {
             Needed::constant(op(self.value, other.value))
         } else {
@@ -234,7 +257,7 @@ impl<I: PartialEq> Needed<I> {
     }
 
     /// `/`: a constant zero divisor gives NaN and drops the numerator's ids.
-    pub fn divide(self, other: Needed<I>) -> Needed<I> {
+    pub fn divide(self, other: Needed<I, S>) -> Needed<I, S> {
         if other.value == 0.0 {
             Needed::constant(f64::NAN)
         } else {
@@ -243,7 +266,7 @@ impl<I: PartialEq> Needed<I> {
     }
 
     /// `%`: a constant zero divisor breaks the metric.
-    pub fn remainder(self, other: Needed<I>) -> Result<Needed<I>, Fail> {
+    pub fn remainder(self, other: Needed<I, S>) -> Result<Needed<I, S>, Fail> {
         if other.value == 0.0 {
             Err(Fail::RemainderByZero)
         } else if self.is_const() && other.is_const() {
@@ -254,27 +277,27 @@ impl<I: PartialEq> Needed<I> {
     }
 
     /// `d_ratio`: a constant zero divisor gives 0 and drops the numerator's ids.
-    pub fn d_ratio(self, other: Needed<I>) -> Needed<I> {
+    pub fn d_ratio(self, other: Needed<I, S>) -> Needed<I, S> {
         if other.value == 0.0 { Needed::constant(0.0) } else { self.arith(other, d_ratio) }
     }
 
     /// `min`/`max`: never folded, even over two constants (util/expr.y folds only arithmetic).
-    pub fn min_max(self, other: Needed<I>) -> Needed<I> {
+    pub fn min_max(self, other: Needed<I, S>) -> Needed<I, S> {
         self.union(other)
     }
 
     /// `|`: a constant operand short-circuits: `1 | X` is 1, `0 | X` is X.
-    pub fn or(self, other: Needed<I>) -> Needed<I> {
+    pub fn or(self, other: Needed<I, S>) -> Needed<I, S> {
         self.logic(other, or, true)
     }
 
     /// `&`: a constant operand short-circuits: `0 & X` is 0, `1 & X` is X.
-    pub fn and(self, other: Needed<I>) -> Needed<I> {
+    pub fn and(self, other: Needed<I, S>) -> Needed<I, S> {
         self.logic(other, and, false)
     }
 
-    fn logic(self, other: Needed<I>, op: fn(f64, f64) -> f64, is_or: bool) -> Needed<I> {
-        let short = |constant: f64, rest: Needed<I>| match (is_or, constant == 0.0) {
+    fn logic(self, other: Needed<I, S>, op: fn(f64, f64) -> f64, is_or: bool) -> Needed<I, S> {
+        let short = |constant: f64, rest: Needed<I, S>| match (is_or, constant == 0.0) {
             (true, true) | (false, false) => rest,
             (true, false) => Needed::constant(1.0),
             (false, true) => Needed::constant(0.0),
@@ -289,7 +312,11 @@ impl<I: PartialEq> Needed<I> {
 
     /// `then if cond else otherwise`: a constant condition keeps one branch; two equal
     /// constant branches need nothing.
-    pub fn if_else(then: Needed<I>, cond: Needed<I>, otherwise: Needed<I>) -> Needed<I> {
+    pub fn if_else(
+        then: Needed<I, S>,
+        cond: Needed<I, S>,
+        otherwise: Needed<I, S>,
+    ) -> Needed<I, S> {
         if cond.value == 0.0 {
             otherwise
         } else if cond.is_const() {
@@ -297,7 +324,142 @@ impl<I: PartialEq> Needed<I> {
         } else if then.value == otherwise.value {
             Needed::constant(then.value)
         } else {
-            then.union(cond).union(otherwise)
+            // `union_expr($1, union_expr($3, $5))`: the order perf joins them in.
+            then.union(cond.union(otherwise))
         }
+    }
+}
+
+/// perf's set of metric identifiers as it really is: libbpf's hashmap
+/// (tools/lib/bpf/hashmap.c) keyed by util/expr.c's `key_hash`, whose iteration order is the
+/// order of the events in the groups perf builds from a metric (`metricgroup__build_event_string`).
+/// Buckets are lists with the newest entry first; the table starts at 4 buckets and doubles
+/// before an insert would fill it beyond 3/4 (`hashmap_needs_to_grow`), re-inserting entries
+/// in iteration order; deleting never shrinks it. Joining two sets inserts the smaller one's
+/// entries into the larger (`ids__union`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PerfIds<K> {
+    buckets: Vec<Vec<K>>,
+    cap_bits: u32,
+    len: usize,
+}
+
+/// util/expr.c `key_hash`: `h = h * 31 + c` over the key's bytes as C's signed `char`.
+pub fn perf_key_hash(key: &str) -> u64 {
+    key.bytes().fold(0u64, |h, c| h.wrapping_mul(31).wrapping_add(c as i8 as i64 as u64))
+}
+
+/// hashmap.h `hash_bits` on LP64: the top `bits` bits of `h` times 2^64 / phi.
+fn hash_bits(h: u64, bits: u32) -> usize {
+    if bits == 0 { 0 } else { (h.wrapping_mul(11_400_714_819_323_198_485) >> (64 - bits)) as usize }
+}
+
+impl<K> Default for PerfIds<K> {
+    fn default() -> Self {
+        PerfIds { buckets: Vec::new(), cap_bits: 0, len: 0 }
+    }
+}
+
+impl<K: AsRef<str> + PartialEq> PerfIds<K> {
+    /// An empty set (no buckets yet, as `hashmap__new`).
+    pub fn new() -> PerfIds<K> {
+        PerfIds { buckets: Vec::new(), cap_bits: 0, len: 0 }
+    }
+
+    /// The number of identifiers.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn bucket_of(&self, key: &str) -> usize {
+        hash_bits(perf_key_hash(key), self.cap_bits)
+    }
+
+    /// Whether `key` is in the set (`hashmap__find`).
+    pub fn contains(&self, key: &str) -> bool {
+        !self.buckets.is_empty()
+            && self.buckets[self.bucket_of(key)].iter().any(|k| k.as_ref() == key)
+    }
+
+    /// `hashmap__set`: a key already present keeps its place; a new one goes to the head of
+    /// its bucket, after the table grew if it had to.
+    pub fn insert(&mut self, key: K) {
+        if self.contains(key.as_ref()) {
+            return;
+        }
+        let cap = self.buckets.len();
+        if cap == 0 || (self.len + 1) * 4 / 3 > cap {
+            let bits = (self.cap_bits + 1).max(2);
+            let mut grown: Vec<Vec<K>> = (0..1usize << bits).map(|_| Vec::new()).collect();
+            for old in std::mem::take(&mut self.buckets) {
+                for k in old {
+                    grown[hash_bits(perf_key_hash(k.as_ref()), bits)].insert(0, k);
+                }
+            }
+            self.buckets = grown;
+            self.cap_bits = bits;
+        }
+        let b = self.bucket_of(key.as_ref());
+        self.buckets[b].insert(0, key);
+        self.len += 1;
+    }
+
+    /// `hashmap__delete`: the others keep their places.
+    pub fn remove(&mut self, key: &str) -> bool {
+        if self.buckets.is_empty() {
+            return false;
+        }
+        let b = self.bucket_of(key);
+        match self.buckets[b].iter().position(|k| k.as_ref() == key) {
+            Some(i) => {
+                self.buckets[b].remove(i);
+                self.len -= 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The keys in iteration order (`hashmap__for_each_entry`).
+    pub fn iter(&self) -> impl Iterator<Item = &K> {
+        self.buckets.iter().flatten()
+    }
+
+    /// The same table with each key converted (an owned copy of borrowed keys): every key
+    /// keeps its bucket and place.
+    pub fn map_keys<L>(self, f: impl Fn(K) -> L) -> PerfIds<L> {
+        PerfIds {
+            buckets: self.buckets.into_iter().map(|b| b.into_iter().map(&f).collect()).collect(),
+            cap_bits: self.cap_bits,
+            len: self.len,
+        }
+    }
+
+    /// `ids__union`: the smaller set's keys inserted into the larger (the first when equal).
+    pub fn join(self, other: PerfIds<K>) -> PerfIds<K> {
+        let (mut into, from) = if self.len < other.len { (other, self) } else { (self, other) };
+        for bucket in from.buckets {
+            for k in bucket {
+                into.insert(k);
+            }
+        }
+        into
+    }
+}
+
+impl<K: AsRef<str> + PartialEq> IdSet<K> for PerfIds<K> {
+    fn single(id: K) -> Self {
+        let mut set = PerfIds::new();
+        set.insert(id);
+        set
+    }
+
+    fn union(self, other: Self) -> Self {
+        self.join(other)
     }
 }

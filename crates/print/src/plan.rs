@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use tmetric_engine::PmuModel;
 use tmetric_engine::plan::OfflinePlan;
-use tmetric_engine::schedule::{Placement, Request, Schedule, Slot};
+use tmetric_engine::schedule::{Opened, Placement, Request, Schedule, Slot};
 
 /// Per root metric, the inputs the machine cannot count, each with the reason.
 pub type Missing = [Vec<(String, String)>];
@@ -101,6 +101,7 @@ pub fn text(
         writeln!(out, "  {:<width$}  {text}{why}", metric.name)?;
     }
     writeln!(out)?;
+    perf_lists(out, request, pmus, &plan.perf)?;
     let (ours, perfs) = plan.together();
     writeln!(
         out,
@@ -169,4 +170,48 @@ fn schedule(
         writeln!(out, "alone: {}", names.join(", "))?;
     }
     Ok(())
+}
+
+/// perf 6.12's strategy on the same selection: the event lists it parses (`perf stat -vv`
+/// prints each as `Parsing metric events '...'`) and what it opens, in the order the kernel
+/// rotates it.
+fn perf_lists(
+    out: &mut dyn Write,
+    request: &Request,
+    pmus: &PmuModel,
+    perf: &Schedule,
+) -> io::Result<()> {
+    if perf.perf_lists.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "perf 6.12 on the same selection parses (perf stat -vv):")?;
+    for list in &perf.perf_lists {
+        let broken = if list.reopened {
+            " [weak group did not fit: reopened alone after the rest, topdown events behind slots]"
+        } else {
+            ""
+        };
+        writeln!(out, "  '{}' for {}{broken}", list.text, list.metrics.join(", "))?;
+    }
+    writeln!(out, "and opens, in the kernel's rotation order:")?;
+    for (u, unit) in perf.open.iter().enumerate() {
+        let (pmu, members) = match *unit {
+            Opened::Group(g) => {
+                let group = &perf.groups[g];
+                let members: Vec<String> = group
+                    .events
+                    .iter()
+                    .zip(&group.slots)
+                    .map(|(&e, &s)| format!("{} [{}]", request.events[e].name, slot_text(s)))
+                    .collect();
+                (group.pmu, format!("group: {}", members.join(", ")))
+            }
+            Opened::Single(e) => {
+                (request.events[e].pmu, format!("alone: {}", request.events[e].name))
+            }
+        };
+        let pmu = pmu.map_or("software", |p| pmus.pmus[p].name.as_str());
+        writeln!(out, "  {}. on {pmu}, {members}", u + 1)?;
+    }
+    writeln!(out)
 }

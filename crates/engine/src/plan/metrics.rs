@@ -7,10 +7,12 @@ use tmetric_runtime::event::EventKind;
 use tmetric_runtime::{CounterEvent, Sysfs};
 
 use super::{
-    Key, Machine, Pick, Plan, PlanOptions, Resolution, Root, RowBox, Source, demand_of, grouping,
-    id_name, machine_probes, needed_slots, packs, resolve_id,
+    Key, Machine, Names, Pick, Plan, PlanOptions, Resolution, Root, RowBox, Source, demand_of,
+    grouping, id_name, machine_probes, needed_slots, packs, perf_ids, resolve_id,
 };
-use crate::schedule::{self, Placement, Request, SchedEvent, SchedMetric, Schedule};
+use crate::schedule::{
+    self, Opened, PerfMetric, Placement, Request, SchedEvent, SchedMetric, Schedule, Strategy,
+};
 
 /// The PMU a resolved counter lives on, by sysfs name (`None` for counterless kinds).
 fn counter_pmu(event: &CounterEvent, sysfs: &Sysfs) -> Option<String> {
@@ -72,20 +74,60 @@ impl Plan {
         options: &PlanOptions,
         show_tools: bool,
     ) {
+        self.add_metrics_with(
+            picks,
+            machine,
+            options,
+            show_tools,
+            options.strategy == Strategy::Perf,
+        );
+    }
+
+    /// [`Plan::add_metrics`], with perf 6.12's view of every root in the request when
+    /// `perf_view` (its identifiers in perf's order: what perf's strategy needs to order
+    /// events as perf does).
+    pub(crate) fn add_metrics_with(
+        &mut self,
+        picks: &[Pick],
+        machine: &Machine<'_>,
+        options: &PlanOptions,
+        show_tools: bool,
+        perf_view: bool,
+    ) {
         let first_root = self.roots.len();
         // Resolve every needed input once.
         let mut root_rows: Vec<Vec<(u16, usize)>> = Vec::new();
         let mut request = Request::default();
+        request.perf.no_merge = options.no_merge;
+        request.perf.default = !picks.is_empty() && picks.iter().all(|p| p.item == "Default");
         let mut sched_of_row: Vec<Option<usize>> = Vec::new();
+        let mut items: Vec<&str> = Vec::new();
+        let mut names: Vec<(&'static tmetric_catalog::Model, Names)> = Vec::new();
         for pick in picks {
             let rows =
                 self.pick_rows(pick, machine, options, show_tools, &mut request, &mut sched_of_row);
+            if perf_view {
+                if !items.contains(&pick.item.as_str()) {
+                    items.push(&pick.item);
+                }
+                let item = items.iter().position(|i| *i == pick.item).unwrap_or(0);
+                if !names.iter().any(|(m, _)| std::ptr::eq(*m, pick.model)) {
+                    names.push((pick.model, Names::of(pick.model)));
+                }
+                let names =
+                    &names.iter().find(|(m, _)| std::ptr::eq(*m, pick.model)).expect("added").1;
+                let view =
+                    self.perf_view(pick, item, names, &rows, &sched_of_row, options.thresholds);
+                if let Some(last) = request.metrics.last_mut() {
+                    last.perf = view;
+                }
+            }
             root_rows.push(rows);
         }
         let schedule = schedule::schedule(&request, machine.pmus, options.strategy);
-        let group_rows = self.add_scheduled_groups(&schedule, &request, &sched_of_row);
+        let (group_rows, open_rows) = self.add_scheduled_groups(&schedule, &request, &sched_of_row);
         self.group_software_inputs(&root_rows, &sched_of_row);
-        self.add_roots(picks, &schedule, &root_rows, &group_rows);
+        self.add_roots(picks, &schedule, &root_rows, (&group_rows, &open_rows));
         self.note_retire_latency(first_root, machine);
         self.request = request;
         self.schedule = Some(schedule);
@@ -137,8 +179,45 @@ impl Plan {
             threshold_events,
             grouped: why.is_none(),
             pack: packs(pick, options),
+            perf: PerfMetric::default(),
         });
         rows
+    }
+
+    /// perf's view of root `pick` (its identifiers in perf's order and which of them are
+    /// events of the request), or an empty view when perf could not collect them.
+    fn perf_view(
+        &self,
+        pick: &Pick,
+        item: usize,
+        names: &Names,
+        rows: &[(u16, usize)],
+        sched_of_row: &[Option<usize>],
+        thresholds: bool,
+    ) -> PerfMetric {
+        let model = pick.model;
+        let desc = &model.metrics[pick.metric];
+        let probes = self.probes_of(model);
+        let Ok(ids) = perf_ids(model, names, pick.metric, &self.literals, probes, thresholds)
+        else {
+            return PerfMetric::default();
+        };
+        let events = ids
+            .iter()
+            .filter_map(|key| {
+                let slot = names.slot(key)? as u16;
+                let row = rows.iter().find(|(s, _)| *s == slot)?.1;
+                Some((key.clone(), sched_of_row.get(row).copied().flatten()?))
+            })
+            .collect();
+        PerfMetric {
+            item,
+            table: (model.str(desc.pmu).to_string(), model.str(desc.name).to_string()),
+            default_group: model.str(desc.default_group).to_string(),
+            modifier: None,
+            ids,
+            events,
+        }
     }
 
     /// The row of input `id`: the one already resolved to the same counter, box set, tool or
@@ -190,14 +269,16 @@ impl Plan {
         }
     }
 
-    /// Turns the scheduled groups into spec groups: the first group an event is in uses its
-    /// row, later ones a copy. Returns each scheduled group's rows.
+    /// Turns the scheduled groups into spec groups, in the schedule's open order when it has
+    /// one (lone events then become groups of one, so they open in their place): the first
+    /// group an event is in uses its row, later ones a copy. Returns each scheduled group's
+    /// rows and each open-order entry's rows.
     fn add_scheduled_groups(
         &mut self,
         schedule: &Schedule,
         request: &Request,
         sched_of_row: &[Option<usize>],
-    ) -> Vec<Vec<usize>> {
+    ) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
         let row_of_sched: Vec<usize> = {
             let mut v = vec![usize::MAX; request.events.len()];
             for (r, s) in sched_of_row.iter().enumerate() {
@@ -214,15 +295,33 @@ impl Plan {
                 _ => false,
             })
             .collect();
-        let mut group_rows: Vec<Vec<usize>> = Vec::new();
+        let units: Vec<(Option<usize>, Vec<usize>)> = if schedule.open.is_empty() {
+            schedule
+                .groups
+                .iter()
+                .enumerate()
+                .map(|(g, group)| (Some(g), group.events.clone()))
+                .collect()
+        } else {
+            schedule
+                .open
+                .iter()
+                .map(|o| match *o {
+                    Opened::Group(g) => (Some(g), schedule.groups[g].events.clone()),
+                    Opened::Single(e) => (None, vec![e]),
+                })
+                .collect()
+        };
+        let mut group_rows: Vec<Vec<usize>> = vec![Vec::new(); schedule.groups.len()];
+        let mut unit_rows: Vec<Vec<usize>> = Vec::new();
         let first_group = self.groups.len();
-        for group in &schedule.groups {
-            let Some(_) = group.pmu else {
-                group_rows.push(Vec::new());
+        for (g, events) in units {
+            if g.is_some_and(|g| schedule.groups[g].pmu.is_none()) {
+                unit_rows.push(Vec::new());
                 continue;
-            };
+            }
             let mut rows = Vec::new();
-            for &e in &group.events {
+            for &e in &events {
                 let base = row_of_sched[e];
                 let row = if used[base] { self.duplicate(base) } else { base };
                 used[base] = true;
@@ -236,15 +335,19 @@ impl Plan {
                     _ => None,
                 })
                 .collect();
-            for (&s, &e) in specs.iter().zip(&group.events) {
+            for (&s, &e) in specs.iter().zip(&events) {
                 let d = request.events[e].demand;
                 self.sticky[s] = d.slots || d.topdown_metric;
             }
             self.groups.push(specs);
-            group_rows.push(rows);
+            if let Some(g) = g {
+                group_rows[g] = rows.clone();
+            }
+            unit_rows.push(rows);
         }
         self.replicate_box_groups(first_group);
-        group_rows
+        let open_rows = if schedule.open.is_empty() { Vec::new() } else { unit_rows };
+        (group_rows, open_rows)
     }
 
     /// Puts the software and msr inputs of the roots (`root_rows`) that no group holds into
@@ -287,14 +390,20 @@ impl Plan {
         picks: &[Pick],
         schedule: &Schedule,
         root_rows: &[Vec<(u16, usize)>],
-        group_rows: &[Vec<usize>],
+        rows_of: (&[Vec<usize>], &[Vec<usize>]),
     ) {
+        let (group_rows, open_rows) = rows_of;
         for (i, pick) in picks.iter().enumerate() {
             let model = pick.model;
             let placement = schedule.placements[i].clone();
             let mut slot_rows = vec![None; model.ids.len()];
-            let own: Vec<usize> = match &placement {
-                Placement::Together { groups } => {
+            // The rows it reads: its own list's in perf's strategy (`setup_metric_events`:
+            // the first event of the list with the identifier), else its group's.
+            let own: Vec<usize> = match (&placement, schedule.reads.get(i)) {
+                (_, Some(reads)) if !open_rows.is_empty() => {
+                    reads.iter().flat_map(|&u| open_rows[u].clone()).collect()
+                }
+                (Placement::Together { groups }, _) => {
                     groups.iter().flat_map(|&g| group_rows[g].clone()).collect()
                 }
                 _ => Vec::new(),

@@ -6,11 +6,13 @@ use tmetric_model::Literal;
 use tmetric_runtime::event;
 
 use super::{
-    Machine, NoGroup, Pick, Plan, PlanOptions, demand_of, grouping, id_name, needed_slots,
-    offline_probes, packs,
+    Machine, Names, NoGroup, Pick, Plan, PlanOptions, demand_of, grouping, id_name, needed_slots,
+    offline_probes, packs, perf_ids,
 };
 use crate::pmu::{self, Demand, PmuModel, Vendor};
-use crate::schedule::{self, Placement, Request, SchedEvent, SchedMetric, Schedule, Strategy};
+use crate::schedule::{
+    self, PerfMetric, Placement, Request, SchedEvent, SchedMetric, Schedule, Strategy,
+};
 
 /// A plan made from the catalogue alone, for a model named without its machine
 /// (`tmetric plan --model M`): the scheduler's request and its outcome under each strategy.
@@ -77,10 +79,15 @@ pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> O
     let mut request = Request::default();
     let mut keys: Vec<String> = Vec::new();
     let mut ungrouped_why = Vec::new();
+    let mut items: Vec<&str> = Vec::new();
+    request.perf.no_merge = options.no_merge;
+    request.perf.default = !picks.is_empty() && picks.iter().all(|p| p.item == "Default");
     for pick in picks {
         let model = pick.model;
         let mut events = Vec::new();
         let mut threshold_events = Vec::new();
+        // Per input slot: its event in the request.
+        let mut event_of_slot: Vec<(u16, usize)> = Vec::new();
         let probes = offline_probes(model);
         let value_slots = needed_slots(model, pick.metric, &literals, &probes, false);
         for slot in needed_slots(model, pick.metric, &literals, &probes, options.thresholds) {
@@ -93,6 +100,7 @@ pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> O
             let key = offline_key(model, id);
             if let Some(i) = keys.iter().position(|k| *k == key) {
                 list.push(i);
+                event_of_slot.push((slot, i));
                 continue;
             }
             let pmu_name = match id.kind {
@@ -128,14 +136,44 @@ pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> O
             keys.push(key);
             request.events.push(SchedEvent { name: id_name(model, id), pmu, demand });
             list.push(request.events.len() - 1);
+            event_of_slot.push((slot, request.events.len() - 1));
         }
         let why = grouping(pick, options, &pmus).err();
+        if !items.contains(&pick.item.as_str()) {
+            items.push(&pick.item);
+        }
+        let item = items.iter().position(|i| *i == pick.item).unwrap_or(0);
+        let names = Names::of(model);
+        let desc = &model.metrics[pick.metric];
+        let perf =
+            match perf_ids(model, &names, pick.metric, &literals, &probes, options.thresholds) {
+                Ok(ids) => {
+                    let events = ids
+                        .iter()
+                        .filter_map(|key| {
+                            let slot = names.slot(key)? as u16;
+                            let e = event_of_slot.iter().find(|(s, _)| *s == slot)?.1;
+                            Some((key.clone(), e))
+                        })
+                        .collect();
+                    PerfMetric {
+                        item,
+                        table: (model.str(desc.pmu).to_string(), model.str(desc.name).to_string()),
+                        default_group: model.str(desc.default_group).to_string(),
+                        modifier: None,
+                        ids,
+                        events,
+                    }
+                }
+                Err(_) => PerfMetric::default(),
+            };
         request.metrics.push(SchedMetric {
             name: model.str(model.metrics[pick.metric].name).to_string(),
             events,
             threshold_events,
             grouped: why.is_none(),
             pack: packs(pick, options),
+            perf,
         });
         ungrouped_why.push(why);
     }
@@ -157,7 +195,7 @@ pub fn plan_on_machine(
     options: &PlanOptions,
 ) -> (Plan, OfflinePlan) {
     let mut plan = Plan::new(literals);
-    plan.add_metrics(picks, machine, options, true);
+    plan.add_metrics_with(picks, machine, options, true, true);
     let pmus = machine.pmus.clone();
     let request = plan.request.clone();
     let tmetric = plan

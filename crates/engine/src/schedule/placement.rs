@@ -72,7 +72,9 @@ pub(super) fn finish(
                 threshold_events: Vec::new(),
                 grouped: false,
                 pack: false,
+                perf: Default::default(),
             }],
+            perf: Default::default(),
         };
         for (p, extra) in counting_bound(&alone, model).into_iter().enumerate() {
             slices_per_pmu[p] += extra;
@@ -125,5 +127,8 @@ pub(super) fn finish(
         singles,
         placements: placements.into_iter().map(|p| p.expect("every metric placed")).collect(),
         slices_per_pmu,
+        open: Vec::new(),
+        reads: Vec::new(),
+        perf_lists: Vec::new(),
     }
 }
