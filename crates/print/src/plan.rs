@@ -193,6 +193,10 @@ fn perf_lists(
         };
         writeln!(out, "  '{}' for {}{broken}", list.text, list.metrics.join(", "))?;
     }
+    if perf.open.is_empty() {
+        writeln!(out, "and opens no hardware counter")?;
+        return writeln!(out);
+    }
     writeln!(out, "and opens, in the kernel's rotation order:")?;
     for (u, unit) in perf.open.iter().enumerate() {
         let (pmu, members) = match *unit {
