@@ -69,7 +69,9 @@ pub mod uncertainty;
 pub mod view;
 
 pub use error::{CgroupError, CpuTypeError, Error};
-pub use eval::{EvalInput, Evaluators, MetricWhy, Note, RootResult, RowWhy, Shown};
+pub use eval::{
+    EvalInput, Evaluated, Evaluators, MetricWhy, Note, RootResult, RowWhy, Shown, UnitEval,
+};
 pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};
 pub use metric_eval::{Coverage, MetricEval, Needed, Why};
