@@ -1,7 +1,8 @@
 //! tmetric's engine: between the compiled catalogue and its front ends (`tmetric stat`,
 //! `plan`, `eval`, the region API, exporters). It selects metrics, computes literals, models
 //! the machine's PMUs, schedules events into groups, opens them through the runtime, reads,
-//! scales and evaluates, and explains every value it cannot give.
+//! scales and evaluates, and explains every value it cannot give. Counts measured elsewhere (perf
+//! stat logs, counts files) are `tmetric-offline`'s.
 //!
 //! * [`Error`]: every error the engine returns, typed, each module's own converting into it.
 //! * [`aggr`]: perf's aggregation units (`-A`, `--per-core`, ...) and their labels.
@@ -12,8 +13,6 @@
 //! * [`events`]: user event names on a machine: the catalogue's vendor events as the
 //!   runtime resolver's tables, `--cputype`.
 //! * [`evaluator`]: a model's metrics over input values; metric selection and needed inputs.
-//! * [`counts`]: the counts file of `eval --counts`, its keys as a model's inputs, and the
-//!   metrics over it.
 //! * [`defaults`]: perf's default and `-d` events, `--topdown`'s choice on a machine, and why
 //!   a CPU model's metrics cannot count on a machine without a hardware PMU.
 //! * [`describe`]: one metric as `tmetric describe` shows it: descriptions, formula, the
@@ -24,8 +23,8 @@
 //! * [`literals`]: literal values with where each came from, and perf's defaults.
 //! * [`models`]: a catalogue model by the name a user typed, with close names when none
 //!   matches; the model `-M` items are looked up in on a machine.
-//! * [`perflog`]: metrics over a `perf stat` log, checked against what perf printed; the
-//!   log's CPU model and literals inferred.
+//! * [`notes`]: what a run's output explains, as data (rows not counted, metrics without a
+//!   value, the kernel's refusals of counters and groups), below session, evaluation and views.
 //! * [`replay`]: a recorded plan rebuilt for evaluation (`tmetric report`), other metrics
 //!   matched to the recorded rows by name.
 //! * [`session`]: a plan's counters opened on a target, run, read and explained: the one
@@ -44,7 +43,6 @@
 
 pub mod aggr;
 pub mod builtin;
-pub mod counts;
 pub mod defaults;
 pub mod describe;
 mod error;
@@ -55,7 +53,7 @@ pub mod list;
 pub mod literals;
 pub mod metric_eval;
 pub mod models;
-pub mod perflog;
+pub mod notes;
 pub mod plan;
 pub mod pmu;
 pub mod replay;
@@ -69,19 +67,17 @@ pub mod uncertainty;
 pub mod view;
 
 pub use error::{CgroupError, CpuTypeError, Error};
-pub use eval::{
-    EvalInput, Evaluated, Evaluators, MetricWhy, Note, RootResult, RowWhy, Shown, UnitEval,
-};
+pub use eval::{EvalInput, Evaluated, Evaluators, RootResult, Shown, UnitEval};
 pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};
 pub use metric_eval::{Coverage, MetricEval, Needed, Why};
+pub use notes::{MetricWhy, Note, Refusal, RefusedGroup, Reopened, RowWhy};
 pub use plan::{
     Machine, NoGroup, Pick, Plan, PlanOptions, PlanRow, Resolution, RetireEvent, Root, Source,
     Warning,
 };
 pub use pmu::{Adjustment, Demand, MachineFacts, PmuCounters, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
-pub use session::{Refusal, RefusedGroup, Reopened};
 pub use uncertainty::{BAR_SIGMAS, Bar};
 
 /// The default events, in perf's order; also the order software events of a merged group
