@@ -38,9 +38,19 @@ pub enum Per {
 /// `tmetric serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Address to listen on (`host:port`; port 0 picks a free one, printed at start).
-    #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR")]
+    /// Address to listen on (`host:port`; port 0 picks a free one, printed at start). An
+    /// address other machines reach is warned about: give --web.config.file for TLS and
+    /// basic authentication there.
+    #[arg(long, default_value = "127.0.0.1:10064", value_name = "ADDR")]
     pub listen: String,
+    /// TLS and basic authentication, in the format of Prometheus's exporter toolkit
+    /// (node_exporter's --web.config.file): tls_server_config, basic_auth_users.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
+    /// HTTP connections served at once; past it the longest idle one is closed, or the new one
+    /// answered 503 when none is idle.
+    #[arg(long = "web.max-connections", default_value_t = 64, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub web_max_connections: u32,
     /// Metrics or metric groups, comma-separated, as `stat -M` (default: the common software
     /// metrics, and the model's `Default` group, TopdownL1 on Intel, where it has one).
     #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',')]
@@ -62,8 +72,8 @@ pub struct ServeArgs {
     /// Metrics are computed over this interval (`10s`, `500ms`, `1m`; at least 100ms).
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub interval: String,
-    /// Reads per interval, for the error bars (at least 2).
-    #[arg(long, default_value_t = 5, value_name = "N")]
+    /// Reads per interval, for the error bars (2 to 1000, at least 10ms apart).
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=1000))]
     pub reads: u32,
     /// Split counts by CPU, core, die, socket or node.
     #[arg(long, value_enum, default_value = "global")]
@@ -141,7 +151,12 @@ pub fn parse_duration(text: &str) -> anyhow::Result<Duration> {
     if !seconds.is_finite() || seconds <= 0.0 {
         bail!("`{text}` is not a positive duration");
     }
-    Ok(Duration::from_secs_f64(seconds))
+    // A year: past it no interval makes sense, and the arithmetic on instants stays in range.
+    if seconds > 365.0 * 86400.0 {
+        bail!("`{text}` is longer than a year: give a shorter duration");
+    }
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| anyhow::anyhow!("`{text}` is not a duration tmetric can wait"))
 }
 
 /// Runs `tmetric serve`.
@@ -149,6 +164,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).context("--interval")?;
     if interval < Duration::from_millis(100) {
         bail!("--interval {}: the interval must be at least 100ms", args.interval);
+    }
+    if interval / args.reads < Duration::from_millis(10) {
+        bail!(
+            "--reads {} over --interval {}: reads must be at least 10ms apart; give fewer reads or a longer interval",
+            args.reads,
+            args.interval
+        );
     }
     let selection = Selection::from_flags(&args.cgroup, args.for_each_cgroup.as_deref())
         .map_err(anyhow::Error::msg)?;
@@ -232,18 +254,40 @@ fn run_on<S: Syscalls + Clone>(
         warn(&format!("cgroup {cgroup} is not counted: {why}"));
     }
     if args.once {
-        let text = tmetric_serve::once(collector).map_err(anyhow::Error::msg)?;
+        let text = tmetric_serve::once(collector)?;
         let mut out = std::io::stdout().lock();
         return out.write_all(text.as_bytes()).and_then(|()| out.flush()).or_else(|e| {
             // `tmetric serve --once | head`: the reader has what it wanted.
             if e.kind() == std::io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e.into()) }
         });
     }
-    let serve = ServeOptions { listen: args.listen.clone(), workers: 4, intervals: args.intervals };
-    tmetric_serve::serve(collector, &serve, |addr| {
-        warn(&format!("serving on http://{addr}/metrics (also /json and /healthz)"));
-    })
-    .map_err(anyhow::Error::msg)
+    let web = match &args.web_config_file {
+        Some(path) => {
+            let web = tmetric_serve::web::load(path).context("--web.config.file")?;
+            for why in &web.ignored {
+                warn(&format!("warning: {}: {why}", path.display()));
+            }
+            Some(web)
+        }
+        None => None,
+    };
+    let listener = tmetric_serve::http::bind(&args.listen)?;
+    let local = listener.local_addr()?;
+    let scheme = if web.as_ref().is_some_and(|w| w.tls.is_some()) { "https" } else { "http" };
+    if !tmetric_serve::http::is_loopback(&local) && web.as_ref().is_none_or(|w| w.tls.is_none() || w.auth.is_none()) {
+        warn(&format!(
+            "warning: listening on {local}, which other machines can reach: /metrics and /json show host names, cgroup paths, pod uids and container ids to anyone who connects; give --web.config.file with tls_server_config and basic_auth_users, or listen on 127.0.0.1"
+        ));
+    }
+    let limits = tmetric_serve::Limits {
+        max_connections: args.web_max_connections as usize,
+        ..tmetric_serve::Limits::default()
+    };
+    let serve = ServeOptions { listener, limits, web, intervals: args.intervals };
+    tmetric_serve::serve(collector, serve, |addr| {
+        warn(&format!("serving on {scheme}://{addr}/metrics (also /json and /healthz)"));
+    })?;
+    Ok(())
 }
 
 /// Runs `tmetric rules`.
@@ -251,10 +295,11 @@ pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let sysfs = Sysfs::system();
     let proc_root = Path::new("/proc");
     let picks = stat::select_items(&args.metrics, args.model.as_deref(), &sysfs, proc_root)?;
-    if !args.window.chars().next().is_some_and(|c| c.is_ascii_digit())
-        || !args.window.chars().all(|c| c.is_ascii_alphanumeric())
-    {
-        bail!("--window {}: give a Prometheus duration such as 1m or 30s", args.window);
+    if !tmetric_serve::rules::is_prometheus_duration(&args.window) {
+        bail!(
+            "--window {}: give a Prometheus duration such as 1m, 90s or 1h30m (units ms, s, m, h, d, w, y, largest first, each once)",
+            tmetric_text::quote(&args.window)
+        );
     }
     let mut by_model: Vec<(&'static Model, Vec<usize>)> = Vec::new();
     for p in &picks {

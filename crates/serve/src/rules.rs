@@ -87,6 +87,42 @@ impl Term {
     }
 }
 
+/// Whether `text` is a duration Prometheus accepts (`1m`, `90s`, `1h30m`): numbers with units
+/// `ms`, `s`, `m`, `h`, `d`, `w`, `y`, largest first, each once, not zero.
+pub fn is_prometheus_duration(text: &str) -> bool {
+    const UNITS: [&str; 7] = ["y", "w", "d", "h", "m", "s", "ms"];
+    let mut rest = text;
+    let mut last: Option<usize> = None;
+    let mut total = 0u128;
+    if rest.is_empty() || rest.len() > 32 {
+        return false;
+    }
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 12 {
+            return false;
+        }
+        let n: u128 = rest[..digits].parse().unwrap_or(0);
+        rest = &rest[digits..];
+        let unit = if rest.starts_with("ms") {
+            "ms"
+        } else {
+            match rest.get(..1) {
+                Some(u) if UNITS.contains(&u) => u,
+                _ => return false,
+            }
+        };
+        rest = &rest[unit.len()..];
+        let rank = UNITS.iter().position(|u| *u == unit).unwrap_or(0);
+        if last.is_some_and(|l| rank <= l) {
+            return false;
+        }
+        last = Some(rank);
+        total += n;
+    }
+    total > 0
+}
+
 /// The name of the per-event rate rule.
 pub fn event_rule(window: &str) -> String {
     format!("tmetric:event:rate{window}")
