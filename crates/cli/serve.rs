@@ -112,17 +112,26 @@ pub struct RulesArgs {
         long = "metrics",
         value_name = "METRICS",
         value_delimiter = ',',
-        required = true
+        required_unless_present_any = ["events", "alerts"]
     )]
     pub metrics: Vec<String>,
     /// The CPU model (default: this machine's).
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
-    /// The window of rate() (a Prometheus duration: at least four scrape intervals).
+    /// The window of rate() (a Prometheus duration: at least four scrape intervals, and
+    /// longer than two of serve's --interval for the error bars to mean the same).
     #[arg(long, default_value = "1m", value_name = "DURATION")]
     pub window: String,
-    /// Write a Grafana dashboard (JSON) of the metrics per host and per cgroup instead.
+    /// Write the event rates' group every metric rule reads (load it once, however many
+    /// metric rule files); with -M, in the same file as the metric rules.
     #[arg(long)]
+    pub events: bool,
+    /// Write alerting rules instead: cgroups left out, metrics multiplexed below a running
+    /// share, error bars wider than 5 points, the event rule missing, the collector late.
+    #[arg(long, conflicts_with = "dashboard")]
+    pub alerts: bool,
+    /// Write a Grafana dashboard (JSON) of the metrics per host and per cgroup instead.
+    #[arg(long, conflicts_with = "events")]
     pub dashboard: bool,
     /// Write to this file instead of standard output (created 0600).
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -294,34 +303,49 @@ fn run_on<S: Syscalls + Clone>(
 pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let sysfs = Sysfs::system();
     let proc_root = Path::new("/proc");
-    let picks = stat::select_items(&args.metrics, args.model.as_deref(), &sysfs, proc_root)?;
     if !tmetric_serve::rules::is_prometheus_duration(&args.window) {
         bail!(
             "--window {}: give a Prometheus duration such as 1m, 90s or 1h30m (units ms, s, m, h, d, w, y, largest first, each once)",
             tmetric_text::quote(&args.window)
         );
     }
+    let picks = if args.metrics.is_empty() {
+        Vec::new()
+    } else {
+        stat::select_items(&args.metrics, args.model.as_deref(), &sysfs, proc_root)?
+    };
     let mut by_model: Vec<(&'static Model, Vec<usize>)> = Vec::new();
     for p in &picks {
         match by_model.iter_mut().find(|(m, _)| std::ptr::eq(*m, p.model)) {
-            Some((_, v)) => v.push(p.metric),
+            Some((_, v)) => {
+                if !v.contains(&p.metric) {
+                    v.push(p.metric);
+                }
+            }
             None => by_model.push((p.model, vec![p.metric])),
         }
     }
-    let command = format!(
-        "tmetric rules -M {}{}",
-        args.metrics.join(","),
-        args.model.as_deref().map(|m| format!(" --model {m}")).unwrap_or_default()
-    );
-    let text = if args.dashboard {
-        let (model, metrics) = by_model
-            .iter()
-            .find(|(m, _)| !std::ptr::eq(*m, tmetric_catalog::common()))
-            .or(by_model.first())
-            .context("no metric selected")?;
-        let title = format!("tmetric: {} on {}", args.metrics.join(", "), model.path());
-        let dash = tmetric_serve::rules::dashboard(model, metrics, &title);
+    let mut command = String::from("tmetric rules");
+    if !args.metrics.is_empty() {
+        command += &format!(" -M {}", args.metrics.join(","));
+    }
+    if let Some(m) = &args.model {
+        command += &format!(" --model {m}");
+    }
+    command += &format!(" --window {}", args.window);
+    if args.events {
+        command += " --events";
+    }
+    let text = if args.alerts {
+        tmetric_serve::rules::alerts_yaml(&args.window, "tmetric rules --alerts")
+    } else if args.dashboard {
+        let title = format!("tmetric: {}", args.metrics.join(", "));
+        let sets: Vec<(&'static Model, &[usize])> =
+            by_model.iter().map(|(m, v)| (*m, v.as_slice())).collect();
+        let dash = tmetric_serve::rules::dashboard(&sets, &title);
         serde_json::to_string_pretty(&dash)? + "\n"
+    } else if by_model.is_empty() {
+        tmetric_serve::rules::events_yaml(&args.window, &command)
     } else {
         let sets: Vec<_> = by_model
             .iter()
@@ -332,15 +356,26 @@ pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 warn(&format!("{} {metric} is not translated: {why}", m.path()));
             }
         }
-        tmetric_serve::rules::yaml(&sets, &command)
+        if !args.events {
+            warn(&format!(
+                "note: these rules read tmetric:event:rate{w}: load `tmetric rules --events --window {w}` once beside them",
+                w = args.window
+            ));
+        }
+        tmetric_serve::rules::yaml(&sets, &command, args.events)
     };
     match &args.output {
         Some(path) => {
-            let mut sink = tmetric_print::out::Sink::create(path)?;
-            sink.write_all(text.as_bytes())?;
-            sink.flush()?;
+            let mut file = tmetric_print::out::create_private(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            file.write_all(text.as_bytes())
+                .and_then(|()| file.sync_data())
+                .with_context(|| format!("cannot write {}", path.display()))?;
         }
-        None => out.write_all(text.as_bytes())?,
+        None => {
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
     }
     Ok(())
 }

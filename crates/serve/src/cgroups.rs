@@ -143,6 +143,9 @@ pub struct Found {
     /// Directories whose names are not UTF-8 (shown with U+FFFD): perf and tmetric name cgroups
     /// by path text, so they are left out, and said.
     pub unnamed: Vec<String>,
+    /// The picked cgroups that have no child cgroup: a parent's counts include its
+    /// children's, so summing leaves counts each task once.
+    pub leaves: std::collections::BTreeSet<String>,
     /// The walk was cut at [`MAX_LISTED`].
     pub cut: bool,
 }
@@ -186,6 +189,9 @@ pub fn discover(mount: &Path, selection: &Selection) -> Found {
                 }
             }
             children.sort();
+            if children.is_empty() && wanted(selection, path) {
+                found.leaves.insert(path.clone());
+            }
             listed += children.len();
             if listed > MAX_LISTED {
                 found.cut = true;

@@ -17,14 +17,14 @@ use tmetric_runtime::{Environment, Snapshot, Syscalls, Sysfs, Target as CountTar
 use crate::cgroups::{self, Selection};
 use crate::names::{self, Exported};
 
-/// Descriptors kept back from the budget for HTTP connections, sysfs reads and the signal
-/// pipe, so counting never starves the server (a quarter of a lower limit).
+/// Descriptors kept back from the budget for HTTP connections, sysfs reads, the signal pipe
+/// and the HTTP runtime, so counting never starves the server (half of a lower limit).
 pub const RESERVED_DESCRIPTORS: usize = 256;
 
 /// The descriptors counting may take under an open-file limit of `limit`.
 pub fn budget_under(limit: u64) -> usize {
     let limit = limit as usize;
-    limit.saturating_sub(RESERVED_DESCRIPTORS.min(limit / 4))
+    limit.saturating_sub(RESERVED_DESCRIPTORS.min(limit / 2))
 }
 
 /// An aggregation unit: its label (`("cpu", "3")`; `None` for the whole target) and CPUs.
@@ -132,6 +132,8 @@ pub struct Counted<S: Syscalls> {
     /// The cgroup's id (the inode of its directory; `None`: the host): a cgroup removed and
     /// made again under the same path has a new one and is counted anew.
     pub id: Option<u64>,
+    /// A cgroup without child cgroups at the last walk (its counts are its own tasks' only).
+    pub leaf: bool,
     started: Instant,
     /// Descriptors it holds.
     pub descriptors: usize,
@@ -379,6 +381,7 @@ impl<S: Syscalls + Clone> Collector<S> {
             session,
             latest: first.clone(),
             id,
+            leaf: false,
             reads: vec![first],
             started: Instant::now(),
             descriptors,
@@ -424,6 +427,9 @@ impl<S: Syscalls + Clone> Collector<S> {
                 "its name is not UTF-8 (shown with U+FFFD): cgroups are named by path text, so it cannot be named to the kernel; rename it".into(),
             );
         }
+        for (path, c) in &mut self.cgroups {
+            c.leaf = found.leaves.contains(path);
+        }
         for (path, id) in found.cgroups {
             if self.cgroups.contains_key(&path) {
                 continue;
@@ -449,6 +455,7 @@ impl<S: Syscalls + Clone> Collector<S> {
                     if let Ok(m) = std::fs::symlink_metadata(&dir) {
                         counted.id = Some(m.ino());
                     }
+                    counted.leaf = found.leaves.contains(&path);
                     self.cgroups.insert(path, counted);
                     self.status.added += 1;
                 }

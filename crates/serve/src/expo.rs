@@ -194,6 +194,7 @@ fn bar_help<S: Syscalls + Clone>(c: &Collector<S>, r: usize) -> String {
     )
 }
 const THRESHOLD_HELP: &str = "1 when the metric crossed its vendor threshold (MetricThreshold) in the last interval, 0 when not; absent without a threshold";
+const CGROUP_HELP: &str = "A counted cgroup: leaf (no child cgroups: a parent's counts include its children's, so sum over leaf=\"true\" to count each task once) and id (the kernel's cgroup id, new when the cgroup is made again)";
 const MISSING_HELP: &str = "A metric with no value in the last interval, and why";
 
 fn target_labels<S: Syscalls>(counted: &Counted<S>) -> Labels {
@@ -265,6 +266,15 @@ pub fn exported_value<S: Syscalls + Clone>(
     Ok(result.value * c.exports[r].factor)
 }
 
+/// The whole exposition in `format`: the interval's families, then the read's (`once`:
+/// `serve --once`'s, whose counts are gauges).
+pub fn render<S: Syscalls + Clone>(c: &Collector<S>, format: Format, once: bool) -> String {
+    let mut text = String::with_capacity(64 * 1024);
+    interval_families(c, once).render_into(&mut text, format, false);
+    read_families(c, once, None).render_into(&mut text, format, true);
+    text
+}
+
 /// The families that change once per interval: the exporter's identity and state, cgroups
 /// left out, notes, and every target's metrics (their values, running shares, error bars and
 /// thresholds).
@@ -288,6 +298,12 @@ pub fn interval_families<S: Syscalls + Clone>(c: &Collector<S>, once: bool) -> F
     }
     f.family("tmetric_metric_threshold_crossed", Kind::Gauge, THRESHOLD_HELP);
     f.family("tmetric_metric_missing", Kind::Info, MISSING_HELP);
+    f.family("tmetric_cgroup", Kind::Info, CGROUP_HELP);
+    for counted in c.cgroups.values() {
+        let id = counted.id.map(|i| i.to_string()).unwrap_or_default();
+        let l = target_labels(counted).with("leaf", if counted.leaf { "true" } else { "false" }).with("id", &id);
+        f.add("tmetric_cgroup", Kind::Info, "", &l, "1".into());
+    }
     for counted in c.targets() {
         add_target(&mut f, c, counted);
     }
@@ -307,7 +323,7 @@ pub fn read_families<S: Syscalls + Clone>(
     let mut f = Families::default();
     let model = c.machine.model.map(|m| m.path()).unwrap_or_default();
     let (kind, event, enabled, running) = if once {
-        (Kind::Gauge, "tmetric_event_count", "tmetric_group_enabled_seconds", "tmetric_group_running_seconds")
+        (Kind::Gauge, "tmetric_event_raw", "tmetric_group_enabled_seconds", "tmetric_group_running_seconds")
     } else {
         (Kind::Counter, "tmetric_event", "tmetric_group_enabled_seconds", "tmetric_group_running_seconds")
     };
@@ -521,7 +537,6 @@ fn add_target<S: Syscalls + Clone>(
             let e = &c.exports[r];
             let pmu = root.model.str(root.model.metrics[root.metric].pmu);
             let pmu = if pmu == "cpu_core" || pmu == "cpu_atom" { pmu } else { "" };
-            let name = root.model.str(root.model.metrics[root.metric].name);
             let ml = ul.with("model", &root.model.path()).with("pmu", pmu);
             let per = ml.with("metric", e.family.trim_start_matches("tmetric_"));
             let value = exported_value(c, unit, r);
@@ -621,6 +636,8 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
             }).collect();
             json!({
                 "cgroup": counted.cgroup,
+                "cgroup_id": counted.id,
+                "leaf": counted.cgroup.is_some().then_some(counted.leaf),
                 "labels": target_labels(counted).json(),
                 "descriptors": counted.descriptors,
                 "seconds": counted.last.as_ref().map(|l| l.seconds),

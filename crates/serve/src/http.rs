@@ -489,7 +489,23 @@ async fn serve_io(
             let Ok(stream) = acceptor.accept(io).await else { return };
             http1(stream, link, limits, auth, stats).await;
         }
-        None => http1(io, link, limits, auth, stats).await,
+        None => {
+            // An HTTP/2 client with prior knowledge opens with the connection preface, which
+            // hyper's HTTP/1 side drops without a word: answer 505 instead.
+            let mut first = [0u8; 14];
+            if let Ok(n) = io.inner.peek(&mut first).await
+                && first[..n].starts_with(b"PRI * HTTP/2")
+            {
+                use tokio::io::AsyncWriteExt;
+                let mut io = io;
+                let _ = io
+                    .write_all(b"HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: 35\r\n\r\ntmetric serve speaks HTTP/1.1 only\n")
+                    .await;
+                let _ = io.shutdown().await;
+                return;
+            }
+            http1(io, link, limits, auth, stats).await;
+        }
     }
 }
 

@@ -167,10 +167,7 @@ pub fn once<S: Syscalls + Clone>(mut collector: Collector<S>) -> Result<String, 
     if let Some(problem) = collector.problem() {
         return Err(ServeError::NothingCounted(problem));
     }
-    let mut text = String::new();
-    expo::interval_families(&collector, true).render_into(&mut text, Format::Prometheus, false);
-    expo::read_families(&collector, true, None).render_into(&mut text, Format::Prometheus, true);
-    Ok(text)
+    Ok(expo::render(&collector, Format::Prometheus, true))
 }
 
 /// Serves until SIGINT, SIGTERM, SIGHUP or SIGQUIT (or `options.intervals` intervals): reads
