@@ -1,10 +1,7 @@
 //! `cargo xtask`: developer tasks (code generation, vendor import, benchmarks).
 // Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
 #![forbid(unsafe_code)]
-mod changes;
-mod diagnostics;
-mod import;
-mod regen;
+use xtask::{diagnostics, import, regen};
 
 // regen allocates per string, token and JSON value: glibc's malloc and free were a quarter of
 // its time, and it must stay 10x faster than perf's jevents.py (issue 13).

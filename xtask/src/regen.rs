@@ -21,15 +21,9 @@ use proc_macro2::Ident;
 use quote::{format_ident, quote};
 use tmetric_pmu_events::resolve::{ResolvedTable, resolve_tree};
 
-// `bench.rs` compiles this file too (by `#[path]`), where a plain `mod` would look for the
-// submodules beside this file rather than in `regen/`: their paths are spelled out.
-#[path = "regen/index.rs"]
 mod index;
-#[path = "regen/lower.rs"]
 mod lower;
-#[path = "regen/model.rs"]
 mod model;
-#[path = "regen/shared.rs"]
 mod shared;
 
 use index::index_source;

@@ -5,13 +5,13 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use tmetric_catalog::Model;
-use tmetric_model::Literal;
 use tmetric_model::sem::Fail;
 use tmetric_runtime::{Aggregate, CpuCount, Snapshot, ToolEvent};
 
 use crate::metric_eval::{MetricEval, Why};
+pub use crate::notes::{MetricWhy, Note, RowWhy};
+use crate::notes::{Refusal, explanation};
 use crate::plan::{Plan, PlanRow, Root, Source};
-use crate::session::Refusal;
 
 /// The inputs of one evaluation of a plan: counts, the span they cover, the workload's rusage
 /// (a whole run's or one interval's).
@@ -458,7 +458,7 @@ impl Plan {
             if let Some(why) = self.metric_why(r, result, sample) {
                 // A hybrid machine's metric names carry their PMU where both core types have
                 // one.
-                notes.push(Note::Metric { metric: crate::view::metric_name(self, r), why });
+                notes.push(Note::Metric { metric: crate::plan::metric_name(self, r), why });
             }
         }
         notes
@@ -512,160 +512,5 @@ impl Plan {
         } else {
             return None;
         })
-    }
-}
-
-/// A note on what a run printed: why rows print `<not supported>` or `<not counted>` (or are
-/// left out), why a metric has no value, `nan`, or a value to treat with care, and which
-/// groups the kernel refused. The
-/// engine decides; the printers word it through `Display`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Note {
-    /// Rows (event names) that share one reason.
-    Rows {
-        /// The rows' names, in plan order.
-        rows: Vec<String>,
-        /// Why.
-        why: RowWhy,
-    },
-    /// A metric's value.
-    Metric {
-        /// The metric's printed name.
-        metric: String,
-        /// Why.
-        why: MetricWhy,
-    },
-    /// A group the kernel refused, and where its events went.
-    Group(crate::session::RefusedGroup),
-}
-
-/// Why rows print as they do.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RowWhy {
-    /// None of the counted CPUs has the rows' PMU (a hybrid core type): neither printed nor
-    /// called uncounted.
-    OtherCpusOnly {
-        /// The CPUs the rows' PMU counts on.
-        cpus: Vec<u32>,
-    },
-    /// `<not supported>`: this machine has no such input (the resolver's reason).
-    Missing(String),
-    /// `<not supported>`: the kernel refused the counter.
-    Refused(Refusal),
-    /// `<not counted>`: the counter never ran.
-    NeverRan,
-}
-
-/// Why a metric's value needs a note.
-#[derive(Debug, Clone, PartialEq)]
-pub enum MetricWhy {
-    /// No value at all (the evaluation's failure, worded).
-    NoValue(String),
-    /// `nan`: needs these rows, which could not be counted.
-    NanWithout(Vec<String>),
-    /// A number computed without these rows (perf's min/max/if dropped the NaN).
-    ComputedWithout(Vec<String>),
-    /// Not shown: its inputs are another core type's.
-    OtherCoreType,
-    /// These rows never ran and read as 0.
-    NeverRan(Vec<String>),
-    /// A `nan` or 0 a literal, a probe or a division by a counted 0 decided (worded).
-    Decided(String),
-}
-
-impl std::fmt::Display for Note {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Note::Rows { rows, why } => {
-                write!(f, "{}: ", rows.join(", "))?;
-                match why {
-                    RowWhy::OtherCpusOnly { cpus } => write!(
-                        f,
-                        "not counted and not shown: none of the CPUs counted has their PMU (they count on CPUs {} only)",
-                        tmetric_runtime::sysfs::format_cpu_list(cpus)
-                    ),
-                    RowWhy::Missing(reason) => write!(f, "<not supported>: {reason}"),
-                    RowWhy::Refused(refusal) => write!(f, "<not supported>{refusal}"),
-                    RowWhy::NeverRan => f.write_str(
-                        "<not counted>: it never ran on a counter (its task did not run while counting: asleep, or ended before counting started; or its group never fit)",
-                    ),
-                }
-            }
-            Note::Metric { metric, why } => write!(f, "{metric}: {why}"),
-            Note::Group(group) => group.fmt(f),
-        }
-    }
-}
-
-/// What a metric's note says after its name: `tmetric stat` puts the metric's name before
-/// it, the region API puts it in parentheses after the value.
-impl std::fmt::Display for MetricWhy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MetricWhy::NoValue(fail) => write!(f, "no value: {fail}"),
-            MetricWhy::NanWithout(rows) => {
-                write!(f, "nan: needs {} which could not be counted", rows.join(", "))
-            }
-            MetricWhy::ComputedWithout(rows) => write!(
-                f,
-                "computed without {}, which could not be counted (perf's rules read it as NaN and min/max/if then drop it): treat the value with care",
-                rows.join(", ")
-            ),
-            MetricWhy::OtherCoreType => {
-                f.write_str("not shown: it is for another core type's PMU than the CPUs counted")
-            }
-            MetricWhy::NeverRan(rows) => write!(
-                f,
-                "{} never ran on a counter and read as 0, so the value is not measured",
-                rows.join(", ")
-            ),
-            MetricWhy::Decided(text) => f.write_str(text),
-        }
-    }
-}
-
-/// The text of a [`Why`] for a metric whose value is `value` (NaN or 0); `zeros` names the
-/// inputs and metrics that are 0 in a division by zero.
-fn explanation(why: &Why, value: f64, zeros: &[String]) -> String {
-    let shown = if value.is_nan() { "nan" } else { "0" };
-    match why {
-        Why::Literal(lit, held) => {
-            // As the JSON spells them.
-            let name = match lit {
-                Literal::SmtOn => "SMT_on",
-                Literal::SystemTscFreq => "SYSTEM_TSC_FREQ",
-                _ => lit.name(),
-            };
-            let hint = match (lit, held.is_nan()) {
-                (Literal::HasPmem, false) => {
-                    ": this machine has no persistent memory (no ACPI NFIT table)"
-                }
-                (Literal::SmtOn, false) => ": SMT is off",
-                (Literal::CoreWide, false) => ": SMT is on and the count is not system-wide (-a)",
-                (Literal::SystemTscFreq, true) => ": /proc/cpuinfo's model name gives no `@ N GHz`",
-                (Literal::Slots, true) => ": the core PMU has no caps/slots file",
-                (_, true) => ": the CPU topology could not be read from sysfs",
-                _ => "",
-            };
-            let held = if held.is_nan() { "unknown".to_string() } else { held.to_string() };
-            format!("{shown} because #{name} is {held} on this machine{hint}")
-        }
-        Why::Probe { call, arg, value: held } => {
-            let what = match (*call, held.is_nan()) {
-                ("has_event", _) => {
-                    format!("has_event({arg}) is false: this machine has no `{arg}` event")
-                }
-                (_, true) => format!("{call}({arg}) is unknown: the CPU's identifier is not known"),
-                _ => format!("{call}({arg}) is false: this CPU is not {arg}"),
-            };
-            format!("{shown} because {what}")
-        }
-        Why::DivisionByZero { .. } => {
-            let verb = if zeros.len() == 1 && !zeros[0].contains(", ") { "is" } else { "are" };
-            format!(
-                "nan (a division by zero): every input was counted, and {} {verb} 0",
-                zeros.join(", ")
-            )
-        }
     }
 }

@@ -24,6 +24,8 @@
 //! * [`literals`]: literal values with where each came from, and perf's defaults.
 //! * [`models`]: a catalogue model by the name a user typed, with close names when none
 //!   matches; the model `-M` items are looked up in on a machine.
+//! * [`notes`]: what a run's output explains, as data (rows not counted, metrics without a
+//!   value, the kernel's refusals of counters and groups), below session, evaluation and views.
 //! * [`perflog`]: metrics over a `perf stat` log, checked against what perf printed; the
 //!   log's CPU model and literals inferred.
 //! * [`replay`]: a recorded plan rebuilt for evaluation (`tmetric report`), other metrics
@@ -55,6 +57,7 @@ pub mod list;
 pub mod literals;
 pub mod metric_eval;
 pub mod models;
+pub mod notes;
 pub mod perflog;
 pub mod plan;
 pub mod pmu;
@@ -69,17 +72,17 @@ pub mod uncertainty;
 pub mod view;
 
 pub use error::{CgroupError, CpuTypeError, Error};
-pub use eval::{EvalInput, Evaluators, MetricWhy, Note, RootResult, RowWhy, Shown};
+pub use eval::{EvalInput, Evaluators, RootResult, Shown};
 pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};
 pub use metric_eval::{Coverage, MetricEval, Needed, Why};
+pub use notes::{MetricWhy, Note, Refusal, RefusedGroup, Reopened, RowWhy};
 pub use plan::{
     Machine, NoGroup, Pick, Plan, PlanOptions, PlanRow, Resolution, RetireEvent, Root, Source,
     Warning,
 };
 pub use pmu::{Adjustment, Demand, MachineFacts, PmuCounters, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
-pub use session::{Refusal, RefusedGroup, Reopened};
 pub use uncertainty::{BAR_SIGMAS, Bar};
 
 /// The default events, in perf's order; also the order software events of a merged group

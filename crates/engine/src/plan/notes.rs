@@ -103,8 +103,8 @@ impl Plan {
     /// A group the kernel refused and the runtime split, as data: which events, the errno,
     /// which stayed together behind `slots`, and the metrics that read them (now computed
     /// from counts of different time slices).
-    pub fn split_note(&self, split: &tmetric_runtime::Split) -> crate::session::RefusedGroup {
-        use crate::session::{RefusedGroup, Reopened};
+    pub fn split_note(&self, split: &tmetric_runtime::Split) -> crate::notes::RefusedGroup {
+        use crate::notes::{RefusedGroup, Reopened};
         let name = |s: &usize| self.specs[*s].name.clone();
         let rows: Vec<usize> = (0..self.rows.len())
             .filter(

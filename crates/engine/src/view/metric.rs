@@ -4,33 +4,9 @@
 use super::{Cell, CellSource, Colour, Fmt, ViewContext};
 use crate::eval::RootResult;
 use crate::plan::Plan;
+use crate::plan::twice;
+pub use crate::plan::{has_hybrid_twins, metric_name};
 use crate::uncertainty::Bar;
-
-/// Whether another root has `root`'s metric name on another PMU (a hybrid machine's two
-/// core types).
-fn twice(plan: &Plan, root: usize) -> bool {
-    let r = &plan.roots[root];
-    let name = r.model.str(r.model.metrics[r.metric].name);
-    let pmu = r.model.str(r.model.metrics[r.metric].pmu);
-    plan.roots.iter().any(|o| {
-        let m = &o.model.metrics[o.metric];
-        o.model.str(m.name) == name && o.model.str(m.pmu) != pmu
-    })
-}
-
-/// A root's metric name as every view prints it: with its PMU (`tma_retiring (cpu_core)`)
-/// where another core type has a metric of the same name.
-pub fn metric_name(plan: &Plan, root: usize) -> String {
-    let r = &plan.roots[root];
-    let m = &r.model.metrics[r.metric];
-    let name = r.model.str(m.name);
-    if twice(plan, root) { format!("{name} ({})", r.model.str(m.pmu)) } else { name.to_string() }
-}
-
-/// Whether any two roots of `plan` share a metric name on different PMUs.
-pub fn has_hybrid_twins(plan: &Plan) -> bool {
-    (0..plan.roots.len()).any(|r| twice(plan, r))
-}
 
 /// Root `root`'s error bar as [`Cell::error`] holds it: in the printed unit (`ScaleUnit`
 /// applied), NaN when unknown, `None` when exact or not asked for.

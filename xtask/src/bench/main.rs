@@ -13,33 +13,19 @@
 //! Baselines run in the same run as tmetric, back to back: the machines are noisy
 //! (1.3-2x run to run), so the ratios matter more than the absolute figures.
 
-// regen in process runs on the allocator `cargo xtask regen` has (`main.rs`).
+// regen in process runs on the allocator `cargo xtask regen` has (`src/main.rs`).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-// The benchmark times `regen` in process; it never writes, so `Mode::Write` and friends are
-// unused here.
-#[allow(dead_code)]
-#[path = "regen.rs"]
-mod regen;
-// regen writes the loader's diagnostics report through this module.
-#[allow(dead_code)]
-#[path = "diagnostics.rs"]
-mod diagnostics;
+// The benchmark times `regen` in process through the xtask library, as `cargo xtask regen` runs it.
+use xtask::regen;
 // `--only from-perf`: `eval --from-perf` on generated interval logs against a baseline binary.
-#[path = "bench_from_perf.rs"]
 mod from_perf;
 
-// This file is the binary's root, so its submodules are named by path to live in `bench/`.
-#[path = "bench/build.rs"]
 mod build;
-#[path = "bench/codegen.rs"]
 mod codegen;
-#[path = "bench/eval.rs"]
 mod eval;
-#[path = "bench/parse.rs"]
 mod parse;
-#[path = "bench/table.rs"]
 mod table;
 
 use std::hint::black_box;
