@@ -283,7 +283,9 @@ fn run_on<S: Syscalls + Clone>(
     let listener = tmetric_serve::http::bind(&args.listen)?;
     let local = listener.local_addr()?;
     let scheme = if web.as_ref().is_some_and(|w| w.tls.is_some()) { "https" } else { "http" };
-    if !tmetric_serve::http::is_loopback(&local) && web.as_ref().is_none_or(|w| w.tls.is_none() || w.auth.is_none()) {
+    if !tmetric_serve::http::is_loopback(&local)
+        && web.as_ref().is_none_or(|w| w.tls.is_none() || w.auth.is_none())
+    {
         warn(&format!(
             "warning: listening on {local}, which other machines can reach: /metrics and /json show host names, cgroup paths, pod uids and container ids to anyone who connects; give --web.config.file with tls_server_config and basic_auth_users, or listen on 127.0.0.1"
         ));

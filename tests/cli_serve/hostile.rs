@@ -166,7 +166,9 @@ fn out_of_descriptors_the_listener_lives_and_no_one_else_can_bind_the_port() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Ok((200, text)) = http_try_get(&serve.addr, "/metrics", None) {
-            assert!(text.contains("tmetric_http_connections_closed_total{reason=\"no_descriptor\"}"));
+            assert!(
+                text.contains("tmetric_http_connections_closed_total{reason=\"no_descriptor\"}")
+            );
             break;
         }
         assert!(Instant::now() < deadline, "the server did not answer again: {}", serve.log());
@@ -183,7 +185,10 @@ fn malformed_requests_get_a_status() {
     let h2 = raw(&serve.addr, b"GET /metrics HTTP/2.0\r\nHost: x\r\n\r\n");
     assert!(h2.starts_with("HTTP/1.1 505") || h2.starts_with("HTTP/1.1 400"), "{h2}");
     let preface = raw(&serve.addr, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-    assert!(preface.starts_with("HTTP/1.1 505") || preface.starts_with("HTTP/1.1 400"), "{preface}");
+    assert!(
+        preface.starts_with("HTTP/1.1 505") || preface.starts_with("HTTP/1.1 400"),
+        "{preface}"
+    );
     let name = raw(&serve.addr, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-\xff\xfe: y\r\n\r\n");
     assert!(name.starts_with("HTTP/1.1 400"), "{name}");
     let value = raw(
@@ -193,7 +198,10 @@ fn malformed_requests_get_a_status() {
     assert!(value.starts_with("HTTP/1.1 200"), "{value}");
     let lf = raw(&serve.addr, b"GET /healthz HTTP/1.1\nHost: x\nConnection: close\n\n");
     assert!(lf.starts_with("HTTP/1.1 200"), "{lf}");
-    let post = raw(&serve.addr, b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    let post = raw(
+        &serve.addr,
+        b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
     assert!(post.starts_with("HTTP/1.1 405"), "{post}");
 }
 

@@ -371,7 +371,10 @@ mod tests {
         assert!(!all.cut);
         assert_eq!(paths(all), ["/a.slice", "/b", "/a.slice/x.service", "/a.slice/y.service"]);
         let some = Selection::Patterns(vec![Pattern::new("/a.slice/*").unwrap()]);
-        assert_eq!(paths(discover(dir.path(), &some)), ["/a.slice/x.service", "/a.slice/y.service"]);
+        assert_eq!(
+            paths(discover(dir.path(), &some)),
+            ["/a.slice/x.service", "/a.slice/y.service"]
+        );
         assert!(discover(dir.path(), &Selection::None).cgroups.is_empty());
     }
 

@@ -497,12 +497,21 @@ impl<S: Syscalls + Clone> Collector<S> {
     /// interval.
     pub fn totals(&self, counted: &Counted<S>, interval: bool) -> Vec<UnitTotals> {
         if interval {
-            return counted.last.iter().flat_map(|l| &l.units).map(|u| (u.label.clone(), u.cpus.clone(), u.totals.clone())).collect();
+            return counted
+                .last
+                .iter()
+                .flat_map(|l| &l.units)
+                .map(|u| (u.label.clone(), u.cpus.clone(), u.totals.clone()))
+                .collect();
         }
         self.units
             .iter()
             .map(|(label, cpus)| {
-                let part = if label.is_some() { counted.latest.on_cpus(cpus) } else { counted.latest.clone() };
+                let part = if label.is_some() {
+                    counted.latest.on_cpus(cpus)
+                } else {
+                    counted.latest.clone()
+                };
                 (label.clone(), cpus.clone(), sum_cpus(&part, counted.session.plan().specs().len()))
             })
             .collect()
@@ -593,13 +602,12 @@ impl<S: Syscalls + Clone> Collector<S> {
         let targets = usize::from(self.host.is_some()) + self.cgroups.len();
         if targets == 0 {
             let refused = self.left_out.iter().find(|(_, why)| !why.starts_with("no such cgroup"));
-            return match refused {
-                Some((cgroup, why)) => Some(format!(
+            return refused.map(|(cgroup, why)| {
+                format!(
                     "nothing is counted: {} cgroup(s) left out, {cgroup} because {why}",
                     self.left_out.len()
-                )),
-                None => None,
-            };
+                )
+            });
         }
         if self.status.intervals > 0 && self.status.failed_targets == targets {
             let first = self.status.errors.first().map_or("", String::as_str);

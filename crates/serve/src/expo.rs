@@ -129,7 +129,11 @@ impl Families {
                 (Kind::Info, Format::Prometheus) => (format!("{}_info", f.name), "gauge", "_info"),
                 (Kind::Info, Format::OpenMetrics) => (f.name.clone(), "info", "_info"),
             };
-            let _ = writeln!(out, "# HELP {type_name} {}", help_text(&f.help, format == Format::OpenMetrics));
+            let _ = writeln!(
+                out,
+                "# HELP {type_name} {}",
+                help_text(&f.help, format == Format::OpenMetrics)
+            );
             let _ = writeln!(out, "# TYPE {type_name} {type_word}");
             for (labels, value) in &f.samples {
                 if labels.is_empty() {
@@ -301,7 +305,9 @@ pub fn interval_families<S: Syscalls + Clone>(c: &Collector<S>, once: bool) -> F
     f.family("tmetric_cgroup", Kind::Info, CGROUP_HELP);
     for counted in c.cgroups.values() {
         let id = counted.id.map(|i| i.to_string()).unwrap_or_default();
-        let l = target_labels(counted).with("leaf", if counted.leaf { "true" } else { "false" }).with("id", &id);
+        let l = target_labels(counted)
+            .with("leaf", if counted.leaf { "true" } else { "false" })
+            .with("id", &id);
         f.add("tmetric_cgroup", Kind::Info, "", &l, "1".into());
     }
     for counted in c.targets() {
@@ -323,9 +329,19 @@ pub fn read_families<S: Syscalls + Clone>(
     let mut f = Families::default();
     let model = c.machine.model.map(|m| m.path()).unwrap_or_default();
     let (kind, event, enabled, running) = if once {
-        (Kind::Gauge, "tmetric_event_raw", "tmetric_group_enabled_seconds", "tmetric_group_running_seconds")
+        (
+            Kind::Gauge,
+            "tmetric_event_raw",
+            "tmetric_group_enabled_seconds",
+            "tmetric_group_running_seconds",
+        )
     } else {
-        (Kind::Counter, "tmetric_event", "tmetric_group_enabled_seconds", "tmetric_group_running_seconds")
+        (
+            Kind::Counter,
+            "tmetric_event",
+            "tmetric_group_enabled_seconds",
+            "tmetric_group_running_seconds",
+        )
     };
     f.family(event, kind, if once { EVENT_ONCE_HELP } else { EVENT_HELP });
     f.family(enabled, kind, if once { ENABLED_ONCE_HELP } else { ENABLED_HELP });
@@ -341,7 +357,10 @@ pub fn read_families<S: Syscalls + Clone>(
             for (s, t) in totals.iter().enumerate() {
                 let Some((value, en, run)) = *t else { continue };
                 let group = &c.group_ids[s];
-                let l = ul.with("event", &c.event_names[s]).with("group", &group.0).with("model", &model);
+                let l = ul
+                    .with("event", &c.event_names[s])
+                    .with("group", &group.0)
+                    .with("model", &model);
                 f.add(event, kind, "", &l, value.to_string());
                 if !groups_done.contains(&group.1) {
                     groups_done.push(group.1);
@@ -355,14 +374,43 @@ pub fn read_families<S: Syscalls + Clone>(
     if let Some(h) = http {
         use std::sync::atomic::Ordering::Relaxed;
         let none = Labels::default();
-        f.add("tmetric_http_connections_open", Kind::Gauge, "HTTP connections open now", &none, h.open.load(Relaxed).to_string());
-        f.add("tmetric_http_connections", Kind::Counter, "HTTP connections accepted", &none, h.accepted.load(Relaxed).to_string());
+        f.add(
+            "tmetric_http_connections_open",
+            Kind::Gauge,
+            "HTTP connections open now",
+            &none,
+            h.open.load(Relaxed).to_string(),
+        );
+        f.add(
+            "tmetric_http_connections",
+            Kind::Counter,
+            "HTTP connections accepted",
+            &none,
+            h.accepted.load(Relaxed).to_string(),
+        );
         let closed = "HTTP connections closed by the server, by why: shed (every slot busy: answered 503 at once), evicted (the longest idle, for a new one), idle (no byte moved for the idle timeout), no_descriptor (none left to serve it)";
         f.family("tmetric_http_connections_closed", Kind::Counter, closed);
-        for (why, v) in [("shed", &h.shed), ("evicted", &h.evicted), ("idle", &h.timed_out), ("no_descriptor", &h.no_descriptor)] {
-            f.add("tmetric_http_connections_closed", Kind::Counter, closed, &none.with("reason", why), v.load(Relaxed).to_string());
+        for (why, v) in [
+            ("shed", &h.shed),
+            ("evicted", &h.evicted),
+            ("idle", &h.timed_out),
+            ("no_descriptor", &h.no_descriptor),
+        ] {
+            f.add(
+                "tmetric_http_connections_closed",
+                Kind::Counter,
+                closed,
+                &none.with("reason", why),
+                v.load(Relaxed).to_string(),
+            );
         }
-        f.add("tmetric_http_unauthorized_requests", Kind::Counter, "HTTP requests refused for their credentials (401)", &none, h.unauthorized.load(Relaxed).to_string());
+        f.add(
+            "tmetric_http_unauthorized_requests",
+            Kind::Counter,
+            "HTTP requests refused for their credentials (401)",
+            &none,
+            h.unauthorized.load(Relaxed).to_string(),
+        );
     }
     f
 }
@@ -520,11 +568,7 @@ fn add_cgroups_left_out_and_notes<S: Syscalls + Clone>(f: &mut Families, c: &Col
 
 /// One target's samples (the host or a cgroup): its notes, and per unit its events and
 /// metrics.
-fn add_target<S: Syscalls + Clone>(
-    f: &mut Families,
-    c: &Collector<S>,
-    counted: &Counted<S>,
-) {
+fn add_target<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, counted: &Counted<S>) {
     let Some(last) = &counted.last else { return };
     let base = target_labels(counted);
     for note in &last.notes {

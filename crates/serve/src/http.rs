@@ -388,7 +388,9 @@ async fn accept_loop(
                 let now = millis(epoch);
                 let oldest = list.iter().min_by_key(|s| s.progress.load(Ordering::Relaxed));
                 match oldest {
-                    Some(slot) if now.saturating_sub(slot.progress.load(Ordering::Relaxed)) >= 1000 => {
+                    Some(slot)
+                        if now.saturating_sub(slot.progress.load(Ordering::Relaxed)) >= 1000 =>
+                    {
                         // Marked as moved now, so the next arrival picks another.
                         slot.progress.store(now, Ordering::Relaxed);
                         slot.close.notify_one();
@@ -407,10 +409,11 @@ async fn accept_loop(
         let id = next_id;
         let progress = Arc::new(AtomicU64::new(millis(epoch)));
         let close = Arc::new(Notify::new());
-        slots
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(Slot { id, progress: Arc::clone(&progress), close: Arc::clone(&close) });
+        slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(Slot {
+            id,
+            progress: Arc::clone(&progress),
+            close: Arc::clone(&close),
+        });
         stats.open.fetch_add(1, Ordering::Relaxed);
         let io = Timed { inner: stream, progress: Arc::clone(&progress), epoch };
         let (link, limits, tls, auth, slots, stats) = (
@@ -521,7 +524,9 @@ where
         async move {
             let mut response = respond(&request, link, limits, auth.as_deref(), stats).await;
             if last {
-                response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
             Ok::<_, Infallible>(response)
         }
@@ -588,7 +593,8 @@ async fn respond(
         Some(auth) => {
             // bcrypt takes tens of milliseconds: on the blocking pool, never on the thread that
             // serves every connection.
-            let (auth, given) = (auth.clone(), request.headers().get(header::AUTHORIZATION).cloned());
+            let (auth, given) =
+                (auth.clone(), request.headers().get(header::AUTHORIZATION).cloned());
             tokio::task::spawn_blocking(move || auth.allows(given.as_ref())).await.unwrap_or(false)
         }
     };
@@ -608,10 +614,10 @@ async fn respond(
             link.ask(Ask::Metrics(Format::from_accept(accept)), gzip, limits.render_timeout).await
         }
         "/json" | "/metrics.json" => link.ask(Ask::Json, gzip, limits.render_timeout).await,
-        "/healthz" => link.health.lock().map_or_else(
-            |_| Page::text(503, "unhealthy: the collector failed\n"),
-            |h| h.page(),
-        ),
+        "/healthz" => link
+            .health
+            .lock()
+            .map_or_else(|_| Page::text(503, "unhealthy: the collector failed\n"), |h| h.page()),
         "/" => Page::text(
             200,
             "tmetric serve: /metrics (Prometheus text, or OpenMetrics when asked), /json, /healthz\n",

@@ -108,8 +108,10 @@ fn answer<S: Syscalls + Clone>(
                         }
                     };
                     let mut text = gauges;
-                    expo::read_families(collector, false, Some(stats)).render_into(&mut text, format, true);
-                    let body = if order.gzip { http::gzip(text.as_bytes()) } else { Bytes::from(text) };
+                    expo::read_families(collector, false, Some(stats))
+                        .render_into(&mut text, format, true);
+                    let body =
+                        if order.gzip { http::gzip(text.as_bytes()) } else { Bytes::from(text) };
                     pages.whole[i] = Some((pages.read, body.clone()));
                     body
                 }
@@ -142,8 +144,7 @@ fn answer<S: Syscalls + Clone>(
 /// interval early: what was counted until then is returned, as stat prints on Ctrl-C. When
 /// nothing useful could be counted, the error says why (the caller exits non-zero).
 pub fn once<S: Syscalls + Clone>(mut collector: Collector<S>) -> Result<String, ServeError> {
-    let signals =
-        tmetric_runtime::signal::catch_stop_signals().map_err(ServeError::Signals)?;
+    let signals = tmetric_runtime::signal::catch_stop_signals().map_err(ServeError::Signals)?;
     let reads = collector.options.reads.max(2);
     let step = collector.options.interval / reads;
     let start = Instant::now();
@@ -179,8 +180,7 @@ pub fn serve<S: Syscalls + Clone>(
     options: ServeOptions,
     ready: impl FnOnce(std::net::SocketAddr),
 ) -> Result<(), ServeError> {
-    let signals =
-        tmetric_runtime::signal::catch_stop_signals().map_err(ServeError::Signals)?;
+    let signals = tmetric_runtime::signal::catch_stop_signals().map_err(ServeError::Signals)?;
     let interval = collector.options.interval;
     let (link, orders) = http::link(http::Health {
         started: Instant::now(),

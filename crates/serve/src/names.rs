@@ -136,7 +136,13 @@ pub fn exported(model: &Model, metric: usize) -> Exported {
         None => {
             let family = format!("tmetric_{name}");
             let bar = bar_family(&family, None);
-            Exported { family, factor: m.scale, unit: unit.to_string(), base: false, bar_family: bar }
+            Exported {
+                family,
+                factor: m.scale,
+                unit: unit.to_string(),
+                base: false,
+                bar_family: bar,
+            }
         }
     }
 }

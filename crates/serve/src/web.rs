@@ -186,15 +186,24 @@ pub fn load(path: &Path) -> Result<WebConfig, WebError> {
     for (k, v) in top {
         let key = k.as_str().unwrap_or("");
         match key {
-            "tls_server_config" if !v.is_null() => config.tls = Some(Arc::new(tls(path, dir, v, &mut config.ignored)?)),
+            "tls_server_config" if !v.is_null() => {
+                config.tls = Some(Arc::new(tls(path, dir, v, &mut config.ignored)?))
+            }
             "basic_auth_users" if !v.is_null() => {
-                let users = v.as_hash().ok_or_else(|| invalid(path, "`basic_auth_users` must map user names to bcrypt hashes"))?;
+                let users = v.as_hash().ok_or_else(|| {
+                    invalid(path, "`basic_auth_users` must map user names to bcrypt hashes")
+                })?;
                 let mut map = HashMap::new();
                 for (u, h) in users {
                     let user = string(path, "basic_auth_users", u)?;
                     let hash = string(path, &format!("basic_auth_users.{user}"), h)?;
                     if bcrypt::verify("", hash).is_err() {
-                        return Err(invalid(path, format!("basic_auth_users.{user}: not a bcrypt hash (make one with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)")));
+                        return Err(invalid(
+                            path,
+                            format!(
+                                "basic_auth_users.{user}: not a bcrypt hash (make one with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)"
+                            ),
+                        ));
                     }
                     map.insert(user.to_string(), hash.to_string());
                 }
@@ -203,12 +212,25 @@ pub fn load(path: &Path) -> Result<WebConfig, WebError> {
                 }
             }
             "http_server_config" if !v.is_null() => {
-                let h = v.as_hash().ok_or_else(|| invalid(path, "`http_server_config` must be a mapping"))?;
+                let h = v
+                    .as_hash()
+                    .ok_or_else(|| invalid(path, "`http_server_config` must be a mapping"))?;
                 for (k, _) in h {
                     match k.as_str().unwrap_or("") {
-                        "http2" => config.ignored.push("http_server_config.http2: tmetric serves HTTP/1.1 only".into()),
-                        "headers" => config.ignored.push("http_server_config.headers: tmetric sets its own headers".into()),
-                        other => return Err(invalid(path, format!("unknown key `http_server_config.{other}` (known: http2, headers)"))),
+                        "http2" => config
+                            .ignored
+                            .push("http_server_config.http2: tmetric serves HTTP/1.1 only".into()),
+                        "headers" => config.ignored.push(
+                            "http_server_config.headers: tmetric sets its own headers".into(),
+                        ),
+                        other => {
+                            return Err(invalid(
+                                path,
+                                format!(
+                                    "unknown key `http_server_config.{other}` (known: http2, headers)"
+                                ),
+                            ));
+                        }
                     }
                 }
             }
@@ -216,7 +238,9 @@ pub fn load(path: &Path) -> Result<WebConfig, WebError> {
             other => {
                 return Err(invalid(
                     path,
-                    format!("unknown key `{other}` (known: tls_server_config, http_server_config, basic_auth_users)"),
+                    format!(
+                        "unknown key `{other}` (known: tls_server_config, http_server_config, basic_auth_users)"
+                    ),
                 ));
             }
         }
@@ -241,7 +265,8 @@ fn tls(
     let mut max = "TLS13".to_string();
     for (k, val) in h {
         let key = k.as_str().unwrap_or("");
-        let s = |val: &Yaml| string(path, &format!("tls_server_config.{key}"), val).map(str::to_string);
+        let s =
+            |val: &Yaml| string(path, &format!("tls_server_config.{key}"), val).map(str::to_string);
         match key {
             "cert_file" => cert_file = Some(dir.join(s(val)?)),
             "key_file" => key_file = Some(dir.join(s(val)?)),
@@ -249,10 +274,18 @@ fn tls(
             "client_ca_file" => client_ca = Some(dir.join(s(val)?)),
             "min_version" => min = s(val)?,
             "max_version" => max = s(val)?,
-            "cipher_suites" | "curve_preferences" | "prefer_server_cipher_suites" => ignored
-                .push(format!("tls_server_config.{key}: rustls chooses among its own safe suites and groups")),
+            "cipher_suites" | "curve_preferences" | "prefer_server_cipher_suites" => {
+                ignored.push(format!(
+                    "tls_server_config.{key}: rustls chooses among its own safe suites and groups"
+                ))
+            }
             "cert" | "key" | "client_allowed_sans" => {
-                return Err(invalid(path, format!("tls_server_config.{key} is not supported by tmetric: give cert_file and key_file")));
+                return Err(invalid(
+                    path,
+                    format!(
+                        "tls_server_config.{key} is not supported by tmetric: give cert_file and key_file"
+                    ),
+                ));
             }
             other => return Err(invalid(path, format!("unknown key `tls_server_config.{other}`"))),
         }
@@ -270,7 +303,10 @@ fn tls(
     let version = |v: &str| match v {
         "TLS12" => Ok(&rustls::version::TLS12),
         "TLS13" => Ok(&rustls::version::TLS13),
-        "TLS10" | "TLS11" => Err(invalid(path, format!("{v} is not offered (rustls speaks TLS 1.2 and 1.3): give TLS12 or TLS13"))),
+        "TLS10" | "TLS11" => Err(invalid(
+            path,
+            format!("{v} is not offered (rustls speaks TLS 1.2 and 1.3): give TLS12 or TLS13"),
+        )),
         other => Err(invalid(path, format!("unknown TLS version `{other}`: give TLS12 or TLS13"))),
     };
     let (lo, hi) = (version(&min)?, version(&max)?);
@@ -290,7 +326,9 @@ fn tls(
         .with_protocol_versions(&versions)
         .map_err(|e| invalid(path, e.to_string()))?;
     let client_roots = || -> Result<Arc<rustls::RootCertStore>, WebError> {
-        let ca = client_ca.clone().ok_or_else(|| invalid(path, format!("client_auth_type {client_auth} needs client_ca_file")))?;
+        let ca = client_ca.clone().ok_or_else(|| {
+            invalid(path, format!("client_auth_type {client_auth} needs client_ca_file"))
+        })?;
         let mut roots = rustls::RootCertStore::empty();
         for c in CertificateDer::pem_slice_iter(&read(&ca)?) {
             let c = c.map_err(|e| invalid(&ca, format!("not a PEM certificate: {e}")))?;
@@ -301,7 +339,10 @@ fn tls(
     let builder = match client_auth.as_str() {
         "NoClientCert" | "" => builder.with_no_client_auth(),
         "RequireAndVerifyClientCert" | "VerifyClientCertIfGiven" => {
-            let mut v = rustls::server::WebPkiClientVerifier::builder_with_provider(client_roots()?, Arc::clone(&provider));
+            let mut v = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                client_roots()?,
+                Arc::clone(&provider),
+            );
             if client_auth == "VerifyClientCertIfGiven" {
                 v = v.allow_unauthenticated();
             }
@@ -310,13 +351,15 @@ fn tls(
         other => {
             return Err(invalid(
                 path,
-                format!("client_auth_type {other} is not supported (it accepts certificates it does not verify): give NoClientCert, VerifyClientCertIfGiven or RequireAndVerifyClientCert"),
+                format!(
+                    "client_auth_type {other} is not supported (it accepts certificates it does not verify): give NoClientCert, VerifyClientCertIfGiven or RequireAndVerifyClientCert"
+                ),
             ));
         }
     };
-    let mut config = builder
-        .with_single_cert(certs, key)
-        .map_err(|e| invalid(&key_file, format!("the key does not go with the certificate: {e}")))?;
+    let mut config = builder.with_single_cert(certs, key).map_err(|e| {
+        invalid(&key_file, format!("the key does not go with the certificate: {e}"))
+    })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
 }
