@@ -37,7 +37,10 @@ pub enum Per {
 
 /// `tmetric serve`.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("metrics", |a| a.help("Metrics or metric groups, comma-separated, as `stat -M` (default: the common software metrics, and the model's `Default` group, TopdownL1 on Intel, where it has one)")))]
 pub struct ServeArgs {
+    #[command(flatten)]
+    pub metric: crate::args::MetricArgs,
     /// Address to listen on (`host:port`; port 0 picks a free one, printed at start). An
     /// address other machines reach is warned about: give --web.config.file for TLS and
     /// basic authentication there.
@@ -51,16 +54,9 @@ pub struct ServeArgs {
     /// answered 503 when none is idle.
     #[arg(long = "web.max-connections", default_value_t = 64, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub web_max_connections: u32,
-    /// Metrics or metric groups, comma-separated, as `stat -M` (default: the common software
-    /// metrics, and the model's `Default` group, TopdownL1 on Intel, where it has one).
-    #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',')]
-    pub metrics: Vec<String>,
     /// Events, as `stat -e` (exported as raw counters).
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
-    /// The CPU model whose metrics -M may name (default: the one this machine's cpuid maps to).
-    #[arg(long, value_name = "MODEL")]
-    pub model: Option<String>,
     /// Count the cgroups whose path matches (repeatable): `/system.slice/*.service`,
     /// `/kubepods.slice/**` (`*` within a component, `**` any depth), or a plain path.
     #[arg(long = "cgroup", value_name = "PATTERN")]
@@ -105,19 +101,13 @@ pub struct ServeArgs {
 
 /// `tmetric rules`.
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("metrics", |a| a.help("Metrics or metric groups, comma-separated, as `stat -M`").required_unless_present_any(["events", "alerts"])),
+    mut_arg("model", |a| a.help("The CPU model (default: this machine's)"))
+)]
 pub struct RulesArgs {
-    /// Metrics or metric groups, comma-separated, as `stat -M`.
-    #[arg(
-        short = 'M',
-        long = "metrics",
-        value_name = "METRICS",
-        value_delimiter = ',',
-        required_unless_present_any = ["events", "alerts"]
-    )]
-    pub metrics: Vec<String>,
-    /// The CPU model (default: this machine's).
-    #[arg(long, value_name = "MODEL")]
-    pub model: Option<String>,
+    #[command(flatten)]
+    pub metric: crate::args::MetricArgs,
     /// The window of rate() (a Prometheus duration: at least four scrape intervals, and
     /// longer than two of serve's --interval for the error bars to mean the same).
     #[arg(long, default_value = "1m", value_name = "DURATION")]
@@ -226,17 +216,17 @@ fn run_on<S: Syscalls + Clone>(
     simulated: Option<&str>,
 ) -> anyhow::Result<()> {
     let env = Environment::probe(sysfs, proc_root);
-    let named = args.model.as_deref().map(tmetric_engine::models::find_model).transpose()?;
+    let named = args.metric.model.as_deref().map(tmetric_engine::models::find_model).transpose()?;
     let model = match named {
         Some(m) => Some(m),
         None => tmetric_engine::models::host_model(None, sysfs, proc_root).ok(),
     };
-    let metrics = if args.metrics.is_empty() && args.events.is_empty() {
+    let metrics = if args.metric.metrics.is_empty() && args.events.is_empty() {
         tmetric_serve::collector::default_metrics(model)
     } else {
-        args.metrics.clone()
+        args.metric.metrics.clone()
     };
-    let picks = stat::select_items(&metrics, args.model.as_deref(), sysfs, proc_root)?;
+    let picks = stat::select_items(&metrics, args.metric.model.as_deref(), sysfs, proc_root)?;
     let pmus = PmuModel::probe(sysfs, proc_root, model);
     let machine = Machine { sysfs, proc_root, env: &env, pmus: &pmus };
     let plan = tmetric_serve::collector::build_plan(
@@ -311,10 +301,10 @@ pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             tmetric_text::quote(&args.window)
         );
     }
-    let picks = if args.metrics.is_empty() {
+    let picks = if args.metric.metrics.is_empty() {
         Vec::new()
     } else {
-        stat::select_items(&args.metrics, args.model.as_deref(), &sysfs, proc_root)?
+        stat::select_items(&args.metric.metrics, args.metric.model.as_deref(), &sysfs, proc_root)?
     };
     let mut by_model: Vec<(&'static Model, Vec<usize>)> = Vec::new();
     for p in &picks {
@@ -328,10 +318,10 @@ pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
     }
     let mut command = String::from("tmetric rules");
-    if !args.metrics.is_empty() {
-        command += &format!(" -M {}", args.metrics.join(","));
+    if !args.metric.metrics.is_empty() {
+        command += &format!(" -M {}", args.metric.metrics.join(","));
     }
-    if let Some(m) = &args.model {
+    if let Some(m) = &args.metric.model {
         command += &format!(" --model {m}");
     }
     command += &format!(" --window {}", args.window);
@@ -341,7 +331,7 @@ pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let text = if args.alerts {
         tmetric_serve::rules::alerts_yaml(&args.window, "tmetric rules --alerts")
     } else if args.dashboard {
-        let title = format!("tmetric: {}", args.metrics.join(", "));
+        let title = format!("tmetric: {}", args.metric.metrics.join(", "));
         let sets: Vec<(&'static Model, &[usize])> =
             by_model.iter().map(|(m, v)| (*m, v.as_slice())).collect();
         let dash = tmetric_serve::rules::dashboard(&sets, &title);
