@@ -234,7 +234,14 @@ fn main() -> Result<()> {
         println!("\nserve: tmetric serve against perf stat -a -I --for-each-cgroup, side by side");
         if let Err(err) = serve::bench(&root, &mut table) {
             println!("  serve not measured: {err:#}");
-            table.row("serve CPU per interval", "not measured", "", "", "<= 1.5x perf", Status::Missed);
+            table.row(
+                "serve CPU per interval",
+                "not measured",
+                "",
+                "",
+                "<= 1.5x perf",
+                Status::Missed,
+            );
         }
     }
 

@@ -74,7 +74,13 @@ fn scrape(addr: &str) -> Result<usize> {
 }
 
 /// One run at `n` cgroups: (tmetric ns per interval, perf ns per interval, scrape bytes).
-fn run(bin: &Path, mount: &Path, n: usize, interval: Duration, intervals: u32) -> Result<(f64, f64, usize)> {
+fn run(
+    bin: &Path,
+    mount: &Path,
+    n: usize,
+    interval: Duration,
+    intervals: u32,
+) -> Result<(f64, f64, usize)> {
     let pid = std::process::id();
     let names: Vec<String> = (0..n).map(|i| format!("tmetric-bench-serve-{pid}-{i}")).collect();
     let made = Cgroups(names.iter().map(|c| mount.join(c)).collect());
