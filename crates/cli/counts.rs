@@ -1,10 +1,10 @@
 //! Reading the counts file of `tmetric eval --counts` and `describe --counts` from a path or
-//! standard input; what it holds and how it is evaluated is `tmetric_engine::counts`.
+//! standard input; what it holds and how it is evaluated is `tmetric_offline::counts`.
 
 use std::path::Path;
 
 use anyhow::Context;
-use tmetric_engine::counts::{CountsFile, parse};
+use tmetric_offline::counts::{CountsFile, parse};
 
 /// Reads and parses a counts file (`-`: standard input); errors carry `path:line:column`.
 pub fn read(path: &Path) -> anyhow::Result<CountsFile> {

@@ -8,7 +8,8 @@ use std::io::Write;
 use anyhow::bail;
 use tmetric_catalog::{MODELS, Model};
 use tmetric_engine::Select;
-use tmetric_engine::describe::{self, defining, evaluate_tree};
+use tmetric_engine::describe::{self, defining};
+use tmetric_offline::counts::evaluate_tree;
 
 use tmetric_engine::models::find_model;
 use tmetric_text::{closest, join_code};

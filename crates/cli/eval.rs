@@ -1,5 +1,5 @@
 //! `tmetric eval`'s flags and glue: a model's compiled metrics over a counts file (evaluated by
-//! `tmetric_engine::counts`, printed by `tmetric_print::eval`), a `perf stat` log
+//! `tmetric_offline::counts`, printed by `tmetric_print::eval`), a `perf stat` log
 //! (`eval/from_perf.rs`), or an ad-hoc expression through the interpreter (`--expr`, here).
 //! The literal flags and the `-M` items serve every input.
 
@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use anyhow::{Context, anyhow, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::Literals;
-use tmetric_engine::counts::eval::CountsEval;
-use tmetric_engine::counts::{CountsFile, number};
 use tmetric_engine::literals::{literal_named, literal_names};
 use tmetric_engine::select::{self, ModelFrom};
 use tmetric_expr::adhoc::{self, AdhocError};
 use tmetric_expr::{EvalError, normalize};
 use tmetric_model::Literal;
+use tmetric_offline::counts::eval::CountsEval;
+use tmetric_offline::counts::{CountsFile, number};
 use tmetric_print::eval::{self as print, CountsPrinter};
 
 pub mod from_perf;

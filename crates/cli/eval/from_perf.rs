@@ -1,5 +1,5 @@
 //! `tmetric eval --from-perf`: reads a `perf stat` log (streaming long ones) and hands it to
-//! the engine block by block (`tmetric_engine::perflog::run`: the model chosen, the metrics
+//! the engine block by block (`tmetric_offline::perflog::run`: the model chosen, the metrics
 //! selected, literals solved, each block's metrics and perf's built-ins checked against what
 //! perf printed), printing each block as it is evaluated (`tmetric_print::eval::log`) and
 //! what was left out and why on standard error.
@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use tmetric_engine::perflog::run::{LogRun, choose_model};
+use tmetric_offline::perflog::run::{LogRun, choose_model};
 use tmetric_perfstat::{Block, PerfLog, Reader};
 use tmetric_print::Layout;
 use tmetric_print::eval::log::{Header, LogPrinter, log_where, notes};
@@ -80,7 +80,7 @@ pub fn run_log_with<R: BufRead>(
         out::warn(&warning);
     }
     let items = items(args);
-    let (_, models_items) = tmetric_engine::perflog::builtins::select(&items);
+    let (_, models_items) = tmetric_offline::perflog::builtins::select(&items);
     let hint = "the log decides what was counted (perf prints `EVENT:u` rows for such events)";
     refuse_modifiers(&models_items, choice.model, choice.how.model_from(), hint)?;
     let mut run = LogRun::new(&log, &choice, literals, cpuid, &items, name)?;

@@ -1,14 +1,14 @@
 //! One metric described as data (`tmetric describe`): its descriptions, formula and threshold
 //! as perf reads them, the tree of metrics and events it resolves to (each node valued over a
-//! counts file when one is given, with the reason for every `nan` or out-of-range value), the
+//! counts file when one is given (`tmetric_offline::counts::evaluate_tree`), with the reason
+//! for every `nan` or out-of-range value), the
 //! events it needs with SMT on and off, and the other models that define it.
 //! `tmetric_print::describe` prints it; its fields are the JSON keys.
 
 use serde::Serialize;
 use tmetric_catalog::{Facts, IdKind, MODELS, Model, Ref};
 
-use crate::counts::{CountsError, CountsFile};
-use crate::{Evaluator, Select};
+use crate::Select;
 
 /// A node's value over a counts file, and what is wrong with it.
 #[derive(Debug, Serialize, Clone, PartialEq)]
@@ -117,49 +117,6 @@ pub fn describe(
             .collect(),
         simulated_on,
     }
-}
-
-/// Every metric of `metric`'s tree evaluated over the counts: `(metric index, value and
-/// reason)`.
-pub fn evaluate_tree(
-    model: &'static Model,
-    metric: usize,
-    file: &CountsFile,
-) -> Result<Vec<(usize, Valued)>, CountsError> {
-    let assigned = crate::counts::assign(model, file)?;
-    let mut evaluator = Evaluator::new(model);
-    evaluator.values.clone_from(&assigned.values);
-    evaluator.source_counts.clone_from(&assigned.source_counts);
-    for (literal, value) in &file.literals {
-        evaluator.literals[literal.index()] = *value;
-    }
-    for slot in 0..model.ids.len() {
-        evaluator.probes[slot] = f64::from(u8::from(assigned.present[slot]));
-    }
-    let order = model.closure(&[metric]);
-    let roots: Vec<usize> = order.iter().map(|&m| m as usize).collect();
-    let results = evaluator.evaluate(model, &roots);
-    Ok(results
-        .into_iter()
-        .map(|r| {
-            let m = &model.metrics[r.metric];
-            let scaled = r.value * m.scale;
-            let why = if let Some(fail) = r.failure {
-                Some(format!("no value: {fail}"))
-            } else if !r.missing.is_empty() {
-                let names: Vec<&str> = r.missing.iter().map(|&s| model.str(model.ids[s as usize].text)).collect();
-                let what = if r.value.is_nan() { "nan" } else { "computed without" };
-                Some(format!("{what}: the counts have no {}", names.join(", ")))
-            } else if r.value < 0.0 {
-                Some("negative: the counts do not fit together (multiplexed over different time, or from different runs)".into())
-            } else if model.str(m.unit) == "%" && m.scale == 100.0 && r.value > 1.0 {
-                Some("over 100%: the counts do not fit together (multiplexed over different time, or from different runs)".into())
-            } else {
-                None
-            };
-            (r.metric, Valued { value: (!scaled.is_nan()).then_some(scaled), why })
-        })
-        .collect())
 }
 
 /// A formula as perf reads it: perf's JSON writes `-` and other characters inside event

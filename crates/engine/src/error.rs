@@ -1,11 +1,9 @@
 //! The engine's errors: every way a front end's request can fail, as typed values worded once
 //! by their `Display` (the CLI, the region API and the exporter print them as is).
 
-use crate::counts::CountsError;
 use crate::defaults::TopdownError;
 use crate::literals::Conflict;
 use crate::models::{HostModelError, ModelError};
-use crate::perflog::run::ChoiceError;
 use crate::replay::ReplayError;
 use crate::select::Miss;
 use crate::threads::ThreadsError;
@@ -28,15 +26,9 @@ pub enum Error {
     /// A recorded plan cannot be rebuilt.
     #[error(transparent)]
     Replay(#[from] ReplayError),
-    /// A counts file cannot be read.
-    #[error(transparent)]
-    Counts(#[from] CountsError),
     /// A literal was given two values.
     #[error(transparent)]
     Literal(#[from] Conflict),
-    /// A perf stat log does not say which CPU model it ran on.
-    #[error(transparent)]
-    LogModel(#[from] ChoiceError),
     /// Retire latencies cannot be sampled or read.
     #[error(transparent)]
     Tpebs(#[from] TpebsError),

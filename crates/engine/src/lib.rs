@@ -1,7 +1,8 @@
 //! tmetric's engine: between the compiled catalogue and its front ends (`tmetric stat`,
 //! `plan`, `eval`, the region API, exporters). It selects metrics, computes literals, models
 //! the machine's PMUs, schedules events into groups, opens them through the runtime, reads,
-//! scales and evaluates, and explains every value it cannot give.
+//! scales and evaluates, and explains every value it cannot give. Counts measured elsewhere (perf
+//! stat logs, counts files) are `tmetric-offline`'s.
 //!
 //! * [`Error`]: every error the engine returns, typed, each module's own converting into it.
 //! * [`aggr`]: perf's aggregation units (`-A`, `--per-core`, ...) and their labels.
@@ -12,8 +13,6 @@
 //! * [`events`]: user event names on a machine: the catalogue's vendor events as the
 //!   runtime resolver's tables, `--cputype`.
 //! * [`evaluator`]: a model's metrics over input values; metric selection and needed inputs.
-//! * [`counts`]: the counts file of `eval --counts`, its keys as a model's inputs, and the
-//!   metrics over it.
 //! * [`defaults`]: perf's default and `-d` events, `--topdown`'s choice on a machine, and why
 //!   a CPU model's metrics cannot count on a machine without a hardware PMU.
 //! * [`describe`]: one metric as `tmetric describe` shows it: descriptions, formula, the
@@ -26,8 +25,6 @@
 //!   matches; the model `-M` items are looked up in on a machine.
 //! * [`notes`]: what a run's output explains, as data (rows not counted, metrics without a
 //!   value, the kernel's refusals of counters and groups), below session, evaluation and views.
-//! * [`perflog`]: metrics over a `perf stat` log, checked against what perf printed; the
-//!   log's CPU model and literals inferred.
 //! * [`replay`]: a recorded plan rebuilt for evaluation (`tmetric report`), other metrics
 //!   matched to the recorded rows by name.
 //! * [`session`]: a plan's counters opened on a target, run, read and explained: the one
@@ -46,7 +43,6 @@
 
 pub mod aggr;
 pub mod builtin;
-pub mod counts;
 pub mod defaults;
 pub mod describe;
 mod error;
@@ -58,7 +54,6 @@ pub mod literals;
 pub mod metric_eval;
 pub mod models;
 pub mod notes;
-pub mod perflog;
 pub mod plan;
 pub mod pmu;
 pub mod replay;

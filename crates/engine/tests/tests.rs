@@ -1,4 +1,4 @@
-//! The engine's integration tests (`accuracy`, `counts`, `events`, `models`, `perflog`, `profile`,
+//! The engine's integration tests (`accuracy`, `events`, `models`, `profile`,
 //! `session`, `sim`, `skew`, and the data-driven `schedule_vectors` and `eval_vectors` over
 //! `tests/vectors/`, whose files `vector_files` loads; `harness` measures metrics on simulated
 //! machines against the truth, shared with the accuracy benchmark), in one binary: each
@@ -6,12 +6,10 @@
 //! `cargo test` under two minutes).
 
 mod accuracy;
-mod counts;
 mod eval_vectors;
 mod events;
 mod harness;
 mod models;
-mod perflog;
 mod profile;
 mod schedule_vectors;
 mod session;

@@ -2,8 +2,8 @@
 //! log ([`log`]), one line per metric as perf prints a metric after `#` (value, unit, name,
 //! `[pmu]`, `<==` on the TMA bottleneck path) followed by why a value is missing or `nan`, or
 //! one JSON object per line; and the wording of the notes and warnings around them, which the
-//! front end writes to standard error. The data comes from `tmetric_engine::counts` and
-//! `tmetric_engine::perflog`; nothing here evaluates.
+//! front end writes to standard error. The data comes from `tmetric_offline::counts` and
+//! `tmetric_offline::perflog`; nothing here evaluates.
 //!
 //! Every literal a metric reads is either given or a stated default, and the assumptions are
 //! printed with the results, so an assumption is never mistaken for a measurement: a literal is
@@ -15,9 +15,9 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 use tmetric_catalog::Model;
-use tmetric_engine::counts::eval::{Evaluated, Skipped, UNSELECTED_SHOWN, Unused};
 use tmetric_engine::{LiteralSource, Literals, Select, Why};
 use tmetric_model::{Fail, Literal};
+use tmetric_offline::counts::eval::{Evaluated, Skipped, UNSELECTED_SHOWN, Unused};
 
 use crate::num::{json_number, perf_number, plain_number};
 use crate::{json_line, paint};

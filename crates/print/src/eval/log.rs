@@ -14,13 +14,13 @@ use std::io::{self, Write};
 use serde::Serialize;
 use tmetric_catalog::Model;
 use tmetric_engine::builtin::{NSECS, NoValue};
-use tmetric_engine::perflog::builtins::BuiltinOutcome;
-use tmetric_engine::perflog::infer::Inference;
-use tmetric_engine::perflog::run::{How, ModelChoice, listed_models};
-use tmetric_engine::perflog::{InputSource, Outcome};
 use tmetric_engine::select::Searched;
 use tmetric_engine::{Literals, Why};
 use tmetric_model::Literal;
+use tmetric_offline::perflog::builtins::BuiltinOutcome;
+use tmetric_offline::perflog::infer::Inference;
+use tmetric_offline::perflog::run::{How, ModelChoice, listed_models};
+use tmetric_offline::perflog::{InputSource, Outcome};
 use tmetric_perfstat::{Block, Layout as LogLayout, PerfLog, Run};
 
 use super::{

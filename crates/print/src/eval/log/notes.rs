@@ -4,10 +4,10 @@
 //! selection and why, inputs read by encoding, and how many of perf's printed values were
 //! checked.
 
-use tmetric_engine::perflog::infer::Inference;
-use tmetric_engine::perflog::literals::Unsolved;
-use tmetric_engine::perflog::run::{How, ModelChoice, Summary};
-use tmetric_engine::perflog::{Checks, Selection};
+use tmetric_offline::perflog::infer::Inference;
+use tmetric_offline::perflog::literals::Unsolved;
+use tmetric_offline::perflog::run::{How, ModelChoice, Summary};
+use tmetric_offline::perflog::{Checks, Selection};
 use tmetric_perfstat::Warning;
 
 use crate::eval::first_names;

@@ -8,10 +8,10 @@ use tmetric_catalog::catalog::id_calls;
 use tmetric_model::Literal;
 
 use super::{Assigned, CountsError, CountsFile, assign};
-use crate::evaluator::{MetricResult, Select};
-use crate::literals::Literals;
-use crate::metric_eval::{Coverage, MetricEval, Why};
-use crate::select::{self, Miss, ModelFrom};
+use tmetric_engine::evaluator::{MetricResult, Select};
+use tmetric_engine::literals::Literals;
+use tmetric_engine::metric_eval::{Coverage, MetricEval, Why};
+use tmetric_engine::select::{self, Miss, ModelFrom};
 
 /// How many keys that are inputs of no metric are named one by one.
 pub const UNKNOWN_SHOWN: usize = 20;
@@ -243,8 +243,9 @@ impl Table {
 
     fn evaluate(&mut self) -> Vec<Evaluated> {
         let results = self.metric_eval.evaluate(&self.roots);
-        let path =
-            crate::view::bottleneck_of(self.model, &results, |r| (r.metric, r.value, r.threshold));
+        let path = tmetric_engine::view::bottleneck_of(self.model, &results, |r| {
+            (r.metric, r.value, r.threshold)
+        });
         results
             .into_iter()
             .enumerate()

@@ -9,6 +9,7 @@
 
 pub mod eval;
 pub mod keys;
+mod tree;
 
 use std::fmt;
 
@@ -16,8 +17,9 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, Unexpected, Visitor}
 use tmetric_model::Literal;
 use tmetric_perfstat::EventKey;
 
-use crate::literals::{literal_named, literal_names};
 pub use keys::{Assigned, SlotName, assign, key_of, slot_matches, slots_for_key};
+use tmetric_engine::literals::{literal_named, literal_names};
+pub use tree::evaluate_tree;
 
 /// Why a counts file cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

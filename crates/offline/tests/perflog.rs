@@ -4,15 +4,15 @@
 use std::path::Path;
 
 use tmetric_catalog::Model;
-use tmetric_engine::perflog::builtins::{printed_as, select};
-use tmetric_engine::perflog::infer::{Inference, Score, infer_model};
-use tmetric_engine::perflog::literals::{Unsolved, infer_literals};
-use tmetric_engine::perflog::{
+use tmetric_engine::{LiteralSource, Literals, Select};
+use tmetric_model::Literal;
+use tmetric_offline::perflog::builtins::{printed_as, select};
+use tmetric_offline::perflog::infer::{Inference, Score, infer_model};
+use tmetric_offline::perflog::literals::{Unsolved, infer_literals};
+use tmetric_offline::perflog::{
     InputSource, LogEvaluator, Selection, default_selection, header_pmu, lookup_pmu_name,
     printed_metrics,
 };
-use tmetric_engine::{LiteralSource, Literals, Select};
-use tmetric_model::Literal;
 use tmetric_perfstat::{PerfLog, PrintedMetric};
 
 fn log(path: &str) -> (PerfLog, String) {

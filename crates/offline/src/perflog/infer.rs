@@ -10,8 +10,8 @@ use tmetric_catalog::{MODELS, Model};
 use tmetric_perfstat::PerfLog;
 
 use super::{LogEvaluator, PrintedAt, lookup_pmu_name, printed_metrics};
-use crate::evaluator::Select;
-use crate::literals::Literals;
+use tmetric_engine::evaluator::Select;
+use tmetric_engine::literals::Literals;
 
 /// How many distinct printed metrics model inference evaluates per candidate model.
 const INFER_PRINTED: usize = 24;

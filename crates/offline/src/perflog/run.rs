@@ -17,9 +17,9 @@ use super::literals::{Unsolved, infer_literals};
 use super::{
     Checks, LogEvaluator, Outcome, Selection, default_selection, lookup_pmu_name, printed_metrics,
 };
-use crate::evaluator::Select;
-use crate::literals::Literals;
-use crate::select::{self, Miss, ModelFrom};
+use tmetric_engine::evaluator::Select;
+use tmetric_engine::literals::Literals;
+use tmetric_engine::select::{self, Miss, ModelFrom};
 
 /// How many inputs read from a row of another name (by encoding) are kept to be said.
 const BY_ENCODING_KEPT: usize = 16;
@@ -351,7 +351,7 @@ impl LogRun {
                 }
                 outcomes.push((r, outcome));
             }
-            let path = crate::view::bottleneck_of(evaluator.model, &outcomes, |(_, o)| {
+            let path = tmetric_engine::view::bottleneck_of(evaluator.model, &outcomes, |(_, o)| {
                 (o.result.metric, o.result.value, o.result.threshold)
             });
             for (i, (r, outcome)) in outcomes.into_iter().enumerate() {

@@ -1,8 +1,8 @@
-//! The counts file of `eval --counts` (`tmetric_engine::counts`): key matching, positioned parse
+//! The counts file of `eval --counts` (`tmetric_offline::counts`): key matching, positioned parse
 //! errors, the value rule, and a fuzzer of the reader.
 
 mod tests {
-    use tmetric_engine::counts::*;
+    use tmetric_offline::counts::*;
 
     fn expr_slot(text: &str) -> SlotName {
         SlotName::of_expr_id(text)
@@ -67,12 +67,12 @@ mod tests {
 /// Fuzzing the counts-file reader (and the key-to-input mapping of what it accepts) with
 /// proptest, on the stable toolchain. CI runs a short pass; `FUZZ_CASES=N` sets the cases per
 /// property for a long run (`cargo test -p tmetric-engine --test tests counts::fuzz`). Shrunk failures are
-/// kept in `crates/engine/tests/counts.proptest-regressions` and replayed first.
+/// kept in `crates/offline/tests/counts.proptest-regressions` and replayed first.
 mod fuzz {
     use proptest::prelude::*;
     use proptest::test_runner::FileFailurePersistence;
 
-    use tmetric_engine::counts::*;
+    use tmetric_offline::counts::*;
 
     fn cases() -> u32 {
         std::env::var("FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)

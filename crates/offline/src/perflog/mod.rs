@@ -33,10 +33,10 @@ use tmetric_catalog::Model;
 use tmetric_catalog::catalog::IdKind;
 use tmetric_perfstat::{Block, EventKey, LogRow, Lookup, PerfLog, PrintedMetric, TimeSource};
 
-use crate::evaluator::{MetricResult, Select};
-use crate::literals::Literals;
-use crate::metric_eval::{MetricEval, Needed};
 use encoding::{ByEncoding, Encodings};
+use tmetric_engine::evaluator::{MetricResult, Select};
+use tmetric_engine::literals::Literals;
+use tmetric_engine::metric_eval::{MetricEval, Needed};
 
 /// Whether `pmu` names a core PMU: `default_core` (or no PMU), or a name perf gives the core
 /// PMU (`cpu`, `cpu_core`, `cpu_atom`, `cpum_cf`, `armv8_pmuv3_0`).
@@ -365,7 +365,7 @@ pub struct Outcome {
     /// Why the value is NaN or 0 although every input has a value: a literal, a
     /// `has_event()`/`strcmp_cpuid_str()` probe, or a division by inputs that are 0
     /// ([`MetricEval::explain`]).
-    pub why: Option<crate::Why>,
+    pub why: Option<tmetric_engine::Why>,
 }
 
 impl Outcome {

@@ -1,5 +1,5 @@
 //! perf's built-in metrics (`insn per cycle`, `GHz`, the miss ratios, TopDown from
-//! `topdown-*` rows) over a log's blocks, computed by [`crate::builtin`] from the rows of the
+//! `topdown-*` rows) over a log's blocks, computed by [`tmetric_engine::builtin`] from the rows of the
 //! log and checked against what perf printed next to the same row.
 //!
 //! Rules (docs/from-perf.md): each built-in is shown on every row of its carrier event (the
@@ -13,7 +13,7 @@ use tmetric_perfstat::{
 };
 
 use super::{count_precision, is_core_pmu};
-use crate::builtin::{BUILTINS, Builtin, NSECS, NoValue};
+use tmetric_engine::builtin::{BUILTINS, Builtin, NSECS, NoValue};
 
 /// The `-M` item that selects every built-in.
 const ALL: &str = "builtin";
