@@ -15,8 +15,7 @@ use tmetric_engine::select;
 use tmetric_engine::{EvalInput, Pick};
 use tmetric_record::{Input, Options, Playback};
 
-use crate::color::ColorChoice;
-use crate::stat::{Layout, Printer};
+use crate::stat::Printer;
 use tmetric_engine::aggr::Aggregation;
 use tmetric_engine::view::Split;
 use tmetric_print::out::{Sink, warn};
@@ -26,6 +25,9 @@ use tmetric_print::{Config, Title};
 /// `tmetric report` flags.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
+    mut_arg("metrics", |a| a.help("Metrics or metric groups to evaluate (default: those recorded, or for perf.data the common metrics whose events were counted); any metric whose events were counted works")),
+    mut_arg("model", |a| a.help("Use this model's formulas (default: the recorded model, or perf.data's cpuid)")),
+    mut_arg("color", |a| a.help("Colour metric values by their thresholds: auto (when the report goes to a terminal: standard error, unless -o names a file), always or never")),
     after_help = "Examples:\n  tmetric report                      (perf.data, or the pipe on standard input)\n  \
     tmetric report -i td.data -M tma_frontend_bound --model icelake -x,\n  \
     tmetric record -a -e task-clock -o - sleep 1 | tmetric report -i -\n  \
@@ -37,19 +39,10 @@ pub struct ReportArgs {
     /// when it is a pipe, else perf.data (as perf stat report).
     #[arg(short = 'i', long = "input", value_name = "FILE")]
     input: Option<PathBuf>,
-    /// Metrics or metric groups to evaluate (default: those recorded, or for perf.data the
-    /// common metrics whose events were counted); any metric whose events were counted works.
-    #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',')]
-    metrics: Vec<String>,
-    /// Use this model's formulas (default: the recorded model, or perf.data's cpuid).
-    #[arg(long, value_name = "MODEL")]
-    model: Option<String>,
-    /// CSV output with this field separator (as `stat -x`).
-    #[arg(short = 'x', long = "field-separator", value_name = "SEP", conflicts_with = "json")]
-    separator: Option<String>,
-    /// JSON lines output (as `stat -j`).
-    #[arg(short = 'j', long)]
-    json: bool,
+    #[command(flatten)]
+    metric: crate::args::MetricArgs,
+    #[command(flatten)]
+    out: crate::args::OutputArgs,
     /// Per CPU: no aggregation over CPUs.
     #[arg(short = 'A', long = "no-aggr", group = "aggregation")]
     no_aggr: bool,
@@ -88,10 +81,6 @@ pub struct ReportArgs {
     /// percentile).
     #[arg(long, value_name = "MODE", value_parser = ["mean", "min", "max", "last", "p97"])]
     tpebs_mode: Option<String>,
-    /// Colour metric values by their thresholds: auto (when the report goes to a terminal:
-    /// standard error, unless -o names a file), always or never.
-    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
-    color: ColorChoice,
     /// Write the report to FILE instead of standard error.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -137,7 +126,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     }
     let input = tmetric_record::open(&name, &bytes)?;
     let picks = choose(args, &input)?;
-    let choice = match (&picks, &args.model) {
+    let choice = match (&picks, &args.metric.model) {
         (Some(picks), _) => Choice::Picks(picks),
         (None, Some(model)) => {
             Choice::Model(tmetric_engine::models::find_model(model).context("--model")?)
@@ -154,20 +143,23 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
 /// without `-M`. Never reads this machine's sysfs: the recording says what it ran on. A miss
 /// is `engine::select::Miss`, worded as `stat` words it.
 fn choose(args: &ReportArgs, input: &Input) -> anyhow::Result<Option<Vec<Pick>>> {
-    if args.metrics.is_empty() {
+    if args.metric.metrics.is_empty() {
         return Ok(None);
     }
-    let from =
-        if args.model.is_some() { select::ModelFrom::Named } else { select::ModelFrom::Recording };
+    let from = if args.metric.model.is_some() {
+        select::ModelFrom::Named
+    } else {
+        select::ModelFrom::Recording
+    };
     let host = || recorded_model(args, input);
     let hint = |item: &str| crate::sim_hint::simulated_hint(item, None);
-    Ok(Some(select::items(&args.metrics, host, from, hint)?))
+    Ok(Some(select::items(&args.metric.metrics, host, from, hint)?))
 }
 
 /// The model `-M`'s items that are not common come from: `--model`, else the recorded one,
 /// else the recorded machine's cpuid's.
 fn recorded_model(args: &ReportArgs, input: &Input) -> anyhow::Result<&'static Model> {
-    if let Some(name) = &args.model {
+    if let Some(name) = &args.metric.model {
         return Ok(tmetric_engine::models::find_model(name)?);
     }
     let recorded = input.model().and_then(tmetric_catalog::model);
@@ -269,22 +261,14 @@ fn split_of(aggr: Aggregation, level: Option<u32>, replay: &Playback) -> anyhow:
 
 /// Prints `replay` as `stat` printed it, in the layout and aggregation `args` ask for.
 fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
-    let layout = match (&args.separator, args.json) {
-        (Some(sep), _) => Layout::Csv(sep.clone()),
-        (None, true) => Layout::Json,
-        (None, false) => Layout::Std,
-    };
+    let layout = args.out.layout();
     let (aggr, level) = aggregation_of(args, &replay)?;
     let split = split_of(aggr, level, &replay)?;
     let out = match &args.output {
         Some(path) => Sink::create(path)?,
         None => Sink::stderr(),
     };
-    let colour = match args.color {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => args.output.is_none() && std::io::stderr().is_terminal(),
-    } && layout == Layout::Std;
+    let colour = args.out.colour(args.output.is_none() && std::io::stderr().is_terminal());
     let mut config = Config::new(layout.clone());
     config.metric_only = args.metric_only;
     config.colour = colour;

@@ -24,7 +24,7 @@ pub fn run_on<S: Syscalls + Clone>(
     let env = Environment::probe(sysfs, proc_root);
     // The model's counter numbers (`counter.json`) size the PMU model with or without -M:
     // an `-e` list is scheduled on the same counters.
-    let model = host_model(args.model.as_deref(), sysfs, proc_root).ok();
+    let model = host_model(args.metric.model.as_deref(), sysfs, proc_root).ok();
     let Some((owned, topdown)) = topdown_args(args, &layout, sysfs, proc_root)? else {
         return Ok(1);
     };
@@ -162,9 +162,9 @@ fn header_facts<'a, S: Syscalls>(
     simulated: Option<&'a str>,
 ) -> tmetric_record::HeaderFacts<'a> {
     let selection = tmetric_record::format::Selection {
-        metrics: args.metrics.clone(),
+        metrics: args.metric.metrics.clone(),
         events: args.events.clone(),
-        model: args.model.clone(),
+        model: args.metric.model.clone(),
         tpebs_mode: args.record_tpebs.then(|| args.tpebs_mode.clone()),
         summary: args.summary,
     };
