@@ -578,9 +578,12 @@ fn every_aggregation_mode_is_recorded_as_perf_numbers_it() {
     let data = tmetric_perfstat::perfdata::parse_perf_data(&std::fs::read(&file).unwrap());
     assert_eq!(data.unwrap().aggregation(), Some(A::Thread));
     let report = stderr(&ok(&["report", "-i", &file]));
-    assert!(
-        report.lines().filter(|l| l.contains(" msec task-clock")).count() > 1
-            && report.lines().any(|l| l.trim_start().starts_with("ksoftirqd/")),
-        "{report}"
-    );
+    // Each line starts with a thread's `comm-tid`.
+    let threads: Vec<&str> = report.lines().filter(|l| l.contains(" msec task-clock")).collect();
+    // perf's `%16s-%-7d ` (a comm may hold spaces: `opt cgu.14`).
+    let comm_tid = |l: &&str| {
+        let column = l.get(..25).unwrap_or_default().trim();
+        column.rsplit_once('-').is_some_and(|(_, tid)| tid.parse::<u32>().is_ok())
+    };
+    assert!(threads.len() > 1 && threads.iter().all(comm_tid), "{report}");
 }
