@@ -12,7 +12,7 @@ use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::replay::Choice;
 use tmetric_engine::select;
-use tmetric_engine::{EvalInput, Pick};
+use tmetric_engine::{EvalInput, Evaluators, Note, Pick};
 use tmetric_record::{Input, Options, Playback};
 
 use crate::stat::Printer;
@@ -254,14 +254,10 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     printer.split = split;
     printer.tree = TreeView::new(args.tree, args.all);
     printer.interval = replay.interval;
-    if args.errors && replay.totals.is_some() {
-        if replay.reads.is_empty() {
-            warn(
-                "--errors: the record keeps no reads for error bars (record with --errors or -v); the metrics print without them",
-            );
-        } else {
-            printer.error_reads = Some(replay.reads.clone());
-        }
+    if args.errors && replay.totals.is_some() && replay.reads.is_empty() {
+        warn(
+            "--errors: the record keeps no reads for error bars (record with --errors or -v); the metrics print without them",
+        );
     }
     let mut plan = replay.plan;
     // As stat printed it: each uncore box apart under -A, merged otherwise.
@@ -270,23 +266,24 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     for warning in plan.warnings() {
         warn(&format!("warning: {warning}"));
     }
+    // Each sample is evaluated once, as stat evaluated it: an interval with the latencies
+    // sampled in it.
+    let mut evaluators = Evaluators::default();
     for step in &replay.intervals {
-        let sample =
-            EvalInput { counts: &step.counts, seconds: step.length.as_secs_f64(), rusage: None };
-        let recorded = plan.retire_latency().to_vec();
-        if let Some(l) = &step.latency {
-            plan.set_retire_latency(l.clone());
-        }
-        printer.interval(&plan, &sample, step.number, step.at)?;
-        printer.interval_notes(&plan, &sample, failures, step.at)?;
-        plan.set_retire_latency(recorded);
+        let sample = EvalInput::new(&step.counts, step.length.as_secs_f64())
+            .with_latencies(step.latency.as_deref());
+        let evaluated =
+            plan.evaluate_sample(&mut evaluators, &sample, &printer.split, None, failures);
+        printer.interval(&plan, &sample, &evaluated, step.at)?;
+        printer.interval_notes(&plan, &evaluated, step.at)?;
     }
     if let Some(totals) = &replay.totals {
-        let sample = EvalInput {
-            counts: totals,
-            seconds: replay.elapsed.as_secs_f64(),
-            rusage: replay.rusage,
-        };
+        let sample =
+            EvalInput::new(totals, replay.elapsed.as_secs_f64()).with_rusage(replay.rusage);
+        let reads = (args.errors && !replay.reads.is_empty()).then_some(replay.reads.as_slice());
+        let mut evaluated =
+            plan.evaluate_sample(&mut evaluators, &sample, &printer.split, reads, failures);
+        evaluated.notes.extend(replay.splits.iter().cloned().map(Note::Group));
         // As stat printed it: user and system time only for a command with no other target.
         let t = &replay.target;
         let task_only = !(t.starts_with("system wide")
@@ -295,17 +292,13 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
             || t.starts_with("process id ")
             || t.starts_with("thread id "));
         let rusage = replay.rusage.filter(|_| task_only);
-        printer.summary(&plan, &sample, &tmetric_print::stat::footer(replay.elapsed, rusage))?;
-        let notes = printer.notes_for(&plan, &sample, failures, &replay.splits);
+        let footer = tmetric_print::stat::footer(replay.elapsed, rusage);
+        printer.summary(&plan, &sample, &evaluated, &footer)?;
+        let notes = printer.notes_for(&plan, &evaluated);
         printer.notes(&notes)?;
         // As stat: the block of bars where they cannot show beside the values.
-        if args.errors && !replay.reads.is_empty() && !printer.errors_inline() {
-            let bars = plan.uncertainties(
-                &mut tmetric_engine::Evaluators::default(),
-                &replay.reads,
-                sample.seconds,
-            );
-            printer.error_bars(&plan, &sample, &bars)?;
+        if args.errors && !printer.errors_inline() {
+            printer.error_bars(&plan, &evaluated)?;
         }
     }
     Ok(printer.into_inner().finish()?)
