@@ -67,7 +67,7 @@ pub use key::{EventKey, canonical_event_name, is_core_pmu};
 pub use log::{
     Aggr, AggrKind, Block, Count, Layout, LogRow, PerfLog, PrintedMetric, Run, TimeSource, Timed,
 };
-pub use lookup::{Found, Lookup};
+pub use lookup::{Found, Lookup, same_name};
 pub use number::{Grouping, Numbers, Seen, printed_decimals, printed_value};
 pub use skipped::{Skipped, Stretch};
 pub use stream::{MAX_LINE, Reader};
