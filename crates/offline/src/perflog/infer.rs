@@ -234,13 +234,14 @@ pub enum Inference {
 /// Scores every model against the log; the best one is chosen when it beats the next.
 pub fn infer_model(log: &PerfLog, literals: &Literals) -> Inference {
     let printed = printed_metrics(log);
-    let events: BTreeSet<String> = log
+    let logged: BTreeSet<String> = log
         .event_keys()
         .into_iter()
         .filter(|k| !k.is_tool())
         .map(|k| k.name.split(',').next().unwrap_or("").to_string())
-        .filter(|name| !is_generic_event(name))
         .collect();
+    let events: BTreeSet<String> =
+        logged.iter().filter(|name| !is_generic_event(name)).cloned().collect();
     // The rows of the blocks whose printed metrics are recomputed.
     let blocks: BTreeSet<usize> = printed.iter().take(INFER_PRINTED).map(|p| p.block).collect();
     let rows: usize = blocks.iter().map(|&b| log.blocks[b].rows.len()).sum();
@@ -267,8 +268,11 @@ pub fn infer_model(log: &PerfLog, literals: &Literals) -> Inference {
         }
         if unknown.iter().all(|e| is_software_or_tracepoint(e)) {
             // Software events and tracepoints exist on every CPU and no model's JSON lists
-            // them: the common metrics are all that applies.
-            return Inference::SoftwareOnly { ignored: ignored_rows(log, &unknown) };
+            // them: the common metrics are all that applies, and the rows none reads (of
+            // perf's own events too) are named.
+            let unread: Vec<String> =
+                logged.iter().filter(|e| !common_knows(common, e)).cloned().collect();
+            return Inference::SoftwareOnly { ignored: ignored_rows(log, &unread) };
         }
         return Inference::Unknown { events: unknown };
     }
