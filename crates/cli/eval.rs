@@ -21,7 +21,6 @@ use tmetric_print::eval::{self as print, CountsPrinter};
 
 pub mod from_perf;
 
-use crate::color::ColorChoice;
 use crate::counts;
 use tmetric_engine::models::find_model;
 use tmetric_engine::select::examples;
@@ -81,20 +80,22 @@ FROM A PERF STAT LOG (--from-perf FILE|-; docs/from-perf.md):
 
 /// Flags of `tmetric eval`.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = EVAL_HELP)]
+#[command(
+    after_long_help = EVAL_HELP,
+    mut_arg("model", |a| a.help("The model: `x86/sapphirerapids` or `sapphirerapids`; defaults to the counts file's `model`")),
+    mut_arg("metrics", |a| a.help("Metrics or metric groups to evaluate, as for `perf stat -M`; comma-separated, repeatable")),
+    mut_arg("json", |a| a.help("One JSON object per line")),
+    mut_arg("separator", |a| a.help("With --from-perf: CSV output with this separator (columns in --help)").requires("from_perf")),
+    mut_arg("color", |a| a.help("When to colour threshold states: auto (when standard output is a terminal), always or never")),
+)]
 pub struct EvalArgs {
-    /// The model: `x86/sapphirerapids` or `sapphirerapids`; defaults to the counts file's `model`.
-    #[arg(long, value_name = "MODEL")]
-    model: Option<String>,
+    #[command(flatten)]
+    metric: crate::args::MetricArgs,
+    #[command(flatten)]
+    out: crate::args::OutputArgs,
     /// The counts file (JSON; see --help or docs/counts-format.md).
     #[arg(long, value_name = "FILE")]
     counts: Option<PathBuf>,
-    /// Metrics or metric groups to evaluate, as for `perf stat -M`; comma-separated, repeatable.
-    #[arg(short = 'M', long = "metrics", value_name = "METRIC|GROUP,...", value_delimiter = ',')]
-    metrics: Vec<String>,
-    /// One JSON object per line.
-    #[arg(short = 'j', long)]
-    json: bool,
     /// `#smt_on` (default: on).
     #[arg(long, value_name = "on|off")]
     smt: Option<OnOff>,
@@ -130,25 +131,12 @@ pub struct EvalArgs {
     /// to pick its model and answer `strcmp_cpuid_str()`.
     #[arg(long, value_name = "CPUID", requires = "from_perf")]
     cpuid: Option<String>,
-    /// With --from-perf: CSV output with this separator (columns in --help).
-    #[arg(
-        short = 'x',
-        long = "field-separator",
-        value_name = "SEP",
-        requires = "from_perf",
-        conflicts_with = "json"
-    )]
-    separator: Option<String>,
     /// Evaluate this expression with perf's semantics instead of the model's metrics.
     #[arg(long, value_name = "EXPR", conflicts_with = "metrics")]
     expr: Option<String>,
     /// A value for an identifier of --expr (`--var INST_RETIRED.ANY=5e9`, `--var '#smt_on=1'`); repeatable.
     #[arg(long = "var", value_name = "NAME=VALUE", requires = "expr")]
     vars: Vec<String>,
-    /// When to colour threshold states: auto (when standard output is a terminal), always or
-    /// never.
-    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
-    color: ColorChoice,
 }
 
 /// `on` or `off`.
@@ -243,7 +231,7 @@ fn warn(message: &str) {
 
 /// The `-M` items, trimmed, empty ones dropped.
 fn items(args: &EvalArgs) -> Vec<&str> {
-    args.metrics.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect()
+    args.metric.metrics.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect()
 }
 
 /// perf's `-M item:u` puts a modifier on the item's events; eval reads what was counted, so it
@@ -286,7 +274,8 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         eval.select_complete();
     } else {
         let hint = "the counts file decides what was counted (use keys such as `EVENT:u`)";
-        let from = if args.model.is_some() { ModelFrom::Named } else { ModelFrom::CountsFile };
+        let from =
+            if args.metric.model.is_some() { ModelFrom::Named } else { ModelFrom::CountsFile };
         refuse_modifiers(&items, Some(model), from, hint)?;
         eval.select(&items, from)?;
     }
@@ -297,8 +286,13 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         warn(&print::source_count_warning(model, slot));
     }
     let used = eval.literals_used();
-    let mut printer = CountsPrinter::new(out, &literals, args.json, args.color.enabled());
-    if args.json {
+    let mut printer = CountsPrinter::new(
+        out,
+        &literals,
+        args.out.json,
+        args.out.colour(std::io::IsTerminal::is_terminal(&std::io::stdout())),
+    );
+    if args.out.json {
         printer.assumptions(&models, &file.path, &used)?;
     } else {
         eprintln!("tmetric: {}", print::counts_assumptions(&models, &file.path, &literals, &used));
@@ -309,7 +303,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             printer.metric(table.model, table.common, evaluated)?;
         }
     }
-    if results.iter().all(Vec::is_empty) && !args.json {
+    if results.iter().all(Vec::is_empty) && !args.out.json {
         eprintln!("tmetric: no metric of {where_} has all its inputs in {}", file.path);
     }
     for note in print::skipped_notes(&eval.skipped, &where_, &file.path) {
@@ -320,7 +314,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 
 /// The model of a counts file: `--model`, else the file's `model` (a warning when they differ).
 fn counts_model(args: &EvalArgs, file: &CountsFile) -> anyhow::Result<&'static Model> {
-    Ok(match (&args.model, &file.model) {
+    Ok(match (&args.metric.model, &file.model) {
         (Some(flag), Some(named)) => {
             let model = find_model(flag)?;
             if find_model(named).ok().is_none_or(|m| !std::ptr::eq(m, model)) {
@@ -408,10 +402,10 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
         })
         .context("cannot evaluate the expression")?;
     let (value, missing, used) = (adhoc.value, adhoc.missing, adhoc.literals);
-    if !args.json && !used.is_empty() {
+    if !args.out.json && !used.is_empty() {
         eprintln!("tmetric: literals used: {}", print::describe_literals(&literals, &used));
     }
-    print::expr_value(out, text, value, &missing, &literals, &used, args.json)?;
+    print::expr_value(out, text, value, &missing, &literals, &used, args.out.json)?;
     if let Some(warning) = print::expr_missing_warning(&missing) {
         warn(&warning);
     }

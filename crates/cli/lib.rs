@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod color;
+mod args;
 mod counts;
 mod describe;
 mod eval;
@@ -102,23 +102,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// `tmetric [stat flags] [--] cmd args`: as perf users type `perf stat`, the top level is
 /// `stat` when the first argument is not a subcommand or a top-level flag.
 fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const TOP: &[&str] = &[
-        "latency",
-        "list",
-        "eval",
-        "stat",
-        "record",
-        "report",
-        "plan",
-        "describe",
-        "serve",
-        "rules",
-        "help",
-        "-h",
-        "--help",
-        "-V",
-        "--version",
-    ];
     let first = args.get(1).and_then(|a| a.to_str()).map(str::to_string);
     // perf's `perf stat record ...` and `perf stat report ...` (abbreviations of at least
     // three letters, as perf accepts them) are tmetric's `record` and `report`.
@@ -135,11 +118,27 @@ fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::O
         }
     }
     match first {
-        Some(first) if !TOP.contains(&first.as_str()) => args.insert(1, "stat".into()),
+        Some(first) if !is_top_level(&first) => args.insert(1, "stat".into()),
         None if args.len() > 1 => args.insert(1, "stat".into()),
         _ => {}
     }
     args
+}
+
+/// Whether `word` is what the top level reads itself: a subcommand's name or alias (`help`
+/// too) or a top-level flag (`-h`, `--help`, `-V`, `--version`), as clap defines them.
+fn is_top_level(word: &str) -> bool {
+    use clap::CommandFactory;
+    let mut cli = Cli::command();
+    // Building adds what clap generates: the `help` subcommand, `--help` and `--version`.
+    cli.build();
+    let flag = |arg: &clap::Arg| {
+        arg.get_short().is_some_and(|s| word.strip_prefix('-') == Some(s.encode_utf8(&mut [0; 4])))
+            || arg.get_long().is_some_and(|l| word.strip_prefix("--") == Some(l))
+    };
+    cli.get_subcommands()
+        .any(|sub| sub.get_name() == word || sub.get_all_aliases().any(|a| a == word))
+        || cli.get_arguments().any(flag)
 }
 
 /// The shell's codes for a command that could not run: 127 when it does not exist, 126

@@ -19,22 +19,16 @@ use tmetric_engine::models::host_model;
 
 /// `tmetric plan` flags.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  tmetric plan -M TopdownL1 --model sapphirerapids\n  \
+#[command(
+    mut_arg("metrics", |a| a.required(true)),
+    mut_arg("model", |a| a.help("Plan for this catalogue model, without its machine").conflicts_with_all(["cpuid", "sysfs"])),
+    after_help = "Examples:\n  tmetric plan -M TopdownL1 --model sapphirerapids\n  \
     tmetric plan -M tma_backend_bound_group --model icelake --nmi-watchdog off --json\n  \
-    tmetric plan -M PipelineL1 --cpuid AuthenticAMD-25-17-0")]
+    tmetric plan -M PipelineL1 --cpuid AuthenticAMD-25-17-0"
+)]
 pub struct PlanArgs {
-    /// Metrics or metric groups, comma-separated.
-    #[arg(
-        short = 'M',
-        long = "metrics",
-        value_name = "METRICS",
-        value_delimiter = ',',
-        required = true
-    )]
-    metrics: Vec<String>,
-    /// Plan for this catalogue model, without its machine.
-    #[arg(long, value_name = "MODEL", conflicts_with_all = ["cpuid", "sysfs"])]
-    model: Option<String>,
+    #[command(flatten)]
+    metric: crate::args::MetricArgs,
     /// Plan for the model this cpuid string maps to.
     #[arg(long, value_name = "CPUID", conflicts_with = "sysfs")]
     cpuid: Option<String>,
@@ -55,15 +49,8 @@ pub struct PlanArgs {
     /// NMI watchdog state to assume without a machine (it holds one counter).
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = on_off, action = clap::ArgAction::Set)]
     nmi_watchdog: bool,
-    /// Do not count threshold events.
-    #[arg(long)]
-    metric_no_threshold: bool,
-    /// Do not require a metric's events to share a group.
-    #[arg(long)]
-    metric_no_group: bool,
-    /// Do not share groups between metrics.
-    #[arg(long)]
-    metric_no_merge: bool,
+    #[command(flatten)]
+    grouping: crate::args::GroupingArgs,
     /// Plan with perf 6.12's strategy instead of tmetric's.
     #[arg(long)]
     perf_strategy: bool,
@@ -95,13 +82,13 @@ fn picks_for(
 /// Runs `tmetric plan`.
 pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let options = PlanOptions {
-        thresholds: !args.metric_no_threshold,
-        no_group: args.metric_no_group,
-        no_merge: args.metric_no_merge,
+        thresholds: !args.grouping.metric_no_threshold,
+        no_group: args.grouping.metric_no_group,
+        no_merge: args.grouping.metric_no_merge,
         strategy: if args.perf_strategy { Strategy::Perf } else { Strategy::Tmetric },
         system_wide: true,
     };
-    let (model, pmus, machine_text) = match (&args.model, &args.cpuid, &args.sysfs) {
+    let (model, pmus, machine_text) = match (&args.metric.model, &args.cpuid, &args.sysfs) {
         (Some(name), _, _) => {
             let model = tmetric_engine::models::find_model(name)?;
             let facts = MachineFacts { nmi_watchdog: args.nmi_watchdog, smt_on: args.smt };
@@ -153,7 +140,7 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             let literals = tmetric_engine::plan::literals(&sysfs, &proc_root, true);
             let from =
                 if where_ == "this machine" { ModelFrom::Machine } else { ModelFrom::Planned };
-            let picks = picks_for(model, &args.metrics, from)?;
+            let picks = picks_for(model, &args.metric.metrics, from)?;
             let (live, plan) = plan_on_machine(&picks, &machine, literals, &options);
             let machine_text = if where_ == "this machine" {
                 format!(
@@ -167,8 +154,8 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             return print_plan(args, out, model, &plan, &machine_text, &missing);
         }
     };
-    let from = if args.model.is_some() { ModelFrom::Named } else { ModelFrom::Planned };
-    let picks = picks_for(model, &args.metrics, from)?;
+    let from = if args.metric.model.is_some() { ModelFrom::Named } else { ModelFrom::Planned };
+    let picks = picks_for(model, &args.metric.metrics, from)?;
     let plan = plan_offline(&picks, &pmus, &options);
     print_plan(args, out, model, &plan, &machine_text, &[])
 }
@@ -204,14 +191,17 @@ fn print_plan(
 ) -> anyhow::Result<()> {
     // Where the machine cannot count a metric at all, the simulated machine that can.
     let simulated = if missing.iter().any(|m| !m.is_empty()) {
-        args.metrics.first().and_then(|item| crate::sim_hint::simulated_hint(item, Some(model)))
+        args.metric
+            .metrics
+            .first()
+            .and_then(|item| crate::sim_hint::simulated_hint(item, Some(model)))
     } else {
         None
     };
     if args.json {
         print::json(out, &model.path(), plan, machine_text, missing, &simulated)?;
     } else {
-        print::text(out, plan, machine_text, &args.metrics, missing, &simulated)?;
+        print::text(out, plan, machine_text, &args.metric.metrics, missing, &simulated)?;
     }
     Ok(())
 }

@@ -12,11 +12,10 @@ use anyhow::{Context, bail};
 use tmetric_catalog::Model;
 use tmetric_engine::replay::Choice;
 use tmetric_engine::select;
-use tmetric_engine::{EvalInput, Pick};
+use tmetric_engine::{EvalInput, Evaluators, Note, Pick};
 use tmetric_record::{Input, Options, Playback};
 
-use crate::color::ColorChoice;
-use crate::stat::{Layout, Printer};
+use crate::stat::Printer;
 use tmetric_engine::aggr::{self, Aggr};
 use tmetric_engine::view::Split;
 use tmetric_print::out::{Sink, warn};
@@ -26,6 +25,9 @@ use tmetric_print::{Aggregation, Config, Title};
 /// `tmetric report` flags.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
+    mut_arg("metrics", |a| a.help("Metrics or metric groups to evaluate (default: those recorded, or for perf.data the common metrics whose events were counted); any metric whose events were counted works")),
+    mut_arg("model", |a| a.help("Use this model's formulas (default: the recorded model, or perf.data's cpuid)")),
+    mut_arg("color", |a| a.help("Colour metric values by their thresholds: auto (when the report goes to a terminal: standard error, unless -o names a file), always or never")),
     after_help = "Examples:\n  tmetric report                      (perf.data, or the pipe on standard input)\n  \
     tmetric report -i td.data -M tma_frontend_bound --model icelake -x,\n  \
     tmetric record -a -e task-clock -o - sleep 1 | tmetric report -i -\n  \
@@ -37,19 +39,10 @@ pub struct ReportArgs {
     /// when it is a pipe, else perf.data (as perf stat report).
     #[arg(short = 'i', long = "input", value_name = "FILE")]
     input: Option<PathBuf>,
-    /// Metrics or metric groups to evaluate (default: those recorded, or for perf.data the
-    /// common metrics whose events were counted); any metric whose events were counted works.
-    #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',')]
-    metrics: Vec<String>,
-    /// Use this model's formulas (default: the recorded model, or perf.data's cpuid).
-    #[arg(long, value_name = "MODEL")]
-    model: Option<String>,
-    /// CSV output with this field separator (as `stat -x`).
-    #[arg(short = 'x', long = "field-separator", value_name = "SEP", conflicts_with = "json")]
-    separator: Option<String>,
-    /// JSON lines output (as `stat -j`).
-    #[arg(short = 'j', long)]
-    json: bool,
+    #[command(flatten)]
+    metric: crate::args::MetricArgs,
+    #[command(flatten)]
+    out: crate::args::OutputArgs,
     /// Per CPU: no aggregation over CPUs.
     #[arg(short = 'A', long = "no-aggr", conflicts_with_all = ["per_core", "per_socket", "per_die"])]
     no_aggr: bool,
@@ -76,10 +69,6 @@ pub struct ReportArgs {
     /// percentile).
     #[arg(long, value_name = "MODE", value_parser = ["mean", "min", "max", "last", "p97"])]
     tpebs_mode: Option<String>,
-    /// Colour metric values by their thresholds: auto (when the report goes to a terminal:
-    /// standard error, unless -o names a file), always or never.
-    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
-    color: ColorChoice,
     /// Write the report to FILE instead of standard error.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -125,7 +114,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     }
     let input = tmetric_record::open(&name, &bytes)?;
     let picks = choose(args, &input)?;
-    let choice = match (&picks, &args.model) {
+    let choice = match (&picks, &args.metric.model) {
         (Some(picks), _) => Choice::Picks(picks),
         (None, Some(model)) => {
             Choice::Model(tmetric_engine::models::find_model(model).context("--model")?)
@@ -142,20 +131,23 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
 /// without `-M`. Never reads this machine's sysfs: the recording says what it ran on. A miss
 /// is `engine::select::Miss`, worded as `stat` words it.
 fn choose(args: &ReportArgs, input: &Input) -> anyhow::Result<Option<Vec<Pick>>> {
-    if args.metrics.is_empty() {
+    if args.metric.metrics.is_empty() {
         return Ok(None);
     }
-    let from =
-        if args.model.is_some() { select::ModelFrom::Named } else { select::ModelFrom::Recording };
+    let from = if args.metric.model.is_some() {
+        select::ModelFrom::Named
+    } else {
+        select::ModelFrom::Recording
+    };
     let host = || recorded_model(args, input);
     let hint = |item: &str| crate::sim_hint::simulated_hint(item, None);
-    Ok(Some(select::items(&args.metrics, host, from, hint)?))
+    Ok(Some(select::items(&args.metric.metrics, host, from, hint)?))
 }
 
 /// The model `-M`'s items that are not common come from: `--model`, else the recorded one,
 /// else the recorded machine's cpuid's.
 fn recorded_model(args: &ReportArgs, input: &Input) -> anyhow::Result<&'static Model> {
-    if let Some(name) = &args.model {
+    if let Some(name) = &args.metric.model {
         return Ok(tmetric_engine::models::find_model(name)?);
     }
     let recorded = input.model().and_then(tmetric_catalog::model);
@@ -221,11 +213,7 @@ fn split_of(aggr: Option<Aggr>, replay: &Playback) -> anyhow::Result<Split> {
 
 /// Prints `replay` as `stat` printed it, in the layout and aggregation `args` ask for.
 fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
-    let layout = match (&args.separator, args.json) {
-        (Some(sep), _) => Layout::Csv(sep.clone()),
-        (None, true) => Layout::Json,
-        (None, false) => Layout::Std,
-    };
+    let layout = args.out.layout();
     let aggr = if args.no_aggr {
         Some(Aggr::Cpu)
     } else if args.per_core {
@@ -242,11 +230,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
         Some(path) => Sink::create(path)?,
         None => Sink::stderr(),
     };
-    let colour = match args.color {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => args.output.is_none() && std::io::stderr().is_terminal(),
-    } && layout == Layout::Std;
+    let colour = args.out.colour(args.output.is_none() && std::io::stderr().is_terminal());
     let mut config = Config::new(layout.clone());
     config.metric_only = args.metric_only;
     config.colour = colour;
@@ -270,14 +254,10 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     printer.split = split;
     printer.tree = TreeView::new(args.tree, args.all);
     printer.interval = replay.interval;
-    if args.errors && replay.totals.is_some() {
-        if replay.reads.is_empty() {
-            warn(
-                "--errors: the record keeps no reads for error bars (record with --errors or -v); the metrics print without them",
-            );
-        } else {
-            printer.error_reads = Some(replay.reads.clone());
-        }
+    if args.errors && replay.totals.is_some() && replay.reads.is_empty() {
+        warn(
+            "--errors: the record keeps no reads for error bars (record with --errors or -v); the metrics print without them",
+        );
     }
     let mut plan = replay.plan;
     // As stat printed it: each uncore box apart under -A, merged otherwise.
@@ -286,23 +266,24 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     for warning in plan.warnings() {
         warn(&format!("warning: {warning}"));
     }
+    // Each sample is evaluated once, as stat evaluated it: an interval with the latencies
+    // sampled in it.
+    let mut evaluators = Evaluators::default();
     for step in &replay.intervals {
-        let sample =
-            EvalInput { counts: &step.counts, seconds: step.length.as_secs_f64(), rusage: None };
-        let recorded = plan.retire_latency().to_vec();
-        if let Some(l) = &step.latency {
-            plan.set_retire_latency(l.clone());
-        }
-        printer.interval(&plan, &sample, step.number, step.at)?;
-        printer.interval_notes(&plan, &sample, failures, step.at)?;
-        plan.set_retire_latency(recorded);
+        let sample = EvalInput::new(&step.counts, step.length.as_secs_f64())
+            .with_latencies(step.latency.as_deref());
+        let evaluated =
+            plan.evaluate_sample(&mut evaluators, &sample, &printer.split, None, failures);
+        printer.interval(&plan, &sample, &evaluated, step.at)?;
+        printer.interval_notes(&plan, &evaluated, step.at)?;
     }
     if let Some(totals) = &replay.totals {
-        let sample = EvalInput {
-            counts: totals,
-            seconds: replay.elapsed.as_secs_f64(),
-            rusage: replay.rusage,
-        };
+        let sample =
+            EvalInput::new(totals, replay.elapsed.as_secs_f64()).with_rusage(replay.rusage);
+        let reads = (args.errors && !replay.reads.is_empty()).then_some(replay.reads.as_slice());
+        let mut evaluated =
+            plan.evaluate_sample(&mut evaluators, &sample, &printer.split, reads, failures);
+        evaluated.notes.extend(replay.splits.iter().cloned().map(Note::Group));
         // As stat printed it: user and system time only for a command with no other target.
         let t = &replay.target;
         let task_only = !(t.starts_with("system wide")
@@ -311,17 +292,13 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
             || t.starts_with("process id ")
             || t.starts_with("thread id "));
         let rusage = replay.rusage.filter(|_| task_only);
-        printer.summary(&plan, &sample, &tmetric_print::stat::footer(replay.elapsed, rusage))?;
-        let notes = printer.notes_for(&plan, &sample, failures, &replay.splits);
+        let footer = tmetric_print::stat::footer(replay.elapsed, rusage);
+        printer.summary(&plan, &sample, &evaluated, &footer)?;
+        let notes = printer.notes_for(&plan, &evaluated);
         printer.notes(&notes)?;
         // As stat: the block of bars where they cannot show beside the values.
-        if args.errors && !replay.reads.is_empty() && !printer.errors_inline() {
-            let bars = plan.uncertainties(
-                &mut tmetric_engine::Evaluators::default(),
-                &replay.reads,
-                sample.seconds,
-            );
-            printer.error_bars(&plan, &sample, &bars)?;
+        if args.errors && !printer.errors_inline() {
+            printer.error_bars(&plan, &evaluated)?;
         }
     }
     Ok(printer.into_inner().finish()?)

@@ -37,20 +37,16 @@ pub enum Per {
 
 /// `tmetric serve`.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("metrics", |a| a.help("Metrics or metric groups, comma-separated, as `stat -M` (default: the common software metrics, and the model's `Default` group, TopdownL1 on Intel, where it has one)")))]
 pub struct ServeArgs {
+    #[command(flatten)]
+    pub metric: crate::args::MetricArgs,
     /// Address to listen on (`host:port`; port 0 picks a free one, printed at start).
     #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR")]
     pub listen: String,
-    /// Metrics or metric groups, comma-separated, as `stat -M` (default: the common software
-    /// metrics, and the model's `Default` group, TopdownL1 on Intel, where it has one).
-    #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',')]
-    pub metrics: Vec<String>,
     /// Events, as `stat -e` (exported as raw counters).
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
-    /// The CPU model whose metrics -M may name (default: the one this machine's cpuid maps to).
-    #[arg(long, value_name = "MODEL")]
-    pub model: Option<String>,
     /// Count the cgroups whose path matches (repeatable): `/system.slice/*.service`,
     /// `/kubepods.slice/**` (`*` within a component, `**` any depth), or a plain path.
     #[arg(long = "cgroup", value_name = "PATTERN")]
@@ -95,19 +91,13 @@ pub struct ServeArgs {
 
 /// `tmetric rules`.
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("metrics", |a| a.help("Metrics or metric groups, comma-separated, as `stat -M`").required(true)),
+    mut_arg("model", |a| a.help("The CPU model (default: this machine's)"))
+)]
 pub struct RulesArgs {
-    /// Metrics or metric groups, comma-separated, as `stat -M`.
-    #[arg(
-        short = 'M',
-        long = "metrics",
-        value_name = "METRICS",
-        value_delimiter = ',',
-        required = true
-    )]
-    pub metrics: Vec<String>,
-    /// The CPU model (default: this machine's).
-    #[arg(long, value_name = "MODEL")]
-    pub model: Option<String>,
+    #[command(flatten)]
+    pub metric: crate::args::MetricArgs,
     /// The window of rate() (a Prometheus duration: at least four scrape intervals).
     #[arg(long, default_value = "1m", value_name = "DURATION")]
     pub window: String,
@@ -195,17 +185,17 @@ fn run_on<S: Syscalls + Clone>(
     simulated: Option<&str>,
 ) -> anyhow::Result<()> {
     let env = Environment::probe(sysfs, proc_root);
-    let named = args.model.as_deref().map(tmetric_engine::models::find_model).transpose()?;
+    let named = args.metric.model.as_deref().map(tmetric_engine::models::find_model).transpose()?;
     let model = match named {
         Some(m) => Some(m),
         None => tmetric_engine::models::host_model(None, sysfs, proc_root).ok(),
     };
-    let metrics = if args.metrics.is_empty() && args.events.is_empty() {
+    let metrics = if args.metric.metrics.is_empty() && args.events.is_empty() {
         tmetric_serve::collector::default_metrics(model)
     } else {
-        args.metrics.clone()
+        args.metric.metrics.clone()
     };
-    let picks = stat::select_items(&metrics, args.model.as_deref(), sysfs, proc_root)?;
+    let picks = stat::select_items(&metrics, args.metric.model.as_deref(), sysfs, proc_root)?;
     let pmus = PmuModel::probe(sysfs, proc_root, model);
     let machine = Machine { sysfs, proc_root, env: &env, pmus: &pmus };
     let plan = tmetric_serve::collector::build_plan(
@@ -250,7 +240,8 @@ fn run_on<S: Syscalls + Clone>(
 pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let sysfs = Sysfs::system();
     let proc_root = Path::new("/proc");
-    let picks = stat::select_items(&args.metrics, args.model.as_deref(), &sysfs, proc_root)?;
+    let picks =
+        stat::select_items(&args.metric.metrics, args.metric.model.as_deref(), &sysfs, proc_root)?;
     if !args.window.chars().next().is_some_and(|c| c.is_ascii_digit())
         || !args.window.chars().all(|c| c.is_ascii_alphanumeric())
     {
@@ -265,8 +256,8 @@ pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     let command = format!(
         "tmetric rules -M {}{}",
-        args.metrics.join(","),
-        args.model.as_deref().map(|m| format!(" --model {m}")).unwrap_or_default()
+        args.metric.metrics.join(","),
+        args.metric.model.as_deref().map(|m| format!(" --model {m}")).unwrap_or_default()
     );
     let text = if args.dashboard {
         let (model, metrics) = by_model
@@ -274,7 +265,7 @@ pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             .find(|(m, _)| !std::ptr::eq(*m, tmetric_catalog::common()))
             .or(by_model.first())
             .context("no metric selected")?;
-        let title = format!("tmetric: {} on {}", args.metrics.join(", "), model.path());
+        let title = format!("tmetric: {} on {}", args.metric.metrics.join(", "), model.path());
         let dash = tmetric_serve::rules::dashboard(model, metrics, &title);
         serde_json::to_string_pretty(&dash)? + "\n"
     } else {

@@ -25,7 +25,6 @@ use tmetric_print::{Aggregation, Config, Title};
 use tmetric_runtime::{Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_runtime::{EventReport, TpebsMode, Workload};
 
-use crate::color::ColorChoice;
 use tmetric_print::out::{Sink, warn};
 
 mod args;

@@ -7,10 +7,9 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use tmetric_offline::perflog::run::{LogRun, choose_model};
 use tmetric_perfstat::{Block, PerfLog, Reader};
-use tmetric_print::Layout;
 use tmetric_print::eval::log::{Header, LogPrinter, log_where, notes};
 
 use super::{EvalArgs, items, refuse_modifiers, resolve_literals, warn};
@@ -66,7 +65,7 @@ pub fn run_log_with<R: BufRead>(
     let literals = resolve_literals(args, None, &[])?;
     let cpuid = args.cpuid.as_deref();
     // A cpuid no model matches is said before a --model that names none.
-    let given = match &args.model {
+    let given = match &args.metric.model {
         Some(model) if cpuid.is_none_or(|c| tmetric_catalog::model_for_cpuid(c).is_some()) => {
             Some(find_model(model)?)
         }
@@ -87,13 +86,14 @@ pub fn run_log_with<R: BufRead>(
     for warning in notes::unsolved(&run.unsolved) {
         out::warn(&warning);
     }
-    let format = match (&args.separator, args.json) {
-        (Some(sep), _) if sep.is_empty() => bail!("-x needs a separator, e.g. `-x ,`"),
-        (Some(sep), _) => Layout::Csv(sep.clone()),
-        (None, true) => Layout::Json,
-        (None, false) => Layout::Std,
-    };
-    let mut printer = LogPrinter::new(out, format, args.color.enabled(), &log, &run.literals);
+    let format = args.out.layout();
+    let mut printer = LogPrinter::new(
+        out,
+        format,
+        args.out.colour(std::io::IsTerminal::is_terminal(&std::io::stdout())),
+        &log,
+        &run.literals,
+    );
     printer.header(&Header {
         choice: &choice,
         common: run.evaluators.len() > 1 || choice.model.is_none(),

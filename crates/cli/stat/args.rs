@@ -4,12 +4,15 @@ use super::*;
 
 /// `tmetric stat` flags (perf's names where perf has them).
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "Counts go to standard error, as perf's do, unless -o names a file.\n\
+#[command(
+    mut_arg("color", |a| a.help("Colour metric values by their thresholds: auto (when the counts go to a terminal: standard error, unless -o names a file), always or never")),
+    after_help = "Counts go to standard error, as perf's do, unless -o names a file.\n\
     Without -e or -M: perf's default events (task-clock, context-switches, cpu-migrations, \
     page-faults, cycles, instructions, branches, branch-misses) with perf's built-in metrics, \
     and the model's `Default` metric group where it has one.\n\
     Examples:\n  tmetric stat -- make -j4\n  tmetric stat -a -I 1000 -M Software\n  \
-    tmetric stat -e task-clock,cs -x, -- ./bench")]
+    tmetric stat -e task-clock,cs -x, -- ./bench"
+)]
 pub struct StatArgs {
     /// Count every task on every online CPU instead of the command and its children.
     #[arg(short = 'a', long = "all-cpus")]
@@ -26,31 +29,15 @@ pub struct StatArgs {
     /// (`:u`, `:k`, ...) and `{a,b}[:mods]` groups.
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
-    /// Metrics or metric groups, comma-separated: tmetric's common ones (group `Software`)
-    /// or those of this machine's CPU model (see --model).
-    #[arg(short = 'M', long = "metrics", value_name = "METRICS", value_delimiter = ',')]
-    pub metrics: Vec<String>,
-    /// The CPU model whose metrics -M may name (default: the one this machine's cpuid maps to).
-    #[arg(long, value_name = "MODEL")]
-    pub model: Option<String>,
-    /// CSV output with this field separator (perf's fields; `\t` for a tab).
-    #[arg(short = 'x', long = "field-separator", value_name = "SEP", conflicts_with = "json")]
-    pub separator: Option<String>,
-    /// JSON lines output, perf's keys.
-    #[arg(short = 'j', long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub metric: crate::args::MetricArgs,
+    #[command(flatten)]
+    pub out: crate::args::OutputArgs,
+    #[command(flatten)]
+    pub grouping: crate::args::GroupingArgs,
     /// Write the counts to FILE instead of standard error.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Do not count the events of metric thresholds (they only colour values).
-    #[arg(long)]
-    pub metric_no_threshold: bool,
-    /// Do not require a metric's events to be counted in one group.
-    #[arg(long)]
-    pub metric_no_group: bool,
-    /// Do not share groups between metrics.
-    #[arg(long)]
-    pub metric_no_merge: bool,
     /// Count on a simulated PMU instead of this machine's (sapphirerapids, icelake,
     /// skylakex, skylakex-nosmt, alderlake, meteorlake, amdzen4, neoverse-n2); every output
     /// then says it is simulated.
@@ -213,10 +200,6 @@ pub struct StatArgs {
     /// Say how the events were grouped and why, before counting.
     #[arg(short = 'v', long)]
     pub verbose: bool,
-    /// Colour metric values by their thresholds: auto (when the counts go to a terminal:
-    /// standard error, unless -o names a file), always or never.
-    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
-    pub color: ColorChoice,
     /// The command to run and count (after `--` when it has options of its own).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -240,10 +223,10 @@ pub(super) fn validate_flags(args: &StatArgs) -> anyhow::Result<()> {
         }
         tmetric_runtime::event::check_syntax(list).with_context(|| format!("-e {list}"))?;
     }
-    if !args.metrics.is_empty() && args.metrics.iter().all(|m| m.trim().is_empty()) {
+    if !args.metric.metrics.is_empty() && args.metric.metrics.iter().all(|m| m.trim().is_empty()) {
         bail!("-M names no metric or group; give a comma-separated list such as `-M Software`");
     }
-    if let Some(name) = &args.model {
+    if let Some(name) = &args.metric.model {
         tmetric_engine::models::find_model(name).context("--model")?;
     }
     Ok(())
@@ -302,7 +285,7 @@ pub(super) fn check_perf_flags(args: &StatArgs) -> anyhow::Result<()> {
     if args.table && args.repeat <= 1 {
         bail!("--table is only supported with -r");
     }
-    if args.big_num && args.separator.is_some() {
+    if args.big_num && args.out.separator.is_some() {
         bail!("-B option not supported with -x");
     }
     if let Some(ms) = args.timeout {
@@ -360,14 +343,9 @@ pub fn aggregation(args: &StatArgs) -> Aggregation {
     }
 }
 
-/// The layout `-x` and `-j` ask for (perf's `-x '\t'` is a tab).
+/// The layout `-x` and `-j` ask for.
 pub fn layout_of(args: &StatArgs) -> Layout {
-    match (&args.separator, args.json) {
-        (Some(sep), _) if sep == "\\t" => Layout::Csv("\t".into()),
-        (Some(sep), _) => Layout::Csv(sep.clone()),
-        (None, true) => Layout::Json,
-        (None, false) => Layout::Std,
-    }
+    args.out.layout()
 }
 
 /// How often to read the counters for error bars: with `--errors` or `-v`.

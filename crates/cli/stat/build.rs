@@ -30,7 +30,7 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
         Some(text) => Some(engine::events::cputype_pmu(machine.sysfs, text)?),
         None => None,
     };
-    let model = args.model.as_deref().map(engine::models::find_model).transpose()?;
+    let model = args.metric.model.as_deref().map(engine::models::find_model).transpose()?;
     let tables =
         engine::events::CatalogTables::for_machine(machine.sysfs, machine.proc_root, model);
     let resolver = tmetric_runtime::event::Resolver::new(machine.sysfs)
@@ -44,15 +44,21 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
         // perf's -G applies to the events given before it; metrics come later.
         plan.assign_cgroups(&args.cgroup).context("-G")?;
     }
-    let mut picks =
-        select_items(&args.metrics, args.model.as_deref(), machine.sysfs, machine.proc_root)?;
-    let explicit = !args.metrics.is_empty();
+    let mut picks = select_items(
+        &args.metric.metrics,
+        args.metric.model.as_deref(),
+        machine.sysfs,
+        machine.proc_root,
+    )?;
+    let explicit = !args.metric.metrics.is_empty();
     let mut default_view = false;
     if args.events.is_empty() && !explicit {
         // perf's default events, and its `Default` metric group where the model has one.
         let events = default_events(system_wide(args), machine.sysfs);
         plan.add_event_lists(&[events.join(",")], &resolver).context("perf's default events")?;
-        if let Ok(model) = host_model(args.model.as_deref(), machine.sysfs, machine.proc_root) {
+        if let Ok(model) =
+            host_model(args.metric.model.as_deref(), machine.sysfs, machine.proc_root)
+        {
             picks = engine::select::find("Default", tmetric_catalog::common(), Some(model))
                 .into_iter()
                 .filter(|p| !std::ptr::eq(p.model, tmetric_catalog::common()))
@@ -70,14 +76,14 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
             let metric_pmu = p.model.str(p.model.metrics[p.metric].pmu);
             metric_pmu == pmu.as_str() || !(metric_pmu == "cpu_core" || metric_pmu == "cpu_atom")
         });
-        if picks.is_empty() && !args.metrics.is_empty() {
+        if picks.is_empty() && !args.metric.metrics.is_empty() {
             bail!("--cputype {kind}: none of the selected metrics is a `{pmu}` metric");
         }
     }
     let options = PlanOptions {
-        thresholds: !args.metric_no_threshold,
-        no_group: args.metric_no_group,
-        no_merge: args.metric_no_merge,
+        thresholds: !args.grouping.metric_no_threshold,
+        no_group: args.grouping.metric_no_group,
+        no_merge: args.grouping.metric_no_merge,
         strategy: Strategy::Tmetric,
         system_wide: system_wide(args),
     };
@@ -94,7 +100,7 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
         plan.expand_cgroups(&args.for_each_cgroup);
     }
     let hint = |item: &str, model| crate::sim_hint::simulated_hint(item, Some(model));
-    if let Some(why) = defaults::uncountable(&plan, machine, args.model.is_some(), hint) {
+    if let Some(why) = defaults::uncountable(&plan, machine, args.metric.model.is_some(), hint) {
         // perf prints such metrics' events `<not supported>` and goes on, and scripts rely
         // on that: say why once, then count what can be counted.
         warn(&why.to_string());
@@ -117,7 +123,7 @@ pub(super) fn topdown_args(
     }
     let mode = defaults::topdown_mode(
         args.td_level,
-        args.model.as_deref(),
+        args.metric.model.as_deref(),
         args.all_cpus,
         sysfs,
         proc_root,
@@ -130,11 +136,11 @@ pub(super) fn topdown_args(
     };
     match &mode {
         TopdownMode::Json(group) => {
-            owned.metrics = vec![group.clone()];
+            owned.metric.metrics = vec![group.clone()];
             // perf 6.12's columns count no threshold events; the tree needs them, since the
             // thresholds decide which nodes show and where `<==` goes, so that it is the same
             // tree as `-M TopdownLN --tree`'s.
-            owned.metric_no_threshold = !prints_tree(args, layout);
+            owned.grouping.metric_no_threshold = !prints_tree(args, layout);
             owned.metric_only = true;
         }
         TopdownMode::Legacy(events) => {

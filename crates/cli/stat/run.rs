@@ -24,7 +24,7 @@ pub fn run_on<S: Syscalls + Clone>(
     let env = Environment::probe(sysfs, proc_root);
     // The model's counter numbers (`counter.json`) size the PMU model with or without -M:
     // an `-e` list is scheduled on the same counters.
-    let model = host_model(args.model.as_deref(), sysfs, proc_root).ok();
+    let model = host_model(args.metric.model.as_deref(), sysfs, proc_root).ok();
     let Some((owned, topdown)) = topdown_args(args, &layout, sysfs, proc_root)? else {
         return Ok(1);
     };
@@ -163,9 +163,9 @@ fn header_facts<'a, S: Syscalls>(
 ) -> tmetric_record::HeaderFacts<'a> {
     use tmetric_perfstat::perfdata::write::aggr;
     let selection = tmetric_record::format::Selection {
-        metrics: args.metrics.clone(),
+        metrics: args.metric.metrics.clone(),
         events: args.events.clone(),
-        model: args.model.clone(),
+        model: args.metric.model.clone(),
         tpebs_mode: args.record_tpebs.then(|| args.tpebs_mode.clone()),
         summary: args.summary,
     };
@@ -254,15 +254,12 @@ impl Counting {
         workload: Option<&mut Workload>,
         options: &RunOptions,
     ) -> anyhow::Result<Option<tmetric_runtime::RunReport>> {
-        let interval_failures = session.failures();
         let has_workload = workload.is_some();
-        let sampling = session.sampling();
-        // Each interval's metrics use that interval's samples: the session sets them.
-        let result = session.run(workload, options, |plan, tick| {
-            let sample =
-                EvalInput { counts: tick.counts, seconds: tick.length.as_secs_f64(), rusage: None };
+        let split = self.printer.split.clone();
+        // The session evaluates each interval once, with that interval's sampled latencies.
+        let result = session.run(workload, options, &split, |plan, tick, sample, evaluated| {
             if let Some(r) = self.recorder.as_mut() {
-                let latencies = sampling.then_some(plan.retire_latency());
+                let latencies = sample.latencies;
                 if let Err(e) = r
                     .interval(tick.number, tick.at, tick.length, tick.counts, latencies)
                     .map_err(anyhow::Error::from)
@@ -275,8 +272,8 @@ impl Counting {
                 }
             }
             let printer = &mut self.printer;
-            printer.interval(plan, &sample, tick.number, tick.at)?;
-            printer.interval_notes(plan, &sample, &interval_failures, tick.at)?;
+            printer.interval(plan, sample, evaluated, tick.at)?;
+            printer.interval_notes(plan, evaluated, tick.at)?;
             printer.out().flush()?;
             if printer.out().closed() && !has_workload {
                 // Nobody reads a system-wide run any more: end it. With a workload, counting
@@ -321,10 +318,15 @@ impl Counting {
         }
         let code = if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) };
         let rusage = report.exit.map(|e| (e.user, e.system));
-        let sample =
-            EvalInput { counts: &report.totals, seconds: report.elapsed.as_secs_f64(), rusage };
+        let sample = EvalInput::new(&report.totals, report.elapsed.as_secs_f64())
+            .with_rusage(rusage)
+            .with_latencies(outcome.latencies.as_deref());
+        // Evaluated once, for the counts, the notes and the error bars: with bars from the
+        // reads when --errors or -v asked for them.
+        let reads = error_bar_reads(args).map(|_| report.samples.as_slice());
+        let evaluated = session.evaluate_sample(&sample, &printer.split, reads);
         if let Some(r) = recorder {
-            let latencies = args.record_tpebs.then_some(session.plan().retire_latency());
+            let latencies = outcome.latencies.as_deref().filter(|_| args.record_tpebs);
             let end = r.finish(&tmetric_record::RunEnd {
                 totals: &report.totals,
                 elapsed: report.elapsed,
@@ -353,22 +355,13 @@ impl Counting {
             }
             footer.null_run = args.null_run;
             footer.nmi_hint = pmus.nmi_watchdog;
-            if args.errors {
-                printer.error_reads = Some(report.samples.clone());
-            }
-            printer.summary(session.plan(), &sample, &footer)?;
+            printer.summary(session.plan(), &sample, &evaluated, &footer)?;
         }
-        let notes =
-            printer.notes_for(session.plan(), &sample, &session.failures(), &session.split_notes());
+        let notes = printer.notes_for(session.plan(), &evaluated);
         printer.notes(&notes)?;
         // The block of bars: with -v, or where --errors cannot show them beside the values.
         if args.verbose || (args.errors && !printer.errors_inline()) {
-            let bars = session.plan().uncertainties(
-                &mut engine::Evaluators::default(),
-                &report.samples,
-                sample.seconds,
-            );
-            printer.error_bars(session.plan(), &sample, &bars)?;
+            printer.error_bars(session.plan(), &evaluated)?;
         }
         printer.into_inner().finish()?;
         if let Some(e) = record_failed {

@@ -109,11 +109,7 @@ pub(super) fn printer_for(
         );
     }
     let mut config = print_config(args, layout, tmetric_print::verbose::unit_width(plan));
-    config.colour = match args.color {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => to_terminal,
-    } && *layout == Layout::Std;
+    config.colour = args.out.colour(to_terminal);
     let title = Title { target: target_text(args, simulated), runs: args.repeat };
     let mut printer = Printer::new(out, config, title, Box::new(warn));
     // `tmetric -j 2>&1 | jq`: tmetric's notes and warnings would break perf's JSON lines.

@@ -13,8 +13,13 @@ pub use crate::notes::{MetricWhy, Note, RowWhy};
 use crate::notes::{Refusal, explanation};
 use crate::plan::{Plan, PlanRow, Root, Source};
 
+mod sample;
+
+pub use sample::{Evaluated, UnitEval};
+
 /// The inputs of one evaluation of a plan: counts, the span they cover, the workload's rusage
-/// (a whole run's or one interval's).
+/// and the retire latencies sampled over it (a whole run's or one interval's). Everything a
+/// sample's values depend on travels here, so the plan stays as it was planned.
 #[derive(Debug, Clone, Copy)]
 pub struct EvalInput<'a> {
     /// Counter readings (per spec).
@@ -23,6 +28,40 @@ pub struct EvalInput<'a> {
     pub seconds: f64,
     /// The workload's user and system time, when it ended.
     pub rusage: Option<(Duration, Duration)>,
+    /// The retire latencies (cycles, by `:R` input name) sampled over this span; `None`
+    /// reads the plan's ([`Plan::retire_latency`]: a file's, or recorded for the run).
+    pub latencies: Option<&'a [(String, f64)]>,
+}
+
+impl<'a> EvalInput<'a> {
+    /// `counts` over `seconds`, without rusage, with the plan's retire latencies.
+    pub fn new(counts: &'a Snapshot, seconds: f64) -> EvalInput<'a> {
+        EvalInput { counts, seconds, rusage: None, latencies: None }
+    }
+
+    /// With the workload's user and system time.
+    pub fn with_rusage(self, rusage: Option<(Duration, Duration)>) -> EvalInput<'a> {
+        EvalInput { rusage, ..self }
+    }
+
+    /// With the retire latencies sampled over this span (`None`: the plan's).
+    pub fn with_latencies(self, latencies: Option<&'a [(String, f64)]>) -> EvalInput<'a> {
+        EvalInput { latencies, ..self }
+    }
+
+    /// The same input over other counts (one aggregation unit's part of them).
+    pub fn on(self, counts: &'a Snapshot) -> EvalInput<'a> {
+        EvalInput { counts, ..self }
+    }
+
+    /// The retire latency `:R` input `name` reads in this sample: the sample's when sampled,
+    /// else the plan's (0 when unknown, as perf 6.12 does).
+    pub fn latency_of(&self, plan: &Plan, name: &str) -> f64 {
+        match self.latencies {
+            Some(l) => l.iter().find(|(n, _)| n == name).map_or(0.0, |(_, v)| *v),
+            None => plan.retire_latency_of(name),
+        }
+    }
 }
 
 /// A row's printed state.
@@ -87,7 +126,7 @@ pub fn shown(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> Shown {
             None => Shown::NotCounted,
         },
         Source::RetireLatency => {
-            let v = plan.retire_latency_of(&row.name);
+            let v = sample.latency_of(plan, &row.name);
             Shown::Value { count: v, running: 1, enabled: 1 }
         }
         Source::Missing(_) => Shown::NotSupported,
@@ -112,7 +151,7 @@ pub fn input_value(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> f64 {
             Some(a) => a.value as f64,
         },
         Source::Tool(tool) => tool_seconds(*tool, sample).unwrap_or(f64::NAN),
-        Source::RetireLatency => plan.retire_latency_of(&row.name),
+        Source::RetireLatency => sample.latency_of(plan, &row.name),
         Source::Missing(_) => f64::NAN,
     }
 }

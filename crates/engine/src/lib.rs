@@ -67,7 +67,7 @@ pub mod uncertainty;
 pub mod view;
 
 pub use error::{CgroupError, CpuTypeError, Error};
-pub use eval::{EvalInput, Evaluators, RootResult, Shown};
+pub use eval::{EvalInput, Evaluated, Evaluators, RootResult, Shown, UnitEval};
 pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};
 pub use metric_eval::{Coverage, MetricEval, Needed, Why};

@@ -15,13 +15,13 @@ use tmetric_runtime::{
     Snapshot, Syscalls, Sysfs, SysfsError, Target, Tick, TpebsMode, Workload, WorkloadError,
 };
 
-use crate::eval::{EvalInput, Evaluators, RootResult};
+use crate::eval::{EvalInput, Evaluated, Evaluators, RootResult};
 use crate::notes::Note;
 pub use crate::notes::{Refusal, RefusedGroup, Reopened};
 use crate::plan::Plan;
 use crate::threads::Thread;
 use crate::tpebs::{self, Sampling, TpebsError};
-use crate::view::{self, Split as ViewSplit, Unit};
+use crate::view::Split as ViewSplit;
 
 mod own;
 
@@ -171,11 +171,6 @@ impl<S: Syscalls> Session<S> {
         &self.plan
     }
 
-    /// The plan, to change what is evaluated (retire latencies sampled during the run).
-    pub fn plan_mut(&mut self) -> &mut Plan {
-        &mut self.plan
-    }
-
     /// What is counted.
     pub fn target(&self) -> &Target {
         &self.target
@@ -311,7 +306,7 @@ impl<S: Syscalls> Session<S> {
     /// Starts sampling the plan's `:R` inputs beside the counters, with `sys` (on the
     /// session's target; a task is sampled on the online CPUs of `sysfs`): every interval
     /// of [`Session::run`] then evaluates with that interval's latencies by `mode`, and
-    /// [`Session::stop_sampling`] gives the run's.
+    /// [`Session::outcome`] gives the run's.
     pub fn start_sampling(
         &mut self,
         sys: S,
@@ -328,39 +323,48 @@ impl<S: Syscalls> Session<S> {
         self.sampling.is_some()
     }
 
-    /// Stops the sampler: the plan's retire latencies become the whole run's, and the
-    /// per-event sample statistics are returned (none when nothing was sampled).
-    pub fn stop_sampling(&mut self) -> Result<Vec<EventReport>, TpebsError> {
+    /// Stops the sampler: the whole run's retire latencies by the sampling's statistic and
+    /// the per-event sample statistics (`None` and none when nothing was sampled).
+    fn stop_sampling(&mut self) -> Result<(SampledLatencies, Vec<EventReport>), TpebsError> {
         let Some(Sampling { sampler, mode }) = self.sampling.take() else {
-            return Ok(Vec::new());
+            return Ok((None, Vec::new()));
         };
         let reports = sampler.stop().map_err(TpebsError::Stop)?;
-        self.plan.set_retire_latency(tpebs::latencies(&reports, mode, false));
-        Ok(reports)
+        Ok((Some(tpebs::latencies(&reports, mode, false)), reports))
     }
 
     /// Runs: the runtime's loop over these counters (a workload, intervals, signals, the
-    /// targets' exits), calling `on_tick` with the plan every interval. While sampling, the
-    /// plan reads that interval's retire latencies.
+    /// targets' exits). Every interval is evaluated once, split into `split`'s units, with
+    /// that interval's sampled retire latencies while sampling, and handed to `on_tick`
+    /// with the plan, the tick and its evaluation input.
     pub fn run(
         &mut self,
         workload: Option<&mut Workload>,
         options: &RunOptions,
-        mut on_tick: impl FnMut(&Plan, &Tick<'_>) -> std::io::Result<()>,
+        split: &ViewSplit,
+        mut on_tick: impl FnMut(&Plan, &Tick<'_>, &EvalInput<'_>, &Evaluated) -> std::io::Result<()>,
     ) -> Result<RunReport, RunError> {
+        let failures = self.failures();
         let Counting::Set(counters) = &mut self.counters else {
             return Err(RunError::Report(std::io::Error::new(
                 std::io::ErrorKind::Unsupported,
                 "a session on the calling thread's own groups has no run: read it at the boundaries of the work",
             )));
         };
-        let (plan, sampling) = (&mut self.plan, &mut self.sampling);
+        let (plan, sampling, evaluators) = (&self.plan, &mut self.sampling, &mut self.evaluators);
         tmetric_runtime::run(counters, &self.target, workload, options, |tick| {
-            if let Some(s) = sampling.as_mut() {
-                let reports = s.sampler.read().map_err(|e| std::io::Error::other(e.to_string()))?;
-                plan.set_retire_latency(tpebs::latencies(&reports, s.mode, true));
-            }
-            on_tick(plan, tick)
+            let latencies = match sampling.as_mut() {
+                Some(s) => {
+                    let reports =
+                        s.sampler.read().map_err(|e| std::io::Error::other(e.to_string()))?;
+                    Some(tpebs::latencies(&reports, s.mode, true))
+                }
+                None => None,
+            };
+            let sample = EvalInput::new(tick.counts, tick.length.as_secs_f64())
+                .with_latencies(latencies.as_deref());
+            let evaluated = plan.evaluate_sample(evaluators, &sample, split, None, &failures);
+            on_tick(plan, tick, &sample, &evaluated)
         })
     }
 
@@ -371,38 +375,36 @@ impl<S: Syscalls> Session<S> {
         report: RunReport,
         earlier: Vec<RunReport>,
     ) -> Result<Outcome, TpebsError> {
-        let samples = self.stop_sampling()?;
-        Ok(Outcome::of(report, earlier, self.plan.specs.len(), samples))
+        let (latencies, samples) = self.stop_sampling()?;
+        let mut outcome = Outcome::of(report, earlier, self.plan.specs.len(), samples);
+        outcome.latencies = latencies;
+        Ok(outcome)
     }
 
-    /// Every root metric over `sample`.
+    /// Every root metric over `sample` (a region's delta: no split, no bars, no notes).
     pub fn evaluate(&mut self, sample: &EvalInput<'_>) -> Vec<RootResult> {
         self.plan.evaluate(&mut self.evaluators, sample)
     }
 
-    /// What perf prints for `sample`, split into `split`'s units ([`view::units`]).
-    pub fn units(
+    /// `sample` evaluated once for every reader ([`Plan::evaluate_sample`]): split into
+    /// `split`'s units, with error bars from `reads` when given, and the notes with the
+    /// kernel's refusals and the refused groups ([`Note::Group`]), typed: exporters word them.
+    pub fn evaluate_sample(
         &mut self,
         sample: &EvalInput<'_>,
         split: &ViewSplit,
-        wall_ns: f64,
-        noise: &[Option<f64>],
-    ) -> Vec<Unit> {
-        view::units(&self.plan, &mut self.evaluators, sample, split, wall_ns, noise)
-    }
-
-    /// Why values of `sample` are missing, uncounted or computed around a missing input,
-    /// with the kernel's refusals and the refused groups ([`Note::Group`]), typed: exporters
-    /// word them.
-    pub fn notes(&mut self, sample: &EvalInput<'_>) -> Vec<Note> {
+        reads: Option<&[Snapshot]>,
+    ) -> Evaluated {
         let failures = self.failures();
-        let results = self.plan.evaluate(&mut self.evaluators, sample);
-        let mut notes =
-            self.plan.notes(&results, sample, |spec| failures.get(spec).cloned().flatten());
-        notes.extend(self.split_notes().into_iter().map(Note::Group));
-        notes
+        let mut evaluated =
+            self.plan.evaluate_sample(&mut self.evaluators, sample, split, reads, &failures);
+        evaluated.notes.extend(self.split_notes().into_iter().map(Note::Group));
+        evaluated
     }
 }
+
+/// Retire latencies sampled over a run, by `:R` input (`None`: not sampled).
+type SampledLatencies = Option<Vec<(String, f64)>>;
 
 /// Why `-r`'s repeated runs stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -445,7 +447,8 @@ impl<S: Syscalls + Clone> Session<S> {
             let t = Target::Task { pid: w.pid(), on_exec: true };
             let mut run = Session::open(sys.clone(), plan.clone(), t, env.clone())?;
             let options = RunOptions { catch_signals: true, ..RunOptions::default() };
-            let report = run.run(Some(&mut w), &options, |_, _| Ok(()))?;
+            let report =
+                run.run(Some(&mut w), &options, &ViewSplit::Global, |_, _, _, _| Ok(()))?;
             if report.interrupted_by.is_some() {
                 break;
             }
@@ -468,6 +471,9 @@ pub struct Outcome {
     pub elapsed_runs: Vec<f64>,
     /// The retire-latency samples' statistics per `:R` input (empty without sampling).
     pub samples: Vec<EventReport>,
+    /// The whole run's sampled retire latencies, by `:R` input: what the totals are
+    /// evaluated with ([`EvalInput::latencies`]); `None` when nothing was sampled.
+    pub latencies: Option<Vec<(String, f64)>>,
 }
 
 impl Outcome {
@@ -479,13 +485,19 @@ impl Outcome {
         samples: Vec<EventReport>,
     ) -> Outcome {
         if earlier.is_empty() {
-            return Outcome { report, spread: Vec::new(), elapsed_runs: Vec::new(), samples };
+            return Outcome {
+                report,
+                spread: Vec::new(),
+                elapsed_runs: Vec::new(),
+                samples,
+                latencies: None,
+            };
         }
         earlier.push(report);
         let elapsed_runs = earlier.iter().map(|r| r.elapsed.as_secs_f64()).collect();
         let spread = RunReport::spread_of(&earlier, specs);
         let report = RunReport::mean_of(earlier).expect("at least the last run");
-        Outcome { report, spread, elapsed_runs, samples }
+        Outcome { report, spread, elapsed_runs, samples, latencies: None }
     }
 
     /// `-r`: the standard deviation of the mean elapsed time (`None` for one run).

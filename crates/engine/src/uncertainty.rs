@@ -26,7 +26,7 @@
 
 use tmetric_runtime::Snapshot;
 
-use crate::eval::{EvalInput, Evaluators, input_value};
+use crate::eval::{EvalInput, Evaluators, RootResult, input_value};
 use crate::plan::{Plan, Source};
 
 /// Standard deviations either side of the value that the bar spans (about 95 % of a normal
@@ -124,18 +124,20 @@ fn covariance(a: &[(f64, f64, f64)], b: &[(f64, f64, f64)]) -> Option<f64> {
 }
 
 impl Plan {
-    /// Per root (in [`Plan::roots`] order), the error bar of its value over `reads`: the
-    /// counters read at the start, during and at the end of the run (cumulative), the last
-    /// being the counts the value is computed from, over `seconds`.
-    pub fn uncertainties(
+    /// Per root (in [`Plan::roots`] order), the error bar of its value in `results` (the
+    /// evaluation of `sample`) over `reads`: the counters read during and at the end of the
+    /// run (cumulative), the last being `sample`'s counts.
+    pub(crate) fn uncertainties(
         &self,
         evaluators: &mut Evaluators,
         reads: &[Snapshot],
-        seconds: f64,
+        sample: &EvalInput<'_>,
+        results: &[RootResult],
     ) -> Vec<Bar> {
-        let Some(last) = reads.last() else { return vec![Bar::Unknown; self.roots.len()] };
-        let sample = EvalInput { counts: last, seconds, rusage: None };
-        let inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, &sample)).collect();
+        if reads.is_empty() {
+            return vec![Bar::Unknown; self.roots.len()];
+        }
+        let inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, sample)).collect();
         let spec_of = |row: usize| match self.rows[row].source {
             Source::Counter(spec) => Some(spec),
             _ => None,
@@ -167,7 +169,7 @@ impl Plan {
                     return Bar::Exact;
                 }
                 // The value as `evaluate` computes it: on the counters' common span.
-                let common = self.common_span(root, &sample);
+                let common = self.common_span(root, sample);
                 let mut own;
                 let inputs = if common.is_empty() {
                     &inputs
@@ -178,7 +180,7 @@ impl Plan {
                     }
                     &own
                 };
-                let value = self.root_value(evaluators, i, inputs);
+                let value = results[i].value;
                 if !value.is_finite() {
                     return Bar::Unknown;
                 }

@@ -6,10 +6,9 @@
 //! `shadow.rs` (perf's stat-shadow.c), JSON metric cells `metric.rs`, the TMA tree and its
 //! bottleneck path `tree.rs`.
 
-use crate::eval::{EvalInput, Evaluators, RootResult, Shown, shown};
+use crate::eval::{EvalInput, Evaluated, RootResult, Shown, UnitEval, shown};
 use crate::plan::{Plan, PlanRow, Source};
 use crate::uncertainty::Bar;
-use tmetric_runtime::Snapshot;
 
 mod metric;
 mod shadow;
@@ -242,83 +241,52 @@ pub enum Split {
     },
 }
 
-/// The units perf prints for `sample` split by `split`: each unit's counts evaluated apart,
-/// as perf's aggregation does. `wall_ns` and `noise` are [`ViewContext`]'s.
+/// The units perf prints for `sample` split by `split`, from its evaluation (each unit's
+/// counts evaluated apart, as perf's aggregation does), with each JSON metric's error bar
+/// ([`Cell::error`]) when `errors` and the evaluation has bars. `wall_ns` and `noise` are
+/// [`ViewContext`]'s.
 pub fn units(
     plan: &Plan,
-    evaluators: &mut Evaluators,
     sample: &EvalInput<'_>,
+    evaluated: &Evaluated,
     split: &Split,
     wall_ns: f64,
     noise: &[Option<f64>],
-) -> Vec<Unit> {
-    units_with_errors(plan, evaluators, sample, split, wall_ns, noise, None)
-}
-
-/// [`units`], with each JSON metric's error bar ([`Cell::error`]) from `reads`, the counters
-/// read during the run ([`Plan::uncertainties`]): each unit's from its own CPUs' or thread's
-/// readings.
-pub fn units_with_errors(
-    plan: &Plan,
-    evaluators: &mut Evaluators,
-    sample: &EvalInput<'_>,
-    split: &Split,
-    wall_ns: f64,
-    noise: &[Option<f64>],
-    reads: Option<&[Snapshot]>,
+    errors: bool,
 ) -> Vec<Unit> {
     let hybrid = has_hybrid_twins(plan);
-    let one = |evaluators: &mut Evaluators,
-               sample: &EvalInput<'_>,
-               skip_zero,
-               part: Option<&dyn Fn(&Snapshot) -> Snapshot>,
-               cpus| {
-        let bars: Option<Vec<Bar>> = reads.map(|reads| {
-            let reads: Vec<Snapshot> = match part {
-                Some(part) => reads.iter().map(part).collect(),
-                None => reads.to_vec(),
-            };
-            plan.uncertainties(evaluators, &reads, sample.seconds)
-        });
-        let results = plan.evaluate(evaluators, sample);
-        let box_results: Vec<Vec<RootResult>> = if plan.per_box {
-            (1..plan.max_boxes()).map(|k| plan.evaluate_on_box(evaluators, sample, k)).collect()
-        } else {
-            Vec::new()
-        };
+    let one = |unit: &UnitEval, skip_zero, cpus| {
         let ctx = ViewContext {
             wall_ns,
-            results: &results,
-            box_results: &box_results,
+            results: &unit.results,
+            box_results: &unit.box_results,
             noise,
             hybrid,
-            bars: bars.as_deref(),
+            bars: unit.bars.as_deref().filter(|_| errors),
         };
-        lines(plan, sample, &ctx, skip_zero, cpus)
+        lines(plan, &unit.sample(sample), &ctx, skip_zero, cpus)
     };
+    let printed = evaluated.printed();
     match split {
         Split::Global => {
-            let lines = one(evaluators, sample, false, None, None);
-            vec![Unit { id: UnitId::Global, cpus: 0, lines }]
+            vec![Unit { id: UnitId::Global, cpus: 0, lines: one(&evaluated.total, false, None) }]
         }
         Split::Cpus(units) => units
             .iter()
-            .map(|(id, cpus)| {
-                let counts = sample.counts.on_cpus(cpus);
-                let part = EvalInput { counts: &counts, ..*sample };
-                let on = |s: &Snapshot| s.on_cpus(cpus);
-                let lines = one(evaluators, &part, false, Some(&on), Some(cpus.as_slice()));
-                Unit { id: id.clone(), cpus: cpus.len(), lines }
+            .zip(printed)
+            .map(|((id, cpus), unit)| Unit {
+                id: id.clone(),
+                cpus: cpus.len(),
+                lines: one(unit, false, Some(cpus.as_slice())),
             })
             .collect(),
         Split::Threads { threads, skip_zero } => threads
             .iter()
-            .map(|(comm, tid)| {
-                let counts = sample.counts.of_thread(*tid);
-                let part = EvalInput { counts: &counts, ..*sample };
-                let of = |s: &Snapshot| s.of_thread(*tid);
-                let lines = one(evaluators, &part, *skip_zero, Some(&of), None);
-                Unit { id: UnitId::Thread { comm: comm.clone(), tid: *tid }, cpus: 1, lines }
+            .zip(printed)
+            .map(|((comm, tid), unit)| Unit {
+                id: UnitId::Thread { comm: comm.clone(), tid: *tid },
+                cpus: 1,
+                lines: one(unit, *skip_zero, None),
             })
             .collect(),
     }

@@ -62,17 +62,34 @@ pub struct Measured {
     pub percent: bool,
 }
 
+/// A plan counted on a simulated machine: the plan, the kernel (for the truth), the CPUs
+/// counted, the reads (the first at the start, then every step, cumulative) and the
+/// simulated time the count started at.
+pub struct Counted {
+    /// The plan.
+    pub plan: Plan,
+    /// The simulated kernel.
+    pub kernel: SimKernel,
+    /// The CPUs counted.
+    pub cpus: Vec<u32>,
+    /// Cumulative reads: at the start, then every step.
+    pub reads: Vec<tmetric_runtime::Snapshot>,
+    /// Simulated ns at the start.
+    pub start: u64,
+    /// The literals the plan was made with.
+    pub literals: [f64; tmetric_model::Literal::COUNT],
+}
+
 /// Counts `metrics` of `tree`'s model, planned with `strategy`, for `ms` of simulated time
-/// (in `step_ms` reads, so the engine sees how counts vary between reads) on the simulated
-/// machine running `workload`, and returns each metric with its truth.
-pub fn measure(
+/// (read every `step_ms`) on the simulated machine running `workload`.
+pub fn count(
     tree: &SimTree,
     metrics: &[usize],
     strategy: Strategy,
     workload: &Workload,
     ms: u64,
     step_ms: u64,
-) -> Vec<Measured> {
+) -> Counted {
     let sysfs = Sysfs::new(&tree.sys);
     let env = Environment::probe(&sysfs, &tree.proc_root);
     let pmus = PmuModel::probe(&sysfs, &tree.proc_root, Some(tree.model));
@@ -108,14 +125,36 @@ pub fn measure(
         reads.push(counters.read().expect("read"));
     }
     counters.disable().expect("disable");
+    Counted { plan, kernel, cpus, reads, start, literals }
+}
+
+/// Counts `metrics` of `tree`'s model, planned with `strategy`, for `ms` of simulated time
+/// (in `step_ms` reads, so the engine sees how counts vary between reads) on the simulated
+/// machine running `workload`, and returns each metric with its truth.
+pub fn measure(
+    tree: &SimTree,
+    metrics: &[usize],
+    strategy: Strategy,
+    workload: &Workload,
+    ms: u64,
+    step_ms: u64,
+) -> Vec<Measured> {
+    let Counted { plan, kernel, cpus, reads, start, literals } =
+        count(tree, metrics, strategy, workload, ms, step_ms);
     let end = start + ms * 1_000_000;
     let last = reads.last().expect("a read").clone();
-    let sample = EvalInput { counts: &last, seconds: ms as f64 / 1e3, rusage: None };
-    let mut evaluators = Evaluators::default();
-    let results = plan.evaluate(&mut evaluators, &sample);
-    let bars = plan.uncertainties(&mut Evaluators::default(), &reads, ms as f64 / 1e3);
+    let sample = EvalInput::new(&last, ms as f64 / 1e3);
+    let evaluated = plan.evaluate_sample(
+        &mut Evaluators::default(),
+        &sample,
+        &tmetric_engine::view::Split::Global,
+        Some(&reads),
+        &[],
+    );
+    let results = &evaluated.total.results;
+    let bars = evaluated.total.bars.unwrap_or_default();
     let mut out = Vec::new();
-    for (i, (root, result)) in plan.roots().iter().zip(&results).enumerate() {
+    for (i, (root, result)) in plan.roots().iter().zip(results).enumerate() {
         let mut evaluator = Evaluator::new(tree.model);
         evaluator.literals = literals;
         for (slot, row) in root.slot_rows.iter().enumerate() {

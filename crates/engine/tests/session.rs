@@ -226,7 +226,12 @@ fn own_thread_groups_are_pinned_when_hardware_not_inherited_and_read_as_groups()
     let value = |i: usize| snapshot.events[i].as_ref().unwrap()[0].raw;
     assert_eq!(value(0), RawCount { value: 5000, enabled: 70, running: 70 });
     assert_eq!(value(3), RawCount { value: 12, enabled: 90, running: 90 });
-    let run = s.run(None, &tmetric_runtime::RunOptions::default(), |_, _| Ok(()));
+    let run = s.run(
+        None,
+        &tmetric_runtime::RunOptions::default(),
+        &tmetric_engine::view::Split::Global,
+        |_, _, _, _| Ok(()),
+    );
     assert!(run.is_err(), "the program is the workload: no run loop");
     drop(s);
     assert_eq!(fake.open_count(), 0);

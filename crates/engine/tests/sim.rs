@@ -171,7 +171,7 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
     kernel.advance(ns);
     counters.disable().expect("disable");
     let snapshot = counters.read().expect("read");
-    let sample = EvalInput { counts: &snapshot, seconds: ns as f64 / 1e9, rusage: None };
+    let sample = EvalInput::new(&snapshot, ns as f64 / 1e9);
     let mut evaluators = Evaluators::default();
     let results = plan.evaluate(&mut evaluators, &sample);
     let mut problems = Vec::new();
@@ -342,7 +342,7 @@ fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
     counters.enable().unwrap();
     kernel.advance(50_000_000);
     let snapshot = counters.read().unwrap();
-    let sample = EvalInput { counts: &snapshot, seconds: 0.05, rusage: None };
+    let sample = EvalInput::new(&snapshot, 0.05);
     let results = plan.evaluate(&mut Evaluators::default(), &sample);
     let bad_spec = plan
         .roots()
@@ -424,7 +424,7 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
         .unwrap();
     // 500 ms of task-clock in 1 s; 2.5e9 cycles and 5e9 instructions.
     let snapshot = counts(&plan, &[500_000_000, 75_295, 2_500_000_000, 5_000_000_000]);
-    let sample = EvalInput { counts: &snapshot, seconds: 1.0, rusage: None };
+    let sample = EvalInput::new(&snapshot, 1.0);
     let ctx = ViewContext {
         wall_ns: 1e9,
         results: &[],
@@ -449,7 +449,7 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
     let mut plan = Plan::new(literals);
     plan.add_event_lists(&["task-clock,{cycles,instructions}".into()], &resolver).unwrap();
     let snapshot = counts(&plan, &[500_000_000, 2_500_000_000, 5_000_000_000]);
-    let sample = EvalInput { counts: &snapshot, seconds: 1.0, rusage: None };
+    let sample = EvalInput::new(&snapshot, 1.0);
     let lines = view::lines(&plan, &sample, &ctx, false, None);
     let got = labels(&lines);
     // perf prints the label with no value: the clock is not in the group.

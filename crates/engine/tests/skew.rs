@@ -108,7 +108,7 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
     let end = kernel.now();
     counters.disable().expect("disable");
     let counts = counters.read().expect("read");
-    let sample = EvalInput { counts: &counts, seconds: (end - start) as f64 / 1e9, rusage: None };
+    let sample = EvalInput::new(&counts, (end - start) as f64 / 1e9);
     let results = plan.evaluate(&mut Evaluators::default(), &sample);
 
     // The truth: every input's exact count over the run's clock.

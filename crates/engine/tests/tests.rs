@@ -1,4 +1,4 @@
-//! The engine's integration tests (`accuracy`, `events`, `models`, `profile`,
+//! The engine's integration tests (`accuracy`, `evaluated`, `events`, `models`, `profile`,
 //! `session`, `sim`, `skew`, and the data-driven `schedule_vectors` and `eval_vectors` over
 //! `tests/vectors/`, whose files `vector_files` loads; `harness` measures metrics on simulated
 //! machines against the truth, shared with the accuracy benchmark), in one binary: each
@@ -7,6 +7,7 @@
 
 mod accuracy;
 mod eval_vectors;
+mod evaluated;
 mod events;
 mod harness;
 mod models;

@@ -1,6 +1,7 @@
-//! `stat`'s and `report`'s printer: evaluates a plan over counts per aggregation unit
-//! (through `engine::view`) and prints it in perf's layouts ([`crate::Printer`]), or as the
-//! TMA tree (`--tree`, [`TreeView`]) or seed 000's legacy TopDown columns; then the notes.
+//! `stat`'s and `report`'s printer: lays out an evaluated sample (the engine's [`Evaluated`],
+//! turned into perf's lines per aggregation unit by `engine::view`) in perf's layouts
+//! ([`crate::Printer`]), or as the TMA tree (`--tree`, [`TreeView`]) or seed 000's legacy
+//! TopDown columns; then the notes. It never evaluates.
 //! It writes to any [`Write`]; notes that belong on standard error go through the caller's
 //! warning function, so the caller decides how they are worded and whether they are quiet.
 
@@ -8,7 +9,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use tmetric_engine::view::{self, Split, TreeNode};
-use tmetric_engine::{self as engine, EvalInput, Evaluators, Plan};
+use tmetric_engine::{self as engine, EvalInput, Evaluated, Plan};
 
 use crate::num::{json_number, perf_number, plain_number};
 use crate::{Config, Footer, Layout, Title, paint};
@@ -48,7 +49,6 @@ pub type Warn = Box<dyn FnMut(&str)>;
 pub struct StatPrinter<W: Write> {
     perf: crate::Printer<W>,
     warn: Warn,
-    evaluators: Evaluators,
     /// How counts split into printed units.
     pub split: Split,
     /// The title's target and runs.
@@ -72,9 +72,6 @@ pub struct StatPrinter<W: Write> {
     /// `/proc/sys/kernel/nmi_watchdog`, but the watchdog that held a counter is the simulated
     /// machine's.
     pub simulated: Option<String>,
-    /// `--errors`: the counters read during the run (cumulative), from which the totals'
-    /// metrics get their error bars beside their values ([`StatPrinter::errors_inline`]).
-    pub error_reads: Option<Vec<tmetric_runtime::Snapshot>>,
 }
 
 impl<W: Write> StatPrinter<W> {
@@ -83,7 +80,6 @@ impl<W: Write> StatPrinter<W> {
         StatPrinter {
             perf: crate::Printer::new(out, config),
             warn,
-            evaluators: Evaluators::default(),
             split: Split::Global,
             title,
             legacy: None,
@@ -94,7 +90,6 @@ impl<W: Write> StatPrinter<W> {
             said: Vec::new(),
             json_notes: true,
             simulated: None,
-            error_reads: None,
         }
     }
 
@@ -123,28 +118,29 @@ impl<W: Write> StatPrinter<W> {
         self.perf.saw_uncounted()
     }
 
-    /// One `-I` interval.
+    /// One `-I` interval: `sample` and its evaluation.
     pub fn interval(
         &mut self,
         plan: &Plan,
         sample: &EvalInput<'_>,
-        _number: usize,
+        evaluated: &Evaluated,
         at: Duration,
     ) -> io::Result<()> {
         let wall = self.interval.map_or(sample.seconds, |i| i.as_secs_f64()) * 1e9;
-        self.block(plan, sample, Some(at), wall, None)
+        self.block(plan, sample, evaluated, Some(at), wall)
     }
 
-    /// The totals: the counts (with perf's title) and the footer.
+    /// The totals: the counts (with perf's title) and the footer. The metrics show their
+    /// error bars beside their values when `evaluated` has them and the layout shows them
+    /// there ([`StatPrinter::errors_inline`]).
     pub fn summary(
         &mut self,
         plan: &Plan,
         sample: &EvalInput<'_>,
+        evaluated: &Evaluated,
         footer: &Footer,
     ) -> io::Result<()> {
-        let reads = self.error_reads.take();
-        self.block(plan, sample, None, footer.elapsed * 1e9, reads.as_deref())?;
-        self.error_reads = reads;
+        self.block(plan, sample, evaluated, None, footer.elapsed * 1e9)?;
         let mut footer = footer.clone();
         footer.nmi_hint = footer.nmi_hint && self.perf.saw_uncounted();
         let simulated = self.simulated.clone().filter(|_| footer.nmi_hint);
@@ -166,9 +162,9 @@ impl<W: Write> StatPrinter<W> {
         &mut self,
         plan: &Plan,
         sample: &EvalInput<'_>,
+        evaluated: &Evaluated,
         at: Option<Duration>,
         wall_ns: f64,
-        reads: Option<&[tmetric_runtime::Snapshot]>,
     ) -> io::Result<()> {
         if self.own_lines() {
             if at.is_none() && self.config().layout == Layout::Std {
@@ -178,17 +174,16 @@ impl<W: Write> StatPrinter<W> {
             if self.legacy.is_some() {
                 return self.legacy_topdown(plan, sample, at);
             }
-            return self.tree_view(plan, sample, at);
+            return self.tree_view(plan, &evaluated.total.results, at);
         }
-        let reads = reads.filter(|_| self.errors_inline());
-        let units = view::units_with_errors(
+        let units = view::units(
             plan,
-            &mut self.evaluators,
             sample,
+            evaluated,
             &self.split,
             wall_ns,
             &self.spread,
-            reads,
+            self.errors_inline(),
         );
         self.perf.counters(&self.title, at, &units)
     }
@@ -210,33 +205,25 @@ impl<W: Write> StatPrinter<W> {
             && matches!(config.layout, Layout::Std | Layout::Json)
     }
 
-    /// The notes of `sample`: `failures` per spec (why the kernel refused it), each
-    /// thread's own notes with `--per-thread`, then `splits` (the groups the kernel refused).
-    pub fn notes_for(
-        &mut self,
-        plan: &Plan,
-        sample: &EvalInput<'_>,
-        failures: &[Option<engine::Refusal>],
-        splits: &[engine::RefusedGroup],
-    ) -> Vec<String> {
-        let failure = |spec: usize| failures.get(spec).cloned().flatten();
-        let results = plan.evaluate(&mut self.evaluators, sample);
-        // Worded here, at the printer: the engine's notes are typed.
-        let mut notes: Vec<String> =
-            plan.notes(&results, sample, failure).iter().map(ToString::to_string).collect();
+    /// The notes of an evaluated sample, worded: its notes (rows, metrics, the kernel's
+    /// refusals, then the refused groups), with `--tree` the undecided thresholds, and each
+    /// thread's own notes with `--per-thread`.
+    pub fn notes_for(&self, plan: &Plan, evaluated: &Evaluated) -> Vec<String> {
+        // Worded here, at the printer: the engine's notes are typed. The refused groups
+        // come last, after every thread's notes.
+        let (groups, rest): (Vec<&engine::Note>, Vec<&engine::Note>) =
+            evaluated.notes.iter().partition(|n| matches!(n, engine::Note::Group(_)));
+        let mut notes: Vec<String> = rest.iter().map(ToString::to_string).collect();
         if self.tree.is_on() {
-            notes.extend(undecided_note(plan, &results));
+            notes.extend(undecided_note(plan, &evaluated.total.results));
         }
         if let Split::Threads { threads, skip_zero: false } = &self.split {
             // Each thread's rows were evaluated over its own counts: a thread that never ran
             // (a sleeping main thread) has `<not counted>` rows and metrics read from 0, which
             // the totals do not show. Threads with the same note share it.
             let mut per_thread: Vec<(String, Vec<String>)> = Vec::new();
-            for (comm, tid) in threads.clone() {
-                let counts = sample.counts.of_thread(tid);
-                let unit = EvalInput { counts: &counts, ..*sample };
-                let results = plan.evaluate(&mut self.evaluators, &unit);
-                for note in plan.notes(&results, &unit, failure).iter().map(ToString::to_string) {
+            for ((comm, tid), unit) in threads.iter().zip(&evaluated.units) {
+                for note in unit.notes.iter().map(ToString::to_string) {
                     if notes.contains(&note) {
                         continue;
                     }
@@ -252,22 +239,29 @@ impl<W: Write> StatPrinter<W> {
                 notes.push(format!("{}: {note}", tmetric_text::names_summary(&labels)));
             }
         }
-        notes.extend(splits.iter().map(ToString::to_string));
+        notes.extend(groups.iter().map(ToString::to_string));
         notes
     }
 
     /// With `-I`: why this interval prints `<not counted>`, `nan` or a value computed around a
     /// missing input (a group that ran in other intervals but not in this one), each reason
     /// once, at the first interval it applies to, on standard error with the interval's time.
+    /// The refused groups are said once, after the run.
     pub fn interval_notes(
         &mut self,
         plan: &Plan,
-        sample: &EvalInput<'_>,
-        failures: &[Option<engine::Refusal>],
+        evaluated: &Evaluated,
         at: Duration,
     ) -> io::Result<()> {
-        let notes = self.notes_for(plan, sample, failures, &[]);
-        let fresh: Vec<String> = notes.into_iter().filter(|n| !self.said.contains(n)).collect();
+        let notes = self.notes_for(plan, evaluated);
+        let groups: Vec<String> = evaluated
+            .notes
+            .iter()
+            .filter(|n| matches!(n, engine::Note::Group(_)))
+            .map(ToString::to_string)
+            .collect();
+        let fresh: Vec<String> =
+            notes.into_iter().filter(|n| !self.said.contains(n) && !groups.contains(n)).collect();
         if fresh.is_empty() {
             return Ok(());
         }
@@ -321,19 +315,16 @@ impl<W: Write> StatPrinter<W> {
         self.say(&notes)
     }
 
-    /// The error bars (`--errors`, `-v`) of the metrics of `plan` over `sample`, after the
-    /// counts: for a metric counted in parts of the time (`Bar::Sigma`) its value and `±`
-    /// the half width in its unit; `± ?` with the reason when the run was too short to see how
-    /// its counts vary; nothing for a metric whose events ran the whole time. A block in the
-    /// default layout, else as notes are said.
-    pub fn error_bars(
-        &mut self,
-        plan: &Plan,
-        sample: &EvalInput<'_>,
-        bars: &[tmetric_engine::Bar],
-    ) -> io::Result<()> {
+    /// The error bars (`--errors`, `-v`) of the metrics of `plan` in an evaluated sample's
+    /// totals, after the counts: for a metric counted in parts of the time (`Bar::Sigma`)
+    /// its value and `±` the half width in its unit; `± ?` with the reason when the run was
+    /// too short to see how its counts vary; nothing for a metric whose events ran the whole
+    /// time, or when the evaluation has no bars. A block in the default layout, else as
+    /// notes are said.
+    pub fn error_bars(&mut self, plan: &Plan, evaluated: &Evaluated) -> io::Result<()> {
         use tmetric_engine::Bar;
-        let results = plan.evaluate(&mut self.evaluators, sample);
+        let Some(bars) = evaluated.total.bars.as_deref() else { return Ok(()) };
+        let results = &evaluated.total.results;
         let mut lines = Vec::new();
         for (r, (result, bar)) in results.iter().zip(bars).enumerate() {
             let root = &plan.roots()[r];
@@ -389,10 +380,9 @@ impl<W: Write> StatPrinter<W> {
     fn tree_view(
         &mut self,
         plan: &Plan,
-        sample: &EvalInput<'_>,
+        results: &[engine::RootResult],
         at: Option<Duration>,
     ) -> io::Result<()> {
-        let results = plan.evaluate(&mut self.evaluators, sample);
         let show_all = self.tree == TreeView::All;
         let colour = self.config().colour;
         let layout = self.config().layout.clone();
@@ -400,7 +390,7 @@ impl<W: Write> StatPrinter<W> {
         if let (Some(at), Layout::Std) = (at, &layout) {
             writeln!(self.out(), "# {:>6}.{:09}", at.as_secs(), at.subsec_nanos())?;
         }
-        for TreeNode { root: i, depth, below, bottleneck, .. } in view::tree(plan, &results) {
+        for TreeNode { root: i, depth, below, bottleneck, .. } in view::tree(plan, results) {
             if below && !show_all {
                 continue;
             }

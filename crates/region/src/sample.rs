@@ -154,7 +154,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         delta: &Snapshot,
         topdown: Option<Topdown>,
     ) -> Sample {
-        let es = eval::EvalInput { counts: delta, seconds, rusage: None };
+        let es = eval::EvalInput::new(delta, seconds);
         let results = self.session.evaluate(&es);
         let plan = self.session.plan();
         let counts = plan

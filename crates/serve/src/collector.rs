@@ -11,7 +11,8 @@ use std::time::{Duration, Instant, SystemTime};
 use tmetric_catalog::Model;
 use tmetric_engine::aggr::{self, Aggr};
 use tmetric_engine::session::{Session, SessionError};
-use tmetric_engine::{Bar, EvalInput, Evaluators, Placement, Plan, RootResult, Source};
+use tmetric_engine::view::{Split, UnitId};
+use tmetric_engine::{Bar, EvalInput, Placement, Plan, RootResult, Source};
 use tmetric_runtime::{Environment, Snapshot, Syscalls, Sysfs, Target as CountTarget};
 
 use crate::cgroups::{self, Selection};
@@ -200,7 +201,6 @@ pub struct Collector<S: Syscalls + Clone> {
     pub event_names: Vec<String>,
     /// The last interval's status.
     pub status: Status,
-    evaluators: Evaluators,
 }
 
 /// This thread's CPU time in ns.
@@ -295,7 +295,6 @@ impl<S: Syscalls + Clone> Collector<S> {
             exports,
             group_of,
             status: Status::default(),
-            evaluators: Evaluators::default(),
         };
         if collector.options.host {
             collector.host = Some(collector.open(None)?);
@@ -422,7 +421,20 @@ impl<S: Syscalls + Clone> Collector<S> {
         self.status.errors = std::mem::take(&mut self.status.pending);
         let mut seconds_seen = 0.0f64;
         let units = self.units.clone();
-        let evaluators = &mut self.evaluators;
+        // The units as the engine splits a sample: the whole, or one per labelled unit.
+        let split = if units.iter().all(|(label, _)| label.is_none()) {
+            Split::Global
+        } else {
+            Split::Cpus(
+                units
+                    .iter()
+                    .map(|(label, cpus)| {
+                        let name = label.as_ref().map_or_else(String::new, |l| l.1.clone());
+                        (UnitId::Label(name), cpus.clone())
+                    })
+                    .collect(),
+            )
+        };
         for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {
             let now = Instant::now();
             let seconds = now.duration_since(counted.started).as_secs_f64();
@@ -431,21 +443,17 @@ impl<S: Syscalls + Clone> Collector<S> {
             let reads = std::mem::take(&mut counted.reads);
             let (Some(first), Some(end)) = (reads.first(), reads.last()) else { continue };
             let delta = end.since(first);
+            // The interval evaluated once: each unit's values, bars and the notes.
+            let relative: Vec<Snapshot> = reads.iter().map(|r| r.since(first)).collect();
+            let sample = EvalInput::new(&delta, seconds);
+            let evaluated = counted.session.evaluate_sample(&sample, &split, Some(&relative));
+            let plan = counted.session.plan();
             let mut out = Vec::with_capacity(units.len());
-            for (label, cpus) in &units {
-                let part = if label.is_some() { delta.on_cpus(cpus) } else { delta.clone() };
-                let sample = EvalInput { counts: &part, seconds, rusage: None };
-                let results = counted.session.evaluate(&sample);
-                let plan = counted.session.plan();
-                let shares = plan.roots().iter().map(|root| share(plan, root, &part)).collect();
-                let relative: Vec<Snapshot> = reads
-                    .iter()
-                    .map(|r| {
-                        let d = r.since(first);
-                        if label.is_some() { d.on_cpus(cpus) } else { d }
-                    })
-                    .collect();
-                let bars = plan.uncertainties(evaluators, &relative, seconds);
+            for ((label, cpus), unit) in units.iter().zip(evaluated.printed()) {
+                let part = unit.counts.as_ref().unwrap_or(&delta);
+                let shares = plan.roots().iter().map(|root| share(plan, root, part)).collect();
+                let results = unit.results.clone();
+                let bars = unit.bars.clone().unwrap_or_default();
                 let cumulative = if label.is_some() { end.on_cpus(cpus) } else { end.clone() };
                 let totals = (0..plan.specs().len())
                     .map(|s| {
@@ -468,8 +476,7 @@ impl<S: Syscalls + Clone> Collector<S> {
                     totals,
                 });
             }
-            let sample = EvalInput { counts: &delta, seconds, rusage: None };
-            let notes = counted.session.notes(&sample);
+            let notes = evaluated.notes;
             counted.last = Some(Computed { seconds, units: out, notes });
             counted.reads = vec![end.clone()];
         }

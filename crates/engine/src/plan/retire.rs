@@ -1,5 +1,6 @@
 //! Retire latencies (`:R` inputs): the event each one samples, the metrics that read it,
-//! the values a run sets, and the warning when they are not sampled.
+//! the values a file gives (sampled values travel in each sample's `EvalInput`), and the
+//! warning when they are not sampled.
 
 use tmetric_catalog::{Id, IdKind, Model};
 use tmetric_runtime::event;
@@ -55,12 +56,6 @@ fn retire_base(
 }
 
 impl Plan {
-    /// Sets the retire latencies (cycles, by event name) the metrics read: sampled per
-    /// interval, or as recorded.
-    pub fn set_retire_latency(&mut self, values: Vec<(String, f64)>) {
-        self.retire_latency = values;
-    }
-
     /// One retire-latency input's value in cycles (`--retire-latency FILE`), replacing an
     /// earlier one.
     pub fn set_retire_latency_of(&mut self, name: String, cycles: f64) {
