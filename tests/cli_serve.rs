@@ -24,6 +24,7 @@ use serde_json::Value;
 use crate::cli_cgroup::Cgroup;
 
 mod cgroups;
+mod hostile;
 mod load;
 mod prometheus;
 mod rules;

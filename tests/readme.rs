@@ -177,8 +177,13 @@ fn named_flags(command: &str) -> Vec<String> {
         let Some(rest) = word.strip_prefix('-') else { continue };
         let long = rest.strip_prefix('-');
         let body = long.unwrap_or(rest);
-        let name: String =
-            body.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+        // Dots inside a name too (`--web.config.file`, as Prometheus's exporters spell it),
+        // not a sentence's full stop after it.
+        let name: String = body
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '.')
+            .collect();
+        let name = name.trim_end_matches('.').to_string();
         if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
             continue;
         }

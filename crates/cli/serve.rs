@@ -41,9 +41,19 @@ pub enum Per {
 pub struct ServeArgs {
     #[command(flatten)]
     pub metric: crate::args::MetricArgs,
-    /// Address to listen on (`host:port`; port 0 picks a free one, printed at start).
-    #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR")]
+    /// Address to listen on (`host:port`; port 0 picks a free one, printed at start). An
+    /// address other machines reach is warned about: give --web.config.file for TLS and
+    /// basic authentication there.
+    #[arg(long, default_value = "127.0.0.1:10064", value_name = "ADDR")]
     pub listen: String,
+    /// TLS and basic authentication, in the format of Prometheus's exporter toolkit
+    /// (node_exporter's --web.config.file): tls_server_config, basic_auth_users.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
+    /// HTTP connections served at once; past it the longest idle one is closed, or the new one
+    /// answered 503 when none is idle.
+    #[arg(long = "web.max-connections", default_value_t = 64, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub web_max_connections: u32,
     /// Events, as `stat -e` (exported as raw counters).
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
@@ -58,8 +68,8 @@ pub struct ServeArgs {
     /// Metrics are computed over this interval (`10s`, `500ms`, `1m`; at least 100ms).
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub interval: String,
-    /// Reads per interval, for the error bars (at least 2).
-    #[arg(long, default_value_t = 5, value_name = "N")]
+    /// Reads per interval, for the error bars (2 to 1000, at least 10ms apart).
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=1000))]
     pub reads: u32,
     /// Split counts by CPU, core, die, socket or node.
     #[arg(long, value_enum, default_value = "global")]
@@ -92,17 +102,26 @@ pub struct ServeArgs {
 /// `tmetric rules`.
 #[derive(Debug, Clone, Args)]
 #[command(
-    mut_arg("metrics", |a| a.help("Metrics or metric groups, comma-separated, as `stat -M`").required(true)),
+    mut_arg("metrics", |a| a.help("Metrics or metric groups, comma-separated, as `stat -M`").required_unless_present_any(["events", "alerts"])),
     mut_arg("model", |a| a.help("The CPU model (default: this machine's)"))
 )]
 pub struct RulesArgs {
     #[command(flatten)]
     pub metric: crate::args::MetricArgs,
-    /// The window of rate() (a Prometheus duration: at least four scrape intervals).
+    /// The window of rate() (a Prometheus duration: at least four scrape intervals, and
+    /// longer than two of serve's --interval for the error bars to mean the same).
     #[arg(long, default_value = "1m", value_name = "DURATION")]
     pub window: String,
-    /// Write a Grafana dashboard (JSON) of the metrics per host and per cgroup instead.
+    /// Write the event rates' group every metric rule reads (load it once, however many
+    /// metric rule files); with -M, in the same file as the metric rules.
     #[arg(long)]
+    pub events: bool,
+    /// Write alerting rules instead: cgroups left out, metrics multiplexed below a running
+    /// share, error bars wider than 5 points, the event rule missing, the collector late.
+    #[arg(long, conflicts_with = "dashboard")]
+    pub alerts: bool,
+    /// Write a Grafana dashboard (JSON) of the metrics per host and per cgroup instead.
+    #[arg(long, conflicts_with = "events")]
     pub dashboard: bool,
     /// Write to this file instead of standard output (created 0600).
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -131,7 +150,12 @@ pub fn parse_duration(text: &str) -> anyhow::Result<Duration> {
     if !seconds.is_finite() || seconds <= 0.0 {
         bail!("`{text}` is not a positive duration");
     }
-    Ok(Duration::from_secs_f64(seconds))
+    // A year: past it no interval makes sense, and the arithmetic on instants stays in range.
+    if seconds > 365.0 * 86400.0 {
+        bail!("`{text}` is longer than a year: give a shorter duration");
+    }
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| anyhow::anyhow!("`{text}` is not a duration tmetric can wait"))
 }
 
 /// Runs `tmetric serve`.
@@ -139,6 +163,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let interval = parse_duration(&args.interval).context("--interval")?;
     if interval < Duration::from_millis(100) {
         bail!("--interval {}: the interval must be at least 100ms", args.interval);
+    }
+    if interval / args.reads < Duration::from_millis(10) {
+        bail!(
+            "--reads {} over --interval {}: reads must be at least 10ms apart; give fewer reads or a longer interval",
+            args.reads,
+            args.interval
+        );
     }
     let selection = Selection::from_flags(&args.cgroup, args.for_each_cgroup.as_deref())
         .map_err(anyhow::Error::msg)?;
@@ -222,52 +253,91 @@ fn run_on<S: Syscalls + Clone>(
         warn(&format!("cgroup {cgroup} is not counted: {why}"));
     }
     if args.once {
-        let text = tmetric_serve::once(collector).map_err(anyhow::Error::msg)?;
+        let text = tmetric_serve::once(collector)?;
         let mut out = std::io::stdout().lock();
         return out.write_all(text.as_bytes()).and_then(|()| out.flush()).or_else(|e| {
             // `tmetric serve --once | head`: the reader has what it wanted.
             if e.kind() == std::io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e.into()) }
         });
     }
-    let serve = ServeOptions { listen: args.listen.clone(), workers: 4, intervals: args.intervals };
-    tmetric_serve::serve(collector, &serve, |addr| {
-        warn(&format!("serving on http://{addr}/metrics (also /json and /healthz)"));
-    })
-    .map_err(anyhow::Error::msg)
+    let web = match &args.web_config_file {
+        Some(path) => {
+            let web = tmetric_serve::web::load(path).context("--web.config.file")?;
+            for why in &web.ignored {
+                warn(&format!("warning: {}: {why}", path.display()));
+            }
+            Some(web)
+        }
+        None => None,
+    };
+    let listener = tmetric_serve::http::bind(&args.listen)?;
+    let local = listener.local_addr()?;
+    let scheme = if web.as_ref().is_some_and(|w| w.tls.is_some()) { "https" } else { "http" };
+    if !tmetric_serve::http::is_loopback(&local)
+        && web.as_ref().is_none_or(|w| w.tls.is_none() || w.auth.is_none())
+    {
+        warn(&format!(
+            "warning: listening on {local}, which other machines can reach: /metrics and /json show host names, cgroup paths, pod uids and container ids to anyone who connects; give --web.config.file with tls_server_config and basic_auth_users, or listen on 127.0.0.1"
+        ));
+    }
+    let limits = tmetric_serve::Limits {
+        max_connections: args.web_max_connections as usize,
+        ..tmetric_serve::Limits::default()
+    };
+    let serve = ServeOptions { listener, limits, web, intervals: args.intervals };
+    tmetric_serve::serve(collector, serve, |addr| {
+        warn(&format!("serving on {scheme}://{addr}/metrics (also /json and /healthz)"));
+    })?;
+    Ok(())
 }
 
 /// Runs `tmetric rules`.
 pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let sysfs = Sysfs::system();
     let proc_root = Path::new("/proc");
-    let picks =
-        stat::select_items(&args.metric.metrics, args.metric.model.as_deref(), &sysfs, proc_root)?;
-    if !args.window.chars().next().is_some_and(|c| c.is_ascii_digit())
-        || !args.window.chars().all(|c| c.is_ascii_alphanumeric())
-    {
-        bail!("--window {}: give a Prometheus duration such as 1m or 30s", args.window);
+    if !tmetric_serve::rules::is_prometheus_duration(&args.window) {
+        bail!(
+            "--window {}: give a Prometheus duration such as 1m, 90s or 1h30m (units ms, s, m, h, d, w, y, largest first, each once)",
+            tmetric_text::quote(&args.window)
+        );
     }
+    let picks = if args.metric.metrics.is_empty() {
+        Vec::new()
+    } else {
+        stat::select_items(&args.metric.metrics, args.metric.model.as_deref(), &sysfs, proc_root)?
+    };
     let mut by_model: Vec<(&'static Model, Vec<usize>)> = Vec::new();
     for p in &picks {
         match by_model.iter_mut().find(|(m, _)| std::ptr::eq(*m, p.model)) {
-            Some((_, v)) => v.push(p.metric),
+            Some((_, v)) => {
+                if !v.contains(&p.metric) {
+                    v.push(p.metric);
+                }
+            }
             None => by_model.push((p.model, vec![p.metric])),
         }
     }
-    let command = format!(
-        "tmetric rules -M {}{}",
-        args.metric.metrics.join(","),
-        args.metric.model.as_deref().map(|m| format!(" --model {m}")).unwrap_or_default()
-    );
-    let text = if args.dashboard {
-        let (model, metrics) = by_model
-            .iter()
-            .find(|(m, _)| !std::ptr::eq(*m, tmetric_catalog::common()))
-            .or(by_model.first())
-            .context("no metric selected")?;
-        let title = format!("tmetric: {} on {}", args.metric.metrics.join(", "), model.path());
-        let dash = tmetric_serve::rules::dashboard(model, metrics, &title);
+    let mut command = String::from("tmetric rules");
+    if !args.metric.metrics.is_empty() {
+        command += &format!(" -M {}", args.metric.metrics.join(","));
+    }
+    if let Some(m) = &args.metric.model {
+        command += &format!(" --model {m}");
+    }
+    command += &format!(" --window {}", args.window);
+    if args.events {
+        command += " --events";
+    }
+    let text = if args.alerts {
+        tmetric_serve::rules::alerts_yaml(&args.window, "tmetric rules --alerts")
+    } else if args.dashboard {
+        let title = format!("tmetric: {}", args.metric.metrics.join(", "));
+        let sets: Vec<(&'static Model, &[usize])> =
+            by_model.iter().map(|(m, v)| (*m, v.as_slice())).collect();
+        let dash = tmetric_serve::rules::dashboard(&sets, &title);
         serde_json::to_string_pretty(&dash)? + "\n"
+    } else if by_model.is_empty() {
+        tmetric_serve::rules::events_yaml(&args.window, &command)
     } else {
         let sets: Vec<_> = by_model
             .iter()
@@ -278,15 +348,26 @@ pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 warn(&format!("{} {metric} is not translated: {why}", m.path()));
             }
         }
-        tmetric_serve::rules::yaml(&sets, &command)
+        if !args.events {
+            warn(&format!(
+                "note: these rules read tmetric:event:rate{w}: load `tmetric rules --events --window {w}` once beside them",
+                w = args.window
+            ));
+        }
+        tmetric_serve::rules::yaml(&sets, &command, args.events)
     };
     match &args.output {
         Some(path) => {
-            let mut sink = tmetric_print::out::Sink::create(path)?;
-            sink.write_all(text.as_bytes())?;
-            sink.flush()?;
+            let mut file = tmetric_print::out::create_private(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            file.write_all(text.as_bytes())
+                .and_then(|()| file.sync_data())
+                .with_context(|| format!("cannot write {}", path.display()))?;
         }
-        None => out.write_all(text.as_bytes())?,
+        None => {
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
     }
     Ok(())
 }

@@ -18,13 +18,27 @@ fn serve_and_rules_flags_are_checked() {
     assert!(stderr(&out).contains("`..` would leave the cgroup tree"), "{}", stderr(&out));
     let out = tmetric(&["serve", "-M", "NoSuchMetricAnywhere"]);
     assert!(stderr(&out).contains("cannot find metric or group `NoSuchMetricAnywhere`"));
-    let out = tmetric(&["rules", "-M", "Software", "--window", "1m;drop"]);
-    assert!(stderr(&out).contains("give a Prometheus duration"), "{}", stderr(&out));
+    for window in ["1m;drop", "1m1m", "1.5m", "0s", "1s1m", "99999999999999999999s"] {
+        let out = tmetric(&["rules", "-M", "Software", "--window", window]);
+        assert!(stderr(&out).contains("give a Prometheus duration"), "{window}: {}", stderr(&out));
+    }
+    let out = tmetric(&["serve", "--interval", "18446744073709551616s"]);
+    assert!(stderr(&out).contains("longer than a year"), "{}", stderr(&out));
+    let out = tmetric(&["serve", "--reads", "4000000000"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let out = tmetric(&["serve", "--reads", "1000", "--interval", "1s"]);
+    assert!(stderr(&out).contains("at least 10ms apart"), "{}", stderr(&out));
+    // A failed write is an error, and the rules go nowhere else.
+    let out = tmetric(&["rules", "-M", "Software", "-o", "/dev/full"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("cannot write /dev/full"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("record:"), "{}", stderr(&out));
 }
 
 #[test]
 fn rules_say_what_they_cannot_translate() {
-    let out = tmetric(&["rules", "-M", "TopdownL1,TopdownL2", "--model", "sapphirerapids"]);
+    let out =
+        tmetric(&["rules", "-M", "TopdownL1,TopdownL2", "--model", "sapphirerapids", "--events"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let yaml = String::from_utf8(out.stdout).unwrap();
     assert!(yaml.contains("record: tmetric:event:rate1m"));
@@ -32,7 +46,15 @@ fn rules_say_what_they_cannot_translate() {
     // tma_core_bound reads the recorded rules of other metrics, after them.
     let core = yaml.find("record: tmetric:tma_core_bound_ratio").unwrap();
     assert!(yaml.find("record: tmetric:tma_backend_bound_ratio").unwrap() < core);
-    assert!(yaml[core..].contains("clamp_min((tmetric:tma_backend_bound_ratio:rate1m - tmetric:tma_memory_bound_ratio:rate1m), 0)"));
+    assert!(yaml[core..].contains("clamp_min((sum without (model, pmu) (tmetric:tma_backend_bound_ratio:rate1m{model=\\\"x86/sapphirerapids\\\"}) - sum without (model, pmu) (tmetric:tma_memory_bound_ratio:rate1m{model=\\\"x86/sapphirerapids\\\"})), 0)"), "{yaml}");
+    // Without --events, the metric rules only: the event rates' group is loaded once.
+    let out = tmetric(&["rules", "-M", "TopdownL2", "--model", "sapphirerapids"]);
+    let yaml = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(!yaml.contains("record: tmetric:event:rate1m"), "{yaml}");
+    assert!(stderr(&out).contains("load `tmetric rules --events --window 1m` once"));
+    // TopdownL2's file records L2 only: the L1 metrics it reads are written into its rules.
+    assert!(!yaml.contains("record: tmetric:tma_backend_bound_ratio"), "{yaml}");
+    assert!(yaml.contains("record: tmetric:tma_core_bound_ratio"), "{yaml}");
     // A count is not a ratio: said, with the reason.
     let out = tmetric(&["rules", "-M", "tma_info_thread_slots", "--model", "sapphirerapids"]);
     let yaml = String::from_utf8(out.stdout.clone()).unwrap();
@@ -42,7 +64,7 @@ fn rules_say_what_they_cannot_translate() {
     let out = tmetric(&[
         "rules",
         "-M",
-        "TopdownL1,TopdownL2",
+        "Software,TopdownL1,TopdownL2",
         "--model",
         "sapphirerapids",
         "--dashboard",
@@ -54,16 +76,30 @@ fn rules_say_what_they_cannot_translate() {
         .filter(|p| p["type"] == "row")
         .map(|p| p["title"].as_str().unwrap())
         .collect();
+    // The software metrics are not dropped beside a model's, and quality comes first.
     assert_eq!(
         rows,
         [
+            "Measurement quality per host",
             "TopdownL1 per host",
             "TopdownL2 per host",
+            "common/common per host",
+            "Measurement quality per cgroup",
             "TopdownL1 per cgroup",
-            "TopdownL2 per cgroup"
+            "TopdownL2 per cgroup",
+            "common/common per cgroup"
         ]
     );
     let exprs: Vec<&str> = panels.iter().filter_map(|p| p["targets"][0]["expr"].as_str()).collect();
-    assert_eq!(exprs.len(), 24);
     assert!(exprs.contains(&"tmetric_tma_retiring_ratio{instance=~\"$instance\",cgroup=~\"$cgroup\",model=\"x86/sapphirerapids\"}"));
+    // Grafana's unit ids, and every "All" matches.
+    let units: Vec<&str> =
+        panels.iter().filter_map(|p| p["fieldConfig"]["defaults"]["unit"].as_str()).collect();
+    assert!(units.contains(&"cps") && units.contains(&"percentunit"), "{units:?}");
+    assert!(!units.iter().any(|u| ["per_second", "seconds", "bytes_per_second"].contains(u)));
+    for v in dash["templating"]["list"].as_array().unwrap() {
+        if v["includeAll"] == true {
+            assert!(v["allValue"].is_string(), "{v}");
+        }
+    }
 }

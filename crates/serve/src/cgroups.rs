@@ -133,47 +133,78 @@ fn glob(p: &[u8], s: &[u8]) -> bool {
     pi == p.len()
 }
 
-/// The cgroups under `mount` that `selection` picks, as paths (`/system.slice/x.service`),
-/// parents before children, siblings by name; and whether the walk was cut at
-/// [`MAX_LISTED`]. Directories are read as they are: one that vanishes during the walk is
-/// skipped; links are never followed.
-pub fn discover(mount: &Path, selection: &Selection) -> (Vec<String>, bool) {
-    let mut found = Vec::new();
+/// What a walk of the cgroup tree found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Found {
+    /// The cgroups picked, as paths (`/system.slice/x.service`) with their ids (the inode of
+    /// the directory, the kernel's cgroup id on cgroup2), parents before children, siblings
+    /// by name.
+    pub cgroups: Vec<(String, u64)>,
+    /// Directories whose names are not UTF-8 (shown with U+FFFD): perf and tmetric name cgroups
+    /// by path text, so they are left out, and said.
+    pub unnamed: Vec<String>,
+    /// The picked cgroups that have no child cgroup: a parent's counts include its
+    /// children's, so summing leaves counts each task once.
+    pub leaves: std::collections::BTreeSet<String>,
+    /// The walk was cut at [`MAX_LISTED`].
+    pub cut: bool,
+}
+
+/// The cgroups under `mount` that `selection` picks. Directories are read as they are: one
+/// that vanishes during the walk is skipped; links are never followed.
+pub fn discover(mount: &Path, selection: &Selection) -> Found {
+    use std::os::unix::fs::{DirEntryExt, MetadataExt};
+    let mut found = Found::default();
     if matches!(selection, Selection::None) {
-        return (found, false);
+        return found;
     }
+    let root_id = std::fs::symlink_metadata(mount).map_or(0, |m| m.ino());
     // Breadth first, so that when the budget cuts, slices come before their leaves.
-    let mut level: Vec<String> = vec!["/".to_string()];
-    let mut cut = false;
+    let mut level: Vec<(String, u64)> = vec![("/".to_string(), root_id)];
     let mut listed = 0usize;
     while !level.is_empty() {
         let mut next = Vec::new();
-        for path in &level {
+        for (path, id) in &level {
             if wanted(selection, path) {
-                found.push(path.clone());
+                found.cgroups.push((path.clone(), *id));
             }
             let dir = if path == "/" { mount.to_path_buf() } else { mount.join(&path[1..]) };
             let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-            let mut children: Vec<String> = entries
-                .filter_map(Result::ok)
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                .filter_map(|e| e.file_name().into_string().ok())
-                .map(|name| if path == "/" { format!("/{name}") } else { format!("{path}/{name}") })
-                .collect();
+            let mut children: Vec<(String, u64)> = Vec::new();
+            for e in entries.filter_map(Result::ok) {
+                if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                let child = |name: &str| {
+                    if path == "/" { format!("/{name}") } else { format!("{path}/{name}") }
+                };
+                match e.file_name().into_string() {
+                    Ok(name) => children.push((child(&name), e.ino())),
+                    Err(raw) => {
+                        let shown = child(&raw.to_string_lossy());
+                        if wanted(selection, &shown) || matches!(selection, Selection::Auto) {
+                            found.unnamed.push(shown);
+                        }
+                    }
+                }
+            }
             children.sort();
+            if children.is_empty() && wanted(selection, path) {
+                found.leaves.insert(path.clone());
+            }
             listed += children.len();
             if listed > MAX_LISTED {
-                cut = true;
+                found.cut = true;
                 break;
             }
             next.extend(children);
         }
-        if cut {
+        if found.cut {
             break;
         }
         level = next;
     }
-    (found, cut)
+    found
 }
 
 fn wanted(selection: &Selection, path: &str) -> bool {
@@ -335,11 +366,35 @@ mod tests {
             std::fs::create_dir_all(dir.path().join(p)).unwrap();
         }
         std::os::unix::fs::symlink(dir.path().join("b"), dir.path().join("link")).unwrap();
-        let (all, cut) = discover(dir.path(), &Selection::Auto);
-        assert!(!cut);
-        assert_eq!(all, ["/a.slice", "/b", "/a.slice/x.service", "/a.slice/y.service"]);
+        let paths = |f: Found| f.cgroups.into_iter().map(|c| c.0).collect::<Vec<_>>();
+        let all = discover(dir.path(), &Selection::Auto);
+        assert!(!all.cut);
+        assert_eq!(paths(all), ["/a.slice", "/b", "/a.slice/x.service", "/a.slice/y.service"]);
         let some = Selection::Patterns(vec![Pattern::new("/a.slice/*").unwrap()]);
-        assert_eq!(discover(dir.path(), &some).0, ["/a.slice/x.service", "/a.slice/y.service"]);
-        assert!(discover(dir.path(), &Selection::None).0.is_empty());
+        assert_eq!(
+            paths(discover(dir.path(), &some)),
+            ["/a.slice/x.service", "/a.slice/y.service"]
+        );
+        assert!(discover(dir.path(), &Selection::None).cgroups.is_empty());
+    }
+
+    #[test]
+    fn a_directory_made_again_has_a_new_id_and_non_utf8_names_are_listed() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("svc")).unwrap();
+        // Another directory keeps the old inode number from being handed out again at once.
+        std::fs::create_dir(dir.path().join("keep")).unwrap();
+        let first = discover(dir.path(), &Selection::Auto);
+        std::fs::remove_dir(dir.path().join("svc")).unwrap();
+        std::fs::create_dir(dir.path().join("other")).unwrap();
+        std::fs::create_dir(dir.path().join("svc")).unwrap();
+        let second = discover(dir.path(), &Selection::Auto);
+        let id = |f: &Found| f.cgroups.iter().find(|c| c.0 == "/svc").unwrap().1;
+        assert_ne!(id(&first), id(&second));
+        std::fs::create_dir(dir.path().join(std::ffi::OsStr::from_bytes(b"bad\xff"))).unwrap();
+        let third = discover(dir.path(), &Selection::Auto);
+        assert_eq!(third.unnamed, ["/bad\u{fffd}"]);
+        assert!(third.cgroups.iter().all(|c| !c.0.starts_with("/bad")));
     }
 }

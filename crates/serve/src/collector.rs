@@ -18,14 +18,14 @@ use tmetric_runtime::{Environment, Snapshot, Syscalls, Sysfs, Target as CountTar
 use crate::cgroups::{self, Selection};
 use crate::names::{self, Exported};
 
-/// Descriptors kept back from the budget for HTTP connections, sysfs reads and the signal
-/// pipe, so counting never starves the server (a quarter of a lower limit).
+/// Descriptors kept back from the budget for HTTP connections, sysfs reads, the signal pipe
+/// and the HTTP runtime, so counting never starves the server (half of a lower limit).
 pub const RESERVED_DESCRIPTORS: usize = 256;
 
 /// The descriptors counting may take under an open-file limit of `limit`.
 pub fn budget_under(limit: u64) -> usize {
     let limit = limit as usize;
-    limit.saturating_sub(RESERVED_DESCRIPTORS.min(limit / 4))
+    limit.saturating_sub(RESERVED_DESCRIPTORS.min(limit / 2))
 }
 
 /// An aggregation unit: its label (`("cpu", "3")`; `None` for the whole target) and CPUs.
@@ -102,7 +102,7 @@ pub struct UnitValues {
     pub shares: Vec<Option<f64>>,
     /// Per root: its error bar.
     pub bars: Vec<Bar>,
-    /// Per spec: raw count, enabled and running ns, cumulative (for `_total` counters).
+    /// Per spec: raw count, enabled and running ns over the interval (`--once`'s gauges).
     pub totals: Vec<Option<(u64, u64, u64)>>,
 }
 
@@ -128,6 +128,13 @@ pub struct Counted<S: Syscalls> {
     pub session: Session<S>,
     /// Cumulative reads since the interval began (the first is its start).
     reads: Vec<Snapshot>,
+    /// The latest read (a scheduled one or a scrape's), for the cumulative counters.
+    pub latest: Snapshot,
+    /// The cgroup's id (the inode of its directory; `None`: the host): a cgroup removed and
+    /// made again under the same path has a new one and is counted anew.
+    pub id: Option<u64>,
+    /// A cgroup without child cgroups at the last walk (its counts are its own tasks' only).
+    pub leaf: bool,
     started: Instant,
     /// Descriptors it holds.
     pub descriptors: usize,
@@ -165,8 +172,8 @@ pub struct Status {
     pub errors: Vec<String>,
     /// Read errors of the interval going on.
     pending: Vec<String>,
-    /// Times the HTTP listener was found gone and started again.
-    pub http_restarts: u64,
+    /// Targets whose every read failed in the last interval.
+    pub failed_targets: usize,
 }
 
 /// The collector (see the module documentation).
@@ -194,13 +201,56 @@ pub struct Collector<S: Syscalls + Clone> {
     pub cost: usize,
     /// How each root of the plan is exported.
     pub exports: Vec<Exported>,
-    /// Per spec: its group's index in the plan (`None`: counted alone).
-    pub group_of: Vec<Option<usize>>,
+    /// Per spec: its group's label (a hash of the group's events, which stays the same when
+    /// `-M` changes around it) and the group's number in this plan (an event counted alone is a
+    /// group of its own).
+    pub group_ids: Vec<(String, usize)>,
     /// Per spec: the name of its row (as metric formulas name the event: `topdown-retiring`,
     /// `msr/tsc/`), the `event` label.
     pub event_names: Vec<String>,
     /// The last interval's status.
     pub status: Status,
+    /// When the targets were last read.
+    pub last_read: Instant,
+}
+
+/// Per spec: its group's label and number. The label is a hash of the group's event names in
+/// order (`g` and 8 hexadecimal digits), so it names the same group whatever else `-M` adds.
+fn group_ids(plan: &Plan, names: &[String]) -> Vec<(String, usize)> {
+    let groups = plan.groups();
+    (0..plan.specs().len())
+        .map(|s| match groups.iter().position(|g| g.contains(&s)) {
+            Some(g) => {
+                let members: Vec<&str> = groups[g].iter().map(|&m| names[m].as_str()).collect();
+                (format!("g{:08x}", fnv(&members.join(","))), g)
+            }
+            None => (format!("g{:08x}", fnv(&names[s])), groups.len() + s),
+        })
+        .collect()
+}
+
+/// FNV-1a, 32 bits: stable across builds and platforms (the std hasher is not).
+fn fnv(text: &str) -> u32 {
+    text.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+}
+
+/// A unit's label, CPUs and per spec `(raw, enabled ns, running ns)`.
+pub type UnitTotals = (Option<(&'static str, String)>, Vec<i32>, Vec<Option<(u64, u64, u64)>>);
+
+/// Per spec, `(raw, enabled ns, running ns)` summed over the snapshot's CPUs.
+fn sum_cpus(snapshot: &Snapshot, specs: usize) -> Vec<Option<(u64, u64, u64)>> {
+    (0..specs)
+        .map(|s| {
+            let cpus = snapshot.events.get(s)?.as_ref()?;
+            let mut t = (0u64, 0u64, 0u64);
+            for c in cpus {
+                t.0 = t.0.wrapping_add(c.raw.value);
+                t.1 = t.1.wrapping_add(c.raw.enabled);
+                t.2 = t.2.wrapping_add(c.raw.running);
+            }
+            Some(t)
+        })
+        .collect()
 }
 
 /// This thread's CPU time in ns.
@@ -267,10 +317,7 @@ impl<S: Syscalls + Clone> Collector<S> {
             (None, None) => usize::MAX,
         };
         let exports = dedup_families(&base);
-        let group_of = (0..base.specs().len())
-            .map(|s| base.groups().iter().position(|g| g.contains(&s)))
-            .collect();
-        let event_names = (0..base.specs().len())
+        let event_names: Vec<String> = (0..base.specs().len())
             .map(|s| {
                 base.rows()
                     .iter()
@@ -278,6 +325,7 @@ impl<S: Syscalls + Clone> Collector<S> {
                     .map_or_else(|| base.specs()[s].name.clone(), |r| r.name.clone())
             })
             .collect();
+        let group_ids = group_ids(&base, &event_names);
         let mut collector = Collector {
             event_names,
             cost: plan_cost(&base, &cpus),
@@ -293,11 +341,12 @@ impl<S: Syscalls + Clone> Collector<S> {
             left_out: BTreeMap::new(),
             budget,
             exports,
-            group_of,
+            group_ids,
+            last_read: Instant::now(),
             status: Status::default(),
         };
         if collector.options.host {
-            collector.host = Some(collector.open(None)?);
+            collector.host = Some(collector.open(None, None)?);
         }
         collector.discover();
         collector.status.added = 0;
@@ -314,7 +363,7 @@ impl<S: Syscalls + Clone> Collector<S> {
         &self.base
     }
 
-    fn open(&mut self, cgroup: Option<&str>) -> Result<Counted<S>, SessionError> {
+    fn open(&mut self, cgroup: Option<&str>, id: Option<u64>) -> Result<Counted<S>, SessionError> {
         let mut plan = self.base.clone();
         if let Some(name) = cgroup {
             plan.expand_cgroups(&[name.to_string()]);
@@ -329,6 +378,9 @@ impl<S: Syscalls + Clone> Collector<S> {
             cgroup: cgroup.map(str::to_string),
             labels: cgroup.map(cgroups::labels_of).unwrap_or_default(),
             session,
+            latest: first.clone(),
+            id,
+            leaf: false,
             reads: vec![first],
             started: Instant::now(),
             descriptors,
@@ -338,13 +390,22 @@ impl<S: Syscalls + Clone> Collector<S> {
     }
 
     /// Finds the cgroups to count now: opens new ones while the budget allows, closes
-    /// vanished ones, and keeps what is left out with the reason.
+    /// vanished ones and ones made again under the same path (a new cgroup id: a restarted
+    /// service or container; its old descriptors count a cgroup that is gone), and keeps what
+    /// is left out with the reason.
     pub fn discover(&mut self) {
+        use std::os::unix::fs::MetadataExt;
         let Some(mount) = self.machine.cgroup_mount.clone() else { return };
-        let (found, cut) = cgroups::discover(&mount, &self.options.selection);
-        self.status.cut = cut;
-        let gone: Vec<String> =
-            self.cgroups.keys().filter(|k| !found.contains(k)).cloned().collect();
+        let found = cgroups::discover(&mount, &self.options.selection);
+        self.status.cut = found.cut;
+        let ids: BTreeMap<&str, u64> =
+            found.cgroups.iter().map(|(p, id)| (p.as_str(), *id)).collect();
+        let gone: Vec<String> = self
+            .cgroups
+            .iter()
+            .filter(|(path, c)| ids.get(path.as_str()).is_none_or(|id| c.id != Some(*id)))
+            .map(|(path, _)| path.clone())
+            .collect();
         for path in gone {
             self.cgroups.remove(&path);
             self.status.removed += 1;
@@ -353,13 +414,22 @@ impl<S: Syscalls + Clone> Collector<S> {
         if let Selection::Patterns(patterns) = &self.options.selection {
             for p in patterns.iter().filter(|p| p.is_literal()) {
                 let path = p.literal_path();
-                if !found.contains(&path) {
+                if !ids.contains_key(path.as_str()) {
                     self.left_out
                         .insert(path, format!("no such cgroup under {} (yet)", mount.display()));
                 }
             }
         }
-        for path in found {
+        for name in &found.unnamed {
+            self.left_out.insert(
+                name.clone(),
+                "its name is not UTF-8 (shown with U+FFFD): cgroups are named by path text, so it cannot be named to the kernel; rename it".into(),
+            );
+        }
+        for (path, c) in &mut self.cgroups {
+            c.leaf = found.leaves.contains(path);
+        }
+        for (path, id) in found.cgroups {
             if self.cgroups.contains_key(&path) {
                 continue;
             }
@@ -377,8 +447,14 @@ impl<S: Syscalls + Clone> Collector<S> {
                 );
                 continue;
             }
-            match self.open(Some(&path)) {
-                Ok(counted) => {
+            match self.open(Some(&path), Some(id)) {
+                Ok(mut counted) => {
+                    // Made again between the walk and the open: the id is the opened one's.
+                    let dir = mount.join(path.trim_start_matches('/'));
+                    if let Ok(m) = std::fs::symlink_metadata(&dir) {
+                        counted.id = Some(m.ino());
+                    }
+                    counted.leaf = found.leaves.contains(&path);
                     self.cgroups.insert(path, counted);
                     self.status.added += 1;
                 }
@@ -397,27 +473,74 @@ impl<S: Syscalls + Clone> Collector<S> {
     pub fn read(&mut self) {
         let cpu0 = thread_cpu_ns();
         self.read_all();
+        self.last_read = Instant::now();
         self.status.interval_cpu_ns += thread_cpu_ns().saturating_sub(cpu0);
     }
 
-    fn read_all(&mut self) {
+    /// Reads every target's cumulative counts for a scrape, so the exported counters are
+    /// those of the scrape's moment and `rate()` over them is exact. The error bars' reads stay
+    /// the scheduled ones.
+    pub fn read_for_scrape(&mut self) {
+        let cpu0 = thread_cpu_ns();
+        for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {
+            if let Ok(snapshot) = counted.session.read() {
+                counted.latest = snapshot;
+            }
+        }
+        self.last_read = Instant::now();
+        self.status.interval_cpu_ns += thread_cpu_ns().saturating_sub(cpu0);
+    }
+
+    /// Per unit of `counted`: its label, CPUs and, per spec, the raw count with its enabled
+    /// and running ns: cumulative at the latest read, or with `interval` over the last
+    /// interval.
+    pub fn totals(&self, counted: &Counted<S>, interval: bool) -> Vec<UnitTotals> {
+        if interval {
+            return counted
+                .last
+                .iter()
+                .flat_map(|l| &l.units)
+                .map(|u| (u.label.clone(), u.cpus.clone(), u.totals.clone()))
+                .collect();
+        }
+        self.units
+            .iter()
+            .map(|(label, cpus)| {
+                let part = if label.is_some() {
+                    counted.latest.on_cpus(cpus)
+                } else {
+                    counted.latest.clone()
+                };
+                (label.clone(), cpus.clone(), sum_cpus(&part, counted.session.plan().specs().len()))
+            })
+            .collect()
+    }
+
+    fn read_all(&mut self) -> usize {
         let mut errors = Vec::new();
         for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {
             match counted.session.read() {
-                Ok(snapshot) => counted.reads.push(snapshot),
+                Ok(snapshot) => {
+                    counted.latest = snapshot.clone();
+                    counted.reads.push(snapshot);
+                }
                 Err(e) => {
                     errors.push(format!("{}: {e}", counted.cgroup.as_deref().unwrap_or("host")))
                 }
             }
         }
+        let failed = errors.len();
         self.status.pending.extend(errors);
+        failed
     }
 
     /// Ends the interval: a last read, the values of every target over it, and a new
     /// discovery of cgroups.
     pub fn end_interval(&mut self) {
         let cpu0 = thread_cpu_ns();
-        self.read_all();
+        let failed = self.read_all();
+        self.last_read = Instant::now();
+        self.status.failed_targets = failed;
         self.status.errors = std::mem::take(&mut self.status.pending);
         let mut seconds_seen = 0.0f64;
         let units = self.units.clone();
@@ -454,19 +577,7 @@ impl<S: Syscalls + Clone> Collector<S> {
                 let shares = plan.roots().iter().map(|root| share(plan, root, part)).collect();
                 let results = unit.results.clone();
                 let bars = unit.bars.clone().unwrap_or_default();
-                let cumulative = if label.is_some() { end.on_cpus(cpus) } else { end.clone() };
-                let totals = (0..plan.specs().len())
-                    .map(|s| {
-                        let cpus = cumulative.events.get(s)?.as_ref()?;
-                        let mut t = (0u64, 0u64, 0u64);
-                        for c in cpus {
-                            t.0 += c.raw.value;
-                            t.1 += c.raw.enabled;
-                            t.2 += c.raw.running;
-                        }
-                        Some(t)
-                    })
-                    .collect();
+                let totals = sum_cpus(part, plan.specs().len());
                 out.push(UnitValues {
                     label: label.clone(),
                     cpus: cpus.clone(),
@@ -489,6 +600,27 @@ impl<S: Syscalls + Clone> Collector<S> {
         self.status.seconds = seconds_seen;
         self.status.cpu_seconds = spent;
         self.status.cpu_seconds_total += spent;
+    }
+
+    /// Why nothing useful is counted, if so: no target is open while cgroups were refused
+    /// (not merely absent yet), or every target's reads failed in the last interval.
+    /// `/healthz` answers 503 with it and `serve --once` exits non-zero.
+    pub fn problem(&self) -> Option<String> {
+        let targets = usize::from(self.host.is_some()) + self.cgroups.len();
+        if targets == 0 {
+            let refused = self.left_out.iter().find(|(_, why)| !why.starts_with("no such cgroup"));
+            return refused.map(|(cgroup, why)| {
+                format!(
+                    "nothing is counted: {} cgroup(s) left out, {cgroup} because {why}",
+                    self.left_out.len()
+                )
+            });
+        }
+        if self.status.intervals > 0 && self.status.failed_targets == targets {
+            let first = self.status.errors.first().map_or("", String::as_str);
+            return Some(format!("every read failed in the last interval: {first}"));
+        }
+        None
     }
 
     /// The targets counted, host first.

@@ -110,9 +110,15 @@ impl Families {
         &self.list
     }
 
-    /// Writes them in `format`.
+    /// Writes them in `format` (with OpenMetrics' `# EOF`).
     pub fn render(&self, format: Format) -> String {
         let mut out = String::with_capacity(64 * 1024);
+        self.render_into(&mut out, format, true);
+        out
+    }
+
+    /// Appends them to `out` in `format`; `eof`: close an OpenMetrics exposition.
+    pub fn render_into(&self, out: &mut String, format: Format, eof: bool) {
         for f in &self.list {
             let (type_name, type_word, suffix) = match (f.kind, format) {
                 (Kind::Gauge, _) => (f.name.clone(), "gauge", ""),
@@ -123,7 +129,11 @@ impl Families {
                 (Kind::Info, Format::Prometheus) => (format!("{}_info", f.name), "gauge", "_info"),
                 (Kind::Info, Format::OpenMetrics) => (f.name.clone(), "info", "_info"),
             };
-            let _ = writeln!(out, "# HELP {type_name} {}", help_text(&f.help));
+            let _ = writeln!(
+                out,
+                "# HELP {type_name} {}",
+                help_text(&f.help, format == Format::OpenMetrics)
+            );
             let _ = writeln!(out, "# TYPE {type_name} {type_word}");
             for (labels, value) in &f.samples {
                 if labels.is_empty() {
@@ -133,10 +143,9 @@ impl Families {
                 }
             }
         }
-        if format == Format::OpenMetrics {
+        if format == Format::OpenMetrics && eof {
             out.push_str("# EOF\n");
         }
-        out
     }
 }
 
@@ -172,13 +181,24 @@ impl Labels {
     }
 }
 
-const EVENT_HELP: &str = "Raw count of a perf event counter (not scaled for multiplexing: scale with time enabled over time running), cumulative since this host or cgroup was first counted";
-const ENABLED_HELP: &str = "Time the counter was enabled (perf's time_enabled), summed over the CPUs of the unit, in seconds";
-const RUNNING_HELP: &str = "Time the counter was on a hardware counter (perf's time_running), summed over the CPUs of the unit, in seconds";
+const EVENT_HELP: &str = "Raw count of a perf event counter (not scaled for multiplexing: scale with its group's enabled over running time), cumulative since this host or cgroup was first counted, read at the scrape";
+const ENABLED_HELP: &str = "Time the counter group was enabled (perf's time_enabled), summed over the CPUs of the unit, in seconds";
+const RUNNING_HELP: &str = "Time the counter group was on the hardware counters (perf's time_running), summed over the CPUs of the unit, in seconds";
+const EVENT_ONCE_HELP: &str = "Raw count of a perf event counter over this run's one interval (not scaled for multiplexing: scale with its group's enabled over running time)";
+const ENABLED_ONCE_HELP: &str = "Time the counter group was enabled over this run's one interval, summed over the CPUs of the unit, in seconds";
+const RUNNING_ONCE_HELP: &str = "Time the counter group was on the hardware counters over this run's one interval, summed over the CPUs of the unit, in seconds";
 const SHARE_HELP: &str = "The smallest share of the last interval that any counted input of the metric ran on a counter (1: measured all the time; less: the rest is scaled)";
 const TOGETHER_HELP: &str = "1 when every input of the metric was counted in one group (the same time slices), 0 when its inputs were spread over groups or the kernel split their group";
-const BAR_HELP: &str = "Half width of the metric's error bar in its exported unit (2 standard deviations of the value over the interval's reads): 0 when every input ran all the time";
+/// The help of a metric's error bar family.
+fn bar_help<S: Syscalls + Clone>(c: &Collector<S>, r: usize) -> String {
+    let e = &c.exports[r];
+    format!(
+        "Half width of the error bar of {} in the same unit (2 standard deviations of the value over the interval's reads): 0 when every input ran all the time; absent when the reads cannot tell",
+        e.family
+    )
+}
 const THRESHOLD_HELP: &str = "1 when the metric crossed its vendor threshold (MetricThreshold) in the last interval, 0 when not; absent without a threshold";
+const CGROUP_HELP: &str = "A counted cgroup: leaf (no child cgroups: a parent's counts include its children's, so sum over leaf=\"true\" to count each task once) and id (the kernel's cgroup id, new when the cgroup is made again)";
 const MISSING_HELP: &str = "A metric with no value in the last interval, and why";
 
 fn target_labels<S: Syscalls>(counted: &Counted<S>) -> Labels {
@@ -250,28 +270,147 @@ pub fn exported_value<S: Syscalls + Clone>(
     Ok(result.value * c.exports[r].factor)
 }
 
-/// Renders the collector's state.
-pub fn families<S: Syscalls + Clone>(c: &Collector<S>) -> Families {
+/// The whole exposition in `format`: the interval's families, then the read's (`once`:
+/// `serve --once`'s, whose counts are gauges).
+pub fn render<S: Syscalls + Clone>(c: &Collector<S>, format: Format, once: bool) -> String {
+    let mut text = String::with_capacity(64 * 1024);
+    interval_families(c, once).render_into(&mut text, format, false);
+    read_families(c, once, None).render_into(&mut text, format, true);
+    text
+}
+
+/// The families that change once per interval: the exporter's identity and state, cgroups
+/// left out, notes, and every target's metrics (their values, running shares, error bars and
+/// thresholds).
+pub fn interval_families<S: Syscalls + Clone>(c: &Collector<S>, once: bool) -> Families {
     let mut f = Families::default();
     let model = c.machine.model.map(|m| m.path()).unwrap_or_default();
     add_host(&mut f, c, &model);
-    add_status(&mut f, c);
+    add_status(&mut f, c, once);
     add_cgroups_left_out_and_notes(&mut f, c);
     // Families of every target, so each family's samples stay together.
-    f.family("tmetric_event", Kind::Counter, EVENT_HELP);
-    f.family("tmetric_event_enabled_seconds", Kind::Counter, ENABLED_HELP);
-    f.family("tmetric_event_running_seconds", Kind::Counter, RUNNING_HELP);
     for (r, e) in c.exports.iter().enumerate() {
         let help = metric_help(c, r);
         f.family(&e.family, Kind::Gauge, &help);
     }
     f.family("tmetric_metric_running_ratio", Kind::Gauge, SHARE_HELP);
     f.family("tmetric_metric_inputs_together", Kind::Gauge, TOGETHER_HELP);
-    f.family("tmetric_metric_error_bar", Kind::Gauge, BAR_HELP);
+    for (r, e) in c.exports.iter().enumerate() {
+        if c.exports[..r].iter().all(|o| o.bar_family != e.bar_family) {
+            f.family(&e.bar_family, Kind::Gauge, &bar_help(c, r));
+        }
+    }
     f.family("tmetric_metric_threshold_crossed", Kind::Gauge, THRESHOLD_HELP);
     f.family("tmetric_metric_missing", Kind::Info, MISSING_HELP);
+    f.family("tmetric_cgroup", Kind::Info, CGROUP_HELP);
+    for counted in c.cgroups.values() {
+        let id = counted.id.map(|i| i.to_string()).unwrap_or_default();
+        let l = target_labels(counted)
+            .with("leaf", if counted.leaf { "true" } else { "false" })
+            .with("id", &id);
+        f.add("tmetric_cgroup", Kind::Info, "", &l, "1".into());
+    }
     for counted in c.targets() {
-        add_target(&mut f, c, counted, &model);
+        add_target(&mut f, c, counted);
+    }
+    f
+}
+
+/// The families that change with every read: each counter's raw count and its group's
+/// enabled and running times, cumulative since the target was opened (so `rate()` over them
+/// is exact whatever the scrape interval), and the HTTP server's own counters. With `once`
+/// (`serve --once`), the counts of the one interval counted, as gauges: a run's counts are
+/// not a counter that later runs continue.
+pub fn read_families<S: Syscalls + Clone>(
+    c: &Collector<S>,
+    once: bool,
+    http: Option<&crate::http::Stats>,
+) -> Families {
+    let mut f = Families::default();
+    let model = c.machine.model.map(|m| m.path()).unwrap_or_default();
+    let (kind, event, enabled, running) = if once {
+        (
+            Kind::Gauge,
+            "tmetric_event_raw",
+            "tmetric_group_enabled_seconds",
+            "tmetric_group_running_seconds",
+        )
+    } else {
+        (
+            Kind::Counter,
+            "tmetric_event",
+            "tmetric_group_enabled_seconds",
+            "tmetric_group_running_seconds",
+        )
+    };
+    f.family(event, kind, if once { EVENT_ONCE_HELP } else { EVENT_HELP });
+    f.family(enabled, kind, if once { ENABLED_ONCE_HELP } else { ENABLED_HELP });
+    f.family(running, kind, if once { RUNNING_ONCE_HELP } else { RUNNING_HELP });
+    for counted in c.targets() {
+        let base = target_labels(counted);
+        for (label, _cpus, totals) in c.totals(counted, once) {
+            let ul = match &label {
+                Some((k, v)) => base.with(k, v),
+                None => base.clone(),
+            };
+            let mut groups_done: Vec<usize> = Vec::new();
+            for (s, t) in totals.iter().enumerate() {
+                let Some((value, en, run)) = *t else { continue };
+                let group = &c.group_ids[s];
+                let l = ul
+                    .with("event", &c.event_names[s])
+                    .with("group", &group.0)
+                    .with("model", &model);
+                f.add(event, kind, "", &l, value.to_string());
+                if !groups_done.contains(&group.1) {
+                    groups_done.push(group.1);
+                    let g = ul.with("group", &group.0).with("model", &model);
+                    f.add(enabled, kind, "", &g, number(en as f64 / 1e9));
+                    f.add(running, kind, "", &g, number(run as f64 / 1e9));
+                }
+            }
+        }
+    }
+    if let Some(h) = http {
+        use std::sync::atomic::Ordering::Relaxed;
+        let none = Labels::default();
+        f.add(
+            "tmetric_http_connections_open",
+            Kind::Gauge,
+            "HTTP connections open now",
+            &none,
+            h.open.load(Relaxed).to_string(),
+        );
+        f.add(
+            "tmetric_http_connections",
+            Kind::Counter,
+            "HTTP connections accepted",
+            &none,
+            h.accepted.load(Relaxed).to_string(),
+        );
+        let closed = "HTTP connections closed by the server, by why: shed (every slot busy: answered 503 at once), evicted (the longest idle, for a new one), idle (no byte moved for the idle timeout), no_descriptor (none left to serve it)";
+        f.family("tmetric_http_connections_closed", Kind::Counter, closed);
+        for (why, v) in [
+            ("shed", &h.shed),
+            ("evicted", &h.evicted),
+            ("idle", &h.timed_out),
+            ("no_descriptor", &h.no_descriptor),
+        ] {
+            f.add(
+                "tmetric_http_connections_closed",
+                Kind::Counter,
+                closed,
+                &none.with("reason", why),
+                v.load(Relaxed).to_string(),
+            );
+        }
+        f.add(
+            "tmetric_http_unauthorized_requests",
+            Kind::Counter,
+            "HTTP requests refused for their credentials (401)",
+            &none,
+            h.unauthorized.load(Relaxed).to_string(),
+        );
     }
     f
 }
@@ -304,16 +443,12 @@ fn add_host<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, model: &str
 }
 
 /// The collector's own state: intervals, CPU time, descriptors and cgroup counts.
-fn add_status<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>) {
+fn add_status<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, once: bool) {
     let none = Labels::default();
     let s = &c.status;
-    f.add(
-        "tmetric_intervals",
-        Kind::Counter,
-        "Intervals ended (each computes every metric anew)",
-        &none,
-        s.intervals.to_string(),
-    );
+    if !once {
+        add_status_counters(f, c);
+    }
     f.add(
         "tmetric_interval_seconds",
         Kind::Gauge,
@@ -330,16 +465,7 @@ fn add_status<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>) {
         &none,
         number(ended),
     );
-    f.add("tmetric_collector_cpu_seconds", Kind::Counter, "CPU time tmetric's collector spent reading counters, evaluating and walking cgroups, in seconds", &none, number(s.cpu_seconds_total));
     f.add("tmetric_collector_interval_cpu_seconds", Kind::Gauge, "CPU time the collector spent on the last interval (its reads, the evaluation of every target, the cgroup walk), in seconds", &none, number(s.cpu_seconds));
-    f.add("tmetric_render_cpu_seconds", Kind::Counter, "CPU time spent rendering /metrics and /json once per interval (scrapes then only copy bytes), up to the last interval, in seconds", &none, number(s.render_cpu_seconds_total));
-    f.add(
-        "tmetric_http_restarts",
-        Kind::Counter,
-        "Times the HTTP listener was found gone (its accept thread dies when descriptors run out) and was started again",
-        &none,
-        s.http_restarts.to_string(),
-    );
     f.add(
         "tmetric_descriptors",
         Kind::Gauge,
@@ -370,17 +496,32 @@ fn add_status<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>) {
         &none.with("state", "left_out"),
         c.left_out.len().to_string(),
     );
+}
+
+/// The exporter's counters (left out of `--once`, whose run is not continued by the next).
+fn add_status_counters<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>) {
+    let none = Labels::default();
+    let s = &c.status;
+    f.add(
+        "tmetric_intervals",
+        Kind::Counter,
+        "Intervals ended (each computes every metric anew)",
+        &none,
+        s.intervals.to_string(),
+    );
+    f.add("tmetric_collector_cpu_seconds", Kind::Counter, "CPU time tmetric's collector spent reading counters, evaluating and walking cgroups, in seconds", &none, number(s.cpu_seconds_total));
+    f.add("tmetric_render_cpu_seconds", Kind::Counter, "CPU time spent rendering /metrics and /json (each format at most once per read, and only when asked), in seconds", &none, number(s.render_cpu_seconds_total));
     f.add(
         "tmetric_cgroups_added",
         Kind::Counter,
-        "Cgroups picked up after the start",
+        "Cgroups picked up after the start, a cgroup made again under a name it had counting anew",
         &none,
         s.added.to_string(),
     );
     f.add(
         "tmetric_cgroups_removed",
         Kind::Counter,
-        "Cgroups dropped because they vanished",
+        "Cgroups dropped because they vanished or were made again under the same name (a new cgroup id)",
         &none,
         s.removed.to_string(),
     );
@@ -427,12 +568,7 @@ fn add_cgroups_left_out_and_notes<S: Syscalls + Clone>(f: &mut Families, c: &Col
 
 /// One target's samples (the host or a cgroup): its notes, and per unit its events and
 /// metrics.
-fn add_target<S: Syscalls + Clone>(
-    f: &mut Families,
-    c: &Collector<S>,
-    counted: &Counted<S>,
-    model: &str,
-) {
+fn add_target<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, counted: &Counted<S>) {
     let Some(last) = &counted.last else { return };
     let base = target_labels(counted);
     for note in &last.notes {
@@ -441,44 +577,26 @@ fn add_target<S: Syscalls + Clone>(
     let tplan = counted.session.plan();
     for unit in &last.units {
         let ul = unit_labels(&base, unit);
-        for s in 0..tplan.specs().len() {
-            let Some((value, enabled, running)) = unit.totals[s] else { continue };
-            let name = &c.event_names[s];
-            let group =
-                c.group_of.get(s).copied().flatten().map_or("none".to_string(), |g| g.to_string());
-            let l = ul.with("event", name).with("group", &group).with("model", model);
-            f.add("tmetric_event", Kind::Counter, "", &l, value.to_string());
-            f.add(
-                "tmetric_event_enabled_seconds",
-                Kind::Counter,
-                "",
-                &l,
-                number(enabled as f64 / 1e9),
-            );
-            f.add(
-                "tmetric_event_running_seconds",
-                Kind::Counter,
-                "",
-                &l,
-                number(running as f64 / 1e9),
-            );
-        }
         for (r, root) in tplan.roots().iter().enumerate() {
             let e = &c.exports[r];
             let pmu = root.model.str(root.model.metrics[root.metric].pmu);
             let pmu = if pmu == "cpu_core" || pmu == "cpu_atom" { pmu } else { "" };
-            let name = root.model.str(root.model.metrics[root.metric].name);
             let ml = ul.with("model", &root.model.path()).with("pmu", pmu);
-            let per = ml.with("metric", name);
-            match exported_value(c, unit, r) {
-                Ok(v) => f.add(&e.family, Kind::Gauge, "", &ml, number(v)),
+            let per = ml.with("metric", e.family.trim_start_matches("tmetric_"));
+            let value = exported_value(c, unit, r);
+            match &value {
+                Ok(v) => f.add(&e.family, Kind::Gauge, "", &ml, number(*v)),
                 Err(why) => f.add(
                     "tmetric_metric_missing",
                     Kind::Info,
                     "",
-                    &per.with("reason", &why),
+                    &per.with("reason", why),
                     "1".into(),
                 ),
+            }
+            // A metric without a value has no running share, grouping or error bar to tell.
+            if value.is_err() {
+                continue;
             }
             if let Some(share) = unit.shares[r] {
                 f.add("tmetric_metric_running_ratio", Kind::Gauge, "", &per, number(share));
@@ -492,10 +610,10 @@ fn add_target<S: Syscalls + Clone>(
                 u8::from(together).to_string(),
             );
             match unit.bars[r] {
-                Bar::Exact => f.add("tmetric_metric_error_bar", Kind::Gauge, "", &per, "0".into()),
+                Bar::Exact => f.add(&e.bar_family, Kind::Gauge, "", &ml, "0".into()),
                 Bar::Sigma(_) => {
                     let half = unit.bars[r].half_width().unwrap_or(f64::NAN) * e.factor;
-                    f.add("tmetric_metric_error_bar", Kind::Gauge, "", &per, number(half.abs()));
+                    f.add(&e.bar_family, Kind::Gauge, "", &ml, number(half.abs()));
                 }
                 Bar::Unknown => {}
             }
@@ -521,7 +639,8 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
         .targets()
         .map(|counted| {
             let plan = counted.session.plan();
-            let units: Vec<Value> = counted.last.iter().flat_map(|last| &last.units).map(|unit| {
+            let all_totals = c.totals(counted, false);
+            let units: Vec<Value> = counted.last.iter().flat_map(|last| &last.units).enumerate().map(|(u, unit)| {
                 let metrics: Vec<Value> = plan.roots().iter().enumerate().map(|(r, root)| {
                     let m = &root.model.metrics[root.metric];
                     let value = exported_value(c, unit, r);
@@ -542,11 +661,12 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
                         "threshold_crossed": unit.results[r].threshold,
                     })
                 }).collect();
+                let totals = all_totals.get(u).map(|t| t.2.as_slice()).unwrap_or_default();
                 let events: Vec<Value> = (0..plan.specs().len()).filter_map(|sp| {
-                    let (value, enabled, running) = unit.totals[sp]?;
+                    let (value, enabled, running) = (*totals.get(sp)?)?;
                     Some(json!({
                         "event": c.event_names[sp],
-                        "group": c.group_of.get(sp).copied().flatten(),
+                        "group": c.group_ids[sp].0,
                         "raw": value,
                         "enabled_ns": enabled,
                         "running_ns": running,
@@ -560,6 +680,8 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
             }).collect();
             json!({
                 "cgroup": counted.cgroup,
+                "cgroup_id": counted.id,
+                "leaf": counted.cgroup.is_some().then_some(counted.leaf),
                 "labels": target_labels(counted).json(),
                 "descriptors": counted.descriptors,
                 "seconds": counted.last.as_ref().map(|l| l.seconds),

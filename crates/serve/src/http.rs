@@ -1,172 +1,705 @@
-//! The HTTP side: `/metrics` (Prometheus text or OpenMetrics, as `Accept` asks), `/json`,
-//! `/healthz` and an index, served by `tiny_http` worker threads from the texts the collector
-//! published at its last interval's end (a scrape never touches the counters, so any number
-//! of scrapers see the same interval).
+//! The HTTP side: `/metrics` (Prometheus text or OpenMetrics, as `Accept` asks; gzip when
+//! accepted), `/json`, `/healthz` and an index, built for hostile networks. hyper's HTTP/1.1
+//! on a one-thread tokio runtime: a stalled or slow client costs a task and its buffers, never
+//! a thread. Limits: header bytes and count (431), a header read timeout, an idle timeout (no
+//! byte moved either way), requests per connection, and a bounded connection count. At the
+//! bound the connection idle the longest is closed for the new one; when every connection is
+//! busy the new one gets 503 at once. The listening socket is bound once and kept for the
+//! process's life: when descriptors run out, a reserve descriptor is let go to accept and
+//! close the connection, so the listener never dies and no other process can take the port.
+//! Pages come from the collector thread (`Link`), which renders each format at most once per
+//! read; `/healthz` is answered here from [`Health`], so it answers even while the collector
+//! is stuck.
 
-use std::io::Cursor;
+use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, RwLock};
-use std::thread::JoinHandle;
+use std::os::unix::net::UnixStream;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use tiny_http::{Header, Method, Request, Response, Server};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{Notify, oneshot};
 
 use crate::expo::Format;
+use crate::web::{Auth, WebConfig};
 
-/// What the collector published at its last interval's end.
-#[derive(Debug, Clone, Default)]
-pub struct Published {
-    /// Prometheus text.
-    pub prometheus: Arc<Vec<u8>>,
-    /// OpenMetrics text.
-    pub openmetrics: Arc<Vec<u8>>,
-    /// JSON.
-    pub json: Arc<Vec<u8>>,
-    /// When it was published.
-    pub at: Option<Instant>,
-    /// The interval, to judge staleness.
+/// Limits of the HTTP server.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Connections served at once; at the bound the longest idle one is closed, or the new
+    /// one gets 503 when none is idle.
+    pub max_connections: usize,
+    /// A request's start line and headers, in bytes (431 past it).
+    pub max_header_bytes: usize,
+    /// Header lines per request (431 past it).
+    pub max_headers: usize,
+    /// A request's headers must arrive within this.
+    pub header_timeout: Duration,
+    /// A connection on which no byte moved for this long is closed (idle keep-alive, a reader
+    /// that stopped reading, a TLS handshake that stalls).
+    pub idle_timeout: Duration,
+    /// Requests served on one connection before it is closed (`Connection: close`).
+    pub max_requests_per_connection: u64,
+    /// How long a scrape waits for the collector thread before 503.
+    pub render_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_connections: 64,
+            // node_exporter (Go's net/http) closes at 1 MB of headers; a scrape sends well
+            // under 1 KB.
+            max_header_bytes: 16 * 1024,
+            max_headers: 64,
+            header_timeout: Duration::from_secs(10),
+            // Longer than any scrape interval Prometheus is commonly given (2 minutes), so a
+            // scraper's keep-alive connection survives between scrapes.
+            idle_timeout: Duration::from_secs(150),
+            max_requests_per_connection: 10_000,
+            render_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+/// What a scraper asks the collector thread for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ask {
+    /// `/metrics` in a format.
+    Metrics(Format),
+    /// `/json`.
+    Json,
+}
+
+/// A page to send.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// Its status.
+    pub status: u16,
+    /// Its `Content-Type`.
+    pub content_type: &'static str,
+    /// Its body (gzip-compressed when `gzip`).
+    pub body: Bytes,
+    /// The body is gzip-compressed.
+    pub gzip: bool,
+}
+
+impl Page {
+    /// A plain-text page.
+    pub fn text(status: u16, text: impl Into<String>) -> Page {
+        Page {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            body: Bytes::from(text.into()),
+            gzip: false,
+        }
+    }
+}
+
+/// A request to the collector thread and where its page goes.
+#[derive(Debug)]
+pub struct Order {
+    /// What is asked.
+    pub ask: Ask,
+    /// The scraper accepts gzip.
+    pub gzip: bool,
+    /// Where the page goes.
+    pub reply: oneshot::Sender<Page>,
+}
+
+/// The collector's health, as `/healthz` reports it.
+#[derive(Debug, Clone)]
+pub struct Health {
+    /// When serving started.
+    pub started: Instant,
+    /// When the last interval ended.
+    pub last_end: Option<Instant>,
+    /// The interval.
     pub interval: Duration,
-    /// Why the collector is unhealthy, if it is.
+    /// Why the collector is unhealthy (nothing can be counted, every read failed), if it is.
     pub problem: Option<String>,
 }
 
-/// The shared state between the collector and the server.
-pub type Shared = Arc<RwLock<Published>>;
+impl Health {
+    /// The page `/healthz` answers with: 200 `ok` (or `starting` in the first interval), 503
+    /// with the reason when nothing is counted or no interval ended for three intervals.
+    pub fn page(&self) -> Page {
+        let late = self.interval * 3 + Duration::from_secs(5);
+        if let Some(problem) = &self.problem {
+            return Page::text(503, format!("unhealthy: {problem}\n"));
+        }
+        match self.last_end {
+            Some(at) if at.elapsed() > late => {
+                Page::text(503, "unhealthy: no interval ended for three intervals\n")
+            }
+            Some(_) => Page::text(200, "ok\n"),
+            None if self.started.elapsed() > late => {
+                Page::text(503, "unhealthy: the first interval never ended\n")
+            }
+            None => Page::text(200, "starting: counting the first interval\n"),
+        }
+    }
+}
+
+/// The HTTP side's end of the link to the collector thread.
+#[derive(Clone)]
+pub struct Link {
+    orders: std::sync::mpsc::Sender<Order>,
+    wake: Arc<UnixStream>,
+    /// The collector's health.
+    pub health: Arc<Mutex<Health>>,
+}
+
+/// The collector thread's end: orders to serve, and a descriptor readable when one waits.
+pub struct Orders {
+    /// The orders.
+    pub orders: std::sync::mpsc::Receiver<Order>,
+    wake: UnixStream,
+}
+
+impl Orders {
+    /// The descriptor to wait on (readable when an order may be waiting).
+    pub fn fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.wake.as_raw_fd()
+    }
+
+    /// Empties the wake-up socket (before taking the orders).
+    pub fn drain(&self) {
+        use std::io::Read;
+        let mut buf = [0u8; 256];
+        while matches!((&self.wake).read(&mut buf), Ok(n) if n > 0) {}
+    }
+}
+
+/// A link between the HTTP side and the collector thread.
+pub fn link(health: Health) -> std::io::Result<(Link, Orders)> {
+    let (a, b) = UnixStream::pair()?;
+    a.set_nonblocking(true)?;
+    b.set_nonblocking(true)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    Ok((
+        Link { orders: tx, wake: Arc::new(a), health: Arc::new(Mutex::new(health)) },
+        Orders { orders: rx, wake: b },
+    ))
+}
+
+impl Link {
+    async fn ask(&self, ask: Ask, gzip: bool, timeout: Duration) -> Page {
+        use std::io::Write;
+        let (reply, page) = oneshot::channel();
+        if self.orders.send(Order { ask, gzip, reply }).is_err() {
+            return Page::text(503, "the collector has stopped\n");
+        }
+        // A full socket already holds a wake-up: nothing lost.
+        let _ = (&*self.wake).write(&[1]);
+        match tokio::time::timeout(timeout, page).await {
+            Ok(Ok(page)) => page,
+            Ok(Err(_)) => Page::text(503, "the collector has stopped\n"),
+            Err(_) => Page::text(503, "the collector did not answer in time\n"),
+        }
+    }
+}
+
+/// Why the server cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The address does not parse or resolve.
+    #[error("--listen {0}: give host:port, such as 127.0.0.1:10064 or [::1]:10064")]
+    Address(String),
+    /// Binding failed.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The runtime could not be made.
+    #[error("cannot start the HTTP server: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// Binds `addr` (`host:port`). The socket is kept for the process's life.
+pub fn bind(addr: &str) -> Result<std::net::TcpListener, HttpError> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|_| HttpError::Address(tmetric_text::quote(addr)))?
+        .collect();
+    let first = addrs.first().ok_or_else(|| HttpError::Address(tmetric_text::quote(addr)))?;
+    std::net::TcpListener::bind(first)
+        .map_err(|source| HttpError::Bind { addr: addr.to_string(), source })
+}
+
+/// Whether an address is reachable only from this machine.
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
 
 /// A running server.
 pub struct Running {
-    server: Arc<Server>,
-    workers: Vec<JoinHandle<()>>,
     /// The address it listens on.
     pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Counters of what the server refused, for the exporter's own metrics.
+    pub stats: Arc<Stats>,
+}
+
+/// What the server did that an operator wants counted.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Connections accepted.
+    pub accepted: AtomicU64,
+    /// Connections answered 503 at once because every slot was busy.
+    pub shed: AtomicU64,
+    /// Idle connections closed to make room for a new one.
+    pub evicted: AtomicU64,
+    /// Connections closed for the idle timeout.
+    pub timed_out: AtomicU64,
+    /// Connections closed at once because no descriptor was left.
+    pub no_descriptor: AtomicU64,
+    /// Requests refused for their credentials (401).
+    pub unauthorized: AtomicU64,
+    /// Connections open now.
+    pub open: AtomicUsize,
 }
 
 impl Running {
-    /// Stops accepting and waits for the workers.
-    pub fn stop(self) {
-        for _ in &self.workers {
-            self.server.unblock();
+    /// Stops serving and waits for the server thread.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
         }
-        for w in self.workers {
-            let _ = w.join();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
 
-/// Whether something accepts connections at `addr`: false only when the connection is
-/// refused (the listener is gone), true when it is accepted or cannot be told (no descriptor
-/// left for the probe itself).
-pub fn listening(addr: SocketAddr) -> bool {
-    match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)) {
-        Ok(_) => true,
-        Err(e) => e.kind() != std::io::ErrorKind::ConnectionRefused,
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown();
     }
 }
 
-/// Listens on `addr` with `workers` threads serving `shared`.
-pub fn start(addr: &str, shared: Shared, workers: usize) -> Result<Running, String> {
-    let server = Server::http(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let local = server
-        .server_addr()
-        .to_ip()
-        .ok_or_else(|| format!("cannot listen on {addr}: not an IP address"))?;
-    let server = Arc::new(server);
-    let workers = (0..workers.max(1))
-        .map(|_| {
-            let server = Arc::clone(&server);
-            let shared = Arc::clone(&shared);
-            std::thread::spawn(move || {
-                while let Ok(request) = server.recv() {
-                    respond(request, &shared);
+/// Serves on `listener` (bound by [`bind`]) with `limits`, asking `link` for pages; `web`
+/// adds TLS and basic authentication.
+pub fn start(
+    listener: std::net::TcpListener,
+    link: Link,
+    limits: Limits,
+    web: Option<WebConfig>,
+) -> Result<Running, HttpError> {
+    let addr = listener.local_addr().map_err(HttpError::Runtime)?;
+    listener.set_nonblocking(true).map_err(HttpError::Runtime)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        // Password checks (bcrypt) only: two at a time, the rest wait their turn.
+        .max_blocking_threads(2)
+        .build()
+        .map_err(HttpError::Runtime)?;
+    let (stop_tx, stop_rx) = oneshot::channel();
+    let stats = Arc::new(Stats::default());
+    let s = Arc::clone(&stats);
+    let thread = std::thread::Builder::new()
+        .name("tmetric-http".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(listener) {
+                    Ok(l) => l,
+                    Err(_) => return,
+                };
+                tokio::select! {
+                    () = accept_loop(listener, link, limits, web, s) => {}
+                    _ = stop_rx => {}
                 }
+            });
+        })
+        .map_err(HttpError::Runtime)?;
+    Ok(Running { addr, stop: Some(stop_tx), thread: Some(thread), stats })
+}
+
+/// One open connection, as the accept loop sees it.
+struct Slot {
+    id: u64,
+    progress: Arc<AtomicU64>,
+    close: Arc<Notify>,
+}
+
+/// Milliseconds since `epoch`.
+fn millis(epoch: Instant) -> u64 {
+    epoch.elapsed().as_millis() as u64
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    link: Link,
+    limits: Limits,
+    web: Option<WebConfig>,
+    stats: Arc<Stats>,
+) {
+    let epoch = Instant::now();
+    let slots: Arc<Mutex<Vec<Slot>>> = Arc::new(Mutex::new(Vec::new()));
+    // Let go when descriptors run out, to accept (and close) the connection that waits:
+    // otherwise it stays queued and the accept loop spins on EMFILE.
+    let mut reserve = std::fs::File::open("/dev/null").ok();
+    let tls = web.as_ref().and_then(|w| w.tls.clone());
+    let auth = web.as_ref().and_then(|w| w.auth.clone()).map(Arc::new);
+    let mut next_id = 0u64;
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                stats.no_descriptor.fetch_add(1, Ordering::Relaxed);
+                drop(reserve.take());
+                if let Ok((stream, _)) = listener.accept().await {
+                    drop(stream);
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                reserve = std::fs::File::open("/dev/null").ok();
+                continue;
+            }
+            // ECONNABORTED and the like: that connection only.
+            Err(_) => continue,
+        };
+        stats.accepted.fetch_add(1, Ordering::Relaxed);
+        let _ = stream.set_nodelay(true);
+        // At the bound: close the connection that moved no byte for the longest (an idle
+        // keep-alive, a client that stopped reading), or shed this one.
+        {
+            let list = slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if list.len() >= limits.max_connections {
+                let now = millis(epoch);
+                let oldest = list.iter().min_by_key(|s| s.progress.load(Ordering::Relaxed));
+                match oldest {
+                    Some(slot)
+                        if now.saturating_sub(slot.progress.load(Ordering::Relaxed)) >= 1000 =>
+                    {
+                        // Marked as moved now, so the next arrival picks another.
+                        slot.progress.store(now, Ordering::Relaxed);
+                        slot.close.notify_one();
+                        stats.evicted.fetch_add(1, Ordering::Relaxed);
+                    }
+                    _ => {
+                        drop(list);
+                        stats.shed.fetch_add(1, Ordering::Relaxed);
+                        tokio::spawn(shed(stream));
+                        continue;
+                    }
+                }
+            }
+        }
+        next_id += 1;
+        let id = next_id;
+        let progress = Arc::new(AtomicU64::new(millis(epoch)));
+        let close = Arc::new(Notify::new());
+        slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(Slot {
+            id,
+            progress: Arc::clone(&progress),
+            close: Arc::clone(&close),
+        });
+        stats.open.fetch_add(1, Ordering::Relaxed);
+        let io = Timed { inner: stream, progress: Arc::clone(&progress), epoch };
+        let (link, limits, tls, auth, slots, stats) = (
+            link.clone(),
+            limits.clone(),
+            tls.clone(),
+            auth.clone(),
+            Arc::clone(&slots),
+            Arc::clone(&stats),
+        );
+        tokio::spawn(async move {
+            let watched = watch(io, &link, &limits, tls, auth, &progress, &close, epoch, &stats);
+            watched.await;
+            slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|s| s.id != id);
+            stats.open.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+}
+
+/// Answers 503 without reading the request and closes; a client that does not take even that
+/// is dropped after a second.
+async fn shed(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 42\r\n\r\nevery connection slot is busy: try again\r\n";
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = stream.write_all(BUSY).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
+
+/// Serves one connection until it ends, it is told to close, or no byte moved for the idle
+/// timeout.
+#[allow(clippy::too_many_arguments)]
+async fn watch(
+    io: Timed<tokio::net::TcpStream>,
+    link: &Link,
+    limits: &Limits,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    auth: Option<Arc<Auth>>,
+    progress: &AtomicU64,
+    close: &Notify,
+    epoch: Instant,
+    stats: &Stats,
+) {
+    let served = serve_io(io, link, limits, tls, auth, stats);
+    tokio::pin!(served);
+    let idle_ms = limits.idle_timeout.as_millis() as u64;
+    loop {
+        let since = millis(epoch).saturating_sub(progress.load(Ordering::Relaxed));
+        let wait = Duration::from_millis(idle_ms.saturating_sub(since).max(10));
+        tokio::select! {
+            () = &mut served => return,
+            () = close.notified() => return,
+            () = tokio::time::sleep(wait) => {
+                if millis(epoch).saturating_sub(progress.load(Ordering::Relaxed)) >= idle_ms {
+                    stats.timed_out.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+async fn serve_io(
+    io: Timed<tokio::net::TcpStream>,
+    link: &Link,
+    limits: &Limits,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    auth: Option<Arc<Auth>>,
+    stats: &Stats,
+) {
+    match tls {
+        Some(config) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(config);
+            let Ok(stream) = acceptor.accept(io).await else { return };
+            http1(stream, link, limits, auth, stats).await;
+        }
+        None => {
+            // An HTTP/2 client with prior knowledge opens with the connection preface, which
+            // hyper's HTTP/1 side drops without a word: answer 505 instead.
+            let mut first = [0u8; 14];
+            if let Ok(n) = io.inner.peek(&mut first).await
+                && first[..n].starts_with(b"PRI * HTTP/2")
+            {
+                use tokio::io::AsyncWriteExt;
+                let mut io = io;
+                let _ = io
+                    .write_all(b"HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: 35\r\n\r\ntmetric serve speaks HTTP/1.1 only\n")
+                    .await;
+                let _ = io.shutdown().await;
+                return;
+            }
+            http1(io, link, limits, auth, stats).await;
+        }
+    }
+}
+
+async fn http1<T>(io: T, link: &Link, limits: &Limits, auth: Option<Arc<Auth>>, stats: &Stats)
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let count = AtomicU64::new(0);
+    let service = hyper::service::service_fn(|request: Request<Incoming>| {
+        let n = count.fetch_add(1, Ordering::Relaxed) + 1;
+        let last = n >= limits.max_requests_per_connection;
+        let auth = auth.clone();
+        async move {
+            let mut response = respond(&request, link, limits, auth.as_deref(), stats).await;
+            if last {
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_header_size(limits.max_header_bytes)
+        .max_headers(limits.max_headers)
+        .max_buf_size(limits.max_header_bytes.max(8192))
+        .keep_alive(true)
+        .half_close(false);
+    let _ = builder.serve_connection(TokioIo::new(io), service).await;
+}
+
+/// Whether `Accept-Encoding` allows gzip.
+fn accepts_gzip(request: &Request<Incoming>) -> bool {
+    request.headers().get_all(header::ACCEPT_ENCODING).iter().any(|v| {
+        v.to_str().is_ok_and(|v| {
+            v.split(',').any(|part| {
+                let mut it = part.split(';');
+                let coding = it.next().unwrap_or("").trim();
+                let refused = it.any(|p| {
+                    p.trim().strip_prefix("q=").is_some_and(|q| q.trim().parse::<f64>() == Ok(0.0))
+                });
+                (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
             })
         })
-        .collect();
-    Ok(Running { server, workers, addr: local })
+    })
 }
 
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("static header text is valid")
-}
-
-fn respond(request: Request, shared: &Shared) {
-    let path = request.url().split('?').next().unwrap_or("").to_string();
-    if !matches!(request.method(), Method::Get | Method::Head) {
-        let r = Response::from_string("only GET and HEAD\n")
-            .with_status_code(405)
-            .with_header(header("Allow", "GET, HEAD"));
-        let _ = request.respond(r);
-        return;
+fn page_response(page: Page, head: bool) -> Response<Full<Bytes>> {
+    let length = page.body.len();
+    let body = if head { Bytes::new() } else { page.body };
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() =
+        StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(page.content_type));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    if page.gzip {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
     }
-    let accept = request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Accept"))
-        .map(|h| h.value.as_str().to_string());
-    let published = shared.read().map(|p| p.clone()).unwrap_or_default();
-    let (status, body, content_type): (u16, Arc<Vec<u8>>, &str) = match path.as_str() {
-        "/metrics" => {
-            if published.at.is_none() {
-                (
-                    503,
-                    Arc::new(b"the first interval has not ended yet\n".to_vec()),
-                    "text/plain; charset=utf-8",
-                )
-            } else {
-                match Format::from_accept(accept.as_deref()) {
-                    Format::OpenMetrics => {
-                        (200, published.openmetrics, Format::OpenMetrics.content_type())
-                    }
-                    Format::Prometheus => (200, published.prometheus, Format::Prometheus.content_type()),
-                }
-            }
+    h.insert(header::VARY, HeaderValue::from_static("Accept, Accept-Encoding"));
+    response
+}
+
+async fn respond(
+    request: &Request<Incoming>,
+    link: &Link,
+    limits: &Limits,
+    auth: Option<&Auth>,
+    stats: &Stats,
+) -> Response<Full<Bytes>> {
+    let head = request.method() == Method::HEAD;
+    if !matches!(*request.method(), Method::GET | Method::HEAD) {
+        let mut r = page_response(Page::text(405, "only GET and HEAD\n"), false);
+        r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
+    }
+    let allowed = match auth {
+        None => true,
+        Some(auth) => {
+            // bcrypt takes tens of milliseconds: on the blocking pool, never on the thread that
+            // serves every connection.
+            let (auth, given) =
+                (auth.clone(), request.headers().get(header::AUTHORIZATION).cloned());
+            tokio::task::spawn_blocking(move || auth.allows(given.as_ref())).await.unwrap_or(false)
         }
-        "/json" | "/metrics.json" => {
-            if published.at.is_none() {
-                (503, Arc::new(b"{\"error\":\"the first interval has not ended yet\"}\n".to_vec()), "application/json")
-            } else {
-                (200, published.json, "application/json")
-            }
-        }
-        "/healthz" => {
-            let stale = published.at.is_some_and(|at| at.elapsed() > published.interval * 3 + Duration::from_secs(5));
-            match (&published.problem, stale, published.at) {
-                (Some(problem), _, _) => (503, Arc::new(format!("unhealthy: {problem}\n").into_bytes()), "text/plain; charset=utf-8"),
-                (None, true, _) => (503, Arc::new(b"unhealthy: no interval ended for three intervals\n".to_vec()), "text/plain; charset=utf-8"),
-                (None, false, None) => (200, Arc::new(b"starting: the first interval has not ended yet\n".to_vec()), "text/plain; charset=utf-8"),
-                (None, false, Some(_)) => (200, Arc::new(b"ok\n".to_vec()), "text/plain; charset=utf-8"),
-            }
-        }
-        "/" => (
-            200,
-            Arc::new(
-                b"tmetric serve: /metrics (Prometheus text, or OpenMetrics when asked), /json, /healthz\n"
-                    .to_vec(),
-            ),
-            "text/plain; charset=utf-8",
-        ),
-        _ => (404, Arc::new(b"not found: try /metrics, /json or /healthz\n".to_vec()), "text/plain; charset=utf-8"),
     };
-    let length = body.len();
-    // tiny_http sends no body for HEAD itself.
-    let data = Cursor::new(ArcBytes(body));
-    // The length is known: never chunked (tiny_http chunks bodies past 32 KiB by default).
-    let response = Response::new(
-        tiny_http::StatusCode(status),
-        vec![header("Content-Type", content_type)],
-        data,
-        Some(length),
-        None,
-    )
-    .with_chunked_threshold(usize::MAX);
-    let _ = request.respond(response);
+    if !allowed {
+        stats.unauthorized.fetch_add(1, Ordering::Relaxed);
+        let mut r = page_response(Page::text(401, "unauthorized\n"), head);
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"tmetric\", charset=\"UTF-8\""),
+        );
+        return r;
+    }
+    let gzip = accepts_gzip(request);
+    let page = match request.uri().path() {
+        "/metrics" => {
+            let accept = request.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
+            link.ask(Ask::Metrics(Format::from_accept(accept)), gzip, limits.render_timeout).await
+        }
+        "/json" | "/metrics.json" => link.ask(Ask::Json, gzip, limits.render_timeout).await,
+        "/healthz" => link
+            .health
+            .lock()
+            .map_or_else(|_| Page::text(503, "unhealthy: the collector failed\n"), |h| h.page()),
+        "/" => Page::text(
+            200,
+            "tmetric serve: /metrics (Prometheus text, or OpenMetrics when asked), /json, /healthz\n",
+        ),
+        _ => Page::text(404, "not found: try /metrics, /json or /healthz\n"),
+    };
+    page_response(page, head)
 }
 
-/// Shared bytes as a reader's buffer, so a scrape copies nothing.
-struct ArcBytes(Arc<Vec<u8>>);
+/// A stream that notes when a byte last moved either way.
+struct Timed<T> {
+    inner: T,
+    progress: Arc<AtomicU64>,
+    epoch: Instant,
+}
 
-impl AsRef<[u8]> for ArcBytes {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
+impl<T> Timed<T> {
+    fn moved(&self) {
+        self.progress.store(millis(self.epoch), Ordering::Relaxed);
     }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Timed<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.moved();
+        }
+        r
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Timed<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, data);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.moved();
+        }
+        r
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.moved();
+        }
+        r
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// gzip of `data` (fast level: a scrape's text compresses about tenfold even so).
+pub fn gzip(data: &[u8]) -> Bytes {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(
+        Vec::with_capacity(data.len() / 8 + 64),
+        flate2::Compression::fast(),
+    );
+    let _ = e.write_all(data);
+    Bytes::from(e.finish().unwrap_or_default())
 }

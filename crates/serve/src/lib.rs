@@ -12,142 +12,227 @@ pub mod expo;
 pub mod http;
 pub mod names;
 pub mod rules;
+pub mod web;
 
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use tmetric_runtime::Syscalls;
 
 pub use collector::{CollectError, Collector, MachineInfo, Options};
+pub use http::Limits;
+
+use crate::expo::Format;
+use crate::http::{Ask, Order, Page};
 
 /// How the server runs.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ServeOptions {
-    /// `host:port` to listen on.
-    pub listen: String,
-    /// HTTP worker threads.
-    pub workers: usize,
+    /// The listening socket, bound by [`http::bind`] and kept for the process's life.
+    pub listener: std::net::TcpListener,
+    /// The HTTP server's limits.
+    pub limits: Limits,
+    /// TLS and basic authentication (`--web.config.file`).
+    pub web: Option<web::WebConfig>,
     /// Stop after this many intervals (tests and benchmarks); `None`: until a signal.
     pub intervals: Option<u64>,
 }
 
-/// Publishes the collector's state for the server.
-/// Returns the CPU seconds rendering took.
-pub fn publish<S: Syscalls + Clone>(collector: &Collector<S>, shared: &http::Shared) -> f64 {
-    let cpu0 = collector::thread_cpu_ns();
-    let families = expo::families(collector);
-    let prometheus = families.render(expo::Format::Prometheus).into_bytes();
-    let openmetrics = families.render(expo::Format::OpenMetrics).into_bytes();
-    let json = serde_json::to_vec(&expo::json(collector)).unwrap_or_default();
-    if let Ok(mut p) = shared.write() {
-        p.prometheus = Arc::new(prometheus);
-        p.openmetrics = Arc::new(openmetrics);
-        p.json = Arc::new(json);
-        p.at = Some(Instant::now());
-        p.interval = collector.options.interval;
-        p.problem = None;
+/// Why serving stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Stop signals cannot be caught.
+    #[error("cannot catch signals: {0}")]
+    Signals(tmetric_runtime::Errno),
+    /// The HTTP server could not start.
+    #[error(transparent)]
+    Http(#[from] http::HttpError),
+    /// The collector and the server cannot be linked.
+    #[error("cannot link the collector to the HTTP server: {0}")]
+    Link(std::io::Error),
+    /// `--once` counted nothing useful.
+    #[error("{0}")]
+    NothingCounted(String),
+}
+
+/// Rendered pages of the current read, made when first asked for.
+#[derive(Default)]
+struct Pages {
+    /// Incremented by every interval end.
+    interval: u64,
+    /// Incremented by every read.
+    read: u64,
+    /// Per format: the interval part (gauges) and the interval it is of.
+    gauges: [Option<(u64, String)>; 2],
+    /// Per format and gzip: the whole page and the read it is of.
+    whole: [Option<(u64, Bytes)>; 4],
+    json: [Option<(u64, Bytes)>; 2],
+}
+
+fn slot(format: Format) -> usize {
+    match format {
+        Format::Prometheus => 0,
+        Format::OpenMetrics => 1,
     }
-    collector::thread_cpu_ns().saturating_sub(cpu0) as f64 / 1e9
+}
+
+/// A scrape's read is taken unless the last read is this recent (an HA pair scraping at once
+/// shares one).
+const FRESH: Duration = Duration::from_millis(100);
+
+fn answer<S: Syscalls + Clone>(
+    collector: &mut Collector<S>,
+    pages: &mut Pages,
+    order: &Order,
+    stats: &http::Stats,
+) -> Page {
+    if collector.last_read.elapsed() > FRESH {
+        collector.read_for_scrape();
+        pages.read += 1;
+    }
+    let cpu0 = collector::thread_cpu_ns();
+    let page = match order.ask {
+        Ask::Metrics(format) => {
+            let i = slot(format) * 2 + usize::from(order.gzip);
+            let body = match &pages.whole[i] {
+                Some((read, body)) if *read == pages.read => body.clone(),
+                _ => {
+                    let gauges = match &pages.gauges[slot(format)] {
+                        Some((interval, text)) if *interval == pages.interval => text.clone(),
+                        _ => {
+                            let mut text = String::with_capacity(64 * 1024);
+                            expo::interval_families(collector, false)
+                                .render_into(&mut text, format, false);
+                            pages.gauges[slot(format)] = Some((pages.interval, text.clone()));
+                            text
+                        }
+                    };
+                    let mut text = gauges;
+                    expo::read_families(collector, false, Some(stats))
+                        .render_into(&mut text, format, true);
+                    let body =
+                        if order.gzip { http::gzip(text.as_bytes()) } else { Bytes::from(text) };
+                    pages.whole[i] = Some((pages.read, body.clone()));
+                    body
+                }
+            };
+            Page { status: 200, content_type: format.content_type(), body, gzip: order.gzip }
+        }
+        Ask::Json => {
+            let i = usize::from(order.gzip);
+            let body = match &pages.json[i] {
+                Some((read, body)) if *read == pages.read => body.clone(),
+                _ => {
+                    let raw = serde_json::to_vec(&expo::json(collector)).unwrap_or_default();
+                    let body = if order.gzip { http::gzip(&raw) } else { Bytes::from(raw) };
+                    pages.json[i] = Some((pages.read, body.clone()));
+                    body
+                }
+            };
+            Page { status: 200, content_type: "application/json", body, gzip: order.gzip }
+        }
+    };
+    collector.status.render_cpu_seconds_total +=
+        collector::thread_cpu_ns().saturating_sub(cpu0) as f64 / 1e9;
+    page
 }
 
 /// One interval, without a server: reads the collector's targets `reads` times over one
 /// interval and returns that interval in Prometheus text (`tmetric serve --once`, for
-/// node_exporter's textfile collector, cron jobs and shell pipelines). A stop signal ends
-/// the interval early: what was counted until then is returned, as stat prints on Ctrl-C.
-pub fn once<S: Syscalls + Clone>(mut collector: Collector<S>) -> Result<String, String> {
-    let signals = tmetric_runtime::signal::catch_stop_signals()
-        .map_err(|e| format!("cannot catch signals: {e}"))?;
+/// node_exporter's textfile collector, cron jobs and shell pipelines): the counts of this run
+/// as gauges, no counter that a later run would seem to reset. A stop signal ends the
+/// interval early: what was counted until then is returned, as stat prints on Ctrl-C. When
+/// nothing useful could be counted, the error says why (the caller exits non-zero).
+pub fn once<S: Syscalls + Clone>(mut collector: Collector<S>) -> Result<String, ServeError> {
+    let signals = tmetric_runtime::signal::catch_stop_signals().map_err(ServeError::Signals)?;
     let reads = collector.options.reads.max(2);
     let step = collector.options.interval / reads;
     let start = Instant::now();
     'reads: for k in 1..=reads {
         let due = start + step * k;
         loop {
-            if !signals.drain().is_empty() {
-                break 'reads;
-            }
             let now = Instant::now();
             if now >= due {
                 break;
             }
-            std::thread::sleep((due - now).min(Duration::from_millis(50)));
+            tmetric_runtime::signal::wait_readable(&[signals.fd()], Some(due - now));
+            if !signals.drain().is_empty() {
+                break 'reads;
+            }
         }
         if k < reads {
             collector.read();
         }
     }
     collector.end_interval();
-    Ok(expo::families(&collector).render(expo::Format::Prometheus))
+    if let Some(problem) = collector.problem() {
+        return Err(ServeError::NothingCounted(problem));
+    }
+    Ok(expo::render(&collector, Format::Prometheus, true))
 }
 
-/// Serves until SIGINT, SIGTERM, SIGHUP or SIGQUIT (or `options.intervals` intervals):
-/// reads the collector's targets `reads` times per interval, ends each interval and publishes
-/// it. `ready` is told the address once the server listens.
+/// Serves until SIGINT, SIGTERM, SIGHUP or SIGQUIT (or `options.intervals` intervals): reads
+/// the collector's targets `reads` times per interval, ends each interval, and answers the
+/// HTTP server's orders in between, blocked (no polling) until the next read, an order or a
+/// signal. `ready` is told the address once the server listens.
 pub fn serve<S: Syscalls + Clone>(
     mut collector: Collector<S>,
-    options: &ServeOptions,
+    options: ServeOptions,
     ready: impl FnOnce(std::net::SocketAddr),
-) -> Result<(), String> {
-    let signals = tmetric_runtime::signal::catch_stop_signals()
-        .map_err(|e| format!("cannot catch signals: {e}"))?;
-    let shared: http::Shared = Arc::new(RwLock::new(http::Published {
-        interval: collector.options.interval,
-        ..http::Published::default()
-    }));
-    let first = http::start(&options.listen, Arc::clone(&shared), options.workers)?;
-    let addr = first.addr;
-    let mut server = Some(first);
-    ready(addr);
+) -> Result<(), ServeError> {
+    let signals = tmetric_runtime::signal::catch_stop_signals().map_err(ServeError::Signals)?;
     let interval = collector.options.interval;
+    let (link, orders) = http::link(http::Health {
+        started: Instant::now(),
+        last_end: None,
+        interval,
+        problem: collector.problem(),
+    })
+    .map_err(ServeError::Link)?;
+    let health = std::sync::Arc::clone(&link.health);
+    let server = http::start(options.listener, link, options.limits, options.web)?;
+    ready(server.addr);
     let reads = collector.options.reads.max(2);
     let step = interval / reads;
     let start = Instant::now();
-    let mut tick: u64 = 0;
-    let mut stop = false;
-    while !stop {
-        tick += 1;
-        let due = start + step * tick as u32;
-        // Sleep in short steps so a signal ends the wait at once.
-        loop {
-            if !signals.drain().is_empty() {
-                stop = true;
-                break;
-            }
-            let now = Instant::now();
-            if now >= due {
-                break;
-            }
-            std::thread::sleep((due - now).min(Duration::from_millis(50)));
+    let mut tick: u64 = 1;
+    let mut pages = Pages::default();
+    loop {
+        let due = start + step.saturating_mul(u32::try_from(tick).unwrap_or(u32::MAX));
+        let now = Instant::now();
+        if now < due {
+            tmetric_runtime::signal::wait_readable(&[signals.fd(), orders.fd()], Some(due - now));
         }
-        if stop {
+        if !signals.drain().is_empty() {
             break;
+        }
+        orders.drain();
+        while let Ok(order) = orders.orders.try_recv() {
+            let page = answer(&mut collector, &mut pages, &order, &server.stats);
+            let _ = order.reply.send(page);
+        }
+        if Instant::now() < due {
+            continue;
         }
         if tick.is_multiple_of(u64::from(reads)) {
             collector.end_interval();
-            // tiny_http's accept thread dies when a connection comes while descriptors have
-            // run out (it unwraps a `try_clone`): then the port refuses connections, and the
-            // server is started again on it.
-            if server.is_none() || !http::listening(addr) {
-                if let Some(dead) = server.take() {
-                    dead.stop();
-                }
-                // Tried again every interval until descriptors allow it.
-                if let Ok(s) = http::start(&addr.to_string(), Arc::clone(&shared), options.workers)
-                {
-                    server = Some(s);
-                    collector.status.http_restarts += 1;
-                }
+            pages.interval += 1;
+            if let Ok(mut h) = health.lock() {
+                h.last_end = Some(Instant::now());
+                h.problem = collector.problem();
             }
-            collector.status.render_cpu_seconds_total += publish(&collector, &shared);
             if options.intervals.is_some_and(|n| collector.status.intervals >= n) {
                 break;
             }
         } else {
             collector.read();
         }
+        pages.read += 1;
+        // After a stall (a suspended VM, a stopped process), go on from now rather than
+        // reading in a burst to catch up.
+        let behind = Instant::now().saturating_duration_since(due);
+        tick += 1 + (behind.as_nanos() / step.as_nanos().max(1)) as u64;
     }
-    if let Some(server) = server {
-        server.stop();
-    }
+    server.stop();
     Ok(())
 }

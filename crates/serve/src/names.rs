@@ -16,9 +16,26 @@ pub struct Exported {
     pub unit: String,
     /// Whether `unit` is a Prometheus base unit (and so the family's suffix).
     pub base: bool,
+    /// The family of its error bar's half width, in the same unit
+    /// (`tmetric_tma_retiring_error_bar_ratio`): one family per metric, so no family mixes
+    /// units.
+    pub bar_family: String,
 }
 
-/// Name tokens that Prometheus' linter reads as unit abbreviations, and what they become.
+fn bar_family(family: &str, base: Option<&str>) -> String {
+    match base {
+        Some(b) => match family.strip_suffix(&format!("_{b}")) {
+            Some(stem) => format!("{stem}_error_bar_{b}"),
+            None => format!("{family}_error_bar"),
+        },
+        None => format!("{family}_error_bar"),
+    }
+}
+
+/// Name tokens that Prometheus' linter reads as unit abbreviations, and what they become. A
+/// unit is a name's last word: inside a name the same letters are something else (`ms` in
+/// `tma_ms_switches` is the microcode sequencer), except `percent`, which means a share
+/// anywhere.
 const TOKENS: &[(&str, &str)] = &[
     ("sec", "second"),
     ("secs", "seconds"),
@@ -48,9 +65,19 @@ pub fn snake(text: &str) -> String {
             gap = true;
         }
     }
-    let parts: Vec<&str> = out
-        .split('_')
-        .map(|p| TOKENS.iter().find(|(t, _)| *t == p).map_or(p, |(_, w)| w))
+    let split: Vec<&str> = out.split('_').collect();
+    let last = split.len().saturating_sub(1);
+    let parts: Vec<&str> = split
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| {
+            let anywhere = p == "percent" || p == "pct";
+            if i == last || anywhere {
+                TOKENS.iter().find(|(t, _)| *t == p).map_or(p, |(_, w)| w)
+            } else {
+                p
+            }
+        })
         .collect();
     parts.join("_")
 }
@@ -97,14 +124,26 @@ pub fn exported(model: &Model, metric: usize) -> Exported {
             } else {
                 format!("tmetric_{name}_{base}")
             };
-            Exported { family, factor: m.scale * factor, unit: base.to_string(), base: true }
+            let bar = bar_family(&family, Some(base));
+            Exported {
+                family,
+                factor: m.scale * factor,
+                unit: base.to_string(),
+                base: true,
+                bar_family: bar,
+            }
         }
-        None => Exported {
-            family: format!("tmetric_{name}"),
-            factor: m.scale,
-            unit: unit.to_string(),
-            base: false,
-        },
+        None => {
+            let family = format!("tmetric_{name}");
+            let bar = bar_family(&family, None);
+            Exported {
+                family,
+                factor: m.scale,
+                unit: unit.to_string(),
+                base: false,
+                bar_family: bar,
+            }
+        }
     }
 }
 
@@ -122,12 +161,14 @@ pub fn label_value(text: &str) -> String {
     out
 }
 
-/// HELP text: one line, `\` and line ends escaped.
-pub fn help_text(text: &str) -> String {
+/// HELP text: one line, `\` and line ends escaped, and `"` too when `quote` (OpenMetrics
+/// escapes it; Prometheus text refuses an escaped `"`).
+pub fn help_text(text: &str, quote: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
+            '"' if quote => out.push_str("\\\""),
             '\n' | '\r' => out.push_str("\\n"),
             c => out.push(c),
         }
@@ -159,6 +200,10 @@ mod tests {
         assert_eq!(snake("context_switches_per_sec"), "context_switches_per_second");
         assert_eq!(snake("insn per cycle"), "insn_per_cycle");
         assert_eq!(snake("l2 miss %"), "l2_miss");
+        // `ms` inside a name is the microcode sequencer, not milliseconds.
+        assert_eq!(snake("tma_ms_switches"), "tma_ms_switches");
+        assert_eq!(snake("latency_ms"), "latency_milliseconds");
+        assert_eq!(snake("br_misprediction_percent"), "br_misprediction_share");
     }
 
     #[test]

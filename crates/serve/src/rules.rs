@@ -37,6 +37,10 @@ use crate::names;
 pub struct Rule {
     /// The recorded name.
     pub record: String,
+    /// Labels the rule sets on what it records, as the gauge of the same metric carries them:
+    /// `model` (the metric's model, `common/common` for the common metrics) and, on hybrid
+    /// machines, `pmu`.
+    pub labels: Vec<(&'static str, String)>,
     /// PromQL.
     pub expr: String,
     /// The metric it computes, for the comment.
@@ -87,6 +91,42 @@ impl Term {
     }
 }
 
+/// Whether `text` is a duration Prometheus accepts (`1m`, `90s`, `1h30m`): numbers with units
+/// `ms`, `s`, `m`, `h`, `d`, `w`, `y`, largest first, each once, not zero.
+pub fn is_prometheus_duration(text: &str) -> bool {
+    const UNITS: [&str; 7] = ["y", "w", "d", "h", "m", "s", "ms"];
+    let mut rest = text;
+    let mut last: Option<usize> = None;
+    let mut total = 0u128;
+    if rest.is_empty() || rest.len() > 32 {
+        return false;
+    }
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 12 {
+            return false;
+        }
+        let n: u128 = rest[..digits].parse().unwrap_or(0);
+        rest = &rest[digits..];
+        let unit = if rest.starts_with("ms") {
+            "ms"
+        } else {
+            match rest.get(..1) {
+                Some(u) if UNITS.contains(&u) => u,
+                _ => return false,
+            }
+        };
+        rest = &rest[unit.len()..];
+        let rank = UNITS.iter().position(|u| *u == unit).unwrap_or(0);
+        if last.is_some_and(|l| rank <= l) {
+            return false;
+        }
+        last = Some(rank);
+        total += n;
+    }
+    total > 0
+}
+
 /// The name of the per-event rate rule.
 pub fn event_rule(window: &str) -> String {
     format!("tmetric:event:rate{window}")
@@ -105,6 +145,9 @@ struct Translator<'a> {
     failed: BTreeMap<usize, String>,
     rules: Vec<Rule>,
     common: bool,
+    /// The metrics asked for: only these are recorded; a metric they read is written into
+    /// their expressions, so two files never record one series.
+    selected: Vec<usize>,
 }
 
 impl Translator<'_> {
@@ -137,9 +180,17 @@ impl Translator<'_> {
                 return Err(why);
             }
         };
-        let term = if term.shape == Shape::Full && term.degree.is_none_or(|d| d == 0) {
+        let term = if term.shape == Shape::Full
+            && term.degree.is_none_or(|d| d == 0)
+            && self.selected.contains(&m)
+        {
             let exported = names::exported(self.model, m);
             let record = metric_rule(&exported.family, self.window);
+            let pmu = hybrid_pmu(self.model, m);
+            let mut labels = vec![("model", self.model.path())];
+            if let Some(p) = pmu {
+                labels.push(("pmu", p.to_string()));
+            }
             let expr = if exported.factor != 1.0 {
                 format!("{} * {}", term.text, names::number(exported.factor))
             } else {
@@ -147,13 +198,23 @@ impl Translator<'_> {
             };
             self.rules.push(Rule {
                 record: record.clone(),
+                labels: labels.clone(),
                 expr,
                 metric: self.model.str(desc.name).to_string(),
             });
+            // The recorded series, as this model's (and this core type's) rule wrote it.
+            let selector = labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", names::label_value(v)))
+                .collect::<Vec<_>>()
+                .join(",");
+            // Read without the labels the rule sets, so it matches event rates and other
+            // metrics label for label.
+            let series = format!("sum without (model, pmu) ({record}{{{selector}}})");
             let text = if exported.factor != 1.0 {
-                format!("({record} / {})", names::number(exported.factor))
+                format!("({series} / {})", names::number(exported.factor))
             } else {
-                record
+                series
             };
             Term { text, ..term }
         } else {
@@ -186,7 +247,7 @@ impl Translator<'_> {
         };
         Term {
             text: format!(
-                "sum without (event) ({}{{event=\"{}\"{model}}})",
+                "sum without (event, model) ({}{{event=\"{}\"{model}}})",
                 event_rule(self.window),
                 names::label_value(name)
             ),
@@ -290,6 +351,13 @@ impl Translator<'_> {
             }
         })
     }
+}
+
+/// The core type a hybrid model's metric is for (`cpu_core`, `cpu_atom`), as the gauges'
+/// `pmu` label says.
+fn hybrid_pmu(model: &Model, m: usize) -> Option<&str> {
+    let pmu = model.str(model.metrics[m].pmu);
+    (pmu == "cpu_core" || pmu == "cpu_atom").then_some(pmu)
 }
 
 /// `on(instance, job)` matching for operands of different shapes.
@@ -479,6 +547,7 @@ pub fn rules(model: &'static Model, metrics: &[usize], window: &str) -> RuleSet 
         failed: BTreeMap::new(),
         rules: Vec::new(),
         common,
+        selected: metrics.to_vec(),
     };
     let mut skipped = Vec::new();
     for &m in metrics {
@@ -493,48 +562,152 @@ pub fn rules(model: &'static Model, metrics: &[usize], window: &str) -> RuleSet 
 pub fn event_rate_rule(window: &str) -> Rule {
     Rule {
         record: event_rule(window),
+        labels: Vec::new(),
         expr: format!(
-            "avg without (group) (rate(tmetric_event_total[{window}]) * rate(tmetric_event_enabled_seconds_total[{window}]) / (rate(tmetric_event_running_seconds_total[{window}]) > 0))"
+            "avg without (group) (rate(tmetric_event_total[{window}]) * ignoring(event) group_left() (rate(tmetric_group_enabled_seconds_total[{window}]) / (rate(tmetric_group_running_seconds_total[{window}]) > 0)))"
         ),
         metric: "every event: its rate, scaled for multiplexing".into(),
     }
 }
 
-/// The rules file: one group per model, the event rule first.
-pub fn yaml(sets: &[(&'static Model, RuleSet)], command: &str) -> String {
+/// The event rates' group (`tmetric rules --events`): one per Prometheus, however many
+/// metric files it loads, since every metric rule reads it.
+pub fn events_yaml(window: &str, command: &str) -> String {
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let ev = event_rate_rule(window);
+    format!(
+        "# Generated by `{command}`.\n# Every event's rate, scaled for multiplexing by its group's enabled and running times: the\n# metric rules of `tmetric rules -M ... --window {window}` read it. Load this group once.\ngroups:\n  - name: {}\n    rules:\n      - record: {}\n        expr: {}\n",
+        q(&format!("tmetric_events_{window}")),
+        ev.record,
+        q(&ev.expr)
+    )
+}
+
+/// The metric rules file: one group per model (a second metric that would record the same
+/// name with the same labels is given its model in the name, as the gauges are), and with
+/// `events`, the event rates' group first.
+pub fn yaml(sets: &[(&'static Model, RuleSet)], command: &str, events: bool) -> String {
     let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
     let mut out = String::new();
     out.push_str(&format!("# Generated by `{command}`.\n"));
     out.push_str("# Recording rules over tmetric serve's raw counters: counts are aggregated first, metrics derived after.\n");
     let window = sets.first().map_or("1m", |(_, s)| s.window.as_str());
+    if !events {
+        out.push_str(&format!("# They read tmetric:event:rate{window}: load `tmetric rules --events --window {window}` once beside them.\n"));
+    }
     for (model, set) in sets {
         for (metric, why) in &set.skipped {
             out.push_str(&format!("# not translated: {} {metric}: {why}\n", model.path()));
         }
     }
     out.push_str("groups:\n");
-    out.push_str("  - name: tmetric_events\n    rules:\n");
-    let ev = event_rate_rule(window);
-    out.push_str(&format!("      - record: {}\n        expr: {}\n", ev.record, q(&ev.expr)));
+    if events {
+        let ev = event_rate_rule(window);
+        out.push_str(&format!(
+            "  - name: {}\n    rules:\n",
+            q(&format!("tmetric_events_{window}"))
+        ));
+        out.push_str(&format!("      - record: {}\n        expr: {}\n", ev.record, q(&ev.expr)));
+    }
+    let mut seen: Vec<(String, Vec<(&'static str, String)>)> = Vec::new();
     for (model, set) in sets {
         if set.rules.is_empty() {
             continue;
         }
         out.push_str(&format!(
             "  - name: {}\n    rules:\n",
-            q(&format!("tmetric_{}", names::snake(&model.path())))
+            q(&format!("tmetric_{}_{window}", names::snake(&model.path())))
         ));
         for r in &set.rules {
+            let key = (r.record.clone(), r.labels.clone());
+            if seen.contains(&key) {
+                out.push_str(&format!(
+                    "      # {} (recorded above by another selection's rule)\n",
+                    r.metric
+                ));
+                continue;
+            }
+            seen.push(key);
             out.push_str(&format!("      # {}\n", r.metric));
             out.push_str(&format!("      - record: {}\n        expr: {}\n", r.record, q(&r.expr)));
+            if !r.labels.is_empty() {
+                out.push_str("        labels:\n");
+                for (k, v) in &r.labels {
+                    out.push_str(&format!("          {k}: {}\n", q(v)));
+                }
+            }
         }
     }
     out
 }
 
-/// A Grafana dashboard of `metrics` (model indices of `model`): per host and per cgroup,
-/// from the exported gauges, with host, cgroup and model variables.
-pub fn dashboard(model: &'static Model, metrics: &[usize], title: &str) -> Value {
+/// Alerting rules (`tmetric rules --alerts`): cgroups left out, metrics multiplexed below a
+/// running share, error bars wider than 5 points of a ratio, the event rate rule not loaded,
+/// the collector late.
+pub fn alerts_yaml(window: &str, command: &str) -> String {
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let alerts: [(&str, String, &str, &str); 5] = [
+        (
+            "TmetricCgroupsLeftOut",
+            "tmetric_cgroups{state=\"left_out\"} > 0".into(),
+            "15m",
+            "{{ $value }} cgroups on {{ $labels.instance }} match but are not counted: see tmetric_cgroup_left_out_info for why (the descriptor budget, a refusal, a name that is not UTF-8)",
+        ),
+        (
+            "TmetricMultiplexed",
+            "min by (instance, job, cgroup, metric) (tmetric_metric_running_ratio) < 0.5".into(),
+            "30m",
+            "{{ $labels.metric }} on {{ $labels.instance }} {{ $labels.cgroup }}: an input ran on a counter for {{ $value | humanizePercentage }} of the interval; the rest is estimated. Count fewer metrics per host, or read its error bar",
+        ),
+        (
+            "TmetricErrorBarWide",
+            "{__name__=~\"tmetric_.+_error_bar_ratio\"} > 0.05".into(),
+            "30m",
+            "A ratio metric on {{ $labels.instance }} {{ $labels.cgroup }} is only known to within {{ $value | humanizePercentage }} (half width, 2 sigma): its inputs were multiplexed while the workload changed",
+        ),
+        (
+            "TmetricEventRuleMissing",
+            format!("(count(tmetric_event_total) > 0) unless on() (count(tmetric:event:rate{window}) > 0)"),
+            "10m",
+            "tmetric's raw counters are scraped but tmetric:event:rate{window} is not recorded: load `tmetric rules --events` once, or the metric rules record nothing",
+        ),
+        (
+            "TmetricCollectorLate",
+            "time() - tmetric_last_interval_end_timestamp_seconds > 3 * tmetric_interval_seconds and tmetric_intervals_total > 0".into(),
+            "5m",
+            "tmetric serve on {{ $labels.instance }} ended no interval for three intervals: /healthz says why",
+        ),
+    ];
+    let mut out =
+        format!("# Generated by `{command}`.\ngroups:\n  - name: tmetric_alerts\n    rules:\n");
+    for (name, expr, duration, summary) in alerts {
+        let summary = summary.replace("{window}", window);
+        out.push_str(&format!(
+            "      - alert: {name}\n        expr: {}\n        for: {duration}\n        labels:\n          severity: warning\n        annotations:\n          summary: {}\n",
+            q(&expr),
+            q(&summary)
+        ));
+    }
+    out
+}
+
+/// Grafana's unit id for an exported unit.
+fn grafana_unit(e: &names::Exported) -> &'static str {
+    match e.unit.as_str() {
+        "ratio" => "percentunit",
+        "seconds" => "s",
+        "hertz" => "hertz",
+        "bytes" => "decbytes",
+        "bytes_per_second" => "Bps",
+        "per_second" => "cps",
+        _ => "short",
+    }
+}
+
+/// A Grafana dashboard of `sets` (each model's metrics, by index): per host and per cgroup,
+/// from the exported gauges with their error bars, plus running shares and thresholds
+/// crossed; host, cgroup (leaves only, or any) and data source variables.
+pub fn dashboard(sets: &[(&'static Model, &[usize])], title: &str) -> Value {
     let mut panels = Vec::new();
     let mut y = 0;
     let mut id = 1;
@@ -546,51 +719,88 @@ pub fn dashboard(model: &'static Model, metrics: &[usize], title: &str) -> Value
         *id += 1;
         *y += 1;
     };
-    let groups: Vec<(&str, Vec<usize>)> = {
-        let mut by: Vec<(&str, Vec<usize>)> = Vec::new();
-        for &m in metrics {
-            let g = model.str(model.metrics[m].groups);
-            let level = g.split(';').find(|x| x.starts_with("TopdownL")).unwrap_or("Metrics");
-            match by.iter_mut().find(|(l, _)| *l == level) {
-                Some((_, v)) => v.push(m),
-                None => by.push((level, vec![m])),
+    let ds = json!({"type": "prometheus", "uid": "${datasource}"});
+    let groups: Vec<(String, Vec<(&'static Model, usize)>)> = {
+        let mut by: Vec<(String, Vec<(&'static Model, usize)>)> = Vec::new();
+        for (model, metrics) in sets {
+            for &m in *metrics {
+                let g = model.str(model.metrics[m].groups);
+                let level = g
+                    .split(';')
+                    .find(|x| x.starts_with("TopdownL"))
+                    .map_or_else(|| model.path().to_string(), str::to_string);
+                match by.iter_mut().find(|(l, _)| *l == level) {
+                    Some((_, v)) => v.push((*model, m)),
+                    None => by.push((level, vec![(*model, m)])),
+                }
             }
         }
-        by.sort_by(|a, b| a.0.cmp(b.0));
+        by.sort_by(|a, b| a.0.cmp(&b.0));
         by
     };
     for (scope, selector, legend) in [
         ("per host", "instance=~\"$instance\",cgroup=\"\"", "{{instance}}"),
         ("per cgroup", "instance=~\"$instance\",cgroup=~\"$cgroup\"", "{{instance}} {{cgroup}}"),
     ] {
+        row(&format!("Measurement quality {scope}"), &mut y, &mut id, &mut panels);
+        for (x, (t, expr, unit)) in [
+            (
+                "Least running share",
+                format!("min by (instance, cgroup) (tmetric_metric_running_ratio{{{selector}}})"),
+                "percentunit",
+            ),
+            (
+                "Thresholds crossed",
+                format!(
+                    "sum by (instance, cgroup) (tmetric_metric_threshold_crossed{{{selector}}})"
+                ),
+                "short",
+            ),
+            (
+                "Metrics without a value",
+                format!("count by (instance, cgroup) (tmetric_metric_missing_info{{{selector}}})"),
+                "short",
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            panels.push(json!({
+                "type": "timeseries", "id": id, "title": t, "datasource": ds,
+                "gridPos": {"h": 6, "w": 8, "x": 8 * x as i32, "y": y},
+                "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+                "targets": [{"refId": "A", "datasource": ds, "expr": expr, "legendFormat": legend}],
+            }));
+            id += 1;
+        }
+        y += 6;
         for (level, ms) in &groups {
             row(&format!("{level} {scope}"), &mut y, &mut id, &mut panels);
             let mut x = 0;
-            for &m in ms {
+            for &(model, m) in ms {
                 let e = names::exported(model, m);
                 let desc = &model.metrics[m];
                 let ratio = e.unit == "ratio";
+                let sel = format!("{selector},model=\"{}\"", model.path());
                 panels.push(json!({
                     "type": "timeseries",
                     "id": id,
                     "title": model.str(desc.name),
-                    "description": format!("{} Formula: {}", model.str(desc.brief), model.str(desc.expr)),
-                    "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                    "description": format!("{} Formula: {} The second series is the error bar's half width (2 sigma).", model.str(desc.brief), model.str(desc.expr)),
+                    "datasource": ds,
                     "gridPos": {"h": 8, "w": 8, "x": x, "y": y},
                     "fieldConfig": {
                         "defaults": {
-                            "unit": if ratio { "percentunit" } else if e.base { e.unit.as_str() } else { "short" },
+                            "unit": grafana_unit(&e),
                             "min": if ratio { Some(0) } else { None },
                             "max": if ratio { Some(1) } else { None },
                         },
                         "overrides": []
                     },
-                    "targets": [{
-                        "refId": "A",
-                        "datasource": {"type": "prometheus", "uid": "${datasource}"},
-                        "expr": format!("{}{{{selector},model=\"{}\"}}", e.family, model.path()),
-                        "legendFormat": legend,
-                    }],
+                    "targets": [
+                        {"refId": "A", "datasource": ds, "expr": format!("{}{{{sel}}}", e.family), "legendFormat": legend},
+                        {"refId": "B", "datasource": ds, "expr": format!("{}{{{sel}}}", e.bar_family), "legendFormat": format!("{legend} error bar")},
+                    ],
                 }));
                 id += 1;
                 x += 8;
@@ -604,9 +814,10 @@ pub fn dashboard(model: &'static Model, metrics: &[usize], title: &str) -> Value
             }
         }
     }
+    let uid = sets.iter().map(|(m, _)| names::snake(&m.path())).collect::<Vec<_>>().join("-");
     json!({
         "title": title,
-        "uid": format!("tmetric-{}", names::snake(&model.path())),
+        "uid": format!("tmetric-{}", &uid[..uid.len().min(30)]),
         "schemaVersion": 39,
         "version": 1,
         "editable": true,
@@ -616,15 +827,19 @@ pub fn dashboard(model: &'static Model, metrics: &[usize], title: &str) -> Value
         "templating": {"list": [
             {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
             {"name": "instance", "type": "query", "label": "Host",
-             "datasource": {"type": "prometheus", "uid": "${datasource}"},
+             "datasource": ds,
              "query": {"query": "label_values(tmetric_host_info, instance)", "refId": "instance"},
              "definition": "label_values(tmetric_host_info, instance)",
-             "includeAll": true, "multi": true, "refresh": 2},
+             "includeAll": true, "allValue": ".*", "multi": true, "refresh": 2},
+            {"name": "leaf", "type": "custom", "label": "Cgroups",
+             "description": "Leaves only: a parent cgroup's counts include its children's, so leaves are what sums without counting twice",
+             "query": "true,false", "current": {"text": "true", "value": "true"},
+             "options": [], "includeAll": false, "multi": false},
             {"name": "cgroup", "type": "query", "label": "Cgroup",
-             "datasource": {"type": "prometheus", "uid": "${datasource}"},
-             "query": {"query": "label_values(tmetric_metric_inputs_together{instance=~\"$instance\"}, cgroup)", "refId": "cgroup"},
-             "definition": "label_values(tmetric_metric_inputs_together{instance=~\"$instance\"}, cgroup)",
-             "includeAll": true, "multi": true, "refresh": 2},
+             "datasource": ds,
+             "query": {"query": "label_values(tmetric_cgroup_info{instance=~\"$instance\",leaf=~\"$leaf|true\"}, cgroup)", "refId": "cgroup"},
+             "definition": "label_values(tmetric_cgroup_info{instance=~\"$instance\",leaf=~\"$leaf|true\"}, cgroup)",
+             "includeAll": true, "allValue": ".+", "multi": true, "refresh": 2},
         ]},
         "panels": panels,
     })
@@ -645,7 +860,12 @@ mod tests {
     #[test]
     fn ratios_translate_and_counts_are_refused_with_the_reason() {
         let spr = model("sapphirerapids");
-        let set = rules(spr, &[index(spr, "tma_core_bound")], "1m");
+        let picked = [
+            index(spr, "tma_backend_bound"),
+            index(spr, "tma_memory_bound"),
+            index(spr, "tma_core_bound"),
+        ];
+        let set = rules(spr, &picked, "1m");
         let records: Vec<&str> = set.rules.iter().map(|r| r.record.as_str()).collect();
         // What tma_core_bound reads comes first.
         assert_eq!(
@@ -658,11 +878,38 @@ mod tests {
         );
         assert_eq!(
             set.rules[2].expr,
-            "clamp_min((tmetric:tma_backend_bound_ratio:rate1m - tmetric:tma_memory_bound_ratio:rate1m), 0)"
+            "clamp_min((sum without (model, pmu) (tmetric:tma_backend_bound_ratio:rate1m{model=\"x86/sapphirerapids\"}) - sum without (model, pmu) (tmetric:tma_memory_bound_ratio:rate1m{model=\"x86/sapphirerapids\"})), 0)"
         );
+        assert_eq!(set.rules[2].labels, [("model", "x86/sapphirerapids".to_string())]);
+        // Alone, tma_core_bound is the one rule: what it reads is written into it.
+        let alone = rules(spr, &[index(spr, "tma_core_bound")], "1m");
+        assert_eq!(alone.rules.len(), 1);
+        assert!(!alone.rules[0].expr.contains("tmetric:tma_"), "{}", alone.rules[0].expr);
         let slots = rules(spr, &[index(spr, "tma_info_thread_slots")], "1m");
         assert!(slots.rules.is_empty());
         assert!(slots.skipped[0].1.contains("depends on the interval's length"));
+    }
+
+    #[test]
+    fn hybrid_rules_carry_the_core_type_and_durations_are_prometheus_ones() {
+        let adl = model("alderlake");
+        let picked: Vec<usize> = (0..adl.metrics.len())
+            .filter(|&m| adl.str(adl.metrics[m].name) == "tma_retiring")
+            .collect();
+        assert_eq!(picked.len(), 2);
+        let set = rules(adl, &picked, "1m");
+        let pmus: Vec<&str> = set
+            .rules
+            .iter()
+            .map(|r| r.labels.iter().find(|(k, _)| *k == "pmu").unwrap().1.as_str())
+            .collect();
+        assert_eq!(pmus, ["cpu_atom", "cpu_core"]);
+        for ok in ["1m", "90s", "1h30m", "5m30s100ms", "2w", "1y"] {
+            assert!(is_prometheus_duration(ok), "{ok}");
+        }
+        for bad in ["", "1", "m", "1m1m", "1s1m", "1.5m", "0s", "1m;x", "1M", "-1s"] {
+            assert!(!is_prometheus_duration(bad), "{bad}");
+        }
     }
 
     #[test]

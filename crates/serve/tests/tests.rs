@@ -102,7 +102,7 @@ fn parse(text: &str) -> HashMap<String, f64> {
 fn topdown_is_served_with_the_workloads_true_values() {
     let mut s = sim("sapphirerapids", "TopdownL1,TopdownL2", 4);
     s.interval(4, 250);
-    let text = expo::families(&s.collector).render(Format::Prometheus);
+    let text = expo::render(&s.collector, Format::Prometheus, false);
     let samples = parse(&text);
     let get = |k: &str| *samples.get(k).unwrap_or_else(|| panic!("no {k} in\n{text}"));
     // The default workload's tree (crates/sim/workloads/default.json).
@@ -117,13 +117,15 @@ fn topdown_is_served_with_the_workloads_true_values() {
         let v = get(&format!("{family}{{model=\"x86/sapphirerapids\"}}"));
         assert!((v - truth).abs() < 1e-6, "{family} = {v}, truth {truth}");
     }
+    // The `metric` label is the family's name without `tmetric_`.
     let per = |family: &str, metric: &str| {
-        get(&format!("{family}{{model=\"x86/sapphirerapids\",metric=\"{metric}\"}}"))
+        get(&format!("{family}{{model=\"x86/sapphirerapids\",metric=\"{metric}_ratio\"}}"))
     };
     // One group on sapphirerapids: measured all the time, together, exact.
     assert_eq!(per("tmetric_metric_running_ratio", "tma_retiring"), 1.0);
     assert_eq!(per("tmetric_metric_inputs_together", "tma_retiring"), 1.0);
-    assert_eq!(per("tmetric_metric_error_bar", "tma_retiring"), 0.0);
+    // The error bar in its metric's own family and unit.
+    assert_eq!(get("tmetric_tma_retiring_error_bar_ratio{model=\"x86/sapphirerapids\"}"), 0.0);
     // Thresholds: tma_bad_speculation > 0.15 (not crossed at 0.1), tma_backend_bound > 0.2
     // (crossed at 0.3).
     assert_eq!(per("tmetric_metric_threshold_crossed", "tma_bad_speculation"), 0.0);
@@ -141,7 +143,7 @@ fn topdown_is_served_with_the_workloads_true_values() {
         .unwrap();
     assert!(slots > 0.0 && slots.fract() == 0.0);
     // OpenMetrics: the same samples, counters typed without `_total`, and `# EOF`.
-    let om = expo::families(&s.collector).render(Format::OpenMetrics);
+    let om = expo::render(&s.collector, Format::OpenMetrics, false);
     assert!(om.ends_with("# EOF\n"));
     assert!(om.contains("# TYPE tmetric_event counter\n"));
     assert!(om.contains("# TYPE tmetric_host info\n"));
@@ -162,7 +164,7 @@ fn multiplexed_metrics_have_error_bars_and_running_shares() {
     let mut s = sim("sapphirerapids", "TopdownL3", 6);
     s.interval(6, 200);
     s.interval(6, 200);
-    let text = expo::families(&s.collector).render(Format::Prometheus);
+    let text = expo::render(&s.collector, Format::Prometheus, false);
     let samples = parse(&text);
     let shares: Vec<f64> = samples
         .iter()
@@ -174,7 +176,7 @@ fn multiplexed_metrics_have_error_bars_and_running_shares() {
     assert!(shares.iter().all(|&s| s > 0.0 && s <= 1.0));
     let bars: Vec<f64> = samples
         .iter()
-        .filter(|(k, _)| k.starts_with("tmetric_metric_error_bar{"))
+        .filter(|(k, _)| k.contains("_error_bar_") || k.contains("_error_bar{"))
         .map(|(_, v)| *v)
         .collect();
     assert!(bars.iter().all(|b| b.is_finite() && *b >= 0.0));
@@ -190,7 +192,7 @@ fn multiplexed_metrics_have_error_bars_and_running_shares() {
 fn a_counter_that_stops_being_scheduled_is_said_and_the_text_stays_valid() {
     let mut s = sim("sapphirerapids", "TopdownL1", 4);
     s.interval(4, 250);
-    let before = parse(&expo::families(&s.collector).render(Format::Prometheus));
+    let before = parse(&expo::render(&s.collector, Format::Prometheus, false));
     assert!(before.contains_key("tmetric_tma_retiring_ratio{model=\"x86/sapphirerapids\"}"));
     // Another user pins an event on every general counter of every CPU: tmetric's group,
     // which needs one (INT_MISC.UOP_DROPPING), can no longer be scheduled.
@@ -208,7 +210,7 @@ fn a_counter_that_stops_being_scheduled_is_said_and_the_text_stays_valid() {
         other.enable(leader, true).unwrap();
     }
     s.interval(4, 250);
-    let text = expo::families(&s.collector).render(Format::Prometheus);
+    let text = expo::render(&s.collector, Format::Prometheus, false);
     let after = parse(&text);
     // No value that would hide the gap: the metric is missing, with the reason.
     assert!(
@@ -221,13 +223,19 @@ fn a_counter_that_stops_being_scheduled_is_said_and_the_text_stays_valid() {
         .unwrap_or_else(|| panic!("no missing_info in {text}"));
     assert!(missing.contains("never ran on a counter"), "{missing}");
     assert!(text.contains("<not counted>"), "{text}");
-    // The raw counters are still there (their running time stopped).
-    assert!(after.keys().any(|k| k.starts_with("tmetric_event_running_seconds_total{")));
+    // The raw counters are still there (their group's running time stopped), and the metric
+    // without a value has no running share, grouping or error bar to claim.
+    assert!(after.keys().any(|k| k.starts_with("tmetric_group_running_seconds_total{")));
+    assert!(
+        !after.keys().any(|k| k.starts_with("tmetric_metric_inputs_together{")
+            && k.contains("\"tma_retiring_ratio\"")),
+        "{text}"
+    );
     for fd in fds.into_iter().rev() {
         other.close(fd);
     }
     s.interval(4, 250);
-    let back = parse(&expo::families(&s.collector).render(Format::Prometheus));
+    let back = parse(&expo::render(&s.collector, Format::Prometheus, false));
     let v = back["tmetric_tma_retiring_ratio{model=\"x86/sapphirerapids\"}"];
     assert!((v - 0.4).abs() < 1e-6, "{v}");
 }

@@ -26,6 +26,7 @@ mod build;
 mod codegen;
 mod eval;
 mod parse;
+mod serve;
 mod table;
 
 use std::hint::black_box;
@@ -49,7 +50,9 @@ const USAGE: &str = "usage: cargo xtask bench [--build] [--only <sections>] [--b
      --only      run only these comma-separated sections: regen, eval, parse, sizes, binary\n              \
      (the stripped release binary, built in ./target, against perf's and the baseline's),\n              \
      build (cold build and rebuilds), test (clean cargo test), from-perf (eval --from-perf\n              \
-     on generated 10/30/100 MB -I logs, against --baseline's release binary)\n  \
+     on generated 10/30/100 MB -I logs, against --baseline's release binary), serve\n              \
+     (tmetric serve's CPU per interval against perf stat -I --for-each-cgroup at 1, 20 and\n              \
+     100 cgroups, side by side; root)\n  \
      --baseline  a checkout of an earlier commit: its sizes and (with --build) build figures\n              \
      are measured in the same run, interleaved with ours\n  \
      --perf-dir  perf's tools/perf/pmu-events (default: $TMETRIC_PERF_PMU_EVENTS, then\n              \
@@ -82,8 +85,8 @@ const TARGET_TEST_S: f64 = 120.0;
 const TARGET_GEN_SOURCE_BYTES: u64 = 6_000_000;
 
 /// The sections `--only` selects from.
-const SECTIONS: [&str; 8] =
-    ["regen", "eval", "parse", "sizes", "binary", "build", "test", "from-perf"];
+const SECTIONS: [&str; 9] =
+    ["regen", "eval", "parse", "sizes", "binary", "build", "test", "from-perf", "serve"];
 
 struct Options {
     build: bool,
@@ -97,7 +100,7 @@ impl Options {
     /// Whether to run `section`: all but the slow ones by default, those too with `--build`.
     fn runs(&self, section: &str) -> bool {
         if self.only.is_empty() {
-            self.build || !matches!(section, "binary" | "build" | "test" | "from-perf")
+            self.build || !matches!(section, "binary" | "build" | "test" | "from-perf" | "serve")
         } else {
             self.only.iter().any(|s| s == section)
         }
@@ -224,6 +227,21 @@ fn main() -> Result<()> {
         if let Err(err) = from_perf::bench(&root, options.baseline.as_deref(), &mut table) {
             println!("  from-perf not measured: {err:#}");
             table.row("from-perf 100 MB -I log", "not measured", "", "", "", Status::Missed);
+        }
+    }
+
+    if options.runs("serve") {
+        println!("\nserve: tmetric serve against perf stat -a -I --for-each-cgroup, side by side");
+        if let Err(err) = serve::bench(&root, &mut table) {
+            println!("  serve not measured: {err:#}");
+            table.row(
+                "serve CPU per interval",
+                "not measured",
+                "",
+                "",
+                "<= 1.5x perf",
+                Status::Missed,
+            );
         }
     }
 

@@ -1,0 +1,186 @@
+//! `--only serve`: `tmetric serve`'s CPU per interval against `perf stat -a -I <interval> -x,
+//! --for-each-cgroup` on the same cgroups and events, run side by side, at 1, 20 and 100
+//! cgroups. The cost target is 1.5x perf's. Root only (it makes cgroups under the cgroup2
+//! mount); the release binary is built in ./target first. A scraper reads `/metrics` once per
+//! interval, as a Prometheus whose scrape interval is serve's would. CPU is the processes'
+//! scheduler run time (`/proc/PID/task/*/schedstat`, nanoseconds), taken after a first interval
+//! (start-up excluded) and again `TMETRIC_BENCH_SERVE_INTERVALS` (3) intervals later;
+//! `TMETRIC_BENCH_SERVE_INTERVAL` (10s) is the interval.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::table::{Status, Table};
+
+/// What `-M Software` counts, as perf names it.
+const EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-faults,major-faults,msr/tsc/";
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-INT", &self.0.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Scheduler run time of every thread of `pid`, in ns.
+fn cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0 };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+fn cgroup2_mount() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 2 && f[2] == "cgroup2").then(|| PathBuf::from(f[1]))
+    })
+}
+
+struct Cgroups(Vec<PathBuf>);
+
+impl Drop for Cgroups {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_dir(p);
+        }
+    }
+}
+
+fn scrape(addr: &str) -> Result<usize> {
+    let mut s = std::net::TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out)?;
+    Ok(out.len())
+}
+
+/// One run at `n` cgroups: (tmetric ns per interval, perf ns per interval, scrape bytes).
+fn run(
+    bin: &Path,
+    mount: &Path,
+    n: usize,
+    interval: Duration,
+    intervals: u32,
+) -> Result<(f64, f64, usize)> {
+    let pid = std::process::id();
+    let names: Vec<String> = (0..n).map(|i| format!("tmetric-bench-serve-{pid}-{i}")).collect();
+    let made = Cgroups(names.iter().map(|c| mount.join(c)).collect());
+    for p in &made.0 {
+        std::fs::create_dir(p).with_context(|| format!("cannot make {}", p.display()))?;
+    }
+    let list = names.join(",");
+    let ms = format!("{}ms", interval.as_millis());
+    let mut serve = Command::new(bin)
+        .args(["serve", "-M", "Software", "--no-host", "--for-each-cgroup", &list])
+        .args(["--interval", &ms, "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("tmetric serve")?;
+    let mut err = serve.stderr.take().context("stderr")?;
+    let serve = Killed(serve);
+    let perf = Killed(
+        Command::new("perf")
+            .args(["stat", "-a", "-I", &interval.as_millis().to_string(), "-x,", "-e", EVENTS])
+            .args(["--for-each-cgroup", &list, "-o", "/dev/null"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("perf stat")?,
+    );
+    // The address serve prints.
+    let mut text = String::new();
+    let mut buf = [0u8; 512];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let addr = loop {
+        let k = err.read(&mut buf)?;
+        text.push_str(&String::from_utf8_lossy(&buf[..k]));
+        if let Some(rest) = text.split("serving on http://").nth(1)
+            && let Some(a) = rest.split('/').next()
+        {
+            break a.to_string();
+        }
+        if k == 0 || Instant::now() > deadline {
+            bail!("tmetric serve did not start: {text}");
+        }
+    };
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = err.read_to_end(&mut sink);
+    });
+    std::thread::sleep(interval + interval / 2);
+    let (s0, p0) = (cpu_ns(serve.0.id()), cpu_ns(perf.0.id()));
+    let mut bytes = 0;
+    for _ in 0..intervals {
+        std::thread::sleep(interval);
+        bytes = scrape(&addr)?;
+    }
+    let (s1, p1) = (cpu_ns(serve.0.id()), cpu_ns(perf.0.id()));
+    drop(serve);
+    drop(perf);
+    let k = f64::from(intervals);
+    Ok(((s1 - s0) as f64 / k, (p1 - p0) as f64 / k, bytes))
+}
+
+/// The section.
+pub fn bench(root: &Path, table: &mut Table) -> Result<()> {
+    let Some(mount) = cgroup2_mount() else { bail!("no cgroup2 mount") };
+    let status = Command::new("cargo")
+        .args(["build", "--release", "--bin", "tmetric"])
+        .current_dir(root)
+        .status()
+        .context("cargo build --release")?;
+    if !status.success() {
+        bail!("cargo build --release failed");
+    }
+    let bin = root.join("target/release/tmetric");
+    let interval = std::env::var("TMETRIC_BENCH_SERVE_INTERVAL")
+        .ok()
+        .and_then(|s| s.trim_end_matches('s').parse::<f64>().ok())
+        .map_or(Duration::from_secs(10), Duration::from_secs_f64);
+    let intervals: u32 = std::env::var("TMETRIC_BENCH_SERVE_INTERVALS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    println!(
+        "  -M Software (6 events) per cgroup, --interval {:?}, {intervals} intervals each, one scrape per interval; CPU per interval",
+        interval
+    );
+    for n in [1usize, 20, 100] {
+        let (mine, perf, bytes) = run(&bin, &mount, n, interval, intervals)?;
+        let ratio = mine / perf.max(1.0);
+        println!(
+            "  {n:>3} cgroups: tmetric {:.2} ms, perf {:.2} ms ({ratio:.2}x), scrape {bytes} bytes",
+            mine / 1e6,
+            perf / 1e6
+        );
+        table.row(
+            &format!("serve CPU per interval, {n} cgroups"),
+            &format!("{:.2} ms", mine / 1e6),
+            &format!("perf {:.2} ms", perf / 1e6),
+            &format!("{ratio:.2}x"),
+            "<= 1.5x perf",
+            if ratio <= 1.5 { Status::Met } else { Status::Missed },
+        );
+    }
+    Ok(())
+}
