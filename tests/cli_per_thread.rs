@@ -195,7 +195,7 @@ fn per_thread_rows_add_up_to_the_process_total() {
     let ids: Vec<String> = log.blocks.iter().map(|b| b.aggr.as_ref().unwrap().id.clone()).collect();
     assert_eq!(ids, labels, "one block per thread");
     for block in &log.blocks {
-        assert_eq!(block.aggr.as_ref().unwrap().kind, tmetric_perfstat::AggrKind::Thread);
+        assert_eq!(block.aggr.as_ref().unwrap().kind, tmetric_perfstat::Aggregation::Thread);
     }
 }
 

@@ -501,3 +501,89 @@ fn perf_stat_record_system_wide_files_get_perfs_metrics() {
     let ours = stderr(&ok(&["report", "-i", &file]));
     assert!(ours.lines().filter(|l| l.starts_with("CPU")).count() >= 2, "{ours}");
 }
+
+/// The unit labels a std layout prints before `task-clock` (`CPU0`, `S0-D0-C1`, `N0`, ...).
+fn unit_labels(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.contains(" msec task-clock"))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|first| first.parse::<f64>().is_err())
+        .collect()
+}
+
+/// Every aggregation mode `record` takes is written to perf.data's `STAT_CONFIG` as perf
+/// 6.12's `enum aggr_mode` numbers it (`-A` and `--no-merge` 0, `--per-socket` 2,
+/// `--per-die` 3, `--per-cluster` 4, `--per-cache` 5 with its level, `--per-core` 6,
+/// `--per-thread` 7, `--per-node` 9), and `report` prints in the recorded mode. The installed
+/// perf 6.1 numbers its modes so up to `--per-die` and reads those files in the same units
+/// as tmetric; for the others it is given the flag (its own numbering has other numbers for
+/// them), and prints the same units.
+#[test]
+fn every_aggregation_mode_is_recorded_as_perf_numbers_it() {
+    use tmetric_perfstat::Aggregation as A;
+    let s = Scratch::new("aggr");
+    let modes: [(&str, A, u64, Option<&str>); 9] = [
+        ("", A::Global, 1, None),
+        ("-A", A::Cpu, 0, None),
+        ("--no-merge", A::Cpu, 0, None),
+        ("--per-socket", A::Socket, 2, None),
+        ("--per-die", A::Die, 3, None),
+        ("--per-cluster", A::Cluster, 4, Some("--per-cluster")),
+        ("--per-cache", A::Cache, 5, Some("--per-cache")),
+        ("--per-core", A::Core, 6, Some("--per-core")),
+        ("--per-node", A::Node, 9, Some("--per-node")),
+    ];
+    for (flag, mode, code, perf_flag) in modes {
+        let file = s.path(&format!("m{code}{flag}.data"));
+        let mut args = vec!["record", "-e", "task-clock", "-a", "-o", &file];
+        args.extend([flag].iter().filter(|f| !f.is_empty()));
+        args.extend(["sleep", "0.05"]);
+        let live = ok(&args);
+        let data = tmetric_perfstat::perfdata::parse_perf_data(&std::fs::read(&file).unwrap());
+        let data = data.unwrap();
+        assert_eq!((data.aggr_mode, mode.code()), (Some(code), code), "{flag}");
+        assert_eq!(data.aggregation(), Some(mode), "{flag}");
+        assert_eq!(data.aggr_level, (mode == A::Cache).then_some(5), "{flag}: perf's LLC level");
+        let report = ok(&["report", "-i", &file]);
+        let labels = unit_labels(&stderr(&report));
+        assert_eq!(labels, unit_labels(&stderr(&live)), "{flag}: as stat printed it");
+        let expected_prefix = match mode {
+            A::Global => "",
+            A::Cpu => "CPU",
+            A::Socket => "S",
+            A::Die | A::Core | A::Cluster | A::Cache => "S0-D",
+            A::Node => "N",
+            A::Thread => unreachable!(),
+        };
+        assert!(
+            mode == A::Global && labels.is_empty()
+                || !labels.is_empty() && labels.iter().all(|l| l.starts_with(expected_prefix)),
+            "{flag}: {labels:?}"
+        );
+        if !perf_works() {
+            continue;
+        }
+        // perf 6.1 has no cache or cluster modes: it cannot be asked for those units.
+        if matches!(mode, A::Cache | A::Cluster) {
+            continue;
+        }
+        let mut pargs = vec!["stat", "report", "-i", &file];
+        pargs.extend(perf_flag);
+        let perf = Command::new("perf").args(&pargs).output().unwrap();
+        assert_eq!(unit_labels(&stderr(&perf)), labels, "{flag}: perf {pargs:?}");
+    }
+    // --per-thread: the threads, by the file's mode alone.
+    let file = s.path("thread.data");
+    ok(&["record", "-e", "task-clock", "--per-thread", "-a", "-o", &file, "sleep", "0.05"]);
+    let data = tmetric_perfstat::perfdata::parse_perf_data(&std::fs::read(&file).unwrap());
+    assert_eq!(data.unwrap().aggregation(), Some(A::Thread));
+    let report = stderr(&ok(&["report", "-i", &file]));
+    // Each line starts with a thread's `comm-tid`.
+    let threads: Vec<&str> = report.lines().filter(|l| l.contains(" msec task-clock")).collect();
+    // perf's `%16s-%-7d ` (a comm may hold spaces: `opt cgu.14`).
+    let comm_tid = |l: &&str| {
+        let column = l.get(..25).unwrap_or_default().trim();
+        column.rsplit_once('-').is_some_and(|(_, tid)| tid.parse::<u32>().is_ok())
+    };
+    assert!(threads.len() > 1 && threads.iter().all(comm_tid), "{report}");
+}

@@ -16,11 +16,11 @@ use tmetric_engine::{EvalInput, Evaluators, Note, Pick};
 use tmetric_record::{Input, Options, Playback};
 
 use crate::stat::Printer;
-use tmetric_engine::aggr::{self, Aggr};
+use tmetric_engine::aggr::Aggregation;
 use tmetric_engine::view::Split;
 use tmetric_print::out::{Sink, warn};
 use tmetric_print::stat::TreeView;
-use tmetric_print::{Aggregation, Config, Title};
+use tmetric_print::{Config, Title};
 
 /// `tmetric report` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -44,17 +44,29 @@ pub struct ReportArgs {
     #[command(flatten)]
     out: crate::args::OutputArgs,
     /// Per CPU: no aggregation over CPUs.
-    #[arg(short = 'A', long = "no-aggr", conflicts_with_all = ["per_core", "per_socket", "per_die"])]
+    #[arg(short = 'A', long = "no-aggr", group = "aggregation")]
     no_aggr: bool,
     /// Aggregate per physical core (from the file's CPU topology).
-    #[arg(long, conflicts_with_all = ["per_socket", "per_die"])]
+    #[arg(long, group = "aggregation")]
     per_core: bool,
+    /// Aggregate per cache instance of this level (`L2`; default: the last level).
+    #[arg(long, value_name = "LEVEL", num_args = 0..=1, require_equals = true, default_missing_value = "", group = "aggregation")]
+    per_cache: Option<String>,
+    /// Aggregate per cluster.
+    #[arg(long, group = "aggregation")]
+    per_cluster: bool,
     /// Aggregate per die.
-    #[arg(long, conflicts_with = "per_socket")]
+    #[arg(long, group = "aggregation")]
     per_die: bool,
     /// Aggregate per socket.
-    #[arg(long)]
+    #[arg(long, group = "aggregation")]
     per_socket: bool,
+    /// Aggregate per NUMA node.
+    #[arg(long, group = "aggregation")]
+    per_node: bool,
+    /// Per thread, for a file that counted threads (`-p`, `-t`, `--per-thread`).
+    #[arg(long, group = "aggregation")]
+    per_thread: bool,
     /// Print only metrics: one column each.
     #[arg(long)]
     metric_only: bool,
@@ -181,51 +193,77 @@ fn refuse_same_file(input: &Path, output: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The aggregation the flags ask for, else the recorded one (as `perf stat report`), with
+/// `--per-cache`'s level.
+fn aggregation_of(
+    args: &ReportArgs,
+    replay: &Playback,
+) -> anyhow::Result<(Aggregation, Option<u32>)> {
+    let asked = [
+        (args.no_aggr, Aggregation::Cpu),
+        (args.per_core, Aggregation::Core),
+        (args.per_cache.is_some(), Aggregation::Cache),
+        (args.per_cluster, Aggregation::Cluster),
+        (args.per_die, Aggregation::Die),
+        (args.per_socket, Aggregation::Socket),
+        (args.per_node, Aggregation::Node),
+        (args.per_thread, Aggregation::Thread),
+    ]
+    .into_iter()
+    .find_map(|(on, mode)| on.then_some(mode));
+    let level = match args.per_cache.as_deref() {
+        Some("") | None => replay.cache_level.filter(|_| asked.is_none()),
+        Some(text) => Some(crate::stat::cache_level(text).with_context(|| {
+            format!("--per-cache={text}: expected a cache level such as L2, L3 or 3")
+        })?),
+    };
+    Ok((asked.or(replay.aggr).unwrap_or(Aggregation::Global), level))
+}
+
 /// How the counts print apart: per unit of `aggr` (from the recorded CPUs and topology), per
 /// recorded thread, or as one total.
-fn split_of(aggr: Option<Aggr>, replay: &Playback) -> anyhow::Result<Split> {
-    Ok(match aggr {
-        None if !replay.threads.is_empty() => {
-            Split::Threads { threads: replay.threads.clone(), skip_zero: replay.skip_zero }
+fn split_of(aggr: Aggregation, level: Option<u32>, replay: &Playback) -> anyhow::Result<Split> {
+    if aggr == Aggregation::Thread || aggr == Aggregation::Global {
+        if !replay.threads.is_empty() {
+            return Ok(Split::Threads {
+                threads: replay.threads.clone(),
+                skip_zero: replay.skip_zero,
+            });
         }
-        None => Split::Global,
-        Some(aggr) => {
-            let cpus: Vec<u32> = replay.places.iter().map(|p| p.0).collect();
-            if cpus.is_empty() {
-                bail!("-A and --per-*: the file holds counts of a task, not per CPU");
-            }
-            if aggr != Aggr::Cpu && replay.places.iter().any(|p| p.1.is_none()) {
-                bail!("--per-core, --per-die, --per-socket: the file has no CPU topology; use -A");
-            }
-            let place = |cpu: u32| {
-                let (socket, die, core) = replay
-                    .places
-                    .iter()
-                    .find(|p| p.0 == cpu)
-                    .and_then(|p| p.1)
-                    .unwrap_or((0, 0, 0));
-                aggr::Place { socket, die, core, ..aggr::Place::default() }
-            };
-            aggr::split(&cpus, aggr, place)
+        if aggr == Aggregation::Thread {
+            bail!(
+                "--per-thread: the file holds no counts per thread (record with -p, -t or --per-thread)"
+            );
         }
-    })
+        return Ok(Split::Global);
+    }
+    let cpus: Vec<u32> = replay.places.iter().map(|p| p.0).collect();
+    if cpus.is_empty() {
+        bail!("{}: the file holds counts of a task, not per CPU", aggr.flag());
+    }
+    let mut places = Vec::new();
+    for (cpu, place) in &replay.places {
+        let Some(place) = place
+            .as_ref()
+            .and_then(|p| p.place(aggr, level))
+            .or_else(|| (aggr == Aggregation::Cpu).then(tmetric_engine::aggr::Place::default))
+        else {
+            bail!(
+                "{}: the file does not say where CPU {cpu} sits (a file without that topology); use -A",
+                aggr.flag()
+            );
+        };
+        places.push((*cpu, place));
+    }
+    let place = |cpu: u32| places.iter().find(|p| p.0 == cpu).map(|p| p.1).unwrap_or_default();
+    Ok(tmetric_engine::aggr::split(&cpus, aggr, place))
 }
 
 /// Prints `replay` as `stat` printed it, in the layout and aggregation `args` ask for.
 fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     let layout = args.out.layout();
-    let aggr = if args.no_aggr {
-        Some(Aggr::Cpu)
-    } else if args.per_core {
-        Some(Aggr::Core)
-    } else if args.per_die {
-        Some(Aggr::Die)
-    } else if args.per_socket {
-        Some(Aggr::Socket)
-    } else {
-        replay.aggr
-    };
-    let split = split_of(aggr, &replay)?;
+    let (aggr, level) = aggregation_of(args, &replay)?;
+    let split = split_of(aggr, level, &replay)?;
     let out = match &args.output {
         Some(path) => Sink::create(path)?,
         None => Sink::stderr(),
@@ -235,14 +273,9 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     config.metric_only = args.metric_only;
     config.colour = colour;
     config.locale = tmetric_runtime::locale::NumericLocale::from_env();
-    config.aggregation = match (aggr, &split) {
-        (Some(Aggr::Cpu), _) => Aggregation::Cpu,
-        (Some(Aggr::Core), _) => Aggregation::Core,
-        (Some(Aggr::Die), _) => Aggregation::Die,
-        (Some(Aggr::Socket), _) => Aggregation::Socket,
-        (Some(_), _) => Aggregation::Global,
-        (None, Split::Threads { .. }) => Aggregation::Thread,
-        (None, _) => Aggregation::Global,
+    config.aggregation = match &split {
+        Split::Threads { .. } => Aggregation::Thread,
+        _ => aggr,
     };
     config.interval = !replay.intervals.is_empty();
     // An interval record's totals were printed with --summary: perf's `summary` field.
@@ -261,7 +294,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     }
     let mut plan = replay.plan;
     // As stat printed it: each uncore box apart under -A, merged otherwise.
-    plan.set_per_box(aggr == Some(Aggr::Cpu));
+    plan.set_per_box(aggr == Aggregation::Cpu);
     let failures = &replay.failures;
     for warning in plan.warnings() {
         warn(&format!("warning: {warning}"));

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use tmetric_catalog::Model;
-use tmetric_engine::aggr::Aggr;
+use tmetric_engine::aggr::Aggregation;
 use tmetric_engine::{Machine, PmuModel};
 use tmetric_runtime::{Environment, Kernel, Syscalls, Sysfs};
 use tmetric_serve::cgroups::Selection;
@@ -182,11 +182,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         max_descriptors: args.max_descriptors,
         per: match args.per {
             Per::Global => None,
-            Per::Cpu => Some(Aggr::Cpu),
-            Per::Core => Some(Aggr::Core),
-            Per::Die => Some(Aggr::Die),
-            Per::Socket => Some(Aggr::Socket),
-            Per::Node => Some(Aggr::Node),
+            Per::Cpu => Some(Aggregation::Cpu),
+            Per::Core => Some(Aggregation::Core),
+            Per::Die => Some(Aggregation::Die),
+            Per::Socket => Some(Aggregation::Socket),
+            Per::Node => Some(Aggregation::Node),
         },
         host: !args.no_host,
         selection,

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
-use tmetric_engine::aggr::{self, Aggr};
+use tmetric_engine::aggr;
 use tmetric_engine::defaults::{TopdownMode, core_map};
 use tmetric_engine::models::host_model;
 use tmetric_engine::session::{Counted, Session};

@@ -161,7 +161,6 @@ fn header_facts<'a, S: Syscalls>(
     proc_root: &'a Path,
     simulated: Option<&'a str>,
 ) -> tmetric_record::HeaderFacts<'a> {
-    use tmetric_perfstat::perfdata::write::aggr;
     let selection = tmetric_record::format::Selection {
         metrics: args.metric.metrics.clone(),
         events: args.events.clone(),
@@ -180,16 +179,9 @@ fn header_facts<'a, S: Syscalls>(
         target: target_text(args, simulated),
         system_wide: system_wide(args),
         interval_ms: args.interval,
-        aggr_mode: [
-            (args.no_aggr, aggr::NONE),
-            (args.per_core, aggr::CORE),
-            (args.per_die, aggr::DIE),
-            (args.per_socket, aggr::SOCKET),
-            (args.per_thread, aggr::THREAD),
-        ]
-        .into_iter()
-        .find_map(|(on, mode)| on.then_some(mode))
-        .unwrap_or(aggr::GLOBAL),
+        aggr_mode: aggregation(args),
+        // perf's level for `--per-cache` alone is 5, above its last level (4).
+        aggr_level: args.per_cache.as_deref().map_or(0, |l| cache_level(l).unwrap_or(5)),
         ..facts
     }
 }

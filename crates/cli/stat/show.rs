@@ -52,22 +52,12 @@ pub fn print_config(args: &StatArgs, layout: &Layout, unit_width: usize) -> Conf
 /// their CPUs, or one total. (`--per-thread` is set once the threads are known.)
 pub(super) fn split_of(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Split {
     let Target::Cpus(cpus) = target else { return Split::Global };
-    let aggr = match aggregation(args) {
-        Aggregation::Cpu => Aggr::Cpu,
-        Aggregation::Core => Aggr::Core,
-        Aggregation::Cache => Aggr::Cache,
-        Aggregation::Cluster => Aggr::Cluster,
-        Aggregation::Die => Aggr::Die,
-        Aggregation::Socket => Aggr::Socket,
-        Aggregation::Node => Aggr::Node,
-        Aggregation::Global | Aggregation::Thread => return Split::Global,
-    };
     let level = args.per_cache.as_deref().and_then(cache_level);
-    aggr::split(cpus, aggr, |cpu| aggr::place_of(sysfs, cpu, level))
+    aggr::split(cpus, aggregation(args), |cpu| aggr::place_of(sysfs, cpu, level))
 }
 
 /// `--per-cache=L2` (or `2`, `l2`): the cache level; `None` for the last level.
-pub(super) fn cache_level(text: &str) -> Option<u32> {
+pub(crate) fn cache_level(text: &str) -> Option<u32> {
     let t = text.trim();
     let t = t.strip_prefix(['L', 'l']).unwrap_or(t);
     t.parse().ok()

@@ -3,24 +3,7 @@
 //! perf's labels (`CPU3`, `S0-D0-C1`, `S0-D0-L3-ID0`, `S0-D0-CLS0`, `S0-D0`, `S0`, `N0`). `stat`, `report` and exporters split a snapshot by these units
 //! (`Snapshot::on_cpus`) and evaluate each part.
 
-/// How counts are split over CPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Aggr {
-    /// `-A`: every CPU apart.
-    Cpu,
-    /// `--per-core`.
-    Core,
-    /// `--per-die`.
-    Die,
-    /// `--per-socket`.
-    Socket,
-    /// `--per-node`.
-    Node,
-    /// `--per-cache`.
-    Cache,
-    /// `--per-cluster`.
-    Cluster,
-}
+pub use tmetric_perfstat::Aggregation;
 
 /// Where a CPU sits, as far as the aggregation units need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -59,21 +42,26 @@ pub fn place_of(sysfs: &tmetric_runtime::Sysfs, cpu: u32, cache_level: Option<u3
 }
 
 /// The views' split of `cpus` into `aggr`'s units ([`units_for`]): a CPU by number (`-A`),
-/// other units by their label.
-pub fn split(cpus: &[u32], aggr: Aggr, place: impl Fn(u32) -> Place) -> crate::view::Split {
+/// other units by their label; one total for the modes that do not split by CPU (the
+/// default, and `--per-thread`, whose threads the caller lists).
+pub fn split(cpus: &[u32], aggr: Aggregation, place: impl Fn(u32) -> Place) -> crate::view::Split {
     use crate::view::UnitId;
+    if matches!(aggr, Aggregation::Global | Aggregation::Thread) {
+        return crate::view::Split::Global;
+    }
     let units = units_for(cpus, aggr, place).into_iter().map(|(label, cpus)| {
-        let id = if aggr == Aggr::Cpu { UnitId::Cpu(cpus[0]) } else { UnitId::Label(label) };
+        let id = if aggr == Aggregation::Cpu { UnitId::Cpu(cpus[0]) } else { UnitId::Label(label) };
         (id, cpus)
     });
     crate::view::Split::Cpus(units.collect())
 }
 
 /// The units of `cpus` with their labels, in perf's order (by socket, die, ... id, as its
-/// sorted aggregation map); `place` gives a CPU's place.
+/// sorted aggregation map); `place` gives a CPU's place. The modes that do not split by CPU
+/// give one unit without a label.
 pub fn units_for(
     cpus: &[u32],
-    aggr: Aggr,
+    aggr: Aggregation,
     place: impl Fn(u32) -> Place,
 ) -> Vec<(String, Vec<i32>)> {
     let mut keyed: Vec<((u32, u32, u32, u32), u32)> = cpus
@@ -81,13 +69,15 @@ pub fn units_for(
         .map(|&cpu| {
             let p = place(cpu);
             let key = match aggr {
-                Aggr::Cpu => (cpu, 0, 0, 0),
-                Aggr::Core => (p.socket, p.die, p.core, 0),
-                Aggr::Die => (p.socket, p.die, 0, 0),
-                Aggr::Socket => (p.socket, 0, 0, 0),
-                Aggr::Node => (p.node, 0, 0, 0),
-                Aggr::Cache => (p.socket, p.die, p.cache.0, p.cache.1),
-                Aggr::Cluster => (p.socket, p.die, p.cluster, 0),
+                Aggregation::Cpu => (cpu, 0, 0, 0),
+                Aggregation::Core => (p.socket, p.die, p.core, 0),
+                Aggregation::Die => (p.socket, p.die, 0, 0),
+                Aggregation::Socket => (p.socket, 0, 0, 0),
+                Aggregation::Node => (p.node, 0, 0, 0),
+                Aggregation::Cache => (p.socket, p.die, p.cache.0, p.cache.1),
+                Aggregation::Cluster => (p.socket, p.die, p.cluster, 0),
+                // Not a split by CPU: every CPU is one unit.
+                Aggregation::Global | Aggregation::Thread => (0, 0, 0, 0),
             };
             (key, cpu)
         })
@@ -96,13 +86,14 @@ pub fn units_for(
     let mut units: Vec<(String, Vec<i32>)> = Vec::new();
     for ((a, b, c, d), cpu) in keyed {
         let label = match aggr {
-            Aggr::Cpu => format!("CPU{cpu}"),
-            Aggr::Core => format!("S{a}-D{b}-C{c}"),
-            Aggr::Die => format!("S{a}-D{b}"),
-            Aggr::Socket => format!("S{a}"),
-            Aggr::Node => format!("N{a}"),
-            Aggr::Cache => format!("S{a}-D{b}-L{c}-ID{d}"),
-            Aggr::Cluster => format!("S{a}-D{b}-CLS{c}"),
+            Aggregation::Cpu => format!("CPU{cpu}"),
+            Aggregation::Core => format!("S{a}-D{b}-C{c}"),
+            Aggregation::Die => format!("S{a}-D{b}"),
+            Aggregation::Socket => format!("S{a}"),
+            Aggregation::Node => format!("N{a}"),
+            Aggregation::Cache => format!("S{a}-D{b}-L{c}-ID{d}"),
+            Aggregation::Cluster => format!("S{a}-D{b}-CLS{c}"),
+            Aggregation::Global | Aggregation::Thread => String::new(),
         };
         match units.iter_mut().find(|u| u.0 == label) {
             Some(u) => u.1.push(cpu as i32),
@@ -127,25 +118,28 @@ mod tests {
             ..Place::default()
         };
         let cpus: Vec<u32> = (0..8).collect();
-        let core = units_for(&cpus, Aggr::Core, place);
+        let core = units_for(&cpus, Aggregation::Core, place);
         assert_eq!(core[0], ("S0-D0-C0".to_string(), vec![0, 4]));
         assert_eq!(core.len(), 4);
-        let socket = units_for(&cpus, Aggr::Socket, place);
+        let socket = units_for(&cpus, Aggregation::Socket, place);
         assert_eq!(
             socket,
             [("S0".to_string(), vec![0, 1, 4, 5]), ("S1".to_string(), vec![2, 3, 6, 7])]
         );
-        assert_eq!(units_for(&[3], Aggr::Cpu, place), [("CPU3".to_string(), vec![3])]);
-        assert_eq!(units_for(&cpus, Aggr::Die, place).len(), 2);
-        let node = units_for(&cpus, Aggr::Node, place);
+        assert_eq!(units_for(&[3], Aggregation::Cpu, place), [("CPU3".to_string(), vec![3])]);
+        assert_eq!(units_for(&cpus, Aggregation::Die, place).len(), 2);
+        let node = units_for(&cpus, Aggregation::Node, place);
         assert_eq!(node[1], ("N1".to_string(), vec![2, 3, 6, 7]));
-        let cache = units_for(&cpus, Aggr::Cache, place);
+        let cache = units_for(&cpus, Aggregation::Cache, place);
         assert_eq!(cache[0], ("S0-D0-L3-ID0".to_string(), vec![0, 1, 4, 5]));
-        assert_eq!(units_for(&cpus, Aggr::Cluster, place)[0].0, "S0-D0-CLS0");
+        assert_eq!(units_for(&cpus, Aggregation::Cluster, place)[0].0, "S0-D0-CLS0");
         // The views' split: CPUs by number under -A, other units by label.
         use crate::view::{Split, UnitId};
-        assert_eq!(split(&[3], Aggr::Cpu, place), Split::Cpus(vec![(UnitId::Cpu(3), vec![3])]));
-        let Split::Cpus(sockets) = split(&cpus, Aggr::Socket, place) else { panic!() };
+        assert_eq!(
+            split(&[3], Aggregation::Cpu, place),
+            Split::Cpus(vec![(UnitId::Cpu(3), vec![3])])
+        );
+        let Split::Cpus(sockets) = split(&cpus, Aggregation::Socket, place) else { panic!() };
         assert_eq!(sockets[1], (UnitId::Label("S1".into()), vec![2, 3, 6, 7]));
     }
 }

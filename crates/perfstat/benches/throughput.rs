@@ -48,17 +48,17 @@ fn synth(layout: &Layout) -> String {
             for cpu in 0..CPUS {
                 let n = count(i, cpu, e);
                 let _ = match layout {
-                    Layout::Text if e == 0 => writeln!(
+                    Layout::Std if e == 0 => writeln!(
                         out,
                         "{ts:>15} CPU{cpu:<4}{:>18}      {event:<32} #     25.0 %  tma_retiring             (50.00%)",
                         grouped(n)
                     ),
-                    Layout::Text => writeln!(
+                    Layout::Std => writeln!(
                         out,
                         "{ts:>15} CPU{cpu:<4}{:>18}      {event:<32}  (50.00%)",
                         grouped(n)
                     ),
-                    Layout::Csv { sep } => {
+                    Layout::Csv(sep) => {
                         let (mv, mu) = if e == 0 { ("25.0", "%  tma_retiring") } else { ("", "") };
                         writeln!(
                             out,
@@ -98,7 +98,7 @@ fn main() {
         "TSC",
         "duration_time",
     ];
-    for layout in [Layout::Text, Layout::Csv { sep: ",".into() }, Layout::Json] {
+    for layout in [Layout::Std, Layout::Csv(",".into()), Layout::Json] {
         let input = synth(&layout);
         let lines = input.lines().count();
         let parsed =

@@ -22,7 +22,8 @@ use std::borrow::Cow;
 
 use crate::build::{Item, Prefix, RawRow};
 use crate::error::LineError;
-use crate::log::{Aggr, AggrKind, Count, PrintedMetric};
+use crate::log::{Aggr, Count, PrintedMetric};
+use crate::mode::Aggregation;
 use crate::number::{
     Numbers, looks_numeric, parse_count, parse_metric_value, parse_percent, parse_timestamp,
     parse_uint, parse_value,
@@ -56,7 +57,7 @@ pub(crate) fn read_line(
 
     let (prefix, idx) = prefix_fields(&fields);
     let has_prefix = prefix.interval.is_some()
-        || prefix.aggr.as_ref().is_some_and(|a| a.kind != AggrKind::Thread);
+        || prefix.aggr.as_ref().is_some_and(|a| a.kind != Aggregation::Thread);
     let Some(value_text) = field(idx) else {
         return Err(LineError::new(
             n,
@@ -111,9 +112,9 @@ fn prefix_fields(fields: &[Field]) -> (Prefix, usize) {
     };
     if let Some(id) = field(idx) {
         if let Some(kind) = aggr_kind(id) {
-            let mut aggr = Aggr { kind: kind.clone(), id: id.to_string(), cpus: None };
+            let mut aggr = Aggr { kind, id: id.to_string(), cpus: None };
             idx += 1;
-            if kind != AggrKind::Cpu
+            if kind != Aggregation::Cpu
                 && let Some(cpus) = field(idx).and_then(parse_uint)
                 && value_like(idx + 1)
             {
@@ -122,7 +123,7 @@ fn prefix_fields(fields: &[Field]) -> (Prefix, usize) {
             }
             prefix.aggr = Some(aggr);
         } else if !id.is_empty() && is_thread_id(id) && value_like(idx + 1) {
-            prefix.aggr = Some(Aggr { kind: AggrKind::Thread, id: id.to_string(), cpus: None });
+            prefix.aggr = Some(Aggr { kind: Aggregation::Thread, id: id.to_string(), cpus: None });
             idx += 1;
         }
     }

@@ -18,7 +18,8 @@ use std::ops::ControlFlow;
 
 use crate::build::{Item, Prefix, RawRow};
 use crate::error::LineError;
-use crate::log::{Aggr, AggrKind, Count, PrintedMetric};
+use crate::log::{Aggr, Count, PrintedMetric};
+use crate::mode::Aggregation;
 use crate::number::{Numbers, parse_count, parse_metric_value, parse_value};
 use crate::text::Line;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
@@ -290,19 +291,19 @@ impl Fields<'_> {
             });
         }
         let aggr_keys = [
-            ("cpu", AggrKind::Cpu),
-            ("core", AggrKind::Core),
-            ("die", AggrKind::Die),
-            ("socket", AggrKind::Socket),
-            ("node", AggrKind::Node),
-            ("cluster", AggrKind::Cluster),
-            ("cache", AggrKind::Cache),
-            ("thread", AggrKind::Thread),
+            ("cpu", Aggregation::Cpu),
+            ("core", Aggregation::Core),
+            ("die", Aggregation::Die),
+            ("socket", Aggregation::Socket),
+            ("node", Aggregation::Node),
+            ("cluster", Aggregation::Cluster),
+            ("cache", Aggregation::Cache),
+            ("thread", Aggregation::Thread),
         ];
         for (k, kind) in aggr_keys {
             if self.get(k).is_some() {
                 let id = self.string(k).ok_or_else(|| self.wrong_type(k, "a string"))?;
-                let id = if kind == AggrKind::Cpu && !id.starts_with("CPU") {
+                let id = if kind == Aggregation::Cpu && !id.starts_with("CPU") {
                     format!("CPU{id}")
                 } else {
                     id

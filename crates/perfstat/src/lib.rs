@@ -56,6 +56,7 @@ mod json;
 mod key;
 mod log;
 mod lookup;
+pub mod mode;
 mod number;
 pub mod perfdata;
 mod skipped;
@@ -64,10 +65,9 @@ mod text;
 
 pub use error::{ImportError, Warning};
 pub use key::{EventKey, canonical_event_name, is_core_pmu};
-pub use log::{
-    Aggr, AggrKind, Block, Count, Layout, LogRow, PerfLog, PrintedMetric, Run, TimeSource, Timed,
-};
+pub use log::{Aggr, Block, Count, LogRow, PerfLog, PrintedMetric, Run, TimeSource, Timed};
 pub use lookup::{Found, Lookup, same_name};
+pub use mode::{Aggregation, Layout, Numbering};
 pub use number::{Grouping, Numbers, Seen, printed_decimals, printed_value};
 pub use skipped::{Skipped, Stretch};
 pub use stream::{MAX_LINE, Reader};
@@ -120,8 +120,8 @@ pub fn detect_layout(input: &str) -> Layout {
 fn read_in(line: &str, n: usize, layout: &Layout) -> Result<text::Line, error::LineError> {
     let numbers = &mut Numbers::default();
     match layout {
-        Layout::Text => text::read_line(line, n, numbers),
-        Layout::Csv { sep } => csv::read_line(line, n, sep, numbers),
+        Layout::Std => text::read_line(line, n, numbers),
+        Layout::Csv(sep) => csv::read_line(line, n, sep, numbers),
         Layout::Json => json::read_line(line, n, numbers),
     }
 }
@@ -149,7 +149,7 @@ fn perf_line(line: &str) -> bool {
 /// The layouts to try on these lines: text, `-j`, the usual separators, and the separators the
 /// lines show after a leading count (`1234::msec::task-clock`).
 fn layouts_of<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Layout> {
-    let mut layouts = vec![Layout::Text, Layout::Json];
+    let mut layouts = vec![Layout::Std, Layout::Json];
     let mut seps: Vec<String> = CSV_SEPARATORS.iter().map(|s| s.to_string()).collect();
     for line in lines.take(DETECT_LINES) {
         let trimmed = line.trim_start();
@@ -179,7 +179,7 @@ fn layouts_of<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Layout> {
             }
         }
     }
-    layouts.extend(seps.into_iter().map(|sep| Layout::Csv { sep }));
+    layouts.extend(seps.into_iter().map(Layout::Csv));
     layouts
 }
 
@@ -198,8 +198,8 @@ fn detect_lines<'a>(lines: impl Iterator<Item = &'a str> + Clone) -> Layout {
             .enumerate()
             .filter(|(n, l)| {
                 let read = match &layout {
-                    Layout::Text => text::read_line(l, n + 1, numbers),
-                    Layout::Csv { sep } => csv::read_line(l, n + 1, sep, numbers),
+                    Layout::Std => text::read_line(l, n + 1, numbers),
+                    Layout::Csv(sep) => csv::read_line(l, n + 1, sep, numbers),
                     Layout::Json => json::read_line(l, n + 1, numbers),
                 };
                 is_row(&read)
@@ -215,11 +215,11 @@ fn detect_lines<'a>(lines: impl Iterator<Item = &'a str> + Clone) -> Layout {
     }
     match best {
         Some((rows, layout))
-            if rows > 0 && !(has_text_marks && layout != Layout::Text && text_rows(&lines) > 0) =>
+            if rows > 0 && !(has_text_marks && layout != Layout::Std && text_rows(&lines) > 0) =>
         {
             layout
         }
-        _ => Layout::Text,
+        _ => Layout::Std,
     }
 }
 
@@ -279,8 +279,8 @@ fn other_layout_row(line: &str, n: usize, layout: &Layout) -> Option<String> {
 
 fn layout_name(layout: &Layout) -> String {
     match layout {
-        Layout::Text => "default text".to_string(),
-        Layout::Csv { sep } => format!("-x {sep} (CSV)"),
+        Layout::Std => "default text".to_string(),
+        Layout::Csv(sep) => format!("-x {sep} (CSV)"),
         Layout::Json => "-j (JSON)".to_string(),
     }
 }

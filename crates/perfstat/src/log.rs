@@ -4,21 +4,8 @@
 //! code would see.
 
 use crate::key::{EventKey, is_core_pmu};
+use crate::mode::{Aggregation, Layout};
 use std::collections::BTreeSet;
-
-/// The output layout of `perf stat`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Layout {
-    /// The default human-readable layout.
-    Text,
-    /// `-x SEP`: one row per line, fields separated by `sep`.
-    Csv {
-        /// The separator given to `-x`.
-        sep: String,
-    },
-    /// `-j`: one JSON object per line.
-    Json,
-}
 
 /// A whole imported `perf stat` log.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,32 +81,11 @@ pub enum TimeSource {
     IntervalLength,
 }
 
-/// How rows were aggregated (`-A`, `--per-core`, ...), from the id perf prints in front of a row.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum AggrKind {
-    /// `-A`/`--no-aggr`: `CPU3`.
-    Cpu,
-    /// `--per-core`: `S0-D0-C1`.
-    Core,
-    /// `--per-die`: `S0-D0`.
-    Die,
-    /// `--per-socket`: `S0`.
-    Socket,
-    /// `--per-node`: `N0`.
-    Node,
-    /// `--per-cluster`: `S0-D0-CLS0`.
-    Cluster,
-    /// `--per-cache`: `S0-D0-L3-ID0`.
-    Cache,
-    /// `--per-thread`: `comm-tid`.
-    Thread,
-}
-
 /// The aggregation id of a block.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Aggr {
     /// Which aggregation mode.
-    pub kind: AggrKind,
+    pub kind: Aggregation,
     /// The id as perf prints it in the text layout (`CPU3`, `S0-D0-C1`, `S0`, `bash-1234`).
     pub id: String,
     /// How many CPUs were summed into the row (printed after the id by the per-X modes).

@@ -113,8 +113,11 @@ pub struct PerfData {
     pub threads: Vec<(u64, String)>,
     /// `STAT_CONFIG` interval in ms (0: none).
     pub interval_ms: u64,
-    /// `STAT_CONFIG` aggregation mode (perf's `enum aggr_mode`).
+    /// `STAT_CONFIG` aggregation mode: the number, in the writer's numbering of perf's
+    /// `enum aggr_mode` ([`crate::Aggregation::from_code`] with [`PerfData::numbering`]).
     pub aggr_mode: Option<u64>,
+    /// `STAT_CONFIG` aggregation level (`--per-cache=L`; perf writes 5 for the last level).
+    pub aggr_level: Option<u64>,
     /// Rounds in order.
     pub rounds: Vec<Round>,
     /// STAT records after the last round (perf writes the totals of an `-I` run so).
@@ -140,6 +143,15 @@ pub struct PerfData {
     /// [`write::EXTRA_MAGIC`], concatenated in file order without the magic and the padding:
     /// data a writer added that perf skips (tmetric's record extras).
     pub extras: Vec<u8>,
+}
+
+impl PerfData {
+    /// The aggregation mode `STAT_CONFIG` names, read in the numbering of the perf that
+    /// wrote the file (`HEADER_VERSION`); `None` when unset or when the numbering cannot tell.
+    pub fn aggregation(&self) -> Option<crate::Aggregation> {
+        let numbering = crate::Numbering::of_version(self.perf_version.as_deref());
+        crate::Aggregation::from_code(self.aggr_mode?, numbering)
+    }
 }
 
 const RECORD_HEADER_ATTR: u32 = 64;
@@ -495,6 +507,7 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
                     match tag {
                         0 => data.aggr_mode = Some(val),
                         1 => data.interval_ms = val,
+                        3 => data.aggr_level = Some(val),
                         _ => {}
                     }
                 }

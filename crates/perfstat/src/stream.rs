@@ -16,7 +16,8 @@ use std::io::BufRead;
 
 use crate::build::{self, Builder, FROM_LAYOUT_MIX, FROM_READER, Item, Noted};
 use crate::error::{self, LineError};
-use crate::log::{Block, Layout, PerfLog, PrintedMetric, Run};
+use crate::log::{Block, PerfLog, PrintedMetric, Run};
+use crate::mode::Layout;
 use crate::number::Numbers;
 use crate::skipped::Skipped;
 use crate::text::Line;
@@ -107,7 +108,7 @@ impl<R: BufRead> Reader<R> {
         let mut reader = Reader {
             input,
             source_name: source_name.to_string(),
-            layout: layout.clone().unwrap_or(Layout::Text),
+            layout: layout.clone().unwrap_or(Layout::Std),
             ahead: VecDeque::new(),
             buf: Vec::new(),
             lines: 0,
@@ -397,8 +398,8 @@ impl<R: BufRead> Reader<R> {
     /// Reads `line` (without `\r`) in the log's layout.
     fn read(&mut self, line: &str, n: usize) -> Result<Line, LineError> {
         match &self.layout {
-            Layout::Text => text::read_line(line, n, &mut self.numbers),
-            Layout::Csv { sep } => csv::read_line(line, n, sep, &mut self.numbers),
+            Layout::Std => text::read_line(line, n, &mut self.numbers),
+            Layout::Csv(sep) => csv::read_line(line, n, sep, &mut self.numbers),
             Layout::Json => json::read_line(line, n, &mut self.numbers),
         }
     }

@@ -26,7 +26,7 @@ use std::ops::ControlFlow;
 
 use crate::build::{Item, Prefix, RawRow};
 use crate::error::LineError;
-use crate::log::AggrKind;
+use crate::mode::Aggregation;
 use crate::number::{Numbers, parse_count, parse_metric_value, parse_value};
 
 mod prefix;
@@ -118,7 +118,7 @@ pub(crate) fn read_line(
     // A `comm-tid` before a number is as likely someone's prose (`bench-2 3 times`) as
     // `--per-thread`'s column: only timestamps and the other aggregation ids are perf's marks.
     let has_prefix = prefix.interval.is_some()
-        || prefix.aggr.as_ref().is_some_and(|a| a.kind != AggrKind::Thread);
+        || prefix.aggr.as_ref().is_some_and(|a| a.kind != Aggregation::Thread);
     let Some(tok) = toks.get(idx) else {
         return Err(LineError::new(
             n,

@@ -179,18 +179,18 @@ fn prose_lines_are_skipped_with_warnings() {
 #[test]
 fn a_forced_layout_is_used() {
     let csv = "1234|msec|task-clock|1234000|100.00|0.001|CPUs utilized\n";
-    let log = parse_with(csv, "x", Some(Layout::Csv { sep: "|".into() })).unwrap();
+    let log = parse_with(csv, "x", Some(Layout::Csv("|".into()))).unwrap();
     assert_eq!(log.blocks[0].rows[0].event, "task-clock");
     // Multi-character separators are not detected but can be given.
     let csv = "1234::::cycles::1000::100.00::::\n";
-    let log = parse_with(csv, "x", Some(Layout::Csv { sep: "::".into() })).unwrap();
+    let log = parse_with(csv, "x", Some(Layout::Csv("::".into()))).unwrap();
     assert_eq!(log.blocks[0].rows[0].event, "cycles");
     assert!(matches!(
-        parse_with(csv, "x", Some(Layout::Csv { sep: String::new() })),
+        parse_with(csv, "x", Some(Layout::Csv(String::new()))),
         Err(ImportError::NotPerfStat { .. })
     ));
     // Text forced onto JSON output finds no counter rows.
     let json = r#"{"counter-value" : "1.000000", "unit" : "", "event" : "cycles", "event-runtime" : 1, "pcnt-running" : 100.00}"#;
-    assert!(parse_with(json, "x", Some(Layout::Text)).is_err());
+    assert!(parse_with(json, "x", Some(Layout::Std)).is_err());
     assert!(parse_with(json, "x", Some(Layout::Json)).is_ok());
 }

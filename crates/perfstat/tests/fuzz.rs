@@ -58,12 +58,7 @@ fn run_all_layouts(input: &str) {
     if let Ok(log) = parse(input, "fuzz") {
         exercise(&log, input);
     }
-    for layout in [
-        Layout::Text,
-        Layout::Json,
-        Layout::Csv { sep: ",".into() },
-        Layout::Csv { sep: ";".into() },
-    ] {
+    for layout in [Layout::Std, Layout::Json, Layout::Csv(",".into()), Layout::Csv(";".into())] {
         if let Ok(log) = parse_with(input, "fuzz", Some(layout)) {
             exercise(&log, input);
         }

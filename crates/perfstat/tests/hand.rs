@@ -5,7 +5,7 @@
 //! Each printed metric value in these files was chosen to be the metric's formula over the
 //! counts of the group it is printed against; the tests recompute them from lookups.
 use crate::common::{assert_prints_as, found, load, row, value};
-use tmetric_perfstat::{AggrKind, Block, Count, Lookup};
+use tmetric_perfstat::{Aggregation, Block, Count, Lookup};
 
 fn printed<'a>(block: &'a Block, metric: &str, pmu: Option<&str>) -> &'a str {
     &block.printed_metric(metric, pmu).unwrap_or_else(|| panic!("`{metric}` not printed")).1.text
@@ -150,8 +150,8 @@ fn interval_per_core_metric_lines() {
     );
     for block in &log.blocks {
         assert_eq!(
-            block.aggr.as_ref().map(|a| (a.kind.clone(), a.cpus)),
-            Some((AggrKind::Core, Some(2)))
+            block.aggr.as_ref().map(|a| (a.kind, a.cpus)),
+            Some((Aggregation::Core, Some(2)))
         );
         let slots = value(block, "TOPDOWN.SLOTS", None);
         for (metric, id) in
@@ -296,21 +296,21 @@ fn other_aggregation_prefixes() {
         S1-C3                2                 42      cycles\n\
           Web Content-4242                  9,999      cycles\n";
     let log = tmetric_perfstat::parse(text, "inline").unwrap();
-    let got: Vec<(AggrKind, &str, Option<u32>, f64)> = log
+    let got: Vec<(Aggregation, &str, Option<u32>, f64)> = log
         .blocks
         .iter()
         .map(|b| {
             let a = b.aggr.as_ref().unwrap();
-            (a.kind.clone(), a.id.as_str(), a.cpus, value(b, "cycles", None))
+            (a.kind, a.id.as_str(), a.cpus, value(b, "cycles", None))
         })
         .collect();
     assert_eq!(
         got,
         [
-            (AggrKind::Cluster, "S0-D0-CLS1", Some(4), 1234.0),
-            (AggrKind::Cache, "S0-D0-L3-ID0", Some(8), 5678.0),
-            (AggrKind::Core, "S1-C3", Some(2), 42.0),
-            (AggrKind::Thread, "Web Content-4242", None, 9999.0),
+            (Aggregation::Cluster, "S0-D0-CLS1", Some(4), 1234.0),
+            (Aggregation::Cache, "S0-D0-L3-ID0", Some(8), 5678.0),
+            (Aggregation::Core, "S1-C3", Some(2), 42.0),
+            (Aggregation::Thread, "Web Content-4242", None, 9999.0),
         ]
     );
 }

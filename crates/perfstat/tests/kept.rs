@@ -36,7 +36,7 @@ fn contents(log: &PerfLog) -> Vec<Contents> {
 #[test]
 fn de_de_default_layout() {
     let log = load("kept/std_de_DE.txt");
-    assert_eq!(log.layout, Layout::Text);
+    assert_eq!(log.layout, Layout::Std);
     let block = &log.blocks[0];
     assert_eq!(value(block, "task-clock", None), 1520.45e6);
     assert_eq!(value(block, "page-faults", None), 2345.0);
@@ -104,7 +104,7 @@ fn de_de_interval_per_cpu_layout() {
 #[test]
 fn de_de_csv_layout_with_split_decimals() {
     let log = load("kept/csv_de_DE.txt");
-    assert_eq!(log.layout, Layout::Csv { sep: ",".into() });
+    assert_eq!(log.layout, Layout::Csv(",".into()));
     let block = &log.blocks[0];
     assert_eq!(value(block, "task-clock", None), 1520.45e6);
     assert_eq!(row(block, "task-clock").running_pct, Some(100.0));
@@ -250,7 +250,7 @@ fn the_workloads_lines_between_two_runs() {
 #[test]
 fn csv_and_json_logs_with_the_workloads_lines() {
     let log = load("kept/csv_bench_interleaved.txt");
-    assert_eq!(log.layout, Layout::Csv { sep: ",".into() });
+    assert_eq!(log.layout, Layout::Csv(",".into()));
     assert_eq!(counts(&log.blocks[0]).len(), 4);
     assert_eq!(log.skipped.before.ranges, [(1, 2)]);
     assert_eq!(log.skipped.inside.ranges, [(5, 5)]);

@@ -42,7 +42,7 @@ fn setup() -> Setup {
     Setup {
         threads: vec![(-1, String::new())],
         cpus: vec![0, 1],
-        aggr_mode: pw::aggr::GLOBAL,
+        aggr_mode: tmetric_perfstat::Aggregation::Global,
         interval_ms: 100,
         aggr_level: 0,
     }
@@ -117,7 +117,7 @@ fn a_file_reads_back() {
     assert_eq!((data.events[1].type_, data.events[1].config), (1, 3));
     assert_eq!(data.cpus, [0, 1]);
     assert_eq!(data.threads, [(u64::MAX, String::new())]);
-    assert_eq!((data.interval_ms, data.aggr_mode), (100, Some(pw::aggr::GLOBAL)));
+    assert_eq!((data.interval_ms, data.aggr_mode), (100, Some(1)));
     let times: Vec<(RoundKind, u64)> = data.rounds.iter().map(|r| (r.kind, r.time_ns)).collect();
     assert_eq!(times, [(RoundKind::Interval, 100_000_000), (RoundKind::Interval, 200_000_000)]);
     let v = data.rounds[1].values.iter().find(|v| v.event == 1 && v.cpu == 1).unwrap();

@@ -5,18 +5,18 @@
 //! task-clock over the elapsed time. Both only agree with what perf printed if counts, units
 //! (msec back to ns), blocks and the elapsed footer were all read correctly.
 use crate::common::{assert_prints_as, fixtures, found, half_ulp, load, row, value};
-use tmetric_perfstat::{AggrKind, Count, Layout, Lookup, PerfLog, TimeSource};
+use tmetric_perfstat::{Aggregation, Count, Layout, Lookup, PerfLog, TimeSource};
 
 fn expected_layout(name: &str) -> Layout {
     let file = name.rsplit('/').next().unwrap_or(name);
     if file.starts_with("std_") {
-        Layout::Text
+        Layout::Std
     } else if file.starts_with("json_") {
         Layout::Json
     } else if file.contains("semicolon") {
-        Layout::Csv { sep: ";".into() }
+        Layout::Csv(";".into())
     } else {
-        Layout::Csv { sep: ",".into() }
+        Layout::Csv(",".into())
     }
 }
 
@@ -127,7 +127,7 @@ fn per_cpu_rows_become_one_block_per_cpu() {
         assert_eq!(ids, ["CPU0", "CPU1"], "{name}");
         for (block, msec) in log.blocks.iter().zip(layout_task_clock) {
             let aggr = block.aggr.as_ref().unwrap();
-            assert_eq!((aggr.kind.clone(), aggr.cpus), (AggrKind::Cpu, None));
+            assert_eq!((aggr.kind, aggr.cpus), (Aggregation::Cpu, None));
             assert_eq!(block.rows.len(), 3);
             let ns = value(block, "task-clock", None);
             assert!((ns - msec * 1e6).abs() < 1e-3, "{name}: {ns}");
@@ -140,16 +140,16 @@ fn per_cpu_rows_become_one_block_per_cpu() {
 
 #[test]
 fn aggregation_prefixes_name_the_unit_and_its_cpus() {
-    let cases: [(&str, AggrKind, &[&str], Option<u32>); 9] = [
-        ("real/std_per_core.txt", AggrKind::Core, &["S0-D0-C0", "S0-D0-C1"], Some(1)),
-        ("real/csv_per_core.txt", AggrKind::Core, &["S0-D0-C0", "S0-D0-C1"], Some(1)),
-        ("real/json_per_core.txt", AggrKind::Core, &["S0-D0-C0", "S0-D0-C1"], Some(1)),
-        ("real/std_per_socket.txt", AggrKind::Socket, &["S0"], Some(2)),
-        ("real/csv_per_socket.txt", AggrKind::Socket, &["S0"], Some(2)),
-        ("real/json_per_socket.txt", AggrKind::Socket, &["S0"], Some(2)),
-        ("real/std_per_die.txt", AggrKind::Die, &["S0-D0"], Some(2)),
-        ("real/std_per_node.txt", AggrKind::Node, &["N0"], Some(2)),
-        ("real/std_per_thread.txt", AggrKind::Thread, &["sh-10057"], None),
+    let cases: [(&str, Aggregation, &[&str], Option<u32>); 9] = [
+        ("real/std_per_core.txt", Aggregation::Core, &["S0-D0-C0", "S0-D0-C1"], Some(1)),
+        ("real/csv_per_core.txt", Aggregation::Core, &["S0-D0-C0", "S0-D0-C1"], Some(1)),
+        ("real/json_per_core.txt", Aggregation::Core, &["S0-D0-C0", "S0-D0-C1"], Some(1)),
+        ("real/std_per_socket.txt", Aggregation::Socket, &["S0"], Some(2)),
+        ("real/csv_per_socket.txt", Aggregation::Socket, &["S0"], Some(2)),
+        ("real/json_per_socket.txt", Aggregation::Socket, &["S0"], Some(2)),
+        ("real/std_per_die.txt", Aggregation::Die, &["S0-D0"], Some(2)),
+        ("real/std_per_node.txt", Aggregation::Node, &["N0"], Some(2)),
+        ("real/std_per_thread.txt", Aggregation::Thread, &["sh-10057"], None),
     ];
     for (name, kind, first_ids, cpus) in cases {
         let log = load(name);

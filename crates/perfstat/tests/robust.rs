@@ -65,7 +65,7 @@ fn a_mix_of_layouts_is_reported() {
     // mix is named.
     let mixed = format!("{ROWS}\n{csv}");
     let log = parse(&mixed, "mixed.txt").unwrap();
-    assert_eq!(log.layout, Layout::Text);
+    assert_eq!(log.layout, Layout::Std);
     assert_eq!(log.blocks[0].rows.len(), 2);
     assert_eq!(log.skipped.after.ranges, [(6, 7)]);
     let mix = &log.warnings[0];
@@ -79,7 +79,7 @@ fn a_mix_of_layouts_is_reported() {
     // JSON rows after CSV rows: the CSV reader skips them, and the mix is reported once.
     let json = "{\"counter-value\" : \"3000000.000000\", \"unit\" : \"\", \"event\" : \"EXE_ACTIVITY.2_PORTS_UTIL\", \"event-runtime\" : 600000, \"pcnt-running\" : 60.00}\n";
     let log = parse(&format!("{csv}{json}"), "mixed.csv").unwrap();
-    assert_eq!(log.layout, Layout::Csv { sep: ",".into() });
+    assert_eq!(log.layout, Layout::Csv(",".into()));
     let mix = log.warnings.iter().find(|w| w.message.starts_with("a mix of layouts")).unwrap();
     assert_eq!(mix.line, 3);
     assert!(mix.message.contains("-j (JSON)"), "{mix}");

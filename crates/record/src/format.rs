@@ -88,6 +88,15 @@ pub struct Header {
     pub threads: Vec<(String, i32)>,
     /// `--per-thread -a`: rows that counted nothing were left out.
     pub skip_zero: bool,
+    /// The aggregation mode counts printed in (perf's `enum aggr_mode` number in perf 6.12's
+    /// numbering: 0 `-A`, 2 `--per-socket`, 6 `--per-core`, ...), which `report` prints in
+    /// when no flag asks for another; absent in files written before tmetric kept it (read as
+    /// the default, 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggr_mode: Option<u64>,
+    /// `--per-cache=L`'s level (perf's 5 for the last level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggr_level: Option<u32>,
 }
 
 /// A model's probe values, per input slot.
@@ -130,6 +139,23 @@ pub struct Topology {
     pub sockets: usize,
     /// Per online CPU: [cpu, socket, die, core].
     pub places: Vec<[u32; 4]>,
+    /// Per online CPU, in the order of `places`: its NUMA node, cluster and caches, for
+    /// `report --per-node`, `--per-cluster` and `--per-cache`; empty in files written before
+    /// tmetric kept them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<CpuUnits>,
+}
+
+/// Where one CPU sits beyond its socket, die and core.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuUnits {
+    /// Its NUMA node (0 without NUMA information, as perf's `--per-node` reads it).
+    pub node: u32,
+    /// Its cluster id (`topology/cluster_id`; 0 when the kernel gives none).
+    pub cluster: u32,
+    /// The caches it uses: (level, id) for each level sysfs describes.
+    pub caches: Vec<[u32; 2]>,
 }
 
 /// The flags that chose what was counted.

@@ -10,7 +10,8 @@ use tmetric_model::literal::Literal;
 use tmetric_runtime::{EventKind, Syscalls, Sysfs};
 
 use crate::format::{
-    EventRec, FORMAT, Header, ProbeRec, RootRec, RowRec, Selection, SourceRec, Topology, VERSION,
+    CpuUnits, EventRec, FORMAT, Header, ProbeRec, RootRec, RowRec, Selection, SourceRec, Topology,
+    VERSION,
 };
 
 /// What the header records of the run, the machine and the plan.
@@ -41,9 +42,10 @@ pub struct HeaderFacts<'a> {
     pub interval_ms: Option<u64>,
     /// The flags that chose what was counted.
     pub selection: Selection,
-    /// perf's aggregation mode for `STAT_CONFIG` in perf.data
-    /// (`tmetric_perfstat::perfdata::write::aggr`).
-    pub aggr_mode: u64,
+    /// perf's aggregation mode, for `STAT_CONFIG` in perf.data.
+    pub aggr_mode: tmetric_perfstat::Aggregation,
+    /// `--per-cache=L`'s level (perf's 5, above its last level, for `--per-cache` alone).
+    pub aggr_level: u32,
 }
 
 impl<'a> HeaderFacts<'a> {
@@ -70,7 +72,8 @@ impl<'a> HeaderFacts<'a> {
             system_wide: false,
             interval_ms: None,
             selection,
-            aggr_mode: tmetric_perfstat::perfdata::write::aggr::GLOBAL,
+            aggr_mode: tmetric_perfstat::Aggregation::Global,
+            aggr_level: 0,
         }
     }
 }
@@ -108,6 +111,8 @@ pub fn header(f: &HeaderFacts<'_>) -> Header {
         splits: f.splits.clone(),
         threads: f.threads.clone(),
         skip_zero: f.skip_zero,
+        aggr_mode: Some(f.aggr_mode.code()),
+        aggr_level: (f.aggr_mode == tmetric_perfstat::Aggregation::Cache).then_some(f.aggr_level),
     }
 }
 
@@ -127,7 +132,18 @@ fn topology(sysfs: &Sysfs) -> Topology {
     let mut sockets: Vec<u32> = places.iter().map(|p| p[1]).collect();
     sockets.sort_unstable();
     sockets.dedup();
-    Topology { cpus, cores: cores.len(), sockets: sockets.len(), places }
+    let units = cpus
+        .iter()
+        .map(|&c| CpuUnits {
+            node: sysfs.cpu_node(c).unwrap_or(0),
+            cluster: sysfs.cpu_cluster(c),
+            caches: (1..=4)
+                .filter_map(|l| sysfs.cpu_cache(c, Some(l)))
+                .map(|(l, id)| [l, id])
+                .collect(),
+        })
+        .collect();
+    Topology { cpus, cores: cores.len(), sockets: sockets.len(), places, units }
 }
 
 fn event_rec(e: &tmetric_runtime::CounterEvent) -> EventRec {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use tmetric_engine::aggr::Aggr;
+use tmetric_engine::aggr::{self, Aggregation};
 use tmetric_engine::replay::{
     Choice, Recorded, RecordedRoot, RecordedRow, RecordedSource, Replay, ReplayWarning,
 };
@@ -79,8 +79,50 @@ pub struct Step {
     pub latency: Option<Vec<(String, f64)>>,
 }
 
-/// A counted CPU and its (socket, die, core) where known.
-pub type Place = (u32, Option<(u32, u32, u32)>);
+/// A counted CPU and where it sits, where the file says.
+pub type Place = (u32, Option<CpuPlace>);
+
+/// Where a recorded CPU sits: its socket, die and core (every file with a CPU topology), and
+/// its node, cluster and caches (tmetric's files).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CpuPlace {
+    /// Package.
+    pub socket: u32,
+    /// Die within the package.
+    pub die: u32,
+    /// Core within the die.
+    pub core: u32,
+    /// NUMA node, cluster and caches, when recorded.
+    pub units: Option<crate::format::CpuUnits>,
+}
+
+impl CpuPlace {
+    /// The aggregation place of this CPU, with `cache_level`'s cache (the last level when
+    /// `None`); `None` when `aggr` needs what the file did not record.
+    pub fn place(&self, aggr: Aggregation, cache_level: Option<u32>) -> Option<aggr::Place> {
+        let mut place = aggr::Place {
+            socket: self.socket,
+            die: self.die,
+            core: self.core,
+            ..Default::default()
+        };
+        let needs_units =
+            matches!(aggr, Aggregation::Node | Aggregation::Cluster | Aggregation::Cache);
+        let Some(units) = &self.units else { return (!needs_units).then_some(place) };
+        place.node = units.node;
+        place.cluster = units.cluster;
+        let cache = match cache_level {
+            Some(level) => units.caches.iter().find(|c| c[0] == level),
+            None => units.caches.iter().max_by_key(|c| c[0]),
+        };
+        match (cache, aggr) {
+            (Some(c), _) => place.cache = (c[0], c[1]),
+            (None, Aggregation::Cache) => return None,
+            (None, _) => {}
+        }
+        Some(place)
+    }
+}
 
 /// Recorded counts made ready to print.
 #[derive(Debug, Clone)]
@@ -110,8 +152,10 @@ pub struct Playback {
     /// `-I`'s interval when recorded: perf's wall time for `CPUs utilized` per interval.
     pub interval: Option<Duration>,
     /// The aggregation the file was recorded with (perf.data's `STAT_CONFIG`), for when no
-    /// flag asks for one, as `perf stat report` does.
-    pub aggr: Option<Aggr>,
+    /// flag asks for one, as `perf stat report` does; `None` when unset or unknown.
+    pub aggr: Option<Aggregation>,
+    /// `--per-cache=L`'s level when recorded so (`None`: the last level).
+    pub cache_level: Option<u32>,
     /// The error-bar reads the record keeps, numbered as the plan's specs; empty when none.
     pub reads: Vec<Snapshot>,
 }
@@ -158,7 +202,8 @@ impl Input {
                 let mut playback = of_record(rec, options, warn)
                     .map_err(|e| ReadError::new(name, at, Kind::Replay(e)))?;
                 if let Some(perf) = rec.perf {
-                    playback.aggr = aggr_of(perf.aggr_mode, true);
+                    playback.aggr = perf.aggr;
+                    playback.cache_level = cache_level(perf.aggr_level);
                     if perf.pipe {
                         // perf stat report names no command for a pipe: its title says 'pipe'.
                         playback.target = "pipe".into();
@@ -171,18 +216,10 @@ impl Input {
     }
 }
 
-/// perf's `STAT_CONFIG` aggregation mode as a unit of aggregation. `-A`, `--per-socket` and
-/// `--per-die` have the same number in every perf; `--per-core` is 6 in perf 6.12's numbering
-/// (which tmetric writes) but 4 or 5 in older perfs, so it is taken from tmetric's files only.
-fn aggr_of(mode: Option<u64>, tmetric: bool) -> Option<Aggr> {
-    use tmetric_perfstat::perfdata::write::aggr;
-    match mode? {
-        aggr::NONE => Some(Aggr::Cpu),
-        aggr::SOCKET => Some(Aggr::Socket),
-        aggr::DIE => Some(Aggr::Die),
-        aggr::CORE if tmetric => Some(Aggr::Core),
-        _ => None,
-    }
+/// `STAT_CONFIG`'s aggregation level as `--per-cache`'s level: perf writes 5 (above its
+/// last level, 4) for the last level.
+fn cache_level(level: Option<u64>) -> Option<u32> {
+    level.filter(|l| (1..=4).contains(l)).map(|l| l as u32)
 }
 
 /// A recorded event as the runtime describes it.
@@ -324,10 +361,14 @@ fn of_record(
     // Only CPUs that were counted.
     let counted: Vec<i32> = rec.totals.events.iter().flatten().flatten().map(|c| c.cpu).collect();
     let places = if h.system_wide {
-        let places = h.topology.places.iter();
+        let units = h.topology.units.iter().map(Some).chain(std::iter::repeat(None));
+        let places = h.topology.places.iter().zip(units);
         places
-            .filter(|p| counted.contains(&(p[0] as i32)))
-            .map(|p| (p[0], Some((p[1], p[2], p[3]))))
+            .filter(|(p, _)| counted.contains(&(p[0] as i32)))
+            .map(|(p, units)| {
+                let place = CpuPlace { socket: p[1], die: p[2], core: p[3], units: units.cloned() };
+                (p[0], Some(place))
+            })
             .collect()
     } else {
         Vec::new()
@@ -346,7 +387,10 @@ fn of_record(
         threads: h.threads.clone(),
         skip_zero: h.skip_zero,
         interval: h.interval_ms.map(Duration::from_millis),
-        aggr: None,
+        aggr: h
+            .aggr_mode
+            .and_then(|code| Aggregation::from_code(code, tmetric_perfstat::Numbering::Since6_8)),
+        cache_level: cache_level(h.aggr_level.map(u64::from)),
     })
 }
 
@@ -399,7 +443,12 @@ fn of_perf_stat(
     // (socket, die, core) from the file's CPU topology, where it has one.
     let place = |cpu: i32| {
         let &(core, socket, die) = data.topology.get(cpu as usize)?;
-        (core >= 0 && socket >= 0 && die >= 0).then_some((socket as u32, die as u32, core as u32))
+        (core >= 0 && socket >= 0 && die >= 0).then_some(CpuPlace {
+            socket: socket as u32,
+            die: die as u32,
+            core: core as u32,
+            units: None,
+        })
     };
     // perf's title: `pipe` for a piped file (perf stat report names no command then), else
     // the recorded command line.
@@ -431,7 +480,8 @@ fn of_perf_stat(
         threads: Vec::new(),
         skip_zero: false,
         interval: (data.interval_ms > 0).then(|| Duration::from_millis(data.interval_ms)),
-        aggr: aggr_of(data.aggr_mode, false),
+        aggr: data.aggregation(),
+        cache_level: cache_level(data.aggr_level),
         reads: Vec::new(),
     })
 }

@@ -37,8 +37,10 @@ pub struct Recording {
 /// What a perf.data record says of itself beyond tmetric's data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PerfFile {
-    /// `STAT_CONFIG`'s aggregation mode (perf's `enum aggr_mode`).
-    pub aggr_mode: Option<u64>,
+    /// `STAT_CONFIG`'s aggregation mode (`None`: unset).
+    pub aggr: Option<tmetric_perfstat::Aggregation>,
+    /// `STAT_CONFIG`'s aggregation level (`--per-cache=L`).
+    pub aggr_level: Option<u64>,
     /// Written to a pipe (`-o -`).
     pub pipe: bool,
 }

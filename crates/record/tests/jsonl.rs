@@ -17,7 +17,13 @@ fn header_line() -> String {
         target: "true".into(),
         system_wide: false,
         interval_ms: None,
-        topology: Topology { cpus: vec![0], cores: 1, sockets: 1, places: vec![[0, 0, 0, 0]] },
+        topology: Topology {
+            cpus: vec![0],
+            cores: 1,
+            sockets: 1,
+            places: vec![[0, 0, 0, 0]],
+            units: vec![],
+        },
         literals: [("slots".to_string(), 0.1 + 0.2)].into_iter().collect(),
         selection: Selection {
             metrics: vec![],
@@ -48,6 +54,8 @@ fn header_line() -> String {
         splits: vec![],
         threads: vec![],
         skip_zero: false,
+        aggr_mode: None,
+        aggr_level: None,
     };
     serde_json::to_string(&h).unwrap()
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use tmetric_catalog::Model;
-use tmetric_engine::aggr::{self, Aggr};
+use tmetric_engine::aggr::{self, Aggregation};
 use tmetric_engine::session::{Session, SessionError};
 use tmetric_engine::view::{Split, UnitId};
 use tmetric_engine::{Bar, EvalInput, Placement, Plan, RootResult, Source};
@@ -59,7 +59,7 @@ pub struct Options {
     /// limit less [`RESERVED_DESCRIPTORS`].
     pub max_descriptors: Option<usize>,
     /// Split counts by CPU, core, die or socket; `None`: one value per host or cgroup.
-    pub per: Option<Aggr>,
+    pub per: Option<Aggregation>,
     /// Count the whole host too.
     pub host: bool,
     /// Which cgroups.
@@ -652,15 +652,17 @@ fn share(plan: &Plan, root: &tmetric_engine::Root, part: &Snapshot) -> Option<f6
 
 /// Label name and value of an aggregation unit: CPUs and sockets by number, others by
 /// perf's label.
-fn unit_label(per: Aggr, label: &str) -> (&'static str, String) {
+fn unit_label(per: Aggregation, label: &str) -> (&'static str, String) {
     match per {
-        Aggr::Cpu => ("cpu", label.trim_start_matches("CPU").to_string()),
-        Aggr::Socket => ("socket", label.trim_start_matches('S').to_string()),
-        Aggr::Core => ("core", label.to_string()),
-        Aggr::Die => ("die", label.to_string()),
-        Aggr::Node => ("node", label.trim_start_matches('N').to_string()),
-        Aggr::Cache => ("cache", label.to_string()),
-        Aggr::Cluster => ("cluster", label.to_string()),
+        Aggregation::Cpu => ("cpu", label.trim_start_matches("CPU").to_string()),
+        Aggregation::Socket => ("socket", label.trim_start_matches('S').to_string()),
+        Aggregation::Core => ("core", label.to_string()),
+        Aggregation::Die => ("die", label.to_string()),
+        Aggregation::Node => ("node", label.trim_start_matches('N').to_string()),
+        Aggregation::Cache => ("cache", label.to_string()),
+        Aggregation::Cluster => ("cluster", label.to_string()),
+        // Not units of CPUs: `--per` never asks for them.
+        Aggregation::Global | Aggregation::Thread => ("unit", label.to_string()),
     }
 }
 

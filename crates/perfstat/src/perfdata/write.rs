@@ -39,24 +39,6 @@ pub const FORMAT_GROUP: u64 = 1 << 3;
 /// `sample_type` `PERF_SAMPLE_IDENTIFIER`, which `perf stat record` sets.
 pub const SAMPLE_IDENTIFIER: u64 = 1 << 16;
 
-/// perf's `enum aggr_mode` (6.12 numbering) for `STAT_CONFIG`.
-pub mod aggr {
-    /// `-A`: per CPU.
-    pub const NONE: u64 = 0;
-    /// The default: one total.
-    pub const GLOBAL: u64 = 1;
-    /// `--per-socket`.
-    pub const SOCKET: u64 = 2;
-    /// `--per-die`.
-    pub const DIE: u64 = 3;
-    /// `--per-core` (4 in perf 6.1, which had no cluster and cache modes).
-    pub const CORE: u64 = 6;
-    /// `--per-thread` (5 in perf 6.1).
-    pub const THREAD: u64 = 7;
-    /// `--per-node`.
-    pub const NODE: u64 = 9;
-}
-
 /// `PERF_ATTR_SIZE_VER7`: perf 6.1's `perf_event_attr`.
 const ATTR_SIZE_VER7: u32 = 128;
 /// `PERF_ATTR_SIZE_VER8` (adds `config3`): perf 6.12's.
@@ -157,8 +139,8 @@ pub struct Setup {
     pub threads: Vec<(i32, String)>,
     /// `CPU_MAP`; `[-1]` for a task.
     pub cpus: Vec<i32>,
-    /// `STAT_CONFIG` aggregation mode ([`aggr`]).
-    pub aggr_mode: u64,
+    /// `STAT_CONFIG` aggregation mode, written in perf 6.12's numbering.
+    pub aggr_mode: crate::Aggregation,
     /// `STAT_CONFIG` interval in ms (0: none).
     pub interval_ms: u64,
     /// `STAT_CONFIG` aggregation level (`--per-cache`); 0 leaves the term out.

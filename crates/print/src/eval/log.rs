@@ -350,8 +350,8 @@ impl<'a> LogPrinter<'a> {
     pub fn header(&mut self, header: &Header) -> io::Result<()> {
         let data = header.log_data;
         let layout = match &data.layout {
-            LogLayout::Text => "text".to_string(),
-            LogLayout::Csv { sep } => format!("-x {sep}"),
+            LogLayout::Std => "text".to_string(),
+            LogLayout::Csv(sep) => format!("-x {sep}"),
             LogLayout::Json => "-j".to_string(),
         };
         let blocks = data.blocks.len();

@@ -292,7 +292,7 @@ impl PerfRecorder {
             cpus,
             aggr_mode: facts.aggr_mode,
             interval_ms: facts.interval_ms.unwrap_or(0),
-            aggr_level: 0,
+            aggr_level: u64::from(facts.aggr_level),
         };
         let features = features::machine(facts, &header, groups);
         let (name, mut writer) = if to.to_stdout() {
