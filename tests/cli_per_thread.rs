@@ -215,8 +215,9 @@ fn per_thread_is_refused_where_perf_refuses_it() {
     let out = tmetric(&["--per-thread", "-p", &pid, "--metric-only"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--metric-only is not supported with --per-thread"));
+    // A usage error, as perf's parse-options reports one: 129.
     let out = tmetric(&["--per-thread", "-A", "-a", "--", "true"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(129), "{}", stderr(&out));
     let out = tmetric(&["-t", "2147483647", "-e", "task-clock"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("-t 2147483647: no such thread"), "{}", stderr(&out));

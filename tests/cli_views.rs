@@ -346,7 +346,7 @@ fn all_implies_the_tree() {
     assert!(err.lines().any(|l| l.starts_with("tma_backend_bound") && l.ends_with("<==")), "{err}");
     let refused =
         tmetric(&["--pmu-sim", "sapphirerapids", "--topdown", "--all", "--no-tree", "true"]);
-    assert_eq!(refused.status.code(), Some(2));
+    assert_eq!(refused.status.code(), Some(129));
     assert!(stderr(&refused).contains("'--all' cannot be used with '--no-tree'"));
     let help = ok_stdout(&["report", "--help"]);
     assert!(help.contains("implies --tree"), "{help}");

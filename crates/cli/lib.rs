@@ -20,6 +20,7 @@ mod report;
 mod serve;
 mod sim_hint;
 mod stat;
+mod unknown;
 
 /// What the CLI's unit tests (`tests/cli_unit`) reach inside the CLI, and nothing more: every
 /// other module is private. `eval --from-perf`'s reader with a chosen streaming budget (a
@@ -191,13 +192,49 @@ fn exit_2_when_stderr_fails() {
     }));
 }
 
+/// Why a command line does not parse.
+enum ParseError {
+    /// clap's own error (also `--help` and `--version`, which clap prints on standard output).
+    Clap(clap::Error),
+    /// An option the subcommand does not take, worded by [`unknown::explain`].
+    Unknown(String),
+}
+
+/// Parses a command line (with the program name) as `main` reads it: `stat` when no
+/// subcommand is named, clap's matches, then what only the order of the options says (perf
+/// reads them one by one: `--filter` follows its `-e`).
+fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
+    use clap::{CommandFactory, FromArgMatches};
+    let argv = with_default_subcommand(argv);
+    let matches = Cli::command().try_get_matches_from(&argv).map_err(|err| {
+        let sub = argv.get(1).and_then(|a| a.to_str()).unwrap_or("stat");
+        match unknown::explain(&err, sub) {
+            Some(text) => ParseError::Unknown(text),
+            None => ParseError::Clap(err),
+        }
+    })?;
+    let mut cli = Cli::from_arg_matches(&matches).map_err(ParseError::Clap)?;
+    if let Some((_, sub)) = matches.subcommand() {
+        match &mut cli.command {
+            Command::Stat(args) => args.read_order(sub),
+            Command::Record(args) => args.stat.read_order(sub),
+            _ => {}
+        }
+    }
+    Ok(cli)
+}
+
 /// Whether `args` (without the program name) parse as a `tmetric` command line, as `main`
 /// would read them, without running anything: for the tests that hold the README and the
 /// `--help` texts to the flags that exist.
 pub fn parse_check(args: &[&str]) -> Result<(), String> {
     let mut argv: Vec<std::ffi::OsString> = vec!["tmetric".into()];
     argv.extend(args.iter().map(std::ffi::OsString::from));
-    Cli::try_parse_from(with_default_subcommand(argv)).map(|_| ()).map_err(|e| e.to_string())
+    match parse(argv) {
+        Ok(_) => Ok(()),
+        Err(ParseError::Clap(e)) => Err(e.to_string()),
+        Err(ParseError::Unknown(text)) => Err(text),
+    }
 }
 
 /// The subcommands' names, and for each its flags as typed (`--metrics`, `-M`, ...),
@@ -223,7 +260,18 @@ pub fn flags() -> Vec<(String, Vec<String>)> {
 /// The whole command: parse the arguments, run, and map errors to exit codes.
 pub fn main() -> ExitCode {
     exit_2_when_stderr_fails();
-    let cli = Cli::parse_from(with_default_subcommand(std::env::args_os().collect()));
+    let cli = match parse(std::env::args_os().collect()) {
+        Ok(cli) => cli,
+        // perf's code for a usage error: 129 (`usage_with_options` exits with it).
+        Err(ParseError::Unknown(text)) => {
+            let _ = writeln!(std::io::stderr(), "{text}");
+            return ExitCode::from(129);
+        }
+        Err(ParseError::Clap(err)) => {
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() { 129 } else { 0 });
+        }
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -29,6 +29,14 @@ pub struct StatArgs {
     /// (`:u`, `:k`, ...) and `{a,b}[:mods]` groups.
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
+    /// A filter for the tracepoints of the -e just before it, in the kernel's filter language
+    /// over the tracepoint's fields (`--filter 'flags & 0x40'`, `--filter 'common_pid != 1'`);
+    /// a second one joins the first with `&&`.
+    #[arg(long = "filter", value_name = "FILTER")]
+    pub filter: Vec<String>,
+    /// Where options stand relative to each other (perf reads them in order).
+    #[arg(skip)]
+    pub order: Order,
     #[command(flatten)]
     pub metric: crate::args::MetricArgs,
     #[command(flatten)]
@@ -205,6 +213,38 @@ pub struct StatArgs {
     pub command: Vec<OsString>,
 }
 
+/// What the order of the options says, as perf reads them one by one: which `-e` list each
+/// `--filter` follows, and whether `-G` or `--cputype` stand where perf refuses them.
+#[derive(Debug, Clone, Default)]
+pub struct Order {
+    /// Per `--filter`, in order: the index of the `-e` list it follows (`None` before any).
+    pub filters: Vec<(Option<usize>, String)>,
+    /// `-G` came before any `-e` (perf: "must define events before cgroups").
+    pub cgroup_before_events: bool,
+    /// `--cputype` came after an `-e` (perf: "Must define cputype before events/metrics").
+    pub cputype_after_events: bool,
+}
+
+impl StatArgs {
+    /// Reads [`Order`] from clap's matches of this command.
+    pub fn read_order(&mut self, matches: &clap::ArgMatches) {
+        let at = |id: &str| -> Vec<usize> {
+            matches.indices_of(id).map(Iterator::collect).unwrap_or_default()
+        };
+        let events = at("events");
+        let lists_before = |index: usize| events.iter().filter(|&&e| e < index).count();
+        self.order.filters = at("filter")
+            .into_iter()
+            .zip(self.filter.iter())
+            .map(|(index, filter)| (lists_before(index).checked_sub(1), filter.clone()))
+            .collect();
+        self.order.cgroup_before_events =
+            at("cgroup").first().is_some_and(|&g| events.first().is_none_or(|&e| g < e));
+        self.order.cputype_after_events =
+            at("cputype").first().is_some_and(|&c| events.first().is_some_and(|&e| e < c));
+    }
+}
+
 /// Flag checks made before anything runs: empty `-e`/`-M` lists and an unknown `--model`
 /// are usage errors even where nothing would read them.
 pub(super) fn validate_flags(args: &StatArgs) -> anyhow::Result<()> {
@@ -300,6 +340,19 @@ pub(super) fn check_perf_flags(args: &StatArgs) -> anyhow::Result<()> {
                 "timeout < 100ms. The overhead percentage could be high in some cases. Please proceed with caution.",
             );
         }
+    }
+    if args.order.cgroup_before_events {
+        bail!(
+            "must define events before cgroups: -G applies to the -e events given before it, so put -e EVENTS first"
+        );
+    }
+    if args.order.cputype_after_events {
+        bail!(
+            "Must define cputype before events/metrics: --cputype applies to the -e events given after it, so put it first"
+        );
+    }
+    if args.order.filters.iter().any(|(list, _)| list.is_none()) {
+        bail!("{}", tmetric_engine::FilterError::NoEvent);
     }
     for (flag, names) in [("-G", &args.cgroup), ("--for-each-cgroup", &args.for_each_cgroup)] {
         for name in names.iter().filter(|n| !n.is_empty()) {

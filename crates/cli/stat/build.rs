@@ -36,9 +36,13 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
     let resolver = tmetric_runtime::event::Resolver::new(machine.sysfs)
         .with_tables(&tables)
         .with_pmu_filter(cputype.as_deref());
-    for list in &args.events {
+    for (i, list) in args.events.iter().enumerate() {
+        let rows = plan.rows().len();
         plan.add_event_lists(std::slice::from_ref(list), &resolver)
             .with_context(|| format!("-e {list}"))?;
+        for (_, filter) in args.order.filters.iter().filter(|(l, _)| *l == Some(i)) {
+            plan.set_filter(rows..plan.rows().len(), filter)?;
+        }
     }
     if !args.cgroup.is_empty() {
         // perf's -G applies to the events given before it; metrics come later.

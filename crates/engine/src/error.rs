@@ -75,6 +75,24 @@ fn choices(core: &[String]) -> String {
     )
 }
 
+/// Why `--filter` cannot be applied to a plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FilterError {
+    /// `--filter` before any `-e`: perf's own message.
+    #[error("--filter option should follow a -e tracepoint or HW tracer option")]
+    NoEvent,
+    /// The `-e` list before `--filter` has an event that is not a tracepoint.
+    #[error(
+        "--filter `{filter}`: `{event}` is not a tracepoint; tmetric sets filters on tracepoints only (perf's address and BPF filters are for tracing and sampling): give --filter right after a -e of tracepoints"
+    )]
+    NotTracepoint {
+        /// The event.
+        event: String,
+        /// The filter.
+        filter: String,
+    },
+}
+
 /// Why perf's `-G` cannot be applied to a plan.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CgroupError {

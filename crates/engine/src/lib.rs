@@ -66,7 +66,7 @@ pub mod tpebs;
 pub mod uncertainty;
 pub mod view;
 
-pub use error::{CgroupError, CpuTypeError, Error};
+pub use error::{CgroupError, CpuTypeError, Error, FilterError};
 pub use eval::{EvalInput, Evaluated, Evaluators, RootResult, Shown, UnitEval};
 pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};

@@ -20,7 +20,10 @@ pub fn is_core_pmu(pmu: &str) -> bool {
 }
 
 /// perf's tool events: counted by perf itself, not by a PMU, and seen by metrics in seconds.
-pub(crate) const TOOL_EVENTS: [&str; 3] = ["duration_time", "user_time", "system_time"];
+pub(crate) const TOOL_EVENTS: [&str; 3] = {
+    let t = tmetric_names::TOOL;
+    [t[0].0, t[1].0, t[2].0]
+};
 
 /// An event in canonical form.
 ///
@@ -190,162 +193,8 @@ fn build(pmu: Option<&str>, terms: &str, term_sep: char, mods: &str) -> EventKey
     EventKey { pmu, name, modifiers: letters.into_iter().collect(), retire_latency }
 }
 
-/// perf's hardware events: (the name perf's default output prints, the other),
-/// tools/perf/util/parse-events.c `event_symbols_hw` (where `cpu-cycles` and
-/// `branch-instructions` are the symbols and `cycles` and `branches` their aliases).
-const HARDWARE: [(&str, &str); 10] = [
-    ("cycles", "cpu-cycles"),
-    ("instructions", ""),
-    ("cache-references", ""),
-    ("cache-misses", ""),
-    ("branches", "branch-instructions"),
-    ("branch-misses", ""),
-    ("bus-cycles", ""),
-    ("stalled-cycles-frontend", "idle-cycles-frontend"),
-    ("stalled-cycles-backend", "idle-cycles-backend"),
-    ("ref-cycles", ""),
-];
-
-/// perf's software events: (symbol, alias), `event_symbols_sw`.
-const SOFTWARE: [(&str, &str); 12] = [
-    ("cpu-clock", ""),
-    ("task-clock", ""),
-    ("page-faults", "faults"),
-    ("context-switches", "cs"),
-    ("cpu-migrations", "migrations"),
-    ("minor-faults", ""),
-    ("major-faults", ""),
-    ("alignment-faults", ""),
-    ("emulation-faults", ""),
-    ("dummy", ""),
-    ("bpf-output", ""),
-    ("cgroup-switches", ""),
-];
-
-/// perf's legacy cache events (tools/perf/util/evsel.c `evsel__hw_cache`, `_op`, `_result`):
-/// the names of each cache, operation and result, the first being perf's own spelling, and
-/// the operations each cache counts (read, write, prefetch).
-const CACHES: [(&[&str], [bool; 3]); 7] = [
-    (&["L1-dcache", "l1-d", "l1d", "L1-data"], [true, true, true]),
-    (&["L1-icache", "l1-i", "l1i", "L1-instruction"], [true, false, true]),
-    (&["LLC", "L2"], [true, true, true]),
-    (&["dTLB", "d-tlb", "Data-TLB"], [true, true, true]),
-    (&["iTLB", "i-tlb", "Instruction-TLB"], [true, false, false]),
-    (&["branch", "branches", "bpu", "btb", "bpc"], [true, false, false]),
-    (&["node"], [true, true, true]),
-];
-const CACHE_OPS: [&[&str]; 3] = [
-    &["load", "loads", "read"],
-    &["store", "stores", "write"],
-    &["prefetch", "prefetches", "speculative-read", "speculative-load"],
-];
-const CACHE_RESULTS: [&[&str]; 2] = [&["refs", "Reference", "ops", "access"], &["misses", "miss"]];
-
-/// The index of the longest name of `table` that `text` starts with (case-insensitively), and
-/// its length: perf's `parse_aliases`.
-fn longest_alias<'a>(
-    text: &str,
-    table: impl Iterator<Item = &'a [&'a str]>,
-) -> Option<(usize, usize)> {
-    let mut best: Option<(usize, usize)> = None;
-    for (i, names) in table.enumerate() {
-        for name in names {
-            let n = name.len();
-            if text.len() >= n
-                && text.as_bytes()[..n].eq_ignore_ascii_case(name.as_bytes())
-                && (text.len() == n || text.as_bytes()[n] == b'-')
-                && best.is_none_or(|(_, len)| n > len)
-            {
-                best = Some((i, n));
-            }
-        }
-    }
-    best
-}
-
-/// perf's own name of a legacy cache event spelled any way perf accepts
-/// (`l1d-read-miss` is `L1-dcache-load-misses`), lower case; `None` for other names.
-fn legacy_cache(name: &str) -> Option<String> {
-    let (cache, len) = longest_alias(name, CACHES.iter().map(|c| c.0))?;
-    let mut rest = name.get(len + 1..).unwrap_or("");
-    let (mut op, mut result) = (None, None);
-    for _ in 0..2 {
-        if rest.is_empty() {
-            break;
-        }
-        let (found, len) = if op.is_none()
-            && let Some((o, len)) = longest_alias(rest, CACHE_OPS.iter().copied())
-        {
-            op = Some(o);
-            (true, len)
-        } else if result.is_none()
-            && let Some((r, len)) = longest_alias(rest, CACHE_RESULTS.iter().copied())
-        {
-            result = Some(r);
-            (true, len)
-        } else {
-            (false, 0)
-        };
-        if !found {
-            return None;
-        }
-        rest = rest.get(len + 1..).unwrap_or("");
-    }
-    if !rest.is_empty() {
-        return None;
-    }
-    let op = op.unwrap_or(0);
-    if !CACHES[cache].1[op] {
-        return None;
-    }
-    let spelled = match result.unwrap_or(0) {
-        0 => format!("{}-{}", CACHES[cache].0[0], CACHE_OPS[op][1]),
-        _ => format!("{}-{}-{}", CACHES[cache].0[0], CACHE_OPS[op][0], CACHE_RESULTS[1][0]),
-    };
-    Some(spelled.to_ascii_lowercase())
-}
-
-/// The one name of a perf legacy event (lower case): `cpu-cycles` is `cycles`, `cs` is
-/// `context-switches`, `L1-dcache-load-miss` is `l1-dcache-load-misses`. Hardware and cache
-/// names only when `hardware` (bare or on a core PMU), software ones only when `software`
-/// (bare). `None` when `name` is none of them or is already perf's spelling.
-fn canonical_legacy(name: &str, hardware: bool, software: bool) -> Option<String> {
-    let hit = |table: &[(&str, &str)]| {
-        table
-            .iter()
-            .find(|(symbol, alias)| !alias.is_empty() && name == *alias && *symbol != name)
-            .map(|(symbol, _)| symbol.to_string())
-    };
-    if software && let Some(symbol) = hit(&SOFTWARE) {
-        return Some(symbol);
-    }
-    if !hardware {
-        return None;
-    }
-    if let Some(symbol) = hit(&HARDWARE) {
-        return Some(symbol);
-    }
-    if HARDWARE.iter().any(|(symbol, _)| *symbol == name) {
-        return None;
-    }
-    legacy_cache(name).filter(|c| c != name)
-}
-
-/// Whether `name` (lower case) is one of perf's legacy event names or aliases.
-pub(crate) fn is_legacy_name(name: &str) -> bool {
-    HARDWARE.iter().chain(&SOFTWARE).any(|(a, b)| name == *a || (!b.is_empty() && name == *b))
-        || legacy_cache(name).is_some()
-}
-
-/// perf's own name of a legacy event given by any of its aliases, lower case: `cs` is
-/// `context-switches`, `faults` `page-faults`, `migrations` `cpu-migrations`, `cpu-cycles`
-/// `cycles`, `branch-instructions` `branches`, `idle-cycles-frontend`
-/// `stalled-cycles-frontend`, `L1-dcache-load-miss` `l1-dcache-load-misses`; any other name
-/// lower-cased. For readers that match event names without an [`EventKey`].
-pub fn canonical_event_name(name: &str) -> String {
-    let lower = name.trim().to_ascii_lowercase();
-    canonical_legacy(&lower, true, true).unwrap_or(lower)
-}
+pub use tmetric_names::canonical_event_name;
+use tmetric_names::canonical_legacy;
 
 /// `0x1` and `1` are the same term value; perf accepts both.
 fn normalise_number(value: &str) -> String {
@@ -493,11 +342,7 @@ mod tests {
             assert_ne!(EventKey::from_perf(a), EventKey::from_perf(b), "{a} vs {b}");
         }
         for name in ["L1-icache-stores", "iTLB-prefetches", "L1-dcache-loads-misses-x", "cache"] {
-            assert_eq!(
-                legacy_cache(&name.to_ascii_lowercase()).filter(|_| name != "cache"),
-                None,
-                "{name}"
-            );
+            assert!(!tmetric_names::is_legacy_name(&name.to_ascii_lowercase()), "{name}");
         }
         assert_eq!(canonical_event_name("CS"), "context-switches");
         assert_eq!(canonical_event_name("INST_RETIRED.ANY"), "inst_retired.any");

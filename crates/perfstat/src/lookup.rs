@@ -250,7 +250,8 @@ fn rank(want: &EventKey, row: &EventKey, core_pmu: Option<&str>) -> Option<Rank>
 /// `a == b` eight bytes at a time, without calling `memcmp`: every input of every metric is
 /// compared with every row of every block, and a library call per comparison (most of them of
 /// equal or empty strings) was a fifth of `eval --from-perf`'s time.
-fn same_name(a: &str, b: &str) -> bool {
+#[inline]
+pub fn same_name(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;

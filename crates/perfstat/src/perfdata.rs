@@ -241,40 +241,12 @@ fn attr_at(b: &Bytes<'_>, offset: u64, size: u64) -> Result<DataEvent, DataError
 /// perf's fallback spelling of an event without a name.
 fn fallback_name(e: &DataEvent) -> String {
     match e.type_ {
-        1 => {
-            const SW: [&str; 12] = [
-                "cpu-clock",
-                "task-clock",
-                "page-faults",
-                "context-switches",
-                "cpu-migrations",
-                "minor-faults",
-                "major-faults",
-                "alignment-faults",
-                "emulation-faults",
-                "dummy",
-                "bpf-output",
-                "cgroup-switches",
-            ];
-            SW.get(e.config as usize)
-                .map_or(format!("software/config={:#x}/", e.config), |s| s.to_string())
-        }
-        0 => {
-            const HW: [&str; 10] = [
-                "cycles",
-                "instructions",
-                "cache-references",
-                "cache-misses",
-                "branches",
-                "branch-misses",
-                "bus-cycles",
-                "stalled-cycles-frontend",
-                "stalled-cycles-backend",
-                "ref-cycles",
-            ];
-            HW.get(e.config as usize)
-                .map_or(format!("hardware/config={:#x}/", e.config), |s| s.to_string())
-        }
+        1 => tmetric_names::SW_NAMES
+            .get(e.config as usize)
+            .map_or(format!("software/config={:#x}/", e.config), |s| s.to_string()),
+        0 => tmetric_names::HW_NAMES
+            .get(e.config as usize)
+            .map_or(format!("hardware/config={:#x}/", e.config), |s| s.to_string()),
         4 => format!("r{:x}", e.config),
         t => format!("{t}/config={:#x}/", e.config),
     }

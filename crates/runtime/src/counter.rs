@@ -46,6 +46,9 @@ pub struct CounterSpec {
     /// Count only tasks of this cgroup (a path under the cgroup mount, as perf's `-G`
     /// names it); per CPU only, as the kernel requires.
     pub cgroup: Option<String>,
+    /// A tracepoint's filter (`--filter`), set on every descriptor once the counters are
+    /// open, as perf's `evlist__apply_filters`.
+    pub filter: Option<String>,
 }
 
 impl From<&CounterEvent> for CounterSpec {
@@ -55,6 +58,7 @@ impl From<&CounterEvent> for CounterSpec {
             attr: event.attr.clone(),
             cpus: event.cpus.clone(),
             cgroup: None,
+            filter: None,
         }
     }
 }
@@ -110,6 +114,20 @@ pub enum CounterError {
         needed: usize,
         /// A limit that would do.
         suggest: usize,
+    },
+    /// The kernel refused a tracepoint's filter (perf: `failed to set filter`).
+    #[error(
+        "failed to set filter \"{filter}\" on event {event}: {errno}; a filter compares the \
+         tracepoint's fields (listed in its `format` file in tracefs) with values, as \
+         `common_pid != 1 && flags & 0x40`"
+    )]
+    Filter {
+        /// The event.
+        event: String,
+        /// The filter.
+        filter: String,
+        /// The errno.
+        errno: Errno,
     },
     /// An enable or disable ioctl failed.
     #[error("{what} the group led by `{event}` failed: {errno}")]

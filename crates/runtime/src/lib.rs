@@ -4,7 +4,8 @@
 //! * [`sys`]: the [`Syscalls`] trait (open, read, enable/disable/reset, id, close), the kernel
 //!   implementation [`Kernel`] and the plain [`Attr`]; [`fake`] is a programmable stand-in.
 //! * [`sysfs`]: PMU directories (`type`, `format/*`, `events/*`, `cpumask`), CPU lists,
-//!   topology and the cpuid string, under a configurable root.
+//!   topology, the cpuid string and tracefs's tracepoints (globs expanded as perf's, with
+//!   [`glob`]), under a configurable root.
 //! * [`event`]: `-e` lists and event names to attributes (software, generic hardware,
 //!   `pmu/terms/`, tracepoints) or tool events, and errno explanations.
 //! * [`counter`]: groups opened per task or per CPU, group reads, multiplex scaling.
@@ -38,6 +39,7 @@
 pub mod counter;
 pub mod event;
 pub mod fake;
+pub mod glob;
 pub mod inherit;
 pub mod locale;
 pub mod mmap;

@@ -170,6 +170,13 @@ pub trait Syscalls {
     fn event_id(&mut self, fd: i32) -> Result<u64, Errno>;
     /// `close(fd)`.
     fn close(&mut self, fd: i32);
+    /// `PERF_EVENT_IOC_SET_FILTER`: a tracepoint's filter (`--filter`), in the kernel's
+    /// ftrace filter language over the tracepoint's fields. The default refuses with ENOSYS,
+    /// for backends without tracepoints.
+    fn set_filter(&mut self, fd: i32, filter: &str) -> Result<(), Errno> {
+        let _ = (fd, filter);
+        Err(Errno(libc::ENOSYS))
+    }
     /// Raises the soft limit on open descriptors (`RLIMIT_NOFILE`) to the hard limit, since
     /// counting per CPU needs one descriptor per event per CPU. Returns the soft limit now
     /// in force, if known. The default does nothing.
@@ -433,6 +440,16 @@ impl Syscalls for Kernel {
         // SAFETY: ID writes one u64 through the pointer, which points at `id`.
         check(unsafe { sys::ioctls::ID(fd, &mut id) })?;
         Ok(id)
+    }
+
+    fn set_filter(&mut self, fd: i32, filter: &str) -> Result<(), Errno> {
+        // A filter with a NUL inside cannot be passed as a C string; the kernel would read
+        // it only up to the NUL.
+        let mut text =
+            std::ffi::CString::new(filter).map_err(|_| Errno(libc::EINVAL))?.into_bytes_with_nul();
+        // SAFETY: SET_FILTER reads a NUL-terminated string through the pointer, which points
+        // at `text`, alive for the call; the kernel does not write through it.
+        check(unsafe { sys::ioctls::SET_FILTER(fd, text.as_mut_ptr().cast()) })
     }
 
     fn close(&mut self, fd: i32) {

@@ -503,28 +503,86 @@ impl Sysfs {
     /// is mounted in neither and this is the real `/sys` and tmetric runs as root, it is
     /// mounted at `/sys/kernel/tracing`, as perf's `tracefs__mount` does.
     pub fn tracepoint(&self, system: &str, name: &str) -> Result<u64, TracefsProblem> {
-        let mut found = self.find_tracefs();
+        let dir = self.tracefs_dir()?.join("events").join(system);
+        read_id(&dir.join(name).join("id"), &dir)
+    }
+
+    /// The tracepoints `system:name` names, as perf 6.12's `parse-events.c` expands them:
+    /// either part may be a glob (`*` or `?`, matched as [`crate::glob`] does), expanded over
+    /// tracefs's `events` directory in the directory's own order (perf reads it with
+    /// `readdir` and does not sort); without a glob, the one tracepoint. Each is `(system,
+    /// name, id)`. A glob over systems keeps the systems that have a matching tracepoint
+    /// (perf stops at the first that has none, so `*:sched_switch` fails there); a glob that
+    /// matches nothing is [`TracefsProblem::NoMatch`].
+    pub fn tracepoints(
+        &self,
+        system: &str,
+        name: &str,
+    ) -> Result<Vec<(String, String, u64)>, TracefsProblem> {
+        use crate::glob;
+        if !glob::is_glob(system) && !glob::is_glob(name) {
+            return Ok(vec![(
+                system.to_string(),
+                name.to_string(),
+                self.tracepoint(system, name)?,
+            )]);
+        }
+        let events = self.tracefs_dir()?.join("events");
+        let systems: Vec<String> = if glob::is_glob(system) {
+            dir_entries(&events)?
+                .into_iter()
+                .filter(|s| !matches!(s.as_str(), "enable" | "header_event" | "header_page"))
+                .filter(|s| glob::matches(system, s))
+                .collect()
+        } else {
+            vec![system.to_string()]
+        };
+        let mut found = Vec::new();
+        for sys in systems {
+            let dir = events.join(&sys);
+            let names = if glob::is_glob(name) {
+                match dir_entries(&dir) {
+                    Ok(names) => names
+                        .into_iter()
+                        .filter(|n| !matches!(n.as_str(), "enable" | "filter"))
+                        .filter(|n| glob::matches(name, n))
+                        .collect(),
+                    Err(err) if !glob::is_glob(system) => return Err(err),
+                    Err(_) => continue,
+                }
+            } else {
+                vec![name.to_string()]
+            };
+            for n in names {
+                match read_id(&dir.join(&n).join("id"), &dir) {
+                    Ok(id) => found.push((sys.clone(), n, id)),
+                    // A system the glob matched without this tracepoint.
+                    Err(TracefsProblem::NoTracepoint { .. }) if glob::is_glob(system) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+        }
+        if found.is_empty() {
+            let dir = if glob::is_glob(system) { events } else { events.join(system) };
+            return Err(TracefsProblem::NoMatch { pattern: format!("{system}:{name}"), dir });
+        }
+        Ok(found)
+    }
+
+    /// The tracefs directory: found, or (as root, on the real `/sys`) mounted, as perf's
+    /// `tracefs__mount` does.
+    fn tracefs_dir(&self) -> Result<PathBuf, TracefsProblem> {
+        let found = self.find_tracefs();
         if matches!(found, Err(TracefsProblem::NotMounted { .. }))
             && self.root == Path::new("/sys")
             && crate::sys::is_root()
         {
-            match crate::sys::mount_tracefs(Path::new("/sys/kernel/tracing")) {
-                Ok(()) => found = self.find_tracefs(),
-                Err(errno) => found = Err(TracefsProblem::NotMounted { mount_failed: Some(errno) }),
-            }
+            return match crate::sys::mount_tracefs(Path::new("/sys/kernel/tracing")) {
+                Ok(()) => self.find_tracefs(),
+                Err(errno) => Err(TracefsProblem::NotMounted { mount_failed: Some(errno) }),
+            };
         }
-        let dir = found?;
-        let id_path = dir.join("events").join(system).join(name).join("id");
-        match fs::read_to_string(&id_path) {
-            Ok(text) => text
-                .trim()
-                .parse()
-                .map_err(|_| TracefsProblem::NoTracepoint { dir: dir.join("events").join(system) }),
-            Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
-                Err(TracefsProblem::Unreadable { path: id_path, errno: err.raw_os_error() })
-            }
-            Err(_) => Err(TracefsProblem::NoTracepoint { dir: dir.join("events").join(system) }),
-        }
+        found
     }
 
     /// The first tracefs directory whose `events` directory exists, else why none does.
@@ -545,6 +603,29 @@ impl Sysfs {
             None => Err(TracefsProblem::NotMounted { mount_failed: None }),
         }
     }
+}
+
+/// A tracepoint's id from its `id` file; `system_dir` is named when there is none.
+fn read_id(path: &Path, system_dir: &Path) -> Result<u64, TracefsProblem> {
+    let none = || TracefsProblem::NoTracepoint { dir: system_dir.to_path_buf() };
+    match fs::read_to_string(path) {
+        Ok(text) => text.trim().parse().map_err(|_| none()),
+        Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
+            Err(TracefsProblem::Unreadable { path: path.to_path_buf(), errno: err.raw_os_error() })
+        }
+        Err(_) => Err(none()),
+    }
+}
+
+/// The names in a tracefs directory, in its own order.
+fn dir_entries(dir: &Path) -> Result<Vec<String>, TracefsProblem> {
+    let read = fs::read_dir(dir).map_err(|err| match err.kind() {
+        io::ErrorKind::PermissionDenied => {
+            TracefsProblem::Unreadable { path: dir.to_path_buf(), errno: err.raw_os_error() }
+        }
+        _ => TracefsProblem::NoTracepoint { dir: dir.to_path_buf() },
+    })?;
+    Ok(read.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
 }
 
 /// Where tracefs may be mounted, below the sysfs root.
@@ -568,6 +649,13 @@ pub enum TracefsProblem {
     /// tracefs is readable and has no such tracepoint.
     NoTracepoint {
         /// The subsystem's directory that was looked in.
+        dir: PathBuf,
+    },
+    /// A glob (`sched:sched_wak*`, `*:sched_switch`) that matches no tracepoint.
+    NoMatch {
+        /// The glob as written, `system:name`.
+        pattern: String,
+        /// The directory that was looked in (the system's, or `events` for a system glob).
         dir: PathBuf,
     },
 }
@@ -596,6 +684,12 @@ impl std::fmt::Display for TracefsProblem {
                     path.display()
                 )
             }
+            TracefsProblem::NoMatch { pattern, dir } => write!(
+                f,
+                "no tracepoint matches `{pattern}` in {} (list them with `ls {}`)",
+                dir.display(),
+                dir.display()
+            ),
             TracefsProblem::NoTracepoint { dir } => {
                 write!(
                     f,

@@ -11,6 +11,7 @@ fn spec(name: &str, type_: u32, config: u64) -> CounterSpec {
         attr: Attr { type_, config, ..Attr::default() },
         cpus: None,
         cgroup: None,
+        filter: None,
     }
 }
 
@@ -383,4 +384,46 @@ fn a_threads_own_group_is_pinned_not_inherited_and_all_or_nothing() {
     assert_eq!((refused.0, refused.1.0), (2, libc::ENOENT));
     assert_eq!(fake.open_count(), 0);
     assert!(!opens(&fake)[0].0.pinned, "not pinned when not asked");
+}
+
+/// `--filter`: set on every descriptor of a filtered tracepoint once all are open (perf's
+/// `evlist__apply_filters`), on each CPU; a filter the kernel refuses (here on a counter that
+/// is not a tracepoint: EINVAL) fails the open, and every descriptor is closed.
+#[test]
+fn filters_are_set_on_every_descriptor_after_the_opens() {
+    use tmetric_runtime::sys::TYPE_TRACEPOINT;
+    let fake = FakeSyscalls::new();
+    let mut tp = spec("sched:sched_switch", TYPE_TRACEPOINT, 316);
+    tp.filter = Some("prev_pid == 1".into());
+    let specs = vec![spec("cs", TYPE_SOFTWARE, 3), tp];
+    let counters = CounterSet::open(fake.clone(), specs, &[], Target::Cpus(vec![0, 1])).unwrap();
+    let calls = fake.calls();
+    let last_open = calls.iter().rposition(|c| matches!(c, Call::Open { .. })).unwrap();
+    let filters: Vec<(usize, i32, String)> = calls
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| match c {
+            Call::SetFilter { fd, filter } => Some((i, *fd, filter.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(filters.len(), 2, "one per CPU: {calls:?}");
+    assert!(filters.iter().all(|(i, _, f)| *i > last_open && f == "prev_pid == 1"));
+    let tp_fds: Vec<i32> = opens(&fake)
+        .into_iter()
+        .filter(|o| o.0.type_ == TYPE_TRACEPOINT)
+        .map(|o| o.4.unwrap())
+        .collect();
+    assert_eq!(filters.iter().map(|f| f.1).collect::<Vec<_>>(), tp_fds);
+    drop(counters);
+
+    let fake = FakeSyscalls::new();
+    let mut cs = spec("cs", TYPE_SOFTWARE, 3);
+    cs.filter = Some("prev_pid == 1".into());
+    let err = CounterSet::open(fake.clone(), vec![cs], &[], Target::Cpus(vec![0])).unwrap_err();
+    assert_eq!(
+        err.to_string().split(';').next().unwrap(),
+        "failed to set filter \"prev_pid == 1\" on event cs: EINVAL (Invalid argument)"
+    );
+    assert_eq!(fake.open_count(), 0);
 }

@@ -129,6 +129,90 @@ fn tracepoints_are_found_in_either_tracefs_place() {
     assert!(missing.contains("kernel/debug/tracing/events/sched"), "{missing}");
 }
 
+/// Globs expand over a fake tracefs as perf's `add_tracepoint_multi_event` and
+/// `add_tracepoint_multi_sys` do: in the directory's own order, `enable`, `filter` and the
+/// `header_*` files skipped; a system glob keeps the systems that have the tracepoint, and a
+/// glob that matches nothing is an error naming where it looked.
+#[test]
+fn tracepoint_globs_expand_in_the_directorys_order() {
+    use tmetric_runtime::TracefsProblem;
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    let events = root.join("kernel/tracing/events");
+    let tracepoint = |system: &str, name: &str, id: u64| {
+        let dir = events.join(system).join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("id"), format!("{id}\n")).unwrap();
+    };
+    tracepoint("sched", "sched_switch", 10);
+    tracepoint("sched", "sched_wakeup", 11);
+    tracepoint("sched", "sched_waking", 12);
+    tracepoint("block", "block_rq_issue", 20);
+    tracepoint("probe_libc", "malloc", 30);
+    tracepoint("probe_libc", "sched_switch", 31);
+    for file in ["enable", "header_event", "header_page"] {
+        std::fs::write(events.join(file), "").unwrap();
+    }
+    for file in ["enable", "filter"] {
+        std::fs::write(events.join("sched").join(file), "").unwrap();
+    }
+    let sysfs = Sysfs::new(root);
+    let order = |dir: &str| -> Vec<String> {
+        std::fs::read_dir(events.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect()
+    };
+    let wak: Vec<(String, String, u64)> = order("sched")
+        .into_iter()
+        .filter(|n| n.starts_with("sched_wak"))
+        .map(|n| {
+            let id = if n == "sched_wakeup" { 11 } else { 12 };
+            ("sched".to_string(), n, id)
+        })
+        .collect();
+    assert_eq!(sysfs.tracepoints("sched", "sched_wak*").unwrap(), wak);
+    assert_eq!(
+        sysfs.tracepoints("sched", "sched_wak?ng").unwrap(),
+        [("sched".into(), "sched_waking".into(), 12)]
+    );
+    assert_eq!(
+        sysfs.tracepoints("sched", "*").unwrap().len(),
+        3,
+        "enable and filter are not tracepoints"
+    );
+    let switch: Vec<u64> =
+        sysfs.tracepoints("*", "sched_switch").unwrap().into_iter().map(|t| t.2).collect();
+    let systems: Vec<u64> = order("")
+        .into_iter()
+        .filter_map(|s| match s.as_str() {
+            "sched" => Some(10),
+            "probe_libc" => Some(31),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(switch, systems);
+    assert_eq!(sysfs.tracepoints("probe_*", "*").unwrap().len(), 2);
+    assert_eq!(
+        sysfs.tracepoints("block", "block_rq_issue").unwrap(),
+        [("block".into(), "block_rq_issue".into(), 20)]
+    );
+    match sysfs.tracepoints("sched", "nothing*") {
+        Err(TracefsProblem::NoMatch { pattern, dir }) => {
+            assert_eq!((pattern.as_str(), dir), ("sched:nothing*", events.join("sched")))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(sysfs.tracepoints("none*", "x"), Err(TracefsProblem::NoMatch { .. })));
+    assert!(matches!(sysfs.tracepoints("nosys", "x*"), Err(TracefsProblem::NoTracepoint { .. })));
+    // Through the resolver: one event per match, each named `system:name`.
+    let list = tmetric_runtime::event::Resolver::new(&sysfs).list("sched:sched_wak*:k").unwrap();
+    let names: Vec<&str> =
+        list.groups.iter().flat_map(|g| g.events.iter().map(|e| e.event.name())).collect();
+    let expected: Vec<String> = wak.iter().map(|t| format!("sched:{}", t.1)).collect();
+    assert_eq!(names, expected);
+}
+
 /// perf's `S0-D0-C1` places from the topology files: cpu0 and cpu2 are the two threads of
 /// core 0 (`thread_siblings_list` 0,2), cpu1 and cpu3 those of core 1; a CPU without files
 /// is at 0.

@@ -1,5 +1,6 @@
 //! Changes to a built plan that front ends ask for: per-box uncore lines (`-A`), cgroups
-//! (`-G`, `--for-each-cgroup`), perf's `Default` metric view, and `--all-user`/`--all-kernel`.
+//! (`-G`, `--for-each-cgroup`), tracepoint filters (`--filter`), perf's `Default` metric
+//! view, and `--all-user`/`--all-kernel`.
 
 use super::{Key, Plan, Source};
 
@@ -7,6 +8,41 @@ impl Plan {
     /// perf's `-A`/`--no-merge` for uncore rows ([`Plan::per_box`]).
     pub fn set_per_box(&mut self, per_box: bool) {
         self.per_box = per_box;
+    }
+
+    /// perf's `--filter`: `filter` on every counter of `rows` (the rows one `-e` list added),
+    /// which must all be tracepoints; a second filter on an event joins the first as perf's
+    /// `evsel__append_tp_filter` does: `(first) && (second)`.
+    pub fn set_filter(
+        &mut self,
+        rows: std::ops::Range<usize>,
+        filter: &str,
+    ) -> Result<(), crate::FilterError> {
+        let specs: Vec<usize> = rows
+            .filter_map(|r| self.rows.get(r))
+            .filter(|row| matches!(row.source, Source::Counter(_)))
+            .flat_map(|row| row.specs())
+            .collect();
+        if specs.is_empty() {
+            return Err(crate::FilterError::NoEvent);
+        }
+        if let Some(&s) = specs
+            .iter()
+            .find(|&&s| self.specs[s].attr.type_ != tmetric_runtime::sys::TYPE_TRACEPOINT)
+        {
+            return Err(crate::FilterError::NotTracepoint {
+                event: self.specs[s].name.clone(),
+                filter: filter.to_string(),
+            });
+        }
+        for s in specs {
+            let spec = &mut self.specs[s];
+            spec.filter = Some(match spec.filter.take() {
+                Some(first) => format!("({first}) && ({filter})"),
+                None => filter.to_string(),
+            });
+        }
+        Ok(())
     }
 
     /// perf's `--for-each-cgroup`: every row, counter, group and root once per cgroup, in

@@ -80,21 +80,11 @@ pub struct ByEncoding {
     pub encoding: String,
 }
 
-/// `a == b` without a `memcmp` call per string: this runs for every row of every block, and
-/// equal keys (the common case) make `memcmp` read them whole through a library call.
+/// `a == b` without a `memcmp` call per string (`same_name`): this runs for every row of
+/// every block, and equal keys (the common case) make `memcmp` read them whole through a
+/// library call.
 fn same_key(a: &EventKey, b: &EventKey) -> bool {
-    fn same(a: &str, b: &str) -> bool {
-        let (a, b) = (a.as_bytes(), b.as_bytes());
-        if a.len() != b.len() {
-            return false;
-        }
-        let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().expect("chunks of eight"));
-        let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
-        if (&mut x).zip(&mut y).any(|(p, q)| word(p) != word(q)) {
-            return false;
-        }
-        x.remainder().iter().zip(y.remainder()).all(|(p, q)| p == q)
-    }
+    let same = tmetric_perfstat::same_name;
     a.retire_latency == b.retire_latency
         && same(&a.name, &b.name)
         && same(&a.modifiers, &b.modifiers)

@@ -234,13 +234,14 @@ pub enum Inference {
 /// Scores every model against the log; the best one is chosen when it beats the next.
 pub fn infer_model(log: &PerfLog, literals: &Literals) -> Inference {
     let printed = printed_metrics(log);
-    let events: BTreeSet<String> = log
+    let logged: BTreeSet<String> = log
         .event_keys()
         .into_iter()
         .filter(|k| !k.is_tool())
         .map(|k| k.name.split(',').next().unwrap_or("").to_string())
-        .filter(|name| !is_generic_event(name))
         .collect();
+    let events: BTreeSet<String> =
+        logged.iter().filter(|name| !is_generic_event(name)).cloned().collect();
     // The rows of the blocks whose printed metrics are recomputed.
     let blocks: BTreeSet<usize> = printed.iter().take(INFER_PRINTED).map(|p| p.block).collect();
     let rows: usize = blocks.iter().map(|&b| log.blocks[b].rows.len()).sum();
@@ -267,8 +268,11 @@ pub fn infer_model(log: &PerfLog, literals: &Literals) -> Inference {
         }
         if unknown.iter().all(|e| is_software_or_tracepoint(e)) {
             // Software events and tracepoints exist on every CPU and no model's JSON lists
-            // them: the common metrics are all that applies.
-            return Inference::SoftwareOnly { ignored: ignored_rows(log, &unknown) };
+            // them: the common metrics are all that applies, and the rows none reads (of
+            // perf's own events too) are named.
+            let unread: Vec<String> =
+                logged.iter().filter(|e| !common_knows(common, e)).cloned().collect();
+            return Inference::SoftwareOnly { ignored: ignored_rows(log, &unread) };
         }
         return Inference::Unknown { events: unknown };
     }
@@ -365,57 +369,20 @@ fn is_hybrid_model(model: &Model) -> bool {
     model.events.iter().any(|e| matches!(model.str(e.pmu), "cpu_core" | "cpu_atom"))
 }
 
-/// perf's software and generic hardware events, and the names of `msr/`: no model's JSON
-/// lists them, so they say nothing about the CPU.
+/// perf's legacy events (software, generic hardware and cache, any alias) and `msr/tsc/`: no
+/// model's JSON lists them, so they say nothing about the CPU.
 fn is_generic_event(name: &str) -> bool {
-    const GENERIC: [&str; 27] = [
-        "task-clock",
-        "cpu-clock",
-        "context-switches",
-        "cs",
-        "cpu-migrations",
-        "migrations",
-        "page-faults",
-        "faults",
-        "minor-faults",
-        "major-faults",
-        "alignment-faults",
-        "emulation-faults",
-        "dummy",
-        "bpf-output",
-        "cycles",
-        "cpu-cycles",
-        "instructions",
-        "branches",
-        "branch-instructions",
-        "branch-misses",
-        "cache-references",
-        "cache-misses",
-        "bus-cycles",
-        "ref-cycles",
-        "stalled-cycles-frontend",
-        "stalled-cycles-backend",
-        "tsc",
-    ];
-    GENERIC.contains(&name)
-        // The kernel's topdown events (`slots`, `topdown-retiring`, seed 000's
+    tmetric_names::is_legacy_name(name)
+        || name == "tsc"
+        // The kernel's topdown events (`slots`, `topdown-retiring`, the older
         // `topdown-total-slots`): sysfs aliases, not the vendor's event names.
         || name == "topdown.slots"
         || name.starts_with("topdown-")
-        || name.starts_with("l1-")
-        || name.starts_with("llc-")
-        || name.starts_with("dtlb-")
-        || name.starts_with("itlb-")
-        || name.starts_with("branch-")
-        || name.starts_with("node-")
 }
 
-/// perf's software PMU events missing from [`is_generic_event`] and tracepoints
-/// (`subsystem:name`), as perf prints them, lower case.
+/// perf's legacy events and tracepoints (`subsystem:name`), as perf prints them, lower case.
 fn is_software_or_tracepoint(name: &str) -> bool {
-    const SOFTWARE: [&str; 4] = ["cgroup-switches", "cpu-migrations", "dummy", "bpf-output"];
     is_generic_event(name)
-        || SOFTWARE.contains(&name)
         || name.split_once(':').is_some_and(|(subsystem, event)| {
             let word =
                 |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');

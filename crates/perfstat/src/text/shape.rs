@@ -85,7 +85,7 @@ pub(crate) fn plausible_event(event: &str) -> bool {
         return true;
     }
     let lower = base.to_ascii_lowercase();
-    if crate::key::is_legacy_name(&lower) {
+    if tmetric_names::is_legacy_name(&lower) {
         return true;
     }
     if let Some((head, _)) = lower.split_once('-') {

@@ -9,38 +9,10 @@ use tmetric_model::catalog::Tool;
 use super::{IdSlot, SlotKind};
 use crate::Table;
 
-/// Kernel event names perf knows without JSON (generic hardware and software events, the
-/// x86 `cpu/events/` aliases and common cache events). Compared case-insensitively.
-const KERNEL_EVENTS: &[&str] = &[
-    "cycles",
-    "cpu-cycles",
-    "instructions",
-    "cache-references",
-    "cache-misses",
-    "branches",
-    "branch-instructions",
-    "branch-misses",
-    "bus-cycles",
-    "stalled-cycles-frontend",
-    "stalled-cycles-backend",
-    "idle-cycles-frontend",
-    "idle-cycles-backend",
-    "ref-cycles",
-    "cpu-clock",
-    "task-clock",
-    "page-faults",
-    "faults",
-    "minor-faults",
-    "major-faults",
-    "context-switches",
-    "cs",
-    "cpu-migrations",
-    "migrations",
-    "alignment-faults",
-    "emulation-faults",
-    "dummy",
-    "bpf-output",
-    "cgroup-switches",
+/// Kernel event names perf knows without JSON besides its legacy events
+/// (`tmetric_names`): the x86 `cpu/events/` aliases and arm64 sysfs aliases. Compared
+/// case-insensitively.
+const SYSFS_ALIASES: &[&str] = &[
     "slots",
     "topdown-total-slots",
     "topdown-slots-issued",
@@ -70,24 +42,16 @@ const KERNEL_EVENTS: &[&str] = &[
     "mem-loads",
     "mem-stores",
     "mem-loads-aux",
-    "l1-dcache-loads",
-    "l1-dcache-load-misses",
-    "l1-dcache-stores",
-    "l1-icache-load-misses",
-    "llc-loads",
-    "llc-load-misses",
-    "llc-stores",
-    "llc-store-misses",
-    "dtlb-loads",
-    "dtlb-load-misses",
-    "itlb-loads",
-    "itlb-load-misses",
-    "branch-loads",
-    "branch-load-misses",
     // armv8 PMU sysfs aliases missing from arm64's standard JSON (hip08 uses them).
     "l2i_cache",
     "l2i_cache_refill",
 ];
+
+/// Whether perf knows `lower` (a lower-cased name) without JSON: one of its legacy events
+/// (any alias or cache spelling) or a kernel sysfs alias.
+fn is_kernel_event(lower: &str) -> bool {
+    tmetric_names::is_legacy_name(lower) || SYSFS_ALIASES.contains(&lower)
+}
 
 /// PMU names that exist in sysfs on real machines but have no JSON table PMU, or whose
 /// instances are named directly (`uncore_cha_0`).
@@ -265,7 +229,7 @@ pub(super) fn classify(
                 if let Some(i) = lookup.event(event_part, Some(head), metric_pmu) {
                     return Ok(slot(SlotKind::Event(i), head, event_part, terms, modifiers));
                 }
-                if KERNEL_EVENTS.contains(&event_part.to_ascii_lowercase().as_str()) {
+                if is_kernel_event(&event_part.to_ascii_lowercase()) {
                     return Ok(slot(SlotKind::Kernel, head, event_part, terms, modifiers));
                 }
                 if is_core_pmu(head) {
@@ -290,7 +254,7 @@ pub(super) fn classify(
         return Ok(slot(SlotKind::Event(i), &pmu, name, "", modifiers));
     }
     let lower = name.to_ascii_lowercase();
-    if KERNEL_EVENTS.contains(&lower.as_str()) || lookup.core_aliases.contains(&lower) {
+    if is_kernel_event(&lower) || lookup.core_aliases.contains(&lower) {
         return Ok(slot(SlotKind::Kernel, "", name, "", modifiers));
     }
     if name.eq_ignore_ascii_case("tsc") {

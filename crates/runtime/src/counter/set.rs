@@ -147,7 +147,25 @@ impl<S: Syscalls> CounterSet<S> {
                 });
             }
         }
+        counters.apply_filters()?;
         Ok(counters)
+    }
+
+    /// Sets each filtered event's filter on all its descriptors, once every counter is open
+    /// (perf's `evlist__apply_filters`); the first refusal fails the open, as in perf.
+    fn apply_filters(&mut self) -> Result<(), CounterError> {
+        for group in &self.groups {
+            for member in &group.members {
+                let spec = &self.specs[member.event];
+                let Some(filter) = &spec.filter else { continue };
+                self.sys.set_filter(member.fd, filter).map_err(|errno| CounterError::Filter {
+                    event: spec.name.clone(),
+                    filter: filter.clone(),
+                    errno,
+                })?;
+            }
+        }
+        Ok(())
     }
 
     /// Descriptors a full open takes: one per event per CPU (or thread) it is opened on.

@@ -175,14 +175,7 @@ pub const MODIFIER_HELP: &str = "u (user), k (kernel), h (hypervisor), G (guest)
     I (non-idle), p/pp/ppp (precise), P (max precise), S (sample read), D (pinned), \
     W (weak group), e (exclusive), b (BPF), R (retire latency)";
 
-fn is_modifier_char(c: char) -> bool {
-    "ukhpPGHSDIWebR".contains(c)
-}
-
-/// Whether `text` is a run of modifier letters (what perf's lexer takes as modifiers).
-pub fn is_modifier_text(text: &str) -> bool {
-    !text.is_empty() && text.len() <= 16 && text.chars().all(is_modifier_char)
-}
+pub use tmetric_names::is_modifier_text;
 
 /// Parses modifier letters at byte offset `at` of the list.
 pub fn parse_modifiers(text: &str, at: usize) -> Result<Modifiers, SyntaxError> {

@@ -17,9 +17,22 @@ fn counters_count_a_task_over_the_simulated_kernel() {
             attr: typed(TYPE_SOFTWARE, 1),
             cpus: None,
             cgroup: None,
+            filter: None,
         },
-        CounterSpec { name: "cycles".into(), attr: raw(0x3c), cpus: None, cgroup: None },
-        CounterSpec { name: "instructions".into(), attr: raw(0xc0), cpus: None, cgroup: None },
+        CounterSpec {
+            name: "cycles".into(),
+            attr: raw(0x3c),
+            cpus: None,
+            cgroup: None,
+            filter: None,
+        },
+        CounterSpec {
+            name: "instructions".into(),
+            attr: raw(0xc0),
+            cpus: None,
+            cgroup: None,
+            filter: None,
+        },
     ];
     let target = Target::Task { pid: 4242, on_exec: true };
     let mut counters = CounterSet::open(k, specs, &[vec![0, 1, 2]], target).expect("open");
@@ -81,6 +94,7 @@ fn counters_run_over_the_simulated_kernel() {
         attr: Attr { type_: TYPE_RAW, config, ..Attr::default() },
         cpus: None,
         cgroup: None,
+        filter: None,
     };
     let mut specs = vec![
         spec("slots", 0x0400),

@@ -19,6 +19,8 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
+    Id { text: Str(218251, 16), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(218251, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(218267, 16), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(218267, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
     Id { text: Str(9020, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(9020, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 

@@ -29,10 +29,10 @@ static GROUPS: &[Group] = &[
 
 static COUNTERS: &[CounterInfo] = &[
     CounterInfo { pmu: Str(13, 12), fixed: 3, generic: 2 },
-    CounterInfo { pmu: Str(653944, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(1120582, 15), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(1120440, 15), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(1120649, 15), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(1120700, 15), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(866729, 13), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(653976, 10), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(1120614, 15), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(1120472, 15), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(1120681, 15), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(1120732, 15), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(866761, 13), fixed: 0, generic: 4 },
 ];

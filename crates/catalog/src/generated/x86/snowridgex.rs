@@ -20,17 +20,17 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(749915, 38), kind: IdKind::Event(1910), pmu: Str(744249, 10), event: Str(749915, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(749991, 38), kind: IdKind::Event(1911), pmu: Str(744249, 10), event: Str(749991, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750067, 38), kind: IdKind::Event(1912), pmu: Str(744249, 10), event: Str(750067, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750143, 38), kind: IdKind::Event(1913), pmu: Str(744249, 10), event: Str(750143, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750375, 39), kind: IdKind::Event(1920), pmu: Str(744249, 10), event: Str(750375, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750452, 39), kind: IdKind::Event(1921), pmu: Str(744249, 10), event: Str(750452, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750529, 39), kind: IdKind::Event(1922), pmu: Str(744249, 10), event: Str(750529, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750606, 39), kind: IdKind::Event(1923), pmu: Str(744249, 10), event: Str(750606, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(474342, 23), kind: IdKind::Event(2724), pmu: Str(218241, 10), event: Str(474342, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(242771, 16), kind: IdKind::Event(2713), pmu: Str(218241, 10), event: Str(242771, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(474807, 24), kind: IdKind::Event(2731), pmu: Str(218241, 10), event: Str(474807, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(749947, 38), kind: IdKind::Event(1910), pmu: Str(744281, 10), event: Str(749947, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750023, 38), kind: IdKind::Event(1911), pmu: Str(744281, 10), event: Str(750023, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750099, 38), kind: IdKind::Event(1912), pmu: Str(744281, 10), event: Str(750099, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750175, 38), kind: IdKind::Event(1913), pmu: Str(744281, 10), event: Str(750175, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750407, 39), kind: IdKind::Event(1920), pmu: Str(744281, 10), event: Str(750407, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750484, 39), kind: IdKind::Event(1921), pmu: Str(744281, 10), event: Str(750484, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750561, 39), kind: IdKind::Event(1922), pmu: Str(744281, 10), event: Str(750561, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(750638, 39), kind: IdKind::Event(1923), pmu: Str(744281, 10), event: Str(750638, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(474374, 23), kind: IdKind::Event(2724), pmu: Str(218241, 10), event: Str(474374, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(242803, 16), kind: IdKind::Event(2713), pmu: Str(218241, 10), event: Str(242803, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(474839, 24), kind: IdKind::Event(2731), pmu: Str(218241, 10), event: Str(474839, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[Metric] = &[
@@ -45,12 +45,12 @@ static GROUPS: &[Group] = &[
 
 static COUNTERS: &[CounterInfo] = &[
     CounterInfo { pmu: Str(13, 12), fixed: 3, generic: 4 },
-    CounterInfo { pmu: Str(653944, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(744249, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(469336, 10), fixed: 0, generic: 2 },
+    CounterInfo { pmu: Str(653976, 10), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(744281, 10), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(469368, 10), fixed: 0, generic: 2 },
     CounterInfo { pmu: Str(218241, 10), fixed: 1, generic: 4 },
-    CounterInfo { pmu: Str(700530, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(866729, 13), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(486796, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(471047, 11), fixed: 1, generic: 2 },
+    CounterInfo { pmu: Str(700562, 10), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(866761, 13), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(486828, 10), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(471079, 11), fixed: 1, generic: 2 },
 ];

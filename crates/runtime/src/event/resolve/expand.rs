@@ -41,7 +41,7 @@ impl Resolver<'_> {
             }
             Body::Numeric { type_, config } => vec![self.numeric(*type_, *config)],
             Body::Tracepoint { system, name, name_span } => {
-                vec![self.tracepoint(system, name, name_span, e, spread)?]
+                self.tracepoints(system, name, name_span, e)?
             }
         };
         if built.is_empty() {
@@ -377,26 +377,30 @@ impl Resolver<'_> {
         }
     }
 
-    fn tracepoint(
+    /// `system:name`, either part a glob (`syscalls:sys_enter_open*`, `block:*`): every
+    /// tracepoint it names, in tracefs's order, each printed `system:name` as perf prints
+    /// tracepoints (modifiers are not part of the name).
+    fn tracepoints(
         &self,
         system: &str,
         name: &str,
         name_span: &Span,
         e: &EventAst,
-        spread: Spread,
-    ) -> Result<Built, Fail> {
-        match self.sysfs.tracepoint(system, name) {
-            Ok(id) => Ok(Built {
-                event: ResolvedEvent::Counter(counter_event(
-                    TYPE_TRACEPOINT,
-                    id,
-                    EventKind::Tracepoint,
-                    None,
-                )),
-                pmu: None,
-                gh: false,
-                named: false,
-            }),
+    ) -> Result<Vec<Built>, Fail> {
+        match self.sysfs.tracepoints(system, name) {
+            Ok(found) => Ok(found
+                .into_iter()
+                .map(|(system, name, id)| {
+                    let mut event = counter_event(TYPE_TRACEPOINT, id, EventKind::Tracepoint, None);
+                    event.name = format!("{system}:{name}");
+                    Built {
+                        event: ResolvedEvent::Counter(event),
+                        pmu: None,
+                        gh: false,
+                        named: true,
+                    }
+                })
+                .collect()),
             Err(problem) => {
                 // `cycles:ukx` is an event with a bad modifier, not a tracepoint.
                 let known = ToolEvent::from_name(system).is_some()
@@ -422,7 +426,6 @@ impl Resolver<'_> {
                         },
                     ));
                 }
-                let _ = spread;
                 Err((e.span.clone(), EventError::Tracepoint { text: e.text.clone(), problem }))
             }
         }

@@ -49,45 +49,8 @@ fn uncore_alias_match(table_pmu: &str, name: &str) -> bool {
 pub fn pmu_wildcard_matches(pmu: &str, tok: &str) -> bool {
     let tok = tok.strip_prefix("uncore_").unwrap_or(tok);
     let name = pmu.strip_prefix("uncore_").unwrap_or(pmu);
-    matches_ignoring_suffix(name, tok) || (tok.contains(['*', '?', '[']) && glob(tok, name))
-}
-
-/// `fnmatch` without flags: `*`, `?` and `[...]` classes.
-fn glob(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    fn go(p: &[char], t: &[char]) -> bool {
-        match p.first() {
-            None => t.is_empty(),
-            Some('*') => (0..=t.len()).any(|i| go(&p[1..], &t[i..])),
-            Some('?') => !t.is_empty() && go(&p[1..], &t[1..]),
-            Some('[') => {
-                let Some(close) = p.iter().position(|&c| c == ']') else {
-                    return t.first() == Some(&'[') && go(&p[1..], &t[1..]);
-                };
-                let Some(&c) = t.first() else { return false };
-                let class = &p[1..close];
-                let (negate, class) = match class.first() {
-                    Some('!') | Some('^') => (true, &class[1..]),
-                    _ => (false, class),
-                };
-                let mut hit = false;
-                let mut i = 0;
-                while i < class.len() {
-                    if i + 2 < class.len() && class[i + 1] == '-' {
-                        hit |= class[i] <= c && c <= class[i + 2];
-                        i += 3;
-                    } else {
-                        hit |= class[i] == c;
-                        i += 1;
-                    }
-                }
-                hit != negate && go(&p[close + 1..], &t[1..])
-            }
-            Some(&c) => t.first() == Some(&c) && go(&p[1..], &t[1..]),
-        }
-    }
-    go(&p, &t)
+    matches_ignoring_suffix(name, tok)
+        || (tok.contains(['*', '?', '[']) && crate::glob::matches(tok, name))
 }
 
 pub(super) fn pmu_sort_key(name: &str) -> (String, u64) {
