@@ -215,6 +215,25 @@ fn a_missing_event_makes_the_metric_nan_and_is_named() {
     );
 }
 
+/// A metric none of whose inputs the counts hold is `nan` with its missing inputs, in every
+/// layout, even where perf's rules would make a number of the NaNs
+/// (`tma_bad_speculation`'s `max(1 - NaN, 0)` is 0): it measured nothing.
+#[test]
+fn a_metric_without_any_of_its_inputs_is_nan_with_the_reason() {
+    let path = counts_file("no_inputs", r#"{"cycles": 1000}"#);
+    let base = ["eval", "--model", "sapphirerapids", "--counts", &path, "-M"];
+    let output = ok(&[&base[..], &["tma_bad_speculation", "--json"]].concat());
+    let bad = row(&metric_rows(&output), "tma_bad_speculation").clone();
+    assert_eq!(bad["value"], Value::Null, "{bad}");
+    assert_eq!(bad["threshold"], Value::Null, "{bad}");
+    assert_eq!(bad["missing"].as_array().map(Vec::len), Some(6), "{bad}");
+    let text = stdout(&ok(&[&base[..], &["tma_bad_speculation"]].concat()));
+    assert!(
+        text.starts_with("     nan %  tma_bad_speculation  missing: topdown-be-bound, "),
+        "{text}"
+    );
+}
+
 /// One `-M` resolver (`engine::select`): eval words a miss exactly as stat does, and a metric
 /// of another model names the models that define it and the flag to pass.
 #[test]

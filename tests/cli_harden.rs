@@ -231,7 +231,8 @@ fn csv_and_json_metrics_keep_full_precision_with_unit_and_name_apart() {
 // ---- 9. perf_event_paranoid ------------------------------------------------------------
 
 /// As `nobody` at perf_event_paranoid 2, counts are real (user mode only) and the fallback is
-/// said once; system-wide, nothing can be counted and the run fails.
+/// said once (with CSV on standard error, as a `#` comment, which `--full-metrics` asks
+/// for); system-wide, nothing can be counted and the run fails.
 #[test]
 fn unprivileged_users_count_user_mode_only() {
     if !is_root() || !have("setpriv") || paranoid() != Some(2) {
@@ -240,8 +241,9 @@ fn unprivileged_users_count_user_mode_only() {
         );
         return;
     }
-    let out =
-        bash(&format!(r#"{AS_NOBODY} "$T" stat -x, -e task-clock,page-faults -- sh -c 'exit 3'"#));
+    let out = bash(&format!(
+        r#"{AS_NOBODY} "$T" stat -x, --full-metrics -e task-clock,page-faults -- sh -c 'exit 3'"#
+    ));
     let text = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "{text}");
     assert_eq!(text.matches("counting user mode only (exclude_kernel)").count(), 1, "{text}");

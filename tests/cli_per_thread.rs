@@ -180,7 +180,7 @@ fn per_thread_rows_add_up_to_the_process_total() {
 
     // Default layout: perf's `%16s-%-7d ` column, event by event and thread by thread,
     // which perf's own output reader takes as per-thread blocks.
-    let counts = std.split(" Notes:").next().unwrap();
+    let counts = std.split(" seconds time elapsed").next().unwrap();
     let lines: Vec<&str> =
         counts.lines().filter(|l| l.contains("task-clock") || l.contains("page-faults")).collect();
     assert_eq!(lines.len(), 2 * tids.len(), "{std}");

@@ -323,8 +323,11 @@ fn stat_record_and_report_through_a_pipe_are_perfs() {
 
 /// `stat+json_output.sh` pipes `2>&1` into perf's JSON linter for `--per-cache`, `--per-die`
 /// and the other units: every line on standard error must be one of perf's JSON objects, so
-/// tmetric's notes and warnings stay out of that stream (they are printed with -v, on a
-/// terminal, or when -o takes the JSON elsewhere). With CSV they are `#` comment lines.
+/// tmetric's notes and warnings stay out of that stream. CSV on standard error holds perf's
+/// lines only as well (`:P` and `<not supported>` add nothing). With `-v` or `--full-metrics`
+/// they join it: `#` comment lines among CSV lines, JSON objects with a `"note"` or
+/// `"warning"` key among JSON lines; with `-o FILE` they go to standard error and the file
+/// holds perf's lines.
 #[test]
 fn json_and_csv_on_standard_error_hold_only_perfs_lines() {
     for args in
@@ -339,11 +342,47 @@ fn json_and_csv_on_standard_error_hold_only_perfs_lines() {
             assert!(v.is_object(), "{line}");
         }
     }
-    let out = tmetric(&["stat", "-x,", "-e", "task-clock,cycles", "true"]);
-    let text = stderr(&out);
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        assert_eq!(line.matches(',').count(), 6, "{line}");
+    for events in ["task-clock,cycles", "cycles:P,task-clock:S", "{task-clock,cycles}:S"] {
+        let out = tmetric(&["stat", "-x,", "-e", events, "true"]);
+        let text = stderr(&out);
+        assert!(out.status.success(), "{text}");
+        for line in text.lines() {
+            assert_eq!(line.matches(',').count(), 6, "-e {events}: {line}");
+        }
+        assert_eq!(text.lines().count(), 2, "-e {events}: {text}");
     }
-    // The reason cycles is not supported is still there, as a comment.
+    // An interval run: perf's lines only, none between the intervals.
+    let out = tmetric(&["stat", "-x,", "-I", "100", "-e", "task-clock,cycles", "sleep", "0.25"]);
+    let text = stderr(&out);
+    for line in text.lines() {
+        assert_eq!(line.matches(',').count(), 7, "{line}");
+    }
+    // Asked for: the reason cycles is not supported, as a comment.
+    let out = tmetric(&["stat", "-x,", "--full-metrics", "-e", "task-clock,cycles", "true"]);
+    let text = stderr(&out);
     assert!(text.lines().any(|l| l.starts_with("# cycles: <not supported>")), "{text}");
+    let out = tmetric(&["stat", "-x,", "-v", "-e", "cycles:P", "true"]);
+    let text = stderr(&out);
+    assert!(text.lines().any(|l| l.starts_with("# cycles:P: <not supported>")), "{text}");
+    let out = tmetric(&["stat", "-j", "--full-metrics", "-e", "task-clock,cycles:P", "true"]);
+    let text = stderr(&out);
+    let objects: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        objects.iter().any(|o| o["note"].as_str().is_some_and(|n| n.starts_with("cycles:P: "))),
+        "{text}"
+    );
+    assert!(objects.iter().any(|o| o["warning"].is_string()), "the `P` modifier: {text}");
+    // Counts in a file: the file holds perf's lines, the notes go to standard error.
+    let dir = tempdir();
+    let file = dir.join("out.csv");
+    let out = tmetric(&["stat", "-x,", "-o", file.to_str().unwrap(), "-e", "cycles", "true"]);
+    let lines = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        lines.lines().filter(|l| !l.is_empty() && !l.starts_with("# started on")).count(),
+        1,
+        "{lines}"
+    );
+    assert!(stderr(&out).contains("tmetric: cycles: <not supported>"), "{}", stderr(&out));
+    std::fs::remove_dir_all(&dir).ok();
 }

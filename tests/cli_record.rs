@@ -159,7 +159,7 @@ fn simulated_topdown_round_trips_and_evaluates_other_metrics() {
     assert!((heavy + light - retiring).abs() < 1e-6, "{heavy} + {light} != {retiring}");
 
     // Another model's formulas: icelake's backend bound needs an event not recorded.
-    let other = tmetric(&["report", "-i", &file, "-x,", "--model", "icelake"]);
+    let other = tmetric(&["report", "-i", &file, "-x,", "-v", "--model", "icelake"]);
     assert!(other.status.success(), "{}", stderr(&other));
     let text = stderr(&other);
     assert!(text.contains("tma_backend_bound: nan: needs INT_MISC.CLEARS_COUNT"), "{text}");
@@ -194,7 +194,7 @@ fn older_records_with_refusals_as_text_print_the_same_note() {
     for file in ["refused-text.jsonl", "refused-text.data"] {
         let path = format!("{}/tests/data/record/{file}", env!("CARGO_MANIFEST_DIR"));
         let err = stderr(&ok(&["report", "-i", &path]));
-        assert!(err.contains(&format!("\n Notes:\n   {note}\n")), "{file}: {err}");
+        assert!(err.contains(&format!("\n\n{note}\n")), "{file}: {err}");
         assert!(err.contains("<not supported>      topdown-retiring"), "{file}: {err}");
     }
 }
@@ -209,7 +209,7 @@ fn refused_groups_print_the_same_note_from_old_and_new_records() {
     let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     let note = header["splits"][0].as_str().expect("the old file holds text").to_string();
     let err = stderr(&ok(&["report", "-i", &old]));
-    assert!(err.contains(&format!("\n   {note}\n")), "{err}");
+    assert!(err.contains(&format!("\n{note}\n")), "{err}");
     let group = "{topdown-retiring,slots,topdown-bad-spec,cpu/event=0xd1,umask=0x1/,cpu/event=0xd1,umask=0x2/,\
         cpu/event=0xd1,umask=0x4/,cpu/event=0xd1,umask=0x8/,cpu/event=0xd1,umask=0x10/,cpu/event=0xd1,umask=0x20/,\
         cpu/event=0xc4,umask=0x0/,cpu/event=0xc5,umask=0x0/,cpu/event=0xc2,umask=0x2/}";
@@ -218,7 +218,7 @@ fn refused_groups_print_the_same_note_from_old_and_new_records() {
         let new = s.path(&format!("new.{format}"));
         let args = ["record", "--format", format, "--pmu-sim", "sapphirerapids", "-a", "-e", group];
         let live = stderr(&ok(&[&args[..], &["-o", &new, "sleep", "0.05"]].concat()));
-        assert!(live.contains(&format!("\n   {note}\n")), "{live}");
+        assert!(live.contains(&format!("\n{note}\n")), "{live}");
         if format == "jsonl" {
             let written = std::fs::read_to_string(&new).unwrap();
             let header: serde_json::Value =
@@ -226,7 +226,7 @@ fn refused_groups_print_the_same_note_from_old_and_new_records() {
             assert_eq!(header["splits"][0]["errno"], 22, "stored as data: {header}");
         }
         let err = stderr(&ok(&["report", "-i", &new]));
-        assert!(err.contains(&format!("\n   {note}\n")), "{format}: {err}");
+        assert!(err.contains(&format!("\n{note}\n")), "{format}: {err}");
     }
 }
 
@@ -683,7 +683,8 @@ fn report_says_why_a_fact_decides_a_value() {
         let pmm = "tma_pmm_bound: 0 because #has_pmem is 0 on this machine: this machine has no persistent memory (no ACPI NFIT table)";
         let tsx = "tsx_transactional_cycles: 0 because has_event(cycles-t) is false: this machine has no `cycles-t` event";
         assert!(stderr(&live).contains(pmm), "{format}: {}", stderr(&live));
-        for layout in [&[][..], &["-x,"][..], &["-j"][..]] {
+        // With -x and -j the notes join perf's lines when asked for.
+        for layout in [&[][..], &["-x,", "-v"][..], &["-j", "--full-metrics"][..]] {
             let mut args = vec!["report", "-i", &file];
             args.extend_from_slice(layout);
             let text = stderr(&ok(&args));

@@ -580,10 +580,46 @@ fn every_aggregation_mode_is_recorded_as_perf_numbers_it() {
     let report = stderr(&ok(&["report", "-i", &file]));
     // Each line starts with a thread's `comm-tid`.
     let threads: Vec<&str> = report.lines().filter(|l| l.contains(" msec task-clock")).collect();
-    // perf's `%16s-%-7d ` (a comm may hold spaces: `opt cgu.14`).
+    // perf's `%16s-%-7d ` then the count (a comm may hold spaces: `opt cgu.14`).
     let comm_tid = |l: &&str| {
-        let column = l.get(..25).unwrap_or_default().trim();
+        let head = l.split(" msec task-clock").next().unwrap_or_default().trim_end();
+        let column = head.rsplit_once(' ').map_or("", |(c, _count)| c).trim();
         column.rsplit_once('-').is_some_and(|(_, tid)| tid.parse::<u32>().is_ok())
     };
-    assert!(threads.len() > 1 && threads.iter().all(comm_tid), "{report}");
+    let odd: Vec<&&str> = threads.iter().filter(|l| !comm_tid(l)).collect();
+    assert!(threads.len() > 1 && odd.is_empty(), "{odd:?} in {report}");
+}
+
+/// A record of a simulated PMU says so in perf.data's own header, where `perf report
+/// --header-only` and `perf stat report` show it: the CPU description names the simulator and
+/// the command line holds `--pmu-sim`.
+#[test]
+fn simulated_records_say_so_in_perfs_header() {
+    let s = Scratch::new("simhdr");
+    let file = s.path("sim.data");
+    ok(&[
+        "record",
+        "--pmu-sim",
+        "sapphirerapids",
+        "-e",
+        "task-clock",
+        "-a",
+        "-o",
+        &file,
+        "sleep",
+        "0.05",
+    ]);
+    let bytes = std::fs::read(&file).unwrap();
+    let has = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
+    assert!(has("(simulated)") && has("--pmu-sim"), "the header names the simulator");
+    if perf_works() {
+        let header = Command::new("perf").args(["report", "--header-only", "-i", &file]).output();
+        let text = String::from_utf8_lossy(&header.unwrap().stdout).into_owned();
+        assert!(
+            text.lines().any(|l| l.starts_with("# cpudesc") && l.contains("(simulated)")),
+            "{text}"
+        );
+        let report = Command::new("perf").args(["stat", "report", "-i", &file]).output().unwrap();
+        assert!(stderr(&report).contains("--pmu-sim sapphirerapids"), "{}", stderr(&report));
+    }
 }

@@ -3,10 +3,11 @@
 //!
 //! This file holds what several of them read; the tests are by what they check: `topdown`
 //! (`--topdown` and level 1), `views` (colour, per-unit, tree, error bars, reasons), `machines`
-//! (machine and workload choice, hybrids), `tpebs` (retire latencies), `truth` (every tree level
+//! (machine and workload choice, hybrids), `guest` (a guest without a virtual PMU), `tpebs` (retire latencies), `truth` (every tree level
 //! against the workload), `validation` (perf's metric validation rules), `uncore` (boxes) and
 //! `plan` (`plan` against what `stat` opens).
 
+mod guest;
 mod machines;
 mod plan;
 mod topdown;

@@ -19,7 +19,7 @@ use crate::stat::Printer;
 use tmetric_engine::aggr::Aggregation;
 use tmetric_engine::view::Split;
 use tmetric_print::out::{Sink, warn};
-use tmetric_print::stat::TreeView;
+use tmetric_print::stat::{Explain, TreeView};
 use tmetric_print::{Config, Title};
 
 /// `tmetric report` flags.
@@ -84,6 +84,15 @@ pub struct ReportArgs {
     /// Write the report to FILE instead of standard error.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// tmetric's additions to perf's layouts, as `stat --full-metrics`: metric names and
+    /// units as fields of their own, full precision, and with `-x`/`-j` the notes among
+    /// the lines (`#` comments, JSON objects).
+    #[arg(long)]
+    full_metrics: bool,
+    /// Every note, also those the default layout's block leaves out; with `-x` as `#`
+    /// comment lines.
+    #[arg(short = 'v', long)]
+    verbose: bool,
     /// Each metric's error bar, as `stat --errors` printed it, from the reads the record keeps
     /// (recorded with --errors or -v).
     #[arg(long)]
@@ -282,11 +291,18 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     config.csv_summary = !replay.intervals.is_empty();
     config.unit_width = tmetric_print::verbose::unit_width(&replay.plan);
     config.errors = args.errors;
+    config.full = args.full_metrics;
     let title = Title { target: replay.target.clone(), runs: 1 };
     let mut printer = Printer::new(out, config, title, Box::new(warn));
     printer.split = split;
     printer.tree = TreeView::new(args.tree, args.all);
     printer.interval = replay.interval;
+    // As stat: the lines scripts read stay perf's.
+    printer.explain =
+        Explain::choose(&layout, args.output.is_none(), args.verbose, args.full_metrics);
+    printer.verbose = args.verbose;
+    printer.simulated = replay.simulated.clone();
+    printer.simulated_mark()?;
     if args.errors && replay.totals.is_some() && replay.reads.is_empty() {
         warn(
             "--errors: the record keeps no reads for error bars (record with --errors or -v); the metrics print without them",
@@ -307,8 +323,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
             .with_latencies(step.latency.as_deref());
         let evaluated =
             plan.evaluate_sample(&mut evaluators, &sample, &printer.split, None, failures);
-        printer.interval(&plan, &sample, &evaluated, step.at)?;
-        printer.interval_notes(&plan, &evaluated, step.at)?;
+        printer.tick(&plan, &sample, &evaluated, step.at)?;
     }
     if let Some(totals) = &replay.totals {
         let sample =
@@ -318,21 +333,10 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
             plan.evaluate_sample(&mut evaluators, &sample, &printer.split, reads, failures);
         evaluated.notes.extend(replay.splits.iter().cloned().map(Note::Group));
         // As stat printed it: user and system time only for a command with no other target.
-        let t = &replay.target;
-        let task_only = !(t.starts_with("system wide")
-            || t == "pipe"
-            || t.starts_with("CPU(s) ")
-            || t.starts_with("process id ")
-            || t.starts_with("thread id "));
-        let rusage = replay.rusage.filter(|_| task_only);
+        let rusage = replay.rusage.filter(|_| replay.ru_display);
         let footer = tmetric_print::stat::footer(replay.elapsed, rusage);
-        printer.summary(&plan, &sample, &evaluated, &footer)?;
-        let notes = printer.notes_for(&plan, &evaluated);
-        printer.notes(&notes)?;
-        // As stat: the block of bars where they cannot show beside the values.
-        if args.errors && !printer.errors_inline() {
-            printer.error_bars(&plan, &evaluated)?;
-        }
+        let bars = args.errors && !printer.errors_inline();
+        printer.totals(&plan, &sample, &evaluated, Some(&footer), bars)?;
     }
     Ok(printer.into_inner().finish()?)
 }

@@ -20,7 +20,7 @@ use tmetric_engine::tpebs::{self, LatencySources};
 use tmetric_engine::view::Split;
 use tmetric_engine::{self as engine, Machine, Pick, Plan, PlanOptions, PmuModel};
 use tmetric_engine::{EvalInput, Strategy};
-use tmetric_print::stat::TreeView;
+use tmetric_print::stat::{Explain, TreeView};
 use tmetric_print::{Aggregation, Config, Title};
 use tmetric_runtime::{Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_runtime::{EventReport, TpebsMode, Workload};
@@ -82,14 +82,17 @@ pub fn run_recording(
     if args.quiet {
         tmetric_print::out::set_quiet();
     }
-    // Warnings share standard error with CSV or JSON counts unless -o names a file: keep
-    // the counts' stream parseable as perf's (`tmetric -j 2>&1 | jq`). CSV warnings become
-    // `#` comment lines; JSON ones are left out unless -v or a terminal reads them.
-    if args.output.is_none() && !std::io::stderr().is_terminal() {
-        match layout_of(args) {
-            Layout::Json if !args.verbose => tmetric_print::out::set_quiet(),
-            Layout::Csv(_) => tmetric_print::out::set_comment_warnings(),
-            _ => {}
+    // Warnings share standard error with CSV or JSON counts unless -o names a file: the
+    // counts' stream stays perf's (`tmetric -x, 2>&1 | script`, `tmetric -j 2>&1 | jq`).
+    // tmetric's warnings join it only when -v or --full-metrics asks: as `#` comment lines
+    // among CSV lines, as JSON objects among JSON lines (plain with -j -v).
+    let layout = layout_of(args);
+    if counts_on_stderr(args, None) {
+        match Explain::choose(&layout, true, args.verbose, args.full_metrics) {
+            Explain::Comments => tmetric_print::out::set_comment_warnings(),
+            Explain::Json => tmetric_print::out::set_json_warnings(),
+            Explain::Quiet => tmetric_print::out::set_quiet(),
+            Explain::Block | Explain::Stderr => {}
         }
     }
     if let Some(ms) = args.interval

@@ -45,7 +45,7 @@ fn cpu_lists_of_one_core_type_show_only_that_types_events() {
     let out = tmetric(&["--pmu-sim", "alderlake", "-M", "TopdownL1", "-C", "7", "sleep", "0.1"]);
     let text = stderr(&out);
     assert!(out.status.success(), "{text}");
-    let counts = text.split(" Notes:").next().unwrap();
+    let counts = text.split(" seconds time elapsed").next().unwrap();
     assert!(!counts.contains("cpu_core/"), "{text}");
     assert!(!counts.contains("<not counted>"), "{text}");
     assert!(counts.contains("tma_retiring (cpu_atom)"), "{text}");

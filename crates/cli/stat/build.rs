@@ -104,9 +104,10 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
         plan.expand_cgroups(&args.for_each_cgroup);
     }
     let hint = |item: &str, model| crate::sim_hint::simulated_hint(item, Some(model));
-    if let Some(why) = defaults::uncountable(&plan, machine, args.metric.model.is_some(), hint) {
+    if let Some(why) = defaults::uncountable(&plan, machine, hint).filter(|_| !default_view) {
         // perf prints such metrics' events `<not supported>` and goes on, and scripts rely
-        // on that: say why once, then count what can be counted.
+        // on that: say why once, then count what can be counted. perf's `Default` view
+        // skips the metrics it cannot count without a word: so does tmetric's.
         warn(&why.to_string());
     }
     Ok(plan)

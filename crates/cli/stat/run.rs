@@ -182,6 +182,7 @@ fn header_facts<'a, S: Syscalls>(
         aggr_mode: aggregation(args),
         // perf's level for `--per-cache` alone is 5, above its last level (4).
         aggr_level: args.per_cache.as_deref().map_or(0, |l| cache_level(l).unwrap_or(5)),
+        ru_display: ru_display(args),
         ..facts
     }
 }
@@ -264,8 +265,7 @@ impl Counting {
                 }
             }
             let printer = &mut self.printer;
-            printer.interval(plan, sample, evaluated, tick.at)?;
-            printer.interval_notes(plan, evaluated, tick.at)?;
+            printer.tick(plan, sample, evaluated, tick.at)?;
             printer.out().flush()?;
             if printer.out().closed() && !has_workload {
                 // Nobody reads a system-wide run any more: end it. With a workload, counting
@@ -332,13 +332,9 @@ impl Counting {
             // Said after the counts, which still print.
             record_failed = record_failed.or(end.err().map(Into::into));
         }
-        if args.interval.is_none() || args.summary {
-            // perf's `ru_display`: user and system time for one run of a command with no
-            // other target (-a, -C, -p, -t).
-            let task_only =
-                args.repeat == 1 && !system_wide(args) && args.pid.is_none() && args.tid.is_empty();
+        let footer = if args.interval.is_none() || args.summary {
             let mut footer =
-                tmetric_print::stat::footer(report.elapsed, rusage.filter(|_| task_only));
+                tmetric_print::stat::footer(report.elapsed, rusage.filter(|_| ru_display(args)));
             if let Some(sd) = outcome.elapsed_spread() {
                 footer.elapsed_sd = Some(sd);
                 if args.table {
@@ -347,20 +343,25 @@ impl Counting {
             }
             footer.null_run = args.null_run;
             footer.nmi_hint = pmus.nmi_watchdog;
-            printer.summary(session.plan(), &sample, &evaluated, &footer)?;
-        }
-        let notes = printer.notes_for(session.plan(), &evaluated);
-        printer.notes(&notes)?;
+            Some(footer)
+        } else {
+            None
+        };
         // The block of bars: with -v, or where --errors cannot show them beside the values.
-        if args.verbose || (args.errors && !printer.errors_inline()) {
-            printer.error_bars(session.plan(), &evaluated)?;
-        }
+        let bars = args.verbose || (args.errors && !printer.errors_inline());
+        printer.totals(session.plan(), &sample, &evaluated, footer.as_ref(), bars)?;
         printer.into_inner().finish()?;
         if let Some(e) = record_failed {
             return Err(e.context("the record file is incomplete"));
         }
         Ok(code)
     }
+}
+
+/// perf's `ru_display`: the totals show the workload's user and system time for one run of a
+/// command with no other target (`-a`, `-C`, `-p`, `-t`).
+fn ru_display(args: &StatArgs) -> bool {
+    args.repeat == 1 && !system_wide(args) && args.pid.is_none() && args.tid.is_empty()
 }
 
 /// perf's `exclude_kernel` fallback, said once: events that count user mode only.

@@ -102,12 +102,11 @@ pub(super) fn printer_for(
     config.colour = args.out.colour(to_terminal);
     let title = Title { target: target_text(args, simulated), runs: args.repeat };
     let mut printer = Printer::new(out, config, title, Box::new(warn));
-    // `tmetric -j 2>&1 | jq`: tmetric's notes and warnings would break perf's JSON lines.
-    let json_shares_stderr = *layout == Layout::Json
-        && args.output.is_none()
-        && !std::io::stderr().is_terminal()
-        && !args.verbose;
-    printer.json_notes = !json_shares_stderr;
+    // `tmetric -x, 2>&1 | script`: tmetric's notes join perf's CSV or JSON lines only when
+    // asked (-v, --full-metrics).
+    let on_stderr = counts_on_stderr(args, record);
+    printer.explain = Explain::choose(layout, on_stderr, args.verbose, args.full_metrics);
+    printer.verbose = args.verbose;
     printer.simulated = simulated.map(str::to_string);
     printer.legacy = legacy;
     printer.interval = args.interval.map(Duration::from_millis);
@@ -115,7 +114,14 @@ pub(super) fn printer_for(
     if args.output.is_some() && !args.quiet {
         printer.started_on(&tmetric_runtime::locale::ctime_now())?;
     }
+    printer.simulated_mark()?;
     Ok(printer)
+}
+
+/// Whether the counts print on standard error (no `-o FILE`, no `-q`, not recording to
+/// standard output), so that tmetric's own lines there would mix into them.
+pub(super) fn counts_on_stderr(args: &StatArgs, record: Option<&tmetric_record::RecordTo>) -> bool {
+    args.output.is_none() && !args.quiet && !record.is_some_and(|r| r.to_stdout())
 }
 
 /// `-v` (and `-j`): per sampled event, the sample statistics.

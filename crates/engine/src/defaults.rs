@@ -52,11 +52,8 @@ pub struct Uncountable {
     pub metrics: Vec<String>,
     /// Why the machine has no hardware PMU.
     pub no_pmu: String,
-    /// The models that define the first metric.
-    pub defined_for: Vec<String>,
-    /// The model came from `--model` (else from this machine's cpuid).
-    pub named: bool,
-    /// The model the metrics were selected from, `arch/name`.
+    /// The model the metrics were selected from, `arch/name` (it defines them: the machine
+    /// lacks the counters, not the model the metrics).
     pub model: String,
     /// A simulated machine whose model defines the first metric: the flag and the model.
     pub simulated: Option<(String, String)>,
@@ -65,32 +62,27 @@ pub struct Uncountable {
 impl fmt::Display for Uncountable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let first = &self.metrics[0];
-        let shown: Vec<&str> = self.defined_for.iter().take(6).map(String::as_str).collect();
-        let more = if self.defined_for.len() > 6 {
-            format!(" and {} more", self.defined_for.len() - 6)
-        } else {
-            String::new()
-        };
         let names: Vec<&str> = self.metrics.iter().map(String::as_str).collect();
+        let them = if names.len() == 1 { "it" } else { "them" };
         write!(
             f,
-            "cannot count {} here, so its events print <not supported>: {}; `{first}` is defined for {}{more}; {} {}. ",
+            "{} of {} cannot be counted here: {}, so {} events print <not supported>. ",
             metrics_list(&names),
+            self.model,
             self.no_pmu,
-            shown.join(", "),
-            if self.named { "--model names" } else { "this machine is" },
-            self.model
+            if names.len() == 1 { "its" } else { "their" }
         )?;
         match &self.simulated {
             Some((flag, on)) => write!(
                 f,
-                "Count it on a simulated {on} (`{flag}`), plan it there (`tmetric plan -M {first} {flag}`), \
-                 or evaluate recorded counts (`tmetric eval --from-perf LOG`)"
+                "To see {them}: count on a simulated {on} (`{flag}`), plan there \
+                 (`tmetric plan -M {first} {flag}`), or evaluate a log of a machine with a PMU \
+                 (`tmetric eval --from-perf LOG`)"
             ),
             None => write!(
                 f,
-                "No simulated PMU has a model that defines it: plan it (`tmetric plan -M {first} --model {}`) \
-                 or evaluate recorded counts (`tmetric eval --from-perf LOG`)",
+                "To see {them}: plan for the model (`tmetric plan -M {first} --model {}`) or \
+                 evaluate a log of a machine with a PMU (`tmetric eval --from-perf LOG`)",
                 self.model
             ),
         }
@@ -98,12 +90,11 @@ impl fmt::Display for Uncountable {
 }
 
 /// Whether every selected CPU-model metric of `plan` is uncountable on `machine` because it
-/// has no core PMU; `named`: the model came from `--model`. `simulated` names a simulated
-/// machine whose model defines a metric (the engine does not know the simulator).
+/// has no core PMU. `simulated` names a simulated machine whose model defines a metric (the
+/// engine does not know the simulator).
 pub fn uncountable(
     plan: &Plan,
     machine: &Machine<'_>,
-    named: bool,
     simulated: impl Fn(&str, &'static Model) -> Option<(String, String)>,
 ) -> Option<Uncountable> {
     let common = tmetric_catalog::common();
@@ -125,19 +116,11 @@ pub fn uncountable(
         .iter()
         .map(|r| r.model.str(r.model.metrics[r.metric].name).to_string())
         .collect();
-    let first = metrics[0].as_str();
-    let defined_for: Vec<String> = tmetric_catalog::MODELS
-        .iter()
-        .filter(|m| !m.is_sys && !m.metrics_named(first).is_empty())
-        .map(|m| m.path())
-        .collect();
     let model = model_roots[0].model;
     Some(Uncountable {
-        simulated: simulated(first, model),
+        simulated: simulated(&metrics[0], model),
         metrics,
         no_pmu: machine.env.no_hardware_pmu().to_string(),
-        defined_for,
-        named,
         model: model.path(),
     })
 }

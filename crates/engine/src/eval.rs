@@ -412,7 +412,7 @@ impl Plan {
                         evaluator.set_input(slot as u16, value, sources[*r]);
                     }
                 }
-                let result = evaluator.evaluate_one(root.metric);
+                let mut result = evaluator.evaluate_one(root.metric);
                 let mut missing = Vec::new();
                 let mut not_counted = Vec::new();
                 for row in root.slot_rows.iter().flatten() {
@@ -422,6 +422,19 @@ impl Plan {
                     {
                         not_counted.push(*row);
                     }
+                }
+                // A value computed from none of its measured inputs measures nothing, whatever
+                // perf's `min`/`max`/`if` made of the NaNs (`max(1 - NaN, 0)` is 0): `nan`.
+                let measured = root.slot_rows.iter().flatten().filter(|&&r| {
+                    matches!(self.rows[r].source, Source::Counter(_) | Source::Missing(_))
+                });
+                let mut measured = measured.peekable();
+                if measured.peek().is_some()
+                    && measured.all(|r| missing.contains(r))
+                    && !result.value.is_nan()
+                {
+                    result.value = f64::NAN;
+                    result.threshold = None;
                 }
                 // Only inputs the value (not just the threshold) needs explain the value.
                 let needed = &result.missing;
@@ -462,7 +475,14 @@ impl Plan {
         // Events with the same explanation share one note: a TMA group without a PMU would
         // otherwise repeat it dozens of times.
         let mut notes: Vec<Note> = Vec::new();
-        for row in self.rows.iter().filter(|r| r.show || !r.roots.is_empty()) {
+        // perf's `Default` view skips a group whose events did not run, and says nothing of
+        // it: neither do its notes.
+        let skipped = |row: &PlanRow| {
+            self.default_metrics
+                && !row.roots.is_empty()
+                && !matches!(shown(self, row, sample), Shown::Value { .. })
+        };
+        for row in self.rows.iter().filter(|r| (r.show || !r.roots.is_empty()) && !skipped(r)) {
             let why = if self.opened_nowhere(row, sample) {
                 let cpus = match &row.source {
                     Source::Counter(spec) => self.events[*spec].cpus.clone().unwrap_or_default(),
@@ -494,6 +514,9 @@ impl Plan {
             }
         }
         for (r, result) in results.iter().enumerate() {
+            if self.rows.iter().any(|row| row.roots.contains(&r) && skipped(row)) {
+                continue;
+            }
             if let Some(why) = self.metric_why(r, result, sample) {
                 // A hybrid machine's metric names carry their PMU where both core types have
                 // one.

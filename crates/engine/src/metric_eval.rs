@@ -370,7 +370,25 @@ impl MetricEval {
 
     /// Evaluates `roots` and what they reference over the current inputs.
     pub fn evaluate(&mut self, roots: &[usize]) -> Vec<MetricResult> {
-        self.evaluator.evaluate(self.model, roots)
+        let mut results = self.evaluator.evaluate(self.model, roots);
+        for result in &mut results {
+            self.nan_without_inputs(result);
+        }
+        results
+    }
+
+    /// A value computed from none of the inputs it needs measures nothing, whatever perf's
+    /// `min`/`max`/`if` made of the NaNs (`tma_bad_speculation`'s `max(1 - NaN, 0)` is 0):
+    /// it is `nan`, and its missing inputs say why, in every front end.
+    fn nan_without_inputs(&mut self, result: &mut MetricResult) {
+        if result.value.is_nan() || result.missing.is_empty() {
+            return;
+        }
+        let needed = self.needed(result.metric);
+        if matches!(&needed.expr, Ok(ids) if ids.len() == result.missing.len()) {
+            result.value = f64::NAN;
+            result.threshold = None;
+        }
     }
 
     /// Evaluates one root, as [`MetricEval::evaluate`] does, from the cached order and needed
@@ -390,13 +408,15 @@ impl MetricEval {
             Some(Ok(v)) if !v.is_nan() => Some(v != 0.0),
             _ => None,
         };
-        MetricResult {
+        let mut result = MetricResult {
             metric: root,
             value: self.evaluator.metrics[root],
             failure: self.evaluator.failures[root],
             missing,
             threshold,
-        }
+        };
+        self.nan_without_inputs(&mut result);
+        result
     }
 }
 

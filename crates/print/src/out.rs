@@ -39,12 +39,27 @@ pub fn stdin_hint(what: &str, example: &str) {
 }
 
 /// Prints `tmetric: {message}` on standard error, ignoring failure (there is nowhere else
-/// to say it); nothing with `--quiet`.
+/// to say it); nothing with `--quiet`; a JSON object (`{"warning" : ...}`) after
+/// [`set_json_warnings`].
 pub fn warn(message: &str) {
     if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
         return;
     }
+    if JSON.load(std::sync::atomic::Ordering::Relaxed) {
+        let line = serde_json::json!({ "warning": message });
+        let _ = writeln!(io::stderr().lock(), "{line}");
+        return;
+    }
     error(message);
+}
+
+/// Warnings as JSON objects (`-j --full-metrics` counts on standard error).
+static JSON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes [`warn`] write each warning as a JSON object of its own, `{"warning" : "..."}`, a
+/// line readers of JSON counts can tell from perf's.
+pub fn set_json_warnings() {
+    JSON.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Warnings as `#` comment lines (CSV counts on standard error).

@@ -45,6 +45,41 @@ impl TreeView {
 /// Says a note on standard error (the caller's wording, `--quiet` and comment prefix).
 pub type Warn = Box<dyn FnMut(&str)>;
 
+/// Where tmetric's explanations of the counts go (the notes on `<not supported>`, `<not
+/// counted>` and `nan`, the error-bar block), so that the lines scripts read stay perf's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Explain {
+    /// The default layout: a short block after the counts, where perf prints its own hints
+    /// (the NMI watchdog's); with `-I`, after the last interval.
+    Block,
+    /// `#` comment lines among the CSV lines, which perf's readers skip (`-x` with `-v` or
+    /// `--full-metrics`).
+    Comments,
+    /// JSON objects of their own with a `"note"` key (`-j --full-metrics`).
+    Json,
+    /// Standard error, as `tmetric:` lines: the counts go to a file, or `-j -v` on a terminal
+    /// reader's stream.
+    Stderr,
+    /// Not said: CSV or JSON counts share standard error and neither `-v` nor
+    /// `--full-metrics` asked for more than perf's lines.
+    Quiet,
+}
+
+impl Explain {
+    /// Where explanations go for `layout`: `counts_on_stderr` when the counts share standard
+    /// error (no `-o FILE`), `verbose` for `-v`, `full` for `--full-metrics`.
+    pub fn choose(layout: &Layout, counts_on_stderr: bool, verbose: bool, full: bool) -> Explain {
+        match layout {
+            Layout::Std => Explain::Block,
+            _ if !counts_on_stderr => Explain::Stderr,
+            Layout::Csv(_) if verbose || full => Explain::Comments,
+            Layout::Json if full => Explain::Json,
+            Layout::Json if verbose => Explain::Stderr,
+            _ => Explain::Quiet,
+        }
+    }
+}
+
 /// Prints a plan's counts to `W` (see the module documentation).
 pub struct StatPrinter<W: Write> {
     perf: crate::Printer<W>,
@@ -65,9 +100,12 @@ pub struct StatPrinter<W: Write> {
     lines: usize,
     /// Notes already said for an interval (each is said once, at its first interval).
     said: Vec<String>,
-    /// With `-j`: the notes may go to standard error (the JSON goes to a file, standard
-    /// error is a terminal, or `-v`); otherwise `2>&1` would mix them into perf's JSON.
-    pub json_notes: bool,
+    /// Interval notes the default layout's block says after the last interval.
+    pending: Vec<String>,
+    /// Where explanations go.
+    pub explain: Explain,
+    /// `-v`: every note, not only the default layout's short block.
+    pub verbose: bool,
     /// `--pmu-sim`'s machine: perf's NMI-watchdog hint would send the user to this machine's
     /// `/proc/sys/kernel/nmi_watchdog`, but the watchdog that held a counter is the simulated
     /// machine's.
@@ -76,7 +114,10 @@ pub struct StatPrinter<W: Write> {
 
 impl<W: Write> StatPrinter<W> {
     /// A printer writing to `out` in `config`'s layout; notes for standard error go to `warn`.
+    /// Explanations go where they would for counts on standard error without `-v` or
+    /// `--full-metrics` ([`Explain::choose`]).
     pub fn new(out: W, config: Config, title: Title, warn: Warn) -> StatPrinter<W> {
+        let explain = Explain::choose(&config.layout, true, false, false);
         StatPrinter {
             perf: crate::Printer::new(out, config),
             warn,
@@ -88,7 +129,9 @@ impl<W: Write> StatPrinter<W> {
             interval: None,
             lines: 0,
             said: Vec::new(),
-            json_notes: true,
+            pending: Vec::new(),
+            explain,
+            verbose: false,
             simulated: None,
         }
     }
@@ -116,6 +159,58 @@ impl<W: Write> StatPrinter<W> {
     /// Whether a printed event was `<not counted>` although supported.
     pub fn saw_uncounted(&self) -> bool {
         self.perf.saw_uncounted()
+    }
+
+    /// One `-I` interval as `stat` and `report` print it: the counts, then the notes of what
+    /// this interval could not count ([`StatPrinter::interval_notes`]).
+    pub fn tick(
+        &mut self,
+        plan: &Plan,
+        sample: &EvalInput<'_>,
+        evaluated: &Evaluated,
+        at: Duration,
+    ) -> io::Result<()> {
+        self.interval(plan, sample, evaluated, at)?;
+        self.interval_notes(plan, evaluated, at)
+    }
+
+    /// The end of a run as `stat` and `report` print it: the totals with perf's title and
+    /// `footer` (unless `-I` without `--summary`: `None`), the notes, and with `bars` the block
+    /// of error bars ([`StatPrinter::error_bars`]).
+    pub fn totals(
+        &mut self,
+        plan: &Plan,
+        sample: &EvalInput<'_>,
+        evaluated: &Evaluated,
+        footer: Option<&Footer>,
+        bars: bool,
+    ) -> io::Result<()> {
+        if let Some(footer) = footer {
+            self.summary(plan, sample, evaluated, footer)?;
+        }
+        let notes = self.notes_for(plan, evaluated);
+        self.notes(&notes)?;
+        if bars {
+            self.error_bars(plan, evaluated)?;
+        }
+        Ok(())
+    }
+
+    /// Marks the output of a simulated PMU where perf's readers skip it (the default layout's
+    /// title says it): a `#` comment before CSV lines, a JSON object with the
+    /// `"simulated-pmu"` key before JSON lines.
+    pub fn simulated_mark(&mut self) -> io::Result<()> {
+        let Some(name) = self.simulated.clone() else { return Ok(()) };
+        match self.config().layout.clone() {
+            Layout::Std => Ok(()),
+            Layout::Csv(_) => writeln!(
+                self.out(),
+                "# simulated PMU '{name}': every count comes from a simulator, not hardware"
+            ),
+            Layout::Json => {
+                writeln!(self.out(), "{}", serde_json::json!({ "simulated-pmu": name }))
+            }
+        }
     }
 
     /// One `-I` interval: `sample` and its evaluation.
@@ -213,7 +308,12 @@ impl<W: Write> StatPrinter<W> {
         // come last, after every thread's notes.
         let (groups, rest): (Vec<&engine::Note>, Vec<&engine::Note>) =
             evaluated.notes.iter().partition(|n| matches!(n, engine::Note::Group(_)));
-        let mut notes: Vec<String> = rest.iter().map(ToString::to_string).collect();
+        let short = self.explain == Explain::Block && !self.verbose;
+        let mut notes: Vec<String> = rest
+            .iter()
+            .filter(|n| !(short && implied(n, &evaluated.notes)))
+            .map(ToString::to_string)
+            .collect();
         if self.tree.is_on() {
             notes.extend(undecided_note(plan, &evaluated.total.results));
         }
@@ -245,8 +345,8 @@ impl<W: Write> StatPrinter<W> {
 
     /// With `-I`: why this interval prints `<not counted>`, `nan` or a value computed around a
     /// missing input (a group that ran in other intervals but not in this one), each reason
-    /// once, at the first interval it applies to, on standard error with the interval's time.
-    /// The refused groups are said once, after the run.
+    /// once, at the first interval it applies to, with the interval's time. The refused
+    /// groups are said once, after the run.
     pub fn interval_notes(
         &mut self,
         plan: &Plan,
@@ -268,51 +368,73 @@ impl<W: Write> StatPrinter<W> {
         let time = format!("{}.{:09}", at.as_secs(), at.subsec_nanos());
         let lines: Vec<String> = fresh.iter().map(|n| format!("{time}: {n}")).collect();
         self.said.extend(fresh);
+        if self.explain == Explain::Block {
+            // The default layout's intervals are perf's lines: the block follows the last.
+            self.pending.extend(lines);
+            return Ok(());
+        }
         self.say(&lines)
     }
 
-    /// Writes notes where the layout keeps them out of the lines scripts parse: CSV as `#`
-    /// comment lines in the counts' stream (perf's CSV files start with one, and perf's CSV
-    /// checks skip them); JSON and interval lines on standard error, prefixed `tmetric:`
-    /// (JSON only when that is not the JSON's own stream, see [`StatPrinter::json_notes`]).
-    fn say(&mut self, notes: &[String]) -> io::Result<()> {
-        match self.config().layout.clone() {
-            Layout::Csv(_) => {
+    /// Writes explanations where [`StatPrinter::explain`] puts them, except the default
+    /// layout's block ([`StatPrinter::block_of`]).
+    fn say(&mut self, lines: &[String]) -> io::Result<()> {
+        self.say_in(self.explain, lines)
+    }
+
+    /// Writes `lines` as `explain` says.
+    fn say_in(&mut self, explain: Explain, lines: &[String]) -> io::Result<()> {
+        match explain {
+            Explain::Comments => {
                 let out = self.out();
-                for note in notes {
-                    writeln!(out, "# {note}")?;
+                for line in lines {
+                    writeln!(out, "# {line}")?;
                 }
             }
-            Layout::Json if !self.json_notes => {}
-            _ => {
+            Explain::Json => {
+                let out = self.out();
+                for line in lines {
+                    writeln!(out, "{}", serde_json::json!({ "note": line }))?;
+                }
+            }
+            Explain::Stderr | Explain::Block => {
                 // Standard error may also hold the counts: theirs first.
                 self.out().flush()?;
-                for note in notes {
-                    (self.warn)(note);
+                for line in lines {
+                    (self.warn)(line);
                 }
             }
+            Explain::Quiet => {}
         }
         Ok(())
     }
 
-    /// The notes after the counts: in the default layout below the footer (where perf
-    /// prints its hints), else as [`StatPrinter::say`] puts them.
+    /// The default layout's block of `lines` after the counts: flush left as perf's hints,
+    /// then an empty line.
+    fn block_of(&mut self, lines: &[String]) -> io::Result<()> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let out = self.out();
+        for line in lines {
+            writeln!(out, "{line}")?;
+        }
+        writeln!(out)
+    }
+
+    /// The notes after the counts: in the default layout a short block below the footer (or
+    /// the last interval), where perf prints its hints, with the intervals' notes; else as
+    /// [`StatPrinter::explain`] says.
     pub fn notes(&mut self, notes: &[String]) -> io::Result<()> {
         // What an interval already said is not said again.
-        let notes: Vec<String> = notes.iter().filter(|n| !self.said.contains(n)).cloned().collect();
-        if notes.is_empty() {
-            return Ok(());
+        let mut notes: Vec<String> =
+            notes.iter().filter(|n| !self.said.contains(n)).cloned().collect();
+        if self.explain != Explain::Block {
+            return self.say(&notes);
         }
-        if self.config().layout == Layout::Std && !self.config().interval {
-            let out = self.out();
-            writeln!(out, " Notes:")?;
-            for note in notes {
-                writeln!(out, "   {note}")?;
-            }
-            writeln!(out)?;
-            return Ok(());
-        }
-        self.say(&notes)
+        let mut all = std::mem::take(&mut self.pending);
+        all.append(&mut notes);
+        self.block_of(&all)
     }
 
     /// The error bars (`--errors`, `-v`) of the metrics of `plan` in an evaluated sample's
@@ -350,18 +472,16 @@ impl<W: Write> StatPrinter<W> {
             "Error bars ({} standard deviations of the value, from reads every 100 ms; metrics whose events ran the whole time have none):",
             tmetric_engine::BAR_SIGMAS
         );
-        if self.config().layout == Layout::Std {
-            let out = self.out();
-            writeln!(out, " {head}")?;
-            for line in &lines {
-                writeln!(out, "   {line}")?;
-            }
-            writeln!(out)?;
-            return Ok(());
-        }
         let mut all = vec![head];
-        all.extend(lines);
-        self.say(&all)
+        all.extend(lines.into_iter().map(|l| format!("  {l}")));
+        // Asked for (`--errors`): where CSV and JSON would say nothing, among their lines.
+        let explain = match (self.explain, &self.config().layout) {
+            (Explain::Block, _) => return self.block_of(&all),
+            (Explain::Quiet, Layout::Csv(_)) => Explain::Comments,
+            (Explain::Quiet, _) => Explain::Json,
+            (explain, _) => explain,
+        };
+        self.say_in(explain, &all)
     }
 
     /// The time column of a tree or legacy line.
@@ -556,6 +676,20 @@ impl<W: Write> StatPrinter<W> {
         }
         Ok(())
     }
+}
+
+/// Whether `note` says only what the notes on rows already say: a metric is `nan` because
+/// rows are `<not supported>`, and each of those rows has its own note. The default layout's
+/// short block leaves it out (`-v` keeps it).
+fn implied(note: &engine::Note, notes: &[engine::Note]) -> bool {
+    use engine::{MetricWhy, Note, RowWhy};
+    let Note::Metric { why: MetricWhy::NanWithout(needs), .. } = note else { return false };
+    needs.iter().all(|name| {
+        notes.iter().any(|n| {
+            matches!(n, Note::Rows { rows, why: RowWhy::Missing(_) | RowWhy::Refused(_) }
+                if rows.contains(name))
+        })
+    })
 }
 
 /// With `--tree`: which nodes' thresholds could not be decided, which keeps `<==` from

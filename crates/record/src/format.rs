@@ -97,6 +97,11 @@ pub struct Header {
     /// `--per-cache=L`'s level (perf's 5 for the last level).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggr_level: Option<u32>,
+    /// The totals showed the workload's user and system time (perf's `ru_display`: one run
+    /// of a command with no other target); absent in files written before tmetric kept it
+    /// (read as: when not system-wide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ru_display: Option<bool>,
 }
 
 /// A model's probe values, per input slot.

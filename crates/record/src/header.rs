@@ -46,6 +46,8 @@ pub struct HeaderFacts<'a> {
     pub aggr_mode: tmetric_perfstat::Aggregation,
     /// `--per-cache=L`'s level (perf's 5, above its last level, for `--per-cache` alone).
     pub aggr_level: u32,
+    /// The totals show the workload's user and system time (perf's `ru_display`).
+    pub ru_display: bool,
 }
 
 impl<'a> HeaderFacts<'a> {
@@ -74,6 +76,7 @@ impl<'a> HeaderFacts<'a> {
             selection,
             aggr_mode: tmetric_perfstat::Aggregation::Global,
             aggr_level: 0,
+            ru_display: true,
         }
     }
 }
@@ -113,6 +116,7 @@ pub fn header(f: &HeaderFacts<'_>) -> Header {
         skip_zero: f.skip_zero,
         aggr_mode: Some(f.aggr_mode.code()),
         aggr_level: (f.aggr_mode == tmetric_perfstat::Aggregation::Cache).then_some(f.aggr_level),
+        ru_display: Some(f.ru_display),
     }
 }
 

@@ -156,6 +156,10 @@ pub struct Playback {
     pub aggr: Option<Aggregation>,
     /// `--per-cache=L`'s level when recorded so (`None`: the last level).
     pub cache_level: Option<u32>,
+    /// The totals show the workload's user and system time, as `stat` showed them.
+    pub ru_display: bool,
+    /// `--pmu-sim`: the simulated machine the counts come from.
+    pub simulated: Option<String>,
     /// The error-bar reads the record keeps, numbered as the plan's specs; empty when none.
     pub reads: Vec<Snapshot>,
 }
@@ -391,6 +395,8 @@ fn of_record(
             .aggr_mode
             .and_then(|code| Aggregation::from_code(code, tmetric_perfstat::Numbering::Since6_8)),
         cache_level: cache_level(h.aggr_level.map(u64::from)),
+        ru_display: h.ru_display.unwrap_or(!h.system_wide),
+        simulated: h.simulated.clone(),
     })
 }
 
@@ -482,6 +488,9 @@ fn of_perf_stat(
         interval: (data.interval_ms > 0).then(|| Duration::from_millis(data.interval_ms)),
         aggr: data.aggregation(),
         cache_level: cache_level(data.aggr_level),
+        // perf stat report shows no user and system time.
+        ru_display: false,
+        simulated: None,
         reads: Vec::new(),
     })
 }

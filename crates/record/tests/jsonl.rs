@@ -56,6 +56,7 @@ fn header_line() -> String {
         skip_zero: false,
         aggr_mode: None,
         aggr_level: None,
+        ru_display: None,
     };
     serde_json::to_string(&h).unwrap()
 }

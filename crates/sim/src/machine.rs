@@ -229,6 +229,12 @@ pub const NAMES: &[&str] = &[
     "neoverse-n2",
 ];
 
+/// Guests whose hypervisor exposes no virtual PMU, which [`Machine::named`] also knows: the
+/// host's CPU model in cpuinfo, no core PMU, no uncore, RAPL or cstate PMU (KVM without
+/// `enable_pmu`, and most cloud guests and microVMs). Kept apart from [`NAMES`]: nothing on
+/// them counts a hardware event, so they are never the machine a metric is counted on.
+pub const GUESTS: &[&str] = &["emeraldrapids-guest", "amdzen4-guest"];
+
 impl Machine {
     /// Every machine name, in a fixed order.
     pub fn names() -> &'static [&'static str] {
@@ -247,9 +253,16 @@ impl Machine {
             "meteorlake" => hybrid(true),
             "amdzen4" => amdzen4(),
             "neoverse-n2" => neoverse_n2(),
+            "emeraldrapids-guest" => guest_without_pmu(emeraldrapids_host(), name),
+            "amdzen4-guest" => guest_without_pmu(amdzen4(), name),
             _ => return None,
         };
         Some(machine)
+    }
+
+    /// The guests without a virtual PMU [`Machine::named`] knows ([`GUESTS`]).
+    pub fn guests() -> &'static [&'static str] {
+        GUESTS
     }
 
     /// The same machine with the NMI watchdog switched on or off.
@@ -408,6 +421,13 @@ impl Machine {
         cores.len()
     }
 
+    /// x86 cpuinfo flags: a machine without a core PMU is a guest whose hypervisor hides it
+    /// (KVM clears CPUID leaf 0xA, so no `arch_perfmon` or `pdcm`, and sets `hypervisor`).
+    fn cpu_flags(&self) -> &'static str {
+        let core_pmu = self.pmus.iter().any(|p| matches!(p.class, PmuClass::X86Core(_)));
+        if core_pmu { "fpu tsc msr apic pdcm arch_perfmon" } else { "fpu tsc msr apic hypervisor" }
+    }
+
     /// `/proc/cpuinfo` text in the kernel's per-architecture layout.
     pub fn cpuinfo(&self) -> String {
         let mut out = String::new();
@@ -419,8 +439,11 @@ impl Machine {
                         "processor\t: {}\nvendor_id\t: {vendor}\ncpu family\t: {family}\n\
                          model\t\t: {model}\nmodel name\t: {model_name}\nstepping\t: {stepping}\n\
                          physical id\t: {}\nsiblings\t: {siblings}\ncore id\t\t: {}\n\
-                         flags\t\t: fpu tsc msr apic pdcm arch_perfmon\n\n",
-                        cpu.id, cpu.package, cpu.core
+                         flags\t\t: {}\n\n",
+                        cpu.id,
+                        cpu.package,
+                        cpu.core,
+                        self.cpu_flags()
                     ));
                 }
                 CpuId::Midr(midr) => {
@@ -1473,5 +1496,43 @@ fn neoverse_n2() -> Machine {
         paranoid: 2,
         mux_interval_ms: 4,
         retire_latency: false,
+    }
+}
+
+/// An Emerald Rapids host: Sapphire Rapids' PMUs and topology with Emerald Rapids' cpuid
+/// (family 6, model 0xCF), which perf's mapfile maps to x86/emeraldrapids. Only its guest is
+/// a named machine.
+fn emeraldrapids_host() -> Machine {
+    Machine {
+        name: "emeraldrapids".into(),
+        description: "Emerald Rapids server, 2 packages x 2 cores x 2 threads".into(),
+        catalogue_model: "emeraldrapids".into(),
+        id: CpuId::X86 {
+            vendor: "GenuineIntel".into(),
+            family: 6,
+            model: 0xcf,
+            stepping: 2,
+            model_name: "INTEL(R) XEON(R) PLATINUM 8592+ (simulated)".into(),
+        },
+        ..sapphirerapids()
+    }
+}
+
+/// `host` seen from a guest whose hypervisor exposes no virtual PMU: the same CPUs and
+/// cpuid, only the PMUs the guest kernel registers without PMU hardware (`software`,
+/// `tracepoint`, `breakpoint`, the clocks, probes and `msr`, whose TSC is readable in a guest
+/// as on this machine), no NMI watchdog (it needs the core PMU), and `hypervisor` in cpuinfo.
+fn guest_without_pmu(host: Machine, name: &str) -> Machine {
+    let pmus = host
+        .pmus
+        .into_iter()
+        .filter(|p| matches!(p.class, PmuClass::Builtin | PmuClass::Msr { .. }))
+        .collect();
+    Machine {
+        name: name.into(),
+        description: format!("{}, in a guest without a virtual PMU", host.description),
+        pmus,
+        nmi_watchdog: false,
+        ..host
     }
 }

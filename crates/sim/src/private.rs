@@ -61,8 +61,9 @@ impl std::fmt::Display for SetupError {
         match self {
             SetupError::NoMachine(name) => write!(
                 f,
-                "no simulated PMU `{name}`; the simulated machines are {}",
-                Machine::names().join(", ")
+                "no simulated PMU `{name}`; the simulated machines are {}, and the guests without a virtual PMU {}",
+                Machine::names().join(", "),
+                Machine::guests().join(", ")
             ),
             SetupError::TempDir { base, source } => write!(
                 f,
