@@ -142,3 +142,36 @@ fn builtins_from_a_csv_log() {
     assert_eq!(retiring["perf"]["agrees"], true);
     assert_eq!(builtin(&rows, "branch_miss_rate")["perf"]["agrees"], true);
 }
+
+/// The cache and TLB miss ratios (`perf stat -d`'s `of all L1-dcache accesses` and the others)
+/// come from the same built-in table as `insn per cycle`, so a log's printed ratios are
+/// checked: misses / loads * 100 for L1-dcache, L1-icache, LLC, dTLB and iTLB. A value edited
+/// in the log is flagged with perf's own text.
+#[test]
+fn cache_miss_ratios_from_a_d_log_agree_with_perf() {
+    let log = read("perf/hw_cache_builtins_perf612.txt");
+    let path = fixture("perf/hw_cache_builtins_perf612.txt");
+    let output = ok(&["eval", "--from-perf", &path, "--json"]);
+    let (_, rows) = json(&output);
+    for (metric, misses, loads, label) in [
+        ("l1d_miss_rate", "L1-dcache-load-misses", "L1-dcache-loads", "of all L1-dcache accesses"),
+        ("l1i_miss_rate", "L1-icache-load-misses", "L1-icache-loads", "of all L1-icache accesses"),
+        ("llc_miss_rate", "LLC-load-misses", "LLC-loads", "of all LL-cache accesses"),
+        ("dtlb_miss_rate", "dTLB-load-misses", "dTLB-loads", "of all dTLB cache accesses"),
+        ("itlb_miss_rate", "iTLB-load-misses", "iTLB-loads", "of all iTLB cache accesses"),
+    ] {
+        let row = builtin(&rows, metric);
+        assert_close(&row["value"], count(&log, misses) / count(&log, loads) * 100.0);
+        assert_eq!(row["perf"]["label"], label, "{row}");
+        assert_eq!(row["perf"]["agrees"], true, "{row}");
+    }
+    assert!(stderr(&output).contains("all agree"), "{}", stderr(&output));
+
+    let edited = log.replace("13.00% of all LL-cache", "31.00% of all LL-cache");
+    let output = tmetric_stdin(&["eval", "--from-perf", "-"], &edited);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let line = text.lines().find(|l| l.contains(" llc_miss_rate")).expect("an LLC line");
+    assert!(line.contains("(perf printed 31.00 of all LL-cache accesses)"), "{line}");
+    assert!(stderr(&output).contains("1 disagree"), "{}", stderr(&output));
+}

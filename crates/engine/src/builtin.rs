@@ -10,6 +10,7 @@
 //! the JSON metrics (`tma_retiring`, ...) instead, which the catalogue evaluates.
 
 use crate::topdown::{LegacyCounts, level1};
+use crate::view::Fmt;
 
 /// The input perf calls `STAT_NSECS`: any clock event, `task-clock` or `cpu-clock` (`perf stat
 /// -a` counts `cpu-clock`). [`Builtin::inputs`] lists it by this name.
@@ -33,13 +34,23 @@ pub struct Builtin {
     pub unit: &'static str,
     /// Decimals perf prints.
     pub decimals: usize,
+    /// perf's printf format for the value when it prints the metric live (`%8.3f` for
+    /// `GHz`, `%7.2f ` per instruction, `%7.2f%%` for ratios).
+    pub fmt: Fmt,
+    /// perf's colour thresholds for a ratio (`get_ratio_color`: red above the first,
+    /// magenta above the second, yellow above the third), `None` for an uncoloured value.
+    pub colour: Option<[f64; 3]>,
     formula: Formula,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Formula {
-    /// `inputs[0] / inputs[1]`, both non-zero (perf prints a blank value otherwise).
+    /// `inputs[0] / inputs[1]`, the denominator non-zero (perf prints a blank value
+    /// otherwise).
     Ratio,
+    /// `inputs[0] / inputs[1]`, both non-zero (`GHz`: perf's `print_cycles` blanks a zero
+    /// cycle count too).
+    RatioOfNonZero,
     /// `inputs[0] / inputs[1] * 100`, both non-zero.
     Percent,
     /// `max(stalled-cycles-frontend, stalled-cycles-backend) / instructions`.
@@ -69,7 +80,8 @@ const fn ratio(
     name: &'static str,
     label: &'static str,
     inputs: &'static [&'static str],
-    decimals: usize,
+    fmt: Fmt,
+    formula: Formula,
 ) -> Builtin {
     Builtin {
         name,
@@ -78,15 +90,21 @@ const fn ratio(
         inputs,
         optional: &[],
         unit: "",
-        decimals,
-        formula: Formula::Ratio,
+        decimals: fmt.decimals,
+        fmt,
+        colour: None,
+        formula,
     }
 }
+
+/// perf's colours for the miss ratios (`print_branch_miss` and the cache printers).
+const MISS: [f64; 3] = [20.0, 10.0, 5.0];
 
 const fn percent(
     name: &'static str,
     label: &'static str,
     inputs: &'static [&'static str],
+    colour: [f64; 3],
 ) -> Builtin {
     Builtin {
         name,
@@ -96,9 +114,14 @@ const fn percent(
         optional: &[],
         unit: "%",
         decimals: 2,
+        fmt: Fmt::PERCENT,
+        colour: Some(colour),
         formula: Formula::Percent,
     }
 }
+
+/// perf's topdown shares print as `%8.1f%%` (6.1's `print_metric` for TopDown).
+const TOPDOWN: Fmt = Fmt { width: 8, decimals: 1, suffix: "%" };
 
 const fn td_l1(name: &'static str, label: &'static str, index: usize) -> Builtin {
     Builtin {
@@ -109,6 +132,8 @@ const fn td_l1(name: &'static str, label: &'static str, index: usize) -> Builtin
         optional: &[],
         unit: "%",
         decimals: 1,
+        fmt: TOPDOWN,
+        colour: None,
         formula: Formula::TopdownL1(index),
     }
 }
@@ -129,6 +154,8 @@ const fn td_l2(
         optional: &[],
         unit: "%",
         decimals: 1,
+        fmt: TOPDOWN,
+        colour: None,
         formula: Formula::TopdownL2 { parent, rest },
     }
 }
@@ -147,13 +174,23 @@ const fn legacy(
         optional: &["topdown-recovery-bubbles"],
         unit: "%",
         decimals: 1,
+        fmt: TOPDOWN,
+        colour: None,
         formula: Formula::Legacy(i),
     }
 }
 
-/// Every built-in metric, in the order perf prints them on a row.
+/// Every built-in metric, in the order perf prints them on a row: the one table that both
+/// the live view (`view::shadow`, perf 6.12's `stat-shadow.c`) and the log checker
+/// (`tmetric-offline`) read labels, inputs, formats and colours from.
 pub const BUILTINS: &[Builtin] = &[
-    ratio("insn_per_cycle", "insn per cycle", &["instructions", "cycles"], 2),
+    ratio(
+        "insn_per_cycle",
+        "insn per cycle",
+        &["instructions", "cycles"],
+        Fmt::PER_INSN,
+        Formula::Ratio,
+    ),
     Builtin {
         name: "stalled_cycles_per_insn",
         label: "stalled cycles per insn",
@@ -162,14 +199,51 @@ pub const BUILTINS: &[Builtin] = &[
         optional: &["stalled-cycles-frontend", "stalled-cycles-backend"],
         unit: "",
         decimals: 2,
+        fmt: Fmt::PER_INSN,
+        colour: None,
         formula: Formula::StalledPerInsn,
     },
     // perf's "GHz" is cycles per nanosecond of the clock event.
-    ratio("ghz", "GHz", &["cycles", NSECS], 3),
-    percent("frontend_cycles_idle", "frontend cycles idle", &["stalled-cycles-frontend", "cycles"]),
-    percent("backend_cycles_idle", "backend cycles idle", &["stalled-cycles-backend", "cycles"]),
-    percent("branch_miss_rate", "of all branches", &["branch-misses", "branches"]),
-    percent("cache_miss_rate", "of all cache refs", &["cache-misses", "cache-references"]),
+    ratio("ghz", "GHz", &["cycles", NSECS], Fmt::RATE, Formula::RatioOfNonZero),
+    percent(
+        "frontend_cycles_idle",
+        "frontend cycles idle",
+        &["stalled-cycles-frontend", "cycles"],
+        [50.0, 30.0, 10.0],
+    ),
+    percent(
+        "backend_cycles_idle",
+        "backend cycles idle",
+        &["stalled-cycles-backend", "cycles"],
+        [75.0, 50.0, 20.0],
+    ),
+    percent("branch_miss_rate", "of all branches", &["branch-misses", "branches"], MISS),
+    percent("cache_miss_rate", "of all cache refs", &["cache-misses", "cache-references"], MISS),
+    percent(
+        "l1d_miss_rate",
+        "of all L1-dcache accesses",
+        &["L1-dcache-load-misses", "L1-dcache-loads"],
+        MISS,
+    ),
+    percent(
+        "l1i_miss_rate",
+        "of all L1-icache accesses",
+        &["L1-icache-load-misses", "L1-icache-loads"],
+        MISS,
+    ),
+    percent("llc_miss_rate", "of all LL-cache accesses", &["LLC-load-misses", "LLC-loads"], MISS),
+    percent(
+        "dtlb_miss_rate",
+        "of all dTLB cache accesses",
+        &["dTLB-load-misses", "dTLB-loads"],
+        MISS,
+    ),
+    percent(
+        "itlb_miss_rate",
+        "of all iTLB cache accesses",
+        &["iTLB-load-misses", "iTLB-loads"],
+        MISS,
+    ),
     td_l1("td_retiring", "Retiring", 0),
     td_l1("td_bad_speculation", "Bad Speculation", 1),
     td_l1("td_frontend_bound", "Frontend Bound", 2),
@@ -265,10 +339,10 @@ impl Builtin {
         }
         let at = |i: usize| got[i].unwrap_or(0.0);
         match self.formula {
-            Formula::Ratio | Formula::Percent => {
+            Formula::Ratio | Formula::RatioOfNonZero | Formula::Percent => {
                 let (num, den) = (at(0), at(1));
                 // perf: `if (numerator && denominator)`, else a blank value.
-                if (num == 0.0 && self.formula == Formula::Percent) || den == 0.0 {
+                if (num == 0.0 && self.formula != Formula::Ratio) || den == 0.0 {
                     return Err(NoValue::Blank("a zero count"));
                 }
                 let ratio = num / den;

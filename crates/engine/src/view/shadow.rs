@@ -1,5 +1,7 @@
 //! perf's built-in metrics beside a count (`CPUs utilized`, `GHz`, `insn per cycle`, the
-//! idle and miss ratios, `/sec`), as cells.
+//! idle and miss ratios, `/sec`), as cells: which counted rows pair with which, and perf's
+//! printing rules; the metrics themselves (labels, inputs, formulas, formats, colours) are
+//! [`crate::builtin::BUILTINS`], the table the log checker reads too.
 //!
 //! The built-ins follow perf's `tools/perf/util/stat-shadow.c` (6.12): an event's kind comes
 //! from its attribute (`evsel__stat_type`), and the other input of a ratio is looked for
@@ -10,6 +12,7 @@
 use tmetric_runtime::sys::{TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_SOFTWARE};
 
 use super::{Cell, CellSource, Colour, Fmt, ViewContext};
+use crate::builtin::{BUILTINS, NSECS, NoValue};
 use crate::eval::EvalInput;
 use crate::plan::{Plan, Source};
 
@@ -184,85 +187,85 @@ fn builtin_source(name: &str, unit: &str) -> Option<CellSource> {
     Some(CellSource { name: name.into(), unit: unit.into(), root: None })
 }
 
+/// The kind of the event a built-in names as an input ([`BUILTINS`]' spelling): how the live
+/// view finds it among the counted rows (by attribute, as perf does, not by name).
+fn stat_of_input(input: &str) -> StatType {
+    match input {
+        NSECS => StatType::Nsecs,
+        "cycles" => StatType::Cycles,
+        "instructions" => StatType::Instructions,
+        "stalled-cycles-frontend" => StatType::StalledFront,
+        "stalled-cycles-backend" => StatType::StalledBack,
+        "branches" => StatType::Branches,
+        "branch-misses" => StatType::BranchMisses,
+        "cache-references" => StatType::CacheRefs,
+        "cache-misses" => StatType::CacheMisses,
+        "L1-dcache-loads" => StatType::L1Dcache,
+        "L1-icache-loads" => StatType::L1Icache,
+        "LLC-loads" => StatType::LlCache,
+        "dTLB-loads" => StatType::DtlbCache,
+        "iTLB-loads" => StatType::ItlbCache,
+        "L1-dcache-load-misses" => StatType::L1dMiss,
+        "L1-icache-load-misses" => StatType::L1iMiss,
+        "LLC-load-misses" => StatType::LlMiss,
+        "dTLB-load-misses" => StatType::DtlbMiss,
+        "iTLB-load-misses" => StatType::ItlbMiss,
+        // The topdown built-ins: perf 6.12 prints TopDown through the JSON metrics.
+        _ => StatType::None,
+    }
+}
+
 pub(super) fn builtin_cells(
     me: &Peer<'_>,
     peers: &[Peer<'_>],
     ctx: &ViewContext<'_>,
     out: &mut Vec<Cell>,
 ) {
-    let ratio = |den: StatType, thresholds: [f64; 3], label: &str, name: &str| {
-        ratio_cell(me, find_stat(peers, me, den), thresholds, label, name)
-    };
-    const MISS: [f64; 3] = [20.0, 10.0, 5.0];
-    let cell = match me.stat {
+    match me.stat {
         StatType::Nsecs => {
             let value = me.raw / ctx.wall_ns;
-            builtin_cell(ctx.wall_ns != 0.0, value, Fmt::RATE, "CPUs utilized", "cpus_utilized")
+            let (label, name) = ("CPUs utilized", "cpus_utilized");
+            out.push(builtin_cell(ctx.wall_ns != 0.0, value, Fmt::RATE, label, name));
+            return;
         }
-        StatType::Cycles => {
-            let nsecs = find_stat(peers, me, StatType::Nsecs);
-            let known = me.value != 0.0 && nsecs != 0.0;
-            builtin_cell(known, me.value / nsecs, Fmt::RATE, "GHz", "ghz")
-        }
-        StatType::Instructions => {
-            let cycles = find_stat(peers, me, StatType::Cycles);
-            let (label, name) = ("insn per cycle", "insn_per_cycle");
-            out.push(builtin_cell(cycles != 0.0, me.value / cycles, Fmt::PER_INSN, label, name));
-            let stalled = find_stat(peers, me, StatType::StalledFront).max(find_stat(
-                peers,
-                me,
-                StatType::StalledBack,
-            ));
-            if stalled == 0.0 || me.value == 0.0 {
-                return;
-            }
-            let (label, name) = ("stalled cycles per insn", "stalled_cycles_per_insn");
-            builtin_cell(true, stalled / me.value, Fmt::PER_INSN, label, name)
-        }
-        StatType::StalledFront => ratio(
-            StatType::Cycles,
-            [50.0, 30.0, 10.0],
-            "frontend cycles idle",
-            "frontend_cycles_idle",
-        ),
-        StatType::StalledBack => ratio(
-            StatType::Cycles,
-            [75.0, 50.0, 20.0],
-            "backend cycles idle",
-            "backend_cycles_idle",
-        ),
-        StatType::BranchMisses => {
-            ratio(StatType::Branches, MISS, "of all branches", "branch_miss_rate")
-        }
-        StatType::CacheMisses => {
-            ratio(StatType::CacheRefs, MISS, "of all cache refs", "cache_miss_rate")
-        }
-        StatType::L1dMiss => {
-            ratio(StatType::L1Dcache, MISS, "of all L1-dcache accesses", "l1d_miss_rate")
-        }
-        StatType::L1iMiss => {
-            ratio(StatType::L1Icache, MISS, "of all L1-icache accesses", "l1i_miss_rate")
-        }
-        StatType::LlMiss => {
-            ratio(StatType::LlCache, MISS, "of all LL-cache accesses", "llc_miss_rate")
-        }
-        StatType::DtlbMiss => {
-            ratio(StatType::DtlbCache, MISS, "of all dTLB cache accesses", "dtlb_miss_rate")
-        }
-        StatType::ItlbMiss => {
-            ratio(StatType::ItlbCache, MISS, "of all iTLB cache accesses", "itlb_miss_rate")
-        }
-        _ => {
+        StatType::None => {
             // Any other event: per second of the clock event, in K, M or G as it grows.
             let nsecs = find_stat(peers, me, StatType::Nsecs);
             if nsecs == 0.0 {
                 return;
             }
             let (value, prefix) = convert_unit(1e9 * me.value / nsecs);
-            builtin_cell(true, value, Fmt::RATE, &format!("{prefix}/sec"), "per_sec")
+            out.push(builtin_cell(true, value, Fmt::RATE, &format!("{prefix}/sec"), "per_sec"));
+            return;
         }
-    };
-    out.push(cell);
+        _ => {}
+    }
+    for b in BUILTINS.iter().filter(|b| stat_of_input(b.carrier) == me.stat) {
+        // perf reads 0 for an input it cannot find (`find_stat`).
+        let got = b.compute(&mut |input| {
+            Some(if input == b.carrier {
+                me.value
+            } else {
+                find_stat(peers, me, stat_of_input(input))
+            })
+        });
+        let cell = match got {
+            Ok(value) => Cell {
+                value,
+                fmt: Some(b.fmt),
+                label: Some(b.label.into()),
+                colour: b.colour.map(|t| ratio_colour(t, value)),
+                source: builtin_source(b.name, b.label),
+                error: None,
+            },
+            // perf 6.12 prints no `stalled cycles per insn` line at all without a stalled
+            // count (6.1 printed a blank one, which logs of that vintage show).
+            Err(NoValue::NotShown) => continue,
+            Err(_) if b.name == "stalled_cycles_per_insn" => continue,
+            Err(_) => Cell::blank(b.label, builtin_source(b.name, b.label)),
+        };
+        out.push(cell);
+    }
 }
 
 /// A built-in metric's cell `label` (source `name`): `value` printed with `fmt` when it is
@@ -273,23 +276,6 @@ fn builtin_cell(known: bool, value: f64, fmt: Fmt, label: &str, name: &str) -> C
         return Cell::blank(label, source);
     }
     Cell { value, fmt: Some(fmt), label: Some(label.into()), colour: None, source, error: None }
-}
-
-/// A built-in miss or stall ratio: `me` as a percentage of `den`, coloured by `thresholds`
-/// (blank when either is 0).
-fn ratio_cell(me: &Peer<'_>, den: f64, thresholds: [f64; 3], label: &str, name: &str) -> Cell {
-    if me.value == 0.0 || den == 0.0 {
-        return Cell::blank(label, builtin_source(name, label));
-    }
-    let v = me.value / den * 100.0;
-    Cell {
-        value: v,
-        fmt: Some(Fmt::PERCENT),
-        label: Some(label.into()),
-        colour: Some(ratio_colour(thresholds, v)),
-        source: builtin_source(name, label),
-        error: None,
-    }
 }
 
 /// perf's `convert_unit_double`: the value in K, M or G while it is over 1000.

@@ -82,7 +82,7 @@ impl Builtins {
         if self.by_default && json_printed {
             self.selected.retain(|b| {
                 log.blocks.iter().flat_map(|block| &block.rows).any(|row| {
-                    canonical(&row.key.name) == b.carrier
+                    canonical(&row.key.name).eq_ignore_ascii_case(b.carrier)
                         && [b.label, b.label_for(false)]
                             .iter()
                             .any(|label| row.metrics.iter().any(|m| printed_as(m, label).is_some()))
@@ -102,7 +102,7 @@ impl Builtins {
             block.rows.iter().any(|r| canonical(&r.key.name) == "topdown-recovery-bubbles");
         for row in &block.rows {
             let name = canonical(&row.key.name);
-            for &b in self.selected.iter().filter(|b| b.carrier == name) {
+            for &b in self.selected.iter().filter(|b| b.carrier.eq_ignore_ascii_case(name)) {
                 if matches!(row.value, Count::NotSupported) {
                     continue;
                 }
@@ -110,8 +110,11 @@ impl Builtins {
                 let mut lines = vec![row.line];
                 let mut running_pct = row.running_pct;
                 let value = b.compute(&mut |input| {
-                    let found =
-                        if input == b.carrier { Some(row) } else { input_row(block, row, input) }?;
+                    let found = if input.eq_ignore_ascii_case(b.carrier) {
+                        Some(row)
+                    } else {
+                        input_row(block, row, input)
+                    }?;
                     if found.line != row.line {
                         lines.push(found.line);
                     }
@@ -152,11 +155,12 @@ pub fn is_builtin_label(row: &LogRow, m: &PrintedMetric) -> bool {
     let name = canonical(&row.key.name);
     BUILTINS
         .iter()
-        .filter(|b| b.carrier == name)
+        .filter(|b| b.carrier.eq_ignore_ascii_case(name))
         .any(|b| [b.label, b.label_for(false)].iter().any(|label| printed_as(m, label).is_some()))
 }
 
-/// perf's aliases, to the name the built-ins use.
+/// perf's aliases, to the name the built-ins use. Logs' keys are lower case
+/// (`l1-dcache-loads`), so callers compare with the table's names ignoring case.
 fn canonical(name: &str) -> &str {
     match name {
         "cpu-cycles" => "cycles",
@@ -172,7 +176,7 @@ fn canonical(name: &str) -> &str {
 fn input_row<'a>(block: &'a Block, carrier: &LogRow, input: &str) -> Option<&'a LogRow> {
     let names: &[&str] = if input == NSECS { &["task-clock", "cpu-clock"] } else { &[input] };
     let fits = |r: &&LogRow| {
-        names.contains(&canonical(&r.key.name))
+        names.iter().any(|n| n.eq_ignore_ascii_case(canonical(&r.key.name)))
             && r.key.modifiers == carrier.key.modifiers
             && !r.key.retire_latency
             && (input == NSECS || same_pmu(r.key.pmu.as_deref(), carrier.key.pmu.as_deref()))
