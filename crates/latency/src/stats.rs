@@ -44,12 +44,9 @@ impl Stats {
     }
 }
 
-/// How many of the lowest samples the 97% average keeps: the seed computes
-/// `scale=0; (n*0.97 + 0.5)/1` in bc, which is exact decimal arithmetic truncated toward zero,
-/// that is `floor((97 n + 50) / 100)`. It is at least 1 for any non-empty group.
-pub fn tail_count(count: u64) -> u64 {
-    ((u128::from(count) * 97 + 50) / 100) as u64
-}
+/// How many of the lowest samples the 97% average keeps: the retire-latency sampler's rule,
+/// one definition for both (`floor((97 n + 50) / 100)`, the original script's `bc` rounding).
+pub use tmetric_runtime::tpebs::tail_count;
 
 /// The mean rounded half up: the seed pipes sqlite's `avg()` into `scale=0; (x+0.5)/1` in bc.
 /// Computed exactly as `floor((2 sum + n) / 2n)`, which equals the seed's figure whenever the
@@ -76,12 +73,6 @@ pub fn nearest_rank(sorted: &[u64], percent: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tail_count_follows_bc_rounding() {
-        // n * 0.97 + 0.5, truncated: 1 -> 1.47, 16 -> 16.02, 17 -> 16.99, 50 -> 49.0, 100 -> 97.5.
-        assert_eq!([1, 2, 16, 17, 50, 100, 1000].map(tail_count), [1, 2, 16, 16, 49, 97, 970]);
-    }
 
     #[test]
     fn mean_rounds_half_up() {
@@ -111,5 +102,34 @@ mod tests {
             Stats { count: 6, min: 112, max: 1152, avg: 361, avg97: 361, p50: 200, p99: 1152 }
         );
         assert_eq!(Stats::from_sorted(&[]), None);
+    }
+
+    #[test]
+    fn the_tail_mean_equals_the_tpebs_samplers() {
+        // This crate computes the statistics on sorted integer samples and rounds half up; the
+        // retire-latency sampler keeps unrounded means over a histogram. Rounded the same way,
+        // they agree on every set.
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for n in [1usize, 2, 3, 16, 17, 33, 34, 50, 99, 100, 101, 1000, 4321] {
+            let mut samples: Vec<u64> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x % if x.is_multiple_of(7) { 65536 } else { 300 }
+                })
+                .collect();
+            let mut stats = tmetric_runtime::LatencyStats::new();
+            for &s in &samples {
+                stats.add(s as u16);
+            }
+            samples.sort_unstable();
+            let theirs = Stats::from_sorted(&samples).expect("non-empty");
+            let ours = stats.summary();
+            let half_up = |v: Option<f64>| (v.expect("samples") + 0.5).floor() as u64;
+            assert_eq!(half_up(ours.p97), theirs.avg97, "n = {n}");
+            assert_eq!(half_up(ours.mean), theirs.avg, "n = {n}");
+            assert_eq!((ours.min, ours.max), (Some(theirs.min as f64), Some(theirs.max as f64)));
+        }
     }
 }

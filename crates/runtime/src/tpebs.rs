@@ -9,7 +9,7 @@
 //!   histogram of `var3_w`, lost and throttle records); [`LatencyStats::add`] is O(1).
 //!   [`LatencyStats::summary`] gives a [`Summary`] with the mean, min, max, last and the 97%
 //!   tail mean, and [`Summary::value`] picks one by mode.
-//! * [`tail_count`]: how many of the lowest samples the 97% mean keeps (seed 002's rule).
+//! * [`tail_count`]: how many of the lowest samples the 97% mean keeps (the original latency script's rule).
 //! * [`SampleSpec`], [`SamplerOptions`], [`Sampler::start`] (over any [`Syscalls`](crate::Syscalls); per
 //!   CPU, or per task: one inherited event per CPU of [`SamplerOptions::task_cpus`] that
 //!   the spec's PMU covers, else
@@ -24,9 +24,8 @@
 //! [`crate::ring`]). Values are f64 and unrounded: perf 6.12 feeds `rint(sum / count)` to the
 //! metrics, so a caller wanting perf's exact figure rounds the mean itself. The 97% tail mean
 //! sorts the samples ascending, keeps the lowest [`tail_count`]`(n) = floor(0.97 n + 0.5)` and
-//! averages them. This is `tmetric-latency`'s rule (seed 002's `bc` expression); that crate
-//! keeps its `tail_count` private and works on sorted slices, so the one-line rule is
-//! restated here and a test checks both agree on the same samples.
+//! averages them. `tmetric latency` uses this same rule (its unit tests check that both give
+//! the same statistics on the same samples).
 //!
 //! # Bounded waits
 //! Nothing here blocks for ever, unlike perf 6.12, whose forked `perf record` could hang

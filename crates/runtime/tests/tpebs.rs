@@ -464,36 +464,6 @@ fn a_reader_that_stops_answering_ends_with_a_message_in_bounded_time() {
 }
 
 #[test]
-fn the_tail_mean_follows_tmetric_latency() {
-    // tmetric-latency computes seed 002's statistics on sorted integer samples and rounds
-    // half up; the sampler keeps unrounded means over a histogram. Rounded the same way, they
-    // agree on every set.
-    let mut x = 0x1234_5678_9abc_def1u64;
-    for n in [1usize, 2, 3, 16, 17, 33, 34, 50, 99, 100, 101, 1000, 4321] {
-        let mut samples: Vec<u64> = (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x % if x.is_multiple_of(7) { 65536 } else { 300 }
-            })
-            .collect();
-        let mut stats = tmetric_runtime::LatencyStats::new();
-        for &s in &samples {
-            stats.add(s as u16);
-        }
-        samples.sort_unstable();
-        let theirs = tmetric_latency::Stats::from_sorted(&samples).expect("non-empty");
-        let ours = stats.summary();
-        let half_up = |v: Option<f64>| (v.expect("samples") + 0.5).floor() as u64;
-        assert_eq!(half_up(ours.p97), theirs.avg97, "n = {n}");
-        assert_eq!(half_up(ours.mean), theirs.avg, "n = {n}");
-        assert_eq!((ours.min, ours.max), (Some(theirs.min as f64), Some(theirs.max as f64)));
-        assert_eq!(tmetric_runtime::tpebs::tail_count(n as u64), (n as u64 * 97 + 50) / 100);
-    }
-}
-
-#[test]
 fn precise_sampling_without_a_hardware_pmu_fails_with_the_reason() {
     // This VM has no hardware PMU (no `cpu` PMU in sysfs): cycles cannot be opened at all, and
     // the sampler says so at once, naming the event and the CPU.

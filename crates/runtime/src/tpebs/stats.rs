@@ -59,9 +59,9 @@ impl FromStr for TpebsMode {
     }
 }
 
-/// How many of the lowest samples the 97% mean keeps: `floor((97 n + 50) / 100)`, i.e. seed
-/// 002's `scale=0; (n*0.97 + 0.5)/1` (the same as `tmetric-latency`'s private rule). At least
-/// 1 for any non-empty set.
+/// How many of the lowest samples the 97% mean keeps: `floor((97 n + 50) / 100)`, i.e. the
+/// original latency script's `scale=0; (n*0.97 + 0.5)/1` in `bc`; `tmetric latency` uses it
+/// too. At least 1 for any non-empty set.
 pub fn tail_count(count: u64) -> u64 {
     ((u128::from(count) * 97 + 50) / 100) as u64
 }
@@ -300,7 +300,7 @@ mod tests {
     }
 
     #[test]
-    fn tail_count_follows_seed_002() {
+    fn tail_count_follows_bc_rounding() {
         assert_eq!(
             [0, 1, 2, 16, 17, 40, 50, 100, 1000].map(tail_count),
             [0, 1, 2, 16, 16, 39, 49, 97, 970]
