@@ -2,7 +2,8 @@
 //! and system calls.
 //!
 //! * [`sys`]: the [`Syscalls`] trait (open, read, enable/disable/reset, id, close), the kernel
-//!   implementation [`Kernel`] and the plain [`Attr`]; [`fake`] is a programmable stand-in.
+//!   implementation [`Kernel`] and the plain [`Attr`]; `fake` (the `fake` feature, for tests) is
+//!   a programmable stand-in.
 //! * [`sysfs`]: PMU directories (`type`, `format/*`, `events/*`, `cpumask`), CPU lists,
 //!   topology, the cpuid string and tracefs's tracepoints (globs expanded as perf's, with
 //!   [`glob`]), under a configurable root.
@@ -38,6 +39,7 @@
 
 pub mod counter;
 pub mod event;
+#[cfg(feature = "fake")]
 pub mod fake;
 pub mod glob;
 pub mod inherit;
@@ -56,6 +58,7 @@ pub use counter::{
     Aggregate, CounterSet, CounterSpec, CpuCount, OpenFailure, RawCount, Snapshot, Split, Target,
 };
 pub use event::{CounterEvent, Environment, EventError, EventKind, ResolvedEvent, ToolEvent};
+#[cfg(feature = "fake")]
 pub use fake::{FakeSyscalls, Reading};
 pub use run::{RunError, RunOptions, RunReport, Tick, Watched, run};
 pub use sys::{Attr, Errno, Kernel, Syscalls};

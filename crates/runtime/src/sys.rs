@@ -2,8 +2,8 @@
 //! plain [`Attr`] tmetric fills in, and errno names.
 //!
 //! Everything above this module reaches the kernel's perf interface only through [`Syscalls`],
-//! so the counting logic runs unchanged over [`crate::fake::FakeSyscalls`] in tests and over
-//! simulated PMUs later. Process control (fork, wait, signals) lives in `workload` and `signal`.
+//! so the counting logic runs unchanged over `fake::FakeSyscalls` (the `fake` feature) in tests
+//! and over simulated PMUs. Process control (fork, wait, signals) lives in `workload` and `signal`.
 
 use std::fmt;
 use std::os::raw::{c_int, c_uint, c_ulong};
