@@ -28,13 +28,13 @@ use tmetric_runtime::{EventReport, TpebsMode, Workload};
 use tmetric_print::out::{Sink, warn};
 
 mod args;
-mod build;
 mod run;
+mod setup;
 mod show;
 
 pub use args::*;
-pub use build::*;
 pub use run::*;
+pub use setup::*;
 pub use show::*;
 
 /// `stat`'s and `report`'s printer, writing to a [`Sink`]; its notes for standard error are

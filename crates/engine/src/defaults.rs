@@ -9,7 +9,7 @@ use std::path::Path;
 use tmetric_catalog::Model;
 use tmetric_runtime::Sysfs;
 
-use crate::evaluator::Select;
+use crate::compiled::Select;
 use crate::plan::{Machine, Plan, Root, Source};
 
 /// perf 6.12's default events (`add_default_attributes`): `cpu-clock` instead of

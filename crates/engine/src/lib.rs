@@ -12,7 +12,7 @@
 //! * [`eval`]: evaluation of a plan over counts, with the reason for every missing value.
 //! * [`events`]: user event names on a machine: the catalogue's vendor events as the
 //!   runtime resolver's tables, `--cputype`.
-//! * [`evaluator`]: a model's metrics over input values; metric selection and needed inputs.
+//! * [`compiled`]: a model's metrics over input values; metric selection and needed inputs.
 //! * [`defaults`]: perf's default and `-d` events, `--topdown`'s choice on a machine, and why
 //!   a CPU model's metrics cannot count on a machine without a hardware PMU.
 //! * [`describe`]: one metric as `tmetric describe` shows it: descriptions, formula, the
@@ -43,11 +43,11 @@
 
 pub mod aggr;
 pub mod builtin;
+pub mod compiled;
 pub mod defaults;
 pub mod describe;
 mod error;
 pub mod eval;
-pub mod evaluator;
 pub mod events;
 pub mod list;
 pub mod literals;
@@ -66,9 +66,9 @@ pub mod tpebs;
 pub mod uncertainty;
 pub mod view;
 
+pub use compiled::{Evaluator, MetricResult, Select};
 pub use error::{CgroupError, CpuTypeError, Error, FilterError};
 pub use eval::{EvalInput, Evaluated, Evaluators, RootResult, Shown, UnitEval};
-pub use evaluator::{Evaluator, MetricResult, Select};
 pub use literals::{LiteralSource, Literals};
 pub use metric_eval::{Coverage, MetricEval, Needed, Why};
 pub use notes::{MetricWhy, Note, Refusal, RefusedGroup, Reopened, RowWhy};

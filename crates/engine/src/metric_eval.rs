@@ -13,7 +13,7 @@ use tmetric_model::Literal;
 use tmetric_model::cpuid::cpuid_matches;
 use tmetric_model::sem::Fail;
 
-use crate::evaluator::{Evaluator, MetricResult, Select};
+use crate::compiled::{Evaluator, MetricResult, Select};
 
 /// A root's needed input slots, with and without its threshold's.
 #[derive(Debug, Clone, PartialEq)]

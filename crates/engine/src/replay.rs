@@ -11,7 +11,7 @@ use tmetric_catalog::Model;
 use tmetric_model::Literal;
 use tmetric_runtime::{CounterEvent, Snapshot, ToolEvent};
 
-use crate::evaluator::Select;
+use crate::compiled::Select;
 use crate::plan::{Pick, Plan, Resolution, Root, RowBox, Source, Warning, id_name, needed_slots};
 use crate::schedule::Placement;
 

@@ -14,7 +14,7 @@ use std::fmt;
 use tmetric_catalog::Model;
 use tmetric_text::join_code;
 
-use crate::evaluator::Select;
+use crate::compiled::Select;
 use crate::plan::Pick;
 
 /// The metrics `item` selects: the common metrics' when it names any (perf looks there

@@ -20,7 +20,7 @@
 
 use std::borrow::Cow;
 
-use crate::build::{Item, Prefix, RawRow};
+use crate::assemble::{Item, Prefix, RawRow};
 use crate::error::LineError;
 use crate::log::{Aggr, Count, PrintedMetric};
 use crate::mode::Aggregation;

@@ -16,7 +16,7 @@
 use std::fmt;
 use std::ops::ControlFlow;
 
-use crate::build::{Item, Prefix, RawRow};
+use crate::assemble::{Item, Prefix, RawRow};
 use crate::error::LineError;
 use crate::log::{Aggr, Count, PrintedMetric};
 use crate::mode::Aggregation;

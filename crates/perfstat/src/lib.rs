@@ -49,7 +49,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod build;
+mod assemble;
 mod csv;
 mod error;
 mod json;
@@ -129,7 +129,7 @@ fn read_in(line: &str, n: usize, layout: &Layout) -> Result<text::Line, error::L
 fn is_row(read: &Result<text::Line, error::LineError>) -> bool {
     matches!(
         read,
-        Ok(text::Line::Item(build::Item::Row(_)) | text::Line::WeakRow(build::Item::Row(_)))
+        Ok(text::Line::Item(assemble::Item::Row(_)) | text::Line::WeakRow(assemble::Item::Row(_)))
     )
 }
 

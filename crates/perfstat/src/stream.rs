@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::io::BufRead;
 
-use crate::build::{self, Builder, FROM_LAYOUT_MIX, FROM_READER, Item, Noted};
+use crate::assemble::{self, Builder, FROM_LAYOUT_MIX, FROM_READER, Item, Noted};
 use crate::error::{self, LineError};
 use crate::log::{Block, PerfLog, PrintedMetric, Run};
 use crate::mode::Layout;
@@ -290,7 +290,7 @@ impl<R: BufRead> Reader<R> {
         let runs = std::mem::take(&mut self.builder.runs);
         for block in &mut blocks {
             if let Some(run) = block.run.checked_sub(offset).and_then(|i| runs.get(i)) {
-                build::apply_footers(block, run);
+                assemble::apply_footers(block, run);
             }
         }
         // Stable: in one line, the reader's warnings, then a mix of layouts, then the

@@ -24,7 +24,7 @@
 
 use std::ops::ControlFlow;
 
-use crate::build::{Item, Prefix, RawRow};
+use crate::assemble::{Item, Prefix, RawRow};
 use crate::error::LineError;
 use crate::mode::Aggregation;
 use crate::number::{Numbers, parse_count, parse_metric_value, parse_value};

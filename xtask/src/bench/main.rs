@@ -22,7 +22,7 @@ use xtask::regen;
 // `--only from-perf`: `eval --from-perf` on generated interval logs against a baseline binary.
 mod from_perf;
 
-mod build;
+mod builds;
 mod codegen;
 mod eval;
 mod parse;
@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use tmetric_pmu_events::resolve::resolve_tree;
 
-use build::{GenSizes, bench_binary, bench_build, find_perf_binary};
+use builds::{GenSizes, bench_binary, bench_build, find_perf_binary};
 use codegen::{bench_regen, find_perf_dir};
 use eval::bench_eval;
 use parse::bench_parse;

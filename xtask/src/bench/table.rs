@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use super::build::{BuildFigures, GenSizes, Measured};
+use super::builds::{BuildFigures, GenSizes, Measured};
 use super::codegen::RegenFigures;
 use super::eval::EvalFigures;
 use super::parse::ParseFigures;

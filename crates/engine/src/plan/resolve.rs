@@ -8,7 +8,7 @@ use tmetric_runtime::event::{self, EventError, ResolvedEvent};
 use tmetric_runtime::{Environment, Sysfs, ToolEvent};
 
 use super::Resolution;
-use crate::evaluator::Select;
+use crate::compiled::Select;
 use crate::pmu::{self, Demand, PmuModel};
 
 /// The printed name of a model input: perf's `pmu@terms@` spelled `pmu/terms/`.

@@ -5,7 +5,7 @@ use tmetric_runtime::event::{self, EventError, EventKind, ResolvedEvent};
 use tmetric_runtime::{CounterEvent, CounterSpec, ToolEvent};
 
 use super::{Key, Plan, PlanRow, Resolution, RowBox, Source, Warning};
-use crate::evaluator::Select;
+use crate::compiled::Select;
 
 impl Plan {
     /// Puts root `r` on the row perf prints a metric on: its first directly read counter, else

@@ -8,7 +8,7 @@ use tmetric_catalog::catalog::id_calls;
 use tmetric_model::Literal;
 
 use super::{Assigned, CountsError, CountsFile, assign};
-use tmetric_engine::evaluator::{MetricResult, Select};
+use tmetric_engine::compiled::{MetricResult, Select};
 use tmetric_engine::literals::Literals;
 use tmetric_engine::metric_eval::{Coverage, MetricEval, Why};
 use tmetric_engine::select::{self, Miss, ModelFrom};

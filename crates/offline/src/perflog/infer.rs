@@ -10,7 +10,7 @@ use tmetric_catalog::{MODELS, Model};
 use tmetric_perfstat::PerfLog;
 
 use super::{LogEvaluator, PrintedAt, lookup_pmu_name, printed_metrics};
-use tmetric_engine::evaluator::Select;
+use tmetric_engine::compiled::Select;
 use tmetric_engine::literals::Literals;
 
 /// How many distinct printed metrics model inference evaluates per candidate model.

@@ -9,7 +9,7 @@ use tmetric_model::Literal;
 use tmetric_perfstat::PerfLog;
 
 use super::{LogEvaluator, lookup_pmu_name, printed_by_perf};
-use tmetric_engine::evaluator::Select;
+use tmetric_engine::compiled::Select;
 use tmetric_engine::literals::{LiteralSource, Literals};
 
 /// Printed occurrences tried per literal: enough to rule out coincidences, bounded for long

@@ -34,7 +34,7 @@ use tmetric_catalog::catalog::IdKind;
 use tmetric_perfstat::{Block, EventKey, LogRow, Lookup, PerfLog, PrintedMetric, TimeSource};
 
 use encoding::{ByEncoding, Encodings};
-use tmetric_engine::evaluator::{MetricResult, Select};
+use tmetric_engine::compiled::{MetricResult, Select};
 use tmetric_engine::literals::Literals;
 use tmetric_engine::metric_eval::{MetricEval, Needed};
 

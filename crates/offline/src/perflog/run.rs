@@ -17,7 +17,7 @@ use super::literals::{Unsolved, infer_literals};
 use super::{
     Checks, LogEvaluator, Outcome, Selection, default_selection, lookup_pmu_name, printed_metrics,
 };
-use tmetric_engine::evaluator::Select;
+use tmetric_engine::compiled::Select;
 use tmetric_engine::literals::Literals;
 use tmetric_engine::select::{self, Miss, ModelFrom};
 

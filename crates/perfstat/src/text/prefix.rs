@@ -2,7 +2,7 @@
 //! `--per-thread` `comm-tid`) with its CPU count.
 
 use super::Tok;
-use crate::build::Prefix;
+use crate::assemble::Prefix;
 use crate::log::Aggr;
 use crate::mode::Aggregation;
 use crate::number::{looks_numeric, parse_timestamp, parse_uint};

@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 
 use super::shape::looks_like_unit;
 use super::{Line, Tok, UNITS, noise, only_numbers};
-use crate::build::{Item, Prefix};
+use crate::assemble::{Item, Prefix};
 use crate::error::LineError;
 use crate::key::EventKey;
 use crate::log::{Count, PrintedMetric};
