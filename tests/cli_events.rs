@@ -1,8 +1,8 @@
-//! `-e` as perf 6.12 reads it, run as the binary: the event forms issue 21 found refused
+//! `-e` as perf 6.12 reads it, run as the binary: the event forms perf users type
 //! (vendor names bare and in `pmu/.../`, hybrid core PMUs, raw `rNNN`, group modifiers,
 //! `--cputype`), the checks of perf's `tests/shell/stat.sh` that apply on simulated machines
 //! (test_topdown_groups, test_topdown_weak_groups, test_stat_repeat_weak_groups, test_cputype,
-//! test_hybrid's one-cycles-event-per-core-PMU), user groups with topdown events (issue 24,
+//! test_hybrid's one-cycles-event-per-core-PMU), user groups with topdown events (
 //! item 1), located errors, and perf's software aliases on this machine for real.
 
 use crate::support::{check, ok, stderr, tmetric};

@@ -1,7 +1,7 @@
 //! `tmetric eval --from-perf` end to end through the binary.
 //!
 //! Inputs are `perf stat` logs: the importer's fixtures (crates/perfstat/tests/data: real perf
-//! 6.1 captures, hand-written logs, the seed 004 Meteor Lake blocks) and the hand-written logs
+//! 6.1 captures, hand-written logs, the Meteor Lake blocks of perf's TPEBS patch series) and the hand-written logs
 //! of tests/data/perf. Expected values are worked out here from the raw numbers of each log
 //! (read with plain string handling) and the formulas quoted next to them, or are what perf
 //! itself printed; never outputs of the code under test.

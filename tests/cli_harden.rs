@@ -402,7 +402,7 @@ fn latency_on_a_terminal_prints_a_hint() {
 
 #[test]
 fn huge_trace_fields_are_quoted_short() {
-    // Just under the 1 MiB a line may have (issue 22, item 2: a longer one is an error).
+    // Just under the 1 MiB a line may have (a longer one is an error).
     let big = "x".repeat(1_000_000);
     let digits = "9".repeat(1_000_000);
     let trace = format!(

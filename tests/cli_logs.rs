@@ -1,6 +1,6 @@
 //! `tmetric eval --from-perf` (and `tmetric latency`) through the binary on logs as people keep
-//! them (issue 27: numbers in perf's locale, a workload's lines around and inside perf's blocks)
-//! and on hostile input (issue 22: no line ends, endless lines that are not perf's, duplicated
+//! them (numbers in perf's locale, a workload's lines around and inside perf's blocks)
+//! and on hostile input (no line ends, endless lines that are not perf's, duplicated
 //! JSON keys, misleading messages).
 //!
 //! The logs are crates/perfstat/tests/data/kept, written by hand with every value perf printed

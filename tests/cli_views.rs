@@ -1,4 +1,4 @@
-//! Every view tells the truth (issue 24, items 4 and 5): the PMU model of `-e`-only runs, the
+//! Every view tells the truth: the PMU model of `-e`-only runs, the
 //! models `describe` and `plan` default to, advice that names the simulated machine that can
 //! count a metric, the simulated NMI watchdog, one bottleneck rule in every view and layout,
 //! `--all`, `--color`, reading a terminal, `latency` without samples and `--tpebs-mode p97`.

@@ -1,4 +1,4 @@
-//! The README as executable documentation (issue 24): every command in its tables and
+//! The README as executable documentation: every command in its tables and
 //! examples runs here, so the README cannot drift from the program; and every flag or command
 //! the `--help` texts mention exists.
 //!

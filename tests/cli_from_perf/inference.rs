@@ -22,7 +22,7 @@ fn cpuid_picks_the_model() {
 #[test]
 fn no_model_inferable_lists_candidates() {
     // Ice Lake-like topdown rows: several models explain them equally well, and compute the
-    // same values for what perf printed (issue 27, item 4): the first is used, and that is said.
+    // same values for what perf printed: the first is used, and that is said.
     let path = fixture("perf/std_duplicate_groups.txt");
     let out = stdout(&ok(&["eval", "--from-perf", &path]));
     let header = out.lines().next().unwrap();

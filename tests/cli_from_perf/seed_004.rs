@@ -1,4 +1,4 @@
-//! Seed 004's Meteor Lake blocks: printed as perf printed them, their values from the rows and
+//! The Meteor Lake blocks of perf's TPEBS patch series: printed as perf printed them, their values from the rows and
 //! the vendor formulas, and a retire latency without a row.
 
 use std::path::PathBuf;
@@ -7,7 +7,7 @@ use crate::support::{ok, stderr, stdout};
 
 use super::{assert_close, count, fixture, json, one, perf_printed, read, text_value};
 
-/// The three Meteor Lake blocks of seed 004: tmetric prints what perf printed, to perf's
+/// The three Meteor Lake blocks of perf's TPEBS patch series: tmetric prints what perf printed, to perf's
 /// precision, with the model inferred from the log or given.
 #[test]
 fn seed_004_blocks_print_as_perf() {
@@ -40,7 +40,7 @@ fn seed_004_blocks_print_as_perf() {
     }
 }
 
-/// The values behind the seed 004 numbers, from the counts and mtl-metrics.json:
+/// The values behind those blocks' numbers, from the counts and mtl-metrics.json:
 /// tma_split_loads = 100 * SPLIT_LOADS * min(SPLIT_LOADS:R, L1D_PEND_MISS.PENDING /
 ///                   MEM_LOAD_COMPLETED.L1_MISS_ANY) / CPU_CLK_UNHALTED.THREAD, with the R row (3).
 /// tma_dtlb_store = 100 * (STLB_HIT_STORES * min(STLB_HIT_STORES:R, 7) / THREAD

@@ -1,4 +1,4 @@
-//! Topdown from logs: levels 1 and 2 from slots and the PERF_METRICS rows, and seed 000's level
+//! Topdown from logs: levels 1 and 2 from slots and the PERF_METRICS rows, and the `--topdown` patch series' level
 //! 1 from the older events.
 
 use crate::support::{ok, stderr};
@@ -63,7 +63,7 @@ fn topdown_levels_1_and_2_from_slots_and_topdown_rows() {
     assert_eq!(builtin(&rows, "td_retiring")["perf"]["agrees"], false);
 }
 
-/// Seed 000's level 1 from the older events: retiring = slots-retired / total-slots; bad
+/// The `--topdown` patch series' level 1 from the older events: retiring = slots-retired / total-slots; bad
 /// speculation = (slots-issued - slots-retired + recovery-bubbles) / total-slots; frontend =
 /// fetch-bubbles / total-slots; backend = 1 - the three. Without recovery bubbles perf labels
 /// the backend line "backend bound/bad spec".

@@ -1,5 +1,5 @@
 //! `--topdown` and TopdownL1 on the simulated machines: level 1 sums to 100 and equals the
-//! workload, the metric-only layout (intervals, CSV, JSON), seed 000's older events, no PMU.
+//! workload, the metric-only layout (intervals, CSV, JSON), the older topdown events, no PMU.
 
 use crate::support::{stderr, tmetric};
 
@@ -132,7 +132,7 @@ fn metric_only_intervals_repeat_the_header_and_csv_names_the_time_column() {
 #[test]
 fn topdown_from_the_older_kernel_events_follows_seed_000() {
     // goldmont has no TopdownL metrics, and the simulated Skylake server's core PMU has the
-    // kernel's topdown-* aliases: seed 000's per-core level 1.
+    // kernel's topdown-* aliases: the `--topdown` patch series' per-core level 1.
     let per_task =
         tmetric(&["--pmu-sim", "skylakex", "--model", "goldmont", "--topdown", "sleep", "0"]);
     assert_eq!(per_task.status.code(), Some(2));

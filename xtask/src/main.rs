@@ -4,7 +4,7 @@
 use xtask::{diagnostics, import, regen};
 
 // regen allocates per string, token and JSON value: glibc's malloc and free were a quarter of
-// its time, and it must stay 10x faster than perf's jevents.py (issue 13).
+// its time, and it must stay 10x faster than perf's jevents.py.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

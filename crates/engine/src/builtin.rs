@@ -1,7 +1,7 @@
 //! perf's built-in ("shadow") metrics, the ones perf prints next to an event without any JSON
 //! metric behind them: `insn per cycle`, `GHz`, `stalled cycles per insn`, the cycles-idle and
 //! miss ratios, and TopDown from the kernel's `topdown-*` events (the PERF_METRICS events of
-//! Ice Lake and later, and seed 000's older events through [`crate::topdown`]).
+//! Ice Lake and later, and perf's `--topdown` patch series' formulas for the older events through [`crate::topdown`]).
 //!
 //! Pure: a front end passes each input's value (already scaled, clocks in ns) and gets the
 //! value in the unit perf prints (percentages as percent). The formulas and labels are those
@@ -60,7 +60,7 @@ enum Formula {
     /// Level 2 from a PERF_METRICS event: (`parent` index into the level-1 events, `child`
     /// taken directly or as parent minus child).
     TopdownL2 { parent: usize, rest: bool },
-    /// Seed 000's level 1 from the older events: retiring, bad speculation, frontend,
+    /// The `--topdown` patch series' level 1 from the older events: retiring, bad speculation, frontend,
     /// backend.
     Legacy(usize),
 }
@@ -309,7 +309,7 @@ impl Builtin {
         BUILTINS.iter().find(|b| b.name.eq_ignore_ascii_case(name))
     }
 
-    /// The label perf prints, given whether the CPU has `topdown-recovery-bubbles`: seed 000's
+    /// The label perf prints, given whether the CPU has `topdown-recovery-bubbles`: the `--topdown` series'
     /// backend line says "backend bound/bad spec" without them.
     pub fn label_for(&self, has_recovery_bubbles: bool) -> &'static str {
         if self.formula == Formula::Legacy(3) && !has_recovery_bubbles {

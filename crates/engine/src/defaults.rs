@@ -140,7 +140,7 @@ fn metrics_list(names: &[&str]) -> String {
 pub enum TopdownMode {
     /// The model's `TopdownLN` metric group.
     Json(String),
-    /// The kernel's older `topdown-*` events (seed 000's formulas).
+    /// The kernel's older `topdown-*` events (the formulas of perf's `--topdown` patch series).
     Legacy(Vec<String>),
 }
 

@@ -33,7 +33,7 @@
 //!   counters, and latency files.
 //! * [`threads`]: the threads of `-p`, `-t` and `--per-thread -a`, listed under a tasks root.
 //! * [`select`]: perf's `-M` lookup (common metrics first), suggestions, defining models.
-//! * [`topdown`]: perf's built-in level-1 TopDown from the older `topdown-*` events (seed 000).
+//! * [`topdown`]: perf's built-in level-1 TopDown from the older `topdown-*` events (perf's `--topdown` patch series).
 //! * [`view`]: what `perf stat` prints per line, as data: counts, metric cells with perf's
 //!   formats, labels and colours, and perf 6.12's built-in metrics.
 //! * [`uncertainty`]: error bars of metrics over multiplexed counts, from the reads taken

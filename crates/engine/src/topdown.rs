@@ -1,4 +1,4 @@
-//! perf's built-in level-1 TopDown from the kernel's older `topdown-*` events (seed 000, for
+//! perf's built-in level-1 TopDown from the kernel's older `topdown-*` events (perf's `--topdown` patch series, for
 //! CPUs before Ice Lake that have no PERF_METRICS): the formulas, the sanitising of small
 //! negative values, the "backend bound/bad spec" fallback and the colour thresholds.
 //!
@@ -52,7 +52,7 @@ pub fn sanitize(x: f64) -> f64 {
     if (-0.02..=0.0).contains(&x) { 0.0 } else { x }
 }
 
-/// Seed 000's formulas.
+/// The `--topdown` patch series' formulas.
 pub fn level1(c: &LegacyCounts) -> LegacyLevel1 {
     let ratio = |x: f64| if c.total_slots != 0.0 { x / c.total_slots } else { 0.0 };
     let bad_speculation =
@@ -90,7 +90,7 @@ pub enum Colour {
 }
 
 /// Red over 20% frontend or backend bound and over 10% bad speculation; green over 70%
-/// retiring (seed 000).
+/// retiring (perf's `--topdown` patch series).
 pub fn colour(label: &str, fraction: f64) -> Colour {
     match label {
         "frontend bound" | "backend bound" | "backend bound/bad spec" if fraction > 0.2 => {

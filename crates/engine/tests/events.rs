@@ -1,7 +1,7 @@
 //! User events through the engine on simulated machines: the catalogue's vendor events as the
 //! resolver's tables (core events on `cpu`, both hybrid core PMUs, uncore events on every box),
 //! `--cputype`'s messages, user groups whose topdown events stay behind `slots` when the
-//! simulated kernel refuses the group (issue 24, item 1), and the split note's wording.
+//! simulated kernel refuses the group, and the split note's wording.
 
 use std::path::PathBuf;
 

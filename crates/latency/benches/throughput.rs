@@ -97,7 +97,7 @@ fn bench(dir: &Path) -> io::Result<()> {
         Ok((elapsed, table)) => {
             let seed_rate = SEED_LINES as f64 / elapsed.as_secs_f64();
             println!(
-                "seed 002 xsave-latency-trace.sh: {SEED_LINES} lines in {:.2} s: {:.1} lines/s",
+                "the original xsave-latency-trace.sh: {SEED_LINES} lines in {:.2} s: {:.1} lines/s",
                 elapsed.as_secs_f64(),
                 seed_rate
             );
@@ -112,7 +112,7 @@ fn bench(dir: &Path) -> io::Result<()> {
             report_parity(&table, &ours);
         }
         Err(why) => {
-            println!("seed 002 script not run: {why}");
+            println!("the original script not run: {why}");
             println!("ratio: not available; tmetric alone: {tmetric_rate:.0} lines/s");
         }
     }

@@ -111,7 +111,7 @@ proptest! {
 }
 
 /// Inputs that failed once: a 10 MB group value became a 50 MB table row. A line is now at
-/// most `MAX_LINE` bytes (issue 22, item 2): a longer one ends the reading with an error naming
+/// most `MAX_LINE` bytes a longer one ends the reading with an error naming
 /// the line, and a group value just under the limit is still malformed and shown cut short.
 #[test]
 fn regressions() {

@@ -411,7 +411,7 @@ pub(crate) fn apply_footers(block: &mut Block, run: &Run) {
 /// same `(xx.xx%)` (none printed counts as 100%). The rows just before the repeated row that
 /// share its run share, after a row that does not, are moved to the new group. Without this, in
 /// `A (40%), CLK (40%), B (60%), CLK (60%)` the metric perf printed on `B` would take the first
-/// `CLK` (issue 12). A broken weak group has members with different shares but no repeated
+/// `CLK`. A broken weak group has members with different shares but no repeated
 /// event, so it stays one group.
 fn assign_groups(rows: &mut [LogRow]) {
     let mut groups: Vec<usize> = Vec::with_capacity(rows.len());

@@ -18,7 +18,7 @@
 //! lacks. A `-G` cgroup column is recognised after a unit, or when it starts with `/` after an
 //! event whose name is not a plain word.
 //!
-//! One perf RFC series (seed 004, TPEBS v1-v3) printed retire latencies as
+//! One perf RFC series (TPEBS counting mode, v1-v3) printed retire latencies as
 //! `0.00 MEM_INST_RETIRED.STLB_HIT_STORES:p 0 0` (latency, event with `:p`, then two counters);
 //! such a row is read as the retire latency `X:R`.
 

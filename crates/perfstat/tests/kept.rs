@@ -1,4 +1,4 @@
-//! Logs as people keep them (issue 27, tests/data/kept): numbers in the locale perf ran under,
+//! Logs as people keep them (tests/data/kept): numbers in the locale perf ran under,
 //! and the workload's own lines around and inside perf's blocks.
 use crate::common::{load, read, row, value};
 use tmetric_perfstat::{Block, Count, Grouping, ImportError, Layout, PerfLog, parse};

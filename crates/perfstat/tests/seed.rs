@@ -1,4 +1,4 @@
-//! The three Meteor Lake `perf stat -M` blocks printed in seed 004 (tests/data/seed004).
+//! The three Meteor Lake `perf stat -M` blocks printed in perf's TPEBS patch series' review thread (tests/data/seed004).
 //!
 //! The counts must be exactly those printed, every identifier the metric's expression uses
 //! (meteorlake `mtl-metrics.json` of Linux 6.12, quoted below) must find its row, and the

@@ -1,5 +1,5 @@
 //! Integration tests of the perf stat importer: real perf 6.1 captures, hand-written logs in each
-//! layout, the Meteor Lake blocks of seed 004, errors, and a no-panic property test.
+//! layout, the Meteor Lake blocks of perf's TPEBS patch series, errors, and a no-panic property test.
 mod common;
 mod errors;
 mod fuzz;

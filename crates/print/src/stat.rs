@@ -1,6 +1,6 @@
 //! `stat`'s and `report`'s printer: lays out an evaluated sample (the engine's [`Evaluated`],
 //! turned into perf's lines per aggregation unit by `engine::view`) in perf's layouts
-//! ([`crate::Printer`]), or as the TMA tree (`--tree`, [`TreeView`]) or seed 000's legacy
+//! ([`crate::Printer`]), or as the TMA tree (`--tree`, [`TreeView`]) or the `--topdown` patch series' legacy
 //! TopDown columns; then the notes. It never evaluates.
 //! It writes to any [`Write`]; notes that belong on standard error go through the caller's
 //! warning function, so the caller decides how they are worded and whether they are quiet.
@@ -568,7 +568,7 @@ impl<W: Write> StatPrinter<W> {
         Ok(())
     }
 
-    /// `--topdown` from the kernel's older events: seed 000's level 1 per core.
+    /// `--topdown` from the kernel's older events: the `--topdown` patch series' level 1 per core.
     fn legacy_topdown(
         &mut self,
         plan: &Plan,

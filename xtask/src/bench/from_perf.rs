@@ -1,5 +1,5 @@
 //! `cargo xtask bench --only from-perf`: `tmetric eval --from-perf` on generated `perf stat -I`
-//! text logs of 10, 30 and 100 MB (issue 12, item 5): MB/s and peak memory for each size, for the
+//! text logs of 10, 30 and 100 MB: MB/s and peak memory for each size, for the
 //! release binary of this tree and, in the same run, the one of `--baseline DIR` (a checkout of
 //! an earlier commit, e.g. `git worktree add /tmp/base <commit>`).
 //!

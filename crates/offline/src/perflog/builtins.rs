@@ -57,7 +57,7 @@ pub fn select<'a>(items: &[&'a str]) -> (Builtins, Vec<&'a str>) {
 pub struct BuiltinOutcome {
     /// Which built-in.
     pub builtin: &'static Builtin,
-    /// perf's label for this log (seed 000's backend line depends on recovery bubbles).
+    /// perf's label for this log (the `--topdown` series' backend line depends on recovery bubbles).
     pub label: &'static str,
     /// The line of the row it is shown on.
     pub carrier_line: usize,

@@ -1,5 +1,5 @@
 //! One event's retire-latency statistics: the modes `--tpebs-mode` picks from, the O(1)
-//! accumulator with its 2^16-bucket histogram, and the 97% tail mean (seed 002's rule).
+//! accumulator with its 2^16-bucket histogram, and the 97% tail mean (the XSAVE latency script's rule).
 
 use std::fmt;
 use std::str::FromStr;
@@ -16,7 +16,7 @@ pub enum TpebsMode {
     Max,
     /// The most recent sample.
     Last,
-    /// The mean of the lowest 97% (seed 002's tail statistic).
+    /// The mean of the lowest 97% (the XSAVE latency script's tail statistic).
     P97,
 }
 
