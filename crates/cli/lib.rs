@@ -285,9 +285,18 @@ pub fn main() -> ExitCode {
             }
             // Never `eprintln!`: it panics when standard error cannot be written.
             let mut text = format!("{err:#}");
-            if (text.contains("EMFILE") || text.contains("Too many open files"))
-                && !text.contains("ulimit -n")
-            {
+            // Decided on the errno in the error chain, never on the message's words.
+            let out_of_descriptors = err.chain().any(|cause| {
+                cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(tmetric_runtime::sys::out_of_descriptors)
+                    || cause
+                        .downcast_ref::<tmetric_runtime::Errno>()
+                        .copied()
+                        .or_else(|| cause.downcast_ref::<tmetric_runtime::WorkloadError>()?.errno())
+                        .is_some_and(|e| matches!(e.0, libc::EMFILE | libc::ENFILE))
+            });
+            if out_of_descriptors && !text.contains("ulimit -n") {
                 // Whatever ran out of descriptors (a pipe, the signal pipe, a file), the
                 // remedy is the same.
                 text.push_str("; descriptors ran out: raise the limit with `ulimit -n`");

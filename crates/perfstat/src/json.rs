@@ -211,7 +211,9 @@ fn parse_object(
                 let message = first.to_string();
                 let suffix = format!(" at line {} column {}", first.line(), first.column());
                 let message = message.strip_suffix(&suffix).unwrap_or(&message);
-                let what = if message.starts_with("duplicate key") {
+                // A line that starts with `{` and is valid JSON is an object, so the only
+                // data error (not syntax) `Object` raises is its `Duplicate` key.
+                let what = if first.classify() == serde_json::error::Category::Data {
                     format!(
                         "{message}: perf writes each key once, and either value could be meant; fix the line"
                     )

@@ -54,6 +54,17 @@ pub struct Exit {
     pub system: Duration,
 }
 
+impl WorkloadError {
+    /// The errno behind the failure, for callers that decide on it (descriptors running out
+    /// get the `ulimit -n` advice) rather than on the message's words.
+    pub fn errno(&self) -> Option<Errno> {
+        match self {
+            WorkloadError::Sys { errno, .. } | WorkloadError::Exec { errno, .. } => Some(*errno),
+            _ => None,
+        }
+    }
+}
+
 impl Exit {
     /// The exit code, when it exited normally.
     pub fn code(&self) -> Option<i32> {
