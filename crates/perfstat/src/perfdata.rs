@@ -9,6 +9,7 @@
 //! byte-swapped magic is refused by name. Every offset and length is checked, so a damaged
 //! file is an error with the byte offset, never a panic.
 
+use std::collections::HashMap;
 use std::fmt;
 
 pub mod write;
@@ -207,6 +208,24 @@ impl Bytes<'_> {
     }
 }
 
+/// Which event each sample id names: the first attribute that lists it, as perf's
+/// `evlist__id2sid` finds it. A map, so a file of many STAT records and many ids costs time
+/// linear in its size.
+#[derive(Default)]
+struct Ids(HashMap<u64, usize>);
+
+impl Ids {
+    fn add(&mut self, event: usize, ids: &[u64]) {
+        for &id in ids {
+            self.0.entry(id).or_insert(event);
+        }
+    }
+
+    fn event(&self, id: u64) -> Option<usize> {
+        self.0.get(&id).copied()
+    }
+}
+
 /// A NUL-padded string.
 fn c_string(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
@@ -269,6 +288,7 @@ pub fn parse_perf_data(bytes: &[u8]) -> Result<PerfData, DataError> {
     }
     let header_size = b.u64(8, "the file header's size")?;
     let mut data = PerfData::default();
+    let mut ids_index = Ids::default();
     let (data_offset, data_size) = if header_size == 16 {
         // Pipe mode: records follow the 16-byte header, attributes come as records.
         data.pipe = true;
@@ -292,6 +312,11 @@ pub fn parse_perf_data(bytes: &[u8]) -> Result<PerfData, DataError> {
                 ),
             });
         }
+        b.slice(attrs_off, attrs_len, "the attribute section")?;
+        // perf gives each attribute its own id section; sections that overlap (a crafted file
+        // whose every attribute points at the whole file) would need memory in the square of
+        // the file's size, so the ids together may not exceed the file.
+        let mut id_bytes = 0u64;
         for i in 0..attrs_len / attr_size {
             let at = attrs_off + i * attr_size;
             let attr_len = attr_size - 16;
@@ -299,16 +324,27 @@ pub fn parse_perf_data(bytes: &[u8]) -> Result<PerfData, DataError> {
             let (ids_off, ids_len) =
                 (b.u64(at + attr_len, "ids.offset")?, b.u64(at + attr_len + 8, "ids.size")?);
             let ids = b.slice(ids_off, ids_len, "the event ids")?;
+            id_bytes += ids_len;
+            if id_bytes > bytes.len() as u64 {
+                return Err(DataError {
+                    offset: at + attr_len,
+                    message: format!(
+                        "the attributes' id sections add up to more than the file's {} bytes: they overlap, so the file is damaged",
+                        bytes.len()
+                    ),
+                });
+            }
             event.ids = ids
                 .chunks_exact(8)
                 .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
                 .collect();
+            ids_index.add(data.events.len(), &event.ids);
             data.events.push(event);
         }
         let data_offset = b.u64(40, "data.offset")?;
         let data_size = b.u64(48, "data.size")?;
         b.slice(data_offset, data_size, "the data section")?;
-        read_features(&b, &mut data, data_offset + data_size)?;
+        read_features(&b, &mut data, &ids_index, data_offset + data_size)?;
         (data_offset, data_size)
     } else {
         return Err(DataError {
@@ -316,7 +352,7 @@ pub fn parse_perf_data(bytes: &[u8]) -> Result<PerfData, DataError> {
             message: format!("header size {header_size}: expected 104 (a file) or 16 (a pipe)"),
         });
     };
-    read_records(&b, &mut data, data_offset, data_size)?;
+    read_records(&b, &mut data, &mut ids_index, data_offset, data_size)?;
     for e in &mut data.events {
         if e.name.is_empty() {
             e.name = fallback_name(e);
@@ -326,7 +362,7 @@ pub fn parse_perf_data(bytes: &[u8]) -> Result<PerfData, DataError> {
 }
 
 /// The feature sections after the data section: names, hostname, cpuid, command line.
-fn read_features(b: &Bytes<'_>, data: &mut PerfData, at: u64) -> Result<(), DataError> {
+fn read_features(b: &Bytes<'_>, data: &mut PerfData, ids: &Ids, at: u64) -> Result<(), DataError> {
     let mut bits = Vec::new();
     for word in 0..4u64 {
         let w = b.u64(72 + 8 * word, "the feature bitmap")?;
@@ -340,7 +376,7 @@ fn read_features(b: &Bytes<'_>, data: &mut PerfData, at: u64) -> Result<(), Data
         let sec = at + 16 * k as u64;
         let (off, size) = (b.u64(sec, "a feature section")?, b.u64(sec + 8, "a feature section")?);
         b.slice(off, size, "a feature")?;
-        read_feature(b, data, bit, off, off + size)?;
+        read_feature(b, data, ids, bit, off, off + size)?;
     }
     Ok(())
 }
@@ -362,6 +398,7 @@ fn feature_string(b: &Bytes<'_>, off: u64, end: u64) -> Result<(String, u64), Da
 fn read_feature(
     b: &Bytes<'_>,
     data: &mut PerfData,
+    index: &Ids,
     bit: usize,
     off: u64,
     end: u64,
@@ -400,10 +437,12 @@ fn read_feature(
                 let first = ids.get(..8).map(|c| u64::from_le_bytes(c.try_into().expect("8")));
                 // Names go to the attribute with the same ids (or, without ids, the same
                 // encoding).
-                let target = data.events.iter_mut().find(|e| match first {
-                    Some(id) => e.ids.contains(&id),
-                    None => e.type_ == attr.type_ && e.config == attr.config && e.name.is_empty(),
-                });
+                let target = match first {
+                    Some(id) => index.event(id).and_then(|i| data.events.get_mut(i)),
+                    None => data.events.iter_mut().find(|e| {
+                        e.type_ == attr.type_ && e.config == attr.config && e.name.is_empty()
+                    }),
+                };
                 if let Some(e) = target {
                     e.name = name;
                 }
@@ -455,7 +494,13 @@ fn cpu_topology(
 }
 
 /// The records of the data section.
-fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Result<(), DataError> {
+fn read_records(
+    b: &Bytes<'_>,
+    data: &mut PerfData,
+    ids: &mut Ids,
+    start: u64,
+    len: u64,
+) -> Result<(), DataError> {
     let end = start + len;
     let mut p = start;
     let mut pending: Vec<StatValue> = Vec::new();
@@ -480,9 +525,10 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
                     event.ids.push(b.u64(q, "an event id")?);
                     q += 8;
                 }
+                ids.add(data.events.len(), &event.ids);
                 data.events.push(event);
             }
-            RECORD_STAT => pending.push(stat_value(b, data, p)?),
+            RECORD_STAT => pending.push(stat_value(b, ids, p)?),
             RECORD_STAT_ROUND => {
                 let kind = match b.u64(body, "a STAT_ROUND type")? {
                     0 => RoundKind::Interval,
@@ -532,10 +578,10 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
             RECORD_HEADER_FEATURE => {
                 let bit = b.u64(body, "the HEADER_FEATURE id")?;
                 if bit < 256 {
-                    read_feature(b, data, bit as usize, body + 8, p + size)?;
+                    read_feature(b, data, ids, bit as usize, body + 8, p + size)?;
                 }
             }
-            RECORD_EVENT_UPDATE => event_update(b, data, p, size)?,
+            RECORD_EVENT_UPDATE => event_update(b, data, ids, p, size)?,
             _ => {}
         }
         p += size;
@@ -545,10 +591,10 @@ fn read_records(b: &Bytes<'_>, data: &mut PerfData, start: u64, len: u64) -> Res
 }
 
 /// The `PERF_RECORD_STAT` at `p`: one reading of an event the attributes name.
-fn stat_value(b: &Bytes<'_>, data: &PerfData, p: u64) -> Result<StatValue, DataError> {
+fn stat_value(b: &Bytes<'_>, ids: &Ids, p: u64) -> Result<StatValue, DataError> {
     let body = p + 8;
     let id = b.u64(body, "a STAT id")?;
-    let Some(event) = data.events.iter().position(|e| e.ids.contains(&id)) else {
+    let Some(event) = ids.event(id) else {
         return Err(DataError {
             offset: p,
             message: format!("a STAT record names event id {id}, which no attribute has"),
@@ -566,12 +612,18 @@ fn stat_value(b: &Bytes<'_>, data: &PerfData, p: u64) -> Result<StatValue, DataE
 
 /// The `PERF_RECORD_EVENT_UPDATE` at `p` (`size` bytes): a unit, scale, name or CPU list
 /// for the event with its id (ignored for an id no attribute has).
-fn event_update(b: &Bytes<'_>, data: &mut PerfData, p: u64, size: u64) -> Result<(), DataError> {
+fn event_update(
+    b: &Bytes<'_>,
+    data: &mut PerfData,
+    ids: &Ids,
+    p: u64,
+    size: u64,
+) -> Result<(), DataError> {
     let body = p + 8;
     let kind = b.u64(body, "the EVENT_UPDATE type")?;
     let id = b.u64(body + 8, "the EVENT_UPDATE id")?;
     let rest = b.slice(body + 16, size.saturating_sub(24), "the EVENT_UPDATE body")?;
-    if let Some(e) = data.events.iter_mut().find(|e| e.ids.contains(&id)) {
+    if let Some(e) = ids.event(id).and_then(|i| data.events.get_mut(i)) {
         match kind {
             0 => e.unit = Some(c_string(rest)),
             1 if rest.len() >= 8 => {
@@ -708,6 +760,35 @@ mod tests {
                 let _ = parse_perf_data(&bad);
             }
         }
+    }
+
+    /// Every attribute's id section is the whole file: memory in the square of the file's
+    /// size (1 MB took 5.36 GB, then an abort), now an error at the first id section past it.
+    #[test]
+    fn overlapping_id_sections_are_refused() {
+        let attrs = 2000u64;
+        let len = 104 + attrs * 144;
+        let mut f = Vec::new();
+        f.extend_from_slice(MAGIC);
+        f.extend_from_slice(&104u64.to_le_bytes());
+        f.extend_from_slice(&144u64.to_le_bytes());
+        f.extend_from_slice(&104u64.to_le_bytes());
+        f.extend_from_slice(&(attrs * 144).to_le_bytes());
+        f.extend_from_slice(&len.to_le_bytes()); // an empty data section at the end
+        f.extend_from_slice(&0u64.to_le_bytes());
+        f.extend_from_slice(&[0u8; 48]);
+        for _ in 0..attrs {
+            let mut attr = vec![0u8; 128];
+            attr[0..4].copy_from_slice(&1u32.to_le_bytes());
+            attr[4..8].copy_from_slice(&128u32.to_le_bytes());
+            f.extend_from_slice(&attr);
+            f.extend_from_slice(&0u64.to_le_bytes());
+            f.extend_from_slice(&len.to_le_bytes());
+        }
+        assert_eq!(f.len() as u64, len);
+        let err = parse_perf_data(&f).unwrap_err();
+        assert!(err.message.contains("overlap"), "{err}");
+        assert_eq!(err.offset, 104 + 144 + 128);
     }
 
     #[test]
