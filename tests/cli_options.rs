@@ -13,7 +13,7 @@ fn options_tmetric_does_not_take_say_so_and_what_to_use() {
             &["stat", "-b", "7", "true"],
             &["record", "--pfm-events", "x", "true"],
             &["--per-clustr", "true"],
-            &["-c", "true"],
+            &["-W", "true"],
             &["list", "--bogus"],
         ],
         "cli_options__not_taken",

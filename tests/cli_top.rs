@@ -134,7 +134,7 @@ fn attaching_to_a_running_process_counts_it_until_interrupted() {
     child.kill().unwrap();
     child.wait().unwrap();
     let text = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(text.contains(&format!("process id {pid}")), "{text}");
+    assert!(text.contains(&format!("process id '{pid}'")), "{text}");
     let ms: f64 = text
         .lines()
         .find(|l| l.contains("task-clock"))

@@ -12,6 +12,7 @@ mod cli_logs;
 mod cli_options;
 mod cli_per_thread;
 mod cli_perf_contract;
+mod cli_perf_forms;
 mod cli_record;
 mod cli_record_perf;
 mod cli_secure;

@@ -14,6 +14,8 @@ mod counts;
 mod describe;
 mod eval;
 mod list;
+mod negate;
+mod perfconfig;
 mod plan;
 mod record;
 mod report;
@@ -30,6 +32,7 @@ mod unknown;
 pub mod for_tests {
     pub use crate::eval::EvalArgs;
     pub use crate::eval::from_perf::{PREFIX_BYTES, run_log, run_log_with};
+    pub use crate::perfconfig::{parse as parse_config, parse_bool as parse_config_bool};
     pub use crate::report::{ReportArgs, run as report};
 }
 
@@ -206,6 +209,7 @@ enum ParseError {
 fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
     use clap::{CommandFactory, FromArgMatches};
     let argv = with_default_subcommand(argv);
+    let argv = perfs_negations(argv);
     let matches = Cli::command().try_get_matches_from(&argv).map_err(|err| {
         let sub = argv.get(1).and_then(|a| a.to_str()).unwrap_or("stat");
         match unknown::explain(&err, sub) {
@@ -222,6 +226,21 @@ fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
         }
     }
     Ok(cli)
+}
+
+/// `stat`'s and `record`'s options with perf's `--no-X` negations applied ([`negate`]).
+fn perfs_negations(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let Some(sub) = argv.get(1).and_then(|a| a.to_str()) else { return argv };
+    if !matches!(sub, "stat" | "record") {
+        return argv;
+    }
+    let mut cli = Cli::command();
+    cli.build();
+    match cli.find_subcommand(sub) {
+        Some(command) => negate::apply(command, argv),
+        None => argv,
+    }
 }
 
 /// Whether `args` (without the program name) parse as a `tmetric` command line, as `main`

@@ -50,6 +50,9 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         FormatArg::Jsonl => Format::Jsonl,
     };
     let to = RecordTo { path, format };
+    if args.stat.repeat == 0 {
+        bail!("-r 0 repeats a command until Ctrl-C; a record holds one run, so record without -r");
+    }
     if to.format == Format::Perf && args.stat.repeat > 1 {
         bail!("Cannot use -r option with tmetric record (as with perf stat record)");
     }
@@ -58,7 +61,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
             "--format jsonl -o -: JSON lines are written to a file (`-o /dev/stdout` for a pipe)"
         );
     }
-    let mut stat = args.stat.clone();
+    let mut stat = crate::stat::as_perf_reads(&args.stat);
     stat.output = None;
     crate::stat::run_recording(&stat, Some(&to))
 }

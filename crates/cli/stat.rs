@@ -28,11 +28,13 @@ use tmetric_runtime::{EventReport, TpebsMode, Workload};
 use tmetric_print::out::{Sink, warn};
 
 mod args;
+mod perf_opts;
 mod run;
 mod setup;
 mod show;
 
 pub use args::*;
+pub use perf_opts::*;
 pub use run::*;
 pub use setup::*;
 pub use show::*;
@@ -47,6 +49,10 @@ const TASKS: &str = "/proc";
 
 /// Runs `tmetric stat`; returns the exit code (the workload's, as perf does).
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
+    let args = &as_perf_reads(args);
+    if args.repeat == 0 {
+        return forever(args, |each| run_recording(each, None));
+    }
     run_recording(args, None)
 }
 
@@ -79,6 +85,7 @@ pub fn run_recording(
     }
     check_per_thread(args, attach)?;
     check_perf_flags(args)?;
+    check_perf_options(args)?;
     if args.quiet {
         tmetric_print::out::set_quiet();
     }

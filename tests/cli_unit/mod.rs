@@ -3,4 +3,5 @@
 //! modules' tests moved with their code to the crates that own it).
 
 mod eval_from_perf;
+mod perfconfig;
 mod record;

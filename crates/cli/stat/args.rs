@@ -108,8 +108,9 @@ pub struct StatArgs {
     /// With -I: stop after N intervals (a command still running gets SIGTERM).
     #[arg(long, value_name = "N", requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
     pub interval_count: Option<u64>,
-    /// Run the command N times and print the mean counts with their spread.
-    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    /// Run the command N times and print the mean counts with their spread (0: again and
+    /// again, each run's counts as it ends, until Ctrl-C, as perf's `-r 0`).
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1)]
     pub repeat: u32,
     /// Count on these CPUs only (a list such as `0-3,8`); implies system-wide counting there.
     #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
@@ -185,8 +186,8 @@ pub struct StatArgs {
     /// Count every event once per cgroup in the list (comma-separated); system-wide only.
     #[arg(long, value_name = "NAMES", value_delimiter = ',', conflicts_with = "cgroup")]
     pub for_each_cgroup: Vec<String>,
-    /// With -o: append to the file instead of replacing it.
-    #[arg(long, requires = "output")]
+    /// With -o: append to the file instead of replacing it (ignored without -o, as perf).
+    #[arg(long)]
     pub append: bool,
     /// With -I on a terminal: clear the screen before each interval.
     #[arg(long)]
@@ -208,6 +209,10 @@ pub struct StatArgs {
     /// Say how the events were grouped and why, before counting.
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// perf's options of how a run is made: `--log-fd`, `--pre`/`--post`, `-S`, `-i`,
+    /// `--no-scale`, `-T`, `--smi-cost`.
+    #[command(flatten)]
+    pub perf: super::perf_opts::PerfOptions,
     /// The command to run and count (after `--` when it has options of its own).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -361,9 +366,8 @@ pub(super) fn check_perf_flags(args: &StatArgs) -> anyhow::Result<()> {
     }
     if let Some(level) = &args.per_cache
         && !level.is_empty()
-        && cache_level(level).is_none()
     {
-        bail!("--per-cache={level}: expected a cache level such as L2, L3 or 3");
+        check_cache_level(level)?;
     }
     Ok(())
 }

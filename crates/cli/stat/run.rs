@@ -4,6 +4,7 @@
 //! outcome's summary, notes and the exit status.
 
 use super::*;
+use tmetric_engine::session::RunHook;
 
 /// Runs `tmetric stat` with `sys` on the machine `sysfs` and `proc_root` describe, listing
 /// the threads of `-p`/`-t` under `tasks_root`; `simulated` names the simulated PMU, printed
@@ -28,6 +29,7 @@ pub fn run_on<S: Syscalls + Clone>(
     let Some((owned, topdown)) = topdown_args(args, &layout, sysfs, proc_root)? else {
         return Ok(1);
     };
+    let (owned, _smi_reset) = metric_modes(owned, sysfs, proc_root)?;
     let args = &owned;
     let pmus = PmuModel::probe(sysfs, proc_root, model);
     if topdown.is_some() && pmus.nmi_watchdog {
@@ -69,7 +71,10 @@ pub fn run_on<S: Syscalls + Clone>(
     printer.split = split_of(args, sysfs, &target);
     // The signal pipe before the events: when descriptors run out, the events say so.
     tmetric_runtime::signal::prepare().context("cannot catch signals")?;
-    let earlier = Session::repeat(&sys, &plan, &env, &args.command, args.repeat as usize)?;
+    let runs = args.repeat as usize;
+    let hook = &mut |when| run_hook(args, when);
+    let earlier = Session::repeat_with(&sys, &plan, &env, &args.command, runs, hook)?;
+    run_hook(args, RunHook::Before).map_err(anyhow::Error::msg)?;
     let sys_for_sampler = sys.clone();
     let mut session = Session::open(sys, plan, target, env.clone())?;
     warn_user_only(&session);
@@ -96,6 +101,10 @@ pub fn run_on<S: Syscalls + Clone>(
         // The reader went away during a system-wide run: nothing more to say, quietly.
         return Ok(0);
     };
+    // The counts are the run's whatever the post command does: it is said, not fatal.
+    if let Err(why) = run_hook(args, RunHook::After) {
+        warn(&why);
+    }
     counting.finish(args, &layout, &pmus, &mut session, report, earlier)
 }
 

@@ -23,6 +23,7 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
     let mut plan = Plan::new(literals);
     // perf's `-A`/`--no-merge` print each uncore box apart; every other mode merges them.
     plan.set_per_box(aggregation(args) == Aggregation::Cpu);
+    plan.set_inherit(!args.perf.no_inherit);
     if args.null_run {
         return Ok(plan);
     }

@@ -56,11 +56,26 @@ pub(super) fn split_of(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Split
     aggr::split(cpus, aggregation(args), |cpu| aggr::place_of(sysfs, cpu, level))
 }
 
-/// `--per-cache=L2` (or `2`, `l2`): the cache level; `None` for the last level.
+/// `--per-cache=L2` (or `l2`): the cache level; `None` for the last level or a level perf
+/// refuses ([`check_cache_level`]).
 pub(crate) fn cache_level(text: &str) -> Option<u32> {
-    let t = text.trim();
-    let t = t.strip_prefix(['L', 'l']).unwrap_or(t);
-    t.parse().ok()
+    let level = text.strip_prefix(['L', 'l'])?;
+    (level.len() == 1).then(|| level.parse().ok()).flatten().filter(|l| (1..=4).contains(l))
+}
+
+/// perf's `parse_cache_level`: `L` or `l` and one digit, 1 to 4 (`MAX_CACHE_LVL`), with
+/// perf's messages.
+pub(crate) fn check_cache_level(text: &str) -> anyhow::Result<()> {
+    let digits = text.strip_prefix(['L', 'l']).filter(|d| d.len() == 1);
+    match digits.and_then(|d| d.parse::<u32>().ok()) {
+        Some(level) if level > 4 => bail!(
+            "--per-cache={text}: perf only supports max cache level of 4 (L1 to L4; without a level, the last level)"
+        ),
+        Some(level) if level >= 1 => Ok(()),
+        _ => bail!(
+            "--per-cache={text}: Cache level must be of form L[1-4], or l[1-4] (as --per-cache=L2; without a level, the last level)"
+        ),
+    }
 }
 
 /// `-v`: the counters assumed per PMU, then the groups and each metric's placement.
@@ -89,7 +104,19 @@ pub(super) fn printer_for(
         match &args.output {
             Some(path) if args.append => Sink::append(path)?,
             Some(path) => Sink::create(path)?,
-            None => Sink::stderr(),
+            None => match log_fd(args) {
+                Some(fd) => {
+                    let file = tmetric_runtime::sys::file_of_descriptor(fd).map_err(|e| {
+                        let why = e.to_string();
+                        let why = why.split(" (os error").next().unwrap_or(&why).to_string();
+                        anyhow::anyhow!(
+                            "Failed opening logfd: --log-fd {fd}: {why}; open the descriptor in the shell, as `{fd}>counts.txt tmetric --log-fd {fd} ...`"
+                        )
+                    })?;
+                    Sink::descriptor(file, fd)
+                }
+                None => Sink::stderr(),
+            },
         }
     };
     let to_terminal = args.output.is_none() && std::io::stderr().is_terminal();
@@ -121,7 +148,15 @@ pub(super) fn printer_for(
 /// Whether the counts print on standard error (no `-o FILE`, no `-q`, not recording to
 /// standard output), so that tmetric's own lines there would mix into them.
 pub(super) fn counts_on_stderr(args: &StatArgs, record: Option<&tmetric_record::RecordTo>) -> bool {
-    args.output.is_none() && !args.quiet && !record.is_some_and(|r| r.to_stdout())
+    args.output.is_none()
+        && log_fd(args).is_none()
+        && !args.quiet
+        && !record.is_some_and(|r| r.to_stdout())
+}
+
+/// `--log-fd N`'s descriptor; `None` for 0, which is perf's default (standard error).
+pub(super) fn log_fd(args: &StatArgs) -> Option<i32> {
+    args.perf.log_fd.filter(|&fd| fd > 0)
 }
 
 /// `-v` (and `-j`): per sampled event, the sample statistics.

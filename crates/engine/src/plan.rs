@@ -217,6 +217,9 @@ pub struct Plan {
     /// and metrics read box 0 (the box a line shows for events of that line's PMU), as perf
     /// does; otherwise the boxes are summed into one line.
     pub(crate) per_box: bool,
+    /// A task's counters follow the children it creates (`inherit`, perf's default); off
+    /// with perf's `-i`/`--no-inherit`.
+    pub(crate) inherit: bool,
 }
 
 /// The machine a plan is for.
@@ -251,6 +254,7 @@ impl Plan {
             retire_events: Vec::new(),
             default_metrics: false,
             per_box: false,
+            inherit: true,
         }
     }
 }

@@ -95,12 +95,13 @@ impl<S: Syscalls> Session<S> {
         target: Target,
         env: Environment,
     ) -> Result<Self, SessionError> {
-        let counters = CounterSet::open_with(
+        let counters = CounterSet::open_inheriting(
             sys,
             plan.specs.clone(),
             &plan.groups,
             &plan.sticky,
             target.clone(),
+            plan.inherit,
         )?;
         let evaluators = Evaluators::default();
         let counters = Counting::Set(counters);
@@ -415,9 +416,21 @@ pub enum RepeatError {
     /// The counters could not be opened.
     #[error(transparent)]
     Open(#[from] SessionError),
+    /// What the caller runs before or after each run (perf's `--pre`, `--post`) failed.
+    #[error("{0}")]
+    Hook(String),
     /// A run failed: the workload could not be executed, or counting failed.
     #[error(transparent)]
     Run(#[from] RunError),
+}
+
+/// When [`Session::repeat_with`] calls its hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunHook {
+    /// Before a run's counters open.
+    Before,
+    /// After a run's workload ended.
+    After,
 }
 
 impl RepeatError {
@@ -441,8 +454,23 @@ impl<S: Syscalls + Clone> Session<S> {
         command: &[OsString],
         runs: usize,
     ) -> Result<Vec<RunReport>, RepeatError> {
+        Session::repeat_with(sys, plan, env, command, runs, &mut |_| Ok(()))
+    }
+
+    /// [`Session::repeat`], calling `hook` before each run ([`RunHook::Before`], before the
+    /// workload is started, as perf runs `--pre`) and after it (`After`, perf's `--post`); a
+    /// hook's error ends the repeats with [`RepeatError::Hook`].
+    pub fn repeat_with(
+        sys: &S,
+        plan: &Plan,
+        env: &Environment,
+        command: &[OsString],
+        runs: usize,
+        hook: &mut dyn FnMut(RunHook) -> Result<(), String>,
+    ) -> Result<Vec<RunReport>, RepeatError> {
         let mut earlier = Vec::new();
         for _ in 1..runs.max(1) {
+            hook(RunHook::Before).map_err(RepeatError::Hook)?;
             let mut w = Workload::prepare(command).map_err(RepeatError::Workload)?;
             let t = Target::Task { pid: w.pid(), on_exec: true };
             let mut run = Session::open(sys.clone(), plan.clone(), t, env.clone())?;
@@ -453,6 +481,7 @@ impl<S: Syscalls + Clone> Session<S> {
                 break;
             }
             earlier.push(report);
+            hook(RunHook::After).map_err(RepeatError::Hook)?;
         }
         Ok(earlier)
     }

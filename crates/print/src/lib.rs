@@ -51,6 +51,24 @@ pub struct Title {
     pub runs: u32,
 }
 
+impl Title {
+    /// What follows `Performance counter stats for `, quoted as perf 6.12's `print_header_std`
+    /// quotes it: `'sleep 1'`, `'system wide'`, but `process id '1234'` and
+    /// `thread id '1,2'` (the quote after the words).
+    pub fn quoted(&self) -> String {
+        for words in ["process id ", "thread id "] {
+            if let Some(ids) = self.target.strip_prefix(words) {
+                let end = ids.find('\'').unwrap_or(ids.len());
+                let listed = &ids[..end];
+                if !listed.is_empty() && listed.chars().all(|c| c.is_ascii_digit() || c == ',') {
+                    return format!("{words}'{ids}'");
+                }
+            }
+        }
+        format!("'{}'", self.target)
+    }
+}
+
 /// The footer's figures.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Footer {

@@ -151,6 +151,17 @@ impl Sink {
         })
     }
 
+    /// Reports to `file`, an open descriptor's duplicate (perf's `--log-fd FD`), named
+    /// `descriptor FD` in messages.
+    pub fn descriptor(file: File, fd: i32) -> Sink {
+        Sink {
+            dest: Dest::File { path: PathBuf::from(format!("descriptor {fd}")), file },
+            buf: Vec::new(),
+            closed: false,
+            failed: None,
+        }
+    }
+
     /// Whether a reader closed the pipe, so nothing written from now on is read.
     pub fn closed(&self) -> bool {
         self.closed

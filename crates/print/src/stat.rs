@@ -264,7 +264,7 @@ impl<W: Write> StatPrinter<W> {
         if self.own_lines() {
             if at.is_none() && self.config().layout == Layout::Std {
                 let title = self.title.clone();
-                write!(self.out(), "\n Performance counter stats for '{}':\n\n", title.target)?;
+                write!(self.out(), "\n Performance counter stats for {}:\n\n", title.quoted())?;
             }
             if self.legacy.is_some() {
                 return self.legacy_topdown(plan, sample, at);

@@ -10,7 +10,9 @@ mod set;
 mod values;
 
 pub use set::{CounterSet, Split, open_own_group};
-pub use values::{Aggregate, CpuCount, GroupRead, RawCount, Snapshot, parse_group_read};
+pub use values::{
+    Aggregate, CpuCount, GroupRead, RawCount, Snapshot, parse_group_read, set_scaling,
+};
 
 /// What the counters watch.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -315,6 +315,33 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The effective user id (perf reads `~/.perfconfig` only when this user or root owns it).
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// perf's `-S`/`--sync`: commits every filesystem's buffered writes (`sync(2)`) before a run,
+/// so that the run does not pay for the writes of what came before it.
+pub fn sync_filesystems() {
+    // SAFETY: sync has no arguments and cannot fail.
+    unsafe { libc::sync() }
+}
+
+/// perf's `--log-fd N`: a file of its own for the open descriptor `fd` (a duplicate, close on
+/// exec, sharing the file's offset and flags), so that the caller's `fd` stays open for
+/// whoever opened it. `EBADF` when `fd` is not open.
+pub fn file_of_descriptor(fd: i32) -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: F_DUPFD_CLOEXEC reads no memory; it fails with EBADF for a closed `fd`.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if dup < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `dup` was just created and nothing else owns it.
+    Ok(unsafe { std::fs::File::from_raw_fd(dup) })
+}
+
 /// Whether tmetric runs with effective user id 0.
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.

@@ -10,6 +10,12 @@ impl Plan {
         self.per_box = per_box;
     }
 
+    /// perf's `-i`/`--no-inherit` when `false`: a task's counters count it alone, not the
+    /// children it creates.
+    pub fn set_inherit(&mut self, inherit: bool) {
+        self.inherit = inherit;
+    }
+
     /// perf's `--filter`: `filter` on every counter of `rows` (the rows one `-e` list added),
     /// which must all be tracepoints; a second filter on an event joins the first as perf's
     /// `evsel__append_tp_filter` does: `(first) && (second)`.

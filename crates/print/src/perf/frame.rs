@@ -90,9 +90,8 @@ impl<W: Write> Printer<W> {
                 }
                 Layout::Std if interval => self.interval_header(text, units),
                 Layout::Std => {
-                    text.push_str("\n Performance counter stats for '");
-                    text.push_str(&title.target);
-                    text.push('\'');
+                    text.push_str("\n Performance counter stats for ");
+                    text.push_str(&title.quoted());
                     if title.runs > 1 {
                         text.push_str(&format!(" ({} runs)", title.runs));
                     }

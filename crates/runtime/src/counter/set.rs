@@ -47,6 +47,8 @@ pub struct CounterSet<S: Syscalls> {
     vanished: Vec<i32>,
     /// Cgroup directory descriptors by name, opened once for `PERF_FLAG_PID_CGROUP`.
     cgroups: Vec<(String, i32)>,
+    /// Task and thread counters follow the children their task creates (`inherit`).
+    inherit: bool,
 }
 
 /// A group the kernel refused as a whole and that was reopened in parts.
@@ -87,6 +89,20 @@ impl<S: Syscalls> CounterSet<S> {
         sticky: &[bool],
         target: Target,
     ) -> Result<CounterSet<S>, CounterError> {
+        CounterSet::open_inheriting(sys, specs, groups, sticky, target, true)
+    }
+
+    /// [`CounterSet::open_with`], saying whether a task's counters follow the children it
+    /// creates (`inherit`, perf's default) or count the task alone (perf's `-i`,
+    /// `--no-inherit`). Counters per CPU never inherit: they count every task there.
+    pub fn open_inheriting(
+        sys: S,
+        specs: Vec<CounterSpec>,
+        groups: &[Vec<usize>],
+        sticky: &[bool],
+        target: Target,
+        inherit: bool,
+    ) -> Result<CounterSet<S>, CounterError> {
         let mut seen = vec![false; specs.len()];
         for (g, group) in groups.iter().enumerate() {
             for &event in group {
@@ -116,6 +132,7 @@ impl<S: Syscalls> CounterSet<S> {
             fd_exhausted: None,
             vanished: Vec::new(),
             cgroups: Vec::new(),
+            inherit,
         };
         counters.sys.raise_fd_limit();
         for group in &all_groups {
@@ -223,12 +240,12 @@ impl<S: Syscalls> CounterSet<S> {
         match self.target {
             Target::Task { on_exec, .. } => {
                 // Every member of a task group must have the same `inherit` (else EINVAL).
-                attr.inherit = true;
+                attr.inherit = self.inherit;
                 attr.disabled = leader;
                 attr.enable_on_exec = leader && on_exec;
             }
             Target::Threads(_) => {
-                attr.inherit = true;
+                attr.inherit = self.inherit;
                 attr.disabled = leader;
             }
             Target::Cpus(_) => {

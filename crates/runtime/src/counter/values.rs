@@ -13,13 +13,25 @@ pub struct RawCount {
     pub running: u64,
 }
 
+/// Whether counts are scaled for multiplexing (perf's default; off with `--no-scale`, a
+/// setting of the whole process as perf's `stat_config.scale` is).
+static SCALING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// perf's `--no-scale`: from now on [`RawCount::scaled`] gives the raw count of a counter that
+/// ran, however briefly, instead of extrapolating it to the time it was enabled.
+pub fn set_scaling(scale: bool) {
+    SCALING.store(scale, std::sync::atomic::Ordering::Relaxed);
+}
+
 impl RawCount {
     /// perf's scaling: `None` (not counted) when it never ran, `value * enabled / running`
-    /// (truncated, as perf's double-to-u64 cast does) when multiplexed, else the value.
+    /// (truncated, as perf's double-to-u64 cast does) when multiplexed, else the value;
+    /// the raw value when scaling is off ([`set_scaling`]).
     pub fn scaled(self) -> Option<u64> {
         if self.running == 0 {
             None
-        } else if self.running < self.enabled {
+        } else if self.running < self.enabled && SCALING.load(std::sync::atomic::Ordering::Relaxed)
+        {
             Some((self.value as f64 * self.enabled as f64 / self.running as f64) as u64)
         } else {
             Some(self.value)

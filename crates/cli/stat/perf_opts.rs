@@ -1,0 +1,214 @@
+//! perf 6.12's `perf stat` options that change how a run is made rather than what it counts
+//! (`--log-fd`, `--pre`/`--post`, `-S`, `-i`, `--no-scale`, `-T`, `--smi-cost`, `-r 0`,
+//! `-o -`), each as `builtin-stat.c` does it, and the `[stat]` keys of perf's config files
+//! applied under the flags.
+
+use std::process::Command;
+
+use tmetric_engine::session::RunHook;
+
+use super::*;
+
+/// perf's options of how a run is made (flattened into [`StatArgs`]).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PerfOptions {
+    /// Write the counts to this open descriptor instead of standard error, as perf's
+    /// `--log-fd` (`3>counts.txt tmetric --log-fd 3 -- make`; `3>>counts.txt` appends).
+    #[arg(long, value_name = "FD", allow_hyphen_values = true)]
+    pub log_fd: Option<i32>,
+    /// A shell command run before each run of the command (`-r`), as perf's `--pre`; the
+    /// run does not start when it fails.
+    #[arg(long, value_name = "CMD")]
+    pub pre: Option<String>,
+    /// A shell command run after each run of the command (`-r`), as perf's `--post`.
+    #[arg(long, value_name = "CMD")]
+    pub post: Option<String>,
+    /// Count the command alone, not the children it creates (perf's `-i`; `--inherit` undoes
+    /// it).
+    #[arg(short = 'i', long = "no-inherit")]
+    pub no_inherit: bool,
+    /// Flush every filesystem's buffered writes (`sync`) before each run, as perf's `-S`.
+    #[arg(short = 'S', long = "sync")]
+    pub sync: bool,
+    /// Scale a multiplexed count to the time its event was enabled (the default; `-c` is
+    /// older perf's spelling).
+    #[arg(short = 'c', long = "scale", overrides_with = "no_scale")]
+    pub scale: bool,
+    /// Print each count as read, not scaled for multiplexing (perf's `--no-scale`).
+    #[arg(long = "no-scale", overrides_with = "scale")]
+    pub no_scale: bool,
+    /// Hardware transaction (TSX) statistics: the model's `transaction` metric group, as
+    /// perf's `-T` (`-M transaction`).
+    #[arg(short = 'T', long = "transaction")]
+    pub transaction: bool,
+    /// The share of cycles spent in System Management Interrupts and their number: the
+    /// model's `smi` metrics from `msr/aperf/`, `msr/smi/` and `cycles`, with the core PMU's
+    /// `freeze_on_smi` set while counting, as perf's `--smi-cost` (implies --metric-only).
+    #[arg(long)]
+    pub smi_cost: bool,
+}
+
+/// perf's rules for these options that need no machine, with perf's messages.
+pub(super) fn check_perf_options(args: &StatArgs) -> anyhow::Result<()> {
+    let Some(fd) = args.perf.log_fd else { return Ok(()) };
+    if args.output.is_some() {
+        bail!(
+            "cannot use both --output and --log-fd: -o names a file, --log-fd an open descriptor"
+        );
+    }
+    if fd < 0 {
+        bail!(
+            "argument to --log-fd must be a > 0: the number of a descriptor the shell opened, as in `3>counts.txt tmetric --log-fd 3 ...`"
+        );
+    }
+    Ok(())
+}
+
+/// The flags as perf reads them before a run: `-o -` is standard error (not a file named
+/// `-`), and the `[stat]` keys of perf's config files (`stat.big-num`,
+/// `stat.no-csv-summary`) apply where no flag says otherwise.
+pub fn as_perf_reads(args: &StatArgs) -> StatArgs {
+    let mut args = args.clone();
+    if args.output.as_deref() == Some(Path::new("-")) {
+        args.output = None;
+    }
+    let config = crate::perfconfig::load();
+    if config.big_num == Some(false) && !args.big_num {
+        args.no_big_num = true;
+    }
+    if config.no_csv_summary == Some(true) {
+        args.no_csv_summary = true;
+    }
+    if !args.perf.scale || args.perf.no_scale {
+        tmetric_runtime::counter::set_scaling(!args.perf.no_scale);
+    }
+    args
+}
+
+/// perf's `-r 0`: runs the command again and again, printing each run's counts as it ends,
+/// until a run is interrupted (Ctrl-C reaches the command too) or fails to start.
+pub fn forever(
+    args: &StatArgs,
+    mut once: impl FnMut(&StatArgs) -> anyhow::Result<i32>,
+) -> anyhow::Result<i32> {
+    if args.command.is_empty() {
+        bail!("-r 0 repeats a command until Ctrl-C: give a command");
+    }
+    let mut each = args.clone();
+    each.repeat = 1;
+    loop {
+        let code = once(&each)?;
+        // The shell's code of a command that SIGINT or SIGTERM ended: 130, 143.
+        if code == 128 + 2 || code == 128 + 15 {
+            return Ok(code);
+        }
+    }
+}
+
+/// `--pre`, `--post` and `-S` around each run, as perf's `run_perf_stat`: the pre command,
+/// then `sync`, then the run, then the post command, each through `/bin/sh -c` as perf's
+/// `system()`.
+pub(super) fn run_hook(args: &StatArgs, hook: RunHook) -> Result<(), String> {
+    let (flag, command) = match hook {
+        RunHook::Before => ("--pre", &args.perf.pre),
+        RunHook::After => ("--post", &args.perf.post),
+    };
+    if let Some(command) = command {
+        let status = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(command)
+            .status()
+            .map_err(|e| format!("{flag} `{command}`: cannot run /bin/sh: {e}"))?;
+        if !status.success() {
+            let how = match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status))
+            {
+                (Some(code), _) => format!("exited with {code}"),
+                (None, Some(signal)) => format!("was killed by signal {signal}"),
+                (None, None) => "failed".to_string(),
+            };
+            return Err(match hook {
+                RunHook::Before => format!(
+                    "{flag} `{command}` {how}, so the run it prepares was not made (perf would print empty counts)"
+                ),
+                RunHook::After => format!("{flag} `{command}` {how}"),
+            });
+        }
+    }
+    if hook == RunHook::Before && args.perf.sync {
+        tmetric_runtime::sys::sync_filesystems();
+    }
+    Ok(())
+}
+
+/// Where perf's kernel switch for `--smi-cost` is, under a sysfs root.
+const FREEZE_ON_SMI: &str = "cpu/freeze_on_smi";
+
+/// Puts `freeze_on_smi` back to 0 when the run that set it ends, as perf does at its exit.
+pub struct SmiReset(Option<PathBuf>);
+
+impl Drop for SmiReset {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take()
+            && let Err(e) = std::fs::write(&path, "0")
+        {
+            warn(&format!("cannot set {} back to 0: {e}", path.display()));
+        }
+    }
+}
+
+/// `-T` and `--smi-cost` as the metric groups perf makes of them (`transaction`, `smi`), on
+/// the machine `sysfs` describes: refused, with perf's words and what to do, where the model
+/// has no such metrics or the kernel no `freeze_on_smi`.
+pub(super) fn metric_modes(
+    mut args: StatArgs,
+    sysfs: &Sysfs,
+    proc_root: &Path,
+) -> anyhow::Result<(StatArgs, SmiReset)> {
+    let mut reset = SmiReset(None);
+    if args.null_run || !(args.perf.transaction || args.perf.smi_cost) {
+        return Ok((args, reset));
+    }
+    let model = host_model(args.metric.model.as_deref(), sysfs, proc_root).ok();
+    let has_group = |group: &str| {
+        model.is_some_and(|m| {
+            !engine::select::find(group, tmetric_catalog::common(), Some(m)).is_empty()
+        })
+    };
+    let on = || match model {
+        Some(m) => format!("the {} model", m.name),
+        None => "this machine (no CPU model is known for it)".to_string(),
+    };
+    if args.perf.transaction {
+        if !has_group("transaction") {
+            bail!(
+                "Missing transaction metrics: -T counts the `transaction` metric group, which {} does not have (Intel CPUs with TSX have it; `tmetric list metrics` lists this machine's)",
+                on()
+            );
+        }
+        args.metric.metrics.push("transaction".into());
+    }
+    if args.perf.smi_cost {
+        let path = sysfs.pmu_devices().join(FREEZE_ON_SMI);
+        let value = std::fs::read_to_string(&path).ok().and_then(|t| t.trim().parse::<i64>().ok());
+        let Some(value) = value else {
+            bail!(
+                "freeze_on_smi is not supported: --smi-cost needs sysfs's bus/event_source/devices/{FREEZE_ON_SMI}, which an Intel core PMU has (this machine has {})",
+                if sysfs.core_pmu().is_some() { "a core PMU without it" } else { "no core PMU" }
+            );
+        };
+        if !has_group("smi") {
+            bail!(
+                "Missing smi metrics: --smi-cost counts the `smi` metric group, which {} does not have",
+                on()
+            );
+        }
+        if value == 0 {
+            std::fs::write(&path, "1")
+                .with_context(|| format!("Failed to set freeze_on_smi: {}", path.display()))?;
+            reset = SmiReset(Some(path));
+        }
+        args.metric.metrics.push("smi".into());
+        args.metric_only = true;
+    }
+    Ok((args, reset))
+}
