@@ -87,6 +87,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             // The exit code is the workload's, as perf stat's is.
             let code = stat::run(&args)?;
             out.flush()?;
+            stat::reraise_now();
             if code != 0 {
                 std::process::exit(code);
             }
@@ -94,6 +95,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Record(args) => {
             let code = record::run(&args)?;
             out.flush()?;
+            stat::reraise_now();
             if code != 0 {
                 std::process::exit(code);
             }
@@ -145,26 +147,25 @@ fn is_top_level(word: &str) -> bool {
         || cli.get_arguments().any(flag)
 }
 
-/// The shell's codes for a command that could not run: 127 when it does not exist, 126
-/// when it exists but cannot be executed (as `sh` and perf's users expect).
-fn workload_exit_code(err: &anyhow::Error) -> Option<u8> {
-    use tmetric_runtime::{RunError, WorkloadError};
-    let code = |w: &WorkloadError| match w {
-        WorkloadError::NotFound(_) => Some(127),
-        WorkloadError::Exec { errno, .. } if errno.0 == libc_enoent() => Some(127),
-        WorkloadError::Exec { .. } => Some(126),
+/// Why the workload could not be run, when that is what failed: a program not found in
+/// `PATH` is perf's ENOENT from `execvp`.
+fn workload_failure(err: &anyhow::Error) -> Option<tmetric_runtime::Errno> {
+    use tmetric_runtime::{Errno, RunError, WorkloadError};
+    let errno = |w: &WorkloadError| match w {
+        WorkloadError::NotFound(_) => Some(Errno(libc_enoent())),
+        WorkloadError::Exec { errno, .. } => Some(*errno),
         _ => None,
     };
     err.chain().find_map(|cause| {
         if let Some(w) = cause.downcast_ref::<WorkloadError>() {
-            return code(w);
+            return errno(w);
         }
         // `-r`'s repeats: a run's failure is forwarded, not kept in the chain.
         if let Some(r) = cause.downcast_ref::<tmetric_engine::session::RepeatError>() {
-            return r.workload().and_then(code);
+            return r.workload().and_then(errno);
         }
         match cause.downcast_ref::<RunError>()? {
-            RunError::Workload(w) => code(w),
+            RunError::Workload(w) => errno(w),
             _ => None,
         }
     })
@@ -302,6 +303,17 @@ pub fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
+            if let Some(exit) = err.chain().find_map(|c| c.downcast_ref::<stat::PerfExit>()) {
+                tmetric_print::out::error(&exit.message);
+                return ExitCode::from(exit.code);
+            }
+            if let Some(errno) = workload_failure(&err) {
+                // perf's words and code (`cmd_stat` returns -1) for a command that cannot be
+                // run, then tmetric's, which name it.
+                let _ = writeln!(std::io::stderr(), "Workload failed: {}", errno.text());
+                tmetric_print::out::error(&format!("{err:#}"));
+                return ExitCode::from(255);
+            }
             // Never `eprintln!`: it panics when standard error cannot be written.
             let mut text = format!("{err:#}");
             // Decided on the errno in the error chain, never on the message's words.
@@ -321,7 +333,7 @@ pub fn main() -> ExitCode {
                 text.push_str("; descriptors ran out: raise the limit with `ulimit -n`");
             }
             tmetric_print::out::error(&text);
-            ExitCode::from(workload_exit_code(&err).unwrap_or(2))
+            ExitCode::from(2)
         }
     }
 }

@@ -28,12 +28,14 @@ use tmetric_runtime::{EventReport, TpebsMode, Workload};
 use tmetric_print::out::{Sink, warn};
 
 mod args;
+mod exits;
 mod perf_opts;
 mod run;
 mod setup;
 mod show;
 
 pub use args::*;
+pub use exits::{PerfExit, reraise_now};
 pub use perf_opts::*;
 pub use run::*;
 pub use setup::*;
@@ -61,6 +63,12 @@ pub fn run_recording(
     args: &StatArgs,
     record: Option<&tmetric_record::RecordTo>,
 ) -> anyhow::Result<i32> {
+    if args.interval == Some(0) {
+        // perf's `-I 0`: no intervals.
+        let mut plain = args.clone();
+        plain.interval = None;
+        return run_recording(&plain, record);
+    }
     let attach = args.pid.is_some() || !args.tid.is_empty();
     if args.command.is_empty() && !system_wide(args) && !attach {
         // perf's `setup_system_wide`: without a command or a target, count every CPU (until
@@ -101,11 +109,6 @@ pub fn run_recording(
             Explain::Quiet => tmetric_print::out::set_quiet(),
             Explain::Block | Explain::Stderr => {}
         }
-    }
-    if let Some(ms) = args.interval
-        && ms < 10
-    {
-        bail!("-I {ms}: the interval must be at least 10 ms");
     }
     validate_flags(args)?;
     match &args.pmu_sim {

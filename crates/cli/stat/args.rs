@@ -17,7 +17,8 @@ pub struct StatArgs {
     /// Count every task on every online CPU instead of the command and its children.
     #[arg(short = 'a', long = "all-cpus")]
     pub all_cpus: bool,
-    /// Print the counts of every MS milliseconds (at least 10).
+    /// Print the counts of every MS milliseconds (0: no intervals; perf warns that values
+    /// of 100 or less may cost noticeable overhead).
     #[arg(short = 'I', long = "interval-print", value_name = "MS")]
     pub interval: Option<u64>,
     /// With -I, print the totals at the end too.
@@ -102,10 +103,11 @@ pub struct StatArgs {
     /// when they are not sampled.
     #[arg(long, value_name = "FILE", conflicts_with = "record_tpebs")]
     pub retire_latency: Option<PathBuf>,
-    /// Start counting MS milliseconds after the command starts.
-    #[arg(short = 'D', long = "delay", value_name = "MS")]
-    pub delay: Option<u64>,
-    /// With -I: stop after N intervals (a command still running gets SIGTERM).
+    /// Start counting MS milliseconds after the command starts (-1: start with the events
+    /// disabled, for --control's `enable`); says `Events disabled` and `Events enabled`.
+    #[arg(short = 'D', long = "delay", value_name = "MS", allow_negative_numbers = true)]
+    pub delay: Option<i64>,
+    /// With -I: print N intervals, then no more (a command runs on to its end).
     #[arg(long, value_name = "N", requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
     pub interval_count: Option<u64>,
     /// Run the command N times and print the mean counts with their spread (0: again and
@@ -216,6 +218,13 @@ pub struct StatArgs {
     /// The command to run and count (after `--` when it has options of its own).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
+    /// Take commands while counting, as perf does: `fd:CTL[,ACK]` (descriptor numbers the
+    /// shell opened) or `fifo:CTL[,ACK]` (FIFOs made with mkfifo). Commands, one per line:
+    /// `enable`, `disable`, `enable NAME`, `disable NAME`, `ping`, `stop`, `snapshot`,
+    /// `evlist`; each but `snapshot` is answered with `ack\n` on ACK. With -D -1 counting
+    /// starts at the first `enable`.
+    #[arg(long, value_name = "fd:CTL[,ACK]|fifo:CTL[,ACK]")]
+    pub control: Option<String>,
 }
 
 /// What the order of the options says, as perf reads them one by one: which `-e` list each

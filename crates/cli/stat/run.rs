@@ -21,6 +21,15 @@ pub fn run_on<S: Syscalls + Clone>(
     // Before anything slow: a signal that comes while planning is kept for the run loop.
     let _early_signals =
         tmetric_runtime::signal::catch_stop_signals().context("cannot catch signals")?;
+    // perf opens --control's FIFOs while it reads its options, and a refusal there is a
+    // usage error (129). They stay open until the run is over.
+    let control = match &args.control {
+        Some(spec) => Some(
+            tmetric_runtime::Control::open(spec)
+                .map_err(|e| super::exits::perf_exit(129, format!("--control {spec}: {e}")))?,
+        ),
+        None => None,
+    };
     let layout = layout_of(args);
     let env = Environment::probe(sysfs, proc_root);
     // The model's counter numbers (`counter.json`) size the PMU model with or without -M:
@@ -97,7 +106,8 @@ pub fn run_on<S: Syscalls + Clone>(
         None => None,
     };
     let mut counting = Counting { printer, recorder, record_failed: None };
-    let Some(report) = counting.run(&mut session, workload.as_mut(), &run_options(args))? else {
+    let options = run_options(args, control.as_ref().map(|c| c.fds));
+    let Some(report) = counting.run(&mut session, workload.as_mut(), &options)? else {
         // The reader went away during a system-wide run: nothing more to say, quietly.
         return Ok(0);
     };
@@ -224,12 +234,16 @@ fn split_threads<S: Syscalls>(
     }
 }
 
-/// The runtime loop's options from the flags.
-fn run_options(args: &StatArgs) -> RunOptions {
+/// The runtime loop's options from the flags (and `--control`'s descriptors).
+fn run_options(args: &StatArgs, control: Option<tmetric_runtime::ControlFds>) -> RunOptions {
     RunOptions {
         interval: args.interval.map(Duration::from_millis),
         catch_signals: true,
-        delay: args.delay.map(Duration::from_millis),
+        // perf's -D takes any integer: a negative one starts disabled.
+        delay: args.delay.filter(|&d| d > 0).map(|d| Duration::from_millis(d.unsigned_abs())),
+        start_disabled: args.delay.is_some_and(|d| d < 0),
+        control,
+        say: Some(super::exits::say),
         interval_count: args.interval_count.map(|n| n as usize),
         until_gone: tmetric_runtime::target::watched(args.pid, &args.tid, !args.command.is_empty()),
         timeout: args.timeout.map(Duration::from_millis),
@@ -311,13 +325,19 @@ impl Counting {
         report_samples(&outcome.samples, args.verbose, *layout == Layout::Json, printer.out())?;
         printer.spread = outcome.spread.clone();
         let report = &outcome.report;
-        // --interval-count, --timeout or SIGUSR1 ended the run and stopped the command: not
-        // its failure.
-        let stopped = report.stopped;
-        if let Some(signal) = report.exit.and_then(|e| e.signal()).filter(|_| !stopped) {
-            warn(&format!("the workload was killed by signal {signal} ({})", signal_name(signal)));
+        // perf's `psignal` for a workload a signal killed, --timeout's SIGTERM too; not for
+        // the SIGTERM that follows SIGUSR1 (perf sends it at its exit, after the counts).
+        let stopped_quietly = report.stopped && !report.timed_out;
+        if let Some(signal) = report.exit.and_then(|e| e.signal()).filter(|_| !stopped_quietly) {
+            super::exits::say_killed(&args.command, signal);
         }
-        let code = if stopped { 0 } else { report.exit.map_or(0, |e| e.shell_code()) };
+        // perf's exit code is WEXITSTATUS of the workload: 0 when a signal killed it.
+        let code = report.exit.and_then(|e| e.code()).unwrap_or(0);
+        if args.command.is_empty()
+            && let Some(signal) = report.interrupted_by
+        {
+            super::exits::reraise_later(signal);
+        }
         let rusage = report.exit.map(|e| (e.user, e.system));
         let sample = EvalInput::new(&report.totals, report.elapsed.as_secs_f64())
             .with_rusage(rusage)
@@ -385,23 +405,4 @@ pub(super) fn warn_user_only<S: Syscalls>(session: &Session<S>) {
         "kernel.perf_event_paranoid is {paranoid} and tmetric has no CAP_PERFMON: counting user mode only (exclude_kernel), as perf does, for {}",
         tmetric_text::names_summary(&user_only)
     ));
-}
-
-/// The usual name of a signal number.
-pub(super) fn signal_name(signal: i32) -> &'static str {
-    match signal {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        _ => "a signal",
-    }
 }

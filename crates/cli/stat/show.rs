@@ -121,9 +121,11 @@ pub(super) fn printer_for(
     };
     let to_terminal = args.output.is_none() && std::io::stderr().is_terminal();
     if args.interval_clear && !to_terminal {
-        bail!(
-            "--interval-clear does not work with output: it clears a terminal, and the counts go to a file or pipe"
-        );
+        // perf 6.12 refuses it the same way, and its `cmd_stat` then returns -1: 255.
+        return Err(super::exits::perf_exit(
+            255,
+            "--interval-clear does not work with output: it clears a terminal, and the counts go to a file or pipe",
+        ));
     }
     let mut config = print_config(args, layout, tmetric_print::verbose::unit_width(plan));
     config.colour = args.out.colour(to_terminal);

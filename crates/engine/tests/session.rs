@@ -98,6 +98,7 @@ fn run(value: u64, seconds: f64) -> RunReport {
         interrupted_by: None,
         ticks: 0,
         stopped: false,
+        timed_out: false,
         samples: Vec::new(),
     }
 }

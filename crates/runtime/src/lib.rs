@@ -37,6 +37,7 @@
 // The one crate with `unsafe`: every block states why it is sound.
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod control;
 pub mod counter;
 pub mod event;
 #[cfg(feature = "fake")]
@@ -54,6 +55,7 @@ pub mod target;
 pub mod tpebs;
 pub mod workload;
 
+pub use control::{Control, ControlError, ControlFds};
 pub use counter::{
     Aggregate, CounterSet, CounterSpec, CpuCount, OpenFailure, RawCount, Snapshot, Split, Target,
 };

@@ -1,11 +1,12 @@
 //! The counting loop of `tmetric stat`: enable the counters, start the workload (or count
-//! system-wide until interrupted), wake up for interval reads, pass signals on, and read the
-//! totals at the end.
+//! system-wide until interrupted), wake up for interval reads and `--control` commands, pass
+//! signals on, and read the totals at the end.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
+use crate::control::{Command, ControlFds, ControlReader};
 use crate::counter::{CounterError, CounterSet, RawCount, Snapshot, Target};
 use crate::signal::{SignalGuard, wait_readable};
 use crate::sys::{Errno, Syscalls};
@@ -22,8 +23,11 @@ pub struct RunOptions {
     /// `-D`: start counting this long after the workload starts (the target must then not
     /// enable on exec: the counters are enabled explicitly).
     pub delay: Option<Duration>,
-    /// `--interval-count`: end the run after this many intervals; a workload still running
-    /// then gets SIGTERM, as the user asked for no more.
+    /// `-D -1` (any negative delay): start with the counters disabled; only a `--control`
+    /// `enable` starts them (the target must not enable on exec).
+    pub start_disabled: bool,
+    /// `--interval-count`: print no more than this many intervals. A workload runs on to its
+    /// end, as in perf (which waits for it); without one the run ends there.
     pub interval_count: Option<usize>,
     /// Also read the counters this often without reporting, keeping the readings
     /// ([`RunReport::samples`]): how counts vary during the run (error bars of multiplexed
@@ -35,6 +39,13 @@ pub struct RunOptions {
     /// `--timeout`: end the run this long after counting starts; a workload still running
     /// gets SIGTERM, as perf's `kill(child_pid, SIGTERM)`.
     pub timeout: Option<Duration>,
+    /// `--control`: read perf's commands from this descriptor while counting, and
+    /// acknowledge them.
+    pub control: Option<ControlFds>,
+    /// Where the run's own messages go, perf's `pr_info` lines (`Events disabled`,
+    /// `Events enabled`, `Event NAME enabled`, `failed: ...`), one line each without its
+    /// newline; `None` drops them.
+    pub say: Option<fn(&str)>,
 }
 
 /// A task whose exit ends a run (see [`RunOptions::until_gone`]).
@@ -153,9 +164,11 @@ pub struct RunReport {
     pub interrupted_by: Option<i32>,
     /// Intervals reported.
     pub ticks: usize,
-    /// The run stopped the workload itself (`--interval-count`, SIGUSR1): its SIGTERM is
-    /// not its failure.
+    /// The run stopped the workload itself (`--timeout`, SIGUSR1): its SIGTERM is not its
+    /// failure.
     pub stopped: bool,
+    /// `--timeout` ended the run (and sent a workload SIGTERM).
+    pub timed_out: bool,
     /// With [`RunOptions::sample_every`]: the cumulative readings taken during the run, in
     /// order, ending with [`RunReport::totals`] (empty otherwise).
     pub samples: Vec<Snapshot>,
@@ -248,10 +261,11 @@ pub fn run<S: Syscalls>(
     let (guard, mut watch, start) = begin(counters, target, workload.as_deref_mut(), options)?;
     let mut intervals = Intervals { previous: Snapshot::default(), last: start, count: 0 };
     let mut next_tick = options.interval.map(|i| start + i);
+    let mut control = options.control.map(ControlReader::new);
     let mut exit = None;
     let mut interrupted_by = None;
     let mut interval_count_reached = false;
-    let mut stopped = false;
+    let (mut stopped, mut timed_out) = (false, false);
     let deadline = options.timeout.map(|t| start + t);
     let mut samples = Vec::new();
     let mut next_sample = options.sample_every.map(|i| start + i);
@@ -268,12 +282,17 @@ pub fn run<S: Syscalls>(
         } else if interrupted_by.is_some() || (!watch.is_empty() && watch.all_gone()) {
             break;
         }
+        if let Some(reader) = control.as_mut() {
+            while let Some(command) = reader.next_command() {
+                obey(counters, reader, command, options.say)?;
+            }
+        }
         let now = Instant::now();
         if deadline.is_some_and(|d| now >= d) {
             if let Some(w) = workload.as_mut() {
                 exit = Some(stop_workload(w)?);
             }
-            stopped = true;
+            (stopped, timed_out) = (true, true);
             break;
         }
         if let (Some(due), Some(every)) = (next_sample, options.sample_every)
@@ -291,17 +310,19 @@ pub fn run<S: Syscalls>(
             intervals.previous = snapshot;
             next_tick = Some(next_due(due, interval, now));
             if options.interval_count.is_some_and(|n| intervals.count >= n) {
-                if let Some(w) = workload.as_mut() {
-                    exit = Some(stop_workload(w)?);
-                }
                 interval_count_reached = true;
-                stopped = true;
-                break;
+                // perf stops printing and waits for its workload to end; without one the
+                // run ends here.
+                next_tick = None;
+                if workload.is_none() {
+                    break;
+                }
             }
             continue;
         }
         let due = [next_tick, next_sample, deadline].into_iter().flatten().min();
-        wait_for_news(workload.as_deref(), guard.as_ref(), &watch, due, now);
+        let control_fd = control.as_ref().and_then(ControlReader::fd);
+        wait_for_news(workload.as_deref(), guard.as_ref(), &watch, control_fd, due, now);
         let (signal, stop) = take_signals(guard.as_ref(), workload.as_deref());
         interrupted_by = signal.or(interrupted_by);
         stopped |= stop;
@@ -311,6 +332,8 @@ pub fn run<S: Syscalls>(
         counters.disable()?;
     }
     let totals = counters.read()?;
+    // perf prints the interval a signal cuts short (its poll is interrupted: the workload's
+    // SIGCHLD, or Ctrl-C), but none after --interval-count's last.
     if options.interval.is_some() && !interval_count_reached {
         intervals.report(&totals, start, end, true, &mut on_tick)?;
     }
@@ -318,12 +341,61 @@ pub fn run<S: Syscalls>(
         samples.push(totals.clone());
     }
     let ticks = intervals.count;
-    Ok(RunReport { totals, elapsed: end - start, exit, interrupted_by, ticks, stopped, samples })
+    let elapsed = end - start;
+    Ok(RunReport { totals, elapsed, exit, interrupted_by, ticks, stopped, timed_out, samples })
+}
+
+/// Carries out one `--control` command as perf 6.12's `evlist__ctlfd_process` does, saying
+/// what perf says, and acknowledges it. Enabling or disabling prints no interval: perf's
+/// `process_evlist` means to, but its test never holds for these commands.
+fn obey<S: Syscalls>(
+    counters: &mut CounterSet<S>,
+    reader: &ControlReader,
+    command: Command,
+    say: Option<fn(&str)>,
+) -> Result<(), RunError> {
+    let say = |line: &str| {
+        if let Some(say) = say {
+            say(line);
+        }
+    };
+    match &command {
+        Command::Enable(None) => {
+            counters.enable()?;
+            say("Events enabled");
+        }
+        Command::Disable(None) => {
+            counters.disable()?;
+            say("Events disabled");
+        }
+        Command::Enable(Some(name)) | Command::Disable(Some(name)) => {
+            let enable = matches!(command, Command::Enable(_));
+            if counters.switch_named(name, enable)? > 0 {
+                say(&format!("Event {name} {}", if enable { "enabled" } else { "disabled" }));
+            } else {
+                say(&format!("failed: can't find '{name}' event"));
+            }
+        }
+        Command::Malformed => say("failed: wrong command"),
+        Command::Evlist(_) => {
+            for spec in counters.specs() {
+                say(&spec.name);
+            }
+        }
+        Command::Snapshot | Command::Stop | Command::Ping | Command::Unsupported(_) => {}
+    }
+    if command.acknowledged()
+        && let Err(errno) = reader.ack()
+    {
+        say(&format!("failed to write to ctl_ack_fd: {}", errno.text()));
+    }
+    Ok(())
 }
 
 /// Starts a run: catches signals if asked, enables the counters and starts the workload,
-/// after `--delay` when there is one. Returns the signal guard, the watch over `-p`/`-t`
-/// targets and when counting began.
+/// after `--delay` when there is one (saying `Events disabled` and `Events enabled` as
+/// perf does). Returns the signal guard, the watch over `-p`/`-t` targets and when counting
+/// began.
 fn begin<S: Syscalls>(
     counters: &mut CounterSet<S>,
     target: &Target,
@@ -338,8 +410,15 @@ fn begin<S: Syscalls>(
     } else {
         None
     };
-    let delayed = options.delay.filter(|d| !d.is_zero());
-    if needs_enable(target) && delayed.is_none() {
+    let say = |line: &str| {
+        if let Some(say) = options.say {
+            say(line);
+        }
+    };
+    let delayed = options.delay.filter(|d| !d.is_zero() && !options.start_disabled);
+    if delayed.is_some() || options.start_disabled {
+        say("Events disabled");
+    } else if needs_enable(target) {
         counters.enable()?;
     }
     let mut start = Instant::now();
@@ -353,6 +432,7 @@ fn begin<S: Syscalls>(
         if needs_enable(target) {
             counters.enable()?;
         }
+        say("Events enabled");
         start = Instant::now();
     }
     Ok((guard, watch, start))
@@ -430,12 +510,13 @@ fn next_due(due: Instant, every: Duration, now: Instant) -> Instant {
 }
 
 /// Sleeps until something the run loop acts on may have happened: the workload's exit, a
-/// signal, a watched task gone (without a workload), or `due` (the next tick, sample or
-/// deadline). Without a descriptor to wait on for an exit, it wakes regularly to look.
+/// signal, a `--control` command, a watched task gone (without a workload), or `due` (the
+/// next tick, sample or deadline). Without a descriptor to wait on for an exit, it wakes regularly to look.
 fn wait_for_news(
     workload: Option<&Workload>,
     guard: Option<&SignalGuard>,
     watch: &TaskWatch,
+    control: Option<RawFd>,
     due: Option<Instant>,
     now: Instant,
 ) {
@@ -443,6 +524,7 @@ fn wait_for_news(
     let exit_fd = workload.and_then(|w| w.exit_fd());
     fds.extend(exit_fd);
     fds.extend(guard.map(SignalGuard::fd));
+    fds.extend(control);
     if workload.is_none() {
         fds.extend(watch.fds());
     }

@@ -164,3 +164,38 @@ pub fn wait_readable(fds: &[i32], timeout: Option<Duration>) {
         libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, millis);
     }
 }
+
+/// The C library's description of a signal (`Killed`, `Segmentation fault`), as `psignal`
+/// prints it after the program's name.
+pub fn describe(signal: i32) -> String {
+    // SAFETY: strsignal returns a pointer to a NUL-terminated string (a static table entry
+    // or a thread-local buffer), read at once before any other call can change it.
+    unsafe {
+        let text = libc::strsignal(signal);
+        if text.is_null() {
+            return format!("Unknown signal {signal}");
+        }
+        std::ffi::CStr::from_ptr(text).to_string_lossy().into_owned()
+    }
+}
+
+/// Ends the process by `signal`, as perf's `sig_atexit` does after an interrupted
+/// system-wide run: the default action restored, the signal unblocked and raised, so the
+/// parent sees the signal (a shell's 130 for SIGINT). Returns only if the signal's default
+/// action does not end a process.
+pub fn die_by(signal: i32) {
+    // SAFETY: plain-data sigaction and sigset structs; restoring SIG_DFL and raising a
+    // signal at ourselves touch no memory of ours.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = libc::SIG_DFL;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(signal, &action, std::ptr::null_mut());
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        // Aimed at this thread, so it is delivered before `raise` returns.
+        libc::raise(signal);
+    }
+}

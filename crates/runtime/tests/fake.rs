@@ -330,6 +330,7 @@ fn repeated_runs_average_per_cpu_with_perfs_spread() {
         interrupted_by: None,
         ticks: 0,
         stopped: false,
+        timed_out: false,
         samples: Vec::new(),
     };
     let runs = vec![run(10, 20, 100), run(20, 30, 200), run(30, 40, 600)];

@@ -425,6 +425,32 @@ impl<S: Syscalls> CounterSet<S> {
         self.ioctl_all(false)
     }
 
+    /// perf's control command `enable NAME` / `disable NAME`: switches every descriptor of
+    /// the events called `name`, each alone (not its group), as perf's
+    /// `evlist__enable_evsel`. Returns how many events have that name (0: none, nothing done).
+    pub fn switch_named(&mut self, name: &str, enable: bool) -> Result<usize, CounterError> {
+        let events: Vec<usize> = (0..self.specs.len())
+            .filter(|&e| self.specs[e].name == name && self.failures[e].is_none())
+            .collect();
+        for group in 0..self.groups.len() {
+            for m in 0..self.groups[group].members.len() {
+                let member = &self.groups[group].members[m];
+                if !events.contains(&member.event) {
+                    continue;
+                }
+                let (fd, event) = (member.fd, member.event);
+                let result =
+                    if enable { self.sys.enable(fd, false) } else { self.sys.disable(fd, false) };
+                result.map_err(|errno| CounterError::Ioctl {
+                    what: if enable { "enabling" } else { "disabling" },
+                    event: self.specs[event].name.clone(),
+                    errno,
+                })?;
+            }
+        }
+        Ok(events.len())
+    }
+
     /// Reads every group once.
     pub fn read(&mut self) -> Result<Snapshot, CounterError> {
         let mut events: Vec<Option<Vec<CpuCount>>> =

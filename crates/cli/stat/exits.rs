@@ -1,0 +1,67 @@
+//! How a `tmetric stat` run ends, as perf 6.12's does: perf's exit codes for what it refuses
+//! ([`PerfExit`]), the workload's fate said as perf's `psignal` says it, and the signal that
+//! ended a run without a workload raised again once everything is printed ([`reraise_later`]).
+
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// An error that ends tmetric with perf's exit code for it rather than tmetric's 2: 255
+/// where perf's `cmd_stat` returns -1 (`Workload failed:`, `--interval-clear` without a
+/// terminal), 129 where its option parser refuses a value (`--control`). `main` prints
+/// `message` as every error and exits with `code`.
+#[derive(Debug)]
+pub struct PerfExit {
+    /// The exit code.
+    pub code: u8,
+    /// What went wrong and what to do.
+    pub message: String,
+}
+
+impl std::fmt::Display for PerfExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for PerfExit {}
+
+/// A [`PerfExit`] as an error.
+pub fn perf_exit(code: u8, message: impl Into<String>) -> anyhow::Error {
+    PerfExit { code, message: message.into() }.into()
+}
+
+/// The signal to die by once the run is over (0: none).
+static RERAISE: AtomicI32 = AtomicI32::new(0);
+
+/// perf's `sig_atexit`: a run without a workload that a signal ended (Ctrl-C on `-a`) ends
+/// by that signal once everything is printed and closed, so its parent sees it (130 for
+/// SIGINT from a shell). With a workload perf's last caught signal is always the workload's
+/// SIGCHLD, which ends nothing: its exit code is the workload's.
+pub fn reraise_later(signal: i32) {
+    RERAISE.store(signal, Ordering::Relaxed);
+}
+
+/// Raises the signal [`reraise_later`] kept, if any: called by `main` after the run's
+/// outputs are flushed and its temporary files removed.
+pub fn reraise_now() {
+    let signal = RERAISE.swap(0, Ordering::Relaxed);
+    if signal > 0 {
+        tmetric_runtime::signal::die_by(signal);
+    }
+}
+
+/// perf's `psignal(WTERMSIG(status), argv[0])` for a workload a signal killed: the command as
+/// typed, a colon and the C library's description (`sh: Killed`), on standard error before
+/// the counts.
+pub fn say_killed(command: &[std::ffi::OsString], signal: i32) {
+    use std::io::Write;
+    let name = command.first().map(|c| c.to_string_lossy()).unwrap_or_default();
+    let text = tmetric_runtime::signal::describe(signal);
+    let _ = writeln!(std::io::stderr().lock(), "{name}: {text}");
+}
+
+/// perf's `pr_info` lines of a run (`Events disabled`, `Events enabled`): on standard error
+/// as perf writes them, whatever the layout, so that they stand where perf's stand.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
