@@ -69,16 +69,39 @@ fn describe_shows_formula_tree_threshold_and_needed_events() {
 }
 
 #[test]
-fn a_command_that_cannot_run_exits_as_the_shell_does() {
-    let missing = tmetric(&["--", "/nonexistent/tmetric-test-cmd"]);
-    assert_eq!(missing.status.code(), Some(127), "{}", stderr(&missing));
-    let not_in_path = tmetric(&["--", "tmetric-no-such-command-xyz"]);
-    assert_eq!(not_in_path.status.code(), Some(127), "{}", stderr(&not_in_path));
-    let not_executable = tmetric(&["--", "/etc/hostname"]);
-    assert_eq!(not_executable.status.code(), Some(126), "{}", stderr(&not_executable));
+fn a_command_that_cannot_run_exits_as_perf_does() {
+    let dir = tempfile::Builder::new().prefix("tmetric-exec-").tempdir().unwrap();
+    let file = |name: &str, text: &str, mode: u32| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(mode))
+            .unwrap();
+        path.display().to_string()
+    };
+    let not_executable = file("data", "", 0o644);
+    // perf 6.12: `Workload failed: <strerror>` and 255 (`cmd_stat` returns -1), no counts.
+    for (program, why) in [
+        ("/nonexistent/tmetric-test-cmd", "No such file or directory"),
+        ("tmetric-no-such-command-xyz", "No such file or directory"),
+        (not_executable.as_str(), "Permission denied"),
+    ] {
+        let out = tmetric(&["--", program]);
+        let text = stderr(&out);
+        assert_eq!(out.status.code(), Some(255), "{text}");
+        assert_eq!(text.lines().next(), Some(format!("Workload failed: {why}").as_str()), "{text}");
+        assert!(!text.contains("Performance counter stats"), "{text}");
+    }
+    // A workload a signal killed: perf's psignal line, then the counts; the exit code is
+    // WEXITSTATUS, 0.
     let killed = tmetric(&["--", "sh", "-c", "kill -9 $$"]);
-    assert_eq!(killed.status.code(), Some(128 + 9));
-    assert!(stderr(&killed).contains("killed by signal 9 (SIGKILL)"), "{}", stderr(&killed));
+    let text = stderr(&killed);
+    assert_eq!(killed.status.code(), Some(0), "{text}");
+    assert_eq!(text.lines().next(), Some("sh: Killed"), "{text}");
+    assert!(text.contains("Performance counter stats for 'sh -c kill -9 $$'"), "{text}");
+    // An executable file without `#!` runs under /bin/sh, as execvp (perf's) runs it.
+    let script = file("script", "exit 5\n", 0o755);
+    let out = tmetric(&["-e", "task-clock", "--", &script]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
 }
 
 #[test]
@@ -178,15 +201,27 @@ fn describe_with_counts_gives_each_node_its_value_and_reason() {
 
 #[test]
 fn delay_and_interval_count_behave_as_in_perf() {
-    // --interval-count 3 with -I 100: three intervals, then the command is stopped.
+    // --interval-count 2 with -I 100: two intervals, then none; the command runs to its end
+    // (perf waits for it) and exits as it does, without a signal.
     let start = std::time::Instant::now();
-    let out =
-        tmetric(&["-I", "100", "--interval-count", "3", "-e", "task-clock", "--", "sleep", "10"]);
-    assert!(start.elapsed() < std::time::Duration::from_secs(5), "it waited for sleep 10");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = tmetric(&[
+        "-I",
+        "100",
+        "--interval-count",
+        "2",
+        "-e",
+        "task-clock",
+        "--",
+        "sh",
+        "-c",
+        "sleep 1; exit 3",
+    ]);
+    assert!(start.elapsed() >= std::time::Duration::from_secs(1), "the command was cut short");
     let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{text}");
     let lines = text.lines().filter(|l| l.contains(" msec task-clock"));
-    assert_eq!(lines.count(), 3, "{text}");
+    assert_eq!(lines.count(), 2, "{text}");
+    assert!(!text.contains("Terminated") && !text.contains("seconds time elapsed"), "{text}");
     // -D: the first 200 ms of a 400 ms sleep are not counted, so elapsed is about 200 ms.
     let out = tmetric(&["-D", "200", "-e", "task-clock", "--", "sleep", "0.4"]);
     let text = stderr(&out);

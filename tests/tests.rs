@@ -2,6 +2,7 @@
 
 mod catalogue;
 mod cli_cgroup;
+mod cli_control;
 mod cli_eval;
 mod cli_events;
 mod cli_flags;

@@ -36,8 +36,12 @@ static RERAISE: AtomicI32 = AtomicI32::new(0);
 /// by that signal once everything is printed and closed, so its parent sees it (130 for
 /// SIGINT from a shell). With a workload perf's last caught signal is always the workload's
 /// SIGCHLD, which ends nothing: its exit code is the workload's.
+/// SIGQUIT, which tmetric catches so that a background run (started with it ignored) can
+/// still be ended, ends tmetric normally: its default action would dump core.
 pub fn reraise_later(signal: i32) {
-    RERAISE.store(signal, Ordering::Relaxed);
+    if signal != libc::SIGQUIT {
+        RERAISE.store(signal, Ordering::Relaxed);
+    }
 }
 
 /// Raises the signal [`reraise_later`] kept, if any: called by `main` after the run's

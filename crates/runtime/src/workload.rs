@@ -141,6 +141,12 @@ impl Workload {
             .collect::<Result<_, _>>()?;
         let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
         arg_ptrs.push(std::ptr::null());
+        // execvp's way with a file the kernel cannot execute (ENOEXEC: a script without
+        // `#!`), which perf's workloads get: `/bin/sh FILE ARGS...`.
+        let shell = c_string(b"/bin/sh")?;
+        let mut script_ptrs: Vec<*const libc::c_char> = vec![shell.as_ptr(), path.as_ptr()];
+        script_ptrs.extend(args.iter().skip(1).map(|a| a.as_ptr()));
+        script_ptrs.push(std::ptr::null());
         let mut env_ptrs: Vec<*const libc::c_char> = env.iter().map(|e| e.as_ptr()).collect();
         env_ptrs.push(std::ptr::null());
         let (go_read, go_write) = pipe()?;
@@ -184,7 +190,11 @@ impl Workload {
                 // the child was held is delivered now, with the workload's dispositions.
                 inherit::restore_in_child();
                 libc::execve(path.as_ptr(), arg_ptrs.as_ptr(), env_ptrs.as_ptr());
-                let errno: i32 = *libc::__errno_location();
+                let mut errno: i32 = *libc::__errno_location();
+                if errno == libc::ENOEXEC {
+                    libc::execve(shell.as_ptr(), script_ptrs.as_ptr(), env_ptrs.as_ptr());
+                    errno = *libc::__errno_location();
+                }
                 libc::write(err_write.as_raw_fd(), (&errno as *const i32).cast(), 4);
                 libc::_exit(127);
             }
