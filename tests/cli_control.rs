@@ -255,7 +255,11 @@ fn control_arguments_perf_refuses_are_usage_errors() {
     let plain = dir.path().join("plain");
     std::fs::write(&plain, "").unwrap();
     let missing = dir.path().join("missing");
+    let (_fifos, ctl, _) = fifos();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&ctl, &link).unwrap();
     for (spec, says) in [
+        (format!("fifo:{}", link.display()), "is a symbolic link"),
         ("pipe:3".to_string(), "expected fd:CTL[,ACK]"),
         ("fd:".to_string(), "expected fd:CTL[,ACK]"),
         ("fd:3,".to_string(), "expected fd:CTL[,ACK]"),
@@ -340,4 +344,96 @@ fn a_signal_that_ends_a_system_wide_run_kills_tmetric_after_the_counts() {
         assert_eq!(status.signal(), Some(signal), "{name}: {status:?} {lines:?}");
         assert!(lines.iter().filter(|l| l.contains(",cpu-clock,")).count() >= 2, "{lines:?}");
     }
+}
+
+/// `-r N -I MS`: every run prints its intervals, each timed from its own start, and no
+/// totals; with `--summary` the mean of the runs follows, with its spread.
+#[test]
+fn repeats_print_each_runs_intervals() {
+    let args = ["stat", "-x,", "-I", "100", "-r", "2", "-e", "task-clock", "--", "sleep", "0.25"];
+    let out = tmetric(&args);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let times: Vec<f64> = text
+        .lines()
+        .filter(|l| l.contains(",task-clock,"))
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    // Each run: two whole intervals and the one its end cuts short (a loaded machine that
+    // wakes tmetric late may fold them), then the next run starts again from 0.
+    let restarts = times.windows(2).filter(|w| w[1] < w[0]).count();
+    assert_eq!(restarts, 1, "{text}");
+    assert!((2..=6).contains(&times.len()), "{text}");
+    assert!(!text.contains("summary"), "{text}");
+    let mut with_summary = args.to_vec();
+    with_summary.insert(1, "--summary");
+    let out = tmetric(&with_summary);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let summary: Vec<&str> = text.lines().filter(|l| l.starts_with("summary,")).collect();
+    assert_eq!(summary.len(), 1, "{text}");
+    assert!(summary[0].contains(",task-clock,"), "{text}");
+}
+
+/// `--interval-clear` with standard error on a terminal: perf `puts`s the clear sequence to
+/// standard output before each interval, wherever that goes. Run under `script`, which gives
+/// the command a terminal.
+#[test]
+fn interval_clear_writes_the_clear_sequence_to_standard_output() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("no `script` (util-linux) to give tmetric a terminal: not checked");
+        return;
+    }
+    let dir = tempfile::Builder::new().prefix("tmetric-clear-").tempdir().unwrap();
+    let out = dir.path().join("stdout");
+    let command = format!(
+        "'{BIN}' stat -I 100 --interval-clear --interval-count 2 -e task-clock sleep 0.5 > '{}'",
+        out.display()
+    );
+    let run = Command::new("script").args(["-qec", &command, "/dev/null"]).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stdout));
+    let cleared = std::fs::read(&out).unwrap();
+    assert_eq!(cleared, b"\x1b[H\x1b[2J\n\x1b[H\x1b[2J\n", "{}", String::from_utf8_lossy(&cleared));
+    // The counts went to the terminal.
+    let terminal = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(
+        terminal.lines().filter(|l| l.contains(" msec task-clock")).count(),
+        2,
+        "{terminal}"
+    );
+}
+
+/// `--timeout`: perf sends the workload SIGTERM, says so with `psignal` (`sleep:
+/// Terminated`) and exits with WEXITSTATUS, 0.
+#[test]
+fn a_timeout_stops_the_workload_as_perf_says_it() {
+    let start = Instant::now();
+    let out = tmetric(&["stat", "--timeout", "200", "-e", "task-clock", "--", "sleep", "30"]);
+    let text = stderr(&out);
+    assert!(start.elapsed() < Duration::from_secs(25), "it waited for sleep 30: {text}");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(text.lines().next(), Some("sleep: Terminated"), "{text}");
+    assert!(text.contains("Performance counter stats for 'sleep 30'"), "{text}");
+}
+
+/// `-r N` with a command a signal kills: perf's `psignal` line for every run, as each ends,
+/// before the counts; exit 0 (WEXITSTATUS).
+#[test]
+fn every_repeated_run_says_how_its_command_died() {
+    let out = tmetric(&["stat", "-r", "3", "-e", "task-clock", "--", "sh", "-c", "kill -9 $$"]);
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[..3], ["sh: Killed"; 3], "{text}");
+    assert!(lines[4].contains("Performance counter stats for 'sh -c kill -9 $$' (3 runs)"));
+}
+
+/// `-r N -D MS`: every run is delayed and says so, as perf's `__run_perf_stat` does for each.
+#[test]
+fn every_repeated_run_has_its_delay() {
+    let out = tmetric(&["stat", "-r", "2", "-D", "20", "-e", "task-clock", "--", "true"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let said: Vec<&str> = text.lines().filter(|l| l.starts_with("Events")).collect();
+    assert_eq!(said, ["Events disabled", "Events enabled"].repeat(2), "{text}");
 }

@@ -160,10 +160,6 @@ fn workload_failure(err: &anyhow::Error) -> Option<tmetric_runtime::Errno> {
         if let Some(w) = cause.downcast_ref::<WorkloadError>() {
             return errno(w);
         }
-        // `-r`'s repeats: a run's failure is forwarded, not kept in the chain.
-        if let Some(r) = cause.downcast_ref::<tmetric_engine::session::RepeatError>() {
-            return r.workload().and_then(errno);
-        }
         match cause.downcast_ref::<RunError>()? {
             RunError::Workload(w) => errno(w),
             _ => None,

@@ -44,12 +44,35 @@ pub fn reraise_later(signal: i32) {
     }
 }
 
+/// The signal that interrupted `-r 0`'s last run (0: none), for [`super::forever`].
+static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
+
+/// Notes that a signal tmetric caught interrupted a run of `-r 0`.
+pub fn note_interrupted(signal: i32) {
+    INTERRUPTED.store(signal, Ordering::Relaxed);
+}
+
+/// The signal [`note_interrupted`] kept, once.
+pub fn take_interrupted() -> Option<i32> {
+    Some(INTERRUPTED.swap(0, Ordering::Relaxed)).filter(|&s| s > 0)
+}
+
 /// Raises the signal [`reraise_later`] kept, if any: called by `main` after the run's
 /// outputs are flushed and its temporary files removed.
 pub fn reraise_now() {
     let signal = RERAISE.swap(0, Ordering::Relaxed);
     if signal > 0 {
         tmetric_runtime::signal::die_by(signal);
+    }
+}
+
+/// perf's `psignal` line for one run's workload if a signal killed it, `--timeout`'s SIGTERM
+/// too; not for the SIGTERM that follows SIGUSR1 (perf sends it at its exit, after the
+/// counts).
+pub fn say_fate(command: &[std::ffi::OsString], report: &tmetric_runtime::RunReport) {
+    let stopped_quietly = report.stopped && !report.timed_out;
+    if let Some(signal) = report.exit.and_then(|e| e.signal()).filter(|_| !stopped_quietly) {
+        say_killed(command, signal);
     }
 }
 

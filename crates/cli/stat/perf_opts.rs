@@ -5,13 +5,15 @@
 
 use std::process::Command;
 
-use tmetric_engine::session::RunHook;
-
 use super::*;
 
 /// perf's options of how a run is made (flattened into [`StatArgs`]).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct PerfOptions {
+    /// Set by [`forever`] on each of `-r 0`'s runs: a run that a signal interrupts is not
+    /// printed and ends the repeats (perf 6.1 prints the runs before it, then dies by it).
+    #[arg(skip)]
+    pub forever: bool,
     /// Write the counts to this open descriptor instead of standard error, as perf's
     /// `--log-fd` (`3>counts.txt tmetric --log-fd 3 -- make`; `3>>counts.txt` appends).
     #[arg(long, value_name = "FD", allow_hyphen_values = true)]
@@ -96,13 +98,27 @@ pub fn forever(
     }
     let mut each = args.clone();
     each.repeat = 1;
+    each.perf.forever = true;
     loop {
         let code = once(&each)?;
-        // The shell's code of a command that SIGINT or SIGTERM ended: 130, 143.
-        if code == 128 + 2 || code == 128 + 15 {
+        // Ctrl-C reaches tmetric and the command: the interrupted run is not printed and
+        // tmetric dies by the signal once done, as perf (130 for SIGINT from a shell). A
+        // signal that reached only the command ends nothing: perf runs it again.
+        if let Some(signal) = super::exits::take_interrupted() {
+            super::exits::reraise_later(signal);
             return Ok(code);
         }
     }
+}
+
+/// When [`run_hook`] runs: perf's `--pre` before a run's counters open, `--post` after its
+/// workload ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RunHook {
+    /// Before a run (`--pre`, then `-S`'s sync).
+    Before,
+    /// After a run (`--post`).
+    After,
 }
 
 /// `--pre`, `--post` and `-S` around each run, as perf's `run_perf_stat`: the pre command,

@@ -4,7 +4,6 @@
 //! outcome's summary, notes and the exit status.
 
 use super::*;
-use tmetric_engine::session::RunHook;
 
 /// Runs `tmetric stat` with `sys` on the machine `sysfs` and `proc_root` describe, listing
 /// the threads of `-p`/`-t` under `tasks_root`; `simulated` names the simulated PMU, printed
@@ -80,9 +79,14 @@ pub fn run_on<S: Syscalls + Clone>(
     printer.split = split_of(args, sysfs, &target);
     // The signal pipe before the events: when descriptors run out, the events say so.
     tmetric_runtime::signal::prepare().context("cannot catch signals")?;
-    let runs = args.repeat as usize;
-    let hook = &mut |when| run_hook(args, when);
-    let earlier = Session::repeat_with(&sys, &plan, &env, &args.command, runs, hook)?;
+    let options = run_options(args, control.as_ref().map(|c| c.fds));
+    if args.interval.is_some() && args.repeat > 1 && record.is_some() {
+        bail!(
+            "-I with -r prints every run's intervals, and a record holds one run's: record without -r, or without -I for the mean of the runs"
+        );
+    }
+    let (earlier, back) = repeats(args, sysfs, &sys, &plan, &env, printer, &options)?;
+    printer = back;
     run_hook(args, RunHook::Before).map_err(anyhow::Error::msg)?;
     let sys_for_sampler = sys.clone();
     let mut session = Session::open(sys, plan, target, env.clone())?;
@@ -106,7 +110,6 @@ pub fn run_on<S: Syscalls + Clone>(
         None => None,
     };
     let mut counting = Counting { printer, recorder, record_failed: None };
-    let options = run_options(args, control.as_ref().map(|c| c.fds));
     let Some(report) = counting.run(&mut session, workload.as_mut(), &options)? else {
         // The reader went away during a system-wide run: nothing more to say, quietly.
         return Ok(0);
@@ -116,6 +119,39 @@ pub fn run_on<S: Syscalls + Clone>(
         warn(&why);
     }
     counting.finish(args, &layout, &pmus, &mut session, report, earlier)
+}
+
+/// `-r N`: the first N - 1 runs, each as perf runs it (its own `-D`, `--control` and
+/// `--timeout`), printing its intervals with `-I` (timed from its own start) and its
+/// command's fate; the last run is the caller's. A signal ends the repeats. Returns the
+/// runs' reports and the printer.
+fn repeats<S: Syscalls + Clone>(
+    args: &StatArgs,
+    sysfs: &Sysfs,
+    sys: &S,
+    plan: &Plan,
+    env: &Environment,
+    printer: Printer,
+    options: &RunOptions,
+) -> anyhow::Result<(Vec<tmetric_runtime::RunReport>, Printer)> {
+    let mut counting = Counting { printer, recorder: None, record_failed: None };
+    let mut earlier = Vec::new();
+    for _ in 1..args.repeat {
+        run_hook(args, RunHook::Before).map_err(anyhow::Error::msg)?;
+        let mut workload = Workload::prepare(&args.command).context("cannot start the workload")?;
+        let target = target_of(args, sysfs, Some(&workload), None)?;
+        let mut session = Session::open(sys.clone(), plan.clone(), target, env.clone())?;
+        let Some(report) = counting.run(&mut session, Some(&mut workload), options)? else {
+            break;
+        };
+        if report.interrupted_by.is_some() {
+            break;
+        }
+        super::exits::say_fate(&args.command, &report);
+        earlier.push(report);
+        run_hook(args, RunHook::After).map_err(anyhow::Error::msg)?;
+    }
+    Ok((earlier, counting.printer))
 }
 
 /// perf 6.12's warning when `--topdown` counts with the NMI watchdog holding a counter.
@@ -321,16 +357,17 @@ impl Counting {
         earlier: Vec<tmetric_runtime::RunReport>,
     ) -> anyhow::Result<i32> {
         let Counting { mut printer, recorder, mut record_failed } = self;
+        if args.perf.forever
+            && let Some(signal) = report.interrupted_by
+        {
+            super::exits::note_interrupted(signal);
+            return Ok(0);
+        }
         let outcome = session.outcome(report, earlier)?;
         report_samples(&outcome.samples, args.verbose, *layout == Layout::Json, printer.out())?;
         printer.spread = outcome.spread.clone();
         let report = &outcome.report;
-        // perf's `psignal` for a workload a signal killed, --timeout's SIGTERM too; not for
-        // the SIGTERM that follows SIGUSR1 (perf sends it at its exit, after the counts).
-        let stopped_quietly = report.stopped && !report.timed_out;
-        if let Some(signal) = report.exit.and_then(|e| e.signal()).filter(|_| !stopped_quietly) {
-            super::exits::say_killed(&args.command, signal);
-        }
+        super::exits::say_fate(&args.command, report);
         // perf's exit code is WEXITSTATUS of the workload: 0 when a signal killed it.
         let code = report.exit.and_then(|e| e.code()).unwrap_or(0);
         if args.command.is_empty()
@@ -388,9 +425,14 @@ impl Counting {
 }
 
 /// perf's `ru_display`: the totals show the workload's user and system time for one run of a
-/// command with no other target (`-a`, `-C`, `-p`, `-t`).
+/// command with no other target (`-a`, `-C`, `-p`, `-t`), never for `-r 0` (perf decides
+/// before it turns `-r 0` into runs of one).
 fn ru_display(args: &StatArgs) -> bool {
-    args.repeat == 1 && !system_wide(args) && args.pid.is_none() && args.tid.is_empty()
+    args.repeat == 1
+        && !args.perf.forever
+        && !system_wide(args)
+        && args.pid.is_none()
+        && args.tid.is_empty()
 }
 
 /// perf's `exclude_kernel` fallback, said once: events that count user mode only.

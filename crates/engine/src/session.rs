@@ -1,18 +1,16 @@
 //! A measuring session: a plan's counters opened on a target, enabled, run, read and
 //! explained, the one path every front end takes from a plan to counts (`stat`, `record`,
-//! `-r`'s repeats, TPEBS sampling beside the counters, the exporter). It returns data:
+//! each of `-r`'s runs, TPEBS sampling beside the counters, the exporter). It returns data:
 //! snapshots, the kernel's refusals as [`OpenFailure`]s and [`Refusal`]s, refused groups as
 //! [`Split`]s and [`RefusedGroup`]s, typed notes, and a run's [`Outcome`] (`-r`'s mean and
 //! spread, sampled latencies); front ends word them, print and choose their exit status.
 //! The region API's session counts the calling thread on its own groups instead
 //! ([`Session::open_own_thread`], `session/own.rs`).
 
-use std::ffi::OsString;
-
 use tmetric_runtime::counter::{CounterError, Split};
 use tmetric_runtime::{
     CounterSet, Environment, Errno, EventReport, OpenFailure, RunError, RunOptions, RunReport,
-    Snapshot, Syscalls, Sysfs, SysfsError, Target, Tick, TpebsMode, Workload, WorkloadError,
+    Snapshot, Syscalls, Sysfs, SysfsError, Target, Tick, TpebsMode, Workload,
 };
 
 use crate::eval::{EvalInput, Evaluated, Evaluators, RootResult};
@@ -406,86 +404,6 @@ impl<S: Syscalls> Session<S> {
 
 /// Retire latencies sampled over a run, by `:R` input (`None`: not sampled).
 type SampledLatencies = Option<Vec<(String, f64)>>;
-
-/// Why `-r`'s repeated runs stopped with an error.
-#[derive(Debug, thiserror::Error)]
-pub enum RepeatError {
-    /// The command could not be prepared.
-    #[error("cannot start the workload")]
-    Workload(#[source] WorkloadError),
-    /// The counters could not be opened.
-    #[error(transparent)]
-    Open(#[from] SessionError),
-    /// What the caller runs before or after each run (perf's `--pre`, `--post`) failed.
-    #[error("{0}")]
-    Hook(String),
-    /// A run failed: the workload could not be executed, or counting failed.
-    #[error(transparent)]
-    Run(#[from] RunError),
-}
-
-/// When [`Session::repeat_with`] calls its hook.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunHook {
-    /// Before a run's counters open.
-    Before,
-    /// After a run's workload ended.
-    After,
-}
-
-impl RepeatError {
-    /// The workload's failure, when it is one (its shell exit code is 127 or 126).
-    pub fn workload(&self) -> Option<&WorkloadError> {
-        match self {
-            RepeatError::Workload(w) | RepeatError::Run(RunError::Workload(w)) => Some(w),
-            _ => None,
-        }
-    }
-}
-
-impl<S: Syscalls + Clone> Session<S> {
-    /// `-r N`: runs `command` `runs - 1` times with `plan`'s counters, quietly (the last run
-    /// is the caller's, printed, and its counts are the mean of all with [`Session::outcome`]).
-    /// A signal ends the repeats; the runs completed until then are returned.
-    pub fn repeat(
-        sys: &S,
-        plan: &Plan,
-        env: &Environment,
-        command: &[OsString],
-        runs: usize,
-    ) -> Result<Vec<RunReport>, RepeatError> {
-        Session::repeat_with(sys, plan, env, command, runs, &mut |_| Ok(()))
-    }
-
-    /// [`Session::repeat`], calling `hook` before each run ([`RunHook::Before`], before the
-    /// workload is started, as perf runs `--pre`) and after it (`After`, perf's `--post`); a
-    /// hook's error ends the repeats with [`RepeatError::Hook`].
-    pub fn repeat_with(
-        sys: &S,
-        plan: &Plan,
-        env: &Environment,
-        command: &[OsString],
-        runs: usize,
-        hook: &mut dyn FnMut(RunHook) -> Result<(), String>,
-    ) -> Result<Vec<RunReport>, RepeatError> {
-        let mut earlier = Vec::new();
-        for _ in 1..runs.max(1) {
-            hook(RunHook::Before).map_err(RepeatError::Hook)?;
-            let mut w = Workload::prepare(command).map_err(RepeatError::Workload)?;
-            let t = Target::Task { pid: w.pid(), on_exec: true };
-            let mut run = Session::open(sys.clone(), plan.clone(), t, env.clone())?;
-            let options = RunOptions { catch_signals: true, ..RunOptions::default() };
-            let report =
-                run.run(Some(&mut w), &options, &ViewSplit::Global, |_, _, _, _| Ok(()))?;
-            if report.interrupted_by.is_some() {
-                break;
-            }
-            earlier.push(report);
-            hook(RunHook::After).map_err(RepeatError::Hook)?;
-        }
-        Ok(earlier)
-    }
-}
 
 /// What a run measured, as data: the counts (`-r`'s mean), their spread, the runs' times
 /// and the retire-latency samples. The exit status is the front end's to choose.

@@ -54,6 +54,10 @@ pub enum ControlError {
     /// A `fifo:` path that is not a FIFO.
     #[error("`{0}` is not a FIFO: make one with `mkfifo {0}`")]
     NotFifo(String),
+    /// A `fifo:` path that is a symbolic link: tmetric runs as root and follows no link it
+    /// did not make (one planted in a shared directory would redirect the commands).
+    #[error("`{0}` is a symbolic link: name the FIFO itself")]
+    Link(String),
 }
 
 /// An opened `--control`: its descriptors, and those tmetric opened itself (`fifo:`), closed
@@ -125,11 +129,13 @@ fn is_open(fd: RawFd) -> bool {
 }
 
 /// Opens a FIFO as perf does (`O_RDWR | O_NONBLOCK | O_CLOEXEC`), refusing anything else:
-/// opening a device can have effects of its own, and a regular file would never wait.
+/// opening a device can have effects of its own, a regular file would never wait, and a
+/// symbolic link is not followed.
 fn open_fifo(path: &Path) -> Result<OwnedFd, ControlError> {
     let shown = path.display().to_string();
     let is_fifo = |mode: libc::mode_t| mode & libc::S_IFMT == libc::S_IFIFO;
-    match std::fs::metadata(path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => return Err(ControlError::Link(shown)),
         Ok(meta) if is_fifo(std::os::unix::fs::MetadataExt::mode(&meta)) => {}
         Ok(_) => return Err(ControlError::NotFifo(shown)),
         Err(e) => {
@@ -139,7 +145,8 @@ fn open_fifo(path: &Path) -> Result<OwnedFd, ControlError> {
     }
     let c = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| ControlError::Open { path: shown.clone(), errno: Errno(libc::EINVAL) })?;
-    let flags = libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY;
+    let flags =
+        libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NOFOLLOW;
     // SAFETY: `c` is a NUL-terminated path that outlives the call.
     let fd = unsafe { libc::open(c.as_ptr(), flags) };
     if fd < 0 {
@@ -230,6 +237,11 @@ impl ControlReader {
     /// A reader of `fds`.
     pub fn new(fds: ControlFds) -> ControlReader {
         ControlReader { fds, open: true }
+    }
+
+    /// The acknowledgement descriptor, -1 for none (as perf names it in its messages).
+    pub fn ack_fd(&self) -> RawFd {
+        self.fds.ack.unwrap_or(-1)
     }
 
     /// The descriptor to poll, while it is still read.

@@ -387,7 +387,8 @@ fn obey<S: Syscalls>(
     if command.acknowledged()
         && let Err(errno) = reader.ack()
     {
-        say(&format!("failed to write to ctl_ack_fd: {}", errno.text()));
+        let fd = reader.ack_fd();
+        say(&format!("failed to write to ctl_ack_fd {fd}: {}", errno.text()));
     }
     Ok(())
 }
@@ -511,7 +512,8 @@ fn next_due(due: Instant, every: Duration, now: Instant) -> Instant {
 
 /// Sleeps until something the run loop acts on may have happened: the workload's exit, a
 /// signal, a `--control` command, a watched task gone (without a workload), or `due` (the
-/// next tick, sample or deadline). Without a descriptor to wait on for an exit, it wakes regularly to look.
+/// next tick, sample or deadline). Without a descriptor to wait on for an exit, it wakes
+/// regularly to look.
 fn wait_for_news(
     workload: Option<&Workload>,
     guard: Option<&SignalGuard>,
