@@ -8,6 +8,7 @@ mod cli_events;
 mod cli_flags;
 mod cli_from_perf;
 mod cli_harden;
+mod cli_hostile;
 mod cli_list;
 mod cli_logs;
 mod cli_options;

@@ -13,12 +13,14 @@ pub fn read(path: &Path) -> anyhow::Result<CountsFile> {
             "a counts file (JSON, docs/counts-format.md)",
             "a file (`--counts counts.json`) or a pipe (`... | tmetric eval --model M --counts -`)",
         );
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+        let bytes = tmetric_runtime::input::read_stdin(tmetric_runtime::input::COUNTS)
             .context("cannot read the counts from standard input")?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            anyhow::anyhow!("standard input is not UTF-8 text: expected a counts file (JSON)")
+        })?;
         return Ok(parse(&text, "<stdin>")?);
     }
-    let text = std::fs::read_to_string(path)
+    let text = tmetric_runtime::input::read_to_string(path, tmetric_runtime::input::COUNTS)
         .with_context(|| format!("cannot read counts file `{}`", path.display()))?;
     Ok(parse(&text, &path.display().to_string())?)
 }

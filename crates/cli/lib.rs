@@ -276,6 +276,8 @@ pub fn flags() -> Vec<(String, Vec<String>)> {
 /// The whole command: parse the arguments, run, and map errors to exit codes.
 pub fn main() -> ExitCode {
     exit_2_when_stderr_fails();
+    // `ulimit -f`: a write error naming the file, not death by SIGXFSZ.
+    tmetric_runtime::signal::file_size_limit_is_an_error();
     let cli = match parse(std::env::args_os().collect()) {
         Ok(cli) => cli,
         // perf's code for a usage error: 129 (`usage_with_options` exits with it).

@@ -5,7 +5,7 @@
 //! inputs were counted (by event name, preferring one group), and `--model` evaluates with
 //! another model's formulas. This module is the flags, the choice of metrics and the printing.
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -115,11 +115,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
             "a record",
             "a file (`-i perf.data`) or a pipe (`tmetric record -o - ... | tmetric report -i -`)",
         );
-        let mut bytes = Vec::new();
-        std::io::stdin().lock().read_to_end(&mut bytes).context("cannot read standard input")?;
-        bytes
+        tmetric_runtime::input::read_stdin(tmetric_runtime::input::RECORD)
+            .context("cannot read standard input")?
     } else {
-        std::fs::read(&path).with_context(|| {
+        tmetric_runtime::input::read(&path, tmetric_runtime::input::RECORD).with_context(|| {
             format!("cannot read {} (give the file with -i FILE)", path.display())
         })?
     };

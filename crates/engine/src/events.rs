@@ -39,8 +39,9 @@ impl CatalogTables {
         });
         let mut tables = CatalogTables::new(model);
         for pmu in sysfs.pmu_names() {
-            let Ok(id) = std::fs::read_to_string(sysfs.pmu_devices().join(&pmu).join("identifier"))
-            else {
+            let Ok(id) = tmetric_runtime::input::read_sysfs(
+                sysfs.pmu_devices().join(&pmu).join("identifier"),
+            ) else {
                 continue;
             };
             for m in tmetric_catalog::sys_models_for(id.trim()) {

@@ -41,7 +41,7 @@ pub fn kernel_pmu_events(sysfs: &tmetric_runtime::Sysfs, keep: Keep) -> Vec<Kern
             if !keep(&event) && !keep(&encoding) {
                 continue;
             }
-            let terms = std::fs::read_to_string(pmu.dir().join("events").join(&event))
+            let terms = tmetric_runtime::input::read_sysfs(pmu.dir().join("events").join(&event))
                 .map(|t| t.trim().to_string())
                 .unwrap_or_default();
             events.push(KernelPmuEvent {

@@ -265,14 +265,15 @@ impl PmuModel {
     /// The live (or simulated) machine: PMUs from sysfs, counter numbers from `counter.json`,
     /// sysfs `caps/`, or vendor defaults, and the watchdog and SMT state from `/proc` and sysfs.
     pub fn probe(sysfs: &Sysfs, proc_root: &Path, model: Option<&Model>) -> PmuModel {
-        let nmi_watchdog = std::fs::read_to_string(proc_root.join("sys/kernel/nmi_watchdog"))
-            .is_ok_and(|t| t.trim() == "1");
+        let nmi_watchdog =
+            tmetric_runtime::input::read_sysfs(proc_root.join("sys/kernel/nmi_watchdog"))
+                .is_ok_and(|t| t.trim() == "1");
         let smt_on = sysfs.topology().map(|t| t.smt_on).unwrap_or(false);
         let facts = MachineFacts { nmi_watchdog, smt_on };
         let mut pmus = Vec::new();
         for name in sysfs.pmu_names() {
             let dir = sysfs.pmu_devices().join(&name);
-            let read = |file: &str| std::fs::read_to_string(dir.join(file)).ok();
+            let read = |file: &str| tmetric_runtime::input::read_sysfs(dir.join(file)).ok();
             let core = is_core_name(&name);
             let cpus = read("cpus")
                 .or_else(|| read("cpumask"))

@@ -109,7 +109,7 @@ pub fn apply_latency_sources(
 /// (`cpu_core/MEM_INST_RETIRED.STLB_HIT_LOADS/R`) or just its event
 /// (`MEM_INST_RETIRED.STLB_HIT_LOADS`), in any case. Returns the keys that name no input.
 pub fn apply_latency_file(plan: &mut Plan, path: &Path) -> Result<Vec<String>, TpebsError> {
-    let text = std::fs::read_to_string(path)
+    let text = tmetric_runtime::input::read_to_string(path, tmetric_runtime::input::RETIRE_LATENCY)
         .map_err(|source| TpebsError::Read { path: path.to_path_buf(), source })?;
     let map: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(text.trim_start_matches('\u{feff}'))

@@ -19,6 +19,8 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use tmetric_runtime::signal::blocking;
+
 /// `--quiet`: warnings and messages are not printed (errors still are).
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -47,7 +49,7 @@ pub fn warn(message: &str) {
     }
     if JSON.load(std::sync::atomic::Ordering::Relaxed) {
         let line = serde_json::json!({ "warning": message });
-        let _ = writeln!(io::stderr().lock(), "{line}");
+        let _ = blocking(|| writeln!(io::stderr().lock(), "{line}"));
         return;
     }
     error(message);
@@ -73,7 +75,7 @@ pub fn set_comment_warnings() {
 /// Prints an error as [`warn`] does, even with `--quiet`.
 pub fn error(message: &str) {
     let hash = if COMMENTS.load(std::sync::atomic::Ordering::Relaxed) { "# " } else { "" };
-    let _ = writeln!(io::stderr().lock(), "{hash}tmetric: {message}");
+    let _ = blocking(|| writeln!(io::stderr().lock(), "{hash}tmetric: {message}"));
 }
 
 /// Where a [`Sink`] delivers.
@@ -94,10 +96,10 @@ pub enum Dest {
 
 /// Creates (or truncates) `path` for writing; a new file gets mode 0600, as perf creates
 /// perf.data: counts and record files name the command and what it did, and tmetric often
-/// runs as root. An existing file keeps the mode its owner gave it.
+/// runs as root. An existing file keeps the mode its owner gave it. A link or file another
+/// user planted in a shared sticky directory is refused (`tmetric_runtime::output`).
 pub fn create_private(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)
+    tmetric_runtime::output::create(path, false)
 }
 
 /// A destination for reports that survives write errors (see the module documentation).
@@ -136,12 +138,7 @@ impl Sink {
 
     /// Reports appended to the file at `path` (`--append`), created if it does not exist.
     pub fn append(path: &Path) -> Result<Sink, SinkError> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(path)
+        let file = tmetric_runtime::output::create(path, true)
             .map_err(|source| SinkError::Append { path: path.to_path_buf(), source })?;
         Ok(Sink {
             dest: Dest::File { path: path.to_path_buf(), file },
@@ -178,7 +175,7 @@ impl Sink {
             return;
         }
         if let Dest::File { path, file } = &mut self.dest {
-            match file.write_all(&self.buf).and_then(|()| file.flush()) {
+            match blocking(|| file.write_all(&self.buf).and_then(|()| file.flush())) {
                 Ok(()) => {
                     self.buf.clear();
                     return;
@@ -197,7 +194,7 @@ impl Sink {
                 }
             }
         }
-        match io::stderr().lock().write_all(&self.buf) {
+        match blocking(|| io::stderr().lock().write_all(&self.buf)) {
             Ok(()) => {}
             Err(err) if err.kind() == io::ErrorKind::BrokenPipe => self.closed = true,
             Err(err) => {
@@ -256,11 +253,14 @@ impl<W: Write> NamedStdout<W> {
 
 impl<W: Write> Write for NamedStdout<W> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.0.write(data).map_err(Self::named)
+        if tmetric_runtime::inherit::closed_at_start(1) {
+            return Err(Self::named(io::Error::other("it was closed when tmetric started")));
+        }
+        blocking(|| self.0.write(data)).map_err(Self::named)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.0.flush().map_err(Self::named)
+        blocking(|| self.0.flush()).map_err(Self::named)
     }
 }
 

@@ -304,10 +304,10 @@ fn group_lines(groups: &[Vec<usize>], counts: &Snapshot) -> Vec<(usize, (i32, i3
 
 /// Creates (or truncates) `path` for writing; a new file gets mode 0600, as perf creates
 /// perf.data: record files name the command and what it did, and tmetric often runs as root.
-/// An existing file keeps the mode its owner gave it.
+/// An existing file keeps the mode its owner gave it; a link or file another user planted in
+/// a shared sticky directory is refused.
 fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)
+    tmetric_runtime::output::create(path, false)
 }
 
 /// Writes a JSON-lines record file line by line.
@@ -337,7 +337,8 @@ impl Recorder {
     }
 
     fn write(&mut self, line: &str) -> Result<(), WriteError> {
-        writeln!(self.out, "{line}").map_err(|e| self.io(e))
+        // A FIFO whose reader stopped: a stop signal still ends the run.
+        tmetric_runtime::signal::blocking(|| writeln!(self.out, "{line}")).map_err(|e| self.io(e))
     }
 
     fn line(&mut self, line: &Line) -> Result<(), WriteError> {
@@ -370,7 +371,7 @@ impl Recorder {
         }
         // Each interval reaches the file as it ends: a full disk is found (and said) at
         // once, and a run that is killed leaves every finished interval behind.
-        self.out.flush().map_err(|e| self.io(e))
+        tmetric_runtime::signal::blocking(|| self.out.flush()).map_err(|e| self.io(e))
     }
 
     /// The reads, the totals, the sampled latencies and the end line; flushes.
@@ -388,6 +389,6 @@ impl Recorder {
             self.line(&line)?;
         }
         self.line(&end.end_line())?;
-        self.out.flush().map_err(|e| self.io(e))
+        tmetric_runtime::signal::blocking(|| self.out.flush()).map_err(|e| self.io(e))
     }
 }

@@ -102,6 +102,12 @@ pub(crate) fn note_nofile(soft: u64, hard: u64) {
     }
 }
 
+/// Whether standard descriptor `fd` (0, 1 or 2) was closed when tmetric started (Rust's
+/// runtime then put `/dev/null` there, where writes would vanish without an error).
+pub fn closed_at_start(fd: i32) -> bool {
+    (0..3).contains(&fd) && CLOSED_STD.load(Ordering::Relaxed) & (1 << fd) != 0
+}
+
 /// Whether the start-up state was captured (the `.init_array` entry ran).
 pub fn captured() -> bool {
     CAPTURED.load(Ordering::Acquire)

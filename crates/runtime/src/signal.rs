@@ -5,7 +5,7 @@
 //! already signals the whole foreground process group.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
 use crate::sys::Errno;
@@ -13,6 +13,8 @@ use crate::sys::Errno;
 static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 static READ_FD: AtomicI32 = AtomicI32::new(-1);
 static PIPE_LOCK: Mutex<()> = Mutex::new(());
+/// Set while the process is in a call that may block on output or input ([`blocking`]).
+static BLOCKING: AtomicBool = AtomicBool::new(false);
 
 /// One caught signal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +39,16 @@ extern "C" fn on_signal(
         let fd = WRITE_FD.load(Ordering::Relaxed);
         if fd >= 0 {
             libc::write(fd, (&byte as *const u8).cast(), 1);
+        }
+        // Blocked on a write no one reads (a FIFO without a reader, a stopped pipe) or an
+        // open that waits for one, the run loop never sees the pipe: end as perf does, by
+        // the signal's default action (raised again once this handler returns).
+        if BLOCKING.load(Ordering::SeqCst) && ENDS_WHEN_BLOCKED.contains(&signal) {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_DFL;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+            libc::raise(signal);
         }
         *libc::__errno_location() = errno;
     }
@@ -72,6 +84,33 @@ pub fn prepare() -> Result<(), Errno> {
 /// must still end the run. SIGUSR2 keeps its default action, as in perf.
 pub const STOP_SIGNALS: &[i32] =
     &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1];
+
+/// The signals that end tmetric while it is blocked in [`blocking`], as they end perf.
+const ENDS_WHEN_BLOCKED: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// Runs `f`, a call that may block on output or input (a write to a pipe, FIFO or terminal,
+/// opening a FIFO). While it runs, SIGINT, SIGTERM and SIGHUP end tmetric by their default
+/// action instead of waiting in the self-pipe for a run loop that cannot look: a blocked
+/// write is then never left holding the process (only SIGKILL ended it).
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    let was = BLOCKING.swap(true, Ordering::SeqCst);
+    let result = f();
+    BLOCKING.store(was, Ordering::SeqCst);
+    result
+}
+
+/// Makes an exceeded file size limit (`ulimit -f`) a write error (EFBIG) instead of the
+/// SIGXFSZ that kills the process, so what was written stays and the error is said. The
+/// workload gets the disposition tmetric was started with (`inherit::restore_in_child`).
+pub fn file_size_limit_is_an_error() {
+    // SAFETY: sigaction with a plain-data struct setting SIG_IGN.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = libc::SIG_IGN;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGXFSZ, &action, std::ptr::null_mut());
+    }
+}
 
 /// Catches [`STOP_SIGNALS`] from now on (until the guard drops). `tmetric stat` calls this
 /// first thing, so a Ctrl-C or `kill` that comes while it is still planning or forking the

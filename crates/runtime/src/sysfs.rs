@@ -31,8 +31,14 @@ pub enum SysfsError {
     },
 }
 
+/// A file of the tree, through the bounded reader: a FIFO or device planted in a `--sysfs`
+/// tree is an error, never a wait or an endless read.
+fn read_file(path: impl AsRef<Path>) -> io::Result<String> {
+    crate::input::read_to_string(path, crate::input::SYSFS_FILE)
+}
+
 fn read_trimmed(path: &Path) -> Result<String, SysfsError> {
-    fs::read_to_string(path)
+    read_file(path)
         .map(|text| text.trim_end().to_string())
         .map_err(|source| SysfsError::Io { path: path.to_path_buf(), source })
 }
@@ -218,7 +224,7 @@ impl SysfsPmu {
         let Some(file) = file else { return Ok(None) };
         let terms = read_trimmed(&events.join(&file))?;
         let scale_path = events.join(format!("{file}.scale"));
-        let scale = match fs::read_to_string(&scale_path) {
+        let scale = match read_file(&scale_path) {
             Ok(text) => Some(text.trim().parse::<f64>().map_err(|_| SysfsError::Parse {
                 path: scale_path.clone(),
                 expected: "a decimal scale factor",
@@ -226,7 +232,7 @@ impl SysfsPmu {
             })?),
             Err(_) => None,
         };
-        let unit = fs::read_to_string(events.join(format!("{file}.unit")))
+        let unit = read_file(events.join(format!("{file}.unit")))
             .ok()
             .map(|u| u.trim().to_string())
             .filter(|u| !u.is_empty());
@@ -315,7 +321,7 @@ impl Sysfs {
     /// PMU of a `type:config` event).
     pub fn pmu_by_type(&self, type_: u32) -> Option<String> {
         self.pmu_names().into_iter().find(|n| {
-            fs::read_to_string(self.pmu_devices().join(n).join("type"))
+            read_file(self.pmu_devices().join(n).join("type"))
                 .is_ok_and(|t| t.trim().parse::<u32>() == Ok(type_))
         })
     }
@@ -355,7 +361,7 @@ impl Sysfs {
         // of their core type in `cpus`, and an event opened elsewhere gets ENOENT.
         let cpumask_path =
             if dir.join("cpumask").exists() { dir.join("cpumask") } else { dir.join("cpus") };
-        let cpumask = match fs::read_to_string(&cpumask_path) {
+        let cpumask = match read_file(&cpumask_path) {
             Ok(text) => Some(parse_cpu_list(&text).ok_or_else(|| SysfsError::Parse {
                 path: cpumask_path,
                 expected: "a CPU list such as `0` or `0-3,8`",
@@ -385,12 +391,10 @@ impl Sysfs {
     /// `S0-D0-C1` labels.
     pub fn cpu_place(&self, cpu: u32) -> (u32, u32, u32) {
         let read = |file: &str| -> u32 {
-            fs::read_to_string(
-                self.root.join(format!("devices/system/cpu/cpu{cpu}/topology/{file}")),
-            )
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(0)
+            read_file(self.root.join(format!("devices/system/cpu/cpu{cpu}/topology/{file}")))
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(0)
         };
         (read("physical_package_id"), read("die_id"), read("core_id"))
     }
@@ -405,7 +409,7 @@ impl Sysfs {
             .collect();
         nodes.sort_unstable();
         nodes.into_iter().find(|n| {
-            fs::read_to_string(dir.join(format!("node{n}/cpulist")))
+            read_file(dir.join(format!("node{n}/cpulist")))
                 .ok()
                 .and_then(|t| parse_cpu_list(t.trim()))
                 .is_some_and(|cpus| cpus.contains(&cpu))
@@ -414,12 +418,10 @@ impl Sysfs {
 
     /// A CPU's cluster id (`topology/cluster_id`), 0 where the file is missing.
     pub fn cpu_cluster(&self, cpu: u32) -> u32 {
-        fs::read_to_string(
-            self.root.join(format!("devices/system/cpu/cpu{cpu}/topology/cluster_id")),
-        )
-        .ok()
-        .and_then(|t| t.trim().parse::<i64>().ok())
-        .map_or(0, |v| v.max(0) as u32)
+        read_file(self.root.join(format!("devices/system/cpu/cpu{cpu}/topology/cluster_id")))
+            .ok()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .map_or(0, |v| v.max(0) as u32)
     }
 
     /// The cache of `level` (the last level when `None`) that `cpu` uses, as perf's
@@ -431,7 +433,7 @@ impl Sysfs {
         for entry in fs::read_dir(&dir).ok()?.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str().filter(|n| n.starts_with("index")) else { continue };
-            let read = |file: &str| fs::read_to_string(dir.join(name).join(file)).ok();
+            let read = |file: &str| read_file(dir.join(name).join(file)).ok();
             let Some(lvl) = read("level").and_then(|t| t.trim().parse::<u32>().ok()) else {
                 continue;
             };
@@ -462,7 +464,7 @@ impl Sysfs {
         let num_cpus = present.iter().chain(&online).max().map_or(0, |&m| m as usize + 1);
         let cpu_dir = self.root.join("devices/system/cpu");
         let read = |cpu: u32, file: &str| {
-            fs::read_to_string(cpu_dir.join(format!("cpu{cpu}/topology/{file}")))
+            read_file(cpu_dir.join(format!("cpu{cpu}/topology/{file}")))
                 .map(|t| t.trim().to_string())
                 .ok()
         };
@@ -479,7 +481,7 @@ impl Sysfs {
             dies.insert((package.clone(), die));
             packages.insert(package);
         }
-        let smt_on = match fs::read_to_string(cpu_dir.join("smt/active")) {
+        let smt_on = match read_file(cpu_dir.join("smt/active")) {
             Ok(text) => text.trim() == "1",
             Err(_) => multi_thread,
         };
@@ -608,7 +610,7 @@ impl Sysfs {
 /// A tracepoint's id from its `id` file; `system_dir` is named when there is none.
 fn read_id(path: &Path, system_dir: &Path) -> Result<u64, TracefsProblem> {
     let none = || TracefsProblem::NoTracepoint { dir: system_dir.to_path_buf() };
-    match fs::read_to_string(path) {
+    match read_file(path) {
         Ok(text) => text.trim().parse().map_err(|_| none()),
         Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
             Err(TracefsProblem::Unreadable { path: path.to_path_buf(), errno: err.raw_os_error() })
@@ -731,7 +733,7 @@ pub fn cpuinfo_says_virtual(cpuinfo: &str) -> bool {
 /// The running machine's cpuid string as perf computes it: x86 from `/proc/cpuinfo`, arm64
 /// from the first CPU's `midr_el1` (its first 18 characters).
 pub fn host_cpuid(sysfs: &Sysfs, proc_root: &Path) -> Option<String> {
-    if let Ok(cpuinfo) = fs::read_to_string(proc_root.join("cpuinfo"))
+    if let Ok(cpuinfo) = read_file(proc_root.join("cpuinfo"))
         && let Some(id) = x86_cpuid(&cpuinfo)
     {
         return Some(id);
@@ -740,7 +742,7 @@ pub fn host_cpuid(sysfs: &Sysfs, proc_root: &Path) -> Option<String> {
     let first = online.first()?;
     let midr =
         sysfs.root().join(format!("devices/system/cpu/cpu{first}/regs/identification/midr_el1"));
-    let text = fs::read_to_string(midr).ok()?;
+    let text = read_file(midr).ok()?;
     Some(text.trim().chars().take(18).collect())
 }
 

@@ -200,7 +200,11 @@ impl Workload {
         if let Some(w) = Workload::builtin(name_or_path) {
             return Ok(w);
         }
-        let text = std::fs::read_to_string(name_or_path).map_err(|e| {
+        let text = tmetric_runtime::input::read_to_string(
+            name_or_path,
+            tmetric_runtime::input::WORKLOAD,
+        )
+        .map_err(|e| {
             WorkloadError(format!(
                 "cannot read the workload `{name_or_path}`: {e} (give a JSON file or one of the \
                  built-in workloads: {})",

@@ -25,14 +25,15 @@ pub fn literals(sysfs: &Sysfs, proc_root: &Path, system_wide: bool) -> [f64; Lit
         values[Literal::CoreWide.index()] = f64::from(u8::from(!t.smt_on || system_wide));
     }
     if let Some(core) = sysfs.core_pmu()
-        && let Ok(text) = std::fs::read_to_string(sysfs.pmu_devices().join(core).join("caps/slots"))
+        && let Ok(text) =
+            tmetric_runtime::input::read_sysfs(sysfs.pmu_devices().join(core).join("caps/slots"))
         && let Some(slots) = tmetric_runtime::sysfs::parse_number(text.trim())
     {
         values[Literal::Slots.index()] = slots as f64;
     }
     values[Literal::HasPmem.index()] =
         f64::from(u8::from(sysfs.root().join("firmware/acpi/tables/NFIT").exists()));
-    if let Ok(cpuinfo) = std::fs::read_to_string(proc_root.join("cpuinfo")) {
+    if let Ok(cpuinfo) = tmetric_runtime::input::read_sysfs(proc_root.join("cpuinfo")) {
         values[Literal::SystemTscFreq.index()] = tsc_from_model_name(&cpuinfo);
     }
     values

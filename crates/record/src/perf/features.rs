@@ -10,7 +10,7 @@ use crate::header::HeaderFacts;
 
 /// A file's first line, trimmed, or `None`.
 fn read_line(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = tmetric_runtime::input::read_sysfs(path).ok()?;
     Some(text.lines().next()?.trim().to_string()).filter(|s| !s.is_empty())
 }
 
@@ -37,12 +37,13 @@ pub(super) fn machine(
         Some(id) if id.starts_with("0x") => "aarch64".to_string(),
         _ => std::env::consts::ARCH.to_string(),
     };
-    let cpuinfo = std::fs::read_to_string(facts.proc_root.join("cpuinfo")).unwrap_or_default();
+    let cpuinfo =
+        tmetric_runtime::input::read_sysfs(facts.proc_root.join("cpuinfo")).unwrap_or_default();
     let cpu_desc = cpuinfo.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         (k.trim() == "model name").then(|| v.trim().to_string())
     });
-    let total_mem_kb = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+    let total_mem_kb = tmetric_runtime::input::read_sysfs("/proc/meminfo").ok().and_then(|t| {
         t.lines()
             .find_map(|l| l.strip_prefix("MemTotal:"))
             .and_then(|v| v.split_whitespace().next()?.parse().ok())
@@ -161,7 +162,8 @@ fn numa_nodes(sys: &Path) -> Option<Vec<pw::NumaNode>> {
         let Some(node) = name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        let meminfo = std::fs::read_to_string(entry.path().join("meminfo")).unwrap_or_default();
+        let meminfo =
+            tmetric_runtime::input::read_sysfs(entry.path().join("meminfo")).unwrap_or_default();
         let field = |key: &str| -> u64 {
             meminfo
                 .lines()

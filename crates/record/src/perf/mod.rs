@@ -48,17 +48,18 @@ enum Out {
 
 impl Write for Out {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
+        // A pipe whose reader stopped: a stop signal still ends the run.
+        tmetric_runtime::signal::blocking(|| match self {
             Out::File(f) => f.write(buf),
             Out::Stdout(s) => s.write(buf),
-        }
+        })
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match self {
+        tmetric_runtime::signal::blocking(|| match self {
             Out::File(f) => f.flush(),
             Out::Stdout(s) => s.flush(),
-        }
+        })
     }
 }
 
@@ -101,9 +102,8 @@ pub fn create_file(path: &Path) -> Result<File, WriteError> {
             .map_err(|source| WriteError::ReplaceEmpty { path: shown(), source })?,
         Ok(meta) if meta.is_dir() => return Err(WriteError::IsDirectory { path: shown() }),
         Ok(meta) if meta.file_type().is_char_device() || meta.file_type().is_fifo() => {
-            return OpenOptions::new()
-                .write(true)
-                .open(path)
+            // A FIFO's open waits for a reader: a stop signal must still end the run.
+            return tmetric_runtime::signal::blocking(|| OpenOptions::new().write(true).open(path))
                 .map_err(|source| WriteError::Open { path: shown(), source });
         }
         Ok(_) => return Err(WriteError::NotRegular { path: shown() }),

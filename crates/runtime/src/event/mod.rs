@@ -8,7 +8,6 @@
 //! the region API's items, metric `has_event()` probes, and (through [`legacy::legacy`]) the
 //! readers of perf's output that must see `cs` and `context-switches` as one event.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::sys::{Attr, Errno};
@@ -345,11 +344,11 @@ pub struct Environment {
 impl Environment {
     /// Reads the facts from a sysfs tree and a procfs root.
     pub fn probe(sysfs: &Sysfs, proc_root: &Path) -> Environment {
-        let cpuinfo = fs::read_to_string(proc_root.join("cpuinfo")).unwrap_or_default();
+        let cpuinfo = crate::input::read_sysfs(proc_root.join("cpuinfo")).unwrap_or_default();
         Environment {
             has_core_pmu: sysfs.core_pmu().is_some(),
             virtualized: crate::sysfs::cpuinfo_says_virtual(&cpuinfo),
-            paranoid: fs::read_to_string(proc_root.join("sys/kernel/perf_event_paranoid"))
+            paranoid: crate::input::read_sysfs(proc_root.join("sys/kernel/perf_event_paranoid"))
                 .ok()
                 .and_then(|t| t.trim().parse().ok()),
         }

@@ -1,0 +1,42 @@
+//! Hostile and unlucky inputs and outputs through the binary, one test per finding of the
+//! security round: every input file read by one bounded reader (`inputs`), output files that
+//! never follow a link another user planted and write errors that are errors (`outputs`),
+//! signals that end a run blocked on output (`signals`), and values checked for range
+//! (`values`).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::support::stderr;
+
+mod inputs;
+mod outputs;
+mod signals;
+mod values;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tmetric");
+
+/// Runs `script` with bash in `dir`, `$T` being the tmetric binary.
+fn bash_in(dir: &Path, script: &str) -> Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .env("T", BIN)
+        .env("TMPDIR", dir)
+        .current_dir(dir)
+        .output()
+        .expect("bash runs")
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("tmetric-hostile-").tempdir().expect("a scratch directory")
+}
+
+/// Asserts exit `code` and `needle` in standard error; returns standard error.
+#[track_caller]
+fn fails_with(out: &Output, code: i32, needle: &str) -> String {
+    let text = stderr(out);
+    assert_eq!(out.status.code(), Some(code), "{text}");
+    assert!(text.contains(needle), "expected `{needle}` in:\n{text}");
+    text
+}
