@@ -54,6 +54,14 @@ pub enum TpebsError {
         #[source]
         source: serde_json::Error,
     },
+    /// A key of the latency file is given twice.
+    #[error("--retire-latency {}: {key} is given twice: keep the one value you mean", path.display())]
+    Duplicate {
+        /// The file.
+        path: PathBuf,
+        /// The key, quoted.
+        key: String,
+    },
     /// A value of the latency file is not a number of cycles.
     #[error("--retire-latency {}: `{key}` must be a number of cycles, not {value}", path.display())]
     NotCycles {
@@ -64,6 +72,32 @@ pub enum TpebsError {
         /// The value, as JSON.
         value: String,
     },
+}
+
+/// A JSON object's members in file order, repeated keys kept (a map would keep only the last).
+struct Pairs(Vec<(String, serde_json::Value)>);
+
+impl<'de> serde::Deserialize<'de> for Pairs {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Pairs, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Pairs;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Pairs, A::Error> {
+                let mut pairs = Vec::new();
+                while let Some(pair) = map.next_entry()? {
+                    pairs.push(pair);
+                }
+                Ok(Pairs(pairs))
+            }
+        }
+        de.deserialize_map(Visit)
+    }
 }
 
 /// Where a run's retire latencies come from.
@@ -111,9 +145,18 @@ pub fn apply_latency_sources(
 pub fn apply_latency_file(plan: &mut Plan, path: &Path) -> Result<Vec<String>, TpebsError> {
     let text = tmetric_runtime::input::read_to_string(path, tmetric_runtime::input::RETIRE_LATENCY)
         .map_err(|source| TpebsError::Read { path: path.to_path_buf(), source })?;
-    let map: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(text.trim_start_matches('\u{feff}'))
-            .map_err(|source| TpebsError::Json { path: path.to_path_buf(), source })?;
+    let Pairs(map) = serde_json::from_str(text.trim_start_matches('\u{feff}'))
+        .map_err(|source| TpebsError::Json { path: path.to_path_buf(), source })?;
+    // A key given twice: which value was meant cannot be told (a map keeps the last).
+    let mut seen = std::collections::HashSet::new();
+    for (key, _) in &map {
+        if !seen.insert(key.to_ascii_lowercase()) {
+            return Err(TpebsError::Duplicate {
+                path: path.to_path_buf(),
+                key: tmetric_text::quote(key),
+            });
+        }
+    }
     let bare = |name: &str| -> String {
         let name = name.trim_end_matches('/').trim_end_matches(":R").trim_end_matches("/R");
         let name = name.rsplit('/').next().unwrap_or(name);

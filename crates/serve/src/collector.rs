@@ -66,12 +66,19 @@ pub struct Options {
     pub selection: Selection,
 }
 
+impl From<SessionError> for CollectError {
+    fn from(err: SessionError) -> CollectError {
+        CollectError::Host(err)
+    }
+}
+
 /// Why the collector could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
     /// The host's session failed.
+    // Not a `source` as well: error chains would say the cause twice.
     #[error("cannot count on the host: {0}")]
-    Host(#[from] SessionError),
+    Host(SessionError),
     /// The online CPUs are unknown.
     #[error("cannot list the online CPUs: {0}")]
     Cpus(String),

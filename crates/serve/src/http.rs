@@ -217,12 +217,13 @@ pub enum HttpError {
     #[error("--listen {0}: give host:port, such as 127.0.0.1:10064 or [::1]:10064")]
     Address(String),
     /// Binding failed.
-    #[error("cannot listen on {addr}: {source}")]
+    // The cause is in the message and not a `source`, so error chains do not say it twice.
+    #[error("cannot listen on {addr}: {why}")]
     Bind {
         /// The address.
         addr: String,
         /// Why.
-        source: std::io::Error,
+        why: std::io::Error,
     },
     /// The runtime could not be made.
     #[error("cannot start the HTTP server: {0}")]
@@ -238,7 +239,7 @@ pub fn bind(addr: &str) -> Result<std::net::TcpListener, HttpError> {
         .collect();
     let first = addrs.first().ok_or_else(|| HttpError::Address(tmetric_text::quote(addr)))?;
     std::net::TcpListener::bind(first)
-        .map_err(|source| HttpError::Bind { addr: addr.to_string(), source })
+        .map_err(|why| HttpError::Bind { addr: addr.to_string(), why })
 }
 
 /// Whether an address is reachable only from this machine.

@@ -52,12 +52,13 @@ impl std::fmt::Debug for WebConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum WebError {
     /// A file could not be read.
-    #[error("{path}: {source}")]
+    // The cause is in the message and not a `source`, so error chains do not say it twice.
+    #[error("{}: {why}", .path.display())]
     Read {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        why: std::io::Error,
     },
     /// Not YAML.
     #[error("{path}: not YAML: {why}")]
@@ -156,15 +157,15 @@ fn read(path: &Path) -> Result<Vec<u8>, WebError> {
     use std::io::Read;
     const CAP: u64 = 1 << 20;
     let file =
-        std::fs::File::open(path).map_err(|source| WebError::Read { path: path.into(), source })?;
-    let meta = file.metadata().map_err(|source| WebError::Read { path: path.into(), source })?;
+        std::fs::File::open(path).map_err(|why| WebError::Read { path: path.into(), why })?;
+    let meta = file.metadata().map_err(|why| WebError::Read { path: path.into(), why })?;
     if !meta.is_file() {
         return Err(invalid(path, "not a regular file"));
     }
     let mut data = Vec::new();
     file.take(CAP + 1)
         .read_to_end(&mut data)
-        .map_err(|source| WebError::Read { path: path.into(), source })?;
+        .map_err(|why| WebError::Read { path: path.into(), why })?;
     if data.len() as u64 > CAP {
         return Err(invalid(path, "larger than 1 MiB: not a certificate, key or web config"));
     }

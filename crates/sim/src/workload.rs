@@ -49,6 +49,9 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("memory-bound", include_str!("../workloads/memory-bound.json")),
 ];
 
+/// The most phases a workload may list.
+pub const MAX_PHASES: usize = 64;
+
 /// What one phase runs: the clock, the TMA tree and other metrics' true values.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -214,7 +217,8 @@ impl Workload {
         Workload::parse(&text, name_or_path)
     }
 
-    /// Parses workload JSON; `origin` names it in messages.
+    /// Parses workload JSON; `origin` names it in messages. Values past what any machine
+    /// runs (clocks over 100 GHz, IPC over 64, more than [`MAX_PHASES`] phases) are refused.
     pub fn parse(text: &str, origin: &str) -> Result<Workload, WorkloadError> {
         let file: File = serde_json::from_str(text).map_err(|e| {
             let what = e.to_string();
@@ -229,10 +233,21 @@ impl Workload {
             let at = line_of(text, key).map_or_else(String::new, |l| format!(":{l}"));
             WorkloadError(format!("{origin}{at}: `{key}`: {what}"))
         };
+        // Beyond these no machine runs, and counts derived from them pass 2^64 within an
+        // interval (`cycles_ghz 1e12` printed 18446744073709551616 without a word).
+        let most = |key: &str| match key {
+            "cycles_ghz" | "ref_ghz" | "tsc_ghz" => 100.0,
+            "ipc" => 64.0,
+            _ => 100_000.0,
+        };
         let positive = |key: &str, v: Option<f64>, default: f64| -> Result<f64, WorkloadError> {
             match v {
                 None => Ok(default),
-                Some(v) if v.is_finite() && v > 0.0 => Ok(v),
+                Some(v) if v.is_finite() && v > 0.0 && v <= most(key) => Ok(v),
+                Some(v) if v.is_finite() && v > 0.0 => Err(bad(
+                    key,
+                    format!("{v} is more than {} a simulated machine takes", most(key)),
+                )),
                 Some(v) => Err(bad(key, format!("{v} is not a positive number"))),
             }
         };
@@ -277,6 +292,14 @@ impl Workload {
             Some(ph) => {
                 if ph.list.is_empty() {
                     return Err(bad("list", "a phase list needs at least one phase".into()));
+                }
+                // Each phase is set up before counting starts: 1,000 took 49 s, 100,000 never
+                // started.
+                if ph.list.len() > MAX_PHASES {
+                    return Err(bad(
+                        "list",
+                        format!("{} phases: at most {MAX_PHASES} are simulated", ph.list.len()),
+                    ));
                 }
                 let ms = |v: f64, key: &str| -> Result<u64, WorkloadError> {
                     if v.is_finite() && v >= 0.1 {
