@@ -279,6 +279,9 @@ struct State {
     groups: BTreeMap<(u32, usize), Vec<i32>>,
     /// Leaders that are enabled (INACTIVE or ACTIVE); `None` after a change of that.
     on_leaders: Option<Vec<bool>>,
+    /// Open cgroup descriptors and their cgroups: numbered from the events' sequence, so
+    /// closing one never closes an event (the machine's own descriptor numbers did collide).
+    cgroups: BTreeMap<i32, String>,
 }
 
 /// The simulated kernel. Clones share one state, so a test keeps a handle (to advance the
@@ -340,6 +343,7 @@ impl SimKernel {
             rotate: BTreeSet::new(),
             groups: BTreeMap::new(),
             on_leaders: None,
+            cgroups: BTreeMap::new(),
         };
         if state.machine.nmi_watchdog {
             state.add_watchdogs();
@@ -505,6 +509,19 @@ impl Syscalls for SimKernel {
 
     fn close(&mut self, fd: i32) {
         self.lock().close(fd);
+    }
+
+    /// The cgroup must exist on this machine (its directory opens as the real kernel's
+    /// would; the simulated workload runs in every cgroup), and the descriptor is the
+    /// simulated kernel's own.
+    fn open_cgroup(&mut self, name: &str) -> Result<i32, Errno> {
+        let real = tmetric_runtime::sys::open_cgroup_dir(name)?;
+        tmetric_runtime::Kernel.close(real);
+        let mut state = self.lock();
+        let fd = state.next_fd;
+        state.next_fd += 1;
+        state.cgroups.insert(fd, name.to_string());
+        Ok(fd)
     }
 
     /// `perf_mmap`: the length rounded up to whole pages as mmap(2) does, then one control

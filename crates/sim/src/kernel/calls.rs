@@ -98,6 +98,10 @@ impl State {
     ) -> Result<i32, Errno> {
         self.sync();
         check_open_args(attr, pid, cpu, self.machine.cpus.len() as i32)?;
+        // perf_cgroup_connect: the descriptor must be a cgroup directory's.
+        if attr.pid_is_cgroup && !self.cgroups.contains_key(&pid) {
+            return Err(errno(libc::EBADF));
+        }
         // A cgroup event counts as a CPU event does (see `check_open_args`).
         let pid = if attr.pid_is_cgroup { -1 } else { pid };
         let leader_fd = if group_fd >= 0 {
@@ -340,6 +344,9 @@ impl State {
     }
 
     pub(super) fn close(&mut self, fd: i32) {
+        if self.cgroups.remove(&fd).is_some() {
+            return;
+        }
         self.sync();
         let Some(ev) = self.events.get(&fd).filter(|e| !e.kernel).cloned() else { return };
         let old_pmu = self.group_pmu(ev.leader);

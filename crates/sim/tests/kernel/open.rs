@@ -388,3 +388,35 @@ fn arm_validates_with_the_cycle_counter_and_skips_a_disabled_leader() {
     let (enabled, running, _) = read_group(&mut k, fds[0], 7);
     assert_eq!((enabled, running), (20 * MS, 0));
 }
+
+/// A cgroup's descriptor belongs to the simulated kernel: it was the machine's own directory
+/// descriptor, whose number could be a simulated event's, so closing it (a cgroup that went
+/// away) closed that event, and the host target never counted again. Now closing it closes
+/// no event, and a cgroup event on a descriptor that is no cgroup is EBADF as in
+/// `perf_cgroup_connect`.
+#[test]
+fn closing_a_cgroup_descriptor_closes_no_event() {
+    let mut k = kernel("sapphirerapids", false);
+    let clock = typed(TYPE_SOFTWARE, 0);
+    let host: Vec<i32> = (0..64).map(|_| k.perf_event_open(&clock, -1, 0, -1).unwrap()).collect();
+    let mut in_cgroup = clock.clone();
+    in_cgroup.pid_is_cgroup = true;
+    for _ in 0..3 {
+        let cgroup = k.open_cgroup("/").unwrap();
+        let fd = k.perf_event_open(&in_cgroup, cgroup, 0, -1).unwrap();
+        k.close(fd);
+        k.close(cgroup);
+    }
+    let mut buf = [0u8; 64];
+    for &fd in &host {
+        assert!(k.read(fd, &mut buf).is_ok(), "host event {fd} was closed with a cgroup");
+    }
+    assert_eq!(
+        k.perf_event_open(&in_cgroup, host[0], 0, -1),
+        Err(tmetric_runtime::Errno(libc::EBADF))
+    );
+    assert_eq!(
+        k.perf_event_open(&in_cgroup, 1000, 0, -1),
+        Err(tmetric_runtime::Errno(libc::EBADF))
+    );
+}
