@@ -227,6 +227,10 @@ fn run_on<S: Syscalls + Clone>(
         args.metric.metrics.clone()
     };
     let picks = stat::select_items(&metrics, args.metric.model.as_deref(), sysfs, proc_root)?;
+    let (picks, repeated) = tmetric_serve::collector::distinct_picks(&picks);
+    for line in &repeated {
+        warn(&format!("warning: {line}"));
+    }
     let pmus = PmuModel::probe(sysfs, proc_root, model);
     let machine = Machine { sysfs, proc_root, env: &env, pmus: &pmus };
     let plan = tmetric_serve::collector::build_plan(

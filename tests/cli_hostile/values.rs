@@ -76,3 +76,29 @@ fn errors_say_their_cause_once() {
         assert_eq!(text.matches("nothing could be counted").count(), 1, "{text}");
     }
 }
+
+/// perf's amdzen4 JSON defines `umc_cas_cmd_rate` and `umc_cas_cmd_read_ratio` twice, and
+/// `serve --pmu-sim amdzen4 -M all` exported each of their series twice (Prometheus refuses
+/// the scrape); `-e task-clock,task-clock` too. Now every series is once, and the repeat said.
+#[test]
+fn no_series_is_exported_twice() {
+    let dir = scratch();
+    for args in ["--pmu-sim amdzen4 -M all", "-e task-clock,task-clock -M Software"] {
+        let out = bash_in(dir.path(), &format!("$T serve --once --interval 200ms {args}"));
+        assert!(out.status.success(), "{args}: {}", super::super::support::stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut series: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.rsplit_once(' ').map(|(s, _)| s))
+            .collect();
+        let all = series.len();
+        assert!(all > 10, "{args}: {text}");
+        series.sort_unstable();
+        series.dedup();
+        assert_eq!(series.len(), all, "{args}: a series is exported twice");
+    }
+    let out = bash_in(dir.path(), "$T serve --once --interval 200ms --pmu-sim amdzen4 -M all");
+    let text = super::super::support::stderr(&out);
+    assert!(text.contains("x86/amdzen4 defines umc_cas_cmd_rate more than once"), "{text}");
+}

@@ -711,6 +711,29 @@ pub fn host_name() -> String {
         .unwrap_or_default()
 }
 
+/// `picks` without a second metric of the same model, name and PMU (perf's amdzen4 JSON
+/// defines `umc_cas_cmd_rate` twice, so `-M all` exported each series twice, which Prometheus
+/// refuses), and a line per metric left out. Hybrid models' metrics of one name on two PMUs
+/// are different series (`pmu` label) and stay.
+pub fn distinct_picks(picks: &[tmetric_engine::Pick]) -> (Vec<tmetric_engine::Pick>, Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    for p in picks {
+        let m = &p.model.metrics[p.metric];
+        let (name, pmu) = (p.model.str(m.name), p.model.str(m.pmu));
+        if seen.insert((p.model.path(), name, pmu)) {
+            kept.push(p.clone());
+        } else if !dropped.iter().any(|d: &String| d.contains(&format!(" {name} "))) {
+            dropped.push(format!(
+                "{} defines {name} more than once: the first is served (one series per name)",
+                p.model.path()
+            ));
+        }
+    }
+    (kept, dropped)
+}
+
 /// The plan of one target: `events` (`-e` lists) and the metrics `picks`, counted
 /// system-wide on `machine` (each cgroup's plan is this one expanded for it).
 pub fn build_plan(
