@@ -248,3 +248,35 @@ fn a_cgroup_made_again_under_its_path_is_counted_again() {
     assert_eq!(view["cgroups_removed"].as_u64(), Some(1), "{view}");
     assert_eq!(view["cgroups_added"].as_u64(), Some(1), "{view}");
 }
+
+/// As a user the kernel refuses every cgroup event (EACCES at perf_event_paranoid 2), `/healthz`
+/// answered ok and `serve --once` exited 0 with nothing counted; now `/healthz` is 503 with
+/// the reason from the first moment, and `--once` exits 2 saying why.
+#[test]
+fn nothing_counted_is_unhealthy_and_once_fails() {
+    let Some(mount) = mount() else {
+        eprintln!("skipped: cgroups can only be made as root under a cgroup2 mount");
+        return;
+    };
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap();
+    if paranoid.trim().parse::<i32>().unwrap_or(2) < 1 {
+        eprintln!("skipped: perf_event_paranoid lets every user count cgroups");
+        return;
+    }
+    let cg = Cgroup::new(&mount, "refused");
+    let path = format!("/{}", cg.name);
+    let bin = env!("CARGO_BIN_EXE_tmetric");
+    let nobody = ["--reuid", "nobody", "--regid", "nogroup", "--clear-groups", bin, "serve"];
+    let args = ["-M", "Software", "--no-host", "--cgroup", &path, "--interval", "300ms"];
+    let once = Command::new("setpriv").args(nobody).arg("--once").args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&once.stderr);
+    assert_eq!(once.status.code(), Some(2), "{text}");
+    assert!(text.contains("nothing is counted") && text.contains("EACCES"), "{text}");
+    assert!(once.stdout.is_empty());
+    let serve = Serve::start_with(Command::new("setpriv").args(nobody).args(args));
+    let (status, body) = serve.get("/healthz");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("nothing is counted") && body.contains(&path), "{body}");
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(serve.get("/healthz").0, 503);
+}

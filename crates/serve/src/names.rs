@@ -193,6 +193,15 @@ pub fn number(value: f64) -> String {
 mod tests {
     use super::*;
 
+    /// An unescaped `"` in an OpenMetrics HELP line (`"Bus lock" per kilo instruction`)
+    /// broke strict parsers; Prometheus text must keep it bare.
+    #[test]
+    fn help_lines_escape_what_each_format_needs() {
+        let text = "\"Bus lock\" per\\kilo\ninstruction";
+        assert_eq!(help_text(text, true), "\\\"Bus lock\\\" per\\\\kilo\\ninstruction");
+        assert_eq!(help_text(text, false), "\"Bus lock\" per\\\\kilo\\ninstruction");
+    }
+
     #[test]
     fn names_are_snake_case_without_unit_abbreviations() {
         assert_eq!(snake("tma_retiring"), "tma_retiring");
