@@ -57,3 +57,33 @@ fn fifos_are_refused_without_waiting_for_a_writer() {
     assert!(text.matches("a FIFO, not a regular file").count() >= 2, "{text}");
     assert!(!text.contains("plan 124"), "plan waited on the FIFO: {text}");
 }
+
+/// Damaged records were accepted: a reading that ran longer than it was enabled (printed as
+/// 41618.49 %), interval times going backwards; and a perf.data left by a killed `record` was
+/// called "not written by `perf stat record`". Each is now an error naming its line or why.
+#[test]
+fn damaged_and_unfinished_records_are_named() {
+    let dir = scratch();
+    let out = bash_in(
+        dir.path(),
+        "$T record --format jsonl -o r.jsonl -a -I 50 -e task-clock sleep 0.2 2>/dev/null || exit 9; \
+         sed -E '2s/,[0-9]+\\]\\]/,42000000000]]/' r.jsonl > running.jsonl; \
+         awk '/\"n\":2,/ { sub(/\"at_ns\":[0-9]+/, \"\\\"at_ns\\\":10\") } { print }' r.jsonl > backwards.jsonl; \
+         $T report -i running.jsonl; echo \"running $?\"; $T report -i backwards.jsonl; echo \"backwards $?\"; \
+         $T record -o k.data -a -I 10 -e task-clock,context-switches,page-faults,cpu-migrations sleep 4 >/dev/null 2>&1 & p=$!; \
+         while [ $(stat -c %s k.data 2>/dev/null || echo 0) -lt 20000 ]; do sleep 0.1; done; kill -9 $p; wait $p; \
+         $T report -i k.data; echo \"killed $?\"",
+    );
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    for line in ["running 2", "backwards 2", "killed 2"] {
+        assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+    }
+    assert!(text.contains("running.jsonl:2: event 0 ran 42000000000 ns of"), "{text}");
+    assert!(
+        text.contains("backwards.jsonl:4: interval 2 ends at 10 ns, before interval 1"),
+        "{text}"
+    );
+    assert!(text.contains("was killed before it finished"), "{text}");
+    assert!(!text.contains("not written by"), "{text}");
+}

@@ -343,6 +343,21 @@ pub fn parse_perf_data(bytes: &[u8]) -> Result<PerfData, DataError> {
         }
         let data_offset = b.u64(40, "data.offset")?;
         let data_size = b.u64(48, "data.size")?;
+        // perf (and tmetric) write the data size and the feature bitmap last: a file with
+        // neither but bytes after the header was left by a run killed before it finished.
+        let mut features = 0;
+        for word in 0..4 {
+            features |= b.u64(72 + 8 * word, "the feature bitmap")?;
+        }
+        if data_size == 0 && features == 0 && bytes.len() as u64 > data_offset {
+            return Err(DataError {
+                offset: 48,
+                message: format!(
+                    "the header says no data was written, yet {} bytes follow it: the run that wrote this file was killed before it finished (its counts cannot be read); record again",
+                    bytes.len() as u64 - data_offset
+                ),
+            });
+        }
         b.slice(data_offset, data_size, "the data section")?;
         read_features(&b, &mut data, &ids_index, data_offset + data_size)?;
         (data_offset, data_size)
@@ -600,13 +615,23 @@ fn stat_value(b: &Bytes<'_>, ids: &Ids, p: u64) -> Result<StatValue, DataError> 
             message: format!("a STAT record names event id {id}, which no attribute has"),
         });
     };
+    let (enabled, running) =
+        (b.u64(body + 24, "a STAT enabled time")?, b.u64(body + 32, "a STAT running time")?);
+    if running > enabled {
+        return Err(DataError {
+            offset: p,
+            message: format!(
+                "a STAT record ran {running} ns of {enabled} ns enabled; the kernel never counts a running time above the enabled time"
+            ),
+        });
+    }
     Ok(StatValue {
         event,
         cpu: b.u32(body + 8, "a STAT cpu")? as i32,
         thread: b.u32(body + 12, "a STAT thread")?,
         value: b.u64(body + 16, "a STAT value")?,
-        enabled: b.u64(body + 24, "a STAT enabled time")?,
-        running: b.u64(body + 32, "a STAT running time")?,
+        enabled,
+        running,
     })
 }
 

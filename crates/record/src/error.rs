@@ -198,6 +198,32 @@ pub enum Kind {
         /// The one before it.
         previous: u64,
     },
+    /// An interval that ends before the one before it.
+    #[error(
+        "interval {n} ends at {at_ns} ns, before interval {previous} ({previous_ns} ns); interval times only grow"
+    )]
+    IntervalTime {
+        /// The interval.
+        n: u64,
+        /// Its end, ns since the start.
+        at_ns: u64,
+        /// The one before it.
+        previous: u64,
+        /// That one's end.
+        previous_ns: u64,
+    },
+    /// A reading that ran longer than it was enabled.
+    #[error(
+        "event {event} ran {running} ns of {enabled} ns enabled; the kernel never counts a running time above the enabled time"
+    )]
+    RunningAboveEnabled {
+        /// The event.
+        event: usize,
+        /// Its running time.
+        running: u64,
+        /// Its enabled time.
+        enabled: u64,
+    },
     /// A counts line names a group the header lacks.
     #[error("group {group} does not exist (the header has {groups} groups)")]
     NoGroup {

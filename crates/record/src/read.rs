@@ -154,6 +154,9 @@ pub(crate) fn add_counts(
     }
     for (&spec, c) in members.iter().zip(counts) {
         let Some([value, enabled, running]) = *c else { continue };
+        if running > enabled {
+            return Err(Kind::RunningAboveEnabled { event: spec, running, enabled });
+        }
         let raw = RawCount { value, enabled, running };
         let per = snap.events[spec].get_or_insert_with(Vec::new);
         if overflows(per, raw) {
@@ -280,6 +283,17 @@ impl Jsonl {
                 }
                 self.seen_at(Reading::Interval(n, group, cpu, thread), at)?;
                 let rec = &mut self.rec;
+                if let Some(last) = rec.intervals.last()
+                    && last.n != n
+                    && Duration::from_nanos(at_ns) < last.at
+                {
+                    return Err(Kind::IntervalTime {
+                        n,
+                        at_ns,
+                        previous: last.n,
+                        previous_ns: last.at.as_nanos() as u64,
+                    });
+                }
                 if rec.intervals.last().is_none_or(|x| x.n != n) {
                     rec.intervals.push(Interval {
                         n,

@@ -132,9 +132,10 @@ pub fn read_perf_stat(data: &PerfData) -> PerfStatCounts {
             let raw = RawCount { value: v.value, enabled: v.enabled, running: v.running };
             match per.iter_mut().find(|c| c.cpu == v.cpu) {
                 Some(c) => {
-                    c.raw.value += raw.value;
-                    c.raw.enabled += raw.enabled;
-                    c.raw.running += raw.running;
+                    // Saturating: a damaged file's sums must not wrap (or abort).
+                    c.raw.value = c.raw.value.saturating_add(raw.value);
+                    c.raw.enabled = c.raw.enabled.saturating_add(raw.enabled);
+                    c.raw.running = c.raw.running.saturating_add(raw.running);
                 }
                 None => per.push(CpuCount { cpu: v.cpu, thread: -1, raw }),
             }
