@@ -5,6 +5,7 @@ mod cli_cgroup;
 mod cli_control;
 mod cli_eval;
 mod cli_events;
+mod cli_first_hour;
 mod cli_flags;
 mod cli_from_perf;
 mod cli_harden;

@@ -38,7 +38,15 @@ pub mod for_tests {
 
 /// Compiled CPU performance metrics from Linux perf's vendor JSON.
 #[derive(Debug, Parser)]
-#[command(name = "tmetric", version, about)]
+#[command(
+    name = "tmetric",
+    version,
+    about,
+    override_usage = "tmetric [stat options] [--] command [args]   (as `perf stat`; `tmetric stat --help` lists the options)\n       \
+    tmetric [stat options]                     (every CPU until Ctrl-C)\n       \
+    tmetric <COMMAND> ...",
+    after_help = "Without a subcommand tmetric is `tmetric stat`: `tmetric -e cycles,instructions -- make -j4`, `tmetric -a -I 1000 -M Software`."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -125,7 +133,8 @@ fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::O
     }
     match first {
         Some(first) if !is_top_level(&first) => args.insert(1, "stat".into()),
-        None if args.len() > 1 => args.insert(1, "stat".into()),
+        // Bare `tmetric`, as bare `perf stat`: count every CPU until Ctrl-C.
+        None => args.insert(1, "stat".into()),
         _ => {}
     }
     args

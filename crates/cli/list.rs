@@ -18,7 +18,8 @@ use tmetric_print::names::NameFilter;
 #[command(after_help = "\
 KIND is one of models, metrics, metricgroups, events, pmu (the kernel PMU events in sysfs, as perf \
 lists them). Without KIND: metrics when --model is given, \
-else models.\nFILTER is a case-insensitive substring, or a glob (`tma_*`) over the whole name; \
+else what perf's list shows: this machine's events (perf's, the kernel's, its model's) and \
+metrics.\nFILTER is a case-insensitive substring, or a glob (`tma_*`) over the whole name; \
 metrics also match on their group names.")]
 pub struct ListArgs {
     /// KIND (models, metrics, metricgroups, events, pmu), or FILTER when no KIND is given.
@@ -108,14 +109,17 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         };
         return Ok(print::words(out, &words)?);
     }
-    let kind = kind.unwrap_or(if args.model.is_some() { Kind::Metrics } else { Kind::Models });
+    let Some(kind) = kind.or(args.model.is_some().then_some(Kind::Metrics)) else {
+        return machine_list(out, args.deprecated, &keep, style);
+    };
     let model = match (&args.model, kind) {
         (Some(name), _) => find_model(name)?,
-        (None, Kind::Models) => return Ok(print::models(out, &list::models(&keep), style)?),
+        (None, Kind::Models) => return Ok(print::models(out, &models_marked(&keep), style)?),
         (None, _) if let Some(model) = this_machine() => {
             tmetric_print::out::warn(&format!(
-                "listing {} (this machine's model; --model names another)",
-                model.path()
+                "listing {} (this machine's model; --model names another){}",
+                model.path(),
+                if kind == Kind::Events { no_core_pmu_note(model) } else { String::new() }
             ));
             model
         }
@@ -133,7 +137,7 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     };
     let path = model.path();
     Ok(match kind {
-        Kind::Models => print::models(out, &list::models(&keep), style),
+        Kind::Models => print::models(out, &models_marked(&keep), style),
         Kind::Metrics => print::metrics(out, &path, &list::metrics(model, &keep), style),
         Kind::Groups => print::groups(out, &path, &list::groups(model, &keep), style),
         Kind::Events => {
@@ -141,6 +145,78 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
         Kind::Pmu => unreachable!("listed above"),
     }?)
+}
+
+/// The catalogue's models, this machine's marked.
+fn models_marked(keep: &dyn Fn(&str) -> bool) -> Vec<list::ModelRow> {
+    let here = this_machine().map(Model::path);
+    let mut rows = list::models(keep);
+    for row in &mut rows {
+        row.this_machine = here.as_deref() == Some(row.model.as_str());
+    }
+    rows
+}
+
+/// When this machine has no core PMU (a guest without a virtual PMU), why `-e` cannot count
+/// its model's events here and where it can: said with every listing of them.
+fn no_core_pmu_note(model: &Model) -> String {
+    if tmetric_runtime::Sysfs::system().core_pmu().is_some() {
+        return String::new();
+    }
+    let there = crate::sim_hint::simulated_for_event(
+        model.events.iter().next().map_or("", |e| model.str(e.name)),
+    )
+    .map(|(sim, _)| format!(" (`--pmu-sim {sim}` counts them on a simulated one)"))
+    .unwrap_or_default();
+    format!(
+        "; this machine has no core PMU (a virtual machine without a virtual PMU), so -e cannot count these events here{there}"
+    )
+}
+
+/// `tmetric list` without KIND or --model, as perf's `list`: this machine's events (perf's
+/// symbolic ones, the kernel's PMU events, its model's) and then the metrics, with the model
+/// named and what cannot be counted here said.
+fn machine_list(
+    out: &mut dyn Write,
+    deprecated: bool,
+    keep: &dyn Fn(&str) -> bool,
+    style: Style,
+) -> anyhow::Result<()> {
+    let sysfs = tmetric_runtime::Sysfs::system();
+    if !style.json {
+        writeln!(out, "\nList of pre-defined events (to be used in -e or -M):\n")?;
+    }
+    print::symbolic_events(out, sysfs.core_pmu().is_some(), style)?;
+    print::kernel_pmu_events(out, &list::kernel_pmu_events(&sysfs, keep), style)?;
+    let model = this_machine();
+    if let Some(model) = model {
+        tmetric_print::out::warn(&format!(
+            "this machine's model is {}{}",
+            model.path(),
+            no_core_pmu_note(model)
+        ));
+        if !style.json {
+            writeln!(out)?;
+        }
+        print::events(out, &model.path(), &list::events(model, deprecated, keep), style)?;
+        if !style.json {
+            writeln!(out)?;
+        }
+        print::metrics(out, &model.path(), &list::metrics(model, keep), style)?;
+    } else {
+        // The common metrics still apply.
+        let common = tmetric_catalog::common();
+        print::metrics(out, &common.path(), &list::metrics(common, keep), style)?;
+    }
+    if !style.json {
+        let here = model.map_or("no model in the catalogue".to_string(), Model::path);
+        writeln!(
+            out,
+            "\nThe catalogue's {} models: `tmetric list models` (this machine: {here}).",
+            list::models(&|_: &str| true).len()
+        )?;
+    }
+    Ok(())
 }
 
 /// This machine's model, from its cpuid.

@@ -308,7 +308,17 @@ pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let picks = if args.metric.metrics.is_empty() {
         Vec::new()
     } else {
-        stat::select_items(&args.metric.metrics, args.metric.model.as_deref(), &sysfs, proc_root)?
+        // A miss advises what `rules` takes (`--model`), not a simulated machine to count on.
+        let model = args.metric.model.as_deref();
+        let hint = |item: &str| crate::sim_hint::simulated_hint(item, None);
+        tmetric_engine::select::on_machine(&args.metric.metrics, model, &sysfs, proc_root, hint)
+            .map_err(|miss| match miss {
+                tmetric_engine::select::Miss::Unknown(mut unknown) => {
+                    unknown.advice = tmetric_engine::select::Advice::Rules;
+                    tmetric_engine::select::Miss::Unknown(unknown)
+                }
+                other => other,
+            })?
     };
     let mut by_model: Vec<(&'static Model, Vec<usize>)> = Vec::new();
     for p in &picks {

@@ -33,3 +33,14 @@ pub fn simulated_hint(item: &str, prefer: Option<&Model>) -> Option<(String, Str
         .next()
         .map(|(name, model)| (format!("--pmu-sim {name}"), model))
 }
+
+/// The first simulated machine (`--pmu-sim NAME`) whose catalogue model has the vendor event
+/// `event` (by name, ignoring case), with that model's `arch/name`.
+pub fn simulated_for_event(event: &str) -> Option<(&'static str, String)> {
+    tmetric_sim::Machine::names().iter().find_map(|&name| {
+        let machine = tmetric_sim::Machine::named(name)?;
+        let model = tmetric_catalog::model(&machine.catalogue_model)?;
+        let found = model.events.iter().any(|e| model.str(e.name).eq_ignore_ascii_case(event));
+        found.then(|| (name, model.path()))
+    })
+}

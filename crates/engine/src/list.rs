@@ -116,6 +116,8 @@ pub struct ModelRow {
     pub groups: usize,
     /// The cpuids that select it.
     pub cpuids: Vec<CpuidRow>,
+    /// The model of the machine listing it (set by the caller, which knows the machine).
+    pub this_machine: bool,
 }
 
 /// Every model whose `arch/name` passes `keep`, in catalogue order.
@@ -141,6 +143,7 @@ pub fn models(keep: Keep) -> Vec<ModelRow> {
                     event_type: row.event_type,
                 })
                 .collect(),
+            this_machine: false,
         })
         .collect()
 }

@@ -78,6 +78,8 @@ pub enum Advice {
     Evaluate,
     /// `tmetric plan` ([`plan`]): plan it there.
     Plan,
+    /// `tmetric rules`: generate the rules for such a machine (`--model`).
+    Rules,
 }
 
 /// Why a `-M` item selects nothing. Its `Display` is the one wording of a miss, so every
@@ -171,6 +173,14 @@ impl fmt::Display for Unknown {
                     write!(f, "`tmetric plan -M {item} {flag}` or ")?;
                 }
                 write!(f, "`tmetric plan -M {item} --model {}`", shown[0])
+            }
+            (simulated, Advice::Rules) => {
+                // A simulated machine's model first: the one `stat` would advise counting on.
+                let on = simulated.as_ref().map_or(shown[0].as_str(), |(_, on)| on.as_str());
+                write!(
+                    f,
+                    "generate the rules for such a machine with `tmetric rules -M {item} --model {on}`"
+                )
             }
             (Some((flag, on)), _) => write!(
                 f,

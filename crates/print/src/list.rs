@@ -74,7 +74,8 @@ pub fn models(out: &mut dyn Write, rows: &[ModelRow], style: Style) -> io::Resul
         } else {
             row.cpuids.iter().map(|c| c.regex).collect::<Vec<_>>().join("  ")
         };
-        writeln!(out, "{:<34} {:>6} {:>7}  {cpuid}", row.model, row.events, row.metrics)?;
+        let mark = if row.this_machine { "  <- this machine" } else { "" };
+        writeln!(out, "{:<34} {:>6} {:>7}  {cpuid}{mark}", row.model, row.events, row.metrics)?;
     }
     Ok(())
 }
@@ -263,4 +264,33 @@ pub fn counters(row: &CountersRow) -> String {
 /// [`counters`] of a catalogue event's counter masks.
 pub fn counters_text(c: CounterMask) -> String {
     counters(&c.into())
+}
+
+/// perf's symbolic events as `perf list` shows them: one line per event with its aliases
+/// (`page-faults OR faults`) and its kind at column 53 (`[Software event]`); hardware ones
+/// only when `hardware` (a core PMU counts them).
+pub fn symbolic_events(out: &mut dyn Write, hardware: bool, style: Style) -> io::Result<()> {
+    let mut kinds: Vec<(&[(&str, u64)], &str)> = Vec::new();
+    if hardware {
+        kinds.push((tmetric_names::HARDWARE, "Hardware event"));
+    }
+    kinds.push((tmetric_names::SOFTWARE, "Software event"));
+    kinds.push((tmetric_names::TOOL, "Tool event"));
+    for (table, kind) in kinds {
+        let mut configs: Vec<u64> = table.iter().map(|&(_, c)| c).collect();
+        configs.dedup();
+        for config in configs {
+            let names: Vec<&str> =
+                table.iter().filter(|&&(_, c)| c == config).map(|&(n, _)| n).collect();
+            if style.json {
+                json_line(
+                    out,
+                    &serde_json::json!({ "event": names[0], "aliases": &names[1..], "type": kind }),
+                )?;
+            } else {
+                writeln!(out, "{:<53}[{kind}]", format!("  {}", names.join(" OR ")))?;
+            }
+        }
+    }
+    Ok(())
 }
