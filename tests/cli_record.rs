@@ -33,14 +33,25 @@ fn printed(text: &str) -> Vec<String> {
 /// CSV metric values by name (`value,unit,name` in the last three fields).
 /// The metrics of perf's CSV layout: the last two fields are the value and `unit  name`
 /// (or the name alone for a metric without a unit).
+/// The factor of a rate's unit prefix (`K/sec  page_faults_per_sec`: 1000), which perf's
+/// built-in rates carry and the common `*_per_sec` metrics printed in their place share.
+fn rate_prefix(label: &str) -> f64 {
+    match label.split("/sec").next() {
+        Some("K") => 1e3,
+        Some("M") => 1e6,
+        Some("G") => 1e9,
+        _ => 1.0,
+    }
+}
+
 fn csv_metrics(text: &str) -> Vec<(String, f64)> {
     text.lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split(',').collect();
             let label = f.last()?;
             let name = label.rsplit("  ").next()?.to_string();
-            let value = f.get(f.len().checked_sub(2)?)?.parse().ok()?;
-            (!name.is_empty()).then_some((name, value))
+            let value: f64 = f.get(f.len().checked_sub(2)?)?.parse().ok()?;
+            (!name.is_empty()).then_some((name, value * rate_prefix(label)))
         })
         .collect()
 }

@@ -43,7 +43,16 @@ fn metric(rows: &[Value], name: &str) -> f64 {
                 && r["metric-unit"].as_str().is_some_and(|u| u.ends_with(&format!("  {name}")))
         })
         .unwrap_or_else(|| panic!("no metric {name} in {rows:?}"));
-    row["metric-value"].as_str().unwrap().parse().unwrap()
+    let value: f64 = row["metric-value"].as_str().unwrap().parse().unwrap();
+    // A common `*_per_sec` metric prints in its row's built-in rate, with perf's K/M/G.
+    let unit = row["metric-unit"].as_str().unwrap();
+    let prefix = match unit.split("/sec").next() {
+        Some("K") if unit.contains("/sec") => 1e3,
+        Some("M") if unit.contains("/sec") => 1e6,
+        Some("G") if unit.contains("/sec") => 1e9,
+        _ => 1.0,
+    };
+    value * prefix
 }
 
 /// A shell command that keeps a CPU busy for about `ms` milliseconds of wall time.

@@ -463,7 +463,21 @@ fn cells(
     if let Some(me) = peers.iter().find(|p| p.row == r) {
         builtin_cells(me, peers, ctx, &mut out);
     }
+    let builtins = out.len();
     for &root in &row.roots {
+        if let Some(twin) = builtin_twin(plan, root, &mut out[..builtins]) {
+            // One value per metric: the common metric perf computes itself on this row
+            // (`cpus_utilized`, `page_faults_per_sec`, `tsc_rate`) prints once, perf's
+            // built-in value and label followed by the metric's name, as -M metrics are.
+            let name = metric_name(plan, root);
+            twin.label = twin.label.take().map(|label| format!("{label}  {name}"));
+            if let Some(source) = twin.source.as_mut() {
+                source.name = name;
+                source.root = Some(root);
+            }
+            twin.error = cell_error(plan, root, ctx);
+            continue;
+        }
         let mut cell = metric_cell(plan, root, &ctx.results[root], ctx.hybrid);
         cell.error = cell_error(plan, root, ctx);
         out.push(cell);
@@ -472,4 +486,25 @@ fn cells(
         out.push(Cell::none());
     }
     out
+}
+
+/// The built-in cell among `builtins` that prints the same quantity as `root`, a common
+/// metric: `CPUs utilized` for `cpus_utilized`, a row's rate per second for its
+/// `*_per_sec` metric or `tsc_rate`.
+fn builtin_twin<'c>(plan: &Plan, root: usize, builtins: &'c mut [Cell]) -> Option<&'c mut Cell> {
+    let r = &plan.roots[root];
+    if !std::ptr::eq(r.model, tmetric_catalog::common()) {
+        return None;
+    }
+    let name = metric_name(plan, root);
+    builtins.iter_mut().find(|cell| {
+        cell.source.as_ref().is_some_and(|source| {
+            source.root.is_none()
+                && match source.name.as_str() {
+                    "cpus_utilized" => name == "cpus_utilized",
+                    "per_sec" => name.ends_with("_per_sec") || name == "tsc_rate",
+                    _ => false,
+                }
+        })
+    })
 }

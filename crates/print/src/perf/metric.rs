@@ -258,7 +258,10 @@ pub(super) fn line_cells(line: &Line) -> Vec<&Cell> {
 pub(super) fn only_label(cell: &Cell, line: &Line) -> Option<String> {
     let label = cell.label.as_deref()?;
     if label.contains("/sec") || label.contains("CPUs utilized") {
-        return None;
+        // A metric asked for with -M that perf's built-in prints on its row (`-M Software`'s
+        // `cpus_utilized`) keeps its column, named; perf's own rates do not.
+        cell.source.as_ref().filter(|s| s.root.is_some())?;
+        return Some(label.to_string());
     }
     if label.starts_with("of all") {
         return Some(format!("{} {label}", line.name));
@@ -276,7 +279,9 @@ fn format_cell(value: f64, fmt: Fmt, locale: &tmetric_runtime::locale::NumericLo
 /// built-in metric where perf's label does not name one.
 fn full_label(label: &str, cell: &Cell, full: bool) -> String {
     match (&cell.source, full) {
-        (Some(source), true) if source.root.is_none() => format!("{label}  {}", source.name),
+        (Some(source), true) if !label.contains(&source.name) => {
+            format!("{label}  {}", source.name)
+        }
         _ => label.to_string(),
     }
 }
