@@ -1,6 +1,6 @@
-//! `tmetric latency`: per-group latency statistics from ftrace text (XSAVES/XRSTORS latency tracepoints).
+//! `tmetric latency`: per-group latency statistics from ftrace text (seed 002).
 //!
-//! A kernel patch adds the `x86_fpu_latency_xsave` and `x86_fpu_latency_xrstor` tracepoints, which
+//! Seed 002 adds the `x86_fpu_latency_xsave` and `x86_fpu_latency_xrstor` tracepoints, which
 //! log `latency:N RFBM:0x.. XINUSE:0x..` for every XSAVES/XRSTORS, and a bash+sqlite3 script
 //! that prints, per (event, RFBM, XINUSE), the count, min, max, average and the average of the
 //! lowest 97%. This crate computes the same table in one streaming pass and generalises it to
@@ -181,11 +181,12 @@ pub fn run_with(
 /// Where tracefs is mounted (the same places `perf` and `tmetric stat` look).
 const TRACEFS_ROOTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
-/// The XSAVES/XRSTORS tracepoints the default `--event` reads (a kernel patch that is not upstream).
+/// The XSAVES/XRSTORS tracepoints the default `--event` reads (added by a kernel patch that
+/// traces `x86_fpu` saves and restores; mainline kernels do not have them).
 const XSAVE_TRACEPOINTS: [&str; 2] = ["x86_fpu_latency_xsave", "x86_fpu_latency_xrstor"];
 
 /// Why a trace may hold no XSAVES/XRSTORS sample, from this kernel's tracefs under `roots`:
-/// the tracepoints are absent (the kernel lacks the patch that adds them), present but perhaps not
+/// the tracepoints are absent (the kernel lacks seed 002's patch), present but perhaps not
 /// enabled, or tracefs cannot be read to tell.
 pub fn tracepoint_advice(roots: &[&Path]) -> String {
     let names = XSAVE_TRACEPOINTS.join(" and ");
@@ -199,7 +200,7 @@ pub fn tracepoint_advice(roots: &[&Path]) -> String {
             XSAVE_TRACEPOINTS.iter().copied().filter(|t| dir.join(t).is_dir()).collect();
         if present.is_empty() {
             return format!(
-                "this kernel has no {names} tracepoints (none in {}; a kernel patch adds them), so its traces hold no such samples: read a trace of a kernel that has them, or name another tracepoint with --event",
+                "this kernel has no {names} tracepoints (none in {}; a kernel patch that traces XSAVES and XRSTORS adds them, mainline kernels have none), so its traces hold no such samples: read a trace of a kernel that has them, or name another tracepoint with --event",
                 dir.display()
             );
         }

@@ -94,10 +94,16 @@ pub fn text(
             },
             Placement::Impossible { why } => format!("impossible here: {why}"),
         };
-        let why = plan.ungrouped_why[i]
-            .as_ref()
-            .map(|w| format!(" [not grouped: {w}]"))
-            .unwrap_or_default();
+        let ungrouped = plan.ungrouped_why[i].as_ref();
+        let why = match (&plan.tmetric.placements[i], ungrouped) {
+            // Not required to share a group, yet scheduled in one: say both without
+            // contradicting "together".
+            (Placement::Together { .. }, Some(w)) => {
+                format!(", though not required to share it ({w})")
+            }
+            (_, Some(w)) => format!(" [not grouped: {w}]"),
+            (_, None) => String::new(),
+        };
         writeln!(out, "  {:<width$}  {text}{why}", metric.name)?;
     }
     writeln!(out)?;
