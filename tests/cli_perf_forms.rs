@@ -172,6 +172,12 @@ fn transaction_and_smi_cost_count_perfs_metric_groups_on_a_simulated_intel() {
     // Metric-only columns, as perf's --smi-cost.
     assert!(text.contains("smi_cycles") && text.contains("SMI#"), "{text}");
     assert!(!text.contains("msr/aperf/"), "{text}");
+    // perf's --no-metric-only: the counts, with the metrics beside them.
+    let args = ["--pmu-sim", "skylakex", "--smi-cost", "--no-metric-only", "-a", "sleep", "0.1"];
+    let text = stderr(&tmetric(&args));
+    let aperf = text.lines().find(|l| l.contains("msr/aperf/")).expect("an msr/aperf/ row");
+    assert!(aperf.contains("smi_cycles"), "{text}");
+    assert!(text.lines().any(|l| l.contains("msr/smi/") && l.contains("smi_num")), "{text}");
 }
 
 #[test]

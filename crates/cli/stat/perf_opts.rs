@@ -48,6 +48,10 @@ pub struct PerfOptions {
     /// `freeze_on_smi` set while counting, as perf's `--smi-cost` (implies --metric-only).
     #[arg(long)]
     pub smi_cost: bool,
+    /// Counts with their metrics beside them even where --topdown or --smi-cost would print
+    /// only metrics (perf's `--no-metric-only`).
+    #[arg(long, overrides_with = "metric_only")]
+    pub no_metric_only: bool,
 }
 
 /// perf's rules for these options that need no machine, with perf's messages.
@@ -224,7 +228,7 @@ pub(super) fn metric_modes(
             reset = SmiReset(Some(path));
         }
         args.metric.metrics.push("smi".into());
-        args.metric_only = true;
+        args.metric_only = !args.perf.no_metric_only;
     }
     Ok((args, reset))
 }

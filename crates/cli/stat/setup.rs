@@ -148,11 +148,11 @@ pub(super) fn topdown_args(
             // thresholds decide which nodes show and where `<==` goes, so that it is the same
             // tree as `-M TopdownLN --tree`'s.
             owned.grouping.metric_no_threshold = !prints_tree(args, layout);
-            owned.metric_only = true;
+            owned.metric_only = !args.perf.no_metric_only;
         }
         TopdownMode::Legacy(events) => {
             owned.events = vec![events.join(",")];
-            owned.metric_only = true;
+            owned.metric_only = !args.perf.no_metric_only;
         }
     }
     Ok(Some((owned, Some(mode))))
