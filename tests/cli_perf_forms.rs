@@ -379,3 +379,26 @@ fn config_big_num_false_stops_digit_grouping() {
     let forced = duration(&cfg, &["-B"]);
     assert!(forced.split_whitespace().next().unwrap().contains(','), "{forced}");
 }
+
+#[test]
+fn report_reads_perfs_config_too() {
+    let dir = scratch("report-config");
+    let data = dir.join("r.data");
+    let data = data.to_str().unwrap();
+    let args = ["record", "-o", data, "-e", "task-clock", "-I", "50", "--interval-count", "1"];
+    let out = tmetric(&[&args[..], &["--summary", "true"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cfg = dir.join("summary.cfg");
+    std::fs::write(&cfg, "[stat]\nno-csv-summary = true\n").unwrap();
+    let report = |config: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tmetric"))
+            .args(["report", "-i", data, "-x,"])
+            .env("PERF_CONFIG", config)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out).lines().filter(|l| l.starts_with("summary,")).count()
+    };
+    assert_eq!(report(Path::new("/dev/null")), 1);
+    assert_eq!(report(&cfg), 0);
+}

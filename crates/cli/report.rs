@@ -288,6 +288,14 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     config.interval = !replay.intervals.is_empty();
     // An interval record's totals were printed with --summary: perf's `summary` field.
     config.csv_summary = !replay.intervals.is_empty();
+    // perf's config files apply to `perf stat report` as to every perf command.
+    let perf_config = crate::perfconfig::load();
+    if perf_config.big_num == Some(false) {
+        config.big_num = false;
+    }
+    if perf_config.no_csv_summary == Some(true) {
+        config.csv_summary = false;
+    }
     config.unit_width = tmetric_print::verbose::unit_width(&replay.plan);
     config.errors = args.errors;
     config.full = args.full_metrics;
