@@ -402,3 +402,31 @@ fn report_reads_perfs_config_too() {
     assert_eq!(report(Path::new("/dev/null")), 1);
     assert_eq!(report(&cfg), 0);
 }
+
+/// `--no-scale` is recorded in perf.data's `STAT_CONFIG` (its scale term 0), so `report` and
+/// perf's own `perf stat report` print the raw counts `stat` printed.
+#[test]
+fn no_scale_is_recorded_and_reported_raw() {
+    let dir = scratch("no-scale-record");
+    let data = dir.join("ns.data");
+    let data = data.to_str().unwrap();
+    let events = "cycles,instructions,branches,branch-misses,cache-misses,cache-references,L1-dcache-loads,L1-dcache-load-misses,LLC-loads,LLC-load-misses";
+    let args = ["record", "--pmu-sim", "skylakex", "--no-scale", "-o", data, "-x,", "-e", events];
+    let out = tmetric(&[&args[..], &["-a", "sleep", "0.2"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first = |text: &str| -> String {
+        text.lines().find(|l| l.contains(",cycles,")).unwrap().split(',').next().unwrap().into()
+    };
+    let printed = first(&stderr(&out));
+    let report = tmetric(&["report", "-i", data, "-x,"]);
+    assert_eq!(first(&stderr(&report)), printed, "{}", stderr(&report));
+    if let Ok(perf) = Command::new("perf").args(["stat", "report", "-i", data]).output()
+        && perf.status.success()
+    {
+        let text = String::from_utf8_lossy(&perf.stderr).into_owned()
+            + &String::from_utf8_lossy(&perf.stdout);
+        let line = text.lines().find(|l| l.contains(" cycles ")).unwrap();
+        let count = line.split_whitespace().next().unwrap().replace(',', "");
+        assert_eq!(count, printed, "perf: {line}");
+    }
+}

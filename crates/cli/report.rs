@@ -289,6 +289,8 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     // An interval record's totals were printed with --summary: perf's `summary` field.
     config.csv_summary = !replay.intervals.is_empty();
     // perf's config files apply to `perf stat report` as to every perf command.
+    // Counts recorded with --no-scale are printed raw, as perf stat report reads them.
+    tmetric_runtime::counter::set_scaling(replay.scaled);
     let perf_config = crate::perfconfig::load();
     if perf_config.big_num == Some(false) {
         config.big_num = false;

@@ -119,6 +119,8 @@ pub struct PerfData {
     pub aggr_mode: Option<u64>,
     /// `STAT_CONFIG` aggregation level (`--per-cache=L`; perf writes 5 for the last level).
     pub aggr_level: Option<u64>,
+    /// `STAT_CONFIG`'s scale term: 0 when recorded with `--no-scale` (counts read as raw).
+    pub scale: Option<u64>,
     /// Rounds in order.
     pub rounds: Vec<Round>,
     /// STAT records after the last round (perf writes the totals of an `-I` run so).
@@ -568,6 +570,7 @@ fn read_records(
                     match tag {
                         0 => data.aggr_mode = Some(val),
                         1 => data.interval_ms = val,
+                        2 => data.scale = Some(val),
                         3 => data.aggr_level = Some(val),
                         _ => {}
                     }

@@ -45,6 +45,7 @@ fn setup() -> Setup {
         aggr_mode: tmetric_perfstat::Aggregation::Global,
         interval_ms: 100,
         aggr_level: 0,
+        scale: true,
     }
 }
 

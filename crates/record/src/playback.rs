@@ -156,6 +156,8 @@ pub struct Playback {
     pub aggr: Option<Aggregation>,
     /// `--per-cache=L`'s level when recorded so (`None`: the last level).
     pub cache_level: Option<u32>,
+    /// Counts are scaled for multiplexing; false for perf.data recorded with `--no-scale`.
+    pub scaled: bool,
     /// The totals show the workload's user and system time, as `stat` showed them.
     pub ru_display: bool,
     /// `--pmu-sim`: the simulated machine the counts come from.
@@ -208,6 +210,7 @@ impl Input {
                 if let Some(perf) = rec.perf {
                     playback.aggr = perf.aggr;
                     playback.cache_level = cache_level(perf.aggr_level);
+                    playback.scaled = perf.scaled;
                     if perf.pipe {
                         // perf stat report names no command for a pipe: its title says 'pipe'.
                         playback.target = "pipe".into();
@@ -378,6 +381,7 @@ fn of_record(
         Vec::new()
     };
     Ok(Playback {
+        scaled: true,
         failures: replay.per_spec(&h.failures),
         reads: rec.reads.iter().map(|r| replay.counts(r)).collect(),
         plan: replay.into_plan(),
@@ -464,6 +468,7 @@ fn of_perf_stat(
         (false, true) => "perf.data".to_string(),
     };
     Ok(Playback {
+        scaled: data.scale != Some(0),
         intervals: counts
             .intervals
             .into_iter()

@@ -43,6 +43,8 @@ pub struct PerfFile {
     pub aggr_level: Option<u64>,
     /// Written to a pipe (`-o -`).
     pub pipe: bool,
+    /// Counts are scaled for multiplexing (false: recorded with `--no-scale`).
+    pub scaled: bool,
 }
 
 /// One `-I` interval read back.

@@ -11,7 +11,7 @@ mod values;
 
 pub use set::{CounterSet, Split, open_own_group};
 pub use values::{
-    Aggregate, CpuCount, GroupRead, RawCount, Snapshot, parse_group_read, set_scaling,
+    Aggregate, CpuCount, GroupRead, RawCount, Snapshot, parse_group_read, scaling, set_scaling,
 };
 
 /// What the counters watch.

@@ -145,6 +145,8 @@ pub struct Setup {
     pub interval_ms: u64,
     /// `STAT_CONFIG` aggregation level (`--per-cache`); 0 leaves the term out.
     pub aggr_level: u64,
+    /// `STAT_CONFIG` scale term: counts were scaled for multiplexing (false: `--no-scale`).
+    pub scale: bool,
 }
 
 /// `HEADER_CPU_TOPOLOGY`: the CPU lists of each package, core and die, and per possible CPU

@@ -293,6 +293,7 @@ impl PerfRecorder {
             aggr_mode: facts.aggr_mode,
             interval_ms: facts.interval_ms.unwrap_or(0),
             aggr_level: u64::from(facts.aggr_level),
+            scale: tmetric_runtime::counter::scaling(),
         };
         let features = features::machine(facts, &header, groups);
         let (name, mut writer) = if to.to_stdout() {

@@ -20,8 +20,12 @@ pub fn read(name: &str, data: &PerfData) -> Result<Recording, ReadError> {
     let mut lines = text.lines().enumerate();
     let (_, first) = lines.next().ok_or_else(|| err(At::Extras(1), Kind::NoHeader))?;
     let mut rec = Recording::new(header(first).map_err(|kind| err(At::Extras(1), kind))?);
-    rec.perf =
-        Some(PerfFile { aggr: data.aggregation(), aggr_level: data.aggr_level, pipe: data.pipe });
+    rec.perf = Some(PerfFile {
+        aggr: data.aggregation(),
+        aggr_level: data.aggr_level,
+        pipe: data.pipe,
+        scaled: data.scale != Some(0),
+    });
     let (i, second) = lines.next().ok_or_else(|| err(At::Extras(2), Kind::NoMap))?;
     let map: PerfMap =
         serde_json::from_str(second).map_err(|e| err(At::Extras(i + 1), Kind::NotMap(e)))?;

@@ -23,6 +23,12 @@ pub fn set_scaling(scale: bool) {
     SCALING.store(scale, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Whether counts are scaled for multiplexing now ([`set_scaling`]), for writers that record
+/// it (perf.data's `STAT_CONFIG`).
+pub fn scaling() -> bool {
+    SCALING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 impl RawCount {
     /// perf's scaling: `None` (not counted) when it never ran, `value * enabled / running`
     /// (truncated, as perf's double-to-u64 cast does) when multiplexed, else the value;

@@ -88,7 +88,11 @@ impl<W: Write> Writer<W> {
         }
         self.record(RECORD_THREAD_MAP, &body)?;
         self.record(RECORD_CPU_MAP, &cpu_map_data(&setup.cpus))?;
-        let mut terms = vec![(0u64, setup.aggr_mode.code()), (1, setup.interval_ms), (2, 1)];
+        let mut terms = vec![
+            (0u64, setup.aggr_mode.code()),
+            (1, setup.interval_ms),
+            (2, u64::from(setup.scale)),
+        ];
         if setup.aggr_level != 0 {
             terms.push((3, setup.aggr_level));
         }
