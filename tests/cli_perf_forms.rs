@@ -206,6 +206,9 @@ fn repeat_zero_runs_until_interrupted_and_repeat_101_is_accepted() {
     assert!(!text.contains("seconds user"), "{text}");
     // perf's -r 0 sets one run: no `(N runs)` in the title.
     assert!(!text.contains("runs)"), "{text}");
+    let out = tmetric(&["-r", "-1", "true"]);
+    assert_eq!(out.status.code(), Some(129), "{}", stderr(&out));
+    assert!(stderr(&out).contains("Run count must be a positive number"), "{}", stderr(&out));
     let out = tmetric(&["-r", "101", "-e", "task-clock", "true"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("'true' (101 runs)"), "{}", stderr(&out));

@@ -112,7 +112,7 @@ pub struct StatArgs {
     pub interval_count: Option<u64>,
     /// Run the command N times and print the mean counts with their spread (0: again and
     /// again, each run's counts as it ends, until Ctrl-C, as perf's `-r 0`).
-    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1)]
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1, allow_hyphen_values = true, value_parser = super::perf_opts::run_count)]
     pub repeat: u32,
     /// Count on these CPUs only (a list such as `0-3,8`); implies system-wide counting there.
     #[arg(short = 'C', long = "cpu", value_name = "CPUS")]

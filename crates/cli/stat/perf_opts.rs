@@ -54,6 +54,18 @@ pub struct PerfOptions {
     pub no_metric_only: bool,
 }
 
+/// `-r N` as perf reads it: any count that is not negative (0 repeats until Ctrl-C; perf
+/// documents 100 as the maximum but does not hold to it).
+pub fn run_count(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<i64>() {
+        Ok(n) if n < 0 => {
+            Err("Run count must be a positive number (0 repeats until Ctrl-C)".into())
+        }
+        Ok(n) => u32::try_from(n).map_err(|_| format!("{n} runs are more than tmetric counts")),
+        Err(_) => Err(format!("`{text}` is not a number of runs, as in -r 5")),
+    }
+}
+
 /// perf's rules for these options that need no machine, with perf's messages.
 pub(super) fn check_perf_options(args: &StatArgs) -> anyhow::Result<()> {
     let Some(fd) = args.perf.log_fd else { return Ok(()) };
