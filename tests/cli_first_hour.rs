@@ -109,3 +109,24 @@ fn rules_advice_names_flags_rules_takes() {
     let ok = tmetric(&["rules", "-M", "tma_dtlb_store", "--model", model]);
     assert!(ok.status.success(), "{}", stderr(&ok));
 }
+
+#[test]
+fn metric_only_says_what_it_leaves_out() {
+    let out = tmetric(&["-e", "task-clock,cs", "--metric-only", "true"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "--metric-only prints metrics only, and task-clock, cs have no metric column"
+        ),
+        "{text}"
+    );
+    // The note follows perf's lines, never among CSV ones without -v.
+    let csv = stderr(&tmetric(&["-e", "task-clock,cs", "--metric-only", "-x,", "true"]));
+    assert!(!csv.contains("--metric-only prints"), "{csv}");
+    // With metrics selected, nothing is said: their inputs' counts are not columns in perf
+    // either.
+    let metrics = stderr(&tmetric(&["-M", "Software", "--metric-only", "true"]));
+    assert!(!metrics.contains("--metric-only prints"), "{metrics}");
+    assert!(metrics.contains("page_faults_per_sec"), "{metrics}");
+}

@@ -89,6 +89,21 @@ impl<W: Write> Printer<W> {
         write!(self.out, "# started on {ctime}\n\n")
     }
 
+    /// `--metric-only`: the events of `units`' first unit that get no column (no metric of
+    /// their own; perf's rates per second and `CPUs utilized` are not metric-only columns),
+    /// each named once.
+    pub fn metric_only_left_out(units: &[Unit]) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for line in units.first().map_or(&[][..], |u| &u.lines[..]) {
+            let none =
+                metric::line_cells(line).iter().all(|c| metric::only_label(c, line).is_none());
+            if none && !names.contains(&line.name) {
+                names.push(line.name.clone());
+            }
+        }
+        names
+    }
+
     /// One print of the counters: the interval `at`'s lines (with `-I`) or the totals
     /// (`None`), with perf's headers; the footer is printed by [`Printer::footer`].
     pub fn counters(

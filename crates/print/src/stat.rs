@@ -110,6 +110,8 @@ pub struct StatPrinter<W: Write> {
     /// `/proc/sys/kernel/nmi_watchdog`, but the watchdog that held a counter is the simulated
     /// machine's.
     pub simulated: Option<String>,
+    /// `--metric-only` with events alone: those that got no column in the totals.
+    left_out: Vec<String>,
 }
 
 impl<W: Write> StatPrinter<W> {
@@ -133,6 +135,7 @@ impl<W: Write> StatPrinter<W> {
             explain,
             verbose: false,
             simulated: None,
+            left_out: Vec::new(),
         }
     }
 
@@ -280,6 +283,9 @@ impl<W: Write> StatPrinter<W> {
             &self.spread,
             self.errors_inline(),
         );
+        if at.is_none() && self.config().metric_only && plan.roots().is_empty() {
+            self.left_out = crate::Printer::<W>::metric_only_left_out(&units);
+        }
         self.perf.counters(&self.title, at, &units)
     }
 
@@ -316,6 +322,14 @@ impl<W: Write> StatPrinter<W> {
             .collect();
         if self.tree.is_on() {
             notes.extend(undecided_note(plan, &evaluated.total.results));
+        }
+        if !self.left_out.is_empty() {
+            let names: Vec<&str> = self.left_out.iter().map(String::as_str).collect();
+            notes.push(format!(
+                "--metric-only prints metrics only, and {} {} no metric column (perf's rates per second and `CPUs utilized` are not metric-only columns): select metrics with -M, or drop --metric-only to see the counts",
+                tmetric_text::names_summary(&names),
+                if names.len() == 1 { "has" } else { "have" }
+            ));
         }
         if let Split::Threads { threads, skip_zero: false } = &self.split {
             // Each thread's rows were evaluated over its own counts: a thread that never ran
