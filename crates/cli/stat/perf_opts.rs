@@ -70,14 +70,20 @@ pub fn run_count(text: &str) -> Result<u32, String> {
 pub(super) fn check_perf_options(args: &StatArgs) -> anyhow::Result<()> {
     let Some(fd) = args.perf.log_fd else { return Ok(()) };
     if args.output.is_some() {
-        bail!(
-            "cannot use both --output and --log-fd: -o names a file, --log-fd an open descriptor"
-        );
+        return Err(super::exits::perf_exit(
+            234,
+            format!(
+                "cannot use both --output and --log-fd: -o names a file, --log-fd an open descriptor"
+            ),
+        ));
     }
     if fd < 0 {
-        bail!(
-            "argument to --log-fd must be a > 0: the number of a descriptor the shell opened, as in `3>counts.txt tmetric --log-fd 3 ...`"
-        );
+        return Err(super::exits::perf_exit(
+            234,
+            format!(
+                "argument to --log-fd must be a > 0: the number of a descriptor the shell opened, as in `3>counts.txt tmetric --log-fd 3 ...`"
+            ),
+        ));
     }
     Ok(())
 }
@@ -212,10 +218,13 @@ pub(super) fn metric_modes(
     };
     if args.perf.transaction {
         if !has_group("transaction") {
-            bail!(
-                "Missing transaction metrics: -T counts the `transaction` metric group, which {} does not have (Intel CPUs with TSX have it; `tmetric list metrics` lists this machine's)",
-                on()
-            );
+            return Err(super::exits::perf_exit(
+                234,
+                format!(
+                    "Missing transaction metrics: -T counts the `transaction` metric group, which {} does not have (Intel CPUs with TSX have it; `tmetric list metrics` lists this machine's)",
+                    on()
+                ),
+            ));
         }
         args.metric.metrics.push("transaction".into());
     }
@@ -223,16 +232,26 @@ pub(super) fn metric_modes(
         let path = sysfs.pmu_devices().join(FREEZE_ON_SMI);
         let value = std::fs::read_to_string(&path).ok().and_then(|t| t.trim().parse::<i64>().ok());
         let Some(value) = value else {
-            bail!(
-                "freeze_on_smi is not supported: --smi-cost needs sysfs's bus/event_source/devices/{FREEZE_ON_SMI}, which an Intel core PMU has (this machine has {})",
-                if sysfs.core_pmu().is_some() { "a core PMU without it" } else { "no core PMU" }
-            );
+            return Err(super::exits::perf_exit(
+                234,
+                format!(
+                    "freeze_on_smi is not supported: --smi-cost needs sysfs's bus/event_source/devices/{FREEZE_ON_SMI}, which an Intel core PMU has (this machine has {})",
+                    if sysfs.core_pmu().is_some() {
+                        "a core PMU without it"
+                    } else {
+                        "no core PMU"
+                    }
+                ),
+            ));
         };
         if !has_group("smi") {
-            bail!(
-                "Missing smi metrics: --smi-cost counts the `smi` metric group, which {} does not have",
-                on()
-            );
+            return Err(super::exits::perf_exit(
+                234,
+                format!(
+                    "Missing smi metrics: --smi-cost counts the `smi` metric group, which {} does not have",
+                    on()
+                ),
+            ));
         }
         if value == 0 {
             std::fs::write(&path, "1")

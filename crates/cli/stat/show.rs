@@ -68,13 +68,20 @@ pub(crate) fn cache_level(text: &str) -> Option<u32> {
 pub(crate) fn check_cache_level(text: &str) -> anyhow::Result<()> {
     let digits = text.strip_prefix(['L', 'l']).filter(|d| d.len() == 1);
     match digits.and_then(|d| d.parse::<u32>().ok()) {
-        Some(level) if level > 4 => bail!(
-            "--per-cache={text}: perf only supports max cache level of 4 (L1 to L4; without a level, the last level)"
-        ),
+        // perf's option callback refuses it: a usage error, 129.
+        Some(level) if level > 4 => Err(super::exits::perf_exit(
+            129,
+            format!(
+                "--per-cache={text}: perf only supports max cache level of 4 (L1 to L4; without a level, the last level)"
+            ),
+        )),
         Some(level) if level >= 1 => Ok(()),
-        _ => bail!(
-            "--per-cache={text}: Cache level must be of form L[1-4], or l[1-4] (as --per-cache=L2; without a level, the last level)"
-        ),
+        _ => Err(super::exits::perf_exit(
+            129,
+            format!(
+                "--per-cache={text}: Cache level must be of form L[1-4], or l[1-4] (as --per-cache=L2; without a level, the last level)"
+            ),
+        )),
     }
 }
 
