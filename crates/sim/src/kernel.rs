@@ -12,8 +12,9 @@ use std::time::Instant;
 
 use super::machine::Machine;
 use super::profile::{Profile, Rate, Source};
+use super::realism::Realism;
 use super::sched::{EVENTSEL_ANY, HwEvent};
-use super::workload::{Timeline, Workload};
+use super::workload::{Schedule, Timeline, Workload};
 use tmetric_runtime::ring;
 use tmetric_runtime::sys::{Attr, Errno, Syscalls};
 
@@ -146,6 +147,24 @@ struct Ev {
     sampling: Option<Sampling>,
     /// The ring, once mapped.
     ring: Option<SimRing>,
+    /// A core PMU event (counts interrupts and non-determinism under [`Realism`]).
+    core: bool,
+    /// A topdown metric event read through 8-bit PERF_METRICS ([`Realism::quantised_metrics`]).
+    td: Option<Box<Topdown>>,
+}
+
+/// What PERF_METRICS and FIXED_CTR3 hold for one metric event since their last reset, and
+/// the count the kernel last derived from them (`hw.saved_slots`/`saved_metric`).
+#[derive(Debug, Clone)]
+struct Topdown {
+    /// The slots rate on the event's CPU.
+    slots_rate: Rate,
+    /// Slots since the reset.
+    slots: f64,
+    /// The metric's true slots since the reset.
+    metric: f64,
+    /// The value derived from the saved registers (0 after a reset).
+    saved: u64,
 }
 
 impl Ev {
@@ -282,6 +301,14 @@ struct State {
     /// Open cgroup descriptors and their cgroups: numbered from the events' sequence, so
     /// closing one never closes an event (the machine's own descriptor numbers did collide).
     cgroups: BTreeMap<i32, String>,
+    /// How unkind the kernel and hardware are.
+    realism: Realism,
+    /// Where each CPU (by number) is in the workload's phases: its timeline runs this many
+    /// ns ahead of the kernel's clock.
+    offsets: Vec<u64>,
+    /// Nanoseconds from the simulated boot to the kernel's time 0: where the run starts on
+    /// the rotation hrtimers' grid ([`Realism::boot_grid`]).
+    boot_ns: u64,
 }
 
 /// The simulated kernel. Clones share one state, so a test keeps a handle (to advance the
@@ -326,8 +353,33 @@ impl SimKernel {
     }
 
     fn build(machine: Machine, profile: Profile, start: Option<Instant>) -> SimKernel {
+        let spec = profile.workload.kernel.clone();
+        let machine = match spec.hz {
+            Some(hz) => machine.with_hz(hz),
+            None => machine,
+        };
+        let realism = spec.realism();
         let mux_ns = machine.mux_interval_ms.max(1) * 1_000_000;
         let timeline = profile.timeline();
+        // How far apart CPUs may start in the phases: a whole cycle of a periodic schedule,
+        // a second of a random one.
+        let span = match profile.workload.schedule {
+            Schedule::Constant => 0,
+            Schedule::Every(every) => every.saturating_mul(profile.workload.phases.len() as u64),
+            Schedule::Random { .. } => 1_000_000_000,
+        };
+        let cpus = machine.cpus.iter().map(|c| c.id as usize + 1).max().unwrap_or(1);
+        let offsets = (0..cpus)
+            .map(|cpu| match profile.workload.cpu_offsets_ns.get(cpu) {
+                Some(&ns) => ns,
+                None if realism.phase_offsets => {
+                    (realism.uniform(&[OFFSET_DRAW, cpu as u64]) * span as f64) as u64
+                }
+                None => 0,
+            })
+            .collect();
+        let boot_ns =
+            if realism.boot_grid { (realism.uniform(&[BOOT_DRAW]) * 1e9) as u64 } else { 0 };
         let mut state = State {
             machine,
             profile,
@@ -344,6 +396,9 @@ impl SimKernel {
             groups: BTreeMap::new(),
             on_leaders: None,
             cgroups: BTreeMap::new(),
+            realism,
+            offsets,
+            boot_ns,
         };
         if state.machine.nmi_watchdog {
             state.add_watchdogs();
@@ -391,9 +446,57 @@ impl SimKernel {
         self.lock().profile.clone()
     }
 
-    /// The workload phase at simulated time `t` nanoseconds.
+    /// The workload phase at simulated time `t` nanoseconds (on a CPU whose phases are not
+    /// offset: see [`SimKernel::phase_on`]).
     pub fn phase_at(&self, t: u64) -> usize {
         self.lock().timeline.phase_at(t)
+    }
+
+    /// The workload phase `cpu` runs at simulated time `t` nanoseconds.
+    pub fn phase_on(&self, cpu: u32, t: u64) -> usize {
+        let mut state = self.lock();
+        let off = state.offset(cpu);
+        state.timeline.phase_at(t + off)
+    }
+
+    /// How unkind this kernel is.
+    pub fn realism(&self) -> Realism {
+        self.lock().realism.clone()
+    }
+
+    /// One line on the simulated kernel, for `--pmu-sim`'s banner: its HZ, the rotation
+    /// interval, and which rules of [`Realism`] are on.
+    pub fn summary(&self) -> String {
+        let state = self.lock();
+        let m = &state.machine;
+        let r = &state.realism;
+        let mut text =
+            format!("kernel HZ {}, multiplexed groups rotate every {} ms", m.hz, m.mux_interval_ms);
+        if !r.any() {
+            text.push_str(" on every CPU in step; exact counts (lockstep model)");
+            return text;
+        }
+        let mut on = Vec::new();
+        if r.boot_grid {
+            on.push("on the hrtimer grid since boot".to_string());
+        }
+        if r.timer_lateness_ns > 0 {
+            on.push(format!("timers up to {} us late", r.timer_lateness_ns / 1000));
+        }
+        if r.phase_offsets {
+            on.push("each CPU at its own phase".into());
+        }
+        if r.interrupt_overcount {
+            on.push("one count per interrupt".into());
+        }
+        if r.noise > 0.0 {
+            on.push(format!("overcount up to {} %", r.noise * 100.0));
+        }
+        if r.quantised_metrics {
+            on.push("8-bit PERF_METRICS".into());
+        }
+        text.push_str(&format!(", {} (seed {})", on.join(", "), r.seed));
+        text
     }
 
     /// The count `attr` would reach on `cpu` after `ns` nanoseconds of counting from time 0
@@ -414,7 +517,8 @@ impl SimKernel {
     ) -> Result<u64, Errno> {
         let mut state = self.lock();
         let rate = state.rate_of(attr, cpu)?;
-        Ok(rate.integral(&mut state.timeline, from, to) as u64)
+        let off = state.offset(cpu);
+        Ok(rate.integral(&mut state.timeline, from + off, to + off) as u64)
     }
 
     /// The rate of `attr` on `cpu`: counts per second in each phase of the workload.
@@ -447,7 +551,16 @@ impl SimKernel {
     }
 }
 
+/// What [`Realism::uniform`] draws for: a CPU's phase offset, the boot's place on the grid.
+const OFFSET_DRAW: u64 = 1;
+const BOOT_DRAW: u64 = 2;
+
 impl State {
+    /// How far `cpu`'s phases run ahead of the kernel's clock.
+    fn offset(&self, cpu: u32) -> u64 {
+        self.offsets.get(cpu as usize).copied().unwrap_or(0)
+    }
+
     fn init(&self, attr: &Attr, pid: i32, cpu: i32) -> Result<Init, Errno> {
         classify(&self.machine, attr, pid, cpu)
     }

@@ -115,7 +115,14 @@
 //!   CPU-context pinned, task pinned, CPU flexible, task flexible; once a group does not fit
 //!   no later hardware group of that pass is tried; pinned misfits go to ERROR (read gives
 //!   0 bytes); flexible misfits start the mux timer. `perf_rotate_context` moves the first
-//!   active flexible group to the end every `perf_event_mux_interval_ms` (default 4).
+//!   active flexible group to the end every `perf_event_mux_interval_ms` (default
+//!   `PERF_CPU_HRTIMER` = 1000 / HZ ms: 4 at the machines' HZ 250, 1 at HZ 1000).
+//! * Realism ([`realism`], off unless a workload's `kernel` object asks): rotation hrtimers on
+//!   the grid since boot with interrupt lateness (`perf_mux_hrtimer_restart`,
+//!   `perf_mux_hrtimer_handler`, `hrtimer_forward_now`), each CPU and SMT sibling at its own
+//!   point of the phases, one count per interrupt and a small random overcount on core
+//!   events (Weaver et al., ISPASS 2013), PERF_METRICS as 8-bit fractions drained at every
+//!   stop and read (`intel_update_topdown_event`, `icl_get_metrics_event_value`).
 //! * Sampling (kernel/events/core.c `perf_copy_attr`, `perf_event_open`, `perf_mmap`,
 //!   ring_buffer.c `perf_output_begin`; arch/x86/events/core.c `x86_pmu_hw_config`;
 //!   intel/core.c `intel_pmu_hw_config`; intel/ds.c): `sample_type` bits beyond
@@ -169,9 +176,10 @@
 //! events count from the open), paranoid levels (the caller is root), HT counter sharing
 //! and shared registers between SMT siblings, per-model hardware cache tables (every valid
 //! cache event is an unconstrained GP event), offcore register value swaps (only the count
-//! of distinct values), the 8-bit PERF_METRICS fields and the kernel's per-read truncation of
-//! topdown metric counts (a metric count is `slots * fraction` over its whole running time),
-//! SMT siblings' separate workloads (every CPU runs the same phase), uncore boxes' own
+//! of distinct values), in the exact model (without [`realism`]) the 8-bit PERF_METRICS
+//! fields and the kernel's per-read truncation of topdown metric counts (a metric count is
+//! `slots * fraction` over its whole running time) and SMT siblings' separate phases (every
+//! CPU runs the same phase), uncore boxes' own
 //! constraint tables (every box event may use any of its counters), free-running counters'
 //! wrap, `allow_tsx_force_abort`, CPU hotplug (every CPU is online), and the many uncore
 //! PMUs no metric reads (IRP, M3UPI, PCU, UBOX, CXL, HBM on SPR).
@@ -193,6 +201,7 @@ mod kernel;
 mod machine;
 pub mod private;
 mod profile;
+pub mod realism;
 mod sched;
 pub mod workload;
 
@@ -202,5 +211,6 @@ pub use machine::{
     ArmCore, CoreKind, Cpu, CpuId, Machine, NAMES, PmuClass, SimPmu, X86Core, cpu_list,
 };
 pub use profile::{LatencyPeriod, Profile, RETIRE_LATENCIES, Rate, Source, retire_latency_mean};
+pub use realism::{KernelSpec, Realism};
 pub use sched::{Constraint, ExtraReg, ExtraRegKind, HwEvent};
 pub use workload::{Phase, PhaseSpec, Schedule, Timeline, Workload, WorkloadError};

@@ -209,7 +209,12 @@ pub struct Machine {
     pub nmi_watchdog: bool,
     /// `/proc/sys/kernel/perf_event_paranoid` (written only; the simulated caller is root).
     pub paranoid: i32,
-    /// `perf_event_mux_interval_ms` of every PMU.
+    /// The kernel's `CONFIG_HZ`: 250 on every built-in machine, as Debian and Ubuntu build
+    /// their kernels (Fedora and RHEL use 1000: [`Machine::with_hz`], or a workload's
+    /// `kernel.hz`).
+    pub hz: u32,
+    /// `perf_event_mux_interval_ms` of every PMU: `PERF_CPU_HRTIMER` = 1000 / HZ unless
+    /// written (kernel/events/core.c, `__perf_mux_hrtimer_init`).
     pub mux_interval_ms: u64,
     /// IA32_PERF_CAPABILITIES bit 17 (`pebs_timing_info`), which sets PMU_FL_RETIRE_LATENCY
     /// (`intel_pmu_init`): PEBS records carry the retire latency, copied to the weight
@@ -288,6 +293,17 @@ impl Machine {
             }
             pmu.class = PmuClass::X86Core(core);
         }
+        self
+    }
+
+    /// The same machine on a kernel built with `CONFIG_HZ` = `hz`: the rotation interval
+    /// becomes `PERF_CPU_HRTIMER` = 1000 / HZ ms unless it was written
+    /// ([`Machine::with_mux_interval_ms`]).
+    pub fn with_hz(mut self, hz: u32) -> Machine {
+        if self.mux_interval_ms == crate::realism::mux_interval_ms(self.hz) {
+            self.mux_interval_ms = crate::realism::mux_interval_ms(hz);
+        }
+        self.hz = hz.max(1);
         self
     }
 
@@ -898,6 +914,7 @@ fn sapphirerapids() -> Machine {
         pmus,
         nmi_watchdog: true,
         paranoid: 2,
+        hz: 250,
         mux_interval_ms: 4,
         retire_latency: false,
     }
@@ -972,6 +989,7 @@ fn icelake() -> Machine {
         pmus,
         nmi_watchdog: true,
         paranoid: 2,
+        hz: 250,
         mux_interval_ms: 4,
         retire_latency: false,
     }
@@ -1128,6 +1146,7 @@ fn skylakex(smt: bool) -> Machine {
         pmus,
         nmi_watchdog: true,
         paranoid: 2,
+        hz: 250,
         mux_interval_ms: 4,
         retire_latency: false,
     }
@@ -1293,6 +1312,7 @@ fn hybrid(meteor: bool) -> Machine {
         pmus,
         nmi_watchdog: true,
         paranoid: 2,
+        hz: 250,
         mux_interval_ms: 4,
         retire_latency: meteor,
     }
@@ -1391,6 +1411,7 @@ fn amdzen4() -> Machine {
         pmus,
         nmi_watchdog: true,
         paranoid: 2,
+        hz: 250,
         mux_interval_ms: 4,
         retire_latency: false,
     }
@@ -1494,6 +1515,7 @@ fn neoverse_n2() -> Machine {
         // when switched on here it holds the cycle counter (unsure on real systems).
         nmi_watchdog: false,
         paranoid: 2,
+        hz: 250,
         mux_interval_ms: 4,
         retire_latency: false,
     }

@@ -231,14 +231,19 @@ pub fn simulated(
     workload: Option<&str>,
     warn: fn(&str),
 ) -> Result<Simulated, SetupError> {
-    let machine = machine(name)?;
-    let dir = private_tree(&machine, name, warn)?;
-    let sysfs = Sysfs::new(dir.path().join("sys"));
-    let proc_root = dir.path().join("proc");
     let workload = match workload {
         Some(w) => Workload::load(w).map_err(SetupError::Workload)?,
         None => Workload::default_workload(),
     };
+    // The workload's `kernel.hz` is the kernel's, so the tree's
+    // `perf_event_mux_interval_ms` says the interval the kernel rotates at.
+    let machine = match workload.kernel.hz {
+        Some(hz) => machine(name)?.with_hz(hz),
+        None => machine(name)?,
+    };
+    let dir = private_tree(&machine, name, warn)?;
+    let sysfs = Sysfs::new(dir.path().join("sys"));
+    let proc_root = dir.path().join("proc");
     let kernel = SimKernel::with_workload(machine, workload);
     Ok(Simulated { dir, sysfs, proc_root, kernel })
 }

@@ -33,12 +33,21 @@
 //!   every `switch_every_ms`, or after a random time uniform in `switch_random_ms: [lo, hi]`
 //!   to a random other phase (`seed` makes it repeatable). Counts under multiplexing then
 //!   differ from the truth as on real machines.
+//! * `cpu_offsets_ms`: where each CPU (by number) starts in the phases, so CPUs and SMT
+//!   siblings run different phases at one time.
+//! * `kernel`: the simulated kernel's HZ (the rotation interval is 1000 / HZ ms) and how
+//!   unkind it is: `{"realistic": true, "hz": 1000, "seed": 7}` turns on rotation timers on
+//!   the hrtimer grid with interrupt lateness, per-CPU phases, counting overcount and 8-bit
+//!   PERF_METRICS ([`crate::realism`]). Without it the kernel is exact and rotates every CPU
+//!   in lockstep, at the machine's HZ.
 //!
 //! [`Workload::parse`] reports a syntax error with the file, line and column; a value out of
 //! range names the field and its line.
 
 use std::collections::BTreeMap;
 use std::fmt;
+
+pub use crate::realism::KernelSpec;
 
 use serde::Deserialize;
 
@@ -107,6 +116,9 @@ struct File {
     #[serde(default)]
     metrics: BTreeMap<String, f64>,
     phases: Option<Phases>,
+    #[serde(default)]
+    kernel: KernelSpec,
+    cpu_offsets_ms: Option<Vec<f64>>,
 }
 
 /// One phase with every field decided.
@@ -163,6 +175,12 @@ pub struct Workload {
     pub phases: Vec<PhaseSpec>,
     /// How they follow each other.
     pub schedule: Schedule,
+    /// The simulated kernel's HZ and how unkind it is (`kernel`; exact and lockstep when
+    /// not given).
+    pub kernel: KernelSpec,
+    /// Where each CPU starts in the phases (`cpu_offsets_ms`, by CPU number; CPUs past the
+    /// list start at 0 or, with [`crate::Realism::phase_offsets`], at a random point).
+    pub cpu_offsets_ns: Vec<u64>,
 }
 
 /// A workload that cannot be used.
@@ -347,6 +365,19 @@ impl Workload {
                 (out, schedule)
             }
         };
+        if let Some((key, what)) = file.kernel.problem() {
+            return Err(bad(key, what));
+        }
+        let mut cpu_offsets_ns = Vec::new();
+        for &ms in file.cpu_offsets_ms.iter().flatten() {
+            if !(ms.is_finite() && (0.0..=3.6e6).contains(&ms)) {
+                return Err(bad(
+                    "cpu_offsets_ms",
+                    format!("{ms} is not a number of milliseconds in 0..=3600000"),
+                ));
+            }
+            cpu_offsets_ns.push((ms * 1e6) as u64);
+        }
         Ok(Workload {
             origin: origin.to_string(),
             description: file.description,
@@ -355,6 +386,8 @@ impl Workload {
             package_watts,
             phases,
             schedule,
+            kernel: file.kernel,
+            cpu_offsets_ns,
         })
     }
 

@@ -7,6 +7,7 @@ use super::{
     SimState, State, errno,
 };
 use crate::machine::PmuClass;
+use crate::profile::Source;
 use crate::sched::{ARCH_EVENT_MASK, TD_SLOTS};
 use tmetric_runtime::ring;
 use tmetric_runtime::sys::{
@@ -146,6 +147,11 @@ impl State {
         } else {
             self.rate_for(&init, attr, cpu as u32)
         };
+        let td = self.topdown_for(&init, attr, if cpu < 0 { ctx_cpu } else { cpu as u32 });
+        let core = matches!(
+            init.source,
+            Some(Source::X86 { .. } | Source::Arm { .. } | Source::Cache { .. })
+        );
         let fd = self.next_fd;
         self.next_fd += 1;
         let id = self.next_id;
@@ -197,6 +203,8 @@ impl State {
                 any_cpu: cpu == -1,
                 sampling,
                 ring: None,
+                core,
+                td,
             },
         );
         if let Some(lfd) = leader_fd
@@ -265,6 +273,7 @@ impl State {
 
     pub(super) fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
         self.sync();
+        self.topdown_read(fd);
         let ev = self.events.get(&fd).filter(|e| !e.kernel).ok_or(errno(libc::EBADF))?;
         if ev.state == SimState::Error {
             return Ok(0);
@@ -319,6 +328,15 @@ impl State {
         self.sync();
         let leader = self.events.get(&fd).map_or(fd, |e| e.leader);
         self.on_leaders = None;
+        if !on {
+            // A disable stops the counters: `x86_pmu_stop` drains PERF_METRICS into the
+            // counts first.
+            for target in self.targets(fd, group)? {
+                if self.events.get(&target).is_some_and(|e| e.state == SimState::Active) {
+                    self.topdown_update(target, false);
+                }
+            }
+        }
         for target in self.targets(fd, group)? {
             if let Some(e) = self.events.get_mut(&target) {
                 if on && e.state <= SimState::Off {

@@ -4,10 +4,20 @@
 
 use std::collections::BTreeSet;
 
-use super::{Ev, Home, HwKind, SimEventKind, SimState, Slab, State};
+use std::collections::BTreeMap;
+
+use super::{Ev, Home, HwKind, Init, SimEventKind, SimState, Slab, State, Topdown};
 use crate::machine::PmuClass;
-use crate::sched::{self, HwEvent};
+use crate::profile::{Rate, Source};
+use crate::realism::topdown_value;
+use crate::sched::{self, HwEvent, TD_SLOTS};
 use tmetric_runtime::sys::{Attr, TYPE_HARDWARE};
+
+/// What [`crate::Realism::uniform`] draws for here: a span's non-determinism, a CPU's and an
+/// expiry's hrtimer lateness.
+const NOISE_DRAW: u64 = 3;
+const LATE_CPU_DRAW: u64 = 4;
+const LATE_EXPIRY_DRAW: u64 = 5;
 
 impl State {
     pub(super) fn add_watchdogs(&mut self) {
@@ -47,6 +57,8 @@ impl State {
                     any_cpu: false,
                     sampling: None,
                     ring: None,
+                    core: true,
+                    td: None,
                 },
             );
             self.index_group(fd, None);
@@ -124,7 +136,11 @@ impl State {
         }
     }
 
-    /// Accrues `dt` ns of the current schedule.
+    /// Accrues `dt` ns of the current schedule: an active event counts each phase's rate
+    /// over the time its CPU spends in that phase (its own phases under
+    /// [`crate::Realism::phase_offsets`]). Under realism a core event also counts one per
+    /// interrupt (the HZ tick and the rotation hrtimer) and a small random overcount, and a
+    /// topdown metric event accumulates PERF_METRICS' state instead of a count.
     fn accrue(&mut self, dt: u64) {
         if dt == 0 {
             return;
@@ -141,17 +157,40 @@ impl State {
             }
             on
         });
-        // Time per workload phase in this span: an active event counts each phase's rate.
-        let split = self.timeline.split(self.now, self.now + dt);
-        for e in self.events.values_mut() {
+        let (from, to) = (self.now, self.now + dt);
+        let interrupts = if self.realism.interrupt_overcount {
+            let per_sec = f64::from(self.machine.hz) + 1e9 / self.mux_ns as f64;
+            per_sec * dt as f64 / 1e9
+        } else {
+            0.0
+        };
+        let State { events, timeline, offsets, realism, .. } = self;
+        // Time per workload phase in this span, per CPU offset.
+        let mut splits: BTreeMap<u64, Vec<(usize, u64)>> = BTreeMap::new();
+        for e in events.values_mut() {
             match e.state {
                 SimState::Active => {
                     e.enabled_ns += dt;
                     e.running_ns += dt;
-                    e.count += split
-                        .iter()
-                        .map(|&(phase, ns)| e.rate.per_sec(phase) * ns as f64 / 1e9)
-                        .sum::<f64>();
+                    let off = offsets.get(e.cpu as usize).copied().unwrap_or(0);
+                    let split =
+                        splits.entry(off).or_insert_with(|| timeline.split(from + off, to + off));
+                    let over = |rate: &Rate| -> f64 {
+                        split.iter().map(|&(phase, ns)| rate.per_sec(phase) * ns as f64 / 1e9).sum()
+                    };
+                    if let Some(td) = e.td.as_mut() {
+                        td.slots += over(&td.slots_rate);
+                        td.metric += over(&e.rate);
+                        continue;
+                    }
+                    let mut add = over(&e.rate);
+                    if e.core && add > 0.0 {
+                        if realism.noise > 0.0 {
+                            add *= 1.0 + realism.noise * realism.uniform(&[NOISE_DRAW, e.id, from]);
+                        }
+                        add += interrupts;
+                    }
+                    e.count += add;
                 }
                 SimState::Inactive
                     if Slab::slot(e.leader).and_then(|s| leaders_on.get(s)) == Some(&true) =>
@@ -162,6 +201,80 @@ impl State {
             }
         }
         self.on_leaders = Some(leaders_on);
+    }
+
+    /// The PERF_METRICS state of a new topdown metric event under
+    /// [`crate::Realism::quantised_metrics`], counting on `cpu`.
+    pub(super) fn topdown_for(&self, init: &Init, attr: &Attr, cpu: u32) -> Option<Box<Topdown>> {
+        if !(self.realism.quantised_metrics && init.metric) {
+            return None;
+        }
+        let Home::Hw(pmu) = init.home else { return None };
+        let slots = Source::X86 { pmu, config: TD_SLOTS, config1: 0 };
+        let phases = &self.profile.workload.phases;
+        let slots_rate = self.profile.rate(&self.machine, &slots, cpu, |p| {
+            init.factor(&self.machine, attr, phases[p].kernel_share)
+        });
+        Some(Box::new(Topdown { slots_rate, slots: 0.0, metric: 0.0, saved: 0 }))
+    }
+
+    /// `intel_update_topdown_event` (arch/x86/events/intel/core.c) for metric event `fd`: the
+    /// count derived from PERF_METRICS now, less the one derived from the saved registers, is
+    /// added only when positive (`__icl_update_topdown_event`). A stop (`reset == false`,
+    /// `x86_pmu_stop` at every rotation or disable) saves the registers, which the next
+    /// schedule-in restores; a read of the active group (`reset`) zeroes FIXED_CTR3 and
+    /// PERF_METRICS and the saved values.
+    pub(super) fn topdown_update(&mut self, fd: i32, reset: bool) {
+        let Some(e) = self.events.get_mut(&fd) else { return };
+        let Some(td) = e.td.as_mut() else { return };
+        let value = topdown_value(td.slots, td.metric);
+        if value > td.saved {
+            e.count += (value - td.saved) as f64;
+        }
+        if reset {
+            td.slots = 0.0;
+            td.metric = 0.0;
+            td.saved = 0;
+        } else {
+            td.saved = value;
+        }
+    }
+
+    /// A read of `fd`: when its group is on the counters, `intel_pmu_read_event` updates
+    /// every topdown metric event of the group and resets PERF_METRICS; an inactive group's
+    /// counts were drained when it stopped (`__perf_event_read` reads only ACTIVE events).
+    pub(super) fn topdown_read(&mut self, fd: i32) {
+        let Some(ev) = self.events.get(&fd) else { return };
+        let leader = ev.leader;
+        let Some(l) = self.events.get(&leader) else { return };
+        let members: Vec<i32> = std::iter::once(leader).chain(l.siblings.iter().copied()).collect();
+        for m in members {
+            if self.events.get(&m).is_some_and(|e| e.td.is_some() && e.state == SimState::Active) {
+                self.topdown_update(m, true);
+            }
+        }
+    }
+
+    /// When the rotation hrtimer of (`cpu`, `pmu`) fires next if started now: one interval
+    /// from now (the exact model), or the next point of the grid since boot plus the
+    /// interrupt's lateness ([`crate::Realism::boot_grid`], `timer_lateness_ns`).
+    fn next_rotation(&self, cpu: u32, pmu: usize) -> u64 {
+        let r = &self.realism;
+        if !r.boot_grid {
+            return self.now + self.mux_ns;
+        }
+        // `perf_mux_hrtimer_restart`/`perf_mux_hrtimer_handler`: `hrtimer_forward_now` from
+        // the old expiry (0 at `hrtimer_init`) to the first multiple of the interval after
+        // now.
+        let k = (self.now + self.boot_ns) / self.mux_ns + 1;
+        let expiry = k * self.mux_ns - self.boot_ns;
+        let bound = r.timer_lateness_ns.min(self.mux_ns / 2) as f64;
+        // Half the bound is the CPU's own (its interrupt load), half this expiry's.
+        let late = bound
+            * 0.5
+            * (r.uniform(&[LATE_CPU_DRAW, u64::from(cpu), pmu as u64])
+                + r.uniform(&[LATE_EXPIRY_DRAW, u64::from(cpu), pmu as u64, k]));
+        expiry + late as u64
     }
 
     pub(super) fn advance_to(&mut self, to: u64) {
@@ -288,11 +401,15 @@ impl State {
             })
             .collect();
         groups.sort_unstable();
-        // Everything off the counters first.
+        // Everything off the counters first (`ctx_sched_out`: every active event is stopped,
+        // which drains PERF_METRICS into the topdown counts).
         for &(_, _, _, lfd) in &groups {
             let members: Vec<i32> =
                 std::iter::once(lfd).chain(self.events[&lfd].siblings.iter().copied()).collect();
             for fd in members {
+                if self.events.get(&fd).is_some_and(|e| e.state == SimState::Active) {
+                    self.topdown_update(fd, false);
+                }
                 if let Some(e) = self.events.get_mut(&fd)
                     && e.state == SimState::Active
                 {
@@ -351,7 +468,7 @@ impl State {
             }
         }
         if waiting {
-            let at = self.now + self.mux_ns;
+            let at = self.next_rotation(cpu, pmu);
             self.timers.entry((cpu, pmu)).or_insert(at);
         } else {
             self.timers.remove(&(cpu, pmu));
