@@ -134,7 +134,13 @@ impl Derivation {
     /// workload in a process.
     pub fn of(machine: &Machine, workload: &Workload) -> Arc<Derivation> {
         static CACHE: OnceLock<Mutex<HashMap<String, Arc<Derivation>>>> = OnceLock::new();
-        let key = format!("{machine:?}{workload:?}");
+        // What the derivation reads: the machine and the phases with the workload's clock,
+        // not the schedule or the kernel's rules, so workloads that differ only in when
+        // their phases fall share one derivation.
+        let key = format!(
+            "{machine:?}{:?}{}{}{}",
+            workload.phases, workload.tsc_hz, workload.cpu_step_percent, workload.package_watts
+        );
         let cache = CACHE.get_or_init(Default::default);
         if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return d.clone();

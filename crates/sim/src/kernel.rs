@@ -366,7 +366,7 @@ impl SimKernel {
         let span = match profile.workload.schedule {
             Schedule::Constant => 0,
             Schedule::Every(every) => every.saturating_mul(profile.workload.phases.len() as u64),
-            Schedule::Random { .. } => 1_000_000_000,
+            Schedule::Random { .. } | Schedule::Lengths { .. } => 1_000_000_000,
         };
         let cpus = machine.cpus.iter().map(|c| c.id as usize + 1).max().unwrap_or(1);
         let offsets = (0..cpus)

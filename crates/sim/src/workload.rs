@@ -31,7 +31,8 @@
 //! * `phases`: the workload changes over time. Each entry overrides the fields above (a
 //!   `topdown` or `metrics` entry overrides those names only) and phases follow each other
 //!   every `switch_every_ms`, or after a random time uniform in `switch_random_ms: [lo, hi]`
-//!   to a random other phase (`seed` makes it repeatable). Counts under multiplexing then
+//!   to a random other phase, or in list order each for a random length in its own range of
+//!   `lengths_ms: [[lo, hi], ...]` (`seed` makes it repeatable). Counts under multiplexing then
 //!   differ from the truth as on real machines.
 //! * `cpu_offsets_ms`: where each CPU (by number) starts in the phases, so CPUs and SMT
 //!   siblings run different phases at one time.
@@ -92,6 +93,10 @@ pub struct Phases {
     pub switch_every_ms: Option<f64>,
     /// Switch after a random time in this range (milliseconds) to a random other phase.
     pub switch_random_ms: Option<[f64; 2]>,
+    /// One `[shortest, longest]` length in milliseconds per phase of `list`: the phases
+    /// follow each other in list order, each for a random length in its own range (a
+    /// periodic workload with jitter, rare bursts, frames).
+    pub lengths_ms: Option<Vec<[f64; 2]>>,
     /// Seed of the random schedule.
     #[serde(default)]
     pub seed: u64,
@@ -153,6 +158,13 @@ pub enum Schedule {
         lo: u64,
         /// Longest phase.
         hi: u64,
+        /// Seed.
+        seed: u64,
+    },
+    /// Phases in order, phase `i` for a random length in `ranges[i]` nanoseconds, from `seed`.
+    Lengths {
+        /// `(shortest, longest)` per phase.
+        ranges: Vec<(u64, u64)>,
         /// Seed.
         seed: u64,
     },
@@ -326,9 +338,30 @@ impl Workload {
                         Err(bad(key, format!("{v} ms is not a length of at least 0.1 ms")))
                     }
                 };
-                let schedule = match (ph.switch_every_ms, ph.switch_random_ms) {
-                    (Some(every), None) => Schedule::Every(ms(every, "switch_every_ms")?),
-                    (None, Some([lo, hi])) => {
+                let schedule = match (ph.switch_every_ms, ph.switch_random_ms, &ph.lengths_ms) {
+                    (Some(every), None, None) => Schedule::Every(ms(every, "switch_every_ms")?),
+                    (None, None, Some(lengths)) => {
+                        if lengths.len() != ph.list.len() {
+                            return Err(bad(
+                                "lengths_ms",
+                                format!(
+                                    "has {} ranges for {} phases: give one [shortest, longest] per phase",
+                                    lengths.len(),
+                                    ph.list.len()
+                                ),
+                            ));
+                        }
+                        let mut ranges = Vec::new();
+                        for &[lo, hi] in lengths {
+                            let (lo, hi) = (ms(lo, "lengths_ms")?, ms(hi, "lengths_ms")?);
+                            if lo > hi {
+                                return Err(bad("lengths_ms", "needs [shortest, longest]".into()));
+                            }
+                            ranges.push((lo, hi));
+                        }
+                        Schedule::Lengths { ranges, seed: ph.seed }
+                    }
+                    (None, Some([lo, hi]), None) => {
                         let (lo, hi) = (ms(lo, "switch_random_ms")?, ms(hi, "switch_random_ms")?);
                         if lo > hi {
                             return Err(bad(
@@ -341,7 +374,8 @@ impl Workload {
                     _ => {
                         return Err(bad(
                             "phases",
-                            "give exactly one of `switch_every_ms` and `switch_random_ms`".into(),
+                            "give exactly one of `switch_every_ms`, `switch_random_ms` and `lengths_ms`"
+                                .into(),
                         ));
                     }
                 };
@@ -446,6 +480,11 @@ impl Timeline {
                 let r = splitmix(seed ^ (k as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
                 lo + if hi > lo { r % (hi - lo + 1) } else { 0 }
             }
+            Schedule::Lengths { ref ranges, seed } => {
+                let (lo, hi) = ranges[k % ranges.len()];
+                let r = splitmix(seed ^ (k as u64).wrapping_mul(0x2545_f491_4f6c_dd1d));
+                lo + if hi > lo { r % (hi - lo + 1) } else { 0 }
+            }
         }
         .max(1)
     }
@@ -453,7 +492,7 @@ impl Timeline {
     fn next_phase(&self, k: usize, current: usize) -> usize {
         match self.schedule {
             Schedule::Constant => 0,
-            Schedule::Every(_) => (current + 1) % self.phases,
+            Schedule::Every(_) | Schedule::Lengths { .. } => (current + 1) % self.phases,
             Schedule::Random { seed, .. } => {
                 if self.phases < 2 {
                     return 0;

@@ -14,6 +14,7 @@ use tmetric_sim::{Machine, SimKernel};
 mod counting;
 mod invariants;
 mod open;
+mod realism;
 mod schedule;
 mod trees;
 

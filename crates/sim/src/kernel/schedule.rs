@@ -158,13 +158,14 @@ impl State {
             on
         });
         let (from, to) = (self.now, self.now + dt);
-        let interrupts = if self.realism.interrupt_overcount {
-            let per_sec = f64::from(self.machine.hz) + 1e9 / self.mux_ns as f64;
-            per_sec * dt as f64 / 1e9
+        // The tick's interrupts, and the rotation hrtimer's where it is armed.
+        let (ticks, rotations) = if self.realism.interrupt_overcount {
+            let secs = dt as f64 / 1e9;
+            (f64::from(self.machine.hz) * secs, 1e9 / self.mux_ns as f64 * secs)
         } else {
-            0.0
+            (0.0, 0.0)
         };
-        let State { events, timeline, offsets, realism, .. } = self;
+        let State { events, timeline, offsets, realism, timers, .. } = self;
         // Time per workload phase in this span, per CPU offset.
         let mut splits: BTreeMap<u64, Vec<(usize, u64)>> = BTreeMap::new();
         for e in events.values_mut() {
@@ -188,7 +189,12 @@ impl State {
                         if realism.noise > 0.0 {
                             add *= 1.0 + realism.noise * realism.uniform(&[NOISE_DRAW, e.id, from]);
                         }
-                        add += interrupts;
+                        add += ticks;
+                        if let Home::Hw(pmu) = e.home
+                            && timers.contains_key(&(e.cpu, pmu))
+                        {
+                            add += rotations;
+                        }
                     }
                     e.count += add;
                 }
