@@ -151,6 +151,9 @@ struct Ev {
     core: bool,
     /// A topdown metric event read through 8-bit PERF_METRICS ([`Realism::quantised_metrics`]).
     td: Option<Box<Topdown>>,
+    /// The SMT sibling whose events an AnyThread event counts too: half its rate follows
+    /// the sibling's phases.
+    pair: Option<u32>,
 }
 
 /// What PERF_METRICS and FIXED_CTR3 hold for one metric event since their last reset, and
@@ -516,9 +519,18 @@ impl SimKernel {
         to: u64,
     ) -> Result<u64, Errno> {
         let mut state = self.lock();
-        let rate = state.rate_of(attr, cpu)?;
+        let init = state.init(attr, -1, cpu as i32)?;
+        let rate = state.rate_for(&init, attr, cpu);
         let off = state.offset(cpu);
-        Ok(rate.integral(&mut state.timeline, from + off, to + off) as u64)
+        let own = rate.integral(&mut state.timeline, from + off, to + off);
+        Ok(match state.pair_of(&init, cpu) {
+            Some(sibling) => {
+                let off = state.offset(sibling);
+                let theirs = rate.integral(&mut state.timeline, from + off, to + off);
+                0.5 * (own + theirs)
+            }
+            None => own,
+        } as u64)
     }
 
     /// The rate of `attr` on `cpu`: counts per second in each phase of the workload.
@@ -559,6 +571,19 @@ impl State {
     /// How far `cpu`'s phases run ahead of the kernel's clock.
     fn offset(&self, cpu: u32) -> u64 {
         self.offsets.get(cpu as usize).copied().unwrap_or(0)
+    }
+
+    /// The SMT sibling an event with the AnyThread bit on `cpu` counts too, when it runs
+    /// other phases (the event's rate is twice the thread's: half is the sibling's).
+    fn pair_of(&self, init: &Init, cpu: u32) -> Option<u32> {
+        if init.kept & EVENTSEL_ANY == 0 || !self.machine.smt {
+            return None;
+        }
+        self.machine
+            .siblings(cpu)
+            .into_iter()
+            .find(|&c| c != cpu)
+            .filter(|&c| self.offset(c) != self.offset(cpu))
     }
 
     fn init(&self, attr: &Attr, pid: i32, cpu: i32) -> Result<Init, Errno> {

@@ -147,7 +147,9 @@ impl State {
         } else {
             self.rate_for(&init, attr, cpu as u32)
         };
-        let td = self.topdown_for(&init, attr, if cpu < 0 { ctx_cpu } else { cpu as u32 });
+        let on = if cpu < 0 { ctx_cpu } else { cpu as u32 };
+        let td = self.topdown_for(&init, attr, on);
+        let pair = self.pair_of(&init, on);
         let core = matches!(
             init.source,
             Some(Source::X86 { .. } | Source::Arm { .. } | Source::Cache { .. })
@@ -205,6 +207,7 @@ impl State {
                 ring: None,
                 core,
                 td,
+                pair,
             },
         );
         if let Some(lfd) = leader_fd

@@ -59,6 +59,7 @@ impl State {
                     ring: None,
                     core: true,
                     td: None,
+                    pair: None,
                 },
             );
             self.index_group(fd, None);
@@ -173,11 +174,21 @@ impl State {
                 SimState::Active => {
                     e.enabled_ns += dt;
                     e.running_ns += dt;
-                    let off = offsets.get(e.cpu as usize).copied().unwrap_or(0);
-                    let split =
-                        splits.entry(off).or_insert_with(|| timeline.split(from + off, to + off));
+                    let offset = |cpu: u32| offsets.get(cpu as usize).copied().unwrap_or(0);
+                    let off = offset(e.cpu);
+                    let pair = e.pair.map(offset);
+                    for o in std::iter::once(off).chain(pair) {
+                        splits.entry(o).or_insert_with(|| timeline.split(from + o, to + o));
+                    }
+                    let on = |o: u64, rate: &Rate| -> f64 {
+                        splits[&o].iter().map(|&(p, ns)| rate.per_sec(p) * ns as f64 / 1e9).sum()
+                    };
+                    // An AnyThread event counts half at its sibling's phases.
                     let over = |rate: &Rate| -> f64 {
-                        split.iter().map(|&(phase, ns)| rate.per_sec(phase) * ns as f64 / 1e9).sum()
+                        match pair {
+                            Some(p) => 0.5 * (on(off, rate) + on(p, rate)),
+                            None => on(off, rate),
+                        }
                     };
                     if let Some(td) = e.td.as_mut() {
                         td.slots += over(&td.slots_rate);

@@ -139,6 +139,19 @@ fn cpus_and_smt_siblings_run_their_own_phases() {
     let i0 = k.true_count_between(&instructions, 0, 0, 10 * MS).unwrap() as f64;
     let i1 = k.true_count_between(&instructions, 1, 0, 10 * MS).unwrap() as f64;
     assert!((i1 / i0 - 0.5 / 2.6 * 1.05).abs() < 1e-3, "{i0} {i1}");
+    // An AnyThread event counts its SMT sibling too, at the sibling's phases: CPU 0 and its
+    // sibling half a cycle apart count both phases' instructions at once.
+    let machine = k.machine();
+    let sibling = *machine.siblings(0).iter().find(|&&c| c != 0).expect("SMT on skylakex");
+    let mut offsets = ["0"; 8];
+    offsets[sibling as usize] = "10";
+    let extra = format!(r#", "cpu_offsets_ms": [{}]"#, offsets.join(", "));
+    let k = sim("skylakex", workload(schedule, "{}", &extra));
+    let any = raw(0xc0 | 1 << 21);
+    let both = k.true_count_between(&any, 0, 0, 10 * MS).unwrap() as f64;
+    let compute = k.true_count_between(&instructions, 0, 0, 10 * MS).unwrap() as f64;
+    let memory = k.true_count_between(&instructions, 0, 10 * MS, 20 * MS).unwrap() as f64;
+    assert!((both - compute - memory).abs() <= 2.0, "{both} {compute} {memory}");
     // Realistic: random offsets, SMT siblings of one core included.
     let kernel = r#"{ "realistic": true, "seed": 5 }"#;
     let k = sim("skylakex", workload(schedule, kernel, ""));
