@@ -115,6 +115,11 @@ pub fn run_recording(
         Some(name) => {
             let sim =
                 tmetric_sim::private::simulated(name, args.pmu_sim_workload.as_deref(), warn)?;
+            if args.verbose {
+                // How the simulated kernel multiplexes: its HZ, the rotation interval and
+                // whether it is the exact lockstep model or as unkind as hardware.
+                warn(&format!("simulated PMU `{name}`: {}", sim.kernel.summary()));
+            }
             // The tree is removed when `sim` drops, after the run.
             // `-p PID` names a real process: its threads are listed under the real /proc.
             let (sysfs, proc_root) = (&sim.sysfs, &sim.proc_root);

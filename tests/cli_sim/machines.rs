@@ -122,3 +122,37 @@ fn simulated_machines_run_the_workload_given() {
     ]));
     assert!(text.contains("bad.json:2:9: unknown field `topdwn`"), "{text}");
 }
+
+/// `-v` says how the simulated kernel multiplexes: the exact lockstep model at the machine's
+/// HZ by default, or a workload's `kernel` object's HZ and realism.
+#[test]
+fn verbose_says_the_simulated_kernels_hz_and_realism() {
+    let run = |workload: &str| {
+        let out = tmetric(&[
+            "--pmu-sim",
+            "skylakex",
+            "--pmu-sim-workload",
+            workload,
+            "-M",
+            "TopdownL1",
+            "-a",
+            "-v",
+            "sleep",
+            "0.01",
+        ]);
+        let text = stderr(&out);
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let text = run("phased");
+    assert!(
+        text.contains("simulated PMU `skylakex`: kernel HZ 250, multiplexed groups rotate every 4 ms on every CPU in step"),
+        "{text}"
+    );
+    let temp = tempfile::tempdir().unwrap();
+    let file = temp.path().join("hz1000.json");
+    std::fs::write(&file, r#"{ "kernel": { "hz": 1000, "realistic": true, "seed": 3 } }"#).unwrap();
+    let text = run(file.to_str().unwrap());
+    assert!(text.contains("kernel HZ 1000, multiplexed groups rotate every 1 ms, on the hrtimer grid since boot, timers up to 30 us late, each CPU at its own phase"), "{text}");
+    assert!(text.contains("8-bit PERF_METRICS (seed 3)"), "{text}");
+}

@@ -54,7 +54,10 @@ pub struct StatArgs {
     pub pmu_sim: Option<String>,
     /// With --pmu-sim: what the simulated machine runs, a built-in workload (`default`,
     /// `phased`, `memory-bound`) or a workload JSON file (its TMA tree and other metrics'
-    /// true values; see `crates/sim/src/workload.rs`).
+    /// true values; see `crates/sim/src/workload.rs`). Its `kernel` object sets the simulated
+    /// kernel's HZ (rotation every 1000/HZ ms) and turns on hardware's unkindness
+    /// (`"realistic": true`: timer lateness, per-CPU phases, overcount, 8-bit PERF_METRICS);
+    /// without it the kernel is exact and rotates every CPU in step (`-v` says which).
     #[arg(long, value_name = "NAME|FILE", requires = "pmu_sim")]
     pub pmu_sim_workload: Option<String>,
     /// Give each metric an error bar: how far multiplexing may have moved it from the value

@@ -22,6 +22,7 @@ use xtask::regen;
 // `--only from-perf`: `eval --from-perf` on generated interval logs against a baseline binary.
 mod from_perf;
 
+mod accuracy;
 mod builds;
 mod codegen;
 mod eval;
@@ -42,7 +43,7 @@ use eval::bench_eval;
 use parse::bench_parse;
 use table::{Status, Table};
 
-const USAGE: &str = "usage: cargo xtask bench [--build] [--only <sections>] [--baseline <dir>] [--perf-dir <tools/perf/pmu-events>]\n  \
+const USAGE: &str = "usage: cargo xtask bench [--build] [--only <sections>] [--quick] [--baseline <dir>] [--perf-dir <tools/perf/pmu-events>]\n  \
      --build     also time a cold `cargo build --release --workspace` in a scratch target\n              \
      directory, the rebuilds after touching the CLI and crates/catalog/src/lib.rs (the\n              \
      catalogue alone, then its dependents), and a clean `cargo test --workspace -j2`\n              \
@@ -52,7 +53,10 @@ const USAGE: &str = "usage: cargo xtask bench [--build] [--only <sections>] [--b
      build (cold build and rebuilds), test (clean cargo test), from-perf (eval --from-perf\n              \
      on generated 10/30/100 MB -I logs, against --baseline's release binary), serve\n              \
      (tmetric serve's CPU per interval against perf stat -I --for-each-cgroup at 1, 20 and\n              \
-     100 cgroups, side by side; root)\n  \
+     100 cgroups, side by side; root), accuracy (multiplexed metrics against the truth on\n              \
+     the realistic simulator over workload classes: tmetric, perf 6.12's grouping and each\n              \
+     metric alone; minutes)\n  \
+     --quick     with accuracy: its quick subset (three machines, levels 1-3, one seed)\n  \
      --baseline  a checkout of an earlier commit: its sizes and (with --build) build figures\n              \
      are measured in the same run, interleaved with ours\n  \
      --perf-dir  perf's tools/perf/pmu-events (default: $TMETRIC_PERF_PMU_EVENTS, then\n              \
@@ -85,13 +89,25 @@ const TARGET_TEST_S: f64 = 120.0;
 const TARGET_GEN_SOURCE_BYTES: u64 = 6_000_000;
 
 /// The sections `--only` selects from.
-const SECTIONS: [&str; 9] =
-    ["regen", "eval", "parse", "sizes", "binary", "build", "test", "from-perf", "serve"];
+const SECTIONS: [&str; 10] = [
+    "regen",
+    "eval",
+    "parse",
+    "sizes",
+    "binary",
+    "build",
+    "test",
+    "from-perf",
+    "serve",
+    "accuracy",
+];
 
 struct Options {
     build: bool,
     /// `--only`: the sections to run; empty runs the default ones.
     only: Vec<String>,
+    /// `--quick`: the accuracy bench's quick subset.
+    quick: bool,
     baseline: Option<PathBuf>,
     perf_dir: Option<PathBuf>,
 }
@@ -100,7 +116,11 @@ impl Options {
     /// Whether to run `section`: all but the slow ones by default, those too with `--build`.
     fn runs(&self, section: &str) -> bool {
         if self.only.is_empty() {
-            self.build || !matches!(section, "binary" | "build" | "test" | "from-perf" | "serve")
+            self.build
+                || !matches!(
+                    section,
+                    "binary" | "build" | "test" | "from-perf" | "serve" | "accuracy"
+                )
         } else {
             self.only.iter().any(|s| s == section)
         }
@@ -108,11 +128,13 @@ impl Options {
 }
 
 fn parse_args(args: &[String]) -> Result<Options> {
-    let mut options = Options { build: false, only: Vec::new(), baseline: None, perf_dir: None };
+    let mut options =
+        Options { build: false, only: Vec::new(), quick: false, baseline: None, perf_dir: None };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--build" => options.build = true,
+            "--quick" => options.quick = true,
             "--only" => {
                 let list =
                     args.next().with_context(|| format!("--only needs sections\n{USAGE}"))?;
@@ -242,6 +264,14 @@ fn main() -> Result<()> {
                 "<= 1.5x perf",
                 Status::Missed,
             );
+        }
+    }
+
+    if options.runs("accuracy") {
+        println!("\naccuracy: multiplexed metrics against the truth on the realistic simulator");
+        if let Err(err) = accuracy::bench(&root, options.quick, &mut table) {
+            println!("  accuracy not measured: {err:#}");
+            table.row("accuracy", "not measured", "", "", "", Status::Missed);
         }
     }
 
