@@ -391,6 +391,14 @@ fn main() {
                     let three = measure_three(tree, &task.selection, &metrics, &w, task.seed == 0);
                     let key = (task.class, task.machine, task.selection.clone(), task.hz);
                     results.lock().unwrap().entry(key).or_default().merge(&three);
+                    if (i + 1).is_multiple_of(100) {
+                        eprintln!(
+                            "{} of {} runs, {:.0} s",
+                            i + 1,
+                            tasks.len(),
+                            start.elapsed().as_secs_f64()
+                        );
+                    }
                 }
             });
         }

@@ -24,6 +24,10 @@ pub struct SimTree {
     pub proc_root: PathBuf,
     /// Its catalogue model.
     pub model: &'static Model,
+    /// What planning reads of the tree, probed once (every count plans on the same tree).
+    env: Environment,
+    pmus: PmuModel,
+    literals: [f64; tmetric_model::Literal::COUNT],
     /// Removed when the tree drops.
     _dir: tempfile::TempDir,
 }
@@ -41,7 +45,11 @@ impl SimTree {
         let sysfs = Sysfs::new(dir.join("sys"));
         let cpuid = tmetric_runtime::sysfs::host_cpuid(&sysfs, &dir.join("proc")).expect("cpuid");
         let model = tmetric_catalog::model_for_cpuid(&cpuid).expect("a model");
-        SimTree { name, sys: dir.join("sys"), proc_root: dir.join("proc"), model, _dir: temp }
+        let proc_root = dir.join("proc");
+        let env = Environment::probe(&sysfs, &proc_root);
+        let pmus = PmuModel::probe(&sysfs, &proc_root, Some(model));
+        let literals = tmetric_engine::plan::literals(&sysfs, &proc_root, true);
+        SimTree { name, sys: dir.join("sys"), proc_root, model, env, pmus, literals, _dir: temp }
     }
 }
 
@@ -93,10 +101,8 @@ pub fn count(
     step_ms: u64,
 ) -> Counted {
     let sysfs = Sysfs::new(&tree.sys);
-    let env = Environment::probe(&sysfs, &tree.proc_root);
-    let pmus = PmuModel::probe(&sysfs, &tree.proc_root, Some(tree.model));
-    let machine = Machine { sysfs: &sysfs, proc_root: &tree.proc_root, env: &env, pmus: &pmus };
-    let literals = tmetric_engine::plan::literals(&sysfs, &tree.proc_root, true);
+    let (env, pmus, literals) = (&tree.env, &tree.pmus, tree.literals);
+    let machine = Machine { sysfs: &sysfs, proc_root: &tree.proc_root, env, pmus };
     let mut plan = Plan::new(literals);
     let picks: Vec<Pick> = metrics
         .iter()
