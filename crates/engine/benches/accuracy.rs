@@ -6,7 +6,8 @@
 //! (compute, memory, frontend) with its own phase schedule, run on the simulated kernel with
 //! every rule of `tmetric_sim::Realism` on (rotation hrtimers on the grid since boot at a
 //! random point with up to 30 us of interrupt lateness, each CPU and SMT sibling at its own
-//! random point of the phases, one count per interrupt and up to 0.1 % overcount on core
+//! random point of the phases (but in the `CPUs in step` classes, whose threads meet at
+//! barriers), one count per interrupt and up to 0.1 % overcount on core
 //! events, 8-bit PERF_METRICS), at kernel HZ 250 (rotation every 4 ms) and 1000 (1 ms), with
 //! three seeds (each its own timer offsets, CPU offsets and random phase lengths). Each
 //! selection (TopdownL1..L6 on Intel, PipelineL1/L2 on AMD, TopdownL1 on Arm) is counted for
@@ -29,7 +30,7 @@
 //! `cargo bench -p tmetric-engine --bench accuracy` (or `cargo xtask bench --only accuracy`);
 //! `-- --quick`: three machines (sapphirerapids, skylakex, amdzen4) and levels 1-3 (AMD's
 //! PipelineL1/L2), one seed; `-- --seeds N`; `-- --machine NAME`, `-- --selection NAME`,
-//! `-- --class NAME`, `-- --hz 250|1000`: one of each; `-- --exact`: the simulator's exact
+//! `-- --hz 250|1000`: one of each; `-- --class NAME` (repeatable): those classes; `-- --exact`: the simulator's exact
 //! lockstep model instead; `-- --detail`: a row per class, machine, selection and HZ;
 //! `-- --check`: exit 1 when a target is missed.
 
@@ -76,11 +77,15 @@ struct Class {
     name: &'static str,
     phases: &'static [usize],
     pattern: Pattern,
+    /// Every CPU at the same point of the phases (a program whose threads meet at barriers),
+    /// where the others give each CPU its own random point.
+    in_step: bool,
 }
 
 fn classes() -> Vec<Class> {
     use Pattern::*;
-    let c = |name, phases, pattern| Class { name, phases, pattern };
+    let c = |name, phases, pattern| Class { name, phases, pattern, in_step: false };
+    let in_step = |name, phases, pattern| Class { name, phases, pattern, in_step: true };
     vec![
         c("random 2-40 ms", &[0, 1, 2], Random(2.0, 40.0)),
         c("short random 0.1-1 ms", &[0, 1, 2], Random(0.1, 1.0)),
@@ -95,6 +100,9 @@ fn classes() -> Vec<Class> {
         c("jittered ~1 rotation", &[0, 1], RotationLengths(0.8, 1.2)),
         c("frames 16.7 ms", &[0, 2], Lengths(vec![[11.7, 11.7], [5.0, 5.0]])),
         c("100 Hz", &[0, 1], Lengths(vec![[6.0, 6.0], [4.0, 4.0]])),
+        in_step("random 2-40 ms, CPUs in step", &[0, 1, 2], Random(2.0, 40.0)),
+        in_step("periodic 1 rotation, CPUs in step", &[0, 1], Rotations(1.0)),
+        in_step("periodic 2 rotations, CPUs in step", &[0, 1], Rotations(2.0)),
     ]
 }
 
@@ -121,6 +129,9 @@ fn workload(class: &Class, hz: u32, seed: u64, realistic: bool) -> Workload {
     json["phases"] = phases;
     json["description"] = serde_json::json!(class.name);
     json["kernel"] = serde_json::json!({ "hz": hz, "realistic": realistic, "seed": seed });
+    if class.in_step {
+        json["cpu_offsets_ms"] = serde_json::json!(vec![0; 256]);
+    }
     let text = serde_json::to_string_pretty(&json).expect("serialises");
     Workload::parse(&text, &format!("class `{}`", class.name)).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -324,8 +335,11 @@ fn main() {
         machines.retain(|m| *m == name);
     }
     let all_classes = classes();
+    // `--class NAME`, as often as wanted.
+    let wanted: Vec<&str> =
+        args.windows(2).filter(|w| w[0] == "--class").map(|w| w[1].as_str()).collect();
     let class_ids: Vec<usize> = (0..all_classes.len())
-        .filter(|&i| arg(&args, "--class").is_none_or(|c| all_classes[i].name == c))
+        .filter(|&i| wanted.is_empty() || wanted.contains(&all_classes[i].name))
         .collect();
     let hzs: Vec<u32> = HZ
         .iter()
