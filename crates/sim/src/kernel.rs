@@ -154,6 +154,9 @@ struct Ev {
     /// The SMT sibling whose events an AnyThread event counts too: half its rate follows
     /// the sibling's phases.
     pair: Option<u32>,
+    /// What the overcount is drawn for: the event, or for `slots` and the topdown metric
+    /// events the CPU's FIXED_CTR3, which they all read.
+    noise_key: u64,
 }
 
 /// What PERF_METRICS and FIXED_CTR3 hold for one metric event since their last reset, and
@@ -164,8 +167,14 @@ struct Topdown {
     slots_rate: Rate,
     /// Slots since the reset.
     slots: f64,
+    /// What FIXED_CTR3 counted of them (with the overcount the slots event gets).
+    slots_read: f64,
     /// The metric's true slots since the reset.
     metric: f64,
+    /// For a level-1 field: the rate of the level-1 fields before it in PERF_METRICS, and
+    /// their true slots since the reset.
+    before_rate: Option<Rate>,
+    before: f64,
     /// The value derived from the saved registers (0 after a reset).
     saved: u64,
 }

@@ -110,16 +110,26 @@ pub(crate) fn splitmix(x: u64) -> u64 {
 }
 
 /// The count the kernel derives from PERF_METRICS for one topdown metric event, given the
-/// slots and the metric's true slots since the last reset (arch/x86/events/intel/core.c,
-/// `icl_get_metrics_event_value`): the hardware keeps the metric as an 8-bit fraction of 0xff
-/// (rounded to nearest here; how the hardware rounds is not documented), and the kernel
-/// computes `mul_u64_u32_div(slots, byte, 0xff)`, which truncates.
-pub fn topdown_value(slots: f64, metric: f64) -> u64 {
-    if slots < 1.0 {
+/// true slots and the metric's true slots since the last reset, and what FIXED_CTR3 read
+/// (arch/x86/events/intel/core.c, `icl_get_metrics_event_value`): the hardware keeps the
+/// metric as an 8-bit fraction of 0xff of the slots (rounded to nearest here; how the
+/// hardware rounds is not documented), and the kernel computes
+/// `mul_u64_u32_div(slots, byte, 0xff)` from the counter it read, which truncates.
+///
+/// The four level-1 fields sum to 0xff (the kernel's comment on that function): here each is
+/// the difference of the rounded running sums of the fields before it (`before`, the true
+/// slots of the level-1 fields that precede it in the register) and of those and itself, so
+/// each field is within one step of its fraction and the four add up to 0xff.
+pub fn topdown_value(slots: f64, metric: f64, read: f64, before: Option<f64>) -> u64 {
+    if slots < 1.0 || read < 1.0 {
         return 0;
     }
-    let byte = (255.0 * metric / slots).round().clamp(0.0, 255.0) as u64;
-    let slots = slots as u64;
+    let step = |x: f64| (255.0 * x / slots).round().clamp(0.0, 255.0) as u64;
+    let byte = match before {
+        Some(b) => step(b + metric).saturating_sub(step(b)),
+        None => step(metric),
+    };
+    let slots = read as u64;
     ((u128::from(slots) * u128::from(byte)) / 255) as u64
 }
 

@@ -150,6 +150,12 @@ impl State {
         let on = if cpu < 0 { ctx_cpu } else { cpu as u32 };
         let td = self.topdown_for(&init, attr, on);
         let pair = self.pair_of(&init, on);
+        let noise_key = match init.source {
+            Some(Source::X86 { config, .. }) if init.metric || config & 0xffff == TD_SLOTS => {
+                1 << 63 | u64::from(on)
+            }
+            _ => self.next_id,
+        };
         let core = matches!(
             init.source,
             Some(Source::X86 { .. } | Source::Arm { .. } | Source::Cache { .. })
@@ -208,6 +214,7 @@ impl State {
                 core,
                 td,
                 pair,
+                noise_key,
             },
         );
         if let Some(lfd) = leader_fd

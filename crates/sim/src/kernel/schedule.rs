@@ -10,7 +10,7 @@ use super::{Ev, Home, HwKind, Init, SimEventKind, SimState, Slab, State, Topdown
 use crate::machine::PmuClass;
 use crate::profile::{Rate, Source};
 use crate::realism::topdown_value;
-use crate::sched::{self, HwEvent, TD_SLOTS};
+use crate::sched::{self, HwEvent, TD_METRIC_FIRST, TD_SLOTS};
 use tmetric_runtime::sys::{Attr, TYPE_HARDWARE};
 
 /// What [`crate::Realism::uniform`] draws for here: a span's non-determinism, a CPU's and an
@@ -60,6 +60,7 @@ impl State {
                     core: true,
                     td: None,
                     pair: None,
+                    noise_key: index,
                 },
             );
             self.index_group(fd, None);
@@ -190,24 +191,33 @@ impl State {
                             None => on(off, rate),
                         }
                     };
+                    // What a core counter adds over a true `add`: the span's overcount and
+                    // one per interrupt.
+                    let armed =
+                        matches!(e.home, Home::Hw(pmu) if timers.contains_key(&(e.cpu, pmu)));
+                    let counted = |add: f64| -> f64 {
+                        if add <= 0.0 {
+                            return add;
+                        }
+                        let mut add = add;
+                        if realism.noise > 0.0 {
+                            add *= 1.0
+                                + realism.noise * realism.uniform(&[NOISE_DRAW, e.noise_key, from]);
+                        }
+                        add + ticks + if armed { rotations } else { 0.0 }
+                    };
                     if let Some(td) = e.td.as_mut() {
-                        td.slots += over(&td.slots_rate);
+                        let slots = over(&td.slots_rate);
+                        td.slots += slots;
+                        td.slots_read += counted(slots);
                         td.metric += over(&e.rate);
+                        if let Some(rate) = &td.before_rate {
+                            td.before += over(rate);
+                        }
                         continue;
                     }
-                    let mut add = over(&e.rate);
-                    if e.core && add > 0.0 {
-                        if realism.noise > 0.0 {
-                            add *= 1.0 + realism.noise * realism.uniform(&[NOISE_DRAW, e.id, from]);
-                        }
-                        add += ticks;
-                        if let Home::Hw(pmu) = e.home
-                            && timers.contains_key(&(e.cpu, pmu))
-                        {
-                            add += rotations;
-                        }
-                    }
-                    e.count += add;
+                    let add = over(&e.rate);
+                    e.count += if e.core { counted(add) } else { add };
                 }
                 SimState::Inactive
                     if Slab::slot(e.leader).and_then(|s| leaders_on.get(s)) == Some(&true) =>
@@ -227,12 +237,34 @@ impl State {
             return None;
         }
         let Home::Hw(pmu) = init.home else { return None };
-        let slots = Source::X86 { pmu, config: TD_SLOTS, config1: 0 };
         let phases = &self.profile.workload.phases;
-        let slots_rate = self.profile.rate(&self.machine, &slots, cpu, |p| {
-            init.factor(&self.machine, attr, phases[p].kernel_share)
+        let rate_of = |config: u64| {
+            let source = Source::X86 { pmu, config, config1: 0 };
+            self.profile.rate(&self.machine, &source, cpu, |p| {
+                init.factor(&self.machine, attr, phases[p].kernel_share)
+            })
+        };
+        let slots_rate = rate_of(TD_SLOTS);
+        // Level 1 is bytes 0-3 (retiring, bad speculation, frontend bound, backend bound).
+        let field = (init.kept & 0xffff).saturating_sub(TD_METRIC_FIRST) >> 8;
+        let before_rate = (field < 4).then(|| {
+            let mut sum = Rate::constant(0.0, phases.len());
+            for k in 0..field {
+                for (s, r) in sum.0.iter_mut().zip(rate_of(TD_METRIC_FIRST + (k << 8)).0) {
+                    *s += r;
+                }
+            }
+            sum
         });
-        Some(Box::new(Topdown { slots_rate, slots: 0.0, metric: 0.0, saved: 0 }))
+        Some(Box::new(Topdown {
+            slots_rate,
+            slots: 0.0,
+            slots_read: 0.0,
+            metric: 0.0,
+            before_rate,
+            before: 0.0,
+            saved: 0,
+        }))
     }
 
     /// `intel_update_topdown_event` (arch/x86/events/intel/core.c) for metric event `fd`: the
@@ -244,12 +276,15 @@ impl State {
     pub(super) fn topdown_update(&mut self, fd: i32, reset: bool) {
         let Some(e) = self.events.get_mut(&fd) else { return };
         let Some(td) = e.td.as_mut() else { return };
-        let value = topdown_value(td.slots, td.metric);
+        let before = td.before_rate.as_ref().map(|_| td.before);
+        let value = topdown_value(td.slots, td.metric, td.slots_read, before);
         if value > td.saved {
             e.count += (value - td.saved) as f64;
         }
         if reset {
             td.slots = 0.0;
+            td.slots_read = 0.0;
+            td.before = 0.0;
             td.metric = 0.0;
             td.saved = 0;
         } else {
