@@ -72,17 +72,13 @@ pub(super) fn check_perf_options(args: &StatArgs) -> anyhow::Result<()> {
     if args.output.is_some() {
         return Err(super::exits::perf_exit(
             234,
-            format!(
-                "cannot use both --output and --log-fd: -o names a file, --log-fd an open descriptor"
-            ),
+            "cannot use both --output and --log-fd: -o names a file, --log-fd an open descriptor",
         ));
     }
     if fd < 0 {
         return Err(super::exits::perf_exit(
             234,
-            format!(
-                "argument to --log-fd must be a > 0: the number of a descriptor the shell opened, as in `3>counts.txt tmetric --log-fd 3 ...`"
-            ),
+            "argument to --log-fd must be a > 0: the number of a descriptor the shell opened, as in `3>counts.txt tmetric --log-fd 3 ...`",
         ));
     }
     Ok(())
