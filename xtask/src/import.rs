@@ -1,9 +1,14 @@
 //! `cargo xtask import-vendor <path>`: copies perf's vendor JSON (`tools/perf/pmu-events/arch`)
-//! byte for byte into `pmu-events/arch/` and records where it came from in `pmu-events/UPSTREAM.md`.
+//! byte for byte into `pmu-events/arch/` and records where it came from in `pmu-events/UPSTREAM.md`,
+//! or, for a kernel of another version than the base tree's, stores it as a vintage:
+//! `pmu-events/vintage/X.Y/` with only what differs from the base (new files whole, changed files
+//! as line deltas, removed files listed), rebuilt byte for byte by
+//! `tmetric_pmu_events::vintage::materialize`.
 //!
 //! The source is a Linux source tree, a kernel source tarball (`linux-source-6.12.tar.xz`, unpacked
 //! with the `tar` command) or a Debian `linux-source-*` package (unpacked with `dpkg-deb`).
-//! `pmu-events/arch/common/` is tmetric's own and is never touched.
+//! Upstream's `arch/common/` (perf 7.x) is vendor data like the rest; tmetric's own generic metrics
+//! live in `pmu-events/generic/`, which the import never touches.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -11,9 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
-
-/// The directory under `pmu-events/arch` that belongs to tmetric, not upstream.
-const OURS: &str = tmetric_pmu_events::COMMON_DIR;
 
 /// Where the vendor tree sits in a kernel source tree.
 const ARCH_IN_KERNEL: &str = "tools/perf/pmu-events/arch";
@@ -23,25 +25,45 @@ const LIST_LIMIT: usize = 20;
 
 /// Entry point: `args` are the words after `import-vendor`.
 pub fn run(args: &[String]) -> Result<()> {
-    let (source, changes_file) = match args {
-        [source] => (source, None),
-        [source, flag, file] if flag == "--changes" => (source, Some(PathBuf::from(file))),
-        _ => bail!(
-            "usage: cargo xtask import-vendor <linux source tree | linux-source-X.Y.tar.xz | linux-source-X.Y_*.deb> [--changes FILE]"
-        ),
-    };
+    const USAGE: &str = "usage: cargo xtask import-vendor <linux source tree | linux-source-X.Y.tar.xz | linux-source-X.Y_*.deb> [--changes FILE] [--vintage X.Y]";
+    let mut source = None;
+    let mut changes_file = None;
+    let mut vintage = None;
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "--changes" => changes_file = Some(PathBuf::from(words.next().context(USAGE)?)),
+            "--vintage" => vintage = Some(words.next().context(USAGE)?.clone()),
+            _ if source.is_none() && !word.starts_with("--") => source = Some(word.clone()),
+            _ => bail!("unexpected `{word}`; {USAGE}"),
+        }
+    }
+    let Some(source) = source else { bail!(USAGE) };
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("xtask lives in the workspace")?
         .to_path_buf();
-    let arch_dir = repo.join("pmu-events/arch");
+    let pmu_events = repo.join("pmu-events");
+    let (before, after) = (Scratch::new()?, Scratch::new()?);
+    let summary = import(&repo, Path::new(&source), vintage.as_deref())?;
     // The tree before the import, for the change summary; none yet is an empty tree.
-    let old_tree = tmetric_pmu_events::load_tree(&arch_dir).ok();
-    let summary = import(&repo, Path::new(source))?;
+    let stored = summary.vintage.as_deref();
+    let old_tree = match stored {
+        Some(v) if summary.replaced => {
+            tmetric_pmu_events::load_vintage(&pmu_events, Some(v), before.0.path()).ok()
+        }
+        // A new vintage is compared with the base tree.
+        Some(_) => tmetric_pmu_events::load_vintage(&pmu_events, None, before.0.path()).ok(),
+        None => summary.old_base.take_tree(),
+    };
     println!(
-        "imported {} files from {}: {} added, {} changed, {} removed, {} unchanged",
+        "imported {} files from {} as {}: {} added, {} changed, {} removed, {} unchanged",
         summary.files,
         summary.origin,
+        stored.map_or("the base tree `pmu-events/arch`".to_string(), |v| format!(
+            "vintage {v} (`pmu-events/vintage/{v}`, {} delta files, {} whole files, {} bytes)",
+            summary.deltas, summary.wholes, summary.stored_bytes
+        )),
         summary.added,
         summary.changed,
         summary.removed,
@@ -49,8 +71,8 @@ pub fn run(args: &[String]) -> Result<()> {
     );
     // Loading only fails without a tree; everything else is a diagnostic, shown here and
     // written by regen to crates/catalog/src/generated/diagnostics.txt.
-    let tree = tmetric_pmu_events::load_tree(&arch_dir)
-        .with_context(|| format!("loading the imported tree {}", arch_dir.display()))?;
+    let tree = tmetric_pmu_events::load_vintage(&pmu_events, stored, after.0.path())
+        .map_err(|err| anyhow::anyhow!("loading the imported tree: {err}"))?;
     let tables: usize = tree.arches.iter().map(|a| a.tables.len()).sum();
     let events: usize = tree.arches.iter().flat_map(|a| &a.tables).map(|t| t.events.len()).sum();
     let metrics: usize = tree.arches.iter().flat_map(|a| &a.tables).map(|t| t.metrics.len()).sum();
@@ -60,7 +82,7 @@ pub fn run(args: &[String]) -> Result<()> {
     );
     crate::diagnostics::print_summary(&tree, 10);
     let empty = tmetric_pmu_events::Tree {
-        root: arch_dir.clone(),
+        root: pmu_events.join("arch"),
         arches: Vec::new(),
         common: tmetric_pmu_events::Table::default(),
         diagnostics: Vec::new(),
@@ -79,9 +101,31 @@ pub fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// The base tree as it was before an import replaced it (for the change summary).
+#[derive(Debug, Default)]
+pub struct OldBase(Option<tmetric_pmu_events::Tree>);
+
+impl OldBase {
+    fn take_tree(&self) -> Option<tmetric_pmu_events::Tree> {
+        self.0.clone()
+    }
+}
+
 /// What an import did.
 #[derive(Debug, Default)]
 pub struct Summary {
+    /// The vintage stored (`7.2`), or `None` when the base tree was replaced.
+    pub vintage: Option<String>,
+    /// The vintage was stored before and is replaced.
+    pub replaced: bool,
+    /// The base tree before a base import.
+    pub old_base: OldBase,
+    /// Delta files and whole files a vintage stores, and their bytes.
+    pub deltas: usize,
+    /// Whole files a vintage stores.
+    pub wholes: usize,
+    /// Bytes a vintage stores.
+    pub stored_bytes: u64,
     /// How the source is named in UPSTREAM.md.
     pub origin: String,
     /// Files now in the vendor tree (without `common/`).
@@ -107,8 +151,16 @@ struct Provenance {
     kernel: Option<String>,
 }
 
-/// Imports from `source` into `repo/pmu-events`.
-pub fn import(repo: &Path, source: &Path) -> Result<Summary> {
+use tmetric_pmu_events::vintage::major_minor;
+
+/// The base tree's kernel version (`6.12`), from `pmu-events/UPSTREAM.md`.
+fn base_version(repo: &Path) -> Option<String> {
+    tmetric_pmu_events::vintage::base_version(&repo.join("pmu-events")).map(|(v, _)| v)
+}
+
+/// Imports from `source` into `repo/pmu-events`: the base tree when the kernel's version is the
+/// base's (or `vintage` says so), else vintage `X.Y` (or `vintage`).
+pub fn import(repo: &Path, source: &Path, vintage: Option<&str>) -> Result<Summary> {
     let scratch = Scratch::new()?;
     let given = source
         .file_name()
@@ -140,15 +192,34 @@ pub fn import(repo: &Path, source: &Path) -> Result<Summary> {
     };
     provenance.kernel = kernel_version(&kernel_root.join("Makefile"));
     let upstream_arch = find_arch_dir(&kernel_root)?;
-    if upstream_arch.join(OURS).exists() {
-        bail!(
-            "upstream now has `{ARCH_IN_KERNEL}/{OURS}`, which collides with tmetric's own `pmu-events/arch/{OURS}`; rename ours first (crates/pmu-events COMMON_DIR)"
-        );
+    let version = match (vintage, provenance.kernel.as_deref().and_then(major_minor)) {
+        (Some(given), _) => given.to_string(),
+        (None, Some(found)) => found,
+        (None, None) => bail!(
+            "`{}` has no top-level Makefile to tell the kernel version from; say which vintage it is with `--vintage X.Y`",
+            source.display()
+        ),
+    };
+    if tmetric_pmu_events::vintage::version_key(&version).contains(&u32::MAX) {
+        bail!("`{version}` is not a kernel version like 7.2");
     }
     let vendor_arch = repo.join("pmu-events/arch");
+    let base = base_version(repo);
+    if base.as_deref().is_some_and(|base| base != version) && vendor_arch.is_dir() {
+        let mut summary = store_vintage(repo, &upstream_arch, &version)?;
+        summary.origin = format!("{} ({})", provenance.source, provenance.given);
+        let dir = repo.join(tmetric_pmu_events::vintage::VINTAGE_DIR_PATH).join(&version);
+        let upstream_md =
+            render_upstream(&provenance, &count_files(&upstream_arch)?, Some((&version, &summary)));
+        fs::write(dir.join(tmetric_pmu_events::vintage::UPSTREAM_FILE), upstream_md)
+            .with_context(|| format!("writing {}", dir.display()))?;
+        return Ok(summary);
+    }
+    let old_base = tmetric_pmu_events::load_tree(&vendor_arch).ok();
     let mut summary = sync_tree(&upstream_arch, &vendor_arch)?;
+    summary.old_base = OldBase(old_base);
     summary.origin = format!("{} ({})", provenance.source, provenance.given);
-    let upstream_md = render_upstream(&provenance, &count_files(&upstream_arch)?);
+    let upstream_md = render_upstream(&provenance, &count_files(&upstream_arch)?, None);
     let upstream_path = repo.join("pmu-events/UPSTREAM.md");
     if fs::read_to_string(&upstream_path).ok().as_deref() != Some(upstream_md.as_str()) {
         fs::write(&upstream_path, upstream_md)
@@ -308,7 +379,7 @@ fn find_arch_dir(kernel_root: &Path) -> Result<PathBuf> {
 
 /// Files under `dir`, relative, with `/` separators, sorted. Only regular files are allowed.
 fn list_files(dir: &Path) -> Result<BTreeSet<String>> {
-    fn walk(dir: &Path, rel: &str, out: &mut BTreeSet<String>) -> Result<()> {
+    fn walk(top: &Path, dir: &Path, rel: &str, out: &mut BTreeSet<String>) -> Result<()> {
         for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
             let entry = entry?;
             let name = entry
@@ -317,13 +388,18 @@ fn list_files(dir: &Path) -> Result<BTreeSet<String>> {
                 .map_err(|n| anyhow::anyhow!("non-UTF-8 file name {n:?}"))?;
             let rel = if rel.is_empty() { name } else { format!("{rel}/{name}") };
             let kind = entry.file_type()?;
+            // perf 7.x links some RISC-V models' files to another model's; a link is read as
+            // the file it names (stored as a copy), if that file is in the tree.
+            let linked_file = kind.is_symlink()
+                && fs::canonicalize(entry.path())
+                    .is_ok_and(|target| target.starts_with(top) && target.is_file());
             if kind.is_dir() {
-                walk(&entry.path(), &rel, out)?;
-            } else if kind.is_file() {
+                walk(top, &entry.path(), &rel, out)?;
+            } else if kind.is_file() || linked_file {
                 out.insert(rel);
             } else {
                 bail!(
-                    "`{}` is neither a file nor a directory; the vendor tree holds only files",
+                    "`{}` is neither a file nor a directory (nor a link to a file in the tree); the vendor tree holds only files",
                     entry.path().display()
                 );
             }
@@ -332,15 +408,15 @@ fn list_files(dir: &Path) -> Result<BTreeSet<String>> {
     }
     let mut files = BTreeSet::new();
     if dir.exists() {
-        walk(dir, "", &mut files)?;
+        let top = fs::canonicalize(dir).with_context(|| format!("reading {}", dir.display()))?;
+        walk(&top, dir, "", &mut files)?;
     }
     Ok(files)
 }
 
-/// Makes `dst` (except `common/`) an exact copy of `src`, writing only files whose bytes differ.
+/// Makes `dst` an exact copy of `src`, writing only files whose bytes differ.
 fn sync_tree(src: &Path, dst: &Path) -> Result<Summary> {
     let upstream = list_files(src)?;
-    let ours_prefix = format!("{OURS}/");
     let mut summary = Summary { files: upstream.len(), ..Summary::default() };
     for rel in &upstream {
         let from = src.join(rel);
@@ -363,7 +439,7 @@ fn sync_tree(src: &Path, dst: &Path) -> Result<Summary> {
         }
     }
     for rel in list_files(dst)? {
-        if !upstream.contains(&rel) && !rel.starts_with(&ours_prefix) {
+        if !upstream.contains(&rel) {
             let path = dst.join(&rel);
             fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
             summary.removed += 1;
@@ -371,6 +447,109 @@ fn sync_tree(src: &Path, dst: &Path) -> Result<Summary> {
     }
     remove_empty_dirs(dst)?;
     Ok(summary)
+}
+
+/// Stores `src` as vintage `version`: `pmu-events/vintage/X.Y/` made anew, holding each file that
+/// differs from the base tree as a line delta (or whole, when it is new, not text, or the delta
+/// would be larger) and `removed.txt`, the base files this vintage lacks.
+fn store_vintage(repo: &Path, src: &Path, version: &str) -> Result<Summary> {
+    use tmetric_pmu_events::vintage::{DELTA_SUFFIX, REMOVED_FILE, VINTAGE_DIR_PATH};
+    let base_dir = repo.join("pmu-events/arch");
+    let dir = repo.join(VINTAGE_DIR_PATH).join(version);
+    let replaced = dir.exists();
+    if replaced {
+        fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    let upstream = list_files(src)?;
+    let base = list_files(&base_dir)?;
+    let mut summary = Summary {
+        vintage: Some(version.to_string()),
+        replaced,
+        files: upstream.len(),
+        ..Summary::default()
+    };
+    let write = |rel: &str, bytes: &[u8]| -> Result<()> {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
+        fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        Ok(())
+    };
+    for rel in &upstream {
+        let bytes = fs::read(src.join(rel)).with_context(|| format!("reading {rel}"))?;
+        let old = base.contains(rel).then(|| fs::read(base_dir.join(rel))).transpose()?;
+        let delta = match &old {
+            Some(old) if *old == bytes => {
+                summary.unchanged += 1;
+                continue;
+            }
+            Some(old) => {
+                summary.changed += 1;
+                line_delta(old, &bytes).filter(|d| d.len() < bytes.len())
+            }
+            None => {
+                summary.added += 1;
+                None
+            }
+        };
+        match delta {
+            Some(delta) => {
+                summary.deltas += 1;
+                summary.stored_bytes += delta.len() as u64;
+                write(&format!("{rel}{DELTA_SUFFIX}"), delta.as_bytes())?;
+            }
+            None => {
+                summary.wholes += 1;
+                summary.stored_bytes += bytes.len() as u64;
+                write(rel, &bytes)?;
+            }
+        }
+    }
+    let removed: Vec<&String> = base.iter().filter(|rel| !upstream.contains(*rel)).collect();
+    summary.removed = removed.len();
+    let list: String = removed.iter().map(|rel| format!("{rel}\n")).collect();
+    write(REMOVED_FILE, list.as_bytes())?;
+    // Check the round trip now rather than at the next regen.
+    let rebuilt = tmetric_pmu_events::vintage::files(&repo.join("pmu-events"), version)
+        .map_err(|err| anyhow::anyhow!("{err}"))?;
+    if rebuilt.len() != upstream.len()
+        || rebuilt.iter().any(|(rel, bytes)| fs::read(src.join(rel)).ok().as_ref() != Some(bytes))
+    {
+        bail!(
+            "vintage {version} does not rebuild the imported tree byte for byte; this is a bug in the delta writer"
+        );
+    }
+    Ok(summary)
+}
+
+/// A line delta from `old` to `new` (both UTF-8), or `None` for other bytes.
+fn line_delta(old: &[u8], new: &[u8]) -> Option<String> {
+    use tmetric_pmu_events::vintage::{Step, lines, render_delta};
+    let (old_text, new_text) = (std::str::from_utf8(old).ok()?, std::str::from_utf8(new).ok()?);
+    let (a, b) = (lines(old_text), lines(new_text));
+    let mut steps: Vec<Step<'_>> = Vec::new();
+    fn push<'a>(steps: &mut Vec<Step<'a>>, step: Step<'a>) {
+        match (steps.last_mut(), step) {
+            (Some(Step::Keep(n)), Step::Keep(m)) | (Some(Step::Drop(n)), Step::Drop(m)) => *n += m,
+            (Some(Step::Add(x)), Step::Add(y)) => x.extend(y),
+            (_, step) => steps.push(step),
+        }
+    }
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &a, &b) {
+        match op {
+            similar::DiffOp::Equal { len, .. } => push(&mut steps, Step::Keep(len)),
+            similar::DiffOp::Delete { old_len, .. } => push(&mut steps, Step::Drop(old_len)),
+            similar::DiffOp::Insert { new_index, new_len, .. } => {
+                push(&mut steps, Step::Add(b[new_index..new_index + new_len].to_vec()))
+            }
+            similar::DiffOp::Replace { old_len, new_index, new_len, .. } => {
+                push(&mut steps, Step::Drop(old_len));
+                push(&mut steps, Step::Add(b[new_index..new_index + new_len].to_vec()));
+            }
+        }
+    }
+    Some(render_delta(old, &steps))
 }
 
 /// Removes directories left empty by deleted files (bottom-up); keeps `dst` itself.
@@ -407,13 +586,31 @@ fn count_files(arch_dir: &Path) -> Result<BTreeMap<String, (usize, usize, u64)>>
 fn render_upstream(
     provenance: &Provenance,
     counts: &BTreeMap<String, (usize, usize, u64)>,
+    vintage: Option<(&str, &Summary)>,
 ) -> String {
     let total = counts.values().fold((0, 0, 0), |acc, c| (acc.0 + c.0, acc.1 + c.1, acc.2 + c.2));
     let mut md = String::new();
-    md.push_str("# Upstream of `pmu-events/arch`\n\n");
-    md.push_str(&format!(
-        "Everything in `pmu-events/arch/` except `common/` is a byte-for-byte copy of `{ARCH_IN_KERNEL}/` from the Linux kernel source.\n"
-    ));
+    match vintage {
+        None => {
+            md.push_str("# Upstream of `pmu-events/arch`\n\n");
+            md.push_str(&format!(
+                "Everything in `pmu-events/arch/` is a byte-for-byte copy of `{ARCH_IN_KERNEL}/` from the Linux kernel source: the base tree, perf's vintage that tmetric matches by default. Other vintages are stored beside it in `pmu-events/vintage/X.Y/`.\n"
+            ));
+        }
+        Some((version, summary)) => {
+            md.push_str(&format!("# Upstream of vintage {version}\n\n"));
+            md.push_str(&format!(
+                "This directory and `pmu-events/arch/` together rebuild `{ARCH_IN_KERNEL}/` of the Linux kernel source byte for byte: files that differ from the base tree, whole (new files) or as line deltas (`*.delta`, against `pmu-events/arch/`), and `removed.txt`, the base files this vintage lacks. {} files differ from the base: {} added, {} changed, {} removed; stored as {} deltas and {} whole files, {} bytes.\n",
+                summary.added + summary.changed + summary.removed,
+                summary.added,
+                summary.changed,
+                summary.removed,
+                summary.deltas,
+                summary.wholes,
+                summary.stored_bytes
+            ));
+        }
+    }
     md.push_str(
         "This file is written by `cargo xtask import-vendor`; do not edit either by hand.\n\n",
     );
@@ -425,10 +622,10 @@ fn render_upstream(
     md.push_str(&format!("- Files: {} ({} json), {} bytes.\n\n", total.0, total.1, total.2));
     md.push_str("## Updating\n\n");
     md.push_str("```\ncargo xtask import-vendor <linux source tree | linux-source-X.Y.tar.xz | linux-source-X.Y_*.deb>\ncargo xtask regen\n```\n\n");
-    md.push_str("The import overwrites changed files, deletes files that are gone upstream and rewrites this file.\n");
-    md.push_str(&format!(
-        "`pmu-events/arch/{OURS}/` is tmetric's own: generic metrics that apply to every model of every architecture (see its README.md). The import never touches it.\n\n"
-    ));
+    md.push_str("A kernel of the base tree's version replaces `pmu-events/arch` (changed files overwritten, files gone upstream deleted, this file rewritten); another version is stored as `pmu-events/vintage/X.Y/`, made anew. A vintage's deltas are against the base tree: replacing the base means importing the vintages again.\n");
+    md.push_str(
+        "`pmu-events/generic/` is tmetric's own: generic metrics that apply to every model of every architecture (see its README.md). The import never touches it.\n\n",
+    );
     md.push_str("## Files per architecture\n\n| arch | files | json files | bytes |\n|---|---:|---:|---:|\n");
     for (arch, (files, json, bytes)) in counts {
         md.push_str(&format!("| {arch} | {files} | {json} | {bytes} |\n"));
@@ -446,9 +643,9 @@ mod tests {
         fs::write(path, text).unwrap();
     }
 
-    /// Syncing copies, updates and deletes upstream files but leaves `common/` alone.
+    /// Syncing copies, updates and deletes upstream files, upstream's `common/` included.
     #[test]
-    fn sync_keeps_common_and_mirrors_the_rest() {
+    fn sync_mirrors_every_upstream_file() {
         let base = tempfile::tempdir().unwrap();
         let (src, dst) = (base.path().join("src"), base.path().join("dst"));
         write(&src.join("x86/mapfile.csv"), "new map");
@@ -456,18 +653,102 @@ mod tests {
         write(&dst.join("x86/mapfile.csv"), "old map");
         write(&dst.join("x86/a/cache.json"), "[]");
         write(&dst.join("x86/gone/old.json"), "[]");
-        write(&dst.join("common/metrics.json"), "ours");
+        write(&src.join("common/common/metrics.json"), "[]");
         let summary = sync_tree(&src, &dst).unwrap();
         assert_eq!(
             (summary.files, summary.added, summary.changed, summary.removed, summary.unchanged),
-            (2, 0, 1, 1, 1)
+            (3, 1, 1, 1, 1)
         );
         assert_eq!(
             list_files(&dst).unwrap().into_iter().collect::<Vec<_>>(),
-            ["common/metrics.json", "x86/a/cache.json", "x86/mapfile.csv"]
+            ["common/common/metrics.json", "x86/a/cache.json", "x86/mapfile.csv"]
         );
         assert_eq!(fs::read_to_string(dst.join("x86/mapfile.csv")).unwrap(), "new map");
         assert!(!dst.join("x86/gone").exists());
+    }
+
+    /// A kernel tree of another version than the base, with perf 7.x's `arch/common`: stored
+    /// as a vintage that rebuilds it byte for byte, whose common table is perf's, with
+    /// tmetric's generic metrics where perf has none of the same meaning.
+    #[test]
+    fn another_version_is_stored_as_a_vintage_with_upstream_common() {
+        let scratch = tempfile::tempdir().unwrap();
+        let (repo, kernel) = (scratch.path().join("repo"), scratch.path().join("linux-7.2"));
+        let base = repo.join("pmu-events/arch");
+        // Forty events: a one-line change is stored as a delta, smaller than the file.
+        let objects: Vec<String> = (1..=40)
+            .map(|n| format!("    {{\n        \"EventName\": \"E{n}\",\n        \"EventCode\": \"0x{n:x}\"\n    }}"))
+            .collect();
+        let cache = format!("[\n{}\n]\n", objects.join(",\n"));
+        let cache = cache.as_str();
+        write(
+            &base.join("x86/mapfile.csv"),
+            "Family-model,Version,Filename,EventType\nGenuineIntel-6-55,v1,a,core\n",
+        );
+        write(&base.join("x86/a/cache.json"), cache);
+        write(&base.join("x86/gone/cache.json"), "[]\n");
+        write(
+            &repo.join("pmu-events/UPSTREAM.md"),
+            "- Kernel version: 6.12.117 (top-level Makefile).\n",
+        );
+        let generic = "[\n{\"MetricName\": \"cpus_utilized\", \"MetricExpr\": \"task\\\\-clock / (duration_time * 1e9)\"},\n{\"MetricName\": \"tsc_rate\", \"MetricExpr\": \"msr@tsc@ / task\\\\-clock\"}\n]\n";
+        write(&repo.join("pmu-events/generic/metrics.json"), generic);
+        let up = kernel.join(ARCH_IN_KERNEL);
+        write(&kernel.join("Makefile"), "VERSION = 7\nPATCHLEVEL = 2\nSUBLEVEL = 13\n");
+        write(
+            &up.join("x86/mapfile.csv"),
+            "Family-model,Version,Filename,EventType\nGenuineIntel-6-55,v1,a,core\n",
+        );
+        let changed = cache.replace("\"0x5\"", "\"0x55\"").replace("]\n", "]");
+        write(&up.join("x86/a/cache.json"), &changed);
+        write(&up.join("x86/new/cache.json"), cache);
+        let common = "[\n{\"MetricName\": \"CPUs_utilized\", \"MetricExpr\": \"task\\\\-clock / (duration_time * 1e9)\", \"MetricGroup\": \"Default\"}\n]\n";
+        write(&up.join("common/common/metrics.json"), common);
+
+        let summary = import(&repo, &kernel, None).unwrap();
+        assert_eq!(summary.vintage.as_deref(), Some("7.2"));
+        assert_eq!((summary.added, summary.changed, summary.removed), (2, 1, 1));
+        let stored = repo.join("pmu-events/vintage/7.2");
+        assert!(stored.join("x86/a/cache.json.delta").is_file());
+        assert!(stored.join("common/common/metrics.json").is_file());
+        assert_eq!(
+            fs::read_to_string(stored.join("removed.txt")).unwrap(),
+            "x86/gone/cache.json\n"
+        );
+        // The base tree is left as it was.
+        assert_eq!(fs::read_to_string(base.join("x86/a/cache.json")).unwrap(), cache);
+        let files = tmetric_pmu_events::vintage::files(&repo.join("pmu-events"), "7.2").unwrap();
+        let names: Vec<&str> = files.iter().map(|(rel, _)| rel.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "common/common/metrics.json",
+                "x86/a/cache.json",
+                "x86/mapfile.csv",
+                "x86/new/cache.json"
+            ]
+        );
+        assert_eq!(files[1].1, changed.as_bytes());
+
+        let dir = tempfile::tempdir().unwrap();
+        let tree =
+            tmetric_pmu_events::load_vintage(&repo.join("pmu-events"), Some("7.2"), dir.path())
+                .unwrap();
+        let names: Vec<&str> = tree.common.metrics.iter().map(|m| m.name.as_str()).collect();
+        // perf's CPUs_utilized wins over tmetric's cpus_utilized; tsc_rate stays.
+        assert_eq!(names, ["CPUs_utilized", "tsc_rate"]);
+        let base_tree =
+            tmetric_pmu_events::load_vintage(&repo.join("pmu-events"), None, dir.path()).unwrap();
+        let names: Vec<&str> = base_tree.common.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["cpus_utilized", "tsc_rate"]);
+
+        // A base file changed since the vintage was stored is an error naming the delta.
+        write(&base.join("x86/a/cache.json"), "[]\n");
+        let err = tmetric_pmu_events::vintage::files(&repo.join("pmu-events"), "7.2").unwrap_err();
+        assert!(
+            err.to_string().contains("x86/a/cache.json.delta:2: made from another base file"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -8,7 +8,15 @@ use xtask::{diagnostics, import, regen};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn main() -> anyhow::Result<()> {
+fn main() {
+    // A failure is a message (with its causes), never a backtrace: these are users' errors.
+    if let Err(err) = run() {
+        eprintln!("error: {err:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -32,6 +40,12 @@ fn main() -> anyhow::Result<()> {
                 report.changed.len(),
                 start.elapsed()
             );
+            for v in &report.vintages {
+                eprintln!(
+                    "regen: perf {}: {} models ({} of their own, the rest shared with an earlier vintage), {} metrics compiled, {} skipped",
+                    v.version, v.models, v.own_models, v.metrics, v.skipped
+                );
+            }
             let s = report.sharing;
             eprintln!(
                 "regen: shared: {} of {} value functions, {} of {} needed-events functions, {} of {} metric descriptors, {} of {} strings ({} bytes plain) distinct; descriptions {} -> {} bytes, events {} -> {} bytes deflated",

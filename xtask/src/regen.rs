@@ -1,5 +1,5 @@
-//! `cargo xtask regen`: compiles every table of `pmu-events/arch` into Rust under
-//! `crates/catalog/src/generated/`.
+//! `cargo xtask regen`: compiles every table of `pmu-events/arch` (the base vintage) and of every
+//! vintage stored under `pmu-events/vintage/` into Rust under `crates/catalog/src/generated/`.
 //!
 //! Data is data: deduplicated string blobs shared by every model (`strings.txt`, with
 //! `strings.idx` offsets, and the descriptions deflated in `descriptions.bin`, with
@@ -17,8 +17,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use proc_macro2::Ident;
+use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
+use rustc_hash::FxHashMap;
 use tmetric_pmu_events::resolve::{ResolvedTable, resolve_tree};
 
 mod index;
@@ -60,6 +61,8 @@ pub struct Report {
     pub bytes: usize,
     /// What sharing saved.
     pub sharing: Sharing,
+    /// Per vintage, base first.
+    pub vintages: Vec<VintageReport>,
 }
 
 /// How much the shared tables deduplicate.
@@ -81,19 +84,76 @@ pub struct Sharing {
     pub event_bytes: (usize, usize),
 }
 
-/// Regenerates (or checks) the catalogue from `root/pmu-events/arch`.
+/// One vintage's figures.
+#[derive(Debug, Default, Clone)]
+pub struct VintageReport {
+    /// `7.2`.
+    pub version: String,
+    /// Models in the vintage.
+    pub models: usize,
+    /// Of those, models whose compiled form no earlier vintage has (the others are shared).
+    pub own_models: usize,
+    /// Metrics compiled.
+    pub metrics: usize,
+    /// Metrics skipped.
+    pub skipped: usize,
+}
+
+/// A loaded vintage: its version, full kernel version and tree.
+pub struct Loaded {
+    /// `6.12`.
+    pub version: String,
+    /// `6.12.117`.
+    pub kernel: String,
+    /// The tree, tmetric's generic metrics merged.
+    pub tree: tmetric_pmu_events::Tree,
+}
+
+/// Loads the base tree and every stored vintage (base first, then oldest first); the vintages'
+/// trees are rebuilt in `scratch`, which must outlive them.
+pub fn load_all(root: &Path, scratch: &Path) -> Result<Vec<Loaded>> {
+    use tmetric_pmu_events::vintage;
+    let pmu_events = root.join("pmu-events");
+    let (base, base_kernel) = vintage::base_version(&pmu_events).with_context(|| {
+        format!(
+            "`{}` names no kernel version; import the base tree with `cargo xtask import-vendor`",
+            pmu_events.join("UPSTREAM.md").display()
+        )
+    })?;
+    let base_tree =
+        tmetric_pmu_events::load_vintage(&pmu_events, None, scratch).map_err(anyhow::Error::msg)?;
+    let mut out = vec![Loaded { version: base, kernel: base_kernel, tree: base_tree }];
+    for version in vintage::stored(&pmu_events) {
+        let dir = scratch.join(&version);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let tree = tmetric_pmu_events::load_vintage(&pmu_events, Some(&version), &dir)
+            .map_err(anyhow::Error::msg)?;
+        let kernel = vintage::kernel_of(&pmu_events.join(vintage::VINTAGE_DIR).join(&version))
+            .unwrap_or_else(|| version.clone());
+        out.push(Loaded { version, kernel, tree });
+    }
+    Ok(out)
+}
+
+/// Regenerates (or checks) the catalogue from `root/pmu-events`: the base tree `arch/` and
+/// every vintage stored under `vintage/`.
 pub fn regen(root: &Path, mode: Mode) -> Result<Report> {
-    let arch_dir = root.join("pmu-events/arch");
-    let tree = tmetric_pmu_events::load_tree(&arch_dir)
-        .with_context(|| format!("loading {}", arch_dir.display()))?;
-    let resolved = resolve_tree(&tree);
-    let (files, sharing) = generate(&tree, &resolved)?;
+    let scratch = tempfile::Builder::new()
+        .prefix("tmetric-regen-")
+        .tempdir()
+        .context("creating a temporary directory")?;
+    let loaded = load_all(root, scratch.path())?;
+    let resolved: Vec<Vec<ResolvedTable<'_>>> =
+        loaded.iter().map(|l| resolve_tree(&l.tree)).collect();
+    let (files, sharing, vintages) = generate(&loaded, &resolved)?;
+    let base = &resolved[0];
     let mut report = Report {
-        models: resolved.len(),
-        metrics: resolved.iter().map(|r| r.metrics.iter().filter(|m| m.ok).count()).sum(),
-        skipped: resolved.iter().map(|r| r.metrics.iter().filter(|m| !m.ok).count()).sum(),
+        models: base.len(),
+        metrics: base.iter().map(|r| r.metrics.iter().filter(|m| m.ok).count()).sum(),
+        skipped: base.iter().map(|r| r.metrics.iter().filter(|m| !m.ok).count()).sum(),
         bytes: files.values().map(Vec::len).sum(),
         sharing,
+        vintages,
         ..Report::default()
     };
     let gen_dir = root.join(GEN_DIR);
@@ -165,43 +225,110 @@ fn module_name(name: &str) -> String {
     out
 }
 
-/// Every generated file (path relative to the workspace root, bytes), and the sharing figures.
-fn generate(
-    tree: &tmetric_pmu_events::Tree,
-    resolved: &[ResolvedTable<'_>],
-) -> Result<(BTreeMap<String, Vec<u8>>, Sharing)> {
-    let mut by_arch: BTreeMap<String, Vec<(String, &ResolvedTable<'_>)>> = BTreeMap::new();
-    for r in resolved {
-        by_arch
-            .entry(module_name(&r.table.arch))
-            .or_default()
-            .push((module_name(&r.table.name), r));
-    }
-    // Each model's metrics are lowered to Rust text in parallel (the lowering reads nothing
-    // shared). Sharing is sequential, in (arch, model) order, so that shared tables number
-    // their entries deterministically. Rust text is only formatted afterwards, in parallel.
-    let in_order: Vec<&ResolvedTable<'_>> =
-        by_arch.values().flat_map(|models| models.iter().map(|(_, r)| *r)).collect();
-    let mut lowered = tmetric_pmu_events::par::par_map(&in_order, |r| lower_model(r)).into_iter();
+/// Every generated file (path relative to the workspace root, bytes), the sharing figures and
+/// each vintage's figures.
+type Generated = (BTreeMap<String, Vec<u8>>, Sharing, Vec<VintageReport>);
+
+/// A vintage's version as numbers, for sorting.
+pub(crate) fn vintage_key(version: &str) -> Vec<u32> {
+    tmetric_pmu_events::vintage::version_key(version)
+}
+
+/// A vintage's suffix for the modules of its own models: `7.2` -> `v7_2`.
+fn vintage_suffix(version: &str) -> String {
+    format!("v{}", version.replace('.', "_"))
+}
+
+/// Every generated file (path relative to the workspace root, bytes), the sharing figures and
+/// the vintages' figures. The base vintage comes first and is numbered as if alone, so adding
+/// a vintage leaves the base's model files as they were; a vintage's model whose compiled form
+/// an earlier vintage already has is that vintage's static, not a copy.
+fn generate(loaded: &[Loaded], resolved: &[Vec<ResolvedTable<'_>>]) -> Result<Generated> {
     let mut shared = Shared::default();
     // (path, text, whether prettyplease prints it): functions and the index are printed;
     // tables are written one record per line (see `model_file`).
     let mut sources: Vec<(String, String, bool)> = Vec::new();
-    let mut model_paths = Vec::new();
-    for (arch, models) in &by_arch {
-        let mut arch_items = Vec::new();
-        for (module, r) in models {
-            let path = format!("{GEN_DIR}/{arch}/{module}.rs");
-            let doc = format!("model `{}` from pmu-events/arch/{}", r.table.name, r.table.path);
-            let metrics = lowered.next().expect("every model was lowered");
-            sources.push((path, with_header(&doc, &model_file(r, metrics, &mut shared)), false));
-            let module = format_ident!("{}", module);
-            arch_items.push(quote! { pub mod #module; });
-            model_paths.push((format!("{arch}::{module}"), r.table));
+    // Per arch module: its `pub mod` lines, in order of first appearance.
+    let mut arch_items: BTreeMap<String, Vec<TokenStream>> = BTreeMap::new();
+    // A model file's text (without its header) -> its module path.
+    let mut by_text: FxHashMap<String, String> = FxHashMap::default();
+    let mut vintage_models = Vec::new();
+    let mut reports = Vec::new();
+    for (v, (load, resolved)) in loaded.iter().zip(resolved).enumerate() {
+        let mut by_arch: BTreeMap<String, Vec<(String, &ResolvedTable<'_>)>> = BTreeMap::new();
+        for r in resolved {
+            by_arch
+                .entry(module_name(&r.table.arch))
+                .or_default()
+                .push((module_name(&r.table.name), r));
         }
+        // Each model's metrics are lowered to Rust text in parallel (the lowering reads nothing
+        // shared). Sharing is sequential, in (vintage, arch, model) order, so that shared tables
+        // number their entries deterministically. Rust text is only formatted afterwards.
+        let in_order: Vec<&ResolvedTable<'_>> =
+            by_arch.values().flat_map(|models| models.iter().map(|(_, r)| *r)).collect();
+        let mut lowered =
+            tmetric_pmu_events::par::par_map(&in_order, |r| lower_model(r)).into_iter();
+        // Later vintages reuse an identical event chunk; the base numbers its own as before.
+        shared.reuse_event_chunks = v > 0;
+        let mut model_paths = Vec::new();
+        let mut own = 0;
+        for (arch, models) in &by_arch {
+            for (module, r) in models {
+                let metrics = lowered.next().expect("every model was lowered");
+                let text = model_file(r, metrics, &mut shared);
+                let module_path = match by_text.get(&text) {
+                    Some(path) => path.clone(),
+                    None => {
+                        own += 1;
+                        let module = if v == 0 {
+                            module.clone()
+                        } else {
+                            format!("{module}_{}", vintage_suffix(&load.version))
+                        };
+                        let (dir, from) = if v == 0 {
+                            ("arch".to_string(), String::new())
+                        } else {
+                            (
+                                format!("vintage/{}", load.version),
+                                format!(" (vintage {})", load.version),
+                            )
+                        };
+                        let doc = format!(
+                            "model `{}` from pmu-events/{dir}/{}{from}",
+                            r.table.name, r.table.path
+                        );
+                        sources.push((
+                            format!("{GEN_DIR}/{arch}/{module}.rs"),
+                            with_header(&doc, &text),
+                            false,
+                        ));
+                        let ident = format_ident!("{}", module);
+                        arch_items
+                            .entry(arch.clone())
+                            .or_default()
+                            .push(quote! { pub mod #ident; });
+                        let path = format!("{arch}::{module}");
+                        by_text.insert(text, path.clone());
+                        path
+                    }
+                };
+                model_paths.push((module_path, r.table));
+            }
+        }
+        reports.push(VintageReport {
+            version: load.version.clone(),
+            models: resolved.len(),
+            own_models: own,
+            metrics: resolved.iter().map(|r| r.metrics.iter().filter(|m| m.ok).count()).sum(),
+            skipped: resolved.iter().map(|r| r.metrics.iter().filter(|m| !m.ok).count()).sum(),
+        });
+        vintage_models.push(model_paths);
+    }
+    for (arch, items) in &arch_items {
         sources.push((
             format!("{GEN_DIR}/{arch}/mod.rs"),
-            with_header(&format!("the `{arch}` models"), &quote! { #(#arch_items)* }.to_string()),
+            with_header(&format!("the `{arch}` models"), &quote! { #(#items)* }.to_string()),
             true,
         ));
     }
@@ -235,11 +362,11 @@ fn generate(
         false,
     ));
 
-    let arches: Vec<Ident> = by_arch.keys().map(|a| format_ident!("{}", a)).collect();
-    sources.push(index_source(tree, &arches, &model_paths));
+    let arches: Vec<Ident> = arch_items.keys().map(|a| format_ident!("{}", a)).collect();
+    sources.push(index_source(loaded, &arches, &vintage_models));
     let mut files = format_sources(&sources)?;
-    let sharing = add_tables(&mut files, shared, resolved, tree);
-    Ok((files, sharing))
+    let sharing = add_tables(&mut files, shared, resolved, loaded);
+    Ok((files, sharing, reports))
 }
 
 /// Prints the generated sources that prettyplease lays out (the others are kept as they

@@ -8,8 +8,9 @@
 //! Loading is tolerant: only a missing tree root is an error. A bad file, object, value or row is
 //! reported in [`Tree::diagnostics`] with its file and line, and what still makes sense is kept.
 //!
-//! `arch/common/` is not an architecture: it holds tmetric's own generic metrics and is loaded
-//! into [`Tree::common`], which applies to every model.
+//! `arch/common/` is not an architecture: it holds perf's common table (perf 7.x) and is loaded
+//! into [`Tree::common`], which applies to every model; [`load_vintage`] adds tmetric's own generic
+//! metrics (`pmu-events/generic/`) to it. Other vintages are stored as deltas ([`vintage`]).
 // Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
 #![forbid(unsafe_code)]
 
@@ -25,11 +26,12 @@ pub mod resolve;
 mod scan;
 mod tree;
 mod unit;
+pub mod vintage;
 
 pub use cpuid::{MapRow, compat_matches, cpuid_matches};
 pub use diag::{Diagnostic, Severity};
 pub use error::{ObjectError, VendorError};
 pub use event::{AggrMode, Constraint, CounterField, Event, Location, Metric};
-pub use load::{COMMON_DIR, load_tree};
+pub use load::{COMMON_DIR, GENERIC_DIR, load_tree, load_vintage};
 pub use tree::{Arch, CounterInfo, Table, Tree};
 pub use unit::{ScaleUnit, unit_to_pmu};

@@ -23,8 +23,23 @@ use crate::scan::{key_line, object_positions};
 use crate::tree::{Arch, CounterInfo, Table, Tree, abs, rel_join};
 use crate::unit::unit_to_pmu;
 
-/// The directory under the tree root that holds tmetric's own metrics rather than an architecture.
+/// The directory under the tree root that holds perf's common table (perf 7.x's
+/// `arch/common/common/`: the metrics, tool, software and legacy events of every machine)
+/// rather than an architecture. Older trees in tmetric's tests hold json files directly in it.
 pub const COMMON_DIR: &str = "common";
+
+/// Under `pmu-events/`: tmetric's own generic metrics, merged into every vintage's common table
+/// where perf's own common table does not define the same metric.
+pub const GENERIC_DIR: &str = "generic";
+
+/// tmetric's generic metrics that perf 7.x defines itself under another name: where the vintage's
+/// common table has perf's, tmetric's copy goes.
+const PERF_NAMES: &[(&str, &str)] = &[
+    ("cpus_utilized", "CPUs_utilized"),
+    ("context_switches_per_sec", "cs_per_second"),
+    ("cpu_migrations_per_sec", "migrations_per_second"),
+    ("page_faults_per_sec", "page_faults_per_second"),
+];
 
 /// Loads the whole tree rooted at `root` (the `pmu-events/arch` directory).
 ///
@@ -58,10 +73,12 @@ pub fn load_tree(root: &Path) -> Result<Tree, VendorError> {
             });
         }
     }
+    // perf 7.x keeps its common table in `common/common/`.
+    let common_rel = if abs(root, "common/common").is_dir() { "common/common" } else { COMMON_DIR };
     let common_job = dirs.iter().any(|d| d == COMMON_DIR).then_some(TableJob {
         arch_index: usize::MAX,
         arch: COMMON_DIR,
-        rel: COMMON_DIR,
+        rel: common_rel,
         name: COMMON_DIR,
         std_entries: &no_std,
     });
@@ -87,6 +104,62 @@ pub fn load_tree(root: &Path) -> Result<Tree, VendorError> {
         arch.tables = tables;
     }
     Ok(Tree { root: root.to_path_buf(), arches, common, diagnostics: findings.finish() })
+}
+
+/// Loads vintage `version` of `pmu_events` (`None`: the base tree `pmu-events/arch`), rebuilt in
+/// `scratch` (an empty directory the caller owns, which must outlive the tree: resolving reads
+/// files again), with tmetric's generic metrics merged into its common table.
+pub fn load_vintage(
+    pmu_events: &Path,
+    version: Option<&str>,
+    scratch: &Path,
+) -> Result<Tree, String> {
+    let root = match version {
+        None => pmu_events.join(crate::vintage::BASE_DIR),
+        Some(version) => {
+            crate::vintage::materialize(pmu_events, version, scratch).map_err(|e| e.to_string())?;
+            scratch.to_path_buf()
+        }
+    };
+    let mut tree = load_tree(&root).map_err(|e| e.to_string())?;
+    let generic = pmu_events.join(GENERIC_DIR);
+    if generic.is_dir() {
+        merge_generic(&mut tree, pmu_events);
+    }
+    Ok(tree)
+}
+
+/// Appends tmetric's generic metrics to the tree's common table, except those the table (perf's)
+/// already defines, under their own or perf's name.
+fn merge_generic(tree: &mut Tree, pmu_events: &Path) {
+    let no_std = StdEntries::default();
+    let job = TableJob {
+        arch_index: usize::MAX,
+        arch: COMMON_DIR,
+        rel: GENERIC_DIR,
+        name: COMMON_DIR,
+        std_entries: &no_std,
+    };
+    let mut findings = Findings::default();
+    let table = load_table(pmu_events, &job, &mut findings);
+    let perf_has = |name: &str| {
+        let perf_name =
+            PERF_NAMES.iter().find(|(ours, _)| *ours == name).map_or(name, |(_, perf)| perf);
+        tree.common
+            .metrics
+            .iter()
+            .any(|m| m.name.eq_ignore_ascii_case(name) || m.name.eq_ignore_ascii_case(perf_name))
+    };
+    let keep: Vec<_> = table.metrics.into_iter().filter(|m| !perf_has(&m.name)).collect();
+    if tree.common.arch.is_empty() {
+        tree.common.arch = COMMON_DIR.into();
+        tree.common.name = COMMON_DIR.into();
+        tree.common.path = GENERIC_DIR.into();
+    }
+    tree.common.metrics.extend(keep);
+    tree.common.metric_groups.extend(table.metric_groups);
+    tree.diagnostics.extend(findings.finish());
+    tree.diagnostics.sort();
 }
 
 /// Diagnostics collected so far, plus unknown keys counted over the whole tree (a tree of

@@ -14,8 +14,8 @@ pub struct Tree {
     pub root: PathBuf,
     /// Every architecture directory except `common`, sorted by name (`test` included).
     pub arches: Vec<Arch>,
-    /// `arch/common`: tmetric's own generic metrics, which apply to every model of every
-    /// architecture. Empty if the directory is absent.
+    /// `arch/common` (perf 7.x's `arch/common/common`), which applies to every model of every
+    /// architecture, with tmetric's generic metrics when loaded by `load_vintage`. Empty if absent.
     pub common: Table,
     /// What the loader ignored or dropped, sorted by file and line (empty for a clean tree).
     pub diagnostics: Vec<Diagnostic>,

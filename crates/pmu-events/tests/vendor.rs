@@ -21,7 +21,11 @@ fn arch_root() -> PathBuf {
 /// The tree, loaded once for all tests of this binary.
 fn tree() -> &'static Tree {
     static TREE: OnceLock<Tree> = OnceLock::new();
-    TREE.get_or_init(|| load_tree(&arch_root()).unwrap_or_else(|err| panic!("{err}")))
+    TREE.get_or_init(|| {
+        let pmu_events = arch_root().join("..");
+        tmetric_pmu_events::load_vintage(&pmu_events, None, Path::new("unused"))
+            .unwrap_or_else(|err| panic!("{err}"))
+    })
 }
 
 fn table(arch: &str, name: &str) -> &'static Table {

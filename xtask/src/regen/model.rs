@@ -45,7 +45,6 @@ fn counters(c: &CounterField) -> (u32, u8) {
 
 /// Adds one table's events as a chunk of records to the shared event table; the chunk's index.
 fn add_events(table: &Table, shared: &mut Shared) -> usize {
-    let chunk = shared.events.len();
     let mut records = Vec::with_capacity(table.events.len() * EVENT_RECORD);
     for e in &table.events {
         let flags =
@@ -73,8 +72,7 @@ fn add_events(table: &Table, shared: &mut Shared) -> usize {
         record.extend_from_slice(&generic.to_le_bytes());
         record.extend_from_slice(&[fixed, e.pebs, flags, 0]);
     }
-    shared.events.push(records);
-    chunk
+    shared.event_chunk(records)
 }
 
 /// A model's metrics that compile, renumbered, each lowered to Rust text.

@@ -20,8 +20,8 @@ use super::{GEN_DIR, Sharing};
 pub(super) fn add_tables(
     files: &mut BTreeMap<String, Vec<u8>>,
     shared: Shared,
-    resolved: &[ResolvedTable<'_>],
-    tree: &tmetric_pmu_events::Tree,
+    resolved: &[Vec<ResolvedTable<'_>>],
+    loaded: &[super::Loaded],
 ) -> Sharing {
     // The tables deflate in parallel, at a fast greedy level: level 9 made `regen --check` a
     // third slower (it must stay 10x faster than jevents.py) for a binary 0.1 MB smaller.
@@ -57,11 +57,20 @@ pub(super) fn add_tables(
     files.insert(format!("{GEN_DIR}/descriptions.bin"), descriptions);
     files.insert(format!("{GEN_DIR}/events.bin"), events);
     files.insert(format!("{GEN_DIR}/events.idx"), event_chunks);
-    files.insert(format!("{GEN_DIR}/skipped.txt"), skipped_report(resolved).into_bytes());
-    files.insert(
-        format!("{GEN_DIR}/{}", crate::diagnostics::FILE),
-        crate::diagnostics::report(tree).into_bytes(),
-    );
+    // The base vintage's reports keep their names; another vintage's carry its version.
+    for (v, (load, resolved)) in loaded.iter().zip(resolved).enumerate() {
+        let (skipped, diagnostics) = if v == 0 {
+            ("skipped.txt".to_string(), crate::diagnostics::FILE.to_string())
+        } else {
+            let stem = crate::diagnostics::FILE.trim_end_matches(".txt");
+            (format!("skipped-{}.txt", load.version), format!("{stem}-{}.txt", load.version))
+        };
+        files.insert(format!("{GEN_DIR}/{skipped}"), skipped_report(resolved).into_bytes());
+        files.insert(
+            format!("{GEN_DIR}/{diagnostics}"),
+            crate::diagnostics::report(&load.tree).into_bytes(),
+        );
+    }
     sharing
 }
 
@@ -142,6 +151,11 @@ pub(super) struct Shared {
     pub(super) cold: Blob,
     /// Per model: its event records, deflated as one chunk.
     pub(super) events: Vec<Vec<u8>>,
+    /// A chunk's records -> its index, for [`Shared::reuse_event_chunks`].
+    event_chunks: FxHashMap<Vec<u8>, usize>,
+    /// Reuse an identical chunk rather than add one (set for every vintage after the base, so
+    /// the base is numbered as if alone and a model unchanged in a vintage compiles the same).
+    pub(super) reuse_event_chunks: bool,
     /// Value functions by body: their name.
     value_fns: FxHashMap<String, Ident>,
     /// Needed-events functions by body: their name.
@@ -157,6 +171,19 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// The chunk index of these event records, added unless an identical chunk may be reused.
+    pub(super) fn event_chunk(&mut self, records: Vec<u8>) -> usize {
+        if self.reuse_event_chunks
+            && let Some(&chunk) = self.event_chunks.get(&records)
+        {
+            return chunk;
+        }
+        let chunk = self.events.len();
+        self.event_chunks.entry(records.clone()).or_insert(chunk);
+        self.events.push(records);
+        chunk
+    }
+
     /// The shared value function for this body.
     pub(super) fn value_fn(&mut self, body: &Body) -> Ident {
         self.value_uses += 1;
@@ -222,6 +249,8 @@ impl Default for Shared {
             blob: Blob::default(),
             cold: Blob { cold: true, ..Blob::default() },
             events: Vec::new(),
+            event_chunks: FxHashMap::default(),
+            reuse_event_chunks: false,
             value_fns: FxHashMap::default(),
             needed_fns: FxHashMap::default(),
             desc_names: FxHashMap::default(),
