@@ -73,6 +73,15 @@ fn errors_point_at_the_spot() {
         "a == b",
         "unexpected character `=` (U+003D); expressions use ASCII names, numbers, operators and brackets\n    a == b\n      ^",
     );
+    // Inside `pmu@event\,terms@` an unescaped `=` is part of the name (jevents.py reads it
+    // so, and perf 7.x's hybrid files write `msr@tsc\,cpu=cpu_core@`); nowhere else.
+    let expr = parse("cpu_core@CPU_CLK_UNHALTED.REF_TSC@ / msr@tsc\\,cpu=cpu_core@").unwrap();
+    let names: Vec<&str> = expr.idents().iter().map(|id| id.name.as_str()).collect();
+    assert_eq!(names, ["cpu_core@CPU_CLK_UNHALTED.REF_TSC@", "msr@tsc,cpu=cpu_core@"]);
+    parse_error(
+        "a@b = c",
+        "unexpected character `=` (U+003D); expressions use ASCII names, numbers, operators and brackets\n    a@b = c\n        ^",
+    );
     parse_error(
         "(a + b",
         "expected `)`, `if` or an operator, found end of expression\n    (a + b\n          ^",
