@@ -19,8 +19,11 @@ use tmetric_pmu_events::resolve::{ResolvedTable, Target, resolve_tree};
 fn tree() -> &'static Tree {
     static TREE: OnceLock<Tree> = OnceLock::new();
     TREE.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("pmu-events/arch");
-        tmetric_pmu_events::load_tree(&root).expect("pmu-events/arch loads")
+        // The base vintage (the catalogue's `MODELS`) with tmetric's generic metrics, as regen
+        // loads it; only another vintage would be rebuilt in the scratch directory.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("pmu-events");
+        tmetric_pmu_events::load_vintage(&root, None, Path::new("unused"))
+            .expect("pmu-events/arch loads")
     })
 }
 

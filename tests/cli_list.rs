@@ -123,7 +123,7 @@ fn metrics_filter_matches_group_names() {
 
 #[test]
 fn common_metrics_are_listed_for_every_model() {
-    let vendor = vendor_json("common/metrics.json");
+    let vendor = vendor_json("../generic/metrics.json");
     let first = vendor[0]["MetricName"].as_str().unwrap();
     for model in ["sapphirerapids", "arm/neoverse-n1"] {
         // The text form in whole: the common metric under its own heading.

@@ -26,6 +26,7 @@ mod cli_top;
 mod cli_tracepoints;
 mod cli_unit;
 mod cli_views;
+mod cli_vintage;
 mod latency;
 mod plans;
 mod readme;

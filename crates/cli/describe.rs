@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use anyhow::bail;
-use tmetric_catalog::{MODELS, Model};
+use tmetric_catalog::{Model, models};
 use tmetric_engine::Select;
 use tmetric_engine::describe::{self, defining};
 use tmetric_offline::counts::evaluate_tree;
@@ -95,7 +95,7 @@ fn chosen_model(
         return Ok(model);
     }
     let names =
-        MODELS.iter().flat_map(|m| m.metrics.iter().map(move |x| m.str(x.name).to_string()));
+        models().iter().flat_map(|m| m.metrics.iter().map(move |x| m.str(x.name).to_string()));
     let close = closest(&args.metric, names, 5);
     let hint = if close.is_empty() {
         "`tmetric list metrics` lists them".to_string()

@@ -50,6 +50,11 @@ pub mod for_tests {
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Use perf release X.Y's vendor tables (metrics, formulas, events): one of the stored
+    /// vintages (5.10, 6.1, 6.12, 7.2), or a release between them, which uses the newest older
+    /// one. Default: 6.12, the perf tmetric matches (`tmetric list models` shows each model's).
+    #[arg(long, global = true, value_name = "X.Y")]
+    perf_version: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -79,7 +84,23 @@ enum Command {
     Rules(serve::RulesArgs),
 }
 
+/// Selects the vintage `--perf-version` names, saying so when the release has none of its own.
+fn select_vintage(version: &str) -> anyhow::Result<()> {
+    let chosen = tmetric_catalog::select_vintage(version).map_err(anyhow::Error::msg)?;
+    let exact = version == chosen.version || version.starts_with(&format!("{}.", chosen.version));
+    if !exact {
+        tmetric_print::out::warn(&format!(
+            "perf {version} has no vendor tables of its own here: using perf {}'s, the newest older vintage",
+            chosen.version
+        ));
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(version) = &cli.perf_version {
+        select_vintage(version)?;
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(tmetric_print::out::NamedStdout(stdout.lock()));
     match cli.command {
@@ -212,9 +233,20 @@ enum ParseError {
 /// Parses a command line (with the program name) as `main` reads it: `stat` when no
 /// subcommand is named, clap's matches, then what only the order of the options says (perf
 /// reads them one by one: `--filter` follows its `-e`).
-fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
+fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
     use clap::{CommandFactory, FromArgMatches};
-    let argv = with_default_subcommand(argv);
+    // `tmetric --perf-version 7.2 list ...`: the global flag ahead of the subcommand moves
+    // behind it, so the default subcommand (`stat`) is still inserted where it belongs.
+    let leading: Vec<std::ffi::OsString> = match argv.get(1).and_then(|a| a.to_str()) {
+        Some(flag) if flag.starts_with("--perf-version=") => vec![argv.remove(1)],
+        Some("--perf-version") if argv.len() > 2 => argv.drain(1..3).collect(),
+        _ => Vec::new(),
+    };
+    let mut argv = with_default_subcommand(argv);
+    if !leading.is_empty() {
+        let at = 2.min(argv.len());
+        argv.splice(at..at, leading);
+    }
     let argv = perfs_negations(argv);
     let matches = Cli::command().try_get_matches_from(&argv).map_err(|err| {
         let sub = argv.get(1).and_then(|a| a.to_str()).unwrap_or("stat");
@@ -267,9 +299,16 @@ pub fn parse_check(args: &[&str]) -> Result<(), String> {
 pub fn flags() -> Vec<(String, Vec<String>)> {
     use clap::CommandFactory;
     let cli = Cli::command();
+    // Global flags (`--perf-version`) belong to every subcommand.
+    let global: Vec<String> = cli
+        .get_arguments()
+        .filter(|arg| arg.is_global_set())
+        .filter_map(|arg| arg.get_long().map(|l| format!("--{l}")))
+        .collect();
     cli.get_subcommands()
         .map(|sub| {
             let mut flags = vec!["--help".to_string(), "-h".to_string()];
+            flags.extend(global.iter().cloned());
             for arg in sub.get_arguments() {
                 flags.extend(arg.get_long().map(|l| format!("--{l}")));
                 flags.extend(arg.get_short().map(|s| format!("-{s}")));

@@ -1,7 +1,9 @@
-//! The compiled catalogue: every model of `pmu-events/arch` as generated Rust, and lookups.
+//! The compiled catalogue: every model of every stored perf vintage (`pmu-events/arch`, the base,
+//! and `pmu-events/vintage/X.Y`) as generated Rust, the vintage a process uses, and lookups.
 //!
 //! Everything under `generated/` is written by `cargo xtask regen`; only this file and `rt.rs`
-//! are hand-written. Nothing here parses an expression or reads a file: the binary tables are
+//! are hand-written. The lookups below read the selected vintage ([`select_vintage`]; the base,
+//! perf 6.12's, until one is selected). Nothing here parses an expression or reads a file: the binary tables are
 //! embedded with `include_bytes!` and decoded on access.
 // Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
 #![forbid(unsafe_code)]
@@ -16,20 +18,120 @@ mod generated {
 }
 mod rt;
 
-pub use generated::{CPUID_MAP, MODELS};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+pub use generated::{BASE_VINTAGE, CPUID_MAP, MODELS, VINTAGES};
 pub use tmetric_model::catalog::{self, *};
+
+/// The index in [`VINTAGES`] of the vintage this process uses.
+static SELECTED: AtomicUsize = AtomicUsize::new(BASE_VINTAGE);
+
+/// Whether the user chose the vintage (`--perf-version`): then nothing else may change it.
+static CHOSEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`select_vintage`] chose the vintage (the user did); inference may change it only
+/// when not.
+pub fn vintage_is_chosen() -> bool {
+    CHOSEN.load(Ordering::Relaxed)
+}
+
+std::thread_local! {
+    /// The vintage inference chose for what this thread evaluates (`eval --from-perf`), over the
+    /// process's selection: logs evaluated on other threads (tests run them in-process) each
+    /// infer their own.
+    static INFERRED: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes this thread's lookups use `v` (one of [`VINTAGES`]) without it counting as the user's
+/// choice: for inference that tries each vintage. Undone by [`clear_inferred_vintage`].
+pub fn use_vintage(v: &'static Vintage) {
+    if let Some(index) = VINTAGES.iter().position(|x| std::ptr::eq(x, v)) {
+        INFERRED.with(|cell| cell.set(Some(index)));
+    }
+}
+
+/// Back to the process's vintage on this thread (before inferring for another log).
+pub fn clear_inferred_vintage() {
+    INFERRED.with(|cell| cell.set(None));
+}
+
+/// The vintage lookups use: the one inference chose on this thread, else the process's (the
+/// base, perf 6.12's, what tmetric matches by default, unless [`select_vintage`] chose another).
+pub fn vintage() -> &'static Vintage {
+    let index = INFERRED.with(std::cell::Cell::get).unwrap_or(SELECTED.load(Ordering::Relaxed));
+    &VINTAGES[index]
+}
+
+/// The base vintage, the default.
+pub fn default_vintage() -> &'static Vintage {
+    &VINTAGES[BASE_VINTAGE]
+}
+
+/// The stored vintage for perf release `version` (`7.2`, `6.12.3`, `6.5`): its own, or for a
+/// release without one the newest older vintage (perf's vendor tables only grow between
+/// releases; the caller says which was used). `None` for a malformed version or one older than
+/// every vintage.
+pub fn vintage_for(version: &str) -> Option<&'static Vintage> {
+    let wanted = version_key(version)?;
+    VINTAGES.iter().rev().find(|v| version_key(v.version).is_some_and(|key| key <= wanted))
+}
+
+/// `major.minor` of a version as numbers (`6.12.117-rc1` -> `[6, 12]`).
+fn version_key(version: &str) -> Option<[u32; 2]> {
+    let mut parts = version.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor: String = parts.next()?.chars().take_while(char::is_ascii_digit).collect();
+    Some([major, minor.parse().ok()?])
+}
+
+/// Makes the lookups of this process use vintage `version` (see [`vintage_for`]); the vintage
+/// used, or an error listing the stored ones.
+pub fn select_vintage(version: &str) -> Result<&'static Vintage, String> {
+    let chosen = vintage_for(version).ok_or_else(|| {
+        let known: Vec<&str> = VINTAGES.iter().map(|v| v.version).collect();
+        format!(
+            "no perf vintage for `{version}`: the catalogue holds perf {} (give a version like 7.2)",
+            known.join(", ")
+        )
+    })?;
+    let index = VINTAGES.iter().position(|v| std::ptr::eq(v, chosen)).expect("a stored vintage");
+    SELECTED.store(index, Ordering::Relaxed);
+    CHOSEN.store(true, Ordering::Relaxed);
+    Ok(chosen)
+}
+
+/// The models of the selected vintage.
+pub fn models() -> &'static [&'static Model] {
+    vintage().models
+}
+
+/// The cpuid map of the selected vintage.
+pub fn cpuid_map() -> &'static [CpuidRow] {
+    vintage().cpuid_map
+}
+
+/// The vintages that define a model `arch/name` (`x86/arrowlake`), oldest first.
+pub fn vintages_of(path: &str) -> Vec<&'static Vintage> {
+    VINTAGES.iter().filter(|v| v.models.iter().any(|m| m.path() == path)).collect()
+}
+
+/// The model `arch/name` of vintage `v`, if it has one.
+pub fn model_in(v: &Vintage, path: &str) -> Option<&'static Model> {
+    v.models.iter().copied().find(|m| m.path() == path)
+}
 
 /// Finds a model by `arch/name` (`x86/sapphirerapids`) or by name alone
 /// (`sapphirerapids`, `arm/cortex-a76`), ignoring case. The common table is `common`.
 pub fn model(name: &str) -> Option<&'static Model> {
-    MODELS
+    models()
         .iter()
         .copied()
         .find(|m| m.path().eq_ignore_ascii_case(name) || m.name.eq_ignore_ascii_case(name))
 }
 
-/// tmetric's generic metrics built only from software events and `msr/tsc/`: they apply
-/// on every machine, virtual ones included.
+/// The common table: perf 7.x's own common metrics (in vintages that have them) and tmetric's
+/// generic metrics built only from software events and `msr/tsc/`: they apply on every machine,
+/// virtual ones included.
 pub fn common() -> &'static Model {
     model("common/common").expect("the common table is always generated")
 }
@@ -37,15 +139,16 @@ pub fn common() -> &'static Model {
 /// The model perf would pick for a cpuid string (`GenuineIntel-6-8F-8`, an arm64 MIDR, a
 /// powerpc PVR, ...): the first `mapfile.csv` row that matches, in file order (perf's `perf_pmu__find_events_table` in tools/perf/util/pmu.c).
 pub fn model_for_cpuid(cpuid: &str) -> Option<&'static Model> {
-    CPUID_MAP
+    let v = vintage();
+    v.cpuid_map
         .iter()
         .find(|row| tmetric_model::cpuid::cpuid_matches(row.arch, row.regex, cpuid))
-        .map(|row| MODELS[row.model])
+        .map(|row| v.models[row.model])
 }
 
 /// The `sys/` models whose `Compat` regexes match a system PMU's sysfs `identifier`.
 pub fn sys_models_for(identifier: &str) -> Vec<&'static Model> {
-    MODELS
+    models()
         .iter()
         .copied()
         .filter(|m| m.is_sys)

@@ -54,6 +54,8 @@ pub fn run_log_with<R: BufRead>(
     out: &mut dyn Write,
     budget: u64,
 ) -> anyhow::Result<()> {
+    // Each log infers its own vintage (unless --perf-version chose one).
+    tmetric_catalog::clear_inferred_vintage();
     let (mut log, mut rest) = Reader::new(input, name)?.prefix(budget)?;
     let mut warnings = notes::ImportWarnings::default();
     warnings.add(std::mem::take(&mut log.warnings));

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use tmetric_catalog::{MODELS, Model};
+use tmetric_catalog::{Model, models};
 use tmetric_engine::plan::plan_offline;
 use tmetric_engine::{MachineFacts, Pick, PlanOptions, PmuModel, Select};
 
@@ -45,7 +45,7 @@ fn main() {
     let (mut n, mut t_all, mut p_all, mut l_all, mut at_lb, mut worse) =
         (0usize, 0usize, 0usize, 0usize, 0usize, 0usize);
     let start = Instant::now();
-    for &model in MODELS.iter() {
+    for &model in models().iter() {
         if model.is_sys || model.metrics.is_empty() || matches!(model.arch, "test" | "common") {
             continue;
         }

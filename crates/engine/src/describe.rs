@@ -6,7 +6,7 @@
 //! `tmetric_print::describe` prints it; its fields are the JSON keys.
 
 use serde::Serialize;
-use tmetric_catalog::{Facts, IdKind, MODELS, Model, Ref};
+use tmetric_catalog::{Facts, IdKind, Model, Ref, models};
 
 use crate::Select;
 
@@ -37,9 +37,21 @@ pub struct Node {
     pub events: Vec<String>,
 }
 
+/// The metric's formula in one perf vintage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VintageFormula {
+    /// The vintage (`7.2`).
+    pub perf: &'static str,
+    /// `MetricExpr` as perf reads it, `None` where the vintage's model lacks the metric (or the
+    /// vintage lacks the model).
+    pub expr: Option<String>,
+}
+
 /// Everything `describe` says of one metric of one model.
 #[derive(Debug, Serialize)]
 pub struct Description {
+    /// The metric's formula in every stored perf vintage, oldest first.
+    pub by_perf_version: Vec<VintageFormula>,
     /// `arch/name` of the model.
     pub model: String,
     /// The metric's name.
@@ -74,7 +86,7 @@ pub struct Description {
 
 /// Every model that defines a metric named `metric`, in catalogue order.
 pub fn defining(metric: &str) -> Vec<&'static Model> {
-    MODELS.iter().copied().filter(|m| !m.metrics_named(metric).is_empty()).collect()
+    models().iter().copied().filter(|m| !m.metrics_named(metric).is_empty()).collect()
 }
 
 /// What `describe` says of `model`'s metric number `metric`: `defining` are the models that
@@ -116,7 +128,24 @@ pub fn describe(
             .map(|d| d.path())
             .collect(),
         simulated_on,
+        by_perf_version: by_perf_version(model, metric),
     }
+}
+
+/// The formula of `model`'s metric `metric` in every vintage (the metric found by name in the
+/// model of the same `arch/name`).
+pub fn by_perf_version(model: &Model, metric: usize) -> Vec<VintageFormula> {
+    let name = model.str(model.metrics[metric].name);
+    let path = model.path();
+    tmetric_catalog::VINTAGES
+        .iter()
+        .map(|v| VintageFormula {
+            perf: v.version,
+            expr: tmetric_catalog::model_in(v, &path).and_then(|m| {
+                m.metrics_named(name).first().map(|&i| unescaped(m.str(m.metrics[i].expr)))
+            }),
+        })
+        .collect()
 }
 
 /// A formula as perf reads it: perf's JSON writes `-` and other characters inside event

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use tmetric_catalog::catalog::{Constraint, CounterMask, Event, Metric, event_flags};
-use tmetric_catalog::{CPUID_MAP, MODELS, Model};
+use tmetric_catalog::{Model, cpuid_map};
 
 /// Whether a name passes the user's filter (every name passes without one).
 pub type Keep<'a> = &'a dyn Fn(&str) -> bool;
@@ -118,11 +118,13 @@ pub struct ModelRow {
     pub cpuids: Vec<CpuidRow>,
     /// The model of the machine listing it (set by the caller, which knows the machine).
     pub this_machine: bool,
+    /// The perf vintages that define a model of this `arch/name`, oldest first.
+    pub vintages: Vec<&'static str>,
 }
 
 /// Every model whose `arch/name` passes `keep`, in catalogue order.
 pub fn models(keep: Keep) -> Vec<ModelRow> {
-    MODELS
+    tmetric_catalog::models()
         .iter()
         .enumerate()
         .filter(|(_, m)| keep(&m.path()))
@@ -134,7 +136,7 @@ pub fn models(keep: Keep) -> Vec<ModelRow> {
             events: model.events.len(),
             metrics: model.metrics.len(),
             groups: model.groups.len(),
-            cpuids: CPUID_MAP
+            cpuids: cpuid_map()
                 .iter()
                 .filter(|row| row.model == index)
                 .map(|row| CpuidRow {
@@ -144,6 +146,10 @@ pub fn models(keep: Keep) -> Vec<ModelRow> {
                 })
                 .collect(),
             this_machine: false,
+            vintages: tmetric_catalog::vintages_of(&model.path())
+                .into_iter()
+                .map(|v| v.version)
+                .collect(),
         })
         .collect()
 }

@@ -139,6 +139,8 @@ impl Literals {
         use LiteralSource::{Default, Derived};
         self.default_to(Literal::SmtOn, 1.0, Default);
         self.default_to(Literal::HasPmem, 0.0, Default);
+        // A count per task unless said otherwise (perf's default target).
+        self.default_to(Literal::TargetCpu, 0.0, Default);
         if self.get(Literal::SmtOn) == 0.0 {
             self.default_to(Literal::CoreWide, 1.0, Derived(Literal::SmtOn));
         } else {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tmetric_catalog::{MODELS, Model};
+use tmetric_catalog::{Model, models};
 use tmetric_runtime::Sysfs;
 use tmetric_text::{closest, join_code, levenshtein};
 
@@ -25,7 +25,7 @@ pub enum ModelError {
         "`{name}` {}; did you mean {}? (`tmetric list models` lists all {})",
         if *.ambiguous { "is ambiguous" } else { "is not a model" },
         join_code(.candidates),
-        MODELS.len()
+        models().len()
     )]
     Close {
         /// The name as typed (trimmed).
@@ -42,13 +42,13 @@ fn unknown_advice(near: &[String]) -> String {
         format!(
             "models with metrics include {} (`tmetric list models` lists all {})",
             examples(),
-            MODELS.len()
+            models().len()
         )
     } else {
         format!(
             "the nearest names are {} (`tmetric list models` lists all {})",
             join_code(near),
-            MODELS.len()
+            models().len()
         )
     }
 }
@@ -62,14 +62,14 @@ pub fn find_model(name: &str) -> Result<&'static Model, ModelError> {
         return Ok(model);
     }
     let by_leaf: Vec<&'static Model> =
-        MODELS.iter().copied().filter(|m| leaf(m.name).eq_ignore_ascii_case(name)).collect();
+        models().iter().copied().filter(|m| leaf(m.name).eq_ignore_ascii_case(name)).collect();
     if let [model] = by_leaf.as_slice() {
         return Ok(model);
     }
     let found: Vec<String> = if by_leaf.len() > 1 {
         by_leaf.iter().map(|m| m.path()).collect()
     } else {
-        closest(name, MODELS.iter().flat_map(|m| [m.path(), m.name.to_string()]), 12)
+        closest(name, models().iter().flat_map(|m| [m.path(), m.name.to_string()]), 12)
             .into_iter()
             .map(|n| tmetric_catalog::model(&n).map_or(n, Model::path))
             .collect()
@@ -92,10 +92,10 @@ pub fn find_model(name: &str) -> Result<&'static Model, ModelError> {
 fn near_models(name: &str) -> Vec<String> {
     let lower = name.to_ascii_lowercase();
     let (arch, leaf_part) = match lower.split_once('/') {
-        Some((arch, rest)) if MODELS.iter().any(|m| m.arch == arch) => (Some(arch), rest),
+        Some((arch, rest)) if models().iter().any(|m| m.arch == arch) => (Some(arch), rest),
         _ => (None, lower.as_str()),
     };
-    let mut scored: Vec<(usize, String)> = MODELS
+    let mut scored: Vec<(usize, String)> = models()
         .iter()
         .filter(|m| arch.is_none_or(|a| m.arch == a) && m.arch != "test")
         .map(|m| (levenshtein(&leaf(m.name).to_ascii_lowercase(), leaf_part), m.path()))
@@ -112,7 +112,7 @@ fn near_models(name: &str) -> Vec<String> {
 /// metrics, x86 first.
 pub fn examples() -> String {
     let mut best: Vec<&Model> = Vec::new();
-    let with_metrics = tmetric_catalog::MODELS.iter().copied().filter(|m| !m.metrics.is_empty());
+    let with_metrics = tmetric_catalog::models().iter().copied().filter(|m| !m.metrics.is_empty());
     for model in with_metrics.filter(|m| !m.is_sys && m.arch != "test" && m.arch != "common") {
         match best.iter_mut().find(|b| b.arch == model.arch) {
             Some(b) if b.metrics.len() < model.metrics.len() => *b = model,

@@ -312,7 +312,7 @@ pub fn names<'a>(models: &'a [&'static Model]) -> impl Iterator<Item = String> +
 
 /// The CPU models (not the `sys` uncore tables) that define `item`, as `arch/name`.
 pub fn defined_for(item: &str) -> Vec<String> {
-    tmetric_catalog::MODELS
+    tmetric_catalog::models()
         .iter()
         .filter(|m| !m.is_sys && !m.select(item).is_empty())
         .map(|m| m.path())

@@ -633,6 +633,20 @@ impl Model {
     }
 }
 
+/// One perf vintage of the catalogue: the models and cpuid map of one kernel's vendor tree.
+/// A model whose compiled form is the same in two vintages is one static both list.
+#[derive(Debug, Clone, Copy)]
+pub struct Vintage {
+    /// `major.minor` of the kernel: `6.12`.
+    pub version: &'static str,
+    /// The full kernel version the tree was imported from: `6.12.117`.
+    pub kernel: &'static str,
+    /// Every model, sorted by architecture then name.
+    pub models: &'static [&'static Model],
+    /// `mapfile.csv` rows of every architecture, in file order (indices into `models`).
+    pub cpuid_map: &'static [CpuidRow],
+}
+
 /// One `mapfile.csv` row: which model a cpuid selects.
 #[derive(Debug, Clone, Copy)]
 pub struct CpuidRow {

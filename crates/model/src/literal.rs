@@ -23,11 +23,14 @@ pub enum Literal {
     HasPmem,
     /// `#system_tsc_freq`, in Hz.
     SystemTscFreq,
+    /// `#target_cpu` (perf 7.x): 1 when the count is per CPU (`-a`, `-C`), not per task, so
+    /// that perf 7.x's common metrics divide by `cpu-clock` rather than `task-clock`.
+    TargetCpu,
 }
 
 impl Literal {
     /// Every literal, in a fixed order (the order of machine literal vectors).
-    pub const ALL: [Literal; 10] = [
+    pub const ALL: [Literal; 11] = [
         Literal::NumCpus,
         Literal::NumCpusOnline,
         Literal::NumCores,
@@ -38,6 +41,7 @@ impl Literal {
         Literal::Slots,
         Literal::HasPmem,
         Literal::SystemTscFreq,
+        Literal::TargetCpu,
     ];
 
     /// The canonical name, without `#`.
@@ -53,6 +57,7 @@ impl Literal {
             Literal::Slots => "slots",
             Literal::HasPmem => "has_pmem",
             Literal::SystemTscFreq => "system_tsc_freq",
+            Literal::TargetCpu => "target_cpu",
         }
     }
 

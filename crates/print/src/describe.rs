@@ -53,6 +53,22 @@ pub fn text(out: &mut dyn Write, description: &Description) -> io::Result<()> {
             if n > 6 { format!(" and {} more", n - 6) } else { String::new() }
         )?;
     }
+    // How the formula changed between perf vintages: shown only when it did.
+    let formulas = &description.by_perf_version;
+    let distinct: std::collections::BTreeSet<_> = formulas.iter().map(|f| &f.expr).collect();
+    if distinct.len() > 1 {
+        writeln!(out, "  formula by perf version:")?;
+        let mut previous: Option<&Option<String>> = None;
+        for f in formulas {
+            let text = match (&f.expr, previous) {
+                (None, _) => "(not defined)".to_string(),
+                (Some(_), Some(p)) if *p == f.expr => "(unchanged)".to_string(),
+                (Some(expr), _) => expr.clone(),
+            };
+            writeln!(out, "    {:<5} {text}", f.perf)?;
+            previous = Some(&f.expr);
+        }
+    }
     if let Some(sim) = description.simulated_on.first() {
         writeln!(
             out,

@@ -34,6 +34,7 @@ pub fn flag_for(literal: Literal) -> &'static str {
         Literal::Slots => "--slots N",
         Literal::HasPmem => "--literal has_pmem=1",
         Literal::SystemTscFreq => "--tsc-freq HZ",
+        Literal::TargetCpu => "--literal target_cpu=1",
     }
 }
 

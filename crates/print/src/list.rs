@@ -63,7 +63,7 @@ pub fn models(out: &mut dyn Write, rows: &[ModelRow], style: Style) -> io::Resul
     if rows.is_empty() {
         return writeln!(out, "no model matches the filter");
     }
-    writeln!(out, "{:<34} {:>6} {:>7}  CPUID", "MODEL", "EVENTS", "METRICS")?;
+    writeln!(out, "{:<34} {:>6} {:>7}  {:<18} CPUID", "MODEL", "EVENTS", "METRICS", "PERF")?;
     for row in rows {
         let cpuid = if row.sys {
             "(sys: matched by PMU identifier)".to_string()
@@ -74,8 +74,14 @@ pub fn models(out: &mut dyn Write, rows: &[ModelRow], style: Style) -> io::Resul
         } else {
             row.cpuids.iter().map(|c| c.regex).collect::<Vec<_>>().join("  ")
         };
+        // The perf vintages that define the model (this row's figures are the selected one's).
+        let perf = row.vintages.join(" ");
         let mark = if row.this_machine { "  <- this machine" } else { "" };
-        writeln!(out, "{:<34} {:>6} {:>7}  {cpuid}{mark}", row.model, row.events, row.metrics)?;
+        writeln!(
+            out,
+            "{:<34} {:>6} {:>7}  {perf:<18} {cpuid}{mark}",
+            row.model, row.events, row.metrics
+        )?;
     }
     Ok(())
 }

@@ -60,7 +60,7 @@ fn literals() -> [f64; Literal::COUNT] {
             Literal::NumCpus | Literal::NumCpusOnline => 224.0,
             Literal::NumCores => 112.0,
             Literal::NumDies | Literal::NumPackages => 2.0,
-            Literal::SmtOn | Literal::CoreWide => 1.0,
+            Literal::SmtOn | Literal::CoreWide | Literal::TargetCpu => 1.0,
             Literal::Slots => 6.0,
             Literal::HasPmem => 0.0,
             Literal::SystemTscFreq => 2.1e9,

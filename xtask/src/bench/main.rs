@@ -366,7 +366,7 @@ fn sizes_section(
         sizes.rust_files,
         mb(sizes.data)
     );
-    if let Some(model) = tmetric_catalog::MODELS.first() {
+    if let Some(model) = tmetric_catalog::models().first() {
         let (plain, descriptions, events) = model.tables.embedded_bytes();
         println!(
             "  embedded in the binary: {} of plain strings, {} of deflated descriptions, {} of deflated event records",

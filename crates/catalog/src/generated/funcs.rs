@@ -6050,3 +6050,4720 @@ pub(crate) fn v626(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
+pub(crate) fn v627(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div(x.value(0), x.value(1)), 2.0_f64))
+}
+pub(crate) fn v628(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (div((div((x.value(0) - x.value(1)), 2.0_f64) * 4.0_f64), x.value(2))
+            * 100.0_f64),
+    )
+}
+pub(crate) fn v629(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((div(x.value(0), (x.value(0) + x.value(1))) * 100.0_f64))
+}
+pub(crate) fn v630(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (((div((div(x.value(0), 2.0_f64) * 4.0_f64), x.value(1)) * 100.0_f64)
+            + (div((div(x.value(2), 2.0_f64) * 4.0_f64), x.value(1)) * 100.0_f64))
+            + (div((div(x.value(3), 2.0_f64) * 4.0_f64), x.value(1)) * 100.0_f64)),
+    )
+}
+pub(crate) fn v631(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((div(x.value(0), (x.value(1) + x.value(0))) * 100.0_f64))
+}
+pub(crate) fn v632(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((div((div((x.value(0) - x.value(1)), 2.0_f64) * 4.0_f64), x.value(2))
+            * 100.0_f64)
+            + (div((div(x.value(3), 2.0_f64) * 4.0_f64), x.value(2)) * 100.0_f64)),
+    )
+}
+pub(crate) fn v633(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            x.value(0),
+            (4.0_f64
+                * (div(x.value(1), 2.0_f64) * (1.0_f64 + div(x.value(2), x.value(3))))),
+        ),
+    )
+}
+pub(crate) fn v634(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(((x.value(0) - x.value(1)) + (4.0_f64 * x.value(2))), (4.0_f64 * x.value(3))))
+}
+pub(crate) fn v635(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((x.value(0) - x.value(1)) + (4.0_f64 * div(x.value(2), 2.0_f64))),
+            (4.0_f64
+                * (div(x.value(3), 2.0_f64) * (1.0_f64 + div(x.value(4), x.value(5))))),
+        ),
+    )
+}
+pub(crate) fn v636(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (1.0_f64
+            - ((div(x.value(0), (4.0_f64 * x.value(1)))
+                + div(
+                    ((x.value(2) - x.value(3)) + (4.0_f64 * x.value(4))),
+                    (4.0_f64 * x.value(1)),
+                )) + div(x.value(3), (4.0_f64 * x.value(1))))),
+    )
+}
+pub(crate) fn v637(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (1.0_f64
+            - ((div(
+                x.value(0),
+                (4.0_f64
+                    * (div(x.value(1), 2.0_f64)
+                        * (1.0_f64 + div(x.value(2), x.value(3))))),
+            )
+                + div(
+                    ((x.value(4) - x.value(5)) + (4.0_f64 * div(x.value(6), 2.0_f64))),
+                    (4.0_f64
+                        * (div(x.value(1), 2.0_f64)
+                            * (1.0_f64 + div(x.value(2), x.value(3))))),
+                ))
+                + div(
+                    x.value(5),
+                    (4.0_f64
+                        * (div(x.value(1), 2.0_f64)
+                            * (1.0_f64 + div(x.value(2), x.value(3))))),
+                ))),
+    )
+}
+pub(crate) fn v638(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        min(
+            1.0_f64,
+            div(
+                x.value(0),
+                div(
+                    ((div(x.value(1), x.value(2)) * 16.0_f64)
+                        * (x.value(3) + x.value(4))),
+                    4.0_f64,
+                ),
+            ),
+        ),
+    )
+}
+pub(crate) fn v639(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(1.0_f64, div(x.value(0), x.value(1))))
+}
+pub(crate) fn v640(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((4.0_f64 * x.value(0)))
+}
+pub(crate) fn v641(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((4.0_f64 * (div(x.value(0), 2.0_f64) * (1.0_f64 + div(x.value(1), x.value(2))))))
+}
+pub(crate) fn v642(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            x.value(0),
+            (div(x.value(1), 2.0_f64) * (1.0_f64 + div(x.value(2), x.value(3)))),
+        ),
+    )
+}
+pub(crate) fn v643(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((((1.0_f64 * (x.value(0) + x.value(1))) + (2.0_f64 * x.value(2)))
+                + (4.0_f64 * (x.value(3) + x.value(4)))) + (8.0_f64 * x.value(5))),
+            x.value(6),
+        ),
+    )
+}
+pub(crate) fn v644(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((((1.0_f64 * (x.value(0) + x.value(1))) + (2.0_f64 * x.value(2)))
+                + (4.0_f64 * (x.value(3) + x.value(4)))) + (8.0_f64 * x.value(5))),
+            (div(x.value(6), 2.0_f64) * (1.0_f64 + div(x.value(7), x.value(8)))),
+        ),
+    )
+}
+pub(crate) fn v645(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((div(x.value(0), (x.value(0) + x.value(1)))
+                * div(
+                    ((x.value(2) - x.value(3)) + (4.0_f64 * x.value(4))),
+                    (4.0_f64 * x.value(5)),
+                ))
+                + div(
+                    (div((4.0_f64 * x.value(6)), (4.0_f64 * x.value(5)))
+                        * div(
+                            (12.0_f64 * ((x.value(0) + x.value(1)) + x.value(7))),
+                            x.value(5),
+                        )),
+                    div((4.0_f64 * x.value(6)), (4.0_f64 * x.value(5))),
+                )) * (4.0_f64 * x.value(5))),
+            x.value(0),
+        ),
+    )
+}
+pub(crate) fn v646(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((div(x.value(0), (x.value(0) + x.value(1)))
+                * div(
+                    ((x.value(2) - x.value(3)) + (4.0_f64 * div(x.value(4), 2.0_f64))),
+                    (4.0_f64
+                        * (div(x.value(5), 2.0_f64)
+                            * (1.0_f64 + div(x.value(6), x.value(7))))),
+                ))
+                + div(
+                    (div(
+                        (4.0_f64 * x.value(8)),
+                        (4.0_f64
+                            * (div(x.value(5), 2.0_f64)
+                                * (1.0_f64 + div(x.value(6), x.value(7))))),
+                    )
+                        * div(
+                            (12.0_f64 * ((x.value(0) + x.value(1)) + x.value(9))),
+                            x.value(10),
+                        )),
+                    div(
+                        (4.0_f64 * x.value(8)),
+                        (4.0_f64
+                            * (div(x.value(5), 2.0_f64)
+                                * (1.0_f64 + div(x.value(6), x.value(7))))),
+                    ),
+                ))
+                * (4.0_f64
+                    * (div(x.value(5), 2.0_f64)
+                        * (1.0_f64 + div(x.value(6), x.value(7)))))),
+            x.value(0),
+        ),
+    )
+}
+pub(crate) fn v647(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((div(x.value(0), 2.0_f64) * (1.0_f64 + div(x.value(1), x.value(2)))))
+}
+pub(crate) fn v648(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((x.value(0) + x.value(1)) + x.value(2))
+                + (7.0_f64 * ((x.value(3) + x.value(4)) + x.value(5)))),
+            x.value(6),
+        ),
+    )
+}
+pub(crate) fn v649(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((x.value(0) + x.value(1)) + x.value(2))
+                + (7.0_f64 * ((x.value(3) + x.value(4)) + x.value(5)))),
+            (div(x.value(6), 2.0_f64) * (1.0_f64 + div(x.value(7), x.value(8)))),
+        ),
+    )
+}
+pub(crate) fn v650(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                ((((1.0_f64 * (x.value(0) + x.value(1))) + (2.0_f64 * x.value(2)))
+                    + (4.0_f64 * (x.value(3) + x.value(4)))) + (8.0_f64 * x.value(5))),
+                1000000000.0_f64,
+            ),
+            x.value(6),
+        ),
+    )
+}
+pub(crate) fn v651(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div(1.0_f64, x.value(0)), x.value(1)))
+}
+pub(crate) fn v652(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            (4.0_f64 * div(x.value(0), 2.0_f64)),
+            literal(x.literal(Literal::SmtOn))?,
+            x.value(1),
+        ),
+    )
+}
+pub(crate) fn n64(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::constant(4.0_f64)
+                .arith(N::id(Ref::Id(0)).divide(N::constant(2.0_f64)), mul),
+            N::literal(f.literals[Literal::SmtOn.index()])?,
+            N::id(Ref::Id(1)),
+        ),
+    )
+}
+pub(crate) fn v653(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            div(x.value(0), div(x.value(1), 2.0_f64)),
+            literal(x.literal(Literal::SmtOn))?,
+            x.value(2),
+        ),
+    )
+}
+pub(crate) fn n65(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::id(Ref::Id(0)).divide(N::id(Ref::Id(1)).divide(N::constant(2.0_f64))),
+            N::literal(f.literals[Literal::SmtOn.index()])?,
+            N::id(Ref::Id(2)),
+        ),
+    )
+}
+pub(crate) fn v654(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (2.0_f64
+                * ((x.value(0) - x.value(1))
+                    - (((14.0_f64 * x.value(2)) + x.value(3))
+                        + (7.0_f64 * x.value(4))))),
+            x.value(5),
+        ),
+    )
+}
+pub(crate) fn v655(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            div(x.value(0), 2.0_f64),
+            literal(x.literal(Literal::SmtOn))?,
+            x.value(1),
+        ),
+    )
+}
+pub(crate) fn n66(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::id(Ref::Id(0)).divide(N::constant(2.0_f64)),
+            N::literal(f.literals[Literal::SmtOn.index()])?,
+            N::id(Ref::Id(1)),
+        ),
+    )
+}
+pub(crate) fn v656(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            div(
+                (((x.value(0) + x.value(1)) + x.value(2))
+                    + (7.0_f64 * ((x.value(3) + x.value(4)) + x.value(5)))),
+                div(x.value(6), 2.0_f64),
+            ),
+            literal(x.literal(Literal::SmtOn))?,
+            x.value(7),
+        ),
+    )
+}
+pub(crate) fn n67(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::id(Ref::Id(0))
+                .arith(N::id(Ref::Id(1)), add)
+                .arith(N::id(Ref::Id(2)), add)
+                .arith(
+                    N::constant(7.0_f64)
+                        .arith(
+                            N::id(Ref::Id(3))
+                                .arith(N::id(Ref::Id(4)), add)
+                                .arith(N::id(Ref::Id(5)), add),
+                            mul,
+                        ),
+                    add,
+                )
+                .divide(N::id(Ref::Id(6)).divide(N::constant(2.0_f64))),
+            N::literal(f.literals[Literal::SmtOn.index()])?,
+            N::id(Ref::Id(7)),
+        ),
+    )
+}
+pub(crate) fn v657(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((x.value(0) + x.value(1)) + x.value(2))
+                + (7.0_f64 * ((x.value(3) + x.value(4)) + x.value(5)))),
+            (2.0_f64 * x.value(6)),
+        ),
+    )
+}
+pub(crate) fn v658(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((x.value(0) + x.value(1)) + x.value(2))
+                + (7.0_f64 * ((x.value(3) + x.value(4)) + x.value(5)))),
+            (2.0_f64
+                * (div(x.value(6), 2.0_f64) * (1.0_f64 + div(x.value(7), x.value(8))))),
+        ),
+    )
+}
+pub(crate) fn v659(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (1000000000.0_f64 * div(x.value(0), x.value(1))),
+            div(x.value(2), x.value(3)),
+        ),
+    )
+}
+pub(crate) fn v660(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            x.value(0),
+            (((((1.0_f64 * (x.value(1) + x.value(2))) + (2.0_f64 * x.value(3)))
+                + (4.0_f64 * (x.value(4) + x.value(5))))
+                + (8.0_f64 * (x.value(6) + x.value(7)))) + (16.0_f64 * x.value(8))),
+        ),
+    )
+}
+pub(crate) fn v661(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((((1.0_f64 * (x.value(0) + x.value(1))) + (2.0_f64 * x.value(2)))
+                + (4.0_f64 * (x.value(3) + x.value(4))))
+                + (8.0_f64 * (x.value(5) + x.value(6)))) + (16.0_f64 * x.value(7))),
+            x.value(8),
+        ),
+    )
+}
+pub(crate) fn v662(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((((1.0_f64 * (x.value(0) + x.value(1))) + (2.0_f64 * x.value(2)))
+                + (4.0_f64 * (x.value(3) + x.value(4))))
+                + (8.0_f64 * (x.value(5) + x.value(6)))) + (16.0_f64 * x.value(7))),
+            (div(x.value(8), 2.0_f64) * (1.0_f64 + div(x.value(9), x.value(10)))),
+        ),
+    )
+}
+pub(crate) fn v663(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((div(x.value(0), (x.value(0) + x.value(1)))
+                * div(
+                    ((x.value(2) - x.value(3)) + (4.0_f64 * x.value(4))),
+                    (4.0_f64 * x.value(5)),
+                ))
+                + div(
+                    (div(
+                        (4.0_f64
+                            * (x.value(6)
+                                - div(
+                                    (x.value(7) - x.value(8)),
+                                    div(x.value(3), x.value(2)),
+                                ))),
+                        (4.0_f64 * x.value(5)),
+                    ) * div((x.value(9) + (9.0_f64 * x.value(10))), x.value(5))),
+                    div(
+                        (4.0_f64
+                            * (x.value(6)
+                                - div(
+                                    (x.value(7) - x.value(8)),
+                                    div(x.value(3), x.value(2)),
+                                ))),
+                        (4.0_f64 * x.value(5)),
+                    ),
+                )) * (4.0_f64 * x.value(5))),
+            x.value(0),
+        ),
+    )
+}
+pub(crate) fn v664(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((div(x.value(0), (x.value(0) + x.value(1)))
+                * div(
+                    ((x.value(2) - x.value(3)) + (4.0_f64 * div(x.value(4), 2.0_f64))),
+                    (4.0_f64
+                        * (div(x.value(5), 2.0_f64)
+                            * (1.0_f64 + div(x.value(6), x.value(7))))),
+                ))
+                + div(
+                    (div(
+                        (4.0_f64
+                            * (x.value(8)
+                                - div(
+                                    (x.value(9) - x.value(10)),
+                                    div(x.value(3), x.value(2)),
+                                ))),
+                        (4.0_f64
+                            * (div(x.value(5), 2.0_f64)
+                                * (1.0_f64 + div(x.value(6), x.value(7))))),
+                    ) * div((x.value(11) + (9.0_f64 * x.value(12))), x.value(13))),
+                    div(
+                        (4.0_f64
+                            * (x.value(8)
+                                - div(
+                                    (x.value(9) - x.value(10)),
+                                    div(x.value(3), x.value(2)),
+                                ))),
+                        (4.0_f64
+                            * (div(x.value(5), 2.0_f64)
+                                * (1.0_f64 + div(x.value(6), x.value(7))))),
+                    ),
+                ))
+                * (4.0_f64
+                    * (div(x.value(5), 2.0_f64)
+                        * (1.0_f64 + div(x.value(6), x.value(7)))))),
+            x.value(0),
+        ),
+    )
+}
+pub(crate) fn v665(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)),
+            (2.0_f64 * x.value(4)),
+        ),
+    )
+}
+pub(crate) fn v666(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)),
+            (2.0_f64
+                * (div(x.value(4), 2.0_f64) * (1.0_f64 + div(x.value(5), x.value(6))))),
+        ),
+    )
+}
+pub(crate) fn v667(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                (((((1.0_f64 * (x.value(0) + x.value(1))) + (2.0_f64 * x.value(2)))
+                    + (4.0_f64 * (x.value(3) + x.value(4))))
+                    + (8.0_f64 * (x.value(5) + x.value(6)))) + (16.0_f64 * x.value(7))),
+                1000000000.0_f64,
+            ),
+            x.value(8),
+        ),
+    )
+}
+pub(crate) fn v668(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((1.0_f64 - div(x.value(0), div(x.value(1), 2.0_f64))))
+}
+pub(crate) fn v669(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(((x.value(0) + x.value(1)) * 1048576.0_f64), 1000000000.0_f64),
+            x.value(2),
+        ),
+    )
+}
+pub(crate) fn v670(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((x.value(0) + x.value(1)) + x.value(2)),
+            (div(x.value(3), 2.0_f64) * (1.0_f64 + div(x.value(4), x.value(5)))),
+        ),
+    )
+}
+pub(crate) fn v671(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        min(
+            1.0_f64,
+            div(
+                x.value(0),
+                div(
+                    ((div(x.value(1), x.value(2)) * 32.0_f64)
+                        * (x.value(3) + x.value(4))),
+                    4.0_f64,
+                ),
+            ),
+        ),
+    )
+}
+pub(crate) fn v672(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        min(
+            1.0_f64,
+            div(
+                x.value(0),
+                div(
+                    ((div(x.value(1), x.value(2)) * 64.0_f64)
+                        * (x.value(3) + x.value(4))),
+                    4.1_f64,
+                ),
+            ),
+        ),
+    )
+}
+pub(crate) fn v673(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((div(x.value(0), (x.value(0) + x.value(1)))
+                * div(
+                    ((x.value(2) - x.value(3)) + (4.0_f64 * x.value(4))),
+                    (4.0_f64 * x.value(5)),
+                ))
+                + div(
+                    (div((4.0_f64 * x.value(6)), (4.0_f64 * x.value(5)))
+                        * div((x.value(7) + (9.0_f64 * x.value(8))), x.value(5))),
+                    div((4.0_f64 * x.value(6)), (4.0_f64 * x.value(5))),
+                )) * (4.0_f64 * x.value(5))),
+            x.value(0),
+        ),
+    )
+}
+pub(crate) fn v674(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((div(x.value(0), (x.value(0) + x.value(1)))
+                * div(
+                    ((x.value(2) - x.value(3)) + (4.0_f64 * div(x.value(4), 2.0_f64))),
+                    (4.0_f64
+                        * (div(x.value(5), 2.0_f64)
+                            * (1.0_f64 + div(x.value(6), x.value(7))))),
+                ))
+                + div(
+                    (div(
+                        (4.0_f64 * x.value(8)),
+                        (4.0_f64
+                            * (div(x.value(5), 2.0_f64)
+                                * (1.0_f64 + div(x.value(6), x.value(7))))),
+                    ) * div((x.value(9) + (9.0_f64 * x.value(10))), x.value(11))),
+                    div(
+                        (4.0_f64 * x.value(8)),
+                        (4.0_f64
+                            * (div(x.value(5), 2.0_f64)
+                                * (1.0_f64 + div(x.value(6), x.value(7))))),
+                    ),
+                ))
+                * (4.0_f64
+                    * (div(x.value(5), 2.0_f64)
+                        * (1.0_f64 + div(x.value(6), x.value(7)))))),
+            x.value(0),
+        ),
+    )
+}
+pub(crate) fn v675(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((9.0_f64 * x.metric(0)) * x.value(0))
+                * (1.0_f64 + div(div(x.value(1), x.value(2)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v676(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            div((x.value(0) + (x.value(1) + (x.metric(0) * x.value(2)))), x.metric(1)),
+            lt(x.value(3), (x.value(4) - x.value(5))),
+            div((x.value(1) + (x.metric(0) * x.value(2))), x.metric(1)),
+        ),
+    )
+}
+pub(crate) fn v677(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (div(x.value(0), x.metric(0))
+            + div((x.metric(1) * (x.value(1) - x.value(2))), x.metric(0))),
+    )
+}
+pub(crate) fn v678(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)),
+            (x.metric(0) * x.metric(1)),
+        ),
+    )
+}
+pub(crate) fn v679(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        max(
+            0.0_f64,
+            (x.metric(0)
+                - (((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)) + x.metric(6))),
+        ),
+    )
+}
+pub(crate) fn v680(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((100.0_f64 * x.value(0)), x.metric(0)))
+}
+pub(crate) fn v681(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (x.metric(0)
+                + div(
+                    (x.metric(1) * x.metric(2)),
+                    (((((x.metric(3) + x.metric(4)) + x.metric(5)) + x.metric(6))
+                        + x.metric(7)) + x.metric(8)),
+                ))),
+    )
+}
+pub(crate) fn v682(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (((100.0_f64 * x.metric(0))
+            * ((div(
+                x.metric(1),
+                ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)),
+            ) * div(x.metric(6), (x.metric(6) + x.metric(7))))
+                + (div(
+                    x.metric(4),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )
+                    * div(
+                        x.metric(8),
+                        (((x.metric(9) + x.metric(10)) + x.metric(11)) + x.metric(8)),
+                    ))))
+            + (div(
+                x.metric(2),
+                ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)),
+            )
+                * div(
+                    x.metric(12),
+                    ((((x.metric(13) + x.metric(12)) + x.metric(14)) + x.metric(15))
+                        + x.metric(16)),
+                ))),
+    )
+}
+pub(crate) fn v683(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((100.0_f64 * x.metric(0))
+            * (((div(
+                x.metric(1),
+                ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)),
+            ) * div(x.metric(6), (x.metric(7) + x.metric(6))))
+                + (div(
+                    x.metric(4),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )
+                    * div(
+                        x.metric(8),
+                        (((x.metric(9) + x.metric(10)) + x.metric(8)) + x.metric(11)),
+                    )))
+                + div(
+                    x.metric(3),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                ))),
+    )
+}
+pub(crate) fn v684(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((100.0_f64 * x.metric(0))
+            * ((div(
+                x.metric(1),
+                max(
+                    x.metric(0),
+                    ((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                ),
+            )
+                * div(
+                    x.metric(6),
+                    max(
+                        x.metric(1),
+                        ((((x.metric(6) + x.metric(7)) + x.metric(8)) + x.metric(9))
+                            + x.metric(10)),
+                    ),
+                ))
+                + (div(
+                    x.metric(5),
+                    ((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )
+                    * div(
+                        x.metric(11),
+                        ((((x.metric(11) + x.metric(12)) + x.metric(13)) + x.metric(14))
+                            + x.metric(15)),
+                    )))),
+    )
+}
+pub(crate) fn v685(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * div(
+                ((x.value(0) + (3.0_f64 * x.value(1)))
+                    + ((x.value(2) - x.value(3)) - (2.0_f64 * x.value(1)))),
+                x.metric(0),
+            )),
+    )
+}
+pub(crate) fn v686(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((100.0_f64
+            * (x.metric(0)
+                - div(
+                    (x.metric(1) * x.metric(2)),
+                    (((((x.metric(3) + x.metric(4)) + x.metric(5)) + x.metric(6))
+                        + x.metric(7)) + x.metric(8)),
+                ))) - x.metric(9)),
+    )
+}
+pub(crate) fn v687(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((((1.0_f64 * (x.value(0) + x.value(1))) + (2.0_f64 * x.value(2)))
+                + (4.0_f64 * (x.value(3) + x.value(4)))) + (8.0_f64 * x.value(5))),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v688(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            if_else(
+                (1.0_f64 - div(x.metric(0), x.metric(1))),
+                lt(x.metric(0), x.metric(1)),
+                1.0_f64,
+            ),
+            gt(x.metric(2), 0.5_f64),
+            0.0_f64,
+        ),
+    )
+}
+pub(crate) fn v689(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            x.value(0),
+            ((((1.0_f64 * (x.value(1) + x.value(2))) + (2.0_f64 * x.value(3)))
+                + (4.0_f64 * (x.value(4) + x.value(5)))) + (8.0_f64 * x.value(6))),
+        ),
+    )
+}
+pub(crate) fn v690(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            x.value(0),
+            ((x.value(1) + x.value(2))
+                + (((x.value(3) + x.value(4)) + x.value(5)) + x.value(6))),
+        ),
+    )
+}
+pub(crate) fn v691(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((x.metric(0)
+                + div(
+                    (x.metric(1) * x.metric(2)),
+                    (((((x.metric(3) + x.metric(4)) + x.metric(5)) + x.metric(6))
+                        + x.metric(7)) + x.metric(8)),
+                )) * x.metric(9)),
+            x.value(0),
+        ),
+    )
+}
+pub(crate) fn v692(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((x.metric(0) - ((x.value(0) + x.value(1)) + x.value(2))), x.metric(0)))
+}
+pub(crate) fn v693(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((x.metric(0) * div(x.value(0), x.value(1))))
+}
+pub(crate) fn v694(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(min(div(x.value(0), x.metric(0)), (div(x.value(1), x.metric(1)) + x.metric(2))))
+}
+pub(crate) fn v695(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(((x.value(0) - x.value(1)) - x.value(2)), x.metric(0)))
+}
+pub(crate) fn v696(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((5.0_f64 * x.metric(0)))
+}
+pub(crate) fn v697(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (div(
+            (x.value(0) + x.value(1)),
+            if_else(
+                ((x.value(2) + x.value(3)) - x.value(4)),
+                gt(x.metric(0), 1.8_f64),
+                if_else((x.value(5) - x.value(6)), gt(x.metric(1), 0.1_f64), x.value(1)),
+            ),
+        ) * x.metric(2)),
+    )
+}
+pub(crate) fn v698(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((if_else(
+                ((x.value(0) + x.value(1)) - x.value(2)),
+                gt(x.metric(0), 1.8_f64),
+                if_else((x.value(3) - x.value(4)), gt(x.metric(1), 0.1_f64), x.value(5)),
+            ) - x.value(5)) - x.value(6)),
+            x.metric(2),
+        ),
+    )
+}
+pub(crate) fn v699(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            div(x.value(0), 2.0_f64),
+            literal(x.literal(Literal::SmtOn))?,
+            div(
+                if_else((x.value(1) - x.value(2)), gt(x.metric(0), 0.1_f64), 0.0_f64),
+                x.metric(1),
+            ),
+        ),
+    )
+}
+pub(crate) fn n68(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::id(Ref::Id(0)).divide(N::constant(2.0_f64)),
+            N::literal(f.literals[Literal::SmtOn.index()])?,
+            N::if_else(
+                    N::id(Ref::Id(1)).arith(N::id(Ref::Id(2)), sub),
+                    N::id(Ref::Metric(0)).arith(N::constant(0.1_f64), gt),
+                    N::constant(0.0_f64),
+                )
+                .divide(N::id(Ref::Metric(1))),
+        ),
+    )
+}
+pub(crate) fn v700(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((x.value(0) + x.value(1))
+                + (((x.value(2) + x.value(3)) + x.value(4)) + x.value(5))),
+            (2.0_f64 * x.metric(0)),
+        ),
+    )
+}
+pub(crate) fn v701(_x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(0.0_f64)
+}
+pub(crate) fn v702(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((x.value(0) + x.value(1)) + x.value(2))
+                + (7.0_f64 * ((x.value(3) + x.value(4)) + x.value(5)))),
+            (2.0_f64
+                * if_else(
+                    (div(x.value(6), 2.0_f64) * (1.0_f64 + div(x.value(7), x.value(8)))),
+                    lt(literal(x.literal(Literal::CoreWide))?, 1.0_f64),
+                    if_else(
+                        div(x.value(9), 2.0_f64),
+                        literal(x.literal(Literal::SmtOn))?,
+                        x.value(6),
+                    ),
+                )),
+        ),
+    )
+}
+pub(crate) fn n69(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::id(Ref::Id(0))
+            .arith(N::id(Ref::Id(1)), add)
+            .arith(N::id(Ref::Id(2)), add)
+            .arith(
+                N::constant(7.0_f64)
+                    .arith(
+                        N::id(Ref::Id(3))
+                            .arith(N::id(Ref::Id(4)), add)
+                            .arith(N::id(Ref::Id(5)), add),
+                        mul,
+                    ),
+                add,
+            )
+            .divide(
+                N::constant(2.0_f64)
+                    .arith(
+                        N::if_else(
+                            N::id(Ref::Id(6))
+                                .divide(N::constant(2.0_f64))
+                                .arith(
+                                    N::constant(1.0_f64)
+                                        .arith(N::id(Ref::Id(7)).divide(N::id(Ref::Id(8))), add),
+                                    mul,
+                                ),
+                            N::literal(f.literals[Literal::CoreWide.index()])?
+                                .arith(N::constant(1.0_f64), lt),
+                            N::if_else(
+                                N::id(Ref::Id(9)).divide(N::constant(2.0_f64)),
+                                N::literal(f.literals[Literal::SmtOn.index()])?,
+                                N::id(Ref::Id(6)),
+                            ),
+                        ),
+                        mul,
+                    ),
+            ),
+    )
+}
+pub(crate) fn v703(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                (div(x.value(0), x.value(1))
+                    * literal(x.literal(Literal::SystemTscFreq))?),
+                1000000000.0_f64,
+            ),
+            x.value(2),
+        ),
+    )
+}
+pub(crate) fn n70(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::id(Ref::Id(0))
+            .divide(N::id(Ref::Id(1)))
+            .arith(N::literal(f.literals[Literal::SystemTscFreq.index()])?, mul)
+            .divide(N::constant(1000000000.0_f64))
+            .divide(N::id(Ref::Id(2))),
+    )
+}
+pub(crate) fn v704(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((100.0_f64 * x.value(0)), (x.value(0) + x.value(1))))
+}
+pub(crate) fn v705(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((100.0_f64 * x.value(0)), (x.value(1) + x.value(0))))
+}
+pub(crate) fn v706(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((100.0_f64 * div(x.value(0), x.value(1))))
+}
+pub(crate) fn v707(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((17.0_f64 * x.metric(0)) * x.value(0))
+                * (1.0_f64 + div(div(x.value(1), x.value(2)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v708(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (((div(x.value(0), x.metric(0)) + div((x.value(1) - x.value(2)), x.metric(0)))
+            - x.metric(1)) - x.metric(2)),
+    )
+}
+pub(crate) fn v709(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            ((1.0_f64
+                - div(
+                    ((19.0_f64 * (x.value(0) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                        + (10.0_f64
+                            * (((x.value(3) * (1.0_f64 + div(x.value(1), x.value(2))))
+                                + (x.value(4) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                                + (x.value(5) * (1.0_f64 + div(x.value(1), x.value(2))))))),
+                    (((19.0_f64 * (x.value(0) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                        + (10.0_f64
+                            * (((x.value(3) * (1.0_f64 + div(x.value(1), x.value(2))))
+                                + (x.value(4) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                                + (x.value(5) * (1.0_f64 + div(x.value(1), x.value(2)))))))
+                        + ((25.0_f64
+                            * (x.value(6) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                            + (33.0_f64
+                                * (x.value(7) * (1.0_f64 + div(x.value(1), x.value(2))))))),
+                ))
+                * ((div(x.value(8), x.metric(0))
+                    + div((x.value(9) - x.value(10)), x.metric(0))) - x.metric(1))),
+            gt((1000000.0_f64 * (x.value(7) + x.value(6))), x.value(2)),
+            0.0_f64,
+        ),
+    )
+}
+pub(crate) fn v710(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            if_else(
+                div(x.value(0), 2.0_f64),
+                literal(x.literal(Literal::SmtOn))?,
+                (x.value(1) - x.value(2)),
+            ),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn n71(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+                N::id(Ref::Id(0)).divide(N::constant(2.0_f64)),
+                N::literal(f.literals[Literal::SmtOn.index()])?,
+                N::id(Ref::Id(1)).arith(N::id(Ref::Id(2)), sub),
+            )
+            .divide(N::id(Ref::Metric(0))),
+    )
+}
+pub(crate) fn v711(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)) + x.value(4))
+                + x.value(5)),
+            x.value(6),
+        ),
+    )
+}
+pub(crate) fn v712(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((100.0_f64 * (x.value(0) + x.value(1))), x.metric(0)))
+}
+pub(crate) fn v713(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (((100.0_f64 * x.metric(0))
+            * ((div(
+                x.metric(1),
+                (((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)) + x.metric(6)),
+            ) * div(x.metric(7), (x.metric(7) + x.metric(8))))
+                + (div(
+                    x.metric(4),
+                    (((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                )
+                    * div(
+                        x.metric(9),
+                        (((x.metric(10) + x.metric(11)) + x.metric(12)) + x.metric(9)),
+                    ))))
+            + (div(
+                x.metric(2),
+                (((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)) + x.metric(6)),
+            )
+                * div(
+                    x.metric(13),
+                    (((((x.metric(14) + x.metric(15)) + x.metric(13)) + x.metric(16))
+                        + x.metric(17)) + x.metric(18)),
+                ))),
+    )
+}
+pub(crate) fn v714(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((100.0_f64 * x.metric(0))
+            * (((div(
+                x.metric(1),
+                (((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)) + x.metric(6)),
+            ) * div(x.metric(7), (x.metric(8) + x.metric(7))))
+                + (div(
+                    x.metric(4),
+                    (((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                )
+                    * div(
+                        x.metric(9),
+                        (((x.metric(10) + x.metric(11)) + x.metric(9)) + x.metric(12)),
+                    )))
+                + div(
+                    x.metric(3),
+                    (((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                ))),
+    )
+}
+pub(crate) fn v715(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((100.0_f64 * x.metric(0))
+            * ((div(
+                x.metric(1),
+                max(
+                    x.metric(0),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                ),
+            )
+                * div(
+                    x.metric(7),
+                    max(
+                        x.metric(1),
+                        (((((x.metric(8) + x.metric(7)) + x.metric(9)) + x.metric(10))
+                            + x.metric(11)) + x.metric(12)),
+                    ),
+                ))
+                + (div(
+                    x.metric(6),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                )
+                    * div(
+                        x.metric(13),
+                        (((x.metric(13) + x.metric(14)) + x.metric(15)) + x.metric(16)),
+                    )))),
+    )
+}
+pub(crate) fn v716(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * div(
+                ((x.value(0) + (3.0_f64 * x.value(1)))
+                    + ((x.value(2) - (x.value(0) - x.value(3)))
+                        - (2.0_f64 * x.value(1)))),
+                x.metric(0),
+            )),
+    )
+}
+pub(crate) fn v717(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((((1.0_f64 * (x.value(0) + x.value(1))) + (2.0_f64 * x.value(2)))
+                + (4.0_f64 * (x.value(3) + x.value(4))))
+                + (8.0_f64 * (x.value(5) + x.value(6)))) + (16.0_f64 * x.value(7))),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v718(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((x.value(0) + x.value(1))
+                + (((((x.value(2) + x.value(3)) + x.value(4)) + x.value(5)) + x.value(6))
+                    + x.value(7))),
+            (2.0_f64 * x.metric(0)),
+        ),
+    )
+}
+pub(crate) fn v719(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            x.value(0),
+            ((x.value(1) + x.value(2))
+                + (((((x.value(3) + x.value(4)) + x.value(5)) + x.value(6)) + x.value(7))
+                    + x.value(8))),
+        ),
+    )
+}
+pub(crate) fn v720(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div((x.value(0) * div(64.0_f64, 9.0_f64)), 1000000.0_f64), x.value(1)))
+}
+pub(crate) fn v721(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * div(x.value(0), (((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)))),
+    )
+}
+pub(crate) fn v722(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * div(x.value(0), (((x.value(1) + x.value(0)) + x.value(2)) + x.value(3)))),
+    )
+}
+pub(crate) fn v723(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * div(x.value(0), (((x.value(1) + x.value(2)) + x.value(0)) + x.value(3)))),
+    )
+}
+pub(crate) fn v724(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * div(
+                div(
+                    (x.value(0) - x.value(1)),
+                    if_else(
+                        div(x.value(2), 2.0_f64),
+                        literal(x.literal(Literal::SmtOn))?,
+                        x.value(3),
+                    ),
+                ),
+                2.0_f64,
+            )),
+    )
+}
+pub(crate) fn n72(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::constant(100.0_f64)
+            .arith(
+                N::id(Ref::Id(0))
+                    .arith(N::id(Ref::Id(1)), sub)
+                    .divide(
+                        N::if_else(
+                            N::id(Ref::Id(2)).divide(N::constant(2.0_f64)),
+                            N::literal(f.literals[Literal::SmtOn.index()])?,
+                            N::id(Ref::Id(3)),
+                        ),
+                    )
+                    .divide(N::constant(2.0_f64)),
+                mul,
+            ),
+    )
+}
+pub(crate) fn v725(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (if_else(
+            div(
+                (min(x.value(0), x.value(1)) + x.value(2)),
+                if_else(
+                    ((min(x.value(0), x.value(3))
+                        + div(
+                            if_else(
+                                (x.value(4) - x.value(5)),
+                                gt(x.metric(0), 1.8_f64),
+                                x.value(6),
+                            ),
+                            2.0_f64,
+                        )) - x.value(7)),
+                    gt(x.metric(1), 0.1_f64),
+                    x.value(2),
+                ),
+            ),
+            literal(x.literal(Literal::SmtOn))?,
+            if_else(
+                ((min(x.value(0), x.value(3)) + x.value(4)) - x.value(5)),
+                gt(x.metric(0), 1.8_f64),
+                if_else((x.value(6) - x.value(7)), gt(x.metric(1), 0.1_f64), x.value(2)),
+            ),
+        ) * x.metric(2)),
+    )
+}
+pub(crate) fn n73(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+                N::id(Ref::Id(0))
+                    .min_max(N::id(Ref::Id(1)))
+                    .arith(N::id(Ref::Id(2)), add)
+                    .divide(
+                        N::if_else(
+                            N::id(Ref::Id(0))
+                                .min_max(N::id(Ref::Id(3)))
+                                .arith(
+                                    N::if_else(
+                                            N::id(Ref::Id(4)).arith(N::id(Ref::Id(5)), sub),
+                                            N::id(Ref::Metric(0)).arith(N::constant(1.8_f64), gt),
+                                            N::id(Ref::Id(6)),
+                                        )
+                                        .divide(N::constant(2.0_f64)),
+                                    add,
+                                )
+                                .arith(N::id(Ref::Id(7)), sub),
+                            N::id(Ref::Metric(1)).arith(N::constant(0.1_f64), gt),
+                            N::id(Ref::Id(2)),
+                        ),
+                    ),
+                N::literal(f.literals[Literal::SmtOn.index()])?,
+                N::if_else(
+                    N::id(Ref::Id(0))
+                        .min_max(N::id(Ref::Id(3)))
+                        .arith(N::id(Ref::Id(4)), add)
+                        .arith(N::id(Ref::Id(5)), sub),
+                    N::id(Ref::Metric(0)).arith(N::constant(1.8_f64), gt),
+                    N::if_else(
+                        N::id(Ref::Id(6)).arith(N::id(Ref::Id(7)), sub),
+                        N::id(Ref::Metric(1)).arith(N::constant(0.1_f64), gt),
+                        N::id(Ref::Id(2)),
+                    ),
+                ),
+            )
+            .arith(N::id(Ref::Metric(2)), mul),
+    )
+}
+pub(crate) fn v726(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            if_else(
+                if_else(
+                    ((min(x.value(0), x.value(1))
+                        + div(
+                            if_else(
+                                (x.value(2) - x.value(3)),
+                                gt(x.metric(0), 1.8_f64),
+                                x.value(4),
+                            ),
+                            2.0_f64,
+                        )) - x.value(5)),
+                    gt(x.metric(1), 0.1_f64),
+                    x.value(6),
+                ),
+                literal(x.literal(Literal::SmtOn))?,
+                ((if_else(
+                    ((min(x.value(0), x.value(1)) + x.value(2)) - x.value(3)),
+                    gt(x.metric(0), 1.8_f64),
+                    if_else(
+                        (x.value(4) - x.value(5)),
+                        gt(x.metric(1), 0.1_f64),
+                        x.value(6),
+                    ),
+                ) - x.value(6)) - min(x.value(0), x.value(7))),
+            ),
+            x.metric(2),
+        ),
+    )
+}
+pub(crate) fn n74(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+                N::if_else(
+                    N::id(Ref::Id(0))
+                        .min_max(N::id(Ref::Id(1)))
+                        .arith(
+                            N::if_else(
+                                    N::id(Ref::Id(2)).arith(N::id(Ref::Id(3)), sub),
+                                    N::id(Ref::Metric(0)).arith(N::constant(1.8_f64), gt),
+                                    N::id(Ref::Id(4)),
+                                )
+                                .divide(N::constant(2.0_f64)),
+                            add,
+                        )
+                        .arith(N::id(Ref::Id(5)), sub),
+                    N::id(Ref::Metric(1)).arith(N::constant(0.1_f64), gt),
+                    N::id(Ref::Id(6)),
+                ),
+                N::literal(f.literals[Literal::SmtOn.index()])?,
+                N::if_else(
+                        N::id(Ref::Id(0))
+                            .min_max(N::id(Ref::Id(1)))
+                            .arith(N::id(Ref::Id(2)), add)
+                            .arith(N::id(Ref::Id(3)), sub),
+                        N::id(Ref::Metric(0)).arith(N::constant(1.8_f64), gt),
+                        N::if_else(
+                            N::id(Ref::Id(4)).arith(N::id(Ref::Id(5)), sub),
+                            N::id(Ref::Metric(1)).arith(N::constant(0.1_f64), gt),
+                            N::id(Ref::Id(6)),
+                        ),
+                    )
+                    .arith(N::id(Ref::Id(6)), sub)
+                    .arith(N::id(Ref::Id(0)).min_max(N::id(Ref::Id(7))), sub),
+            )
+            .divide(N::id(Ref::Metric(2))),
+    )
+}
+pub(crate) fn v727(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            div(x.value(0), 2.0_f64),
+            literal(x.literal(Literal::SmtOn))?,
+            div(
+                if_else(
+                    (min(x.value(1), x.value(2)) - x.value(3)),
+                    gt(x.metric(0), 0.1_f64),
+                    0.0_f64,
+                ),
+                x.metric(1),
+            ),
+        ),
+    )
+}
+pub(crate) fn n75(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::id(Ref::Id(0)).divide(N::constant(2.0_f64)),
+            N::literal(f.literals[Literal::SmtOn.index()])?,
+            N::if_else(
+                    N::id(Ref::Id(1))
+                        .min_max(N::id(Ref::Id(2)))
+                        .arith(N::id(Ref::Id(3)), sub),
+                    N::id(Ref::Metric(0)).arith(N::constant(0.1_f64), gt),
+                    N::constant(0.0_f64),
+                )
+                .divide(N::id(Ref::Metric(1))),
+        ),
+    )
+}
+pub(crate) fn v728(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (100.0_f64 * (((x.value(0) - x.value(1)) - x.value(2)) - x.value(3))),
+            x.value(0),
+        ),
+    )
+}
+pub(crate) fn v729(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)) + x.value(4))
+                + x.value(5)),
+            (x.metric(0) * x.metric(1)),
+        ),
+    )
+}
+pub(crate) fn v730(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((div((x.metric(0) * x.metric(1)), x.value(0)) * x.value(1)), x.metric(1)))
+}
+pub(crate) fn v731(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (((100.0_f64 * x.metric(0))
+            * ((div(
+                x.metric(1),
+                ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)),
+            ) * div(x.metric(6), (x.metric(6) + x.metric(7))))
+                + (div(
+                    x.metric(4),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )
+                    * div(
+                        x.metric(8),
+                        (((x.metric(9) + x.metric(10)) + x.metric(11)) + x.metric(8)),
+                    ))))
+            + (div(
+                x.metric(2),
+                ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)),
+            )
+                * div(
+                    x.metric(12),
+                    (((((x.metric(13) + x.metric(14)) + x.metric(12)) + x.metric(15))
+                        + x.metric(16)) + x.metric(17)),
+                ))),
+    )
+}
+pub(crate) fn v732(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((100.0_f64 * x.metric(0))
+            * ((div(
+                x.metric(1),
+                max(
+                    x.metric(0),
+                    ((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                ),
+            )
+                * div(
+                    x.metric(6),
+                    max(
+                        x.metric(1),
+                        (((((x.metric(7) + x.metric(6)) + x.metric(8)) + x.metric(9))
+                            + x.metric(10)) + x.metric(11)),
+                    ),
+                ))
+                + (div(
+                    x.metric(5),
+                    ((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )
+                    * div(
+                        x.metric(12),
+                        ((((x.metric(12) + x.metric(13)) + x.metric(14)) + x.metric(15))
+                            + x.metric(16)),
+                    )))),
+    )
+}
+pub(crate) fn v733(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((19.0_f64 * x.metric(0)) * x.value(0))
+                * (1.0_f64 + div(div(x.value(1), x.value(2)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v734(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((100.0_f64 * x.metric(0))
+            * ((div(
+                x.metric(1),
+                max(
+                    x.metric(0),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                ),
+            )
+                * div(
+                    x.metric(7),
+                    max(
+                        x.metric(1),
+                        (((((x.metric(8) + x.metric(7)) + x.metric(9)) + x.metric(10))
+                            + x.metric(11)) + x.metric(12)),
+                    ),
+                ))
+                + (div(
+                    x.metric(6),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                )
+                    * div(
+                        x.metric(13),
+                        ((((x.metric(13) + x.metric(14)) + x.metric(15)) + x.metric(16))
+                            + x.metric(17)),
+                    )))),
+    )
+}
+pub(crate) fn v735(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (100.0_f64 * (x.value(0) + x.value(1))),
+            (((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)),
+        ),
+    )
+}
+pub(crate) fn v736(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (100.0_f64 * (x.value(0) + x.value(1))),
+            (((x.value(2) + x.value(3)) + x.value(0)) + x.value(1)),
+        ),
+    )
+}
+pub(crate) fn v737(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((100.0_f64 * div(div((x.value(0) - x.value(1)), x.value(2)), 2.0_f64)))
+}
+pub(crate) fn v738(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (div(
+            (min(x.value(0), x.value(1)) + x.value(2)),
+            if_else(
+                ((min(x.value(0), x.value(3)) + x.value(4)) - x.value(5)),
+                gt(x.metric(0), 1.8_f64),
+                if_else((x.value(6) - x.value(7)), gt(x.metric(1), 0.1_f64), x.value(2)),
+            ),
+        ) * x.metric(2)),
+    )
+}
+pub(crate) fn v739(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((if_else(
+                ((min(x.value(0), x.value(1)) + x.value(2)) - x.value(3)),
+                gt(x.metric(0), 1.8_f64),
+                if_else((x.value(4) - x.value(5)), gt(x.metric(1), 0.1_f64), x.value(6)),
+            ) - x.value(6)) - min(x.value(0), x.value(7))),
+            x.metric(2),
+        ),
+    )
+}
+pub(crate) fn v740(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((54.5_f64 * x.metric(0)) * x.value(0))
+                * (1.0_f64 + div(div(x.value(1), x.value(2)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v741(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((119.0_f64 * x.metric(0)) * x.value(0))
+                * (1.0_f64 + div(div(x.value(1), x.value(2)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v742(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((((108.0_f64 * x.metric(0)) * x.value(0))
+                + ((108.0_f64 * x.metric(0)) * x.value(1)))
+                * (1.0_f64 + div(div(x.value(2), x.value(3)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v743(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            ((1.0_f64
+                - div(
+                    ((19.0_f64 * (x.value(0) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                        + (10.0_f64
+                            * (((x.value(3) * (1.0_f64 + div(x.value(1), x.value(2))))
+                                + (x.value(4) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                                + (x.value(5) * (1.0_f64 + div(x.value(1), x.value(2))))))),
+                    (((19.0_f64 * (x.value(0) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                        + (10.0_f64
+                            * (((x.value(3) * (1.0_f64 + div(x.value(1), x.value(2))))
+                                + (x.value(4) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                                + (x.value(5) * (1.0_f64 + div(x.value(1), x.value(2)))))))
+                        + ((25.0_f64
+                            * (x.value(6) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                            + (33.0_f64
+                                * (x.value(7) * (1.0_f64 + div(x.value(1), x.value(2))))))),
+                )) * div(x.value(8), x.metric(0))),
+            gt((1000000.0_f64 * (x.value(7) + x.value(6))), x.value(2)),
+            0.0_f64,
+        ),
+    )
+}
+pub(crate) fn v744(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((((x.metric(0) + x.metric(1)) + x.metric(2)) + x.metric(3)))
+}
+pub(crate) fn v745(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)) + x.value(4))
+                + x.value(5)) + x.value(6)),
+            (x.metric(0) * x.metric(1)),
+        ),
+    )
+}
+pub(crate) fn v746(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (((100.0_f64 * x.metric(0))
+            * ((div(
+                x.metric(1),
+                (((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)) + x.metric(6)),
+            ) * div(x.metric(7), (x.metric(7) + x.metric(8))))
+                + (div(
+                    x.metric(4),
+                    (((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                )
+                    * div(
+                        x.metric(9),
+                        (((x.metric(10) + x.metric(11)) + x.metric(12)) + x.metric(9)),
+                    ))))
+            + (div(
+                x.metric(2),
+                (((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)) + x.metric(6)),
+            )
+                * div(
+                    x.metric(13),
+                    ((((x.metric(14) + x.metric(13)) + x.metric(15)) + x.metric(16))
+                        + x.metric(17)),
+                ))),
+    )
+}
+pub(crate) fn v747(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((100.0_f64 * x.metric(0))
+            * ((div(
+                x.metric(1),
+                max(
+                    x.metric(0),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                ),
+            )
+                * div(
+                    x.metric(7),
+                    max(
+                        x.metric(1),
+                        ((((x.metric(7) + x.metric(8)) + x.metric(9)) + x.metric(10))
+                            + x.metric(11)),
+                    ),
+                ))
+                + (div(
+                    x.metric(6),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                )
+                    * div(
+                        x.metric(12),
+                        ((((x.metric(12) + x.metric(13)) + x.metric(14)) + x.metric(15))
+                            + x.metric(16)),
+                    )))),
+    )
+}
+pub(crate) fn v748(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((((((1.0_f64 * ((x.value(0) + x.value(1)) + x.value(2)))
+                + (2.0_f64 * (x.value(3) + x.value(4))))
+                + (4.0_f64 * (x.value(5) + x.value(6))))
+                + (8.0_f64 * ((x.value(7) + x.value(8)) + x.value(9))))
+                + (16.0_f64 * (x.value(10) + x.value(11)))) + (32.0_f64 * x.value(12)))
+                + (4.0_f64 * x.value(13))),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v749(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            x.value(0),
+            (((((((1.0_f64 * ((x.value(1) + x.value(2)) + x.value(3)))
+                + (2.0_f64 * (x.value(4) + x.value(5))))
+                + (4.0_f64 * (x.value(6) + x.value(7))))
+                + (8.0_f64 * ((x.value(8) + x.value(9)) + x.value(10))))
+                + (16.0_f64 * (x.value(11) + x.value(12)))) + (32.0_f64 * x.value(13)))
+                + (4.0_f64 * x.value(14))),
+        ),
+    )
+}
+pub(crate) fn v750(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            x.value(0),
+            (((x.value(1) + x.value(2)) + x.value(3))
+                + ((((((x.value(4) + x.value(5)) + x.value(6)) + x.value(7))
+                    + x.value(8)) + x.value(9)) + x.value(10))),
+        ),
+    )
+}
+pub(crate) fn v751(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                (((((((1.0_f64 * ((x.value(0) + x.value(1)) + x.value(2)))
+                    + (2.0_f64 * (x.value(3) + x.value(4))))
+                    + (4.0_f64 * (x.value(5) + x.value(6))))
+                    + (8.0_f64 * ((x.value(7) + x.value(8)) + x.value(9))))
+                    + (16.0_f64 * (x.value(10) + x.value(11))))
+                    + (32.0_f64 * x.value(12))) + (4.0_f64 * x.value(13))),
+                1000000000.0_f64,
+            ),
+            x.value(14),
+        ),
+    )
+}
+pub(crate) fn v752(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div((8.0_f64 * x.value(0)), 1000000000000.0_f64), x.value(1)))
+}
+pub(crate) fn v753(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((6.5_f64 * x.metric(0)) * x.value(0))
+                * (1.0_f64 + div(div(x.value(1), x.value(2)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v754(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((100.0_f64 * x.metric(0))
+            * ((div(
+                x.metric(1),
+                max(
+                    x.metric(0),
+                    ((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                ),
+            )
+                * div(
+                    x.metric(6),
+                    max(
+                        x.metric(1),
+                        (((((x.metric(7) + x.metric(6)) + x.metric(8)) + x.metric(9))
+                            + x.metric(10)) + x.metric(11)),
+                    ),
+                ))
+                + (div(
+                    x.metric(5),
+                    ((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )
+                    * div(
+                        x.metric(12),
+                        (((x.metric(12) + x.metric(13)) + x.metric(14)) + x.metric(15)),
+                    )))),
+    )
+}
+pub(crate) fn v755(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((17.5_f64 * x.metric(0)) * x.value(0))
+                * (1.0_f64 + div(div(x.value(1), x.value(2)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v756(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((((1.0_f64 - div(x.value(0), (5.0_f64 * x.value(1))))
+            * (1.0_f64 - div(x.value(2), x.value(3)))) * 100.0_f64)
+            + (div(x.value(4), x.value(1)) * 100.0_f64)),
+    )
+}
+pub(crate) fn v757(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((div(((x.value(0) + x.value(1)) + x.value(2)), x.value(3)) * 100.0_f64))
+}
+pub(crate) fn v758(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((div(x.value(0), (5.0_f64 * x.value(1))) - div(x.value(2), x.value(1)))
+            * 100.0_f64),
+    )
+}
+pub(crate) fn v759(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((((1.0_f64 - div(x.value(0), (10.0_f64 * x.value(1))))
+            * (1.0_f64 - div(x.value(2), x.value(3)))) * 100.0_f64)
+            + (div(x.value(4), x.value(1)) * 100.0_f64)),
+    )
+}
+pub(crate) fn v760(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((div(x.value(0), (10.0_f64 * x.value(1))) - div(x.value(2), x.value(1)))
+            * 100.0_f64),
+    )
+}
+pub(crate) fn v761(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                (((x.value(0) * 2.0_f64) * 8.0_f64)
+                    + ((((((((x.value(1) + x.value(2)) + x.value(3)) + x.value(4))
+                        - x.value(5)) - x.value(6)) - x.value(7)) - x.value(8))
+                        * 32.0_f64)),
+                x.value(9),
+            ),
+            ((2400.0_f64 * 1000000.0_f64) * 2.0_f64),
+        ),
+    )
+}
+pub(crate) fn v762(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(((x.value(0) + x.value(1)) * 32.0_f64), x.value(2)),
+            ((4266.0_f64 * 1000000.0_f64) * 4.0_f64),
+        ),
+    )
+}
+pub(crate) fn v763(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(((x.value(0) + x.value(1)) * 32.0_f64), x.value(2)),
+            ((4000.0_f64 * 1000000.0_f64) * 4.0_f64),
+        ),
+    )
+}
+pub(crate) fn v764(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((100.0_f64 * div(x.value(0), (x.value(0) + x.value(1)))))
+}
+pub(crate) fn v765(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((100.0_f64 * div(x.value(0), (x.value(1) + x.value(0)))))
+}
+pub(crate) fn v766(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((100.0_f64 * div((x.value(0) + x.value(1)), x.value(2))))
+}
+pub(crate) fn v767(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((100.0_f64 * div(((x.value(0) + x.value(1)) + x.value(2)), x.value(3))))
+}
+pub(crate) fn v768(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((1000.0_f64 * div(x.value(0), x.value(1))))
+}
+pub(crate) fn v769(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((x.value(0) * 32.0_f64), x.value(1)))
+}
+pub(crate) fn v770(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((div(x.value(0), x.value(1)) - 5.0_f64), 5.0_f64))
+}
+pub(crate) fn v771(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(((1.0_f64 - x.metric(0)) * x.value(0)))
+}
+pub(crate) fn v772(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((x.metric(0) * x.value(0)))
+}
+pub(crate) fn v773(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(x.metric(0), x.metric(1)))
+}
+pub(crate) fn v774(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((100.0_f64 * div(x.metric(0), x.metric(1))))
+}
+pub(crate) fn v775(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((100.0_f64 * div(x.metric(0), (x.metric(1) + x.metric(2)))))
+}
+pub(crate) fn v776(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((1000.0_f64 * div(x.metric(0), x.value(0))))
+}
+pub(crate) fn v777(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(((x.value(0) - x.value(1)) + x.value(2)))
+}
+pub(crate) fn v778(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((((x.value(0) + x.value(1)) - x.value(2)) - x.value(3)))
+}
+pub(crate) fn v779(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (div(x.value(0), x.value(1)) * (1.0_f64 - div(x.value(2), x.value(3))))),
+    )
+}
+pub(crate) fn v780(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            if_else(x.value(0), literal(x.literal(Literal::TargetCpu))?, x.value(1)),
+            (x.value(2) * 1000000000.0_f64),
+        ),
+    )
+}
+pub(crate) fn n76(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+                N::id(Ref::Id(0)),
+                N::literal(f.literals[Literal::TargetCpu.index()])?,
+                N::id(Ref::Id(1)),
+            )
+            .divide(N::id(Ref::Id(2)).arith(N::constant(1000000000.0_f64), mul)),
+    )
+}
+pub(crate) fn v781(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (x.value(0) * 1000000000.0_f64),
+            if_else(x.value(1), literal(x.literal(Literal::TargetCpu))?, x.value(2)),
+        ),
+    )
+}
+pub(crate) fn n77(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::id(Ref::Id(0))
+            .arith(N::constant(1000000000.0_f64), mul)
+            .divide(
+                N::if_else(
+                    N::id(Ref::Id(1)),
+                    N::literal(f.literals[Literal::TargetCpu.index()])?,
+                    N::id(Ref::Id(2)),
+                ),
+            ),
+    )
+}
+pub(crate) fn v782(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(lt(x.metric(0), 1.0_f64))
+}
+pub(crate) fn v783(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            div(max(x.value(0), x.value(1)), x.value(2)),
+            and(truth(x.probe(0)), truth(x.probe(1))),
+            if_else(
+                div(x.value(0), x.value(2)),
+                truth(x.probe(0)),
+                if_else(div(x.value(1), x.value(2)), truth(x.probe(1)), 0.0_f64),
+            ),
+        ),
+    )
+}
+pub(crate) fn n78(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::id(Ref::Id(0)).min_max(N::id(Ref::Id(1))).divide(N::id(Ref::Id(2))),
+            N::constant(truth(f.probes[s[0] as usize]))
+                .and(N::constant(truth(f.probes[s[1] as usize]))),
+            N::if_else(
+                N::id(Ref::Id(0)).divide(N::id(Ref::Id(2))),
+                N::constant(truth(f.probes[s[0] as usize])),
+                N::if_else(
+                    N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))),
+                    N::constant(truth(f.probes[s[1] as usize])),
+                    N::constant(0.0_f64),
+                ),
+            ),
+        ),
+    )
+}
+pub(crate) fn v784(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            x.value(0),
+            if_else(x.value(1), literal(x.literal(Literal::TargetCpu))?, x.value(2)),
+        ),
+    )
+}
+pub(crate) fn n79(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::id(Ref::Id(0))
+            .divide(
+                N::if_else(
+                    N::id(Ref::Id(1)),
+                    N::literal(f.literals[Literal::TargetCpu.index()])?,
+                    N::id(Ref::Id(2)),
+                ),
+            ),
+    )
+}
+pub(crate) fn v785(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(if_else((div(x.value(0), x.value(1)) * 100.0_f64), truth(x.probe(0)), 0.0_f64))
+}
+pub(crate) fn n80(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::id(Ref::Id(0))
+                .divide(N::id(Ref::Id(1)))
+                .arith(N::constant(100.0_f64), mul),
+            N::constant(truth(f.probes[s[0] as usize])),
+            N::constant(0.0_f64),
+        ),
+    )
+}
+pub(crate) fn v786(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            (div((x.value(0) + x.value(1)), x.value(2)) * 100.0_f64),
+            truth(x.probe(0)),
+            0.0_f64,
+        ),
+    )
+}
+pub(crate) fn n81(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::id(Ref::Id(0))
+                .arith(N::id(Ref::Id(1)), add)
+                .divide(N::id(Ref::Id(2)))
+                .arith(N::constant(100.0_f64), mul),
+            N::constant(truth(f.probes[s[0] as usize])),
+            N::constant(0.0_f64),
+        ),
+    )
+}
+pub(crate) fn v787(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            (div(x.value(0), x.value(1)) - div(x.value(2), x.value(1))),
+            truth(x.probe(0)),
+            0.0_f64,
+        ),
+    )
+}
+pub(crate) fn n82(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::id(Ref::Id(0))
+                .divide(N::id(Ref::Id(1)))
+                .arith(N::id(Ref::Id(2)).divide(N::id(Ref::Id(1))), sub),
+            N::constant(truth(f.probes[s[0] as usize])),
+            N::constant(0.0_f64),
+        ),
+    )
+}
+pub(crate) fn v788(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            (div(x.value(0), x.value(1)) - div(x.value(2), x.value(1))),
+            truth(x.probe(2)),
+            0.0_f64,
+        ),
+    )
+}
+pub(crate) fn n83(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::id(Ref::Id(0))
+                .divide(N::id(Ref::Id(1)))
+                .arith(N::id(Ref::Id(2)).divide(N::id(Ref::Id(1))), sub),
+            N::constant(truth(f.probes[s[2] as usize])),
+            N::constant(0.0_f64),
+        ),
+    )
+}
+pub(crate) fn v789(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(or(gt(x.metric(0), 1.1_f64), lt(x.metric(0), 0.9_f64)))
+}
+pub(crate) fn v790(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(x.value(0), (((x.value(1) + x.value(2)) + x.value(3)) + x.value(0))))
+}
+pub(crate) fn v791(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (((((((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )) * div(x.metric(6), (x.metric(7) + x.metric(6))))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(4),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(8),
+                        (((x.metric(9) + x.metric(10)) + x.metric(8)) + x.metric(11)),
+                    )))
+                + div(
+                    (x.metric(0) * x.metric(3)),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(12),
+                        (((((x.metric(13) + x.metric(14)) + x.metric(12)) + x.metric(15))
+                            + x.metric(16)) + x.metric(17)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(15),
+                        (((((x.metric(13) + x.metric(14)) + x.metric(12)) + x.metric(15))
+                            + x.metric(16)) + x.metric(17)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(16),
+                        (((((x.metric(13) + x.metric(14)) + x.metric(12)) + x.metric(15))
+                            + x.metric(16)) + x.metric(17)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(18),
+                        ((((x.metric(19) + x.metric(20)) + x.metric(18)) + x.metric(21))
+                            + x.metric(22)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(21),
+                        ((((x.metric(19) + x.metric(20)) + x.metric(18)) + x.metric(21))
+                            + x.metric(22)),
+                    )))),
+    )
+}
+pub(crate) fn v792(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((100.0_f64
+            * ((x.metric(0)
+                - div(
+                    (((1.0_f64
+                        - div(((10.0_f64 * x.metric(1)) * x.metric(2)), x.metric(3)))
+                        * x.metric(4)) * x.metric(5)),
+                    (((((x.metric(6) + x.metric(7)) + x.metric(8)) + x.metric(9))
+                        + x.metric(10)) + x.metric(11)),
+                ))
+                - ((1.0_f64 - div(x.value(0), x.value(1)))
+                    * (div(
+                        (x.metric(4)
+                            * (x.metric(11)
+                                + div(
+                                    (x.metric(6)
+                                        * (x.metric(12)
+                                            + div((x.metric(5) * x.metric(2)), x.metric(3)))),
+                                    ((x.metric(12) + x.metric(5)) + x.metric(13)),
+                                ))),
+                        (((((x.metric(6) + x.metric(7)) + x.metric(8)) + x.metric(9))
+                            + x.metric(10)) + x.metric(11)),
+                    ) + x.metric(14))))) - x.metric(15)),
+    )
+}
+pub(crate) fn v793(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(gt(x.metric(16), 20.0_f64))
+}
+pub(crate) fn v794(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((((((1.0_f64 - div(x.value(0), x.value(1)))
+                * (div(
+                    (x.metric(0)
+                        * (x.metric(1)
+                            + div(
+                                (x.metric(2)
+                                    * (x.metric(3)
+                                        + div((x.metric(4) * x.metric(5)), x.metric(6)))),
+                                ((x.metric(3) + x.metric(4)) + x.metric(7)),
+                            ))),
+                    (((((x.metric(2) + x.metric(8)) + x.metric(9)) + x.metric(10))
+                        + x.metric(11)) + x.metric(1)),
+                ) + x.metric(12)))
+                + (div(((10.0_f64 * x.metric(13)) * x.metric(5)), x.metric(6))
+                    * x.metric(6))) + div((x.metric(14) * x.metric(15)), x.metric(15)))
+                + div(
+                    (x.metric(16)
+                        * (x.metric(17)
+                            + (div(x.value(2), x.metric(18)) * x.metric(19)))),
+                    ((x.metric(20) + x.metric(21)) + x.metric(17)),
+                ))
+                + ((div(x.metric(13), (x.metric(22) + x.metric(13)))
+                    * div(x.metric(23), x.metric(13))) * x.metric(24)))),
+    )
+}
+pub(crate) fn v795(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(x.value(0), (((x.value(1) + x.value(2)) + x.value(3)) + x.value(4))))
+}
+pub(crate) fn v796(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(and(gt(x.metric(0), 0.1_f64), gt(x.metric(1), 0.15_f64)))
+}
+pub(crate) fn v797(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        and(
+            gt(x.metric(2), 0.05_f64),
+            and(
+                gt(x.metric(0), 0.05_f64),
+                and(gt(x.metric(3), 0.1_f64), gt(x.metric(4), 0.15_f64)),
+            ),
+        ),
+    )
+}
+pub(crate) fn v798(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((x.metric(0) * x.value(0)), (x.value(1) + x.value(0))))
+}
+pub(crate) fn v799(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        and(
+            gt(x.metric(1), 0.05_f64),
+            and(
+                gt(x.metric(0), 0.05_f64),
+                and(
+                    gt(x.metric(2), 0.05_f64),
+                    and(gt(x.metric(3), 0.1_f64), gt(x.metric(4), 0.15_f64)),
+                ),
+            ),
+        ),
+    )
+}
+pub(crate) fn v800(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        and(
+            gt(x.metric(1), 0.2_f64),
+            and(
+                gt(x.metric(2), 0.2_f64),
+                and(gt(x.metric(3), 0.1_f64), gt(x.metric(4), 0.2_f64)),
+            ),
+        ),
+    )
+}
+pub(crate) fn v801(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div(div((x.metric(0) * x.metric(1)), 6.0_f64), x.value(0)), 100.0_f64))
+}
+pub(crate) fn v802(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((x.metric(0) * div(x.metric(1), (x.metric(1) + x.metric(2))))
+                * div(
+                    x.metric(3),
+                    (((x.metric(3) + x.metric(4)) + x.metric(5)) + x.metric(6)),
+                ))),
+    )
+}
+pub(crate) fn v803(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(gt(x.metric(7), 10.0_f64))
+}
+pub(crate) fn v804(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (div(
+                (x.metric(0) * x.metric(1)),
+                (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)) + x.metric(6)),
+            )
+                + div(
+                    (x.metric(7) * x.metric(8)),
+                    (((x.metric(9) + x.metric(10)) + x.metric(8)) + x.metric(11)),
+                ))),
+    )
+}
+pub(crate) fn v805(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(gt(x.metric(12), 10.0_f64))
+}
+pub(crate) fn v806(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div((64.0_f64 * x.value(0)), 1000000000.0_f64), x.metric(0)))
+}
+pub(crate) fn v807(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div((x.metric(0) * x.value(0)), 1000000000.0_f64), x.metric(1)))
+}
+pub(crate) fn v808(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(div((64.0_f64 * (x.value(0) + x.value(1))), 1000000.0_f64), x.metric(0)),
+            1000.0_f64,
+        ),
+    )
+}
+pub(crate) fn v809(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                (((x.value(0) + (2.0_f64 * x.value(1))) + (4.0_f64 * x.value(2)))
+                    + (8.0_f64 * x.value(3))),
+                1000000000.0_f64,
+            ),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v810(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((x.value(0) * 61.0_f64), (x.metric(0) * 1000000.0_f64)))
+}
+pub(crate) fn v811(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div(x.metric(0), 1000000000.0_f64), x.metric(1)))
+}
+pub(crate) fn v812(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        and(
+            gt(x.metric(2), 0.2_f64),
+            and(
+                gt(x.metric(0), 0.2_f64),
+                and(gt(x.metric(3), 0.1_f64), gt(x.metric(4), 0.2_f64)),
+            ),
+        ),
+    )
+}
+pub(crate) fn v813(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((3.0_f64 * x.metric(0)) * x.value(0))
+                * (1.0_f64 + div(div(x.value(1), x.value(2)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v814(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((x.metric(0) * x.value(0)), ((x.value(1) + x.value(2)) + x.value(0))))
+}
+pub(crate) fn v815(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        and(
+            gt(x.metric(1), 0.05_f64),
+            and(
+                gt(x.metric(0), 0.05_f64),
+                and(
+                    gt(x.metric(2), 0.1_f64),
+                    and(
+                        gt(x.metric(3), 0.1_f64),
+                        and(gt(x.metric(4), 0.2_f64), gt(x.metric(5), 0.2_f64)),
+                    ),
+                ),
+            ),
+        ),
+    )
+}
+pub(crate) fn v816(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((x.metric(0) * x.value(0)), ((x.value(1) + x.value(0)) + x.value(2))))
+}
+pub(crate) fn v817(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((x.metric(0) * x.value(0)), ((x.value(0) + x.value(1)) + x.value(2))))
+}
+pub(crate) fn v818(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(and(gt(x.metric(0), 0.2_f64), gt(x.metric(1), 0.2_f64)))
+}
+pub(crate) fn v819(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                max(x.value(0), div(x.value(1), div(x.value(2), x.value(3)))),
+                x.metric(0),
+            ),
+            2.4_f64,
+        ),
+    )
+}
+pub(crate) fn v820(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(and(gt(x.metric(1), 0.05_f64), gt(x.metric(2), 0.2_f64)))
+}
+pub(crate) fn v821(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(or(gt(x.metric(0), 0.7_f64), gt(x.metric(1), 0.1_f64)))
+}
+pub(crate) fn v822(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        and(
+            gt(x.metric(1), 0.05_f64),
+            and(
+                gt(x.metric(0), 0.05_f64),
+                and(
+                    gt(x.metric(2), 0.05_f64),
+                    and(
+                        gt(x.metric(3), 0.2_f64),
+                        and(gt(x.metric(4), 0.2_f64), gt(x.metric(5), 0.2_f64)),
+                    ),
+                ),
+            ),
+        ),
+    )
+}
+pub(crate) fn v823(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((((((((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)) + x.value(4))
+                + x.value(5)) + x.value(6)) + x.value(7)) + x.value(8)) + x.value(9))
+                + x.value(10)) + x.value(11)),
+            x.value(12),
+        ),
+    )
+}
+pub(crate) fn v824(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)) + x.value(4))
+                + x.value(5)) + x.value(6)) + x.value(7)),
+            x.value(8),
+        ),
+    )
+}
+pub(crate) fn v825(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((((((((((((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3))
+                + x.value(4)) + x.value(5)) + x.value(6)) + x.value(7)) + x.value(8))
+                + x.value(9)) + x.value(10)) + x.value(11)) + x.value(12)) + x.value(13))
+                + x.value(14)) + x.value(15)),
+            x.value(16),
+        ),
+    )
+}
+pub(crate) fn v826(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(x.value(0), (8.0_f64 * x.value(1))))
+}
+pub(crate) fn v827(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((100.0_f64 * (x.value(0) - x.value(1))), x.value(2)))
+}
+pub(crate) fn v828(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((100.0_f64 * x.value(0)), (8.0_f64 * x.value(1))))
+}
+pub(crate) fn v829(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(x.value(0), (6.0_f64 * x.metric(0))))
+}
+pub(crate) fn v830(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )) * div(x.metric(6), (x.metric(6) + x.metric(7))))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(4),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(8),
+                        (((x.metric(9) + x.metric(10)) + x.metric(11)) + x.metric(8)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(12),
+                        (((((((x.metric(13) + x.metric(12)) + x.metric(14))
+                            + x.metric(15)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)) + x.metric(19)),
+                    )))),
+    )
+}
+pub(crate) fn v831(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((((((((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )) * div(x.metric(6), (x.metric(7) + x.metric(6))))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(4),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(8),
+                        (((x.metric(9) + x.metric(10)) + x.metric(8)) + x.metric(11)),
+                    )))
+                + div(
+                    (x.metric(0) * x.metric(3)),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(12),
+                        (((((((x.metric(13) + x.metric(14)) + x.metric(15))
+                            + x.metric(12)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)) + x.metric(19)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(15),
+                        (((((((x.metric(13) + x.metric(14)) + x.metric(15))
+                            + x.metric(12)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)) + x.metric(19)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(16),
+                        (((((((x.metric(13) + x.metric(14)) + x.metric(15))
+                            + x.metric(12)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)) + x.metric(19)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(17),
+                        (((((((x.metric(13) + x.metric(14)) + x.metric(15))
+                            + x.metric(12)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)) + x.metric(19)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(20),
+                        ((((x.metric(21) + x.metric(22)) + x.metric(20)) + x.metric(23))
+                            + x.metric(24)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(23),
+                        ((((x.metric(21) + x.metric(22)) + x.metric(20)) + x.metric(23))
+                            + x.metric(24)),
+                    )))),
+    )
+}
+pub(crate) fn v832(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((((((1.0_f64 - div(x.value(0), x.value(1)))
+                * (div(
+                    (x.metric(0)
+                        * (x.metric(1)
+                            + div(
+                                (x.metric(2)
+                                    * (x.metric(3)
+                                        + div((x.metric(4) * x.metric(5)), x.metric(6)))),
+                                ((x.metric(3) + x.metric(4)) + x.metric(7)),
+                            ))),
+                    (((((x.metric(2) + x.metric(8)) + x.metric(9)) + x.metric(10))
+                        + x.metric(11)) + x.metric(1)),
+                ) + x.metric(12)))
+                + (div(((10.0_f64 * x.metric(13)) * x.metric(5)), x.metric(6))
+                    * x.metric(6))) + div((x.metric(14) * x.metric(15)), x.metric(15)))
+                + div(
+                    (x.metric(16)
+                        * (x.metric(17)
+                            + (div(x.value(2), x.metric(18)) * x.metric(19)))),
+                    ((x.metric(20) + x.metric(21)) + x.metric(17)),
+                ))
+                + ((div(x.metric(13), (x.metric(13) + x.metric(22)))
+                    * div(x.metric(23), x.metric(13))) * x.metric(24)))),
+    )
+}
+pub(crate) fn v833(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (((x.metric(0)
+                * div(
+                    x.metric(1),
+                    ((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                ))
+                * div(
+                    x.metric(6),
+                    (((((((x.metric(6) + x.metric(7)) + x.metric(8)) + x.metric(9))
+                        + x.metric(10)) + x.metric(11)) + x.metric(12)) + x.metric(13)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        ((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(14),
+                        ((((x.metric(14) + x.metric(15)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)),
+                    )))),
+    )
+}
+pub(crate) fn v834(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((x.metric(0)
+                - div(((x.value(0) + (2.0_f64 * x.value(1))) + x.value(2)), x.metric(1)))
+                - ((div(x.metric(2), (x.metric(2) + x.metric(3)))
+                    * div(x.metric(4), x.metric(2))) * x.metric(5)))),
+    )
+}
+pub(crate) fn v835(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(max(0.0_f64, (div((x.value(0) * x.value(1)), x.metric(0)) - x.metric(1))))
+}
+pub(crate) fn v836(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        and(
+            gt(x.metric(2), 0.05_f64),
+            and(
+                gt(x.metric(3), 0.05_f64),
+                and(gt(x.metric(4), 0.1_f64), gt(x.metric(5), 0.15_f64)),
+            ),
+        ),
+    )
+}
+pub(crate) fn v837(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((div(x.value(0), x.metric(0)) * x.value(1)), (x.value(2) + x.value(1))))
+}
+pub(crate) fn v838(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        and(
+            gt(x.metric(1), 0.05_f64),
+            and(
+                gt(x.metric(2), 0.05_f64),
+                and(
+                    gt(x.metric(3), 0.05_f64),
+                    and(gt(x.metric(4), 0.1_f64), gt(x.metric(5), 0.15_f64)),
+                ),
+            ),
+        ),
+    )
+}
+pub(crate) fn v839(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((div(x.value(0), x.metric(0)) * x.value(1)), (x.value(1) + x.value(2))))
+}
+pub(crate) fn v840(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((x.value(0) * min(x.value(1), (24.0_f64 * x.metric(0))))
+                + (x.value(2) * min(x.value(3), (25.0_f64 * x.metric(0)))))
+                * (1.0_f64 + div(div(x.value(4), x.value(5)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v841(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (div(x.value(0), 2.0_f64)
+                + (div(x.value(1), (x.value(1) + x.value(2)))
+                    * (x.value(3) - x.value(4)))),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v842(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        max(
+            div(((x.value(0) * x.value(1)) - (x.value(2) * x.value(3))), x.metric(0)),
+            0.0_f64,
+        ),
+    )
+}
+pub(crate) fn v843(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div(div((x.metric(0) * x.metric(1)), 8.0_f64), x.value(0)), 100.0_f64))
+}
+pub(crate) fn v844(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(gt(x.metric(0), 0.3_f64))
+}
+pub(crate) fn v845(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((x.value(0) - x.value(1)) - x.value(2)) - (2.0_f64 * x.value(3))),
+            x.value(4),
+        ),
+    )
+}
+pub(crate) fn v846(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (1.0_f64
+            - ((((x.metric(0) + x.metric(1)) + x.metric(2)) + x.metric(3))
+                + x.metric(4))),
+    )
+}
+pub(crate) fn v847(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(and(lt(x.metric(0), 0.7_f64), gt(div(x.metric(1), 8.0_f64), 0.35_f64)))
+}
+pub(crate) fn v848(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(lt(x.metric(0), 17.0_f64))
+}
+pub(crate) fn v849(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((1000.0_f64 * (x.value(0) + x.value(1))), x.value(2)))
+}
+pub(crate) fn v850(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div((32.0_f64 * x.value(0)), 1000000000.0_f64), x.metric(0)))
+}
+pub(crate) fn v851(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(lt(x.metric(2), 12.0_f64))
+}
+pub(crate) fn v852(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((x.value(0) * min(x.value(1), 9.0_f64)), x.metric(0)))
+}
+pub(crate) fn v853(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((x.value(0) * min(x.value(1), (3.0_f64 * x.metric(0))))
+                * (1.0_f64 + div(div(x.value(2), x.value(3)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v854(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div(x.value(0), x.metric(0)), 2.0_f64))
+}
+pub(crate) fn v855(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (div(x.value(0), 2.0_f64)
+                + (div(x.value(1), (x.value(2) + x.value(1)))
+                    * (x.value(3) - x.value(4)))),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v856(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div(x.value(0), x.metric(0)), 1.8_f64))
+}
+pub(crate) fn v857(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        max(
+            0.0_f64,
+            (x.metric(0)
+                - (((((x.metric(1)
+                    + div((x.value(0) + x.value(1)), (x.metric(2) * x.metric(3))))
+                    + div(
+                        ((((x.value(2) + x.value(3)) + x.value(4)) + x.value(5))
+                            + x.value(6)),
+                        (x.metric(2) * x.metric(3)),
+                    )) + x.metric(4)) + x.metric(5)) + x.metric(6))),
+        ),
+    )
+}
+pub(crate) fn v858(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(and(gt(x.metric(7), 0.3_f64), gt(x.metric(0), 0.6_f64)))
+}
+pub(crate) fn v859(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        and(
+            gt(x.metric(2), 0.15_f64),
+            and(gt(x.metric(3), 0.1_f64), gt(x.metric(4), 0.2_f64)),
+        ),
+    )
+}
+pub(crate) fn v860(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((7.0_f64 * x.value(0)), x.metric(0)))
+}
+pub(crate) fn v861(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((x.value(0) + x.value(1)), (7.0_f64 * x.metric(0))))
+}
+pub(crate) fn v862(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            if_else(
+                div(x.value(0), 2.0_f64),
+                literal(x.literal(Literal::SmtOn))?,
+                (x.value(1) - if_else(x.value(2), gt(x.metric(0), 0.1_f64), 0.0_f64)),
+            ),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn n84(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+                N::id(Ref::Id(0)).divide(N::constant(2.0_f64)),
+                N::literal(f.literals[Literal::SmtOn.index()])?,
+                N::id(Ref::Id(1))
+                    .arith(
+                        N::if_else(
+                            N::id(Ref::Id(2)),
+                            N::id(Ref::Metric(0)).arith(N::constant(0.1_f64), gt),
+                            N::constant(0.0_f64),
+                        ),
+                        sub,
+                    ),
+            )
+            .divide(N::id(Ref::Metric(1))),
+    )
+}
+pub(crate) fn v863(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            if_else(
+                div((x.value(0) - x.value(1)), 2.0_f64),
+                literal(x.literal(Literal::SmtOn))?,
+                (x.value(2) - x.value(3)),
+            ),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn n85(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+                N::id(Ref::Id(0))
+                    .arith(N::id(Ref::Id(1)), sub)
+                    .divide(N::constant(2.0_f64)),
+                N::literal(f.literals[Literal::SmtOn.index()])?,
+                N::id(Ref::Id(2)).arith(N::id(Ref::Id(3)), sub),
+            )
+            .divide(N::id(Ref::Metric(0))),
+    )
+}
+pub(crate) fn v864(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div((64.0_f64 * (x.value(0) + x.value(1))), 1000000000.0_f64), x.metric(0)))
+}
+pub(crate) fn v865(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (1000000000.0_f64 * div(x.value(0), x.value(1))),
+            div(x.metric(0), x.metric(1)),
+        ),
+    )
+}
+pub(crate) fn v866(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((x.value(0) * 61.0_f64) + (15.6_f64 * x.value(1))),
+            (x.value(2) * 1000000.0_f64),
+        ),
+    )
+}
+pub(crate) fn v867(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                )) * div(x.metric(7), (x.metric(7) + x.metric(8))))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(9),
+                        (((x.metric(10) + x.metric(11)) + x.metric(12)) + x.metric(9)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(13),
+                        ((((((x.metric(14) + x.metric(15)) + x.metric(13))
+                            + x.metric(16)) + x.metric(17)) + x.metric(18))
+                            + x.metric(19)),
+                    )))),
+    )
+}
+pub(crate) fn v868(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (((((((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                )) * div(x.metric(7), (x.metric(8) + x.metric(7))))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(9),
+                        (((x.metric(10) + x.metric(11)) + x.metric(9)) + x.metric(12)),
+                    )))
+                + div(
+                    (x.metric(0) * x.metric(4)),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(13),
+                        ((((((x.metric(14) + x.metric(15)) + x.metric(16))
+                            + x.metric(13)) + x.metric(17)) + x.metric(18))
+                            + x.metric(19)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(17),
+                        ((((((x.metric(14) + x.metric(15)) + x.metric(16))
+                            + x.metric(13)) + x.metric(17)) + x.metric(18))
+                            + x.metric(19)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(18),
+                        ((((((x.metric(14) + x.metric(15)) + x.metric(16))
+                            + x.metric(13)) + x.metric(17)) + x.metric(18))
+                            + x.metric(19)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(6),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(20),
+                        (((x.metric(21) + x.metric(22)) + x.metric(20)) + x.metric(23)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(6),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(23),
+                        (((x.metric(21) + x.metric(22)) + x.metric(20)) + x.metric(23)),
+                    )))),
+    )
+}
+pub(crate) fn v869(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (((x.metric(0)
+                * div(
+                    x.metric(1),
+                    max(
+                        x.metric(0),
+                        (((((x.metric(2) + x.metric(3)) + x.metric(1)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ),
+                ))
+                * div(
+                    x.metric(7),
+                    max(
+                        x.metric(1),
+                        ((((((x.metric(8) + x.metric(7)) + x.metric(9)) + x.metric(10))
+                            + x.metric(11)) + x.metric(12)) + x.metric(13)),
+                    ),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(6),
+                        (((((x.metric(2) + x.metric(3)) + x.metric(1)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(14),
+                        (((x.metric(14) + x.metric(15)) + x.metric(16)) + x.metric(17)),
+                    )))),
+    )
+}
+pub(crate) fn v870(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((x.metric(0)
+                * ((div(
+                    ((div(
+                        x.metric(1),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ) * div(x.metric(7), (x.metric(8) + x.metric(7)))) * x.metric(9)),
+                    ((x.metric(10) + x.metric(9)) + x.metric(11)),
+                )
+                    + div(
+                        (div(
+                            x.metric(5),
+                            (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                                + x.metric(5)) + x.metric(6)),
+                        ) * (x.metric(12) + x.metric(13))),
+                        (((x.metric(12) + x.metric(13)) + x.metric(14)) + x.metric(15)),
+                    ))
+                    + div(
+                        (div(
+                            x.metric(6),
+                            (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                                + x.metric(5)) + x.metric(6)),
+                        ) * x.metric(16)),
+                        ((((x.metric(17) + x.metric(16)) + x.metric(18)) + x.metric(19))
+                            - x.metric(19)),
+                    ))) + (x.metric(20) * (1.0_f64 - div(x.metric(21), x.metric(21)))))),
+    )
+}
+pub(crate) fn v871(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            if_else(
+                ((1.0_f64
+                    - if_else(
+                        div(
+                            ((19.0_f64
+                                * (x.value(0) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                                + (10.0_f64
+                                    * (((x.value(3) * (1.0_f64 + div(x.value(1), x.value(2))))
+                                        + (x.value(4) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                                        + (x.value(5) * (1.0_f64 + div(x.value(1), x.value(2))))))),
+                            (((19.0_f64
+                                * (x.value(0) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                                + (10.0_f64
+                                    * (((x.value(3) * (1.0_f64 + div(x.value(1), x.value(2))))
+                                        + (x.value(4) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                                        + (x.value(5) * (1.0_f64 + div(x.value(1), x.value(2)))))))
+                                + ((25.0_f64
+                                    * if_else(
+                                        (x.value(6) * (1.0_f64 + div(x.value(1), x.value(2)))),
+                                        gt(literal(x.literal(Literal::HasPmem))?, 0.0_f64),
+                                        0.0_f64,
+                                    ))
+                                    + (33.0_f64
+                                        * if_else(
+                                            (x.value(7) * (1.0_f64 + div(x.value(1), x.value(2)))),
+                                            gt(literal(x.literal(Literal::HasPmem))?, 0.0_f64),
+                                            0.0_f64,
+                                        )))),
+                        ),
+                        gt(literal(x.literal(Literal::HasPmem))?, 0.0_f64),
+                        1.0_f64,
+                    ))
+                    * ((div(x.value(8), x.metric(0))
+                        + div((x.value(9) - x.value(10)), x.metric(0))) - x.metric(1))),
+                gt((1000000.0_f64 * (x.value(7) + x.value(6))), x.value(2)),
+                0.0_f64,
+            ),
+            gt(literal(x.literal(Literal::HasPmem))?, 0.0_f64),
+            0.0_f64,
+        ),
+    )
+}
+pub(crate) fn n86(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::if_else(
+                N::constant(1.0_f64)
+                    .arith(
+                        N::if_else(
+                            N::constant(19.0_f64)
+                                .arith(
+                                    N::id(Ref::Id(0))
+                                        .arith(
+                                            N::constant(1.0_f64)
+                                                .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                            mul,
+                                        ),
+                                    mul,
+                                )
+                                .arith(
+                                    N::constant(10.0_f64)
+                                        .arith(
+                                            N::id(Ref::Id(3))
+                                                .arith(
+                                                    N::constant(1.0_f64)
+                                                        .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                    mul,
+                                                )
+                                                .arith(
+                                                    N::id(Ref::Id(4))
+                                                        .arith(
+                                                            N::constant(1.0_f64)
+                                                                .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                            mul,
+                                                        ),
+                                                    add,
+                                                )
+                                                .arith(
+                                                    N::id(Ref::Id(5))
+                                                        .arith(
+                                                            N::constant(1.0_f64)
+                                                                .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                            mul,
+                                                        ),
+                                                    add,
+                                                ),
+                                            mul,
+                                        ),
+                                    add,
+                                )
+                                .divide(
+                                    N::constant(19.0_f64)
+                                        .arith(
+                                            N::id(Ref::Id(0))
+                                                .arith(
+                                                    N::constant(1.0_f64)
+                                                        .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                    mul,
+                                                ),
+                                            mul,
+                                        )
+                                        .arith(
+                                            N::constant(10.0_f64)
+                                                .arith(
+                                                    N::id(Ref::Id(3))
+                                                        .arith(
+                                                            N::constant(1.0_f64)
+                                                                .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                            mul,
+                                                        )
+                                                        .arith(
+                                                            N::id(Ref::Id(4))
+                                                                .arith(
+                                                                    N::constant(1.0_f64)
+                                                                        .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                                    mul,
+                                                                ),
+                                                            add,
+                                                        )
+                                                        .arith(
+                                                            N::id(Ref::Id(5))
+                                                                .arith(
+                                                                    N::constant(1.0_f64)
+                                                                        .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                                    mul,
+                                                                ),
+                                                            add,
+                                                        ),
+                                                    mul,
+                                                ),
+                                            add,
+                                        )
+                                        .arith(
+                                            N::constant(25.0_f64)
+                                                .arith(
+                                                    N::if_else(
+                                                        N::id(Ref::Id(6))
+                                                            .arith(
+                                                                N::constant(1.0_f64)
+                                                                    .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                                mul,
+                                                            ),
+                                                        N::literal(f.literals[Literal::HasPmem.index()])?
+                                                            .arith(N::constant(0.0_f64), gt),
+                                                        N::constant(0.0_f64),
+                                                    ),
+                                                    mul,
+                                                )
+                                                .arith(
+                                                    N::constant(33.0_f64)
+                                                        .arith(
+                                                            N::if_else(
+                                                                N::id(Ref::Id(7))
+                                                                    .arith(
+                                                                        N::constant(1.0_f64)
+                                                                            .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                                        mul,
+                                                                    ),
+                                                                N::literal(f.literals[Literal::HasPmem.index()])?
+                                                                    .arith(N::constant(0.0_f64), gt),
+                                                                N::constant(0.0_f64),
+                                                            ),
+                                                            mul,
+                                                        ),
+                                                    add,
+                                                ),
+                                            add,
+                                        ),
+                                ),
+                            N::literal(f.literals[Literal::HasPmem.index()])?
+                                .arith(N::constant(0.0_f64), gt),
+                            N::constant(1.0_f64),
+                        ),
+                        sub,
+                    )
+                    .arith(
+                        N::id(Ref::Id(8))
+                            .divide(N::id(Ref::Metric(0)))
+                            .arith(
+                                N::id(Ref::Id(9))
+                                    .arith(N::id(Ref::Id(10)), sub)
+                                    .divide(N::id(Ref::Metric(0))),
+                                add,
+                            )
+                            .arith(N::id(Ref::Metric(1)), sub),
+                        mul,
+                    ),
+                N::constant(1000000.0_f64)
+                    .arith(N::id(Ref::Id(7)).arith(N::id(Ref::Id(6)), add), mul)
+                    .arith(N::id(Ref::Id(2)), gt),
+                N::constant(0.0_f64),
+            ),
+            N::literal(f.literals[Literal::HasPmem.index()])?
+                .arith(N::constant(0.0_f64), gt),
+            N::constant(0.0_f64),
+        ),
+    )
+}
+pub(crate) fn v872(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div(div((x.metric(0) * x.metric(1)), 4.0_f64), x.value(0)), 100.0_f64))
+}
+pub(crate) fn v873(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            div(div((64.0_f64 * x.value(0)), 1000000000.0_f64), x.metric(0)),
+            gt(literal(x.literal(Literal::HasPmem))?, 0.0_f64),
+            0.0_f64,
+        ),
+    )
+}
+pub(crate) fn n87(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::constant(64.0_f64)
+                .arith(N::id(Ref::Id(0)), mul)
+                .divide(N::constant(1000000000.0_f64))
+                .divide(N::id(Ref::Metric(0))),
+            N::literal(f.literals[Literal::HasPmem.index()])?
+                .arith(N::constant(0.0_f64), gt),
+            N::constant(0.0_f64),
+        ),
+    )
+}
+pub(crate) fn v874(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                ((((x.value(0) + (2.0_f64 * x.value(1))) + (4.0_f64 * x.value(2)))
+                    + (8.0_f64 * x.value(3))) + (16.0_f64 * x.value(4))),
+                1000000000.0_f64,
+            ),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v875(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                ((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)) * 4.0_f64),
+                1000000000.0_f64,
+            ),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v876(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((3.5_f64 * x.metric(0)) * x.value(0))
+                * (1.0_f64 + div(div(x.value(1), x.value(2)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v877(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok((div(x.value(0), x.value(1)) * literal(x.literal(Literal::NumPackages))?))
+}
+pub(crate) fn n88(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::id(Ref::Id(0))
+            .divide(N::id(Ref::Id(1)))
+            .arith(N::literal(f.literals[Literal::NumPackages.index()])?, mul),
+    )
+}
+pub(crate) fn v878(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )) * div(x.metric(6), (x.metric(6) + x.metric(7))))
+                + div(
+                    (div(
+                        0.0_f64,
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ) * x.metric(6)),
+                    (x.metric(6) + x.metric(7)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(4),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(8),
+                        (((x.metric(9) + x.metric(10)) + x.metric(11)) + x.metric(8)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(12),
+                        (((((x.metric(13) + x.metric(12)) + x.metric(14)) + x.metric(15))
+                            + x.metric(16)) + x.metric(17)),
+                    )))),
+    )
+}
+pub(crate) fn v879(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((((((((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )) * div(x.metric(6), (x.metric(7) + x.metric(6))))
+                + div(
+                    (div(
+                        0.0_f64,
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ) * x.metric(6)),
+                    (x.metric(7) + x.metric(6)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(4),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(8),
+                        (((x.metric(9) + x.metric(10)) + x.metric(8)) + x.metric(11)),
+                    )))
+                + div(
+                    (x.metric(0) * x.metric(3)),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(12),
+                        (((((x.metric(13) + x.metric(14)) + x.metric(12)) + x.metric(15))
+                            + x.metric(16)) + x.metric(17)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(15),
+                        (((((x.metric(13) + x.metric(14)) + x.metric(12)) + x.metric(15))
+                            + x.metric(16)) + x.metric(17)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(16),
+                        (((((x.metric(13) + x.metric(14)) + x.metric(12)) + x.metric(15))
+                            + x.metric(16)) + x.metric(17)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(18),
+                        ((((x.metric(19) + x.metric(20)) + x.metric(18)) + x.metric(21))
+                            + x.metric(22)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(21),
+                        ((((x.metric(19) + x.metric(20)) + x.metric(18)) + x.metric(21))
+                            + x.metric(22)),
+                    )))),
+    )
+}
+pub(crate) fn v880(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((((((1.0_f64 - div(x.value(0), x.value(1)))
+                * (div(
+                    (x.metric(0)
+                        * (x.metric(1)
+                            + div(
+                                (x.metric(2)
+                                    * (x.metric(3)
+                                        + div((x.metric(4) * x.metric(5)), x.metric(6)))),
+                                ((x.metric(3) + x.metric(4)) + x.metric(7)),
+                            ))),
+                    (((((x.metric(2) + x.metric(8)) + x.metric(9)) + x.metric(10))
+                        + x.metric(11)) + x.metric(1)),
+                ) + x.metric(12)))
+                + (div(((10.0_f64 * x.metric(13)) * x.metric(5)), x.metric(6))
+                    * x.metric(6))) + div((x.metric(14) * x.metric(15)), x.metric(15)))
+                + div(
+                    (x.metric(16)
+                        * (x.metric(17)
+                            + (div(x.value(2), x.metric(18)) * x.metric(19)))),
+                    (((x.metric(20) + x.metric(21)) + x.metric(22)) + x.metric(17)),
+                ))
+                + ((div(x.metric(13), (x.metric(23) + x.metric(13)))
+                    * div(x.metric(24), x.metric(13))) * x.metric(25)))),
+    )
+}
+pub(crate) fn v881(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(gt(x.metric(26), 10.0_f64))
+}
+pub(crate) fn v882(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((x.metric(0)
+                * ((div(
+                    ((div(
+                        x.metric(1),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ) * div(x.metric(6), (x.metric(7) + x.metric(6)))) * x.metric(8)),
+                    ((x.metric(9) + x.metric(8)) + x.metric(10)),
+                )
+                    + div(
+                        (div(
+                            x.metric(4),
+                            ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                                + x.metric(5)),
+                        ) * (x.metric(11) + x.metric(12))),
+                        (((x.metric(11) + x.metric(12)) + x.metric(13)) + x.metric(14)),
+                    ))
+                    + div(
+                        (div(
+                            x.metric(5),
+                            ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                                + x.metric(5)),
+                        ) * x.metric(15)),
+                        (((((x.metric(16) + x.metric(15)) + x.metric(17)) + x.metric(18))
+                            + x.metric(19)) - x.metric(18)),
+                    ))) + (x.metric(20) * (1.0_f64 - div(x.metric(21), x.metric(21)))))),
+    )
+}
+pub(crate) fn v883(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((170.0_f64 * x.metric(0)) * x.value(0))
+                + ((81.0_f64 * x.metric(0)) * x.value(1))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v884(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (div(
+                (x.metric(0) * x.metric(1)),
+                (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                    + x.metric(5)) + x.metric(6)),
+            )
+                + div(
+                    (x.metric(7) * x.metric(8)),
+                    ((x.metric(9) + x.metric(8)) + x.metric(10)),
+                ))),
+    )
+}
+pub(crate) fn v885(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                ((((((x.value(0) + x.value(1)) + (2.0_f64 * (x.value(2) + x.value(3))))
+                    + (4.0_f64 * x.value(4))) + (8.0_f64 * (x.value(5) + x.value(6))))
+                    + (16.0_f64 * (x.value(7) + x.value(8)))) + (32.0_f64 * x.value(9))),
+                1000000000.0_f64,
+            ),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v886(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div((x.value(0) * 64.0_f64), 1000000000.0_f64), x.metric(0)))
+}
+pub(crate) fn v887(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div(((x.value(0) + x.value(1)) * 64.0_f64), 1000000000.0_f64), x.metric(0)))
+}
+pub(crate) fn v888(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((4.4_f64 * x.metric(0)) * x.value(0))
+                * (1.0_f64 + div(div(x.value(1), x.value(2)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v889(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (x.value(0)
+                - ((((x.value(1) + x.value(2)) + x.value(3)) + x.value(4))
+                    + x.value(5))),
+            x.value(0),
+        ),
+    )
+}
+pub(crate) fn v890(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                )) * div(x.metric(7), (x.metric(7) + x.metric(8))))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(9),
+                        (((x.metric(10) + x.metric(11)) + x.metric(12)) + x.metric(9)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(13),
+                        (((((x.metric(14) + x.metric(13)) + x.metric(15)) + x.metric(16))
+                            + x.metric(17)) + x.metric(18)),
+                    )))),
+    )
+}
+pub(crate) fn v891(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((((((((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                )) * div(x.metric(7), (x.metric(8) + x.metric(7))))
+                + div(
+                    (div(
+                        0.0_f64,
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ) * x.metric(7)),
+                    (x.metric(8) + x.metric(7)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(9),
+                        (((x.metric(10) + x.metric(11)) + x.metric(9)) + x.metric(12)),
+                    )))
+                + div(
+                    (x.metric(0) * x.metric(4)),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(13),
+                        (((((x.metric(14) + x.metric(15)) + x.metric(13)) + x.metric(16))
+                            + x.metric(17)) + x.metric(18)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(16),
+                        (((((x.metric(14) + x.metric(15)) + x.metric(13)) + x.metric(16))
+                            + x.metric(17)) + x.metric(18)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(17),
+                        (((((x.metric(14) + x.metric(15)) + x.metric(13)) + x.metric(16))
+                            + x.metric(17)) + x.metric(18)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(6),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(19),
+                        ((((x.metric(20) + x.metric(21)) + x.metric(19)) + x.metric(22))
+                            + x.metric(23)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(6),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(22),
+                        ((((x.metric(20) + x.metric(21)) + x.metric(19)) + x.metric(22))
+                            + x.metric(23)),
+                    )))),
+    )
+}
+pub(crate) fn v892(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (((x.metric(0)
+                * div(
+                    x.metric(1),
+                    (((((x.metric(2) + x.metric(3)) + x.metric(1)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                ))
+                * div(
+                    x.metric(7),
+                    (((((x.metric(7) + x.metric(8)) + x.metric(9)) + x.metric(10))
+                        + x.metric(11)) + x.metric(12)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(6),
+                        (((((x.metric(2) + x.metric(3)) + x.metric(1)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(13),
+                        ((((x.metric(13) + x.metric(14)) + x.metric(15)) + x.metric(16))
+                            + x.metric(17)),
+                    )))),
+    )
+}
+pub(crate) fn v893(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((x.value(0) * min(x.value(1), (74.6_f64 * x.metric(0))))
+                + ((x.value(2) * min(x.value(3), (76.6_f64 * x.metric(0))))
+                    * div(x.value(4), (x.value(4) + x.value(5)))))
+                * (1.0_f64 + div(div(x.value(6), x.value(7)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v894(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            if_else(
+                ((1.0_f64
+                    - if_else(
+                        div(
+                            ((19.0_f64
+                                * (x.value(0) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                                + (10.0_f64
+                                    * (((x.value(3) * (1.0_f64 + div(x.value(1), x.value(2))))
+                                        + (x.value(4) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                                        + (x.value(5) * (1.0_f64 + div(x.value(1), x.value(2))))))),
+                            (((19.0_f64
+                                * (x.value(0) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                                + (10.0_f64
+                                    * (((x.value(3) * (1.0_f64 + div(x.value(1), x.value(2))))
+                                        + (x.value(4) * (1.0_f64 + div(x.value(1), x.value(2)))))
+                                        + (x.value(5) * (1.0_f64 + div(x.value(1), x.value(2)))))))
+                                + ((25.0_f64
+                                    * if_else(
+                                        (x.value(6) * (1.0_f64 + div(x.value(1), x.value(2)))),
+                                        gt(literal(x.literal(Literal::HasPmem))?, 0.0_f64),
+                                        0.0_f64,
+                                    ))
+                                    + (33.0_f64
+                                        * if_else(
+                                            (x.value(7) * (1.0_f64 + div(x.value(1), x.value(2)))),
+                                            gt(literal(x.literal(Literal::HasPmem))?, 0.0_f64),
+                                            0.0_f64,
+                                        )))),
+                        ),
+                        gt(literal(x.literal(Literal::HasPmem))?, 0.0_f64),
+                        1.0_f64,
+                    )) * div(x.value(8), x.metric(0))),
+                gt((1000000.0_f64 * (x.value(7) + x.value(6))), x.value(2)),
+                0.0_f64,
+            ),
+            gt(literal(x.literal(Literal::HasPmem))?, 0.0_f64),
+            0.0_f64,
+        ),
+    )
+}
+pub(crate) fn n89(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::if_else(
+                N::constant(1.0_f64)
+                    .arith(
+                        N::if_else(
+                            N::constant(19.0_f64)
+                                .arith(
+                                    N::id(Ref::Id(0))
+                                        .arith(
+                                            N::constant(1.0_f64)
+                                                .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                            mul,
+                                        ),
+                                    mul,
+                                )
+                                .arith(
+                                    N::constant(10.0_f64)
+                                        .arith(
+                                            N::id(Ref::Id(3))
+                                                .arith(
+                                                    N::constant(1.0_f64)
+                                                        .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                    mul,
+                                                )
+                                                .arith(
+                                                    N::id(Ref::Id(4))
+                                                        .arith(
+                                                            N::constant(1.0_f64)
+                                                                .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                            mul,
+                                                        ),
+                                                    add,
+                                                )
+                                                .arith(
+                                                    N::id(Ref::Id(5))
+                                                        .arith(
+                                                            N::constant(1.0_f64)
+                                                                .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                            mul,
+                                                        ),
+                                                    add,
+                                                ),
+                                            mul,
+                                        ),
+                                    add,
+                                )
+                                .divide(
+                                    N::constant(19.0_f64)
+                                        .arith(
+                                            N::id(Ref::Id(0))
+                                                .arith(
+                                                    N::constant(1.0_f64)
+                                                        .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                    mul,
+                                                ),
+                                            mul,
+                                        )
+                                        .arith(
+                                            N::constant(10.0_f64)
+                                                .arith(
+                                                    N::id(Ref::Id(3))
+                                                        .arith(
+                                                            N::constant(1.0_f64)
+                                                                .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                            mul,
+                                                        )
+                                                        .arith(
+                                                            N::id(Ref::Id(4))
+                                                                .arith(
+                                                                    N::constant(1.0_f64)
+                                                                        .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                                    mul,
+                                                                ),
+                                                            add,
+                                                        )
+                                                        .arith(
+                                                            N::id(Ref::Id(5))
+                                                                .arith(
+                                                                    N::constant(1.0_f64)
+                                                                        .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                                    mul,
+                                                                ),
+                                                            add,
+                                                        ),
+                                                    mul,
+                                                ),
+                                            add,
+                                        )
+                                        .arith(
+                                            N::constant(25.0_f64)
+                                                .arith(
+                                                    N::if_else(
+                                                        N::id(Ref::Id(6))
+                                                            .arith(
+                                                                N::constant(1.0_f64)
+                                                                    .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                                mul,
+                                                            ),
+                                                        N::literal(f.literals[Literal::HasPmem.index()])?
+                                                            .arith(N::constant(0.0_f64), gt),
+                                                        N::constant(0.0_f64),
+                                                    ),
+                                                    mul,
+                                                )
+                                                .arith(
+                                                    N::constant(33.0_f64)
+                                                        .arith(
+                                                            N::if_else(
+                                                                N::id(Ref::Id(7))
+                                                                    .arith(
+                                                                        N::constant(1.0_f64)
+                                                                            .arith(N::id(Ref::Id(1)).divide(N::id(Ref::Id(2))), add),
+                                                                        mul,
+                                                                    ),
+                                                                N::literal(f.literals[Literal::HasPmem.index()])?
+                                                                    .arith(N::constant(0.0_f64), gt),
+                                                                N::constant(0.0_f64),
+                                                            ),
+                                                            mul,
+                                                        ),
+                                                    add,
+                                                ),
+                                            add,
+                                        ),
+                                ),
+                            N::literal(f.literals[Literal::HasPmem.index()])?
+                                .arith(N::constant(0.0_f64), gt),
+                            N::constant(1.0_f64),
+                        ),
+                        sub,
+                    )
+                    .arith(N::id(Ref::Id(8)).divide(N::id(Ref::Metric(0))), mul),
+                N::constant(1000000.0_f64)
+                    .arith(N::id(Ref::Id(7)).arith(N::id(Ref::Id(6)), add), mul)
+                    .arith(N::id(Ref::Id(2)), gt),
+                N::constant(0.0_f64),
+            ),
+            N::literal(f.literals[Literal::HasPmem.index()])?
+                .arith(N::constant(0.0_f64), gt),
+            N::constant(0.0_f64),
+        ),
+    )
+}
+pub(crate) fn v895(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((x.value(0) * min(x.value(1), (74.6_f64 * x.metric(0))))
+                + ((x.value(2) * min(x.value(3), (74.6_f64 * x.metric(0))))
+                    * (1.0_f64 - div(x.value(4), (x.value(4) + x.value(5))))))
+                * (1.0_f64 + div(div(x.value(6), x.value(7)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v896(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                (64.0_f64 * (((x.value(0) + x.value(1)) + x.value(2)) + x.value(3))),
+                1000000000.0_f64,
+            ),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v897(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((x.value(0) * min(x.value(1), (4.4_f64 * x.metric(0))))
+                * (1.0_f64 + div(div(x.value(2), x.value(3)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v898(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((x.value(0) * min(x.value(1), (32.6_f64 * x.metric(0))))
+                * (1.0_f64 + div(div(x.value(2), x.value(3)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v899(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((x.value(0) * x.value(1))
+                * (1.0_f64 + div(div(x.value(2), x.value(3)), 2.0_f64))),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v900(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(max((x.value(0) - x.value(1)), 0.0_f64), x.metric(0)))
+}
+pub(crate) fn v901(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (div(
+            (min(x.value(0), x.value(1)) + x.value(2)),
+            if_else(
+                (((min(x.value(0), x.value(3))
+                    + div(
+                        (x.value(4)
+                            - if_else(x.value(5), gt(x.metric(0), 1.8_f64), x.value(6))),
+                        2.0_f64,
+                    )) - if_else(x.value(7), gt(x.metric(1), 0.1_f64), 0.0_f64))
+                    + x.value(2)),
+                literal(x.literal(Literal::SmtOn))?,
+                ((((min(x.value(0), x.value(3)) + x.value(4))
+                    - if_else(x.value(5), gt(x.metric(0), 1.8_f64), x.value(6)))
+                    - if_else(x.value(7), gt(x.metric(1), 0.1_f64), 0.0_f64))
+                    + x.value(2)),
+            ),
+        ) * x.metric(2)),
+    )
+}
+pub(crate) fn n90(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::id(Ref::Id(0))
+            .min_max(N::id(Ref::Id(1)))
+            .arith(N::id(Ref::Id(2)), add)
+            .divide(
+                N::if_else(
+                    N::id(Ref::Id(0))
+                        .min_max(N::id(Ref::Id(3)))
+                        .arith(
+                            N::id(Ref::Id(4))
+                                .arith(
+                                    N::if_else(
+                                        N::id(Ref::Id(5)),
+                                        N::id(Ref::Metric(0)).arith(N::constant(1.8_f64), gt),
+                                        N::id(Ref::Id(6)),
+                                    ),
+                                    sub,
+                                )
+                                .divide(N::constant(2.0_f64)),
+                            add,
+                        )
+                        .arith(
+                            N::if_else(
+                                N::id(Ref::Id(7)),
+                                N::id(Ref::Metric(1)).arith(N::constant(0.1_f64), gt),
+                                N::constant(0.0_f64),
+                            ),
+                            sub,
+                        )
+                        .arith(N::id(Ref::Id(2)), add),
+                    N::literal(f.literals[Literal::SmtOn.index()])?,
+                    N::id(Ref::Id(0))
+                        .min_max(N::id(Ref::Id(3)))
+                        .arith(N::id(Ref::Id(4)), add)
+                        .arith(
+                            N::if_else(
+                                N::id(Ref::Id(5)),
+                                N::id(Ref::Metric(0)).arith(N::constant(1.8_f64), gt),
+                                N::id(Ref::Id(6)),
+                            ),
+                            sub,
+                        )
+                        .arith(
+                            N::if_else(
+                                N::id(Ref::Id(7)),
+                                N::id(Ref::Metric(1)).arith(N::constant(0.1_f64), gt),
+                                N::constant(0.0_f64),
+                            ),
+                            sub,
+                        )
+                        .arith(N::id(Ref::Id(2)), add),
+                ),
+            )
+            .arith(N::id(Ref::Metric(2)), mul),
+    )
+}
+pub(crate) fn v902(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            ((if_else(
+                (((min(x.value(0), x.value(1))
+                    + div(
+                        (x.value(2)
+                            - if_else(x.value(3), gt(x.metric(0), 1.8_f64), x.value(4))),
+                        2.0_f64,
+                    )) - if_else(x.value(5), gt(x.metric(1), 0.1_f64), 0.0_f64))
+                    + x.value(6)),
+                literal(x.literal(Literal::SmtOn))?,
+                ((((min(x.value(0), x.value(1)) + x.value(2))
+                    - if_else(x.value(3), gt(x.metric(0), 1.8_f64), x.value(4)))
+                    - if_else(x.value(5), gt(x.metric(1), 0.1_f64), 0.0_f64))
+                    + x.value(6)),
+            ) - x.value(6)) - min(x.value(0), x.value(7))),
+            x.metric(2),
+        ),
+    )
+}
+pub(crate) fn n91(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+                N::id(Ref::Id(0))
+                    .min_max(N::id(Ref::Id(1)))
+                    .arith(
+                        N::id(Ref::Id(2))
+                            .arith(
+                                N::if_else(
+                                    N::id(Ref::Id(3)),
+                                    N::id(Ref::Metric(0)).arith(N::constant(1.8_f64), gt),
+                                    N::id(Ref::Id(4)),
+                                ),
+                                sub,
+                            )
+                            .divide(N::constant(2.0_f64)),
+                        add,
+                    )
+                    .arith(
+                        N::if_else(
+                            N::id(Ref::Id(5)),
+                            N::id(Ref::Metric(1)).arith(N::constant(0.1_f64), gt),
+                            N::constant(0.0_f64),
+                        ),
+                        sub,
+                    )
+                    .arith(N::id(Ref::Id(6)), add),
+                N::literal(f.literals[Literal::SmtOn.index()])?,
+                N::id(Ref::Id(0))
+                    .min_max(N::id(Ref::Id(1)))
+                    .arith(N::id(Ref::Id(2)), add)
+                    .arith(
+                        N::if_else(
+                            N::id(Ref::Id(3)),
+                            N::id(Ref::Metric(0)).arith(N::constant(1.8_f64), gt),
+                            N::id(Ref::Id(4)),
+                        ),
+                        sub,
+                    )
+                    .arith(
+                        N::if_else(
+                            N::id(Ref::Id(5)),
+                            N::id(Ref::Metric(1)).arith(N::constant(0.1_f64), gt),
+                            N::constant(0.0_f64),
+                        ),
+                        sub,
+                    )
+                    .arith(N::id(Ref::Id(6)), add),
+            )
+            .arith(N::id(Ref::Id(6)), sub)
+            .arith(N::id(Ref::Id(0)).min_max(N::id(Ref::Id(7))), sub)
+            .divide(N::id(Ref::Metric(2))),
+    )
+}
+pub(crate) fn v903(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            if_else(
+                div(x.value(0), 2.0_f64),
+                literal(x.literal(Literal::SmtOn))?,
+                (min(x.value(1), x.value(2))
+                    - if_else(x.value(3), gt(x.metric(0), 0.1_f64), 0.0_f64)),
+            ),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn n92(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+                N::id(Ref::Id(0)).divide(N::constant(2.0_f64)),
+                N::literal(f.literals[Literal::SmtOn.index()])?,
+                N::id(Ref::Id(1))
+                    .min_max(N::id(Ref::Id(2)))
+                    .arith(
+                        N::if_else(
+                            N::id(Ref::Id(3)),
+                            N::id(Ref::Metric(0)).arith(N::constant(0.1_f64), gt),
+                            N::constant(0.0_f64),
+                        ),
+                        sub,
+                    ),
+            )
+            .divide(N::id(Ref::Metric(1))),
+    )
+}
+pub(crate) fn v904(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            if_else(
+                div((x.value(0) - x.value(1)), 2.0_f64),
+                literal(x.literal(Literal::SmtOn))?,
+                (x.value(0) - x.value(1)),
+            ),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn n93(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+                N::id(Ref::Id(0))
+                    .arith(N::id(Ref::Id(1)), sub)
+                    .divide(N::constant(2.0_f64)),
+                N::literal(f.literals[Literal::SmtOn.index()])?,
+                N::id(Ref::Id(0)).arith(N::id(Ref::Id(1)), sub),
+            )
+            .divide(N::id(Ref::Metric(0))),
+    )
+}
+pub(crate) fn v905(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (((((((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )) * div(x.metric(6), (x.metric(7) + x.metric(6))))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(4),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(8),
+                        (((x.metric(9) + x.metric(10)) + x.metric(8)) + x.metric(11)),
+                    )))
+                + div(
+                    (x.metric(0) * x.metric(3)),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(12),
+                        ((((((x.metric(13) + x.metric(14)) + x.metric(15))
+                            + x.metric(12)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(16),
+                        ((((((x.metric(13) + x.metric(14)) + x.metric(15))
+                            + x.metric(12)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(17),
+                        ((((((x.metric(13) + x.metric(14)) + x.metric(15))
+                            + x.metric(12)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(19),
+                        ((((x.metric(20) + x.metric(21)) + x.metric(19)) + x.metric(22))
+                            + x.metric(23)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(22),
+                        ((((x.metric(20) + x.metric(21)) + x.metric(19)) + x.metric(22))
+                            + x.metric(23)),
+                    )))),
+    )
+}
+pub(crate) fn v906(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        ((100.0_f64
+            * ((x.metric(0)
+                - div(
+                    (((1.0_f64
+                        - div(((10.0_f64 * x.metric(1)) * x.metric(2)), x.metric(3)))
+                        * x.metric(4)) * x.metric(5)),
+                    (((((x.metric(6) + x.metric(7)) + x.metric(8)) + x.metric(9))
+                        + x.metric(10)) + x.metric(11)),
+                ))
+                - ((div(x.metric(1), (x.metric(12) + x.metric(1)))
+                    * div(x.metric(13), x.metric(1)))
+                    * (div(
+                        (x.metric(4)
+                            * (x.metric(11)
+                                + div(
+                                    (x.metric(6)
+                                        * (x.metric(14)
+                                            + (div(
+                                                ((10.0_f64 * x.metric(1)) * x.metric(2)),
+                                                x.metric(3),
+                                            ) * x.metric(5)))),
+                                    ((x.metric(14) + x.metric(5)) + x.metric(15)),
+                                ))),
+                        (((((x.metric(6) + x.metric(7)) + x.metric(8)) + x.metric(9))
+                            + x.metric(10)) + x.metric(11)),
+                    ) + x.metric(16))))) - x.metric(17)),
+    )
+}
+pub(crate) fn v907(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((((((div(x.metric(0), (x.metric(1) + x.metric(0)))
+                * div(x.metric(2), x.metric(0)))
+                * (div(
+                    (x.metric(3)
+                        * (x.metric(4)
+                            + div(
+                                (x.metric(5)
+                                    * (x.metric(6)
+                                        + (div(
+                                            ((10.0_f64 * x.metric(0)) * x.metric(7)),
+                                            x.metric(8),
+                                        ) * x.metric(9)))),
+                                ((x.metric(6) + x.metric(9)) + x.metric(10)),
+                            ))),
+                    (((((x.metric(5) + x.metric(11)) + x.metric(12)) + x.metric(13))
+                        + x.metric(14)) + x.metric(4)),
+                ) + x.metric(15)))
+                + (div(((10.0_f64 * x.metric(0)) * x.metric(7)), x.metric(8))
+                    * x.metric(8))) + div((x.metric(16) * x.metric(17)), x.metric(17)))
+                + div(
+                    (x.metric(18)
+                        * (x.metric(19)
+                            + (div((x.metric(18) * x.value(0)), x.metric(20))
+                                * x.metric(21)))),
+                    ((x.metric(22) + x.metric(23)) + x.metric(19)),
+                ))
+                + ((div(x.metric(0), (x.metric(1) + x.metric(0)))
+                    * div(x.metric(2), x.metric(0))) * x.metric(24)))),
+    )
+}
+pub(crate) fn v908(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div(div((x.metric(0) * x.metric(1)), 5.0_f64), x.value(0)), 100.0_f64))
+}
+pub(crate) fn v909(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(div(x.value(0), x.metric(0)), 3.3_f64))
+}
+pub(crate) fn v910(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (((((((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                )) * div(x.metric(7), (x.metric(8) + x.metric(7))))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(9),
+                        (((x.metric(10) + x.metric(11)) + x.metric(9)) + x.metric(12)),
+                    )))
+                + div(
+                    (x.metric(0) * x.metric(4)),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(13),
+                        ((((((x.metric(14) + x.metric(15)) + x.metric(16))
+                            + x.metric(13)) + x.metric(17)) + x.metric(18))
+                            + x.metric(19)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(17),
+                        ((((((x.metric(14) + x.metric(15)) + x.metric(16))
+                            + x.metric(13)) + x.metric(17)) + x.metric(18))
+                            + x.metric(19)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(18),
+                        ((((((x.metric(14) + x.metric(15)) + x.metric(16))
+                            + x.metric(13)) + x.metric(17)) + x.metric(18))
+                            + x.metric(19)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(6),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(20),
+                        ((((x.metric(21) + x.metric(22)) + x.metric(20)) + x.metric(23))
+                            + x.metric(24)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(6),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(23),
+                        ((((x.metric(21) + x.metric(22)) + x.metric(20)) + x.metric(23))
+                            + x.metric(24)),
+                    )))),
+    )
+}
+pub(crate) fn v911(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (((x.metric(0)
+                * div(
+                    x.metric(1),
+                    max(
+                        x.metric(0),
+                        (((((x.metric(2) + x.metric(3)) + x.metric(1)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ),
+                ))
+                * div(
+                    x.metric(7),
+                    max(
+                        x.metric(1),
+                        ((((((x.metric(8) + x.metric(7)) + x.metric(9)) + x.metric(10))
+                            + x.metric(11)) + x.metric(12)) + x.metric(13)),
+                    ),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(6),
+                        (((((x.metric(2) + x.metric(3)) + x.metric(1)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(14),
+                        ((((x.metric(14) + x.metric(15)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)),
+                    )))),
+    )
+}
+pub(crate) fn v912(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * ((x.metric(0)
+                * ((div(
+                    ((div(
+                        x.metric(1),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ) * div(x.metric(7), (x.metric(8) + x.metric(7)))) * x.metric(9)),
+                    ((x.metric(10) + x.metric(9)) + x.metric(11)),
+                )
+                    + div(
+                        (div(
+                            x.metric(5),
+                            (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                                + x.metric(5)) + x.metric(6)),
+                        ) * (x.metric(12) + x.metric(13))),
+                        (((x.metric(12) + x.metric(13)) + x.metric(14)) + x.metric(15)),
+                    ))
+                    + div(
+                        (div(
+                            x.metric(6),
+                            (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                                + x.metric(5)) + x.metric(6)),
+                        ) * x.metric(16)),
+                        (((((x.metric(17) + x.metric(16)) + x.metric(18)) + x.metric(19))
+                            + x.metric(20)) - x.metric(19)),
+                    ))) + (x.metric(21) * (1.0_f64 - div(x.metric(22), x.metric(22)))))),
+    )
+}
+pub(crate) fn v913(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((120.0_f64 * x.metric(0)) * x.value(0))
+                + ((48.0_f64 * x.metric(0)) * x.value(1))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v914(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                ((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)) * 64.0_f64),
+                1000000000.0_f64,
+            ),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v915(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((4.0_f64 * x.metric(0)) * x.value(0))
+                * (1.0_f64 + div(div(x.value(1), x.value(2)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}
+pub(crate) fn v916(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            div(
+                ((((x.value(0) + x.value(1)) + (2.0_f64 * x.value(2)))
+                    + (4.0_f64 * (x.value(3) + x.value(4)))) + (8.0_f64 * x.value(5))),
+                1000000000.0_f64,
+            ),
+            x.metric(0),
+        ),
+    )
+}
+pub(crate) fn v917(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div((x.value(0) * 15.6_f64), (x.metric(0) * 1000000.0_f64)))
+}
+pub(crate) fn v918(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(div(((x.value(0) + x.value(1)) * 15.6_f64), (x.value(2) * 1000000.0_f64)))
+}
+pub(crate) fn v919(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (((((((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                )) * div(x.metric(7), (x.metric(8) + x.metric(7))))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(9),
+                        (((x.metric(10) + x.metric(11)) + x.metric(9)) + x.metric(12)),
+                    )))
+                + div(
+                    (x.metric(0) * x.metric(4)),
+                    (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)) + x.metric(6)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(13),
+                        (((((x.metric(14) + x.metric(15)) + x.metric(13)) + x.metric(16))
+                            + x.metric(17)) + x.metric(18)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(16),
+                        (((((x.metric(14) + x.metric(15)) + x.metric(13)) + x.metric(16))
+                            + x.metric(17)) + x.metric(18)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(3),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(17),
+                        (((((x.metric(14) + x.metric(15)) + x.metric(13)) + x.metric(16))
+                            + x.metric(17)) + x.metric(18)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(6),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(19),
+                        ((((x.metric(20) + x.metric(21)) + x.metric(19)) + x.metric(22))
+                            + x.metric(23)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(6),
+                        (((((x.metric(2) + x.metric(1)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(22),
+                        ((((x.metric(20) + x.metric(21)) + x.metric(19)) + x.metric(22))
+                            + x.metric(23)),
+                    )))),
+    )
+}
+pub(crate) fn v920(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (((x.metric(0)
+                * div(
+                    x.metric(1),
+                    max(
+                        x.metric(0),
+                        (((((x.metric(2) + x.metric(3)) + x.metric(1)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ),
+                ))
+                * div(
+                    x.metric(7),
+                    max(
+                        x.metric(1),
+                        (((((x.metric(7) + x.metric(8)) + x.metric(9)) + x.metric(10))
+                            + x.metric(11)) + x.metric(12)),
+                    ),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(6),
+                        (((((x.metric(2) + x.metric(3)) + x.metric(1)) + x.metric(4))
+                            + x.metric(5)) + x.metric(6)),
+                    ))
+                    * div(
+                        x.metric(13),
+                        ((((x.metric(13) + x.metric(14)) + x.metric(15)) + x.metric(16))
+                            + x.metric(17)),
+                    )))),
+    )
+}
+pub(crate) fn v921(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (100.0_f64
+            * (((((((((x.metric(0)
+                * div(
+                    x.metric(1),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                )) * div(x.metric(6), (x.metric(7) + x.metric(6))))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(4),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(8),
+                        (((x.metric(9) + x.metric(10)) + x.metric(8)) + x.metric(11)),
+                    )))
+                + div(
+                    (x.metric(0) * x.metric(3)),
+                    ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                        + x.metric(5)),
+                ))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(12),
+                        ((((((x.metric(13) + x.metric(14)) + x.metric(15))
+                            + x.metric(12)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(16),
+                        ((((((x.metric(13) + x.metric(14)) + x.metric(15))
+                            + x.metric(12)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(2),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(17),
+                        ((((((x.metric(13) + x.metric(14)) + x.metric(15))
+                            + x.metric(12)) + x.metric(16)) + x.metric(17))
+                            + x.metric(18)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(19),
+                        (((x.metric(20) + x.metric(21)) + x.metric(19)) + x.metric(22)),
+                    )))
+                + ((x.metric(0)
+                    * div(
+                        x.metric(5),
+                        ((((x.metric(1) + x.metric(2)) + x.metric(3)) + x.metric(4))
+                            + x.metric(5)),
+                    ))
+                    * div(
+                        x.metric(22),
+                        (((x.metric(20) + x.metric(21)) + x.metric(19)) + x.metric(22)),
+                    )))),
+    )
+}
+pub(crate) fn v922(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
+            (((5.0_f64 * x.metric(0)) * x.value(0))
+                * (1.0_f64 + div(div(x.value(1), x.value(2)), 2.0_f64))),
+            x.metric(1),
+        ),
+    )
+}

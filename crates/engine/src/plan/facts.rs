@@ -14,6 +14,7 @@ use super::{Machine, Plan};
 /// Machine literals for metric expressions, from sysfs and `cpuinfo` under `proc_root`.
 pub fn literals(sysfs: &Sysfs, proc_root: &Path, system_wide: bool) -> [f64; Literal::COUNT] {
     let mut values = [f64::NAN; Literal::COUNT];
+    values[Literal::TargetCpu.index()] = f64::from(u8::from(system_wide));
     if let Ok(t) = sysfs.topology() {
         values[Literal::NumCpus.index()] = t.num_cpus as f64;
         values[Literal::NumCpusOnline.index()] = t.online.len() as f64;

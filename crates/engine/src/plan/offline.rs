@@ -69,6 +69,7 @@ pub fn offline_literals(smt_on: bool, system_wide: bool) -> [f64; Literal::COUNT
     let mut literals = [1.0; Literal::COUNT];
     literals[Literal::SmtOn.index()] = f64::from(u8::from(smt_on));
     literals[Literal::CoreWide.index()] = f64::from(u8::from(!smt_on || system_wide));
+    literals[Literal::TargetCpu.index()] = f64::from(u8::from(system_wide));
     literals
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use tmetric_catalog::{MODELS, Model};
+use tmetric_catalog::{Model, models};
 use tmetric_perfstat::PerfLog;
 
 use super::{LogEvaluator, PrintedAt, lookup_pmu_name, printed_metrics};
@@ -247,7 +247,7 @@ pub fn infer_model(log: &PerfLog, literals: &Literals) -> Inference {
     let rows: usize = blocks.iter().map(|&b| log.blocks[b].rows.len()).sum();
     // perf names the core PMUs `cpu_core` and `cpu_atom` only on hybrid machines.
     let hybrid_log = log.core_pmus().iter().any(|p| p == "cpu_core" || p == "cpu_atom");
-    let mut scored: Vec<(Score, &'static Model)> = MODELS
+    let mut scored: Vec<(Score, &'static Model)> = models()
         .iter()
         .copied()
         .filter(|m| !m.is_sys && m.arch != "test" && m.arch != "common")
@@ -280,7 +280,7 @@ pub fn infer_model(log: &PerfLog, literals: &Literals) -> Inference {
         scored.iter().take_while(|(s, _)| *s == best).map(|(_, m)| *m).collect();
     if tied.len() > 1 {
         // In catalogue order, so that the model used does not depend on the sort.
-        tied.sort_by_key(|m| MODELS.iter().position(|c| std::ptr::eq(*c, *m)));
+        tied.sort_by_key(|m| models().iter().position(|c| std::ptr::eq(*c, *m)));
         let names: Vec<(String, Option<String>)> =
             printed.iter().map(|p| (p.name.clone(), p.pmu.clone())).collect();
         return match compare_models(&tied, log, literals, &names, true) {

@@ -52,7 +52,9 @@ pub enum Unsolved {
 fn candidates(literal: Literal) -> Vec<f64> {
     match literal {
         Literal::Slots => (1..=16).map(f64::from).collect(),
-        Literal::SmtOn | Literal::CoreWide | Literal::HasPmem => vec![0.0, 1.0],
+        Literal::SmtOn | Literal::CoreWide | Literal::HasPmem | Literal::TargetCpu => {
+            vec![0.0, 1.0]
+        }
         Literal::NumCpus
         | Literal::NumCpusOnline
         | Literal::NumCores

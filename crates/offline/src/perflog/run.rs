@@ -139,6 +139,58 @@ pub fn listed_models(models: &[&'static Model]) -> String {
     format!("{}{more}", tmetric_text::join_code(&listed))
 }
 
+/// The model an inference chose.
+fn model_of(inference: &Inference) -> Option<&'static Model> {
+    match inference {
+        Inference::Model { model, .. } | Inference::Agreeing { model, .. } => Some(*model),
+        _ => None,
+    }
+}
+
+/// [`infer_model`] over the selected vintage and, unless the user chose one, over every other:
+/// a vintage is switched to (for the rest of the process) only when the selected vintage's best
+/// model recomputes none of perf's printed values and another vintage's model of another name
+/// recomputes some while explaining as many rows and knowing as many event names (older perf's `IPC`, `Retiring`, ... of a model whose name changed), or
+/// when the selected vintage explains none of the log and another knows the printed names.
+fn infer_with_vintage(log: &PerfLog, literals: &Literals) -> Inference {
+    if tmetric_catalog::vintage_is_chosen() {
+        return infer_model(log, literals);
+    }
+    tmetric_catalog::clear_inferred_vintage();
+    let first = infer_model(log, literals);
+    let score = |inference: &Inference| match inference {
+        Inference::Model { score, .. } | Inference::Agreeing { score, .. } => Some(*score),
+        _ => None,
+    };
+    let start = tmetric_catalog::vintage();
+    let mut best = (score(&first), start, first);
+    for v in tmetric_catalog::VINTAGES {
+        if std::ptr::eq(v, start) {
+            continue;
+        }
+        tmetric_catalog::use_vintage(v);
+        let inference = infer_model(log, literals);
+        // A value another vintage's formula for the same model fits better is more often a
+        // literal still to solve (`#smt_on`) than another perf: only another model counts.
+        let better = match (score(&inference), best.0) {
+            (Some(new), Some(old)) => {
+                new.agree > 0
+                    && old.agree == 0
+                    && new.explained >= old.explained
+                    && new.known_events >= old.known_events
+                    && model_of(&inference).map(|m| m.path()) != model_of(&best.2).map(|m| m.path())
+            }
+            (Some(new), None) => new.known_metrics > 0,
+            (None, _) => false,
+        };
+        if better {
+            best = (score(&inference), v, inference);
+        }
+    }
+    tmetric_catalog::use_vintage(best.1);
+    best.2
+}
+
 /// The model for `log` (called `name` in errors): `given` (a model named by the user), else
 /// the one `cpuid` names, else the one the log's rows and printed metrics point to
 /// ([`infer_model`]). A cpuid no model matches is an error even beside `given`.
@@ -166,7 +218,7 @@ pub fn choose_model(
     if let (Some(model), Some(cpuid)) = (by_cpuid, cpuid) {
         return Ok(chosen(model, How::Cpuid(cpuid.to_string())));
     }
-    let inference = infer_model(log, literals);
+    let inference = infer_with_vintage(log, literals);
     let (model, agreeing) = match &inference {
         Inference::Model { model, .. } => (Some(*model), Vec::new()),
         Inference::Agreeing { model, others, .. } => (Some(*model), others.clone()),

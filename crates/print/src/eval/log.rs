@@ -72,6 +72,17 @@ pub fn log_where(model: Option<&'static Model>) -> String {
 
 /// How the model was chosen, as the header (and JSON's `model_source`) says it.
 pub fn how_text(how: &How) -> String {
+    let text = how_text_of(how);
+    // Another vintage than perf 6.12's: chosen with --perf-version or inferred from the log.
+    let v = tmetric_catalog::vintage();
+    if std::ptr::eq(v, tmetric_catalog::default_vintage()) {
+        text
+    } else {
+        format!("{text}; perf {}'s vendor tables", v.version)
+    }
+}
+
+fn how_text_of(how: &How) -> String {
     match how {
         How::Given { .. } => "given with --model".into(),
         How::Cpuid(cpuid) => format!("for cpuid {cpuid}"),

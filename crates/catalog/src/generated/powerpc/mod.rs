@@ -3,3 +3,8 @@
 pub mod power10;
 pub mod power8;
 pub mod power9;
+pub mod power8_v5_10;
+pub mod power9_v5_10;
+pub mod power10_v6_1;
+pub mod compat_v7_2;
+pub mod power9_v7_2;

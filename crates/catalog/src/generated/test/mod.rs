@@ -2,3 +2,5 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 pub mod test_soc_cpu;
 pub mod test_soc_sys;
+pub mod test_cpu_v5_10;
+pub mod test_soc_sys_v6_1;

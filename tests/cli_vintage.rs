@@ -1,0 +1,198 @@
+//! perf vintages end to end: `--perf-version` selecting a vintage's tables in `list`, `eval`
+//! and `describe`, and `eval --from-perf` finding the vintage of a log by its metric names.
+//!
+//! Expected models, cpuids and formulas are read here from the vendor data in pmu-events/
+//! (the base tree and the stored vintages, rebuilt by the loader crate), never from the
+//! catalogue.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::support::{ok_stdout as ok, stderr, tmetric};
+
+fn pmu_events() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("pmu-events")
+}
+
+/// A file of vintage `version` (`None`: the base tree), as perf's tree had it.
+fn vendor_file(version: Option<&str>, rel: &str) -> String {
+    let bytes = match version {
+        None => std::fs::read(pmu_events().join("arch").join(rel)).unwrap(),
+        Some(version) => {
+            tmetric_pmu_events::vintage::files(&pmu_events(), version)
+                .unwrap_or_else(|err| panic!("{err}"))
+                .into_iter()
+                .find(|(path, _)| path == rel)
+                .unwrap_or_else(|| panic!("vintage {version} has no {rel}"))
+                .1
+        }
+    };
+    String::from_utf8(bytes).unwrap()
+}
+
+/// `MetricExpr` of `metric` in a vendor metrics file.
+fn metric_expr(text: &str, metric: &str) -> String {
+    let objects: Vec<Value> = serde_json::from_str(text).unwrap();
+    let object = objects.iter().find(|o| o["MetricName"] == metric).expect("the metric is there");
+    object["MetricExpr"].as_str().unwrap().to_string()
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+}
+
+fn row<'r>(rows: &'r [Value], model: &str) -> Option<&'r Value> {
+    rows.iter().find(|r| r["model"] == model)
+}
+
+fn strings(value: &Value) -> Vec<&str> {
+    value.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect()
+}
+
+/// perf 7.2's new models are listed with `--perf-version 7.2` (before or after the
+/// subcommand) with 7.2's cpuids, and only there; every row says which vintages define it.
+#[test]
+fn perf_72_lists_its_new_models_with_their_vintages() {
+    let mapfile = vendor_file(Some("7.2"), "x86/mapfile.csv");
+    let regexes: Vec<&str> = mapfile
+        .lines()
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|cols| cols.len() >= 3 && cols[2] == "arrowlake")
+        .map(|cols| cols[0])
+        .collect();
+    assert!(!regexes.is_empty(), "perf 7.2's mapfile names arrowlake");
+    let base_mapfile = vendor_file(None, "x86/mapfile.csv");
+    assert!(!base_mapfile.contains(",arrowlake,"), "perf 6.12 has no arrowlake");
+
+    let after = json_lines(&ok(&["list", "models", "--json", "--perf-version", "7.2"]));
+    let before = json_lines(&ok(&["--perf-version", "7.2", "list", "models", "--json"]));
+    assert_eq!(after, before);
+    let arrowlake = row(&after, "x86/arrowlake").expect("an arrowlake row with perf 7.2");
+    assert_eq!(strings(&arrowlake["vintages"]), ["7.2"]);
+    let cpuids: Vec<&str> = arrowlake["cpuids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["regex"].as_str().unwrap())
+        .collect();
+    assert_eq!(cpuids, regexes);
+
+    let default = json_lines(&ok(&["list", "models", "--json"]));
+    assert!(row(&default, "x86/arrowlake").is_none(), "perf 6.12 is the default");
+    let skylake = row(&default, "x86/skylake").unwrap();
+    assert_eq!(strings(&skylake["vintages"]), ["5.10", "6.1", "6.12", "7.2"]);
+    let text = ok(&["list", "models", "skylake"]);
+    assert!(text.lines().next().unwrap().contains("PERF"), "{text}");
+    assert!(text.contains("5.10 6.1 6.12 7.2"), "{text}");
+}
+
+/// A metric whose formula changed between perf 6.12 and 7.2 is evaluated with the formula of
+/// the vintage asked for, and `describe` shows both formulas.
+#[test]
+fn a_changed_formula_evaluates_per_vintage() {
+    let metric = "tma_info_inst_mix_ipswpf";
+    let old = metric_expr(&vendor_file(None, "x86/sapphirerapids/spr-metrics.json"), metric);
+    let new = metric_expr(&vendor_file(Some("7.2"), "x86/sapphirerapids/spr-metrics.json"), metric);
+    assert_eq!(old, "INST_RETIRED.ANY / cpu@SW_PREFETCH_ACCESS.T0\\,umask\\=0xF@");
+    assert_eq!(new, "INST_RETIRED.ANY / SW_PREFETCH_ACCESS.ANY");
+    let dir = tempfile::tempdir().unwrap();
+    let counts = dir.path().join("counts.json");
+    std::fs::write(
+        &counts,
+        r#"{"INST_RETIRED.ANY": 1e9, "SW_PREFETCH_ACCESS.ANY": 1e6, "cpu/SW_PREFETCH_ACCESS.T0,umask=0xF/": 4e6}"#,
+    )
+    .unwrap();
+    let value = |version: &str| -> f64 {
+        let path = counts.to_str().unwrap();
+        let args = ["eval", "--perf-version", version, "--model", "sapphirerapids"];
+        let out = ok(&[&args[..], &["--counts", path, "-M", metric, "--json"]].concat());
+        let rows = json_lines(&out);
+        let row = rows.iter().find(|r| r["metric"] == metric).unwrap_or_else(|| panic!("{out}"));
+        row["value"].as_f64().unwrap_or_else(|| panic!("{row}"))
+    };
+    // 6.12: 1e9 / 4e6; 7.2: 1e9 / 1e6.
+    assert_eq!(value("6.12"), 250.0);
+    assert_eq!(value("7.2"), 1000.0);
+
+    let text = ok(&["describe", metric, "--model", "sapphirerapids"]);
+    let unescaped = |s: &str| s.replace('\\', "");
+    assert!(text.contains("formula by perf version:"), "{text}");
+    assert!(text.contains(&format!("    6.12  {}", unescaped(&old))), "{text}");
+    assert!(text.contains(&format!("    7.2   {}", unescaped(&new))), "{text}");
+}
+
+/// perf 7.2's common metrics (`CPUs_utilized`) stand in for tmetric's copies of the same
+/// metric; with perf 6.12 tmetric's own (`cpus_utilized`) are there.
+#[test]
+fn perf_72_common_metrics_replace_tmetrics_copies() {
+    let names = |version: &str| -> Vec<String> {
+        let out =
+            ok(&["list", "metrics", "--json", "--model", "skylake", "--perf-version", version]);
+        json_lines(&out)
+            .into_iter()
+            .filter(|r| r["common"] == true)
+            .map(|r| r["metric"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (old, new) = (names("6.12"), names("7.2"));
+    assert!(old.iter().any(|n| n == "cpus_utilized") && !old.iter().any(|n| n == "CPUs_utilized"));
+    assert!(new.iter().any(|n| n == "CPUs_utilized") && !new.iter().any(|n| n == "cpus_utilized"));
+    // tmetric's metrics perf has no counterpart of stay.
+    assert!(new.iter().any(|n| n == "tsc_rate"), "{new:?}");
+    let perf: Vec<Value> =
+        serde_json::from_str(&vendor_file(Some("7.2"), "common/common/metrics.json")).unwrap();
+    for metric in ["insn_per_cycle", "branch_miss_rate", "cs_per_second"] {
+        assert!(perf.iter().any(|m| m["MetricName"] == metric));
+        assert!(new.iter().any(|n| n == metric), "{metric} missing from {new:?}");
+    }
+}
+
+/// A version the catalogue has no vintage for is refused with the stored ones; a release
+/// between two vintages uses the older one and says so.
+#[test]
+fn versions_without_a_vintage_are_said() {
+    let out = tmetric(&["--perf-version", "4.0", "list", "models"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no perf vintage for `4.0`: the catalogue holds perf 5.10, 6.1, 6.12, 7.2"),
+        "{err}"
+    );
+    let out = tmetric(&["list", "models", "--perf-version", "6.5", "--json"]);
+    assert!(out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("perf 6.5 has no vendor tables of its own here: using perf 6.1's"),
+        "{err}"
+    );
+    let rows = json_lines(&String::from_utf8_lossy(&out.stdout));
+    // perf 6.1 had no graniterapids; 6.12 has.
+    assert!(row(&rows, "x86/graniterapids").is_none());
+}
+
+/// A perf 5.x log printing `IPC` (a metric name perf 6.x no longer has) is evaluated with the
+/// vintage that defines it, and checked against perf's printed value.
+#[test]
+fn an_old_logs_metric_names_choose_its_vintage() {
+    let ipc = metric_expr(&vendor_file(Some("5.10"), "x86/skylake/skl-metrics.json"), "IPC");
+    assert_eq!(ipc, "INST_RETIRED.ANY / CPU_CLK_UNHALTED.THREAD");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("perf-5.log");
+    // 3,146,215,373 / 2,621,842,156 = 1.19999...
+    std::fs::write(
+        &log,
+        "\n Performance counter stats for 'system wide':\n\n     3,146,215,373      inst_retired.any          #      1.2 IPC                    \n     2,621,842,156      cpu_clk_unhalted.thread                                     \n\n       1.001234567 seconds time elapsed\n\n",
+    )
+    .unwrap();
+    let out = tmetric(&["eval", "--from-perf", log.to_str().unwrap()]);
+    let (text, err) = (String::from_utf8_lossy(&out.stdout).into_owned(), stderr(&out));
+    assert!(out.status.success(), "{text}{err}");
+    assert!(text.contains("perf 5.10's vendor tables"), "{text}");
+    assert!(text.lines().any(|l| l.trim() == "1.20 IPC"), "{text}");
+    assert!(err.contains("perf printed 1 of these values") && err.contains("all agree"), "{err}");
+    // With the vintage given, nothing is inferred: perf 6.12 has no `IPC`.
+    let out = tmetric(&["eval", "--from-perf", log.to_str().unwrap(), "--perf-version", "6.12"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("1.20 IPC"), "{text}");
+}
