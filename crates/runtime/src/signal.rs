@@ -15,6 +15,9 @@ static READ_FD: AtomicI32 = AtomicI32::new(-1);
 static PIPE_LOCK: Mutex<()> = Mutex::new(());
 /// Set while the process is in a call that may block on output or input ([`blocking`]).
 static BLOCKING: AtomicBool = AtomicBool::new(false);
+/// A signal that came while [`BLOCKING`]: it ends tmetric if the call is still blocked when
+/// the alarm it set goes off (0: none).
+static DOOMED_BY: AtomicI32 = AtomicI32::new(0);
 
 /// One caught signal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,15 +45,32 @@ extern "C" fn on_signal(
         }
         // Blocked on a write no one reads (a FIFO without a reader, a stopped pipe) or an
         // open that waits for one, the run loop never sees the pipe: end as perf does, by
-        // the signal's default action (raised again once this handler returns).
+        // the signal's default action. Not at once: the signal may have come while a write
+        // that does not block was under way (a reader that saw the line and sent Ctrl-C at
+        // once), and then the run loop must still print what was counted. An alarm a
+        // moment later ends tmetric only if it is still in that call ([`on_alarm`]).
         if BLOCKING.load(Ordering::SeqCst) && ENDS_WHEN_BLOCKED.contains(&signal) {
+            DOOMED_BY.store(signal, Ordering::SeqCst);
+            libc::alarm(1);
+        }
+        *libc::__errno_location() = errno;
+    }
+}
+
+/// SIGALRM after a stop signal came during [`blocking`]: still blocked a second later, the
+/// call is a write or open that nothing will finish, so tmetric ends by that signal's default
+/// action, as perf does.
+extern "C" fn on_alarm(_signal: libc::c_int) {
+    let signal = DOOMED_BY.load(Ordering::SeqCst);
+    if signal != 0 && BLOCKING.load(Ordering::SeqCst) {
+        // SAFETY: sigaction with a plain-data struct and raise are async-signal-safe.
+        unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = libc::SIG_DFL;
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(signal, &action, std::ptr::null_mut());
             libc::raise(signal);
         }
-        *libc::__errno_location() = errno;
     }
 }
 
@@ -67,6 +87,14 @@ fn ensure_pipe() -> Result<(), Errno> {
     // The pipe lives as long as the process: the handler may run at any time.
     READ_FD.store(fds[0], Ordering::Relaxed);
     WRITE_FD.store(fds[1], Ordering::Relaxed);
+    // SAFETY: a plain-data sigaction whose handler only makes async-signal-safe calls. No
+    // SA_RESTART, so a write blocked when it fires returns to be ended.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_alarm as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut());
+    }
     Ok(())
 }
 
@@ -90,12 +118,21 @@ const ENDS_WHEN_BLOCKED: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// Runs `f`, a call that may block on output or input (a write to a pipe, FIFO or terminal,
 /// opening a FIFO). While it runs, SIGINT, SIGTERM and SIGHUP end tmetric by their default
-/// action instead of waiting in the self-pipe for a run loop that cannot look: a blocked
-/// write is then never left holding the process (only SIGKILL ended it).
+/// action (a second later, if the call is still blocked then) instead of waiting in the
+/// self-pipe for a run loop that cannot look: a blocked write is then never left holding the
+/// process (only SIGKILL ended it).
 pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
     let was = BLOCKING.swap(true, Ordering::SeqCst);
     let result = f();
     BLOCKING.store(was, Ordering::SeqCst);
+    // The call finished after all: the signal waits in the pipe for the run loop, which
+    // prints what was counted; the alarm is no longer needed.
+    if !was && DOOMED_BY.swap(0, Ordering::SeqCst) != 0 {
+        // SAFETY: alarm(0) only cancels a pending alarm.
+        unsafe {
+            libc::alarm(0);
+        }
+    }
     result
 }
 
