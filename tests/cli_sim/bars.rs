@@ -1,0 +1,102 @@
+//! Error bars and impossible values end to end: phases that alternate every 4 ms, the kernel's
+//! rotation period at HZ 250, make the kernel's rotation show each group one phase, and the
+//! shares it gives can be impossible; tmetric flags them in every layout. Its own rotation
+//! (the default) holds the truth in its bars.
+
+use crate::support::{stderr, tmetric};
+
+/// Compute and memory phases alternating every 4 ms, far apart.
+const ALTERNATING: &str = r#"{
+  "description": "compute and memory phases alternating every 4 ms",
+  "cycles_ghz": 2.5, "ref_ghz": 2.0, "tsc_ghz": 2.0, "cpu_step_percent": 5,
+  "ipc": 1.6, "kernel_percent": 10, "package_watts": 50, "topdown": {},
+  "phases": { "switch_every_ms": 4, "list": [
+    { "name": "compute", "ipc": 2.6, "topdown": {
+      "tma_frontend_bound": 10, "tma_fetch_latency": 5, "tma_bad_speculation": 5,
+      "tma_branch_mispredicts": 4, "tma_backend_bound": 25, "tma_memory_bound": 2,
+      "tma_core_bound": 23, "tma_retiring": 60, "tma_heavy_operations": 8 } },
+    { "name": "memory", "ipc": 0.2, "topdown": {
+      "tma_frontend_bound": 8, "tma_fetch_latency": 5, "tma_bad_speculation": 3,
+      "tma_branch_mispredicts": 2, "tma_backend_bound": 80, "tma_memory_bound": 75,
+      "tma_core_bound": 5, "tma_retiring": 10, "tma_heavy_operations": 4 } } ] }
+}"#;
+
+/// Records TopdownL1 and L2 on skylakex over the alternating workload, the kernel rotating,
+/// into `record`; returns what the run printed.
+fn record(workload: &std::path::Path, record: &std::path::Path) -> String {
+    let out = tmetric(&[
+        "record",
+        "--format",
+        "jsonl",
+        "--pmu-sim",
+        "skylakex",
+        "--pmu-sim-workload",
+        workload.to_str().expect("a UTF-8 path"),
+        "-M",
+        "TopdownL1,TopdownL2",
+        "-a",
+        "--errors",
+        "--rotation",
+        "kernel",
+        "-o",
+        record.to_str().expect("a UTF-8 path"),
+        "sleep",
+        "0.3",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    text
+}
+
+/// `report` of `record` with `extra` flags.
+fn report(record: &std::path::Path, extra: &[&str]) -> String {
+    let mut args = vec!["report", "-i", record.to_str().expect("a UTF-8 path"), "--errors"];
+    args.extend_from_slice(extra);
+    let out = tmetric(&args);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    text
+}
+
+/// Under the kernel's rotation the aliased shares come out impossible (a negative share, a
+/// child above its parent, a level 1 that does not sum to 100 %), and each layout flags them:
+/// beside the value and in a note in the default layout and the tree, a `metric-impossible`
+/// key and a note in JSON, a note among CSV's comments (the notes join CSV and JSON with -v).
+/// One record is reported in each layout, so each sees the same counts (which phase the
+/// kernel's groups see depends on when the run starts: a run is recorded until one shows it).
+#[test]
+fn impossible_values_are_flagged_in_every_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = dir.path().join("alternating.json");
+    std::fs::write(&workload, ALTERNATING).unwrap();
+    let file = dir.path().join("run.jsonl");
+    let std = (0..10)
+        .map(|_| record(&workload, &file))
+        .find(|text| text.contains("(impossible)"))
+        .expect("in ten runs the kernel's rotation gave no impossible value");
+    assert!(std.lines().any(|l| l.contains(": impossible: ")), "{std}");
+    // Every printed share outside 0-100 % is flagged.
+    for line in std.lines().filter(|l| l.contains(" %  tma_")) {
+        let value: f64 = line
+            .split('#')
+            .nth(1)
+            .and_then(|m| m.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(50.0);
+        if !(-0.5..=100.5).contains(&value) {
+            assert!(line.contains("(impossible)"), "{line}\n{std}");
+        }
+    }
+    let again = report(&file, &[]);
+    assert!(again.contains("(impossible)"), "{again}");
+    let csv = report(&file, &["-x,", "-v"]);
+    assert!(csv.lines().any(|l| l.starts_with("# ") && l.contains(": impossible: ")), "{csv}");
+    let json = report(&file, &["-j", "-v"]);
+    assert!(json.contains("\"metric-impossible\" : true"), "{json}");
+    assert!(json.lines().any(|l| l.contains(": impossible: ")), "{json}");
+    let tree = report(&file, &["--tree"]);
+    assert!(tree.lines().any(|l| l.contains(": impossible: ")), "{tree}");
+    // Without -v, CSV holds perf's lines only.
+    let plain = tmetric(&["report", "-i", file.to_str().unwrap(), "-x,"]);
+    assert!(!stderr(&plain).contains("impossible"), "{}", stderr(&plain));
+}
