@@ -433,3 +433,27 @@ fn no_scale_is_recorded_and_reported_raw() {
         assert_eq!(count, printed, "perf: {line}");
     }
 }
+
+/// perf's `cmd_stat`: `--interval-count 0` is no count at all (the run goes on), and a count
+/// without `-I` is refused with perf's words and its `-EINVAL` exit (234).
+#[test]
+fn interval_count_zero_is_no_limit_and_needs_intervals_otherwise() {
+    let out =
+        tmetric(&["-x,", "-I", "50", "--interval-count", "0", "-e", "task-clock", "sleep", "0.3"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let intervals = stderr(&out).lines().filter(|l| l.contains(",task-clock,")).count();
+    assert!(intervals >= 3, "{}", stderr(&out));
+    for args in [
+        &["--interval-count", "2", "-e", "task-clock", "true"][..],
+        &["-I", "0", "--interval-count", "2", "-e", "task-clock", "true"][..],
+    ] {
+        let out = tmetric(args);
+        assert_eq!(out.status.code(), Some(234), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out)
+                .contains("interval-count option should be used together with interval-print"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}

@@ -1,12 +1,14 @@
 //! `tmetric stat --pmu-sim`: hardware metrics end to end on the simulated kernel, with the
 //! numbers checked against the simulator's workload (its truth).
 //!
-//! This file holds what several of them read; the tests are by what they check: `topdown`
+//! This file holds what several of them read; the tests are by what they check: `bars`
+//! (error bars and impossible values under multiplexing), `topdown`
 //! (`--topdown` and level 1), `views` (colour, per-unit, tree, error bars, reasons), `machines`
 //! (machine and workload choice, hybrids), `guest` (a guest without a virtual PMU), `tpebs` (retire latencies), `truth` (every tree level
 //! against the workload), `validation` (perf's metric validation rules), `uncore` (boxes) and
 //! `plan` (`plan` against what `stat` opens).
 
+mod bars;
 mod guest;
 mod machines;
 mod plan;

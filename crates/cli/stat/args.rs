@@ -65,6 +65,12 @@ pub struct StatArgs {
     /// how their rates vary; also with -v).
     #[arg(long)]
     pub errors: bool,
+    /// Who rotates groups of events that cannot count at once: `tmetric` (the default)
+    /// switches them itself at random intervals around 4 ms, so a workload whose phases
+    /// repeat with the kernel's rotation period cannot bias them; `kernel` leaves it to the
+    /// kernel's fixed timer, as perf does.
+    #[arg(long, value_name = "WHO", default_value = "tmetric", value_parser = ["tmetric", "kernel"])]
+    pub rotation: String,
     /// TopDown level 1 (or --td-level N): the model's TopdownLN metrics through a
     /// `slots`-led group; on CPUs with only the kernel's older `topdown-*` events, perf's
     /// level-1 formulas per core (needs -a). Implies --metric-only.
@@ -110,8 +116,8 @@ pub struct StatArgs {
     /// disabled, for --control's `enable`); says `Events disabled` and `Events enabled`.
     #[arg(short = 'D', long = "delay", value_name = "MS", allow_negative_numbers = true)]
     pub delay: Option<i64>,
-    /// With -I: print N intervals, then no more (a command runs on to its end).
-    #[arg(long, value_name = "N", requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
+    /// With -I: print N intervals, then no more (a command runs on to its end); 0: no limit.
+    #[arg(long, value_name = "N")]
     pub interval_count: Option<u64>,
     /// Run the command N times and print the mean counts with their spread (0: again and
     /// again, each run's counts as it ends, until Ctrl-C, as perf's `-r 0`).

@@ -68,6 +68,13 @@ pub fn run_count(text: &str) -> Result<u32, String> {
 
 /// perf's rules for these options that need no machine, with perf's messages.
 pub(super) fn check_perf_options(args: &StatArgs) -> anyhow::Result<()> {
+    // perf's `cmd_stat`: a count of intervals needs intervals (0 is no count at all).
+    if args.interval_count.is_some_and(|n| n > 0) && args.interval.is_none_or(|i| i == 0) {
+        return Err(super::exits::perf_exit(
+            234,
+            "interval-count option should be used together with interval-print: give -I MS too",
+        ));
+    }
     let Some(fd) = args.perf.log_fd else { return Ok(()) };
     if args.output.is_some() {
         return Err(super::exits::perf_exit(

@@ -79,7 +79,15 @@ pub fn run_on<S: Syscalls + Clone>(
     printer.split = split_of(args, sysfs, &target);
     // The signal pipe before the events: when descriptors run out, the events say so.
     tmetric_runtime::signal::prepare().context("cannot catch signals")?;
-    let options = run_options(args, control.as_ref().map(|c| c.fds));
+    let mut options = run_options(args, control.as_ref().map(|c| c.fds));
+    if args.rotation == "tmetric" {
+        options.rotation = plan.rotation();
+    } else if (args.errors || args.verbose) && plan.rotation().is_some() {
+        // Said once: the bars are honest only about what the reads can show.
+        warn(
+            "--rotation kernel: the error bars cannot see phases of the workload in step with the kernel's rotation (every read is then equally biased); impossible values are still flagged",
+        );
+    }
     if args.interval.is_some() && args.repeat > 1 && record.is_some() {
         bail!(
             "-I with -r prints every run's intervals, and a record holds one run's: record without -r, or without -I for the mean of the runs"
@@ -280,10 +288,11 @@ fn run_options(args: &StatArgs, control: Option<tmetric_runtime::ControlFds>) ->
         start_disabled: args.delay.is_some_and(|d| d < 0),
         control,
         say: Some(super::exits::say),
-        interval_count: args.interval_count.map(|n| n as usize),
+        interval_count: args.interval_count.filter(|&n| n > 0).map(|n| n as usize),
         until_gone: tmetric_runtime::target::watched(args.pid, &args.tid, !args.command.is_empty()),
         timeout: args.timeout.map(Duration::from_millis),
         sample_every: error_bar_reads(args),
+        rotation: None,
     }
 }
 

@@ -237,6 +237,9 @@ pub enum MetricWhy {
     NeverRan(Vec<String>),
     /// A `nan` or 0 a literal, a probe or a division by a counted 0 decided (worded).
     Decided(String),
+    /// A value that cannot be true (a TMA share outside 0-100 %, above its parent, a level 1
+    /// that does not sum to 100 %), worded: its inputs were counted over different time.
+    Impossible(String),
 }
 
 impl std::fmt::Display for Note {
@@ -286,6 +289,10 @@ impl std::fmt::Display for MetricWhy {
                 rows.join(", ")
             ),
             MetricWhy::Decided(text) => f.write_str(text),
+            MetricWhy::Impossible(text) => write!(
+                f,
+                "impossible: {text}; its events were counted over different time (multiplexed), so treat it with care"
+            ),
         }
     }
 }

@@ -220,6 +220,11 @@ pub struct Plan {
     /// A task's counters follow the children it creates (`inherit`, perf's default); off
     /// with perf's `-i`/`--no-inherit`.
     pub(crate) inherit: bool,
+    /// Groups tmetric may rotate itself: (PMU, leading spec) of each group of a PMU whose
+    /// groups cannot count at once ([`Plan::rotation`]).
+    pub(crate) rotated: Vec<(usize, usize)>,
+    /// The run's groups were rotated by tmetric ([`Plan::rotation`]), not by the kernel.
+    pub(crate) rotating: bool,
 }
 
 /// The machine a plan is for.
@@ -255,6 +260,40 @@ impl Plan {
             default_metrics: false,
             per_box: false,
             inherit: true,
+            rotated: Vec::new(),
+            rotating: false,
         }
     }
+
+    /// Whether the run's groups were rotated by tmetric ([`Plan::rotation`]): the estimate
+    /// `-v` names.
+    pub fn rotating(&self) -> bool {
+        self.rotating
+    }
+
+    /// Says that the run's groups were rotated by tmetric (a record replayed says so too).
+    pub fn set_rotating(&mut self, rotating: bool) {
+        self.rotating = rotating;
+    }
+
+    /// tmetric's own rotation of the groups that cannot count at once: one group of each
+    /// such PMU per turn, turns of random length around [`OWN_TURN`]; `None` when nothing
+    /// needs rotating.
+    pub fn rotation(&self) -> Option<tmetric_runtime::Rotation> {
+        let mut per_pmu: Vec<(usize, Vec<usize>)> = Vec::new();
+        for &(pmu, leader) in &self.rotated {
+            match per_pmu.iter_mut().find(|p| p.0 == pmu) {
+                Some(p) => p.1.push(leader),
+                None => per_pmu.push((pmu, vec![leader])),
+            }
+        }
+        per_pmu.retain(|p| p.1.len() > 1);
+        let n = per_pmu.iter().map(|p| p.1.len()).max()?;
+        let turns = (0..n).map(|k| per_pmu.iter().map(|p| p.1[k % p.1.len()]).collect()).collect();
+        Some(tmetric_runtime::Rotation { turns, turn: OWN_TURN, seed: 0x7e7e_d17e })
+    }
 }
+
+/// The mean length of a turn of tmetric's own rotation: the kernel's default rotation
+/// interval (`perf_event_mux_interval_ms` at HZ 250).
+pub const OWN_TURN: std::time::Duration = std::time::Duration::from_millis(4);

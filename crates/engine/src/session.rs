@@ -344,6 +344,7 @@ impl<S: Syscalls> Session<S> {
         mut on_tick: impl FnMut(&Plan, &Tick<'_>, &EvalInput<'_>, &Evaluated) -> std::io::Result<()>,
     ) -> Result<RunReport, RunError> {
         let failures = self.failures();
+        self.plan.rotating = options.rotation.as_ref().is_some_and(|r| r.turns.len() > 1);
         let Counting::Set(counters) = &mut self.counters else {
             return Err(RunError::Report(std::io::Error::new(
                 std::io::ErrorKind::Unsupported,

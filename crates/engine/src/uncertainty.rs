@@ -9,20 +9,32 @@
 //! is the variance the unseen slices may add:
 //!
 //! * per event and read interval `k`: `dE_k` enabled and `dR_k` running nanoseconds (summed
-//!   over CPUs) and the rate `r_k = dCount_k / dR_k`;
-//! * the variance of a running nanosecond's rate, times a slice, `S = Σ dR_k (r_k - r̄)² /
-//!   (K - 1)` over the `K` intervals that ran (`r̄` the overall rate): what a rate measured
-//!   over `dR` nanoseconds varies by is `S / dR`;
-//! * the count's variance `Σ_k S (dE_k - dR_k) dE_k / dR_k`: the unseen time extrapolated
-//!   from the seen, zero when the event ran all the time;
+//!   over CPUs) and the count `c_k`; the reads are every 100 ms under the kernel's rotation,
+//!   or at every turn of tmetric's own (`tmetric_runtime::Rotation`);
+//! * the event's rate is a ratio estimate, `r = Σc / R` over the intervals it ran (`R = Σ dR`),
+//!   extrapolated over `E = Σ dE`; its variance comes from the residuals `c_k - r dR_k`
+//!   between intervals (`K / (K - 1)` of their sum of squares over `R²`), times `E²` and the
+//!   share of the time never seen, `1 - R/E`; the intervals are also merged in blocks of 2,
+//!   4, ... and the largest spread is taken, since nearby intervals can see the same part of
+//!   a phase and are then not independent;
 //! * events of one group run in the same slices, so their errors correlate: their covariance
-//!   uses `Σ dR_k (r_k - r̄)(q_k - q̄)`; events of different groups are taken as independent;
+//!   takes the product of their residuals; events of different groups are taken as
+//!   independent;
 //! * a metric's variance is `gᵀ C g` with `g` its gradient over its inputs (numerically, over
 //!   the same evaluation `tmetric stat` prints) and `C` that covariance.
 //!
+//! Under the kernel's fixed timer a workload whose phases repeat with the rotation shows each
+//! group one phase in every turn: every read is equally biased and the spread hides it.
+//! tmetric's own rotation (turns of random length) samples the run's time at random, so the
+//! spread between turns is the error's.
+//!
 //! The bar is [`BAR_SIGMAS`] standard deviations either side of the value. A metric whose
 //! inputs all ran the whole time has no bar ([`Bar::Exact`]); one with multiplexed inputs and
-//! fewer than two read intervals to judge the variation by has [`Bar::Unknown`].
+//! fewer than two read intervals to judge the variation by has [`Bar::Unknown`]. A value with
+//! a multiplexed input is never exact: where it does not move with its inputs (a `max(x, 0)`
+//! clamp holding it at 0) its bar comes from the value over inputs drawn from their spread,
+//! so the truth on the clamp's other side is still inside it; only a value no draw moves (a
+//! literal decides it) stays exact.
 
 use tmetric_runtime::Snapshot;
 
@@ -55,10 +67,11 @@ impl Bar {
         }
     }
 
-    /// Whether `truth` lies within the bar around `value` (always for an exact value).
+    /// Whether `truth` lies within the bar around `value`. An exact value covers only the
+    /// truth it equals (to rounding): it claims no error, so any error is a miss.
     pub fn covers(self, value: f64, truth: f64) -> bool {
         match self {
-            Bar::Exact => true,
+            Bar::Exact => (value - truth).abs() <= 1e-6 * truth.abs().max(value.abs()) + 1e-12,
             Bar::Unknown => false,
             Bar::Sigma(s) => (value - truth).abs() <= BAR_SIGMAS * s + 1e-12 * truth.abs(),
         }
@@ -90,52 +103,114 @@ fn intervals(reads: &[Snapshot], specs: &[usize]) -> Vec<(f64, f64, f64)> {
 
 /// The covariance of the extrapolated totals of counters `a` and `b` of one group (the same
 /// counter for a variance); `None` when it cannot be judged.
+///
+/// A ratio estimate: the group's rate is `Σc / Σr` over the intervals it ran, extrapolated
+/// over `Σe`. Its variance is the spread of the residuals `c_k - rate * r_k` between
+/// intervals (`K / (K - 1)` of their sum of squares, over `R²`), times `E²` and the share of
+/// the time never seen, `1 - R/E`. With reads every 100 ms that all saw each group run, it
+/// equals "the spread of the per-interval rates, scaled to the unseen time"; with a read at
+/// every turn of a rotation, intervals the group did not run in add nothing and each turn's
+/// rate counts as one sample of the run's time.
 fn covariance(a: &[(f64, f64, f64)], b: &[(f64, f64, f64)]) -> Option<f64> {
-    let multiplexed = a.iter().any(|&(_, e, r)| r < e);
-    if !multiplexed {
+    let total_e: f64 = a.iter().map(|x| x.1).sum();
+    let total_r: f64 = a.iter().map(|x| x.2).sum();
+    if total_r >= total_e {
         return Some(0.0);
     }
     let ran: Vec<usize> = (0..a.len().min(b.len())).filter(|&k| a[k].2 > 0.0).collect();
-    if ran.len() < 2 {
+    if ran.len() < 2 || total_r <= 0.0 {
         return None;
     }
-    let total_r: f64 = ran.iter().map(|&k| a[k].2).sum();
-    let mean = |x: &[(f64, f64, f64)]| ran.iter().map(|&k| x[k].0).sum::<f64>() / total_r;
-    let (ma, mb) = (mean(a), mean(b));
-    let s: f64 = ran
-        .iter()
-        .map(|&k| {
-            let r = a[k].2;
-            r * (a[k].0 / r - ma) * (b[k].0 / r - mb)
-        })
-        .sum::<f64>()
-        / (ran.len() - 1) as f64;
-    // A slice that never ran leaves its whole interval to extrapolate from the others.
-    let mean_r = total_r / ran.len() as f64;
-    Some(
-        a.iter()
-            .map(
-                |&(_, e, r)| {
-                    if e <= r { 0.0 } else { s * (e - r) * e / r.max(mean_r * 1e-3).max(1.0) }
-                },
-            )
-            .sum(),
-    )
+    let rate = |x: &[(f64, f64, f64)]| ran.iter().map(|&k| x[k].0).sum::<f64>() / total_r;
+    let (ma, mb) = (rate(a), rate(b));
+    // Blocking: consecutive intervals merged in blocks of 1, 2, 4, ... (while eight blocks at
+    // least remain). Nearby intervals can see the same phase of the workload (turns whose
+    // starts drift slowly against a periodic phase), and then the spread of single intervals
+    // understates the error; the blocks' spread does not. The largest is taken.
+    let mut best: Option<(f64, f64)> = None;
+    let mut size = 1;
+    while size == 1 || ran.len() / size >= 8 {
+        let blocks: Vec<(f64, f64, f64)> = ran
+            .chunks(size)
+            .map(|ks| {
+                ks.iter().fold((0.0, 0.0, 0.0), |acc, &k| {
+                    (acc.0 + a[k].0, acc.1 + b[k].0, acc.2 + a[k].2)
+                })
+            })
+            .collect();
+        let n = blocks.len() as f64;
+        if n < 2.0 {
+            break;
+        }
+        let sums = blocks.iter().fold((0.0, 0.0, 0.0), |acc, &(ca, cb, r)| {
+            let (da, db) = (ca - ma * r, cb - mb * r);
+            (acc.0 + da * db, acc.1 + da * da, acc.2 + db * db)
+        });
+        let scale = n / (n - 1.0);
+        let (cov, spread) = (sums.0 * scale, (sums.1 + sums.2) * scale);
+        if best.is_none_or(|(_, s)| spread > s) {
+            best = Some((cov, spread));
+        }
+        size *= 2;
+    }
+    let rate_cov = best.map_or(0.0, |(cov, _)| cov) / (total_r * total_r);
+    Some(rate_cov * total_e * total_e * (1.0 - total_r / total_e))
 }
+
+/// A deterministic stream of standard normal draws (splitmix64 and Box-Muller): the sampled
+/// bars of a run are the same each time they are computed.
+struct Normals(u64);
+
+impl Normals {
+    fn uniform(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    fn next(&mut self) -> f64 {
+        let (u, v) = (self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+}
+
+/// The lower Cholesky factor of the symmetric matrix `m` (`n x n`, row-major), with
+/// directions of no variance left at zero.
+fn cholesky(m: &[f64], n: usize) -> Vec<f64> {
+    let mut l = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..=i {
+            let s: f64 = m[i * n + j] - (0..j).map(|k| l[i * n + k] * l[j * n + k]).sum::<f64>();
+            if i == j {
+                l[i * n + i] = s.max(0.0).sqrt();
+            } else if l[j * n + j] > 0.0 {
+                l[i * n + j] = s / l[j * n + j];
+            }
+        }
+    }
+    l
+}
+
+/// Draws for a sampled bar: enough for the 2.5 and 97.5 percentiles to settle.
+const SAMPLES: usize = 400;
 
 impl Plan {
     /// Per root (in [`Plan::roots`] order), the error bar of its value in `results` (the
     /// evaluation of `sample`) over `reads`: the counters read during and at the end of the
-    /// run (cumulative), the last being `sample`'s counts.
+    /// run (cumulative), the last being `sample`'s counts; and whether the bar was sampled
+    /// (the value does not move with its inputs where it stands).
     pub(crate) fn uncertainties(
         &self,
         evaluators: &mut Evaluators,
         reads: &[Snapshot],
         sample: &EvalInput<'_>,
         results: &[RootResult],
-    ) -> Vec<Bar> {
+    ) -> Vec<(Bar, bool)> {
         if reads.is_empty() {
-            return vec![Bar::Unknown; self.roots.len()];
+            return vec![(Bar::Unknown, false); self.roots.len()];
         }
         let inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, sample)).collect();
         let spec_of = |row: usize| match self.rows[row].source {
@@ -166,7 +241,7 @@ impl Plan {
                 }
                 let series = |s: usize| per_spec[s].as_deref().unwrap_or(&[]);
                 if counters.iter().all(|&(_, s)| series(s).iter().all(|&(_, e, r)| r >= e)) {
-                    return Bar::Exact;
+                    return (Bar::Exact, false);
                 }
                 // The value as `evaluate` computes it: on the counters' common span.
                 let common = self.common_span(root, sample);
@@ -182,10 +257,30 @@ impl Plan {
                 };
                 let value = results[i].value;
                 if !value.is_finite() {
-                    return Bar::Unknown;
+                    return (Bar::Unknown, false);
+                }
+                // The covariance of the counted inputs: within a group, events ran in the same
+                // slices; between groups they are taken as independent.
+                let n = counters.len();
+                let mut cov = vec![0.0; n * n];
+                for (a, &(_, sa)) in counters.iter().enumerate() {
+                    for (b, &(_, sb)) in counters.iter().enumerate().skip(a) {
+                        let same_group =
+                            sa == sb || (group_of[sa].is_some() && group_of[sa] == group_of[sb]);
+                        if !same_group {
+                            continue;
+                        }
+                        match covariance(series(sa), series(sb)) {
+                            Some(c) => {
+                                cov[a * n + b] = c;
+                                cov[b * n + a] = c;
+                            }
+                            None => return (Bar::Unknown, false),
+                        }
+                    }
                 }
                 // The gradient over the counted inputs.
-                let mut grad = Vec::with_capacity(counters.len());
+                let mut grad = Vec::with_capacity(n);
                 let mut probe = inputs.clone();
                 for &(row, _) in &counters {
                     let x = inputs[row];
@@ -196,25 +291,168 @@ impl Plan {
                     grad.push(if up.is_finite() { (up - value) / h } else { 0.0 });
                 }
                 let mut variance = 0.0;
-                for (a, &(_, sa)) in counters.iter().enumerate() {
-                    for (b, &(_, sb)) in counters.iter().enumerate() {
-                        if grad[a] == 0.0 || grad[b] == 0.0 {
-                            continue;
-                        }
-                        let same_group =
-                            sa == sb || (group_of[sa].is_some() && group_of[sa] == group_of[sb]);
-                        if !same_group {
-                            continue;
-                        }
-                        match covariance(series(sa), series(sb)) {
-                            Some(c) => variance += grad[a] * grad[b] * c,
-                            None => return Bar::Unknown,
-                        }
+                for a in 0..n {
+                    for b in 0..n {
+                        variance += grad[a] * grad[b] * cov[a * n + b];
                     }
                 }
-                // Rates that never varied leave nothing to miss.
-                if variance > 0.0 { Bar::Sigma(variance.sqrt()) } else { Bar::Exact }
+                if variance > 0.0 {
+                    return (Bar::Sigma(variance.sqrt()), false);
+                }
+                if (0..n).all(|a| cov[a * n + a] <= 0.0) {
+                    // Multiplexed, but the rates never varied: nothing unseen to miss.
+                    return (Bar::Sigma(0.0), false);
+                }
+                // Multiplexed inputs that vary, and a value that does not move with them
+                // where it stands: a clamp (`max(..., 0)`) or a step. Its bar comes from
+                // the value over inputs drawn from their spread.
+                match self.sampled_sigma(evaluators, i, inputs, &counters, &cov, value) {
+                    // The value does not depend on the counts at all (a literal decides it).
+                    Some(0.0) => (Bar::Exact, false),
+                    Some(sigma) => (Bar::Sigma(sigma), true),
+                    None => (Bar::Unknown, false),
+                }
             })
             .collect()
+    }
+
+    /// One standard deviation equivalent of root `root`'s value over inputs drawn from a
+    /// normal spread with covariance `cov` over `counters` (row, spec) around `inputs`: half
+    /// the larger distance from `value` to the 2.5 or 97.5 percentile of the draws, over
+    /// [`BAR_SIGMAS`], so that the bar spans both; `Some(0.0)` when no draw moved it, `None`
+    /// when too few draws had a value.
+    fn sampled_sigma(
+        &self,
+        evaluators: &mut Evaluators,
+        root: usize,
+        inputs: &[f64],
+        counters: &[(usize, usize)],
+        cov: &[f64],
+        value: f64,
+    ) -> Option<f64> {
+        let n = counters.len();
+        let l = cholesky(cov, n);
+        let mut normals = Normals(0x7a11_5eed ^ root as u64);
+        let mut probe = inputs.to_vec();
+        let mut z = vec![0.0; n];
+        let mut draws = Vec::with_capacity(SAMPLES);
+        for _ in 0..SAMPLES {
+            for x in z.iter_mut() {
+                *x = normals.next();
+            }
+            for (a, &(row, _)) in counters.iter().enumerate() {
+                let shift: f64 = (0..=a).map(|k| l[a * n + k] * z[k]).sum();
+                // A count is never negative.
+                probe[row] = (inputs[row] + shift).max(0.0);
+            }
+            let v = self.root_value(evaluators, root, &probe);
+            if v.is_finite() {
+                draws.push(v);
+            }
+        }
+        if draws.len() < SAMPLES / 2 {
+            return None;
+        }
+        if draws.iter().all(|&d| d == value) {
+            return Some(0.0);
+        }
+        draws.sort_by(f64::total_cmp);
+        let at = |q: f64| draws[((draws.len() - 1) as f64 * q).round() as usize];
+        let reach = (at(0.975) - value).max(value - at(0.025)).max(0.0);
+        // Some draw moved it: never a zero bar.
+        Some((reach / BAR_SIGMAS).max(f64::MIN_POSITIVE))
+    }
+}
+
+/// How far a share may stray outside what is possible before it is called impossible: the
+/// rounding of counts and the vendor formulas' own approximations, not multiplexing.
+const SHARE_SLACK: f64 = 0.005;
+
+/// How far TMA level 1 may sum from 100 % before it is called impossible.
+const LEVEL1_SLACK: f64 = 0.02;
+
+impl Plan {
+    /// Per root (in [`Plan::roots`] order): why its value in `results` cannot be true, with
+    /// the least standard deviation a bar needs to reach a possible value. A TMA node is a
+    /// share of the slots: it lies within 0-100 %, a child never exceeds its parent, and
+    /// level 1 sums to 100 %. Such values come from inputs counted over different time.
+    pub fn impossible(&self, results: &[RootResult]) -> Vec<Option<(String, f64)>> {
+        let nodes: Vec<crate::view::TmaNode<'_>> = self
+            .roots
+            .iter()
+            .zip(results)
+            .map(|(r, result)| crate::view::TmaNode::of(r.model, r.metric, result.value, None))
+            .collect();
+        let share = |i: usize| {
+            let r = &self.roots[i];
+            let m = &r.model.metrics[r.metric];
+            m.scale == 100.0
+                && nodes[i].groups.split(';').any(|g| g.starts_with("TopdownL"))
+                && nodes[i].value.is_finite()
+        };
+        let parent_of = |i: usize| -> Option<usize> {
+            nodes[i].groups.split(';').find_map(|g| {
+                let parent = g.strip_suffix("_group")?;
+                nodes.iter().position(|n| n.name == parent && n.pmu == nodes[i].pmu)
+            })
+        };
+        let mut out: Vec<Option<(String, f64)>> = vec![None; nodes.len()];
+        let mut flag = |i: usize, why: String, reach: f64| {
+            let sigma = reach / BAR_SIGMAS;
+            match &mut out[i] {
+                Some((text, s)) => {
+                    text.push_str("; ");
+                    text.push_str(&why);
+                    *s = s.max(sigma);
+                }
+                slot => *slot = Some((why, sigma)),
+            }
+        };
+        for i in (0..nodes.len()).filter(|&i| share(i)) {
+            let v = nodes[i].value;
+            if !(-SHARE_SLACK..=1.0 + SHARE_SLACK).contains(&v) {
+                let reach = if v < 0.0 { -v } else { v - 1.0 };
+                flag(i, format!("{:.1} % is outside 0-100 %", v * 100.0), reach);
+            }
+            if let Some(p) = parent_of(i).filter(|&p| share(p))
+                && v > nodes[p].value + SHARE_SLACK
+            {
+                let over = v - nodes[p].value;
+                flag(
+                    i,
+                    format!(
+                        "above its parent {} ({:.1} % > {:.1} %)",
+                        nodes[p].name,
+                        v * 100.0,
+                        nodes[p].value * 100.0
+                    ),
+                    over,
+                );
+            }
+        }
+        // Level 1, per core type: the four nodes of a complete level sum to the slots.
+        let mut pmus: Vec<&str> = nodes.iter().map(|n| n.pmu).collect();
+        pmus.sort_unstable();
+        pmus.dedup();
+        for pmu in pmus {
+            let level1: Vec<usize> = (0..nodes.len())
+                .filter(|&i| {
+                    nodes[i].pmu == pmu
+                        && share(i)
+                        && parent_of(i).is_none()
+                        && nodes[i].groups.split(';').any(|g| g == "TopdownL1")
+                })
+                .collect();
+            if level1.len() < 4 {
+                continue;
+            }
+            let sum: f64 = level1.iter().map(|&i| nodes[i].value).sum();
+            if (sum - 1.0).abs() > LEVEL1_SLACK {
+                for &i in &level1 {
+                    flag(i, format!("level 1 sums to {:.1} %", sum * 100.0), (sum - 1.0).abs());
+                }
+            }
+        }
+        out
     }
 }

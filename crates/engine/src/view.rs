@@ -118,17 +118,36 @@ pub struct Cell {
     /// unit; NaN when the metric was multiplexed and the reads do not show how far it may be
     /// off ([`Bar::Unknown`]); `None` when its inputs ran the whole time, or for built-ins.
     pub error: Option<f64>,
+    /// With an error bar asked for: the value cannot be true ([`Plan::impossible`]), and a
+    /// flag goes beside it.
+    pub impossible: bool,
 }
 
 impl Cell {
     /// perf's blank metric: no value, no label (`print_metric(..., NULL, NULL, NULL, 0)`).
     pub fn none() -> Cell {
-        Cell { value: 0.0, fmt: None, label: None, colour: None, source: None, error: None }
+        Cell {
+            value: 0.0,
+            fmt: None,
+            label: None,
+            colour: None,
+            source: None,
+            error: None,
+            impossible: false,
+        }
     }
 
     /// A label without a value (a built-in whose denominator is 0).
     fn blank(label: &str, source: Option<CellSource>) -> Cell {
-        Cell { value: 0.0, fmt: None, label: Some(label.into()), colour: None, source, error: None }
+        Cell {
+            value: 0.0,
+            fmt: None,
+            label: Some(label.into()),
+            colour: None,
+            source,
+            error: None,
+            impossible: false,
+        }
     }
 }
 
@@ -222,6 +241,8 @@ pub struct ViewContext<'a> {
     pub hybrid: bool,
     /// Each root's error bar over this unit's reads, when asked for.
     pub bars: Option<&'a [Bar]>,
+    /// Per root: why its value cannot be true, if it cannot ([`UnitEval::impossible`]).
+    pub impossible: &'a [Option<String>],
 }
 
 /// How a sample splits into perf's aggregation units.
@@ -263,6 +284,7 @@ pub fn units(
             noise,
             hybrid,
             bars: unit.bars.as_deref().filter(|_| errors),
+            impossible: &unit.impossible,
         };
         lines(plan, &unit.sample(sample), &ctx, skip_zero, cpus)
     };
@@ -431,6 +453,8 @@ fn default_group_cells(
         let pmu = r.model.str(m.pmu).to_string();
         let mut cell = metric_cell(plan, root, &ctx.results[root], ctx.hybrid);
         cell.error = cell_error(plan, root, ctx);
+        cell.impossible =
+            ctx.bars.is_some() && ctx.impossible.get(root).is_some_and(Option::is_some);
         match groups.iter_mut().find(|g| g.0 == name && g.1 == pmu) {
             Some(g) => g.2.push(cell),
             None => groups.push((name, pmu, vec![cell])),
@@ -480,6 +504,8 @@ fn cells(
         }
         let mut cell = metric_cell(plan, root, &ctx.results[root], ctx.hybrid);
         cell.error = cell_error(plan, root, ctx);
+        cell.impossible =
+            ctx.bars.is_some() && ctx.impossible.get(root).is_some_and(Option::is_some);
         out.push(cell);
     }
     if out.is_empty() {

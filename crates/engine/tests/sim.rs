@@ -432,6 +432,7 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
         noise: &[],
         hybrid: false,
         bars: None,
+        impossible: &[],
     };
     let lines = view::lines(&plan, &sample, &ctx, false, None);
     let got = labels(&lines);

@@ -475,15 +475,32 @@ impl<W: Write> StatPrinter<W> {
                 )),
                 Bar::Sigma(_) => {
                     let half = bar.half_width().unwrap_or(0.0) * desc.scale;
-                    lines.push(format!("{name:<40} {value:>12.3} {unit} ± {half:.3}"));
+                    // Which estimate the value and its bar are (what -v shows).
+                    let mut how = if plan.rotating() {
+                        "scaled over tmetric's turns".to_string()
+                    } else {
+                        "time-scaled over the kernel's rotation".to_string()
+                    };
+                    if evaluated.total.sampled.get(r) == Some(&true) {
+                        how.push_str(", bar sampled from its inputs' spread (the value sits at a clamp)");
+                    }
+                    if let Some(Some(why)) = evaluated.total.impossible.get(r) {
+                        how.push_str(&format!(", impossible: {why}"));
+                    }
+                    lines.push(format!("{name:<40} {value:>12.3} {unit} ± {half:.3}  ({how})"));
                 }
             }
         }
         if lines.is_empty() {
             return Ok(());
         }
+        let reads = if plan.rotating() {
+            "reads at every turn of tmetric's rotation"
+        } else {
+            "reads every 100 ms"
+        };
         let head = format!(
-            "Error bars ({} standard deviations of the value, from reads every 100 ms; metrics whose events ran the whole time have none):",
+            "Error bars ({} standard deviations of the value, from {reads}; metrics whose events ran the whole time have none):",
             tmetric_engine::BAR_SIGMAS
         );
         let mut all = vec![head];

@@ -20,6 +20,7 @@ fn cell(value: f64, label: &str) -> Cell {
         colour: None,
         source: Some(CellSource { name: "x".into(), unit: label.into(), root: None }),
         error: None,
+        impossible: false,
     }
 }
 

@@ -17,6 +17,7 @@ fn cell(value: f64, fmt: Fmt, label: &str) -> Cell {
         colour: None,
         source: Some(CellSource { name: "x".into(), unit: label.into(), root: None }),
         error: None,
+        impossible: false,
     }
 }
 
@@ -372,4 +373,26 @@ fn errors_follow_the_label_and_perfs_json_keys_only_when_asked() {
     assert!(text.contains("\"metric-error\" : \"nan\"}"), "{text}");
     let plain = print(Config::new(Layout::Json), None, &global(lines), None);
     assert!(!plain.contains("metric-error"), "{plain}");
+}
+
+/// A value that cannot be true (a negative share) is flagged beside it in the default layout
+/// and by a `metric-impossible` key in JSON, with `--errors`; its note says why elsewhere.
+#[test]
+fn impossible_values_are_flagged_beside_the_value_and_in_json() {
+    let bad = Cell {
+        error: Some(16.4),
+        impossible: true,
+        ..cell(-16.4, Fmt::SCALED, "%  tma_core_bound")
+    };
+    let good = Cell { error: Some(0.5), ..cell(18.0, Fmt::SCALED, "%  tma_retiring") };
+    let lines = vec![line(0, Count::Value(10.0), "", "UOPS_ISSUED.ANY", vec![bad, good])];
+    let mut std = Config::new(Layout::Std);
+    std.errors = true;
+    let text = print(std, None, &global(lines.clone()), None);
+    assert!(text.contains("tma_core_bound ± 16.4 (impossible)"), "{text}");
+    assert!(!text.contains("tma_retiring ± 0.5 (impossible)"), "{text}");
+    let mut json = Config::new(Layout::Json);
+    json.errors = true;
+    let text = print(json, None, &global(lines), None);
+    assert_eq!(text.matches("\"metric-impossible\" : true").count(), 1, "{text}");
 }

@@ -64,7 +64,7 @@ pub use counter::{
 pub use event::{CounterEvent, Environment, EventError, EventKind, ResolvedEvent, ToolEvent};
 #[cfg(feature = "fake")]
 pub use fake::{FakeSyscalls, Reading};
-pub use run::{RunError, RunOptions, RunReport, Tick, Watched, run};
+pub use run::{Rotation, RunError, RunOptions, RunReport, Tick, Turns, Watched, run};
 pub use sys::{Attr, Errno, Kernel, Syscalls};
 pub use sysfs::{Sysfs, SysfsError, Topology, TracefsProblem};
 pub use tpebs::{

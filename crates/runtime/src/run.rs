@@ -46,7 +46,71 @@ pub struct RunOptions {
     /// `Events enabled`, `Event NAME enabled`, `failed: ...`), one line each without its
     /// newline; `None` drops them.
     pub say: Option<fn(&str)>,
+    /// tmetric's own rotation of groups that cannot count at once, in place of the kernel's.
+    /// With [`RunOptions::sample_every`], the counters are read at every turn instead.
+    pub rotation: Option<Rotation>,
 }
+
+/// tmetric's own rotation ([`CounterSet::rotate`]): the kernel rotates its groups on a fixed
+/// timer, and a workload whose phases repeat with that period shows each group the same
+/// phase every turn, so their counts are biased and their spread between reads hides it.
+/// Turns of random length, in round-robin order, sample the run's time at random instead:
+/// a quarter of [`Rotation::turn`] plus an exponential draw of mean three quarters (at most
+/// four turns), so that where a turn starts in a periodic phase is forgotten within a few
+/// turns (lengths in a narrow band drift slowly against such a phase, and nearby turns then
+/// see the same part of it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rotation {
+    /// Per turn, the events leading the groups that count in it.
+    pub turns: Vec<Vec<usize>>,
+    /// A turn's mean length.
+    pub turn: Duration,
+    /// Seeds the turns' lengths.
+    pub seed: u64,
+}
+
+impl Rotation {
+    /// The turns in the order they come, with their lengths.
+    pub fn schedule(&self) -> Turns {
+        Turns { n: self.turns.len(), turn: self.turn, state: self.seed, current: 0 }
+    }
+}
+
+/// The order and lengths of a [`Rotation`]'s turns ([`Rotation::schedule`]).
+#[derive(Debug, Clone)]
+pub struct Turns {
+    n: usize,
+    turn: Duration,
+    state: u64,
+    current: usize,
+}
+
+impl Turns {
+    /// A turn's length: a quarter of the mean plus an exponential draw of mean three quarters,
+    /// at most four means (splitmix64).
+    pub fn length(&mut self) -> Duration {
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+        self.turn.mul_f64((0.25 - 0.75 * (1.0 - u).ln()).min(4.0))
+    }
+
+    /// The next turn and how long it lasts (the run starts under the kernel's rotation, for
+    /// one [`Turns::length`], before the first).
+    pub fn next_turn(&mut self) -> (usize, Duration) {
+        self.current = (self.current + 1) % self.n.max(1);
+        (self.current, self.length())
+    }
+}
+
+/// The most reads a run keeps at tmetric's turns for error bars, and the most readings (CPUs
+/// times events) they may hold together: past either, every other read is dropped (reads are
+/// cumulative, so two intervals merge into one; a group's turns then share an interval).
+const MAX_SAMPLES: usize = 1024;
+const MAX_READINGS: usize = 1 << 20;
 
 /// A task whose exit ends a run (see [`RunOptions::until_gone`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,7 +332,12 @@ pub fn run<S: Syscalls>(
     let (mut stopped, mut timed_out) = (false, false);
     let deadline = options.timeout.map(|t| start + t);
     let mut samples = Vec::new();
-    let mut next_sample = options.sample_every.map(|i| start + i);
+    let rotation = options.rotation.as_ref().filter(|r| r.turns.len() > 1);
+    let mut next_sample =
+        if rotation.is_some() { None } else { options.sample_every.map(|i| start + i) };
+    let mut turns = rotation.map(Rotation::schedule);
+    // Until the first turn the kernel rotates, every group enabled.
+    let mut next_turn = turns.as_mut().map(|t| start + t.length());
     loop {
         if let Some(w) = workload.as_mut() {
             if let Some(e) = w.try_wait()? {
@@ -295,6 +364,23 @@ pub fn run<S: Syscalls>(
             (stopped, timed_out) = (true, true);
             break;
         }
+        if let (Some(due), Some(r), Some(order)) = (next_turn, rotation, turns.as_mut())
+            && now >= due
+        {
+            let (turn, length) = order.next_turn();
+            counters.rotate(&r.turns, turn)?;
+            if options.sample_every.is_some() {
+                let read = counters.read()?;
+                let readings: usize = read.events.iter().flatten().map(Vec::len).sum();
+                samples.push(read);
+                let cap = (MAX_READINGS / readings.max(1)).clamp(64, MAX_SAMPLES);
+                if samples.len() >= cap {
+                    samples = samples.into_iter().skip(1).step_by(2).collect();
+                }
+            }
+            next_turn = Some(now + length);
+            continue;
+        }
         if let (Some(due), Some(every)) = (next_sample, options.sample_every)
             && now >= due
         {
@@ -320,7 +406,7 @@ pub fn run<S: Syscalls>(
             }
             continue;
         }
-        let due = [next_tick, next_sample, deadline].into_iter().flatten().min();
+        let due = [next_tick, next_sample, next_turn, deadline].into_iter().flatten().min();
         let control_fd = control.as_ref().and_then(ControlReader::fd);
         wait_for_news(workload.as_deref(), guard.as_ref(), &watch, control_fd, due, now);
         let (signal, stop) = take_signals(guard.as_ref(), workload.as_deref());
@@ -418,6 +504,7 @@ fn begin<S: Syscalls>(
     };
     let delayed = options.delay.filter(|d| !d.is_zero() && !options.start_disabled);
     if delayed.is_some() || options.start_disabled {
+        counters.hold_disabled();
         say("Events disabled");
     } else if needs_enable(target) {
         counters.enable()?;

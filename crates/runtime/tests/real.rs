@@ -407,3 +407,46 @@ fn samples_are_taken_during_the_run_and_end_with_the_totals() {
     assert!(values.windows(2).all(|w| w[0] <= w[1]), "{values:?}");
     assert!(values[0] < *values.last().unwrap(), "{values:?}");
 }
+
+/// tmetric's own rotation on the running kernel: two groups of software events (which the
+/// kernel never multiplexes) take turns by enable/disable ioctls. Each ran only in its turns,
+/// yet each reads the whole run as enabled, so `count * enabled / running` extrapolates to
+/// what ran all the time: the task-clocks of both groups scale to the workload's CPU time,
+/// and the reads at the turns only grow.
+#[test]
+fn own_rotation_takes_turns_and_scales_each_group_over_the_whole_run() {
+    let names = ["task-clock", "cpu-clock"];
+    let mut workload = Workload::prepare(&helper_argv("wall:300")).expect("fork the workload");
+    let target = Target::Task { pid: workload.pid(), on_exec: true };
+    let groups = vec![vec![0], vec![1]];
+    let mut counters =
+        CounterSet::open(Kernel, specs(&names), &groups, target.clone()).expect("open");
+    let rotation = tmetric_runtime::Rotation {
+        turns: vec![vec![0], vec![1]],
+        turn: Duration::from_millis(10),
+        seed: 1,
+    };
+    let options = RunOptions {
+        sample_every: Some(Duration::from_millis(100)),
+        catch_signals: false,
+        rotation: Some(rotation),
+        ..RunOptions::default()
+    };
+    let report =
+        run(&mut counters, &target, Some(&mut workload), &options, |_| Ok(())).expect("run");
+    assert!(counters.rotating());
+    // 300 ms in turns of 5-15 ms: a read at each, many more than every 100 ms would give.
+    assert!(report.samples.len() >= 8, "{} reads", report.samples.len());
+    let values: Vec<u64> =
+        report.samples.iter().map(|s| s.aggregate(0).expect("open").running).collect();
+    assert!(values.windows(2).all(|w| w[0] <= w[1]), "{values:?}");
+    let cpu = report.exit.map(|e| (e.user + e.system).as_nanos() as f64).expect("exited");
+    for (event, name) in names.iter().enumerate() {
+        let raw = report.totals.events[event].as_ref().expect("open")[0].raw;
+        // Each ran in about half the turns, and reads the whole run as enabled.
+        assert!(raw.running < raw.enabled * 9 / 10, "{}: {raw:?}", name);
+        assert!(raw.running > raw.enabled / 10, "{}: {raw:?}", name);
+        let scaled = raw.scaled().expect("ran") as f64;
+        assert!((scaled / cpu - 1.0).abs() < 0.15, "{}: {scaled} ns vs {cpu} ns of CPU", name);
+    }
+}

@@ -24,6 +24,11 @@ pub struct UnitEval {
     pub box_results: Vec<Vec<RootResult>>,
     /// Each root's error bar over the unit's reads, when reads were given.
     pub bars: Option<Vec<Bar>>,
+    /// Per root, with bars: whether its bar was sampled from its inputs' spread rather than
+    /// propagated along its gradient (a value held by a clamp).
+    pub sampled: Vec<bool>,
+    /// Per root: why its value cannot be true ([`Plan::impossible`]), if it cannot.
+    pub impossible: Vec<Option<String>>,
     /// A thread's own notes (`--per-thread` without `-a`: a thread that never ran has
     /// `<not counted>` rows the totals do not show); empty for other units.
     pub notes: Vec<Note>,
@@ -75,7 +80,16 @@ impl Plan {
         let failure = |spec: usize| failures.get(spec).cloned().flatten();
         let global = matches!(split, Split::Global);
         let total = self.evaluate_unit(evaluators, sample, None, reads, global);
-        let notes = self.notes(&total.results, sample, failure);
+        let mut notes = self.notes(&total.results, sample, failure);
+        for (r, flag) in total.impossible.iter().enumerate() {
+            if let Some(text) = flag {
+                let metric = crate::plan::metric_name(self, r);
+                notes.push(Note::Metric {
+                    metric,
+                    why: crate::notes::MetricWhy::Impossible(text.clone()),
+                });
+            }
+        }
         let units = match split {
             Split::Global => Vec::new(),
             Split::Cpus(units) => units
@@ -125,6 +139,8 @@ impl Plan {
             results: Vec::new(),
             box_results: Vec::new(),
             bars: None,
+            sampled: Vec::new(),
+            impossible: Vec::new(),
             notes: Vec::new(),
         };
         let part = unit.sample(sample);
@@ -134,7 +150,17 @@ impl Plan {
         } else {
             Vec::new()
         };
-        let bars = reads.map(|reads| self.uncertainties(evaluators, reads, &part, &results));
+        let judged = reads.map(|reads| self.uncertainties(evaluators, reads, &part, &results));
+        unit.sampled = judged.as_ref().map_or_else(Vec::new, |j| j.iter().map(|b| b.1).collect());
+        let mut bars: Option<Vec<Bar>> = judged.map(|j| j.into_iter().map(|b| b.0).collect());
+        let impossible = self.impossible(&results);
+        // An impossible value's bar reaches at least a possible one.
+        for (bar, flag) in bars.iter_mut().flatten().zip(&impossible) {
+            if let (Bar::Sigma(s), Some((_, least))) = (bar, flag) {
+                *s = s.max(*least);
+            }
+        }
+        unit.impossible = impossible.into_iter().map(|f| f.map(|(text, _)| text)).collect();
         unit.results = results;
         unit.box_results = box_results;
         unit.bars = bars;

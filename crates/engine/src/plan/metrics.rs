@@ -339,6 +339,17 @@ impl Plan {
                 let d = request.events[e].demand;
                 self.sticky[s] = d.slots || d.topdown_metric;
             }
+            // tmetric's own rotation takes the groups of a PMU that cannot count at once
+            // (its strategy only: perf's leaves rotation to the kernel), core PMUs only.
+            if let Some(g) = g
+                && schedule.open.is_empty()
+                && let Some(p) = schedule.groups[g].pmu
+                && schedule.slices_per_pmu.get(p).is_some_and(|&n| n > 1)
+                && rows.iter().all(|&r| self.rows[r].boxes.len() < 2)
+                && let Some(&leader) = specs.first()
+            {
+                self.rotated.push((p, leader));
+            }
             self.groups.push(specs);
             if let Some(g) = g {
                 group_rows[g] = rows.clone();

@@ -52,6 +52,7 @@ pub fn metric_cell(plan: &Plan, root: usize, result: &RootResult, hybrid: bool) 
             colour,
             source,
             error: None,
+            impossible: false,
         };
     }
     Cell {
@@ -61,5 +62,6 @@ pub fn metric_cell(plan: &Plan, root: usize, result: &RootResult, hybrid: bool) 
         colour,
         source,
         error: None,
+        impossible: false,
     }
 }

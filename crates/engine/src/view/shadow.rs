@@ -257,6 +257,7 @@ pub(super) fn builtin_cells(
                 colour: b.colour.map(|t| ratio_colour(t, value)),
                 source: builtin_source(b.name, b.label),
                 error: None,
+                impossible: false,
             },
             // perf 6.12 prints no `stalled cycles per insn` line at all without a stalled
             // count (6.1 printed a blank one, which logs of that vintage show).
@@ -275,7 +276,15 @@ fn builtin_cell(known: bool, value: f64, fmt: Fmt, label: &str, name: &str) -> C
     if !known {
         return Cell::blank(label, source);
     }
-    Cell { value, fmt: Some(fmt), label: Some(label.into()), colour: None, source, error: None }
+    Cell {
+        value,
+        fmt: Some(fmt),
+        label: Some(label.into()),
+        colour: None,
+        source,
+        error: None,
+        impossible: false,
+    }
 }
 
 /// perf's `convert_unit_double`: the value in K, M or G while it is over 1000.

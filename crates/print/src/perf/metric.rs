@@ -122,6 +122,10 @@ impl<W: Write> Printer<W> {
                         fixed(error, fmt.decimals, false, l)
                     });
                 }
+                if cell.impossible && self.config.errors {
+                    // Beside the value; the note after the counts says why.
+                    label.push_str(" (impossible)");
+                }
                 text.push_str(&format!(" {label:<w$}", w = (METRIC_LEN - 1).saturating_sub(n)));
             }
             Layout::Csv(sep) => {
@@ -190,6 +194,10 @@ impl<W: Write> Printer<W> {
     /// tmetric's `--errors` in JSON (perf has no such key, so only when asked): the error
     /// bar's half width as `metric-value` is written (`nan` when it is unknown).
     fn json_error(&self, text: &mut String, cell: &Cell) {
+        if cell.impossible && self.config.errors {
+            // Its note says why (with -v or --full-metrics in this stream, as notes go).
+            text.push_str(", \"metric-impossible\" : true");
+        }
         let Some(error) = cell.error.filter(|_| self.config.errors) else { return };
         let c = tmetric_runtime::locale::NumericLocale::c();
         let value =

@@ -49,6 +49,40 @@ pub struct CounterSet<S: Syscalls> {
     cgroups: Vec<(String, i32)>,
     /// Task and thread counters follow the children their task creates (`inherit`).
     inherit: bool,
+    /// tmetric's own rotation, once it has taken over from the kernel's.
+    rotation: Option<Box<OwnRotation>>,
+    /// Counting is switched off as a whole (`--control`'s `disable`, `-D -1`): tmetric's
+    /// rotation keeps its turns but switches nothing on until [`CounterSet::enable`].
+    paused: bool,
+}
+
+/// The state of tmetric's own rotation ([`CounterSet::rotate`]).
+#[derive(Debug, Clone)]
+struct OwnRotation {
+    /// Per entry of [`CounterSet::groups`], when rotated: the turns it counts in and its
+    /// lane (its place in a turn: one lane per PMU, whose groups take turns apart).
+    turn_of: Vec<Option<(Vec<bool>, usize)>>,
+    /// The turn counting now.
+    current: usize,
+    /// Per (CPU, thread, lane): the enabled time its rotated groups accrued together before
+    /// the takeover (all of them were enabled at once then), beyond the longest one.
+    overlap: Vec<(Lane, u64)>,
+}
+
+/// The groups of one CPU or thread that take turns with each other: (CPU, thread, lane).
+type Lane = (i32, i32, usize);
+
+impl OwnRotation {
+    /// Group `i`'s lane on its CPU or thread, when it is rotated.
+    fn lane(&self, i: usize, group: &CpuGroup) -> Option<Lane> {
+        let (_, lane) = self.turn_of.get(i)?.as_ref()?;
+        Some((group.cpu, group.thread, *lane))
+    }
+
+    /// Whether group `i` counts in turn `turn` (`false` for groups not rotated).
+    fn counts_in(&self, i: usize, turn: usize) -> bool {
+        self.turn_of[i].as_ref().is_some_and(|(turns, _)| turns.get(turn) == Some(&true))
+    }
 }
 
 /// A group the kernel refused as a whole and that was reopened in parts.
@@ -133,6 +167,8 @@ impl<S: Syscalls> CounterSet<S> {
             vanished: Vec::new(),
             cgroups: Vec::new(),
             inherit,
+            rotation: None,
+            paused: false,
         };
         counters.sys.raise_fd_limit();
         for group in &all_groups {
@@ -415,14 +451,129 @@ impl<S: Syscalls> CounterSet<S> {
         Ok(())
     }
 
-    /// Enables every group (per-CPU counting, or a task target without `on_exec`).
+    /// Enables every group (per-CPU counting, or a task target without `on_exec`); under
+    /// tmetric's own rotation, every group but those of the other turns.
     pub fn enable(&mut self) -> Result<(), CounterError> {
-        self.ioctl_all(true)
+        self.ioctl_all(true)?;
+        self.paused = false;
+        let Some(rotation) = self.rotation.as_deref().cloned() else { return Ok(()) };
+        if rotation.current == usize::MAX {
+            return Ok(());
+        }
+        for i in 0..self.groups.len() {
+            if rotation.turn_of[i].is_none() || rotation.counts_in(i, rotation.current) {
+                continue;
+            }
+            let fd = self.groups[i].leader_fd();
+            self.sys.disable(fd, true).map_err(|errno| CounterError::Ioctl {
+                what: "disabling",
+                event: self.specs[self.groups[i].members[0].event].name.clone(),
+                errno,
+            })?;
+        }
+        Ok(())
     }
 
-    /// Disables every group.
+    /// Disables every group; tmetric's own rotation switches none on until [`Self::enable`].
     pub fn disable(&mut self) -> Result<(), CounterError> {
-        self.ioctl_all(false)
+        self.ioctl_all(false)?;
+        self.paused = true;
+        Ok(())
+    }
+
+    /// Says that the groups were opened disabled and stay so until [`Self::enable`] (`-D -1`),
+    /// so tmetric's own rotation switches none of them on before.
+    pub fn hold_disabled(&mut self) {
+        self.paused = true;
+    }
+
+    /// tmetric's own rotation: makes turn `turn` of `turns` the one counting, disabling the
+    /// other turns' groups. A turn lists the events that lead the groups counting in it, one
+    /// per lane: the groups at place `k` of the turns (one PMU's) take turns with each other,
+    /// and a group may count in several turns.
+    /// The first call takes over from the kernel's rotation, under which every group was
+    /// enabled at once. From then on a rotated group's enabled time, as [`CounterSet::read`]
+    /// reports it, is its context's (CPU's or thread's): the sum over the turns, so that
+    /// `count * enabled / running` extrapolates each group over the whole run as the kernel's
+    /// rotation does. A group that is not a turn's leader keeps its own times.
+    pub fn rotate(&mut self, turns: &[Vec<usize>], turn: usize) -> Result<(), CounterError> {
+        if self.rotation.is_none() {
+            let turn_of: Vec<Option<(Vec<bool>, usize)>> = self
+                .groups
+                .iter()
+                .map(|g| {
+                    let leader = g.members[0].event;
+                    let lane = turns.iter().find_map(|t| t.iter().position(|&e| e == leader))?;
+                    Some((turns.iter().map(|t| t.contains(&leader)).collect(), lane))
+                })
+                .collect();
+            let mut rotation = OwnRotation { turn_of, current: usize::MAX, overlap: Vec::new() };
+            let mut per_lane: Vec<(Lane, u64, u64)> = Vec::new();
+            for i in 0..self.groups.len() {
+                let Some(key) = rotation.lane(i, &self.groups[i]) else { continue };
+                let enabled = self.group_times(i)?.0;
+                match per_lane.iter_mut().find(|c| c.0 == key) {
+                    Some(c) => {
+                        c.1 += enabled;
+                        c.2 = c.2.max(enabled);
+                    }
+                    None => per_lane.push((key, enabled, enabled)),
+                }
+            }
+            rotation.overlap = per_lane.into_iter().map(|(k, sum, max)| (k, sum - max)).collect();
+            self.rotation = Some(Box::new(rotation));
+        }
+        let Some(rotation) = self.rotation.as_mut() else { return Ok(()) };
+        let previous = std::mem::replace(&mut rotation.current, turn);
+        if self.paused {
+            // Switched off as a whole: the turn is kept for [`Self::enable`] to resume.
+            return Ok(());
+        }
+        let rotation = rotation.clone();
+        // Off first, then on: two turns never count at once. At the takeover every group
+        // outside the turn goes off; later those of the previous turn outside this one.
+        for on in [false, true] {
+            for i in 0..self.groups.len() {
+                if rotation.turn_of[i].is_none() {
+                    continue;
+                }
+                let now = rotation.counts_in(i, turn);
+                let before = previous == usize::MAX || rotation.counts_in(i, previous);
+                let change = if on { now && !before } else { !now && before };
+                if !change {
+                    continue;
+                }
+                let fd = self.groups[i].leader_fd();
+                let result =
+                    if on { self.sys.enable(fd, true) } else { self.sys.disable(fd, true) };
+                result.map_err(|errno| CounterError::Ioctl {
+                    what: if on { "enabling" } else { "disabling" },
+                    event: self.specs[self.groups[i].members[0].event].name.clone(),
+                    errno,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether tmetric's own rotation has taken over.
+    pub fn rotating(&self) -> bool {
+        self.rotation.is_some()
+    }
+
+    /// The enabled and running times of group `i`, from one read.
+    fn group_times(&mut self, i: usize) -> Result<(u64, u64), CounterError> {
+        let group = &self.groups[i];
+        let leader = &self.specs[group.members[0].event].name;
+        let mut buf = vec![0u8; 8 * (3 + 2 * group.members.len())];
+        let got = read_group_retrying(&mut self.sys, group.leader_fd(), &mut buf)
+            .map_err(|errno| CounterError::Read { event: leader.clone(), errno })?;
+        if got == 0 {
+            return Ok((0, 0));
+        }
+        let parsed = parse_group_read(&buf[..got], group.members.len())
+            .map_err(|problem| CounterError::Layout { event: leader.clone(), problem })?;
+        Ok((parsed.enabled, parsed.running))
     }
 
     /// perf's control command `enable NAME` / `disable NAME`: switches every descriptor of
@@ -453,6 +604,44 @@ impl<S: Syscalls> CounterSet<S> {
 
     /// Reads every group once.
     pub fn read(&mut self) -> Result<Snapshot, CounterError> {
+        let mut snapshot = self.read_groups()?;
+        let Some(rotation) = &self.rotation else { return Ok(snapshot) };
+        // A rotated group's enabled time is its lane's: the sum over the lane's groups, less
+        // what they accrued together before the takeover.
+        let mut lanes: Vec<(Lane, u64)> = Vec::new();
+        for (i, g) in self.groups.iter().enumerate() {
+            let Some(key) = rotation.lane(i, g) else { continue };
+            let leader = g.members[0].event;
+            let enabled: u64 = snapshot.events[leader]
+                .iter()
+                .flatten()
+                .filter(|c| (c.cpu, c.thread) == (g.cpu, g.thread))
+                .map(|c| c.raw.enabled)
+                .sum();
+            match lanes.iter_mut().find(|x| x.0 == key) {
+                Some(x) => x.1 += enabled,
+                None => lanes.push((key, enabled)),
+            }
+        }
+        for (key, total) in &mut lanes {
+            let overlap = rotation.overlap.iter().find(|o| o.0 == *key).map_or(0, |o| o.1);
+            *total = total.saturating_sub(overlap);
+        }
+        for (i, g) in self.groups.iter().enumerate() {
+            let Some(key) = rotation.lane(i, g) else { continue };
+            let Some(&(_, total)) = lanes.iter().find(|x| x.0 == key) else { continue };
+            for m in &g.members {
+                for c in snapshot.events[m.event].iter_mut().flatten() {
+                    if (c.cpu, c.thread) == (g.cpu, g.thread) {
+                        c.raw.enabled = c.raw.enabled.max(total);
+                    }
+                }
+            }
+        }
+        Ok(snapshot)
+    }
+
+    fn read_groups(&mut self) -> Result<Snapshot, CounterError> {
         let mut events: Vec<Option<Vec<CpuCount>>> =
             self.failures.iter().map(|f| f.is_none().then(Vec::new)).collect();
         for group in &self.groups {
