@@ -124,13 +124,33 @@ pub fn count(
     let start = kernel.now();
     counters.enable().expect("enable");
     let mut reads = vec![counters.read().expect("read")];
-    let step = step_ms.max(1) * 1_000_000;
+    let total = ms * 1_000_000;
     let mut at = 0;
-    while at < ms * 1_000_000 {
-        let dt = step.min(ms * 1_000_000 - at);
-        kernel.advance(dt);
-        at += dt;
-        reads.push(counters.read().expect("read"));
+    // What `tmetric stat` does by default: tmetric's own rotation of the groups that cannot
+    // count at once, in turns of random length, read at every turn; perf's strategy keeps
+    // the kernel's rotation, as perf does.
+    let own = if strategy == Strategy::Tmetric { plan.rotation() } else { None };
+    if let Some(own) = own {
+        let mut order = own.schedule();
+        // Until the first turn the kernel rotates, every group enabled.
+        let mut dt = order.length().as_nanos() as u64;
+        while at < total {
+            let step = dt.min(total - at);
+            kernel.advance(step);
+            at += step;
+            let (turn, length) = order.next_turn();
+            counters.rotate(&own.turns, turn).expect("rotate");
+            reads.push(counters.read().expect("read"));
+            dt = length.as_nanos() as u64;
+        }
+    } else {
+        let step = step_ms.max(1) * 1_000_000;
+        while at < total {
+            let dt = step.min(total - at);
+            kernel.advance(dt);
+            at += dt;
+            reads.push(counters.read().expect("read"));
+        }
     }
     counters.disable().expect("disable");
     Counted { plan, kernel, cpus, reads, start, literals }
