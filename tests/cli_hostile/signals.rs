@@ -45,3 +45,20 @@ fn stop_signals_end_a_run_blocked_on_output() {
     let (text, _) = ended_by(dir.path(), "$T record -o fifo -e task-clock sleep 30", "TERM", 1);
     assert!(!text.contains("still-running"), "record -o FIFO: {text}");
 }
+
+/// A SIGTERM while `--pmu-sim` wrote its simulated machine's tree killed tmetric before its
+/// signal handlers were in place, and the private directory stayed in `$TMPDIR`; now the
+/// directory catches stop signals from its first instant and is removed however early the
+/// signal comes.
+#[test]
+fn a_signal_during_simulated_set_up_leaves_no_directory() {
+    let dir = scratch();
+    let out = bash_in(
+        dir.path(),
+        "for d in 0.002 0.005 0.01 0.02 0.04 0.08 0.15; do \
+           $T --pmu-sim sapphirerapids -e cycles sleep 0.5 2>/dev/null & p=$!; sleep $d; kill -TERM $p; wait $p; \
+         done; ls",
+    );
+    let left = String::from_utf8_lossy(&out.stdout);
+    assert!(!left.contains("tmetric-pmu-sim"), "left behind: {left}");
+}

@@ -101,6 +101,10 @@ pub struct PrivateTree {
     /// Every file and directory written, deepest last (listed right after writing, while
     /// descriptors were to be had), so removal needs no descriptor at all.
     written: Vec<(PathBuf, bool)>,
+    /// Stop signals caught from before the directory exists until it is removed: one that
+    /// came during set-up killed tmetric and left the directory behind. Caught, it waits in
+    /// the self-pipe for the run loop, which ends the run; dropped after the removal.
+    _signals: Option<tmetric_runtime::signal::SignalGuard>,
 }
 
 impl PrivateTree {
@@ -108,6 +112,7 @@ impl PrivateTree {
     /// when it cannot be removed.
     pub fn create(base: &Path, name: &str, warn: fn(&str)) -> Result<PrivateTree, SetupError> {
         use std::os::unix::fs::PermissionsExt;
+        let signals = tmetric_runtime::signal::catch_stop_signals().ok();
         // mkdir(2) with mode 0700 creates it private from the first instant (tempfile's
         // default would be 0777 less the umask).
         let dir = tempfile::Builder::new()
@@ -115,7 +120,7 @@ impl PrivateTree {
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(base)
             .map_err(|source| SetupError::TempDir { base: base.to_path_buf(), source })?;
-        Ok(PrivateTree { root: dir.keep(), warn, written: Vec::new() })
+        Ok(PrivateTree { root: dir.keep(), warn, written: Vec::new(), _signals: signals })
     }
 
     /// The directory.
