@@ -5,7 +5,7 @@
 //! already signals the whole foreground process group.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 use std::time::Duration;
 
 use crate::sys::Errno;
@@ -13,6 +13,9 @@ use crate::sys::Errno;
 static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 static READ_FD: AtomicI32 = AtomicI32::new(-1);
 static PIPE_LOCK: Mutex<()> = Mutex::new(());
+/// A signal caught before the self-pipe exists ([`catch_stop_signals_early`]), written to
+/// the pipe once it is made.
+static PENDING: AtomicU8 = AtomicU8::new(0);
 /// Set while the process is in a call that may block on output or input ([`blocking`]).
 static BLOCKING: AtomicBool = AtomicBool::new(false);
 /// A signal that came while [`BLOCKING`]: it ends tmetric if the call is still blocked when
@@ -42,6 +45,8 @@ extern "C" fn on_signal(
         let fd = WRITE_FD.load(Ordering::Relaxed);
         if fd >= 0 {
             libc::write(fd, (&byte as *const u8).cast(), 1);
+        } else {
+            PENDING.store(byte, Ordering::SeqCst);
         }
         // Blocked on a write no one reads (a FIFO without a reader, a stopped pipe) or an
         // open that waits for one, the run loop never sees the pipe: end as perf does, by
@@ -94,6 +99,13 @@ fn ensure_pipe() -> Result<(), Errno> {
         action.sa_sigaction = on_alarm as *const () as usize;
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut());
+    }
+    let pending = PENDING.swap(0, Ordering::SeqCst);
+    if pending != 0 {
+        // SAFETY: writes one byte from a local to the pipe just made.
+        unsafe {
+            libc::write(fds[1], (&pending as *const u8).cast(), 1);
+        }
     }
     Ok(())
 }
@@ -157,6 +169,14 @@ pub fn catch_stop_signals() -> Result<SignalGuard, Errno> {
     SignalGuard::install(STOP_SIGNALS)
 }
 
+/// Catches [`STOP_SIGNALS`] without making the self-pipe yet (no descriptor is taken, so set-up
+/// that runs short of descriptors fails as it would have): a signal that comes before the
+/// pipe exists is kept and written to it when [`catch_stop_signals`] or [`prepare`] makes it.
+/// For set-up that must not be killed half way (the simulated machine's private directory).
+pub fn catch_stop_signals_early() -> Result<SignalGuard, Errno> {
+    SignalGuard::handlers(STOP_SIGNALS)
+}
+
 /// Catches the given signals until dropped, then restores the previous handlers.
 #[derive(Debug)]
 pub struct SignalGuard {
@@ -167,6 +187,10 @@ impl SignalGuard {
     /// Installs the handler for `signals`.
     pub fn install(signals: &[i32]) -> Result<SignalGuard, Errno> {
         ensure_pipe()?;
+        SignalGuard::handlers(signals)
+    }
+
+    fn handlers(signals: &[i32]) -> Result<SignalGuard, Errno> {
         let mut guard = SignalGuard { previous: Vec::new() };
         for &signal in signals {
             // SAFETY: sigaction structs are plain data; the handler has the SA_SIGINFO

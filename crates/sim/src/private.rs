@@ -112,7 +112,7 @@ impl PrivateTree {
     /// when it cannot be removed.
     pub fn create(base: &Path, name: &str, warn: fn(&str)) -> Result<PrivateTree, SetupError> {
         use std::os::unix::fs::PermissionsExt;
-        let signals = tmetric_runtime::signal::catch_stop_signals().ok();
+        let signals = tmetric_runtime::signal::catch_stop_signals_early().ok();
         // mkdir(2) with mode 0700 creates it private from the first instant (tempfile's
         // default would be 0777 less the umask).
         let dir = tempfile::Builder::new()
