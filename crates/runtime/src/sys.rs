@@ -260,18 +260,28 @@ pub fn open_counter<S: Syscalls + ?Sized>(
     }
 }
 
-/// Where cgroups are mounted: the cgroup2 mount, else a v1 hierarchy with the
-/// `perf_event` controller (perf's `cgroupfs_find_mountpoint`), from `/proc/self/mounts`.
+/// Where cgroups are mounted for perf: the v1 hierarchy with the `perf_event` controller when
+/// `/proc/cgroups` binds the controller to one (a non-zero hierarchy id: the kernel then
+/// refuses cgroup2 directories for perf events), else the cgroup2 mount, else any v1
+/// `perf_event` mount (perf's `cgroupfs_find_mountpoint`), from `/proc/self/mounts`.
 pub fn cgroup_mount() -> Option<std::path::PathBuf> {
     let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    let cgroups = std::fs::read_to_string("/proc/cgroups").unwrap_or_default();
+    pick_cgroup_mount(&mounts, &cgroups)
+}
+
+/// [`cgroup_mount`] from the texts of `/proc/self/mounts` and `/proc/cgroups`.
+pub fn pick_cgroup_mount(mounts: &str, cgroups: &str) -> Option<std::path::PathBuf> {
     let fields = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<String>>();
     let all: Vec<Vec<String>> = mounts.lines().map(fields).filter(|f| f.len() >= 4).collect();
-    all.iter()
-        .find(|f| f[2] == "cgroup2")
-        .or_else(|| {
-            all.iter().find(|f| f[2] == "cgroup" && f[3].split(',').any(|o| o == "perf_event"))
-        })
-        .map(|f| std::path::PathBuf::from(&f[1]))
+    let v1 = || all.iter().find(|f| f[2] == "cgroup" && f[3].split(',').any(|o| o == "perf_event"));
+    let v2 = || all.iter().find(|f| f[2] == "cgroup2");
+    let on_v1 = cgroups.lines().any(|l| {
+        let mut f = l.split_whitespace();
+        f.next() == Some("perf_event") && f.next().is_some_and(|h| h != "0")
+    });
+    let found = if on_v1 { v1().or_else(v2) } else { v2().or_else(v1) };
+    found.map(|f| std::path::PathBuf::from(&f[1]))
 }
 
 /// Opens cgroup `name` under [`cgroup_mount`] as a directory descriptor (read-only,
@@ -542,6 +552,25 @@ pub fn out_of_descriptors(e: &std::io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// perf_event bound to a v1 hierarchy: its mount, not the cgroup2 one (where the kernel
+    /// refuses cgroup directories for perf events); otherwise cgroup2 first.
+    #[test]
+    fn the_perf_event_hierarchy_is_where_proc_cgroups_binds_it() {
+        let mounts = "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n\
+                      cgroup /sys/fs/cgroup/perf_event cgroup rw,perf_event 0 0\n";
+        let on_v1 = "#subsys_name\thierarchy\tnum_cgroups\tenabled\nperf_event\t9\t1\t1\n";
+        let on_v2 = "#subsys_name\thierarchy\tnum_cgroups\tenabled\nperf_event\t0\t1\t1\n";
+        let pick = |c| pick_cgroup_mount(mounts, c).unwrap().display().to_string();
+        assert_eq!(pick(on_v1), "/sys/fs/cgroup/perf_event");
+        assert_eq!(pick(on_v2), "/sys/fs/cgroup/unified");
+        assert_eq!(pick(""), "/sys/fs/cgroup/unified");
+        let only_v2 = "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n";
+        assert_eq!(
+            pick_cgroup_mount(only_v2, on_v1).unwrap().display().to_string(),
+            "/sys/fs/cgroup"
+        );
+    }
 
     #[test]
     fn errno_names_and_text() {
