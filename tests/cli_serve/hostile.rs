@@ -280,3 +280,39 @@ fn nothing_counted_is_unhealthy_and_once_fails() {
     std::thread::sleep(Duration::from_millis(700));
     assert_eq!(serve.get("/healthz").0, 503);
 }
+
+/// Listening where other machines reach it without TLS and authentication is warned about,
+/// naming what `/metrics` and `/json` show; on loopback it is not.
+#[test]
+fn a_reachable_address_without_tls_is_warned_about() {
+    use std::io::BufRead;
+    let bin = env!("CARGO_BIN_EXE_tmetric");
+    let start = |addr: &str| -> String {
+        let mut child = Command::new(bin)
+            .args(["serve", "-M", "Software", "--listen", addr])
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut text = String::new();
+        for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+            let line = line.unwrap();
+            text.push_str(&line);
+            text.push('\n');
+            if line.contains("serving on") {
+                break;
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        text
+    };
+    let open = start("0.0.0.0:0");
+    assert!(
+        open.contains("which other machines can reach") && open.contains("--web.config.file"),
+        "{open}"
+    );
+    assert!(open.contains("serving on"), "{open}");
+    let local = start("127.0.0.1:0");
+    assert!(!local.contains("other machines"), "{local}");
+}
