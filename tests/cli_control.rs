@@ -294,6 +294,20 @@ fn delays_say_events_disabled_and_enabled() {
     assert!(lines[1].starts_with("<not counted>,msec,task-clock,"), "{text}");
 }
 
+/// A command that ends during `-D N` does not cut the delay short: perf's `enable_counters`
+/// sleeps all of it, then says `Events enabled` (the command's counters then count nothing).
+#[test]
+fn a_command_that_ends_during_the_delay_leaves_it_whole() {
+    let started = Instant::now();
+    let out = tmetric(&["stat", "-x,", "-D", "400", "-e", "task-clock", "--", "true"]);
+    let took = started.elapsed();
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(took >= Duration::from_millis(400), "{took:?}: {text}");
+    let said: Vec<&str> = text.lines().filter(|l| l.starts_with("Events")).collect();
+    assert_eq!(said, ["Events disabled", "Events enabled"], "{text}");
+}
+
 /// `--interval-count` without a workload ends the run after that many intervals; with
 /// `-I 0` there are no intervals (perf's unsigned 0 is "off").
 #[test]

@@ -560,7 +560,8 @@ impl Intervals {
     }
 }
 
-/// Waits out `--delay`, unless the workload ends or a signal comes first.
+/// Waits out `--delay` whether or not the workload ends meanwhile, as perf does, unless a
+/// signal comes first.
 fn wait_out_delay(
     delay: Duration,
     mut workload: Option<&mut Workload>,
@@ -579,10 +580,13 @@ fn wait_out_delay(
         if guard.is_some_and(|g| !g.drain().is_empty()) {
             return Ok(());
         }
+        // A command that ends during the delay does not end it: perf's `enable_counters`
+        // sleeps the whole delay out, then enables and says so. Reaping it here keeps its
+        // exit for the run loop and stops polling its descriptor.
         if let Some(w) = workload.as_mut()
             && w.try_wait()?.is_some()
         {
-            return Ok(());
+            workload = None;
         }
     }
 }
