@@ -451,3 +451,29 @@ fn every_repeated_run_has_its_delay() {
     let said: Vec<&str> = text.lines().filter(|l| l.starts_with("Events")).collect();
     assert_eq!(said, ["Events disabled", "Events enabled"].repeat(2), "{text}");
 }
+
+/// After `--timeout`, perf prints `0.000000000 seconds user` (its event loop reaps the command
+/// before `wait4` reads the usage); tmetric prints the command's real CPU time, on the same
+/// lines: a spinning command's user and system time add up to most of the run.
+#[test]
+fn a_timed_out_command_has_its_real_user_and_system_time() {
+    let out = tmetric(&[
+        "stat",
+        "--timeout",
+        "300",
+        "-e",
+        "task-clock",
+        "--",
+        "sh",
+        "-c",
+        "while :; do :; done",
+    ]);
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let seconds = |what: &str| -> f64 {
+        let line = text.lines().find(|l| l.trim_end().ends_with(what)).expect(what);
+        line.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let cpu = seconds("seconds user") + seconds("seconds sys");
+    assert!(cpu > 0.05, "{cpu}: {text}");
+}

@@ -307,6 +307,17 @@ fn perfs_config_files_set_stat_defaults_and_bad_lines_are_named() {
     };
     assert_eq!(summary_lines(&[("PERF_CONFIG", "/dev/null")]), 1);
     assert_eq!(summary_lines(&[("PERF_CONFIG", &csv_summary)]), 0);
+    // An option wins over the config: perf's `--csv-summary` undoes `stat.no-csv-summary`.
+    let (options, command) = args.split_at(args.len() - 1);
+    let out = Command::new(env!("CARGO_BIN_EXE_tmetric"))
+        .args(options)
+        .arg("--csv-summary")
+        .args(command)
+        .env("PERF_CONFIG", &csv_summary)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().filter(|l| l.starts_with("summary,")).count(), 1);
     // ~/.perfconfig when PERF_CONFIG is not set, owned by this user or root.
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();

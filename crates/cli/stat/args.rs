@@ -207,8 +207,12 @@ pub struct StatArgs {
     #[arg(long, value_name = "MS")]
     pub timeout: Option<u64>,
     /// With --summary and -x: no `summary` first field on the totals' lines.
-    #[arg(long)]
+    #[arg(long, overrides_with = "csv_summary")]
     pub no_csv_summary: bool,
+    /// perf's negation of --no-csv-summary: the `summary` field again, also over perf's
+    /// config key `stat.no-csv-summary` (options win over the config, as in perf).
+    #[arg(long, overrides_with = "no_csv_summary", hide = true)]
+    pub csv_summary: bool,
     /// With -r: print each run's elapsed time in a table.
     #[arg(long)]
     pub table: bool,

@@ -103,7 +103,7 @@ pub fn as_perf_reads(args: &StatArgs) -> StatArgs {
     if config.big_num == Some(false) && !args.big_num {
         args.no_big_num = true;
     }
-    if config.no_csv_summary == Some(true) {
+    if config.no_csv_summary == Some(true) && !args.csv_summary {
         args.no_csv_summary = true;
     }
     if !args.perf.scale || args.perf.no_scale {
