@@ -443,6 +443,22 @@ fn no_scale_is_recorded_and_reported_raw() {
         let count = line.split_whitespace().next().unwrap().replace(',', "");
         assert_eq!(count, printed, "perf: {line}");
     }
+    // The JSON-lines format has nowhere to keep it: refused rather than reported scaled.
+    let jsonl = dir.join("ns.jsonl");
+    let out = tmetric(&[
+        "record",
+        "--format",
+        "jsonl",
+        "--no-scale",
+        "-o",
+        jsonl.to_str().unwrap(),
+        "-e",
+        "task-clock",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--no-scale with --format jsonl"), "{}", stderr(&out));
+    assert!(!jsonl.exists());
 }
 
 /// perf's `cmd_stat`: `--interval-count 0` is no count at all (the run goes on), and a count

@@ -56,6 +56,12 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
     if to.format == Format::Perf && args.stat.repeat > 1 {
         bail!("Cannot use -r option with tmetric record (as with perf stat record)");
     }
+    if to.format == Format::Jsonl && args.stat.perf.no_scale {
+        // The JSON-lines format has no field for it, and `report` would scale the raw counts.
+        bail!(
+            "--no-scale with --format jsonl: the JSON-lines format does not record that the counts are raw, so report would scale them; record it in the default perf.data format (its STAT_CONFIG keeps the scale term)"
+        );
+    }
     if to.format == Format::Jsonl && to.to_stdout() {
         bail!(
             "--format jsonl -o -: JSON lines are written to a file (`-o /dev/stdout` for a pipe)"
