@@ -175,3 +175,49 @@ fn a_perf_log_of_tracepoints_is_read_as_tracepoints() {
     assert!(err.contains("only software events and tracepoints"), "{err}");
     assert!(err.contains("`syscalls:sys_enter_openat` (line 2)"), "{err}");
 }
+
+/// A uprobe made with `perf probe -x libc` (group `probe_libc`, as perf's users make them)
+/// and named by a glob counts what perf counts: `-e 'probe_libc:NAME*'` expands to the probe
+/// and gives the same number of `malloc` calls as perf's own `perf stat` on the same command.
+/// Skipped where perf or uprobes are missing.
+#[test]
+fn a_uprobe_glob_counts_what_perf_counts() {
+    if events().is_none() {
+        return;
+    }
+    let libc = "/lib/x86_64-linux-gnu/libc.so.6";
+    let name = format!("tmetric_{}", std::process::id());
+    let added = std::process::Command::new("perf")
+        .args(["probe", "-q", "-x", libc, "-a", &format!("{name}=malloc")])
+        .output();
+    if !added.as_ref().is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: `perf probe -x {libc}` could not add a uprobe here");
+        return;
+    }
+    /// Removes the probe however the test ends.
+    struct Probe(String);
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("perf")
+                .args(["probe", "-q", "-d", &format!("probe_libc:{}", self.0)])
+                .output();
+        }
+    }
+    let _probe = Probe(name.clone());
+    let glob = format!("probe_libc:{name}*");
+    // Not through a shell: perf puts its own directory first in the workload's PATH, which
+    // a shell parses with a few more `malloc`s (tmetric keeps the user's PATH).
+    let command = ["ls", "-d", "/usr"];
+    let ours = tmetric(&[&["-x,", "-e", glob.as_str(), "--"][..], &command[..]].concat());
+    assert!(ours.status.success(), "{}", stderr(&ours));
+    let ours = rows(&stderr(&ours));
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    assert_eq!(ours[0].1, format!("probe_libc:{name}"));
+    assert!(ours[0].0 > 0, "{ours:?}");
+    let perf = std::process::Command::new("perf")
+        .args([&["stat", "-x,", "-e", glob.as_str(), "--"][..], &command[..]].concat())
+        .output()
+        .expect("perf runs");
+    let theirs = rows(&String::from_utf8_lossy(&perf.stderr));
+    assert_eq!(ours, theirs, "perf: {}", String::from_utf8_lossy(&perf.stderr));
+}
