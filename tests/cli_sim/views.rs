@@ -222,3 +222,37 @@ fn a_nan_or_zero_from_a_fact_or_a_zero_divisor_prints_its_reason() {
     let note = "tma_info_botlnk_l2_dsb_bandwidth: nan (a division by zero): every input was counted, and tma_dsb, tma_mite are 0";
     assert!(text.contains(note), "{text}");
 }
+
+/// perf 6.12's `--no-merge` is `opt_mode.no_aggr`: on a hybrid machine it prints one line per
+/// CPU with that CPU's core PMU, as `-A` does, in CPU order; the merged view prints one line
+/// per core PMU.
+#[test]
+fn no_merge_on_a_hybrid_machine_is_per_cpu_as_in_perf_6_12() {
+    let lines = |flag: Option<&str>| -> Vec<(String, String)> {
+        let mut args = vec!["--pmu-sim", "alderlake", "-a", "-x,", "-e", "cycles"];
+        args.extend(flag);
+        args.extend(["sleep", "0.05"]);
+        let out = tmetric(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+            .lines()
+            .filter(|l| l.contains("/cycles/"))
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                let cpu = if flag.is_some() { f[0].to_string() } else { String::new() };
+                (cpu, f.iter().find(|x| x.ends_with("/cycles/")).unwrap().to_string())
+            })
+            .collect()
+    };
+    let merged = lines(None);
+    assert_eq!(merged.len(), 2, "{merged:?}");
+    let per_cpu = lines(Some("-A"));
+    assert_eq!(lines(Some("--no-merge")), per_cpu);
+    assert!(per_cpu.len() > 2, "{per_cpu:?}");
+    // Each CPU once, in order, with one core PMU.
+    let cpus: Vec<&str> = per_cpu.iter().map(|(c, _)| c.as_str()).collect();
+    let mut sorted = cpus.clone();
+    sorted.sort_by_key(|c| c.trim_start_matches("CPU").parse::<u32>().unwrap());
+    sorted.dedup();
+    assert_eq!(cpus, sorted);
+}
