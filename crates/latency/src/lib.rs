@@ -1,6 +1,6 @@
-//! `tmetric latency`: per-group latency statistics from ftrace text (seed 002).
+//! `tmetric latency`: per-group latency statistics from ftrace text (XSAVES/XRSTORS latency tracepoints).
 //!
-//! Seed 002 adds the `x86_fpu_latency_xsave` and `x86_fpu_latency_xrstor` tracepoints, which
+//! A kernel patch adds the `x86_fpu_latency_xsave` and `x86_fpu_latency_xrstor` tracepoints, which
 //! log `latency:N RFBM:0x.. XINUSE:0x..` for every XSAVES/XRSTORS, and a bash+sqlite3 script
 //! that prints, per (event, RFBM, XINUSE), the count, min, max, average and the average of the
 //! lowest 97%. This crate computes the same table in one streaming pass and generalises it to
@@ -186,7 +186,7 @@ const TRACEFS_ROOTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/trac
 const XSAVE_TRACEPOINTS: [&str; 2] = ["x86_fpu_latency_xsave", "x86_fpu_latency_xrstor"];
 
 /// Why a trace may hold no XSAVES/XRSTORS sample, from this kernel's tracefs under `roots`:
-/// the tracepoints are absent (the kernel lacks seed 002's patch), present but perhaps not
+/// the tracepoints are absent (the kernel lacks the patch that adds them), present but perhaps not
 /// enabled, or tracefs cannot be read to tell.
 pub fn tracepoint_advice(roots: &[&Path]) -> String {
     let names = XSAVE_TRACEPOINTS.join(" and ");
