@@ -4,29 +4,14 @@
 //! signals that end a run blocked on output (`signals`), and values checked for range
 //! (`values`).
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::support::stderr;
+use crate::support::{bash_in, stderr};
 
 mod inputs;
 mod outputs;
 mod signals;
 mod values;
-
-const BIN: &str = env!("CARGO_BIN_EXE_tmetric");
-
-/// Runs `script` with bash in `dir`, `$T` being the tmetric binary.
-fn bash_in(dir: &Path, script: &str) -> Output {
-    Command::new("bash")
-        .arg("-c")
-        .arg(script)
-        .env("T", BIN)
-        .env("TMPDIR", dir)
-        .current_dir(dir)
-        .output()
-        .expect("bash runs")
-}
 
 fn scratch() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("tmetric-hostile-").tempdir().expect("a scratch directory")

@@ -11,21 +11,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{stderr, stdout, tmetric};
+use crate::support::{bash_in, stderr, stdout, tmetric};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tmetric");
-
-/// Runs `script` with bash, `$T` being the tmetric binary, in `dir` with `TMPDIR` set to it.
-fn bash_in(dir: &Path, script: &str) -> Output {
-    Command::new("bash")
-        .arg("-c")
-        .arg(script)
-        .env("T", BIN)
-        .env("TMPDIR", dir)
-        .current_dir(dir)
-        .output()
-        .expect("bash runs")
-}
 
 fn scratch() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("tmetric-secure-").tempdir().expect("a scratch directory")

@@ -10,6 +10,18 @@ pub fn tmetric(args: &[&str]) -> Output {
         .expect("the tmetric binary runs")
 }
 
+/// Runs `script` with bash in `dir` with `TMPDIR` set to it, `$T` being the tmetric binary.
+pub fn bash_in(dir: &std::path::Path, script: &str) -> Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .env("T", env!("CARGO_BIN_EXE_tmetric"))
+        .env("TMPDIR", dir)
+        .current_dir(dir)
+        .output()
+        .expect("bash runs")
+}
+
 /// Standard output as text.
 pub fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).expect("stdout is UTF-8")
