@@ -335,6 +335,9 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
         printer.tick(&plan, &sample, &evaluated, step.at)?;
     }
     if let Some(totals) = &replay.totals {
+        // As stat printed them: the counts of anchored rotated groups estimated from the
+        // turns' reads.
+        let totals = &plan.estimated(totals, &replay.reads);
         let sample =
             EvalInput::new(totals, replay.elapsed.as_secs_f64()).with_rusage(replay.rusage);
         let reads = (args.errors && !replay.reads.is_empty()).then_some(replay.reads.as_slice());

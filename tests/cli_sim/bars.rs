@@ -100,3 +100,54 @@ fn impossible_values_are_flagged_in_every_layout() {
     let plain = tmetric(&["report", "-i", file.to_str().unwrap(), "-x,"]);
     assert!(!stderr(&plain).contains("impossible"), "{}", stderr(&plain));
 }
+
+/// tmetric's own rotation (the default) on the same workload: `-v` says how each rotated
+/// count was estimated (the anchor counted in every turn, the others regressed on the turns'
+/// instructions), `tmetric plan` names the events every turn counts, and the shares whose
+/// truth is the phases' mean lie within their bars of it.
+#[test]
+fn the_estimate_is_said_and_holds_the_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = dir.path().join("alternating.json");
+    std::fs::write(&workload, ALTERNATING).unwrap();
+    let w = workload.to_str().unwrap();
+    let out = tmetric(&[
+        "--pmu-sim",
+        "skylakex",
+        "--pmu-sim-workload",
+        w,
+        "-M",
+        "TopdownL2",
+        "-a",
+        "-v",
+        "-j",
+        "--errors",
+        "sleep",
+        "0.5",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("estimate of INST_RETIRED.ANY: counted in every turn: exact"), "{text}");
+    assert!(text.contains("the turns it missed regressed on time"), "{text}");
+    // The phases' mean of each share whose formula is linear in the counts over the slots
+    // (compute and memory alternate evenly, at the same cycles per second).
+    let truth =
+        [("tma_fetch_latency", 5.0), ("tma_fetch_bandwidth", (10.0 - 5.0 + 8.0 - 5.0) / 2.0)];
+    for (name, want) in truth {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("%  {name}\"")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"));
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let value: f64 = v["metric-value"].as_str().unwrap().parse().unwrap();
+        let bar: f64 = v["metric-error"].as_str().unwrap().parse().unwrap();
+        assert!((value - want).abs() <= bar.max(0.05), "{name}: {value} ± {bar}, truth {want}");
+    }
+    let plan = tmetric(&["plan", "-M", "TopdownL2", "--pmu-sim", "skylakex"]);
+    assert!(
+        stderr(&plan).contains("counted in every turn of cpu:")
+            || String::from_utf8_lossy(&plan.stdout).contains("counted in every turn of cpu:"),
+        "{}",
+        String::from_utf8_lossy(&plan.stdout)
+    );
+}

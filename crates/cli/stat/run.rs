@@ -82,6 +82,13 @@ pub fn run_on<S: Syscalls + Clone>(
     let mut options = run_options(args, control.as_ref().map(|c| c.fds));
     if args.rotation == "tmetric" {
         options.rotation = plan.rotation();
+        // The estimate of the turns a group missed regresses on the reads at every turn
+        // (`tmetric_engine::estimate`): they are kept whenever a rotated group has an anchor.
+        if options.rotation.is_some() && plan.anchored() {
+            options.sample_every.get_or_insert(Duration::from_millis(100));
+        }
+        // Said now, for the record's header: the run rotates the groups itself.
+        plan.set_rotating(options.rotation.as_ref().is_some_and(|r| r.turns.len() > 1));
     } else if (args.errors || args.verbose) && plan.rotation().is_some() {
         // Said once: the bars are honest only about what the reads can show.
         warn(
@@ -385,7 +392,17 @@ impl Counting {
             super::exits::reraise_later(signal);
         }
         let rusage = report.exit.map(|e| (e.user, e.system));
-        let sample = EvalInput::new(&report.totals, report.elapsed.as_secs_f64())
+        // The counts of anchored rotated groups, estimated from the turns' reads.
+        let totals = session.plan().estimated(&report.totals, &report.samples);
+        if args.verbose && totals != report.totals {
+            let plan = session.plan();
+            for (s, kind) in plan.estimate_kinds(&report.samples).into_iter().enumerate() {
+                if let Some(kind) = kind {
+                    warn(&format!("estimate of {}: {kind}", plan.specs()[s].name));
+                }
+            }
+        }
+        let sample = EvalInput::new(&totals, report.elapsed.as_secs_f64())
             .with_rusage(rusage)
             .with_latencies(outcome.latencies.as_deref());
         // Evaluated once, for the counts, the notes and the error bars: with bars from the
@@ -402,7 +419,8 @@ impl Counting {
                 intervals: report.ticks,
                 samples: &outcome.samples,
                 latencies,
-                reads: if error_bar_reads(args).is_some() { &report.samples } else { &[] },
+                // Kept for the bars, and for the estimate of rotated groups' counts.
+                reads: &report.samples,
             });
             // Said after the counts, which still print.
             record_failed = record_failed.or(end.err().map(Into::into));

@@ -32,7 +32,8 @@
 //! PipelineL1/L2), one seed; `-- --seeds N`; `-- --machine NAME`, `-- --selection NAME`,
 //! `-- --hz 250|1000`: one of each; `-- --class NAME` (repeatable): those classes; `-- --exact`: the simulator's exact
 //! lockstep model instead; `-- --detail`: a row per class, machine, selection and HZ;
-//! `-- --check`: exit 1 when a target is missed.
+//! `-- --check`: exit 1 when a target is missed; `-- --misses`: print every tmetric value
+//! whose truth lies outside 2 sigma.
 
 #[path = "../tests/harness.rs"]
 mod harness;
@@ -279,6 +280,23 @@ fn measure_three(
             out.perf_missing += 1;
             continue;
         };
+        if MISSES.load(Ordering::Relaxed)
+            && let Bar::Sigma(s) = m.bar
+            && (m.value - m.truth).abs() > 2.0 * s
+        {
+            println!(
+                "miss {} {} {} {}: {:.3} truth {:.3} sigma {:.4} ({:.1}) perf {:.3}",
+                workload.description,
+                tree.name,
+                item,
+                tree.model.str(tree.model.metrics[m.metric].name),
+                m.value * m.scale,
+                m.truth * m.scale,
+                s * m.scale,
+                (m.value - m.truth).abs() / s,
+                p.value * p.scale
+            );
+        }
         out.t.add(m);
         out.p.add(p);
         if !alone {
@@ -292,6 +310,9 @@ fn measure_three(
     }
     out
 }
+
+/// `-- --misses`: print each tmetric value whose truth is outside 2 sigma.
+static MISSES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn selections(model: &'static Model, quick: bool) -> Vec<String> {
     let levels = if quick { 3 } else { 6 };
@@ -323,6 +344,7 @@ fn main() {
     let quick = args.iter().any(|a| a == "--quick");
     let exact = args.iter().any(|a| a == "--exact");
     let detail = args.iter().any(|a| a == "--detail");
+    MISSES.store(args.iter().any(|a| a == "--misses"), Ordering::Relaxed);
     let check = args.iter().any(|a| a == "--check");
     let seeds: u64 =
         arg(&args, "--seeds").and_then(|s| s.parse().ok()).unwrap_or(if quick { 1 } else { 3 });

@@ -47,6 +47,7 @@ pub mod compiled;
 pub mod defaults;
 pub mod describe;
 mod error;
+pub mod estimate;
 pub mod eval;
 pub mod events;
 pub mod list;
@@ -68,6 +69,7 @@ pub mod view;
 
 pub use compiled::{Evaluator, MetricResult, Select};
 pub use error::{CgroupError, CpuTypeError, Error, FilterError};
+pub use estimate::EstimateKind;
 pub use eval::{EvalInput, Evaluated, Evaluators, RootResult, Shown, UnitEval};
 pub use literals::{LiteralSource, Literals};
 pub use metric_eval::{Coverage, MetricEval, Needed, Why};

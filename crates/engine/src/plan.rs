@@ -223,6 +223,15 @@ pub struct Plan {
     /// Groups tmetric may rotate itself: (PMU, leading spec) of each group of a PMU whose
     /// groups cannot count at once ([`Plan::rotation`]).
     pub(crate) rotated: Vec<(usize, usize)>,
+    /// Per entry of [`Plan::rotated`]: the group's copy of the event counted in every turn
+    /// of its PMU (its anchor, [`crate::estimate`]), if the PMU has one.
+    pub(crate) anchors: Vec<Option<usize>>,
+    /// The kernel's timer ticks per second, as its default rotation interval tells them
+    /// (`perf_event_mux_interval_ms` = 1000 / HZ); 1000, the most, when unknown.
+    pub(crate) tick_hz: f64,
+    /// Each online CPU with an SMT sibling, and that sibling (the first other CPU of its
+    /// `thread_siblings_list`).
+    pub(crate) siblings: Vec<(u32, u32)>,
     /// The run's groups were rotated by tmetric ([`Plan::rotation`]), not by the kernel.
     pub(crate) rotating: bool,
 }
@@ -261,6 +270,9 @@ impl Plan {
             per_box: false,
             inherit: true,
             rotated: Vec::new(),
+            anchors: Vec::new(),
+            tick_hz: MAX_HZ,
+            siblings: Vec::new(),
             rotating: false,
         }
     }
@@ -292,6 +304,37 @@ impl Plan {
         let turns = (0..n).map(|k| per_pmu.iter().map(|p| p.1[k % p.1.len()]).collect()).collect();
         Some(tmetric_runtime::Rotation { turns, turn: OWN_TURN, seed: 0x7e7e_d17e })
     }
+}
+
+/// The highest HZ a Linux kernel is built with.
+pub const MAX_HZ: f64 = 1000.0;
+
+/// The kernel's HZ as the core PMU's default rotation interval tells it
+/// (`PERF_CPU_HRTIMER` = 1000 / HZ ms, `kernel/events/core.c`), between 100 and 1000;
+/// [`MAX_HZ`] when the file is missing or says nothing sensible.
+pub fn tick_hz(sysfs: &Sysfs) -> f64 {
+    let ms = sysfs.core_pmu().and_then(|pmu| {
+        let path = sysfs.pmu_devices().join(pmu).join("perf_event_mux_interval_ms");
+        let text = std::fs::read_to_string(path).ok()?;
+        tmetric_runtime::sysfs::parse_number(text.trim()).filter(|&ms| (1..=10).contains(&ms))
+    });
+    ms.map_or(MAX_HZ, |ms| 1000.0 / ms as f64)
+}
+
+/// Each online CPU of `sysfs` with an SMT sibling, and that sibling.
+pub fn smt_siblings(sysfs: &Sysfs) -> Vec<(u32, u32)> {
+    let Ok(cpus) = sysfs.online_cpus() else { return Vec::new() };
+    cpus.iter()
+        .filter_map(|&cpu| {
+            let path = sysfs
+                .root()
+                .join(format!("devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"));
+            let text = std::fs::read_to_string(path).ok()?;
+            let list = tmetric_runtime::sysfs::parse_cpu_list(text.trim())?;
+            let other = list.into_iter().find(|&c| c != cpu)?;
+            Some((cpu, other))
+        })
+        .collect()
 }
 
 /// The mean length of a turn of tmetric's own rotation: the kernel's default rotation

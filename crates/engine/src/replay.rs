@@ -33,6 +33,24 @@ pub struct Recorded {
     /// The recorded machine's cpuid as perf's mapfile spells it, for `strcmp_cpuid_str()`
     /// of metrics that were not recorded.
     pub cpuid: Option<String>,
+    /// What the estimate of rotated groups' missed turns needs ([`crate::estimate`]).
+    pub estimate: RecordedEstimate,
+}
+
+/// What [`crate::estimate`] needs of a recorded plan: the groups tmetric rotated itself and
+/// their anchors (by recorded event), the kernel's HZ and the CPUs' SMT siblings. Empty for
+/// records without them (perf's, or tmetric's from before): their counts are scaled by time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordedEstimate {
+    /// tmetric rotated the groups itself.
+    pub rotating: bool,
+    /// Per rotated group: its PMU (any number the same for one PMU), leading event and
+    /// anchor event.
+    pub rotated: Vec<(usize, usize, Option<usize>)>,
+    /// The kernel's timer ticks per second (0: unknown).
+    pub tick_hz: f64,
+    /// (CPU, its SMT sibling).
+    pub siblings: Vec<(u32, u32)>,
 }
 
 /// One recorded row.
@@ -246,6 +264,19 @@ impl Replay {
             .map(|g| g.iter().filter_map(|&s| spec_map.get(s).copied()).collect())
             .collect();
         plan.retire_latency = recorded.retire_latency.clone();
+        let est = &recorded.estimate;
+        let mapped = |e: usize| spec_map.get(e).copied().filter(|&s| s != UNMAPPED);
+        for &(pmu, leader, anchor) in &est.rotated {
+            if let Some(leader) = mapped(leader) {
+                plan.rotated.push((pmu, leader));
+                plan.anchors.push(anchor.and_then(mapped));
+            }
+        }
+        plan.rotating = est.rotating;
+        if est.tick_hz > 0.0 {
+            plan.tick_hz = est.tick_hz;
+        }
+        plan.siblings = est.siblings.clone();
         for (model, values) in &recorded.probes {
             if values.len() == model.ids.len() {
                 plan.probes.push((model, values.clone()));
@@ -620,6 +651,7 @@ mod tests {
             probes: Vec::new(),
             retire_latency: Vec::new(),
             cpuid: None,
+            estimate: RecordedEstimate::default(),
         }
     }
 

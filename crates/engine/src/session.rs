@@ -21,7 +21,7 @@ use crate::threads::Thread;
 use crate::tpebs::{self, Sampling, TpebsError};
 use crate::view::Split as ViewSplit;
 
-mod own;
+pub(crate) mod own;
 
 use own::OwnGroups;
 pub use own::{OwnGroup, counts_on_hardware};

@@ -146,7 +146,8 @@ fn covariance(a: &[(f64, f64, f64)], b: &[(f64, f64, f64)]) -> Option<f64> {
             let (da, db) = (ca - ma * r, cb - mb * r);
             (acc.0 + da * db, acc.1 + da * da, acc.2 + db * db)
         });
-        let scale = n / (n - 1.0);
+        // Few blocks: widened to Student's t, as the regression's bars are.
+        let scale = n / (n - 1.0) * crate::estimate::student_widening(n as usize - 1);
         let (cov, spread) = (sums.0 * scale, (sums.1 + sums.2) * scale);
         if best.is_none_or(|(_, s)| spread > s) {
             best = Some((cov, spread));
@@ -194,23 +195,29 @@ fn cholesky(m: &[f64], n: usize) -> Vec<f64> {
     l
 }
 
+/// How much a hardware counter may overcount, as a share of its count: the bound of the
+/// non-determinism Weaver, Terpstra and Moore (ISPASS 2013) measured, at the small end of
+/// what they show (the simulator's `DEFAULT_NOISE` takes the same figure from them).
+pub const COUNT_NOISE: f64 = 0.001;
+
 /// Draws for a sampled bar: enough for the 2.5 and 97.5 percentiles to settle.
 const SAMPLES: usize = 400;
 
 impl Plan {
     /// Per root (in [`Plan::roots`] order), the error bar of its value in `results` (the
     /// evaluation of `sample`) over `reads`: the counters read during and at the end of the
-    /// run (cumulative), the last being `sample`'s counts; and whether the bar was sampled
-    /// (the value does not move with its inputs where it stands).
+    /// run (cumulative), the last being `sample`'s counts; whether the bar was sampled
+    /// (the value does not move with its inputs where it stands); and whether an input was
+    /// multiplexed (else the bar is counting's own error only).
     pub(crate) fn uncertainties(
         &self,
         evaluators: &mut Evaluators,
         reads: &[Snapshot],
         sample: &EvalInput<'_>,
         results: &[RootResult],
-    ) -> Vec<(Bar, bool)> {
+    ) -> Vec<(Bar, bool, bool)> {
         if reads.is_empty() {
-            return vec![(Bar::Unknown, false); self.roots.len()];
+            return vec![(Bar::Unknown, false, false); self.roots.len()];
         }
         let inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, sample)).collect();
         let spec_of = |row: usize| match self.rows[row].source {
@@ -221,6 +228,10 @@ impl Plan {
             .map(|s| self.groups.iter().position(|g| g.contains(&s)))
             .collect();
         let mut per_spec: Vec<Option<Vec<(f64, f64, f64)>>> = vec![None; self.specs.len()];
+        // Counters whose estimate regressed on the anchor ([`crate::estimate`]) take that
+        // estimate's error.
+        let fits = if self.anchored() { self.fits(reads) } else { Vec::new() };
+        let fit_of = |s: usize| fits.get(s).and_then(Option::as_ref);
         self.roots
             .iter()
             .enumerate()
@@ -240,8 +251,15 @@ impl Plan {
                     }
                 }
                 let series = |s: usize| per_spec[s].as_deref().unwrap_or(&[]);
-                if counters.iter().all(|&(_, s)| series(s).iter().all(|&(_, e, r)| r >= e)) {
-                    return (Bar::Exact, false);
+                let multiplexed =
+                    !counters.iter().all(|&(_, s)| series(s).iter().all(|&(_, e, r)| r >= e));
+                // What counting itself adds, multiplexed or not.
+                let noise: Vec<f64> = counters
+                    .iter()
+                    .map(|&(row, s)| self.counting_noise(s, inputs[row], sample))
+                    .collect();
+                if !multiplexed && noise.iter().all(|&v| v <= 0.0) {
+                    return (Bar::Exact, false, false);
                 }
                 // The value as `evaluate` computes it: on the counters' common span.
                 let common = self.common_span(root, sample);
@@ -257,25 +275,37 @@ impl Plan {
                 };
                 let value = results[i].value;
                 if !value.is_finite() {
-                    return (Bar::Unknown, false);
+                    return (Bar::Unknown, false, multiplexed);
                 }
                 // The covariance of the counted inputs: within a group, events ran in the same
                 // slices; between groups they are taken as independent.
                 let n = counters.len();
                 let mut cov = vec![0.0; n * n];
                 for (a, &(_, sa)) in counters.iter().enumerate() {
+                    cov[a * n + a] += noise[a];
+                    if !multiplexed {
+                        continue;
+                    }
                     for (b, &(_, sb)) in counters.iter().enumerate().skip(a) {
                         let same_group =
                             sa == sb || (group_of[sa].is_some() && group_of[sa] == group_of[sb]);
                         if !same_group {
                             continue;
                         }
-                        match covariance(series(sa), series(sb)) {
-                            Some(c) => {
-                                cov[a * n + b] = c;
-                                cov[b * n + a] = c;
+                        let judged = match (fit_of(sa), fit_of(sb)) {
+                            (Some(fa), Some(fb)) if fa.iter().chain(fb).all(Option::is_some) => {
+                                crate::estimate::covariance(fa, fb)
                             }
-                            None => return (Bar::Unknown, false),
+                            _ => covariance(series(sa), series(sb)),
+                        };
+                        match judged {
+                            Some(c) => {
+                                cov[a * n + b] += c;
+                                if a != b {
+                                    cov[b * n + a] += c;
+                                }
+                            }
+                            None => return (Bar::Unknown, false, multiplexed),
                         }
                     }
                 }
@@ -296,24 +326,81 @@ impl Plan {
                         variance += grad[a] * grad[b] * cov[a * n + b];
                     }
                 }
+                // The overcount's bias is much the same share of every hardware count: it
+                // moves the value as scaling them all together does (not at all for a ratio
+                // of counts), at its second moment.
+                let along: f64 = counters
+                    .iter()
+                    .zip(&grad)
+                    .filter(|((_, s), _)| {
+                        crate::session::own::counts_on_hardware(&self.events[*s].kind)
+                    })
+                    .map(|(&(row, _), g)| g * inputs[row])
+                    .sum();
+                variance += (along * COUNT_NOISE).powi(2) / 3.0;
+                // Each interrupt adds one to every hardware count: the same number per second
+                // enabled, whatever the count (a bias the fit takes for part of the rate):
+                // the timer tick at HZ and, while the kernel multiplexes, its rotation
+                // hrtimer as often (Weaver, Terpstra and Moore, ISPASS 2013).
+                let interrupts_per_second =
+                    if self.rotating { self.tick_hz } else { 2.0 * self.tick_hz };
+                let per_interrupt: f64 = counters
+                    .iter()
+                    .zip(&grad)
+                    .filter(|((_, s), _)| {
+                        crate::session::own::counts_on_hardware(&self.events[*s].kind)
+                    })
+                    .map(|(&(_, s), g)| {
+                        let enabled: f64 = series(s).iter().map(|i| i.1).sum();
+                        g * interrupts_per_second * enabled / 1e9
+                    })
+                    .sum();
+                variance += per_interrupt.powi(2) / 3.0;
                 if variance > 0.0 {
-                    return (Bar::Sigma(variance.sqrt()), false);
+                    return (Bar::Sigma(variance.sqrt()), false, multiplexed);
                 }
                 if (0..n).all(|a| cov[a * n + a] <= 0.0) {
                     // Multiplexed, but the rates never varied: nothing unseen to miss.
-                    return (Bar::Sigma(0.0), false);
+                    return (Bar::Sigma(0.0), false, multiplexed);
                 }
                 // Multiplexed inputs that vary, and a value that does not move with them
                 // where it stands: a clamp (`max(..., 0)`) or a step. Its bar comes from
                 // the value over inputs drawn from their spread.
                 match self.sampled_sigma(evaluators, i, inputs, &counters, &cov, value) {
                     // The value does not depend on the counts at all (a literal decides it).
-                    Some(0.0) => (Bar::Exact, false),
-                    Some(sigma) => (Bar::Sigma(sigma), true),
-                    None => (Bar::Unknown, false),
+                    Some(0.0) => (Bar::Exact, false, multiplexed),
+                    Some(sigma) => (Bar::Sigma(sigma), true, multiplexed),
+                    None => (Bar::Unknown, false, multiplexed),
                 }
             })
             .collect()
+    }
+
+    /// The variance counting itself adds to spec `s`'s count `x` (`series`: its intervals),
+    /// multiplexed or not: the spread of a hardware counter's overcount and non-determinism,
+    /// up to [`COUNT_NOISE`] of the count; and a PERF_METRICS field's 8-bit rounding, half a
+    /// step of the slots either way. Software events, tracepoints and `msr` add nothing.
+    fn counting_noise(&self, s: usize, x: f64, sample: &EvalInput<'_>) -> f64 {
+        let event = &self.events[s];
+        if !crate::session::own::counts_on_hardware(&event.kind) || !x.is_finite() {
+            return 0.0;
+        }
+        // The spread of a uniform overcount in [0, COUNT_NOISE] (its bias is shared by every
+        // count and taken apart, in `uncertainties`).
+        let mut v = (COUNT_NOISE * x).powi(2) / 12.0;
+        if event.name.starts_with("topdown-") {
+            let leader = self.groups.iter().find(|g| g.contains(&s)).and_then(|g| g.first());
+            let slots = leader.and_then(|&l| {
+                let row = self.rows.iter().find(|r| r.source == Source::Counter(l))?;
+                Some(input_value(self, row, sample))
+            });
+            // Half a step either way; the same at every read while the workload's share
+            // stays put, so not divided among the reads.
+            if let Some(slots) = slots.filter(|v| v.is_finite()) {
+                v += (slots / 255.0).powi(2) / 12.0;
+            }
+        }
+        v
     }
 
     /// One standard deviation equivalent of root `root`'s value over inputs drawn from a

@@ -1,7 +1,7 @@
 //! Accuracy against the truth on a simulated machine whose workload changes phases (the
 //! representative case of `benches/accuracy.rs`): tmetric's schedule errs less than half as
 //! much as perf 6.12's strategy, and the error bars hold the truth for at least 90 % of the
-//! values (none for values whose inputs all ran the whole time).
+//! values (counting's own error only for values whose inputs all ran the whole time).
 
 use tmetric_engine::{Bar, Strategy};
 use tmetric_sim::Workload;
@@ -36,7 +36,8 @@ fn tmetric_errs_less_than_half_as_much_as_perf_and_its_bars_hold_the_truth() {
     // Multiplexed values have a bar (but for one that is 0 whatever its counts).
     let with_bar = ours.iter().filter(|m| matches!(m.bar, Bar::Sigma(s) if s > 0.0)).count();
     assert!(with_bar + 1 >= ours.len(), "{ours:?}");
-    // Level 1 fits one group that runs the whole time: no bar, and exact.
+    // Level 1 fits one group that runs the whole time: exact on the lockstep model, and a
+    // bar of counting's own error only (PERF_METRICS' 8-bit rounding: a fraction of a point).
     let level1 = measure(
         &tree,
         "TopdownL1",
@@ -48,13 +49,13 @@ fn tmetric_errs_less_than_half_as_much_as_perf_and_its_bars_hold_the_truth() {
     );
     assert_eq!(level1.len(), 4);
     for m in level1 {
-        assert_eq!(m.bar, Bar::Exact, "{m:?}");
+        assert!(matches!(m.bar, Bar::Sigma(s) if s > 0.0 && s * m.scale < 0.5), "{m:?}");
         assert!((m.value - m.truth).abs() <= 1e-6 * m.truth.abs() + 1e-9, "{m:?}");
     }
 }
 
 /// A constant workload gives multiplexed counts nothing to miss: no error beyond rounding,
-/// and bars that are tiny.
+/// and bars of counting's own error (PERF_METRICS' 8-bit rounding, the overcount).
 #[test]
 fn a_constant_workload_leaves_nothing_to_miss() {
     let tree = SimTree::new("icelake");
@@ -65,7 +66,33 @@ fn a_constant_workload_leaves_nothing_to_miss() {
         let e = (m.value - m.truth).abs() * m.scale;
         assert!(e < 0.05, "{m:?}: {e} pp");
         if let Bar::Sigma(s) = m.bar {
-            assert!(s * m.scale < 0.05, "{m:?}");
+            assert!(s * m.scale < 0.5, "{m:?}");
         }
     }
+}
+
+/// Two phases whose instructions per second differ: the regression on the anchor tells them
+/// apart in every turn, so every value of a multiplexed selection lands on the truth (the
+/// lockstep model counts exactly), where perf's scaling by time errs.
+#[test]
+fn the_anchor_regression_tells_two_phases_apart() {
+    let tree = SimTree::new("skylakex");
+    let mut json: serde_json::Value = serde_json::from_str(
+        tmetric_sim::workload::BUILTIN.iter().find(|(n, _)| *n == "phased").unwrap().1,
+    )
+    .unwrap();
+    let list = json["phases"]["list"].as_array().unwrap()[..2].to_vec();
+    json["phases"] =
+        serde_json::json!({ "list": list, "switch_random_ms": [2.0, 40.0], "seed": 3 });
+    let workload = Workload::parse(&json.to_string(), "two phases").expect("parses");
+    let metrics = percent_metrics(tree.model, "TopdownL3");
+    let ours = measure(&tree, "TopdownL3", &metrics, Strategy::Tmetric, &workload, 1_000, 100);
+    let perf = measure(&tree, "TopdownL3", &metrics, Strategy::Perf, &workload, 1_000, 100);
+    let (ours_mean, coverage, n) = errors(&ours);
+    let (perf_mean, _, _) = errors(&perf);
+    eprintln!("two phases: tmetric {ours_mean:.4} pp, perf {perf_mean:.4} pp over {n} values");
+    assert!(n > 20, "{n} values");
+    assert!(ours_mean < 0.01, "tmetric {ours_mean} pp");
+    assert!(perf_mean > 10.0 * ours_mean, "perf {perf_mean} pp, tmetric {ours_mean} pp");
+    assert!(coverage >= 0.9, "bars hold the truth for {:.1} %", 100.0 * coverage);
 }

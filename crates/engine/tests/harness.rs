@@ -68,6 +68,27 @@ pub struct Measured {
     pub scale: f64,
     /// The metric prints as a percentage.
     pub percent: bool,
+    /// The engine flags the value impossible.
+    pub flagged: bool,
+}
+
+/// Who rotates the groups of a count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rotation {
+    /// The kernel's fixed timer, read every `step_ms` (perf's way).
+    Kernel,
+    /// tmetric's own turns of random length, read at every turn (what `stat` does).
+    Own,
+    /// [`Rotation::Own`] with turns drawn from another seed.
+    Seeded(u64),
+}
+
+impl Rotation {
+    /// How `tmetric stat` rotates the groups of `strategy`'s plan: perf's strategy keeps the
+    /// kernel's rotation, as perf does.
+    pub fn of(strategy: Strategy) -> Rotation {
+        if strategy == Strategy::Tmetric { Rotation::Own } else { Rotation::Kernel }
+    }
 }
 
 /// A plan counted on a simulated machine: the plan, the kernel (for the truth), the CPUs
@@ -96,6 +117,21 @@ pub fn count(
     item: &str,
     metrics: &[usize],
     strategy: Strategy,
+    workload: &Workload,
+    ms: u64,
+    step_ms: u64,
+) -> Counted {
+    count_rotated(tree, item, metrics, strategy, Rotation::of(strategy), workload, ms, step_ms)
+}
+
+/// [`count`], with the groups rotated by `rotation`.
+#[allow(clippy::too_many_arguments)]
+pub fn count_rotated(
+    tree: &SimTree,
+    item: &str,
+    metrics: &[usize],
+    strategy: Strategy,
+    rotation: Rotation,
     workload: &Workload,
     ms: u64,
     step_ms: u64,
@@ -129,8 +165,13 @@ pub fn count(
     // What `tmetric stat` does by default: tmetric's own rotation of the groups that cannot
     // count at once, in turns of random length, read at every turn; perf's strategy keeps
     // the kernel's rotation, as perf does.
-    let own = if strategy == Strategy::Tmetric { plan.rotation() } else { None };
+    let own = match rotation {
+        Rotation::Kernel => None,
+        Rotation::Own => plan.rotation(),
+        Rotation::Seeded(seed) => plan.rotation().map(|r| tmetric_runtime::Rotation { seed, ..r }),
+    };
     if let Some(own) = own {
+        plan.set_rotating(true);
         let mut order = own.schedule();
         // Until the first turn the kernel rotates, every group enabled.
         let mut dt = order.length().as_nanos() as u64;
@@ -166,10 +207,27 @@ pub fn measure(
     ms: u64,
     step_ms: u64,
 ) -> Vec<Measured> {
+    measure_rotated(tree, item, metrics, strategy, Rotation::of(strategy), workload, ms, step_ms)
+}
+
+/// [`measure`], with the groups rotated by `rotation`.
+#[allow(clippy::too_many_arguments)]
+pub fn measure_rotated(
+    tree: &SimTree,
+    item: &str,
+    metrics: &[usize],
+    strategy: Strategy,
+    rotation: Rotation,
+    workload: &Workload,
+    ms: u64,
+    step_ms: u64,
+) -> Vec<Measured> {
     let Counted { plan, kernel, cpus, reads, start, literals } =
-        count(tree, item, metrics, strategy, workload, ms, step_ms);
+        count_rotated(tree, item, metrics, strategy, rotation, workload, ms, step_ms);
     let end = start + ms * 1_000_000;
-    let last = reads.last().expect("a read").clone();
+    // What `tmetric stat` prints: the counts of the anchored rotated groups estimated from
+    // the turns' reads (perf's strategy has no anchors: its counts stay as counted).
+    let last = plan.estimated(reads.last().expect("a read"), &reads);
     let sample = EvalInput::new(&last, ms as f64 / 1e3);
     let evaluated = plan.evaluate_sample(
         &mut Evaluators::default(),
@@ -216,6 +274,7 @@ pub fn measure(
             bar: bars.get(i).copied().unwrap_or(tmetric_engine::Bar::Unknown),
             scale: desc.scale,
             percent: unit.contains('%') || unit.contains("percent"),
+            flagged: evaluated.total.impossible.get(i).is_some_and(Option::is_some),
         });
     }
     out

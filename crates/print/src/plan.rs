@@ -15,6 +15,40 @@ pub type Missing = [Vec<(String, String)>];
 /// the model whose metrics it counts.
 pub type Simulated = Option<(String, String)>;
 
+/// Per PMU whose groups take turns: the events every group counts (the anchor the estimate
+/// of a group's missed turns regresses on, and copies on free counters), said in a line.
+fn every_turn(plan: &OfflinePlan) -> Vec<String> {
+    let schedule = &plan.tmetric;
+    let mut lines = Vec::new();
+    for (p, pmu) in plan.pmus.pmus.iter().enumerate() {
+        let groups: Vec<&tmetric_engine::Group> =
+            schedule.groups.iter().filter(|g| g.pmu == Some(p)).collect();
+        if groups.len() < 2 {
+            continue;
+        }
+        let common: Vec<&str> = groups[0]
+            .events
+            .iter()
+            .filter(|e| groups.iter().all(|g| g.events.contains(e)))
+            .map(|&e| plan.request.events[e].name.as_str())
+            .collect();
+        if common.is_empty() {
+            continue;
+        }
+        let regressed = if common.contains(&"INST_RETIRED.ANY") {
+            "tmetric's own rotation estimates the turns a group misses by regression on the retired instructions; "
+        } else {
+            ""
+        };
+        lines.push(format!(
+            "counted in every turn of {}: {} ({regressed}an event counted in every turn is exact)",
+            pmu.name,
+            common.join(", ")
+        ));
+    }
+    lines
+}
+
 /// The plan as one pretty-printed JSON document.
 pub fn json(
     out: &mut dyn Write,
@@ -122,6 +156,9 @@ pub fn text(
         plan.lower(),
         plan.together_bound.iter().max().copied().unwrap_or(0)
     )?;
+    for line in every_turn(plan) {
+        writeln!(out, "{line}")?;
+    }
     if missing.iter().any(|m| !m.is_empty()) {
         let mut reasons: Vec<&str> = Vec::new();
         for (_, why) in missing.iter().flatten() {

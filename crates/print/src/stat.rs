@@ -454,8 +454,8 @@ impl<W: Write> StatPrinter<W> {
     /// The error bars (`--errors`, `-v`) of the metrics of `plan` in an evaluated sample's
     /// totals, after the counts: for a metric counted in parts of the time (`Bar::Sigma`)
     /// its value and `±` the half width in its unit; `± ?` with the reason when the run was
-    /// too short to see how its counts vary; nothing for a metric whose events ran the whole
-    /// time, or when the evaluation has no bars. A block in the default layout, else as
+    /// too short to see how its counts vary; nothing for a metric of software counts only, or
+    /// when the evaluation has no bars. A block in the default layout, else as
     /// notes are said.
     pub fn error_bars(&mut self, plan: &Plan, evaluated: &Evaluated) -> io::Result<()> {
         use tmetric_engine::Bar;
@@ -476,7 +476,11 @@ impl<W: Write> StatPrinter<W> {
                 Bar::Sigma(_) => {
                     let half = bar.half_width().unwrap_or(0.0) * desc.scale;
                     // Which estimate the value and its bar are (what -v shows).
-                    let mut how = if plan.rotating() {
+                    let mut how = if evaluated.total.multiplexed.get(r) == Some(&false) {
+                        "counted the whole time: counting's own error".to_string()
+                    } else if plan.rotating() && plan.anchored() {
+                        "regressed over tmetric's turns".to_string()
+                    } else if plan.rotating() {
                         "scaled over tmetric's turns".to_string()
                     } else {
                         "time-scaled over the kernel's rotation".to_string()
@@ -500,7 +504,7 @@ impl<W: Write> StatPrinter<W> {
             "reads every 100 ms"
         };
         let head = format!(
-            "Error bars ({} standard deviations of the value, from {reads}; metrics whose events ran the whole time have none):",
+            "Error bars ({} standard deviations of the value, from {reads}, with counting's own error: the overcount and PERF_METRICS' 8-bit rounding):",
             tmetric_engine::BAR_SIGMAS
         );
         let mut all = vec![head];

@@ -102,6 +102,27 @@ pub struct Header {
     /// (read as: when not system-wide).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ru_display: Option<bool>,
+    /// What the estimate of the turns a rotated group missed needs (docs/record-format.md,
+    /// "Estimate"); absent when tmetric did not rotate anchored groups, and in files
+    /// written before it did (their counts are scaled by time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<EstimateRec>,
+}
+
+/// The groups tmetric rotated itself, with their anchors, and what the estimate's bars
+/// need of the machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EstimateRec {
+    /// tmetric rotated the groups itself (not `--rotation kernel`).
+    pub rotating: bool,
+    /// Per rotated group: [its PMU's number, its leading event, its anchor event or null].
+    pub rotated: Vec<(usize, usize, Option<usize>)>,
+    /// The kernel's timer ticks per second.
+    pub tick_hz: f64,
+    /// [CPU, its SMT sibling] pairs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub siblings: Vec<(u32, u32)>,
 }
 
 /// A model's probe values, per input slot.

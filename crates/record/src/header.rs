@@ -10,8 +10,8 @@ use tmetric_model::literal::Literal;
 use tmetric_runtime::{EventKind, Syscalls, Sysfs};
 
 use crate::format::{
-    CpuUnits, EventRec, FORMAT, Header, ProbeRec, RootRec, RowRec, Selection, SourceRec, Topology,
-    VERSION,
+    CpuUnits, EstimateRec, EventRec, FORMAT, Header, ProbeRec, RootRec, RowRec, Selection,
+    SourceRec, Topology, VERSION,
 };
 
 /// What the header records of the run, the machine and the plan.
@@ -117,6 +117,15 @@ pub fn header(f: &HeaderFacts<'_>) -> Header {
         aggr_mode: Some(f.aggr_mode.code()),
         aggr_level: (f.aggr_mode == tmetric_perfstat::Aggregation::Cache).then_some(f.aggr_level),
         ru_display: Some(f.ru_display),
+        estimate: {
+            let e = plan.estimate_facts();
+            (plan.anchored() && e.rotating).then_some(EstimateRec {
+                rotating: e.rotating,
+                rotated: e.rotated,
+                tick_hz: e.tick_hz,
+                siblings: e.siblings,
+            })
+        },
     }
 }
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use tmetric_engine::aggr::{self, Aggregation};
 use tmetric_engine::replay::{
-    Choice, Recorded, RecordedRoot, RecordedRow, RecordedSource, Replay, ReplayWarning,
+    Choice, Recorded, RecordedEstimate, RecordedRoot, RecordedRow, RecordedSource, Replay,
+    ReplayWarning,
 };
 use tmetric_engine::{Plan, Refusal};
 use tmetric_model::literal::Literal;
@@ -336,6 +337,16 @@ fn recorded(rec: &Recording, tpebs: Option<&[(String, f64)]>) -> (Recorded, Vec<
             .collect(),
         retire_latency,
         cpuid: h.cpuid.clone(),
+        estimate: h
+            .estimate
+            .as_ref()
+            .map(|e| RecordedEstimate {
+                rotating: e.rotating,
+                rotated: e.rotated.clone(),
+                tick_hz: e.tick_hz,
+                siblings: e.siblings.clone(),
+            })
+            .unwrap_or_default(),
     };
     (recorded, roots)
 }
@@ -438,6 +449,7 @@ fn of_perf_stat(
         probes: Vec::new(),
         retire_latency: Vec::new(),
         cpuid: data.cpuid.as_deref().map(crate::perf::perf_cpuid),
+        estimate: RecordedEstimate::default(),
     };
     let mut replay =
         Replay::new(&recorded).map_err(|e| ReadError::new(name, At::File, Kind::Replay(e)))?;

@@ -57,6 +57,7 @@ fn header_line() -> String {
         aggr_mode: None,
         aggr_level: None,
         ru_display: None,
+        estimate: None,
     };
     serde_json::to_string(&h).unwrap()
 }

@@ -124,8 +124,10 @@ fn topdown_is_served_with_the_workloads_true_values() {
     // One group on sapphirerapids: measured all the time, together, exact.
     assert_eq!(per("tmetric_metric_running_ratio", "tma_retiring"), 1.0);
     assert_eq!(per("tmetric_metric_inputs_together", "tma_retiring"), 1.0);
-    // The error bar in its metric's own family and unit.
-    assert_eq!(get("tmetric_tma_retiring_error_bar_ratio{model=\"x86/sapphirerapids\"}"), 0.0);
+    // The error bar in its metric's own family and unit: counting's own error only (the
+    // 8-bit rounding of PERF_METRICS, a fraction of a point).
+    let bar = get("tmetric_tma_retiring_error_bar_ratio{model=\"x86/sapphirerapids\"}");
+    assert!(bar > 0.0 && bar < 0.005, "{bar}");
     // Thresholds: tma_bad_speculation > 0.15 (not crossed at 0.1), tma_backend_bound > 0.2
     // (crossed at 0.3).
     assert_eq!(per("tmetric_metric_threshold_crossed", "tma_bad_speculation"), 0.0);

@@ -27,6 +27,9 @@ pub struct UnitEval {
     /// Per root, with bars: whether its bar was sampled from its inputs' spread rather than
     /// propagated along its gradient (a value held by a clamp).
     pub sampled: Vec<bool>,
+    /// Per root, with bars: whether an input was multiplexed (else its bar is counting's own
+    /// error only: the overcount and PERF_METRICS' 8-bit rounding).
+    pub multiplexed: Vec<bool>,
     /// Per root: why its value cannot be true ([`Plan::impossible`]), if it cannot.
     pub impossible: Vec<Option<String>>,
     /// A thread's own notes (`--per-thread` without `-a`: a thread that never ran has
@@ -140,6 +143,7 @@ impl Plan {
             box_results: Vec::new(),
             bars: None,
             sampled: Vec::new(),
+            multiplexed: Vec::new(),
             impossible: Vec::new(),
             notes: Vec::new(),
         };
@@ -152,6 +156,8 @@ impl Plan {
         };
         let judged = reads.map(|reads| self.uncertainties(evaluators, reads, &part, &results));
         unit.sampled = judged.as_ref().map_or_else(Vec::new, |j| j.iter().map(|b| b.1).collect());
+        unit.multiplexed =
+            judged.as_ref().map_or_else(Vec::new, |j| j.iter().map(|b| b.2).collect());
         let mut bars: Option<Vec<Bar>> = judged.map(|j| j.into_iter().map(|b| b.0).collect());
         let impossible = self.impossible(&results);
         // An impossible value's bar reaches at least a possible one.

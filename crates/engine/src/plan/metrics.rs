@@ -28,6 +28,51 @@ fn counter_pmu(event: &CounterEvent, sysfs: &Sysfs) -> Option<String> {
     }
 }
 
+/// tmetric's schedule, on an anchored PMU: the counters its rotated `groups` leave free take
+/// copies of events of the other groups, those most metrics read first, while the group
+/// still fits. A copy counts its event in more of the turns, and where an event's copies
+/// together count in every turn its total is known outright ([`crate::estimate`] adds them
+/// up); the slices stay as they are.
+fn fill_free_counters(
+    schedule: &mut Schedule,
+    request: &Request,
+    pmu: &crate::pmu::PmuCounters,
+    p: usize,
+    groups: &[usize],
+) {
+    let readers = |e: usize| request.metrics.iter().filter(|m| m.events.contains(&e)).count();
+    let mut candidates: Vec<usize> =
+        groups.iter().flat_map(|&g| schedule.groups[g].events.iter().copied()).collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    candidates.retain(|&e| {
+        request.events[e].pmu == Some(p)
+            && !request.events[e].demand.topdown_metric
+            && !request.events[e].demand.slots
+    });
+    // Most read first; then in request order, so the plan is deterministic.
+    candidates.sort_by_key(|&e| (std::cmp::Reverse(readers(e)), e));
+    for &g in groups {
+        for &e in &candidates {
+            if schedule.groups[g].events.contains(&e) {
+                continue;
+            }
+            let mut events = schedule.groups[g].events.clone();
+            events.push(e);
+            if let Some(slots) = schedule::assign(pmu, &request.events, &events, false) {
+                schedule.groups[g].events = events;
+                schedule.groups[g].slots = slots;
+            }
+        }
+    }
+}
+
+/// A group with its new members and their counters.
+type Placed = (usize, Vec<usize>, Vec<schedule::Slot>);
+
+/// The event counted in every rotated group of an Intel core PMU ([`Plan::add_anchors`]).
+const ANCHOR: &str = "INST_RETIRED.ANY";
+
 /// Events the kernel lets into any group: software events, tracepoints and `msr`.
 fn software_context(event: &CounterEvent) -> bool {
     match &event.kind {
@@ -95,6 +140,11 @@ impl Plan {
         perf_view: bool,
     ) {
         let first_root = self.roots.len();
+        let first_row = self.rows.len();
+        self.tick_hz = super::tick_hz(machine.sysfs);
+        if options.strategy == Strategy::Tmetric && self.siblings.is_empty() {
+            self.siblings = super::smt_siblings(machine.sysfs);
+        }
         // Resolve every needed input once.
         let mut root_rows: Vec<Vec<(u16, usize)>> = Vec::new();
         let mut request = Request::default();
@@ -124,13 +174,122 @@ impl Plan {
             }
             root_rows.push(rows);
         }
-        let schedule = schedule::schedule(&request, machine.pmus, options.strategy);
+        let mut schedule = schedule::schedule(&request, machine.pmus, options.strategy);
+        let anchors = if options.strategy == Strategy::Tmetric {
+            self.add_anchors(&mut schedule, &mut request, &mut sched_of_row, picks, machine)
+        } else {
+            Vec::new()
+        };
+        let first_rotated = self.rotated.len();
         let (group_rows, open_rows) = self.add_scheduled_groups(&schedule, &request, &sched_of_row);
+        self.find_anchors(first_rotated, &anchors);
         self.group_software_inputs(&root_rows, &sched_of_row);
         self.add_roots(picks, &schedule, &root_rows, (&group_rows, &open_rows));
+        // Copies that only fill free counters (and anchors no metric reads) are tmetric's
+        // own: perf would not have opened them, and they do not print.
+        let read: std::collections::BTreeSet<usize> = self.roots[first_root..]
+            .iter()
+            .flat_map(|r| r.slot_rows.iter().flatten().copied())
+            .collect();
+        for r in first_row..self.rows.len() {
+            if self.rows[r].copy_of.is_some() && !read.contains(&r) {
+                self.rows[r].show = false;
+            }
+        }
         self.note_retire_latency(first_root, machine);
         self.request = request;
         self.schedule = Some(schedule);
+    }
+
+    /// tmetric's schedule: on each core PMU whose groups take turns, the retired
+    /// instructions (`INST_RETIRED.ANY`, on a fixed counter no group uses) join every group
+    /// that does not hold them, so they are counted in every turn. Their count in each turn
+    /// tells the phases of the workload apart (each phase retires at its own rate), which is
+    /// what the estimate of the turns a group missed regresses on ([`crate::estimate`]).
+    /// Nothing is added where a group would not fit with them (the slices stay as they
+    /// are). Returns each anchored PMU with the anchor's row; a row added only for this is
+    /// not printed.
+    fn add_anchors(
+        &mut self,
+        schedule: &mut Schedule,
+        request: &mut Request,
+        sched_of_row: &mut Vec<Option<usize>>,
+        picks: &[Pick],
+        machine: &Machine<'_>,
+    ) -> Vec<(usize, usize)> {
+        let mut anchors = Vec::new();
+        if !schedule.open.is_empty() {
+            return anchors;
+        }
+        for p in 0..schedule.slices_per_pmu.len() {
+            let Some(pmu) = machine.pmus.pmus.get(p) else { continue };
+            if schedule.slices_per_pmu[p] < 2
+                || !pmu.core
+                || pmu.vendor != crate::pmu::Vendor::Intel
+                || pmu.fixed == 0
+            {
+                continue;
+            }
+            // The catalogue model of a metric with events on this PMU names the event.
+            let Some(model) = request.metrics.iter().zip(picks).find_map(|(m, pick)| {
+                m.events.iter().any(|&e| request.events[e].pmu == Some(p)).then_some(pick.model)
+            }) else {
+                continue;
+            };
+            let Some(id) = model.ids.iter().find(|id| {
+                let name = id_name(model, id);
+                name == ANCHOR || name.ends_with(&format!("/{ANCHOR}/"))
+            }) else {
+                continue;
+            };
+            let rows_before = self.rows.len();
+            let row = self.input_row(model, id, machine, false, request, sched_of_row);
+            if self.rows.len() > rows_before {
+                self.rows[row].show = false;
+            }
+            let Some(e) = sched_of_row.get(row).copied().flatten() else { continue };
+            if request.events[e].pmu != Some(p) {
+                continue;
+            }
+            let groups: Vec<usize> =
+                (0..schedule.groups.len()).filter(|&g| schedule.groups[g].pmu == Some(p)).collect();
+            let placed: Option<Vec<Placed>> = groups
+                .iter()
+                .map(|&g| {
+                    let mut events = schedule.groups[g].events.clone();
+                    if !events.contains(&e) {
+                        events.push(e);
+                    }
+                    let slots = schedule::assign(pmu, &request.events, &events, false)?;
+                    Some((g, events, slots))
+                })
+                .collect();
+            let Some(placed) = placed else { continue };
+            for (g, events, slots) in placed {
+                schedule.groups[g].events = events;
+                schedule.groups[g].slots = slots;
+            }
+            anchors.push((p, row));
+            fill_free_counters(schedule, request, pmu, p, &groups);
+        }
+        anchors
+    }
+
+    /// Each rotated group from `first` on: its copy of its PMU's anchor row, if it has one.
+    fn find_anchors(&mut self, first: usize, anchors: &[(usize, usize)]) {
+        for k in first..self.rotated.len() {
+            let (p, leader) = self.rotated[k];
+            let anchor = anchors.iter().find(|a| a.0 == p).and_then(|&(_, row)| {
+                let group = self.groups.iter().find(|g| g.first() == Some(&leader))?;
+                group.iter().copied().find(|&s| {
+                    self.rows.iter().enumerate().any(|(r, pr)| {
+                        pr.source == Source::Counter(s) && (r == row || pr.copy_of == Some(row))
+                    })
+                })
+            });
+            self.anchors.resize(self.rotated.len(), None);
+            self.anchors[k] = anchor;
+        }
     }
 
     /// The rows (by input slot) `pick` reads, resolved on `machine` and added where new; its

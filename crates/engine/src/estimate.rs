@@ -1,0 +1,667 @@
+//! The estimate of a rotated group's counts over the turns it did not count: a regression on
+//! the anchor counted in every turn, in place of perf's scaling by time.
+//!
+//! perf scales a multiplexed count by `enabled / running`: it assumes the event ran at the
+//! same rate in the time it was off its counter as in the time it was on. When the workload
+//! changes phases, that rate differs between the slices, and the estimate is off by as much.
+//! tmetric knows more: its own rotation reads the counters at every turn, and every rotated
+//! group of an Intel core PMU also counts the retired instructions on their fixed counter
+//! ([`Plan::add_anchors`]), so the instructions of *every* turn are known. Each phase of a
+//! program retires at its own rate, so a turn's instructions and length say which phases it
+//! held; an event's count in a turn is, to the extent the phases differ in it, a linear
+//! function of the same two.
+//!
+//! * Per counter and CPU (or thread): the turns it ran throughout are points `x_k`, with
+//!   the turn's length `e_k` and anchor count `a_k`. `x ≈ β₀ e + β₁ a` is fitted by least
+//!   squares weighted by `1 / e_k` (a count's spread grows with its span).
+//! * The estimate is the count itself plus the fit's prediction for the time the counter
+//!   was off, `Σ_k (1 - r_k/e_k) (β₀ e_k + β₁ a_k)`, never below the count.
+//! * Two phases are told apart exactly; more are told apart as far as their instruction
+//!   rates differ, and what the fit misses is in its residuals.
+//! * Fewer than [`MIN_TURNS`] full turns, or instructions that never changed rate (the two
+//!   regressors in proportion), fall back to the rate per second alone, which is perf's
+//!   estimate over the same turns.
+//!
+//! The error of the estimate is the residuals of the turns it did not see plus the fitted
+//! coefficients' own error: `s (E_U + z_Uᵀ M⁻¹ z_U)`, where `s` is the residuals' variance
+//! per nanosecond, `E_U` the time unseen, `z_U` the unseen time's regressors and `M` the
+//! fit's normal matrix. Residuals are summed over the CPUs of the unit before their spread
+//! is taken (CPUs whose phases run in step add up their errors, and the spread sees it),
+//! and merged over consecutive turns in blocks of 1, 2, 4, ... as the time-scaled bars are
+//! ([`crate::uncertainty`]), the largest spread taken: nearby turns see the same phase.
+
+use tmetric_runtime::{CpuCount, Snapshot};
+
+use crate::plan::Plan;
+
+/// The fewest turns a counter must have counted in on a CPU before its counts are regressed
+/// (a model is kept only with more turns than coefficients; the bar widens for few turns).
+pub const MIN_TURNS: usize = 5;
+
+/// A turn a counter ran in for at least this share of it is a point of its fit (the rest
+/// of a turn goes to the ioctls that switch turns, a few microseconds on each CPU); its
+/// count is fitted as that share of the turn's.
+const COUNTED: f64 = 0.5;
+
+/// How a rotated counter's count was estimated ([`Plan::estimate_kinds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EstimateKind {
+    /// Its copies counted in every turn: the count is the total.
+    EveryTurn,
+    /// The turns it missed regressed on time and, where they told the turns apart, the
+    /// retired instructions and the SMT sibling's, over this many turns it counted in (the
+    /// fewest on a CPU).
+    Regressed {
+        /// On some CPU, the retired instructions were a regressor.
+        anchor: bool,
+        /// On some CPU, the sibling's retired instructions were.
+        sibling: bool,
+        /// Turns fitted.
+        turns: usize,
+    },
+    /// Fewer than [`MIN_TURNS`] turns counted: scaled by time, as perf does.
+    TooFewTurns,
+}
+
+impl std::fmt::Display for EstimateKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EstimateKind::EveryTurn => write!(f, "counted in every turn: exact"),
+            EstimateKind::Regressed { anchor, sibling, turns } => {
+                let on = match (anchor, sibling) {
+                    (false, false) => {
+                        "time alone (the retired instructions told the turns apart no better)"
+                    }
+                    (true, false) => "time and the retired instructions",
+                    (false, true) => "time and the SMT sibling's retired instructions",
+                    (true, true) => "time, the retired instructions and the SMT sibling's",
+                };
+                write!(f, "the turns it missed regressed on {on}, over {turns} turns")
+            }
+            EstimateKind::TooFewTurns => {
+                write!(f, "fewer than {MIN_TURNS} turns counted: scaled by time, as perf does")
+            }
+        }
+    }
+}
+
+/// One counter's fit on one CPU (or thread).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fit {
+    /// The estimated count over the whole run: counted plus predicted.
+    pub total: f64,
+    /// Each interval it ran throughout: its index, residual and enabled nanoseconds.
+    pub residuals: Vec<(usize, f64, f64)>,
+    /// Enabled nanoseconds it was not counting.
+    pub unseen: f64,
+    /// `z_Uᵀ M⁻¹ z_U`: what the coefficients' own error adds, in nanoseconds of unseen time.
+    pub leverage: f64,
+    /// Coefficients fitted (1 to 3).
+    pub params: usize,
+    /// Which regressors beyond time the kept model has: the anchor, the sibling's anchor.
+    pub on: (bool, bool),
+}
+
+/// One interval of one counter on one CPU: count, enabled, running, and the anchor's count
+/// over the interval on the CPU and on its SMT sibling (`None` when not known).
+#[derive(Debug, Clone, Copy)]
+struct Point {
+    x: f64,
+    e: f64,
+    r: f64,
+    a: Option<f64>,
+    sibling: Option<f64>,
+}
+
+/// `now - before` of one reading (saturating, as [`Snapshot::since`]).
+fn delta(now: &CpuCount, before: Option<&CpuCount>) -> (f64, f64, f64) {
+    let b = before.map(|b| b.raw).unwrap_or_default();
+    (
+        now.raw.value.saturating_sub(b.value) as f64,
+        now.raw.enabled.saturating_sub(b.enabled) as f64,
+        now.raw.running.saturating_sub(b.running) as f64,
+    )
+}
+
+/// The reading of `spec` at position `i` of `snapshot`, if it is the same CPU and thread as
+/// `like`.
+fn at<'a>(snapshot: &'a Snapshot, spec: usize, i: usize, like: &CpuCount) -> Option<&'a CpuCount> {
+    let c = snapshot.events.get(spec)?.as_ref()?.get(i)?;
+    (c.cpu == like.cpu && c.thread == like.thread).then_some(c)
+}
+
+/// Solves `m x = b` for the symmetric positive definite `m` (`n x n`, row-major) by
+/// Cholesky; `None` when it is not.
+fn solve(m: &[f64], b: &[f64], n: usize) -> Option<Vec<f64>> {
+    let mut l = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..=i {
+            let s: f64 = m[i * n + j] - (0..j).map(|k| l[i * n + k] * l[j * n + k]).sum::<f64>();
+            if i == j {
+                if s <= 0.0 {
+                    return None;
+                }
+                l[i * n + i] = s.sqrt();
+            } else {
+                l[i * n + j] = s / l[j * n + j];
+            }
+        }
+    }
+    let mut y = vec![0.0; n];
+    for i in 0..n {
+        y[i] = (b[i] - (0..i).map(|k| l[i * n + k] * y[k]).sum::<f64>()) / l[i * n + i];
+    }
+    let mut x = vec![0.0; n];
+    for i in (0..n).rev() {
+        x[i] = (y[i] - (i + 1..n).map(|k| l[k * n + i] * x[k]).sum::<f64>()) / l[i * n + i];
+    }
+    Some(x)
+}
+
+/// The regressors of a point: its length, the anchor over it and the anchor of the CPU's SMT
+/// sibling over it (an event counting both threads of a core follows both threads'
+/// phases), `None` where not known.
+fn regressors(p: &Point) -> [Option<f64>; 3] {
+    [Some(p.e), p.a, p.sibling]
+}
+
+/// The anchor's count over the interval from `before` to `now` at reading `i` (which is
+/// `like`), over `e` nanoseconds: the turns' anchors added up, scaled to the whole interval
+/// by their running time; `None` when none ran.
+fn anchor_over(
+    now: &Snapshot,
+    before: &Snapshot,
+    anchors: &[usize],
+    i: usize,
+    like: &CpuCount,
+    e: f64,
+) -> Option<f64> {
+    let (mut av, mut ar) = (0.0, 0.0);
+    for &a in anchors {
+        if let Some(ca) = at(now, a, i, like) {
+            let (v, _, r) = delta(ca, at(before, a, i, like));
+            av += v;
+            ar += r;
+        }
+    }
+    (ar > 0.0).then(|| av * e / ar)
+}
+
+/// Fits `points` (see the module documentation); `None` when too few turns ran throughout.
+///
+/// The regressors are time, then the anchor, then the sibling's anchor where every full turn
+/// has them. Of the models they make (time alone, with the anchor, with the sibling's, with
+/// both), each well-posed one is fitted, and the one whose own prediction error
+/// (`s (E_U + z_Uᵀ M⁻¹ z_U)`) is least is kept: a regressor that explains nothing only adds
+/// the error of its coefficient, and one nearly in proportion to another would make the
+/// coefficients, and the prediction, swing wildly.
+fn fit(points: &[Point]) -> Option<Fit> {
+    let full: Vec<usize> = (0..points.len())
+        .filter(|&k| points[k].e > 0.0 && points[k].r >= COUNTED * points[k].e)
+        .collect();
+    if full.len() < MIN_TURNS {
+        return None;
+    }
+    let known = |j: usize| full.iter().all(|&k| regressors(&points[k])[j].is_some());
+    let models: Vec<Vec<usize>> = [vec![0], vec![0, 1], vec![0, 2], vec![0, 1, 2]]
+        .into_iter()
+        .filter(|cols| cols.iter().all(|&j| known(j)) && well_posed(points, &full, cols))
+        .collect();
+    models
+        .iter()
+        .filter_map(|cols| {
+            let f = fit_with(points, &full, cols)?;
+            let n = f.residuals.len();
+            (n > f.params).then_some(())?;
+            let s: f64 =
+                f.residuals.iter().map(|&(_, r, e)| r * r / e).sum::<f64>() / (n - f.params) as f64;
+            Some((s * (f.unseen + f.leverage), f))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, f)| f)
+}
+
+/// Whether each regressor of `cols` says something the earlier ones do not, over the
+/// points `at`: what is left of its weighted norm after them (the Schur complement) is more
+/// than a millionth of it.
+fn well_posed(points: &[Point], at: &[usize], cols: &[usize]) -> bool {
+    (1..=cols.len()).all(|n| {
+        let (m, _) = normal(points, at, &cols[..n]);
+        let diag = m[n * n - 1];
+        if n == 1 {
+            return diag > 0.0;
+        }
+        let (mo, _) = normal(points, at, &cols[..n - 1]);
+        let cross: Vec<f64> = (0..n - 1).map(|i| m[i * n + n - 1]).collect();
+        solve(&mo, &cross, n - 1).is_some_and(|x| {
+            diag - x.iter().zip(&cross).map(|(a, b)| a * b).sum::<f64>() > 1e-6 * diag
+        })
+    })
+}
+
+/// The fit of regressors `cols` over the full turns `full` of `points`.
+fn fit_with(points: &[Point], full: &[usize], cols: &[usize]) -> Option<Fit> {
+    let n = cols.len();
+    let (m, b) = normal(points, full, cols);
+    let beta = solve(&m, &b, n)?;
+    let rate = b[0] / m[0];
+    let value = |p: &Point| -> Option<f64> {
+        let z = regressors(p);
+        cols.iter().zip(&beta).map(|(&j, c)| z[j].map(|v| v * c)).sum()
+    };
+    let mut predicted = 0.0;
+    let mut zu = vec![0.0; n];
+    let (mut unseen, mut counted) = (0.0, 0.0);
+    for p in points {
+        counted += p.x;
+        if p.e <= 0.0 {
+            continue;
+        }
+        let off = ((p.e - p.r) / p.e).clamp(0.0, 1.0);
+        if off == 0.0 {
+            continue;
+        }
+        unseen += off * p.e;
+        let z = regressors(p);
+        match value(p) {
+            Some(v) => {
+                predicted += off * v;
+                for (u, &j) in zu.iter_mut().zip(cols) {
+                    *u += off * z[j].unwrap_or(0.0);
+                }
+            }
+            // An interval without the anchor: the rate alone.
+            None => {
+                predicted += off * rate * p.e;
+                zu[0] += off * p.e;
+            }
+        }
+    }
+    let leverage = solve(&m, &zu, n).map_or(0.0, |x| x.iter().zip(&zu).map(|(a, b)| a * b).sum());
+    let residuals = full
+        .iter()
+        .map(|&k| {
+            let p = &points[k];
+            (k, p.x - p.r / p.e * value(p).unwrap_or(rate * p.e), p.r)
+        })
+        .collect();
+    Some(Fit {
+        total: counted + predicted.max(0.0),
+        residuals,
+        unseen,
+        leverage: leverage.max(0.0),
+        params: n,
+        on: (cols.contains(&1), cols.contains(&2)),
+    })
+}
+
+/// The weighted normal matrix and right-hand side of regressors `cols` over the points
+/// `at`: a point's count is its running share `f = r / e` of the turn's, so its regressors
+/// are `f z`, weighted by `1 / r` (a count's spread grows with its span).
+fn normal(points: &[Point], at: &[usize], cols: &[usize]) -> (Vec<f64>, Vec<f64>) {
+    let n = cols.len();
+    let (mut m, mut b) = (vec![0.0; n * n], vec![0.0; n]);
+    for &k in at {
+        let p = &points[k];
+        let z = regressors(p);
+        let f = p.r / p.e;
+        for (i, &ci) in cols.iter().enumerate() {
+            let zi = z[ci].unwrap_or(0.0);
+            b[i] += zi * p.x / p.e;
+            for (j, &cj) in cols.iter().enumerate() {
+                m[i * n + j] += f * zi * z[cj].unwrap_or(0.0) / p.e;
+            }
+        }
+    }
+    (m, b)
+}
+
+/// The covariance of the estimates of two counters of one group over the CPUs of a unit,
+/// from their fits on each (in the same order); `None` when it cannot be judged.
+pub(crate) fn covariance(a: &[Option<Fit>], b: &[Option<Fit>]) -> Option<f64> {
+    let pairs: Vec<(&Fit, &Fit)> =
+        a.iter().zip(b).filter_map(|(x, y)| Some((x.as_ref()?, y.as_ref()?))).collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    // Residuals summed over the CPUs, interval by interval.
+    let mut by_k: std::collections::BTreeMap<usize, (f64, f64, f64)> = Default::default();
+    let (mut unseen, mut leverage) = (0.0, 0.0);
+    let mut params = 1;
+    for (x, y) in &pairs {
+        unseen += x.unseen;
+        leverage += x.leverage;
+        params = params.max(x.params);
+        // Fits over different turns (an event and a copied one): their errors are taken as
+        // independent.
+        if x.residuals.len() != y.residuals.len()
+            || x.residuals.iter().zip(&y.residuals).any(|(p, q)| p.0 != q.0)
+        {
+            return Some(0.0);
+        }
+        for (&(k, ra, e), &(_, rb, _)) in x.residuals.iter().zip(&y.residuals) {
+            let slot = by_k.entry(k).or_default();
+            slot.0 += ra;
+            slot.1 += rb;
+            slot.2 += e;
+        }
+    }
+    let series: Vec<(f64, f64, f64)> = by_k.into_values().collect();
+    if series.len() <= params {
+        return None;
+    }
+    let mut best: Option<(f64, f64)> = None;
+    let mut size = 1;
+    while size == 1 || series.len() / size >= 8 {
+        let blocks: Vec<(f64, f64, f64)> = series
+            .chunks(size)
+            .map(|c| c.iter().fold((0.0, 0.0, 0.0), |s, v| (s.0 + v.0, s.1 + v.1, s.2 + v.2)))
+            .collect();
+        let n = blocks.len();
+        let lost = if size == 1 { params } else { 1 };
+        if n <= lost {
+            break;
+        }
+        // The spread of few blocks is itself uncertain: widened to Student's t at 95 %.
+        let scale = n as f64 / (n - lost) as f64 * student_widening(n - lost);
+        let sums = blocks
+            .iter()
+            .filter(|b| b.2 > 0.0)
+            .fold((0.0, 0.0), |s, b| (s.0 + b.0 * b.1 / b.2, s.1 + (b.0 * b.0 + b.1 * b.1) / b.2));
+        // Per nanosecond: the mean over the blocks of their square over their length.
+        let (cov, spread) = (sums.0 * scale / n as f64, sums.1 * scale / n as f64);
+        if best.is_none_or(|(_, s)| spread > s) {
+            best = Some((cov, spread));
+        }
+        size *= 2;
+    }
+    let per_ns = best.map_or(0.0, |(c, _)| c);
+    Some(per_ns * (unseen + leverage))
+}
+
+/// `(t / z)²` for Student's t with `dof` degrees of freedom at the two-sided 95 % point
+/// (`z` = 1.96): how much wider a variance estimated from few samples must be for its 2-sigma
+/// bar to hold the truth as often (Cornish-Fisher expansion, within 1 % from 3 degrees up).
+pub(crate) fn student_widening(dof: usize) -> f64 {
+    let z: f64 = 1.959_964;
+    let v = dof.max(1) as f64;
+    let t = z
+        + (z.powi(3) + z) / (4.0 * v)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * v * v)
+        + (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / (384.0 * v.powi(3));
+    (t / z).powi(2)
+}
+
+impl Plan {
+    /// Per spec: the anchors of the turns of its PMU (one per rotated group), when its group
+    /// is rotated and every rotated group of its PMU has an anchor.
+    fn anchor_sets(&self) -> Vec<Option<Vec<usize>>> {
+        let mut out = vec![None; self.specs.len()];
+        for (k, &(pmu, leader)) in self.rotated.iter().enumerate() {
+            let all: Option<Vec<usize>> = self
+                .rotated
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.0 == pmu)
+                .map(|(j, _)| self.anchors.get(j).copied().flatten())
+                .collect();
+            let Some(all) = all else { continue };
+            if self.anchors.get(k).copied().flatten().is_none() {
+                continue;
+            }
+            let Some(group) = self.groups.iter().find(|g| g.first() == Some(&leader)) else {
+                continue;
+            };
+            for &s in group {
+                out[s] = Some(all.clone());
+            }
+        }
+        out
+    }
+
+    /// What a record keeps for [`crate::estimate`], by spec (a record's events are the
+    /// plan's specs, in order).
+    pub fn estimate_facts(&self) -> crate::replay::RecordedEstimate {
+        crate::replay::RecordedEstimate {
+            rotating: self.rotating,
+            rotated: self
+                .rotated
+                .iter()
+                .enumerate()
+                .map(|(k, &(pmu, leader))| (pmu, leader, self.anchors.get(k).copied().flatten()))
+                .collect(),
+            tick_hz: self.tick_hz,
+            siblings: self.siblings.clone(),
+        }
+    }
+
+    /// Whether any counter's estimate can come from the anchor ([`crate::estimate`]).
+    pub fn anchored(&self) -> bool {
+        self.anchors.iter().any(Option::is_some)
+    }
+
+    /// Per spec, per reading of it (CPU or thread, in the snapshots' order): its fit over
+    /// `reads` (cumulative, the last being the run's totals), for the counters of anchored
+    /// rotated groups; `None` elsewhere. The copies of one event in several such groups
+    /// (an anchor, or a copy on a free counter) are fitted as one: their counts added up
+    /// turn by turn, counting in the turns of any of them, so that copies that together
+    /// count in every turn give the event's total outright. Each copy gets that fit.
+    pub(crate) fn fits(&self, reads: &[Snapshot]) -> Vec<Option<Vec<Option<Fit>>>> {
+        let sets = self.anchor_sets();
+        let mut out = vec![None; self.specs.len()];
+        let Some(last) = reads.last() else { return out };
+        let zero = Snapshot::default();
+        let windows: Vec<(&Snapshot, &Snapshot)> =
+            std::iter::once(&zero).chain(reads).zip(reads).collect();
+        // The event each spec counts: its row's original (copies name it in `copy_of`).
+        let mut base: Vec<Option<usize>> = vec![None; self.specs.len()];
+        for (r, row) in self.rows.iter().enumerate() {
+            if let crate::plan::Source::Counter(s) = row.source {
+                base[s] = Some(row.copy_of.unwrap_or(r));
+            }
+        }
+        for (s, set) in sets.iter().enumerate() {
+            if out[s].is_some() {
+                continue;
+            }
+            let Some(anchors) = set else { continue };
+            let copies: Vec<usize> = match base[s] {
+                Some(b) => (0..self.specs.len())
+                    .filter(|&c| base[c] == Some(b) && sets[c].as_ref() == Some(anchors))
+                    .collect(),
+                None => vec![s],
+            };
+            let Some(cpus) = last.events.get(s).and_then(Option::as_ref) else { continue };
+            // Each CPU's SMT sibling: its place among the anchor's readings.
+            let sibling_of: Vec<Option<(usize, CpuCount)>> = cpus
+                .iter()
+                .map(|c| {
+                    let other = self.siblings.iter().find(|p| p.0 as i32 == c.cpu)?.1 as i32;
+                    let readings = last.events.get(anchors[0])?.as_ref()?;
+                    let j = readings.iter().position(|r| r.cpu == other && r.thread == c.thread)?;
+                    Some((j, readings[j]))
+                })
+                .collect();
+            let fits: Vec<Option<Fit>> = (0..cpus.len())
+                .map(|i| {
+                    let like = &cpus[i];
+                    let points: Vec<Point> = windows
+                        .iter()
+                        .filter_map(|(before, now)| {
+                            let (mut x, mut e, mut r) = (0.0, 0.0f64, 0.0);
+                            let mut seen = false;
+                            for &c in &copies {
+                                let Some(now_c) = at(now, c, i, like) else { continue };
+                                let (cx, ce, cr) = delta(now_c, at(before, c, i, like));
+                                x += cx;
+                                e = e.max(ce);
+                                r += cr;
+                                seen = true;
+                            }
+                            if !seen {
+                                return None;
+                            }
+                            let a = anchor_over(now, before, anchors, i, like, e);
+                            let sibling = sibling_of[i].and_then(|(j, ref other)| {
+                                anchor_over(now, before, anchors, j, other, e)
+                            });
+                            Some(Point { x, e, r: r.min(e), a, sibling })
+                        })
+                        .collect();
+                    fit(&points)
+                })
+                .collect();
+            for &c in &copies {
+                out[c] = Some(fits.clone());
+            }
+        }
+        out
+    }
+
+    /// Per spec, how [`Plan::estimated`] estimates its count over `reads`, for `-v`: `None`
+    /// for counters outside anchored rotated groups (perf's estimate, by time).
+    pub fn estimate_kinds(&self, reads: &[Snapshot]) -> Vec<Option<EstimateKind>> {
+        self.fits(reads)
+            .into_iter()
+            .map(|fits| {
+                let fits = fits?;
+                let fitted: Vec<&Fit> = fits.iter().flatten().collect();
+                if fitted.is_empty() {
+                    return Some(EstimateKind::TooFewTurns);
+                }
+                let anchor = fitted.iter().any(|f| f.on.0);
+                let sibling = fitted.iter().any(|f| f.on.1);
+                let turns = fitted.iter().map(|f| f.residuals.len()).min().unwrap_or(0);
+                // Counted in every turn but the moments that switch turns.
+                let unseen = fitted
+                    .iter()
+                    .all(|f| f.unseen <= 1e-3 * f.residuals.iter().map(|r| r.2).sum::<f64>());
+                Some(if unseen {
+                    EstimateKind::EveryTurn
+                } else {
+                    EstimateKind::Regressed { anchor, sibling, turns }
+                })
+            })
+            .collect()
+    }
+
+    /// `totals` (the run's last read) with the count of every counter of an anchored rotated
+    /// group replaced by its estimate over `reads` ([`crate::estimate`]), stored so that
+    /// scaling by `enabled / running` gives the estimate (the running share still prints as
+    /// counted). Counters without a fit keep their count: perf's estimate.
+    pub fn estimated(&self, totals: &Snapshot, reads: &[Snapshot]) -> Snapshot {
+        let mut out = totals.clone();
+        // Reads of another run (`-r`'s mean is not its last run's) say nothing of these.
+        if !self.anchored() || reads.last() != Some(totals) {
+            return out;
+        }
+        for (s, fits) in self.fits(reads).into_iter().enumerate() {
+            let (Some(fits), Some(Some(cpus))) = (fits, out.events.get_mut(s)) else { continue };
+            for (c, f) in cpus.iter_mut().zip(fits) {
+                let Some(f) = f else { continue };
+                if c.raw.running == 0 || c.raw.enabled == 0 {
+                    continue;
+                }
+                let share = c.raw.running as f64 / c.raw.enabled as f64;
+                c.raw.value = (f.total * share).round().max(0.0) as u64;
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Turns of 4 ms; the counter runs in one turn of four; two phases with their own rates
+    /// for the counter and the anchor.
+    fn two_phases(phase_of: impl Fn(usize) -> usize) -> (Vec<Point>, f64) {
+        let rates = [(3.0, 2.0), (0.5, 0.2)]; // (event, anchor) per ns
+        let mut points = Vec::new();
+        let mut truth = 0.0;
+        for k in 0..200 {
+            let e = 4e6 + (k % 7) as f64 * 1e5;
+            let (rx, ra) = rates[phase_of(k)];
+            let ran = k % 4 == 1;
+            truth += rx * e;
+            points.push(Point {
+                x: if ran { rx * e } else { 0.0 },
+                e,
+                r: if ran { e } else { 0.0 },
+                a: Some(ra * e),
+                sibling: None,
+            });
+        }
+        (points, truth)
+    }
+
+    #[test]
+    fn two_phases_in_step_with_the_turns_are_told_apart() {
+        // Phase 0 holds one turn in eight, but half the turns the counter runs in: time
+        // scaling takes the run for half phase 0. The anchor's rate tells the phases apart.
+        let (points, truth) = two_phases(|k| usize::from(k % 8 != 1));
+        let seen: f64 = points.iter().map(|p| p.x).sum();
+        let e: f64 = points.iter().map(|p| p.e).sum();
+        let r: f64 = points.iter().map(|p| p.r).sum();
+        let scaled = seen * e / r;
+        let f = fit(&points).expect("a fit");
+        assert!((scaled - truth).abs() / truth > 0.3, "time scaling errs: {scaled} vs {truth}");
+        assert!((f.total - truth).abs() / truth < 1e-9, "{} vs {truth}", f.total);
+        assert_eq!(f.params, 2);
+    }
+
+    #[test]
+    fn a_steady_anchor_falls_back_to_the_rate() {
+        // One phase: the anchor is in proportion to time; the rate alone is fitted.
+        let (points, truth) = two_phases(|_| 0);
+        let f = fit(&points).expect("a fit");
+        assert_eq!(f.params, 1);
+        assert!((f.total - truth).abs() / truth < 1e-9);
+    }
+
+    #[test]
+    fn few_samples_widen_the_bar_as_students_t_does() {
+        // t at 97.5 %: 2.571 for 5 degrees of freedom, 2.228 for 10, 1.984 for 100.
+        for (dof, t) in [(5, 2.571), (10, 2.228), (100, 1.984)] {
+            let want = (t / 1.959_964f64).powi(2);
+            assert!(
+                (student_widening(dof) - want).abs() < 0.02 * want,
+                "{dof}: {}",
+                student_widening(dof)
+            );
+        }
+    }
+
+    #[test]
+    fn too_few_turns_give_no_fit() {
+        let (points, _) = two_phases(|k| k % 2);
+        assert!(fit(&points[..4 * MIN_TURNS - 4]).is_none());
+        assert!(fit(&points[..4 * MIN_TURNS]).is_some());
+    }
+
+    #[test]
+    fn the_bar_grows_with_what_the_fit_misses() {
+        // A third, unmodelled influence on the counter: noise per turn. Its residuals make
+        // the covariance positive; a perfect fit's is zero.
+        let (exact, _) = two_phases(|k| (k / 3) % 2);
+        let f = fit(&exact).expect("a fit");
+        let v = covariance(&[Some(f.clone())], &[Some(f)]).expect("judged");
+        assert!(v.abs() < 1e-6, "{v}");
+        let noisy: Vec<Point> = exact
+            .iter()
+            .enumerate()
+            .map(|(k, p)| Point {
+                x: if p.r > 0.0 {
+                    p.x * (1.0 + 0.05 * ((k * 7919) % 13) as f64 / 13.0)
+                } else {
+                    0.0
+                },
+                ..*p
+            })
+            .collect();
+        let g = fit(&noisy).expect("a fit");
+        let w = covariance(&[Some(g.clone())], &[Some(g)]).expect("judged");
+        assert!(w > 0.0);
+    }
+}
