@@ -187,112 +187,160 @@ fn anchor_over(
     (ar > 0.0).then(|| av * e / ar)
 }
 
-/// Fits `points` (see the module documentation); `None` when too few turns ran throughout.
-///
-/// The regressors are time, then the anchor, then the sibling's anchor where every full turn
-/// has them. Of the models they make (time alone, with the anchor, with the sibling's, with
-/// both), each well-posed one is fitted, and the one whose own prediction error
-/// (`s (E_U + z_Uᵀ M⁻¹ z_U)`) is least is kept: a regressor that explains nothing only adds
-/// the error of its coefficient, and one nearly in proportion to another would make the
-/// coefficients, and the prediction, swing wildly.
+/// Fits the points of one CPU (see the module documentation); `None` when too few turns
+/// counted.
+#[cfg(test)]
 fn fit(points: &[Point]) -> Option<Fit> {
-    let full: Vec<usize> = (0..points.len())
-        .filter(|&k| points[k].e > 0.0 && points[k].r >= COUNTED * points[k].e)
+    pooled_fit(&[points.to_vec()]).pop().flatten()
+}
+
+/// The fit of one counter over every CPU (or thread) at once: each CPU its own rate per
+/// nanosecond (`β₀`, its frequency and its own share of the phases), the coefficients of
+/// the anchors shared (each phase retires instructions and counts the event at the same
+/// rates per cycle on every CPU). A CPU whose turns of the group saw one phase only then
+/// borrows what the others saw of the rest. Of the models (time alone, with the anchor,
+/// with the sibling's, with both) the one whose own prediction error is least is kept, as
+/// [`fit`] does for one CPU; `None` for a CPU with fewer than [`MIN_TURNS`] counted turns.
+fn pooled_fit(cpus: &[Vec<Point>]) -> Vec<Option<Fit>> {
+    let full: Vec<Vec<usize>> = cpus
+        .iter()
+        .map(|points| {
+            let f: Vec<usize> = (0..points.len())
+                .filter(|&k| points[k].e > 0.0 && points[k].r >= COUNTED * points[k].e)
+                .collect();
+            if f.len() < MIN_TURNS { Vec::new() } else { f }
+        })
         .collect();
-    if full.len() < MIN_TURNS {
+    let used: Vec<usize> = (0..cpus.len()).filter(|&c| !full[c].is_empty()).collect();
+    if used.is_empty() {
+        return vec![None; cpus.len()];
+    }
+    let known = |j: usize| {
+        used.iter().all(|&c| full[c].iter().all(|&k| regressors(&cpus[c][k])[j].is_some()))
+    };
+    let mut best: Option<(f64, Vec<Option<Fit>>)> = None;
+    for shared in [vec![], vec![1], vec![2], vec![1, 2]] {
+        if !shared.iter().all(|&j| known(j)) {
+            continue;
+        }
+        let Some((v, fits)) = pooled_with(cpus, &full, &used, &shared) else { continue };
+        if best.as_ref().is_none_or(|(b, _)| v < *b) {
+            best = Some((v, fits));
+        }
+    }
+    best.map_or_else(|| vec![None; cpus.len()], |(_, f)| f)
+}
+
+/// [`pooled_fit`] with the shared regressors `shared` (indices of [`regressors`] beyond
+/// time): each CPU's fit and the model's prediction error, or `None` when the shared
+/// regressors tell nothing apart over the counted turns.
+fn pooled_with(
+    cpus: &[Vec<Point>],
+    full: &[Vec<usize>],
+    used: &[usize],
+    shared: &[usize],
+) -> Option<(f64, Vec<Option<Fit>>)> {
+    let k = shared.len();
+    let cols: Vec<usize> = std::iter::once(0).chain(shared.iter().copied()).collect();
+    let n = cols.len();
+    // Per CPU its normal equations; the shared block with each CPU's own rate eliminated
+    // (the Schur complement, summed over the CPUs).
+    let mut normals = Vec::with_capacity(used.len());
+    let (mut schur, mut rhs, mut scale) = (vec![0.0; k * k], vec![0.0; k], vec![0.0; k]);
+    for &c in used {
+        let (m, b) = normal(&cpus[c], &full[c], &cols);
+        if m[0] <= 0.0 {
+            return None;
+        }
+        for i in 0..k {
+            rhs[i] += b[1 + i] - m[(1 + i) * n] * b[0] / m[0];
+            scale[i] += m[(1 + i) * n + 1 + i];
+            for j in 0..k {
+                schur[i * k + j] += m[(1 + i) * n + 1 + j] - m[(1 + i) * n] * m[1 + j] / m[0];
+            }
+        }
+        normals.push((c, m, b));
+    }
+    // Each shared regressor must say something the CPUs' own rates do not.
+    if (0..k).any(|i| schur[i * k + i] <= 1e-6 * scale[i]) {
         return None;
     }
-    let known = |j: usize| full.iter().all(|&k| regressors(&points[k])[j].is_some());
-    let models: Vec<Vec<usize>> = [vec![0], vec![0, 1], vec![0, 2], vec![0, 1, 2]]
-        .into_iter()
-        .filter(|cols| cols.iter().all(|&j| known(j)) && well_posed(points, &full, cols))
-        .collect();
-    models
-        .iter()
-        .filter_map(|cols| {
-            let f = fit_with(points, &full, cols)?;
-            let n = f.residuals.len();
-            (n > f.params).then_some(())?;
-            let s: f64 =
-                f.residuals.iter().map(|&(_, r, e)| r * r / e).sum::<f64>() / (n - f.params) as f64;
-            Some((s * (f.unseen + f.leverage), f))
-        })
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, f)| f)
-}
-
-/// Whether each regressor of `cols` says something the earlier ones do not, over the
-/// points `at`: what is left of its weighted norm after them (the Schur complement) is more
-/// than a millionth of it.
-fn well_posed(points: &[Point], at: &[usize], cols: &[usize]) -> bool {
-    (1..=cols.len()).all(|n| {
-        let (m, _) = normal(points, at, &cols[..n]);
-        let diag = m[n * n - 1];
-        if n == 1 {
-            return diag > 0.0;
-        }
-        let (mo, _) = normal(points, at, &cols[..n - 1]);
-        let cross: Vec<f64> = (0..n - 1).map(|i| m[i * n + n - 1]).collect();
-        solve(&mo, &cross, n - 1).is_some_and(|x| {
-            diag - x.iter().zip(&cross).map(|(a, b)| a * b).sum::<f64>() > 1e-6 * diag
-        })
-    })
-}
-
-/// The fit of regressors `cols` over the full turns `full` of `points`.
-fn fit_with(points: &[Point], full: &[usize], cols: &[usize]) -> Option<Fit> {
-    let n = cols.len();
-    let (m, b) = normal(points, full, cols);
-    let beta = solve(&m, &b, n)?;
-    let rate = b[0] / m[0];
-    let value = |p: &Point| -> Option<f64> {
-        let z = regressors(p);
-        cols.iter().zip(&beta).map(|(&j, c)| z[j].map(|v| v * c)).sum()
-    };
-    let mut predicted = 0.0;
-    let mut zu = vec![0.0; n];
-    let (mut unseen, mut counted) = (0.0, 0.0);
-    for p in points {
-        counted += p.x;
-        if p.e <= 0.0 {
-            continue;
-        }
-        let off = ((p.e - p.r) / p.e).clamp(0.0, 1.0);
-        if off == 0.0 {
-            continue;
-        }
-        unseen += off * p.e;
-        let z = regressors(p);
-        match value(p) {
-            Some(v) => {
-                predicted += off * v;
-                for (u, &j) in zu.iter_mut().zip(cols) {
-                    *u += off * z[j].unwrap_or(0.0);
+    let beta_s = if k == 0 { Vec::new() } else { solve(&schur, &rhs, k)? };
+    let mut fits = vec![None; cpus.len()];
+    let (mut sum_sq, mut points_n, mut spread) = (0.0, 0usize, 0.0);
+    let mut per_cpu = Vec::with_capacity(used.len());
+    for (c, m, b) in &normals {
+        let beta0 = (b[0] - (0..k).map(|i| m[1 + i] * beta_s[i]).sum::<f64>()) / m[0];
+        let value = |p: &Point| -> Option<f64> {
+            let z = regressors(p);
+            let mut v = beta0 * p.e;
+            for (i, &j) in shared.iter().enumerate() {
+                v += beta_s[i] * z[j]?;
+            }
+            Some(v)
+        };
+        let rate = b[0] / m[0];
+        let points = &cpus[*c];
+        let (mut predicted, mut unseen, mut counted) = (0.0, 0.0, 0.0);
+        let mut zu = vec![0.0; n];
+        for p in points {
+            counted += p.x;
+            if p.e <= 0.0 {
+                continue;
+            }
+            let off = ((p.e - p.r) / p.e).clamp(0.0, 1.0);
+            if off == 0.0 {
+                continue;
+            }
+            unseen += off * p.e;
+            let z = regressors(p);
+            match value(p) {
+                Some(v) => {
+                    predicted += off * v;
+                    for (u, &j) in zu.iter_mut().zip(&cols) {
+                        *u += off * z[j].unwrap_or(0.0);
+                    }
+                }
+                None => {
+                    predicted += off * rate * p.e;
+                    zu[0] += off * p.e;
                 }
             }
-            // An interval without the anchor: the rate alone.
-            None => {
-                predicted += off * rate * p.e;
-                zu[0] += off * p.e;
-            }
         }
+        // The prediction's own error: its rate's, and the shared coefficients' along what
+        // the unseen turns hold beyond what the rate explains.
+        let w: Vec<f64> = (0..k).map(|i| zu[1 + i] - zu[0] * m[(1 + i) * n] / m[0]).collect();
+        let lev_shared = if k == 0 {
+            0.0
+        } else {
+            solve(&schur, &w, k).map_or(0.0, |x| x.iter().zip(&w).map(|(a, b)| a * b).sum())
+        };
+        let leverage = zu[0] * zu[0] / m[0] + lev_shared;
+        let residuals: Vec<(usize, f64, f64)> = full[*c]
+            .iter()
+            .map(|&kk| {
+                let p = &points[kk];
+                (kk, p.x - p.r / p.e * value(p).unwrap_or(rate * p.e), p.r)
+            })
+            .collect();
+        sum_sq += residuals.iter().map(|&(_, r, e)| r * r / e).sum::<f64>();
+        points_n += residuals.len();
+        spread += unseen + leverage.max(0.0);
+        per_cpu.push((*c, counted + predicted.max(0.0), residuals, unseen, leverage.max(0.0)));
     }
-    let leverage = solve(&m, &zu, n).map_or(0.0, |x| x.iter().zip(&zu).map(|(a, b)| a * b).sum());
-    let residuals = full
-        .iter()
-        .map(|&k| {
-            let p = &points[k];
-            (k, p.x - p.r / p.e * value(p).unwrap_or(rate * p.e), p.r)
-        })
-        .collect();
-    Some(Fit {
-        total: counted + predicted.max(0.0),
-        residuals,
-        unseen,
-        leverage: leverage.max(0.0),
-        params: n,
-        on: (cols.contains(&1), cols.contains(&2)),
-    })
+    let dof = points_n.checked_sub(used.len() + k).filter(|&d| d > 0)?;
+    let v = sum_sq / dof as f64 * spread;
+    for (c, total, residuals, unseen, leverage) in per_cpu {
+        fits[c] = Some(Fit {
+            total,
+            residuals,
+            unseen,
+            leverage,
+            params: n,
+            on: (shared.contains(&1), shared.contains(&2)),
+        });
+    }
+    Some((v, fits))
 }
 
 /// The weighted normal matrix and right-hand side of regressors `cols` over the points
@@ -482,7 +530,7 @@ impl Plan {
                     Some((j, readings[j]))
                 })
                 .collect();
-            let fits: Vec<Option<Fit>> = (0..cpus.len())
+            let fits = (0..cpus.len())
                 .map(|i| {
                     let like = &cpus[i];
                     let points: Vec<Point> = windows
@@ -508,9 +556,10 @@ impl Plan {
                             Some(Point { x, e, r: r.min(e), a, sibling })
                         })
                         .collect();
-                    fit(&points)
+                    points
                 })
-                .collect();
+                .collect::<Vec<Vec<Point>>>();
+            let fits = pooled_fit(&fits);
             for &c in &copies {
                 out[c] = Some(fits.clone());
             }

@@ -388,7 +388,9 @@ impl Plan {
         // The spread of a uniform overcount in [0, COUNT_NOISE] (its bias is shared by every
         // count and taken apart, in `uncertainties`).
         let mut v = (COUNT_NOISE * x).powi(2) / 12.0;
-        if event.name.starts_with("topdown-") {
+        // `topdown-retiring`, or `cpu_core/topdown-retiring/` on a hybrid machine.
+        let bare = event.name.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+        if bare.starts_with("topdown-") {
             let leader = self.groups.iter().find(|g| g.contains(&s)).and_then(|g| g.first());
             let slots = leader.and_then(|&l| {
                 let row = self.rows.iter().find(|r| r.source == Source::Counter(l))?;

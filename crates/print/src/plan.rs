@@ -35,7 +35,10 @@ fn every_turn(plan: &OfflinePlan) -> Vec<String> {
         if common.is_empty() {
             continue;
         }
-        let regressed = if common.contains(&"INST_RETIRED.ANY") {
+        let anchored = common.iter().any(|n| {
+            *n == "INST_RETIRED.ANY" || n.trim_end_matches('/').ends_with("/INST_RETIRED.ANY")
+        });
+        let regressed = if anchored {
             "tmetric's own rotation estimates the turns a group misses by regression on the retired instructions; "
         } else {
             ""

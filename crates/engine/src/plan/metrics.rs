@@ -236,9 +236,14 @@ impl Plan {
             }) else {
                 continue;
             };
+            // The input naming it on this PMU (a hybrid model names one per core type).
             let Some(id) = model.ids.iter().find(|id| {
                 let name = id_name(model, id);
-                name == ANCHOR || name.ends_with(&format!("/{ANCHOR}/"))
+                (name == ANCHOR || name.ends_with(&format!("/{ANCHOR}/")))
+                    && matches!(
+                        resolve_id(model, id, machine.sysfs, machine.env),
+                        Resolution::Counter(e) if counter_pmu(&e, machine.sysfs).as_deref() == Some(pmu.name.as_str())
+                    )
             }) else {
                 continue;
             };
