@@ -199,9 +199,21 @@ fn fit(points: &[Point]) -> Option<Fit> {
 /// the anchors shared (each phase retires instructions and counts the event at the same
 /// rates per cycle on every CPU). A CPU whose turns of the group saw one phase only then
 /// borrows what the others saw of the rest. Of the models (time alone, with the anchor,
-/// with the sibling's, with both) the one whose own prediction error is least is kept, as
-/// [`fit`] does for one CPU; `None` for a CPU with fewer than [`MIN_TURNS`] counted turns.
+/// with the sibling's, with both) the one whose own prediction error is least is kept
+/// ([`Plan::fits`] chooses one per group instead); `None` for a CPU with fewer than
+/// [`MIN_TURNS`] counted turns.
+#[cfg(test)]
 fn pooled_fit(cpus: &[Vec<Point>]) -> Vec<Option<Fit>> {
+    [vec![], vec![1], vec![2], vec![1, 2]]
+        .iter()
+        .filter_map(|shared| pooled_at(cpus, shared))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or_else(|| vec![None; cpus.len()], |(_, f)| f)
+}
+
+/// [`pooled_with`] over every CPU's counted turns; `None` when no CPU has enough, or the
+/// shared regressors are not known in every counted turn or tell nothing apart.
+fn pooled_at(cpus: &[Vec<Point>], shared: &[usize]) -> Option<(f64, Vec<Option<Fit>>)> {
     let full: Vec<Vec<usize>> = cpus
         .iter()
         .map(|points| {
@@ -213,22 +225,15 @@ fn pooled_fit(cpus: &[Vec<Point>]) -> Vec<Option<Fit>> {
         .collect();
     let used: Vec<usize> = (0..cpus.len()).filter(|&c| !full[c].is_empty()).collect();
     if used.is_empty() {
-        return vec![None; cpus.len()];
+        return None;
     }
-    let known = |j: usize| {
+    let known = shared.iter().all(|&j| {
         used.iter().all(|&c| full[c].iter().all(|&k| regressors(&cpus[c][k])[j].is_some()))
-    };
-    let mut best: Option<(f64, Vec<Option<Fit>>)> = None;
-    for shared in [vec![], vec![1], vec![2], vec![1, 2]] {
-        if !shared.iter().all(|&j| known(j)) {
-            continue;
-        }
-        let Some((v, fits)) = pooled_with(cpus, &full, &used, &shared) else { continue };
-        if best.as_ref().is_none_or(|(b, _)| v < *b) {
-            best = Some((v, fits));
-        }
+    });
+    if !known {
+        return None;
     }
-    best.map_or_else(|| vec![None; cpus.len()], |(_, f)| f)
+    pooled_with(cpus, &full, &used, shared)
 }
 
 /// [`pooled_fit`] with the shared regressors `shared` (indices of [`regressors`] beyond
@@ -490,10 +495,16 @@ impl Plan {
 
     /// Per spec, per reading of it (CPU or thread, in the snapshots' order): its fit over
     /// `reads` (cumulative, the last being the run's totals), for the counters of anchored
-    /// rotated groups; `None` elsewhere. The copies of one event in several such groups
-    /// (an anchor, or a copy on a free counter) are fitted as one: their counts added up
-    /// turn by turn, counting in the turns of any of them, so that copies that together
-    /// count in every turn give the event's total outright. Each copy gets that fit.
+    /// rotated groups; `None` elsewhere.
+    ///
+    /// * The counters of one group are fitted with one model (the regressors whose
+    ///   prediction errors, relative to the estimates, sum least over the group): a fit is
+    ///   linear in the counts, so an event that is the difference of two others in every
+    ///   turn is estimated as that difference, and a metric that divides by such a
+    ///   difference does not divide by the gap between two models' errors.
+    /// * The copies of one event in several groups (an anchor, or a copy on a free counter)
+    ///   that together count in every turn are added up turn by turn: their sum is the
+    ///   event's total, and each copy gets it.
     pub(crate) fn fits(&self, reads: &[Snapshot]) -> Vec<Option<Vec<Option<Fit>>>> {
         let sets = self.anchor_sets();
         let mut out = vec![None; self.specs.len()];
@@ -501,25 +512,9 @@ impl Plan {
         let zero = Snapshot::default();
         let windows: Vec<(&Snapshot, &Snapshot)> =
             std::iter::once(&zero).chain(reads).zip(reads).collect();
-        // The event each spec counts: its row's original (copies name it in `copy_of`).
-        let mut base: Vec<Option<usize>> = vec![None; self.specs.len()];
-        for (r, row) in self.rows.iter().enumerate() {
-            if let crate::plan::Source::Counter(s) = row.source {
-                base[s] = Some(row.copy_of.unwrap_or(r));
-            }
-        }
-        for (s, set) in sets.iter().enumerate() {
-            if out[s].is_some() {
-                continue;
-            }
-            let Some(anchors) = set else { continue };
-            let copies: Vec<usize> = match base[s] {
-                Some(b) => (0..self.specs.len())
-                    .filter(|&c| base[c] == Some(b) && sets[c].as_ref() == Some(anchors))
-                    .collect(),
-                None => vec![s],
-            };
-            let Some(cpus) = last.events.get(s).and_then(Option::as_ref) else { continue };
+        // The points of `copies` (one spec, or an event's copies added up) on every reading.
+        let points_of = |copies: &[usize], anchors: &[usize]| -> Option<Vec<Vec<Point>>> {
+            let cpus = last.events.get(copies[0])?.as_ref()?;
             // Each CPU's SMT sibling: its place among the anchor's readings.
             let sibling_of: Vec<Option<(usize, CpuCount)>> = cpus
                 .iter()
@@ -530,38 +525,116 @@ impl Plan {
                     Some((j, readings[j]))
                 })
                 .collect();
-            let fits = (0..cpus.len())
-                .map(|i| {
-                    let like = &cpus[i];
-                    let points: Vec<Point> = windows
-                        .iter()
-                        .filter_map(|(before, now)| {
-                            let (mut x, mut e, mut r) = (0.0, 0.0f64, 0.0);
-                            let mut seen = false;
-                            for &c in &copies {
-                                let Some(now_c) = at(now, c, i, like) else { continue };
-                                let (cx, ce, cr) = delta(now_c, at(before, c, i, like));
-                                x += cx;
-                                e = e.max(ce);
-                                r += cr;
-                                seen = true;
-                            }
-                            if !seen {
-                                return None;
-                            }
-                            let a = anchor_over(now, before, anchors, i, like, e);
-                            let sibling = sibling_of[i].and_then(|(j, ref other)| {
-                                anchor_over(now, before, anchors, j, other, e)
-                            });
-                            Some(Point { x, e, r: r.min(e), a, sibling })
-                        })
-                        .collect();
-                    points
+            Some(
+                (0..cpus.len())
+                    .map(|i| {
+                        let like = &cpus[i];
+                        windows
+                            .iter()
+                            .filter_map(|(before, now)| {
+                                let (mut x, mut e, mut r) = (0.0, 0.0f64, 0.0);
+                                let mut seen = false;
+                                for &c in copies {
+                                    let Some(now_c) = at(now, c, i, like) else { continue };
+                                    let (cx, ce, cr) = delta(now_c, at(before, c, i, like));
+                                    x += cx;
+                                    e = e.max(ce);
+                                    r += cr;
+                                    seen = true;
+                                }
+                                if !seen {
+                                    return None;
+                                }
+                                let a = anchor_over(now, before, anchors, i, like, e);
+                                let sibling = sibling_of[i].and_then(|(j, ref other)| {
+                                    anchor_over(now, before, anchors, j, other, e)
+                                });
+                                Some(Point { x, e, r: r.min(e), a, sibling })
+                            })
+                            .collect()
+                    })
+                    .collect(),
+            )
+        };
+        // One model per group.
+        for (k, &(_, leader)) in self.rotated.iter().enumerate() {
+            if self.anchors.get(k).copied().flatten().is_none() {
+                continue;
+            }
+            let Some(group) = self.groups.iter().find(|g| g.first() == Some(&leader)) else {
+                continue;
+            };
+            let members: Vec<(usize, Vec<Vec<Point>>)> = group
+                .iter()
+                .filter_map(|&m| {
+                    let anchors = sets[m].as_ref()?;
+                    Some((m, points_of(&[m], anchors)?))
                 })
-                .collect::<Vec<Vec<Point>>>();
-            let fits = pooled_fit(&fits);
+                .collect();
+            let mut best: Option<(f64, Vec<Vec<Option<Fit>>>)> = None;
+            for shared in [vec![], vec![1], vec![2], vec![1, 2]] {
+                let mut score = 0.0;
+                let mut fits = Vec::with_capacity(members.len());
+                let mut posed = true;
+                for (_, points) in &members {
+                    match pooled_at(points, &shared) {
+                        Some((v, f)) => {
+                            let total: f64 = f.iter().flatten().map(|f| f.total).sum();
+                            if total > 0.0 {
+                                score += v / (total * total);
+                            }
+                            fits.push(f);
+                        }
+                        // Too few turns on every CPU for any model: time, as perf.
+                        None if shared.is_empty() => fits.push(vec![None; points.len()]),
+                        None => {
+                            posed = false;
+                            break;
+                        }
+                    }
+                }
+                if posed && best.as_ref().is_none_or(|(b, _)| score < *b) {
+                    best = Some((score, fits));
+                }
+            }
+            if let Some((_, fits)) = best {
+                for ((m, _), f) in members.iter().zip(fits) {
+                    out[*m] = Some(f);
+                }
+            }
+        }
+        // Copies that together count in every turn: their sum.
+        let mut base: Vec<Option<usize>> = vec![None; self.specs.len()];
+        for (r, row) in self.rows.iter().enumerate() {
+            if let crate::plan::Source::Counter(s) = row.source {
+                base[s] = Some(row.copy_of.unwrap_or(r));
+            }
+        }
+        let mut done = vec![false; self.specs.len()];
+        for s in 0..self.specs.len() {
+            let (Some(anchors), Some(b)) = (sets[s].as_ref(), base[s]) else { continue };
+            if done[s] {
+                continue;
+            }
+            let copies: Vec<usize> = (0..self.specs.len())
+                .filter(|&c| base[c] == Some(b) && sets[c].as_ref() == Some(anchors))
+                .collect();
             for &c in &copies {
-                out[c] = Some(fits.clone());
+                done[c] = true;
+            }
+            if copies.len() < 2 {
+                continue;
+            }
+            let Some(points) = points_of(&copies, anchors) else { continue };
+            let every_turn = points.iter().all(|cpu| {
+                let (unseen, enabled) =
+                    cpu.iter().fold((0.0, 0.0), |(u, t), p| (u + (p.e - p.r).max(0.0), t + p.e));
+                unseen <= 1e-3 * enabled
+            });
+            if every_turn && let Some((_, fits)) = pooled_at(&points, &[]) {
+                for &c in &copies {
+                    out[c] = Some(fits.clone());
+                }
             }
         }
         out
