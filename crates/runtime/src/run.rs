@@ -106,10 +106,12 @@ impl Turns {
     }
 }
 
-/// The most reads a run keeps at tmetric's turns for error bars, and the most readings (CPUs
-/// times events) they may hold together: past either, every other read is dropped (reads are
-/// cumulative, so two intervals merge into one; a group's turns then share an interval).
-const MAX_SAMPLES: usize = 1024;
+/// The most reads a run keeps at tmetric's turns for the estimate of the turns a group missed
+/// and for error bars, and the most readings (CPUs times events) they may hold together (32
+/// bytes each: 32 MiB at most): past either, every other read is dropped (reads are
+/// cumulative, so two intervals merge into one; a group's turns then share an interval, and
+/// the estimate falls back towards scaling by time). 16,384 turns of 4 ms are about a minute.
+const MAX_SAMPLES: usize = 16_384;
 const MAX_READINGS: usize = 1 << 20;
 
 /// A task whose exit ends a run (see [`RunOptions::until_gone`]).
