@@ -457,8 +457,10 @@ impl Plan {
 /// rounding of counts and the vendor formulas' own approximations, not multiplexing.
 const SHARE_SLACK: f64 = 0.005;
 
-/// How far TMA level 1 may sum from 100 % before it is called impossible.
-const LEVEL1_SLACK: f64 = 0.02;
+/// How far TMA level 1 may sum from 100 % before it is called impossible: a point, twice
+/// the rounding of four 8-bit PERF_METRICS fields at its worst (their level 1 sums to 0xff
+/// as read; formulas that derive one node as the rest of the slots sum exactly).
+const LEVEL1_SLACK: f64 = 0.01;
 
 impl Plan {
     /// Per root (in [`Plan::roots`] order): why its value in `results` cannot be true, with
