@@ -38,6 +38,10 @@ use crate::plan::Plan;
 /// (a model is kept only with more turns than coefficients; the bar widens for few turns).
 pub const MIN_TURNS: usize = 5;
 
+/// Copies whose time off their counters is at most this share of the time they count in
+/// every turn (the moments that switch turns aside).
+const EVERY_TURN: f64 = 1e-3;
+
 /// A turn a counter ran in for at least this share of it is a point of its fit (the rest
 /// of a turn goes to the ioctls that switch turns, a few microseconds on each CPU); its
 /// count is fitted as that share of the turn's.
@@ -629,7 +633,7 @@ impl Plan {
             let every_turn = points.iter().all(|cpu| {
                 let (unseen, enabled) =
                     cpu.iter().fold((0.0, 0.0), |(u, t), p| (u + (p.e - p.r).max(0.0), t + p.e));
-                unseen <= 1e-3 * enabled
+                unseen <= EVERY_TURN * enabled
             });
             if every_turn && let Some((_, fits)) = pooled_at(&points, &[]) {
                 for &c in &copies {
@@ -657,7 +661,7 @@ impl Plan {
                 // Counted in every turn but the moments that switch turns.
                 let unseen = fitted
                     .iter()
-                    .all(|f| f.unseen <= 1e-3 * f.residuals.iter().map(|r| r.2).sum::<f64>());
+                    .all(|f| f.unseen <= EVERY_TURN * f.residuals.iter().map(|r| r.2).sum::<f64>());
                 Some(if unseen {
                     EstimateKind::EveryTurn
                 } else {

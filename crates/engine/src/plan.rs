@@ -29,6 +29,7 @@ mod rows;
 pub(crate) use facts::probes_with;
 pub use facts::{cpuid_of, literals, machine_probes, offline_probes, tsc_from_model_name};
 pub use grouping::{NoGroup, grouping, packs};
+pub use metrics::ANCHOR;
 pub(crate) use names::twice;
 pub use names::{has_hybrid_twins, metric_name};
 pub use notes::Warning;
@@ -313,28 +314,17 @@ pub const MAX_HZ: f64 = 1000.0;
 /// (`PERF_CPU_HRTIMER` = 1000 / HZ ms, `kernel/events/core.c`), between 100 and 1000;
 /// [`MAX_HZ`] when the file is missing or says nothing sensible.
 pub fn tick_hz(sysfs: &Sysfs) -> f64 {
-    let ms = sysfs.core_pmu().and_then(|pmu| {
-        let path = sysfs.pmu_devices().join(pmu).join("perf_event_mux_interval_ms");
-        let text = std::fs::read_to_string(path).ok()?;
-        tmetric_runtime::sysfs::parse_number(text.trim()).filter(|&ms| (1..=10).contains(&ms))
-    });
+    let ms = sysfs
+        .core_pmu()
+        .and_then(|pmu| sysfs.mux_interval_ms(&pmu))
+        .filter(|&ms| (1..=10).contains(&ms));
     ms.map_or(MAX_HZ, |ms| 1000.0 / ms as f64)
 }
 
 /// Each online CPU of `sysfs` with an SMT sibling, and that sibling.
 pub fn smt_siblings(sysfs: &Sysfs) -> Vec<(u32, u32)> {
     let Ok(cpus) = sysfs.online_cpus() else { return Vec::new() };
-    cpus.iter()
-        .filter_map(|&cpu| {
-            let path = sysfs
-                .root()
-                .join(format!("devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"));
-            let text = std::fs::read_to_string(path).ok()?;
-            let list = tmetric_runtime::sysfs::parse_cpu_list(text.trim())?;
-            let other = list.into_iter().find(|&c| c != cpu)?;
-            Some((cpu, other))
-        })
-        .collect()
+    cpus.iter().filter_map(|&cpu| Some((cpu, *sysfs.thread_siblings(cpu)?.first()?))).collect()
 }
 
 /// The mean length of a turn of tmetric's own rotation: the kernel's default rotation

@@ -326,35 +326,24 @@ impl Plan {
                         variance += grad[a] * grad[b] * cov[a * n + b];
                     }
                 }
-                // The overcount's bias is much the same share of every hardware count: it
-                // moves the value as scaling them all together does (not at all for a ratio
-                // of counts), at its second moment.
-                let along: f64 = counters
-                    .iter()
-                    .zip(&grad)
-                    .filter(|((_, s), _)| {
-                        crate::session::own::counts_on_hardware(&self.events[*s].kind)
-                    })
-                    .map(|(&(row, _), g)| g * inputs[row])
-                    .sum();
-                variance += (along * COUNT_NOISE).powi(2) / 3.0;
-                // Each interrupt adds one to every hardware count: the same number per second
-                // enabled, whatever the count (a bias the fit takes for part of the rate):
-                // the timer tick at HZ and, while the kernel multiplexes, its rotation
-                // hrtimer as often (Weaver, Terpstra and Moore, ISPASS 2013).
+                // Two biases move every hardware count alike, so they move the value along
+                // the gradient summed over those counts: the overcount, much the same share of
+                // every count (not at all for a ratio of counts), and one count per interrupt,
+                // the same number per second enabled whatever the count (which the fit takes
+                // for part of the rate): the timer tick at HZ and, while the kernel
+                // multiplexes, its rotation hrtimer as often (Weaver, Terpstra and Moore,
+                // ISPASS 2013). Both at their second moment.
                 let interrupts_per_second =
                     if self.rotating { self.tick_hz } else { 2.0 * self.tick_hz };
-                let per_interrupt: f64 = counters
-                    .iter()
-                    .zip(&grad)
-                    .filter(|((_, s), _)| {
-                        crate::session::own::counts_on_hardware(&self.events[*s].kind)
-                    })
-                    .map(|(&(_, s), g)| {
+                let (mut along, mut per_interrupt) = (0.0, 0.0);
+                for (&(row, s), g) in counters.iter().zip(&grad) {
+                    if crate::session::own::counts_on_hardware(&self.events[s].kind) {
                         let enabled: f64 = series(s).iter().map(|i| i.1).sum();
-                        g * interrupts_per_second * enabled / 1e9
-                    })
-                    .sum();
+                        along += g * inputs[row];
+                        per_interrupt += g * interrupts_per_second * enabled / 1e9;
+                    }
+                }
+                variance += (along * COUNT_NOISE).powi(2) / 3.0;
                 variance += per_interrupt.powi(2) / 3.0;
                 if variance > 0.0 {
                     return (Bar::Sigma(variance.sqrt()), false, multiplexed);

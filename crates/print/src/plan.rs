@@ -35,9 +35,10 @@ fn every_turn(plan: &OfflinePlan) -> Vec<String> {
         if common.is_empty() {
             continue;
         }
-        let anchored = common.iter().any(|n| {
-            *n == "INST_RETIRED.ANY" || n.trim_end_matches('/').ends_with("/INST_RETIRED.ANY")
-        });
+        use tmetric_engine::plan::ANCHOR;
+        let anchored = common
+            .iter()
+            .any(|n| *n == ANCHOR || n.trim_end_matches('/').ends_with(&format!("/{ANCHOR}")));
         let regressed = if anchored {
             "tmetric's own rotation estimates the turns a group misses by regression on the retired instructions; "
         } else {

@@ -382,6 +382,19 @@ impl Sysfs {
         })
     }
 
+    /// The other CPUs of `cpu`'s core (its `topology/thread_siblings_list` without itself);
+    /// `None` when the file is missing or unreadable.
+    pub fn thread_siblings(&self, cpu: u32) -> Option<Vec<u32>> {
+        let list = self.cpu_list(&format!("cpu{cpu}/topology/thread_siblings_list")).ok()?;
+        Some(list.into_iter().filter(|&c| c != cpu).collect())
+    }
+
+    /// PMU `pmu`'s `perf_event_mux_interval_ms`, if it has a readable one.
+    pub fn mux_interval_ms(&self, pmu: &str) -> Option<u64> {
+        let text = read_trimmed(&self.pmu_devices().join(pmu).join("perf_event_mux_interval_ms"));
+        parse_number(&text.ok()?)
+    }
+
     /// `devices/system/cpu/online`.
     pub fn online_cpus(&self) -> Result<Vec<u32>, SysfsError> {
         self.cpu_list("online")

@@ -71,7 +71,7 @@ fn fill_free_counters(
 type Placed = (usize, Vec<usize>, Vec<schedule::Slot>);
 
 /// The event counted in every rotated group of an Intel core PMU ([`Plan::add_anchors`]).
-const ANCHOR: &str = "INST_RETIRED.ANY";
+pub const ANCHOR: &str = "INST_RETIRED.ANY";
 
 /// Events the kernel lets into any group: software events, tracepoints and `msr`.
 fn software_context(event: &CounterEvent) -> bool {
