@@ -37,6 +37,7 @@
 //! literal decides it) stays exact.
 
 use tmetric_runtime::Snapshot;
+use tmetric_runtime::event::resolve::Topdown;
 
 use crate::eval::{EvalInput, Evaluators, RootResult, input_value};
 use crate::plan::{Plan, Source};
@@ -256,7 +257,7 @@ impl Plan {
                 // What counting itself adds, multiplexed or not.
                 let noise: Vec<f64> = counters
                     .iter()
-                    .map(|&(row, s)| self.counting_noise(s, inputs[row], sample))
+                    .map(|&(row, s)| self.counting_noise(s, inputs[row], sample, reads))
                     .collect();
                 if !multiplexed && noise.iter().all(|&v| v <= 0.0) {
                     return (Bar::Exact, false, false);
@@ -365,11 +366,11 @@ impl Plan {
             .collect()
     }
 
-    /// The variance counting itself adds to spec `s`'s count `x` (`series`: its intervals),
-    /// multiplexed or not: the spread of a hardware counter's overcount and non-determinism,
-    /// up to [`COUNT_NOISE`] of the count; and a PERF_METRICS field's 8-bit rounding, half a
-    /// step of the slots either way. Software events, tracepoints and `msr` add nothing.
-    fn counting_noise(&self, s: usize, x: f64, sample: &EvalInput<'_>) -> f64 {
+    /// The variance counting itself adds to spec `s`'s count `x` over `reads`, multiplexed or
+    /// not: the spread of a hardware counter's overcount and non-determinism, up to
+    /// [`COUNT_NOISE`] of the count; and a PERF_METRICS field's 8-bit rounding
+    /// ([`Plan::metrics_rounding`]). Software events, tracepoints and `msr` add nothing.
+    fn counting_noise(&self, s: usize, x: f64, sample: &EvalInput<'_>, reads: &[Snapshot]) -> f64 {
         let event = &self.events[s];
         if !crate::session::own::counts_on_hardware(&event.kind) || !x.is_finite() {
             return 0.0;
@@ -377,21 +378,49 @@ impl Plan {
         // The spread of a uniform overcount in [0, COUNT_NOISE] (its bias is shared by every
         // count and taken apart, in `uncertainties`).
         let mut v = (COUNT_NOISE * x).powi(2) / 12.0;
-        // `topdown-retiring`, or `cpu_core/topdown-retiring/` on a hybrid machine.
-        let bare = event.name.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
-        if bare.starts_with("topdown-") {
-            let leader = self.groups.iter().find(|g| g.contains(&s)).and_then(|g| g.first());
-            let slots = leader.and_then(|&l| {
-                let row = self.rows.iter().find(|r| r.source == Source::Counter(l))?;
-                Some(input_value(self, row, sample))
-            });
-            // Half a step either way; the same at every read while the workload's share
-            // stays put, so not divided among the reads.
-            if let Some(slots) = slots.filter(|v| v.is_finite()) {
-                v += (slots / 255.0).powi(2) / 12.0;
+        // A topdown metric event led by `slots` reads PERF_METRICS; Skylake's `topdown-*`
+        // events (`topdown-total-slots`, ...) are ordinary counters and round nothing.
+        let is = |spec: usize, role| {
+            tmetric_runtime::event::resolve::topdown_of_config(self.events[spec].attr.config)
+                == Some(role)
+        };
+        let leader = self.groups.iter().find(|g| g.contains(&s)).and_then(|g| g.first().copied());
+        if let Some(leader) = leader.filter(|&l| is(s, Topdown::Metric) && is(l, Topdown::Slots)) {
+            let slots = self
+                .rows
+                .iter()
+                .find(|r| r.source == Source::Counter(leader))
+                .map(|row| input_value(self, row, sample))
+                .filter(|v| v.is_finite());
+            if let Some(slots) = slots {
+                v += self.metrics_rounding(s, leader, slots, reads);
             }
         }
         v
+    }
+
+    /// The variance of topdown metric event `s`'s count from PERF_METRICS' 8-bit fractions
+    /// ([`rounding_variance`] over each read and CPU of `reads`: `s`'s delta and its
+    /// `leader`'s, the slots), scaled from the slots read to `slots`, the estimate's.
+    fn metrics_rounding(&self, s: usize, leader: usize, slots: f64, reads: &[Snapshot]) -> f64 {
+        let delta = |w: &[Snapshot], spec: usize, i: usize| -> Option<(i32, f64)> {
+            let now = w[1].events.get(spec)?.as_ref()?.get(i)?;
+            let before = w[0].events.get(spec)?.as_ref()?.get(i)?;
+            (now.cpu == before.cpu).then_some(())?;
+            Some((now.cpu, now.raw.value.saturating_sub(before.raw.value) as f64))
+        };
+        let mut pairs = Vec::new();
+        for w in reads.windows(2) {
+            let cpus = w[1].events.get(s).and_then(Option::as_ref).map_or(0, Vec::len);
+            for i in 0..cpus {
+                if let (Some((cm, m)), Some((cs, d))) = (delta(w, s, i), delta(w, leader, i))
+                    && cm == cs
+                {
+                    pairs.push((m, d));
+                }
+            }
+        }
+        rounding_variance(&pairs, slots)
     }
 
     /// One standard deviation equivalent of root `root`'s value over inputs drawn from a
@@ -440,6 +469,28 @@ impl Plan {
         // Some draw moved it: never a zero bar.
         Some((reach / BAR_SIGMAS).max(f64::MIN_POSITIVE))
     }
+}
+
+/// The variance PERF_METRICS' 8-bit rounding adds to a topdown metric event's total of
+/// `slots`, from `pairs`, its count and the slots' in each read (per CPU): the kernel derives
+/// the count from a byte (a 255th of the slots) at every read of the group while it counts,
+/// so each read rounds by up to half a step of its slots. Reads that gave the same byte may
+/// round alike (a steady share rounds the same way every time), so their slots add up before
+/// the square; reads with other bytes round apart. The whole of `slots` at one byte when no
+/// read counted slots.
+fn rounding_variance(pairs: &[(f64, f64)], slots: f64) -> f64 {
+    let mut per_byte: std::collections::BTreeMap<u64, f64> = Default::default();
+    let mut read_slots = 0.0;
+    for &(m, d) in pairs.iter().filter(|p| p.1 > 0.0) {
+        let byte = (255.0 * m / d).round().clamp(0.0, 255.0) as u64;
+        *per_byte.entry(byte).or_default() += d;
+        read_slots += d;
+    }
+    if read_slots <= 0.0 {
+        return (slots / 255.0).powi(2) / 12.0;
+    }
+    let scale = slots / read_slots;
+    per_byte.values().map(|&d| (d * scale / 255.0).powi(2) / 12.0).sum()
 }
 
 /// How far a share may stray outside what is possible before it is called impossible: the
@@ -534,5 +585,44 @@ impl Plan {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rounding_variance;
+
+    /// Ten reads of 1e6 slots each.
+    const READ: f64 = 1e6;
+
+    fn step_variance(slots: f64) -> f64 {
+        (slots / 255.0).powi(2) / 12.0
+    }
+
+    #[test]
+    fn a_steady_share_rounds_alike_at_every_read() {
+        // 40.2 % at every read: byte 103 each time, so the ten roundings add up.
+        let pairs = vec![(0.402 * READ, READ); 10];
+        let v = rounding_variance(&pairs, 10.0 * READ);
+        assert!((v / step_variance(10.0 * READ) - 1.0).abs() < 1e-12, "{v}");
+    }
+
+    #[test]
+    fn shares_that_move_round_apart() {
+        // A share a step higher at every read: ten bytes, ten independent roundings, a tenth
+        // of the variance of one rounding over the whole.
+        let pairs: Vec<(f64, f64)> =
+            (0..10).map(|k| ((100.0 + k as f64) / 255.0 * READ, READ)).collect();
+        let v = rounding_variance(&pairs, 10.0 * READ);
+        assert!((v / step_variance(10.0 * READ) - 0.1).abs() < 1e-12, "{v}");
+        // Scaled to the estimate's slots: twice the slots, four times the variance.
+        let w = rounding_variance(&pairs, 20.0 * READ);
+        assert!((w / v - 4.0).abs() < 1e-12, "{w} {v}");
+    }
+
+    #[test]
+    fn without_reads_the_whole_count_rounds_once() {
+        let v = rounding_variance(&[(0.0, 0.0)], 5.0 * READ);
+        assert_eq!(v, step_variance(5.0 * READ));
     }
 }

@@ -18,6 +18,9 @@ use tmetric_sim::{Machine as SimMachine, SimKernel, Workload};
 pub struct SimTree {
     /// The machine name.
     pub name: &'static str,
+    /// The kernel's HZ its sysfs says (`perf_event_mux_interval_ms`); a workload run on the
+    /// tree must give its kernel the same.
+    pub hz: u32,
     /// The sysfs root.
     pub sys: PathBuf,
     /// The procfs root.
@@ -33,9 +36,17 @@ pub struct SimTree {
 }
 
 impl SimTree {
-    /// Writes the tree of machine `name`.
+    /// Writes the tree of machine `name` at its own HZ.
     pub fn new(name: &'static str) -> SimTree {
-        let machine = SimMachine::named(name).expect("a named machine");
+        let hz = SimMachine::named(name).expect("a named machine").hz;
+        SimTree::with_hz(name, hz)
+    }
+
+    /// Writes the tree of machine `name` with a kernel at `hz`, as `--pmu-sim` writes it for
+    /// a workload whose kernel runs at `hz`: planning reads the rotation interval (and from it
+    /// the interrupts per second the bars allow for) from the tree.
+    pub fn with_hz(name: &'static str, hz: u32) -> SimTree {
+        let machine = SimMachine::named(name).expect("a named machine").with_hz(hz);
         let temp = tempfile::Builder::new()
             .prefix(&format!("tmetric-accuracy-{name}-"))
             .tempdir()
@@ -49,7 +60,17 @@ impl SimTree {
         let env = Environment::probe(&sysfs, &proc_root);
         let pmus = PmuModel::probe(&sysfs, &proc_root, Some(model));
         let literals = tmetric_engine::plan::literals(&sysfs, &proc_root, true);
-        SimTree { name, sys: dir.join("sys"), proc_root, model, env, pmus, literals, _dir: temp }
+        SimTree {
+            name,
+            hz: machine.hz,
+            sys: dir.join("sys"),
+            proc_root,
+            model,
+            env,
+            pmus,
+            literals,
+            _dir: temp,
+        }
     }
 }
 
@@ -136,6 +157,14 @@ pub fn count_rotated(
     ms: u64,
     step_ms: u64,
 ) -> Counted {
+    // The tree's sysfs must say the HZ the kernel runs at, as `--pmu-sim` writes it.
+    assert!(
+        workload.kernel.hz.is_none_or(|hz| hz == tree.hz),
+        "the workload's kernel runs at HZ {:?}, the tree of {} says {}: use SimTree::with_hz",
+        workload.kernel.hz,
+        tree.name,
+        tree.hz
+    );
     let sysfs = Sysfs::new(&tree.sys);
     let (env, pmus, literals) = (&tree.env, &tree.pmus, tree.literals);
     let machine = Machine { sysfs: &sysfs, proc_root: &tree.proc_root, env, pmus };

@@ -1,7 +1,6 @@
-//! The engine's integration tests (`accuracy`, `evaluated`, `events`, `models`, `profile`,
-//! `session`, `sim`, `skew`, and the data-driven `schedule_vectors`, `eval_vectors` and `builtin_vectors` over
-//! The engine's integration tests (`accuracy`, `bars`, `evaluated`, `events`, `models`, `profile`,
-//! `session`, `sim`, `skew`, and the data-driven `schedule_vectors` and `eval_vectors` over
+//! The engine's integration tests (`accuracy`, `bars`, `evaluated`, `events`, `models`,
+//! `profile`, `session`, `sim`, `skew`, and the data-driven `schedule_vectors`,
+//! `eval_vectors` and `builtin_vectors` over
 //! `tests/vectors/`, whose files `vector_files` loads; `harness` measures metrics on simulated
 //! machines against the truth, shared with the accuracy benchmark), in one binary: each
 //! integration-test file would otherwise be compiled and linked on its own, and a clean

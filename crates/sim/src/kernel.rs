@@ -154,8 +154,8 @@ struct Ev {
     /// The SMT sibling whose events an AnyThread event counts too: half its rate follows
     /// the sibling's phases.
     pair: Option<u32>,
-    /// What the overcount is drawn for: the event, or for `slots` and the topdown metric
-    /// events the CPU's FIXED_CTR3, which they all read.
+    /// What the overcount is drawn for: the event (its PMU and config, whatever the CPU or
+    /// group), or for `slots` and the topdown metric events FIXED_CTR3, which they all read.
     noise_key: u64,
 }
 

@@ -43,8 +43,10 @@ pub struct Realism {
     /// tick at HZ and the rotation hrtimer): Weaver, Terpstra and Moore (ISPASS 2013) found
     /// that interrupts increment most x86_64 counters, retired instructions included.
     pub interrupt_overcount: bool,
-    /// Run-to-run non-determinism, as a small overcount (ibid.): each span a core event
-    /// counts is multiplied by `1 + noise * u`, `u` uniform in [0, 1) per event and span.
+    /// Run-to-run non-determinism, as a small overcount (ibid.): what a core event counts is
+    /// multiplied by `1 + noise * u`, `u` uniform in [0, 1) per run and event, the same on
+    /// every CPU and in every group (an overcount is the event's way of counting; drawing
+    /// `u` anew for every span would let it average away over a run, kinder than hardware).
     pub noise: f64,
     /// PERF_METRICS gives topdown fractions as 8-bit fractions of 0xff of the slots since
     /// the last reset, and the kernel turns them into counts as `intel_update_topdown_event`

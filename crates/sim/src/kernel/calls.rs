@@ -150,10 +150,16 @@ impl State {
         let on = if cpu < 0 { ctx_cpu } else { cpu as u32 };
         let td = self.topdown_for(&init, attr, on);
         let pair = self.pair_of(&init, on);
+        // An event's overcount is its own on every CPU and in every group it is opened in:
+        // the event's, not the descriptor's.
+        let key = |parts: [u64; 4]| parts.iter().fold(0, |h, &p| crate::realism::splitmix(h ^ p));
         let noise_key = match init.source {
-            Some(Source::X86 { config, .. }) if init.metric || config & 0xffff == TD_SLOTS => {
-                1 << 63 | u64::from(on)
+            Some(Source::X86 { pmu, config, .. }) if init.metric || config & 0xffff == TD_SLOTS => {
+                key([1, pmu as u64, TD_SLOTS, 0])
             }
+            Some(Source::X86 { pmu, config, config1 }) => key([2, pmu as u64, config, config1]),
+            Some(Source::Arm { pmu, config }) => key([3, pmu as u64, config, 0]),
+            Some(Source::Cache { pmu, config }) => key([4, pmu as u64, config, 0]),
             _ => self.next_id,
         };
         let core = matches!(

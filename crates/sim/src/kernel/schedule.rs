@@ -201,8 +201,8 @@ impl State {
                         }
                         let mut add = add;
                         if realism.noise > 0.0 {
-                            add *= 1.0
-                                + realism.noise * realism.uniform(&[NOISE_DRAW, e.noise_key, from]);
+                            add *=
+                                1.0 + realism.noise * realism.uniform(&[NOISE_DRAW, e.noise_key]);
                         }
                         add + ticks + if armed { rotations } else { 0.0 }
                     };

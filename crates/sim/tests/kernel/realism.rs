@@ -194,6 +194,41 @@ fn core_events_overcount_a_little_and_deterministically() {
     assert_ne!(count(2).0, value, "another seed counts differently");
 }
 
+/// An event's overcount is a share of its own for the run: the same on every CPU and in every
+/// group it is opened in, drawn anew per seed, and it does not average away over the second
+/// (a draw per span would leave every run at half the bound).
+#[test]
+fn an_events_overcount_is_its_own_on_every_cpu_and_does_not_average_away() {
+    let shares = |seed: u64| {
+        let kernel = format!(r#"{{ "hz": 250, "realistic": true, "seed": {seed} }}"#);
+        let mut k = sim("sapphirerapids", workload(r#""switch_every_ms": 4"#, &kernel, ""));
+        let cycles = raw(0x3c);
+        let fds: Vec<(i32, i32)> = [0, 1]
+            .iter()
+            .map(|&cpu| (cpu, k.perf_event_open(&cycles, -1, cpu, -1).unwrap()))
+            .collect();
+        k.advance(1_000 * MS);
+        fds.iter()
+            .map(|&(cpu, fd)| {
+                let (_, running, values) = read_group(&mut k, fd, 1);
+                assert_eq!(running, 1_000 * MS);
+                let truth = k.true_count(&cycles, cpu as u32, 1_000 * MS).unwrap() as f64;
+                // Less the tick's one count per interrupt (no rotation: one group per CPU).
+                (values[0] as f64 - 250.0 - truth) / truth
+            })
+            .collect::<Vec<f64>>()
+    };
+    let mut all = Vec::new();
+    for seed in 1..=12 {
+        let s = shares(seed);
+        assert!((s[0] - s[1]).abs() < 1e-6, "seed {seed}: CPU 0 {} CPU 1 {}", s[0], s[1]);
+        assert!((0.0..0.001 + 1e-6).contains(&s[0]), "seed {seed}: {}", s[0]);
+        all.push(s[0]);
+    }
+    let (lo, hi) = all.iter().fold((1.0f64, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    assert!(hi - lo > 0.0005, "shares over 12 seeds stay within {lo}..{hi}");
+}
+
 #[test]
 fn perf_metrics_give_multiples_of_one_255th_of_the_slots() {
     let mut attrs = vec![raw(0x0400)];
