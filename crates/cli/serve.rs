@@ -171,8 +171,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             args.interval
         );
     }
-    let selection = Selection::from_flags(&args.cgroup, args.for_each_cgroup.as_deref())
-        .map_err(anyhow::Error::msg)?;
+    let selection = Selection::from_flags(&args.cgroup, args.for_each_cgroup.as_deref())?;
     if args.no_host && selection == Selection::None {
         bail!("--no-host counts only cgroups: give --cgroup or --for-each-cgroup too");
     }
@@ -239,8 +238,7 @@ fn run_on<S: Syscalls + Clone>(
         &args.events,
         &picks,
         !args.metric_no_threshold,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     for warning in plan.warnings() {
         warn(&format!("warning: {warning}"));
     }

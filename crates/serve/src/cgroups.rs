@@ -23,19 +23,19 @@ impl Selection {
     /// The cgroups `serve`'s flags select: `--cgroup` patterns (`cgroups`) and
     /// `--for-each-cgroup` (`auto`, or a comma-separated list of patterns). An error names the
     /// flag and says what is wrong.
-    pub fn from_flags(cgroups: &[String], for_each: Option<&str>) -> Result<Selection, String> {
-        let pattern =
-            |flag: &str, text: &str| Pattern::new(text).map_err(|e| format!("{flag}: {e}"));
+    pub fn from_flags(
+        cgroups: &[String],
+        for_each: Option<&str>,
+    ) -> Result<Selection, SelectionError> {
+        let pattern = |flag: &'static str, text: &str| {
+            Pattern::new(text).map_err(|error| SelectionError::Pattern { flag, error })
+        };
         let mut patterns = Vec::new();
         for p in cgroups {
             patterns.push(pattern("--cgroup", p)?);
         }
         match for_each.map(str::trim) {
-            Some("auto") if !patterns.is_empty() => {
-                return Err(
-                    "--for-each-cgroup auto counts every cgroup: give it without --cgroup".into()
-                );
-            }
+            Some("auto") if !patterns.is_empty() => return Err(SelectionError::AutoWithPatterns),
             Some("auto") => return Ok(Selection::Auto),
             Some(list) => {
                 for p in list.split(',').filter(|p| !p.trim().is_empty()) {
@@ -46,6 +46,33 @@ impl Selection {
         }
         Ok(if patterns.is_empty() { Selection::None } else { Selection::Patterns(patterns) })
     }
+}
+
+/// Why `serve`'s cgroup flags select nothing they could count.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SelectionError {
+    /// A pattern given to `flag` is not one.
+    #[error("{flag}: {error}")]
+    Pattern {
+        /// `--cgroup` or `--for-each-cgroup`.
+        flag: &'static str,
+        /// What is wrong with it.
+        error: PatternError,
+    },
+    /// `--for-each-cgroup auto` with `--cgroup` patterns.
+    #[error("--for-each-cgroup auto counts every cgroup: give it without --cgroup")]
+    AutoWithPatterns,
+}
+
+/// Why a cgroup pattern is not one.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PatternError {
+    /// Nothing but blanks.
+    #[error("an empty cgroup pattern: give a path such as `/system.slice/*`")]
+    Empty,
+    /// A `..` component (the pattern as given, trimmed).
+    #[error("cgroup pattern `{0}`: `..` would leave the cgroup tree")]
+    LeavesTree(String),
 }
 
 /// A glob over cgroup paths (`/system.slice/*.service`, `/kubepods.slice/**`): `*` matches
@@ -59,15 +86,15 @@ pub struct Pattern {
 
 impl Pattern {
     /// Parses `text`; a `..` component is refused (it would leave the tree).
-    pub fn new(text: &str) -> Result<Pattern, String> {
+    pub fn new(text: &str) -> Result<Pattern, PatternError> {
         let trimmed = text.trim();
         if trimmed.is_empty() {
-            return Err("an empty cgroup pattern: give a path such as `/system.slice/*`".into());
+            return Err(PatternError::Empty);
         }
         let parts: Vec<String> =
             trimmed.split('/').filter(|p| !p.is_empty()).map(str::to_string).collect();
         if parts.iter().any(|p| p == "..") {
-            return Err(format!("cgroup pattern `{trimmed}`: `..` would leave the cgroup tree"));
+            return Err(PatternError::LeavesTree(trimmed.to_string()));
         }
         Ok(Pattern { text: trimmed.to_string(), parts })
     }
@@ -306,13 +333,22 @@ mod tests {
         assert_eq!(Selection::from_flags(&[], None), Ok(Selection::None));
         assert_eq!(Selection::from_flags(&[], Some(" auto ")), Ok(Selection::Auto));
         let both = Selection::from_flags(&["/a".into()], Some("auto")).unwrap_err();
-        assert_eq!(both, "--for-each-cgroup auto counts every cgroup: give it without --cgroup");
+        assert_eq!(both, SelectionError::AutoWithPatterns);
+        assert_eq!(
+            both.to_string(),
+            "--for-each-cgroup auto counts every cgroup: give it without --cgroup"
+        );
         let Ok(Selection::Patterns(p)) = Selection::from_flags(&["/a".into()], Some("b,,c")) else {
             panic!()
         };
         assert_eq!(p.len(), 3);
         let err = Selection::from_flags(&[], Some("/a/../b")).unwrap_err();
-        assert!(err.starts_with("--for-each-cgroup: "), "{err}");
+        let leaves = PatternError::LeavesTree("/a/../b".into());
+        assert_eq!(err, SelectionError::Pattern { flag: "--for-each-cgroup", error: leaves });
+        assert_eq!(
+            err.to_string(),
+            "--for-each-cgroup: cgroup pattern `/a/../b`: `..` would leave the cgroup tree"
+        );
     }
 
     #[test]
@@ -383,11 +419,11 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("svc")).unwrap();
-        // Another directory keeps the old inode number from being handed out again at once.
-        std::fs::create_dir(dir.path().join("keep")).unwrap();
         let first = discover(dir.path(), &Selection::Auto);
-        std::fs::remove_dir(dir.path().join("svc")).unwrap();
-        std::fs::create_dir(dir.path().join("other")).unwrap();
+        // The old directory moved aside keeps its inode alive, so the one made again under its
+        // name cannot be handed the same number (a removed one's may be, on ext4 and tmpfs,
+        // as cgroupfs never does).
+        std::fs::rename(dir.path().join("svc"), dir.path().join("old")).unwrap();
         std::fs::create_dir(dir.path().join("svc")).unwrap();
         let second = discover(dir.path(), &Selection::Auto);
         let id = |f: &Found| f.cgroups.iter().find(|c| c.0 == "/svc").unwrap().1;

@@ -734,6 +734,16 @@ pub fn distinct_picks(picks: &[tmetric_engine::Pick]) -> (Vec<tmetric_engine::Pi
     (kept, dropped)
 }
 
+/// An `-e` list `serve` cannot count, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("-e {list}: {error}")]
+pub struct EventListError {
+    /// The list as given.
+    pub list: String,
+    /// What is wrong with it (boxed: the error carries the list's text and position).
+    pub error: Box<tmetric_runtime::EventError>,
+}
+
 /// The plan of one target: `events` (`-e` lists) and the metrics `picks`, counted
 /// system-wide on `machine` (each cgroup's plan is this one expanded for it).
 pub fn build_plan(
@@ -742,7 +752,7 @@ pub fn build_plan(
     events: &[String],
     picks: &[tmetric_engine::Pick],
     thresholds: bool,
-) -> Result<Plan, String> {
+) -> Result<Plan, EventListError> {
     let literals = tmetric_engine::plan::literals(machine.sysfs, machine.proc_root, true);
     let mut plan = Plan::new(literals);
     let tables =
@@ -750,7 +760,7 @@ pub fn build_plan(
     let resolver = tmetric_runtime::event::Resolver::new(machine.sysfs).with_tables(&tables);
     for list in events {
         plan.add_event_lists(std::slice::from_ref(list), &resolver)
-            .map_err(|e| format!("-e {list}: {e}"))?;
+            .map_err(|error| EventListError { list: list.clone(), error: Box::new(error) })?;
     }
     let options = tmetric_engine::PlanOptions {
         thresholds,

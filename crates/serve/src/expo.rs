@@ -245,27 +245,47 @@ fn metric_help<S: Syscalls + Clone>(c: &Collector<S>, root: usize) -> String {
     )
 }
 
+/// Why a metric exports no value for an interval: the `reason` label of
+/// `tmetric_metric_missing`, and `missing` in the JSON.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum NoValue {
+    /// The evaluation failed (a division by zero, ...).
+    #[error("no value: {0}")]
+    Failed(tmetric_model::Fail),
+    /// An input could not be counted at all.
+    #[error("an input could not be counted (see tmetric_note)")]
+    Missing,
+    /// An input never ran on a counter in the interval.
+    #[error(
+        "an input never ran on a counter in the interval (the cgroup did not run, or the counter was never scheduled)"
+    )]
+    NotCounted,
+    /// Not a number, with a note that says why.
+    #[error("nan: see tmetric_note for why")]
+    NanNoted,
+    /// Not a number.
+    #[error("nan")]
+    Nan,
+}
+
 /// The value of root `r` in its exported unit, when it has one worth exporting.
 pub fn exported_value<S: Syscalls + Clone>(
     c: &Collector<S>,
     unit: &UnitValues,
     r: usize,
-) -> Result<f64, String> {
+) -> Result<f64, NoValue> {
     let result = &unit.results[r];
     if let Some(fail) = result.failure {
-        return Err(format!("no value: {fail}"));
+        return Err(NoValue::Failed(fail));
     }
     if !result.missing.is_empty() {
-        return Err("an input could not be counted (see tmetric_note)".into());
+        return Err(NoValue::Missing);
     }
     if !result.not_counted.is_empty() {
-        return Err("an input never ran on a counter in the interval (the cgroup did not run, or the counter was never scheduled)".into());
+        return Err(NoValue::NotCounted);
     }
     if !result.value.is_finite() {
-        return Err(match &result.why {
-            Some(_) => "nan: see tmetric_note for why".into(),
-            None => "nan".into(),
-        });
+        return Err(if result.why.is_some() { NoValue::NanNoted } else { NoValue::Nan });
     }
     Ok(result.value * c.exports[r].factor)
 }
@@ -590,7 +610,7 @@ fn add_target<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, counted: 
                     "tmetric_metric_missing",
                     Kind::Info,
                     "",
-                    &per.with("reason", why),
+                    &per.with("reason", &why.to_string()),
                     "1".into(),
                 ),
             }
@@ -650,7 +670,7 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
                         "family": c.exports[r].family,
                         "unit": c.exports[r].unit,
                         "value": value.as_ref().ok(),
-                        "missing": value.as_ref().err(),
+                        "missing": value.as_ref().err().map(ToString::to_string),
                         "running_share": unit.shares[r],
                         "together": counted.together.get(r).copied().unwrap_or(false),
                         "error_bar": match unit.bars[r] {

@@ -53,9 +53,75 @@ pub struct RuleSet {
     /// Rules in evaluation order.
     pub rules: Vec<Rule>,
     /// `(metric, why)` per metric not translated.
-    pub skipped: Vec<(String, String)>,
+    pub skipped: Vec<(String, Untranslatable)>,
     /// The window of `rate()`.
     pub window: String,
+}
+
+/// Why a metric has no recording rule: what PromQL over the exported series cannot compute.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Untranslatable {
+    /// Metrics that read metrics more than 64 deep.
+    #[error("metric references nest too deep")]
+    TooDeep,
+    /// The vendor expression does not parse.
+    #[error("its expression does not parse: {0}")]
+    Parse(tmetric_expr::ParseError),
+    /// It reads a metric that has no translation.
+    #[error("it reads {name}, which is not translated ({why})")]
+    Reads {
+        /// The metric read.
+        name: String,
+        /// Why that one has none.
+        why: Box<Untranslatable>,
+    },
+    /// A name that is neither an input nor a metric of the model.
+    #[error("`{name}` names no event or metric of {model}")]
+    Unknown {
+        /// The name.
+        name: String,
+        /// The model's path.
+        model: String,
+    },
+    /// A retire latency (`:R`), which is sampled.
+    #[error("it reads the retire latency {0}, which is sampled, not counted")]
+    RetireLatency(String),
+    /// A tool event other than `duration_time` (user or system time).
+    #[error("it reads {0:?} time, which only a finished workload has")]
+    WorkloadTime(Tool),
+    /// An argument of `has_event()` or `strcmp_cpuid_str()`.
+    #[error("`{0}` is only a probe's argument")]
+    ProbeArgument(String),
+    /// A `#literal` tmetric does not know.
+    #[error("unknown literal #{0}")]
+    UnknownLiteral(String),
+    /// A probe each machine answers for itself.
+    #[error("it calls {func}({arg}), which each machine decides for itself")]
+    MachineCall {
+        /// The function.
+        func: &'static str,
+        /// Its argument.
+        arg: String,
+    },
+    /// A count and a ratio added or compared.
+    #[error(
+        "it adds or compares terms that scale differently with the interval (a count and a ratio): PromQL's rates cannot give the same value"
+    )]
+    MixedDegrees,
+    /// A boolean of constants where a series is needed.
+    #[error("a boolean of constants only")]
+    ConstantBoolean,
+    /// `d_ratio`, `min` or `max` of a host-wide and a per-unit operand.
+    #[error("{0}() of operands PromQL cannot match label for label")]
+    Unmatched(&'static str),
+    /// A constant or machine literals only.
+    #[error("it reads no event (a constant or machine literals only): nothing to aggregate")]
+    NoEvent,
+    /// A count, or a count per count of time.
+    #[error(
+        "its value depends on the interval's length (a count, or a count per count of time, not a ratio or a rate): aggregate rate(tmetric_event_total) instead"
+    )]
+    IntervalDependent,
 }
 
 /// What an operand's labels are.
@@ -142,7 +208,7 @@ struct Translator<'a> {
     window: &'a str,
     /// Translated metrics (model index).
     done: BTreeMap<usize, Term>,
-    failed: BTreeMap<usize, String>,
+    failed: BTreeMap<usize, Untranslatable>,
     rules: Vec<Rule>,
     common: bool,
     /// The metrics asked for: only these are recorded; a metric they read is written into
@@ -158,7 +224,7 @@ impl Translator<'_> {
     /// Translates metric `m` (and first what it reads): its term before `ScaleUnit`. A metric
     /// that is a ratio or a rate is recorded as a rule, and the term names the rule; any
     /// other (a count such as `tma_info_thread_slots`) is inlined where it is read.
-    fn metric(&mut self, m: usize, depth: usize) -> Result<Term, String> {
+    fn metric(&mut self, m: usize, depth: usize) -> Result<Term, Untranslatable> {
         if let Some(t) = self.done.get(&m) {
             return Ok(t.clone());
         }
@@ -166,12 +232,12 @@ impl Translator<'_> {
             return Err(why.clone());
         }
         if depth > 64 {
-            return Err("metric references nest too deep".into());
+            return Err(Untranslatable::TooDeep);
         }
         let desc = &self.model.metrics[m];
         let text = self.model.str(desc.expr);
         let result = tmetric_expr::parse(text)
-            .map_err(|e| format!("its expression does not parse: {e}"))
+            .map_err(Untranslatable::Parse)
             .and_then(|expr| self.term(m, &expr, depth));
         let term = match result {
             Ok(term) => term,
@@ -225,16 +291,13 @@ impl Translator<'_> {
     }
 
     /// Why a selected metric has no rule, if it has none.
-    fn recorded(&mut self, m: usize) -> Result<(), String> {
+    fn recorded(&mut self, m: usize) -> Result<(), Untranslatable> {
         let term = self.metric(m, 0)?;
         if term.shape != Shape::Full {
-            return Err(
-                "it reads no event (a constant or machine literals only): nothing to aggregate"
-                    .into(),
-            );
+            return Err(Untranslatable::NoEvent);
         }
         if term.degree.is_some_and(|d| d != 0) {
-            return Err("its value depends on the interval's length (a count, or a count per count of time, not a ratio or a rate): aggregate rate(tmetric_event_total) instead".into());
+            return Err(Untranslatable::IntervalDependent);
         }
         Ok(())
     }
@@ -257,7 +320,7 @@ impl Translator<'_> {
         }
     }
 
-    fn ident(&mut self, m: usize, name: &str, depth: usize) -> Result<Term, String> {
+    fn ident(&mut self, m: usize, name: &str, depth: usize) -> Result<Term, Untranslatable> {
         let desc = self.model.metrics[m];
         // Another metric of the model?
         if let Some(k) = desc
@@ -274,39 +337,39 @@ impl Translator<'_> {
                 })
             })
         {
-            return self
-                .metric(k, depth + 1)
-                .map_err(|why| format!("it reads {name}, which is not translated ({why})"));
+            return self.metric(k, depth + 1).map_err(|why| Untranslatable::Reads {
+                name: name.to_string(),
+                why: Box::new(why),
+            });
         }
         let Some(&slot) =
             desc.slots.iter().find(|&&s| self.model.str(self.model.ids[s as usize].text) == name)
         else {
-            return Err(format!("`{name}` names no event or metric of {}", self.model.path()));
+            return Err(Untranslatable::Unknown {
+                name: name.to_string(),
+                model: self.model.path(),
+            });
         };
         let id = &self.model.ids[slot as usize];
         if id.retire_latency {
-            return Err(format!(
-                "it reads the retire latency {name}, which is sampled, not counted"
-            ));
+            return Err(Untranslatable::RetireLatency(name.to_string()));
         }
         match id.kind {
             IdKind::Tool(Tool::DurationTime) => {
                 Ok(Term { text: "1".into(), shape: Shape::Scalar, degree: Some(1), number: None })
             }
-            IdKind::Tool(t) => {
-                Err(format!("it reads {t:?} time, which only a finished workload has"))
-            }
-            IdKind::Probe => Err(format!("`{name}` is only a probe's argument")),
+            IdKind::Tool(t) => Err(Untranslatable::WorkloadTime(t)),
+            IdKind::Probe => Err(Untranslatable::ProbeArgument(name.to_string())),
             _ => Ok(self.leaf_event(&tmetric_engine::plan::id_name(self.model, id))),
         }
     }
 
-    fn term(&mut self, m: usize, e: &Expr, depth: usize) -> Result<Term, String> {
+    fn term(&mut self, m: usize, e: &Expr, depth: usize) -> Result<Term, Untranslatable> {
         Ok(match &e.kind {
             ExprKind::Num(v) => Term::scalar(*v),
             ExprKind::Literal(name) => {
                 let lit = Literal::from_name(name.trim_start_matches('#'))
-                    .ok_or_else(|| format!("unknown literal #{name}"))?;
+                    .ok_or_else(|| Untranslatable::UnknownLiteral(name.to_string()))?;
                 Term {
                     text: format!(
                         "sum without (literal) (tmetric_machine_literal{{literal=\"{}\"}})",
@@ -343,11 +406,10 @@ impl Translator<'_> {
                 call(*func, a, b)?
             }
             ExprKind::IdCall(f, ident) => {
-                return Err(format!(
-                    "it calls {}({}), which each machine decides for itself",
-                    f.name(),
-                    ident.name
-                ));
+                return Err(Untranslatable::MachineCall {
+                    func: f.name(),
+                    arg: ident.name.to_string(),
+                });
             }
         })
     }
@@ -377,15 +439,15 @@ fn wider(a: Shape, b: Shape) -> Shape {
     }
 }
 
-fn same_degree(a: Option<i32>, b: Option<i32>) -> Result<Option<i32>, String> {
+fn same_degree(a: Option<i32>, b: Option<i32>) -> Result<Option<i32>, Untranslatable> {
     match (a, b) {
         (None, d) | (d, None) => Ok(d),
         (Some(x), Some(y)) if x == y => Ok(Some(x)),
-        _ => Err("it adds or compares terms that scale differently with the interval (a count and a ratio): PromQL's rates cannot give the same value".into()),
+        _ => Err(Untranslatable::MixedDegrees),
     }
 }
 
-fn binary(op: BinOp, a: Term, b: Term) -> Result<Term, String> {
+fn binary(op: BinOp, a: Term, b: Term) -> Result<Term, Untranslatable> {
     // Constant folding keeps `0 * slots` (perf's way of grouping an event) out of PromQL.
     if let (Some(x), Some(y)) = (a.number, b.number) {
         let v = match op {
@@ -454,7 +516,7 @@ fn binary(op: BinOp, a: Term, b: Term) -> Result<Term, String> {
             };
             let cmp = if op == BinOp::Or { "> bool" } else { "== bool" };
             let text = if shape == Shape::Scalar {
-                return Err("a boolean of constants only".into());
+                return Err(Untranslatable::ConstantBoolean);
             } else {
                 format!("({} {cmp} {})", sum.text, names::number(want))
             };
@@ -467,14 +529,14 @@ fn binary(op: BinOp, a: Term, b: Term) -> Result<Term, String> {
     Ok(Term { text: format!("({} {sym}{on} {})", a.text, b.text), shape, degree, number: None })
 }
 
-fn abs(t: Term) -> Result<Term, String> {
+fn abs(t: Term) -> Result<Term, Untranslatable> {
     Ok(match t.shape {
         Shape::Scalar => Term { text: format!("({})", t.text), ..t },
         _ => Term { text: format!("abs({})", t.text), ..t },
     })
 }
 
-fn call(func: Func, a: Term, b: Term) -> Result<Term, String> {
+fn call(func: Func, a: Term, b: Term) -> Result<Term, Untranslatable> {
     match func {
         Func::DRatio => {
             if let Some(y) = b.number {
@@ -484,7 +546,7 @@ fn call(func: Func, a: Term, b: Term) -> Result<Term, String> {
                 return binary(BinOp::Div, a, b);
             }
             if a.shape == Shape::Scalar || a.shape != b.shape {
-                return Err("d_ratio() of operands PromQL cannot match label for label".into());
+                return Err(Untranslatable::Unmatched("d_ratio"));
             }
             let degree = match (a.degree, b.degree) {
                 (Some(x), Some(y)) => Some(x - y),
@@ -522,10 +584,7 @@ fn call(func: Func, a: Term, b: Term) -> Result<Term, String> {
                 _ => {}
             }
             if a.shape != b.shape {
-                return Err(format!(
-                    "{}() of operands PromQL cannot match label for label",
-                    func.name()
-                ));
+                return Err(Untranslatable::Unmatched(func.name()));
             }
             Ok(Term {
                 text: format!("(({} {cmp} {}) or {})", a.text, b.text, b.text),
@@ -887,7 +946,7 @@ mod tests {
         assert!(!alone.rules[0].expr.contains("tmetric:tma_"), "{}", alone.rules[0].expr);
         let slots = rules(spr, &[index(spr, "tma_info_thread_slots")], "1m");
         assert!(slots.rules.is_empty());
-        assert!(slots.skipped[0].1.contains("depends on the interval's length"));
+        assert_eq!(slots.skipped[0].1, Untranslatable::IntervalDependent);
     }
 
     #[test]
@@ -929,8 +988,10 @@ mod tests {
         assert!(set.rules.len() >= 270, "{} rules", set.rules.len());
         for (metric, why) in &set.skipped {
             assert!(
-                why.contains("depends on the interval")
-                    || why.contains("which each machine decides"),
+                matches!(
+                    why,
+                    Untranslatable::IntervalDependent | Untranslatable::MachineCall { .. }
+                ),
                 "{metric}: {why}"
             );
         }
