@@ -54,6 +54,29 @@ fn common_metrics_from_each_layout() {
     assert_close(&one(&rows, "page_faults_per_sec")["value"], want);
 }
 
+/// perf 4.x's layout puts the clocks' unit after the event (`task-clock (msec)`): read as
+/// `msec task-clock`, so the common metrics and perf's own figures come out and agree.
+#[test]
+fn perf_4_clocks_with_the_unit_after_the_event() {
+    let log = read("perf/std_perf4_msec.txt");
+    let path = fixture("perf/std_perf4_msec.txt");
+    let (header, rows) = json(&ok(&["eval", "--from-perf", &path, "--json"]));
+    assert_eq!(header["layout"], "text");
+    let task_ms: f64 = log
+        .lines()
+        .find(|l| !l.starts_with('#') && l.contains("task-clock (msec)"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("the task-clock row");
+    assert_close(&one(&rows, "cpus_utilized")["value"], task_ms * 1e6 / (elapsed(&log) * 1e9));
+    let cpus = one(&rows, "cpus_utilized");
+    assert_eq!(cpus["perf"]["printed"], "0.998");
+    assert_eq!(cpus["perf"]["agrees"], true);
+    let switches = one(&rows, "context_switches_per_sec");
+    assert_close(&switches["value"], 12.0 / (task_ms / 1e3));
+    assert_eq!(switches["perf"]["agrees"], true);
+}
+
 /// -x SEP output: the documented columns.
 #[test]
 fn csv_output_columns() {

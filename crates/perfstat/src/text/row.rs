@@ -199,6 +199,11 @@ pub(super) fn event_columns(
             );
         }
         [event] => (String::new(), event.text.to_string(), None, None),
+        // perf 4.x and older put the clocks' unit after the event, in brackets:
+        // `2140.543052      task-clock (msec)         #    0.998 CPUs utilized`.
+        [event, unit] if unit.text == "(msec)" && !looks_like_unit(event.text) => {
+            ("msec".to_string(), event.text.to_string(), None, None)
+        }
         [event, cgroup] if cgroup.text.starts_with('/') && !looks_like_unit(event.text) => {
             (String::new(), event.text.to_string(), Some(cgroup.text.to_string()), None)
         }
