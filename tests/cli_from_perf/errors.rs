@@ -62,3 +62,23 @@ fn selected_metrics_without_inputs_are_listed() {
     assert!(missing.iter().any(|m| m == "cpu_core@FP_ARITH_INST_RETIRED.SCALAR@"), "{missing:?}");
     assert_eq!(one(&rows, "tma_dtlb_store")["perf"]["agrees"], true);
 }
+
+/// A per-core `--topdown` table holds shares, not counts: refused as metric-only output at the
+/// first share, not as a malformed count.
+#[test]
+fn a_per_core_topdown_table_is_refused_as_metric_only() {
+    let path = fixture("perf/std_topdown_per_core_table.txt");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tmetric"))
+        .args(["eval", "--from-perf", &path])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&output.stderr);
+    let log = read("perf/std_topdown_per_core_table.txt");
+    let line = log.lines().position(|l| l.starts_with("S0-D0-C0")).unwrap() + 1;
+    let want = format!(
+        "{path}:{line}:38: `31.4%` is a metric's value, not a count: a `--topdown` or `--metric-only` table has no counts"
+    );
+    assert!(err.contains(&want), "{err}");
+    assert!(!err.contains("is not a number"), "{err}");
+}

@@ -86,6 +86,18 @@ pub(super) fn read_count_column(
             Err(_) if !marked => {
                 return Ok(ControlFlow::Break(noise(line, "not a perf stat counter row")));
             }
+            // A per-core or per-socket `--topdown` (or `--metric-only`) table: a share where
+            // the count would be.
+            Err(_) if tok.text.strip_suffix('%').is_some_and(|v| parse_value(v).is_some()) => {
+                return Err(LineError::new(
+                    n,
+                    tok.start,
+                    format!(
+                        "`{}` is a metric's value, not a count: a `--topdown` or `--metric-only` table has no counts and cannot be imported (log perf stat without those options, with -M for the metrics)",
+                        tok.text
+                    ),
+                ));
+            }
             Err(m) => return Err(LineError::new(n, tok.start, m)),
         }
     } else if has_prefix {
