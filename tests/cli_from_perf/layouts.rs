@@ -77,6 +77,31 @@ fn perf_4_clocks_with_the_unit_after_the_event() {
     assert_eq!(switches["perf"]["agrees"], true);
 }
 
+/// Two rows pasted onto one line are both read, each with its own run share, and the reader
+/// says so naming the line.
+#[test]
+fn two_rows_on_one_line_are_both_read_and_said() {
+    let path = fixture("perf/std_two_rows_one_line.txt");
+    let output = ok(&["eval", "--from-perf", &path, "--json"]);
+    let (_, rows) = json(&output);
+    let ghz = one(&rows, "ghz");
+    assert_eq!(ghz["perf"]["printed"], "3.480");
+    assert_eq!(ghz["perf"]["agrees"], true);
+    let ipc = one(&rows, "insn_per_cycle");
+    assert_close(&ipc["value"], 11_236_720_130.0 / 7_448_373_470.0);
+    assert_eq!(ipc["perf"]["agrees"], true);
+    let log = read("perf/std_two_rows_one_line.txt");
+    let line =
+        log.lines().position(|l| !l.starts_with('#') && l.contains("instructions")).unwrap() + 1;
+    let err = stderr(&output);
+    assert!(
+        err.contains(&format!(
+            "line {line}: two counter rows on one line (pasted together?): read both"
+        )),
+        "{err}"
+    );
+}
+
 /// -x SEP output: the documented columns.
 #[test]
 fn csv_output_columns() {

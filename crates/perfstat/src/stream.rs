@@ -409,6 +409,25 @@ impl<R: BufRead> Reader<R> {
         let n = self.number();
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         self.note_first_line(line);
+        // Two rows pasted onto one line (a mail or a terminal that lost a newline): both read,
+        // and said.
+        if self.layout == Layout::Std
+            && let Some(at) = text::pasted_row(line)
+        {
+            self.scratch.push(Warning {
+                line: n,
+                message: format!(
+                    "two counter rows on one line (pasted together?): read both, the second from column {}",
+                    at + 1
+                ),
+            });
+            let (first, second) = line.split_at(at);
+            for part in [first, second] {
+                let read = self.read(part, n).map_err(|err| self.fail(err, line))?;
+                self.take(read, part, n)?;
+            }
+            return Ok(());
+        }
         let read = self.read(line, n).map_err(|err| self.fail(err, line))?;
         self.take(read, line, n)
     }

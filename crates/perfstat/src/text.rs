@@ -101,6 +101,27 @@ pub(crate) enum Line {
     Noise(&'static str),
 }
 
+/// Where a second counter row starts on `line` when two were pasted onto one: after the first
+/// row's `#` metric, a count and an event followed by a `#` of their own
+/// (`... #    3.480 GHz  (73.98%)    11,236,720,130      instructions   #    1.51  insn per
+/// cycle`). perf never prints two `#` in one row.
+pub(crate) fn pasted_row(line: &str) -> Option<usize> {
+    let hash = line.find('#')?;
+    if !line[hash + 1..].contains('#') || line[..hash].trim().is_empty() {
+        return None;
+    }
+    let toks = tokens(line);
+    let mut hashes = toks.iter().enumerate().filter(|(_, t)| t.text == "#").map(|(i, _)| i);
+    let (first, second) = (hashes.next()?, hashes.next()?);
+    // The count, then the event (`cycles`) or a unit and the event (`msec task-clock`).
+    [2, 3].into_iter().filter_map(|back| second.checked_sub(back)).find_map(|i| {
+        let count = toks[i];
+        let counted =
+            count.text.starts_with(|c: char| c.is_ascii_digit()) && parse_count(count.text).is_ok();
+        (i > first + 1 && counted).then_some(count.start)
+    })
+}
+
 pub(crate) fn read_line(
     full_line: &str,
     n: usize,
