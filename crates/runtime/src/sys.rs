@@ -198,6 +198,23 @@ pub trait Syscalls {
         let _ = (fd, len);
         Err(Errno(libc::ENOSYS))
     }
+    /// Moves the calling thread to `cpu`, so that reads of that CPU's counters run there and
+    /// the kernel reads them without a call to another CPU (`perf_event_read` sends an IPI and
+    /// waits for it whenever a counter is active elsewhere: perf stat moves itself from CPU to
+    /// CPU for the same reason, `evlist__for_each_cpu`). Whether it moved; the default does
+    /// not, for backends with no CPUs to move between.
+    fn move_to_cpu(&mut self, cpu: u32) -> bool {
+        let _ = cpu;
+        false
+    }
+    /// Gives the calling thread back the CPUs it had before the first
+    /// [`Syscalls::move_to_cpu`]. The default does nothing.
+    fn restore_cpus(&mut self) {}
+    /// The CPU the calling thread runs on, where the backend knows (`sched_getcpu`): its
+    /// counters are read first, before any move.
+    fn current_cpu(&mut self) -> Option<u32> {
+        None
+    }
 }
 
 /// `perf_event_open`, retried with `exclude_kernel` (and `exclude_hv`) when the kernel
@@ -306,6 +323,24 @@ pub fn open_cgroup_dir(name: &str) -> Result<i32, Errno> {
     if fd < 0 { Err(Errno::last()) } else { Ok(fd) }
 }
 
+/// The user plus system CPU time of this process's children that have been waited for
+/// (`getrusage(RUSAGE_CHILDREN)`), as benchmarks time a command they ran.
+pub fn children_cpu() -> std::time::Duration {
+    // SAFETY: getrusage fills the struct it is given; RUSAGE_CHILDREN is a valid `who`.
+    let usage = unsafe {
+        let mut usage = std::mem::zeroed::<libc::rusage>();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| {
+        std::time::Duration::new(
+            t.tv_sec.max(0) as u64,
+            (t.tv_usec.clamp(0, 999_999) as u32) * 1000,
+        )
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
 /// Closes a descriptor tmetric opened outside a [`Syscalls`] backend.
 pub fn close_fd(fd: i32) {
     // SAFETY: closing a descriptor the caller owns and no longer uses.
@@ -376,6 +411,13 @@ pub fn mount_tracefs(target: &std::path::Path) -> Result<(), Errno> {
 /// The real kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Kernel;
+
+thread_local! {
+    /// The CPUs a thread may run on before [`Kernel`] first moved it to read a CPU's
+    /// counters there, until it is given them back.
+    static ORIGINAL_CPUS: std::cell::Cell<Option<libc::cpu_set_t>> =
+        const { std::cell::Cell::new(None) };
+}
 
 fn raw_attr(attr: &Attr) -> sys::bindings::perf_event_attr {
     let mut raw = sys::bindings::perf_event_attr {
@@ -540,6 +582,46 @@ impl Syscalls for Kernel {
         // SAFETY: mmap returned this page-aligned read-write shared mapping of `len` bytes
         // (at least two pages, checked above); the Mapping becomes its only owner.
         Ok(unsafe { crate::ring::Mapping::from_mmap(ptr, len, fd) })
+    }
+
+    fn move_to_cpu(&mut self, cpu: u32) -> bool {
+        if cpu as usize >= libc::CPU_SETSIZE as usize {
+            return false;
+        }
+        // SAFETY: `sched_getaffinity`/`sched_setaffinity` on the calling thread (pid 0) with a
+        // `cpu_set_t` of the size given; CPU_ZERO/CPU_SET only write into that set.
+        unsafe {
+            let saved = ORIGINAL_CPUS.with(|o| o.get().is_some());
+            if !saved {
+                let mut set = std::mem::zeroed::<libc::cpu_set_t>();
+                if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0
+                {
+                    return false;
+                }
+                if !libc::CPU_ISSET(cpu as usize, &set) {
+                    return false;
+                }
+                ORIGINAL_CPUS.with(|o| o.set(Some(set)));
+            }
+            let mut one = std::mem::zeroed::<libc::cpu_set_t>();
+            libc::CPU_ZERO(&mut one);
+            libc::CPU_SET(cpu as usize, &mut one);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) == 0
+        }
+    }
+
+    fn current_cpu(&mut self) -> Option<u32> {
+        // SAFETY: no arguments; -1 on failure.
+        u32::try_from(unsafe { libc::sched_getcpu() }).ok()
+    }
+
+    fn restore_cpus(&mut self) {
+        if let Some(set) = ORIGINAL_CPUS.with(|o| o.take()) {
+            // SAFETY: the set `sched_getaffinity` gave for this thread, at its size.
+            unsafe {
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+        }
     }
 }
 

@@ -169,6 +169,46 @@ fn system_wide_opens_one_counter_per_online_cpu_and_sums_them() {
     assert_eq!(out.total(0).cpus, online.len());
 }
 
+/// The CPUs the calling thread may run on.
+fn own_cpus() -> Vec<u32> {
+    // SAFETY: sched_getaffinity on the calling thread into a set of the size given.
+    let set = unsafe {
+        let mut set = std::mem::zeroed::<libc::cpu_set_t>();
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+        set
+    };
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .map(|c| c as u32)
+        .collect()
+}
+
+/// Per-CPU counters are read CPU by CPU from that CPU (no call to another CPU per counter),
+/// and the thread gets its CPUs back after every read; the counts come back in the CPUs'
+/// order, each from its own CPU.
+#[test]
+fn per_cpu_reads_move_the_reader_and_give_its_cpus_back() {
+    let online = online_cpus();
+    let before = own_cpus();
+    let target = Target::Cpus(online.clone());
+    let mut counters =
+        CounterSet::open(Kernel, specs(&["cpu-clock", "context-switches"]), &[], target)
+            .expect("open");
+    counters.enable().expect("enable");
+    std::thread::sleep(Duration::from_millis(50));
+    for _ in 0..3 {
+        let snapshot = counters.read().expect("read");
+        assert_eq!(own_cpus(), before, "the reader's CPUs after a read");
+        for event in &snapshot.events {
+            let cpus: Vec<u32> =
+                event.as_ref().expect("open").iter().map(|c| c.cpu as u32).collect();
+            assert_eq!(cpus, online);
+        }
+        let clock = snapshot.events[0].as_ref().expect("open");
+        assert!(clock.iter().all(|c| c.raw.value > 0), "{clock:?}");
+    }
+}
+
 #[test]
 fn interval_deltas_add_up_to_the_total() {
     let out = count(&["task-clock", "page-faults"], true, None, helper_argv("wall:450"), Some(100));

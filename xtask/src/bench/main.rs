@@ -13,6 +13,9 @@
 //! Baselines run in the same run as tmetric, back to back: the machines are noisy
 //! (1.3-2x run to run), so the ratios matter more than the absolute figures.
 
+// Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
+#![forbid(unsafe_code)]
+
 // regen in process runs on the allocator `cargo xtask regen` has (`src/main.rs`).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -28,6 +31,7 @@ mod codegen;
 mod eval;
 mod parse;
 mod serve;
+mod stat;
 mod table;
 
 use std::hint::black_box;
@@ -53,9 +57,10 @@ const USAGE: &str = "usage: cargo xtask bench [--build] [--only <sections>] [--q
      build (cold build and rebuilds), test (clean cargo test), from-perf (eval --from-perf\n              \
      on generated 10/30/100 MB -I logs, against --baseline's release binary), serve\n              \
      (tmetric serve's CPU per interval against perf stat -I --for-each-cgroup at 1, 20 and\n              \
-     100 cgroups, side by side; root), accuracy (multiplexed metrics against the truth on\n              \
-     the realistic simulator over workload classes: tmetric, perf 6.12's grouping and each\n              \
-     metric alone; minutes)\n  \
+     100 cgroups, side by side; root), stat (tmetric stat against perf stat in turn: start-up\n              \
+     wall time and a 2 s system-wide -I 10 run's CPU), accuracy (multiplexed metrics against\n              \
+     the truth on the realistic simulator over workload classes: tmetric, perf 6.12's\n              \
+     grouping and each metric alone; minutes)\n  \
      --quick     with accuracy: its quick subset (three machines, levels 1-3, one seed)\n  \
      --baseline  a checkout of an earlier commit: its sizes and (with --build) build figures\n              \
      are measured in the same run, interleaved with ours\n  \
@@ -89,7 +94,7 @@ const TARGET_TEST_S: f64 = 120.0;
 const TARGET_GEN_SOURCE_BYTES: u64 = 6_000_000;
 
 /// The sections `--only` selects from.
-const SECTIONS: [&str; 10] = [
+const SECTIONS: [&str; 11] = [
     "regen",
     "eval",
     "parse",
@@ -99,6 +104,7 @@ const SECTIONS: [&str; 10] = [
     "test",
     "from-perf",
     "serve",
+    "stat",
     "accuracy",
 ];
 
@@ -119,7 +125,7 @@ impl Options {
             self.build
                 || !matches!(
                     section,
-                    "binary" | "build" | "test" | "from-perf" | "serve" | "accuracy"
+                    "binary" | "build" | "test" | "from-perf" | "serve" | "stat" | "accuracy"
                 )
         } else {
             self.only.iter().any(|s| s == section)
@@ -264,6 +270,14 @@ fn main() -> Result<()> {
                 "<= 1.5x perf",
                 Status::Missed,
             );
+        }
+    }
+
+    if options.runs("stat") {
+        println!("\nstat: tmetric stat against perf stat, in turn");
+        if let Err(err) = stat::bench(&root, &mut table) {
+            println!("  stat not measured: {err:#}");
+            table.row("stat start-up and -I", "not measured", "", "", "", Status::Missed);
         }
     }
 

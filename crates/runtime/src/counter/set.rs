@@ -644,11 +644,9 @@ impl<S: Syscalls> CounterSet<S> {
     fn read_groups(&mut self) -> Result<Snapshot, CounterError> {
         let mut events: Vec<Option<Vec<CpuCount>>> =
             self.failures.iter().map(|f| f.is_none().then(Vec::new)).collect();
-        for group in &self.groups {
+        let reads = self.read_raw()?;
+        for (group, (buf, got)) in self.groups.iter().zip(reads) {
             let leader = &self.specs[group.members[0].event].name;
-            let mut buf = vec![0u8; 8 * (3 + 2 * group.members.len())];
-            let got = read_group_retrying(&mut self.sys, group.leader_fd(), &mut buf)
-                .map_err(|errno| CounterError::Read { event: leader.clone(), errno })?;
             if got == 0 {
                 // A pinned group that could not be placed is in error state and reads EOF:
                 // it counted nothing.
@@ -676,6 +674,51 @@ impl<S: Syscalls> CounterSet<S> {
             }
         }
         Ok(Snapshot { events })
+    }
+
+    /// Every group's read (its bytes and their number), in group order. Groups on more than
+    /// one CPU are read CPU by CPU from that CPU, where the backend can move the thread
+    /// there, as perf stat does: a read of a counter active on another CPU costs an
+    /// interrupt of that CPU and a wait for it, per group.
+    fn read_raw(&mut self) -> Result<Vec<(Vec<u8>, usize)>, CounterError> {
+        let mut order: Vec<usize> = (0..self.groups.len()).collect();
+        let mut cpus: Vec<i32> = self.groups.iter().map(|g| g.cpu).filter(|&c| c >= 0).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let moving = cpus.len() > 1;
+        if moving {
+            // The CPU the thread is on first: its counters need no move.
+            let here = self.sys.current_cpu().map(|c| c as i32);
+            order.sort_by_key(|&i| {
+                let cpu = self.groups[i].cpu;
+                (Some(cpu) != here, cpu)
+            });
+        }
+        let mut reads = vec![(Vec::new(), 0); self.groups.len()];
+        let mut on = None;
+        let mut result = Ok(());
+        for i in order {
+            let group = &self.groups[i];
+            if moving && group.cpu >= 0 && on != Some(group.cpu) {
+                if on.is_some() || self.sys.current_cpu() != Some(group.cpu as u32) {
+                    self.sys.move_to_cpu(group.cpu as u32);
+                }
+                on = Some(group.cpu);
+            }
+            let mut buf = vec![0u8; 8 * (3 + 2 * group.members.len())];
+            match read_group_retrying(&mut self.sys, group.leader_fd(), &mut buf) {
+                Ok(got) => reads[i] = (buf, got),
+                Err(errno) => {
+                    let event = self.specs[group.members[0].event].name.clone();
+                    result = Err(CounterError::Read { event, errno });
+                    break;
+                }
+            }
+        }
+        if on.is_some() {
+            self.sys.restore_cpus();
+        }
+        result.map(|()| reads)
     }
 }
 
