@@ -333,7 +333,9 @@ impl Plan {
                 // the same number per second enabled whatever the count (which the fit takes
                 // for part of the rate): the timer tick at HZ and, while the kernel
                 // multiplexes, its rotation hrtimer as often (Weaver, Terpstra and Moore,
-                // ISPASS 2013). Both at their second moment.
+                // ISPASS 2013). Both at their second moment: the overcount's share is anywhere
+                // up to its bound, while an interrupt adds its count to most counters (ibid.),
+                // so that bias is taken whole.
                 let interrupts_per_second =
                     if self.rotating { self.tick_hz } else { 2.0 * self.tick_hz };
                 let (mut along, mut per_interrupt) = (0.0, 0.0);
@@ -345,7 +347,7 @@ impl Plan {
                     }
                 }
                 variance += (along * COUNT_NOISE).powi(2) / 3.0;
-                variance += per_interrupt.powi(2) / 3.0;
+                variance += per_interrupt.powi(2);
                 if variance > 0.0 {
                     return (Bar::Sigma(variance.sqrt()), false, multiplexed);
                 }
