@@ -104,6 +104,26 @@ fn no_inherit_counts_the_command_alone_and_inherit_undoes_it() {
     assert!(long * 1.5 < inherit, "--no-inherit {long} vs inherited {inherit}");
 }
 
+/// `--no-affinity` (perf's: read every CPU's counters from where tmetric runs) counts the same
+/// system-wide clocks as the default, which reads each CPU's counters from that CPU.
+#[test]
+fn no_affinity_reads_every_cpu_from_where_tmetric_runs() {
+    let clock = |extra: &[&str]| -> f64 {
+        let mut a = vec!["-a", "-e", "cpu-clock"];
+        a.extend_from_slice(extra);
+        a.extend_from_slice(&["--", "sleep", "0.3"]);
+        let out = tmetric(&a);
+        assert!(out.status.success(), "{}", stderr(&out));
+        count(&stderr(&out), "cpu-clock")
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    for extra in [&[][..], &["--no-affinity"][..]] {
+        // cpu-clock counts every online CPU the whole time, idle or not: msec printed.
+        let ms = clock(extra);
+        assert!(ms > 0.8 * 300.0 * cpus && ms < 1.3 * 300.0 * cpus, "{extra:?}: {ms} msec");
+    }
+}
+
 #[test]
 fn no_scale_prints_counts_as_read_where_events_multiplex() {
     // More hardware events than the simulated Skylake-X has counters: they take turns.

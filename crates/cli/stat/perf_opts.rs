@@ -29,6 +29,10 @@ pub struct PerfOptions {
     /// it).
     #[arg(short = 'i', long = "no-inherit")]
     pub no_inherit: bool,
+    /// Read every counter from where tmetric runs, not each CPU's from that CPU (perf's
+    /// `--no-affinity`: fewer moves, more calls between CPUs).
+    #[arg(long = "no-affinity")]
+    pub no_affinity: bool,
     /// Flush every filesystem's buffered writes (`sync`) before each run, as perf's `-S`.
     #[arg(short = 'S', long = "sync")]
     pub sync: bool,

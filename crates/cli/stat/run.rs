@@ -105,6 +105,7 @@ pub fn run_on<S: Syscalls + Clone>(
     run_hook(args, RunHook::Before).map_err(anyhow::Error::msg)?;
     let sys_for_sampler = sys.clone();
     let mut session = Session::open(sys, plan, target, env.clone())?;
+    session.set_affinity(!args.perf.no_affinity);
     warn_user_only(&session);
     if let Some(threads) = &threads {
         split_threads(args, &session, threads, &mut printer);
@@ -156,6 +157,7 @@ fn repeats<S: Syscalls + Clone>(
         let mut workload = Workload::prepare(&args.command).context("cannot start the workload")?;
         let target = target_of(args, sysfs, Some(&workload), None)?;
         let mut session = Session::open(sys.clone(), plan.clone(), target, env.clone())?;
+        session.set_affinity(!args.perf.no_affinity);
         let Some(report) = counting.run(&mut session, Some(&mut workload), options)? else {
             break;
         };

@@ -84,6 +84,14 @@ fn unsupported(errno: i32) -> bool {
 }
 
 impl<S: Syscalls> Session<S> {
+    /// Whether per-CPU counters are read from their own CPU (the default, as perf stat), or
+    /// all from where the reading thread runs (perf's `--no-affinity`).
+    pub fn set_affinity(&mut self, on: bool) {
+        if let Counting::Set(counters) = &mut self.counters {
+            counters.set_affinity(on);
+        }
+    }
+
     /// Opens `plan`'s counters on `target` with `sys`. Groups the kernel refuses are split
     /// (topdown events stay behind `slots`); events it refuses are recorded with the reason.
     /// Fails when nothing at all can be counted for a reason other than a missing event.

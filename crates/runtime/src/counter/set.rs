@@ -54,6 +54,8 @@ pub struct CounterSet<S: Syscalls> {
     /// Counting is switched off as a whole (`--control`'s `disable`, `-D -1`): tmetric's
     /// rotation keeps its turns but switches nothing on until [`CounterSet::enable`].
     paused: bool,
+    /// Per-CPU counters are read from their own CPU ([`CounterSet::set_affinity`]).
+    affinity: bool,
 }
 
 /// The state of tmetric's own rotation ([`CounterSet::rotate`]).
@@ -169,6 +171,7 @@ impl<S: Syscalls> CounterSet<S> {
             inherit,
             rotation: None,
             paused: false,
+            affinity: true,
         };
         counters.sys.raise_fd_limit();
         for group in &all_groups {
@@ -410,6 +413,12 @@ impl<S: Syscalls> CounterSet<S> {
     /// opened (the kernel answered `ESRCH`); they are not counted and have no readings.
     pub fn vanished(&self) -> &[i32] {
         &self.vanished
+    }
+
+    /// Whether per-CPU counters are read CPU by CPU from that CPU (the default, as perf
+    /// stat), or all from wherever the reading thread runs (perf's `--no-affinity`).
+    pub fn set_affinity(&mut self, on: bool) {
+        self.affinity = on;
     }
 
     /// Open descriptors (one per event per CPU or thread).
@@ -685,7 +694,7 @@ impl<S: Syscalls> CounterSet<S> {
         let mut cpus: Vec<i32> = self.groups.iter().map(|g| g.cpu).filter(|&c| c >= 0).collect();
         cpus.sort_unstable();
         cpus.dedup();
-        let moving = cpus.len() > 1;
+        let moving = self.affinity && cpus.len() > 1;
         if moving {
             // The CPU the thread is on first: its counters need no move.
             let here = self.sys.current_cpu().map(|c| c as i32);
