@@ -229,6 +229,9 @@ impl Plan {
             .map(|s| self.groups.iter().position(|g| g.contains(&s)))
             .collect();
         let mut per_spec: Vec<Option<Vec<(f64, f64, f64)>>> = vec![None; self.specs.len()];
+        // Per row: what counting adds to it, found once (a PERF_METRICS field's rounding is a
+        // pass over every read, and many roots read the same field).
+        let mut noise_of: Vec<Option<f64>> = vec![None; self.rows.len()];
         // Counters whose estimate regressed on the anchor ([`crate::estimate`]) take that
         // estimate's error.
         let fits = if self.anchored() { self.fits(reads) } else { Vec::new() };
@@ -257,7 +260,11 @@ impl Plan {
                 // What counting itself adds, multiplexed or not.
                 let noise: Vec<f64> = counters
                     .iter()
-                    .map(|&(row, s)| self.counting_noise(s, inputs[row], sample, reads))
+                    .map(|&(row, s)| {
+                        *noise_of[row].get_or_insert_with(|| {
+                            self.counting_noise(s, inputs[row], sample, reads)
+                        })
+                    })
                     .collect();
                 if !multiplexed && noise.iter().all(|&v| v <= 0.0) {
                     return (Bar::Exact, false, false);
