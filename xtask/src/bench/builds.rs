@@ -172,6 +172,20 @@ fn stripped_size(binary: &Path) -> Option<u64> {
 /// The installed perf binary and its size. `/usr/bin/perf` is a shell wrapper on some
 /// distributions (Ubuntu's picks `/usr/lib/linux-tools*/perf` or `/usr/bin/perf_X.Y`), so
 /// only an ELF file counts.
+/// `cargo build --release --bin tmetric` in `root`, and the binary it leaves in
+/// `root/target/release`: what the sections that run tmetric against perf time.
+pub(super) fn release_tmetric(root: &Path) -> Result<PathBuf> {
+    let status = std::process::Command::new("cargo")
+        .args(["build", "--release", "--bin", "tmetric"])
+        .current_dir(root)
+        .status()
+        .context("cargo build --release")?;
+    if !status.success() {
+        bail!("cargo build --release failed");
+    }
+    Ok(root.join("target/release/tmetric"))
+}
+
 pub(super) fn find_perf_binary() -> Option<(PathBuf, u64)> {
     let is_elf = |path: &Path| std::fs::read(path).is_ok_and(|bytes| bytes.starts_with(b"\x7fELF"));
     let mut candidates = vec![PathBuf::from("/usr/bin/perf")];

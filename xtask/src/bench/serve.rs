@@ -144,15 +144,7 @@ fn run(
 /// The section.
 pub fn bench(root: &Path, table: &mut Table) -> Result<()> {
     let Some(mount) = cgroup2_mount() else { bail!("no cgroup2 mount") };
-    let status = Command::new("cargo")
-        .args(["build", "--release", "--bin", "tmetric"])
-        .current_dir(root)
-        .status()
-        .context("cargo build --release")?;
-    if !status.success() {
-        bail!("cargo build --release failed");
-    }
-    let bin = root.join("target/release/tmetric");
+    let bin = crate::builds::release_tmetric(root)?;
     let interval = std::env::var("TMETRIC_BENCH_SERVE_INTERVAL")
         .ok()
         .and_then(|s| s.trim_end_matches('s').parse::<f64>().ok())

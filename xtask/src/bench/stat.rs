@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 
 use tmetric_runtime::sys::children_cpu;
 
-use crate::builds::find_perf_binary;
+use crate::builds::{find_perf_binary, release_tmetric};
 use crate::table::{Status, Table};
 
 /// One finished run: wall and CPU time.
@@ -72,15 +72,7 @@ pub fn bench(root: &Path, table: &mut Table) -> Result<()> {
     let Some((perf, _)) = find_perf_binary() else {
         bail!("no perf binary (install linux-perf)");
     };
-    let status = Command::new("cargo")
-        .args(["build", "--release", "--bin", "tmetric"])
-        .current_dir(root)
-        .status()
-        .context("cargo build --release")?;
-    if !status.success() {
-        bail!("cargo build --release failed");
-    }
-    let bin = root.join("target/release/tmetric");
+    let bin = release_tmetric(root)?;
     let wall = |t: &Timed| t.wall.as_secs_f64();
     let cpu = |t: &Timed| t.cpu.as_secs_f64();
 
