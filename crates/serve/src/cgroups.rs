@@ -111,6 +111,14 @@ impl Pattern {
         match_parts(&parts, &comps)
     }
 
+    /// Whether a cgroup below `path` (`/a/b`, `/` the root) may match: the walk need not read
+    /// a directory under which no pattern can match.
+    pub fn may_match_below(&self, path: &str) -> bool {
+        let comps: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        let parts: Vec<&str> = self.parts.iter().map(String::as_str).collect();
+        prefix_matches(&parts, &comps)
+    }
+
     /// Whether the pattern has no wildcard (a plain path).
     pub fn is_literal(&self) -> bool {
         !self.text.contains(['*', '?'])
@@ -119,6 +127,18 @@ impl Pattern {
     /// The path of a literal pattern (`/a/b`).
     pub fn literal_path(&self) -> String {
         format!("/{}", self.parts.join("/"))
+    }
+}
+
+/// Whether `comps` can be continued, by one component or more, into a path `parts` matches.
+fn prefix_matches(parts: &[&str], comps: &[&str]) -> bool {
+    match parts.split_first() {
+        None => false,
+        Some((&"**", _)) => true,
+        Some((first, rest)) => match comps.split_first() {
+            None => true,
+            Some((c, more)) => glob(first.as_bytes(), c.as_bytes()) && prefix_matches(rest, more),
+        },
     }
 }
 
@@ -194,6 +214,15 @@ pub fn discover(mount: &Path, selection: &Selection) -> Found {
         for (path, id) in &level {
             if wanted(selection, path) {
                 found.cgroups.push((path.clone(), *id));
+            }
+            // A picked cgroup is read to tell whether it is a leaf; another only when some
+            // pattern may match below it (a walk of every service's tree for a few named
+            // cgroups was most of an interval's work).
+            if let Selection::Patterns(patterns) = selection
+                && !wanted(selection, path)
+                && !patterns.iter().any(|p| p.may_match_below(path))
+            {
+                continue;
             }
             let dir = if path == "/" { mount.to_path_buf() } else { mount.join(&path[1..]) };
             let Ok(entries) = std::fs::read_dir(&dir) else { continue };
@@ -327,6 +356,32 @@ fn is_container_id(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_walk_reads_only_where_a_pattern_may_match_below() {
+        let literal = Pattern::new("/a.slice/x.service").unwrap();
+        assert!(literal.may_match_below("/"));
+        assert!(literal.may_match_below("/a.slice"));
+        assert!(!literal.may_match_below("/a.slice/x.service"));
+        assert!(!literal.may_match_below("/b.slice"));
+        let star = Pattern::new("/*.slice/*").unwrap();
+        assert!(star.may_match_below("/user.slice"));
+        assert!(!star.may_match_below("/user.slice/x"));
+        let deep = Pattern::new("/kubepods.slice/**").unwrap();
+        assert!(deep.may_match_below("/kubepods.slice/pod1/c"));
+        assert!(!deep.may_match_below("/system.slice"));
+        // The walk: nothing under b.slice is read, yet a picked cgroup's children are, so it
+        // is known not to be a leaf.
+        let dir = tempfile::tempdir().unwrap();
+        for p in ["a.slice/x.service/inner", "b.slice/y.service"] {
+            std::fs::create_dir_all(dir.path().join(p)).unwrap();
+        }
+        let selection = Selection::Patterns(vec![literal]);
+        let found = discover(dir.path(), &selection);
+        let paths: Vec<&str> = found.cgroups.iter().map(|c| c.0.as_str()).collect();
+        assert_eq!(paths, ["/a.slice/x.service"]);
+        assert!(found.leaves.is_empty(), "{:?}", found.leaves);
+    }
 
     #[test]
     fn flags_select_auto_patterns_or_none() {
