@@ -155,10 +155,10 @@ fn workload(class: &Class, hz: u32, seed: u64, realistic: bool, machine: &str) -
 }
 
 /// Moves a workload's level-1 topdown shares (percent) off round numbers, the same for a
-/// `seed` and `phase`: retiring and backend bound trade up to a point, as do frontend bound
-/// and bad speculation, so level 1 still sums to 100. (Moving the other nodes too can leave
-/// the simulator's derived counts inconsistent: Skylake's `UOPS_ISSUED.ANY` then comes out
-/// near zero.)
+/// `seed` and `phase`: retiring and backend bound trade up to 0.2 points (half a PERF_METRICS
+/// step either way), so level 1 still sums to 100. Only those two: moving frontend bound and
+/// bad speculation, or the deeper nodes, can leave the simulator's derived counts
+/// inconsistent (Skylake's `UOPS_ISSUED.ANY` then comes out near zero).
 fn jitter_shares(top: &mut serde_json::Map<String, serde_json::Value>, seed: u64, phase: u64) {
     let draw = |key: &str| {
         let mut h = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ phase.wrapping_mul(0xbf58_476d);
