@@ -18,6 +18,9 @@
 //!   was off, `Σ_k (1 - r_k/e_k) (β₀ e_k + β₁ a_k)`, never below the count.
 //! * Two phases are told apart exactly; more are told apart as far as their instruction
 //!   rates differ, and what the fit misses is in its residuals.
+//! * Where phases last longer than a round of turns, a missed turn's residual is its counted
+//!   neighbours': a share of them is interpolated in ([`smooth`]), the share judged per
+//!   group by leaving each counted turn out.
 //! * Fewer than [`MIN_TURNS`] full turns, or instructions that never changed rate (the two
 //!   regressors in proportion), fall back to the rate per second alone, which is perf's
 //!   estimate over the same turns.
@@ -29,6 +32,7 @@
 //! is taken (CPUs whose phases run in step add up their errors, and the spread sees it),
 //! and merged over consecutive turns in blocks of 1, 2, 4, ... as the time-scaled bars are
 //! ([`crate::uncertainty`]), the largest spread taken: nearby turns see the same phase.
+//! After [`smooth`], the residuals are what the neighbours did not foresee.
 
 use tmetric_runtime::{CpuCount, Snapshot};
 
@@ -48,7 +52,7 @@ const EVERY_TURN: f64 = 1e-3;
 const COUNTED: f64 = 0.5;
 
 /// How a rotated counter's count was estimated ([`Plan::estimate_kinds`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum EstimateKind {
     /// Its copies counted in every turn: the count is the total.
     EveryTurn,
@@ -62,6 +66,9 @@ pub enum EstimateKind {
         sibling: bool,
         /// Turns fitted.
         turns: usize,
+        /// The share of the counted turns' residuals interpolated into the missed ones
+        /// (0 when the phases were too short for the neighbours to foresee them).
+        neighbours: f64,
     },
     /// Fewer than [`MIN_TURNS`] turns counted: scaled by time, as perf does.
     TooFewTurns,
@@ -71,7 +78,7 @@ impl std::fmt::Display for EstimateKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             EstimateKind::EveryTurn => write!(f, "counted in every turn: exact"),
-            EstimateKind::Regressed { anchor, sibling, turns } => {
+            EstimateKind::Regressed { anchor, sibling, turns, neighbours } => {
                 let on = match (anchor, sibling) {
                     (false, false) => {
                         "time alone (the retired instructions told the turns apart no better)"
@@ -80,7 +87,15 @@ impl std::fmt::Display for EstimateKind {
                     (false, true) => "time and the SMT sibling's retired instructions",
                     (true, true) => "time, the retired instructions and the SMT sibling's",
                 };
-                write!(f, "the turns it missed regressed on {on}, over {turns} turns")
+                write!(f, "the turns it missed regressed on {on}, over {turns} turns")?;
+                if *neighbours > 0.0 {
+                    write!(
+                        f,
+                        ", plus {:.0} % of the residuals of the turns around them",
+                        neighbours * 100.0
+                    )?;
+                }
+                Ok(())
             }
             EstimateKind::TooFewTurns => {
                 write!(f, "fewer than {MIN_TURNS} turns counted: scaled by time, as perf does")
@@ -94,16 +109,25 @@ impl std::fmt::Display for EstimateKind {
 pub struct Fit {
     /// The estimated count over the whole run: counted plus predicted.
     pub total: f64,
-    /// Each interval it ran throughout: its index, residual and enabled nanoseconds.
+    /// Each interval it ran throughout: its index, residual and running nanoseconds (after
+    /// [`smooth`], what the residuals of its neighbours did not foresee of it).
     pub residuals: Vec<(usize, f64, f64)>,
     /// Enabled nanoseconds it was not counting.
     pub unseen: f64,
     /// `z_Uᵀ M⁻¹ z_U`: what the coefficients' own error adds, in nanoseconds of unseen time.
     pub leverage: f64,
+    /// The same for each share of [`SMOOTHING`] that [`smooth`] may add.
+    pub leverage_at: [f64; SMOOTHING.len()],
     /// Coefficients fitted (1 to 3).
     pub params: usize,
     /// Which regressors beyond time the kept model has: the anchor, the sibling's anchor.
     pub on: (bool, bool),
+    /// What it counted.
+    pub counted: f64,
+    /// Each interval it was off its counter for a while: its index and the nanoseconds off.
+    pub gaps: Vec<(usize, f64)>,
+    /// The share of the neighbours' residuals [`smooth`] added to the turns it missed.
+    pub neighbours: f64,
 }
 
 /// One interval of one counter on one CPU: count, enabled, running, and the anchor's count
@@ -292,7 +316,8 @@ fn pooled_with(
         let points = &cpus[*c];
         let (mut predicted, mut unseen, mut counted) = (0.0, 0.0, 0.0);
         let mut zu = vec![0.0; n];
-        for p in points {
+        let mut gaps = Vec::new();
+        for (kk, p) in points.iter().enumerate() {
             counted += p.x;
             if p.e <= 0.0 {
                 continue;
@@ -302,6 +327,7 @@ fn pooled_with(
                 continue;
             }
             unseen += off * p.e;
+            gaps.push((kk, off * p.e));
             let z = regressors(p);
             match value(p) {
                 Some(v) => {
@@ -318,13 +344,36 @@ fn pooled_with(
         }
         // The prediction's own error: its rate's, and the shared coefficients' along what
         // the unseen turns hold beyond what the rate explains.
-        let w: Vec<f64> = (0..k).map(|i| zu[1 + i] - zu[0] * m[(1 + i) * n] / m[0]).collect();
-        let lev_shared = if k == 0 {
-            0.0
-        } else {
-            solve(&schur, &w, k).map_or(0.0, |x| x.iter().zip(&w).map(|(a, b)| a * b).sum())
+        let leverage_along = |zu: &[f64]| -> f64 {
+            let w: Vec<f64> = (0..k).map(|i| zu[1 + i] - zu[0] * m[(1 + i) * n] / m[0]).collect();
+            let shared = if k == 0 {
+                0.0
+            } else {
+                solve(&schur, &w, k).map_or(0.0, |x| x.iter().zip(&w).map(|(a, b)| a * b).sum())
+            };
+            (zu[0] * zu[0] / m[0] + shared).max(0.0)
         };
-        let leverage = zu[0] * zu[0] / m[0] + lev_shared;
+        // [`smooth`] adds `share` of the counted turns' residuals, which hold the opposite of
+        // a coefficient's error along their own regressors: the estimate then moves with it
+        // along the unseen turns' regressors less `share` of the counted turns' interpolated
+        // into the gaps (a rate's error cancels whole at a share of 1; the anchor's as far as
+        // the instructions per nanosecond change slowly).
+        let at: Vec<usize> = full[*c].clone();
+        let mut zi = vec![0.0; n];
+        for &(kk, off_ns) in &gaps {
+            for (u, &j) in zi.iter_mut().zip(&cols) {
+                *u += off_ns
+                    * interpolate(&at, kk, |q| {
+                        let z = regressors(&points[q]);
+                        z[j].unwrap_or(0.0) / points[q].e
+                    });
+            }
+        }
+        let leverage_at = SMOOTHING.map(|share| {
+            let moved: Vec<f64> = zu.iter().zip(&zi).map(|(u, i)| u - share * i).collect();
+            leverage_along(&moved)
+        });
+        let leverage = leverage_at[0];
         let residuals: Vec<(usize, f64, f64)> = full[*c]
             .iter()
             .map(|&kk| {
@@ -335,18 +384,30 @@ fn pooled_with(
         sum_sq += residuals.iter().map(|&(_, r, e)| r * r / e).sum::<f64>();
         points_n += residuals.len();
         spread += unseen + leverage.max(0.0);
-        per_cpu.push((*c, counted + predicted.max(0.0), residuals, unseen, leverage.max(0.0)));
+        per_cpu.push((
+            *c,
+            counted + predicted.max(0.0),
+            residuals,
+            unseen,
+            leverage_at,
+            counted,
+            gaps,
+        ));
     }
     let dof = points_n.checked_sub(used.len() + k).filter(|&d| d > 0)?;
     let v = sum_sq / dof as f64 * spread;
-    for (c, total, residuals, unseen, leverage) in per_cpu {
+    for (c, total, residuals, unseen, leverage_at, counted, gaps) in per_cpu {
         fits[c] = Some(Fit {
             total,
             residuals,
             unseen,
-            leverage,
+            leverage: leverage_at[0],
+            leverage_at,
             params: n,
             on: (shared.contains(&1), shared.contains(&2)),
+            counted,
+            gaps,
+            neighbours: 0.0,
         });
     }
     Some((v, fits))
@@ -434,6 +495,140 @@ pub(crate) fn covariance(a: &[Option<Fit>], b: &[Option<Fit>]) -> Option<f64> {
     }
     let per_ns = best.map_or(0.0, |(c, _)| c);
     Some(per_ns * (unseen + leverage))
+}
+
+/// The shares of the neighbours' residuals tried by [`smooth`]: 0 is the fit alone.
+const SMOOTHING: [f64; 3] = [0.0, 0.5, 1.0];
+
+/// How many times the fit's residual spread the neighbours must leave unforeseen before
+/// [`smooth`] takes the coefficients' error as interpolated away with the residuals.
+const FORESEEN: f64 = 4.0;
+
+/// `value(q)` at interval `k`, linearly between the intervals of `at` (in order) around it,
+/// the nearest one's past either end; 0 when `at` is empty.
+fn interpolate(at: &[usize], k: usize, value: impl Fn(usize) -> f64) -> f64 {
+    let after = at.partition_point(|&q| q < k);
+    match (after.checked_sub(1), (after < at.len()).then_some(after)) {
+        (Some(a), Some(b)) if at[b] > at[a] => {
+            let t = (k - at[a]) as f64 / (at[b] - at[a]) as f64;
+            value(at[a]) + (value(at[b]) - value(at[a])) * t
+        }
+        (Some(a), _) => value(at[a]),
+        (None, Some(b)) => value(at[b]),
+        (None, None) => 0.0,
+    }
+}
+
+/// Each counted interval's residual less `share` of what its two counted neighbours'
+/// residuals foresee of it: the error [`smooth`] would make there, judged without it.
+fn unforeseen(res: &[(usize, f64, f64)], share: f64) -> Vec<(usize, f64, f64)> {
+    let rate = |i: usize| res[i].1 / res[i].2;
+    (0..res.len())
+        .map(|i| {
+            let (k, r, e) = res[i];
+            let guess = match (i.checked_sub(1), (i + 1 < res.len()).then_some(i + 1)) {
+                (Some(a), Some(b)) => {
+                    let t = (k - res[a].0) as f64 / (res[b].0 - res[a].0) as f64;
+                    rate(a) + (rate(b) - rate(a)) * t
+                }
+                (Some(a), None) => rate(a),
+                (None, Some(b)) => rate(b),
+                (None, None) => return (k, r, e),
+            };
+            (k, r - share * guess * e, e)
+        })
+        .collect()
+}
+
+/// Adds to the estimate of every counter of one group (per member, per CPU) a share of the
+/// residuals of its counted intervals, interpolated into the intervals it missed.
+///
+/// The fit's two regressors tell two phases apart; a third one leaves residuals that last
+/// as long as the phase does. When phases are long against the rotation, the intervals a
+/// counter missed sit between counted ones of the same phase, and their residuals are the
+/// neighbours'. When phases are short, the neighbours say nothing and adding them adds
+/// noise. Which holds is judged by leaving each counted interval out and asking its
+/// neighbours for it (at twice the distance an interval it missed has to its nearest, so the
+/// judgement is on the safe side); the share whose errors are least over the group is kept,
+/// one for the group so that a count that is the difference of two others stays so. The
+/// left-out errors replace the residuals, so the bar ([`covariance`]) is what the
+/// interpolation misses, not what the fit misses.
+fn smooth(members: &mut [Vec<Option<Fit>>]) {
+    let score = |share: f64| -> f64 {
+        members
+            .iter()
+            .map(|cpus| {
+                let total: f64 = cpus.iter().flatten().map(|f| f.total).sum();
+                let sq: f64 = cpus
+                    .iter()
+                    .flatten()
+                    .flat_map(|f| unforeseen(&f.residuals, share))
+                    .map(|(_, r, e)| r * r / e)
+                    .sum();
+                if total > 0.0 { sq / (total * total) } else { 0.0 }
+            })
+            .sum()
+    };
+    let best = SMOOTHING
+        .iter()
+        .copied()
+        .map(|share| (share, score(share)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or(0.0, |b| b.0);
+    if best == 0.0 {
+        return;
+    }
+    for f in members.iter_mut().flatten().flatten() {
+        if f.residuals.len() < 2 {
+            continue;
+        }
+        // The residual rate per running nanosecond, interpolated into each gap.
+        let at: Vec<usize> = f.residuals.iter().map(|r| r.0).collect();
+        let rate = |q: usize| {
+            let i = at.partition_point(|&p| p < q);
+            f.residuals[i].1 / f.residuals[i].2
+        };
+        let added: f64 =
+            f.gaps.iter().map(|&(k, off)| off * interpolate(&at, k, rate)).sum::<f64>();
+        f.total = (f.total + best * added).max(f.counted);
+        let spread = |res: &[(usize, f64, f64)]| res.iter().map(|r| r.1 * r.1 / r.2).sum::<f64>();
+        let fitted = spread(&f.residuals);
+        f.residuals = unforeseen(&f.residuals, best);
+        // Where the neighbours foresee most of the residuals (phases clearly longer than a
+        // round of turns), the residuals hold what the fit misses and the coefficients' own
+        // error, and the interpolation takes both back: the leverage is the share's, scaled
+        // by the residuals the bar is then given. Where they foresee little, the
+        // coefficients' error is the fit's: the residuals' misfit stays in it.
+        let left = spread(&f.residuals);
+        if fitted >= FORESEEN * left && left > 0.0 {
+            let which = SMOOTHING.iter().position(|&s| s == best).unwrap_or(0);
+            f.leverage = f.leverage_at[which] * fitted / left;
+        }
+        // A phase that changes inside a gap is interpolated as a ramp across it: every missed
+        // turn of the gap errs the same way, by up to half the step, so the gap's error grows
+        // with its length squared (a twelfth of it, the step's place in the gap uniform),
+        // where the left-out errors, made at a counted turn, grow with the turn's length (a
+        // half of it, one each side of the step). Gaps longer than six counted turns add the
+        // difference.
+        let is_counted = |k: usize| f.residuals.binary_search_by_key(&k, |r| r.0).is_ok();
+        let mut gaps = 0usize;
+        let mut before: Option<usize> = None;
+        for &(k, _) in &f.gaps {
+            if is_counted(k) {
+                before = None;
+                continue;
+            }
+            if before.is_none_or(|b| b + 1 != k) {
+                gaps += 1;
+            }
+            before = Some(k);
+        }
+        let gaps = gaps.max(1);
+        let counted_ns = f.residuals.iter().map(|r| r.2).sum::<f64>() / f.residuals.len() as f64;
+        let gap_ns = f.unseen / gaps as f64;
+        f.leverage += f.unseen * (gap_ns / (6.0 * counted_ns) - 1.0).max(0.0);
+        f.neighbours = best;
+    }
 }
 
 /// `(t / z)²` for Student's t with `dof` degrees of freedom at the two-sided 95 % point
@@ -601,7 +796,8 @@ impl Plan {
                     best = Some((score, fits));
                 }
             }
-            if let Some((_, fits)) = best {
+            if let Some((_, mut fits)) = best {
+                smooth(&mut fits);
                 for ((m, _), f) in members.iter().zip(fits) {
                     out[*m] = Some(f);
                 }
@@ -658,6 +854,7 @@ impl Plan {
                 let anchor = fitted.iter().any(|f| f.on.0);
                 let sibling = fitted.iter().any(|f| f.on.1);
                 let turns = fitted.iter().map(|f| f.residuals.len()).min().unwrap_or(0);
+                let neighbours = fitted.iter().map(|f| f.neighbours).fold(0.0, f64::max);
                 // Counted in every turn but the moments that switch turns.
                 let unseen = fitted
                     .iter()
@@ -665,7 +862,7 @@ impl Plan {
                 Some(if unseen {
                     EstimateKind::EveryTurn
                 } else {
-                    EstimateKind::Regressed { anchor, sibling, turns }
+                    EstimateKind::Regressed { anchor, sibling, turns, neighbours }
                 })
             })
             .collect()
@@ -744,6 +941,81 @@ mod tests {
         let f = fit(&points).expect("a fit");
         assert_eq!(f.params, 1);
         assert!((f.total - truth).abs() / truth < 1e-9);
+    }
+
+    /// Turns of random length (1 to 16 ms, as tmetric's own rotation draws them), the counter
+    /// in one of four in turn; three phases of `len` ms each in turn: (event, anchor) rates
+    /// per ns that no line through time and the anchor fits. The residuals of each phase last
+    /// as long as it does, and the random turns give each phase its own share of the counted
+    /// time.
+    fn three_phases(len: f64, seed: u64) -> (Vec<Point>, f64) {
+        let rates = [(3.0, 2.0), (0.5, 0.2), (2.5, 0.3)];
+        let (mut points, mut truth, mut t, mut state) = (Vec::new(), 0.0, 0.0, seed);
+        for k in 0..240 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let e = 1e6 * (1.0 + 15.0 * (state >> 11) as f64 / (1u64 << 53) as f64);
+            // The phase at the turn's middle (a phase switch inside a turn is its own case).
+            let (rx, ra) = rates[((t + e / 2.0) / (len * 1e6)) as usize % 3];
+            t += e;
+            let ran = k % 4 == 1;
+            truth += rx * e;
+            points.push(Point {
+                x: if ran { rx * e } else { 0.0 },
+                e,
+                r: if ran { e } else { 0.0 },
+                a: Some(ra * e),
+                sibling: None,
+            });
+        }
+        (points, truth)
+    }
+
+    #[test]
+    fn long_phases_the_fit_cannot_tell_apart_are_read_from_the_neighbours() {
+        // Phases of 150 and 300 ms over 240 random turns (about 2 s), eight draws each.
+        let (mut before, mut after, mut inside) = (0.0, 0.0, [0; 2]);
+        let mut n = 0;
+        for len in [150.0, 300.0] {
+            for seed in 1..=8 {
+                let (points, truth) = three_phases(len, seed);
+                let fitted = fit(&points).expect("a fit");
+                let mut group = vec![vec![Some(fitted.clone())]];
+                smooth(&mut group);
+                let smoothed = group[0][0].clone().expect("kept");
+                before += (fitted.total - truth).abs() / truth;
+                let error = (smoothed.total - truth).abs();
+                after += error / truth;
+                let var = covariance(&[Some(smoothed.clone())], &[Some(smoothed)]).expect("judged");
+                let sigma = var.sqrt();
+                assert!(error <= 2.0 * sigma, "{len} ms, seed {seed}: {error} > 2 x {sigma}");
+                inside[0] += usize::from(error <= sigma);
+                inside[1] += 1;
+                n += 1;
+            }
+        }
+        let (before, after) = (before / n as f64, after / n as f64);
+        assert!(after < before / 2.0, "mean error {after} against the fit's {before}");
+        // The bar is what the interpolation misses: it holds the truth at 1 sigma about as
+        // often as a normal spread does, neither always nor seldom.
+        assert!((8..=14).contains(&inside[0]), "{} of {} inside 1 sigma", inside[0], inside[1]);
+    }
+
+    #[test]
+    fn residuals_that_change_every_turn_are_left_alone() {
+        // Two phases the fit tells apart, and a spread per turn the neighbours cannot
+        // foresee: interpolating it would add noise, so nothing is added.
+        let (exact, _) = two_phases(|k| (k / 3) % 2);
+        let noisy: Vec<Point> = exact
+            .iter()
+            .enumerate()
+            .map(|(k, p)| Point { x: p.x * (1.0 + 0.05 * ((k * 7919) % 13) as f64 / 13.0), ..*p })
+            .collect();
+        let fitted = fit(&noisy).expect("a fit");
+        let mut group = vec![vec![Some(fitted.clone())]];
+        smooth(&mut group);
+        assert_eq!(group[0][0].as_ref().expect("kept"), &fitted);
     }
 
     #[test]
