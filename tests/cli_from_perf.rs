@@ -9,7 +9,8 @@
 //! This file holds the helpers that read logs and tmetric's output; the tests are by what they
 //! check: `seed_004` (Meteor Lake blocks and retire latencies), `layouts` (text, CSV, JSON and
 //! standard input in, columns out), `rows` (which rows a result reads), `builtins` (perf's
-//! built-in metrics), `topdown`, `inference` (model and facts the log decides) and `errors`.
+//! built-in metrics), `topdown`, `inference` (model and facts the log decides), `power` (POWER's
+//! per-chip hv_24x7 metrics) and `errors`.
 
 use std::io::Write;
 use std::path::Path;
@@ -23,6 +24,7 @@ mod builtins;
 mod errors;
 mod inference;
 mod layouts;
+mod power;
 mod rows;
 mod seed_004;
 mod topdown;

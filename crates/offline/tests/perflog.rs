@@ -60,7 +60,7 @@ fn hybrid_rows_agree_with_perf() {
     let roots = default_selection(&mut evaluators, &log, &printed, &mut selection);
     let shown: Vec<(&str, &str)> = roots[0]
         .iter()
-        .map(|&m| (adl.str(adl.metrics[m].name), adl.str(adl.metrics[m].pmu)))
+        .map(|r| (adl.str(adl.metrics[r.metric].name), adl.str(adl.metrics[r.metric].pmu)))
         .collect();
     assert_eq!(shown, [("tma_retiring", "cpu_core"), ("tma_retiring", "cpu_atom")]);
     assert!(selection.also.iter().any(|m| m == "tma_info_core_ipc"), "{selection:?}");
@@ -112,7 +112,7 @@ fn slots_from_an_arm_log() {
     let mut evaluators = vec![LogEvaluator::new(n2, false, &literals, None)];
     let before = evaluators[0].evaluate(&log.blocks[0], root);
     assert!(before.result.failure.is_some(), "#slots is unknown: {:?}", before.result);
-    let unsolved = infer_literals(&mut evaluators, &[vec![root]], &log, &mut literals, None);
+    let unsolved = infer_literals(&mut evaluators, &[vec![root.into()]], &log, &mut literals, None);
     assert!(unsolved.is_empty(), "{unsolved:?}");
     let line = line_of(&text, "1,000,000,000      CPU_CYCLES");
     assert_eq!(literals.get(Literal::Slots), 5.0);
@@ -135,7 +135,7 @@ fn an_unconstrained_literal_stays_unknown() {
     let root = n2.metrics_named("frontend_bound")[0];
     let mut literals = defaults();
     let mut evaluators = vec![LogEvaluator::new(n2, false, &literals, None)];
-    let unsolved = infer_literals(&mut evaluators, &[vec![root]], &log, &mut literals, None);
+    let unsolved = infer_literals(&mut evaluators, &[vec![root.into()]], &log, &mut literals, None);
     assert!(
         matches!(&unsolved[..], [Unsolved::Several { literal: Literal::Slots, count: 16, .. }]),
         "{unsolved:?}"
@@ -143,7 +143,13 @@ fn an_unconstrained_literal_stays_unknown() {
     assert!(literals.get(Literal::Slots).is_nan());
     // The cpuid of an N2 (MIDR part 0xd49) gives the vendor's documented 5.
     let mut literals = defaults();
-    infer_literals(&mut evaluators, &[vec![root]], &log, &mut literals, Some("0x00000000410fd493"));
+    infer_literals(
+        &mut evaluators,
+        &[vec![root.into()]],
+        &log,
+        &mut literals,
+        Some("0x00000000410fd493"),
+    );
     assert_eq!(literals.get(Literal::Slots), 5.0);
     assert_eq!(literals.source(Literal::Slots), LiteralSource::Vendor("Neoverse N2"));
 }

@@ -11,6 +11,7 @@
 
 pub mod log;
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -18,6 +19,7 @@ use tmetric_catalog::Model;
 use tmetric_engine::{LiteralSource, Literals, Select, Why};
 use tmetric_model::{Fail, Literal};
 use tmetric_offline::counts::eval::{Evaluated, Skipped, UNSELECTED_SHOWN, Unused};
+use tmetric_offline::perflog::{self, Root};
 
 use crate::num::{json_number, perf_number, plain_number};
 use crate::{json_line, paint};
@@ -141,8 +143,16 @@ pub fn expr_missing_warning(missing: &[String]) -> Option<String> {
 /// Why a metric is `nan` or 0 although every input it reads has a value (`why`, from
 /// `MetricEval::explain`), worded for a front end without the machine: a literal with where its
 /// value came from and the flag that sets it, a `has_event()` probe with what `absent` says of
-/// an event the input has no value for, inputs and metrics that are 0 in a division by zero.
-pub fn why_text(model: &Model, why: &Why, value: f64, literals: &Literals, absent: &str) -> String {
+/// an event the input has no value for, inputs and metrics that are 0 in a division by zero
+/// (inputs named with `?` as `param`, for an instance of a metric with the runtime parameter).
+pub fn why_text(
+    model: &Model,
+    why: &Why,
+    value: f64,
+    literals: &Literals,
+    absent: &str,
+    param: Option<u32>,
+) -> String {
     let shown = if value.is_nan() { "nan" } else { "0" };
     match why {
         Why::Literal(lit, held) => {
@@ -167,9 +177,9 @@ pub fn why_text(model: &Model, why: &Why, value: f64, literals: &Literals, absen
             format!("{shown} because {call}({arg}) is false: the counts come from another CPU")
         }
         Why::DivisionByZero { inputs, metrics } => {
-            let mut zeros: Vec<&str> =
-                inputs.iter().map(|&s| model.str(model.ids[s as usize].text)).collect();
-            zeros.extend(metrics.iter().map(|&m| model.str(model.metrics[m].name)));
+            let mut zeros: Vec<Cow<str>> =
+                inputs.iter().map(|&s| perflog::param::id_text(model, s, param)).collect();
+            zeros.extend(metrics.iter().map(|&m| Cow::Borrowed(model.str(model.metrics[m].name))));
             let verb = if zeros.len() == 1 { "is" } else { "are" };
             format!(
                 "nan (a division by zero): every input has a value, and {} {verb} 0",
@@ -197,18 +207,19 @@ pub fn explain_failure(model: &Model, fail: Fail, metric: usize, literals: &Lite
 
 /// A metric as perf prints it after `#`, without the notes that follow: the value (blank
 /// when `scaled` is `None`, coloured by `threshold`), the unit and name, `[pmu]` off the
-/// default core PMU, `[common]` for the common table and `<==` on the bottleneck path.
+/// default core PMU, `[common]` for the common table and `<==` on the bottleneck path. An
+/// instance of a metric with the runtime parameter is named as perf names it (`NAME_1`).
 pub fn metric_head(
     model: &Model,
-    metric: usize,
+    root: Root,
     scaled: Option<f64>,
     threshold: Option<bool>,
     bottleneck: bool,
     common: bool,
     colour: bool,
 ) -> String {
-    let m = &model.metrics[metric];
-    let (name, pmu, unit) = (model.str(m.name), model.str(m.pmu), model.str(m.unit));
+    let m = &model.metrics[root.metric];
+    let (name, pmu, unit) = (root.name(model), model.str(m.pmu), model.str(m.unit));
     let number = match scaled {
         None => " ".repeat(8),
         Some(value) => paint(&perf_number(value, m.has_scale_unit), threshold, colour),
@@ -415,7 +426,8 @@ impl<'a> CountsPrinter<'a> {
         let error =
             result.failure.map(|fail| explain_failure(model, fail, result.metric, self.literals));
         let why = evaluated.why.as_ref().map(|why| {
-            why_text(model, why, result.value, self.literals, "the counts file gives no value for")
+            let absent = "the counts file gives no value for";
+            why_text(model, why, result.value, self.literals, absent, None)
         });
         if self.json {
             let row = MetricJson {
@@ -435,7 +447,7 @@ impl<'a> CountsPrinter<'a> {
         let scaled = error.is_none().then(|| result.scaled(model));
         let mut line = metric_head(
             model,
-            result.metric,
+            result.metric.into(),
             scaled,
             result.threshold,
             evaluated.bottleneck,

@@ -4,12 +4,12 @@
 //! names) is chosen, but only when it beats the next best. An ambiguous log is an answer too,
 //! with the candidates, never a silent pick.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use tmetric_catalog::{Model, models};
-use tmetric_perfstat::PerfLog;
+use tmetric_perfstat::{EventKey, PerfLog};
 
-use super::{LogEvaluator, PrintedAt, lookup_pmu_name, printed_metrics};
+use super::{LogEvaluator, PrintedAt, Root, lookup_pmu_name, param, printed_metrics};
 use tmetric_engine::compiled::Select;
 use tmetric_engine::literals::Literals;
 
@@ -78,7 +78,7 @@ pub fn compare_models(
         models.iter().map(|m| LogEvaluator::new(m, false, literals, None)).collect();
     let mut compared = 0;
     for (name, pmu) in names {
-        let roots: Vec<Option<usize>> =
+        let roots: Vec<Option<Root>> =
             models.iter().map(|m| metric_for(m, name, pmu.as_deref())).collect();
         if roots.iter().all(Option::is_none) {
             continue;
@@ -234,14 +234,20 @@ pub enum Inference {
 /// Scores every model against the log; the best one is chosen when it beats the next.
 pub fn infer_model(log: &PerfLog, literals: &Literals) -> Inference {
     let printed = printed_metrics(log);
-    let logged: BTreeSet<String> = log
-        .event_keys()
-        .into_iter()
-        .filter(|k| !k.is_tool())
-        .map(|k| k.name.split(',').next().unwrap_or("").to_string())
-        .collect();
+    let keys: Vec<&EventKey> = log.event_keys().into_iter().filter(|k| !k.is_tool()).collect();
+    let logged: BTreeSet<String> =
+        keys.iter().map(|k| k.name.split(',').next().unwrap_or("").to_string()).collect();
     let events: BTreeSet<String> =
         logged.iter().filter(|name| !is_generic_event(name)).cloned().collect();
+    // Each event name with the PMUs its rows name.
+    let mut on_pmus: BTreeMap<String, BTreeSet<String>> =
+        events.iter().map(|e| (e.clone(), BTreeSet::new())).collect();
+    for key in keys {
+        let event = key.name.split(',').next().unwrap_or("");
+        if let (Some(pmus), Some(pmu)) = (on_pmus.get_mut(event), &key.pmu) {
+            pmus.insert(pmu.clone());
+        }
+    }
     // The rows of the blocks whose printed metrics are recomputed.
     let blocks: BTreeSet<usize> = printed.iter().take(INFER_PRINTED).map(|p| p.block).collect();
     let rows: usize = blocks.iter().map(|&b| log.blocks[b].rows.len()).sum();
@@ -252,7 +258,7 @@ pub fn infer_model(log: &PerfLog, literals: &Literals) -> Inference {
         .copied()
         .filter(|m| !m.is_sys && m.arch != "test" && m.arch != "common")
         .filter(|m| !hybrid_log || is_hybrid_model(m))
-        .map(|model| (score_model(model, log, &printed, &events, literals), model))
+        .map(|model| (score_model(model, log, &printed, &on_pmus, literals), model))
         .collect();
     // Best first; equal scores in catalogue order.
     scored.sort_by_key(|s| std::cmp::Reverse(s.0));
@@ -317,13 +323,22 @@ fn score_model(
     model: &'static Model,
     log: &PerfLog,
     printed: &[PrintedAt],
-    events: &BTreeSet<String>,
+    events: &BTreeMap<String, BTreeSet<String>>,
     literals: &Literals,
 ) -> Score {
     let mut score = Score::default();
     let names: HashSet<String> =
         model.events.iter().map(|e| model.str(e.name).to_ascii_lowercase()).collect();
-    score.known_events = events.iter().filter(|e| names.contains(e.as_str())).count();
+    // The hypervisor's events its runtime-parameter metrics read (`hv_24x7/PM_PB_CYC,chip=0/`)
+    // are the model's too, though its JSON lists none of them.
+    let param_events = param::param_events(model);
+    score.known_events = events
+        .iter()
+        .filter(|(e, pmus)| {
+            names.contains(e.as_str())
+                || pmus.iter().any(|p| param_events.contains(&(p.clone(), e.to_string())))
+        })
+        .count();
     let mut evaluator: Option<LogEvaluator> = None;
     let mut explained: HashSet<(usize, usize)> = HashSet::new();
     for p in printed.iter().take(INFER_PRINTED) {
@@ -349,19 +364,16 @@ fn score_model(
     score
 }
 
-/// The metric of `model` named `name` for a row on core PMU `pmu`: the one on that PMU on
-/// hybrid models, else the first.
-fn metric_for(model: &Model, name: &str, pmu: Option<&str>) -> Option<usize> {
-    let all = model.metrics_named(name);
-    all.iter()
-        .copied()
-        .find(|&m| pmu.is_some_and(|p| model.str(model.metrics[m].pmu).eq_ignore_ascii_case(p)))
-        .or_else(|| {
-            all.iter().copied().find(|&m| {
-                let mp = model.str(model.metrics[m].pmu);
-                pmu.is_none() || lookup_pmu_name(mp).is_none()
-            })
-        })
+/// The metric of `model` perf printed as `name` for a row on core PMU `pmu`: the one on that
+/// PMU on hybrid models, else the first; `NAME_N` is instance N of a metric with the runtime
+/// parameter.
+fn metric_for(model: &Model, name: &str, pmu: Option<&str>) -> Option<Root> {
+    let mut all: Vec<Root> = model.metrics_named(name).into_iter().map(Root::from).collect();
+    all.extend(param::instances_named(model, name));
+    let pmu_of = |r: &Root| model.str(model.metrics[r.metric].pmu);
+    all.iter().copied().find(|r| pmu.is_some_and(|p| pmu_of(r).eq_ignore_ascii_case(p))).or_else(
+        || all.iter().copied().find(|r| pmu.is_none() || lookup_pmu_name(pmu_of(r)).is_none()),
+    )
 }
 
 /// Whether a model describes a hybrid CPU (events on `cpu_core` or `cpu_atom`).

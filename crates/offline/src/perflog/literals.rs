@@ -8,7 +8,7 @@
 use tmetric_model::Literal;
 use tmetric_perfstat::PerfLog;
 
-use super::{LogEvaluator, lookup_pmu_name, printed_by_perf};
+use super::{LogEvaluator, Root, lookup_pmu_name, printed_by_perf};
 use tmetric_engine::compiled::Select;
 use tmetric_engine::literals::{LiteralSource, Literals};
 
@@ -68,7 +68,7 @@ fn candidates(literal: Literal) -> Vec<f64> {
 /// One metric perf printed in one block.
 struct Occurrence {
     evaluator: usize,
-    root: usize,
+    root: Root,
     block: usize,
     line: usize,
 }
@@ -78,7 +78,7 @@ struct Occurrence {
 /// unknown literals perf printed metrics for that no single value explains.
 pub fn infer_literals(
     evaluators: &mut [LogEvaluator],
-    roots: &[Vec<usize>],
+    roots: &[Vec<Root>],
     log: &PerfLog,
     literals: &mut Literals,
     cpuid: Option<&str>,
@@ -94,7 +94,7 @@ pub fn infer_literals(
         let needed = evaluators
             .iter()
             .zip(roots)
-            .any(|(e, roots)| e.model.literals_of(roots).contains(&literal));
+            .any(|(e, roots)| e.model.literals_of(&metrics(roots)).contains(&literal));
         if !needed {
             continue;
         }
@@ -150,7 +150,7 @@ fn set_all(evaluators: &mut [LogEvaluator], literal: Literal, value: f64) {
 /// literal, in log order.
 fn occurrences(
     evaluators: &[LogEvaluator],
-    roots: &[Vec<usize>],
+    roots: &[Vec<Root>],
     log: &PerfLog,
     literals: &Literals,
     literal: Literal,
@@ -159,21 +159,19 @@ fn occurrences(
     for (e, evaluator) in evaluators.iter().enumerate() {
         let model = evaluator.model;
         for &root in &roots[e] {
-            let lits = model.literals_of(&[root]);
+            let lits = model.literals_of(&[root.metric]);
             let only_this = lits.iter().all(|&l| l == literal || !literals.get(l).is_nan());
             if !lits.contains(&literal) || !only_this {
                 continue;
             }
-            let metric = &model.metrics[root];
-            let pmu = lookup_pmu_name(model.str(metric.pmu));
+            let name = root.name(model);
+            let pmu = lookup_pmu_name(model.str(model.metrics[root.metric].pmu));
             for (b, block) in log.blocks.iter().enumerate() {
-                let Some(printed) = printed_by_perf(block, model.str(metric.name), pmu) else {
+                let Some(printed) = printed_by_perf(block, &name, pmu) else {
                     continue;
                 };
                 if printed.value.is_some_and(f64::is_finite) {
-                    let line = block
-                        .printed_metric(model.str(metric.name), pmu)
-                        .map_or(0, |(_, m)| m.line);
+                    let line = block.printed_metric(&name, pmu).map_or(0, |(_, m)| m.line);
                     found.push(Occurrence { evaluator: e, root, block: b, line });
                 }
                 if found.len() >= OCCURRENCES {
@@ -212,7 +210,8 @@ fn solve(
     }
     set_all(evaluators, literal, before);
     let evaluator = &evaluators[first.evaluator];
-    let metric = evaluator.model.str(evaluator.model.metrics[first.root].name);
+    // The metric's own name: no vendor metric with the runtime parameter reads a literal.
+    let metric = evaluator.model.str(evaluator.model.metrics[first.root.metric].name);
     let line = first.line;
     match fits.as_slice() {
         [value] => Ok(Some((*value, LiteralSource::Inferred(metric, line)))),
@@ -228,4 +227,9 @@ fn solve(
             line,
         }),
     }
+}
+
+/// The metrics of `roots`.
+fn metrics(roots: &[Root]) -> Vec<usize> {
+    roots.iter().map(|r| r.metric).collect()
 }

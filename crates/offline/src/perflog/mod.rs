@@ -11,6 +11,8 @@
 //!   literals solved, each block's metrics, and what was left out.
 //! * [`encoding`]: rows matched to inputs by encoding when their names differ (an older
 //!   vintage's `INT_MISC.RECOVERY_CYCLES,cmask=1,edge` is 6.12's `INT_MISC.CLEARS_COUNT`).
+//! * [`param`]: metrics with perf's runtime parameter (`?`: POWER's per-chip hv_24x7
+//!   metrics), evaluated once per chip or core the log holds, as perf runs them.
 //!
 //! Rules that are choices rather than perf's code (docs/from-perf.md):
 //! * `<not counted>` reads as 0 and `<not supported>` as NaN, as in perf; both are named.
@@ -24,8 +26,10 @@ pub mod builtins;
 pub mod encoding;
 pub mod infer;
 pub mod literals;
+pub mod param;
 pub mod run;
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
@@ -34,6 +38,7 @@ use tmetric_catalog::catalog::IdKind;
 use tmetric_perfstat::{Block, EventKey, LogRow, Lookup, PerfLog, PrintedMetric, TimeSource};
 
 use encoding::{ByEncoding, Encodings};
+pub use param::Root;
 use tmetric_engine::compiled::{MetricResult, Select};
 use tmetric_engine::literals::Literals;
 use tmetric_engine::metric_eval::{MetricEval, Needed};
@@ -119,19 +124,22 @@ pub struct Selection {
 
 /// Without a selection: per evaluator, the metrics perf printed, if it printed any this
 /// catalogue knows; else every metric whose inputs are all in the log. What is left out is
-/// summarised in `report`. `printed` is [`printed_metrics`] of `log`.
+/// summarised in `report`. `printed` is [`printed_metrics`] of `log`. A metric with perf's
+/// runtime parameter is selected once per chip or core the log holds ([`param::values_in`]):
+/// perf ran it on each, so an instance whose events are missing is shown missing them.
 pub fn default_selection(
     evaluators: &mut [LogEvaluator],
     log: &PerfLog,
     printed: &[PrintedAt],
     report: &mut Selection,
-) -> Vec<Vec<usize>> {
+) -> Vec<Vec<Root>> {
+    let presence = Presence::new(log);
     // In the order perf printed them.
-    let mut roots: Vec<Vec<usize>> = evaluators
+    let mut roots: Vec<Vec<Root>> = evaluators
         .iter()
         .map(|evaluator| {
             let model = evaluator.model;
-            let mut roots: Vec<usize> = Vec::new();
+            let mut roots: Vec<Root> = Vec::new();
             for p in printed {
                 for m in model.metrics_named(&p.name) {
                     let pmu = lookup_pmu_name(model.str(model.metrics[m].pmu));
@@ -139,15 +147,26 @@ pub fn default_selection(
                         (Some(want), Some(row)) => want.eq_ignore_ascii_case(row),
                         _ => true,
                     };
-                    if on_pmu && !roots.contains(&m) {
-                        roots.push(m);
+                    if on_pmu && !roots.contains(&m.into()) {
+                        roots.push(m.into());
+                    }
+                }
+                // perf printed one instance of a metric it ran on every chip: the others
+                // too, those it did not print (their events missing) among them.
+                for instance in param::instances_named(model, &p.name) {
+                    let others = presence.params(model, instance.metric).into_iter();
+                    let all = std::iter::once(instance)
+                        .chain(others.map(|param| Root { param: Some(param), ..instance }));
+                    for root in all {
+                        if !roots.contains(&root) {
+                            roots.push(root);
+                        }
                     }
                 }
             }
             roots
         })
         .collect();
-    let presence = Presence::new(log);
     for (evaluator, roots) in evaluators.iter_mut().zip(&mut roots) {
         let model = evaluator.model;
         // The common table's metrics are shown whenever their inputs are there; perf prints
@@ -155,13 +174,12 @@ pub fn default_selection(
         let printed_mode = !roots.is_empty() && !evaluator.common;
         evaluator.set_log_probes(&presence);
         for m in 0..model.metrics.len() {
-            let name = model.str(model.metrics[m].name).to_string();
             let pmu = lookup_pmu_name(model.str(model.metrics[m].pmu));
             let needed = match evaluator.metric_eval.needed(m).expr.clone() {
                 Ok(ids) => ids,
                 Err(_) => {
                     if !printed_mode {
-                        report.literal.push(name);
+                        report.literal.push(model.str(model.metrics[m].name).to_string());
                     }
                     continue;
                 }
@@ -170,20 +188,29 @@ pub fn default_selection(
             if needed.is_empty() {
                 continue;
             }
-            let missing: Vec<String> = needed
-                .iter()
-                .filter(|&&slot| !presence.has(model, slot, pmu))
-                .map(|&slot| model.str(model.ids[slot as usize].text).to_string())
-                .collect();
-            if missing.len() == needed.len() || roots.contains(&m) {
-                continue;
-            }
-            let literals_known = evaluator.metric_eval.literals_known(m);
-            match (missing.is_empty(), literals_known, printed_mode) {
-                (true, true, false) => roots.push(m),
-                (true, true, true) => report.also.push(name),
-                (true, false, _) => report.literal.push(name),
-                (false, _, _) => report.partial.push((name, missing)),
+            let instances: Vec<Root> = if model.metrics[m].runtime_param {
+                let params = presence.params(model, m);
+                params.into_iter().map(|p| Root { metric: m, param: Some(p) }).collect()
+            } else {
+                vec![m.into()]
+            };
+            for root in instances {
+                let missing: Vec<String> = needed
+                    .iter()
+                    .filter(|&&slot| !presence.has(model, slot, pmu, root.param))
+                    .map(|&slot| param::id_text(model, slot, root.param).into_owned())
+                    .collect();
+                if missing.len() == needed.len() || roots.contains(&root) {
+                    continue;
+                }
+                let name = root.name(model).into_owned();
+                let literals_known = evaluator.metric_eval.literals_known(m);
+                match (missing.is_empty(), literals_known, printed_mode) {
+                    (true, true, false) => roots.push(root),
+                    (true, true, true) => report.also.push(name),
+                    (true, false, _) => report.literal.push(name),
+                    (false, _, _) => report.partial.push((name, missing)),
+                }
             }
         }
     }
@@ -199,8 +226,9 @@ struct Presence<'a> {
     encodings: RefCell<HashMap<usize, Encodings>>,
 }
 
-/// A model (by address), an input slot and the core PMU lookups are restricted to.
-type PresenceKey = (usize, u16, Option<String>);
+/// A model (by address), an input slot, the core PMU lookups are restricted to and the value
+/// of the runtime parameter.
+type PresenceKey = (usize, u16, Option<String>, Option<u32>);
 
 impl<'a> Presence<'a> {
     fn new(log: &'a PerfLog) -> Presence<'a> {
@@ -213,14 +241,14 @@ impl<'a> Presence<'a> {
         Presence { blocks, cache: RefCell::new(HashMap::new()), encodings: Default::default() }
     }
 
-    /// Whether some block has a value for `slot` of `model`: a counted or `<not counted>` row,
-    /// or a time.
-    fn has(&self, model: &'static Model, slot: u16, pmu: Option<&str>) -> bool {
-        let key = (std::ptr::from_ref(model) as usize, slot, pmu.map(str::to_string));
+    /// Whether some block has a value for `slot` of `model` (with `?` as `param`): a counted
+    /// or `<not counted>` row, or a time.
+    fn has(&self, model: &'static Model, slot: u16, pmu: Option<&str>, param: Option<u32>) -> bool {
+        let key = (std::ptr::from_ref(model) as usize, slot, pmu.map(str::to_string), param);
         if let Some(&known) = self.cache.borrow().get(&key) {
             return known;
         }
-        let want = EventKey::from_expr_id(model.str(model.ids[slot as usize].text));
+        let want = EventKey::from_expr_id(&param::id_text(model, slot, param));
         let mut encodings = self.encodings.borrow_mut();
         let encodings = encodings
             .entry(std::ptr::from_ref(model) as usize)
@@ -232,6 +260,31 @@ impl<'a> Presence<'a> {
         self.cache.borrow_mut().insert(key, has);
         has
     }
+
+    /// The values the runtime parameter of `metric` takes in the log.
+    fn params(&self, model: &Model, metric: usize) -> Vec<u32> {
+        param::values_in(model, metric, self.blocks.iter().copied())
+    }
+}
+
+/// The instances of `roots` (metrics of `model`, as `-M` selected them) perf ran on `log`: a
+/// metric with the runtime parameter once per chip or core the log holds, or, when it holds
+/// none, once without a parameter, to be said to have no inputs; any other metric as it is.
+pub fn instances(model: &Model, roots: &[usize], log: &PerfLog) -> Vec<Root> {
+    let mut out = Vec::with_capacity(roots.len());
+    let mut presence: Option<Presence> = None;
+    for &m in roots {
+        let params = if model.metrics[m].runtime_param {
+            presence.get_or_insert_with(|| Presence::new(log)).params(model, m)
+        } else {
+            Vec::new()
+        };
+        if params.is_empty() {
+            out.push(m.into());
+        }
+        out.extend(params.into_iter().map(|p| Root { metric: m, param: Some(p) }));
+    }
+    out
 }
 
 /// Where one input slot's value came from in one block.
@@ -351,6 +404,9 @@ pub struct PerfPrinted {
 pub struct Outcome {
     /// The value, or why there is none (`result.failure`), and the threshold.
     pub result: MetricResult,
+    /// The value of the runtime parameter `?` (the chip or core) the metric was evaluated
+    /// for; `None` for a metric without one.
+    pub param: Option<u32>,
     /// Every needed input, with where its value came from.
     pub inputs: Vec<Input>,
     /// What perf printed for the metric here.
@@ -379,11 +435,26 @@ impl Outcome {
         self.result.failure.is_none().then(|| self.result.scaled(model))
     }
 
+    /// The metric and its parameter.
+    pub fn root(&self) -> Root {
+        Root { metric: self.result.metric, param: self.param }
+    }
+
+    /// The name perf prints the metric under (`PowerBUS_Frequency_1` for an instance).
+    pub fn name(&self, model: &Model) -> Cow<'static, str> {
+        self.root().name(model)
+    }
+
+    /// The text of input `slot`, the runtime parameter put in (`hv_24x7@PM_PB_CYC,chip=1@`).
+    pub fn input_text(&self, model: &Model, slot: u16) -> Cow<'static, str> {
+        param::id_text(model, slot, self.param)
+    }
+
     /// The group of the row perf printed this metric on in `block`.
     pub fn printed_group(&self, block: &Block, model: &Model) -> Option<usize> {
         let metric = &model.metrics[self.result.metric];
         let pmu = lookup_pmu_name(model.str(metric.pmu));
-        block.printed_metric(model.str(metric.name), pmu).map(|(row, _)| row.group)
+        block.printed_metric(&self.name(model), pmu).map(|(row, _)| row.group)
     }
 }
 
@@ -399,6 +470,8 @@ pub struct LogEvaluator {
     metric_eval: MetricEval,
     /// Each slot's event key, parsed once: parsing it for every block made long `-I` logs slow.
     keys: Vec<Option<EventKey>>,
+    /// The keys of the slots that read the runtime parameter, per value of the parameter.
+    param_keys: HashMap<(u16, u32), EventKey>,
     /// Encodings, for inputs whose rows the log names otherwise.
     encodings: Encodings,
 }
@@ -414,7 +487,14 @@ impl LogEvaluator {
     ) -> LogEvaluator {
         let metric_eval = MetricEval::new(model, literals.values, cpuid);
         let keys = vec![None; model.ids.len()];
-        LogEvaluator { model, common, metric_eval, keys, encodings: Encodings::new(model) }
+        LogEvaluator {
+            model,
+            common,
+            metric_eval,
+            keys,
+            param_keys: HashMap::new(),
+            encodings: Encodings::new(model),
+        }
     }
 
     /// Sets literal `literal` (which drops the cached needed inputs: `#smt_on` picks a
@@ -426,26 +506,26 @@ impl LogEvaluator {
     /// `has_event()` over the whole log, for the default selection.
     fn set_log_probes(&mut self, presence: &Presence) {
         for slot in self.metric_eval.has_event_slots().to_vec() {
-            self.metric_eval.set_probe(slot, presence.has(self.model, slot, None));
+            self.metric_eval.set_probe(slot, presence.has(self.model, slot, None, None));
         }
     }
 
-    /// Evaluates `root` over `block`'s rows, preferring the group perf printed it in.
-    pub fn evaluate(&mut self, block: &Block, root: usize) -> Outcome {
+    /// Evaluates `root` (a metric, or an instance of one with the runtime parameter) over
+    /// `block`'s rows, preferring the group perf printed it in.
+    pub fn evaluate(&mut self, block: &Block, root: impl Into<Root>) -> Outcome {
+        let Root { metric: root, param } = root.into();
         let model = self.model;
         let metric = &model.metrics[root];
-        let name = model.str(metric.name);
+        let name = param::instance_name(model, root, param);
         let pmu = lookup_pmu_name(model.str(metric.pmu));
         self.metric_eval.clear_inputs();
         for slot in self.metric_eval.has_event_slots().to_vec() {
-            let key = self.keys[slot as usize].get_or_insert_with(|| {
-                EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
-            });
+            let key = key_of(&mut self.keys, &mut self.param_keys, model, slot, param);
             let (lookup, _) = lookup_input(block, model, &mut self.encodings, slot, key, None, pmu);
             let value = lookup.perf_value();
             self.metric_eval.set_probe(slot, value.is_some_and(|v| !v.is_nan()));
         }
-        let printed = printed_by_perf(block, name, pmu);
+        let printed = printed_by_perf(block, &name, pmu);
 
         let needed = self.metric_eval.needed(root);
         let (expr_ids, all_ids): (&[u16], &[u16]) = match &*needed {
@@ -461,6 +541,7 @@ impl LogEvaluator {
                 };
                 return Outcome {
                     result,
+                    param,
                     inputs: Vec::new(),
                     any_present: printed.is_some(),
                     all_not_counted: false,
@@ -473,11 +554,9 @@ impl LogEvaluator {
 
         let mut inputs = Vec::with_capacity(all_ids.len());
         for &slot in all_ids {
-            let key = self.keys[slot as usize].get_or_insert_with(|| {
-                EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
-            });
+            let key = key_of(&mut self.keys, &mut self.param_keys, model, slot, param);
             let (lookup, by_encoding) =
-                lookup_input(block, model, &mut self.encodings, slot, key, Some(name), pmu);
+                lookup_input(block, model, &mut self.encodings, slot, key, Some(&name), pmu);
             let source = classify(model, slot, lookup, printed.is_some());
             let source_count = match &source {
                 InputSource::Row { lines, time: false, .. } => lines.len().max(1) as f64,
@@ -503,10 +582,37 @@ impl LogEvaluator {
             && (result.value.is_nan() || result.value == 0.0))
             .then(|| self.metric_eval.explain(root))
             .flatten();
-        let mut outcome =
-            Outcome { result, inputs, printed, check: None, any_present, all_not_counted, why };
+        let mut outcome = Outcome {
+            result,
+            param,
+            inputs,
+            printed,
+            check: None,
+            any_present,
+            all_not_counted,
+            why,
+        };
         outcome.check = check(block, model, &outcome);
         outcome
+    }
+}
+
+/// The event key of input `slot` with `?` as `param`, parsed once (`keys`, per slot) or once
+/// per value of the parameter (`param_keys`).
+fn key_of<'k>(
+    keys: &'k mut [Option<EventKey>],
+    param_keys: &'k mut HashMap<(u16, u32), EventKey>,
+    model: &Model,
+    slot: u16,
+    param: Option<u32>,
+) -> &'k EventKey {
+    match param {
+        Some(n) if param::has_param(model, slot) => param_keys
+            .entry((slot, n))
+            .or_insert_with(|| EventKey::from_expr_id(&param::id_text(model, slot, param))),
+        _ => keys[slot as usize].get_or_insert_with(|| {
+            EventKey::from_expr_id(model.str(model.ids[slot as usize].text))
+        }),
     }
 }
 

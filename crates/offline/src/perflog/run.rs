@@ -15,7 +15,8 @@ use super::builtins::{BuiltinOutcome, Builtins};
 use super::infer::{Difference, Inference, compare_models, infer_model};
 use super::literals::{Unsolved, infer_literals};
 use super::{
-    Checks, LogEvaluator, Outcome, Selection, default_selection, lookup_pmu_name, printed_metrics,
+    Checks, LogEvaluator, Outcome, Root, Selection, default_selection, instances, lookup_pmu_name,
+    printed_metrics,
 };
 use tmetric_engine::compiled::Select;
 use tmetric_engine::literals::Literals;
@@ -250,8 +251,9 @@ pub enum SetupError {
 pub struct LogRun {
     /// The CPU model's evaluator (when there is a model), then the common metrics'.
     pub evaluators: Vec<LogEvaluator>,
-    /// Per evaluator, the selected metrics in order.
-    pub roots: Vec<Vec<usize>>,
+    /// Per evaluator, the selected metrics in order (a metric with the runtime parameter once
+    /// per chip or core).
+    pub roots: Vec<Vec<Root>>,
     /// perf's built-in metrics selected.
     pub builtins: Builtins,
     /// What the selection without `-M` left out.
@@ -338,14 +340,19 @@ impl LogRun {
         let (builtins, rest) = super::builtins::select(items);
         let printed = printed_metrics(log);
         let mut selection = Selection::default();
-        let roots: Vec<Vec<usize>> = if items.is_empty() {
+        let roots: Vec<Vec<Root>> = if items.is_empty() {
             default_selection(&mut evaluators, log, &printed, &mut selection)
         } else if rest.is_empty() {
             vec![Vec::new(); evaluators.len()]
         } else {
             let picks = select::select(&rest, choice.model, choice.how.model_from())?;
             let of = |e: &LogEvaluator| {
-                picks.iter().filter(|p| std::ptr::eq(p.model, e.model)).map(|p| p.metric).collect()
+                let picked: Vec<usize> = picks
+                    .iter()
+                    .filter(|p| std::ptr::eq(p.model, e.model))
+                    .map(|p| p.metric)
+                    .collect();
+                instances(e.model, &picked, log)
             };
             evaluators.iter().map(of).collect()
         };
@@ -360,7 +367,8 @@ impl LogRun {
         let unsolved = infer_literals(&mut evaluators, &roots, log, &mut literals, cpuid);
         let mut used: Vec<Literal> = Vec::new();
         for (evaluator, roots) in evaluators.iter().zip(&roots) {
-            for lit in evaluator.model.literals_of(roots) {
+            let metrics: Vec<usize> = roots.iter().map(|r| r.metric).collect();
+            for lit in evaluator.model.literals_of(&metrics) {
                 if !roots.is_empty() && !used.contains(&lit) {
                     used.push(lit);
                 }
@@ -449,8 +457,8 @@ impl LogRun {
             self.evaluators.iter().zip(&self.roots).zip(&self.not_counted)
         {
             let model = evaluator.model;
-            for (&m, &n) in roots.iter().zip(counts).filter(|(_, n)| **n > 0) {
-                summary.skipped.push((model.str(model.metrics[m].name).to_string(), n));
+            for (root, &n) in roots.iter().zip(counts).filter(|(_, n)| **n > 0) {
+                summary.skipped.push((root.name(model).into_owned(), n));
             }
         }
         if self.first.is_some() {
@@ -472,7 +480,7 @@ impl LogRun {
 /// Models that agree on what perf printed must agree on what `-M` adds too.
 fn agree_on_selection(
     choice: &ModelChoice,
-    roots: &[Vec<usize>],
+    roots: &[Vec<Root>],
     log: &PerfLog,
     literals: &Literals,
     name: &str,
@@ -482,9 +490,9 @@ fn agree_on_selection(
         .first()
         .into_iter()
         .flatten()
-        .map(|&m| {
-            let pmu = model.str(model.metrics[m].pmu);
-            (model.str(model.metrics[m].name).to_string(), lookup_pmu_name(pmu).map(str::to_string))
+        .map(|root| {
+            let pmu = model.str(model.metrics[root.metric].pmu);
+            (root.name(model).into_owned(), lookup_pmu_name(pmu).map(str::to_string))
         })
         .collect();
     let mut models = vec![model];

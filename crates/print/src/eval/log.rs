@@ -222,12 +222,13 @@ struct Notes {
 impl Notes {
     fn of(model: &Model, block: Option<&Block>, outcome: &Outcome, literals: &Literals) -> Notes {
         let mut notes = Notes::default();
-        let text = |slot: u16| model.str(model.ids[slot as usize].text).to_string();
+        let text = |slot: u16| outcome.input_text(model, slot).into_owned();
         let metric_group = block.and_then(|b| outcome.printed_group(b, model));
         let metric = outcome.result.metric;
         notes.error = outcome.result.failure.map(|f| explain_failure(model, f, metric, literals));
         notes.why = outcome.why.as_ref().map(|why: &Why| {
-            why_text(model, why, outcome.result.value, literals, "the log has no row for")
+            let absent = "the log has no row for";
+            why_text(model, why, outcome.result.value, literals, absent, outcome.param)
         });
         for input in outcome.inputs.iter().filter(|i| i.expr) {
             let id = text(input.slot);
@@ -469,7 +470,7 @@ impl<'a> LogPrinter<'a> {
             run: block.map_or(0, |b| b.run) + 1,
             interval: block.and_then(|b| b.interval),
             aggr: block.and_then(|b| b.aggr.as_ref()).map(|a| a.id.as_str()),
-            metric: model.str(m.name),
+            metric: &outcome.name(model),
             pmu: model.str(m.pmu),
             value: outcome.scaled(model).and_then(json_number),
             unit: model.str(m.unit),
@@ -511,7 +512,7 @@ impl<'a> LogPrinter<'a> {
         let scaled = outcome.scaled(model);
         line.push_str(&metric_head(
             model,
-            result.metric,
+            outcome.root(),
             scaled,
             result.threshold,
             bottleneck,
@@ -661,7 +662,7 @@ fn metric_csv(
         block.and_then(|b| b.aggr.as_ref()).map_or(String::new(), |a| a.id.clone()),
         value,
         model.str(m.unit).to_string(),
-        model.str(m.name).to_string(),
+        outcome.name(model).into_owned(),
         if pmu == "default_core" { String::new() } else { pmu.to_string() },
         flag(outcome.result.threshold).to_string(),
         group.join("+"),
