@@ -475,12 +475,24 @@ fn a_tie_whose_models_agree_is_evaluated_and_said() {
     let output = ok(&["eval", "--from-perf", &path, "--json"]);
     all_agree(&output, 4);
     let (header, rows) = json(&output);
+    // cf_z14 and cf_z15 are in every stored vintage (5.10 on), cf_z16 from 6.1; perf's
+    // mapfile.csv lists z14 before z15.
     assert_eq!(header["model"], "s390/cf_z14");
+    assert_eq!(
+        header["agreeing"],
+        serde_json::json!(["s390/cf_z14", "s390/cf_z15", "s390/cf_z16"])
+    );
     let how = header["model_source"].as_str().unwrap();
     assert!(
-        how.contains("`s390/cf_z14`, `s390/cf_z15` or `s390/cf_z16` explain it equally well")
-            && how.contains("and agree: each computes the same value for every metric perf printed (12 values compared)"),
+        how.contains("and agree: each computes the same value for every metric perf printed (12 values compared)")
+            && how.contains("s390/cf_z14 stands for them: it is in perf's vendor data since 5.10 or earlier (the oldest vintage stored), as is s390/cf_z15, and perf's mapfile.csv lists it first; s390/cf_z16 only since 6.1"),
         "{how}"
+    );
+    let text = stdout(&ok(&["eval", "--from-perf", &path]));
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("# tmetric: s390/cf_z14, s390/cf_z15 or s390/cf_z16 (they agree on every value here) + common metrics (inferred: "),
+        "{first}"
     );
     assert_eq!(value_of(&rows, "cpi", None), 2.0);
     assert!((value_of(&rows, "est_cpi", None) - 1.99).abs() < 1e-12);

@@ -62,10 +62,10 @@ FROM A PERF STAT LOG (--from-perf FILE|-; docs/from-perf.md):
   convention was assumed. perf's aliases (cs, faults, cpu-cycles, ...) are the events they stand for,
   and an input no row names is read from a row of the same encoding (said per line). Model: --model,
   else --cpuid, else inferred from the printed metrics and event names (models that tie and compute
-  the same value for everything perf printed are used, and said; a tie that differs is an error
-  listing the candidates); the common metrics are always added. POWER's hv_24x7 metrics with perf's
-  runtime parameter (`?`) are evaluated once per chip or core in the log, named as perf prints them
-  (PowerBUS_Frequency_1).
+  the same value for everything perf printed are all named, the one in perf's vendor data longest
+  standing for them; a tie that differs is an error listing the candidates); the common metrics are
+  always added. POWER's hv_24x7 metrics with perf's runtime parameter (`?`) are evaluated once per
+  chip or core in the log, named as perf prints them (PowerBUS_Frequency_1).
   Without -M: the metrics perf printed (else those whose inputs are all in the log), plus the common
   metrics whose inputs are there; partly covered metrics are summarised on stderr.
   `<not counted>` reads as 0 and `<not supported>` as NaN, as in perf, and both are named; a block

@@ -4,8 +4,8 @@
 use crate::support::{ok, stderr, stdout};
 
 use super::{
-    assert_close, count, fixture, json, line_of, one, read, refused, rows_of, text_value,
-    tmetric_stdin,
+    assert_close, count, fixture, json, line_of, one, perf_printed, read, refused, rows_of,
+    text_value, tmetric_stdin,
 };
 
 /// --cpuid picks the model perf would.
@@ -22,12 +22,20 @@ fn cpuid_picks_the_model() {
 #[test]
 fn no_model_inferable_lists_candidates() {
     // Ice Lake-like topdown rows: several models explain them equally well, and compute the
-    // same values for what perf printed: the first is used, and that is said.
+    // same values for what perf printed: each is named, and Ice Lake, the only one in perf
+    // 5.10's vendor data, stands for them.
     let path = fixture("perf/std_duplicate_groups.txt");
     let out = stdout(&ok(&["eval", "--from-perf", &path]));
     let header = out.lines().next().unwrap();
-    assert!(header.contains("`x86/icelake`") && header.contains("`x86/tigerlake`"), "{header}");
+    assert!(
+        header.starts_with("# tmetric: x86/icelake, x86/icelakex, x86/sapphirerapids, x86/tigerlake, x86/emeraldrapids or x86/rocketlake (they agree on every value here) + common metrics"),
+        "{header}"
+    );
     assert!(header.contains("and agree: each computes the same value"), "{header}");
+    assert!(
+        header.contains("x86/icelake stands for them: it is in perf's vendor data since 5.10 or earlier (the oldest vintage stored), x86/icelakex, x86/sapphirerapids and x86/tigerlake only since 6.1, x86/emeraldrapids and x86/rocketlake only since 6.12"),
+        "{header}"
+    );
     // Models that differ on what perf printed are refused with the candidates and their
     // values: cli_logs' a_tie_whose_models_differ_is_refused_with_the_values.
     // Events no model knows.
@@ -172,4 +180,79 @@ fn a_zero_that_a_fact_decides_says_why() {
             .is_some_and(|w| w.starts_with("0 because has_event(cycles-t) is false")),
         "{rows:?}"
     );
+}
+
+/// A log tmetric's simulator wrote for Sapphire Rapids (`tmetric stat --pmu-sim sapphirerapids
+/// -M TopdownL1 -a sleep 1`): Emerald Rapids defines TopdownL1 alike, so both explain it and
+/// agree. Both are named; Sapphire Rapids, in perf's vendor data since 6.1 (Emerald Rapids
+/// since 6.12), stands for them, though it comes second by name. With perf 6.1's tables
+/// Alder Lake ties instead, and Sapphire Rapids stands for them as the log names no hybrid PMU.
+/// The values, with sum = topdown-fe-bound + topdown-bad-spec + topdown-retiring +
+/// topdown-be-bound and ScaleUnit 100%: tma_backend_bound = 100 * be / sum, tma_retiring =
+/// 100 * ret / sum, tma_frontend_bound = 100 * (fe / sum - INT_MISC.UOP_DROPPING /
+/// TOPDOWN.SLOTS), tma_bad_speculation = 100 * max(1 - (fe/sum - drop/slots + be/sum +
+/// ret/sum), 0).
+#[test]
+fn models_that_agree_are_all_named_and_the_oldest_stands_for_them() {
+    let log = read("perf/std_sim_spr_emr_agree.txt");
+    let (fe, bad, ret, be) = (
+        count(&log, "topdown-fe-bound"),
+        count(&log, "topdown-bad-spec"),
+        count(&log, "topdown-retiring"),
+        count(&log, "topdown-be-bound"),
+    );
+    let (slots, drop) = (count(&log, "TOPDOWN.SLOTS"), count(&log, "INT_MISC.UOP_DROPPING"));
+    let sum = fe + bad + ret + be;
+    let frontend = fe / sum - drop / slots;
+    let expected = [
+        ("tma_backend_bound", 100.0 * be / sum),
+        ("tma_bad_speculation", 100.0 * (1.0 - (frontend + be / sum + ret / sum)).max(0.0)),
+        ("tma_frontend_bound", 100.0 * frontend),
+        ("tma_retiring", 100.0 * ret / sum),
+    ];
+    let path = fixture("perf/std_sim_spr_emr_agree.txt");
+    let text = stdout(&ok(&["eval", "--from-perf", &path]));
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.starts_with("# tmetric: x86/sapphirerapids or x86/emeraldrapids (they agree on every value here) + common metrics (inferred: they explain it equally well (4 of 4 printed metrics recomputed to perf's value, 7 of 7 rows are their inputs, 1 of 1 event names known)"),
+        "{header}"
+    );
+    assert!(
+        header.contains("(8 values compared); x86/sapphirerapids stands for them: it is in perf's vendor data since 6.1, x86/emeraldrapids only since 6.12)"),
+        "{header}"
+    );
+    for (metric, value) in expected {
+        assert_eq!(text_value(&text, metric), format!("{value:.1}"), "{metric}");
+        assert_eq!(format!("{value:.1}"), perf_printed(&log, metric), "{metric}");
+    }
+    let (json_header, rows) = json(&ok(&["eval", "--from-perf", &path, "--json"]));
+    assert_eq!(json_header["model"], "x86/sapphirerapids");
+    assert_eq!(
+        json_header["agreeing"],
+        serde_json::json!(["x86/sapphirerapids", "x86/emeraldrapids"])
+    );
+    for (metric, value) in expected {
+        let row = one(&rows, metric);
+        assert_close(&row["value"], value);
+        assert_eq!(row["perf"]["agrees"], true, "{row}");
+        assert_eq!(row["model"], "x86/sapphirerapids");
+    }
+    // perf 6.1 had no Emerald Rapids; its Alder Lake, a hybrid, ties instead.
+    let text = stdout(&ok(&["eval", "--from-perf", &path, "--perf-version", "6.1"]));
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.starts_with("# tmetric: x86/sapphirerapids or x86/alderlake (they agree on every value here)")
+            && header.contains("x86/sapphirerapids stands for them: the events of x86/alderlake are on cpu_core and cpu_atom, which the log's rows do not name; it is in perf's vendor data since 6.1"),
+        "{header}"
+    );
+    // A model given with --model is named alone.
+    let (json_header, _) = json(&ok(&[
+        "eval",
+        "--from-perf",
+        &fixture("perf/std_duplicate_groups.txt"),
+        "--json",
+        "--model",
+        "x86/tigerlake",
+    ]));
+    assert_eq!(json_header["agreeing"], serde_json::json!([]));
 }

@@ -207,10 +207,19 @@ fn m_items_split_off_the_builtins() {
 fn ties_that_agree_and_ties_that_differ() {
     let (s390, _) = log("tests/data/perf/std_s390_models_agree.txt");
     match infer_model(&s390, &defaults()) {
-        Inference::Agreeing { model, others, compared, .. } => {
+        Inference::Agreeing { model, others, compared, stands_for, .. } => {
             assert_eq!(model.path(), "s390/cf_z14");
             let others: Vec<String> = others.iter().map(|m| m.path()).collect();
             assert_eq!(others, ["s390/cf_z15", "s390/cf_z16"]);
+            // z14 and z15 are in the oldest stored vintage, z16 from perf 6.1; perf's
+            // mapfile.csv lists z14 before z15.
+            assert_eq!((stands_for.since, stands_for.since_oldest_stored), ("5.10", true));
+            let as_old: Vec<String> = stands_for.as_old.iter().map(|m| m.path()).collect();
+            assert_eq!(as_old, ["s390/cf_z15"]);
+            assert!(stands_for.mapfile_first && stands_for.hybrid.is_empty());
+            let newer: Vec<(String, &str)> =
+                stands_for.newer.iter().map(|(m, v)| (m.path(), *v)).collect();
+            assert_eq!(newer, [("s390/cf_z16".to_string(), "6.1")]);
             // Four metrics in one block, three models.
             assert_eq!(compared, 12);
         }

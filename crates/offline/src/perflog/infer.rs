@@ -198,13 +198,15 @@ pub enum Inference {
         events: Vec<String>,
     },
     /// Several models explain the log equally well, and every one computes the same value for
-    /// every metric perf printed, in every block it printed it: the first is used, and which
-    /// ones agree is said.
+    /// every metric perf printed, in every block it printed it: one stands for them
+    /// ([`order_agreeing`]), and which ones agree is said.
     Agreeing {
-        /// The first of them in catalogue order: the one used.
+        /// The one that stands for them: the first by [`order_agreeing`].
         model: &'static Model,
-        /// The others, in catalogue order.
+        /// The others, in that order.
         others: Vec<&'static Model>,
+        /// Why `model` stands for them.
+        stands_for: StandsFor,
         /// Their score.
         score: Score,
         /// Values compared (metric × block × model).
@@ -298,14 +300,18 @@ pub fn infer_model(log: &PerfLog, literals: &Literals) -> Inference {
                 events: events.len(),
                 differ: None,
             },
-            Ok(compared) => Inference::Agreeing {
-                model: tied[0],
-                others: tied[1..].to_vec(),
-                score: best,
-                compared,
-                rows,
-                events: events.len(),
-            },
+            Ok(compared) => {
+                let stands_for = order_agreeing(&mut tied, hybrid_log);
+                Inference::Agreeing {
+                    model: tied[0],
+                    others: tied[1..].to_vec(),
+                    stands_for,
+                    score: best,
+                    compared,
+                    rows,
+                    events: events.len(),
+                }
+            }
             Err(differ) => Inference::Tied {
                 models: tied,
                 score: best,
@@ -317,6 +323,78 @@ pub fn infer_model(log: &PerfLog, literals: &Literals) -> Inference {
     }
     let next = scored.get(1).map(|&(s, m)| (m, s));
     Inference::Model { model, score: best, next, rows, events: events.len() }
+}
+
+/// Why one of several models that agree on every value stands for them
+/// ([`order_agreeing`]).
+#[derive(Debug, Clone)]
+pub struct StandsFor {
+    /// Hybrid models (events on `cpu_core` and `cpu_atom`) passed over because the log's rows
+    /// name no hybrid PMU.
+    pub hybrid: Vec<&'static Model>,
+    /// The oldest stored perf vintage that has it (`6.1`).
+    pub since: &'static str,
+    /// `since` is the oldest vintage stored: the model may be older still.
+    pub since_oldest_stored: bool,
+    /// The others in perf's vendor data as long, in order.
+    pub as_old: Vec<&'static Model>,
+    /// Among those, perf's `mapfile.csv` lists it first (else catalogue order decided).
+    pub mapfile_first: bool,
+    /// The others, each with the oldest stored vintage that has it, in order.
+    pub newer: Vec<(&'static Model, &'static str)>,
+}
+
+/// Orders models that explain a log alike and agree on every value perf printed so that the
+/// first stands for them, and says why: one whose PMUs the log's rows name (a hybrid model's
+/// events are on `cpu_core` and `cpu_atom`, which a log of `hybrid_log` false never names),
+/// then the one in perf's vendor data longest (first in the oldest stored vintage: every perf
+/// that knows any of them knows it, so a log written before the others came could only be
+/// its), then the one perf's `mapfile.csv` lists first (the generation order on s390 and
+/// POWER, alphabetical on x86), then catalogue order.
+pub fn order_agreeing(models: &mut [&'static Model], hybrid_log: bool) -> StandsFor {
+    let catalogue = |m: &Model| tmetric_catalog::models().iter().position(|c| std::ptr::eq(*c, m));
+    let mapfile = |m: &Model| {
+        let v = tmetric_catalog::vintage();
+        v.cpuid_map.iter().position(|row| std::ptr::eq(v.models[row.model], m))
+    };
+    let oldest = |m: &Model| {
+        let first = in_perf_since(m);
+        tmetric_catalog::VINTAGES.iter().position(|v| first.is_some_and(|f| std::ptr::eq(v, f)))
+    };
+    let foreign_pmus = |m: &Model| is_hybrid_model(m) != hybrid_log;
+    // `None` (not found) sorts last.
+    let rank = |i: Option<usize>| i.unwrap_or(usize::MAX);
+    models
+        .sort_by_key(|m| (foreign_pmus(m), rank(oldest(m)), rank(mapfile(m)), rank(catalogue(m))));
+    let version = |m: &Model| in_perf_since(m).map_or("?", |v| v.version);
+    let Some((&first, rest)) = models.split_first() else {
+        return StandsFor {
+            hybrid: Vec::new(),
+            since: "?",
+            since_oldest_stored: false,
+            as_old: Vec::new(),
+            mapfile_first: false,
+            newer: Vec::new(),
+        };
+    };
+    let (hybrid, rest): (Vec<&'static Model>, Vec<&'static Model>) =
+        rest.iter().partition(|m| foreign_pmus(m) && !foreign_pmus(first));
+    let (as_old, newer): (Vec<&'static Model>, Vec<&'static Model>) =
+        rest.into_iter().partition(|m| oldest(m) == oldest(first));
+    StandsFor {
+        hybrid,
+        since: version(first),
+        since_oldest_stored: oldest(first) == Some(0),
+        mapfile_first: mapfile(first).is_some()
+            && as_old.iter().all(|m| rank(mapfile(m)) > rank(mapfile(first))),
+        as_old,
+        newer: newer.into_iter().map(|m| (m, version(m))).collect(),
+    }
+}
+
+/// The oldest stored perf vintage whose vendor data has `model` (by `arch/name`).
+pub fn in_perf_since(model: &Model) -> Option<&'static tmetric_catalog::Vintage> {
+    tmetric_catalog::vintages_of(&model.path()).first().copied()
 }
 
 fn score_model(

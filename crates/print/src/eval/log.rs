@@ -18,8 +18,8 @@ use tmetric_engine::select::Searched;
 use tmetric_engine::{Literals, Why};
 use tmetric_model::Literal;
 use tmetric_offline::perflog::builtins::BuiltinOutcome;
-use tmetric_offline::perflog::infer::Inference;
-use tmetric_offline::perflog::run::{How, ModelChoice, listed_models};
+use tmetric_offline::perflog::infer::{Inference, StandsFor};
+use tmetric_offline::perflog::run::{How, ModelChoice};
 use tmetric_offline::perflog::{InputSource, Outcome};
 use tmetric_perfstat::{Block, Layout as LogLayout, PerfLog, Run};
 
@@ -92,23 +92,96 @@ fn how_text_of(how: &How) -> String {
         }
         How::Inferred(Inference::GenericOnly) => "no CPU model: the log has only generic events (pass --model or --cpuid for a model's metrics)".into(),
         How::Inferred(Inference::SoftwareOnly { .. }) => "no CPU model: the log has only software events and tracepoints (pass --model or --cpuid for a model's metrics)".into(),
-        How::Inferred(Inference::Agreeing { model, others, score, compared, rows, events }) => {
-            let mut all = vec![*model];
-            all.extend(others);
+        How::Inferred(Inference::Agreeing {
+            model, score, compared, rows, events, stands_for, ..
+        }) => {
             format!(
-                "inferred: {} explain it equally well ({}) and agree: each computes the same value for every metric perf printed ({compared} values compared), so {} is used",
-                listed_models(&all),
+                "inferred: they explain it equally well ({}) and agree: each computes the same value for every metric perf printed ({compared} values compared); {}",
                 score.describe(*rows, *events),
-                model.path()
+                stands_for_text(model, stands_for)
             )
         }
         How::Inferred(other) => format!("{other:?}"),
     }
 }
 
+/// Why `model` stands for the models that agree with it: `x86/sapphirerapids stands for
+/// them: it is in perf's vendor data since 6.1, x86/emeraldrapids since 6.12`.
+fn stands_for_text(model: &Model, why: &StandsFor) -> String {
+    let mut text = format!("{} stands for them: ", model.path());
+    if !why.hybrid.is_empty() {
+        text.push_str(&format!(
+            "the events of {} are on cpu_core and cpu_atom, which the log's rows do not name; ",
+            or_list(&why.hybrid).replace(" or ", " and ")
+        ));
+    }
+    text.push_str(&format!("it is in perf's vendor data since {}", why.since));
+    if why.since_oldest_stored {
+        text.push_str(" or earlier (the oldest vintage stored)");
+    }
+    if !why.as_old.is_empty() {
+        let order = if why.mapfile_first {
+            "perf's mapfile.csv lists it first"
+        } else {
+            "it comes first by name"
+        };
+        text.push_str(&format!(", as is {}, and {order}", or_list(&why.as_old)));
+    }
+    // The newer ones by vintage, oldest first: `x86/a and x86/b only since 6.1`.
+    let mut newer: Vec<(&str, Vec<String>)> = Vec::new();
+    for (m, since) in &why.newer {
+        match newer.iter_mut().find(|(v, _)| v == since) {
+            Some((_, names)) => names.push(m.path()),
+            None => newer.push((since, vec![m.path()])),
+        }
+    }
+    let newer: Vec<String> = newer
+        .into_iter()
+        .map(|(since, names)| match names.split_last() {
+            Some((last, init)) if !init.is_empty() => {
+                format!("{} and {last} only since {since}", init.join(", "))
+            }
+            _ => format!("{} only since {since}", names.join("")),
+        })
+        .collect();
+    if !newer.is_empty() {
+        let sep = if why.as_old.is_empty() { ", " } else { "; " };
+        text.push_str(&format!("{sep}{}", newer.join(", ")));
+    }
+    text
+}
+
+/// `a`, `a or b`, `a, b or c`, `a, b, ... and 3 more` (models by `arch/name`).
+pub fn or_list(models: &[&'static Model]) -> String {
+    const SHOWN: usize = 8;
+    let names: Vec<String> = models.iter().take(SHOWN).map(|m| m.path()).collect();
+    let more = models.len().saturating_sub(SHOWN);
+    match names.as_slice() {
+        [] => String::new(),
+        [one] if more == 0 => one.clone(),
+        _ if more > 0 => format!("{} and {more} more", names.join(", ")),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// The model part of the header: `x86/sapphirerapids`, or every model that agrees on every
+/// value, the one used first.
+fn models_text(choice: &ModelChoice) -> Option<String> {
+    let model = choice.model?;
+    if choice.agreeing.is_empty() {
+        return Some(model.path());
+    }
+    let mut all = vec![model];
+    all.extend(&choice.agreeing);
+    Some(format!("{} (they agree on every value here)", or_list(&all)))
+}
+
 #[derive(Serialize)]
 struct HeaderJson<'a> {
     model: String,
+    /// Every model that explains the log as well as `model` and agrees with it on every value
+    /// shown, `model` first; empty when `model` alone explains it best.
+    agreeing: Vec<String>,
     model_source: &'a str,
     common: bool,
     log: &'a str,
@@ -378,8 +451,16 @@ impl<'a> LogPrinter<'a> {
         let how = how_text(&header.choice.how);
         let model = header.choice.model;
         if self.format == Layout::Json {
+            let agreeing = match model {
+                Some(model) if !header.choice.agreeing.is_empty() => std::iter::once(model)
+                    .chain(header.choice.agreeing.iter().copied())
+                    .map(Model::path)
+                    .collect(),
+                _ => Vec::new(),
+            };
             let assumptions = HeaderJson {
                 model: model.map_or_else(|| common.path(), Model::path),
+                agreeing,
                 model_source: &how,
                 common: header.common,
                 log: header.log,
@@ -390,8 +471,8 @@ impl<'a> LogPrinter<'a> {
             };
             return json_line(self.out, &HeaderLine { assumptions });
         }
-        let models = match model {
-            Some(model) if !std::ptr::eq(model, common) => format!("{} + common", model.path()),
+        let models = match (model, models_text(header.choice)) {
+            (Some(model), Some(text)) if !std::ptr::eq(model, common) => format!("{text} + common"),
             _ => "common".to_string(),
         };
         let numbers = numbers.map_or(String::new(), |n| format!("; numbers: {n}"));
