@@ -192,12 +192,14 @@ pub(crate) struct Built {
 
 /// Keys without which an event cannot be built as the vendor meant it (its event string, PMU,
 /// scaling or counting mode). A bad value drops the event rather than count something else.
-const EVENT_CRITICAL: [Key; 26] = [
+const EVENT_CRITICAL: [Key; 28] = [
     Key::EventName,
     Key::EventCode,
     Key::ExtSel,
     Key::ConfigCode,
     Key::EventidCode,
+    Key::LegacyConfigCode,
+    Key::LegacyCacheCode,
     Key::UMask,
     Key::CounterMask,
     Key::EdgeDetect,

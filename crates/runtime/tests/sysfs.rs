@@ -62,6 +62,29 @@ fn aliases_carry_scale_unit_and_cpumask() {
     assert_eq!(energy.cpus, Some(vec![0]));
 }
 
+/// perf 7.x's JSON legacy events are encoded `legacy-hardware-config=N` and
+/// `legacy-cache-config=N`: the core PMU's generic events, within perf's limits.
+#[test]
+fn legacy_config_terms_are_generic_events_of_the_core_pmu() {
+    let misses = counter("cpu/legacy-hardware-config=5/");
+    assert_eq!((misses.attr.type_, misses.attr.config), (0, 5));
+    assert_eq!(misses.kind, EventKind::Hardware);
+    assert_eq!(counter("branch-misses").attr, misses.attr, "the same event as its name");
+    // L1-dcache-load-misses: L1D (0), read (0 << 8), miss (1 << 16).
+    let l1 = counter("cpu/legacy-cache-config=0x10000/");
+    assert_eq!((l1.attr.type_, l1.attr.config), (3, 0x10000));
+    assert_eq!(counter("L1-dcache-load-misses").attr, l1.attr);
+    for bad in [
+        "cpu/legacy-hardware-config=10/",
+        "cpu/legacy-cache-config=0x1000000/",
+        "cpu/legacy-cache-config=7/",
+        "msr/legacy-hardware-config=0/",
+    ] {
+        let err = event::resolve(bad, &tree()).unwrap_err();
+        assert!(matches!(err, EventError::BadValue { .. }), "{bad}: {err}");
+    }
+}
+
 #[test]
 fn bad_terms_and_pmus_are_clear_errors() {
     let too_big = event::resolve("cpu/umask=0x100/", &tree()).unwrap_err();

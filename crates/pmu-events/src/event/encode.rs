@@ -69,6 +69,12 @@ pub(super) fn encode(object: &RawObject, problems: &mut Vec<Problem>) -> Result<
         format!("config={}", llx(number(Key::ConfigCode, config, 0)?))
     } else if let Some(eventid) = object.get(Key::EventidCode) {
         format!("eventid={}", llx(number(Key::EventidCode, eventid, 0)?))
+    } else if let Some(code) = object.get(Key::LegacyConfigCode) {
+        // perf 7.x's legacy events as JSON (`arch/common/common/legacy-hardware.json`): the
+        // core PMU's generic hardware event of that number (`PERF_TYPE_HARDWARE`).
+        format!("legacy-hardware-config={}", llx(number(Key::LegacyConfigCode, code, 0)?))
+    } else if let Some(code) = object.get(Key::LegacyCacheCode) {
+        format!("legacy-cache-config={}", llx(number(Key::LegacyCacheCode, code, 0)?))
     } else {
         format!("event={}", llx(event_code))
     };

@@ -90,7 +90,7 @@ static IDS: &[Id] = &[
     Id { text: Str(223263, 28), kind: IdKind::Event(41), pmu: Str(13, 12), event: Str(223263, 28), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
     Id { text: Str(232451, 24), kind: IdKind::Event(166), pmu: Str(13, 12), event: Str(232451, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
     Id { text: Str(235227, 24), kind: IdKind::Event(145), pmu: Str(13, 12), event: Str(235227, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(1443060, 25), kind: IdKind::Event(143), pmu: Str(13, 12), event: Str(234877, 23), terms: Str(0, 0), modifiers: Str(303547, 1), retire_latency: false, calls: 0 },
+    Id { text: Str(1443300, 25), kind: IdKind::Event(143), pmu: Str(13, 12), event: Str(234877, 23), terms: Str(0, 0), modifiers: Str(303547, 1), retire_latency: false, calls: 0 },
     Id { text: Str(234877, 23), kind: IdKind::Event(143), pmu: Str(13, 12), event: Str(234877, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
     Id { text: Str(226550, 18), kind: IdKind::Event(72), pmu: Str(13, 12), event: Str(226550, 18), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
     Id { text: Str(241793, 17), kind: IdKind::Event(194), pmu: Str(13, 12), event: Str(241793, 17), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },

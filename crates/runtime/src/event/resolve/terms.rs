@@ -99,6 +99,10 @@ impl Resolver<'_> {
             return Ok(());
         }
         let name = term.name.as_str();
+        if let Some(legacy) = self.legacy_term(pmu, term, e)? {
+            b.hw = Some(legacy);
+            return Ok(());
+        }
         let Some(format) = pmu.format(name) else {
             return Err(self.unknown_term(pmu, term, e));
         };
@@ -196,6 +200,53 @@ impl Resolver<'_> {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// perf 7.x's `legacy-hardware-config=N` and `legacy-cache-config=N` (the encodings of
+    /// its JSON legacy events): the core PMU's generic hardware or cache event N, with
+    /// perf's limits (`config_term_pmu`). `None` for any other term.
+    fn legacy_term(
+        &self,
+        pmu: &SysfsPmu,
+        term: &TermAst,
+        e: &EventAst,
+    ) -> Result<Option<(u32, u64, String)>, Fail> {
+        let name = term.name.as_str();
+        let type_ = match name {
+            "legacy-hardware-config" => TYPE_HARDWARE,
+            "legacy-cache-config" => TYPE_HW_CACHE,
+            _ => return Ok(None),
+        };
+        let value = term_number(term, e, name)?;
+        let bad = |why: &str| {
+            (
+                term.span.clone(),
+                EventError::BadValue {
+                    event: e.text.clone(),
+                    term: name.to_string(),
+                    value: value.to_string(),
+                    why: why.to_string(),
+                },
+            )
+        };
+        if !is_core_pmu(self.sysfs, &pmu.name) {
+            return Err(bad(&format!("needs a core PMU, and `{}` is not one", pmu.name)));
+        }
+        // perf's PERF_COUNT_HW_MAX, and a cache event's three bytes (type, op, result)
+        // within PERF_COUNT_HW_CACHE_MAX, _OP_MAX and _RESULT_MAX.
+        let fits = if type_ == TYPE_HARDWARE {
+            value < 10
+        } else {
+            value & !0xff_ffff == 0
+                && value & 0xff < 7
+                && (value >> 8) & 0xff < 3
+                && (value >> 16) & 0xff < 2
+        };
+        if !fits {
+            return Err(bad("is too big for a generic event"));
+        }
+        let ext = if self.hybrid() { u64::from(pmu.type_) << 32 } else { 0 };
+        Ok(Some((type_, value | ext, name.to_string())))
     }
 
     /// The error for a term `pmu` has no format for, listing the terms it takes.
