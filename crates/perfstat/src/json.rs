@@ -1,7 +1,7 @@
 //! Reads perf stat's `-j` layout: one JSON object per line.
 //!
 //! Keys (tools/perf/util/stat-display.c, `print_*_json`): `interval`, an aggregation key (`cpu`, `core`, `die`, `socket`, `node`,
-//! `cluster`, `cache`, `thread`) with `aggregate-number`, `counter-value` (a string: a number,
+//! `cluster`, `cache`, `thread`) with `aggregate-number` (`counters` from perf 7.x on), `counter-value` (a string: a number,
 //! `<not counted>` or `<not supported>`), `unit`, `event`, `cgroup`, `variance`, `event-runtime`,
 //! `pcnt-running`, `metric-value` (a string in 6.12, a bare number in 6.1) and `metric-unit`.
 //! An object without `counter-value` continues the previous row's metrics; one with
@@ -26,7 +26,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 /// The keys perf writes; an object with none of them is not perf's.
-const PERF_KEYS: [&str; 19] = [
+const PERF_KEYS: [&str; 20] = [
     "counter-value",
     "event",
     "unit",
@@ -45,6 +45,7 @@ const PERF_KEYS: [&str; 19] = [
     "cache",
     "thread",
     "aggregate-number",
+    "counters",
     "variance",
 ];
 
@@ -281,7 +282,7 @@ impl Fields<'_> {
         }
     }
 
-    /// `interval` and the aggregation key with its `aggregate-number`.
+    /// `interval` and the aggregation key with its `aggregate-number` (or `counters`).
     fn prefix(&self, numbers: &mut Numbers) -> Result<Prefix, LineError> {
         let mut prefix = Prefix::default();
         if self.get("interval").is_some() {
@@ -310,9 +311,13 @@ impl Fields<'_> {
                 } else {
                     id
                 };
-                let cpus = self
-                    .number("aggregate-number", numbers)?
-                    .and_then(|c| (c >= 0.0 && c <= f64::from(u32::MAX)).then_some(c as u32));
+                // perf 7.x names it `counters`.
+                let cpus = match self.number("aggregate-number", numbers)? {
+                    Some(c) => Some(c),
+                    None => self.number("counters", numbers)?,
+                };
+                let cpus =
+                    cpus.and_then(|c| (c >= 0.0 && c <= f64::from(u32::MAX)).then_some(c as u32));
                 prefix.aggr = Some(Aggr { kind, id, cpus });
                 break;
             }

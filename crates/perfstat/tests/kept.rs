@@ -299,3 +299,16 @@ fn de_de_csv_per_cpu_and_per_socket_rows() {
     assert_eq!(log.blocks[2].aggr.as_ref().unwrap().cpus, Some(2));
     assert_eq!(value(&log.blocks[2], "page-faults", None), 2345.0);
 }
+
+/// perf 7.x's JSON names a unit's number of CPUs `counters` (6.12: `aggregate-number`).
+#[test]
+fn perf_7_json_units_count_their_cpus_as_counters() {
+    let json = r#"{"node" : "N0", "counters" : 2, "counter-value" : "20.000000", "unit" : "", "event" : "context-switches", "event-runtime" : 10574584, "pcnt-running" : 100.00, "metric-value" : "1894.352528", "metric-unit" : "cs/sec  cs_per_second"}
+{"node" : "N0", "counters" : 0, "counter-value" : "<not supported>", "unit" : "", "event" : "cpu-cycles", "event-runtime" : 0, "pcnt-running" : 100.00, "metric-value" : "nan", "metric-unit" : "GHz  cycles_frequency"}
+"#;
+    let log = parse(json, "perf72.json").unwrap();
+    assert!(log.warnings.is_empty(), "{:?}", log.warnings);
+    let aggr = log.blocks[0].aggr.as_ref().unwrap();
+    assert_eq!((aggr.id.as_str(), aggr.cpus), ("N0", Some(2)));
+    assert_eq!(value(&log.blocks[0], "context-switches", None), 20.0);
+}
