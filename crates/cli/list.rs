@@ -13,14 +13,18 @@ use tmetric_engine::models::find_model;
 use tmetric_engine::select::examples;
 use tmetric_print::names::NameFilter;
 
-/// Flags of `tmetric list`.
+/// Flags of `tmetric list`. As perf's option parser, any unambiguous start of a long flag is
+/// that flag: perf's own tests call `perf list --raw pmu`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "\
+#[command(
+    infer_long_args = true,
+    after_help = "\
 KIND is one of models, metrics, metricgroups, events, pmu (the kernel PMU events in sysfs, as perf \
 lists them). Without KIND: metrics when --model is given, \
 else what perf's list shows: this machine's events (perf's, the kernel's, its model's) and \
 metrics.\nFILTER is a case-insensitive substring, or a glob (`tma_*`) over the whole name; \
-metrics also match on their group names.")]
+metrics also match on their group names."
+)]
 pub struct ListArgs {
     /// KIND (models, metrics, metricgroups, events, pmu), or FILTER when no KIND is given.
     #[arg(value_name = "KIND")]
