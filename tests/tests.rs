@@ -14,6 +14,7 @@ mod cli_list;
 mod cli_logs;
 mod cli_options;
 mod cli_per_thread;
+mod cli_perf72_contract;
 mod cli_perf_contract;
 mod cli_perf_forms;
 mod cli_record;

@@ -281,6 +281,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     config.metric_only = args.metric_only;
     config.colour = colour;
     config.locale = tmetric_runtime::locale::NumericLocale::from_env();
+    config.contract = replay.plan.contract();
     config.aggregation = match &split {
         Split::Threads { .. } => Aggregation::Thread,
         _ => aggr,

@@ -71,7 +71,7 @@ pub fn run_on<S: Syscalls + Clone>(
         Some(Workload::prepare(&args.command).context("cannot start the workload")?)
     };
     let threads = listed_threads(args, tasks_root)?;
-    let target = target_of(args, sysfs, workload.as_ref(), threads.as_deref())?;
+    let target = target_of(args, sysfs, plan.contract(), workload.as_ref(), threads.as_deref())?;
     if args.verbose {
         describe_pmus(&pmus);
         describe_plan(&plan);
@@ -105,6 +105,7 @@ pub fn run_on<S: Syscalls + Clone>(
     run_hook(args, RunHook::Before).map_err(anyhow::Error::msg)?;
     let sys_for_sampler = sys.clone();
     let mut session = Session::open(sys, plan, target, env.clone())?;
+    refuse_an_empty_run(&session)?;
     session.set_affinity(!args.perf.no_affinity);
     warn_user_only(&session);
     if let Some(threads) = &threads {
@@ -155,8 +156,9 @@ fn repeats<S: Syscalls + Clone>(
     for _ in 1..args.repeat {
         run_hook(args, RunHook::Before).map_err(anyhow::Error::msg)?;
         let mut workload = Workload::prepare(&args.command).context("cannot start the workload")?;
-        let target = target_of(args, sysfs, Some(&workload), None)?;
+        let target = target_of(args, sysfs, plan.contract(), Some(&workload), None)?;
         let mut session = Session::open(sys.clone(), plan.clone(), target, env.clone())?;
+        refuse_an_empty_run(&session)?;
         session.set_affinity(!args.perf.no_affinity);
         let Some(report) = counting.run(&mut session, Some(&mut workload), options)? else {
             break;
@@ -169,6 +171,37 @@ fn repeats<S: Syscalls + Clone>(
         run_hook(args, RunHook::After).map_err(anyhow::Error::msg)?;
     }
     Ok((earlier, counting.printer))
+}
+
+/// perf 7.x ends a run that could open none of its events (`No supported events found.`,
+/// exit 1) where perf 6.12 prints them `<not supported>` (`Contract::needs_an_event`);
+/// perf's words, then which events and why.
+fn refuse_an_empty_run<S: Syscalls>(session: &Session<S>) -> anyhow::Result<()> {
+    let plan = session.plan();
+    if !plan.contract().needs_an_event {
+        return Ok(());
+    }
+    let Some(rows) = session.nothing_opened() else { return Ok(()) };
+    // One clause per reason, naming its events.
+    let mut reasons: Vec<(String, Vec<&str>)> = Vec::new();
+    for (name, why) in &rows {
+        match reasons.iter_mut().find(|(w, _)| w == why) {
+            Some((_, names)) => names.push(name),
+            None => reasons.push((why.clone(), vec![name])),
+        }
+    }
+    let reasons: Vec<String> = reasons
+        .iter()
+        .map(|(why, names)| format!("{}: {why}", tmetric_text::names_summary(names)))
+        .collect();
+    Err(super::exits::perf_exit(
+        1,
+        format!(
+            "No supported events found. {}; perf {} ends a run that can open none of its events (count events this machine has, such as -e task-clock, or give a model with --pmu-sim)",
+            reasons.join("; "),
+            plan.contract().perf
+        ),
+    ))
 }
 
 /// perf 6.12's warning when `--topdown` counts with the NMI watchdog holding a counter.
@@ -185,16 +218,35 @@ fn warn_topdown_watchdog(simulated: Option<&str>) {
 }
 
 /// What the counters are opened on: `-C`'s CPUs, `-p`/`-t`'s threads, every CPU, or the
-/// command.
+/// command. CPUs of `-C` that are not online are refused (perf 6.12), or left out with a
+/// warning where the contract counts on the others (perf 7.x: none left, no event opens).
 fn target_of(
     args: &StatArgs,
     sysfs: &Sysfs,
+    contract: &tmetric_engine::Contract,
     workload: Option<&Workload>,
     threads: Option<&[Thread]>,
 ) -> anyhow::Result<Target> {
     let counted = if let Some(list) = &args.cpu_list {
         let online = sysfs.online_cpus().context("cannot list the online CPUs")?;
-        Counted::Cpus(tmetric_runtime::target::cpu_list(list, &online)?)
+        let (cpus, offline) = tmetric_runtime::target::cpu_list_online(list, &online)?;
+        match offline {
+            Some(offline) if !contract.needs_an_event => return Err(offline.into()),
+            Some(offline) if cpus.is_empty() => {
+                return Err(super::exits::perf_exit(
+                    1,
+                    format!(
+                        "No supported events found. {offline}: no event opens on no CPU; give online CPUs"
+                    ),
+                ));
+            }
+            Some(offline) => warn(&format!(
+                "{offline}: counting on the online ones, as perf {} does",
+                contract.perf
+            )),
+            None => {}
+        }
+        Counted::Cpus(cpus)
     } else if let Some(threads) = threads {
         // perf's `-p`: every thread the process has at the start, each with its own counters.
         Counted::Threads(threads)

@@ -3,6 +3,7 @@
 //! engine's (`engine::defaults`, `engine::select`); this maps `StatArgs` onto them.
 
 use super::*;
+use tmetric_engine::contract::Defaults;
 use tmetric_engine::defaults::{self, TopdownMode, default_events, detailed_events};
 
 /// The metrics a `-M` list selects on this machine (`engine::select::on_machine`), a miss
@@ -57,22 +58,49 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
         machine.proc_root,
     )?;
     let explicit = !args.metric.metrics.is_empty();
+    let contract = plan.contract();
     let mut default_view = false;
+    let mut metric_group_defaults = false;
+    let model = host_model(args.metric.model.as_deref(), machine.sysfs, machine.proc_root).ok();
     if args.events.is_empty() && !explicit {
-        // perf's default events, and its `Default` metric group where the model has one.
-        let events = default_events(system_wide(args), machine.sysfs);
-        plan.add_event_lists(&[events.join(",")], &resolver).context("perf's default events")?;
-        if let Ok(model) =
-            host_model(args.metric.model.as_deref(), machine.sysfs, machine.proc_root)
-        {
-            picks = engine::select::find("Default", tmetric_catalog::common(), Some(model))
-                .into_iter()
-                .filter(|p| !std::ptr::eq(p.model, tmetric_catalog::common()))
-                .collect();
-            default_view = !picks.is_empty();
+        match contract.defaults {
+            Defaults::Events => {
+                // perf's default events, and its `Default` metric group where the model has
+                // one.
+                let events = default_events(system_wide(args), machine.sysfs);
+                plan.add_event_lists(&[events.join(",")], &resolver)
+                    .context("perf's default events")?;
+                if let Some(model) = model {
+                    let common = tmetric_catalog::common();
+                    picks = engine::select::find("Default", common, Some(model))
+                        .into_iter()
+                        .filter(|p| !std::ptr::eq(p.model, common))
+                        .collect();
+                    default_view = !picks.is_empty();
+                }
+            }
+            Defaults::MetricGroups => {
+                // perf 7.x's `Default` groups (with -d, `Default2`...) of every table.
+                let tables = std::iter::once(tmetric_catalog::common()).chain(model);
+                for table in tables {
+                    for group in defaults::default_metric_groups(args.detailed) {
+                        engine::select::add_unique(
+                            &mut picks,
+                            engine::select::find(group, table, None),
+                        );
+                    }
+                }
+                metric_group_defaults = true;
+                // A model's own `Default` metrics (`TopdownL1`) print under their group's
+                // name, as in perf 6.12.
+                default_view = picks
+                    .iter()
+                    .any(|p| !p.model.str(p.model.metrics[p.metric].default_group).is_empty());
+            }
         }
     }
-    if args.detailed > 0 {
+    // perf 7.x's -d only chooses more default metric groups: with -e it adds nothing.
+    if args.detailed > 0 && contract.defaults == Defaults::Events {
         plan.add_event_lists(&[detailed_events(args.detailed).join(",")], &resolver)
             .context("-d's events")?;
     }
@@ -98,6 +126,9 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
     if default_view {
         plan.show_as_default_view(rows_before);
     }
+    if metric_group_defaults {
+        plan.show_default_events(rows_before);
+    }
     if args.all_user || args.all_kernel {
         // perf's --all-user/--all-kernel: every event counts in one mode only.
         plan.exclude_modes(args.all_kernel, args.all_user);
@@ -106,7 +137,13 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
         plan.expand_cgroups(&args.for_each_cgroup);
     }
     let hint = |item: &str, model| crate::sim_hint::simulated_hint(item, Some(model));
-    if let Some(why) = defaults::uncountable(&plan, machine, hint).filter(|_| !default_view) {
+    let defaulted = default_view || metric_group_defaults;
+    // Where a run that can open nothing is refused (perf 7.x), the refusal says why instead.
+    let refused = contract.needs_an_event
+        && plan.rows().iter().all(|r| matches!(r.source, engine::Source::Missing(_)));
+    if let Some(why) =
+        defaults::uncountable(&plan, machine, hint).filter(|_| !defaulted && !refused)
+    {
         // perf prints such metrics' events `<not supported>` and goes on, and scripts rely
         // on that: say why once, then count what can be counted. perf's `Default` view
         // skips the metrics it cannot count without a word: so does tmetric's.

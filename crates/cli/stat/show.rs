@@ -136,6 +136,7 @@ pub(super) fn printer_for(
     }
     let mut config = print_config(args, layout, tmetric_print::verbose::unit_width(plan));
     config.colour = args.out.colour(to_terminal);
+    config.contract = plan.contract();
     let title = Title { target: target_text(args, simulated), runs: args.repeat };
     let mut printer = Printer::new(out, config, title, Box::new(warn));
     // `tmetric -x, 2>&1 | script`: tmetric's notes join perf's CSV or JSON lines only when

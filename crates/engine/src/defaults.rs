@@ -1,5 +1,6 @@
 //! What `stat` counts when a flag asks for perf's built-in choices rather than naming
-//! events: perf 6.12's default and `-d` event lists, `--topdown`'s choice on a machine
+//! events: perf 6.12's default and `-d` event lists, perf 7.x's default metric groups
+//! (`crate::contract` says which a run uses), `--topdown`'s choice on a machine
 //! ([`topdown_mode`]), the CPU-to-core map the older topdown events are printed per core
 //! with, and why the CPU model's metrics cannot count here at all ([`uncountable`]).
 
@@ -32,6 +33,13 @@ pub fn default_events(system_wide: bool, sysfs: &Sysfs) -> Vec<&'static str> {
     }
     events.extend(["instructions", "branches", "branch-misses"]);
     events
+}
+
+/// perf 7.x's default metric groups: `Default`, and with `-d` (level 1) to `-ddd` (3) also
+/// `Default2` to `Default4` (`add_default_events`).
+pub fn default_metric_groups(level: u8) -> &'static [&'static str] {
+    const GROUPS: [&str; 4] = ["Default", "Default2", "Default3", "Default4"];
+    &GROUPS[..=usize::from(level.min(3))]
 }
 
 /// perf's `-d` (level 1), `-dd` (2) and `-ddd` (3) events.

@@ -477,10 +477,13 @@ impl Plan {
         let mut notes: Vec<Note> = Vec::new();
         // perf's `Default` view skips a group whose events did not run, and says nothing of
         // it: neither do its notes.
-        let skipped = |row: &PlanRow| {
-            self.default_metrics
-                && !row.roots.is_empty()
-                && !matches!(shown(self, row, sample), Shown::Value { .. })
+        let skipped = |row: &PlanRow| match shown(self, row, sample) {
+            Shown::Value { .. } => false,
+            Shown::NotCounted => self.default_metrics && !row.roots.is_empty(),
+            Shown::NotSupported => {
+                self.default_metrics && !row.roots.is_empty()
+                    || self.default_events && !row.is_cycles()
+            }
         };
         for row in self.rows.iter().filter(|r| (r.show || !r.roots.is_empty()) && !skipped(r)) {
             let why = if self.opened_nowhere(row, sample) {

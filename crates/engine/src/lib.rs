@@ -13,6 +13,8 @@
 //! * [`events`]: user event names on a machine: the catalogue's vendor events as the
 //!   runtime resolver's tables, `--cputype`.
 //! * [`compiled`]: a model's metrics over input values; metric selection and needed inputs.
+//! * [`contract`]: what perf stat prints per perf release (6.12's built-in metrics and
+//!   defaults, 7.x's `Default` metric groups, ...), chosen by the vintage in use.
 //! * [`defaults`]: perf's default and `-d` events, `--topdown`'s choice on a machine, and why
 //!   a CPU model's metrics cannot count on a machine without a hardware PMU.
 //! * [`describe`]: one metric as `tmetric describe` shows it: descriptions, formula, the
@@ -44,6 +46,7 @@
 pub mod aggr;
 pub mod builtin;
 pub mod compiled;
+pub mod contract;
 pub mod defaults;
 pub mod describe;
 mod error;
@@ -68,6 +71,7 @@ pub mod uncertainty;
 pub mod view;
 
 pub use compiled::{Evaluator, MetricResult, Select};
+pub use contract::Contract;
 pub use error::{CgroupError, CpuTypeError, Error, FilterError};
 pub use estimate::EstimateKind;
 pub use eval::{EvalInput, Evaluated, Evaluators, RootResult, Shown, UnitEval};

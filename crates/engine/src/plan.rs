@@ -153,6 +153,12 @@ pub struct RowBox {
 }
 
 impl PlanRow {
+    /// Whether it is perf's `cycles` (`cpu-cycles`), the one default event perf 7.x prints
+    /// when it cannot be opened, so that a machine without it says so.
+    pub fn is_cycles(&self) -> bool {
+        tmetric_runtime::event::hardware_config(&self.name) == Some(0)
+    }
+
     /// The counters whose sum is the row's count: every box, or its one counter.
     pub fn specs(&self) -> Vec<usize> {
         match self.source {
@@ -214,6 +220,9 @@ pub struct Plan {
     /// The roots are perf's `Default` metric group (no `-e`, no `-M`): they print under their
     /// group's name (`TopdownL1`) instead of their first event's count.
     pub(crate) default_metrics: bool,
+    /// The rows are perf 7.x's default metric groups' inputs ([`Plan::show_default_events`]):
+    /// a row that hosts no metric, or (but `cycles`) could not be opened, is not printed.
+    pub(crate) default_events: bool,
     /// perf's `-A`/`--no-merge` (`AGGR_NONE`): the boxes of an uncore row print one line each
     /// and metrics read box 0 (the box a line shows for events of that line's PMU), as perf
     /// does; otherwise the boxes are summed into one line.
@@ -235,6 +244,9 @@ pub struct Plan {
     pub(crate) siblings: Vec<(u32, u32)>,
     /// The run's groups were rotated by tmetric ([`Plan::rotation`]), not by the kernel.
     pub(crate) rotating: bool,
+    /// The perf release whose output the plan is printed as: the vintage's when the plan was
+    /// made ([`crate::contract::current`]).
+    pub(crate) contract: &'static crate::Contract,
 }
 
 /// The machine a plan is for.
@@ -268,6 +280,7 @@ impl Plan {
             warnings: Vec::new(),
             retire_events: Vec::new(),
             default_metrics: false,
+            default_events: false,
             per_box: false,
             inherit: true,
             rotated: Vec::new(),
@@ -275,6 +288,7 @@ impl Plan {
             tick_hz: MAX_HZ,
             siblings: Vec::new(),
             rotating: false,
+            contract: crate::contract::current(),
         }
     }
 

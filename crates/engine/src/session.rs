@@ -16,7 +16,7 @@ use tmetric_runtime::{
 use crate::eval::{EvalInput, Evaluated, Evaluators, RootResult};
 use crate::notes::Note;
 pub use crate::notes::{Refusal, RefusedGroup, Reopened};
-use crate::plan::Plan;
+use crate::plan::{Plan, PlanRow, Source};
 use crate::threads::Thread;
 use crate::tpebs::{self, Sampling, TpebsError};
 use crate::view::Split as ViewSplit;
@@ -149,6 +149,30 @@ impl<S: Syscalls> Session<S> {
             evaluators: Evaluators::default(),
             sampling: None,
         })
+    }
+
+    /// perf 7.x's test before it counts (`has_supported_counters`): the plan has inputs and
+    /// none of them opened, a tool value (`duration_time`) counting as opened. Then each
+    /// input with why it did not open, in row order; `None` when something opened.
+    pub fn nothing_opened(&self) -> Option<Vec<(String, String)>> {
+        if self.descriptors() > 0 {
+            return None;
+        }
+        let rows: Vec<&PlanRow> = self.plan.rows.iter().filter(|r| r.copy_of.is_none()).collect();
+        if rows.is_empty()
+            || rows.iter().any(|r| !matches!(r.source, Source::Missing(_) | Source::Counter(_)))
+        {
+            return None;
+        }
+        let why = |row: &PlanRow| match &row.source {
+            Source::Missing(why) => why.clone(),
+            Source::Counter(spec) => match self.failure(*spec) {
+                Some(failure) => self.env.explain(failure.errno, &self.plan.events[*spec]),
+                None => "opened on no CPU or task of the target".to_string(),
+            },
+            _ => String::new(),
+        };
+        Some(rows.into_iter().map(|row| (row.name.clone(), why(row))).collect())
     }
 
     /// When no counter opened, and not every refusal means "no such event here": the

@@ -359,19 +359,31 @@ pub fn lines(
             _ => None,
         };
         let counted = matches!(count, Count::Value(_));
+        if count == Count::NotSupported && plan.default_events && !row.is_cycles() {
+            // perf 7.x's default events are all skippable but `cycles`: one that could not
+            // be opened is not printed (`should_skip_zero_counter`).
+            continue;
+        }
         let mut default_groups = Vec::new();
-        if plan.default_metrics && !row.roots.is_empty() {
+        let headed: Vec<usize> = row
+            .roots
+            .iter()
+            .copied()
+            .filter(|&r| plan.default_metrics && headed(plan, r))
+            .collect();
+        if !headed.is_empty() {
             // perf skips a `Default` group's event that did not run.
             if !counted {
                 continue;
             }
-            default_groups = default_group_cells(plan, row, ctx, &mut headers);
+            default_groups = default_group_cells(plan, &headed, ctx, &mut headers);
         }
-        let line_cells = if counted && default_groups.is_empty() {
-            cells(plan, r, row, &peers, ctx)
-        } else {
-            vec![Cell::none()]
-        };
+        let line_cells =
+            if (counted || plan.contract.metrics_on_uncounted_lines) && default_groups.is_empty() {
+                cells(plan, r, row, &peers, ctx)
+            } else {
+                vec![Cell::none()]
+            };
         if plan.per_box && row.boxes.len() > 1 {
             // perf's `-A`/`--no-merge`: each box is an event of its own, printed under its own
             // name, with the metrics computed from that box's counts.
@@ -432,12 +444,18 @@ pub fn lines(
     out
 }
 
-/// The `Default` groups of a row's metrics, in the order they are hosted; a group's name is
-/// printed on the first line that has its metrics (per PMU on hybrid machines, where it
-/// reads `TopdownL1 (cpu_core)`).
+/// Whether root `r` prints under its `Default` group's name (`DefaultMetricgroupName`).
+fn headed(plan: &Plan, r: usize) -> bool {
+    let root = &plan.roots[r];
+    !root.model.str(root.model.metrics[root.metric].default_group).is_empty()
+}
+
+/// The `Default` groups of a row's metrics `roots`, in the order they are hosted; a group's
+/// name is printed on the first line that has its metrics (per PMU on hybrid machines, where
+/// it reads `TopdownL1 (cpu_core)`).
 fn default_group_cells(
     plan: &Plan,
-    row: &PlanRow,
+    roots: &[usize],
     ctx: &ViewContext<'_>,
     headers: &mut Vec<(String, String)>,
 ) -> Vec<DefaultGroup> {
@@ -446,7 +464,7 @@ fn default_group_cells(
         r.model.str(m.pmu) == "cpu_atom"
     });
     let mut groups: Vec<(String, String, Vec<Cell>)> = Vec::new();
-    for &root in &row.roots {
+    for &root in roots {
         let r = &plan.roots[root];
         let m = &r.model.metrics[r.metric];
         let name = r.model.str(m.default_group).to_string();
@@ -484,7 +502,9 @@ fn cells(
     ctx: &ViewContext<'_>,
 ) -> Vec<Cell> {
     let mut out = Vec::new();
-    if let Some(me) = peers.iter().find(|p| p.row == r) {
+    if plan.contract.builtin_metrics
+        && let Some(me) = peers.iter().find(|p| p.row == r)
+    {
         builtin_cells(me, peers, ctx, &mut out);
     }
     let builtins = out.len();

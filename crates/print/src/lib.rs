@@ -121,6 +121,9 @@ pub struct Config {
     /// `--errors`: a JSON metric's error bar ([`tmetric_engine::view::Cell::error`]) after its
     /// label (`± 1.2`, `± ?` when unknown) and as a `metric-error` key in JSON.
     pub errors: bool,
+    /// The perf release whose layout this is (`tmetric_engine::contract`): perf 6.12's unless
+    /// the plan's vintage is another's.
+    pub contract: &'static tmetric_engine::Contract,
 }
 
 impl Config {
@@ -142,6 +145,7 @@ impl Config {
             unit_width: 4,
             interval_clear: false,
             errors: false,
+            contract: &tmetric_engine::contract::PERF_6_12,
         }
     }
 }

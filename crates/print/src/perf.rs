@@ -263,8 +263,10 @@ impl<W: Write> Printer<W> {
     fn printout(&mut self, text: &mut String, os: &mut Line0<'_>, line: &Line) {
         let metric_only = self.config.metric_only;
         let ok = matches!(line.count, Count::Value(_));
+        // perf 7.x prints an uncounted line's metrics too (`nan`); perf 6.12 a blank.
+        let metrics = ok || self.config.contract.metrics_on_uncounted_lines;
         if !ok {
-            if metric_only {
+            if metric_only && !metrics {
                 // perf prints an empty column for an uncounted event.
                 let blank = Cell { label: Some(String::new()), ..Cell::none() };
                 self.metric(text, os, &blank);
@@ -283,8 +285,8 @@ impl<W: Write> Printer<W> {
             self.noise(text, line, true);
             self.running(text, line, true);
         }
-        if ok {
-            if !metric_only && !line.default_groups.is_empty() {
+        if metrics {
+            if ok && !metric_only && !line.default_groups.is_empty() {
                 self.aggr_id(text, os.unit);
                 for (i, group) in line.default_groups.iter().enumerate() {
                     if i > 0 {

@@ -66,9 +66,13 @@ pub enum CpuListProblem {
     },
 }
 
-/// `-C LIST`: the CPUs it names, every one online. A list that names none, a malformed one
-/// and CPUs that are not online (however many: `0-99999999` is valid syntax) are told apart.
-pub fn cpu_list(list: &str, online: &[u32]) -> Result<Vec<u32>, CpuListError> {
+/// `-C LIST` as perf 7.x reads it: the online CPUs it names, and, when it also names CPUs
+/// that are not online, that as an error to warn with (perf 7.x counts on the online ones).
+/// A list that names none or a malformed one is an error.
+pub fn cpu_list_online(
+    list: &str,
+    online: &[u32],
+) -> Result<(Vec<u32>, Option<CpuListError>), CpuListError> {
     let fail = |problem| CpuListError { list: list.to_string(), problem };
     let text = list.trim();
     let online_text = format_cpus(online.iter().map(|&c| (c, c)));
@@ -121,16 +125,27 @@ pub fn cpu_list(list: &str, online: &[u32]) -> Result<Vec<u32>, CpuListError> {
             offline.push((from as u32, hi));
         }
     }
+    let named: Vec<u32> = sorted
+        .into_iter()
+        .filter(|c| ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(c)))
+        .collect();
     if !offline.is_empty() {
         offline.sort_unstable();
         let count: u64 = offline.iter().map(|&(a, b)| u64::from(b - a) + 1).sum();
         let cpus = format_cpus(offline.into_iter());
-        return Err(fail(CpuListProblem::Offline { cpus, count, online: online_text }));
+        let problem = CpuListProblem::Offline { cpus, count, online: online_text };
+        return Ok((named, Some(fail(problem))));
     }
-    Ok(sorted
-        .into_iter()
-        .filter(|c| ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(c)))
-        .collect())
+    Ok((named, None))
+}
+
+/// `-C LIST`: the CPUs it names, every one online. A list that names none, a malformed one
+/// and CPUs that are not online (however many: `0-99999999` is valid syntax) are told apart.
+pub fn cpu_list(list: &str, online: &[u32]) -> Result<Vec<u32>, CpuListError> {
+    match cpu_list_online(list, online)? {
+        (_, Some(offline)) => Err(offline),
+        (cpus, None) => Ok(cpus),
+    }
 }
 
 /// Sorted, possibly overlapping ranges as a kernel-style CPU list (`0-3,8`).

@@ -1,8 +1,10 @@
 //! Changes to a built plan that front ends ask for: per-box uncore lines (`-A`), cgroups
-//! (`-G`, `--for-each-cgroup`), tracepoint filters (`--filter`), perf's `Default` metric
-//! view, and `--all-user`/`--all-kernel`.
+//! (`-G`, `--for-each-cgroup`), tracepoint filters (`--filter`), perf 6.12's `Default` metric
+//! view and perf 7.x's default metric groups, and `--all-user`/`--all-kernel`.
 
-use super::{Key, Plan, Source};
+use tmetric_runtime::sys::TYPE_SOFTWARE;
+
+use super::{Key, Plan, PlanRow, Source};
 
 impl Plan {
     /// perf's `-A`/`--no-merge` for uncore rows ([`Plan::per_box`]).
@@ -101,10 +103,16 @@ impl Plan {
     /// `first_row` on, which the metrics added) print. perf's metrics of one group share
     /// their first event (the group's leader), so they print together: each group under its
     /// name, in name order, its metrics in name order; per PMU, as hybrid machines have one
-    /// leader per core type.
+    /// leader per core type. Only metrics with a `DefaultMetricgroupName` print so (every one
+    /// of perf 6.12's `Default` groups has one); perf 7.x's common `Default` metrics print
+    /// beside their events ([`Plan::show_default_events`]).
     pub fn show_as_default_view(&mut self, first_row: usize) {
         self.default_metrics = true;
         let roots = &self.roots;
+        let headed = |r: usize| {
+            let root = &roots[r];
+            !root.model.str(root.model.metrics[root.metric].default_group).is_empty()
+        };
         let key = |r: usize| {
             let root = &roots[r];
             let m = &root.model.metrics[root.metric];
@@ -119,6 +127,9 @@ impl Plan {
         for (row, r) in
             self.rows.iter().enumerate().flat_map(|(i, row)| row.roots.iter().map(move |&r| (i, r)))
         {
+            if !headed(r) {
+                continue;
+            }
             let pmu = pmu_of(r);
             match hosts.iter_mut().find(|h| h.0 == pmu) {
                 Some(h) => h.2.push(r),
@@ -126,17 +137,65 @@ impl Plan {
             }
         }
         for row in &mut self.rows {
-            row.roots.clear();
+            row.roots.retain(|&r| !headed(r));
         }
         for (_, host, mut roots) in hosts {
             roots.sort_by(|&a, &b| key(a).cmp(&key(b)));
-            self.rows[host].roots = roots;
+            self.rows[host].roots.extend(roots);
         }
         for row in &mut self.rows[first_row..] {
             if row.roots.is_empty() {
                 row.show = false;
             }
         }
+    }
+
+    /// perf 7.x's view of its default metric groups (`Default`, `Default2`, ...): their
+    /// events print with the metrics beside them, but only those that host a metric (rows
+    /// from `first_row` on, which the metrics added), and a row that could not be opened only
+    /// when it is `cycles` (perf marks every other default event skippable).
+    /// The rows print in perf's order of its default events (`default_evlist_evsel_cmp`):
+    /// software events first, by name, then the others as the metrics added them, tool
+    /// values last.
+    pub fn show_default_events(&mut self, first_row: usize) {
+        self.default_events = true;
+        for row in &mut self.rows[first_row..] {
+            if row.roots.is_empty() {
+                row.show = false;
+            }
+        }
+        let software = |row: &PlanRow| match row.source {
+            Source::Counter(spec) => self.events[spec].attr.type_ == TYPE_SOFTWARE,
+            _ => false,
+        };
+        let mut order: Vec<usize> = (first_row..self.rows.len()).collect();
+        order.sort_by_key(|&r| {
+            let row = &self.rows[r];
+            match row.source {
+                _ if software(row) => (0, row.name.clone()),
+                Source::Tool(_) => (2, String::new()),
+                _ => (1, String::new()),
+            }
+        });
+        let mut new_index: Vec<usize> = (0..self.rows.len()).collect();
+        for (k, &old) in order.iter().enumerate() {
+            new_index[old] = first_row + k;
+        }
+        let mut old_rows: Vec<Option<PlanRow>> =
+            std::mem::take(&mut self.rows).into_iter().map(Some).collect();
+        let mut rows: Vec<PlanRow> = Vec::with_capacity(old_rows.len());
+        for old in (0..first_row).chain(order.iter().copied()) {
+            rows.push(old_rows[old].take().expect("each row once"));
+        }
+        for row in &mut rows {
+            row.copy_of = row.copy_of.map(|r| new_index[r]);
+        }
+        for root in &mut self.roots {
+            for slot in root.slot_rows.iter_mut().flatten() {
+                *slot = new_index[*slot];
+            }
+        }
+        self.rows = rows;
     }
 
     /// Sets every counter's `exclude_user` and `exclude_kernel`: perf's `--all-kernel`

@@ -83,4 +83,9 @@ impl Plan {
     pub fn per_box(&self) -> bool {
         self.per_box
     }
+
+    /// The perf release whose output the plan is printed as.
+    pub fn contract(&self) -> &'static crate::Contract {
+        self.contract
+    }
 }

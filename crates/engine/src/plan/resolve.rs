@@ -11,9 +11,20 @@ use super::Resolution;
 use crate::compiled::Select;
 use crate::pmu::{self, Demand, PmuModel};
 
-/// The printed name of a model input: perf's `pmu@terms@` spelled `pmu/terms/`.
+/// The printed name of a model input: perf's `pmu@terms@` spelled `pmu/terms/`, or the
+/// value of its `name=` term, which perf prints as the event's name
+/// (`software@task\-clock\,name\=task\-clock@`, perf 7.x's common metrics: `task-clock`).
 pub fn id_name(model: &Model, id: &Id) -> String {
-    model.str(id.text).replace('@', "/")
+    let text = model.str(id.text);
+    let named = text
+        .strip_suffix('@')
+        .and_then(|t| t.split_once('@'))
+        .and_then(|(_, terms)| terms.split(',').find_map(|t| t.strip_prefix("name=")))
+        .filter(|name| !name.is_empty());
+    match named {
+        Some(name) => name.to_string(),
+        None => text.replace('@', "/"),
+    }
 }
 
 fn from_event_result(

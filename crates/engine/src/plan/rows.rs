@@ -1,7 +1,7 @@
 //! A plan's rows and counters: adding an input (each uncore box its own counter), a second
 //! counter of an input for another group, `-e` event lists, and the row a metric prints on.
 
-use tmetric_runtime::event::{self, EventError, EventKind, ResolvedEvent};
+use tmetric_runtime::event::{self, EventError, ResolvedEvent};
 use tmetric_runtime::{CounterEvent, CounterSpec, ToolEvent};
 
 use super::{Key, Plan, PlanRow, Resolution, RowBox, Source, Warning};
@@ -9,8 +9,10 @@ use crate::compiled::Select;
 
 impl Plan {
     /// Puts root `r` on the row perf prints a metric on: its first directly read counter, else
-    /// any counted input, else any input, else a `duration_time` row added for it. `probes` are
-    /// the root's model's probe values.
+    /// any counted input, else any input, else a `duration_time` row added for it; where the
+    /// contract prints metrics beside events that were not counted (perf 7.x), its first
+    /// directly read input that is not a tool value, counted or not. `probes` are the root's
+    /// model's probe values.
     pub fn host_root(&mut self, r: usize, probes: &[f64]) {
         let root = &self.roots[r];
         let model = root.model;
@@ -25,11 +27,19 @@ impl Plan {
             })
             .collect();
         let all = model.needed_ids(root.metric, &facts, false).unwrap_or_default();
-        let host = direct
+        let leader = direct
             .iter()
-            .chain(all.iter())
             .filter_map(|&s| root.slot_rows[s as usize])
-            .find(|&row| matches!(self.rows[row].source, Source::Counter(_)))
+            .find(|&row| !matches!(self.rows[row].source, Source::Tool(_)))
+            .filter(|_| self.contract.metrics_on_uncounted_lines);
+        let host = leader
+            .or_else(|| {
+                direct
+                    .iter()
+                    .chain(all.iter())
+                    .filter_map(|&s| root.slot_rows[s as usize])
+                    .find(|&row| matches!(self.rows[row].source, Source::Counter(_)))
+            })
             .or_else(|| all.iter().filter_map(|&s| root.slot_rows[s as usize]).next());
         match host {
             Some(row) => {
@@ -75,7 +85,10 @@ impl Plan {
         let (source, key, unit, scale) = match resolution {
             Resolution::Counter(event) => {
                 let key = Key::Counter(event.attr.clone(), event.cpus.clone());
-                let clock = event.kind == EventKind::Software && event.attr.config <= 1;
+                // perf's `evsel__is_clock` reads the attribute, however the event was named
+                // (`software/task-clock/` as well as `task-clock`).
+                let clock = event.attr.type_ == tmetric_runtime::sys::TYPE_SOFTWARE
+                    && event.attr.config <= 1;
                 let (unit, scale) = if clock {
                     ("msec".to_string(), 1e-6)
                 } else {

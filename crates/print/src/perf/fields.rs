@@ -45,8 +45,9 @@ impl<W: Write> Printer<W> {
                     _ => "node",
                 };
                 text.push_str(&format!(
-                    "\"{key}\" : {}, \"aggregate-number\" : {}, ",
+                    "\"{key}\" : {}, \"{}\" : {}, ",
                     json_string(label),
+                    self.config.contract.json_unit_cpus,
                     unit.cpus
                 ));
             }

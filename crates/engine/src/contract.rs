@@ -1,0 +1,101 @@
+//! What `perf stat` prints differs between perf releases beyond the vendor tables: perf 7.x
+//! dropped the built-in metrics of perf 6.12's `stat-shadow.c`, counts its `Default` metric
+//! groups by default, prints a metric beside an event it could not count, renames a JSON key
+//! and refuses a run that opens no event. [`Contract`] holds those differences as data, one
+//! value per perf release whose layout tmetric follows; the vintage in use
+//! (`--perf-version`) chooses it ([`current`]), and the plan, the views, the printers and
+//! `stat` read its fields rather than the version.
+
+use tmetric_catalog::Vintage;
+
+/// One perf release's output contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Contract {
+    /// The perf release it is (`6.12`, `7.2`).
+    pub perf: &'static str,
+    /// perf 6.12's built-in metrics (`CPUs utilized`, `GHz`, `insn per cycle`, `/sec`, the
+    /// idle and miss ratios) print beside the events that feed them. perf 7.x has none: every
+    /// metric it prints comes from a metric group.
+    pub builtin_metrics: bool,
+    /// What `stat` counts without `-e` or `-M`.
+    pub defaults: Defaults,
+    /// A metric prints on the line of its first input even when that input was not counted
+    /// (`<not supported>`, its value `nan`), as perf 7.x prints it; perf 6.12 prints metrics
+    /// on counted lines only, so a metric is hosted on a counted input where one exists.
+    pub metrics_on_uncounted_lines: bool,
+    /// The JSON key of the number of CPUs an aggregation unit (`--per-core`, ...) sums.
+    pub json_unit_cpus: &'static str,
+    /// A run that opens no event at all fails with perf 7.x's `No supported events found.`
+    /// (exit 1), and `-C` CPUs that are not online are left out with a warning rather than
+    /// refused (none left: no event opens). perf 6.12 prints such a run's events
+    /// `<not supported>` and exits 0.
+    pub needs_an_event: bool,
+}
+
+/// What `stat` counts when neither `-e` nor `-M` names anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Defaults {
+    /// perf 6.12's default events (`crate::defaults::default_events`) and `-d`'s cache
+    /// events, with the model's own `Default` metric group printed under its group's name.
+    Events,
+    /// perf 7.x's metric groups `Default`, and `Default2` to `Default4` for `-d` to `-ddd`,
+    /// from the common table and the model's; the events are those metrics' inputs, each
+    /// printed only where it hosts a metric, and (but `cycles`) only where it could be opened.
+    MetricGroups,
+}
+
+/// perf 6.12's contract: tmetric's default, byte for byte.
+pub const PERF_6_12: Contract = Contract {
+    perf: "6.12",
+    builtin_metrics: true,
+    defaults: Defaults::Events,
+    metrics_on_uncounted_lines: false,
+    json_unit_cpus: "aggregate-number",
+    needs_an_event: false,
+};
+
+/// perf 7.2's contract, where its own stat shell tests state it (`docs/stat-output.md`).
+pub const PERF_7_2: Contract = Contract {
+    perf: "7.2",
+    builtin_metrics: false,
+    defaults: Defaults::MetricGroups,
+    metrics_on_uncounted_lines: true,
+    json_unit_cpus: "counters",
+    needs_an_event: true,
+};
+
+/// The contract of perf release `version` (`6.12`, `7.2.13`): perf 7.2's from 7.0 on, else
+/// perf 6.12's. Older vintages (5.10, 6.1) change the tables only: their layout is printed as
+/// perf 6.12 prints it.
+pub fn of(version: &str) -> &'static Contract {
+    let major = version.split('.').next().and_then(|m| m.parse::<u32>().ok());
+    if major.is_some_and(|m| m >= 7) { &PERF_7_2 } else { &PERF_6_12 }
+}
+
+/// The contract of `vintage`.
+pub fn of_vintage(vintage: &Vintage) -> &'static Contract {
+    of(vintage.version)
+}
+
+/// The contract of the vintage this thread's lookups use ([`tmetric_catalog::vintage`]).
+pub fn current() -> &'static Contract {
+    of_vintage(tmetric_catalog::vintage())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_release_has_the_contract_of_its_layout() {
+        assert_eq!(of("6.12"), &PERF_6_12);
+        assert_eq!(of("6.1"), &PERF_6_12);
+        assert_eq!(of("5.10"), &PERF_6_12);
+        assert_eq!(of("7.2"), &PERF_7_2);
+        assert_eq!(of("7.2.13"), &PERF_7_2);
+        assert_eq!(of("junk"), &PERF_6_12);
+        let stored: Vec<&str> =
+            tmetric_catalog::VINTAGES.iter().map(|v| of_vintage(v).perf).collect();
+        assert_eq!(stored, ["6.12", "6.12", "6.12", "7.2"]);
+    }
+}
