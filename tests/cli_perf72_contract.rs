@@ -233,3 +233,24 @@ fn list_takes_an_abbreviated_raw_dump() {
     assert!(full.status.success() && short.status.success(), "{}", stderr(&short));
     assert_eq!(full.stdout, short.stdout);
 }
+
+/// `--metric-only`'s values: right-aligned under their label with nothing after them in
+/// perf 7.x; in a column one wider than a long label, then a blank, in perf 6.12.
+#[test]
+fn metric_only_values_fit_their_columns_as_each_release_prints_them() {
+    for (v72, metric) in [(true, "page_faults_per_second"), (false, "page_faults_per_sec")] {
+        let (code, text) = run(v72, &["stat", "--metric-only", "-M", metric, "true"]);
+        assert_eq!(code, 0, "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        let header = lines.iter().position(|l| l.ends_with(&format!("{metric} "))).unwrap();
+        let (label, value) = (lines[header], lines[header + 1]);
+        let width = label.trim().len();
+        if v72 {
+            assert_eq!(value.len(), width, "`{label}` / `{value}`");
+            assert!(!value.ends_with(' ') && value.trim().parse::<f64>().is_ok(), "{value}");
+        } else {
+            assert_eq!(value.len(), width + 2, "`{label}` / `{value}`");
+            assert!(value.ends_with(' '), "{value}");
+        }
+    }
+}

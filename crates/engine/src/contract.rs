@@ -25,6 +25,11 @@ pub struct Contract {
     pub metrics_on_uncounted_lines: bool,
     /// The JSON key of the number of CPUs an aggregation unit (`--per-core`, ...) sums.
     pub json_unit_cpus: &'static str,
+    /// `--metric-only`'s default layout: perf 7.x right-aligns a value in its column (the
+    /// label's width, at least 20) with nothing after it (`print_metric_only`); perf 6.12
+    /// makes a longer label's column one wider, widens it by the colour's escape codes and
+    /// prints a blank after the value.
+    pub metric_only_fitted: bool,
     /// A run that opens no event at all fails with perf 7.x's `No supported events found.`
     /// (exit 1), and `-C` CPUs that are not online are left out with a warning rather than
     /// refused (none left: no event opens). perf 6.12 prints such a run's events
@@ -51,6 +56,7 @@ pub const PERF_6_12: Contract = Contract {
     defaults: Defaults::Events,
     metrics_on_uncounted_lines: false,
     json_unit_cpus: "aggregate-number",
+    metric_only_fitted: false,
     needs_an_event: false,
 };
 
@@ -61,6 +67,7 @@ pub const PERF_7_2: Contract = Contract {
     defaults: Defaults::MetricGroups,
     metrics_on_uncounted_lines: true,
     json_unit_cpus: "counters",
+    metric_only_fitted: true,
     needs_an_event: true,
 };
 

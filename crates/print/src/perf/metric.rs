@@ -214,6 +214,15 @@ impl<W: Write> Printer<W> {
         let digits: String =
             number.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
         match &self.config.layout {
+            Layout::Std if self.config.contract.metric_only_fitted => {
+                let width = METRIC_ONLY_LEN.max(label.chars().count());
+                let pad = width.saturating_sub(number.chars().count()).max(1);
+                text.push_str(&" ".repeat(pad));
+                match cell.colour.filter(|c| self.config.colour && !c.escape().is_empty()) {
+                    Some(c) => text.push_str(&format!("{}{number}{RESET}", c.escape())),
+                    None => text.push_str(&number),
+                }
+            }
             Layout::Std => {
                 let mut width = METRIC_ONLY_LEN;
                 if width < label.chars().count() {
