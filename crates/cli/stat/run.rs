@@ -236,7 +236,7 @@ fn target_of(
                 return Err(super::exits::perf_exit(
                     1,
                     format!(
-                        "No supported events found. {offline}: no event opens on no CPU; give online CPUs"
+                        "No supported events found. {offline}: no event can open on a CPU that is not online; give online CPUs"
                     ),
                 ));
             }

@@ -477,13 +477,11 @@ impl Plan {
         let mut notes: Vec<Note> = Vec::new();
         // perf's `Default` view skips a group whose events did not run, and says nothing of
         // it: neither do its notes.
+        let headed = |row: &PlanRow| row.roots.iter().any(|&r| self.prints_under_group(r));
         let skipped = |row: &PlanRow| match shown(self, row, sample) {
             Shown::Value { .. } => false,
-            Shown::NotCounted => self.default_metrics && !row.roots.is_empty(),
-            Shown::NotSupported => {
-                self.default_metrics && !row.roots.is_empty()
-                    || self.default_events && !row.is_cycles()
-            }
+            Shown::NotCounted => headed(row),
+            Shown::NotSupported => headed(row) || self.default_events && !row.is_cycles(),
         };
         for row in self.rows.iter().filter(|r| (r.show || !r.roots.is_empty()) && !skipped(r)) {
             let why = if self.opened_nowhere(row, sample) {

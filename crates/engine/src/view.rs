@@ -365,12 +365,11 @@ pub fn lines(
             continue;
         }
         let mut default_groups = Vec::new();
-        let headed: Vec<usize> = row
-            .roots
-            .iter()
-            .copied()
-            .filter(|&r| plan.default_metrics && headed(plan, r))
-            .collect();
+        // A row hosts either `Default` metrics printed under their group's name or metrics
+        // printed beside its count ([`Plan::show_as_default_view`] gives the former rows of
+        // their own).
+        let headed: Vec<usize> =
+            row.roots.iter().copied().filter(|&r| plan.prints_under_group(r)).collect();
         if !headed.is_empty() {
             // perf skips a `Default` group's event that did not run.
             if !counted {
@@ -442,12 +441,6 @@ pub fn lines(
         });
     }
     out
-}
-
-/// Whether root `r` prints under its `Default` group's name (`DefaultMetricgroupName`).
-fn headed(plan: &Plan, r: usize) -> bool {
-    let root = &plan.roots[r];
-    !root.model.str(root.model.metrics[root.metric].default_group).is_empty()
 }
 
 /// The `Default` groups of a row's metrics `roots`, in the order they are hosted; a group's

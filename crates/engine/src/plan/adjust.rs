@@ -4,7 +4,7 @@
 
 use tmetric_runtime::sys::TYPE_SOFTWARE;
 
-use super::{Key, Plan, PlanRow, Source};
+use super::{Key, Plan, PlanRow, Root, Source};
 
 impl Plan {
     /// perf's `-A`/`--no-merge` for uncore rows ([`Plan::per_box`]).
@@ -109,10 +109,7 @@ impl Plan {
     pub fn show_as_default_view(&mut self, first_row: usize) {
         self.default_metrics = true;
         let roots = &self.roots;
-        let headed = |r: usize| {
-            let root = &roots[r];
-            !root.model.str(root.model.metrics[root.metric].default_group).is_empty()
-        };
+        let headed = |r: usize| has_default_group(&roots[r]);
         let key = |r: usize| {
             let root = &roots[r];
             let m = &root.model.metrics[root.metric];
@@ -148,6 +145,11 @@ impl Plan {
                 row.show = false;
             }
         }
+    }
+
+    /// Whether root `r` prints under its `Default` group's name ([`Plan::show_as_default_view`]).
+    pub(crate) fn prints_under_group(&self, r: usize) -> bool {
+        self.default_metrics && has_default_group(&self.roots[r])
     }
 
     /// perf 7.x's view of its default metric groups (`Default`, `Default2`, ...): their
@@ -238,4 +240,9 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// Whether a metric has a `DefaultMetricgroupName` to print under.
+fn has_default_group(root: &Root) -> bool {
+    !root.model.str(root.model.metrics[root.metric].default_group).is_empty()
 }
