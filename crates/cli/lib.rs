@@ -323,6 +323,8 @@ pub fn flags() -> Vec<(String, Vec<String>)> {
 
 /// The whole command: parse the arguments, run, and map errors to exit codes.
 pub fn main() -> ExitCode {
+    // `ulimit -v`: a stack that cannot grow is one line and exit 2, as a failed allocation is.
+    tmetric_runtime::alloc::report_stack_exhaustion();
     exit_2_when_stderr_fails();
     // `ulimit -f`: a write error naming the file, not death by SIGXFSZ.
     tmetric_runtime::signal::file_size_limit_is_an_error();

@@ -1,6 +1,8 @@
 //! tmetric's runtime: counting events with `perf_event_open`. The only crate with `unsafe`
 //! and system calls.
 //!
+//! * [`alloc`]: the global allocator's wrapper that ends tmetric with one line, not an abort,
+//!   when memory runs out.
 //! * [`sys`]: the [`Syscalls`] trait (open, read, enable/disable/reset, id, close), the kernel
 //!   implementation [`Kernel`] and the plain [`Attr`]; `fake` (the `fake` feature, for tests) is
 //!   a programmable stand-in.
@@ -37,6 +39,7 @@
 // The one crate with `unsafe`: every block states why it is sound.
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod alloc;
 pub mod control;
 pub mod counter;
 pub mod event;
