@@ -9,8 +9,8 @@
 //!
 //! This file holds the servers (`Serve`, `Prometheus`) and HTTP helpers; the tests are by what
 //! they check: `rules` (flags and `tmetric rules`' translation), `prometheus` (scrapes, recording
-//! rules and `--once` through Prometheus and promtool), `cgroups` (churn and descriptor limits)
-//! and `load`.
+//! rules and `--once` through Prometheus and promtool), `cgroups` (churn and descriptor limits),
+//! `tls` (`--web.config.file` with curl) and `load`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -28,6 +28,7 @@ mod hostile;
 mod load;
 mod prometheus;
 mod rules;
+mod tls;
 
 /// A child killed (and reaped) when dropped.
 struct KillOnDrop(Child);
@@ -66,7 +67,9 @@ impl Serve {
         for line in lines.by_ref() {
             let line = line.unwrap();
             log.lock().unwrap().push_str(&format!("{line}\n"));
-            if let Some(rest) = line.split("serving on http://").nth(1) {
+            // `http://` or, with TLS, `https://`.
+            if let Some(rest) = line.split("serving on ").nth(1).and_then(|r| r.split("://").nth(1))
+            {
                 addr = Some(rest.split('/').next().unwrap().to_string());
                 break;
             }
