@@ -29,6 +29,7 @@ mod accuracy;
 mod builds;
 mod codegen;
 mod eval;
+mod hostile;
 mod parse;
 mod serve;
 mod stat;
@@ -57,7 +58,9 @@ const USAGE: &str = "usage: cargo xtask bench [--build] [--only <sections>] [--q
      build (cold build and rebuilds), test (clean cargo test), from-perf (eval --from-perf\n              \
      on generated 10/30/100 MB -I logs, against --baseline's release binary), serve\n              \
      (tmetric serve's CPU per interval against perf stat -I --for-each-cgroup at 1, 20 and\n              \
-     100 cgroups, side by side; root), stat (tmetric stat against perf stat in turn: start-up\n              \
+     100 cgroups, side by side; root), hostile (the HTTP attacks of the security round\n              \
+     against tmetric serve and node_exporter: $TMETRIC_BENCH_NODE_EXPORTER or in PATH,\n              \
+     skipped and said when absent), stat (tmetric stat against perf stat in turn: start-up\n              \
      wall time and a 2 s system-wide -I 10 run's CPU), accuracy (multiplexed metrics against\n              \
      the truth on the realistic simulator over workload classes: tmetric, perf 6.12's\n              \
      grouping and each metric alone; minutes)\n  \
@@ -94,7 +97,7 @@ const TARGET_TEST_S: f64 = 120.0;
 const TARGET_GEN_SOURCE_BYTES: u64 = 6_000_000;
 
 /// The sections `--only` selects from.
-const SECTIONS: [&str; 11] = [
+const SECTIONS: [&str; 12] = [
     "regen",
     "eval",
     "parse",
@@ -104,6 +107,7 @@ const SECTIONS: [&str; 11] = [
     "test",
     "from-perf",
     "serve",
+    "hostile",
     "stat",
     "accuracy",
 ];
@@ -125,7 +129,14 @@ impl Options {
             self.build
                 || !matches!(
                     section,
-                    "binary" | "build" | "test" | "from-perf" | "serve" | "stat" | "accuracy"
+                    "binary"
+                        | "build"
+                        | "test"
+                        | "from-perf"
+                        | "serve"
+                        | "hostile"
+                        | "stat"
+                        | "accuracy"
                 )
         } else {
             self.only.iter().any(|s| s == section)
@@ -270,6 +281,16 @@ fn main() -> Result<()> {
                 "<= 1.5x perf",
                 Status::Missed,
             );
+        }
+    }
+
+    if options.runs("hostile") {
+        println!(
+            "\nhostile: the security round's HTTP attacks against tmetric serve and node_exporter"
+        );
+        if let Err(err) = hostile::bench(&root, &mut table) {
+            println!("  hostile not measured: {err:#}");
+            table.row("hostile", "not measured", "", "", "", Status::Missed);
         }
     }
 

@@ -19,7 +19,8 @@ use crate::table::{Status, Table};
 /// What `-M Software` counts, as perf names it.
 const EVENTS: &str = "task-clock,context-switches,cpu-migrations,page-faults,major-faults,msr/tsc/";
 
-struct Killed(Child);
+/// A child ended (SIGINT, then SIGKILL after 5 s) and reaped when dropped.
+pub(super) struct Killed(pub(super) Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -73,6 +74,26 @@ fn scrape(addr: &str) -> Result<usize> {
     Ok(out.len())
 }
 
+/// The address `tmetric serve` prints on standard error when it starts (`serving on
+/// http://ADDR/metrics`), read from `err` for at most 30 s.
+pub(super) fn serving_address(err: &mut impl Read) -> Result<String> {
+    let mut text = String::new();
+    let mut buf = [0u8; 512];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let k = err.read(&mut buf)?;
+        text.push_str(&String::from_utf8_lossy(&buf[..k]));
+        if let Some(rest) = text.split("serving on http://").nth(1)
+            && let Some(a) = rest.split('/').next()
+        {
+            return Ok(a.to_string());
+        }
+        if k == 0 || Instant::now() > deadline {
+            bail!("tmetric serve did not start: {text}");
+        }
+    }
+}
+
 /// One run at `n` cgroups: (tmetric ns per interval, perf ns per interval, scrape bytes).
 fn run(
     bin: &Path,
@@ -107,22 +128,7 @@ fn run(
             .spawn()
             .context("perf stat")?,
     );
-    // The address serve prints.
-    let mut text = String::new();
-    let mut buf = [0u8; 512];
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let addr = loop {
-        let k = err.read(&mut buf)?;
-        text.push_str(&String::from_utf8_lossy(&buf[..k]));
-        if let Some(rest) = text.split("serving on http://").nth(1)
-            && let Some(a) = rest.split('/').next()
-        {
-            break a.to_string();
-        }
-        if k == 0 || Instant::now() > deadline {
-            bail!("tmetric serve did not start: {text}");
-        }
-    };
+    let addr = serving_address(&mut err)?;
     std::thread::spawn(move || {
         let mut sink = Vec::new();
         let _ = err.read_to_end(&mut sink);
