@@ -50,8 +50,8 @@ pub struct ServeArgs {
     /// (node_exporter's --web.config.file): tls_server_config, basic_auth_users.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config_file: Option<PathBuf>,
-    /// HTTP connections served at once; past it the longest idle one is closed, or the new one
-    /// answered 503 when none is idle.
+    /// HTTP connections served at once; past it the oldest one whose client sent nothing, else the
+    /// longest idle one is closed, or the new one answered 503 when none is.
     #[arg(long = "web.max-connections", default_value_t = 64, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub web_max_connections: u32,
     /// Events, as `stat -e` (exported as raw counters).

@@ -408,7 +408,7 @@ pub fn read_families<S: Syscalls + Clone>(
             &none,
             h.accepted.load(Relaxed).to_string(),
         );
-        let closed = "HTTP connections closed by the server, by why: shed (every slot busy: answered 503 at once), evicted (the longest idle, for a new one), idle (no byte moved for the idle timeout), no_descriptor (none left to serve it)";
+        let closed = "HTTP connections closed by the server, by why: shed (every slot busy: answered 503 at once), evicted (silent or the longest idle, for a new one), idle (no byte moved for the idle timeout), no_descriptor (none left to serve it)";
         f.family("tmetric_http_connections_closed", Kind::Counter, closed);
         for (why, v) in [
             ("shed", &h.shed),

@@ -15,7 +15,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::os::unix::net::UnixStream;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -35,8 +35,8 @@ use crate::web::{Auth, WebConfig};
 /// Limits of the HTTP server.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Connections served at once; at the bound the longest idle one is closed, or the new
-    /// one gets 503 when none is idle.
+    /// Connections served at once; at the bound the oldest whose client never sent a byte (for
+    /// 25 ms) or else the longest idle (for 1 s) is closed, or the new one gets 503.
     pub max_connections: usize,
     /// A request's start line and headers, in bytes (431 past it).
     pub max_header_bytes: usize,
@@ -339,9 +339,26 @@ pub fn start(
 /// One open connection, as the accept loop sees it.
 struct Slot {
     id: u64,
+    /// When it was accepted (milliseconds since the loop's epoch).
+    accepted: u64,
     progress: Arc<AtomicU64>,
+    /// Whether the client sent a byte yet.
+    spoke: Arc<AtomicBool>,
     close: Arc<Notify>,
+    /// Told to close to make room: not picked again.
+    closing: bool,
 }
+
+/// At the bound, a connection whose client sent nothing for this long since it was accepted
+/// makes room first, however young: a scraper sends its request (or TLS hello) with its
+/// connection, and a client that opens connections faster than they age [`IDLE_BOUND_MS`] and
+/// sends nothing would otherwise keep every slot and have every scrape shed. With 64 slots a
+/// flood must open more than 2,500 connections a second to be shed, and a scraper's bytes
+/// must wait 25 ms to be read to be taken for silence.
+const SILENT_MS: u64 = 25;
+/// At the bound, else, the connection that moved no byte for the longest makes room if that is
+/// at least this long.
+const IDLE_BOUND_MS: u64 = 1000;
 
 /// Milliseconds since `epoch`.
 fn millis(epoch: Instant) -> u64 {
@@ -364,7 +381,7 @@ async fn accept_loop(
     let auth = web.as_ref().and_then(|w| w.auth.clone()).map(Arc::new);
     let mut next_id = 0u64;
     loop {
-        let stream = match listener.accept().await {
+        let mut stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
                 stats.no_descriptor.fetch_add(1, Ordering::Relaxed);
@@ -381,23 +398,54 @@ async fn accept_loop(
         };
         stats.accepted.fetch_add(1, Ordering::Relaxed);
         let _ = stream.set_nodelay(true);
-        // At the bound: close the connection that moved no byte for the longest (an idle
-        // keep-alive, a client that stopped reading), or shed this one.
+        let mut made_room = false;
+        // At the bound: close the oldest connection that never spoke (for [`SILENT_MS`]), else
+        // the one that moved no byte for the longest (an idle keep-alive, a client that
+        // stopped reading, for [`IDLE_BOUND_MS`]), else shed this one.
         {
-            let list = slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if list.len() >= limits.max_connections {
+            let mut list = slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let open = list.iter().filter(|s| !s.closing).count();
+            if open >= limits.max_connections {
                 let now = millis(epoch);
-                let oldest = list.iter().min_by_key(|s| s.progress.load(Ordering::Relaxed));
-                match oldest {
-                    Some(slot)
-                        if now.saturating_sub(slot.progress.load(Ordering::Relaxed)) >= 1000 =>
-                    {
-                        // Marked as moved now, so the next arrival picks another.
-                        slot.progress.store(now, Ordering::Relaxed);
+                let silent = list
+                    .iter_mut()
+                    .filter(|s| !s.closing && !s.spoke.load(Ordering::Relaxed))
+                    .filter(|s| now.saturating_sub(s.accepted) >= SILENT_MS)
+                    .min_by_key(|s| s.accepted);
+                let mut victim = match silent {
+                    Some(slot) => Some(slot),
+                    None => list
+                        .iter_mut()
+                        .filter(|s| !s.closing)
+                        .min_by_key(|s| s.progress.load(Ordering::Relaxed))
+                        .filter(|s| {
+                            now.saturating_sub(s.progress.load(Ordering::Relaxed)) >= IDLE_BOUND_MS
+                        }),
+                };
+                // None old enough, as when a burst of connections waited in the backlog: a
+                // new connection whose request is already there takes the place of the
+                // oldest that never spoke, however young.
+                if victim.is_none() {
+                    let talks;
+                    (stream, talks) = match has_bytes_waiting(stream) {
+                        Some(checked) => checked,
+                        None => continue,
+                    };
+                    if talks {
+                        victim = list
+                            .iter_mut()
+                            .filter(|s| !s.closing && !s.spoke.load(Ordering::Relaxed))
+                            .min_by_key(|s| s.accepted);
+                    }
+                }
+                match victim {
+                    Some(slot) => {
+                        slot.closing = true;
                         slot.close.notify_one();
                         stats.evicted.fetch_add(1, Ordering::Relaxed);
+                        made_room = true;
                     }
-                    _ => {
+                    None => {
                         drop(list);
                         stats.shed.fetch_add(1, Ordering::Relaxed);
                         tokio::spawn(shed(stream));
@@ -406,17 +454,27 @@ async fn accept_loop(
                 }
             }
         }
+        if made_room {
+            // Under a flood, let the connections read what their clients sent before the next
+            // is accepted, so that a scraper has spoken before it is the oldest silent one.
+            tokio::task::yield_now().await;
+        }
         next_id += 1;
         let id = next_id;
-        let progress = Arc::new(AtomicU64::new(millis(epoch)));
+        let accepted = millis(epoch);
+        let progress = Arc::new(AtomicU64::new(accepted));
+        let spoke = Arc::new(AtomicBool::new(false));
         let close = Arc::new(Notify::new());
         slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(Slot {
             id,
+            accepted,
             progress: Arc::clone(&progress),
+            spoke: Arc::clone(&spoke),
             close: Arc::clone(&close),
+            closing: false,
         });
         stats.open.fetch_add(1, Ordering::Relaxed);
-        let io = Timed { inner: stream, progress: Arc::clone(&progress), epoch };
+        let io = Timed { inner: stream, progress: Arc::clone(&progress), spoke, epoch };
         let (link, limits, tls, auth, slots, stats) = (
             link.clone(),
             limits.clone(),
@@ -432,6 +490,15 @@ async fn accept_loop(
             stats.open.fetch_sub(1, Ordering::Relaxed);
         });
     }
+}
+
+/// Whether the client of a just-accepted connection already sent something (a peek, nothing
+/// read); the connection back, or `None` when it cannot be kept.
+fn has_bytes_waiting(stream: tokio::net::TcpStream) -> Option<(tokio::net::TcpStream, bool)> {
+    // tokio's own peek waits for bytes; std's, on the socket tokio left non-blocking, does not.
+    let std = stream.into_std().ok()?;
+    let talks = std.peek(&mut [0u8; 1]).is_ok_and(|n| n > 0);
+    Some((tokio::net::TcpStream::from_std(std).ok()?, talks))
 }
 
 /// Answers 503 without reading the request and closes; a client that does not take even that
@@ -632,6 +699,8 @@ async fn respond(
 struct Timed<T> {
     inner: T,
     progress: Arc<AtomicU64>,
+    /// Set at the first byte read from the client.
+    spoke: Arc<AtomicBool>,
     epoch: Instant,
 }
 
@@ -651,6 +720,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for Timed<T> {
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
             self.moved();
+            self.spoke.store(true, Ordering::Relaxed);
         }
         r
     }

@@ -118,7 +118,7 @@ impl Recipe {
 fn wait_until_it_answers(addr: SocketAddr, path: &str) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
-        if get(addr, path, Duration::from_secs(5)).is_some() {
+        if get(addr, path, Duration::from_secs(5)).is_ok() {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -126,28 +126,42 @@ fn wait_until_it_answers(addr: SocketAddr, path: &str) -> Result<()> {
     bail!("{addr}{path} did not answer 200 within 30 s")
 }
 
-/// A GET of `path` that is a 200 within `limit`: how long it took.
-fn get(addr: SocketAddr, path: &str, limit: Duration) -> Option<Duration> {
+/// A GET of `path` that is a 200 within `limit`: how long it took; else what came instead
+/// (`503`, `slow`: nothing whole within the limit, `refused`, `reset`, ...).
+fn get(addr: SocketAddr, path: &str, limit: Duration) -> Result<Duration, String> {
     let start = Instant::now();
-    let mut s = TcpStream::connect_timeout(&addr, limit).ok()?;
-    let left = limit.checked_sub(start.elapsed())?;
-    s.set_read_timeout(Some(left)).ok()?;
-    s.set_write_timeout(Some(left)).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").ok()?;
+    let kind = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => "slow".to_string(),
+        std::io::ErrorKind::ConnectionRefused => "refused".to_string(),
+        std::io::ErrorKind::ConnectionReset => "reset".to_string(),
+        other => format!("{other}"),
+    };
+    let mut s = TcpStream::connect_timeout(&addr, limit).map_err(kind)?;
+    let left = limit.checked_sub(start.elapsed()).ok_or("slow")?;
+    s.set_read_timeout(Some(left)).map_err(kind)?;
+    s.set_write_timeout(Some(left)).map_err(kind)?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").map_err(kind)?;
     let mut out = Vec::new();
     let mut buf = [0u8; 65536];
     loop {
         if start.elapsed() > limit {
-            return None;
+            return Err("slow".to_string());
         }
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(_) => return None,
+            Err(e) => return Err(kind(e)),
         }
     }
     let took = start.elapsed();
-    (out.starts_with(b"HTTP/1.1 200") && took <= limit).then_some(took)
+    if !out.starts_with(b"HTTP/1.1 200") {
+        let status = out.get(9..12).map(|s| String::from_utf8_lossy(s).into_owned());
+        return Err(status.unwrap_or_else(|| "closed".to_string()));
+    }
+    if took > limit {
+        return Err("slow".to_string());
+    }
+    Ok(took)
 }
 
 /// The first line the server answered `request` with, or what happened instead.
@@ -206,11 +220,11 @@ impl Usage {
     }
 }
 
-/// Scrapes asked while an attack lasts: how long each took, `None` when not a 200 within 1 s.
+/// Scrapes asked while an attack lasts: how long each 200 took, or what came instead.
 #[derive(Default)]
 struct Probes {
-    metrics: Vec<Option<Duration>>,
-    health: Vec<Option<Duration>>,
+    metrics: Vec<Result<Duration, String>>,
+    health: Vec<Result<Duration, String>>,
 }
 
 /// The sampler and the prober, from start to [`Watch::stop`].
@@ -264,23 +278,33 @@ struct Row {
     probes: Probes,
 }
 
-/// `k/n, p50 .. max ..`: the scrapes that were a 200 within 1 s.
-fn within(probes: &[Option<Duration>], asked: bool) -> String {
+/// `k/n, p50 .., max ..`: the scrapes that were a 200 within 1 s, and what the others got.
+fn within(probes: &[Result<Duration, String>], asked: bool) -> String {
     if !asked {
         return "(no endpoint)".to_string();
     }
     if probes.is_empty() {
         return "none asked".to_string();
     }
-    let mut ok: Vec<Duration> = probes.iter().flatten().copied().collect();
+    let mut ok: Vec<Duration> = probes.iter().filter_map(|p| p.as_ref().ok()).copied().collect();
     ok.sort();
-    let ms = |d: Duration| format!("{:.0} ms", d.as_secs_f64() * 1e3);
-    match (ok.get(ok.len() / 2), ok.last()) {
+    let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
+    let mut text = match (ok.get(ok.len() / 2), ok.last()) {
         (Some(&p50), Some(&max)) => {
             format!("{}/{}, p50 {}, max {}", ok.len(), probes.len(), ms(p50), ms(max))
         }
         _ => format!("0/{}", probes.len()),
+    };
+    let mut failures: Vec<&str> =
+        probes.iter().filter_map(|p| p.as_ref().err()).map(String::as_str).collect();
+    failures.sort();
+    failures.dedup();
+    for failure in failures {
+        let n =
+            probes.iter().filter(|p| p.as_ref().err().map(String::as_str) == Some(failure)).count();
+        text.push_str(&format!("; {n} {failure}"));
     }
+    text
 }
 
 /// The attacks on a running exporter (all but the descriptor limit, which needs one started
@@ -301,30 +325,33 @@ fn attack_all(exporter: &Exporter, rows: &mut Vec<Row>) {
         String::new()
     });
 
-    record("one 64 MB header line", &mut || {
-        let Ok(mut s) = TcpStream::connect(addr) else { return "no connection".into() };
-        let _ = s.set_write_timeout(Some(Duration::from_secs(20)));
-        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-        let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
-        let chunk = vec![b'a'; 64 * 1024];
-        let mut sent = 0usize;
-        let started = Instant::now();
-        while sent < 64 << 20 && started.elapsed() < Duration::from_secs(30) {
-            if s.write_all(&chunk).is_err() {
-                break;
+    record("64 MB header lines, one after another for 3 s", &mut || {
+        repeated(|| {
+            let Ok(mut s) = TcpStream::connect(addr) else { return "no connection".into() };
+            let _ = s.set_write_timeout(Some(Duration::from_secs(20)));
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
+            let chunk = vec![b'a'; 64 * 1024];
+            let mut sent = 0usize;
+            let started = Instant::now();
+            while sent < 64 << 20 && started.elapsed() < Duration::from_secs(30) {
+                if s.write_all(&chunk).is_err() {
+                    break;
+                }
+                sent += chunk.len();
             }
-            sent += chunk.len();
-        }
-        format!("{} after {} MB", status_line(&mut s), sent >> 20)
+            let mb = if sent < 1 << 20 { "< 1".to_string() } else { (sent >> 20).to_string() };
+            format!("{} after {mb} MB", status_line(&mut s))
+        })
     });
 
-    record("300,000 header lines", &mut || {
+    record("300,000 header lines, one request after another for 3 s", &mut || {
         let mut many = b"GET /metrics HTTP/1.1\r\nHost: x\r\n".to_vec();
         for i in 0..300_000 {
             many.extend_from_slice(format!("X-{i}: y\r\n").as_bytes());
         }
         many.extend_from_slice(b"\r\n");
-        answer_to(addr, &many)
+        repeated(|| answer_to(addr, &many))
     });
 
     record("40 clients pipelining 2,000 scrapes, never reading", &mut || {
@@ -341,13 +368,14 @@ fn attack_all(exporter: &Exporter, rows: &mut Vec<Row>) {
         format!("{} connected", stalled.len())
     });
 
-    record("3,000 idle connections", &mut || {
+    record("3,000 idle connections, opened as fast as they connect", &mut || {
         let mut idle = Vec::new();
+        let mut failed = 0;
         let started = Instant::now();
-        while idle.len() < 3000 && started.elapsed() < Duration::from_secs(20) {
+        while idle.len() + failed < 3000 && started.elapsed() < Duration::from_secs(20) {
             match TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
                 Ok(s) => idle.push(s),
-                Err(_) => break,
+                Err(_) => failed += 1,
             }
         }
         std::thread::sleep(HOLD);
@@ -360,23 +388,47 @@ fn attack_all(exporter: &Exporter, rows: &mut Vec<Row>) {
                 matches!(stream.read(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
             })
             .count();
-        format!("{} connected, {open} still open after {} s", idle.len(), HOLD.as_secs())
+        format!(
+            "{} connected ({failed} did not in 1 s), {open} still open {} s later",
+            idle.len(),
+            HOLD.as_secs()
+        )
     });
 
-    record("malformed request lines", &mut || {
-        [
-            &b"GET /metrics HTTP/2.0\r\nHost: x\r\n\r\n"[..],
-            b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
-            b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-\xff: y\r\n\r\n",
-            b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-A: \xff\xfe\r\nConnection: close\r\n\r\n",
-            b"GET /metrics HTTP/1.1\nHost: x\nConnection: close\n\n",
-        ]
-        .iter()
-        .map(|r| answer_to(addr, r))
-        .map(|a| a.split(' ').next().unwrap_or("").to_string())
-        .collect::<Vec<_>>()
-        .join(" / ")
+    record("malformed request lines, repeated for 3 s", &mut || {
+        repeated(|| {
+            [
+                &b"GET /metrics HTTP/2.0\r\nHost: x\r\n\r\n"[..],
+                b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+                b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-\xff: y\r\n\r\n",
+                b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-A: \xff\xfe\r\nConnection: close\r\n\r\n",
+                b"GET /metrics HTTP/1.1\nHost: x\nConnection: close\n\n",
+            ]
+            .iter()
+            .map(|r| answer_to(addr, r))
+            .map(|a| a.split(' ').next().unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+            .join(" / ")
+        })
     });
+}
+
+/// `attack` again and again for [`HOLD`] (at least once): what it got each time, with how
+/// many times when that varied.
+fn repeated(mut attack: impl FnMut() -> String) -> String {
+    let started = Instant::now();
+    let mut answers: Vec<(String, usize)> = Vec::new();
+    loop {
+        let answer = attack();
+        match answers.iter_mut().find(|(a, _)| *a == answer) {
+            Some((_, n)) => *n += 1,
+            None => answers.push((answer, 1)),
+        }
+        if started.elapsed() >= HOLD {
+            break;
+        }
+    }
+    answers.iter().map(|(a, n)| format!("{n} x {a}")).collect::<Vec<_>>().join(", ")
 }
 
 /// Descriptors run out: the exporter started under `ulimit -n 64` and 200 connections held;
@@ -399,7 +451,7 @@ fn descriptors(recipe: &Recipe, rows: &mut Vec<Row>) -> Result<()> {
     drop(held);
     let let_go = Instant::now();
     let again = loop {
-        if get(addr, "/metrics", WITHIN).is_some() {
+        if get(addr, "/metrics", WITHIN).is_ok() {
             break format!("200 again {:.2} s after", let_go.elapsed().as_secs_f64());
         }
         if let_go.elapsed() > Duration::from_secs(30) {
@@ -498,7 +550,7 @@ pub fn bench(root: &Path, table: &mut Table) -> Result<()> {
             mine.iter().filter(|r| r.attack != "at rest" && !r.attack.starts_with("descriptors"));
         let (mut ok, mut asked) = (0, 0);
         for r in attacked {
-            ok += r.probes.metrics.iter().flatten().count();
+            ok += r.probes.metrics.iter().filter(|p| p.is_ok()).count();
             asked += r.probes.metrics.len();
         }
         let peak = mine.iter().map(|r| r.peak.rss_kb).max().unwrap_or(0);
