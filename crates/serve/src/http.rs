@@ -352,9 +352,10 @@ struct Slot {
 /// At the bound, a connection whose client sent nothing for this long since it was accepted
 /// makes room first, however young: a scraper sends its request (or TLS hello) with its
 /// connection, and a client that opens connections faster than they age [`IDLE_BOUND_MS`] and
-/// sends nothing would otherwise keep every slot and have every scrape shed. With 64 slots a
-/// flood must open more than 2,500 connections a second to be shed, and a scraper's bytes
-/// must wait 25 ms to be read to be taken for silence.
+/// sends nothing would otherwise keep every slot and have every scrape shed. With 64 slots,
+/// silent connections past 2,500 a second are shed, while a new one whose request is already
+/// there still takes a silent one's place; a scraper is taken for silent only if its bytes
+/// wait 25 ms to be read.
 const SILENT_MS: u64 = 25;
 /// At the bound, else, the connection that moved no byte for the longest makes room if that is
 /// at least this long.
