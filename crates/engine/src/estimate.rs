@@ -897,6 +897,17 @@ impl Plan {
 mod tests {
     use super::*;
 
+    /// A turn of `e` ns at event and anchor rates `rx`, `ra` per ns, counted or not.
+    fn turn(rx: f64, ra: f64, e: f64, ran: bool) -> Point {
+        Point {
+            x: if ran { rx * e } else { 0.0 },
+            e,
+            r: if ran { e } else { 0.0 },
+            a: Some(ra * e),
+            sibling: None,
+        }
+    }
+
     /// Turns of 4 ms; the counter runs in one turn of four; two phases with their own rates
     /// for the counter and the anchor.
     fn two_phases(phase_of: impl Fn(usize) -> usize) -> (Vec<Point>, f64) {
@@ -906,15 +917,8 @@ mod tests {
         for k in 0..200 {
             let e = 4e6 + (k % 7) as f64 * 1e5;
             let (rx, ra) = rates[phase_of(k)];
-            let ran = k % 4 == 1;
             truth += rx * e;
-            points.push(Point {
-                x: if ran { rx * e } else { 0.0 },
-                e,
-                r: if ran { e } else { 0.0 },
-                a: Some(ra * e),
-                sibling: None,
-            });
+            points.push(turn(rx, ra, e, k % 4 == 1));
         }
         (points, truth)
     }
@@ -959,15 +963,8 @@ mod tests {
             // The phase at the turn's middle (a phase switch inside a turn is its own case).
             let (rx, ra) = rates[((t + e / 2.0) / (len * 1e6)) as usize % 3];
             t += e;
-            let ran = k % 4 == 1;
             truth += rx * e;
-            points.push(Point {
-                x: if ran { rx * e } else { 0.0 },
-                e,
-                r: if ran { e } else { 0.0 },
-                a: Some(ra * e),
-                sibling: None,
-            });
+            points.push(turn(rx, ra, e, k % 4 == 1));
         }
         (points, truth)
     }

@@ -201,7 +201,7 @@ fn m_items_split_off_the_builtins() {
     assert_eq!(rest, vec!["tma_retiring"]);
 }
 
-/// Issue 27, item 4: models that tie and compute the same value for everything perf printed are
+/// Models that tie and compute the same value for everything perf printed are
 /// one answer; models that tie and differ are not, and the difference is given.
 #[test]
 fn ties_that_agree_and_ties_that_differ() {
@@ -238,7 +238,7 @@ fn ties_that_agree_and_ties_that_differ() {
     }
 }
 
-/// Issue 27, item 3: an input read from a row of another name with the same encoding.
+/// An input read from a row of another name with the same encoding.
 #[test]
 fn inputs_are_read_by_encoding_when_names_differ() {
     let (log, _) = log("tests/data/perf/std_older_event_names.txt");

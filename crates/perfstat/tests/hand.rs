@@ -315,7 +315,7 @@ fn other_aggregation_prefixes() {
     );
 }
 
-/// Issue 12, item 1: two multiplexed groups that both count CPU_CLK_UNHALTED.THREAD, the second
+/// Two multiplexed groups that both count CPU_CLK_UNHALTED.THREAD, the second
 /// group led by an event not seen before. The run share (40% vs 60%) tells the groups apart, so
 /// tma_ports_utilized_2 = EXE_ACTIVITY.2_PORTS_UTIL / CPU_CLK_UNHALTED.THREAD uses 25,000,000.
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 12, item 6: notes appended after a metric, truncated last lines, mixed layouts, and
+//! Notes appended after a metric, truncated last lines, mixed layouts, and
 //! damaged counts or run shares.
 use crate::common::{found, row, value};
 use tmetric_perfstat::{Layout, parse};
