@@ -26,8 +26,8 @@ use crate::{Status, Table};
 const SIZES: [usize; 3] = [10, 30, 100];
 /// Runs per binary and size; the fastest counts, as the least disturbed.
 const PASSES: usize = 3;
-/// Issue 12: at least this many MB/s on the 100 MB log.
-const TARGET_MB_S: f64 = 50.0;
+/// At least this many MB/s on the 100 MB log, memory flat.
+const TARGET_MB_S: f64 = 100.0;
 
 /// One run of one binary on one log.
 #[derive(Clone, Copy)]

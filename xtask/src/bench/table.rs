@@ -9,7 +9,8 @@ use super::eval::EvalFigures;
 use super::parse::ParseFigures;
 use super::{
     TARGET_COLD_BUILD_S, TARGET_EVAL_NS, TARGET_EVAL_SPEEDUP, TARGET_GEN_SOURCE_BYTES,
-    TARGET_REBUILD_S, TARGET_REGEN_SPEEDUP, TARGET_TEST_S, mb, secs, thousands,
+    TARGET_PARSE_SPEEDUP, TARGET_REBUILD_S, TARGET_REGEN_SPEEDUP, TARGET_TEST_S, mb, secs,
+    thousands,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -110,22 +111,23 @@ impl Table {
     }
 
     pub(super) fn parse(&mut self, f: &ParseFigures) {
-        let (baseline, ratio) = match f.perf {
-            Some((perf, _)) => (
-                format!("metric.py {}/s", thousands(perf)),
-                format!("{:.0}x faster", f.ours_exprs.0 / perf),
-            ),
-            None => ("metric.py not run".to_string(), String::new()),
-        };
         let ours = format!("{}/s", thousands(f.ours_exprs.0));
-        self.row(
-            &format!("parse, {} MetricExpr", f.exprs),
-            &ours,
-            &baseline,
-            &ratio,
-            "",
-            Status::Info,
-        );
+        let figure = format!("parse, {} MetricExpr", f.exprs);
+        let target = format!(">= {TARGET_PARSE_SPEEDUP}x metric.py");
+        match f.perf {
+            Some((perf, _)) => {
+                let ratio = f.ours_exprs.0 / perf;
+                self.check(
+                    &figure,
+                    &ours,
+                    &format!("metric.py {}/s", thousands(perf)),
+                    &format!("{ratio:.0}x faster"),
+                    &target,
+                    ratio >= TARGET_PARSE_SPEEDUP,
+                );
+            }
+            None => self.row(&figure, &ours, "metric.py not run", "", &target, Status::Missed),
+        }
         let all = format!("{}/s", thousands(f.ours_all.0));
         self.row(
             &format!("parse, + {} MetricThreshold", f.thresholds),
