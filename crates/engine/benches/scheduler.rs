@@ -34,64 +34,110 @@ fn picks(model: &'static Model, item: &str) -> Vec<Pick> {
         .collect()
 }
 
+/// Slices and selections, per model and in all.
+#[derive(Default)]
+struct Totals {
+    selections: usize,
+    tmetric: usize,
+    perf: usize,
+    /// The counting lower bound (any schedule).
+    lower: usize,
+    /// The bound tmetric's schedule is held to: for whole metrics unless it gave them up.
+    bound: usize,
+    at_lower: usize,
+    at_bound: usize,
+    worse: usize,
+}
+
+impl Totals {
+    fn add(&mut self, other: &Totals) {
+        self.selections += other.selections;
+        self.tmetric += other.tmetric;
+        self.perf += other.perf;
+        self.lower += other.lower;
+        self.bound += other.bound;
+        self.at_lower += other.at_lower;
+        self.at_bound += other.at_bound;
+        self.worse += other.worse;
+    }
+
+    fn share(&self, count: usize) -> f64 {
+        100.0 * count as f64 / self.selections.max(1) as f64
+    }
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    // `--gaps`: every selection above its bound.
+    let gaps = std::env::args().any(|a| a == "--gaps");
     let facts = MachineFacts { nmi_watchdog: false, smt_on: true };
     let options = PlanOptions { system_wide: true, ..PlanOptions::default() };
     println!(
-        "{:<28} {:>5} {:>8} {:>8} {:>8} {:>7} {:>6}",
-        "model", "sel", "tmetric", "perf", "lower", "at-LB%", "worse"
+        "{:<28} {:>5} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6}",
+        "model", "sel", "tmetric", "perf", "lower", "bound", "at-B%", "worse"
     );
-    let (mut n, mut t_all, mut p_all, mut l_all, mut at_lb, mut worse) =
-        (0usize, 0usize, 0usize, 0usize, 0usize, 0usize);
+    let mut total = Totals::default();
     let start = Instant::now();
     for &model in models().iter() {
         if model.is_sys || model.metrics.is_empty() || matches!(model.arch, "test" | "common") {
             continue;
         }
         let pmus = PmuModel::for_model(model, facts);
-        let (mut mn, mut mt, mut mp, mut ml, mut mat, mut mw) = (0, 0, 0, 0, 0, 0);
+        let mut m = Totals::default();
         for item in selections(model, quick) {
             let picks = picks(model, &item);
             if picks.is_empty() {
                 continue;
             }
             let plan = plan_offline(&picks, &pmus, &options);
-            let (t, p, l) = (plan.tmetric.slices(), plan.perf.slices(), plan.lower());
-            mn += 1;
-            mt += t;
-            mp += p;
-            ml += l;
-            mat += usize::from(t <= l);
+            let (t, p, l, b) =
+                (plan.tmetric.slices(), plan.perf.slices(), plan.lower(), plan.bound());
+            m.selections += 1;
+            m.tmetric += t;
+            m.perf += p;
+            m.lower += l;
+            m.bound += b;
+            m.at_lower += usize::from(t <= l);
+            m.at_bound += usize::from(t <= b);
             if t > p {
-                mw += 1;
+                m.worse += 1;
                 eprintln!("worse than perf: {} {item}: tmetric {t}, perf {p}", model.path());
             }
+            if gaps && t > b {
+                eprintln!(
+                    "above the bound: {} {item}: tmetric {t}, perf {p}, lower {l}, bound {b}{}",
+                    model.path(),
+                    if plan.tmetric.loose { " (metrics given up whole)" } else { "" }
+                );
+            }
         }
-        if mn == 0 {
+        if m.selections == 0 {
             continue;
         }
         println!(
-            "{:<28} {:>5} {:>8} {:>8} {:>8} {:>6.1}% {:>6}",
+            "{:<28} {:>5} {:>8} {:>8} {:>8} {:>8} {:>6.1}% {:>6}",
             model.path(),
-            mn,
-            mt,
-            mp,
-            ml,
-            100.0 * mat as f64 / mn as f64,
-            mw
+            m.selections,
+            m.tmetric,
+            m.perf,
+            m.lower,
+            m.bound,
+            m.share(m.at_bound),
+            m.worse
         );
-        n += mn;
-        t_all += mt;
-        p_all += mp;
-        l_all += ml;
-        at_lb += mat;
-        worse += mw;
+        total.add(&m);
     }
     println!(
-        "TOTAL selections {n}: slices tmetric {t_all}, perf {p_all} (tmetric/perf {:.1}%), lower bound {l_all}; at the lower bound on {:.1}% of selections; worse than perf on {worse}; {:.1} s",
-        100.0 * t_all as f64 / p_all.max(1) as f64,
-        100.0 * at_lb as f64 / n.max(1) as f64,
+        "TOTAL selections {}: slices tmetric {}, perf {} (tmetric/perf {:.1}%), lower bound {}; at the lower bound on {:.1}% of selections; bound for whole metrics {}; at it on {:.1}% of selections; worse than perf on {}; {:.1} s",
+        total.selections,
+        total.tmetric,
+        total.perf,
+        100.0 * total.tmetric as f64 / total.perf.max(1) as f64,
+        total.lower,
+        total.share(total.at_lower),
+        total.bound,
+        total.share(total.at_bound),
+        total.worse,
         start.elapsed().as_secs_f64()
     );
     let spr = tmetric_catalog::model("sapphirerapids").expect("spr");

@@ -196,6 +196,11 @@ pub struct Schedule {
     /// (`Parsing metric events '...'`), in its order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub perf_lists: Vec<PerfList>,
+    /// tmetric's strategy gave up keeping metrics whole (that took more slices than perf's
+    /// strategy): every event was packed as a filler. Its lower bound is then the counting
+    /// one, not the one for whole metrics.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub loose: bool,
 }
 
 /// One entry of the open order.
@@ -437,5 +442,56 @@ mod tests {
         assert!(
             matches!(&plan.placements[0], Placement::Spread { why, .. } if why.contains("do not fit"))
         );
+    }
+
+    fn metric(name: &str, events: Vec<usize>) -> SchedMetric {
+        SchedMetric {
+            name: name.into(),
+            events,
+            grouped: true,
+            pack: true,
+            threshold_events: vec![],
+            perf: PerfMetric::default(),
+        }
+    }
+
+    #[test]
+    fn the_exact_search_packs_or_proves_no_packing_exists() {
+        let model = intel(2);
+        let all: Vec<SchedEvent> = ["a", "b", "c", "d"].map(|n| ev(n, general(0b11))).into();
+        let items: Vec<(usize, Vec<usize>)> =
+            vec![(0, vec![0, 1]), (0, vec![2, 3]), (0, vec![0]), (0, vec![3])];
+        let mine = [0, 1, 2, 3];
+        let mut budget = 1_000;
+        match pack::pack_into(&model, &all, &items, &mine, 0, 2, &mut budget) {
+            pack::Search::Packed(groups) => assert_eq!(groups, vec![vec![0, 1], vec![2, 3]]),
+            _ => panic!("two groups of two hold four events"),
+        }
+        assert!(matches!(
+            pack::pack_into(&model, &all, &items, &mine, 0, 1, &mut budget),
+            pack::Search::Refuted
+        ));
+        let mut none = 0;
+        assert!(matches!(
+            pack::pack_into(&model, &all, &items, &mine, 0, 1, &mut none),
+            pack::Search::Unknown
+        ));
+    }
+
+    #[test]
+    fn the_bound_for_whole_metrics_rises_past_what_the_search_refutes() {
+        // Four events on two counters: two groups by counting. But {a,b} and {a,c} cannot
+        // share a group, and d finds no room beside either: whole metrics need three.
+        let model = intel(2);
+        let request = Request {
+            events: ["a", "b", "c", "d"].map(|n| ev(n, general(0b11))).into(),
+            metrics: vec![metric("ab", vec![0, 1]), metric("ac", vec![0, 2]), metric("d", vec![3])],
+            perf: PerfOptions::default(),
+        };
+        assert_eq!(lower_bound(&request, &model), vec![2]);
+        assert_eq!(together_lower_bound(&request, &model), vec![3]);
+        let plan = schedule(&request, &model, Strategy::Tmetric);
+        assert_eq!(plan.slices(), 3);
+        assert!(!plan.loose);
     }
 }

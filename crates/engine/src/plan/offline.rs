@@ -40,6 +40,16 @@ impl OfflinePlan {
         self.lower_bound.iter().copied().max().unwrap_or(0)
     }
 
+    /// The lower bound tmetric's schedule is measured against: for whole metrics, unless it
+    /// gave up keeping them whole.
+    pub fn bound(&self) -> usize {
+        if self.tmetric.loose {
+            self.lower()
+        } else {
+            self.lower().max(self.together_bound.iter().copied().max().unwrap_or(0))
+        }
+    }
+
     /// Metrics whose value events tmetric's schedule counts together, and perf's.
     pub fn together(&self) -> (usize, usize) {
         let count = |s: &Schedule| {

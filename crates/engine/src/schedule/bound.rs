@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::counters::max_at_once;
-use super::pack::merge;
+use super::pack::{Search, merge, pack_into};
 use super::{Request, SchedEvent, fits, parts_of, unplaceable};
 use crate::pmu::PmuModel;
 
@@ -97,7 +97,7 @@ pub fn together_lower_bound(request: &Request, model: &PmuModel) -> Vec<usize> {
     let mut bounds = counting_bound(request, model);
     for (p, bound) in bounds.iter_mut().enumerate() {
         if *bound > 0 {
-            *bound = (*bound).max(together_bound(request, model, p));
+            *bound = together_bound(request, model, p, *bound);
         }
     }
     bounds
@@ -106,8 +106,9 @@ pub fn together_lower_bound(request: &Request, model: &PmuModel) -> Vec<usize> {
 /// Bounds that hold for schedules that keep each packable metric in one group (tmetric's
 /// promise): groups with topdown metric events each need `slots`, which only fixed counter 3
 /// counts, so they are distinct slices and must hold all those metrics' other events; and
-/// metrics that pairwise cannot share a group need a group each (a greedy clique).
-fn together_bound(request: &Request, model: &PmuModel, p: usize) -> usize {
+/// metrics that pairwise cannot share a group need a group each (a greedy clique); then the
+/// counts an exact search proves impossible.
+fn together_bound(request: &Request, model: &PmuModel, p: usize, counting: usize) -> usize {
     let all = &request.events;
     let pmu = &model.pmus[p];
     let items: Vec<Vec<usize>> = parts_of(request)
@@ -118,7 +119,7 @@ fn together_bound(request: &Request, model: &PmuModel, p: usize) -> usize {
             events.iter().all(|&e| unplaceable(model, &all[e]).is_none()) && fits(pmu, all, events)
         })
         .collect();
-    let mut bound = 0;
+    let mut bound = counting;
     let topdown: BTreeSet<usize> = items
         .iter()
         .filter(|events| events.iter().any(|&e| all[e].demand.topdown_metric))
@@ -143,7 +144,55 @@ fn together_bound(request: &Request, model: &PmuModel, p: usize) -> usize {
             clique.push(i);
         }
     }
-    bound.max(clique.len())
+    bound = bound.max(clique.len());
+    refuted_bound(request, model, p, items, bound)
+}
+
+/// How many `fits` checks [`refuted_bound`] may make per PMU (a planning report's cost, not a
+/// run's).
+const REFUTE_BUDGET: usize = 200_000;
+
+/// Raises `bound` past every group count the exact search proves impossible for whole
+/// metrics: the packable metrics as items, and every other event of the PMU alone (each
+/// event needs a counter in some group; a topdown metric event brings `slots`, which it needs
+/// beside it). Stops at the first count it packs into, or cannot settle within the budget.
+fn refuted_bound(
+    request: &Request,
+    model: &PmuModel,
+    p: usize,
+    mut items: Vec<Vec<usize>>,
+    mut bound: usize,
+) -> usize {
+    let all = &request.events;
+    let slots = (0..all.len()).find(|&s| all[s].demand.slots && all[s].pmu == Some(p));
+    let mut used: BTreeSet<usize> = BTreeSet::new();
+    for metric in &request.metrics {
+        used.extend(metric.events.iter().copied());
+        used.extend(metric.threshold_events.iter().copied());
+    }
+    for e in used {
+        if all[e].pmu != Some(p)
+            || unplaceable(model, &all[e]).is_some()
+            || items.iter().any(|item| item.contains(&e))
+        {
+            continue;
+        }
+        match (all[e].demand.topdown_metric, slots) {
+            (true, Some(s)) => items.push(vec![s, e]),
+            (true, None) => return bound,
+            (false, _) => items.push(vec![e]),
+        }
+    }
+    let owned: Vec<(usize, Vec<usize>)> = items.into_iter().map(|events| (p, events)).collect();
+    let mine: Vec<usize> = (0..owned.len()).collect();
+    let mut budget = REFUTE_BUDGET;
+    while bound > 0 && bound < owned.len() {
+        match pack_into(model, all, &owned, &mine, p, bound, &mut budget) {
+            Search::Refuted => bound += 1,
+            Search::Packed(_) | Search::Unknown => break,
+        }
+    }
+    bound
 }
 
 fn low(n: u8) -> u32 {

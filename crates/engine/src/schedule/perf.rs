@@ -366,7 +366,7 @@ pub(super) fn perf(request: &Request, model: &PmuModel) -> Schedule {
             reopened: opened.reopened.contains(&l),
         })
         .collect();
-    Schedule { groups, singles, placements, slices_per_pmu, open, reads, perf_lists }
+    Schedule { groups, singles, placements, slices_per_pmu, open, reads, perf_lists, loose: false }
 }
 
 /// Where a metric's value events were counted: together when, on each PMU it uses, one

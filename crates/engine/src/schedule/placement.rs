@@ -130,5 +130,6 @@ pub(super) fn finish(
         open: Vec::new(),
         reads: Vec::new(),
         perf_lists: Vec::new(),
+        loose: false,
     }
 }
