@@ -10,6 +10,7 @@
 //! This file holds the servers (`Serve`, `Prometheus`) and HTTP helpers; the tests are by what
 //! they check: `rules` (flags and `tmetric rules`' translation), `prometheus` (scrapes, recording
 //! rules and `--once` through Prometheus and promtool), `cgroups` (churn and descriptor limits),
+//! `kubernetes` (pods' names from a fake kubelet log directory, joined in Prometheus),
 //! `tls` (`--web.config.file` with curl) and `load`.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -25,6 +26,7 @@ use crate::cli_cgroup::Cgroup;
 
 mod cgroups;
 mod hostile;
+mod kubernetes;
 mod load;
 mod prometheus;
 mod rules;

@@ -78,6 +78,11 @@ pub struct ServeArgs {
     /// left out and listed on /metrics (default: the open-file limit less 256).
     #[arg(long, value_name = "N")]
     pub max_descriptors: Option<usize>,
+    /// Where the kubelet keeps `pods/` and `containers/` (a node's /var/log): counted pod
+    /// cgroups get their namespace, pod and container names from those directories' entry
+    /// names (tmetric_cgroup_kubernetes_info); no file is opened and no link followed.
+    #[arg(long, default_value = "/var/log", value_name = "DIR")]
+    pub kubelet_log_dir: PathBuf,
     /// Count only the cgroups, not the whole host.
     #[arg(long)]
     pub no_host: bool,
@@ -249,6 +254,7 @@ fn run_on<S: Syscalls + Clone>(
         model,
         simulated: simulated.map(str::to_string),
         cgroup_mount: tmetric_runtime::sys::cgroup_mount(),
+        kubelet_log_dir: Some(args.kubelet_log_dir.clone()),
     };
     let collector = Collector::new(sys, plan, env.clone(), info, options)?;
     for (cgroup, why) in &collector.left_out {

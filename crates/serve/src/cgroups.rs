@@ -286,8 +286,12 @@ pub fn labels_of(path: &str) -> Vec<(&'static str, String)> {
             Some(slot) => slot.1 = value,
             None => labels.push((key, value)),
         };
-    let kube = comps.first().is_some_and(|c| c.starts_with("kubepods"));
+    // The kubelet's tree starts at `kubepods` (cgroupfs driver) or `kubepods.slice` (systemd),
+    // at the root or below whatever its --cgroup-root puts above it (kind's nodes have
+    // `kubelet.slice/kubelet-kubepods.slice`); nothing above it is a pod's.
+    let anchor = comps.iter().position(|c| *c == "kubepods" || c.ends_with("kubepods.slice"));
     for (i, comp) in comps.iter().enumerate() {
+        let kube = anchor.is_some_and(|a| i >= a);
         if let Some(slice) = comp.strip_suffix(".slice") {
             set(&mut labels, "slice", (*comp).to_string());
             if kube {
@@ -316,19 +320,27 @@ pub fn labels_of(path: &str) -> Vec<(&'static str, String)> {
                 }
             }
         } else if kube {
-            // cgroupfs driver: /kubepods/burstable/pod<uid>/<container id>
+            // cgroupfs driver: /kubepods/burstable/pod<uid>/<container id> (cri-o:
+            // crio-<container id>)
             if let Some(uid) = comp.strip_prefix("pod")
                 && is_uid(uid)
             {
                 set(&mut labels, "pod_uid", uid.to_string());
-            } else if i == 1 && (*comp == "burstable" || *comp == "besteffort") {
+            } else if anchor.is_some_and(|a| i == a + 1)
+                && (*comp == "burstable" || *comp == "besteffort")
+            {
                 set(&mut labels, "qos_class", (*comp).to_string());
             } else if is_container_id(comp) {
                 set(&mut labels, "container_id", (*comp).to_string());
+            } else if let Some((runtime, id)) = comp.rsplit_once('-')
+                && is_container_id(id)
+            {
+                set(&mut labels, "container_id", id.to_string());
+                set(&mut labels, "container_runtime", runtime.to_string());
             }
         }
     }
-    if kube
+    if anchor.is_some()
         && labels.iter().any(|(k, _)| *k == "pod_uid")
         && !labels.iter().any(|(k, _)| *k == "qos_class")
     {
@@ -338,18 +350,19 @@ pub fn labels_of(path: &str) -> Vec<(&'static str, String)> {
     labels
 }
 
-/// A pod uid: 8-4-4-4-12 hexadecimal digits.
-fn is_uid(text: &str) -> bool {
+/// A pod uid: 8-4-4-4-12 hexadecimal digits, or 32 without dashes (the kubelet names a static
+/// pod by a hash of its manifest).
+pub(crate) fn is_uid(text: &str) -> bool {
+    let hex = |p: &str| p.bytes().all(|b| b.is_ascii_hexdigit());
+    if text.len() == 32 {
+        return hex(text);
+    }
     let parts: Vec<&str> = text.split('-').collect();
-    parts.len() == 5
-        && parts
-            .iter()
-            .zip([8, 4, 4, 4, 12])
-            .all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit()))
+    parts.len() == 5 && parts.iter().zip([8, 4, 4, 4, 12]).all(|(p, n)| p.len() == n && hex(p))
 }
 
 /// A container id: 64 hexadecimal digits.
-fn is_container_id(text: &str) -> bool {
+pub(crate) fn is_container_id(text: &str) -> bool {
     text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
@@ -448,6 +461,26 @@ mod tests {
         assert_eq!(get(&unit, "slice").as_deref(), Some("system.slice"));
         assert_eq!(get(&unit, "unit").as_deref(), Some("ssh.service"));
         assert!(labels_of("/plain/dir").is_empty());
+        // Below a --cgroup-root (kind's nodes), a static pod's hash for a uid, cri-o under
+        // the cgroupfs driver; nothing above the kubelet's tree is read as a pod's.
+        let nested = format!(
+            "/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod0123456789abcdef0123456789abcdef.slice/crio-{}.scope",
+            "b".repeat(64)
+        );
+        let labels = labels_of(&nested);
+        assert_eq!(get(&labels, "pod_uid").as_deref(), Some("0123456789abcdef0123456789abcdef"));
+        assert_eq!(get(&labels, "qos_class").as_deref(), Some("besteffort"));
+        assert_eq!(get(&labels, "container_runtime").as_deref(), Some("crio"));
+        let crio = format!(
+            "/k8s/kubepods/besteffort/pod12345678-1234-1234-1234-123456789abc/crio-{}",
+            "c".repeat(64)
+        );
+        let labels = labels_of(&crio);
+        assert_eq!(get(&labels, "qos_class").as_deref(), Some("besteffort"));
+        assert_eq!(get(&labels, "container_id"), Some("c".repeat(64)));
+        assert_eq!(get(&labels, "container_runtime").as_deref(), Some("crio"));
+        let above = labels_of("/pod12345678-1234-1234-1234-123456789abc/x/kubepods");
+        assert_eq!(get(&above, "pod_uid"), None);
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub struct MachineInfo {
     pub simulated: Option<String>,
     /// The cgroup v2 mount.
     pub cgroup_mount: Option<PathBuf>,
+    /// Where the kubelet keeps `pods/` and `containers/` (`--kubelet-log-dir`); `None`: pods
+    /// are not named.
+    pub kubelet_log_dir: Option<PathBuf>,
 }
 
 /// What to count and how often.
@@ -219,6 +222,8 @@ pub struct Collector<S: Syscalls + Clone> {
     pub status: Status,
     /// When the targets were last read.
     pub last_read: Instant,
+    /// Pods' names at the last discovery.
+    pub kubernetes: crate::kubernetes::Names,
 }
 
 /// Per spec: its group's label and number. The label is a hash of the group's event names in
@@ -351,6 +356,7 @@ impl<S: Syscalls + Clone> Collector<S> {
             group_ids,
             last_read: Instant::now(),
             status: Status::default(),
+            kubernetes: crate::kubernetes::Names::default(),
         };
         if collector.options.host {
             collector.host = Some(collector.open(None, None)?);
@@ -474,6 +480,12 @@ impl<S: Syscalls + Clone> Collector<S> {
                 }
             }
         }
+        // Read only while a pod's cgroup is counted, so other hosts never look.
+        let pods = self.cgroups.values().any(|c| crate::kubernetes::is_pod(&c.labels));
+        self.kubernetes = match &self.machine.kubelet_log_dir {
+            Some(dir) if pods => crate::kubernetes::Names::read(dir),
+            _ => crate::kubernetes::Names::default(),
+        };
     }
 
     /// Reads every target once (between interval ends, for the error bars).

@@ -199,6 +199,7 @@ fn bar_help<S: Syscalls + Clone>(c: &Collector<S>, r: usize) -> String {
 }
 const THRESHOLD_HELP: &str = "1 when the metric crossed its vendor threshold (MetricThreshold) in the last interval, 0 when not; absent without a threshold";
 const CGROUP_HELP: &str = "A counted cgroup: leaf (no child cgroups: a parent's counts include its children's, so sum over leaf=\"true\" to count each task once) and id (the kernel's cgroup id, new when the cgroup is made again)";
+const KUBERNETES_HELP: &str = "A counted pod's or container's cgroup and its Kubernetes names, from the kubelet's log directories (--kubelet-log-dir); join on cgroup: metric * on (instance, cgroup) group_left (namespace, pod, container) tmetric_cgroup_kubernetes_info";
 const MISSING_HELP: &str = "A metric with no value in the last interval, and why";
 
 fn target_labels<S: Syscalls>(counted: &Counted<S>) -> Labels {
@@ -329,6 +330,17 @@ pub fn interval_families<S: Syscalls + Clone>(c: &Collector<S>, once: bool) -> F
             .with("leaf", if counted.leaf { "true" } else { "false" })
             .with("id", &id);
         f.add("tmetric_cgroup", Kind::Info, "", &l, "1".into());
+    }
+    for counted in c.cgroups.values() {
+        if let Some(k) = c.kubernetes.of(&counted.labels) {
+            let l = Labels::default()
+                .with("cgroup", counted.cgroup.as_deref().unwrap_or_default())
+                .with("namespace", &k.namespace)
+                .with("pod", &k.pod)
+                .with("container", k.container.as_deref().unwrap_or_default())
+                .with("pod_uid", &k.pod_uid);
+            f.add("tmetric_cgroup_kubernetes", Kind::Info, KUBERNETES_HELP, &l, "1".into());
+        }
     }
     for counted in c.targets() {
         add_target(&mut f, c, counted);
@@ -584,6 +596,9 @@ fn add_cgroups_left_out_and_notes<S: Syscalls + Clone>(f: &mut Families, c: &Col
     for e in &s.errors {
         f.add("tmetric_note", Kind::Info, "", &none.with("note", e), "1".into());
     }
+    for p in &c.kubernetes.problems {
+        f.add("tmetric_note", Kind::Info, "", &none.with("note", p), "1".into());
+    }
 }
 
 /// One target's samples (the host or a cgroup): its notes, and per unit its events and
@@ -703,6 +718,9 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
                 "cgroup_id": counted.id,
                 "leaf": counted.cgroup.is_some().then_some(counted.leaf),
                 "labels": target_labels(counted).json(),
+                "kubernetes": counted.cgroup.as_ref().and_then(|_| c.kubernetes.of(&counted.labels)).map(|k| json!({
+                    "namespace": k.namespace, "pod": k.pod, "container": k.container, "pod_uid": k.pod_uid,
+                })),
                 "descriptors": counted.descriptors,
                 "seconds": counted.last.as_ref().map(|l| l.seconds),
                 "units": units,
@@ -734,5 +752,6 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
         "cgroups_removed": s.removed,
         "inputs_not_countable": rows_hidden,
         "errors": s.errors,
+        "kubernetes_problems": c.kubernetes.problems,
     })
 }

@@ -1,7 +1,8 @@
 //! `tmetric serve`'s exporter and `tmetric rules`' generators: compiled metrics per host and
 //! per cgroup over HTTP for Prometheus (`collector`: engine sessions read every interval;
 //! `expo`: Prometheus text, OpenMetrics and JSON; `http`: the endpoints; `cgroups`:
-//! discovery and path labels; `names`: Prometheus names and base units), and the recording
+//! discovery and path labels; `kubernetes`: pods' names from the kubelet's log directories;
+//! `names`: Prometheus names and base units), and the recording
 //! rules and Grafana dashboard that compute the same metrics from the exported raw counters
 //! (`rules`).
 #![forbid(unsafe_code)]
@@ -10,6 +11,7 @@ pub mod cgroups;
 pub mod collector;
 pub mod expo;
 pub mod http;
+pub mod kubernetes;
 pub mod names;
 pub mod rules;
 pub mod web;

@@ -48,6 +48,7 @@ fn sim(name: &str, metrics: &str, reads: u32) -> Sim {
         model: Some(model),
         simulated: Some(name.into()),
         cgroup_mount: None,
+        kubelet_log_dir: None,
     };
     let options = Options {
         interval: std::time::Duration::from_secs(1),
