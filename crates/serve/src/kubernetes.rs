@@ -468,5 +468,9 @@ mod tests {
         assert_eq!(names.of(&labels_of(&wrong)), named("kube-system", "etcd-node1", None, STATIC));
         let right = format!("/kubepods/burstable/pod{UID}/{cid}");
         assert_eq!(names.of(&labels_of(&right)), named("shop", "web-7d9f", Some("app"), UID));
+        // Two links for one container id under different names: no container named.
+        symlink("x", dir.path().join(format!("containers/web-7d9f_shop_other-{cid}.log"))).unwrap();
+        let names = Names::read(dir.path());
+        assert_eq!(names.of(&labels_of(&right)), named("shop", "web-7d9f", None, UID));
     }
 }
