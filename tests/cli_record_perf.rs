@@ -539,7 +539,7 @@ fn every_aggregation_mode_is_recorded_as_perf_numbers_it() {
         args.extend([flag].iter().filter(|f| !f.is_empty()));
         args.extend(["sleep", "0.05"]);
         let live = ok(&args);
-        let data = tmetric_perfstat::perfdata::parse_perf_data(&std::fs::read(&file).unwrap());
+        let data = tmetric_perfdata::parse_perf_data(&std::fs::read(&file).unwrap());
         let data = data.unwrap();
         assert_eq!((data.aggr_mode, mode.code()), (Some(code), code), "{flag}");
         assert_eq!(data.aggregation(), Some(mode), "{flag}");
@@ -575,7 +575,7 @@ fn every_aggregation_mode_is_recorded_as_perf_numbers_it() {
     // --per-thread: the threads, by the file's mode alone.
     let file = s.path("thread.data");
     ok(&["record", "-e", "task-clock", "--per-thread", "-a", "-o", &file, "sleep", "0.05"]);
-    let data = tmetric_perfstat::perfdata::parse_perf_data(&std::fs::read(&file).unwrap());
+    let data = tmetric_perfdata::parse_perf_data(&std::fs::read(&file).unwrap());
     assert_eq!(data.unwrap().aggregation(), Some(A::Thread));
     let report = stderr(&ok(&["report", "-i", &file]));
     // Each line starts with a thread's `comm-tid`.

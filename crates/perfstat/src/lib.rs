@@ -58,7 +58,6 @@ mod log;
 mod lookup;
 pub mod mode;
 mod number;
-pub mod perfdata;
 mod skipped;
 mod stream;
 mod text;

@@ -5,8 +5,6 @@ mod errors;
 mod fuzz;
 mod hand;
 mod kept;
-mod perfdata;
-mod perfdata_write;
 mod real;
 mod robust;
 mod seed;

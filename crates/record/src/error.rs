@@ -322,7 +322,7 @@ pub enum Kind {
     CountsLine,
     /// perf.data that perf's reader refuses.
     #[error(transparent)]
-    PerfData(#[from] tmetric_perfstat::perfdata::DataError),
+    PerfData(#[from] tmetric_perfdata::DataError),
     /// perf.data without events.
     #[error("the perf.data file has no events")]
     NoEvents,

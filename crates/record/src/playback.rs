@@ -14,7 +14,7 @@ use tmetric_engine::replay::{
 };
 use tmetric_engine::{Plan, Refusal};
 use tmetric_model::literal::Literal;
-use tmetric_perfstat::perfdata::{self, PerfData};
+use tmetric_perfdata::{self as perfdata, PerfData};
 use tmetric_runtime::{Attr, CounterEvent, EventKind, Snapshot};
 
 use crate::error::{At, Kind, ReadError};

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tmetric_perfstat::perfdata::write::{self as pw, Features};
+use tmetric_perfdata::write::{self as pw, Features};
 
 use crate::format::Header;
 use crate::header::HeaderFacts;

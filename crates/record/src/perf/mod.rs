@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tmetric_perfstat::perfdata::RoundKind;
-use tmetric_perfstat::perfdata::write::{self as pw, Features, Setup, Writer};
+use tmetric_perfdata::RoundKind;
+use tmetric_perfdata::write::{self as pw, Features, Setup, Writer};
 use tmetric_runtime::counter::CpuCount;
 use tmetric_runtime::{Snapshot, Target};
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tmetric_perfstat::perfdata::{PerfData, RoundKind, StatValue};
+use tmetric_perfdata::{PerfData, RoundKind, StatValue};
 use tmetric_runtime::counter::CpuCount;
 use tmetric_runtime::{RawCount, Snapshot};
 

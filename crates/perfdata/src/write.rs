@@ -140,7 +140,7 @@ pub struct Setup {
     /// `CPU_MAP`; `[-1]` for a task.
     pub cpus: Vec<i32>,
     /// `STAT_CONFIG` aggregation mode, written in perf 6.12's numbering.
-    pub aggr_mode: crate::Aggregation,
+    pub aggr_mode: tmetric_perfstat::Aggregation,
     /// `STAT_CONFIG` interval in ms (0: none).
     pub interval_ms: u64,
     /// `STAT_CONFIG` aggregation level (`--per-cache`); 0 leaves the term out.

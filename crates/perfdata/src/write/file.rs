@@ -7,7 +7,7 @@ use super::layout::Section;
 use super::{
     ATTR_SIZE_VER7, ATTR_SIZE_VER8, Caps, CpuTopology, Event, Features, Setup, Writer, check_ids,
 };
-use crate::perfdata::{
+use crate::{
     FEAT_CMDLINE, FEAT_CPUID, FEAT_EVENT_DESC, FEAT_HOSTNAME, FEAT_NRCPUS, FEAT_OSRELEASE,
     FEAT_VERSION,
 };

@@ -8,7 +8,7 @@ use super::layout::{align8, cpu_map_data, put_u64};
 use super::{
     ATTR_SIZE_VER8, EVENT_UPDATE_BASE, EXTRA_MAGIC, Event, MAX_RECORD, Setup, Writer, check_ids,
 };
-use crate::perfdata::{
+use crate::{
     MAGIC, RECORD_CPU_MAP, RECORD_EVENT_UPDATE, RECORD_HEADER_ATTR, RECORD_HEADER_EVENT_TYPE,
     RECORD_STAT, RECORD_STAT_CONFIG, RECORD_STAT_ROUND, RECORD_THREAD_MAP, RoundKind,
 };
@@ -157,7 +157,7 @@ impl<W: Write> Writer<W> {
     }
 
     /// The caller's own bytes, in as many `HEADER_EVENT_TYPE` records as they need. A reader
-    /// gets back the concatenation of every call's bytes ([`crate::perfdata::PerfData::extras`]); they
+    /// gets back the concatenation of every call's bytes ([`crate::PerfData::extras`]); they
     /// must hold no NUL byte (the padding of the last record is NULs).
     pub fn extra(&mut self, bytes: &[u8]) -> io::Result<()> {
         if bytes.contains(&0) {

@@ -115,7 +115,7 @@ pub struct PerfData {
     /// `STAT_CONFIG` interval in ms (0: none).
     pub interval_ms: u64,
     /// `STAT_CONFIG` aggregation mode: the number, in the writer's numbering of perf's
-    /// `enum aggr_mode` ([`crate::Aggregation::from_code`] with [`PerfData::numbering`]).
+    /// `enum aggr_mode` ([`tmetric_perfstat::Aggregation::from_code`] with [`PerfData::numbering`]).
     pub aggr_mode: Option<u64>,
     /// `STAT_CONFIG` aggregation level (`--per-cache=L`; perf writes 5 for the last level).
     pub aggr_level: Option<u64>,
@@ -151,9 +151,9 @@ pub struct PerfData {
 impl PerfData {
     /// The aggregation mode `STAT_CONFIG` names, read in the numbering of the perf that
     /// wrote the file (`HEADER_VERSION`); `None` when unset or when the numbering cannot tell.
-    pub fn aggregation(&self) -> Option<crate::Aggregation> {
-        let numbering = crate::Numbering::of_version(self.perf_version.as_deref());
-        crate::Aggregation::from_code(self.aggr_mode?, numbering)
+    pub fn aggregation(&self) -> Option<tmetric_perfstat::Aggregation> {
+        let numbering = tmetric_perfstat::Numbering::of_version(self.perf_version.as_deref());
+        tmetric_perfstat::Aggregation::from_code(self.aggr_mode?, numbering)
     }
 }
 

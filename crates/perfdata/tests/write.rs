@@ -4,10 +4,10 @@
 //! panic. (That perf itself reads the files is tested with the binary in the root package.)
 use std::io::Cursor;
 
-use tmetric_perfstat::perfdata::write::{
+use tmetric_perfdata::write::{
     self as pw, Attr, Cache, CpuTopology, Event, Features, Group, Setup, Writer,
 };
-use tmetric_perfstat::perfdata::{RoundKind, parse_perf_data};
+use tmetric_perfdata::{RoundKind, parse_perf_data};
 
 fn event(name: &str, config: u64, ids: &[u64]) -> Event {
     Event {

@@ -2,9 +2,9 @@
 //! a system-wide `-I 50` run and a piped run (`-o -`), each with task-clock and
 //! context-switches; values as `perf stat report` printed them. Then every truncation and many
 //! byte changes of each file: an error or a result, never a panic.
-use tmetric_perfstat::perfdata::{RoundKind, parse_perf_data};
+use tmetric_perfdata::{RoundKind, parse_perf_data};
 
-use crate::common::data_dir;
+use crate::data_dir;
 
 fn bytes(name: &str) -> Vec<u8> {
     std::fs::read(data_dir().join("perfdata").join(name)).unwrap()
