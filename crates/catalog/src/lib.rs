@@ -58,8 +58,12 @@ pub fn clear_inferred_vintage() {
 /// The vintage lookups use: the one inference chose on this thread, else the process's (the
 /// base, perf 6.12's, what tmetric matches by default, unless [`select_vintage`] chose another).
 pub fn vintage() -> &'static Vintage {
-    let index = INFERRED.with(std::cell::Cell::get).unwrap_or(SELECTED.load(Ordering::Relaxed));
-    &VINTAGES[index]
+    &VINTAGES[vintage_index()]
+}
+
+/// The index in [`VINTAGES`] of [`vintage`].
+fn vintage_index() -> usize {
+    INFERRED.with(std::cell::Cell::get).unwrap_or(SELECTED.load(Ordering::Relaxed))
 }
 
 /// The base vintage, the default.
@@ -123,17 +127,37 @@ pub fn model_in(v: &Vintage, path: &str) -> Option<&'static Model> {
 /// Finds a model by `arch/name` (`x86/sapphirerapids`) or by name alone
 /// (`sapphirerapids`, `arm/cortex-a76`), ignoring case. The common table is `common`.
 pub fn model(name: &str) -> Option<&'static Model> {
-    models()
-        .iter()
-        .copied()
-        .find(|m| m.path().eq_ignore_ascii_case(name) || m.name.eq_ignore_ascii_case(name))
+    // Compared in place: evaluating a long log asks for the common table once per block, and
+    // building each model's `arch/name` to compare was most of that time.
+    let is = |m: &Model| match name.split_once('/') {
+        Some((arch, rest)) => {
+            (m.arch.eq_ignore_ascii_case(arch) && m.name.eq_ignore_ascii_case(rest))
+                || m.name.eq_ignore_ascii_case(name)
+        }
+        None => m.name.eq_ignore_ascii_case(name),
+    };
+    models().iter().copied().find(|m| is(m))
 }
 
 /// The common table: perf 7.x's own common metrics (in vintages that have them) and tmetric's
 /// generic metrics built only from software events and `msr/tsc/`: they apply on every machine,
 /// virtual ones included.
 pub fn common() -> &'static Model {
-    model("common/common").expect("the common table is always generated")
+    // Once per vintage: evaluating a log asks for it for every input of every block.
+    static COMMONS: std::sync::OnceLock<Vec<&'static Model>> = std::sync::OnceLock::new();
+    let commons = COMMONS.get_or_init(|| {
+        VINTAGES
+            .iter()
+            .map(|v| {
+                v.models
+                    .iter()
+                    .copied()
+                    .find(|m| m.arch == "common" && m.name == "common")
+                    .expect("the common table is always generated")
+            })
+            .collect()
+    });
+    commons[vintage_index()]
 }
 
 /// The model perf would pick for a cpuid string (`GenuineIntel-6-8F-8`, an arm64 MIDR, a

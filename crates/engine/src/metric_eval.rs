@@ -84,7 +84,9 @@ pub struct MetricEval {
     /// Slots given a value since the last [`MetricEval::clear_inputs`].
     filled: Vec<u16>,
     /// Needed inputs by root and `has_event()` values.
-    needed: HashMap<(usize, Vec<u64>), Rc<Needed>>,
+    needed: HashMap<usize, Rc<Needed>>,
+    /// The `has_event()` probes (as bits) the cached needed sets were found under.
+    needed_probes: Vec<u64>,
     /// Evaluation order (the root and what it references) by root: a long log evaluates the
     /// same roots in every block, and the closure walk allocated for each.
     orders: HashMap<usize, Rc<[u16]>>,
@@ -115,6 +117,7 @@ impl MetricEval {
             has_event,
             filled: Vec::new(),
             needed: HashMap::new(),
+            needed_probes: Vec::new(),
             orders: HashMap::new(),
         }
     }
@@ -173,11 +176,21 @@ impl MetricEval {
     /// Root `m`'s needed inputs under the current literals and probes (cached: long logs ask
     /// for the same roots in every block).
     pub fn needed(&mut self, m: usize) -> Rc<Needed> {
-        // Without `has_event()` slots the key's vector is empty and never allocates.
-        let probes: Vec<u64> =
-            self.has_event.iter().map(|&s| self.evaluator.probes[s as usize].to_bits()).collect();
-        let key = (m, probes);
-        if let Some(known) = self.needed.get(&key) {
+        // The sets hold for the probes they were found under: compared in place (a long log
+        // asks once per root and block, and the probes seldom change), forgotten on a change.
+        let probes = &self.evaluator.probes;
+        let same = self.needed_probes.len() == self.has_event.len()
+            && self
+                .has_event
+                .iter()
+                .zip(&self.needed_probes)
+                .all(|(&s, &bits)| probes[s as usize].to_bits() == bits);
+        if !same {
+            self.needed.clear();
+            self.needed_probes.clear();
+            self.needed_probes.extend(self.has_event.iter().map(|&s| probes[s as usize].to_bits()));
+        }
+        if let Some(known) = self.needed.get(&m) {
             return Rc::clone(known);
         }
         let facts = self.evaluator.facts();
@@ -191,7 +204,7 @@ impl MetricEval {
             (expr, _) => expr.clone(),
         };
         let found = Rc::new(Needed { expr, all });
-        self.needed.insert(key, Rc::clone(&found));
+        self.needed.insert(m, Rc::clone(&found));
         found
     }
 

@@ -405,8 +405,20 @@ fn score_model(
     literals: &Literals,
 ) -> Score {
     let mut score = Score::default();
-    let names: HashSet<String> =
-        model.events.iter().map(|e| model.str(e.name).to_ascii_lowercase()).collect();
+    // The log's events this model's JSON names, found with one reused buffer: every model is
+    // scored, and a set of all its names, each a new string, was most of the time a log took.
+    let mut names: HashSet<&str> = HashSet::new();
+    if !events.is_empty() {
+        let mut lower = String::new();
+        for event in model.events.iter() {
+            lower.clear();
+            lower.push_str(model.str(event.name));
+            lower.make_ascii_lowercase();
+            if let Some((name, _)) = events.get_key_value(lower.as_str()) {
+                names.insert(name.as_str());
+            }
+        }
+    }
     // The hypervisor's events its runtime-parameter metrics read (`hv_24x7/PM_PB_CYC,chip=0/`)
     // are the model's too, though its JSON lists none of them.
     let param_events = param::param_events(model);
