@@ -334,6 +334,50 @@ impl<S: Syscalls> Session<S> {
         }
     }
 
+    /// [`Session::read`] into `out`, reusing its vectors: counters opened on a target read
+    /// without allocating once `out` has had one read.
+    pub fn read_into(&mut self, out: &mut Snapshot) -> Result<(), CounterError> {
+        match &mut self.counters {
+            Counting::Set(set) => set.read_into(out),
+            Counting::Own(own) => {
+                *out = own.read(&self.plan)?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The CPUs of the per-CPU counters, ascending (none for a task or its own thread).
+    pub fn counter_cpus(&mut self) -> &[i32] {
+        match &mut self.counters {
+            Counting::Set(set) => set.group_cpus(),
+            Counting::Own(_) => &[],
+        }
+    }
+
+    /// Reads the counters on CPU `cpu` only, from wherever the calling thread runs, for
+    /// [`Session::finish_read`]: a reader of many sessions moves to each CPU once and reads
+    /// every session's counters there (as perf stat reads all its events CPU by CPU), rather
+    /// than each session moving on its own. Counters not per CPU are read with `cpu` -1.
+    pub fn read_cpu(&mut self, cpu: i32) -> Result<(), CounterError> {
+        match &mut self.counters {
+            Counting::Set(set) if cpu < 0 => set.read_tasks(),
+            Counting::Set(set) => set.read_cpu(cpu),
+            Counting::Own(_) => Ok(()),
+        }
+    }
+
+    /// The counters' reads since the last [`Session::finish_read`], from
+    /// [`Session::read_cpu`], as a snapshot in `out` (its vectors reused).
+    pub fn finish_read(&mut self, out: &mut Snapshot) -> Result<(), CounterError> {
+        match &mut self.counters {
+            Counting::Set(set) => set.finish_read(out),
+            Counting::Own(own) => {
+                *out = own.read(&self.plan)?;
+                Ok(())
+            }
+        }
+    }
+
     /// Starts sampling the plan's `:R` inputs beside the counters, with `sys` (on the
     /// session's target; a task is sampled on the online CPUs of `sysfs`): every interval
     /// of [`Session::run`] then evaluates with that interval's latencies by `mode`, and

@@ -2,7 +2,9 @@
 //! split when refused, cgroups, descriptors checked against the limit), enabled, read and
 //! closed; and a thread's own group ([`open_own_group`]).
 
-use super::values::{CpuCount, RawCount, Snapshot, parse_group_read};
+use super::values::{
+    CpuCount, RawCount, Snapshot, group_read_members, group_read_times, parse_group_read,
+};
 use super::{CounterError, CounterSpec, OpenFailure, Target};
 use crate::sys::{Attr, Errno, READ_FORMAT, Syscalls};
 
@@ -56,6 +58,15 @@ pub struct CounterSet<S: Syscalls> {
     paused: bool,
     /// Per-CPU counters are read from their own CPU ([`CounterSet::set_affinity`]).
     affinity: bool,
+    /// Every group's last read, back to back (kept between reads, so reading allocates
+    /// nothing once the groups are open).
+    buf: Vec<u8>,
+    /// Per group, where its read starts in `buf`, and the end of the last one.
+    offsets: Vec<usize>,
+    /// Per group, the bytes its last read returned (0: the kernel's EOF, a group in error).
+    got: Vec<usize>,
+    /// The CPUs of the per-CPU groups, ascending, each once.
+    group_cpus: Vec<i32>,
 }
 
 /// The state of tmetric's own rotation ([`CounterSet::rotate`]).
@@ -172,6 +183,10 @@ impl<S: Syscalls> CounterSet<S> {
             rotation: None,
             paused: false,
             affinity: true,
+            buf: Vec::new(),
+            offsets: Vec::new(),
+            got: Vec::new(),
+            group_cpus: Vec::new(),
         };
         counters.sys.raise_fd_limit();
         for group in &all_groups {
@@ -613,8 +628,46 @@ impl<S: Syscalls> CounterSet<S> {
 
     /// Reads every group once.
     pub fn read(&mut self) -> Result<Snapshot, CounterError> {
-        let mut snapshot = self.read_groups()?;
-        let Some(rotation) = &self.rotation else { return Ok(snapshot) };
+        let mut snapshot = Snapshot::default();
+        self.read_into(&mut snapshot)?;
+        Ok(snapshot)
+    }
+
+    /// Reads every group once into `out`, reusing its vectors: once `out` has had one read,
+    /// later reads allocate nothing (an exporter reads many sets every interval).
+    pub fn read_into(&mut self, out: &mut Snapshot) -> Result<(), CounterError> {
+        self.read_raw()?;
+        self.finish_read(out)
+    }
+
+    /// Reads the groups on CPU `cpu` only, from wherever the calling thread runs, keeping the
+    /// bytes for [`CounterSet::finish_read`]. A reader of several sets moves to each CPU once
+    /// and reads every set's groups there, rather than each set moving on its own.
+    pub fn read_cpu(&mut self, cpu: i32) -> Result<(), CounterError> {
+        self.size_buffers();
+        self.fetch(|g| g.cpu == cpu)
+    }
+
+    /// Reads the groups that are not per CPU (task and thread counters), kept as
+    /// [`CounterSet::read_cpu`] keeps them.
+    pub fn read_tasks(&mut self) -> Result<(), CounterError> {
+        self.size_buffers();
+        self.fetch(|g| g.cpu < 0)
+    }
+
+    /// The CPUs of the per-CPU groups, ascending.
+    pub fn group_cpus(&mut self) -> &[i32] {
+        self.size_buffers();
+        &self.group_cpus
+    }
+
+    /// Turns the groups' last reads ([`CounterSet::read_cpu`], [`CounterSet::read_tasks`])
+    /// into `out`, reusing its vectors.
+    pub fn finish_read(&mut self, out: &mut Snapshot) -> Result<(), CounterError> {
+        self.size_buffers();
+        self.assemble(out)?;
+        let Some(rotation) = &self.rotation else { return Ok(()) };
+        let snapshot = out;
         // A rotated group's enabled time is its lane's: the sum over the lane's groups, less
         // what they accrued together before the takeover.
         let mut lanes: Vec<(Lane, u64)> = Vec::new();
@@ -647,87 +700,122 @@ impl<S: Syscalls> CounterSet<S> {
                 }
             }
         }
-        Ok(snapshot)
+        Ok(())
     }
 
-    fn read_groups(&mut self) -> Result<Snapshot, CounterError> {
-        let mut events: Vec<Option<Vec<CpuCount>>> =
-            self.failures.iter().map(|f| f.is_none().then(Vec::new)).collect();
-        let reads = self.read_raw()?;
-        for (group, (buf, got)) in self.groups.iter().zip(reads) {
-            let leader = &self.specs[group.members[0].event].name;
+    /// Sizes the read buffers for the groups open, once: groups are only added while the set
+    /// opens, each with its members complete.
+    fn size_buffers(&mut self) {
+        if self.offsets.len() == self.groups.len() + 1 {
+            return;
+        }
+        let total: usize = self.groups.iter().map(|g| 8 * (3 + 2 * g.members.len())).sum();
+        self.offsets.clear();
+        self.offsets.push(0);
+        let mut at = 0;
+        for g in &self.groups {
+            at += 8 * (3 + 2 * g.members.len());
+            self.offsets.push(at);
+        }
+        self.buf = vec![0; total];
+        self.got = vec![0; self.groups.len()];
+        self.group_cpus = self.groups.iter().map(|g| g.cpu).filter(|&c| c >= 0).collect();
+        self.group_cpus.sort_unstable();
+        self.group_cpus.dedup();
+    }
+
+    /// Reads the groups `which` picks into their places in the buffer.
+    fn fetch(&mut self, which: impl Fn(&CpuGroup) -> bool) -> Result<(), CounterError> {
+        for (i, group) in self.groups.iter().enumerate() {
+            if !which(group) {
+                continue;
+            }
+            let place = &mut self.buf[self.offsets[i]..self.offsets[i + 1]];
+            match read_group_retrying(&mut self.sys, group.leader_fd(), place) {
+                Ok(got) => self.got[i] = got,
+                Err(errno) => {
+                    let event = self.specs[group.members[0].event].name.clone();
+                    return Err(CounterError::Read { event, errno });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The groups' last reads as a snapshot, in `out`'s vectors.
+    fn assemble(&self, out: &mut Snapshot) -> Result<(), CounterError> {
+        out.events.resize_with(self.failures.len(), || None);
+        for (slot, failure) in out.events.iter_mut().zip(&self.failures) {
+            match (failure, slot) {
+                (None, Some(cpus)) => cpus.clear(),
+                (None, slot) => *slot = Some(Vec::new()),
+                (Some(_), slot) => *slot = None,
+            }
+        }
+        for (i, group) in self.groups.iter().enumerate() {
+            let got = self.got[i];
             if got == 0 {
                 // A pinned group that could not be placed is in error state and reads EOF:
                 // it counted nothing.
                 for member in &group.members {
-                    if let Some(Some(cpus)) = events.get_mut(member.event) {
+                    if let Some(Some(cpus)) = out.events.get_mut(member.event) {
                         let raw = RawCount::default();
                         cpus.push(CpuCount { cpu: group.cpu, thread: group.thread, raw });
                     }
                 }
                 continue;
             }
-            let parsed = parse_group_read(&buf[..got], group.members.len())
-                .map_err(|problem| CounterError::Layout { event: leader.clone(), problem })?;
-            for (value, id) in parsed.values {
+            let bytes = &self.buf[self.offsets[i]..self.offsets[i] + got];
+            let leader = || self.specs[group.members[0].event].name.clone();
+            let (enabled, running) = group_read_times(bytes, group.members.len())
+                .map_err(|problem| CounterError::Layout { event: leader(), problem })?;
+            for (value, id) in group_read_members(bytes) {
                 let Some(member) = group.members.iter().find(|m| m.id == id) else {
                     return Err(CounterError::Layout {
-                        event: leader.clone(),
+                        event: leader(),
                         problem: format!("the kernel returned id {id}, which no member has"),
                     });
                 };
-                if let Some(Some(cpus)) = events.get_mut(member.event) {
-                    let raw = RawCount { value, enabled: parsed.enabled, running: parsed.running };
+                if let Some(Some(cpus)) = out.events.get_mut(member.event) {
+                    let raw = RawCount { value, enabled, running };
                     cpus.push(CpuCount { cpu: group.cpu, thread: group.thread, raw });
                 }
             }
         }
-        Ok(Snapshot { events })
+        Ok(())
     }
 
-    /// Every group's read (its bytes and their number), in group order. Groups on more than
-    /// one CPU are read CPU by CPU from that CPU, where the backend can move the thread
-    /// there, as perf stat does: a read of a counter active on another CPU costs an
-    /// interrupt of that CPU and a wait for it, per group.
-    fn read_raw(&mut self) -> Result<Vec<(Vec<u8>, usize)>, CounterError> {
-        let mut order: Vec<usize> = (0..self.groups.len()).collect();
-        let mut cpus: Vec<i32> = self.groups.iter().map(|g| g.cpu).filter(|&c| c >= 0).collect();
-        cpus.sort_unstable();
-        cpus.dedup();
-        let moving = self.affinity && cpus.len() > 1;
-        if moving {
-            // The CPU the thread is on first: its counters need no move.
-            let here = self.sys.current_cpu().map(|c| c as i32);
-            order.sort_by_key(|&i| {
-                let cpu = self.groups[i].cpu;
-                (Some(cpu) != here, cpu)
-            });
+    /// Reads every group into the buffer. Groups on more than one CPU are read CPU by CPU
+    /// from that CPU, where the backend can move the thread there, as perf stat does: a read
+    /// of a counter active on another CPU costs an interrupt of that CPU and a wait for it,
+    /// per group.
+    fn read_raw(&mut self) -> Result<(), CounterError> {
+        self.size_buffers();
+        let moving = self.affinity && self.group_cpus.len() > 1;
+        if !moving {
+            return self.fetch(|_| true);
         }
-        let mut reads = vec![(Vec::new(), 0); self.groups.len()];
-        let mut on = None;
+        // The CPU the thread is on first: its counters need no move.
+        let here = self.sys.current_cpu().and_then(|c| i32::try_from(c).ok());
+        self.fetch(|g| g.cpu < 0 || Some(g.cpu) == here)?;
+        let mut moved = false;
         let mut result = Ok(());
-        for i in order {
-            let group = &self.groups[i];
-            if moving && group.cpu >= 0 && on != Some(group.cpu) {
-                if on.is_some() || self.sys.current_cpu() != Some(group.cpu as u32) {
-                    self.sys.move_to_cpu(group.cpu as u32);
-                }
-                on = Some(group.cpu);
+        for k in 0..self.group_cpus.len() {
+            let cpu = self.group_cpus[k];
+            if Some(cpu) == here {
+                continue;
             }
-            let mut buf = vec![0u8; 8 * (3 + 2 * group.members.len())];
-            match read_group_retrying(&mut self.sys, group.leader_fd(), &mut buf) {
-                Ok(got) => reads[i] = (buf, got),
-                Err(errno) => {
-                    let event = self.specs[group.members[0].event].name.clone();
-                    result = Err(CounterError::Read { event, errno });
-                    break;
-                }
+            self.sys.move_to_cpu(cpu as u32);
+            moved = true;
+            result = self.fetch(|g| g.cpu == cpu);
+            if result.is_err() {
+                break;
             }
         }
-        if on.is_some() {
+        if moved {
             self.sys.restore_cpus();
         }
-        result.map(|()| reads)
+        result
     }
 }
 

@@ -124,6 +124,27 @@ impl Snapshot {
         Snapshot { events }
     }
 
+    /// [`Snapshot::since`] into `out`, reusing its vectors (a reader that keeps its snapshots
+    /// allocates nothing once they have their shape).
+    pub fn since_into(&self, earlier: &Snapshot, out: &mut Snapshot) {
+        out.events.resize_with(self.events.len(), || None);
+        for (i, (now, slot)) in self.events.iter().zip(&mut out.events).enumerate() {
+            let Some(cpus) = now else {
+                *slot = None;
+                continue;
+            };
+            let before = earlier.events.get(i).and_then(Option::as_ref);
+            let into = slot.get_or_insert_with(Vec::new);
+            into.clear();
+            into.extend(cpus.iter().map(|c| {
+                let old = before
+                    .and_then(|b| b.iter().find(|o| o.cpu == c.cpu && o.thread == c.thread))
+                    .map_or(RawCount::default(), |o| o.raw);
+                CpuCount { cpu: c.cpu, thread: c.thread, raw: c.raw.since(old) }
+            }));
+        }
+    }
+
     /// The readings on `cpus` only (an aggregation unit of `-A`, `--per-core`, ...).
     pub fn on_cpus(&self, cpus: &[i32]) -> Snapshot {
         self.only(|c| cpus.contains(&c.cpu))
@@ -170,16 +191,28 @@ pub struct GroupRead {
 /// Parses the `GROUP|ID|TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING` layout: `nr`,
 /// `time_enabled`, `time_running`, then `nr` pairs of `value, id` (`read_format` in include/uapi/linux/perf_event.h).
 pub fn parse_group_read(bytes: &[u8], expected_members: usize) -> Result<GroupRead, String> {
-    let word = |i: usize| -> Option<u64> {
-        bytes.get(i * 8..i * 8 + 8).map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-    };
+    let (enabled, running) = group_read_times(bytes, expected_members)?;
+    let values = group_read_members(bytes).collect();
+    Ok(GroupRead { enabled, running, values })
+}
+
+/// The 8-byte word `i` of a group read (0 past its end).
+fn group_word(bytes: &[u8], i: usize) -> u64 {
+    bytes.get(i * 8..i * 8 + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+}
+
+/// Checks one `read()` of a group leader (`PERF_FORMAT_GROUP` with both times and ids) against
+/// the members opened, and returns its `time_enabled` and `time_running`; the members' values
+/// are then [`group_read_members`]'s. Nothing is allocated: a reader of many groups reads every
+/// interval without a heap.
+pub fn group_read_times(bytes: &[u8], expected_members: usize) -> Result<(u64, u64), String> {
     if !bytes.len().is_multiple_of(8) || bytes.len() < 24 {
         return Err(format!(
             "{} bytes is not a group read (8-byte words, at least 3 of them)",
             bytes.len()
         ));
     }
-    let nr = word(0).unwrap_or(0) as usize;
+    let nr = group_word(bytes, 0) as usize;
     if nr != expected_members {
         return Err(format!("the kernel reports {nr} members, {expected_members} were opened"));
     }
@@ -187,9 +220,13 @@ pub fn parse_group_read(bytes: &[u8], expected_members: usize) -> Result<GroupRe
     if bytes.len() != want {
         return Err(format!("{} bytes for {nr} members, expected {want}", bytes.len()));
     }
-    let values =
-        (0..nr).map(|i| (word(3 + 2 * i).unwrap_or(0), word(4 + 2 * i).unwrap_or(0))).collect();
-    Ok(GroupRead { enabled: word(1).unwrap_or(0), running: word(2).unwrap_or(0), values })
+    Ok((group_word(bytes, 1), group_word(bytes, 2)))
+}
+
+/// The `(value, id)` of each member of a group read [`group_read_times`] accepted.
+pub fn group_read_members(bytes: &[u8]) -> impl Iterator<Item = (u64, u64)> + '_ {
+    let nr = (bytes.len() / 8).saturating_sub(3) / 2;
+    (0..nr).map(move |i| (group_word(bytes, 3 + 2 * i), group_word(bytes, 4 + 2 * i)))
 }
 
 #[cfg(test)]
