@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tmetric_catalog::Model;
 use tmetric_engine::aggr::{self, Aggregation};
-use tmetric_engine::session::{Session, SessionError};
+use tmetric_engine::session::{Session, SessionError, counts_on_hardware};
 use tmetric_engine::view::{Split, UnitId};
 use tmetric_engine::{Bar, EvalInput, Placement, Plan, RootResult, Source};
 use tmetric_runtime::{Environment, Snapshot, Syscalls, Sysfs, Target as CountTarget};
@@ -56,7 +56,8 @@ pub struct MachineInfo {
 pub struct Options {
     /// The interval metrics are computed over.
     pub interval: Duration,
-    /// Reads per interval (for the error bars; at least 2).
+    /// Reads per interval when a counter can be multiplexed (for the error bars; at least 2);
+    /// a plan of counters that never are is read once ([`Collector::reads_per_interval`]).
     pub reads: u32,
     /// At most this many event descriptors (events x CPUs x cgroups); `None`: the open-file
     /// limit less [`RESERVED_DESCRIPTORS`].
@@ -136,10 +137,17 @@ pub struct Counted<S: Syscalls> {
     pub labels: Vec<(&'static str, String)>,
     /// The engine session.
     pub session: Session<S>,
-    /// Cumulative reads since the interval began (the first is its start).
+    /// Cumulative reads since the interval began (the first is its start): the first `used`
+    /// of them; the rest are kept for their vectors, so reading allocates nothing.
     reads: Vec<Snapshot>,
+    used: usize,
+    /// Per read of the interval, its counts since the interval's start (kept for their
+    /// vectors as `reads` are).
+    relative: Vec<Snapshot>,
     /// The latest read (a scheduled one or a scrape's), for the cumulative counters.
     pub latest: Snapshot,
+    /// Why the latest read failed, if it did (the previous `latest` is kept).
+    read_error: Option<String>,
     /// The cgroup's id (the inode of its directory; `None`: the host): a cgroup removed and
     /// made again under the same path has a new one and is counted anew.
     pub id: Option<u64>,
@@ -224,6 +232,8 @@ pub struct Collector<S: Syscalls + Clone> {
     pub last_read: Instant,
     /// Pods' names at the last discovery.
     pub kubernetes: crate::kubernetes::Names,
+    /// Whether a counter of the plan can be multiplexed (takes a hardware counter).
+    multiplexable: bool,
 }
 
 /// Per spec: its group's label and number. The label is a hash of the group's event names in
@@ -338,7 +348,9 @@ impl<S: Syscalls + Clone> Collector<S> {
             })
             .collect();
         let group_ids = group_ids(&base, &event_names);
+        let multiplexable = base.events().iter().any(|e| counts_on_hardware(&e.kind));
         let mut collector = Collector {
+            multiplexable,
             event_names,
             cost: plan_cost(&base, &cpus),
             sys,
@@ -366,6 +378,14 @@ impl<S: Syscalls + Clone> Collector<S> {
         Ok(collector)
     }
 
+    /// Reads per interval: `--reads` when a counter of the plan can be multiplexed (one that
+    /// takes a hardware counter), for the error bars; else one, at the interval's end. Software
+    /// events, tracepoints and `msr` always count, so their counts have no multiplexing error
+    /// and their bars are exact whatever the reads; more reads would tell nothing.
+    pub fn reads_per_interval(&self) -> u32 {
+        if self.multiplexable { self.options.reads.max(2) } else { 1 }
+    }
+
     /// Descriptors held now.
     pub fn descriptors(&self) -> usize {
         self.host.iter().chain(self.cgroups.values()).map(|c| c.descriptors).sum()
@@ -383,6 +403,8 @@ impl<S: Syscalls + Clone> Collector<S> {
         }
         let target = CountTarget::Cpus(self.cpus.clone());
         let mut session = Session::open(self.sys.clone(), plan, target, self.env.clone())?;
+        // The collector reads every session CPU by CPU itself ([`Collector::read_all`]).
+        session.set_affinity(false);
         session.enable().map_err(SessionError::Open)?;
         let first = session.read().map_err(SessionError::Open)?;
         let descriptors = session.descriptors();
@@ -395,6 +417,9 @@ impl<S: Syscalls + Clone> Collector<S> {
             id,
             leaf: false,
             reads: vec![first],
+            used: 1,
+            relative: Vec::new(),
+            read_error: None,
             started: Instant::now(),
             descriptors,
             last: None,
@@ -501,11 +526,7 @@ impl<S: Syscalls + Clone> Collector<S> {
     /// the scheduled ones.
     pub fn read_for_scrape(&mut self) {
         let cpu0 = thread_cpu_ns();
-        for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {
-            if let Ok(snapshot) = counted.session.read() {
-                counted.latest = snapshot;
-            }
-        }
+        self.read_latest();
         self.last_read = Instant::now();
         self.status.interval_cpu_ns += thread_cpu_ns().saturating_sub(cpu0);
     }
@@ -525,31 +546,71 @@ impl<S: Syscalls + Clone> Collector<S> {
         self.units
             .iter()
             .map(|(label, cpus)| {
-                let part = if label.is_some() {
-                    counted.latest.on_cpus(cpus)
+                let specs = counted.session.plan().specs().len();
+                let totals = if label.is_some() {
+                    sum_cpus(&counted.latest.on_cpus(cpus), specs)
                 } else {
-                    counted.latest.clone()
+                    sum_cpus(&counted.latest, specs)
                 };
-                (label.clone(), cpus.clone(), sum_cpus(&part, counted.session.plan().specs().len()))
+                (label.clone(), cpus.clone(), totals)
             })
             .collect()
     }
 
-    fn read_all(&mut self) -> usize {
-        let mut errors = Vec::new();
+    /// Reads every target's counters into its `latest`: CPU by CPU, every target's counters
+    /// on a CPU from that CPU (a read of a counter active on another CPU interrupts that CPU
+    /// and waits for it), moving the thread once per CPU rather than once per CPU and target.
+    fn read_latest(&mut self) {
         for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {
-            match counted.session.read() {
-                Ok(snapshot) => {
-                    counted.latest = snapshot.clone();
-                    counted.reads.push(snapshot);
-                }
-                Err(e) => {
-                    errors.push(format!("{}: {e}", counted.cgroup.as_deref().unwrap_or("host")))
+            counted.read_error = None;
+        }
+        let here = self.sys.current_cpu().and_then(|c| i32::try_from(c).ok());
+        let mut moved = false;
+        // The CPU the thread is on first: its counters need no move.
+        let order = here.into_iter().chain(self.cpus.iter().filter_map(|&c| {
+            let c = i32::try_from(c).ok()?;
+            (Some(c) != here).then_some(c)
+        }));
+        for cpu in order {
+            if Some(cpu) != here {
+                moved |= self.sys.move_to_cpu(cpu as u32);
+            }
+            for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {
+                if counted.read_error.is_none()
+                    && let Err(e) = counted.session.read_cpu(cpu)
+                {
+                    counted.read_error = Some(e.to_string());
                 }
             }
         }
-        let failed = errors.len();
-        self.status.pending.extend(errors);
+        if moved {
+            self.sys.restore_cpus();
+        }
+        for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {
+            if counted.read_error.is_none()
+                && let Err(e) = counted.session.finish_read(&mut counted.latest)
+            {
+                counted.read_error = Some(e.to_string());
+            }
+        }
+    }
+
+    fn read_all(&mut self) -> usize {
+        self.read_latest();
+        let mut failed = 0;
+        for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {
+            if let Some(e) = &counted.read_error {
+                failed += 1;
+                let target = counted.cgroup.as_deref().unwrap_or("host");
+                self.status.pending.push(format!("{target}: {e}"));
+                continue;
+            }
+            match counted.reads.get_mut(counted.used) {
+                Some(slot) => slot.events.clone_from(&counted.latest.events),
+                None => counted.reads.push(counted.latest.clone()),
+            }
+            counted.used += 1;
+        }
         failed
     }
 
@@ -582,17 +643,21 @@ impl<S: Syscalls + Clone> Collector<S> {
             let seconds = now.duration_since(counted.started).as_secs_f64();
             counted.started = now;
             seconds_seen = seconds_seen.max(seconds);
-            let reads = std::mem::take(&mut counted.reads);
-            let (Some(first), Some(end)) = (reads.first(), reads.last()) else { continue };
-            let delta = end.since(first);
+            let reads = &counted.reads[..counted.used];
+            let Some(first) = reads.first() else { continue };
+            counted.relative.resize_with(reads.len(), Snapshot::default);
+            for (r, out) in reads.iter().zip(&mut counted.relative) {
+                r.since_into(first, out);
+            }
+            let relative = &counted.relative[..reads.len()];
+            let delta = &relative[relative.len() - 1];
             // The interval evaluated once: each unit's values, bars and the notes.
-            let relative: Vec<Snapshot> = reads.iter().map(|r| r.since(first)).collect();
-            let sample = EvalInput::new(&delta, seconds);
-            let evaluated = counted.session.evaluate_sample(&sample, &split, Some(&relative));
+            let sample = EvalInput::new(delta, seconds);
+            let evaluated = counted.session.evaluate_sample(&sample, &split, Some(relative));
             let plan = counted.session.plan();
             let mut out = Vec::with_capacity(units.len());
             for ((label, cpus), unit) in units.iter().zip(evaluated.printed()) {
-                let part = unit.counts.as_ref().unwrap_or(&delta);
+                let part = unit.counts.as_ref().unwrap_or(delta);
                 let shares = plan.roots().iter().map(|root| share(plan, root, part)).collect();
                 let results = unit.results.clone();
                 let bars = unit.bars.clone().unwrap_or_default();
@@ -608,7 +673,9 @@ impl<S: Syscalls + Clone> Collector<S> {
             }
             let notes = evaluated.notes;
             counted.last = Some(Computed { seconds, units: out, notes });
-            counted.reads = vec![end.clone()];
+            // The end is the next interval's start.
+            counted.reads.swap(0, counted.used - 1);
+            counted.used = 1;
         }
         self.discover();
         let ns =
