@@ -68,7 +68,10 @@ pub struct ServeArgs {
     /// Metrics are computed over this interval (`10s`, `500ms`, `1m`; at least 100ms).
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub interval: String,
-    /// Reads per interval, for the error bars (2 to 1000, at least 10ms apart).
+    /// Reads per interval, for the error bars of counters that can be multiplexed (2 to 1000,
+    /// at least 10ms apart). A selection none of whose counters can be (software events,
+    /// tracepoints, msr) is read once per interval, at its end: a count that was never
+    /// multiplexed has no multiplexing error, so its bars are exact from one read.
     #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=1000))]
     pub reads: u32,
     /// Split counts by CPU, core, die, socket or node.

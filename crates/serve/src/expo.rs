@@ -488,6 +488,13 @@ fn add_status<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, once: boo
         &none,
         number(s.seconds),
     );
+    f.add(
+        "tmetric_interval_reads",
+        Kind::Gauge,
+        "Reads of the counters per interval: --reads when a counter can be multiplexed (for its error bars), 1 when none can (software events, tracepoints, msr: their bars are exact from one read)",
+        &none,
+        c.reads_per_interval().to_string(),
+    );
     let ended =
         s.ended.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0.0, |d| d.as_secs_f64());
     f.add(

@@ -139,15 +139,16 @@ fn answer<S: Syscalls + Clone>(
     page
 }
 
-/// One interval, without a server: reads the collector's targets `reads` times over one
-/// interval and returns that interval in Prometheus text (`tmetric serve --once`, for
-/// node_exporter's textfile collector, cron jobs and shell pipelines): the counts of this run
-/// as gauges, no counter that a later run would seem to reset. A stop signal ends the
+/// One interval, without a server: reads the collector's targets
+/// [`Collector::reads_per_interval`] times over one interval and returns that interval in
+/// Prometheus text (`tmetric serve --once`, for node_exporter's textfile collector, cron jobs
+/// and shell pipelines): the counts of this run as gauges, no counter that a later run would
+/// seem to reset. A stop signal ends the
 /// interval early: what was counted until then is returned, as stat prints on Ctrl-C. When
 /// nothing useful could be counted, the error says why (the caller exits non-zero).
 pub fn once<S: Syscalls + Clone>(mut collector: Collector<S>) -> Result<String, ServeError> {
     let signals = tmetric_runtime::signal::catch_stop_signals().map_err(ServeError::Signals)?;
-    let reads = collector.options.reads.max(2);
+    let reads = collector.reads_per_interval();
     let step = collector.options.interval / reads;
     let start = Instant::now();
     'reads: for k in 1..=reads {
@@ -174,9 +175,9 @@ pub fn once<S: Syscalls + Clone>(mut collector: Collector<S>) -> Result<String, 
 }
 
 /// Serves until SIGINT, SIGTERM, SIGHUP or SIGQUIT (or `options.intervals` intervals): reads
-/// the collector's targets `reads` times per interval, ends each interval, and answers the
-/// HTTP server's orders in between, blocked (no polling) until the next read, an order or a
-/// signal. `ready` is told the address once the server listens.
+/// the collector's targets [`Collector::reads_per_interval`] times per interval, ends each
+/// interval, and answers the HTTP server's orders in between, blocked (no polling) until the
+/// next read, an order or a signal. `ready` is told the address once the server listens.
 pub fn serve<S: Syscalls + Clone>(
     mut collector: Collector<S>,
     options: ServeOptions,
@@ -194,7 +195,7 @@ pub fn serve<S: Syscalls + Clone>(
     let health = std::sync::Arc::clone(&link.health);
     let server = http::start(options.listener, link, options.limits, options.web)?;
     ready(server.addr);
-    let reads = collector.options.reads.max(2);
+    let reads = collector.reads_per_interval();
     let step = interval / reads;
     let start = Instant::now();
     let mut tick: u64 = 1;

@@ -242,3 +242,56 @@ fn a_counter_that_stops_being_scheduled_is_said_and_the_text_stays_valid() {
     let v = back["tmetric_tma_retiring_ratio{model=\"x86/sapphirerapids\"}"];
     assert!((v - 0.4).abs() < 1e-6, "{v}");
 }
+
+#[test]
+fn counters_that_are_never_multiplexed_are_read_once_per_interval_with_exact_bars() {
+    // Software events always count: one read per interval, whatever --reads says.
+    let mut once = sim("sapphirerapids", "Software", 5);
+    assert_eq!(once.collector.reads_per_interval(), 1);
+    // The same selection read five times an interval, for comparison.
+    let mut five = sim("sapphirerapids", "Software", 5);
+    for _ in 0..2 {
+        once.interval(1, 1000);
+        five.interval(5, 200);
+    }
+    let one = parse(&expo::render(&once.collector, Format::Prometheus, false));
+    let many = parse(&expo::render(&five.collector, Format::Prometheus, false));
+    let bars: Vec<(&String, &f64)> =
+        one.iter().filter(|(k, _)| k.contains("_error_bar_")).collect();
+    assert!(!bars.is_empty(), "no error bar in {one:?}");
+    for (series, bar) in bars {
+        assert_eq!(*bar, 0.0, "{series}: a count never multiplexed has no multiplexing error");
+        assert_eq!(many.get(series), Some(&0.0), "{series} with five reads");
+    }
+    let shares: Vec<f64> = one
+        .iter()
+        .filter(|(k, _)| k.starts_with("tmetric_metric_running_ratio{"))
+        .map(|(_, v)| *v)
+        .collect();
+    assert!(!shares.is_empty() && shares.iter().all(|&s| s == 1.0), "{shares:?}");
+    // Every metric has the same value however often the interval was read.
+    let mut compared = 0;
+    for (series, v) in &one {
+        let gauge = series.starts_with("tmetric_")
+            && !series.starts_with("tmetric_metric_")
+            && series.contains("model=\"common/common\"")
+            && !series.contains("_error_bar_");
+        if gauge {
+            let w = many[series];
+            assert!(
+                (v - w).abs() <= 1e-9 * v.abs().max(1.0),
+                "{series}: {v} read once, {w} five times"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 3, "{compared} metrics compared in {one:?}");
+    assert_eq!(one["tmetric_interval_reads"], 1.0);
+
+    // A hardware counter can be multiplexed: --reads stays, for its error bars.
+    let mut mixed = sim("sapphirerapids", "TopdownL1,Software", 5);
+    assert_eq!(mixed.collector.reads_per_interval(), 5);
+    mixed.interval(5, 200);
+    let text = expo::render(&mixed.collector, Format::Prometheus, false);
+    assert_eq!(parse(&text)["tmetric_interval_reads"], 5.0);
+}
