@@ -21,7 +21,7 @@ use tmetric_engine::{Bar, Source};
 use tmetric_runtime::Syscalls;
 
 use crate::collector::{Collector, Counted, UnitValues};
-use crate::names::{help_text, label_value, number};
+use crate::names::{help_text, number};
 
 /// The exposition format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,8 +70,9 @@ pub struct Family {
     pub kind: Kind,
     /// The help text.
     pub help: String,
-    /// `(labels, value)` per sample, labels already quoted (`a="1",b="2"`).
-    pub samples: Vec<(String, String)>,
+    /// Its sample lines (`NAME_total{a="1",b="2"} value`): both formats write samples alike,
+    /// so they are written once, straight into one buffer, without a string per sample.
+    lines: String,
 }
 
 /// Families in first-seen order.
@@ -80,6 +81,9 @@ pub struct Families {
     list: Vec<Family>,
     index: HashMap<String, usize>,
 }
+
+/// A label written after a sample's shared labels: its name and value (left out when empty).
+pub type Extra<'a> = (&'a str, &'a str);
 
 impl Families {
     /// The family `name`, made with `kind` and `help` the first time.
@@ -91,7 +95,7 @@ impl Families {
                     name: name.to_string(),
                     kind,
                     help: help.to_string(),
-                    samples: Vec::new(),
+                    lines: String::new(),
                 });
                 self.index.insert(name.to_string(), self.list.len() - 1);
                 self.list.len() - 1
@@ -102,7 +106,69 @@ impl Families {
 
     /// Adds a sample.
     pub fn add(&mut self, name: &str, kind: Kind, help: &str, labels: &Labels, value: String) {
-        self.family(name, kind, help).samples.push((labels.text(), value));
+        self.sample(name, kind, help, labels, &[], &value);
+    }
+
+    /// Adds a sample labelled `labels` and then `extra`, of value `value` (written as is).
+    pub fn sample(
+        &mut self,
+        name: &str,
+        kind: Kind,
+        help: &str,
+        labels: &Labels,
+        extra: &[Extra<'_>],
+        value: &str,
+    ) {
+        self.sample_with(name, kind, help, labels, extra, |out| out.push_str(value));
+    }
+
+    fn sample_with(
+        &mut self,
+        name: &str,
+        kind: Kind,
+        help: &str,
+        labels: &Labels,
+        extra: &[Extra<'_>],
+        value: impl FnOnce(&mut String),
+    ) {
+        let f = self.family(name, kind, help);
+        let suffix = match f.kind {
+            Kind::Gauge => "",
+            Kind::Counter => "_total",
+            Kind::Info => "_info",
+        };
+        let out = &mut f.lines;
+        out.push_str(&f.name);
+        out.push_str(suffix);
+        let mut first = labels.0.is_empty();
+        if !first {
+            out.push('{');
+            out.push_str(&labels.0);
+        }
+        for (k, v) in extra.iter().filter(|(_, v)| !v.is_empty()) {
+            out.push(if first { '{' } else { ',' });
+            first = false;
+            push_label(out, k, v);
+        }
+        if !first {
+            out.push('}');
+        }
+        out.push(' ');
+        value(out);
+        out.push('\n');
+    }
+
+    /// Adds a sample of a number (Prometheus' spelling: `NaN`, `+Inf`, integers plainly).
+    pub fn sample_number(
+        &mut self,
+        name: &str,
+        kind: Kind,
+        help: &str,
+        labels: &Labels,
+        extra: &[Extra<'_>],
+        value: f64,
+    ) {
+        self.sample_with(name, kind, help, labels, extra, |out| write_number(out, value));
     }
 
     /// The families.
@@ -119,29 +185,20 @@ impl Families {
 
     /// Appends them to `out` in `format`; `eof`: close an OpenMetrics exposition.
     pub fn render_into(&self, out: &mut String, format: Format, eof: bool) {
+        let size: usize = self.list.iter().map(|f| f.lines.len() + f.help.len() + 64).sum();
+        out.reserve(size);
         for f in &self.list {
-            let (type_name, type_word, suffix) = match (f.kind, format) {
-                (Kind::Gauge, _) => (f.name.clone(), "gauge", ""),
-                (Kind::Counter, Format::Prometheus) => {
-                    (format!("{}_total", f.name), "counter", "_total")
-                }
-                (Kind::Counter, Format::OpenMetrics) => (f.name.clone(), "counter", "_total"),
-                (Kind::Info, Format::Prometheus) => (format!("{}_info", f.name), "gauge", "_info"),
-                (Kind::Info, Format::OpenMetrics) => (f.name.clone(), "info", "_info"),
+            let (type_word, suffix) = match (f.kind, format) {
+                (Kind::Gauge, _) => ("gauge", ""),
+                (Kind::Counter, Format::Prometheus) => ("counter", "_total"),
+                (Kind::Counter, Format::OpenMetrics) => ("counter", ""),
+                (Kind::Info, Format::Prometheus) => ("gauge", "_info"),
+                (Kind::Info, Format::OpenMetrics) => ("info", ""),
             };
-            let _ = writeln!(
-                out,
-                "# HELP {type_name} {}",
-                help_text(&f.help, format == Format::OpenMetrics)
-            );
-            let _ = writeln!(out, "# TYPE {type_name} {type_word}");
-            for (labels, value) in &f.samples {
-                if labels.is_empty() {
-                    let _ = writeln!(out, "{}{suffix} {value}", f.name);
-                } else {
-                    let _ = writeln!(out, "{}{suffix}{{{labels}}} {value}", f.name);
-                }
-            }
+            let help = help_text(&f.help, format == Format::OpenMetrics);
+            let _ = writeln!(out, "# HELP {}{suffix} {help}", f.name);
+            let _ = writeln!(out, "# TYPE {}{suffix} {type_word}", f.name);
+            out.push_str(&f.lines);
         }
         if format == Format::OpenMetrics && eof {
             out.push_str("# EOF\n");
@@ -149,35 +206,72 @@ impl Families {
     }
 }
 
-/// A label set being built.
+/// Writes `value` as [`number`] spells it, without a string of its own.
+fn write_number(out: &mut String, value: f64) {
+    if value.is_finite() && value == value.trunc() && value.abs() < 1e15 {
+        let _ = write!(out, "{}", value as i64);
+    } else if value.is_finite() {
+        let _ = write!(out, "{value:?}");
+    } else {
+        out.push_str(&number(value));
+    }
+}
+
+/// `value` in decimal, written into `buf` (no allocation).
+fn itoa(buf: &mut [u8; 20], mut value: u64) -> &str {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&buf[i..]).unwrap_or("0")
+}
+
+/// Writes `key="value"`, the value escaped as the text formats want.
+fn push_label(out: &mut String, key: &str, value: &str) {
+    out.push_str(key);
+    out.push_str("=\"");
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// A label set being built, kept as it is written in a sample (`a="1",b="2"`).
 #[derive(Debug, Clone, Default)]
-pub struct Labels(Vec<(String, String)>);
+pub struct Labels(String);
 
 impl Labels {
     /// With `key="value"` added (empty values are left out, as Prometheus reads them).
     pub fn with(&self, key: &str, value: &str) -> Labels {
         let mut l = self.clone();
-        if !value.is_empty() {
-            l.0.push((key.to_string(), value.to_string()));
-        }
+        l.push(key, value);
         l
     }
 
-    /// As quoted in a sample.
-    pub fn text(&self) -> String {
-        let mut out = String::new();
-        for (i, (k, v)) in self.0.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let _ = write!(out, "{k}=\"{}\"", label_value(v));
+    /// Adds `key="value"` (an empty value is left out).
+    pub fn push(&mut self, key: &str, value: &str) {
+        if value.is_empty() {
+            return;
         }
-        out
+        if !self.0.is_empty() {
+            self.0.push(',');
+        }
+        push_label(&mut self.0, key, value);
     }
 
-    /// As a JSON object.
-    pub fn json(&self) -> Value {
-        Value::Object(self.0.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
+    /// As quoted in a sample.
+    pub fn text(&self) -> &str {
+        &self.0
     }
 }
 
@@ -211,6 +305,18 @@ fn target_labels<S: Syscalls>(counted: &Counted<S>) -> Labels {
         }
     }
     l
+}
+
+/// [`target_labels`] as a JSON object.
+fn target_labels_json<S: Syscalls>(counted: &Counted<S>) -> Value {
+    let mut map = serde_json::Map::new();
+    if let Some(cg) = &counted.cgroup {
+        map.insert("cgroup".into(), Value::String(cg.clone()));
+        for (k, v) in counted.labels.iter().filter(|(_, v)| !v.is_empty()) {
+            map.insert((*k).to_string(), Value::String(v.clone()));
+        }
+    }
+    Value::Object(map)
 }
 
 fn unit_labels(base: &Labels, unit: &UnitValues) -> Labels {
@@ -380,25 +486,24 @@ pub fn read_families<S: Syscalls + Clone>(
     f.family(running, kind, if once { RUNNING_ONCE_HELP } else { RUNNING_HELP });
     for counted in c.targets() {
         let base = target_labels(counted);
+        let mut digits = [0u8; 20];
         for (label, _cpus, totals) in c.totals(counted, once) {
             let ul = match &label {
                 Some((k, v)) => base.with(k, v),
                 None => base.clone(),
             };
-            let mut groups_done: Vec<usize> = Vec::new();
             for (s, t) in totals.iter().enumerate() {
                 let Some((value, en, run)) = *t else { continue };
                 let group = &c.group_ids[s];
-                let l = ul
-                    .with("event", &c.event_names[s])
-                    .with("group", &group.0)
-                    .with("model", &model);
-                f.add(event, kind, "", &l, value.to_string());
-                if !groups_done.contains(&group.1) {
-                    groups_done.push(group.1);
-                    let g = ul.with("group", &group.0).with("model", &model);
-                    f.add(enabled, kind, "", &g, number(en as f64 / 1e9));
-                    f.add(running, kind, "", &g, number(run as f64 / 1e9));
+                let extra =
+                    [("event", c.event_names[s].as_str()), ("group", &group.0), ("model", &model)];
+                f.sample(event, kind, "", &ul, &extra, itoa(&mut digits, value));
+                // One pair of times per group: the first of its events with a count says it.
+                let first = (0..s).all(|o| totals[o].is_none() || c.group_ids[o].1 != group.1);
+                if first {
+                    let g = [("group", group.0.as_str()), ("model", &model)];
+                    f.sample_number(enabled, kind, "", &ul, &g, en as f64 / 1e9);
+                    f.sample_number(running, kind, "", &ul, &g, run as f64 / 1e9);
                 }
             }
         }
@@ -623,50 +728,40 @@ fn add_target<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, counted: 
             let e = &c.exports[r];
             let pmu = root.model.str(root.model.metrics[root.metric].pmu);
             let pmu = if pmu == "cpu_core" || pmu == "cpu_atom" { pmu } else { "" };
-            let ml = ul.with("model", &root.model.path()).with("pmu", pmu);
-            let per = ml.with("metric", e.family.trim_start_matches("tmetric_"));
+            let model = root.model.path();
+            let ml = [("model", model.as_str()), ("pmu", pmu)];
+            let metric = e.family.trim_start_matches("tmetric_");
+            let per = [("model", model.as_str()), ("pmu", pmu), ("metric", metric)];
             let value = exported_value(c, unit, r);
             match &value {
-                Ok(v) => f.add(&e.family, Kind::Gauge, "", &ml, number(*v)),
-                Err(why) => f.add(
-                    "tmetric_metric_missing",
-                    Kind::Info,
-                    "",
-                    &per.with("reason", &why.to_string()),
-                    "1".into(),
-                ),
+                Ok(v) => f.sample_number(&e.family, Kind::Gauge, "", &ul, &ml, *v),
+                Err(why) => {
+                    let why = why.to_string();
+                    let missing = [per[0], per[1], per[2], ("reason", why.as_str())];
+                    f.sample("tmetric_metric_missing", Kind::Info, "", &ul, &missing, "1");
+                }
             }
             // A metric without a value has no running share, grouping or error bar to tell.
             if value.is_err() {
                 continue;
             }
             if let Some(share) = unit.shares[r] {
-                f.add("tmetric_metric_running_ratio", Kind::Gauge, "", &per, number(share));
+                f.sample_number("tmetric_metric_running_ratio", Kind::Gauge, "", &ul, &per, share);
             }
             let together = counted.together.get(r).copied().unwrap_or(false);
-            f.add(
-                "tmetric_metric_inputs_together",
-                Kind::Gauge,
-                "",
-                &per,
-                u8::from(together).to_string(),
-            );
+            let together = if together { "1" } else { "0" };
+            f.sample("tmetric_metric_inputs_together", Kind::Gauge, "", &ul, &per, together);
             match unit.bars[r] {
-                Bar::Exact => f.add(&e.bar_family, Kind::Gauge, "", &ml, "0".into()),
+                Bar::Exact => f.sample(&e.bar_family, Kind::Gauge, "", &ul, &ml, "0"),
                 Bar::Sigma(_) => {
                     let half = unit.bars[r].half_width().unwrap_or(f64::NAN) * e.factor;
-                    f.add(&e.bar_family, Kind::Gauge, "", &ml, number(half.abs()));
+                    f.sample_number(&e.bar_family, Kind::Gauge, "", &ul, &ml, half.abs());
                 }
                 Bar::Unknown => {}
             }
             if let Some(crossed) = unit.results[r].threshold {
-                f.add(
-                    "tmetric_metric_threshold_crossed",
-                    Kind::Gauge,
-                    "",
-                    &per,
-                    u8::from(crossed).to_string(),
-                );
+                let crossed = if crossed { "1" } else { "0" };
+                f.sample("tmetric_metric_threshold_crossed", Kind::Gauge, "", &ul, &per, crossed);
             }
         }
     }
@@ -724,7 +819,7 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
                 "cgroup": counted.cgroup,
                 "cgroup_id": counted.id,
                 "leaf": counted.cgroup.is_some().then_some(counted.leaf),
-                "labels": target_labels(counted).json(),
+                "labels": target_labels_json(counted),
                 "kubernetes": counted.cgroup.as_ref().and_then(|_| c.kubernetes.of(&counted.labels)).map(|k| json!({
                     "namespace": k.namespace, "pod": k.pod, "container": k.container, "pod_uid": k.pod_uid,
                 })),
