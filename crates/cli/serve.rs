@@ -35,6 +35,17 @@ pub enum Per {
     Node,
 }
 
+/// Which series /metrics holds per host and cgroup, each level adding to the one before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MetricsDetail {
+    /// Each metric's gauge, and why one has no value.
+    Metrics,
+    /// Also each metric's running share, inputs together, error bar and threshold crossed.
+    Quality,
+    /// Also each counter's raw count and its group's times, which `tmetric rules` reads.
+    Events,
+}
+
 /// `tmetric serve`.
 #[derive(Debug, Clone, Args)]
 #[command(mut_arg("metrics", |a| a.help("Metrics or metric groups, comma-separated, as `stat -M` (default: the common software metrics, and the model's `Default` group, TopdownL1 on Intel, where it has one)")))]
@@ -74,6 +85,10 @@ pub struct ServeArgs {
     /// multiplexed has no multiplexing error, so its bars are exact from one read.
     #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=1000))]
     pub reads: u32,
+    /// Which series /metrics (and --once) holds per host and cgroup: the cardinality a fleet
+    /// pays for. `tmetric rules` reads the raw counters of `events`; /json holds everything.
+    #[arg(long, value_enum, default_value = "events", value_name = "LEVEL")]
+    pub metrics_detail: MetricsDetail,
     /// Split counts by CPU, core, die, socket or node.
     #[arg(long, value_enum, default_value = "global")]
     pub per: Per,
@@ -197,6 +212,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         },
         host: !args.no_host,
         selection,
+        detail: match args.metrics_detail {
+            MetricsDetail::Metrics => tmetric_serve::Detail::Metrics,
+            MetricsDetail::Quality => tmetric_serve::Detail::Quality,
+            MetricsDetail::Events => tmetric_serve::Detail::Events,
+        },
     };
     match &args.pmu_sim {
         Some(name) => {

@@ -68,6 +68,36 @@ pub struct Options {
     pub host: bool,
     /// Which cgroups.
     pub selection: Selection,
+    /// Which series `/metrics` holds per target (`--metrics-detail`).
+    pub detail: Detail,
+}
+
+/// Which series `/metrics` (and `serve --once`) holds per host and cgroup, each level adding to
+/// the one before (`--metrics-detail`): series per target are what a fleet's cardinality is
+/// made of. The exporter's own families, the cgroups counted and left out, and the notes are
+/// served at every level; `/json` holds everything whatever the level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Detail {
+    /// Each metric's gauge, and `tmetric_metric_missing_info` for one without a value (so a
+    /// value is never silently absent).
+    Metrics,
+    /// Also per metric: its running share, whether its inputs were counted together, its error
+    /// bar and whether it crossed its threshold.
+    Quality,
+    /// Also each counter's raw count and its group's enabled and running times: what the
+    /// recording rules of `tmetric rules` read.
+    Events,
+}
+
+impl Detail {
+    /// The level's name, as `--metrics-detail` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Detail::Metrics => "metrics",
+            Detail::Quality => "quality",
+            Detail::Events => "events",
+        }
+    }
 }
 
 impl From<SessionError> for CollectError {
@@ -219,6 +249,9 @@ pub struct Collector<S: Syscalls + Clone> {
     pub cost: usize,
     /// How each root of the plan is exported.
     pub exports: Vec<Exported>,
+    /// Per root, its family's help text: made once, at the start, since the descriptions
+    /// are inflated on first use and the help never changes.
+    pub helps: Vec<String>,
     /// Per spec: its group's label (a hash of the group's events, which stays the same when
     /// `-M` changes around it) and the group's number in this plan (an event counted alone is a
     /// group of its own).
@@ -339,6 +372,11 @@ impl<S: Syscalls + Clone> Collector<S> {
             (None, None) => usize::MAX,
         };
         let exports = dedup_families(&base);
+        let helps = exports
+            .iter()
+            .enumerate()
+            .map(|(r, e)| crate::expo::metric_help(&base, e, r))
+            .collect();
         let event_names: Vec<String> = (0..base.specs().len())
             .map(|s| {
                 base.rows()
@@ -365,6 +403,7 @@ impl<S: Syscalls + Clone> Collector<S> {
             left_out: BTreeMap::new(),
             budget,
             exports,
+            helps,
             group_ids,
             last_read: Instant::now(),
             status: Status::default(),

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tmetric_engine::{Bar, Source};
 use tmetric_runtime::Syscalls;
 
-use crate::collector::{Collector, Counted, UnitValues};
+use crate::collector::{Collector, Counted, Detail, UnitValues};
 use crate::names::{help_text, number};
 
 /// The exposition format.
@@ -326,12 +326,10 @@ fn unit_labels(base: &Labels, unit: &UnitValues) -> Labels {
     }
 }
 
-/// The metric's help: description, formula, unit.
-fn metric_help<S: Syscalls + Clone>(c: &Collector<S>, root: usize) -> String {
-    let plan = c.base_plan();
+/// The help of root `root` of `plan`, exported as `e`: description, formula, unit.
+pub fn metric_help(plan: &tmetric_engine::Plan, e: &crate::names::Exported, root: usize) -> String {
     let r = &plan.roots()[root];
     let m = &r.model.metrics[r.metric];
-    let e = &c.exports[root];
     let brief = r.model.str(m.brief);
     let unit = if e.base {
         format!("Unit: {} (base unit)", e.unit)
@@ -417,17 +415,18 @@ pub fn interval_families<S: Syscalls + Clone>(c: &Collector<S>, once: bool) -> F
     add_cgroups_left_out_and_notes(&mut f, c);
     // Families of every target, so each family's samples stay together.
     for (r, e) in c.exports.iter().enumerate() {
-        let help = metric_help(c, r);
-        f.family(&e.family, Kind::Gauge, &help);
+        f.family(&e.family, Kind::Gauge, &c.helps[r]);
     }
-    f.family("tmetric_metric_running_ratio", Kind::Gauge, SHARE_HELP);
-    f.family("tmetric_metric_inputs_together", Kind::Gauge, TOGETHER_HELP);
-    for (r, e) in c.exports.iter().enumerate() {
-        if c.exports[..r].iter().all(|o| o.bar_family != e.bar_family) {
-            f.family(&e.bar_family, Kind::Gauge, &bar_help(c, r));
+    if c.options.detail >= Detail::Quality {
+        f.family("tmetric_metric_running_ratio", Kind::Gauge, SHARE_HELP);
+        f.family("tmetric_metric_inputs_together", Kind::Gauge, TOGETHER_HELP);
+        for (r, e) in c.exports.iter().enumerate() {
+            if c.exports[..r].iter().all(|o| o.bar_family != e.bar_family) {
+                f.family(&e.bar_family, Kind::Gauge, &bar_help(c, r));
+            }
         }
+        f.family("tmetric_metric_threshold_crossed", Kind::Gauge, THRESHOLD_HELP);
     }
-    f.family("tmetric_metric_threshold_crossed", Kind::Gauge, THRESHOLD_HELP);
     f.family("tmetric_metric_missing", Kind::Info, MISSING_HELP);
     f.family("tmetric_cgroup", Kind::Info, CGROUP_HELP);
     for counted in c.cgroups.values() {
@@ -481,10 +480,13 @@ pub fn read_families<S: Syscalls + Clone>(
             "tmetric_group_running_seconds",
         )
     };
-    f.family(event, kind, if once { EVENT_ONCE_HELP } else { EVENT_HELP });
-    f.family(enabled, kind, if once { ENABLED_ONCE_HELP } else { ENABLED_HELP });
-    f.family(running, kind, if once { RUNNING_ONCE_HELP } else { RUNNING_HELP });
-    for counted in c.targets() {
+    let counters = c.options.detail >= Detail::Events;
+    if counters {
+        f.family(event, kind, if once { EVENT_ONCE_HELP } else { EVENT_HELP });
+        f.family(enabled, kind, if once { ENABLED_ONCE_HELP } else { ENABLED_HELP });
+        f.family(running, kind, if once { RUNNING_ONCE_HELP } else { RUNNING_HELP });
+    }
+    for counted in c.targets().filter(|_| counters) {
         let base = target_labels(counted);
         let mut digits = [0u8; 20];
         for (label, _cpus, totals) in c.totals(counted, once) {
@@ -742,7 +744,7 @@ fn add_target<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, counted: 
                 }
             }
             // A metric without a value has no running share, grouping or error bar to tell.
-            if value.is_err() {
+            if value.is_err() || c.options.detail < Detail::Quality {
                 continue;
             }
             if let Some(share) = unit.shares[r] {

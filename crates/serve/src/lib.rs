@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tmetric_runtime::Syscalls;
 
-pub use collector::{CollectError, Collector, MachineInfo, Options};
+pub use collector::{CollectError, Collector, Detail, MachineInfo, Options};
 pub use http::Limits;
 
 use crate::expo::Format;

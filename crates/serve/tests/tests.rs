@@ -57,6 +57,7 @@ fn sim(name: &str, metrics: &str, reads: u32) -> Sim {
         per: None,
         host: true,
         selection: Selection::None,
+        detail: tmetric_serve::Detail::Events,
     };
     let collector = Collector::new(kernel.clone(), plan, env, info, options).unwrap();
     Sim { _dir: dir, kernel, collector }
@@ -294,4 +295,100 @@ fn counters_that_are_never_multiplexed_are_read_once_per_interval_with_exact_bar
     mixed.interval(5, 200);
     let text = expo::render(&mixed.collector, Format::Prometheus, false);
     assert_eq!(parse(&text)["tmetric_interval_reads"], 5.0);
+}
+
+/// The series of an exposition, `name{labels}`, and the families they belong to.
+fn series(s: &Sim) -> Vec<String> {
+    let mut v: Vec<String> =
+        parse(&expo::render(&s.collector, Format::Prometheus, false)).into_keys().collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn each_metrics_detail_level_holds_its_series_and_the_rules_find_theirs() {
+    use tmetric_serve::Detail;
+    let at = |detail: Detail| {
+        let mut s = sim("sapphirerapids", "TopdownL3", 6);
+        s.collector.options.detail = detail;
+        s.interval(6, 200);
+        s
+    };
+    let (metrics, quality, events) = (at(Detail::Metrics), at(Detail::Quality), at(Detail::Events));
+    let (m, q, e) = (series(&metrics), series(&quality), series(&events));
+    let family = |k: &String| k.split('{').next().unwrap().to_string();
+    // Each level adds to the one before, series for series (the same counts at each level).
+    let added = |low: &[String], high: &[String]| -> std::collections::BTreeSet<String> {
+        assert!(low.iter().all(|k| high.contains(k)), "a series of the lower level is missing");
+        high.iter().filter(|k| !low.contains(k)).map(family).collect()
+    };
+    let by_quality = added(&m, &q);
+    for f in [
+        "tmetric_metric_running_ratio",
+        "tmetric_metric_inputs_together",
+        "tmetric_metric_threshold_crossed",
+    ] {
+        assert!(by_quality.contains(f), "quality adds {f}: {by_quality:?}");
+    }
+    let bar_families: Vec<&String> =
+        by_quality.iter().filter(|f| f.contains("_error_bar_")).collect();
+    assert!(!bar_families.is_empty(), "quality adds the error bars: {by_quality:?}");
+    assert_eq!(by_quality.len(), 3 + bar_families.len(), "{by_quality:?}");
+    let by_events = added(&q, &e);
+    let raw: std::collections::BTreeSet<String> = [
+        "tmetric_event_total",
+        "tmetric_group_enabled_seconds_total",
+        "tmetric_group_running_seconds_total",
+    ]
+    .map(String::from)
+    .into();
+    assert_eq!(by_events, raw);
+    // The metrics level has every metric's gauge (or why it has none) and nothing per metric
+    // beside it.
+    let roots = metrics.collector.base_plan().roots().len();
+    let gauges = m
+        .iter()
+        .filter(|k| {
+            let f = family(k);
+            metrics.collector.exports.iter().any(|x| x.family == f)
+                || f == "tmetric_metric_missing_info"
+        })
+        .count();
+    assert_eq!(gauges, roots, "{m:?}");
+
+    // What the rules read is served at the default level, and they say which level that is.
+    let model = events.collector.base_plan().roots()[0].model;
+    let picked: Vec<usize> =
+        events.collector.base_plan().roots().iter().map(|r| r.metric).collect();
+    let set = tmetric_serve::rules::rules(model, &picked, "1m");
+    let texts = [
+        tmetric_serve::rules::events_yaml("1m", "tmetric rules --events"),
+        tmetric_serve::rules::yaml(&[(model, set)], "tmetric rules -M TopdownL3", false),
+    ];
+    let families_at = |k: &[String]| -> std::collections::BTreeSet<String> {
+        k.iter().map(|s| family(s).trim_end_matches("_total").to_string()).collect()
+    };
+    let (served, served_low) = (families_at(&e), families_at(&q));
+    for text in &texts {
+        assert!(text.contains("--metrics-detail events (the default) only"), "{text}");
+        let mut read = std::collections::BTreeSet::new();
+        for line in text.lines().filter(|l| l.trim_start().starts_with("expr:")) {
+            let mut rest = line;
+            while let Some(i) = rest.find("tmetric_") {
+                let name: String = rest[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                rest = &rest[i + name.len()..];
+                read.insert(name.trim_end_matches("_total").to_string());
+            }
+        }
+        assert!(!read.is_empty());
+        for name in &read {
+            assert!(served.contains(name), "the rules read {name}, not served at events");
+        }
+        if text.contains("tmetric_event_total") {
+            assert!(!served_low.contains("tmetric_event"), "quality serves no raw counter");
+        }
+    }
 }
