@@ -920,6 +920,115 @@ mod tests {
         fn close(&mut self, _: i32) {}
     }
 
+    /// Counts the calling thread's allocations (the test binary's allocator).
+    struct CountingAlloc;
+
+    thread_local! {
+        static ALLOCATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    // SAFETY: every call is passed on to the system allocator unchanged; the count is a
+    // thread-local `Cell` with a const initializer, which never allocates.
+    unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+        unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+            ALLOCATIONS.with(|n| n.set(n.get() + 1));
+            // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
+            unsafe { std::alloc::System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+            // SAFETY: `ptr` came from `System.alloc` with this layout.
+            unsafe { std::alloc::System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: CountingAlloc = CountingAlloc;
+
+    /// Per-CPU groups of two: each leader's read gives `round * 100 + id` per member.
+    #[derive(Default)]
+    struct Groups {
+        next: i32,
+        /// Per descriptor (from 3), its group leader.
+        leaders: Vec<i32>,
+        round: u64,
+    }
+
+    impl Syscalls for Groups {
+        fn perf_event_open(&mut self, _: &Attr, _: i32, _: i32, group: i32) -> Result<i32, Errno> {
+            let fd = 3 + self.next;
+            self.next += 1;
+            self.leaders.push(if group < 0 { fd } else { group });
+            Ok(fd)
+        }
+        fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
+            let mut words = [0u64; 7];
+            words[0] = 2;
+            words[1] = 1000 * self.round;
+            words[2] = 1000 * self.round;
+            let mut n = 3;
+            for (i, &leader) in self.leaders.iter().enumerate() {
+                if leader == fd {
+                    let id = 3 + i as u64;
+                    words[n] = self.round * 100 + id;
+                    words[n + 1] = id;
+                    n += 2;
+                }
+            }
+            for (chunk, w) in buf.chunks_mut(8).zip(&words[..n]) {
+                chunk.copy_from_slice(&w.to_ne_bytes());
+            }
+            Ok(8 * n)
+        }
+        fn enable(&mut self, _: i32, _: bool) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn disable(&mut self, _: i32, _: bool) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn reset(&mut self, _: i32, _: bool) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn event_id(&mut self, fd: i32) -> Result<u64, Errno> {
+            Ok(fd as u64)
+        }
+        fn close(&mut self, _: i32) {}
+    }
+
+    #[test]
+    fn reading_again_into_a_snapshot_allocates_nothing_and_reads_every_cpu() {
+        let spec = |name: &str| CounterSpec {
+            name: name.into(),
+            attr: Attr::default(),
+            cpus: None,
+            cgroup: None,
+            filter: None,
+        };
+        let specs = vec![spec("a"), spec("b")];
+        let mut set =
+            CounterSet::open(Groups::default(), specs, &[vec![0, 1]], Target::Cpus(vec![0, 1]))
+                .unwrap();
+        let mut snapshot = Snapshot::default();
+        set.sys.round = 1;
+        set.read_into(&mut snapshot).unwrap();
+        set.sys.round = 2;
+        let before = ALLOCATIONS.with(std::cell::Cell::get);
+        set.read_into(&mut snapshot).unwrap();
+        // The CPU by CPU path a reader of several sets takes, too.
+        for cpu in [0, 1] {
+            set.read_cpu(cpu).unwrap();
+        }
+        set.finish_read(&mut snapshot).unwrap();
+        assert_eq!(ALLOCATIONS.with(std::cell::Cell::get), before, "a read allocated");
+        // Descriptors 3 and 4 are the group on CPU 0, 5 and 6 on CPU 1.
+        let counts = |e: usize| -> Vec<(i32, u64, u64)> {
+            let cpus = snapshot.events[e].as_ref().unwrap();
+            cpus.iter().map(|c| (c.cpu, c.raw.value, c.raw.enabled)).collect()
+        };
+        assert_eq!(counts(0), vec![(0, 203, 2000), (1, 205, 2000)]);
+        assert_eq!(counts(1), vec![(0, 204, 2000), (1, 206, 2000)]);
+        assert_eq!(set.read().unwrap(), snapshot);
+    }
+
     #[test]
     fn a_group_read_refused_during_a_child_teardown_is_retried_a_bounded_number_of_times() {
         let mut buf = [0u8; 24];
