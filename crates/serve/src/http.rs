@@ -87,8 +87,12 @@ pub struct Page {
     pub status: u16,
     /// Its `Content-Type`.
     pub content_type: &'static str,
-    /// Its body (gzip-compressed when `gzip`).
+    /// Its body (gzip-compressed when `gzip`)...
     pub body: Bytes,
+    /// ...and what follows it: `/metrics` is the interval's part, rendered once per interval
+    /// and shared by every scrape of it, then the read's, sent one after the other rather than
+    /// copied into one buffer per scrape.
+    pub tail: Bytes,
     /// The body is gzip-compressed.
     pub gzip: bool,
 }
@@ -100,6 +104,7 @@ impl Page {
             status,
             content_type: "text/plain; charset=utf-8",
             body: Bytes::from(text.into()),
+            tail: Bytes::new(),
             gzip: false,
         }
     }
@@ -628,10 +633,14 @@ fn accepts_gzip(request: &Request<Incoming>) -> bool {
     })
 }
 
-fn page_response(page: Page, head: bool) -> Response<Full<Bytes>> {
-    let length = page.body.len();
-    let body = if head { Bytes::new() } else { page.body };
-    let mut response = Response::new(Full::new(body));
+/// A response's body: a page's two parts.
+type Body = Full<bytes::buf::Chain<Bytes, Bytes>>;
+
+fn page_response(page: Page, head: bool) -> Response<Body> {
+    use bytes::Buf;
+    let length = page.body.len() + page.tail.len();
+    let (body, tail) = if head { (Bytes::new(), Bytes::new()) } else { (page.body, page.tail) };
+    let mut response = Response::new(Full::new(body.chain(tail)));
     *response.status_mut() =
         StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let h = response.headers_mut();
@@ -650,7 +659,7 @@ async fn respond(
     limits: &Limits,
     auth: Option<&Auth>,
     stats: &Stats,
-) -> Response<Full<Bytes>> {
+) -> Response<Body> {
     let head = request.method() == Method::HEAD;
     if !matches!(*request.method(), Method::GET | Method::HEAD) {
         let mut r = page_response(Page::text(405, "only GET and HEAD\n"), false);
@@ -767,11 +776,53 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Timed<T> {
 
 /// gzip of `data` (fast level: a scrape's text compresses about tenfold even so).
 pub fn gzip(data: &[u8]) -> Bytes {
+    gzip_parts(&[data])
+}
+
+/// gzip of `parts` one after the other, as one stream.
+pub fn gzip_parts(parts: &[&[u8]]) -> Bytes {
     use std::io::Write;
+    let size: usize = parts.iter().map(|p| p.len()).sum();
     let mut e = flate2::write::GzEncoder::new(
-        Vec::with_capacity(data.len() / 8 + 64),
+        Vec::with_capacity(size / 8 + 64),
         flate2::Compression::fast(),
     );
-    let _ = e.write_all(data);
+    for part in parts {
+        let _ = e.write_all(part);
+    }
     Bytes::from(e.finish().unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_in_two_parts_is_sent_and_compressed_as_one() {
+        use std::io::Read;
+        let (head, tail) = ("# HELP a A\na 1\n".repeat(500), "b_total 2\n# EOF\n".repeat(300));
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&gzip_parts(&[head.as_bytes(), tail.as_bytes()])[..])
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, format!("{head}{tail}"));
+        let page = Page {
+            status: 200,
+            content_type: "text/plain",
+            body: Bytes::from(head.clone()),
+            tail: Bytes::from(tail.clone()),
+            gzip: false,
+        };
+        let response = page_response(page.clone(), false);
+        let length = response.headers()[header::CONTENT_LENGTH].to_str().unwrap().to_string();
+        assert_eq!(length, (head.len() + tail.len()).to_string());
+        // HEAD: the length of the page, no body.
+        let head_only = page_response(page, true);
+        assert_eq!(head_only.headers()[header::CONTENT_LENGTH].to_str().unwrap(), length);
+        assert_eq!(hyper::body::Body::size_hint(head_only.body()).exact(), Some(0));
+        assert_eq!(
+            hyper::body::Body::size_hint(response.body()).exact(),
+            Some((head.len() + tail.len()) as u64)
+        );
+    }
 }

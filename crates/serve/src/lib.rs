@@ -65,9 +65,9 @@ struct Pages {
     /// Incremented by every read.
     read: u64,
     /// Per format: the interval part (gauges) and the interval it is of.
-    gauges: [Option<(u64, String)>; 2],
-    /// Per format and gzip: the whole page and the read it is of.
-    whole: [Option<(u64, Bytes)>; 4],
+    gauges: [Option<(u64, Bytes)>; 2],
+    /// Per format and gzip: the whole page (its two parts) and the read it is of.
+    whole: [Option<(u64, Bytes, Bytes)>; 4],
     json: [Option<(u64, Bytes)>; 2],
 }
 
@@ -96,29 +96,33 @@ fn answer<S: Syscalls + Clone>(
     let page = match order.ask {
         Ask::Metrics(format) => {
             let i = slot(format) * 2 + usize::from(order.gzip);
-            let body = match &pages.whole[i] {
-                Some((read, body)) if *read == pages.read => body.clone(),
+            let (body, tail) = match &pages.whole[i] {
+                Some((read, body, tail)) if *read == pages.read => (body.clone(), tail.clone()),
                 _ => {
                     let gauges = match &pages.gauges[slot(format)] {
                         Some((interval, text)) if *interval == pages.interval => text.clone(),
                         _ => {
-                            let mut text = String::with_capacity(64 * 1024);
+                            let mut text = String::new();
                             expo::interval_families(collector, false)
                                 .render_into(&mut text, format, false);
+                            let text = Bytes::from(text);
                             pages.gauges[slot(format)] = Some((pages.interval, text.clone()));
                             text
                         }
                     };
-                    let mut text = gauges;
+                    let mut text = String::new();
                     expo::read_families(collector, false, Some(stats))
                         .render_into(&mut text, format, true);
-                    let body =
-                        if order.gzip { http::gzip(text.as_bytes()) } else { Bytes::from(text) };
-                    pages.whole[i] = Some((pages.read, body.clone()));
-                    body
+                    let (body, tail) = if order.gzip {
+                        (http::gzip_parts(&[&gauges, text.as_bytes()]), Bytes::new())
+                    } else {
+                        (gauges, Bytes::from(text))
+                    };
+                    pages.whole[i] = Some((pages.read, body.clone(), tail.clone()));
+                    (body, tail)
                 }
             };
-            Page { status: 200, content_type: format.content_type(), body, gzip: order.gzip }
+            Page { status: 200, content_type: format.content_type(), body, tail, gzip: order.gzip }
         }
         Ask::Json => {
             let i = usize::from(order.gzip);
@@ -131,7 +135,8 @@ fn answer<S: Syscalls + Clone>(
                     body
                 }
             };
-            Page { status: 200, content_type: "application/json", body, gzip: order.gzip }
+            let tail = Bytes::new();
+            Page { status: 200, content_type: "application/json", body, tail, gzip: order.gzip }
         }
     };
     collector.status.render_cpu_seconds_total +=
