@@ -58,8 +58,15 @@ pub struct CounterSet<S: Syscalls> {
     paused: bool,
     /// Per-CPU counters are read from their own CPU ([`CounterSet::set_affinity`]).
     affinity: bool,
-    /// Every group's last read, back to back (kept between reads, so reading allocates
-    /// nothing once the groups are open).
+    /// Where reads go (boxed: a session holds a set inline).
+    bufs: Box<ReadBuffers>,
+}
+
+/// A set's reads, kept between reads so that reading allocates nothing once the groups are
+/// open.
+#[derive(Debug, Default)]
+struct ReadBuffers {
+    /// Every group's last read, back to back.
     buf: Vec<u8>,
     /// Per group, where its read starts in `buf`, and the end of the last one.
     offsets: Vec<usize>,
@@ -183,10 +190,7 @@ impl<S: Syscalls> CounterSet<S> {
             rotation: None,
             paused: false,
             affinity: true,
-            buf: Vec::new(),
-            offsets: Vec::new(),
-            got: Vec::new(),
-            group_cpus: Vec::new(),
+            bufs: Box::default(),
         };
         counters.sys.raise_fd_limit();
         for group in &all_groups {
@@ -658,7 +662,7 @@ impl<S: Syscalls> CounterSet<S> {
     /// The CPUs of the per-CPU groups, ascending.
     pub fn group_cpus(&mut self) -> &[i32] {
         self.size_buffers();
-        &self.group_cpus
+        &self.bufs.group_cpus
     }
 
     /// Turns the groups' last reads ([`CounterSet::read_cpu`], [`CounterSet::read_tasks`])
@@ -706,22 +710,22 @@ impl<S: Syscalls> CounterSet<S> {
     /// Sizes the read buffers for the groups open, once: groups are only added while the set
     /// opens, each with its members complete.
     fn size_buffers(&mut self) {
-        if self.offsets.len() == self.groups.len() + 1 {
+        if self.bufs.offsets.len() == self.groups.len() + 1 {
             return;
         }
         let total: usize = self.groups.iter().map(|g| 8 * (3 + 2 * g.members.len())).sum();
-        self.offsets.clear();
-        self.offsets.push(0);
+        self.bufs.offsets.clear();
+        self.bufs.offsets.push(0);
         let mut at = 0;
         for g in &self.groups {
             at += 8 * (3 + 2 * g.members.len());
-            self.offsets.push(at);
+            self.bufs.offsets.push(at);
         }
-        self.buf = vec![0; total];
-        self.got = vec![0; self.groups.len()];
-        self.group_cpus = self.groups.iter().map(|g| g.cpu).filter(|&c| c >= 0).collect();
-        self.group_cpus.sort_unstable();
-        self.group_cpus.dedup();
+        self.bufs.buf = vec![0; total];
+        self.bufs.got = vec![0; self.groups.len()];
+        self.bufs.group_cpus = self.groups.iter().map(|g| g.cpu).filter(|&c| c >= 0).collect();
+        self.bufs.group_cpus.sort_unstable();
+        self.bufs.group_cpus.dedup();
     }
 
     /// Reads the groups `which` picks into their places in the buffer.
@@ -730,9 +734,9 @@ impl<S: Syscalls> CounterSet<S> {
             if !which(group) {
                 continue;
             }
-            let place = &mut self.buf[self.offsets[i]..self.offsets[i + 1]];
+            let place = &mut self.bufs.buf[self.bufs.offsets[i]..self.bufs.offsets[i + 1]];
             match read_group_retrying(&mut self.sys, group.leader_fd(), place) {
-                Ok(got) => self.got[i] = got,
+                Ok(got) => self.bufs.got[i] = got,
                 Err(errno) => {
                     let event = self.specs[group.members[0].event].name.clone();
                     return Err(CounterError::Read { event, errno });
@@ -753,7 +757,7 @@ impl<S: Syscalls> CounterSet<S> {
             }
         }
         for (i, group) in self.groups.iter().enumerate() {
-            let got = self.got[i];
+            let got = self.bufs.got[i];
             if got == 0 {
                 // A pinned group that could not be placed is in error state and reads EOF:
                 // it counted nothing.
@@ -765,7 +769,7 @@ impl<S: Syscalls> CounterSet<S> {
                 }
                 continue;
             }
-            let bytes = &self.buf[self.offsets[i]..self.offsets[i] + got];
+            let bytes = &self.bufs.buf[self.bufs.offsets[i]..self.bufs.offsets[i] + got];
             let leader = || self.specs[group.members[0].event].name.clone();
             let (enabled, running) = group_read_times(bytes, group.members.len())
                 .map_err(|problem| CounterError::Layout { event: leader(), problem })?;
@@ -791,7 +795,7 @@ impl<S: Syscalls> CounterSet<S> {
     /// per group.
     fn read_raw(&mut self) -> Result<(), CounterError> {
         self.size_buffers();
-        let moving = self.affinity && self.group_cpus.len() > 1;
+        let moving = self.affinity && self.bufs.group_cpus.len() > 1;
         if !moving {
             return self.fetch(|_| true);
         }
@@ -800,8 +804,8 @@ impl<S: Syscalls> CounterSet<S> {
         self.fetch(|g| g.cpu < 0 || Some(g.cpu) == here)?;
         let mut moved = false;
         let mut result = Ok(());
-        for k in 0..self.group_cpus.len() {
-            let cpu = self.group_cpus[k];
+        for k in 0..self.bufs.group_cpus.len() {
+            let cpu = self.bufs.group_cpus[k];
             if Some(cpu) == here {
                 continue;
             }
