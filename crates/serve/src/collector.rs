@@ -89,17 +89,6 @@ pub enum Detail {
     Events,
 }
 
-impl Detail {
-    /// The level's name, as `--metrics-detail` takes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Detail::Metrics => "metrics",
-            Detail::Quality => "quality",
-            Detail::Events => "events",
-        }
-    }
-}
-
 impl From<SessionError> for CollectError {
     fn from(err: SessionError) -> CollectError {
         CollectError::Host(err)
