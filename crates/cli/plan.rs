@@ -10,12 +10,10 @@ use anyhow::Context;
 use tmetric_catalog::Model;
 use tmetric_engine::plan::{OfflinePlan, plan_offline, plan_on_machine};
 use tmetric_engine::select::ModelFrom;
-use tmetric_engine::{Machine, MachineFacts, Pick, PlanOptions, PmuModel, Strategy};
+use tmetric_engine::{Host, MachineFacts, Pick, PlanOptions, PmuModel, Strategy};
 use tmetric_print::plan as print;
-use tmetric_runtime::{Environment, Sysfs};
+use tmetric_runtime::Sysfs;
 use tmetric_sim::private::{self, PrivateTree};
-
-use tmetric_engine::models::host_model;
 
 /// `tmetric plan` flags.
 #[derive(Debug, clap::Args)]
@@ -133,15 +131,12 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             } else {
                 Sysfs::new(&sys_root)
             };
-            let model = host_model(None, &sysfs, &proc_root)?;
-            let pmus = PmuModel::probe(&sysfs, &proc_root, Some(model));
-            let env = Environment::probe(&sysfs, &proc_root);
-            let machine = Machine { sysfs: &sysfs, proc_root: &proc_root, env: &env, pmus: &pmus };
-            let literals = tmetric_engine::plan::literals(&sysfs, &proc_root, true);
+            let host = Host::probe(&sysfs, &proc_root, None);
+            let model = host.model()?;
             let from =
                 if where_ == "this machine" { ModelFrom::Machine } else { ModelFrom::Planned };
             let picks = picks_for(model, &args.metric.metrics, from)?;
-            let (live, plan) = plan_on_machine(&picks, &machine, literals, &options);
+            let (live, plan) = plan_on_machine(&picks, &host, host.literals(true), &options);
             let machine_text = if where_ == "this machine" {
                 format!(
                     "{} (this machine's model; --model, --sysfs or --pmu-sim plan for another)",

@@ -9,9 +9,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use tmetric_catalog::Model;
+use tmetric_engine::Host;
 use tmetric_engine::aggr::Aggregation;
-use tmetric_engine::{Machine, PmuModel};
-use tmetric_runtime::{Environment, Kernel, Syscalls, Sysfs};
+use tmetric_engine::select::ModelFrom;
+use tmetric_runtime::{Kernel, Syscalls, Sysfs};
 use tmetric_serve::cgroups::Selection;
 use tmetric_serve::{Collector, MachineInfo, Options, ServeOptions};
 
@@ -242,26 +243,21 @@ fn run_on<S: Syscalls + Clone>(
     proc_root: &Path,
     simulated: Option<&str>,
 ) -> anyhow::Result<()> {
-    let env = Environment::probe(sysfs, proc_root);
+    let host = Host::probe(sysfs, proc_root, args.metric.model.as_deref());
     let named = args.metric.model.as_deref().map(tmetric_engine::models::find_model).transpose()?;
-    let model = match named {
-        Some(m) => Some(m),
-        None => tmetric_engine::models::host_model(None, sysfs, proc_root).ok(),
-    };
+    let model = host.model().ok();
     let metrics = if args.metric.metrics.is_empty() && args.events.is_empty() {
         tmetric_serve::collector::default_metrics(model)
     } else {
         args.metric.metrics.clone()
     };
-    let picks = stat::select_items(&metrics, args.metric.model.as_deref(), sysfs, proc_root)?;
+    let picks = stat::select_items(&metrics, &host)?;
     let (picks, repeated) = tmetric_serve::collector::distinct_picks(&picks);
     for line in &repeated {
         warn(&format!("warning: {line}"));
     }
-    let pmus = PmuModel::probe(sysfs, proc_root, model);
-    let machine = Machine { sysfs, proc_root, env: &env, pmus: &pmus };
     let plan = tmetric_serve::collector::build_plan(
-        &machine,
+        &host,
         named,
         &args.events,
         &picks,
@@ -271,7 +267,7 @@ fn run_on<S: Syscalls + Clone>(
         warn(&format!("warning: {warning}"));
     }
     let info = MachineInfo {
-        sysfs: sysfs.clone(),
+        sysfs: host.sysfs().clone(),
         proc_root: proc_root.to_path_buf(),
         host: tmetric_serve::collector::host_name(),
         model,
@@ -279,7 +275,7 @@ fn run_on<S: Syscalls + Clone>(
         cgroup_mount: tmetric_runtime::sys::cgroup_mount(),
         kubelet_log_dir: Some(args.kubelet_log_dir.clone()),
     };
-    let collector = Collector::new(sys, plan, env.clone(), info, options)?;
+    let collector = Collector::new(sys, plan, host.env().clone(), info, options)?;
     for (cgroup, why) in &collector.left_out {
         warn(&format!("cgroup {cgroup} is not counted: {why}"));
     }
@@ -338,14 +334,17 @@ pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         // A miss advises what `rules` takes (`--model`), not a simulated machine to count on.
         let model = args.metric.model.as_deref();
         let hint = |item: &str| crate::sim_hint::simulated_hint(item, None);
-        tmetric_engine::select::on_machine(&args.metric.metrics, model, &sysfs, proc_root, hint)
-            .map_err(|miss| match miss {
+        let from = if model.is_some() { ModelFrom::Named } else { ModelFrom::Machine };
+        let host = || tmetric_engine::models::host_model(model, &sysfs, proc_root);
+        tmetric_engine::select::items(&args.metric.metrics, host, from, hint).map_err(|miss| {
+            match miss {
                 tmetric_engine::select::Miss::Unknown(mut unknown) => {
                     unknown.advice = tmetric_engine::select::Advice::Rules;
                     tmetric_engine::select::Miss::Unknown(unknown)
                 }
                 other => other,
-            })?
+            }
+        })?
     };
     let mut by_model: Vec<(&'static Model, Vec<usize>)> = Vec::new();
     for p in &picks {

@@ -202,18 +202,18 @@ impl Drop for SmiReset {
 }
 
 /// `-T` and `--smi-cost` as the metric groups perf makes of them (`transaction`, `smi`), on
-/// the machine `sysfs` describes: refused, with perf's words and what to do, where the model
-/// has no such metrics or the kernel no `freeze_on_smi`.
+/// `host`: refused, with perf's words and what to do, where the model has no such metrics or
+/// the kernel no `freeze_on_smi`.
 pub(super) fn metric_modes(
     mut args: StatArgs,
-    sysfs: &Sysfs,
-    proc_root: &Path,
+    host: &Host,
 ) -> anyhow::Result<(StatArgs, SmiReset)> {
     let mut reset = SmiReset(None);
     if args.null_run || !(args.perf.transaction || args.perf.smi_cost) {
         return Ok((args, reset));
     }
-    let model = host_model(args.metric.model.as_deref(), sysfs, proc_root).ok();
+    let model = host.model().ok();
+    let sysfs = host.sysfs();
     let has_group = |group: &str| {
         model.is_some_and(|m| {
             !engine::select::find(group, tmetric_catalog::common(), Some(m)).is_empty()

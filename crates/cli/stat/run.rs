@@ -30,21 +30,22 @@ pub fn run_on<S: Syscalls + Clone>(
         None => None,
     };
     let layout = layout_of(args);
-    let env = Environment::probe(sysfs, proc_root);
-    // The model's counter numbers (`counter.json`) size the PMU model with or without -M:
-    // an `-e` list is scheduled on the same counters.
-    let model = host_model(args.metric.model.as_deref(), sysfs, proc_root).ok();
-    let Some((owned, topdown)) = topdown_args(args, &layout, sysfs, proc_root)? else {
+    // The machine, once for the run. The model's counter numbers (`counter.json`) size its
+    // PMU model with or without -M: an `-e` list is scheduled on the same counters.
+    let host = Host::probe(sysfs, proc_root, args.metric.model.as_deref());
+    // Through the host's tree from here: it lists the PMUs once.
+    let sysfs = host.sysfs();
+    let model = host.model().ok();
+    let Some((owned, topdown)) = topdown_args(args, &layout, &host)? else {
         return Ok(1);
     };
-    let (owned, _smi_reset) = metric_modes(owned, sysfs, proc_root)?;
+    let (owned, _smi_reset) = metric_modes(owned, &host)?;
     let args = &owned;
-    let pmus = PmuModel::probe(sysfs, proc_root, model);
+    let pmus = host.pmus();
     if topdown.is_some() && pmus.nmi_watchdog {
         warn_topdown_watchdog(simulated);
     }
-    let machine = Machine { sysfs, proc_root, env: &env, pmus: &pmus };
-    let mut plan = build(args, &machine)?;
+    let mut plan = build(args, &host)?;
     let sources =
         LatencySources { file: args.retire_latency.as_deref(), sampled: args.record_tpebs };
     let unused = tpebs::apply_latency_sources(&mut plan, sources)?;
@@ -73,7 +74,7 @@ pub fn run_on<S: Syscalls + Clone>(
     let threads = listed_threads(args, tasks_root)?;
     let target = target_of(args, sysfs, plan.contract(), workload.as_ref(), threads.as_deref())?;
     if args.verbose {
-        describe_pmus(&pmus);
+        describe_pmus(pmus);
         describe_plan(&plan);
     }
     printer.split = split_of(args, sysfs, &target);
@@ -100,7 +101,8 @@ pub fn run_on<S: Syscalls + Clone>(
             "-I with -r prints every run's intervals, and a record holds one run's: record without -r, or without -I for the mean of the runs"
         );
     }
-    let (earlier, back) = repeats(args, sysfs, &sys, &plan, &env, printer, &options)?;
+    let env = host.env();
+    let (earlier, back) = repeats(args, sysfs, &sys, &plan, env, printer, &options)?;
     printer = back;
     run_hook(args, RunHook::Before).map_err(anyhow::Error::msg)?;
     let sys_for_sampler = sys.clone();
@@ -118,7 +120,7 @@ pub fn run_on<S: Syscalls + Clone>(
     let recorder = match record {
         Some(to) => {
             let model = model.map(Model::path);
-            let facts = header_facts(args, &session, &printer.split, sysfs, proc_root, simulated);
+            let facts = header_facts(args, &session, &printer.split, &host, simulated);
             let facts = tmetric_record::HeaderFacts { model, ..facts };
             let threads = session.counted_threads(threads.as_deref().unwrap_or_default());
             let target = session.target();
@@ -135,7 +137,7 @@ pub fn run_on<S: Syscalls + Clone>(
     if let Err(why) = run_hook(args, RunHook::After) {
         warn(&why);
     }
-    counting.finish(args, &layout, &pmus, &mut session, report, earlier)
+    counting.finish(args, &layout, pmus, &mut session, report, earlier)
 }
 
 /// `-r N`: the first N - 1 runs, each as perf runs it (its own `-D`, `--control` and
@@ -281,8 +283,7 @@ fn header_facts<'a, S: Syscalls>(
     args: &StatArgs,
     session: &'a Session<S>,
     split: &Split,
-    sysfs: &'a Sysfs,
-    proc_root: &'a Path,
+    host: &'a Host,
     simulated: Option<&'a str>,
 ) -> tmetric_record::HeaderFacts<'a> {
     let selection = tmetric_record::format::Selection {
@@ -292,7 +293,7 @@ fn header_facts<'a, S: Syscalls>(
         tpebs_mode: args.record_tpebs.then(|| args.tpebs_mode.clone()),
         summary: args.summary,
     };
-    let facts = tmetric_record::HeaderFacts::of_session(session, sysfs, proc_root, selection);
+    let facts = tmetric_record::HeaderFacts::of_session(session, host, selection);
     tmetric_record::HeaderFacts {
         threads: match split {
             Split::Threads { threads, .. } => threads.clone(),

@@ -6,22 +6,17 @@ use super::*;
 use tmetric_engine::contract::Defaults;
 use tmetric_engine::defaults::{self, TopdownMode, default_events, detailed_events};
 
-/// The metrics a `-M` list selects on this machine (`engine::select::on_machine`), a miss
-/// naming the simulated machine that could count it.
-pub fn select_items(
-    items: &[String],
-    model: Option<&str>,
-    sysfs: &Sysfs,
-    proc_root: &Path,
-) -> anyhow::Result<Vec<Pick>> {
+/// The metrics a `-M` list selects on `host` (`engine::select::on_machine`), a miss naming
+/// the simulated machine that could count it.
+pub fn select_items(items: &[String], host: &Host) -> anyhow::Result<Vec<Pick>> {
     let hint = |item: &str| crate::sim_hint::simulated_hint(item, None);
-    Ok(engine::select::on_machine(items, model, sysfs, proc_root, hint)?)
+    Ok(engine::select::on_machine(items, host, hint)?)
 }
 
-/// Builds the plan from the flags on `machine`.
-pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Plan> {
-    let literals = engine::plan::literals(machine.sysfs, machine.proc_root, system_wide(args));
-    let mut plan = Plan::new(literals);
+/// Builds the plan from the flags on `host`.
+pub(super) fn build(args: &StatArgs, host: &Host) -> anyhow::Result<Plan> {
+    let sysfs = host.sysfs();
+    let mut plan = Plan::new(host.literals(system_wide(args)));
     // perf's `-A`/`--no-merge` print each uncore box apart; every other mode merges them.
     plan.set_per_box(aggregation(args) == Aggregation::Cpu);
     plan.set_inherit(!args.perf.no_inherit);
@@ -29,19 +24,18 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
         return Ok(plan);
     }
     let cputype = match &args.cputype {
-        Some(text) => Some(engine::events::cputype_pmu(machine.sysfs, text)?),
+        Some(text) => Some(engine::events::cputype_pmu(sysfs, text)?),
         None => None,
     };
     let model = args.metric.model.as_deref().map(engine::models::find_model).transpose()?;
-    let tables =
-        engine::events::CatalogTables::for_machine(machine.sysfs, machine.proc_root, model);
-    let resolver = tmetric_runtime::event::Resolver::new(machine.sysfs)
+    let tables = host.tables(model);
+    let resolver = tmetric_runtime::event::Resolver::new(sysfs)
         .with_tables(&tables)
         .with_pmu_filter(cputype.as_deref());
     for (i, list) in args.events.iter().enumerate() {
         let rows = plan.rows().len();
         plan.add_event_lists(std::slice::from_ref(list), &resolver)
-            .map_err(|e| without_core_pmu(e.into(), tables.model(), machine.sysfs))
+            .map_err(|e| without_core_pmu(e.into(), tables.model(), sysfs))
             .with_context(|| format!("-e {list}"))?;
         for (_, filter) in args.order.filters.iter().filter(|(l, _)| *l == Some(i)) {
             plan.set_filter(rows..plan.rows().len(), filter)?;
@@ -51,23 +45,18 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
         // perf's -G applies to the events given before it; metrics come later.
         plan.assign_cgroups(&args.cgroup).context("-G")?;
     }
-    let mut picks = select_items(
-        &args.metric.metrics,
-        args.metric.model.as_deref(),
-        machine.sysfs,
-        machine.proc_root,
-    )?;
+    let mut picks = select_items(&args.metric.metrics, host)?;
     let explicit = !args.metric.metrics.is_empty();
     let contract = plan.contract();
     let mut default_view = false;
     let mut metric_group_defaults = false;
-    let model = host_model(args.metric.model.as_deref(), machine.sysfs, machine.proc_root).ok();
+    let model = host.model().ok();
     if args.events.is_empty() && !explicit {
         match contract.defaults {
             Defaults::Events => {
                 // perf's default events, and its `Default` metric group where the model has
                 // one.
-                let events = default_events(system_wide(args), machine.sysfs);
+                let events = default_events(system_wide(args), sysfs);
                 plan.add_event_lists(&[events.join(",")], &resolver)
                     .context("perf's default events")?;
                 if let Some(model) = model {
@@ -122,7 +111,7 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
         system_wide: system_wide(args),
     };
     let rows_before = plan.rows().len();
-    plan.add_metrics(&picks, machine, &options, explicit);
+    plan.add_metrics(&picks, host, &options, explicit);
     if default_view {
         plan.show_as_default_view(rows_before);
     }
@@ -141,9 +130,7 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
     // Where a run that can open nothing is refused (perf 7.x), the refusal says why instead.
     let refused = contract.needs_an_event
         && plan.rows().iter().all(|r| matches!(r.source, engine::Source::Missing(_)));
-    if let Some(why) =
-        defaults::uncountable(&plan, machine, hint).filter(|_| !defaulted && !refused)
-    {
+    if let Some(why) = defaults::uncountable(&plan, host, hint).filter(|_| !defaulted && !refused) {
         // perf prints such metrics' events `<not supported>` and goes on, and scripts rely
         // on that: say why once, then count what can be counted. perf's `Default` view
         // skips the metrics it cannot count without a word: so does tmetric's.
@@ -158,20 +145,13 @@ pub(super) fn build(args: &StatArgs, machine: &Machine<'_>) -> anyhow::Result<Pl
 pub(super) fn topdown_args(
     args: &StatArgs,
     layout: &Layout,
-    sysfs: &Sysfs,
-    proc_root: &Path,
+    host: &Host,
 ) -> anyhow::Result<Option<(StatArgs, Option<TopdownMode>)>> {
     let mut owned = args.clone();
     if !args.topdown {
         return Ok(Some((owned, None)));
     }
-    let mode = defaults::topdown_mode(
-        args.td_level,
-        args.metric.model.as_deref(),
-        args.all_cpus,
-        sysfs,
-        proc_root,
-    )?;
+    let mode = defaults::topdown_mode(args.td_level, args.all_cpus, host)?;
     let Some(mode) = mode else {
         warn(
             "System does not support topdown: no TopdownL metrics for this CPU model and no kernel `topdown-*` events",

@@ -5,13 +5,13 @@
 //! with, and why the CPU model's metrics cannot count here at all ([`uncountable`]).
 
 use std::fmt;
-use std::path::Path;
 
 use tmetric_catalog::Model;
 use tmetric_runtime::Sysfs;
 
+use crate::Host;
 use crate::compiled::Select;
-use crate::plan::{Machine, Plan, Root, Source};
+use crate::plan::{Plan, Root, Source};
 
 /// perf 6.12's default events (`add_default_attributes`): `cpu-clock` instead of
 /// `task-clock` when counting CPUs, and the stalled-cycles events only where the core PMU
@@ -102,13 +102,13 @@ impl fmt::Display for Uncountable {
 /// engine does not know the simulator).
 pub fn uncountable(
     plan: &Plan,
-    machine: &Machine<'_>,
+    machine: &Host,
     simulated: impl Fn(&str, &'static Model) -> Option<(String, String)>,
 ) -> Option<Uncountable> {
     let common = tmetric_catalog::common();
     let model_roots: Vec<&Root> =
         plan.roots.iter().filter(|r| !std::ptr::eq(r.model, common)).collect();
-    if model_roots.is_empty() || machine.sysfs.core_pmu().is_some() {
+    if model_roots.is_empty() || machine.sysfs().core_pmu().is_some() {
         return None;
     }
     let countable = model_roots.iter().any(|root| {
@@ -128,7 +128,7 @@ pub fn uncountable(
     Some(Uncountable {
         simulated: simulated(&metrics[0], model),
         metrics,
-        no_pmu: machine.env.no_hardware_pmu().to_string(),
+        no_pmu: machine.env().no_hardware_pmu().to_string(),
         model: model.path(),
     })
 }
@@ -175,22 +175,21 @@ pub enum TopdownError {
     LegacyNeedsAllCpus,
 }
 
-/// `--topdown` on this machine: the model's (`--model`'s or the machine's) TopdownL metrics
+/// `--topdown` on `host`: the model's (`--model`'s or the machine's) TopdownL metrics
 /// at `td_level` (1 when not given) when it has them, else the kernel's older events (which
 /// need `all_cpus`, `-a`), else `None` (no topdown support).
 pub fn topdown_mode(
     td_level: Option<u8>,
-    model: Option<&str>,
     all_cpus: bool,
-    sysfs: &Sysfs,
-    proc_root: &Path,
+    host: &Host,
 ) -> Result<Option<TopdownMode>, TopdownError> {
     let level = td_level.unwrap_or(1).max(1);
+    let sysfs = host.sysfs();
     if sysfs.core_pmu().is_none() {
         // No core PMU (a VM without a virtual PMU): neither path can count.
         return Ok(None);
     }
-    if let Ok(model) = crate::models::host_model(model, sysfs, proc_root) {
+    if let Ok(model) = host.model() {
         let max = (1..=9u8).filter(|l| !model.select(&format!("TopdownL{l}")).is_empty()).max();
         if let Some(max) = max {
             if level > max {

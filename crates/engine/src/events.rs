@@ -4,8 +4,6 @@
 //! (`stat`/`record` `-e`, the region API, `has_event()` probes). Readers of perf's output
 //! resolve printed names with [`tmetric_runtime::event::legacy`].
 
-use std::path::Path;
-
 use tmetric_catalog::Model;
 use tmetric_runtime::Sysfs;
 use tmetric_runtime::event::resolve::table_pmu_matches;
@@ -26,17 +24,9 @@ impl CatalogTables {
         CatalogTables { core: model.into_iter().collect(), sys: Vec::new() }
     }
 
-    /// The tables perf would load on this machine: `model` (or, without one, the model of the
-    /// machine's cpuid), and `sys/` models by PMU `identifier`.
-    pub fn for_machine(
-        sysfs: &Sysfs,
-        proc_root: &Path,
-        model: Option<&'static Model>,
-    ) -> CatalogTables {
-        let model = model.or_else(|| {
-            crate::plan::cpuid_of(sysfs, proc_root)
-                .and_then(|cpuid| tmetric_catalog::model_for_cpuid(&cpuid))
-        });
+    /// The tables perf would load on this machine with `model` (the model of its cpuid, or
+    /// `--model`'s): `model`'s, and the `sys/` models by PMU `identifier`.
+    pub fn for_machine(sysfs: &Sysfs, model: Option<&'static Model>) -> CatalogTables {
         let mut tables = CatalogTables::new(model);
         for pmu in sysfs.pmu_names() {
             let Ok(id) = tmetric_runtime::input::read_sysfs(
@@ -49,6 +39,11 @@ impl CatalogTables {
             }
         }
         tables
+    }
+
+    /// These tables with `model` as the CPU model.
+    pub fn with_core(&self, model: &'static Model) -> CatalogTables {
+        CatalogTables { core: vec![model], sys: self.sys.clone() }
     }
 
     /// The CPU model the tables come from.

@@ -6,6 +6,7 @@
 //!
 //! * [`Error`]: every error the engine returns, typed, each module's own converting into it.
 //! * [`aggr`]: perf's aggregation units (`-A`, `--per-core`, ...) and their labels.
+//! * [`Host`]: the machine a run measures, probed once per run and passed down.
 //! * [`pmu`]: counters per PMU and the kernel's placement rules.
 //! * [`schedule`]: the counter-aware scheduler, perf's strategy as a baseline, a lower bound.
 //! * [`plan`]: metric inputs resolved on a machine, groups as runtime counter specs.
@@ -53,6 +54,7 @@ mod error;
 pub mod estimate;
 pub mod eval;
 pub mod events;
+mod host;
 pub mod list;
 pub mod literals;
 pub mod metric_eval;
@@ -75,12 +77,12 @@ pub use contract::Contract;
 pub use error::{CgroupError, CpuTypeError, Error, FilterError};
 pub use estimate::EstimateKind;
 pub use eval::{EvalInput, Evaluated, Evaluators, RootResult, Shown, UnitEval};
+pub use host::Host;
 pub use literals::{LiteralSource, Literals};
 pub use metric_eval::{Coverage, MetricEval, Needed, Why};
 pub use notes::{MetricWhy, Note, Refusal, RefusedGroup, Reopened, RowWhy};
 pub use plan::{
-    Machine, NoGroup, Pick, Plan, PlanOptions, PlanRow, Resolution, RetireEvent, Root, Source,
-    Warning,
+    NoGroup, Pick, Plan, PlanOptions, PlanRow, Resolution, RetireEvent, Root, Source, Warning,
 };
 pub use pmu::{Adjustment, Demand, MachineFacts, PmuCounters, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};

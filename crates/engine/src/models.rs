@@ -157,7 +157,8 @@ pub enum HostModelError {
 }
 
 /// The model `-M` items not among the common metrics come from: `--model`'s (`model`), else
-/// the one the machine's cpuid (or `PERF_CPUID`) matches.
+/// the one the machine's cpuid (or `PERF_CPUID`) matches. A front end that plans on the
+/// machine has it from its [`crate::Host`]; this is for those that need the model alone.
 pub fn host_model(
     model: Option<&str>,
     sysfs: &Sysfs,
@@ -166,16 +167,24 @@ pub fn host_model(
     if let Some(name) = model {
         return Ok(find_model(name)?);
     }
-    let Some(cpuid) = crate::plan::cpuid_of(sysfs, proc_root) else {
-        // Say why the files could not be read when that is the reason: under a low
-        // `ulimit -n` the cpuid is unknown only because no descriptor was left to read it.
-        let cpuinfo = proc_root.join("cpuinfo");
-        if let Err(e) = std::fs::File::open(&cpuinfo)
-            && tmetric_runtime::sys::out_of_descriptors(&e)
-        {
+    let cpuid = crate::plan::cpuid_of(sysfs, proc_root);
+    model_of_cpuid(cpuid.as_deref(), proc_root.join("cpuinfo"), |cpuinfo| {
+        std::fs::File::open(cpuinfo).is_err_and(|e| tmetric_runtime::sys::out_of_descriptors(&e))
+    })
+}
+
+/// The model of `cpuid`; without one, why not: `ran_out` says whether `cpuinfo` could not be
+/// read only because no descriptor was left to read it (a low `ulimit -n`).
+pub(crate) fn model_of_cpuid(
+    cpuid: Option<&str>,
+    cpuinfo: PathBuf,
+    ran_out: impl FnOnce(&Path) -> bool,
+) -> Result<&'static Model, HostModelError> {
+    let Some(cpuid) = cpuid else {
+        if ran_out(&cpuinfo) {
             return Err(HostModelError::DescriptorsRanOut { cpuinfo });
         }
         return Err(HostModelError::NoCpuid);
     };
-    tmetric_catalog::model_for_cpuid(&cpuid).ok_or(HostModelError::NoMatch { cpuid })
+    tmetric_catalog::model_for_cpuid(cpuid).ok_or(HostModelError::NoMatch { cpuid: cpuid.into() })
 }

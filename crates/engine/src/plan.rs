@@ -3,14 +3,11 @@
 //! into runtime counter specs, and per-metric input maps that read each metric from its own
 //! group.
 
-use std::path::Path;
-
 use tmetric_catalog::Model;
 use tmetric_model::Literal;
 use tmetric_runtime::event;
-use tmetric_runtime::{CounterEvent, CounterSpec, Environment, Sysfs, ToolEvent};
+use tmetric_runtime::{CounterEvent, CounterSpec, Sysfs, ToolEvent};
 
-use crate::pmu::PmuModel;
 use crate::schedule::{Placement, Request, Schedule, Strategy};
 
 mod adjust;
@@ -27,7 +24,8 @@ mod retire;
 mod rows;
 
 pub(crate) use facts::probes_with;
-pub use facts::{cpuid_of, literals, machine_probes, offline_probes, tsc_from_model_name};
+pub use facts::{cpuid_of, machine_probes, offline_probes, tsc_from_model_name};
+pub(crate) use facts::{cpuid_with, literals_of};
 pub use grouping::{NoGroup, grouping, packs};
 pub use metrics::ANCHOR;
 pub(crate) use names::twice;
@@ -249,19 +247,6 @@ pub struct Plan {
     pub(crate) contract: &'static crate::Contract,
 }
 
-/// The machine a plan is for.
-#[derive(Debug, Clone, Copy)]
-pub struct Machine<'a> {
-    /// Its sysfs tree.
-    pub sysfs: &'a Sysfs,
-    /// Its procfs root (`/proc`, or a simulated one).
-    pub proc_root: &'a Path,
-    /// Errno explanations.
-    pub env: &'a Environment,
-    /// Its PMUs.
-    pub pmus: &'a PmuModel,
-}
-
 impl Plan {
     /// An empty plan with these literals.
     pub fn new(literals: [f64; Literal::COUNT]) -> Plan {
@@ -333,12 +318,6 @@ pub fn tick_hz(sysfs: &Sysfs) -> f64 {
         .and_then(|pmu| sysfs.mux_interval_ms(&pmu))
         .filter(|&ms| (1..=10).contains(&ms));
     ms.map_or(MAX_HZ, |ms| 1000.0 / ms as f64)
-}
-
-/// Each online CPU of `sysfs` with an SMT sibling, and that sibling.
-pub fn smt_siblings(sysfs: &Sysfs) -> Vec<(u32, u32)> {
-    let Ok(cpus) = sysfs.online_cpus() else { return Vec::new() };
-    cpus.iter().filter_map(|&cpu| Some((cpu, *sysfs.thread_siblings(cpu)?.first()?))).collect()
 }
 
 /// The mean length of a turn of tmetric's own rotation: the kernel's default rotation

@@ -6,7 +6,6 @@
 //! machine is live, simulated or named with `--model`.
 
 use std::fmt;
-use std::path::Path;
 
 use tmetric_catalog::Model;
 use tmetric_runtime::Sysfs;
@@ -263,13 +262,9 @@ impl PmuModel {
     }
 
     /// The live (or simulated) machine: PMUs from sysfs, counter numbers from `counter.json`,
-    /// sysfs `caps/`, or vendor defaults, and the watchdog and SMT state from `/proc` and sysfs.
-    pub fn probe(sysfs: &Sysfs, proc_root: &Path, model: Option<&Model>) -> PmuModel {
-        let nmi_watchdog =
-            tmetric_runtime::input::read_sysfs(proc_root.join("sys/kernel/nmi_watchdog"))
-                .is_ok_and(|t| t.trim() == "1");
-        let smt_on = sysfs.topology().map(|t| t.smt_on).unwrap_or(false);
-        let facts = MachineFacts { nmi_watchdog, smt_on };
+    /// sysfs `caps/`, or vendor defaults, with the watchdog and SMT state `facts` (probed by
+    /// [`crate::Host::probe`]).
+    pub fn from_sysfs(sysfs: &Sysfs, facts: MachineFacts, model: Option<&Model>) -> PmuModel {
         let mut pmus = Vec::new();
         for name in sysfs.pmu_names() {
             let dir = sysfs.pmu_devices().join(&name);
@@ -364,7 +359,7 @@ impl PmuModel {
             }
         }
         pmus.sort_by_key(|p| (!p.core, p.name != "cpu_core", p.name.clone()));
-        PmuModel { pmus, nmi_watchdog, smt_on }
+        PmuModel { pmus, nmi_watchdog: facts.nmi_watchdog, smt_on: facts.smt_on }
     }
 
     /// The PMU named `name`, or for a catalogue core name (`default_core`), the machine's core

@@ -319,19 +319,15 @@ pub fn defined_for(item: &str) -> Vec<String> {
         .collect()
 }
 
-/// [`items`] on a machine: the CPU model is `--model`'s (`model`) or the one this machine's
-/// cpuid matches ([`crate::models::host_model`]), found only when an item needs it;
-/// `simulated` as for [`items`].
+/// [`items`] on a machine: the CPU model is `host`'s (`--model`'s, or the one its cpuid
+/// matches), needed only when an item is not a common metric; `simulated` as for [`items`].
 pub fn on_machine(
     list: &[String],
-    model: Option<&str>,
-    sysfs: &tmetric_runtime::Sysfs,
-    proc_root: &std::path::Path,
+    host: &crate::Host,
     simulated: impl Fn(&str) -> Option<(String, String)>,
 ) -> Result<Vec<Pick>, Miss> {
-    let from = if model.is_some() { ModelFrom::Named } else { ModelFrom::Machine };
-    let host = || crate::models::host_model(model, sysfs, proc_root);
-    items(list, host, from, simulated)
+    let from = if host.model_named() { ModelFrom::Named } else { ModelFrom::Machine };
+    items(list, || host.model(), from, simulated)
 }
 
 #[cfg(test)]

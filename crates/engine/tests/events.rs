@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use tmetric_engine::events::{CatalogTables, cputype_pmu};
-use tmetric_engine::{Machine, Pick, Plan, PlanOptions, PmuModel};
+use tmetric_engine::events::cputype_pmu;
+use tmetric_engine::{Host, Pick, Plan, PlanOptions};
 use tmetric_runtime::event::{EventTables, PmuFacts, Resolver};
 use tmetric_runtime::{CounterSet, Environment, Errno, Split, Sysfs, Target};
 use tmetric_sim::{Machine as SimMachine, SimKernel};
@@ -50,7 +50,7 @@ impl Drop for Tree {
 #[test]
 fn the_machines_catalogue_model_supplies_vendor_events() {
     let spr = Tree::new("sapphirerapids");
-    let tables = CatalogTables::for_machine(&spr.sysfs, &spr.proc_root(), None);
+    let tables = Host::probe(&spr.sysfs, &spr.proc_root(), None).tables(None);
     assert_eq!(tables.model().map(|m| m.path()).as_deref(), Some("x86/sapphirerapids"));
     let core = PmuFacts { name: "cpu", core: true, uncore: false };
     let inst = tables.find(&core, "inst_retired.any").expect("a core event");
@@ -86,7 +86,7 @@ fn the_machines_catalogue_model_supplies_vendor_events() {
     );
 
     let adl = Tree::new("alderlake");
-    let tables = CatalogTables::for_machine(&adl.sysfs, &adl.proc_root(), None);
+    let tables = Host::probe(&adl.sysfs, &adl.proc_root(), None).tables(None);
     let r = Resolver::new(&adl.sysfs).with_tables(&tables);
     let list = r.list("INST_RETIRED.ANY").unwrap();
     let names: Vec<&str> = list.groups.iter().map(|g| g.events[0].event.name()).collect();
@@ -118,7 +118,7 @@ fn a_refused_user_group_keeps_its_topdown_events_behind_slots() {
     let list = "{topdown-retiring,slots,topdown-bad-spec,cpu/event=0xd1,umask=0x1/,cpu/event=0xd1,umask=0x2/,\
         cpu/event=0xd1,umask=0x4/,cpu/event=0xd1,umask=0x8/,cpu/event=0xd1,umask=0x10/,cpu/event=0xd1,umask=0x20/,\
         cpu/event=0xc4,umask=0x0/,cpu/event=0xc5,umask=0x0/,cpu/event=0xc2,umask=0x2/}";
-    let mut plan = Plan::new(tmetric_engine::plan::literals(&spr.sysfs, &proc_root, true));
+    let mut plan = Plan::new(Host::probe(&spr.sysfs, &proc_root, None).literals(true));
     plan.add_event_lists(&[list.to_string()], &Resolver::new(&spr.sysfs)).unwrap();
     assert_eq!(plan.groups().len(), 1);
     let names: Vec<&str> =
@@ -189,11 +189,9 @@ fn a_refused_user_group_keeps_its_topdown_events_behind_slots() {
 fn split_notes_mention_metrics_only_when_there_are_some() {
     let spr = Tree::new("sapphirerapids");
     let proc_root = spr.proc_root();
-    let env = Environment::probe(&spr.sysfs, &proc_root);
-    let model = tmetric_catalog::model("sapphirerapids").unwrap();
-    let pmus = PmuModel::probe(&spr.sysfs, &proc_root, Some(model));
-    let machine = Machine { sysfs: &spr.sysfs, proc_root: &proc_root, env: &env, pmus: &pmus };
-    let mut plan = Plan::new(tmetric_engine::plan::literals(&spr.sysfs, &proc_root, true));
+    let machine = Host::probe(&spr.sysfs, &proc_root, Some("sapphirerapids"));
+    let model = machine.model().unwrap();
+    let mut plan = Plan::new(machine.literals(true));
     plan.add_event_lists(&["{cycles,instructions}".to_string()], &Resolver::new(&spr.sysfs))
         .unwrap();
     let user = Split { events: plan.groups()[0].clone(), errno: Errno(EINVAL), kept: vec![] };

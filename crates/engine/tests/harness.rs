@@ -8,10 +8,8 @@
 use std::path::PathBuf;
 
 use tmetric_catalog::Model;
-use tmetric_engine::{
-    EvalInput, Evaluator, Evaluators, Machine, Pick, Plan, PlanOptions, PmuModel, Strategy,
-};
-use tmetric_runtime::{CounterSet, Environment, Sysfs, Target};
+use tmetric_engine::{EvalInput, Evaluator, Evaluators, Host, Pick, Plan, PlanOptions, Strategy};
+use tmetric_runtime::{CounterSet, Sysfs, Target};
 use tmetric_sim::{Machine as SimMachine, SimKernel, Workload};
 
 /// A simulated machine's sysfs and procfs under a temporary directory (removed on drop).
@@ -28,9 +26,7 @@ pub struct SimTree {
     /// Its catalogue model.
     pub model: &'static Model,
     /// What planning reads of the tree, probed once (every count plans on the same tree).
-    env: Environment,
-    pmus: PmuModel,
-    literals: [f64; tmetric_model::Literal::COUNT],
+    host: Host,
     /// Removed when the tree drops.
     _dir: tempfile::TempDir,
 }
@@ -57,20 +53,8 @@ impl SimTree {
         let cpuid = tmetric_runtime::sysfs::host_cpuid(&sysfs, &dir.join("proc")).expect("cpuid");
         let model = tmetric_catalog::model_for_cpuid(&cpuid).expect("a model");
         let proc_root = dir.join("proc");
-        let env = Environment::probe(&sysfs, &proc_root);
-        let pmus = PmuModel::probe(&sysfs, &proc_root, Some(model));
-        let literals = tmetric_engine::plan::literals(&sysfs, &proc_root, true);
-        SimTree {
-            name,
-            hz: machine.hz,
-            sys: dir.join("sys"),
-            proc_root,
-            model,
-            env,
-            pmus,
-            literals,
-            _dir: temp,
-        }
+        let host = Host::probe(&sysfs, &proc_root, None);
+        SimTree { name, hz: machine.hz, sys: dir.join("sys"), proc_root, model, host, _dir: temp }
     }
 }
 
@@ -166,15 +150,14 @@ pub fn count_rotated(
         tree.hz
     );
     let sysfs = Sysfs::new(&tree.sys);
-    let (env, pmus, literals) = (&tree.env, &tree.pmus, tree.literals);
-    let machine = Machine { sysfs: &sysfs, proc_root: &tree.proc_root, env, pmus };
+    let (machine, literals) = (&tree.host, tree.host.literals(true));
     let mut plan = Plan::new(literals);
     let picks: Vec<Pick> = metrics
         .iter()
         .map(|&metric| Pick { model: tree.model, metric, item: item.to_string() })
         .collect();
     let options = PlanOptions { system_wide: true, strategy, ..PlanOptions::default() };
-    plan.add_metrics(&picks, &machine, &options, true);
+    plan.add_metrics(&picks, machine, &options, true);
     let sim = SimMachine::named(tree.name).expect("machine");
     let kernel = SimKernel::manual_with_workload(sim.clone(), workload.clone());
     let cpus = sysfs.online_cpus().expect("online cpus");

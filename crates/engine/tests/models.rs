@@ -2,6 +2,7 @@
 //! `stat` makes for perf's built-in flags (`--topdown`, the default and `-d` events), on
 //! simulated machines' trees.
 
+use tmetric_engine::Host;
 use tmetric_engine::defaults::{TopdownError, TopdownMode, default_events, detailed_events};
 use tmetric_engine::defaults::{core_map, topdown_mode};
 use tmetric_engine::models::{HostModelError, ModelError, find_model, host_model};
@@ -50,17 +51,27 @@ fn the_machines_model_comes_from_its_cpuid_unless_named() {
     assert_eq!(host_model(Some("icelake"), &sysfs, &proc_root).unwrap().path(), "x86/icelake");
     let err = host_model(Some("nonexist"), &sysfs, &proc_root).unwrap_err();
     assert!(matches!(err, HostModelError::Named(_)), "{err:?}");
+    // The host a run probes finds the same models, and sizes its PMUs by the one it found.
+    let host = Host::probe(&sysfs, &proc_root, None);
+    assert_eq!(host.model().unwrap().path(), "x86/sapphirerapids");
+    assert!(!host.model_named());
+    let named = Host::probe(&sysfs, &proc_root, Some("icelake"));
+    assert_eq!(named.model().unwrap().path(), "x86/icelake");
+    assert!(named.model_named());
+    let err = Host::probe(&sysfs, &proc_root, Some("nonexist")).model().unwrap_err();
+    assert!(matches!(err, HostModelError::Named(_)), "{err:?}");
 }
 
 #[test]
 fn topdown_uses_the_models_groups_to_their_depth() {
     let (dir, sysfs) = tree("sapphirerapids");
     let proc_root = dir.path().join("proc");
-    let mode = topdown_mode(None, None, false, &sysfs, &proc_root).unwrap();
+    let host = Host::probe(&sysfs, &proc_root, None);
+    let mode = topdown_mode(None, false, &host).unwrap();
     assert_eq!(mode, Some(TopdownMode::Json("TopdownL1".into())));
-    let mode = topdown_mode(Some(2), None, false, &sysfs, &proc_root).unwrap();
+    let mode = topdown_mode(Some(2), false, &host).unwrap();
     assert_eq!(mode, Some(TopdownMode::Json("TopdownL2".into())));
-    let err = topdown_mode(Some(9), None, false, &sysfs, &proc_root).unwrap_err();
+    let err = topdown_mode(Some(9), false, &host).unwrap_err();
     assert!(
         matches!(&err, TopdownError::TooDeep { level: 9, model, .. } if model == "x86/sapphirerapids"),
         "{err:?}"

@@ -202,17 +202,14 @@ fn level_one_sums_to_all_slots_and_equals_the_workload_on_every_machine() {
 #[test]
 fn probes_follow_the_simulated_machine() {
     use tmetric_catalog::catalog::id_calls;
+    use tmetric_engine::Host;
     use tmetric_engine::plan::{machine_probes, offline_probes};
-    use tmetric_engine::{Machine as PlanMachine, PmuModel};
-    use tmetric_runtime::Environment;
     let m = machine("neoverse-n2", false);
     let tree = TempTree::new("probes");
     m.write_sysfs(&tree.sys(), &tree.proc()).unwrap();
     let sysfs = Sysfs::new(tree.sys());
     let model = tmetric_catalog::model_for_cpuid(&m.cpuid()).unwrap();
-    let env = Environment::probe(&sysfs, &tree.proc());
-    let pmus = PmuModel::probe(&sysfs, &tree.proc(), Some(model));
-    let on = PlanMachine { sysfs: &sysfs, proc_root: &tree.proc(), env: &env, pmus: &pmus };
+    let on = Host::probe(&sysfs, &tree.proc(), None);
     let probes = machine_probes(model, &on);
     let cpuid = m.cpuid();
     let mut seen = 0;

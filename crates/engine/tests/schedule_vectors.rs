@@ -284,7 +284,7 @@ fn pmu_model(
             .ok_or_else(|| format!("{name}: no cpuid"))?;
         let model = tmetric_catalog::model_for_cpuid(&cpuid)
             .ok_or_else(|| format!("{name}: cpuid {cpuid} maps to no model"))?;
-        let pmus = PmuModel::probe(&sysfs, &root.join("proc"), Some(model));
+        let pmus = tmetric_engine::Host::probe(&sysfs, &root.join("proc"), None).pmus().clone();
         return Ok((pmus, Some(model), Some(root)));
     }
     let facts = MachineFacts {
@@ -470,10 +470,9 @@ fn plan_case(case: &Case, sims: &mut SimTrees) -> Result<Planned, String> {
         Some(root) => {
             let sysfs = tmetric_runtime::Sysfs::new(root.join("sys"));
             let proc_root = root.join("proc");
-            let env = tmetric_runtime::Environment::probe(&sysfs, &proc_root);
-            let machine =
-                plan::Machine { sysfs: &sysfs, proc_root: &proc_root, env: &env, pmus: &pmus };
-            let literals = plan::literals(&sysfs, &proc_root, case.system_wide);
+            // The host probed as `tmetric plan --sysfs` probes it: the PMUs above.
+            let machine = tmetric_engine::Host::probe(&sysfs, &proc_root, None);
+            let literals = machine.literals(case.system_wide);
             plan::plan_on_machine(&picks, &machine, literals, &options).1
         }
     };

@@ -8,10 +8,9 @@ use std::sync::{Arc, Mutex, Weak};
 use proptest::prelude::*;
 use tmetric_catalog::Model;
 use tmetric_engine::{
-    EvalInput, Evaluator, Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel, Root,
-    Select,
+    EvalInput, Evaluator, Evaluators, Host, Pick, Placement, Plan, PlanOptions, Root, Select,
 };
-use tmetric_runtime::{CounterSet, Environment, Sysfs, Target};
+use tmetric_runtime::{CounterSet, Sysfs, Target};
 use tmetric_sim::{Machine as SimMachine, SimKernel};
 
 /// A simulated machine's sysfs and procfs.
@@ -136,10 +135,8 @@ fn true_value(
 
 fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
     let sysfs = Sysfs::new(&tree.sys);
-    let env = Environment::probe(&sysfs, &tree.proc_root);
-    let pmus = PmuModel::probe(&sysfs, &tree.proc_root, Some(tree.model));
-    let machine = Machine { sysfs: &sysfs, proc_root: &tree.proc_root, env: &env, pmus: &pmus };
-    let literals = tmetric_engine::plan::literals(&sysfs, &tree.proc_root, true);
+    let machine = Host::probe(&sysfs, &tree.proc_root, None);
+    let literals = machine.literals(true);
     let mut plan = Plan::new(literals);
     let picks: Vec<Pick> = metrics
         .iter()
@@ -313,10 +310,8 @@ fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
     let all = trees();
     let tree = all.iter().find(|t| t.name == "sapphirerapids").expect("spr");
     let sysfs = Sysfs::new(&tree.sys);
-    let env = Environment::probe(&sysfs, &tree.proc_root);
-    let pmus = PmuModel::probe(&sysfs, &tree.proc_root, Some(tree.model));
-    let machine = Machine { sysfs: &sysfs, proc_root: &tree.proc_root, env: &env, pmus: &pmus };
-    let mut plan = Plan::new(tmetric_engine::plan::literals(&sysfs, &tree.proc_root, true));
+    let machine = Host::probe(&sysfs, &tree.proc_root, None);
+    let mut plan = Plan::new(machine.literals(true));
     let picks: Vec<Pick> = tree
         .model
         .select("TopdownL1")
@@ -403,7 +398,7 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
     let all = trees();
     let tree = &all[0];
     let sysfs = Sysfs::new(&tree.sys);
-    let literals = tmetric_engine::plan::literals(&sysfs, &tree.proc_root, true);
+    let literals = Host::probe(&sysfs, &tree.proc_root, None).literals(true);
     let counts = |plan: &Plan, values: &[u64]| Snapshot {
         events: (0..plan.specs().len())
             .map(|i| {

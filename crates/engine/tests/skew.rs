@@ -4,10 +4,8 @@
 //! or that divide by `duration_time`, still equal the truth, because the engine brings their
 //! counts to one span; perf's per-counter scaling alone is off by percents.
 
-use tmetric_engine::{
-    EvalInput, Evaluators, Machine, Pick, Placement, Plan, PlanOptions, PmuModel,
-};
-use tmetric_runtime::{Attr, CounterSet, Environment, Errno, Syscalls, Sysfs, Target};
+use tmetric_engine::{EvalInput, Evaluators, Host, Pick, Placement, Plan, PlanOptions};
+use tmetric_runtime::{Attr, CounterSet, Errno, Syscalls, Sysfs, Target};
 use tmetric_sim::{Machine as SimMachine, SimKernel};
 
 use crate::harness::SimTree;
@@ -69,10 +67,8 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
     // together in one group (a ratio perf computes exactly anyway).
     let wanted = ["tma_ports_utilization", "tma_contested_accesses", "tma_l3_bound"];
     let sysfs = Sysfs::new(&tree.sys);
-    let env = Environment::probe(&sysfs, &tree.proc_root);
-    let pmus = PmuModel::probe(&sysfs, &tree.proc_root, Some(model));
-    let machine = Machine { sysfs: &sysfs, proc_root: &tree.proc_root, env: &env, pmus: &pmus };
-    let literals = tmetric_engine::plan::literals(&sysfs, &tree.proc_root, true);
+    let machine = Host::probe(&sysfs, &tree.proc_root, None);
+    let literals = machine.literals(true);
     let mut plan = Plan::new(literals);
     let picks: Vec<Pick> =
         wanted.iter().map(|n| Pick { model, metric: named(n), item: String::new() }).collect();

@@ -2,10 +2,8 @@
 //! topology and cpuid, the flags as data ([`HeaderFacts`], built from the engine's session
 //! and `stat`'s flags).
 
-use std::path::Path;
-
 use tmetric_engine::session::Session;
-use tmetric_engine::{Plan, Refusal, RefusedGroup, Source};
+use tmetric_engine::{Host, Plan, Refusal, RefusedGroup, Source};
 use tmetric_model::literal::Literal;
 use tmetric_runtime::{EventKind, Syscalls, Sysfs};
 
@@ -26,10 +24,8 @@ pub struct HeaderFacts<'a> {
     pub threads: Vec<(String, i32)>,
     /// `--per-thread -a`: rows that counted nothing are left out.
     pub skip_zero: bool,
-    /// The counted machine's sysfs tree (a simulated one with `--pmu-sim`).
-    pub sysfs: &'a Sysfs,
-    /// Its procfs root.
-    pub proc_root: &'a Path,
+    /// The counted machine (a simulated one with `--pmu-sim`).
+    pub host: &'a Host,
     /// The model of `-M`, `arch/name`.
     pub model: Option<String>,
     /// `--pmu-sim`: the simulated machine.
@@ -52,12 +48,11 @@ pub struct HeaderFacts<'a> {
 
 impl<'a> HeaderFacts<'a> {
     /// The facts `session` knows (its plan, the kernel's refusals, the refused groups) on the
-    /// machine `sysfs` and `proc_root` describe, with what was asked for (`selection`); the
-    /// rest as for one count of a command, for the front end to change.
+    /// machine `host`, with what was asked for (`selection`); the rest as for one count of a
+    /// command, for the front end to change.
     pub fn of_session<S: Syscalls>(
         session: &'a Session<S>,
-        sysfs: &'a Sysfs,
-        proc_root: &'a Path,
+        host: &'a Host,
         selection: Selection,
     ) -> Self {
         HeaderFacts {
@@ -66,8 +61,7 @@ impl<'a> HeaderFacts<'a> {
             splits: session.split_notes(),
             threads: Vec::new(),
             skip_zero: false,
-            sysfs,
-            proc_root,
+            host,
             model: None,
             simulated: None,
             target: String::new(),
@@ -88,13 +82,13 @@ pub fn header(f: &HeaderFacts<'_>) -> Header {
         format: FORMAT.into(),
         version: VERSION,
         tmetric: env!("CARGO_PKG_VERSION").into(),
-        cpuid: tmetric_engine::plan::cpuid_of(f.sysfs, f.proc_root),
+        cpuid: f.host.cpuid().map(str::to_string),
         model: f.model.clone(),
         simulated: f.simulated.map(str::to_string),
         target: f.target.clone(),
         system_wide: f.system_wide,
         interval_ms: f.interval_ms,
-        topology: topology(f.sysfs),
+        topology: topology(f.host.sysfs()),
         literals: Literal::ALL
             .iter()
             .map(|l| (l.name().to_string(), plan.literals()[l.index()]))

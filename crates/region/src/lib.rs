@@ -37,14 +37,13 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::time::Instant;
 
-use tmetric_catalog::Model;
 use tmetric_engine::select::{self, Miss, ModelFrom};
 use tmetric_engine::session::{Session, SessionError};
-use tmetric_engine::{Machine, Pick, Plan, PlanOptions, PmuModel};
+use tmetric_engine::{Host, Pick, Plan, PlanOptions};
 use tmetric_runtime::counter::{CounterError, RawCount};
 use tmetric_runtime::event::{self, ResolvedEvent};
 use tmetric_runtime::mmap::Unreadable;
-use tmetric_runtime::{Environment, Errno, Kernel, Syscalls, Sysfs};
+use tmetric_runtime::{Errno, Kernel, Syscalls, Sysfs};
 
 use topdown::{ResetSchedule, Topdown, TopdownRead};
 
@@ -247,14 +246,6 @@ impl Measurement<Kernel, KernelPages> {
     }
 }
 
-/// The model metric items that are not common metrics come from: this machine's cpuid.
-fn host_model(sysfs: &Sysfs, proc_root: &Path) -> Option<&'static Model> {
-    let cpuid = std::env::var("PERF_CPUID")
-        .ok()
-        .or_else(|| tmetric_runtime::sysfs::host_cpuid(sysfs, proc_root))?;
-    tmetric_catalog::model_for_cpuid(&cpuid)
-}
-
 impl<S: Syscalls, P: Pages> Measurement<S, P> {
     /// [`Measurement::new`] on the machine under `sysfs_root` and `proc_root`, through `sys`
     /// (the kernel, or `tmetric_sim::SimKernel`) and `pages` ([`NoPages`] where the
@@ -266,14 +257,11 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         sys: S,
         pages: P,
     ) -> Result<Self, RegionError> {
-        let sysfs = Sysfs::new(sysfs_root);
-        let env = Environment::probe(&sysfs, proc_root);
-        let model = host_model(&sysfs, proc_root);
-        let pmus = PmuModel::probe(&sysfs, proc_root, model);
-        let machine = Machine { sysfs: &sysfs, proc_root, env: &env, pmus: &pmus };
-        let mut plan = Plan::new(tmetric_engine::plan::literals(&sysfs, proc_root, false));
-        let tables = tmetric_engine::events::CatalogTables::for_machine(&sysfs, proc_root, model);
-        let resolver = event::Resolver::new(&sysfs).with_tables(&tables);
+        let host = Host::probe(&Sysfs::new(sysfs_root), proc_root, None);
+        let model = host.model().ok();
+        let mut plan = Plan::new(host.literals(false));
+        let tables = host.tables(None);
+        let resolver = event::Resolver::new(host.sysfs()).with_tables(&tables);
         let mut picks: Vec<Pick> = Vec::new();
         let mut events: Vec<(String, Miss)> = Vec::new();
         for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
@@ -310,9 +298,9 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                 return Err(RegionError::Unknown { item, miss, why: err.to_string() });
             }
         }
-        plan.add_metrics(&picks, &machine, &PlanOptions::default(), true);
+        plan.add_metrics(&picks, &host, &PlanOptions::default(), true);
         let groups = region_groups(&plan)?;
-        let mut session = Session::open_own_thread(sys, plan, groups, env)?;
+        let mut session = Session::open_own_thread(sys, plan, groups, host.env().clone())?;
         session.enable().map_err(SessionError::Open)?;
         let mut m = Measurement {
             pages,
@@ -329,7 +317,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             epoch: Instant::now(),
             _thread: PhantomData,
         };
-        m.map_groups(pmus.pmus.iter().any(|p| p.core && p.metric_events >= 8));
+        m.map_groups(host.pmus().pmus.iter().any(|p| p.core && p.metric_events >= 8));
         Ok(m)
     }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Errors reading sysfs or procfs files.
 #[derive(Debug, thiserror::Error)]
@@ -270,18 +271,26 @@ pub struct Topology {
     pub packages: usize,
     /// SMT active: from `smt/active`, else whether any core has two online threads.
     pub smt_on: bool,
+    /// Each online CPU with an SMT sibling, and that sibling (the first other CPU of its
+    /// `thread_siblings_list`).
+    pub siblings: Vec<(u32, u32)>,
 }
 
 /// A sysfs tree: `/sys` on a real machine.
+///
+/// The PMU directory is listed once per value: a run asks for its PMUs from the resolver, the
+/// scheduler's model and the plan many times, and PMU drivers do not come and go while it
+/// counts. A fresh value lists it again.
 #[derive(Debug, Clone)]
 pub struct Sysfs {
     root: PathBuf,
+    pmu_names: OnceLock<Vec<String>>,
 }
 
 impl Sysfs {
     /// A tree rooted at `root` (the directory that plays `/sys`).
     pub fn new(root: impl Into<PathBuf>) -> Sysfs {
-        Sysfs { root: root.into() }
+        Sysfs { root: root.into(), pmu_names: OnceLock::new() }
     }
 
     /// The running machine's `/sys`.
@@ -308,13 +317,20 @@ impl Sysfs {
 
     /// Every PMU's name, sorted.
     pub fn pmu_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(self.pmu_devices())
-            .map(|entries| {
-                entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+        self.pmu_names
+            .get_or_init(|| {
+                let mut names: Vec<String> = fs::read_dir(self.pmu_devices())
+                    .map(|entries| {
+                        entries
+                            .flatten()
+                            .map(|e| e.file_name().to_string_lossy().into_owned())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                names.sort();
+                names
             })
-            .unwrap_or_default();
-        names.sort();
-        names
+            .clone()
     }
 
     /// The PMU whose `type` is `type_` (the core PMU of a legacy event's extended type, the
@@ -380,13 +396,6 @@ impl Sysfs {
             expected: "a CPU list such as `0-3,8`",
             found: text,
         })
-    }
-
-    /// The other CPUs of `cpu`'s core (its `topology/thread_siblings_list` without itself);
-    /// `None` when the file is missing or unreadable.
-    pub fn thread_siblings(&self, cpu: u32) -> Option<Vec<u32>> {
-        let list = self.cpu_list(&format!("cpu{cpu}/topology/thread_siblings_list")).ok()?;
-        Some(list.into_iter().filter(|&c| c != cpu).collect())
     }
 
     /// PMU `pmu`'s `perf_event_mux_interval_ms`, if it has a readable one.
@@ -485,10 +494,15 @@ impl Sysfs {
         let mut dies = BTreeSet::new();
         let mut packages = BTreeSet::new();
         let mut multi_thread = false;
+        let mut sibling_of = Vec::new();
         for &cpu in &online {
-            let siblings = read(cpu, "thread_siblings_list").unwrap_or_else(|| cpu.to_string());
-            multi_thread |= parse_cpu_list(&siblings).is_some_and(|s| s.len() > 1);
-            cores.insert(siblings);
+            let text = read(cpu, "thread_siblings_list");
+            let list = text.as_deref().and_then(parse_cpu_list);
+            if let Some(other) = list.iter().flatten().find(|&&c| c != cpu) {
+                sibling_of.push((cpu, *other));
+            }
+            multi_thread |= list.is_some_and(|s| s.len() > 1);
+            cores.insert(text.unwrap_or_else(|| cpu.to_string()));
             let package = read(cpu, "physical_package_id").unwrap_or_else(|| cpu.to_string());
             let die = read(cpu, "die_id").unwrap_or_else(|| "0".into());
             dies.insert((package.clone(), die));
@@ -505,6 +519,7 @@ impl Sysfs {
             dies: dies.len(),
             packages: packages.len(),
             smt_on,
+            siblings: sibling_of,
         })
     }
 
@@ -746,9 +761,12 @@ pub fn cpuinfo_says_virtual(cpuinfo: &str) -> bool {
 /// The running machine's cpuid string as perf computes it: x86 from `/proc/cpuinfo`, arm64
 /// from the first CPU's `midr_el1` (its first 18 characters).
 pub fn host_cpuid(sysfs: &Sysfs, proc_root: &Path) -> Option<String> {
-    if let Ok(cpuinfo) = read_file(proc_root.join("cpuinfo"))
-        && let Some(id) = x86_cpuid(&cpuinfo)
-    {
+    cpuid_from(&read_file(proc_root.join("cpuinfo")).unwrap_or_default(), sysfs)
+}
+
+/// [`host_cpuid`] from `/proc/cpuinfo`'s text, already read.
+pub fn cpuid_from(cpuinfo: &str, sysfs: &Sysfs) -> Option<String> {
+    if let Some(id) = x86_cpuid(cpuinfo) {
         return Some(id);
     }
     let online = sysfs.online_cpus().ok()?;

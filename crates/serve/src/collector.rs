@@ -854,17 +854,15 @@ pub struct EventListError {
 /// The plan of one target: `events` (`-e` lists) and the metrics `picks`, counted
 /// system-wide on `machine` (each cgroup's plan is this one expanded for it).
 pub fn build_plan(
-    machine: &tmetric_engine::Machine<'_>,
+    machine: &tmetric_engine::Host,
     model: Option<&'static Model>,
     events: &[String],
     picks: &[tmetric_engine::Pick],
     thresholds: bool,
 ) -> Result<Plan, EventListError> {
-    let literals = tmetric_engine::plan::literals(machine.sysfs, machine.proc_root, true);
-    let mut plan = Plan::new(literals);
-    let tables =
-        tmetric_engine::events::CatalogTables::for_machine(machine.sysfs, machine.proc_root, model);
-    let resolver = tmetric_runtime::event::Resolver::new(machine.sysfs).with_tables(&tables);
+    let mut plan = Plan::new(machine.literals(true));
+    let tables = machine.tables(model);
+    let resolver = tmetric_runtime::event::Resolver::new(machine.sysfs()).with_tables(&tables);
     for list in events {
         plan.add_event_lists(std::slice::from_ref(list), &resolver)
             .map_err(|error| EventListError { list: list.clone(), error: Box::new(error) })?;

@@ -6,9 +6,9 @@
 
 use std::collections::HashMap;
 
-use tmetric_engine::{Machine, PmuModel};
+use tmetric_engine::Host;
+use tmetric_runtime::Sysfs;
 use tmetric_runtime::sys::{Attr, Syscalls, TYPE_RAW};
-use tmetric_runtime::{Environment, Sysfs};
 use tmetric_serve::cgroups::Selection;
 use tmetric_serve::expo::{self, Format};
 use tmetric_serve::{Collector, MachineInfo, Options};
@@ -27,11 +27,8 @@ fn sim(name: &str, metrics: &str, reads: u32) -> Sim {
     machine.write_sysfs(&sys, &proc_root).unwrap();
     let sysfs = Sysfs::new(&sys);
     let kernel = SimKernel::manual(machine);
-    let env = Environment::probe(&sysfs, &proc_root);
-    let cpuid = tmetric_engine::plan::cpuid_of(&sysfs, &proc_root).unwrap();
-    let model = tmetric_catalog::model_for_cpuid(&cpuid).unwrap();
-    let pmus = PmuModel::probe(&sysfs, &proc_root, Some(model));
-    let m = Machine { sysfs: &sysfs, proc_root: &proc_root, env: &env, pmus: &pmus };
+    let m = Host::probe(&sysfs, &proc_root, None);
+    let model = m.model().unwrap();
     let mut picks = Vec::new();
     for item in metrics.split(',') {
         tmetric_engine::select::add_unique(
@@ -59,7 +56,7 @@ fn sim(name: &str, metrics: &str, reads: u32) -> Sim {
         selection: Selection::None,
         detail: tmetric_serve::Detail::Events,
     };
-    let collector = Collector::new(kernel.clone(), plan, env, info, options).unwrap();
+    let collector = Collector::new(kernel.clone(), plan, m.env().clone(), info, options).unwrap();
     Sim { _dir: dir, kernel, collector }
 }
 

@@ -6,24 +6,29 @@ use std::path::Path;
 
 use tmetric_catalog::Model;
 use tmetric_model::Literal;
-use tmetric_runtime::Sysfs;
 use tmetric_runtime::event::{self, ResolvedEvent};
+use tmetric_runtime::{Sysfs, Topology};
 
-use super::{Machine, Plan};
+use super::Plan;
+use crate::Host;
 
-/// Machine literals for metric expressions, from sysfs and `cpuinfo` under `proc_root`.
-pub fn literals(sysfs: &Sysfs, proc_root: &Path, system_wide: bool) -> [f64; Literal::COUNT] {
+/// Machine literals for metric expressions from sysfs, its topology and `cpuinfo`'s text, for
+/// a run that does not count system-wide ([`Host::literals`] sets the rest).
+pub(crate) fn literals_of(
+    sysfs: &Sysfs,
+    topology: Option<&Topology>,
+    cpuinfo: &str,
+) -> [f64; Literal::COUNT] {
     let mut values = [f64::NAN; Literal::COUNT];
-    values[Literal::TargetCpu.index()] = f64::from(u8::from(system_wide));
-    if let Ok(t) = sysfs.topology() {
+    values[Literal::TargetCpu.index()] = 0.0;
+    if let Some(t) = topology {
         values[Literal::NumCpus.index()] = t.num_cpus as f64;
         values[Literal::NumCpusOnline.index()] = t.online.len() as f64;
         values[Literal::NumCores.index()] = t.cores as f64;
         values[Literal::NumDies.index()] = t.dies as f64;
         values[Literal::NumPackages.index()] = t.packages as f64;
         values[Literal::SmtOn.index()] = f64::from(u8::from(t.smt_on));
-        // perf's core_wide(): whole cores are counted without SMT, or system-wide.
-        values[Literal::CoreWide.index()] = f64::from(u8::from(!t.smt_on || system_wide));
+        values[Literal::CoreWide.index()] = f64::from(u8::from(!t.smt_on));
     }
     if let Some(core) = sysfs.core_pmu()
         && let Ok(text) =
@@ -34,9 +39,7 @@ pub fn literals(sysfs: &Sysfs, proc_root: &Path, system_wide: bool) -> [f64; Lit
     }
     values[Literal::HasPmem.index()] =
         f64::from(u8::from(sysfs.root().join("firmware/acpi/tables/NFIT").exists()));
-    if let Ok(cpuinfo) = tmetric_runtime::input::read_sysfs(proc_root.join("cpuinfo")) {
-        values[Literal::SystemTscFreq.index()] = tsc_from_model_name(&cpuinfo);
-    }
+    values[Literal::SystemTscFreq.index()] = tsc_from_model_name(cpuinfo);
     values
 }
 
@@ -52,24 +55,26 @@ pub fn tsc_from_model_name(cpuinfo: &str) -> f64 {
 /// This machine's cpuid as perf reads it: `PERF_CPUID` when set (perf's own override), else
 /// `/proc/cpuinfo` or arm64's `midr_el1`.
 pub fn cpuid_of(sysfs: &Sysfs, proc_root: &Path) -> Option<String> {
-    std::env::var("PERF_CPUID")
-        .ok()
-        .or_else(|| tmetric_runtime::sysfs::host_cpuid(sysfs, proc_root))
+    cpuid_with(|| tmetric_runtime::sysfs::host_cpuid(sysfs, proc_root))
+}
+
+/// `PERF_CPUID` when set, else what `read` finds on the machine.
+pub(crate) fn cpuid_with(read: impl FnOnce() -> Option<String>) -> Option<String> {
+    std::env::var("PERF_CPUID").ok().or_else(read)
 }
 
 /// Per input slot of `model`, the constant perf gives `has_event()` and `strcmp_cpuid_str()`
 /// when it parses a metric on `machine` (metricgroup.c's `metricgroup__has_event` and `strcmp_cpuid_str` in util/expr.c): `has_event(X)` is 1 when X parses as an
 /// event here, `strcmp_cpuid_str(ID)` is 1 when the machine's cpuid matches ID and NaN when the
 /// cpuid is unknown. Other slots read 0.
-pub fn machine_probes(model: &Model, machine: &Machine<'_>) -> Vec<f64> {
-    let cpuid = cpuid_of(machine.sysfs, machine.proc_root);
+pub fn machine_probes(model: &Model, machine: &Host) -> Vec<f64> {
     // perf parses the argument as an event of this machine: its sysfs and its vendor events.
-    let tables = crate::events::CatalogTables::for_machine(machine.sysfs, machine.proc_root, None);
-    let resolver = event::Resolver::new(machine.sysfs).with_tables(&tables);
+    let tables = machine.tables(None);
+    let resolver = event::Resolver::new(machine.sysfs()).with_tables(&tables);
     probes_with(
         model,
         |text| matches!(resolver.single(&text.replace('@', "/")), Ok(ResolvedEvent::Counter(_))),
-        cpuid.as_deref(),
+        machine.cpuid(),
     )
 }
 

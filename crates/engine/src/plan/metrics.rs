@@ -7,9 +7,10 @@ use tmetric_runtime::event::EventKind;
 use tmetric_runtime::{CounterEvent, Sysfs};
 
 use super::{
-    Key, Machine, Names, Pick, Plan, PlanOptions, Resolution, Root, RowBox, Source, demand_of,
-    grouping, id_name, machine_probes, needed_slots, packs, perf_ids, resolve_id,
+    Key, Names, Pick, Plan, PlanOptions, Resolution, Root, RowBox, Source, demand_of, grouping,
+    id_name, machine_probes, needed_slots, packs, perf_ids, resolve_id,
 };
+use crate::Host;
 use crate::schedule::{
     self, Opened, PerfMetric, Placement, Request, SchedEvent, SchedMetric, Schedule, Strategy,
 };
@@ -115,7 +116,7 @@ impl Plan {
     pub fn add_metrics(
         &mut self,
         picks: &[Pick],
-        machine: &Machine<'_>,
+        machine: &Host,
         options: &PlanOptions,
         show_tools: bool,
     ) {
@@ -134,16 +135,16 @@ impl Plan {
     pub(crate) fn add_metrics_with(
         &mut self,
         picks: &[Pick],
-        machine: &Machine<'_>,
+        machine: &Host,
         options: &PlanOptions,
         show_tools: bool,
         perf_view: bool,
     ) {
         let first_root = self.roots.len();
         let first_row = self.rows.len();
-        self.tick_hz = super::tick_hz(machine.sysfs);
+        self.tick_hz = machine.tick_hz();
         if options.strategy == Strategy::Tmetric && self.siblings.is_empty() {
-            self.siblings = super::smt_siblings(machine.sysfs);
+            self.siblings = machine.smt_siblings().to_vec();
         }
         // Resolve every needed input once.
         let mut root_rows: Vec<Vec<(u16, usize)>> = Vec::new();
@@ -174,7 +175,7 @@ impl Plan {
             }
             root_rows.push(rows);
         }
-        let mut schedule = schedule::schedule(&request, machine.pmus, options.strategy);
+        let mut schedule = schedule::schedule(&request, machine.pmus(), options.strategy);
         let anchors = if options.strategy == Strategy::Tmetric {
             self.add_anchors(&mut schedule, &mut request, &mut sched_of_row, picks, machine)
         } else {
@@ -215,14 +216,14 @@ impl Plan {
         request: &mut Request,
         sched_of_row: &mut Vec<Option<usize>>,
         picks: &[Pick],
-        machine: &Machine<'_>,
+        machine: &Host,
     ) -> Vec<(usize, usize)> {
         let mut anchors = Vec::new();
         if !schedule.open.is_empty() {
             return anchors;
         }
         for p in 0..schedule.slices_per_pmu.len() {
-            let Some(pmu) = machine.pmus.pmus.get(p) else { continue };
+            let Some(pmu) = machine.pmus().pmus.get(p) else { continue };
             if schedule.slices_per_pmu[p] < 2
                 || !pmu.core
                 || pmu.vendor != crate::pmu::Vendor::Intel
@@ -241,8 +242,8 @@ impl Plan {
                 let name = id_name(model, id);
                 (name == ANCHOR || name.ends_with(&format!("/{ANCHOR}/")))
                     && matches!(
-                        resolve_id(model, id, machine.sysfs, machine.env),
-                        Resolution::Counter(e) if counter_pmu(&e, machine.sysfs).as_deref() == Some(pmu.name.as_str())
+                        resolve_id(model, id, machine.sysfs(), machine.env()),
+                        Resolution::Counter(e) if counter_pmu(&e, machine.sysfs()).as_deref() == Some(pmu.name.as_str())
                     )
             }) else {
                 continue;
@@ -303,7 +304,7 @@ impl Plan {
     fn pick_rows(
         &mut self,
         pick: &Pick,
-        machine: &Machine<'_>,
+        machine: &Host,
         options: &PlanOptions,
         show_tools: bool,
         request: &mut Request,
@@ -336,7 +337,7 @@ impl Plan {
             .filter(|(slot, _)| !value_slots.contains(slot))
             .filter_map(|&(_, r)| sched_of_row[r])
             .collect();
-        let why = grouping(pick, options, machine.pmus).err();
+        let why = grouping(pick, options, machine.pmus()).err();
         request.metrics.push(SchedMetric {
             name: model.str(model.metrics[pick.metric].name).to_string(),
             events,
@@ -390,13 +391,13 @@ impl Plan {
         &mut self,
         model: &'static Model,
         id: &Id,
-        machine: &Machine<'_>,
+        machine: &Host,
         show_tools: bool,
         request: &mut Request,
         sched_of_row: &mut Vec<Option<usize>>,
     ) -> usize {
         let name = id_name(model, id);
-        let resolution = resolve_id(model, id, machine.sysfs, machine.env);
+        let resolution = resolve_id(model, id, machine.sysfs(), machine.env());
         let key = match &resolution {
             Resolution::Counter(e) => Key::Counter(e.attr.clone(), e.cpus.clone()),
             Resolution::Boxes(b) => {
@@ -415,15 +416,15 @@ impl Plan {
             None => {
                 let show = show_tools || !matches!(resolution, Resolution::Tool(_));
                 let pmu_name = match &resolution {
-                    Resolution::Counter(e) => counter_pmu(e, machine.sysfs),
+                    Resolution::Counter(e) => counter_pmu(e, machine.sysfs()),
                     // Scheduled on box 0; every box gets the same groups.
-                    Resolution::Boxes(b) => counter_pmu(&b[0].event, machine.sysfs),
+                    Resolution::Boxes(b) => counter_pmu(&b[0].event, machine.sysfs()),
                     _ => None,
                 };
                 let row = self.add(resolution, name.clone(), show);
                 sched_of_row.resize(self.rows.len(), None);
                 if let Some(pmu_name) = pmu_name
-                    && let Some((p, demand)) = demand_of(model, id, &pmu_name, machine.pmus)
+                    && let Some((p, demand)) = demand_of(model, id, &pmu_name, machine.pmus())
                 {
                     request.events.push(SchedEvent { name, pmu: Some(p), demand });
                     sched_of_row[row] = Some(request.events.len() - 1);

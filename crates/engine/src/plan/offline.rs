@@ -6,9 +6,10 @@ use tmetric_model::Literal;
 use tmetric_runtime::event;
 
 use super::{
-    Machine, Names, NoGroup, Pick, Plan, PlanOptions, demand_of, grouping, id_name, needed_slots,
+    Names, NoGroup, Pick, Plan, PlanOptions, demand_of, grouping, id_name, needed_slots,
     offline_probes, packs, perf_ids,
 };
+use crate::Host;
 use crate::pmu::{self, Demand, PmuModel, Vendor};
 use crate::schedule::{
     self, PerfMetric, Placement, Request, SchedEvent, SchedMetric, Schedule, Strategy,
@@ -201,13 +202,13 @@ pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> O
 /// 6.12's strategy and the lower bounds.
 pub fn plan_on_machine(
     picks: &[Pick],
-    machine: &Machine<'_>,
+    machine: &Host,
     literals: [f64; Literal::COUNT],
     options: &PlanOptions,
 ) -> (Plan, OfflinePlan) {
     let mut plan = Plan::new(literals);
     plan.add_metrics_with(picks, machine, options, true, true);
-    let pmus = machine.pmus.clone();
+    let pmus = machine.pmus().clone();
     let request = plan.request.clone();
     let tmetric = plan
         .schedule

@@ -6,7 +6,8 @@ use tmetric_catalog::{Id, IdKind, Model};
 use tmetric_runtime::event;
 use tmetric_runtime::{CounterEvent, Environment, Sysfs};
 
-use super::{Machine, Plan, Source, Warning, id_name};
+use super::{Plan, Source, Warning, id_name};
+use crate::Host;
 use crate::pmu;
 
 /// A retire-latency input and the sampling event behind it.
@@ -65,7 +66,7 @@ impl Plan {
 
     /// Hosts the roots from `first_root` on, and lists the retire latencies they read, with a
     /// warning that they are not sampled.
-    pub(super) fn note_retire_latency(&mut self, first_root: usize, machine: &Machine<'_>) {
+    pub(super) fn note_retire_latency(&mut self, first_root: usize, machine: &Host) {
         for r in first_root..self.roots.len() {
             let probes = self.probes_of(self.roots[r].model).to_vec();
             self.host_root(r, &probes);
@@ -87,7 +88,7 @@ impl Plan {
                     }
                     None => {
                         let event =
-                            retire_base(model, &model.ids[slot], machine.sysfs, machine.env);
+                            retire_base(model, &model.ids[slot], machine.sysfs(), machine.env());
                         self.retire_events.push(RetireEvent {
                             name,
                             metrics: vec![metric.clone()],

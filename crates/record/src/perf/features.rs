@@ -22,7 +22,7 @@ pub(super) fn machine(
     header: &Header,
     groups: Vec<pw::Group>,
 ) -> Features {
-    let sys = facts.sysfs.root();
+    let sys = facts.host.sysfs().root();
     let cpu_dir = sys.join("devices/system/cpu");
     let online = &header.topology.cpus;
     let present = read_line(&cpu_dir.join("present"))
@@ -37,9 +37,7 @@ pub(super) fn machine(
         Some(id) if id.starts_with("0x") => "aarch64".to_string(),
         _ => std::env::consts::ARCH.to_string(),
     };
-    let cpuinfo =
-        tmetric_runtime::input::read_sysfs(facts.proc_root.join("cpuinfo")).unwrap_or_default();
-    let cpu_desc = cpuinfo.lines().find_map(|l| {
+    let cpu_desc = facts.host.cpuinfo().lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         (k.trim() == "model name").then(|| v.trim().to_string())
     });
@@ -52,7 +50,7 @@ pub(super) fn machine(
     if let (Some(first), Ok(exe)) = (cmdline.first_mut(), std::env::current_exe()) {
         *first = exe.display().to_string();
     }
-    let pmus = Pmus::of(facts.sysfs);
+    let pmus = Pmus::of(facts.host.sysfs());
     Features {
         hostname: read_line(Path::new("/proc/sys/kernel/hostname")),
         os_release: read_line(Path::new("/proc/sys/kernel/osrelease")),

@@ -345,9 +345,14 @@ impl Environment {
     /// Reads the facts from a sysfs tree and a procfs root.
     pub fn probe(sysfs: &Sysfs, proc_root: &Path) -> Environment {
         let cpuinfo = crate::input::read_sysfs(proc_root.join("cpuinfo")).unwrap_or_default();
+        Environment::with_cpuinfo(sysfs, proc_root, &cpuinfo)
+    }
+
+    /// [`Environment::probe`] with `/proc/cpuinfo`'s text already read.
+    pub fn with_cpuinfo(sysfs: &Sysfs, proc_root: &Path, cpuinfo: &str) -> Environment {
         Environment {
             has_core_pmu: sysfs.core_pmu().is_some(),
-            virtualized: crate::sysfs::cpuinfo_says_virtual(&cpuinfo),
+            virtualized: crate::sysfs::cpuinfo_says_virtual(cpuinfo),
             paranoid: crate::input::read_sysfs(proc_root.join("sys/kernel/perf_event_paranoid"))
                 .ok()
                 .and_then(|t| t.trim().parse().ok()),
