@@ -270,9 +270,7 @@ impl PmuModel {
             let dir = sysfs.pmu_devices().join(&name);
             let read = |file: &str| tmetric_runtime::input::read_sysfs(dir.join(file)).ok();
             let core = is_core_name(&name);
-            let cpus = read("cpus")
-                .or_else(|| read("cpumask"))
-                .and_then(|t| tmetric_runtime::sysfs::parse_cpu_list(t.trim()));
+            let cpus = sysfs.pmu_cpus(&name);
             if core {
                 let vendor = match model {
                     Some(m) => vendor_of(m),

@@ -2,11 +2,12 @@
 //! `cpumask`), CPU lists, topology and the cpuid string. The root is a parameter so tests run
 //! over fake trees (`tests/data/sysfs`).
 
+use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Errors reading sysfs or procfs files.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +43,12 @@ fn read_trimmed(path: &Path) -> Result<String, SysfsError> {
     read_file(path)
         .map(|text| text.trim_end().to_string())
         .map_err(|source| SysfsError::Io { path: path.to_path_buf(), source })
+}
+
+/// A map of what was read. The lock is held only to look up or insert one whole entry, so a
+/// map poisoned by a panic elsewhere is still right.
+fn lock<T>(map: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    map.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A number as sysfs writes it: decimal, or hex with `0x`.
@@ -196,6 +203,10 @@ pub struct SysfsPmu {
     /// one, `cpus`, the CPUs of a hybrid or Arm core PMU's core type (elsewhere ENOENT).
     pub cpumask: Option<Vec<u32>>,
     dir: PathBuf,
+    /// `events/`'s entries in directory order, listed once, and the aliases read, by the
+    /// name asked for: shared by the clones [`Sysfs::pmu`] hands out.
+    events: Arc<OnceLock<Vec<String>>>,
+    aliases: Arc<Mutex<BTreeMap<String, Option<Alias>>>>,
 }
 
 impl SysfsPmu {
@@ -212,18 +223,20 @@ impl SysfsPmu {
     /// `events/<name>`, matched ignoring case as perf does; `None` when there is no such
     /// alias.
     pub fn alias(&self, name: &str) -> Result<Option<Alias>, SysfsError> {
-        let events = self.dir.join("events");
-        let Ok(entries) = fs::read_dir(&events) else { return Ok(None) };
-        let mut file = None;
-        for entry in entries.flatten() {
-            let entry_name = entry.file_name().to_string_lossy().into_owned();
-            if entry_name.eq_ignore_ascii_case(name) {
-                file = Some(entry_name);
-                break;
-            }
+        if let Some(alias) = lock(&self.aliases).get(name) {
+            return Ok(alias.clone());
         }
-        let Some(file) = file else { return Ok(None) };
-        let terms = read_trimmed(&events.join(&file))?;
+        let alias = self.read_alias(name)?;
+        lock(&self.aliases).insert(name.to_string(), alias.clone());
+        Ok(alias)
+    }
+
+    fn read_alias(&self, name: &str) -> Result<Option<Alias>, SysfsError> {
+        let events = self.dir.join("events");
+        let Some(file) = self.event_entries().iter().find(|e| e.eq_ignore_ascii_case(name)) else {
+            return Ok(None);
+        };
+        let terms = read_trimmed(&events.join(file))?;
         let scale_path = events.join(format!("{file}.scale"));
         let scale = match read_file(&scale_path) {
             Ok(text) => Some(text.trim().parse::<f64>().map_err(|_| SysfsError::Parse {
@@ -242,17 +255,24 @@ impl SysfsPmu {
 
     /// Names of `events/*` aliases (without the `.scale`/`.unit` companions), sorted.
     pub fn alias_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(self.dir.join("events"))
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| !n.contains('.'))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut names: Vec<String> =
+            self.event_entries().iter().filter(|n| !n.contains('.')).cloned().collect();
         names.sort();
         names
+    }
+
+    /// `events/`'s entries; none when it cannot be listed.
+    fn event_entries(&self) -> &[String] {
+        self.events.get_or_init(|| {
+            fs::read_dir(self.dir.join("events"))
+                .map(|entries| {
+                    entries
+                        .flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
     }
 }
 
@@ -278,19 +298,38 @@ pub struct Topology {
 
 /// A sysfs tree: `/sys` on a real machine.
 ///
-/// The PMU directory is listed once per value: a run asks for its PMUs from the resolver, the
-/// scheduler's model and the plan many times, and PMU drivers do not come and go while it
-/// counts. A fresh value lists it again.
-#[derive(Debug, Clone)]
+/// The PMU directory and each PMU's `type`, formats, CPUs and event names are read once per
+/// value: a run asks for them from the resolver, the scheduler's model and the plan once per
+/// event, and PMU drivers do not come and go while it counts. A fresh value reads them again.
+#[derive(Debug)]
 pub struct Sysfs {
     root: PathBuf,
     pmu_names: OnceLock<Vec<String>>,
+    pmus: Mutex<BTreeMap<String, SysfsPmu>>,
+    /// `(PMU, cpus or cpumask)`: the text, `None` when unreadable.
+    pmu_lists: Mutex<BTreeMap<(String, &'static str), Option<String>>>,
+}
+
+impl Clone for Sysfs {
+    fn clone(&self) -> Sysfs {
+        Sysfs {
+            root: self.root.clone(),
+            pmu_names: self.pmu_names.clone(),
+            pmus: Mutex::new(lock(&self.pmus).clone()),
+            pmu_lists: Mutex::new(lock(&self.pmu_lists).clone()),
+        }
+    }
 }
 
 impl Sysfs {
     /// A tree rooted at `root` (the directory that plays `/sys`).
     pub fn new(root: impl Into<PathBuf>) -> Sysfs {
-        Sysfs { root: root.into(), pmu_names: OnceLock::new() }
+        Sysfs {
+            root: root.into(),
+            pmu_names: OnceLock::new(),
+            pmus: Mutex::default(),
+            pmu_lists: Mutex::default(),
+        }
     }
 
     /// The running machine's `/sys`.
@@ -349,8 +388,38 @@ impl Sysfs {
         })
     }
 
-    /// Reads PMU `name`: `type`, every `format/*` and `cpumask`.
+    /// Reads PMU `name`: `type`, every `format/*` and `cpumask` (once; an error is not kept).
     pub fn pmu(&self, name: &str) -> Result<SysfsPmu, SysfsError> {
+        if let Some(pmu) = lock(&self.pmus).get(name) {
+            return Ok(pmu.clone());
+        }
+        let pmu = self.read_pmu(name)?;
+        lock(&self.pmus).insert(name.to_string(), pmu.clone());
+        Ok(pmu)
+    }
+
+    /// The CPUs PMU `name` counts on: `cpus` (a hybrid or Arm core PMU's core type), else
+    /// `cpumask` (one CPU per die or package of an uncore PMU); `None` when neither is a
+    /// readable CPU list.
+    pub fn pmu_cpus(&self, name: &str) -> Option<Vec<u32>> {
+        self.pmu_list_text(name, "cpus")
+            .or_else(|| self.pmu_list_text(name, "cpumask"))
+            .and_then(|t| parse_cpu_list(t.trim()))
+    }
+
+    /// PMU `name`'s `cpus` or `cpumask` text, read once (the PMU model and the resolver both
+    /// need it).
+    fn pmu_list_text(&self, name: &str, file: &'static str) -> Option<String> {
+        let key = (name.to_string(), file);
+        if let Some(text) = lock(&self.pmu_lists).get(&key) {
+            return text.clone();
+        }
+        let text = read_file(self.pmu_devices().join(name).join(file)).ok();
+        lock(&self.pmu_lists).insert(key, text.clone());
+        text
+    }
+
+    fn read_pmu(&self, name: &str) -> Result<SysfsPmu, SysfsError> {
         let dir = self.pmu_devices().join(name);
         let type_path = dir.join("type");
         let type_text = read_trimmed(&type_path)?;
@@ -375,17 +444,25 @@ impl Sysfs {
         formats.sort_by(|a, b| a.name.cmp(&b.name));
         // Uncore PMUs name the CPUs to open on in `cpumask`; hybrid core PMUs name the CPUs
         // of their core type in `cpus`, and an event opened elsewhere gets ENOENT.
-        let cpumask_path =
-            if dir.join("cpumask").exists() { dir.join("cpumask") } else { dir.join("cpus") };
-        let cpumask = match read_file(&cpumask_path) {
-            Ok(text) => Some(parse_cpu_list(&text).ok_or_else(|| SysfsError::Parse {
+        let file = if dir.join("cpumask").exists() { "cpumask" } else { "cpus" };
+        let cpumask_path = dir.join(file);
+        let cpumask = match self.pmu_list_text(name, file) {
+            Some(text) => Some(parse_cpu_list(&text).ok_or_else(|| SysfsError::Parse {
                 path: cpumask_path,
                 expected: "a CPU list such as `0` or `0-3,8`",
                 found: text.trim().to_string(),
             })?),
-            Err(_) => None,
+            None => None,
         };
-        Ok(SysfsPmu { name: name.to_string(), type_, formats, cpumask, dir })
+        Ok(SysfsPmu {
+            name: name.to_string(),
+            type_,
+            formats,
+            cpumask,
+            dir,
+            events: Arc::default(),
+            aliases: Arc::default(),
+        })
     }
 
     fn cpu_list(&self, file: &str) -> Result<Vec<u32>, SysfsError> {

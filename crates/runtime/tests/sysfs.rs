@@ -109,9 +109,53 @@ fn topology_counts_cores_and_threads() {
     assert_eq!(topology.online, vec![0, 1, 2, 3]);
     assert_eq!((topology.cores, topology.dies, topology.packages), (2, 1, 1));
     assert!(topology.smt_on);
+    // Each CPU's first other thread of its core.
+    assert_eq!(topology.siblings, vec![(0, 2), (1, 3), (2, 0), (3, 1)]);
     assert_eq!(tree().core_pmu().as_deref(), Some("cpu"));
     let env = Environment::probe(&tree(), std::path::Path::new("/nonexistent"));
     assert!(env.has_core_pmu && !env.virtualized && env.paranoid.is_none());
+}
+
+/// A `Sysfs` value reads its PMU directory and each PMU once: PMUs, formats and aliases that
+/// appear later are not its (PMU drivers do not come and go during a run), a fresh value's.
+#[test]
+fn a_sysfs_value_reads_each_pmu_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = dir.path().join("bus/event_source/devices");
+    let pmu = |name: &str, type_: u32| {
+        let pmu = devices.join(name);
+        std::fs::create_dir_all(pmu.join("format")).unwrap();
+        std::fs::create_dir_all(pmu.join("events")).unwrap();
+        std::fs::write(pmu.join("type"), format!("{type_}\n")).unwrap();
+        std::fs::write(pmu.join("format/event"), "config:0-7\n").unwrap();
+        std::fs::write(pmu.join("cpumask"), "0\n").unwrap();
+        pmu
+    };
+    let first = pmu("first", 20);
+    std::fs::write(first.join("events/ops"), "event=0x1\n").unwrap();
+    let sysfs = Sysfs::new(dir.path());
+    assert_eq!(sysfs.pmu_names(), ["first"]);
+    let read = sysfs.pmu("first").unwrap();
+    assert_eq!((read.type_, read.cpumask.clone()), (20, Some(vec![0])));
+    assert_eq!(read.alias("ops").unwrap().unwrap().terms, "event=0x1");
+    assert_eq!(sysfs.pmu_cpus("first"), Some(vec![0]));
+
+    pmu("second", 21);
+    std::fs::write(first.join("type"), "22\n").unwrap();
+    std::fs::write(first.join("cpumask"), "1\n").unwrap();
+    std::fs::write(first.join("events/ops"), "event=0x2\n").unwrap();
+    assert_eq!(sysfs.pmu_names(), ["first"], "listed once");
+    let again = sysfs.pmu("first").unwrap();
+    assert_eq!((again.type_, again.cpumask.clone()), (20, Some(vec![0])), "read once");
+    assert_eq!(again.alias("ops").unwrap().unwrap().terms, "event=0x1", "alias read once");
+    assert_eq!(sysfs.pmu_cpus("first"), Some(vec![0]));
+    // A clone keeps what was read; a fresh value reads the tree as it is now.
+    assert_eq!(sysfs.clone().pmu("first").unwrap().type_, 20);
+    let fresh = Sysfs::new(dir.path());
+    assert_eq!(fresh.pmu_names(), ["first", "second"]);
+    let now = fresh.pmu("first").unwrap();
+    assert_eq!((now.type_, now.cpumask.clone()), (22, Some(vec![1])));
+    assert_eq!(now.alias("ops").unwrap().unwrap().terms, "event=0x2");
 }
 
 /// tracefs is looked for in both of its places; without it the error says it is not mounted
