@@ -21,8 +21,8 @@ use tmetric_engine::{self as engine, Host, Pick, Plan, PlanOptions, PmuModel};
 use tmetric_engine::{EvalInput, Strategy};
 use tmetric_print::stat::{Explain, TreeView};
 use tmetric_print::{Aggregation, Config, Title};
-use tmetric_runtime::{Environment, Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_runtime::{EventReport, TpebsMode, Workload};
+use tmetric_runtime::{Kernel, RunOptions, Syscalls, Sysfs, Target};
 
 use tmetric_print::out::{Sink, warn};
 

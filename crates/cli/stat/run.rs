@@ -72,7 +72,7 @@ pub fn run_on<S: Syscalls + Clone>(
         Some(Workload::prepare(&args.command).context("cannot start the workload")?)
     };
     let threads = listed_threads(args, tasks_root)?;
-    let target = target_of(args, sysfs, plan.contract(), workload.as_ref(), threads.as_deref())?;
+    let target = target_of(args, &host, plan.contract(), workload.as_ref(), threads.as_deref())?;
     if args.verbose {
         describe_pmus(pmus);
         describe_plan(&plan);
@@ -101,12 +101,11 @@ pub fn run_on<S: Syscalls + Clone>(
             "-I with -r prints every run's intervals, and a record holds one run's: record without -r, or without -I for the mean of the runs"
         );
     }
-    let env = host.env();
-    let (earlier, back) = repeats(args, sysfs, &sys, &plan, env, printer, &options)?;
+    let (earlier, back) = repeats(args, &host, &sys, &plan, printer, &options)?;
     printer = back;
     run_hook(args, RunHook::Before).map_err(anyhow::Error::msg)?;
     let sys_for_sampler = sys.clone();
-    let mut session = Session::open(sys, plan, target, env.clone())?;
+    let mut session = Session::open(sys, plan, target, host.env().clone())?;
     refuse_an_empty_run(&session)?;
     session.set_affinity(!args.perf.no_affinity);
     warn_user_only(&session);
@@ -146,10 +145,9 @@ pub fn run_on<S: Syscalls + Clone>(
 /// runs' reports and the printer.
 fn repeats<S: Syscalls + Clone>(
     args: &StatArgs,
-    sysfs: &Sysfs,
+    host: &Host,
     sys: &S,
     plan: &Plan,
-    env: &Environment,
     printer: Printer,
     options: &RunOptions,
 ) -> anyhow::Result<(Vec<tmetric_runtime::RunReport>, Printer)> {
@@ -158,8 +156,8 @@ fn repeats<S: Syscalls + Clone>(
     for _ in 1..args.repeat {
         run_hook(args, RunHook::Before).map_err(anyhow::Error::msg)?;
         let mut workload = Workload::prepare(&args.command).context("cannot start the workload")?;
-        let target = target_of(args, sysfs, plan.contract(), Some(&workload), None)?;
-        let mut session = Session::open(sys.clone(), plan.clone(), target, env.clone())?;
+        let target = target_of(args, host, plan.contract(), Some(&workload), None)?;
+        let mut session = Session::open(sys.clone(), plan.clone(), target, host.env().clone())?;
         refuse_an_empty_run(&session)?;
         session.set_affinity(!args.perf.no_affinity);
         let Some(report) = counting.run(&mut session, Some(&mut workload), options)? else {
@@ -224,13 +222,13 @@ fn warn_topdown_watchdog(simulated: Option<&str>) {
 /// warning where the contract counts on the others (perf 7.x: none left, no event opens).
 fn target_of(
     args: &StatArgs,
-    sysfs: &Sysfs,
+    host: &Host,
     contract: &tmetric_engine::Contract,
     workload: Option<&Workload>,
     threads: Option<&[Thread]>,
 ) -> anyhow::Result<Target> {
     let counted = if let Some(list) = &args.cpu_list {
-        let online = sysfs.online_cpus().context("cannot list the online CPUs")?;
+        let online = host.online_cpus().context("cannot list the online CPUs")?;
         let (cpus, offline) = tmetric_runtime::target::cpu_list_online(list, &online)?;
         match offline {
             Some(offline) if !contract.needs_an_event => return Err(offline.into()),
@@ -259,7 +257,7 @@ fn target_of(
         let on_exec = args.delay.is_none_or(|d| d == 0);
         Counted::Command { pid: workload.map_or(0, Workload::pid), on_exec }
     };
-    counted.target(sysfs).context("cannot list the online CPUs")
+    counted.target(host).context("cannot list the online CPUs")
 }
 
 /// The threads of `-p`, `-t` and `--per-thread -a`, each with its `comm`, listed once under

@@ -130,6 +130,15 @@ impl Host {
         self.topology.as_ref()
     }
 
+    /// The CPUs online when it was probed.
+    pub fn online_cpus(&self) -> Result<Vec<u32>, SysfsError> {
+        match &self.topology {
+            Ok(t) => Ok(t.online.clone()),
+            // Read again for the error itself (sysfs errors are not `Clone`): this is rare.
+            Err(_) => self.sysfs.online_cpus(),
+        }
+    }
+
     /// The vendor events perf would load here: `model`'s (the cpuid's when `None`) and the
     /// `sys/` models of the PMUs' `identifier`s.
     pub fn tables(&self, model: Option<&'static Model>) -> CatalogTables {

@@ -561,12 +561,12 @@ pub enum Counted<'a> {
 }
 
 impl Counted<'_> {
-    /// The runtime's target, with the online CPUs of `sysfs` for [`Counted::AllCpus`].
-    pub fn target(self, sysfs: &Sysfs) -> Result<Target, SysfsError> {
+    /// The runtime's target, with the online CPUs of `host` for [`Counted::AllCpus`].
+    pub fn target(self, host: &crate::Host) -> Result<Target, SysfsError> {
         Ok(match self {
             Counted::Cpus(cpus) => Target::Cpus(cpus),
             Counted::Threads(threads) => Target::Threads(threads.iter().map(|t| t.0).collect()),
-            Counted::AllCpus => Target::Cpus(sysfs.online_cpus()?),
+            Counted::AllCpus => Target::Cpus(host.online_cpus()?),
             Counted::Command { pid, on_exec } => Target::Task { pid, on_exec },
         })
     }

@@ -79,13 +79,18 @@ fn threads_are_listed_under_the_tasks_root_given() {
 #[test]
 fn listed_threads_are_the_target() {
     let threads = [(40, "server".to_string()), (41, "worker".to_string())];
-    let sysfs = Sysfs::new("/nonexistent");
-    let target = Counted::Threads(&threads).target(&sysfs).unwrap();
+    let host = tmetric_engine::Host::probe(
+        &Sysfs::new("/nonexistent"),
+        std::path::Path::new("/nonexistent"),
+        None,
+    );
+    let target = Counted::Threads(&threads).target(&host).unwrap();
     assert_eq!(target, Target::Threads(vec![40, 41]));
-    let command = Counted::Command { pid: 12, on_exec: false }.target(&sysfs).unwrap();
+    let command = Counted::Command { pid: 12, on_exec: false }.target(&host).unwrap();
     assert_eq!(command, Target::Task { pid: 12, on_exec: false });
     // Every CPU of a machine whose sysfs cannot say which are online: an error, not none.
-    assert!(Counted::AllCpus.target(&sysfs).is_err());
+    let err = Counted::AllCpus.target(&host).unwrap_err();
+    assert!(err.to_string().contains("/nonexistent/devices/system/cpu/online"), "{err}");
 }
 
 /// A run that counted `value` on one CPU (enabled and running 100 ns) in `seconds`.
