@@ -17,6 +17,7 @@ mod cli_per_thread;
 mod cli_perf72_contract;
 mod cli_perf_contract;
 mod cli_perf_forms;
+mod cli_probe;
 mod cli_record;
 mod cli_record_perf;
 mod cli_secure;

@@ -62,6 +62,31 @@ fn the_machines_model_comes_from_its_cpuid_unless_named() {
     assert!(matches!(err, HostModelError::Named(_)), "{err:?}");
 }
 
+/// The literals a host gives metric expressions: its topology, the core PMU's slots, the TSC
+/// from cpuinfo's model name; `#target_cpu` and `#core_wide` by whether the run is system-wide.
+#[test]
+fn the_hosts_literals_come_from_its_trees() {
+    use tmetric_model::Literal;
+    let (dir, sysfs) = tree("sapphirerapids");
+    let host = Host::probe(&sysfs, &dir.path().join("proc"), None);
+    let topology = host.topology().unwrap();
+    let per_task = host.literals(false);
+    let all = host.literals(true);
+    assert_eq!(per_task[Literal::NumCpus.index()], topology.num_cpus as f64);
+    assert_eq!(per_task[Literal::NumCores.index()], topology.cores as f64);
+    assert!(topology.smt_on && topology.cores * 2 == topology.online.len(), "{topology:?}");
+    assert_eq!(host.smt_siblings().len(), topology.online.len());
+    assert_eq!(per_task[Literal::SmtOn.index()], 1.0);
+    assert_eq!((per_task[Literal::TargetCpu.index()], all[Literal::TargetCpu.index()]), (0.0, 1.0));
+    // perf's core_wide(): with SMT on, only a system-wide run counts whole cores.
+    assert_eq!((per_task[Literal::CoreWide.index()], all[Literal::CoreWide.index()]), (0.0, 1.0));
+    let tsc = tmetric_engine::plan::tsc_from_model_name(host.cpuinfo());
+    assert!(tsc > 1e9, "{tsc}");
+    assert_eq!(all[Literal::SystemTscFreq.index()], tsc);
+    // The simulated tree has no `caps/slots`: unknown, not a guess.
+    assert!(all[Literal::Slots.index()].is_nan());
+}
+
 #[test]
 fn topdown_uses_the_models_groups_to_their_depth() {
     let (dir, sysfs) = tree("sapphirerapids");
