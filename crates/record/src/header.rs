@@ -141,13 +141,16 @@ fn topology(sysfs: &Sysfs) -> Topology {
     sockets.dedup();
     let units = cpus
         .iter()
-        .map(|&c| CpuUnits {
-            node: sysfs.cpu_node(c).unwrap_or(0),
-            cluster: sysfs.cpu_cluster(c),
-            caches: (1..=4)
-                .filter_map(|l| sysfs.cpu_cache(c, Some(l)))
-                .map(|(l, id)| [l, id])
-                .collect(),
+        .map(|&c| {
+            let caches = sysfs.cpu_caches(c);
+            CpuUnits {
+                node: sysfs.cpu_node(c).unwrap_or(0),
+                cluster: sysfs.cpu_cluster(c),
+                caches: (1..=4)
+                    .filter_map(|l| caches.iter().find(|&&(lvl, _)| lvl == l))
+                    .map(|&(l, id)| [l, id])
+                    .collect(),
+            }
         })
         .collect();
     Topology { cpus, cores: cores.len(), sockets: sockets.len(), places, units }

@@ -527,9 +527,24 @@ impl Sysfs {
     /// `--per-cache` finds it: (level, id), the id from `cacheN/id` or else the first CPU of
     /// `shared_cpu_list`. `None` when sysfs describes no cache of that level.
     pub fn cpu_cache(&self, cpu: u32, level: Option<u32>) -> Option<(u32, u32)> {
+        let caches = self.cpu_caches(cpu);
+        match level {
+            Some(want) => caches.into_iter().find(|&(l, _)| l == want),
+            // The first of the highest level.
+            None => caches.into_iter().fold(None, |best, (l, id)| match best {
+                Some((b, _)) if b >= l => best,
+                _ => Some((l, id)),
+            }),
+        }
+    }
+
+    /// Every cache `cpu` uses, as (level, id) in the directory's order ([`Sysfs::cpu_cache`]'s
+    /// ids); empty when sysfs describes none.
+    pub fn cpu_caches(&self, cpu: u32) -> Vec<(u32, u32)> {
         let dir = self.root.join(format!("devices/system/cpu/cpu{cpu}/cache"));
-        let mut best: Option<(u32, u32)> = None;
-        for entry in fs::read_dir(&dir).ok()?.flatten() {
+        let mut caches = Vec::new();
+        let Ok(entries) = fs::read_dir(&dir) else { return caches };
+        for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str().filter(|n| n.starts_with("index")) else { continue };
             let read = |file: &str| read_file(dir.join(name).join(file)).ok();
@@ -542,17 +557,9 @@ impl Sysfs {
                     .and_then(|cpus| cpus.first().copied())
             });
             let Some(id) = id else { continue };
-            match level {
-                Some(want) if lvl == want => return Some((lvl, id)),
-                Some(_) => {}
-                None => {
-                    if best.is_none_or(|(l, _)| lvl > l) {
-                        best = Some((lvl, id));
-                    }
-                }
-            }
+            caches.push((lvl, id));
         }
-        best
+        caches
     }
 
     /// CPU counts for metric literals. Missing per-CPU topology files count each CPU as its
