@@ -4,8 +4,9 @@
 //! plans on a machine (`stat`, `plan`, `serve`, the region API) probes it once and passes it
 //! down by reference.
 //!
-//! A `Host` is a value, not a cache: a run that must see the machine change (a long-running
-//! exporter's CPUs or cgroups) reads those again itself or probes a new `Host`.
+//! A `Host` is a value, not a process-wide cache: each run probes its own, and what a
+//! long-running exporter must see change (its cgroups, found again every interval) is read
+//! by the exporter, not kept here.
 
 use std::path::{Path, PathBuf};
 
