@@ -135,13 +135,30 @@ pub fn load_all(root: &Path, scratch: &Path) -> Result<Vec<Loaded>> {
     Ok(out)
 }
 
+/// A private directory (a fresh name, mode 0700) for the vintages' rebuilt trees: in memory
+/// (`/dev/shm`) when the machine has it and `TMPDIR` does not say otherwise. Thousands of
+/// small files made and removed on every run took three fifths of `regen --check`'s time on a
+/// disk's file system (ext4 allocating inodes), against a tenth in memory.
+pub fn scratch_dir() -> Result<tempfile::TempDir> {
+    let builder = || {
+        let mut b = tempfile::Builder::new();
+        b.prefix("tmetric-regen-");
+        b
+    };
+    let shm = Path::new("/dev/shm");
+    if std::env::var_os("TMPDIR").is_none()
+        && shm.is_dir()
+        && let Ok(dir) = builder().tempdir_in(shm)
+    {
+        return Ok(dir);
+    }
+    builder().tempdir().context("creating a temporary directory")
+}
+
 /// Regenerates (or checks) the catalogue from `root/pmu-events`: the base tree `arch/` and
 /// every vintage stored under `vintage/`.
 pub fn regen(root: &Path, mode: Mode) -> Result<Report> {
-    let scratch = tempfile::Builder::new()
-        .prefix("tmetric-regen-")
-        .tempdir()
-        .context("creating a temporary directory")?;
+    let scratch = scratch_dir()?;
     let loaded = load_all(root, scratch.path())?;
     let resolved: Vec<Vec<ResolvedTable<'_>>> =
         loaded.iter().map(|l| resolve_tree(&l.tree)).collect();
