@@ -118,7 +118,7 @@ fn every_model_is_generated_from_the_current_tree() {
             .filter(|(_, m)| m.ok)
             .map(|(v, _)| v.name.as_str())
             .collect();
-        let names: Vec<&str> = model.metrics.iter().map(|m| model.str(m.name)).collect();
+        let names: Vec<&str> = model.metrics().map(|m| model.str(m.name)).collect();
         assert_eq!(names, compiled, "metrics of {}", r.table.path);
         assert_eq!(model.events.len(), r.table.events.len(), "events of {}", r.table.path);
         let ids: Vec<&str> = model.ids.iter().map(|i| model.str(i.text)).collect();
@@ -138,7 +138,7 @@ fn descriptions_decode_to_the_json() {
     for r in resolved() {
         let model = generated(r);
         let compiled = r.table.metrics.iter().zip(&r.metrics).filter(|(_, m)| m.ok);
-        for (metric, (want, _)) in model.metrics.iter().zip(compiled) {
+        for (metric, (want, _)) in model.metrics().zip(compiled) {
             assert_eq!(model.str(metric.brief), want.brief.as_deref().unwrap_or(""));
             assert_eq!(model.str(metric.public), want.public.as_deref().unwrap_or(""));
             checked += 1;
@@ -421,10 +421,10 @@ fn literal_sets_and_call_slots_equal_the_expressions() {
                     _ => {}
                 });
             }
-            let metric = &model.metrics[generated_index];
-            let got: BTreeSet<Literal> = metric.literals.iter().copied().collect();
+            let metric = model.metric(generated_index);
+            let got: BTreeSet<Literal> = metric.literals().iter().copied().collect();
             assert_eq!(got, literals, "literals of {} {}", r.table.path, r.table.metrics[m].name);
-            assert_eq!(metric.literals.len(), got.len(), "each literal once");
+            assert_eq!(metric.literals().len(), got.len(), "each literal once");
             for bit in [id_calls::HAS_EVENT, id_calls::STRCMP_CPUID_STR, id_calls::SOURCE_COUNT] {
                 let want: BTreeSet<usize> =
                     calls.iter().filter(|(_, b)| **b & bit != 0).map(|(s, _)| *s).collect();
@@ -442,7 +442,7 @@ fn literal_sets_and_call_slots_equal_the_expressions() {
     assert!(checked >= 6084, "checked {checked}");
     // sapphirerapids' metrics name these literals (and `#Link` in descriptions is no literal).
     let spr = tmetric_catalog::model("sapphirerapids").expect("generated");
-    let all: Vec<usize> = (0..spr.metrics.len()).collect();
+    let all: Vec<usize> = (0..spr.metric_count()).collect();
     let literals: BTreeSet<Literal> = spr.literals_of(&all).into_iter().collect();
     let want = [
         Literal::SmtOn,

@@ -14,7 +14,7 @@ fn subtree(model: &str, root: &str) -> Vec<String> {
     while i < names.len() {
         let group = format!("{}_group", names[i]);
         for m in model.select(&group) {
-            let name = model.str(model.metrics[m].name).to_string();
+            let name = model.str(model.metric(m).name).to_string();
             if !names.contains(&name) {
                 names.push(name);
             }

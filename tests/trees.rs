@@ -98,8 +98,7 @@ fn snapshot(path: &str, name: &str, pmu: Option<&str>) -> String {
         .unwrap_or_else(|| panic!("no metric {name} in {path}"));
     let model = generated(r);
     let generated_index = model
-        .metrics
-        .iter()
+        .metrics()
         .position(|x| model.str(x.name) == name && pmu.is_none_or(|p| model.str(x.pmu) == p))
         .expect("generated");
     let mut out = String::new();

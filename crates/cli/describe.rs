@@ -94,8 +94,7 @@ fn chosen_model(
     if let Some(model) = default_model(&args.metric, defining) {
         return Ok(model);
     }
-    let names =
-        models().iter().flat_map(|m| m.metrics.iter().map(move |x| m.str(x.name).to_string()));
+    let names = models().iter().flat_map(|m| m.metrics().map(move |x| m.str(x.name).to_string()));
     let close = closest(&args.metric, names, 5);
     let hint = if close.is_empty() {
         "`tmetric list metrics` lists them".to_string()

@@ -14,10 +14,10 @@ fn uncore_metrics(model: &'static tmetric_catalog::Model) -> Vec<&'static str> {
         !["", "default_core", "cpu", "cpu_core", "cpu_atom", "msr", "power"].contains(&pmu)
             && !pmu.starts_with("cstate")
     };
-    let mut names: Vec<&str> = (0..model.metrics.len())
+    let mut names: Vec<&str> = (0..model.metric_count())
         .filter(|&m| {
             model.closure(&[m]).iter().any(|&k| {
-                model.metrics[k as usize].slots.iter().any(|&s| {
+                model.metric(k as usize).slots.iter().any(|&s| {
                     let id = &model.ids[s as usize];
                     match id.kind {
                         IdKind::Event(i) => uncore(model.str(model.events.at(i as usize).pmu)),
@@ -27,8 +27,8 @@ fn uncore_metrics(model: &'static tmetric_catalog::Model) -> Vec<&'static str> {
                 })
             })
         })
-        .filter(|&m| model.str(model.metrics[m].compat).is_empty())
-        .map(|m| model.str(model.metrics[m].name))
+        .filter(|&m| model.str(model.metric(m).compat).is_empty())
+        .map(|m| model.str(model.metric(m).name))
         .collect();
     names.sort_unstable();
     names.dedup();

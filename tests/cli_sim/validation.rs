@@ -179,8 +179,7 @@ fn perfs_metric_validation_rules_hold_on_every_simulated_intel_machine() {
         let truth = Derivation::of(&machine, &workload);
         let model = tmetric_catalog::model(&machine.catalogue_model).expect("model");
         let mut names: Vec<&str> = model
-            .metrics
-            .iter()
+            .metrics()
             .filter(|m| !m.runtime_param && model.str(m.compat).is_empty())
             .map(|m| model.str(m.name))
             .filter(|n| truth.report[0].iter().any(|t| t.name == *n && t.available))
@@ -246,7 +245,7 @@ fn values_in_range(name: &str, model: &'static tmetric_catalog::Model, names: &[
         checked += got.len();
     }
     // Percentages within 0..100, within 5 points.
-    for m in model.metrics {
+    for m in model.metrics() {
         let unit = model.str(m.unit);
         let percent = matches!(model.str(m.unit), "%") && (m.scale == 1.0 || m.scale == 100.0);
         let lower = model.str(m.name).to_ascii_lowercase();
@@ -338,6 +337,6 @@ fn reads_retire_latency(model: &'static tmetric_catalog::Model, names: &[&str]) 
     use tmetric_engine::Select;
     let roots: Vec<usize> = names.iter().flat_map(|n| model.metrics_named(n)).collect();
     model.closure(&roots).iter().any(|&m| {
-        model.metrics[m as usize].slots.iter().any(|&s| model.ids[s as usize].retire_latency)
+        model.metric(m as usize).slots.iter().any(|&s| model.ids[s as usize].retire_latency)
     })
 }

@@ -7,8 +7,9 @@
 //! `include_str!`/`include_bytes!` and decoded on access. Each `MetricExpr`, `MetricThreshold`
 //! and needed-events pass becomes a function over `tmetric_model::sem` that names its inputs by
 //! metric-local index, so a function whose lowered form is the same in several models is
-//! emitted once (`funcs.rs`), and so is a metric descriptor (`metrics.rs`); each model binds
-//! descriptors to its own slots. Rust is built as token streams with `quote` and printed with
+//! emitted once (`funcs.rs`), and so is a metric descriptor (`metrics.rs`, with the `Code` table
+//! that names functions and lists by index, so the statics need no relocation); each model binds
+//! descriptors to its own slots by index. Rust is built as token streams with `quote` and printed with
 //! `prettyplease`. Output is deterministic and written only when its bytes change, so cargo does
 //! not rebuild the catalogue needlessly: models are lowered in parallel, but everything shared is
 //! numbered in one sequential pass in (arch, model) order.
@@ -369,13 +370,7 @@ fn generate(loaded: &[Loaded], resolved: &[Vec<ResolvedTable<'_>>]) -> Result<Ge
     ));
     sources.push((
         format!("{GEN_DIR}/metrics.rs"),
-        with_header(
-            "metric descriptors shared by every model",
-            &format!(
-                "#![allow(clippy::all, unused_imports)]\nuse super::funcs::*;\nuse tmetric_model::Literal;\nuse tmetric_model::catalog::*;\n\n{}",
-                shared.descs.concat()
-            ),
-        ),
+        with_header("metric descriptors shared by every model", &shared.metrics_source()),
         false,
     ));
 

@@ -84,7 +84,7 @@ pub(super) fn build(args: &StatArgs, host: &Host) -> anyhow::Result<Plan> {
                 // name, as in perf 6.12.
                 default_view = picks
                     .iter()
-                    .any(|p| !p.model.str(p.model.metrics[p.metric].default_group).is_empty());
+                    .any(|p| !p.model.str(p.model.metric(p.metric).default_group).is_empty());
             }
         }
     }
@@ -96,7 +96,7 @@ pub(super) fn build(args: &StatArgs, host: &Host) -> anyhow::Result<Plan> {
     if let (Some(kind), Some(pmu)) = (&args.cputype, &cputype) {
         // Hybrid metrics name their PMU (`cpu_core`, `cpu_atom`); others apply to both.
         picks.retain(|p| {
-            let metric_pmu = p.model.str(p.model.metrics[p.metric].pmu);
+            let metric_pmu = p.model.str(p.model.metric(p.metric).pmu);
             metric_pmu == pmu.as_str() || !(metric_pmu == "cpu_core" || metric_pmu == "cpu_atom")
         });
         if picks.is_empty() && !args.metric.metrics.is_empty() {

@@ -264,8 +264,8 @@ fn given(m: &Measured) -> bool {
 /// The values of `measured` that break the TMA tree's bounds where the truth does not.
 fn impossible(model: &Model, measured: &[Measured]) -> usize {
     let pct = |m: &Measured, truth: bool| if truth { m.truth } else { m.value } * m.scale;
-    let name = |m: &Measured| model.str(model.metrics[m.metric].name);
-    let groups = |m: &Measured| model.str(model.metrics[m.metric].groups);
+    let name = |m: &Measured| model.str(model.metric(m.metric).name);
+    let groups = |m: &Measured| model.str(model.metric(m.metric).groups);
     let parent = |m: &Measured| -> Option<&Measured> {
         groups(m).split(';').find_map(|g| {
             let p = g.strip_suffix("_group")?;
@@ -333,7 +333,7 @@ fn measure_three(
                 workload.description,
                 tree.name,
                 item,
-                tree.model.str(tree.model.metrics[m.metric].name),
+                tree.model.str(tree.model.metric(m.metric).name),
                 m.value * m.scale,
                 m.truth * m.scale,
                 s * m.scale,
@@ -346,7 +346,7 @@ fn measure_three(
         if !alone {
             continue;
         }
-        let name = tree.model.str(tree.model.metrics[m.metric].name);
+        let name = tree.model.str(tree.model.metric(m.metric).name);
         let alone = measure(tree, name, &[m.metric], Strategy::Tmetric, workload, RUN_MS, READ_MS);
         if let Some(a) = alone.iter().find(|o| o.metric == m.metric).filter(|o| given(o)) {
             out.a.add(a);

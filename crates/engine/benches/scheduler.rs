@@ -79,7 +79,7 @@ fn main() {
     let mut total = Totals::default();
     let start = Instant::now();
     for &model in models().iter() {
-        if model.is_sys || model.metrics.is_empty() || matches!(model.arch, "test" | "common") {
+        if model.is_sys || model.metric_count() == 0 || matches!(model.arch, "test" | "common") {
             continue;
         }
         let pmus = PmuModel::for_model(model, facts);

@@ -37,15 +37,15 @@ pub trait Select {
 
 impl Select for Model {
     fn metrics_named(&self, name: &str) -> Vec<usize> {
-        (0..self.metrics.len())
-            .filter(|&m| self.str(self.metrics[m].name).eq_ignore_ascii_case(name))
+        (0..self.metric_count())
+            .filter(|&m| self.str(self.metric(m).name).eq_ignore_ascii_case(name))
             .collect()
     }
 
     fn select(&self, item: &str) -> Vec<usize> {
-        (0..self.metrics.len())
+        (0..self.metric_count())
             .filter(|&m| {
-                let metric = &self.metrics[m];
+                let metric = self.metric(m);
                 item.eq_ignore_ascii_case("all")
                     || self.str(metric.name).eq_ignore_ascii_case(item)
                     || self.str(metric.groups).split(';').any(|g| g.eq_ignore_ascii_case(item))
@@ -55,13 +55,13 @@ impl Select for Model {
     }
 
     fn closure(&self, roots: &[usize]) -> Vec<u16> {
-        let mut wanted = vec![false; self.metrics.len()];
+        let mut wanted = vec![false; self.metric_count()];
         let mut stack: Vec<usize> = roots.to_vec();
         while let Some(m) = stack.pop() {
             if std::mem::replace(&mut wanted[m], true) {
                 continue;
             }
-            stack.extend(self.metrics[m].refs.iter().map(|&r| r as usize));
+            stack.extend(self.metric(m).refs.iter().map(|&r| r as usize));
         }
         self.eval_order.iter().copied().filter(|&m| wanted[m as usize]).collect()
     }
@@ -69,7 +69,7 @@ impl Select for Model {
     fn literals_of(&self, roots: &[usize]) -> Vec<Literal> {
         let mut out: Vec<Literal> = Vec::new();
         for m in self.closure(roots) {
-            for &lit in self.metrics[m as usize].literals {
+            for &lit in self.metric(m as usize).literals() {
                 if !out.contains(&lit) {
                     out.push(lit);
                 }
@@ -82,7 +82,7 @@ impl Select for Model {
         let mut out: Vec<usize> = self
             .closure(roots)
             .into_iter()
-            .flat_map(|m| self.metrics[m as usize].call_slots(calls))
+            .flat_map(|m| self.metric(m as usize).call_slots(calls))
             .map(usize::from)
             .collect();
         out.sort_unstable();
@@ -100,13 +100,13 @@ impl Select for Model {
         facts: &Facts<'_>,
         threshold: bool,
     ) -> Result<Vec<u16>, Fail> {
-        let root = &self.metrics[metric];
+        let root = self.metric(metric);
         let first = match (threshold, root.needed_threshold_refs(facts)) {
             (true, Some(refs)) => refs?,
             _ => root.needed_refs(facts)?,
         };
         let mut ids = Vec::new();
-        let mut seen = vec![false; self.metrics.len()];
+        let mut seen = vec![false; self.metric_count()];
         let mut queue = first;
         while let Some(r) = queue.pop() {
             match r {
@@ -119,7 +119,7 @@ impl Select for Model {
                     if !std::mem::replace(&mut seen[m as usize], true) {
                         // A reference whose own pass fails contributes nothing; perf then
                         // evaluates it to NaN.
-                        if let Ok(refs) = self.metrics[m as usize].needed_refs(facts) {
+                        if let Ok(refs) = self.metric(m as usize).needed_refs(facts) {
                             queue.extend(refs);
                         }
                     }
@@ -156,8 +156,8 @@ impl Evaluator {
             source_counts: vec![1.0; model.ids.len()],
             probes: vec![0.0; model.ids.len()],
             literals: [f64::NAN; Literal::COUNT],
-            metrics: vec![f64::NAN; model.metrics.len()],
-            failures: vec![None; model.metrics.len()],
+            metrics: vec![f64::NAN; model.metric_count()],
+            failures: vec![None; model.metric_count()],
         }
     }
 
@@ -165,7 +165,7 @@ impl Evaluator {
     pub fn run(&mut self, model: &Model, order: &[u16]) {
         for &m in order {
             let m = m as usize;
-            let metric = &model.metrics[m];
+            let metric = model.metric(m);
             let inputs = Inputs {
                 slots: metric.slots,
                 refs: metric.refs,
@@ -175,7 +175,7 @@ impl Evaluator {
                 literals: &self.literals,
                 metrics: &self.metrics,
             };
-            let result = (metric.eval)(&inputs);
+            let result = metric.value_fn()(&inputs);
             // A failed reference reads as NaN in the metrics that use it, as in perf.
             self.metrics[m] = *result.as_ref().unwrap_or(&f64::NAN);
             self.failures[m] = result.err();
@@ -184,8 +184,8 @@ impl Evaluator {
 
     /// Evaluates metric `m`'s threshold over the current values; `None` without one.
     pub fn threshold(&self, model: &Model, m: usize) -> Option<Result<f64, Fail>> {
-        let metric = &model.metrics[m];
-        let threshold = metric.threshold?;
+        let metric = model.metric(m);
+        let threshold = metric.threshold_fn()?;
         Some(threshold(&Inputs {
             slots: metric.slots,
             refs: metric.refs,
@@ -217,7 +217,7 @@ pub struct MetricResult {
 impl MetricResult {
     /// The value scaled by the metric's `ScaleUnit`, as perf prints it.
     pub fn scaled(&self, model: &Model) -> f64 {
-        self.value * model.metrics[self.metric].scale
+        self.value * model.metric(self.metric).scale
     }
 }
 

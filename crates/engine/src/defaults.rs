@@ -122,7 +122,7 @@ pub fn uncountable(
     }
     let metrics: Vec<String> = model_roots
         .iter()
-        .map(|r| r.model.str(r.model.metrics[r.metric].name).to_string())
+        .map(|r| r.model.str(r.model.metric(r.metric).name).to_string())
         .collect();
     let model = model_roots[0].model;
     Some(Uncountable {

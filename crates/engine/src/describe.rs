@@ -99,7 +99,7 @@ pub fn describe(
     values: &[(usize, Valued)],
     simulated_on: Vec<String>,
 ) -> Description {
-    let m = &model.metrics[metric];
+    let m = model.metric(metric);
     Description {
         model: model.path(),
         metric: model.str(m.name).to_string(),
@@ -135,14 +135,14 @@ pub fn describe(
 /// The formula of `model`'s metric `metric` in every vintage (the metric found by name in the
 /// model of the same `arch/name`).
 pub fn by_perf_version(model: &Model, metric: usize) -> Vec<VintageFormula> {
-    let name = model.str(model.metrics[metric].name);
+    let name = model.str(model.metric(metric).name);
     let path = model.path();
     tmetric_catalog::VINTAGES
         .iter()
         .map(|v| VintageFormula {
             perf: v.version,
             expr: tmetric_catalog::model_in(v, &path).and_then(|m| {
-                m.metrics_named(name).first().map(|&i| unescaped(m.str(m.metrics[i].expr)))
+                m.metrics_named(name).first().map(|&i| unescaped(m.str(m.metric(i).expr)))
             }),
         })
         .collect()
@@ -184,7 +184,7 @@ fn tree(
     seen: &mut Vec<usize>,
     values: &[(usize, Valued)],
 ) -> Node {
-    let m = &model.metrics[metric];
+    let m = model.metric(metric);
     let literals = crate::plan::offline_literals(true, false);
     let probes = vec![0.0; model.ids.len()];
     let facts = Facts { literals: &literals, probes: &probes };

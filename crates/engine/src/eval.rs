@@ -177,7 +177,7 @@ pub struct RootResult {
 impl RootResult {
     /// The value as printed: scaled by the metric's `ScaleUnit`.
     pub fn scaled(&self, model: &Model, metric: usize) -> f64 {
-        self.value * model.metrics[metric].scale
+        self.value * model.metric(metric).scale
     }
 
     /// Whether a printed number would hide a problem: some input was not counted.
@@ -564,7 +564,7 @@ impl Plan {
                         .collect();
                     let mut zeros = vec![names(&rows).join(", ")];
                     zeros.extend(
-                        metrics.iter().map(|&k| model.str(model.metrics[k].name).to_string()),
+                        metrics.iter().map(|&k| model.str(model.metric(k).name).to_string()),
                     );
                     zeros.retain(|z| !z.is_empty());
                     zeros

@@ -70,7 +70,7 @@ pub fn raw_names(
     let mut groups: Vec<&str> = Vec::new();
     let mut names: Vec<&str> = Vec::new();
     for table in &tables {
-        for metric in table.metrics {
+        for metric in table.metrics() {
             let name = table.str(metric.name);
             if !keep(name) {
                 continue;
@@ -134,7 +134,7 @@ pub fn models(keep: Keep) -> Vec<ModelRow> {
             name: model.name,
             sys: model.is_sys,
             events: model.events.len(),
-            metrics: model.metrics.len(),
+            metrics: model.metric_count(),
             groups: model.groups.len(),
             cpuids: cpuid_map()
                 .iter()
@@ -237,9 +237,8 @@ pub fn metrics(model: &'static Model, keep: Keep) -> Vec<Table<MetricRow>> {
         .into_iter()
         .map(|(table, common)| {
             let mut rows: Vec<MetricRow> = table
-                .metrics
-                .iter()
-                .map(|m| metric_row(table, m, common))
+                .metrics()
+                .map(|m| metric_row(table, &m, common))
                 .filter(|row| keep(row.metric) || row.groups.iter().any(|g| keep(g)))
                 .collect();
             rows.sort_by(|a, b| a.metric.cmp(b.metric).then(a.pmu.cmp(b.pmu)));
@@ -275,7 +274,7 @@ pub fn groups(model: &'static Model, keep: Keep) -> Vec<Table<GroupRow>> {
             for group in table.groups {
                 groups.entry(table.str(group.name)).or_default().0 = table.str(group.description);
             }
-            for metric in table.metrics {
+            for metric in table.metrics() {
                 for group in split_groups(table.str(metric.groups)) {
                     let names = &mut groups.entry(group).or_default().1;
                     let name = table.str(metric.name);

@@ -263,7 +263,7 @@ impl MetricEval {
         // while a fact is turned.
         let unread: Vec<usize> = order
             .iter()
-            .flat_map(|&k| model.metrics[k as usize].slots.iter().map(|&s| s as usize))
+            .flat_map(|&k| model.metric(k as usize).slots.iter().map(|&s| s as usize))
             .filter(|&s| self.evaluator.values[s].is_nan())
             .collect();
         for &s in &unread {
@@ -458,7 +458,7 @@ mod tests {
         assert_eq!(off.coverage(ipc, |_| true), Coverage::Complete);
         // The TMA level-1 metrics read #slots-free formulas on SPR but `#smt_on` elsewhere:
         // a metric reading an unknown literal is never complete.
-        let smt = (0..model.metrics.len())
+        let smt = (0..model.metric_count())
             .find(|&m| model.literals_of(&[m]).contains(&Literal::SmtOn))
             .expect("an SPR metric reads #smt_on");
         if matches!(&off.needed(smt).expr, Ok(ids) if !ids.is_empty()) {
@@ -534,7 +534,7 @@ mod tests {
         for slot in 0..model.ids.len() {
             off.set_input(slot as u16, 1000.0 + slot as f64, 1.0);
         }
-        let roots: Vec<usize> = (0..model.metrics.len()).step_by(7).collect();
+        let roots: Vec<usize> = (0..model.metric_count()).step_by(7).collect();
         let all = off.evaluate(&roots);
         for (result, &root) in all.iter().zip(&roots) {
             let one = off.evaluate_one(root);
@@ -543,7 +543,7 @@ mod tests {
                 one.value.to_bits() == result.value.to_bits()
                     || (one.value.is_nan() && result.value.is_nan()),
                 "{}",
-                model.str(model.metrics[root].name)
+                model.str(model.metric(root).name)
             );
             assert_eq!(
                 (one.failure, &one.missing, one.threshold),

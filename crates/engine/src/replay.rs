@@ -301,7 +301,7 @@ impl Replay {
                 let metric = model
                     .metrics_named(&root.metric)
                     .into_iter()
-                    .find(|&m| model.str(model.metrics[m].pmu) == root.pmu)?;
+                    .find(|&m| model.str(model.metric(m).pmu) == root.pmu)?;
                 Some((model, metric, i))
             })
             .collect();
@@ -315,7 +315,7 @@ impl Replay {
                 let common = tmetric_catalog::common();
                 let mut out = Vec::new();
                 for &(model, metric, _) in &recorded {
-                    let name = model.str(model.metrics[metric].name);
+                    let name = model.str(model.metric(metric).name);
                     let target = if std::ptr::eq(model, common) { common } else { other };
                     match target.metrics_named(name).first() {
                         Some(&m) => out.push((target, m)),
@@ -419,7 +419,7 @@ impl Replay {
         }
         if !lacking.is_empty() {
             plan.warnings.push(Warning::NotRecorded {
-                metric: model.str(model.metrics[metric].name).to_string(),
+                metric: model.str(model.metric(metric).name).to_string(),
                 inputs: lacking,
             });
         }

@@ -303,7 +303,7 @@ pub use crate::models::examples;
 /// Every metric and metric-group name of `models`, for suggestions.
 pub fn names<'a>(models: &'a [&'static Model]) -> impl Iterator<Item = String> + 'a {
     models.iter().flat_map(|m| {
-        m.metrics.iter().flat_map(move |x| {
+        m.metrics().flat_map(move |x| {
             std::iter::once(m.str(x.name).to_string())
                 .chain(m.str(x.groups).split(';').filter(|g| !g.is_empty()).map(String::from))
         })
@@ -357,7 +357,7 @@ mod tests {
         let none = |_: &str| None;
         let list = ["tma_retiring".to_string(), " ".into(), "TopdownL1".into()];
         let picks = items(&list, host, ModelFrom::Named, none).unwrap();
-        assert_eq!(spr.str(spr.metrics[picks[0].metric].name), "tma_retiring");
+        assert_eq!(spr.str(spr.metric(picks[0].metric).name), "tma_retiring");
         assert!(picks.len() >= 4, "level 1 added without repeating tma_retiring");
         let err = items(&["tma_retirng".into()], host, ModelFrom::Named, none).unwrap_err();
         assert_eq!(
@@ -420,7 +420,7 @@ mod tests {
         // A log of software events only: the common metrics alone are searched.
         let common = tmetric_catalog::common();
         let all = select(&["all"], None, ModelFrom::Log).unwrap();
-        assert_eq!(all.len(), common.metrics.len());
+        assert_eq!(all.len(), common.metric_count());
         assert!(all.iter().all(|p| std::ptr::eq(p.model, common)));
         let err = select(&["tma_dtlb_store"], None, ModelFrom::Log).unwrap_err().to_string();
         assert!(err.starts_with("cannot find metric or group `tma_dtlb_store` among the common metrics: `tma_dtlb_store` is defined for "), "{err}");

@@ -525,7 +525,7 @@ impl Plan {
             .collect();
         let share = |i: usize| {
             let r = &self.roots[i];
-            let m = &r.model.metrics[r.metric];
+            let m = r.model.metric(r.metric);
             m.scale == 100.0
                 && nodes[i].groups.split(';').any(|g| g.starts_with("TopdownL"))
                 && nodes[i].value.is_finite()

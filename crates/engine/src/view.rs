@@ -453,13 +453,13 @@ fn default_group_cells(
     headers: &mut Vec<(String, String)>,
 ) -> Vec<DefaultGroup> {
     let hybrid = plan.roots.iter().any(|r| {
-        let m = &r.model.metrics[r.metric];
+        let m = r.model.metric(r.metric);
         r.model.str(m.pmu) == "cpu_atom"
     });
     let mut groups: Vec<(String, String, Vec<Cell>)> = Vec::new();
     for &root in roots {
         let r = &plan.roots[root];
-        let m = &r.model.metrics[r.metric];
+        let m = r.model.metric(r.metric);
         let name = r.model.str(m.default_group).to_string();
         let pmu = r.model.str(m.pmu).to_string();
         let mut cell = metric_cell(plan, root, &ctx.results[root], ctx.hybrid);

@@ -70,7 +70,7 @@ fn judge(
     measure_rotated(&tree, item, metrics, Strategy::Tmetric, rotation, workload, ms, 100)
         .into_iter()
         .map(|m| Judged {
-            name: tree.model.str(tree.model.metrics[m.metric].name).to_string(),
+            name: tree.model.str(tree.model.metric(m.metric).name).to_string(),
             value: m.value,
             truth: m.truth,
             bar: m.bar,
@@ -238,7 +238,7 @@ fn a_clamped_value_with_multiplexed_inputs_has_a_bar() {
 fn constrained(model: &'static tmetric_catalog::Model, judged: &[Judged]) -> Vec<f64> {
     let n = judged.len();
     let groups = |name: &str| -> &'static str {
-        model.metrics.iter().find(|m| model.str(m.name) == name).map_or("", |m| model.str(m.groups))
+        model.metrics().find(|m| model.str(m.name) == name).map_or("", |m| model.str(m.groups))
     };
     let mut rows: Vec<(Vec<f64>, f64)> = Vec::new();
     let level1: Vec<usize> =
@@ -252,11 +252,8 @@ fn constrained(model: &'static tmetric_catalog::Model, judged: &[Judged]) -> Vec
     }
     for p in 0..n {
         let family = format!("{}_group", judged[p].name);
-        let all_children = model
-            .metrics
-            .iter()
-            .filter(|m| model.str(m.groups).split(';').any(|g| g == family))
-            .count();
+        let all_children =
+            model.metrics().filter(|m| model.str(m.groups).split(';').any(|g| g == family)).count();
         let children: Vec<usize> =
             (0..n).filter(|&c| groups(&judged[c].name).split(';').any(|g| g == family)).collect();
         // A single child is a share of its parent (`tma_other_mispredicts`), not a sum.

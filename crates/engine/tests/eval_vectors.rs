@@ -188,7 +188,7 @@ fn why_text(model: &tmetric_catalog::Model, why: &Option<Why>) -> String {
         Some(Why::DivisionByZero { inputs, metrics }) => {
             let mut names: Vec<String> =
                 inputs.iter().map(|&s| model.str(model.ids[s as usize].text).to_string()).collect();
-            names.extend(metrics.iter().map(|&m| model.str(model.metrics[m].name).to_string()));
+            names.extend(metrics.iter().map(|&m| model.str(model.metric(m).name).to_string()));
             format!("division_by_zero:{}", names.join(","))
         }
     }

@@ -53,9 +53,9 @@ fn an_intervals_sampled_latencies_travel_in_its_input_and_leave_the_plan_alone()
     let tree = SimTree::new("meteorlake");
     let model = tree.model;
     // A metric that reads a retire latency (`:R`), as only Meteor Lake's do in 6.12.
-    let metric = (0..model.metrics.len())
+    let metric = (0..model.metric_count())
         .find(|&m| {
-            let desc = &model.metrics[m];
+            let desc = model.metric(m);
             desc.slots.iter().any(|&s| model.ids[s as usize].retire_latency)
         })
         .expect("a metric reading a retire latency");

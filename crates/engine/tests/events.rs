@@ -206,7 +206,7 @@ fn split_notes_mention_metrics_only_when_there_are_some() {
     );
     assert!(note.ends_with("so its events were counted alone"), "{note}");
     let ipc =
-        model.metrics.iter().position(|m| model.str(m.name) == "tma_info_thread_ipc").expect("ipc");
+        model.metrics().position(|m| model.str(m.name) == "tma_info_thread_ipc").expect("ipc");
     plan.add_metrics(
         &[Pick { model, metric: ipc, item: "tma_info_thread_ipc".into() }],
         &machine,

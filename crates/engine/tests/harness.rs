@@ -277,7 +277,7 @@ pub fn measure_rotated(
             };
         }
         let truth = evaluator.evaluate(tree.model, &[root.metric]).remove(0).value;
-        let desc = &tree.model.metrics[root.metric];
+        let desc = tree.model.metric(root.metric);
         let unit = tree.model.str(desc.unit);
         out.push(Measured {
             metric: root.metric,
@@ -300,10 +300,10 @@ pub fn percent_metrics(model: &'static Model, group: &str) -> Vec<usize> {
         .select(group)
         .into_iter()
         .filter(|&m| {
-            let unit = model.str(model.metrics[m].unit);
+            let unit = model.str(model.metric(m).unit);
             let percent = unit.contains('%') || unit.contains("percent");
             let latency =
-                model.metrics[m].slots.iter().any(|&s| model.ids[s as usize].retire_latency);
+                model.metric(m).slots.iter().any(|&s| model.ids[s as usize].retire_latency);
             percent && !latency
         })
         .collect()

@@ -112,7 +112,7 @@ fn evaluate_group(name: &str, group_name: &str) -> Vec<(String, String, f64)> {
         .evaluate(model, &roots)
         .into_iter()
         .map(|r| {
-            let metric = &model.metrics[r.metric];
+            let metric = model.metric(r.metric);
             (model.str(metric.name).to_string(), model.str(metric.pmu).to_string(), r.value)
         })
         .collect()

@@ -477,13 +477,13 @@ fn plan_case(case: &Case, sims: &mut SimTrees) -> Result<Planned, String> {
         }
     };
     let names: Vec<String> =
-        picks.iter().map(|p| model.str(model.metrics[p.metric].name).to_string()).collect();
+        picks.iter().map(|p| model.str(model.metric(p.metric).name).to_string()).collect();
     let keys = picks
         .iter()
         .zip(&names)
         .map(|(p, name)| {
             if names.iter().filter(|n| *n == name).count() > 1 {
-                format!("{}/{name}", model.str(model.metrics[p.metric].pmu))
+                format!("{}/{name}", model.str(model.metric(p.metric).pmu))
             } else {
                 name.clone()
             }

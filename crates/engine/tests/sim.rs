@@ -76,9 +76,9 @@ fn write_trees() -> Trees {
 /// kernel counts (retire latencies, tool-only metrics are fine).
 fn candidates(tree: &Tree) -> Vec<usize> {
     let model = tree.model;
-    (0..model.metrics.len())
+    (0..model.metric_count())
         .filter(|&m| {
-            let metric = &model.metrics[m];
+            let metric = model.metric(m);
             !metric.runtime_param && model.str(metric.compat).is_empty()
         })
         .collect()
@@ -174,7 +174,7 @@ fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
     let mut problems = Vec::new();
     let mut checked = 0;
     for (root, result) in plan.roots().iter().zip(&results) {
-        let name = tree.model.str(tree.model.metrics[root.metric].name);
+        let name = tree.model.str(tree.model.metric(root.metric).name);
         if let Some(fail) = result.failure {
             problems.push(format!("{name}: no value: {fail}"));
             continue;
@@ -342,7 +342,7 @@ fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
     let bad_spec = plan
         .roots()
         .iter()
-        .position(|r| tree.model.str(tree.model.metrics[r.metric].name) == "tma_bad_speculation")
+        .position(|r| tree.model.str(tree.model.metric(r.metric).name) == "tma_bad_speculation")
         .expect("tma_bad_speculation selected");
     assert_eq!(results[bad_spec].value, 0.0, "perf's rule: max(NaN, 0) is 0");
     assert!(results[bad_spec].is_partial());

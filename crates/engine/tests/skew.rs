@@ -58,8 +58,7 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
     let model = tree.model;
     let named = |name: &str| {
         model
-            .metrics
-            .iter()
+            .metrics()
             .position(|m| model.str(m.name) == name)
             .unwrap_or_else(|| panic!("{name} is a Sapphire Rapids metric"))
     };
@@ -80,7 +79,7 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
     let options = PlanOptions { system_wide: true, ..PlanOptions::default() };
     plan.add_metrics(&all, &machine, &options, true);
     for name in &wanted[..2] {
-        let root = plan.roots().iter().find(|r| model.str(model.metrics[r.metric].name) == *name);
+        let root = plan.roots().iter().find(|r| model.str(model.metric(r.metric).name) == *name);
         let placement = &root.expect("planned").placement;
         assert!(matches!(placement, Placement::Spread { .. }), "{name}: {placement:?}");
     }
@@ -112,7 +111,7 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
         let i = plan
             .roots()
             .iter()
-            .position(|r| model.str(model.metrics[r.metric].name) == name)
+            .position(|r| model.str(model.metric(r.metric).name) == name)
             .expect("planned");
         let root = &plan.roots()[i];
         let mut evaluator = tmetric_engine::Evaluator::new(model);

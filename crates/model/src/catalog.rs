@@ -6,7 +6,9 @@
 //! does. Events are fixed-size little-endian records ([`Events`]) decoded on access, without
 //! copying. Metric descriptors ([`MetricDesc`]) and their functions read inputs through
 //! metric-local indices, so one descriptor serves every model where the metric is the same;
-//! a model binds it to its own input slots and metrics with a [`Metric`].
+//! a model binds it to its own input slots and metrics ([`MetricAt`], read as a [`Metric`]).
+//! The statics hold indices into shared tables ([`Code`]) rather than pointers, so that the
+//! loader has almost nothing to relocate when the binary starts.
 
 use std::sync::OnceLock;
 
@@ -457,9 +459,61 @@ pub enum NeededRefs {
     Dynamic(NeededFn),
 }
 
+/// `len` entries of one of [`Code`]'s pools (or of a model's `locals`) from index `at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Span(pub u32, pub u32);
+
+impl Span {
+    fn of<T>(self, pool: &'static [T]) -> &'static [T] {
+        &pool[self.0 as usize..(self.0 + self.1) as usize]
+    }
+}
+
+/// How a descriptor finds an expression's direct references: the stored form of
+/// [`NeededRefs`], as indices into [`Code`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Needs {
+    /// These references of [`Code::refs`], always.
+    Refs(Span),
+    /// The needed-events function [`Code::needed_fns`]`[i]`.
+    Fn(u32),
+}
+
+/// The compiled functions and the pools the descriptors index, one `static` for the catalogue.
+///
+/// Descriptors and models name functions, literal lists and reference lists by index rather
+/// than by pointer: a position-independent binary relocates every pointer of its statics at
+/// each start (and dirties the pages that hold them), so the only pointers left are one per
+/// function and one per table.
+#[derive(Debug)]
+pub struct Code {
+    /// Every metric descriptor; a model's [`MetricAt::desc`] indexes it.
+    pub descs: &'static [MetricDesc],
+    /// Value and threshold functions ([`MetricDesc::value_fn`], [`MetricDesc::threshold_fn`]).
+    pub value_fns: &'static [MetricFn],
+    /// Needed-events functions ([`Needs::Fn`]).
+    pub needed_fns: &'static [NeededFn],
+    /// Pool of the descriptors' `#literal` lists ([`MetricDesc::literals`]).
+    pub literals: &'static [Literal],
+    /// Pool of the descriptors' call bits ([`MetricDesc::calls`]).
+    pub calls: &'static [u8],
+    /// Pool of the static reference lists ([`Needs::Refs`]).
+    pub refs: &'static [Ref],
+}
+
+impl Code {
+    fn needed(&'static self, needs: Needs) -> NeededRefs {
+        match needs {
+            Needs::Refs(span) => NeededRefs::Static(span.of(self.refs)),
+            Needs::Fn(i) => NeededRefs::Dynamic(self.needed_fns[i as usize]),
+        }
+    }
+}
+
 /// One compiled metric, independent of the model: inputs and referenced metrics are named by
 /// local index (in order of first use in `MetricExpr`, then `MetricThreshold`), so models
-/// whose metric is the same share one descriptor and its functions.
+/// whose metric is the same share one descriptor and its functions. Functions and lists are
+/// indices into the catalogue's [`Code`]; a [`Metric`] reads them.
 #[derive(Debug, Clone, Copy)]
 pub struct MetricDesc {
     /// `MetricName`.
@@ -494,23 +548,38 @@ pub struct MetricDesc {
     pub runtime_param: bool,
     /// `AggregationMode`: what `?` ranges over.
     pub aggr_mode: AggrMode,
-    /// The `#literal`s of the expression and the threshold, in order of first use.
-    pub literals: &'static [Literal],
+    /// The `#literal`s of the expression and the threshold, in order of first use
+    /// ([`Code::literals`]).
+    pub literals: Span,
     /// Per local input: [`id_calls`] bits of the functions that take it as their argument;
-    /// empty when none does.
-    pub calls: &'static [u8],
-    /// The compiled `MetricExpr`.
-    pub eval: MetricFn,
-    /// The compiled `MetricThreshold`.
-    pub threshold: Option<MetricFn>,
+    /// empty when none does ([`Code::calls`]).
+    pub calls: Span,
+    /// The compiled `MetricExpr` ([`Code::value_fns`]).
+    pub value_fn: u32,
+    /// The compiled `MetricThreshold` ([`Code::value_fns`]).
+    pub threshold_fn: Option<u32>,
     /// Direct references of `MetricExpr`.
-    pub needed: NeededRefs,
+    pub needed: Needs,
     /// Direct references of `MetricThreshold`.
-    pub needed_threshold: Option<NeededRefs>,
+    pub needed_threshold: Option<Needs>,
 }
 
-/// One metric of a model: a shared descriptor bound to the model's slots and metrics. Fields
-/// of the descriptor read through it (`metric.name`).
+/// One metric of a model as stored: descriptor [`Code::descs`]`[desc]`, and its local inputs
+/// and metrics, `slots` then `refs` entries of the model's `locals` from `at`.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricAt {
+    /// Index into [`Code::descs`].
+    pub desc: u32,
+    /// Where the metric's slots, then its references, start in [`Model::locals`].
+    pub at: u32,
+    /// Number of local inputs.
+    pub slots: u16,
+    /// Number of local metrics.
+    pub refs: u16,
+}
+
+/// One metric of a model: a shared descriptor bound to the model's slots and metrics, built by
+/// [`Model::metric`]. Fields of the descriptor read through it (`metric.name`).
 #[derive(Debug, Clone, Copy)]
 pub struct Metric {
     /// The descriptor.
@@ -518,8 +587,9 @@ pub struct Metric {
     /// Local input `k` is [`Model::ids`] slot `slots[k]`.
     pub slots: &'static [u16],
     /// Every metric the expression or threshold may reference: local metric `k` is
-    /// [`Model::metrics`] index `refs[k]`.
+    /// [`Model::metric`] index `refs[k]`.
     pub refs: &'static [u16],
+    code: &'static Code,
 }
 
 impl std::ops::Deref for Metric {
@@ -531,18 +601,49 @@ impl std::ops::Deref for Metric {
 }
 
 impl Metric {
+    /// The `#literal`s of the expression and the threshold, in order of first use.
+    pub fn literals(&self) -> &'static [Literal] {
+        self.desc.literals.of(self.code.literals)
+    }
+
+    /// Per local input: [`id_calls`] bits of the functions that take it as their argument;
+    /// empty when none does.
+    pub fn calls(&self) -> &'static [u8] {
+        self.desc.calls.of(self.code.calls)
+    }
+
+    /// The compiled `MetricExpr`.
+    pub fn value_fn(&self) -> MetricFn {
+        self.code.value_fns[self.desc.value_fn as usize]
+    }
+
+    /// The compiled `MetricThreshold`, if the metric has one that compiles.
+    pub fn threshold_fn(&self) -> Option<MetricFn> {
+        self.desc.threshold_fn.map(|i| self.code.value_fns[i as usize])
+    }
+
+    /// Direct references of `MetricExpr`, as local indices.
+    pub fn needed(&self) -> NeededRefs {
+        self.code.needed(self.desc.needed)
+    }
+
+    /// Direct references of `MetricThreshold`, as local indices; `None` without one.
+    pub fn needed_threshold(&self) -> Option<NeededRefs> {
+        self.desc.needed_threshold.map(|needs| self.code.needed(needs))
+    }
+
     /// Direct references of `MetricExpr` with these facts, as model indices, in the order
     /// perf's needed-events pass finds them.
     pub fn needed_refs(&self, facts: &Facts<'_>) -> Result<Vec<Ref>, Fail> {
-        self.bind(&self.desc.needed, facts)
+        self.bind(self.needed(), facts)
     }
 
     /// Direct references of `MetricThreshold`; `None` without one.
     pub fn needed_threshold_refs(&self, facts: &Facts<'_>) -> Option<Result<Vec<Ref>, Fail>> {
-        self.desc.needed_threshold.as_ref().map(|needed| self.bind(needed, facts))
+        self.needed_threshold().map(|needed| self.bind(needed, facts))
     }
 
-    fn bind(&self, needed: &NeededRefs, facts: &Facts<'_>) -> Result<Vec<Ref>, Fail> {
+    fn bind(&self, needed: NeededRefs, facts: &Facts<'_>) -> Result<Vec<Ref>, Fail> {
         let local = match needed {
             NeededRefs::Static(refs) => refs.to_vec(),
             NeededRefs::Dynamic(func) => func(facts, self.slots)?.ids,
@@ -557,11 +658,11 @@ impl Metric {
     }
 
     /// Model slots that `calls` ([`id_calls`] bits) functions of this metric take as argument.
-    pub fn call_slots(&self, calls: u8) -> impl Iterator<Item = u16> + '_ {
-        self.desc
-            .calls
+    pub fn call_slots(&self, calls: u8) -> impl Iterator<Item = u16> + use<> {
+        let slots = self.slots;
+        self.calls()
             .iter()
-            .zip(self.slots)
+            .zip(slots)
             .filter(move |(bits, _)| *bits & calls != 0)
             .map(|(_, &slot)| slot)
     }
@@ -600,10 +701,14 @@ pub struct Model {
     pub tables: &'static Tables,
     /// JSON events.
     pub events: Events,
+    /// The catalogue's functions and descriptors, which `metric_table` indexes.
+    pub code: &'static Code,
     /// Input slots: every distinct identifier the metrics use.
     pub ids: &'static [Id],
-    /// Metrics.
-    pub metrics: &'static [Metric],
+    /// Metrics, as stored: read them with [`Model::metric`] and [`Model::metrics`].
+    pub metric_table: &'static [MetricAt],
+    /// The metrics' local inputs and references ([`MetricAt::at`]).
+    pub locals: &'static [u16],
     /// Metrics in dependency order: every metric after the metrics it references.
     pub eval_order: &'static [u16],
     /// Metric group descriptions.
@@ -619,12 +724,38 @@ impl Model {
         self.tables.str(s)
     }
 
+    /// Metric `i`; panics past the end, as slice indexing does.
+    #[inline]
+    pub fn metric(&self, i: usize) -> Metric {
+        let at = self.metric_table[i];
+        let start = at.at as usize;
+        let mid = start + usize::from(at.slots);
+        Metric {
+            desc: &self.code.descs[at.desc as usize],
+            slots: &self.locals[start..mid],
+            refs: &self.locals[mid..mid + usize::from(at.refs)],
+            code: self.code,
+        }
+    }
+
+    /// Every metric, in order.
+    pub fn metrics(
+        &self,
+    ) -> impl ExactSizeIterator<Item = Metric> + DoubleEndedIterator + Clone + '_ {
+        (0..self.metric_table.len()).map(move |i| self.metric(i))
+    }
+
+    /// Number of metrics.
+    #[inline]
+    pub fn metric_count(&self) -> usize {
+        self.metric_table.len()
+    }
+
     /// Every metric group a metric of the model names (`MetricGroup`, `;`-separated), sorted
     /// and distinct: the groups `-M` can select.
     pub fn metric_group_names(&self) -> Vec<&'static str> {
         let mut names: Vec<&'static str> = self
-            .metrics
-            .iter()
+            .metrics()
             .flat_map(|m| self.str(m.groups).split(';').filter(|g| !g.is_empty()))
             .collect();
         names.sort_unstable();

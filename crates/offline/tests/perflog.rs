@@ -60,7 +60,7 @@ fn hybrid_rows_agree_with_perf() {
     let roots = default_selection(&mut evaluators, &log, &printed, &mut selection);
     let shown: Vec<(&str, &str)> = roots[0]
         .iter()
-        .map(|r| (adl.str(adl.metrics[r.metric].name), adl.str(adl.metrics[r.metric].pmu)))
+        .map(|r| (adl.str(adl.metric(r.metric).name), adl.str(adl.metric(r.metric).pmu)))
         .collect();
     assert_eq!(shown, [("tma_retiring", "cpu_core"), ("tma_retiring", "cpu_atom")]);
     assert!(selection.also.iter().any(|m| m == "tma_info_core_ipc"), "{selection:?}");

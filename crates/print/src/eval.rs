@@ -179,7 +179,7 @@ pub fn why_text(
         Why::DivisionByZero { inputs, metrics } => {
             let mut zeros: Vec<Cow<str>> =
                 inputs.iter().map(|&s| perflog::param::id_text(model, s, param)).collect();
-            zeros.extend(metrics.iter().map(|&m| Cow::Borrowed(model.str(model.metrics[m].name))));
+            zeros.extend(metrics.iter().map(|&m| Cow::Borrowed(model.str(model.metric(m).name))));
             let verb = if zeros.len() == 1 { "is" } else { "are" };
             format!(
                 "nan (a division by zero): every input has a value, and {} {verb} 0",
@@ -218,7 +218,7 @@ pub fn metric_head(
     common: bool,
     colour: bool,
 ) -> String {
-    let m = &model.metrics[root.metric];
+    let m = model.metric(root.metric);
     let (name, pmu, unit) = (root.name(model), model.str(m.pmu), model.str(m.unit));
     let number = match scaled {
         None => " ".repeat(8),
@@ -420,7 +420,7 @@ impl<'a> CountsPrinter<'a> {
     /// One metric of `model` (`common`: the common table beside a CPU model).
     pub fn metric(&mut self, model: &Model, common: bool, evaluated: &Evaluated) -> io::Result<()> {
         let result = &evaluated.result;
-        let metric = &model.metrics[result.metric];
+        let metric = model.metric(result.metric);
         let missing: Vec<&str> =
             result.missing.iter().map(|&s| model.str(model.ids[s as usize].text)).collect();
         let error =

@@ -464,7 +464,7 @@ impl<W: Write> StatPrinter<W> {
         let mut lines = Vec::new();
         for (r, (result, bar)) in results.iter().zip(bars).enumerate() {
             let root = &plan.roots()[r];
-            let desc = &root.model.metrics[root.metric];
+            let desc = root.model.metric(root.metric);
             let name = view::metric_name(plan, r);
             let unit = root.model.str(desc.unit);
             let value = result.value * desc.scale;
@@ -550,7 +550,7 @@ impl<W: Write> StatPrinter<W> {
                 continue;
             }
             let root = &plan.roots()[i];
-            let metric = &root.model.metrics[root.metric];
+            let metric = root.model.metric(root.metric);
             let value = results[i].scaled(root.model, root.metric);
             let unit = root.model.str(metric.unit);
             let name = view::metric_name(plan, i);

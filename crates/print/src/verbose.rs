@@ -36,7 +36,7 @@ pub fn plan(plan: &Plan) -> Vec<String> {
         lines.push(format!("group {}: {{{}}}", g + 1, names.join(",")));
     }
     for root in plan.roots() {
-        let name = root.model.str(root.model.metrics[root.metric].name);
+        let name = root.model.str(root.model.metric(root.metric).name);
         let how = match &root.placement {
             Placement::Together { .. } => "its events count together".to_string(),
             Placement::Spread { why, .. } => format!("multiplexed: {why}"),

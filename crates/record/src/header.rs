@@ -218,7 +218,7 @@ fn roots(plan: &Plan) -> Vec<RootRec> {
     plan.roots()
         .iter()
         .map(|root| {
-            let m = &root.model.metrics[root.metric];
+            let m = root.model.metric(root.metric);
             RootRec {
                 model: root.model.path(),
                 metric: root.model.str(m.name).to_string(),

@@ -197,7 +197,7 @@ pub(crate) fn region_groups(plan: &Plan) -> Result<Vec<Vec<usize>>, RegionError>
             software.push(s);
         }
     }
-    let name = |r: &tmetric_engine::Root| r.model.str(r.model.metrics[r.metric].name).to_string();
+    let name = |r: &tmetric_engine::Root| r.model.str(r.model.metric(r.metric).name).to_string();
     if let Some((root, why)) = plan.roots().iter().find_map(|r| match &r.placement {
         Placement::Impossible { why } => Some((r, why)),
         _ => None,

@@ -173,7 +173,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
                     .iter()
                     .map(|&i| {
                         let root = &plan.roots()[i];
-                        root.model.str(root.model.metrics[root.metric].name).to_string()
+                        root.model.str(root.model.metric(root.metric).name).to_string()
                     })
                     .collect(),
             })
@@ -185,7 +185,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
             .enumerate()
             .map(|(r, (root, result))| {
                 let model = root.model;
-                let metric = &model.metrics[root.metric];
+                let metric = model.metric(root.metric);
                 MetricValue {
                     name: model.str(metric.name).to_string(),
                     value: result.scaled(model, root.metric),

@@ -786,7 +786,7 @@ fn dedup_families(plan: &Plan) -> Vec<Exported> {
     let mut owner: Vec<(String, &'static str)> = Vec::new();
     for root in plan.roots() {
         let mut e = names::exported(root.model, root.metric);
-        let name = root.model.str(root.model.metrics[root.metric].name);
+        let name = root.model.str(root.model.metric(root.metric).name);
         if let Some((_, other)) = owner.iter().find(|(f, _)| *f == e.family)
             && *other != name
         {
@@ -827,7 +827,7 @@ pub fn distinct_picks(picks: &[tmetric_engine::Pick]) -> (Vec<tmetric_engine::Pi
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
     for p in picks {
-        let m = &p.model.metrics[p.metric];
+        let m = p.model.metric(p.metric);
         let (name, pmu) = (p.model.str(m.name), p.model.str(m.pmu));
         if seen.insert((p.model.path(), name, pmu)) {
             kept.push(p.clone());

@@ -329,7 +329,7 @@ fn unit_labels(base: &Labels, unit: &UnitValues) -> Labels {
 /// The help of root `root` of `plan`, exported as `e`: description, formula, unit.
 pub fn metric_help(plan: &tmetric_engine::Plan, e: &crate::names::Exported, root: usize) -> String {
     let r = &plan.roots()[root];
-    let m = &r.model.metrics[r.metric];
+    let m = r.model.metric(r.metric);
     let brief = r.model.str(m.brief);
     let unit = if e.base {
         format!("Unit: {} (base unit)", e.unit)
@@ -728,7 +728,7 @@ fn add_target<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, counted: 
         let ul = unit_labels(&base, unit);
         for (r, root) in tplan.roots().iter().enumerate() {
             let e = &c.exports[r];
-            let pmu = root.model.str(root.model.metrics[root.metric].pmu);
+            let pmu = root.model.str(root.model.metric(root.metric).pmu);
             let pmu = if pmu == "cpu_core" || pmu == "cpu_atom" { pmu } else { "" };
             let model = root.model.path();
             let ml = [("model", model.as_str()), ("pmu", pmu)];
@@ -781,7 +781,7 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
             let all_totals = c.totals(counted, false);
             let units: Vec<Value> = counted.last.iter().flat_map(|last| &last.units).enumerate().map(|(u, unit)| {
                 let metrics: Vec<Value> = plan.roots().iter().enumerate().map(|(r, root)| {
-                    let m = &root.model.metrics[root.metric];
+                    let m = root.model.metric(root.metric);
                     let value = exported_value(c, unit, r);
                     json!({
                         "metric": root.model.str(m.name),

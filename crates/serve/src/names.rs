@@ -114,7 +114,7 @@ pub fn base_unit(unit: &str) -> Option<(&'static str, f64)> {
 
 /// How `model`'s metric `metric` is exported.
 pub fn exported(model: &Model, metric: usize) -> Exported {
-    let m = &model.metrics[metric];
+    let m = model.metric(metric);
     let unit = model.str(m.unit);
     let name = snake(model.str(m.name));
     match base_unit(unit) {
@@ -224,7 +224,7 @@ mod tests {
         assert_eq!(base_unit("MB/s"), Some(("bytes_per_second", 1e6)));
         assert_eq!(base_unit("per_instr"), None);
         let common = tmetric_catalog::common();
-        let i = common.metrics.iter().position(|m| common.str(m.name) == "tsc_rate").unwrap();
+        let i = common.metrics().position(|m| common.str(m.name) == "tsc_rate").unwrap();
         let e = exported(common, i);
         assert_eq!(e.family, "tmetric_tsc_rate_hertz");
         // tsc_rate's ScaleUnit is `1GHz`: a value of 2 GHz is 2e9 Hz.

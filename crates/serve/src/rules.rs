@@ -218,7 +218,7 @@ struct Translator<'a> {
 
 impl Translator<'_> {
     fn metric_index(&self, name: &str) -> Option<usize> {
-        self.model.metrics.iter().position(|m| self.model.str(m.name) == name)
+        self.model.metrics().position(|m| self.model.str(m.name) == name)
     }
 
     /// Translates metric `m` (and first what it reads): its term before `ScaleUnit`. A metric
@@ -234,7 +234,7 @@ impl Translator<'_> {
         if depth > 64 {
             return Err(Untranslatable::TooDeep);
         }
-        let desc = &self.model.metrics[m];
+        let desc = self.model.metric(m);
         let text = self.model.str(desc.expr);
         let result = tmetric_expr::parse(text)
             .map_err(Untranslatable::Parse)
@@ -321,13 +321,13 @@ impl Translator<'_> {
     }
 
     fn ident(&mut self, m: usize, name: &str, depth: usize) -> Result<Term, Untranslatable> {
-        let desc = self.model.metrics[m];
+        let desc = self.model.metric(m);
         // Another metric of the model?
         if let Some(k) = desc
             .refs
             .iter()
             .map(|&r| r as usize)
-            .find(|&k| self.model.str(self.model.metrics[k].name) == name)
+            .find(|&k| self.model.str(self.model.metric(k).name) == name)
             .or_else(|| {
                 self.metric_index(name).filter(|_| {
                     !desc
@@ -418,7 +418,7 @@ impl Translator<'_> {
 /// The core type a hybrid model's metric is for (`cpu_core`, `cpu_atom`), as the gauges'
 /// `pmu` label says.
 fn hybrid_pmu(model: &Model, m: usize) -> Option<&str> {
-    let pmu = model.str(model.metrics[m].pmu);
+    let pmu = model.str(model.metric(m).pmu);
     (pmu == "cpu_core" || pmu == "cpu_atom").then_some(pmu)
 }
 
@@ -611,7 +611,7 @@ pub fn rules(model: &'static Model, metrics: &[usize], window: &str) -> RuleSet 
     let mut skipped = Vec::new();
     for &m in metrics {
         if let Err(why) = t.recorded(m) {
-            skipped.push((model.str(model.metrics[m].name).to_string(), why));
+            skipped.push((model.str(model.metric(m).name).to_string(), why));
         }
     }
     RuleSet { rules: t.rules, skipped, window: window.to_string() }
@@ -789,7 +789,7 @@ pub fn dashboard(sets: &[(&'static Model, &[usize])], title: &str) -> Value {
         let mut by: Vec<(String, Vec<(&'static Model, usize)>)> = Vec::new();
         for (model, metrics) in sets {
             for &m in *metrics {
-                let g = model.str(model.metrics[m].groups);
+                let g = model.str(model.metric(m).groups);
                 let level = g
                     .split(';')
                     .find(|x| x.starts_with("TopdownL"))
@@ -844,7 +844,7 @@ pub fn dashboard(sets: &[(&'static Model, &[usize])], title: &str) -> Value {
             let mut x = 0;
             for &(model, m) in ms {
                 let e = names::exported(model, m);
-                let desc = &model.metrics[m];
+                let desc = model.metric(m);
                 let ratio = e.unit == "ratio";
                 let sel = format!("{selector},model=\"{}\"", model.path());
                 panels.push(json!({
@@ -919,7 +919,7 @@ mod tests {
     }
 
     fn index(m: &Model, name: &str) -> usize {
-        m.metrics.iter().position(|x| m.str(x.name) == name).unwrap()
+        m.metrics().position(|x| m.str(x.name) == name).unwrap()
     }
 
     #[test]
@@ -958,8 +958,8 @@ mod tests {
     #[test]
     fn hybrid_rules_carry_the_core_type_and_durations_are_prometheus_ones() {
         let adl = model("alderlake");
-        let picked: Vec<usize> = (0..adl.metrics.len())
-            .filter(|&m| adl.str(adl.metrics[m].name) == "tma_retiring")
+        let picked: Vec<usize> = (0..adl.metric_count())
+            .filter(|&m| adl.str(adl.metric(m).name) == "tma_retiring")
             .collect();
         assert_eq!(picked.len(), 2);
         let set = rules(adl, &picked, "1m");
@@ -989,7 +989,7 @@ mod tests {
     #[test]
     fn most_of_a_model_translates() {
         let spr = model("sapphirerapids");
-        let all: Vec<usize> = (0..spr.metrics.len()).collect();
+        let all: Vec<usize> = (0..spr.metric_count()).collect();
         let set = rules(spr, &all, "1m");
         assert!(set.rules.len() >= 270, "{} rules", set.rules.len());
         for (metric, why) in &set.skipped {

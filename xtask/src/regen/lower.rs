@@ -34,7 +34,8 @@ impl Body {
 /// A metric's needed-events pass: a static list when nothing can fold on a machine, else a
 /// function body.
 pub(super) enum NeededPart {
-    Static(String),
+    /// The references as Rust (`Ref::Id(0)`), in the order the pass finds them.
+    Static(Vec<String>),
     Dynamic(Body),
 }
 
@@ -75,13 +76,22 @@ pub(super) fn lower_metric(
     LoweredMetric { value, needed, threshold, locals: lower.locals }
 }
 
-/// One metric: its binding in the model (a line), and the call bits of its model slots.
+/// One metric bound to a model: its descriptor's index, its local inputs and metrics (model
+/// slots and metric indices), and the call bits of its model slots.
+pub(super) struct Binding {
+    pub(super) desc: usize,
+    pub(super) slots: Vec<usize>,
+    pub(super) refs: Vec<usize>,
+    pub(super) calls: Vec<(usize, u8)>,
+}
+
+/// One metric: its shared descriptor and its binding in the model.
 pub(super) fn metric(
     r: &ResolvedTable<'_>,
     old: usize,
     lowered: LoweredMetric,
     shared: &mut Shared,
-) -> (String, Vec<(usize, u8)>) {
+) -> Binding {
     let vm = &r.table.metrics[old];
     let LoweredMetric { value, needed, threshold, locals } = lowered;
     // In the order the model's functions were first numbered: value, needed, threshold.
@@ -89,15 +99,16 @@ pub(super) fn metric(
     let needed = shared.needed_refs(&needed);
     let (threshold, needed_threshold) = match threshold {
         Some((body, needed)) => {
-            let name = shared.value_fn(&body);
+            let index = shared.value_fn(&body);
             let needed = shared.needed_refs(&needed);
-            (format!("Some({name})"), format!("Some({needed})"))
+            (format!("Some({index})"), format!("Some({needed})"))
         }
         None => ("None".to_string(), "None".to_string()),
     };
     let literals: Vec<String> = locals.literals.iter().map(|l| format!("Literal::{l:?}")).collect();
+    let literals = shared.literals.span(&literals);
     let call_bits = &locals.calls;
-    let calls: &[u8] = if call_bits.iter().all(|&b| b == 0) { &[] } else { call_bits };
+    let calls = shared.calls.span(if call_bits.iter().all(|&b| b == 0) { &[] } else { call_bits });
 
     let (scale, unit, has_scale) =
         vm.scale_unit.as_ref().map_or((1.0, "", false), |s| (s.scale, s.unit.as_str(), true));
@@ -117,8 +128,8 @@ pub(super) fn metric(
         "name: {}, pmu: {}, groups: {}, brief: {}, public: {}, expr: {}, threshold_expr: {}, \
          scale: {}, unit: {}, has_scale_unit: {has_scale}, constraint: Constraint::{constraint}, \
          no_group: {}, default_group: {}, compat: {}, runtime_param: {}, \
-         aggr_mode: AggrMode::{aggr_mode}, literals: &[{}], calls: &{calls:?}, eval: {eval}, \
-         threshold: {threshold}, needed: {needed}, needed_threshold: {needed_threshold}",
+         aggr_mode: AggrMode::{aggr_mode}, literals: {literals}, calls: {calls}, value_fn: {eval}, \
+         threshold_fn: {threshold}, needed: {needed}, needed_threshold: {needed_threshold}",
         blob.add(&vm.name),
         blob.add(&vm.pmu),
         blob.add(&vm.groups.join(";")),
@@ -132,15 +143,10 @@ pub(super) fn metric(
         blob.opt(vm.default_group.as_ref()),
         blob.opt(vm.compat.as_ref()),
         vm.expr.contains('?'),
-        literals.join(", "),
     );
     let desc = shared.desc(fields);
-    let model_calls = locals.slots.iter().zip(&locals.calls).map(|(&s, &b)| (s, b)).collect();
-    let binding = format!(
-        "    Metric {{ desc: &{desc}, slots: &{:?}, refs: &{:?} }},\n",
-        locals.slots, locals.metrics
-    );
-    (binding, model_calls)
+    let calls = locals.slots.iter().zip(&locals.calls).map(|(&s, &b)| (s, b)).collect();
+    Binding { desc, slots: locals.slots, refs: locals.metrics, calls }
 }
 
 /// Which parameters a generated function reads, so unused ones get a `_` name.
@@ -291,7 +297,7 @@ impl Lower<'_> {
         }
     }
 
-    /// `NeededRefs::Static` when nothing can fold on a machine, else a function body.
+    /// A static list when nothing can fold on a machine, else a function body.
     fn needed_part(&mut self, expr: &Expr) -> NeededPart {
         let depends_on_machine = {
             let mut found = false;
@@ -328,7 +334,7 @@ impl Lower<'_> {
                         refs.push(r);
                     }
                 }
-                return NeededPart::Static(format!("NeededRefs::Static(&[{}])", refs.join(", ")));
+                return NeededPart::Static(refs);
             }
         }
         let mut uses = Uses::default();
@@ -449,6 +455,6 @@ mod tests {
         let text = shared.funcs[0].to_string();
         assert!(text.contains("_x : & Inputs"), "{text}");
         let needed = shared.needed_refs(&lower.needed_part(&expr));
-        assert_eq!(needed, "NeededRefs::Static(&[])");
+        assert_eq!(needed, "Needs::Refs(Span(0, 0))");
     }
 }

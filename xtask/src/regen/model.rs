@@ -102,14 +102,26 @@ pub(super) fn model_file(
     let event_count = table.events.len();
 
     let mut calls = vec![0u8; r.ids.len()];
-    let mut metrics = Vec::new();
+    // One line per metric in each table; a metric's locals are its slots, then its references.
+    let (mut metrics, mut locals, mut at) = (String::new(), String::new(), 0);
     let LoweredModel { metrics: lowered, new_index } = lowered;
     for (old, lowered) in lowered {
-        let (binding, call_bits) = metric(r, old, lowered, shared);
-        for (slot, bits) in call_bits {
+        let binding = metric(r, old, lowered, shared);
+        for &(slot, bits) in &binding.calls {
             calls[slot] |= bits;
         }
-        metrics.push(binding);
+        let (slots, refs) = (binding.slots.len(), binding.refs.len());
+        let _ = writeln!(
+            metrics,
+            "    MetricAt {{ desc: {}, at: {at}, slots: {slots}, refs: {refs} }},",
+            binding.desc
+        );
+        if slots + refs > 0 {
+            let all: Vec<String> =
+                binding.slots.iter().chain(&binding.refs).map(usize::to_string).collect();
+            let _ = writeln!(locals, "    {},", all.join(", "));
+        }
+        at += slots + refs;
     }
 
     // Input slots.
@@ -153,19 +165,20 @@ pub(super) fn model_file(
     // record over a dozen lines and double the source for nothing.
     // Only what the file uses, so that no input makes an unused import.
     let mut out = String::from("#![allow(clippy::all)]\n");
-    if !metrics.is_empty() {
-        out.push_str("use crate::generated::metrics::*;\n");
-    }
-    out.push_str("use crate::generated::TABLES;\nuse tmetric_model::catalog::*;\n\n");
+    out.push_str(
+        "use crate::generated::TABLES;\nuse crate::generated::metrics::CODE;\nuse tmetric_model::catalog::*;\n\n",
+    );
     let _ = writeln!(
         out,
         "pub static MODEL: Model = Model {{\n    arch: {:?},\n    name: {:?},\n    is_sys: {},\n    tables: &TABLES,\n    \
-         events: Events::new(&TABLES, {event_chunk}, {event_count}),\n    ids: IDS,\n    metrics: METRICS,\n    \
-         eval_order: &{order:?},\n    groups: GROUPS,\n    counters: COUNTERS,\n}};\n",
+         events: Events::new(&TABLES, {event_chunk}, {event_count}),\n    code: &CODE,\n    ids: IDS,\n    \
+         metric_table: METRICS,\n    locals: LOCALS,\n    eval_order: &{order:?},\n    groups: GROUPS,\n    \
+         counters: COUNTERS,\n}};\n",
         table.arch, table.name, table.is_sys
     );
     let _ = writeln!(out, "static IDS: &[Id] = &[\n{ids}];\n");
-    let _ = writeln!(out, "static METRICS: &[Metric] = &[\n{}];\n", metrics.concat());
+    let _ = writeln!(out, "static METRICS: &[MetricAt] = &[\n{metrics}];\n");
+    let _ = writeln!(out, "static LOCALS: &[u16] = &[\n{locals}];\n");
     let _ = writeln!(out, "static GROUPS: &[Group] = &[\n{groups}];\n");
     let _ = write!(out, "static COUNTERS: &[CounterInfo] = &[\n{counter_info}];\n");
     out

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 // The interners hash every string of every model (half a million lookups): SipHash was a
 // tenth of regen's time.
-use proc_macro2::{Ident, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use rustc_hash::FxHashMap;
 use tmetric_pmu_events::resolve::ResolvedTable;
@@ -156,15 +156,21 @@ pub(super) struct Shared {
     /// Reuse an identical chunk rather than add one (set for every vintage after the base, so
     /// the base is numbered as if alone and a model unchanged in a vintage compiles the same).
     pub(super) reuse_event_chunks: bool,
-    /// Value functions by body: their name.
-    value_fns: FxHashMap<String, Ident>,
-    /// Needed-events functions by body: their name.
-    needed_fns: FxHashMap<String, Ident>,
-    /// Descriptors by content: their name.
-    desc_names: FxHashMap<String, String>,
+    /// Value functions by body: their index.
+    value_fns: FxHashMap<String, usize>,
+    /// Needed-events functions by body: their index.
+    needed_fns: FxHashMap<String, usize>,
+    /// Descriptors by content: their index.
+    desc_names: FxHashMap<String, usize>,
     pub(super) funcs: Vec<TokenStream>,
     /// One line each.
     pub(super) descs: Vec<String>,
+    /// The descriptors' `#literal` lists (Rust text of each literal).
+    pub(super) literals: Pool<String>,
+    /// The descriptors' call bits.
+    pub(super) calls: Pool<u8>,
+    /// The static reference lists (Rust text of each reference).
+    pub(super) refs: Pool<String>,
     value_uses: usize,
     needed_uses: usize,
     desc_uses: usize,
@@ -184,13 +190,14 @@ impl Shared {
         chunk
     }
 
-    /// The shared value function for this body.
-    pub(super) fn value_fn(&mut self, body: &Body) -> Ident {
+    /// The index of the shared value function for this body (`v{index}`).
+    pub(super) fn value_fn(&mut self, body: &Body) -> usize {
         self.value_uses += 1;
-        if let Some(name) = self.value_fns.get(&body.text) {
-            return name.clone();
+        if let Some(&index) = self.value_fns.get(&body.text) {
+            return index;
         }
-        let name = format_ident!("v{}", self.value_fns.len());
+        let index = self.value_fns.len();
+        let name = format_ident!("v{index}");
         let x = if body.uses.inputs { quote!(x) } else { quote!(_x) };
         let tokens = body.tokens();
         self.funcs.push(quote! {
@@ -198,17 +205,18 @@ impl Shared {
                 Ok(#tokens)
             }
         });
-        self.value_fns.insert(body.text.clone(), name.clone());
-        name
+        self.value_fns.insert(body.text.clone(), index);
+        index
     }
 
-    /// The shared needed-events function for this body.
-    fn needed_fn(&mut self, body: &Body) -> Ident {
+    /// The index of the shared needed-events function for this body (`n{index}`).
+    fn needed_fn(&mut self, body: &Body) -> usize {
         self.needed_uses += 1;
-        if let Some(name) = self.needed_fns.get(&body.text) {
-            return name.clone();
+        if let Some(&index) = self.needed_fns.get(&body.text) {
+            return index;
         }
-        let name = format_ident!("n{}", self.needed_fns.len());
+        let index = self.needed_fns.len();
+        let name = format_ident!("n{index}");
         let f = if body.uses.facts { quote!(f) } else { quote!(_f) };
         let s = if body.uses.slots { quote!(s) } else { quote!(_s) };
         let tokens = body.tokens();
@@ -217,29 +225,53 @@ impl Shared {
                 Ok(#tokens)
             }
         });
-        self.needed_fns.insert(body.text.clone(), name.clone());
-        name
+        self.needed_fns.insert(body.text.clone(), index);
+        index
     }
 
-    /// A metric's `NeededRefs` value: the static list, or the shared function's name.
+    /// A metric's `Needs` value: the static list's span, or the shared function's index.
     pub(super) fn needed_refs(&mut self, needed: &NeededPart) -> String {
         match needed {
-            NeededPart::Static(refs) => refs.clone(),
-            NeededPart::Dynamic(body) => format!("NeededRefs::Dynamic({})", self.needed_fn(body)),
+            NeededPart::Static(refs) => format!("Needs::Refs({})", self.refs.span(refs)),
+            NeededPart::Dynamic(body) => format!("Needs::Fn({})", self.needed_fn(body)),
         }
     }
 
-    /// The shared descriptor with these fields.
-    pub(super) fn desc(&mut self, fields: String) -> String {
+    /// The index of the shared descriptor with these fields.
+    pub(super) fn desc(&mut self, fields: String) -> usize {
         self.desc_uses += 1;
-        if let Some(name) = self.desc_names.get(&fields) {
-            return name.clone();
+        if let Some(&index) = self.desc_names.get(&fields) {
+            return index;
         }
-        let name = format!("M{}", self.descs.len());
-        self.descs
-            .push(format!("pub(crate) static {name}: MetricDesc = MetricDesc {{ {fields} }};\n"));
-        self.desc_names.insert(fields, name.clone());
-        name
+        let index = self.descs.len();
+        self.descs.push(format!("    MetricDesc {{ {fields} }},\n"));
+        self.desc_names.insert(fields, index);
+        index
+    }
+
+    /// `metrics.rs`: the descriptors and the `Code` table over them, the functions and pools.
+    pub(super) fn metrics_source(&self) -> String {
+        let value_fns: Vec<String> = (0..self.value_fns.len()).map(|i| format!("v{i}")).collect();
+        let needed_fns: Vec<String> = (0..self.needed_fns.len()).map(|i| format!("n{i}")).collect();
+        let calls: Vec<String> = self.calls.items.iter().map(u8::to_string).collect();
+        format!(
+            "#![allow(clippy::all, unused_imports)]\nuse super::funcs::*;\nuse tmetric_model::Literal;\n\
+             use tmetric_model::catalog::*;\n\n\
+             pub static CODE: Code = Code {{\n    descs: DESCS,\n    value_fns: VALUE_FNS,\n    \
+             needed_fns: NEEDED_FNS,\n    literals: LITERALS,\n    calls: CALLS,\n    refs: REFS,\n}};\n\n\
+             static VALUE_FNS: &[MetricFn] = &[\n{}];\n\n\
+             static NEEDED_FNS: &[NeededFn] = &[\n{}];\n\n\
+             static LITERALS: &[Literal] = &[\n{}];\n\n\
+             static CALLS: &[u8] = &[\n{}];\n\n\
+             static REFS: &[Ref] = &[\n{}];\n\n\
+             static DESCS: &[MetricDesc] = &[\n{}];\n",
+            lines(&value_fns),
+            lines(&needed_fns),
+            lines(&self.literals.items),
+            lines(&calls),
+            lines(&self.refs.items),
+            self.descs.concat(),
+        )
     }
 }
 
@@ -256,9 +288,51 @@ impl Default for Shared {
             desc_names: FxHashMap::default(),
             funcs: Vec::new(),
             descs: Vec::new(),
+            literals: Pool::default(),
+            calls: Pool::default(),
+            refs: Pool::default(),
             value_uses: 0,
             needed_uses: 0,
             desc_uses: 0,
         }
     }
+}
+
+/// A pool of lists: every distinct list once, named by `Span(start, len)`, so that descriptors
+/// hold indices, not pointers.
+pub(super) struct Pool<T> {
+    pub(super) items: Vec<T>,
+    spans: FxHashMap<Vec<T>, (usize, usize)>,
+}
+
+impl<T> Default for Pool<T> {
+    fn default() -> Pool<T> {
+        Pool { items: Vec::new(), spans: FxHashMap::default() }
+    }
+}
+
+impl<T: Clone + Eq + std::hash::Hash> Pool<T> {
+    /// `Span(start, len)` of `list`, added when new; the empty list is `Span(0, 0)`.
+    pub(super) fn span(&mut self, list: &[T]) -> String {
+        if list.is_empty() {
+            return "Span(0, 0)".to_string();
+        }
+        let (start, len) = *self.spans.entry(list.to_vec()).or_insert_with(|| {
+            let start = self.items.len();
+            self.items.extend_from_slice(list);
+            (start, list.len())
+        });
+        format!("Span({start}, {len})")
+    }
+}
+
+/// Items of a table, a few to a line.
+fn lines(items: &[String]) -> String {
+    let mut out = String::new();
+    for chunk in items.chunks(16) {
+        out.push_str("    ");
+        out.push_str(&chunk.join(", "));
+        out.push_str(",\n");
+    }
+    out
 }

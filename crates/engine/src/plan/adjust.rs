@@ -112,12 +112,12 @@ impl Plan {
         let headed = |r: usize| has_default_group(&roots[r]);
         let key = |r: usize| {
             let root = &roots[r];
-            let m = &root.model.metrics[root.metric];
+            let m = root.model.metric(root.metric);
             (root.model.str(m.default_group), root.model.str(m.name))
         };
         let pmu_of = |r: usize| {
             let root = &roots[r];
-            root.model.str(root.model.metrics[root.metric].pmu).to_string()
+            root.model.str(root.model.metric(root.metric).pmu).to_string()
         };
         // The row that hosts a PMU's first root hosts them all.
         let mut hosts: Vec<(String, usize, Vec<usize>)> = Vec::new();
@@ -244,5 +244,5 @@ impl Plan {
 
 /// Whether a metric has a `DefaultMetricgroupName` to print under.
 fn has_default_group(root: &Root) -> bool {
-    !root.model.str(root.model.metrics[root.metric].default_group).is_empty()
+    !root.model.str(root.model.metric(root.metric).default_group).is_empty()
 }

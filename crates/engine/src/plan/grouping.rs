@@ -49,7 +49,7 @@ impl std::fmt::Display for NoGroup {
 /// `metric__group_events` (`tools/perf/util/metricgroup.c`).
 pub fn grouping(pick: &Pick, options: &PlanOptions, pmus: &PmuModel) -> Result<(), NoGroup> {
     let model = pick.model;
-    let metric = &model.metrics[pick.metric];
+    let metric = model.metric(pick.metric);
     if options.no_group {
         return Err(NoGroup::MetricNoGroupFlag);
     }
@@ -74,5 +74,5 @@ pub fn grouping(pick: &Pick, options: &PlanOptions, pmus: &PmuModel) -> Result<(
 /// watchdog's counter, SMT's halved counters, perf's own topdown grouping) are modelled by
 /// the scheduler.
 pub fn packs(pick: &Pick, options: &PlanOptions) -> bool {
-    !options.no_group && pick.model.metrics[pick.metric].constraint != Constraint::NoGroupEvents
+    !options.no_group && pick.model.metric(pick.metric).constraint != Constraint::NoGroupEvents
 }

@@ -339,7 +339,7 @@ impl Plan {
             .collect();
         let why = grouping(pick, options, machine.pmus()).err();
         request.metrics.push(SchedMetric {
-            name: model.str(model.metrics[pick.metric].name).to_string(),
+            name: model.str(model.metric(pick.metric).name).to_string(),
             events,
             threshold_events,
             grouped: why.is_none(),
@@ -361,7 +361,7 @@ impl Plan {
         thresholds: bool,
     ) -> PerfMetric {
         let model = pick.model;
-        let desc = &model.metrics[pick.metric];
+        let desc = model.metric(pick.metric);
         let probes = self.probes_of(model);
         let Ok(ids) = perf_ids(model, names, pick.metric, &self.literals, probes, thresholds)
         else {

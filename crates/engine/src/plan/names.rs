@@ -7,10 +7,10 @@ use super::Plan;
 /// core types).
 pub(crate) fn twice(plan: &Plan, root: usize) -> bool {
     let r = &plan.roots[root];
-    let name = r.model.str(r.model.metrics[r.metric].name);
-    let pmu = r.model.str(r.model.metrics[r.metric].pmu);
+    let name = r.model.str(r.model.metric(r.metric).name);
+    let pmu = r.model.str(r.model.metric(r.metric).pmu);
     plan.roots.iter().any(|o| {
-        let m = &o.model.metrics[o.metric];
+        let m = o.model.metric(o.metric);
         o.model.str(m.name) == name && o.model.str(m.pmu) != pmu
     })
 }
@@ -19,7 +19,7 @@ pub(crate) fn twice(plan: &Plan, root: usize) -> bool {
 /// where another core type has a metric of the same name.
 pub fn metric_name(plan: &Plan, root: usize) -> String {
     let r = &plan.roots[root];
-    let m = &r.model.metrics[r.metric];
+    let m = r.model.metric(r.metric);
     let name = r.model.str(m.name);
     if twice(plan, root) { format!("{name} ({})", r.model.str(m.pmu)) } else { name.to_string() }
 }

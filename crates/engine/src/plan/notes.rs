@@ -114,7 +114,7 @@ impl Plan {
         let mut multiplexed: Vec<String> = Vec::new();
         for root in &self.roots {
             if root.slot_rows.iter().flatten().any(|r| rows.contains(r)) {
-                let m = root.model.str(root.model.metrics[root.metric].name).to_string();
+                let m = root.model.str(root.model.metric(root.metric).name).to_string();
                 if !multiplexed.contains(&m) {
                     multiplexed.push(m);
                 }

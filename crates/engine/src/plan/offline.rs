@@ -156,7 +156,7 @@ pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> O
         }
         let item = items.iter().position(|i| *i == pick.item).unwrap_or(0);
         let names = Names::of(model);
-        let desc = &model.metrics[pick.metric];
+        let desc = model.metric(pick.metric);
         let perf =
             match perf_ids(model, &names, pick.metric, &literals, &probes, options.thresholds) {
                 Ok(ids) => {
@@ -180,7 +180,7 @@ pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> O
                 Err(_) => PerfMetric::default(),
             };
         request.metrics.push(SchedMetric {
-            name: model.str(model.metrics[pick.metric].name).to_string(),
+            name: model.str(model.metric(pick.metric).name).to_string(),
             events,
             threshold_events,
             grouped: why.is_none(),

@@ -46,7 +46,7 @@ impl Names {
     pub(crate) fn of(model: &'static Model) -> Names {
         let slots = model.ids.iter().enumerate().map(|(s, id)| (model.str(id.text), s)).collect();
         let mut metrics = HashMap::new();
-        for (m, desc) in model.metrics.iter().enumerate() {
+        for (m, desc) in model.metrics().enumerate() {
             metrics
                 .entry((model.str(desc.pmu), model.str(desc.name).to_ascii_lowercase()))
                 .or_insert(m);
@@ -91,7 +91,7 @@ fn add(
     refs: &mut Vec<usize>,
     visited: &mut Vec<usize>,
 ) -> Result<(), Broken> {
-    let desc = &model.metrics[metric];
+    let desc = model.metric(metric);
     let name = model.str(desc.name);
     if visited.contains(&metric) {
         return Err(Broken(format!("recursion detected for {name}")));

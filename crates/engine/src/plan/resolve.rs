@@ -174,7 +174,7 @@ pub fn needed_slots(
 ) -> Vec<u16> {
     let facts = tmetric_catalog::Facts { literals, probes };
     let mut slots = model.needed_ids(metric, &facts, false).unwrap_or_default();
-    if thresholds && model.metrics[metric].threshold.is_some() {
+    if thresholds && model.metric(metric).threshold_fn.is_some() {
         for s in model.needed_ids(metric, &facts, true).unwrap_or_default() {
             if !slots.contains(&s) {
                 slots.push(s);

@@ -73,7 +73,7 @@ impl Plan {
         }
         for root in &self.roots[first_root..] {
             let model = root.model;
-            let metric = model.str(model.metrics[root.metric].name).to_string();
+            let metric = model.str(model.metric(root.metric).name).to_string();
             for (slot, row) in root.slot_rows.iter().enumerate() {
                 let Some(row) = row else { continue };
                 if self.rows[*row].source != Source::RetireLatency {
@@ -107,7 +107,7 @@ impl Plan {
                     .flatten()
                     .any(|&row| self.rows[row].source == Source::RetireLatency)
             })
-            .map(|root| root.model.str(root.model.metrics[root.metric].name).to_string())
+            .map(|root| root.model.str(root.model.metric(root.metric).name).to_string())
             .collect();
         if !retire.is_empty() {
             self.warnings.push(Warning::RetireLatencyUnsampled { metrics: retire });

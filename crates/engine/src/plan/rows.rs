@@ -17,7 +17,8 @@ impl Plan {
         let root = &self.roots[r];
         let model = root.model;
         let facts = tmetric_catalog::Facts { literals: &self.literals, probes };
-        let direct: Vec<u16> = model.metrics[root.metric]
+        let direct: Vec<u16> = model
+            .metric(root.metric)
             .needed_refs(&facts)
             .unwrap_or_default()
             .into_iter()

@@ -15,7 +15,7 @@ pub(super) fn cell_error(plan: &Plan, root: usize, ctx: &ViewContext<'_>) -> Opt
     match ctx.bars?.get(root)? {
         Bar::Exact => None,
         Bar::Unknown => Some(f64::NAN),
-        bar @ Bar::Sigma(_) => bar.half_width().map(|h| h * r.model.metrics[r.metric].scale),
+        bar @ Bar::Sigma(_) => bar.half_width().map(|h| h * r.model.metric(r.metric).scale),
     }
 }
 
@@ -26,7 +26,7 @@ pub(super) fn cell_error(plan: &Plan, root: usize, ctx: &ViewContext<'_>) -> Opt
 pub fn metric_cell(plan: &Plan, root: usize, result: &RootResult, hybrid: bool) -> Cell {
     let r = &plan.roots[root];
     let (model, m) = (r.model, r.metric);
-    let metric = &model.metrics[m];
+    let metric = model.metric(m);
     let mut name = model.str(metric.name).to_string();
     if hybrid && twice(plan, root) {
         name = format!("{name} ({})", model.str(metric.pmu));

@@ -47,7 +47,7 @@ impl<'a> TmaNode<'a> {
         value: f64,
         threshold: Option<bool>,
     ) -> TmaNode<'a> {
-        let m = &model.metrics[metric];
+        let m = model.metric(metric);
         TmaNode {
             name: model.str(m.name),
             groups: model.str(m.groups),

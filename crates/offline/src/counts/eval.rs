@@ -212,8 +212,8 @@ impl Table {
 
     fn select_complete(&mut self, skipped: &mut Skipped) {
         let Table { model, assigned, metric_eval, roots, .. } = self;
-        for m in 0..model.metrics.len() {
-            let name = model.str(model.metrics[m].name).to_string();
+        for m in 0..model.metric_count() {
+            let name = model.str(model.metric(m).name).to_string();
             match metric_eval.coverage(m, |s| assigned.present[s as usize]) {
                 Coverage::Complete => roots.push(m),
                 Coverage::UnknownLiteral | Coverage::Fails(_) => skipped.literal.push(name),

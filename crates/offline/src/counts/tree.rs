@@ -30,7 +30,7 @@ pub fn evaluate_tree(
     Ok(results
         .into_iter()
         .map(|r| {
-            let m = &model.metrics[r.metric];
+            let m = model.metric(r.metric);
             let scaled = r.value * m.scale;
             let why = if let Some(fail) = r.failure {
                 Some(format!("no value: {fail}"))

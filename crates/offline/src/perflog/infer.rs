@@ -460,7 +460,7 @@ fn score_model(
 fn metric_for(model: &Model, name: &str, pmu: Option<&str>) -> Option<Root> {
     let mut all: Vec<Root> = model.metrics_named(name).into_iter().map(Root::from).collect();
     all.extend(param::instances_named(model, name));
-    let pmu_of = |r: &Root| model.str(model.metrics[r.metric].pmu);
+    let pmu_of = |r: &Root| model.str(model.metric(r.metric).pmu);
     all.iter().copied().find(|r| pmu.is_some_and(|p| pmu_of(r).eq_ignore_ascii_case(p))).or_else(
         || all.iter().copied().find(|r| pmu.is_none() || lookup_pmu_name(pmu_of(r)).is_none()),
     )

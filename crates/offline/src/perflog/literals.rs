@@ -165,7 +165,7 @@ fn occurrences(
                 continue;
             }
             let name = root.name(model);
-            let pmu = lookup_pmu_name(model.str(model.metrics[root.metric].pmu));
+            let pmu = lookup_pmu_name(model.str(model.metric(root.metric).pmu));
             for (b, block) in log.blocks.iter().enumerate() {
                 let Some(printed) = printed_by_perf(block, &name, pmu) else {
                     continue;
@@ -211,7 +211,7 @@ fn solve(
     set_all(evaluators, literal, before);
     let evaluator = &evaluators[first.evaluator];
     // The metric's own name: no vendor metric with the runtime parameter reads a literal.
-    let metric = evaluator.model.str(evaluator.model.metrics[first.root.metric].name);
+    let metric = evaluator.model.str(evaluator.model.metric(first.root.metric).name);
     let line = first.line;
     match fits.as_slice() {
         [value] => Ok(Some((*value, LiteralSource::Inferred(metric, line)))),

@@ -142,7 +142,7 @@ pub fn default_selection(
             let mut roots: Vec<Root> = Vec::new();
             for p in printed {
                 for m in model.metrics_named(&p.name) {
-                    let pmu = lookup_pmu_name(model.str(model.metrics[m].pmu));
+                    let pmu = lookup_pmu_name(model.str(model.metric(m).pmu));
                     let on_pmu = match (pmu, p.pmu.as_deref()) {
                         (Some(want), Some(row)) => want.eq_ignore_ascii_case(row),
                         _ => true,
@@ -173,13 +173,13 @@ pub fn default_selection(
         // them under other names (`CPUs utilized`).
         let printed_mode = !roots.is_empty() && !evaluator.common;
         evaluator.set_log_probes(&presence);
-        for m in 0..model.metrics.len() {
-            let pmu = lookup_pmu_name(model.str(model.metrics[m].pmu));
+        for m in 0..model.metric_count() {
+            let pmu = lookup_pmu_name(model.str(model.metric(m).pmu));
             let needed = match evaluator.metric_eval.needed(m).expr.clone() {
                 Ok(ids) => ids,
                 Err(_) => {
                     if !printed_mode {
-                        report.literal.push(model.str(model.metrics[m].name).to_string());
+                        report.literal.push(model.str(model.metric(m).name).to_string());
                     }
                     continue;
                 }
@@ -188,7 +188,7 @@ pub fn default_selection(
             if needed.is_empty() {
                 continue;
             }
-            let instances: Vec<Root> = if model.metrics[m].runtime_param {
+            let instances: Vec<Root> = if model.metric(m).runtime_param {
                 let params = presence.params(model, m);
                 params.into_iter().map(|p| Root { metric: m, param: Some(p) }).collect()
             } else {
@@ -274,7 +274,7 @@ pub fn instances(model: &Model, roots: &[usize], log: &PerfLog) -> Vec<Root> {
     let mut out = Vec::with_capacity(roots.len());
     let mut presence: Option<Presence> = None;
     for &m in roots {
-        let params = if model.metrics[m].runtime_param {
+        let params = if model.metric(m).runtime_param {
             presence.get_or_insert_with(|| Presence::new(log)).params(model, m)
         } else {
             Vec::new()
@@ -452,7 +452,7 @@ impl Outcome {
 
     /// The group of the row perf printed this metric on in `block`.
     pub fn printed_group(&self, block: &Block, model: &Model) -> Option<usize> {
-        let metric = &model.metrics[self.result.metric];
+        let metric = model.metric(self.result.metric);
         let pmu = lookup_pmu_name(model.str(metric.pmu));
         block.printed_metric(&self.name(model), pmu).map(|(row, _)| row.group)
     }
@@ -515,7 +515,7 @@ impl LogEvaluator {
     pub fn evaluate(&mut self, block: &Block, root: impl Into<Root>) -> Outcome {
         let Root { metric: root, param } = root.into();
         let model = self.model;
-        let metric = &model.metrics[root];
+        let metric = model.metric(root);
         let name = param::instance_name(model, root, param);
         let pmu = lookup_pmu_name(model.str(metric.pmu));
         self.metric_eval.clear_inputs();
@@ -746,7 +746,7 @@ fn shadow_printed(
     if model.arch != "common" {
         return None;
     }
-    let name = model.str(model.metrics[root].name);
+    let name = model.str(model.metric(root).name);
     // In -I mode perf's `CPUs utilized` divides by the -I setting, not by the interval's
     // length (which `duration_time` is), so the two differ by design in short intervals.
     if name == "cpus_utilized" && block.interval.is_some() {

@@ -43,7 +43,7 @@ impl Root {
 
 /// `NAME_N` for instance `N` of metric `metric`, else its name.
 pub fn instance_name(model: &Model, metric: usize, param: Option<u32>) -> Cow<'static, str> {
-    let name = model.str(model.metrics[metric].name);
+    let name = model.str(model.metric(metric).name);
     match param {
         Some(n) => Cow::Owned(format!("{name}_{n}")),
         None => Cow::Borrowed(name),
@@ -63,7 +63,7 @@ pub fn instances_named(model: &Model, name: &str) -> Vec<Root> {
     model
         .metrics_named(base)
         .into_iter()
-        .filter(|&m| model.metrics[m].runtime_param)
+        .filter(|&m| model.metric(m).runtime_param)
         .map(|metric| Root { metric, param: Some(param) })
         .collect()
 }
@@ -88,7 +88,7 @@ fn slots_of(model: &Model, metric: usize) -> impl Iterator<Item = u16> + '_ {
     model
         .closure(&[metric])
         .into_iter()
-        .flat_map(move |m| model.metrics[m as usize].slots.iter().copied())
+        .flat_map(move |m| model.metric(m as usize).slots.iter().copied())
 }
 
 /// The (PMU, term) pairs that carry `?` in the inputs of `metric`: `(hv_24x7, chip)`.
@@ -139,7 +139,7 @@ pub fn values_in<'a>(
 /// they are the model's only through its metrics.
 pub fn param_events(model: &Model) -> HashSet<(String, String)> {
     let mut out = HashSet::new();
-    for metric in (0..model.metrics.len()).filter(|&m| model.metrics[m].runtime_param) {
+    for metric in (0..model.metric_count()).filter(|&m| model.metric(m).runtime_param) {
         for slot in slots_of(model, metric).filter(|&s| has_param(model, s)) {
             let key = EventKey::from_expr_id(model.str(model.ids[slot as usize].text));
             if let Some(pmu) = key.pmu {
@@ -178,7 +178,7 @@ mod tests {
     fn the_parameter_is_put_into_the_inputs() {
         let model = power9();
         let [root] = instances_named(model, "PowerBUS_Frequency_1")[..] else { panic!() };
-        let slot = model.metrics[root.metric].slots[0];
+        let slot = model.metric(root.metric).slots[0];
         assert!(has_param(model, slot));
         let text = id_text(model, slot, Some(1));
         assert_eq!(

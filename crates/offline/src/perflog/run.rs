@@ -491,7 +491,7 @@ fn agree_on_selection(
         .into_iter()
         .flatten()
         .map(|root| {
-            let pmu = model.str(model.metrics[root.metric].pmu);
+            let pmu = model.str(model.metric(root.metric).pmu);
             (root.name(model).into_owned(), lookup_pmu_name(pmu).map(str::to_string))
         })
         .collect();

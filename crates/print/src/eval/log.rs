@@ -541,7 +541,7 @@ impl<'a> LogPrinter<'a> {
         notes: Notes,
         bottleneck: bool,
     ) -> io::Result<()> {
-        let m = &model.metrics[outcome.result.metric];
+        let m = model.metric(outcome.result.metric);
         let group = notes
             .groups
             .iter()
@@ -727,7 +727,7 @@ fn metric_csv(
     notes: &Notes,
     sep: &str,
 ) -> String {
-    let m = &model.metrics[outcome.result.metric];
+    let m = model.metric(outcome.result.metric);
     let value = match outcome.scaled(model) {
         Some(v) if v.is_finite() => perf_number(v, m.has_scale_unit).trim().to_string(),
         _ => String::new(),

@@ -434,7 +434,7 @@ pub(super) fn parse_metrics(
     let mut defs: Vec<MetricDef> = Vec::new();
     let mut groups: Vec<String> = Vec::new();
     let mut parsed: Vec<Option<Expr>> = Vec::new();
-    for metric in model.metrics {
+    for metric in model.metrics() {
         let name = model.str(metric.name).to_string();
         let pmu = model.str(metric.pmu).to_string();
         let g = model.str(metric.groups).to_string();

@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: true,
     tables: &TABLES,
     events: Events::new(&TABLES, 4, 33),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 7],
     groups: GROUPS,
     counters: COUNTERS,
@@ -35,15 +37,26 @@ static IDS: &[Id] = &[
     Id { text: Str(14024, 16), kind: IdKind::Event(22), pmu: Str(13250, 7), event: Str(14024, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M101, slots: &[0, 1], refs: &[] },
-    Metric { desc: &M102, slots: &[2, 3], refs: &[] },
-    Metric { desc: &M103, slots: &[4, 1], refs: &[] },
-    Metric { desc: &M104, slots: &[5, 6], refs: &[] },
-    Metric { desc: &M105, slots: &[7, 8], refs: &[] },
-    Metric { desc: &M106, slots: &[9, 8], refs: &[] },
-    Metric { desc: &M107, slots: &[10, 11], refs: &[] },
-    Metric { desc: &M108, slots: &[12, 8], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 101, at: 0, slots: 2, refs: 0 },
+    MetricAt { desc: 102, at: 2, slots: 2, refs: 0 },
+    MetricAt { desc: 103, at: 4, slots: 2, refs: 0 },
+    MetricAt { desc: 104, at: 6, slots: 2, refs: 0 },
+    MetricAt { desc: 105, at: 8, slots: 2, refs: 0 },
+    MetricAt { desc: 106, at: 10, slots: 2, refs: 0 },
+    MetricAt { desc: 107, at: 12, slots: 2, refs: 0 },
+    MetricAt { desc: 108, at: 14, slots: 2, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1,
+    2, 3,
+    4, 1,
+    5, 6,
+    7, 8,
+    9, 8,
+    10, 11,
+    12, 8,
 ];
 
 static GROUPS: &[Group] = &[

@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: true,
     tables: &TABLES,
     events: Events::new(&TABLES, 31, 5),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1],
     groups: GROUPS,
     counters: COUNTERS,
@@ -24,9 +26,14 @@ static IDS: &[Id] = &[
     Id { text: Str(30959, 23), kind: IdKind::Event(2), pmu: Str(22042, 8), event: Str(30959, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M206, slots: &[0], refs: &[] },
-    Metric { desc: &M207, slots: &[1], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 206, at: 0, slots: 1, refs: 0 },
+    MetricAt { desc: 207, at: 1, slots: 1, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0,
+    1,
 ];
 
 static GROUPS: &[Group] = &[

@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: true,
     tables: &TABLES,
     events: Events::new(&TABLES, 178, 1),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2],
     groups: GROUPS,
     counters: COUNTERS,
@@ -32,10 +34,16 @@ static IDS: &[Id] = &[
     Id { text: Str(9020, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(9020, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M3896, slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9], refs: &[] },
-    Metric { desc: &M3897, slots: &[0], refs: &[] },
-    Metric { desc: &M3898, slots: &[1, 2, 3, 4, 5, 6, 7, 8], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 3896, at: 0, slots: 10, refs: 0 },
+    MetricAt { desc: 3897, at: 10, slots: 1, refs: 0 },
+    MetricAt { desc: 3898, at: 11, slots: 8, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+    0,
+    1, 2, 3, 4, 5, 6, 7, 8,
 ];
 
 static GROUPS: &[Group] = &[

@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: true,
     tables: &TABLES,
     events: Events::new(&TABLES, 39, 9),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1],
     groups: GROUPS,
     counters: COUNTERS,
@@ -29,9 +31,14 @@ static IDS: &[Id] = &[
     Id { text: Str(58630, 17), kind: IdKind::Event(8), pmu: Str(58439, 13), event: Str(58630, 17), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M353, slots: &[0, 1, 2, 3], refs: &[] },
-    Metric { desc: &M354, slots: &[4, 5, 6, 3], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 353, at: 0, slots: 4, refs: 0 },
+    MetricAt { desc: 354, at: 4, slots: 4, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1, 2, 3,
+    4, 5, 6, 3,
 ];
 
 static GROUPS: &[Group] = &[

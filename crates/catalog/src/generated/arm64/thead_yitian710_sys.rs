@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: true,
     tables: &TABLES,
     events: Events::new(&TABLES, 41, 53),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1],
     groups: GROUPS,
     counters: COUNTERS,
@@ -26,9 +28,14 @@ static IDS: &[Id] = &[
     Id { text: Str(58895, 7), kind: IdKind::Event(3), pmu: Str(58865, 7), event: Str(58895, 7), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M355, slots: &[0, 1], refs: &[] },
-    Metric { desc: &M356, slots: &[2, 3, 1], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 355, at: 0, slots: 2, refs: 0 },
+    MetricAt { desc: 356, at: 2, slots: 3, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1,
+    2, 3, 1,
 ];
 
 static GROUPS: &[Group] = &[

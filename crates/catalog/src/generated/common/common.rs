@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 42, 0),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2, 3, 4, 5],
     groups: GROUPS,
     counters: COUNTERS,
@@ -29,13 +31,22 @@ static IDS: &[Id] = &[
     Id { text: Str(60577, 8), kind: IdKind::Sysfs, pmu: Str(60585, 3), event: Str(60588, 3), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M357, slots: &[0, 1], refs: &[] },
-    Metric { desc: &M358, slots: &[2, 0], refs: &[] },
-    Metric { desc: &M359, slots: &[3, 0], refs: &[] },
-    Metric { desc: &M360, slots: &[4, 0], refs: &[] },
-    Metric { desc: &M361, slots: &[5, 0], refs: &[] },
-    Metric { desc: &M362, slots: &[6, 0], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 357, at: 0, slots: 2, refs: 0 },
+    MetricAt { desc: 358, at: 2, slots: 2, refs: 0 },
+    MetricAt { desc: 359, at: 4, slots: 2, refs: 0 },
+    MetricAt { desc: 360, at: 6, slots: 2, refs: 0 },
+    MetricAt { desc: 361, at: 8, slots: 2, refs: 0 },
+    MetricAt { desc: 362, at: 10, slots: 2, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1,
+    2, 0,
+    3, 0,
+    4, 0,
+    5, 0,
+    6, 0,
 ];
 
 static GROUPS: &[Group] = &[

@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 183, 43),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18],
     groups: GROUPS,
     counters: COUNTERS,
@@ -49,26 +51,48 @@ static IDS: &[Id] = &[
     Id { text: Str(60577, 8), kind: IdKind::Sysfs, pmu: Str(60585, 3), event: Str(60588, 3), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M4085, slots: &[0, 1, 2], refs: &[] },
-    Metric { desc: &M4086, slots: &[3, 0, 1], refs: &[] },
-    Metric { desc: &M4087, slots: &[4, 0, 1], refs: &[] },
-    Metric { desc: &M4088, slots: &[5, 0, 1], refs: &[] },
-    Metric { desc: &M4089, slots: &[6, 7], refs: &[4] },
-    Metric { desc: &M4090, slots: &[8, 9, 6], refs: &[] },
-    Metric { desc: &M4091, slots: &[8, 7], refs: &[6] },
-    Metric { desc: &M4092, slots: &[9, 7], refs: &[7] },
-    Metric { desc: &M4093, slots: &[7, 0, 1], refs: &[] },
-    Metric { desc: &M4094, slots: &[10, 0, 1], refs: &[] },
-    Metric { desc: &M4095, slots: &[11, 10], refs: &[10] },
-    Metric { desc: &M4096, slots: &[12, 13], refs: &[11] },
-    Metric { desc: &M4097, slots: &[14, 15], refs: &[12] },
-    Metric { desc: &M4098, slots: &[16, 17], refs: &[13] },
-    Metric { desc: &M4099, slots: &[18, 19], refs: &[14] },
-    Metric { desc: &M4100, slots: &[20, 21], refs: &[15] },
-    Metric { desc: &M4101, slots: &[22, 23], refs: &[16] },
-    Metric { desc: &M361, slots: &[24, 25], refs: &[] },
-    Metric { desc: &M362, slots: &[26, 25], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 4085, at: 0, slots: 3, refs: 0 },
+    MetricAt { desc: 4086, at: 3, slots: 3, refs: 0 },
+    MetricAt { desc: 4087, at: 6, slots: 3, refs: 0 },
+    MetricAt { desc: 4088, at: 9, slots: 3, refs: 0 },
+    MetricAt { desc: 4089, at: 12, slots: 2, refs: 1 },
+    MetricAt { desc: 4090, at: 15, slots: 3, refs: 0 },
+    MetricAt { desc: 4091, at: 18, slots: 2, refs: 1 },
+    MetricAt { desc: 4092, at: 21, slots: 2, refs: 1 },
+    MetricAt { desc: 4093, at: 24, slots: 3, refs: 0 },
+    MetricAt { desc: 4094, at: 27, slots: 3, refs: 0 },
+    MetricAt { desc: 4095, at: 30, slots: 2, refs: 1 },
+    MetricAt { desc: 4096, at: 33, slots: 2, refs: 1 },
+    MetricAt { desc: 4097, at: 36, slots: 2, refs: 1 },
+    MetricAt { desc: 4098, at: 39, slots: 2, refs: 1 },
+    MetricAt { desc: 4099, at: 42, slots: 2, refs: 1 },
+    MetricAt { desc: 4100, at: 45, slots: 2, refs: 1 },
+    MetricAt { desc: 4101, at: 48, slots: 2, refs: 1 },
+    MetricAt { desc: 361, at: 51, slots: 2, refs: 0 },
+    MetricAt { desc: 362, at: 53, slots: 2, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1, 2,
+    3, 0, 1,
+    4, 0, 1,
+    5, 0, 1,
+    6, 7, 4,
+    8, 9, 6,
+    8, 7, 6,
+    9, 7, 7,
+    7, 0, 1,
+    10, 0, 1,
+    11, 10, 10,
+    12, 13, 11,
+    14, 15, 12,
+    16, 17, 13,
+    18, 19, 14,
+    20, 21, 15,
+    22, 23, 16,
+    24, 25,
+    26, 25,
 ];
 
 static GROUPS: &[Group] = &[

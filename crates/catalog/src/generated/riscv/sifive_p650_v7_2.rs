@@ -3,6 +3,7 @@
 
 #![allow(clippy::all)]
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -11,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 190, 73),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[],
     groups: GROUPS,
     counters: COUNTERS,
@@ -21,7 +24,10 @@ pub static MODEL: Model = Model {
 static IDS: &[Id] = &[
 ];
 
-static METRICS: &[Metric] = &[
+static METRICS: &[MetricAt] = &[
+];
+
+static LOCALS: &[u16] = &[
 ];
 
 static GROUPS: &[Group] = &[

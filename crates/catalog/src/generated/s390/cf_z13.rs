@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 52, 84),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
     groups: GROUPS,
     counters: COUNTERS,
@@ -78,22 +80,40 @@ static IDS: &[Id] = &[
     Id { text: Str(202260, 15), kind: IdKind::Event(37), pmu: Str(201463, 7), event: Str(202260, 15), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M1167, slots: &[0, 1, 2, 3, 4], refs: &[] },
-    Metric { desc: &M1168, slots: &[5, 6], refs: &[] },
-    Metric { desc: &M1169, slots: &[7, 6], refs: &[] },
-    Metric { desc: &M1170, slots: &[8, 9, 6], refs: &[] },
-    Metric { desc: &M1171, slots: &[10, 11, 8, 9], refs: &[] },
-    Metric { desc: &M1172, slots: &[12, 13, 14, 15, 8, 9], refs: &[] },
-    Metric { desc: &M1173, slots: &[16, 17, 18, 19, 20, 21, 8, 9], refs: &[] },
-    Metric { desc: &M1174, slots: &[22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 8, 9], refs: &[] },
-    Metric { desc: &M1175, slots: &[40, 41, 42, 43, 44, 45, 46, 47, 8, 9], refs: &[] },
-    Metric { desc: &M1176, slots: &[48, 6], refs: &[] },
-    Metric { desc: &M1177, slots: &[5, 6, 48], refs: &[] },
-    Metric { desc: &M1178, slots: &[48, 8, 9], refs: &[] },
-    Metric { desc: &M1179, slots: &[49, 50, 5, 48, 51, 52], refs: &[] },
-    Metric { desc: &M1180, slots: &[49, 50, 53, 54, 48, 51, 52], refs: &[] },
-    Metric { desc: &M1181, slots: &[55, 53, 54], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 1167, at: 0, slots: 5, refs: 0 },
+    MetricAt { desc: 1168, at: 5, slots: 2, refs: 0 },
+    MetricAt { desc: 1169, at: 7, slots: 2, refs: 0 },
+    MetricAt { desc: 1170, at: 9, slots: 3, refs: 0 },
+    MetricAt { desc: 1171, at: 12, slots: 4, refs: 0 },
+    MetricAt { desc: 1172, at: 16, slots: 6, refs: 0 },
+    MetricAt { desc: 1173, at: 22, slots: 8, refs: 0 },
+    MetricAt { desc: 1174, at: 30, slots: 20, refs: 0 },
+    MetricAt { desc: 1175, at: 50, slots: 10, refs: 0 },
+    MetricAt { desc: 1176, at: 60, slots: 2, refs: 0 },
+    MetricAt { desc: 1177, at: 62, slots: 3, refs: 0 },
+    MetricAt { desc: 1178, at: 65, slots: 3, refs: 0 },
+    MetricAt { desc: 1179, at: 68, slots: 6, refs: 0 },
+    MetricAt { desc: 1180, at: 74, slots: 7, refs: 0 },
+    MetricAt { desc: 1181, at: 81, slots: 3, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1, 2, 3, 4,
+    5, 6,
+    7, 6,
+    8, 9, 6,
+    10, 11, 8, 9,
+    12, 13, 14, 15, 8, 9,
+    16, 17, 18, 19, 20, 21, 8, 9,
+    22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 8, 9,
+    40, 41, 42, 43, 44, 45, 46, 47, 8, 9,
+    48, 6,
+    5, 6, 48,
+    48, 8, 9,
+    49, 50, 5, 48, 51, 52,
+    49, 50, 53, 54, 48, 51, 52,
+    55, 53, 54,
 ];
 
 static GROUPS: &[Group] = &[

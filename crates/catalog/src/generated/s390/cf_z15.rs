@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 54, 85),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
     groups: GROUPS,
     counters: COUNTERS,
@@ -70,21 +72,38 @@ static IDS: &[Id] = &[
     Id { text: Str(206386, 12), kind: IdKind::Event(34), pmu: Str(201463, 7), event: Str(206386, 12), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M1167, slots: &[0, 1, 2, 3, 4], refs: &[] },
-    Metric { desc: &M1168, slots: &[5, 6], refs: &[] },
-    Metric { desc: &M1169, slots: &[7, 6], refs: &[] },
-    Metric { desc: &M1170, slots: &[8, 9, 6], refs: &[] },
-    Metric { desc: &M1171, slots: &[10, 11, 8, 9], refs: &[] },
-    Metric { desc: &M1172, slots: &[12, 13, 14, 15, 8, 9], refs: &[] },
-    Metric { desc: &M1182, slots: &[16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 8, 9], refs: &[] },
-    Metric { desc: &M1183, slots: &[27, 28, 29, 30, 31, 32, 8, 9], refs: &[] },
-    Metric { desc: &M1184, slots: &[33, 34, 35, 36, 37, 38, 39, 40, 8, 9], refs: &[] },
-    Metric { desc: &M1185, slots: &[41, 6], refs: &[] },
-    Metric { desc: &M1186, slots: &[5, 6, 41], refs: &[] },
-    Metric { desc: &M1187, slots: &[41, 8, 9], refs: &[] },
-    Metric { desc: &M1188, slots: &[42, 43, 5, 41, 44, 45], refs: &[] },
-    Metric { desc: &M1189, slots: &[42, 43, 46, 47, 41, 44, 45], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 1167, at: 0, slots: 5, refs: 0 },
+    MetricAt { desc: 1168, at: 5, slots: 2, refs: 0 },
+    MetricAt { desc: 1169, at: 7, slots: 2, refs: 0 },
+    MetricAt { desc: 1170, at: 9, slots: 3, refs: 0 },
+    MetricAt { desc: 1171, at: 12, slots: 4, refs: 0 },
+    MetricAt { desc: 1172, at: 16, slots: 6, refs: 0 },
+    MetricAt { desc: 1182, at: 22, slots: 13, refs: 0 },
+    MetricAt { desc: 1183, at: 35, slots: 8, refs: 0 },
+    MetricAt { desc: 1184, at: 43, slots: 10, refs: 0 },
+    MetricAt { desc: 1185, at: 53, slots: 2, refs: 0 },
+    MetricAt { desc: 1186, at: 55, slots: 3, refs: 0 },
+    MetricAt { desc: 1187, at: 58, slots: 3, refs: 0 },
+    MetricAt { desc: 1188, at: 61, slots: 6, refs: 0 },
+    MetricAt { desc: 1189, at: 67, slots: 7, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1, 2, 3, 4,
+    5, 6,
+    7, 6,
+    8, 9, 6,
+    10, 11, 8, 9,
+    12, 13, 14, 15, 8, 9,
+    16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 8, 9,
+    27, 28, 29, 30, 31, 32, 8, 9,
+    33, 34, 35, 36, 37, 38, 39, 40, 8, 9,
+    41, 6,
+    5, 6, 41,
+    41, 8, 9,
+    42, 43, 5, 41, 44, 45,
+    42, 43, 46, 47, 41, 44, 45,
 ];
 
 static GROUPS: &[Group] = &[

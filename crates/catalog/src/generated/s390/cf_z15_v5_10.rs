@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 110, 85),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0],
     groups: GROUPS,
     counters: COUNTERS,
@@ -27,8 +29,12 @@ static IDS: &[Id] = &[
     Id { text: Str(203924, 22), kind: IdKind::Event(77), pmu: Str(201463, 7), event: Str(203924, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M1167, slots: &[0, 1, 2, 3, 4], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 1167, at: 0, slots: 5, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1, 2, 3, 4,
 ];
 
 static GROUPS: &[Group] = &[

@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 55, 283),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
     groups: GROUPS,
     counters: COUNTERS,
@@ -78,21 +80,38 @@ static IDS: &[Id] = &[
     Id { text: Str(206386, 12), kind: IdKind::Event(33), pmu: Str(201463, 7), event: Str(206386, 12), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M1190, slots: &[0, 1, 2, 3, 4], refs: &[] },
-    Metric { desc: &M1191, slots: &[5, 6], refs: &[] },
-    Metric { desc: &M1192, slots: &[7, 6], refs: &[] },
-    Metric { desc: &M1193, slots: &[8, 9, 6], refs: &[] },
-    Metric { desc: &M1194, slots: &[10, 11, 12, 13, 8, 9], refs: &[] },
-    Metric { desc: &M1195, slots: &[14, 15, 16, 17, 18, 19, 20, 21, 8, 9], refs: &[] },
-    Metric { desc: &M1196, slots: &[22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 8, 9], refs: &[] },
-    Metric { desc: &M1197, slots: &[36, 37, 38, 39, 40, 8, 9], refs: &[] },
-    Metric { desc: &M1198, slots: &[41, 42, 43, 44, 45, 46, 47, 48, 8, 9], refs: &[] },
-    Metric { desc: &M1199, slots: &[49, 6], refs: &[] },
-    Metric { desc: &M1200, slots: &[5, 6, 49], refs: &[] },
-    Metric { desc: &M1201, slots: &[49, 8, 9], refs: &[] },
-    Metric { desc: &M1202, slots: &[50, 51, 5, 49, 52, 53], refs: &[] },
-    Metric { desc: &M1203, slots: &[50, 51, 54, 55, 49, 52, 53], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 1190, at: 0, slots: 5, refs: 0 },
+    MetricAt { desc: 1191, at: 5, slots: 2, refs: 0 },
+    MetricAt { desc: 1192, at: 7, slots: 2, refs: 0 },
+    MetricAt { desc: 1193, at: 9, slots: 3, refs: 0 },
+    MetricAt { desc: 1194, at: 12, slots: 6, refs: 0 },
+    MetricAt { desc: 1195, at: 18, slots: 10, refs: 0 },
+    MetricAt { desc: 1196, at: 28, slots: 16, refs: 0 },
+    MetricAt { desc: 1197, at: 44, slots: 7, refs: 0 },
+    MetricAt { desc: 1198, at: 51, slots: 10, refs: 0 },
+    MetricAt { desc: 1199, at: 61, slots: 2, refs: 0 },
+    MetricAt { desc: 1200, at: 63, slots: 3, refs: 0 },
+    MetricAt { desc: 1201, at: 66, slots: 3, refs: 0 },
+    MetricAt { desc: 1202, at: 69, slots: 6, refs: 0 },
+    MetricAt { desc: 1203, at: 75, slots: 7, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1, 2, 3, 4,
+    5, 6,
+    7, 6,
+    8, 9, 6,
+    10, 11, 12, 13, 8, 9,
+    14, 15, 16, 17, 18, 19, 20, 21, 8, 9,
+    22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 8, 9,
+    36, 37, 38, 39, 40, 8, 9,
+    41, 42, 43, 44, 45, 46, 47, 48, 8, 9,
+    49, 6,
+    5, 6, 49,
+    49, 8, 9,
+    50, 51, 5, 49, 52, 53,
+    50, 51, 54, 55, 49, 52, 53,
 ];
 
 static GROUPS: &[Group] = &[

@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 192, 315),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
     groups: GROUPS,
     counters: COUNTERS,
@@ -74,21 +76,38 @@ static IDS: &[Id] = &[
     Id { text: Str(206386, 12), kind: IdKind::Event(33), pmu: Str(201463, 7), event: Str(206386, 12), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M1190, slots: &[0, 1, 2, 3, 4], refs: &[] },
-    Metric { desc: &M4106, slots: &[5, 6], refs: &[] },
-    Metric { desc: &M4107, slots: &[7, 6], refs: &[] },
-    Metric { desc: &M4108, slots: &[8, 9, 6], refs: &[] },
-    Metric { desc: &M1194, slots: &[10, 11, 12, 13, 8, 9], refs: &[] },
-    Metric { desc: &M1195, slots: &[14, 15, 16, 17, 18, 19, 20, 21, 8, 9], refs: &[] },
-    Metric { desc: &M4110, slots: &[22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 8, 9], refs: &[] },
-    Metric { desc: &M1197, slots: &[36, 37, 38, 39, 40, 8, 9], refs: &[] },
-    Metric { desc: &M4111, slots: &[41, 42, 43, 44, 8, 9], refs: &[] },
-    Metric { desc: &M1199, slots: &[45, 6], refs: &[] },
-    Metric { desc: &M4112, slots: &[5, 6, 45], refs: &[] },
-    Metric { desc: &M1201, slots: &[45, 8, 9], refs: &[] },
-    Metric { desc: &M1202, slots: &[46, 47, 5, 45, 48, 49], refs: &[] },
-    Metric { desc: &M1203, slots: &[46, 47, 50, 51, 45, 48, 49], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 1190, at: 0, slots: 5, refs: 0 },
+    MetricAt { desc: 4106, at: 5, slots: 2, refs: 0 },
+    MetricAt { desc: 4107, at: 7, slots: 2, refs: 0 },
+    MetricAt { desc: 4108, at: 9, slots: 3, refs: 0 },
+    MetricAt { desc: 1194, at: 12, slots: 6, refs: 0 },
+    MetricAt { desc: 1195, at: 18, slots: 10, refs: 0 },
+    MetricAt { desc: 4110, at: 28, slots: 16, refs: 0 },
+    MetricAt { desc: 1197, at: 44, slots: 7, refs: 0 },
+    MetricAt { desc: 4111, at: 51, slots: 6, refs: 0 },
+    MetricAt { desc: 1199, at: 57, slots: 2, refs: 0 },
+    MetricAt { desc: 4112, at: 59, slots: 3, refs: 0 },
+    MetricAt { desc: 1201, at: 62, slots: 3, refs: 0 },
+    MetricAt { desc: 1202, at: 65, slots: 6, refs: 0 },
+    MetricAt { desc: 1203, at: 71, slots: 7, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1, 2, 3, 4,
+    5, 6,
+    7, 6,
+    8, 9, 6,
+    10, 11, 12, 13, 8, 9,
+    14, 15, 16, 17, 18, 19, 20, 21, 8, 9,
+    22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 8, 9,
+    36, 37, 38, 39, 40, 8, 9,
+    41, 42, 43, 44, 8, 9,
+    45, 6,
+    5, 6, 45,
+    45, 8, 9,
+    46, 47, 5, 45, 48, 49,
+    46, 47, 50, 51, 45, 48, 49,
 ];
 
 static GROUPS: &[Group] = &[

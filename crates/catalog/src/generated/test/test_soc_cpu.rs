@@ -3,6 +3,7 @@
 
 #![allow(clippy::all)]
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -11,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 58, 13),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[],
     groups: GROUPS,
     counters: COUNTERS,
@@ -24,7 +27,10 @@ static IDS: &[Id] = &[
     Id { text: Str(9020, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(9020, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
+static METRICS: &[MetricAt] = &[
+];
+
+static LOCALS: &[u16] = &[
 ];
 
 static GROUPS: &[Group] = &[

@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 63, 219),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
     groups: GROUPS,
     counters: COUNTERS,
@@ -48,18 +50,32 @@ static IDS: &[Id] = &[
     Id { text: Str(320060, 30), kind: IdKind::Event(102), pmu: Str(319511, 6), event: Str(320060, 30), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M1594, slots: &[0, 1], refs: &[] },
-    Metric { desc: &M1595, slots: &[2, 3, 4, 5], refs: &[] },
-    Metric { desc: &M1596, slots: &[3, 4, 5], refs: &[] },
-    Metric { desc: &M1597, slots: &[6, 4, 5], refs: &[] },
-    Metric { desc: &M1598, slots: &[4, 5], refs: &[] },
-    Metric { desc: &M1599, slots: &[7, 3], refs: &[] },
-    Metric { desc: &M1600, slots: &[8, 9], refs: &[] },
-    Metric { desc: &M1605, slots: &[10, 11, 12, 13], refs: &[] },
-    Metric { desc: &M1606, slots: &[12, 13], refs: &[] },
-    Metric { desc: &M1603, slots: &[14, 15, 16, 17], refs: &[] },
-    Metric { desc: &M2735, slots: &[18, 19, 20, 21, 22, 23, 24, 25], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 1594, at: 0, slots: 2, refs: 0 },
+    MetricAt { desc: 1595, at: 2, slots: 4, refs: 0 },
+    MetricAt { desc: 1596, at: 6, slots: 3, refs: 0 },
+    MetricAt { desc: 1597, at: 9, slots: 3, refs: 0 },
+    MetricAt { desc: 1598, at: 12, slots: 2, refs: 0 },
+    MetricAt { desc: 1599, at: 14, slots: 2, refs: 0 },
+    MetricAt { desc: 1600, at: 16, slots: 2, refs: 0 },
+    MetricAt { desc: 1605, at: 18, slots: 4, refs: 0 },
+    MetricAt { desc: 1606, at: 22, slots: 2, refs: 0 },
+    MetricAt { desc: 1603, at: 24, slots: 4, refs: 0 },
+    MetricAt { desc: 2735, at: 28, slots: 8, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1,
+    2, 3, 4, 5,
+    3, 4, 5,
+    6, 4, 5,
+    4, 5,
+    7, 3,
+    8, 9,
+    10, 11, 12, 13,
+    12, 13,
+    14, 15, 16, 17,
+    18, 19, 20, 21, 22, 23, 24, 25,
 ];
 
 static GROUPS: &[Group] = &[

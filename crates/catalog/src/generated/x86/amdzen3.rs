@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 64, 243),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
     groups: GROUPS,
     counters: COUNTERS,
@@ -52,20 +54,36 @@ static IDS: &[Id] = &[
     Id { text: Str(320060, 30), kind: IdKind::Event(110), pmu: Str(319511, 6), event: Str(320060, 30), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M1594, slots: &[0, 1], refs: &[] },
-    Metric { desc: &M1595, slots: &[2, 3, 4, 5], refs: &[] },
-    Metric { desc: &M1596, slots: &[3, 4, 5], refs: &[] },
-    Metric { desc: &M1597, slots: &[6, 4, 5], refs: &[] },
-    Metric { desc: &M1607, slots: &[4, 5], refs: &[] },
-    Metric { desc: &M1599, slots: &[7, 3], refs: &[] },
-    Metric { desc: &M1608, slots: &[8, 9], refs: &[] },
-    Metric { desc: &M1609, slots: &[10, 11], refs: &[] },
-    Metric { desc: &M1610, slots: &[12, 13], refs: &[] },
-    Metric { desc: &M1611, slots: &[14, 15], refs: &[] },
-    Metric { desc: &M1612, slots: &[16, 17], refs: &[] },
-    Metric { desc: &M1603, slots: &[18, 19, 20, 21], refs: &[] },
-    Metric { desc: &M1604, slots: &[22, 23, 24, 25, 26, 27, 28, 29], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 1594, at: 0, slots: 2, refs: 0 },
+    MetricAt { desc: 1595, at: 2, slots: 4, refs: 0 },
+    MetricAt { desc: 1596, at: 6, slots: 3, refs: 0 },
+    MetricAt { desc: 1597, at: 9, slots: 3, refs: 0 },
+    MetricAt { desc: 1607, at: 12, slots: 2, refs: 0 },
+    MetricAt { desc: 1599, at: 14, slots: 2, refs: 0 },
+    MetricAt { desc: 1608, at: 16, slots: 2, refs: 0 },
+    MetricAt { desc: 1609, at: 18, slots: 2, refs: 0 },
+    MetricAt { desc: 1610, at: 20, slots: 2, refs: 0 },
+    MetricAt { desc: 1611, at: 22, slots: 2, refs: 0 },
+    MetricAt { desc: 1612, at: 24, slots: 2, refs: 0 },
+    MetricAt { desc: 1603, at: 26, slots: 4, refs: 0 },
+    MetricAt { desc: 1604, at: 30, slots: 8, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1,
+    2, 3, 4, 5,
+    3, 4, 5,
+    6, 4, 5,
+    4, 5,
+    7, 3,
+    8, 9,
+    10, 11,
+    12, 13,
+    14, 15,
+    16, 17,
+    18, 19, 20, 21,
+    22, 23, 24, 25, 26, 27, 28, 29,
 ];
 
 static GROUPS: &[Group] = &[

@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 149, 305),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
     groups: GROUPS,
     counters: COUNTERS,
@@ -30,18 +32,32 @@ static IDS: &[Id] = &[
     Id { text: Str(809252, 8), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(301459, 6), terms: Str(0, 0), modifiers: Str(303547, 1), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M2137, slots: &[0, 1], refs: &[] },
-    Metric { desc: &M2138, slots: &[], refs: &[0] },
-    Metric { desc: &M2139, slots: &[1], refs: &[] },
-    Metric { desc: &M2140, slots: &[0, 2], refs: &[] },
-    Metric { desc: &M2141, slots: &[0, 3], refs: &[] },
-    Metric { desc: &M2142, slots: &[0], refs: &[] },
-    Metric { desc: &M2143, slots: &[4], refs: &[] },
-    Metric { desc: &M2144, slots: &[5, 6], refs: &[] },
-    Metric { desc: &M2145, slots: &[1, 5, 6], refs: &[] },
-    Metric { desc: &M2146, slots: &[1, 5], refs: &[] },
-    Metric { desc: &M2147, slots: &[7, 1], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 2137, at: 0, slots: 2, refs: 0 },
+    MetricAt { desc: 2138, at: 2, slots: 0, refs: 1 },
+    MetricAt { desc: 2139, at: 3, slots: 1, refs: 0 },
+    MetricAt { desc: 2140, at: 4, slots: 2, refs: 0 },
+    MetricAt { desc: 2141, at: 6, slots: 2, refs: 0 },
+    MetricAt { desc: 2142, at: 8, slots: 1, refs: 0 },
+    MetricAt { desc: 2143, at: 9, slots: 1, refs: 0 },
+    MetricAt { desc: 2144, at: 10, slots: 2, refs: 0 },
+    MetricAt { desc: 2145, at: 12, slots: 3, refs: 0 },
+    MetricAt { desc: 2146, at: 15, slots: 2, refs: 0 },
+    MetricAt { desc: 2147, at: 17, slots: 2, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1,
+    0,
+    1,
+    0, 2,
+    0, 3,
+    0,
+    4,
+    5, 6,
+    1, 5, 6,
+    1, 5,
+    7, 1,
 ];
 
 static GROUPS: &[Group] = &[

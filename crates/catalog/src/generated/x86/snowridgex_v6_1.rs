@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 166, 2838),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2, 3],
     groups: GROUPS,
     counters: COUNTERS,
@@ -33,11 +35,18 @@ static IDS: &[Id] = &[
     Id { text: Str(750175, 38), kind: IdKind::Event(418), pmu: Str(744281, 10), event: Str(750175, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M2826, slots: &[0, 1], refs: &[] },
-    Metric { desc: &M2828, slots: &[2, 1], refs: &[] },
-    Metric { desc: &M2879, slots: &[3, 4, 5, 6], refs: &[] },
-    Metric { desc: &M2880, slots: &[7, 8, 9, 10], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 2826, at: 0, slots: 2, refs: 0 },
+    MetricAt { desc: 2828, at: 2, slots: 2, refs: 0 },
+    MetricAt { desc: 2879, at: 4, slots: 4, refs: 0 },
+    MetricAt { desc: 2880, at: 8, slots: 4, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1,
+    2, 1,
+    3, 4, 5, 6,
+    7, 8, 9, 10,
 ];
 
 static GROUPS: &[Group] = &[

@@ -2,8 +2,8 @@
 //! Change pmu-events/ or xtask/src/regen.rs and rerun `cargo xtask regen`.
 
 #![allow(clippy::all)]
-use crate::generated::metrics::*;
 use crate::generated::TABLES;
+use crate::generated::metrics::CODE;
 use tmetric_model::catalog::*;
 
 pub static MODEL: Model = Model {
@@ -12,8 +12,10 @@ pub static MODEL: Model = Model {
     is_sys: false,
     tables: &TABLES,
     events: Events::new(&TABLES, 223, 2820),
+    code: &CODE,
     ids: IDS,
-    metrics: METRICS,
+    metric_table: METRICS,
+    locals: LOCALS,
     eval_order: &[0, 1, 2, 3],
     groups: GROUPS,
     counters: COUNTERS,
@@ -33,11 +35,18 @@ static IDS: &[Id] = &[
     Id { text: Str(474839, 24), kind: IdKind::Event(2731), pmu: Str(218241, 10), event: Str(474839, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
 ];
 
-static METRICS: &[Metric] = &[
-    Metric { desc: &M2697, slots: &[0, 1, 2, 3], refs: &[] },
-    Metric { desc: &M2698, slots: &[4, 5, 6, 7], refs: &[] },
-    Metric { desc: &M2699, slots: &[8, 9], refs: &[] },
-    Metric { desc: &M2700, slots: &[10, 9], refs: &[] },
+static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 2697, at: 0, slots: 4, refs: 0 },
+    MetricAt { desc: 2698, at: 4, slots: 4, refs: 0 },
+    MetricAt { desc: 2699, at: 8, slots: 2, refs: 0 },
+    MetricAt { desc: 2700, at: 10, slots: 2, refs: 0 },
+];
+
+static LOCALS: &[u16] = &[
+    0, 1, 2, 3,
+    4, 5, 6, 7,
+    8, 9,
+    10, 9,
 ];
 
 static GROUPS: &[Group] = &[
