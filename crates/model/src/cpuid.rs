@@ -28,172 +28,165 @@ pub fn compat_matches(compat: &str, identifier: &str) -> bool {
 }
 
 fn full_match(regex: &str, text: &str) -> bool {
-    prefixes(regex).is_none_or(|p| p.iter().any(|p| text.starts_with(p.as_str())))
-        && full_regex_match(regex, text)
+    may_match(regex, text, false) && full_regex_match(regex, text)
 }
 
 fn full_regex_match(regex: &str, text: &str) -> bool {
     Regex::new(&format!("^(?:{regex})$")).is_ok_and(|re| re.is_match(text))
 }
 
-/// The most strings [`prefixes`] builds before it stops extending them.
-const MAX_PREFIXES: usize = 64;
-
-/// Strings one of which starts every match of `regex`, or `None` when it cannot tell.
+/// Whether some match of `regex` could begin at `text`'s start (or, with `search`, anywhere in
+/// it): `false` only when none can.
 ///
 /// Finding the host's model tries every `mapfile.csv` row in file order, and compiling each
-/// row's regex was most of tmetric's start-up; these prefixes rule out almost every row
-/// without a regex. They cover the part of the pattern made of literal characters, bracket
-/// classes and groups of alternatives, and stop at anything else (`.`, `\`, a quantifier,
-/// which may make the atom before it optional, an anchor after the start), so they are a
-/// necessary condition only: a row they do not rule out is decided by the regex as before.
-fn prefixes(regex: &str) -> Option<Vec<String>> {
-    let pattern = regex.strip_prefix('^').unwrap_or(regex).as_bytes();
-    let mut at = 0;
-    let (found, _) = alternatives(pattern, &mut at)?;
-    Some(found)
+/// row's regex was most of tmetric's start-up; this rules out almost every row without a regex
+/// or an allocation. It follows literal characters, bracket classes and groups of alternatives,
+/// and takes anything else (`.`, `\\`, an anchor after the start, a quantifier, which may make
+/// the atom before it optional) as matching whatever follows. So it is a necessary condition
+/// only: a row it does not rule out is decided by the regex as before.
+fn may_match(regex: &str, text: &str, search: bool) -> bool {
+    let p = regex.strip_prefix('^').unwrap_or(regex).as_bytes();
+    let mut m = Prefilter { p, t: text.as_bytes(), budget: 10_000 };
+    let last = if search { text.len() } else { 0 };
+    (0..=last).any(|j| m.alternatives(0, j))
 }
 
-/// `a|b|...` up to the end of the pattern or a closing parenthesis: the union of the
-/// alternatives' prefixes, and whether each alternative was followed to its end.
-fn alternatives(p: &[u8], at: &mut usize) -> Option<Prefixes> {
-    let mut all = Vec::new();
-    let mut complete = true;
-    loop {
-        let (found, whole) = sequence(p, at)?;
-        complete &= whole;
-        all.extend(found);
-        if all.len() > MAX_PREFIXES {
-            return None;
-        }
-        match p.get(*at) {
-            Some(b'|') => *at += 1,
-            _ => return Some((all, complete)),
-        }
-    }
+/// The state of [`may_match`]: pattern, text, and steps left before it gives up (and answers
+/// that a match is possible).
+struct Prefilter<'a> {
+    p: &'a [u8],
+    t: &'a [u8],
+    budget: u32,
 }
 
-/// One alternative: its prefixes and whether they are the whole alternative. On return `at` is
-/// at its `|` or `)`, or the end of the pattern.
-fn sequence(p: &[u8], at: &mut usize) -> Option<Prefixes> {
-    let mut found = vec![String::new()];
-    while let Some(&c) = p.get(*at) {
-        if matches!(c, b'|' | b')') {
-            return Some((found, true));
-        }
-        let start = *at;
-        let followed = atom(p, at)?.filter(|(choices, _)| {
-            !matches!(p.get(*at), Some(b'?' | b'*' | b'+' | b'{'))
-                && found.len() * choices.len() <= MAX_PREFIXES
-        });
-        let Some((choices, whole)) = followed else {
-            // Not followed: what is known so far, up to this alternative's end.
-            *at = start;
-            skip_alternative(p, at)?;
-            return Some((found, false));
-        };
-        found = found.iter().flat_map(|f| choices.iter().map(move |c| format!("{f}{c}"))).collect();
-        if !whole {
-            skip_alternative(p, at)?;
-            return Some((found, false));
-        }
-    }
-    Some((found, true))
-}
-
-/// Prefixes, and whether they are whole matches rather than their beginnings.
-type Prefixes = (Vec<String>, bool);
-
-/// One literal character, bracket class or group: its strings and whether they are all of it.
-/// `Some(None)` for what the prefixes do not follow, `None` for a pattern that does not parse.
-fn atom(p: &[u8], at: &mut usize) -> Option<Option<Prefixes>> {
-    match p[*at] {
-        b'(' => {
-            if p[*at + 1..].starts_with(b"?") && !p[*at + 1..].starts_with(b"?:") {
-                return Some(None);
+impl Prefilter<'_> {
+    /// Could one of the alternatives starting at `first` (up to their group's `)` or the end)
+    /// match the text from `j` on?
+    fn alternatives(&mut self, first: usize, j: usize) -> bool {
+        let mut at = first;
+        loop {
+            if self.from(at, j) {
+                return true;
             }
-            *at += if p[*at + 1..].starts_with(b"?:") { 3 } else { 1 };
-            let group = alternatives(p, at)?;
-            if p.get(*at) != Some(&b')') {
-                return None;
+            match boundary(self.p, at) {
+                bar if self.p.get(bar) == Some(&b'|') => at = bar + 1,
+                _ => return false,
             }
-            *at += 1;
-            Some(Some(group))
         }
-        b'[' => Some(class(p, at).map(|chars| (chars, true))),
-        c if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b',' | b':' | b'/' | b'=') => {
-            *at += 1;
-            Some(Some((vec![char::from(c).to_string()], true)))
-        }
-        _ => Some(None),
     }
-}
 
-/// A bracket class of literal characters, ranges and `[:digit:]`/`[:xdigit:]`: its characters.
-/// `None` (and `at` unmoved) for any other class.
-fn class(p: &[u8], at: &mut usize) -> Option<Vec<String>> {
-    let mut i = *at + 1;
-    let mut chars: Vec<u8> = Vec::new();
-    loop {
-        let c = *p.get(i)?;
-        if c == b']' && i > *at + 1 {
-            break;
+    /// Could the pattern from `i` on match the text from `j` on?
+    fn from(&mut self, i: usize, j: usize) -> bool {
+        if self.budget == 0 {
+            return true;
         }
-        if p[i..].starts_with(b"[:xdigit:]") {
-            chars.extend(b"0123456789abcdefABCDEF");
-            i += 10;
-        } else if p[i..].starts_with(b"[:digit:]") {
-            chars.extend(b"0123456789");
-            i += 9;
-        } else if c.is_ascii_alphanumeric() {
-            match (p.get(i + 1), p.get(i + 2)) {
-                (Some(b'-'), Some(&end)) if end.is_ascii_alphanumeric() && end >= c => {
-                    chars.extend(c..=end);
-                    i += 3;
+        self.budget -= 1;
+        let (p, t) = (self.p, self.t);
+        let Some(&c) = p.get(i) else { return true };
+        let quantified = |k: usize| matches!(p.get(k), Some(b'?' | b'*' | b'+' | b'{'));
+        match c {
+            // This alternative matched: go on after its group (or, at the top level, done).
+            b'|' | b')' => match close(p, i) {
+                end if end < p.len() => self.from(end + 1, j),
+                _ => true,
+            },
+            b'(' => {
+                let first = match (p.get(i + 1), p.get(i + 2)) {
+                    (Some(b'?'), Some(b':')) => i + 3,
+                    (Some(b'?'), _) => return true,
+                    _ => i + 1,
+                };
+                let end = close(p, first);
+                if end >= p.len() || quantified(end + 1) {
+                    return true;
                 }
-                _ => {
-                    chars.push(c);
+                self.alternatives(first, j)
+            }
+            b'[' => match class(p, i) {
+                Some((set, next)) if !quantified(next) => {
+                    t.get(j).is_some_and(|&b| b < 128 && set & 1 << b != 0)
+                        && self.from(next, j + 1)
+                }
+                _ => true,
+            },
+            c if (c.is_ascii_alphanumeric()
+                || matches!(c, b'-' | b'_' | b',' | b':' | b'/' | b'='))
+                && !quantified(i + 1) =>
+            {
+                t.get(j) == Some(&c) && self.from(i + 1, j + 1)
+            }
+            _ => true,
+        }
+    }
+}
+
+/// A bracket class at `p[i]` of literal characters, ranges and `[:digit:]`/`[:xdigit:]`: its
+/// ASCII characters as bits, and where the pattern goes on. `None` for any other class.
+fn class(p: &[u8], i: usize) -> Option<(u128, usize)> {
+    let mut k = i + 1;
+    let mut set = 0u128;
+    let mut add = |from: u8, to: u8| (from..=to).for_each(|c| set |= 1 << c);
+    loop {
+        let c = *p.get(k)?;
+        if c == b']' && k > i + 1 {
+            return Some((set, k + 1));
+        }
+        if p[k..].starts_with(b"[:xdigit:]") {
+            add(b'0', b'9');
+            add(b'a', b'f');
+            add(b'A', b'F');
+            k += 10;
+        } else if p[k..].starts_with(b"[:digit:]") {
+            add(b'0', b'9');
+            k += 9;
+        } else if !c.is_ascii_alphanumeric() {
+            return None;
+        } else if let (Some(b'-'), Some(&end)) = (p.get(k + 1), p.get(k + 2))
+            && end.is_ascii_alphanumeric()
+        {
+            add(c, end);
+            k += 3;
+        } else {
+            add(c, c);
+            k += 1;
+        }
+    }
+}
+
+/// The first `|` or `)` at the depth of `p[i]` (over nested groups and classes), or the end.
+fn boundary(p: &[u8], mut i: usize) -> usize {
+    let mut depth = 0usize;
+    while let Some(&c) = p.get(i) {
+        match c {
+            b'\\' => i += 1,
+            // A class may hold `(`, `|` or `)`; `]` first in it is a literal.
+            b'[' => {
+                i += 2;
+                while p.get(i).is_some_and(|&c| c != b']') {
                     i += 1;
                 }
             }
-        } else {
-            return None;
-        }
-    }
-    *at = i + 1;
-    chars.sort_unstable();
-    chars.dedup();
-    Some(chars.into_iter().map(|c| char::from(c).to_string()).collect())
-}
-
-/// Moves `at` to the end of the current alternative (its `|` or `)` at this depth, or the end
-/// of the pattern), over nested groups and classes.
-fn skip_alternative(p: &[u8], at: &mut usize) -> Option<()> {
-    let mut depth = 0usize;
-    while let Some(&c) = p.get(*at) {
-        match c {
-            b'\\' => *at += 1,
-            b'[' => {
-                // A class may hold `(`, `|` or `)`; `]` first in it is a literal.
-                *at += 2;
-                while *p.get(*at)? != b']' {
-                    *at += 1;
-                }
-            }
             b'(' => depth += 1,
-            b')' if depth == 0 => return Some(()),
+            b')' | b'|' if depth == 0 => return i,
             b')' => depth -= 1,
-            b'|' if depth == 0 => return Some(()),
             _ => {}
         }
-        *at += 1;
+        i += 1;
     }
-    Some(())
+    p.len()
+}
+
+/// The `)` that closes the group `p[i]` is in (the end of the pattern at the top level).
+fn close(p: &[u8], i: usize) -> usize {
+    let mut at = boundary(p, i);
+    while p.get(at) == Some(&b'|') {
+        at = boundary(p, at + 1);
+    }
+    at
 }
 
 fn x86_matches(regex: &str, cpuid: &str) -> bool {
-    prefixes(regex).is_none_or(|p| p.iter().any(|p| cpuid.contains(p.as_str())))
-        && x86_regex_matches(regex, cpuid)
+    may_match(regex, cpuid, true) && x86_regex_matches(regex, cpuid)
 }
 
 fn x86_regex_matches(regex: &str, cpuid: &str) -> bool {
@@ -335,15 +328,7 @@ mod tests {
                     };
                     assert_eq!(got, want, "{arch} {regex} {cpuid}");
                     matched += usize::from(want);
-                    let possible = prefixes(regex).is_none_or(|p| {
-                        p.iter().any(|p| {
-                            if arch == "x86" {
-                                cpuid.contains(p.as_str())
-                            } else {
-                                cpuid.starts_with(p.as_str())
-                            }
-                        })
-                    });
+                    let possible = may_match(regex, &cpuid, arch == "x86");
                     ruled_out += usize::from(!possible);
                     decided_by_regex += usize::from(possible);
                 }
@@ -354,31 +339,29 @@ mod tests {
     }
 
     #[test]
-    fn prefixes_follow_literals_classes_and_groups_and_stop_at_the_rest() {
-        let of = |regex: &str| {
-            prefixes(regex).map(|mut p| {
-                p.sort();
-                p
-            })
-        };
-        assert_eq!(
-            of("GenuineIntel-6-(3D|47)").unwrap(),
-            ["GenuineIntel-6-3D", "GenuineIntel-6-47"]
-        );
-        assert_eq!(of("GenuineIntel-6-1[AE]").unwrap(), ["GenuineIntel-6-1A", "GenuineIntel-6-1E"]);
-        assert_eq!(of("0x004e[[:xdigit:]]{4}").unwrap(), ["0x004e"]);
-        assert_eq!(of("^IBM.393[12].*$").unwrap(), ["IBM"]);
-        assert_eq!(of("GenuineIntel-6-(8F)?").unwrap(), ["GenuineIntel-6-"]);
-        assert_eq!(of("(?i)intel").unwrap(), [""]);
-        assert_eq!(of("AuthenticAMD-25-([245][[:xdigit:]]|[[:xdigit:]])").unwrap().len(), 25);
-        // More than 64 alternatives at once: no prefixes, the regex decides.
-        assert_eq!(
-            of(
-                "[[:xdigit:]][[:xdigit:]][[:xdigit:]]|a|b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q|r|s|t|u|v|w|x|y|z|A|B|C|D|E|F|G|H|I|J|K|L|M|N|O|P|Q|R|S|T|U|V|W|X|Y|Z|0|1|2|3|4|5|6|7|8|9|-"
-            ),
-            None
-        );
-        assert_eq!(of("a(b"), None);
+    fn the_prefilter_follows_literals_classes_and_groups_and_gives_up_on_the_rest() {
+        let whole = |regex: &str, text: &str| may_match(regex, text, false);
+        assert!(whole("GenuineIntel-6-(3D|47)", "GenuineIntel-6-47"));
+        assert!(!whole("GenuineIntel-6-(3D|47)", "GenuineIntel-6-48"));
+        assert!(!whole("GenuineIntel-6-(3D|47)", "GenuineIntel-6-4"));
+        assert!(whole("GenuineIntel-6-1[AE]", "GenuineIntel-6-1E"));
+        assert!(!whole("GenuineIntel-6-1[AE]", "GenuineIntel-6-1F"));
+        assert!(whole("0x004e[[:xdigit:]]{4}", "0x004e"));
+        assert!(!whole("0x004e[[:xdigit:]]{4}", "0x004f1234"));
+        assert!(whole("^IBM.393[12].*$", "IBM"));
+        assert!(!whole("^IBM.393[12].*$", "IBN.3931"));
+        // After a quantifier or a group it cannot read, anything may follow.
+        assert!(whole("GenuineIntel-6-(8F)?", "GenuineIntel-6-"));
+        assert!(whole("(?i)intel", "INTEL"));
+        assert!(whole("a|b|(c)", "c"));
+        assert!(!whole("a|b|(c)", "d"));
+        // A search finds the pattern anywhere; a whole match only at the start.
+        assert!(may_match("Intel-6-8F", "GenuineIntel-6-8F-4", true));
+        assert!(!whole("Intel-6-8F", "GenuineIntel-6-8F-4"));
+        // Too many paths to try: it gives up and lets the regex decide.
+        let many = format!("{}b", "(a|a)".repeat(20));
+        assert!(whole(&many, &"a".repeat(21)));
+        assert!(!whole("(a|a)(a|a)b", "aac"));
     }
 
     #[test]
