@@ -136,7 +136,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// `tmetric [stat flags] [--] cmd args`: as perf users type `perf stat`, the top level is
 /// `stat` when the first argument is not a subcommand or a top-level flag.
-fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+fn with_default_subcommand(
+    mut args: Vec<std::ffi::OsString>,
+    cli: &clap::Command,
+) -> Vec<std::ffi::OsString> {
     let first = args.get(1).and_then(|a| a.to_str()).map(str::to_string);
     // perf's `perf stat record ...` and `perf stat report ...` (abbreviations of at least
     // three letters, as perf accepts them) are tmetric's `record` and `report`.
@@ -153,7 +156,7 @@ fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::O
         }
     }
     match first {
-        Some(first) if !is_top_level(&first) => args.insert(1, "stat".into()),
+        Some(first) if !is_top_level(cli, &first) => args.insert(1, "stat".into()),
         // Bare `tmetric`, as bare `perf stat`: count every CPU until Ctrl-C.
         None => args.insert(1, "stat".into()),
         _ => {}
@@ -162,12 +165,9 @@ fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::O
 }
 
 /// Whether `word` is what the top level reads itself: a subcommand's name or alias (`help`
-/// too) or a top-level flag (`-h`, `--help`, `-V`, `--version`), as clap defines them.
-fn is_top_level(word: &str) -> bool {
-    use clap::CommandFactory;
-    let mut cli = Cli::command();
-    // Building adds what clap generates: the `help` subcommand, `--help` and `--version`.
-    cli.build();
+/// too) or a top-level flag (`-h`, `--help`, `-V`, `--version`), as clap defines them in the
+/// built command `cli` (building adds the `help` subcommand, `--help` and `--version`).
+fn is_top_level(cli: &clap::Command, word: &str) -> bool {
     let flag = |arg: &clap::Arg| {
         arg.get_short().is_some_and(|s| word.strip_prefix('-') == Some(s.encode_utf8(&mut [0; 4])))
             || arg.get_long().is_some_and(|l| word.strip_prefix("--") == Some(l))
@@ -235,6 +235,12 @@ enum ParseError {
 /// reads them one by one: `--filter` follows its `-e`).
 fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
     use clap::{CommandFactory, FromArgMatches};
+    // Built once for both helpers below: building clap's command tree (every subcommand's
+    // flags) is a large part of a short run, and each helper used to build its own. The
+    // line is parsed by a command clap builds itself, as before (`build` also expands the
+    // `help` subcommand's tree, which parsing does not).
+    let mut command = Cli::command();
+    command.build();
     // `tmetric --perf-version 7.2 list ...`: the global flag ahead of the subcommand moves
     // behind it, so the default subcommand (`stat`) is still inserted where it belongs.
     let leading: Vec<std::ffi::OsString> = match argv.get(1).and_then(|a| a.to_str()) {
@@ -242,12 +248,12 @@ fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
         Some("--perf-version") if argv.len() > 2 => argv.drain(1..3).collect(),
         _ => Vec::new(),
     };
-    let mut argv = with_default_subcommand(argv);
+    let mut argv = with_default_subcommand(argv, &command);
     if !leading.is_empty() {
         let at = 2.min(argv.len());
         argv.splice(at..at, leading);
     }
-    let argv = perfs_negations(argv);
+    let argv = perfs_negations(argv, &command);
     let matches = Cli::command().try_get_matches_from(&argv).map_err(|err| {
         let sub = argv.get(1).and_then(|a| a.to_str()).unwrap_or("stat");
         match unknown::explain(&err, sub) {
@@ -267,14 +273,11 @@ fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
 }
 
 /// `stat`'s and `record`'s options with perf's `--no-X` negations applied ([`negate`]).
-fn perfs_negations(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    use clap::CommandFactory;
+fn perfs_negations(argv: Vec<std::ffi::OsString>, cli: &clap::Command) -> Vec<std::ffi::OsString> {
     let Some(sub) = argv.get(1).and_then(|a| a.to_str()) else { return argv };
     if !matches!(sub, "stat" | "record") {
         return argv;
     }
-    let mut cli = Cli::command();
-    cli.build();
     match cli.find_subcommand(sub) {
         Some(command) => negate::apply(command, argv),
         None => argv,

@@ -46,9 +46,14 @@ fn full_regex_match(regex: &str, text: &str) -> bool {
 /// only: a row it does not rule out is decided by the regex as before.
 fn may_match(regex: &str, text: &str, search: bool) -> bool {
     let p = regex.strip_prefix('^').unwrap_or(regex).as_bytes();
+    // Where the top level's alternatives start, found once rather than at every position.
+    let mut starts = vec![0];
+    while let Some(&b'|') = p.get(boundary(p, starts[starts.len() - 1])) {
+        starts.push(boundary(p, starts[starts.len() - 1]) + 1);
+    }
     let mut m = Prefilter { p, t: text.as_bytes(), budget: 10_000 };
     let last = if search { text.len() } else { 0 };
-    (0..=last).any(|j| m.alternatives(0, j))
+    (0..=last).any(|j| starts.iter().any(|&a| m.from(a, j)))
 }
 
 /// The state of [`may_match`]: pattern, text, and steps left before it gives up (and answers
