@@ -235,12 +235,13 @@ enum ParseError {
 /// reads them one by one: `--filter` follows its `-e`).
 fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
     use clap::{CommandFactory, FromArgMatches};
-    // Built once for both helpers below: building clap's command tree (every subcommand's
-    // flags) is a large part of a short run, and each helper used to build its own. The
-    // line is parsed by a command clap builds itself, as before (`build` also expands the
-    // `help` subcommand's tree, which parsing does not).
-    let mut command = Cli::command();
-    command.build();
+    // Made once: making clap's command tree (every subcommand's flags) is the largest part of
+    // a short run, and each helper used to make its own. The helpers read a built copy; the
+    // line is parsed by the command itself, which clap builds as it parses, as before
+    // (`build` also expands the `help` subcommand's tree, which parsing does not).
+    let command = Cli::command();
+    let mut built = command.clone();
+    built.build();
     // `tmetric --perf-version 7.2 list ...`: the global flag ahead of the subcommand moves
     // behind it, so the default subcommand (`stat`) is still inserted where it belongs.
     let leading: Vec<std::ffi::OsString> = match argv.get(1).and_then(|a| a.to_str()) {
@@ -248,13 +249,13 @@ fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
         Some("--perf-version") if argv.len() > 2 => argv.drain(1..3).collect(),
         _ => Vec::new(),
     };
-    let mut argv = with_default_subcommand(argv, &command);
+    let mut argv = with_default_subcommand(argv, &built);
     if !leading.is_empty() {
         let at = 2.min(argv.len());
         argv.splice(at..at, leading);
     }
-    let argv = perfs_negations(argv, &command);
-    let matches = Cli::command().try_get_matches_from(&argv).map_err(|err| {
+    let argv = perfs_negations(argv, &built);
+    let matches = command.try_get_matches_from(&argv).map_err(|err| {
         let sub = argv.get(1).and_then(|a| a.to_str()).unwrap_or("stat");
         match unknown::explain(&err, sub) {
             Some(text) => ParseError::Unknown(text),
