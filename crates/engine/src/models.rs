@@ -112,7 +112,7 @@ fn near_models(name: &str) -> Vec<String> {
 /// metrics, x86 first.
 pub fn examples() -> String {
     let mut best: Vec<&Model> = Vec::new();
-    let with_metrics = tmetric_catalog::models().iter().copied().filter(|m| !m.metric_count() == 0);
+    let with_metrics = tmetric_catalog::models().iter().copied().filter(|m| m.metric_count() > 0);
     for model in with_metrics.filter(|m| !m.is_sys && m.arch != "test" && m.arch != "common") {
         match best.iter_mut().find(|b| b.arch == model.arch) {
             Some(b) if b.metric_count() < model.metric_count() => *b = model,
