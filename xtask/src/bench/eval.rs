@@ -73,9 +73,9 @@ fn literals() -> [f64; Literal::COUNT] {
 /// the same slots and metrics, or the comparison is meaningless.
 fn ensure_same_slots(model: &Model, table: &ResolvedTable<'_>, ok: usize) -> Result<()> {
     ensure!(
-        ok == model.metrics.len() && table.ids.len() == model.ids.len(),
+        ok == model.metric_count() && table.ids.len() == model.ids.len(),
         "the catalogue is stale ({} metrics and {} slots compiled, {} and {} in pmu-events): run `cargo xtask regen`",
-        model.metrics.len(),
+        model.metric_count(),
         model.ids.len(),
         ok,
         table.ids.len()
