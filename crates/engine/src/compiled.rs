@@ -5,7 +5,7 @@
 
 use tmetric_catalog::Model;
 use tmetric_model::Literal;
-use tmetric_model::catalog::{Facts, Inputs, Ref};
+use tmetric_model::catalog::{Facts, Inputs, MetricFn, Ref};
 use tmetric_model::sem::Fail;
 
 /// Selection and dependency queries over a compiled model.
@@ -146,6 +146,32 @@ pub struct Evaluator {
     pub metrics: Vec<f64>,
     /// Per metric: why the last evaluation produced no value.
     pub failures: Vec<Option<Fail>>,
+    /// Per metric of the model the buffers were made for: its functions and inputs, read once
+    /// rather than through the catalogue's indices at every evaluation.
+    bound: Vec<Bound>,
+    /// That model's address, to tell it from another one passed to [`Evaluator::run`].
+    bound_to: usize,
+}
+
+/// One metric's functions and local inputs, as [`Evaluator::run`] reads them.
+#[derive(Debug, Clone, Copy)]
+struct Bound {
+    value: MetricFn,
+    threshold: Option<MetricFn>,
+    slots: &'static [u16],
+    refs: &'static [u16],
+}
+
+impl Bound {
+    fn of(model: &Model, m: usize) -> Bound {
+        let metric = model.metric(m);
+        Bound {
+            value: metric.value_fn(),
+            threshold: metric.threshold_fn(),
+            slots: metric.slots,
+            refs: metric.refs,
+        }
+    }
 }
 
 impl Evaluator {
@@ -158,14 +184,38 @@ impl Evaluator {
             literals: [f64::NAN; Literal::COUNT],
             metrics: vec![f64::NAN; model.metric_count()],
             failures: vec![None; model.metric_count()],
+            bound: (0..model.metric_count()).map(|m| Bound::of(model, m)).collect(),
+            bound_to: std::ptr::from_ref(model).addr(),
+        }
+    }
+
+    /// Metric `m` of `model`: from the buffers' own table when they were made for it.
+    #[inline]
+    fn bound(&self, model: &Model, m: usize) -> Bound {
+        if self.bound_to == std::ptr::from_ref(model).addr() {
+            self.bound[m]
+        } else {
+            Bound::of(model, m)
         }
     }
 
     /// Evaluates the metrics of `order` (dependency order, as from [`Select::closure`]).
     pub fn run(&mut self, model: &Model, order: &[u16]) {
+        if self.bound_to == std::ptr::from_ref(model).addr() {
+            // Taken out for the loop, which writes the other buffers.
+            let bound = std::mem::take(&mut self.bound);
+            self.run_with(order, |m| bound[m]);
+            self.bound = bound;
+        } else {
+            self.run_with(order, |m| Bound::of(model, m));
+        }
+    }
+
+    #[inline(always)]
+    fn run_with(&mut self, order: &[u16], metric: impl Fn(usize) -> Bound) {
         for &m in order {
             let m = m as usize;
-            let metric = model.metric(m);
+            let metric = metric(m);
             let inputs = Inputs {
                 slots: metric.slots,
                 refs: metric.refs,
@@ -175,7 +225,7 @@ impl Evaluator {
                 literals: &self.literals,
                 metrics: &self.metrics,
             };
-            let result = metric.value_fn()(&inputs);
+            let result = (metric.value)(&inputs);
             // A failed reference reads as NaN in the metrics that use it, as in perf.
             self.metrics[m] = *result.as_ref().unwrap_or(&f64::NAN);
             self.failures[m] = result.err();
@@ -184,8 +234,8 @@ impl Evaluator {
 
     /// Evaluates metric `m`'s threshold over the current values; `None` without one.
     pub fn threshold(&self, model: &Model, m: usize) -> Option<Result<f64, Fail>> {
-        let metric = model.metric(m);
-        let threshold = metric.threshold_fn()?;
+        let metric = self.bound(model, m);
+        let threshold = metric.threshold?;
         Some(threshold(&Inputs {
             slots: metric.slots,
             refs: metric.refs,
