@@ -39,11 +39,11 @@ fn full_regex_match(regex: &str, text: &str) -> bool {
 /// it): `false` only when none can.
 ///
 /// Finding the host's model tries every `mapfile.csv` row in file order, and compiling each
-/// row's regex was most of tmetric's start-up; this rules out almost every row without a regex
-/// or an allocation. It follows literal characters, bracket classes and groups of alternatives,
-/// and takes anything else (`.`, `\\`, an anchor after the start, a quantifier, which may make
-/// the atom before it optional) as matching whatever follows. So it is a necessary condition
-/// only: a row it does not rule out is decided by the regex as before.
+/// row's regex was most of tmetric's start-up; this rules out almost every row without
+/// compiling one. It follows literal characters, bracket classes and groups of alternatives,
+/// and takes anything else (`.`, an escape, an anchor after the start, a quantifier, which may
+/// make the atom before it optional) as matching whatever follows. So it is a necessary
+/// condition only: a row it does not rule out is decided by the regex as before.
 fn may_match(regex: &str, text: &str, search: bool) -> bool {
     let p = regex.strip_prefix('^').unwrap_or(regex).as_bytes();
     // Where the top level's alternatives start, found once rather than at every position.
