@@ -340,11 +340,17 @@ pub fn run<S: Syscalls>(
     let mut turns = rotation.map(Rotation::schedule);
     // Until the first turn the kernel rotates, every group enabled.
     let mut next_turn = turns.as_mut().map(|t| start + t.length());
+    // Until the first wait, everything is looked at.
+    let mut news = News::ALL;
     loop {
         if let Some(w) = workload.as_mut() {
-            if let Some(e) = w.try_wait()? {
-                exit = Some(e);
-                break;
+            if news.exited {
+                if let Some(e) = w.try_wait()? {
+                    exit = Some(e);
+                    break;
+                }
+                // Its exit descriptor is level-triggered: the next wait says so again.
+                news.exited = false;
             }
             if stopped {
                 exit = Some(stop_workload(w)?);
@@ -410,10 +416,18 @@ pub fn run<S: Syscalls>(
         }
         let due = [next_tick, next_sample, next_turn, deadline].into_iter().flatten().min();
         let control_fd = control.as_ref().and_then(ControlReader::fd);
-        wait_for_news(workload.as_deref(), guard.as_ref(), &watch, control_fd, due, now);
-        let (signal, stop) = take_signals(guard.as_ref(), workload.as_deref());
-        interrupted_by = signal.or(interrupted_by);
-        stopped |= stop;
+        news = wait_for_news(workload.as_deref(), guard.as_ref(), &watch, control_fd, due, now);
+        // A signal handled as the wait returned is in the pipe but not in what it said.
+        let arrived = guard.as_ref().is_some_and(SignalGuard::arrived);
+        if news.signalled || arrived {
+            let (signal, stop) = take_signals(guard.as_ref(), workload.as_deref());
+            interrupted_by = signal.or(interrupted_by);
+            stopped |= stop;
+        }
+    }
+    // A signal that came as the workload ended, before the loop looked, is this run's.
+    if guard.as_ref().is_some_and(SignalGuard::arrived) {
+        interrupted_by = take_signals(guard.as_ref(), workload.as_deref()).0.or(interrupted_by);
     }
     let end = Instant::now();
     if needs_enable(target) {
@@ -603,6 +617,20 @@ fn next_due(due: Instant, every: Duration, now: Instant) -> Instant {
     next
 }
 
+/// What a wait may have brought, so that the loop makes the calls that look (`wait4`, a read
+/// of the signal pipe) only then: an interval with neither costs no call but its reads.
+#[derive(Debug, Clone, Copy)]
+struct News {
+    /// The workload may have exited.
+    exited: bool,
+    /// A signal may have arrived.
+    signalled: bool,
+}
+
+impl News {
+    const ALL: News = News { exited: true, signalled: true };
+}
+
 /// Sleeps until something the run loop acts on may have happened: the workload's exit, a
 /// signal, a `--control` command, a watched task gone (without a workload), or `due` (the
 /// next tick, sample or deadline). Without a descriptor to wait on for an exit, it wakes
@@ -614,11 +642,12 @@ fn wait_for_news(
     control: Option<RawFd>,
     due: Option<Instant>,
     now: Instant,
-) {
+) -> News {
     let mut fds = Vec::new();
     let exit_fd = workload.and_then(|w| w.exit_fd());
     fds.extend(exit_fd);
-    fds.extend(guard.map(SignalGuard::fd));
+    let signal_fd = guard.map(SignalGuard::fd);
+    fds.extend(signal_fd);
     fds.extend(control);
     if workload.is_none() {
         fds.extend(watch.fds());
@@ -636,7 +665,13 @@ fn wait_for_news(
     if let Some(every) = poll_every {
         timeout = Some(timeout.map_or(every, |t| t.min(every)));
     }
-    wait_readable(&fds, timeout);
+    let readable = wait_readable(&fds, timeout);
+    let signal_bit = u32::from(exit_fd.is_some());
+    News {
+        // Without an exit descriptor only `wait4` can tell.
+        exited: exit_fd.is_none() || readable & 1 != 0,
+        signalled: signal_fd.is_some() && readable & (1 << signal_bit) != 0,
+    }
 }
 
 /// Takes the signals that arrived: the last one's number (the run's interruption, if any)

@@ -16,6 +16,10 @@ static PIPE_LOCK: Mutex<()> = Mutex::new(());
 /// A signal caught before the self-pipe exists ([`catch_stop_signals_early`]), written to
 /// the pipe once it is made.
 static PENDING: AtomicU8 = AtomicU8::new(0);
+/// Set by the handler once a signal's byte is in the pipe (or [`PENDING`]), cleared by
+/// [`SignalGuard::arrived`]: a signal handled as `poll` returns is in the pipe, but not in
+/// what `poll` said was readable.
+static ARRIVED: AtomicBool = AtomicBool::new(false);
 /// Set while the process is in a call that may block on output or input ([`blocking`]).
 static BLOCKING: AtomicBool = AtomicBool::new(false);
 /// A signal that came while [`BLOCKING`]: it ends tmetric if the call is still blocked when
@@ -48,6 +52,7 @@ extern "C" fn on_signal(
         } else {
             PENDING.store(byte, Ordering::SeqCst);
         }
+        ARRIVED.store(true, Ordering::SeqCst);
         // Blocked on a write no one reads (a FIFO without a reader, a stopped pipe) or an
         // open that waits for one, the run loop never sees the pipe: end as perf does, by
         // the signal's default action. Not at once: the signal may have come while a write
@@ -216,6 +221,12 @@ impl SignalGuard {
         READ_FD.load(Ordering::Relaxed)
     }
 
+    /// Whether a signal was caught since the last call: the pipe then holds it for
+    /// [`SignalGuard::drain`]. A flag, not a system call.
+    pub fn arrived(&self) -> bool {
+        ARRIVED.swap(false, Ordering::SeqCst)
+    }
+
     /// The signals caught since the last call.
     pub fn drain(&self) -> Vec<Received> {
         let mut received = Vec::new();
@@ -250,19 +261,39 @@ impl Drop for SignalGuard {
 }
 
 /// Waits until one of `fds` is readable or `timeout` passes (`None`: no limit). Interrupted
-/// waits return early; the caller re-checks its state either way.
-pub fn wait_readable(fds: &[i32], timeout: Option<Duration>) {
-    let mut polls: Vec<libc::pollfd> =
-        fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+/// waits return early; the caller re-checks its state either way. Returns which of `fds`
+/// were readable, bit `i` for `fds[i]` (the first 64): every bit when the wait failed or a
+/// signal interrupted it, since nothing was looked at then.
+pub fn wait_readable(fds: &[i32], timeout: Option<Duration>) -> u64 {
+    const ON_STACK: usize = 8;
+    let mut stack = [libc::pollfd { fd: -1, events: 0, revents: 0 }; ON_STACK];
+    let mut heap = Vec::new();
+    let polls: &mut [libc::pollfd] = if fds.len() <= ON_STACK {
+        &mut stack[..fds.len()]
+    } else {
+        heap.resize(fds.len(), libc::pollfd { fd: -1, events: 0, revents: 0 });
+        &mut heap
+    };
+    for (p, &fd) in polls.iter_mut().zip(fds) {
+        *p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    }
     let millis = timeout.map_or(-1, |t| {
         // Round up so a wait never ends just before its deadline and spins.
         let ms = t.as_nanos().div_ceil(1_000_000);
         ms.min(i32::MAX as u128) as i32
     });
     // SAFETY: `polls` is a valid array of `polls.len()` pollfd structs.
-    unsafe {
-        libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, millis);
+    let n = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, millis) };
+    if n < 0 {
+        return u64::MAX;
     }
+    // POLLHUP and POLLERR count as readable: a read then says what happened.
+    polls
+        .iter()
+        .take(64)
+        .enumerate()
+        .filter(|(_, p)| p.revents != 0)
+        .fold(0, |mask, (i, _)| mask | 1 << i)
 }
 
 /// The C library's description of a signal (`Killed`, `Segmentation fault`), as `psignal`
