@@ -105,7 +105,7 @@ fn no_inherit_counts_the_command_alone_and_inherit_undoes_it() {
 }
 
 /// `--no-affinity` (perf's: read every CPU's counters from where tmetric runs) counts the same
-/// system-wide clocks as the default, which reads each CPU's counters from that CPU.
+/// system-wide clocks as the default, which reads a CPU with many groups from that CPU.
 #[test]
 fn no_affinity_reads_every_cpu_from_where_tmetric_runs() {
     let clock = |extra: &[&str]| -> f64 {

@@ -101,6 +101,8 @@ pub fn run_on<S: Syscalls + Clone>(
             "-I with -r prints every run's intervals, and a record holds one run's: record without -r, or without -I for the mean of the runs"
         );
     }
+    // One read per CPU for the software events, unless something switches events one by one.
+    plan.set_software_together(options.control.is_none() && options.rotation.is_none());
     let (earlier, back) = repeats(args, &host, &sys, &plan, printer, &options)?;
     printer = back;
     run_hook(args, RunHook::Before).map_err(anyhow::Error::msg)?;

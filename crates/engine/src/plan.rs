@@ -228,6 +228,10 @@ pub struct Plan {
     /// A task's counters follow the children it creates (`inherit`, perf's default); off
     /// with perf's `-i`/`--no-inherit`.
     pub(crate) inherit: bool,
+    /// Per-CPU software events opened alone are opened as one group per CPU, one read each
+    /// (`tmetric_runtime::counter::Opening`); off unless a front end says nothing switches
+    /// events one by one.
+    pub(crate) software_together: bool,
     /// Groups tmetric may rotate itself: (PMU, leading spec) of each group of a PMU whose
     /// groups cannot count at once ([`Plan::rotation`]).
     pub(crate) rotated: Vec<(usize, usize)>,
@@ -268,6 +272,7 @@ impl Plan {
             default_events: false,
             per_box: false,
             inherit: true,
+            software_together: false,
             rotated: Vec::new(),
             anchors: Vec::new(),
             tick_hz: MAX_HZ,

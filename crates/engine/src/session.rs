@@ -7,7 +7,7 @@
 //! The region API's session counts the calling thread on its own groups instead
 //! ([`Session::open_own_thread`], `session/own.rs`).
 
-use tmetric_runtime::counter::{CounterError, Split};
+use tmetric_runtime::counter::{CounterError, Opening, Split};
 use tmetric_runtime::{
     CounterSet, Environment, Errno, EventReport, OpenFailure, RunError, RunOptions, RunReport,
     Snapshot, Syscalls, Sysfs, SysfsError, Target, Tick, TpebsMode, Workload,
@@ -101,13 +101,14 @@ impl<S: Syscalls> Session<S> {
         target: Target,
         env: Environment,
     ) -> Result<Self, SessionError> {
-        let counters = CounterSet::open_inheriting(
+        let how = Opening { inherit: plan.inherit, software_together: plan.software_together };
+        let counters = CounterSet::open_as(
             sys,
             plan.specs.clone(),
             &plan.groups,
             &plan.sticky,
             target.clone(),
-            plan.inherit,
+            how,
         )?;
         let evaluators = Evaluators::default();
         let counters = Counting::Set(counters);

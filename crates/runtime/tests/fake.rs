@@ -428,3 +428,176 @@ fn filters_are_set_on_every_descriptor_after_the_opens() {
     );
     assert_eq!(fake.open_count(), 0);
 }
+
+fn software_together() -> tmetric_runtime::counter::Opening {
+    tmetric_runtime::counter::Opening { inherit: true, software_together: true }
+}
+
+fn group_reads(fake: &FakeSyscalls) -> usize {
+    fake.calls().iter().filter(|c| matches!(c, Call::Read { .. })).count()
+}
+
+/// Software events the plan opens alone are one group per CPU when asked: one read per
+/// CPU, every event's count on every CPU what it would be alone; a plan's own group and
+/// events of other PMUs are opened as before.
+#[test]
+fn software_events_opened_alone_read_as_one_group_per_cpu() {
+    let fake = FakeSyscalls::new();
+    let specs = vec![
+        spec("a", TYPE_RAW, 0x3c),
+        spec("b", TYPE_RAW, 0xc0),
+        spec("task-clock", TYPE_SOFTWARE, 1),
+        spec("context-switches", TYPE_SOFTWARE, 3),
+        spec("page-faults", TYPE_SOFTWARE, 2),
+        spec("c", TYPE_RAW, 0x2e),
+    ];
+    for (config, base) in [(1, 1000), (3, 20), (2, 300)] {
+        for cpu in [0, 1] {
+            let value = base + cpu as u64;
+            fake.program_cpu(TYPE_SOFTWARE, config, cpu, &[Reading::new(value, 50, 50)]);
+        }
+    }
+    let mut counters = CounterSet::open_as(
+        fake.clone(),
+        specs,
+        &[vec![0, 1]],
+        &[false; 6],
+        Target::Cpus(vec![0, 1]),
+        software_together(),
+    )
+    .unwrap();
+    assert_eq!(
+        counters.layout(),
+        vec![
+            (0, vec![2, 3, 4]),
+            (1, vec![2, 3, 4]),
+            (0, vec![0, 1]),
+            (1, vec![0, 1]),
+            (0, vec![5]),
+            (1, vec![5]),
+        ]
+    );
+    let before = group_reads(&fake);
+    let snapshot = counters.read().unwrap();
+    assert_eq!(group_reads(&fake) - before, 6, "one read per group and CPU");
+    for (event, base) in [(2, 1000), (3, 20), (4, 300)] {
+        let cpus = snapshot.events[event].as_ref().unwrap();
+        let values: Vec<(i32, u64)> = cpus.iter().map(|c| (c.cpu, c.raw.value)).collect();
+        assert_eq!(values, vec![(0, base), (1, base + 1)]);
+    }
+    // Per task, or without being asked, each is opened alone.
+    for (target, together) in [
+        (Target::Task { pid: 7, on_exec: true }, software_together()),
+        (
+            Target::Cpus(vec![0, 1]),
+            tmetric_runtime::counter::Opening { inherit: true, software_together: false },
+        ),
+    ] {
+        let counters =
+            CounterSet::open_as(FakeSyscalls::new(), three(), &[], &[false; 3], target, together)
+                .unwrap();
+        assert!(counters.layout().iter().all(|(_, events)| events.len() == 1));
+    }
+}
+
+/// An event refused as a member is opened alone, and a refusal is recorded as it is for
+/// events opened alone: the same errno and CPU, the event not counted on any CPU.
+#[test]
+fn software_events_refused_together_are_opened_alone_or_refused_as_before() {
+    let specs = || {
+        vec![
+            spec("task-clock", TYPE_SOFTWARE, 1),
+            spec("context-switches", TYPE_SOFTWARE, 3),
+            spec("page-faults", TYPE_SOFTWARE, 2),
+            spec("cpu-migrations", TYPE_SOFTWARE, 4),
+        ]
+    };
+    let fake = FakeSyscalls::new();
+    fake.max_group_size(2);
+    fake.fail_on_cpu(TYPE_SOFTWARE, 2, 1, libc::ENOENT);
+    let target = Target::Cpus(vec![0, 1]);
+    let together =
+        CounterSet::open_as(fake, specs(), &[], &[false; 4], target.clone(), software_together())
+            .unwrap();
+    assert_eq!(
+        together.layout(),
+        vec![(0, vec![0, 1]), (0, vec![2]), (0, vec![3]), (1, vec![0, 1]), (1, vec![3])]
+    );
+    let alone_fake = FakeSyscalls::new();
+    alone_fake.fail_on_cpu(TYPE_SOFTWARE, 2, 1, libc::ENOENT);
+    let alone = CounterSet::open(alone_fake, specs(), &[], target).unwrap();
+    for event in 0..4 {
+        assert_eq!(together.failure(event), alone.failure(event), "event {event}");
+    }
+    let failure = together.failure(2).unwrap();
+    assert_eq!((failure.errno.0, failure.cpu), (libc::ENOENT, Some(1)));
+}
+
+/// Records where the reading thread is moved ([`tmetric_runtime::Syscalls::move_to_cpu`]).
+struct Moving {
+    fake: FakeSyscalls,
+    here: u32,
+    moves: std::rc::Rc<std::cell::RefCell<Vec<Option<u32>>>>,
+}
+
+impl tmetric_runtime::Syscalls for Moving {
+    fn perf_event_open(
+        &mut self,
+        attr: &Attr,
+        pid: i32,
+        cpu: i32,
+        group_fd: i32,
+    ) -> Result<i32, tmetric_runtime::Errno> {
+        self.fake.perf_event_open(attr, pid, cpu, group_fd)
+    }
+    fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, tmetric_runtime::Errno> {
+        self.fake.read(fd, buf)
+    }
+    fn enable(&mut self, fd: i32, group: bool) -> Result<(), tmetric_runtime::Errno> {
+        self.fake.enable(fd, group)
+    }
+    fn disable(&mut self, fd: i32, group: bool) -> Result<(), tmetric_runtime::Errno> {
+        self.fake.disable(fd, group)
+    }
+    fn reset(&mut self, fd: i32, group: bool) -> Result<(), tmetric_runtime::Errno> {
+        self.fake.reset(fd, group)
+    }
+    fn event_id(&mut self, fd: i32) -> Result<u64, tmetric_runtime::Errno> {
+        self.fake.event_id(fd)
+    }
+    fn close(&mut self, fd: i32) {
+        self.fake.close(fd)
+    }
+    fn move_to_cpu(&mut self, cpu: u32) -> bool {
+        self.moves.borrow_mut().push(Some(cpu));
+        self.here = cpu;
+        true
+    }
+    fn restore_cpus(&mut self) {
+        self.moves.borrow_mut().push(None);
+    }
+    fn current_cpu(&mut self) -> Option<u32> {
+        Some(self.here)
+    }
+}
+
+/// The reading thread moves to a CPU only for enough groups there: a move costs more than
+/// the interrupts of a few reads from where it is. It never moves for its own CPU, and gets
+/// its CPUs back after a read that moved it.
+#[test]
+fn the_reader_moves_only_to_cpus_with_many_groups() {
+    use tmetric_runtime::Syscalls;
+    let moves = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let four: Vec<CounterSpec> =
+        (0..4).map(|i| spec(&format!("e{i}"), TYPE_RAW, 0x10 + i as u64)).collect();
+    let cases = [(1, vec![]), (3, vec![]), (4, vec![Some(0), None])];
+    for (groups, expected) in cases {
+        moves.borrow_mut().clear();
+        let sys = Moving { fake: FakeSyscalls::new(), here: 1, moves: moves.clone() };
+        let specs = four[..groups].to_vec();
+        let mut counters = CounterSet::open(sys, specs, &[], Target::Cpus(vec![0, 1])).unwrap();
+        counters.read().unwrap();
+        assert_eq!(*moves.borrow(), expected, "{groups} groups a CPU");
+        assert_eq!(counters.syscalls().current_cpu(), Some(if groups >= 4 { 0 } else { 1 }));
+    }
+}

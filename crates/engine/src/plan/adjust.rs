@@ -18,6 +18,14 @@ impl Plan {
         self.inherit = inherit;
     }
 
+    /// Whether per-CPU software events that would each be opened alone are opened as one
+    /// group per CPU, read with one `read()` per CPU (`tmetric_runtime::counter::Opening`).
+    /// Only for runs that never switch one event on or off by itself (`--control`'s
+    /// `enable NAME`) and rotate no group: switching a group's leader switches the group.
+    pub fn set_software_together(&mut self, together: bool) {
+        self.software_together = together;
+    }
+
     /// perf's `--filter`: `filter` on every counter of `rows` (the rows one `-e` list added),
     /// which must all be tracepoints; a second filter on an event joins the first as perf's
     /// `evsel__append_tp_filter` does: `(first) && (second)`.
