@@ -9,13 +9,29 @@ use tmetric_runtime::locale::NumericLocale;
 
 /// `%.<decimals>f` (with `group`: `%'.<decimals>f`) of `value` under `locale`.
 pub fn fixed(value: f64, decimals: usize, group: bool, locale: &NumericLocale) -> String {
+    let mut out = String::new();
+    push_fixed(&mut out, value, decimals, group, locale);
+    out
+}
+
+/// [`fixed`] appended to `out`. Printed every interval for every row, so a locale that
+/// neither groups nor changes the decimal mark costs one formatting and no allocation.
+fn push_fixed(out: &mut String, value: f64, decimals: usize, group: bool, locale: &NumericLocale) {
+    use std::fmt::Write;
     if value.is_nan() {
-        return if value.is_sign_negative() { "-nan".into() } else { "nan".into() };
+        out.push_str(if value.is_sign_negative() { "-nan" } else { "nan" });
+        return;
     }
     if value.is_infinite() {
-        return if value > 0.0 { "inf".into() } else { "-inf".into() };
+        out.push_str(if value > 0.0 { "inf" } else { "-inf" });
+        return;
     }
-    let text = format!("{value:.decimals$}");
+    let start = out.len();
+    let _ = write!(out, "{value:.decimals$}");
+    if (!group || !locale.groups()) && locale.decimal_point == "." {
+        return;
+    }
+    let text = out.split_off(start);
     let (sign, digits) = match text.strip_prefix('-') {
         Some(rest) => ("-", rest),
         None => ("", text.as_str()),
@@ -24,10 +40,15 @@ pub fn fixed(value: f64, decimals: usize, group: bool, locale: &NumericLocale) -
         Some((i, f)) => (i, Some(f)),
         None => (digits, None),
     };
-    let int = if group { locale.group(int) } else { int.to_string() };
-    match frac {
-        Some(f) => format!("{sign}{int}{}{f}", locale.decimal_point),
-        None => format!("{sign}{int}"),
+    out.push_str(sign);
+    if group {
+        out.push_str(&locale.group(int));
+    } else {
+        out.push_str(int);
+    }
+    if let Some(f) = frac {
+        out.push_str(&locale.decimal_point);
+        out.push_str(f);
     }
 }
 
@@ -39,7 +60,13 @@ pub fn padded(
     group: bool,
     locale: &NumericLocale,
 ) -> String {
-    format!("{:>width$}", fixed(value, decimals, group, locale))
+    let mut out = String::with_capacity(width.max(24));
+    push_fixed(&mut out, value, decimals, group, locale);
+    let chars = out.chars().count();
+    if chars < width {
+        out.insert_str(0, &" ".repeat(width - chars));
+    }
+    out
 }
 
 /// `%f` under `locale`: six decimals.
