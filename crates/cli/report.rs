@@ -17,7 +17,7 @@ use tmetric_record::{Input, Options, Playback};
 
 use crate::stat::Printer;
 use tmetric_engine::aggr::Aggregation;
-use tmetric_engine::view::Split;
+use tmetric_engine::view::Partition;
 use tmetric_print::out::{Sink, warn};
 use tmetric_print::stat::{Explain, TreeView};
 use tmetric_print::{Config, Title};
@@ -230,10 +230,10 @@ fn aggregation_of(
 
 /// How the counts print apart: per unit of `aggr` (from the recorded CPUs and topology), per
 /// recorded thread, or as one total.
-fn split_of(aggr: Aggregation, level: Option<u32>, replay: &Playback) -> anyhow::Result<Split> {
+fn split_of(aggr: Aggregation, level: Option<u32>, replay: &Playback) -> anyhow::Result<Partition> {
     if aggr == Aggregation::Thread || aggr == Aggregation::Global {
         if !replay.threads.is_empty() {
-            return Ok(Split::Threads {
+            return Ok(Partition::Threads {
                 threads: replay.threads.clone(),
                 skip_zero: replay.skip_zero,
             });
@@ -243,7 +243,7 @@ fn split_of(aggr: Aggregation, level: Option<u32>, replay: &Playback) -> anyhow:
                 "--per-thread: the file holds no counts per thread (record with -p, -t or --per-thread)"
             );
         }
-        return Ok(Split::Global);
+        return Ok(Partition::Global);
     }
     let cpus: Vec<u32> = replay.places.iter().map(|p| p.0).collect();
     if cpus.is_empty() {
@@ -283,7 +283,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     config.locale = tmetric_runtime::locale::NumericLocale::from_env();
     config.contract = replay.plan.contract();
     config.aggregation = match &split {
-        Split::Threads { .. } => Aggregation::Thread,
+        Partition::Threads { .. } => Aggregation::Thread,
         _ => aggr,
     };
     config.interval = !replay.intervals.is_empty();

@@ -16,7 +16,7 @@ use tmetric_engine::defaults::{TopdownMode, core_map};
 use tmetric_engine::session::{Counted, Session};
 use tmetric_engine::threads::{self, Thread, Threads};
 use tmetric_engine::tpebs::{self, LatencySources};
-use tmetric_engine::view::Split;
+use tmetric_engine::view::Partition;
 use tmetric_engine::{self as engine, Host, Pick, Plan, PlanOptions, PmuModel};
 use tmetric_engine::{EvalInput, Strategy};
 use tmetric_print::stat::{Explain, TreeView};

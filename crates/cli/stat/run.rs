@@ -282,7 +282,7 @@ fn listed_threads(args: &StatArgs, tasks_root: &Path) -> anyhow::Result<Option<V
 fn header_facts<'a, S: Syscalls>(
     args: &StatArgs,
     session: &'a Session<S>,
-    split: &Split,
+    split: &Partition,
     host: &'a Host,
     simulated: Option<&'a str>,
 ) -> tmetric_record::HeaderFacts<'a> {
@@ -296,10 +296,10 @@ fn header_facts<'a, S: Syscalls>(
     let facts = tmetric_record::HeaderFacts::of_session(session, host, selection);
     tmetric_record::HeaderFacts {
         threads: match split {
-            Split::Threads { threads, .. } => threads.clone(),
+            Partition::Threads { threads, .. } => threads.clone(),
             _ => Vec::new(),
         },
-        skip_zero: matches!(split, Split::Threads { skip_zero: true, .. }),
+        skip_zero: matches!(split, Partition::Threads { skip_zero: true, .. }),
         simulated,
         target: target_text(args, simulated),
         system_wide: system_wide(args),
@@ -333,7 +333,7 @@ fn split_threads<S: Syscalls>(
         ));
     }
     if args.per_thread {
-        printer.split = Split::Threads {
+        printer.split = Partition::Threads {
             threads: counted.into_iter().map(|(t, comm)| (comm, t)).collect(),
             skip_zero: args.all_cpus,
         };

@@ -50,8 +50,8 @@ pub fn print_config(args: &StatArgs, layout: &Layout, unit_width: usize) -> Conf
 
 /// How the counts split into printed units: perf's aggregation units (`-A`, `--per-*`) with
 /// their CPUs, or one total. (`--per-thread` is set once the threads are known.)
-pub(super) fn split_of(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Split {
-    let Target::Cpus(cpus) = target else { return Split::Global };
+pub(super) fn split_of(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Partition {
+    let Target::Cpus(cpus) = target else { return Partition::Global };
     let level = args.per_cache.as_deref().and_then(cache_level);
     aggr::split(cpus, aggregation(args), |cpu| aggr::place_of(sysfs, cpu, level))
 }

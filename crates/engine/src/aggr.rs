@@ -44,16 +44,20 @@ pub fn place_of(sysfs: &tmetric_runtime::Sysfs, cpu: u32, cache_level: Option<u3
 /// The views' split of `cpus` into `aggr`'s units ([`units_for`]): a CPU by number (`-A`),
 /// other units by their label; one total for the modes that do not split by CPU (the
 /// default, and `--per-thread`, whose threads the caller lists).
-pub fn split(cpus: &[u32], aggr: Aggregation, place: impl Fn(u32) -> Place) -> crate::view::Split {
+pub fn split(
+    cpus: &[u32],
+    aggr: Aggregation,
+    place: impl Fn(u32) -> Place,
+) -> crate::view::Partition {
     use crate::view::UnitId;
     if matches!(aggr, Aggregation::Global | Aggregation::Thread) {
-        return crate::view::Split::Global;
+        return crate::view::Partition::Global;
     }
     let units = units_for(cpus, aggr, place).into_iter().map(|(label, cpus)| {
         let id = if aggr == Aggregation::Cpu { UnitId::Cpu(cpus[0]) } else { UnitId::Label(label) };
         (id, cpus)
     });
-    crate::view::Split::Cpus(units.collect())
+    crate::view::Partition::Cpus(units.collect())
 }
 
 /// The units of `cpus` with their labels, in perf's order (by socket, die, ... id, as its
@@ -134,12 +138,12 @@ mod tests {
         assert_eq!(cache[0], ("S0-D0-L3-ID0".to_string(), vec![0, 1, 4, 5]));
         assert_eq!(units_for(&cpus, Aggregation::Cluster, place)[0].0, "S0-D0-CLS0");
         // The views' split: CPUs by number under -A, other units by label.
-        use crate::view::{Split, UnitId};
+        use crate::view::{Partition, UnitId};
         assert_eq!(
             split(&[3], Aggregation::Cpu, place),
-            Split::Cpus(vec![(UnitId::Cpu(3), vec![3])])
+            Partition::Cpus(vec![(UnitId::Cpu(3), vec![3])])
         );
-        let Split::Cpus(sockets) = split(&cpus, Aggregation::Socket, place) else { panic!() };
+        let Partition::Cpus(sockets) = split(&cpus, Aggregation::Socket, place) else { panic!() };
         assert_eq!(sockets[1], (UnitId::Label("S1".into()), vec![2, 3, 6, 7]));
     }
 }

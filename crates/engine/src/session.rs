@@ -19,7 +19,7 @@ pub use crate::notes::{Refusal, RefusedGroup, Reopened};
 use crate::plan::{Plan, PlanRow, Source};
 use crate::threads::Thread;
 use crate::tpebs::{self, Sampling, TpebsError};
-use crate::view::Split as ViewSplit;
+use crate::view::Partition;
 
 pub(crate) mod own;
 
@@ -417,7 +417,7 @@ impl<S: Syscalls> Session<S> {
         &mut self,
         workload: Option<&mut Workload>,
         options: &RunOptions,
-        split: &ViewSplit,
+        split: &Partition,
         mut on_tick: impl FnMut(&Plan, &Tick<'_>, &EvalInput<'_>, &Evaluated) -> std::io::Result<()>,
     ) -> Result<RunReport, RunError> {
         let failures = self.failures();
@@ -469,7 +469,7 @@ impl<S: Syscalls> Session<S> {
     pub fn evaluate_sample(
         &mut self,
         sample: &EvalInput<'_>,
-        split: &ViewSplit,
+        split: &Partition,
         reads: Option<&[Snapshot]>,
     ) -> Evaluated {
         let failures = self.failures();

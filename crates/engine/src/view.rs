@@ -247,7 +247,7 @@ pub struct ViewContext<'a> {
 
 /// How a sample splits into perf's aggregation units.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Split {
+pub enum Partition {
     /// One total over everything counted.
     Global,
     /// `-A` and `--per-*`: each unit with its CPUs.
@@ -270,7 +270,7 @@ pub fn units(
     plan: &Plan,
     sample: &EvalInput<'_>,
     evaluated: &Evaluated,
-    split: &Split,
+    split: &Partition,
     wall_ns: f64,
     noise: &[Option<f64>],
     errors: bool,
@@ -290,10 +290,10 @@ pub fn units(
     };
     let printed = evaluated.printed();
     match split {
-        Split::Global => {
+        Partition::Global => {
             vec![Unit { id: UnitId::Global, cpus: 0, lines: one(&evaluated.total, false, None) }]
         }
-        Split::Cpus(units) => units
+        Partition::Cpus(units) => units
             .iter()
             .zip(printed)
             .map(|((id, cpus), unit)| Unit {
@@ -302,7 +302,7 @@ pub fn units(
                 lines: one(unit, false, Some(cpus.as_slice())),
             })
             .collect(),
-        Split::Threads { threads, skip_zero } => threads
+        Partition::Threads { threads, skip_zero } => threads
             .iter()
             .zip(printed)
             .map(|((comm, tid), unit)| Unit {

@@ -3,7 +3,7 @@
 //! counts, and per-interval retire latencies carried by the evaluation input while the plan
 //! keeps the values it was planned with.
 
-use tmetric_engine::view::{Split, UnitId};
+use tmetric_engine::view::{Partition, UnitId};
 use tmetric_engine::{EvalInput, Evaluators, Source, Strategy};
 use tmetric_sim::Workload;
 
@@ -20,7 +20,7 @@ fn each_unit_is_its_own_counts_evaluated_and_the_total_is_the_whole() {
     let sample = EvalInput::new(last, 0.3);
     let cpus: Vec<i32> = counted.cpus.iter().map(|&c| c as i32).collect();
     let (a, b) = cpus.split_at(cpus.len() / 2);
-    let split = Split::Cpus(vec![
+    let split = Partition::Cpus(vec![
         (UnitId::Label("A".into()), a.to_vec()),
         (UnitId::Label("B".into()), b.to_vec()),
     ]);
@@ -42,7 +42,7 @@ fn each_unit_is_its_own_counts_evaluated_and_the_total_is_the_whole() {
         assert!(r.value > 0.0 && r.value < 1.0, "{r:?}");
     }
     // Without a split the total is the one printed unit.
-    let global = plan.evaluate_sample(&mut evaluators, &sample, &Split::Global, None, &[]);
+    let global = plan.evaluate_sample(&mut evaluators, &sample, &Partition::Global, None, &[]);
     assert!(global.units.is_empty());
     assert_eq!(global.printed(), std::slice::from_ref(&global.total));
     assert!(global.total.bars.is_none());
@@ -76,7 +76,8 @@ fn an_intervals_sampled_latencies_travel_in_its_input_and_leave_the_plan_alone()
         let latencies: Option<Vec<(String, f64)>> =
             cycles.map(|c| latency_rows.iter().map(|n| (n.clone(), c)).collect());
         let sample = EvalInput::new(last, 0.1).with_latencies(latencies.as_deref());
-        plan.evaluate_sample(evaluators, &sample, &Split::Global, None, &[]).total.results[0].value
+        plan.evaluate_sample(evaluators, &sample, &Partition::Global, None, &[]).total.results[0]
+            .value
     };
     let planned = value(&mut evaluators, None);
     let sampled = value(&mut evaluators, Some(200.0));

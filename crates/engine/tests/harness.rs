@@ -244,7 +244,7 @@ pub fn measure_rotated(
     let evaluated = plan.evaluate_sample(
         &mut Evaluators::default(),
         &sample,
-        &tmetric_engine::view::Split::Global,
+        &tmetric_engine::view::Partition::Global,
         Some(&reads),
         &[],
     );

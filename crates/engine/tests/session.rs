@@ -236,7 +236,7 @@ fn own_thread_groups_are_pinned_when_hardware_not_inherited_and_read_as_groups()
     let run = s.run(
         None,
         &tmetric_runtime::RunOptions::default(),
-        &tmetric_engine::view::Split::Global,
+        &tmetric_engine::view::Partition::Global,
         |_, _, _, _| Ok(()),
     );
     assert!(run.is_err(), "the program is the workload: no run loop");

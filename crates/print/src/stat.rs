@@ -8,7 +8,7 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use tmetric_engine::view::{self, Split, TreeNode};
+use tmetric_engine::view::{self, Partition, TreeNode};
 use tmetric_engine::{self as engine, EvalInput, Evaluated, Plan};
 
 use crate::num::{json_number, perf_number, plain_number};
@@ -85,7 +85,7 @@ pub struct StatPrinter<W: Write> {
     perf: crate::Printer<W>,
     warn: Warn,
     /// How counts split into printed units.
-    pub split: Split,
+    pub split: Partition,
     /// The title's target and runs.
     pub title: Title,
     /// `--topdown` from the older events: each CPU's (package, core).
@@ -123,7 +123,7 @@ impl<W: Write> StatPrinter<W> {
         StatPrinter {
             perf: crate::Printer::new(out, config),
             warn,
-            split: Split::Global,
+            split: Partition::Global,
             title,
             legacy: None,
             tree: TreeView::Off,
@@ -331,7 +331,7 @@ impl<W: Write> StatPrinter<W> {
                 if names.len() == 1 { "has" } else { "have" }
             ));
         }
-        if let Split::Threads { threads, skip_zero: false } = &self.split {
+        if let Partition::Threads { threads, skip_zero: false } = &self.split {
             // Each thread's rows were evaluated over its own counts: a thread that never ran
             // (a sleeping main thread) has `<not counted>` rows and metrics read from 0, which
             // the totals do not show. Threads with the same note share it.

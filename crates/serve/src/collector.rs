@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tmetric_catalog::Model;
 use tmetric_engine::aggr::{self, Aggregation};
 use tmetric_engine::session::{Session, SessionError, counts_on_hardware};
-use tmetric_engine::view::{Split, UnitId};
+use tmetric_engine::view::{Partition, UnitId};
 use tmetric_engine::{Bar, EvalInput, Placement, Plan, RootResult, Source};
 use tmetric_runtime::{Environment, Snapshot, Syscalls, Sysfs, Target as CountTarget};
 
@@ -62,7 +62,7 @@ pub struct Options {
     /// At most this many event descriptors (events x CPUs x cgroups); `None`: the open-file
     /// limit less [`RESERVED_DESCRIPTORS`].
     pub max_descriptors: Option<usize>,
-    /// Split counts by CPU, core, die or socket; `None`: one value per host or cgroup.
+    /// Partition counts by CPU, core, die or socket; `None`: one value per host or cgroup.
     pub per: Option<Aggregation>,
     /// Count the whole host too.
     pub host: bool,
@@ -654,9 +654,9 @@ impl<S: Syscalls + Clone> Collector<S> {
         let units = self.units.clone();
         // The units as the engine splits a sample: the whole, or one per labelled unit.
         let split = if units.iter().all(|(label, _)| label.is_none()) {
-            Split::Global
+            Partition::Global
         } else {
-            Split::Cpus(
+            Partition::Cpus(
                 units
                     .iter()
                     .map(|(label, cpus)| {

@@ -9,7 +9,7 @@ use super::{EvalInput, Evaluators, Note, RootResult};
 use crate::plan::Plan;
 use crate::session::Refusal;
 use crate::uncertainty::Bar;
-use crate::view::Split;
+use crate::view::Partition;
 
 /// One aggregation unit's evaluation (or the whole sample's).
 #[derive(Debug, Clone, PartialEq)]
@@ -53,7 +53,7 @@ pub struct Evaluated {
     /// The whole sample: what `--tree`, the notes and the block of error bars read.
     pub total: UnitEval,
     /// Each unit of the output's split, in its order; empty when the split is
-    /// [`Split::Global`], whose one unit is [`Evaluated::total`].
+    /// [`Partition::Global`], whose one unit is [`Evaluated::total`].
     pub units: Vec<UnitEval>,
     /// Why rows and metrics of the whole sample print as they do, and the kernel's
     /// refusals, typed (a session adds the groups it refused as [`Note::Group`]).
@@ -76,12 +76,12 @@ impl Plan {
         &self,
         evaluators: &mut Evaluators,
         sample: &EvalInput<'_>,
-        split: &Split,
+        split: &Partition,
         reads: Option<&[Snapshot]>,
         failures: &[Option<Refusal>],
     ) -> Evaluated {
         let failure = |spec: usize| failures.get(spec).cloned().flatten();
-        let global = matches!(split, Split::Global);
+        let global = matches!(split, Partition::Global);
         let total = self.evaluate_unit(evaluators, sample, None, reads, global);
         let mut notes = self.notes(&total.results, sample, failure);
         for (r, flag) in total.impossible.iter().enumerate() {
@@ -94,8 +94,8 @@ impl Plan {
             }
         }
         let units = match split {
-            Split::Global => Vec::new(),
-            Split::Cpus(units) => units
+            Partition::Global => Vec::new(),
+            Partition::Cpus(units) => units
                 .iter()
                 .map(|(_, cpus)| {
                     let counts = sample.counts.on_cpus(cpus);
@@ -104,7 +104,7 @@ impl Plan {
                     self.evaluate_unit(evaluators, sample, Some(counts), reads.as_deref(), true)
                 })
                 .collect(),
-            Split::Threads { threads, skip_zero } => threads
+            Partition::Threads { threads, skip_zero } => threads
                 .iter()
                 .map(|&(_, tid)| {
                     let counts = sample.counts.of_thread(tid);
