@@ -79,7 +79,7 @@ pub use estimate::EstimateKind;
 pub use eval::{EvalInput, Evaluated, Evaluators, RootResult, Shown, UnitEval};
 pub use host::Host;
 pub use literals::{LiteralSource, Literals};
-pub use metric_eval::{Coverage, MetricEval, Needed, Why};
+pub use metric_eval::{Coverage, MetricEval, NeededInputs, Why};
 pub use notes::{MetricWhy, Note, Refusal, RefusedGroup, Reopened, RowWhy};
 pub use plan::{
     NoGroup, Pick, Plan, PlanOptions, PlanRow, Resolution, RetireEvent, Root, Source, Warning,

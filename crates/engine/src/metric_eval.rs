@@ -17,7 +17,7 @@ use crate::compiled::{Evaluator, MetricResult, Select};
 
 /// A root's needed input slots, with and without its threshold's.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Needed {
+pub struct NeededInputs {
     /// What the expression reads (perf's needed-events pass).
     pub expr: Result<Vec<u16>, Fail>,
     /// The expression's inputs followed by the threshold's that are not among them; the
@@ -84,7 +84,7 @@ pub struct MetricEval {
     /// Slots given a value since the last [`MetricEval::clear_inputs`].
     filled: Vec<u16>,
     /// Needed inputs by root and `has_event()` values.
-    needed: HashMap<usize, Rc<Needed>>,
+    needed: HashMap<usize, Rc<NeededInputs>>,
     /// The `has_event()` probes (as bits) the cached needed sets were found under.
     needed_probes: Vec<u64>,
     /// Evaluation order (the root and what it references) by root: a long log evaluates the
@@ -175,7 +175,7 @@ impl MetricEval {
 
     /// Root `m`'s needed inputs under the current literals and probes (cached: long logs ask
     /// for the same roots in every block).
-    pub fn needed(&mut self, m: usize) -> Rc<Needed> {
+    pub fn needed(&mut self, m: usize) -> Rc<NeededInputs> {
         // The sets hold for the probes they were found under: compared in place (a long log
         // asks once per root and block, and the probes seldom change), forgotten on a change.
         let probes = &self.evaluator.probes;
@@ -203,7 +203,7 @@ impl MetricEval {
             }
             (expr, _) => expr.clone(),
         };
-        let found = Rc::new(Needed { expr, all });
+        let found = Rc::new(NeededInputs { expr, all });
         self.needed.insert(m, Rc::clone(&found));
         found
     }

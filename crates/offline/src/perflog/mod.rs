@@ -41,7 +41,7 @@ use encoding::{ByEncoding, Encodings};
 pub use param::Root;
 use tmetric_engine::compiled::{MetricResult, Select};
 use tmetric_engine::literals::Literals;
-use tmetric_engine::metric_eval::{MetricEval, Needed};
+use tmetric_engine::metric_eval::{MetricEval, NeededInputs};
 
 /// Whether `pmu` names a core PMU: `default_core` (or no PMU), or a name perf gives the core
 /// PMU (`cpu`, `cpu_core`, `cpu_atom`, `cpum_cf`, `armv8_pmuv3_0`).
@@ -529,9 +529,9 @@ impl LogEvaluator {
 
         let needed = self.metric_eval.needed(root);
         let (expr_ids, all_ids): (&[u16], &[u16]) = match &*needed {
-            Needed { expr: Ok(expr), all: Ok(all) } => (expr, all),
-            Needed { expr: Ok(expr), all: Err(_) } => (expr, expr),
-            &Needed { expr: Err(fail), .. } => {
+            NeededInputs { expr: Ok(expr), all: Ok(all) } => (expr, all),
+            NeededInputs { expr: Ok(expr), all: Err(_) } => (expr, expr),
+            &NeededInputs { expr: Err(fail), .. } => {
                 let result = MetricResult {
                     metric: root,
                     value: f64::NAN,
