@@ -401,7 +401,7 @@ pub struct PerfPrinted {
 
 /// One root metric in one block.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct BlockOutcome {
     /// The value, or why there is none (`result.failure`), and the threshold.
     pub result: MetricResult,
     /// The value of the runtime parameter `?` (the chip or core) the metric was evaluated
@@ -424,7 +424,7 @@ pub struct Outcome {
     pub why: Option<tmetric_engine::Why>,
 }
 
-impl Outcome {
+impl BlockOutcome {
     /// A value from every input.
     pub fn complete(&self) -> bool {
         self.result.failure.is_none() && self.result.missing.is_empty()
@@ -512,7 +512,7 @@ impl LogEvaluator {
 
     /// Evaluates `root` (a metric, or an instance of one with the runtime parameter) over
     /// `block`'s rows, preferring the group perf printed it in.
-    pub fn evaluate(&mut self, block: &Block, root: impl Into<Root>) -> Outcome {
+    pub fn evaluate(&mut self, block: &Block, root: impl Into<Root>) -> BlockOutcome {
         let Root { metric: root, param } = root.into();
         let model = self.model;
         let metric = model.metric(root);
@@ -539,7 +539,7 @@ impl LogEvaluator {
                     missing: Vec::new(),
                     threshold: None,
                 };
-                return Outcome {
+                return BlockOutcome {
                     result,
                     param,
                     inputs: Vec::new(),
@@ -582,7 +582,7 @@ impl LogEvaluator {
             && (result.value.is_nan() || result.value == 0.0))
             .then(|| self.metric_eval.explain(root))
             .flatten();
-        let mut outcome = Outcome {
+        let mut outcome = BlockOutcome {
             result,
             param,
             inputs,
@@ -782,7 +782,7 @@ fn shadow_printed(
 
 /// Whether tmetric's value agrees with perf's printed one: within half a unit of perf's last
 /// printed digit, widened by how precisely perf printed the input counts (`0.83 msec`).
-fn check(block: &Block, model: &Model, outcome: &Outcome) -> Option<bool> {
+fn check(block: &Block, model: &Model, outcome: &BlockOutcome) -> Option<bool> {
     let printed = outcome.printed.as_ref()?;
     let theirs = printed.value?;
     // Without all its inputs tmetric's value says nothing about perf's.

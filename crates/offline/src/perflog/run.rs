@@ -15,8 +15,8 @@ use super::builtins::{BuiltinOutcome, Builtins};
 use super::infer::{Difference, Inference, compare_models, infer_model};
 use super::literals::{Unsolved, infer_literals};
 use super::{
-    Checks, LogEvaluator, Outcome, Root, Selection, default_selection, instances, lookup_pmu_name,
-    printed_metrics,
+    BlockOutcome, Checks, LogEvaluator, Root, Selection, default_selection, instances,
+    lookup_pmu_name, printed_metrics,
 };
 use tmetric_engine::compiled::Select;
 use tmetric_engine::literals::Literals;
@@ -286,7 +286,7 @@ pub struct Line {
     /// Index into [`LogRun::evaluators`].
     pub evaluator: usize,
     /// Its value, inputs and check against perf.
-    pub outcome: Outcome,
+    pub outcome: BlockOutcome,
     /// On the TMA bottleneck path of the block's metrics.
     pub bottleneck: bool,
 }
@@ -297,7 +297,7 @@ pub struct Unplaced {
     /// Index into [`LogRun::evaluators`].
     pub evaluator: usize,
     /// Its outcome over the first block (everything missing).
-    pub outcome: Outcome,
+    pub outcome: BlockOutcome,
     /// Its input rows are `<not counted>` in every block (else no block has any of them).
     pub not_counted: bool,
 }
@@ -504,7 +504,11 @@ fn agree_on_selection(
 
 /// Keeps the (input, row, encoding) of each input `outcome` read by encoding, once each and
 /// the first [`BY_ENCODING_KEPT`] only.
-fn note_by_encoding(kept: &mut Vec<(String, String, String)>, model: &Model, outcome: &Outcome) {
+fn note_by_encoding(
+    kept: &mut Vec<(String, String, String)>,
+    model: &Model,
+    outcome: &BlockOutcome,
+) {
     for input in &outcome.inputs {
         if let Some(alias) = &input.by_encoding
             && kept.len() < BY_ENCODING_KEPT

@@ -20,7 +20,7 @@ use tmetric_model::Literal;
 use tmetric_offline::perflog::builtins::BuiltinOutcome;
 use tmetric_offline::perflog::infer::{Inference, StandsFor};
 use tmetric_offline::perflog::run::{How, ModelChoice};
-use tmetric_offline::perflog::{InputSource, Outcome};
+use tmetric_offline::perflog::{BlockOutcome, InputSource};
 use tmetric_perfstat::{Block, Layout as LogLayout, PerfLog, Run};
 
 use super::{
@@ -293,7 +293,12 @@ struct Notes {
 }
 
 impl Notes {
-    fn of(model: &Model, block: Option<&Block>, outcome: &Outcome, literals: &Literals) -> Notes {
+    fn of(
+        model: &Model,
+        block: Option<&Block>,
+        outcome: &BlockOutcome,
+        literals: &Literals,
+    ) -> Notes {
         let mut notes = Notes::default();
         let text = |slot: u16| outcome.input_text(model, slot).into_owned();
         let metric_group = block.and_then(|b| outcome.printed_group(b, model));
@@ -511,7 +516,7 @@ impl<'a> LogPrinter<'a> {
         model: &'static Model,
         common: bool,
         block: Option<&Block>,
-        outcome: &Outcome,
+        outcome: &BlockOutcome,
         unplaced: &str,
         bottleneck: bool,
     ) -> io::Result<()> {
@@ -537,7 +542,7 @@ impl<'a> LogPrinter<'a> {
         &mut self,
         model: &'static Model,
         block: Option<&Block>,
-        outcome: &Outcome,
+        outcome: &BlockOutcome,
         notes: Notes,
         bottleneck: bool,
     ) -> io::Result<()> {
@@ -583,7 +588,7 @@ impl<'a> LogPrinter<'a> {
         model: &'static Model,
         common: bool,
         block: Option<&Block>,
-        outcome: &Outcome,
+        outcome: &BlockOutcome,
         notes: &Notes,
         bottleneck: bool,
         colour: bool,
@@ -723,7 +728,7 @@ impl<'a> LogPrinter<'a> {
 fn metric_csv(
     model: &Model,
     block: Option<&Block>,
-    outcome: &Outcome,
+    outcome: &BlockOutcome,
     notes: &Notes,
     sep: &str,
 ) -> String {
@@ -833,7 +838,7 @@ fn display_input(input: &str) -> String {
 }
 
 /// `group of line 12, where perf printed it` or `groups of lines 4 and 12`.
-fn group_text(groups: &[(usize, usize, bool)], outcome: &Outcome) -> String {
+fn group_text(groups: &[(usize, usize, bool)], outcome: &BlockOutcome) -> String {
     let printed_here = outcome.printed.as_ref().is_some_and(|p| p.label.is_none());
     match groups {
         [(_, line, in_metric)] => {
