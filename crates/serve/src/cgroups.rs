@@ -195,72 +195,198 @@ pub struct Found {
     pub leaves: std::collections::BTreeSet<String>,
     /// The walk was cut at [`MAX_LISTED`].
     pub cut: bool,
+    /// Directories whose entries were read in this walk; the others' subdirectories were
+    /// known from an earlier walk's listing.
+    pub read: usize,
 }
 
-/// The cgroups under `mount` that `selection` picks. Directories are read as they are: one
-/// that vanishes during the walk is skipped; links are never followed.
-pub fn discover(mount: &Path, selection: &Selection) -> Found {
-    use std::os::unix::fs::{DirEntryExt, MetadataExt};
-    let mut found = Found::default();
-    if matches!(selection, Selection::None) {
-        return found;
+/// A listing is trusted only when it was taken this long after the directory's last change:
+/// the kernel stamps a change with a clock that may lag by a tick, so a change right after
+/// the listing could otherwise carry the same mtime as the one before it.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A listing is read again after this many walks whatever its directory's stat says: on
+/// kernels where kernfs stamps a parent's mtime only once something has set its attributes,
+/// a subdirectory removed and another made in one interval leave the link count and mtime
+/// as they were; this bounds how late such a one is found.
+const REFRESH_WALKS: u64 = 30;
+
+/// One directory's subdirectories as read, and its stat when read.
+#[derive(Debug, Clone)]
+struct Listing {
+    ino: u64,
+    mtime: (i64, i64),
+    nlink: u64,
+    /// Whether the listing was taken at least [`SETTLE`] after `mtime`.
+    settled: bool,
+    walk: u64,
+    seen: u64,
+    children: Vec<(String, u64)>,
+    /// Subdirectories whose names are not UTF-8, as shown.
+    unnamed: Vec<String>,
+}
+
+/// Walks the cgroup tree again and again, keeping each directory's listing: reading a
+/// cgroup's entries lists every interface file kernfs holds in it (dozens), while one stat
+/// tells whether its subdirectories changed (its mtime and link count, which is the number of
+/// subdirectories plus two) and whether it is still the same cgroup (its inode, the cgroup id).
+#[derive(Debug, Default)]
+pub struct Walker {
+    listings: std::collections::HashMap<String, Listing>,
+    walks: u64,
+}
+
+impl Walker {
+    /// The cgroups under `mount` that `selection` picks now. Directories are read as they
+    /// are: one that vanishes during the walk is skipped; links are never followed. Each
+    /// picked cgroup's id is its directory's inode at this walk's stat, so one made again
+    /// under its path is told apart even when its parent's listing is kept.
+    pub fn discover(&mut self, mount: &Path, selection: &Selection) -> Found {
+        use std::os::unix::fs::MetadataExt;
+        let mut found = Found::default();
+        if matches!(selection, Selection::None) {
+            self.listings.clear();
+            return found;
+        }
+        self.walks += 1;
+        let walk = self.walks;
+        // Breadth first, so that when the budget cuts, slices come before their leaves.
+        let mut level: Vec<(String, Option<u64>)> = vec![("/".to_string(), None)];
+        let mut listed = 0usize;
+        while !level.is_empty() {
+            let mut next = Vec::new();
+            for (path, listed_id) in &level {
+                let want = wanted(selection, path);
+                // A picked cgroup's subdirectories are walked into when a pattern may match
+                // below it; another directory only then (a walk of every service's tree for a
+                // few named cgroups was most of an interval's work).
+                let below = match selection {
+                    Selection::Patterns(patterns) => {
+                        patterns.iter().any(|p| p.may_match_below(path))
+                    }
+                    _ => true,
+                };
+                if !want && !below {
+                    continue;
+                }
+                let dir = if path == "/" { mount.to_path_buf() } else { mount.join(&path[1..]) };
+                let meta = std::fs::symlink_metadata(&dir).ok().filter(|m| m.is_dir());
+                if meta.as_ref().map(MetadataExt::ino) != *listed_id && listed_id.is_some() {
+                    // Gone or made again since its parent was read: the parent's listing is
+                    // out of date, whatever its stat said.
+                    if let Some((parent, _)) = path.rsplit_once('/') {
+                        self.listings.remove(if parent.is_empty() { "/" } else { parent });
+                    }
+                }
+                let Some(meta) = meta else {
+                    self.listings.remove(path);
+                    continue;
+                };
+                if want {
+                    found.cgroups.push((path.clone(), meta.ino()));
+                }
+                if !below {
+                    // The link count tells a leaf without reading the directory.
+                    if meta.nlink() <= 2 {
+                        found.leaves.insert(path.clone());
+                    }
+                    continue;
+                }
+                let listing = self.listing(path, &dir, &meta, walk, &mut found.read);
+                let Some(listing) = listing else { continue };
+                for shown in &listing.unnamed {
+                    if wanted(selection, shown) || matches!(selection, Selection::Auto) {
+                        found.unnamed.push(shown.clone());
+                    }
+                }
+                if listing.children.is_empty() && listing.unnamed.is_empty() && want {
+                    found.leaves.insert(path.clone());
+                }
+                listed += listing.children.len();
+                if listed > MAX_LISTED {
+                    found.cut = true;
+                    break;
+                }
+                next.extend(listing.children.iter().map(|(p, id)| (p.clone(), Some(*id))));
+            }
+            if found.cut {
+                break;
+            }
+            level = next;
+        }
+        self.listings.retain(|_, l| l.seen == walk);
+        found
     }
-    let root_id = std::fs::symlink_metadata(mount).map_or(0, |m| m.ino());
-    // Breadth first, so that when the budget cuts, slices come before their leaves.
-    let mut level: Vec<(String, u64)> = vec![("/".to_string(), root_id)];
-    let mut listed = 0usize;
-    while !level.is_empty() {
-        let mut next = Vec::new();
-        for (path, id) in &level {
-            if wanted(selection, path) {
-                found.cgroups.push((path.clone(), *id));
-            }
-            // A picked cgroup is read to tell whether it is a leaf; another only when some
-            // pattern may match below it (a walk of every service's tree for a few named
-            // cgroups was most of an interval's work).
-            if let Selection::Patterns(patterns) = selection
-                && !wanted(selection, path)
-                && !patterns.iter().any(|p| p.may_match_below(path))
-            {
-                continue;
-            }
-            let dir = if path == "/" { mount.to_path_buf() } else { mount.join(&path[1..]) };
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+
+    /// `path`'s listing: the kept one while `meta` says nothing changed since it was read,
+    /// else read now (counted in `read`). `None` when it cannot be read.
+    fn listing(
+        &mut self,
+        path: &str,
+        dir: &Path,
+        meta: &std::fs::Metadata,
+        walk: u64,
+        read: &mut usize,
+    ) -> Option<&Listing> {
+        use std::os::unix::fs::{DirEntryExt, MetadataExt};
+        let mtime = (meta.mtime(), meta.mtime_nsec());
+        let kept = self.listings.get(path).is_some_and(|l| {
+            l.settled
+                && l.ino == meta.ino()
+                && l.mtime == mtime
+                && l.nlink == meta.nlink()
+                && walk - l.walk < REFRESH_WALKS
+        });
+        if !kept {
+            let now = std::time::SystemTime::now();
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                self.listings.remove(path);
+                return None;
+            };
+            *read += 1;
+            let child = |name: &str| {
+                if path == "/" { format!("/{name}") } else { format!("{path}/{name}") }
+            };
             let mut children: Vec<(String, u64)> = Vec::new();
+            let mut unnamed = Vec::new();
             for e in entries.filter_map(Result::ok) {
                 if !e.file_type().is_ok_and(|t| t.is_dir()) {
                     continue;
                 }
-                let child = |name: &str| {
-                    if path == "/" { format!("/{name}") } else { format!("{path}/{name}") }
-                };
                 match e.file_name().into_string() {
                     Ok(name) => children.push((child(&name), e.ino())),
-                    Err(raw) => {
-                        let shown = child(&raw.to_string_lossy());
-                        if wanted(selection, &shown) || matches!(selection, Selection::Auto) {
-                            found.unnamed.push(shown);
-                        }
-                    }
+                    Err(raw) => unnamed.push(child(&raw.to_string_lossy())),
                 }
             }
             children.sort();
-            if children.is_empty() && wanted(selection, path) {
-                found.leaves.insert(path.clone());
-            }
-            listed += children.len();
-            if listed > MAX_LISTED {
-                found.cut = true;
-                break;
-            }
-            next.extend(children);
+            let changed = std::time::UNIX_EPOCH
+                + std::time::Duration::new(
+                    u64::try_from(mtime.0).unwrap_or(0),
+                    u32::try_from(mtime.1).unwrap_or(0),
+                );
+            let settled = now.duration_since(changed).is_ok_and(|d| d >= SETTLE);
+            let listing = Listing {
+                ino: meta.ino(),
+                mtime,
+                nlink: meta.nlink(),
+                settled,
+                walk,
+                seen: walk,
+                children,
+                unnamed,
+            };
+            self.listings.insert(path.to_string(), listing);
         }
-        if found.cut {
-            break;
-        }
-        level = next;
+        let listing = self.listings.get_mut(path)?;
+        listing.seen = walk;
+        Some(listing)
     }
-    found
+}
+
+/// The cgroups under `mount` that `selection` picks, in one walk with nothing kept from an
+/// earlier one.
+pub fn discover(mount: &Path, selection: &Selection) -> Found {
+    Walker::default().discover(mount, selection)
 }
 
 fn wanted(selection: &Selection, path: &str) -> bool {
@@ -500,6 +626,79 @@ mod tests {
             ["/a.slice/x.service", "/a.slice/y.service"]
         );
         assert!(discover(dir.path(), &Selection::None).cgroups.is_empty());
+    }
+
+    /// Sets `dir`'s mtime back to `to`, as a kernel that does not stamp a parent leaves it.
+    fn set_mtime(dir: &Path, to: std::time::SystemTime) {
+        std::fs::File::open(dir).unwrap().set_modified(to).unwrap();
+    }
+
+    #[test]
+    fn a_walker_reads_a_directory_again_only_when_its_stat_changed() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        for p in ["p/x", "p/y", "q"] {
+            std::fs::create_dir_all(dir.path().join(p)).unwrap();
+        }
+        // Listings taken right after a change are not trusted: wait the settling time.
+        std::thread::sleep(SETTLE + std::time::Duration::from_millis(20));
+        let mut walker = Walker::default();
+        let paths = |f: &Found| f.cgroups.iter().map(|c| c.0.clone()).collect::<Vec<_>>();
+        let first = walker.discover(dir.path(), &Selection::Auto);
+        assert_eq!(paths(&first), ["/p", "/q", "/p/x", "/p/y"]);
+        // The root and every cgroup (leaves included, for their leafness) were read.
+        assert_eq!(first.read, 5);
+        let leaves: Vec<&str> = first.leaves.iter().map(String::as_str).collect();
+        assert_eq!(leaves, ["/p/x", "/p/y", "/q"]);
+        // Nothing changed: nothing is read, and the walk finds the same.
+        let second = walker.discover(dir.path(), &Selection::Auto);
+        assert_eq!(second.read, 0);
+        assert_eq!(second, Found { read: 0, ..first.clone() });
+        // A new cgroup changes its parent's mtime and link count: the parent alone is read
+        // again (and the new one, never read before), and /p/y is no longer a leaf.
+        std::fs::create_dir(dir.path().join("p/y/z")).unwrap();
+        let third = walker.discover(dir.path(), &Selection::Auto);
+        assert_eq!(paths(&third), ["/p", "/q", "/p/x", "/p/y", "/p/y/z"]);
+        assert_eq!(third.read, 2);
+        assert!(!third.leaves.contains("/p/y") && third.leaves.contains("/p/y/z"));
+        // A cgroup made again under its path while its parent's stat is as it was (its mtime
+        // set back and its link count the same, as a kernel that does not stamp the parent
+        // leaves it): the walk stats it, so its new id is found.
+        std::thread::sleep(SETTLE + std::time::Duration::from_millis(20));
+        let _ = walker.discover(dir.path(), &Selection::Auto);
+        let p = dir.path().join("p");
+        let before = std::fs::symlink_metadata(&p).unwrap().modified().unwrap();
+        let old_id = third.cgroups.iter().find(|c| c.0 == "/p/x").unwrap().1;
+        let aside = tempfile::tempdir().unwrap();
+        std::fs::create_dir(aside.path().join("made")).unwrap();
+        // The old one moved out stays alive, so the new one cannot be handed its inode.
+        std::fs::rename(p.join("x"), aside.path().join("old")).unwrap();
+        std::fs::rename(aside.path().join("made"), p.join("x")).unwrap();
+        set_mtime(&p, before);
+        let fourth = walker.discover(dir.path(), &Selection::Auto);
+        let new_id = std::fs::symlink_metadata(p.join("x")).unwrap().ino();
+        assert_ne!(old_id, new_id);
+        assert_eq!(fourth.cgroups.iter().find(|c| c.0 == "/p/x").unwrap().1, new_id);
+        // A sibling gone and another made while the parent's stat stays: the vanished one is
+        // not reported, and the parent, known to be out of date, is read at the next walk.
+        std::thread::sleep(SETTLE + std::time::Duration::from_millis(20));
+        let _ = walker.discover(dir.path(), &Selection::Auto);
+        let before = std::fs::symlink_metadata(&p).unwrap().modified().unwrap();
+        std::fs::remove_dir(p.join("y/z")).unwrap();
+        std::fs::remove_dir(p.join("y")).unwrap();
+        std::fs::create_dir(p.join("w")).unwrap();
+        set_mtime(&p, before);
+        let fifth = walker.discover(dir.path(), &Selection::Auto);
+        assert_eq!(paths(&fifth), ["/p", "/q", "/p/x"]);
+        let sixth = walker.discover(dir.path(), &Selection::Auto);
+        assert_eq!(paths(&sixth), ["/p", "/q", "/p/w", "/p/x"]);
+        // A picked cgroup no pattern looks below is told a leaf by its link count, unread.
+        let literal = Selection::Patterns(vec![Pattern::new("/p/x").unwrap()]);
+        let mut walker = Walker::default();
+        let found = walker.discover(dir.path(), &literal);
+        assert_eq!(paths(&found), ["/p/x"]);
+        assert!(found.leaves.contains("/p/x"));
+        assert_eq!(found.read, 2, "the root and /p, not /p/x");
     }
 
     #[test]

@@ -256,6 +256,8 @@ pub struct Collector<S: Syscalls + Clone> {
     pub kubernetes: crate::kubernetes::Names,
     /// Whether a counter of the plan can be multiplexed (takes a hardware counter).
     multiplexable: bool,
+    /// The cgroup tree's listings, kept from one discovery to the next.
+    walker: cgroups::Walker,
 }
 
 /// Per spec: its group's label and number. The label is a hash of the group's event names in
@@ -397,6 +399,7 @@ impl<S: Syscalls + Clone> Collector<S> {
             last_read: Instant::now(),
             status: Status::default(),
             kubernetes: crate::kubernetes::Names::default(),
+            walker: cgroups::Walker::default(),
         };
         if collector.options.host {
             collector.host = Some(collector.open(None, None)?);
@@ -462,7 +465,7 @@ impl<S: Syscalls + Clone> Collector<S> {
     pub fn discover(&mut self) {
         use std::os::unix::fs::MetadataExt;
         let Some(mount) = self.machine.cgroup_mount.clone() else { return };
-        let found = cgroups::discover(&mount, &self.options.selection);
+        let found = self.walker.discover(&mount, &self.options.selection);
         self.status.cut = found.cut;
         let ids: BTreeMap<&str, u64> =
             found.cgroups.iter().map(|(p, id)| (p.as_str(), *id)).collect();
