@@ -200,47 +200,38 @@ pub struct Found {
     pub read: usize,
 }
 
-/// A listing is trusted only when it was taken this long after the directory's last change:
-/// the kernel stamps a change with a clock that may lag by a tick, so a change right after
-/// the listing could otherwise carry the same mtime as the one before it.
-const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
-
-/// A listing is read again after this many walks whatever its directory's stat says: on
-/// kernels where kernfs stamps a parent's mtime only once something has set its attributes,
-/// a subdirectory removed and another made in one interval leave the link count and mtime
-/// as they were; this bounds how late such a one is found.
-const REFRESH_WALKS: u64 = 30;
-
 /// One directory's subdirectories as read, and its stat when read.
 #[derive(Debug, Clone)]
 struct Listing {
     ino: u64,
     mtime: (i64, i64),
     nlink: u64,
-    /// Whether the listing was taken at least [`SETTLE`] after `mtime`.
-    settled: bool,
-    walk: u64,
     seen: u64,
+    /// Subdirectories by name, with their inodes when read.
     children: Vec<(String, u64)>,
-    /// Subdirectories whose names are not UTF-8, as shown.
-    unnamed: Vec<String>,
+    /// Subdirectories whose names are not UTF-8: as shown, as named, and their inodes.
+    unnamed: Vec<(String, std::ffi::OsString, u64)>,
 }
 
-/// Walks the cgroup tree again and again, keeping each directory's listing: reading a
-/// cgroup's entries lists every interface file kernfs holds in it (dozens), while one stat
-/// tells whether its subdirectories changed (its mtime and link count, which is the number of
-/// subdirectories plus two) and whether it is still the same cgroup (its inode, the cgroup id).
+/// Walks the cgroup tree again and again, keeping each directory's listing. Reading a
+/// cgroup's entries lists every interface file kernfs holds in it (dozens); a stat of the
+/// directory and of each subdirectory it had tells as much: a subdirectory made raises the
+/// directory's link count (subdirectories plus two), one removed or made again under its name
+/// fails its stat or has another inode (the cgroup id). The directory's mtime cannot be
+/// relied on: kernfs stamps it only once something has set its attributes.
 #[derive(Debug, Default)]
 pub struct Walker {
     listings: std::collections::HashMap<String, Listing>,
     walks: u64,
 }
 
+/// A directory to visit: its path and, when its parent's check took it, its stat.
+type Visit = (String, Option<std::fs::Metadata>);
+
 impl Walker {
     /// The cgroups under `mount` that `selection` picks now. Directories are read as they
     /// are: one that vanishes during the walk is skipped; links are never followed. Each
-    /// picked cgroup's id is its directory's inode at this walk's stat, so one made again
-    /// under its path is told apart even when its parent's listing is kept.
+    /// picked cgroup's id is its directory's inode at this walk's stat.
     pub fn discover(&mut self, mount: &Path, selection: &Selection) -> Found {
         use std::os::unix::fs::MetadataExt;
         let mut found = Found::default();
@@ -251,18 +242,18 @@ impl Walker {
         self.walks += 1;
         let walk = self.walks;
         // Breadth first, so that when the budget cuts, slices come before their leaves.
-        let mut level: Vec<(String, Option<u64>)> = vec![("/".to_string(), None)];
+        let mut level: Vec<Visit> = vec![("/".to_string(), None)];
         let mut listed = 0usize;
         while !level.is_empty() {
             let mut next = Vec::new();
-            for (path, listed_id) in &level {
-                let want = wanted(selection, path);
+            for (path, meta) in level {
+                let want = wanted(selection, &path);
                 // A picked cgroup's subdirectories are walked into when a pattern may match
                 // below it; another directory only then (a walk of every service's tree for a
                 // few named cgroups was most of an interval's work).
                 let below = match selection {
                     Selection::Patterns(patterns) => {
-                        patterns.iter().any(|p| p.may_match_below(path))
+                        patterns.iter().any(|p| p.may_match_below(&path))
                     }
                     _ => true,
                 };
@@ -270,16 +261,9 @@ impl Walker {
                     continue;
                 }
                 let dir = if path == "/" { mount.to_path_buf() } else { mount.join(&path[1..]) };
-                let meta = std::fs::symlink_metadata(&dir).ok().filter(|m| m.is_dir());
-                if meta.as_ref().map(MetadataExt::ino) != *listed_id && listed_id.is_some() {
-                    // Gone or made again since its parent was read: the parent's listing is
-                    // out of date, whatever its stat said.
-                    if let Some((parent, _)) = path.rsplit_once('/') {
-                        self.listings.remove(if parent.is_empty() { "/" } else { parent });
-                    }
-                }
-                let Some(meta) = meta else {
-                    self.listings.remove(path);
+                let meta = meta.or_else(|| std::fs::symlink_metadata(&dir).ok());
+                let Some(meta) = meta.filter(std::fs::Metadata::is_dir) else {
+                    self.listings.remove(&path);
                     continue;
                 };
                 if want {
@@ -292,22 +276,25 @@ impl Walker {
                     }
                     continue;
                 }
-                let listing = self.listing(path, &dir, &meta, walk, &mut found.read);
-                let Some(listing) = listing else { continue };
-                for shown in &listing.unnamed {
+                let Some(children) = self.children(&path, &dir, &meta, walk, &mut found.read)
+                else {
+                    continue;
+                };
+                let unnamed = self.listings.get(&path).map_or(&[][..], |l| &l.unnamed[..]);
+                for (shown, _, _) in unnamed {
                     if wanted(selection, shown) || matches!(selection, Selection::Auto) {
                         found.unnamed.push(shown.clone());
                     }
                 }
-                if listing.children.is_empty() && listing.unnamed.is_empty() && want {
+                if children.is_empty() && unnamed.is_empty() && want {
                     found.leaves.insert(path.clone());
                 }
-                listed += listing.children.len();
+                listed += children.len();
                 if listed > MAX_LISTED {
                     found.cut = true;
                     break;
                 }
-                next.extend(listing.children.iter().map(|(p, id)| (p.clone(), Some(*id))));
+                next.extend(children);
             }
             if found.cut {
                 break;
@@ -318,27 +305,39 @@ impl Walker {
         found
     }
 
-    /// `path`'s listing: the kept one while `meta` says nothing changed since it was read,
-    /// else read now (counted in `read`). `None` when it cannot be read.
-    fn listing(
+    /// `path`'s subdirectories, each with its stat when the check took it: the kept listing
+    /// while the directory's stat and each subdirectory's say nothing changed, else read now
+    /// (counted in `read`). `None` when it cannot be read.
+    fn children(
         &mut self,
         path: &str,
         dir: &Path,
         meta: &std::fs::Metadata,
         walk: u64,
         read: &mut usize,
-    ) -> Option<&Listing> {
+    ) -> Option<Vec<Visit>> {
         use std::os::unix::fs::{DirEntryExt, MetadataExt};
         let mtime = (meta.mtime(), meta.mtime_nsec());
-        let kept = self.listings.get(path).is_some_and(|l| {
-            l.settled
-                && l.ino == meta.ino()
-                && l.mtime == mtime
-                && l.nlink == meta.nlink()
-                && walk - l.walk < REFRESH_WALKS
+        let mut visits: Vec<Visit> = Vec::new();
+        let kept = self
+            .listings
+            .get(path)
+            .filter(|l| l.ino == meta.ino() && l.mtime == mtime && l.nlink == meta.nlink());
+        let still = kept.is_some_and(|l| {
+            let same = |name: &std::ffi::OsStr, ino: u64| {
+                std::fs::symlink_metadata(dir.join(name)).ok().filter(|m| m.ino() == ino)
+            };
+            for (child, ino) in &l.children {
+                let name = child.rsplit_once('/').map_or(child.as_str(), |(_, n)| n);
+                match same(name.as_ref(), *ino) {
+                    Some(m) => visits.push((child.clone(), Some(m))),
+                    None => return false,
+                }
+            }
+            l.unnamed.iter().all(|(_, raw, ino)| same(raw, *ino).is_some())
         });
-        if !kept {
-            let now = std::time::SystemTime::now();
+        if !still {
+            visits.clear();
             let Ok(entries) = std::fs::read_dir(dir) else {
                 self.listings.remove(path);
                 return None;
@@ -355,22 +354,15 @@ impl Walker {
                 }
                 match e.file_name().into_string() {
                     Ok(name) => children.push((child(&name), e.ino())),
-                    Err(raw) => unnamed.push(child(&raw.to_string_lossy())),
+                    Err(raw) => unnamed.push((child(&raw.to_string_lossy()), raw, e.ino())),
                 }
             }
             children.sort();
-            let changed = std::time::UNIX_EPOCH
-                + std::time::Duration::new(
-                    u64::try_from(mtime.0).unwrap_or(0),
-                    u32::try_from(mtime.1).unwrap_or(0),
-                );
-            let settled = now.duration_since(changed).is_ok_and(|d| d >= SETTLE);
+            visits = children.iter().map(|(c, _)| (c.clone(), None)).collect();
             let listing = Listing {
                 ino: meta.ino(),
                 mtime,
                 nlink: meta.nlink(),
-                settled,
-                walk,
                 seen: walk,
                 children,
                 unnamed,
@@ -379,7 +371,7 @@ impl Walker {
         }
         let listing = self.listings.get_mut(path)?;
         listing.seen = walk;
-        Some(listing)
+        Some(visits)
     }
 }
 
@@ -640,8 +632,6 @@ mod tests {
         for p in ["p/x", "p/y", "q"] {
             std::fs::create_dir_all(dir.path().join(p)).unwrap();
         }
-        // Listings taken right after a change are not trusted: wait the settling time.
-        std::thread::sleep(SETTLE + std::time::Duration::from_millis(20));
         let mut walker = Walker::default();
         let paths = |f: &Found| f.cgroups.iter().map(|c| c.0.clone()).collect::<Vec<_>>();
         let first = walker.discover(dir.path(), &Selection::Auto);
@@ -654,17 +644,16 @@ mod tests {
         let second = walker.discover(dir.path(), &Selection::Auto);
         assert_eq!(second.read, 0);
         assert_eq!(second, Found { read: 0, ..first.clone() });
-        // A new cgroup changes its parent's mtime and link count: the parent alone is read
-        // again (and the new one, never read before), and /p/y is no longer a leaf.
+        // A new cgroup raises its parent's link count: the parent alone is read again (and
+        // the new one, never read before), and /p/y is no longer a leaf.
         std::fs::create_dir(dir.path().join("p/y/z")).unwrap();
         let third = walker.discover(dir.path(), &Selection::Auto);
         assert_eq!(paths(&third), ["/p", "/q", "/p/x", "/p/y", "/p/y/z"]);
         assert_eq!(third.read, 2);
         assert!(!third.leaves.contains("/p/y") && third.leaves.contains("/p/y/z"));
         // A cgroup made again under its path while its parent's stat is as it was (its mtime
-        // set back and its link count the same, as a kernel that does not stamp the parent
-        // leaves it): the walk stats it, so its new id is found.
-        std::thread::sleep(SETTLE + std::time::Duration::from_millis(20));
+        // set back and its link count the same, as kernfs leaves a parent): its stat has
+        // another inode, so the parent is read again and the new id is found.
         let _ = walker.discover(dir.path(), &Selection::Auto);
         let p = dir.path().join("p");
         let before = std::fs::symlink_metadata(&p).unwrap().modified().unwrap();
@@ -676,12 +665,12 @@ mod tests {
         std::fs::rename(aside.path().join("made"), p.join("x")).unwrap();
         set_mtime(&p, before);
         let fourth = walker.discover(dir.path(), &Selection::Auto);
+        assert_eq!(fourth.read, 2, "/p and the new /p/x");
         let new_id = std::fs::symlink_metadata(p.join("x")).unwrap().ino();
         assert_ne!(old_id, new_id);
         assert_eq!(fourth.cgroups.iter().find(|c| c.0 == "/p/x").unwrap().1, new_id);
-        // A sibling gone and another made while the parent's stat stays: the vanished one is
-        // not reported, and the parent, known to be out of date, is read at the next walk.
-        std::thread::sleep(SETTLE + std::time::Duration::from_millis(20));
+        // A sibling gone and another made while the parent's stat stays: the vanished one's
+        // stat fails, so the parent is read again and the new one found in the same walk.
         let _ = walker.discover(dir.path(), &Selection::Auto);
         let before = std::fs::symlink_metadata(&p).unwrap().modified().unwrap();
         std::fs::remove_dir(p.join("y/z")).unwrap();
@@ -689,9 +678,8 @@ mod tests {
         std::fs::create_dir(p.join("w")).unwrap();
         set_mtime(&p, before);
         let fifth = walker.discover(dir.path(), &Selection::Auto);
-        assert_eq!(paths(&fifth), ["/p", "/q", "/p/x"]);
-        let sixth = walker.discover(dir.path(), &Selection::Auto);
-        assert_eq!(paths(&sixth), ["/p", "/q", "/p/w", "/p/x"]);
+        assert_eq!(paths(&fifth), ["/p", "/q", "/p/w", "/p/x"]);
+        assert_eq!(fifth.read, 2, "/p and the new /p/w");
         // A picked cgroup no pattern looks below is told a leaf by its link count, unread.
         let literal = Selection::Patterns(vec![Pattern::new("/p/x").unwrap()]);
         let mut walker = Walker::default();
