@@ -106,6 +106,12 @@ impl Pattern {
 
     /// Whether `path` (`/a/b`, `/` the root) matches.
     pub fn matches(&self, path: &str) -> bool {
+        // A plain path, compared without collecting: the walk asks every pattern about every
+        // directory it meets, so a hundred named cgroups are ten thousand questions.
+        if self.is_literal() {
+            let comps = path.split('/').filter(|p| !p.is_empty());
+            return comps.eq(self.parts.iter().map(String::as_str));
+        }
         let comps: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         let parts: Vec<&str> = self.parts.iter().map(String::as_str).collect();
         match_parts(&parts, &comps)
@@ -114,6 +120,16 @@ impl Pattern {
     /// Whether a cgroup below `path` (`/a/b`, `/` the root) may match: the walk need not read
     /// a directory under which no pattern can match.
     pub fn may_match_below(&self, path: &str) -> bool {
+        if self.is_literal() {
+            // `path` must be a proper prefix of the plain path.
+            let mut parts = self.parts.iter();
+            for c in path.split('/').filter(|p| !p.is_empty()) {
+                if parts.next().is_none_or(|p| p != c) {
+                    return false;
+                }
+            }
+            return parts.next().is_some();
+        }
         let comps: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         let parts: Vec<&str> = self.parts.iter().map(String::as_str).collect();
         prefix_matches(&parts, &comps)
@@ -550,6 +566,10 @@ mod tests {
         assert!(Pattern::new("/a/../b").is_err());
         assert!(Pattern::new(" ").is_err());
         assert!(Pattern::new("/x/y").unwrap().is_literal());
+        let plain = Pattern::new("/x/y").unwrap();
+        assert!(plain.matches("/x/y") && plain.matches("x//y/"));
+        assert!(!plain.matches("/x") && !plain.matches("/x/y/z") && !plain.matches("/x/yz"));
+        assert!(plain.may_match_below("/x") && !plain.may_match_below("/y"));
         assert_eq!(Pattern::new("x/y").unwrap().literal_path(), "/x/y");
         assert!(Pattern::new("/t?st*").unwrap().matches("/test-1"));
     }
