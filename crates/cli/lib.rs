@@ -164,10 +164,13 @@ fn with_default_subcommand(
     args
 }
 
-/// Whether `word` is what the top level reads itself: a subcommand's name or alias (`help`
-/// too) or a top-level flag (`-h`, `--help`, `-V`, `--version`), as clap defines them in the
-/// built command `cli` (building adds the `help` subcommand, `--help` and `--version`).
+/// Whether `word` is what the top level reads itself: a subcommand's name or alias, a
+/// top-level flag of `cli`, or what building `cli` adds to them (the `help` subcommand,
+/// `-h`/`--help`, `-V`/`--version`), which the command as defined does not list yet.
 fn is_top_level(cli: &clap::Command, word: &str) -> bool {
+    if matches!(word, "help" | "-h" | "--help" | "-V" | "--version") {
+        return true;
+    }
     let flag = |arg: &clap::Arg| {
         arg.get_short().is_some_and(|s| word.strip_prefix('-') == Some(s.encode_utf8(&mut [0; 4])))
             || arg.get_long().is_some_and(|l| word.strip_prefix("--") == Some(l))
@@ -235,13 +238,11 @@ enum ParseError {
 /// reads them one by one: `--filter` follows its `-e`).
 fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
     use clap::{CommandFactory, FromArgMatches};
-    // Made once: making clap's command tree (every subcommand's flags) is the largest part of
-    // a short run, and each helper used to make its own. The helpers read a built copy; the
-    // line is parsed by the command itself, which clap builds as it parses, as before
-    // (`build` also expands the `help` subcommand's tree, which parsing does not).
+    // Made once, and never built whole: building finishes every subcommand's flags, the
+    // largest part of a short run, while parsing builds the top level and the one subcommand
+    // named. The helpers read the command as defined (`is_top_level` knows what building adds).
     let command = Cli::command();
-    let mut built = command.clone();
-    built.build();
+    let defined = &command;
     // `tmetric --perf-version 7.2 list ...`: the global flag ahead of the subcommand moves
     // behind it, so the default subcommand (`stat`) is still inserted where it belongs.
     let leading: Vec<std::ffi::OsString> = match argv.get(1).and_then(|a| a.to_str()) {
@@ -249,12 +250,12 @@ fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
         Some("--perf-version") if argv.len() > 2 => argv.drain(1..3).collect(),
         _ => Vec::new(),
     };
-    let mut argv = with_default_subcommand(argv, &built);
+    let mut argv = with_default_subcommand(argv, defined);
     if !leading.is_empty() {
         let at = 2.min(argv.len());
         argv.splice(at..at, leading);
     }
-    let argv = perfs_negations(argv, &built);
+    let argv = perfs_negations(argv, defined);
     let matches = command.try_get_matches_from(&argv).map_err(|err| {
         let sub = argv.get(1).and_then(|a| a.to_str()).unwrap_or("stat");
         match unknown::explain(&err, sub) {
@@ -280,7 +281,12 @@ fn perfs_negations(argv: Vec<std::ffi::OsString>, cli: &clap::Command) -> Vec<st
         return argv;
     }
     match cli.find_subcommand(sub) {
-        Some(command) => negate::apply(command, argv),
+        Some(command) => {
+            // Built alone: building settles each flag's action, which negation reads.
+            let mut command = command.clone();
+            command.build();
+            negate::apply(&command, argv)
+        }
         None => argv,
     }
 }
