@@ -13,11 +13,7 @@ use crate::pmu::PmuModel;
 /// of distinct events against the counters each may use.
 pub(super) fn counting_bound(request: &Request, model: &PmuModel) -> Vec<usize> {
     let all = &request.events;
-    let mut used: BTreeSet<usize> = BTreeSet::new();
-    for metric in &request.metrics {
-        used.extend(metric.events.iter().copied());
-        used.extend(metric.threshold_events.iter().copied());
-    }
+    let used = used_events(request);
     let mut bounds = vec![0usize; model.pmus.len()];
     for (p, pmu) in model.pmus.iter().enumerate() {
         let events: Vec<&SchedEvent> = used
@@ -165,11 +161,7 @@ fn refuted_bound(
 ) -> usize {
     let all = &request.events;
     let slots = (0..all.len()).find(|&s| all[s].demand.slots && all[s].pmu == Some(p));
-    let mut used: BTreeSet<usize> = BTreeSet::new();
-    for metric in &request.metrics {
-        used.extend(metric.events.iter().copied());
-        used.extend(metric.threshold_events.iter().copied());
-    }
+    let used = used_events(request);
     for e in used {
         if all[e].pmu != Some(p)
             || unplaceable(model, &all[e]).is_some()
@@ -193,6 +185,16 @@ fn refuted_bound(
         }
     }
     bound
+}
+
+/// Every event the request's metrics read, in their values or their thresholds.
+fn used_events(request: &Request) -> BTreeSet<usize> {
+    let mut used = BTreeSet::new();
+    for metric in &request.metrics {
+        used.extend(metric.events.iter().copied());
+        used.extend(metric.threshold_events.iter().copied());
+    }
+    used
 }
 
 fn low(n: u8) -> u32 {
