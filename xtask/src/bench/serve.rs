@@ -2,7 +2,8 @@
 //! --for-each-cgroup` on the same cgroups and events, run side by side, at 1, 20 and 100
 //! cgroups. The cost target is 1.5x perf's. Root only (it makes cgroups under the cgroup2
 //! mount); the release binary is built in ./target first. A scraper reads `/metrics` once per
-//! interval, as a Prometheus whose scrape interval is serve's would. CPU is the processes'
+//! interval, as a Prometheus whose scrape interval is serve's would, and as Prometheus does:
+//! over one kept-alive connection, asking for OpenMetrics and gzip. CPU is the processes'
 //! scheduler run time (`/proc/PID/task/*/schedstat`, nanoseconds), taken after a first interval
 //! and a first scrape (start-up excluded: both exporters' steady state is what an operator pays
 //! for every interval) and again `TMETRIC_BENCH_SERVE_INTERVALS` (3) intervals later;
@@ -67,13 +68,64 @@ impl Drop for Cgroups {
     }
 }
 
-fn scrape(addr: &str) -> Result<usize> {
-    let mut s = std::net::TcpStream::connect(addr)?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
-    let mut out = Vec::new();
-    s.read_to_end(&mut out)?;
-    Ok(out.len())
+/// What Prometheus 2.x sends with every scrape: it asks for OpenMetrics first and accepts gzip.
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+/// A scraper as Prometheus is one: one HTTP/1.1 connection kept alive from scrape to scrape
+/// (Go's client reuses it), Prometheus's `Accept` and `Accept-Encoding: gzip`. A new
+/// connection per scrape would charge the exporter a TCP handshake and teardown an interval
+/// that no real scraper makes it pay.
+struct Scraper {
+    addr: String,
+    conn: Option<std::io::BufReader<std::net::TcpStream>>,
+}
+
+impl Scraper {
+    fn new(addr: &str) -> Self {
+        Scraper { addr: addr.to_string(), conn: None }
+    }
+
+    /// One scrape of `/metrics`: the body's length as sent (compressed).
+    fn scrape(&mut self) -> Result<usize> {
+        use std::io::BufRead;
+        if self.conn.is_none() {
+            let s = std::net::TcpStream::connect(&self.addr)?;
+            s.set_read_timeout(Some(Duration::from_secs(10)))?;
+            self.conn = Some(std::io::BufReader::new(s));
+        }
+        let conn = self.conn.as_mut().context("connection")?;
+        write!(
+            conn.get_mut(),
+            "GET /metrics HTTP/1.1\r\nHost: {}\r\nUser-Agent: Prometheus/2.42.0\r\nAccept: {PROMETHEUS_ACCEPT}\r\nAccept-Encoding: gzip\r\nX-Prometheus-Scrape-Timeout-Seconds: 10\r\n\r\n",
+            self.addr
+        )?;
+        let mut length = None;
+        let mut status = String::new();
+        conn.read_line(&mut status)?;
+        if !status.starts_with("HTTP/1.1 200") {
+            self.conn = None;
+            bail!("scrape answered `{}`", status.trim_end());
+        }
+        loop {
+            let mut line = String::new();
+            if conn.read_line(&mut line)? == 0 {
+                bail!("connection closed in the headers");
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse::<usize>().ok();
+            }
+        }
+        let length = length.context("no content-length in the answer")?;
+        let mut body = vec![0; length];
+        conn.read_exact(&mut body)?;
+        Ok(length)
+    }
 }
 
 /// The address `tmetric serve` prints on standard error when it starts (`serving on
@@ -138,12 +190,13 @@ fn run(
     std::thread::sleep(interval + interval / 2);
     // The first scrape's one-time costs (the server's first connection, buffers grown to the
     // page's size) are start-up, as the first interval is.
-    scrape(&addr)?;
+    let mut scraper = Scraper::new(&addr);
+    scraper.scrape()?;
     let (s0, p0) = (cpu_ns(serve.0.id()), cpu_ns(perf.0.id()));
     let mut bytes = 0;
     for _ in 0..intervals {
         std::thread::sleep(interval);
-        bytes = scrape(&addr)?;
+        bytes = scraper.scrape()?;
     }
     let (s1, p1) = (cpu_ns(serve.0.id()), cpu_ns(perf.0.id()));
     drop(serve);
@@ -176,7 +229,7 @@ pub fn bench(root: &Path, table: &mut Table) -> Result<()> {
         let (mine, perf, bytes) = run(&bin, &mount, n, interval, intervals)?;
         let ratio = mine / perf.max(1.0);
         println!(
-            "  {n:>3} cgroups: tmetric {:.2} ms, perf {:.2} ms ({ratio:.2}x), scrape {bytes} bytes",
+            "  {n:>3} cgroups: tmetric {:.2} ms, perf {:.2} ms ({ratio:.2}x), scrape {bytes} bytes gzipped",
             mine / 1e6,
             perf / 1e6
         );
