@@ -135,8 +135,9 @@ fn pod_cgroups_get_kubernetes_names_from_the_kubelets_log_directories() {
             let line = now.lines().find(|l| l.starts_with(&prefix));
             let line = line.unwrap_or_else(|| panic!("no {prefix} in {now}"));
             let mine: f64 = line.rsplit_once(' ').unwrap().1.parse().unwrap();
-            // The busy shell keeps most of a CPU.
-            assert!(mine > 0.3, "{mine}");
+            // The busy shell keeps most of a CPU on an idle machine, and more than a twentieth
+            // of one even when twenty other jobs share the two CPUs (0.10 to 0.14 measured).
+            assert!(mine > 0.05, "{mine}");
             if r[0].1 == mine {
                 break;
             }

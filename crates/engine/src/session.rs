@@ -367,6 +367,15 @@ impl<S: Syscalls> Session<S> {
         }
     }
 
+    /// How many of the counters' groups count on CPU `cpu` (none when the session counts
+    /// its own thread).
+    pub fn groups_on(&self, cpu: i32) -> usize {
+        match &self.counters {
+            Counting::Set(set) => set.groups_on(cpu),
+            Counting::Own(_) => 0,
+        }
+    }
+
     /// The counters' reads since the last [`Session::finish_read`], from
     /// [`Session::read_cpu`], as a snapshot in `out` (its vectors reused).
     pub fn finish_read(&mut self, out: &mut Snapshot) -> Result<(), CounterError> {

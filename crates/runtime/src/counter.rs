@@ -9,7 +9,7 @@ use crate::sys::{Attr, Errno};
 mod set;
 mod values;
 
-pub use set::{CounterSet, Opening, Split, open_own_group};
+pub use set::{CounterSet, MOVE_FOR, Opening, Split, open_own_group};
 pub use values::{
     Aggregate, CpuCount, GroupRead, RawCount, Snapshot, parse_group_read, scaling, set_scaling,
 };

@@ -255,6 +255,55 @@ impl Walker {
             self.listings.clear();
             return found;
         }
+        if let Selection::Patterns(patterns) = selection
+            && patterns.iter().all(Pattern::is_literal)
+        {
+            // Named cgroups only: each is one stat, with no listing of its parents (which is
+            // a stat of every sibling of each, every interval).
+            self.listings.clear();
+            let mut paths: Vec<String> = patterns.iter().map(Pattern::literal_path).collect();
+            // Parents before children, siblings by name: the walk's order.
+            let key = |p: &String| {
+                let comps: Vec<String> =
+                    p.split('/').filter(|c| !c.is_empty()).map(str::to_string).collect();
+                (comps.len(), comps)
+            };
+            paths.sort_by_cached_key(key);
+            paths.dedup();
+            // Each directory on the way is stat'ed without following a link (each once), as
+            // the walk refuses links: a cgroup is reached only through directories.
+            let mut checked: std::collections::HashMap<String, Option<std::fs::Metadata>> =
+                std::collections::HashMap::new();
+            for path in paths {
+                let mut meta = None;
+                let mut prefix = String::new();
+                for comp in path.split('/').filter(|c| !c.is_empty()) {
+                    prefix.push('/');
+                    prefix.push_str(comp);
+                    meta = checked
+                        .entry(prefix.clone())
+                        .or_insert_with(|| {
+                            std::fs::symlink_metadata(mount.join(&prefix[1..]))
+                                .ok()
+                                .filter(std::fs::Metadata::is_dir)
+                        })
+                        .clone();
+                    if meta.is_none() {
+                        break;
+                    }
+                }
+                if path == "/" {
+                    meta = std::fs::symlink_metadata(mount).ok().filter(std::fs::Metadata::is_dir);
+                }
+                let Some(meta) = meta else { continue };
+                // cgroupfs keeps a directory's link count at 2 plus its subdirectories.
+                if meta.nlink() <= 2 {
+                    found.leaves.insert(path.clone());
+                }
+                found.cgroups.push((path, meta.ino()));
+            }
+            return found;
+        }
         self.walks += 1;
         let walk = self.walks;
         // Breadth first, so that when the budget cuts, slices come before their leaves.
@@ -640,6 +689,36 @@ mod tests {
         assert!(discover(dir.path(), &Selection::None).cgroups.is_empty());
     }
 
+    #[test]
+    fn named_cgroups_are_found_without_a_walk_and_never_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        for p in ["a.slice/x.service/inner", "a.slice/y.service", "b"] {
+            std::fs::create_dir_all(dir.path().join(p)).unwrap();
+        }
+        std::os::unix::fs::symlink(dir.path().join("a.slice"), dir.path().join("link")).unwrap();
+        let named = |names: &[&str]| {
+            Selection::Patterns(names.iter().map(|n| Pattern::new(n).unwrap()).collect())
+        };
+        let wanted =
+            named(&["b", "/a.slice/y.service", "link/y.service", "a.slice/x.service", "gone"]);
+        let mut walker = Walker::default();
+        let found = walker.discover(dir.path(), &wanted);
+        let paths: Vec<&str> = found.cgroups.iter().map(|c| c.0.as_str()).collect();
+        // Parents before children, siblings by name; the link and the missing one are not there.
+        assert_eq!(paths, ["/b", "/a.slice/x.service", "/a.slice/y.service"]);
+        let leaves: Vec<&str> = found.leaves.iter().map(String::as_str).collect();
+        assert_eq!(leaves, ["/a.slice/y.service", "/b"]);
+        assert_eq!(found.read, 0, "no directory is listed");
+        // The ids are the directories' inodes, as the walk gives them.
+        use std::os::unix::fs::MetadataExt;
+        let ino = std::fs::metadata(dir.path().join("b")).unwrap().ino();
+        assert_eq!(found.cgroups[0].1, ino);
+        // The same answer as a walk that finds them by pattern.
+        let walked = walker.discover(dir.path(), &named(&["b", "a.slice/*.service"]));
+        assert_eq!(walked.cgroups, found.cgroups);
+        assert_eq!(walked.leaves, found.leaves);
+    }
+
     /// Sets `dir`'s mtime back to `to`, as a kernel that does not stamp a parent leaves it.
     fn set_mtime(dir: &Path, to: std::time::SystemTime) {
         std::fs::File::open(dir).unwrap().set_modified(to).unwrap();
@@ -700,11 +779,20 @@ mod tests {
         let fifth = walker.discover(dir.path(), &Selection::Auto);
         assert_eq!(paths(&fifth), ["/p", "/q", "/p/w", "/p/x"]);
         assert_eq!(fifth.read, 2, "/p and the new /p/w");
-        // A picked cgroup no pattern looks below is told a leaf by its link count, unread.
+        // A picked cgroup no pattern looks below is told a leaf by its link count, unread;
+        // named alone, not even its parents are listed.
         let literal = Selection::Patterns(vec![Pattern::new("/p/x").unwrap()]);
         let mut walker = Walker::default();
         let found = walker.discover(dir.path(), &literal);
         assert_eq!(paths(&found), ["/p/x"]);
+        assert!(found.leaves.contains("/p/x"));
+        assert_eq!(found.read, 0, "nothing listed");
+        let beside = Selection::Patterns(vec![
+            Pattern::new("/p/x").unwrap(),
+            Pattern::new("/q*").unwrap(),
+        ]);
+        let found = walker.discover(dir.path(), &beside);
+        assert_eq!(paths(&found), ["/q", "/p/x"]);
         assert!(found.leaves.contains("/p/x"));
         assert_eq!(found.read, 2, "the root and /p, not /p/x");
     }

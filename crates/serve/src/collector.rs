@@ -597,13 +597,25 @@ impl<S: Syscalls + Clone> Collector<S> {
         }
         let here = self.sys.current_cpu().and_then(|c| i32::try_from(c).ok());
         let mut moved = false;
-        // The CPU the thread is on first: its counters need no move.
-        let order = here.into_iter().chain(self.cpus.iter().filter_map(|&c| {
-            let c = i32::try_from(c).ok()?;
-            (Some(c) != here).then_some(c)
-        }));
-        for cpu in order {
-            if Some(cpu) != here {
+        // A CPU is read from there only when every target's groups on it together make a move
+        // cheaper than reading them from here (each such read interrupts that CPU and waits for
+        // it): the rule the runtime's own reads follow. What needs no move comes first.
+        let groups_on = |cpu: i32| -> usize {
+            self.host.iter().chain(self.cgroups.values()).map(|t| t.session.groups_on(cpu)).sum()
+        };
+        let mut stay = Vec::new();
+        let mut go = Vec::new();
+        for cpu in self.cpus.iter().filter_map(|&c| i32::try_from(c).ok()) {
+            if Some(cpu) == here || groups_on(cpu) < tmetric_runtime::counter::MOVE_FOR {
+                stay.push(cpu);
+            } else {
+                go.push(cpu);
+            }
+        }
+        for (cpu, must_move) in
+            stay.into_iter().map(|c| (c, false)).chain(go.into_iter().map(|c| (c, true)))
+        {
+            if must_move {
                 moved |= self.sys.move_to_cpu(cpu as u32);
             }
             for counted in self.host.iter_mut().chain(self.cgroups.values_mut()) {

@@ -760,6 +760,12 @@ impl<S: Syscalls> CounterSet<S> {
         self.fetch(|g| g.cpu < 0)
     }
 
+    /// How many of the groups count on CPU `cpu`: what a reader of several sets weighs
+    /// against [`MOVE_FOR`] before moving there.
+    pub fn groups_on(&self, cpu: i32) -> usize {
+        self.groups.iter().filter(|g| g.cpu == cpu).count()
+    }
+
     /// The CPUs of the per-CPU groups, ascending.
     pub fn group_cpus(&mut self) -> &[i32] {
         self.size_buffers();
@@ -941,7 +947,7 @@ impl<S: Syscalls> CounterSet<S> {
 /// (24 us with no read): with a move there and back 92 us for one group a CPU, 101 us for
 /// three; without a move (the other CPU interrupted for each read) 58 us for one group,
 /// 85 us for three. A move costs about what three or four reads from here cost.
-const MOVE_FOR: usize = 4;
+pub const MOVE_FOR: usize = 4;
 
 impl<S: Syscalls> Drop for CounterSet<S> {
     fn drop(&mut self) {
