@@ -787,10 +787,8 @@ mod tests {
         assert_eq!(paths(&found), ["/p/x"]);
         assert!(found.leaves.contains("/p/x"));
         assert_eq!(found.read, 0, "nothing listed");
-        let beside = Selection::Patterns(vec![
-            Pattern::new("/p/x").unwrap(),
-            Pattern::new("/q*").unwrap(),
-        ]);
+        let beside =
+            Selection::Patterns(vec![Pattern::new("/p/x").unwrap(), Pattern::new("/q*").unwrap()]);
         let found = walker.discover(dir.path(), &beside);
         assert_eq!(paths(&found), ["/q", "/p/x"]);
         assert!(found.leaves.contains("/p/x"));
