@@ -432,8 +432,11 @@ fn load_table(root: &Path, job: &TableJob<'_>, findings: &mut Findings) -> Table
     for file in files.iter().filter(|f| f.ends_with(".json")) {
         let file_rel = rel_join(rel, file);
         match file.as_str() {
-            "metricgroups.json" => {
-                table.metric_groups = read_metric_groups(root, &file_rel, findings);
+            // jevents.py 7.x takes every `*metricgroups.json` as group descriptions (perf's build
+            // writes `extra-metricgroups.json` beside the vendor's `metricgroups.json`); files are
+            // read in name order and a later description wins, as in its one global dictionary.
+            _ if file.ends_with("metricgroups.json") => {
+                table.metric_groups.extend(read_metric_groups(root, &file_rel, findings));
             }
             "counter.json" => table.counters = read_counters(root, &file_rel, findings),
             _ => {

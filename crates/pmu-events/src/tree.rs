@@ -54,7 +54,8 @@ pub struct Table {
     /// Metrics in file order, after `ArchStdEvent` expansion. An object with both `EventName`
     /// and `MetricName` gives an event and a metric.
     pub metrics: Vec<Metric>,
-    /// `metricgroups.json`: group name to description.
+    /// `metricgroups.json` and perf 7.x's generated `extra-metricgroups.json`: group name to
+    /// description.
     pub metric_groups: BTreeMap<String, String>,
     /// `counter.json`: counters per PMU.
     pub counters: Vec<CounterInfo>,

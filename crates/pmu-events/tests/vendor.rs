@@ -632,6 +632,38 @@ fn fixture_tree_layout() {
     assert_eq!(tree.common.metrics[0].expr, "task\\-clock");
 }
 
+/// perf 7.x's build writes `extra-metrics.json` and `extra-metricgroups.json` into each model's
+/// directory; jevents.py 7.x reads every `*metricgroups.json` as group descriptions (a later file
+/// in name order wins) and `extra-metrics.json` as metrics of the `metrics` topic.
+#[test]
+fn generated_extra_files_load_as_perf_7_reads_them() {
+    let root = fixture(
+        "extra",
+        &[
+            ("x86/mapfile.csv", MAPFILE),
+            ("x86/model/metricgroups.json", "{\"G\": \"vendor g\", \"V\": \"vendor only\"}"),
+            (
+                "x86/model/extra-metricgroups.json",
+                "{\"G\": \"generated g\", \"lpm_x\": \"generated only\"}",
+            ),
+            (
+                "x86/model/extra-metrics.json",
+                "[{\"MetricName\": \"lpm_x_rate\", \"MetricGroup\": \"lpm_x\", \"MetricExpr\": \"d_ratio(instructions, duration_time)\", \"ScaleUnit\": \"1insn/s\"}]",
+            ),
+        ],
+    );
+    let tree = load_tree(&root).unwrap();
+    assert_eq!(tree.diagnostics, []);
+    let model = tree.model_for_cpuid("x86", "GenuineIntel-6-8F-1").unwrap();
+    let groups: Vec<(&str, &str)> =
+        model.metric_groups.iter().map(|(g, d)| (g.as_str(), d.as_str())).collect();
+    assert_eq!(groups, [("G", "vendor g"), ("V", "vendor only"), ("lpm_x", "generated only")]);
+    assert_eq!(model.metrics.len(), 1);
+    assert_eq!(model.metrics[0].name, "lpm_x_rate");
+    assert_eq!(model.metrics[0].expr, "d_ratio(instructions, duration_time)");
+    assert_eq!(model.metrics[0].groups, ["lpm_x"]);
+}
+
 /// Compares every event and metric of every table with what jevents.py's rules give, through
 /// tests/data/jevents_check.py: its own re-implementation of JsonEvent always, and the real
 /// jevents.py too when `TMETRIC_JEVENTS_DIR` names a `tools/perf/pmu-events` directory.

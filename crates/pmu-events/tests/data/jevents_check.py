@@ -171,7 +171,7 @@ def main():
         preprocess(os.path.join(args.tree, arch))
         model_dir = os.path.join(args.tree, model)
         for fname in sorted(os.listdir(model_dir)):
-            if not fname.endswith('.json') or fname in ('metricgroups.json', 'counter.json'):
+            if not fname.endswith('.json') or fname.endswith('metricgroups.json') or fname == 'counter.json':
                 continue
             rel = f'{model}/{fname}'
             for index, e in enumerate(read(os.path.join(model_dir, fname))):
