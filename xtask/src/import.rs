@@ -9,6 +9,12 @@
 //! with the `tar` command) or a Debian `linux-source-*` package (unpacked with `dpkg-deb`).
 //! Upstream's `arch/common/` (perf 7.x) is vendor data like the rest; tmetric's own generic metrics
 //! live in `pmu-events/generic/`, which the import never touches.
+//!
+//! perf 7.x's build also generates JSON with Python before jevents.py runs (`extra-metrics.json`
+//! and `extra-metricgroups.json` per model, holding the `lpm_*` metrics, and the legacy cache
+//! events): `perf_build` runs those scripts as perf's `Build` does and the import stores their
+//! output with the vendor's files, so the stored tree is the one perf compiles and neither
+//! `regen` nor a fresh clone needs Python.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -16,6 +22,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+
+mod perf_build;
+pub use perf_build::{Generated, python_from_env};
 
 /// Where the vendor tree sits in a kernel source tree.
 const ARCH_IN_KERNEL: &str = "tools/perf/pmu-events/arch";
@@ -44,18 +53,14 @@ pub fn run(args: &[String]) -> Result<()> {
         .context("xtask lives in the workspace")?
         .to_path_buf();
     let pmu_events = repo.join("pmu-events");
-    let (before, after) = (Scratch::new()?, Scratch::new()?);
-    let summary = import(&repo, Path::new(&source), vintage.as_deref())?;
+    let after = Scratch::new()?;
+    let summary = import(&repo, Path::new(&source), vintage.as_deref(), &python_from_env())?;
     // The tree before the import, for the change summary; none yet is an empty tree.
     let stored = summary.vintage.as_deref();
-    let old_tree = match stored {
-        Some(v) if summary.replaced => {
-            tmetric_pmu_events::load_vintage(&pmu_events, Some(v), before.0.path()).ok()
-        }
-        // A new vintage is compared with the base tree.
-        Some(_) => tmetric_pmu_events::load_vintage(&pmu_events, None, before.0.path()).ok(),
-        None => summary.old_base.take_tree(),
-    };
+    let old_tree = summary.old_base.take_tree();
+    if let Some(line) = summary.generated.describe() {
+        println!("{line}");
+    }
     println!(
         "imported {} files from {} as {}: {} added, {} changed, {} removed, {} unchanged",
         summary.files,
@@ -101,7 +106,8 @@ pub fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The base tree as it was before an import replaced it (for the change summary).
+/// The tree as it was before the import (for the change summary): the base tree, or the vintage
+/// replaced, or for a new vintage the base tree it is stored against.
 #[derive(Debug, Default)]
 pub struct OldBase(Option<tmetric_pmu_events::Tree>);
 
@@ -118,7 +124,7 @@ pub struct Summary {
     pub vintage: Option<String>,
     /// The vintage was stored before and is replaced.
     pub replaced: bool,
-    /// The base tree before a base import.
+    /// The tree before the import.
     pub old_base: OldBase,
     /// Delta files and whole files a vintage stores, and their bytes.
     pub deltas: usize,
@@ -138,6 +144,8 @@ pub struct Summary {
     pub removed: usize,
     /// Files already identical.
     pub unchanged: usize,
+    /// What perf's build-time generators added to the vendor tree.
+    pub generated: Generated,
 }
 
 /// What is known about the source.
@@ -159,8 +167,14 @@ fn base_version(repo: &Path) -> Option<String> {
 }
 
 /// Imports from `source` into `repo/pmu-events`: the base tree when the kernel's version is the
-/// base's (or `vintage` says so), else vintage `X.Y` (or `vintage`).
-pub fn import(repo: &Path, source: &Path, vintage: Option<&str>) -> Result<Summary> {
+/// base's (or `vintage` says so), else vintage `X.Y` (or `vintage`). The tree stored is the one
+/// perf's build compiles: the vendor JSON plus what perf's generators write, run with `python`.
+pub fn import(
+    repo: &Path,
+    source: &Path,
+    vintage: Option<&str>,
+    python: &std::ffi::OsString,
+) -> Result<Summary> {
     let scratch = Scratch::new()?;
     let given = source
         .file_name()
@@ -191,7 +205,9 @@ pub fn import(repo: &Path, source: &Path, vintage: Option<&str>) -> Result<Summa
         bail!("`{}` is neither a directory, a .tar.* tarball nor a .deb package", source.display());
     };
     provenance.kernel = kernel_version(&kernel_root.join("Makefile"));
-    let upstream_arch = find_arch_dir(&kernel_root)?;
+    let vendor_tree = find_arch_dir(&kernel_root)?;
+    let (upstream_arch, generated) =
+        perf_build::build_tree(python, &vendor_tree, scratch.0.path())?;
     let version = match (vintage, provenance.kernel.as_deref().and_then(major_minor)) {
         (Some(given), _) => given.to_string(),
         (None, Some(found)) => found,
@@ -206,20 +222,34 @@ pub fn import(repo: &Path, source: &Path, vintage: Option<&str>) -> Result<Summa
     let vendor_arch = repo.join("pmu-events/arch");
     let base = base_version(repo);
     if base.as_deref().is_some_and(|base| base != version) && vendor_arch.is_dir() {
+        // Loaded before store_vintage replaces it: what the change summary compares with.
+        let before = Scratch::new()?;
+        let stored_dir = repo.join(tmetric_pmu_events::vintage::VINTAGE_DIR_PATH).join(&version);
+        let old = tmetric_pmu_events::load_vintage(
+            &repo.join("pmu-events"),
+            stored_dir.is_dir().then_some(version.as_str()),
+            before.0.path(),
+        )
+        .ok();
         let mut summary = store_vintage(repo, &upstream_arch, &version)?;
+        summary.old_base = OldBase(old);
+        summary.generated = generated;
         summary.origin = format!("{} ({})", provenance.source, provenance.given);
         let dir = repo.join(tmetric_pmu_events::vintage::VINTAGE_DIR_PATH).join(&version);
         let upstream_md =
             render_upstream(&provenance, &count_files(&upstream_arch)?, Some((&version, &summary)));
+        let upstream_md = upstream_md + &generated_note(&summary.generated);
         fs::write(dir.join(tmetric_pmu_events::vintage::UPSTREAM_FILE), upstream_md)
             .with_context(|| format!("writing {}", dir.display()))?;
         return Ok(summary);
     }
     let old_base = tmetric_pmu_events::load_tree(&vendor_arch).ok();
     let mut summary = sync_tree(&upstream_arch, &vendor_arch)?;
+    summary.generated = generated;
     summary.old_base = OldBase(old_base);
     summary.origin = format!("{} ({})", provenance.source, provenance.given);
-    let upstream_md = render_upstream(&provenance, &count_files(&upstream_arch)?, None);
+    let upstream_md = render_upstream(&provenance, &count_files(&upstream_arch)?, None)
+        + &generated_note(&summary.generated);
     let upstream_path = repo.join("pmu-events/UPSTREAM.md");
     if fs::read_to_string(&upstream_path).ok().as_deref() != Some(upstream_md.as_str()) {
         fs::write(&upstream_path, upstream_md)
@@ -266,8 +296,9 @@ fn run_command(command: &mut Command, what: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// Unpacks only the vendor tree and the top-level Makefile of a kernel tarball into `dest`, and
-/// returns the kernel tree root inside it.
+/// Unpacks only perf's `pmu-events` directory (the vendor tree and, in perf 7.x, the generators
+/// its build runs) and the top-level Makefile of a kernel tarball into `dest`, and returns the
+/// kernel tree root inside it.
 fn unpack_tarball(tarball: &Path, dest: &Path) -> Result<PathBuf> {
     fs::create_dir_all(dest).with_context(|| format!("creating {}", dest.display()))?;
     // With --no-wildcards-match-slash, `*` stays within one path component, so `*/Makefile` is
@@ -279,7 +310,7 @@ fn unpack_tarball(tarball: &Path, dest: &Path) -> Result<PathBuf> {
             .arg("-C")
             .arg(dest)
             .args(["--wildcards", "--no-wildcards-match-slash"])
-            .arg(format!("*/{ARCH_IN_KERNEL}"))
+            .arg("*/tools/perf/pmu-events")
             .arg("*/Makefile"),
         &format!("tar on {}", tarball.display()),
     )
@@ -581,6 +612,16 @@ fn count_files(arch_dir: &Path) -> Result<BTreeMap<String, (usize, usize, u64)>>
     Ok(counts)
 }
 
+/// UPSTREAM.md's section on the files perf's build generates (empty when none).
+fn generated_note(generated: &Generated) -> String {
+    match generated.describe() {
+        Some(line) => format!(
+            "\n## Generated at import\n\n{line}. import-vendor runs them as perf's build does (each against the vendor tree, its standard output stored unchanged) and stores their files with the vendor's, so `cargo xtask regen` compiles them like any vendor JSON and never runs Python. The counts per architecture above include them.\n"
+        ),
+        None => String::new(),
+    }
+}
+
 /// UPSTREAM.md: deterministic (no dates, no absolute paths), so re-importing the same source
 /// leaves it unchanged.
 fn render_upstream(
@@ -705,7 +746,8 @@ mod tests {
         let common = "[\n{\"MetricName\": \"CPUs_utilized\", \"MetricExpr\": \"task\\\\-clock / (duration_time * 1e9)\", \"MetricGroup\": \"Default\"}\n]\n";
         write(&up.join("common/common/metrics.json"), common);
 
-        let summary = import(&repo, &kernel, None).unwrap();
+        write(&up.with_file_name("Build"), "JEVENTS_PY = pmu-events/jevents.py\n");
+        let summary = import(&repo, &kernel, None, &"python3".into()).unwrap();
         assert_eq!(summary.vintage.as_deref(), Some("7.2"));
         assert_eq!((summary.added, summary.changed, summary.removed), (2, 1, 1));
         let stored = repo.join("pmu-events/vintage/7.2");
@@ -749,6 +791,150 @@ mod tests {
             err.to_string().contains("x86/a/cache.json.delta:2: made from another base file"),
             "{err}"
         );
+    }
+
+    /// A perf 7.2 kernel tree whose `Build` runs `intel_metrics.py`, here the shell script
+    /// `script` (run with `sh` in place of Python), and a repository with a 6.12 base.
+    fn generator_fixture(script: Option<&str>) -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let scratch = tempfile::tempdir().unwrap();
+        let (repo, kernel) = (scratch.path().join("repo"), scratch.path().join("linux-7.2"));
+        let mapfile =
+            "Family-model,Version,Filename,EventType\nGenuineIntel-6-55,v1,skylakex,core\n";
+        let cache = "[\n{\"EventName\": \"E1\", \"EventCode\": \"0x1\"}\n]\n";
+        write(&repo.join("pmu-events/arch/x86/mapfile.csv"), mapfile);
+        write(&repo.join("pmu-events/arch/x86/skylakex/cache.json"), cache);
+        write(
+            &repo.join("pmu-events/UPSTREAM.md"),
+            "- Kernel version: 6.12.117 (top-level Makefile).\n",
+        );
+        write(&kernel.join("Makefile"), "VERSION = 7\nPATCHLEVEL = 2\nSUBLEVEL = 13\n");
+        let pmu_events = kernel.join("tools/perf/pmu-events");
+        write(&pmu_events.join("arch/x86/mapfile.csv"), mapfile);
+        write(&pmu_events.join("arch/x86/skylakex/cache.json"), cache);
+        write(&pmu_events.join("arch/common/common/metrics.json"), "[]\n");
+        write(
+            &pmu_events.join("Build"),
+            "GEN_METRIC_DEPS := pmu-events/metric.py pmu-events/common_metrics.py\n$(INTEL_METRICS): pmu-events/intel_metrics.py $(GEN_METRIC_DEPS)\n",
+        );
+        if let Some(script) = script {
+            write(&pmu_events.join("intel_metrics.py"), script);
+        }
+        (scratch, repo, kernel)
+    }
+
+    /// Prints perf's shapes: metrics named after the model argument, and group descriptions.
+    const GOOD_GENERATOR: &str = r#"if [ "$1" = -metricgroups ]; then
+  printf '{\n  "lpm_br": "branches of %s"\n}\n' "$2"
+else
+  [ -f "$2/x86/$1/cache.json" ] || { echo "no tree at $2" >&2; exit 9; }
+  printf '[\n  {\n    "MetricName": "lpm_br_total_insn_between_branches",\n    "MetricGroup": "lpm_br;lpm_br_total",\n    "BriefDescription": "The number of instructions divided by the number of branches.",\n    "MetricExpr": "d_ratio(instructions, E1)",\n    "ScaleUnit": "1insn"\n  }\n]\n'
+fi
+"#;
+
+    /// perf 7.x's generators run at import as perf's build runs them; their output is stored in
+    /// the vintage with the vendor files, loads as perf 7.2 reads it, and a second import gives
+    /// the same bytes.
+    #[test]
+    fn generators_run_at_import_and_their_json_is_stored() {
+        let (_scratch, repo, kernel) = generator_fixture(Some(GOOD_GENERATOR));
+        let summary = import(&repo, &kernel, None, &"sh".into()).unwrap();
+        assert_eq!(summary.generated.files.get("intel_metrics.py"), Some(&2));
+        let stored = repo.join("pmu-events/vintage/7.2");
+        let metrics = fs::read_to_string(stored.join("x86/skylakex/extra-metrics.json")).unwrap();
+        assert!(metrics.contains("\"MetricExpr\": \"d_ratio(instructions, E1)\""), "{metrics}");
+        let groups =
+            fs::read_to_string(stored.join("x86/skylakex/extra-metricgroups.json")).unwrap();
+        assert_eq!(groups, "{\n  \"lpm_br\": \"branches of skylakex\"\n}\n");
+        let upstream = fs::read_to_string(stored.join("UPSTREAM.md")).unwrap();
+        assert!(upstream.contains("2 files written by perf's build-time generators"), "{upstream}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let tree =
+            tmetric_pmu_events::load_vintage(&repo.join("pmu-events"), Some("7.2"), dir.path())
+                .unwrap();
+        assert_eq!(tree.diagnostics, []);
+        let model = tree.model_for_cpuid("x86", "GenuineIntel-6-55-4").unwrap();
+        let names: Vec<&str> = model.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["lpm_br_total_insn_between_branches"]);
+        assert_eq!(
+            model.metric_groups.get("lpm_br").map(String::as_str),
+            Some("branches of skylakex")
+        );
+
+        let first: Vec<(String, Vec<u8>)> =
+            tmetric_pmu_events::vintage::files(&repo.join("pmu-events"), "7.2").unwrap();
+        let summary = import(&repo, &kernel, None, &"sh".into()).unwrap();
+        assert!(summary.replaced);
+        assert_eq!(
+            tmetric_pmu_events::vintage::files(&repo.join("pmu-events"), "7.2").unwrap(),
+            first
+        );
+        assert_eq!(fs::read_to_string(stored.join("UPSTREAM.md")).unwrap(), upstream);
+    }
+
+    /// Each way a generator run can go wrong is an error naming the script, its arguments and
+    /// what to do, and nothing is stored.
+    #[test]
+    fn generator_failures_are_named_and_store_nothing() {
+        let error = |script: Option<&str>, python: &str| {
+            let (_scratch, repo, kernel) = generator_fixture(script);
+            let err = import(&repo, &kernel, None, &python.into()).unwrap_err();
+            assert!(!repo.join("pmu-events/vintage/7.2").exists(), "stored after: {err:#}");
+            format!("{err:#}")
+        };
+        let missing = error(None, "sh");
+        assert!(missing.contains("runs `intel_metrics.py`, but `"), "{missing}");
+        assert!(missing.contains("intel_metrics.py` does not exist"), "{missing}");
+
+        let failing =
+            error(Some("echo 'Exception: No event BR_INST_RETIRED.ANY' >&2\nexit 3\n"), "sh");
+        // The first run in perf's order is reported, whichever of the two ends first.
+        assert!(failing.contains("perf's build step `intel_metrics.py skylakex pmu-events/arch` (writing `x86/skylakex/extra-metrics.json`) failed (exit status: 3)"),
+            "{failing}"
+        );
+        assert!(failing.contains("Exception: No event BR_INST_RETIRED.ANY"), "{failing}");
+
+        let not_json = error(Some("echo '[{\"MetricName\": oops}]'\n"), "sh");
+        assert!(not_json.contains("`intel_metrics.py skylakex pmu-events/arch` (writing `x86/skylakex/extra-metrics.json`) printed what is not JSON (line 1, column 17"), "{not_json}");
+        assert!(
+            not_json.contains("expected a JSON array of metric or event objects"),
+            "{not_json}"
+        );
+
+        let wrong_shape = error(Some("echo '[]'\n"), "sh");
+        assert!(wrong_shape.contains("`intel_metrics.py -metricgroups skylakex pmu-events/arch` (writing `x86/skylakex/extra-metricgroups.json`) printed JSON that is not a JSON object of metric group names to descriptions"), "{wrong_shape}");
+
+        let no_python = error(Some(GOOD_GENERATOR), "/nonexistent/python3");
+        assert!(
+            no_python.contains("could not start the Python interpreter `/nonexistent/python3`"),
+            "{no_python}"
+        );
+        assert!(
+            no_python.contains(
+                "import-vendor needs python3 (install it, or name the interpreter with PYTHON="
+            ),
+            "{no_python}"
+        );
+    }
+
+    /// A `Build` running a generator import-vendor has no rule for, and a perf 7.x vendor tree
+    /// given without its `Build`, are refused: either would silently lose metrics perf has.
+    #[test]
+    fn unknown_generators_and_a_missing_build_are_refused() {
+        let (_scratch, repo, kernel) = generator_fixture(Some(GOOD_GENERATOR));
+        let build = kernel.join("tools/perf/pmu-events/Build");
+        fs::write(&build, "$(X): pmu-events/riscv_metrics.py\n").unwrap();
+        let err = format!("{:#}", import(&repo, &kernel, None, &"sh".into()).unwrap_err());
+        assert!(
+            err.contains("runs `riscv_metrics.py`, a generator import-vendor does not know"),
+            "{err}"
+        );
+        assert!(err.contains("add its rule"), "{err}");
+        fs::remove_file(&build).unwrap();
+        let err = format!("{:#}", import(&repo, &kernel, None, &"sh".into()).unwrap_err());
+        assert!(err.contains("has no `Build` beside the vendor tree"), "{err}");
+        assert!(err.contains("give the whole Linux source tree"), "{err}");
+        assert!(!repo.join("pmu-events/vintage/7.2").exists());
     }
 
     #[test]
