@@ -7828,35 +7828,44 @@ pub(crate) fn v755(x: &Inputs<'_>) -> Result<f64, Fail> {
     )
 }
 pub(crate) fn v756(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), ((x.value(1) + x.value(0)) + x.value(2))))
+}
+pub(crate) fn v757(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), ((x.value(0) + x.value(1)) + x.value(2))))
+}
+pub(crate) fn v758(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), ((x.value(1) + x.value(2)) + x.value(0))))
+}
+pub(crate) fn v759(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         ((((1.0_f64 - div(x.value(0), (5.0_f64 * x.value(1))))
             * (1.0_f64 - div(x.value(2), x.value(3)))) * 100.0_f64)
             + (div(x.value(4), x.value(1)) * 100.0_f64)),
     )
 }
-pub(crate) fn v757(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v760(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((div(((x.value(0) + x.value(1)) + x.value(2)), x.value(3)) * 100.0_f64))
 }
-pub(crate) fn v758(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v761(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         ((div(x.value(0), (5.0_f64 * x.value(1))) - div(x.value(2), x.value(1)))
             * 100.0_f64),
     )
 }
-pub(crate) fn v759(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v762(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         ((((1.0_f64 - div(x.value(0), (10.0_f64 * x.value(1))))
             * (1.0_f64 - div(x.value(2), x.value(3)))) * 100.0_f64)
             + (div(x.value(4), x.value(1)) * 100.0_f64)),
     )
 }
-pub(crate) fn v760(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v763(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         ((div(x.value(0), (10.0_f64 * x.value(1))) - div(x.value(2), x.value(1)))
             * 100.0_f64),
     )
 }
-pub(crate) fn v761(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v764(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -7870,7 +7879,7 @@ pub(crate) fn v761(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v762(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v765(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(((x.value(0) + x.value(1)) * 32.0_f64), x.value(2)),
@@ -7878,7 +7887,7 @@ pub(crate) fn v762(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v763(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v766(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(((x.value(0) + x.value(1)) * 32.0_f64), x.value(2)),
@@ -7886,58 +7895,58 @@ pub(crate) fn v763(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v764(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v767(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((100.0_f64 * div(x.value(0), (x.value(0) + x.value(1)))))
 }
-pub(crate) fn v765(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v768(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((100.0_f64 * div(x.value(0), (x.value(1) + x.value(0)))))
 }
-pub(crate) fn v766(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v769(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((100.0_f64 * div((x.value(0) + x.value(1)), x.value(2))))
 }
-pub(crate) fn v767(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v770(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((100.0_f64 * div(((x.value(0) + x.value(1)) + x.value(2)), x.value(3))))
 }
-pub(crate) fn v768(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v771(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((1000.0_f64 * div(x.value(0), x.value(1))))
 }
-pub(crate) fn v769(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v772(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((x.value(0) * 32.0_f64), x.value(1)))
 }
-pub(crate) fn v770(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v773(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((div(x.value(0), x.value(1)) - 5.0_f64), 5.0_f64))
 }
-pub(crate) fn v771(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v774(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(((1.0_f64 - x.metric(0)) * x.value(0)))
 }
-pub(crate) fn v772(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v775(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((x.metric(0) * x.value(0)))
 }
-pub(crate) fn v773(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v776(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(x.metric(0), x.metric(1)))
 }
-pub(crate) fn v774(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v777(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((100.0_f64 * div(x.metric(0), x.metric(1))))
 }
-pub(crate) fn v775(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v778(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((100.0_f64 * div(x.metric(0), (x.metric(1) + x.metric(2)))))
 }
-pub(crate) fn v776(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v779(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((1000.0_f64 * div(x.metric(0), x.value(0))))
 }
-pub(crate) fn v777(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v780(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(((x.value(0) - x.value(1)) + x.value(2)))
 }
-pub(crate) fn v778(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v781(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((((x.value(0) + x.value(1)) - x.value(2)) - x.value(3)))
 }
-pub(crate) fn v779(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v782(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (div(x.value(0), x.value(1)) * (1.0_f64 - div(x.value(2), x.value(3))))),
     )
 }
-pub(crate) fn v780(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v783(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             if_else(x.value(0), literal(x.literal(Literal::TargetCpu))?, x.value(1)),
@@ -7955,7 +7964,7 @@ pub(crate) fn n76(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             .divide(N::id(Ref::Id(2)).arith(N::constant(1000000000.0_f64), mul)),
     )
 }
-pub(crate) fn v781(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v784(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (x.value(0) * 1000000000.0_f64),
@@ -7976,10 +7985,10 @@ pub(crate) fn n77(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             ),
     )
 }
-pub(crate) fn v782(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v785(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(lt(x.metric(0), 1.0_f64))
 }
-pub(crate) fn v783(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v786(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         if_else(
             div(max(x.value(0), x.value(1)), x.value(2)),
@@ -8010,7 +8019,7 @@ pub(crate) fn n78(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
         ),
     )
 }
-pub(crate) fn v784(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v787(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             x.value(0),
@@ -8030,7 +8039,7 @@ pub(crate) fn n79(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             ),
     )
 }
-pub(crate) fn v785(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v788(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(if_else((div(x.value(0), x.value(1)) * 100.0_f64), truth(x.probe(0)), 0.0_f64))
 }
 pub(crate) fn n80(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
@@ -8044,7 +8053,7 @@ pub(crate) fn n80(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
         ),
     )
 }
-pub(crate) fn v786(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v789(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         if_else(
             (div((x.value(0) + x.value(1)), x.value(2)) * 100.0_f64),
@@ -8065,7 +8074,7 @@ pub(crate) fn n81(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
         ),
     )
 }
-pub(crate) fn v787(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v790(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         if_else(
             (div(x.value(0), x.value(1)) - div(x.value(2), x.value(1))),
@@ -8085,7 +8094,7 @@ pub(crate) fn n82(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
         ),
     )
 }
-pub(crate) fn v788(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v791(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         if_else(
             (div(x.value(0), x.value(1)) - div(x.value(2), x.value(1))),
@@ -8105,13 +8114,13 @@ pub(crate) fn n83(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
         ),
     )
 }
-pub(crate) fn v789(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v792(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(or(gt(x.metric(0), 1.1_f64), lt(x.metric(0), 0.9_f64)))
 }
-pub(crate) fn v790(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v793(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(x.value(0), (((x.value(1) + x.value(2)) + x.value(3)) + x.value(0))))
 }
-pub(crate) fn v791(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v794(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((((((x.metric(0)
@@ -8192,7 +8201,7 @@ pub(crate) fn v791(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v792(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v795(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         ((100.0_f64
             * ((x.metric(0)
@@ -8218,10 +8227,10 @@ pub(crate) fn v792(x: &Inputs<'_>) -> Result<f64, Fail> {
                     ) + x.metric(14))))) - x.metric(15)),
     )
 }
-pub(crate) fn v793(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v796(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(gt(x.metric(16), 20.0_f64))
 }
-pub(crate) fn v794(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v797(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((((1.0_f64 - div(x.value(0), x.value(1)))
@@ -8249,13 +8258,13 @@ pub(crate) fn v794(x: &Inputs<'_>) -> Result<f64, Fail> {
                     * div(x.metric(23), x.metric(13))) * x.metric(24)))),
     )
 }
-pub(crate) fn v795(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v798(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(x.value(0), (((x.value(1) + x.value(2)) + x.value(3)) + x.value(4))))
 }
-pub(crate) fn v796(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v799(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(and(gt(x.metric(0), 0.1_f64), gt(x.metric(1), 0.15_f64)))
 }
-pub(crate) fn v797(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v800(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         and(
             gt(x.metric(2), 0.05_f64),
@@ -8266,10 +8275,10 @@ pub(crate) fn v797(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v798(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v801(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((x.metric(0) * x.value(0)), (x.value(1) + x.value(0))))
 }
-pub(crate) fn v799(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v802(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         and(
             gt(x.metric(1), 0.05_f64),
@@ -8283,7 +8292,7 @@ pub(crate) fn v799(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v800(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v803(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         and(
             gt(x.metric(1), 0.2_f64),
@@ -8294,10 +8303,10 @@ pub(crate) fn v800(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v801(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v804(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(div((x.metric(0) * x.metric(1)), 6.0_f64), x.value(0)), 100.0_f64))
 }
-pub(crate) fn v802(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v805(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((x.metric(0) * div(x.metric(1), (x.metric(1) + x.metric(2))))
@@ -8307,10 +8316,10 @@ pub(crate) fn v802(x: &Inputs<'_>) -> Result<f64, Fail> {
                 ))),
     )
 }
-pub(crate) fn v803(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v806(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(gt(x.metric(7), 10.0_f64))
 }
-pub(crate) fn v804(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v807(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (div(
@@ -8324,16 +8333,16 @@ pub(crate) fn v804(x: &Inputs<'_>) -> Result<f64, Fail> {
                 ))),
     )
 }
-pub(crate) fn v805(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v808(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(gt(x.metric(12), 10.0_f64))
 }
-pub(crate) fn v806(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v809(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div((64.0_f64 * x.value(0)), 1000000000.0_f64), x.metric(0)))
 }
-pub(crate) fn v807(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v810(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div((x.metric(0) * x.value(0)), 1000000000.0_f64), x.metric(1)))
 }
-pub(crate) fn v808(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v811(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(div((64.0_f64 * (x.value(0) + x.value(1))), 1000000.0_f64), x.metric(0)),
@@ -8341,7 +8350,7 @@ pub(crate) fn v808(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v809(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v812(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -8353,13 +8362,13 @@ pub(crate) fn v809(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v810(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v813(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((x.value(0) * 61.0_f64), (x.metric(0) * 1000000.0_f64)))
 }
-pub(crate) fn v811(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v814(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(x.metric(0), 1000000000.0_f64), x.metric(1)))
 }
-pub(crate) fn v812(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v815(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         and(
             gt(x.metric(2), 0.2_f64),
@@ -8370,7 +8379,7 @@ pub(crate) fn v812(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v813(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v816(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((3.0_f64 * x.metric(0)) * x.value(0))
@@ -8379,10 +8388,10 @@ pub(crate) fn v813(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v814(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v817(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((x.metric(0) * x.value(0)), ((x.value(1) + x.value(2)) + x.value(0))))
 }
-pub(crate) fn v815(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v818(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         and(
             gt(x.metric(1), 0.05_f64),
@@ -8399,16 +8408,16 @@ pub(crate) fn v815(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v816(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v819(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((x.metric(0) * x.value(0)), ((x.value(1) + x.value(0)) + x.value(2))))
 }
-pub(crate) fn v817(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v820(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((x.metric(0) * x.value(0)), ((x.value(0) + x.value(1)) + x.value(2))))
 }
-pub(crate) fn v818(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v821(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(and(gt(x.metric(0), 0.2_f64), gt(x.metric(1), 0.2_f64)))
 }
-pub(crate) fn v819(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v822(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -8419,13 +8428,13 @@ pub(crate) fn v819(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v820(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v823(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(and(gt(x.metric(1), 0.05_f64), gt(x.metric(2), 0.2_f64)))
 }
-pub(crate) fn v821(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v824(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(or(gt(x.metric(0), 0.7_f64), gt(x.metric(1), 0.1_f64)))
 }
-pub(crate) fn v822(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v825(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         and(
             gt(x.metric(1), 0.05_f64),
@@ -8442,7 +8451,373 @@ pub(crate) fn v822(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v823(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v826(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (if_else(x.value(0), truth(x.probe(0)), f64::NAN)
+                * 2.3283064365386963e-10_f64),
+            x.value(1),
+        ),
+    )
+}
+pub(crate) fn n84(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+                N::id(Ref::Id(0)),
+                N::constant(truth(f.probes[s[0] as usize])),
+                N::constant(f64::NAN),
+            )
+            .arith(N::constant(2.3283064365386963e-10_f64), mul)
+            .d_ratio(N::id(Ref::Id(1))),
+    )
+}
+pub(crate) fn v827(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)), x.value(4)))
+}
+pub(crate) fn v828(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio((x.value(0) * 2.0_f64), x.value(1)))
+}
+pub(crate) fn v829(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) * 2.0_f64),
+            (((((x.value(1) + x.value(2)) + (4.0_f64 * x.value(3)))
+                + (2.0_f64 * x.value(0))) + (8.0_f64 * x.value(4)))
+                + (4.0_f64 * x.value(5))),
+        ),
+    )
+}
+pub(crate) fn v830(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio((x.value(0) * 4.0_f64), x.value(1)))
+}
+pub(crate) fn v831(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) * 4.0_f64),
+            (((((x.value(1) + x.value(2)) + (4.0_f64 * x.value(0)))
+                + (2.0_f64 * x.value(3))) + (8.0_f64 * x.value(4)))
+                + (4.0_f64 * x.value(5))),
+        ),
+    )
+}
+pub(crate) fn v832(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) * 4.0_f64),
+            (((((x.value(1) + x.value(2)) + (4.0_f64 * x.value(3)))
+                + (2.0_f64 * x.value(4))) + (8.0_f64 * x.value(5)))
+                + (4.0_f64 * x.value(0))),
+        ),
+    )
+}
+pub(crate) fn v833(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio((x.value(0) * 8.0_f64), x.value(1)))
+}
+pub(crate) fn v834(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) * 8.0_f64),
+            (((((x.value(1) + x.value(2)) + (4.0_f64 * x.value(3)))
+                + (2.0_f64 * x.value(4))) + (8.0_f64 * x.value(0)))
+                + (4.0_f64 * x.value(5))),
+        ),
+    )
+}
+pub(crate) fn v835(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            x.value(0),
+            (((((x.value(1) + x.value(0)) + (4.0_f64 * x.value(2)))
+                + (2.0_f64 * x.value(3))) + (8.0_f64 * x.value(4)))
+                + (4.0_f64 * x.value(5))),
+        ),
+    )
+}
+pub(crate) fn v836(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            x.value(0),
+            (((((x.value(0) + x.value(1)) + (4.0_f64 * x.value(2)))
+                + (2.0_f64 * x.value(3))) + (8.0_f64 * x.value(4)))
+                + (4.0_f64 * x.value(5))),
+        ),
+    )
+}
+pub(crate) fn v837(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (((((x.value(0) + x.value(1)) + (4.0_f64 * x.value(2)))
+                + (2.0_f64 * x.value(3))) + (8.0_f64 * x.value(4)))
+                + (4.0_f64 * x.value(5))),
+            x.value(6),
+        ),
+    )
+}
+pub(crate) fn v838(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(max((x.value(0) - x.value(1)), 0.0_f64), x.value(0)))
+}
+pub(crate) fn v839(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio((x.value(0) - x.value(1)), x.value(0)))
+}
+pub(crate) fn v840(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        (((((1.0_f64 - d_ratio(max((x.value(0) - x.value(1)), 0.0_f64), x.value(2)))
+            - d_ratio(max((x.value(1) - x.value(3)), 0.0_f64), x.value(2)))
+            - d_ratio(max((x.value(3) - x.value(4)), 0.0_f64), x.value(2)))
+            - d_ratio(max((x.value(4) - x.value(5)), 0.0_f64), x.value(2)))
+            - d_ratio(x.value(5), x.value(2))),
+    )
+}
+pub(crate) fn v841(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(max((x.value(0) - x.value(1)), 0.0_f64), x.value(2)))
+}
+pub(crate) fn v842(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), (x.value(0) + x.value(1))))
+}
+pub(crate) fn v843(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), (x.value(1) + x.value(0))))
+}
+pub(crate) fn v844(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio((x.value(0) + x.value(1)), x.value(2)))
+}
+pub(crate) fn v845(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            x.value(0),
+            if_else(
+                div(x.value(1), 2.0_f64),
+                literal(x.literal(Literal::SmtOn))?,
+                x.value(1),
+            ),
+        ),
+    )
+}
+pub(crate) fn n85(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::id(Ref::Id(0))
+            .d_ratio(
+                N::if_else(
+                    N::id(Ref::Id(1)).divide(N::constant(2.0_f64)),
+                    N::literal(f.literals[Literal::SmtOn.index()])?,
+                    N::id(Ref::Id(1)),
+                ),
+            ),
+    )
+}
+pub(crate) fn v846(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), (((x.value(0) + x.value(1)) + x.value(2)) + x.value(3))))
+}
+pub(crate) fn v847(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), (((x.value(1) + x.value(0)) + x.value(2)) + x.value(3))))
+}
+pub(crate) fn v848(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), (((x.value(1) + x.value(2)) + x.value(0)) + x.value(3))))
+}
+pub(crate) fn v849(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), (((x.value(1) + x.value(2)) + x.value(3)) + x.value(0))))
+}
+pub(crate) fn v850(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), (((x.value(1) + x.value(2)) + x.value(3)) + x.value(4))))
+}
+pub(crate) fn v851(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        if_else(
+            if_else(
+                div((x.value(0) - x.value(1)), x.value(0)),
+                gt(x.value(2), 0.0_f64),
+                0.0_f64,
+            ),
+            truth(x.probe(0)),
+            0.0_f64,
+        ),
+    )
+}
+pub(crate) fn n86(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::if_else(
+                N::id(Ref::Id(0))
+                    .arith(N::id(Ref::Id(1)), sub)
+                    .divide(N::id(Ref::Id(0))),
+                N::id(Ref::Id(2)).arith(N::constant(0.0_f64), gt),
+                N::constant(0.0_f64),
+            ),
+            N::constant(truth(f.probes[s[0] as usize])),
+            N::constant(0.0_f64),
+        ),
+    )
+}
+pub(crate) fn v852(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(if_else(x.value(0), truth(x.probe(0)), 0.0_f64))
+}
+pub(crate) fn n87(f: &Facts<'_>, s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+            N::id(Ref::Id(0)),
+            N::constant(truth(f.probes[s[0] as usize])),
+            N::constant(0.0_f64),
+        ),
+    )
+}
+pub(crate) fn v853(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            max(
+                (x.value(0)
+                    - ((((x.value(1) + x.value(2)) + x.value(3))
+                        + ((x.value(4) + x.value(5)) + x.value(6)))
+                        + (x.value(7) + x.value(8)))),
+                0.0_f64,
+            ),
+            x.value(0),
+        ),
+    )
+}
+pub(crate) fn v854(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            ((((x.value(0) + x.value(1)) + x.value(2))
+                + ((x.value(3) + x.value(4)) + x.value(5))) + (x.value(6) + x.value(7))),
+            x.value(8),
+        ),
+    )
+}
+pub(crate) fn v855(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            ((x.value(0) + x.value(1)) + x.value(2)),
+            (((x.value(0) + x.value(1)) + x.value(2))
+                + ((x.value(3) + x.value(4)) + x.value(5))),
+        ),
+    )
+}
+pub(crate) fn v856(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            ((x.value(0) + x.value(1)) + x.value(2)),
+            (((x.value(3) + x.value(4)) + x.value(5))
+                + ((x.value(0) + x.value(1)) + x.value(2))),
+        ),
+    )
+}
+pub(crate) fn v857(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (((x.value(0) + x.value(1)) + x.value(2))
+                + ((x.value(3) + x.value(4)) + x.value(5))),
+            x.value(6),
+        ),
+    )
+}
+pub(crate) fn v858(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            x.value(0),
+            ((((x.value(1) + x.value(2)) + x.value(3))
+                + ((x.value(4) + x.value(5)) + x.value(6))) + (x.value(7) + x.value(8))),
+        ),
+    )
+}
+pub(crate) fn v859(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), (x.value(1) + x.value(2))))
+}
+pub(crate) fn v860(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            max((x.value(0) - (x.value(1) + x.value(2))), 0.0_f64),
+            (max((x.value(0) - (x.value(1) + x.value(2))), 0.0_f64)
+                + (x.value(1) + x.value(2))),
+        ),
+    )
+}
+pub(crate) fn v861(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) + x.value(1)),
+            (max((x.value(2) - (x.value(0) + x.value(1))), 0.0_f64)
+                + (x.value(0) + x.value(1))),
+        ),
+    )
+}
+pub(crate) fn v862(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(max(x.value(0), x.value(1)), x.value(2)))
+}
+pub(crate) fn v863(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio((max(x.value(0), x.value(1)) - x.value(1)), max(x.value(0), x.value(1))))
+}
+pub(crate) fn v864(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), max(x.value(1), x.value(0))))
+}
+pub(crate) fn v865(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) + x.value(1)),
+            ((x.value(0) + x.value(1)) + (x.value(2) + x.value(3))),
+        ),
+    )
+}
+pub(crate) fn v866(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            max(
+                (x.value(0)
+                    - (((((x.value(1) + x.value(2)) + x.value(3)) + x.value(4))
+                        + (((x.value(5) + x.value(6)) + x.value(7)) + x.value(8)))
+                        + (x.value(9) + x.value(10)))),
+                0.0_f64,
+            ),
+            x.value(0),
+        ),
+    )
+}
+pub(crate) fn v867(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3))
+                + (((x.value(4) + x.value(5)) + x.value(6)) + x.value(7)))
+                + (x.value(8) + x.value(9))),
+            x.value(10),
+        ),
+    )
+}
+pub(crate) fn v868(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)),
+            ((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3))
+                + (((x.value(4) + x.value(5)) + x.value(6)) + x.value(7))),
+        ),
+    )
+}
+pub(crate) fn v869(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)),
+            ((((x.value(4) + x.value(5)) + x.value(6)) + x.value(7))
+                + (((x.value(0) + x.value(1)) + x.value(2)) + x.value(3))),
+        ),
+    )
+}
+pub(crate) fn v870(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            ((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3))
+                + (((x.value(4) + x.value(5)) + x.value(6)) + x.value(7))),
+            x.value(8),
+        ),
+    )
+}
+pub(crate) fn v871(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            x.value(0),
+            (((((x.value(1) + x.value(2)) + x.value(3)) + x.value(4))
+                + (((x.value(5) + x.value(6)) + x.value(7)) + x.value(8)))
+                + (x.value(9) + x.value(10))),
+        ),
+    )
+}
+pub(crate) fn v872(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((((((((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)) + x.value(4))
@@ -8452,7 +8827,7 @@ pub(crate) fn v823(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v824(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v873(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3)) + x.value(4))
@@ -8461,7 +8836,7 @@ pub(crate) fn v824(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v825(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v874(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((((((((((((((x.value(0) + x.value(1)) + x.value(2)) + x.value(3))
@@ -8472,19 +8847,19 @@ pub(crate) fn v825(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v826(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v875(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(x.value(0), (8.0_f64 * x.value(1))))
 }
-pub(crate) fn v827(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v876(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((100.0_f64 * (x.value(0) - x.value(1))), x.value(2)))
 }
-pub(crate) fn v828(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v877(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((100.0_f64 * x.value(0)), (8.0_f64 * x.value(1))))
 }
-pub(crate) fn v829(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v878(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(x.value(0), (6.0_f64 * x.metric(0))))
 }
-pub(crate) fn v830(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v879(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((x.metric(0)
@@ -8517,7 +8892,7 @@ pub(crate) fn v830(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v831(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v880(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((((((((x.metric(0)
@@ -8613,7 +8988,7 @@ pub(crate) fn v831(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v832(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v881(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((((1.0_f64 - div(x.value(0), x.value(1)))
@@ -8641,7 +9016,7 @@ pub(crate) fn v832(x: &Inputs<'_>) -> Result<f64, Fail> {
                     * div(x.metric(23), x.metric(13))) * x.metric(24)))),
     )
 }
-pub(crate) fn v833(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v882(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((x.metric(0)
@@ -8668,7 +9043,7 @@ pub(crate) fn v833(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v834(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v883(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((x.metric(0)
@@ -8677,10 +9052,10 @@ pub(crate) fn v834(x: &Inputs<'_>) -> Result<f64, Fail> {
                     * div(x.metric(4), x.metric(2))) * x.metric(5)))),
     )
 }
-pub(crate) fn v835(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v884(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(max(0.0_f64, (div((x.value(0) * x.value(1)), x.metric(0)) - x.metric(1))))
 }
-pub(crate) fn v836(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v885(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         and(
             gt(x.metric(2), 0.05_f64),
@@ -8691,10 +9066,10 @@ pub(crate) fn v836(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v837(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v886(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((div(x.value(0), x.metric(0)) * x.value(1)), (x.value(2) + x.value(1))))
 }
-pub(crate) fn v838(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v887(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         and(
             gt(x.metric(1), 0.05_f64),
@@ -8708,10 +9083,10 @@ pub(crate) fn v838(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v839(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v888(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((div(x.value(0), x.metric(0)) * x.value(1)), (x.value(1) + x.value(2))))
 }
-pub(crate) fn v840(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v889(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((x.value(0) * min(x.value(1), (24.0_f64 * x.metric(0))))
@@ -8721,7 +9096,7 @@ pub(crate) fn v840(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v841(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v890(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (div(x.value(0), 2.0_f64)
@@ -8731,7 +9106,7 @@ pub(crate) fn v841(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v842(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v891(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         max(
             div(((x.value(0) * x.value(1)) - (x.value(2) * x.value(3))), x.metric(0)),
@@ -8739,13 +9114,13 @@ pub(crate) fn v842(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v843(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v892(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(div((x.metric(0) * x.metric(1)), 8.0_f64), x.value(0)), 100.0_f64))
 }
-pub(crate) fn v844(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v893(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(gt(x.metric(0), 0.3_f64))
 }
-pub(crate) fn v845(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v894(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((x.value(0) - x.value(1)) - x.value(2)) - (2.0_f64 * x.value(3))),
@@ -8753,32 +9128,32 @@ pub(crate) fn v845(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v846(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v895(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (1.0_f64
             - ((((x.metric(0) + x.metric(1)) + x.metric(2)) + x.metric(3))
                 + x.metric(4))),
     )
 }
-pub(crate) fn v847(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v896(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(and(lt(x.metric(0), 0.7_f64), gt(div(x.metric(1), 8.0_f64), 0.35_f64)))
 }
-pub(crate) fn v848(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v897(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(lt(x.metric(0), 17.0_f64))
 }
-pub(crate) fn v849(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v898(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((1000.0_f64 * (x.value(0) + x.value(1))), x.value(2)))
 }
-pub(crate) fn v850(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v899(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div((32.0_f64 * x.value(0)), 1000000000.0_f64), x.metric(0)))
 }
-pub(crate) fn v851(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v900(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(lt(x.metric(2), 12.0_f64))
 }
-pub(crate) fn v852(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v901(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((x.value(0) * min(x.value(1), 9.0_f64)), x.metric(0)))
 }
-pub(crate) fn v853(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v902(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             ((x.value(0) * min(x.value(1), (3.0_f64 * x.metric(0))))
@@ -8787,10 +9162,10 @@ pub(crate) fn v853(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v854(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v903(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(x.value(0), x.metric(0)), 2.0_f64))
 }
-pub(crate) fn v855(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v904(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (div(x.value(0), 2.0_f64)
@@ -8800,10 +9175,10 @@ pub(crate) fn v855(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v856(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v905(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(x.value(0), x.metric(0)), 1.8_f64))
 }
-pub(crate) fn v857(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v906(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         max(
             0.0_f64,
@@ -8818,10 +9193,10 @@ pub(crate) fn v857(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v858(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v907(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(and(gt(x.metric(7), 0.3_f64), gt(x.metric(0), 0.6_f64)))
 }
-pub(crate) fn v859(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v908(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         and(
             gt(x.metric(2), 0.15_f64),
@@ -8829,13 +9204,33 @@ pub(crate) fn v859(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v860(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v909(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((7.0_f64 * x.value(0)), x.metric(0)))
 }
-pub(crate) fn v861(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v910(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((x.value(0) + x.value(1)), (7.0_f64 * x.metric(0))))
 }
-pub(crate) fn v862(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v911(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(((x.value(0) + x.value(1)) + x.value(2)), x.value(3)))
+}
+pub(crate) fn v912(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) * 4.0_f64),
+            ((x.value(1) + x.value(2)) + (4.0_f64 * x.value(0))),
+        ),
+    )
+}
+pub(crate) fn v913(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), ((x.value(1) + x.value(0)) + (4.0_f64 * x.value(2)))))
+}
+pub(crate) fn v914(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), ((x.value(0) + x.value(1)) + (4.0_f64 * x.value(2)))))
+}
+pub(crate) fn v915(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(((x.value(0) + x.value(1)) + (4.0_f64 * x.value(2))), x.value(3)))
+}
+pub(crate) fn v916(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             if_else(
@@ -8847,7 +9242,7 @@ pub(crate) fn v862(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn n84(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+pub(crate) fn n88(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
     Ok(
         N::if_else(
                 N::id(Ref::Id(0)).divide(N::constant(2.0_f64)),
@@ -8865,7 +9260,7 @@ pub(crate) fn n84(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             .divide(N::id(Ref::Metric(1))),
     )
 }
-pub(crate) fn v863(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v917(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             if_else(
@@ -8877,7 +9272,7 @@ pub(crate) fn v863(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn n85(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+pub(crate) fn n89(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
     Ok(
         N::if_else(
                 N::id(Ref::Id(0))
@@ -8889,10 +9284,102 @@ pub(crate) fn n85(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             .divide(N::id(Ref::Metric(0))),
     )
 }
-pub(crate) fn v864(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v918(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (if_else(
+                div(x.value(0), 2.0_f64),
+                literal(x.literal(Literal::SmtOn))?,
+                x.value(0),
+            ) + x.value(1)),
+            x.value(2),
+        ),
+    )
+}
+pub(crate) fn n90(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+                N::id(Ref::Id(0)).divide(N::constant(2.0_f64)),
+                N::literal(f.literals[Literal::SmtOn.index()])?,
+                N::id(Ref::Id(0)),
+            )
+            .arith(N::id(Ref::Id(1)), add)
+            .d_ratio(N::id(Ref::Id(2))),
+    )
+}
+pub(crate) fn v919(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div((64.0_f64 * (x.value(0) + x.value(1))), 1000000000.0_f64), x.metric(0)))
 }
-pub(crate) fn v865(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v920(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            if_else(
+                max(
+                    (x.value(0)
+                        - (((x.value(1) + x.value(2)) + x.value(0))
+                            - (x.value(3)
+                                * div(
+                                    literal(x.literal(Literal::NumCores))?,
+                                    literal(x.literal(Literal::NumPackages))?,
+                                )))),
+                    0.0_f64,
+                ),
+                gt(
+                    ((x.value(1) + x.value(2)) + x.value(0)),
+                    (x.value(3)
+                        * div(
+                            literal(x.literal(Literal::NumCores))?,
+                            literal(x.literal(Literal::NumPackages))?,
+                        )),
+                ),
+                x.value(0),
+            ),
+            x.value(3),
+        ),
+    )
+}
+pub(crate) fn n91(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+    Ok(
+        N::if_else(
+                N::id(Ref::Id(0))
+                    .arith(
+                        N::id(Ref::Id(1))
+                            .arith(N::id(Ref::Id(2)), add)
+                            .arith(N::id(Ref::Id(0)), add)
+                            .arith(
+                                N::id(Ref::Id(3))
+                                    .arith(
+                                        N::literal(f.literals[Literal::NumCores.index()])?
+                                            .divide(
+                                                N::literal(f.literals[Literal::NumPackages.index()])?,
+                                            ),
+                                        mul,
+                                    ),
+                                sub,
+                            ),
+                        sub,
+                    )
+                    .min_max(N::constant(0.0_f64)),
+                N::id(Ref::Id(1))
+                    .arith(N::id(Ref::Id(2)), add)
+                    .arith(N::id(Ref::Id(0)), add)
+                    .arith(
+                        N::id(Ref::Id(3))
+                            .arith(
+                                N::literal(f.literals[Literal::NumCores.index()])?
+                                    .divide(
+                                        N::literal(f.literals[Literal::NumPackages.index()])?,
+                                    ),
+                                mul,
+                            ),
+                        gt,
+                    ),
+                N::id(Ref::Id(0)),
+            )
+            .d_ratio(N::id(Ref::Id(3))),
+    )
+}
+pub(crate) fn v921(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (1000000000.0_f64 * div(x.value(0), x.value(1))),
@@ -8900,7 +9387,7 @@ pub(crate) fn v865(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v866(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v922(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             ((x.value(0) * 61.0_f64) + (15.6_f64 * x.value(1))),
@@ -8908,7 +9395,7 @@ pub(crate) fn v866(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v867(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v923(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((x.metric(0)
@@ -8941,7 +9428,7 @@ pub(crate) fn v867(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v868(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v924(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((((((x.metric(0)
@@ -9023,7 +9510,7 @@ pub(crate) fn v868(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v869(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v925(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((x.metric(0)
@@ -9055,7 +9542,7 @@ pub(crate) fn v869(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v870(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v926(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((x.metric(0)
@@ -9086,7 +9573,7 @@ pub(crate) fn v870(x: &Inputs<'_>) -> Result<f64, Fail> {
                     ))) + (x.metric(20) * (1.0_f64 - div(x.metric(21), x.metric(21)))))),
     )
 }
-pub(crate) fn v871(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v927(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         if_else(
             if_else(
@@ -9131,7 +9618,7 @@ pub(crate) fn v871(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn n86(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+pub(crate) fn n92(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
     Ok(
         N::if_else(
             N::if_else(
@@ -9287,10 +9774,10 @@ pub(crate) fn n86(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
         ),
     )
 }
-pub(crate) fn v872(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v928(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(div((x.metric(0) * x.metric(1)), 4.0_f64), x.value(0)), 100.0_f64))
 }
-pub(crate) fn v873(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v929(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         if_else(
             div(div((64.0_f64 * x.value(0)), 1000000000.0_f64), x.metric(0)),
@@ -9299,7 +9786,7 @@ pub(crate) fn v873(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn n87(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+pub(crate) fn n93(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
     Ok(
         N::if_else(
             N::constant(64.0_f64)
@@ -9312,7 +9799,7 @@ pub(crate) fn n87(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
         ),
     )
 }
-pub(crate) fn v874(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v930(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -9324,7 +9811,7 @@ pub(crate) fn v874(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v875(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v931(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -9335,7 +9822,7 @@ pub(crate) fn v875(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v876(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v932(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((3.5_f64 * x.metric(0)) * x.value(0))
@@ -9344,17 +9831,136 @@ pub(crate) fn v876(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v877(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v933(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) * 2.0_f64),
+            (((((((x.value(1) + x.value(2)) + (4.0_f64 * x.value(3)))
+                + (2.0_f64 * x.value(0))) + (8.0_f64 * x.value(4)))
+                + (4.0_f64 * x.value(5))) + (16.0_f64 * x.value(6)))
+                + (8.0_f64 * x.value(7))),
+        ),
+    )
+}
+pub(crate) fn v934(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) * 4.0_f64),
+            (((((((x.value(1) + x.value(2)) + (4.0_f64 * x.value(0)))
+                + (2.0_f64 * x.value(3))) + (8.0_f64 * x.value(4)))
+                + (4.0_f64 * x.value(5))) + (16.0_f64 * x.value(6)))
+                + (8.0_f64 * x.value(7))),
+        ),
+    )
+}
+pub(crate) fn v935(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) * 4.0_f64),
+            (((((((x.value(1) + x.value(2)) + (4.0_f64 * x.value(3)))
+                + (2.0_f64 * x.value(4))) + (8.0_f64 * x.value(5)))
+                + (4.0_f64 * x.value(0))) + (16.0_f64 * x.value(6)))
+                + (8.0_f64 * x.value(7))),
+        ),
+    )
+}
+pub(crate) fn v936(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) * 8.0_f64),
+            (((((((x.value(1) + x.value(2)) + (4.0_f64 * x.value(3)))
+                + (2.0_f64 * x.value(4))) + (8.0_f64 * x.value(0)))
+                + (4.0_f64 * x.value(5))) + (16.0_f64 * x.value(6)))
+                + (8.0_f64 * x.value(7))),
+        ),
+    )
+}
+pub(crate) fn v937(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) * 8.0_f64),
+            (((((((x.value(1) + x.value(2)) + (4.0_f64 * x.value(3)))
+                + (2.0_f64 * x.value(4))) + (8.0_f64 * x.value(5)))
+                + (4.0_f64 * x.value(6))) + (16.0_f64 * x.value(7)))
+                + (8.0_f64 * x.value(0))),
+        ),
+    )
+}
+pub(crate) fn v938(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio((x.value(0) * 16.0_f64), x.value(1)))
+}
+pub(crate) fn v939(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (x.value(0) * 16.0_f64),
+            (((((((x.value(1) + x.value(2)) + (4.0_f64 * x.value(3)))
+                + (2.0_f64 * x.value(4))) + (8.0_f64 * x.value(5)))
+                + (4.0_f64 * x.value(6))) + (16.0_f64 * x.value(0)))
+                + (8.0_f64 * x.value(7))),
+        ),
+    )
+}
+pub(crate) fn v940(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            x.value(0),
+            (((((((x.value(1) + x.value(0)) + (4.0_f64 * x.value(2)))
+                + (2.0_f64 * x.value(3))) + (8.0_f64 * x.value(4)))
+                + (4.0_f64 * x.value(5))) + (16.0_f64 * x.value(6)))
+                + (8.0_f64 * x.value(7))),
+        ),
+    )
+}
+pub(crate) fn v941(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            x.value(0),
+            (((((((x.value(0) + x.value(1)) + (4.0_f64 * x.value(2)))
+                + (2.0_f64 * x.value(3))) + (8.0_f64 * x.value(4)))
+                + (4.0_f64 * x.value(5))) + (16.0_f64 * x.value(6)))
+                + (8.0_f64 * x.value(7))),
+        ),
+    )
+}
+pub(crate) fn v942(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            (((((((x.value(0) + x.value(1)) + (4.0_f64 * x.value(2)))
+                + (2.0_f64 * x.value(3))) + (8.0_f64 * x.value(4)))
+                + (4.0_f64 * x.value(5))) + (16.0_f64 * x.value(6)))
+                + (8.0_f64 * x.value(7))),
+            x.value(8),
+        ),
+    )
+}
+pub(crate) fn v943(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((div(x.value(0), x.value(1)) * literal(x.literal(Literal::NumPackages))?))
 }
-pub(crate) fn n88(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+pub(crate) fn n94(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
     Ok(
         N::id(Ref::Id(0))
             .divide(N::id(Ref::Id(1)))
             .arith(N::literal(f.literals[Literal::NumPackages.index()])?, mul),
     )
 }
-pub(crate) fn v878(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v944(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(max((x.value(0) - x.value(1)), 0.0_f64))
+}
+pub(crate) fn v945(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        d_ratio(
+            max((x.value(0) - x.value(1)), 0.0_f64),
+            (max((x.value(0) - x.value(1)), 0.0_f64) + x.value(1)),
+        ),
+    )
+}
+pub(crate) fn v946(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.value(0), (x.value(0) + ((x.value(1) + x.value(2)) + x.value(3)))))
+}
+pub(crate) fn v947(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio(x.metric(0), x.value(0)))
+}
+pub(crate) fn v948(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((x.metric(0)
@@ -9394,7 +10000,7 @@ pub(crate) fn v878(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v879(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v949(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((((((((x.metric(0)
@@ -9483,7 +10089,7 @@ pub(crate) fn v879(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v880(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v950(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((((1.0_f64 - div(x.value(0), x.value(1)))
@@ -9511,10 +10117,10 @@ pub(crate) fn v880(x: &Inputs<'_>) -> Result<f64, Fail> {
                     * div(x.metric(24), x.metric(13))) * x.metric(25)))),
     )
 }
-pub(crate) fn v881(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v951(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(gt(x.metric(26), 10.0_f64))
 }
-pub(crate) fn v882(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v952(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((x.metric(0)
@@ -9545,7 +10151,7 @@ pub(crate) fn v882(x: &Inputs<'_>) -> Result<f64, Fail> {
                     ))) + (x.metric(20) * (1.0_f64 - div(x.metric(21), x.metric(21)))))),
     )
 }
-pub(crate) fn v883(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v953(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((170.0_f64 * x.metric(0)) * x.value(0))
@@ -9554,7 +10160,7 @@ pub(crate) fn v883(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v884(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v954(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (div(
@@ -9568,7 +10174,7 @@ pub(crate) fn v884(x: &Inputs<'_>) -> Result<f64, Fail> {
                 ))),
     )
 }
-pub(crate) fn v885(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v955(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -9581,13 +10187,13 @@ pub(crate) fn v885(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v886(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v956(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div((x.value(0) * 64.0_f64), 1000000000.0_f64), x.metric(0)))
 }
-pub(crate) fn v887(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v957(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(((x.value(0) + x.value(1)) * 64.0_f64), 1000000000.0_f64), x.metric(0)))
 }
-pub(crate) fn v888(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v958(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((4.4_f64 * x.metric(0)) * x.value(0))
@@ -9596,7 +10202,7 @@ pub(crate) fn v888(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v889(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v959(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (x.value(0)
@@ -9606,7 +10212,7 @@ pub(crate) fn v889(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v890(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v960(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((x.metric(0)
@@ -9638,7 +10244,7 @@ pub(crate) fn v890(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v891(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v961(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((((((((x.metric(0)
@@ -9727,7 +10333,7 @@ pub(crate) fn v891(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v892(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v962(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((x.metric(0)
@@ -9754,7 +10360,7 @@ pub(crate) fn v892(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v893(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v963(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((x.value(0) * min(x.value(1), (74.6_f64 * x.metric(0))))
@@ -9765,7 +10371,7 @@ pub(crate) fn v893(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v894(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v964(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         if_else(
             if_else(
@@ -9808,7 +10414,7 @@ pub(crate) fn v894(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn n89(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+pub(crate) fn n95(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
     Ok(
         N::if_else(
             N::if_else(
@@ -9953,7 +10559,7 @@ pub(crate) fn n89(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
         ),
     )
 }
-pub(crate) fn v895(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v965(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((x.value(0) * min(x.value(1), (74.6_f64 * x.metric(0))))
@@ -9964,7 +10570,7 @@ pub(crate) fn v895(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v896(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v966(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -9975,7 +10581,7 @@ pub(crate) fn v896(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v897(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v967(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             ((x.value(0) * min(x.value(1), (4.4_f64 * x.metric(0))))
@@ -9984,7 +10590,7 @@ pub(crate) fn v897(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v898(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v968(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             ((x.value(0) * min(x.value(1), (32.6_f64 * x.metric(0))))
@@ -9993,7 +10599,7 @@ pub(crate) fn v898(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v899(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v969(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             ((x.value(0) * x.value(1))
@@ -10002,10 +10608,10 @@ pub(crate) fn v899(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v900(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v970(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(max((x.value(0) - x.value(1)), 0.0_f64), x.metric(0)))
 }
-pub(crate) fn v901(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v971(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (div(
             (min(x.value(0), x.value(1)) + x.value(2)),
@@ -10026,7 +10632,7 @@ pub(crate) fn v901(x: &Inputs<'_>) -> Result<f64, Fail> {
         ) * x.metric(2)),
     )
 }
-pub(crate) fn n90(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+pub(crate) fn n96(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
     Ok(
         N::id(Ref::Id(0))
             .min_max(N::id(Ref::Id(1)))
@@ -10083,7 +10689,7 @@ pub(crate) fn n90(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             .arith(N::id(Ref::Metric(2)), mul),
     )
 }
-pub(crate) fn v902(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v972(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             ((if_else(
@@ -10104,7 +10710,7 @@ pub(crate) fn v902(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn n91(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+pub(crate) fn n97(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
     Ok(
         N::if_else(
                 N::id(Ref::Id(0))
@@ -10158,7 +10764,7 @@ pub(crate) fn n91(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             .divide(N::id(Ref::Metric(2))),
     )
 }
-pub(crate) fn v903(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v973(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             if_else(
@@ -10171,7 +10777,7 @@ pub(crate) fn v903(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn n92(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+pub(crate) fn n98(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
     Ok(
         N::if_else(
                 N::id(Ref::Id(0)).divide(N::constant(2.0_f64)),
@@ -10190,7 +10796,7 @@ pub(crate) fn n92(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             .divide(N::id(Ref::Metric(1))),
     )
 }
-pub(crate) fn v904(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v974(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             if_else(
@@ -10202,7 +10808,7 @@ pub(crate) fn v904(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn n93(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
+pub(crate) fn n99(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
     Ok(
         N::if_else(
                 N::id(Ref::Id(0))
@@ -10214,7 +10820,7 @@ pub(crate) fn n93(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             .divide(N::id(Ref::Metric(0))),
     )
 }
-pub(crate) fn v905(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v975(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((((((x.metric(0)
@@ -10298,7 +10904,7 @@ pub(crate) fn v905(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v906(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v976(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         ((100.0_f64
             * ((x.metric(0)
@@ -10328,7 +10934,7 @@ pub(crate) fn v906(x: &Inputs<'_>) -> Result<f64, Fail> {
                     ) + x.metric(16))))) - x.metric(17)),
     )
 }
-pub(crate) fn v907(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v977(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((((div(x.metric(0), (x.metric(1) + x.metric(0)))
@@ -10361,13 +10967,13 @@ pub(crate) fn v907(x: &Inputs<'_>) -> Result<f64, Fail> {
                     * div(x.metric(2), x.metric(0))) * x.metric(24)))),
     )
 }
-pub(crate) fn v908(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v978(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(div((x.metric(0) * x.metric(1)), 5.0_f64), x.value(0)), 100.0_f64))
 }
-pub(crate) fn v909(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v979(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(x.value(0), x.metric(0)), 3.3_f64))
 }
-pub(crate) fn v910(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v980(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((((((x.metric(0)
@@ -10451,7 +11057,7 @@ pub(crate) fn v910(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v911(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v981(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((x.metric(0)
@@ -10484,7 +11090,7 @@ pub(crate) fn v911(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v912(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v982(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((x.metric(0)
@@ -10515,7 +11121,7 @@ pub(crate) fn v912(x: &Inputs<'_>) -> Result<f64, Fail> {
                     ))) + (x.metric(21) * (1.0_f64 - div(x.metric(22), x.metric(22)))))),
     )
 }
-pub(crate) fn v913(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v983(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((120.0_f64 * x.metric(0)) * x.value(0))
@@ -10524,7 +11130,7 @@ pub(crate) fn v913(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v914(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v984(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -10535,7 +11141,7 @@ pub(crate) fn v914(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v915(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v985(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((4.0_f64 * x.metric(0)) * x.value(0))
@@ -10544,7 +11150,10 @@ pub(crate) fn v915(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v916(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v986(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(d_ratio((x.value(0) - x.value(1)), x.value(2)))
+}
+pub(crate) fn v987(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -10556,13 +11165,13 @@ pub(crate) fn v916(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v917(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v988(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((x.value(0) * 15.6_f64), (x.metric(0) * 1000000.0_f64)))
 }
-pub(crate) fn v918(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v989(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(((x.value(0) + x.value(1)) * 15.6_f64), (x.value(2) * 1000000.0_f64)))
 }
-pub(crate) fn v919(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v990(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((((((x.metric(0)
@@ -10643,7 +11252,7 @@ pub(crate) fn v919(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v920(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v991(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((x.metric(0)
@@ -10676,7 +11285,7 @@ pub(crate) fn v920(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v921(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v992(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((((((x.metric(0)
@@ -10758,7 +11367,7 @@ pub(crate) fn v921(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v922(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v993(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((5.0_f64 * x.metric(0)) * x.value(0))

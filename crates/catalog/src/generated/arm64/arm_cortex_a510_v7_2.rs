@@ -16,21 +16,33 @@ pub static MODEL: Model = Model {
     ids: IDS,
     metric_table: METRICS,
     locals: LOCALS,
-    eval_order: &[],
+    eval_order: &[0, 1, 2, 3],
     groups: GROUPS,
     counters: COUNTERS,
 };
 
 static IDS: &[Id] = &[
+    Id { text: Str(1389632, 12), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(1389644, 10), terms: Str(0, 0), modifiers: Str(1389654, 1), retire_latency: false, calls: 0 },
+    Id { text: Str(1389655, 14), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(1389644, 10), terms: Str(0, 0), modifiers: Str(1389669, 3), retire_latency: false, calls: 0 },
+    Id { text: Str(1389672, 13), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(1389644, 10), terms: Str(0, 0), modifiers: Str(1389685, 2), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[
+    MetricAt { desc: 3828, at: 0, slots: 3, refs: 0 },
+    MetricAt { desc: 3829, at: 3, slots: 3, refs: 0 },
+    MetricAt { desc: 3830, at: 6, slots: 3, refs: 0 },
+    MetricAt { desc: 3831, at: 9, slots: 3, refs: 0 },
 ];
 
 static LOCALS: &[u16] = &[
+    0, 1, 2,
+    1, 0, 2,
+    1, 0, 2,
+    2, 1, 0,
 ];
 
 static GROUPS: &[Group] = &[
+    Group { name: Str(1389307, 10), description: Str::cold(3043888, 59) },
 ];
 
 static COUNTERS: &[CounterInfo] = &[

@@ -35,9 +35,9 @@ static IDS: &[Id] = &[
 ];
 
 static METRICS: &[MetricAt] = &[
-    MetricAt { desc: 3896, at: 0, slots: 10, refs: 0 },
-    MetricAt { desc: 3897, at: 10, slots: 1, refs: 0 },
-    MetricAt { desc: 3898, at: 11, slots: 8, refs: 0 },
+    MetricAt { desc: 3900, at: 0, slots: 10, refs: 0 },
+    MetricAt { desc: 3901, at: 10, slots: 1, refs: 0 },
+    MetricAt { desc: 3902, at: 11, slots: 8, refs: 0 },
 ];
 
 static LOCALS: &[u16] = &[

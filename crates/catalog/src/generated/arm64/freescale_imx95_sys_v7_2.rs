@@ -135,7 +135,7 @@ static IDS: &[Id] = &[
 
 static METRICS: &[MetricAt] = &[
     MetricAt { desc: 211, at: 0, slots: 3, refs: 0 },
-    MetricAt { desc: 3955, at: 3, slots: 3, refs: 0 },
+    MetricAt { desc: 3959, at: 3, slots: 3, refs: 0 },
     MetricAt { desc: 212, at: 6, slots: 1, refs: 0 },
     MetricAt { desc: 213, at: 7, slots: 1, refs: 0 },
     MetricAt { desc: 214, at: 8, slots: 2, refs: 0 },
