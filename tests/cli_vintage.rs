@@ -196,3 +196,100 @@ fn an_old_logs_metric_names_choose_its_vintage() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("1.20 IPC"), "{text}");
 }
+
+/// perf 7.x's build-generated metrics (`extra-metrics.json`, written by perf's Python at build
+/// time and stored by import-vendor) are in the 7.2 vintage and nowhere before it: each formula
+/// below is the one the Python source builds (checked by hand against intel_metrics.py,
+/// amd_metrics.py and common_metrics.py of Linux 7.2), and each value is computed here from
+/// the counts given.
+#[test]
+fn perf_72_build_generated_lpm_metrics_evaluate() {
+    let generated = |model: &str| vendor_file(Some("7.2"), &format!("{model}/extra-metrics.json"));
+    let (skl, zen4) = (generated("x86/skylake"), generated("x86/amdzen4"));
+    // intel_metrics.py IntelBr: d_ratio(br_m_all, br_all), the first events skylake has.
+    assert_eq!(
+        metric_expr(&skl, "lpm_br_total_mispred"),
+        "d_ratio(BR_MISP_RETIRED.ALL_BRANCHES, BR_INST_RETIRED.ALL_BRANCHES)"
+    );
+    // amd_metrics.py AmdBr: the same ratio over AMD's events.
+    assert_eq!(metric_expr(&zen4, "lpm_br_total_mispred"), "d_ratio(ex_ret_brn_misp, ex_ret_brn)");
+    // intel_metrics.py Idle: d_ratio(max(tsc - mperf, 0), tsc).
+    assert_eq!(metric_expr(&skl, "lpm_idle"), "d_ratio(max(msr@tsc@ - msr@mperf@, 0), msr@tsc@)");
+    // intel_metrics.py Rapl: pkg (or NaN without it) * 2^-32 joules, per second.
+    assert_eq!(
+        metric_expr(&skl, "lpm_cpu_power_pkg"),
+        "d_ratio((power@energy\\-pkg@ if has_event(power@energy\\-pkg@) else NaN) * 232.83064365386963e-12, duration_time)"
+    );
+    // common_metrics.py Cycles: user cycles over kernel + guest + user cycles.
+    assert_eq!(
+        metric_expr(&skl, "lpm_cycles_user"),
+        "d_ratio(cpu\\-cycles:uH, cpu\\-cycles:kHh + cpu\\-cycles:G + cpu\\-cycles:uH)"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let eval = |version: &str, model: &str, counts: &str, metric: &str| -> Option<f64> {
+        let path = dir.path().join(format!("{model}.json"));
+        std::fs::write(&path, counts).unwrap();
+        let path = path.to_str().unwrap();
+        let args = ["eval", "--perf-version", version, "--model", model, "--counts", path];
+        let out = ok(&[&args[..], &["-M", metric, "--json"]].concat());
+        let rows = json_lines(&out);
+        let row = rows.iter().find(|r| r["metric"] == metric)?;
+        Some(row["value"].as_f64().unwrap_or_else(|| panic!("{row}")))
+    };
+    let branches = r#"{"BR_MISP_RETIRED.ALL_BRANCHES": 2e6, "BR_INST_RETIRED.ALL_BRANCHES": 1e8}"#;
+    assert_eq!(eval("7.2", "skylake", branches, "lpm_br_total_mispred"), Some(2e6 / 1e8 * 100.0));
+    let amd = r#"{"ex_ret_brn_misp": 3e6, "ex_ret_brn": 2e8}"#;
+    assert_eq!(eval("7.2", "amdzen4", amd, "lpm_br_total_mispred"), Some(3e6 / 2e8 * 100.0));
+    let idle = r#"{"msr/tsc/": 1e10, "msr/mperf/": 2.5e9}"#;
+    assert_eq!(eval("7.2", "skylake", idle, "lpm_idle"), Some(75.0));
+    // 10 J in RAPL's 2^-32 J units over 2 s: 5 W.
+    let power = r#"{"power/energy-pkg/": 42949672960, "duration_time": 2.0}"#;
+    assert_eq!(eval("7.2", "skylake", power, "lpm_cpu_power_pkg"), Some(5.0));
+    let cycles = r#"{"cpu-cycles:uH": 6e8, "cpu-cycles:kHh": 3e8, "cpu-cycles:G": 1e8}"#;
+    assert_eq!(eval("7.2", "skylake", cycles, "lpm_cycles_user"), Some(60.0));
+
+    // perf 6.12 has none of them.
+    let out = ok(&["list", "metrics", "lpm_*", "--model", "skylake", "--perf-version", "6.12"]);
+    assert!(!out.contains("lpm_"), "{out}");
+    let out =
+        ok(&["list", "metrics", "lpm_*", "--json", "--model", "skylake", "--perf-version", "7.2"]);
+    let names: Vec<String> =
+        json_lines(&out).iter().map(|r| r["metric"].as_str().unwrap().to_string()).collect();
+    let objects: Vec<Value> = serde_json::from_str(&skl).unwrap();
+    let mut expected: Vec<String> = objects
+        .iter()
+        .map(|o| o["MetricName"].as_str().unwrap().to_string())
+        .filter(|n| n.starts_with("lpm_"))
+        .collect();
+    expected.sort();
+    let mut names = names;
+    names.sort();
+    assert_eq!(names, expected);
+}
+
+/// `describe` shows a generated metric with its description, groups and formula, and the
+/// group description from `extra-metricgroups.json`.
+#[test]
+fn describe_shows_a_build_generated_metric() {
+    let args = ["describe", "lpm_br_total_mispred", "--model", "skylake", "--perf-version", "7.2"];
+    let text = ok(&args);
+    assert!(text.contains("lpm_br_total_mispred"), "{text}");
+    assert!(
+        text.contains("not correctly predicted as a percentage of all branch instrucions"),
+        "{text}"
+    );
+    assert!(
+        text.contains("d_ratio(BR_MISP_RETIRED.ALL_BRANCHES, BR_INST_RETIRED.ALL_BRANCHES)"),
+        "{text}"
+    );
+    assert!(text.contains("lpm_br_total"), "{text}");
+    let groups =
+        ok(&["list", "metricgroups", "lpm_br", "--model", "skylake", "--perf-version", "7.2"]);
+    let perf: Value =
+        serde_json::from_str(&vendor_file(Some("7.2"), "x86/skylake/extra-metricgroups.json"))
+            .unwrap();
+    let description = perf["lpm_br"].as_str().unwrap();
+    assert_eq!(description, "breakdown of retired branch instructions");
+    assert!(groups.contains(description), "{groups}");
+}

@@ -49,8 +49,17 @@ impl SlotName {
             (true, false) => terms.to_string(),
             (false, false) => format!("{event},{terms}"),
         };
-        // The PMU part is a placeholder: only the name, terms and modifiers are kept.
-        let mut key = EventKey::from_perf(&format!("pmu/{body}/{}", model.str(id.modifiers)));
+        let modifiers = model.str(id.modifiers);
+        let core = pmu.is_empty() || pmu == "default_core" || is_core_pmu(&pmu);
+        // A core slot is read as a bare key is, so perf's legacy names and aliases come out in
+        // the one spelling a key's do (`cpu-cycles:uH` is `cycles:uH`); another PMU's slot gets
+        // a placeholder PMU, whose events keep their own names. Only the name, terms and
+        // modifiers are kept.
+        let mut key = match (core, modifiers.is_empty()) {
+            (true, true) => EventKey::from_perf(&body),
+            (true, false) => EventKey::from_perf(&format!("{body}:{modifiers}")),
+            (false, _) => EventKey::from_perf(&format!("pmu/{body}/{modifiers}")),
+        };
         key.pmu = None;
         let names_pmu = matches!(id.kind, IdKind::Sysfs)
             || (text.contains('@')
