@@ -213,6 +213,13 @@ pub struct Tick<'a> {
     pub length: Duration,
     /// The counts of this interval (deltas).
     pub counts: &'a Snapshot,
+    /// The cumulative reading at the interval's start ([`Tick::counts`] is the interval's
+    /// reading less this one).
+    pub before: &'a Snapshot,
+    /// The cumulative reads [`RunOptions::sample_every`] took inside this interval, oldest
+    /// first (at every turn of tmetric's rotation): what an estimate of this interval's
+    /// rotated counts and its error bars may use; empty without them.
+    pub reads: &'a [Snapshot],
     /// The last interval: the workload ended or the run was interrupted.
     pub last: bool,
 }
@@ -325,7 +332,8 @@ pub fn run<S: Syscalls>(
     mut on_tick: impl FnMut(&Tick<'_>) -> io::Result<()>,
 ) -> Result<RunReport, RunError> {
     let (guard, mut watch, start) = begin(counters, target, workload.as_deref_mut(), options)?;
-    let mut intervals = Intervals { previous: Snapshot::default(), last: start, count: 0 };
+    let mut intervals =
+        Intervals { previous: Snapshot::default(), last: start, count: 0, first_read: 0 };
     let mut next_tick = options.interval.map(|i| start + i);
     let mut control = options.control.map(ControlReader::new);
     let mut exit = None;
@@ -384,6 +392,9 @@ pub fn run<S: Syscalls>(
                 let cap = (MAX_READINGS / readings.max(1)).clamp(64, MAX_SAMPLES);
                 if samples.len() >= cap {
                     samples = samples.into_iter().skip(1).step_by(2).collect();
+                    // The odd reads are kept, read `j` now at `(j - 1) / 2`: the interval's
+                    // first kept read is at half its old place.
+                    intervals.first_read /= 2;
                 }
             }
             next_turn = Some(now + length);
@@ -400,7 +411,7 @@ pub fn run<S: Syscalls>(
             && now >= due
         {
             let snapshot = counters.read()?;
-            intervals.report(&snapshot, start, now, false, &mut on_tick)?;
+            intervals.report(&snapshot, &samples, start, now, false, &mut on_tick)?;
             intervals.previous = snapshot;
             next_tick = Some(next_due(due, interval, now));
             if options.interval_count.is_some_and(|n| intervals.count >= n) {
@@ -437,7 +448,7 @@ pub fn run<S: Syscalls>(
     // perf prints the interval a signal cuts short (its poll is interrupted: the workload's
     // SIGCHLD, or Ctrl-C), but none after --interval-count's last.
     if options.interval.is_some() && !interval_count_reached {
-        intervals.report(&totals, start, end, true, &mut on_tick)?;
+        intervals.report(&totals, &samples, start, end, true, &mut on_tick)?;
     }
     if options.sample_every.is_some() {
         samples.push(totals.clone());
@@ -548,15 +559,18 @@ struct Intervals {
     previous: Snapshot,
     last: Instant,
     count: usize,
+    /// Where the reads taken in the current interval start in the run's samples.
+    first_read: usize,
 }
 
 impl Intervals {
-    /// Reports the interval that ends at `now` with the reading `snapshot` (the run began
-    /// at `start`; `last` for the run's final one). The caller keeps `snapshot` as
-    /// `previous` when more intervals follow.
+    /// Reports the interval that ends at `now` with the reading `snapshot` and the run's
+    /// `samples` so far (the run began at `start`; `last` for the run's final one). The
+    /// caller keeps `snapshot` as `previous` when more intervals follow.
     fn report(
         &mut self,
         snapshot: &Snapshot,
+        samples: &[Snapshot],
         start: Instant,
         now: Instant,
         last: bool,
@@ -564,14 +578,18 @@ impl Intervals {
     ) -> io::Result<()> {
         let counts = snapshot.since(&self.previous);
         self.count += 1;
+        let reads = samples.get(self.first_read..).unwrap_or_default();
         on_tick(&Tick {
             number: self.count,
             at: now - start,
             length: now - self.last,
             counts: &counts,
+            before: &self.previous,
+            reads,
             last,
         })?;
         self.last = now;
+        self.first_read = samples.len();
         Ok(())
     }
 }
