@@ -110,6 +110,8 @@ pub fn run_on<S: Syscalls + Clone>(
     let mut session = Session::open(sys, plan, target, host.env().clone())?;
     refuse_an_empty_run(&session)?;
     session.set_affinity(!args.perf.no_affinity);
+    // Each interval's bars come from the reads inside it, as the totals' from the run's.
+    session.set_interval_bars(error_bar_reads(args).is_some());
     warn_user_only(&session);
     if let Some(threads) = &threads {
         split_threads(args, &session, threads, &mut printer);
@@ -162,6 +164,7 @@ fn repeats<S: Syscalls + Clone>(
         let mut session = Session::open(sys.clone(), plan.clone(), target, host.env().clone())?;
         refuse_an_empty_run(&session)?;
         session.set_affinity(!args.perf.no_affinity);
+        session.set_interval_bars(error_bar_reads(args).is_some());
         let Some(report) = counting.run(&mut session, Some(&mut workload), options)? else {
             break;
         };

@@ -878,7 +878,14 @@ impl Plan {
         if !self.anchored() || reads.last() != Some(totals) {
             return out;
         }
-        for (s, fits) in self.fits(reads).into_iter().enumerate() {
+        self.apply_fits(&mut out, self.fits(reads));
+        out
+    }
+
+    /// `out`'s counts replaced by `fits`' totals (from [`Plan::fits`] over reads ending with
+    /// `out`), stored so that scaling by `enabled / running` gives them.
+    pub(crate) fn apply_fits(&self, out: &mut Snapshot, fits: Vec<Option<Vec<Option<Fit>>>>) {
+        for (s, fits) in fits.into_iter().enumerate() {
             let (Some(fits), Some(Some(cpus))) = (fits, out.events.get_mut(s)) else { continue };
             for (c, f) in cpus.iter_mut().zip(fits) {
                 let Some(f) = f else { continue };
@@ -889,7 +896,6 @@ impl Plan {
                 c.raw.value = (f.total * share).round().max(0.0) as u64;
             }
         }
-        out
     }
 }
 

@@ -20,6 +20,8 @@
 //!   a CPU model's metrics cannot count on a machine without a hardware PMU.
 //! * [`describe`]: one metric as `tmetric describe` shows it: descriptions, formula, the
 //!   tree of metrics and events, needed events, valued over a counts file when given.
+//! * [`interval`]: one `-I` interval's rotated counts estimated from the turns read inside
+//!   it, and the reads its bars are judged on.
 //! * [`metric_eval`]: the evaluator front end every input source shares (plan, counts file, log).
 //! * [`list`]: the compiled catalogue as `tmetric list`'s rows (models, metrics, groups,
 //!   events) and the kernel's PMU events in sysfs.
@@ -55,6 +57,7 @@ pub mod estimate;
 pub mod eval;
 pub mod events;
 mod host;
+pub mod interval;
 pub mod list;
 pub mod literals;
 pub mod metric_eval;

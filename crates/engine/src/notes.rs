@@ -220,6 +220,9 @@ pub enum RowWhy {
     Refused(Refusal),
     /// `<not counted>`: the counter never ran.
     NeverRan,
+    /// An `-I` interval held too few turns of tmetric's rotation for the estimate: the
+    /// rows' counts were scaled by time, as perf scales them (said under `-v` only).
+    ScaledByTime,
 }
 
 /// Why a metric's value needs a note.
@@ -257,6 +260,11 @@ impl std::fmt::Display for Note {
                     RowWhy::Refused(refusal) => write!(f, "<not supported>{refusal}"),
                     RowWhy::NeverRan => f.write_str(
                         "<not counted>: it never ran on a counter (its task did not run while counting: asleep, or ended before counting started; or its group never fit)",
+                    ),
+                    RowWhy::ScaledByTime => write!(
+                        f,
+                        "fewer than {} turns of the rotation counted them in this interval, so their counts are scaled by time, as perf does, not estimated: a longer -I interval gives the estimate",
+                        crate::estimate::MIN_TURNS
                     ),
                 }
             }

@@ -64,6 +64,8 @@ pub struct Session<S: Syscalls> {
     evaluators: Evaluators,
     /// `:R` latencies sampled beside the counters ([`Session::start_sampling`]).
     sampling: Option<Sampling<S>>,
+    /// Whether [`Session::run`] gives each interval error bars ([`Session::set_interval_bars`]).
+    interval_bars: bool,
 }
 
 /// How a session's counters are held.
@@ -92,6 +94,12 @@ impl<S: Syscalls> Session<S> {
         }
     }
 
+    /// Whether each interval of [`Session::run`] is evaluated with error bars from the reads
+    /// inside it (`--errors`, `-v`), as the totals are with the run's.
+    pub fn set_interval_bars(&mut self, on: bool) {
+        self.interval_bars = on;
+    }
+
     /// Opens `plan`'s counters on `target` with `sys`. Groups the kernel refuses are split
     /// (topdown events stay behind `slots`); events it refuses are recorded with the reason.
     /// Fails when nothing at all can be counted for a reason other than a missing event.
@@ -112,7 +120,15 @@ impl<S: Syscalls> Session<S> {
         )?;
         let evaluators = Evaluators::default();
         let counters = Counting::Set(counters);
-        let session = Session { plan, counters, target, env, evaluators, sampling: None };
+        let session = Session {
+            plan,
+            counters,
+            target,
+            env,
+            evaluators,
+            sampling: None,
+            interval_bars: false,
+        };
         if let Target::Threads(tids) = &session.target
             && !tids.is_empty()
             && session.vanished().len() == tids.len()
@@ -149,6 +165,7 @@ impl<S: Syscalls> Session<S> {
             env,
             evaluators: Evaluators::default(),
             sampling: None,
+            interval_bars: false,
         })
     }
 
@@ -431,6 +448,10 @@ impl<S: Syscalls> Session<S> {
     ) -> Result<RunReport, RunError> {
         let failures = self.failures();
         self.plan.rotating = options.rotation.as_ref().is_some_and(|r| r.turns.len() > 1);
+        // Only a plan with rotated groups looks at the reads inside an interval: a run whose
+        // counters all count at once prints its intervals' counts as read.
+        let multiplexed = self.plan.rotation().is_some();
+        let bars = self.interval_bars;
         let Counting::Set(counters) = &mut self.counters else {
             return Err(RunError::Report(std::io::Error::new(
                 std::io::ErrorKind::Unsupported,
@@ -447,9 +468,24 @@ impl<S: Syscalls> Session<S> {
                 }
                 None => None,
             };
-            let sample = EvalInput::new(tick.counts, tick.length.as_secs_f64())
+            // The interval's own estimate and bars, from the reads inside it (no look-ahead:
+            // the interval prints now; `crate::interval` says what is used).
+            let estimate = (multiplexed && !tick.reads.is_empty())
+                .then(|| plan.estimate_interval(tick.before, tick.reads, tick.counts));
+            let counts = estimate.as_ref().map_or(tick.counts, |e| &e.counts);
+            let sample = EvalInput::new(counts, tick.length.as_secs_f64())
                 .with_latencies(latencies.as_deref());
-            let evaluated = plan.evaluate_sample(evaluators, &sample, split, None, &failures);
+            let reads = estimate.as_ref().filter(|_| bars).map(|e| e.reads.as_slice());
+            let mut evaluated = plan.evaluate_sample(evaluators, &sample, split, reads, &failures);
+            if let Some(e) = estimate.as_ref().filter(|e| !e.scaled.is_empty()) {
+                let mut rows: Vec<String> = Vec::new();
+                for name in e.scaled.iter().map(|&s| &plan.specs[s].name) {
+                    if !rows.contains(name) {
+                        rows.push(name.clone());
+                    }
+                }
+                evaluated.notes.push(Note::Rows { rows, why: crate::notes::RowWhy::ScaledByTime });
+            }
             on_tick(plan, tick, &sample, &evaluated)
         })
     }

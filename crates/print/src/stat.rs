@@ -165,7 +165,8 @@ impl<W: Write> StatPrinter<W> {
     }
 
     /// One `-I` interval as `stat` and `report` print it: the counts, then the notes of what
-    /// this interval could not count ([`StatPrinter::interval_notes`]).
+    /// this interval could not count ([`StatPrinter::interval_notes`]), and with `--errors`
+    /// the interval's bars where they cannot go beside its values.
     pub fn tick(
         &mut self,
         plan: &Plan,
@@ -174,7 +175,13 @@ impl<W: Write> StatPrinter<W> {
         at: Duration,
     ) -> io::Result<()> {
         self.interval(plan, sample, evaluated, at)?;
-        self.interval_notes(plan, evaluated, at)
+        self.interval_notes(plan, evaluated, at)?;
+        // `--errors` where the layout cannot put the interval's bars beside its values: the
+        // totals' block, for this interval.
+        if self.config().errors && !self.errors_inline() {
+            self.bars_of(plan, evaluated, Some(at))?;
+        }
+        Ok(())
     }
 
     /// The end of a run as `stat` and `report` print it: the totals with perf's title and
@@ -318,6 +325,8 @@ impl<W: Write> StatPrinter<W> {
         let mut notes: Vec<String> = rest
             .iter()
             .filter(|n| !(short && implied(n, &evaluated.notes)))
+            // How an interval's counts were estimated is `-v`'s detail, as the totals' is.
+            .filter(|n| self.verbose || !scaled_by_time(n))
             .map(ToString::to_string)
             .collect();
         if self.tree.is_on() {
@@ -458,6 +467,18 @@ impl<W: Write> StatPrinter<W> {
     /// when the evaluation has no bars. A block in the default layout, else as
     /// notes are said.
     pub fn error_bars(&mut self, plan: &Plan, evaluated: &Evaluated) -> io::Result<()> {
+        self.bars_of(plan, evaluated, None)
+    }
+
+    /// [`StatPrinter::error_bars`] of the interval that ended `at` (since the start), or of
+    /// the totals (`None`). The default layout's intervals are perf's lines: an interval's
+    /// block waits for the end, with the intervals' notes.
+    fn bars_of(
+        &mut self,
+        plan: &Plan,
+        evaluated: &Evaluated,
+        at: Option<Duration>,
+    ) -> io::Result<()> {
         use tmetric_engine::Bar;
         let Some(bars) = evaluated.total.bars.as_deref() else { return Ok(()) };
         let results = &evaluated.total.results;
@@ -503,14 +524,24 @@ impl<W: Write> StatPrinter<W> {
         } else {
             "reads every 100 ms"
         };
+        let of = match at {
+            Some(at) => {
+                format!(" of the interval ending at {}.{:09} s", at.as_secs(), at.subsec_nanos())
+            }
+            None => String::new(),
+        };
         let head = format!(
-            "Error bars ({} standard deviations of the value, from {reads}, with counting's own error: the overcount and PERF_METRICS' 8-bit rounding):",
+            "Error bars{of} ({} standard deviations of the value, from {reads}, with counting's own error: the overcount and PERF_METRICS' 8-bit rounding):",
             tmetric_engine::BAR_SIGMAS
         );
         let mut all = vec![head];
         all.extend(lines.into_iter().map(|l| format!("  {l}")));
         // Asked for (`--errors`): where CSV and JSON would say nothing, among their lines.
         let explain = match (self.explain, &self.config().layout) {
+            (Explain::Block, _) if at.is_some() => {
+                self.pending.extend(all);
+                return Ok(());
+            }
             (Explain::Block, _) => return self.block_of(&all),
             (Explain::Quiet, Layout::Csv(_)) => Explain::Comments,
             (Explain::Quiet, _) => Explain::Json,
@@ -716,6 +747,11 @@ impl<W: Write> StatPrinter<W> {
 /// Whether `note` says only what the notes on rows already say: a metric is `nan` because
 /// rows are `<not supported>`, and each of those rows has its own note. The default layout's
 /// short block leaves it out (`-v` keeps it).
+/// Whether `note` says an interval's counts were scaled by time (too few turns).
+fn scaled_by_time(note: &engine::Note) -> bool {
+    matches!(note, engine::Note::Rows { why: engine::RowWhy::ScaledByTime, .. })
+}
+
 fn implied(note: &engine::Note, notes: &[engine::Note]) -> bool {
     use engine::{MetricWhy, Note, RowWhy};
     let Note::Metric { why: MetricWhy::NanWithout(needs), .. } = note else { return false };
