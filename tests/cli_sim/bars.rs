@@ -151,3 +151,59 @@ fn the_estimate_is_said_and_holds_the_truth() {
         String::from_utf8_lossy(&plan.stdout)
     );
 }
+
+/// `-I` under tmetric's rotation with `--errors`: every interval's shares carry their own
+/// bar and any share outside 0-100 % is flagged beside it, as the totals' are (each
+/// interval was time-scaled, without a bar or a flag, before); `-x,` gives each interval
+/// its block of bars as comments, `--metric-only` after the last interval, `-j` a
+/// `metric-error` key on each interval's shares.
+#[test]
+fn every_interval_has_its_bars_and_flags() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--pmu-sim",
+            "skylakex",
+            "--pmu-sim-workload",
+            "phased",
+            "-M",
+            "TopdownL2",
+            "-a",
+            "-I",
+            "250",
+            "--errors",
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["sleep", "1"]);
+        let out = tmetric(&args);
+        let text = stderr(&out);
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let std = run(&[]);
+    let shares: Vec<&str> = std.lines().filter(|l| l.contains(" %  tma_")).collect();
+    assert!(shares.len() >= 3 * 8, "{std}");
+    for line in &shares {
+        assert!(line.contains(" ± "), "an interval's share without its bar: {line}\n{std}");
+        let value: f64 = line
+            .split('#')
+            .nth(1)
+            .and_then(|m| m.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(50.0);
+        // `nan` (a group that did not run in a short last interval) is not impossible.
+        if value.is_finite() && !(-0.5..=100.5).contains(&value) {
+            assert!(line.contains("(impossible)"), "{line}\n{std}");
+        }
+    }
+    let csv = run(&["-x,"]);
+    let blocks =
+        csv.lines().filter(|l| l.starts_with("# Error bars of the interval ending at ")).count();
+    assert!(blocks >= 3, "{csv}");
+    let only = run(&["--metric-only"]);
+    assert!(only.contains("Error bars of the interval ending at "), "{only}");
+    let json = run(&["-j"]);
+    let lines: Vec<&str> =
+        json.lines().filter(|l| l.contains("\"interval\"") && l.contains("%  tma_")).collect();
+    assert!(lines.len() >= 3 * 8, "{json}");
+    assert!(lines.iter().all(|l| l.contains("\"metric-error\"")), "{json}");
+}

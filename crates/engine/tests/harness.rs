@@ -248,48 +248,187 @@ pub fn measure_rotated(
         Some(&reads),
         &[],
     );
+    let seconds = ms as f64 / 1e3;
+    let truths = truths(tree, &plan, &kernel, &cpus, literals, (start, end), seconds);
+    judged(tree, &plan, &evaluated, &truths, true)
+}
+
+/// Each root of `plan` over the simulator's exact counts of `cpus` in the simulated span
+/// `[from, to)` ns (`seconds` long): the truth a value is judged against.
+pub fn truths(
+    tree: &SimTree,
+    plan: &Plan,
+    kernel: &SimKernel,
+    cpus: &[u32],
+    literals: [f64; tmetric_model::Literal::COUNT],
+    (from, to): (u64, u64),
+    seconds: f64,
+) -> Vec<f64> {
+    plan.roots()
+        .iter()
+        .map(|root| {
+            let mut evaluator = Evaluator::new(tree.model);
+            evaluator.literals = literals;
+            for (slot, row) in root.slot_rows.iter().enumerate() {
+                let Some(row) = row else { continue };
+                let row = &plan.rows()[*row];
+                evaluator.values[slot] = match &row.source {
+                    tmetric_engine::Source::Counter(spec) => {
+                        let spec = &plan.specs()[*spec];
+                        let on: Vec<u32> = match &spec.cpus {
+                            Some(mask) => {
+                                cpus.iter().copied().filter(|c| mask.contains(c)).collect()
+                            }
+                            None => cpus.to_vec(),
+                        };
+                        on.iter()
+                            .map(|&c| {
+                                kernel.true_count_between(&spec.attr, c, from, to).unwrap_or(0)
+                                    as f64
+                            })
+                            .sum::<f64>()
+                            * row.scale
+                    }
+                    tmetric_engine::Source::Tool(_) => seconds,
+                    tmetric_engine::Source::RetireLatency => plan.retire_latency_of(&row.name),
+                    _ => f64::NAN,
+                };
+            }
+            evaluator.evaluate(tree.model, &[root.metric]).remove(0).value
+        })
+        .collect()
+}
+
+/// Each root of an evaluated sample next to its truth. `shown_flag`: whether a flag is
+/// printed where the engine finds a value impossible (beside a value only with its bar).
+fn judged(
+    tree: &SimTree,
+    plan: &Plan,
+    evaluated: &tmetric_engine::Evaluated,
+    truths: &[f64],
+    shown_flag: bool,
+) -> Vec<Measured> {
     let results = &evaluated.total.results;
-    let bars = evaluated.total.bars.unwrap_or_default();
+    let bars = evaluated.total.bars.clone().unwrap_or_default();
     let mut out = Vec::new();
     for (i, (root, result)) in plan.roots().iter().zip(results).enumerate() {
-        let mut evaluator = Evaluator::new(tree.model);
-        evaluator.literals = literals;
-        for (slot, row) in root.slot_rows.iter().enumerate() {
-            let Some(row) = row else { continue };
-            let row = &plan.rows()[*row];
-            evaluator.values[slot] = match &row.source {
-                tmetric_engine::Source::Counter(spec) => {
-                    let spec = &plan.specs()[*spec];
-                    let on: Vec<u32> = match &spec.cpus {
-                        Some(mask) => cpus.iter().copied().filter(|c| mask.contains(c)).collect(),
-                        None => cpus.clone(),
-                    };
-                    on.iter()
-                        .map(|&c| {
-                            kernel.true_count_between(&spec.attr, c, start, end).unwrap_or(0) as f64
-                        })
-                        .sum::<f64>()
-                        * row.scale
-                }
-                tmetric_engine::Source::Tool(_) => ms as f64 / 1e3,
-                tmetric_engine::Source::RetireLatency => plan.retire_latency_of(&row.name),
-                _ => f64::NAN,
-            };
-        }
-        let truth = evaluator.evaluate(tree.model, &[root.metric]).remove(0).value;
         let desc = tree.model.metric(root.metric);
         let unit = tree.model.str(desc.unit);
         out.push(Measured {
             metric: root.metric,
             value: if result.failure.is_some() { f64::NAN } else { result.value },
-            truth,
+            truth: truths[i],
             bar: bars.get(i).copied().unwrap_or(tmetric_engine::Bar::Unknown),
             scale: desc.scale,
             percent: unit.contains('%') || unit.contains("percent"),
-            flagged: evaluated.total.impossible.get(i).is_some_and(Option::is_some),
+            flagged: shown_flag && evaluated.total.impossible.get(i).is_some_and(Option::is_some),
         });
     }
     out
+}
+
+/// One `-I` interval measured two ways against its truth.
+pub struct IntervalMeasured {
+    /// The interval's end, in ms since the count started.
+    pub at_ms: u64,
+    /// As `tmetric stat -I --errors` prints it: estimated from the turns read inside the
+    /// interval ([`Plan::estimate_interval`]), with bars from those reads.
+    pub ours: Vec<Measured>,
+    /// The interval's counts scaled by time, evaluated without reads, as `-I` printed them
+    /// before: no bar, so no flag beside a value.
+    pub scaled: Vec<Measured>,
+}
+
+/// Counts `metrics` as [`count_rotated`] does with tmetric's rotation (a read at every
+/// turn), and also reads every `interval_ms` as `stat -I` does between the turns, for `ms`
+/// of simulated time; then each interval both ways against the simulator's exact counts of
+/// that interval; `None` when the plan has no groups to rotate.
+#[allow(clippy::too_many_arguments)]
+pub fn measure_intervals(
+    tree: &SimTree,
+    item: &str,
+    metrics: &[usize],
+    rotation: Rotation,
+    workload: &Workload,
+    ms: u64,
+    interval_ms: u64,
+) -> Option<Vec<IntervalMeasured>> {
+    let sysfs = Sysfs::new(&tree.sys);
+    let literals = tree.host.literals(true);
+    let mut plan = Plan::new(literals);
+    let picks: Vec<Pick> = metrics
+        .iter()
+        .map(|&metric| Pick { model: tree.model, metric, item: item.to_string() })
+        .collect();
+    let options = PlanOptions { system_wide: true, ..PlanOptions::default() };
+    plan.add_metrics(&picks, &tree.host, &options, true);
+    let sim = SimMachine::named(tree.name).expect("machine");
+    let kernel = SimKernel::manual_with_workload(sim, workload.clone());
+    let cpus = sysfs.online_cpus().expect("online cpus");
+    let mut counters = CounterSet::open_with(
+        kernel.clone(),
+        plan.specs().to_vec(),
+        plan.groups(),
+        plan.sticky(),
+        Target::Cpus(cpus.clone()),
+    )
+    .expect("the plan opens");
+    let start = kernel.now();
+    counters.enable().expect("enable");
+    let own = match rotation {
+        Rotation::Kernel => None,
+        Rotation::Own => plan.rotation(),
+        Rotation::Seeded(seed) => plan.rotation().map(|r| tmetric_runtime::Rotation { seed, ..r }),
+    };
+    let own = own?;
+    plan.set_rotating(true);
+    let mut order = own.schedule();
+    let (total, every) = (ms * 1_000_000, interval_ms * 1_000_000);
+    let (mut at, mut next_turn, mut next_tick) =
+        (0, order.length().as_nanos() as u64, every.min(total));
+    let mut reads: Vec<tmetric_runtime::Snapshot> = Vec::new();
+    let mut before = tmetric_runtime::Snapshot::default();
+    let (mut first, mut tick_at) = (0, 0);
+    let mut evaluators = Evaluators::default();
+    let split = tmetric_engine::view::Partition::Global;
+    let mut out = Vec::new();
+    loop {
+        let due = next_turn.min(next_tick);
+        kernel.advance(due - at);
+        at = due;
+        if next_turn < next_tick {
+            let (turn, length) = order.next_turn();
+            counters.rotate(&own.turns, turn).expect("rotate");
+            reads.push(counters.read().expect("read"));
+            next_turn = at + length.as_nanos() as u64;
+            continue;
+        }
+        let read = counters.read().expect("read");
+        let counts = read.since(&before);
+        let seconds = (at - tick_at) as f64 / 1e9;
+        let span = (start + tick_at, start + at);
+        let truths = truths(tree, &plan, &kernel, &cpus, literals, span, seconds);
+        let estimate = plan.estimate_interval(&before, &reads[first..], &counts);
+        let sample = EvalInput::new(&estimate.counts, seconds);
+        let ours =
+            plan.evaluate_sample(&mut evaluators, &sample, &split, Some(&estimate.reads), &[]);
+        let sample = EvalInput::new(&counts, seconds);
+        let scaled = plan.evaluate_sample(&mut evaluators, &sample, &split, None, &[]);
+        out.push(IntervalMeasured {
+            at_ms: at / 1_000_000,
+            ours: judged(tree, &plan, &ours, &truths, true),
+            scaled: judged(tree, &plan, &scaled, &truths, scaled.total.bars.is_some()),
+        });
+        if at >= total {
+            break;
+        }
+        before = read;
+        first = reads.len();
+        tick_at = at;
+        next_tick = (at + every).min(total);
+    }
+    counters.disable().expect("disable");
+    Some(out)
 }
 
 /// The metrics of `group` in `model` that print as percentages and read no retire latency

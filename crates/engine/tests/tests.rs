@@ -1,4 +1,4 @@
-//! The engine's integration tests (`accuracy`, `bars`, `evaluated`, `events`, `models`,
+//! The engine's integration tests (`accuracy`, `bars`, `evaluated`, `events`, `intervals`, `models`,
 //! `profile`, `session`, `sim`, `skew`, and the data-driven `schedule_vectors`,
 //! `eval_vectors` and `builtin_vectors` over
 //! `tests/vectors/`, whose files `vector_files` loads; `harness` measures metrics on simulated
@@ -13,6 +13,7 @@ mod eval_vectors;
 mod evaluated;
 mod events;
 mod harness;
+mod intervals;
 mod models;
 mod profile;
 mod schedule_vectors;
