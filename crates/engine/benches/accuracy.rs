@@ -34,6 +34,12 @@
 //! lockstep model instead; `-- --detail`: a row per class, machine, selection and HZ;
 //! `-- --check`: exit 1 when a target is missed; `-- --misses`: print every tmetric value
 //! whose truth lies outside 2 sigma or more than 5 points away.
+//!
+//! `-- --intervals`: also each run as `stat -I 250` prints it, counted again with a read
+//! every 250 ms between tmetric's turns: each interval's values estimated from the turns
+//! inside it with their bars (what `-I` prints now) against the same interval's counts
+//! scaled by time (what it printed before), both against the truth of that interval; a
+//! table per class after the others.
 
 #[path = "../tests/harness.rs"]
 mod harness;
@@ -42,7 +48,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use harness::{Measured, SimTree, measure, percent_metrics};
+use harness::{Measured, Rotation, SimTree, measure, measure_intervals, percent_metrics};
 use tmetric_catalog::Model;
 use tmetric_engine::{Bar, Select, Strategy};
 use tmetric_sim::{Machine, PmuClass, Workload};
@@ -50,6 +56,8 @@ use tmetric_sim::{Machine, PmuClass, Workload};
 /// Milliseconds of simulated time each selection is counted for, and between reads.
 const RUN_MS: u64 = 1_000;
 const READ_MS: u64 = 100;
+/// `-- --intervals`: the `-I` interval, in ms.
+const INTERVAL_MS: u64 = 250;
 /// How far a value may pass a bound of the TMA tree before it is impossible (8-bit
 /// PERF_METRICS rounding is 0.4 pp a field).
 const TOLERANCE_PP: f64 = 0.5;
@@ -242,6 +250,9 @@ struct Three {
     a: Stats,
     /// Values tmetric gave that perf did not.
     perf_missing: usize,
+    /// `--intervals`: each interval's values as estimated, and as scaled by time.
+    it: Stats,
+    is: Stats,
 }
 
 impl Three {
@@ -250,10 +261,17 @@ impl Three {
         self.p.merge(&o.p);
         self.a.merge(&o.a);
         self.perf_missing += o.perf_missing;
+        self.it.merge(&o.it);
+        self.is.merge(&o.is);
     }
 
     fn ratio(&self) -> f64 {
         100.0 * self.t.mean() / self.p.mean().max(1e-12)
+    }
+
+    /// `--intervals`: the estimate's mean interval error as a share of time scaling's.
+    fn interval_ratio(&self) -> f64 {
+        100.0 * self.it.mean() / self.is.mean().max(1e-12)
     }
 }
 
@@ -352,11 +370,44 @@ fn measure_three(
             out.a.add(a);
         }
     }
+    if INTERVALS.load(Ordering::Relaxed) {
+        add_intervals(tree, item, metrics, workload, &mut out);
+    }
     out
+}
+
+/// `--intervals`: the run again as `stat -I` prints it, into `out`'s interval stats.
+fn add_intervals(
+    tree: &SimTree,
+    item: &str,
+    metrics: &[usize],
+    workload: &Workload,
+    out: &mut Three,
+) {
+    let Some(intervals) =
+        measure_intervals(tree, item, metrics, Rotation::Own, workload, RUN_MS, INTERVAL_MS)
+    else {
+        return;
+    };
+    for interval in &intervals {
+        // What each way prints without a flag beside it (time scaling has no bar, so none).
+        let unflagged: Vec<Measured> =
+            interval.ours.iter().filter(|m| !m.flagged).cloned().collect();
+        out.it.impossible += impossible(tree.model, &unflagged);
+        out.is.impossible += impossible(tree.model, &interval.scaled);
+        for (o, s) in interval.ours.iter().zip(&interval.scaled) {
+            if given(o) && given(s) {
+                out.it.add(o);
+                out.is.add(s);
+            }
+        }
+    }
 }
 
 /// `-- --misses`: print each tmetric value whose truth is outside 2 sigma or 5 points away.
 static MISSES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `-- --intervals`: measure each run's `-I` intervals too.
+static INTERVALS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn selections(model: &'static Model, quick: bool) -> Vec<String> {
     let levels = if quick { 3 } else { 6 };
@@ -389,6 +440,7 @@ fn main() {
     let exact = args.iter().any(|a| a == "--exact");
     let detail = args.iter().any(|a| a == "--detail");
     MISSES.store(args.iter().any(|a| a == "--misses"), Ordering::Relaxed);
+    INTERVALS.store(args.iter().any(|a| a == "--intervals"), Ordering::Relaxed);
     let check = args.iter().any(|a| a == "--check");
     let seeds: u64 =
         arg(&args, "--seeds").and_then(|s| s.parse().ok()).unwrap_or(if quick { 1 } else { 3 });
@@ -573,6 +625,48 @@ fn report(results: &Results, classes: &[Class], detail: bool, seconds: f64, chec
         for ((class, machine, selection, hz), r) in results {
             stats_row(&format!("{} {machine} {selection} @ {hz}", classes[*class].name), r);
         }
+    }
+    if total.it.n > 0 {
+        println!(
+            "\n-I {INTERVAL_MS} ms intervals, per class: each interval's values estimated from its turns (tmetric) and its counts scaled by time (scaled), against the interval's truth"
+        );
+        println!(
+            "{:<34} {:>5} | {:>6} {:>6} | {:>6} {:>6} | {:>6} | {:>5} {:>5} {:>5} {:>5} | {:>4} {:>4}",
+            "class",
+            "n",
+            "tmetr",
+            "worst",
+            "scaled",
+            "worst",
+            "t/s %",
+            "bars",
+            "1sig",
+            "2sig",
+            "3sig",
+            "imp",
+            "scal"
+        );
+        let row = |first: &str, r: &Three| {
+            println!(
+                "{first:<34} {:>5} | {:>6.3} {:>6.2} | {:>6.3} {:>6.2} | {:>6.1} | {:>5} {:>5.1} {:>5.1} {:>5.1} | {:>4} {:>4}",
+                r.it.n,
+                r.it.mean(),
+                r.it.worst,
+                r.is.mean(),
+                r.is.worst,
+                r.interval_ratio(),
+                r.it.bars,
+                r.it.cover(0),
+                r.it.cover(1),
+                r.it.cover(2),
+                r.it.impossible,
+                r.is.impossible,
+            );
+        };
+        for (class, r) in &by_class {
+            row(classes[*class].name, r);
+        }
+        row("TOTAL", &total);
     }
     let missing: usize = total.perf_missing;
     println!(
