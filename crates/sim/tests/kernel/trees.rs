@@ -192,3 +192,50 @@ fn catalogue_events_resolve_and_open_alone_and_metric_pmus_exist() {
         }
     }
 }
+
+/// Every file and directory under `root`, sorted by path: each directory as `path/`, each
+/// file as `== path` followed by its text (a last line without its line end is marked).
+fn tree_text(root: &Path) -> String {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Option<String>)>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.expect("a directory entry").path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            let rel = path.strip_prefix(root).expect("under the root").display().to_string();
+            if path.is_dir() {
+                out.push((format!("{rel}/"), None));
+                walk(root, &path, out);
+            } else {
+                out.push((rel, Some(read(&path))));
+            }
+        }
+    }
+    let mut entries = Vec::new();
+    walk(root, root, &mut entries);
+    let mut text = String::new();
+    for (path, content) in entries {
+        match content {
+            None => text.push_str(&format!("{path}\n")),
+            Some(content) => {
+                text.push_str(&format!("== {path}\n{content}"));
+                if !content.ends_with('\n') {
+                    text.push_str("\n\\ no line end\n");
+                }
+            }
+        }
+    }
+    text
+}
+
+/// The tree each machine and guest writes is its snapshot, byte for byte (the snapshots were
+/// written from the machines as Rust code, before they became data files).
+#[test]
+fn every_machines_tree_is_its_snapshot() {
+    for &name in Machine::names().iter().chain(Machine::guests()) {
+        let tree = TempTree::new(name);
+        Machine::named(name).unwrap().write_sysfs(&tree.sys(), &tree.proc()).unwrap();
+        insta::assert_snapshot!(name, tree_text(tree.0.path()));
+    }
+}
