@@ -208,7 +208,8 @@ pub mod workload;
 pub use derive::{Amount, Derivation, MetricTruth};
 pub use kernel::{SimEventKind, SimKernel, SimState};
 pub use machine::{
-    ArmCore, CoreKind, Cpu, CpuId, Machine, NAMES, PmuClass, SimPmu, X86Core, cpu_list,
+    ArmCore, CoreKind, Cpu, CpuId, MACHINE_FILES, MAX_CPUS, Machine, MachineError, NAMES, PmuClass,
+    SimPmu, X86Core, cpu_list,
 };
 pub use profile::{LatencyPeriod, Profile, RETIRE_LATENCIES, Rate, Source, retire_latency_mean};
 pub use realism::{KernelSpec, Realism};

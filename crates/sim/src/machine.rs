@@ -13,8 +13,11 @@ use std::path::Path;
 
 use super::sched::{Constraint, ExtraReg};
 
-/// Which constraint table and counter rules a core PMU follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+mod file;
+pub use file::{BUILTIN as MACHINE_FILES, MAX_CPUS, MachineError};
+
+/// Which constraint table and counter rules a core PMU follows (a machine file's `core`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 pub enum CoreKind {
     /// Skylake server (`intel_skl_event_constraints`).
     Skylake,
@@ -27,9 +30,36 @@ pub enum CoreKind {
     Gracemont,
     /// AMD Zen 4 (`amd_get_event_constraints_f17h`: the 0x003 pair rule only).
     Zen4,
+    /// AMD Zen 5 (family 1Ah): the kernel's rules are Zen 4's (amd/core.c takes
+    /// `amd_get_event_constraints_f17h` from family 17h on and `amd_zen4_perfmon_event_map`
+    /// for Zen 4 and every family from 0x1a); kept apart so a machine says what it is.
+    Zen5,
     /// Arm Neoverse N2 PMUv3 (`armv8pmu_get_event_idx`).
     NeoverseN2,
 }
+
+impl CoreKind {
+    /// An AMD core: no fixed counters, the pair rule, IBS rather than PEBS.
+    pub fn is_amd(self) -> bool {
+        matches!(self, CoreKind::Zen4 | CoreKind::Zen5)
+    }
+}
+
+/// `armv8_pmuv3_perf_map` (drivers/perf/arm_pmuv3.c): `PERF_TYPE_HARDWARE` ids to PMUv3
+/// event numbers: cycles, instructions, cache references and misses (L1D), branches
+/// (BR_RETIRED), branch misses, bus cycles, stalled frontend and backend cycles.
+pub const ARMV8_PMUV3_PERF_MAP: [Option<u64>; 10] = [
+    Some(0x11),
+    Some(0x08),
+    Some(0x04),
+    Some(0x03),
+    Some(0x21),
+    Some(0x10),
+    Some(0x1d),
+    Some(0x23),
+    Some(0x24),
+    None,
+];
 
 /// How a PMU places events on counters.
 #[derive(Debug, Clone, PartialEq)]
@@ -934,7 +964,7 @@ fn icelake() -> Machine {
     pmus.push(SimPmu {
         name: "cpu".into(),
         type_: 4,
-        class: PmuClass::X86Core(super::sched::icl_core()),
+        class: PmuClass::X86Core(super::sched::icl_core(8, 4)),
         cpus: None,
         cpumask: None,
         formats: intel_formats(
@@ -1022,7 +1052,7 @@ fn skylakex(smt: bool) -> Machine {
     pmus.push(SimPmu {
         name: "cpu".into(),
         type_: 4,
-        class: PmuClass::X86Core(super::sched::skl_core(if smt { 4 } else { 8 })),
+        class: PmuClass::X86Core(super::sched::skl_core(if smt { 4 } else { 8 }, 3)),
         cpus: None,
         cpumask: None,
         formats: intel_formats(
@@ -1206,6 +1236,7 @@ fn hybrid(meteor: bool) -> Machine {
         type_: types.next(),
         class: PmuClass::X86Core(super::sched::grt_core(
             if meteor { 8 } else { 6 },
+            3,
             if meteor { 6 } else { 5 },
         )),
         cpus: Some(vec![4, 5, 6, 7]),
@@ -1327,7 +1358,7 @@ fn amdzen4() -> Machine {
     pmus.push(SimPmu {
         name: "cpu".into(),
         type_: 4,
-        class: PmuClass::X86Core(super::sched::zen4_core()),
+        class: PmuClass::X86Core(super::sched::amd_core(CoreKind::Zen4, 6)),
         cpus: None,
         cpumask: None,
         formats: pairs(&[
@@ -1556,5 +1587,24 @@ fn guest_without_pmu(host: Machine, name: &str) -> Machine {
         pmus,
         nmi_watchdog: false,
         ..host
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each machine file describes the machine the Rust code built, field for field.
+    #[test]
+    fn every_file_is_the_machine_the_code_built() {
+        for (name, text) in MACHINE_FILES {
+            let from_file = Machine::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+            let from_code = Machine::named(name).unwrap();
+            assert_eq!(from_file.pmus.len(), from_code.pmus.len(), "{name}");
+            for (a, b) in from_file.pmus.iter().zip(&from_code.pmus) {
+                assert_eq!(a, b, "{name}");
+            }
+            assert_eq!(from_file, from_code, "{name}");
+        }
     }
 }

@@ -258,7 +258,7 @@ impl Profile {
                     _ if !plain => {
                         pseudo(&[p.name.as_bytes(), &config.to_le_bytes(), &config1.to_le_bytes()])
                     }
-                    (0x003c, _) | (0x0076, CoreKind::Zen4) => cycles,
+                    (0x003c, _) | (0x0076, CoreKind::Zen4 | CoreKind::Zen5) => cycles,
                     (0x00c0 | 0x0100 | 0x01c0, _) => cycles * spec.ipc,
                     (0x0300 | 0x013c, _) => spec.ref_hz,
                     (TD_SLOTS, _) => cycles * width,

@@ -179,8 +179,22 @@ const INTEL_GENERIC: [Option<u64>; 10] = [
     Some(0x0300),
 ];
 
+/// The core PMU of `kind` with `gp` general and `fixed` fixed counters: the kind's constraint
+/// table, extra registers and generic events, and its usual pipeline width (a machine file
+/// gives its own).
+pub fn x86_core(kind: CoreKind, gp: u32, fixed_counters: u32) -> X86Core {
+    match kind {
+        CoreKind::Skylake => skl_core(gp, fixed_counters),
+        CoreKind::IceLake => icl_core(gp, fixed_counters),
+        CoreKind::GoldenCove => glc_core(gp, fixed_counters),
+        CoreKind::Gracemont => grt_core(gp, fixed_counters, 5),
+        // NeoverseN2 is refused as an x86 core where machine files are read.
+        CoreKind::Zen4 | CoreKind::Zen5 | CoreKind::NeoverseN2 => amd_core(kind, gp),
+    }
+}
+
 /// `intel_skl_event_constraints`, `intel_skl_extra_regs`; AnyThread kept (perfmon v4).
-pub fn skl_core(gp: u32) -> X86Core {
+pub fn skl_core(gp: u32, fixed_counters: u32) -> X86Core {
     let table = [
         fixed(0x00c0, 0),
         fixed(0x003c, 1),
@@ -195,9 +209,9 @@ pub fn skl_core(gp: u32) -> X86Core {
     X86Core {
         kind: CoreKind::Skylake,
         gp,
-        fixed: 3,
+        fixed: fixed_counters,
         topdown_events: 0,
-        constraints: finalize(&table, gp, 3, false),
+        constraints: finalize(&table, gp, fixed_counters, false),
         extra_regs: vec![
             er(0x01b7, ExtraRegKind::Rsp, 0x3f_ffff_8fff),
             er(0x01bb, ExtraRegKind::Rsp, 0x3f_ffff_8fff),
@@ -210,8 +224,10 @@ pub fn skl_core(gp: u32) -> X86Core {
     }
 }
 
-/// `intel_icl_event_constraints`, `intel_icl_extra_regs`, 4 topdown metrics.
-pub fn icl_core() -> X86Core {
+/// `intel_icl_event_constraints`, `intel_icl_extra_regs`, 4 topdown metrics (none without the
+/// slots fixed counter, as for Golden Cove).
+pub fn icl_core(gp: u32, fixed_counters: u32) -> X86Core {
+    let slots_counter = fixed_counters > 3;
     let table = [
         fixed(0x00c0, 0),
         fixed(0x01c0, 0),
@@ -240,10 +256,10 @@ pub fn icl_core() -> X86Core {
     ];
     X86Core {
         kind: CoreKind::IceLake,
-        gp: 8,
-        fixed: 4,
-        topdown_events: 4,
-        constraints: finalize(&table, 8, 4, true),
+        gp,
+        fixed: fixed_counters,
+        topdown_events: if slots_counter { 4 } else { 0 },
+        constraints: finalize(&table, gp, fixed_counters, slots_counter),
         extra_regs: vec![
             er(0x01b7, ExtraRegKind::Rsp, 0x3f_ffff_bfff),
             er(0x01bb, ExtraRegKind::Rsp, 0x3f_ffff_bfff),
@@ -314,14 +330,14 @@ pub fn glc_core(gp: u32, fixed_counters: u32) -> X86Core {
 /// `intel_grt_event_constraints`, `intel_grt_extra_regs`: the hybrid `cpu_atom` PMUs (3
 /// fixed counters, no PERF_METRICS; topdown events are ordinary GP events there). `width` is
 /// the allocation width the vendor metrics use (5 on Gracemont, 6 on Crestmont).
-pub fn grt_core(gp: u32, width: u64) -> X86Core {
+pub fn grt_core(gp: u32, fixed_counters: u32, width: u64) -> X86Core {
     let table = [fixed(0x00c0, 0), fixed(0x003c, 1), fixed(0x0300, 2), fixed(0x013c, 2)];
     X86Core {
         kind: CoreKind::Gracemont,
         gp,
-        fixed: 3,
+        fixed: fixed_counters,
         topdown_events: 0,
-        constraints: finalize(&table, gp, 3, false),
+        constraints: finalize(&table, gp, fixed_counters, false),
         extra_regs: vec![
             er(0x01b7, ExtraRegKind::Rsp, 0x3f_ffff_ffff),
             er(0x02b7, ExtraRegKind::Rsp, 0x3f_ffff_ffff),
@@ -333,11 +349,13 @@ pub fn grt_core(gp: u32, width: u64) -> X86Core {
     }
 }
 
-/// AMD Zen 4: 6 GP counters, no fixed ones, the pair rule for event 0x003.
-pub fn zen4_core() -> X86Core {
+/// AMD family 17h and later (Zen 4, Zen 5): `gp` counters (6, or PerfMonV2's count), no fixed
+/// ones, the pair rule for event 0x003 (`amd_get_event_constraints_f17h`) and
+/// `amd_zen4_perfmon_event_map`, which amd/core.c uses for Zen 4 and every family from 0x1a.
+pub fn amd_core(kind: CoreKind, gp: u32) -> X86Core {
     X86Core {
-        kind: CoreKind::Zen4,
-        gp: 6,
+        kind,
+        gp,
         fixed: 0,
         topdown_events: 0,
         constraints: Vec::new(),
@@ -374,7 +392,7 @@ impl X86Core {
     /// The constraint `x86_get_event_constraints` returns for `config` (already masked to
     /// what the kernel keeps): the first matching table entry, else every GP counter.
     pub fn constraint(&self, config: u64) -> Constraint {
-        if self.kind == CoreKind::Zen4 {
+        if self.kind.is_amd() {
             // amd_get_event_constraints_f17h: 0x003 needs an even counter and the odd one
             // after it; its weight is half the counters.
             if config & 0xf_0000_00ff == 0x03 {

@@ -281,7 +281,7 @@ fn init_x86(
 ) -> Result<Init, Errno> {
     let pmu = &machine.pmus[pmu_index];
     x86_precise(pmu, attr)?;
-    let amd = core.kind == CoreKind::Zen4;
+    let amd = core.kind.is_amd();
     let mut kept = if amd { config & AMD_RAW_EVENT_MASK } else { config & RAW_EVENT_MASK };
     if !amd {
         if core.any_bit && config & EVENTSEL_ANY != 0 {

@@ -2,7 +2,7 @@
 //! its samples carry, and the sample and lost records written as simulated time passes.
 
 use super::{Home, Init, MISC_USER, State};
-use crate::machine::{CoreKind, PmuClass};
+use crate::machine::PmuClass;
 use tmetric_runtime::ring;
 use tmetric_runtime::sys::Attr;
 
@@ -14,7 +14,7 @@ impl State {
     pub(super) fn latencies(&self, init: &Init, attr: &Attr) -> Vec<u16> {
         let core = match init.home {
             Home::Hw(p) => match &self.machine.pmus[p].class {
-                PmuClass::X86Core(core) if core.kind != CoreKind::Zen4 => {
+                PmuClass::X86Core(core) if !core.kind.is_amd() => {
                     Some((core, self.machine.pmus[p].name.as_str()))
                 }
                 _ => None,
