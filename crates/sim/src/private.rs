@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use tmetric_runtime::Sysfs;
 use tmetric_runtime::sys::out_of_descriptors;
 
-use crate::{Machine, SimKernel, Workload, WorkloadError};
+use crate::{Machine, MachineError, SimKernel, Workload, WorkloadError};
 
 /// Why the simulated machine cannot be set up; its `Display` says what to do.
 #[derive(Debug)]
@@ -45,6 +45,8 @@ pub enum SetupError {
     },
     /// `--pmu-sim-workload` cannot be loaded.
     Workload(WorkloadError),
+    /// `--pmu-sim`'s machine file cannot be loaded.
+    Machine(MachineError),
 }
 
 /// An I/O error's text, or the remedy when descriptors ran out.
@@ -61,7 +63,7 @@ impl std::fmt::Display for SetupError {
         match self {
             SetupError::NoMachine(name) => write!(
                 f,
-                "no simulated PMU `{name}`; the simulated machines are {}, and the guests without a virtual PMU {}",
+                "no simulated PMU `{name}`; the simulated machines are {}, and the guests without a virtual PMU {}; or give a machine file (`FILE.json`, as in crates/sim/machines/)",
                 Machine::names().join(", "),
                 Machine::guests().join(", ")
             ),
@@ -79,6 +81,7 @@ impl std::fmt::Display for SetupError {
             ),
             SetupError::List { dir, .. } => write!(f, "cannot list {}", dir.display()),
             SetupError::Workload(_) => f.write_str("--pmu-sim-workload"),
+            SetupError::Machine(_) => f.write_str("--pmu-sim"),
         }
     }
 }
@@ -88,6 +91,7 @@ impl std::error::Error for SetupError {
         match self {
             SetupError::List { source, .. } => Some(source),
             SetupError::Workload(e) => Some(e),
+            SetupError::Machine(e) => Some(e),
             _ => None,
         }
     }
@@ -113,10 +117,20 @@ impl PrivateTree {
     pub fn create(base: &Path, name: &str, warn: fn(&str)) -> Result<PrivateTree, SetupError> {
         use std::os::unix::fs::PermissionsExt;
         let signals = tmetric_runtime::signal::catch_stop_signals_early().ok();
+        // `name` may be a machine file's path: only its last part, in plain characters, names
+        // the directory, which must stay a child of `base`.
+        let tag: String = Path::new(name)
+            .file_stem()
+            .map(|s| s.to_string_lossy())
+            .unwrap_or_default()
+            .chars()
+            .take(32)
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+            .collect();
         // mkdir(2) with mode 0700 creates it private from the first instant (tempfile's
         // default would be 0777 less the umask).
         let dir = tempfile::Builder::new()
-            .prefix(&format!("tmetric-pmu-sim-{name}-"))
+            .prefix(&format!("tmetric-pmu-sim-{tag}-"))
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(base)
             .map_err(|source| SetupError::TempDir { base: base.to_path_buf(), source })?;
@@ -223,12 +237,16 @@ pub fn private_tree(
     Ok(dir)
 }
 
-/// The simulated machine `name`, or the error that lists the machines there are.
+/// The simulated machine `name` (a built-in name or a machine file), or the error that lists
+/// the machines there are or says what is wrong with the file.
 pub fn machine(name: &str) -> Result<Machine, SetupError> {
-    Machine::named(name).ok_or_else(|| SetupError::NoMachine(name.to_string()))
+    match Machine::load(name) {
+        Some(loaded) => loaded.map_err(SetupError::Machine),
+        None => Err(SetupError::NoMachine(name.to_string())),
+    }
 }
 
-/// Writes the simulated PMU `name`'s tree into a private directory and makes its kernel,
+/// Writes the simulated PMU `name`'s (a built-in name or a machine file) tree into a private directory and makes its kernel,
 /// running `workload` (a built-in name or a file; the default workload without one); `warn`
 /// says on drop when the directory cannot be removed.
 pub fn simulated(
