@@ -20,6 +20,7 @@ const TREE_GROUPS: &[(&str, &[&str])] = &[
     ("alderlake", &["TopdownL1", "TopdownL2", "TopdownL3", "TopdownL4", "TopdownL5", "TopdownL6"]),
     ("meteorlake", &["TopdownL1", "TopdownL2", "TopdownL3", "TopdownL4", "TopdownL5", "TopdownL6"]),
     ("amdzen4", &["PipelineL1", "PipelineL2"]),
+    ("amdzen5", &["PipelineL1", "PipelineL2"]),
     ("neoverse-n2", &["TopdownL1"]),
 ];
 
@@ -42,6 +43,7 @@ fn every_tree_level_on_every_simulated_machine_is_in_range_and_true() {
         ("alderlake", "TopdownL5"),
         ("meteorlake", "TopdownL6"),
         ("amdzen4", "PipelineL2"),
+        ("amdzen5", "PipelineL1"),
         ("neoverse-n2", "TopdownL1"),
     ];
     let sweep = std::env::var_os("TMETRIC_SIM_SWEEP").is_some();

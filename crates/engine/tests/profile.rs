@@ -129,6 +129,7 @@ fn tree_metrics_evaluate_to_the_derived_truth_on_every_machine() {
         ("skylakex", "TopdownL3"),
         ("skylakex-nosmt", "TopdownL1"),
         ("amdzen4", "PipelineL2"),
+        ("amdzen5", "PipelineL2"),
         ("neoverse-n2", "TopdownL1"),
     ];
     for (name, group_name) in machines {
@@ -166,6 +167,7 @@ fn level_one_sums_to_all_slots_and_equals_the_workload_on_every_machine() {
         ("skylakex", "TopdownL1", 1.0),
         ("skylakex-nosmt", "TopdownL1", 1.0),
         ("amdzen4", "PipelineL1", 1.0),
+        ("amdzen5", "PipelineL1", 1.0),
         ("neoverse-n2", "TopdownL1", 100.0),
     ];
     // The default workload's level 1, in percent.

@@ -267,6 +267,7 @@ pub const NAMES: &[&str] = &[
     "alderlake",
     "meteorlake",
     "amdzen4",
+    "amdzen5",
     "neoverse-n2",
 ];
 

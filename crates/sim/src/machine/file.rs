@@ -71,6 +71,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("alderlake", include_str!("../../machines/alderlake.json")),
     ("meteorlake", include_str!("../../machines/meteorlake.json")),
     ("amdzen4", include_str!("../../machines/amdzen4.json")),
+    ("amdzen5", include_str!("../../machines/amdzen5.json")),
     ("neoverse-n2", include_str!("../../machines/neoverse-n2.json")),
     ("emeraldrapids-guest", include_str!("../../machines/emeraldrapids-guest.json")),
     ("amdzen4-guest", include_str!("../../machines/amdzen4-guest.json")),
