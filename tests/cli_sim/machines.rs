@@ -1,5 +1,6 @@
-//! Which simulated machine and workload run: unknown machines named, a hybrid's two core types
-//! counted (and one of them alone with `-C`), `--pmu-sim-workload` built in or from a file.
+//! Which simulated machine and workload run: unknown machines named, a machine file counted on
+//! and a bad one named, a hybrid's two core types counted (and one of them alone with `-C`),
+//! `--pmu-sim-workload` built in or from a file.
 
 use crate::support::{stderr, tmetric};
 
@@ -34,6 +35,52 @@ fn unknown_simulated_machines_are_named() {
     assert!(
         text.contains("no simulated PMU `pentium`") && text.contains("sapphirerapids"),
         "{text}"
+    );
+}
+
+/// `--pmu-sim FILE.json` counts on the machine a user's file describes (here Zen 5's file
+/// under another name): PipelineL1 is the default workload's level 1.
+#[test]
+fn a_machine_file_is_counted_on() {
+    let temp = tempfile::tempdir().unwrap();
+    let path = temp.path().join("my-zen5.json");
+    let (_, text) = tmetric_sim::MACHINE_FILES.iter().find(|(n, _)| *n == "amdzen5").unwrap();
+    std::fs::write(&path, text.replace("\"name\": \"amdzen5\"", "\"name\": \"my-zen5\"")).unwrap();
+    let path = path.display().to_string();
+    let out = tmetric(&["--pmu-sim", &path, "-M", "PipelineL1", "-a", "-j", "sleep", "0.1"]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let printed = json_metrics(&text);
+    // The default workload's level 1 in percent of dispatch slots.
+    for (metric, want) in [
+        ("frontend_bound", 20.0),
+        ("bad_speculation", 10.0),
+        ("backend_bound", 30.0),
+        ("retiring", 40.0),
+    ] {
+        let value = printed.iter().find(|(m, _)| m == metric).map(|(_, v)| *v);
+        assert!(value.is_some_and(|v| (v - want).abs() < 0.05), "{metric}: {value:?} in {text}");
+    }
+}
+
+/// A machine file the simulator cannot take is an error naming the file, line and column
+/// and what was expected; nothing is counted.
+#[test]
+fn a_bad_machine_file_is_named_with_its_line() {
+    let temp = tempfile::tempdir().unwrap();
+    let path = temp.path().join("zen6.json");
+    let (_, text) = tmetric_sim::MACHINE_FILES.iter().find(|(n, _)| *n == "amdzen5").unwrap();
+    let text = text.replace("\"Zen5\"", "\"Zen6\"");
+    std::fs::write(&path, &text).unwrap();
+    let line = text.lines().position(|l| l.contains("Zen6")).unwrap() + 1;
+    let path = path.display().to_string();
+    let out = tmetric(&["--pmu-sim", &path, "-M", "PipelineL1", "-a", "sleep", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("--pmu-sim: {path}:{line}:"))
+            && err.contains("unknown variant `Zen6`, expected one of `Skylake`"),
+        "{err}"
     );
 }
 

@@ -312,7 +312,31 @@ impl Machine {
                 ))));
             }
         };
-        Some(Machine::parse(&text, name_or_path))
+        Some(
+            Machine::parse(&text, name_or_path).and_then(|m| m.check_catalogue_model(name_or_path)),
+        )
+    }
+
+    /// The simulator derives its counts from `catalogue_model`'s formulas and tmetric
+    /// evaluates those of the model perf's mapfile picks for the cpuid: a file where the two
+    /// differ would print wrong numbers without a word. (The built-in machines are checked by
+    /// the tests, under every vintage that has their model.)
+    fn check_catalogue_model(self, origin: &str) -> Result<Machine, MachineError> {
+        let cpuid = self.cpuid();
+        let picked = tmetric_catalog::model_for_cpuid(&cpuid);
+        match picked {
+            Some(model) if model.name.eq_ignore_ascii_case(&self.catalogue_model) => Ok(self),
+            Some(model) => Err(MachineError(format!(
+                "{origin}: `catalogue_model` is `{}`, but perf's mapfile picks {} for the cpuid `{cpuid}`; give `\"catalogue_model\": \"{}\"` or the cpuid of a {} machine",
+                self.catalogue_model,
+                model.path(),
+                model.name,
+                self.catalogue_model
+            ))),
+            None => Err(MachineError(format!(
+                "{origin}: no model of the catalogue matches the cpuid `{cpuid}` (this perf vintage's mapfile has no row for it); give the `cpuid` of a machine the catalogue has (a vendor, family and model a row of perf's mapfile.csv matches; `tmetric list models` lists the models)"
+            ))),
+        }
     }
 
     /// The guests without a virtual PMU [`Machine::named`] knows ([`GUESTS`]).

@@ -637,11 +637,14 @@ impl Machine {
         let file: File = serde_json::from_str(text).map_err(|e| {
             let what = e.to_string();
             let what = what.split(" at line ").next().unwrap_or(&what).to_string();
-            MachineError(format!(
-                "{origin}:{}:{}: {what}; a simulated machine is a JSON object (see `tmetric_sim::machine::file` or crates/sim/machines/)",
-                e.line(),
-                e.column()
-            ))
+            // A value the checks refuse is placed where its object ends, and its message
+            // names the PMU and the field; a file that is not such an object gets the hint.
+            let hint = if e.is_data() {
+                ""
+            } else {
+                "; a simulated machine is a JSON object (the built-in ones are in crates/sim/machines/, the format in crates/sim/src/machine/file.rs)"
+            };
+            MachineError(format!("{origin}:{}:{}: {what}{hint}", e.line(), e.column()))
         })?;
         let bad = |key: &str, what: String| {
             let at = line_of(text, key).map_or_else(String::new, |l| format!(":{l}"));
