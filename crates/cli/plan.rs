@@ -35,8 +35,9 @@ pub struct PlanArgs {
     #[arg(long, value_name = "DIR")]
     sysfs: Option<PathBuf>,
     /// Plan for a simulated machine (sapphirerapids, icelake, skylakex, skylakex-nosmt,
-    /// alderlake, meteorlake, amdzen4, neoverse-n2), as `tmetric stat --pmu-sim MODEL` plans.
-    #[arg(long, value_name = "MODEL", conflicts_with_all = ["model", "cpuid", "sysfs"])]
+    /// alderlake, meteorlake, amdzen4, amdzen5, neoverse-n2) or a machine file (JSON), as
+    /// `tmetric stat --pmu-sim MODEL` plans.
+    #[arg(long, value_name = "MODEL|FILE", conflicts_with_all = ["model", "cpuid", "sysfs"])]
     pmu_sim: Option<String>,
     /// The procfs root that goes with --sysfs (cpuinfo, nmi_watchdog).
     #[arg(long, value_name = "DIR", requires = "sysfs")]

@@ -115,8 +115,9 @@ pub struct ServeArgs {
     /// server (for node_exporter's textfile collector, cron or a pipe).
     #[arg(long)]
     pub once: bool,
-    /// Count on a simulated PMU (as `stat --pmu-sim`): hardware metrics on any machine.
-    #[arg(long, value_name = "MODEL")]
+    /// Count on a simulated PMU or a machine file (as `stat --pmu-sim`): hardware metrics on
+    /// any machine.
+    #[arg(long, value_name = "MODEL|FILE")]
     pub pmu_sim: Option<String>,
     /// With --pmu-sim: the simulated workload (a built-in name or a JSON file).
     #[arg(long, value_name = "NAME|FILE", requires = "pmu_sim")]

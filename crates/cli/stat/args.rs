@@ -48,9 +48,10 @@ pub struct StatArgs {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Count on a simulated PMU instead of this machine's (sapphirerapids, icelake,
-    /// skylakex, skylakex-nosmt, alderlake, meteorlake, amdzen4, neoverse-n2); every output
-    /// then says it is simulated.
-    #[arg(long, value_name = "MODEL")]
+    /// skylakex, skylakex-nosmt, alderlake, meteorlake, amdzen4, amdzen5, neoverse-n2), or on
+    /// the machine a JSON file describes (as in `crates/sim/machines/`); every output then
+    /// says it is simulated.
+    #[arg(long, value_name = "MODEL|FILE")]
     pub pmu_sim: Option<String>,
     /// With --pmu-sim: what the simulated machine runs, a built-in workload (`default`,
     /// `phased`, `memory-bound`) or a workload JSON file (its TMA tree and other metrics'

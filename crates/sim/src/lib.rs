@@ -1,11 +1,15 @@
 //! A simulated kernel and fake sysfs trees for PMUs this VM does not have: Sapphire Rapids,
 //! Ice Lake (client), Skylake server with and without SMT, the Alder Lake and Meteor Lake
-//! hybrids, AMD Zen 4 and Arm Neoverse N2.
+//! hybrids, AMD Zen 4 and Zen 5 and Arm Neoverse N2, or any machine a file describes.
 //!
-//! * [`Machine`]: a built-in machine description ([`Machine::named`], [`Machine::names`]):
-//!   CPUs and topology, the cpuid string perf computes, PMUs with their sysfs files and
-//!   counter models, the NMI watchdog. [`Machine::write_sysfs`] writes the tree
-//!   [`tmetric_runtime::Sysfs`] and [`tmetric_runtime::sysfs::host_cpuid`] read.
+//! * [`Machine`]: a machine description, data beside the workloads: the built-in ones are
+//!   `machines/*.json` ([`Machine::named`], [`Machine::names`], [`MACHINE_FILES`]), a user's
+//!   is a file in the same format ([`Machine::load`], [`Machine::parse`], errors naming the
+//!   file, line and what was expected): CPUs and topology, the cpuid, each PMU's counter
+//!   counts, sysfs files and CPU masks, the NMI watchdog. What the kernel does with them (each
+//!   core kind's constraint table, the configs msr, RAPL and cstate take, type numbers) stays
+//!   in Rust. [`Machine::write_sysfs`] writes the tree [`tmetric_runtime::Sysfs`] and
+//!   [`tmetric_runtime::sysfs::host_cpuid`] read.
 //! * [`SimKernel`]: [`tmetric_runtime::Syscalls`] over a machine, refusing what Linux 6.12 refuses
 //!   (group validation on an empty PMU, counter masks from the kernel's constraint tables,
 //!   the topdown rules, hybrid CPU lists, mixed PMUs) and scheduling groups the kernel's way
@@ -61,7 +65,7 @@
 //!
 //! The four rules below are each tested in `tests/kernel.rs` (the test named after the rule)
 //! to refuse what 6.12 refuses (paths under /usr/src/linux-source-6.12/, lines of 6.12):
-//! * AMD Zen 4 paired events (`pair_events_take_two_counters_on_zen4`): event code 0x003 (retired
+//! * AMD Zen 4 and Zen 5 paired events (`pair_events_take_two_counters_on_zen4`): event code 0x003 (retired
 //!   SSE/AVX FLOPs) is a pair event on family 17h and later (arch/x86/events/amd/core.c:351
 //!   `amd_is_pair_event_code`, :379 `PERF_X86_EVENT_PAIR`); its `pair_constraint` allows
 //!   only even counters and has half the counters' weight (:1475), and scheduling takes the
@@ -154,6 +158,7 @@
 //! | `skylakex` / `skylakex-nosmt` | 4 cores x 2 threads / 4 cores | `cpu`: 4 / 8 GP, 3 fixed, `any` | `msr`, `power`, `cstate_*`, `uncore_{imc,cha,iio,m2m,upi}_{0,1}` |
 //! | `alderlake` / `meteorlake` | P 0-3 (2 x 2), E 4-7 | `cpu_core` (type 4): 8 GP, 4 fixed, 8 metrics; `cpu_atom` (type 10): 6 / 8 GP, 3 fixed | `msr`, `power`, `cstate_*`, `uncore_imc_free_running_{0,1}`, `uncore_arb`, `uncore_clock` (+ `uncore_imc_{0,1}` ADL, `uncore_hac_arb` MTL) |
 //! | `amdzen4` | 4 cores x 2 threads | `cpu`: 6 GP | `msr`, `power`, `amd_l3`, `amd_df`, `amd_umc_0` |
+//! | `amdzen5` (family 1Ah, 0x44) | 4 cores x 2 threads | `cpu`: 6 GP (Zen 4's rules, amd/core.c) | `msr`, `power`, `amd_l3`, `amd_df`, `amd_umc_0` |
 //! | `neoverse-n2` (r0p3) | 8 | `armv8_pmuv3_0`: 6 + cycle counter, `caps/slots` 5 | none |
 //!
 //! The NMI watchdog is on by default on the x86 machines and off on the arm64 one
