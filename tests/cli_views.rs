@@ -128,8 +128,21 @@ fn plan_defaults_to_this_machine_and_names_the_simulated_machine_that_can_count(
                 // No PMU (this VM): never "no hardware counters needed".
                 assert!(!text.contains("no hardware counters needed"), "{text}");
                 assert!(text.contains("cannot be counted here: needs "), "{text}");
+                // The simulated machine of this machine's own model when there is one (a Zen 5
+                // host: amdzen5), else the first that defines the group.
+                let sim = tmetric_sim::Machine::names()
+                    .iter()
+                    .copied()
+                    .find(|n| {
+                        tmetric_sim::Machine::named(n)
+                            .is_some_and(|m| m.catalogue_model == host.name)
+                    })
+                    .unwrap_or("amdzen4");
+                let model = tmetric_sim::Machine::named(sim).unwrap().catalogue_model;
                 assert!(
-                    text.contains("a simulated x86/amdzen4 can: `tmetric plan -M PipelineL1 --pmu-sim amdzen4`"),
+                    text.contains(&format!(
+                        "a simulated x86/{model} can: `tmetric plan -M PipelineL1 --pmu-sim {sim}`"
+                    )),
                     "{text}"
                 );
             }
