@@ -562,55 +562,55 @@ pub const MAX_LINE: usize = 1 << 20;
 pub fn analyze<R: Read>(input: R, opts: Options, source: &str) -> Result<Report, LatencyError> {
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, input);
     let mut analyzer = Analyzer::new(opts, source);
-    let mut line = Vec::with_capacity(256);
-    loop {
-        line.clear();
-        if !read_line(&mut reader, &mut line).map_err(|err| match err {
-            LineRead::Io(source) => {
-                LatencyError::Read { path: analyzer.source.clone(), line: analyzer.lines, source }
-            }
-            LineRead::TooLong => LatencyError::LineTooLong {
-                path: analyzer.source.clone(),
-                line: analyzer.lines + 1,
-                limit: MAX_LINE,
-            },
-        })? {
-            break;
-        }
-        analyzer.feed_line(&line);
-    }
-    Ok(analyzer.finish())
-}
-
-enum LineRead {
-    Io(io::Error),
-    TooLong,
-}
-
-/// Reads one line, with its newline, into `line`; `false` at the end of the input.
-fn read_line<R: BufRead>(reader: &mut R, line: &mut Vec<u8>) -> Result<bool, LineRead> {
+    // Whole lines are read where they lie in the buffer; only a line the buffer's end cuts
+    // is put together here.
+    let mut partial: Vec<u8> = Vec::new();
+    let too_long = |analyzer: &Analyzer| LatencyError::LineTooLong {
+        path: analyzer.source.clone(),
+        line: analyzer.lines + 1,
+        limit: MAX_LINE,
+    };
     loop {
         let available = match reader.fill_buf() {
             Ok(bytes) => bytes,
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(LineRead::Io(err)),
+            Err(source) => {
+                return Err(LatencyError::Read {
+                    path: analyzer.source.clone(),
+                    line: analyzer.lines,
+                    source,
+                });
+            }
         };
         if available.is_empty() {
-            return Ok(!line.is_empty());
+            break;
         }
-        let (take, found) = match memchr::memchr(b'\n', available) {
-            Some(at) => (at + 1, true),
-            None => (available.len(), false),
-        };
-        if line.len() + take > MAX_LINE + 1 {
-            return Err(LineRead::TooLong);
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', available) {
+            // With its newline, a line may be one byte longer than `MAX_LINE`.
+            if partial.len() + end + 1 - start > MAX_LINE + 1 {
+                return Err(too_long(&analyzer));
+            }
+            if partial.is_empty() {
+                analyzer.feed_line(&available[start..=end]);
+            } else {
+                partial.extend_from_slice(&available[start..=end]);
+                analyzer.feed_line(&partial);
+                partial.clear();
+            }
+            start = end + 1;
         }
-        line.extend_from_slice(&available[..take]);
-        reader.consume(take);
-        if found {
-            return Ok(true);
+        if partial.len() + available.len() - start > MAX_LINE + 1 {
+            return Err(too_long(&analyzer));
         }
+        partial.extend_from_slice(&available[start..]);
+        let read = available.len();
+        reader.consume(read);
     }
+    if !partial.is_empty() {
+        analyzer.feed_line(&partial);
+    }
+    Ok(analyzer.finish())
 }
 
 /// Opens and analyses a trace file; `-` reads standard input.
