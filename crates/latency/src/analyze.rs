@@ -276,6 +276,13 @@ pub struct Analyzer {
     group_ids: FastMap<Box<[u8]>, u32>,
     groups: Vec<Group>,
     key: Vec<u8>,
+    /// The last few (event, group values as printed) and their group, tried before the
+    /// values are parsed and hashed: a trace repeats a handful of groups in every line.
+    recent: Recent<PrintedGroup, u32>,
+    /// The last few event names and their index, tried before `event_ids`.
+    recent_events: Recent<Box<[u8]>, Option<u32>>,
+    /// The value field's name, then the group-by fields' names.
+    names: Vec<Box<[u8]>>,
     /// Per line: the value field then each group-by field, as payload byte ranges.
     slots: Vec<Option<(usize, usize)>>,
     lines: u64,
@@ -293,6 +300,10 @@ impl Analyzer {
     /// Starts an empty analysis; `source` names the input in the report.
     pub fn new(opts: Options, source: &str) -> Analyzer {
         let fields = 1 + opts.group_by.len();
+        let names = std::iter::once(&opts.value_field)
+            .chain(&opts.group_by)
+            .map(|name| name.as_bytes().into())
+            .collect();
         Analyzer {
             opts,
             source: source.to_owned(),
@@ -301,6 +312,9 @@ impl Analyzer {
             group_ids: FastMap::default(),
             groups: Vec::new(),
             key: Vec::with_capacity(64),
+            recent: Recent::default(),
+            recent_events: Recent::default(),
+            names,
             slots: vec![None; fields],
             lines: 0,
             other_events: 0,
@@ -326,7 +340,11 @@ impl Analyzer {
     }
 
     fn event_id(&mut self, name: &[u8]) -> Option<u32> {
+        if let Some(id) = self.recent_events.get(|known| **known == *name) {
+            return id;
+        }
         if let Some(&id) = self.event_ids.get(name) {
+            self.recent_events.put(|| name.into(), id);
             return id;
         }
         let text = String::from_utf8_lossy(name);
@@ -395,6 +413,17 @@ impl Analyzer {
             }
             return;
         }
+        // The values as printed first: a group's spellings are few, and parsing is not needed
+        // to find them again.
+        let slots = &self.slots;
+        let printed_as = |(known_event, values): &PrintedGroup| {
+            *known_event == event
+                && values.iter().enumerate().all(|(i, v)| **v == *field(slots, payload, i + 1))
+        };
+        if let Some(group) = self.recent.get(printed_as) {
+            self.groups[group as usize].samples.push(value);
+            return;
+        }
         let mut key = std::mem::take(&mut self.key);
         key.clear();
         key.extend_from_slice(&event.to_le_bytes());
@@ -412,6 +441,10 @@ impl Analyzer {
                 self.groups.len() - 1
             }
         };
+        let slots = &self.slots;
+        let printed =
+            || (event, (1..slots.len()).map(|idx| field(slots, payload, idx).into()).collect());
+        self.recent.put(printed, group as u32);
         self.groups[group].samples.push(value);
         self.key = key;
     }
@@ -421,15 +454,10 @@ impl Analyzer {
         self.slots.fill(None);
         let mut missing = self.slots.len();
         let slots = &mut self.slots;
-        let value_field = self.opts.value_field.as_bytes();
-        let group_by = &self.opts.group_by;
+        let names = &self.names;
         let base = payload.as_ptr().addr();
         parse::for_each_field(payload, |key, value| {
-            let idx = if key == value_field {
-                Some(0)
-            } else {
-                group_by.iter().position(|name| name.as_bytes() == key).map(|idx| idx + 1)
-            };
+            let idx = names.iter().position(|name| **name == *key);
             // The first occurrence of a field wins, like a `key:value` lookup would.
             if let Some(idx) = idx
                 && slots[idx].is_none()
@@ -621,6 +649,62 @@ pub fn analyze_path(path: &str, opts: Options) -> Result<Report, LatencyError> {
     let file = std::fs::File::open(path)
         .map_err(|source| LatencyError::Open { path: path.to_owned(), source })?;
     analyze(file, opts, path)
+}
+
+/// An event index and its group values as printed.
+type PrintedGroup = (u32, Vec<Box<[u8]>>);
+
+/// The last [`Recent::SIZE`] keys looked up and what they gave, compared byte for byte: a
+/// trace names a handful of events and groups over and over, and comparing a few short keys
+/// costs less than parsing and hashing one. Bounded in memory; a trace of many keys, where
+/// most lookups would miss, stops it after [`Recent::TRIAL`] lookups.
+struct Recent<K, V> {
+    entries: Vec<(K, V)>,
+    /// The entry the next new key replaces, once the cache is full.
+    next: usize,
+    hits: u64,
+    misses: u64,
+}
+
+impl<K, V> Default for Recent<K, V> {
+    fn default() -> Self {
+        Recent { entries: Vec::new(), next: 0, hits: 0, misses: 0 }
+    }
+}
+
+impl<K, V: Copy> Recent<K, V> {
+    const SIZE: usize = 8;
+    const TRIAL: u64 = 1024;
+
+    fn in_use(&self) -> bool {
+        self.misses < Self::TRIAL || self.hits >= self.misses
+    }
+
+    /// The value of the first key `is` accepts.
+    fn get(&mut self, is: impl Fn(&K) -> bool) -> Option<V> {
+        if !self.in_use() {
+            return None;
+        }
+        let found = self.entries.iter().find(|(k, _)| is(k)).map(|&(_, v)| v);
+        match found {
+            Some(_) => self.hits += 1,
+            None => self.misses += 1,
+        }
+        found
+    }
+
+    /// Keeps `key` (made only when the cache is in use).
+    fn put(&mut self, key: impl FnOnce() -> K, value: V) {
+        if !self.in_use() {
+            return;
+        }
+        if self.entries.len() < Self::SIZE {
+            self.entries.push((key(), value));
+        } else {
+            self.entries[self.next] = (key(), value);
+            self.next = (self.next + 1) % Self::SIZE;
+        }
+    }
 }
 
 /// A small multiplicative hasher (the FxHash scheme): the keys are short byte strings made from
