@@ -395,6 +395,7 @@ impl Analyzer {
             }
         };
         if self.opts.detect_noise
+            && parse::may_be_near(value, event_line.timestamp, NOISE_TOLERANCE_NS)
             && let Some(timestamp) = parse::timestamp_ns(event_line.timestamp)
             && value.abs_diff(timestamp) <= NOISE_TOLERANCE_NS
         {

@@ -201,6 +201,19 @@ fn parse_hex(digits: &[u8]) -> Result<u64, NumberError> {
     Ok(value)
 }
 
+/// Whether `value` may be within `tolerance` ns of `timestamp` ([`timestamp_ns`]), judged on
+/// its seconds alone: the fraction only adds to them, so a value below the whole seconds by
+/// more than the tolerance is not near, and most values (latencies of a few hundred ns) are
+/// told apart without reading the fraction. `true` leaves the answer to the full comparison.
+pub(crate) fn may_be_near(value: u64, timestamp: &[u8], tolerance: u64) -> bool {
+    let Some(dot) = find_byte(b'.', timestamp) else { return false };
+    let Ok(seconds) = parse_decimal(&timestamp[..dot]) else { return false };
+    match seconds.checked_mul(1_000_000_000) {
+        Some(floor) => value.saturating_add(tolerance) >= floor,
+        None => false,
+    }
+}
+
 /// Converts a `SECS.FRACTION` timestamp to nanoseconds; `None` for a bare counter (no dot: the
 /// `x86-tsc`, `counter` and `uptime` trace clocks, whose unit is not nanoseconds) or on overflow.
 /// Fraction digits past the ninth are dropped, which truncates toward zero like the kernel does
