@@ -506,15 +506,14 @@ impl Analyzer {
         }
     }
 
-    /// Sorts every group's samples and computes the report.
+    /// Computes every group's statistics and the report.
     pub fn finish(self) -> Report {
         let mut rows: Vec<LatencyRow> = Vec::with_capacity(self.groups.len());
         let mut samples = 0;
         for mut group in self.groups {
-            group.samples.sort_unstable();
             samples += group.samples.len() as u64;
-            let stats = Stats::from_sorted(&group.samples)
-                .expect("a group is created with its first sample");
+            let stats =
+                Stats::of(&mut group.samples).expect("a group is created with its first sample");
             rows.push(LatencyRow {
                 event: self.event_names[group.event as usize].clone(),
                 group: group.values,
