@@ -202,7 +202,7 @@ fn line_without_count(
     numbers: &mut Numbers,
 ) -> Result<Option<Line>, LineError> {
     let Some(first) = toks.first() else {
-        return Ok(Some(if tail_end < full_line.trim_end().len() {
+        return Ok(Some(if tail_end < row::trim_end(full_line).len() {
             noise(full_line, "not a perf stat counter row")
         } else {
             Line::Nothing
