@@ -55,20 +55,23 @@ impl Tok<'_> {
 pub(crate) fn tokens(line: &str) -> Vec<Tok<'_>> {
     // A row has a dozen words or so: one allocation, not a doubling series.
     let mut out = Vec::with_capacity(16);
-    let mut start = None;
-    for (i, b) in line.bytes().enumerate() {
-        if b.is_ascii_whitespace() {
-            if let Some(s) = start.take() {
-                out.push(Tok { start: s, text: &line[s..i] });
-            }
-        } else if start.is_none() {
-            start = Some(i);
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    // Two tight loops (the blanks, then the word) rather than one that tests whether a word
+    // is open at every byte: perf pads its columns with long runs of spaces.
+    loop {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
         }
+        if i == bytes.len() {
+            return out;
+        }
+        let start = i;
+        while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        out.push(Tok { start, text: &line[start..i] });
     }
-    if let Some(s) = start {
-        out.push(Tok { start: s, text: &line[s..] });
-    }
-    out
 }
 
 /// Lines perf itself prints around the counts that carry nothing to import.
