@@ -57,7 +57,7 @@ fn is_mark(c: char) -> bool {
 ///
 /// The error says what was wrong, for the caller to put after the line and column.
 pub(crate) fn parse_count(text: &str) -> Result<(f64, Marks), String> {
-    if let Some(found) = plain_grouped_integer(text) {
+    if let Some(found) = plain_grouped_integer(text).or_else(|| plain_decimal(text)) {
         return Ok(found);
     }
     let unsigned = text.strip_prefix('-').unwrap_or(text);
@@ -203,6 +203,38 @@ fn plain_grouped_integer(text: &str) -> Option<(f64, Marks)> {
     Some((value as f64, marks))
 }
 
+/// Powers of ten that are exact in an `f64`, for [`plain_decimal`].
+const EXACT_POWERS_OF_TEN: [f64; 16] =
+    [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+
+/// The other common case without allocating: `20.00`, `1,234.56` (the clocks' `msec` counts,
+/// `-j`'s six decimals): digits, maybe grouped by `,` in threes, a `.` and at most 15 digits in
+/// all. `N / 10^d` with both exact in an `f64` is one correctly rounded division, the value
+/// `str::parse` gives for the same digits, so this equals the general path. A lone `.` before
+/// three digits (`1.234`, de_DE's grouping or three decimals) is left to the general path.
+fn plain_decimal(text: &str) -> Option<(f64, Marks)> {
+    let (int, frac) = text.split_once('.')?;
+    let (_, int_marks) = plain_grouped_integer(int)?;
+    if frac.is_empty() || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if int_marks.group.is_none() && frac.len() == 3 {
+        return None;
+    }
+    let mut value: u64 = 0;
+    let mut digits = 0;
+    for b in int.bytes().chain(frac.bytes()).filter(u8::is_ascii_digit) {
+        value = value * 10 + u64::from(b - b'0');
+        digits += 1;
+        if digits > 15 {
+            return None;
+        }
+    }
+    // At most 15 digits, so `frac.len()` indexes the table.
+    let value = value as f64 / EXACT_POWERS_OF_TEN[frac.len()];
+    Some((value, Marks { decimal: Some('.'), ..int_marks }))
+}
+
 /// Whether a token could only be meant as a count (it starts like a number), so that failing
 /// to parse it is an error rather than a line of prose.
 pub(crate) fn looks_numeric(text: &str) -> bool {
@@ -243,7 +275,10 @@ pub(crate) fn parse_value(text: &str) -> Option<(f64, Marks)> {
         b.is_ascii_digit() || b == b'.'
     }) && dots <= 1
     {
-        let value = parse_plain(t)?;
+        let value = match exact_decimal(t) {
+            Some(value) => value,
+            None => parse_plain(t)?,
+        };
         let decimal = (dots == 1).then_some('.');
         return Some((value, Marks { decimal, ..Marks::plain() }));
     }
@@ -306,7 +341,36 @@ pub(crate) fn parse_timestamp(text: &str) -> Option<f64> {
     if !secs.bytes().all(|b| b.is_ascii_digit()) || !nanos.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    t.parse().ok()
+    exact_decimal(t).or_else(|| t.parse().ok())
+}
+
+/// Digits with at most one `.` (`950.000`, `5.`, `.5`), at most 15 of them: their value as one
+/// correctly rounded division of two numbers exact in an `f64`, which is what `str::parse`
+/// gives for the same text, without its general algorithm. `None` for anything else.
+fn exact_decimal(text: &str) -> Option<f64> {
+    let mut value: u64 = 0;
+    let mut digits = 0;
+    let mut decimals = None;
+    for b in text.bytes() {
+        match b {
+            b'0'..=b'9' => {
+                value = value * 10 + u64::from(b - b'0');
+                digits += 1;
+                if digits > 15 {
+                    return None;
+                }
+                if let Some(d) = decimals.as_mut() {
+                    *d += 1;
+                }
+            }
+            b'.' if decimals.is_none() => decimals = Some(0),
+            _ => return None,
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    Some(value as f64 / EXACT_POWERS_OF_TEN[decimals.unwrap_or(0)])
 }
 
 /// A percentage such as `50.00%` or `51,32%` (run share, variance), without the sign.
@@ -539,6 +603,55 @@ mod tests {
         }
         assert_eq!(plain_grouped_integer("1234567890123456"), None);
         assert_eq!(value("1234567890123456789"), 1_234_567_890_123_456_789.0);
+    }
+
+    proptest::proptest! {
+        /// Digits with a `.`, read without `str::parse`, are what `str::parse` reads.
+        #[test]
+        fn exact_decimals_are_what_parse_gives(int in "[0-9]{0,10}", frac in "[0-9]{0,10}") {
+            let text = format!("{int}.{frac}");
+            let expected = text.parse::<f64>().ok();
+            match exact_decimal(&text) {
+                Some(v) => proptest::prop_assert_eq!(Some(v.to_bits()), expected.map(f64::to_bits)),
+                // Left to the general reading: too many digits, or none.
+                None => proptest::prop_assert!(int.len() + frac.len() > 15 || int.len() + frac.len() == 0),
+            }
+            proptest::prop_assert_eq!(parse_value(&text).map(|v| v.0.to_bits()), expected.map(f64::to_bits));
+        }
+
+        /// `1,234.56`-shaped counts: the value of the digits without their groups, `.` the
+        /// decimal mark, `,` the group mark when there is one.
+        #[test]
+        fn grouped_counts_with_decimals(groups in proptest::collection::vec(0u32..1000, 1..5), first in 1u32..1000, frac in "[0-9]{1,6}") {
+            let mut int = first.to_string();
+            for g in &groups {
+                int.push_str(&format!(",{g:03}"));
+            }
+            let text = format!("{int}.{frac}");
+            let digits = format!("{}.{frac}", int.replace(',', ""));
+            let (value, marks) = parse_count(&text).unwrap();
+            proptest::prop_assert_eq!(value.to_bits(), digits.parse::<f64>().unwrap().to_bits());
+            proptest::prop_assert_eq!(marks.decimal, Some('.'));
+            proptest::prop_assert_eq!(marks.group, Some(','));
+            let thousands = groups.len() > 1 || first >= 100;
+            let expected = if thousands { Grouping::Thousands } else { Grouping::Either };
+            proptest::prop_assert_eq!(marks.grouping, expected);
+        }
+    }
+
+    #[test]
+    fn counts_with_decimals_and_their_marks() {
+        let read = |t: &str| parse_count(t).unwrap();
+        assert_eq!(read("20.00"), (20.0, Marks { decimal: Some('.'), ..Marks::plain() }));
+        assert_eq!(read("0.5").0, 0.5);
+        assert_eq!(read("12.345678").0, 12.345678);
+        // One `.` before three digits stays de_DE's grouping, a lone 0 three decimals.
+        assert_eq!(read("1.234"), (1234.0, Marks { group: Some('.'), ..Marks::plain() }));
+        assert_eq!(read("0.123").1.decimal, Some('.'));
+        assert_eq!(read("1,234.567").0, 1234.567);
+        assert_eq!(read("123456789.123456").0, 123_456_789.123_456);
+        assert!(parse_count("1,23.45").is_err());
+        assert!(parse_count("20.").is_err());
     }
 
     #[test]
