@@ -209,6 +209,15 @@ impl PrintedMetric {
 /// someone appended, which must not hide the metric.
 fn split_label(label: &str) -> (String, String, Option<String>) {
     let label = label.trim();
+    // Most labels are perf's own (`CPUs utilized`, `K/sec`): no metric name (`_`), words
+    // apart by one space, so the words joined again are the label.
+    if label.is_ascii()
+        && !label.contains('_')
+        && !label.contains("  ")
+        && !label.bytes().any(|b| b.is_ascii_whitespace() && b != b' ')
+    {
+        return (String::new(), label.to_string(), None);
+    }
     let is_id = |w: &str| {
         w.contains('_')
             && w.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -371,6 +380,14 @@ mod tests {
         assert_eq!(row("1.520,45"), 0.005 / 1520.45);
         assert_eq!(row("4.595.014.128"), 0.5 / 4_595_014_128.0);
         assert_eq!(row("1,234"), 0.5 / 1234.0);
+    }
+
+    #[test]
+    fn perfs_own_labels_read_as_the_general_splitting_reads_them() {
+        let words = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+        for label in ["CPUs utilized", " K/sec ", "insn per cycle", "CPUs\tutilized", "a\u{a0}b"] {
+            assert_eq!(split_label(label), (String::new(), words(label), None), "{label:?}");
+        }
     }
 
     #[test]
