@@ -320,6 +320,13 @@ impl Builder {
             };
         }
         let id = prefix.aggr.as_ref().map_or("", |a| a.id.as_str());
+        // A batch's rows mostly come block by block (all of them in one block without `-A`
+        // or `--per-*`): the last block, if it is this one, without hashing its id.
+        if let Some(last) = self.batch.last()
+            && last.aggr.as_ref().map_or("", |a| a.id.as_str()) == id
+        {
+            return self.batch.len() - 1;
+        }
         if let Some(&block) = self.batch_index.get(id) {
             return block;
         }
