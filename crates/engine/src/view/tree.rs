@@ -150,6 +150,11 @@ pub fn bottleneck(plan: &Plan, results: &[RootResult]) -> Vec<usize> {
 
 /// The indices of `nodes` on the bottleneck path ([`tma_tree`]).
 pub fn tma_bottleneck(nodes: &[TmaNode<'_>]) -> Vec<usize> {
+    // The path holds crossed nodes only: without one there is no tree to build (the common
+    // metrics have no thresholds, and `eval --from-perf` asks once per block).
+    if !nodes.iter().any(|n| n.threshold == Some(true)) {
+        return Vec::new();
+    }
     tma_tree(nodes).into_iter().filter(|n| n.bottleneck).map(|n| n.root).collect()
 }
 
