@@ -4,7 +4,7 @@
 //! log row); this type owns the literals, the probes, the needed-input sets and which metrics a
 //! set of present inputs can compute.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
 use tmetric_catalog::Model;
@@ -84,12 +84,12 @@ pub struct MetricEval {
     /// Slots given a value since the last [`MetricEval::clear_inputs`].
     filled: Vec<u16>,
     /// Needed inputs by root and `has_event()` values.
-    needed: HashMap<usize, Rc<NeededInputs>>,
+    needed: FxHashMap<usize, Rc<NeededInputs>>,
     /// The `has_event()` probes (as bits) the cached needed sets were found under.
     needed_probes: Vec<u64>,
     /// Evaluation order (the root and what it references) by root: a long log evaluates the
     /// same roots in every block, and the closure walk allocated for each.
-    orders: HashMap<usize, Rc<[u16]>>,
+    orders: FxHashMap<usize, Rc<[u16]>>,
 }
 
 impl MetricEval {
@@ -116,9 +116,9 @@ impl MetricEval {
             evaluator,
             has_event,
             filled: Vec::new(),
-            needed: HashMap::new(),
+            needed: FxHashMap::default(),
             needed_probes: Vec::new(),
-            orders: HashMap::new(),
+            orders: FxHashMap::default(),
         }
     }
 
