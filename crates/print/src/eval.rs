@@ -21,8 +21,8 @@ use tmetric_model::{Fail, Literal};
 use tmetric_offline::counts::eval::{Evaluated, Skipped, UNSELECTED_SHOWN, Unused};
 use tmetric_offline::perflog::{self, Root};
 
-use crate::num::{json_number, perf_number, plain_number};
-use crate::{json_line, paint};
+use crate::json_line;
+use crate::num::{json_number, plain_number, push_perf_number};
 
 /// The `eval` flag that sets a literal, as messages name it.
 pub fn flag_for(literal: Literal) -> &'static str {
@@ -218,19 +218,48 @@ pub fn metric_head(
     common: bool,
     colour: bool,
 ) -> String {
+    let mut line = String::new();
+    push_metric_head(&mut line, model, root, scaled, threshold, bottleneck, common, colour);
+    line
+}
+
+/// [`metric_head`] appended to `line`: `eval --from-perf` prints one for every metric of
+/// every block, so the number and names are written in place, not through strings of their own.
+#[allow(clippy::too_many_arguments)]
+pub fn push_metric_head(
+    line: &mut String,
+    model: &Model,
+    root: Root,
+    scaled: Option<f64>,
+    threshold: Option<bool>,
+    bottleneck: bool,
+    common: bool,
+    colour: bool,
+) {
+    use std::fmt::Write as _;
     let m = model.metric(root.metric);
     let (name, pmu, unit) = (root.name(model), model.str(m.pmu), model.str(m.unit));
-    let number = match scaled {
-        None => " ".repeat(8),
-        Some(value) => paint(&perf_number(value, m.has_scale_unit), threshold, colour),
-    };
-    let mut line = if m.has_scale_unit && !unit.is_empty() {
-        format!("{number} {unit}  {name}")
-    } else {
-        format!("{number} {name}")
-    };
+    match scaled {
+        None => line.push_str("        "),
+        Some(value) => {
+            let paint = crate::paint_codes(threshold, colour);
+            if let Some((on, _)) = paint {
+                line.push_str(on);
+            }
+            push_perf_number(line, value, m.has_scale_unit);
+            if let Some((_, off)) = paint {
+                line.push_str(off);
+            }
+        }
+    }
+    line.push(' ');
+    if m.has_scale_unit && !unit.is_empty() {
+        line.push_str(unit);
+        line.push_str("  ");
+    }
+    line.push_str(&name);
     if !pmu.is_empty() && pmu != "default_core" {
-        line.push_str(&format!("  [{pmu}]"));
+        let _ = write!(line, "  [{pmu}]");
     }
     if common {
         line.push_str("  [common]");
@@ -238,7 +267,6 @@ pub fn metric_head(
     if bottleneck {
         line.push_str("  <==");
     }
-    line
 }
 
 /// `a, b, c and 5 more`.

@@ -152,10 +152,21 @@ impl Config {
 
 /// Wraps `text` in perf's threshold colours: red when crossed, green when not.
 pub fn paint(text: &str, crossed: Option<bool>, colour: bool) -> String {
+    match paint_codes(crossed, colour) {
+        Some((on, off)) => format!("{on}{text}{off}"),
+        None => text.to_string(),
+    }
+}
+
+/// The escape codes [`paint`] puts around a value, `None` when it leaves it plain.
+pub(crate) fn paint_codes(
+    crossed: Option<bool>,
+    colour: bool,
+) -> Option<(&'static str, &'static str)> {
     match (colour, crossed) {
-        (true, Some(true)) => format!("\x1b[31m{text}\x1b[m"),
-        (true, Some(false)) => format!("\x1b[32m{text}\x1b[m"),
-        _ => text.to_string(),
+        (true, Some(true)) => Some(("\x1b[31m", "\x1b[m")),
+        (true, Some(false)) => Some(("\x1b[32m", "\x1b[m")),
+        _ => None,
     }
 }
 

@@ -90,13 +90,23 @@ pub fn plain_number(value: f64) -> String {
 /// A metric value as perf prints it: `%8.1f` with a ScaleUnit, `%8.2f` without; NaN and
 /// infinities as C's printf spells them.
 pub fn perf_number(value: f64, has_scale_unit: bool) -> String {
-    if value.is_nan() {
-        return format!("{:>8}", "nan");
-    }
-    if value.is_infinite() {
-        return format!("{:>8}", if value > 0.0 { "inf" } else { "-inf" });
-    }
-    if has_scale_unit { format!("{value:8.1}") } else { format!("{value:8.2}") }
+    let mut out = String::with_capacity(8);
+    push_perf_number(&mut out, value, has_scale_unit);
+    out
+}
+
+/// [`perf_number`] appended to `out`.
+pub fn push_perf_number(out: &mut String, value: f64, has_scale_unit: bool) {
+    use std::fmt::Write;
+    let _ = if value.is_nan() {
+        write!(out, "{:>8}", "nan")
+    } else if value.is_infinite() {
+        write!(out, "{:>8}", if value > 0.0 { "inf" } else { "-inf" })
+    } else if has_scale_unit {
+        write!(out, "{value:8.1}")
+    } else {
+        write!(out, "{value:8.2}")
+    };
 }
 
 /// A finite number for JSON; `None` (printed `null`) for NaN and infinities, which JSON lacks.

@@ -24,7 +24,7 @@ use tmetric_offline::perflog::{BlockOutcome, InputSource};
 use tmetric_perfstat::{Block, Layout as LogLayout, PerfLog, Run};
 
 use super::{
-    LiteralJson, describe_literals, explain_failure, literals_json, metric_head, why_text,
+    LiteralJson, describe_literals, explain_failure, literals_json, push_metric_head, why_text,
 };
 use crate::num::{json_number, perf_number};
 use crate::{Layout, json_line};
@@ -309,22 +309,26 @@ impl Notes {
             why_text(model, why, outcome.result.value, literals, absent, outcome.param)
         });
         for input in outcome.inputs.iter().filter(|i| i.expr) {
-            let id = text(input.slot);
+            // Only a note names the input: most are counted rows, which need no name.
+            let id = || text(input.slot);
             match &input.source {
                 InputSource::Row { running_pct, time, .. } => {
                     if !time && let Some(pct) = running_pct.filter(|p| *p < 100.0) {
                         notes.running_pct = Some(notes.running_pct.map_or(pct, |m| m.min(pct)));
                     }
                 }
-                InputSource::NotCounted { .. } => notes.not_counted.push(id),
-                InputSource::NotSupported { .. } => notes.not_supported.push(id),
-                InputSource::LatencyZero => notes.latency_zero.push(id),
-                InputSource::Missing => notes.missing.push(id),
-                InputSource::Ambiguous { lines } => notes
-                    .unusable
-                    .push(format!("{id}: rows on several core PMUs (lines {})", join_lines(lines))),
+                InputSource::NotCounted { .. } => notes.not_counted.push(id()),
+                InputSource::NotSupported { .. } => notes.not_supported.push(id()),
+                InputSource::LatencyZero => notes.latency_zero.push(id()),
+                InputSource::Missing => notes.missing.push(id()),
+                InputSource::Ambiguous { lines } => notes.unusable.push(format!(
+                    "{}: rows on several core PMUs (lines {})",
+                    id(),
+                    join_lines(lines)
+                )),
                 InputSource::Unscaled { unit, lines } => notes.unusable.push(format!(
-                    "{id}: printed in {unit} at line {}, and its scale factor is unknown",
+                    "{}: printed in {unit} at line {}, and its scale factor is unknown",
+                    id(),
                     join_lines(lines)
                 )),
             }
@@ -525,11 +529,15 @@ impl<'a> LogPrinter<'a> {
             Layout::Json => self.metric_json(model, block, outcome, notes, bottleneck),
             Layout::Std => {
                 let colour = self.colour;
-                let line =
+                let mut line =
                     self.metric_text(model, common, block, outcome, &notes, bottleneck, colour);
-                let unplaced =
-                    if block.is_none() { format!("  ({unplaced})") } else { String::new() };
-                writeln!(self.out, "{line}{unplaced}")
+                if block.is_none() {
+                    line.push_str("  (");
+                    line.push_str(unplaced);
+                    line.push(')');
+                }
+                line.push('\n');
+                self.out.write_all(line.as_bytes())
             }
             Layout::Csv(sep) => {
                 let line = metric_csv(model, block, outcome, &notes, sep);
@@ -593,10 +601,12 @@ impl<'a> LogPrinter<'a> {
         bottleneck: bool,
         colour: bool,
     ) -> String {
-        let mut line = self.prefix(block);
+        let mut line = String::with_capacity(128);
+        self.push_prefix(&mut line, block);
         let result = &outcome.result;
         let scaled = outcome.scaled(model);
-        line.push_str(&metric_head(
+        push_metric_head(
+            &mut line,
             model,
             outcome.root(),
             scaled,
@@ -604,7 +614,7 @@ impl<'a> LogPrinter<'a> {
             bottleneck,
             common,
             colour,
-        ));
+        );
         if let Some(block) = block
             && (block.rows.iter().any(|r| r.group > 0) || notes.groups.len() > 1)
             && !notes.groups.is_empty()
@@ -689,19 +699,38 @@ impl<'a> LogPrinter<'a> {
 
     /// perf's row prefix: the `-I` timestamp and the aggregation id (with its CPU count).
     fn prefix(&self, block: Option<&Block>) -> String {
-        let Some(block) = block else { return String::new() };
+        let mut out = String::new();
+        self.push_prefix(&mut out, block);
+        out
+    }
+
+    /// [`LogPrinter::prefix`] appended to `out`; the last block's is kept, as every metric of
+    /// a block has the same.
+    fn push_prefix(&self, out: &mut String, block: Option<&Block>) {
+        let Some(block) = block else { return };
+        let same = |(interval, aggr): &PrefixKey| {
+            *interval == block.interval.map(f64::to_bits)
+                && match (aggr, &block.aggr) {
+                    (None, None) => true,
+                    (Some((id, cpus)), Some(a)) => {
+                        *id == a.id && *cpus == a.cpus.map(|c| c as usize)
+                    }
+                    _ => false,
+                }
+        };
+        if let Some((known, text)) = &*self.last_prefix.borrow()
+            && same(known)
+        {
+            out.push_str(text);
+            return;
+        }
         let key: PrefixKey = (
             block.interval.map(f64::to_bits),
             block.aggr.as_ref().map(|a| (a.id.clone(), a.cpus.map(|c| c as usize))),
         );
-        if let Some((known, text)) = &*self.last_prefix.borrow()
-            && *known == key
-        {
-            return text.clone();
-        }
         let prefix = self.format_prefix(block);
-        *self.last_prefix.borrow_mut() = Some((key, prefix.clone()));
-        prefix
+        out.push_str(&prefix);
+        *self.last_prefix.borrow_mut() = Some((key, prefix));
     }
 
     fn format_prefix(&self, block: &Block) -> String {
