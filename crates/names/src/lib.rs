@@ -107,6 +107,113 @@ pub const TOOL_FACTS: &[(&str, u64)] = &[
     ("target_cpu", 14),
 ];
 
+/// One event of perf 7.x's `tool` PMU (`tools/perf/util/tool_pmu.c`, described in
+/// `arch/common/common/tool.json`): what `perf list` shows and `-e` opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ToolPmuEvent {
+    /// The event name (`num_cpus`).
+    pub name: &'static str,
+    /// Its config on the `tool` PMU (`ConfigCode`).
+    pub config: u64,
+    /// `BriefDescription`, as `perf list` prints it.
+    pub description: &'static str,
+}
+
+/// perf 7.x's tool PMU, in config order (`enum tool_pmu_event`); some are left out on some
+/// architectures ([`tool_pmu_skips`]).
+pub const TOOL_PMU: &[ToolPmuEvent] = &[
+    ToolPmuEvent {
+        name: "duration_time",
+        config: 1,
+        description: "Wall clock interval time in nanoseconds",
+    },
+    ToolPmuEvent {
+        name: "user_time",
+        config: 2,
+        description: "User (non-kernel) time in nanoseconds",
+    },
+    ToolPmuEvent {
+        name: "system_time",
+        config: 3,
+        description: "System/kernel time in nanoseconds",
+    },
+    ToolPmuEvent {
+        name: "has_pmem",
+        config: 4,
+        description: "1 if persistent memory installed otherwise 0",
+    },
+    ToolPmuEvent {
+        name: "num_cores",
+        config: 5,
+        description: "Number of cores. A core consists of 1 or more thread, with each thread being associated with a logical Linux CPU",
+    },
+    ToolPmuEvent {
+        name: "num_cpus",
+        config: 6,
+        description: "Number of logical Linux CPUs. There may be multiple such CPUs on a core",
+    },
+    ToolPmuEvent {
+        name: "num_cpus_online",
+        config: 7,
+        description: "Number of online logical Linux CPUs. There may be multiple such CPUs on a core",
+    },
+    ToolPmuEvent {
+        name: "num_dies",
+        config: 8,
+        description: "Number of dies. Each die has 1 or more cores",
+    },
+    ToolPmuEvent {
+        name: "num_packages",
+        config: 9,
+        description: "Number of packages. Each package has 1 or more die",
+    },
+    ToolPmuEvent {
+        name: "slots",
+        config: 10,
+        description: "Number of functional units that in parallel can execute parts of an instruction",
+    },
+    ToolPmuEvent {
+        name: "smt_on",
+        config: 11,
+        description: "1 if simultaneous multithreading (aka hyperthreading) is enable otherwise 0",
+    },
+    ToolPmuEvent {
+        name: "system_tsc_freq",
+        config: 12,
+        description: "The amount a Time Stamp Counter (TSC) increases per second",
+    },
+    ToolPmuEvent {
+        name: "core_wide",
+        config: 13,
+        description: "1 if not SMT, if SMT are events being gathered on all SMT threads 1 otherwise 0",
+    },
+    ToolPmuEvent {
+        name: "target_cpu",
+        config: 14,
+        description: "1 if CPUs being analyzed, 0 if threads/processes",
+    },
+];
+
+/// perf builds its tool PMU without `slots` except on arm64 and without `system_tsc_freq`
+/// except on x86 (`tool_pmu__skip_event`): neither is listed nor parsed elsewhere. tmetric
+/// follows the architecture it was built for, as perf does.
+pub fn tool_pmu_skips(name: &str) -> bool {
+    (name.eq_ignore_ascii_case("slots") && !cfg!(target_arch = "aarch64"))
+        || (name.eq_ignore_ascii_case("system_tsc_freq")
+            && !cfg!(any(target_arch = "x86", target_arch = "x86_64")))
+}
+
+/// The tool PMU's events this build has, in config order.
+pub fn tool_pmu_events() -> impl Iterator<Item = &'static ToolPmuEvent> {
+    TOOL_PMU.iter().filter(|e| !tool_pmu_skips(e.name))
+}
+
+/// The tool PMU's event `name` names, ignoring case as perf's alias lookup does
+/// (`tool_pmu__str_to_event`); none for an event this architecture's perf leaves out.
+pub fn tool_pmu_event(name: &str) -> Option<&'static ToolPmuEvent> {
+    tool_pmu_events().find(|e| e.name.eq_ignore_ascii_case(name))
+}
+
 /// The events perf's `-d`, `-dd` and `-ddd` add (`detailed_attrs`, `very_detailed_attrs`,
 /// `very_very_detailed_attrs` of `builtin-stat.c`), per level, in perf's order and with the
 /// names perf prints; each level adds to the ones before.
@@ -541,6 +648,22 @@ mod tests {
         assert_eq!(legacy("cpu_atom/L1-dcache-load-misses/").unwrap().config, 1 << 16);
         assert_eq!(legacy("INST_RETIRED.ANY"), None);
         assert_eq!(legacy("cpu/event=0x3c/"), None);
+    }
+
+    #[test]
+    fn the_tool_pmu_holds_the_tool_events_and_facts_with_their_configs() {
+        let pmu: Vec<(&str, u64)> = TOOL_PMU.iter().map(|e| (e.name, e.config)).collect();
+        let both: Vec<(&str, u64)> = TOOL.iter().chain(TOOL_FACTS).copied().collect();
+        assert_eq!(pmu, both);
+        // Any case, as perf's strcasecmp; what this build's perf leaves out is not there.
+        assert_eq!(tool_pmu_event("NUM_CPUS").map(|e| e.config), Some(6));
+        assert_eq!(tool_pmu_event("num_cpu"), None);
+        let x86 = cfg!(target_arch = "x86_64");
+        assert_eq!(tool_pmu_event("system_tsc_freq").is_some(), x86);
+        assert_eq!(tool_pmu_event("slots").is_some(), cfg!(target_arch = "aarch64"));
+        if x86 {
+            assert_eq!(tool_pmu_events().count(), 13);
+        }
     }
 
     #[test]

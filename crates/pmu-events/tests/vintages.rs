@@ -134,3 +134,30 @@ fn every_fixture_metric_resolves() {
         assert_eq!(metrics, 3, "{name}");
     }
 }
+
+/// `tmetric list` and `-e` take perf 7.x's tool PMU from `tmetric_names::TOOL_PMU`: it must say
+/// what the imported perf 7.2's `tool.json` says, event by event (name, config, description).
+#[test]
+fn the_tool_pmu_table_is_perf_7_2s_tool_json() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../pmu-events/vintage/7.2/common/common/tool.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let json: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    let from_json: Vec<(String, u64, String)> = json
+        .iter()
+        .map(|e| {
+            assert_eq!(e["Unit"], "tool");
+            let config = e["ConfigCode"].as_str().unwrap().parse::<u64>().unwrap();
+            (
+                e["EventName"].as_str().unwrap().into(),
+                config,
+                e["BriefDescription"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let ours: Vec<(String, u64, String)> = tmetric_names::TOOL_PMU
+        .iter()
+        .map(|e| (e.name.into(), e.config, e.description.into()))
+        .collect();
+    assert_eq!(ours, from_json);
+}
