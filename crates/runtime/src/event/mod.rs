@@ -185,6 +185,10 @@ pub enum ToolEvent {
     UserTime,
     /// `system_time`: the workload's system CPU time (rusage).
     SystemTime,
+    /// One of perf 7.x's tool PMU events that is a fact about the machine or the run
+    /// (`num_cpus`, `smt_on`, `target_cpu`, ...): a constant perf reads when it opens the
+    /// event, never a counter.
+    Fact(&'static tmetric_names::ToolPmuEvent),
 }
 
 impl ToolEvent {
@@ -194,14 +198,22 @@ impl ToolEvent {
             ToolEvent::DurationTime => "duration_time",
             ToolEvent::UserTime => "user_time",
             ToolEvent::SystemTime => "system_time",
+            ToolEvent::Fact(event) => event.name,
         }
     }
 
-    /// The tool event of this name.
+    /// The tool event of this name: perf 6.12's three, as its lexer spells them.
     pub fn from_name(name: &str) -> Option<ToolEvent> {
         [ToolEvent::DurationTime, ToolEvent::UserTime, ToolEvent::SystemTime]
             .into_iter()
             .find(|t| t.name() == name)
+    }
+
+    /// The event of perf 7.x's tool PMU `name` names, in any case (`NUM_CPUS`), as perf 7.x
+    /// finds it: the three times, or a fact.
+    pub fn on_tool_pmu(name: &str) -> Option<ToolEvent> {
+        let event = tmetric_names::tool_pmu_event(name)?;
+        Some(ToolEvent::from_name(event.name).unwrap_or(ToolEvent::Fact(event)))
     }
 }
 
@@ -495,5 +507,67 @@ mod tests {
         retiring.attr.precise_ip = 2;
         let text = env.explain(Errno(libc::EINVAL), &retiring);
         assert!(text.contains("precise"), "{text}");
+    }
+
+    /// The tool events of a list as (event, printed name), each alone in its group.
+    fn tools(resolver: &Resolver<'_>, list: &str) -> Result<Vec<(ToolEvent, String)>, EventError> {
+        let parsed = resolver.list(list)?;
+        Ok(parsed
+            .groups
+            .iter()
+            .flat_map(|g| &g.events)
+            .map(|e| match &e.event {
+                ResolvedEvent::Tool(t) => (*t, e.tool_name.clone().unwrap()),
+                other => panic!("{list}: {other:?} is not a tool event"),
+            })
+            .collect())
+    }
+
+    #[test]
+    fn perf_7_reads_its_tool_pmu_and_6_12_refuses_it() {
+        let sysfs = Sysfs::new("/nonexistent");
+        let v7 = Resolver::new(&sysfs).with_tool_pmu(true);
+        let fact = |name: &str| ToolEvent::Fact(tmetric_names::tool_pmu_event(name).unwrap());
+        let got =
+            tools(&v7, "tool/num_cpus/,smt_on,NUM_CPUS,tool/duration_time/,user_time").unwrap();
+        let want = [
+            (fact("num_cpus"), "tool/num_cpus/"),
+            (fact("smt_on"), "smt_on"),
+            (fact("num_cpus"), "NUM_CPUS"),
+            (ToolEvent::DurationTime, "tool/duration_time/"),
+            (ToolEvent::UserTime, "user_time"),
+        ];
+        let want: Vec<(ToolEvent, String)> =
+            want.iter().map(|(t, n)| (*t, n.to_string())).collect();
+        assert_eq!(got, want);
+        assert_eq!(fact("target_cpu").name(), "target_cpu");
+        // In a group with other events, perf 7.x keeps it there (it reads like software).
+        let parsed = v7.list("{cs,num_cores}").unwrap();
+        assert_eq!(parsed.groups.len(), 1, "{parsed:?}");
+        // One of its events and nothing else, no modifiers.
+        for bad in ["tool/nope/", "tool//", "tool/num_cpus,name=x/", "tool/config=6/"] {
+            let err = v7.list(bad).unwrap_err();
+            assert!(err.to_string().contains("expected `tool/EVENT/`"), "{bad}: {err}");
+        }
+        assert!(v7.list("num_cpus:u").unwrap_err().to_string().contains("no modifiers"));
+        // perf builds `slots` for arm64 only, `system_tsc_freq` for x86 only.
+        if cfg!(target_arch = "x86_64") {
+            assert!(matches!(v7.single("slots"), Err(EventError::Unknown { .. })));
+            assert_eq!(tools(&v7, "system_tsc_freq").unwrap()[0].0, fact("system_tsc_freq"));
+        }
+
+        // perf 6.12: its three lower-case tool events, no tool PMU.
+        let v6 = Resolver::new(&sysfs);
+        assert_eq!(
+            tools(&v6, "duration_time,system_time").unwrap(),
+            [
+                (ToolEvent::DurationTime, "duration_time".to_string()),
+                (ToolEvent::SystemTime, "system_time".to_string())
+            ]
+        );
+        assert!(matches!(v6.single("num_cpus"), Err(EventError::Unknown { .. })));
+        assert!(matches!(v6.single("DURATION_TIME"), Err(EventError::Unknown { .. })));
+        let err = v6.list("tool/num_cpus/").unwrap_err();
+        assert!(matches!(err.inner(), EventError::NoPmuOrEvent { .. }), "{err}");
     }
 }

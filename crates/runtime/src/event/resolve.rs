@@ -72,6 +72,9 @@ pub enum Topdown {
 pub struct ListEvent {
     /// The counter (or tool value) and its printed name.
     pub event: ResolvedEvent,
+    /// A tool event's printed name: as written (`tool/num_cpus/`, `NUM_CPUS`), as perf names
+    /// an event with the text that made it.
+    pub tool_name: Option<String>,
     /// The PMU whose counters it takes, by sysfs name (`None` for software events,
     /// tracepoints, `msr` and tool values, which join any group).
     pub pmu: Option<String>,
@@ -119,6 +122,8 @@ pub struct Resolver<'a> {
     sysfs: &'a Sysfs,
     tables: Option<&'a dyn EventTables>,
     filter: Option<&'a str>,
+    /// perf 7.x's `tool` PMU exists: `tool/num_cpus/`, `num_cpus`, `NUM_CPUS`.
+    tool_pmu: bool,
 }
 
 impl std::fmt::Debug for Resolver<'_> {
@@ -127,6 +132,7 @@ impl std::fmt::Debug for Resolver<'_> {
             .field("sysfs", &self.sysfs.root())
             .field("tables", &self.tables.is_some())
             .field("filter", &self.filter)
+            .field("tool_pmu", &self.tool_pmu)
             .finish()
     }
 }
@@ -147,7 +153,15 @@ pub fn raw_config(name: &str) -> Option<u64> {
 impl<'a> Resolver<'a> {
     /// A resolver over `sysfs`, without vendor tables or a PMU filter.
     pub fn new(sysfs: &'a Sysfs) -> Resolver<'a> {
-        Resolver { sysfs, tables: None, filter: None }
+        Resolver { sysfs, tables: None, filter: None, tool_pmu: false }
+    }
+
+    /// Reads events as perf 7.x does, with its `tool` PMU (`tools/perf/util/tool_pmu.c`): the
+    /// machine's facts (`num_cpus`, `smt_on`, ...) and the three times are events of a PMU
+    /// called `tool`, written `tool/EVENT/` or bare in any case. perf 6.12 has no such PMU:
+    /// without this, only its three lower-case tool names are read.
+    pub fn with_tool_pmu(self, tool_pmu: bool) -> Resolver<'a> {
+        Resolver { tool_pmu, ..self }
     }
 
     /// Also finds vendor events (`INST_RETIRED.ANY`) in `tables`.
@@ -265,6 +279,7 @@ impl<'a> Resolver<'a> {
                         .map_err(located)?;
                     for (b, box_name) in built {
                         let mut entry = Entry::new(b, next_group, false, false, self);
+                        entry.written = e.text.clone();
                         entry.uncore_box = box_name.map(|name| UncoreBox { name, origin: written });
                         entries.push(entry);
                         next_group += 1;
@@ -291,6 +306,7 @@ impl<'a> Resolver<'a> {
                                 apply_modifiers(&mut c.attr, &mut b.gh, &g.modifiers, true, first);
                             }
                             let mut entry = Entry::new(b, next_group, true, g.modifiers.weak, self);
+                            entry.written = e.text.clone();
                             entry.uncore_box =
                                 box_name.map(|name| UncoreBox { name, origin: written });
                             entries.push(entry);

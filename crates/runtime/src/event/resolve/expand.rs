@@ -166,7 +166,9 @@ impl Resolver<'_> {
         spread: Spread,
         warnings: &mut Vec<String>,
     ) -> Result<Vec<Built>, Fail> {
-        if let Some(tool) = ToolEvent::from_name(name) {
+        let tool =
+            if self.tool_pmu { ToolEvent::on_tool_pmu(name) } else { ToolEvent::from_name(name) };
+        if let Some(tool) = tool {
             if let Some(t) = terms.first() {
                 return Err((
                     t.span.clone(),
@@ -309,6 +311,9 @@ impl Resolver<'_> {
         warnings: &mut Vec<String>,
         wildcard_pmus: &mut bool,
     ) -> Result<Vec<Built>, Fail> {
+        if self.tool_pmu && head == TOOL_PMU && !self.sysfs.has_pmu(head) {
+            return self.on_tool_pmu(terms, head_span, e);
+        }
         // Legacy names keep their meaning before a slash (`cycles/name=c/`), as perf's lexer
         // reads them before any PMU name.
         if ToolEvent::from_name(head).is_some()
@@ -355,6 +360,41 @@ impl Resolver<'_> {
             head_span.clone(),
             EventError::NoPmuOrEvent { name: head.to_string(), dir: self.sysfs.pmu_devices() },
         ))
+    }
+
+    /// `tool/EVENT/` on perf 7.x's tool PMU: one term, an event of it in any case (perf finds
+    /// aliases ignoring case); the PMU has no format, so nothing else can be written there.
+    fn on_tool_pmu(
+        &self,
+        terms: &[TermAst],
+        head_span: &Span,
+        e: &EventAst,
+    ) -> Result<Vec<Built>, Fail> {
+        let events =
+            || tmetric_names::tool_pmu_events().map(|t| t.name).collect::<Vec<_>>().join(", ");
+        let tool = match terms {
+            [TermAst { name, value: None, .. }] => ToolEvent::on_tool_pmu(name),
+            _ => None,
+        };
+        let Some(tool) = tool else {
+            let span = match terms {
+                [] => head_span.clone(),
+                [first, ..] => {
+                    first.span.start..terms.last().map_or(first.span.end, |t| t.span.end)
+                }
+            };
+            return Err((
+                span,
+                EventError::Syntax {
+                    text: e.text.clone(),
+                    message: format!(
+                        "the tool PMU takes one of its events and nothing else: expected `tool/EVENT/` with EVENT one of {}",
+                        events()
+                    ),
+                },
+            ));
+        };
+        Ok(vec![Built { event: ResolvedEvent::Tool(tool), pmu: None, gh: false, named: false }])
     }
 
     fn numeric(&self, type_: u32, config: u64) -> Built {
@@ -431,6 +471,9 @@ impl Resolver<'_> {
         }
     }
 }
+
+/// perf 7.x's PMU of the events it computes itself.
+const TOOL_PMU: &str = "tool";
 
 /// How far a name resolution may spread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

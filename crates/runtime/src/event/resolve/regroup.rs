@@ -19,6 +19,8 @@ pub(super) struct Entry {
     pmu_name: String,
     software_like: bool,
     topdown: Option<Topdown>,
+    /// The event's text in the list.
+    pub(super) written: String,
 }
 
 impl Entry {
@@ -47,6 +49,7 @@ impl Entry {
             pmu_name,
             software_like,
             topdown,
+            written: String::new(),
         }
     }
 }
@@ -141,6 +144,7 @@ pub(super) fn fix_groups(mut entries: Vec<Entry>, perf_metrics: bool) -> (Vec<Li
         let leader = leaders[pos];
         let e = &mut entries[i];
         let event = ListEvent {
+            tool_name: matches!(e.built.event, ResolvedEvent::Tool(_)).then(|| e.written.clone()),
             event: e.built.event.clone(),
             pmu: e.built.pmu.clone(),
             topdown: e.topdown,
