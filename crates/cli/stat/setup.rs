@@ -31,7 +31,11 @@ pub(super) fn build(args: &StatArgs, host: &Host) -> anyhow::Result<Plan> {
     let tables = host.tables(model);
     let resolver = tmetric_runtime::event::Resolver::new(sysfs)
         .with_tables(&tables)
-        .with_pmu_filter(cputype.as_deref());
+        .with_pmu_filter(cputype.as_deref())
+        .with_tool_pmu(plan.contract().tool_pmu);
+    // `-C`'s list as written: its errors are the target's to say, after the plan.
+    let cpus = args.cpu_list.as_deref().and_then(tmetric_runtime::sysfs::parse_cpu_list);
+    plan.set_tool_values(engine::tool_pmu::values(host, args.all_cpus, cpus.as_deref()));
     for (i, list) in args.events.iter().enumerate() {
         let rows = plan.rows().len();
         plan.add_event_lists(std::slice::from_ref(list), &resolver)

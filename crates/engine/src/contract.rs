@@ -35,6 +35,12 @@ pub struct Contract {
     /// refused (none left: no event opens). perf 6.12 prints such a run's events
     /// `<not supported>` and exits 0.
     pub needs_an_event: bool,
+    /// perf 7.x's `tool` PMU (`tools/perf/util/tool_pmu.c`): `-e` reads `tool/EVENT/` and its
+    /// machine facts (`num_cpus`, `smt_on`, ...) as events, each printed with the value perf
+    /// reads when it opens it and no unit (the three times too: its `tool.json` gives none),
+    /// and `list` shows them under `tool:`. perf 6.12 knows `duration_time`, `user_time`
+    /// and `system_time` only, printed in `ns`.
+    pub tool_pmu: bool,
 }
 
 /// What `stat` counts when neither `-e` nor `-M` names anything.
@@ -58,6 +64,7 @@ pub const PERF_6_12: Contract = Contract {
     json_unit_cpus: "aggregate-number",
     metric_only_fitted: false,
     needs_an_event: false,
+    tool_pmu: false,
 };
 
 /// perf 7.2's contract, where its own stat shell tests state it (`docs/stat-output.md`).
@@ -69,6 +76,7 @@ pub const PERF_7_2: Contract = Contract {
     json_unit_cpus: "counters",
     metric_only_fitted: true,
     needs_an_event: true,
+    tool_pmu: true,
 };
 
 /// The contract of perf release `version` (`6.12`, `7.2.13`): perf 7.2's from 7.0 on, else

@@ -118,6 +118,10 @@ pub fn shown(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> Shown {
                 enabled: a.enabled,
             },
         },
+        Source::Tool(ToolEvent::Fact(fact)) => match fact_value(plan, fact) {
+            Some(v) => Shown::Value { count: v, running: 1, enabled: 1 },
+            None => Shown::NotCounted,
+        },
         Source::Tool(tool) => match tool_seconds(*tool, sample) {
             Some(s) => {
                 let ns = (s * 1e9).round();
@@ -138,7 +142,15 @@ fn tool_seconds(tool: ToolEvent, sample: &EvalInput<'_>) -> Option<f64> {
         ToolEvent::DurationTime => Some(sample.seconds),
         ToolEvent::UserTime => sample.rusage.map(|r| r.0.as_secs_f64()),
         ToolEvent::SystemTime => sample.rusage.map(|r| r.1.as_secs_f64()),
+        ToolEvent::Fact(_) => None,
     }
+}
+
+/// What a tool PMU fact (`-e num_cpus`) prints in this plan's run; `None` when the machine
+/// could not tell.
+fn fact_value(plan: &Plan, fact: &tmetric_names::ToolPmuEvent) -> Option<f64> {
+    let literal = crate::tool_pmu::literal_of(fact)?;
+    Some(plan.tool_values[literal.index()]).filter(|v| !v.is_nan())
 }
 
 /// The value a metric expression sees for a row: raw counts (stat-shadow.c `prepare_metric`: ScaleUnit is for printing only), seconds for tools,
@@ -150,6 +162,7 @@ pub fn input_value(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> f64 {
             Some(a) if !a.counted() => 0.0,
             Some(a) => a.value as f64,
         },
+        Source::Tool(ToolEvent::Fact(fact)) => fact_value(plan, fact).unwrap_or(f64::NAN),
         Source::Tool(tool) => tool_seconds(*tool, sample).unwrap_or(f64::NAN),
         Source::RetireLatency => sample.latency_of(plan, &row.name),
         Source::Missing(_) => f64::NAN,

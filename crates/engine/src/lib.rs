@@ -38,6 +38,7 @@
 //!   counters, and latency files.
 //! * [`threads`]: the threads of `-p`, `-t` and `--per-thread -a`, listed under a tasks root.
 //! * [`select`]: perf's `-M` lookup (common metrics first), suggestions, defining models.
+//! * [`tool_pmu`]: the values perf 7.x's tool PMU events (`-e num_cpus`) print on a machine.
 //! * [`topdown`]: perf's built-in level-1 TopDown from the older `topdown-*` events (perf's `--topdown` patch series).
 //! * [`view`]: what `perf stat` prints per line, as data: counts, metric cells with perf's
 //!   formats, labels and colours, and perf 6.12's built-in metrics.
@@ -70,6 +71,7 @@ pub mod schedule;
 pub mod select;
 pub mod session;
 pub mod threads;
+pub mod tool_pmu;
 pub mod topdown;
 pub mod tpebs;
 pub mod uncertainty;

@@ -205,6 +205,9 @@ pub struct Plan {
     pub(crate) request: Request,
     /// Machine literals.
     pub(crate) literals: [f64; Literal::COUNT],
+    /// Per literal, what perf 7.x's tool PMU event of its name prints (`-e num_cpus`:
+    /// [`crate::tool_pmu::values`]); the literals until a front end sets them.
+    pub(crate) tool_values: [f64; Literal::COUNT],
     /// Per model of the roots: its probe values on the machine ([`machine_probes`]).
     pub(crate) probes: Vec<(&'static Model, Vec<f64>)>,
     /// Retire latencies in cycles by event name (from sampling or `--retire-latency`); an
@@ -264,6 +267,7 @@ impl Plan {
             schedule: None,
             request: Request::default(),
             literals,
+            tool_values: literals,
             probes: Vec::new(),
             retire_latency: Vec::new(),
             warnings: Vec::new(),
@@ -280,6 +284,12 @@ impl Plan {
             rotating: false,
             contract: crate::contract::current(),
         }
+    }
+
+    /// The values perf 7.x's tool PMU events print in this run (`-e num_cpus`, `-e smt_on`),
+    /// per literal of the same name ([`crate::tool_pmu::values`]).
+    pub fn set_tool_values(&mut self, values: [f64; Literal::COUNT]) {
+        self.tool_values = values;
     }
 
     /// Whether the run's groups were rotated by tmetric ([`Plan::rotation`]): the estimate

@@ -225,10 +225,15 @@ impl Replay {
                     }
                     Resolution::Counter(event.clone())
                 }
-                RecordedSource::Tool(name) => Resolution::Tool(
-                    ToolEvent::from_name(name)
-                        .ok_or_else(|| ReplayError::UnknownTool { row: i, name: name.clone() })?,
-                ),
+                RecordedSource::Tool(name) => match ToolEvent::from_name(name) {
+                    Some(tool) => Resolution::Tool(tool),
+                    // perf 7.x's tool PMU facts are read when counting starts, for the run's
+                    // target, and a recording does not keep them: no value beats a guess.
+                    None if ToolEvent::on_tool_pmu(name).is_some() => Resolution::Missing(format!(
+                        "`{name}` of perf 7.x's tool PMU is read when counting starts, and recordings do not keep it"
+                    )),
+                    None => return Err(ReplayError::UnknownTool { row: i, name: name.clone() }),
+                },
                 RecordedSource::RetireLatency => Resolution::RetireLatency,
                 RecordedSource::Missing(why) => Resolution::Missing(why.clone()),
             };

@@ -351,7 +351,17 @@ pub fn lines(
         // perf's `should_skip_zero_counter` looks at the value alone: an uncounted line
         // reads 0 too.
         let zero = !matches!(count, Count::Value(v) if v != 0.0);
-        if zero && (skip_zero || matches!(row.source, Source::Tool(_))) {
+        // perf 6.12 leaves out every tool line that reads 0; perf 7.x only those of units
+        // without CPU 0, the one CPU it reads its tool PMU on (`should_skip_zero_counter`).
+        let off_cpu0 = cpus.is_some_and(|c| !c.contains(&0));
+        let tool_zero = match row.source {
+            Source::Tool(_) => !plan.contract.tool_pmu || off_cpu0,
+            _ => false,
+        };
+        if zero && (skip_zero || tool_zero) {
+            continue;
+        }
+        if off_cpu0 && matches!(row.source, Source::Tool(tmetric_runtime::ToolEvent::Fact(_))) {
             continue;
         }
         let noise = match row.source {

@@ -100,7 +100,11 @@ impl Plan {
                 self.sticky.push(false);
                 (Source::Counter(self.specs.len() - 1), key, unit, scale)
             }
-            Resolution::Tool(tool) => (Source::Tool(tool), Key::Tool(tool), "ns".to_string(), 1.0),
+            Resolution::Tool(tool) => {
+                // perf 7.x's tool.json gives its events no unit; perf 6.12 printed `ns`.
+                let unit = if self.contract.tool_pmu { "" } else { "ns" };
+                (Source::Tool(tool), Key::Tool(tool), unit.to_string(), 1.0)
+            }
             Resolution::RetireLatency => {
                 (Source::RetireLatency, Key::Named(name.clone()), "cycles".to_string(), 1.0)
             }
@@ -202,7 +206,10 @@ impl Plan {
                         ResolvedEvent::Counter(c) => {
                             (Resolution::Counter(c.clone()), c.name.clone())
                         }
-                        ResolvedEvent::Tool(t) => (Resolution::Tool(*t), t.name().to_string()),
+                        ResolvedEvent::Tool(t) => (
+                            Resolution::Tool(*t),
+                            ev.tool_name.clone().unwrap_or_else(|| t.name().to_string()),
+                        ),
                     };
                     let row = self.add(resolution, name, true);
                     if let Some(b) = &ev.uncore_box
