@@ -47,6 +47,9 @@ pub struct ListArgs {
     /// Names only, separated by spaces (perf's `--raw-dump`, for scripts).
     #[arg(long, hide = true)]
     raw_dump: bool,
+    /// Also how events are encoded: perf's `--details` (implies --verbose).
+    #[arg(long)]
+    details: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,14 +91,27 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     };
     let filter = filter.map(NameFilter::new);
     let keep = |name: &str| filter.as_ref().is_none_or(|f| f.matches(name));
-    let style = Style { json: args.json, verbose: args.verbose };
+    let style = Style { json: args.json, verbose: args.verbose || args.details };
+    let tools = tool_pmu_events(&keep);
     if kind == Some(Kind::Pmu) {
         let events = list::kernel_pmu_events(&tmetric_runtime::Sysfs::system(), &keep);
         if args.raw_dump {
-            let names: Vec<&str> = events.iter().map(|e| e.encoding.as_str()).collect();
+            // perf lists events without a description first, then by topic (`tool`).
+            let names: Vec<&str> = events
+                .iter()
+                .map(|e| e.encoding.as_str())
+                .chain(tools.iter().map(|t| t.name))
+                .collect();
             return Ok(print::words(out, &names)?);
         }
-        return Ok(print::kernel_pmu_events(out, &events, style)?);
+        print::kernel_pmu_events(out, &events, style, args.details)?;
+        return Ok(print::tool_pmu_events(
+            out,
+            &tools,
+            style,
+            args.details,
+            print::perf_list_columns(),
+        )?);
     }
     if args.raw_dump {
         // perf's `list --raw-dump [metrics|metricgroups|GLOB]`: this machine's model (or
@@ -114,7 +130,7 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         return Ok(print::words(out, &words)?);
     }
     let Some(kind) = kind.or(args.model.is_some().then_some(Kind::Metrics)) else {
-        return machine_list(out, args.deprecated, &keep, style);
+        return machine_list(out, args, &keep, style, &tools);
     };
     let model = match (&args.model, kind) {
         (Some(name), _) => find_model(name)?,
@@ -182,16 +198,20 @@ fn no_core_pmu_note(model: &Model) -> String {
 /// named and what cannot be counted here said.
 fn machine_list(
     out: &mut dyn Write,
-    deprecated: bool,
+    args: &ListArgs,
     keep: &dyn Fn(&str) -> bool,
     style: Style,
+    tools: &[&'static tmetric_names::ToolPmuEvent],
 ) -> anyhow::Result<()> {
+    let deprecated = args.deprecated;
     let sysfs = tmetric_runtime::Sysfs::system();
     if !style.json {
         writeln!(out, "\nList of pre-defined events (to be used in -e or -M):\n")?;
     }
-    print::symbolic_events(out, sysfs.core_pmu().is_some(), style)?;
-    print::kernel_pmu_events(out, &list::kernel_pmu_events(&sysfs, keep), style)?;
+    let tool_pmu = tmetric_engine::contract::current().tool_pmu;
+    print::symbolic_events(out, sysfs.core_pmu().is_some(), tool_pmu, style)?;
+    print::kernel_pmu_events(out, &list::kernel_pmu_events(&sysfs, keep), style, args.details)?;
+    print::tool_pmu_events(out, tools, style, args.details, print::perf_list_columns())?;
     let model = this_machine();
     if let Some(model) = model {
         tmetric_print::out::warn(&format!(
@@ -221,6 +241,17 @@ fn machine_list(
         )?;
     }
     Ok(())
+}
+
+/// perf 7.x's tool PMU events `keep` keeps, in perf's order (by name), when the perf release
+/// whose output tmetric follows has that PMU (`--perf-version 7.2`); none for perf 6.12.
+fn tool_pmu_events(keep: &dyn Fn(&str) -> bool) -> Vec<&'static tmetric_names::ToolPmuEvent> {
+    if !tmetric_engine::contract::current().tool_pmu {
+        return Vec::new();
+    }
+    let mut events: Vec<_> = tmetric_names::tool_pmu_events().filter(|e| keep(e.name)).collect();
+    events.sort_by_key(|e| e.name);
+    events
 }
 
 /// This machine's model, from its cpuid.

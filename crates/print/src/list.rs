@@ -28,11 +28,13 @@ pub fn words(out: &mut dyn Write, words: &[&str]) -> io::Result<()> {
 }
 
 /// Kernel PMU events as perf lists them: `pmu/event/` (`event OR pmu/event/` on core PMUs)
-/// and `[Kernel PMU event]` at column 53, the terms below with `verbose`.
+/// and `[Kernel PMU event]` at column 53, the terms below with `verbose`, or as perf's
+/// `--details` encodes them (`msr/event=0x00/`) with `details`.
 pub fn kernel_pmu_events(
     out: &mut dyn Write,
     events: &[KernelPmuEvent],
     style: Style,
+    details: bool,
 ) -> io::Result<()> {
     for event in events {
         if style.json {
@@ -45,7 +47,9 @@ pub fn kernel_pmu_events(
             format!("  {}", event.encoding)
         };
         writeln!(out, "{name:<53}[Kernel PMU event]")?;
-        if style.verbose && !event.terms.is_empty() {
+        if details {
+            writeln!(out, "        {}/{}/", event.pmu, event.terms)?;
+        } else if style.verbose && !event.terms.is_empty() {
             writeln!(out, "       [{}]", event.terms)?;
         }
     }
@@ -274,14 +278,22 @@ pub fn counters_text(c: CounterMask) -> String {
 
 /// perf's symbolic events as `perf list` shows them: one line per event with its aliases
 /// (`page-faults OR faults`) and its kind at column 53 (`[Software event]`); hardware ones
-/// only when `hardware` (a core PMU counts them).
-pub fn symbolic_events(out: &mut dyn Write, hardware: bool, style: Style) -> io::Result<()> {
+/// only when `hardware` (a core PMU counts them), perf 6.12's three tool events unless
+/// `tool_pmu` (perf 7.x lists them with its tool PMU: [`tool_pmu_events`]).
+pub fn symbolic_events(
+    out: &mut dyn Write,
+    hardware: bool,
+    tool_pmu: bool,
+    style: Style,
+) -> io::Result<()> {
     let mut kinds: Vec<(&[(&str, u64)], &str)> = Vec::new();
     if hardware {
         kinds.push((tmetric_names::HARDWARE, "Hardware event"));
     }
     kinds.push((tmetric_names::SOFTWARE, "Software event"));
-    kinds.push((tmetric_names::TOOL, "Tool event"));
+    if !tool_pmu {
+        kinds.push((tmetric_names::TOOL, "Tool event"));
+    }
     for (table, kind) in kinds {
         let mut configs: Vec<u64> = table.iter().map(|&(_, c)| c).collect();
         configs.dedup();
@@ -299,4 +311,134 @@ pub fn symbolic_events(out: &mut dyn Write, hardware: bool, style: Style) -> io:
         }
     }
     Ok(())
+}
+
+/// One event of perf 7.x's tool PMU as `perf list -j` writes it, keys in its order.
+#[derive(serde::Serialize)]
+struct ToolPmuJson<'a> {
+    #[serde(rename = "Unit")]
+    unit: &'a str,
+    #[serde(rename = "Topic")]
+    topic: &'a str,
+    #[serde(rename = "EventName")]
+    name: &'a str,
+    #[serde(rename = "EventType")]
+    kind: &'a str,
+    #[serde(rename = "BriefDescription")]
+    description: &'a str,
+    #[serde(rename = "Encoding")]
+    encoding: &'a str,
+}
+
+/// perf 7.x's tool PMU (`events`, in name order as perf sorts them) as `perf list` shows it:
+/// a `tool:` topic, each name with its description and ` Unit: tool`, wrapped as perf wraps
+/// at `columns`; with `details` its encoding below (`tool/config=0x1/`); JSON lines with
+/// `perf list -j`'s keys; `names_only` is `--raw-dump`'s words.
+pub fn tool_pmu_events(
+    out: &mut dyn Write,
+    events: &[&tmetric_names::ToolPmuEvent],
+    style: Style,
+    details: bool,
+    columns: usize,
+) -> io::Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    if !style.json {
+        writeln!(out, "\n{TOOL_PMU}:")?;
+    }
+    for event in events {
+        // jevents.py's `llx`: below 10 in decimal, else in hex.
+        let config = match event.config {
+            c @ 0..10 => c.to_string(),
+            c => format!("{c:#x}"),
+        };
+        let encoding = format!("{TOOL_PMU}/config={config}/");
+        if style.json {
+            json_line(
+                out,
+                &ToolPmuJson {
+                    unit: TOOL_PMU,
+                    topic: TOOL_PMU,
+                    name: event.name,
+                    kind: "Kernel PMU event",
+                    description: event.description,
+                    encoding: &encoding,
+                },
+            )?;
+            continue;
+        }
+        writeln!(out, "  {}", event.name)?;
+        // `default_print_event`: the PMU is named after the description, after a full stop
+        // unless it ends with one.
+        let stop = if event.description.ends_with('.') { "" } else { "." };
+        let text = format!("{}{stop} Unit: {TOOL_PMU}", event.description);
+        writeln!(out, "       [{}]", perf_wordwrap(&text, 8, columns))?;
+        if details {
+            writeln!(out, "        {}", perf_wordwrap(&encoding, 8, columns))?;
+        }
+    }
+    Ok(())
+}
+
+/// perf 7.x's name for its PMU of the events it computes itself.
+const TOOL_PMU: &str = "tool";
+
+/// `builtin-list.c`'s `wordwrap`: words (split at blanks and commas, a comma kept before the
+/// next word) from column `start`, a line broken before a word that would reach `max`, the
+/// next line indented to `start`.
+pub fn perf_wordwrap(text: &str, start: usize, max: usize) -> String {
+    let mut out = String::new();
+    let mut column = start;
+    let mut saw_newline = false;
+    let mut comma = false;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let wlen = rest.find([' ', ',', '\t', '\n']).unwrap_or(rest.len());
+        let mut sep = if comma { "," } else { " " };
+        if (column + wlen >= max && column > start) || saw_newline {
+            out.push_str(if comma { ",\n" } else { "\n" });
+            out.push_str(&" ".repeat(start));
+            column = start;
+        }
+        if column <= start {
+            sep = "";
+        }
+        out.push_str(sep);
+        out.push_str(&rest[..wlen]);
+        column += sep.len() + wlen;
+        saw_newline = rest[wlen..].starts_with('\n');
+        rest = &rest[wlen..];
+        comma = rest.starts_with(',');
+        rest = rest.trim_start_matches(|c: char| c.is_ascii_whitespace() || c == ',');
+    }
+    out
+}
+
+/// The width perf's `list` wraps descriptions at when it writes to a pipe or file
+/// (`pager_get_columns`): `COLUMNS`, else 80 less 2.
+pub fn perf_list_columns() -> usize {
+    match std::env::var("COLUMNS") {
+        Ok(text) => text.trim().parse().unwrap_or(0),
+        Err(_) => 78,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Worked by hand through `builtin-list.c`'s `wordwrap` (column 8, width 78): a word that
+    /// would reach column 78 starts the next line at column 8; a comma is the next word's
+    /// separator, kept at the end of the line when the break falls there.
+    #[test]
+    fn descriptions_wrap_as_perf_list_wraps_them() {
+        let text = "Number of cores. A core consists of 1 or more thread, with each thread being associated with a logical Linux CPU. Unit: tool";
+        assert_eq!(
+            perf_wordwrap(text, 8, 78),
+            "Number of cores. A core consists of 1 or more thread,with each thread\n        being associated with a logical Linux CPU. Unit: tool"
+        );
+        assert_eq!(perf_wordwrap("aaaa, bbbb", 2, 8), "aaaa,\n  bbbb");
+        assert_eq!(perf_wordwrap("one", 8, 78), "one");
+    }
 }
