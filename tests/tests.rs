@@ -24,6 +24,7 @@ mod cli_secure;
 mod cli_serve;
 mod cli_sim;
 mod cli_stat;
+mod cli_tool_pmu;
 mod cli_top;
 mod cli_tracepoints;
 mod cli_unit;
