@@ -48,8 +48,8 @@ pub fn warn(message: &str) {
         return;
     }
     if JSON.load(std::sync::atomic::Ordering::Relaxed) {
-        let line = serde_json::json!({ "warning": message });
-        let _ = blocking(|| writeln!(io::stderr().lock(), "{line}"));
+        let line = format!("{}\n", serde_json::json!({ "warning": message }));
+        let _ = blocking(|| io::stderr().lock().write_all(line.as_bytes()));
         return;
     }
     error(message);
@@ -75,7 +75,10 @@ pub fn set_comment_warnings() {
 /// Prints an error as [`warn`] does, even with `--quiet`.
 pub fn error(message: &str) {
     let hash = if COMMENTS.load(std::sync::atomic::Ordering::Relaxed) { "# " } else { "" };
-    let _ = blocking(|| writeln!(io::stderr().lock(), "{hash}tmetric: {message}"));
+    // One write of the whole line: written in pieces, another thread's line (the allocator's
+    // out-of-memory line, which ends the process) could land between `tmetric: ` and the rest.
+    let line = format!("{hash}tmetric: {message}\n");
+    let _ = blocking(|| io::stderr().lock().write_all(line.as_bytes()));
 }
 
 /// Where a [`Sink`] delivers.

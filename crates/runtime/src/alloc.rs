@@ -103,6 +103,12 @@ fn line(size: usize, buf: &mut [u8; 160]) -> usize {
 fn out_of_memory(size: usize) -> ! {
     let mut buf = [0u8; 160];
     let len = line(size, &mut buf);
+    // Standard error's lock, held until the process ends: another thread's line (serve's
+    // `serving on`, a warning) cannot follow this one, nor be cut by it. It allocates nothing,
+    // and it is reentrant, so a thread that ran out while writing takes it again. (Not in the
+    // stack overflow's signal handler: the interrupted code may hold it half-updated.)
+    let guard = std::io::stderr().lock();
+    std::mem::forget(guard);
     say_and_exit(&buf[..len])
 }
 
