@@ -178,7 +178,8 @@ pub fn sys_models_for(identifier: &str) -> Vec<&'static Model> {
         .filter(|m| m.is_sys)
         .filter(|m| {
             m.events.iter().map(|e| e.compat).chain(m.metrics().map(|x| x.compat)).any(|compat| {
-                compat.1 > 0 && tmetric_model::cpuid::compat_matches(m.str(compat), identifier)
+                !compat.is_empty()
+                    && tmetric_model::cpuid::compat_matches(m.str(compat), identifier)
             })
         })
         .collect()

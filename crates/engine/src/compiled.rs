@@ -49,7 +49,7 @@ impl Select for Model {
                 item.eq_ignore_ascii_case("all")
                     || self.str(metric.name).eq_ignore_ascii_case(item)
                     || self.str(metric.groups).split(';').any(|g| g.eq_ignore_ascii_case(item))
-                    || (item.eq_ignore_ascii_case("No_group") && metric.groups.1 == 0)
+                    || (item.eq_ignore_ascii_case("No_group") && metric.groups.is_empty())
             })
             .collect()
     }

@@ -113,7 +113,7 @@ pub fn describe(
         brief: model.str(m.brief).to_string(),
         public: model.str(m.public).to_string(),
         expr: unescaped(model.str(m.expr)),
-        threshold: (m.threshold_expr.1 > 0).then(|| unescaped(model.str(m.threshold_expr))),
+        threshold: (!m.threshold_expr.is_empty()).then(|| unescaped(model.str(m.threshold_expr))),
         scale_unit: m.has_scale_unit.then(|| format!("{}{}", m.scale, model.str(m.unit))),
         constraint: match m.constraint {
             tmetric_catalog::Constraint::None => None,

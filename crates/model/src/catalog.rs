@@ -2,11 +2,12 @@
 //!
 //! Generated code builds these as `static`s over binary tables embedded with `include_bytes!`;
 //! the runtime and the CLI read them through typed accessors. Strings live in one
-//! deduplicated blob shared by every model and are named by [`Str`] offsets, as perf's jevents
-//! does. Events are fixed-size little-endian records ([`Events`]) decoded on access, without
-//! copying. Metric descriptors ([`MetricDesc`]) and their functions read inputs through
-//! metric-local indices, so one descriptor serves every model where the metric is the same;
-//! a model binds it to its own input slots and metrics ([`MetricAt`], read as a [`Metric`]).
+//! deduplicated blob shared by every model and are named by [`Str`] ids (4 bytes, through the
+//! blob's offset table), as the event records name them. Events are fixed-size little-endian
+//! records ([`Events`]) decoded on access, without copying. Metric descriptors ([`MetricDesc`])
+//! and their functions read inputs through metric-local indices, so one descriptor serves every
+//! model where the metric is the same; a model binds it to its own input slots and metrics
+//! ([`MetricAt`], read as a [`Metric`]).
 //! The statics hold indices into shared tables ([`Code`]) rather than pointers, so that the
 //! loader has almost nothing to relocate when the binary starts.
 
@@ -15,18 +16,25 @@ use std::sync::OnceLock;
 use crate::Literal;
 use crate::sem::{Fail, Needed};
 
-/// A string of the shared tables: byte offset and length. Offsets with [`Str::COLD`] set are
-/// in the compressed description text ([`Tables`]).
+/// A string of the shared tables, by id: 4 bytes where an offset and a length took 8 (a
+/// hundred thousand of them in the descriptors and input slots). Ids with [`Str::COLD`] set are
+/// in the compressed description text ([`Tables`]); id 0 is the empty string in both tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Str(pub u32, pub u32);
+pub struct Str(pub u32);
 
 impl Str {
-    /// The offset bit of strings in the compressed description text.
+    /// The id bit of strings in the compressed description text.
     pub const COLD: u32 = 1 << 31;
 
-    /// A string of the description text, at `offset` of its decompressed bytes.
-    pub const fn cold(offset: u32, len: u32) -> Str {
-        Str(offset | Str::COLD, len)
+    /// String `id` of the description text.
+    pub const fn cold(id: u32) -> Str {
+        Str(id | Str::COLD)
+    }
+
+    /// Whether this is the empty string (the only string with id 0, in either table).
+    #[inline]
+    pub const fn is_empty(self) -> bool {
+        self.0 & !Str::COLD == 0
     }
 }
 
@@ -137,15 +145,17 @@ impl Tables {
 
     /// The text of `s`.
     pub fn str(&'static self, s: Str) -> &'static str {
-        if s.1 == 0 {
+        if s.is_empty() {
             return "";
         }
-        let (text, offset) = if s.0 & Str::COLD == 0 {
-            (self.strings, s.0)
+        let id = s.0 & !Str::COLD;
+        let (text, offsets) = if s.0 & Str::COLD == 0 {
+            (self.strings, self.string_offsets)
         } else {
-            (self.cold_text(), s.0 & !Str::COLD)
+            (self.cold_text(), self.cold_offsets)
         };
-        &text[offset as usize..(offset + s.1) as usize]
+        let (start, len) = Events::string(offsets, id);
+        &text[start as usize..(start + len) as usize]
     }
 
     /// The decompressed description text; inflated once, on first use.
@@ -263,14 +273,11 @@ impl Events {
         let r =
             &tables.event_records(self.chunk)[record * EVENT_RECORD..(record + 1) * EVENT_RECORD];
         let id = |field: usize| Self::u32_at(r, field * 4);
-        let s = |field: usize| {
-            let (start, len) = Self::string(tables.string_offsets, id(field));
-            Str(start, len)
-        };
-        // The empty description stays `Str(0, 0)`, equal to every other empty string.
-        let cold = |field: usize| match Self::string(tables.cold_offsets, id(field)) {
-            (_, 0) => Str::default(),
-            (start, len) => Str::cold(start, len),
+        let s = |field: usize| Str(id(field));
+        // The empty description stays `Str(0)`, equal to every other empty string.
+        let cold = |field: usize| match id(field) {
+            0 => Str::default(),
+            id => Str::cold(id),
         };
         let mut scale = [0u8; 8];
         scale.copy_from_slice(&r[32..40]);
@@ -797,5 +804,37 @@ impl Model {
     /// `arch/name`, e.g. `x86/sapphirerapids`.
     pub fn path(&self) -> String {
         format!("{}/{}", self.arch, self.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two plain strings and one description, laid out by hand as regen lays them out: a
+    /// string id is the text between its offset and the next.
+    fn tables() -> &'static Tables {
+        let cold = miniz_oxide::deflate::compress_to_vec(b"Counts cycles.", 2);
+        let offsets =
+            |ends: &[u32]| -> Vec<u8> { ends.iter().flat_map(|end| end.to_le_bytes()).collect() };
+        Box::leak(Box::new(Tables::new(
+            "cyclesevent=0x3c",
+            offsets(&[0, 0, 6, 16]).leak(),
+            cold.leak(),
+            offsets(&[0, 0, 14]).leak(),
+            &[],
+            offsets(&[0]).leak(),
+        )))
+    }
+
+    #[test]
+    fn a_string_id_reads_its_text_from_its_own_table() {
+        let tables = tables();
+        assert_eq!(tables.str(Str(1)), "cycles");
+        assert_eq!(tables.str(Str(2)), "event=0x3c");
+        assert_eq!(tables.str(Str::cold(1)), "Counts cycles.");
+        assert_eq!(tables.str(Str(0)), "");
+        assert!(Str(0).is_empty() && Str::default().is_empty());
+        assert!(!Str(1).is_empty() && !Str::cold(1).is_empty());
     }
 }

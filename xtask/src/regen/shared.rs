@@ -119,13 +119,12 @@ impl Blob {
         id
     }
 
-    /// `Str(offset, len)` of `s` (`Str::cold` in the description blob; the empty string is
-    /// `Str(0, 0)` in both).
+    /// `Str(id)` of `s` (`Str::cold(id)` in the description blob; the empty string is `Str(0)`
+    /// in both).
     pub(super) fn add(&mut self, s: &str) -> String {
-        let id = self.id(s);
-        match self.ids[id as usize] {
-            (off, len) if self.cold && len > 0 => format!("Str::cold({off}, {len})"),
-            (off, len) => format!("Str({off}, {len})"),
+        match self.id(s) {
+            id if self.cold && id > 0 => format!("Str::cold({id})"),
+            id => format!("Str({id})"),
         }
     }
 

@@ -54,7 +54,7 @@ impl<'a> TmaNode<'a> {
             pmu: model.str(m.pmu),
             value,
             threshold,
-            has_threshold: m.threshold_expr.1 > 0,
+            has_threshold: !m.threshold_expr.is_empty(),
         }
     }
 }

@@ -22,19 +22,19 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(13236, 14), kind: IdKind::Event(0), pmu: Str(13250, 7), event: Str(13236, 14), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(13295, 23), kind: IdKind::Event(1), pmu: Str(13250, 7), event: Str(13295, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(13364, 14), kind: IdKind::Event(3), pmu: Str(13250, 7), event: Str(13364, 14), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(13394, 19), kind: IdKind::Event(4), pmu: Str(13250, 7), event: Str(13394, 19), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(13429, 10), kind: IdKind::Event(5), pmu: Str(13250, 7), event: Str(13429, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(13633, 14), kind: IdKind::Event(11), pmu: Str(13250, 7), event: Str(13633, 14), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(13665, 11), kind: IdKind::Event(12), pmu: Str(13250, 7), event: Str(13665, 11), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(13839, 16), kind: IdKind::Event(17), pmu: Str(13250, 7), event: Str(13839, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(9020, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(9020, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(13873, 16), kind: IdKind::Event(18), pmu: Str(13250, 7), event: Str(13873, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(13947, 24), kind: IdKind::Event(20), pmu: Str(13250, 7), event: Str(13947, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(13907, 22), kind: IdKind::Event(19), pmu: Str(13250, 7), event: Str(13907, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(14024, 16), kind: IdKind::Event(22), pmu: Str(13250, 7), event: Str(14024, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(797), kind: IdKind::Event(0), pmu: Str(798), event: Str(797), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(802), kind: IdKind::Event(1), pmu: Str(798), event: Str(802), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(806), kind: IdKind::Event(3), pmu: Str(798), event: Str(806), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(808), kind: IdKind::Event(4), pmu: Str(798), event: Str(808), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(810), kind: IdKind::Event(5), pmu: Str(798), event: Str(810), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(822), kind: IdKind::Event(11), pmu: Str(798), event: Str(822), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(824), kind: IdKind::Event(12), pmu: Str(798), event: Str(824), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(834), kind: IdKind::Event(17), pmu: Str(798), event: Str(834), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(575), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(575), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(836), kind: IdKind::Event(18), pmu: Str(798), event: Str(836), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(840), kind: IdKind::Event(20), pmu: Str(798), event: Str(840), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(838), kind: IdKind::Event(19), pmu: Str(798), event: Str(838), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(844), kind: IdKind::Event(22), pmu: Str(798), event: Str(844), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

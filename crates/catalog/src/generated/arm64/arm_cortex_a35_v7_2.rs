@@ -22,9 +22,9 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(1389632, 12), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(1389644, 10), terms: Str(0, 0), modifiers: Str(1389654, 1), retire_latency: false, calls: 0 },
-    Id { text: Str(1389655, 14), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(1389644, 10), terms: Str(0, 0), modifiers: Str(1389669, 3), retire_latency: false, calls: 0 },
-    Id { text: Str(1389672, 13), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(1389644, 10), terms: Str(0, 0), modifiers: Str(1389685, 2), retire_latency: false, calls: 0 },
+    Id { text: Str(36330), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36332), retire_latency: false, calls: 0 },
+    Id { text: Str(36333), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36334), retire_latency: false, calls: 0 },
+    Id { text: Str(36335), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36336), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[
@@ -42,7 +42,7 @@ static LOCALS: &[u16] = &[
 ];
 
 static GROUPS: &[Group] = &[
-    Group { name: Str(1389307, 10), description: Str::cold(3043888, 59) },
+    Group { name: Str(36322), description: Str::cold(26763) },
 ];
 
 static COUNTERS: &[CounterInfo] = &[

@@ -22,8 +22,8 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(30937, 22), kind: IdKind::Event(1), pmu: Str(22042, 8), event: Str(30937, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(30959, 23), kind: IdKind::Event(2), pmu: Str(22042, 8), event: Str(30959, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(1515), kind: IdKind::Event(1), pmu: Str(1279), event: Str(1515), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1516), kind: IdKind::Event(2), pmu: Str(1279), event: Str(1516), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

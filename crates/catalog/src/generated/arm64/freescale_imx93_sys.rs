@@ -22,16 +22,16 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(31704, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31733, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(31742, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31762, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(31771, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31791, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(31800, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31820, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(31829, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31849, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(31858, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31878, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(31887, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31907, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(31916, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31936, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(31945, 20), kind: IdKind::Sysfs, pmu: Str(31724, 9), event: Str(31965, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(9020, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(9020, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(1532), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1534), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1535), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1536), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1537), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1538), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1539), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1540), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1541), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1542), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1543), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1544), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1545), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1546), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1547), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1548), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1549), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1550), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(575), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(575), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

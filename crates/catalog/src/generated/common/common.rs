@@ -22,13 +22,13 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(60514, 10), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(60514, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(9020, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(9020, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(60524, 16), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(60524, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(60540, 14), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(60540, 14), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(60554, 11), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(60554, 11), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(60565, 12), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(60565, 12), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(60577, 8), kind: IdKind::Sysfs, pmu: Str(60585, 3), event: Str(60588, 3), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(2528), kind: IdKind::Kernel, pmu: Str(0), event: Str(2528), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(575), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(575), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2529), kind: IdKind::Kernel, pmu: Str(0), event: Str(2529), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2530), kind: IdKind::Kernel, pmu: Str(0), event: Str(2530), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2531), kind: IdKind::Kernel, pmu: Str(0), event: Str(2531), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2532), kind: IdKind::Kernel, pmu: Str(0), event: Str(2532), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2533), kind: IdKind::Sysfs, pmu: Str(2534), event: Str(2535), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

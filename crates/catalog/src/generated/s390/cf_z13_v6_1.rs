@@ -22,11 +22,11 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(202454, 9), kind: IdKind::Event(40), pmu: Str(201463, 7), event: Str(202454, 9), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(202463, 10), kind: IdKind::Event(41), pmu: Str(201463, 7), event: Str(202463, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(203912, 12), kind: IdKind::Event(79), pmu: Str(201463, 7), event: Str(203912, 12), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(203946, 19), kind: IdKind::Event(81), pmu: Str(201463, 7), event: Str(203946, 19), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(203924, 22), kind: IdKind::Event(80), pmu: Str(201463, 7), event: Str(203924, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(8256), kind: IdKind::Event(40), pmu: Str(8197), event: Str(8256), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(8257), kind: IdKind::Event(41), pmu: Str(8197), event: Str(8257), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(8321), kind: IdKind::Event(79), pmu: Str(8197), event: Str(8321), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(8323), kind: IdKind::Event(81), pmu: Str(8197), event: Str(8323), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(8322), kind: IdKind::Event(80), pmu: Str(8197), event: Str(8322), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

@@ -22,14 +22,14 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(236375, 16), kind: IdKind::Event(237), pmu: Str(13, 12), event: Str(236375, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(301459, 6), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(301459, 6), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(233846, 28), kind: IdKind::Event(223), pmu: Str(13, 12), event: Str(233846, 28), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(232790, 28), kind: IdKind::Event(214), pmu: Str(13, 12), event: Str(232790, 28), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(219926, 22), kind: IdKind::Event(7), pmu: Str(13, 12), event: Str(219926, 22), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(235227, 24), kind: IdKind::Event(233), pmu: Str(13, 12), event: Str(235227, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(60577, 8), kind: IdKind::Sysfs, pmu: Str(60585, 3), event: Str(60588, 3), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(809252, 8), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(301459, 6), terms: Str(0, 0), modifiers: Str(303547, 1), retire_latency: false, calls: 0 },
+    Id { text: Str(9446), kind: IdKind::Event(237), pmu: Str(2), event: Str(9446), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(10704), kind: IdKind::Kernel, pmu: Str(0), event: Str(10704), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(9363), kind: IdKind::Event(223), pmu: Str(2), event: Str(9363), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(9327), kind: IdKind::Event(214), pmu: Str(2), event: Str(9327), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(8937), kind: IdKind::Event(7), pmu: Str(2), event: Str(8937), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(9410), kind: IdKind::Event(233), pmu: Str(2), event: Str(9410), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2533), kind: IdKind::Sysfs, pmu: Str(2534), event: Str(2535), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(24263), kind: IdKind::Kernel, pmu: Str(0), event: Str(10704), terms: Str(0), modifiers: Str(10769), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[
@@ -64,5 +64,5 @@ static GROUPS: &[Group] = &[
 ];
 
 static COUNTERS: &[CounterInfo] = &[
-    CounterInfo { pmu: Str(13, 12), fixed: 3, generic: 4 },
+    CounterInfo { pmu: Str(2), fixed: 3, generic: 4 },
 ];

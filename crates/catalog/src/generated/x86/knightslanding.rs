@@ -34,11 +34,11 @@ static GROUPS: &[Group] = &[
 ];
 
 static COUNTERS: &[CounterInfo] = &[
-    CounterInfo { pmu: Str(13, 12), fixed: 3, generic: 2 },
-    CounterInfo { pmu: Str(653976, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(1120614, 15), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(1120472, 15), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(1120681, 15), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(1120732, 15), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(866761, 13), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(2), fixed: 3, generic: 2 },
+    CounterInfo { pmu: Str(19715), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(31980), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(31974), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(31984), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(31987), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(25996), fixed: 0, generic: 4 },
 ];

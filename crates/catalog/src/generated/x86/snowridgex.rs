@@ -22,17 +22,17 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(749947, 38), kind: IdKind::Event(1910), pmu: Str(744281, 10), event: Str(749947, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750023, 38), kind: IdKind::Event(1911), pmu: Str(744281, 10), event: Str(750023, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750099, 38), kind: IdKind::Event(1912), pmu: Str(744281, 10), event: Str(750099, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750175, 38), kind: IdKind::Event(1913), pmu: Str(744281, 10), event: Str(750175, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750407, 39), kind: IdKind::Event(1920), pmu: Str(744281, 10), event: Str(750407, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750484, 39), kind: IdKind::Event(1921), pmu: Str(744281, 10), event: Str(750484, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750561, 39), kind: IdKind::Event(1922), pmu: Str(744281, 10), event: Str(750561, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750638, 39), kind: IdKind::Event(1923), pmu: Str(744281, 10), event: Str(750638, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(474374, 23), kind: IdKind::Event(2724), pmu: Str(218241, 10), event: Str(474374, 23), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(242803, 16), kind: IdKind::Event(2713), pmu: Str(218241, 10), event: Str(242803, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(474839, 24), kind: IdKind::Event(2731), pmu: Str(218241, 10), event: Str(474839, 24), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(22923), kind: IdKind::Event(1910), pmu: Str(22775), event: Str(22923), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22925), kind: IdKind::Event(1911), pmu: Str(22775), event: Str(22925), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22927), kind: IdKind::Event(1912), pmu: Str(22775), event: Str(22927), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22929), kind: IdKind::Event(1913), pmu: Str(22775), event: Str(22929), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22935), kind: IdKind::Event(1920), pmu: Str(22775), event: Str(22935), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22937), kind: IdKind::Event(1921), pmu: Str(22775), event: Str(22937), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22939), kind: IdKind::Event(1922), pmu: Str(22775), event: Str(22939), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22941), kind: IdKind::Event(1923), pmu: Str(22775), event: Str(22941), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(15620), kind: IdKind::Event(2724), pmu: Str(8869), event: Str(15620), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(9676), kind: IdKind::Event(2713), pmu: Str(8869), event: Str(9676), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(15639), kind: IdKind::Event(2731), pmu: Str(8869), event: Str(15639), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[
@@ -53,13 +53,13 @@ static GROUPS: &[Group] = &[
 ];
 
 static COUNTERS: &[CounterInfo] = &[
-    CounterInfo { pmu: Str(13, 12), fixed: 3, generic: 4 },
-    CounterInfo { pmu: Str(653976, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(744281, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(469368, 10), fixed: 0, generic: 2 },
-    CounterInfo { pmu: Str(218241, 10), fixed: 1, generic: 4 },
-    CounterInfo { pmu: Str(700562, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(866761, 13), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(486828, 10), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(471079, 11), fixed: 1, generic: 2 },
+    CounterInfo { pmu: Str(2), fixed: 3, generic: 4 },
+    CounterInfo { pmu: Str(19715), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(22775), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(15398), fixed: 0, generic: 2 },
+    CounterInfo { pmu: Str(8869), fixed: 1, generic: 4 },
+    CounterInfo { pmu: Str(21384), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(25996), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(16184), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(15472), fixed: 1, generic: 2 },
 ];

@@ -22,12 +22,12 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(750023, 38), kind: IdKind::Event(43), pmu: Str(744281, 10), event: Str(750023, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750099, 38), kind: IdKind::Event(44), pmu: Str(744281, 10), event: Str(750099, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750175, 38), kind: IdKind::Event(45), pmu: Str(744281, 10), event: Str(750175, 38), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750484, 39), kind: IdKind::Event(40), pmu: Str(744281, 10), event: Str(750484, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750561, 39), kind: IdKind::Event(41), pmu: Str(744281, 10), event: Str(750561, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(750638, 39), kind: IdKind::Event(42), pmu: Str(744281, 10), event: Str(750638, 39), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
+    Id { text: Str(22925), kind: IdKind::Event(43), pmu: Str(22775), event: Str(22925), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22927), kind: IdKind::Event(44), pmu: Str(22775), event: Str(22927), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22929), kind: IdKind::Event(45), pmu: Str(22775), event: Str(22929), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22937), kind: IdKind::Event(40), pmu: Str(22775), event: Str(22937), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22939), kind: IdKind::Event(41), pmu: Str(22775), event: Str(22939), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22941), kind: IdKind::Event(42), pmu: Str(22775), event: Str(22941), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

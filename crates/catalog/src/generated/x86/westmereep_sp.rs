@@ -34,5 +34,5 @@ static GROUPS: &[Group] = &[
 ];
 
 static COUNTERS: &[CounterInfo] = &[
-    CounterInfo { pmu: Str(13, 12), fixed: 4, generic: 4 },
+    CounterInfo { pmu: Str(2), fixed: 4, generic: 4 },
 ];

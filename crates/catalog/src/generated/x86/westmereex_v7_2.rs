@@ -22,31 +22,31 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(198384, 12), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(198384, 12), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(433865, 27), kind: IdKind::Event(467), pmu: Str(13, 12), event: Str(433865, 27), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(434617, 27), kind: IdKind::Event(480), pmu: Str(13, 12), event: Str(434617, 27), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(9020, 13), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0, 0), event: Str(9020, 13), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(232790, 28), kind: IdKind::Event(466), pmu: Str(13, 12), event: Str(232790, 28), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(233846, 28), kind: IdKind::Event(479), pmu: Str(13, 12), event: Str(233846, 28), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(1478872, 19), kind: IdKind::Sysfs, pmu: Str(1478487, 5), event: Str(1478891, 12), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 1 },
-    Id { text: Str(1478903, 17), kind: IdKind::Sysfs, pmu: Str(1478487, 5), event: Str(1478920, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 1 },
-    Id { text: Str(1478470, 17), kind: IdKind::Sysfs, pmu: Str(1478487, 5), event: Str(1478492, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 1 },
-    Id { text: Str(1478930, 18), kind: IdKind::Sysfs, pmu: Str(1478487, 5), event: Str(1478948, 11), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 1 },
-    Id { text: Str(1478959, 17), kind: IdKind::Sysfs, pmu: Str(1478487, 5), event: Str(1478976, 10), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 1 },
-    Id { text: Str(301459, 6), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(301459, 6), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(60524, 16), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(60524, 16), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(1389632, 12), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(1389644, 10), terms: Str(0, 0), modifiers: Str(1389654, 1), retire_latency: false, calls: 0 },
-    Id { text: Str(1389655, 14), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(1389644, 10), terms: Str(0, 0), modifiers: Str(1389669, 3), retire_latency: false, calls: 0 },
-    Id { text: Str(1389672, 13), kind: IdKind::Kernel, pmu: Str(0, 0), event: Str(1389644, 10), terms: Str(0, 0), modifiers: Str(1389685, 2), retire_latency: false, calls: 0 },
-    Id { text: Str(60577, 8), kind: IdKind::Sysfs, pmu: Str(60585, 3), event: Str(60588, 3), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(1478986, 10), kind: IdKind::Sysfs, pmu: Str(60585, 3), event: Str(1478996, 5), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(1479001, 27), kind: IdKind::Event(496), pmu: Str(13, 12), event: Str(236416, 18), terms: Str(304875, 7), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(1479028, 27), kind: IdKind::Event(496), pmu: Str(13, 12), event: Str(236416, 18), terms: Str(304921, 7), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(1479055, 27), kind: IdKind::Event(496), pmu: Str(13, 12), event: Str(236416, 18), terms: Str(453677, 7), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(1479082, 27), kind: IdKind::Event(496), pmu: Str(13, 12), event: Str(236416, 18), terms: Str(309622, 7), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(1479109, 27), kind: IdKind::Event(496), pmu: Str(13, 12), event: Str(236416, 18), terms: Str(967248, 7), modifiers: Str(0, 0), retire_latency: false, calls: 0 },
-    Id { text: Str(301444, 10), kind: IdKind::Sysfs, pmu: Str(60585, 3), event: Str(301454, 5), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 1 },
-    Id { text: Str(245364, 8), kind: IdKind::Sysfs, pmu: Str(60585, 3), event: Str(245279, 3), terms: Str(0, 0), modifiers: Str(0, 0), retire_latency: false, calls: 1 },
+    Id { text: Str(7998), kind: IdKind::Kernel, pmu: Str(0), event: Str(7998), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(14338), kind: IdKind::Event(467), pmu: Str(2), event: Str(14338), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(14361), kind: IdKind::Event(480), pmu: Str(2), event: Str(14361), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(575), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(575), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(9327), kind: IdKind::Event(466), pmu: Str(2), event: Str(9327), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(9363), kind: IdKind::Event(479), pmu: Str(2), event: Str(9363), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(39699), kind: IdKind::Sysfs, pmu: Str(39688), event: Str(39700), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(39701), kind: IdKind::Sysfs, pmu: Str(39688), event: Str(39702), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(39687), kind: IdKind::Sysfs, pmu: Str(39688), event: Str(39689), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(39703), kind: IdKind::Sysfs, pmu: Str(39688), event: Str(39704), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(39705), kind: IdKind::Sysfs, pmu: Str(39688), event: Str(39706), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(10704), kind: IdKind::Kernel, pmu: Str(0), event: Str(10704), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2529), kind: IdKind::Kernel, pmu: Str(0), event: Str(2529), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(36330), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36332), retire_latency: false, calls: 0 },
+    Id { text: Str(36333), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36334), retire_latency: false, calls: 0 },
+    Id { text: Str(36335), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36336), retire_latency: false, calls: 0 },
+    Id { text: Str(2533), kind: IdKind::Sysfs, pmu: Str(2534), event: Str(2535), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(39707), kind: IdKind::Sysfs, pmu: Str(2534), event: Str(39708), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(39709), kind: IdKind::Event(496), pmu: Str(2), event: Str(9448), terms: Str(10811), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(39710), kind: IdKind::Event(496), pmu: Str(2), event: Str(9448), terms: Str(10813), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(39711), kind: IdKind::Event(496), pmu: Str(2), event: Str(9448), terms: Str(14739), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(39712), kind: IdKind::Event(496), pmu: Str(2), event: Str(9448), terms: Str(10947), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(39713), kind: IdKind::Event(496), pmu: Str(2), event: Str(9448), terms: Str(28073), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(10702), kind: IdKind::Sysfs, pmu: Str(2534), event: Str(10703), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(9772), kind: IdKind::Sysfs, pmu: Str(2534), event: Str(9768), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
 ];
 
 static METRICS: &[MetricAt] = &[
@@ -116,13 +116,13 @@ static LOCALS: &[u16] = &[
 ];
 
 static GROUPS: &[Group] = &[
-    Group { name: Str(1479357, 6), description: Str::cold(3291338, 40) },
-    Group { name: Str(1466523, 13), description: Str::cold(3291378, 62) },
-    Group { name: Str(1467186, 6), description: Str::cold(3291440, 98) },
-    Group { name: Str(1389307, 10), description: Str::cold(3043888, 59) },
-    Group { name: Str(245279, 3), description: Str::cold(3291732, 35) },
+    Group { name: Str(39721), description: Str::cold(28745) },
+    Group { name: Str(39459), description: Str::cold(28746) },
+    Group { name: Str(39471), description: Str::cold(28747) },
+    Group { name: Str(36322), description: Str::cold(26763) },
+    Group { name: Str(9768), description: Str::cold(28752) },
 ];
 
 static COUNTERS: &[CounterInfo] = &[
-    CounterInfo { pmu: Str(13, 12), fixed: 4, generic: 4 },
+    CounterInfo { pmu: Str(2), fixed: 4, generic: 4 },
 ];
