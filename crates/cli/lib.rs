@@ -14,15 +14,12 @@ mod counts;
 mod describe;
 mod eval;
 mod list;
-mod negate;
-mod perfconfig;
 mod plan;
 mod record;
 mod report;
 mod serve;
 mod sim_hint;
 mod stat;
-mod unknown;
 
 /// What the CLI's unit tests (`tests/cli_unit`) reach inside the CLI, and nothing more: every
 /// other module is private. `eval --from-perf`'s reader with a chosen streaming budget (a
@@ -32,7 +29,6 @@ mod unknown;
 pub mod for_tests {
     pub use crate::eval::EvalArgs;
     pub use crate::eval::from_perf::{PREFIX_BYTES, run_log, run_log_with};
-    pub use crate::perfconfig::{parse as parse_config, parse_bool as parse_config_bool};
     pub use crate::report::{ReportArgs, run as report};
 }
 
@@ -229,7 +225,7 @@ fn exit_2_when_stderr_fails() {
 enum ParseError {
     /// clap's own error (also `--help` and `--version`, which clap prints on standard output).
     Clap(clap::Error),
-    /// An option the subcommand does not take, worded by [`unknown::explain`].
+    /// An option the subcommand does not take, worded by [`tmetric_perfopts::unknown::explain`].
     Unknown(String),
 }
 
@@ -258,7 +254,7 @@ fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
     let argv = perfs_negations(argv, defined);
     let matches = command.try_get_matches_from(&argv).map_err(|err| {
         let sub = argv.get(1).and_then(|a| a.to_str()).unwrap_or("stat");
-        match unknown::explain(&err, sub) {
+        match tmetric_perfopts::unknown::explain(&err, sub) {
             Some(text) => ParseError::Unknown(text),
             None => ParseError::Clap(err),
         }
@@ -274,7 +270,8 @@ fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
     Ok(cli)
 }
 
-/// `stat`'s and `record`'s options with perf's `--no-X` negations applied ([`negate`]).
+/// `stat`'s and `record`'s options with perf's `--no-X` negations applied
+/// ([`tmetric_perfopts::negate`]).
 fn perfs_negations(argv: Vec<std::ffi::OsString>, cli: &clap::Command) -> Vec<std::ffi::OsString> {
     let Some(sub) = argv.get(1).and_then(|a| a.to_str()) else { return argv };
     if !matches!(sub, "stat" | "record") {
@@ -285,7 +282,7 @@ fn perfs_negations(argv: Vec<std::ffi::OsString>, cli: &clap::Command) -> Vec<st
             // Built alone: building settles each flag's action, which negation reads.
             let mut command = command.clone();
             command.build();
-            negate::apply(&command, argv)
+            tmetric_perfopts::negate::apply(&command, argv)
         }
         None => argv,
     }

@@ -292,7 +292,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     // perf's config files apply to `perf stat report` as to every perf command.
     // Counts recorded with --no-scale are printed raw, as perf stat report reads them.
     tmetric_runtime::counter::set_scaling(replay.scaled);
-    let perf_config = crate::perfconfig::load();
+    let perf_config = tmetric_perfopts::config::load(warn);
     if perf_config.big_num == Some(false) {
         config.big_num = false;
     }

@@ -3,5 +3,4 @@
 //! modules' tests moved with their code to the crates that own it).
 
 mod eval_from_perf;
-mod perfconfig;
 mod record;

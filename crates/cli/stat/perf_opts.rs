@@ -103,7 +103,7 @@ pub fn as_perf_reads(args: &StatArgs) -> StatArgs {
     if args.output.as_deref() == Some(Path::new("-")) {
         args.output = None;
     }
-    let config = crate::perfconfig::load();
+    let config = tmetric_perfopts::config::load(warn);
     if config.big_num == Some(false) && !args.big_num {
         args.no_big_num = true;
     }

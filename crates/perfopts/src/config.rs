@@ -5,12 +5,11 @@
 //! (`big-num`, `no-csv-summary`, `bpf-counter-events`). As perf, a line that does not parse
 //! stops the reading of its file (the keys before it stay) with a warning naming the file
 //! and line, and a bad value is ignored with a warning; unlike perf, the warning says what
-//! was expected. Files are read up to [`MAX_BYTES`].
+//! was expected. Files are read up to [`MAX_BYTES`]. Warnings go to the caller's `warn`
+//! (the CLI's standard error, which `-q` and the CSV and JSON layouts govern).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-
-use tmetric_print::out::warn;
 
 /// The most of a config file read: perf's are a few lines; a longer one (or `/dev/zero`) is
 /// not a config file.
@@ -28,19 +27,20 @@ pub struct PerfConfig {
     pub no_csv_summary: Option<bool>,
 }
 
-/// Reads the config files perf would read in this environment, warning about what is wrong.
-pub fn load() -> PerfConfig {
+/// Reads the config files perf would read in this environment, warning about what is wrong
+/// through `warn`.
+pub fn load(warn: fn(&str)) -> PerfConfig {
     let env = |name: &str| std::env::var_os(name);
     let mut config = PerfConfig::default();
     if let Some(only) = env("PERF_CONFIG") {
-        let _ = read_into(Path::new(&only), &mut config);
+        let _ = read_into(Path::new(&only), &mut config, warn);
         return config;
     }
     let off =
         |name: &str| env(name).is_some_and(|v| parse_bool(&v.to_string_lossy()) == Some(true));
     if !off("PERF_CONFIG_NOSYSTEM")
         && Path::new(SYSTEM).exists()
-        && read_into(Path::new(SYSTEM), &mut config).is_err()
+        && read_into(Path::new(SYSTEM), &mut config, warn).is_err()
     {
         // perf stops at a bad system file and reads no user file after it.
         return config;
@@ -57,7 +57,7 @@ pub fn load() -> PerfConfig {
                     path.display()
                 ));
             } else if meta.len() > 0 {
-                let _ = read_into(&path, &mut config);
+                let _ = read_into(&path, &mut config, warn);
             }
         }
     }
@@ -66,7 +66,7 @@ pub fn load() -> PerfConfig {
 
 /// Reads one file's `[stat]` keys into `config`; `Err` after a line that does not parse
 /// (warned about). A file that does not exist is silently nothing, as in perf.
-fn read_into(path: &Path, config: &mut PerfConfig) -> Result<(), ()> {
+fn read_into(path: &Path, config: &mut PerfConfig, warn: fn(&str)) -> Result<(), ()> {
     let text = match read_capped(path) {
         Ok(Some(text)) => text,
         Ok(None) => return Ok(()),
@@ -77,7 +77,7 @@ fn read_into(path: &Path, config: &mut PerfConfig) -> Result<(), ()> {
     };
     let (items, bad) = parse(&text);
     for item in &items {
-        apply(item, path, config);
+        apply(item, path, config, warn);
     }
     match bad {
         Some((line, why)) => {
@@ -287,7 +287,7 @@ pub fn parse_bool(value: &str) -> Option<bool> {
 }
 
 /// Applies one item perf's `perf_stat_config` reads; other keys are perf's other commands'.
-fn apply(item: &Item, path: &Path, config: &mut PerfConfig) {
+fn apply(item: &Item, path: &Path, config: &mut PerfConfig, warn: fn(&str)) {
     let target = match item.key.as_str() {
         "stat.big-num" => &mut config.big_num,
         "stat.no-csv-summary" => &mut config.no_csv_summary,
@@ -309,5 +309,55 @@ fn apply(item: &Item, path: &Path, config: &mut PerfConfig) {
             path.display(),
             item.line
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! perf's config file syntax and booleans, checked against what perf's `util/config.c`
+    //! accepts and refuses.
+
+    use super::{parse, parse_bool};
+    #[test]
+    fn perfs_syntax_reads_sections_values_quotes_and_comments() {
+        let text = "# perf config\n[stat]\n\tbig-num = false ; why\n  No-csv-summary\n[core \"x\"]\nproc-map-timeout = \"5 00\"\n";
+        let (items, bad) = parse(text);
+        assert_eq!(bad, None);
+        let keys: Vec<(&str, Option<&str>, usize)> =
+            items.iter().map(|i| (i.key.as_str(), i.value.as_deref(), i.line)).collect();
+        assert_eq!(
+            keys,
+            [
+                ("stat.big-num", Some("false"), 3),
+                ("stat.no-csv-summary", None, 4),
+                ("core.x.proc-map-timeout", Some("5 00"), 6)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_line_that_does_not_parse_stops_the_file_where_it_is() {
+        let (items, bad) = parse("[stat]\nbig-num = no\nbig-num false\nno-csv-summary\n");
+        assert_eq!(items.len(), 1);
+        let (line, why) = bad.expect("line 3 is bad");
+        assert_eq!(line, 3);
+        assert!(why.contains("expected `=` after `big-num`"), "{why}");
+        let (_, bad) = parse("[stat\n");
+        assert_eq!(bad.map(|b| b.0), Some(1));
+        let (_, bad) = parse("[stat]\nx = \"open\n");
+        assert_eq!(bad.map(|b| b.0), Some(2));
+        let (_, bad) = parse("[stat]\n=1\n");
+        assert_eq!(bad.map(|b| b.0), Some(2));
+    }
+
+    #[test]
+    fn booleans_are_perfs() {
+        assert_eq!(parse_bool("Yes"), Some(true));
+        assert_eq!(parse_bool("off"), Some(false));
+        assert_eq!(parse_bool(""), Some(false));
+        assert_eq!(parse_bool("0"), Some(false));
+        assert_eq!(parse_bool("2k"), Some(true));
+        assert_eq!(parse_bool("0x0"), Some(false));
+        assert_eq!(parse_bool("maybe"), None);
     }
 }
