@@ -27,18 +27,18 @@ use tmetric_runtime::{Kernel, RunOptions, Syscalls, Sysfs, Target};
 use tmetric_print::out::{Sink, warn};
 
 mod args;
-mod exits;
-mod perf_opts;
 mod run;
 mod setup;
 mod show;
 
 pub use args::*;
-pub use exits::{PerfExit, reraise_now};
-pub use perf_opts::*;
 pub use run::*;
 pub use setup::*;
 pub use show::*;
+use tmetric_perfopts::exits;
+pub use tmetric_perfopts::exits::{PerfExit, reraise_now};
+pub(crate) use tmetric_perfopts::rules::{cache_level, check_cache_level, check_cgroup};
+use tmetric_perfopts::run::{MetricModes, RunHook, check_perf_options, metric_modes, run_hook};
 
 /// `stat`'s and `report`'s printer, writing to a [`Sink`]; its notes for standard error are
 /// [`warn`]ings.
@@ -52,9 +52,36 @@ const TASKS: &str = "/proc";
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let args = &as_perf_reads(args);
     if args.repeat == 0 {
-        return forever(args, |each| run_recording(each, None));
+        if args.command.is_empty() {
+            bail!("-r 0 repeats a command until Ctrl-C: give a command");
+        }
+        let mut each = args.clone();
+        each.repeat = 1;
+        each.perf.forever = true;
+        return tmetric_perfopts::run::forever(|| run_recording(&each, None));
     }
     run_recording(args, None)
+}
+
+/// The flags as perf reads them before a run: `-o -` is standard error (not a file named
+/// `-`), and the `[stat]` keys of perf's config files (`stat.big-num`,
+/// `stat.no-csv-summary`) apply where no flag says otherwise.
+pub fn as_perf_reads(args: &StatArgs) -> StatArgs {
+    let mut args = args.clone();
+    if args.output.as_deref() == Some(Path::new("-")) {
+        args.output = None;
+    }
+    let config = tmetric_perfopts::config::load(warn);
+    if config.big_num == Some(false) && !args.big_num {
+        args.no_big_num = true;
+    }
+    if config.no_csv_summary == Some(true) && !args.csv_summary {
+        args.no_csv_summary = true;
+    }
+    if !args.perf.scale || args.perf.no_scale {
+        tmetric_runtime::counter::set_scaling(!args.perf.no_scale);
+    }
+    args
 }
 
 /// Runs `tmetric stat`, also writing the raw counts to `record` (`tmetric record`).
@@ -92,7 +119,7 @@ pub fn run_recording(
     }
     check_per_thread(args, attach)?;
     check_perf_flags(args)?;
-    check_perf_options(args)?;
+    check_perf_options(&args.perf, args.output.is_some(), args.interval, args.interval_count)?;
     if args.quiet {
         tmetric_print::out::set_quiet();
     }

@@ -122,7 +122,7 @@ pub struct StatArgs {
     pub interval_count: Option<u64>,
     /// Run the command N times and print the mean counts with their spread (0: again and
     /// again, each run's counts as it ends, until Ctrl-C, as perf's `-r 0`).
-    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1, allow_hyphen_values = true, value_parser = super::perf_opts::run_count)]
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1, allow_hyphen_values = true, value_parser = tmetric_perfopts::rules::run_count)]
     pub repeat: u32,
     /// Count on these CPUs only (a list such as `0-3,8`); implies system-wide counting there.
     #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
@@ -228,7 +228,7 @@ pub struct StatArgs {
     /// perf's options of how a run is made: `--log-fd`, `--pre`/`--post`, `-S`, `-i`,
     /// `--no-scale`, `-T`, `--smi-cost`.
     #[command(flatten)]
-    pub perf: super::perf_opts::PerfOptions,
+    pub perf: tmetric_perfopts::run::PerfOptions,
     /// The command to run and count (after `--` when it has options of its own).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -322,27 +322,6 @@ pub(super) fn check_per_thread(args: &StatArgs, attach: bool) -> anyhow::Result<
         bail!("--tree is not supported with --per-thread");
     }
     Ok(())
-}
-
-/// A cgroup named with `-G` or `--for-each-cgroup` must exist (perf stops too: "no access
-/// to cgroup").
-pub(super) fn check_cgroup(flag: &str, name: &str) -> anyhow::Result<()> {
-    let Some(mount) = tmetric_runtime::sys::cgroup_mount() else {
-        bail!(
-            "{flag} {name}: no cgroup2 (or cgroup v1 perf_event) mount in /proc/self/mounts: mount one, or count without cgroups"
-        );
-    };
-    match tmetric_runtime::sys::open_cgroup_dir(name) {
-        Ok(fd) => {
-            tmetric_runtime::sys::close_fd(fd);
-            Ok(())
-        }
-        Err(errno) => bail!(
-            "{flag} {name}: no access to cgroup {} ({errno}); names are paths under {}, such as `system.slice/ssh.service`",
-            mount.join(name.trim_start_matches('/')).display(),
-            mount.display()
-        ),
-    }
 }
 
 /// perf's checks of flags that go together, with perf's messages (and what to do).

@@ -39,7 +39,13 @@ pub fn run_on<S: Syscalls + Clone>(
     let Some((owned, topdown)) = topdown_args(args, &layout, &host)? else {
         return Ok(1);
     };
-    let (owned, _smi_reset) = metric_modes(owned, &host)?;
+    let MetricModes { groups, metric_only, reset: _smi_reset } =
+        metric_modes(&owned.perf, owned.null_run, &host, warn)?;
+    let mut owned = owned;
+    owned.metric.metrics.extend(groups.iter().map(|g| g.to_string()));
+    if let Some(metric_only) = metric_only {
+        owned.metric_only = metric_only;
+    }
     let args = &owned;
     let pmus = host.pmus();
     if topdown.is_some() && pmus.nmi_watchdog {
@@ -105,10 +111,10 @@ pub fn run_on<S: Syscalls + Clone>(
     plan.set_software_together(options.control.is_none() && options.rotation.is_none());
     let (earlier, back) = repeats(args, &host, &sys, &plan, printer, &options)?;
     printer = back;
-    run_hook(args, RunHook::Before).map_err(anyhow::Error::msg)?;
+    run_hook(&args.perf, RunHook::Before).map_err(anyhow::Error::msg)?;
     let sys_for_sampler = sys.clone();
     let mut session = Session::open(sys, plan, target, host.env().clone())?;
-    refuse_an_empty_run(&session)?;
+    super::exits::refuse_an_empty_run(&session)?;
     session.set_affinity(!args.perf.no_affinity);
     // Each interval's bars come from the reads inside it, as the totals' from the run's.
     session.set_interval_bars(error_bar_reads(args).is_some());
@@ -137,7 +143,7 @@ pub fn run_on<S: Syscalls + Clone>(
         return Ok(0);
     };
     // The counts are the run's whatever the post command does: it is said, not fatal.
-    if let Err(why) = run_hook(args, RunHook::After) {
+    if let Err(why) = run_hook(&args.perf, RunHook::After) {
         warn(&why);
     }
     counting.finish(args, &layout, pmus, &mut session, report, earlier)
@@ -158,11 +164,11 @@ fn repeats<S: Syscalls + Clone>(
     let mut counting = Counting { printer, recorder: None, record_failed: None };
     let mut earlier = Vec::new();
     for _ in 1..args.repeat {
-        run_hook(args, RunHook::Before).map_err(anyhow::Error::msg)?;
+        run_hook(&args.perf, RunHook::Before).map_err(anyhow::Error::msg)?;
         let mut workload = Workload::prepare(&args.command).context("cannot start the workload")?;
         let target = target_of(args, host, plan.contract(), Some(&workload), None)?;
         let mut session = Session::open(sys.clone(), plan.clone(), target, host.env().clone())?;
-        refuse_an_empty_run(&session)?;
+        super::exits::refuse_an_empty_run(&session)?;
         session.set_affinity(!args.perf.no_affinity);
         session.set_interval_bars(error_bar_reads(args).is_some());
         let Some(report) = counting.run(&mut session, Some(&mut workload), options)? else {
@@ -173,40 +179,9 @@ fn repeats<S: Syscalls + Clone>(
         }
         super::exits::say_fate(&args.command, &report);
         earlier.push(report);
-        run_hook(args, RunHook::After).map_err(anyhow::Error::msg)?;
+        run_hook(&args.perf, RunHook::After).map_err(anyhow::Error::msg)?;
     }
     Ok((earlier, counting.printer))
-}
-
-/// perf 7.x ends a run that could open none of its events (`No supported events found.`,
-/// exit 1) where perf 6.12 prints them `<not supported>` (`Contract::needs_an_event`);
-/// perf's words, then which events and why.
-fn refuse_an_empty_run<S: Syscalls>(session: &Session<S>) -> anyhow::Result<()> {
-    let plan = session.plan();
-    if !plan.contract().needs_an_event {
-        return Ok(());
-    }
-    let Some(rows) = session.nothing_opened() else { return Ok(()) };
-    // One clause per reason, naming its events.
-    let mut reasons: Vec<(String, Vec<&str>)> = Vec::new();
-    for (name, why) in &rows {
-        match reasons.iter_mut().find(|(w, _)| w == why) {
-            Some((_, names)) => names.push(name),
-            None => reasons.push((why.clone(), vec![name])),
-        }
-    }
-    let reasons: Vec<String> = reasons
-        .iter()
-        .map(|(why, names)| format!("{}: {why}", tmetric_text::names_summary(names)))
-        .collect();
-    Err(super::exits::perf_exit(
-        1,
-        format!(
-            "No supported events found. {}; perf {} ends a run that can open none of its events (count events this machine has, such as -e task-clock, or give a model with --pmu-sim)",
-            reasons.join("; "),
-            plan.contract().perf
-        ),
-    ))
 }
 
 /// perf 6.12's warning when `--topdown` counts with the NMI watchdog holding a counter.

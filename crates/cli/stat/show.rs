@@ -56,35 +56,6 @@ pub(super) fn split_of(args: &StatArgs, sysfs: &Sysfs, target: &Target) -> Parti
     aggr::split(cpus, aggregation(args), |cpu| aggr::place_of(sysfs, cpu, level))
 }
 
-/// `--per-cache=L2` (or `l2`): the cache level; `None` for the last level or a level perf
-/// refuses ([`check_cache_level`]).
-pub(crate) fn cache_level(text: &str) -> Option<u32> {
-    let level = text.strip_prefix(['L', 'l'])?;
-    (level.len() == 1).then(|| level.parse().ok()).flatten().filter(|l| (1..=4).contains(l))
-}
-
-/// perf's `parse_cache_level`: `L` or `l` and one digit, 1 to 4 (`MAX_CACHE_LVL`), with
-/// perf's messages.
-pub(crate) fn check_cache_level(text: &str) -> anyhow::Result<()> {
-    let digits = text.strip_prefix(['L', 'l']).filter(|d| d.len() == 1);
-    match digits.and_then(|d| d.parse::<u32>().ok()) {
-        // perf's option callback refuses it: a usage error, 129.
-        Some(level) if level > 4 => Err(super::exits::perf_exit(
-            129,
-            format!(
-                "--per-cache={text}: perf only supports max cache level of 4 (L1 to L4; without a level, the last level)"
-            ),
-        )),
-        Some(level) if level >= 1 => Ok(()),
-        _ => Err(super::exits::perf_exit(
-            129,
-            format!(
-                "--per-cache={text}: Cache level must be of form L[1-4], or l[1-4] (as --per-cache=L2; without a level, the last level)"
-            ),
-        )),
-    }
-}
-
 /// `-v`: the counters assumed per PMU, then the groups and each metric's placement.
 pub(super) fn describe_pmus(pmus: &PmuModel) {
     tmetric_print::verbose::pmus(pmus).iter().for_each(|line| warn(line));

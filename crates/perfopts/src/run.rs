@@ -1,16 +1,20 @@
 //! perf 6.12's `perf stat` options that change how a run is made rather than what it counts
-//! (`--log-fd`, `--pre`/`--post`, `-S`, `-i`, `--no-scale`, `-T`, `--smi-cost`, `-r 0`,
-//! `-o -`), each as `builtin-stat.c` does it, and the `[stat]` keys of perf's config files
-//! applied under the flags.
+//! (`--log-fd`, `--pre`/`--post`, `-S`, `-i`, `--no-scale`, `-T`, `--smi-cost`, `-r 0`),
+//! each as `builtin-stat.c` does it. `stat`'s flags flatten [`PerfOptions`]; `-o -` and the
+//! `[stat]` keys of perf's config files ([`crate::config`]) are applied to the flags by the CLI.
 
+use std::path::PathBuf;
 use std::process::Command;
 
-use super::*;
+use anyhow::Context;
+use tmetric_engine::{self as engine, Host};
 
-/// perf's options of how a run is made (flattened into [`StatArgs`]).
+use crate::exits::{perf_exit, reraise_later, take_interrupted};
+
+/// perf's options of how a run is made (flattened into `stat`'s and `record`'s flags).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct PerfOptions {
-    /// Set by [`forever`] on each of `-r 0`'s runs: a run that a signal interrupts is not
+    /// Set on each of `-r 0`'s runs ([`forever`]): a run that a signal interrupts is not
     /// printed and ends the repeats (perf 6.1 prints the runs before it, then dies by it).
     #[arg(skip)]
     pub forever: bool,
@@ -58,36 +62,30 @@ pub struct PerfOptions {
     pub no_metric_only: bool,
 }
 
-/// `-r N` as perf reads it: any count that is not negative (0 repeats until Ctrl-C; perf
-/// documents 100 as the maximum but does not hold to it).
-pub fn run_count(text: &str) -> Result<u32, String> {
-    match text.trim().parse::<i64>() {
-        Ok(n) if n < 0 => {
-            Err("Run count must be a positive number (0 repeats until Ctrl-C)".into())
-        }
-        Ok(n) => u32::try_from(n).map_err(|_| format!("{n} runs are more than tmetric counts")),
-        Err(_) => Err(format!("`{text}` is not a number of runs, as in -r 5")),
-    }
-}
-
-/// perf's rules for these options that need no machine, with perf's messages.
-pub(super) fn check_perf_options(args: &StatArgs) -> anyhow::Result<()> {
+/// perf's rules for these options that need no machine, with perf's messages: `perf`, with
+/// whether `-o` names a file, `-I`'s milliseconds and `--interval-count`.
+pub fn check_perf_options(
+    perf: &PerfOptions,
+    output: bool,
+    interval: Option<u64>,
+    interval_count: Option<u64>,
+) -> anyhow::Result<()> {
     // perf's `cmd_stat`: a count of intervals needs intervals (0 is no count at all).
-    if args.interval_count.is_some_and(|n| n > 0) && args.interval.is_none_or(|i| i == 0) {
-        return Err(super::exits::perf_exit(
+    if interval_count.is_some_and(|n| n > 0) && interval.is_none_or(|i| i == 0) {
+        return Err(perf_exit(
             234,
             "interval-count option should be used together with interval-print: give -I MS too",
         ));
     }
-    let Some(fd) = args.perf.log_fd else { return Ok(()) };
-    if args.output.is_some() {
-        return Err(super::exits::perf_exit(
+    let Some(fd) = perf.log_fd else { return Ok(()) };
+    if output {
+        return Err(perf_exit(
             234,
             "cannot use both --output and --log-fd: -o names a file, --log-fd an open descriptor",
         ));
     }
     if fd < 0 {
-        return Err(super::exits::perf_exit(
+        return Err(perf_exit(
             234,
             "argument to --log-fd must be a > 0: the number of a descriptor the shell opened, as in `3>counts.txt tmetric --log-fd 3 ...`",
         ));
@@ -95,46 +93,16 @@ pub(super) fn check_perf_options(args: &StatArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The flags as perf reads them before a run: `-o -` is standard error (not a file named
-/// `-`), and the `[stat]` keys of perf's config files (`stat.big-num`,
-/// `stat.no-csv-summary`) apply where no flag says otherwise.
-pub fn as_perf_reads(args: &StatArgs) -> StatArgs {
-    let mut args = args.clone();
-    if args.output.as_deref() == Some(Path::new("-")) {
-        args.output = None;
-    }
-    let config = tmetric_perfopts::config::load(warn);
-    if config.big_num == Some(false) && !args.big_num {
-        args.no_big_num = true;
-    }
-    if config.no_csv_summary == Some(true) && !args.csv_summary {
-        args.no_csv_summary = true;
-    }
-    if !args.perf.scale || args.perf.no_scale {
-        tmetric_runtime::counter::set_scaling(!args.perf.no_scale);
-    }
-    args
-}
-
-/// perf's `-r 0`: runs the command again and again, printing each run's counts as it ends,
-/// until a run is interrupted (Ctrl-C reaches the command too) or fails to start.
-pub fn forever(
-    args: &StatArgs,
-    mut once: impl FnMut(&StatArgs) -> anyhow::Result<i32>,
-) -> anyhow::Result<i32> {
-    if args.command.is_empty() {
-        bail!("-r 0 repeats a command until Ctrl-C: give a command");
-    }
-    let mut each = args.clone();
-    each.repeat = 1;
-    each.perf.forever = true;
+/// perf's `-r 0`: runs `once` (one run of the command, printing its counts as it ends) again
+/// and again, until a run is interrupted (Ctrl-C reaches the command too) or fails to start.
+pub fn forever(mut once: impl FnMut() -> anyhow::Result<i32>) -> anyhow::Result<i32> {
     loop {
-        let code = once(&each)?;
+        let code = once()?;
         // Ctrl-C reaches tmetric and the command: the interrupted run is not printed and
         // tmetric dies by the signal once done, as perf (130 for SIGINT from a shell). A
         // signal that reached only the command ends nothing: perf runs it again.
-        if let Some(signal) = super::exits::take_interrupted() {
-            super::exits::reraise_later(signal);
+        if let Some(signal) = take_interrupted() {
+            reraise_later(signal);
             return Ok(code);
         }
     }
@@ -143,7 +111,7 @@ pub fn forever(
 /// When [`run_hook`] runs: perf's `--pre` before a run's counters open, `--post` after its
 /// workload ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum RunHook {
+pub enum RunHook {
     /// Before a run (`--pre`, then `-S`'s sync).
     Before,
     /// After a run (`--post`).
@@ -153,10 +121,10 @@ pub(super) enum RunHook {
 /// `--pre`, `--post` and `-S` around each run, as perf's `run_perf_stat`: the pre command,
 /// then `sync`, then the run, then the post command, each through `/bin/sh -c` as perf's
 /// `system()`.
-pub(super) fn run_hook(args: &StatArgs, hook: RunHook) -> Result<(), String> {
+pub fn run_hook(perf: &PerfOptions, hook: RunHook) -> Result<(), String> {
     let (flag, command) = match hook {
-        RunHook::Before => ("--pre", &args.perf.pre),
-        RunHook::After => ("--post", &args.perf.post),
+        RunHook::Before => ("--pre", &perf.pre),
+        RunHook::After => ("--post", &perf.post),
     };
     if let Some(command) = command {
         let status = Command::new("/bin/sh")
@@ -179,7 +147,7 @@ pub(super) fn run_hook(args: &StatArgs, hook: RunHook) -> Result<(), String> {
             });
         }
     }
-    if hook == RunHook::Before && args.perf.sync {
+    if hook == RunHook::Before && perf.sync {
         tmetric_runtime::sys::sync_filesystems();
     }
     Ok(())
@@ -188,29 +156,45 @@ pub(super) fn run_hook(args: &StatArgs, hook: RunHook) -> Result<(), String> {
 /// Where perf's kernel switch for `--smi-cost` is, under a sysfs root.
 const FREEZE_ON_SMI: &str = "cpu/freeze_on_smi";
 
-/// Puts `freeze_on_smi` back to 0 when the run that set it ends, as perf does at its exit.
-pub struct SmiReset(Option<PathBuf>);
+/// Puts `freeze_on_smi` back to 0 when the run that set it ends, as perf does at its exit,
+/// saying through the warning function it holds when it cannot.
+pub struct SmiReset(Option<PathBuf>, fn(&str));
 
 impl Drop for SmiReset {
     fn drop(&mut self) {
         if let Some(path) = self.0.take()
             && let Err(e) = std::fs::write(&path, "0")
         {
-            warn(&format!("cannot set {} back to 0: {e}", path.display()));
+            (self.1)(&format!("cannot set {} back to 0: {e}", path.display()));
         }
     }
 }
 
+/// What `-T` and `--smi-cost` add to a run: the metric groups to select, whether to print only
+/// metrics, and the `freeze_on_smi` to put back when the run ends.
+pub struct MetricModes {
+    /// The metric groups perf makes of the options (`transaction`, `smi`), in that order.
+    pub groups: Vec<&'static str>,
+    /// `--smi-cost`'s metric-only layout (unless `--no-metric-only`); `None`: unchanged.
+    pub metric_only: Option<bool>,
+    /// Dropped when the run ends.
+    pub reset: SmiReset,
+}
+
 /// `-T` and `--smi-cost` as the metric groups perf makes of them (`transaction`, `smi`), on
-/// `host`: refused, with perf's words and what to do, where the model has no such metrics or
-/// the kernel no `freeze_on_smi`.
-pub(super) fn metric_modes(
-    mut args: StatArgs,
+/// `host` (nothing for a null run, `-n`): refused, with perf's words and what to do, where the
+/// model has no such metrics or the kernel no `freeze_on_smi`. `warn` says what the reset
+/// cannot put back.
+pub fn metric_modes(
+    perf: &PerfOptions,
+    null_run: bool,
     host: &Host,
-) -> anyhow::Result<(StatArgs, SmiReset)> {
-    let mut reset = SmiReset(None);
-    if args.null_run || !(args.perf.transaction || args.perf.smi_cost) {
-        return Ok((args, reset));
+    warn: fn(&str),
+) -> anyhow::Result<MetricModes> {
+    let mut modes =
+        MetricModes { groups: Vec::new(), metric_only: None, reset: SmiReset(None, warn) };
+    if null_run || !(perf.transaction || perf.smi_cost) {
+        return Ok(modes);
     }
     let model = host.model().ok();
     let sysfs = host.sysfs();
@@ -223,9 +207,9 @@ pub(super) fn metric_modes(
         Some(m) => format!("the {} model", m.name),
         None => "this machine (no CPU model is known for it)".to_string(),
     };
-    if args.perf.transaction {
+    if perf.transaction {
         if !has_group("transaction") {
-            return Err(super::exits::perf_exit(
+            return Err(perf_exit(
                 234,
                 format!(
                     "Missing transaction metrics: -T counts the `transaction` metric group, which {} does not have (Intel CPUs with TSX have it; `tmetric list metrics` lists this machine's)",
@@ -233,13 +217,13 @@ pub(super) fn metric_modes(
                 ),
             ));
         }
-        args.metric.metrics.push("transaction".into());
+        modes.groups.push("transaction");
     }
-    if args.perf.smi_cost {
+    if perf.smi_cost {
         let path = sysfs.pmu_devices().join(FREEZE_ON_SMI);
         let value = std::fs::read_to_string(&path).ok().and_then(|t| t.trim().parse::<i64>().ok());
         let Some(value) = value else {
-            return Err(super::exits::perf_exit(
+            return Err(perf_exit(
                 234,
                 format!(
                     "freeze_on_smi is not supported: --smi-cost needs sysfs's bus/event_source/devices/{FREEZE_ON_SMI}, which an Intel core PMU has (this machine has {})",
@@ -252,7 +236,7 @@ pub(super) fn metric_modes(
             ));
         };
         if !has_group("smi") {
-            return Err(super::exits::perf_exit(
+            return Err(perf_exit(
                 234,
                 format!(
                     "Missing smi metrics: --smi-cost counts the `smi` metric group, which {} does not have",
@@ -263,10 +247,10 @@ pub(super) fn metric_modes(
         if value == 0 {
             std::fs::write(&path, "1")
                 .with_context(|| format!("Failed to set freeze_on_smi: {}", path.display()))?;
-            reset = SmiReset(Some(path));
+            modes.reset = SmiReset(Some(path), warn);
         }
-        args.metric.metrics.push("smi".into());
-        args.metric_only = !args.perf.no_metric_only;
+        modes.groups.push("smi");
+        modes.metric_only = Some(!perf.no_metric_only);
     }
-    Ok((args, reset))
+    Ok(modes)
 }

@@ -1,8 +1,12 @@
 //! How a `tmetric stat` run ends, as perf 6.12's does: perf's exit codes for what it refuses
 //! ([`PerfExit`]), the workload's fate said as perf's `psignal` says it, and the signal that
-//! ended a run without a workload raised again once everything is printed ([`reraise_later`]).
+//! ended a run without a workload raised again once everything is printed ([`reraise_later`]),
+//! and perf 7.x's refusal of a run that can open none of its events.
 
 use std::sync::atomic::{AtomicI32, Ordering};
+
+use tmetric_engine::session::Session;
+use tmetric_runtime::Syscalls;
 
 /// An error that ends tmetric with perf's exit code for it rather than tmetric's 2: 255
 /// where perf's `cmd_stat` returns -1 (`Workload failed:`, `--interval-clear` without a
@@ -44,7 +48,7 @@ pub fn reraise_later(signal: i32) {
     }
 }
 
-/// The signal that interrupted `-r 0`'s last run (0: none), for [`super::forever`].
+/// The signal that interrupted `-r 0`'s last run (0: none), for [`crate::run::forever`].
 static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
 
 /// Notes that a signal tmetric caught interrupted a run of `-r 0`.
@@ -91,4 +95,35 @@ pub fn say_killed(command: &[std::ffi::OsString], signal: i32) {
 pub fn say(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// perf 7.x ends a run that could open none of its events (`No supported events found.`,
+/// exit 1) where perf 6.12 prints them `<not supported>` (`Contract::needs_an_event`);
+/// perf's words, then which events and why.
+pub fn refuse_an_empty_run<S: Syscalls>(session: &Session<S>) -> anyhow::Result<()> {
+    let plan = session.plan();
+    if !plan.contract().needs_an_event {
+        return Ok(());
+    }
+    let Some(rows) = session.nothing_opened() else { return Ok(()) };
+    // One clause per reason, naming its events.
+    let mut reasons: Vec<(String, Vec<&str>)> = Vec::new();
+    for (name, why) in &rows {
+        match reasons.iter_mut().find(|(w, _)| w == why) {
+            Some((_, names)) => names.push(name),
+            None => reasons.push((why.clone(), vec![name])),
+        }
+    }
+    let reasons: Vec<String> = reasons
+        .iter()
+        .map(|(why, names)| format!("{}: {why}", tmetric_text::names_summary(names)))
+        .collect();
+    Err(perf_exit(
+        1,
+        format!(
+            "No supported events found. {}; perf {} ends a run that can open none of its events (count events this machine has, such as -e task-clock, or give a model with --pmu-sim)",
+            reasons.join("; "),
+            plan.contract().perf
+        ),
+    ))
 }
