@@ -237,7 +237,7 @@ fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
     // Made once, and never built whole: building finishes every subcommand's flags, the
     // largest part of a short run, while parsing builds the top level and the one subcommand
     // named. The helpers read the command as defined (`is_top_level` knows what building adds).
-    let command = Cli::command();
+    let mut command = Cli::command();
     let defined = &command;
     // `tmetric --perf-version 7.2 list ...`: the global flag ahead of the subcommand moves
     // behind it, so the default subcommand (`stat`) is still inserted where it belongs.
@@ -251,7 +251,7 @@ fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
         let at = 2.min(argv.len());
         argv.splice(at..at, leading);
     }
-    let argv = perfs_negations(argv, defined);
+    let argv = perfs_negations(argv, &mut command);
     let matches = command.try_get_matches_from(&argv).map_err(|err| {
         let sub = argv.get(1).and_then(|a| a.to_str()).unwrap_or("stat");
         match tmetric_perfopts::unknown::explain(&err, sub) {
@@ -272,17 +272,29 @@ fn parse(mut argv: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
 
 /// `stat`'s and `record`'s options with perf's `--no-X` negations applied
 /// ([`tmetric_perfopts::negate`]).
-fn perfs_negations(argv: Vec<std::ffi::OsString>, cli: &clap::Command) -> Vec<std::ffi::OsString> {
+fn perfs_negations(
+    argv: Vec<std::ffi::OsString>,
+    cli: &mut clap::Command,
+) -> Vec<std::ffi::OsString> {
     let Some(sub) = argv.get(1).and_then(|a| a.to_str()) else { return argv };
     if !matches!(sub, "stat" | "record") {
         return argv;
     }
-    match cli.find_subcommand(sub) {
+    // Negation reads each flag's action, which building settles. The subcommand is built in
+    // place, once: parsing finds it built and does not build it again. Parsing would first
+    // give it the top level's global flags (`--perf-version`), so they are given here first,
+    // as parsing adds them.
+    let global: Vec<clap::Arg> =
+        cli.get_arguments().filter(|arg| arg.is_global_set()).cloned().collect();
+    match cli.find_subcommand_mut(sub) {
         Some(command) => {
-            // Built alone: building settles each flag's action, which negation reads.
-            let mut command = command.clone();
+            for arg in global {
+                if !command.get_arguments().any(|a| a.get_id() == arg.get_id()) {
+                    *command = std::mem::take(command).arg(arg);
+                }
+            }
             command.build();
-            tmetric_perfopts::negate::apply(&command, argv)
+            tmetric_perfopts::negate::apply(command, argv)
         }
         None => argv,
     }
