@@ -4,7 +4,7 @@
 
 use super::*;
 use tmetric_engine::contract::Defaults;
-use tmetric_engine::defaults::{self, TopdownMode, default_events, detailed_events};
+use tmetric_engine::defaults::{self, TopdownMode, detailed_events};
 
 /// The metrics a `-M` list selects on `host` (`engine::select::on_machine`), a miss naming
 /// the simulated machine that could count it.
@@ -54,43 +54,16 @@ pub(super) fn build(args: &StatArgs, host: &Host) -> anyhow::Result<Plan> {
     let contract = plan.contract();
     let mut default_view = false;
     let mut metric_group_defaults = false;
-    let model = host.model().ok();
     if args.events.is_empty() && !explicit {
-        match contract.defaults {
-            Defaults::Events => {
-                // perf's default events, and its `Default` metric group where the model has
-                // one.
-                let events = default_events(system_wide(args), sysfs);
-                plan.add_event_lists(&[events.join(",")], &resolver)
-                    .context("perf's default events")?;
-                if let Some(model) = model {
-                    let common = tmetric_catalog::common();
-                    picks = engine::select::find("Default", common, Some(model))
-                        .into_iter()
-                        .filter(|p| !std::ptr::eq(p.model, common))
-                        .collect();
-                    default_view = !picks.is_empty();
-                }
-            }
-            Defaults::MetricGroups => {
-                // perf 7.x's `Default` groups (with -d, `Default2`...) of every table.
-                let tables = std::iter::once(tmetric_catalog::common()).chain(model);
-                for table in tables {
-                    for group in defaults::default_metric_groups(args.detailed) {
-                        engine::select::add_unique(
-                            &mut picks,
-                            engine::select::find(group, table, None),
-                        );
-                    }
-                }
-                metric_group_defaults = true;
-                // A model's own `Default` metrics (`TopdownL1`) print under their group's
-                // name, as in perf 6.12.
-                default_view = picks
-                    .iter()
-                    .any(|p| !p.model.str(p.model.metric(p.metric).default_group).is_empty());
-            }
+        let chosen =
+            defaults::default_selection(contract.defaults, system_wide(args), args.detailed, host);
+        if let Some(events) = &chosen.events {
+            plan.add_event_lists(&[events.join(",")], &resolver)
+                .context("perf's default events")?;
         }
+        picks = chosen.picks;
+        default_view = chosen.default_view;
+        metric_group_defaults = chosen.metric_groups;
     }
     // perf 7.x's -d only chooses more default metric groups: with -e it adds nothing.
     if args.detailed > 0 && contract.defaults == Defaults::Events {

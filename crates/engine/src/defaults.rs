@@ -2,7 +2,8 @@
 //! events: perf 6.12's default and `-d` event lists, perf 7.x's default metric groups
 //! (`crate::contract` says which a run uses), `--topdown`'s choice on a machine
 //! ([`topdown_mode`]), the CPU-to-core map the older topdown events are printed per core
-//! with, and why the CPU model's metrics cannot count here at all ([`uncountable`]).
+//! with, why the CPU model's metrics cannot count here at all ([`uncountable`]), and what a
+//! run without `-e` or `-M` selects ([`default_selection`]).
 
 use std::fmt;
 
@@ -11,7 +12,9 @@ use tmetric_runtime::Sysfs;
 
 use crate::Host;
 use crate::compiled::Select;
-use crate::plan::{Plan, Root, Source};
+use crate::contract::Defaults;
+use crate::plan::{Pick, Plan, Root, Source};
+use crate::select;
 
 /// perf 6.12's default events (`add_default_attributes`): `cpu-clock` instead of
 /// `task-clock` when counting CPUs, and the stalled-cycles events only where the core PMU
@@ -49,6 +52,73 @@ pub fn detailed_events(level: u8) -> Vec<&'static str> {
         .take(level.min(3) as usize)
         .flat_map(|l| l.iter().copied())
         .collect()
+}
+
+/// What a run without `-e` or `-M` counts, as its perf release chooses ([`Defaults`]).
+#[derive(Debug, Clone)]
+pub struct DefaultSelection {
+    /// perf 6.12's default events ([`default_events`]); `None` for perf 7.x, whose defaults
+    /// are metric groups only.
+    pub events: Option<Vec<&'static str>>,
+    /// The metrics: perf 6.12's, the model's own `Default` metric group where it has one;
+    /// perf 7.x's, the `Default` groups (with `-d`, `Default2`...) of the common metrics and
+    /// the model.
+    pub picks: Vec<Pick>,
+    /// Whether the metrics print as perf's `Default` view (`Plan::show_as_default_view`):
+    /// some pick belongs to a model's `Default` group.
+    pub default_view: bool,
+    /// perf 7.x's metric groups, whose events print as default events
+    /// (`Plan::show_default_events`).
+    pub metric_groups: bool,
+}
+
+/// What `stat` counts without `-e` or `-M` on `host` (`system_wide` for `-a` or `-C`, where
+/// `cpu-clock` replaces `task-clock`; `detailed` is `-d`'s level), by the contract's
+/// `defaults`. A machine without a known model gets perf 6.12's events with no metrics.
+pub fn default_selection(
+    defaults: Defaults,
+    system_wide: bool,
+    detailed: u8,
+    host: &Host,
+) -> DefaultSelection {
+    let model = host.model().ok();
+    let mut chosen = DefaultSelection {
+        events: None,
+        picks: Vec::new(),
+        default_view: false,
+        metric_groups: false,
+    };
+    match defaults {
+        Defaults::Events => {
+            // perf's default events, and its `Default` metric group where the model has one.
+            chosen.events = Some(default_events(system_wide, host.sysfs()));
+            if let Some(model) = model {
+                let common = tmetric_catalog::common();
+                chosen.picks = select::find("Default", common, Some(model))
+                    .into_iter()
+                    .filter(|p| !std::ptr::eq(p.model, common))
+                    .collect();
+                chosen.default_view = !chosen.picks.is_empty();
+            }
+        }
+        Defaults::MetricGroups => {
+            // perf 7.x's `Default` groups (with -d, `Default2`...) of every table.
+            let tables = std::iter::once(tmetric_catalog::common()).chain(model);
+            for table in tables {
+                for group in default_metric_groups(detailed) {
+                    select::add_unique(&mut chosen.picks, select::find(group, table, None));
+                }
+            }
+            chosen.metric_groups = true;
+            // A model's own `Default` metrics (`TopdownL1`) print under their group's name,
+            // as in perf 6.12.
+            chosen.default_view = chosen
+                .picks
+                .iter()
+                .any(|p| !p.model.str(p.model.metric(p.metric).default_group).is_empty());
+        }
+    }
+    chosen
 }
 
 /// Why no selected CPU-model metric can count a single input on a machine without a
