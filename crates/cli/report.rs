@@ -228,50 +228,11 @@ fn aggregation_of(
     Ok((asked.or(replay.aggr).unwrap_or(Aggregation::Global), level))
 }
 
-/// How the counts print apart: per unit of `aggr` (from the recorded CPUs and topology), per
-/// recorded thread, or as one total.
-fn split_of(aggr: Aggregation, level: Option<u32>, replay: &Playback) -> anyhow::Result<Partition> {
-    if aggr == Aggregation::Thread || aggr == Aggregation::Global {
-        if !replay.threads.is_empty() {
-            return Ok(Partition::Threads {
-                threads: replay.threads.clone(),
-                skip_zero: replay.skip_zero,
-            });
-        }
-        if aggr == Aggregation::Thread {
-            bail!(
-                "--per-thread: the file holds no counts per thread (record with -p, -t or --per-thread)"
-            );
-        }
-        return Ok(Partition::Global);
-    }
-    let cpus: Vec<u32> = replay.places.iter().map(|p| p.0).collect();
-    if cpus.is_empty() {
-        bail!("{}: the file holds counts of a task, not per CPU", aggr.flag());
-    }
-    let mut places = Vec::new();
-    for (cpu, place) in &replay.places {
-        let Some(place) = place
-            .as_ref()
-            .and_then(|p| p.place(aggr, level))
-            .or_else(|| (aggr == Aggregation::Cpu).then(tmetric_engine::aggr::Place::default))
-        else {
-            bail!(
-                "{}: the file does not say where CPU {cpu} sits (a file without that topology); use -A",
-                aggr.flag()
-            );
-        };
-        places.push((*cpu, place));
-    }
-    let place = |cpu: u32| places.iter().find(|p| p.0 == cpu).map(|p| p.1).unwrap_or_default();
-    Ok(tmetric_engine::aggr::split(&cpus, aggr, place))
-}
-
 /// Prints `replay` as `stat` printed it, in the layout and aggregation `args` ask for.
 fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     let layout = args.out.layout();
     let (aggr, level) = aggregation_of(args, &replay)?;
-    let split = split_of(aggr, level, &replay)?;
+    let split = replay.split(aggr, level)?;
     let out = match &args.output {
         Some(path) => Sink::create(path)?,
         None => Sink::stderr(),

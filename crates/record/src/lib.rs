@@ -28,6 +28,6 @@ pub mod write;
 pub use error::{At, Kind, ReadError};
 pub use format::{FORMAT, Header, Line, VERSION};
 pub use header::HeaderFacts;
-pub use playback::{Input, Options, Playback, Step, Warning, open};
+pub use playback::{Input, Options, Playback, SplitError, Step, Warning, open};
 pub use read::{Interval, Recording, read_jsonl};
 pub use write::{Format, RecordSink, RecordTo, RunEnd, WriteError};

@@ -12,6 +12,7 @@ use tmetric_engine::replay::{
     Choice, Recorded, RecordedEstimate, RecordedRoot, RecordedRow, RecordedSource, Replay,
     ReplayWarning,
 };
+use tmetric_engine::view::Partition;
 use tmetric_engine::{Plan, Refusal};
 use tmetric_model::literal::Literal;
 use tmetric_perfdata::{self as perfdata, PerfData};
@@ -165,6 +166,66 @@ pub struct Playback {
     pub simulated: Option<String>,
     /// The error-bar reads the record keeps, numbered as the plan's specs; empty when none.
     pub reads: Vec<Snapshot>,
+}
+
+impl Playback {
+    /// How the counts print apart: per unit of `aggr` (from the recorded CPUs and topology,
+    /// `level`'s cache for `--per-cache`), per recorded thread, or as one total.
+    pub fn split(&self, aggr: Aggregation, level: Option<u32>) -> Result<Partition, SplitError> {
+        if aggr == Aggregation::Thread || aggr == Aggregation::Global {
+            if !self.threads.is_empty() {
+                return Ok(Partition::Threads {
+                    threads: self.threads.clone(),
+                    skip_zero: self.skip_zero,
+                });
+            }
+            if aggr == Aggregation::Thread {
+                return Err(SplitError::NoThreads);
+            }
+            return Ok(Partition::Global);
+        }
+        let cpus: Vec<u32> = self.places.iter().map(|p| p.0).collect();
+        if cpus.is_empty() {
+            return Err(SplitError::NotPerCpu(aggr));
+        }
+        let mut places = Vec::new();
+        for (cpu, place) in &self.places {
+            let Some(place) = place
+                .as_ref()
+                .and_then(|p| p.place(aggr, level))
+                .or_else(|| (aggr == Aggregation::Cpu).then(aggr::Place::default))
+            else {
+                return Err(SplitError::NoPlace { aggr, cpu: *cpu });
+            };
+            places.push((*cpu, place));
+        }
+        let place = |cpu: u32| places.iter().find(|p| p.0 == cpu).map(|p| p.1).unwrap_or_default();
+        Ok(aggr::split(&cpus, aggr, place))
+    }
+}
+
+/// Why a record's counts cannot print apart as asked ([`Playback::split`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SplitError {
+    /// `--per-thread` over a file without counts per thread.
+    #[error(
+        "--per-thread: the file holds no counts per thread (record with -p, -t or --per-thread)"
+    )]
+    NoThreads,
+    /// A per-CPU aggregation over a task's counts.
+    #[error("{}: the file holds counts of a task, not per CPU", .0.flag())]
+    NotPerCpu(Aggregation),
+    /// A counted CPU whose place for the aggregation the file does not give.
+    #[error(
+        "{}: the file does not say where CPU {cpu} sits (a file without that topology); use -A",
+        .aggr.flag()
+    )]
+    NoPlace {
+        /// The aggregation asked for.
+        aggr: Aggregation,
+        /// The CPU.
+        cpu: u32,
+    },
 }
 
 /// What to evaluate: `choice` names the metrics; `tpebs_mode` the statistic of recorded
