@@ -153,39 +153,9 @@ pub struct RulesArgs {
     pub output: Option<PathBuf>,
 }
 
-/// A duration as `10s`, `500ms`, `1m`, `2.5s` or plain seconds.
-pub fn parse_duration(text: &str) -> anyhow::Result<Duration> {
-    let t = text.trim();
-    let (number, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => (&t[..i], &t[i..]),
-        None => (t, "s"),
-    };
-    let value: f64 = number.parse().map_err(|_| {
-        anyhow::anyhow!(
-            "`{text}` is not a duration: give a number and a unit, such as 10s, 500ms or 1m"
-        )
-    })?;
-    let seconds = match unit {
-        "ms" => value / 1e3,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => bail!("`{text}`: unknown unit `{unit}`; use ms, s, m or h"),
-    };
-    if !seconds.is_finite() || seconds <= 0.0 {
-        bail!("`{text}` is not a positive duration");
-    }
-    // A year: past it no interval makes sense, and the arithmetic on instants stays in range.
-    if seconds > 365.0 * 86400.0 {
-        bail!("`{text}` is longer than a year: give a shorter duration");
-    }
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|_| anyhow::anyhow!("`{text}` is not a duration tmetric can wait"))
-}
-
 /// Runs `tmetric serve`.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    let interval = parse_duration(&args.interval).context("--interval")?;
+    let interval = tmetric_serve::parse_duration(&args.interval).context("--interval")?;
     if interval < Duration::from_millis(100) {
         bail!("--interval {}: the interval must be at least 100ms", args.interval);
     }

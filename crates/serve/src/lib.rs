@@ -27,6 +27,60 @@ pub use http::Limits;
 use crate::expo::Format;
 use crate::http::{Ask, Order, Page};
 
+/// A duration as `serve --interval` takes it: `10s`, `500ms`, `1m`, `2.5s` or plain seconds,
+/// more than zero and at most a year.
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    let t = text.trim();
+    let (number, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let value: f64 = number.parse().map_err(|_| DurationError::NotANumber(text.to_string()))?;
+    let seconds = match unit {
+        "ms" => value / 1e3,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            let (text, unit) = (text.to_string(), unit.to_string());
+            return Err(DurationError::Unit { text, unit });
+        }
+    };
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(DurationError::NotPositive(text.to_string()));
+    }
+    // A year: past it no interval makes sense, and the arithmetic on instants stays in range.
+    if seconds > 365.0 * 86400.0 {
+        return Err(DurationError::TooLong(text.to_string()));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| DurationError::CannotWait(text.to_string()))
+}
+
+/// Why a duration does not parse ([`parse_duration`]), with what to give instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// No number before the unit.
+    #[error("`{0}` is not a duration: give a number and a unit, such as 10s, 500ms or 1m")]
+    NotANumber(String),
+    /// A unit other than ms, s, m and h.
+    #[error("`{text}`: unknown unit `{unit}`; use ms, s, m or h")]
+    Unit {
+        /// The duration as given.
+        text: String,
+        /// Its unit.
+        unit: String,
+    },
+    /// Zero, negative or not finite.
+    #[error("`{0}` is not a positive duration")]
+    NotPositive(String),
+    /// Longer than a year.
+    #[error("`{0}` is longer than a year: give a shorter duration")]
+    TooLong(String),
+    /// Not a `Duration`.
+    #[error("`{0}` is not a duration tmetric can wait")]
+    CannotWait(String),
+}
+
 /// How the server runs.
 #[derive(Debug)]
 pub struct ServeOptions {
