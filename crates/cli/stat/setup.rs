@@ -39,7 +39,13 @@ pub(super) fn build(args: &StatArgs, host: &Host) -> anyhow::Result<Plan> {
     for (i, list) in args.events.iter().enumerate() {
         let rows = plan.rows().len();
         plan.add_event_lists(std::slice::from_ref(list), &resolver)
-            .map_err(|e| without_core_pmu(e.into(), tables.model(), sysfs))
+            .map_err(|e| {
+                let hint = crate::sim_hint::simulated_for_event;
+                match engine::events::without_core_pmu(&e, tables.model(), sysfs, hint) {
+                    Some(better) => anyhow::Error::from(better),
+                    None => e.into(),
+                }
+            })
             .with_context(|| format!("-e {list}"))?;
         for (_, filter) in args.order.filters.iter().filter(|(l, _)| *l == Some(i)) {
             plan.set_filter(rows..plan.rows().len(), filter)?;
@@ -150,45 +156,4 @@ pub(super) fn topdown_args(
         }
     }
     Ok(Some((owned, Some(mode))))
-}
-
-/// An unknown event that is a vendor event of this machine's model on a machine without a
-/// core PMU (a guest without a virtual PMU): `tmetric list events` lists it, so say why `-e`
-/// cannot count it here and where it can, rather than "unknown event".
-fn without_core_pmu(
-    err: anyhow::Error,
-    model: Option<&'static Model>,
-    sysfs: &Sysfs,
-) -> anyhow::Error {
-    use tmetric_runtime::event::EventError;
-    let (Some(model), None) = (model, sysfs.core_pmu()) else { return err };
-    let unknown = err.chain().find_map(|cause| match cause.downcast_ref::<EventError>()? {
-        EventError::Located { error, .. } => match error.as_ref() {
-            EventError::Unknown { name, .. } => Some(name.clone()),
-            _ => None,
-        },
-        EventError::Unknown { name, .. } => Some(name.clone()),
-        _ => None,
-    });
-    let Some(name) = unknown else { return err };
-    let Some(event) = model.events.iter().find(|e| model.str(e.name).eq_ignore_ascii_case(&name))
-    else {
-        return err;
-    };
-    let pmu = model.str(event.pmu);
-    let pmu = if pmu.is_empty() || pmu == "default_core" {
-        engine::list::core_pmu_name(model.arch)
-    } else {
-        pmu
-    };
-    let there = match crate::sim_hint::simulated_for_event(&name) {
-        Some((sim, on)) => format!(
-            "; `--pmu-sim {sim}` counts it on a simulated {on}, or give the machine a PMU (a VM's virtual PMU)"
-        ),
-        None => "; give the machine a PMU (a VM's virtual PMU) to count it".to_string(),
-    };
-    anyhow::anyhow!(
-        "`{name}` is an event of {} (this machine's model), counted on its `{pmu}` PMU, which this machine does not have: a virtual machine without a virtual PMU shows none in /sys/bus/event_source/devices{there}",
-        model.path()
-    )
 }

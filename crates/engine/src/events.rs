@@ -1,13 +1,14 @@
 //! Event names on a machine, for every front end: the catalogue's vendor events as the event
 //! tables of the runtime's [`Resolver`] (perf's pmu-events for this CPU, `sys/` tables by
 //! the PMUs' `identifier`), `--cputype`, and the resolver a machine's user events go through
-//! (`stat`/`record` `-e`, the region API, `has_event()` probes). Readers of perf's output
-//! resolve printed names with [`tmetric_runtime::event::legacy`].
+//! (`stat`/`record` `-e`, the region API, `has_event()` probes), and why a vendor event cannot
+//! count on a machine without a core PMU ([`NoCorePmu`]). Readers of perf's output resolve
+//! printed names with [`tmetric_runtime::event::legacy`].
 
 use tmetric_catalog::Model;
 use tmetric_runtime::Sysfs;
 use tmetric_runtime::event::resolve::table_pmu_matches;
-use tmetric_runtime::event::{EventTables, PmuFacts, Resolver, TableEvent};
+use tmetric_runtime::event::{EventError, EventTables, PmuFacts, Resolver, TableEvent};
 
 /// The vendor events of a machine: its CPU model's, and the `sys/` models whose `Compat`
 /// matches a PMU's `identifier`.
@@ -85,6 +86,56 @@ impl EventTables for CatalogTables {
         }
         None
     }
+}
+
+/// An unknown event that is a vendor event of this machine's model on a machine without a
+/// core PMU (a guest without a virtual PMU): `tmetric list events` lists it, so this says why
+/// `-e` cannot count it here and where it can, rather than "unknown event".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{name}` is an event of {model} (this machine's model), counted on its `{pmu}` PMU, which this machine does not have: a virtual machine without a virtual PMU shows none in /sys/bus/event_source/devices{}",
+    match .simulated {
+        Some((sim, on)) => format!("; `--pmu-sim {sim}` counts it on a simulated {on}, or give the machine a PMU (a VM's virtual PMU)"),
+        None => "; give the machine a PMU (a VM's virtual PMU) to count it".to_string(),
+    }
+)]
+pub struct NoCorePmu {
+    /// The event as given.
+    pub name: String,
+    /// The model's `arch/name`.
+    pub model: String,
+    /// The PMU the model counts it on.
+    pub pmu: &'static str,
+    /// A simulated machine (`--pmu-sim NAME`) whose model has the event, with that model.
+    pub simulated: Option<(&'static str, String)>,
+}
+
+/// `err` as [`NoCorePmu`] when it is an unknown event that `model` (the machine's) has and
+/// `sysfs` shows no core PMU; `simulated` finds a simulated machine whose model has an event.
+pub fn without_core_pmu(
+    err: &EventError,
+    model: Option<&'static Model>,
+    sysfs: &Sysfs,
+    simulated: impl Fn(&str) -> Option<(&'static str, String)>,
+) -> Option<NoCorePmu> {
+    let (Some(model), None) = (model, sysfs.core_pmu()) else { return None };
+    let name = match err {
+        EventError::Located { error, .. } => match error.as_ref() {
+            EventError::Unknown { name, .. } => name,
+            _ => return None,
+        },
+        EventError::Unknown { name, .. } => name,
+        _ => return None,
+    };
+    let event = model.events.iter().find(|e| model.str(e.name).eq_ignore_ascii_case(name))?;
+    let pmu = model.str(event.pmu);
+    let pmu = if pmu.is_empty() || pmu == "default_core" {
+        crate::list::core_pmu_name(model.arch)
+    } else {
+        pmu
+    };
+    let simulated = simulated(name);
+    Some(NoCorePmu { name: name.clone(), model: model.path(), pmu, simulated })
 }
 
 /// The PMU `--cputype TEXT` chooses (`core`, `atom`, `cpu_core`, `cpu_atom`, `cpu`), or why
