@@ -16,7 +16,7 @@ use tmetric_expr::adhoc::{self, AdhocError};
 use tmetric_expr::{EvalError, normalize};
 use tmetric_model::Literal;
 use tmetric_offline::counts::eval::CountsEval;
-use tmetric_offline::counts::{CountsFile, number};
+use tmetric_offline::counts::{CountsFile, ExprValues, number};
 use tmetric_print::eval::{self as print, CountsPrinter};
 
 pub mod from_perf;
@@ -388,7 +388,7 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
     }
     let file = args.counts.as_deref().map(counts::read).transpose()?;
     let literals = resolve_literals(args, file.as_ref(), &literal_vars)?;
-    let given = Values { vars, file: file.as_ref(), literals: &literals };
+    let given = ExprValues { vars, file: file.as_ref(), literals: &literals };
     let adhoc = adhoc::evaluate(&expr, text, &given)
         .map_err(|AdhocError { error, caret }| {
             let hint = match &error {
@@ -412,24 +412,4 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
         warn(&warning);
     }
     Ok(())
-}
-
-/// What `--expr` reads: `--var` values first, then the counts file's keys; the literals.
-struct Values<'a> {
-    vars: HashMap<String, f64>,
-    file: Option<&'a CountsFile>,
-    literals: &'a Literals,
-}
-
-impl adhoc::Given for Values<'_> {
-    fn value(&self, name: &str) -> Option<(f64, usize)> {
-        if let Some(&value) = self.vars.get(name) {
-            return Some((value, 1));
-        }
-        self.file?.value_of(name)
-    }
-
-    fn literal(&self, literal: Literal) -> Option<f64> {
-        Some(self.literals.get(literal))
-    }
 }

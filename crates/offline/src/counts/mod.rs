@@ -1,7 +1,8 @@
 //! The counts file of `tmetric eval --counts` (format: docs/counts-format.md): parsed into
 //! entries, literals and instance counts ([`parse`]), its keys mapped to a model's input slots
-//! ([`keys`]) and a model's metrics evaluated over them ([`eval`]). Reading the file is the
-//! front end's; nothing here prints.
+//! ([`keys`]) and a model's metrics evaluated over them ([`eval`]), or an ad-hoc expression
+//! over them and given values ([`ExprValues`]). Reading the file is the front end's; nothing
+//! here prints.
 //!
 //! Key spelling is canonicalised by `tmetric_perfstat::EventKey`, the same normaliser the
 //! perf stat importer uses, so `cpu_core/TOPDOWN.SLOTS/`, `cpu_core@TOPDOWN.SLOTS@`,
@@ -383,5 +384,29 @@ impl<'de> Deserialize<'de> for LiteralValue {
             }
         }
         deserializer.deserialize_any(V)
+    }
+}
+
+/// What `eval --expr` reads: given values first (`--var`), then the counts file's keys; the
+/// literals.
+pub struct ExprValues<'a> {
+    /// Values by name, normalised as `tmetric_expr::normalize` does.
+    pub vars: std::collections::HashMap<String, f64>,
+    /// The counts file, when one is given.
+    pub file: Option<&'a CountsFile>,
+    /// Every literal's value.
+    pub literals: &'a tmetric_engine::Literals,
+}
+
+impl tmetric_expr::adhoc::Given for ExprValues<'_> {
+    fn value(&self, name: &str) -> Option<(f64, usize)> {
+        if let Some(&value) = self.vars.get(name) {
+            return Some((value, 1));
+        }
+        self.file?.value_of(name)
+    }
+
+    fn literal(&self, literal: Literal) -> Option<f64> {
+        Some(self.literals.get(literal))
     }
 }
