@@ -102,7 +102,7 @@ pub struct ReportArgs {
 /// Runs `tmetric report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
     let mut args = args.clone();
-    let path = args.input.get_or_insert_with(default_input).clone();
+    let path = args.input.get_or_insert_with(tmetric_perfopts::rules::report_input).clone();
     let args = &args;
     let stdin = path.as_os_str() == "-";
     if let Some(output) = &args.output
@@ -174,13 +174,6 @@ fn recorded_model(args: &ReportArgs, input: &Input) -> anyhow::Result<&'static M
     recorded
         .or_else(|| tmetric_catalog::model_for_cpuid(&input.cpuid()?))
         .context("the file names no CPU model: give one with --model")
-}
-
-/// perf stat report's default input: standard input when it is a pipe, else perf.data.
-fn default_input() -> PathBuf {
-    use std::os::unix::fs::FileTypeExt;
-    let piped = std::fs::metadata("/dev/stdin").is_ok_and(|m| m.file_type().is_fifo());
-    PathBuf::from(if piped { "-" } else { "perf.data" })
 }
 
 /// `-o` must not be the input: creating the report truncates it before a byte is read (by

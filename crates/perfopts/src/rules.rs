@@ -1,5 +1,8 @@
 //! perf 6.12's rules for option values that need no run, with perf's messages and what to do:
-//! `-r`'s count, `--per-cache`'s level, and the cgroups `-G` and `--for-each-cgroup` name.
+//! `-r`'s count, `--per-cache`'s level, the cgroups `-G` and `--for-each-cgroup` name, and
+//! `perf stat report`'s input without `-i`.
+
+use std::path::PathBuf;
 
 use anyhow::bail;
 
@@ -65,4 +68,11 @@ pub fn check_cgroup(flag: &str, name: &str) -> anyhow::Result<()> {
             mount.display()
         ),
     }
+}
+
+/// `perf stat report`'s input without `-i`: standard input when it is a pipe, else perf.data.
+pub fn report_input() -> PathBuf {
+    use std::os::unix::fs::FileTypeExt;
+    let piped = std::fs::metadata("/dev/stdin").is_ok_and(|m| m.file_type().is_fifo());
+    PathBuf::from(if piped { "-" } else { "perf.data" })
 }
