@@ -97,3 +97,45 @@ pub fn apply(command: &clap::Command, argv: Vec<OsString>) -> Vec<OsString> {
     out.extend(argv[i.min(argv.len())..].iter().cloned());
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use clap::{Arg, ArgAction, Command};
+
+    use super::apply;
+
+    fn command() -> Command {
+        let mut command = Command::new("stat")
+            .arg(Arg::new("all").short('a').long("all-cpus").action(ArgAction::SetTrue))
+            .arg(Arg::new("detailed").short('d').long("detailed").action(ArgAction::Count))
+            .arg(Arg::new("inherit").short('i').long("no-inherit").action(ArgAction::SetTrue))
+            .arg(Arg::new("event").short('e').long("event"))
+            .arg(Arg::new("command").num_args(0..).trailing_var_arg(true));
+        command.build();
+        command
+    }
+
+    fn negated(args: &[&str]) -> Vec<String> {
+        let argv: Vec<OsString> =
+            ["tmetric", "stat"].iter().chain(args).map(OsString::from).collect();
+        let out = apply(&command(), argv);
+        out.into_iter().skip(2).map(|w| w.into_string().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_negation_removes_the_earlier_spellings_of_what_it_undoes() {
+        assert_eq!(negated(&["-a", "-e", "cs", "--no-all-cpus", "true"]), ["-e", "cs", "true"]);
+        assert_eq!(negated(&["--no-all-cpus", "-a", "true"]), ["-a", "true"]);
+        // `-dd` is two of `-d`.
+        assert_eq!(negated(&["-d", "-dd", "--no-detailed", "true"]), ["true"]);
+        // A name that starts with `no-` is undone by the name without it.
+        assert_eq!(negated(&["-i", "--inherit", "true"]), ["true"]);
+        // A value is not an option, and the counted command's words are its own.
+        assert_eq!(
+            negated(&["-e", "--no-all-cpus", "--", "x", "--no-all-cpus"]),
+            ["-e", "--no-all-cpus", "--", "x", "--no-all-cpus"]
+        );
+    }
+}

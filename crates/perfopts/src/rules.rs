@@ -76,3 +76,33 @@ pub fn report_input() -> PathBuf {
     let piped = std::fs::metadata("/dev/stdin").is_ok_and(|m| m.file_type().is_fifo());
     PathBuf::from(if piped { "-" } else { "perf.data" })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{cache_level, check_cache_level, run_count};
+    use crate::exits::PerfExit;
+
+    #[test]
+    fn run_counts_are_whole_numbers_from_zero() {
+        assert_eq!(run_count("5"), Ok(5));
+        assert_eq!(run_count(" 0 "), Ok(0));
+        assert!(run_count("-1").unwrap_err().contains("positive"));
+        assert!(run_count("five").unwrap_err().contains("not a number of runs"));
+        assert!(run_count("4294967296").unwrap_err().contains("more than tmetric counts"));
+    }
+
+    #[test]
+    fn cache_levels_are_l1_to_l4_and_others_are_perfs_usage_errors() {
+        assert_eq!(cache_level("L2"), Some(2));
+        assert_eq!(cache_level("l4"), Some(4));
+        assert_eq!(cache_level("L5"), None);
+        assert_eq!(cache_level("L"), None);
+        assert!(check_cache_level("L3").is_ok());
+        for bad in ["L5", "L0", "3", "L12"] {
+            let err = check_cache_level(bad).unwrap_err();
+            let exit = err.downcast_ref::<PerfExit>().expect("a usage error with perf's code");
+            assert_eq!(exit.code, 129, "{bad}");
+            assert!(exit.message.starts_with(&format!("--per-cache={bad}: ")), "{}", exit.message);
+        }
+    }
+}
