@@ -298,3 +298,30 @@ pub fn serve<S: Syscalls + Clone>(
     server.stop();
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{DurationError, parse_duration};
+
+    #[test]
+    fn durations_read_in_their_units_and_out_of_range_ones_are_refused() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration(" 500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        // A bare number is seconds.
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        // 8760 hours is 365 days, the most; one more hour is too long.
+        assert_eq!(parse_duration("8760h"), Ok(Duration::from_secs(8760 * 3600)));
+        assert_eq!(parse_duration("8761h"), Err(DurationError::TooLong("8761h".into())));
+        assert_eq!(
+            parse_duration("5d"),
+            Err(DurationError::Unit { text: "5d".into(), unit: "d".into() })
+        );
+        assert_eq!(parse_duration("0s"), Err(DurationError::NotPositive("0s".into())));
+        assert_eq!(parse_duration("s"), Err(DurationError::NotANumber("s".into())));
+        assert_eq!(parse_duration("1.2.3s"), Err(DurationError::NotANumber("1.2.3s".into())));
+    }
+}
