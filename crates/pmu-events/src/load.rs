@@ -150,7 +150,23 @@ fn merge_generic(tree: &mut Tree, pmu_events: &Path) {
             .iter()
             .any(|m| m.name.eq_ignore_ascii_case(name) || m.name.eq_ignore_ascii_case(perf_name))
     };
-    let keep: Vec<_> = table.metrics.into_iter().filter(|m| !perf_has(&m.name)).collect();
+    let (dropped, keep): (Vec<_>, Vec<_>) =
+        table.metrics.into_iter().partition(|m| perf_has(&m.name));
+    // perf's metric keeps the groups of tmetric's copy it stands for (`Software`), so a group
+    // selects the same quantities in every vintage (`serve`'s default, `-M Software`).
+    for ours in &dropped {
+        let perf_name =
+            PERF_NAMES.iter().find(|(o, _)| *o == ours.name).map_or(ours.name.as_str(), |p| p.1);
+        for perf in tree.common.metrics.iter_mut().filter(|m| {
+            m.name.eq_ignore_ascii_case(&ours.name) || m.name.eq_ignore_ascii_case(perf_name)
+        }) {
+            for group in &ours.groups {
+                if !perf.groups.contains(group) {
+                    perf.groups.push(group.clone());
+                }
+            }
+        }
+    }
     if tree.common.arch.is_empty() {
         tree.common.arch = COMMON_DIR.into();
         tree.common.name = COMMON_DIR.into();
