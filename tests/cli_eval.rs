@@ -240,15 +240,44 @@ fn a_metric_without_any_of_its_inputs_is_nan_with_the_reason() {
 fn a_miss_is_worded_as_stat_words_it() {
     let path = l1_counts("l1_miss_words", L1_KEYS);
     let eval = |model: &str, item: &str| {
-        let output = tmetric(&["eval", "--model", model, "--counts", &path, "-M", item]);
+        let output = tmetric(&[
+            "--perf-version",
+            "6.12",
+            "eval",
+            "--model",
+            model,
+            "--counts",
+            &path,
+            "-M",
+            item,
+        ]);
         assert_eq!(output.status.code(), Some(2));
         stderr(&output)
     };
-    let stat = tmetric(&["stat", "--model", "sapphirerapids", "-M", "tma_fronted_bound", "true"]);
+    let stat = tmetric(&[
+        "--perf-version",
+        "6.12",
+        "stat",
+        "--model",
+        "sapphirerapids",
+        "-M",
+        "tma_fronted_bound",
+        "true",
+    ]);
     assert_eq!(stat.status.code(), Some(2));
     assert_eq!(eval("sapphirerapids", "tma_fronted_bound"), stderr(&stat));
     check(
-        &["eval", "--model", "amdzen4", "--counts", &path, "-M", "tma_dtlb_store"],
+        &[
+            "--perf-version",
+            "6.12",
+            "eval",
+            "--model",
+            "amdzen4",
+            "--counts",
+            &path,
+            "-M",
+            "tma_dtlb_store",
+        ],
         "cli_eval__other_models_metric",
     );
 }
@@ -422,7 +451,7 @@ fn common_metrics_from_software_events() {
     let utilized = task_clock / (seconds * 1e9);
     let per_sec = switches / (task_clock / 1e9);
 
-    let output = ok(&["eval", "--model", "common", "--counts", &path]);
+    let output = ok(&["--perf-version", "6.12", "eval", "--model", "common", "--counts", &path]);
     let text = stdout(&output);
     assert!(text.lines().any(|l| l == format!("{utilized:8.1} CPUs  cpus_utilized")), "{text}");
     assert!(
@@ -431,7 +460,16 @@ fn common_metrics_from_software_events() {
     );
 
     // Every model gets them too.
-    let output = ok(&["eval", "--model", "sapphirerapids", "--counts", &path, "--json"]);
+    let output = ok(&[
+        "--perf-version",
+        "6.12",
+        "eval",
+        "--model",
+        "sapphirerapids",
+        "--counts",
+        &path,
+        "--json",
+    ]);
     let rows = metric_rows(&output);
     let r = row(&rows, "cpus_utilized");
     assert_close(&r["value"], utilized);
@@ -472,13 +510,16 @@ fn a_nan_or_zero_that_a_fact_decides_says_why() {
     // Each row's `why:` in whole: tma_pmm_bound's literal and its flag, tsx_transactional_cycles'
     // probe, the division's inputs that are 0 for tma_info_botlnk_l2_dsb_bandwidth, and none
     // for tma_dsb, a 0 the counts make. Given, the literal is said to be given.
-    let spr = ["eval", "--model", "sapphirerapids", "--counts", &path, "-M"];
+    let spr =
+        ["--perf-version", "6.12", "eval", "--model", "sapphirerapids", "--counts", &path, "-M"];
     check(&[&spr[..], &[metrics]].concat(), "cli_eval__why_nan_or_zero");
     check(
         &[&spr[..], &["tma_pmm_bound", "--literal", "has_pmem=0"]].concat(),
         "cli_eval__why_given_literal",
     );
     let rows = metric_rows(&ok(&[
+        "--perf-version",
+        "6.12",
         "eval",
         "--model",
         "sapphirerapids",

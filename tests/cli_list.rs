@@ -71,14 +71,23 @@ fn models_filter_is_a_substring() {
 
 #[test]
 fn metrics_glob_finds_tma_metrics_with_their_groups() {
-    let text = ok(&["list", "metrics", "--model", "sapphirerapids", "tma_*"]);
+    let text =
+        ok(&["--perf-version", "6.12", "list", "metrics", "--model", "sapphirerapids", "tma_*"]);
     assert!(text.lines().any(|l| l.trim_end() == "  tma_frontend_bound  (%)"), "{text}");
     // Every metric header line is a `tma_` name.
     for line in text.lines().filter(|l| l.starts_with("  ") && !l.starts_with("   ")) {
         assert!(line.trim_start().starts_with("tma_"), "{line}");
     }
 
-    let rows = json_lines(&ok(&["list", "--model", "x86/sapphirerapids", "tma_*", "--json"]));
+    let rows = json_lines(&ok(&[
+        "--perf-version",
+        "6.12",
+        "list",
+        "--model",
+        "x86/sapphirerapids",
+        "tma_*",
+        "--json",
+    ]));
     let vendor = vendor_json("x86/sapphirerapids/spr-metrics.json");
     let expected: Vec<&str> = {
         let mut names: Vec<&str> = vendor
@@ -129,11 +138,20 @@ fn common_metrics_are_listed_for_every_model() {
         // The text form in whole: the common metric under its own heading.
         let slug = model.replace(['/', '-'], "_");
         let out = check(
-            &["list", "metrics", "--model", model, first],
+            &["--perf-version", "6.12", "list", "metrics", "--model", model, first],
             &format!("cli_list__common_metric_{slug}"),
         );
         assert!(out.status.success());
-        let rows = json_lines(&ok(&["list", "metrics", "--model", model, first, "--json"]));
+        let rows = json_lines(&ok(&[
+            "--perf-version",
+            "6.12",
+            "list",
+            "metrics",
+            "--model",
+            model,
+            first,
+            "--json",
+        ]));
         let row = rows.iter().find(|r| r["metric"] == first).expect("the common metric");
         assert_eq!(row["common"], true);
         assert_eq!(row["expr"], vendor[0]["MetricExpr"]);
@@ -203,7 +221,10 @@ fn events_show_encoding_and_counters() {
 /// A misspelt model: exit status 2, nothing on standard output, the candidates named.
 #[test]
 fn unknown_model_exits_2_with_candidates() {
-    check(&["list", "metrics", "--model", "sapphirerapid"], "cli_list__unknown_model");
+    check(
+        &["--perf-version", "6.12", "list", "metrics", "--model", "sapphirerapid"],
+        "cli_list__unknown_model",
+    );
 }
 
 #[test]
@@ -229,7 +250,15 @@ fn metrics_without_a_model_list_this_machines_and_say_so() {
 /// perf's `list --raw-dump`, which perf's own shell tests read: names separated by spaces.
 #[test]
 fn raw_dump_lists_names_for_scripts() {
-    let output = tmetric(&["list", "--raw-dump", "metricgroups", "--model", "sapphirerapids"]);
+    let output = tmetric(&[
+        "--perf-version",
+        "6.12",
+        "list",
+        "--raw-dump",
+        "metricgroups",
+        "--model",
+        "sapphirerapids",
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     let groups: Vec<&str> = text.split_whitespace().collect();
@@ -239,7 +268,15 @@ fn raw_dump_lists_names_for_scripts() {
     let mut sorted = groups.clone();
     sorted.sort_unstable();
     assert_eq!(groups, sorted);
-    let output = tmetric(&["list", "--raw-dump", "metrics", "--model", "sapphirerapids"]);
+    let output = tmetric(&[
+        "--perf-version",
+        "6.12",
+        "list",
+        "--raw-dump",
+        "metrics",
+        "--model",
+        "sapphirerapids",
+    ]);
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     let metrics: Vec<&str> = text.split_whitespace().collect();
     assert!(metrics.contains(&"tma_retiring") && metrics.contains(&"cpus_utilized"), "{text}");

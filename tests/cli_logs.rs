@@ -366,6 +366,8 @@ fn report_knows_perfs_aliases_in_perf_data() {
     let path = dir.join("alias.data").display().to_string();
     let recorded = Command::new("perf")
         .args([
+            "--perf-version",
+            "6.12",
             "stat",
             "record",
             "-o",
@@ -381,7 +383,7 @@ fn report_knows_perfs_aliases_in_perf_data() {
         return;
     }
     let metrics = "context_switches_per_sec,page_faults_per_sec,cpu_migrations_per_sec";
-    let err = stderr(&ok(&["report", "-i", &path, "-M", metrics]));
+    let err = stderr(&ok(&["--perf-version", "6.12", "report", "-i", &path, "-M", metrics]));
     for (event, metric) in [
         ("cs", "context_switches_per_sec"),
         ("faults", "page_faults_per_sec"),

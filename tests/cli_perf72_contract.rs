@@ -8,10 +8,10 @@
 
 use crate::support::{stderr, tmetric};
 
-/// `tmetric ARGS` under perf 7.2's contract (`v72`) or the default one: exit code and
+/// `tmetric ARGS` under perf 7.2 (`v72`) or perf 6.12 (tables and contract both): exit code and
 /// standard error (where `stat` prints its counts).
 fn run(v72: bool, args: &[&str]) -> (i32, String) {
-    let mut all: Vec<&str> = if v72 { vec!["--perf-version", "7.2"] } else { Vec::new() };
+    let mut all: Vec<&str> = vec!["--perf-version", if v72 { "7.2" } else { "6.12" }];
     all.extend_from_slice(args);
     let out = tmetric(&all);
     (out.status.code().unwrap_or(-1), stderr(&out))

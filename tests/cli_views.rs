@@ -60,7 +60,7 @@ fn events_alone_are_scheduled_on_the_models_counters() {
 
 #[test]
 fn describe_defaults_to_this_machines_model_and_says_which() {
-    let output = ok(&["describe", "tma_retiring"]);
+    let output = ok(&["--perf-version", "6.12", "describe", "tma_retiring"]);
     let (text, err) = (stdout(&output), stderr(&output));
     match host_model() {
         Some(host) if !host.metrics_named("tma_retiring").is_empty() => {
@@ -77,13 +77,20 @@ fn describe_defaults_to_this_machines_model_and_says_which() {
         }
     }
     // The simulated machine whose model is the one described comes first.
-    let spr = ok_stdout(&["describe", "tma_retiring", "--model", "sapphirerapids"]);
+    let spr = ok_stdout(&[
+        "--perf-version",
+        "6.12",
+        "describe",
+        "tma_retiring",
+        "--model",
+        "sapphirerapids",
+    ]);
     assert!(
         spr.contains("counted on a simulated PMU: `tmetric --pmu-sim sapphirerapids -M tma_retiring -a sleep 1`"),
         "{spr}"
     );
     // A common metric is the common table's, on every machine, and says nothing more.
-    let common = ok(&["describe", "cpus_utilized"]);
+    let common = ok(&["--perf-version", "6.12", "describe", "cpus_utilized"]);
     assert!(stdout(&common).starts_with("cpus_utilized  (common/common"), "{}", stdout(&common));
     assert_eq!(stderr(&common), "");
 }
@@ -91,13 +98,20 @@ fn describe_defaults_to_this_machines_model_and_says_which() {
 #[test]
 fn describe_prints_formulas_as_perf_reads_them() {
     // perf's JSON writes `task\-clock`; its lexer drops the backslash.
-    let text = ok_stdout(&["describe", "cpus_utilized"]);
+    let text = ok_stdout(&["--perf-version", "6.12", "describe", "cpus_utilized"]);
     assert!(text.contains("  formula: task-clock / (duration_time * 1e9)"), "{text}");
     assert!(text.contains("cpus_utilized = task-clock / (duration_time * 1e9)"), "{text}");
-    let json = ok_stdout(&["describe", "cpus_utilized", "--json"]);
+    let json = ok_stdout(&["--perf-version", "6.12", "describe", "cpus_utilized", "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(doc["expr"], "task-clock / (duration_time * 1e9)");
-    let cstate = ok_stdout(&["describe", "C1_Core_Residency", "--model", "sapphirerapids"]);
+    let cstate = ok_stdout(&[
+        "--perf-version",
+        "6.12",
+        "describe",
+        "C1_Core_Residency",
+        "--model",
+        "sapphirerapids",
+    ]);
     assert!(cstate.contains("cstate_core@c1-residency@ / TSC"), "{cstate}");
     assert!(!cstate.contains('\\'), "{cstate}");
 }

@@ -78,8 +78,11 @@ fn perf_72_lists_its_new_models_with_their_vintages() {
         .collect();
     assert_eq!(cpuids, regexes);
 
+    let pinned = json_lines(&ok(&["list", "models", "--json", "--perf-version", "6.12"]));
+    assert!(row(&pinned, "x86/arrowlake").is_none(), "perf 6.12 has no arrowlake");
+    // By default the tables are the newest vintage's: arrowlake is there.
     let default = json_lines(&ok(&["list", "models", "--json"]));
-    assert!(row(&default, "x86/arrowlake").is_none(), "perf 6.12 is the default");
+    assert_eq!(row(&default, "x86/arrowlake"), Some(arrowlake));
     let skylake = row(&default, "x86/skylake").unwrap();
     assert_eq!(strings(&skylake["vintages"]), ["5.10", "6.1", "6.12", "7.2"]);
     let text = ok(&["list", "models", "skylake"]);
@@ -292,4 +295,104 @@ fn describe_shows_a_build_generated_metric() {
     let description = perf["lpm_br"].as_str().unwrap();
     assert_eq!(description, "breakdown of retired branch instructions");
     assert!(groups.contains(description), "{groups}");
+}
+
+/// The newest stored vintage (`7.2`) and the base's (`6.12`), read from pmu-events/: the
+/// vintage directories and `UPSTREAM.md`'s kernel version.
+fn newest_and_base() -> (String, String) {
+    let newest = tmetric_pmu_events::vintage::stored(&pmu_events()).pop().expect("a vintage");
+    let kernel = tmetric_pmu_events::vintage::kernel_of(&pmu_events()).unwrap();
+    let base = tmetric_pmu_events::vintage::major_minor(&kernel).unwrap();
+    assert!(
+        tmetric_pmu_events::vintage::version_key(&newest)
+            > tmetric_pmu_events::vintage::version_key(&base)
+    );
+    (newest, base)
+}
+
+/// Without --perf-version the vendor tables are the newest vintage's and the output perf
+/// 6.12's (its built-in `CPUs utilized` beside task-clock, which perf 7.x no longer prints);
+/// `-v`, `list models` and `describe` say so. With --perf-version 6.12 both are 6.12's.
+#[test]
+fn the_default_takes_the_newest_tables_and_prints_as_perf_6_12() {
+    let (newest, base) = newest_and_base();
+    let vintage_of = |args: &[&str]| -> Vec<String> {
+        let rows = json_lines(&ok(&[&["list", "models", "--json"], args].concat()));
+        let mut seen: Vec<String> =
+            rows.iter().map(|r| r["vintage"].as_str().unwrap().to_string()).collect();
+        seen.dedup();
+        seen
+    };
+    assert_eq!(vintage_of(&[]), std::slice::from_ref(&newest));
+    assert_eq!(vintage_of(&["--perf-version", &base]), std::slice::from_ref(&base));
+
+    let text = ok(&["list", "models", "skylake"]);
+    let said = format!("vendor tables: perf {newest}'s");
+    assert!(text.contains(&said) && text.contains("output as perf 6.12 prints it"), "{text}");
+    let text = ok(&["describe", "tma_info_inst_mix_ipswpf", "--model", "sapphirerapids"]);
+    assert!(text.contains(&said), "{text}");
+    // The formula shown is the newest vintage's.
+    let new = metric_expr(
+        &vendor_file(Some(&newest), "x86/sapphirerapids/spr-metrics.json"),
+        "tma_info_inst_mix_ipswpf",
+    );
+    assert!(text.contains(&format!("  formula: {new}")), "{text}");
+
+    let stat = |args: &[&str]| {
+        let out = tmetric(&[args, &["-v", "-e", "task-clock", "true"]].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+    };
+    let err = stat(&[]);
+    assert!(err.contains(&said) && err.contains("output as perf 6.12 prints it"), "{err}");
+    assert!(err.contains("CPUs utilized"), "perf 6.12's built-in metric: {err}");
+    let err = stat(&["--perf-version", &base]);
+    let said = format!("vendor tables: perf {base}'s");
+    assert!(err.contains(&said) && err.contains("chosen with --perf-version"), "{err}");
+    assert!(
+        err.contains("output as perf 6.12 prints it") && err.contains("CPUs utilized"),
+        "{err}"
+    );
+    // perf 7.2's contract, for contrast: no built-in metrics.
+    let err = stat(&["--perf-version", &newest]);
+    assert!(err.contains(&format!("output as perf {newest} prints it")), "{err}");
+    assert!(!err.contains("CPUs utilized"), "{err}");
+}
+
+/// A CPU model only the newest vintage's mapfile has (arrowlake, a cpuid its row matches)
+/// is found by default; with perf 6.12's tables that cpuid names no model.
+#[test]
+fn a_model_only_the_newest_vintage_has_is_found_by_default() {
+    let (newest, base) = newest_and_base();
+    let mapfile = vendor_file(Some(&newest), "x86/mapfile.csv");
+    let regex = mapfile
+        .lines()
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|cols| cols.len() >= 3 && cols[2] == "arrowlake")
+        .map(|cols| cols[0].to_string())
+        .expect("the newest mapfile names arrowlake");
+    // `GenuineIntel-6-C[56]`: a string it matches, the first of each class, stepping 0.
+    let mut cpuid = String::new();
+    let mut chars = regex.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '[' => {
+                cpuid.push(chars.next().unwrap());
+                chars.by_ref().find(|&c| c == ']');
+            }
+            c => {
+                assert!(c.is_ascii_alphanumeric() || c == '-', "a literal in {regex}");
+                cpuid.push(c);
+            }
+        }
+    }
+    cpuid.push_str("-0");
+    assert!(!vendor_file(None, "x86/mapfile.csv").contains(",arrowlake,"));
+    let plan = ["plan", "--cpuid", &cpuid, "-M", "tma_frontend_bound"];
+    let out = ok(&plan);
+    let title = format!("# plan for -M tma_frontend_bound on x86/arrowlake (cpuid {cpuid})");
+    assert!(out.starts_with(&title), "{out}");
+    let out = tmetric(&[&plan[..], &["--perf-version", &base]].concat());
+    assert!(!out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("arrowlake"));
 }

@@ -46,9 +46,11 @@ pub mod for_tests {
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Use perf release X.Y's vendor tables (metrics, formulas, events): one of the stored
-    /// vintages (5.10, 6.1, 6.12, 7.2), or a release between them, which uses the newest older
-    /// one. Default: 6.12, the perf tmetric matches (`tmetric list models` shows each model's).
+    /// Use perf release X.Y's vendor tables (metrics, formulas, events) and print as it prints:
+    /// one of the stored vintages (5.10, 6.1, 6.12, 7.2), or a release between them, which
+    /// uses the newest older one. Default: the newest vintage's tables, printed as perf 6.12
+    /// prints (`--perf-version 6.12` is exactly perf 6.12; `tmetric list models` shows each
+    /// model's vintages).
     #[arg(long, global = true, value_name = "X.Y")]
     perf_version: Option<String>,
 }

@@ -13,6 +13,7 @@ use super::{Serve, http_get, http_try_get, make, prometheus_missing, promtool_me
 
 #[test]
 fn cgroups_come_and_go_during_scrapes_and_the_budget_is_said() {
+    // perf 6.12's tables: tmetric's `Software` metrics by their 6.12 names and inputs.
     let Some(mount) = mount() else {
         eprintln!("skipped: cgroups can only be made as root under a cgroup2 mount");
         return;
@@ -25,6 +26,8 @@ fn cgroups_come_and_go_during_scrapes_and_the_budget_is_said() {
     let per_target = 6 * cpus;
     let budget = (3 * per_target).to_string();
     let serve = Serve::start(&[
+        "--perf-version",
+        "6.12",
         "-M",
         "Software",
         "--cgroup",

@@ -249,6 +249,7 @@ fn malformed_requests_get_a_status() {
 
 #[test]
 fn a_cgroup_made_again_under_its_path_is_counted_again() {
+    // perf 6.12's tables: tmetric's `Software` metrics by their 6.12 names and inputs.
     let Some(mount) = mount() else {
         eprintln!("skipped: cgroups can only be made as root under a cgroup2 mount");
         return;
@@ -256,6 +257,8 @@ fn a_cgroup_made_again_under_its_path_is_counted_again() {
     let cg = Cgroup::new(&mount, "remade");
     let path = format!("/{}", cg.name);
     let serve = Serve::start(&[
+        "--perf-version",
+        "6.12",
         "-M",
         "Software",
         "--no-host",

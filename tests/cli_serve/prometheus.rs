@@ -14,6 +14,7 @@ use super::{
 
 #[test]
 fn prometheus_scrapes_software_metrics_per_cgroup_with_tmetrics_values() {
+    // perf 6.12's tables: tmetric's `Software` metrics by their 6.12 names and inputs.
     if let Some(why) = prometheus_missing() {
         eprintln!("skipped: {why}");
         return;
@@ -28,6 +29,8 @@ fn prometheus_scrapes_software_metrics_per_cgroup_with_tmetrics_values() {
     // Killed however the test ends, so the cgroup can be removed.
     let spinner = KillOnDrop(busy.spin(40_000));
     let serve = Serve::start(&[
+        "--perf-version",
+        "6.12",
         "-M",
         "Software",
         "--cgroup",
@@ -103,6 +106,7 @@ fn prometheus_scrapes_software_metrics_per_cgroup_with_tmetrics_values() {
 
 #[test]
 fn recording_rules_evaluate_to_tmetrics_values_on_a_simulated_pmu() {
+    // perf 6.12's tables: the simulator's Sapphire Rapids rules as 6.12's formulas give them.
     if let Some(why) = prometheus_missing() {
         eprintln!("skipped: {why}");
         return;
@@ -116,6 +120,8 @@ fn recording_rules_evaluate_to_tmetrics_values_on_a_simulated_pmu() {
     let dir = tempfile::tempdir().unwrap();
     let rules = dir.path().join("rules.yml");
     let out = tmetric(&[
+        "--perf-version",
+        "6.12",
         "rules",
         "-M",
         "TopdownL1,TopdownL2",
@@ -132,6 +138,8 @@ fn recording_rules_evaluate_to_tmetrics_values_on_a_simulated_pmu() {
     assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stdout));
     assert!(String::from_utf8_lossy(&check.stdout).contains("SUCCESS: 13 rules found"));
     let serve = Serve::start(&[
+        "--perf-version",
+        "6.12",
         "--pmu-sim",
         "sapphirerapids",
         "-M",

@@ -191,6 +191,8 @@ fn errors_show_beside_metrics_in_json_and_the_default_layout() {
 #[test]
 fn a_nan_or_zero_from_a_fact_or_a_zero_divisor_prints_its_reason() {
     let out = tmetric(&[
+        "--perf-version",
+        "6.12",
         "--pmu-sim",
         "sapphirerapids",
         "-M",
@@ -210,6 +212,8 @@ fn a_nan_or_zero_from_a_fact_or_a_zero_divisor_prints_its_reason() {
     assert!(!text.contains("tma_info_thread_ipc:"), "a number needs no reason:\n{text}");
     let workload = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/sim/no-fetch-bandwidth.json");
     let out = tmetric(&[
+        "--perf-version",
+        "6.12",
         "--pmu-sim",
         "sapphirerapids",
         "--pmu-sim-workload",

@@ -2,8 +2,9 @@
 //! and `pmu-events/vintage/X.Y`) as generated Rust, the vintage a process uses, and lookups.
 //!
 //! Everything under `generated/` is written by `cargo xtask regen`; only this file and `rt.rs`
-//! are hand-written. The lookups below read the selected vintage ([`select_vintage`]; the base,
-//! perf 6.12's, until one is selected). Nothing here parses an expression or reads a file: the binary tables are
+//! are hand-written. The lookups below read the selected vintage ([`select_vintage`]; the
+//! newest stored until one is selected, while the output stays perf 6.12's:
+//! [`contract_vintage`]). Nothing here parses an expression or reads a file: the binary tables are
 //! embedded with `include_bytes!` and decoded on access.
 // Only `tmetric-runtime` may hold `unsafe` (ARCHITECTURE.md, invariants).
 #![forbid(unsafe_code)]
@@ -23,8 +24,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub use generated::{BASE_VINTAGE, CPUID_MAP, MODELS, VINTAGES};
 pub use tmetric_model::catalog::{self, *};
 
-/// The index in [`VINTAGES`] of the vintage this process uses.
-static SELECTED: AtomicUsize = AtomicUsize::new(BASE_VINTAGE);
+/// The index in [`VINTAGES`] of the vintage whose vendor data this process uses, [`NEWEST`]
+/// until one is selected.
+static SELECTED: AtomicUsize = AtomicUsize::new(NEWEST);
+
+/// The index in [`VINTAGES`] of the vintage whose perf release's output this process follows:
+/// the base (perf 6.12, the drop-in tmetric is) until the user chooses a vintage, which sets
+/// both.
+static CONTRACT: AtomicUsize = AtomicUsize::new(BASE_VINTAGE);
+
+/// Stands for the last of [`VINTAGES`] (the newest), which a constant cannot name.
+const NEWEST: usize = usize::MAX;
 
 /// Whether the user chose the vintage (`--perf-version`): then nothing else may change it.
 static CHOSEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -36,17 +46,30 @@ pub fn vintage_is_chosen() -> bool {
 }
 
 std::thread_local! {
-    /// The vintage inference chose for what this thread evaluates (`eval --from-perf`), over the
-    /// process's selection: logs evaluated on other threads (tests run them in-process) each
-    /// infer their own.
-    static INFERRED: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+    /// The vintages inference or a recording chose for what this thread evaluates (`eval
+    /// --from-perf`, `report`), over the process's selection, as (vendor data, output
+    /// contract): logs evaluated on other threads (tests run them in-process) each infer
+    /// their own.
+    static INFERRED: std::cell::Cell<Option<(usize, usize)>> = const { std::cell::Cell::new(None) };
 }
 
-/// Makes this thread's lookups use `v` (one of [`VINTAGES`]) without it counting as the user's
-/// choice: for inference that tries each vintage. Undone by [`clear_inferred_vintage`].
+fn index_of(v: &'static Vintage) -> Option<usize> {
+    VINTAGES.iter().position(|x| std::ptr::eq(x, v))
+}
+
+/// Makes this thread's lookups and output contract use `v` (one of [`VINTAGES`]) without it
+/// counting as the user's choice: for inference that tries each vintage on a perf log, which
+/// that perf release printed. Undone by [`clear_inferred_vintage`].
 pub fn use_vintage(v: &'static Vintage) {
-    if let Some(index) = VINTAGES.iter().position(|x| std::ptr::eq(x, v)) {
-        INFERRED.with(|cell| cell.set(Some(index)));
+    use_vintages(v, v);
+}
+
+/// Makes this thread's lookups use `data`'s vendor tables and its output follow `contract`'s
+/// perf release, without it counting as the user's choice: for a recording, which says what
+/// it was made with. Undone by [`clear_inferred_vintage`].
+pub fn use_vintages(data: &'static Vintage, contract: &'static Vintage) {
+    if let (Some(data), Some(contract)) = (index_of(data), index_of(contract)) {
+        INFERRED.with(|cell| cell.set(Some((data, contract))));
     }
 }
 
@@ -55,20 +78,38 @@ pub fn clear_inferred_vintage() {
     INFERRED.with(|cell| cell.set(None));
 }
 
-/// The vintage lookups use: the one inference chose on this thread, else the process's (the
-/// base, perf 6.12's, what tmetric matches by default, unless [`select_vintage`] chose another).
+/// The vintage whose vendor tables lookups use: the one inference or a recording chose on this
+/// thread, else the process's (the newest stored, unless [`select_vintage`] chose another).
 pub fn vintage() -> &'static Vintage {
     &VINTAGES[vintage_index()]
 }
 
-/// The index in [`VINTAGES`] of [`vintage`].
-fn vintage_index() -> usize {
-    INFERRED.with(std::cell::Cell::get).unwrap_or(SELECTED.load(Ordering::Relaxed))
+/// The vintage whose perf release's output (layouts, built-in metrics, exit codes) is
+/// followed: the one inference or a recording chose on this thread, else the user's choice,
+/// else the base (perf 6.12's), whatever vintage the vendor tables come from.
+pub fn contract_vintage() -> &'static Vintage {
+    let index = INFERRED.with(std::cell::Cell::get).map(|(_, contract)| contract);
+    &VINTAGES[index.unwrap_or(CONTRACT.load(Ordering::Relaxed))]
 }
 
-/// The base vintage, the default.
-pub fn default_vintage() -> &'static Vintage {
+/// The index in [`VINTAGES`] of [`vintage`].
+fn vintage_index() -> usize {
+    let index = INFERRED.with(std::cell::Cell::get).map(|(data, _)| data);
+    match index.unwrap_or(SELECTED.load(Ordering::Relaxed)) {
+        NEWEST => VINTAGES.len() - 1,
+        index => index,
+    }
+}
+
+/// The base vintage: perf 6.12's, whose output tmetric matches unless told otherwise.
+pub fn base_vintage() -> &'static Vintage {
     &VINTAGES[BASE_VINTAGE]
+}
+
+/// The vintage whose vendor tables are used when none is chosen: the newest stored (its newer
+/// CPU models and corrected formulas), printed as perf 6.12 prints ([`contract_vintage`]).
+pub fn default_vintage() -> &'static Vintage {
+    VINTAGES.last().expect("the catalogue holds a vintage")
 }
 
 /// The stored vintage for perf release `version` (`7.2`, `6.12.3`, `6.5`): its own, or for a
@@ -88,8 +129,8 @@ fn version_key(version: &str) -> Option<[u32; 2]> {
     Some([major, minor.parse().ok()?])
 }
 
-/// Makes the lookups of this process use vintage `version` (see [`vintage_for`]); the vintage
-/// used, or an error listing the stored ones.
+/// Makes the lookups of this process use vintage `version` (see [`vintage_for`]) and its
+/// output follow that perf release's; the vintage used, or an error listing the stored ones.
 pub fn select_vintage(version: &str) -> Result<&'static Vintage, String> {
     let chosen = vintage_for(version).ok_or_else(|| {
         let known: Vec<&str> = VINTAGES.iter().map(|v| v.version).collect();
@@ -98,8 +139,9 @@ pub fn select_vintage(version: &str) -> Result<&'static Vintage, String> {
             known.join(", ")
         )
     })?;
-    let index = VINTAGES.iter().position(|v| std::ptr::eq(v, chosen)).expect("a stored vintage");
+    let index = index_of(chosen).expect("a stored vintage");
     SELECTED.store(index, Ordering::Relaxed);
+    CONTRACT.store(index, Ordering::Relaxed);
     CHOSEN.store(true, Ordering::Relaxed);
     Ok(chosen)
 }

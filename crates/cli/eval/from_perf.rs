@@ -54,8 +54,12 @@ pub fn run_log_with<R: BufRead>(
     out: &mut dyn Write,
     budget: u64,
 ) -> anyhow::Result<()> {
-    // Each log infers its own vintage (unless --perf-version chose one).
+    // Each log infers its own vintage (unless --perf-version chose one), from perf 6.12's: a
+    // log is perf's output, and the newest vintage live runs use is not the perf that wrote it.
     tmetric_catalog::clear_inferred_vintage();
+    if !tmetric_catalog::vintage_is_chosen() {
+        tmetric_catalog::use_vintage(tmetric_catalog::base_vintage());
+    }
     let (mut log, mut rest) = Reader::new(input, name)?.prefix(budget)?;
     let mut warnings = notes::ImportWarnings::default();
     warnings.add(std::mem::take(&mut log.warnings));

@@ -80,6 +80,7 @@ pub fn run_on<S: Syscalls + Clone>(
     let threads = listed_threads(args, tasks_root)?;
     let target = target_of(args, &host, plan.contract(), workload.as_ref(), threads.as_deref())?;
     if args.verbose {
+        warn(&tmetric_print::verbose::vendor_tables());
         describe_pmus(pmus);
         describe_plan(&plan);
     }

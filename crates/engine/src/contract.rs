@@ -2,9 +2,10 @@
 //! dropped the built-in metrics of perf 6.12's `stat-shadow.c`, counts its `Default` metric
 //! groups by default, prints a metric beside an event it could not count, renames a JSON key
 //! and refuses a run that opens no event. [`Contract`] holds those differences as data, one
-//! value per perf release whose layout tmetric follows; the vintage in use
-//! (`--perf-version`) chooses it ([`current`]), and the plan, the views, the printers and
-//! `stat` read its fields rather than the version.
+//! value per perf release whose layout tmetric follows. It is perf 6.12's unless
+//! `--perf-version` chooses a release ([`current`]), even though the vendor tables default to
+//! the newest vintage; the plan, the views, the printers and `stat` read its fields rather
+//! than the version.
 
 use tmetric_catalog::Vintage;
 
@@ -92,9 +93,11 @@ pub fn of_vintage(vintage: &Vintage) -> &'static Contract {
     of(vintage.version)
 }
 
-/// The contract of the vintage this thread's lookups use ([`tmetric_catalog::vintage`]).
+/// The contract this thread's output follows ([`tmetric_catalog::contract_vintage`]): perf
+/// 6.12's unless `--perf-version` chose another release, or a log or a recording says so,
+/// whichever vintage the vendor tables come from.
 pub fn current() -> &'static Contract {
-    of_vintage(tmetric_catalog::vintage())
+    of_vintage(tmetric_catalog::contract_vintage())
 }
 
 #[cfg(test)]

@@ -50,6 +50,8 @@ pub struct VintageFormula {
 /// Everything `describe` says of one metric of one model.
 #[derive(Debug, Serialize)]
 pub struct Description {
+    /// The perf vintage whose vendor tables this description is of (`7.2`).
+    pub vintage: &'static str,
     /// The metric's formula in every stored perf vintage, oldest first.
     pub by_perf_version: Vec<VintageFormula>,
     /// `arch/name` of the model.
@@ -101,6 +103,7 @@ pub fn describe(
 ) -> Description {
     let m = model.metric(metric);
     Description {
+        vintage: tmetric_catalog::vintage().version,
         model: model.path(),
         metric: model.str(m.name).to_string(),
         pmu: model.str(m.pmu).to_string(),

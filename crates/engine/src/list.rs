@@ -120,6 +120,8 @@ pub struct ModelRow {
     pub this_machine: bool,
     /// The perf vintages that define a model of this `arch/name`, oldest first.
     pub vintages: Vec<&'static str>,
+    /// The vintage whose vendor tables this row's figures come from (the one in use).
+    pub vintage: &'static str,
 }
 
 /// Every model whose `arch/name` passes `keep`, in catalogue order.
@@ -150,6 +152,7 @@ pub fn models(keep: Keep) -> Vec<ModelRow> {
                 .into_iter()
                 .map(|v| v.version)
                 .collect(),
+            vintage: tmetric_catalog::vintage().version,
         })
         .collect()
 }

@@ -82,6 +82,8 @@ fn hybrid_rows_agree_with_perf() {
 /// that six models explain alike is an answer too, with the six.
 #[test]
 fn models_inferred_from_printed_metrics() {
+    // perf 6.12's tables: the logs are perf 6.12's output.
+    tmetric_catalog::use_vintage(tmetric_catalog::base_vintage());
     let (hybrid, _) = log("crates/perfstat/tests/data/hand/std_hybrid.txt");
     match infer_model(&hybrid, &defaults()) {
         Inference::Model { model, score, .. } => {
@@ -205,6 +207,8 @@ fn m_items_split_off_the_builtins() {
 /// one answer; models that tie and differ are not, and the difference is given.
 #[test]
 fn ties_that_agree_and_ties_that_differ() {
+    // perf 6.12's tables: the logs are perf 6.12's output.
+    tmetric_catalog::use_vintage(tmetric_catalog::base_vintage());
     let (s390, _) = log("tests/data/perf/std_s390_models_agree.txt");
     match infer_model(&s390, &defaults()) {
         Inference::Agreeing { model, others, compared, stands_for, .. } => {

@@ -31,6 +31,7 @@ pub fn text(out: &mut dyn Write, description: &Description) -> io::Result<()> {
         writeln!(out, "  MetricConstraint: {constraint}")?;
     }
     writeln!(out, "  formula: {}", description.expr)?;
+    writeln!(out, "  {}", crate::verbose::vendor_tables())?;
     if let Some(threshold) = &description.threshold {
         writeln!(out, "  threshold: {threshold}")?;
     }

@@ -87,7 +87,7 @@ pub fn models(out: &mut dyn Write, rows: &[ModelRow], style: Style) -> io::Resul
             row.model, row.events, row.metrics
         )?;
     }
-    Ok(())
+    writeln!(out, "\n{}", crate::verbose::vendor_tables())
 }
 
 /// `model`'s metrics and the common ones, a titled block per table that has rows.

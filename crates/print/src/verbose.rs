@@ -4,6 +4,26 @@
 
 use tmetric_engine::{Placement, Plan, PmuModel};
 
+/// Which perf vintage's vendor tables (models, events, formulas) are in use and whose output is
+/// printed, one line: `stat -v`, `list models` and `describe` say it, as the default tables
+/// (the newest stored) are not the perf whose output tmetric prints (6.12).
+pub fn vendor_tables() -> String {
+    let data = tmetric_catalog::vintage();
+    let contract = tmetric_engine::contract::current().perf;
+    let why = if tmetric_catalog::vintage_is_chosen() {
+        ", chosen with --perf-version".to_string()
+    } else if std::ptr::eq(data, tmetric_catalog::default_vintage()) {
+        let base = tmetric_catalog::base_vintage().version;
+        format!(", the newest stored (--perf-version {base} for perf {base}'s)")
+    } else {
+        String::new()
+    };
+    format!(
+        "vendor tables: perf {}'s (Linux {}){why}; output as perf {contract} prints it",
+        data.version, data.kernel
+    )
+}
+
 /// `-v`: the counters tmetric assumed per PMU and where the numbers came from (sysfs
 /// `caps/`, `counter.json`, or a documented vendor default for trees without one), a line each.
 pub fn pmus(pmus: &PmuModel) -> Vec<String> {

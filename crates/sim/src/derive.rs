@@ -137,9 +137,14 @@ impl Derivation {
         // What the derivation reads: the machine and the phases with the workload's clock,
         // not the schedule or the kernel's rules, so workloads that differ only in when
         // their phases fall share one derivation.
+        // The formulas are the vintage's in use: two vintages' truths differ where they do.
         let key = format!(
-            "{machine:?}{:?}{}{}{}",
-            workload.phases, workload.tsc_hz, workload.cpu_step_percent, workload.package_watts
+            "{}{machine:?}{:?}{}{}{}",
+            tmetric_catalog::vintage().version,
+            workload.phases,
+            workload.tsc_hz,
+            workload.cpu_step_percent,
+            workload.package_watts
         );
         let cache = CACHE.get_or_init(Default::default);
         if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {

@@ -148,7 +148,7 @@ fn model_of(inference: &Inference) -> Option<&'static Model> {
     }
 }
 
-/// [`infer_model`] over the selected vintage and, unless the user chose one, over every other:
+/// [`infer_model`] over the chosen vintage, or perf 6.12's and then every other:
 /// a vintage is switched to (for the rest of the process) only when the selected vintage's best
 /// model recomputes none of perf's printed values and another vintage's model of another name
 /// recomputes some while explaining as many rows and knowing as many event names (older perf's `IPC`, `Retiring`, ... of a model whose name changed), or
@@ -157,7 +157,9 @@ fn infer_with_vintage(log: &PerfLog, literals: &Literals) -> Inference {
     if tmetric_catalog::vintage_is_chosen() {
         return infer_model(log, literals);
     }
-    tmetric_catalog::clear_inferred_vintage();
+    // A log is read against perf 6.12's tables first, whatever live runs default to: a
+    // vintage it does not need is not switched to.
+    tmetric_catalog::use_vintage(tmetric_catalog::base_vintage());
     let first = infer_model(log, literals);
     let score = |inference: &Inference| match inference {
         Inference::Model { score, .. } | Inference::Agreeing { score, .. } => Some(*score),

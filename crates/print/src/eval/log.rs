@@ -75,7 +75,7 @@ pub fn how_text(how: &How) -> String {
     let text = how_text_of(how);
     // Another vintage than perf 6.12's: chosen with --perf-version or inferred from the log.
     let v = tmetric_catalog::vintage();
-    if std::ptr::eq(v, tmetric_catalog::default_vintage()) {
+    if std::ptr::eq(v, tmetric_catalog::base_vintage()) {
         text
     } else {
         format!("{text}; perf {}'s vendor tables", v.version)
