@@ -422,6 +422,8 @@ fn metrics_not_selected_at_record_time_use_the_recorded_events() {
     let s = Scratch::new("later");
     let file = s.path("r.jsonl");
     ok(&[
+        "--perf-version",
+        "6.12",
         "record",
         "--format",
         "jsonl",
@@ -435,7 +437,8 @@ fn metrics_not_selected_at_record_time_use_the_recorded_events() {
         "sleep",
         "0.05",
     ]);
-    let out = ok(&["report", "-i", &file, "-x,", "-M", "page_faults_per_sec"]);
+    let out =
+        ok(&["--perf-version", "6.12", "report", "-i", &file, "-x,", "-M", "page_faults_per_sec"]);
     let text = stderr(&out);
     let field = |event: &str| -> f64 {
         let line = text.lines().find(|l| l.contains(&format!(",{event},"))).unwrap();
@@ -447,7 +450,16 @@ fn metrics_not_selected_at_record_time_use_the_recorded_events() {
     let expected = faults / (clock_ms / 1e3);
     assert!((rate - expected).abs() < 0.01 * expected, "{rate} vs {expected}: {text}");
     // A metric whose events were not recorded says so.
-    let out = ok(&["report", "-i", &file, "-x,", "-M", "context_switches_per_sec"]);
+    let out = ok(&[
+        "--perf-version",
+        "6.12",
+        "report",
+        "-i",
+        &file,
+        "-x,",
+        "-M",
+        "context_switches_per_sec",
+    ]);
     assert!(
         stderr(&out).contains(
             "context_switches_per_sec: `context-switches` was not counted in the recording"
@@ -682,6 +694,8 @@ fn report_says_why_a_fact_decides_a_value() {
     for format in ["jsonl", "perf"] {
         let file = s.path(&format!("why.{format}"));
         let live = ok(&[
+            "--perf-version",
+            "6.12",
             "record",
             "--format",
             format,
@@ -700,14 +714,21 @@ fn report_says_why_a_fact_decides_a_value() {
         assert!(stderr(&live).contains(pmm), "{format}: {}", stderr(&live));
         // With -x and -j the notes join perf's lines when asked for.
         for layout in [&[][..], &["-x,", "-v"][..], &["-j", "--full-metrics"][..]] {
-            let mut args = vec!["report", "-i", &file];
+            let mut args = vec!["--perf-version", "6.12", "report", "-i", &file];
             args.extend_from_slice(layout);
             let text = stderr(&ok(&args));
             assert!(text.contains(pmm) && text.contains(tsx), "{format} {layout:?}: {text}");
         }
         // Another metric of the recorded counts, chosen at report time, too.
-        let other =
-            stderr(&ok(&["report", "-i", &file, "-M", "tma_info_system_mem_pmm_read_latency"]));
+        let other = stderr(&ok(&[
+            "--perf-version",
+            "6.12",
+            "report",
+            "-i",
+            &file,
+            "-M",
+            "tma_info_system_mem_pmm_read_latency",
+        ]));
         assert!(
             other.contains(
                 "tma_info_system_mem_pmm_read_latency: 0 because #has_pmem is 0 on this machine"
@@ -715,4 +736,69 @@ fn report_says_why_a_fact_decides_a_value() {
             "{format}: {other}"
         );
     }
+}
+
+/// A record keeps the vintage of its vendor tables and the perf release it printed as, and
+/// `report` evaluates with them: the default run's (the newest vintage's tables, where perf's
+/// own `CPUs_utilized` is; perf 6.12's output) and, for a file written before records kept
+/// them, perf 6.12's (where tmetric's `cpus_utilized` is). A vintage this build does not
+/// store is refused naming the file, unless --perf-version chooses one.
+#[test]
+fn records_keep_their_vintage_and_older_files_read_as_perf_6_12s() {
+    let s = Scratch::new("vintage");
+    let pmu_events = Path::new(env!("CARGO_MANIFEST_DIR")).join("pmu-events");
+    let newest = tmetric_pmu_events::vintage::stored(&pmu_events).pop().unwrap();
+    let header = |file: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(file).unwrap();
+        serde_json::from_str(text.lines().next().unwrap()).unwrap()
+    };
+    let rewrite = |from: &str, to: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let text = std::fs::read_to_string(from).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let mut h: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+        edit(&mut h);
+        lines[0] = h.to_string();
+        std::fs::write(to, lines.join("\n") + "\n").unwrap();
+    };
+
+    let new = s.path("new.jsonl");
+    let live =
+        ok(&["record", "--format", "jsonl", "-M", "CPUs_utilized", "-o", &new, "sleep", "0.05"]);
+    let h = header(&new);
+    assert_eq!((h["vintage"].as_str(), h["contract"].as_str()), (Some(&*newest), Some("6.12")));
+    let replay = ok(&["report", "-i", &new]);
+    assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
+    assert!(stderr(&replay).contains("CPUs_utilized"), "{}", stderr(&replay));
+
+    let written = s.path("written.jsonl");
+    let live = ok(&[
+        "record",
+        "--perf-version",
+        "6.12",
+        "--format",
+        "jsonl",
+        "-M",
+        "cpus_utilized",
+        "-o",
+        &written,
+        "sleep",
+        "0.05",
+    ]);
+    let old = s.path("old.jsonl");
+    rewrite(&written, &old, &|h| {
+        let h = h.as_object_mut().unwrap();
+        assert!(h.remove("vintage").is_some() && h.remove("contract").is_some());
+    });
+    let replay = ok(&["report", "-i", &old]);
+    assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
+    assert!(stderr(&replay).contains("cpus_utilized"), "{}", stderr(&replay));
+
+    let unknown = s.path("unknown.jsonl");
+    rewrite(&written, &unknown, &|h| h["vintage"] = "9.9".into());
+    let out = tmetric(&["report", "-i", &unknown]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains(&unknown) && err.contains("perf `9.9`"), "{err}");
+    let replay = ok(&["report", "-i", &unknown, "--perf-version", "6.12"]);
+    assert_eq!(printed(&stderr(&live)), printed(&stderr(&replay)));
 }

@@ -133,6 +133,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         );
     }
     let input = tmetric_record::open(&name, &bytes)?;
+    // A recording is evaluated with the tables it was made with and printed as it was, unless
+    // --perf-version asks for others.
+    if !tmetric_catalog::vintage_is_chosen()
+        && let Some((data, contract)) = input.vintages(&name)?
+    {
+        tmetric_catalog::use_vintages(data, contract);
+    }
     let picks = choose(args, &input)?;
     let choice = match (&picks, &args.metric.model) {
         (Some(picks), _) => Choice::Picks(picks),

@@ -122,6 +122,18 @@ pub enum Kind {
         /// The tmetric version that wrote it (`?` when the header does not say).
         writer: String,
     },
+    /// The header names a perf vintage this build does not store.
+    #[error(
+        "the header's \"{field}\" is perf `{found}`, which this tmetric does not store (it holds perf {stored}); report it with a tmetric that stores it, or evaluate it with one of these with --perf-version X.Y"
+    )]
+    UnknownVintage {
+        /// `vintage` or `contract`.
+        field: &'static str,
+        /// What the file says.
+        found: String,
+        /// The stored vintages, comma-separated.
+        stored: String,
+    },
     /// The header has no version.
     #[error("the header has no numeric \"version\"")]
     NoVersion,

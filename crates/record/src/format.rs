@@ -107,6 +107,15 @@ pub struct Header {
     /// written before it did (their counts are scaled by time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate: Option<EstimateRec>,
+    /// The perf vintage whose vendor tables the metrics came from (`7.2`), one this build
+    /// stores; absent in files written before tmetric kept it, which read as perf 6.12's (the
+    /// only tables a run used unless `--perf-version` chose others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vintage: Option<String>,
+    /// The perf release whose output `stat` printed (`6.12`), which `report` prints as; absent
+    /// in files written before tmetric kept it (read as 6.12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<String>,
 }
 
 /// The groups tmetric rotated itself, with their anchors, and what the estimate's bars

@@ -111,6 +111,8 @@ pub fn header(f: &HeaderFacts<'_>) -> Header {
         aggr_mode: Some(f.aggr_mode.code()),
         aggr_level: (f.aggr_mode == tmetric_perfstat::Aggregation::Cache).then_some(f.aggr_level),
         ru_display: Some(f.ru_display),
+        vintage: Some(tmetric_catalog::vintage().version.to_string()),
+        contract: Some(plan.contract().perf.to_string()),
         estimate: {
             let e = plan.estimate_facts();
             (plan.anchored() && e.rotating).then_some(EstimateRec {

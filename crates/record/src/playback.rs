@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
+use tmetric_catalog::Vintage;
 use tmetric_engine::aggr::{self, Aggregation};
 use tmetric_engine::replay::{
     Choice, Recorded, RecordedEstimate, RecordedRoot, RecordedRow, RecordedSource, Replay,
@@ -246,6 +247,23 @@ impl Input {
             Input::Record(rec) => rec.header.model.as_deref(),
             Input::PerfStat(_) => None,
         }
+    }
+
+    /// The perf vintages a tmetric record was made with: its vendor tables' and the perf
+    /// release whose output it printed; perf 6.12's for files written before tmetric kept
+    /// them. `None` for perf's own files, which say neither; an error (naming `name`) for a
+    /// vintage this build does not store.
+    #[allow(clippy::type_complexity)]
+    pub fn vintages(
+        &self,
+        name: &str,
+    ) -> Result<Option<(&'static Vintage, &'static Vintage)>, ReadError> {
+        let Input::Record(rec) = self else { return Ok(None) };
+        let of = |field, v: &Option<String>| {
+            crate::read::stored_vintage(field, v.as_deref())
+                .map_err(|kind| ReadError::new(name, At::File, kind))
+        };
+        Ok(Some((of("vintage", &rec.header.vintage)?, of("contract", &rec.header.contract)?)))
     }
 
     /// The recorded machine's cpuid as perf's mapfile spells it.

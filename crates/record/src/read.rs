@@ -222,6 +222,21 @@ pub(crate) fn header(text: &str) -> Result<Header, Kind> {
     Ok(header)
 }
 
+/// The stored vintage a header's `field` names exactly (the base when absent): a newer
+/// tmetric's vintage is not stood in for by an older one, whose formulas may differ. Checked
+/// when the recording is evaluated with its own vintage, not on reading: `--perf-version`
+/// evaluates any file with a vintage of the user's choice.
+pub(crate) fn stored_vintage(
+    field: &'static str,
+    version: Option<&str>,
+) -> Result<&'static tmetric_catalog::Vintage, Kind> {
+    let Some(version) = version else { return Ok(tmetric_catalog::base_vintage()) };
+    tmetric_catalog::VINTAGES.iter().find(|v| v.version == version).ok_or_else(|| {
+        let stored: Vec<&str> = tmetric_catalog::VINTAGES.iter().map(|v| v.version).collect();
+        Kind::UnknownVintage { field, found: version.to_string(), stored: stored.join(", ") }
+    })
+}
+
 /// Reads a JSON-lines record file; `name` names it in errors (`name:line: what`).
 pub fn read_jsonl(name: &str, reader: impl BufRead) -> Result<Recording, ReadError> {
     let mut lines = reader.lines().enumerate();

@@ -58,6 +58,8 @@ fn header_line() -> String {
         aggr_level: None,
         ru_display: None,
         estimate: None,
+        vintage: None,
+        contract: None,
     };
     serde_json::to_string(&h).unwrap()
 }
