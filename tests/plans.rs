@@ -8,6 +8,8 @@ use crate::support::ok_stdout;
 
 /// A metric and every metric below it in the TMA tree (`<name>_group` members, recursively).
 fn subtree(model: &str, root: &str) -> Vec<String> {
+    // perf 6.12's tree, which the snapshots plan.
+    tmetric_catalog::use_vintage(tmetric_catalog::base_vintage());
     let model = tmetric_catalog::model(model).expect("model");
     let mut names = vec![root.to_string()];
     let mut i = 0;
@@ -24,8 +26,9 @@ fn subtree(model: &str, root: &str) -> Vec<String> {
     names
 }
 
+/// `plan` with perf 6.12's tables: the snapshots are its metrics' plans.
 fn plan(args: &[&str]) -> String {
-    let mut all = vec!["plan"];
+    let mut all = vec!["--perf-version", "6.12", "plan"];
     all.extend_from_slice(args);
     ok_stdout(&all)
 }
@@ -98,7 +101,11 @@ fn plans_keep_the_kernel_rules() {
         &["-M", "TopdownL1", "--model", "skylakex"],
         &["-M", "PipelineL2", "--model", "amdzen4"],
     ];
-    for args in cases {
+    // perf 6.12's tables and the default (the newest vintage's, whose formulas leave `slots`
+    // out for the planner to add).
+    let pinned: Vec<Vec<&str>> =
+        cases.iter().map(|args| [&["--perf-version", "6.12"][..], args].concat()).collect();
+    for args in cases.iter().copied().chain(pinned.iter().map(Vec::as_slice)) {
         let doc = json(args);
         let slices = &doc["slices"];
         let (t, p, l) = (
@@ -140,11 +147,19 @@ fn plans_keep_the_kernel_rules() {
 fn plan_errors_name_the_problem() {
     crate::support::check_all(
         &[
-            &["plan", "-M", "no_such_metric", "--model", "sapphirerapids"],
-            &["plan", "-M", "PipelineL1", "--model", "sapphirerapids"],
-            &["plan", "-M", "tma_retirng", "--pmu-sim", "icelake"],
-            &["plan", "-M", "cpus_utilized", "--model", "sapphirerapids"],
-            &["plan", "-M", "TopdownL1", "--model", "nonexist"],
+            &[
+                "--perf-version",
+                "6.12",
+                "plan",
+                "-M",
+                "no_such_metric",
+                "--model",
+                "sapphirerapids",
+            ],
+            &["--perf-version", "6.12", "plan", "-M", "PipelineL1", "--model", "sapphirerapids"],
+            &["--perf-version", "6.12", "plan", "-M", "tma_retirng", "--pmu-sim", "icelake"],
+            &["--perf-version", "6.12", "plan", "-M", "cpus_utilized", "--model", "sapphirerapids"],
+            &["--perf-version", "6.12", "plan", "-M", "TopdownL1", "--model", "nonexist"],
         ],
         "plans__errors",
     );

@@ -136,3 +136,29 @@ fn dtlb_store_equals_the_workloads_truth() {
         }
     }
 }
+
+/// perf 7.x's Alder Lake formulas read the topdown metric events without `slots` (perf adds
+/// it itself): by default (the newest vintage's tables) `tma_backend_bound` and a metric whose
+/// threshold reads it open every event, `slots` leading the topdown ones, and equal the
+/// simulator's truth, which it derives from the same vintage's formulas.
+#[test]
+fn topdown_events_without_slots_in_the_formula_get_their_leader() {
+    use tmetric_sim::{Derivation, Machine, Workload};
+    let machine = Machine::named("alderlake").expect("machine");
+    let derivation = Derivation::of(&machine, &Workload::default_workload());
+    for metric in ["tma_backend_bound", "tma_c01_wait"] {
+        let args = ["--pmu-sim", "alderlake", "-M", metric, "-a", "-j", "--full-metrics"];
+        let out = tmetric(&[&args[..], &["sleep", "0.1"]].concat());
+        let text = stderr(&out);
+        assert!(out.status.success(), "{metric}: {text}");
+        assert!(!text.contains("not supported") && !text.contains("EINVAL"), "{metric}: {text}");
+        let truth = derivation.truth(0, metric, "cpu_core").expect("a truth");
+        let printed: Vec<f64> =
+            json_metrics(&text).into_iter().filter(|m| m.0 == metric).map(|m| m.1).collect();
+        assert!(
+            printed.iter().any(|v| (v - truth.value * truth.scale).abs() <= 1e-3 * truth.scale),
+            "{metric}: {printed:?} vs the truth {}\n{text}",
+            truth.value * truth.scale
+        );
+    }
+}

@@ -15,6 +15,45 @@ use crate::schedule::{
     self, Opened, PerfMetric, Placement, Request, SchedEvent, SchedMetric, Schedule, Strategy,
 };
 
+/// The PMUs whose topdown metric events a metric reads (value or threshold) without reading
+/// that PMU's `slots`: perf adds `slots` for them (`Plan::add_required_slots`).
+pub(super) fn lacking_slots(
+    events: &[usize],
+    threshold_events: &[usize],
+    request: &Request,
+) -> Vec<usize> {
+    let all = || events.iter().chain(threshold_events).map(|&e| &request.events[e]);
+    let mut pmus: Vec<usize> =
+        all().filter(|e| e.demand.topdown_metric).filter_map(|e| e.pmu).collect();
+    pmus.sort_unstable();
+    pmus.dedup();
+    pmus.retain(|&p| !all().any(|e| e.demand.slots && e.pmu == Some(p)));
+    pmus
+}
+
+/// `slots` as perf names it on PMU `pmu`.
+pub(super) fn slots_name(pmu: &str) -> String {
+    if pmu == "cpu" { "slots".to_string() } else { format!("{pmu}/slots/") }
+}
+
+/// Puts `slots` (request event `slot`, on PMU `p`) first in the list that holds the metric's
+/// topdown metric events: its value's, else its threshold's.
+pub(super) fn insert_slots(
+    slot: usize,
+    p: usize,
+    events: &mut Vec<usize>,
+    threshold_events: &mut Vec<usize>,
+    request: &Request,
+) {
+    let topdown =
+        |e: &usize| request.events[*e].demand.topdown_metric && request.events[*e].pmu == Some(p);
+    if events.iter().any(topdown) {
+        events.insert(0, slot);
+    } else {
+        threshold_events.insert(0, slot);
+    }
+}
+
 /// The PMU a resolved counter lives on, by sysfs name (`None` for counterless kinds).
 fn counter_pmu(event: &CounterEvent, sysfs: &Sysfs) -> Option<String> {
     match &event.kind {
@@ -327,16 +366,24 @@ impl Plan {
             rows.push((slot, row));
         }
         sched_of_row.resize(self.rows.len(), None);
-        let events: Vec<usize> = rows
+        let mut events: Vec<usize> = rows
             .iter()
             .filter(|(slot, _)| value_slots.contains(slot))
             .filter_map(|&(_, r)| sched_of_row[r])
             .collect();
-        let threshold_events: Vec<usize> = rows
+        let mut threshold_events: Vec<usize> = rows
             .iter()
             .filter(|(slot, _)| !value_slots.contains(slot))
             .filter_map(|&(_, r)| sched_of_row[r])
             .collect();
+        self.add_required_slots(
+            model,
+            &mut events,
+            &mut threshold_events,
+            machine,
+            request,
+            sched_of_row,
+        );
         let why = grouping(pick, options, machine.pmus()).err();
         request.metrics.push(SchedMetric {
             name: model.str(model.metric(pick.metric).name).to_string(),
@@ -347,6 +394,64 @@ impl Plan {
             perf: PerfMetric::default(),
         });
         rows
+    }
+
+    /// perf's `arch_evlist__add_required_events` (tools/perf/arch/x86/util/evlist.c, perf
+    /// 6.12): topdown metric events on a PMU whose `slots` the metric lacks get that `slots`,
+    /// which the kernel requires as their group's leader. perf 6.12's vendor formulas read
+    /// `slots` themselves (`+ 0 * slots`); perf 7.x's dropped the term and rely on this.
+    fn add_required_slots(
+        &mut self,
+        model: &'static Model,
+        events: &mut Vec<usize>,
+        threshold_events: &mut Vec<usize>,
+        machine: &Host,
+        request: &mut Request,
+        sched_of_row: &mut Vec<Option<usize>>,
+    ) {
+        for p in lacking_slots(events, threshold_events, request) {
+            let pmu = &machine.pmus().pmus[p];
+            // The model's own identifier for it (`TOPDOWN.SLOTS`), where another metric reads
+            // one: the row is then the one that metric's input finds, under the same name.
+            let own = model.ids.iter().find(|id| {
+                demand_of(model, id, &pmu.name, machine.pmus())
+                    .is_some_and(|(at, d)| at == p && d.slots)
+            });
+            if let Some(id) = own {
+                let row = self.input_row(model, id, machine, false, request, sched_of_row);
+                if let Some(e) = sched_of_row.get(row).copied().flatten() {
+                    insert_slots(e, p, events, threshold_events, request);
+                    continue;
+                }
+            }
+            let pmu = &machine.pmus().pmus[p];
+            let name = slots_name(&pmu.name);
+            let sysfs = machine.sysfs();
+            let Ok(event) =
+                tmetric_runtime::event::resolve_on_pmu(&pmu.name, "slots", "", &name, sysfs)
+            else {
+                continue;
+            };
+            let Some(demand) = crate::pmu::named_demand("slots", pmu.vendor, pmu.metric_events)
+            else {
+                continue;
+            };
+            let key = Key::Counter(event.attr.clone(), event.cpus.clone());
+            let row = match self.find(&key) {
+                Some(row) => row,
+                None => self.add(Resolution::Counter(event), name.clone(), true),
+            };
+            sched_of_row.resize(self.rows.len(), None);
+            let e = match sched_of_row[row] {
+                Some(e) => e,
+                None => {
+                    request.events.push(SchedEvent { name, pmu: Some(p), demand });
+                    sched_of_row[row] = Some(request.events.len() - 1);
+                    request.events.len() - 1
+                }
+            };
+            insert_slots(e, p, events, threshold_events, request);
+        }
     }
 
     /// perf's view of root `pick` (its identifiers in perf's order and which of them are

@@ -84,6 +84,37 @@ pub fn offline_literals(smt_on: bool, system_wide: bool) -> [f64; Literal::COUNT
     literals
 }
 
+/// perf's `arch_evlist__add_required_events`, as `Plan::add_metrics` applies it on a machine:
+/// topdown metric events on a PMU whose `slots` the list lacks get that `slots`.
+fn add_required_slots(
+    events: &mut Vec<usize>,
+    threshold_events: &mut Vec<usize>,
+    pmus: &PmuModel,
+    request: &mut Request,
+    keys: &mut Vec<String>,
+) {
+    for p in super::metrics::lacking_slots(events, threshold_events, request) {
+        // Another metric's `slots` (`TOPDOWN.SLOTS`) is the same counter.
+        let e = match (0..request.events.len())
+            .find(|&e| request.events[e].demand.slots && request.events[e].pmu == Some(p))
+        {
+            Some(e) => e,
+            None => {
+                let pmu = &pmus.pmus[p];
+                let Some(demand) = crate::pmu::named_demand("slots", pmu.vendor, pmu.metric_events)
+                else {
+                    continue;
+                };
+                let name = super::metrics::slots_name(&pmu.name);
+                keys.push(format!("required {name}"));
+                request.events.push(SchedEvent { name, pmu: Some(p), demand });
+                request.events.len() - 1
+            }
+        };
+        super::metrics::insert_slots(e, p, events, threshold_events, request);
+    }
+}
+
 /// Plans `picks` from the catalogue alone on the PMUs `pmus` describes.
 pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> OfflinePlan {
     let mut pmus = pmus.clone();
@@ -150,6 +181,7 @@ pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> O
             list.push(request.events.len() - 1);
             event_of_slot.push((slot, request.events.len() - 1));
         }
+        add_required_slots(&mut events, &mut threshold_events, &pmus, &mut request, &mut keys);
         let why = grouping(pick, options, &pmus).err();
         if !items.contains(&pick.item.as_str()) {
             items.push(&pick.item);
