@@ -22,12 +22,12 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(39047), kind: IdKind::Event(1230), pmu: Str(38970), event: Str(38968), terms: Str(39048), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(39049), kind: IdKind::Event(1231), pmu: Str(38970), event: Str(2528), terms: Str(39050), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(39048), kind: IdKind::Event(1230), pmu: Str(38970), event: Str(38968), terms: Str(39049), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(39050), kind: IdKind::Event(1231), pmu: Str(38970), event: Str(2528), terms: Str(39051), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(575), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(575), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(39051), kind: IdKind::Event(1234), pmu: Str(38970), event: Str(2529), terms: Str(39052), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(39053), kind: IdKind::Event(1236), pmu: Str(38970), event: Str(2530), terms: Str(39054), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(39055), kind: IdKind::Event(1233), pmu: Str(38970), event: Str(2531), terms: Str(39056), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(39052), kind: IdKind::Event(1234), pmu: Str(38970), event: Str(2529), terms: Str(39053), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(39054), kind: IdKind::Event(1236), pmu: Str(38970), event: Str(2530), terms: Str(39055), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(39056), kind: IdKind::Event(1233), pmu: Str(38970), event: Str(2531), terms: Str(39057), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(7998), kind: IdKind::Event(1218), pmu: Str(2), event: Str(7998), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(36331), kind: IdKind::Event(1216), pmu: Str(2), event: Str(36331), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(38960), kind: IdKind::Event(1225), pmu: Str(2), event: Str(38960), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
