@@ -108,7 +108,7 @@ window="${duration}s"
   echo "counted_max $(q "max_over_time(tmetric_cgroups{state=\"counted\"}[$window])")"
   # Series younger than the rule's window are left out: Prometheus's rate() extrapolates at
   # most half a scrape interval before a series' first sample, so it reads them low.
-  for m in cpus_utilized context_switches_per_second page_faults_per_second; do
+  for m in cpus_utilized cs_per_second page_faults_per_second; do
     echo "rule_vs_gauge $m $(q "((tmetric:$m:rate1m - on (instance, job, cgroup, model) avg_over_time(tmetric_$m[1m])) / on (instance, job, cgroup, model) avg_over_time(tmetric_$m[1m])) and on (instance, job, cgroup) (tmetric_$m offset 70s)")"
   done
   echo "rule cpus_utilized $(q 'tmetric:cpus_utilized:rate1m')"

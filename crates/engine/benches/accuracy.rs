@@ -435,6 +435,8 @@ fn arg<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
 }
 
 fn main() {
+    // The simulator's truth comes from perf 6.12's formulas, as `--pmu-sim` takes them.
+    tmetric_catalog::prefer_base_data();
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     let exact = args.iter().any(|a| a == "--exact");

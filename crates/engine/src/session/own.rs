@@ -30,7 +30,12 @@ pub fn counts_on_hardware(kind: &EventKind) -> bool {
     match kind {
         EventKind::Software | EventKind::Tracepoint => false,
         EventKind::Hardware => true,
-        EventKind::Pmu(p) => p != "msr",
+        // The kernel's software-context PMUs, also when an event names them as a PMU
+        // (`software/cpu-clock/`, as perf 7.x's common metrics write their events).
+        EventKind::Pmu(p) => !matches!(
+            p.as_str(),
+            "msr" | "software" | "tracepoint" | "cpu_clock" | "task_clock" | "kprobe" | "uprobe"
+        ),
     }
 }
 
