@@ -254,9 +254,6 @@ pub fn simulated(
     workload: Option<&str>,
     warn: fn(&str),
 ) -> Result<Simulated, SetupError> {
-    // The simulator's counts are derived from perf 6.12's formulas, the ones its machines are
-    // checked against, unless `--perf-version` chose other tables.
-    tmetric_catalog::prefer_base_data();
     let workload = match workload {
         Some(w) => Workload::load(w).map_err(SetupError::Workload)?,
         None => Workload::default_workload(),
