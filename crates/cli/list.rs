@@ -92,7 +92,7 @@ pub fn run(args: &ListArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let filter = filter.map(NameFilter::new);
     let keep = |name: &str| filter.as_ref().is_none_or(|f| f.matches(name));
     let style = Style { json: args.json, verbose: args.verbose || args.details };
-    let tools = tool_pmu_events(&keep);
+    let tools = list::tool_pmu_events(&keep);
     if kind == Some(Kind::Pmu) {
         let events = list::kernel_pmu_events(&tmetric_runtime::Sysfs::system(), &keep);
         if args.raw_dump {
@@ -241,17 +241,6 @@ fn machine_list(
         )?;
     }
     Ok(())
-}
-
-/// perf 7.x's tool PMU events `keep` keeps, in perf's order (by name), when the perf release
-/// whose output tmetric follows has that PMU (`--perf-version 7.2`); none for perf 6.12.
-fn tool_pmu_events(keep: &dyn Fn(&str) -> bool) -> Vec<&'static tmetric_names::ToolPmuEvent> {
-    if !tmetric_engine::contract::current().tool_pmu {
-        return Vec::new();
-    }
-    let mut events: Vec<_> = tmetric_names::tool_pmu_events().filter(|e| keep(e.name)).collect();
-    events.sort_by_key(|e| e.name);
-    events
 }
 
 /// This machine's model, from its cpuid.

@@ -429,3 +429,14 @@ fn event_encoding(model: &Model, event: &Event) -> String {
     let pmu = if pmu == "default_core" || pmu.is_empty() { core_pmu_name(model.arch) } else { pmu };
     format!("{pmu}/{}/", model.str(event.encoding))
 }
+
+/// perf 7.x's tool PMU events `keep` keeps, in perf's order (by name), when the perf release
+/// whose output is followed has that PMU (`--perf-version 7.2`); none for perf 6.12.
+pub fn tool_pmu_events(keep: &dyn Fn(&str) -> bool) -> Vec<&'static tmetric_names::ToolPmuEvent> {
+    if !crate::contract::current().tool_pmu {
+        return Vec::new();
+    }
+    let mut events: Vec<_> = tmetric_names::tool_pmu_events().filter(|e| keep(e.name)).collect();
+    events.sort_by_key(|e| e.name);
+    events
+}
