@@ -251,6 +251,15 @@ fn perf_72_build_generated_lpm_metrics_evaluate() {
     assert_eq!(eval("7.2", "skylake", power, "lpm_cpu_power_pkg"), Some(5.0));
     let cycles = r#"{"cpu-cycles:uH": 6e8, "cpu-cycles:kHh": 3e8, "cpu-cycles:G": 1e8}"#;
     assert_eq!(eval("7.2", "skylake", cycles, "lpm_cycles_user"), Some(60.0));
+    // perf 7.2's common metrics write `software@context-switches,name=context-switches@`: a
+    // counts file's plain perf names give them, as they give perf 6.12's.
+    let common = r#"{"context-switches": 300, "task-clock": 2e9, "duration_time": 1e9}"#;
+    let metric = "cs_per_second";
+    let want = metric_expr(&vendor_file(Some("7.2"), "common/common/metrics.json"), metric);
+    let formula = r"(software@context\-switches\,name\=context\-switches@ * 1e9) / (software@cpu\-clock\,name\=cpu\-clock@ if #target_cpu else software@task\-clock\,name\=task\-clock@)";
+    // Per task (`#target_cpu` 0): context switches over task-clock seconds.
+    assert_eq!(want, formula);
+    assert_eq!(eval("7.2", "skylake", common, metric), Some(300.0 * 1e9 / 2e9));
 
     // perf 6.12 has none of them.
     let out = ok(&["list", "metrics", "lpm_*", "--model", "skylake", "--perf-version", "6.12"]);

@@ -43,7 +43,15 @@ impl SlotName {
         let text = model.str(id.text);
         let pmu = model.str(id.pmu).to_ascii_lowercase();
         let event = model.str(id.event);
-        let terms = model.str(id.terms);
+        // `name=` only names what is printed (perf 7.x's common metrics write
+        // `software@task-clock,name=task-clock@`): the counted event is the same without it.
+        let terms = model
+            .str(id.terms)
+            .split(',')
+            .filter(|t| !t.is_empty() && !t.trim_start().starts_with("name="))
+            .collect::<Vec<_>>()
+            .join(",");
+        let terms = terms.as_str();
         let body = match (event.is_empty(), terms.is_empty()) {
             (_, true) => event.to_string(),
             (true, false) => terms.to_string(),
@@ -68,6 +76,10 @@ impl SlotName {
             IdKind::Tool(_) => PmuRule::Bare,
             _ if pmu.is_empty() || pmu == "default_core" => PmuRule::AnyCore,
             _ if is_core_pmu(&pmu) => PmuRule::Core(pmu),
+            // The kernel's software events keep their perf names whatever PMU the formula
+            // writes them through (perf 7.x's `software@task-clock,name=task-clock@`): a
+            // counts file's bare `task-clock` is that event.
+            _ if pmu == "software" => PmuRule::Other { pmu, bare_ok: true },
             _ => PmuRule::Other { pmu, bare_ok: !names_pmu },
         };
         SlotName { key, rule }
