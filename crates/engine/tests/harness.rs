@@ -129,6 +129,60 @@ pub fn count(
     count_rotated(tree, item, metrics, strategy, Rotation::of(strategy), workload, ms, step_ms)
 }
 
+/// A plan's counters opened on the simulated kernel and enabled: where every measurement here
+/// starts.
+struct Opened {
+    plan: Plan,
+    kernel: SimKernel,
+    counters: CounterSet<SimKernel>,
+    cpus: Vec<u32>,
+    start: u64,
+    literals: [f64; tmetric_model::Literal::COUNT],
+}
+
+/// Plans `metrics` of `tree`'s model (selected by the `-M` item `item`) system-wide with
+/// `strategy`, and opens and enables its counters on a kernel running `workload`.
+fn open(
+    tree: &SimTree,
+    item: &str,
+    metrics: &[usize],
+    strategy: Strategy,
+    workload: &Workload,
+) -> Opened {
+    let sysfs = Sysfs::new(&tree.sys);
+    let literals = tree.host.literals(true);
+    let mut plan = Plan::new(literals);
+    let picks: Vec<Pick> = metrics
+        .iter()
+        .map(|&metric| Pick { model: tree.model, metric, item: item.to_string() })
+        .collect();
+    let options = PlanOptions { system_wide: true, strategy, ..PlanOptions::default() };
+    plan.add_metrics(&picks, &tree.host, &options, true);
+    let sim = SimMachine::named(tree.name).expect("machine");
+    let kernel = SimKernel::manual_with_workload(sim, workload.clone());
+    let cpus = sysfs.online_cpus().expect("online cpus");
+    let mut counters = CounterSet::open_with(
+        kernel.clone(),
+        plan.specs().to_vec(),
+        plan.groups(),
+        plan.sticky(),
+        Target::Cpus(cpus.clone()),
+    )
+    .expect("the plan opens");
+    let start = kernel.now();
+    counters.enable().expect("enable");
+    Opened { plan, kernel, counters, cpus, start, literals }
+}
+
+/// The rotation tmetric runs itself for `rotation`, if the plan has groups to rotate.
+fn own_rotation(plan: &Plan, rotation: Rotation) -> Option<tmetric_runtime::Rotation> {
+    match rotation {
+        Rotation::Kernel => None,
+        Rotation::Own => plan.rotation(),
+        Rotation::Seeded(seed) => plan.rotation().map(|r| tmetric_runtime::Rotation { seed, ..r }),
+    }
+}
+
 /// [`count`], with the groups rotated by `rotation`.
 #[allow(clippy::too_many_arguments)]
 pub fn count_rotated(
@@ -149,40 +203,15 @@ pub fn count_rotated(
         tree.name,
         tree.hz
     );
-    let sysfs = Sysfs::new(&tree.sys);
-    let (machine, literals) = (&tree.host, tree.host.literals(true));
-    let mut plan = Plan::new(literals);
-    let picks: Vec<Pick> = metrics
-        .iter()
-        .map(|&metric| Pick { model: tree.model, metric, item: item.to_string() })
-        .collect();
-    let options = PlanOptions { system_wide: true, strategy, ..PlanOptions::default() };
-    plan.add_metrics(&picks, machine, &options, true);
-    let sim = SimMachine::named(tree.name).expect("machine");
-    let kernel = SimKernel::manual_with_workload(sim.clone(), workload.clone());
-    let cpus = sysfs.online_cpus().expect("online cpus");
-    let mut counters = CounterSet::open_with(
-        kernel.clone(),
-        plan.specs().to_vec(),
-        plan.groups(),
-        plan.sticky(),
-        Target::Cpus(cpus.clone()),
-    )
-    .expect("the plan opens");
-    let start = kernel.now();
-    counters.enable().expect("enable");
+    let Opened { mut plan, kernel, mut counters, cpus, start, literals } =
+        open(tree, item, metrics, strategy, workload);
     let mut reads = vec![counters.read().expect("read")];
     let total = ms * 1_000_000;
     let mut at = 0;
     // What `tmetric stat` does by default: tmetric's own rotation of the groups that cannot
     // count at once, in turns of random length, read at every turn; perf's strategy keeps
     // the kernel's rotation, as perf does.
-    let own = match rotation {
-        Rotation::Kernel => None,
-        Rotation::Own => plan.rotation(),
-        Rotation::Seeded(seed) => plan.rotation().map(|r| tmetric_runtime::Rotation { seed, ..r }),
-    };
-    if let Some(own) = own {
+    if let Some(own) = own_rotation(&plan, rotation) {
         plan.set_rotating(true);
         let mut order = own.schedule();
         // Until the first turn the kernel rotates, every group enabled.
@@ -353,34 +382,10 @@ pub fn measure_intervals(
     ms: u64,
     interval_ms: u64,
 ) -> Option<Vec<IntervalMeasured>> {
-    let sysfs = Sysfs::new(&tree.sys);
-    let literals = tree.host.literals(true);
-    let mut plan = Plan::new(literals);
-    let picks: Vec<Pick> = metrics
-        .iter()
-        .map(|&metric| Pick { model: tree.model, metric, item: item.to_string() })
-        .collect();
-    let options = PlanOptions { system_wide: true, ..PlanOptions::default() };
-    plan.add_metrics(&picks, &tree.host, &options, true);
-    let sim = SimMachine::named(tree.name).expect("machine");
-    let kernel = SimKernel::manual_with_workload(sim, workload.clone());
-    let cpus = sysfs.online_cpus().expect("online cpus");
-    let mut counters = CounterSet::open_with(
-        kernel.clone(),
-        plan.specs().to_vec(),
-        plan.groups(),
-        plan.sticky(),
-        Target::Cpus(cpus.clone()),
-    )
-    .expect("the plan opens");
-    let start = kernel.now();
-    counters.enable().expect("enable");
-    let own = match rotation {
-        Rotation::Kernel => None,
-        Rotation::Own => plan.rotation(),
-        Rotation::Seeded(seed) => plan.rotation().map(|r| tmetric_runtime::Rotation { seed, ..r }),
-    };
-    let own = own?;
+    let strategy = PlanOptions::default().strategy;
+    let Opened { mut plan, kernel, mut counters, cpus, start, literals } =
+        open(tree, item, metrics, strategy, workload);
+    let own = own_rotation(&plan, rotation)?;
     plan.set_rotating(true);
     let mut order = own.schedule();
     let (total, every) = (ms * 1_000_000, interval_ms * 1_000_000);
