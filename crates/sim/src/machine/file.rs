@@ -847,6 +847,7 @@ fn build(file: File) -> Result<Machine, (String, String)> {
     let x86 = matches!(id, CpuId::X86 { .. });
     for spec in file.pmus {
         let mut made = Vec::new();
+        let cstate_core = matches!(spec, PmuSpec::CstateCore(_));
         match spec {
             PmuSpec::X86Core(c) => {
                 if !x86 {
@@ -935,24 +936,18 @@ fn build(file: File) -> Result<Machine, (String, String)> {
             PmuSpec::CstateCore(names) | PmuSpec::CstatePkg(names) if names.is_empty() => {
                 return Err(at("cstate")("a cstate PMU without events is not registered".into()));
             }
-            PmuSpec::CstateCore(names) => {
-                let events = driver_events("cstate_core", CSTATE_CORE_EVENTS, &names)
-                    .map_err(at("cstate_core"))?;
+            PmuSpec::CstateCore(names) | PmuSpec::CstatePkg(names) => {
+                // The two drivers differ in name, configs and the CPUs one MSR is read for.
+                let (name, table, scope) = if cstate_core {
+                    ("cstate_core", CSTATE_CORE_EVENTS, "core")
+                } else {
+                    ("cstate_pkg", CSTATE_PKG_EVENTS, "package")
+                };
+                let events = driver_events(name, table, &names).map_err(at(name))?;
                 let (mask, files) = numbered(&events);
-                let mask_cpus = cpu_set(&cpus, "core").map_err(at("cstate_core"))?;
+                let mask_cpus = cpu_set(&cpus, scope).map_err(at(name))?;
                 let class = PmuClass::Cstate { events: mask };
-                let mut pmu = plain_pmu("cstate_core", class, Some(mask_cpus), "config:0-63");
-                pmu.type_ = take_type(false);
-                pmu.events = files;
-                made.push(pmu);
-            }
-            PmuSpec::CstatePkg(names) => {
-                let events = driver_events("cstate_pkg", CSTATE_PKG_EVENTS, &names)
-                    .map_err(at("cstate_pkg"))?;
-                let (mask, files) = numbered(&events);
-                let mask_cpus = cpu_set(&cpus, "package").map_err(at("cstate_pkg"))?;
-                let class = PmuClass::Cstate { events: mask };
-                let mut pmu = plain_pmu("cstate_pkg", class, Some(mask_cpus), "config:0-63");
+                let mut pmu = plain_pmu(name, class, Some(mask_cpus), "config:0-63");
                 pmu.type_ = take_type(false);
                 pmu.events = files;
                 made.push(pmu);
