@@ -184,10 +184,14 @@ pub fn write_all(out: &mut dyn Write, text: &str) -> io::Result<()> {
 /// perf's interval prefix of a line: `%6lu.%09lu ` (default), `sec.nsec<sep>` (CSV),
 /// `"interval" : sec.nsec, ` (JSON).
 pub fn interval_prefix(layout: &Layout, at: Duration) -> String {
+    use std::fmt::Write as _;
     let (s, ns) = (at.as_secs(), at.subsec_nanos());
-    match layout {
-        Layout::Std => format!("{s:>6}.{ns:09} "),
-        Layout::Csv(sep) => format!("{s}.{ns:09}{sep}"),
-        Layout::Json => format!("\"interval\" : {s}.{ns:09}, "),
-    }
+    // Sized once: written at the start of every line of every interval.
+    let mut out = String::with_capacity(32);
+    let _ = match layout {
+        Layout::Std => write!(out, "{s:>6}.{ns:09} "),
+        Layout::Csv(sep) => write!(out, "{s}.{ns:09}{sep}"),
+        Layout::Json => write!(out, "\"interval\" : {s}.{ns:09}, "),
+    };
+    out
 }

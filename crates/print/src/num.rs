@@ -16,7 +16,13 @@ pub fn fixed(value: f64, decimals: usize, group: bool, locale: &NumericLocale) -
 
 /// [`fixed`] appended to `out`. Printed every interval for every row, so a locale that
 /// neither groups nor changes the decimal mark costs one formatting and no allocation.
-fn push_fixed(out: &mut String, value: f64, decimals: usize, group: bool, locale: &NumericLocale) {
+pub(crate) fn push_fixed(
+    out: &mut String,
+    value: f64,
+    decimals: usize,
+    group: bool,
+    locale: &NumericLocale,
+) {
     use std::fmt::Write;
     if value.is_nan() {
         out.push_str(if value.is_sign_negative() { "-nan" } else { "nan" });
@@ -27,7 +33,9 @@ fn push_fixed(out: &mut String, value: f64, decimals: usize, group: bool, locale
         return;
     }
     let start = out.len();
-    let _ = write!(out, "{value:.decimals$}");
+    if !push_rounded(out, value, decimals) {
+        let _ = write!(out, "{value:.decimals$}");
+    }
     if (!group || !locale.groups()) && locale.decimal_point == "." {
         return;
     }
@@ -61,12 +69,123 @@ pub fn padded(
     locale: &NumericLocale,
 ) -> String {
     let mut out = String::with_capacity(width.max(24));
-    push_fixed(&mut out, value, decimals, group, locale);
-    let chars = out.chars().count();
-    if chars < width {
-        out.insert_str(0, &" ".repeat(width - chars));
-    }
+    push_padded(&mut out, value, width, decimals, group, locale);
     out
+}
+
+/// `%.<decimals>f` of a finite `value` in the C locale, without `core::fmt`'s exact
+/// algorithms, where rounding the scaled value in `f64` is sure to give the digits exact
+/// rounding gives: `false` (nothing written) elsewhere. Counts and metric values are printed
+/// every interval, and `format!("{:.2}")` falls back to big-number arithmetic for many of
+/// them.
+fn push_rounded(out: &mut String, value: f64, decimals: usize) -> bool {
+    const POW10: [u64; 10] =
+        [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000];
+    // Below 2^40 the product's rounding error is under 2^-13, so a fraction more than 1e-3
+    // away from one half rounds the same way in `f64` as in exact arithmetic.
+    const LIMIT: f64 = (1u64 << 40) as f64;
+    let Some(&pow) = POW10.get(decimals) else { return false };
+    let scaled = value.abs() * pow as f64;
+    if scaled >= LIMIT {
+        return false;
+    }
+    let floor = scaled.floor();
+    let fraction = scaled - floor;
+    if (fraction - 0.5).abs() <= 1e-3 {
+        return false;
+    }
+    let n = floor as u64 + u64::from(fraction > 0.5);
+    if value.is_sign_negative() {
+        out.push('-');
+    }
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    // The fraction's digits, zeros included, then the integer part (at least one digit).
+    for _ in 0..decimals {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    let fraction_at = at;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let text =
+        |range: std::ops::Range<usize>| std::str::from_utf8(&digits[range]).expect("ASCII digits");
+    out.push_str(text(at..fraction_at));
+    if decimals > 0 {
+        out.push('.');
+        out.push_str(text(fraction_at..digits.len()));
+    }
+    true
+}
+
+/// [`padded`] appended to `out`.
+pub(crate) fn push_padded(
+    out: &mut String,
+    value: f64,
+    width: usize,
+    decimals: usize,
+    group: bool,
+    locale: &NumericLocale,
+) {
+    let start = out.len();
+    push_fixed(out, value, decimals, group, locale);
+    right_align_since(out, start, width);
+}
+
+/// Blanks for the fields below: every printed line pads several, so they are copied from
+/// here rather than written one character at a time, as `format!("{:<w$}")` does.
+const BLANKS: &str = "                                                                ";
+
+/// `n` blanks appended to `out`.
+pub(crate) fn push_blanks(out: &mut String, mut n: usize) {
+    while n > 0 {
+        let k = n.min(BLANKS.len());
+        out.push_str(&BLANKS[..k]);
+        n -= k;
+    }
+}
+
+/// Characters (not bytes) of `text`, as printf's and Rust's field widths count them.
+fn width_of(text: &str) -> usize {
+    if text.is_ascii() { text.len() } else { text.chars().count() }
+}
+
+/// `%-<width>s`: `text` and blanks up to `width` characters (none when it is wider).
+pub(crate) fn push_left(out: &mut String, text: &str, width: usize) {
+    out.push_str(text);
+    push_blanks(out, width.saturating_sub(width_of(text)));
+}
+
+/// `%<width>s`: blanks up to `width` characters, then `text`.
+pub(crate) fn push_right(out: &mut String, text: &str, width: usize) {
+    push_blanks(out, width.saturating_sub(width_of(text)));
+    out.push_str(text);
+}
+
+/// Left-aligns what was appended to `out` since byte `start` in `width` characters.
+pub(crate) fn left_align_since(out: &mut String, start: usize, width: usize) {
+    let n = width.saturating_sub(width_of(&out[start..]));
+    push_blanks(out, n);
+}
+
+/// Right-aligns what was appended to `out` since byte `start` in `width` characters.
+pub(crate) fn right_align_since(out: &mut String, start: usize, width: usize) {
+    let n = width.saturating_sub(width_of(&out[start..]));
+    if n > 0 {
+        out.insert_str(start, &BLANKS[..n.min(BLANKS.len())]);
+        if n > BLANKS.len() {
+            let rest = " ".repeat(n - BLANKS.len());
+            out.insert_str(start, &rest);
+        }
+    }
 }
 
 /// `%f` under `locale`: six decimals.
@@ -139,6 +258,70 @@ mod tests {
         assert_eq!(fixed(2.1554, 3, false, &de), "2,155");
         assert_eq!(padded(0.486, 8, 3, false, &c), "   0.486");
         assert_eq!(c_f(2.0527421, &c), "2.052742");
+    }
+
+    #[test]
+    fn rounds_as_exact_formatting_does() {
+        // Random magnitudes and decimals, and the ties and near-ties that decide rounding,
+        // against `core::fmt`'s exact algorithm.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut values =
+            vec![0.0, -0.0, 0.005, 0.015, 0.125, 2.5, -2.5, 1.005, 0.045, 1e12, 999.995];
+        for _ in 0..200_000 {
+            let bits = next();
+            let mantissa = (bits >> 11) as f64 / (1u64 << 53) as f64;
+            let exponent = (bits % 40) as i32 - 12;
+            let sign = if bits & 1 == 1 { -1.0 } else { 1.0 };
+            values.push(sign * mantissa * 10f64.powi(exponent));
+            // Exact halves at some decimal place.
+            values.push((next() % 100_000) as f64 / 8.0);
+        }
+        let mut fast = 0;
+        for value in values {
+            for decimals in [0, 1, 2, 3, 6, 9, 10] {
+                let mut out = String::new();
+                if push_rounded(&mut out, value, decimals) {
+                    fast += 1;
+                    assert_eq!(out, format!("{value:.decimals$}"), "{value:e} to {decimals}");
+                }
+            }
+        }
+        // About half of these 2.8 million cases are too large for the fast path (up to
+        // 10^27 with 10 decimals); it must still take most of the rest.
+        assert!(fast > 1_200_000, "{fast}");
+    }
+
+    #[test]
+    fn fields_pad_as_format_does() {
+        // Each helper against the `format!` width it replaces, in characters, not bytes.
+        for text in ["", "cycles", "µs", "a-name-wider-than-the-field", "Ünïcödé"] {
+            for width in [0, 1, 6, 18, 25, 70, 140] {
+                let mut out = String::from("x");
+                push_left(&mut out, text, width);
+                assert_eq!(out, format!("x{text:<width$}"));
+                let mut out = String::from("x");
+                push_right(&mut out, text, width);
+                assert_eq!(out, format!("x{text:>width$}"));
+                let mut out = String::from("x");
+                out.push_str(text);
+                left_align_since(&mut out, 1, width);
+                assert_eq!(out, format!("x{text:<width$}"));
+                let mut out = String::from("x");
+                out.push_str(text);
+                right_align_since(&mut out, 1, width);
+                assert_eq!(out, format!("x{text:>width$}"));
+            }
+        }
+        let c = NumericLocale::c();
+        let mut out = String::from("#");
+        push_padded(&mut out, -1234.5678, 100, 3, false, &c);
+        assert_eq!(out, format!("#{:>100.3}", -1234.5678));
     }
 
     #[test]

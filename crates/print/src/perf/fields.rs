@@ -2,11 +2,12 @@
 //! `print_counter_value` (count, unit, event), `print_cgroup`, `print_noise` (`-r`'s spread)
 //! and `print_running`.
 
+use std::fmt::Write as _;
 use std::io::Write;
 
 use tmetric_engine::view::{Count, Line};
 
-use crate::num::{c_f, fixed, padded};
+use crate::num::{c_f, left_align_since, push_fixed, push_left, push_padded, push_right};
 use crate::{Aggregation, Layout, Unit, UnitId};
 
 use super::{CGROUP_LEN, COUNTS_LEN, EVNAME_LEN, Printer, json_string};
@@ -17,24 +18,35 @@ impl<W: Write> Printer<W> {
         let agg = self.config.aggregation;
         match (&self.config.layout, &unit.id) {
             (_, UnitId::Global) => {}
+            // Written into the line, not formatted apart: these run for every row of every
+            // interval.
             (Layout::Std, UnitId::Cpu(cpu)) => {
-                text.push_str(&format!("CPU{cpu:<w$} ", w = agg.header_len() - 3));
+                text.push_str("CPU");
+                let start = text.len();
+                let _ = write!(text, "{cpu}");
+                left_align_since(text, start, agg.header_len() - 3);
+                text.push(' ');
             }
             (Layout::Std, UnitId::Label(label)) => {
-                text.push_str(&format!("{label:<w$} {:>4} ", unit.cpus, w = agg.header_len()));
+                push_left(text, label, agg.header_len());
+                let _ = write!(text, " {:>4} ", unit.cpus);
             }
             (Layout::Std, UnitId::Thread { comm, tid }) => {
-                text.push_str(&format!("{comm:>16}-{tid:<7} "));
+                let _ = write!(text, "{comm:>16}-{tid:<7} ");
             }
-            (Layout::Csv(sep), UnitId::Cpu(cpu)) => text.push_str(&format!("CPU{cpu}{sep}")),
+            (Layout::Csv(sep), UnitId::Cpu(cpu)) => {
+                let _ = write!(text, "CPU{cpu}{sep}");
+            }
             (Layout::Csv(sep), UnitId::Label(label)) => {
                 // Also per node, although perf's metric-only header names one field there.
-                text.push_str(&format!("{label}{sep}{}{sep}", unit.cpus));
+                let _ = write!(text, "{label}{sep}{}{sep}", unit.cpus);
             }
             (Layout::Csv(sep), UnitId::Thread { comm, tid }) => {
-                text.push_str(&format!("{comm}-{tid}{sep}"));
+                let _ = write!(text, "{comm}-{tid}{sep}");
             }
-            (Layout::Json, UnitId::Cpu(cpu)) => text.push_str(&format!("\"cpu\" : \"{cpu}\", ")),
+            (Layout::Json, UnitId::Cpu(cpu)) => {
+                let _ = write!(text, "\"cpu\" : \"{cpu}\", ");
+            }
             (Layout::Json, UnitId::Label(label)) => {
                 let key = match agg {
                     Aggregation::Core => "core",
@@ -44,15 +56,16 @@ impl<W: Write> Printer<W> {
                     Aggregation::Socket => "socket",
                     _ => "node",
                 };
-                text.push_str(&format!(
+                let _ = write!(
+                    text,
                     "\"{key}\" : {}, \"{}\" : {}, ",
                     json_string(label),
                     self.config.contract.json_unit_cpus,
                     unit.cpus
-                ));
+                );
             }
             (Layout::Json, UnitId::Thread { comm, tid }) => {
-                text.push_str(&format!("\"thread\" : {}, ", json_string(&format!("{comm}-{tid}"))));
+                let _ = write!(text, "\"thread\" : {}, ", json_string(&format!("{comm}-{tid}")));
             }
         }
     }
@@ -72,19 +85,20 @@ impl<W: Write> Printer<W> {
         match &self.config.layout {
             Layout::Std => {
                 match bad {
-                    Some(bad) => text.push_str(&format!("{bad:>COUNTS_LEN$} ")),
+                    Some(bad) => push_right(text, bad, COUNTS_LEN),
                     None => {
-                        let n = fixed(value, line.decimals, self.config.big_num, l);
-                        text.push_str(&format!("{n:>COUNTS_LEN$} "));
+                        push_padded(text, value, COUNTS_LEN, line.decimals, self.config.big_num, l)
                     }
                 }
-                text.push_str(&format!("{:<w$} ", line.unit, w = self.config.unit_width));
-                text.push_str(&format!("{:<EVNAME_LEN$}", line.name));
+                text.push(' ');
+                push_left(text, &line.unit, self.config.unit_width);
+                text.push(' ');
+                push_left(text, &line.name, EVNAME_LEN);
             }
             Layout::Csv(sep) => {
                 match bad {
                     Some(bad) => text.push_str(bad),
-                    None => text.push_str(&fixed(value, line.decimals, false, l)),
+                    None => push_fixed(text, value, line.decimals, false, l),
                 }
                 text.push_str(sep);
                 text.push_str(&line.unit);
@@ -96,12 +110,13 @@ impl<W: Write> Printer<W> {
                     Some(bad) => bad.to_string(),
                     None => c_f(value, &tmetric_runtime::locale::NumericLocale::c()),
                 };
-                text.push_str(&format!(
+                let _ = write!(
+                    text,
                     "\"counter-value\" : {}, \"unit\" : {}, \"event\" : {}, ",
                     json_string(&count),
                     json_string(&line.unit),
                     json_string(&line.name)
-                ));
+                );
             }
         }
     }
@@ -109,12 +124,17 @@ impl<W: Write> Printer<W> {
     /// perf's `print_cgroup`.
     pub(super) fn cgroup(&self, text: &mut String, name: &str) {
         match &self.config.layout {
-            Layout::Std => text.push_str(&format!(" {name:<CGROUP_LEN$}")),
+            Layout::Std => {
+                text.push(' ');
+                push_left(text, name, CGROUP_LEN);
+            }
             Layout::Csv(sep) => {
                 text.push_str(sep);
                 text.push_str(name);
             }
-            Layout::Json => text.push_str(&format!("\"cgroup\" : {}, ", json_string(name))),
+            Layout::Json => {
+                let _ = write!(text, "\"cgroup\" : {}, ", json_string(name));
+            }
         }
     }
 
@@ -128,13 +148,17 @@ impl<W: Write> Printer<W> {
         let l = &self.config.locale;
         match &self.config.layout {
             Layout::Json if before_metric => {
-                text.push_str(&format!("\"variance\" : {:.2}, ", pct));
+                let _ = write!(text, "\"variance\" : {:.2}, ", pct);
             }
             Layout::Csv(sep) if before_metric => {
-                text.push_str(&format!("{sep}{}%", fixed(pct, 2, false, l)));
+                text.push_str(sep);
+                push_fixed(text, pct, 2, false, l);
+                text.push('%');
             }
             Layout::Std if !before_metric && pct != 0.0 => {
-                text.push_str(&format!("  ( +-{}% )", padded(pct, 6, 2, false, l)));
+                text.push_str("  ( +-");
+                push_padded(text, pct, 6, 2, false, l);
+                text.push_str("% )");
             }
             _ => {}
         }
@@ -149,16 +173,17 @@ impl<W: Write> Printer<W> {
             if run != ena && ena != 0 { (100 * run as u128 / ena as u128) as f64 } else { 100.0 };
         match &self.config.layout {
             Layout::Json if before_metric => {
-                text.push_str(&format!(
-                    "\"event-runtime\" : {run}, \"pcnt-running\" : {whole:.2}, "
-                ));
+                let _ = write!(text, "\"event-runtime\" : {run}, \"pcnt-running\" : {whole:.2}, ");
             }
             Layout::Csv(sep) if before_metric => {
-                text.push_str(&format!("{sep}{run}{sep}{}", fixed(whole, 2, false, l)));
+                let _ = write!(text, "{sep}{run}{sep}");
+                push_fixed(text, whole, 2, false, l);
             }
             Layout::Std if !before_metric && run != ena => {
                 let pct = 100.0 * run as f64 / ena as f64;
-                text.push_str(&format!("  ({}%)", fixed(pct, 2, false, l)));
+                text.push_str("  (");
+                push_fixed(text, pct, 2, false, l);
+                text.push_str("%)");
             }
             _ => {}
         }

@@ -2,11 +2,12 @@
 //! tmetric's `--errors`), metric-only columns, continuation lines (`new_line_*`) and the
 //! `Default` metric group headers.
 
+use std::fmt::Write as _;
 use std::io::Write;
 
 use tmetric_engine::view::{Cell, Fmt, Line};
 
-use crate::num::{c_f, fixed, padded};
+use crate::num::{c_f, fixed, left_align_since, push_blanks, push_fixed, push_padded};
 use crate::{Aggregation, Layout};
 
 use super::{
@@ -17,12 +18,12 @@ impl<W: Write> Printer<W> {
     /// perf's `print_metricgroup_header_*`.
     pub(super) fn group_header(&self, text: &mut String, os: &mut Line0<'_>, name: Option<&str>) {
         match (&self.config.layout, name) {
-            (Layout::Std, None) => text.push_str(&" ".repeat(49)),
+            (Layout::Std, None) => push_blanks(text, 49),
             (Layout::Std, Some(name)) => {
-                let head = format!(" {name:>EVNAME_LEN$}");
-                let n = head.chars().count();
-                text.push_str(&head);
-                text.push_str(&" ".repeat((MGROUP_LEN - 1).saturating_sub(n)));
+                let start = text.len();
+                text.push(' ');
+                crate::num::push_right(text, name, EVNAME_LEN);
+                left_align_since(text, start, MGROUP_LEN - 1);
             }
             (Layout::Csv(sep), None) => {
                 // Room for the running time and percentage.
@@ -35,7 +36,7 @@ impl<W: Write> Printer<W> {
             }
             (Layout::Json, None) => {}
             (Layout::Json, Some(name)) => {
-                text.push_str(&format!("\"metricgroup\" : {}}}", json_string(name)));
+                let _ = write!(text, "\"metricgroup\" : {}}}", json_string(name));
                 self.new_line_json(text, os);
             }
         }
@@ -90,43 +91,46 @@ impl<W: Write> Printer<W> {
             Layout::Std => {
                 let newline = std::mem::take(&mut os.newline);
                 let (Some(label), Some(fmt)) = (&cell.label, cell.fmt) else {
-                    text.push_str(&" ".repeat(METRIC_LEN));
+                    push_blanks(text, METRIC_LEN);
                     return;
                 };
                 if newline {
                     self.new_line_std_csv(text, os);
                     if self.config.aggregation == Aggregation::Cpu {
-                        text.push_str(&" ".repeat(8));
+                        push_blanks(text, 8);
                     }
-                    text.push_str(&" ".repeat(MGROUP_LEN - 1));
+                    push_blanks(text, MGROUP_LEN - 1);
                 }
-                let number = format_cell(cell.value, fmt, l);
-                // Colour escapes do not count towards the width.
-                let n = 3 + number.chars().count();
                 text.push_str(" # ");
-                match cell.colour.filter(|_| self.config.colour) {
-                    Some(c) if !c.escape().is_empty() => {
-                        text.push_str(c.escape());
-                        text.push_str(&number);
-                        text.push_str(RESET);
-                    }
-                    _ => text.push_str(&number),
+                // Colour escapes do not count towards the width.
+                let colour = cell.colour.filter(|c| self.config.colour && !c.escape().is_empty());
+                if let Some(c) = colour {
+                    text.push_str(c.escape());
                 }
-                let mut label = full_label(label, cell, full);
+                let start = text.len();
+                push_cell(text, cell.value, fmt, l);
+                let n = 3 + text[start..].chars().count();
+                if colour.is_some() {
+                    text.push_str(RESET);
+                }
+                // The label, written in place: every metric of every interval prints one.
+                text.push(' ');
+                let start = text.len();
+                push_full_label(text, label, cell, full);
                 if let Some(error) = cell.error.filter(|_| self.config.errors) {
                     // tmetric's `--errors`: the bar's half width in the value's format.
-                    label.push_str(" ± ");
-                    label.push_str(&if error.is_nan() {
-                        "?".to_string()
+                    text.push_str(" ± ");
+                    if error.is_nan() {
+                        text.push('?');
                     } else {
-                        fixed(error, fmt.decimals, false, l)
-                    });
+                        push_fixed(text, error, fmt.decimals, false, l);
+                    }
                 }
                 if cell.impossible && self.config.errors {
                     // Beside the value; the note after the counts says why.
-                    label.push_str(" (impossible)");
+                    text.push_str(" (impossible)");
                 }
-                text.push_str(&format!(" {label:<w$}", w = (METRIC_LEN - 1).saturating_sub(n)));
+                left_align_since(text, start, (METRIC_LEN - 1).saturating_sub(n));
             }
             Layout::Csv(sep) => {
                 let (Some(label), Some(fmt)) = (&cell.label, cell.fmt) else {
@@ -145,16 +149,22 @@ impl<W: Write> Printer<W> {
                         .map_or((label.as_str(), ""), |s| (s.unit.as_str(), s.name.as_str()));
                     let value =
                         if cell.value.is_finite() { cell.value.to_string() } else { String::new() };
-                    text.push_str(&format!("{sep}{value}{sep}{unit}{sep}{name}"));
+                    let _ = write!(text, "{sep}{value}{sep}{unit}{sep}{name}");
                     return;
                 }
-                let number = format_cell(cell.value, fmt, l);
-                let digits: String = number
-                    .trim_start()
-                    .chars()
-                    .take_while(|c| c.is_ascii_digit() || *c == '.')
-                    .collect();
-                text.push_str(&format!("{sep}{digits}{sep}{}", label.trim_start()));
+                text.push_str(sep);
+                let start = text.len();
+                push_cell(text, cell.value, fmt, l);
+                // perf's CSV value: the number's leading digits and points, blanks and
+                // suffix dropped.
+                let number = &text[start..];
+                let lead = number.len() - number.trim_start().len();
+                let digits =
+                    number[lead..].bytes().take_while(|c| c.is_ascii_digit() || *c == b'.').count();
+                text.replace_range(start..start + lead, "");
+                text.truncate(start + digits);
+                text.push_str(sep);
+                text.push_str(label.trim_start());
             }
             Layout::Json => {
                 let unit = cell.label.as_deref().unwrap_or("(null)");
@@ -169,22 +179,24 @@ impl<W: Write> Printer<W> {
                         Some(_) => fixed(cell.value, 0, false, l),
                         None => String::new(),
                     };
-                    text.push_str(&format!(
+                    let _ = write!(
+                        text,
                         "\"metric-value\" : {}, \"metric-unit\" : {}, \"metric-name\" : {}",
                         json_string(&value),
                         json_string(unit),
                         json_string(name)
-                    ));
+                    );
                     self.json_error(text, cell);
                     text.push('}');
                     return;
                 }
                 let value = if cell.fmt.is_some() { cell.value } else { 0.0 };
-                text.push_str(&format!(
+                let _ = write!(
+                    text,
                     "\"metric-value\" : {}, \"metric-unit\" : {}",
                     json_string(&c_f(value, &tmetric_runtime::locale::NumericLocale::c())),
                     json_string(unit)
-                ));
+                );
                 self.json_error(text, cell);
                 text.push('}');
             }
@@ -202,7 +214,7 @@ impl<W: Write> Printer<W> {
         let c = tmetric_runtime::locale::NumericLocale::c();
         let value =
             if self.config.full && error.is_finite() { error.to_string() } else { c_f(error, &c) };
-        text.push_str(&format!(", \"metric-error\" : {}", json_string(&value)));
+        let _ = write!(text, ", \"metric-error\" : {}", json_string(&value));
     }
 
     /// perf's `print_metric_only*`.
@@ -288,17 +300,31 @@ pub(super) fn only_label(cell: &Cell, line: &Line) -> Option<String> {
 
 /// A value in its printf format, in the locale.
 fn format_cell(value: f64, fmt: Fmt, locale: &tmetric_runtime::locale::NumericLocale) -> String {
-    let number = padded(value, fmt.width, fmt.decimals, false, locale);
-    format!("{number}{}", fmt.suffix)
+    let mut out = String::with_capacity(fmt.width.max(16));
+    push_cell(&mut out, value, fmt, locale);
+    out
+}
+
+/// [`format_cell`] appended to `out`.
+fn push_cell(
+    out: &mut String,
+    value: f64,
+    fmt: Fmt,
+    locale: &tmetric_runtime::locale::NumericLocale,
+) {
+    push_padded(out, value, fmt.width, fmt.decimals, false, locale);
+    out.push_str(fmt.suffix);
 }
 
 /// The default layout's label with `--full-metrics`: perf's label, then tmetric's name of a
-/// built-in metric where perf's label does not name one.
-fn full_label(label: &str, cell: &Cell, full: bool) -> String {
+/// built-in metric where perf's label does not name one; appended to `out`.
+fn push_full_label(out: &mut String, label: &str, cell: &Cell, full: bool) {
+    out.push_str(label);
     match (&cell.source, full) {
         (Some(source), true) if !label.contains(&source.name) => {
-            format!("{label}  {}", source.name)
+            out.push_str("  ");
+            out.push_str(&source.name);
         }
-        _ => label.to_string(),
+        _ => {}
     }
 }
