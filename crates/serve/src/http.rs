@@ -1,8 +1,9 @@
 //! The HTTP side: `/metrics` (Prometheus text or OpenMetrics, as `Accept` asks; gzip when
 //! accepted), `/json`, `/healthz` and an index, built for hostile networks. hyper's HTTP/1.1
 //! on a one-thread tokio runtime: a stalled or slow client costs a task and its buffers, never
-//! a thread. Limits: header bytes and count (431), a header read timeout, an idle timeout (no
-//! byte moved either way), requests per connection, and a bounded connection count. At the
+//! a thread. Limits: header bytes and count (431), a header read timeout (from a request's
+//! first byte), an idle timeout (no byte moved either way; also the wait between keep-alive
+//! requests), requests per connection, and a bounded connection count. At the
 //! bound the connection idle the longest is closed for the new one; when every connection is
 //! busy the new one gets 503 at once. The listening socket is bound once and kept for the
 //! process's life: when descriptors run out, a reserve descriptor is let go to accept and
@@ -42,7 +43,9 @@ pub struct Limits {
     pub max_header_bytes: usize,
     /// Header lines per request (431 past it).
     pub max_headers: usize,
-    /// A request's headers must arrive within this.
+    /// A request's headers must arrive within this, counted from its first byte (the first
+    /// request's from the connection's accept). The wait between requests on a keep-alive
+    /// connection is the idle timeout's: a scraper's connection idles a whole scrape interval.
     pub header_timeout: Duration,
     /// A connection on which no byte moved for this long is closed (idle keep-alive, a reader
     /// that stopped reading, a TLS handshake that stalls).
@@ -480,7 +483,15 @@ async fn accept_loop(
             closing: false,
         });
         stats.open.fetch_add(1, Ordering::Relaxed);
-        let io = Timed { inner: stream, progress: Arc::clone(&progress), spoke, epoch };
+        // The first request's clock runs from the accept, as a client that connects sends it.
+        let request = Arc::new(AtomicU64::new(accepted + 1));
+        let io = Timed {
+            inner: stream,
+            progress: Arc::clone(&progress),
+            spoke,
+            request: Arc::clone(&request),
+            epoch,
+        };
         let (link, limits, tls, auth, slots, stats) = (
             link.clone(),
             limits.clone(),
@@ -490,7 +501,8 @@ async fn accept_loop(
             Arc::clone(&stats),
         );
         tokio::spawn(async move {
-            let watched = watch(io, &link, &limits, tls, auth, &progress, &close, epoch, &stats);
+            let clocks = Clocks { progress: &progress, request: &request };
+            let watched = watch(io, &link, &limits, tls, auth, clocks, &close, epoch, &stats);
             watched.await;
             slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|s| s.id != id);
             stats.open.fetch_sub(1, Ordering::Relaxed);
@@ -519,8 +531,34 @@ async fn shed(mut stream: tokio::net::TcpStream) {
     .await;
 }
 
-/// Serves one connection until it ends, it is told to close, or no byte moved for the idle
-/// timeout.
+/// A connection's two clocks (milliseconds since the accept loop's epoch): when a byte last
+/// moved, and when the request being read began (plus one; 0 while none is: the connection
+/// waits between requests).
+#[derive(Clone, Copy)]
+struct Clocks<'a> {
+    progress: &'a AtomicU64,
+    request: &'a AtomicU64,
+}
+
+impl Clocks<'_> {
+    /// How much longer the connection may live at `now`: `None` when it is past a limit.
+    fn left(&self, now: u64, idle_ms: u64, header_ms: u64) -> Option<u64> {
+        let idle = idle_ms.checked_sub(now.saturating_sub(self.progress.load(Ordering::Relaxed)));
+        let header = match self.request.load(Ordering::Relaxed) {
+            0 => Some(u64::MAX),
+            began => header_ms.checked_sub(now.saturating_sub(began - 1)),
+        };
+        Some(idle?.min(header?)).filter(|&left| left > 0)
+    }
+}
+
+/// Serves one connection until it ends, it is told to close, no byte moved for the idle
+/// timeout, or a request's headers took longer than the header timeout.
+///
+/// hyper's own header timer is not used: since hyper 1.6 it also runs while a keep-alive
+/// connection waits for its next request, so a scraper whose interval is longer than the
+/// header timeout (Prometheus's default is a minute) would find its connection closed at
+/// every scrape, and lose a scrape when the close crosses its request.
 #[allow(clippy::too_many_arguments)]
 async fn watch(
     io: Timed<tokio::net::TcpStream>,
@@ -528,26 +566,28 @@ async fn watch(
     limits: &Limits,
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     auth: Option<Arc<Auth>>,
-    progress: &AtomicU64,
+    clocks: Clocks<'_>,
     close: &Notify,
     epoch: Instant,
     stats: &Stats,
 ) {
-    let served = serve_io(io, link, limits, tls, auth, stats);
+    let served = serve_io(io, link, limits, tls, auth, stats, clocks.request);
     tokio::pin!(served);
     let idle_ms = limits.idle_timeout.as_millis() as u64;
+    let header_ms = limits.header_timeout.as_millis() as u64;
     loop {
-        let since = millis(epoch).saturating_sub(progress.load(Ordering::Relaxed));
-        let wait = Duration::from_millis(idle_ms.saturating_sub(since).max(10));
+        let Some(left) = clocks.left(millis(epoch), idle_ms, header_ms) else {
+            stats.timed_out.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        // A request may begin while this sleeps (its first byte starts the clock, unseen
+        // here): a quarter of the header timeout at most, so a stalled one is closed by 1.25
+        // times it.
+        let wait = Duration::from_millis(left.min(header_ms / 4).max(10));
         tokio::select! {
             () = &mut served => return,
             () = close.notified() => return,
-            () = tokio::time::sleep(wait) => {
-                if millis(epoch).saturating_sub(progress.load(Ordering::Relaxed)) >= idle_ms {
-                    stats.timed_out.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-            }
+            () = tokio::time::sleep(wait) => {}
         }
     }
 }
@@ -559,12 +599,13 @@ async fn serve_io(
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     auth: Option<Arc<Auth>>,
     stats: &Stats,
+    request: &AtomicU64,
 ) {
     match tls {
         Some(config) => {
             let acceptor = tokio_rustls::TlsAcceptor::from(config);
             let Ok(stream) = acceptor.accept(io).await else { return };
-            http1(stream, link, limits, auth, stats).await;
+            http1(stream, link, limits, auth, stats, request).await;
         }
         None => {
             // An HTTP/2 client with prior knowledge opens with the connection preface, which
@@ -581,17 +622,25 @@ async fn serve_io(
                 let _ = io.shutdown().await;
                 return;
             }
-            http1(io, link, limits, auth, stats).await;
+            http1(io, link, limits, auth, stats, request).await;
         }
     }
 }
 
-async fn http1<T>(io: T, link: &Link, limits: &Limits, auth: Option<Arc<Auth>>, stats: &Stats)
-where
+async fn http1<T>(
+    io: T,
+    link: &Link,
+    limits: &Limits,
+    auth: Option<Arc<Auth>>,
+    stats: &Stats,
+    request_clock: &AtomicU64,
+) where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let count = AtomicU64::new(0);
     let service = hyper::service::service_fn(|request: Request<Incoming>| {
+        // Its headers are in: the next request's clock starts at its first byte.
+        request_clock.store(0, Ordering::Relaxed);
         let n = count.fetch_add(1, Ordering::Relaxed) + 1;
         let last = n >= limits.max_requests_per_connection;
         let auth = auth.clone();
@@ -608,7 +657,8 @@ where
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
+        // The header timeout is [`watch`]'s, which lets a keep-alive connection idle.
+        .header_read_timeout(None)
         .max_header_size(limits.max_header_bytes)
         .max_headers(limits.max_headers)
         .max_buf_size(limits.max_header_bytes.max(8192))
@@ -711,6 +761,9 @@ struct Timed<T> {
     progress: Arc<AtomicU64>,
     /// Set at the first byte read from the client.
     spoke: Arc<AtomicBool>,
+    /// When the request being read began (see [`Clocks`]); started by the first byte read
+    /// while none is.
+    request: Arc<AtomicU64>,
     epoch: Instant,
 }
 
@@ -731,6 +784,9 @@ impl<T: AsyncRead + Unpin> AsyncRead for Timed<T> {
         if buf.filled().len() > before {
             self.moved();
             self.spoke.store(true, Ordering::Relaxed);
+            if self.request.load(Ordering::Relaxed) == 0 {
+                self.request.store(millis(self.epoch) + 1, Ordering::Relaxed);
+            }
         }
         r
     }
@@ -796,6 +852,85 @@ pub fn gzip_parts(parts: &[&[u8]]) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server answering `/healthz` with the header timeout `header` and idle timeout `idle`.
+    fn server(header: Duration, idle: Duration) -> (Running, Orders) {
+        let health = Health {
+            started: Instant::now(),
+            last_end: Some(Instant::now()),
+            interval: Duration::from_secs(3600),
+            problem: None,
+        };
+        let (link, orders) = link(health).unwrap();
+        let limits = Limits { header_timeout: header, idle_timeout: idle, ..Limits::default() };
+        let running = start(bind("127.0.0.1:0").unwrap(), link, limits, None).unwrap();
+        (running, orders)
+    }
+
+    /// One `/healthz` on `conn`: the status line, or `None` when the server closed it.
+    fn healthz(conn: &mut std::net::TcpStream) -> Option<String> {
+        use std::io::{Read, Write};
+        conn.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        // `ok\n` ends the body of a healthy answer.
+        while !got.ends_with(b"ok\n") {
+            match conn.read(&mut buf) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        String::from_utf8_lossy(&got).lines().next().map(str::to_string)
+    }
+
+    /// Reads until the server closes `conn`: how long that took, or `None` past `limit`.
+    fn closed_within(conn: &mut std::net::TcpStream, limit: Duration) -> Option<Duration> {
+        use std::io::Read;
+        let t = Instant::now();
+        conn.set_read_timeout(Some(limit)).unwrap();
+        let mut buf = [0u8; 64];
+        loop {
+            match conn.read(&mut buf) {
+                Ok(0) => return Some(t.elapsed()),
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return Some(t.elapsed());
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+
+    #[test]
+    fn a_keep_alive_connection_outlives_the_header_timeout_between_requests() {
+        // A scraper's interval is longer than the header timeout: its connection must wait.
+        let (running, _orders) = server(Duration::from_millis(200), Duration::from_secs(30));
+        let mut conn = std::net::TcpStream::connect(running.addr).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(healthz(&mut conn).as_deref(), Some("HTTP/1.1 200 OK"));
+        std::thread::sleep(Duration::from_millis(800));
+        assert_eq!(healthz(&mut conn).as_deref(), Some("HTTP/1.1 200 OK"), "closed while idle");
+        assert_eq!(running.stats.accepted.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_request_that_stalls_in_its_headers_or_never_comes_is_closed_at_the_header_timeout() {
+        use std::io::Write;
+        let (running, _orders) = server(Duration::from_millis(300), Duration::from_secs(30));
+        // A slow client: the request started, then nothing, after one served request.
+        let mut slow = std::net::TcpStream::connect(running.addr).unwrap();
+        slow.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(healthz(&mut slow).as_deref(), Some("HTTP/1.1 200 OK"));
+        std::thread::sleep(Duration::from_millis(500));
+        slow.write_all(b"GET /healthz HTTP/1.1\r\nHo").unwrap();
+        let took = closed_within(&mut slow, Duration::from_secs(5)).expect("never closed");
+        assert!(took >= Duration::from_millis(250), "closed before the timeout: {took:?}");
+        // A client that connects and never sends its first request.
+        let mut silent = std::net::TcpStream::connect(running.addr).unwrap();
+        let took = closed_within(&mut silent, Duration::from_secs(5)).expect("never closed");
+        assert!(took >= Duration::from_millis(250), "closed before the timeout: {took:?}");
+        assert_eq!(running.stats.timed_out.load(Ordering::Relaxed), 2);
+    }
 
     #[test]
     fn a_page_in_two_parts_is_sent_and_compressed_as_one() {
