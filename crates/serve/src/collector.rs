@@ -432,6 +432,10 @@ impl<S: Syscalls + Clone> Collector<S> {
         if let Some(name) = cgroup {
             plan.expand_cgroups(&[name.to_string()]);
         }
+        // Software events the metrics want ungrouped (perf 7.x's `NO_GROUP_EVENTS` on
+        // `-M Software`) are read with one `read()` per CPU: they never multiplex, so what
+        // each counts is the same, and serve switches no event by itself.
+        plan.set_software_together(true);
         let target = CountTarget::Cpus(self.cpus.clone());
         let mut session = Session::open(self.sys.clone(), plan, target, self.env.clone())?;
         // The collector reads every session CPU by CPU itself ([`Collector::read_all`]).

@@ -157,6 +157,8 @@ struct Ev {
     /// What the overcount is drawn for: the event (its PMU and config, whatever the CPU or
     /// group), or for `slots` and the topdown metric events FIXED_CTR3, which they all read.
     noise_key: u64,
+    /// The cgroup a cgroup event counts in (its descriptor's directory).
+    cgroup: Option<String>,
 }
 
 /// What PERF_METRICS and FIXED_CTR3 hold for one metric event since their last reset, and

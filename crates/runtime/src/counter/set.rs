@@ -113,9 +113,9 @@ pub struct Opening {
     /// A task's counters follow the children it creates (`inherit`, perf's default); off
     /// for perf's `-i`, `--no-inherit`.
     pub inherit: bool,
-    /// Per-CPU software events that the plan opens alone (no group, no cgroup, no filter)
-    /// are opened as one group per CPU instead, read with one `read()` per CPU rather than
-    /// one per event. Nothing shows it: software events never multiplex, so each counts
+    /// Per-CPU software events that the plan opens alone (no group, no filter) are opened
+    /// as one group per CPU (and per cgroup: a group counts in one) instead, read with one
+    /// `read()` per CPU rather than one per event. Nothing shows it: software events never multiplex, so each counts
     /// the whole time as it would alone. Only for runs where no event is switched on or
     /// off by itself (`--control`'s `enable NAME` on a group's leader would switch the
     /// whole group) and no group is rotated.
@@ -124,7 +124,7 @@ pub struct Opening {
 
 /// Whether `spec` may share a group with other software events ([`Opening`]).
 fn reads_together(spec: &CounterSpec) -> bool {
-    spec.attr.type_ == TYPE_SOFTWARE && spec.cgroup.is_none() && spec.filter.is_none()
+    spec.attr.type_ == TYPE_SOFTWARE && spec.filter.is_none()
 }
 
 /// A group the kernel refused as a whole and that was reopened in parts.
@@ -237,9 +237,21 @@ impl<S: Syscalls> CounterSet<S> {
         };
         counters.sys.raise_fd_limit();
         if together.len() > 1 {
-            counters.open_together(&together);
-            if let Some(opened) = counters.fd_exhausted {
-                return Err(counters.out_of_descriptors(opened));
+            // One group per cgroup: the kernel refuses a member counting in another cgroup
+            // than its leader (EINVAL, `perf_cgroup_connect`).
+            let mut by_cgroup: Vec<Vec<usize>> = Vec::new();
+            for &e in &together {
+                let cgroup = &counters.specs[e].cgroup;
+                match by_cgroup.iter_mut().find(|g| &counters.specs[g[0]].cgroup == cgroup) {
+                    Some(g) => g.push(e),
+                    None => by_cgroup.push(vec![e]),
+                }
+            }
+            for events in by_cgroup {
+                counters.open_together(&events);
+                if let Some(opened) = counters.fd_exhausted {
+                    return Err(counters.out_of_descriptors(opened));
+                }
             }
         } else {
             all_groups.extend(together.iter().map(|&e| vec![e]));
@@ -460,7 +472,21 @@ impl<S: Syscalls> CounterSet<S> {
     /// kernel refuses as a member is opened alone, as it would have been: what it counts,
     /// and what a refusal says, are what they were.
     fn open_together(&mut self, events: &[usize]) {
+        // Every event here counts in the same cgroup, or in none (split by the caller).
+        let cgroup = match events.first().and_then(|&e| self.specs[e].cgroup.clone()) {
+            Some(name) => match self.cgroup_fd(&name) {
+                Ok(fd) => Some(fd),
+                Err(errno) => {
+                    for &event in events {
+                        self.failures[event].get_or_insert(OpenFailure { errno, cpu: None });
+                    }
+                    return;
+                }
+            },
+            None => None,
+        };
         for (pid, cpu) in self.places() {
+            let pid = cgroup.unwrap_or(pid);
             let mut group: Option<CpuGroup> = None;
             let mut alone: Vec<CpuGroup> = Vec::new();
             for &event in events {

@@ -103,6 +103,7 @@ impl State {
         if attr.pid_is_cgroup && !self.cgroups.contains_key(&pid) {
             return Err(errno(libc::EBADF));
         }
+        let cgroup = attr.pid_is_cgroup.then(|| self.cgroups[&pid].clone());
         // A cgroup event counts as a CPU event does (see `check_open_args`).
         let pid = if attr.pid_is_cgroup { -1 } else { pid };
         let leader_fd = if group_fd >= 0 {
@@ -113,6 +114,13 @@ impl State {
         } else {
             None
         };
+        // perf_cgroup_connect: every member of a group counts in its leader's cgroup (a task
+        // is in one cgroup at a time), or none.
+        if let Some(lfd) = leader_fd
+            && self.events[&lfd].cgroup != cgroup
+        {
+            return Err(errno(libc::EINVAL));
+        }
         let init = self.init(attr, pid, cpu)?;
         let sampling = attr.sample_period != 0;
         if sampling && attr.sample_type & !SAMPLE_FIXED != 0 {
@@ -221,6 +229,7 @@ impl State {
                 td,
                 pair,
                 noise_key,
+                cgroup,
             },
         );
         if let Some(lfd) = leader_fd

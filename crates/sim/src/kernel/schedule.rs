@@ -61,6 +61,7 @@ impl State {
                     td: None,
                     pair: None,
                     noise_key: index,
+                    cgroup: None,
                 },
             );
             self.index_group(fd, None);

@@ -420,3 +420,106 @@ fn closing_a_cgroup_descriptor_closes_no_event() {
         Err(tmetric_runtime::Errno(libc::EBADF))
     );
 }
+
+/// A cgroup made for one test under the machine's cgroup2 mount, removed at the end; `None`
+/// (the test says so and passes) where cgroups cannot be made (not root, no cgroup2).
+struct TestCgroup(std::path::PathBuf);
+
+impl TestCgroup {
+    fn make(tag: &str) -> Option<TestCgroup> {
+        let mount = tmetric_runtime::sys::cgroup_mount()?;
+        let path = mount.join(format!("tmetric-sim-{tag}-{}", std::process::id()));
+        match std::fs::create_dir(&path) {
+            Ok(()) => Some(TestCgroup(path)),
+            Err(e) => {
+                eprintln!("skipped: cannot make a cgroup under {}: {e}", mount.display());
+                None
+            }
+        }
+    }
+
+    fn name(&self) -> String {
+        self.0.file_name().unwrap().to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// `perf_cgroup_connect`: a group member counts in its leader's cgroup or is refused with
+/// EINVAL, as is a member without a cgroup behind a cgroup leader.
+#[test]
+fn a_group_member_in_another_cgroup_than_its_leader_is_refused() {
+    let Some(other) = TestCgroup::make("member") else { return };
+    let mut k = kernel("sapphirerapids", false);
+    let mut in_cgroup = typed(TYPE_SOFTWARE, 1);
+    in_cgroup.pid_is_cgroup = true;
+    let root = k.open_cgroup("/").unwrap();
+    let elsewhere = k.open_cgroup(&other.name()).unwrap();
+    let leader = k.perf_event_open(&in_cgroup, root, 0, -1).unwrap();
+    assert!(k.perf_event_open(&in_cgroup, root, 0, leader).is_ok(), "same cgroup");
+    assert_eq!(
+        k.perf_event_open(&in_cgroup, elsewhere, 0, leader),
+        Err(tmetric_runtime::Errno(libc::EINVAL))
+    );
+    assert_eq!(
+        k.perf_event_open(&typed(TYPE_SOFTWARE, 3), -1, 0, leader),
+        Err(tmetric_runtime::Errno(libc::EINVAL))
+    );
+}
+
+/// Software events opened alone, in two cgroups, are read as one group per cgroup and CPU
+/// when asked (`Opening::software_together`): the kernel takes each, and each event counts
+/// what it counts alone.
+#[test]
+fn software_events_of_several_cgroups_read_as_one_group_per_cgroup_and_cpu() {
+    use tmetric_runtime::{CounterSet, CounterSpec, Target};
+    let Some(other) = TestCgroup::make("together") else { return };
+    let spec = |name: &str, config: u64, cgroup: &str| CounterSpec {
+        name: name.into(),
+        attr: typed(TYPE_SOFTWARE, config),
+        cpus: None,
+        cgroup: Some(cgroup.to_string()),
+        filter: None,
+    };
+    let specs = || {
+        vec![
+            spec("task-clock", 1, "/"),
+            spec("context-switches", 3, "/"),
+            spec("task-clock", 1, &other.name()),
+            spec("context-switches", 3, &other.name()),
+        ]
+    };
+    let how =
+        |together| tmetric_runtime::counter::Opening { inherit: true, software_together: together };
+    let k = kernel("sapphirerapids", false);
+    let handle = k.clone();
+    let target = Target::Cpus(vec![0, 1]);
+    let mut together =
+        CounterSet::open_as(k, specs(), &[], &[false; 4], target.clone(), how(true)).unwrap();
+    assert_eq!(
+        together.layout(),
+        vec![(0, vec![0, 1]), (1, vec![0, 1]), (0, vec![2, 3]), (1, vec![2, 3])]
+    );
+    let k = kernel("sapphirerapids", false);
+    let alone_handle = k.clone();
+    let mut alone = CounterSet::open_as(k, specs(), &[], &[false; 4], target, how(false)).unwrap();
+    assert!(alone.layout().iter().all(|(_, events)| events.len() == 1));
+    handle.advance(30 * MS);
+    alone_handle.advance(30 * MS);
+    let (a, b) = (together.read().unwrap(), alone.read().unwrap());
+    for event in 0..4 {
+        let values = |s: &tmetric_runtime::counter::Snapshot| -> Vec<(i32, u64, u64)> {
+            s.events[event]
+                .as_ref()
+                .unwrap()
+                .iter()
+                .map(|c| (c.cpu, c.raw.value, c.raw.running))
+                .collect()
+        };
+        assert_eq!(values(&a), values(&b), "event {event}");
+    }
+}
