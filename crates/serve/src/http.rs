@@ -835,18 +835,43 @@ pub fn gzip(data: &[u8]) -> Bytes {
     gzip_parts(&[data])
 }
 
-/// gzip of `parts` one after the other, as one stream.
+thread_local! {
+    /// This thread's deflate state, kept from page to page: its tables (a few hundred KB)
+    /// were allocated and zeroed for every scrape, a third of the gzip's cost.
+    static DEFLATE: std::cell::RefCell<Option<flate2::write::DeflateEncoder<Vec<u8>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// gzip of `parts` one after the other, as one stream (RFC 1952: the header flate2 writes
+/// at the fast level, no name or time; the deflate stream; its CRC-32 and length).
 pub fn gzip_parts(parts: &[&[u8]]) -> Bytes {
     use std::io::Write;
     let size: usize = parts.iter().map(|p| p.len()).sum();
-    let mut e = flate2::write::GzEncoder::new(
-        Vec::with_capacity(size / 8 + 64),
-        flate2::Compression::fast(),
-    );
-    for part in parts {
-        let _ = e.write_all(part);
-    }
-    Bytes::from(e.finish().unwrap_or_default())
+    let mut out = Vec::with_capacity(size / 8 + 64);
+    out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255]);
+    let mut crc = flate2::Crc::new();
+    let out = DEFLATE.with_borrow_mut(|slot| {
+        let mut e = match slot.take() {
+            Some(mut e) => {
+                // The encoder is fresh since the last page (reset then): nothing is lost.
+                let _ = e.reset(out);
+                e
+            }
+            None => flate2::write::DeflateEncoder::new(out, flate2::Compression::fast()),
+        };
+        for part in parts {
+            crc.update(part);
+            let _ = e.write_all(part);
+        }
+        // Finishes this page's stream into `out` and keeps the state for the next.
+        let out = e.reset(Vec::new()).unwrap_or_default();
+        *slot = Some(e);
+        out
+    });
+    let mut out = out;
+    out.extend_from_slice(&crc.sum().to_le_bytes());
+    out.extend_from_slice(&crc.amount().to_le_bytes());
+    Bytes::from(out)
 }
 
 #[cfg(test)]
@@ -936,11 +961,21 @@ mod tests {
     fn a_page_in_two_parts_is_sent_and_compressed_as_one() {
         use std::io::Read;
         let (head, tail) = ("# HELP a A\na 1\n".repeat(500), "b_total 2\n# EOF\n".repeat(300));
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(&gzip_parts(&[head.as_bytes(), tail.as_bytes()])[..])
-            .read_to_string(&mut text)
-            .unwrap();
-        assert_eq!(text, format!("{head}{tail}"));
+        // Several pages in turn, as scrapes come: the deflate state is kept between them.
+        for page in [(&head, &tail), (&tail, &head), (&String::new(), &head)] {
+            let mut text = String::new();
+            let zipped = gzip_parts(&[page.0.as_bytes(), page.1.as_bytes()]);
+            // Byte for byte what a fresh gzip encoder writes: the kept state starts clean.
+            let mut fresh = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            std::io::Write::write_all(&mut fresh, format!("{}{}", page.0, page.1).as_bytes())
+                .unwrap();
+            assert_eq!(zipped[..], fresh.finish().unwrap()[..]);
+            let mut decoder = flate2::read::GzDecoder::new(&zipped[..]);
+            decoder.read_to_string(&mut text).unwrap();
+            assert_eq!(text, format!("{}{}", page.0, page.1));
+            // Nothing after the trailer; the header as flate2 writes it.
+            assert_eq!(decoder.header().map(|h| h.operating_system()), Some(255));
+        }
         let page = Page {
             status: 200,
             content_type: "text/plain",
