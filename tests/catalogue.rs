@@ -182,10 +182,14 @@ impl Rng {
     }
 }
 
-/// Random inputs for one model: values, source counts, probes and literals.
-fn inputs(rng: &mut Rng, n_slots: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>, [f64; Literal::COUNT]) {
+/// Random inputs for one model: values, source counts, aggr_nr()s, probes and literals.
+type Random = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>, [f64; Literal::COUNT]);
+
+fn inputs(rng: &mut Rng, n_slots: usize) -> Random {
     let values = (0..n_slots).map(|_| rng.value()).collect();
     let counts = (0..n_slots).map(|_| [0.0, 1.0, 2.0, 6.0][rng.pick(4)]).collect();
+    // Never the source count's choices, so reading one for the other cannot agree by chance.
+    let aggr_nrs = (0..n_slots).map(|_| [3.0, 5.0, 112.0][rng.pick(3)]).collect();
     let probes = (0..n_slots).map(|_| [0.0, 1.0, f64::NAN][rng.pick(3)]).collect();
     let mut literals = [0.0; Literal::COUNT];
     for lit in &mut literals {
@@ -199,7 +203,7 @@ fn inputs(rng: &mut Rng, n_slots: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>, [f64;
             }
         }
     }
-    (values, counts, probes, literals)
+    (values, counts, aggr_nrs, probes, literals)
 }
 
 fn same(a: f64, b: f64) -> bool {
@@ -214,10 +218,11 @@ fn compiled_metrics_equal_the_interpreter() {
         let model = generated(r);
         let table_index: Vec<usize> = (0..r.metrics.len()).filter(|&m| r.metrics[m].ok).collect();
         for _ in 0..12 {
-            let (values, counts, probes, literals) = inputs(&mut rng, r.ids.len());
+            let (values, counts, aggr_nrs, probes, literals) = inputs(&mut rng, r.ids.len());
             let mut evaluator = Evaluator::new(model);
             evaluator.values.clone_from(&values);
             evaluator.source_counts.clone_from(&counts);
+            evaluator.aggr_nrs.clone_from(&aggr_nrs);
             evaluator.probes.clone_from(&probes);
             evaluator.literals = literals;
             evaluator.run(model, model.eval_order);
@@ -226,6 +231,7 @@ fn compiled_metrics_equal_the_interpreter() {
                 OracleInputs {
                     values: &values,
                     source_counts: &counts,
+                    aggr_nrs: &aggr_nrs,
                     probes: &probes,
                     literals: &literals,
                 },
@@ -348,7 +354,7 @@ fn needed_events_equal_the_interpreter_pass() {
         let model = generated(r);
         let table_index: Vec<usize> = (0..r.metrics.len()).filter(|&m| r.metrics[m].ok).collect();
         for smt in [0.0, 1.0] {
-            let (_, _, probes, mut literals) = inputs(&mut rng, r.ids.len());
+            let (_, _, _, probes, mut literals) = inputs(&mut rng, r.ids.len());
             literals[Literal::SmtOn.index()] = smt;
             let facts = ModelFacts { literals: &literals, probes: &probes };
             for (generated_index, &m) in table_index.iter().enumerate() {
@@ -416,6 +422,7 @@ fn literal_sets_and_call_slots_equal_the_expressions() {
                             IdFunc::HasEvent => id_calls::HAS_EVENT,
                             IdFunc::StrcmpCpuidStr => id_calls::STRCMP_CPUID_STR,
                             IdFunc::SourceCount => id_calls::SOURCE_COUNT,
+                            IdFunc::AggrNr => id_calls::AGGR_NR,
                         };
                     }
                     _ => {}

@@ -138,6 +138,8 @@ pub struct Evaluator {
     pub values: Vec<f64>,
     /// Per input slot: `source_count()`.
     pub source_counts: Vec<f64>,
+    /// Per input slot: `aggr_nr()` (perf 7.x): the counters summed into its value.
+    pub aggr_nrs: Vec<f64>,
     /// Per input slot: `has_event()`/`strcmp_cpuid_str()` results.
     pub probes: Vec<f64>,
     /// Literal values, NaN when unknown.
@@ -180,6 +182,7 @@ impl Evaluator {
         Evaluator {
             values: vec![f64::NAN; model.ids.len()],
             source_counts: vec![1.0; model.ids.len()],
+            aggr_nrs: vec![1.0; model.ids.len()],
             probes: vec![0.0; model.ids.len()],
             literals: [f64::NAN; Literal::COUNT],
             metrics: vec![f64::NAN; model.metric_count()],
@@ -221,6 +224,7 @@ impl Evaluator {
                 refs: metric.refs,
                 values: &self.values,
                 source_counts: &self.source_counts,
+                aggr_nrs: &self.aggr_nrs,
                 probes: &self.probes,
                 literals: &self.literals,
                 metrics: &self.metrics,
@@ -241,6 +245,7 @@ impl Evaluator {
             refs: metric.refs,
             values: &self.values,
             source_counts: &self.source_counts,
+            aggr_nrs: &self.aggr_nrs,
             probes: &self.probes,
             literals: &self.literals,
             metrics: &self.metrics,

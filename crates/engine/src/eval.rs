@@ -169,6 +169,27 @@ pub fn input_value(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> f64 {
     }
 }
 
+/// perf 7.x's `aggr_nr()` of a row in `sample` (stat-shadow.c `prepare_metric`): how many
+/// counters were summed into its value, one per CPU and thread each of its uncore boxes was
+/// read on (`perf_stat_aggr.nr`, added up over the boxes `evsel__merge_aggr_counters` merges);
+/// 0 for a counter that could not be opened or never ran, 1 for every other input.
+pub fn input_aggr_nr(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> f64 {
+    let Source::Counter(spec) = row.source else {
+        return if matches!(row.source, Source::Missing(_)) { 0.0 } else { 1.0 };
+    };
+    let specs: &mut dyn Iterator<Item = usize> = if row.boxes.len() < 2 || plan.per_box {
+        &mut std::iter::once(spec)
+    } else {
+        &mut row.boxes.iter().map(|b| b.spec)
+    };
+    let (mut counters, mut counted) = (0usize, false);
+    for a in specs.filter_map(|spec| sample.counts.aggregate(spec)) {
+        counters += a.cpus;
+        counted |= a.counted();
+    }
+    if counted { counters.max(1) as f64 } else { 0.0 }
+}
+
 /// One root's outcome.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RootResult {
@@ -223,12 +244,14 @@ impl Evaluators {
 }
 
 impl Plan {
-    /// Root `root`'s value over row values `inputs` (as [`Plan::evaluate`] computes it).
+    /// Root `root`'s value over row values `inputs` with their `aggr_nr()`s `aggr_nrs` (as
+    /// [`Plan::evaluate`] computes it).
     pub(crate) fn root_value(
         &self,
         evaluators: &mut Evaluators,
         root: usize,
         inputs: &[f64],
+        aggr_nrs: &[f64],
     ) -> f64 {
         let root = &self.roots[root];
         let evaluator = evaluators.get(root.model, self);
@@ -236,6 +259,7 @@ impl Plan {
         for (slot, row) in root.slot_rows.iter().enumerate() {
             if let Some(r) = row {
                 evaluator.set_input(slot as u16, inputs[*r], self.source_count(*r));
+                evaluator.set_aggr_nr(slot as u16, aggr_nrs[*r]);
             }
         }
         evaluator.evaluate_one(root.metric).value
@@ -383,7 +407,8 @@ impl Plan {
             .map(|r| matches!(r.source, Source::Counter(_)).then(|| shown(self, r, sample)))
             .collect();
         let mut sources: Vec<f64> = (0..self.rows.len()).map(|r| self.source_count(r)).collect();
-        let base = (inputs.clone(), states.clone(), sources.clone());
+        let mut nrs: Vec<f64> = self.rows.iter().map(|r| input_aggr_nr(self, r, sample)).collect();
+        let base = (inputs.clone(), states.clone(), sources.clone(), nrs.clone());
         let pmu_of = |row: &PlanRow| row.boxes.first().map(|b| &self.events[b.spec].kind);
         self.roots
             .iter()
@@ -392,7 +417,7 @@ impl Plan {
                 // Rows read from box `k` keep perf's scaling: the common span is box 0's.
                 let mut from_box_k: Vec<usize> = Vec::new();
                 if k > 0 {
-                    (inputs, states, sources) = base.clone();
+                    (inputs, states, sources, nrs) = base.clone();
                     let host = self.rows.iter().find(|r| r.roots.contains(&i));
                     if let Some(host_pmu) = host.and_then(pmu_of) {
                         for &r in root.slot_rows.iter().flatten() {
@@ -409,6 +434,7 @@ impl Plan {
                             inputs[r] = input_value(self, &one, sample);
                             states[r] = Some(shown(self, &one, sample));
                             sources[r] = 1.0;
+                            nrs[r] = input_aggr_nr(self, &one, sample);
                             from_box_k.push(r);
                         }
                     }
@@ -423,6 +449,7 @@ impl Plan {
                         let value =
                             common.iter().find(|(c, _)| c == r).map_or(inputs[*r], |&(_, v)| v);
                         evaluator.set_input(slot as u16, value, sources[*r]);
+                        evaluator.set_aggr_nr(slot as u16, nrs[*r]);
                     }
                 }
                 let mut result = evaluator.evaluate_one(root.metric);

@@ -153,11 +153,20 @@ impl MetricEval {
         self.evaluator.probes[slot as usize] = value;
     }
 
-    /// Gives input `slot` a value (NaN: not counted) and `source_count()`.
+    /// Gives input `slot` a value (NaN: not counted) and `source_count()`. Its `aggr_nr()`
+    /// is `source_count()` until [`MetricEval::set_aggr_nr`] says otherwise: a front end that
+    /// knows only the instances it summed has summed one counter per instance.
     pub fn set_input(&mut self, slot: u16, value: f64, source_count: f64) {
         self.evaluator.values[slot as usize] = value;
         self.evaluator.source_counts[slot as usize] = source_count;
+        self.evaluator.aggr_nrs[slot as usize] = source_count;
         self.filled.push(slot);
+    }
+
+    /// Sets input `slot`'s `aggr_nr()` (perf 7.x): how many counters, one per CPU and thread
+    /// of each PMU instance, were summed into its value. Call after [`MetricEval::set_input`].
+    pub fn set_aggr_nr(&mut self, slot: u16, aggr_nr: f64) {
+        self.evaluator.aggr_nrs[slot as usize] = aggr_nr;
     }
 
     /// The value input `slot` has now.
@@ -170,6 +179,7 @@ impl MetricEval {
         for slot in self.filled.drain(..) {
             self.evaluator.values[slot as usize] = f64::NAN;
             self.evaluator.source_counts[slot as usize] = 1.0;
+            self.evaluator.aggr_nrs[slot as usize] = 1.0;
         }
     }
 

@@ -39,7 +39,7 @@
 use tmetric_runtime::Snapshot;
 use tmetric_runtime::event::resolve::Topdown;
 
-use crate::eval::{EvalInput, Evaluators, RootResult, input_value};
+use crate::eval::{EvalInput, Evaluators, RootResult, input_aggr_nr, input_value};
 use crate::plan::{Plan, Source};
 
 /// Standard deviations either side of the value that the bar spans (about 95 % of a normal
@@ -221,6 +221,7 @@ impl Plan {
             return vec![(Bar::Unknown, false, false); self.roots.len()];
         }
         let inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, sample)).collect();
+        let aggr_nrs: Vec<f64> = self.rows.iter().map(|r| input_aggr_nr(self, r, sample)).collect();
         let spec_of = |row: usize| match self.rows[row].source {
             Source::Counter(spec) => Some(spec),
             _ => None,
@@ -324,7 +325,7 @@ impl Plan {
                     let x = inputs[row];
                     let h = (x.abs() * 1e-6).max(1e-6);
                     probe[row] = x + h;
-                    let up = self.root_value(evaluators, i, &probe);
+                    let up = self.root_value(evaluators, i, &probe, &aggr_nrs);
                     probe[row] = x;
                     grad.push(if up.is_finite() { (up - value) / h } else { 0.0 });
                 }
@@ -365,7 +366,8 @@ impl Plan {
                 // Multiplexed inputs that vary, and a value that does not move with them
                 // where it stands: a clamp (`max(..., 0)`) or a step. Its bar comes from
                 // the value over inputs drawn from their spread.
-                match self.sampled_sigma(evaluators, i, inputs, &counters, &cov, value) {
+                match self.sampled_sigma(evaluators, i, (inputs, &aggr_nrs), &counters, &cov, value)
+                {
                     // The value does not depend on the counts at all (a literal decides it).
                     Some(0.0) => (Bar::Exact, false, multiplexed),
                     Some(sigma) => (Bar::Sigma(sigma), true, multiplexed),
@@ -441,7 +443,7 @@ impl Plan {
         &self,
         evaluators: &mut Evaluators,
         root: usize,
-        inputs: &[f64],
+        (inputs, aggr_nrs): (&[f64], &[f64]),
         counters: &[(usize, usize)],
         cov: &[f64],
         value: f64,
@@ -461,7 +463,7 @@ impl Plan {
                 // A count is never negative.
                 probe[row] = (inputs[row] + shift).max(0.0);
             }
-            let v = self.root_value(evaluators, root, &probe);
+            let v = self.root_value(evaluators, root, &probe, aggr_nrs);
             if v.is_finite() {
                 draws.push(v);
             }

@@ -52,6 +52,10 @@ struct Case {
     /// `source_count()` by id (default 1 for a given input, 0 for a missing one).
     #[serde(default)]
     source_count: BTreeMap<String, f64>,
+    /// `aggr_nr()` by id (default: its `source_count()`; NaN for a missing one, perf 7.x's
+    /// value of an id it does not know).
+    #[serde(default)]
+    aggr_nr: BTreeMap<String, f64>,
     /// The value (`nan` allowed).
     value: Option<f64>,
     /// No value: `parse`, `remainder_by_zero` or `literal`.
@@ -102,6 +106,13 @@ impl Env for World<'_> {
     fn source_count(&mut self, id: &Ident) -> f64 {
         let given = self.case.inputs.contains_key(&id.name);
         self.case.source_count.get(&id.name).copied().unwrap_or(if given { 1.0 } else { 0.0 })
+    }
+    fn aggr_nr(&mut self, id: &Ident) -> f64 {
+        if !self.case.inputs.contains_key(&id.name) {
+            return f64::NAN;
+        }
+        let count = self.case.source_count.get(&id.name).copied().unwrap_or(1.0);
+        self.case.aggr_nr.get(&id.name).copied().unwrap_or(count)
     }
     fn has_event(&mut self, id: &Ident) -> bool {
         self.case.has_event.contains(&id.name)
@@ -222,6 +233,9 @@ fn run_metric(case: &Case, model_name: &str, metric: &str) -> Result<Vec<String>
             off.set_input(slot, *v, count);
         } else if let Some(v) = case.other_inputs {
             off.set_input(slot, v, count);
+        }
+        if let Some(n) = case.aggr_nr.get(text) {
+            off.set_aggr_nr(slot, *n);
         }
     }
     for name in case.inputs.keys() {

@@ -109,6 +109,8 @@ fn true_value(
         let row = &plan.rows()[*r];
         // An uncore event sums its boxes; `source_count()` is how many.
         evaluator.source_counts[slot] = plan.source_count(*r);
+        // `aggr_nr()`: one counter per box and CPU it is read on.
+        let mut counters = 0usize;
         evaluator.values[slot] = match &row.source {
             tmetric_engine::Source::Counter(_) => row
                 .specs()
@@ -119,6 +121,7 @@ fn true_value(
                         Some(mask) => cpus.iter().copied().filter(|c| mask.contains(c)).collect(),
                         None => cpus.to_vec(),
                     };
+                    counters += on.len();
                     on.iter()
                         .map(|&c| kernel.true_count(&spec.attr, c, ns).unwrap_or(0) as f64)
                         .sum::<f64>()
@@ -129,6 +132,7 @@ fn true_value(
             tmetric_engine::Source::RetireLatency => plan.retire_latency_of(&row.name),
             _ => f64::NAN,
         };
+        evaluator.aggr_nrs[slot] = counters.max(1) as f64;
     }
     evaluator.evaluate(tree.model, &[root.metric]).remove(0).value
 }

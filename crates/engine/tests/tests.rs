@@ -1,4 +1,4 @@
-//! The engine's integration tests (`accuracy`, `bars`, `evaluated`, `events`, `intervals`, `models`,
+//! The engine's integration tests (`accuracy`, `aggr_nr`, `bars`, `evaluated`, `events`, `intervals`, `models`,
 //! `profile`, `session`, `sim`, `skew`, and the data-driven `schedule_vectors`,
 //! `eval_vectors` and `builtin_vectors` over
 //! `tests/vectors/`, whose files `vector_files` loads; `harness` measures metrics on simulated
@@ -7,6 +7,7 @@
 //! `cargo test` would link a dozen binaries.
 
 mod accuracy;
+mod aggr_nr;
 mod bars;
 mod builtin_vectors;
 mod eval_vectors;

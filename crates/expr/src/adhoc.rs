@@ -79,6 +79,17 @@ impl Env for GivenEnv<'_> {
         self.given.value(&id.name).map_or(0.0, |(_, n)| n as f64)
     }
 
+    /// The values summed into the name are the counters summed (a counts file's instances):
+    /// none for a name that could not be counted, NaN for one not given (perf's rule for an
+    /// unknown name).
+    fn aggr_nr(&mut self, id: &Ident) -> f64 {
+        match self.given.value(&id.name) {
+            Some((v, _)) if v.is_nan() => 0.0,
+            Some((_, n)) => n.max(1) as f64,
+            None => f64::NAN,
+        }
+    }
+
     fn has_event(&mut self, id: &Ident) -> bool {
         self.given.value(&id.name).is_some_and(|(v, _)| !v.is_nan())
     }

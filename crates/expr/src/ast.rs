@@ -100,6 +100,9 @@ impl Func {
 pub enum IdFunc {
     /// `source_count(ID)`: how many PMU instances were merged into the event.
     SourceCount,
+    /// `aggr_nr(ID)` (perf 7.x): how many counters (CPUs and threads of every PMU instance)
+    /// were summed into the event's value in this aggregation unit.
+    AggrNr,
     /// `has_event(ID)`: 1 if the event exists on this machine.
     HasEvent,
     /// `strcmp_cpuid_str(ID)`: 1 if the CPU's cpuid matches ID.
@@ -111,6 +114,7 @@ impl IdFunc {
     pub fn name(self) -> &'static str {
         match self {
             IdFunc::SourceCount => "source_count",
+            IdFunc::AggrNr => "aggr_nr",
             IdFunc::HasEvent => "has_event",
             IdFunc::StrcmpCpuidStr => "strcmp_cpuid_str",
         }

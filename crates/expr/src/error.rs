@@ -109,7 +109,7 @@ impl ParseError {
                 )
             }
             ParseErrorKind::UnknownFunction(name) => format!(
-                "unknown function {}; the functions are d_ratio, min, max, source_count, has_event and strcmp_cpuid_str",
+                "unknown function {}; the functions are d_ratio, min, max, source_count, aggr_nr, has_event and strcmp_cpuid_str",
                 quote(name)
             ),
             ParseErrorKind::TooDeep { limit } => format!(

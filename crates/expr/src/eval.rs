@@ -17,6 +17,9 @@ pub trait Env {
     fn literal(&mut self, literal: Literal) -> Option<f64>;
     /// `source_count(ID)`: how many PMU instances were merged into the event.
     fn source_count(&mut self, id: &Ident) -> f64;
+    /// `aggr_nr(ID)` (perf 7.x): how many counters were summed into the event's value in this
+    /// aggregation unit.
+    fn aggr_nr(&mut self, id: &Ident) -> f64;
     /// `has_event(ID)`.
     fn has_event(&mut self, id: &Ident) -> bool;
     /// `strcmp_cpuid_str(ID)`: 1 when the cpuid matches, 0 when not, NaN when unknown.
@@ -66,6 +69,7 @@ pub fn eval(expr: &Expr, env: &mut dyn Env) -> Result<f64, EvalError> {
         ExprKind::Literal(name) => literal_value(name, expr.span, |lit| env.literal(lit))?,
         ExprKind::Id(id) => env.id(id),
         ExprKind::IdCall(IdFunc::SourceCount, id) => env.source_count(id),
+        ExprKind::IdCall(IdFunc::AggrNr, id) => env.aggr_nr(id),
         ExprKind::IdCall(IdFunc::HasEvent, id) => f64::from(u8::from(env.has_event(id))),
         ExprKind::IdCall(IdFunc::StrcmpCpuidStr, id) => env.cpuid_match(id),
         ExprKind::Neg(inner) => -eval(inner, env)?,

@@ -37,7 +37,7 @@ pub fn needed_in<'e, S: IdSet<&'e str>>(
         ExprKind::Literal(name) => {
             Needed::constant(literal_value(name, expr.span, |lit| facts.literal(lit))?)
         }
-        ExprKind::Id(id) | ExprKind::IdCall(IdFunc::SourceCount, id) => {
+        ExprKind::Id(id) | ExprKind::IdCall(IdFunc::SourceCount | IdFunc::AggrNr, id) => {
             Needed::id(id.name.as_str())
         }
         ExprKind::IdCall(IdFunc::HasEvent, id) => {

@@ -221,9 +221,13 @@ fn lower_primary(
             let head = inner.next().expect("call starts with a function name");
             let func_rule = head.into_inner().next().expect("function name").as_rule();
             match func_rule {
-                Rule::kw_source_count | Rule::kw_has_event | Rule::kw_strcmp_cpuid_str => {
+                Rule::kw_source_count
+                | Rule::kw_aggr_nr
+                | Rule::kw_has_event
+                | Rule::kw_strcmp_cpuid_str => {
                     let func = match func_rule {
                         Rule::kw_source_count => IdFunc::SourceCount,
+                        Rule::kw_aggr_nr => IdFunc::AggrNr,
                         Rule::kw_has_event => IdFunc::HasEvent,
                         _ => IdFunc::StrcmpCpuidStr,
                     };

@@ -95,6 +95,8 @@ fn errors_point_at_the_spot() {
 struct Vals {
     ids: HashMap<String, f64>,
     lits: HashMap<String, f64>,
+    /// `aggr_nr()` by name: the counters summed into each value.
+    nrs: HashMap<String, f64>,
 }
 
 impl Env for Vals {
@@ -106,6 +108,9 @@ impl Env for Vals {
     }
     fn source_count(&mut self, id: &Ident) -> f64 {
         if self.ids.contains_key(&id.name) { 1.0 } else { 0.0 }
+    }
+    fn aggr_nr(&mut self, id: &Ident) -> f64 {
+        self.nrs.get(&id.name).copied().unwrap_or(f64::NAN)
     }
     fn has_event(&mut self, id: &Ident) -> bool {
         self.ids.contains_key(&id.name)
@@ -131,6 +136,7 @@ fn vals(ids: &[(&str, f64)], lits: &[(&str, f64)]) -> Vals {
     Vals {
         ids: ids.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         lits: lits.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        nrs: HashMap::new(),
     }
 }
 
@@ -186,13 +192,18 @@ const EVAL: &[(&str, f64)] = &[
     ("has_event(nan_ev)", 0.0),
     ("x if has_event(nan_ev) else 5", 5.0),
     ("source_count(x)", 1.0),
-    ("a\\-b", 4.0),
+    // perf 7.x's `aggr_nr`: x summed 60 counters, y's were not given (NaN, as perf's
+    // unknown id)
+    ("aggr_nr(x)", 60.0),
+    ("aggr_nr(y)", f64::NAN),
+    ("aggr_nr(x) / y", 30.0),
 ];
 
 #[test]
 fn evaluation_follows_perf() {
     let mut env =
         vals(&[("x", 1.0), ("y", 2.0), ("a-b", 4.0)], &[("smt_on", 1.0), ("system_tsc_freq", 1e9)]);
+    env.nrs.insert("x".into(), 60.0);
     let mut failures = Vec::new();
     for (text, expect) in EVAL {
         let expr = parse(text).unwrap_or_else(|err| panic!("`{text}`: {err}"));
@@ -247,6 +258,8 @@ fn needed_events_fold_like_perf() {
     needs("x if has_event(present) else 0", 1.0, &["x"]);
     needs("x if has_event(absent) else 0", 1.0, &[]);
     needs("source_count(a) + a", 1.0, &["a"]);
+    // `aggr_nr`'s argument is an event the metric opens, as perf's `handle_id` adds it.
+    needs("b / aggr_nr(a)", 1.0, &["b", "a"]);
     needs("a + a + -a", 1.0, &["a"]);
     needs("NaN if #smt_on else a", 1.0, &[]);
 }
@@ -287,7 +300,7 @@ fn unexpected_characters_are_errors_at_their_column() {
 fn unknown_functions_are_named() {
     parse_error(
         "foo(1,2)",
-        "unknown function `foo`; the functions are d_ratio, min, max, source_count, has_event and strcmp_cpuid_str\n    foo(1,2)\n    ^^^",
+        "unknown function `foo`; the functions are d_ratio, min, max, source_count, aggr_nr, has_event and strcmp_cpuid_str\n    foo(1,2)\n    ^^^",
     );
     let err = parse("a + INST.ANY (b)").unwrap_err();
     assert!(err.message().starts_with("unknown function `INST.ANY`"), "{err}");

@@ -15,7 +15,7 @@ fn cases() -> u32 {
     std::env::var("FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
 }
 
-/// Every identifier is 1.5, every literal 2; `source_count` is 1.
+/// Every identifier is 1.5, every literal 2; `source_count` and `aggr_nr` are 1.
 struct Any;
 
 impl Env for Any {
@@ -26,6 +26,9 @@ impl Env for Any {
         Some(2.0)
     }
     fn source_count(&mut self, _: &Ident) -> f64 {
+        1.0
+    }
+    fn aggr_nr(&mut self, _: &Ident) -> f64 {
         1.0
     }
     fn has_event(&mut self, _: &Ident) -> bool {

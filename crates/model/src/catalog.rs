@@ -354,6 +354,8 @@ pub mod id_calls {
     pub const STRCMP_CPUID_STR: u8 = 2;
     /// `source_count(id)`.
     pub const SOURCE_COUNT: u8 = 4;
+    /// `aggr_nr(id)` (perf 7.x).
+    pub const AGGR_NR: u8 = 8;
 }
 
 /// What an expression refers to: an input slot or another metric of the model.
@@ -401,6 +403,9 @@ pub struct Inputs<'a> {
     pub values: &'a [f64],
     /// Per slot: `source_count()` of the event.
     pub source_counts: &'a [f64],
+    /// Per slot: `aggr_nr()` of the event (perf 7.x): the counters summed into its value in
+    /// the aggregation unit evaluated.
+    pub aggr_nrs: &'a [f64],
     /// Per slot: `has_event()` (1 or 0) or `strcmp_cpuid_str()` (1, 0 or NaN).
     pub probes: &'a [f64],
     /// Per [`Literal`]: its value, NaN when unknown.
@@ -420,6 +425,12 @@ impl Inputs<'_> {
     #[inline]
     pub fn source_count(&self, k: usize) -> f64 {
         self.source_counts[self.slots[k] as usize]
+    }
+
+    /// `aggr_nr()` of local input `k`.
+    #[inline]
+    pub fn aggr_nr(&self, k: usize) -> f64 {
+        self.aggr_nrs[self.slots[k] as usize]
     }
 
     /// The probe result of local input `k`.

@@ -13,6 +13,8 @@ pub struct OracleInputs<'a> {
     pub values: &'a [f64],
     /// Per slot `source_count()`.
     pub source_counts: &'a [f64],
+    /// Per slot `aggr_nr()`.
+    pub aggr_nrs: &'a [f64],
     /// Per slot `has_event()`/`strcmp_cpuid_str()` result.
     pub probes: &'a [f64],
     /// Literal values in `Literal::ALL` order.
@@ -91,6 +93,10 @@ impl Env for MetricEnv<'_, '_, '_> {
 
     fn source_count(&mut self, id: &Ident) -> f64 {
         self.oracle.inputs.source_counts[self.slot(id)]
+    }
+
+    fn aggr_nr(&mut self, id: &Ident) -> f64 {
+        self.oracle.inputs.aggr_nrs[self.slot(id)]
     }
 
     fn has_event(&mut self, id: &Ident) -> bool {

@@ -29,7 +29,7 @@ pub enum Expr {
     If(Box<Expr>, Box<Expr>, Box<Expr>),
     /// `min`, `max`, `d_ratio`.
     Call(Func, Box<Expr>, Box<Expr>),
-    /// `has_event`, `strcmp_cpuid_str`, `source_count` of an identifier.
+    /// `has_event`, `strcmp_cpuid_str`, `source_count`, `aggr_nr` of an identifier.
     Probe(ProbeFn, String),
     /// A linked probe: index into the caller's value table.
     ProbeValue(usize),
@@ -80,6 +80,8 @@ pub enum ProbeFn {
     StrcmpCpuid,
     /// `source_count(x)`
     SourceCount,
+    /// `aggr_nr(x)` (perf 7.x)
+    AggrNr,
 }
 
 /// A parse error with its byte offset.
@@ -211,6 +213,7 @@ fn lex(text: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
                 "has_event" => Tok::Probe(ProbeFn::HasEvent),
                 "strcmp_cpuid_str" => Tok::Probe(ProbeFn::StrcmpCpuid),
                 "source_count" => Tok::Probe(ProbeFn::SourceCount),
+                "aggr_nr" => Tok::Probe(ProbeFn::AggrNr),
                 "NaN" => Tok::Num(f64::NAN),
                 _ => Tok::Ident(s),
             };

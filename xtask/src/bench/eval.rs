@@ -131,6 +131,7 @@ pub(super) fn bench_eval(resolved: &[ResolvedTable<'_>]) -> Result<EvalFigures> 
         let inputs = OracleInputs {
             values,
             source_counts: &source_counts,
+            aggr_nrs: &source_counts,
             probes: &probes,
             literals: &literals,
         };
@@ -193,6 +194,7 @@ pub(super) fn bench_eval(resolved: &[ResolvedTable<'_>]) -> Result<EvalFigures> 
             let inputs = OracleInputs {
                 values,
                 source_counts: &source_counts,
+                aggr_nrs: &source_counts,
                 probes: &probes,
                 literals: &literals,
             };

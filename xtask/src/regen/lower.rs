@@ -196,6 +196,7 @@ impl Locals {
 const HAS_EVENT: u8 = 1;
 const STRCMP_CPUID_STR: u8 = 2;
 const SOURCE_COUNT: u8 = 4;
+const AGGR_NR: u8 = 8;
 
 /// Lowers one metric's expressions to Rust.
 struct Lower<'a> {
@@ -249,6 +250,10 @@ impl Lower<'_> {
             ExprKind::IdCall(IdFunc::SourceCount, id) => {
                 let k = int(self.arg(&id.name, SOURCE_COUNT) as u64);
                 quote!(x.source_count(#k))
+            }
+            ExprKind::IdCall(IdFunc::AggrNr, id) => {
+                let k = int(self.arg(&id.name, AGGR_NR) as u64);
+                quote!(x.aggr_nr(#k))
             }
             ExprKind::IdCall(IdFunc::HasEvent, id) => {
                 let k = int(self.arg(&id.name, HAS_EVENT) as u64);
@@ -386,8 +391,9 @@ impl Lower<'_> {
                 let r = self.reference(&id.name);
                 quote!(N::id(#r))
             }
-            ExprKind::IdCall(IdFunc::SourceCount, id) => {
-                self.arg(&id.name, SOURCE_COUNT);
+            ExprKind::IdCall(func @ (IdFunc::SourceCount | IdFunc::AggrNr), id) => {
+                let calls = if *func == IdFunc::SourceCount { SOURCE_COUNT } else { AGGR_NR };
+                self.arg(&id.name, calls);
                 let r = self.reference(&id.name);
                 quote!(N::id(#r))
             }

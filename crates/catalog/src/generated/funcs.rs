@@ -9382,12 +9382,20 @@ pub(crate) fn n91(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
 pub(crate) fn v921(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
+            ((x.value(0) * 1000000000.0_f64) * x.value(1)),
+            (div(x.value(2), x.aggr_nr(3)) * x.value(3)),
+        ),
+    )
+}
+pub(crate) fn v922(x: &Inputs<'_>) -> Result<f64, Fail> {
+    Ok(
+        div(
             (1000000000.0_f64 * div(x.value(0), x.value(1))),
             div(x.metric(0), x.metric(1)),
         ),
     )
 }
-pub(crate) fn v922(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v923(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             ((x.value(0) * 61.0_f64) + (15.6_f64 * x.value(1))),
@@ -9395,7 +9403,7 @@ pub(crate) fn v922(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v923(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v924(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((x.metric(0)
@@ -9428,7 +9436,7 @@ pub(crate) fn v923(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v924(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v925(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((((((x.metric(0)
@@ -9510,7 +9518,7 @@ pub(crate) fn v924(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v925(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v926(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((x.metric(0)
@@ -9542,7 +9550,7 @@ pub(crate) fn v925(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v926(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v927(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((x.metric(0)
@@ -9573,7 +9581,7 @@ pub(crate) fn v926(x: &Inputs<'_>) -> Result<f64, Fail> {
                     ))) + (x.metric(20) * (1.0_f64 - div(x.metric(21), x.metric(21)))))),
     )
 }
-pub(crate) fn v927(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v928(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         if_else(
             if_else(
@@ -9774,10 +9782,10 @@ pub(crate) fn n92(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
         ),
     )
 }
-pub(crate) fn v928(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v929(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(div((x.metric(0) * x.metric(1)), 4.0_f64), x.value(0)), 100.0_f64))
 }
-pub(crate) fn v929(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v930(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         if_else(
             div(div((64.0_f64 * x.value(0)), 1000000000.0_f64), x.metric(0)),
@@ -9799,7 +9807,7 @@ pub(crate) fn n93(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
         ),
     )
 }
-pub(crate) fn v930(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v931(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -9811,7 +9819,7 @@ pub(crate) fn v930(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v931(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v932(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -9822,7 +9830,7 @@ pub(crate) fn v931(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v932(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v933(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((3.5_f64 * x.metric(0)) * x.value(0))
@@ -9831,7 +9839,7 @@ pub(crate) fn v932(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v933(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v934(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         d_ratio(
             (x.value(0) * 2.0_f64),
@@ -9842,7 +9850,7 @@ pub(crate) fn v933(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v934(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v935(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         d_ratio(
             (x.value(0) * 4.0_f64),
@@ -9853,7 +9861,7 @@ pub(crate) fn v934(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v935(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v936(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         d_ratio(
             (x.value(0) * 4.0_f64),
@@ -9864,7 +9872,7 @@ pub(crate) fn v935(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v936(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v937(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         d_ratio(
             (x.value(0) * 8.0_f64),
@@ -9875,7 +9883,7 @@ pub(crate) fn v936(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v937(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v938(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         d_ratio(
             (x.value(0) * 8.0_f64),
@@ -9886,10 +9894,10 @@ pub(crate) fn v937(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v938(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v939(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(d_ratio((x.value(0) * 16.0_f64), x.value(1)))
 }
-pub(crate) fn v939(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v940(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         d_ratio(
             (x.value(0) * 16.0_f64),
@@ -9900,7 +9908,7 @@ pub(crate) fn v939(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v940(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v941(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         d_ratio(
             x.value(0),
@@ -9911,7 +9919,7 @@ pub(crate) fn v940(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v941(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v942(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         d_ratio(
             x.value(0),
@@ -9922,7 +9930,7 @@ pub(crate) fn v941(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v942(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v943(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         d_ratio(
             (((((((x.value(0) + x.value(1)) + (4.0_f64 * x.value(2)))
@@ -9933,7 +9941,7 @@ pub(crate) fn v942(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v943(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v944(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok((div(x.value(0), x.value(1)) * literal(x.literal(Literal::NumPackages))?))
 }
 pub(crate) fn n94(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
@@ -9943,10 +9951,10 @@ pub(crate) fn n94(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             .arith(N::literal(f.literals[Literal::NumPackages.index()])?, mul),
     )
 }
-pub(crate) fn v944(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v945(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(max((x.value(0) - x.value(1)), 0.0_f64))
 }
-pub(crate) fn v945(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v946(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         d_ratio(
             max((x.value(0) - x.value(1)), 0.0_f64),
@@ -9954,13 +9962,13 @@ pub(crate) fn v945(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v946(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v947(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(d_ratio(x.value(0), (x.value(0) + ((x.value(1) + x.value(2)) + x.value(3)))))
 }
-pub(crate) fn v947(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v948(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(d_ratio(x.metric(0), x.value(0)))
 }
-pub(crate) fn v948(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v949(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((x.metric(0)
@@ -10000,7 +10008,7 @@ pub(crate) fn v948(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v949(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v950(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((((((((x.metric(0)
@@ -10089,7 +10097,7 @@ pub(crate) fn v949(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v950(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v951(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((((1.0_f64 - div(x.value(0), x.value(1)))
@@ -10117,10 +10125,10 @@ pub(crate) fn v950(x: &Inputs<'_>) -> Result<f64, Fail> {
                     * div(x.metric(24), x.metric(13))) * x.metric(25)))),
     )
 }
-pub(crate) fn v951(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v952(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(gt(x.metric(26), 10.0_f64))
 }
-pub(crate) fn v952(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v953(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((x.metric(0)
@@ -10151,7 +10159,7 @@ pub(crate) fn v952(x: &Inputs<'_>) -> Result<f64, Fail> {
                     ))) + (x.metric(20) * (1.0_f64 - div(x.metric(21), x.metric(21)))))),
     )
 }
-pub(crate) fn v953(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v954(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((170.0_f64 * x.metric(0)) * x.value(0))
@@ -10160,7 +10168,7 @@ pub(crate) fn v953(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v954(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v955(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (div(
@@ -10174,7 +10182,7 @@ pub(crate) fn v954(x: &Inputs<'_>) -> Result<f64, Fail> {
                 ))),
     )
 }
-pub(crate) fn v955(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v956(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -10187,13 +10195,13 @@ pub(crate) fn v955(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v956(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v957(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div((x.value(0) * 64.0_f64), 1000000000.0_f64), x.metric(0)))
 }
-pub(crate) fn v957(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v958(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(((x.value(0) + x.value(1)) * 64.0_f64), 1000000000.0_f64), x.metric(0)))
 }
-pub(crate) fn v958(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v959(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((4.4_f64 * x.metric(0)) * x.value(0))
@@ -10202,7 +10210,7 @@ pub(crate) fn v958(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v959(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v960(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (x.value(0)
@@ -10212,7 +10220,7 @@ pub(crate) fn v959(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v960(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v961(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((x.metric(0)
@@ -10244,7 +10252,7 @@ pub(crate) fn v960(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v961(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v962(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((((((((x.metric(0)
@@ -10333,7 +10341,7 @@ pub(crate) fn v961(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v962(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v963(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((x.metric(0)
@@ -10360,7 +10368,7 @@ pub(crate) fn v962(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v963(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v964(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((x.value(0) * min(x.value(1), (74.6_f64 * x.metric(0))))
@@ -10371,7 +10379,7 @@ pub(crate) fn v963(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v964(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v965(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         if_else(
             if_else(
@@ -10559,7 +10567,7 @@ pub(crate) fn n95(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
         ),
     )
 }
-pub(crate) fn v965(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v966(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((x.value(0) * min(x.value(1), (74.6_f64 * x.metric(0))))
@@ -10570,7 +10578,7 @@ pub(crate) fn v965(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v966(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v967(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -10581,7 +10589,7 @@ pub(crate) fn v966(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v967(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v968(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             ((x.value(0) * min(x.value(1), (4.4_f64 * x.metric(0))))
@@ -10590,7 +10598,7 @@ pub(crate) fn v967(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v968(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v969(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             ((x.value(0) * min(x.value(1), (32.6_f64 * x.metric(0))))
@@ -10599,7 +10607,7 @@ pub(crate) fn v968(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v969(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v970(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             ((x.value(0) * x.value(1))
@@ -10608,10 +10616,10 @@ pub(crate) fn v969(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v970(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v971(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(max((x.value(0) - x.value(1)), 0.0_f64), x.metric(0)))
 }
-pub(crate) fn v971(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v972(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (div(
             (min(x.value(0), x.value(1)) + x.value(2)),
@@ -10689,7 +10697,7 @@ pub(crate) fn n96(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             .arith(N::id(Ref::Metric(2)), mul),
     )
 }
-pub(crate) fn v972(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v973(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             ((if_else(
@@ -10764,7 +10772,7 @@ pub(crate) fn n97(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             .divide(N::id(Ref::Metric(2))),
     )
 }
-pub(crate) fn v973(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v974(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             if_else(
@@ -10796,7 +10804,7 @@ pub(crate) fn n98(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             .divide(N::id(Ref::Metric(1))),
     )
 }
-pub(crate) fn v974(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v975(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             if_else(
@@ -10820,7 +10828,7 @@ pub(crate) fn n99(f: &Facts<'_>, _s: &[u16]) -> Result<Needed<Ref>, Fail> {
             .divide(N::id(Ref::Metric(0))),
     )
 }
-pub(crate) fn v975(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v976(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((((((x.metric(0)
@@ -10904,7 +10912,7 @@ pub(crate) fn v975(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v976(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v977(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         ((100.0_f64
             * ((x.metric(0)
@@ -10934,7 +10942,7 @@ pub(crate) fn v976(x: &Inputs<'_>) -> Result<f64, Fail> {
                     ) + x.metric(16))))) - x.metric(17)),
     )
 }
-pub(crate) fn v977(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v978(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((((((div(x.metric(0), (x.metric(1) + x.metric(0)))
@@ -10967,13 +10975,13 @@ pub(crate) fn v977(x: &Inputs<'_>) -> Result<f64, Fail> {
                     * div(x.metric(2), x.metric(0))) * x.metric(24)))),
     )
 }
-pub(crate) fn v978(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v979(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(div((x.metric(0) * x.metric(1)), 5.0_f64), x.value(0)), 100.0_f64))
 }
-pub(crate) fn v979(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v980(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(div(x.value(0), x.metric(0)), 3.3_f64))
 }
-pub(crate) fn v980(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v981(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((((((x.metric(0)
@@ -11057,7 +11065,7 @@ pub(crate) fn v980(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v981(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v982(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((x.metric(0)
@@ -11090,7 +11098,7 @@ pub(crate) fn v981(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v982(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v983(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * ((x.metric(0)
@@ -11121,7 +11129,7 @@ pub(crate) fn v982(x: &Inputs<'_>) -> Result<f64, Fail> {
                     ))) + (x.metric(21) * (1.0_f64 - div(x.metric(22), x.metric(22)))))),
     )
 }
-pub(crate) fn v983(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v984(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((120.0_f64 * x.metric(0)) * x.value(0))
@@ -11130,7 +11138,7 @@ pub(crate) fn v983(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v984(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v985(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -11141,7 +11149,7 @@ pub(crate) fn v984(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v985(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v986(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((4.0_f64 * x.metric(0)) * x.value(0))
@@ -11150,10 +11158,10 @@ pub(crate) fn v985(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v986(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v987(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(d_ratio((x.value(0) - x.value(1)), x.value(2)))
 }
-pub(crate) fn v987(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v988(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             div(
@@ -11165,13 +11173,13 @@ pub(crate) fn v987(x: &Inputs<'_>) -> Result<f64, Fail> {
         ),
     )
 }
-pub(crate) fn v988(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v989(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div((x.value(0) * 15.6_f64), (x.metric(0) * 1000000.0_f64)))
 }
-pub(crate) fn v989(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v990(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(div(((x.value(0) + x.value(1)) * 15.6_f64), (x.value(2) * 1000000.0_f64)))
 }
-pub(crate) fn v990(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v991(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((((((x.metric(0)
@@ -11252,7 +11260,7 @@ pub(crate) fn v990(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v991(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v992(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((x.metric(0)
@@ -11285,7 +11293,7 @@ pub(crate) fn v991(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v992(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v993(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         (100.0_f64
             * (((((((((x.metric(0)
@@ -11367,7 +11375,7 @@ pub(crate) fn v992(x: &Inputs<'_>) -> Result<f64, Fail> {
                     )))),
     )
 }
-pub(crate) fn v993(x: &Inputs<'_>) -> Result<f64, Fail> {
+pub(crate) fn v994(x: &Inputs<'_>) -> Result<f64, Fail> {
     Ok(
         div(
             (((5.0_f64 * x.metric(0)) * x.value(0))

@@ -28,7 +28,9 @@ pub(super) fn mark(resolved: &mut ResolvedMetric, field: &str, field_ok: bool) {
 pub(super) fn identifiers(expr: &Expr) -> Vec<(&tmetric_expr::Ident, bool)> {
     let mut out: Vec<(&tmetric_expr::Ident, bool)> = Vec::new();
     expr.walk(&mut |node| match &node.kind {
-        ExprKind::Id(id) | ExprKind::IdCall(IdFunc::SourceCount, id) => out.push((id, false)),
+        ExprKind::Id(id) | ExprKind::IdCall(IdFunc::SourceCount | IdFunc::AggrNr, id) => {
+            out.push((id, false))
+        }
         ExprKind::IdCall(_, id) => out.push((id, true)),
         _ => {}
     });

@@ -523,6 +523,19 @@ impl Builder<'_> {
                                 .get(arg.as_str())
                                 .and_then(|&s| self.locate(s, &context))
                                 .map_or(1.0, |(pmus, _, _)| pmus.len().max(1) as f64),
+                            // The whole machine's truth is what `-a` sums: each instance on
+                            // every CPU it is read on.
+                            ProbeFn::AggrNr => id_slot
+                                .get(arg.as_str())
+                                .and_then(|&s| self.locate(s, &context))
+                                .map_or(1.0, |(pmus, _, _)| {
+                                    let cpus = self.machine.cpu_ids();
+                                    let n: usize = pmus
+                                        .iter()
+                                        .map(|&p| cpus_of(self.machine, p, &cpus).len())
+                                        .sum();
+                                    n.max(1) as f64
+                                }),
                         };
                         (format!("p:{f:?}:{arg}"), Input::Const(v))
                     }

@@ -63,16 +63,16 @@ static IDS: &[Id] = &[
 ];
 
 static METRICS: &[MetricAt] = &[
-    MetricAt { desc: 4992, at: 0, slots: 2, refs: 0 },
-    MetricAt { desc: 4885, at: 2, slots: 2, refs: 0 },
-    MetricAt { desc: 4886, at: 4, slots: 2, refs: 0 },
+    MetricAt { desc: 4996, at: 0, slots: 2, refs: 0 },
+    MetricAt { desc: 4887, at: 2, slots: 2, refs: 0 },
+    MetricAt { desc: 4888, at: 4, slots: 2, refs: 0 },
     MetricAt { desc: 4228, at: 6, slots: 2, refs: 0 },
     MetricAt { desc: 4229, at: 8, slots: 2, refs: 0 },
     MetricAt { desc: 4230, at: 10, slots: 2, refs: 0 },
-    MetricAt { desc: 4889, at: 12, slots: 2, refs: 0 },
+    MetricAt { desc: 4891, at: 12, slots: 2, refs: 0 },
     MetricAt { desc: 4232, at: 14, slots: 2, refs: 0 },
     MetricAt { desc: 4233, at: 16, slots: 2, refs: 0 },
-    MetricAt { desc: 4993, at: 18, slots: 2, refs: 0 },
+    MetricAt { desc: 4997, at: 18, slots: 2, refs: 0 },
     MetricAt { desc: 4235, at: 20, slots: 2, refs: 0 },
     MetricAt { desc: 4236, at: 22, slots: 2, refs: 0 },
     MetricAt { desc: 4237, at: 24, slots: 2, refs: 0 },
@@ -80,7 +80,7 @@ static METRICS: &[MetricAt] = &[
     MetricAt { desc: 4239, at: 28, slots: 2, refs: 0 },
     MetricAt { desc: 4240, at: 30, slots: 2, refs: 0 },
     MetricAt { desc: 4241, at: 32, slots: 2, refs: 0 },
-    MetricAt { desc: 4891, at: 34, slots: 2, refs: 0 },
+    MetricAt { desc: 4893, at: 34, slots: 2, refs: 0 },
     MetricAt { desc: 4243, at: 36, slots: 2, refs: 0 },
     MetricAt { desc: 4244, at: 38, slots: 2, refs: 0 },
     MetricAt { desc: 4333, at: 40, slots: 2, refs: 0 },
@@ -174,8 +174,8 @@ static GROUPS: &[Group] = &[
     Group { name: Str(39472), description: Str::cold(28747) },
     Group { name: Str(36322), description: Str::cold(26763) },
     Group { name: Str(39592), description: Str::cold(28749) },
-    Group { name: Str(41298), description: Str::cold(29882) },
-    Group { name: Str(41299), description: Str::cold(29883) },
+    Group { name: Str(41307), description: Str::cold(29884) },
+    Group { name: Str(41308), description: Str::cold(29885) },
     Group { name: Str(9768), description: Str::cold(28752) },
 ];
 
