@@ -263,3 +263,51 @@ fn no_merge_on_a_hybrid_machine_is_per_cpu_as_in_perf_6_12() {
     sorted.dedup();
     assert_eq!(cpus, sorted);
 }
+
+/// `#core_wide` follows perf's `core_wide()` for each target: Skylake-X's
+/// `tma_info_core_core_clks` reads `CPU_CLK_UNHALTED.THREAD_ANY / 2` only when whole cores are
+/// counted (`-a`, or `-a -C` naming both threads of each core: CPUs 0 and 1 share one on the
+/// simulated machine), else `THREAD / 2 * (1 + ONE_THREAD_ACTIVE / REF_XCLK)` (per task, `-C`
+/// alone, `-a -C` with half a core). The value is worked by hand from the printed counts.
+#[test]
+fn core_wide_is_perfs_for_each_target() {
+    let targets: [(&[&str], bool); 5] = [
+        (&[], false),
+        (&["-C", "0"], false),
+        (&["-a"], true),
+        (&["-a", "-C", "0"], false),
+        (&["-a", "-C", "0,1"], true),
+    ];
+    for (target, whole) in targets {
+        let mut args = vec!["stat", "--pmu-sim", "skylakex", "--perf-version", "6.12", "-j"];
+        args.extend_from_slice(target);
+        args.extend_from_slice(&["-M", "tma_info_core_core_clks", "--", "true"]);
+        let out = tmetric(&args);
+        let text = String::from_utf8_lossy(&out.stdout).to_string() + &stderr(&out);
+        assert!(out.status.success(), "{target:?}: {text}");
+        let count = |event: &str| -> Option<f64> {
+            text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).find_map(
+                |v| {
+                    (v.get("event")?.as_str()? == event)
+                        .then(|| v.get("counter-value")?.as_str()?.parse().ok())?
+                },
+            )
+        };
+        let want = if whole {
+            assert!(count("CPU_CLK_UNHALTED.THREAD").is_none(), "{target:?}: {text}");
+            count("CPU_CLK_UNHALTED.THREAD_ANY").unwrap() / 2.0
+        } else {
+            assert!(count("CPU_CLK_UNHALTED.THREAD_ANY").is_none(), "{target:?}: {text}");
+            let thread = count("CPU_CLK_UNHALTED.THREAD").unwrap();
+            let one = count("CPU_CLK_UNHALTED.ONE_THREAD_ACTIVE").unwrap();
+            let xclk = count("CPU_CLK_UNHALTED.REF_XCLK").unwrap();
+            thread / 2.0 * (1.0 + one / xclk)
+        };
+        let got = super::json_metrics(&text)
+            .into_iter()
+            .find(|(n, _)| n == "tma_info_core_core_clks")
+            .map(|(_, v)| v)
+            .unwrap_or_else(|| panic!("{target:?}: no value: {text}"));
+        assert!((got - want).abs() <= 1e-6 * want, "{target:?}: {got} for {want}");
+    }
+}

@@ -16,7 +16,9 @@ pub fn select_items(items: &[String], host: &Host) -> anyhow::Result<Vec<Pick>> 
 /// Builds the plan from the flags on `host`.
 pub(super) fn build(args: &StatArgs, host: &Host) -> anyhow::Result<Plan> {
     let sysfs = host.sysfs();
-    let mut plan = Plan::new(host.literals(system_wide(args)));
+    // `-C`'s list as written: its errors are the target's to say, after the plan.
+    let cpus = args.cpu_list.as_deref().and_then(tmetric_runtime::sysfs::parse_cpu_list);
+    let mut plan = Plan::new(host.literals(args.all_cpus, cpus.as_deref()));
     // perf's `-A`/`--no-merge` print each uncore box apart; every other mode merges them.
     plan.set_per_box(aggregation(args) == Aggregation::Cpu);
     plan.set_inherit(!args.perf.no_inherit);
@@ -33,8 +35,6 @@ pub(super) fn build(args: &StatArgs, host: &Host) -> anyhow::Result<Plan> {
         .with_tables(&tables)
         .with_pmu_filter(cputype.as_deref())
         .with_tool_pmu(plan.contract().tool_pmu);
-    // `-C`'s list as written: its errors are the target's to say, after the plan.
-    let cpus = args.cpu_list.as_deref().and_then(tmetric_runtime::sysfs::parse_cpu_list);
     plan.set_tool_values(engine::tool_pmu::values(host, args.all_cpus, cpus.as_deref()));
     for (i, list) in args.events.iter().enumerate() {
         let rows = plan.rows().len();

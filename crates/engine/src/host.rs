@@ -149,14 +149,16 @@ impl Host {
         }
     }
 
-    /// Machine literals for metric expressions (`#num_cpus`, `#smt_on`, ...), for a run that
-    /// counts system-wide or not.
-    pub fn literals(&self, system_wide: bool) -> [f64; Literal::COUNT] {
+    /// Machine literals for metric expressions (`#num_cpus`, `#smt_on`, ...), for a run's
+    /// target: `-a` (`all_cpus`: perf stat's `system_wide`, also a run without a command or
+    /// target) and the CPUs `-C` lists (`cpus`). `#target_cpu` is either; `#core_wide` is
+    /// [`core_wide`]'s.
+    pub fn literals(&self, all_cpus: bool, cpus: Option<&[u32]>) -> [f64; Literal::COUNT] {
         let mut values = self.literals;
-        values[Literal::TargetCpu.index()] = f64::from(u8::from(system_wide));
+        values[Literal::TargetCpu.index()] = f64::from(u8::from(all_cpus || cpus.is_some()));
         if let Ok(t) = &self.topology {
-            // perf's core_wide(): whole cores are counted without SMT, or system-wide.
-            values[Literal::CoreWide.index()] = f64::from(u8::from(!t.smt_on || system_wide));
+            let whole = core_wide(all_cpus, t.smt_on, cpus, &t.siblings);
+            values[Literal::CoreWide.index()] = f64::from(u8::from(whole));
         }
         values
     }
@@ -170,5 +172,46 @@ impl Host {
     /// unknown.
     pub fn smt_siblings(&self) -> &[(u32, u32)] {
         self.topology.as_ref().map_or(&[], |t| t.siblings.as_slice())
+    }
+}
+
+/// perf's `core_wide()` (`util/smt.c`, `cpu_topology__core_wide`), what `#core_wide` reads:
+/// whether the run counts every thread of the cores it counts. Only a count with `-a` can
+/// (perf stat's `system_wide`, which `-C` alone does not set); it does without SMT, or when
+/// every CPU `-C` names has its SMT sibling named too (`siblings`: each online CPU with one).
+pub fn core_wide(
+    system_wide: bool,
+    smt_on: bool,
+    cpus: Option<&[u32]>,
+    siblings: &[(u32, u32)],
+) -> bool {
+    if !system_wide {
+        return false;
+    }
+    if !smt_on {
+        return true;
+    }
+    match cpus {
+        None => true,
+        Some(cpus) => siblings
+            .iter()
+            .filter(|(cpu, _)| cpus.contains(cpu))
+            .all(|(_, sibling)| cpus.contains(sibling)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_system_wide_count_covers_whole_cores() {
+        let siblings = [(0, 2), (2, 0), (1, 3), (3, 1)];
+        assert!(!core_wide(false, false, None, &siblings), "per task: never, even without SMT");
+        assert!(!core_wide(false, true, Some(&[0, 2]), &siblings), "-C alone: never");
+        assert!(core_wide(true, false, Some(&[0]), &siblings), "without SMT: always");
+        assert!(core_wide(true, true, None, &siblings), "-a: every CPU");
+        assert!(core_wide(true, true, Some(&[0, 2]), &siblings));
+        assert!(!core_wide(true, true, Some(&[0, 1]), &siblings), "CPU 0 without its sibling 2");
     }
 }

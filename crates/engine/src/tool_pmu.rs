@@ -19,7 +19,7 @@ pub fn literal_of(event: &ToolPmuEvent) -> Option<Literal> {
 pub fn values(host: &Host, all_cpus: bool, cpus: Option<&[u32]>) -> [f64; Literal::COUNT] {
     // perf's `target_cpu`: `-a` or `-C`; its `system_wide` (for `core_wide`) is `-a` alone.
     let system_wide = all_cpus || cpus.is_some();
-    let mut values = host.literals(system_wide);
+    let mut values = host.literals(all_cpus, cpus);
     let online = host.topology().ok().map(|t| t.online.len() as f64).unwrap_or(f64::NAN);
     // perf reads these on its first CPU only (`reads_only_on_cpu_idx0`): a per-task event is
     // "any CPU", so it counts the PMU's CPUs (the online ones: the tool PMU has no cpumask); a
@@ -27,37 +27,12 @@ pub fn values(host: &Host, all_cpus: bool, cpus: Option<&[u32]>) -> [f64; Litera
     let own = if system_wide { 1.0 } else { online };
     values[Literal::NumCpus.index()] = own;
     values[Literal::NumCpusOnline.index()] = own;
-    values[Literal::CoreWide.index()] = match host.topology() {
-        Ok(t) => f64::from(u8::from(core_wide(all_cpus, t.smt_on, cpus, host.smt_siblings()))),
-        Err(_) => f64::NAN,
-    };
+    if host.topology().is_err() {
+        values[Literal::CoreWide.index()] = f64::NAN;
+    }
     let model_name = values[Literal::SystemTscFreq.index()];
     values[Literal::SystemTscFreq.index()] = tsc_freq(host.cpuinfo(), model_name);
     values
-}
-
-/// perf's `core_wide()` (`util/smt.c`): only a count with `-a` can cover whole cores (perf
-/// stat's `system_wide`, which `-C` alone does not set); it does without SMT, or when every
-/// CPU `-C` names has its SMT sibling named too.
-fn core_wide(
-    system_wide: bool,
-    smt_on: bool,
-    cpus: Option<&[u32]>,
-    siblings: &[(u32, u32)],
-) -> bool {
-    if !system_wide {
-        return false;
-    }
-    if !smt_on {
-        return true;
-    }
-    match cpus {
-        None => true,
-        Some(cpus) => siblings
-            .iter()
-            .filter(|(cpu, _)| cpus.contains(cpu))
-            .all(|(_, sibling)| cpus.contains(sibling)),
-    }
 }
 
 /// perf's `arch_get_tsc_freq()` on x86: 0 but on Intel, where CPUID leaf 0x15 tells it when
@@ -103,27 +78,6 @@ fn cpuid_tsc_hz() -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_system_wide_count_covers_whole_cores() {
-        let siblings = [(0, 2), (2, 0), (1, 3), (3, 1)];
-        assert!(!core_wide(false, false, None, &siblings), "per task: never, even without SMT");
-        assert!(core_wide(true, false, Some(&[0]), &siblings), "without SMT: always");
-        assert!(core_wide(true, true, None, &siblings), "-a: every CPU");
-        assert!(core_wide(true, true, Some(&[0, 2]), &siblings));
-        assert!(!core_wide(true, true, Some(&[0, 1]), &siblings), "CPU 0 without its sibling 2");
-    }
-
-    #[test]
-    fn the_tsc_is_perfs_0_but_on_intel() {
-        let amd = "vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13 @ 2.45GHz\n";
-        assert_eq!(tsc_freq(amd, 2.45e9), 0.0);
-        let intel = "vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) @ 2.10GHz\n";
-        let hz = tsc_freq(intel, 2.1e9);
-        assert!(hz == cpuid_tsc_hz().unwrap_or(2.1e9), "{hz}");
-        let unnamed = "vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R)\n";
-        assert_eq!(tsc_freq(unnamed, f64::NAN), cpuid_tsc_hz().unwrap_or(0.0));
-    }
 
     #[test]
     fn every_fact_is_a_literal_and_the_times_are_not() {

@@ -118,7 +118,7 @@ fn a_refused_user_group_keeps_its_topdown_events_behind_slots() {
     let list = "{topdown-retiring,slots,topdown-bad-spec,cpu/event=0xd1,umask=0x1/,cpu/event=0xd1,umask=0x2/,\
         cpu/event=0xd1,umask=0x4/,cpu/event=0xd1,umask=0x8/,cpu/event=0xd1,umask=0x10/,cpu/event=0xd1,umask=0x20/,\
         cpu/event=0xc4,umask=0x0/,cpu/event=0xc5,umask=0x0/,cpu/event=0xc2,umask=0x2/}";
-    let mut plan = Plan::new(Host::probe(&spr.sysfs, &proc_root, None).literals(true));
+    let mut plan = Plan::new(Host::probe(&spr.sysfs, &proc_root, None).literals(true, None));
     plan.add_event_lists(&[list.to_string()], &Resolver::new(&spr.sysfs)).unwrap();
     assert_eq!(plan.groups().len(), 1);
     let names: Vec<&str> =
@@ -191,7 +191,7 @@ fn split_notes_mention_metrics_only_when_there_are_some() {
     let proc_root = spr.proc_root();
     let machine = Host::probe(&spr.sysfs, &proc_root, Some("sapphirerapids"));
     let model = machine.model().unwrap();
-    let mut plan = Plan::new(machine.literals(true));
+    let mut plan = Plan::new(machine.literals(true, None));
     plan.add_event_lists(&["{cycles,instructions}".to_string()], &Resolver::new(&spr.sysfs))
         .unwrap();
     let user = Split { events: plan.groups()[0].clone(), errno: Errno(EINVAL), kept: vec![] };

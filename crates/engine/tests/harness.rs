@@ -150,7 +150,7 @@ fn open(
     workload: &Workload,
 ) -> Opened {
     let sysfs = Sysfs::new(&tree.sys);
-    let literals = tree.host.literals(true);
+    let literals = tree.host.literals(true, None);
     let mut plan = Plan::new(literals);
     let picks: Vec<Pick> = metrics
         .iter()

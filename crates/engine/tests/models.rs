@@ -70,8 +70,8 @@ fn the_hosts_literals_come_from_its_trees() {
     let (dir, sysfs) = tree("sapphirerapids");
     let host = Host::probe(&sysfs, &dir.path().join("proc"), None);
     let topology = host.topology().unwrap();
-    let per_task = host.literals(false);
-    let all = host.literals(true);
+    let per_task = host.literals(false, None);
+    let all = host.literals(true, None);
     assert_eq!(per_task[Literal::NumCpus.index()], topology.num_cpus as f64);
     assert_eq!(per_task[Literal::NumCores.index()], topology.cores as f64);
     assert!(topology.smt_on && topology.cores * 2 == topology.online.len(), "{topology:?}");
@@ -123,4 +123,64 @@ fn the_core_map_places_every_online_cpu() {
     let map = core_map(&sysfs);
     assert_eq!(map.len(), sysfs.online_cpus().unwrap().len());
     assert!(map.iter().any(|&(_, (package, _))| package == 0), "{map:?}");
+}
+
+/// `#core_wide` is perf's `core_wide()` (util/smt.c) for each target: 0 per task and with `-C`
+/// alone, 1 with `-a` on a machine without SMT, and with SMT only when `-C` (if given) names
+/// every thread of the cores it names. Read by perf 6.12's Skylake-X
+/// `tma_info_core_core_clks`, whose value is checked against its formula worked by hand over
+/// given counts on the simulated SMT and non-SMT machines.
+#[test]
+fn core_wide_is_perfs_for_each_target_in_the_metrics_that_read_it() {
+    use tmetric_engine::{MetricEval, Select};
+    use tmetric_model::Literal;
+
+    let model = tmetric_catalog::model_in(tmetric_catalog::base_vintage(), "x86/skylakex")
+        .expect("perf 6.12's Skylake-X");
+    let metric = model.metrics_named("tma_info_core_core_clks")[0];
+    let (thread, thread_any, one_thread, ref_xclk) = (4.0e9, 7.0e9, 1.0e8, 4.0e8);
+    let counts = [
+        ("CPU_CLK_UNHALTED.THREAD", thread),
+        ("CPU_CLK_UNHALTED.THREAD_ANY", thread_any),
+        ("CPU_CLK_UNHALTED.ONE_THREAD_ACTIVE", one_thread),
+        ("CPU_CLK_UNHALTED.REF_XCLK", ref_xclk),
+    ];
+    for (name, smt) in [("skylakex", true), ("skylakex-nosmt", false)] {
+        let (dir, sysfs) = tree(name);
+        let host = Host::probe(&sysfs, &dir.path().join("proc"), None);
+        assert_eq!(host.topology().unwrap().smt_on, smt, "{name}");
+        let sibling = host.smt_siblings().iter().find(|(cpu, _)| *cpu == 0).map(|&(_, s)| s);
+        assert_eq!(sibling.is_some(), smt, "{name}");
+        let mut targets: Vec<(&str, bool, Option<Vec<u32>>, bool)> = vec![
+            ("per task", false, None, false),
+            ("-C 0", false, Some(vec![0]), false),
+            ("-a", true, None, true),
+            ("-a -C 0", true, Some(vec![0]), !smt),
+        ];
+        if let Some(s) = sibling {
+            targets.push(("-a -C 0 and its sibling", true, Some(vec![0, s]), true));
+        }
+        for (target, all_cpus, cpus, whole) in targets {
+            let literals = host.literals(all_cpus, cpus.as_deref());
+            let at = format!("{name} {target}");
+            assert_eq!(literals[Literal::CoreWide.index()], f64::from(u8::from(whole)), "{at}");
+            let mut eval = MetricEval::new(model, literals, None);
+            for (slot, id) in model.ids.iter().enumerate() {
+                if let Some((_, v)) = counts.iter().find(|(n, _)| *n == model.str(id.text)) {
+                    eval.set_input(slot as u16, *v, 1.0);
+                }
+            }
+            // The vendor formula: `THREAD / 2 * (1 + ONE_THREAD_ACTIVE / REF_XCLK) if
+            // #core_wide < 1 else (THREAD_ANY / 2 if #SMT_on else tma_info_thread_clks)`.
+            let want = if !whole {
+                thread / 2.0 * (1.0 + one_thread / ref_xclk)
+            } else if smt {
+                thread_any / 2.0
+            } else {
+                thread
+            };
+            let got = eval.evaluate_one(metric);
+            assert_eq!(got.value, want, "{at}: {got:?}");
+        }
+    }
 }

@@ -171,7 +171,7 @@ fn own_plan(list: &str) -> (tmetric_engine::Plan, tmetric_runtime::Environment, 
     let proc_root = dir.path().join("proc");
     let env = tmetric_runtime::Environment::probe(&sysfs, &proc_root);
     let mut plan = tmetric_engine::Plan::new(
-        tmetric_engine::Host::probe(&sysfs, &proc_root, None).literals(false),
+        tmetric_engine::Host::probe(&sysfs, &proc_root, None).literals(false, None),
     );
     let resolver = tmetric_runtime::event::Resolver::new(&sysfs);
     plan.add_event_lists(&[list.to_string()], &resolver).unwrap();

@@ -140,7 +140,7 @@ fn true_value(
 fn run(tree: &Tree, metrics: &[usize], ms: u64) -> Outcome {
     let sysfs = Sysfs::new(&tree.sys);
     let machine = Host::probe(&sysfs, &tree.proc_root, None);
-    let literals = machine.literals(true);
+    let literals = machine.literals(true, None);
     let mut plan = Plan::new(literals);
     let picks: Vec<Pick> = metrics
         .iter()
@@ -318,7 +318,7 @@ fn a_number_computed_around_a_missing_input_comes_with_its_reason() {
     let tree = all.iter().find(|t| t.name == "sapphirerapids").expect("spr");
     let sysfs = Sysfs::new(&tree.sys);
     let machine = Host::probe(&sysfs, &tree.proc_root, None);
-    let mut plan = Plan::new(machine.literals(true));
+    let mut plan = Plan::new(machine.literals(true, None));
     let picks: Vec<Pick> = tree
         .model
         .select("TopdownL1")
@@ -407,7 +407,7 @@ fn built_in_metrics_follow_perfs_shadow_rules() {
     let all = trees();
     let tree = &all[0];
     let sysfs = Sysfs::new(&tree.sys);
-    let literals = Host::probe(&sysfs, &tree.proc_root, None).literals(true);
+    let literals = Host::probe(&sysfs, &tree.proc_root, None).literals(true, None);
     let counts = |plan: &Plan, values: &[u64]| Snapshot {
         events: (0..plan.specs().len())
             .map(|i| {

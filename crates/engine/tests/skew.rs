@@ -67,7 +67,7 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
     let wanted = ["tma_ports_utilization", "tma_contested_accesses", "tma_l3_bound"];
     let sysfs = Sysfs::new(&tree.sys);
     let machine = Host::probe(&sysfs, &tree.proc_root, None);
-    let literals = machine.literals(true);
+    let literals = machine.literals(true, None);
     let mut plan = Plan::new(literals);
     let picks: Vec<Pick> =
         wanted.iter().map(|n| Pick { model, metric: named(n), item: String::new() }).collect();

@@ -259,7 +259,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
     ) -> Result<Self, RegionError> {
         let host = Host::probe(&Sysfs::new(sysfs_root), proc_root, None);
         let model = host.model().ok();
-        let mut plan = Plan::new(host.literals(false));
+        let mut plan = Plan::new(host.literals(false, None));
         let tables = host.tables(None);
         let resolver = event::Resolver::new(host.sysfs()).with_tables(&tables);
         let mut picks: Vec<Pick> = Vec::new();

@@ -879,7 +879,7 @@ pub fn build_plan(
     picks: &[tmetric_engine::Pick],
     thresholds: bool,
 ) -> Result<Plan, EventListError> {
-    let mut plan = Plan::new(machine.literals(true));
+    let mut plan = Plan::new(machine.literals(true, None));
     let tables = machine.tables(model);
     let resolver = tmetric_runtime::event::Resolver::new(machine.sysfs()).with_tables(&tables);
     for list in events {

@@ -79,7 +79,8 @@ fn offline_key(model: &Model, id: &Id) -> String {
 pub fn offline_literals(smt_on: bool, system_wide: bool) -> [f64; Literal::COUNT] {
     let mut literals = [1.0; Literal::COUNT];
     literals[Literal::SmtOn.index()] = f64::from(u8::from(smt_on));
-    literals[Literal::CoreWide.index()] = f64::from(u8::from(!smt_on || system_wide));
+    let whole = crate::host::core_wide(system_wide, smt_on, None, &[]);
+    literals[Literal::CoreWide.index()] = f64::from(u8::from(whole));
     literals[Literal::TargetCpu.index()] = f64::from(u8::from(system_wide));
     literals
 }
