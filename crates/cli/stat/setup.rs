@@ -31,10 +31,8 @@ pub(super) fn build(args: &StatArgs, host: &Host) -> anyhow::Result<Plan> {
     };
     let model = args.metric.model.as_deref().map(engine::models::find_model).transpose()?;
     let tables = host.tables(model);
-    let resolver = tmetric_runtime::event::Resolver::new(sysfs)
-        .with_tables(&tables)
-        .with_pmu_filter(cputype.as_deref())
-        .with_tool_pmu(plan.contract().tool_pmu);
+    let resolver = engine::events::resolver(sysfs, &tables, plan.contract())
+        .with_pmu_filter(cputype.as_deref());
     plan.set_tool_values(engine::tool_pmu::values(host, args.all_cpus, cpus.as_deref()));
     for (i, list) in args.events.iter().enumerate() {
         let rows = plan.rows().len();

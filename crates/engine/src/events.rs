@@ -1,7 +1,8 @@
 //! Event names on a machine, for every front end: the catalogue's vendor events as the event
 //! tables of the runtime's [`Resolver`] (perf's pmu-events for this CPU, `sys/` tables by
 //! the PMUs' `identifier`), `--cputype`, and the resolver a machine's user events go through
-//! (`stat`/`record` `-e`, the region API, `has_event()` probes), and why a vendor event cannot
+//! ([`resolver`]: `stat`/`record` `-e`, `serve -e`, the region API, `has_event()` probes, each
+//! read by the output contract in use), and why a vendor event cannot
 //! count on a machine without a core PMU ([`NoCorePmu`]). Readers of perf's output resolve
 //! printed names with [`tmetric_runtime::event::legacy`].
 
@@ -9,6 +10,18 @@ use tmetric_catalog::Model;
 use tmetric_runtime::Sysfs;
 use tmetric_runtime::event::resolve::table_pmu_matches;
 use tmetric_runtime::event::{EventError, EventTables, PmuFacts, Resolver, TableEvent};
+
+/// How `-e` reads event lists on a machine for every front end (`stat` and `record` `-e`,
+/// `serve -e`, the region API's events, `has_event()`'s probes): `sysfs`'s PMUs, the vendor
+/// events of `tables`, and perf 7.x's tool PMU (`tool/num_cpus/`, bare tool names) when
+/// `contract`, the perf release whose output the run follows, reads it.
+pub fn resolver<'a>(
+    sysfs: &'a Sysfs,
+    tables: &'a CatalogTables,
+    contract: &crate::Contract,
+) -> Resolver<'a> {
+    Resolver::new(sysfs).with_tables(tables).with_tool_pmu(contract.tool_pmu)
+}
 
 /// The vendor events of a machine: its CPU model's, and the `sys/` models whose `Compat`
 /// matches a PMU's `identifier`.

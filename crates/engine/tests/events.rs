@@ -227,3 +227,27 @@ fn split_notes_mention_metrics_only_when_there_are_some() {
         "{note}"
     );
 }
+
+/// `-e` is read by the output contract in use, the same way for every front end
+/// (`events::resolver`): perf 7.x's tool PMU (`tool/num_cpus/`, a bare `smt_on`) under perf
+/// 7.2's, an unknown PMU or event under perf 6.12's.
+#[test]
+fn the_contracts_reading_of_tool_events_is_one_function() {
+    use tmetric_engine::contract;
+    use tmetric_runtime::event::{ResolvedEvent, ToolEvent};
+    let spr = Tree::new("sapphirerapids");
+    let tables = Host::probe(&spr.sysfs, &spr.proc_root(), None).tables(None);
+    let v7 = tmetric_engine::events::resolver(&spr.sysfs, &tables, contract::of("7.2"));
+    let v6 = tmetric_engine::events::resolver(&spr.sysfs, &tables, contract::of("6.12"));
+    for text in ["tool/num_cpus/", "smt_on"] {
+        let list = v7.list(text).unwrap_or_else(|e| panic!("{text} under 7.2: {e}"));
+        let event = &list.groups[0].events[0].event;
+        assert!(matches!(event, ResolvedEvent::Tool(ToolEvent::Fact(_))), "{text}: {event:?}");
+        assert!(v6.list(text).is_err(), "{text} is no event of perf 6.12");
+    }
+    // Both read the machine's counters alike.
+    for r in [&v6, &v7] {
+        let list = r.list("cycles,INST_RETIRED.ANY").unwrap();
+        assert!(list.groups.iter().all(|g| matches!(g.events[0].event, ResolvedEvent::Counter(_))));
+    }
+}

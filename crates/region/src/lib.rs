@@ -41,7 +41,7 @@ use tmetric_engine::select::{self, Miss, ModelFrom};
 use tmetric_engine::session::{Session, SessionError};
 use tmetric_engine::{Host, Pick, Plan, PlanOptions};
 use tmetric_runtime::counter::{CounterError, RawCount};
-use tmetric_runtime::event::{self, ResolvedEvent};
+use tmetric_runtime::event::ResolvedEvent;
 use tmetric_runtime::mmap::Unreadable;
 use tmetric_runtime::{Errno, Kernel, Syscalls, Sysfs};
 
@@ -261,7 +261,7 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         let model = host.model().ok();
         let mut plan = Plan::new(host.literals(false, None));
         let tables = host.tables(None);
-        let resolver = event::Resolver::new(host.sysfs()).with_tables(&tables);
+        let resolver = tmetric_engine::events::resolver(host.sysfs(), &tables, plan.contract());
         let mut picks: Vec<Pick> = Vec::new();
         let mut events: Vec<(String, Miss)> = Vec::new();
         for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {

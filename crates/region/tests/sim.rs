@@ -330,3 +330,33 @@ fn denied_kernel_counting_falls_back_to_user_mode_and_says_so() {
     let ((), s) = m.measure("r", || kernel.advance(1_000_000)).unwrap();
     assert!(s.count("cycles").unwrap() > 0.0);
 }
+
+/// The region API reads its events as `stat -e` does under the output contract in use
+/// (`tmetric_engine::events::resolver`): under perf 7.2's a tool PMU event is known and refused
+/// as a tool event, under perf 6.12's it is no event at all.
+#[test]
+fn events_are_read_by_the_contract_in_use() {
+    let tree = Tree::new("sapphirerapids", "tool");
+    let why = |contract: &'static tmetric_catalog::Vintage| {
+        tmetric_catalog::use_vintages(tmetric_catalog::default_vintage(), contract);
+        let kernel = SimKernel::manual(Machine::named("sapphirerapids").unwrap());
+        let err = Measurement::with_machine(
+            &["tool/num_cpus/"],
+            &tree.sys(),
+            &tree.proc_root(),
+            kernel,
+            NoPages,
+        )
+        .map(|_| ())
+        .expect_err("not a counter");
+        tmetric_catalog::clear_inferred_vintage();
+        match err {
+            RegionError::Unknown { why, .. } => why,
+            other => panic!("{other}"),
+        }
+    };
+    let v72 = why(tmetric_catalog::vintage_for("7.2").unwrap());
+    assert!(v72.starts_with("tool events are not counters"), "{v72}");
+    let v612 = why(tmetric_catalog::base_vintage());
+    assert!(v612.contains("neither a PMU"), "{v612}");
+}

@@ -881,7 +881,9 @@ pub fn build_plan(
 ) -> Result<Plan, EventListError> {
     let mut plan = Plan::new(machine.literals(true, None));
     let tables = machine.tables(model);
-    let resolver = tmetric_runtime::event::Resolver::new(machine.sysfs()).with_tables(&tables);
+    // perf 7.x's tool PMU events (`-e tool/num_cpus/`) read what they read system-wide.
+    plan.set_tool_values(tmetric_engine::tool_pmu::values(machine, true, None));
+    let resolver = tmetric_engine::events::resolver(machine.sysfs(), &tables, plan.contract());
     for list in events {
         plan.add_event_lists(std::slice::from_ref(list), &resolver)
             .map_err(|error| EventListError { list: list.clone(), error: Box::new(error) })?;

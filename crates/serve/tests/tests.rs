@@ -389,3 +389,34 @@ fn each_metrics_detail_level_holds_its_series_and_the_rules_find_theirs() {
         }
     }
 }
+
+/// `serve -e` reads event lists as `stat -e` does under the output contract in use
+/// (`tmetric_engine::events::resolver`): perf 7.x's tool PMU under `--perf-version 7.2`, where
+/// `tool/num_cpus/` is the 1 perf 7.2 reads system-wide, and not under perf 6.12's.
+#[test]
+fn event_lists_are_read_by_the_contract_in_use() {
+    use tmetric_engine::{Shown, Source};
+    let dir = tempfile::Builder::new().prefix("tmetric-serve-test-").tempdir().unwrap();
+    let (sys, proc_root) = (dir.path().join("sys"), dir.path().join("proc"));
+    SimMachine::named("sapphirerapids").unwrap().write_sysfs(&sys, &proc_root).unwrap();
+    let m = Host::probe(&Sysfs::new(&sys), &proc_root, None);
+    let events = ["tool/num_cpus/,cycles".to_string()];
+    let v72 = tmetric_catalog::vintage_for("7.2").unwrap();
+    tmetric_catalog::use_vintages(tmetric_catalog::default_vintage(), v72);
+    let plan = tmetric_serve::collector::build_plan(&m, None, &events, &[], true);
+    tmetric_catalog::use_vintages(
+        tmetric_catalog::default_vintage(),
+        tmetric_catalog::base_vintage(),
+    );
+    let refused = tmetric_serve::collector::build_plan(&m, None, &events, &[], true);
+    tmetric_catalog::clear_inferred_vintage();
+    let plan = plan.expect("perf 7.2's tool PMU");
+    let row = plan.rows().iter().find(|r| r.name == "tool/num_cpus/").expect("a row");
+    assert!(matches!(row.source, Source::Tool(_)), "{row:?}");
+    let snapshot = tmetric_runtime::Snapshot::default();
+    let shown =
+        tmetric_engine::eval::shown(&plan, row, &tmetric_engine::EvalInput::new(&snapshot, 1.0));
+    assert!(matches!(shown, Shown::Value { count, .. } if count == 1.0), "{shown:?}");
+    let err = refused.map(|_| ()).expect_err("no tool PMU in perf 6.12");
+    assert_eq!(err.list, events[0]);
+}

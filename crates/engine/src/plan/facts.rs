@@ -6,7 +6,7 @@ use std::path::Path;
 
 use tmetric_catalog::Model;
 use tmetric_model::Literal;
-use tmetric_runtime::event::{self, ResolvedEvent};
+use tmetric_runtime::event::ResolvedEvent;
 use tmetric_runtime::{Sysfs, Topology};
 
 use super::Plan;
@@ -70,7 +70,7 @@ pub(crate) fn cpuid_with(read: impl FnOnce() -> Option<String>) -> Option<String
 pub fn machine_probes(model: &Model, machine: &Host) -> Vec<f64> {
     // perf parses the argument as an event of this machine: its sysfs and its vendor events.
     let tables = machine.tables(None);
-    let resolver = event::Resolver::new(machine.sysfs()).with_tables(&tables);
+    let resolver = crate::events::resolver(machine.sysfs(), &tables, crate::contract::current());
     probes_with(
         model,
         |text| matches!(resolver.single(&text.replace('@', "/")), Ok(ResolvedEvent::Counter(_))),
