@@ -6,6 +6,7 @@
 
 pub mod catalog;
 pub mod cpuid;
+pub mod generic;
 pub mod literal;
 pub mod sem;
 

@@ -32,15 +32,6 @@ pub const COMMON_DIR: &str = "common";
 /// where perf's own common table does not define the same metric.
 pub const GENERIC_DIR: &str = "generic";
 
-/// tmetric's generic metrics that perf 7.x defines itself under another name: where the vintage's
-/// common table has perf's, tmetric's copy goes.
-const PERF_NAMES: &[(&str, &str)] = &[
-    ("cpus_utilized", "CPUs_utilized"),
-    ("context_switches_per_sec", "cs_per_second"),
-    ("cpu_migrations_per_sec", "migrations_per_second"),
-    ("page_faults_per_sec", "page_faults_per_second"),
-];
-
 /// Loads the whole tree rooted at `root` (the `pmu-events/arch` directory).
 ///
 /// Fails only when `root` cannot be read; everything else is tolerated and listed in
@@ -143,8 +134,7 @@ fn merge_generic(tree: &mut Tree, pmu_events: &Path) {
     let mut findings = Findings::default();
     let table = load_table(pmu_events, &job, &mut findings);
     let perf_has = |name: &str| {
-        let perf_name =
-            PERF_NAMES.iter().find(|(ours, _)| *ours == name).map_or(name, |(_, perf)| perf);
+        let perf_name = tmetric_model::generic::perf_name(name).unwrap_or(name);
         tree.common
             .metrics
             .iter()
@@ -155,8 +145,7 @@ fn merge_generic(tree: &mut Tree, pmu_events: &Path) {
     // perf's metric keeps the groups of tmetric's copy it stands for (`Software`), so a group
     // selects the same quantities in every vintage (`serve`'s default, `-M Software`).
     for ours in &dropped {
-        let perf_name =
-            PERF_NAMES.iter().find(|(o, _)| *o == ours.name).map_or(ours.name.as_str(), |p| p.1);
+        let perf_name = tmetric_model::generic::perf_name(&ours.name).unwrap_or(ours.name.as_str());
         for perf in tree.common.metrics.iter_mut().filter(|m| {
             m.name.eq_ignore_ascii_case(&ours.name) || m.name.eq_ignore_ascii_case(perf_name)
         }) {

@@ -355,6 +355,14 @@ pub fn metric_help(plan: &tmetric_engine::Plan, e: &crate::names::Exported, root
     )
 }
 
+/// The HELP of a renamed metric's earlier family ([`crate::names::Exported::earlier`]).
+fn earlier_help(e: &crate::names::Exported, help: &str) -> String {
+    format!(
+        "Deprecated: {}'s name in perf 6.12's tables, the default before perf 7.2's, which renamed the metric; the same samples. Move dashboards and alerts to {}; serve and rules with --perf-version 6.12 keep the earlier names alone. {help}",
+        e.family, e.family
+    )
+}
+
 /// Why a metric exports no value for an interval: the `reason` label of
 /// `tmetric_metric_missing`, and `missing` in the JSON.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
@@ -421,6 +429,9 @@ pub fn interval_families<S: Syscalls + Clone>(c: &Collector<S>, once: bool) -> F
     // Families of every target, so each family's samples stay together.
     for (r, e) in c.exports.iter().enumerate() {
         f.family(&e.family, Kind::Gauge, &c.helps[r]);
+        if let Some(earlier) = &e.earlier {
+            f.family(&earlier.family, Kind::Gauge, &earlier_help(e, &c.helps[r]));
+        }
     }
     if c.options.detail >= Detail::Quality {
         f.family("tmetric_metric_running_ratio", Kind::Gauge, SHARE_HELP);
@@ -428,6 +439,10 @@ pub fn interval_families<S: Syscalls + Clone>(c: &Collector<S>, once: bool) -> F
         for (r, e) in c.exports.iter().enumerate() {
             if c.exports[..r].iter().all(|o| o.bar_family != e.bar_family) {
                 f.family(&e.bar_family, Kind::Gauge, &bar_help(c, r));
+            }
+            if let Some(earlier) = &e.earlier {
+                let help = earlier_help(e, &bar_help(c, r));
+                f.family(&earlier.bar_family, Kind::Gauge, &help);
             }
         }
         f.family("tmetric_metric_threshold_crossed", Kind::Gauge, THRESHOLD_HELP);
@@ -737,38 +752,44 @@ fn add_target<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, counted: 
             let pmu = if pmu == "cpu_core" || pmu == "cpu_atom" { pmu } else { "" };
             let model = root.model.path();
             let ml = [("model", model.as_str()), ("pmu", pmu)];
-            let metric = e.family.trim_start_matches("tmetric_");
-            let per = [("model", model.as_str()), ("pmu", pmu), ("metric", metric)];
             let value = exported_value(c, unit, r);
-            match &value {
-                Ok(v) => f.sample_number(&e.family, Kind::Gauge, "", &ul, &ml, *v),
-                Err(why) => {
-                    let why = why.to_string();
-                    let missing = [per[0], per[1], per[2], ("reason", why.as_str())];
-                    f.sample("tmetric_metric_missing", Kind::Info, "", &ul, &missing, "1");
+            // A renamed metric's earlier names carry the same samples.
+            let earlier = e.earlier.as_ref().map(|x| (&x.family, &x.bar_family));
+            for (family, bar_family) in std::iter::once((&e.family, &e.bar_family)).chain(earlier) {
+                let metric = family.trim_start_matches("tmetric_");
+                let per = [("model", model.as_str()), ("pmu", pmu), ("metric", metric)];
+                match &value {
+                    Ok(v) => f.sample_number(family, Kind::Gauge, "", &ul, &ml, *v),
+                    Err(why) => {
+                        let why = why.to_string();
+                        let missing = [per[0], per[1], per[2], ("reason", why.as_str())];
+                        f.sample("tmetric_metric_missing", Kind::Info, "", &ul, &missing, "1");
+                    }
                 }
-            }
-            // A metric without a value has no running share, grouping or error bar to tell.
-            if value.is_err() || c.options.detail < Detail::Quality {
-                continue;
-            }
-            if let Some(share) = unit.shares[r] {
-                f.sample_number("tmetric_metric_running_ratio", Kind::Gauge, "", &ul, &per, share);
-            }
-            let together = counted.together.get(r).copied().unwrap_or(false);
-            let together = if together { "1" } else { "0" };
-            f.sample("tmetric_metric_inputs_together", Kind::Gauge, "", &ul, &per, together);
-            match unit.bars[r] {
-                Bar::Exact => f.sample(&e.bar_family, Kind::Gauge, "", &ul, &ml, "0"),
-                Bar::Sigma(_) => {
-                    let half = unit.bars[r].half_width().unwrap_or(f64::NAN) * e.factor;
-                    f.sample_number(&e.bar_family, Kind::Gauge, "", &ul, &ml, half.abs());
+                // A metric without a value has no running share, grouping or error bar to tell.
+                if value.is_err() || c.options.detail < Detail::Quality {
+                    continue;
                 }
-                Bar::Unknown => {}
-            }
-            if let Some(crossed) = unit.results[r].threshold {
-                let crossed = if crossed { "1" } else { "0" };
-                f.sample("tmetric_metric_threshold_crossed", Kind::Gauge, "", &ul, &per, crossed);
+                if let Some(share) = unit.shares[r] {
+                    let name = "tmetric_metric_running_ratio";
+                    f.sample_number(name, Kind::Gauge, "", &ul, &per, share);
+                }
+                let together = counted.together.get(r).copied().unwrap_or(false);
+                let together = if together { "1" } else { "0" };
+                f.sample("tmetric_metric_inputs_together", Kind::Gauge, "", &ul, &per, together);
+                match unit.bars[r] {
+                    Bar::Exact => f.sample(bar_family, Kind::Gauge, "", &ul, &ml, "0"),
+                    Bar::Sigma(_) => {
+                        let half = unit.bars[r].half_width().unwrap_or(f64::NAN) * e.factor;
+                        f.sample_number(bar_family, Kind::Gauge, "", &ul, &ml, half.abs());
+                    }
+                    Bar::Unknown => {}
+                }
+                if let Some(crossed) = unit.results[r].threshold {
+                    let crossed = if crossed { "1" } else { "0" };
+                    let name = "tmetric_metric_threshold_crossed";
+                    f.sample(name, Kind::Gauge, "", &ul, &per, crossed);
+                }
             }
         }
     }
@@ -792,6 +813,7 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
                         "metric": root.model.str(m.name),
                         "model": root.model.path(),
                         "family": c.exports[r].family,
+                        "earlier_family": c.exports[r].earlier.as_ref().map(|e| &e.family),
                         "unit": c.exports[r].unit,
                         "value": value.as_ref().ok(),
                         "missing": value.as_ref().err().map(ToString::to_string),

@@ -20,6 +20,20 @@ pub struct Exported {
     /// (`tmetric_tma_retiring_error_bar_ratio`): one family per metric, so no family mixes
     /// units.
     pub bar_family: String,
+    /// The family perf 6.12's tables (the default until perf 7.2's) exported the same quantity
+    /// under, when perf 7.x renamed the metric (`tmetric_context_switches_per_second` for
+    /// `tmetric_cs_per_second`): exported beside it, its HELP saying so, so that dashboards and
+    /// alerts made with it keep their series.
+    pub earlier: Option<Earlier>,
+}
+
+/// A renamed metric's names in perf 6.12's tables ([`Exported::earlier`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Earlier {
+    /// Its family (`tmetric_context_switches_per_second`).
+    pub family: String,
+    /// Its error bar's family.
+    pub bar_family: String,
 }
 
 fn bar_family(family: &str, base: Option<&str>) -> String {
@@ -112,8 +126,35 @@ pub fn base_unit(unit: &str) -> Option<(&'static str, f64)> {
     })
 }
 
-/// How `model`'s metric `metric` is exported.
+/// How `model`'s metric `metric` is exported, with the family perf 6.12's tables gave it
+/// when that differs ([`Exported::earlier`]).
 pub fn exported(model: &Model, metric: usize) -> Exported {
+    let mut e = exported_as(model, metric);
+    e.earlier = earlier_family(model, metric, &e);
+    e
+}
+
+/// The family tmetric's generic metric that perf 7.x's common metric `metric` of `model`
+/// replaced had in perf 6.12's tables, when it differs.
+fn earlier_family(model: &Model, metric: usize, now: &Exported) -> Option<Earlier> {
+    if (model.arch, model.name) != ("common", "common") {
+        return None;
+    }
+    let ours = tmetric_model::generic::generic_name(model.str(model.metric(metric).name))?;
+    let base = tmetric_catalog::base_vintage();
+    let common = base.models.iter().copied().find(|m| (m.arch, m.name) == ("common", "common"))?;
+    if std::ptr::eq(common, model) {
+        return None;
+    }
+    let m = (0..common.metric_count()).find(|&m| common.str(common.metric(m).name) == ours)?;
+    let then = exported_as(common, m);
+    // The same quantity (perf's formula for tmetric's), so the same number when both bring
+    // their values to the exported unit alike (`cs/sec` and `1/sec` are both per second).
+    (then.family != now.family && then.factor == now.factor)
+        .then_some(Earlier { family: then.family, bar_family: then.bar_family })
+}
+
+fn exported_as(model: &Model, metric: usize) -> Exported {
     let m = model.metric(metric);
     let unit = model.str(m.unit);
     let name = snake(model.str(m.name));
@@ -131,6 +172,7 @@ pub fn exported(model: &Model, metric: usize) -> Exported {
                 unit: base.to_string(),
                 base: true,
                 bar_family: bar,
+                earlier: None,
             }
         }
         None => {
@@ -142,6 +184,7 @@ pub fn exported(model: &Model, metric: usize) -> Exported {
                 unit: unit.to_string(),
                 base: false,
                 bar_family: bar,
+                earlier: None,
             }
         }
     }

@@ -420,3 +420,54 @@ fn event_lists_are_read_by_the_contract_in_use() {
     let err = refused.map(|_| ()).expect_err("no tool PMU in perf 6.12");
     assert_eq!(err.list, events[0]);
 }
+
+/// perf 7.2's tables (the default) renamed two of the common metrics `serve` counts by default:
+/// their perf 6.12 families stay on `/metrics` beside the new ones with the same samples (the
+/// value, the quality series, the error bar), their HELP saying they are deprecated and what
+/// replaces them, so a dashboard or alert made before the upgrade keeps its series; under
+/// perf 6.12's tables only the earlier names are served.
+#[test]
+fn renamed_metrics_keep_their_earlier_series_beside_the_new_ones() {
+    use tmetric_serve::Detail;
+    let renamed = [
+        ("tmetric_cs_per_second", "tmetric_context_switches_per_second"),
+        ("tmetric_migrations_per_second", "tmetric_cpu_migrations_per_second"),
+    ];
+    let render = |vintage: &'static tmetric_catalog::Vintage| {
+        tmetric_catalog::use_vintage(vintage);
+        let mut s = sim("sapphirerapids", "Software", 2);
+        s.collector.options.detail = Detail::Quality;
+        s.interval(2, 200);
+        let text = expo::render(&s.collector, Format::Prometheus, false);
+        tmetric_catalog::clear_inferred_vintage();
+        text
+    };
+    let text = render(tmetric_catalog::vintage_for("7.2").unwrap());
+    let samples = parse(&text);
+    let model = "{model=\"common/common\"}";
+    for (new, old) in renamed {
+        let now = samples[&format!("{new}{model}")];
+        assert!(now > 0.0, "{new}: {text}");
+        assert_eq!(samples[&format!("{old}{model}")], now, "{old}");
+        let (new_metric, old_metric) = (&new["tmetric_".len()..], &old["tmetric_".len()..]);
+        let share = |m: &str| {
+            samples
+                [&format!("tmetric_metric_running_ratio{{model=\"common/common\",metric=\"{m}\"}}")]
+        };
+        assert_eq!(share(old_metric), share(new_metric), "{old}");
+        let help = text.lines().find(|l| l.starts_with(&format!("# HELP {old} "))).unwrap();
+        assert!(
+            help.contains(&format!("Deprecated: {new}'s name in perf 6.12's tables")),
+            "{help}"
+        );
+        let bar = old.replace("_per_second", "_error_bar_per_second");
+        assert!(samples.contains_key(&format!("{bar}{model}")), "{bar}: {text}");
+    }
+    let text = render(tmetric_catalog::base_vintage());
+    let samples = parse(&text);
+    for (new, old) in renamed {
+        assert!(samples.contains_key(&format!("{old}{model}")), "{old}: {text}");
+        assert!(!text.contains(new), "{new} under perf 6.12's tables");
+        assert!(!text.contains("Deprecated"), "{text}");
+    }
+}
