@@ -334,6 +334,43 @@ fn uncore_instances_are_summed() {
     assert_eq!(stdout(&output).trim_end(), format!("{want:8.1} MB/s  memory_bandwidth_read"));
 }
 
+/// perf 7.2's `lpm_miss_lat_loc` divides the CHAs' summed clockticks by `aggr_nr()`, the
+/// counters summed: a counts file gives it in its `aggr_nr` object; without it tmetric reads
+/// the instance keys summed and says so. The counts are built from a known latency (120 CHAs
+/// at 2.2 GHz for 1 s, each miss 81 ns in the TOR: Little's law).
+#[test]
+fn aggr_nr_comes_from_the_file_or_is_said_to_be_assumed() {
+    let (chas, ghz, ns, inserts) = (120.0, 2.2, 81.0, 1.2e7);
+    let counts = |aggr_nr: &str| {
+        format!(
+            r#"{{"duration_time_ns": 1e9, "UNC_CHA_CLOCKTICKS": {}, "UNC_CHA_TOR_OCCUPANCY.IA_MISS_DRD_LOCAL": {}, "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL": {inserts}{aggr_nr}}}"#,
+            chas * ghz * 1e9,
+            inserts * ns * ghz
+        )
+    };
+    let run = |name: &str, text: &str| {
+        let path = counts_file(name, text);
+        let args = ["--perf-version", "7.2", "eval", "--model", "sapphirerapids", "--counts"];
+        ok(&[&args[..], &[path.as_str(), "-M", "lpm_miss_lat_loc", "--json"]].concat())
+    };
+    let given = run(
+        "aggr_nr_given",
+        &counts(r#", "aggr_nr": {"UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL": 120}"#),
+    );
+    assert_close(&row(&metric_rows(&given), "lpm_miss_lat_loc")["value"], ns);
+    assert!(!stderr(&given).contains("aggr_nr"), "{}", stderr(&given));
+    let assumed = run("aggr_nr_assumed", &counts(""));
+    // One key read as one counter: the clockticks of all 120 CHAs taken for one's.
+    assert_close(&row(&metric_rows(&assumed), "lpm_miss_lat_loc")["value"], ns / chas);
+    assert!(
+        stderr(&assumed).contains(
+            "assuming aggr_nr(UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL) = 1 (the instance keys summed): give \"aggr_nr\""
+        ),
+        "{}",
+        stderr(&assumed)
+    );
+}
+
 #[test]
 fn literals_come_from_flags_the_file_or_stated_defaults() {
     // tma_info_core_coreipc = INST_RETIRED.ANY / tma_info_core_core_clks, and

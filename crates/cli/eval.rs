@@ -287,6 +287,9 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     for (model, slot) in eval.assumed_source_counts() {
         warn(&print::source_count_warning(model, slot));
     }
+    for (model, slot, assumed) in eval.assumed_aggr_nrs() {
+        warn(&print::aggr_nr_warning(model, slot, assumed));
+    }
     let used = eval.literals_used();
     let mut printer = CountsPrinter::new(
         out,

@@ -129,6 +129,7 @@ mod fuzz {
         "\"retire_latency\"",
         "\"literals\"",
         "\"source_count\"",
+        "\"aggr_nr\"",
         "\"model\"",
         "\"duration_time\"",
         "\"duration_time_ns\"",

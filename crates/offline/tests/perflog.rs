@@ -261,3 +261,34 @@ fn inputs_are_read_by_encoding_when_names_differ() {
     assert_eq!(by.row, "cpu/INT_MISC.RECOVERY_CYCLES,cmask=1,edge/");
     assert_eq!(by.encoding, "event=0x0d,umask=0x01,cmask=1,edge=1");
 }
+
+/// perf 7.2's `lpm_miss_lat_loc` divides the CHAs' clockticks by `aggr_nr()`, the counters
+/// perf summed, which `--per-socket` prints after the socket: 60 CHAs of a socket at 2.2 GHz
+/// for a second, each miss 81 ns in the TOR (Little's law), read back as 81 ns from the
+/// printed 60; the same rows without that column read one counter each.
+#[test]
+fn aggr_nr_is_the_counters_perf_printed_beside_the_row() {
+    let text = "\
+# Hand-written: perf 7.2, `perf stat -a --per-socket -M lpm_miss_lat_loc`.
+S0       60    132,000,000,000      UNC_CHA_CLOCKTICKS
+S0       60      1,069,200,000      UNC_CHA_TOR_OCCUPANCY.IA_MISS_DRD_LOCAL
+S0       60          6,000,000      UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL
+
+       1.000000000 seconds time elapsed
+";
+    let v72 = tmetric_catalog::vintage_for("7.2").unwrap();
+    let spr = tmetric_catalog::model_in(v72, "x86/sapphirerapids").unwrap();
+    let metric = spr.metrics_named("lpm_miss_lat_loc")[0];
+    let value = |text: &str| {
+        let log = tmetric_perfstat::parse(text, "per-socket.txt").unwrap();
+        let mut evaluator = LogEvaluator::new(spr, false, &defaults(), None);
+        let outcome = evaluator.evaluate(&log.blocks[0], metric);
+        assert!(outcome.complete(), "{:?}", outcome.result);
+        outcome.scaled(spr).unwrap()
+    };
+    let ns = value(text);
+    assert!((ns - 81.0).abs() < 1e-9, "{ns}");
+    let global = text.replace("S0       60 ", "");
+    let ns = value(&global);
+    assert!((ns - 81.0 / 60.0).abs() < 1e-9, "{ns}");
+}

@@ -254,6 +254,7 @@ impl Builder {
                 }
             },
         };
+        let counters = raw.prefix.aggr.as_ref().and_then(|a| a.cpus);
         let rows = &mut self.batch[block].rows;
         rows.push(LogRow {
             line: raw.line,
@@ -267,6 +268,7 @@ impl Builder {
             variance_pct: raw.variance_pct,
             group: 0,
             metrics: raw.metrics,
+            counters,
         });
         let target = Target::Row(rows.len() - 1);
         self.targets[block] = Some(target);

@@ -153,6 +153,9 @@ pub struct LogRow {
     pub group: usize,
     /// Metrics perf printed on this row and its continuation lines.
     pub metrics: Vec<PrintedMetric>,
+    /// How many counters perf summed into the count (`perf_stat_aggr.nr`, perf 7.x's
+    /// `aggr_nr()`), as the per-X modes print it after the id; `None` when not printed.
+    pub counters: Option<u32>,
 }
 
 /// A metric value perf printed: `# 0.6 % tma_dtlb_store`, `# 0.010 CPUs utilized`.

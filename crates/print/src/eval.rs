@@ -345,6 +345,11 @@ pub fn unused_warnings(unused: &Unused, where_: &str) -> Vec<String> {
             "ignored: source_count of `{key}`: it is not an input of any metric of {where_}"
         ));
     }
+    for key in &unused.aggr_nrs {
+        out.push(format!(
+            "ignored: aggr_nr of `{key}`: it is not an input of any metric of {where_}"
+        ));
+    }
     if unused.unknown_count > unused.unknown.len() {
         out.push(format!(
             "ignored: ... and {} more keys that are not inputs of any metric of {where_}",
@@ -371,6 +376,16 @@ pub fn source_count_warning(model: &Model, slot: u16) -> String {
     let (text, pmu) = (model.str(id.text), model.str(id.pmu));
     format!(
         "assuming source_count({text}) = 1: give per-instance keys (`{pmu}_0/{text}/`, ...) or \"source_count\": {{\"{text}\": N}}"
+    )
+}
+
+/// perf counts how many counters it summed into a value (each uncore box once per CPU it
+/// is read on); a counts file says it only in its `aggr_nr` object, so `aggr_nr()` of input
+/// `slot` reads `assumed`, the instance keys summed.
+pub fn aggr_nr_warning(model: &Model, slot: u16, assumed: f64) -> String {
+    let text = model.str(model.ids[slot as usize].text);
+    format!(
+        "assuming aggr_nr({text}) = {assumed} (the instance keys summed): give \"aggr_nr\": {{\"{text}\": N}}, the counters perf summed (each box once per CPU it was read on: under -a, boxes times sockets)"
     )
 }
 

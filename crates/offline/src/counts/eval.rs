@@ -63,6 +63,8 @@ pub struct Unused {
     pub unknown_count: usize,
     /// `source_count` keys that are an input of no metric.
     pub source_counts: Vec<String>,
+    /// `aggr_nr` keys that are an input of no metric.
+    pub aggr_nrs: Vec<String>,
     /// Keys that are inputs only of metrics not selected: the first [`UNSELECTED_SHOWN`].
     pub unselected: Vec<String>,
     /// How many such keys there are in all.
@@ -166,6 +168,11 @@ impl CountsEval {
                 unused.source_counts.push(key.clone());
             }
         }
+        for (index, (key, _)) in file.aggr_nrs.iter().enumerate() {
+            if self.tables.iter().all(|t| t.assigned.aggr_nr_slots[index].is_empty()) {
+                unused.aggr_nrs.push(key.clone());
+            }
+        }
         unused
     }
 
@@ -178,6 +185,22 @@ impl CountsEval {
             for slot in table.model.call_slots_of(&table.roots, id_calls::SOURCE_COUNT) {
                 if table.assigned.merged_unknown[slot] {
                     out.push((table.model, slot as u16));
+                }
+            }
+        }
+        out
+    }
+
+    /// The inputs of the selected metrics whose `aggr_nr()` is only assumed: the file's
+    /// `aggr_nr` does not give it, so it reads the instance keys summed (1 for one key),
+    /// where perf counts every instance once per CPU it was read on: per table, in order,
+    /// (model, input slot, the value assumed).
+    pub fn assumed_aggr_nrs(&self) -> Vec<(&'static Model, u16, f64)> {
+        let mut out = Vec::new();
+        for table in self.tables.iter().filter(|t| !t.roots.is_empty()) {
+            for slot in table.model.call_slots_of(&table.roots, id_calls::AGGR_NR) {
+                if !table.assigned.aggr_nr_given[slot] {
+                    out.push((table.model, slot as u16, table.assigned.aggr_nrs[slot]));
                 }
             }
         }
@@ -203,6 +226,7 @@ impl Table {
         let mut metric_eval = MetricEval::new(model, literals.values, None);
         for slot in 0..model.ids.len() {
             metric_eval.set_input(slot as u16, assigned.values[slot], assigned.source_counts[slot]);
+            metric_eval.set_aggr_nr(slot as u16, assigned.aggr_nrs[slot]);
         }
         for slot in metric_eval.has_event_slots().to_vec() {
             metric_eval.set_probe(slot, assigned.present[slot as usize]);
@@ -234,7 +258,10 @@ impl Table {
                 used[slot as usize] = true;
             }
         }
-        let calls = id_calls::HAS_EVENT | id_calls::SOURCE_COUNT | id_calls::STRCMP_CPUID_STR;
+        let calls = id_calls::HAS_EVENT
+            | id_calls::SOURCE_COUNT
+            | id_calls::AGGR_NR
+            | id_calls::STRCMP_CPUID_STR;
         for slot in self.model.call_slots_of(&self.roots, calls) {
             used[slot] = true;
         }

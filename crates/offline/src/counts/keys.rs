@@ -197,6 +197,10 @@ pub struct Assigned {
     pub values: Vec<f64>,
     /// Per slot: how many instance keys were summed (1 otherwise).
     pub source_counts: Vec<f64>,
+    /// Per slot: `aggr_nr()`, the file's `aggr_nr`, else the instance keys summed.
+    pub aggr_nrs: Vec<f64>,
+    /// Per slot: the file's `aggr_nr` gives it.
+    pub aggr_nr_given: Vec<bool>,
     /// Per slot: a key gives it a value that is not NaN.
     pub present: Vec<bool>,
     /// Per slot: the value came from one key of a non-core PMU, so how many PMU instances were
@@ -206,6 +210,8 @@ pub struct Assigned {
     pub entry_slots: Vec<Vec<u16>>,
     /// Per `source_count` entry of the file: the slots it sets.
     pub source_count_slots: Vec<Vec<u16>>,
+    /// Per `aggr_nr` entry of the file: the slots it sets.
+    pub aggr_nr_slots: Vec<Vec<u16>>,
 }
 
 /// Maps every key of `file` to the slots of `model` and fills the values.
@@ -253,6 +259,9 @@ pub fn assign(model: &Model, file: &CountsFile) -> Result<Assigned, CountsError>
         merged_unknown: vec![false; n],
         entry_slots,
         source_count_slots: Vec::with_capacity(file.source_counts.len()),
+        aggr_nrs: Vec::new(),
+        aggr_nr_given: vec![false; n],
+        aggr_nr_slots: Vec::with_capacity(file.aggr_nrs.len()),
     };
     for (slot, given) in givers.iter().enumerate() {
         if given.is_empty() {
@@ -273,6 +282,17 @@ pub fn assign(model: &Model, file: &CountsFile) -> Result<Assigned, CountsError>
             assigned.merged_unknown[slot as usize] = false;
         }
         assigned.source_count_slots.push(found.into_iter().map(|(slot, _)| slot).collect());
+    }
+    // Each instance key read as one counter, unless the file says how many were summed.
+    assigned.aggr_nrs.clone_from(&assigned.source_counts);
+    for (key_text, count) in &file.aggr_nrs {
+        let key = key_of(key_text, false);
+        let found = slots_for_key(&names, &key, model, key_text)?;
+        for &(slot, _) in &found {
+            assigned.aggr_nrs[slot as usize] = *count;
+            assigned.aggr_nr_given[slot as usize] = true;
+        }
+        assigned.aggr_nr_slots.push(found.into_iter().map(|(slot, _)| slot).collect());
     }
     Ok(assigned)
 }

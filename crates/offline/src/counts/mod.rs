@@ -105,6 +105,9 @@ pub struct CountsFile {
     pub literals: Vec<(Literal, f64)>,
     /// The `source_count` object: how many PMU instances were merged into a count.
     pub source_counts: Vec<(String, f64)>,
+    /// The `aggr_nr` object (perf 7.x's `aggr_nr()`): how many counters, one per PMU
+    /// instance and CPU it was read on, were summed into a count.
+    pub aggr_nrs: Vec<(String, f64)>,
     /// The `model` string.
     pub model: Option<String>,
 }
@@ -230,6 +233,7 @@ impl<'de> Visitor<'de> for FileVisitor {
                 }
                 "literals" => file.literals.extend(map.next_value::<LiteralMap>()?.0),
                 "source_count" => file.source_counts.extend(map.next_value::<NumberMap>()?.0),
+                "aggr_nr" => file.aggr_nrs.extend(map.next_value::<NumberMap>()?.0),
                 "model" => file.model = Some(map.next_value::<String>()?),
                 "duration_time_ns" => {
                     let ns = map.next_value::<Count>()?.0;

@@ -18,6 +18,7 @@ pub fn evaluate_tree(
     let mut evaluator = Evaluator::new(model);
     evaluator.values.clone_from(&assigned.values);
     evaluator.source_counts.clone_from(&assigned.source_counts);
+    evaluator.aggr_nrs.clone_from(&assigned.aggr_nrs);
     for (literal, value) in &file.literals {
         evaluator.literals[literal.index()] = *value;
     }

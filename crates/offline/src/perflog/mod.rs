@@ -558,11 +558,21 @@ impl LogEvaluator {
             let (lookup, by_encoding) =
                 lookup_input(block, model, &mut self.encodings, slot, key, Some(&name), pmu);
             let source = classify(model, slot, lookup, printed.is_some());
-            let source_count = match &source {
-                InputSource::Row { lines, time: false, .. } => lines.len().max(1) as f64,
-                _ => 1.0,
+            let (source_count, aggr_nr) = match &source {
+                InputSource::Row { lines, time: false, .. } => {
+                    let rows = lines.len().max(1) as f64;
+                    // The counters perf summed, as the per-X modes print them beside each row;
+                    // else one per row summed.
+                    let printed: Option<u32> = lines
+                        .iter()
+                        .map(|&l| block.rows.iter().find(|r| r.line == l).and_then(|r| r.counters))
+                        .sum();
+                    (rows, printed.map_or(rows, f64::from))
+                }
+                _ => (1.0, 1.0),
             };
             self.metric_eval.set_input(slot, source.value(), source_count);
+            self.metric_eval.set_aggr_nr(slot, aggr_nr);
             inputs.push(Input { slot, source, expr: expr_ids.contains(&slot), by_encoding });
         }
         let result = self.metric_eval.evaluate_one(root);
