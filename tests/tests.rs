@@ -22,6 +22,7 @@ mod cli_record;
 mod cli_record_perf;
 mod cli_secure;
 mod cli_serve;
+mod cli_shared_flags;
 mod cli_sim;
 mod cli_stat;
 mod cli_tool_pmu;

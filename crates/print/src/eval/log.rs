@@ -788,8 +788,13 @@ fn metric_csv(
     csv_line(&fields, sep)
 }
 
-/// `fields` joined by `sep`, the separator replaced by a space inside each.
+/// `fields` joined by `sep`, the separator replaced by a space inside each. An empty
+/// separator (perf's `-x ''` glues the fields) has nothing to replace: `str::replace` with an
+/// empty pattern would put a space between every character.
 fn csv_line(fields: &[String], sep: &str) -> String {
+    if sep.is_empty() {
+        return fields.concat();
+    }
     let fields: Vec<String> = fields.iter().map(|f| f.replace(sep, " ")).collect();
     fields.join(sep)
 }
