@@ -1,6 +1,6 @@
 //! The flags several subcommands share (`crates/cli/args.rs`) mean one thing in each:
 //! `-x`'s separator (perf 6.12's `-x '\t'` is a tab, `-x ''` glues the fields), `-x` with
-//! `-j`, `--color` only in the default layout. Each case runs every
+//! `-j`, `--color` only in the default layout, and `-M` naming nothing. Each case runs every
 //! subcommand that takes the flag; the expected text is another run's output with its
 //! separator swapped, or perf's own where it is installed, never a copy of tmetric's.
 
@@ -157,6 +157,39 @@ fn colour_is_for_the_default_layout_only() {
         assert!(run(&["always"]).contains('\x1b'), "{}", run(&["always"]));
         for layout in [&["always", "-x", ","][..], &["always", "-j"], &["never"]] {
             assert!(!run(layout).contains('\x1b'), "{layout:?}: {}", run(layout));
+        }
+    }
+}
+
+/// `-M` naming nothing (`-M ''`, `-M ,`) is a mistake refused with one message by every
+/// subcommand that takes `-M`, never read as "no -M" (the default selection) or an empty plan.
+#[test]
+fn metrics_naming_nothing_are_refused_by_every_subcommand() {
+    let dir = tempfile::Builder::new().prefix("tmetric-sep-").tempdir().unwrap();
+    let file = dir.path().join("run.data");
+    let file = file.to_str().unwrap();
+    ok_err(&["record", "-o", file, "-e", "task-clock", "true"]);
+    let path = log("seed004/mtl_tma_dtlb_store.txt");
+    let runs: [&[&str]; 7] = [
+        &["stat", "-e", "task-clock", "true"],
+        &["record", "-o", file, "-e", "task-clock", "true"],
+        &["report", "-i", file],
+        &["eval", "--from-perf", &path],
+        &["plan"],
+        &["serve", "--once"],
+        &["rules"],
+    ];
+    for run in runs {
+        for empty in ["", ","] {
+            let mut args = run.to_vec();
+            args.splice(1..1, ["-M", empty]);
+            let out = tmetric(&args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+            assert_eq!(
+                stderr(&out),
+                "tmetric: -M names no metric or group; give a comma-separated list such as `-M Software`\n",
+                "{args:?}"
+            );
         }
     }
 }

@@ -19,6 +19,19 @@ pub struct MetricArgs {
     pub model: Option<String>,
 }
 
+impl MetricArgs {
+    /// `-M` naming nothing (`-M ''`, `-M ,`) is a slip, not a request for the default
+    /// selection or an empty one: every subcommand refuses it alike.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if !self.metrics.is_empty() && self.metrics.iter().all(|m| m.trim().is_empty()) {
+            anyhow::bail!(
+                "-M names no metric or group; give a comma-separated list such as `-M Software`"
+            );
+        }
+        Ok(())
+    }
+}
+
 /// perf's switches of how metrics are grouped (`--metric-no-group`, ...).
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct GroupingArgs {

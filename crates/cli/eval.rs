@@ -254,6 +254,7 @@ fn refuse_modifiers(
 
 /// Runs `tmetric eval`.
 pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    args.metric.check()?;
     if let Some(expr) = &args.expr {
         return run_expr(args, expr, out);
     }

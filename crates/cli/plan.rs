@@ -80,6 +80,7 @@ fn picks_for(
 
 /// Runs `tmetric plan`.
 pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    args.metric.check()?;
     let options = PlanOptions {
         thresholds: !args.grouping.metric_no_threshold,
         no_group: args.grouping.metric_no_group,

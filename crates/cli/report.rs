@@ -101,6 +101,7 @@ pub struct ReportArgs {
 
 /// Runs `tmetric report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
+    args.metric.check()?;
     let mut args = args.clone();
     let path = args.input.get_or_insert_with(tmetric_perfopts::rules::report_input).clone();
     let args = &args;

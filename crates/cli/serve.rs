@@ -155,6 +155,7 @@ pub struct RulesArgs {
 
 /// Runs `tmetric serve`.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    args.metric.check()?;
     let interval = tmetric_serve::parse_duration(&args.interval).context("--interval")?;
     if interval < Duration::from_millis(100) {
         bail!("--interval {}: the interval must be at least 100ms", args.interval);
@@ -291,6 +292,7 @@ fn run_on<S: Syscalls + Clone>(
 
 /// Runs `tmetric rules`.
 pub fn rules(args: &RulesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    args.metric.check()?;
     let sysfs = Sysfs::system();
     let proc_root = Path::new("/proc");
     if !tmetric_serve::rules::is_prometheus_duration(&args.window) {

@@ -291,9 +291,7 @@ pub(super) fn validate_flags(args: &StatArgs) -> anyhow::Result<()> {
         }
         tmetric_runtime::event::check_syntax(list).with_context(|| format!("-e {list}"))?;
     }
-    if !args.metric.metrics.is_empty() && args.metric.metrics.iter().all(|m| m.trim().is_empty()) {
-        bail!("-M names no metric or group; give a comma-separated list such as `-M Software`");
-    }
+    args.metric.check()?;
     if let Some(name) = &args.metric.model {
         tmetric_engine::models::find_model(name).context("--model")?;
     }
