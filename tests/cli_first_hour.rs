@@ -71,7 +71,8 @@ fn list_shows_this_machines_events_and_metrics_as_perfs_list_does() {
 }
 
 /// A vendor event that `tmetric list events` shows for this machine's model either counts
-/// with `-e` or, on a machine without a core PMU, says why and where it counts.
+/// with `-e` or, on a machine without a core PMU, says why and where it counts: in `stat`
+/// and in `serve`, which build their plans alike.
 #[test]
 fn an_event_list_shows_counts_or_says_why_not() {
     let out = tmetric(&["list", "events", "--json"]);
@@ -92,6 +93,8 @@ fn an_event_list_shows_counts_or_says_why_not() {
         assert!(text.contains("--pmu-sim "), "{text}");
         let listing = stderr(&tmetric(&["list", "events"]));
         assert!(listing.contains("so -e cannot count these events here"), "{listing}");
+        let served = tmetric(&["serve", "--once", "--interval", "100ms", "-e", &event]);
+        assert_eq!(stderr(&served), text, "serve says what stat says");
     }
 }
 

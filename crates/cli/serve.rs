@@ -9,9 +9,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use tmetric_catalog::Model;
-use tmetric_engine::Host;
 use tmetric_engine::aggr::Aggregation;
 use tmetric_engine::select::ModelFrom;
+use tmetric_engine::setup::{Metrics, Request};
+use tmetric_engine::{Host, PlanOptions};
 use tmetric_runtime::{Kernel, Syscalls, Sysfs};
 use tmetric_serve::cgroups::Selection;
 use tmetric_serve::{Collector, MachineInfo, Options, ServeOptions};
@@ -228,13 +229,15 @@ fn run_on<S: Syscalls + Clone>(
     for line in &repeated {
         warn(&format!("warning: {line}"));
     }
-    let plan = tmetric_serve::collector::build_plan(
-        &host,
-        named,
-        &args.events,
-        &picks,
-        !args.metric_no_threshold,
-    )?;
+    let request = Request {
+        events: args.events.clone(),
+        metrics: Metrics::Picks(picks),
+        model: named,
+        all_cpus: true,
+        options: PlanOptions { thresholds: !args.metric_no_threshold, ..PlanOptions::default() },
+        ..Request::default()
+    };
+    let plan = tmetric_engine::setup::build(&request, &host, crate::sim_hint::HINTS)?.plan;
     for warning in plan.warnings() {
         warn(&format!("warning: {warning}"));
     }

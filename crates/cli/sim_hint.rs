@@ -4,6 +4,10 @@
 
 use tmetric_catalog::Model;
 
+/// The advice below as the engine's plan set-up takes it (`-M` and `-e` misses).
+pub const HINTS: tmetric_engine::setup::Hints =
+    tmetric_engine::setup::Hints { metric: Some(simulated_hint), event: Some(simulated_for_event) };
+
 /// The simulated machines (`--pmu-sim NAME`) whose catalogue model defines `item` (a metric or
 /// metric group, by perf's `-M` matching), each with that model's `arch/name`: one machine
 /// per model, in [`tmetric_sim::Machine::names`] order, a machine of `prefer`'s model first

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use tmetric_catalog::Model;
+use tmetric_engine::EvalInput;
 use tmetric_engine::aggr;
 use tmetric_engine::defaults::{TopdownMode, core_map};
 use tmetric_engine::session::{Counted, Session};
@@ -18,7 +19,6 @@ use tmetric_engine::threads::{self, Thread, Threads};
 use tmetric_engine::tpebs::{self, LatencySources};
 use tmetric_engine::view::Partition;
 use tmetric_engine::{self as engine, Host, Pick, Plan, PlanOptions, PmuModel};
-use tmetric_engine::{EvalInput, Strategy};
 use tmetric_print::stat::{Explain, TreeView};
 use tmetric_print::{Aggregation, Config, Title};
 use tmetric_runtime::{EventReport, TpebsMode, Workload};

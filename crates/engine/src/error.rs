@@ -44,6 +44,9 @@ pub enum Error {
     /// `--topdown` cannot measure as asked.
     #[error(transparent)]
     Topdown(#[from] TopdownError),
+    /// A measurement's flags do not make a plan.
+    #[error(transparent)]
+    Setup(#[from] crate::setup::SetupError),
 }
 
 /// `--cputype TEXT` names no core PMU here. perf 6.12 fails with "--cputype TEXT is not

@@ -34,6 +34,8 @@
 //!   matched to the recorded rows by name.
 //! * [`session`]: a plan's counters opened on a target, run, read and explained: the one
 //!   path front ends take from a plan to counts (`-r`'s repeats and a run's outcome too).
+//! * [`setup`]: the plan a measurement counts from its flags, typed (`Request`): `stat`'s,
+//!   `record`'s and `serve`'s.
 //! * [`tpebs`]: retire latencies for `:R` inputs: the sampler a session runs beside its
 //!   counters, and latency files.
 //! * [`threads`]: the threads of `-p`, `-t` and `--per-thread -a`, listed under a tasks root.
@@ -70,6 +72,7 @@ pub mod replay;
 pub mod schedule;
 pub mod select;
 pub mod session;
+pub mod setup;
 pub mod threads;
 pub mod tool_pmu;
 pub mod topdown;

@@ -1,5 +1,5 @@
 //! The engine's integration tests (`accuracy`, `aggr_nr`, `bars`, `evaluated`, `events`, `intervals`, `models`,
-//! `profile`, `session`, `sim`, `skew`, and the data-driven `schedule_vectors`,
+//! `profile`, `session`, `setup`, `sim`, `skew`, and the data-driven `schedule_vectors`,
 //! `eval_vectors` and `builtin_vectors` over
 //! `tests/vectors/`, whose files `vector_files` loads; `harness` measures metrics on simulated
 //! machines against the truth, shared with the accuracy benchmark), in one binary: each
@@ -19,6 +19,7 @@ mod models;
 mod profile;
 mod schedule_vectors;
 mod session;
+mod setup;
 mod sim;
 mod skew;
 mod vector_files;

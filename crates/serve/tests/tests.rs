@@ -37,7 +37,13 @@ fn sim(name: &str, metrics: &str, reads: u32) -> Sim {
         );
     }
     assert!(!picks.is_empty());
-    let plan = tmetric_serve::collector::build_plan(&m, Some(model), &[], &picks, true).unwrap();
+    let request = tmetric_engine::setup::Request {
+        metrics: tmetric_engine::setup::Metrics::Picks(picks),
+        model: Some(model),
+        all_cpus: true,
+        ..Default::default()
+    };
+    let plan = tmetric_engine::setup::build(&request, &m, Default::default()).unwrap().plan;
     let info = MachineInfo {
         sysfs: sysfs.clone(),
         proc_root: proc_root.clone(),
@@ -403,12 +409,20 @@ fn event_lists_are_read_by_the_contract_in_use() {
     let events = ["tool/num_cpus/,cycles".to_string()];
     let v72 = tmetric_catalog::vintage_for("7.2").unwrap();
     tmetric_catalog::use_vintages(tmetric_catalog::default_vintage(), v72);
-    let plan = tmetric_serve::collector::build_plan(&m, None, &events, &[], true);
+    // As `serve` builds its plan: system-wide, no metric chosen beside the lists.
+    let request = tmetric_engine::setup::Request {
+        events: events.to_vec(),
+        metrics: tmetric_engine::setup::Metrics::Picks(Vec::new()),
+        all_cpus: true,
+        ..Default::default()
+    };
+    let build = || tmetric_engine::setup::build(&request, &m, Default::default()).map(|s| s.plan);
+    let plan = build();
     tmetric_catalog::use_vintages(
         tmetric_catalog::default_vintage(),
         tmetric_catalog::base_vintage(),
     );
-    let refused = tmetric_serve::collector::build_plan(&m, None, &events, &[], true);
+    let refused = build();
     tmetric_catalog::clear_inferred_vintage();
     let plan = plan.expect("perf 7.2's tool PMU");
     let row = plan.rows().iter().find(|r| r.name == "tool/num_cpus/").expect("a row");
@@ -418,7 +432,10 @@ fn event_lists_are_read_by_the_contract_in_use() {
         tmetric_engine::eval::shown(&plan, row, &tmetric_engine::EvalInput::new(&snapshot, 1.0));
     assert!(matches!(shown, Shown::Value { count, .. } if count == 1.0), "{shown:?}");
     let err = refused.map(|_| ()).expect_err("no tool PMU in perf 6.12");
-    assert_eq!(err.list, events[0]);
+    assert!(
+        matches!(&err, tmetric_engine::setup::SetupError::Events { list, .. } if list == &events[0]),
+        "{err:?}"
+    );
 }
 
 /// perf 7.2's tables (the default) renamed two of the common metrics `serve` counts by default:
