@@ -5,6 +5,8 @@
 //! A subcommand that words a flag differently changes its help with `mut_arg`, never its
 //! meaning.
 
+use std::io::IsTerminal;
+
 use tmetric_print::Layout;
 
 /// `-M` and `--model`: which metrics, and from which CPU model's tables.
@@ -80,6 +82,12 @@ impl OutputArgs {
     pub fn colour(&self, to_terminal: bool) -> bool {
         self.color.decide(to_terminal) && self.layout() == Layout::Std
     }
+}
+
+/// Whether counts that go to standard error unless `-o` names a file (`stat`, `record`,
+/// `report`) reach a terminal: what `--color auto` and `--topdown`'s tree look at.
+pub fn counts_to_terminal(output: Option<&std::path::Path>) -> bool {
+    output.is_none() && std::io::stderr().is_terminal()
 }
 
 /// `--color`: when to colour threshold states.

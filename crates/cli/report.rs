@@ -5,7 +5,6 @@
 //! inputs were counted (by event name, preferring one group), and `--model` evaluates with
 //! another model's formulas. This module is the flags, the choice of metrics and the printing.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -238,7 +237,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
         Some(path) => Sink::create(path)?,
         None => Sink::stderr(),
     };
-    let colour = args.out.colour(args.output.is_none() && std::io::stderr().is_terminal());
+    let colour = args.out.colour(crate::args::counts_to_terminal(args.output.as_deref()));
     let mut config = Config::new(layout.clone());
     config.metric_only = args.metric_only;
     config.colour = colour;

@@ -5,7 +5,7 @@
 //! their metrics `nan`; nothing is estimated.
 
 use std::ffi::OsString;
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

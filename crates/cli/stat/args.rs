@@ -413,6 +413,6 @@ pub(super) fn error_bar_reads(args: &StatArgs) -> Option<Duration> {
 /// Whether the metrics print as the TMA tree: `--tree` (or `--all`), or `--topdown` in the
 /// default layout on a terminal unless `--no-tree`.
 pub(super) fn prints_tree(args: &StatArgs, layout: &Layout) -> bool {
-    let to_terminal = args.output.is_none() && std::io::stderr().is_terminal();
+    let to_terminal = crate::args::counts_to_terminal(args.output.as_deref());
     args.tree || (args.topdown && !args.no_tree && *layout == Layout::Std && to_terminal)
 }

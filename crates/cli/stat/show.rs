@@ -97,7 +97,7 @@ pub(super) fn printer_for(
             },
         }
     };
-    let to_terminal = args.output.is_none() && std::io::stderr().is_terminal();
+    let to_terminal = crate::args::counts_to_terminal(args.output.as_deref());
     if args.interval_clear && !to_terminal {
         // perf 6.12 refuses it the same way, and its `cmd_stat` then returns -1: 255.
         return Err(super::exits::perf_exit(
