@@ -38,8 +38,12 @@
 //! `-- --intervals`: also each run as `stat -I 250` prints it, counted again with a read
 //! every 250 ms between tmetric's turns: each interval's values estimated from the turns
 //! inside it with their bars (what `-I` prints now) against the same interval's counts
-//! scaled by time (what it printed before), both against the truth of that interval; a
-//! table per class after the others.
+//! scaled by time (what it printed before), both against the truth of that interval;
+//! tables per class, per class and HZ, and per machine and selection after the others.
+//! `-- --only-intervals`: the intervals alone (the totals, perf's and each metric alone are
+//! not counted); `-- --dump-z`: a tab-separated `z` line per interval value with a bar
+//! (class, machine, selection, HZ, interval, metric, error and sigma in points, time scaling's error, the truth), for
+//! looking at where bars miss.
 
 #[path = "../tests/harness.rs"]
 mod harness;
@@ -330,6 +334,11 @@ fn measure_three(
     workload: &Workload,
     alone: bool,
 ) -> Three {
+    if ONLY_INTERVALS.load(Ordering::Relaxed) {
+        let mut out = Three::default();
+        add_intervals(tree, item, metrics, workload, &mut out);
+        return out;
+    }
     let tm = measure(tree, item, metrics, Strategy::Tmetric, workload, RUN_MS, READ_MS);
     let pm = measure(tree, item, metrics, Strategy::Perf, workload, RUN_MS, READ_MS);
     let mut out = Three::default();
@@ -389,7 +398,25 @@ fn add_intervals(
     else {
         return;
     };
-    for interval in &intervals {
+    for (k, interval) in intervals.iter().enumerate() {
+        if DUMP_Z.load(Ordering::Relaxed) {
+            for (m, scaled) in interval.ours.iter().zip(&interval.scaled).filter(|m| given(m.0)) {
+                if let Bar::Sigma(s) = m.bar {
+                    println!(
+                        "z\t{}\t{}\t{item}\t{}\t{}\t{}\t{:.6}\t{:.6}\t{:.6}\t{:.6}",
+                        workload.description,
+                        tree.name,
+                        tree.hz,
+                        k + 1,
+                        tree.model.str(tree.model.metric(m.metric).name),
+                        (m.value - m.truth) * m.scale,
+                        s * m.scale,
+                        (scaled.value - m.truth) * m.scale,
+                        m.truth * m.scale
+                    );
+                }
+            }
+        }
         // What each way prints without a flag beside it (time scaling has no bar, so none).
         let unflagged: Vec<Measured> =
             interval.ours.iter().filter(|m| !m.flagged).cloned().collect();
@@ -406,6 +433,10 @@ fn add_intervals(
 
 /// `-- --misses`: print each tmetric value whose truth is outside 2 sigma or 5 points away.
 static MISSES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `-- --dump-z`: print each interval value's error and sigma, a line each (`z` first).
+static DUMP_Z: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `-- --only-intervals`: measure the `-I` intervals alone (not the totals, perf or alone).
+static ONLY_INTERVALS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// `-- --intervals`: measure each run's `-I` intervals too.
 static INTERVALS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -442,7 +473,10 @@ fn main() {
     let exact = args.iter().any(|a| a == "--exact");
     let detail = args.iter().any(|a| a == "--detail");
     MISSES.store(args.iter().any(|a| a == "--misses"), Ordering::Relaxed);
-    INTERVALS.store(args.iter().any(|a| a == "--intervals"), Ordering::Relaxed);
+    DUMP_Z.store(args.iter().any(|a| a == "--dump-z"), Ordering::Relaxed);
+    let only_intervals = args.iter().any(|a| a == "--only-intervals");
+    ONLY_INTERVALS.store(only_intervals, Ordering::Relaxed);
+    INTERVALS.store(only_intervals || args.iter().any(|a| a == "--intervals"), Ordering::Relaxed);
     let check = args.iter().any(|a| a == "--check");
     let seeds: u64 =
         arg(&args, "--seeds").and_then(|s| s.parse().ok()).unwrap_or(if quick { 1 } else { 3 });
@@ -669,6 +703,14 @@ fn report(results: &Results, classes: &[Class], detail: bool, seconds: f64, chec
             row(classes[*class].name, r);
         }
         row("TOTAL", &total);
+        println!("\n-I intervals, per class and HZ");
+        for ((class, hz), r) in &by_class_hz {
+            row(&format!("{} @ {hz}", classes[*class].name), r);
+        }
+        println!("\n-I intervals, per machine and selection");
+        for ((machine, selection), r) in &by_selection {
+            row(&format!("{machine} {selection}"), r);
+        }
     }
     let missing: usize = total.perf_missing;
     println!(
