@@ -141,6 +141,10 @@ struct Point {
     sibling: Option<f64>,
 }
 
+/// The points of one spec, or of an event's copies added up, on every reading, with the
+/// anchors of their turns ([`Plan::fits_from`]).
+type PointsOf<'a> = &'a dyn Fn(&[usize], &[usize]) -> Option<Vec<Vec<Point>>>;
+
 /// `now - before` of one reading (saturating, as [`Snapshot::since`]).
 fn delta(now: &CpuCount, before: Option<&CpuCount>) -> (f64, f64, f64) {
     let b = before.map(|b| b.raw).unwrap_or_default();
@@ -234,18 +238,26 @@ fn fit(points: &[Point]) -> Option<Fit> {
 fn pooled_fit(cpus: &[Vec<Point>]) -> Vec<Option<Fit>> {
     [vec![], vec![1], vec![2], vec![1, 2]]
         .iter()
-        .filter_map(|shared| pooled_at(cpus, shared))
+        .filter_map(|shared| pooled_at(cpus, shared, 0, false))
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .map_or_else(|| vec![None; cpus.len()], |(_, f)| f)
 }
 
 /// [`pooled_with`] over every CPU's counted turns; `None` when no CPU has enough, or the
-/// shared regressors are not known in every counted turn or tell nothing apart.
-fn pooled_at(cpus: &[Vec<Point>], shared: &[usize]) -> Option<(f64, Vec<Option<Fit>>)> {
+/// shared regressors are not known in every counted turn or tell nothing apart. Only the
+/// points from `from` on are estimated (the interval's, [`Plan::fits_from`]); the earlier
+/// ones are fitted too when `borrow`.
+fn pooled_at(
+    cpus: &[Vec<Point>],
+    shared: &[usize],
+    from: usize,
+    borrow: bool,
+) -> Option<(f64, Vec<Option<Fit>>)> {
     let full: Vec<Vec<usize>> = cpus
         .iter()
         .map(|points| {
             let f: Vec<usize> = (0..points.len())
+                .filter(|&k| borrow || k >= from)
                 .filter(|&k| points[k].e > 0.0 && points[k].r >= COUNTED * points[k].e)
                 .collect();
             if f.len() < MIN_TURNS { Vec::new() } else { f }
@@ -261,17 +273,19 @@ fn pooled_at(cpus: &[Vec<Point>], shared: &[usize]) -> Option<(f64, Vec<Option<F
     if !known {
         return None;
     }
-    pooled_with(cpus, &full, &used, shared)
+    pooled_with(cpus, &full, &used, shared, from)
 }
 
 /// [`pooled_fit`] with the shared regressors `shared` (indices of [`regressors`] beyond
 /// time): each CPU's fit and the model's prediction error, or `None` when the shared
-/// regressors tell nothing apart over the counted turns.
+/// regressors tell nothing apart over the counted turns. The fit's total, gaps and unseen
+/// time are of the points from `from` on.
 fn pooled_with(
     cpus: &[Vec<Point>],
     full: &[Vec<usize>],
     used: &[usize],
     shared: &[usize],
+    from: usize,
 ) -> Option<(f64, Vec<Option<Fit>>)> {
     let k = shared.len();
     let cols: Vec<usize> = std::iter::once(0).chain(shared.iter().copied()).collect();
@@ -317,7 +331,7 @@ fn pooled_with(
         let (mut predicted, mut unseen, mut counted) = (0.0, 0.0, 0.0);
         let mut zu = vec![0.0; n];
         let mut gaps = Vec::new();
-        for (kk, p) in points.iter().enumerate() {
+        for (kk, p) in points.iter().enumerate().skip(from) {
             counted += p.x;
             if p.e <= 0.0 {
                 continue;
@@ -705,6 +719,21 @@ impl Plan {
     ///   that together count in every turn are added up turn by turn: their sum is the
     ///   event's total, and each copy gets it.
     pub(crate) fn fits(&self, reads: &[Snapshot]) -> Vec<Option<Vec<Option<Fit>>>> {
+        self.fits_from(reads, 0)
+    }
+
+    /// [`Plan::fits`] of the windows of `reads` from window `from` on (window `k` ends at
+    /// `reads[k]`, the first starts at zero): an `-I` interval's, after the earlier
+    /// interval's windows. Those are fitted only for a group that counted fewer than
+    /// [`MIN_TURNS`] turns inside the interval on some CPU it ran on: its coefficients then
+    /// come from the earlier turns and this interval's together, its total from this
+    /// interval's counts and the prediction for this interval's gaps, its bar from the
+    /// residuals of every turn fitted (`crate::interval` says why only then).
+    pub(crate) fn fits_from(
+        &self,
+        reads: &[Snapshot],
+        from: usize,
+    ) -> Vec<Option<Vec<Option<Fit>>>> {
         let sets = self.anchor_sets();
         let mut out = vec![None; self.specs.len()];
         let Some(last) = reads.last() else { return out };
@@ -770,31 +799,18 @@ impl Plan {
                     Some((m, points_of(&[m], anchors)?))
                 })
                 .collect();
-            let mut best: Option<(f64, Vec<Vec<Option<Fit>>>)> = None;
-            for shared in [vec![], vec![1], vec![2], vec![1, 2]] {
-                let mut score = 0.0;
-                let mut fits = Vec::with_capacity(members.len());
-                let mut posed = true;
-                for (_, points) in &members {
-                    match pooled_at(points, &shared) {
-                        Some((v, f)) => {
-                            let total: f64 = f.iter().flatten().map(|f| f.total).sum();
-                            if total > 0.0 {
-                                score += v / (total * total);
-                            }
-                            fits.push(f);
-                        }
-                        // Too few turns on every CPU for any model: time, as perf.
-                        None if shared.is_empty() => fits.push(vec![None; points.len()]),
-                        None => {
-                            posed = false;
-                            break;
-                        }
-                    }
-                }
-                if posed && best.as_ref().is_none_or(|(b, _)| score < *b) {
-                    best = Some((score, fits));
-                }
+            let mut best = self.group_fits(&members, from, false);
+            // A CPU the group ran on in the interval with too few of its turns there to fit.
+            let short = |fits: &[Vec<Option<Fit>>]| {
+                members.iter().zip(fits).any(|((_, points), f)| {
+                    points
+                        .iter()
+                        .zip(f)
+                        .any(|(p, f)| f.is_none() && p[from..].iter().any(|p| p.r > 0.0))
+                })
+            };
+            if from > 0 && best.as_ref().is_none_or(|(_, f)| short(f)) {
+                best = self.group_fits(&members, from, true).or(best);
             }
             if let Some((_, mut fits)) = best {
                 smooth(&mut fits);
@@ -803,6 +819,55 @@ impl Plan {
                 }
             }
         }
+        self.copies_fits(from, &sets, &points_of, &mut out);
+        out
+    }
+
+    /// One group's fits (per member, per CPU), by the model whose prediction errors relative
+    /// to the estimates sum least over the members, with the error they sum to.
+    fn group_fits(
+        &self,
+        members: &[(usize, Vec<Vec<Point>>)],
+        from: usize,
+        borrow: bool,
+    ) -> Option<(f64, Vec<Vec<Option<Fit>>>)> {
+        let mut best: Option<(f64, Vec<Vec<Option<Fit>>>)> = None;
+        for shared in [vec![], vec![1], vec![2], vec![1, 2]] {
+            let mut score = 0.0;
+            let mut fits = Vec::with_capacity(members.len());
+            let mut posed = true;
+            for (_, points) in members {
+                match pooled_at(points, &shared, from, borrow) {
+                    Some((v, f)) => {
+                        let total: f64 = f.iter().flatten().map(|f| f.total).sum();
+                        if total > 0.0 {
+                            score += v / (total * total);
+                        }
+                        fits.push(f);
+                    }
+                    // Too few turns on every CPU for any model: time, as perf.
+                    None if shared.is_empty() => fits.push(vec![None; points.len()]),
+                    None => {
+                        posed = false;
+                        break;
+                    }
+                }
+            }
+            if posed && best.as_ref().is_none_or(|(b, _)| score < *b) {
+                best = Some((score, fits));
+            }
+        }
+        best
+    }
+
+    /// The fits of copies that together count in every turn (their sum) into `out`.
+    fn copies_fits(
+        &self,
+        from: usize,
+        sets: &[Option<Vec<usize>>],
+        points_of: PointsOf<'_>,
+        out: &mut [Option<Vec<Option<Fit>>>],
+    ) {
         // Copies that together count in every turn: their sum.
         let mut base: Vec<Option<usize>> = vec![None; self.specs.len()];
         for (r, row) in self.rows.iter().enumerate() {
@@ -831,13 +896,39 @@ impl Plan {
                     cpu.iter().fold((0.0, 0.0), |(u, t), p| (u + (p.e - p.r).max(0.0), t + p.e));
                 unseen <= EVERY_TURN * enabled
             });
-            if every_turn && let Some((_, fits)) = pooled_at(&points, &[]) {
+            if every_turn && let Some((_, fits)) = pooled_at(&points, &[], from, false) {
                 for &c in &copies {
-                    out[c] = Some(fits.clone());
+                    let kept = self.unless_scaled(c, out, fits.clone());
+                    out[c] = Some(kept);
                 }
             }
         }
-        out
+    }
+
+    /// `fits` (copy `c`'s sum of its copies, per CPU) left out on the CPUs where a member of
+    /// `c`'s group has no fit in `out`, so is scaled by time there: the group's counts then
+    /// stay over the same turns, and a metric of the difference of two of them (Skylake's
+    /// `tma_heavy_operations`, retired slots less the retired instructions) keeps the
+    /// cancellation of time scaling's errors that a total from other groups' turns would
+    /// break (0.02 pp off for 1.2 with the total, in the `-I` bench's intervals, where few
+    /// turns leave every other counter of a 13-group selection scaled by time).
+    fn unless_scaled(
+        &self,
+        c: usize,
+        out: &[Option<Vec<Option<Fit>>>],
+        mut fits: Vec<Option<Fit>>,
+    ) -> Vec<Option<Fit>> {
+        let Some(group) = self.groups.iter().find(|g| g.contains(&c)) else { return fits };
+        for (i, fit) in fits.iter_mut().enumerate() {
+            let scaled = group
+                .iter()
+                .filter(|&&m| m != c)
+                .any(|&m| out[m].as_ref().is_some_and(|f| f.get(i).is_some_and(Option::is_none)));
+            if scaled {
+                *fit = None;
+            }
+        }
+        fits
     }
 
     /// Per spec, how [`Plan::estimated`] estimates its count over `reads`, for `-v`: `None`

@@ -2,13 +2,20 @@
 //! from the turns of tmetric's own rotation read inside the interval ([`crate::estimate`]),
 //! and the reads its error bars are judged on ([`crate::uncertainty`]), as the totals are.
 //!
-//! An interval is printed as soon as it ends, so nothing after it can be used. Only the
-//! reads inside the interval are: the fit's coefficients are this interval's own, and no
-//! earlier interval's turns are mixed in, since a phase change at an interval's boundary
-//! would then bias this interval's estimate by the earlier phases (and the intervals are
-//! printed to show such changes). A counter with fewer than [`crate::estimate::MIN_TURNS`]
-//! turns in the interval on a CPU is scaled by time there, as perf scales it, and said so
-//! under `-v` ([`crate::notes::RowWhy::ScaledByTime`]).
+//! An interval is printed as soon as it ends, so nothing after it can be used. A group
+//! with [`crate::estimate::MIN_TURNS`] turns or more in the interval on every CPU it ran
+//! on is fitted on the reads inside the interval alone: its coefficients are this
+//! interval's own, since a phase change at an interval's boundary would otherwise bias
+//! this interval's estimate by the earlier phases (and the intervals are printed to show
+//! such changes). A group with fewer (`-I 250` with a dozen groups, a few turns each)
+//! borrows the turns of the interval before: its coefficients are fitted over both
+//! intervals' turns (on time and the retired instructions, which every turn counts, so a
+//! change of phases between the intervals is seen in this interval's instructions), only
+//! this interval's gaps are predicted, and its bar takes the residuals of every turn
+//! fitted, with the neighbours' residuals carried across the boundary
+//! ([`crate::estimate`]). Only the first interval, or a counter with too few turns in both,
+//! is scaled by time, as perf scales it, and said so under `-v`
+//! ([`crate::notes::RowWhy::ScaledByTime`]).
 
 use tmetric_runtime::Snapshot;
 
@@ -21,9 +28,13 @@ pub struct IntervalEstimate {
     /// scaling by `enabled / running` gives the estimate, as [`Plan::estimated`] stores the
     /// totals').
     pub counts: Snapshot,
-    /// The reads inside the interval, counted from its start, the last being the interval's
-    /// own counts: what [`Plan::evaluate_sample`] judges the interval's bars on.
+    /// The reads the estimate used, counted from the start of the interval before when it
+    /// borrowed that one's turns, else from this one's start; the last being the
+    /// interval's end: what [`Plan::evaluate_sample_from`] judges the interval's bars on.
     pub reads: Vec<Snapshot>,
+    /// The first window of `reads` inside the interval (window `k` ends at `reads[k]`, the
+    /// first starts at zero).
+    pub from: usize,
     /// The specs of anchored rotated groups with too few turns in the interval on some CPU,
     /// whose counts there were scaled by time.
     pub scaled: Vec<usize>,
@@ -31,20 +42,30 @@ pub struct IntervalEstimate {
 
 impl Plan {
     /// The estimate of one interval whose counts are `counts`, from the cumulative `reads`
-    /// taken inside it (oldest first) and the cumulative read `before` at its start.
+    /// taken inside it (oldest first) and the cumulative read `before` at its start;
+    /// `earlier` are the interval before's cumulative read at its start and its reads
+    /// (empty for the first interval, or to use this interval's reads alone).
     pub fn estimate_interval(
         &self,
+        earlier: &[Snapshot],
         before: &Snapshot,
         reads: &[Snapshot],
         counts: &Snapshot,
     ) -> IntervalEstimate {
-        let mut relative: Vec<Snapshot> = Vec::with_capacity(reads.len() + 1);
-        relative.extend(reads.iter().map(|r| r.since(before)));
-        relative.push(counts.clone());
+        let origin = earlier.first().unwrap_or(before);
+        let from = earlier.len();
+        let mut relative: Vec<Snapshot> = Vec::with_capacity(from + reads.len() + 1);
+        relative.extend(earlier.iter().skip(1).map(|r| r.since(origin)));
+        let start = before.since(origin);
+        if from > 0 {
+            relative.push(start.clone());
+        }
+        relative.extend(reads.iter().map(|r| r.since(origin)));
+        relative.push(if from > 0 { plus(&start, counts) } else { counts.clone() });
         let mut out = counts.clone();
         let mut scaled = Vec::new();
         if self.anchored() {
-            let fits = self.fits(&relative);
+            let fits = self.fits_from(&relative, from);
             for (s, fits) in fits.iter().enumerate() {
                 let Some(fits) = fits else { continue };
                 let ran = |i: usize| {
@@ -61,6 +82,36 @@ impl Plan {
             }
             self.apply_fits(&mut out, fits);
         }
-        IntervalEstimate { counts: out, reads: relative, scaled }
+        IntervalEstimate { counts: out, reads: relative, from, scaled }
     }
+}
+
+/// `base` with `delta` added, reading by reading (CPU and thread; `delta`'s readings that
+/// `base` lacks taken whole).
+fn plus(base: &Snapshot, delta: &Snapshot) -> Snapshot {
+    let events = delta
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let d = d.as_ref()?;
+            let b = base.events.get(i).and_then(Option::as_ref);
+            Some(
+                d.iter()
+                    .map(|c| {
+                        let mut out = *c;
+                        if let Some(o) = b
+                            .and_then(|b| b.iter().find(|o| o.cpu == c.cpu && o.thread == c.thread))
+                        {
+                            out.raw.value = out.raw.value.saturating_add(o.raw.value);
+                            out.raw.enabled = out.raw.enabled.saturating_add(o.raw.enabled);
+                            out.raw.running = out.raw.running.saturating_add(o.raw.running);
+                        }
+                        out
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    Snapshot { events }
 }

@@ -459,6 +459,8 @@ impl<S: Syscalls> Session<S> {
             )));
         };
         let (plan, sampling, evaluators) = (&self.plan, &mut self.sampling, &mut self.evaluators);
+        // The interval before's start and reads, which an interval with few turns borrows.
+        let mut earlier: Vec<Snapshot> = Vec::new();
         tmetric_runtime::run(counters, &self.target, workload, options, |tick| {
             let latencies = match sampling.as_mut() {
                 Some(s) => {
@@ -471,12 +473,19 @@ impl<S: Syscalls> Session<S> {
             // The interval's own estimate and bars, from the reads inside it (no look-ahead:
             // the interval prints now; `crate::interval` says what is used).
             let estimate = (multiplexed && !tick.reads.is_empty())
-                .then(|| plan.estimate_interval(tick.before, tick.reads, tick.counts));
+                .then(|| plan.estimate_interval(&earlier, tick.before, tick.reads, tick.counts));
+            earlier.clear();
+            if multiplexed && !tick.reads.is_empty() {
+                earlier.push(tick.before.clone());
+                earlier.extend_from_slice(tick.reads);
+            }
             let counts = estimate.as_ref().map_or(tick.counts, |e| &e.counts);
             let sample = EvalInput::new(counts, tick.length.as_secs_f64())
                 .with_latencies(latencies.as_deref());
             let reads = estimate.as_ref().filter(|_| bars).map(|e| e.reads.as_slice());
-            let mut evaluated = plan.evaluate_sample(evaluators, &sample, split, reads, &failures);
+            let from = estimate.as_ref().map_or(0, |e| e.from);
+            let mut evaluated =
+                plan.evaluate_sample_from(evaluators, &sample, split, reads, from, &failures);
             if let Some(e) = estimate.as_ref().filter(|e| !e.scaled.is_empty()) {
                 let mut rows: Vec<String> = Vec::new();
                 for name in e.scaled.iter().map(|&s| &plan.specs[s].name) {

@@ -209,17 +209,22 @@ impl Plan {
     /// evaluation of `sample`) over `reads`: the counters read during and at the end of the
     /// run (cumulative), the last being `sample`'s counts; whether the bar was sampled
     /// (the value does not move with its inputs where it stands); and whether an input was
-    /// multiplexed (else the bar is counting's own error only).
+    /// multiplexed (else the bar is counting's own error only). With `from` > 0, `reads`
+    /// begin with an earlier interval's, whose windows only the anchored fits see
+    /// ([`Plan::fits_from`]); the rest judges the windows from the read before `from` on.
     pub(crate) fn uncertainties(
         &self,
         evaluators: &mut Evaluators,
         reads: &[Snapshot],
+        from: usize,
         sample: &EvalInput<'_>,
         results: &[RootResult],
     ) -> Vec<(Bar, bool, bool)> {
-        if reads.is_empty() {
+        if reads.len() <= from {
             return vec![(Bar::Unknown, false, false); self.roots.len()];
         }
+        let all = reads;
+        let reads = &reads[from.saturating_sub(1)..];
         let inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, sample)).collect();
         let aggr_nrs: Vec<f64> = self.rows.iter().map(|r| input_aggr_nr(self, r, sample)).collect();
         let spec_of = |row: usize| match self.rows[row].source {
@@ -235,7 +240,7 @@ impl Plan {
         let mut noise_of: Vec<Option<f64>> = vec![None; self.rows.len()];
         // Counters whose estimate regressed on the anchor ([`crate::estimate`]) take that
         // estimate's error.
-        let fits = if self.anchored() { self.fits(reads) } else { Vec::new() };
+        let fits = if self.anchored() { self.fits_from(all, from) } else { Vec::new() };
         let fit_of = |s: usize| fits.get(s).and_then(Option::as_ref);
         self.roots
             .iter()

@@ -393,6 +393,7 @@ pub fn measure_intervals(
         (0, order.length().as_nanos() as u64, every.min(total));
     let mut reads: Vec<tmetric_runtime::Snapshot> = Vec::new();
     let mut before = tmetric_runtime::Snapshot::default();
+    let mut earlier: Vec<tmetric_runtime::Snapshot> = Vec::new();
     let (mut first, mut tick_at) = (0, 0);
     let mut evaluators = Evaluators::default();
     let split = tmetric_engine::view::Partition::Global;
@@ -413,10 +414,17 @@ pub fn measure_intervals(
         let seconds = (at - tick_at) as f64 / 1e9;
         let span = (start + tick_at, start + at);
         let truths = truths(tree, &plan, &kernel, &cpus, literals, span, seconds);
-        let estimate = plan.estimate_interval(&before, &reads[first..], &counts);
+        let estimate = plan.estimate_interval(&earlier, &before, &reads[first..], &counts);
+        earlier = std::iter::once(before.clone()).chain(reads[first..].iter().cloned()).collect();
         let sample = EvalInput::new(&estimate.counts, seconds);
-        let ours =
-            plan.evaluate_sample(&mut evaluators, &sample, &split, Some(&estimate.reads), &[]);
+        let ours = plan.evaluate_sample_from(
+            &mut evaluators,
+            &sample,
+            &split,
+            Some(&estimate.reads),
+            estimate.from,
+            &[],
+        );
         let sample = EvalInput::new(&counts, seconds);
         let scaled = plan.evaluate_sample(&mut evaluators, &sample, &split, None, &[]);
         out.push(IntervalMeasured {

@@ -127,3 +127,79 @@ fn no_impossible_interval_value_is_printed_unflagged() {
     }
     eprintln!("values outside 0-100 %: estimate {ours}, time scaling {scaled}");
 }
+
+/// skylakex TopdownL3 in intervals of 250 ms: a dozen groups, so each counts a few turns
+/// per interval, fewer than a fit needs on most CPUs; measured once for the tests below.
+fn few_turns() -> &'static [IntervalMeasured] {
+    static MEASURED: std::sync::OnceLock<Vec<IntervalMeasured>> = std::sync::OnceLock::new();
+    MEASURED.get_or_init(|| {
+        let tree = SimTree::new("skylakex");
+        let metrics = crate::harness::percent_metrics(tree.model, "TopdownL3");
+        let mut out = Vec::new();
+        for workload in [Workload::builtin("phased").expect("built in"), periodic()] {
+            let measured = measure_intervals(
+                &tree,
+                "TopdownL3",
+                &metrics,
+                Rotation::Seeded(1),
+                &workload,
+                2_000,
+                250,
+            );
+            out.extend(measured.expect("the groups rotate"));
+        }
+        out
+    })
+}
+
+/// Groups with too few turns inside an interval borrow the interval before's: their
+/// estimate errs well below time scaling after the first interval (which has nothing to
+/// borrow and is scaled by time), where before they were scaled by time in every interval.
+#[test]
+fn groups_with_few_turns_borrow_the_interval_before() {
+    let measured = few_turns();
+    let later: Vec<IntervalMeasured> = measured
+        .iter()
+        .filter(|i| i.at_ms > 250)
+        .map(|i| IntervalMeasured {
+            at_ms: i.at_ms,
+            ours: i.ours.clone(),
+            scaled: i.scaled.clone(),
+        })
+        .collect();
+    let pairs = pairs(&later);
+    assert!(pairs.len() > 300, "{} values", pairs.len());
+    let n = pairs.len() as f64;
+    let ours = pairs.iter().map(|(o, _)| error(o)).sum::<f64>() / n;
+    let scaled = pairs.iter().map(|(_, s)| error(s)).sum::<f64>() / n;
+    eprintln!(
+        "after the first interval, {n} values: estimate {ours:.3} pp, time scaling {scaled:.3} pp"
+    );
+    assert!(ours <= 0.6 * scaled, "estimate {ours:.3} pp, time scaling {scaled:.3} pp");
+}
+
+/// A metric that is the difference of two counts of one group (`tma_few_uops_instructions`
+/// on Skylake: the retired slots less the retired instructions, over the slots) keeps time
+/// scaling's cancellation where that group is scaled by time: the instructions are then
+/// taken from the same turns as the slots, not from every turn.
+#[test]
+fn a_difference_within_a_scaled_group_keeps_its_cancellation() {
+    let measured = few_turns();
+    let tree = SimTree::new("skylakex");
+    let name = |m: &Measured| tree.model.str(tree.model.metric(m.metric).name);
+    let first: Vec<(&Measured, &Measured)> = measured
+        .iter()
+        .filter(|i| i.at_ms <= 250)
+        .flat_map(|i| i.ours.iter().zip(&i.scaled))
+        .filter(|(o, _)| name(o) == "tma_few_uops_instructions")
+        .collect();
+    assert!(!first.is_empty());
+    for (o, s) in first {
+        eprintln!(
+            "tma_few_uops_instructions: estimate {:.3} pp off, time scaling {:.3}",
+            error(o),
+            error(s)
+        );
+        assert!(error(o) <= error(s) + 0.05, "{o:?} against {s:?}");
+    }
+}

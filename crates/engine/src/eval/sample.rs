@@ -80,9 +80,25 @@ impl Plan {
         reads: Option<&[Snapshot]>,
         failures: &[Option<Refusal>],
     ) -> Evaluated {
+        self.evaluate_sample_from(evaluators, sample, split, reads, 0, failures)
+    }
+
+    /// [`Plan::evaluate_sample`] of an `-I` interval whose bars are judged on the windows of
+    /// `reads` from window `from` on, the earlier ones those of the interval before it
+    /// ([`Plan::estimate_interval`]: a group with too few turns inside the interval was
+    /// fitted over both).
+    pub fn evaluate_sample_from(
+        &self,
+        evaluators: &mut Evaluators,
+        sample: &EvalInput<'_>,
+        split: &Partition,
+        reads: Option<&[Snapshot]>,
+        from: usize,
+        failures: &[Option<Refusal>],
+    ) -> Evaluated {
         let failure = |spec: usize| failures.get(spec).cloned().flatten();
         let global = matches!(split, Partition::Global);
-        let total = self.evaluate_unit(evaluators, sample, None, reads, global);
+        let total = self.evaluate_unit(evaluators, sample, None, reads, from, global);
         let mut notes = self.notes(&total.results, sample, failure);
         for (r, flag) in total.impossible.iter().enumerate() {
             if let Some(text) = flag {
@@ -101,7 +117,14 @@ impl Plan {
                     let counts = sample.counts.on_cpus(cpus);
                     let reads: Option<Vec<Snapshot>> =
                         reads.map(|r| r.iter().map(|s| s.on_cpus(cpus)).collect());
-                    self.evaluate_unit(evaluators, sample, Some(counts), reads.as_deref(), true)
+                    self.evaluate_unit(
+                        evaluators,
+                        sample,
+                        Some(counts),
+                        reads.as_deref(),
+                        from,
+                        true,
+                    )
                 })
                 .collect(),
             Partition::Threads { threads, skip_zero } => threads
@@ -115,6 +138,7 @@ impl Plan {
                         sample,
                         Some(counts),
                         reads.as_deref(),
+                        from,
                         true,
                     );
                     if !skip_zero {
@@ -135,6 +159,7 @@ impl Plan {
         sample: &EvalInput<'_>,
         counts: Option<Snapshot>,
         reads: Option<&[Snapshot]>,
+        from: usize,
         printed: bool,
     ) -> UnitEval {
         let mut unit = UnitEval {
@@ -154,7 +179,8 @@ impl Plan {
         } else {
             Vec::new()
         };
-        let judged = reads.map(|reads| self.uncertainties(evaluators, reads, &part, &results));
+        let judged =
+            reads.map(|reads| self.uncertainties(evaluators, reads, from, &part, &results));
         unit.sampled = judged.as_ref().map_or_else(Vec::new, |j| j.iter().map(|b| b.1).collect());
         unit.multiplexed =
             judged.as_ref().map_or_else(Vec::new, |j| j.iter().map(|b| b.2).collect());
