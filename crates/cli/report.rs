@@ -289,11 +289,36 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     // Each sample is evaluated once, as stat evaluated it: an interval with the latencies
     // sampled in it.
     let mut evaluators = Evaluators::default();
+    // As stat estimated each interval: from the reads inside it, a group with few turns
+    // borrowing the interval before's (`tmetric_engine::interval`), when the file says which
+    // reads were inside which interval; older files print the intervals scaled by time.
+    let multiplexed = plan.rotation().is_some();
+    let (mut before, mut earlier) = (tmetric_runtime::Snapshot::default(), Vec::new());
     for step in &replay.intervals {
-        let sample = EvalInput::new(&step.counts, step.length.as_secs_f64())
+        let estimate = (multiplexed && !step.reads.is_empty())
+            .then(|| plan.estimate_interval(&earlier, &before, &step.reads, &step.counts));
+        earlier.clear();
+        if multiplexed && !step.reads.is_empty() {
+            earlier.push(before.clone());
+            earlier.extend_from_slice(&step.reads);
+        }
+        before = tmetric_engine::interval::plus(&before, &step.counts);
+        let counts = estimate.as_ref().map_or(&step.counts, |e| &e.counts);
+        let sample = EvalInput::new(counts, step.length.as_secs_f64())
             .with_latencies(step.latency.as_deref());
-        let evaluated =
-            plan.evaluate_sample(&mut evaluators, &sample, &printer.split, None, failures);
+        let reads = estimate.as_ref().filter(|_| args.errors).map(|e| e.reads.as_slice());
+        let from = estimate.as_ref().map_or(0, |e| e.from);
+        let mut evaluated = plan.evaluate_sample_from(
+            &mut evaluators,
+            &sample,
+            &printer.split,
+            reads,
+            from,
+            failures,
+        );
+        if let Some(e) = estimate.as_ref().filter(|e| !e.scaled.is_empty()) {
+            evaluated.notes.push(tmetric_engine::interval::scaled_note(&plan, e));
+        }
         printer.tick(&plan, &sample, &evaluated, step.at)?;
     }
     if let Some(totals) = &replay.totals {

@@ -445,6 +445,12 @@ impl Counting {
         let evaluated = session.evaluate_sample(&sample, &printer.split, reads);
         if let Some(r) = recorder {
             let latencies = outcome.latencies.as_deref().filter(|_| args.record_tpebs);
+            let read_intervals: Vec<Option<u64>> = if args.interval.is_some() {
+                let inside = |k: usize| (k < report.ticks).then_some(k as u64 + 1);
+                report.sample_ticks.iter().map(|&k| inside(k)).collect()
+            } else {
+                Vec::new()
+            };
             let end = r.finish(&tmetric_record::RunEnd {
                 totals: &report.totals,
                 elapsed: report.elapsed,
@@ -455,6 +461,9 @@ impl Counting {
                 latencies,
                 // Kept for the bars, and for the estimate of rotated groups' counts.
                 reads: &report.samples,
+                // Which interval each was read inside, so that `report -I` estimates each
+                // interval from the reads `stat -I` did.
+                read_intervals: &read_intervals,
             });
             // Said after the counts, which still print.
             record_failed = record_failed.or(end.err().map(Into::into));

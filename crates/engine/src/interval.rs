@@ -86,9 +86,22 @@ impl Plan {
     }
 }
 
+/// `-v`'s note for an interval whose `estimate` scaled some counters by time: their rows,
+/// each once.
+pub fn scaled_note(plan: &Plan, estimate: &IntervalEstimate) -> crate::notes::Note {
+    let mut rows: Vec<String> = Vec::new();
+    for name in estimate.scaled.iter().map(|&s| &plan.specs[s].name) {
+        if !rows.contains(name) {
+            rows.push(name.clone());
+        }
+    }
+    crate::notes::Note::Rows { rows, why: crate::notes::RowWhy::ScaledByTime }
+}
+
 /// `base` with `delta` added, reading by reading (CPU and thread; `delta`'s readings that
-/// `base` lacks taken whole).
-fn plus(base: &Snapshot, delta: &Snapshot) -> Snapshot {
+/// `base` lacks taken whole): the cumulative read at an interval's end from the one at its
+/// start and its counts.
+pub fn plus(base: &Snapshot, delta: &Snapshot) -> Snapshot {
     let events = delta
         .events
         .iter()

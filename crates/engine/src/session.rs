@@ -487,13 +487,7 @@ impl<S: Syscalls> Session<S> {
             let mut evaluated =
                 plan.evaluate_sample_from(evaluators, &sample, split, reads, from, &failures);
             if let Some(e) = estimate.as_ref().filter(|e| !e.scaled.is_empty()) {
-                let mut rows: Vec<String> = Vec::new();
-                for name in e.scaled.iter().map(|&s| &plan.specs[s].name) {
-                    if !rows.contains(name) {
-                        rows.push(name.clone());
-                    }
-                }
-                evaluated.notes.push(Note::Rows { rows, why: crate::notes::RowWhy::ScaledByTime });
+                evaluated.notes.push(crate::interval::scaled_note(plan, e));
             }
             on_tick(plan, tick, &sample, &evaluated)
         })

@@ -105,6 +105,7 @@ fn run(value: u64, seconds: f64) -> RunReport {
         stopped: false,
         timed_out: false,
         samples: Vec::new(),
+        sample_ticks: Vec::new(),
     }
 }
 

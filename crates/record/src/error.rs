@@ -270,6 +270,17 @@ pub enum Kind {
         /// The reads so far.
         have: u64,
     },
+    /// A read's interval that is not its other lines', or earlier than the read before's.
+    #[error(
+        "read {n} says it was read inside interval {}, unlike its other lines or the read before; a read belongs to one interval, and intervals only grow",
+        interval.map_or("none".to_string(), |i| i.to_string())
+    )]
+    ReadInterval {
+        /// The read.
+        n: u64,
+        /// The interval it says.
+        interval: Option<u64>,
+    },
     /// A read given twice.
     #[error("read {n} of group {group} at {place:?} again")]
     ReadAgain {

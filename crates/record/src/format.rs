@@ -338,9 +338,19 @@ pub enum Line {
     /// One group's totals at one place.
     Final { group: usize, cpu: i32, thread: i32, counts: MemberCounts },
     /// `--errors`/`-v`: one group's reading at one place at the `n`-th read of the run (every
-    /// 100 ms, since the start), from which `report --errors` computes the error bars as stat
-    /// did.
-    Read { n: u64, group: usize, cpu: i32, thread: i32, counts: MemberCounts },
+    /// 100 ms, or at every turn of tmetric's rotation, since the start), from which `report`
+    /// computes the estimate and the error bars as stat did; with `-I`, the interval it was
+    /// read inside (1 for the first; absent for a read outside every interval and in files
+    /// written before it was kept).
+    Read {
+        n: u64,
+        group: usize,
+        cpu: i32,
+        thread: i32,
+        counts: MemberCounts,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        interval: Option<u64>,
+    },
     /// Sampled retire latencies of one event over the run (cycles): how many samples, how
     /// many lost, and the statistics (`p97`: the mean of the lowest 97%).
     Tpebs {

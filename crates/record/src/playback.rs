@@ -80,6 +80,10 @@ pub struct Step {
     pub counts: Snapshot,
     /// The retire latencies its metrics used, when they differ per interval.
     pub latency: Option<Vec<(String, f64)>>,
+    /// The reads taken inside it (cumulative, numbered as the plan's specs, oldest first),
+    /// from which `stat -I` estimated its rotated counts and bars; empty when the file does
+    /// not say which reads were inside which interval (files written before it did).
+    pub reads: Vec<Snapshot>,
 }
 
 /// A counted CPU and where it sits, where the file says.
@@ -451,6 +455,13 @@ fn of_record(
             counts: replay.counts(&x.counts),
             // `--tpebs-mode` applies to every interval alike.
             latency: x.latency.as_ref().filter(|_| tpebs.is_none()).map(latency),
+            reads: rec
+                .reads
+                .iter()
+                .zip(&rec.read_intervals)
+                .filter(|(_, i)| **i == Some(x.n))
+                .map(|(r, _)| replay.counts(r))
+                .collect(),
         })
         .collect();
     let totals =
@@ -569,6 +580,7 @@ fn of_perf_stat(
                 length: x.length,
                 counts: replay.counts(&x.counts),
                 latency: None,
+                reads: Vec::new(),
             })
             .collect(),
         totals: counts.totals.map(|t| replay.counts(&t)),

@@ -30,6 +30,9 @@ pub struct Recording {
     pub rusage: Option<(Duration, Duration)>,
     /// `--errors`/`-v` at record time: the reads for error bars (cumulative), else empty.
     pub reads: Vec<Snapshot>,
+    /// Per read, the `-I` interval it was read inside, where the file says (files written
+    /// before it was kept do not).
+    pub read_intervals: Vec<Option<u64>>,
     /// A perf.data file: what perf's own records say beyond tmetric's.
     pub perf: Option<PerfFile>,
 }
@@ -75,25 +78,36 @@ impl Recording {
             elapsed: Duration::ZERO,
             rusage: None,
             reads: Vec::new(),
+            read_intervals: Vec::new(),
             perf: None,
         }
     }
 
-    /// Adds `read` line `n`'s counts of `group` on (`cpu`, `thread`): reads are numbered
-    /// 1, 2, 3, ... in order, each place once.
+    /// Adds `read` line `n`'s counts of `group` on (`cpu`, `thread`), read inside `-I`
+    /// interval `interval`: reads are numbered 1, 2, 3, ... in order, each place once, every
+    /// line of a read in the same interval.
     pub fn add_read(
         &mut self,
         n: u64,
         group: usize,
         place: (i32, i32),
         counts: &[Option<[u64; 3]>],
+        interval: Option<u64>,
     ) -> Result<(), Kind> {
         let have = self.reads.len() as u64;
         if n == 0 || n > have + 1 || n + 1 < have {
             return Err(Kind::ReadOrder { n, have });
         }
         if n == have + 1 {
+            if let (Some(now), Some(Some(last))) = (interval, self.read_intervals.last())
+                && now < *last
+            {
+                return Err(Kind::ReadInterval { n, interval });
+            }
             self.reads.push(Snapshot { events: vec![None; self.header.events.len()] });
+            self.read_intervals.push(interval);
+        } else if self.read_intervals.get(n as usize - 1) != Some(&interval) {
+            return Err(Kind::ReadInterval { n, interval });
         }
         let snap = &mut self.reads[n as usize - 1];
         let members = self.header.groups.get(group).map_or(&[][..], |g| g.as_slice());
@@ -336,9 +350,9 @@ impl Jsonl {
                 self.rec.final_latency = Some(values);
                 Ok(())
             }
-            Line::Read { n, group, cpu, thread, counts } => {
+            Line::Read { n, group, cpu, thread, counts, interval } => {
                 rec.check_cpu(cpu)?;
-                rec.add_read(n, group, (cpu, thread), &counts)
+                rec.add_read(n, group, (cpu, thread), &counts, interval)
             }
             Line::Final { group, cpu, thread, counts } => {
                 rec.check_cpu(cpu)?;

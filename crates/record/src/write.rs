@@ -173,6 +173,9 @@ pub struct RunEnd<'a> {
     pub latencies: Option<&'a [(String, f64)]>,
     /// `--errors`/`-v`: the reads taken for error bars (cumulative), else empty.
     pub reads: &'a [Snapshot],
+    /// With `-I`: per read, the interval it was read inside (1 for the first; `None` after
+    /// the last); empty without `-I`.
+    pub read_intervals: &'a [Option<u64>],
 }
 
 impl RunEnd<'_> {
@@ -264,12 +267,18 @@ impl RecordSink {
     }
 }
 
-/// The `read` lines of `reads` (error-bar reads) for a record of `groups`.
-pub(crate) fn read_lines(groups: &[Vec<usize>], reads: &[Snapshot]) -> Vec<Line> {
+/// The `read` lines of `reads` (error-bar reads) for a record of `groups`, each with the
+/// `-I` interval of `intervals` it was read inside.
+pub(crate) fn read_lines(
+    groups: &[Vec<usize>],
+    reads: &[Snapshot],
+    intervals: &[Option<u64>],
+) -> Vec<Line> {
     let mut lines = Vec::new();
     for (n, snap) in reads.iter().enumerate() {
+        let interval = intervals.get(n).copied().flatten();
         for (group, (cpu, thread), counts) in group_lines(groups, snap) {
-            lines.push(Line::Read { n: n as u64 + 1, group, cpu, thread, counts });
+            lines.push(Line::Read { n: n as u64 + 1, group, cpu, thread, counts, interval });
         }
     }
     lines
@@ -376,7 +385,7 @@ impl Recorder {
 
     /// The reads, the totals, the sampled latencies and the end line; flushes.
     pub fn finish(mut self, end: &RunEnd<'_>) -> Result<(), WriteError> {
-        for line in read_lines(&self.groups, end.reads) {
+        for line in read_lines(&self.groups, end.reads, end.read_intervals) {
             self.line(&line)?;
         }
         for (group, (cpu, thread), counts) in group_lines(&self.groups, end.totals) {

@@ -164,3 +164,37 @@ fn bad_lines_name_file_and_line() {
     let err = format!("{}", parse("{\"a\":1}").unwrap_err());
     assert!(err.contains("not a tmetric record"), "{err}");
 }
+
+/// A read says which `-I` interval it was taken inside; reads without it (files written
+/// before it was kept) still read, and a read whose lines disagree, or that goes back to an
+/// earlier interval, is refused naming the line.
+#[test]
+fn reads_keep_their_interval() {
+    let read = |n: u64, cpu: i32, interval: Option<u64>| {
+        let tail = interval.map_or(String::new(), |i| format!(r#","interval":{i}"#));
+        format!(
+            r#"{{"t":"read","n":{n},"group":0,"cpu":{cpu},"thread":-1,"counts":[[1,2,2]]{tail}}}"#
+        )
+    };
+    let end = r#"{"t":"end","elapsed_ns":7,"user_ns":null,"sys_ns":null,"exit":0,"intervals":0}"#;
+    let file = |reads: &[String]| {
+        let mut lines = vec![header_line()];
+        lines.extend_from_slice(reads);
+        lines.push(end.to_string());
+        lines.join("\n")
+    };
+    let rec = parse(&file(&[
+        read(1, 0, Some(1)),
+        read(1, 1, Some(1)),
+        read(2, 0, Some(2)),
+        read(3, 0, None),
+    ]))
+    .unwrap();
+    assert_eq!(rec.read_intervals, vec![Some(1), Some(2), None]);
+    let old = parse(&file(&[read(1, 0, None), read(2, 0, None)])).unwrap();
+    assert_eq!(old.read_intervals, vec![None, None]);
+    let err = format!("{}", parse(&file(&[read(1, 0, Some(1)), read(1, 1, Some(2))])).unwrap_err());
+    assert!(err.starts_with("r.jsonl:3: read 1 says it was read inside interval 2"), "{err}");
+    let err = format!("{}", parse(&file(&[read(1, 0, Some(2)), read(2, 0, Some(1))])).unwrap_err());
+    assert!(err.starts_with("r.jsonl:3: read 2 says it was read inside interval 1"), "{err}");
+}

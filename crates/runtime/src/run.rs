@@ -245,6 +245,10 @@ pub struct RunReport {
     /// With [`RunOptions::sample_every`]: the cumulative readings taken during the run, in
     /// order, ending with [`RunReport::totals`] (empty otherwise).
     pub samples: Vec<Snapshot>,
+    /// Per sample, how many `-I` intervals had ended when it was taken: a sample with `k`
+    /// was read inside interval `k + 1` (what a recording keeps so that `report -I` gives
+    /// each interval the reads `stat -I` estimated it from).
+    pub sample_ticks: Vec<usize>,
 }
 
 impl RunReport {
@@ -342,6 +346,7 @@ pub fn run<S: Syscalls>(
     let (mut stopped, mut timed_out) = (false, false);
     let deadline = options.timeout.map(|t| start + t);
     let mut samples = Vec::new();
+    let mut sample_ticks: Vec<usize> = Vec::new();
     let rotation = options.rotation.as_ref().filter(|r| r.turns.len() > 1);
     let mut next_sample =
         if rotation.is_some() { None } else { options.sample_every.map(|i| start + i) };
@@ -389,9 +394,11 @@ pub fn run<S: Syscalls>(
                 let read = counters.read()?;
                 let readings: usize = read.events.iter().flatten().map(Vec::len).sum();
                 samples.push(read);
+                sample_ticks.push(intervals.count);
                 let cap = (MAX_READINGS / readings.max(1)).clamp(64, MAX_SAMPLES);
                 if samples.len() >= cap {
                     samples = samples.into_iter().skip(1).step_by(2).collect();
+                    sample_ticks = sample_ticks.into_iter().skip(1).step_by(2).collect();
                     // The odd reads are kept, read `j` now at `(j - 1) / 2`: the interval's
                     // first kept read is at half its old place.
                     intervals.first_read /= 2;
@@ -404,6 +411,7 @@ pub fn run<S: Syscalls>(
             && now >= due
         {
             samples.push(counters.read()?);
+            sample_ticks.push(intervals.count);
             next_sample = Some(next_due(due, every, now));
             continue;
         }
@@ -452,10 +460,21 @@ pub fn run<S: Syscalls>(
     }
     if options.sample_every.is_some() {
         samples.push(totals.clone());
+        sample_ticks.push(intervals.count);
     }
     let ticks = intervals.count;
     let elapsed = end - start;
-    Ok(RunReport { totals, elapsed, exit, interrupted_by, ticks, stopped, timed_out, samples })
+    Ok(RunReport {
+        totals,
+        elapsed,
+        exit,
+        interrupted_by,
+        ticks,
+        stopped,
+        timed_out,
+        samples,
+        sample_ticks,
+    })
 }
 
 /// Carries out one `--control` command as perf 6.12's `evlist__ctlfd_process` does, saying

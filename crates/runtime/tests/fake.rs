@@ -332,6 +332,7 @@ fn repeated_runs_average_per_cpu_with_perfs_spread() {
         stopped: false,
         timed_out: false,
         samples: Vec::new(),
+        sample_ticks: Vec::new(),
     };
     let runs = vec![run(10, 20, 100), run(20, 30, 200), run(30, 40, 600)];
     let spread = RunReport::spread_of(&runs, 2);

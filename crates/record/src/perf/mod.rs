@@ -429,7 +429,7 @@ impl PerfRecorder {
             self.extra_line(&latency_line(None, values))?;
         }
         // perf has no place for the error-bar reads: tmetric's extras keep them.
-        for line in read_lines(&self.groups, end.reads) {
+        for line in read_lines(&self.groups, end.reads, end.read_intervals) {
             self.extra_line(&line)?;
         }
         for line in end.tpebs_lines() {

@@ -100,9 +100,9 @@ fn extra(rec: &mut Recording, text: &str) -> Result<bool, Kind> {
         },
         Line::Latency { n: None, values } => rec.final_latency = Some(values),
         line @ Line::Tpebs { .. } => rec.tpebs.push(line),
-        Line::Read { n, group, cpu, thread, counts } => {
+        Line::Read { n, group, cpu, thread, counts, interval } => {
             rec.check_cpu(cpu)?;
-            rec.add_read(n, group, (cpu, thread), &counts)?;
+            rec.add_read(n, group, (cpu, thread), &counts, interval)?;
         }
         Line::End { elapsed_ns, user_ns, sys_ns, intervals, .. } => {
             rec.end(elapsed_ns, user_ns, sys_ns, intervals)?;
