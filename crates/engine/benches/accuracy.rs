@@ -43,7 +43,8 @@
 //! `-- --only-intervals`: the intervals alone (the totals, perf's and each metric alone are
 //! not counted); `-- --dump-z`: a tab-separated `z` line per interval value with a bar
 //! (class, machine, selection, HZ, interval, metric, error and sigma in points, time scaling's error, the truth), for
-//! looking at where bars miss.
+//! looking at where bars miss; `-- --kernel-reads MS`: the intervals under the kernel's
+//! rotation instead, read every MS ms (`stat -I --errors --rotation kernel` reads every 100).
 
 #[path = "../tests/harness.rs"]
 mod harness;
@@ -52,7 +53,10 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use harness::{Measured, Rotation, SimTree, measure, measure_intervals, percent_metrics};
+use harness::{
+    Measured, Rotation, SimTree, measure, measure_intervals, measure_intervals_kernel,
+    percent_metrics,
+};
 use tmetric_catalog::Model;
 use tmetric_engine::{Bar, Select, Strategy};
 use tmetric_sim::{Machine, PmuClass, Workload};
@@ -393,9 +397,20 @@ fn add_intervals(
     workload: &Workload,
     out: &mut Three,
 ) {
-    let Some(intervals) =
+    let kernel_read_ms = KERNEL_READ_MS.load(Ordering::Relaxed);
+    let intervals = if kernel_read_ms > 0 {
+        Some(measure_intervals_kernel(
+            tree,
+            item,
+            metrics,
+            workload,
+            (RUN_MS, INTERVAL_MS),
+            kernel_read_ms,
+        ))
+    } else {
         measure_intervals(tree, item, metrics, Rotation::Own, workload, RUN_MS, INTERVAL_MS)
-    else {
+    };
+    let Some(intervals) = intervals else {
         return;
     };
     for (k, interval) in intervals.iter().enumerate() {
@@ -433,6 +448,8 @@ fn add_intervals(
 
 /// `-- --misses`: print each tmetric value whose truth is outside 2 sigma or 5 points away.
 static MISSES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `-- --kernel-reads MS`: the intervals under the kernel's rotation, read every MS.
+static KERNEL_READ_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 /// `-- --dump-z`: print each interval value's error and sigma, a line each (`z` first).
 static DUMP_Z: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// `-- --only-intervals`: measure the `-I` intervals alone (not the totals, perf or alone).
@@ -474,6 +491,8 @@ fn main() {
     let detail = args.iter().any(|a| a == "--detail");
     MISSES.store(args.iter().any(|a| a == "--misses"), Ordering::Relaxed);
     DUMP_Z.store(args.iter().any(|a| a == "--dump-z"), Ordering::Relaxed);
+    let kernel_reads = arg(&args, "--kernel-reads").and_then(|s| s.parse().ok()).unwrap_or(0);
+    KERNEL_READ_MS.store(kernel_reads, Ordering::Relaxed);
     let only_intervals = args.iter().any(|a| a == "--only-intervals");
     ONLY_INTERVALS.store(only_intervals, Ordering::Relaxed);
     INTERVALS.store(only_intervals || args.iter().any(|a| a == "--intervals"), Ordering::Relaxed);

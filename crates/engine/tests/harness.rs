@@ -382,15 +382,56 @@ pub fn measure_intervals(
     ms: u64,
     interval_ms: u64,
 ) -> Option<Vec<IntervalMeasured>> {
+    intervals_read(tree, item, metrics, rotation, workload, (ms, interval_ms), None)
+}
+
+/// [`measure_intervals`] under the kernel's rotation, read every `read_ms` between the
+/// intervals' reads (what `stat -I --errors --rotation kernel` reads its bars from).
+pub fn measure_intervals_kernel(
+    tree: &SimTree,
+    item: &str,
+    metrics: &[usize],
+    workload: &Workload,
+    (ms, interval_ms): (u64, u64),
+    read_ms: u64,
+) -> Vec<IntervalMeasured> {
+    intervals_read(
+        tree,
+        item,
+        metrics,
+        Rotation::Kernel,
+        workload,
+        (ms, interval_ms),
+        Some(read_ms),
+    )
+    .expect("reads at a fixed step always measure")
+}
+
+/// [`measure_intervals`], or with `read_ms` under the kernel's rotation read at that step.
+fn intervals_read(
+    tree: &SimTree,
+    item: &str,
+    metrics: &[usize],
+    rotation: Rotation,
+    workload: &Workload,
+    (ms, interval_ms): (u64, u64),
+    read_ms: Option<u64>,
+) -> Option<Vec<IntervalMeasured>> {
     let strategy = PlanOptions::default().strategy;
     let Opened { mut plan, kernel, mut counters, cpus, start, literals } =
         open(tree, item, metrics, strategy, workload);
-    let own = own_rotation(&plan, rotation)?;
-    plan.set_rotating(true);
-    let mut order = own.schedule();
+    let own = match read_ms {
+        Some(_) => None,
+        None => Some(own_rotation(&plan, rotation)?),
+    };
+    plan.set_rotating(own.is_some());
+    let mut order = own.as_ref().map(tmetric_runtime::Rotation::schedule);
+    let step = |order: &mut Option<tmetric_runtime::Turns>| match order {
+        Some(o) => o.length().as_nanos() as u64,
+        None => read_ms.unwrap_or(100) * 1_000_000,
+    };
     let (total, every) = (ms * 1_000_000, interval_ms * 1_000_000);
-    let (mut at, mut next_turn, mut next_tick) =
-        (0, order.length().as_nanos() as u64, every.min(total));
+    let (mut at, mut next_turn, mut next_tick) = (0, step(&mut order), every.min(total));
     let mut reads: Vec<tmetric_runtime::Snapshot> = Vec::new();
     let mut before = tmetric_runtime::Snapshot::default();
     let mut earlier: Vec<tmetric_runtime::Snapshot> = Vec::new();
@@ -403,10 +444,15 @@ pub fn measure_intervals(
         kernel.advance(due - at);
         at = due;
         if next_turn < next_tick {
-            let (turn, length) = order.next_turn();
-            counters.rotate(&own.turns, turn).expect("rotate");
-            reads.push(counters.read().expect("read"));
-            next_turn = at + length.as_nanos() as u64;
+            if let (Some(own), Some(order)) = (own.as_ref(), order.as_mut()) {
+                let (turn, length) = order.next_turn();
+                counters.rotate(&own.turns, turn).expect("rotate");
+                reads.push(counters.read().expect("read"));
+                next_turn = at + length.as_nanos() as u64;
+            } else {
+                reads.push(counters.read().expect("read"));
+                next_turn = at + step(&mut order);
+            }
             continue;
         }
         let read = counters.read().expect("read");
