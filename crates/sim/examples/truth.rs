@@ -1,14 +1,30 @@
 //! Prints what the simulator derives from a workload on a simulated machine: every metric's
 //! value, its target and range, and which targets and ranges are not met.
 //!
-//! `cargo run -p tmetric-sim --example truth -- MACHINE [WORKLOAD] [--all]`
+//! `cargo run -p tmetric-sim --example truth -- MACHINE [WORKLOAD] [--all] [--perf-version X.Y]`
 
 use tmetric_sim::{Derivation, Machine, Workload};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let all = args.iter().any(|a| a == "--all");
-    let args: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    // The formulas are those of the vintage `--perf-version` names, else the default's.
+    if let Some(i) = args.iter().position(|a| a == "--perf-version") {
+        let version = args.get(i + 1).map_or("", String::as_str);
+        if let Err(e) = tmetric_catalog::select_vintage(version) {
+            eprintln!("truth: --perf-version: {e}");
+            std::process::exit(2);
+        }
+    }
+    let mut skip_value = false;
+    let args: Vec<&String> = args
+        .iter()
+        .filter(|a| {
+            let keep = !skip_value && !a.starts_with("--");
+            skip_value = *a == "--perf-version";
+            keep
+        })
+        .collect();
     let machine =
         Machine::named(args.first().map_or("sapphirerapids", |s| s.as_str())).expect("machine");
     let workload = Workload::load(args.get(1).map_or("default", |s| s.as_str())).expect("workload");
