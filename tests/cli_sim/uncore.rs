@@ -54,6 +54,13 @@ fn uncore_metrics_read_every_box_and_equal_the_truth() {
             .filter(|n| derivation.report[0].iter().any(|t| t.name == *n && t.available))
             .collect();
         assert!(names.len() >= 9, "{name}: {names:?}");
+        // perf 7.2's C-state metrics read the power control unit's PMU, which the kernel
+        // makes on Sapphire Rapids (`uncore_pcu`, one box per package).
+        if name == "sapphirerapids" {
+            for pcu in ["cpu_cstate_c0", "cpu_cstate_c6"] {
+                assert!(names.contains(&pcu), "{name}: {pcu} is not counted: {names:?}");
+            }
+        }
         let list = names.join(",");
         // One second: some formulas divide by a count rather than a rate
         // (`tma_info_system_mem_dram_read_latency` by `uncore_cha_0/event=0x1/`), and the
