@@ -117,6 +117,20 @@ fn is_sym(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '@' | '?')
 }
 
+/// Whether an `@` closes the span before anything but a name's characters.
+fn closes_at(rest: &[char]) -> bool {
+    let mut escaped = false;
+    for &c in rest {
+        match c {
+            '@' if !escaped => return true,
+            '\\' if !escaped => escaped = true,
+            _ if escaped || is_sym(c) || c == '=' => escaped = false,
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// Splits `text` into tokens, as expr.l does (longest match; a number that a symbol
 /// character continues is a symbol: `1e9` is a number, `0x1` is not).
 fn lex(text: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
@@ -188,8 +202,17 @@ fn lex(text: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
         }
         if is_sym(c) || c == '\\' {
             let mut s = String::new();
+            // Inside `pmu@event\,terms@` jevents.py reads up to the closing `@`, so perf 7.x's
+            // vendor files leave `=` unescaped there (`msr@tsc\,cpu=cpu_core@`).
+            let mut in_at = false;
             while i < bytes.len() {
-                if bytes[i] == '\\' {
+                if bytes[i] == '@' {
+                    in_at = !in_at;
+                }
+                if bytes[i] == '=' && in_at && closes_at(&bytes[i..]) {
+                    s.push('=');
+                    i += 1;
+                } else if bytes[i] == '\\' {
                     match bytes.get(i + 1) {
                         Some(&n @ ('-' | ',' | '=')) => {
                             s.push(n);

@@ -29,6 +29,30 @@ pub(super) fn terms(text: &str) -> Vec<(String, u64)> {
     out
 }
 
+/// Takes perf 7.x's `cpu` term out of `text`: the CPUs it names (an online CPU's number or a
+/// PMU's CPUs, as parse-events.c's `get_config_cpu` reads it; `cpu=cpu_core` in 7.2's Alder
+/// Lake formulas reads the TSC on one core type's CPUs), and the other terms.
+pub(super) fn take_cpu_term(machine: &Machine, text: &str) -> (String, Option<Vec<u32>>) {
+    let mut cpus: Option<Vec<u32>> = None;
+    let mut rest: Vec<&str> = Vec::new();
+    for part in text.split(',') {
+        let Some(value) = part.trim().strip_prefix("cpu=") else {
+            rest.push(part);
+            continue;
+        };
+        let value = value.trim();
+        let named = match machine.pmus.iter().position(|p| p.name == value) {
+            Some(p) => cpus_of(machine, p, &[]),
+            None => value.parse::<u32>().ok().into_iter().collect(),
+        };
+        let all = cpus.get_or_insert_with(Vec::new);
+        all.extend(named);
+        all.sort_unstable();
+        all.dedup();
+    }
+    (rest.join(","), cpus)
+}
+
 /// Writes `value` into the bits `spec` names (`config:0-7,21`, `config1:0-63`).
 fn apply_format(spec: &str, value: u64, words: &mut [u64; 3]) -> bool {
     let Some((field, ranges)) = spec.split_once(':') else { return false };

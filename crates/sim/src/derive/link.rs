@@ -8,7 +8,7 @@ use tmetric_catalog::{IdKind, Model};
 use tmetric_runtime::Attr;
 use tmetric_runtime::sys::TYPE_HARDWARE;
 
-use super::encode::{attr_on, cpus_of, generic_id, is_core_pmu, pmus_named, terms};
+use super::encode::{attr_on, cpus_of, generic_id, is_core_pmu, pmus_named, take_cpu_term, terms};
 use super::problem::{Input, MetricDef, Var};
 use super::tree::{midr_matches, tree_level, valid_range};
 use crate::formula::{self, Expr, ProbeFn};
@@ -286,6 +286,7 @@ impl Builder<'_> {
             self.notes.push(format!("`{text}` names nothing on this machine"));
             return Input::Missing;
         };
+        let (terms_text, term_cpus) = take_cpu_term(self.machine, &terms_text);
         let modifiers = model.str(id.modifiers);
         let extra_terms = !model.str(id.terms).is_empty();
         let family = family(&name, extra_terms);
@@ -320,7 +321,7 @@ impl Builder<'_> {
                 exclude_kernel: modifiers.contains('u') && !modifiers.contains('k'),
                 ..attr
             };
-            let cpus = cpus_of(self.machine, p, &context_cpus);
+            let cpus = term_cpus.clone().unwrap_or_else(|| cpus_of(self.machine, p, &context_cpus));
             let Some(&first) = cpus.first() else { continue };
             let Ok(init) = classify(self.machine, &attr, -1, first as i32) else {
                 self.notes.push(format!("`{text}` does not open on {}", pmu.name));
