@@ -162,3 +162,89 @@ fn topdown_events_without_slots_in_the_formula_get_their_leader() {
         );
     }
 }
+
+/// perf 7.2's Alder Lake formulas read the TSC on one core type's CPUs (`msr@tsc\,cpu=cpu_core@`,
+/// perf 7.x's `cpu` term): `msr/tsc,cpu=cpu_core/` opens on the `cpu_core` CPUs only, and the
+/// metrics that read it (and the `tma_bottleneck_*` metrics over them) have values, equal to
+/// what the workload file's clocks give on the machine file's `cpu_core` CPUs, each read
+/// here from the files: CPUs utilized is reference cycles over TSC ticks, the core frequency
+/// the cycles of those CPUs summed (perf's formula adds the TSC of every CPU it opens on).
+#[test]
+fn the_cpu_term_counts_the_tsc_on_one_core_type() {
+    use tmetric_sim::{Derivation, Machine, Workload};
+    let out = tmetric(
+        &["--pmu-sim", "alderlake", "-e", "msr/tsc,cpu=cpu_core/", "-A", "-x,", "-a"]
+            .iter()
+            .chain(&["sleep", "0.1"])
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let cpus: Vec<&str> =
+        text.lines().filter(|l| l.starts_with("CPU")).filter_map(|l| l.split(',').next()).collect();
+    assert_eq!(cpus, ["CPU0", "CPU1", "CPU2", "CPU3"], "{text}");
+    let bad = tmetric(&["--pmu-sim", "alderlake", "-e", "msr/tsc,cpu=cpu_big/", "-a", "true"]);
+    let why = stderr(&bad);
+    assert!(!bad.status.success() && why.contains("names no PMU of this machine"), "{why}");
+
+    let file: serde_json::Value =
+        serde_json::from_str(include_str!("../../crates/sim/workloads/default.json")).unwrap();
+    let machine_file: serde_json::Value =
+        serde_json::from_str(include_str!("../../crates/sim/machines/alderlake.json")).unwrap();
+    let core_cpus = machine_file["pmus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|p| {
+            let core = &p["x86_core"];
+            (core["name"] == "cpu_core").then(|| core["cpus"].as_str().unwrap().to_string())
+        })
+        .unwrap();
+    assert_eq!(core_cpus, "0-3");
+    let f = |k: &str| file[k].as_f64().unwrap();
+    let cycles: f64 = (0..4)
+        .map(|i| f("cycles_ghz") * (1.0 + f64::from(i) * f("cpu_step_percent") / 100.0))
+        .sum();
+    let want = [
+        ("tma_info_system_cpus_utilized", f("ref_ghz") / f("tsc_ghz")),
+        ("tma_info_system_core_frequency", cycles / f("ref_ghz") * f("tsc_ghz")),
+    ];
+    let truth =
+        Derivation::of(&Machine::named("alderlake").unwrap(), &Workload::default_workload());
+    let list = "tma_info_system_cpus_utilized,tma_info_system_core_frequency,tma_bottleneck_memory_data_tlbs,tma_bottleneck_data_cache_memory_latency";
+    let out = tmetric(&[
+        "--pmu-sim",
+        "alderlake",
+        "-M",
+        list,
+        "-a",
+        "-j",
+        "--full-metrics",
+        "sleep",
+        "0.2",
+    ]);
+    let text = stderr(&out);
+    assert!(out.status.success(), "{text}");
+    let printed = json_metrics(&text);
+    for metric in list.split(',') {
+        let values: Vec<f64> = printed.iter().filter(|m| m.0 == metric).map(|m| m.1).collect();
+        assert!(
+            !values.is_empty() && values.iter().all(|v| v.is_finite()),
+            "{metric}: {values:?}\n{text}"
+        );
+        let t = truth.truth(0, metric, "cpu_core").expect("a truth");
+        let t = t.value * t.scale;
+        assert!(
+            values.iter().all(|v| (v - t).abs() <= 1e-2 * t.abs() + 0.01),
+            "{metric}: {values:?} vs the simulator's {t}"
+        );
+        if let Some((_, w)) = want.iter().find(|w| w.0 == metric) {
+            assert!((t - w).abs() < 1e-9 * w, "{metric}: the simulator's {t} vs the files' {w}");
+            assert!(
+                values.iter().all(|v| (v - w).abs() <= 1e-2 * w),
+                "{metric}: {values:?} vs the files' {w}"
+            );
+        }
+    }
+}

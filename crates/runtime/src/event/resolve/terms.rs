@@ -29,9 +29,20 @@ impl Resolver<'_> {
             unit: None,
             scale: None,
         };
+        // perf 7.x's `cpu` term: the CPUs the event opens on, in place of its PMU's.
+        let mut term_cpus: Option<Vec<u32>> = None;
         for term in first.iter().chain(terms) {
+            if term.name == "cpu" {
+                let mut cpus = self.cpu_term(term, e)?;
+                cpus.extend(term_cpus.take().unwrap_or_default());
+                cpus.sort_unstable();
+                cpus.dedup();
+                term_cpus = Some(cpus);
+                continue;
+            }
             self.apply_term(&pmu, term, &mut b, e, warnings, true)?;
         }
+        let cpus = term_cpus.or_else(|| pmu.cpumask.clone());
         let named = b.name.is_some();
         let name = b.name.unwrap_or_else(|| e.text.clone());
         let event = match b.hw {
@@ -54,7 +65,7 @@ impl Resolver<'_> {
                     kind: EventKind::Hardware,
                     unit: None,
                     scale: None,
-                    cpus: pmu.cpumask.clone(),
+                    cpus: cpus.clone(),
                 }
             }
             None => {
@@ -72,13 +83,50 @@ impl Resolver<'_> {
                     kind: EventKind::Pmu(pmu_name.to_string()),
                     unit: b.unit,
                     scale: b.scale,
-                    cpus: pmu.cpumask.clone(),
+                    cpus,
                 }
             }
         };
         let counts_on = (pmu_name != "msr" && !matches!(pmu_name, "software" | "tracepoint"))
             .then(|| pmu_name.to_string());
         Ok(Built { event: ResolvedEvent::Counter(event), pmu: counts_on, gh: false, named })
+    }
+
+    /// The CPUs of perf 7.x's `cpu` term (parse-events.c's `get_config_cpu`): an online CPU's
+    /// number, or a PMU's CPUs (`cpu=cpu_core`; a core PMU without a `cpus` file has every
+    /// online CPU).
+    fn cpu_term(&self, term: &TermAst, e: &EventAst) -> Result<Vec<u32>, Fail> {
+        let bad = |value: String, why: String| {
+            (
+                term.span.clone(),
+                EventError::BadValue { event: e.text.clone(), term: "cpu".into(), value, why },
+            )
+        };
+        let online = self.sysfs.online_cpus().map_err(|err| (term.span.clone(), err.into()))?;
+        let text = match &term.value {
+            None => {
+                return Err(bad(
+                    String::new(),
+                    "needs a value: a CPU (`cpu=0`) or a PMU (`cpu=cpu_core`)".into(),
+                ));
+            }
+            Some(TermValue::Num(n)) => n.to_string(),
+            Some(TermValue::Str(s)) => {
+                if let Ok(pmu) = self.sysfs.pmu(s) {
+                    return Ok(pmu.cpumask.unwrap_or(online));
+                }
+                s.clone()
+            }
+        };
+        crate::target::cpu_list(&text, &online).map_err(|why| {
+            bad(
+                text.clone(),
+                format!(
+                    "names no PMU of this machine and no online CPU ({}); give a CPU (`cpu=0`) or a PMU (`cpu=cpu_core`)",
+                    why.problem
+                ),
+            )
+        })
     }
 
     /// Applies one term of `e` on `pmu` to the event being built (`aliases`: a bare term may
@@ -253,7 +301,7 @@ impl Resolver<'_> {
     fn unknown_term(&self, pmu: &SysfsPmu, term: &TermAst, e: &EventAst) -> Fail {
         let mut known: Vec<String> = pmu.formats.iter().map(|f| f.name.clone()).collect();
         known.extend(
-            ["config", "config1", "config2", "config3", "name", "period"].map(String::from),
+            ["config", "config1", "config2", "config3", "cpu", "name", "period"].map(String::from),
         );
         let mut known = known.join(", ");
         let aliases = pmu.alias_names();
