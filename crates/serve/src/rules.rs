@@ -20,9 +20,10 @@
 //! What cannot be translated is listed with the reason: `has_event()`, `strcmp_cpuid_str()`
 //! and `source_count()` (decided per machine), retire latencies (`:R`, sampled), user and
 //! system time, counts that depend on the interval's length, operands whose label sets
-//! PromQL cannot match.
+//! PromQL cannot match, a metric whose name an earlier one of the model has with another
+//! formula (the series records the first, as `serve` exports it).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 use tmetric_catalog::Tool;
@@ -111,6 +112,13 @@ pub enum Untranslatable {
     /// A boolean of constants where a series is needed.
     #[error("a boolean of constants only")]
     ConstantBoolean,
+    /// A metric of the model (and core type) before it has this name and another formula
+    /// (perf 7.2's build-generated `lpm_br_cond_retired`, once per metric group): its series
+    /// holds the first one, as `serve` exports only the first.
+    #[error(
+        "an earlier metric of this model has this name and another formula: its series records that one, as serve exports it"
+    )]
+    SharedName,
     /// `d_ratio`, `min` or `max` of a host-wide and a per-unit operand.
     #[error("{0}() of operands PromQL cannot match label for label")]
     Unmatched(&'static str),
@@ -214,6 +222,8 @@ struct Translator<'a> {
     /// The metrics asked for: only these are recorded; a metric they read is written into
     /// their expressions, so two files never record one series.
     selected: Vec<usize>,
+    /// Metrics whose name and core type an earlier metric with another formula has.
+    repeats: BTreeSet<usize>,
 }
 
 impl Translator<'_> {
@@ -233,6 +243,11 @@ impl Translator<'_> {
         }
         if depth > 64 {
             return Err(Untranslatable::TooDeep);
+        }
+        if self.repeats.contains(&m) {
+            let why = Untranslatable::SharedName;
+            self.failed.insert(m, why.clone());
+            return Err(why);
         }
         let desc = self.model.metric(m);
         let text = self.model.str(desc.expr);
@@ -545,6 +560,12 @@ fn call(func: Func, a: Term, b: Term) -> Result<Term, Untranslatable> {
                 }
                 return binary(BinOp::Div, a, b);
             }
+            // `duration_time` (1 second per second, scaled by constants), never 0: perf 7.2's
+            // build-generated rates (`lpm_br_cond_retired`: `d_ratio(BR_INST_RETIRED.COND,
+            // duration_time)`) are the count's rate.
+            if b.shape == Shape::Scalar {
+                return binary(BinOp::Div, a, b);
+            }
             if a.shape == Shape::Scalar || a.shape != b.shape {
                 return Err(Untranslatable::Unmatched("d_ratio"));
             }
@@ -607,6 +628,7 @@ pub fn rules(model: &'static Model, metrics: &[usize], window: &str) -> RuleSet 
         rules: Vec::new(),
         common,
         selected: metrics.to_vec(),
+        repeats: repeated_names(model),
     };
     let mut skipped = Vec::new();
     for &m in metrics {
@@ -615,6 +637,26 @@ pub fn rules(model: &'static Model, metrics: &[usize], window: &str) -> RuleSet 
         }
     }
     RuleSet { rules: t.rules, skipped, window: window.to_string() }
+}
+
+/// The metrics of `model` whose name and core type an earlier metric with another formula
+/// has: `serve` exports the first under that name.
+fn repeated_names(model: &Model) -> BTreeSet<usize> {
+    let mut first: BTreeMap<(&str, Option<&str>), usize> = BTreeMap::new();
+    let mut repeats = BTreeSet::new();
+    for m in 0..model.metric_count() {
+        let key = (model.str(model.metric(m).name), hybrid_pmu(model, m));
+        match first.get(&key) {
+            Some(&f) if model.str(model.metric(f).expr) != model.str(model.metric(m).expr) => {
+                repeats.insert(m);
+            }
+            Some(_) => {}
+            None => {
+                first.insert(key, m);
+            }
+        }
+    }
+    repeats
 }
 
 /// The per-event rate rule.
@@ -987,10 +1029,38 @@ mod tests {
     }
 
     #[test]
+    fn a_count_per_duration_time_is_its_rate_and_shared_names_are_not_recorded_twice() {
+        // perf 7.2's build-generated metrics divide by duration_time with d_ratio().
+        tmetric_catalog::use_vintage(tmetric_catalog::vintage_for("7.2").unwrap());
+        let spr = model("sapphirerapids");
+        let set = rules(spr, &[index(spr, "lpm_br_far_retired")], "1m");
+        assert!(set.skipped.is_empty(), "{:?}", set.skipped);
+        assert_eq!(
+            set.rules.last().unwrap().expr,
+            "(sum without (event, model) (tmetric:event:rate1m{event=\"BR_INST_RETIRED.FAR_BRANCH\",model=\"x86/sapphirerapids\"}) / 1)"
+        );
+        let all: Vec<usize> = (0..spr.metric_count()).collect();
+        let set = rules(spr, &all, "1m");
+        let mut series: Vec<(&str, &Vec<(&str, String)>)> =
+            set.rules.iter().map(|r| (r.record.as_str(), &r.labels)).collect();
+        let n = series.len();
+        series.sort();
+        series.dedup();
+        assert_eq!(series.len(), n, "a series is recorded by two rules");
+        // The first `lpm_br_cond_retired` (all conditional branches) is recorded, as served;
+        // the second (those not taken) is said.
+        let cond = set.rules.iter().find(|r| r.metric == "lpm_br_cond_retired").expect("a rule");
+        assert!(cond.expr.contains("\"BR_INST_RETIRED.COND\""), "{}", cond.expr);
+        assert!(
+            set.skipped.contains(&("lpm_br_cond_retired".into(), Untranslatable::SharedName)),
+            "{:?}",
+            set.skipped
+        );
+        tmetric_catalog::clear_inferred_vintage();
+    }
+
+    #[test]
     fn most_of_a_model_translates() {
-        // perf 6.12's tables: perf 7.2's adds build-generated metrics (`lpm_br_cond_retired`)
-        // whose d_ratio() operands carry different labels, which PromQL cannot divide.
-        tmetric_catalog::use_vintage(tmetric_catalog::base_vintage());
         let spr = model("sapphirerapids");
         let all: Vec<usize> = (0..spr.metric_count()).collect();
         let set = rules(spr, &all, "1m");
@@ -999,7 +1069,10 @@ mod tests {
             assert!(
                 matches!(
                     why,
-                    Untranslatable::IntervalDependent | Untranslatable::MachineCall { .. }
+                    Untranslatable::IntervalDependent
+                        | Untranslatable::MachineCall { .. }
+                        | Untranslatable::NoEvent
+                        | Untranslatable::SharedName
                 ),
                 "{metric}: {why}"
             );
