@@ -95,8 +95,8 @@ pub struct MetricTruth {
     pub range: (f64, f64),
     /// A TopdownL*/PipelineL* tree node.
     pub tree: bool,
-    /// Every event it reads (in the branches taken) exists on the machine; `false` for a
-    /// metric perf cannot compute there either.
+    /// Every event it reads (in the branches taken) exists on the machine and no `NaN` of its
+    /// formula is taken; `false` for a metric perf cannot compute there either.
     pub available: bool,
 }
 
@@ -265,7 +265,7 @@ fn truth(
                 scale: d.scale,
                 range: d.range,
                 tree: d.tree,
-                available: !problem.reads_missing(m, 0),
+                available: !problem.reads_missing(m, 0) && !problem.nan_by_formula(m, 0),
             }
         })
         .collect();

@@ -497,6 +497,22 @@ impl Expr {
         }
     }
 
+    /// Whether a literal `NaN` is in a branch `known` values leave live: perf 7.2's
+    /// `lpm_cpu_power_cores` is `... if has_event(power@energy\-cores@) else NaN`.
+    pub fn live_nan(&self, known: &dyn Fn(usize) -> Option<f64>) -> bool {
+        match self {
+            Expr::Num(v) => v.is_nan(),
+            Expr::Neg(a) => a.live_nan(known),
+            Expr::Bin(_, a, b) | Expr::Call(_, a, b) => a.live_nan(known) || b.live_nan(known),
+            Expr::If(then, cond, otherwise) => match cond.constant(known) {
+                Some(c) if truthy(c) => then.live_nan(known),
+                Some(_) => otherwise.live_nan(known),
+                None => then.live_nan(known) || otherwise.live_nan(known),
+            },
+            _ => false,
+        }
+    }
+
     /// The value when every index it reads is `known`.
     pub fn constant(&self, known: &dyn Fn(usize) -> Option<f64>) -> Option<f64> {
         let mut used = Vec::new();

@@ -105,6 +105,28 @@ impl Problem {
         })
     }
 
+    /// Whether `metric` is NaN by its formula's own `NaN` in the branches the machine's
+    /// probes take (directly or through a metric it reads): perf gives NaN there too.
+    pub(super) fn nan_by_formula(&self, metric: usize, depth: usize) -> bool {
+        if depth > 64 || self.overrides.contains_key(&metric) {
+            return false;
+        }
+        let known = |i: usize| match &self.inputs[i] {
+            Input::Const(v) => Some(*v),
+            _ => None,
+        };
+        let expr = &self.metrics[metric].expr;
+        if expr.live_nan(&known) {
+            return true;
+        }
+        let mut used = Vec::new();
+        expr.live_values(&known, &mut used);
+        used.into_iter().any(|i| match &self.inputs[i] {
+            Input::Metric(r) => self.nan_by_formula(*r, depth + 1),
+            _ => false,
+        })
+    }
+
     pub(super) fn value(&self, metric: usize) -> f64 {
         let mut memo = vec![None; self.metrics.len()];
         self.eval(metric, &mut memo, 0)
