@@ -581,3 +581,18 @@ fn the_checks_catch_what_they_are_for() {
     assert_eq!(on_simulator("tmetric plan -M X --model icelake"), None);
     assert_eq!(on_simulator("tmetric describe X"), None);
 }
+
+/// A subcommand's help leads with the line `tmetric --help` lists it with. The two are written
+/// twice (the subcommand's flags, with its own about, are added only when it is used).
+#[test]
+fn each_subcommands_help_leads_with_its_line_in_the_listing() {
+    let texts = help_texts();
+    let top = &texts[0].1;
+    for (sub, help) in &texts[1..] {
+        let listed = top
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix(sub.as_str())?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("`tmetric --help` does not list {sub}"));
+        assert_eq!(help.lines().next(), Some(listed.trim()), "{sub} --help");
+    }
+}

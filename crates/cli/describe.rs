@@ -14,7 +14,7 @@ use tmetric_offline::counts::evaluate_tree;
 use tmetric_engine::models::find_model;
 use tmetric_text::{closest, join_code};
 
-/// `tmetric describe` flags.
+/// One metric in full: descriptions, formula, threshold, its tree and the events it needs.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  tmetric describe tma_dtlb_store --model sapphirerapids\n  \
     tmetric describe tma_backend_bound --model alderlake --json\n  \

@@ -80,7 +80,7 @@ FROM A PERF STAT LOG (--from-perf FILE|-; docs/from-perf.md):
   why, running_pct, perf {printed, label, agrees}, model. -x SEP: `#` header lines, then interval, aggr, value, unit, metric, pmu, threshold
   (1/0/empty), group (first lines of the groups used, `+`-joined), perf_printed, perf_agrees, notes.";
 
-/// Flags of `tmetric eval`.
+/// Evaluate a model's metrics over a counts file, or an ad-hoc expression.
 #[derive(Debug, clap::Args)]
 #[command(
     after_long_help = EVAL_HELP,

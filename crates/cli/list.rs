@@ -13,11 +13,10 @@ use tmetric_engine::models::find_model;
 use tmetric_engine::select::examples;
 use tmetric_print::names::NameFilter;
 
-/// Flags of `tmetric list`. As perf's option parser, any unambiguous start of a long flag is
-/// that flag: perf's own tests call `perf list --raw pmu`.
+/// The compiled catalogue: models, metrics, metric groups and events.
 #[derive(Debug, clap::Args)]
 #[command(
-    infer_long_args = true,
+    infer_long_args = true, // as perf's parser: its tests type `perf list --raw pmu`
     after_help = "\
 KIND is one of models, metrics, metricgroups, events, pmu (the kernel PMU events in sysfs, as perf \
 lists them). Without KIND: metrics when --model is given, \

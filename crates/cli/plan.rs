@@ -15,7 +15,7 @@ use tmetric_print::plan as print;
 use tmetric_runtime::Sysfs;
 use tmetric_sim::private::{self, PrivateTree};
 
-/// `tmetric plan` flags.
+/// How a metric selection would be grouped and scheduled on a machine's counters.
 #[derive(Debug, clap::Args)]
 #[command(
     mut_arg("metrics", |a| a.required(true)),

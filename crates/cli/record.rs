@@ -19,7 +19,8 @@ pub enum FormatArg {
     Jsonl,
 }
 
-/// `tmetric record` flags: all of `stat`'s; `-o` names the record file.
+/// `stat` that also saves the raw counts, with what is needed to evaluate them later, to
+/// `-o FILE` (docs/record-format.md).
 #[derive(Debug, Clone, clap::Args)]
 #[command(
     mut_arg("output", |a| a.help("The record file to write (default perf.data, an existing one moved to perf.data.old, as perf does); `-` writes a perf pipe to standard output. The counts still print to standard error, except to a pipe (as perf)")),

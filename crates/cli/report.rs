@@ -21,7 +21,7 @@ use tmetric_print::out::{Sink, warn};
 use tmetric_print::stat::{Explain, TreeView};
 use tmetric_print::{Config, Title};
 
-/// `tmetric report` flags.
+/// Evaluate and print a `tmetric record` file or a `perf stat record` perf.data file.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
     mut_arg("metrics", |a| a.help("Metrics or metric groups to evaluate (default: those recorded, or for perf.data the common metrics whose events were counted); any metric whose events were counted works")),

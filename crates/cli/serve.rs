@@ -48,7 +48,8 @@ pub enum MetricsDetail {
     Events,
 }
 
-/// `tmetric serve`.
+/// Export metrics per host and per cgroup to Prometheus over HTTP (/metrics, /json,
+/// /healthz), read every interval.
 #[derive(Debug, Clone, Args)]
 #[command(mut_arg("metrics", |a| a.help("Metrics or metric groups, comma-separated, as `stat -M` (default: the common software metrics, and the model's `Default` group, TopdownL1 on Intel, where it has one)")))]
 pub struct ServeArgs {
@@ -125,7 +126,8 @@ pub struct ServeArgs {
     pub pmu_sim_workload: Option<String>,
 }
 
-/// `tmetric rules`.
+/// Prometheus recording rules (or a Grafana dashboard) computing metrics from the raw
+/// counters `serve` exports.
 #[derive(Debug, Clone, Args)]
 #[command(
     mut_arg("metrics", |a| a.help("Metrics or metric groups, comma-separated, as `stat -M`").required_unless_present_any(["events", "alerts"])),

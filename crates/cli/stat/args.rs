@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// `tmetric stat` flags (perf's names where perf has them).
+/// Count events for a command (or system-wide) and print them with metrics, as perf stat does.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
     mut_arg("color", |a| a.help("Colour metric values by their thresholds: auto (when the counts go to a terminal: standard error, unless -o names a file), always or never")),

@@ -51,9 +51,12 @@ impl Host {
         };
         let cpuid =
             crate::plan::cpuid_with(|| tmetric_runtime::sysfs::cpuid_from(&cpuinfo, &sysfs));
+        // The cpuid's model is looked up once (every mapfile row's regex is tried): it is both
+        // the model without `--model` and the machine's own tables with it.
+        let own = cpuid.as_deref().and_then(tmetric_catalog::model_for_cpuid);
         let found = match model {
             Some(name) => find_model(name).map_err(HostModelError::from),
-            None => model_of_cpuid(cpuid.as_deref(), cpuinfo_path, |_| {
+            None => model_of_cpuid(cpuid.as_deref(), own, cpuinfo_path, |_| {
                 unreadable.as_ref().is_some_and(tmetric_runtime::sys::out_of_descriptors)
             }),
         };
@@ -65,7 +68,6 @@ impl Host {
         let smt_on = topology.as_ref().is_ok_and(|t| t.smt_on);
         let facts = MachineFacts { nmi_watchdog, smt_on };
         let pmus = PmuModel::from_sysfs(&sysfs, facts, found.as_ref().ok().copied());
-        let own = cpuid.as_deref().and_then(tmetric_catalog::model_for_cpuid);
         let tables = CatalogTables::for_machine(&sysfs, own);
         let literals = crate::plan::literals_of(&sysfs, topology.as_ref().ok(), &cpuinfo);
         let tick_hz = crate::plan::tick_hz(&sysfs);

@@ -168,15 +168,18 @@ pub fn host_model(
         return Ok(find_model(name)?);
     }
     let cpuid = crate::plan::cpuid_of(sysfs, proc_root);
-    model_of_cpuid(cpuid.as_deref(), proc_root.join("cpuinfo"), |cpuinfo| {
+    let own = cpuid.as_deref().and_then(tmetric_catalog::model_for_cpuid);
+    model_of_cpuid(cpuid.as_deref(), own, proc_root.join("cpuinfo"), |cpuinfo| {
         std::fs::File::open(cpuinfo).is_err_and(|e| tmetric_runtime::sys::out_of_descriptors(&e))
     })
 }
 
-/// The model of `cpuid`; without one, why not: `ran_out` says whether `cpuinfo` could not be
-/// read only because no descriptor was left to read it (a low `ulimit -n`).
+/// The model of `cpuid` (`own`, the catalogue's match for it); without one, why not: `ran_out`
+/// says whether `cpuinfo` could not be read only because no descriptor was left to read it (a
+/// low `ulimit -n`).
 pub(crate) fn model_of_cpuid(
     cpuid: Option<&str>,
+    own: Option<&'static Model>,
     cpuinfo: PathBuf,
     ran_out: impl FnOnce(&Path) -> bool,
 ) -> Result<&'static Model, HostModelError> {
@@ -186,5 +189,5 @@ pub(crate) fn model_of_cpuid(
         }
         return Err(HostModelError::NoCpuid);
     };
-    tmetric_catalog::model_for_cpuid(cpuid).ok_or(HostModelError::NoMatch { cpuid: cpuid.into() })
+    own.ok_or(HostModelError::NoMatch { cpuid: cpuid.into() })
 }

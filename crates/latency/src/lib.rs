@@ -92,7 +92,7 @@ Malformed lines (selected events missing a field or with a non-integer value, an
 not trace events) are counted and the first few quoted with line numbers. With --csv/--json the
 notes go to stderr so stdout stays machine-readable; --json also carries them.";
 
-/// Flags of `tmetric latency`.
+/// Latency statistics from ftrace text (XSAVES/XRSTORS tracepoints by default).
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = HELP_DETAILS)]
 pub struct LatencyArgs {
