@@ -6,7 +6,9 @@
 
 use crate::key::{EventKey, TOOL_EVENTS};
 use crate::log::{Aggr, Block, Count, LogRow, PrintedMetric, Run, TimeSource, Timed};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use foldhash::HashMap;
 
 /// The interval timestamp and aggregation id printed in front of a row or metric line.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -350,7 +350,7 @@ impl PerfLog {
     pub fn event_keys(&self) -> BTreeSet<&EventKey> {
         // Repeats dropped by hash first: a long log repeats a few keys in every block, and
         // sorting every row's key (strings compared field by field) was most of the time.
-        let distinct: std::collections::HashSet<&EventKey> =
+        let distinct: foldhash::HashSet<&EventKey> =
             self.blocks.iter().flat_map(|b| &b.rows).map(|r| &r.key).collect();
         distinct.into_iter().collect()
     }

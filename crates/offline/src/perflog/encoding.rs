@@ -8,7 +8,7 @@
 //! model's event of its name, or from its own terms (`cpu/event=0xd,umask=0x1,cmask=1,edge/`).
 //! Only core PMU events are matched: a row with no PMU or a core PMU, an input of the core PMU.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::fmt;
 
 use tmetric_catalog::Model;
@@ -140,7 +140,7 @@ impl Encodings {
             model,
             by_name: None,
             slots: vec![SlotState::Unknown; model.ids.len()],
-            rows: HashMap::new(),
+            rows: HashMap::default(),
             block: None,
             last_keys: Vec::new(),
             generation: 0,

@@ -29,9 +29,9 @@ pub mod literals;
 pub mod param;
 pub mod run;
 
+use foldhash::{HashMap, HashSet};
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 
 use tmetric_catalog::Model;
 use tmetric_catalog::catalog::IdKind;
@@ -62,21 +62,36 @@ pub struct PrintedAt {
 
 /// Every distinct (name, core PMU) perf printed, in log order, shadow labels included.
 pub fn printed_metrics(log: &PerfLog) -> Vec<PrintedAt> {
-    let mut seen: HashSet<(String, Option<String>)> = HashSet::new();
+    // A long log prints the same few metrics in every block: each is looked up by a key built
+    // in one buffer (`PMU` line end, then the name in lower case), and only a new one allocates.
+    let mut seen: HashSet<String> = HashSet::default();
+    let mut key = String::new();
     let mut out = Vec::new();
     for (b, block) in log.blocks.iter().enumerate() {
         let from_rows = block.rows.iter().flat_map(|row| {
-            let pmu = row.key.pmu.clone().filter(|p| is_core_pmu(p));
+            let pmu = row.key.pmu.as_deref().filter(|p| is_core_pmu(p));
             // perf's built-in labels (`Retiring` on `topdown-retiring`) are no JSON metric's name.
             row.metrics
                 .iter()
                 .filter(move |m| !builtins::is_builtin_label(row, m))
-                .map(move |m| (m.name.clone(), pmu.clone()))
+                .map(move |m| (m.name.as_str(), pmu))
         });
-        let loose = loose_metrics(block).into_iter().map(|(m, pmu)| (m.name.clone(), pmu));
+        let loose = loose_metrics(block);
+        let loose = loose.iter().map(|(m, pmu)| (m.name.as_str(), pmu.as_deref()));
         for (name, pmu) in from_rows.chain(loose) {
-            if seen.insert((name.to_ascii_lowercase(), pmu.clone())) {
-                out.push(PrintedAt { block: b, name, pmu });
+            key.clear();
+            if let Some(pmu) = pmu {
+                key.push_str(pmu);
+                key.push('\n');
+            }
+            key.extend(name.chars().map(|c| c.to_ascii_lowercase()));
+            if !seen.contains(key.as_str()) {
+                seen.insert(key.clone());
+                out.push(PrintedAt {
+                    block: b,
+                    name: name.to_string(),
+                    pmu: pmu.map(str::to_string),
+                });
             }
         }
     }
@@ -232,13 +247,13 @@ type PresenceKey = (usize, u16, Option<String>, Option<u32>);
 
 impl<'a> Presence<'a> {
     fn new(log: &'a PerfLog) -> Presence<'a> {
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         let blocks = log
             .blocks
             .iter()
             .filter(|b| seen.insert(b.rows.iter().map(|r| r.key.clone()).collect::<Vec<_>>()))
             .collect();
-        Presence { blocks, cache: RefCell::new(HashMap::new()), encodings: Default::default() }
+        Presence { blocks, cache: RefCell::new(HashMap::default()), encodings: Default::default() }
     }
 
     /// Whether some block has a value for `slot` of `model` (with `?` as `param`): a counted
@@ -492,7 +507,7 @@ impl LogEvaluator {
             common,
             metric_eval,
             keys,
-            param_keys: HashMap::new(),
+            param_keys: HashMap::default(),
             encodings: Encodings::new(model),
         }
     }
