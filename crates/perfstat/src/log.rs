@@ -289,21 +289,16 @@ impl Block {
         metric: &str,
         pmu: Option<&str>,
     ) -> Option<(&LogRow, &PrintedMetric)> {
-        let mut hits = self.rows.iter().filter_map(|row| row.metric(metric).map(|m| (row, m)));
-        match pmu {
-            None => hits.next(),
-            Some(pmu) => {
-                let all: Vec<_> = hits.collect();
-                let on_pmu = |p: Option<&str>| p.is_some_and(|p| p.eq_ignore_ascii_case(pmu));
-                let other_core = |p: Option<&str>| {
-                    p.is_some_and(|p| is_core_pmu(p) && !p.eq_ignore_ascii_case(pmu))
-                };
-                all.iter()
-                    .find(|(row, _)| on_pmu(row.key.pmu.as_deref()))
-                    .or_else(|| all.iter().find(|(row, _)| !other_core(row.key.pmu.as_deref())))
-                    .copied()
-            }
-        }
+        // Walked twice rather than collected: this runs for every input of every metric of a
+        // log, and a block has a few rows.
+        let hits = || self.rows.iter().filter_map(|row| row.metric(metric).map(|m| (row, m)));
+        let Some(pmu) = pmu else { return hits().next() };
+        let on_pmu = |p: Option<&str>| p.is_some_and(|p| p.eq_ignore_ascii_case(pmu));
+        let other_core =
+            |p: Option<&str>| p.is_some_and(|p| is_core_pmu(p) && !p.eq_ignore_ascii_case(pmu));
+        hits()
+            .find(|(row, _)| on_pmu(row.key.pmu.as_deref()))
+            .or_else(|| hits().find(|(row, _)| !other_core(row.key.pmu.as_deref())))
     }
 
     /// A metric printed without a row (perf's `Default` metric groups).

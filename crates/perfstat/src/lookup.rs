@@ -113,6 +113,23 @@ impl Block {
 
     /// Like [`Block::lookup_on_pmu`] with an already built key.
     pub fn lookup_key(&self, want: &EventKey, metric: Option<&str>, pmu: Option<&str>) -> Lookup {
+        let preferred = metric.and_then(|m| self.printed_group(m, pmu));
+        self.lookup_key_preferring(want, preferred, pmu)
+    }
+
+    /// The group metric `metric` of core PMU `pmu` was printed in, which its inputs prefer.
+    pub fn printed_group(&self, metric: &str, pmu: Option<&str>) -> Option<usize> {
+        self.printed_metric(metric, pmu).map(|(row, _)| row.group)
+    }
+
+    /// Like [`Block::lookup_key`], preferring group `preferred` ([`Block::printed_group`],
+    /// found once for all of a metric's inputs).
+    pub fn lookup_key_preferring(
+        &self,
+        want: &EventKey,
+        preferred: Option<usize>,
+        pmu: Option<&str>,
+    ) -> Lookup {
         if want.is_tool() && want.modifiers.is_empty() && !want.retire_latency {
             let time = match want.name.as_str() {
                 "duration_time" => self.duration,
@@ -132,7 +149,6 @@ impl Block {
             }
             other => other,
         };
-        let preferred = metric.and_then(|m| self.printed_metric(m, pmu)).map(|(row, _)| row.group);
         // Ranked once (the `Vec` allocates only when some row matches), then walked without
         // allocating.
         let matches: Vec<(Rank, &LogRow)> = self

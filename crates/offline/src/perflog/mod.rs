@@ -568,10 +568,11 @@ impl LogEvaluator {
         };
 
         let mut inputs = Vec::with_capacity(all_ids.len());
+        let preferred = block.printed_group(&name, pmu);
         for &slot in all_ids {
             let key = key_of(&mut self.keys, &mut self.param_keys, model, slot, param);
             let (lookup, by_encoding) =
-                lookup_input(block, model, &mut self.encodings, slot, key, Some(&name), pmu);
+                lookup_input(block, model, &mut self.encodings, slot, key, preferred, pmu);
             let source = classify(model, slot, lookup, printed.is_some());
             let (source_count, aggr_nr) = match &source {
                 InputSource::Row { lines, time: false, .. } => {
@@ -649,17 +650,17 @@ fn lookup_input(
     encodings: &mut Encodings,
     slot: u16,
     key: &EventKey,
-    metric: Option<&str>,
+    preferred: Option<usize>,
     pmu: Option<&str>,
 ) -> (Lookup, Option<Box<ByEncoding>>) {
-    let found = lookup_clock(block, model, key, metric, pmu);
+    let found = lookup_clock(block, model, key, preferred, pmu);
     if !matches!(found, Lookup::Missing) {
         return (found, None);
     }
     let Some((alias, encoding)) = encodings.row_for(block, slot, key) else {
         return (found, None);
     };
-    let lookup = block.lookup_key(&alias, metric, pmu);
+    let lookup = block.lookup_key_preferring(&alias, preferred, pmu);
     let row = match &lookup {
         Lookup::Found(f) => f.event.clone(),
         Lookup::NotCounted { event, .. } | Lookup::NotSupported { event, .. } => event.clone(),
@@ -675,17 +676,17 @@ fn lookup_clock(
     block: &Block,
     model: &Model,
     key: &EventKey,
-    metric: Option<&str>,
+    preferred: Option<usize>,
     pmu: Option<&str>,
 ) -> Lookup {
-    let found = block.lookup_key(key, metric, pmu);
+    let found = block.lookup_key_preferring(key, preferred, pmu);
     if matches!(found, Lookup::Missing)
         && key.pmu.is_none()
         && key.name == "task-clock"
         && std::ptr::eq(model, tmetric_catalog::common())
     {
         let cpu_clock = EventKey { name: "cpu-clock".to_string(), ..key.clone() };
-        return block.lookup_key(&cpu_clock, metric, pmu);
+        return block.lookup_key_preferring(&cpu_clock, preferred, pmu);
     }
     found
 }
