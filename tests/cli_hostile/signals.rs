@@ -33,10 +33,11 @@ fn stop_signals_end_a_run_blocked_on_output() {
         assert!(text.contains(&format!("status {}", 128 + number)), "{signal}: {text}");
     }
     // `-I` output into a pipe whose reader never reads: blocked in a write once the pipe's
-    // 64 KiB are full (about a second at this rate).
+    // 64 KiB are full (about a second at this rate). The reader writes nowhere: holding this
+    // script's output open, it made the test wait for it to end.
     let (text, _) = ended_by(
         dir.path(),
-        "exec 3> >(sleep 60); $T stat -I 10 -A -a -e task-clock,context-switches,cpu-migrations,page-faults -x, -o /proc/self/fd/3 sleep 30",
+        "exec 3> >(sleep 60 >/dev/null 2>&1); $T stat -I 10 -A -a -e task-clock,context-switches,cpu-migrations,page-faults -x, -o /proc/self/fd/3 sleep 30",
         "TERM",
         4,
     );
