@@ -34,7 +34,7 @@ const TREE_GROUPS: &[(&str, &[&str])] = &[
 /// others); `TMETRIC_SIM_SWEEP=1` runs every machine and level.
 #[test]
 fn every_tree_level_on_every_simulated_machine_is_in_range_and_true() {
-    use tmetric_sim::{Derivation, Machine, Workload};
+    use tmetric_sim::{Derivation, Machine, SimWorkload};
     const SUBSET: &[(&str, &str)] = &[
         ("icelake", "TopdownL3"),
         ("skylakex", "TopdownL1"),
@@ -48,7 +48,7 @@ fn every_tree_level_on_every_simulated_machine_is_in_range_and_true() {
         ("neoverse-n2", "TopdownL1"),
     ];
     let sweep = std::env::var_os("TMETRIC_SIM_SWEEP").is_some();
-    let workload = Workload::default_workload();
+    let workload = SimWorkload::default_workload();
     // The workload file's own fractions, read here: a node it names at the fraction the
     // simulator aims for (not rescaled to fit its parent) prints that fraction, but where the
     // vendor formulas cannot give it (Skylake's fused-branch share follows from IPC and the
@@ -130,8 +130,8 @@ fn every_tree_level_on_every_simulated_machine_is_in_range_and_true() {
 /// and Sapphire Rapids.
 #[test]
 fn dtlb_store_equals_the_workloads_truth() {
-    use tmetric_sim::{Derivation, Machine, Workload};
-    let workload = Workload::default_workload();
+    use tmetric_sim::{Derivation, Machine, SimWorkload};
+    let workload = SimWorkload::default_workload();
     for (name, extra) in
         [("meteorlake", &["--record-tpebs"][..]), ("alderlake", &[]), ("sapphirerapids", &[])]
     {
@@ -169,9 +169,9 @@ fn dtlb_store_equals_the_workloads_truth() {
 /// simulator's truth, which it derives from the same vintage's formulas.
 #[test]
 fn topdown_events_without_slots_in_the_formula_get_their_leader() {
-    use tmetric_sim::{Derivation, Machine, Workload};
+    use tmetric_sim::{Derivation, Machine, SimWorkload};
     let machine = Machine::named("alderlake").expect("machine");
-    let derivation = Derivation::of(&machine, &Workload::default_workload());
+    let derivation = Derivation::of(&machine, &SimWorkload::default_workload());
     for metric in ["tma_backend_bound", "tma_c01_wait"] {
         let args = ["--pmu-sim", "alderlake", "-M", metric, "-a", "-j", "--full-metrics"];
         let out = tmetric(&[&args[..], &["sleep", "0.1"]].concat());
@@ -197,7 +197,7 @@ fn topdown_events_without_slots_in_the_formula_get_their_leader() {
 /// the cycles of those CPUs summed (perf's formula adds the TSC of every CPU it opens on).
 #[test]
 fn the_cpu_term_counts_the_tsc_on_one_core_type() {
-    use tmetric_sim::{Derivation, Machine, Workload};
+    use tmetric_sim::{Derivation, Machine, SimWorkload};
     let out = tmetric(
         &["--pmu-sim", "alderlake", "-e", "msr/tsc,cpu=cpu_core/", "-A", "-x,", "-a"]
             .iter()
@@ -237,7 +237,7 @@ fn the_cpu_term_counts_the_tsc_on_one_core_type() {
         ("tma_info_system_core_frequency", cycles / f("ref_ghz") * f("tsc_ghz")),
     ];
     let truth =
-        Derivation::of(&Machine::named("alderlake").unwrap(), &Workload::default_workload());
+        Derivation::of(&Machine::named("alderlake").unwrap(), &SimWorkload::default_workload());
     let list = "tma_info_system_cpus_utilized,tma_info_system_core_frequency,tma_bottleneck_memory_data_tlbs,tma_bottleneck_data_cache_memory_latency";
     let out = tmetric(&[
         "--pmu-sim",

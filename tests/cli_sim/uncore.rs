@@ -42,8 +42,8 @@ fn uncore_metrics(model: &'static tmetric_catalog::Model) -> Vec<&'static str> {
 /// merged, and once per box with `-A`.
 #[test]
 fn uncore_metrics_read_every_box_and_equal_the_truth() {
-    use tmetric_sim::{Derivation, Machine, Workload};
-    let workload = Workload::default_workload();
+    use tmetric_sim::{Derivation, Machine, SimWorkload};
+    let workload = SimWorkload::default_workload();
     let mut checked = 0;
     for name in ["sapphirerapids", "skylakex", "amdzen4"] {
         let machine = Machine::named(name).expect("machine");

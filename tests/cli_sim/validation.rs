@@ -169,11 +169,11 @@ const SKIPPED: &[&str] = &[
 /// included, their events opened on every box as perf opens them.
 #[test]
 fn perfs_metric_validation_rules_hold_on_every_simulated_intel_machine() {
-    use tmetric_sim::{Derivation, Machine, Workload};
+    use tmetric_sim::{Derivation, Machine, SimWorkload};
     // perf 6.12's tables: under 7.2's, Alder Lake's `tma_bottleneck_*` metrics are NaN on the
     // simulator (the simulator's machines were built on 6.12's formulas).
     tmetric_catalog::use_vintage(tmetric_catalog::base_vintage());
-    let workload = Workload::default_workload();
+    let workload = SimWorkload::default_workload();
     let (mut rules_checked, mut checked) = (0, 0);
     for name in
         ["sapphirerapids", "icelake", "skylakex", "skylakex-nosmt", "alderlake", "meteorlake"]

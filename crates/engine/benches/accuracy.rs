@@ -59,7 +59,7 @@ use harness::{
 };
 use tmetric_catalog::Model;
 use tmetric_engine::{Bar, Select, Strategy};
-use tmetric_sim::{Machine, PmuClass, Workload};
+use tmetric_sim::{Machine, PmuClass, SimWorkload};
 
 /// Milliseconds of simulated time each selection is counted for, and between reads.
 const RUN_MS: u64 = 1_000;
@@ -124,7 +124,7 @@ fn classes() -> Vec<Class> {
 }
 
 /// The workload of `class` at kernel `hz` with `seed`, as the JSON a user would write.
-fn workload(class: &Class, hz: u32, seed: u64, realistic: bool, machine: &str) -> Workload {
+fn workload(class: &Class, hz: u32, seed: u64, realistic: bool, machine: &str) -> SimWorkload {
     let (_, text) = tmetric_sim::workload::BUILTIN
         .iter()
         .find(|(n, _)| *n == "phased")
@@ -167,7 +167,7 @@ fn workload(class: &Class, hz: u32, seed: u64, realistic: bool, machine: &str) -
         json["cpu_offsets_ms"] = serde_json::json!(vec![0; 256]);
     }
     let text = serde_json::to_string_pretty(&json).expect("serialises");
-    Workload::parse(&text, &format!("class `{}`", class.name)).unwrap_or_else(|e| panic!("{e}"))
+    SimWorkload::parse(&text, &format!("class `{}`", class.name)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Moves a workload's level-1 topdown shares (percent) off round numbers, the same for a
@@ -335,7 +335,7 @@ fn measure_three(
     tree: &SimTree,
     item: &str,
     metrics: &[usize],
-    workload: &Workload,
+    workload: &SimWorkload,
     alone: bool,
 ) -> Three {
     if ONLY_INTERVALS.load(Ordering::Relaxed) {
@@ -394,7 +394,7 @@ fn add_intervals(
     tree: &SimTree,
     item: &str,
     metrics: &[usize],
-    workload: &Workload,
+    workload: &SimWorkload,
     out: &mut Three,
 ) {
     let kernel_read_ms = KERNEL_READ_MS.load(Ordering::Relaxed);

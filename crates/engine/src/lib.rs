@@ -10,7 +10,8 @@
 //! * [`pmu`]: counters per PMU and the kernel's placement rules.
 //! * [`schedule`]: the counter-aware scheduler, perf's strategy as a baseline, a lower bound.
 //! * [`plan`]: metric inputs resolved on a machine, groups as runtime counter specs.
-//! * [`eval`]: evaluation of a plan over counts, with the reason for every missing value.
+//! * [`plan_eval`]: a plan's sample evaluated: each root metric from its own group's counts,
+//!   each row's printed count, with the reason for every missing value.
 //! * [`events`]: user event names on a machine: the catalogue's vendor events as the
 //!   runtime resolver's tables, `--cputype`.
 //! * [`compiled`]: a model's metrics over input values; metric selection and needed inputs.
@@ -22,7 +23,8 @@
 //!   tree of metrics and events, needed events, valued over a counts file when given.
 //! * [`interval`]: one `-I` interval's rotated counts estimated from the turns read inside
 //!   it, and the reads its bars are judged on.
-//! * [`metric_eval`]: the evaluator front end every input source shares (plan, counts file, log).
+//! * [`metric_eval`]: one model's metrics over inputs a front end looks up, the evaluator
+//!   every input source shares (a plan's sample through [`plan_eval`], a counts file, a log).
 //! * [`list`]: the compiled catalogue as `tmetric list`'s rows (models, metrics, groups,
 //!   events) and the kernel's PMU events in sysfs.
 //! * [`literals`]: literal values with where each came from, and perf's defaults.
@@ -57,7 +59,6 @@ pub mod defaults;
 pub mod describe;
 mod error;
 pub mod estimate;
-pub mod eval;
 pub mod events;
 mod host;
 pub mod interval;
@@ -67,6 +68,7 @@ pub mod metric_eval;
 pub mod models;
 pub mod notes;
 pub mod plan;
+pub mod plan_eval;
 pub mod pmu;
 pub mod replay;
 pub mod schedule;
@@ -84,7 +86,6 @@ pub use compiled::{Evaluator, MetricResult, Select};
 pub use contract::Contract;
 pub use error::{CgroupError, CpuTypeError, Error, FilterError};
 pub use estimate::EstimateKind;
-pub use eval::{EvalInput, Evaluated, Evaluators, RootResult, Shown, UnitEval};
 pub use host::Host;
 pub use literals::{LiteralSource, Literals};
 pub use metric_eval::{Coverage, MetricEval, NeededInputs, Why};
@@ -92,6 +93,7 @@ pub use notes::{MetricWhy, Note, Refusal, RefusedGroup, Reopened, RowWhy};
 pub use plan::{
     NoGroup, Pick, Plan, PlanOptions, PlanRow, Resolution, RetireEvent, Root, Source, Warning,
 };
+pub use plan_eval::{EvalInput, Evaluated, Evaluators, RootResult, RowCount, UnitEval};
 pub use pmu::{Adjustment, Demand, MachineFacts, PmuCounters, PmuModel, Vendor};
 pub use schedule::{Group, Placement, Request, SchedEvent, SchedMetric, Schedule, Slot, Strategy};
 pub use uncertainty::{BAR_SIGMAS, Bar};

@@ -13,10 +13,10 @@ use tmetric_runtime::{
     Snapshot, Syscalls, Sysfs, SysfsError, Target, Tick, TpebsMode, Workload,
 };
 
-use crate::eval::{EvalInput, Evaluated, Evaluators, RootResult};
 use crate::notes::Note;
 pub use crate::notes::{Refusal, RefusedGroup, Reopened};
 use crate::plan::{Plan, PlanRow, Source};
+use crate::plan_eval::{EvalInput, Evaluated, Evaluators, RootResult};
 use crate::threads::Thread;
 use crate::tpebs::{self, Sampling, TpebsError};
 use crate::view::Partition;

@@ -39,8 +39,8 @@
 use tmetric_runtime::Snapshot;
 use tmetric_runtime::event::resolve::Topdown;
 
-use crate::eval::{EvalInput, Evaluators, RootResult, input_aggr_nr, input_value};
 use crate::plan::{Plan, Source};
+use crate::plan_eval::{EvalInput, Evaluators, RootResult, input_aggr_nr, input_value};
 
 /// Standard deviations either side of the value that the bar spans (about 95 % of a normal
 /// spread).

@@ -6,8 +6,8 @@
 //! `shadow.rs` (perf's stat-shadow.c), JSON metric cells `metric.rs`, the TMA tree and its
 //! bottleneck path `tree.rs`.
 
-use crate::eval::{EvalInput, Evaluated, RootResult, Shown, UnitEval, shown};
 use crate::plan::{Plan, PlanRow, Source};
+use crate::plan_eval::{EvalInput, Evaluated, RootResult, RowCount, UnitEval, row_count};
 use crate::uncertainty::Bar;
 
 mod metric;
@@ -20,16 +20,7 @@ use shadow::{Peer, builtin_cells, peers};
 pub use shadow::{StatType, convert_unit, stat_type};
 pub use tree::{TmaNode, TreeNode, bottleneck, bottleneck_of, tma_bottleneck, tma_tree, tree};
 
-/// A count as printed.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Count {
-    /// The event could not be opened: `<not supported>`.
-    NotSupported,
-    /// It never ran on a counter: `<not counted>`.
-    NotCounted,
-    /// The count, scaled to the printed unit.
-    Value(f64),
-}
+pub use tmetric_perfstat::PrintedCount;
 
 /// perf's colours for metric values (`util/color.h`). perf passes "no colour" two ways: a
 /// NULL colour and `PERF_COLOR_NORMAL` (an empty one); they print alike, but
@@ -160,7 +151,7 @@ pub struct Line {
     /// 0 for every other line. `(row, part)` tells an event's lines apart across units.
     pub part: usize,
     /// The count.
-    pub count: Count,
+    pub count: PrintedCount,
     /// Decimals of the count: 2 for events with a fractional scale (`msec`), else 0.
     pub decimals: usize,
     /// The unit (`msec`, a sysfs `.unit`, or empty).
@@ -342,15 +333,10 @@ pub fn lines(
         if plan.opened_nowhere(row, sample) {
             continue;
         }
-        let state = shown(plan, row, sample);
-        let (count, running, enabled) = match state {
-            Shown::NotSupported => (Count::NotSupported, 0, 0),
-            Shown::NotCounted => (Count::NotCounted, 0, 0),
-            Shown::Value { count, running, enabled } => (Count::Value(count), running, enabled),
-        };
+        let RowCount { count, running, enabled } = row_count(plan, row, sample);
         // perf's `should_skip_zero_counter` looks at the value alone: an uncounted line
         // reads 0 too.
-        let zero = !matches!(count, Count::Value(v) if v != 0.0);
+        let zero = !matches!(count, PrintedCount::Value(v) if v != 0.0);
         // perf 6.12 leaves out every tool line that reads 0; perf 7.x only those of units
         // without CPU 0, the one CPU it reads its tool PMU on (`should_skip_zero_counter`).
         let off_cpu0 = cpus.is_some_and(|c| !c.contains(&0));
@@ -368,8 +354,8 @@ pub fn lines(
             Source::Counter(spec) => ctx.noise.get(spec).copied().flatten(),
             _ => None,
         };
-        let counted = matches!(count, Count::Value(_));
-        if count == Count::NotSupported && plan.default_events && !row.is_cycles() {
+        let counted = matches!(count, PrintedCount::Value(_));
+        if count == PrintedCount::NotSupported && plan.default_events && !row.is_cycles() {
             // perf 7.x's default events are all skippable but `cycles`: one that could not
             // be opened is not printed (`should_skip_zero_counter`).
             continue;
@@ -399,19 +385,13 @@ pub fn lines(
             for (k, b) in row.boxes.iter().enumerate() {
                 let one =
                     PlanRow { source: Source::Counter(b.spec), boxes: Vec::new(), ..row.clone() };
-                let (count, running, enabled) = match shown(plan, &one, sample) {
-                    Shown::NotSupported => (Count::NotSupported, 0, 0),
-                    Shown::NotCounted => (Count::NotCounted, 0, 0),
-                    Shown::Value { count, running, enabled } => {
-                        (Count::Value(count), running, enabled)
-                    }
-                };
-                if matches!(count, Count::Value(v) if v == 0.0) && skip_zero {
+                let RowCount { count, running, enabled } = row_count(plan, &one, sample);
+                if matches!(count, PrintedCount::Value(v) if v == 0.0) && skip_zero {
                     continue;
                 }
                 let cells = if k == 0 {
                     line_cells.clone()
-                } else if matches!(count, Count::Value(_)) {
+                } else if matches!(count, PrintedCount::Value(_)) {
                     let results = ctx.box_results.get(k - 1).map_or(ctx.results, |r| r.as_slice());
                     let ctx = ViewContext { results, bars: None, ..*ctx };
                     cells(plan, r, row, &peers, &ctx)

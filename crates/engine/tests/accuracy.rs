@@ -4,7 +4,7 @@
 //! values (counting's own error only for values whose inputs all ran the whole time).
 
 use tmetric_engine::{Bar, Strategy};
-use tmetric_sim::Workload;
+use tmetric_sim::SimWorkload;
 
 use crate::harness::{SimTree, measure, percent_metrics};
 
@@ -22,7 +22,7 @@ fn errors(measured: &[crate::harness::Measured]) -> (f64, f64, usize) {
 #[test]
 fn tmetric_errs_less_than_half_as_much_as_perf_and_its_bars_hold_the_truth() {
     let tree = SimTree::new("sapphirerapids");
-    let workload = Workload::builtin("phased").expect("built in");
+    let workload = SimWorkload::builtin("phased").expect("built in");
     let metrics = percent_metrics(tree.model, "TopdownL3");
     assert!(metrics.len() > 20, "{}", metrics.len());
     let ours = measure(&tree, "TopdownL3", &metrics, Strategy::Tmetric, &workload, 1_000, 100);
@@ -59,7 +59,7 @@ fn tmetric_errs_less_than_half_as_much_as_perf_and_its_bars_hold_the_truth() {
 #[test]
 fn a_constant_workload_leaves_nothing_to_miss() {
     let tree = SimTree::new("icelake");
-    let workload = Workload::default_workload();
+    let workload = SimWorkload::default_workload();
     let metrics = percent_metrics(tree.model, "TopdownL2");
     let ours = measure(&tree, "TopdownL2", &metrics, Strategy::Tmetric, &workload, 400, 100);
     for m in &ours {
@@ -84,7 +84,7 @@ fn the_anchor_regression_tells_two_phases_apart() {
     let list = json["phases"]["list"].as_array().unwrap()[..2].to_vec();
     json["phases"] =
         serde_json::json!({ "list": list, "switch_random_ms": [2.0, 40.0], "seed": 3 });
-    let workload = Workload::parse(&json.to_string(), "two phases").expect("parses");
+    let workload = SimWorkload::parse(&json.to_string(), "two phases").expect("parses");
     let metrics = percent_metrics(tree.model, "TopdownL3");
     let ours = measure(&tree, "TopdownL3", &metrics, Strategy::Tmetric, &workload, 1_000, 100);
     let perf = measure(&tree, "TopdownL3", &metrics, Strategy::Perf, &workload, 1_000, 100);

@@ -10,7 +10,7 @@ use tmetric_engine::aggr::{Aggregation, place_of, units_for};
 use tmetric_engine::view::{Partition, UnitId};
 use tmetric_engine::{EvalInput, Evaluators, Plan, Select, Source, Strategy};
 use tmetric_runtime::{Snapshot, Sysfs};
-use tmetric_sim::Workload;
+use tmetric_sim::SimWorkload;
 
 use crate::harness::{SimTree, count};
 
@@ -86,7 +86,7 @@ fn check_metric(name: &str) {
     let tree = SimTree::new("sapphirerapids");
     let model = tree.model;
     let metric = *model.metrics_named(name).first().expect("perf 7.2's sapphirerapids has it");
-    let workload = Workload::default_workload();
+    let workload = SimWorkload::default_workload();
     let counted = count(&tree, "", &[metric], Strategy::Tmetric, &workload, 100, 100);
     let mut plan = counted.plan;
     let last = counted.reads.last().unwrap();

@@ -4,7 +4,7 @@
 //! group of the kernel's rotation sees the same phase in every turn.
 
 use tmetric_engine::{Bar, Strategy};
-use tmetric_sim::Workload;
+use tmetric_sim::SimWorkload;
 
 use crate::harness::{Rotation, SimTree, measure_rotated, percent_metrics};
 
@@ -25,8 +25,8 @@ const ALTERNATING: &str = r#"{
       "tma_core_bound": 13, "tma_retiring": 20, "tma_heavy_operations": 4 } } ] }
 }"#;
 
-fn alternating() -> Workload {
-    Workload::parse(ALTERNATING, "alternating").expect("the workload parses")
+fn alternating() -> SimWorkload {
+    SimWorkload::parse(ALTERNATING, "alternating").expect("the workload parses")
 }
 
 /// One metric measured: value, truth, bar, whether flagged impossible, `ScaleUnit` factor.
@@ -62,7 +62,7 @@ fn judge(
     machine: &'static str,
     item: &str,
     metrics: &[usize],
-    workload: &Workload,
+    workload: &SimWorkload,
     rotation: Rotation,
     ms: u64,
 ) -> Vec<Judged> {
@@ -138,7 +138,7 @@ fn own_rotation_beats_the_kernels_time_scaling_on_an_alternating_workload() {
         let (k, o) = (mean_error(&kernel), mean_error(&ours));
         // The shipped phased workload (random phases of 2-40 ms): the kernel's round robin
         // samples slow phases evenly and may err less there (measured, not asserted).
-        let phased = Workload::builtin("phased").expect("built in");
+        let phased = SimWorkload::builtin("phased").expect("built in");
         let kp = mean_error(&judge(machine, item, &metrics, &phased, Rotation::Kernel, 1_000));
         let op = mean_error(&judge(machine, item, &metrics, &phased, Rotation::Own, 1_000));
         eprintln!("{machine} {item} phased: mean error own {op:.3} pp, kernel {kp:.3} pp");
@@ -157,7 +157,7 @@ fn bars_hold_the_truth_as_often_as_they_claim() {
     for (machine, item) in [("skylakex", "TopdownL2"), ("icelake", "TopdownL3")] {
         let model = SimTree::new(machine).model;
         let metrics = percent_metrics(model, item);
-        for workload in [alternating(), Workload::builtin("phased").expect("built in")] {
+        for workload in [alternating(), SimWorkload::builtin("phased").expect("built in")] {
             judged.extend(judge(machine, item, &metrics, &workload, Rotation::Own, 1_000));
         }
     }
@@ -166,7 +166,7 @@ fn bars_hold_the_truth_as_often_as_they_claim() {
     for (machine, item) in [("skylakex", "TopdownL2"), ("icelake", "TopdownL3")] {
         let model = SimTree::new(machine).model;
         let metrics = percent_metrics(model, item);
-        for workload in [alternating(), Workload::builtin("phased").expect("built in")] {
+        for workload in [alternating(), SimWorkload::builtin("phased").expect("built in")] {
             kernel.extend(judge(machine, item, &metrics, &workload, Rotation::Kernel, 1_000));
         }
     }
@@ -213,7 +213,7 @@ const CLAMPED: &str = r#"{
 /// comes from the inputs' spread and reaches the truth on the clamp's other side.
 #[test]
 fn a_clamped_value_with_multiplexed_inputs_has_a_bar() {
-    let workload = Workload::parse(CLAMPED, "clamped").expect("the workload parses");
+    let workload = SimWorkload::parse(CLAMPED, "clamped").expect("the workload parses");
     let model = SimTree::new("skylakex-nosmt").model;
     let metrics = percent_metrics(model, "TopdownL3");
     let mut clamped = 0;
@@ -339,7 +339,7 @@ fn tree_constraints_help_only_where_the_vendor_formulas_sum() {
         metrics.dedup();
         for (name, workload) in [
             ("alternating", alternating()),
-            ("phased", Workload::builtin("phased").expect("built in")),
+            ("phased", SimWorkload::builtin("phased").expect("built in")),
         ] {
             let judged = judge(machine, "TopdownL3", &metrics, &workload, Rotation::Own, 1_000);
             let error = |values: &[f64]| {
@@ -383,7 +383,7 @@ fn tree_constraints_help_only_where_the_vendor_formulas_sum() {
 /// ordinary counters, carries only counting's own spread (hundredths of a point).
 #[test]
 fn only_perf_metrics_fields_carry_the_8_bit_rounding() {
-    let workload = Workload::builtin("default").expect("built in");
+    let workload = SimWorkload::builtin("default").expect("built in");
     let mut bars = Vec::new();
     for machine in ["icelake", "skylakex"] {
         let model = SimTree::new(machine).model;

@@ -5,7 +5,7 @@
 
 use tmetric_engine::view::{Partition, UnitId};
 use tmetric_engine::{EvalInput, Evaluators, Source, Strategy};
-use tmetric_sim::Workload;
+use tmetric_sim::SimWorkload;
 
 use crate::harness::{SimTree, count};
 
@@ -13,7 +13,7 @@ use crate::harness::{SimTree, count};
 fn each_unit_is_its_own_counts_evaluated_and_the_total_is_the_whole() {
     let tree = SimTree::new("icelake");
     let metrics = crate::harness::percent_metrics(tree.model, "TopdownL2");
-    let workload = Workload::builtin("phased").expect("built in");
+    let workload = SimWorkload::builtin("phased").expect("built in");
     let counted = count(&tree, "TopdownL2", &metrics, Strategy::Tmetric, &workload, 300, 100);
     let plan = &counted.plan;
     let last = counted.reads.last().unwrap();
@@ -59,7 +59,7 @@ fn an_intervals_sampled_latencies_travel_in_its_input_and_leave_the_plan_alone()
             desc.slots.iter().any(|&s| model.ids[s as usize].retire_latency)
         })
         .expect("a metric reading a retire latency");
-    let workload = Workload::default_workload();
+    let workload = SimWorkload::default_workload();
     let counted = count(&tree, "", &[metric], Strategy::Tmetric, &workload, 100, 100);
     let plan = &counted.plan;
     let latency_rows: Vec<String> = plan

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use tmetric_catalog::Model;
 use tmetric_engine::{EvalInput, Evaluator, Evaluators, Host, Pick, Plan, PlanOptions, Strategy};
 use tmetric_runtime::{CounterSet, Sysfs, Target};
-use tmetric_sim::{Machine as SimMachine, SimKernel, Workload};
+use tmetric_sim::{Machine as SimMachine, SimKernel, SimWorkload};
 
 /// A simulated machine's sysfs and procfs under a temporary directory (removed on drop).
 pub struct SimTree {
@@ -122,7 +122,7 @@ pub fn count(
     item: &str,
     metrics: &[usize],
     strategy: Strategy,
-    workload: &Workload,
+    workload: &SimWorkload,
     ms: u64,
     step_ms: u64,
 ) -> Counted {
@@ -147,7 +147,7 @@ fn open(
     item: &str,
     metrics: &[usize],
     strategy: Strategy,
-    workload: &Workload,
+    workload: &SimWorkload,
 ) -> Opened {
     let sysfs = Sysfs::new(&tree.sys);
     let literals = tree.host.literals(true, None);
@@ -191,7 +191,7 @@ pub fn count_rotated(
     metrics: &[usize],
     strategy: Strategy,
     rotation: Rotation,
-    workload: &Workload,
+    workload: &SimWorkload,
     ms: u64,
     step_ms: u64,
 ) -> Counted {
@@ -244,7 +244,7 @@ pub fn measure(
     item: &str,
     metrics: &[usize],
     strategy: Strategy,
-    workload: &Workload,
+    workload: &SimWorkload,
     ms: u64,
     step_ms: u64,
 ) -> Vec<Measured> {
@@ -259,7 +259,7 @@ pub fn measure_rotated(
     metrics: &[usize],
     strategy: Strategy,
     rotation: Rotation,
-    workload: &Workload,
+    workload: &SimWorkload,
     ms: u64,
     step_ms: u64,
 ) -> Vec<Measured> {
@@ -378,7 +378,7 @@ pub fn measure_intervals(
     item: &str,
     metrics: &[usize],
     rotation: Rotation,
-    workload: &Workload,
+    workload: &SimWorkload,
     ms: u64,
     interval_ms: u64,
 ) -> Option<Vec<IntervalMeasured>> {
@@ -391,7 +391,7 @@ pub fn measure_intervals_kernel(
     tree: &SimTree,
     item: &str,
     metrics: &[usize],
-    workload: &Workload,
+    workload: &SimWorkload,
     (ms, interval_ms): (u64, u64),
     read_ms: u64,
 ) -> Vec<IntervalMeasured> {
@@ -413,7 +413,7 @@ fn intervals_read(
     item: &str,
     metrics: &[usize],
     rotation: Rotation,
-    workload: &Workload,
+    workload: &SimWorkload,
     (ms, interval_ms): (u64, u64),
     read_ms: Option<u64>,
 ) -> Option<Vec<IntervalMeasured>> {

@@ -4,13 +4,13 @@
 //! of impossible values.
 
 use tmetric_engine::Bar;
-use tmetric_sim::Workload;
+use tmetric_sim::SimWorkload;
 
 use crate::harness::{IntervalMeasured, Measured, Rotation, SimTree, measure_intervals};
 
 /// The built-in phased workload's compute and memory phases in turn, every 8 ms (two of the
 /// kernel's rotation intervals at HZ 250).
-fn periodic() -> Workload {
+fn periodic() -> SimWorkload {
     let (_, text) = tmetric_sim::workload::BUILTIN
         .iter()
         .find(|(n, _)| *n == "phased")
@@ -19,7 +19,7 @@ fn periodic() -> Workload {
     let list = json["phases"]["list"].as_array().expect("a phase list")[..2].to_vec();
     json["phases"] = serde_json::json!({ "list": list, "switch_every_ms": 8 });
     json["description"] = serde_json::json!("compute and memory phases in turn every 8 ms");
-    Workload::parse(&json.to_string(), "periodic").expect("the workload parses")
+    SimWorkload::parse(&json.to_string(), "periodic").expect("the workload parses")
 }
 
 /// The phased and periodic workloads, TopdownL2 on skylakex and TopdownL3 on icelake, each
@@ -35,7 +35,7 @@ fn measure_all() -> Vec<IntervalMeasured> {
     for (machine, item) in [("skylakex", "TopdownL2"), ("icelake", "TopdownL3")] {
         let tree = SimTree::new(machine);
         let metrics = crate::harness::percent_metrics(tree.model, item);
-        for workload in [Workload::builtin("phased").expect("built in"), periodic()] {
+        for workload in [SimWorkload::builtin("phased").expect("built in"), periodic()] {
             for seed in 1..=2 {
                 let rotation = Rotation::Seeded(seed);
                 let measured =
@@ -136,7 +136,7 @@ fn few_turns() -> &'static [IntervalMeasured] {
         let tree = SimTree::new("skylakex");
         let metrics = crate::harness::percent_metrics(tree.model, "TopdownL3");
         let mut out = Vec::new();
-        for workload in [Workload::builtin("phased").expect("built in"), periodic()] {
+        for workload in [SimWorkload::builtin("phased").expect("built in"), periodic()] {
             let measured = measure_intervals(
                 &tree,
                 "TopdownL3",

@@ -137,7 +137,7 @@ fn metrics_over_groups_enabled_at_different_times_equal_the_truth() {
         for (slot, row) in root.slot_rows.iter().enumerate() {
             if let Some(row) = row {
                 evaluator.values[slot] =
-                    tmetric_engine::eval::input_value(&plan, &plan.rows()[*row], &sample);
+                    tmetric_engine::plan_eval::input_value(&plan, &plan.rows()[*row], &sample);
             }
         }
         let perf = evaluator.evaluate(model, &[root.metric]).remove(0).value;

@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use std::{env, fs, io};
 
-use tmetric_latency::synth::{Layout, Synth};
+use tmetric_latency::synth::{Synth, TraceLayout};
 use tmetric_latency::{Options, Report, analyze_path};
 
 const BIG_LINES: usize = 1_000_000;
@@ -39,7 +39,8 @@ fn main() {
 }
 
 fn smoke() {
-    let synth = Synth { lines: 10_000, seed: 2, layout: Layout::TracePipe, enable_noise: true };
+    let synth =
+        Synth { lines: 10_000, seed: 2, layout: TraceLayout::TracePipe, enable_noise: true };
     let mut text = Vec::new();
     synth.write(&mut text).expect("write to memory");
     let report = tmetric_latency::analyze(text.as_slice(), Options::xsave_default(), "smoke")
@@ -49,7 +50,8 @@ fn smoke() {
 }
 
 fn bench(dir: &Path) -> io::Result<()> {
-    let synth = Synth { lines: BIG_LINES, seed: 2, layout: Layout::TracePipe, enable_noise: true };
+    let synth =
+        Synth { lines: BIG_LINES, seed: 2, layout: TraceLayout::TracePipe, enable_noise: true };
     let big = dir.join("trace-1m.log");
     let mut writer = io::BufWriter::new(fs::File::create(&big)?);
     synth.write(&mut writer)?;

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 /// Which tool's text to imitate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
+pub enum TraceLayout {
     /// `cat trace_pipe`: no header, with the irq-info flags column (`d..1.`).
     TracePipe,
     /// `cat trace` with the `noirq-info` option: the `#` header, no flags column.
@@ -39,7 +39,7 @@ pub struct Synth {
     /// PRNG seed.
     pub seed: u64,
     /// Text layout.
-    pub layout: Layout,
+    pub layout: TraceLayout,
     /// Make the first event line the enable-time noise sample.
     pub enable_noise: bool,
 }
@@ -70,9 +70,9 @@ impl Synth {
     /// The lines (without newline) and the sample each event line encodes.
     pub fn lines(&self) -> impl Iterator<Item = (String, Option<SynthSample>)> + use<> {
         let header: Vec<String> = match self.layout {
-            Layout::TracePipe => Vec::new(),
-            Layout::TraceFile => TRACE_FILE_HEADER.iter().map(|h| (*h).to_owned()).collect(),
-            Layout::TraceCmd => vec!["cpus=4".to_owned()],
+            TraceLayout::TracePipe => Vec::new(),
+            TraceLayout::TraceFile => TRACE_FILE_HEADER.iter().map(|h| (*h).to_owned()).collect(),
+            TraceLayout::TraceCmd => vec!["cpus=4".to_owned()],
         };
         let header_len = header.len().min(self.lines);
         let events = self.lines - header_len;
@@ -104,11 +104,11 @@ impl Synth {
             let (secs, micros) = (clock_us / 1_000_000, clock_us % 1_000_000);
             let fields = format!("x86/fpu: latency:{latency} RFBM:{rfbm:#x} XINUSE:{xinuse:#x}");
             let text = match layout {
-                Layout::TracePipe => {
+                TraceLayout::TracePipe => {
                     format!("{comm:>16}-{pid:<7} [{cpu:03}] d..1. {secs:5}.{micros:06}: {event}: {fields}")
                 }
-                Layout::TraceFile => format!("{comm:>16}-{pid:<7} [{cpu:03}] {secs:5}.{micros:06}: {event}: {fields}"),
-                Layout::TraceCmd => format!("{comm:>16}-{pid:<5} [{cpu:03}] {secs:5}.{micros:06}: {event}:   {fields}"),
+                TraceLayout::TraceFile => format!("{comm:>16}-{pid:<7} [{cpu:03}] {secs:5}.{micros:06}: {event}: {fields}"),
+                TraceLayout::TraceCmd => format!("{comm:>16}-{pid:<5} [{cpu:03}] {secs:5}.{micros:06}: {event}:   {fields}"),
             };
             (text, Some(SynthSample { xsave, rfbm, xinuse, latency, noise }))
         });
@@ -148,7 +148,7 @@ mod tests {
     /// Every layout parses back to exactly the generated samples, grouped and summed.
     #[test]
     fn generated_logs_round_trip_in_every_layout() {
-        for layout in [Layout::TracePipe, Layout::TraceFile, Layout::TraceCmd] {
+        for layout in [TraceLayout::TracePipe, TraceLayout::TraceFile, TraceLayout::TraceCmd] {
             let synth = Synth { lines: 3000, seed: 7, layout, enable_noise: true };
             let mut expected: BTreeMap<(bool, u64, u64), (u64, u64)> = BTreeMap::new();
             for sample in synth.lines().filter_map(|(_, s)| s).filter(|s| !s.noise) {

@@ -53,7 +53,7 @@ const NAME_ALIGN: usize = 64;
 
 /// The `perf_event_attr` fields `perf stat record` sets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Attr {
+pub struct FileAttr {
     /// `type`.
     pub type_: u32,
     /// `config`.
@@ -84,7 +84,7 @@ pub struct Attr {
     pub exclude_guest: bool,
 }
 
-impl Attr {
+impl FileAttr {
     /// The attribute's bytes, `size` of them (128 or 136).
     fn bytes(&self, size: u32) -> Vec<u8> {
         let mut b = vec![0u8; size as usize];
@@ -121,7 +121,7 @@ pub struct Event {
     /// The name perf prints (`EVENT_DESC`, or `EVENT_UPDATE` in a pipe).
     pub name: String,
     /// The attribute.
-    pub attr: Attr,
+    pub attr: FileAttr,
     /// The ids its readings carry, unique over all events.
     pub ids: Vec<u64>,
     /// `EVENT_UPDATE` unit (`msec`), when not empty.

@@ -5,14 +5,14 @@
 use std::io::Cursor;
 
 use tmetric_perfdata::write::{
-    self as pw, Attr, Cache, CpuTopology, Event, Features, Group, Setup, Writer,
+    self as pw, Cache, CpuTopology, Event, Features, FileAttr, Group, Setup, Writer,
 };
 use tmetric_perfdata::{RoundKind, parse_perf_data};
 
 fn event(name: &str, config: u64, ids: &[u64]) -> Event {
     Event {
         name: name.into(),
-        attr: Attr {
+        attr: FileAttr {
             type_: 1,
             config,
             sample_type: pw::SAMPLE_IDENTIFIER,
@@ -20,7 +20,7 @@ fn event(name: &str, config: u64, ids: &[u64]) -> Event {
             disabled: true,
             inherit: true,
             exclude_guest: true,
-            ..Attr::default()
+            ..FileAttr::default()
         },
         ids: ids.to_vec(),
         ..Event::default()
@@ -34,7 +34,8 @@ fn events() -> Vec<Event> {
     let mut cs = event("context-switches", 3, &[21, 22]);
     cs.attr.exclude_kernel = true;
     // An event that did not open: no ids.
-    let cycles = Event { attr: Attr { type_: 0, ..Attr::default() }, ..event("cycles", 0, &[]) };
+    let cycles =
+        Event { attr: FileAttr { type_: 0, ..FileAttr::default() }, ..event("cycles", 0, &[]) };
     vec![clock, cs, cycles]
 }
 

@@ -5,7 +5,7 @@
 //! Layout-independent: the text, CSV and JSON readers all feed the same [`Item`]s.
 
 use crate::key::{EventKey, TOOL_EVENTS};
-use crate::log::{Aggr, Block, Count, LogRow, PrintedMetric, Run, TimeSource, Timed};
+use crate::log::{Aggr, Block, LogRow, PrintedCount, PrintedMetric, Run, TimeSource, Timed};
 use std::collections::VecDeque;
 
 use foldhash::HashMap;
@@ -22,7 +22,7 @@ pub(crate) struct Prefix {
 pub(crate) struct RawRow {
     pub line: usize,
     pub prefix: Prefix,
-    pub value: Count,
+    pub value: PrintedCount,
     pub count_text: String,
     pub unit: String,
     pub event: String,
@@ -215,7 +215,7 @@ impl Builder {
         // perf never prints a negative count or a run share outside 0-100%: such a
         // row is damaged, and its value must not reach a metric (negative rates).
         let bad = match (raw.value, raw.running_pct) {
-            (Count::Counted(v), _) if v < 0.0 || !v.is_finite() => Some(format!(
+            (PrintedCount::Value(v), _) if v < 0.0 || !v.is_finite() => Some(format!(
                 "the count {} is not a non-negative number",
                 tmetric_text::quote(&raw.count_text)
             )),
@@ -224,7 +224,7 @@ impl Builder {
             }
             // perf prints 0.00% for rows that never ran (`<not counted>`, or 0 in the
             // CSV layout); a non-zero count that never ran cannot be.
-            (Count::Counted(v), Some(p)) if p == 0.0 && v != 0.0 => Some(format!(
+            (PrintedCount::Value(v), Some(p)) if p == 0.0 && v != 0.0 => Some(format!(
                 "the count {} ran 0.00% of the time",
                 tmetric_text::quote(&raw.count_text)
             )),
@@ -477,7 +477,7 @@ fn moved_rows(group: &[LogRow], repeated: &LogRow) -> usize {
 /// `<not counted>`/`<not supported>`, tool rows and retire latencies (`:R`, sampled by
 /// `perf record`, not counted in the group).
 fn run_share(row: &LogRow) -> Option<f64> {
-    if row.key.is_tool() || row.key.retire_latency || !matches!(row.value, Count::Counted(_)) {
+    if row.key.is_tool() || row.key.retire_latency || !matches!(row.value, PrintedCount::Value(_)) {
         return None;
     }
     Some(row.running_pct.unwrap_or(100.0))
@@ -486,7 +486,7 @@ fn run_share(row: &LogRow) -> Option<f64> {
 /// A tool-event row's value in seconds: perf prints these rows in ns.
 fn tool_row_seconds(row: &LogRow) -> Option<Timed> {
     match row.value {
-        Count::Counted(v) => {
+        PrintedCount::Value(v) => {
             let seconds = match row.unit.as_str() {
                 "msec" => v * 1e-3,
                 "s" | "sec" => v,
@@ -494,7 +494,7 @@ fn tool_row_seconds(row: &LogRow) -> Option<Timed> {
             };
             Some(Timed { seconds, source: TimeSource::Row { line: row.line } })
         }
-        Count::NotCounted | Count::NotSupported => None,
+        PrintedCount::NotCounted | PrintedCount::NotSupported => None,
     }
 }
 

@@ -22,7 +22,7 @@ use std::borrow::Cow;
 
 use crate::assemble::{Item, Prefix, RawRow};
 use crate::error::LineError;
-use crate::log::{Aggr, Count, PrintedMetric};
+use crate::log::{Aggr, PrintedCount, PrintedMetric};
 use crate::mode::Aggregation;
 use crate::number::{
     Numbers, looks_numeric, parse_count, parse_metric_value, parse_percent, parse_timestamp,
@@ -170,12 +170,12 @@ fn row_item(
         numbers.accept(marks, n, text).map_err(|m| LineError::new(n, at, m))
     };
     let value = match parts.value.as_str() {
-        "<not counted>" => Count::NotCounted,
-        "<not supported>" => Count::NotSupported,
+        "<not counted>" => PrintedCount::NotCounted,
+        "<not supported>" => PrintedCount::NotSupported,
         v if looks_numeric(v) => {
             let (count, marks) = parse_count(v).map_err(|m| LineError::new(n, at, m))?;
             accept(numbers, marks, v)?;
-            Count::Counted(count)
+            PrintedCount::Value(count)
         }
         v => {
             return Err(LineError::new(

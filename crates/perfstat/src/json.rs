@@ -18,7 +18,7 @@ use std::ops::ControlFlow;
 
 use crate::assemble::{Item, Prefix, RawRow};
 use crate::error::LineError;
-use crate::log::{Aggr, Count, PrintedMetric};
+use crate::log::{Aggr, PrintedCount, PrintedMetric};
 use crate::mode::Aggregation;
 use crate::number::{Numbers, parse_count, parse_metric_value, parse_value};
 use crate::text::Line;
@@ -348,22 +348,26 @@ impl Fields<'_> {
     }
 
     /// The `counter-value` (`counter`): the count and its text.
-    fn count(&self, counter: &Value, numbers: &mut Numbers) -> Result<(Count, String), LineError> {
+    fn count(
+        &self,
+        counter: &Value,
+        numbers: &mut Numbers,
+    ) -> Result<(PrintedCount, String), LineError> {
         let count_text = match counter {
             Value::String(s) => s.clone(),
             Value::Number(num) => num.to_string(),
             _ => return Err(self.wrong_type("counter-value", "a string or a number")),
         };
         let value = match count_text.trim() {
-            "<not counted>" => Count::NotCounted,
-            "<not supported>" => Count::NotSupported,
+            "<not counted>" => PrintedCount::NotCounted,
+            "<not supported>" => PrintedCount::NotSupported,
             text => {
                 let (count, marks) = parse_count(text)
                     .map_err(|m| self.key_error("counter-value", &format!("holds a bad {m}")))?;
                 numbers
                     .accept(marks, self.n, text)
                     .map_err(|m| self.key_error("counter-value", &m))?;
-                Count::Counted(count)
+                PrintedCount::Value(count)
             }
         };
         Ok((value, count_text))
@@ -389,7 +393,7 @@ mod tests {
     fn decimal_commas_are_repaired() {
         let line = r#"{"counter-value" : "4595014128,000000", "unit" : "", "event" : "cycles", "event-runtime" : 2355000000, "pcnt-running" : 51,32, "metric-value" : "2,155000", "metric-unit" : "GHz"}"#;
         let Ok(Line::Item(Item::Row(row))) = read(line) else { panic!("not a row") };
-        assert_eq!(row.value, Count::Counted(4_595_014_128.0));
+        assert_eq!(row.value, PrintedCount::Value(4_595_014_128.0));
         assert_eq!(row.running_pct, Some(51.32));
         assert_eq!(row.metrics[0].value, Some(2.155));
     }

@@ -64,7 +64,7 @@ mod text;
 
 pub use error::{ImportError, Warning};
 pub use key::{EventKey, canonical_event_name, is_core_pmu};
-pub use log::{Aggr, Block, Count, LogRow, PerfLog, PrintedMetric, Run, TimeSource, Timed};
+pub use log::{Aggr, Block, LogRow, PerfLog, PrintedCount, PrintedMetric, Run, TimeSource, Timed};
 pub use lookup::{Found, Lookup, same_name};
 pub use mode::{Aggregation, Layout, Numbering};
 pub use number::{Grouping, Numbers, Seen, printed_decimals, printed_value};

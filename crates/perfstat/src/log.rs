@@ -115,12 +115,13 @@ pub struct Block {
     pub system_time: Option<Timed>,
 }
 
-/// A counter value as printed.
+/// A count as perf stat prints it: what a log row holds, what `tmetric stat` prints on a line
+/// (`tmetric_engine::view::Line`), one type for the reader and the printers.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Count {
+pub enum PrintedCount {
     /// A number, already scaled by perf for multiplexing and for the event's unit (so
     /// `task-clock` is in msec here).
-    Counted(f64),
+    Value(f64),
     /// `<not counted>`: the event was never scheduled (perf's metrics use 0).
     NotCounted,
     /// `<not supported>`: the event could not be opened (perf's metrics use NaN).
@@ -133,7 +134,7 @@ pub struct LogRow {
     /// 1-based line number.
     pub line: usize,
     /// The count as printed.
-    pub value: Count,
+    pub value: PrintedCount,
     /// The count's text as printed (to know its precision).
     pub count_text: String,
     /// The unit column (`msec`, `ns`, `Joules`), empty when none.

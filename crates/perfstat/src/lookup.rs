@@ -18,7 +18,7 @@
 //! earliest row wins, and [`Found::in_metric_group`] says so.
 
 use crate::key::{EventKey, is_core_pmu};
-use crate::log::{Block, Count, LogRow, TimeSource, Timed};
+use crate::log::{Block, LogRow, PrintedCount, TimeSource, Timed};
 
 /// The result of looking up an expression identifier in a block.
 #[derive(Debug, Clone, PartialEq)]
@@ -313,13 +313,13 @@ fn raw_value(row: &LogRow, printed: f64) -> (f64, Option<String>) {
 
 fn from_row(row: &LogRow, in_metric_group: bool) -> Lookup {
     match row.value {
-        Count::NotCounted => {
+        PrintedCount::NotCounted => {
             Lookup::NotCounted { line: row.line, group: row.group, event: row.event.clone() }
         }
-        Count::NotSupported => {
+        PrintedCount::NotSupported => {
             Lookup::NotSupported { line: row.line, group: row.group, event: row.event.clone() }
         }
-        Count::Counted(v) => {
+        PrintedCount::Value(v) => {
             let (value, unscaled_unit) = raw_value(row, v);
             Lookup::Found(Found {
                 value,
@@ -336,18 +336,18 @@ fn from_row(row: &LogRow, in_metric_group: bool) -> Lookup {
 }
 
 fn sum_rows(rows: &[&LogRow], group: usize, in_metric_group: bool) -> Lookup {
-    if let Some(row) = rows.iter().find(|r| r.value == Count::NotSupported) {
+    if let Some(row) = rows.iter().find(|r| r.value == PrintedCount::NotSupported) {
         return from_row(row, in_metric_group);
     }
     let counted: Vec<&&LogRow> =
-        rows.iter().filter(|r| matches!(r.value, Count::Counted(_))).collect();
+        rows.iter().filter(|r| matches!(r.value, PrintedCount::Value(_))).collect();
     if counted.is_empty() {
         return from_row(rows[0], in_metric_group);
     }
     let mut value = 0.0;
     let mut unscaled_unit = None;
     for row in &counted {
-        if let Count::Counted(v) = row.value {
+        if let PrintedCount::Value(v) = row.value {
             let (raw, unit) = raw_value(row, v);
             value += raw;
             unscaled_unit = unscaled_unit.or(unit);

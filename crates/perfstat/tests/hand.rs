@@ -5,7 +5,7 @@
 //! Each printed metric value in these files was chosen to be the metric's formula over the
 //! counts of the group it is printed against; the tests recompute them from lookups.
 use crate::common::{assert_prints_as, found, load, row, value};
-use tmetric_perfstat::{Aggregation, Block, Count, Lookup};
+use tmetric_perfstat::{Aggregation, Block, Lookup, PrintedCount};
 
 fn printed<'a>(block: &'a Block, metric: &str, pmu: Option<&str>) -> &'a str {
     &block.printed_metric(metric, pmu).unwrap_or_else(|| panic!("`{metric}` not printed")).1.text
@@ -285,7 +285,7 @@ fn json_hybrid_uncore_and_units() {
     assert!(matches!(second.lookup("cpu_core@TOPDOWN.SLOTS@", None), Lookup::NotCounted { .. }));
     let nan = &row(second, "cpu_core/topdown-retiring/").metrics[0];
     assert!(nan.value.is_some_and(f64::is_nan));
-    assert_eq!(row(second, "cpu_core/topdown-retiring/").value, Count::Counted(3e8));
+    assert_eq!(row(second, "cpu_core/topdown-retiring/").value, PrintedCount::Value(3e8));
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Logs as people keep them (tests/data/kept): numbers in the locale perf ran under,
 //! and the workload's own lines around and inside perf's blocks.
 use crate::common::{load, read, row, value};
-use tmetric_perfstat::{Block, Count, Grouping, ImportError, Layout, PerfLog, parse};
+use tmetric_perfstat::{Block, Grouping, ImportError, Layout, PerfLog, PrintedCount, parse};
 
 /// (event, value as perf's metrics read it) of every row of a block.
 fn counts(block: &Block) -> Vec<(String, f64)> {
@@ -10,9 +10,9 @@ fn counts(block: &Block) -> Vec<(String, f64)> {
         .iter()
         .map(|r| {
             let v = match r.value {
-                Count::Counted(v) => v,
-                Count::NotCounted => -1.0,
-                Count::NotSupported => -2.0,
+                PrintedCount::Value(v) => v,
+                PrintedCount::NotCounted => -1.0,
+                PrintedCount::NotSupported => -2.0,
             };
             (r.event.clone(), v)
         })
@@ -112,7 +112,7 @@ fn de_de_csv_layout_with_split_decimals() {
     assert_eq!(row(block, "cycles").running_pct, Some(51.32));
     assert_eq!(row(block, "cycles").metrics[0].value, Some(3.022));
     assert_eq!(row(block, "instructions").metrics[0].name, "insn per cycle");
-    assert_eq!(row(block, "branch-misses").value, Count::NotCounted);
+    assert_eq!(row(block, "branch-misses").value, PrintedCount::NotCounted);
     assert_eq!(log.numbers.decimal.as_ref().map(|d| (d.mark, d.line)), Some((',', 1)));
     assert!(log.warnings.is_empty(), "{:?}", log.warnings);
 }

@@ -5,7 +5,7 @@
 //! task-clock over the elapsed time. Both only agree with what perf printed if counts, units
 //! (msec back to ns), blocks and the elapsed footer were all read correctly.
 use crate::common::{assert_prints_as, fixtures, found, half_ulp, load, row, value};
-use tmetric_perfstat::{Aggregation, Count, Layout, Lookup, PerfLog, TimeSource};
+use tmetric_perfstat::{Aggregation, Layout, Lookup, PerfLog, PrintedCount, TimeSource};
 
 fn expected_layout(name: &str) -> Layout {
     let file = name.rsplit('/').next().unwrap_or(name);
@@ -54,7 +54,7 @@ fn rates_are_counts_over_task_clock_in_every_layout() {
             let Some(clock) = block.rows.iter().find(|r| r.key.name == "task-clock") else {
                 continue;
             };
-            let Count::Counted(clock_msec) = clock.value else { continue };
+            let PrintedCount::Value(clock_msec) = clock.value else { continue };
             // task-clock is printed rounded; the rate perf printed used the exact value.
             let clock_err = half_ulp(&clock.count_text);
             let clock_s = found(block.lookup(&clock.event, None)).value * 1e-9;
@@ -64,7 +64,7 @@ fn rates_are_counts_over_task_clock_in_every_layout() {
             );
             for r in &block.rows {
                 for m in &r.metrics {
-                    let (Some(scale), Count::Counted(count)) = (rate_scale(&m.name), r.value)
+                    let (Some(scale), PrintedCount::Value(count)) = (rate_scale(&m.name), r.value)
                     else {
                         continue;
                     };
@@ -105,7 +105,7 @@ fn cpus_utilized_is_task_clock_over_elapsed() {
             let printed = &r.metric("CPUs utilized").unwrap().text;
             let elapsed =
                 log.runs[block.run].elapsed.expect("std captures have an elapsed footer").seconds;
-            let Count::Counted(msec) = r.value else { continue };
+            let PrintedCount::Value(msec) = r.value else { continue };
             let slack = half_ulp(&r.count_text) * 1e-3 / elapsed;
             assert_prints_as(msec * 1e-3 / elapsed, printed, slack, &name);
             checked += 1;

@@ -4,7 +4,7 @@
 //! (meteorlake `mtl-metrics.json` of Linux 6.12, quoted below) must find its row, and the
 //! metric recomputed from those values must print as perf printed it.
 use crate::common::{assert_prints_as, found, load, read};
-use tmetric_perfstat::{Block, Count, Lookup, TimeSource};
+use tmetric_perfstat::{Block, Lookup, PrintedCount, TimeSource};
 
 /// Every counter row's count, re-read with nothing but `str::replace` and `f64::from_str`.
 fn assert_counts_verbatim(name: &str) {
@@ -23,7 +23,7 @@ fn assert_counts_verbatim(name: &str) {
     let got: Vec<(usize, f64)> = rows
         .iter()
         .map(|r| match r.value {
-            Count::Counted(v) => (r.line, v),
+            PrintedCount::Value(v) => (r.line, v),
             other => panic!("{name}:{}: {other:?}", r.line),
         })
         .collect();

@@ -7,7 +7,7 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use tmetric_engine::view::{Cell, Count, Line};
+use tmetric_engine::view::{Cell, Line, PrintedCount};
 
 use crate::{Aggregation, Config, Layout, Title, Unit, interval_prefix};
 
@@ -262,7 +262,7 @@ impl<W: Write> Printer<W> {
     /// perf's `printout`.
     fn printout(&mut self, text: &mut String, os: &mut Line0<'_>, line: &Line) {
         let metric_only = self.config.metric_only;
-        let ok = matches!(line.count, Count::Value(_));
+        let ok = matches!(line.count, PrintedCount::Value(_));
         // perf 7.x prints an uncounted line's metrics too (`nan`); perf 6.12 a blank.
         let metrics = ok || self.config.contract.metrics_on_uncounted_lines;
         if !ok {
@@ -272,7 +272,7 @@ impl<W: Write> Printer<W> {
                 self.metric(text, os, &blank);
                 return;
             }
-            if line.count == Count::NotCounted {
+            if line.count == PrintedCount::NotCounted {
                 self.uncounted = true;
             }
         }

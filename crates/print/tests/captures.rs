@@ -4,7 +4,7 @@
 //! layout (its metric column is 3 wider, `METRIC_LEN` 38; its thread id is padded to 7, not
 //! 8; it quotes JSON metric values).
 
-use tmetric_engine::view::{Cell, CellSource, Count, Fmt, Line};
+use tmetric_engine::view::{Cell, CellSource, Fmt, Line, PrintedCount};
 use tmetric_print::{Aggregation, Config, Layout, Printer, Title, Unit, UnitId};
 
 fn capture(name: &str) -> String {
@@ -28,7 +28,7 @@ fn line(row: usize, count: f64, unit: &str, name: &str, run: u64, metric: (f64, 
     Line {
         row,
         part: 0,
-        count: Count::Value(count),
+        count: PrintedCount::Value(count),
         decimals: if unit == "msec" { 2 } else { 0 },
         unit: unit.into(),
         name: name.into(),

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use tmetric_engine::view::{Cell, CellSource, Colour, Count, DefaultGroup, Fmt, Line};
+use tmetric_engine::view::{Cell, CellSource, Colour, DefaultGroup, Fmt, Line, PrintedCount};
 use tmetric_print::{Aggregation, Config, Footer, Layout, Printer, Title, Unit, UnitId};
 use tmetric_runtime::locale::NumericLocale;
 
@@ -21,9 +21,9 @@ fn cell(value: f64, fmt: Fmt, label: &str) -> Cell {
     }
 }
 
-fn line(row: usize, count: Count, unit: &str, name: &str, cells: Vec<Cell>) -> Line {
+fn line(row: usize, count: PrintedCount, unit: &str, name: &str, cells: Vec<Cell>) -> Line {
     let (running, enabled) = match count {
-        Count::Value(_) => (1_000_000, 1_000_000),
+        PrintedCount::Value(_) => (1_000_000, 1_000_000),
         _ => (0, 0),
     };
     Line {
@@ -47,14 +47,26 @@ fn no_args() -> Vec<Line> {
     vec![
         line(
             0,
-            Count::Value(0.78),
+            PrintedCount::Value(0.78),
             "msec",
             "task-clock",
             vec![cell(0.5, Fmt::RATE, "CPUs utilized")],
         ),
-        line(1, Count::Value(1.0), "", "context-switches", vec![cell(1.281, Fmt::RATE, "K/sec")]),
-        line(2, Count::Value(48.0), "", "page-faults", vec![cell(61.489, Fmt::RATE, "K/sec")]),
-        line(3, Count::NotSupported, "", "cycles", vec![]),
+        line(
+            1,
+            PrintedCount::Value(1.0),
+            "",
+            "context-switches",
+            vec![cell(1.281, Fmt::RATE, "K/sec")],
+        ),
+        line(
+            2,
+            PrintedCount::Value(48.0),
+            "",
+            "page-faults",
+            vec![cell(61.489, Fmt::RATE, "K/sec")],
+        ),
+        line(3, PrintedCount::NotSupported, "", "cycles", vec![]),
     ]
 }
 
@@ -123,7 +135,7 @@ fn json_has_perfs_seven_keys_with_quoted_values() {
 fn grouping_and_decimal_mark_follow_the_locale() {
     let lines = vec![line(
         0,
-        Count::Value(2004.25),
+        PrintedCount::Value(2004.25),
         "msec",
         "task-clock",
         vec![cell(2.0, Fmt::RATE, "CPUs utilized")],
@@ -151,7 +163,7 @@ fn grouping_and_decimal_mark_follow_the_locale() {
 fn continuation_metrics_start_at_column_49_and_running_follows_the_last() {
     let mut l = line(
         0,
-        Count::Value(1_051_069_590.0),
+        PrintedCount::Value(1_051_069_590.0),
         "",
         "instructions",
         vec![
@@ -192,8 +204,8 @@ fn per_cpu_lines_go_event_by_event_and_per_core_unit_by_unit() {
     };
     let two = |c: usize| {
         vec![
-            line(0, Count::Value(10.0 + c as f64), "", "cs", vec![]),
-            line(1, Count::Value(20.0 + c as f64), "", "faults", vec![]),
+            line(0, PrintedCount::Value(10.0 + c as f64), "", "cs", vec![]),
+            line(1, PrintedCount::Value(20.0 + c as f64), "", "faults", vec![]),
         ]
     };
     let mut config = Config::new(Layout::Csv(",".into()));
@@ -236,7 +248,7 @@ fn interval_header_repeats_every_twenty_six_prints() {
     });
     let title = Title { target: "x".into(), runs: 1 };
     for i in 1..=60u64 {
-        let units = global(vec![line(0, Count::Value(1.0), "", "cs", vec![])]);
+        let units = global(vec![line(0, PrintedCount::Value(1.0), "", "cs", vec![])]);
         p.counters(&title, Some(Duration::from_millis(100 * i)), &units).unwrap();
     }
     let text = String::from_utf8(p.into_inner()).unwrap();
@@ -265,7 +277,7 @@ fn interval_header_repeats_every_twenty_six_prints() {
 fn csv_summary_lines_start_with_summary() {
     let mut config = Config::new(Layout::Csv(" ".into()));
     config.csv_summary = true;
-    let units = global(vec![line(0, Count::Value(9224197.0), "", "cycles", vec![])]);
+    let units = global(vec![line(0, PrintedCount::Value(9224197.0), "", "cycles", vec![])]);
     let text = print(config.clone(), None, &units, None);
     assert_eq!(text, "summary 9224197  cycles 1000000 100.00  \n");
     let text = print(config, Some(Duration::from_millis(1001)), &units, None);
@@ -280,7 +292,7 @@ fn metric_only_prints_one_row_with_perfs_column_widths() {
     ];
     let mut config = Config::new(Layout::Std);
     config.metric_only = true;
-    let units = global(vec![line(0, Count::Value(5.0), "", "slots", cells.clone())]);
+    let units = global(vec![line(0, PrintedCount::Value(5.0), "", "slots", cells.clone())]);
     let text = print(config.clone(), None, &units, None);
     let lines: Vec<&str> = text.lines().collect();
     // Header: a space, then each label right-aligned in 20; `CPUs utilized` is left out.
@@ -300,7 +312,7 @@ fn metric_only_prints_one_row_with_perfs_column_widths() {
 
 #[test]
 fn runs_add_perfs_spread_fields() {
-    let mut l = line(0, Count::Value(100.0), "", "cs", vec![]);
+    let mut l = line(0, PrintedCount::Value(100.0), "", "cs", vec![]);
     l.noise = Some(1.5);
     let mut config = Config::new(Layout::Csv(",".into()));
     config.runs = 3;
@@ -323,7 +335,7 @@ fn runs_add_perfs_spread_fields() {
 
 #[test]
 fn default_metric_groups_print_the_group_name_instead_of_the_count() {
-    let mut l = line(0, Count::Value(1e9), "", "TOPDOWN.SLOTS", vec![]);
+    let mut l = line(0, PrintedCount::Value(1e9), "", "TOPDOWN.SLOTS", vec![]);
     l.default_groups = vec![DefaultGroup {
         name: Some("TopdownL1".into()),
         cells: vec![
@@ -353,7 +365,8 @@ fn default_metric_groups_print_the_group_name_instead_of_the_count() {
 fn errors_follow_the_label_and_perfs_json_keys_only_when_asked() {
     let retiring = Cell { error: Some(1.25), ..cell(25.3, Fmt::SCALED, "%  tma_retiring") };
     let unknown = Cell { error: Some(f64::NAN), ..cell(4.0, Fmt::SCALED, "%  tma_x") };
-    let lines = vec![line(0, Count::Value(10.0), "", "TOPDOWN.SLOTS", vec![retiring, unknown])];
+    let lines =
+        vec![line(0, PrintedCount::Value(10.0), "", "TOPDOWN.SLOTS", vec![retiring, unknown])];
     let mut std = Config::new(Layout::Std);
     std.errors = true;
     let text = print(std, None, &global(lines.clone()), None);
@@ -385,7 +398,7 @@ fn impossible_values_are_flagged_beside_the_value_and_in_json() {
         ..cell(-16.4, Fmt::SCALED, "%  tma_core_bound")
     };
     let good = Cell { error: Some(0.5), ..cell(18.0, Fmt::SCALED, "%  tma_retiring") };
-    let lines = vec![line(0, Count::Value(10.0), "", "UOPS_ISSUED.ANY", vec![bad, good])];
+    let lines = vec![line(0, PrintedCount::Value(10.0), "", "UOPS_ISSUED.ANY", vec![bad, good])];
     let mut std = Config::new(Layout::Std);
     std.errors = true;
     let text = print(std, None, &global(lines.clone()), None);

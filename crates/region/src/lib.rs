@@ -31,7 +31,7 @@ mod sample;
 use group::region_groups;
 pub use group::{KernelPages, NoPages, Pages};
 pub use region::Running;
-pub use sample::{Count, MetricValue, Sample};
+pub use sample::{EventCount, MetricValue, Sample};
 
 use std::marker::PhantomData;
 use std::path::Path;

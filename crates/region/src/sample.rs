@@ -4,7 +4,8 @@
 
 use std::io::{self, Write};
 
-use tmetric_engine::{Source, eval};
+use tmetric_engine::view::PrintedCount;
+use tmetric_engine::{EvalInput, Source, plan_eval};
 use tmetric_runtime::Syscalls;
 use tmetric_runtime::counter::{CpuCount, RawCount, Snapshot};
 
@@ -25,9 +26,9 @@ pub struct MetricValue {
     pub why: Option<tmetric_engine::MetricWhy>,
 }
 
-/// A count in a sample.
+/// One event's count in a sample, as printed, with the metrics printed beside it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Count {
+pub struct EventCount {
     /// The event.
     pub name: String,
     /// The count as printed (task-clock in msec; `None`: not counted).
@@ -50,7 +51,7 @@ pub struct Sample {
     /// How the hardware group was read (software-only selections: `Read`).
     pub path: ReadPath,
     /// The counts.
-    pub counts: Vec<Count>,
+    pub counts: Vec<EventCount>,
     /// The metrics.
     pub metrics: Vec<MetricValue>,
     /// Topdown from PERF_METRICS when the group was read with `rdpmc`.
@@ -154,17 +155,17 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         delta: &Snapshot,
         topdown: Option<Topdown>,
     ) -> Sample {
-        let es = eval::EvalInput::new(delta, seconds);
+        let es = EvalInput::new(delta, seconds);
         let results = self.session.evaluate(&es);
         let plan = self.session.plan();
         let counts = plan
             .rows()
             .iter()
             .filter(|r| r.show && r.copy_of.is_none() && matches!(r.source, Source::Counter(_)))
-            .map(|r| Count {
+            .map(|r| EventCount {
                 name: r.name.clone(),
-                value: match eval::shown(plan, r, &es) {
-                    eval::Shown::Value { count, .. } => Some(count),
+                value: match plan_eval::row_count(plan, r, &es).count {
+                    PrintedCount::Value(count) => Some(count),
                     _ => None,
                 },
                 unit: r.unit.clone(),

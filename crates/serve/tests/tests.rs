@@ -401,7 +401,8 @@ fn each_metrics_detail_level_holds_its_series_and_the_rules_find_theirs() {
 /// `tool/num_cpus/` is the 1 perf 7.2 reads system-wide, and not under perf 6.12's.
 #[test]
 fn event_lists_are_read_by_the_contract_in_use() {
-    use tmetric_engine::{Shown, Source};
+    use tmetric_engine::Source;
+    use tmetric_engine::view::PrintedCount;
     let dir = tempfile::Builder::new().prefix("tmetric-serve-test-").tempdir().unwrap();
     let (sys, proc_root) = (dir.path().join("sys"), dir.path().join("proc"));
     SimMachine::named("sapphirerapids").unwrap().write_sysfs(&sys, &proc_root).unwrap();
@@ -428,9 +429,12 @@ fn event_lists_are_read_by_the_contract_in_use() {
     let row = plan.rows().iter().find(|r| r.name == "tool/num_cpus/").expect("a row");
     assert!(matches!(row.source, Source::Tool(_)), "{row:?}");
     let snapshot = tmetric_runtime::Snapshot::default();
-    let shown =
-        tmetric_engine::eval::shown(&plan, row, &tmetric_engine::EvalInput::new(&snapshot, 1.0));
-    assert!(matches!(shown, Shown::Value { count, .. } if count == 1.0), "{shown:?}");
+    let shown = tmetric_engine::plan_eval::row_count(
+        &plan,
+        row,
+        &tmetric_engine::EvalInput::new(&snapshot, 1.0),
+    );
+    assert_eq!(shown.count, PrintedCount::Value(1.0), "{shown:?}");
     let err = refused.map(|_| ()).expect_err("no tool PMU in perf 6.12");
     assert!(
         matches!(&err, tmetric_engine::setup::SetupError::Events { list, .. } if list == &events[0]),

@@ -3,7 +3,7 @@
 //!
 //! `cargo run -p tmetric-sim --example truth -- MACHINE [WORKLOAD] [--all] [--perf-version X.Y]`
 
-use tmetric_sim::{Derivation, Machine, Workload};
+use tmetric_sim::{Derivation, Machine, SimWorkload};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,7 +27,8 @@ fn main() {
         .collect();
     let machine =
         Machine::named(args.first().map_or("sapphirerapids", |s| s.as_str())).expect("machine");
-    let workload = Workload::load(args.get(1).map_or("default", |s| s.as_str())).expect("workload");
+    let workload =
+        SimWorkload::load(args.get(1).map_or("default", |s| s.as_str())).expect("workload");
     let t = std::time::Instant::now();
     let d = Derivation::of(&machine, &workload);
     eprintln!("derived in {:?}", t.elapsed());

@@ -1,4 +1,4 @@
-//! From a [`Workload`]'s truth to every event count of a simulated machine, through the vendor
+//! From a [`SimWorkload`]'s truth to every event count of a simulated machine, through the vendor
 //! formulas of the machine's catalogue model.
 //!
 //! The view is the one `tmetric stat -a` takes: one second, core events summed over the
@@ -54,7 +54,7 @@ use tmetric_catalog::Model;
 
 use crate::machine::Machine;
 use crate::profile::Source;
-use crate::workload::{PhaseSpec, Workload};
+use crate::workload::{PhaseSpec, SimWorkload};
 
 mod encode;
 mod fit;
@@ -132,7 +132,7 @@ pub struct Derivation {
 impl Derivation {
     /// The derivation for `machine` running `workload`; computed once per machine and
     /// workload in a process.
-    pub fn of(machine: &Machine, workload: &Workload) -> Arc<Derivation> {
+    pub fn of(machine: &Machine, workload: &SimWorkload) -> Arc<Derivation> {
         static CACHE: OnceLock<Mutex<HashMap<String, Arc<Derivation>>>> = OnceLock::new();
         // What the derivation reads: the machine and the phases with the workload's clock,
         // not the schedule or the kernel's rules, so workloads that differ only in when
@@ -165,7 +165,7 @@ impl Derivation {
 }
 
 /// Derives every phase of `workload` on `machine`.
-pub fn derive(machine: &Machine, workload: &Workload) -> Derivation {
+pub fn derive(machine: &Machine, workload: &SimWorkload) -> Derivation {
     let Some(model) = tmetric_catalog::model(&machine.catalogue_model) else {
         return Derivation {
             tables: vec![HashMap::new(); workload.phases.len()],
@@ -190,7 +190,7 @@ pub fn derive(machine: &Machine, workload: &Workload) -> Derivation {
 fn derive_phase(
     machine: &Machine,
     model: &'static Model,
-    workload: &Workload,
+    workload: &SimWorkload,
     phase: &PhaseSpec,
     phase_index: usize,
 ) -> (HashMap<Source, Amount>, Vec<MetricTruth>, Vec<String>) {

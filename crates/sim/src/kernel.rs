@@ -14,7 +14,7 @@ use super::machine::Machine;
 use super::profile::{Profile, Rate, Source};
 use super::realism::Realism;
 use super::sched::{EVENTSEL_ANY, HwEvent};
-use super::workload::{Schedule, Timeline, Workload};
+use super::workload::{Schedule, SimWorkload, Timeline};
 use tmetric_runtime::ring;
 use tmetric_runtime::sys::{Attr, Errno, Syscalls};
 
@@ -337,26 +337,26 @@ fn errno(e: i32) -> Errno {
 }
 
 impl SimKernel {
-    /// A kernel on `machine` running the default [`Workload`], on the real monotonic clock:
+    /// A kernel on `machine` running the default [`SimWorkload`], on the real monotonic clock:
     /// time passes as it does for the caller, so a sleeping workload behaves naturally.
     pub fn new(machine: Machine) -> SimKernel {
-        SimKernel::with_workload(machine, Workload::default_workload())
+        SimKernel::with_workload(machine, SimWorkload::default_workload())
     }
 
     /// A kernel whose clock moves only through [`SimKernel::advance`], for deterministic
     /// tests, running the default workload.
     pub fn manual(machine: Machine) -> SimKernel {
-        SimKernel::manual_with_workload(machine, Workload::default_workload())
+        SimKernel::manual_with_workload(machine, SimWorkload::default_workload())
     }
 
     /// [`SimKernel::manual`] running `workload`.
-    pub fn manual_with_workload(machine: Machine, workload: Workload) -> SimKernel {
+    pub fn manual_with_workload(machine: Machine, workload: SimWorkload) -> SimKernel {
         let profile = Profile::new(&machine, workload);
         SimKernel::build(machine, profile, None)
     }
 
     /// [`SimKernel::new`] running `workload`.
-    pub fn with_workload(machine: Machine, workload: Workload) -> SimKernel {
+    pub fn with_workload(machine: Machine, workload: SimWorkload) -> SimKernel {
         let profile = Profile::new(&machine, workload);
         SimKernel::build(machine, profile, Some(Instant::now()))
     }

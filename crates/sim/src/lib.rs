@@ -18,7 +18,7 @@
 //!   Sampling events get ring buffers from [`tmetric_runtime::Syscalls::mmap`] (heap memory shared
 //!   with the reader, [`tmetric_runtime::ring::Mapping::with_refresh`]) and `PERF_RECORD_SAMPLE`
 //!   records as simulated time passes, `PERF_RECORD_LOST` when the reader lags.
-//! * [`Workload`] ([`workload`]): what the machine runs, as data a user can write: the TMA
+//! * [`SimWorkload`] ([`workload`]): what the machine runs, as data a user can write: the TMA
 //!   tree's true fractions, other metrics' true values and the clock, in phases that change
 //!   over time. [`mod@derive`] turns it into every event count the machine's catalogue model
 //!   reads, through the vendor formulas (read with this crate's own [`formula`] parser), so
@@ -219,4 +219,4 @@ pub use machine::{
 pub use profile::{LatencyPeriod, Profile, RETIRE_LATENCIES, Rate, Source, retire_latency_mean};
 pub use realism::{KernelSpec, Realism};
 pub use sched::{Constraint, ExtraReg, ExtraRegKind, HwEvent};
-pub use workload::{Phase, PhaseSpec, Schedule, Timeline, Workload, WorkloadError};
+pub use workload::{Phase, PhaseSpec, Schedule, SimWorkload, SimWorkloadError, Timeline};

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use tmetric_runtime::Sysfs;
 use tmetric_runtime::sys::out_of_descriptors;
 
-use crate::{Machine, MachineError, SimKernel, Workload, WorkloadError};
+use crate::{Machine, MachineError, SimKernel, SimWorkload, SimWorkloadError};
 
 /// Why the simulated machine cannot be set up; its `Display` says what to do.
 #[derive(Debug)]
@@ -44,7 +44,7 @@ pub enum SetupError {
         source: io::Error,
     },
     /// `--pmu-sim-workload` cannot be loaded.
-    Workload(WorkloadError),
+    Workload(SimWorkloadError),
     /// `--pmu-sim`'s machine file cannot be loaded.
     Machine(MachineError),
 }
@@ -255,8 +255,8 @@ pub fn simulated(
     warn: fn(&str),
 ) -> Result<Simulated, SetupError> {
     let workload = match workload {
-        Some(w) => Workload::load(w).map_err(SetupError::Workload)?,
-        None => Workload::default_workload(),
+        Some(w) => SimWorkload::load(w).map_err(SetupError::Workload)?,
+        None => SimWorkload::default_workload(),
     };
     // The workload's `kernel.hz` is the kernel's, so the tree's
     // `perf_event_mux_interval_ms` says the interval the kernel rotates at.

@@ -1,4 +1,4 @@
-//! The rates behind the simulated counters: a [`Workload`] and what [`crate::derive`] made of
+//! The rates behind the simulated counters: a [`SimWorkload`] and what [`crate::derive`] made of
 //! it for the machine, per phase.
 //!
 //! * Every event some metric of the machine's catalogue model reads counts what the
@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::derive::{Amount, Derivation};
 use crate::machine::{CoreKind, Machine, X86Core};
 use crate::sched::{TD_METRIC_FIRST, TD_METRIC_MAX, TD_SLOTS};
-use crate::workload::{Timeline, Workload};
+use crate::workload::{SimWorkload, Timeline};
 
 /// What is being counted, as the rates need to know it: the kernel's view of an opened event
 /// (the PMU and the config it kept).
@@ -154,13 +154,13 @@ fn fnv(parts: &[&[u8]]) -> u64 {
 #[derive(Debug, Clone)]
 pub struct Profile {
     /// The workload.
-    pub workload: Workload,
+    pub workload: SimWorkload,
     derivation: Arc<Derivation>,
 }
 
 impl Profile {
     /// `workload` on `machine` (derived once per machine and workload in a process).
-    pub fn new(machine: &Machine, workload: Workload) -> Profile {
+    pub fn new(machine: &Machine, workload: SimWorkload) -> Profile {
         let derivation = Derivation::of(machine, &workload);
         Profile { workload, derivation }
     }

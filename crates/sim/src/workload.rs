@@ -42,7 +42,7 @@
 //!   PERF_METRICS ([`crate::realism`]). Without it the kernel is exact and rotates every CPU
 //!   in lockstep, at the machine's HZ.
 //!
-//! [`Workload::parse`] reports a syntax error with the file, line and column; a value out of
+//! [`SimWorkload::parse`] reports a syntax error with the file, line and column; a value out of
 //! range names the field and its line.
 
 use std::collections::BTreeMap;
@@ -170,9 +170,10 @@ pub enum Schedule {
     },
 }
 
-/// A parsed workload.
+/// A ground-truth workload the simulated machine runs (its clocks, TMA fractions and phases),
+/// parsed from a workload file; not the process `tmetric stat` forks (`tmetric_runtime::Workload`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Workload {
+pub struct SimWorkload {
     /// Where it came from (a file name or `builtin:NAME`), for messages.
     pub origin: String,
     /// What it models.
@@ -197,15 +198,15 @@ pub struct Workload {
 
 /// A workload that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkloadError(pub String);
+pub struct SimWorkloadError(pub String);
 
-impl fmt::Display for WorkloadError {
+impl fmt::Display for SimWorkloadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for WorkloadError {}
+impl std::error::Error for SimWorkloadError {}
 
 /// The 1-based line of the first `"key"` in `text`, for messages about a field.
 fn line_of(text: &str, key: &str) -> Option<usize> {
@@ -213,24 +214,24 @@ fn line_of(text: &str, key: &str) -> Option<usize> {
     text.find(&quoted).map(|at| text[..at].matches('\n').count() + 1)
 }
 
-impl Workload {
+impl SimWorkload {
     /// A built-in workload by name ([`BUILTIN`]).
-    pub fn builtin(name: &str) -> Option<Workload> {
+    pub fn builtin(name: &str) -> Option<SimWorkload> {
         let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name)?;
         Some(
-            Workload::parse(text, &format!("builtin:{name}"))
+            SimWorkload::parse(text, &format!("builtin:{name}"))
                 .unwrap_or_else(|e| panic!("the built-in workload `{name}` is broken: {e}")),
         )
     }
 
     /// The default workload (`builtin:default`).
-    pub fn default_workload() -> Workload {
-        Workload::builtin("default").expect("the default workload is built in")
+    pub fn default_workload() -> SimWorkload {
+        SimWorkload::builtin("default").expect("the default workload is built in")
     }
 
     /// A built-in name or a file path.
-    pub fn load(name_or_path: &str) -> Result<Workload, WorkloadError> {
-        if let Some(w) = Workload::builtin(name_or_path) {
+    pub fn load(name_or_path: &str) -> Result<SimWorkload, SimWorkloadError> {
+        if let Some(w) = SimWorkload::builtin(name_or_path) {
             return Ok(w);
         }
         let text = tmetric_runtime::input::read_to_string(
@@ -238,22 +239,22 @@ impl Workload {
             tmetric_runtime::input::WORKLOAD,
         )
         .map_err(|e| {
-            WorkloadError(format!(
+            SimWorkloadError(format!(
                 "cannot read the workload `{name_or_path}`: {e} (give a JSON file or one of the \
                  built-in workloads: {})",
                 BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
             ))
         })?;
-        Workload::parse(&text, name_or_path)
+        SimWorkload::parse(&text, name_or_path)
     }
 
     /// Parses workload JSON; `origin` names it in messages. Values past what any machine
     /// runs (clocks over 100 GHz, IPC over 64, more than [`MAX_PHASES`] phases) are refused.
-    pub fn parse(text: &str, origin: &str) -> Result<Workload, WorkloadError> {
+    pub fn parse(text: &str, origin: &str) -> Result<SimWorkload, SimWorkloadError> {
         let file: File = serde_json::from_str(text).map_err(|e| {
             let what = e.to_string();
             let what = what.split(" at line ").next().unwrap_or(&what).to_string();
-            WorkloadError(format!(
+            SimWorkloadError(format!(
                 "{origin}:{}:{}: {what}; a workload is a JSON object (see `tmetric_sim::workload`)",
                 e.line(),
                 e.column()
@@ -261,7 +262,7 @@ impl Workload {
         })?;
         let bad = |key: &str, what: String| {
             let at = line_of(text, key).map_or_else(String::new, |l| format!(":{l}"));
-            WorkloadError(format!("{origin}{at}: `{key}`: {what}"))
+            SimWorkloadError(format!("{origin}{at}: `{key}`: {what}"))
         };
         // Beyond these no machine runs, and counts derived from them pass 2^64 within an
         // interval (`cycles_ghz 1e12` printed 18446744073709551616 without a word).
@@ -270,7 +271,7 @@ impl Workload {
             "ipc" => 64.0,
             _ => 100_000.0,
         };
-        let positive = |key: &str, v: Option<f64>, default: f64| -> Result<f64, WorkloadError> {
+        let positive = |key: &str, v: Option<f64>, default: f64| -> Result<f64, SimWorkloadError> {
             match v {
                 None => Ok(default),
                 Some(v) if v.is_finite() && v > 0.0 && v <= most(key) => Ok(v),
@@ -288,7 +289,7 @@ impl Workload {
             Some(v) => return Err(bad("cpu_step_percent", format!("{v} is not in 0..=100"))),
         };
         let package_watts = positive("package_watts", file.package_watts, 50.0)?;
-        let check_phase = |p: &PhaseSpec| -> Result<(), WorkloadError> {
+        let check_phase = |p: &PhaseSpec| -> Result<(), SimWorkloadError> {
             for (name, v) in &p.topdown {
                 if !v.is_finite() || !(0.0..=1.0).contains(v) {
                     return Err(bad(name, format!("{} % is not in 0..=100", v * 100.0)));
@@ -331,7 +332,7 @@ impl Workload {
                         format!("{} phases: at most {MAX_PHASES} are simulated", ph.list.len()),
                     ));
                 }
-                let ms = |v: f64, key: &str| -> Result<u64, WorkloadError> {
+                let ms = |v: f64, key: &str| -> Result<u64, SimWorkloadError> {
                     if v.is_finite() && v >= 0.1 {
                         Ok((v * 1e6) as u64)
                     } else {
@@ -412,7 +413,7 @@ impl Workload {
             }
             cpu_offsets_ns.push((ms * 1e6) as u64);
         }
-        Ok(Workload {
+        Ok(SimWorkload {
             origin: origin.to_string(),
             description: file.description,
             tsc_hz,
@@ -426,8 +427,8 @@ impl Workload {
     }
 
     /// A copy of one phase as a constant workload (for the truth of that phase alone).
-    pub fn only_phase(&self, index: usize) -> Workload {
-        Workload {
+    pub fn only_phase(&self, index: usize) -> SimWorkload {
+        SimWorkload {
             phases: vec![self.phases[index].clone()],
             schedule: Schedule::Constant,
             ..self.clone()
@@ -461,7 +462,7 @@ pub struct Timeline {
 
 impl Timeline {
     /// The timeline of `workload`.
-    pub fn new(workload: &Workload) -> Timeline {
+    pub fn new(workload: &SimWorkload) -> Timeline {
         let mut t = Timeline {
             schedule: workload.schedule.clone(),
             phases: workload.phases.len(),

@@ -6,7 +6,7 @@
 use tmetric_runtime::Attr;
 use tmetric_sim::formula::{self, Expr};
 use tmetric_sim::workload::{Schedule, Timeline};
-use tmetric_sim::{Derivation, Machine, SimKernel, Workload};
+use tmetric_sim::{Derivation, Machine, SimKernel, SimWorkload};
 
 const MS: u64 = 1_000_000;
 
@@ -63,13 +63,14 @@ fn expressions_follow_perfs_grammar_and_arithmetic() {
 
 #[test]
 fn workloads_parse_with_their_defaults_and_name_errors() {
-    let w = Workload::parse("{\"ipc\": 2, \"topdown\": {\"tma_retiring\": 50}}", "t.json").unwrap();
+    let w =
+        SimWorkload::parse("{\"ipc\": 2, \"topdown\": {\"tma_retiring\": 50}}", "t.json").unwrap();
     assert_eq!(w.phases.len(), 1);
     assert_eq!(w.phases[0].ipc, 2.0);
     assert_eq!(w.phases[0].topdown["tma_retiring"], 0.5);
     assert_eq!(w.phases[0].cycles_hz, 2.5e9);
     assert_eq!(w.schedule, Schedule::Constant);
-    let err = |text: &str| Workload::parse(text, "w.json").unwrap_err().0;
+    let err = |text: &str| SimWorkload::parse(text, "w.json").unwrap_err().0;
     assert!(err("{\"ipc\": -1}").contains("`ipc`: -1 is not a positive number"));
     assert!(err("{\n\"metrics\": {\"x\": -2}}").starts_with("w.json:2: `x`"));
     assert!(err("[1]").contains("invalid type"), "{}", err("[1]"));
@@ -77,22 +78,22 @@ fn workloads_parse_with_their_defaults_and_name_errors() {
         err("{\"phases\": {\"switch_every_ms\": 5, \"switch_random_ms\": [1, 2], \"list\": [{}]}}");
     assert!(two.contains("exactly one of"), "{two}");
     for (name, _) in tmetric_sim::workload::BUILTIN {
-        assert!(Workload::builtin(name).is_some(), "{name}");
+        assert!(SimWorkload::builtin(name).is_some(), "{name}");
     }
-    assert!(Workload::load("/nonexistent/w.json").unwrap_err().0.contains("built-in workloads"));
+    assert!(SimWorkload::load("/nonexistent/w.json").unwrap_err().0.contains("built-in workloads"));
 }
 
 #[test]
 fn phases_follow_their_schedule() {
     let text = "{\"phases\": {\"switch_every_ms\": 10, \"list\": [{\"ipc\": 1}, {\"ipc\": 2}, {\"ipc\": 3}]}}";
-    let w = Workload::parse(text, "p").unwrap();
+    let w = SimWorkload::parse(text, "p").unwrap();
     let mut t = Timeline::new(&w);
     assert_eq!(
         (t.phase_at(0), t.phase_at(9 * MS), t.phase_at(10 * MS), t.phase_at(35 * MS)),
         (0, 0, 1, 0)
     );
     assert_eq!(t.split(5 * MS, 25 * MS), vec![(0, 5 * MS), (1, 10 * MS), (2, 5 * MS)]);
-    let random = Workload::builtin("phased").unwrap();
+    let random = SimWorkload::builtin("phased").unwrap();
     let mut a = Timeline::new(&random);
     let mut b = Timeline::new(&random);
     let (mut switches, mut last) = (0, a.phase_at(0));
@@ -120,7 +121,7 @@ fn every_metric_of_every_machine_is_in_range_for_every_builtin_workload() {
     // `phased`; every other metric of every machine and workload is in range.
     tmetric_catalog::use_vintage(tmetric_catalog::base_vintage());
     for (workload_name, _) in tmetric_sim::workload::BUILTIN {
-        let workload = Workload::builtin(workload_name).unwrap();
+        let workload = SimWorkload::builtin(workload_name).unwrap();
         for name in Machine::names() {
             let machine = Machine::named(name).unwrap();
             let d = Derivation::of(&machine, &workload);
@@ -199,7 +200,7 @@ fn cycle_type_counts_stay_within_the_cycles() {
         .any(|p| name.contains(p))
             && !name.contains("SLOT")
     };
-    let workload = Workload::builtin("phased").unwrap();
+    let workload = SimWorkload::builtin("phased").unwrap();
     let mut checked = 0;
     for name in ["sapphirerapids", "icelake", "skylakex", "alderlake"] {
         let machine = Machine::named(name).unwrap();
@@ -234,7 +235,7 @@ fn cycle_type_counts_stay_within_the_cycles() {
 /// instruction add up, the uncore frequency is within 0..8 GHz.
 #[test]
 fn perfs_uncore_rules_hold_on_the_truth() {
-    let workload = Workload::default_workload();
+    let workload = SimWorkload::default_workload();
     for name in ["sapphirerapids", "skylakex"] {
         let machine = Machine::named(name).unwrap();
         let d = Derivation::of(&machine, &workload);
@@ -290,7 +291,7 @@ fn levels_1_and_2_equal_the_workload_files_fractions_in_every_vintage() {
         "tma_light_operations",
         "tma_heavy_operations",
     ];
-    let workload = Workload::default_workload();
+    let workload = SimWorkload::default_workload();
     let mut checked = 0;
     for version in ["6.12", "7.2"] {
         tmetric_catalog::use_vintage(tmetric_catalog::vintage_for(version).unwrap());
@@ -324,7 +325,7 @@ fn levels_1_and_2_equal_the_workload_files_fractions_in_every_vintage() {
 fn a_metric_nan_by_its_own_formula_is_not_available() {
     tmetric_catalog::use_vintage(tmetric_catalog::vintage_for("7.2").unwrap());
     let machine = Machine::named("sapphirerapids").unwrap();
-    let d = Derivation::of(&machine, &Workload::default_workload());
+    let d = Derivation::of(&machine, &SimWorkload::default_workload());
     let cores = d.truth(0, "lpm_cpu_power_cores", "").expect("a truth");
     assert!(cores.value.is_nan() && !cores.available, "{cores:?}");
     let pkg = d.truth(0, "lpm_cpu_power_pkg", "").expect("a truth");

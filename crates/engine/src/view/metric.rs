@@ -2,10 +2,10 @@
 //! machine's two core types share it), number format, threshold colour and error bar.
 
 use super::{Cell, CellSource, Colour, Fmt, ViewContext};
-use crate::eval::RootResult;
 use crate::plan::Plan;
 use crate::plan::twice;
 pub use crate::plan::{has_hybrid_twins, metric_name};
+use crate::plan_eval::RootResult;
 use crate::uncertainty::Bar;
 
 /// Root `root`'s error bar as [`Cell::error`] holds it: in the printed unit (`ScaleUnit`

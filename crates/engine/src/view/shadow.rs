@@ -13,8 +13,8 @@ use tmetric_runtime::sys::{TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_SOFTWARE};
 
 use super::{Cell, CellSource, Colour, Fmt, ViewContext};
 use crate::builtin::{BUILTINS, NSECS, NoValue};
-use crate::eval::EvalInput;
 use crate::plan::{Plan, Source};
+use crate::plan_eval::EvalInput;
 
 /// perf's kinds of events for its built-in metrics (`enum stat_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +131,7 @@ pub(super) fn peers<'a>(plan: &'a Plan, sample: &EvalInput<'_>) -> Vec<Peer<'a>>
                 _ => 0,
             };
             let group = plan.groups.iter().position(|g| g.len() > 1 && g.contains(&spec));
-            let raw = match crate::eval::row_aggregate(plan, row, sample) {
+            let raw = match crate::plan_eval::row_aggregate(plan, row, sample) {
                 Some(a) if a.counted() => a.value as f64,
                 _ => 0.0,
             };

@@ -1,8 +1,8 @@
 //! The TMA tree as data: parents from `tma_X_group`, depth-first order, and the bottleneck
 //! path every view that marks a bottleneck uses (`stat`'s tree, `report`, `eval`).
 
-use crate::eval::RootResult;
 use crate::plan::Plan;
+use crate::plan_eval::RootResult;
 
 /// One node of the TMA tree view, in print order (depth first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //! after the value (`45.0% Retiring`, `2.50% of all branches`).
 
 use tmetric_perfstat::{
-    Block, Count, LogRow, PerfLog, PrintedMetric, printed_decimals, printed_value,
+    Block, LogRow, PerfLog, PrintedCount, PrintedMetric, printed_decimals, printed_value,
 };
 
 use super::{count_precision, is_core_pmu};
@@ -103,7 +103,7 @@ impl Builtins {
         for row in &block.rows {
             let name = canonical(&row.key.name);
             for &b in self.selected.iter().filter(|b| b.carrier.eq_ignore_ascii_case(name)) {
-                if matches!(row.value, Count::NotSupported) {
+                if matches!(row.value, PrintedCount::NotSupported) {
                     continue;
                 }
                 let label = b.label_for(has_recovery);
@@ -199,13 +199,13 @@ fn same_pmu(a: Option<&str>, b: Option<&str>) -> bool {
 /// counted>` as 0; rows in other units are not used.
 fn row_value(row: &LogRow) -> Option<f64> {
     match row.value {
-        Count::Counted(v) => match row.unit.as_str() {
+        PrintedCount::Value(v) => match row.unit.as_str() {
             "" | "ns" => Some(v),
             "msec" => Some(v * 1e6),
             _ => None,
         },
-        Count::NotCounted => Some(0.0),
-        Count::NotSupported => None,
+        PrintedCount::NotCounted => Some(0.0),
+        PrintedCount::NotSupported => None,
     }
 }
 

@@ -9,7 +9,7 @@ use super::{Line, Tok, UNITS, noise, only_numbers};
 use crate::assemble::{Item, Prefix};
 use crate::error::LineError;
 use crate::key::EventKey;
-use crate::log::{Count, PrintedMetric};
+use crate::log::{PrintedCount, PrintedMetric};
 use crate::number::{
     Numbers, looks_numeric, parse_count, parse_metric_value, parse_percent, parse_timestamp,
     parse_uint, parse_value,
@@ -17,7 +17,7 @@ use crate::number::{
 
 /// A row's count, read by [`read_count_column`].
 pub(super) struct CountColumn {
-    pub(super) value: Count,
+    pub(super) value: PrintedCount,
     /// The count as printed.
     pub(super) text: String,
     /// Where the count's text ends.
@@ -58,8 +58,8 @@ pub(super) fn read_count_column(
 
     let value = if tok.text == "<not" {
         match toks.get(idx + 1).map(|t| t.text) {
-            Some("counted>") => Count::NotCounted,
-            Some("supported>") => Count::NotSupported,
+            Some("counted>") => PrintedCount::NotCounted,
+            Some("supported>") => PrintedCount::NotSupported,
             _ => return Err(not_a_count(n, &tok)),
         }
     } else if tok.text.starts_with('<') {
@@ -75,7 +75,7 @@ pub(super) fn read_count_column(
                     .map_err(|m| LineError::new(n, tok.start, m))?;
                 // `idx` is the count's last word (several with space grouping).
                 idx = last;
-                Count::Counted(v)
+                PrintedCount::Value(v)
             }
             Err(_) if !marked && only_numbers(&toks[idx..hash.unwrap_or(toks.len())]) => {
                 return Ok(ControlFlow::Break(noise(
@@ -109,7 +109,7 @@ pub(super) fn read_count_column(
     } else {
         return loose_or_noise(line, toks, n, numbers).map(ControlFlow::Break);
     };
-    let counted = matches!(value, Count::Counted(_));
+    let counted = matches!(value, PrintedCount::Value(_));
     let end = if counted { toks[idx].end() } else { toks[idx + 1].end() };
     Ok(ControlFlow::Continue(CountColumn {
         value,

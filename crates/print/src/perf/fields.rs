@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use tmetric_engine::view::{Count, Line};
+use tmetric_engine::view::{Line, PrintedCount};
 
 use crate::num::{c_f, left_align_since, push_fixed, push_left, push_padded, push_right};
 use crate::{Aggregation, Layout, Unit, UnitId};
@@ -74,12 +74,12 @@ impl<W: Write> Printer<W> {
     pub(super) fn counter_value(&self, text: &mut String, line: &Line) {
         let l = &self.config.locale;
         let bad = match line.count {
-            Count::NotSupported => Some("<not supported>"),
-            Count::NotCounted => Some("<not counted>"),
-            Count::Value(_) => None,
+            PrintedCount::NotSupported => Some("<not supported>"),
+            PrintedCount::NotCounted => Some("<not counted>"),
+            PrintedCount::Value(_) => None,
         };
         let value = match line.count {
-            Count::Value(v) => v,
+            PrintedCount::Value(v) => v,
             _ => 0.0,
         };
         match &self.config.layout {

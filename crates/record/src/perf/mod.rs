@@ -228,7 +228,7 @@ fn layout(
             }
             events.push(pw::Event {
                 name: e.name.clone(),
-                attr: pw::Attr {
+                attr: pw::FileAttr {
                     type_: e.type_,
                     config: e.config,
                     config1: e.config1,

@@ -15,7 +15,7 @@ use crate::formula::{self, Expr, ProbeFn};
 use crate::kernel::classify;
 use crate::machine::{Machine, PmuClass};
 use crate::profile::{Source, retire_latency_mean};
-use crate::workload::{PhaseSpec, Workload};
+use crate::workload::{PhaseSpec, SimWorkload};
 
 /// What the clock families count: known, never solved.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -140,7 +140,7 @@ const DEFAULT_PER_SECOND: f64 = 2e7;
 pub(super) struct Builder<'a> {
     pub(super) machine: &'a Machine,
     pub(super) model: &'static Model,
-    pub(super) workload: &'a Workload,
+    pub(super) workload: &'a SimWorkload,
     pub(super) phase: &'a PhaseSpec,
     pub(super) phase_index: usize,
     pub(super) vars: Vec<Var>,

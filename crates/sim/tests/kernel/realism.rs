@@ -5,21 +5,21 @@
 //! ratio's events over groups really errs more than one that keeps them together.
 
 use tmetric_runtime::Syscalls;
-use tmetric_sim::{KernelSpec, Machine, SimKernel, Workload};
+use tmetric_sim::{KernelSpec, Machine, SimKernel, SimWorkload};
 
 use super::{MS, TOPDOWN, gp_events, group, raw, read_group};
 
 /// Two phases (compute at IPC 2.6, memory at IPC 0.5) following `schedule` (JSON fields of
 /// `phases`), with the `kernel` object `kernel` and any further top-level fields.
-fn workload(schedule: &str, kernel: &str, extra: &str) -> Workload {
+fn workload(schedule: &str, kernel: &str, extra: &str) -> SimWorkload {
     let text = format!(
         r#"{{ "phases": {{ {schedule}, "list": [ {{ "name": "compute", "ipc": 2.6 }},
               {{ "name": "memory", "ipc": 0.5 }} ] }}, "kernel": {kernel} {extra} }}"#
     );
-    Workload::parse(&text, "test").unwrap_or_else(|e| panic!("{e}"))
+    SimWorkload::parse(&text, "test").unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn sim(name: &str, workload: Workload) -> SimKernel {
+fn sim(name: &str, workload: SimWorkload) -> SimKernel {
     let machine = Machine::named(name).expect("a machine").with_nmi_watchdog(false);
     SimKernel::manual_with_workload(machine, workload)
 }
@@ -234,7 +234,7 @@ fn perf_metrics_give_multiples_of_one_255th_of_the_slots() {
     let mut attrs = vec![raw(0x0400)];
     attrs.extend((0..8).map(|n| raw(0x8000 + (n << 8))));
     let constant = |quantised: bool| {
-        let mut w = Workload::default_workload();
+        let mut w = SimWorkload::default_workload();
         w.kernel = KernelSpec { quantised_metrics: Some(quantised), ..KernelSpec::default() };
         let mut k = sim("sapphirerapids", w);
         let fds = group(&mut k, 1, &attrs).unwrap();
@@ -255,7 +255,7 @@ fn perf_metrics_give_multiples_of_one_255th_of_the_slots() {
     let level1: u64 = quantised[1..5].iter().sum();
     assert!(level1 <= slots && level1 + 4 >= slots, "{level1} of {slots}");
     // With every rule on the metrics are read from the same overcounted FIXED_CTR3.
-    let mut w = Workload::default_workload();
+    let mut w = SimWorkload::default_workload();
     w.kernel = KernelSpec { realistic: true, seed: 9, ..KernelSpec::default() };
     let mut k = sim("sapphirerapids", w);
     let fds = group(&mut k, 1, &attrs).unwrap();
@@ -268,7 +268,7 @@ fn perf_metrics_give_multiples_of_one_255th_of_the_slots() {
     let bad_spec = (quantised[2] as f64, exact[2] as f64);
     assert!((bad_spec.0 - bad_spec.1).abs() > 1e-3 * bad_spec.1, "{bad_spec:?}");
     // Every read resets PERF_METRICS: what each read adds is its own slots' multiple.
-    let mut w = Workload::default_workload();
+    let mut w = SimWorkload::default_workload();
     w.kernel = KernelSpec { quantised_metrics: Some(true), ..KernelSpec::default() };
     let mut k = sim("sapphirerapids", w);
     let fds = group(&mut k, 1, &attrs).unwrap();
@@ -295,7 +295,7 @@ enum Layout {
 
 /// The error of IPC from the time-scaled counts of instructions and cycles against the
 /// truth over the same second, relative.
-fn ipc_error(w: Workload, layout: Layout) -> f64 {
+fn ipc_error(w: SimWorkload, layout: Layout) -> f64 {
     let mut k = sim("sapphirerapids", w);
     let (instructions, cycles) = (raw(0xc0), raw(0x3c));
     let (mut first, mut second) = match layout {
@@ -330,14 +330,14 @@ fn ipc_error(w: Workload, layout: Layout) -> f64 {
 
 /// Compute at IPC 2.6 and 3.5 GHz, memory at IPC 0.5 and 1.5 GHz: both of IPC's inputs
 /// change with the phase.
-fn frequency_phases(schedule: &str, seed: u64) -> Workload {
+fn frequency_phases(schedule: &str, seed: u64) -> SimWorkload {
     let text = format!(
         r#"{{ "phases": {{ {schedule}, "seed": {seed}, "list": [
               {{ "name": "compute", "ipc": 2.6, "cycles_ghz": 3.5 }},
               {{ "name": "memory", "ipc": 0.5, "cycles_ghz": 1.5 }} ] }},
             "kernel": {{ "hz": 250, "realistic": true, "seed": {seed} }} }}"#
     );
-    Workload::parse(&text, "test").unwrap_or_else(|e| panic!("{e}"))
+    SimWorkload::parse(&text, "test").unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -363,7 +363,7 @@ fn a_bad_schedule_errs_more_than_a_good_one_on_a_phased_workload() {
     // Split: each input from other phases.
     assert!(split > 2.0 * together, "split {split}, together {together}");
     // On a constant workload splitting costs nothing beyond the overcount.
-    let constant = Workload::parse(r#"{ "kernel": { "realistic": true, "seed": 1 } }"#, "test");
+    let constant = SimWorkload::parse(r#"{ "kernel": { "realistic": true, "seed": 1 } }"#, "test");
     let split = ipc_error(constant.unwrap(), Layout::Split);
     assert!(split < 2e-3, "{split}");
 }
@@ -376,19 +376,20 @@ fn the_workloads_kernel_object_is_checked() {
         (r#"{ "kernel": { "timer_lateness_us": -1 } }"#, "timer_lateness_us"),
         (r#"{ "cpu_offsets_ms": [1, -2] }"#, "cpu_offsets_ms"),
     ] {
-        let e = Workload::parse(text, "w.json").unwrap_err().to_string();
+        let e = SimWorkload::parse(text, "w.json").unwrap_err().to_string();
         assert!(e.starts_with("w.json:1: `") && e.contains(field), "{e}");
     }
-    let e = Workload::parse(r#"{ "kernel": { "hz": 250, "jitter": 1 } }"#, "w.json").unwrap_err();
+    let e =
+        SimWorkload::parse(r#"{ "kernel": { "hz": 250, "jitter": 1 } }"#, "w.json").unwrap_err();
     assert!(e.to_string().contains("jitter"), "{e}");
-    let e = Workload::parse(
+    let e = SimWorkload::parse(
         r#"{ "phases": { "lengths_ms": [[1, 2]], "list": [ {}, {} ] } }"#,
         "w.json",
     )
     .unwrap_err();
     assert!(e.to_string().contains("lengths_ms") && e.to_string().contains("2 phases"), "{e}");
     // Phases in turn, each for its own length.
-    let w = Workload::parse(
+    let w = SimWorkload::parse(
         r#"{ "phases": { "lengths_ms": [[5, 5], [1, 1]], "list": [ {}, {} ] } }"#,
         "w.json",
     )

@@ -1,11 +1,13 @@
-//! Evaluation of a plan over counts: each root metric from its own group's counts, with the
-//! reason for every value that is missing, uncounted or computed around a missing input.
+//! A plan's sample evaluated: each root metric from its own group's counts (through
+//! [`crate::metric_eval`]) and each row's printed count, with the reason for every value that is
+//! missing, uncounted or computed around a missing input.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use tmetric_catalog::Model;
 use tmetric_model::sem::Fail;
+use tmetric_perfstat::PrintedCount;
 use tmetric_runtime::{Aggregate, CpuCount, Snapshot, ToolEvent};
 
 use crate::metric_eval::{MetricEval, Why};
@@ -64,22 +66,27 @@ impl<'a> EvalInput<'a> {
     }
 }
 
-/// A row's printed state.
+/// A row's printed state: its count as perf prints it, with the ns it was enabled and ran on
+/// a counter (0 and 0 when it has no value).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Shown {
-    /// It could not be opened.
-    NotSupported,
-    /// It never ran on a counter.
-    NotCounted,
-    /// A value, with the enabled and running times.
-    Value {
-        /// The printed count (row scale applied).
-        count: f64,
-        /// ns on a counter.
-        running: u64,
-        /// ns enabled.
-        enabled: u64,
-    },
+pub struct RowCount {
+    /// The count as printed (row scale applied).
+    pub count: PrintedCount,
+    /// ns on a counter.
+    pub running: u64,
+    /// ns enabled.
+    pub enabled: u64,
+}
+
+impl RowCount {
+    const NOT_SUPPORTED: RowCount =
+        RowCount { count: PrintedCount::NotSupported, running: 0, enabled: 0 };
+    const NOT_COUNTED: RowCount =
+        RowCount { count: PrintedCount::NotCounted, running: 0, enabled: 0 };
+
+    fn value(count: f64, running: u64, enabled: u64) -> RowCount {
+        RowCount { count: PrintedCount::Value(count), running, enabled }
+    }
 }
 
 /// A counter row's reading in `sample`: its counter's, or the sum of its uncore boxes' (perf's
@@ -107,33 +114,26 @@ pub fn row_aggregate(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> Opti
 }
 
 /// A row's printed state in `sample`.
-pub fn shown(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> Shown {
+pub fn row_count(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> RowCount {
     match &row.source {
         Source::Counter(_) => match row_aggregate(plan, row, sample) {
-            None => Shown::NotSupported,
-            Some(a) if !a.counted() => Shown::NotCounted,
-            Some(a) => Shown::Value {
-                count: a.value as f64 * row.scale,
-                running: a.running,
-                enabled: a.enabled,
-            },
+            None => RowCount::NOT_SUPPORTED,
+            Some(a) if !a.counted() => RowCount::NOT_COUNTED,
+            Some(a) => RowCount::value(a.value as f64 * row.scale, a.running, a.enabled),
         },
         Source::Tool(ToolEvent::Fact(fact)) => match fact_value(plan, fact) {
-            Some(v) => Shown::Value { count: v, running: 1, enabled: 1 },
-            None => Shown::NotCounted,
+            Some(v) => RowCount::value(v, 1, 1),
+            None => RowCount::NOT_COUNTED,
         },
         Source::Tool(tool) => match tool_seconds(*tool, sample) {
             Some(s) => {
                 let ns = (s * 1e9).round();
-                Shown::Value { count: ns, running: ns as u64, enabled: ns as u64 }
+                RowCount::value(ns, ns as u64, ns as u64)
             }
-            None => Shown::NotCounted,
+            None => RowCount::NOT_COUNTED,
         },
-        Source::RetireLatency => {
-            let v = sample.latency_of(plan, &row.name);
-            Shown::Value { count: v, running: 1, enabled: 1 }
-        }
-        Source::Missing(_) => Shown::NotSupported,
+        Source::RetireLatency => RowCount::value(sample.latency_of(plan, &row.name), 1, 1),
+        Source::Missing(_) => RowCount::NOT_SUPPORTED,
     }
 }
 
@@ -401,10 +401,12 @@ impl Plan {
         k: usize,
     ) -> Vec<RootResult> {
         let mut inputs: Vec<f64> = self.rows.iter().map(|r| input_value(self, r, sample)).collect();
-        let mut states: Vec<Option<Shown>> = self
+        let mut states: Vec<Option<PrintedCount>> = self
             .rows
             .iter()
-            .map(|r| matches!(r.source, Source::Counter(_)).then(|| shown(self, r, sample)))
+            .map(|r| {
+                matches!(r.source, Source::Counter(_)).then(|| row_count(self, r, sample).count)
+            })
             .collect();
         let mut sources: Vec<f64> = (0..self.rows.len()).map(|r| self.source_count(r)).collect();
         let mut nrs: Vec<f64> = self.rows.iter().map(|r| input_aggr_nr(self, r, sample)).collect();
@@ -432,7 +434,7 @@ impl Plan {
                                 ..row.clone()
                             };
                             inputs[r] = input_value(self, &one, sample);
-                            states[r] = Some(shown(self, &one, sample));
+                            states[r] = Some(row_count(self, &one, sample).count);
                             sources[r] = 1.0;
                             nrs[r] = input_aggr_nr(self, &one, sample);
                             from_box_k.push(r);
@@ -458,7 +460,8 @@ impl Plan {
                 for row in root.slot_rows.iter().flatten() {
                     if inputs[*row].is_nan() && !missing.contains(row) {
                         missing.push(*row);
-                    } else if states[*row] == Some(Shown::NotCounted) && !not_counted.contains(row)
+                    } else if states[*row] == Some(PrintedCount::NotCounted)
+                        && !not_counted.contains(row)
                     {
                         not_counted.push(*row);
                     }
@@ -518,10 +521,10 @@ impl Plan {
         // perf's `Default` view skips a group whose events did not run, and says nothing of
         // it: neither do its notes.
         let headed = |row: &PlanRow| row.roots.iter().any(|&r| self.prints_under_group(r));
-        let skipped = |row: &PlanRow| match shown(self, row, sample) {
-            Shown::Value { .. } => false,
-            Shown::NotCounted => headed(row),
-            Shown::NotSupported => headed(row) || self.default_events && !row.is_cycles(),
+        let skipped = |row: &PlanRow| match row_count(self, row, sample).count {
+            PrintedCount::Value(_) => false,
+            PrintedCount::NotCounted => headed(row),
+            PrintedCount::NotSupported => headed(row) || self.default_events && !row.is_cycles(),
         };
         for row in self.rows.iter().filter(|r| (r.show || !r.roots.is_empty()) && !skipped(r)) {
             let why = if self.opened_nowhere(row, sample) {
@@ -531,13 +534,13 @@ impl Plan {
                 };
                 RowWhy::OtherCpusOnly { cpus }
             } else {
-                match (&row.source, shown(self, row, sample)) {
+                match (&row.source, row_count(self, row, sample).count) {
                     (Source::Missing(reason), _) => RowWhy::Missing(reason.clone()),
-                    (Source::Counter(spec), Shown::NotSupported) => match failure(*spec) {
+                    (Source::Counter(spec), PrintedCount::NotSupported) => match failure(*spec) {
                         Some(refusal) => RowWhy::Refused(refusal),
                         None => continue,
                     },
-                    (Source::Counter(_), Shown::NotCounted) => RowWhy::NeverRan,
+                    (Source::Counter(_), PrintedCount::NotCounted) => RowWhy::NeverRan,
                     _ => continue,
                 }
             };
