@@ -1,8 +1,8 @@
 //! The plan a measurement counts, from what its flags ask ([`Request`]): `-e` lists with their
 //! `--filter`s, `-G`, `-M` (or metrics chosen already), perf's default and `-d` events,
 //! `--cputype`, `--for-each-cgroup`, `--all-user`/`--all-kernel`, on the machine found. `stat`,
-//! `record` and `serve` build their plans here; the choices themselves are [`crate::defaults`]'
-//! and [`crate::select`]'s.
+//! `record`, `serve` and the region API build their plans here; the choices themselves are
+//! [`crate::defaults`]' and [`crate::select`]'s.
 
 use tmetric_catalog::Model;
 use tmetric_runtime::EventError;

@@ -1,5 +1,6 @@
-//! tmetric-region: measures regions of code from inside the program. A [`Measurement`] plans
-//! a metric selection with tmetric's engine, opens its counter groups for the calling thread
+//! tmetric-region: measures regions of code from inside the program. A [`Measurement`] reads
+//! its one list as `stat`'s `-M` items and `-e` lists and plans them as `stat` does
+//! (`tmetric_engine::setup::build`, one probe of the machine), opens its counter groups for the calling thread
 //! in an engine session (`Session::open_own_thread`: the runtime's `open_own_group`, all or
 //! nothing), evaluates through that session, and reads the groups at each region's start and stop: with `rdpmc` when every member's mmap page
 //! allows it (topdown decoded from PERF_METRICS, see [`topdown`]), otherwise with one
@@ -37,9 +38,10 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::time::Instant;
 
-use tmetric_engine::select::{self, Miss, ModelFrom};
+use tmetric_engine::select::{self, Miss};
 use tmetric_engine::session::{Session, SessionError};
-use tmetric_engine::{Host, Pick, Plan, PlanOptions};
+use tmetric_engine::setup::{self, Hints, Metrics, Request, SetupError};
+use tmetric_engine::{Host, Plan};
 use tmetric_runtime::counter::{CounterError, RawCount};
 use tmetric_runtime::event::ResolvedEvent;
 use tmetric_runtime::mmap::Unreadable;
@@ -144,6 +146,10 @@ pub enum RegionError {
     /// The engine session failed otherwise (a group plan naming a spec that does not exist).
     #[error(transparent)]
     Session(SessionError),
+    /// The plan could not be built otherwise (as `tmetric stat` with the same `-M`/`-e`
+    /// would say).
+    #[error(transparent)]
+    Setup(SetupError),
 }
 
 impl From<SessionError> for RegionError {
@@ -258,47 +264,19 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
         pages: P,
     ) -> Result<Self, RegionError> {
         let host = Host::probe(&Sysfs::new(sysfs_root), proc_root, None);
-        let model = host.model().ok();
-        let mut plan = Plan::new(host.literals(false, None));
-        let tables = host.tables(None);
-        let resolver = tmetric_engine::events::resolver(host.sysfs(), &tables, plan.contract());
-        let mut picks: Vec<Pick> = Vec::new();
-        let mut events: Vec<(String, Miss)> = Vec::new();
-        for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
-            // perf's `-M` lookup first; an item it misses may be an event.
-            let host = || model.ok_or("no CPU model matches this machine");
-            let miss = match select::items(&[item.to_string()], host, ModelFrom::Machine, |_| None)
-            {
-                Ok(found) => {
-                    select::add_unique(&mut picks, found);
-                    continue;
-                }
-                Err(miss) => miss,
-            };
-            if item.starts_with('{') {
-                // A group of events, as `-e '{a,b}'` takes it.
-                events.push((item.to_string(), miss));
-                continue;
+        let (request, misses) = request_of(items, &host)?;
+        // The plan is built as `stat -M ... -e ...` builds it, on the one probe of the machine.
+        let plan = match setup::build(&request, &host, Hints::default()) {
+            Ok(setup) => setup.plan,
+            Err(SetupError::Events { list, why }) => {
+                let miss = misses.into_iter().find(|(item, _)| *item == list).map(|(_, m)| m);
+                return Err(match miss {
+                    Some(miss) => RegionError::Unknown { item: list, miss, why: why.to_string() },
+                    None => RegionError::Setup(SetupError::Events { list, why }),
+                });
             }
-            let listed = resolver.list(item).map(|l| {
-                l.groups.into_iter().flat_map(|g| g.events).map(|e| e.event).collect::<Vec<_>>()
-            });
-            let why = match listed {
-                Ok(all) if all.iter().all(|e| matches!(e, ResolvedEvent::Counter(_))) => {
-                    events.push((item.to_string(), miss));
-                    continue;
-                }
-                Ok(_) => "tool events are not counters; duration is in Sample::seconds".into(),
-                Err(err) => err.to_string(),
-            };
-            return Err(RegionError::Unknown { item: item.into(), miss, why });
-        }
-        for (item, miss) in events {
-            if let Err(err) = plan.add_event_lists(std::slice::from_ref(&item), &resolver) {
-                return Err(RegionError::Unknown { item, miss, why: err.to_string() });
-            }
-        }
-        plan.add_metrics(&picks, &host, &PlanOptions::default(), true);
+            Err(other) => return Err(RegionError::Setup(other)),
+        };
         let groups = region_groups(&plan)?;
         let mut session = Session::open_own_thread(sys, plan, groups, host.env().clone())?;
         session.enable().map_err(SessionError::Open)?;
@@ -335,6 +313,59 @@ impl<S: Syscalls, P: Pages> Measurement<S, P> {
     pub fn set_reset_schedule(&mut self, schedule: ResetSchedule) {
         self.schedule = schedule;
     }
+}
+
+/// The region API's one list read as `stat`'s flags: an item perf's `-M` lookup finds is an
+/// `-M` item, one it misses is an `-e` list when every event it names is a counter (a region
+/// times itself: tool events have no place in it). Each `-e` list keeps its `-M` miss, so an
+/// item that is neither says both.
+fn request_of(items: &[&str], host: &Host) -> Result<(Request, Vec<(String, Miss)>), RegionError> {
+    let tables = host.tables(None);
+    let resolver = tmetric_engine::events::resolver(
+        host.sysfs(),
+        &tables,
+        tmetric_engine::contract::current(),
+    );
+    let mut metrics: Vec<String> = Vec::new();
+    let mut events: Vec<(String, Miss)> = Vec::new();
+    for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+        let miss = match select::on_machine(&[item.to_string()], host, |_| None) {
+            Ok(_) => {
+                metrics.push(item.to_string());
+                continue;
+            }
+            Err(miss) => miss,
+        };
+        if item.starts_with('{') {
+            // A group of events, as `-e '{a,b}'` takes it.
+            events.push((item.to_string(), miss));
+            continue;
+        }
+        let listed = resolver.list(item).map(|l| {
+            l.groups.into_iter().flat_map(|g| g.events).map(|e| e.event).collect::<Vec<_>>()
+        });
+        let why = match listed {
+            Ok(all) if all.iter().all(|e| matches!(e, ResolvedEvent::Counter(_))) => {
+                events.push((item.to_string(), miss));
+                continue;
+            }
+            Ok(_) => "tool events are not counters; duration is in Sample::seconds".into(),
+            Err(err) => err.to_string(),
+        };
+        return Err(RegionError::Unknown { item: item.into(), miss, why });
+    }
+    // Nothing at all counts nothing: not perf's default selection.
+    let metrics = if metrics.is_empty() && events.is_empty() {
+        Metrics::Picks(Vec::new())
+    } else {
+        Metrics::Items(metrics)
+    };
+    let request = Request {
+        events: events.iter().map(|(item, _)| item.clone()).collect(),
+        metrics,
+        ..Request::default()
+    };
+    Ok((request, events))
 }
 
 /// A miss as its `Display` words it, with its cause (why no CPU model was found).

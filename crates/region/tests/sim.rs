@@ -360,3 +360,42 @@ fn events_are_read_by_the_contract_in_use() {
     let v612 = why(tmetric_catalog::base_vintage());
     assert!(v612.contains("neither a PMU"), "{v612}");
 }
+
+/// A region's plan is `stat`'s: the one list `page-faults, TopdownL1` gives the groups, in
+/// order and by event, that `tmetric stat -M TopdownL1 -e page-faults` plans on the same
+/// machine (`tmetric_engine::setup::build` over one probe of it).
+#[test]
+fn a_region_plans_the_groups_stat_plans_for_the_same_selection() {
+    use tmetric_engine::Host;
+    use tmetric_engine::setup::{self, Hints, Metrics, Request};
+    let tree = Tree::new("sapphirerapids", "same");
+    let kernel = SimKernel::manual(Machine::named("sapphirerapids").unwrap());
+    let m = Measurement::with_machine(
+        &["page-faults", "TopdownL1"],
+        &tree.sys(),
+        &tree.proc_root(),
+        kernel,
+        NoPages,
+    )
+    .expect("TopdownL1 and a software event fit on SPR");
+    let named = |plan: &tmetric_engine::Plan| -> Vec<Vec<String>> {
+        let specs = plan.specs();
+        plan.groups().iter().map(|g| g.iter().map(|&s| specs[s].name.clone()).collect()).collect()
+    };
+    let host = Host::probe(&tmetric_runtime::Sysfs::new(tree.sys()), &tree.proc_root(), None);
+    let stat = Request {
+        events: vec!["page-faults".into()],
+        metrics: Metrics::Items(vec!["TopdownL1".into()]),
+        ..Request::default()
+    };
+    let stat = setup::build(&stat, &host, Hints::default()).expect("stat's plan").plan;
+    let specs = |plan: &tmetric_engine::Plan| -> Vec<String> {
+        plan.specs().iter().map(|s| s.name.clone()).collect()
+    };
+    // The software event opens alone, outside the groups; the hardware group is led by slots.
+    assert!(specs(m.plan()).contains(&"page-faults".to_string()), "{:?}", specs(m.plan()));
+    assert_eq!(specs(m.plan()), specs(&stat));
+    let (region, stat) = (named(m.plan()), named(&stat));
+    assert!(region.iter().any(|g| g.first().is_some_and(|l| l == "TOPDOWN.SLOTS")), "{region:?}");
+    assert_eq!(region, stat);
+}
