@@ -90,6 +90,12 @@ pub fn counts_to_terminal(output: Option<&std::path::Path>) -> bool {
     output.is_none() && std::io::stderr().is_terminal()
 }
 
+/// Whether `eval`'s results reach a terminal: it prints them on standard output and has no
+/// `-o`, for `--counts` and `--from-perf` alike.
+pub fn eval_results_to_terminal() -> bool {
+    std::io::stdout().is_terminal()
+}
+
 /// `--color`: when to colour threshold states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorChoice {

@@ -296,7 +296,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         out,
         &literals,
         args.out.json,
-        args.out.colour(std::io::IsTerminal::is_terminal(&std::io::stdout())),
+        args.out.colour(crate::args::eval_results_to_terminal()),
     );
     if args.out.json {
         printer.assumptions(&models, &file.path, &used)?;

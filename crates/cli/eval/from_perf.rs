@@ -96,7 +96,7 @@ pub fn run_log_with<R: BufRead>(
     let mut printer = LogPrinter::new(
         out,
         format,
-        args.out.colour(std::io::IsTerminal::is_terminal(&std::io::stdout())),
+        args.out.colour(crate::args::eval_results_to_terminal()),
         &log,
         &run.literals,
     );
