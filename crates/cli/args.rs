@@ -52,7 +52,7 @@ pub struct GroupingArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs {
     /// CSV output with this field separator (perf's fields; `\t` for a tab).
-    #[arg(short = 'x', long = "field-separator", value_name = "SEP", conflicts_with = "json")]
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
     pub separator: Option<String>,
     /// JSON lines output, perf's keys.
     #[arg(short = 'j', long = "json", visible_alias = "json-output")]
@@ -64,16 +64,24 @@ pub struct OutputArgs {
 }
 
 impl OutputArgs {
-    /// The layout `-x` and `-j` ask for: perf's `-x '\t'` (the two characters, as a shell
-    /// passes them) is a tab; any other separator is used as given, an empty one too (perf
-    /// accepts it and glues the fields).
+    /// The layout `-x` and `-j` ask for: with both, JSON (as perf 6.12, but for `csv_with_json`).
     pub fn layout(&self) -> Layout {
-        match (&self.separator, self.json) {
-            (Some(sep), _) if sep == "\\t" => Layout::Csv("\t".into()),
-            (Some(sep), _) => Layout::Csv(sep.clone()),
-            (None, true) => Layout::Json,
+        match (self.sep(), self.json) {
+            (_, true) => Layout::Json,
+            (Some(sep), false) => Layout::Csv(sep),
             (None, false) => Layout::Std,
         }
+    }
+
+    /// `-x`'s separator given with `-j` (`tmetric_print::Config::csv_with_json`).
+    pub fn csv_with_json(&self) -> Option<String> {
+        self.sep().filter(|_| self.json)
+    }
+
+    /// `-x`'s separator: perf's `-x '\t'` (the two characters, as a shell passes them) is a
+    /// tab; any other is used as given, an empty one too (perf accepts it and glues the fields).
+    fn sep(&self) -> Option<String> {
+        self.separator.as_ref().map(|s| if s == "\\t" { "\t".into() } else { s.clone() })
     }
 
     /// Whether to colour: `--color`, where `auto` colours when the output is a terminal
@@ -90,8 +98,7 @@ pub fn counts_to_terminal(output: Option<&std::path::Path>) -> bool {
     output.is_none() && std::io::stderr().is_terminal()
 }
 
-/// Whether `eval`'s results reach a terminal: it prints them on standard output and has no
-/// `-o`, for `--counts` and `--from-perf` alike.
+/// Whether `eval`'s results, printed on standard output (it has no `-o`), reach a terminal.
 pub fn eval_results_to_terminal() -> bool {
     std::io::stdout().is_terminal()
 }

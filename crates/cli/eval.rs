@@ -87,7 +87,7 @@ FROM A PERF STAT LOG (--from-perf FILE|-; docs/from-perf.md):
     mut_arg("model", |a| a.help("The model: `x86/sapphirerapids` or `sapphirerapids`; defaults to the counts file's `model`")),
     mut_arg("metrics", |a| a.help("Metrics or metric groups to evaluate, as for `perf stat -M`; comma-separated, repeatable")),
     mut_arg("json", |a| a.help("One JSON object per line")),
-    mut_arg("separator", |a| a.help("With --from-perf: CSV output with this separator (columns in --help)").requires("from_perf")),
+    mut_arg("separator", |a| a.help("With --from-perf: CSV output with this separator (columns in --help)").requires("from_perf").conflicts_with("json")),
     mut_arg("color", |a| a.help("When to colour threshold states: auto (when standard output is a terminal), always or never")),
 )]
 pub struct EvalArgs {

@@ -230,7 +230,6 @@ fn aggregation_of(
 
 /// Prints `replay` as `stat` printed it, in the layout and aggregation `args` ask for.
 fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
-    let layout = args.out.layout();
     let (aggr, level) = aggregation_of(args, &replay)?;
     let split = replay.split(aggr, level)?;
     let out = match &args.output {
@@ -238,7 +237,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
         None => Sink::stderr(),
     };
     let colour = args.out.colour(crate::args::counts_to_terminal(args.output.as_deref()));
-    let mut config = Config::new(layout.clone());
+    let mut config = Config::new(args.out.layout());
     config.metric_only = args.metric_only;
     config.colour = colour;
     config.locale = tmetric_runtime::locale::NumericLocale::from_env();
@@ -250,6 +249,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     config.interval = !replay.intervals.is_empty();
     // An interval record's totals were printed with --summary: perf's `summary` field.
     config.csv_summary = !replay.intervals.is_empty();
+    config.csv_with_json = args.out.csv_with_json();
     // perf's config files apply to `perf stat report` as to every perf command.
     // Counts recorded with --no-scale are printed raw, as perf stat report reads them.
     tmetric_runtime::counter::set_scaling(replay.scaled);
@@ -270,7 +270,7 @@ fn print(args: &ReportArgs, replay: Playback) -> anyhow::Result<()> {
     printer.interval = replay.interval;
     // As stat: the lines scripts read stay perf's.
     printer.explain =
-        Explain::choose(&layout, args.output.is_none(), args.verbose, args.full_metrics);
+        Explain::choose(&args.out.layout(), args.output.is_none(), args.verbose, args.full_metrics);
     printer.verbose = args.verbose;
     printer.simulated = replay.simulated.clone();
     printer.simulated_mark()?;

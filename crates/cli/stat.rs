@@ -127,7 +127,7 @@ pub fn run_recording(
     // counts' stream stays perf's (`tmetric -x, 2>&1 | script`, `tmetric -j 2>&1 | jq`).
     // tmetric's warnings join it only when -v or --full-metrics asks: as `#` comment lines
     // among CSV lines, as JSON objects among JSON lines (plain with -j -v).
-    let layout = layout_of(args);
+    let layout = args.out.layout();
     if counts_on_stderr(args, None) {
         match Explain::choose(&layout, true, args.verbose, args.full_metrics) {
             Explain::Comments => tmetric_print::out::set_comment_warnings(),

@@ -377,32 +377,19 @@ pub(super) fn system_wide(args: &StatArgs) -> bool {
     args.all_cpus || args.cpu_list.is_some()
 }
 
-/// perf's aggregation mode for the flags.
+/// perf's aggregation mode for the flags: the first of these that is given.
 pub fn aggregation(args: &StatArgs) -> Aggregation {
-    if args.per_thread {
-        Aggregation::Thread
-    } else if args.no_aggr || args.no_merge {
-        Aggregation::Cpu
-    } else if args.per_core {
-        Aggregation::Core
-    } else if args.per_cache.is_some() {
-        Aggregation::Cache
-    } else if args.per_cluster {
-        Aggregation::Cluster
-    } else if args.per_die {
-        Aggregation::Die
-    } else if args.per_socket {
-        Aggregation::Socket
-    } else if args.per_node {
-        Aggregation::Node
-    } else {
-        Aggregation::Global
-    }
-}
-
-/// The layout `-x` and `-j` ask for.
-pub fn layout_of(args: &StatArgs) -> Layout {
-    args.out.layout()
+    let modes = [
+        (args.per_thread, Aggregation::Thread),
+        (args.no_aggr || args.no_merge, Aggregation::Cpu),
+        (args.per_core, Aggregation::Core),
+        (args.per_cache.is_some(), Aggregation::Cache),
+        (args.per_cluster, Aggregation::Cluster),
+        (args.per_die, Aggregation::Die),
+        (args.per_socket, Aggregation::Socket),
+        (args.per_node, Aggregation::Node),
+    ];
+    modes.into_iter().find(|(on, _)| *on).map_or(Aggregation::Global, |(_, mode)| mode)
 }
 
 /// How often to read the counters for error bars: with `--errors` or `-v`.

@@ -29,7 +29,7 @@ pub fn run_on<S: Syscalls + Clone>(
         ),
         None => None,
     };
-    let layout = layout_of(args);
+    let layout = args.out.layout();
     // The machine, once for the run. The model's counter numbers (`counter.json`) size its
     // PMU model with or without -M: an `-e` list is scheduled on the same counters.
     let host = Host::probe(sysfs, proc_root, args.metric.model.as_deref());

@@ -32,9 +32,9 @@ pub(super) fn command_text(command: &[OsString]) -> String {
 pub fn print_config(args: &StatArgs, layout: &Layout, unit_width: usize) -> Config {
     let mut config = Config::new(layout.clone());
     config.metric_only = args.metric_only;
-    // perf groups digits by default, never in CSV (-B is refused there), not with
-    // --no-big-num.
-    config.big_num = !matches!(layout, Layout::Csv(_)) && !args.no_big_num;
+    // perf groups digits unless -x (-B is refused there) or --no-big-num is given.
+    config.big_num = args.out.separator.is_none() && !args.no_big_num;
+    config.csv_with_json = args.out.csv_with_json();
     config.locale = tmetric_runtime::locale::NumericLocale::from_env();
     config.full = args.full_metrics;
     config.aggregation = aggregation(args);

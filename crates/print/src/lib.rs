@@ -114,6 +114,11 @@ pub struct Config {
     /// `--summary` with `-I` in CSV: the totals' lines start with `summary` unless
     /// `--no-csv-summary`.
     pub csv_summary: bool,
+    /// perf's `-x SEP` given with `-j`: perf 6.12 sets both its `csv_output` and
+    /// `json_output`, and JSON wins wherever it is tested first; `printout` tests CSV first,
+    /// so a line's metrics, continuation lines and `Default` group headers print as CSV with
+    /// this separator inside the JSON lines, and `--summary`'s totals start with `summary`.
+    pub csv_with_json: Option<String>,
     /// The width of the unit column (perf's `unit_width`: the longest unit, at least 4).
     pub unit_width: usize,
     /// `--interval-clear`: clear the terminal before each interval.
@@ -142,6 +147,7 @@ impl Config {
             cgroups: false,
             runs: 1,
             csv_summary: false,
+            csv_with_json: None,
             unit_width: 4,
             interval_clear: false,
             errors: false,

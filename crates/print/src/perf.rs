@@ -40,6 +40,9 @@ pub struct Printer<W: Write> {
     headers: usize,
     /// An event line was printed `<not counted>` while supported.
     uncounted: bool,
+    /// The layout where perf tests `csv_output` before `json_output`
+    /// ([`Config::csv_with_json`]): CSV whenever `-x` is given.
+    csv_first: Layout,
 }
 
 /// The state of one line being printed (perf's `struct outstate`).
@@ -57,7 +60,11 @@ struct Line0<'a> {
 impl<W: Write> Printer<W> {
     /// A printer writing to `out`.
     pub fn new(out: W, config: Config) -> Printer<W> {
-        Printer { out, config, headers: 0, uncounted: false }
+        let csv_first = match (&config.layout, &config.csv_with_json) {
+            (Layout::Json, Some(sep)) => Layout::Csv(sep.clone()),
+            (layout, _) => layout.clone(),
+        };
+        Printer { out, config, headers: 0, uncounted: false, csv_first }
     }
 
     /// The configuration.
@@ -246,7 +253,7 @@ impl<W: Write> Printer<W> {
                 text.push_str(prefix);
             } else if totals
                 && self.config.csv_summary
-                && let Layout::Csv(sep) = &self.config.layout
+                && let Layout::Csv(sep) = &self.csv_first
             {
                 text.push_str("summary");
                 text.push_str(sep);

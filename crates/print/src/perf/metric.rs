@@ -17,7 +17,7 @@ use super::{
 impl<W: Write> Printer<W> {
     /// perf's `print_metricgroup_header_*`.
     pub(super) fn group_header(&self, text: &mut String, os: &mut Line0<'_>, name: Option<&str>) {
-        match (&self.config.layout, name) {
+        match (&self.csv_first, name) {
             (Layout::Std, None) => push_blanks(text, 49),
             (Layout::Std, Some(name)) => {
                 let start = text.len();
@@ -52,7 +52,7 @@ impl<W: Write> Printer<W> {
         if self.config.metric_only {
             return;
         }
-        match &self.config.layout {
+        match &self.csv_first {
             Layout::Std => os.newline = true,
             Layout::Csv(_) => self.new_line_csv(text, os),
             Layout::Json => self.new_line_json(text, os),
@@ -68,7 +68,7 @@ impl<W: Write> Printer<W> {
 
     fn new_line_csv(&self, text: &mut String, os: &Line0<'_>) {
         self.new_line_std_csv(text, os);
-        if let Layout::Csv(sep) = &self.config.layout {
+        if let Layout::Csv(sep) = &self.csv_first {
             text.push_str(&sep.repeat(self.nfields()));
         }
     }
@@ -87,7 +87,7 @@ impl<W: Write> Printer<W> {
         }
         let l = &self.config.locale;
         let full = self.config.full;
-        match &self.config.layout {
+        match &self.csv_first {
             Layout::Std => {
                 let newline = std::mem::take(&mut os.newline);
                 let (Some(label), Some(fmt)) = (&cell.label, cell.fmt) else {
@@ -225,7 +225,7 @@ impl<W: Write> Printer<W> {
         let number = cell.fmt.map(|fmt| format_cell(cell.value, fmt, l)).unwrap_or_default();
         let digits: String =
             number.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
-        match &self.config.layout {
+        match &self.csv_first {
             Layout::Std if self.config.contract.metric_only_fitted => {
                 let width = METRIC_ONLY_LEN.max(label.chars().count());
                 let pad = width.saturating_sub(number.chars().count()).max(1);
