@@ -138,7 +138,7 @@ pub fn run(args: &PlanArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             let from =
                 if where_ == "this machine" { ModelFrom::Machine } else { ModelFrom::Planned };
             let picks = picks_for(model, &args.metric.metrics, from)?;
-            let (live, plan) = plan_on_machine(&picks, &host, host.literals(true, None), &options);
+            let (live, plan) = plan_on_machine(&picks, &host, &options)?;
             let machine_text = if where_ == "this machine" {
                 format!(
                     "{} (this machine's model; --model, --sysfs or --pmu-sim plan for another)",

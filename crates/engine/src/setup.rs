@@ -1,7 +1,7 @@
 //! The plan a measurement counts, from what its flags ask ([`Request`]): `-e` lists with their
 //! `--filter`s, `-G`, `-M` (or metrics chosen already), perf's default and `-d` events,
 //! `--cputype`, `--for-each-cgroup`, `--all-user`/`--all-kernel`, on the machine found. `stat`,
-//! `record`, `serve` and the region API build their plans here; the choices themselves are
+//! `record`, `serve`, `plan` and the region API build their plans here; the choices themselves are
 //! [`crate::defaults`]' and [`crate::select`]'s.
 
 use tmetric_catalog::Model;
@@ -181,6 +181,18 @@ pub enum EventsWhy {
 
 /// Builds the plan `request` asks for on `host`.
 pub fn build(request: &Request, host: &Host, hints: Hints) -> Result<Setup, SetupError> {
+    build_with(request, host, hints, false)
+}
+
+/// [`build`], keeping perf 6.12's view of every metric (its identifiers in perf's order)
+/// whatever the strategy when `perf_view`: `tmetric plan` schedules perf's strategy beside
+/// tmetric's.
+pub(crate) fn build_with(
+    request: &Request,
+    host: &Host,
+    hints: Hints,
+    perf_view: bool,
+) -> Result<Setup, SetupError> {
     let sysfs = host.sysfs();
     let system_wide = request.system_wide();
     // `-C`'s list as written: its errors are the target's to say, after the plan.
@@ -257,7 +269,8 @@ pub fn build(request: &Request, host: &Host, hints: Hints) -> Result<Setup, Setu
     }
     let options = PlanOptions { system_wide, ..request.options };
     let rows_before = plan.rows().len();
-    plan.add_metrics(&picks, host, &options, explicit);
+    let perf_view = perf_view || options.strategy == crate::Strategy::Perf;
+    plan.add_metrics_with(&picks, host, &options, explicit, perf_view);
     if default_view {
         plan.show_as_default_view(rows_before);
     }

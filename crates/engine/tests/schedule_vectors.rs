@@ -472,8 +472,8 @@ fn plan_case(case: &Case, sims: &mut SimTrees) -> Result<Planned, String> {
             let proc_root = root.join("proc");
             // The host probed as `tmetric plan --sysfs` probes it: the PMUs above.
             let machine = tmetric_engine::Host::probe(&sysfs, &proc_root, None);
-            let literals = machine.literals(case.system_wide, None);
-            plan::plan_on_machine(&picks, &machine, literals, &options).1
+            let planned = plan::plan_on_machine(&picks, &machine, &options);
+            planned.map_err(|e| format!("cannot plan on the machine: {e}"))?.1
         }
     };
     let names: Vec<String> =

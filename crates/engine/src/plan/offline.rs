@@ -229,18 +229,23 @@ pub fn plan_offline(picks: &[Pick], pmus: &PmuModel, options: &PlanOptions) -> O
     OfflinePlan { pmus, request, tmetric, perf, lower_bound, together_bound, ungrouped_why }
 }
 
-/// Plans `picks` as `tmetric stat` plans them on `machine`: its `literals`, its probes
-/// (`has_event`, `strcmp_cpuid_str`), every input resolved through its sysfs; the plan stat
-/// would open (the schedule of [`PlanOptions::strategy`]) and, on the same request, perf
-/// 6.12's strategy and the lower bounds.
+/// Plans `picks` as `tmetric stat -M` plans them on `machine` (`crate::setup::build`, counting
+/// system-wide when `options` say so): its literals, its probes (`has_event`,
+/// `strcmp_cpuid_str`), every input resolved through its sysfs; the plan stat would open (the
+/// schedule of [`PlanOptions::strategy`]) and, on the same request, perf 6.12's strategy and
+/// the lower bounds.
 pub fn plan_on_machine(
     picks: &[Pick],
     machine: &Host,
-    literals: [f64; Literal::COUNT],
     options: &PlanOptions,
-) -> (Plan, OfflinePlan) {
-    let mut plan = Plan::new(literals);
-    plan.add_metrics_with(picks, machine, options, true, true);
+) -> Result<(Plan, OfflinePlan), crate::setup::SetupError> {
+    let request = crate::setup::Request {
+        metrics: crate::setup::Metrics::Picks(picks.to_vec()),
+        all_cpus: options.system_wide,
+        options: *options,
+        ..Default::default()
+    };
+    let plan = crate::setup::build_with(&request, machine, Default::default(), true)?.plan;
     let pmus = machine.pmus().clone();
     let request = plan.request.clone();
     let tmetric = plan
@@ -253,7 +258,7 @@ pub fn plan_on_machine(
     let ungrouped_why = picks.iter().map(|pick| grouping(pick, options, &pmus).err()).collect();
     let offline =
         OfflinePlan { pmus, request, tmetric, perf, lower_bound, together_bound, ungrouped_why };
-    (plan, offline)
+    Ok((plan, offline))
 }
 
 /// An uncore PMU a model's metrics use, with `counter.json` numbers or the 4-counter default.
