@@ -1,4 +1,4 @@
-//! The engine's integration tests (`accuracy`, `aggr_nr`, `bars`, `evaluated`, `events`, `intervals`, `models`,
+//! The engine's integration tests (`accuracy`, `aggr_nr`, `bars`, `evaluated`, `event_terms`, `events`, `intervals`, `models`,
 //! `profile`, `session`, `setup`, `sim`, `skew`, and the data-driven `schedule_vectors`,
 //! `eval_vectors` and `builtin_vectors` over
 //! `tests/vectors/`, whose files `vector_files` loads; `harness` measures metrics on simulated
@@ -12,6 +12,7 @@ mod bars;
 mod builtin_vectors;
 mod eval_vectors;
 mod evaluated;
+mod event_terms;
 mod events;
 mod harness;
 mod intervals;

@@ -78,6 +78,29 @@ fn errors_point_at_the_spot() {
     let expr = parse("cpu_core@CPU_CLK_UNHALTED.REF_TSC@ / msr@tsc\\,cpu=cpu_core@").unwrap();
     let names: Vec<&str> = expr.idents().iter().map(|id| id.name.as_str()).collect();
     assert_eq!(names, ["cpu_core@CPU_CLK_UNHALTED.REF_TSC@", "msr@tsc,cpu=cpu_core@"]);
+    // perf 7.x's generated server metrics give an event several terms, unescaped: jevents.py
+    // joins the pieces its first pass broke at each comma that a letter follows, and the
+    // span ends at its closing `@`; a comma after that `@` still separates arguments.
+    let expr = parse(
+        "d_ratio(UNC_M2M_DIRECTORY_HIT.DIRTY_I@umask=0xFF,name=UNC_M2M_DIRECTORY_HIT.ANY@, \
+         C@filter_opc0=0x202,filter_loc,filter_not_nm@ + max(msr@tsc@,duration_time))",
+    )
+    .unwrap();
+    let names: Vec<&str> = expr.idents().iter().map(|id| id.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "UNC_M2M_DIRECTORY_HIT.DIRTY_I@umask=0xFF,name=UNC_M2M_DIRECTORY_HIT.ANY@",
+            "C@filter_opc0=0x202,filter_loc,filter_not_nm@",
+            "msr@tsc@",
+            "duration_time",
+        ]
+    );
+    // A comma a letter does not follow is not one jevents.py joins.
+    parse_error(
+        "a@b,1@",
+        "expected `if`, an operator or end of expression, found `,`\n    a@b,1@\n       ^",
+    );
     parse_error(
         "a@b = c",
         "unexpected character `=` (U+003D); expressions use ASCII names, numbers, operators and brackets\n    a@b = c\n        ^",

@@ -51,7 +51,7 @@ static METRICS: &[MetricAt] = &[
     MetricAt { desc: 4230, at: 0, slots: 2, refs: 0 },
     MetricAt { desc: 4232, at: 2, slots: 2, refs: 0 },
     MetricAt { desc: 4233, at: 4, slots: 2, refs: 0 },
-    MetricAt { desc: 5168, at: 6, slots: 2, refs: 0 },
+    MetricAt { desc: 5175, at: 6, slots: 2, refs: 0 },
     MetricAt { desc: 4236, at: 8, slots: 2, refs: 0 },
     MetricAt { desc: 4237, at: 10, slots: 2, refs: 0 },
     MetricAt { desc: 4238, at: 12, slots: 2, refs: 0 },
