@@ -454,3 +454,37 @@ fn only_a_missing_root_is_fatal() {
         load_tree(std::path::Path::new("/nonexistent/pmu-events/arch")).unwrap_err().to_string();
     assert!(missing.starts_with("cannot read `/nonexistent/pmu-events/arch`"), "{missing}");
 }
+
+/// perf 7.2's Granite Rapids `tma_remote_cache` multiplies by `PEBS`, a name its expression
+/// parser takes as an event and parse-events then finds nowhere (`perf stat -M` exits 1:
+/// "Unable to find PMU or event on a PMU of 'PEBS'"). The metric is skipped, and the reason
+/// says that perf refuses it too rather than only that tmetric could not resolve it.
+#[test]
+fn a_name_perf_parses_but_cannot_open_is_said_to_be_refused_by_perf_too() {
+    let root = fixture(
+        "pebs-placeholder",
+        &[
+            ("x86/mapfile.csv", MAPFILE),
+            (
+                "x86/model/cache.json",
+                r#"[{"EventCode": "0xd3", "UMask": "0x2", "EventName": "MEM_LOAD_L3_MISS_RETIRED.REMOTE_DRAM"}]"#,
+            ),
+            (
+                "x86/model/metrics.json",
+                r#"[{"MetricName": "tma_remote_mem", "MetricExpr": "MEM_LOAD_L3_MISS_RETIRED.REMOTE_DRAM * PEBS"}]"#,
+            ),
+        ],
+    );
+    let tree = load_tree(&root).unwrap();
+    let resolved = tmetric_pmu_events::resolve::resolve(model(&tree));
+    assert!(!resolved.metrics[0].ok);
+    let said: Vec<String> = resolved.diagnostics.iter().map(ToString::to_string).collect();
+    assert_eq!(said.len(), 1, "{said:#?}");
+    assert!(
+        said[0].contains(
+            "`PEBS` is not a metric, an event of this model, a kernel event or a tool event; perf parses the formula but finds no PMU or event `PEBS` to open, so it refuses any -M selection that includes this metric"
+        ),
+        "{}",
+        said[0]
+    );
+}

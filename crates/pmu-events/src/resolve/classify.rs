@@ -261,5 +261,10 @@ pub(super) fn classify(
         // perf resolves the bare `TSC` event to `msr/tsc/`.
         return Ok(slot(SlotKind::Sysfs, "msr", "tsc", "", modifiers));
     }
-    Err(format!("`{id}` is not a metric, an event of this model, a kernel event or a tool event"))
+    // perf's expression parser takes any name (Granite Rapids' `... * PEBS`, a placeholder
+    // Intel's converter left), so the metric is listed, and only opening it fails:
+    // parse-events finds no PMU or event of that name and the whole `-M` is refused.
+    Err(format!(
+        "`{id}` is not a metric, an event of this model, a kernel event or a tool event; perf parses the formula but finds no PMU or event `{id}` to open, so it refuses any -M selection that includes this metric"
+    ))
 }
