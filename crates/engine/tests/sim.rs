@@ -251,9 +251,6 @@ proptest! {
     /// value, and metrics counted together equal to the truth.
     #[test]
     fn random_selections_open_and_agree(machine in 0usize..64, picks in proptest::collection::vec(0usize..10_000, 1..12)) {
-        // perf 6.12's tables: under 7.2's, Alder Lake's topdown-* events are refused in some
-        // selections, which the simulated kernel and the scheduler still disagree on.
-        tmetric_catalog::use_vintage(tmetric_catalog::base_vintage());
         let trees = trees();
         let tree = &trees[machine % trees.len()];
         let pool = candidates(tree);
