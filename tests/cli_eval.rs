@@ -418,6 +418,89 @@ fn literals_come_from_flags_the_file_or_stated_defaults() {
     assert_close(&row(&metric_rows(&output), "tma_info_core_coreipc")["value"], inst / thread);
 }
 
+/// perf's `core_wide()` (util/smt.c) is 0 unless the count was system-wide (`-a`), SMT or not:
+/// a counts file's `target` and a log's header say which, and without either a count per task
+/// is assumed and said. Skylake's `tma_info_core_core_clks` is
+/// `THREAD / 2 * (1 + ONE_THREAD_ACTIVE / REF_XCLK) if #core_wide < 1 else (THREAD_ANY / 2 if
+/// #SMT_on else THREAD)`.
+#[test]
+fn core_wide_follows_whether_the_input_says_it_counted_system_wide() {
+    let (thread, one_active, ref_xclk) = (4.0e9, 1.0e8, 4.0e8);
+    let per_task = thread / 2.0 * (1.0 + one_active / ref_xclk);
+    let counts = format!(
+        r#""CPU_CLK_UNHALTED.THREAD": {thread}, "CPU_CLK_UNHALTED.ONE_THREAD_ACTIVE": {one_active}, "CPU_CLK_UNHALTED.REF_XCLK": {ref_xclk}"#
+    );
+    let metric = "tma_info_core_core_clks";
+    for (name, target, want, said) in [
+        (
+            "target_none",
+            "",
+            per_task,
+            "assumed counted per task: nothing says whether it was system-wide (-a)",
+        ),
+        (
+            "target_a",
+            r#", "target": "-a -C 0-7""#,
+            thread,
+            "counted system-wide, as the counts file's `target` (-a) says",
+        ),
+        (
+            "target_pid",
+            r#", "target": "-p 4242""#,
+            per_task,
+            "not counted system-wide, as the counts file's `target` (no -a) says",
+        ),
+    ] {
+        let path = counts_file(name, &format!(r#"{{"counts": {{{counts}}}{target}}}"#));
+        let output = ok(&[
+            "eval", "--model", "skylake", "--counts", &path, "-M", metric, "--smt", "off", "--json",
+        ]);
+        let assumptions: Value =
+            serde_json::from_str(stdout(&output).lines().next().unwrap()).unwrap();
+        let core_wide = &assumptions["assumptions"]["literals"][1];
+        assert_eq!(core_wide["literal"], "core_wide", "{name}: {assumptions}");
+        assert_eq!(core_wide["source"], said, "{name}");
+        assert_close(&row(&metric_rows(&output), metric)["value"], want);
+    }
+    let bad = counts_file("target_empty", &format!(r#"{{"counts": {{{counts}}}, "target": " "}}"#));
+    let output = tmetric(&["eval", "--model", "skylake", "--counts", &bad, "-M", metric]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("`target` is empty; expected perf stat's target options"));
+
+    for (header, want, said) in [
+        (
+            "system wide",
+            thread,
+            "#core_wide=1 (counted system-wide, as the log's header ('system wide') says",
+        ),
+        (
+            "sleep 1",
+            per_task,
+            "#core_wide=0 (not counted system-wide, as the log's header (a command, process or threads) says",
+        ),
+        (
+            "CPU(s) 0-3",
+            per_task,
+            "#core_wide=0 (not counted system-wide, as the log's header ('CPU(s) ...': -C without -a) says",
+        ),
+    ] {
+        let log = format!(
+            "\n Performance counter stats for '{header}':\n\n     4,000,000,000      CPU_CLK_UNHALTED.THREAD\n       100,000,000      CPU_CLK_UNHALTED.ONE_THREAD_ACTIVE\n       400,000,000      CPU_CLK_UNHALTED.REF_XCLK\n\n       1.001 seconds time elapsed\n"
+        );
+        let path = counts_file(&format!("log_{}", header.replace([' ', '(', ')'], "_")), &log);
+        let output =
+            ok(&["eval", "--from-perf", &path, "--model", "skylake", "-M", metric, "--smt", "off"]);
+        assert!(stdout(&output).contains(said), "{header}: {}", stdout(&output));
+        let value: f64 = stdout(&output)
+            .lines()
+            .find(|l| l.ends_with(metric))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{header}: {}", stdout(&output)));
+        assert_eq!(value, want, "{header}");
+    }
+}
+
 #[test]
 fn an_unknown_literal_fails_the_metric_and_names_the_flag() {
     // tma_info_system_cpu_utilization = tma_info_system_cpus_utilized / #num_cpus_online, and

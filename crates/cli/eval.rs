@@ -268,7 +268,8 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     };
     let file = counts::read(path)?;
     let model = counts_model(args, &file)?;
-    let literals = resolve_literals(args, Some(&file), &[])?;
+    let mut literals = resolve_literals(args, Some(&file), &[])?;
+    literals.set_counting(file.counting);
     let mut eval = CountsEval::new(model, &file, &literals)?;
     let models = eval.models();
     let where_ = print::counts_where(&models);
@@ -391,7 +392,10 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
         }
     }
     let file = args.counts.as_deref().map(counts::read).transpose()?;
-    let literals = resolve_literals(args, file.as_ref(), &literal_vars)?;
+    let mut literals = resolve_literals(args, file.as_ref(), &literal_vars)?;
+    if let Some(file) = &file {
+        literals.set_counting(file.counting);
+    }
     let given = ExprValues { vars, file: file.as_ref(), literals: &literals };
     let adhoc = adhoc::evaluate(&expr, text, &given)
         .map_err(|AdhocError { error, caret }| {

@@ -68,7 +68,8 @@ pub fn run_log_with<R: BufRead>(
         say(warnings.note(name));
         say(notes::skipped_lines(&log.skipped, name));
     }
-    let literals = resolve_literals(args, None, &[])?;
+    let mut literals = resolve_literals(args, None, &[])?;
+    literals.set_counting(tmetric_offline::perflog::literals::counting_of(&log));
     let cpuid = args.cpuid.as_deref();
     // A cpuid no model matches is said before a --model that names none.
     let given = match &args.metric.model {

@@ -87,7 +87,7 @@ pub use contract::Contract;
 pub use error::{CgroupError, CpuTypeError, Error, FilterError};
 pub use estimate::EstimateKind;
 pub use host::Host;
-pub use literals::{LiteralSource, Literals};
+pub use literals::{Counting, LiteralSource, Literals};
 pub use metric_eval::{Coverage, MetricEval, NeededInputs, Why};
 pub use notes::{MetricWhy, Note, Refusal, RefusedGroup, Reopened, RowWhy};
 pub use plan::{

@@ -47,12 +47,34 @@ pub enum LiteralSource {
     Vendor(&'static str),
     /// Nobody knows: metrics that read it fail and say so.
     Unknown,
+    /// `#core_wide` as perf's `core_wide()` gives it from `#smt_on` and this: whether the
+    /// counts were counted system-wide.
+    Counting(Counting),
+}
+
+/// Whether the counts were counted system-wide (perf stat's `-a`, its `system_wide`), which
+/// `#core_wide` needs ([`crate::host::core_wide`]), as the input says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Counting {
+    /// With `-a`, as `said` says (`the log's header 'system wide'`).
+    SystemWide(&'static str),
+    /// Without `-a` (a command, a process, threads, or `-C` alone), as `said` says.
+    NotSystemWide(&'static str),
+    /// Nothing says: a count per task, perf's target for a command, is assumed.
+    #[default]
+    Unsaid,
 }
 
 impl LiteralSource {
     /// Whether a log may correct the value: it was not given, only assumed.
     pub fn is_assumed(self) -> bool {
-        matches!(self, LiteralSource::Unknown | LiteralSource::Default | LiteralSource::Derived(_))
+        matches!(
+            self,
+            LiteralSource::Unknown
+                | LiteralSource::Default
+                | LiteralSource::Derived(_)
+                | LiteralSource::Counting(Counting::Unsaid)
+        )
     }
 }
 
@@ -63,6 +85,8 @@ pub struct Literals {
     pub values: [f64; Literal::COUNT],
     /// By [`Literal::index`].
     pub sources: [LiteralSource; Literal::COUNT],
+    /// Whether the counts were counted system-wide, for `#core_wide`.
+    pub counting: Counting,
 }
 
 impl Default for Literals {
@@ -70,6 +94,7 @@ impl Default for Literals {
         Literals {
             values: [f64::NAN; Literal::COUNT],
             sources: [LiteralSource::Unknown; Literal::COUNT],
+            counting: Counting::Unsaid,
         }
     }
 }
@@ -131,8 +156,37 @@ impl Literals {
         }
     }
 
+    /// Says how the counts were counted and derives `#core_wide` again from it.
+    pub fn set_counting(&mut self, counting: Counting) {
+        self.counting = counting;
+        self.derive_core_wide();
+    }
+
+    /// `#core_wide` as perf's `core_wide()` gives it (the one definition,
+    /// [`crate::host::core_wide`]): 1 only for a system-wide count of whole cores, which it is
+    /// without SMT; a count per task is never core-wide. Leaves a value a flag, the file, a
+    /// log's printed values or the vendor gave; an unknown `#smt_on` leaves it unknown.
+    pub fn derive_core_wide(&mut self) {
+        let source = self.source(Literal::CoreWide);
+        if !source.is_assumed() && !matches!(source, LiteralSource::Counting(_)) {
+            return;
+        }
+        let smt = self.get(Literal::SmtOn);
+        if smt.is_nan() {
+            return;
+        }
+        let system_wide = matches!(self.counting, Counting::SystemWide(_));
+        let whole = crate::host::core_wide(system_wide, smt != 0.0, None, &[]);
+        self.set(
+            Literal::CoreWide,
+            f64::from(u8::from(whole)),
+            LiteralSource::Counting(self.counting),
+        );
+    }
+
     /// Fills what nobody gave with perf's defaults and what follows from the rest:
-    /// `#smt_on=1`, `#has_pmem=0`, `#core_wide` 0 (1 without SMT), `#num_cpus` and
+    /// `#smt_on=1`, `#has_pmem=0`, `#core_wide` from `#smt_on` and [`Literals::counting`]
+    /// ([`Literals::derive_core_wide`]), `#num_cpus` and
     /// `#num_cpus_online` from each other, `#num_cores` from the online CPUs without SMT,
     /// `#num_dies` from `#num_packages`.
     pub fn apply_defaults(&mut self) {
@@ -141,11 +195,7 @@ impl Literals {
         self.default_to(Literal::HasPmem, 0.0, Default);
         // A count per task unless said otherwise (perf's default target).
         self.default_to(Literal::TargetCpu, 0.0, Default);
-        if self.get(Literal::SmtOn) == 0.0 {
-            self.default_to(Literal::CoreWide, 1.0, Derived(Literal::SmtOn));
-        } else {
-            self.default_to(Literal::CoreWide, 0.0, Default);
-        }
+        self.derive_core_wide();
         let online = self.get(Literal::NumCpusOnline);
         let all = self.get(Literal::NumCpus);
         self.default_to(Literal::NumCpusOnline, all, Derived(Literal::NumCpus));

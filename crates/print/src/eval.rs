@@ -16,7 +16,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 use tmetric_catalog::Model;
-use tmetric_engine::{LiteralSource, Literals, Select, Why};
+use tmetric_engine::{Counting, LiteralSource, Literals, Select, Why};
 use tmetric_model::{Fail, Literal};
 use tmetric_offline::counts::eval::{Evaluated, Skipped, UNSELECTED_SHOWN, Unused};
 use tmetric_offline::perflog::{self, Root};
@@ -52,6 +52,15 @@ pub fn source_word(source: LiteralSource) -> String {
         }
         LiteralSource::Vendor(cpu) => format!("vendor default for {cpu}"),
         LiteralSource::Unknown => "unknown".into(),
+        LiteralSource::Counting(Counting::SystemWide(said)) => {
+            format!("counted system-wide, as {said} says")
+        }
+        LiteralSource::Counting(Counting::NotSystemWide(said)) => {
+            format!("not counted system-wide, as {said} says")
+        }
+        LiteralSource::Counting(Counting::Unsaid) => {
+            "assumed counted per task: nothing says whether it was system-wide (-a)".into()
+        }
     }
 }
 
@@ -67,12 +76,14 @@ pub fn describe_literals(literals: &Literals, used: &[Literal]) -> String {
                 LiteralSource::Unknown => {
                     format!("#{} unknown (pass {})", lit.name(), flag_for(lit))
                 }
-                LiteralSource::Default | LiteralSource::Derived(_) => format!(
-                    "#{}={value} ({}; set with {})",
-                    lit.name(),
-                    source_word(source),
-                    flag_for(lit)
-                ),
+                LiteralSource::Default | LiteralSource::Derived(_) | LiteralSource::Counting(_) => {
+                    format!(
+                        "#{}={value} ({}; set with {})",
+                        lit.name(),
+                        source_word(source),
+                        flag_for(lit)
+                    )
+                }
                 _ => format!("#{}={value} ({})", lit.name(), source_word(source)),
             }
         })
@@ -159,7 +170,7 @@ pub fn why_text(
             let source = literals.source(*lit);
             let how = match source {
                 LiteralSource::Unknown => format!("pass {}", flag_for(*lit)),
-                LiteralSource::Default | LiteralSource::Derived(_) => {
+                LiteralSource::Default | LiteralSource::Derived(_) | LiteralSource::Counting(_) => {
                     format!("{}; set with {}", source_word(source), flag_for(*lit))
                 }
                 _ => source_word(source),

@@ -110,6 +110,8 @@ pub struct CountsFile {
     pub aggr_nrs: Vec<(String, f64)>,
     /// The `model` string.
     pub model: Option<String>,
+    /// What the `target` string (perf stat's target options) says of system-wide counting.
+    pub counting: tmetric_engine::Counting,
 }
 
 impl CountsFile {
@@ -235,6 +237,7 @@ impl<'de> Visitor<'de> for FileVisitor {
                 "source_count" => file.source_counts.extend(map.next_value::<NumberMap>()?.0),
                 "aggr_nr" => file.aggr_nrs.extend(map.next_value::<NumberMap>()?.0),
                 "model" => file.model = Some(map.next_value::<String>()?),
+                "target" => file.counting = target_counting(&map.next_value::<String>()?)?,
                 "duration_time_ns" => {
                     let ns = map.next_value::<Count>()?.0;
                     file.entries.push(Entry::new("duration_time", key, ns / 1e9, false));
@@ -247,6 +250,24 @@ impl<'de> Visitor<'de> for FileVisitor {
         }
         Ok(RawFile(file))
     }
+}
+
+/// The `target` key: the perf stat options that chose what was counted (`-a`, `-a -C 0-3`,
+/// `-C 0-3`, `-p 1234`, `--per-thread -p 1`), or `command` for a workload perf ran: `-a`
+/// (`--all-cpus`) is a system-wide count, as perf's `core_wide()` needs.
+fn target_counting<E: de::Error>(text: &str) -> Result<tmetric_engine::Counting, E> {
+    use tmetric_engine::Counting;
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.is_empty() {
+        return Err(E::custom(
+            "`target` is empty; expected perf stat's target options (`-a`, `-C 0-3`, `-p PID`) or `command`",
+        ));
+    }
+    Ok(if words.iter().any(|w| matches!(*w, "-a" | "--all-cpus")) {
+        Counting::SystemWide("the counts file's `target` (-a)")
+    } else {
+        Counting::NotSystemWide("the counts file's `target` (no -a)")
+    })
 }
 
 /// A count: a number, `null` (not supported: NaN), or perf's `-j` strings.

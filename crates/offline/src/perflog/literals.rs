@@ -10,7 +10,7 @@ use tmetric_perfstat::PerfLog;
 
 use super::{LogEvaluator, Root, lookup_pmu_name, printed_by_perf};
 use tmetric_engine::compiled::Select;
-use tmetric_engine::literals::{LiteralSource, Literals};
+use tmetric_engine::literals::{Counting, LiteralSource, Literals};
 
 /// Printed occurrences tried per literal: enough to rule out coincidences, bounded for long
 /// `-I` logs.
@@ -129,13 +129,10 @@ fn set(
 ) {
     literals.set(literal, value, source);
     set_all(evaluators, literal, value);
-    // As `Literals::apply_defaults` derives it: without SMT every count is core-wide.
-    if literal == Literal::SmtOn
-        && value == 0.0
-        && literals.source(Literal::CoreWide) == LiteralSource::Default
-    {
-        literals.set(Literal::CoreWide, 1.0, LiteralSource::Derived(Literal::SmtOn));
-        set_all(evaluators, Literal::CoreWide, 1.0);
+    // `#core_wide` follows `#smt_on` for a system-wide count (perf's `core_wide()`).
+    if literal == Literal::SmtOn {
+        literals.derive_core_wide();
+        set_all(evaluators, Literal::CoreWide, literals.get(Literal::CoreWide));
     }
 }
 
@@ -232,4 +229,19 @@ fn solve(
 /// The metrics of `roots`.
 fn metrics(roots: &[Root]) -> Vec<usize> {
     roots.iter().map(|r| r.metric).collect()
+}
+
+/// Whether perf counted `log` system-wide, as its header says (perf's `print_header_std`
+/// prints `'system wide'` exactly when `-a` was given or implied, `'CPU(s) LIST'` for `-C`
+/// alone, else the command, process or threads); CSV and JSON logs have no header.
+pub fn counting_of(log: &PerfLog) -> Counting {
+    match log.command() {
+        Some("system wide") => Counting::SystemWide("the log's header ('system wide')"),
+        Some(command) if command.starts_with("CPU(s) ") => {
+            Counting::NotSystemWide("the log's header ('CPU(s) ...': -C without -a)")
+        }
+        Some(command) if command.starts_with("BPF program(s)") => Counting::Unsaid,
+        Some(_) => Counting::NotSystemWide("the log's header (a command, process or threads)"),
+        None => Counting::Unsaid,
+    }
 }
