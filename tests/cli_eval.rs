@@ -655,3 +655,18 @@ fn a_nan_or_zero_that_a_fact_decides_says_why() {
     );
     assert!(row(&rows, "tma_dsb")["why"].is_null());
 }
+
+/// perf 6.12's expr.l has no `aggr_nr` keyword, so its parser reads `aggr_nr(x)` as a name
+/// followed by `(` and refuses it; perf 7.2's reads it as the counters summed into `x`.
+#[test]
+fn aggr_nr_in_an_expression_is_refused_under_perf_6_12_as_its_grammar_refuses_it() {
+    let refused = tmetric(&["eval", "--expr", "2 * aggr_nr(x)", "--var", "x=3"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert_eq!(
+        stderr(&refused),
+        "tmetric: cannot parse the expression: aggr_nr() is perf 7.x's; perf 6.12's expression grammar has no aggr_nr and refuses `aggr_nr(...)` as a syntax error (pass --perf-version 7.2 to evaluate it as perf 7.2 does)\n    2 * aggr_nr(x)\n        ^^^^^^^^^^\n"
+    );
+    // One value given with --var is one counter.
+    let taken = ok(&["--perf-version", "7.2", "eval", "--expr", "2 * aggr_nr(x)", "--var", "x=3"]);
+    assert_eq!(stdout(&taken).trim(), "2");
+}

@@ -359,9 +359,36 @@ impl std::fmt::Display for ExprError {
 
 impl std::error::Error for ExprError {}
 
+/// perf 6.12's expression grammar has no `aggr_nr()`: its parser refuses `aggr_nr(X)` as a
+/// syntax error, so under its contract (the default) so does `--expr`, pointing at the call.
+fn refuse_aggr_nr_before_7(expr: &tmetric_expr::Expr, text: &str) -> anyhow::Result<()> {
+    let contract = tmetric_engine::contract::current();
+    if contract.aggr_nr {
+        return Ok(());
+    }
+    let mut call = None;
+    expr.walk(&mut |e| {
+        if call.is_none()
+            && let tmetric_expr::ast::ExprKind::IdCall(tmetric_expr::ast::IdFunc::AggrNr, _) =
+                &e.kind
+        {
+            call = Some(e.span);
+        }
+    });
+    match call {
+        None => Ok(()),
+        Some(span) => bail!(
+            "cannot parse the expression: aggr_nr() is perf 7.x's; perf {}'s expression grammar has no aggr_nr and refuses `aggr_nr(...)` as a syntax error (pass --perf-version 7.2 to evaluate it as perf 7.2 does)\n{}",
+            contract.perf,
+            tmetric_expr::caret_lines(text, span)
+        ),
+    }
+}
+
 /// `--expr`: the interpreter over `--var` values (and the counts file's keys, if given).
 fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<()> {
     let expr = tmetric_expr::parse(text).context("cannot parse the expression")?;
+    refuse_aggr_nr_before_7(&expr, text)?;
     let mut vars: HashMap<String, f64> = HashMap::new();
     let mut literal_vars = Vec::new();
     // Each name once: a second value would silently win.

@@ -42,6 +42,9 @@ pub struct Contract {
     /// and `list` shows them under `tool:`. perf 6.12 knows `duration_time`, `user_time`
     /// and `system_time` only, printed in `ns`.
     pub tool_pmu: bool,
+    /// The expression grammar's `aggr_nr()` (perf 7.x's expr.l and expr.y); perf 6.12's has
+    /// no such keyword, so `aggr_nr(X)` is a name followed by `(`, a syntax error.
+    pub aggr_nr: bool,
 }
 
 /// What `stat` counts when neither `-e` nor `-M` names anything.
@@ -66,6 +69,7 @@ pub const PERF_6_12: Contract = Contract {
     metric_only_fitted: false,
     needs_an_event: false,
     tool_pmu: false,
+    aggr_nr: false,
 };
 
 /// perf 7.2's contract, where its own stat shell tests state it (`docs/stat-output.md`).
@@ -78,6 +82,7 @@ pub const PERF_7_2: Contract = Contract {
     metric_only_fitted: true,
     needs_an_event: true,
     tool_pmu: true,
+    aggr_nr: true,
 };
 
 /// The contract of perf release `version` (`6.12`, `7.2.13`): perf 7.2's from 7.0 on, else
