@@ -33,12 +33,20 @@ pub struct EvalInput<'a> {
     /// The retire latencies (cycles, by `:R` input name) sampled over this span; `None`
     /// reads the plan's ([`Plan::retire_latency`]: a file's, or recorded for the run).
     pub latencies: Option<&'a [(String, f64)]>,
+    /// Readings of 0 are not summed and not counted in `aggr_nr()`, as perf's
+    /// `process_counter_values` skips them under `--per-thread -a`.
+    pub skip_zero: bool,
 }
 
 impl<'a> EvalInput<'a> {
     /// `counts` over `seconds`, without rusage, with the plan's retire latencies.
     pub fn new(counts: &'a Snapshot, seconds: f64) -> EvalInput<'a> {
-        EvalInput { counts, seconds, rusage: None, latencies: None }
+        EvalInput { counts, seconds, rusage: None, latencies: None, skip_zero: false }
+    }
+
+    /// Skipping readings of 0, as perf does for each thread under `--per-thread -a`.
+    pub fn skipping_zero(self, skip_zero: bool) -> EvalInput<'a> {
+        EvalInput { skip_zero, ..self }
     }
 
     /// With the workload's user and system time.
@@ -172,7 +180,9 @@ pub fn input_value(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> f64 {
 /// perf 7.x's `aggr_nr()` of a row in `sample` (stat-shadow.c `prepare_metric`): how many
 /// counters were summed into its value, one per CPU and thread each of its uncore boxes was
 /// read on (`perf_stat_aggr.nr`, added up over the boxes `evsel__merge_aggr_counters` merges);
-/// 0 for a counter that could not be opened or never ran, 1 for every other input.
+/// 0 for a counter that could not be opened or never ran, 1 for every other input. Under
+/// `--per-thread -a` ([`EvalInput::skip_zero`]) perf adds nothing for a reading of 0
+/// (`process_counter_values`), so a thread whose every reading is 0 has 0.
 pub fn input_aggr_nr(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> f64 {
     let Source::Counter(spec) = row.source else {
         return if matches!(row.source, Source::Missing(_)) { 0.0 } else { 1.0 };
@@ -183,11 +193,23 @@ pub fn input_aggr_nr(plan: &Plan, row: &PlanRow, sample: &EvalInput<'_>) -> f64 
         &mut row.boxes.iter().map(|b| b.spec)
     };
     let (mut counters, mut counted) = (0usize, false);
-    for a in specs.filter_map(|spec| sample.counts.aggregate(spec)) {
-        counters += a.cpus;
+    for spec in specs {
+        let Some(a) = sample.counts.aggregate(spec) else { continue };
         counted |= a.counted();
+        counters += if sample.skip_zero {
+            let readings = sample.counts.events[spec].iter().flatten();
+            readings.filter(|c| c.raw.value > 0).count()
+        } else {
+            a.cpus
+        };
     }
-    if counted { counters.max(1) as f64 } else { 0.0 }
+    if !counted {
+        0.0
+    } else if sample.skip_zero {
+        counters as f64
+    } else {
+        counters.max(1) as f64
+    }
 }
 
 /// One root's outcome.

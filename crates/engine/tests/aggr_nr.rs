@@ -232,3 +232,51 @@ fn the_thirty_miss_latency_metrics_give_back_the_latency_their_counts_were_built
     }
     assert_eq!(checked, 30);
 }
+
+/// perf's `process_counter_values` under `--per-thread -a` skips a reading of 0 before it
+/// adds to the thread's `perf_stat_aggr.nr`, so `aggr_nr()` counts only the readings that
+/// counted something. The simulated readings are given to one thread, the inserts of box 0
+/// on every CPU are made 0, and the latency is computed by hand with the nonzero readings.
+#[test]
+fn per_thread_system_wide_skips_zero_readings_in_aggr_nr() {
+    use tmetric_engine::view::Partition;
+
+    tmetric_catalog::use_vintage(tmetric_catalog::vintage_for("7.2").expect("perf 7.2's"));
+    let tree = SimTree::new("sapphirerapids");
+    let metric = *tree.model.metrics_named("lpm_miss_lat_loc").first().unwrap();
+    let workload = SimWorkload::default_workload();
+    let counted = count(&tree, "", &[metric], Strategy::Tmetric, &workload, 100, 100);
+    let plan = counted.plan;
+    let rows = inputs(&plan);
+    let (ticks, occupancy, inserts) = (
+        box_specs(&plan, rows.ticks),
+        box_specs(&plan, rows.occupancy),
+        box_specs(&plan, rows.inserts),
+    );
+    let tid = 4242;
+    let mut snapshot = counted.reads.last().unwrap().clone();
+    for readings in snapshot.events.iter_mut().flatten() {
+        for c in readings.iter_mut() {
+            c.thread = tid;
+        }
+    }
+    for c in snapshot.events[inserts[0]].iter_mut().flatten() {
+        c.raw.value = 0;
+    }
+    let seconds = snapshot.events[ticks[0]].as_ref().unwrap()[0].raw.enabled as f64 / 1e9;
+    let (ticks, _) = summed(&snapshot, &ticks, 2, None);
+    let (occupancy, _) = summed(&snapshot, &occupancy, 2, None);
+    let (inserts, readings) = summed(&snapshot, &inserts, 2, None);
+    let nonzero = readings / 2;
+    assert_eq!((readings, nonzero), (4, 2), "two boxes on two reader CPUs, box 0's all 0");
+    let sample = EvalInput::new(&snapshot, seconds);
+    let mut evaluators = Evaluators::default();
+    for (skip_zero, nr) in [(true, nonzero), (false, readings)] {
+        let split = Partition::Threads { threads: vec![("worker".into(), tid)], skip_zero };
+        let evaluated = plan.evaluate_sample(&mut evaluators, &sample, &split, None, &[]);
+        let got = evaluated.units[0].results[0].value;
+        let want = latency(seconds, ticks, occupancy, inserts, nr as f64);
+        assert!(close(got, want), "skip_zero {skip_zero}: {got} for {want}");
+    }
+    tmetric_catalog::clear_inferred_vintage();
+}

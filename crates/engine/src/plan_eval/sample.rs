@@ -133,6 +133,7 @@ impl Plan {
                     let counts = sample.counts.of_thread(tid);
                     let reads: Option<Vec<Snapshot>> =
                         reads.map(|r| r.iter().map(|s| s.of_thread(tid)).collect());
+                    let sample = &sample.skipping_zero(*skip_zero);
                     let mut unit = self.evaluate_unit(
                         evaluators,
                         sample,
