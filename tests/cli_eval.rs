@@ -670,3 +670,29 @@ fn aggr_nr_in_an_expression_is_refused_under_perf_6_12_as_its_grammar_refuses_it
     let taken = ok(&["--perf-version", "7.2", "eval", "--expr", "2 * aggr_nr(x)", "--var", "x=3"]);
     assert_eq!(stdout(&taken).trim(), "2");
 }
+
+/// A global-layout log prints no counters column and a 'system wide' header does not say how
+/// many CHA boxes and CPUs perf summed, so `aggr_nr()` reads one counter per row and stderr
+/// says so, naming the layouts that print them.
+#[test]
+fn a_global_log_says_which_aggr_nr_it_assumed() {
+    let log = counts_file(
+        "global_aggr_nr",
+        "\n Performance counter stats for 'system wide':\n\n   132,000,000,000      UNC_CHA_CLOCKTICKS\n     1,069,200,000      UNC_CHA_TOR_OCCUPANCY.IA_MISS_DRD_LOCAL\n         6,000,000      UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL\n\n       1.000000000 seconds time elapsed\n",
+    );
+    let output = ok(&[
+        "--perf-version",
+        "7.2",
+        "eval",
+        "--from-perf",
+        &log,
+        "--model",
+        "sapphirerapids",
+        "-M",
+        "lpm_miss_lat_loc",
+    ]);
+    assert_eq!(
+        stderr(&output),
+        "tmetric: warning: assuming aggr_nr(UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL) = 1 (one counter per printed row): the log prints no counters column and its 'system wide' header does not say on how many CPUs and boxes; perf stat --per-socket, --per-die or -A prints the counters it summed beside each row\n"
+    );
+}

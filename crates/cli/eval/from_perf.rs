@@ -123,6 +123,10 @@ pub fn run_log_with<R: BufRead>(
         printer.metric(model, common, None, &unplaced.outcome, why, false)?;
     }
     printer.finish()?;
+    let counters = tmetric_offline::perflog::LogCounters::of(&log);
+    for (model, slot, assumed) in run.assumed_aggr_nrs() {
+        warn(&notes::aggr_nr_assumed(model, slot, assumed, counters));
+    }
     if let Some(reader) = &rest {
         warnings.dropped = reader.warnings_dropped();
         say(warnings.note(name));

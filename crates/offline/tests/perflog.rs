@@ -292,3 +292,49 @@ S0       60          6,000,000      UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL
     let ns = value(&global);
     assert!((ns - 81.0 / 60.0).abs() < 1e-9, "{ns}");
 }
+
+/// The global layout prints no counters column: perf's header says what it can (one counter
+/// per task for a command; `-C`'s CPUs for per-CPU events) and otherwise the one counter per
+/// row tmetric reads is recorded as assumed, so that the run says so.
+#[test]
+fn a_global_log_says_its_counters_from_its_header_or_records_them_as_assumed() {
+    use tmetric_offline::perflog::LogCounters;
+
+    let rows = "\
+   132,000,000,000      UNC_CHA_CLOCKTICKS
+     1,069,200,000      UNC_CHA_TOR_OCCUPANCY.IA_MISS_DRD_LOCAL
+         6,000,000      UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL
+
+       1.000000000 seconds time elapsed
+";
+    let parsed = |header: &str| {
+        let text = format!("\n Performance counter stats for '{header}':\n\n{rows}");
+        tmetric_perfstat::parse(&text, "global.txt").unwrap()
+    };
+    assert_eq!(LogCounters::of(&parsed("sleep 1")), LogCounters::PerTask);
+    assert_eq!(LogCounters::of(&parsed("process id '42'")), LogCounters::PerTask);
+    assert_eq!(LogCounters::of(&parsed("CPU(s) 0-3,8")), LogCounters::Cpus(5));
+    assert!(matches!(LogCounters::of(&parsed("system wide")), LogCounters::Unsaid(_)));
+    let no_header = tmetric_perfstat::parse(rows, "no-header.txt").unwrap();
+    assert!(matches!(LogCounters::of(&no_header), LogCounters::Unsaid(_)));
+
+    let v72 = tmetric_catalog::vintage_for("7.2").unwrap();
+    let spr = tmetric_catalog::model_in(v72, "x86/sapphirerapids").unwrap();
+    let metric = spr.metrics_named("lpm_miss_lat_loc")[0];
+    let inserts = spr
+        .ids
+        .iter()
+        .position(|id| spr.str(id.text) == "UNC_CHA_TOR_INSERTS.IA_MISS_DRD_LOCAL")
+        .unwrap() as u16;
+    for (header, assumed) in [("system wide", true), ("CPU(s) 0-3", true), ("sleep 1", false)] {
+        let log = parsed(header);
+        let mut evaluator = LogEvaluator::new(spr, false, &defaults(), None);
+        evaluator.set_counters(LogCounters::of(&log));
+        let outcome = evaluator.evaluate(&log.blocks[0], metric);
+        // One counter per row either way: 81 ns over the 60 CHAs' clockticks taken for one's.
+        let ns = outcome.scaled(spr).unwrap();
+        assert!((ns - 81.0 / 60.0).abs() < 1e-9, "{header}: {ns}");
+        let said: Vec<(u16, f64)> = evaluator.assumed_aggr_nrs().collect();
+        assert_eq!(said.contains(&(inserts, 1.0)), assumed, "{header}: {said:?}");
+    }
+}

@@ -489,6 +489,66 @@ pub struct LogEvaluator {
     param_keys: HashMap<(u16, u32), EventKey>,
     /// Encodings, for inputs whose rows the log names otherwise.
     encodings: Encodings,
+    /// What the log's header says of the counters behind a row without a counters column.
+    counters: LogCounters,
+    /// Slots whose `aggr_nr()` no row's counters column and no header gave: the value
+    /// assumed (one counter per printed row), the first time.
+    assumed_aggr_nr: std::collections::BTreeMap<u16, f64>,
+}
+
+/// What a log's header says of the counters perf summed into a row of the global layout,
+/// which prints no counters column (perf's `perf_stat_aggr.nr`, what `aggr_nr()` reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogCounters {
+    /// A command, a process or threads: one counter per task, read once.
+    PerTask,
+    /// `-C` without `-a` (`'CPU(s) LIST'`): each per-CPU event read on these many CPUs.
+    Cpus(u32),
+    /// Not said, and why (`'system wide'`, no header).
+    Unsaid(&'static str),
+}
+
+impl LogCounters {
+    /// From `log`'s header (perf's `print_header_std`).
+    pub fn of(log: &PerfLog) -> LogCounters {
+        match log.command() {
+            None => LogCounters::Unsaid("the log has no header saying what perf counted"),
+            Some("system wide") => LogCounters::Unsaid(
+                "its 'system wide' header does not say on how many CPUs and boxes",
+            ),
+            Some(c) if c.starts_with("BPF program(s)") => LogCounters::Unsaid(
+                "its BPF program header does not say on how many CPUs and boxes",
+            ),
+            Some(c) => match c.strip_prefix("CPU(s) ") {
+                Some(list) => cpu_list_len(list).map_or(
+                    LogCounters::Unsaid("its 'CPU(s)' header lists CPUs tmetric cannot read"),
+                    LogCounters::Cpus,
+                ),
+                None => LogCounters::PerTask,
+            },
+        }
+    }
+}
+
+/// Whether input `slot` of `model` is counted once per CPU `-C` names: an event of a core
+/// PMU or a kernel-named one (`cycles`, `task-clock`), not an uncore box's.
+fn per_cpu(model: &Model, slot: u16) -> bool {
+    match model.ids[slot as usize].kind {
+        IdKind::Event(i) => is_core_pmu(model.str(model.events.at(i as usize).pmu)),
+        IdKind::Kernel => true,
+        _ => false,
+    }
+}
+
+/// How many CPUs perf's CPU list `0-3,8` names; `None` when it is not one.
+fn cpu_list_len(list: &str) -> Option<u32> {
+    let mut n = 0u32;
+    for part in list.trim().split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+        n = n.checked_add(b.checked_sub(a)?.checked_add(1)?)?;
+    }
+    (n > 0).then_some(n)
 }
 
 impl LogEvaluator {
@@ -509,7 +569,20 @@ impl LogEvaluator {
             keys,
             param_keys: HashMap::default(),
             encodings: Encodings::new(model),
+            counters: LogCounters::Unsaid("the log has no header saying what perf counted"),
+            assumed_aggr_nr: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// Says what the log's header says of the counters behind its rows.
+    pub fn set_counters(&mut self, counters: LogCounters) {
+        self.counters = counters;
+    }
+
+    /// The input slots whose `aggr_nr()` was assumed (one counter per printed row), with the
+    /// value assumed the first time.
+    pub fn assumed_aggr_nrs(&self) -> impl Iterator<Item = (u16, f64)> + '_ {
+        self.assumed_aggr_nr.iter().map(|(&slot, &value)| (slot, value))
     }
 
     /// Sets literal `literal` (which drops the cached needed inputs: `#smt_on` picks a
@@ -583,7 +656,17 @@ impl LogEvaluator {
                         .iter()
                         .map(|&l| block.rows.iter().find(|r| r.line == l).and_then(|r| r.counters))
                         .sum();
-                    (rows, printed.map_or(rows, f64::from))
+                    // The global layout prints no counters: the header may say them.
+                    let counters = match (printed, self.counters) {
+                        (Some(n), _) => f64::from(n),
+                        (None, LogCounters::PerTask) => rows,
+                        (None, LogCounters::Cpus(n)) if per_cpu(model, slot) => rows * f64::from(n),
+                        (None, _) => {
+                            self.assumed_aggr_nr.entry(slot).or_insert(rows);
+                            rows
+                        }
+                    };
+                    (rows, counters)
                 }
                 _ => (1.0, 1.0),
             };

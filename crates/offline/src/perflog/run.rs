@@ -8,6 +8,7 @@
 use std::fmt;
 
 use tmetric_catalog::Model;
+use tmetric_catalog::catalog::id_calls;
 use tmetric_model::Literal;
 use tmetric_perfstat::{Block, PerfLog};
 
@@ -338,6 +339,10 @@ impl LogRun {
         if !evaluators.iter().any(|e| std::ptr::eq(e.model, common)) {
             evaluators.push(LogEvaluator::new(common, choice.model.is_some(), &literals, cpuid));
         }
+        let counters = super::LogCounters::of(log);
+        for evaluator in &mut evaluators {
+            evaluator.set_counters(counters);
+        }
         // perf's built-in metrics (`insn per cycle`, ...) are not in any model.
         let (builtins, rest) = super::builtins::select(items);
         let printed = printed_metrics(log);
@@ -393,6 +398,23 @@ impl LogRun {
             builtins_shown: 0,
             first: None,
         })
+    }
+
+    /// The inputs of the selected metrics whose `aggr_nr()` the log did not give (the global
+    /// layout prints no counters column, and its header did not say them): (model, input
+    /// slot, the value assumed, one counter per printed row).
+    pub fn assumed_aggr_nrs(&self) -> Vec<(&'static Model, u16, f64)> {
+        let mut out = Vec::new();
+        for (evaluator, roots) in self.evaluators.iter().zip(&self.roots) {
+            let metrics: Vec<usize> = roots.iter().map(|r| r.metric).collect();
+            let args = evaluator.model.call_slots_of(&metrics, id_calls::AGGR_NR);
+            for (slot, value) in evaluator.assumed_aggr_nrs() {
+                if args.contains(&(slot as usize)) {
+                    out.push((evaluator.model, slot, value));
+                }
+            }
+        }
+        out
     }
 
     /// The selected metrics of `block` that have an input row there (per evaluator, in

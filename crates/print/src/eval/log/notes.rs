@@ -228,3 +228,22 @@ pub fn selection(selection: &Selection, where_: &str, log: &str) -> Vec<String> 
     }
     out
 }
+
+/// perf's global layout prints no counters column, so `aggr_nr()` of input `slot` reads
+/// `assumed` (one counter per printed row) where perf summed one counter per CPU and box:
+/// says so, why the header did not tell, and which layouts print them.
+pub fn aggr_nr_assumed(
+    model: &tmetric_catalog::Model,
+    slot: u16,
+    assumed: f64,
+    counters: tmetric_offline::perflog::LogCounters,
+) -> String {
+    let text = model.str(model.ids[slot as usize].text);
+    let why = match counters {
+        tmetric_offline::perflog::LogCounters::Unsaid(why) => why,
+        _ => "its header names CPUs, and this event is an uncore box's",
+    };
+    format!(
+        "assuming aggr_nr({text}) = {assumed} (one counter per printed row): the log prints no counters column and {why}; perf stat --per-socket, --per-die or -A prints the counters it summed beside each row"
+    )
+}
