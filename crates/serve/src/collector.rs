@@ -13,7 +13,7 @@ use tmetric_engine::aggr::{self, Aggregation};
 use tmetric_engine::session::{Session, SessionError, counts_on_hardware};
 use tmetric_engine::view::{Partition, UnitId};
 use tmetric_engine::{Bar, EvalInput, Placement, Plan, RootResult, Source};
-use tmetric_runtime::{Environment, Snapshot, Syscalls, Sysfs, Target as CountTarget};
+use tmetric_runtime::{Environment, Snapshot, Syscalls, Sysfs, Target as CountTarget, ToolEvent};
 
 use crate::cgroups::{self, Selection};
 use crate::names::{self, Exported};
@@ -116,6 +116,11 @@ pub enum CollectError {
         "no cgroup2 (or cgroup v1 perf_event) mount in /proc/self/mounts: mount one, or serve without --cgroup/--for-each-cgroup"
     )]
     NoCgroupMount,
+    /// `-e user_time` or `system_time`: the CPU time of a workload, which serve does not run.
+    #[error(
+        "-e {0}: perf's {0} is the CPU time of the workload perf runs, and serve runs none; count the CPU time of the host or of each cgroup with -e task-clock (exported as tmetric_event_total, in ns), or leave {0} out"
+    )]
+    WorkloadTime(&'static str),
 }
 
 /// One unit's values over an interval.
@@ -173,6 +178,8 @@ pub struct Counted<S: Syscalls> {
     /// A cgroup without child cgroups at the last walk (its counts are its own tasks' only).
     pub leaf: bool,
     started: Instant,
+    /// When it was opened: `-e duration_time` counts from here.
+    opened: Instant,
     /// Descriptors it holds.
     pub descriptors: usize,
     /// Its last interval, once one has ended.
@@ -332,6 +339,27 @@ fn together(plan: &Plan, splits: &[tmetric_runtime::Split]) -> Vec<bool> {
         .collect()
 }
 
+/// The tool events `-e` asked for (`duration_time`, perf 7.x's tool PMU facts): shown rows
+/// of `plan` that no counter counts, with their printed names; a metric's own
+/// `duration_time` (a row that hosts metrics) is its input, not an event asked for.
+pub fn tool_rows(plan: &Plan) -> Vec<(String, ToolEvent)> {
+    plan.rows()
+        .iter()
+        .filter(|r| r.show && r.roots.is_empty())
+        .filter_map(|r| match r.source {
+            Source::Tool(tool) => Some((r.name.clone(), tool)),
+            _ => None,
+        })
+        .collect()
+}
+
+impl<S: Syscalls> Counted<S> {
+    /// Seconds since it was opened, what `-e duration_time` has counted.
+    pub fn seconds_open(&self) -> f64 {
+        self.opened.elapsed().as_secs_f64()
+    }
+}
+
 impl<S: Syscalls + Clone> Collector<S> {
     /// Opens the host's session (when counted) and the cgroups found now.
     pub fn new(
@@ -341,8 +369,13 @@ impl<S: Syscalls + Clone> Collector<S> {
         machine: MachineInfo,
         options: Options,
     ) -> Result<Collector<S>, CollectError> {
-        if base.specs().is_empty() && base.roots().is_empty() {
+        if base.specs().is_empty() && base.roots().is_empty() && tool_rows(&base).is_empty() {
             return Err(CollectError::Empty);
+        }
+        for (_, tool) in tool_rows(&base) {
+            if matches!(tool, ToolEvent::UserTime | ToolEvent::SystemTime) {
+                return Err(CollectError::WorkloadTime(tool.name()));
+            }
         }
         if options.selection != Selection::None && machine.cgroup_mount.is_none() {
             return Err(CollectError::NoCgroupMount);
@@ -456,6 +489,7 @@ impl<S: Syscalls + Clone> Collector<S> {
             relative: Vec::new(),
             read_error: None,
             started: Instant::now(),
+            opened: Instant::now(),
             descriptors,
             last: None,
             together,

@@ -18,7 +18,7 @@ use std::time::UNIX_EPOCH;
 
 use serde_json::{Value, json};
 use tmetric_engine::{Bar, Source};
-use tmetric_runtime::Syscalls;
+use tmetric_runtime::{Syscalls, ToolEvent};
 
 use crate::collector::{Collector, Counted, Detail, UnitValues};
 use crate::names::{help_text, number};
@@ -283,6 +283,9 @@ impl Labels {
 const EVENT_HELP: &str = "Raw count of a perf event counter (not scaled for multiplexing: scale with its group's enabled over running time), cumulative since this host or cgroup was first counted, read at the scrape";
 const ENABLED_HELP: &str = "Time the counter group was enabled (perf's time_enabled), summed over the CPUs of the unit, in seconds";
 const RUNNING_HELP: &str = "Time the counter group was on the hardware counters (perf's time_running), summed over the CPUs of the unit, in seconds";
+const DURATION_HELP: &str = "Wall-clock seconds counted (-e duration_time), cumulative since this host or cgroup was first counted, read at the scrape";
+const DURATION_ONCE_HELP: &str = "Wall-clock seconds of this run's one interval (-e duration_time)";
+const TOOL_VALUE_HELP: &str = "A fact perf 7.x's tool PMU reads when it opens the event (-e num_cpus, smt_on, ...: --perf-version 7.2), for this host or cgroup";
 const EVENT_ONCE_HELP: &str = "Raw count of a perf event counter over this run's one interval (not scaled for multiplexing: scale with its group's enabled over running time)";
 const ENABLED_ONCE_HELP: &str = "Time the counter group was enabled over this run's one interval, summed over the CPUs of the unit, in seconds";
 const RUNNING_ONCE_HELP: &str = "Time the counter group was on the hardware counters over this run's one interval, summed over the CPUs of the unit, in seconds";
@@ -505,6 +508,57 @@ pub fn read_families<S: Syscalls + Clone>(
         f.family(event, kind, if once { EVENT_ONCE_HELP } else { EVENT_HELP });
         f.family(enabled, kind, if once { ENABLED_ONCE_HELP } else { ENABLED_HELP });
         f.family(running, kind, if once { RUNNING_ONCE_HELP } else { RUNNING_HELP });
+    }
+    // Tool events (`-e duration_time`, perf 7.x's tool PMU facts) have no counter: the time
+    // counted, and the fact perf reads at open.
+    let tools = crate::collector::tool_rows(c.base_plan());
+    let (duration, duration_kind) = if once {
+        ("tmetric_tool_seconds", Kind::Gauge)
+    } else {
+        ("tmetric_tool_seconds", Kind::Counter)
+    };
+    if counters && tools.iter().any(|(_, t)| *t == ToolEvent::DurationTime) {
+        let help = if once { DURATION_ONCE_HELP } else { DURATION_HELP };
+        f.family(duration, duration_kind, help);
+    }
+    if counters && tools.iter().any(|(_, t)| matches!(t, ToolEvent::Fact(_))) {
+        f.family("tmetric_tool_value", Kind::Gauge, TOOL_VALUE_HELP);
+    }
+    for counted in c.targets().filter(|_| counters && !tools.is_empty()) {
+        let base = target_labels(counted);
+        let plan = counted.session.plan();
+        for (name, tool) in &tools {
+            let extra = [("event", name.as_str()), ("model", model.as_str())];
+            match tool {
+                ToolEvent::DurationTime => {
+                    let seconds = if once {
+                        counted.last.as_ref().map_or(0.0, |l| l.seconds)
+                    } else {
+                        counted.seconds_open()
+                    };
+                    f.sample_number(duration, duration_kind, "", &base, &extra, seconds);
+                }
+                ToolEvent::Fact(_) => {
+                    let row = plan.rows().iter().find(|r| r.source == Source::Tool(*tool));
+                    let sample = tmetric_engine::EvalInput::new(&counted.latest, 0.0);
+                    let value = row.map_or(f64::NAN, |r| {
+                        tmetric_engine::plan_eval::input_value(plan, r, &sample)
+                    });
+                    if !value.is_nan() {
+                        f.sample_number(
+                            "tmetric_tool_value",
+                            Kind::Gauge,
+                            "",
+                            &base,
+                            &extra,
+                            value,
+                        );
+                    }
+                }
+                // Refused when the collector is made: serve runs no workload.
+                ToolEvent::UserTime | ToolEvent::SystemTime => {}
+            }
+        }
     }
     for counted in c.targets().filter(|_| counters) {
         let base = target_labels(counted);

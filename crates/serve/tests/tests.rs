@@ -21,6 +21,17 @@ struct Sim {
 }
 
 fn sim(name: &str, metrics: &str, reads: u32) -> Sim {
+    sim_with(name, metrics, &[], reads).unwrap()
+}
+
+/// [`sim`] with `-e` lists `events` beside the metrics (none when `metrics` is empty), or the
+/// collector's refusal.
+fn sim_with(
+    name: &str,
+    metrics: &str,
+    events: &[&str],
+    reads: u32,
+) -> Result<Sim, tmetric_serve::collector::CollectError> {
     let dir = tempfile::Builder::new().prefix("tmetric-serve-test-").tempdir().unwrap();
     let (sys, proc_root) = (dir.path().join("sys"), dir.path().join("proc"));
     let machine = SimMachine::named(name).unwrap();
@@ -30,14 +41,15 @@ fn sim(name: &str, metrics: &str, reads: u32) -> Sim {
     let m = Host::probe(&sysfs, &proc_root, None);
     let model = m.model().unwrap();
     let mut picks = Vec::new();
-    for item in metrics.split(',') {
+    for item in metrics.split(',').filter(|m| !m.is_empty()) {
         tmetric_engine::select::add_unique(
             &mut picks,
             tmetric_engine::select::find(item, tmetric_catalog::common(), Some(model)),
         );
     }
-    assert!(!picks.is_empty());
+    assert!(!picks.is_empty() || !events.is_empty());
     let request = tmetric_engine::setup::Request {
+        events: events.iter().map(|e| e.to_string()).collect(),
         metrics: tmetric_engine::setup::Metrics::Picks(picks),
         model: Some(model),
         all_cpus: true,
@@ -62,8 +74,8 @@ fn sim(name: &str, metrics: &str, reads: u32) -> Sim {
         selection: Selection::None,
         detail: tmetric_serve::Detail::Events,
     };
-    let collector = Collector::new(kernel.clone(), plan, m.env().clone(), info, options).unwrap();
-    Sim { _dir: dir, kernel, collector }
+    let collector = Collector::new(kernel.clone(), plan, m.env().clone(), info, options)?;
+    Ok(Sim { _dir: dir, kernel, collector })
 }
 
 impl Sim {
@@ -490,5 +502,50 @@ fn renamed_metrics_keep_their_earlier_series_beside_the_new_ones() {
         assert!(samples.contains_key(&format!("{old}{model}")), "{old}: {text}");
         assert!(!text.contains(new), "{new} under perf 6.12's tables");
         assert!(!text.contains("Deprecated"), "{text}");
+    }
+}
+
+/// `serve -e` with tool events, which no counter counts: `duration_time` is the wall-clock
+/// seconds counted (a counter since the target was opened; with `--once` the interval's), perf
+/// 7.x's tool PMU facts are gauges of what perf 7.2 reads at open (`tool/num_cpus/` is 1
+/// system-wide), and `user_time`/`system_time`, a workload's CPU time, are refused: serve runs
+/// no workload.
+#[test]
+fn tool_events_export_the_time_counted_and_the_facts_perf_reads() {
+    let opened = std::time::Instant::now();
+    let mut s = sim_with("sapphirerapids", "", &["duration_time,task-clock"], 1).unwrap();
+    s.interval(1, 1000);
+    s.interval(1, 1000);
+    let text = expo::render(&s.collector, Format::Prometheus, false);
+    let samples = parse(&text);
+    let key = r#"tmetric_tool_seconds_total{event="duration_time",model="x86/sapphirerapids"}"#;
+    let counted = *samples.get(key).unwrap_or_else(|| panic!("no {key} in {text}"));
+    let interval = s.collector.host.as_ref().unwrap().last.as_ref().unwrap().seconds;
+    // Counted from the open, before the first interval began, to this scrape.
+    assert!(interval > 0.0 && counted >= interval, "{counted} for an interval of {interval}");
+    assert!(counted <= opened.elapsed().as_secs_f64(), "{counted}");
+    assert!(text.contains("# TYPE tmetric_tool_seconds_total counter"), "{text}");
+    let once = parse(&expo::render(&s.collector, Format::Prometheus, true));
+    let key = r#"tmetric_tool_seconds{event="duration_time",model="x86/sapphirerapids"}"#;
+    assert_eq!(once[key], interval);
+
+    let v72 = tmetric_catalog::vintage_for("7.2").unwrap();
+    tmetric_catalog::use_vintages(tmetric_catalog::default_vintage(), v72);
+    let facts = sim_with("sapphirerapids", "", &["tool/num_cpus/,cycles"], 1);
+    tmetric_catalog::clear_inferred_vintage();
+    let mut facts = facts.unwrap();
+    facts.interval(1, 1000);
+    let samples = parse(&expo::render(&facts.collector, Format::Prometheus, false));
+    let key = r#"tmetric_tool_value{event="tool/num_cpus/",model="x86/sapphirerapids"}"#;
+    assert_eq!(samples.get(key), Some(&1.0), "{samples:?}");
+
+    for time in ["user_time", "system_time"] {
+        let err = sim_with("sapphirerapids", "", &[time], 1).err().expect("refused");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "-e {time}: perf's {time} is the CPU time of the workload perf runs, and serve runs none; count the CPU time of the host or of each cgroup with -e task-clock (exported as tmetric_event_total, in ns), or leave {time} out"
+            )
+        );
     }
 }
