@@ -12,7 +12,6 @@
 //! * the exporter's own: intervals, CPU time, descriptors and budget, cgroups counted, added,
 //!   removed and left out (with the reason), notes.
 
-use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::UNIX_EPOCH;
 
@@ -21,7 +20,7 @@ use tmetric_engine::{Bar, Source};
 use tmetric_runtime::{Syscalls, ToolEvent};
 
 use crate::collector::{Collector, Counted, Detail, UnitValues};
-use crate::names::{help_text, number};
+use crate::names::{number, push_help};
 
 /// The exposition format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +78,9 @@ pub struct Family {
 #[derive(Debug, Default)]
 pub struct Families {
     list: Vec<Family>,
-    index: HashMap<String, usize>,
+    // Looked up once per sample; the names are the exporter's own (the catalogue's metrics and
+    // fixed families), never a client's or a cgroup's, so a fast unkeyed hash is safe.
+    index: rustc_hash::FxHashMap<String, usize>,
 }
 
 /// A label written after a sample's shared labels: its name and value (left out when empty).
@@ -195,9 +196,17 @@ impl Families {
                 (Kind::Info, Format::Prometheus) => ("gauge", "_info"),
                 (Kind::Info, Format::OpenMetrics) => ("info", ""),
             };
-            let help = help_text(&f.help, format == Format::OpenMetrics);
-            let _ = writeln!(out, "# HELP {}{suffix} {help}", f.name);
-            let _ = writeln!(out, "# TYPE {}{suffix} {type_word}", f.name);
+            out.push_str("# HELP ");
+            out.push_str(&f.name);
+            out.push_str(suffix);
+            out.push(' ');
+            push_help(out, &f.help, format == Format::OpenMetrics);
+            out.push_str("\n# TYPE ");
+            out.push_str(&f.name);
+            out.push_str(suffix);
+            out.push(' ');
+            out.push_str(type_word);
+            out.push('\n');
             out.push_str(&f.lines);
         }
         if format == Format::OpenMetrics && eof {
@@ -235,10 +244,11 @@ fn itoa(buf: &mut [u8; 20], mut value: u64) -> &str {
 fn push_label(out: &mut String, key: &str, value: &str) {
     out.push_str(key);
     out.push_str("=\"");
-    // Copied in runs between the characters to escape: every sample of every scrape writes
-    // its labels, nearly always with nothing to escape.
+    // Copied in runs between the characters to escape, found with memchr: every sample of
+    // every scrape writes its labels, nearly always with nothing to escape, and notes and
+    // reasons are sentences. Each is ASCII, so a byte position is a character boundary.
     let mut rest = value;
-    while let Some(i) = rest.find(['\\', '"', '\n']) {
+    while let Some(i) = memchr::memchr3(b'\\', b'"', b'\n', rest.as_bytes()) {
         out.push_str(&rest[..i]);
         out.push_str(match rest.as_bytes()[i] {
             b'\\' => "\\\\",

@@ -853,8 +853,9 @@ pub fn gzip_parts(parts: &[&[u8]]) -> Bytes {
     let out = DEFLATE.with_borrow_mut(|slot| {
         let mut e = match slot.take() {
             Some(mut e) => {
-                // The encoder is fresh since the last page (reset then): nothing is lost.
-                let _ = e.reset(out);
+                // Reset when the last page ended, so only the output is swapped in: a second
+                // reset here zeroed its tables again and wrote an empty stream away.
+                *e.get_mut() = out;
                 e
             }
             None => flate2::write::DeflateEncoder::new(out, flate2::Compression::fast()),

@@ -208,15 +208,27 @@ pub fn label_value(text: &str) -> String {
 /// escapes it; Prometheus text refuses an escaped `"`).
 pub fn help_text(text: &str, quote: bool) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' if quote => out.push_str("\\\""),
-            '\n' | '\r' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
+    push_help(&mut out, text, quote);
     out
+}
+
+/// [`help_text`] appended to `out`, copied in runs between the bytes to escape: every family's
+/// HELP is written at every render, and formulas are long and rarely hold one.
+pub fn push_help(out: &mut String, text: &str, quote: bool) {
+    let mut rest = text;
+    // Every byte escaped is ASCII, so a byte position is a character boundary.
+    while let Some(i) =
+        rest.bytes().position(|b| matches!(b, b'\\' | b'\n' | b'\r') || (quote && b == b'"'))
+    {
+        out.push_str(&rest[..i]);
+        out.push_str(match rest.as_bytes()[i] {
+            b'\\' => "\\\\",
+            b'"' => "\\\"",
+            _ => "\\n",
+        });
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
 }
 
 /// A sample value as Prometheus and OpenMetrics parse it.
