@@ -296,6 +296,25 @@ impl<S: Syscalls> Session<S> {
         }
     }
 
+    /// The groups as the kernel reads them, each once however many CPUs it is opened on:
+    /// its specs, leader first. They can differ from the plan's groups: a group the kernel
+    /// refused is reopened in parts ([`Session::splits`]), and per-CPU software events the
+    /// plan opens alone are read as one group ([`Plan::set_software_together`]).
+    pub fn read_groups(&self) -> Vec<Vec<usize>> {
+        match &self.counters {
+            Counting::Set(set) => {
+                let mut groups: Vec<Vec<usize>> = Vec::new();
+                for (_, members) in set.layout() {
+                    if !groups.contains(&members) {
+                        groups.push(members);
+                    }
+                }
+                groups
+            }
+            Counting::Own(own) => own.groups.iter().map(|g| g.specs.clone()).collect(),
+        }
+    }
+
     /// The refused groups, typed ([`Plan::split_note`]).
     pub fn split_notes(&self) -> Vec<RefusedGroup> {
         self.splits().iter().map(|split| self.plan.split_note(split)).collect()

@@ -186,6 +186,9 @@ pub struct Counted<S: Syscalls> {
     pub last: Option<Computed>,
     /// Per root: its inputs counted in one group that the kernel did not split.
     pub together: Vec<bool>,
+    /// Per spec: the `group` label of the group it is read in and that group's number
+    /// ([`read_group_ids`]).
+    pub group_ids: Vec<(String, usize)>,
 }
 
 /// What the last interval ended with.
@@ -248,10 +251,6 @@ pub struct Collector<S: Syscalls + Clone> {
     /// Per root, its family's help text: made once, at the start, since the descriptions
     /// are inflated on first use and the help never changes.
     pub helps: Vec<String>,
-    /// Per spec: its group's label (a hash of the group's events, which stays the same when
-    /// `-M` changes around it) and the group's number in this plan (an event counted alone is a
-    /// group of its own).
-    pub group_ids: Vec<(String, usize)>,
     /// Per spec: the name of its row (as metric formulas name the event: `topdown-retiring`,
     /// `msr/tsc/`), the `event` label.
     pub event_names: Vec<String>,
@@ -267,17 +266,20 @@ pub struct Collector<S: Syscalls + Clone> {
     walker: cgroups::Walker,
 }
 
-/// Per spec: its group's label and number. The label is a hash of the group's event names in
-/// order (`g` and 8 hexadecimal digits), so it names the same group whatever else `-M` adds.
-fn group_ids(plan: &Plan, names: &[String]) -> Vec<(String, usize)> {
-    let groups = plan.groups();
-    (0..plan.specs().len())
-        .map(|s| match groups.iter().position(|g| g.contains(&s)) {
+/// Per spec: the label and number of the group it is read in (`read`: the session's
+/// [`Session::read_groups`]), so there is one pair of group times per group the kernel
+/// reads: software events the plan opens alone are read as one group per CPU and cgroup, and
+/// a group the kernel refused is read in its parts. The label is a hash of the group's event
+/// names in order (`g` and 8 hexadecimal digits), so it names the same group whatever else
+/// `-M` adds. A spec in no group read (its open failed) is a group of its own.
+pub fn read_group_ids(read: &[Vec<usize>], names: &[String]) -> Vec<(String, usize)> {
+    (0..names.len())
+        .map(|s| match read.iter().position(|g| g.contains(&s)) {
             Some(g) => {
-                let members: Vec<&str> = groups[g].iter().map(|&m| names[m].as_str()).collect();
+                let members: Vec<&str> = read[g].iter().map(|&m| names[m].as_str()).collect();
                 (format!("g{:08x}", fnv(&members.join(","))), g)
             }
-            None => (format!("g{:08x}", fnv(&names[s])), groups.len() + s),
+            None => (format!("g{:08x}", fnv(&names[s])), read.len() + s),
         })
         .collect()
 }
@@ -409,7 +411,6 @@ impl<S: Syscalls + Clone> Collector<S> {
                     .map_or_else(|| base.specs()[s].name.clone(), |r| r.name.clone())
             })
             .collect();
-        let group_ids = group_ids(&base, &event_names);
         let multiplexable = base.events().iter().any(|e| counts_on_hardware(&e.kind));
         let mut collector = Collector {
             multiplexable,
@@ -428,7 +429,6 @@ impl<S: Syscalls + Clone> Collector<S> {
             budget,
             exports,
             helps,
-            group_ids,
             last_read: Instant::now(),
             status: Status::default(),
             kubernetes: crate::kubernetes::Names::default(),
@@ -477,6 +477,7 @@ impl<S: Syscalls + Clone> Collector<S> {
         let first = session.read().map_err(SessionError::Open)?;
         let descriptors = session.descriptors();
         let together = together(session.plan(), session.splits());
+        let group_ids = read_group_ids(&session.read_groups(), &self.event_names);
         Ok(Counted {
             cgroup: cgroup.map(str::to_string),
             labels: cgroup.map(cgroups::labels_of).unwrap_or_default(),
@@ -493,6 +494,7 @@ impl<S: Syscalls + Clone> Collector<S> {
             descriptors,
             last: None,
             together,
+            group_ids,
         })
     }
 

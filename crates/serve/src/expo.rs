@@ -580,12 +580,13 @@ pub fn read_families<S: Syscalls + Clone>(
             };
             for (s, t) in totals.iter().enumerate() {
                 let Some((value, en, run)) = *t else { continue };
-                let group = &c.group_ids[s];
+                let group = &counted.group_ids[s];
                 let extra =
                     [("event", c.event_names[s].as_str()), ("group", &group.0), ("model", &model)];
                 f.sample(event, kind, "", &ul, &extra, itoa(&mut digits, value));
                 // One pair of times per group: the first of its events with a count says it.
-                let first = (0..s).all(|o| totals[o].is_none() || c.group_ids[o].1 != group.1);
+                let first =
+                    (0..s).all(|o| totals[o].is_none() || counted.group_ids[o].1 != group.1);
                 if first {
                     let g = [("group", group.0.as_str()), ("model", &model)];
                     f.sample_number(enabled, kind, "", &ul, &g, en as f64 / 1e9);
@@ -896,7 +897,7 @@ pub fn json<S: Syscalls + Clone>(c: &Collector<S>) -> Value {
                     let (value, enabled, running) = (*totals.get(sp)?)?;
                     Some(json!({
                         "event": c.event_names[sp],
-                        "group": c.group_ids[sp].0,
+                        "group": counted.group_ids[sp].0,
                         "raw": value,
                         "enabled_ns": enabled,
                         "running_ns": running,

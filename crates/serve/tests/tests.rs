@@ -549,3 +549,75 @@ fn tool_events_export_the_time_counted_and_the_facts_perf_reads() {
         );
     }
 }
+
+/// perf 7.2's `-M Software` has every event alone in the plan (its metrics' `NO_GROUP_EVENTS`),
+/// but per-CPU software events are read as one group per CPU and cgroup: the group times are
+/// exported once per group the kernel reads, not once per event, and each event's `group`
+/// label finds its pair, as the recording rules' join needs.
+#[test]
+fn group_times_are_exported_once_per_group_read() {
+    tmetric_catalog::use_vintage(tmetric_catalog::vintage_for("7.2").unwrap());
+    let mut s = sim("sapphirerapids", "Software", 1);
+    s.interval(1, 500);
+    let text = expo::render(&s.collector, Format::Prometheus, false);
+    tmetric_catalog::clear_inferred_vintage();
+    let samples = parse(&text);
+    // `name{labels}` without the label `drop`, for the rules' `ignoring(event)`.
+    let labels = |series: &str| -> Vec<(String, String)> {
+        let inner = series.split_once('{').map_or("", |(_, l)| l.trim_end_matches('}'));
+        inner
+            .split(',')
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let (k, v) = l.split_once('=').unwrap();
+                (k.to_string(), v.trim_matches('"').to_string())
+            })
+            .collect()
+    };
+    let of = |family: &str| -> Vec<(Vec<(String, String)>, f64)> {
+        samples
+            .iter()
+            .filter(|(k, _)| k.split('{').next() == Some(family))
+            .map(|(k, v)| (labels(k), *v))
+            .collect()
+    };
+    let label = |l: &[(String, String)], key: &str| {
+        l.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or_default()
+    };
+    let events = of("tmetric_event_total");
+    let software = [
+        "cpu-clock",
+        "task-clock",
+        "context-switches",
+        "cpu-migrations",
+        "page-faults",
+        "major-faults",
+    ];
+    let group_of = |event: &str| {
+        let e = events.iter().find(|(l, _)| label(l, "event") == event);
+        label(&e.unwrap_or_else(|| panic!("no {event} in\n{text}")).0, "group")
+    };
+    for e in software {
+        assert_eq!(group_of(e), group_of("cpu-clock"), "{e} is read with the software group");
+    }
+    assert_ne!(group_of("msr/tsc/"), group_of("cpu-clock"), "msr is another PMU's event");
+    let enabled = of("tmetric_group_enabled_seconds_total");
+    let running = of("tmetric_group_running_seconds_total");
+    // Two groups read per CPU: the six software events, and msr/tsc alone.
+    assert_eq!(enabled.len(), 2, "{text}");
+    assert_eq!(running.len(), 2, "{text}");
+    // Every event finds exactly one pair of times on its labels but `event`.
+    for (l, _) in &events {
+        let key: Vec<&(String, String)> = l.iter().filter(|(k, _)| k != "event").collect();
+        let matches = |times: &[(Vec<(String, String)>, f64)]| {
+            times.iter().filter(|(t, _)| t.iter().collect::<Vec<_>>() == key).count()
+        };
+        assert_eq!(matches(&enabled), 1, "{l:?} in\n{text}");
+        assert_eq!(matches(&running), 1, "{l:?} in\n{text}");
+    }
+    // Each group counted the 500 simulated ms on every CPU, enabled and running alike.
+    let cpus = SimMachine::named("sapphirerapids").unwrap().cpus.len() as f64;
+    for (_, v) in enabled.iter().chain(&running) {
+        assert!((v - 0.5 * cpus).abs() < 1e-6, "{v} s for {cpus} CPUs in\n{text}");
+    }
+}
