@@ -189,6 +189,8 @@ pub struct Counted<S: Syscalls> {
     /// Per spec: the `group` label of the group it is read in and that group's number
     /// ([`read_group_ids`]).
     pub group_ids: Vec<(String, usize)>,
+    /// The labels of its every sample ([`crate::expo::target_labels`]), made once.
+    pub base_labels: crate::expo::Labels,
 }
 
 /// What the last interval ended with.
@@ -251,6 +253,9 @@ pub struct Collector<S: Syscalls + Clone> {
     /// Per root, its family's help text: made once, at the start, since the descriptions
     /// are inflated on first use and the help never changes.
     pub helps: Vec<String>,
+    /// Per root, its `model` and `pmu` labels (the PMU for hybrid models' metrics only, else
+    /// empty): made once, as every target's every metric sample carries them.
+    pub root_models: Vec<(String, &'static str)>,
     /// Per spec: the name of its row (as metric formulas name the event: `topdown-retiring`,
     /// `msr/tsc/`), the `event` label.
     pub event_names: Vec<String>,
@@ -403,6 +408,15 @@ impl<S: Syscalls + Clone> Collector<S> {
             .enumerate()
             .map(|(r, e)| crate::expo::metric_help(&base, e, r))
             .collect();
+        let root_models = base
+            .roots()
+            .iter()
+            .map(|root| {
+                let pmu = root.model.str(root.model.metric(root.metric).pmu);
+                let pmu = if pmu == "cpu_core" || pmu == "cpu_atom" { pmu } else { "" };
+                (root.model.path(), pmu)
+            })
+            .collect();
         let event_names: Vec<String> = (0..base.specs().len())
             .map(|s| {
                 base.rows()
@@ -429,6 +443,7 @@ impl<S: Syscalls + Clone> Collector<S> {
             budget,
             exports,
             helps,
+            root_models,
             last_read: Instant::now(),
             status: Status::default(),
             kubernetes: crate::kubernetes::Names::default(),
@@ -478,9 +493,11 @@ impl<S: Syscalls + Clone> Collector<S> {
         let descriptors = session.descriptors();
         let together = together(session.plan(), session.splits());
         let group_ids = read_group_ids(&session.read_groups(), &self.event_names);
+        let labels = cgroup.map(cgroups::labels_of).unwrap_or_default();
         Ok(Counted {
+            base_labels: crate::expo::target_labels(cgroup, &labels),
             cgroup: cgroup.map(str::to_string),
-            labels: cgroup.map(cgroups::labels_of).unwrap_or_default(),
+            labels,
             session,
             latest: first.clone(),
             id,

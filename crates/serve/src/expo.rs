@@ -314,12 +314,14 @@ const CGROUP_HELP: &str = "A counted cgroup: leaf (no child cgroups: a parent's 
 const KUBERNETES_HELP: &str = "A counted pod's or container's cgroup and its Kubernetes names, from the kubelet's log directories (--kubelet-log-dir); join on cgroup: metric * on (instance, cgroup) group_left (namespace, pod, container) tmetric_cgroup_kubernetes_info";
 const MISSING_HELP: &str = "A metric with no value in the last interval, and why";
 
-fn target_labels<S: Syscalls>(counted: &Counted<S>) -> Labels {
+/// The labels of a target's every sample: none for the host, else `cgroup` and the labels
+/// its path gives (made once, when the target is opened: [`Counted::base_labels`]).
+pub fn target_labels(cgroup: Option<&str>, labels: &[(&'static str, String)]) -> Labels {
     let mut l = Labels::default();
-    if let Some(cg) = &counted.cgroup {
-        l = l.with("cgroup", cg);
-        for (k, v) in &counted.labels {
-            l = l.with(k, v);
+    if let Some(cg) = cgroup {
+        l.push("cgroup", cg);
+        for (k, v) in labels {
+            l.push(k, v);
         }
     }
     l
@@ -464,7 +466,8 @@ pub fn interval_families<S: Syscalls + Clone>(c: &Collector<S>, once: bool) -> F
     f.family("tmetric_cgroup", Kind::Info, CGROUP_HELP);
     for counted in c.cgroups.values() {
         let id = counted.id.map(|i| i.to_string()).unwrap_or_default();
-        let l = target_labels(counted)
+        let l = counted
+            .base_labels
             .with("leaf", if counted.leaf { "true" } else { "false" })
             .with("id", &id);
         f.add("tmetric_cgroup", Kind::Info, "", &l, "1".into());
@@ -535,7 +538,7 @@ pub fn read_families<S: Syscalls + Clone>(
         f.family("tmetric_tool_value", Kind::Gauge, TOOL_VALUE_HELP);
     }
     for counted in c.targets().filter(|_| counters && !tools.is_empty()) {
-        let base = target_labels(counted);
+        let base = &counted.base_labels;
         let plan = counted.session.plan();
         for (name, tool) in &tools {
             let extra = [("event", name.as_str()), ("model", model.as_str())];
@@ -546,7 +549,7 @@ pub fn read_families<S: Syscalls + Clone>(
                     } else {
                         counted.seconds_open()
                     };
-                    f.sample_number(duration, duration_kind, "", &base, &extra, seconds);
+                    f.sample_number(duration, duration_kind, "", base, &extra, seconds);
                 }
                 ToolEvent::Fact(_) => {
                     let row = plan.rows().iter().find(|r| r.source == Source::Tool(*tool));
@@ -555,14 +558,7 @@ pub fn read_families<S: Syscalls + Clone>(
                         tmetric_engine::plan_eval::input_value(plan, r, &sample)
                     });
                     if !value.is_nan() {
-                        f.sample_number(
-                            "tmetric_tool_value",
-                            Kind::Gauge,
-                            "",
-                            &base,
-                            &extra,
-                            value,
-                        );
+                        f.sample_number("tmetric_tool_value", Kind::Gauge, "", base, &extra, value);
                     }
                 }
                 // Refused when the collector is made: serve runs no workload.
@@ -571,7 +567,7 @@ pub fn read_families<S: Syscalls + Clone>(
         }
     }
     for counted in c.targets().filter(|_| counters) {
-        let base = target_labels(counted);
+        let base = &counted.base_labels;
         let mut digits = [0u8; 20];
         for (label, _cpus, totals) in c.totals(counted, once) {
             let ul = match &label {
@@ -804,25 +800,24 @@ fn add_cgroups_left_out_and_notes<S: Syscalls + Clone>(f: &mut Families, c: &Col
 /// metrics.
 fn add_target<S: Syscalls + Clone>(f: &mut Families, c: &Collector<S>, counted: &Counted<S>) {
     let Some(last) = &counted.last else { return };
-    let base = target_labels(counted);
+    let base = &counted.base_labels;
     for note in &last.notes {
         f.add("tmetric_note", Kind::Info, "", &base.with("note", &note.to_string()), "1".into());
     }
-    let tplan = counted.session.plan();
     for unit in &last.units {
-        let ul = unit_labels(&base, unit);
-        for (r, root) in tplan.roots().iter().enumerate() {
-            let e = &c.exports[r];
-            let pmu = root.model.str(root.model.metric(root.metric).pmu);
-            let pmu = if pmu == "cpu_core" || pmu == "cpu_atom" { pmu } else { "" };
-            let model = root.model.path();
-            let ml = [("model", model.as_str()), ("pmu", pmu)];
+        let ul = unit_labels(base, unit);
+        for (r, e) in c.exports.iter().enumerate() {
+            let (model, pmu) = (c.root_models[r].0.as_str(), c.root_models[r].1);
+            let ml = [("model", model), ("pmu", pmu)];
             let value = exported_value(c, unit, r);
             // A renamed metric's earlier names carry the same samples.
             let earlier = e.earlier.as_ref().map(|x| (&x.family, &x.bar_family));
             for (family, bar_family) in std::iter::once((&e.family, &e.bar_family)).chain(earlier) {
-                let metric = family.trim_start_matches("tmetric_");
-                let per = [("model", model.as_str()), ("pmu", pmu), ("metric", metric)];
+                let mut metric = family.as_str();
+                while let Some(rest) = metric.strip_prefix("tmetric_") {
+                    metric = rest;
+                }
+                let per = [("model", model), ("pmu", pmu), ("metric", metric)];
                 match &value {
                     Ok(v) => f.sample_number(family, Kind::Gauge, "", &ul, &ml, *v),
                     Err(why) => {
