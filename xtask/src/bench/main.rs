@@ -59,8 +59,8 @@ const USAGE: &str = "usage: cargo xtask bench [--build] [--only <sections>] [--q
      (the stripped release binary, built in ./target, against perf's and the baseline's),\n              \
      build (cold build and rebuilds), test (clean cargo test), from-perf (eval --from-perf\n              \
      on generated 10/30/100 MB -I logs, against --baseline's release binary), serve\n              \
-     (tmetric serve's CPU per interval against perf stat -I --for-each-cgroup at 1, 20 and\n              \
-     100 cgroups, side by side; root), hostile (the HTTP attacks of the security round\n              \
+     (tmetric serve's CPU per interval, scraped once an interval and not scraped, against\n              \
+     perf stat -I --for-each-cgroup at 1, 20 and 100 cgroups, side by side; root), hostile (the HTTP attacks of the security round\n              \
      against tmetric serve and node_exporter: $TMETRIC_BENCH_NODE_EXPORTER or in PATH,\n              \
      skipped and said when absent), stat (tmetric stat against perf stat in turn: start-up\n              \
      wall time and a 2 s system-wide -I 10 run's CPU), accuracy (multiplexed metrics against\n              \
