@@ -85,16 +85,23 @@ fn intervals(reads: &[Snapshot], specs: &[usize]) -> Vec<(f64, f64, f64)> {
     reads
         .windows(2)
         .filter_map(|w| {
-            let d = w[1].since(&w[0]);
             let (mut v, mut e, mut r) = (0.0, 0.0, 0.0);
             let mut open = false;
+            // `specs`' changes alone, as `Snapshot::since` takes them CPU by CPU: a whole
+            // snapshot's difference per spec and window was most of an interval's evaluation
+            // of serve's software metrics.
             for &spec in specs {
-                let Some(cpus) = d.events.get(spec).and_then(Option::as_ref) else { continue };
+                let Some(cpus) = w[1].events.get(spec).and_then(Option::as_ref) else { continue };
                 open = true;
+                let before = w[0].events.get(spec).and_then(Option::as_ref);
                 for c in cpus {
-                    v += c.raw.value as f64;
-                    e += c.raw.enabled as f64;
-                    r += c.raw.running as f64;
+                    let old = before
+                        .and_then(|b| b.iter().find(|o| o.cpu == c.cpu && o.thread == c.thread))
+                        .map_or(tmetric_runtime::RawCount::default(), |o| o.raw);
+                    let d = c.raw.since(old);
+                    v += d.value as f64;
+                    e += d.enabled as f64;
+                    r += d.running as f64;
                 }
             }
             open.then_some((v, e, r))
