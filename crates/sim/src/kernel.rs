@@ -94,9 +94,7 @@ enum Home {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum HwKind {
     X86(HwEvent),
-    Arm {
-        config: u64,
-    },
+    Arm(crate::sched::ArmEvent),
     Uncore {
         config: u64,
     },

@@ -108,8 +108,12 @@
 //!   software and msr events join any group; a software group with a hardware sibling moves
 //!   to that PMU.
 //! * arm64 (drivers/perf/arm_pmu.c, arm_pmuv3.c): `validate_group` skips OFF events without
-//!   `enable_on_exec` (so a disabled leader is not counted at open); CPU_CYCLES prefers the
-//!   cycle counter; other events take the lowest free of the 6 counters.
+//!   `enable_on_exec` (so a disabled leader is not counted at open); CPU_CYCLES without a
+//!   threshold prefers the cycle counter, a second one in a group takes a programmable
+//!   counter; other events take the lowest free of the 6 counters, a 64-bit (`long`) one
+//!   two chained counters where the counters are 32-bit (before FEAT_PMUv3p5; N2's are
+//!   64-bit); CHAIN, a threshold past `caps/threshold_max` and `rdpmc` on a CPU event are
+//!   EINVAL (`arm_places_cycles_chains_and_thresholds_as_armv8pmu_get_event_idx`).
 //! * Uncore (intel/uncore.c, uncore_snbep.c, amd/uncore.c), RAPL and cstate: CPU events
 //!   only, no exclude bits; uncore and RAPL events move to the package's `cpumask` CPU (so a
 //!   sibling opened on the original CPU is on another CPU: EINVAL), cstate events stay; group

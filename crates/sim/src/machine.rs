@@ -49,6 +49,12 @@ impl CoreKind {
     pub fn is_amd(self) -> bool {
         matches!(self, CoreKind::Zen4 | CoreKind::Zen5)
     }
+
+    /// An arm64 core's PMUv3 has 64-bit programmable counters (FEAT_PMUv3p5, which Armv8.5
+    /// requires with PMUv3: Neoverse N2 is an Armv9.0 core, so its PMUVer is 6 or more).
+    pub fn long_counters(self) -> bool {
+        self == CoreKind::NeoverseN2
+    }
 }
 
 /// `armv8_pmuv3_perf_map` (drivers/perf/arm_pmuv3.c): `PERF_TYPE_HARDWARE` ids to PMUv3
@@ -144,6 +150,12 @@ pub struct ArmCore {
     pub generic: [Option<u64>; 10],
     /// `caps/slots` (PMMIR_EL1.SLOTS).
     pub width: u64,
+    /// 64-bit programmable counters (FEAT_PMUv3p5, `armv8pmu_has_long_event`): where they
+    /// are 32-bit, a `long` event takes two chained counters.
+    pub long_counters: bool,
+    /// `caps/threshold_max` (PMMIR_EL1.THWIDTH, 0 without FEAT_PMUv3_TH): a larger
+    /// `threshold` is refused.
+    pub threshold_max: u64,
 }
 
 /// One PMU of a simulated machine: as its sysfs tree shows it, and how the simulated kernel

@@ -515,17 +515,64 @@ fn assign(events: &[HwEvent], gpmax: u32) -> bool {
     true
 }
 
-/// `armv8pmu_get_event_idx`, event by event in the order they are added: CPU_CYCLES (without
-/// a threshold) takes the cycle counter when it is free, anything else the lowest free
-/// programmable counter.
-pub fn arm_fits(gp: u32, events: &[u64]) -> bool {
+/// `ARMV8_PMUV3_PERFCTR_CHAIN`: the odd half of a chained pair, never opened by itself.
+pub const ARM_CHAIN: u64 = 0x1e;
+/// `ATTR_CFG_FLD_long` (config1 bit 0): a 64-bit counter.
+pub const ARM_LONG: u64 = 1 << 0;
+/// `ATTR_CFG_FLD_rdpmc` (config1 bit 1): read from user space.
+pub const ARM_RDPMC: u64 = 1 << 1;
+/// `ATTR_CFG_FLD_threshold` (config1 bits 5-16): PMEVTYPER.TH.
+pub const ARM_THRESHOLD_SHIFT: u32 = 5;
+/// Its width.
+pub const ARM_THRESHOLD_MASK: u64 = 0xfff;
+
+/// One PMUv3 event as `armv8pmu_get_event_idx` sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArmEvent {
+    /// The event number (`ARMV8_PMU_EVTYPE_EVENT`, 16 bits).
+    pub config: u64,
+    /// `long`: a 64-bit event.
+    pub long: bool,
+    /// `rdpmc` on a task event (`PERF_EVENT_FLAG_USER_READ_CNT`): one counter, never chained.
+    pub user: bool,
+    /// `threshold`: not 0 keeps CPU_CYCLES off the cycle counter.
+    pub threshold: u64,
+}
+
+/// `armv8pmu_get_event_idx` (drivers/perf/arm_pmuv3.c), event by event in the order they are
+/// added (`validate_group`: leader, siblings, then the new event), on `gp` programmable
+/// counters, with PMUv3p5's 64-bit counters when `long_counters`
+/// (`armv8pmu_has_long_event`):
+/// * CPU_CYCLES without a threshold takes the cycle counter when it is free; when it is not,
+///   a 64-bit user-read one fails where counters are 32-bit, others go on.
+/// * A 64-bit event on 32-bit counters that is not read from user space is chained
+///   (`armv8pmu_event_is_chained`): an odd counter and the even one below it
+///   (`armv8pmu_get_chain_idx`).
+/// * Anything else takes the lowest free programmable counter (`armv8pmu_get_single_idx`).
+///
+/// The instruction counter (`ARMV8_PMU_INSTR_IDX`, FEAT_PMUv3_ICNTR, Armv9.4) is not
+/// modelled: no machine here has it.
+pub fn arm_fits(gp: u32, long_counters: bool, events: &[ArmEvent]) -> bool {
     let mut used = 0u64;
-    for &config in events {
-        if config & 0xffff == ARM_CPU_CYCLES && used & (1 << ARM_CYCLE_IDX) == 0 {
-            used |= 1 << ARM_CYCLE_IDX;
-            continue;
+    for ev in events {
+        if ev.config & 0xffff == ARM_CPU_CYCLES && ev.threshold == 0 {
+            if used & (1 << ARM_CYCLE_IDX) == 0 {
+                used |= 1 << ARM_CYCLE_IDX;
+                continue;
+            }
+            if ev.long && ev.user && !long_counters {
+                return false;
+            }
         }
-        match (0..gp).find(|i| used & (1 << i) == 0) {
+        let chained = !ev.user && ev.long && !long_counters;
+        let free = |i: u32| used & (1 << i) == 0;
+        let idx = if chained {
+            (1..gp).filter(|i| i & 1 == 1).find(|&i| free(i) && free(i - 1))
+        } else {
+            (0..gp).find(|&i| free(i))
+        };
+        match idx {
+            Some(i) if chained => used |= 0b11 << (i - 1),
             Some(i) => used |= 1 << i,
             None => return false,
         }

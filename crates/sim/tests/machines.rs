@@ -170,3 +170,21 @@ fn core_pmus_covering_one_cpu_twice_are_refused() {
         "{err}"
     );
 }
+
+/// An Arm PMU's `caps/threshold_max` bounds the `threshold` field (12 bits): a value the
+/// kernel could not print, or one past the field, is refused naming the PMU and the cap.
+#[test]
+fn an_arm_threshold_max_past_the_field_is_refused() {
+    for bad in ["0x00001000", "many"] {
+        let text = builtin("neoverse-n2")
+            .replace("\"threshold_max\": \"0x00000000\"", &format!("\"threshold_max\": \"{bad}\""));
+        let (loaded, path) = load("n2.json", &text);
+        let err = loaded.unwrap_err();
+        assert!(err.starts_with(&format!("{path}:")), "{err}");
+        assert!(
+            err.contains("arm64 PMU `armv8_pmuv3_0` cap `threshold_max`")
+                && err.contains("give a number up to 0xfff"),
+            "{err}"
+        );
+    }
+}

@@ -60,7 +60,7 @@ pub(crate) fn classify(machine: &Machine, attr: &Attr, pid: i32, cpu: i32) -> Re
             };
             (index, generic[id as usize].ok_or(errno(libc::ENOENT))?)
         }
-        TYPE_HW_CACHE => return init_cache(machine, attr, cpu),
+        TYPE_HW_CACHE => return init_cache(machine, attr, pid, cpu),
         other => match machine.pmu_by_type(other) {
             // arm64 has no PMU of type 4: a raw event goes to the first CPU PMU that
             // takes it.
@@ -96,7 +96,7 @@ fn soft(source: Source) -> Init {
 
 /// A generic cache event (`PERF_TYPE_HW_CACHE`): cache, op and result within range, on a
 /// core PMU that covers `cpu`.
-fn init_cache(machine: &Machine, attr: &Attr, cpu: i32) -> Result<Init, Errno> {
+fn init_cache(machine: &Machine, attr: &Attr, pid: i32, cpu: i32) -> Result<Init, Errno> {
     let index = generic_pmu(machine, attr.config, cpu)?;
     let c = attr.config & 0xffff_ffff;
     let (cache, op, result) = (c & 0xff, (c >> 8) & 0xff, (c >> 16) & 0xff);
@@ -115,7 +115,7 @@ fn init_cache(machine: &Machine, attr: &Attr, cpu: i32) -> Result<Init, Errno> {
             HwKind::X86(HwEvent { constraint: core.unconstrained(), extra: None, metric: false })
         }
         // Any event number but CPU_CYCLES: a programmable counter.
-        PmuClass::Arm(_) => HwKind::Arm { config: 0xffff },
+        PmuClass::Arm(arm) => HwKind::Arm(arm_event(arm, 0xffff, attr, pid)?),
         _ => return Err(errno(libc::ENOENT)),
     };
     Ok(Init {
@@ -152,10 +152,9 @@ fn init_on_pmu(
                 return Err(errno(libc::ENOENT));
             }
             let config = config & 0xffff;
-            let _ = arm;
             Ok(Init {
                 home: Home::Hw(pmu_index),
-                hw: HwKind::Arm { config },
+                hw: HwKind::Arm(arm_event(arm, config, attr, pid)?),
                 source: Some(Source::Arm { pmu: pmu_index, config }),
                 cpu: None,
                 metric: false,
@@ -386,4 +385,40 @@ fn any_exclude(attr: &Attr) -> bool {
         || attr.exclude_hv
         || attr.exclude_guest
         || attr.exclude_host
+}
+
+/// `__armv8_pmuv3_map_event` and `armv8pmu_set_event_filter` (drivers/perf/arm_pmuv3.c):
+/// the event as `armv8pmu_get_event_idx` will place it, or the refusal.
+/// * CHAIN (0x1e), the odd half of a pair, EINVAL: it only counts beside its even counter.
+/// * `rdpmc` on an event that follows no task (a CPU or cgroup event) EINVAL; a 64-bit one
+///   that is not CPU_CYCLES on 32-bit counters EOPNOTSUPP (it cannot be chained, and only
+///   the cycle counter is 64-bit there).
+/// * A `threshold` above `caps/threshold_max` EINVAL (every threshold without FEAT_PMUv3_TH).
+fn arm_event(
+    arm: &crate::machine::ArmCore,
+    config: u64,
+    attr: &Attr,
+    pid: i32,
+) -> Result<crate::sched::ArmEvent, Errno> {
+    use crate::sched::{
+        ARM_CHAIN, ARM_CPU_CYCLES, ARM_LONG, ARM_RDPMC, ARM_THRESHOLD_MASK, ARM_THRESHOLD_SHIFT,
+    };
+    if config == ARM_CHAIN {
+        return Err(errno(libc::EINVAL));
+    }
+    let long = attr.config1 & ARM_LONG != 0;
+    let user = attr.config1 & ARM_RDPMC != 0;
+    if user {
+        if pid == -1 || attr.pid_is_cgroup {
+            return Err(errno(libc::EINVAL));
+        }
+        if long && config != ARM_CPU_CYCLES && !arm.long_counters {
+            return Err(errno(libc::EOPNOTSUPP));
+        }
+    }
+    let threshold = (attr.config1 >> ARM_THRESHOLD_SHIFT) & ARM_THRESHOLD_MASK;
+    if threshold > arm.threshold_max {
+        return Err(errno(libc::EINVAL));
+    }
+    Ok(crate::sched::ArmEvent { config, long, user, threshold })
 }

@@ -116,14 +116,14 @@ impl State {
                 core.fits(&hw)
             }
             PmuClass::Arm(arm) => {
-                let configs: Vec<u64> = events
+                let placed: Vec<sched::ArmEvent> = events
                     .iter()
                     .filter_map(|e| match e {
-                        HwKind::Arm { config } => Some(*config),
+                        HwKind::Arm(ev) => Some(*ev),
                         _ => None,
                     })
                     .collect();
-                sched::arm_fits(arm.gp, &configs)
+                sched::arm_fits(arm.gp, arm.long_counters, &placed)
             }
             PmuClass::Uncore { counters, fixed, free_running, .. } => {
                 let configs: Vec<u64> = events

@@ -40,7 +40,8 @@
 //!   PEBS records carry the retire latency.
 //! * PMUs, in registration order: `x86_core` (`core` names the [`CoreKind`], `gp` and `fixed`
 //!   counters, `width` slots per cycle, `cpus` for a hybrid's core types), `arm_pmuv3` (`events`
-//!   map names to event numbers), `msr`, `power`, `cstate_core`, `cstate_pkg` (event names),
+//!   map names to event numbers; `long_counters` says whether the counters are 64-bit,
+//!   FEAT_PMUv3p5, the core's own when not given; `caps/threshold_max` bounds `threshold`), `msr`, `power`, `cstate_core`, `cstate_pkg` (event names),
 //!   and `uncore` boxes: `name` may hold `{n}` with `count` boxes made for n in 0..count;
 //!   `counters` general counters, `fixed` (a fixed counter for config 0xff), `free_running`,
 //!   `config_mask` (the config bits the driver keeps; every bit when not given).
@@ -410,6 +411,8 @@ struct ArmSpec {
     formats: Formats,
     events: Vec<(String, u64)>,
     caps: Vec<(String, String)>,
+    long_counters: bool,
+    threshold_max: u64,
 }
 
 #[derive(Deserialize)]
@@ -421,6 +424,9 @@ struct RawArm {
     width: u64,
     cpus: String,
     formats: Formats,
+    /// FEAT_PMUv3p5's 64-bit counters; the core's own when not given.
+    #[serde(default)]
+    long_counters: Option<bool>,
     #[serde(default)]
     events: Ordered<Num>,
     #[serde(default)]
@@ -459,7 +465,20 @@ impl TryFrom<RawArm> for ArmSpec {
         for (file, text) in &raw.caps.0 {
             one_line(&format!("{name} cap `{file}`"), text)?;
         }
+        // arm_pmuv3.c threshold_max_show: `0x%08x` of PMMIR_EL1.THWIDTH's largest threshold.
+        let threshold_max = match raw.caps.0.iter().find(|(f, _)| f == "threshold_max") {
+            None => 0,
+            Some((_, text)) => tmetric_runtime::sysfs::parse_number(text.trim())
+                .filter(|&t| t <= crate::sched::ARM_THRESHOLD_MASK)
+                .ok_or_else(|| {
+                    format!(
+                        "arm64 PMU `{name}` cap `threshold_max`: {text:?}: give a number up to 0xfff (the `threshold` field's 12 bits), as \"0x00000000\" without FEAT_PMUv3_TH"
+                    )
+                })?,
+        };
         Ok(ArmSpec {
+            long_counters: raw.long_counters.unwrap_or(raw.core.long_counters()),
+            threshold_max,
             name: raw.name,
             core: raw.core,
             gp: raw.gp,
@@ -890,6 +909,8 @@ fn build(file: File) -> Result<Machine, (String, String)> {
                         gp: a.gp,
                         generic: super::ARMV8_PMUV3_PERF_MAP,
                         width: a.width,
+                        long_counters: a.long_counters,
+                        threshold_max: a.threshold_max,
                     }),
                     cpus: Some(list),
                     cpumask: None,

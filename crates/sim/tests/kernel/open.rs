@@ -389,6 +389,71 @@ fn arm_validates_with_the_cycle_counter_and_skips_a_disabled_leader() {
     assert_eq!((enabled, running), (20 * MS, 0));
 }
 
+/// The N2 machine file with `long_counters` and `caps/threshold_max` as given: an earlier
+/// PMUv3 (32-bit counters, as before FEAT_PMUv3p5) or one with FEAT_PMUv3_TH.
+fn n2_variant(long_counters: bool, threshold_max: &str) -> SimKernel {
+    let (_, text) = tmetric_sim::MACHINE_FILES.iter().find(|(n, _)| *n == "neoverse-n2").unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(text).unwrap();
+    let arm = &mut json["pmus"][0]["arm_pmuv3"];
+    arm["long_counters"] = serde_json::json!(long_counters);
+    arm["caps"]["threshold_max"] = serde_json::json!(threshold_max);
+    SimKernel::manual(tmetric_sim::Machine::parse(&json.to_string(), "n2 variant").unwrap())
+}
+
+/// `armv8pmu_get_event_idx` and `__armv8_pmuv3_map_event` (drivers/perf/arm_pmuv3.c,
+/// Linux 6.12) on the cycle counter, chained 64-bit events, thresholds and user reads.
+#[test]
+fn arm_places_cycles_chains_and_thresholds_as_armv8pmu_get_event_idx() {
+    const LONG: u64 = 1;
+    const RDPMC: u64 = 2;
+    let th = |t: u64| t << 5;
+    let e = |r: Result<i32, tmetric_runtime::Errno>| r.map(|_| ()).map_err(|e| e.0);
+    let mut k = kernel("neoverse-n2", false);
+    let arm = type_of(&k, "armv8_pmuv3_0");
+    let ev = |c: u64, config1: u64| Attr { config1, ..typed(arm, c) };
+    let six: Vec<Attr> = (0..6).map(|i| ev(0x20 + i, 0)).collect();
+    // A second CPU_CYCLES in a group goes to a programmable counter: two cycles and five
+    // others fit, two cycles and six do not.
+    let with = |first: Vec<Attr>, n: usize| [first, six[..n].to_vec()].concat();
+    assert!(group(&mut k, 0, &with(vec![ev(0x11, 0), ev(0x11, 0)], 5)).is_ok());
+    assert_eq!(group(&mut k, 0, &with(vec![ev(0x11, 0), ev(0x11, 0)], 6)), Err((7, libc::EINVAL)));
+    // CHAIN, the odd half of a pair, never opens.
+    assert_eq!(e(k.perf_event_open(&ev(0x1e, 0), -1, 0, -1)), Err(libc::EINVAL));
+    // N2 has no FEAT_PMUv3_TH (threshold_max 0): any threshold is refused.
+    assert_eq!(e(k.perf_event_open(&ev(0x11, th(1)), -1, 0, -1)), Err(libc::EINVAL));
+    // rdpmc only on a task's event.
+    assert_eq!(e(k.perf_event_open(&ev(0x11, RDPMC), -1, 0, -1)), Err(libc::EINVAL));
+    let task = k.perf_event_open(&ev(0x11, RDPMC), 0, -1, -1);
+    assert!(task.is_ok());
+    k.close(task.unwrap());
+    // 64-bit counters (PMUv3p5): a long event takes one counter.
+    assert!(group(&mut k, 0, &six.iter().map(|a| ev(a.config, LONG)).collect::<Vec<_>>()).is_ok());
+
+    // 32-bit counters: a long event chains an odd counter with the even one below it.
+    let mut old = n2_variant(false, "0x00000000");
+    let longs = |n: u64| (0..n).map(|i| ev(0x20 + i, LONG)).collect::<Vec<_>>();
+    assert!(group(&mut old, 0, &longs(3)).is_ok());
+    assert_eq!(group(&mut old, 0, &longs(4)), Err((3, libc::EINVAL)));
+    // One plain event on counter 0 leaves the pairs (3, 2) and (5, 4): counter 1 is lost.
+    let plain_first = [vec![ev(0x30, 0)], longs(2)].concat();
+    assert!(group(&mut old, 0, &plain_first).is_ok());
+    assert_eq!(group(&mut old, 0, &[plain_first, longs(1)].concat()), Err((3, libc::EINVAL)));
+    // Long cycles take the 64-bit cycle counter; a second pair takes two counters.
+    assert!(group(&mut old, 0, &[vec![ev(0x11, LONG), ev(0x11, LONG)], longs(2)].concat()).is_ok());
+    // A long user-read event cannot chain: only CPU_CYCLES may be one (EOPNOTSUPP), and a
+    // second one finds the cycle counter taken (EAGAIN, so the group is refused).
+    assert_eq!(e(old.perf_event_open(&ev(0x20, LONG | RDPMC), 0, -1, -1)), Err(libc::EOPNOTSUPP));
+    let lead = old.perf_event_open(&ev(0x11, LONG | RDPMC), 0, -1, -1).unwrap();
+    assert_eq!(e(old.perf_event_open(&ev(0x11, LONG | RDPMC), 0, -1, lead)), Err(libc::EINVAL));
+    assert!(old.perf_event_open(&ev(0x11, RDPMC), 0, -1, lead).is_ok());
+
+    // With FEAT_PMUv3_TH, CPU_CYCLES with a threshold is counted on a programmable counter.
+    let mut th_pmu = n2_variant(true, "0x000000ff");
+    assert!(group(&mut th_pmu, 0, &with(vec![ev(0x11, th(4))], 6)).is_err());
+    assert!(group(&mut th_pmu, 0, &with(vec![ev(0x11, 0)], 6)).is_ok());
+    assert_eq!(e(th_pmu.perf_event_open(&ev(0x11, th(0x100)), -1, 0, -1)), Err(libc::EINVAL));
+}
+
 /// A cgroup's descriptor belongs to the simulated kernel: it was the machine's own directory
 /// descriptor, whose number could be a simulated event's, so closing it (a cgroup that went
 /// away) closed that event, and the host target never counted again. Now closing it closes
