@@ -10,7 +10,8 @@
 //! barriers), one count per interrupt and up to 0.1 % overcount on core
 //! events, 8-bit PERF_METRICS), at kernel HZ 250 (rotation every 4 ms) and 1000 (1 ms), with
 //! three seeds (each its own timer offsets, CPU offsets and random phase lengths). Each
-//! selection (TopdownL1..L6 on Intel, PipelineL1/L2 on AMD, TopdownL1 on Arm) is counted for
+//! selection (TopdownL1..L6 on Intel, PipelineL1/L2 on AMD, TopdownL1 and TopdownL1 with
+//! Operation_Mix and Cycle_Accounting on Arm) is counted for
 //! 1 s of simulated time, read every 100 ms, three ways:
 //!
 //! * `tmetric`: tmetric's schedule and estimate;
@@ -457,12 +458,18 @@ static ONLY_INTERVALS: std::sync::atomic::AtomicBool = std::sync::atomic::Atomic
 /// `-- --intervals`: measure each run's `-I` intervals too.
 static INTERVALS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Arm's TopdownL1 fits its counters, so the Arm models are also measured with their
+/// instruction mix and cycle accounting beside it (`-M` with three items), which do not.
+const ARM_MULTIPLEXED: &str = "TopdownL1,Operation_Mix,Cycle_Accounting";
+
 fn selections(model: &'static Model, quick: bool) -> Vec<String> {
     let levels = if quick { 3 } else { 6 };
+    let arm = ARM_MULTIPLEXED.split(',').all(|g| !model.select(g).is_empty());
     (1..=levels)
         .map(|l| format!("TopdownL{l}"))
         .chain((1..=2).map(|l| format!("PipelineL{l}")))
         .filter(|g| !model.select(g).is_empty())
+        .chain(arm.then(|| ARM_MULTIPLEXED.to_string()))
         .collect()
 }
 

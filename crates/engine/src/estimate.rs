@@ -51,18 +51,38 @@ const EVERY_TURN: f64 = 1e-3;
 /// count is fitted as that share of the turn's.
 const COUNTED: f64 = 0.5;
 
+/// What a PMU's anchor counts ([`crate::plan::ANCHORS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Anchor {
+    /// The retired instructions (Intel's fixed counter 0).
+    Instructions,
+    /// The core's cycles (Arm's cycle counter, AMD's cycles).
+    Cycles,
+}
+
+impl Anchor {
+    fn words(self) -> &'static str {
+        match self {
+            Anchor::Instructions => "retired instructions",
+            Anchor::Cycles => "cycles",
+        }
+    }
+}
+
 /// How a rotated counter's count was estimated ([`Plan::estimate_kinds`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum EstimateKind {
     /// Its copies counted in every turn: the count is the total.
     EveryTurn,
     /// The turns it missed regressed on time and, where they told the turns apart, the
-    /// retired instructions and the SMT sibling's, over this many turns it counted in (the
-    /// fewest on a CPU).
+    /// anchor (the retired instructions or the cycles) and the SMT sibling's, over this many
+    /// turns it counted in (the fewest on a CPU).
     Regressed {
-        /// On some CPU, the retired instructions were a regressor.
+        /// What the anchor counts.
+        by: Anchor,
+        /// On some CPU, the anchor was a regressor.
         anchor: bool,
-        /// On some CPU, the sibling's retired instructions were.
+        /// On some CPU, the sibling's anchor was.
         sibling: bool,
         /// Turns fitted.
         turns: usize,
@@ -78,14 +98,15 @@ impl std::fmt::Display for EstimateKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             EstimateKind::EveryTurn => write!(f, "counted in every turn: exact"),
-            EstimateKind::Regressed { anchor, sibling, turns, neighbours } => {
+            EstimateKind::Regressed { by, anchor, sibling, turns, neighbours } => {
+                let by = by.words();
                 let on = match (anchor, sibling) {
                     (false, false) => {
-                        "time alone (the retired instructions told the turns apart no better)"
+                        format!("time alone (the {by} told the turns apart no better)")
                     }
-                    (true, false) => "time and the retired instructions",
-                    (false, true) => "time and the SMT sibling's retired instructions",
-                    (true, true) => "time, the retired instructions and the SMT sibling's",
+                    (true, false) => format!("time and the {by}"),
+                    (false, true) => format!("time and the SMT sibling's {by}"),
+                    (true, true) => format!("time, the {by} and the SMT sibling's"),
                 };
                 write!(f, "the turns it missed regressed on {on}, over {turns} turns")?;
                 if *neighbours > 0.0 {
@@ -934,9 +955,16 @@ impl Plan {
     /// Per spec, how [`Plan::estimated`] estimates its count over `reads`, for `-v`: `None`
     /// for counters outside anchored rotated groups (perf's estimate, by time).
     pub fn estimate_kinds(&self, reads: &[Snapshot]) -> Vec<Option<EstimateKind>> {
+        let sets = self.anchor_sets();
         self.fits(reads)
             .into_iter()
-            .map(|fits| {
+            .zip(sets)
+            .map(|(fits, anchors)| {
+                let by = anchors
+                    .and_then(|a| a.first().copied())
+                    .and_then(|a| self.specs.get(a))
+                    .and_then(|spec| crate::plan::anchor_named(&spec.name))
+                    .unwrap_or(Anchor::Instructions);
                 let fits = fits?;
                 let fitted: Vec<&Fit> = fits.iter().flatten().collect();
                 if fitted.is_empty() {
@@ -953,7 +981,7 @@ impl Plan {
                 Some(if unseen {
                     EstimateKind::EveryTurn
                 } else {
-                    EstimateKind::Regressed { anchor, sibling, turns, neighbours }
+                    EstimateKind::Regressed { by, anchor, sibling, turns, neighbours }
                 })
             })
             .collect()

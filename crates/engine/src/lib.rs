@@ -85,7 +85,7 @@ pub mod view;
 pub use compiled::{Evaluator, MetricResult, Select};
 pub use contract::Contract;
 pub use error::{CgroupError, CpuTypeError, Error, FilterError};
-pub use estimate::EstimateKind;
+pub use estimate::{Anchor, EstimateKind};
 pub use host::Host;
 pub use literals::{Counting, LiteralSource, Literals};
 pub use metric_eval::{Coverage, MetricEval, NeededInputs, Why};

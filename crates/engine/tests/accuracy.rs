@@ -96,3 +96,50 @@ fn the_anchor_regression_tells_two_phases_apart() {
     assert!(perf_mean > 10.0 * ours_mean, "perf {perf_mean} pp, tmetric {ours_mean} pp");
     assert!(coverage >= 0.9, "bars hold the truth for {:.1} %", 100.0 * coverage);
 }
+
+/// Arm and AMD have no fixed counter for the retired instructions; their anchor is the
+/// cycles, on Arm's cycle counter (free beside the 6 programmable ones) and on AMD where
+/// every group already counts them. Two phases at different clocks: the cycles of every
+/// turn tell them apart, so the multiplexed values land on the truth (the lockstep model
+/// counts exactly), where scaling by time, perf's and tmetric's before, errs.
+#[test]
+fn the_cycles_anchor_tells_phases_at_two_clocks_apart_on_arm_and_amd() {
+    let mut json: serde_json::Value = serde_json::from_str(
+        tmetric_sim::workload::BUILTIN.iter().find(|(n, _)| *n == "phased").unwrap().1,
+    )
+    .unwrap();
+    let mut list = json["phases"]["list"].as_array().unwrap()[..2].to_vec();
+    list[0]["cycles_ghz"] = serde_json::json!(3.0);
+    list[1]["cycles_ghz"] = serde_json::json!(1.2);
+    json["phases"] =
+        serde_json::json!({ "list": list, "switch_random_ms": [2.0, 40.0], "seed": 5 });
+    let workload = SimWorkload::parse(&json.to_string(), "two clocks").expect("parses");
+    for (machine, item, anchor) in [
+        ("neoverse-n2", "TopdownL1,Operation_Mix,Cycle_Accounting", "CPU_CYCLES"),
+        ("amdzen4", "PipelineL1", "ls_not_halted_cyc"),
+    ] {
+        let tree = SimTree::new(machine);
+        let metrics = percent_metrics(tree.model, item);
+        let ours = measure(&tree, item, &metrics, Strategy::Tmetric, &workload, 1_000, 100);
+        let perf = measure(&tree, item, &metrics, Strategy::Perf, &workload, 1_000, 100);
+        let (ours_mean, coverage, n) = errors(&ours);
+        let (perf_mean, _, _) = errors(&perf);
+        eprintln!("{machine}: tmetric {ours_mean:.4} pp, perf {perf_mean:.4} pp over {n} values");
+        assert!(n >= 5, "{machine}: {n} values");
+        assert!(ours_mean < 0.01, "{machine}: tmetric {ours_mean} pp");
+        assert!(perf_mean > 10.0 * ours_mean, "{machine}: perf {perf_mean}, tmetric {ours_mean}");
+        assert!(coverage >= 0.9, "{machine}: bars hold the truth for {:.1} %", 100.0 * coverage);
+        // Every group on the core PMU counts the anchor (on Arm, on the cycle counter).
+        let plan = crate::harness::plan_with(&tree, item, &metrics, Strategy::Tmetric);
+        let sysfs = tmetric_runtime::Sysfs::new(&tree.sys);
+        let core = sysfs.pmu(&sysfs.core_pmu().unwrap()).unwrap().type_;
+        let name = |s: usize| plan.specs()[s].name.as_str();
+        let on_core: Vec<&Vec<usize>> =
+            plan.groups().iter().filter(|g| plan.specs()[g[0]].attr.type_ == core).collect();
+        assert!(on_core.len() >= 2, "{machine}: {:?}", plan.groups());
+        for g in on_core {
+            let names: Vec<&str> = g.iter().map(|&s| name(s)).collect();
+            assert!(names.iter().any(|n| n.contains(anchor)), "{machine}: {names:?}");
+        }
+    }
+}

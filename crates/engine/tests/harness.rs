@@ -140,6 +140,25 @@ struct Opened {
     literals: [f64; tmetric_model::Literal::COUNT],
 }
 
+/// tmetric's (or perf's) plan of `metrics` picked by `item` on `tree`, counting every CPU.
+pub fn plan_with(tree: &SimTree, item: &str, metrics: &[usize], strategy: Strategy) -> Plan {
+    let mut plan = Plan::new(tree.host.literals(true, None));
+    // `-M a,b`: each metric picked by the first item that selects it, as perf reads the list.
+    let item_of = |metric: usize| {
+        item.split(',')
+            .find(|part| tmetric_engine::Select::select(tree.model, part).contains(&metric))
+            .unwrap_or(item)
+            .to_string()
+    };
+    let picks: Vec<Pick> = metrics
+        .iter()
+        .map(|&metric| Pick { model: tree.model, metric, item: item_of(metric) })
+        .collect();
+    let options = PlanOptions { system_wide: true, strategy, ..PlanOptions::default() };
+    plan.add_metrics(&picks, &tree.host, &options, true);
+    plan
+}
+
 /// Plans `metrics` of `tree`'s model (selected by the `-M` item `item`) system-wide with
 /// `strategy`, and opens and enables its counters on a kernel running `workload`.
 fn open(
@@ -151,13 +170,7 @@ fn open(
 ) -> Opened {
     let sysfs = Sysfs::new(&tree.sys);
     let literals = tree.host.literals(true, None);
-    let mut plan = Plan::new(literals);
-    let picks: Vec<Pick> = metrics
-        .iter()
-        .map(|&metric| Pick { model: tree.model, metric, item: item.to_string() })
-        .collect();
-    let options = PlanOptions { system_wide: true, strategy, ..PlanOptions::default() };
-    plan.add_metrics(&picks, &tree.host, &options, true);
+    let plan = plan_with(tree, item, metrics, strategy);
     let sim = SimMachine::named(tree.name).expect("machine");
     let kernel = SimKernel::manual_with_workload(sim, workload.clone());
     let cpus = sysfs.online_cpus().expect("online cpus");
@@ -490,12 +503,17 @@ fn intervals_read(
     Some(out)
 }
 
-/// The metrics of `group` in `model` that print as percentages and read no retire latency
-/// (nothing samples those here).
+/// The metrics of `group` (each item of a comma-separated list, in turn) in `model` that
+/// print as percentages and read no retire latency (nothing samples those here).
 pub fn percent_metrics(model: &'static Model, group: &str) -> Vec<usize> {
     use tmetric_engine::Select;
-    model
-        .select(group)
+    let mut picked: Vec<usize> = Vec::new();
+    for m in group.split(',').flat_map(|g| model.select(g)) {
+        if !picked.contains(&m) {
+            picked.push(m);
+        }
+    }
+    picked
         .into_iter()
         .filter(|&m| {
             let unit = model.str(model.metric(m).unit);

@@ -35,14 +35,18 @@ fn every_turn(plan: &OfflinePlan) -> Vec<String> {
         if common.is_empty() {
             continue;
         }
-        use tmetric_engine::plan::ANCHOR;
-        let anchored = common
-            .iter()
-            .any(|n| *n == ANCHOR || n.trim_end_matches('/').ends_with(&format!("/{ANCHOR}")));
-        let regressed = if anchored {
-            "tmetric's own rotation estimates the turns a group misses by regression on the retired instructions; "
-        } else {
-            ""
+        // What `stat` regresses on: the PMU's anchor, where its groups count it.
+        let anchored = tmetric_engine::plan::anchor_of(pmu)
+            .filter(|a| common.iter().any(|n| tmetric_engine::plan::names_anchor(n, a)))
+            .and_then(tmetric_engine::plan::anchor_named);
+        let regressed = match anchored {
+            Some(tmetric_engine::Anchor::Instructions) => {
+                "tmetric's own rotation estimates the turns a group misses by regression on the retired instructions; "
+            }
+            Some(tmetric_engine::Anchor::Cycles) => {
+                "tmetric's own rotation estimates the turns a group misses by regression on the cycles; "
+            }
+            None => "",
         };
         lines.push(format!(
             "counted in every turn of {}: {} ({regressed}an event counted in every turn is exact)",
