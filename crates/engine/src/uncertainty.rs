@@ -527,9 +527,9 @@ const LEVEL1_SLACK: f64 = 0.01;
 
 impl Plan {
     /// Per root (in [`Plan::roots`] order): why its value in `results` cannot be true, with
-    /// the least standard deviation a bar needs to reach a possible value. A TMA node is a
-    /// share of the slots: it lies within 0-100 %, a child never exceeds its parent, and
-    /// level 1 sums to 100 %. Such values come from inputs counted over different time.
+    /// the least standard deviation a bar needs to reach a possible value. A TMA node
+    /// (AMD's pipeline utilization nodes too) is a share of the slots: it lies within
+    /// 0-100 %, a child never exceeds its parent, and level 1 sums to 100 %. Such values come from inputs counted over different time.
     pub fn impossible(&self, results: &[RootResult]) -> Vec<Option<(String, f64)>> {
         let nodes: Vec<crate::view::TmaNode<'_>> = self
             .roots
@@ -537,12 +537,13 @@ impl Plan {
             .zip(results)
             .map(|(r, result)| crate::view::TmaNode::of(r.model, r.metric, result.value, None))
             .collect();
+        // Intel's and Arm's trees are `TopdownL<n>`, AMD's `PipelineL<n>`: shares of the
+        // dispatch slots, whose level 1 sums to them as well.
+        let level = |g: &str| g.starts_with("TopdownL") || g.starts_with("PipelineL");
         let share = |i: usize| {
             let r = &self.roots[i];
             let m = r.model.metric(r.metric);
-            m.scale == 100.0
-                && nodes[i].groups.split(';').any(|g| g.starts_with("TopdownL"))
-                && nodes[i].value.is_finite()
+            m.scale == 100.0 && nodes[i].groups.split(';').any(level) && nodes[i].value.is_finite()
         };
         let parent_of = |i: usize| -> Option<usize> {
             nodes[i].groups.split(';').find_map(|g| {
@@ -594,7 +595,7 @@ impl Plan {
                     nodes[i].pmu == pmu
                         && share(i)
                         && parent_of(i).is_none()
-                        && nodes[i].groups.split(';').any(|g| g == "TopdownL1")
+                        && nodes[i].groups.split(';').any(|g| g == "TopdownL1" || g == "PipelineL1")
                 })
                 .collect();
             if level1.len() < 4 {

@@ -143,3 +143,56 @@ fn the_cycles_anchor_tells_phases_at_two_clocks_apart_on_arm_and_amd() {
         }
     }
 }
+
+/// AMD's PipelineL1 nodes are shares of the dispatch slots (six a cycle) that sum to them, as
+/// Intel's TopdownL1: a level that sums 3 points past 100 %, or a node past 100 %, is
+/// impossible and flagged, where only the `TopdownL` groups were checked.
+#[test]
+fn amd_pipeline_levels_that_cannot_be_true_are_flagged() {
+    let tree = SimTree::new("amdzen4");
+    for item in ["PipelineL1", "PipelineL2"] {
+        let metrics = percent_metrics(tree.model, item);
+        let plan = crate::harness::plan_with(&tree, item, &metrics, Strategy::Tmetric);
+        let name = |i: usize| {
+            let r = &plan.roots()[i];
+            r.model.str(r.model.metric(r.metric).name).to_string()
+        };
+        let result = |value: f64| tmetric_engine::RootResult {
+            value,
+            failure: None,
+            missing: Vec::new(),
+            not_counted: Vec::new(),
+            threshold: None,
+            why: None,
+        };
+        // The workload's own level 1 (20 + 10 + 30 + 0 + 40 %), then 3 points more backend.
+        let truth = |n: &str| match n {
+            "frontend_bound" => 0.20,
+            "bad_speculation" => 0.10,
+            "backend_bound" => 0.30,
+            "smt_contention" => 0.0,
+            "retiring" => 0.40,
+            _ => 0.01,
+        };
+        let roots = plan.roots().len();
+        let possible: Vec<_> = (0..roots).map(|i| result(truth(&name(i)))).collect();
+        assert!(plan.impossible(&possible).iter().all(Option::is_none), "{item}");
+        if item == "PipelineL1" {
+            let over: Vec<_> = (0..roots)
+                .map(|i| {
+                    result(truth(&name(i)) + if name(i) == "backend_bound" { 0.03 } else { 0.0 })
+                })
+                .collect();
+            for (i, flag) in plan.impossible(&over).iter().enumerate() {
+                let why = flag.as_ref().map(|f| f.0.as_str());
+                assert_eq!(why, Some("level 1 sums to 103.0 %"), "{}", name(i));
+            }
+        } else {
+            let child = (0..roots).find(|&i| name(i) == "backend_bound_memory").expect("a child");
+            let mut past: Vec<_> = possible.clone();
+            past[child] = result(1.02);
+            let why = plan.impossible(&past)[child].clone().map(|f| f.0);
+            assert!(why.as_deref().is_some_and(|w| w.contains("outside 0-100 %")), "{why:?}");
+        }
+    }
+}
