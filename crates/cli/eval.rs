@@ -16,7 +16,7 @@ use tmetric_expr::adhoc::{self, AdhocError};
 use tmetric_expr::{EvalError, normalize};
 use tmetric_model::Literal;
 use tmetric_offline::counts::eval::CountsEval;
-use tmetric_offline::counts::{CountsFile, ExprValues, number};
+use tmetric_offline::counts::{CountsFile, ExprValues, assignment};
 use tmetric_print::eval::{self as print, CountsPrinter};
 
 pub mod from_perf;
@@ -185,7 +185,7 @@ pub fn resolve_literals(
     flag(Literal::CoreWide, args.core_wide.map(OnOff::value), "--core-wide");
     flag(Literal::Slots, args.slots.map(f64::from), "--slots");
     for text in &args.literals {
-        let (name, value) = split_assignment(text, "--literal")?;
+        let (name, value) = assignment(text, "--literal").map_err(anyhow::Error::msg)?;
         let literal = literal_named(name).ok_or_else(|| {
             anyhow!(
                 "--literal `{text}`: unknown literal `{name}`; expected one of {}",
@@ -197,34 +197,12 @@ pub fn resolve_literals(
     for &(literal, value) in from_vars {
         given.push((literal, value, format!("--var #{}", literal.name())));
     }
-    Ok(Literals::resolve(&given, file.map_or(&[][..], |f| &f.literals))?)
-}
-
-/// `NAME=VALUE`, split at the last `=` because event names may hold `=` (`cmask=1`). The
-/// value follows the counts file's rule ([`number`]): a finite, non-negative number.
-fn split_assignment<'a>(text: &'a str, flag: &str) -> anyhow::Result<(&'a str, f64)> {
-    let shown = tmetric_text::quote(text);
-    let (name, value) = text
-        .rsplit_once('=')
-        .ok_or_else(|| anyhow!("{flag} {shown}: expected NAME=VALUE, e.g. `{flag} smt_on=1`"))?;
-    if name.trim().is_empty() {
-        bail!("{flag} {shown}: the name is empty; expected NAME=VALUE, e.g. `{flag} smt_on=1`");
+    let mut literals = Literals::resolve(&given, file.map_or(&[][..], |f| &f.literals))?;
+    // What the file says was counted (`-a`, a task) decides `#core_wide` as perf's core_wide().
+    if let Some(file) = file {
+        literals.set_counting(file.counting);
     }
-    // A negative value is refused as the counts file refuses one, but said in the flag's words:
-    // what `--var` and `--literal` give are not counts.
-    if value.trim().parse::<f64>().is_ok_and(|v| v < 0.0) {
-        let what = if flag == "--literal" {
-            "literals (#smt_on, #num_cpus, #system_tsc_freq, ...) are never negative".to_string()
-        } else {
-            format!(
-                "a variable stands for an event, a time or a latency, none of which is ever negative (put the minus in the expression instead: `-{}`)",
-                name.trim()
-            )
-        };
-        bail!("{flag} {shown}: {} is negative; {what}", tmetric_text::quote(value.trim()));
-    }
-    let number = number(value).with_context(|| format!("{flag} {shown}"))?;
-    Ok((name.trim(), number))
+    Ok(literals)
 }
 
 fn warn(message: &str) {
@@ -268,8 +246,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     };
     let file = counts::read(path)?;
     let model = counts_model(args, &file)?;
-    let mut literals = resolve_literals(args, Some(&file), &[])?;
-    literals.set_counting(file.counting);
+    let literals = resolve_literals(args, Some(&file), &[])?;
     let mut eval = CountsEval::new(model, &file, &literals)?;
     let models = eval.models();
     let where_ = print::counts_where(&models);
@@ -359,42 +336,16 @@ impl std::fmt::Display for ExprError {
 
 impl std::error::Error for ExprError {}
 
-/// perf 6.12's expression grammar has no `aggr_nr()`: its parser refuses `aggr_nr(X)` as a
-/// syntax error, so under its contract (the default) so does `--expr`, pointing at the call.
-fn refuse_aggr_nr_before_7(expr: &tmetric_expr::Expr, text: &str) -> anyhow::Result<()> {
-    let contract = tmetric_engine::contract::current();
-    if contract.aggr_nr {
-        return Ok(());
-    }
-    let mut call = None;
-    expr.walk(&mut |e| {
-        if call.is_none()
-            && let tmetric_expr::ast::ExprKind::IdCall(tmetric_expr::ast::IdFunc::AggrNr, _) =
-                &e.kind
-        {
-            call = Some(e.span);
-        }
-    });
-    match call {
-        None => Ok(()),
-        Some(span) => bail!(
-            "cannot parse the expression: aggr_nr() is perf 7.x's; perf {}'s expression grammar has no aggr_nr and refuses `aggr_nr(...)` as a syntax error (pass --perf-version 7.2 to evaluate it as perf 7.2 does)\n{}",
-            contract.perf,
-            tmetric_expr::caret_lines(text, span)
-        ),
-    }
-}
-
 /// `--expr`: the interpreter over `--var` values (and the counts file's keys, if given).
 fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<()> {
     let expr = tmetric_expr::parse(text).context("cannot parse the expression")?;
-    refuse_aggr_nr_before_7(&expr, text)?;
+    tmetric_engine::contract::check_expr(&expr, text).map_err(anyhow::Error::msg)?;
     let mut vars: HashMap<String, f64> = HashMap::new();
     let mut literal_vars = Vec::new();
     // Each name once: a second value would silently win.
     let mut given: HashMap<String, &str> = HashMap::new();
     for var in &args.vars {
-        let (name, value) = split_assignment(var, "--var")?;
+        let (name, value) = assignment(var, "--var").map_err(anyhow::Error::msg)?;
         let key = match literal_named(name) {
             Some(literal) if name.starts_with('#') => format!("#{}", literal.name()),
             _ => normalize(name),
@@ -419,10 +370,7 @@ fn run_expr(args: &EvalArgs, text: &str, out: &mut dyn Write) -> anyhow::Result<
         }
     }
     let file = args.counts.as_deref().map(counts::read).transpose()?;
-    let mut literals = resolve_literals(args, file.as_ref(), &literal_vars)?;
-    if let Some(file) = &file {
-        literals.set_counting(file.counting);
-    }
+    let literals = resolve_literals(args, file.as_ref(), &literal_vars)?;
     let given = ExprValues { vars, file: file.as_ref(), literals: &literals };
     let adhoc = adhoc::evaluate(&expr, text, &given)
         .map_err(|AdhocError { error, caret }| {

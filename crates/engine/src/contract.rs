@@ -105,6 +105,33 @@ pub fn current() -> &'static Contract {
     of_vintage(tmetric_catalog::contract_vintage())
 }
 
+/// Refuses, under the current contract, an expression its perf could not parse: perf 6.12's
+/// grammar has no `aggr_nr()` and refuses `aggr_nr(X)` as a syntax error, so `eval --expr`
+/// does too, pointing at the call. The message is the error, caret lines included.
+pub fn check_expr(expr: &tmetric_expr::Expr, text: &str) -> Result<(), String> {
+    let contract = current();
+    if contract.aggr_nr {
+        return Ok(());
+    }
+    let mut call = None;
+    expr.walk(&mut |e| {
+        if call.is_none()
+            && let tmetric_expr::ast::ExprKind::IdCall(tmetric_expr::ast::IdFunc::AggrNr, _) =
+                &e.kind
+        {
+            call = Some(e.span);
+        }
+    });
+    match call {
+        None => Ok(()),
+        Some(span) => Err(format!(
+            "cannot parse the expression: aggr_nr() is perf 7.x's; perf {}'s expression grammar has no aggr_nr and refuses `aggr_nr(...)` as a syntax error (pass --perf-version 7.2 to evaluate it as perf 7.2 does)\n{}",
+            contract.perf,
+            tmetric_expr::caret_lines(text, span)
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

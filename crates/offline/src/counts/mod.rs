@@ -166,6 +166,39 @@ pub fn number(text: &str) -> Result<f64, BadNumber> {
     finite_count(value).map_err(|_| BadNumber::Negative(shown))
 }
 
+/// `--var`'s and `--literal`'s `NAME=VALUE` (`flag` names which in errors), split at the last
+/// `=` because event names may hold `=` (`cmask=1`). The value follows the counts file's rule
+/// ([`number`]): a finite, non-negative number.
+pub fn assignment<'a>(text: &'a str, flag: &str) -> Result<(&'a str, f64), String> {
+    let shown = tmetric_text::quote(text);
+    let (name, value) = text
+        .rsplit_once('=')
+        .ok_or_else(|| format!("{flag} {shown}: expected NAME=VALUE, e.g. `{flag} smt_on=1`"))?;
+    if name.trim().is_empty() {
+        return Err(format!(
+            "{flag} {shown}: the name is empty; expected NAME=VALUE, e.g. `{flag} smt_on=1`"
+        ));
+    }
+    // A negative value is refused as the counts file refuses one, but said in the flag's words:
+    // what `--var` and `--literal` give are not counts.
+    if value.trim().parse::<f64>().is_ok_and(|v| v < 0.0) {
+        let what = if flag == "--literal" {
+            "literals (#smt_on, #num_cpus, #system_tsc_freq, ...) are never negative".to_string()
+        } else {
+            format!(
+                "a variable stands for an event, a time or a latency, none of which is ever negative (put the minus in the expression instead: `-{}`)",
+                name.trim()
+            )
+        };
+        return Err(format!(
+            "{flag} {shown}: {} is negative; {what}",
+            tmetric_text::quote(value.trim())
+        ));
+    }
+    let number = number(value).map_err(|e| format!("{flag} {shown}: {e}"))?;
+    Ok((name.trim(), number))
+}
+
 /// The rule for numeric values: not negative (counts, latencies and instance counts never
 /// are). `-0` reads as `0`, so that no division by it yields `-inf`.
 fn finite_count(value: f64) -> Result<f64, &'static str> {
