@@ -85,28 +85,24 @@ pub(crate) fn for_each_field<'a>(
     payload: &'a [u8],
     mut visit: impl FnMut(&'a [u8], &'a [u8]) -> bool,
 ) {
-    let mut pos = 0;
-    let len = payload.len();
     // Per token: the blanks, the key up to the first `:` or `=`, the value up to the next
-    // blank, each in a loop of its own (every line's payload goes through here).
-    while pos < len {
-        while pos < len && is_blank(payload[pos]) {
-            pos += 1;
-        }
-        let start = pos;
-        while pos < len && !ENDS_KEY[usize::from(payload[pos])] {
-            pos += 1;
-        }
-        if pos == len || is_blank(payload[pos]) {
+    // blank, each a search over the rest of the slice (every line's payload goes through here,
+    // and slice searches check no bounds per byte).
+    let mut rest = payload;
+    loop {
+        let skip = rest.iter().position(|&b| !is_blank(b)).unwrap_or(rest.len());
+        rest = &rest[skip..];
+        let Some(key_len) = rest.iter().position(|&b| ENDS_KEY[usize::from(b)]) else { return };
+        if is_blank(rest[key_len]) {
+            rest = &rest[key_len..];
             continue;
         }
-        let separator = pos;
-        while pos < len && !is_blank(payload[pos]) {
-            pos += 1;
-        }
-        if !visit(&payload[start..separator], &payload[separator + 1..pos]) {
+        let (key, after) = (&rest[..key_len], &rest[key_len + 1..]);
+        let value_len = after.iter().position(|&b| is_blank(b)).unwrap_or(after.len());
+        if !visit(key, &after[..value_len]) {
             return;
         }
+        rest = &after[value_len..];
     }
 }
 
