@@ -526,6 +526,36 @@ const SHARE_SLACK: f64 = 0.005;
 const LEVEL1_SLACK: f64 = 0.01;
 
 impl Plan {
+    /// Narrows each TMA share's bar (see [`Plan::impossible`] for which roots are shares) to
+    /// the width that covers every possible value, 0-100 %, from where the value lies. A
+    /// share's truth is never outside that range, so the narrower bar holds it whenever the
+    /// wider one did: a near-zero divisor in a difference of two multiplexed counts gave
+    /// `tma_other_mispredicts` a bar of +-21,634 points, which said less than +-118.
+    pub fn bound_bars(&self, results: &[RootResult], bars: &mut [Bar]) {
+        for (i, bar) in bars.iter_mut().enumerate() {
+            let Some(v) = results.get(i).map(|r| r.value).filter(|v| v.is_finite()) else {
+                continue;
+            };
+            if let Bar::Sigma(s) = bar
+                && self.is_share(i)
+            {
+                *s = s.min(v.max(1.0 - v) / BAR_SIGMAS);
+            }
+        }
+    }
+
+    /// Whether root `i` is a share of the slots: a percentage in a `TopdownL<n>` (Intel's and
+    /// Arm's trees) or `PipelineL<n>` (AMD's) group.
+    fn is_share(&self, i: usize) -> bool {
+        let r = &self.roots[i];
+        let m = r.model.metric(r.metric);
+        m.scale == 100.0
+            && r.model
+                .str(m.groups)
+                .split(';')
+                .any(|g| g.starts_with("TopdownL") || g.starts_with("PipelineL"))
+    }
+
     /// Per root (in [`Plan::roots`] order): why its value in `results` cannot be true, with
     /// the least standard deviation a bar needs to reach a possible value. A TMA node
     /// (AMD's pipeline utilization nodes too) is a share of the slots: it lies within
@@ -537,14 +567,8 @@ impl Plan {
             .zip(results)
             .map(|(r, result)| crate::view::TmaNode::of(r.model, r.metric, result.value, None))
             .collect();
-        // Intel's and Arm's trees are `TopdownL<n>`, AMD's `PipelineL<n>`: shares of the
-        // dispatch slots, whose level 1 sums to them as well.
-        let level = |g: &str| g.starts_with("TopdownL") || g.starts_with("PipelineL");
-        let share = |i: usize| {
-            let r = &self.roots[i];
-            let m = r.model.metric(r.metric);
-            m.scale == 100.0 && nodes[i].groups.split(';').any(level) && nodes[i].value.is_finite()
-        };
+        // AMD's level 1 sums to the dispatch slots as Intel's and Arm's do.
+        let share = |i: usize| self.is_share(i) && nodes[i].value.is_finite();
         let parent_of = |i: usize| -> Option<usize> {
             nodes[i].groups.split(';').find_map(|g| {
                 let parent = g.strip_suffix("_group")?;

@@ -196,3 +196,45 @@ fn amd_pipeline_levels_that_cannot_be_true_are_flagged() {
         }
     }
 }
+
+/// A share's bar never reaches past what covers 0-100 % from its value: a difference of two
+/// near-equal multiplexed counts under a near-zero divisor gave Sapphire Rapids'
+/// `tma_other_mispredicts` (printed 118 %) a bar of +-21,634 points on a loaded machine. A
+/// bar already inside the range, and a metric that is not a share, keep theirs.
+#[test]
+fn a_shares_bar_is_bounded_by_the_range_it_can_lie_in() {
+    use tmetric_engine::BAR_SIGMAS;
+    let tree = SimTree::new("amdzen4");
+    let metrics = percent_metrics(tree.model, "PipelineL2");
+    let plan = crate::harness::plan_with(&tree, "PipelineL2", &metrics, Strategy::Tmetric);
+    let roots = plan.roots().len();
+    let result = |value: f64| tmetric_engine::RootResult {
+        value,
+        failure: None,
+        missing: Vec::new(),
+        not_counted: Vec::new(),
+        threshold: None,
+        why: None,
+    };
+    let values: Vec<f64> = (0..roots).map(|i| [1.18, 0.3, -0.05][i % 3]).collect();
+    let results: Vec<_> = values.iter().map(|&v| result(v)).collect();
+    let mut bars: Vec<Bar> = (0..roots).map(|i| Bar::Sigma([108.0, 0.01, 3.0][i % 3])).collect();
+    plan.bound_bars(&results, &mut bars);
+    for (i, bar) in bars.iter().enumerate() {
+        let reach = [1.18, 0.01 * BAR_SIGMAS, 1.05][i % 3];
+        let half = bar.half_width().expect("a bar");
+        assert!((half - reach).abs() < 1e-12, "root {i}: {half} against {reach}");
+    }
+    // Not a share: a ratio's bar stays as wide as it was.
+    let item = "branch_misprediction_ratio";
+    let plan = crate::harness::plan_with(
+        &tree,
+        item,
+        &percent_metrics(tree.model, item),
+        Strategy::Tmetric,
+    );
+    assert_eq!(plan.roots().len(), 1);
+    let mut bars = vec![Bar::Sigma(50.0)];
+    plan.bound_bars(&[result(1.5)], &mut bars);
+    assert_eq!(bars, [Bar::Sigma(50.0)]);
+}

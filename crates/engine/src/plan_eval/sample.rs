@@ -193,6 +193,9 @@ impl Plan {
                 *s = s.max(*least);
             }
         }
+        if let Some(bars) = bars.as_mut() {
+            self.bound_bars(&results, bars);
+        }
         unit.impossible = impossible.into_iter().map(|f| f.map(|(text, _)| text)).collect();
         unit.results = results;
         unit.box_results = box_results;
