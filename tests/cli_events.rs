@@ -205,12 +205,8 @@ fn perfs_software_aliases_count_for_real() {
 
 #[test]
 fn record_reads_the_same_grammar() {
-    let dir = (0u32..)
-        .map(|i| {
-            std::env::temp_dir().join(format!("tmetric-cli-events-{}-{i}", std::process::id()))
-        })
-        .find(|d| std::fs::create_dir(d).is_ok())
-        .expect("a fresh directory");
+    let scratch = tempfile::Builder::new().prefix("tmetric-cli-events-").tempdir().unwrap();
+    let dir = scratch.path();
     let file = dir.join("r.jsonl");
     let file = file.to_str().unwrap();
     ok(&[
@@ -227,7 +223,6 @@ fn record_reads_the_same_grammar() {
     ]);
     let out = ok(&["report", "-i", file]);
     let text = crate::support::stdout(&out) + &stderr(&out);
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(
         text.contains("cpu_atom/INST_RETIRED.ANY/") && text.contains("cpu_core/INST_RETIRED.ANY/"),
         "{text}"

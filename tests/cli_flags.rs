@@ -63,8 +63,8 @@ fn perfs_flag_refusals_and_their_messages() {
 /// needs only `localedef` and the locale sources, which Debian's `locales` package has.
 #[test]
 fn counts_follow_the_users_locale_as_perfs_do() {
-    let dir = std::env::temp_dir().join(format!("tmetric-locale-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new().prefix("tmetric-locale-").tempdir().unwrap();
+    let dir = scratch.path();
     let made = ["en_US", "de_DE"].iter().all(|l| {
         Command::new("localedef")
             .args(["-i", l, "-f", "UTF-8"])
@@ -74,7 +74,6 @@ fn counts_follow_the_users_locale_as_perfs_do() {
     });
     if !made {
         eprintln!("skipped: localedef or its locale sources are missing");
-        std::fs::remove_dir_all(&dir).ok();
         return;
     }
     let locpath = dir.to_str().unwrap();
@@ -122,13 +121,12 @@ fn counts_follow_the_users_locale_as_perfs_do() {
         let line = text.lines().find(|l| l.contains("cpu-clock")).unwrap();
         assert_eq!(shape(line), shape(&de), "perf: {line}\ntmetric: {de}");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn append_adds_to_the_output_file_and_starts_with_perfs_comment() {
-    let dir = std::env::temp_dir().join(format!("tmetric-append-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::Builder::new().prefix("tmetric-append-").tempdir().unwrap();
+    let dir = scratch.path();
     let file = dir.join("out.txt");
     let path = file.to_str().unwrap();
     for _ in 0..2 {
@@ -142,7 +140,6 @@ fn append_adds_to_the_output_file_and_starts_with_perfs_comment() {
     assert!(out.status.success());
     let text = std::fs::read_to_string(&file).unwrap();
     assert_eq!(text.matches("# started on ").count(), 1, "without --append: replaced: {text}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

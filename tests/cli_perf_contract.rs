@@ -28,7 +28,7 @@ const MODES: &[(&str, &[&str])] = &[
 /// Runs `tmetric stat ARGS [extra] -o FILE true` as perf's linters do, and returns the file.
 fn stat_to_file(args: &[&str], extra: &[&str]) -> String {
     let dir = tempdir();
-    let file = dir.join("out");
+    let file = dir.path().join("out");
     let file_arg = file.to_str().unwrap().to_string();
     let mut all: Vec<&str> = vec!["stat"];
     all.extend_from_slice(extra);
@@ -37,21 +37,13 @@ fn stat_to_file(args: &[&str], extra: &[&str]) -> String {
     let out = tmetric(&all);
     assert!(out.status.success(), "{all:?}: {}", stderr(&out));
     let text = std::fs::read_to_string(&file).unwrap();
-    std::fs::remove_dir_all(&dir).ok();
     text
 }
 
-/// A private directory for one test's files.
-fn tempdir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "tmetric-contract-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir(&dir).unwrap();
-    dir
+/// A private directory for one test's files, under a name nobody can guess (the tests run
+/// as root), removed when it is dropped.
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("tmetric-contract-").tempdir().unwrap()
 }
 
 /// `stat+std_output.sh`'s `commachecker`: every counted line names a known event, and its
@@ -375,7 +367,7 @@ fn json_and_csv_on_standard_error_hold_only_perfs_lines() {
     assert!(objects.iter().any(|o| o["warning"].is_string()), "the `P` modifier: {text}");
     // Counts in a file: the file holds perf's lines, the notes go to standard error.
     let dir = tempdir();
-    let file = dir.join("out.csv");
+    let file = dir.path().join("out.csv");
     let out = tmetric(&["stat", "-x,", "-o", file.to_str().unwrap(), "-e", "cycles", "true"]);
     let lines = std::fs::read_to_string(&file).unwrap();
     assert_eq!(
@@ -384,5 +376,4 @@ fn json_and_csv_on_standard_error_hold_only_perfs_lines() {
         "{lines}"
     );
     assert!(stderr(&out).contains("tmetric: cycles: <not supported>"), "{}", stderr(&out));
-    std::fs::remove_dir_all(&dir).ok();
 }

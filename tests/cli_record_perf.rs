@@ -13,25 +13,24 @@ use std::process::{Command, Output, Stdio};
 
 use crate::support::{ok, stderr, tmetric};
 
-/// A scratch directory for one test, removed when it ends.
-struct Scratch(PathBuf);
+/// A scratch directory for one test, made under a name nobody can guess (the tests run as
+/// root), removed when it ends.
+struct Scratch {
+    root: PathBuf,
+    _dir: tempfile::TempDir,
+}
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("tmetric-rperf-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("tmetric-rperf-{name}-"))
+            .tempdir()
+            .expect("a private directory");
+        Scratch { root: dir.path().to_path_buf(), _dir: dir }
     }
 
     fn path(&self, file: &str) -> String {
-        self.0.join(file).display().to_string()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.root.join(file).display().to_string()
     }
 }
 
@@ -340,21 +339,21 @@ fn perf_reads_tmetric_pipes() {
 fn perf_data_in_the_current_directory_as_perf_handles_it() {
     let s = Scratch::new("cwd");
     let run = |expect: &str| {
-        let out = tmetric_in(&s.0, &["record", "-e", "task-clock", "true"]);
+        let out = tmetric_in(&s.root, &["record", "-e", "task-clock", "true"]);
         assert!(out.status.success(), "{expect}: {}", stderr(&out));
     };
     run("first");
-    let data = s.0.join("perf.data");
+    let data = s.root.join("perf.data");
     let meta = std::fs::symlink_metadata(&data).unwrap();
     assert!(meta.is_file());
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     let first = std::fs::read(&data).unwrap();
     run("second");
-    assert_eq!(std::fs::read(s.0.join("perf.data.old")).unwrap(), first);
+    assert_eq!(std::fs::read(s.root.join("perf.data.old")).unwrap(), first);
     assert_ne!(std::fs::read(&data).unwrap(), first);
     // `report` without -i reads perf.data (standard input here is not a pipe).
     let out = Command::new(env!("CARGO_BIN_EXE_tmetric"))
-        .current_dir(&s.0)
+        .current_dir(&s.root)
         .arg("report")
         .stdin(Stdio::null())
         .output()
@@ -362,21 +361,21 @@ fn perf_data_in_the_current_directory_as_perf_handles_it() {
     assert!(stderr(&out).contains("Performance counter stats for 'true'"), "{}", stderr(&out));
 
     // A symbolic link at perf.data is moved to perf.data.old, never written through.
-    let victim = s.0.join("victim");
+    let victim = s.root.join("victim");
     std::fs::write(&victim, "keep").unwrap();
     std::fs::remove_file(&data).unwrap();
     std::os::unix::fs::symlink(&victim, &data).unwrap();
     run("link");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
-    let old = std::fs::symlink_metadata(s.0.join("perf.data.old")).unwrap();
+    let old = std::fs::symlink_metadata(s.root.join("perf.data.old")).unwrap();
     assert!(old.file_type().is_symlink());
     let meta = std::fs::symlink_metadata(&data).unwrap();
     assert!(meta.is_file() && meta.permissions().mode() & 0o777 == 0o600);
     // A dangling link too.
     std::fs::remove_file(&data).unwrap();
-    std::os::unix::fs::symlink(s.0.join("nowhere"), &data).unwrap();
+    std::os::unix::fs::symlink(s.root.join("nowhere"), &data).unwrap();
     run("dangling");
-    assert!(!s.0.join("nowhere").exists());
+    assert!(!s.root.join("nowhere").exists());
     assert!(std::fs::symlink_metadata(&data).unwrap().is_file());
 }
 

@@ -17,33 +17,28 @@ const EINVAL: i32 = 22;
 /// A simulated machine's trees in a fresh directory, removed when dropped.
 struct Tree {
     dir: PathBuf,
+    _scratch: tempfile::TempDir,
     name: &'static str,
     sysfs: Sysfs,
 }
 
 impl Tree {
     fn new(name: &'static str) -> Tree {
-        let base = std::env::temp_dir();
-        let dir = (0u32..)
-            .map(|i| base.join(format!("tmetric-engine-events-{name}-{}-{i}", std::process::id())))
-            .find(|d| std::fs::create_dir(d).is_ok())
-            .expect("a fresh directory");
+        let scratch = tempfile::Builder::new()
+            .prefix(&format!("tmetric-engine-events-{name}-"))
+            .tempdir()
+            .expect("a private directory");
+        let dir = scratch.path().to_path_buf();
         SimMachine::named(name)
             .expect("a simulated machine")
             .write_sysfs(&dir.join("sys"), &dir.join("proc"))
             .expect("trees written");
         let sysfs = Sysfs::new(dir.join("sys"));
-        Tree { dir, name, sysfs }
+        Tree { dir, _scratch: scratch, name, sysfs }
     }
 
     fn proc_root(&self) -> PathBuf {
         self.dir.join("proc")
-    }
-}
-
-impl Drop for Tree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

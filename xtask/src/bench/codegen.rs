@@ -11,7 +11,7 @@ use super::{PASSES, PERF_DEFAULT, mb, regen, secs};
 
 /// perf's `tools/perf/pmu-events`, extracting it from the distribution package when needed.
 /// `Err` says why the baselines cannot run; the rest of the benchmark still does.
-pub(super) fn find_perf_dir(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
+pub(super) fn find_perf_dir(explicit: Option<PathBuf>, root: &Path) -> Result<PathBuf, String> {
     let has_tools =
         |dir: &Path| dir.join("jevents.py").is_file() && dir.join("metric.py").is_file();
     if let Some(dir) =
@@ -23,26 +23,29 @@ pub(super) fn find_perf_dir(explicit: Option<PathBuf>) -> Result<PathBuf, String
             Err(format!("{} has no jevents.py and metric.py", dir.display()))
         };
     }
-    let default = PathBuf::from(PERF_DEFAULT);
+    let default = root.join(PERF_DEFAULT);
     if has_tools(&default) {
         return Ok(default);
     }
     println!("{PERF_DEFAULT} is missing: extracting it from the linux-source-6.12 package");
-    extract_perf(&std::env::temp_dir())
+    extract_perf(&root.join("target"))
         .map_err(|err| format!("could not extract perf's pmu-events: {err:#}"))?;
-    let extracted = std::env::temp_dir().join("linux-source-6.12/tools/perf/pmu-events");
-    if has_tools(&extracted) {
-        Ok(extracted)
+    if has_tools(&default) {
+        Ok(default)
     } else {
-        Err(format!("{} was not extracted", extracted.display()))
+        Err(format!("{} was not extracted", default.display()))
     }
 }
 
 /// `apt-get download linux-source-6.12`, `dpkg -x`, then untar only `tools/perf/pmu-events`
-/// into `into`.
+/// into `into` (the workspace's own `target/`), the package unpacked in a private directory.
 fn extract_perf(into: &Path) -> Result<()> {
-    let work = into.join(format!("tmetric-bench-deb-{}", std::process::id()));
-    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    std::fs::create_dir_all(into).with_context(|| format!("creating {}", into.display()))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("tmetric-bench-deb-")
+        .tempdir_in(into)
+        .with_context(|| format!("creating a directory in {}", into.display()))?;
+    let work = scratch.path();
     let result = (|| {
         run_quiet(
             Command::new("apt-get").args(["download", "linux-source-6.12"]).current_dir(&work),
@@ -62,7 +65,7 @@ fn extract_perf(into: &Path) -> Result<()> {
                 .args(["--wildcards", "linux-source-6.12/tools/perf/pmu-events/*"]),
         )
     })();
-    let _ = std::fs::remove_dir_all(&work);
+    drop(scratch);
     result
 }
 

@@ -73,7 +73,7 @@ const USAGE: &str = "usage: cargo xtask bench [--build] [--only <sections>] [--q
      --baseline  a checkout of an earlier commit: its sizes and (with --build) build figures\n              \
      are measured in the same run, interleaved with ours\n  \
      --perf-dir  perf's tools/perf/pmu-events (default: $TMETRIC_PERF_PMU_EVENTS, then\n              \
-     /tmp/linux-source-6.12/tools/perf/pmu-events, extracted from the distribution's\n              \
+     target/linux-source-6.12/tools/perf/pmu-events, extracted from the distribution's\n              \
      linux-source-6.12 package when missing)";
 
 /// The model of part (b).
@@ -87,8 +87,10 @@ const COMPILED_SWEEPS: usize = 20;
 /// Vectors on which compiled and interpreted results are compared, so that the two timings
 /// are known to compute the same thing.
 const AGREEMENT_VECTORS: usize = 100;
-/// Where the brief's perf tree is.
-const PERF_DEFAULT: &str = "/tmp/linux-source-6.12/tools/perf/pmu-events";
+/// Where perf's tree is extracted, under the workspace's `target/`: a predictable path in a
+/// shared directory such as /tmp could be planted by another user, and the bench runs the
+/// jevents.py it finds there (as root, on these machines).
+const PERF_DEFAULT: &str = "target/linux-source-6.12/tools/perf/pmu-events";
 
 // Targets: the code generation work's, raised by the hot-path work where it set new ones.
 const TARGET_REGEN_SPEEDUP: f64 = 25.0;
@@ -215,7 +217,7 @@ fn main() -> Result<()> {
         load_average()
     );
     let wants_perf = options.runs("regen") || options.runs("parse");
-    let perf = match wants_perf.then(|| find_perf_dir(options.perf_dir.clone())) {
+    let perf = match wants_perf.then(|| find_perf_dir(options.perf_dir.clone(), &root)) {
         Some(Ok(dir)) => {
             println!("perf baseline: {}", dir.display());
             Some(dir)
