@@ -36,8 +36,7 @@ fn stat_to_file(args: &[&str], extra: &[&str]) -> String {
     all.extend_from_slice(&["-o", &file_arg, "true"]);
     let out = tmetric(&all);
     assert!(out.status.success(), "{all:?}: {}", stderr(&out));
-    let text = std::fs::read_to_string(&file).unwrap();
-    text
+    std::fs::read_to_string(&file).unwrap()
 }
 
 /// A private directory for one test's files, under a name nobody can guess (the tests run
