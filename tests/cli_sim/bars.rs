@@ -141,7 +141,13 @@ fn the_estimate_is_said_and_holds_the_truth() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let value: f64 = v["metric-value"].as_str().unwrap().parse().unwrap();
         let bar: f64 = v["metric-error"].as_str().unwrap().parse().unwrap();
-        assert!((value - want).abs() <= bar.max(0.05), "{name}: {value} ± {bar}, truth {want}");
+        // The bar is 2 sigma: one run lies outside it one time in twenty by design, so one
+        // draw is held to 3 sigma (how often bars hold is the accuracy bench's to judge).
+        let three_sigma = 1.5 * bar;
+        assert!(
+            (value - want).abs() <= three_sigma.max(0.05),
+            "{name}: {value} ± {bar}, truth {want}"
+        );
     }
     let plan = tmetric(&["plan", "-M", "TopdownL2", "--pmu-sim", "skylakex"]);
     assert!(
