@@ -326,10 +326,20 @@ pub fn open_cgroup_dir(name: &str) -> Result<i32, Errno> {
 /// The user plus system CPU time of this process's children that have been waited for
 /// (`getrusage(RUSAGE_CHILDREN)`), as benchmarks time a command they ran.
 pub fn children_cpu() -> std::time::Duration {
-    // SAFETY: getrusage fills the struct it is given; RUSAGE_CHILDREN is a valid `who`.
+    rusage_cpu(libc::RUSAGE_CHILDREN)
+}
+
+/// The user plus system CPU time of this process, all its threads (`getrusage(RUSAGE_SELF)`),
+/// as benchmarks time work they do in process.
+pub fn own_cpu() -> std::time::Duration {
+    rusage_cpu(libc::RUSAGE_SELF)
+}
+
+fn rusage_cpu(who: libc::c_int) -> std::time::Duration {
+    // SAFETY: getrusage fills the struct it is given; `who` is RUSAGE_SELF or RUSAGE_CHILDREN.
     let usage = unsafe {
         let mut usage = std::mem::zeroed::<libc::rusage>();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        libc::getrusage(who, &mut usage);
         usage
     };
     let tv = |t: libc::timeval| {

@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 
-use super::{PASSES, PERF_DEFAULT, mb, regen, secs};
+use super::{PASSES, PERF_DEFAULT, Who, cpu_time, mb, regen, secs};
 
 /// perf's `tools/perf/pmu-events`, extracting it from the distribution package when needed.
 /// `Err` says why the baselines cannot run; the rest of the benchmark still does.
@@ -48,9 +48,9 @@ fn extract_perf(into: &Path) -> Result<()> {
     let work = scratch.path();
     let result = (|| {
         run_quiet(
-            Command::new("apt-get").args(["download", "linux-source-6.12"]).current_dir(&work),
+            Command::new("apt-get").args(["download", "linux-source-6.12"]).current_dir(work),
         )?;
-        let deb = std::fs::read_dir(&work)?
+        let deb = std::fs::read_dir(work)?
             .flatten()
             .map(|e| e.path())
             .find(|p| p.extension().is_some_and(|e| e == "deb"))
@@ -84,11 +84,11 @@ fn run_quiet(command: &mut Command) -> Result<()> {
 // (a) regen against jevents.py
 
 pub(super) struct RegenFigures {
-    /// Best in-process `regen(root, Check)`.
+    /// Best in-process `regen(root, Check)`, CPU time.
     pub(super) in_process: Option<Duration>,
-    /// `xtask regen --check` as its own process.
+    /// `xtask regen --check` as its own process, CPU time.
     pub(super) process: Option<Duration>,
-    /// jevents.py over perf's tree.
+    /// jevents.py over perf's tree, CPU time.
     pub(super) jevents: Option<Duration>,
 }
 
@@ -112,9 +112,9 @@ pub(super) fn bench_regen(root: &Path, perf: Option<&Path>) -> RegenFigures {
     // The three run back to back in every pass, so that the load of other processes at a
     // given moment weighs on all of them; the best pass of each counts.
     for _ in 0..PASSES {
-        let start = Instant::now();
+        let start = cpu_time(Who::Me);
         let result = regen::regen(root, regen::Mode::Check);
-        best(&mut figures.in_process, start.elapsed());
+        best(&mut figures.in_process, cpu_time(Who::Me).saturating_sub(start));
         match result {
             Ok(report) => note(format!(
                 "regen: {} models, {} metrics, {} bytes",
@@ -129,10 +129,10 @@ pub(super) fn bench_regen(root: &Path, perf: Option<&Path>) -> RegenFigures {
 
         match &xtask {
             Some(xtask) => {
-                let start = Instant::now();
+                let start = cpu_time(Who::Children);
                 let output =
                     Command::new(xtask).args(["regen", "--check"]).current_dir(root).output();
-                let elapsed = start.elapsed();
+                let elapsed = cpu_time(Who::Children).saturating_sub(start);
                 match output {
                     Ok(_) => best(&mut figures.process, elapsed),
                     Err(err) => note(format!("xtask regen --check could not run: {err}")),
@@ -157,7 +157,7 @@ pub(super) fn bench_regen(root: &Path, perf: Option<&Path>) -> RegenFigures {
     }
     let show = |what: &str, time: Option<Duration>| {
         if let Some(time) = time {
-            println!("  {what}, best of {PASSES}: {}", secs(time));
+            println!("  {what}, best of {PASSES}: {} of CPU", secs(time));
         }
     };
     show("regen --check in process", figures.in_process);
@@ -166,12 +166,12 @@ pub(super) fn bench_regen(root: &Path, perf: Option<&Path>) -> RegenFigures {
     figures
 }
 
-/// One run of jevents.py over perf's own tree: its time and the bytes of C it wrote. Ours has
+/// One run of jevents.py over perf's own tree: its CPU time and the bytes of C it wrote. Ours has
 /// `common/`, which jevents.py would take for an architecture; the trees are otherwise identical.
 fn run_jevents(perf: &Path) -> Result<(Duration, u64)> {
     let scratch = tempfile::Builder::new().prefix("tmetric-bench-jevents-").tempdir()?;
     let out = scratch.path().join("pmu-events.c");
-    let start = Instant::now();
+    let start = cpu_time(Who::Children);
     let output = Command::new("python3")
         .arg(perf.join("jevents.py"))
         .args(["all", "all"])
@@ -179,7 +179,7 @@ fn run_jevents(perf: &Path) -> Result<(Duration, u64)> {
         .arg(&out)
         .current_dir(perf)
         .output();
-    let elapsed = start.elapsed();
+    let elapsed = cpu_time(Who::Children).saturating_sub(start);
     let c_bytes = std::fs::metadata(&out).map_or(0, |m| m.len());
     let _ = std::fs::remove_file(&out);
     let output = output.context("running python3")?;
