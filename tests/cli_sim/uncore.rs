@@ -117,11 +117,22 @@ fn uncore_metrics_read_every_box_and_equal_the_truth() {
 /// of the PMU's cpumask; a metric's uncore input prints per box with its value per box.
 #[test]
 fn uncore_boxes_merge_into_one_line_unless_no_merge() {
+    // The simulated kernel counts on the real clock, so the two runs' counts are compared
+    // per second of their own `duration_time` (a loaded machine stretches `sleep 0.2`).
+    let seconds = |text: &str| -> f64 {
+        let line = text.lines().find(|l| l.contains(",duration_time")).expect("duration_time");
+        // Under `-A` a CPU column comes first.
+        let mut fields = line.split(',').skip_while(|f| f.starts_with("CPU"));
+        let ns: f64 = fields.next().and_then(|c| c.parse().ok()).expect("a count");
+        ns / 1e9
+    };
     let merged = tmetric(&[
         "--pmu-sim",
         "sapphirerapids",
         "-e",
         "uncore_imc/cas_count_read/,cas_count_write",
+        "-e",
+        "duration_time",
         "-a",
         "-x,",
         "sleep",
@@ -129,11 +140,14 @@ fn uncore_boxes_merge_into_one_line_unless_no_merge() {
     ]);
     let text = stderr(&merged);
     assert!(merged.status.success(), "{text}");
-    let rows: Vec<Vec<&str>> =
-        text.lines().filter(|l| !l.starts_with('#')).map(|l| l.split(',').collect()).collect();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.contains(",duration_time"))
+        .map(|l| l.split(',').collect())
+        .collect();
     let events: Vec<&str> = rows.iter().map(|r| r[2]).collect();
     assert_eq!(events, ["uncore_imc/cas_count_read/", "cas_count_write"], "{text}");
-    let read: f64 = rows[0][0].parse().expect("a count");
+    let read: f64 = rows[0][0].parse::<f64>().expect("a count") / seconds(&text);
     let per_box = tmetric(&[
         "--pmu-sim",
         "sapphirerapids",
@@ -152,6 +166,8 @@ fn uncore_boxes_merge_into_one_line_unless_no_merge() {
             "sapphirerapids",
             "-e",
             "uncore_imc/cas_count_read/,cas_count_write",
+            "-e",
+            "duration_time",
             flag,
             "-a",
             "-x,",
@@ -162,7 +178,7 @@ fn uncore_boxes_merge_into_one_line_unless_no_merge() {
         assert!(out.status.success(), "{text}");
         let lines: Vec<(String, String)> = text
             .lines()
-            .filter(|l| !l.starts_with('#'))
+            .filter(|l| !l.starts_with('#') && !l.contains(",duration_time"))
             .map(|l| {
                 let f: Vec<&str> = l.split(',').collect();
                 (f[0].to_string(), f[3].to_string())
@@ -183,9 +199,11 @@ fn uncore_boxes_merge_into_one_line_unless_no_merge() {
         .collect();
         assert_eq!(lines, want, "{flag}: {text}");
         // Each box counts a quarter of the merged read count (two boxes, two packages).
+        let run = seconds(&text);
         for l in text.lines().filter(|l| l.contains("cas_count_read")) {
-            let v: f64 = l.split(',').nth(1).and_then(|c| c.parse().ok()).expect("a count");
-            assert!((v - read / 4.0).abs() < 0.05 * read, "{flag}: {v} vs {read} / 4: {text}");
+            let count: f64 = l.split(',').nth(1).and_then(|c| c.parse().ok()).expect("a count");
+            let v = count / run;
+            assert!((v - read / 4.0).abs() < 0.05 * read, "{flag}: {v}/s vs {read}/s / 4: {text}");
         }
     }
 }
