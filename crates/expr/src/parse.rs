@@ -2,7 +2,6 @@
 
 use pest::Parser as _;
 use pest::iterators::Pair;
-use pest::pratt_parser::{Assoc, Op, PrattParser};
 
 use crate::ast::{BinOp, Expr, ExprKind, Func, IdFunc, Ident, Span};
 use crate::error::{ParseError, ParseErrorKind};
@@ -11,18 +10,22 @@ use crate::error::{ParseError, ParseErrorKind};
 #[grammar = "metric.pest"]
 struct Grammar;
 
-fn pratt() -> PrattParser<Rule> {
-    // All binary operators are left associative; unary minus binds tightest (util/expr.y).
-    PrattParser::new()
-        .op(Op::infix(Rule::or, Assoc::Left))
-        .op(Op::infix(Rule::xor, Assoc::Left))
-        .op(Op::infix(Rule::and, Assoc::Left))
-        .op(Op::infix(Rule::lt, Assoc::Left) | Op::infix(Rule::gt, Assoc::Left))
-        .op(Op::infix(Rule::add, Assoc::Left) | Op::infix(Rule::sub, Assoc::Left))
-        .op(Op::infix(Rule::mul, Assoc::Left)
-            | Op::infix(Rule::div, Assoc::Left)
-            | Op::infix(Rule::modulo, Assoc::Left))
-        .op(Op::prefix(Rule::neg))
+/// A binary operator's precedence (higher binds tighter) and node, as util/expr.y orders
+/// them; every one is left associative, and unary minus binds tighter than all.
+fn infix(rule: Rule) -> Option<(u8, BinOp)> {
+    Some(match rule {
+        Rule::or => (1, BinOp::Or),
+        Rule::xor => (2, BinOp::Xor),
+        Rule::and => (3, BinOp::And),
+        Rule::lt => (4, BinOp::Lt),
+        Rule::gt => (4, BinOp::Gt),
+        Rule::add => (5, BinOp::Add),
+        Rule::sub => (5, BinOp::Sub),
+        Rule::mul => (6, BinOp::Mul),
+        Rule::div => (6, BinOp::Div),
+        Rule::modulo => (6, BinOp::Mod),
+        _ => return None,
+    })
 }
 
 /// How deeply brackets, function calls, `if`s and unary minuses may nest. The grammar and
@@ -44,8 +47,7 @@ pub fn parse(text: &str) -> Result<Expr, ParseError> {
         Grammar::parse(Rule::root, text).map_err(|err| ParseError::from_pest(text, err))?;
     let root = pairs.next().expect("root rule always yields one pair");
     let if_expr = root.into_inner().next().expect("root holds an if_expr");
-    let pratt = pratt();
-    lower_if(if_expr, text, &pratt).map(|(expr, _)| expr)
+    lower_if(if_expr, text).map(|(expr, _)| expr)
 }
 
 /// A lexical pass that finds nesting beyond [`MAX_NESTING`] before the recursive grammar
@@ -130,18 +132,14 @@ fn span_of(pair: &Pair<'_, Rule>) -> Span {
     Span::new(pair.as_span().start(), pair.as_span().end())
 }
 
-fn lower_if(
-    pair: Pair<'_, Rule>,
-    text: &str,
-    pratt: &PrattParser<Rule>,
-) -> Result<Lowered, ParseError> {
+fn lower_if(pair: Pair<'_, Rule>, text: &str) -> Result<Lowered, ParseError> {
     let span = span_of(&pair);
     let mut inner = pair.into_inner();
-    let then = lower_expr(inner.next().expect("if_expr starts with expr"), text, pratt)?;
+    let then = lower_expr(inner.next().expect("if_expr starts with expr"), text)?;
     let Some(_kw_if) = inner.next() else { return Ok(then) };
-    let cond = lower_expr(inner.next().expect("if has a condition"), text, pratt)?;
+    let cond = lower_expr(inner.next().expect("if has a condition"), text)?;
     let _kw_else = inner.next();
-    let otherwise = lower_if(inner.next().expect("if has an else branch"), text, pratt)?;
+    let otherwise = lower_if(inner.next().expect("if has an else branch"), text)?;
     let below = then.1.max(cond.1).max(otherwise.1);
     node(
         text,
@@ -155,44 +153,53 @@ fn lower_if(
     )
 }
 
-fn lower_expr(
-    pair: Pair<'_, Rule>,
-    text: &str,
-    pratt: &PrattParser<Rule>,
-) -> Result<Lowered, ParseError> {
-    pratt
-        .map_primary(|primary| lower_primary(primary, text, pratt))
-        .map_prefix(|op, operand| {
-            let (operand, depth) = operand?;
-            let span = Span::new(op.as_span().start(), operand.span.end as usize);
-            node(text, ExprKind::Neg(Box::new(operand)), span, depth)
-        })
-        .map_infix(|lhs, op, rhs| {
-            let ((lhs, left), (rhs, right)) = (lhs?, rhs?);
-            let op = match op.as_rule() {
-                Rule::or => BinOp::Or,
-                Rule::xor => BinOp::Xor,
-                Rule::and => BinOp::And,
-                Rule::lt => BinOp::Lt,
-                Rule::gt => BinOp::Gt,
-                Rule::add => BinOp::Add,
-                Rule::sub => BinOp::Sub,
-                Rule::mul => BinOp::Mul,
-                Rule::div => BinOp::Div,
-                Rule::modulo => BinOp::Mod,
-                rule => unreachable!("not an infix rule: {rule:?}"),
-            };
-            let span = Span::new(lhs.span.start as usize, rhs.span.end as usize);
-            node(text, ExprKind::Bin(op, Box::new(lhs), Box::new(rhs)), span, left.max(right))
-        })
-        .parse(pair.into_inner())
+/// An `expr`'s operands and operators, by precedence climbing: a table lookup per operator,
+/// where pest's Pratt parser built its operator map on every call and hashed every operator
+/// (a tenth of the parse's instructions).
+fn lower_expr(pair: Pair<'_, Rule>, text: &str) -> Result<Lowered, ParseError> {
+    let mut items = pair.into_inner().peekable();
+    climb(&mut items, 0, text)
 }
 
-fn lower_primary(
-    pair: Pair<'_, Rule>,
-    text: &str,
-    pratt: &PrattParser<Rule>,
-) -> Result<Lowered, ParseError> {
+type Items<'i> = std::iter::Peekable<pest::iterators::Pairs<'i, Rule>>;
+
+/// Operands joined by operators of precedence `min` or more, left to right.
+fn climb(items: &mut Items<'_>, min: u8, text: &str) -> Result<Lowered, ParseError> {
+    let mut lhs = lower_operand(items, text)?;
+    while let Some((prec, op)) = items.peek().and_then(|p| infix(p.as_rule())) {
+        if prec < min {
+            break;
+        }
+        items.next();
+        let rhs = climb(items, prec + 1, text)?;
+        let ((lhs_expr, left), (rhs_expr, right)) = (lhs, rhs);
+        let span = Span::new(lhs_expr.span.start as usize, rhs_expr.span.end as usize);
+        let kind = ExprKind::Bin(op, Box::new(lhs_expr), Box::new(rhs_expr));
+        lhs = node(text, kind, span, left.max(right))?;
+    }
+    Ok(lhs)
+}
+
+/// `neg* primary`: the minuses apply innermost last, each spanning from itself to the end.
+fn lower_operand(items: &mut Items<'_>, text: &str) -> Result<Lowered, ParseError> {
+    let mut negs: Vec<usize> = Vec::new();
+    let primary = loop {
+        let pair = items.next().expect("an operand ends with a primary");
+        if pair.as_rule() == Rule::neg {
+            negs.push(pair.as_span().start());
+        } else {
+            break pair;
+        }
+    };
+    let (mut operand, mut depth) = lower_primary(primary, text)?;
+    for &start in negs.iter().rev() {
+        let span = Span::new(start, operand.span.end as usize);
+        (operand, depth) = node(text, ExprKind::Neg(Box::new(operand)), span, depth)?;
+    }
+    Ok((operand, depth))
+}
+
+fn lower_primary(pair: Pair<'_, Rule>, text: &str) -> Result<Lowered, ParseError> {
     let span = span_of(&pair);
     let (kind, below) = match pair.as_rule() {
         Rule::number => (
@@ -210,7 +217,7 @@ fn lower_primary(
         Rule::ident => (ExprKind::Id(ident(&pair)), 0),
         Rule::paren => {
             let inner = pair.into_inner().next().expect("paren holds an if_expr");
-            let (mut expr, depth) = lower_if(inner, text, pratt)?;
+            let (mut expr, depth) = lower_if(inner, text)?;
             // Keep the parentheses in the span so carets point at what the user wrote.
             expr.span = span;
             return Ok((expr, depth));
@@ -239,8 +246,8 @@ fn lower_primary(
                         Rule::kw_min => Func::Min,
                         _ => Func::Max,
                     };
-                    let lhs = lower_expr(inner.next().expect("first argument"), text, pratt)?;
-                    let rhs = lower_expr(inner.next().expect("second argument"), text, pratt)?;
+                    let lhs = lower_expr(inner.next().expect("first argument"), text)?;
+                    let rhs = lower_expr(inner.next().expect("second argument"), text)?;
                     let below = lhs.1.max(rhs.1);
                     (ExprKind::Call(func, Box::new(lhs.0), Box::new(rhs.0)), below)
                 }
@@ -257,6 +264,10 @@ fn ident(pair: &Pair<'_, Rule>) -> Ident {
 
 /// perf's `normalize()`: a backslash is dropped and the next character kept as is.
 pub fn normalize(raw: &str) -> String {
+    // Most names hold no backslash: one copy, not a push per character.
+    if !raw.contains('\\') {
+        return raw.to_string();
+    }
     let mut out = String::with_capacity(raw.len());
     let mut chars = raw.chars();
     while let Some(c) = chars.next() {
