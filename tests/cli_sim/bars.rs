@@ -127,7 +127,17 @@ fn the_estimate_is_said_and_holds_the_truth() {
     ]);
     let text = stderr(&out);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("estimate of INST_RETIRED.ANY: counted in every turn: exact"), "{text}");
+    // The anchor counts in every turn; a loaded machine may deschedule tmetric between one
+    // turn's end and the next one's start, and the anchor's gaps are then estimated too.
+    let anchor = text
+        .lines()
+        .find(|l| l.contains("estimate of INST_RETIRED.ANY: "))
+        .unwrap_or_else(|| panic!("the anchor's estimate is not said: {text}"));
+    assert!(
+        anchor.ends_with("counted in every turn: exact")
+            || anchor.contains("regressed on time and the retired instructions"),
+        "{anchor}"
+    );
     assert!(text.contains("the turns it missed regressed on time"), "{text}");
     // The phases' mean of each share whose formula is linear in the counts over the slots
     // (compute and memory alternate evenly, at the same cycles per second).
