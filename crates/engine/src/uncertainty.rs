@@ -537,23 +537,30 @@ impl Plan {
                 continue;
             };
             if let Bar::Sigma(s) = bar
-                && self.is_share(i)
+                && let Some(f) = self.share_factor(i)
             {
-                *s = s.min(v.max(1.0 - v) / BAR_SIGMAS);
+                let v = v * f;
+                *s = s.min(v.max(1.0 - v) / BAR_SIGMAS / f);
             }
         }
     }
 
-    /// Whether root `i` is a share of the slots: a percentage in a `TopdownL<n>` (Intel's and
-    /// Arm's trees) or `PipelineL<n>` (AMD's) group.
-    fn is_share(&self, i: usize) -> bool {
+    /// Whether root `i` is a share of the slots, a percentage in a `TopdownL<n>` (Intel's and
+    /// Arm's trees) or `PipelineL<n>` (AMD's) group, and if so what its value is multiplied
+    /// by to be a fraction: Intel's and AMD's formulas give fractions that print scaled by
+    /// 100, Arm's multiply by 100 themselves (`100 * (stall_slot_frontend / ...)`, scale unit
+    /// `1percent of slots`).
+    fn share_factor(&self, i: usize) -> Option<f64> {
         let r = &self.roots[i];
         let m = r.model.metric(r.metric);
-        m.scale == 100.0
-            && r.model
-                .str(m.groups)
-                .split(';')
-                .any(|g| g.starts_with("TopdownL") || g.starts_with("PipelineL"))
+        let unit = r.model.str(m.unit);
+        let percent = m.scale == 100.0 || unit.contains('%') || unit.contains("percent");
+        let tree = r
+            .model
+            .str(m.groups)
+            .split(';')
+            .any(|g| g.starts_with("TopdownL") || g.starts_with("PipelineL"));
+        (percent && tree && m.scale > 0.0).then_some(m.scale / 100.0)
     }
 
     /// Per root (in [`Plan::roots`] order): why its value in `results` cannot be true, with
@@ -561,14 +568,20 @@ impl Plan {
     /// (AMD's pipeline utilization nodes too) is a share of the slots: it lies within
     /// 0-100 %, a child never exceeds its parent, and level 1 sums to 100 %. Such values come from inputs counted over different time.
     pub fn impossible(&self, results: &[RootResult]) -> Vec<Option<(String, f64)>> {
+        // Shares as fractions of the slots, whatever scale their formulas give them.
+        let factors: Vec<Option<f64>> =
+            (0..self.roots.len()).map(|i| self.share_factor(i)).collect();
         let nodes: Vec<crate::view::TmaNode<'_>> = self
             .roots
             .iter()
             .zip(results)
-            .map(|(r, result)| crate::view::TmaNode::of(r.model, r.metric, result.value, None))
+            .zip(&factors)
+            .map(|((r, result), f)| {
+                crate::view::TmaNode::of(r.model, r.metric, result.value * f.unwrap_or(1.0), None)
+            })
             .collect();
         // AMD's level 1 sums to the dispatch slots as Intel's and Arm's do.
-        let share = |i: usize| self.is_share(i) && nodes[i].value.is_finite();
+        let share = |i: usize| factors[i].is_some() && nodes[i].value.is_finite();
         let parent_of = |i: usize| -> Option<usize> {
             nodes[i].groups.split(';').find_map(|g| {
                 let parent = g.strip_suffix("_group")?;
@@ -577,7 +590,7 @@ impl Plan {
         };
         let mut out: Vec<Option<(String, f64)>> = vec![None; nodes.len()];
         let mut flag = |i: usize, why: String, reach: f64| {
-            let sigma = reach / BAR_SIGMAS;
+            let sigma = reach / BAR_SIGMAS / factors[i].unwrap_or(1.0);
             match &mut out[i] {
                 Some((text, s)) => {
                     text.push_str("; ");

@@ -144,6 +144,61 @@ fn the_cycles_anchor_tells_phases_at_two_clocks_apart_on_arm_and_amd() {
     }
 }
 
+/// Arm's TopdownL1 formulas multiply by 100 themselves (scale unit `1percent of slots`),
+/// where Intel's and AMD's give fractions: a level 1 that sums 3 points past 100 %, or a
+/// node past 100 %, is impossible and flagged there too (it was never checked on Arm).
+#[test]
+fn arm_level_1_that_cannot_be_true_is_flagged() {
+    let tree = SimTree::new("neoverse-n2");
+    let item = "TopdownL1,Operation_Mix,Cycle_Accounting";
+    let metrics = percent_metrics(tree.model, item);
+    let plan = crate::harness::plan_with(&tree, item, &metrics, Strategy::Tmetric);
+    let name = |i: usize| {
+        let r = &plan.roots()[i];
+        r.model.str(r.model.metric(r.metric).name).to_string()
+    };
+    let result = |value: f64| tmetric_engine::RootResult {
+        value,
+        failure: None,
+        missing: Vec::new(),
+        not_counted: Vec::new(),
+        threshold: None,
+        why: None,
+    };
+    // In points, as the formulas give them: 20 + 10 + 30 + 40, the rest anything possible.
+    let truth = |n: &str| match n {
+        "frontend_bound" => 20.0,
+        "bad_speculation" => 10.0,
+        "backend_bound" => 30.0,
+        "retiring" => 40.0,
+        _ => 50.0,
+    };
+    let roots = plan.roots().len();
+    let possible: Vec<_> = (0..roots).map(|i| result(truth(&name(i)))).collect();
+    assert!(plan.impossible(&possible).iter().all(Option::is_none));
+    let over: Vec<_> = (0..roots)
+        .map(|i| result(truth(&name(i)) + if name(i) == "backend_bound" { 3.0 } else { 0.0 }))
+        .collect();
+    let flags = plan.impossible(&over);
+    let level1 = ["frontend_bound", "bad_speculation", "backend_bound", "retiring"];
+    for (i, flag) in flags.iter().enumerate() {
+        let why = flag.as_ref().map(|f| f.0.as_str());
+        if level1.contains(&name(i).as_str()) {
+            assert_eq!(why, Some("level 1 sums to 103.0 %"), "{}", name(i));
+            // The bar it needs, in the value's points: 3 points at 2 sigma.
+            let sigma = flag.as_ref().map_or(0.0, |f| f.1);
+            assert!((sigma - 1.5).abs() < 1e-9, "{}: {sigma}", name(i));
+        } else {
+            assert_eq!(why, None, "{}", name(i));
+        }
+    }
+    let node = (0..roots).find(|&i| name(i) == "retiring").expect("retiring");
+    let mut past = possible.clone();
+    past[node] = result(102.0);
+    let why = plan.impossible(&past)[node].clone().map(|f| f.0);
+    assert!(why.as_deref().is_some_and(|w| w.contains("102.0 % is outside 0-100 %")), "{why:?}");
+}
+
 /// AMD's PipelineL1 nodes are shares of the dispatch slots (six a cycle) that sum to them, as
 /// Intel's TopdownL1: a level that sums 3 points past 100 %, or a node past 100 %, is
 /// impossible and flagged, where only the `TopdownL` groups were checked.
