@@ -27,7 +27,7 @@ pub(crate) use facts::probes_with;
 pub use facts::{cpuid_of, machine_probes, offline_probes, tsc_from_model_name};
 pub(crate) use facts::{cpuid_with, literals_of};
 pub use grouping::{NoGroup, grouping, packs};
-pub use metrics::{ANCHOR, ANCHORS, anchor_named, anchor_of, names_anchor};
+pub use metrics::{ANCHOR, ANCHORS, anchor_named, anchors_of, names_anchor};
 pub(crate) use names::twice;
 pub use names::{has_hybrid_twins, metric_name};
 pub use notes::Warning;

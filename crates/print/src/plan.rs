@@ -36,9 +36,10 @@ fn every_turn(plan: &OfflinePlan) -> Vec<String> {
             continue;
         }
         // What `stat` regresses on: the PMU's anchor, where its groups count it.
-        let anchored = tmetric_engine::plan::anchor_of(pmu)
-            .filter(|a| common.iter().any(|n| tmetric_engine::plan::names_anchor(n, a)))
-            .and_then(tmetric_engine::plan::anchor_named);
+        let anchored = tmetric_engine::plan::anchors_of(pmu)
+            .iter()
+            .find(|a| common.iter().any(|n| tmetric_engine::plan::names_anchor(n, a)))
+            .and_then(|a| tmetric_engine::plan::anchor_named(a));
         let regressed = match anchored {
             Some(tmetric_engine::Anchor::Instructions) => {
                 "tmetric's own rotation estimates the turns a group misses by regression on the retired instructions; "

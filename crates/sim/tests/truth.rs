@@ -357,3 +357,23 @@ fn a_metric_nan_by_its_own_formula_is_not_available() {
     assert!(pkg.value.is_finite() && pkg.available && pkg.in_range(), "{pkg:?}");
     tmetric_catalog::clear_inferred_vintage();
 }
+
+/// Arm's retired instructions follow each phase's instructions per cycle: neoverse-n2's
+/// vendor formula `ipc = INST_RETIRED / CPU_CYCLES`, read with the simulator's own parser
+/// over its derived counts, gives the phased workload's 2.6, 0.5 and 1.0 at one clock, so
+/// the counts tell the phases apart where the cycles cannot (tmetric's Arm anchor).
+#[test]
+fn arm_retired_instructions_differ_by_phase_as_the_workload_says() {
+    let machine = Machine::named("neoverse-n2").expect("built in");
+    let workload = SimWorkload::builtin("phased").expect("built in");
+    let want: Vec<f64> = workload.phases.iter().map(|p| p.ipc).collect();
+    assert_eq!(want, [2.6, 0.5, 1.0]);
+    let clocks: Vec<f64> = workload.phases.iter().map(|p| p.cycles_hz).collect();
+    assert!(clocks.iter().all(|&c| c == clocks[0]), "{clocks:?}");
+    let d = Derivation::of(&machine, &workload);
+    for (phase, want) in d.report.iter().zip(&want) {
+        let ipc = phase.iter().find(|m| m.name == "ipc").expect("neoverse-n2 has ipc");
+        assert!(ipc.available, "{ipc:?}");
+        assert!((ipc.value - want).abs() <= 1e-9 * want, "{} against {want}", ipc.value);
+    }
+}

@@ -114,24 +114,28 @@ type Placed = (usize, Vec<usize>, Vec<schedule::Slot>);
 pub const ANCHOR: &str = "INST_RETIRED.ANY";
 
 /// The events tmetric adds to every rotated group of a core PMU as its anchor
-/// ([`Plan::add_anchors`]), by vendor, each where it costs no general counter: Intel's
-/// retired instructions on fixed counter 0; Arm's CPU_CYCLES on the dedicated cycle counter
+/// ([`Plan::add_anchors`]), by vendor: Intel's retired instructions on fixed counter 0; on
+/// Arm the retired instructions (`INST_RETIRED`) on a general counter of every rotated group
+/// where that costs at most one more time slice ([`INSTRUCTIONS_SLICE`]), which tell phases
+/// apart by their instructions per cycle as Intel's do, else CPU_CYCLES on the dedicated cycle counter
 /// (`armv8pmu_get_event_idx` puts it there when it is free, which the NMI watchdog's cycles
-/// would not leave it); AMD has neither, so its cycles anchor only where every group
-/// already holds them or has a general counter left for them.
-pub const ANCHORS: [&str; 3] = [ANCHOR, "CPU_CYCLES", "ls_not_halted_cyc"];
+/// would not leave it), which tells only phases at other clocks apart; AMD has neither, so
+/// its cycles anchor only where every group already holds them or has a general counter
+/// left for them.
+pub const ANCHORS: [&str; 4] = [ANCHOR, "INST_RETIRED", "CPU_CYCLES", "ls_not_halted_cyc"];
 
-/// The anchor of core PMU `pmu` ([`ANCHORS`]), if it has one.
-pub fn anchor_of(pmu: &crate::pmu::PmuCounters) -> Option<&'static str> {
+/// The anchors core PMU `pmu` may have ([`ANCHORS`]), the one tried first first.
+pub fn anchors_of(pmu: &crate::pmu::PmuCounters) -> &'static [&'static str] {
     if !pmu.core {
-        return None;
+        return &[];
     }
     use crate::pmu::Vendor;
     match pmu.vendor {
-        Vendor::Intel if pmu.fixed > 0 => Some(ANCHORS[0]),
-        Vendor::Arm if pmu.cycle_counter => Some(ANCHORS[1]),
-        Vendor::Amd => Some(ANCHORS[2]),
-        _ => None,
+        Vendor::Intel if pmu.fixed > 0 => &ANCHORS[0..1],
+        Vendor::Arm if pmu.cycle_counter => &ANCHORS[1..3],
+        Vendor::Arm => &ANCHORS[1..2],
+        Vendor::Amd => &ANCHORS[3..4],
+        _ => &[],
     }
 }
 
@@ -146,7 +150,7 @@ pub fn names_anchor(name: &str, anchor: &str) -> bool {
 /// regresses on.
 pub fn anchor_named(name: &str) -> Option<crate::estimate::Anchor> {
     let i = ANCHORS.iter().position(|a| names_anchor(name, a))?;
-    Some(if i == 0 {
+    Some(if i <= 1 {
         crate::estimate::Anchor::Instructions
     } else {
         crate::estimate::Anchor::Cycles
@@ -160,6 +164,108 @@ fn software_context(event: &CounterEvent) -> bool {
         EventKind::Pmu(p) => p == "msr",
         EventKind::Hardware => false,
     }
+}
+
+/// The input of `model` naming `anchor` on core PMU `p` (a hybrid model names one per core
+/// type), with its event in the scheduler's request and the request it is in: `request`
+/// itself where a metric already reads it, else a copy with the event added, so that where
+/// it is then not placed nothing of it is left in the plan.
+fn anchor_event<'m>(
+    model: &'m Model,
+    anchor: &str,
+    p: usize,
+    machine: &Host,
+    request: &Request,
+) -> Option<(&'m Id, usize, Request)> {
+    let pmu = machine.pmus().pmus.get(p)?;
+    let id = model.ids.iter().find(|id| {
+        let name = id_name(model, id);
+        names_anchor(&name, anchor)
+            && matches!(
+                resolve_id(model, id, machine.sysfs(), machine.env()),
+                Resolution::Counter(e) if counter_pmu(&e, machine.sysfs()).as_deref() == Some(pmu.name.as_str())
+            )
+    })?;
+    let name = id_name(model, id);
+    if let Some(e) = request.events.iter().position(|ev| ev.pmu == Some(p) && ev.name == name) {
+        return Some((id, e, request.clone()));
+    }
+    let (at, demand) = demand_of(model, id, &pmu.name, machine.pmus())?;
+    if at != p {
+        return None;
+    }
+    let mut probe = request.clone();
+    probe.events.push(SchedEvent { name, pmu: Some(p), demand });
+    Some((id, probe.events.len() - 1, probe))
+}
+
+/// How many more time slices Arm's retired instructions may cost as the anchor: on
+/// neoverse-n2's TopdownL1, Operation_Mix and Cycle_Accounting (four groups, five with them,
+/// level 1 then over two groups), the multiplexed values' mean error was 41.5 % of perf's
+/// where the cycles on the cycle counter gave 104.4 % (`--machine neoverse-n2`, 3 seeds):
+/// the cycles run at one clock there and tell nothing time does not, the instructions tell
+/// the phases apart by what they retire per cycle, worth a fifth of each group's turns.
+const INSTRUCTIONS_SLICE: usize = 1;
+
+/// Event `e` of `request` added to every group of PMU `p` in `schedule`: each group with
+/// it and its counters. Where some group has no counter for it and `repack`, the groups
+/// packed again as if every metric on `p` read it, taken only where that costs `p` at most
+/// [`INSTRUCTIONS_SLICE`] more slices, the other PMUs none, and keeps every metric whole
+/// that was; then that schedule is returned too.
+fn place_anchor(
+    schedule: &Schedule,
+    request: &Request,
+    machine: &Host,
+    p: usize,
+    e: usize,
+    repack: bool,
+) -> Option<(Option<Schedule>, Vec<Placed>)> {
+    let pmu = machine.pmus().pmus.get(p)?;
+    let place = |schedule: &Schedule| -> Option<Vec<Placed>> {
+        (0..schedule.groups.len())
+            .filter(|&g| schedule.groups[g].pmu == Some(p))
+            .map(|g| {
+                let mut events = schedule.groups[g].events.clone();
+                if !events.contains(&e) {
+                    events.push(e);
+                }
+                let slots = schedule::assign(pmu, &request.events, &events, false)?;
+                Some((g, events, slots))
+            })
+            .collect()
+    };
+    if let Some(placed) = place(schedule) {
+        return Some((None, placed));
+    }
+    if !repack {
+        return None;
+    }
+    // Every metric with an event on the PMU packed as if it read the anchor too, so that
+    // the groups keep a counter for it and share the one a metric reads already.
+    let mut with = request.clone();
+    for m in &mut with.metrics {
+        if m.events.iter().any(|&x| request.events[x].pmu == Some(p)) && !m.events.contains(&e) {
+            m.events.push(e);
+        }
+    }
+    let packed = schedule::schedule(&with, machine.pmus(), Strategy::Tmetric);
+    let whole =
+        |s: &Schedule, m: usize| matches!(s.placements.get(m), Some(Placement::Together { .. }));
+    let no_worse = packed.slices_per_pmu.len() == schedule.slices_per_pmu.len()
+        && packed
+            .slices_per_pmu
+            .iter()
+            .zip(&schedule.slices_per_pmu)
+            .enumerate()
+            .all(|(q, (a, b))| *a <= *b + if q == p { INSTRUCTIONS_SLICE } else { 0 })
+        && packed.singles.len() <= schedule.singles.len()
+        && packed.open.is_empty()
+        && (0..schedule.placements.len()).all(|m| !whole(schedule, m) || whole(&packed, m));
+    if !no_worse {
+        return None;
+    }
+    let placed = place(&packed)?;
+    Some((Some(packed), placed))
 }
 
 impl Plan {
@@ -282,15 +388,16 @@ impl Plan {
     }
 
     /// tmetric's schedule: on each core PMU whose groups take turns, its anchor
-    /// ([`ANCHORS`]: the retired instructions on Intel's fixed counter, the cycles on Arm's
-    /// cycle counter or, on AMD, where a group has room) joins every group that does not
-    /// hold it, so it is counted in every turn. The instructions in each turn tell the
-    /// phases of the workload apart (each phase retires at its own rate), the cycles where
-    /// the clock changes; the estimate of the turns a group missed regresses on them
-    /// ([`crate::estimate`]), and on time alone where they tell nothing apart.
-    /// Nothing is added where a group would not fit with them (the slices stay as they
-    /// are). Returns each anchored PMU with the anchor's row; a row added only for this is
-    /// not printed.
+    /// ([`ANCHORS`]: the retired instructions on Intel's fixed counter or Arm's general
+    /// counters, else the cycles on Arm's cycle counter or, on AMD, where a group has room)
+    /// joins every group that does not hold it, so it is counted in every turn. The
+    /// instructions in each turn tell the phases of the workload apart (each phase retires
+    /// at its own rate), the cycles where the clock changes; the estimate of the turns a
+    /// group missed regresses on them ([`crate::estimate`]), and on time alone where they
+    /// tell nothing apart. Nothing is added where a group would not fit with them, but that
+    /// Arm's instructions may have the groups packed again with them ([`place_anchor`]).
+    /// Returns each anchored PMU with the anchor's row; a row added only for this is not
+    /// printed.
     fn add_anchors(
         &mut self,
         schedule: &mut Schedule,
@@ -308,60 +415,49 @@ impl Plan {
             if schedule.slices_per_pmu[p] < 2 || !pmu.core {
                 continue;
             }
-            let Some(anchor) = anchor_of(pmu) else { continue };
             // The catalogue model of a metric with events on this PMU names the event.
             let Some(model) = request.metrics.iter().zip(picks).find_map(|(m, pick)| {
                 m.events.iter().any(|&e| request.events[e].pmu == Some(p)).then_some(pick.model)
             }) else {
                 continue;
             };
-            // The input naming it on this PMU (a hybrid model names one per core type).
-            let Some(id) = model.ids.iter().find(|id| {
-                let name = id_name(model, id);
-                names_anchor(&name, anchor)
-                    && matches!(
-                        resolve_id(model, id, machine.sysfs(), machine.env()),
-                        Resolution::Counter(e) if counter_pmu(&e, machine.sysfs()).as_deref() == Some(pmu.name.as_str())
-                    )
-            }) else {
-                continue;
-            };
-            let rows_before = self.rows.len();
-            let row = self.input_row(model, id, machine, false, request, sched_of_row);
-            if self.rows.len() > rows_before {
-                self.rows[row].show = false;
-            }
-            let Some(e) = sched_of_row.get(row).copied().flatten() else { continue };
-            if request.events[e].pmu != Some(p) {
-                continue;
-            }
-            let groups: Vec<usize> =
-                (0..schedule.groups.len()).filter(|&g| schedule.groups[g].pmu == Some(p)).collect();
-            let placed: Option<Vec<Placed>> = groups
-                .iter()
-                .map(|&g| {
-                    let mut events = schedule.groups[g].events.clone();
-                    if !events.contains(&e) {
-                        events.push(e);
-                    }
-                    let slots = schedule::assign(pmu, &request.events, &events, false)?;
-                    Some((g, events, slots))
-                })
-                .collect();
-            let Some(placed) = placed else { continue };
-            for (g, events, slots) in placed {
-                schedule.groups[g].events = events;
-                schedule.groups[g].slots = slots;
-            }
-            anchors.push((p, row));
-            // Copies on free counters make the events they copy exact and leave the rest
-            // estimated, so a level that sums to the slots stops summing where they differ:
-            // on AMD, PipelineL1 intervals summed up to 2 points off (14 of 640 values
-            // impossible), and the totals' bars held the truth 99.5 % of the time at 2
-            // sigma, against 98.6 % without them (`--machine amdzen4`, 3 seeds). On Intel,
-            // where the anchor tells phases apart, they stay, as measured there.
-            if pmu.vendor == crate::pmu::Vendor::Intel {
-                fill_free_counters(schedule, request, pmu, p, &groups);
+            for &anchor in anchors_of(pmu) {
+                let Some((id, e, probe)) = anchor_event(model, anchor, p, machine, request) else {
+                    continue;
+                };
+                let Some((packed, placed)) =
+                    place_anchor(schedule, &probe, machine, p, e, anchor == ANCHORS[1])
+                else {
+                    continue;
+                };
+                let rows_before = self.rows.len();
+                let row = self.input_row(model, id, machine, false, request, sched_of_row);
+                if self.rows.len() > rows_before {
+                    self.rows[row].show = false;
+                }
+                // The row is the event the placement was tried with.
+                if sched_of_row.get(row).copied().flatten() != Some(e) {
+                    continue;
+                }
+                if let Some(packed) = packed {
+                    *schedule = packed;
+                }
+                let groups: Vec<usize> = placed.iter().map(|p| p.0).collect();
+                for (g, events, slots) in placed {
+                    schedule.groups[g].events = events;
+                    schedule.groups[g].slots = slots;
+                }
+                anchors.push((p, row));
+                // Copies on free counters make the events they copy exact and leave the rest
+                // estimated, so a level that sums to the slots stops summing where they
+                // differ: on AMD, PipelineL1 intervals summed up to 2 points off (14 of 640
+                // values impossible), and the totals' bars held the truth 99.5 % of the time
+                // at 2 sigma, against 98.6 % without them (`--machine amdzen4`, 3 seeds). On
+                // Intel, where the anchor tells phases apart, they stay, as measured there.
+                if pmu.vendor == crate::pmu::Vendor::Intel {
+                    fill_free_counters(schedule, request, pmu, p, &groups);
+                }
+                break;
             }
         }
         anchors
