@@ -33,9 +33,10 @@
 //! and merged over consecutive turns in blocks of 1, 2, 4, ... as the time-scaled bars are
 //! ([`crate::uncertainty`]), the largest spread taken: nearby turns see the same phase.
 //! After [`smooth`], the residuals are what the neighbours did not foresee. A fit that
-//! borrowed the interval before's turns (too few of its own) is taken to miss at least what
-//! scaling by time would over the same turns ([`time_spread`]): a few turns can be fitted
-//! exactly and say nothing of a phase none of them held.
+//! borrowed the interval before's turns (too few of its own) is taken to miss at least the
+//! share of what scaling by time would miss over the same turns ([`time_spread`]) that the
+//! fits of every group leave of it ([`relative_spread`]): a few turns can be fitted exactly
+//! and say nothing of a phase none of them held, which the other groups' turns saw.
 
 use tmetric_runtime::{CpuCount, Snapshot};
 
@@ -154,9 +155,9 @@ pub struct Fit {
     pub neighbours: f64,
     /// What it counted per running nanosecond over the turns fitted.
     pub rate: f64,
-    /// The least relative spread per nanosecond its residuals are taken to have ([`time_spread`]
-    /// where it borrowed the interval before's turns); 0 for a fit on enough of its own
-    /// interval's turns.
+    /// The least relative spread per nanosecond its residuals are taken to have (a share of
+    /// [`time_spread`] where it borrowed the interval before's turns); 0 for a fit on enough
+    /// of its own interval's turns.
     pub floor: f64,
 }
 
@@ -554,6 +555,28 @@ pub(crate) fn covariance(a: &[Option<Fit>], b: &[Option<Fit>]) -> Option<f64> {
     Some(per_ns * (unseen + leverage))
 }
 
+/// A counter's relative spread per nanosecond over the CPUs of its fits: its residuals
+/// summed over the CPUs window by window, squared over their length, against its rate
+/// summed over the CPUs; `None` without residuals.
+fn relative_spread(fits: &[Option<Fit>]) -> Option<f64> {
+    let mut by_k: std::collections::BTreeMap<usize, (f64, f64)> = Default::default();
+    let mut rate = 0.0;
+    for f in fits.iter().flatten() {
+        rate += f.rate;
+        for &(k, r, e) in &f.residuals {
+            let slot = by_k.entry(k).or_default();
+            slot.0 += r;
+            slot.1 += e;
+        }
+    }
+    let n = by_k.len();
+    if n < 2 || rate <= 0.0 {
+        return None;
+    }
+    let sq: f64 = by_k.values().filter(|v| v.1 > 0.0).map(|v| v.0 * v.0 / v.1).sum();
+    Some(sq / (n - 1) as f64 / (rate * rate))
+}
+
 /// How far a counter's counted turns stray from its rate alone (time scaling's model),
 /// relative to that rate, per nanosecond: the misses summed over the CPUs window by window
 /// (CPUs whose phases run in step add up their errors), squared over their length, against
@@ -858,6 +881,7 @@ impl Plan {
             )
         };
         // One model per group.
+        let mut misfit = (0.0, 0.0);
         for (k, &(_, leader)) in self.rotated.iter().enumerate() {
             if self.anchors.get(k).copied().flatten().is_none() {
                 continue;
@@ -896,16 +920,32 @@ impl Plan {
                     // zero while the turns the group missed held the third phase (skylakex
                     // TopdownL3 with the CPUs in step held its truth at 2 sigma in 62.7-73.3
                     // % of such intervals). A fit on so few of its own interval's turns is
-                    // taken to miss at least what scaling by time would miss over them;
-                    // groups fitted on enough of their own turns keep their own spread, so
-                    // counts that truly follow time or the anchor are not widened there.
-                    if borrowed && let Some(floor) = time_spread(points) {
+                    // taken to miss at least the share of what scaling by time would miss
+                    // over them that every group's fit misses of it (below); groups fitted on
+                    // enough of their own turns keep their own spread.
+                    let spread = time_spread(points);
+                    if borrowed && let Some(floor) = spread {
                         for fit in f.iter_mut().flatten() {
                             fit.floor = floor;
                         }
                     }
+                    if let (Some(t), Some(r)) = (spread, relative_spread(&f)) {
+                        misfit.0 += r;
+                        misfit.1 += t;
+                    }
                     out[*m] = Some(f);
                 }
+            }
+        }
+        // What the fits on time and the anchor leave of time scaling's misfit, over every
+        // group's turns on the same CPUs: near nothing where two phases are all there is,
+        // so fits that are exact and right are not widened (the periodic classes held
+        // their truth at 1 sigma 75 % of the time with the whole of time's misfit as the
+        // floor, 70 % with this share of it, as without a floor).
+        if misfit.1 > 0.0 {
+            let share = (misfit.0 / misfit.1).min(1.0);
+            for f in out.iter_mut().flatten().flatten().flatten() {
+                f.floor *= share;
             }
         }
         self.copies_fits(from, &sets, &points_of, &mut out);

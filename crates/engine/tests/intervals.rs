@@ -207,11 +207,12 @@ fn a_difference_within_a_scaled_group_keeps_its_cancellation() {
 /// A group that borrows the interval before's turns has few of its own: when those all
 /// fell in two of three phases, the fit on time and the instructions is exact and its
 /// residuals say nothing of the third phase the turns it missed held. Its bar is then at
-/// least what scaling by time would miss over the same turns, so bars are not confidently
-/// wrong: skylakex TopdownL3 (13 groups, four turns or so each per 250 ms interval) with
-/// every CPU in step through random 2-40 ms phases, after the first interval, on the exact
-/// lockstep model, held the truth at 2 sigma 77.8 % of the time without that floor, 85.3 %
-/// with it (the bench's realistic model, the quick set's three seeds: 87.6 to 90.7 %).
+/// least the share of what scaling by time would miss over the same turns that every
+/// group's fit leaves of it, so bars are not confidently wrong: skylakex TopdownL3 (13
+/// groups, four turns or so each per 250 ms interval) with every CPU in step through random
+/// 2-40 ms phases, after the first interval, on the exact lockstep model, six rotation
+/// seeds, held the truth at 2 sigma 78.0 % of the time without that floor, 82.7 % with it
+/// (the bench's realistic model, the quick set's three seeds: 87.6 to 90.2 %).
 #[test]
 fn bars_of_fits_on_few_turns_are_not_confidently_wrong() {
     let (_, text) = tmetric_sim::workload::BUILTIN
@@ -224,7 +225,7 @@ fn bars_of_fits_on_few_turns_are_not_confidently_wrong() {
     let tree = SimTree::new("skylakex");
     let metrics = crate::harness::percent_metrics(tree.model, "TopdownL3");
     let (mut n, mut within) = (0usize, 0usize);
-    for seed in 1..=3 {
+    for seed in 1..=6 {
         let measured = measure_intervals(
             &tree,
             "TopdownL3",
@@ -247,6 +248,6 @@ fn bars_of_fits_on_few_turns_are_not_confidently_wrong() {
     }
     let coverage = within as f64 / n as f64;
     eprintln!("{n} bars after the first interval: {:.1} % within 2 sigma", 100.0 * coverage);
-    assert!(n > 500, "{n} bars");
-    assert!(coverage >= 0.82, "{:.1} % within 2 sigma", 100.0 * coverage);
+    assert!(n > 1000, "{n} bars");
+    assert!(coverage >= 0.81, "{:.1} % within 2 sigma", 100.0 * coverage);
 }
