@@ -432,7 +432,8 @@ impl Plan {
             .collect();
         let mut sources: Vec<f64> = (0..self.rows.len()).map(|r| self.source_count(r)).collect();
         let mut nrs: Vec<f64> = self.rows.iter().map(|r| input_aggr_nr(self, r, sample)).collect();
-        let base = (inputs.clone(), states.clone(), sources.clone(), nrs.clone());
+        // Box 0, every target's every interval, changes no row: only other boxes need a copy.
+        let base = (k > 0).then(|| (inputs.clone(), states.clone(), sources.clone(), nrs.clone()));
         let pmu_of = |row: &PlanRow| row.boxes.first().map(|b| &self.events[b.spec].kind);
         self.roots
             .iter()
@@ -440,7 +441,7 @@ impl Plan {
             .map(|(i, root)| {
                 // Rows read from box `k` keep perf's scaling: the common span is box 0's.
                 let mut from_box_k: Vec<usize> = Vec::new();
-                if k > 0 {
+                if let Some(base) = &base {
                     (inputs, states, sources, nrs) = base.clone();
                     let host = self.rows.iter().find(|r| r.roots.contains(&i));
                     if let Some(host_pmu) = host.and_then(pmu_of) {

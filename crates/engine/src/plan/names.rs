@@ -1,17 +1,25 @@
 //! A root metric's name as every view and note prints it: with its PMU where a hybrid
 //! machine's two core types define a metric of that name.
 
+use tmetric_model::Model;
+use tmetric_model::catalog::Str;
+
 use super::Plan;
 
 /// Whether another root has `root`'s metric name on another PMU (a hybrid machine's two
 /// core types).
 pub(crate) fn twice(plan: &Plan, root: usize) -> bool {
     let r = &plan.roots[root];
-    let name = r.model.str(r.model.metric(r.metric).name);
-    let pmu = r.model.str(r.model.metric(r.metric).pmu);
+    let m = r.model.metric(r.metric);
+    // Every note of a metric asks, for every target and interval: one model's string ids are
+    // compared before its strings, and the PMUs before the names, since off hybrid machines
+    // every root has the same PMU.
+    let same = |a: &'static Model, x: Str, y: Str| {
+        (x == y && std::ptr::eq(a, r.model)) || a.str(x) == r.model.str(y)
+    };
     plan.roots.iter().any(|o| {
-        let m = o.model.metric(o.metric);
-        o.model.str(m.name) == name && o.model.str(m.pmu) != pmu
+        let n = o.model.metric(o.metric);
+        !same(o.model, n.pmu, m.pmu) && same(o.model, n.name, m.name)
     })
 }
 
