@@ -4,7 +4,9 @@
 //! mount); the release binary is built in ./target first. Two serves count side by side with
 //! perf: one scraped, one never. A scraper reads the first's `/metrics` once per interval, as a
 //! Prometheus whose scrape interval is serve's would, and as Prometheus does: over one
-//! kept-alive connection, asking for OpenMetrics and gzip. That scrape (HTTP, rendering, gzip,
+//! kept-alive connection, asking for OpenMetrics and gzip. That is the most a useful scraper
+//! costs: Prometheus's own default scrape interval is a minute (15-30 s are common), against
+//! serve's 10 s, and a scraper faster than the interval gets the same gauges again. That scrape (HTTP, rendering, gzip,
 //! the loopback TCP both ways, charged to the sender) is a cost perf does not have, since perf
 //! writes its lines to a file, and an operator does; the second serve is the collection alone
 //! (reads, evaluation, the cgroup walk), what perf's own work compares with. CPU is the
