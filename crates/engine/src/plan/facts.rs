@@ -95,14 +95,15 @@ pub(crate) fn probes_with(
 ) -> Vec<f64> {
     use tmetric_catalog::catalog::id_calls;
     let mut probes = vec![0.0; model.ids.len()];
+    // Only a probe's text is read: the strings are inflated a block at a time on first read.
     for (slot, id) in model.ids.iter().enumerate() {
-        let text = model.str(id.text);
         if id.calls & id_calls::STRCMP_CPUID_STR != 0 {
+            let text = model.str(id.text);
             probes[slot] = cpuid.map_or(f64::NAN, |cpuid| {
                 f64::from(u8::from(tmetric_model::cpuid::cpuid_matches(model.arch, text, cpuid)))
             });
         } else if id.calls & id_calls::HAS_EVENT != 0 {
-            probes[slot] = f64::from(u8::from(exists(text)));
+            probes[slot] = f64::from(u8::from(exists(model.str(id.text))));
         }
     }
     probes
