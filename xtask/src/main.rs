@@ -48,7 +48,7 @@ fn run() -> anyhow::Result<()> {
             }
             let s = report.sharing;
             eprintln!(
-                "regen: shared: {} of {} value functions, {} of {} needed-events functions, {} of {} metric descriptors, {} of {} strings ({} bytes plain) distinct; descriptions {} -> {} bytes, events {} -> {} bytes deflated",
+                "regen: shared: {} of {} value functions, {} of {} needed-events functions, {} of {} metric descriptors, {} of {} strings distinct; names {} bytes plain, strings {} -> {} bytes, descriptions {} -> {} bytes, events {} -> {} bytes deflated ({} of {} records distinct)",
                 s.value_fns.1,
                 s.value_fns.0,
                 s.needed_fns.1,
@@ -57,11 +57,15 @@ fn run() -> anyhow::Result<()> {
                 s.descriptors.0,
                 s.strings.1,
                 s.strings.0,
-                s.string_bytes,
+                s.names,
+                s.string_bytes.0,
+                s.string_bytes.1,
                 s.description_bytes.0,
                 s.description_bytes.1,
                 s.event_bytes.0,
-                s.event_bytes.1
+                s.event_bytes.1,
+                s.events.1,
+                s.events.0
             );
             let diag = root.join(regen::GEN_DIR).join(diagnostics::FILE);
             eprintln!(

@@ -1,10 +1,12 @@
 //! `cargo xtask regen`: compiles every table of `pmu-events/arch` (the base vintage) and of every
 //! vintage stored under `pmu-events/vintage/` into Rust under `crates/catalog/src/generated/`.
 //!
-//! Data is data: deduplicated string blobs shared by every model (`strings.txt`, with
-//! `strings.idx` offsets, and the descriptions deflated in `descriptions.bin`, with
-//! `descriptions.idx`) and fixed-size event records (deflated in `events.bin`), embedded with
-//! `include_str!`/`include_bytes!` and decoded on access. Each `MetricExpr`, `MetricThreshold`
+//! Data is data: deduplicated string tables shared by every model (metrics' names and groups
+//! plain in `names.txt`, the other strings in `strings.bin`, and the descriptions apart in
+//! `descriptions.bin`), every distinct fixed-size event record once
+//! (`events.bin`) and each model's list of its records (`event_lists.bin`), each stored as
+//! deflated blocks with their offsets in a `.idx` beside it (`tmetric_model::catalog`'s
+//! `blocks` layouts), embedded with `include_bytes!` and inflated a block at a time on access. Each `MetricExpr`, `MetricThreshold`
 //! and needed-events pass becomes a function over `tmetric_model::sem` that names its inputs by
 //! metric-local index, so a function whose lowered form is the same in several models is
 //! emitted once (`funcs.rs`), and so is a metric descriptor (`metrics.rs`, with the `Code` table
@@ -35,8 +37,7 @@ use shared::{Shared, add_tables};
 /// The generated crate's output directory, relative to the workspace root.
 pub const GEN_DIR: &str = "crates/catalog/src/generated";
 
-/// The size of one event record; `tmetric_model::catalog::EVENT_RECORD` reads it.
-const EVENT_RECORD: usize = 48;
+use tmetric_model::catalog::EVENT_RECORD;
 
 /// What `regen` does with files that differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,11 +78,16 @@ pub struct Sharing {
     pub descriptors: (usize, usize),
     /// String references, and distinct strings.
     pub strings: (usize, usize),
-    /// Bytes of the plain string blob.
-    pub string_bytes: usize,
-    /// Bytes of the description text, before and after deflate.
+    /// Bytes of the metrics' names and groups, kept plain (offsets included).
+    pub names: usize,
+    /// Bytes of the string text, before and after deflate (offsets included after).
+    pub string_bytes: (usize, usize),
+    /// Bytes of the description text, before and after deflate (offsets included after).
     pub description_bytes: (usize, usize),
-    /// Bytes of the event records, before and after deflate.
+    /// Events of every model, and distinct event records.
+    pub events: (usize, usize),
+    /// Bytes of every model's event records, and of the distinct records and the models' lists
+    /// of them deflated.
     pub event_bytes: (usize, usize),
 }
 
@@ -287,8 +293,8 @@ fn generate(loaded: &[Loaded], resolved: &[Vec<ResolvedTable<'_>>]) -> Result<Ge
             by_arch.values().flat_map(|models| models.iter().map(|(_, r)| *r)).collect();
         let mut lowered =
             tmetric_pmu_events::par::par_map(&in_order, |r| lower_model(r)).into_iter();
-        // Later vintages reuse an identical event chunk; the base numbers its own as before.
-        shared.reuse_event_chunks = v > 0;
+        // Later vintages reuse an identical event list; the base numbers its own as before.
+        shared.reuse_event_lists = v > 0;
         let mut model_paths = Vec::new();
         let mut own = 0;
         for (arch, models) in &by_arch {

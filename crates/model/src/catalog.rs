@@ -11,30 +11,44 @@
 //! The statics hold indices into shared tables ([`Code`]) rather than pointers, so that the
 //! loader has almost nothing to relocate when the binary starts.
 
-use std::sync::OnceLock;
+mod blocks;
+
+pub use blocks::{
+    DESCRIPTIONS_PER_BLOCK, RECORDS_PER_BLOCK, STRINGS_PER_BLOCK, event_list, string_block,
+};
 
 use crate::Literal;
 use crate::sem::{Fail, Needed};
+use blocks::{Deflated, StringBlock};
 
 /// A string of the shared tables, by id: 4 bytes where an offset and a length took 8 (a
 /// hundred thousand of them in the descriptors and input slots). Ids with [`Str::COLD`] set are
-/// in the compressed description text ([`Tables`]); id 0 is the empty string in both tables.
+/// in the compressed description table, ids with [`Str::HOT`] in the plain table of the names
+/// every metric lookup scans ([`Tables`]); id 0 is the empty string in every table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Str(pub u32);
 
 impl Str {
-    /// The id bit of strings in the compressed description text.
+    /// The id bit of strings in the compressed description table.
     pub const COLD: u32 = 1 << 31;
 
-    /// String `id` of the description text.
+    /// The id bit of strings in the plain table of metric names and groups.
+    pub const HOT: u32 = 1 << 30;
+
+    /// String `id` of the description table.
     pub const fn cold(id: u32) -> Str {
         Str(id | Str::COLD)
     }
 
-    /// Whether this is the empty string (the only string with id 0, in either table).
+    /// String `id` of the metric names' table.
+    pub const fn hot(id: u32) -> Str {
+        Str(id | Str::HOT)
+    }
+
+    /// Whether this is the empty string (the only string with id 0, in any table).
     #[inline]
     pub const fn is_empty(self) -> bool {
-        self.0 & !Str::COLD == 0
+        self.0 & !(Str::COLD | Str::HOT) == 0
     }
 }
 
@@ -100,46 +114,51 @@ pub const EVENT_RECORD: usize = 48;
 /// Models hold a reference to the one `static` of this type: a model that copied the slices
 /// out of another static would make the compiler emit a second copy of the bytes.
 ///
-/// Descriptions (events', metrics' and groups' brief and public texts) are two thirds of the
-/// strings and are only printed by `list` and `describe`, so they are kept deflate-compressed
-/// and inflated on first use; so are the event records, which compress fivefold (string ids
-/// and masks repeat), one chunk per model so that a run inflates only the models it reads.
-/// The names, encodings and expressions every run reads stay plain.
+/// The names `-M` and `list` scan (metrics' names, groups and PMUs, every metric of a model
+/// read in turn) are one plain table; every other table is stored as deflated blocks inflated
+/// on first read ([`blocks`]): the strings (event names, encodings, identifiers and
+/// expressions of every model of every vintage), the descriptions
+/// (events', metrics' and groups' brief and public texts, which only `list`, `describe` and
+/// `-v` print, in a table of their own so that reading names never inflates them), the event
+/// records (each distinct record once: a third of all models' records are distinct, since a
+/// vintage mostly repeats an earlier one's), and each model's list of its records.
 pub struct Tables {
-    strings: &'static str,
-    string_offsets: &'static [u8],
-    cold_strings: &'static [u8],
-    cold_offsets: &'static [u8],
-    events: &'static [u8],
-    event_chunks: &'static [u8],
-    cold_text: OnceLock<String>,
-    /// Per chunk of `events`, its records once inflated.
-    event_records: OnceLock<Box<[OnceLock<Vec<u8>>]>>,
+    names: &'static str,
+    name_offsets: &'static [u8],
+    strings: Deflated<StringBlock>,
+    descriptions: Deflated<StringBlock>,
+    records: Deflated<Box<[u8]>>,
+    event_lists: Deflated<Box<[u32]>>,
 }
 
 impl Tables {
-    /// The tables `cargo xtask regen` writes: `strings` (every plain string once),
-    /// `string_offsets` (little-endian `u32` offsets into it: string id `i` spans offsets
-    /// `i..i + 1`), `cold_strings` (the deflated description text) and `cold_offsets` (its
-    /// offsets, as for `strings`), `events` (chunks of deflated [`EVENT_RECORD`]-byte records,
-    /// one per model) and `event_chunks` (`u32` offsets of the chunks, as for `strings`).
+    /// The tables `cargo xtask regen` writes: `names` (the text of every name) with
+    /// `name_offsets` (little-endian `u32`: name `i` spans offsets `i..i + 1`), then each other
+    /// table as deflated blocks and their `u32` offsets (then the end): `strings` and
+    /// `descriptions` ([`blocks::string_block`] layout,
+    /// [`STRINGS_PER_BLOCK`] and [`DESCRIPTIONS_PER_BLOCK`] strings a block), `records` ([`RECORDS_PER_BLOCK`]
+    /// [`EVENT_RECORD`]-byte records a block) and `event_lists` (one block per list,
+    /// [`blocks::event_list`] layout).
+    #[allow(clippy::too_many_arguments)]
     pub const fn new(
-        strings: &'static str,
-        string_offsets: &'static [u8],
-        cold_strings: &'static [u8],
-        cold_offsets: &'static [u8],
-        events: &'static [u8],
-        event_chunks: &'static [u8],
+        names: &'static str,
+        name_offsets: &'static [u8],
+        strings: &'static [u8],
+        string_index: &'static [u8],
+        descriptions: &'static [u8],
+        description_index: &'static [u8],
+        records: &'static [u8],
+        record_index: &'static [u8],
+        event_lists: &'static [u8],
+        event_list_index: &'static [u8],
     ) -> Tables {
         Tables {
-            strings,
-            string_offsets,
-            cold_strings,
-            cold_offsets,
-            events,
-            event_chunks,
-            cold_text: OnceLock::new(),
-            event_records: OnceLock::new(),
+            names,
+            name_offsets,
+            strings: Deflated::new(strings, string_index),
+            descriptions: Deflated::new(descriptions, description_index),
+            records: Deflated::new(records, record_index),
+            event_lists: Deflated::new(event_lists, event_list_index),
         }
     }
 
@@ -148,64 +167,53 @@ impl Tables {
         if s.is_empty() {
             return "";
         }
-        let id = s.0 & !Str::COLD;
-        let (text, offsets) = if s.0 & Str::COLD == 0 {
-            (self.strings, self.string_offsets)
+        let id = (s.0 & !(Str::COLD | Str::HOT)) as usize;
+        if s.0 & Str::HOT != 0 {
+            let start = blocks::u32_at(self.name_offsets, id * 4) as usize;
+            let end = blocks::u32_at(self.name_offsets, id * 4 + 4) as usize;
+            return &self.names[start..end];
+        }
+        let (table, per_block, what) = if s.0 & Str::COLD == 0 {
+            (&self.strings, STRINGS_PER_BLOCK, "strings")
         } else {
-            (self.cold_text(), self.cold_offsets)
+            (&self.descriptions, DESCRIPTIONS_PER_BLOCK, "description strings")
         };
-        let (start, len) = Events::string(offsets, id);
-        &text[start as usize..(start + len) as usize]
+        let block = table.block(id / per_block, what, |b| StringBlock::decode(b, what));
+        block.get(id % per_block)
     }
 
-    /// The decompressed description text; inflated once, on first use.
-    fn cold_text(&'static self) -> &'static str {
-        self.cold_text.get_or_init(|| {
-            String::from_utf8(inflate(self.cold_strings, "description strings"))
-                .expect("the description strings are UTF-8 (written by `cargo xtask regen`)")
-        })
+    /// The record numbers of event list `list`.
+    fn event_list(&'static self, list: usize) -> &'static [u32] {
+        self.event_lists.block(list, "event lists", blocks::decode_event_list)
     }
 
-    /// The event records of `chunk`; inflated once, on first use.
-    fn event_records(&'static self, chunk: usize) -> &'static [u8] {
-        let chunks = self.event_records.get_or_init(|| {
-            (0..(self.event_chunks.len() / 4).saturating_sub(1)).map(|_| OnceLock::new()).collect()
-        });
-        chunks[chunk].get_or_init(|| {
-            let start = Events::u32_at(self.event_chunks, chunk * 4) as usize;
-            let end = Events::u32_at(self.event_chunks, chunk * 4 + 4) as usize;
-            inflate(&self.events[start..end], "event records")
-        })
+    /// Record `record` of the record table.
+    fn record(&'static self, record: u32) -> &'static [u8] {
+        let record = record as usize;
+        let block = self.records.block(record / RECORDS_PER_BLOCK, "event records", Vec::into);
+        let at = record % RECORDS_PER_BLOCK * EVENT_RECORD;
+        &block[at..at + EVENT_RECORD]
     }
 
-    /// Bytes of the tables as embedded: plain strings, compressed descriptions, compressed
-    /// event records (offset tables included).
+    /// Bytes of the tables as embedded: names and strings, descriptions, event records with
+    /// the models' lists of them (offset tables included).
     pub fn embedded_bytes(&self) -> (usize, usize, usize) {
         (
-            self.strings.len() + self.string_offsets.len(),
-            self.cold_strings.len() + self.cold_offsets.len(),
-            self.events.len() + self.event_chunks.len(),
+            self.names.len() + self.name_offsets.len() + self.strings.embedded_bytes(),
+            self.descriptions.embedded_bytes(),
+            self.records.embedded_bytes() + self.event_lists.embedded_bytes(),
         )
     }
-}
-
-/// Inflates a table regen deflated. It is part of the binary, so a failure is a broken build,
-/// not bad input.
-fn inflate(bytes: &[u8], what: &str) -> Vec<u8> {
-    miniz_oxide::inflate::decompress_to_vec(bytes).unwrap_or_else(|err| {
-        panic!("the embedded {what} do not inflate ({err:?}): rerun `cargo xtask regen`")
-    })
 }
 
 impl std::fmt::Debug for Tables {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tables")
-            .field("strings", &self.strings.len())
-            .field("string_offsets", &self.string_offsets.len())
-            .field("cold_strings", &self.cold_strings.len())
-            .field("cold_offsets", &self.cold_offsets.len())
-            .field("events", &self.events.len())
-            .field("event_chunks", &self.event_chunks.len())
+            .field("names", &self.names.len())
+            .field("strings", &self.strings)
+            .field("descriptions", &self.descriptions)
+            .field("records", &self.records)
+            .field("event_lists", &self.event_lists)
             .finish()
     }
 }
@@ -214,20 +222,20 @@ impl std::fmt::Debug for Tables {
 ///
 /// Record layout (little-endian): eight `u32` string ids (name, pmu, topic, encoding, brief,
 /// public, compat, unit), `scale` as `f64` bits, the general counter mask `u32`, then the
-/// fixed counter mask, `pebs` and flags as `u8`, and one padding byte. String id `i` is the
-/// text between offsets `i` and `i + 1` of the offset table (`u32` each); `brief` and
-/// `public` are ids of the description table, the others of the plain one.
+/// fixed counter mask, `pebs` and flags as `u8`, and one padding byte. `brief` and `public`
+/// are ids of the description table, the others of the plain one. A model's events are the
+/// records its event list names, so models that share events share their records.
 #[derive(Debug, Clone, Copy)]
 pub struct Events {
     tables: &'static Tables,
-    chunk: usize,
+    list: usize,
     len: usize,
 }
 
 impl Events {
-    /// The `len` records of chunk `chunk` of `tables`.
-    pub const fn new(tables: &'static Tables, chunk: usize, len: usize) -> Events {
-        Events { tables, chunk, len }
+    /// The `len` records event list `list` of `tables` names.
+    pub const fn new(tables: &'static Tables, list: usize, len: usize) -> Events {
+        Events { tables, list, len }
     }
 
     /// Number of events.
@@ -258,21 +266,10 @@ impl Events {
         (0..self.len).map(move |i| this.decode(i))
     }
 
-    fn u32_at(bytes: &[u8], at: usize) -> u32 {
-        u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-    }
-
-    fn string(offsets: &[u8], id: u32) -> (u32, u32) {
-        let at = id as usize * 4;
-        let start = Self::u32_at(offsets, at);
-        (start, Self::u32_at(offsets, at + 4) - start)
-    }
-
-    fn decode(&self, record: usize) -> Event {
+    fn decode(&self, i: usize) -> Event {
         let tables = self.tables;
-        let r =
-            &tables.event_records(self.chunk)[record * EVENT_RECORD..(record + 1) * EVENT_RECORD];
-        let id = |field: usize| Self::u32_at(r, field * 4);
+        let r = tables.record(tables.event_list(self.list)[i]);
+        let id = |field: usize| blocks::u32_at(r, field * 4);
         let s = |field: usize| Str(id(field));
         // The empty description stays `Str(0)`, equal to every other empty string.
         let cold = |field: usize| match id(field) {
@@ -291,7 +288,7 @@ impl Events {
             compat: s(6),
             unit: s(7),
             scale: f64::from_le_bytes(scale),
-            counters: CounterMask { generic: Self::u32_at(r, 40), fixed: r[44] },
+            counters: CounterMask { generic: blocks::u32_at(r, 40), fixed: r[44] },
             pebs: r[45],
             flags: r[46],
         }
@@ -822,29 +819,93 @@ impl Model {
 mod tests {
     use super::*;
 
-    /// Two plain strings and one description, laid out by hand as regen lays them out: a
-    /// string id is the text between its offset and the next.
+    /// Blocks deflated back to back, with their offsets, as regen lays them out.
+    fn deflated(blocks: &[Vec<u8>]) -> (&'static [u8], &'static [u8]) {
+        let (mut data, mut index) = (Vec::new(), Vec::new());
+        for block in blocks {
+            index.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            data.extend(miniz_oxide::deflate::compress_to_vec(block, 2));
+        }
+        index.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        (data.leak(), index.leak())
+    }
+
+    /// Plain strings over two blocks (id `STRINGS_PER_BLOCK` is the first of the second), one
+    /// description, and two events, the second model's list naming a record of the first's.
     fn tables() -> &'static Tables {
-        let cold = miniz_oxide::deflate::compress_to_vec(b"Counts cycles.", 2);
-        let offsets =
-            |ends: &[u32]| -> Vec<u8> { ends.iter().flat_map(|end| end.to_le_bytes()).collect() };
+        let mut plain: Vec<String> = (0..STRINGS_PER_BLOCK + 2).map(|i| format!("s{i}")).collect();
+        plain[0] = String::new();
+        plain[1] = "cycles".into();
+        plain[STRINGS_PER_BLOCK] = "event=0x3c".into();
+        let strings: Vec<Vec<u8>> = plain
+            .chunks(STRINGS_PER_BLOCK)
+            .map(|c| string_block(c.iter().map(String::as_str)))
+            .collect();
+        let (strings, string_index) = deflated(&strings);
+        let (descriptions, description_index) =
+            deflated(&[string_block(["", "Counts cycles."].into_iter())]);
+        let record = |name: u32, encoding: u32, brief: u32| {
+            let mut r = Vec::new();
+            for id in [name, 0, 0, encoding, brief, 0, 0, 0] {
+                r.extend_from_slice(&id.to_le_bytes());
+            }
+            r.extend_from_slice(&2.5f64.to_le_bytes());
+            r.extend_from_slice(&3u32.to_le_bytes());
+            r.extend_from_slice(&[1, 2, event_flags::PER_PKG, 0]);
+            r
+        };
+        let records = [record(1, STRINGS_PER_BLOCK as u32, 1), record(2, 0, 0)].concat();
+        let (records, record_index) = deflated(&[records]);
+        let (lists, list_index) = deflated(&[event_list(&[0, 1]), event_list(&[1])]);
         Box::leak(Box::new(Tables::new(
-            "cyclesevent=0x3c",
-            offsets(&[0, 0, 6, 16]).leak(),
-            cold.leak(),
-            offsets(&[0, 0, 14]).leak(),
-            &[],
-            offsets(&[0]).leak(),
+            "tma_retiringTopdownL1",
+            [0u32, 0, 12, 21].iter().flat_map(|o| o.to_le_bytes()).collect::<Vec<u8>>().leak(),
+            strings,
+            string_index,
+            descriptions,
+            description_index,
+            records,
+            record_index,
+            lists,
+            list_index,
         )))
+    }
+
+    #[test]
+    fn an_event_reads_its_record_through_its_models_list() {
+        let tables = tables();
+        let first = Events::new(tables, 0, 2);
+        let event = first.at(0);
+        assert_eq!(tables.str(event.name), "cycles");
+        assert_eq!(tables.str(event.encoding), "event=0x3c");
+        assert_eq!(tables.str(event.brief), "Counts cycles.");
+        assert_eq!((event.scale, event.counters.generic, event.counters.fixed), (2.5, 3, 1));
+        assert_eq!((event.pebs, event.flags), (2, event_flags::PER_PKG));
+        let second = Events::new(tables, 1, 1);
+        assert_eq!(tables.str(second.at(0).name), "s2");
+        assert_eq!(tables.str(first.at(1).name), "s2");
+        assert!(second.get(1).is_none());
     }
 
     #[test]
     fn a_string_id_reads_its_text_from_its_own_table() {
         let tables = tables();
         assert_eq!(tables.str(Str(1)), "cycles");
-        assert_eq!(tables.str(Str(2)), "event=0x3c");
+        assert_eq!(tables.str(Str(STRINGS_PER_BLOCK as u32)), "event=0x3c");
+        assert_eq!(
+            tables.str(Str(STRINGS_PER_BLOCK as u32 + 1)),
+            format!("s{}", STRINGS_PER_BLOCK + 1)
+        );
+        assert_eq!(
+            tables.str(Str(STRINGS_PER_BLOCK as u32 - 1)),
+            format!("s{}", STRINGS_PER_BLOCK - 1)
+        );
         assert_eq!(tables.str(Str::cold(1)), "Counts cycles.");
+        assert_eq!(tables.str(Str::hot(1)), "tma_retiring");
+        assert_eq!(tables.str(Str::hot(2)), "TopdownL1");
         assert_eq!(tables.str(Str(0)), "");
+        assert_eq!(tables.str(Str::hot(0)), "");
+        assert!(Str::hot(0).is_empty() && !Str::hot(1).is_empty());
         assert!(Str(0).is_empty() && Str::default().is_empty());
         assert!(!Str(1).is_empty() && !Str::cold(1).is_empty());
     }

@@ -80,12 +80,16 @@ pub(super) fn index_source(
 
         /// The strings and events of every model, embedded once.
         pub static TABLES: Tables = Tables::new(
-            include_str!("strings.txt"),
+            include_str!("names.txt"),
+            include_bytes!("names.idx"),
+            include_bytes!("strings.bin"),
             include_bytes!("strings.idx"),
             include_bytes!("descriptions.bin"),
             include_bytes!("descriptions.idx"),
             include_bytes!("events.bin"),
             include_bytes!("events.idx"),
+            include_bytes!("event_lists.bin"),
+            include_bytes!("event_lists.idx"),
         );
 
         #(#statics)*

@@ -123,24 +123,24 @@ pub(super) fn metric(
         Some(AggrMode::PerChip) => "PerChip",
         Some(AggrMode::PerCore) => "PerCore",
     };
-    let (blob, cold) = (&mut shared.blob, &mut shared.cold);
+    let (blob, hot, cold) = (&mut shared.blob, &mut shared.hot, &mut shared.cold);
     let fields = format!(
         "name: {}, pmu: {}, groups: {}, brief: {}, public: {}, expr: {}, threshold_expr: {}, \
          scale: {}, unit: {}, has_scale_unit: {has_scale}, constraint: Constraint::{constraint}, \
          no_group: {}, default_group: {}, compat: {}, runtime_param: {}, \
          aggr_mode: AggrMode::{aggr_mode}, literals: {literals}, calls: {calls}, value_fn: {eval}, \
          threshold_fn: {threshold}, needed: {needed}, needed_threshold: {needed_threshold}",
-        blob.add(&vm.name),
-        blob.add(&vm.pmu),
-        blob.add(&vm.groups.join(";")),
+        hot.add(&vm.name),
+        hot.add(&vm.pmu),
+        hot.add(&vm.groups.join(";")),
         cold.opt(vm.brief.as_ref()),
         cold.opt(vm.public.as_ref()),
         blob.add(&vm.expr),
         blob.opt(vm.threshold.as_ref()),
         float(scale),
         blob.add(unit),
-        blob.add(&vm.no_group.join(";")),
-        blob.opt(vm.default_group.as_ref()),
+        hot.add(&vm.no_group.join(";")),
+        hot.opt(vm.default_group.as_ref()),
         blob.opt(vm.compat.as_ref()),
         vm.expr.contains('?'),
     );

@@ -43,9 +43,9 @@ fn counters(c: &CounterField) -> (u32, u8) {
     }
 }
 
-/// Adds one table's events as a chunk of records to the shared event table; the chunk's index.
+/// Adds one table's events to the shared record table; the index of its list of them.
 fn add_events(table: &Table, shared: &mut Shared) -> usize {
-    let mut records = Vec::with_capacity(table.events.len() * EVENT_RECORD);
+    let mut records = Vec::with_capacity(table.events.len());
     for e in &table.events {
         let flags =
             u8::from(e.per_pkg) | u8::from(e.deprecated) << 1 | u8::from(e.experimental) << 2;
@@ -63,16 +63,17 @@ fn add_events(table: &Table, shared: &mut Shared) -> usize {
             shared.blob.id(e.compat.as_ref().unwrap_or(&empty)),
             shared.blob.id(unit),
         ];
-        let record = &mut records;
-        for id in strings {
-            record.extend_from_slice(&id.to_le_bytes());
+        let mut record = [0u8; EVENT_RECORD];
+        for (field, id) in strings.iter().enumerate() {
+            record[field * 4..field * 4 + 4].copy_from_slice(&id.to_le_bytes());
         }
-        record.extend_from_slice(&scale.to_le_bytes());
+        record[32..40].copy_from_slice(&scale.to_le_bytes());
         let (generic, fixed) = counters(&e.counters);
-        record.extend_from_slice(&generic.to_le_bytes());
-        record.extend_from_slice(&[fixed, e.pebs, flags, 0]);
+        record[40..44].copy_from_slice(&generic.to_le_bytes());
+        record[44..48].copy_from_slice(&[fixed, e.pebs, flags, 0]);
+        records.push(record);
     }
-    shared.event_chunk(records)
+    shared.event_list(&records)
 }
 
 /// A model's metrics that compile, renumbered, each lowered to Rust text.
@@ -98,7 +99,7 @@ pub(super) fn model_file(
     shared: &mut Shared,
 ) -> String {
     let table: &Table = r.table;
-    let event_chunk = add_events(table, shared);
+    let event_list = add_events(table, shared);
     let event_count = table.events.len();
 
     let mut calls = vec![0u8; r.ids.len()];
@@ -171,7 +172,7 @@ pub(super) fn model_file(
     let _ = writeln!(
         out,
         "pub static MODEL: Model = Model {{\n    arch: {:?},\n    name: {:?},\n    is_sys: {},\n    tables: &TABLES,\n    \
-         events: Events::new(&TABLES, {event_chunk}, {event_count}),\n    code: &CODE,\n    ids: IDS,\n    \
+         events: Events::new(&TABLES, {event_list}, {event_count}),\n    code: &CODE,\n    ids: IDS,\n    \
          metric_table: METRICS,\n    locals: LOCALS,\n    eval_order: &{order:?},\n    groups: GROUPS,\n    \
          counters: COUNTERS,\n}};\n",
         table.arch, table.name, table.is_sys

@@ -13,7 +13,10 @@ use rustc_hash::FxHashMap;
 use tmetric_pmu_events::resolve::ResolvedTable;
 
 use super::lower::{Body, NeededPart};
-use super::{GEN_DIR, Sharing};
+use super::{EVENT_RECORD, GEN_DIR, Sharing};
+use tmetric_model::catalog::{
+    DESCRIPTIONS_PER_BLOCK, RECORDS_PER_BLOCK, STRINGS_PER_BLOCK, event_list, string_block,
+};
 
 /// Adds the shared tables to `files` (strings, deflated descriptions and events, skipped
 /// metrics, the loader's diagnostics) and returns the sharing figures.
@@ -23,40 +26,57 @@ pub(super) fn add_tables(
     resolved: &[Vec<ResolvedTable<'_>>],
     loaded: &[super::Loaded],
 ) -> Sharing {
-    // The tables deflate in parallel, at a fast greedy level: level 9 made `regen --check` a
+    // Every block deflates in parallel, at a fast greedy level: level 9 made `regen --check` a
     // third slower (it must stay 10x faster than jevents.py) for a binary 0.1 MB smaller.
-    let to_deflate: Vec<&[u8]> = std::iter::once(shared.cold.text.as_bytes())
-        .chain(shared.events.iter().map(Vec::as_slice))
-        .collect();
+    let string_blocks = shared.blob.blocks();
+    let description_blocks = shared.cold.blocks();
+    let record_blocks: Vec<Vec<u8>> =
+        shared.records.chunks(RECORDS_PER_BLOCK).map(|c| c.concat()).collect();
+    let list_blocks: Vec<Vec<u8>> = shared.event_lists.iter().map(|l| event_list(l)).collect();
+    let tables = [string_blocks, description_blocks, record_blocks, list_blocks];
+    let to_deflate: Vec<&[u8]> = tables.iter().flatten().map(Vec::as_slice).collect();
     let mut deflated = tmetric_pmu_events::par::par_map(&to_deflate, |b| {
         miniz_oxide::deflate::compress_to_vec(b, 2)
     })
     .into_iter();
-    let descriptions = deflated.next().expect("the descriptions are deflated");
-    let (mut events, mut event_chunks) = (Vec::new(), Vec::new());
-    for chunk in deflated {
-        event_chunks.extend_from_slice(&(events.len() as u32).to_le_bytes());
-        events.extend_from_slice(&chunk);
-    }
-    event_chunks.extend_from_slice(&(events.len() as u32).to_le_bytes());
+    let [strings, descriptions, records, lists] = tables.map(|blocks| {
+        let (mut data, mut index) = (Vec::new(), Vec::new());
+        for _ in &blocks {
+            index.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            data.extend(deflated.next().expect("every block is deflated"));
+        }
+        index.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        (data, index)
+    });
+    let event_refs: usize = shared.event_lists.iter().map(Vec::len).sum();
     let sharing = Sharing {
         value_fns: (shared.value_uses, shared.value_fns.len()),
         needed_fns: (shared.needed_uses, shared.needed_fns.len()),
         descriptors: (shared.desc_uses, shared.descs.len()),
         strings: (
-            shared.blob.uses + shared.cold.uses,
-            shared.blob.ids.len() + shared.cold.ids.len(),
+            shared.blob.uses + shared.hot.uses + shared.cold.uses,
+            shared.blob.ids.len() + shared.hot.ids.len() + shared.cold.ids.len(),
         ),
-        string_bytes: shared.blob.text.len(),
-        description_bytes: (shared.cold.text.len(), descriptions.len()),
-        event_bytes: (shared.events.iter().map(Vec::len).sum(), events.len()),
+        names: shared.hot.text.len() + shared.hot.ids.len() * 4 + 4,
+        string_bytes: (shared.blob.text.len(), strings.0.len() + strings.1.len()),
+        description_bytes: (shared.cold.text.len(), descriptions.0.len() + descriptions.1.len()),
+        events: (event_refs, shared.records.len()),
+        event_bytes: (
+            event_refs * EVENT_RECORD,
+            records.0.len() + records.1.len() + lists.0.len() + lists.1.len(),
+        ),
     };
-    files.insert(format!("{GEN_DIR}/strings.idx"), shared.blob.offsets());
-    files.insert(format!("{GEN_DIR}/strings.txt"), shared.blob.text.into_bytes());
-    files.insert(format!("{GEN_DIR}/descriptions.idx"), shared.cold.offsets());
-    files.insert(format!("{GEN_DIR}/descriptions.bin"), descriptions);
-    files.insert(format!("{GEN_DIR}/events.bin"), events);
-    files.insert(format!("{GEN_DIR}/events.idx"), event_chunks);
+    files.insert(format!("{GEN_DIR}/names.idx"), shared.hot.offsets());
+    files.insert(format!("{GEN_DIR}/names.txt"), shared.hot.text.into_bytes());
+    for (name, (data, index)) in [
+        ("strings", strings),
+        ("descriptions", descriptions),
+        ("events", records),
+        ("event_lists", lists),
+    ] {
+        files.insert(format!("{GEN_DIR}/{name}.bin"), data);
+        files.insert(format!("{GEN_DIR}/{name}.idx"), index);
+    }
     // The base vintage's reports keep their names; another vintage's carry its version.
     for (v, (load, resolved)) in loaded.iter().zip(resolved).enumerate() {
         let (skipped, diagnostics) = if v == 0 {
@@ -97,8 +117,20 @@ pub(super) struct Blob {
     ids: Vec<(u32, u32)>,
     at: FxHashMap<String, u32>,
     uses: usize,
-    /// Strings of the compressed description blob (`Str::cold`).
-    cold: bool,
+    /// Which table: its ids' `Str` form and its blocks.
+    kind: Table,
+}
+
+/// The three string tables of `Tables`.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Table {
+    /// Deflated blocks of `STRINGS_PER_BLOCK` (`Str(id)`).
+    #[default]
+    Plain,
+    /// Plain text, the names every metric lookup scans (`Str::hot(id)`).
+    Hot,
+    /// Deflated blocks of `DESCRIPTIONS_PER_BLOCK` (`Str::cold(id)`).
+    Cold,
 }
 
 impl Blob {
@@ -119,16 +151,17 @@ impl Blob {
         id
     }
 
-    /// `Str(id)` of `s` (`Str::cold(id)` in the description blob; the empty string is `Str(0)`
-    /// in both).
+    /// `Str(id)` of `s` (`Str::cold(id)` in the description table, `Str::hot(id)` in the
+    /// names'; the empty string is `Str(0)` in all three).
     pub(super) fn add(&mut self, s: &str) -> String {
-        match self.id(s) {
-            id if self.cold && id > 0 => format!("Str::cold({id})"),
-            id => format!("Str({id})"),
+        match (self.id(s), self.kind) {
+            (id, Table::Cold) if id > 0 => format!("Str::cold({id})"),
+            (id, Table::Hot) if id > 0 => format!("Str::hot({id})"),
+            (id, _) => format!("Str({id})"),
         }
     }
 
-    /// The offset table: little-endian `u32` start of every id, then the end.
+    /// The offset table of a plain table: little-endian `u32` start of every id, then the end.
     fn offsets(&self) -> Vec<u8> {
         let mut offsets = Vec::with_capacity(self.ids.len() * 4 + 4);
         for &(off, _) in &self.ids {
@@ -136,6 +169,21 @@ impl Blob {
         }
         offsets.extend_from_slice(&(self.text.len() as u32).to_le_bytes());
         offsets
+    }
+
+    /// The strings as blocks (`STRINGS_PER_BLOCK`, or `DESCRIPTIONS_PER_BLOCK` for the
+    /// descriptions), in id order, before they are deflated.
+    fn blocks(&self) -> Vec<Vec<u8>> {
+        let per_block =
+            if self.kind == Table::Cold { DESCRIPTIONS_PER_BLOCK } else { STRINGS_PER_BLOCK };
+        self.ids
+            .chunks(per_block)
+            .map(|ids| {
+                string_block(
+                    ids.iter().map(|&(at, len)| &self.text[at as usize..(at + len) as usize]),
+                )
+            })
+            .collect()
     }
 
     pub(super) fn opt(&mut self, s: Option<&String>) -> String {
@@ -146,15 +194,22 @@ impl Blob {
 /// Everything shared across models.
 pub(super) struct Shared {
     pub(super) blob: Blob,
+    /// Metrics' names, groups and PMUs: `-M` reads every metric's of a model to find its
+    /// items, so they stay plain.
+    pub(super) hot: Blob,
     /// Descriptions: only `list` and `describe` read them, so they are stored deflated.
     pub(super) cold: Blob,
-    /// Per model: its event records, deflated as one chunk.
-    pub(super) events: Vec<Vec<u8>>,
-    /// A chunk's records -> its index, for [`Shared::reuse_event_chunks`].
-    event_chunks: FxHashMap<Vec<u8>, usize>,
-    /// Reuse an identical chunk rather than add one (set for every vintage after the base, so
+    /// Every distinct event record once, numbered in order of first use.
+    records: Vec<[u8; EVENT_RECORD]>,
+    /// A record -> its number.
+    record_numbers: FxHashMap<[u8; EVENT_RECORD], u32>,
+    /// Per model: the numbers of its records, in JSON order.
+    event_lists: Vec<Vec<u32>>,
+    /// A list -> its index, for [`Shared::reuse_event_lists`].
+    event_list_at: FxHashMap<Vec<u32>, usize>,
+    /// Reuse an identical list rather than add one (set for every vintage after the base, so
     /// the base is numbered as if alone and a model unchanged in a vintage compiles the same).
-    pub(super) reuse_event_chunks: bool,
+    pub(super) reuse_event_lists: bool,
     /// Value functions by body: their index.
     value_fns: FxHashMap<String, usize>,
     /// Needed-events functions by body: their index.
@@ -176,17 +231,27 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    /// The chunk index of these event records, added unless an identical chunk may be reused.
-    pub(super) fn event_chunk(&mut self, records: Vec<u8>) -> usize {
-        if self.reuse_event_chunks
-            && let Some(&chunk) = self.event_chunks.get(&records)
+    /// The index of the event list naming these records, each record added when new, the
+    /// list added unless an identical one may be reused.
+    pub(super) fn event_list(&mut self, records: &[[u8; EVENT_RECORD]]) -> usize {
+        let numbers: Vec<u32> = records
+            .iter()
+            .map(|record| {
+                *self.record_numbers.entry(*record).or_insert_with(|| {
+                    self.records.push(*record);
+                    self.records.len() as u32 - 1
+                })
+            })
+            .collect();
+        if self.reuse_event_lists
+            && let Some(&list) = self.event_list_at.get(&numbers)
         {
-            return chunk;
+            return list;
         }
-        let chunk = self.events.len();
-        self.event_chunks.entry(records.clone()).or_insert(chunk);
-        self.events.push(records);
-        chunk
+        let list = self.event_lists.len();
+        self.event_list_at.entry(numbers.clone()).or_insert(list);
+        self.event_lists.push(numbers);
+        list
     }
 
     /// The index of the shared value function for this body (`v{index}`).
@@ -278,10 +343,13 @@ impl Default for Shared {
     fn default() -> Shared {
         Shared {
             blob: Blob::default(),
-            cold: Blob { cold: true, ..Blob::default() },
-            events: Vec::new(),
-            event_chunks: FxHashMap::default(),
-            reuse_event_chunks: false,
+            hot: Blob { kind: Table::Hot, ..Blob::default() },
+            cold: Blob { kind: Table::Cold, ..Blob::default() },
+            records: Vec::new(),
+            record_numbers: FxHashMap::default(),
+            event_lists: Vec::new(),
+            event_list_at: FxHashMap::default(),
+            reuse_event_lists: false,
             value_fns: FxHashMap::default(),
             needed_fns: FxHashMap::default(),
             desc_names: FxHashMap::default(),

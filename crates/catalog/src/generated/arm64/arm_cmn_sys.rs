@@ -22,19 +22,19 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(797), kind: IdKind::Event(0), pmu: Str(798), event: Str(797), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(802), kind: IdKind::Event(1), pmu: Str(798), event: Str(802), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(806), kind: IdKind::Event(3), pmu: Str(798), event: Str(806), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(808), kind: IdKind::Event(4), pmu: Str(798), event: Str(808), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(810), kind: IdKind::Event(5), pmu: Str(798), event: Str(810), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(822), kind: IdKind::Event(11), pmu: Str(798), event: Str(822), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(824), kind: IdKind::Event(12), pmu: Str(798), event: Str(824), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(834), kind: IdKind::Event(17), pmu: Str(798), event: Str(834), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(575), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(575), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(836), kind: IdKind::Event(18), pmu: Str(798), event: Str(836), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(840), kind: IdKind::Event(20), pmu: Str(798), event: Str(840), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(838), kind: IdKind::Event(19), pmu: Str(798), event: Str(838), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(844), kind: IdKind::Event(22), pmu: Str(798), event: Str(844), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(715), kind: IdKind::Event(0), pmu: Str(716), event: Str(715), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(720), kind: IdKind::Event(1), pmu: Str(716), event: Str(720), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(724), kind: IdKind::Event(3), pmu: Str(716), event: Str(724), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(726), kind: IdKind::Event(4), pmu: Str(716), event: Str(726), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(728), kind: IdKind::Event(5), pmu: Str(716), event: Str(728), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(740), kind: IdKind::Event(11), pmu: Str(716), event: Str(740), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(742), kind: IdKind::Event(12), pmu: Str(716), event: Str(742), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(752), kind: IdKind::Event(17), pmu: Str(716), event: Str(752), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(502), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(502), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(754), kind: IdKind::Event(18), pmu: Str(716), event: Str(754), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(758), kind: IdKind::Event(20), pmu: Str(716), event: Str(758), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(756), kind: IdKind::Event(19), pmu: Str(716), event: Str(756), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(762), kind: IdKind::Event(22), pmu: Str(716), event: Str(762), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

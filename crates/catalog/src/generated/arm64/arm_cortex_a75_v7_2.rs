@@ -22,9 +22,9 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(36330), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36332), retire_latency: false, calls: 0 },
-    Id { text: Str(36333), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36334), retire_latency: false, calls: 0 },
-    Id { text: Str(36335), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36336), retire_latency: false, calls: 0 },
+    Id { text: Str(34128), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34130), retire_latency: false, calls: 0 },
+    Id { text: Str(34131), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34132), retire_latency: false, calls: 0 },
+    Id { text: Str(34133), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34134), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[
@@ -42,7 +42,7 @@ static LOCALS: &[u16] = &[
 ];
 
 static GROUPS: &[Group] = &[
-    Group { name: Str(36322), description: Str::cold(26763) },
+    Group { name: Str(34135), description: Str::cold(26763) },
 ];
 
 static COUNTERS: &[CounterInfo] = &[

@@ -22,9 +22,9 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(36330), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36332), retire_latency: false, calls: 0 },
-    Id { text: Str(36333), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36334), retire_latency: false, calls: 0 },
-    Id { text: Str(36335), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36336), retire_latency: false, calls: 0 },
+    Id { text: Str(34128), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34130), retire_latency: false, calls: 0 },
+    Id { text: Str(34131), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34132), retire_latency: false, calls: 0 },
+    Id { text: Str(34133), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34134), retire_latency: false, calls: 0 },
     Id { text: Str(419), kind: IdKind::Event(92), pmu: Str(2), event: Str(419), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(13), kind: IdKind::Event(19), pmu: Str(2), event: Str(13), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(372), kind: IdKind::Event(61), pmu: Str(2), event: Str(372), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
@@ -50,8 +50,8 @@ static IDS: &[Id] = &[
     Id { text: Str(73), kind: IdKind::Event(34), pmu: Str(2), event: Str(73), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(83), kind: IdKind::Event(97), pmu: Str(2), event: Str(83), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(87), kind: IdKind::Event(98), pmu: Str(2), event: Str(87), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(905), kind: IdKind::Event(49), pmu: Str(2), event: Str(905), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(907), kind: IdKind::Event(50), pmu: Str(2), event: Str(907), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(815), kind: IdKind::Event(49), pmu: Str(2), event: Str(815), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(817), kind: IdKind::Event(50), pmu: Str(2), event: Str(817), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(330), kind: IdKind::Event(76), pmu: Str(2), event: Str(330), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(340), kind: IdKind::Event(80), pmu: Str(2), event: Str(340), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(338), kind: IdKind::Event(79), pmu: Str(2), event: Str(338), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
@@ -135,7 +135,7 @@ static LOCALS: &[u16] = &[
 ];
 
 static GROUPS: &[Group] = &[
-    Group { name: Str(36322), description: Str::cold(26763) },
+    Group { name: Str(34135), description: Str::cold(26763) },
 ];
 
 static COUNTERS: &[CounterInfo] = &[

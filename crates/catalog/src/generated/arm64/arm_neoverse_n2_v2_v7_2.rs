@@ -22,9 +22,9 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(36330), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36332), retire_latency: false, calls: 0 },
-    Id { text: Str(36333), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36334), retire_latency: false, calls: 0 },
-    Id { text: Str(36335), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36336), retire_latency: false, calls: 0 },
+    Id { text: Str(34128), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34130), retire_latency: false, calls: 0 },
+    Id { text: Str(34131), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34132), retire_latency: false, calls: 0 },
+    Id { text: Str(34133), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34134), retire_latency: false, calls: 0 },
     Id { text: Str(423), kind: IdKind::Event(113), pmu: Str(2), event: Str(423), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(13), kind: IdKind::Event(24), pmu: Str(2), event: Str(13), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(9), kind: IdKind::Event(83), pmu: Str(2), event: Str(9), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
@@ -32,8 +32,8 @@ static IDS: &[Id] = &[
     Id { text: Str(374), kind: IdKind::Event(78), pmu: Str(2), event: Str(374), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(328), kind: IdKind::Event(86), pmu: Str(2), event: Str(328), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(427), kind: IdKind::Event(115), pmu: Str(2), event: Str(427), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1270), kind: IdKind::Probe, pmu: Str(0), event: Str(1270), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 2 },
-    Id { text: Str(1271), kind: IdKind::Probe, pmu: Str(0), event: Str(1271), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 2 },
+    Id { text: Str(1136), kind: IdKind::Probe, pmu: Str(0), event: Str(1136), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 2 },
+    Id { text: Str(1137), kind: IdKind::Probe, pmu: Str(0), event: Str(1137), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 2 },
     Id { text: Str(372), kind: IdKind::Event(77), pmu: Str(2), event: Str(372), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(370), kind: IdKind::Event(76), pmu: Str(2), event: Str(370), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(360), kind: IdKind::Event(73), pmu: Str(2), event: Str(360), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
@@ -58,16 +58,16 @@ static IDS: &[Id] = &[
     Id { text: Str(73), kind: IdKind::Event(42), pmu: Str(2), event: Str(73), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(83), kind: IdKind::Event(133), pmu: Str(2), event: Str(83), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(87), kind: IdKind::Event(134), pmu: Str(2), event: Str(87), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(905), kind: IdKind::Event(59), pmu: Str(2), event: Str(905), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(907), kind: IdKind::Event(60), pmu: Str(2), event: Str(907), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(815), kind: IdKind::Event(59), pmu: Str(2), event: Str(815), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(817), kind: IdKind::Event(60), pmu: Str(2), event: Str(817), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(330), kind: IdKind::Event(94), pmu: Str(2), event: Str(330), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(340), kind: IdKind::Event(98), pmu: Str(2), event: Str(340), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(338), kind: IdKind::Event(97), pmu: Str(2), event: Str(338), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(332), kind: IdKind::Event(95), pmu: Str(2), event: Str(332), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1047), kind: IdKind::Event(55), pmu: Str(2), event: Str(1047), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(903), kind: IdKind::Event(56), pmu: Str(2), event: Str(903), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(957), kind: IdKind::Event(55), pmu: Str(2), event: Str(957), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(813), kind: IdKind::Event(56), pmu: Str(2), event: Str(813), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(5), kind: IdKind::Event(102), pmu: Str(2), event: Str(5), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(945), kind: IdKind::Event(117), pmu: Str(2), event: Str(945), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(855), kind: IdKind::Event(117), pmu: Str(2), event: Str(855), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[
@@ -177,7 +177,7 @@ static LOCALS: &[u16] = &[
 ];
 
 static GROUPS: &[Group] = &[
-    Group { name: Str(36322), description: Str::cold(26763) },
+    Group { name: Str(34135), description: Str::cold(26763) },
 ];
 
 static COUNTERS: &[CounterInfo] = &[

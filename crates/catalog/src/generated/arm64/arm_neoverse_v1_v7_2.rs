@@ -22,11 +22,11 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(36330), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36332), retire_latency: false, calls: 0 },
-    Id { text: Str(36333), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36334), retire_latency: false, calls: 0 },
-    Id { text: Str(36335), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36336), retire_latency: false, calls: 0 },
-    Id { text: Str(576), kind: IdKind::Event(104), pmu: Str(2), event: Str(576), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(577), kind: IdKind::Event(21), pmu: Str(2), event: Str(577), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(34128), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34130), retire_latency: false, calls: 0 },
+    Id { text: Str(34131), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34132), retire_latency: false, calls: 0 },
+    Id { text: Str(34133), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34134), retire_latency: false, calls: 0 },
+    Id { text: Str(503), kind: IdKind::Event(104), pmu: Str(2), event: Str(503), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(504), kind: IdKind::Event(21), pmu: Str(2), event: Str(504), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(419), kind: IdKind::Event(102), pmu: Str(2), event: Str(419), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(13), kind: IdKind::Event(21), pmu: Str(2), event: Str(13), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(374), kind: IdKind::Event(69), pmu: Str(2), event: Str(374), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
@@ -57,12 +57,12 @@ static IDS: &[Id] = &[
     Id { text: Str(73), kind: IdKind::Event(39), pmu: Str(2), event: Str(73), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(83), kind: IdKind::Event(119), pmu: Str(2), event: Str(83), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(87), kind: IdKind::Event(120), pmu: Str(2), event: Str(87), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(905), kind: IdKind::Event(56), pmu: Str(2), event: Str(905), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(907), kind: IdKind::Event(57), pmu: Str(2), event: Str(907), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(815), kind: IdKind::Event(56), pmu: Str(2), event: Str(815), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(817), kind: IdKind::Event(57), pmu: Str(2), event: Str(817), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(330), kind: IdKind::Event(85), pmu: Str(2), event: Str(330), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1275), kind: IdKind::Event(69), pmu: Str(2), event: Str(1275), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1276), kind: IdKind::Event(77), pmu: Str(2), event: Str(1276), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1277), kind: IdKind::Event(106), pmu: Str(2), event: Str(1277), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1141), kind: IdKind::Event(69), pmu: Str(2), event: Str(1141), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1142), kind: IdKind::Event(77), pmu: Str(2), event: Str(1142), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1143), kind: IdKind::Event(106), pmu: Str(2), event: Str(1143), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(340), kind: IdKind::Event(89), pmu: Str(2), event: Str(340), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(338), kind: IdKind::Event(88), pmu: Str(2), event: Str(338), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
     Id { text: Str(332), kind: IdKind::Event(86), pmu: Str(2), event: Str(332), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
@@ -153,7 +153,7 @@ static LOCALS: &[u16] = &[
 ];
 
 static GROUPS: &[Group] = &[
-    Group { name: Str(36322), description: Str::cold(26763) },
+    Group { name: Str(34135), description: Str::cold(26763) },
 ];
 
 static COUNTERS: &[CounterInfo] = &[

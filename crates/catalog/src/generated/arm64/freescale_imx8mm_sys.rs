@@ -22,8 +22,8 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(1282), kind: IdKind::Event(1), pmu: Str(1279), event: Str(1282), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1283), kind: IdKind::Event(2), pmu: Str(1279), event: Str(1283), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1148), kind: IdKind::Event(1), pmu: Str(1145), event: Str(1148), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1149), kind: IdKind::Event(2), pmu: Str(1145), event: Str(1149), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

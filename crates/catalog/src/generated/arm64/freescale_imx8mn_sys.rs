@@ -22,8 +22,8 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(1293), kind: IdKind::Event(1), pmu: Str(1279), event: Str(1293), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1294), kind: IdKind::Event(2), pmu: Str(1279), event: Str(1294), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1157), kind: IdKind::Event(1), pmu: Str(1145), event: Str(1157), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1158), kind: IdKind::Event(2), pmu: Str(1145), event: Str(1158), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

@@ -22,8 +22,8 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(1515), kind: IdKind::Event(1), pmu: Str(1279), event: Str(1515), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1516), kind: IdKind::Event(2), pmu: Str(1279), event: Str(1516), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1319), kind: IdKind::Event(1), pmu: Str(1145), event: Str(1319), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1320), kind: IdKind::Event(2), pmu: Str(1145), event: Str(1320), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

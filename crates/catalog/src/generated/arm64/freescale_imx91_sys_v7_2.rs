@@ -22,16 +22,16 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(1532), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1534), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1535), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1536), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1537), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1538), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1539), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1540), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1541), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1542), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1543), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1544), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1545), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1546), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1547), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1548), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(1549), kind: IdKind::Sysfs, pmu: Str(1533), event: Str(1550), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(575), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(575), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1331), kind: IdKind::Sysfs, pmu: Str(1332), event: Str(1333), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1334), kind: IdKind::Sysfs, pmu: Str(1332), event: Str(1335), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1336), kind: IdKind::Sysfs, pmu: Str(1332), event: Str(1337), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1338), kind: IdKind::Sysfs, pmu: Str(1332), event: Str(1339), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1340), kind: IdKind::Sysfs, pmu: Str(1332), event: Str(1341), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1342), kind: IdKind::Sysfs, pmu: Str(1332), event: Str(1343), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1344), kind: IdKind::Sysfs, pmu: Str(1332), event: Str(1345), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1346), kind: IdKind::Sysfs, pmu: Str(1332), event: Str(1347), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(1348), kind: IdKind::Sysfs, pmu: Str(1332), event: Str(1349), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(502), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(502), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

@@ -22,13 +22,13 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(2399), kind: IdKind::Event(1), pmu: Str(2396), event: Str(2399), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2403), kind: IdKind::Event(3), pmu: Str(2396), event: Str(2403), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2404), kind: IdKind::Event(4), pmu: Str(2396), event: Str(2404), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2395), kind: IdKind::Event(0), pmu: Str(2396), event: Str(2395), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2405), kind: IdKind::Event(5), pmu: Str(2396), event: Str(2405), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2409), kind: IdKind::Event(7), pmu: Str(2396), event: Str(2409), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2411), kind: IdKind::Event(8), pmu: Str(2396), event: Str(2411), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2057), kind: IdKind::Event(1), pmu: Str(2054), event: Str(2057), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2061), kind: IdKind::Event(3), pmu: Str(2054), event: Str(2061), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2062), kind: IdKind::Event(4), pmu: Str(2054), event: Str(2062), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2053), kind: IdKind::Event(0), pmu: Str(2054), event: Str(2053), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2063), kind: IdKind::Event(5), pmu: Str(2054), event: Str(2063), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2067), kind: IdKind::Event(7), pmu: Str(2054), event: Str(2067), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2069), kind: IdKind::Event(8), pmu: Str(2054), event: Str(2069), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

@@ -22,10 +22,10 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(2422), kind: IdKind::Event(2), pmu: Str(2419), event: Str(2422), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(575), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(575), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2421), kind: IdKind::Event(1), pmu: Str(2419), event: Str(2421), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2423), kind: IdKind::Event(3), pmu: Str(2419), event: Str(2423), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2077), kind: IdKind::Event(2), pmu: Str(2074), event: Str(2077), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(502), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(502), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2076), kind: IdKind::Event(1), pmu: Str(2074), event: Str(2076), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2078), kind: IdKind::Event(3), pmu: Str(2074), event: Str(2078), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

@@ -22,13 +22,13 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(2528), kind: IdKind::Kernel, pmu: Str(0), event: Str(2528), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(575), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(575), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2529), kind: IdKind::Kernel, pmu: Str(0), event: Str(2529), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2530), kind: IdKind::Kernel, pmu: Str(0), event: Str(2530), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2531), kind: IdKind::Kernel, pmu: Str(0), event: Str(2531), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2532), kind: IdKind::Kernel, pmu: Str(0), event: Str(2532), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2533), kind: IdKind::Sysfs, pmu: Str(2534), event: Str(2535), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2174), kind: IdKind::Kernel, pmu: Str(0), event: Str(2174), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(502), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(502), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2175), kind: IdKind::Kernel, pmu: Str(0), event: Str(2175), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2176), kind: IdKind::Kernel, pmu: Str(0), event: Str(2176), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2177), kind: IdKind::Kernel, pmu: Str(0), event: Str(2177), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2178), kind: IdKind::Kernel, pmu: Str(0), event: Str(2178), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2179), kind: IdKind::Sysfs, pmu: Str(2180), event: Str(2181), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

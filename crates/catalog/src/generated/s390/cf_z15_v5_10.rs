@@ -22,11 +22,11 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(8256), kind: IdKind::Event(40), pmu: Str(8197), event: Str(8256), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(8257), kind: IdKind::Event(41), pmu: Str(8197), event: Str(8257), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(8321), kind: IdKind::Event(76), pmu: Str(8197), event: Str(8321), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(8323), kind: IdKind::Event(78), pmu: Str(8197), event: Str(8323), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(8322), kind: IdKind::Event(77), pmu: Str(8197), event: Str(8322), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(7142), kind: IdKind::Event(40), pmu: Str(7083), event: Str(7142), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(7143), kind: IdKind::Event(41), pmu: Str(7083), event: Str(7143), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(7207), kind: IdKind::Event(76), pmu: Str(7083), event: Str(7207), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(7209), kind: IdKind::Event(78), pmu: Str(7083), event: Str(7209), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(7208), kind: IdKind::Event(77), pmu: Str(7083), event: Str(7208), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

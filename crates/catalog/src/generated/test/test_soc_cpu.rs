@@ -22,9 +22,9 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(8870), kind: IdKind::Kernel, pmu: Str(0), event: Str(8870), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(8871), kind: IdKind::Kernel, pmu: Str(0), event: Str(8871), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(575), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(575), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(7742), kind: IdKind::Kernel, pmu: Str(0), event: Str(7742), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(7743), kind: IdKind::Kernel, pmu: Str(0), event: Str(7743), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(502), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(502), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

@@ -22,14 +22,14 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(9446), kind: IdKind::Event(237), pmu: Str(2), event: Str(9446), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(10704), kind: IdKind::Kernel, pmu: Str(0), event: Str(10704), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(9363), kind: IdKind::Event(223), pmu: Str(2), event: Str(9363), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(9327), kind: IdKind::Event(214), pmu: Str(2), event: Str(9327), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(8937), kind: IdKind::Event(7), pmu: Str(2), event: Str(8937), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(9410), kind: IdKind::Event(233), pmu: Str(2), event: Str(9410), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2533), kind: IdKind::Sysfs, pmu: Str(2534), event: Str(2535), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(24263), kind: IdKind::Kernel, pmu: Str(0), event: Str(10704), terms: Str(0), modifiers: Str(10769), retire_latency: false, calls: 0 },
+    Id { text: Str(8318), kind: IdKind::Event(237), pmu: Str(2), event: Str(8318), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(9114), kind: IdKind::Kernel, pmu: Str(0), event: Str(9114), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(8235), kind: IdKind::Event(223), pmu: Str(2), event: Str(8235), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(8199), kind: IdKind::Event(214), pmu: Str(2), event: Str(8199), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(7809), kind: IdKind::Event(7), pmu: Str(2), event: Str(7809), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(8282), kind: IdKind::Event(233), pmu: Str(2), event: Str(8282), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2179), kind: IdKind::Sysfs, pmu: Str(2180), event: Str(2181), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(22499), kind: IdKind::Kernel, pmu: Str(0), event: Str(9114), terms: Str(0), modifiers: Str(9180), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

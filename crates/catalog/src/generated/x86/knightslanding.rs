@@ -35,10 +35,10 @@ static GROUPS: &[Group] = &[
 
 static COUNTERS: &[CounterInfo] = &[
     CounterInfo { pmu: Str(2), fixed: 3, generic: 2 },
-    CounterInfo { pmu: Str(19715), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(31980), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(31974), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(31984), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(31987), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(25996), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(17990), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(30139), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(30133), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(30143), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(30146), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(24232), fixed: 0, generic: 4 },
 ];

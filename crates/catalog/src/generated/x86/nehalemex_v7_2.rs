@@ -22,29 +22,29 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(7998), kind: IdKind::Kernel, pmu: Str(0), event: Str(7998), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(9327), kind: IdKind::Event(450), pmu: Str(2), event: Str(9327), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(575), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(575), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(33023), kind: IdKind::Event(453), pmu: Str(2), event: Str(33023), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(39700), kind: IdKind::Sysfs, pmu: Str(39689), event: Str(39701), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
-    Id { text: Str(39702), kind: IdKind::Sysfs, pmu: Str(39689), event: Str(39703), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
-    Id { text: Str(39688), kind: IdKind::Sysfs, pmu: Str(39689), event: Str(39690), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
-    Id { text: Str(39704), kind: IdKind::Sysfs, pmu: Str(39689), event: Str(39705), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
-    Id { text: Str(39706), kind: IdKind::Sysfs, pmu: Str(39689), event: Str(39707), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
-    Id { text: Str(10704), kind: IdKind::Kernel, pmu: Str(0), event: Str(10704), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(2529), kind: IdKind::Kernel, pmu: Str(0), event: Str(2529), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(36330), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36332), retire_latency: false, calls: 0 },
-    Id { text: Str(36333), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36334), retire_latency: false, calls: 0 },
-    Id { text: Str(36335), kind: IdKind::Kernel, pmu: Str(0), event: Str(36331), terms: Str(0), modifiers: Str(36336), retire_latency: false, calls: 0 },
-    Id { text: Str(2533), kind: IdKind::Sysfs, pmu: Str(2534), event: Str(2535), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(39708), kind: IdKind::Sysfs, pmu: Str(2534), event: Str(39709), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(39710), kind: IdKind::Event(478), pmu: Str(2), event: Str(9448), terms: Str(10811), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(39711), kind: IdKind::Event(478), pmu: Str(2), event: Str(9448), terms: Str(10813), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(39712), kind: IdKind::Event(478), pmu: Str(2), event: Str(9448), terms: Str(14739), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(39713), kind: IdKind::Event(478), pmu: Str(2), event: Str(9448), terms: Str(10947), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(39714), kind: IdKind::Event(478), pmu: Str(2), event: Str(9448), terms: Str(28073), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(10702), kind: IdKind::Sysfs, pmu: Str(2534), event: Str(10703), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
-    Id { text: Str(9772), kind: IdKind::Sysfs, pmu: Str(2534), event: Str(9768), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(6884), kind: IdKind::Kernel, pmu: Str(0), event: Str(6884), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(8199), kind: IdKind::Event(450), pmu: Str(2), event: Str(8199), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(502), kind: IdKind::Tool(Tool::DurationTime), pmu: Str(0), event: Str(502), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(31182), kind: IdKind::Event(453), pmu: Str(2), event: Str(31182), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(37157), kind: IdKind::Sysfs, pmu: Str(37146), event: Str(37158), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(37159), kind: IdKind::Sysfs, pmu: Str(37146), event: Str(37160), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(37145), kind: IdKind::Sysfs, pmu: Str(37146), event: Str(37147), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(37161), kind: IdKind::Sysfs, pmu: Str(37146), event: Str(37162), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(37163), kind: IdKind::Sysfs, pmu: Str(37146), event: Str(37164), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(9114), kind: IdKind::Kernel, pmu: Str(0), event: Str(9114), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(2175), kind: IdKind::Kernel, pmu: Str(0), event: Str(2175), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(34128), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34130), retire_latency: false, calls: 0 },
+    Id { text: Str(34131), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34132), retire_latency: false, calls: 0 },
+    Id { text: Str(34133), kind: IdKind::Kernel, pmu: Str(0), event: Str(34129), terms: Str(0), modifiers: Str(34134), retire_latency: false, calls: 0 },
+    Id { text: Str(2179), kind: IdKind::Sysfs, pmu: Str(2180), event: Str(2181), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(37165), kind: IdKind::Sysfs, pmu: Str(2180), event: Str(37166), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(37167), kind: IdKind::Event(478), pmu: Str(2), event: Str(8320), terms: Str(9222), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(37168), kind: IdKind::Event(478), pmu: Str(2), event: Str(8320), terms: Str(9224), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(37169), kind: IdKind::Event(478), pmu: Str(2), event: Str(8320), terms: Str(13053), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(37170), kind: IdKind::Event(478), pmu: Str(2), event: Str(8320), terms: Str(9358), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(37171), kind: IdKind::Event(478), pmu: Str(2), event: Str(8320), terms: Str(26232), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(9112), kind: IdKind::Sysfs, pmu: Str(2180), event: Str(9113), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
+    Id { text: Str(8630), kind: IdKind::Sysfs, pmu: Str(2180), event: Str(9115), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 1 },
 ];
 
 static METRICS: &[MetricAt] = &[
@@ -108,11 +108,11 @@ static LOCALS: &[u16] = &[
 ];
 
 static GROUPS: &[Group] = &[
-    Group { name: Str(39722), description: Str::cold(28745) },
-    Group { name: Str(39460), description: Str::cold(28746) },
-    Group { name: Str(39472), description: Str::cold(28747) },
-    Group { name: Str(36322), description: Str::cold(26763) },
-    Group { name: Str(9768), description: Str::cold(28752) },
+    Group { name: Str(37179), description: Str::cold(28745) },
+    Group { name: Str(37180), description: Str::cold(28746) },
+    Group { name: Str(37181), description: Str::cold(28747) },
+    Group { name: Str(34135), description: Str::cold(26763) },
+    Group { name: Str(9115), description: Str::cold(28752) },
 ];
 
 static COUNTERS: &[CounterInfo] = &[

@@ -22,17 +22,17 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(22923), kind: IdKind::Event(1910), pmu: Str(22775), event: Str(22923), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22925), kind: IdKind::Event(1911), pmu: Str(22775), event: Str(22925), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22927), kind: IdKind::Event(1912), pmu: Str(22775), event: Str(22927), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22929), kind: IdKind::Event(1913), pmu: Str(22775), event: Str(22929), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22935), kind: IdKind::Event(1920), pmu: Str(22775), event: Str(22935), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22937), kind: IdKind::Event(1921), pmu: Str(22775), event: Str(22937), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22939), kind: IdKind::Event(1922), pmu: Str(22775), event: Str(22939), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22941), kind: IdKind::Event(1923), pmu: Str(22775), event: Str(22941), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(15620), kind: IdKind::Event(2724), pmu: Str(8869), event: Str(15620), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(9676), kind: IdKind::Event(2713), pmu: Str(8869), event: Str(9676), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(15639), kind: IdKind::Event(2731), pmu: Str(8869), event: Str(15639), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21198), kind: IdKind::Event(1910), pmu: Str(21050), event: Str(21198), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21200), kind: IdKind::Event(1911), pmu: Str(21050), event: Str(21200), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21202), kind: IdKind::Event(1912), pmu: Str(21050), event: Str(21202), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21204), kind: IdKind::Event(1913), pmu: Str(21050), event: Str(21204), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21210), kind: IdKind::Event(1920), pmu: Str(21050), event: Str(21210), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21212), kind: IdKind::Event(1921), pmu: Str(21050), event: Str(21212), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21214), kind: IdKind::Event(1922), pmu: Str(21050), event: Str(21214), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21216), kind: IdKind::Event(1923), pmu: Str(21050), event: Str(21216), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(13934), kind: IdKind::Event(2724), pmu: Str(7741), event: Str(13934), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(8548), kind: IdKind::Event(2713), pmu: Str(7741), event: Str(8548), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(13953), kind: IdKind::Event(2731), pmu: Str(7741), event: Str(13953), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[
@@ -54,12 +54,12 @@ static GROUPS: &[Group] = &[
 
 static COUNTERS: &[CounterInfo] = &[
     CounterInfo { pmu: Str(2), fixed: 3, generic: 4 },
-    CounterInfo { pmu: Str(19715), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(22775), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(15398), fixed: 0, generic: 2 },
-    CounterInfo { pmu: Str(8869), fixed: 1, generic: 4 },
-    CounterInfo { pmu: Str(21384), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(25996), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(16184), fixed: 0, generic: 4 },
-    CounterInfo { pmu: Str(15472), fixed: 1, generic: 2 },
+    CounterInfo { pmu: Str(17990), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(21050), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(13712), fixed: 0, generic: 2 },
+    CounterInfo { pmu: Str(7741), fixed: 1, generic: 4 },
+    CounterInfo { pmu: Str(19659), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(24232), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(14498), fixed: 0, generic: 4 },
+    CounterInfo { pmu: Str(13786), fixed: 1, generic: 2 },
 ];

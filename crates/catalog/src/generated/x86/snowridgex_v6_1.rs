@@ -22,17 +22,17 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(15620), kind: IdKind::Event(325), pmu: Str(8869), event: Str(15620), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(9676), kind: IdKind::Event(289), pmu: Str(8869), event: Str(9676), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(15639), kind: IdKind::Event(326), pmu: Str(8869), event: Str(15639), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22935), kind: IdKind::Event(410), pmu: Str(22775), event: Str(22935), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22937), kind: IdKind::Event(411), pmu: Str(22775), event: Str(22937), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22939), kind: IdKind::Event(412), pmu: Str(22775), event: Str(22939), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22941), kind: IdKind::Event(413), pmu: Str(22775), event: Str(22941), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22923), kind: IdKind::Event(415), pmu: Str(22775), event: Str(22923), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22925), kind: IdKind::Event(416), pmu: Str(22775), event: Str(22925), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22927), kind: IdKind::Event(417), pmu: Str(22775), event: Str(22927), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22929), kind: IdKind::Event(418), pmu: Str(22775), event: Str(22929), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(13934), kind: IdKind::Event(325), pmu: Str(7741), event: Str(13934), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(8548), kind: IdKind::Event(289), pmu: Str(7741), event: Str(8548), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(13953), kind: IdKind::Event(326), pmu: Str(7741), event: Str(13953), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21210), kind: IdKind::Event(410), pmu: Str(21050), event: Str(21210), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21212), kind: IdKind::Event(411), pmu: Str(21050), event: Str(21212), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21214), kind: IdKind::Event(412), pmu: Str(21050), event: Str(21214), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21216), kind: IdKind::Event(413), pmu: Str(21050), event: Str(21216), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21198), kind: IdKind::Event(415), pmu: Str(21050), event: Str(21198), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21200), kind: IdKind::Event(416), pmu: Str(21050), event: Str(21200), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21202), kind: IdKind::Event(417), pmu: Str(21050), event: Str(21202), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21204), kind: IdKind::Event(418), pmu: Str(21050), event: Str(21204), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[

@@ -22,12 +22,12 @@ pub static MODEL: Model = Model {
 };
 
 static IDS: &[Id] = &[
-    Id { text: Str(22925), kind: IdKind::Event(43), pmu: Str(22775), event: Str(22925), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22927), kind: IdKind::Event(44), pmu: Str(22775), event: Str(22927), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22929), kind: IdKind::Event(45), pmu: Str(22775), event: Str(22929), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22937), kind: IdKind::Event(40), pmu: Str(22775), event: Str(22937), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22939), kind: IdKind::Event(41), pmu: Str(22775), event: Str(22939), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
-    Id { text: Str(22941), kind: IdKind::Event(42), pmu: Str(22775), event: Str(22941), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21200), kind: IdKind::Event(43), pmu: Str(21050), event: Str(21200), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21202), kind: IdKind::Event(44), pmu: Str(21050), event: Str(21202), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21204), kind: IdKind::Event(45), pmu: Str(21050), event: Str(21204), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21212), kind: IdKind::Event(40), pmu: Str(21050), event: Str(21212), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21214), kind: IdKind::Event(41), pmu: Str(21050), event: Str(21214), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
+    Id { text: Str(21216), kind: IdKind::Event(42), pmu: Str(21050), event: Str(21216), terms: Str(0), modifiers: Str(0), retire_latency: false, calls: 0 },
 ];
 
 static METRICS: &[MetricAt] = &[
