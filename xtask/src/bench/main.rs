@@ -443,7 +443,7 @@ fn sizes_section(
     if let Some(model) = tmetric_catalog::models().first() {
         let (plain, descriptions, events) = model.tables.embedded_bytes();
         println!(
-            "  embedded in the binary: {} of plain strings, {} of deflated descriptions, {} of deflated event records",
+            "  embedded in the binary: {} of names and deflated strings, {} of deflated descriptions, {} of deflated event records and lists",
             mb(plain as u64),
             mb(descriptions as u64),
             mb(events as u64)
