@@ -14,7 +14,8 @@
 mod blocks;
 
 pub use blocks::{
-    DESCRIPTIONS_PER_BLOCK, RECORDS_PER_BLOCK, STRINGS_PER_BLOCK, event_list, string_block,
+    DESCRIPTIONS_PER_BLOCK, RECORDS_PER_BLOCK, STRINGS_PER_BLOCK, event_list, record_block,
+    string_block,
 };
 
 use crate::Literal;
@@ -136,8 +137,9 @@ impl Tables {
     /// `name_offsets` (little-endian `u32`: name `i` spans offsets `i..i + 1`), then each other
     /// table as deflated blocks and their `u32` offsets (then the end): `strings` and
     /// `descriptions` ([`blocks::string_block`] layout,
-    /// [`STRINGS_PER_BLOCK`] and [`DESCRIPTIONS_PER_BLOCK`] strings a block), `records` ([`RECORDS_PER_BLOCK`]
-    /// [`EVENT_RECORD`]-byte records a block) and `event_lists` (one block per list,
+    /// [`STRINGS_PER_BLOCK`] and [`DESCRIPTIONS_PER_BLOCK`] strings a block), `records`
+    /// ([`RECORDS_PER_BLOCK`] [`EVENT_RECORD`]-byte records a block, [`blocks::record_block`]
+    /// layout) and `event_lists` (one block per list,
     /// [`blocks::event_list`] layout).
     #[allow(clippy::too_many_arguments)]
     pub const fn new(
@@ -190,7 +192,11 @@ impl Tables {
     /// Record `record` of the record table.
     fn record(&'static self, record: u32) -> &'static [u8] {
         let record = record as usize;
-        let block = self.records.block(record / RECORDS_PER_BLOCK, "event records", Vec::into);
+        let block = self.records.block(
+            record / RECORDS_PER_BLOCK,
+            "event records",
+            blocks::decode_record_block,
+        );
         let at = record % RECORDS_PER_BLOCK * EVENT_RECORD;
         &block[at..at + EVENT_RECORD]
     }
@@ -852,10 +858,10 @@ mod tests {
             r.extend_from_slice(&2.5f64.to_le_bytes());
             r.extend_from_slice(&3u32.to_le_bytes());
             r.extend_from_slice(&[1, 2, event_flags::PER_PKG, 0]);
-            r
+            <[u8; EVENT_RECORD]>::try_from(r).expect("a whole record")
         };
-        let records = [record(1, STRINGS_PER_BLOCK as u32, 1), record(2, 0, 0)].concat();
-        let (records, record_index) = deflated(&[records]);
+        let records = [record(1, STRINGS_PER_BLOCK as u32, 1), record(2, 0, 0)];
+        let (records, record_index) = deflated(&[record_block(&records)]);
         let (lists, list_index) = deflated(&[event_list(&[0, 1]), event_list(&[1])]);
         Box::leak(Box::new(Tables::new(
             "tma_retiringTopdownL1",

@@ -15,7 +15,8 @@ use tmetric_pmu_events::resolve::ResolvedTable;
 use super::lower::{Body, NeededPart};
 use super::{EVENT_RECORD, GEN_DIR, Sharing};
 use tmetric_model::catalog::{
-    DESCRIPTIONS_PER_BLOCK, RECORDS_PER_BLOCK, STRINGS_PER_BLOCK, event_list, string_block,
+    DESCRIPTIONS_PER_BLOCK, RECORDS_PER_BLOCK, STRINGS_PER_BLOCK, event_list, record_block,
+    string_block,
 };
 
 /// Adds the shared tables to `files` (strings, deflated descriptions and events, skipped
@@ -32,7 +33,7 @@ pub(super) fn add_tables(
     let string_blocks = shared.blob.blocks();
     let description_blocks = shared.cold.blocks();
     let record_blocks: Vec<Vec<u8>> =
-        shared.records.chunks(RECORDS_PER_BLOCK).map(|c| c.concat()).collect();
+        shared.records.chunks(RECORDS_PER_BLOCK).map(record_block).collect();
     let list_blocks: Vec<Vec<u8>> = shared.event_lists.iter().map(|l| event_list(l)).collect();
     let tables = [string_blocks, description_blocks, record_blocks, list_blocks];
     let to_deflate: Vec<&[u8]> = tables.iter().flatten().map(Vec::as_slice).collect();
